@@ -1,0 +1,53 @@
+"""dynaorm: declarative entity mapping for Amazon DynamoDB single-table design.
+
+Entities are pydantic models with key templates; a :class:`Session` commits every staged
+change, with its unique guard items and version rows, in one atomic transaction.
+"""
+
+from .entity import Entity
+from .errors import (
+    ConcurrentModificationError,
+    DynaormError,
+    InvalidCursorError,
+    ItemExistsError,
+    ItemNotFoundError,
+    ItemTooLargeError,
+    KeyTemplateError,
+    MultipleResultsError,
+    TransactionConflictError,
+    TransactionTooLargeError,
+    UniqueConstraintError,
+)
+from .expressions import Condition, F
+from .ksuid import ksuid
+from .query import Page, Query
+from .session import Session
+from .spec import Unique
+from .table import GSI, LSI, Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "GSI",
+    "LSI",
+    "ConcurrentModificationError",
+    "Condition",
+    "DynaormError",
+    "Entity",
+    "F",
+    "InvalidCursorError",
+    "ItemExistsError",
+    "ItemNotFoundError",
+    "ItemTooLargeError",
+    "KeyTemplateError",
+    "MultipleResultsError",
+    "Page",
+    "Query",
+    "Session",
+    "Table",
+    "TransactionConflictError",
+    "TransactionTooLargeError",
+    "Unique",
+    "UniqueConstraintError",
+    "ksuid",
+]

@@ -1,0 +1,12 @@
+"""Type aliases shared across modules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: One DynamoDB AttributeValue in wire form, e.g. ``{"S": "abc"}``.
+AttributeValue = dict[str, Any]
+#: An item (or key) in wire form.
+Item = dict[str, AttributeValue]
+#: A primary key in plain strings: ``{"pk": "USER#1", "sk": "PROFILE"}``.
+PlainKey = dict[str, str]

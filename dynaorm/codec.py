@@ -1,0 +1,123 @@
+"""Python values <-> DynamoDB AttributeValues (wire form).
+
+Encoding works on ``model_dump(mode="python")`` output; decoding produces plain Python
+values that pydantic validates back into the declared field types (``Decimal`` for
+fractional numbers, ``int`` for whole ones, ISO strings for dates and datetimes).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import uuid
+from collections.abc import Mapping
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from ._types import AttributeValue, Item
+
+__all__ = ["decode_item", "decode_value", "encode_fields", "encode_value"]
+
+
+def _number(value: int | float | Decimal) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+        return repr(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+        return str(value)
+    return str(value)
+
+
+def encode_value(value: Any) -> AttributeValue:
+    """Encode one Python value."""
+    if value is None:
+        return {"NULL": True}
+    t = type(value)
+    if t is str:
+        return {"S": value}
+    if t is bool:
+        return {"BOOL": value}
+    if t is int or t is float or t is Decimal:
+        return {"N": _number(value)}
+    if isinstance(value, enum.Enum):
+        return encode_value(value.value)
+    if isinstance(value, bool):
+        return {"BOOL": bool(value)}
+    if isinstance(value, int | float | Decimal):
+        return {"N": _number(value)}
+    if isinstance(value, str):
+        return {"S": str(value)}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"B": bytes(value)}
+    if isinstance(value, datetime | date | time):
+        return {"S": value.isoformat()}
+    if isinstance(value, uuid.UUID | timedelta):
+        return {"S": str(value)}
+    if isinstance(value, Mapping):
+        return {"M": {str(k): encode_value(v) for k, v in value.items()}}
+    if isinstance(value, set | frozenset):
+        return _encode_set(value)
+    if isinstance(value, list | tuple):
+        return {"L": [encode_value(v) for v in value]}
+    raise TypeError(f"cannot store a value of type {t.__name__} in DynamoDB: {value!r}")
+
+
+def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
+    if not value:  # DynamoDB has no empty sets: an empty list validates back into a set
+        return {"L": []}
+    items = [v.value if isinstance(v, enum.Enum) else v for v in value]
+    if all(isinstance(v, str) for v in items):
+        return {"SS": sorted(items)}
+    if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in items):
+        return {"NS": sorted(_number(v) for v in items)}
+    if all(isinstance(v, bytes) for v in items):
+        return {"BS": sorted(items)}
+    return {"L": [encode_value(v) for v in items]}
+
+
+def encode_fields(data: Mapping[str, Any]) -> Item:
+    """Encode a dumped model: ``None`` fields are left out of the item."""
+    return {k: encode_value(v) for k, v in data.items() if v is not None}
+
+
+def _decode_number(text: str) -> int | Decimal:
+    if "." in text or "e" in text or "E" in text:
+        return Decimal(text)
+    return int(text)
+
+
+def decode_value(av: AttributeValue) -> Any:
+    """Decode one AttributeValue."""
+    (tag, raw), = av.items()
+    if tag == "S":
+        return raw
+    if tag == "N":
+        return _decode_number(raw)
+    if tag == "BOOL":
+        return bool(raw)
+    if tag == "NULL":
+        return None
+    if tag == "M":
+        return {k: decode_value(v) for k, v in raw.items()}
+    if tag == "L":
+        return [decode_value(v) for v in raw]
+    if tag == "SS":
+        return set(raw)
+    if tag == "NS":
+        return {_decode_number(v) for v in raw}
+    if tag == "B":
+        return bytes(raw)
+    if tag == "BS":
+        return {bytes(v) for v in raw}
+    raise TypeError(f"unknown AttributeValue tag {tag!r}")
+
+
+def decode_item(item: Item, names: frozenset[str] | None = None) -> dict[str, Any]:
+    """Decode an item; with ``names``, only those attributes."""
+    if names is None:
+        return {k: decode_value(v) for k, v in item.items()}
+    return {k: decode_value(v) for k, v in item.items() if k in names}

@@ -1,0 +1,279 @@
+"""Deciding what to write: staged saves and deletes -> a :class:`~dynaorm.plan.WritePlan`.
+
+Pure: no I/O. Given each staged object and the stored state it is known to have (from the
+object itself, or read by the session before planning), this module emits the row write,
+the unique guard items and the version rows, each with the condition that makes the whole
+transaction fail rather than leave the table inconsistent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ._types import Item, PlainKey
+from .codec import decode_item, encode_value
+from .entity import Entity, encode_entity, spec_of
+from .errors import DynaormError, UniqueConstraintError
+from .expressions import Condition, all_of, exists, not_exists, raw_eq
+from .plan import Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
+from .spec import EntitySpec, UniqueRule, version_sk
+from .state import InstanceState, changed_attributes
+
+__all__ = ["Outcome", "Staged", "compile_commit"]
+
+OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
+GUARD_TYPE = "dynaorm:unique"
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """One staged unit of work: a save or a delete of one object."""
+
+    obj: Entity
+    action: Literal["save", "delete"]
+    overwrite: bool = False
+    history: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What an object becomes if the commit succeeds (``state=None``: deleted)."""
+
+    obj: Entity
+    state: InstanceState | None
+    version: int | None = None
+
+
+def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
+               value: Any) -> Item:
+    table = spec.table
+    item: Item = {table.pk: {"S": key}}
+    if table.sk is not None:
+        item[table.sk] = {"S": key}
+    item[table.type_attribute] = {"S": GUARD_TYPE}
+    item[OWNER_PK] = {"S": owner[table.pk]}
+    if table.sk is not None:
+        item[OWNER_SK] = {"S": owner[table.sk]}
+    item[OWNER_TYPE] = {"S": spec.type_name}
+    item[UNIQUE_FIELD] = {"S": rule.field}
+    return item
+
+
+def guard_key(spec: EntitySpec, key: str) -> PlainKey:
+    out = {spec.table.pk: key}
+    if spec.table.sk is not None:
+        out[spec.table.sk] = key
+    return out
+
+
+def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
+    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
+    if spec.table.sk is not None:
+        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
+    cond = all_of(conds)
+    assert cond is not None
+    return cond
+
+
+class _Builder:
+    """Collects the actions of one staged entry."""
+
+    def __init__(self, spec: EntitySpec, owner: PlainKey, index: int) -> None:
+        self.spec = spec
+        self.owner = owner
+        self.index = index
+        self.ops: list[Op] = []
+
+    def origin(self, role: Role, fail: Fail, field: str | None = None,
+               value: Any = None) -> Origin:
+        return Origin(self.spec.cls, self.owner, role, fail, field, value, self.index)
+
+    def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
+               old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
+        spec = self.spec
+        for rule in spec.uniques:
+            old_key = None if old is None else rule.guard_key(old, spec.name)
+            new_key = None if new is None else rule.guard_key(new, spec.name)
+            moved = old_owner != new_owner
+            if old_key == new_key and not moved:
+                continue
+            value = None if new is None else new.get(rule.field)
+            if old_key is not None and old_key == new_key and new_owner is not None:
+                assert old_owner is not None
+                self.ops.append(Put(guard_key(spec, new_key), guard_item(
+                    spec, rule, new_key, new_owner, value), owned_by(spec, old_owner),
+                    self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value)))
+                continue
+            if old_key is not None and old_owner is not None:
+                old_value = None if old is None else old.get(rule.field)
+                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner),
+                                       self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
+                                                   old_value)))
+            if new_key is not None and new_owner is not None:
+                self.ops.append(Put(guard_key(spec, new_key), guard_item(
+                    spec, rule, new_key, new_owner, value), not_exists(spec.table.pk),
+                    self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value)))
+
+
+def _unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str]) -> list[Condition]:
+    """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
+    conds: list[Condition] = []
+    for name in sorted(attrs):
+        value = old.get(name)
+        if value is None:
+            conds.append(not_exists(name))
+        else:
+            conds.append(raw_eq(name, encode_value(value)))
+    return conds
+
+
+def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+    obj, spec = entry.obj, spec_of(type(entry.obj))
+    values = obj.__dict__
+    if state is None:  # insert
+        version = 1 if spec.versioned else None
+        item = encode_entity(obj, spec, version)
+        key = spec.primary_key(values)
+        b = _Builder(spec, key, index)
+        strict = not entry.overwrite
+        cond = not_exists(spec.table.pk) if strict or spec.has_rules else None
+        if spec.versioned:
+            assert spec.table.sk is not None
+            first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", 1)}
+            b.ops.append(Put(first, {**item, spec.table.sk: {"S": first[spec.table.sk]}}, cond,
+                             b.origin(Role.VERSION, Fail.EXISTS)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
+        else:
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
+        b.guards(None, values, None, key)
+        return b.ops, Outcome(obj, InstanceState(key, item, version), version)
+
+    old_obj = type(obj).model_validate(_decode(state.item, spec))
+    old_values = old_obj.__dict__
+    old_item = encode_entity(old_obj, spec, state.version)
+    old_key = state.key
+    if spec.versioned:
+        return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
+    item = encode_entity(obj, spec)
+    key = spec.primary_key(values)
+    b = _Builder(spec, old_key, index)
+    unique_fields = {f for rule in spec.uniques for f in rule.fields}
+    if key != old_key:  # primary key moved: delete the old row, insert the new one
+        guard = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
+        b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
+        b.owner = key
+        b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
+    else:
+        to_set, to_remove = changed_attributes(old_item, item)
+        touched = set(to_set) | set(to_remove)
+        if not touched:
+            return [], Outcome(obj, InstanceState(key, item), None)
+        depends = set(unique_fields)
+        for attr in touched:
+            depends.update(f for f in spec.derived_fields(attr))
+        depends -= touched
+        cond = all_of([exists(spec.table.pk), *_unchanged(spec, old_values, depends)])
+        if entry.overwrite:
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
+        else:
+            b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
+                                b.origin(Role.ROW, Fail.GONE)))
+    b.guards(old_values, values, old_key, key)
+    return b.ops, Outcome(obj, InstanceState(key, item), None)
+
+
+def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
+    return decode_item(item, spec.field_names)
+
+
+def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState,
+                           old_values: Mapping[str, Any], old_item: Item,
+                           index: int) -> tuple[list[Op], Outcome]:
+    obj = entry.obj
+    values = obj.__dict__
+    n = state.version or 0
+    key = spec.primary_key(values)
+    if key != state.key:
+        raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
+                           f"({state.key} -> {key}); delete it and save a new one")
+    if encode_entity(obj, spec, n) == old_item:
+        return [], Outcome(obj, state, n)
+    item = encode_entity(obj, spec, n + 1)
+    assert spec.table.sk is not None
+    b = _Builder(spec, key, index)
+    row_sk = version_sk(spec.base_sk(values) or "", n + 1)
+    b.ops.append(Put({**key, spec.table.sk: row_sk}, {**item, spec.table.sk: {"S": row_sk}},
+                     not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
+    unique_fields = {f for rule in spec.uniques for f in rule.fields}
+    cond = all_of([raw_eq("version", {"N": str(n)}),
+                   *_unchanged(spec, old_values, unique_fields)])
+    b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
+    b.guards(old_values, values, key, key)
+    return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1)
+
+
+def plan_delete(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+    obj, spec = entry.obj, spec_of(type(entry.obj))
+    if state is None:  # a plain entity never loaded: delete by key, it must exist
+        key = spec.primary_key(obj.__dict__)
+        b = _Builder(spec, key, index)
+        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.GONE)))
+        return b.ops, Outcome(obj, None)
+    old_values = type(obj).model_validate(_decode(state.item, spec)).__dict__
+    b = _Builder(spec, state.key, index)
+    unique_fields = {f for rule in spec.uniques for f in rule.fields}
+    conds = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
+    if spec.versioned:
+        conds.append(raw_eq("version", {"N": str(state.version or 0)}))
+    b.ops.append(Delete(state.key, all_of(conds),
+                        b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)))
+    b.guards(old_values, None, state.key, None)
+    if spec.versioned and entry.history:
+        assert spec.table.sk is not None
+        base = spec.base_sk(old_values) or ""
+        for n in range(1, (state.version or 0) + 1):
+            b.ops.append(Delete({**state.key, spec.table.sk: version_sk(base, n)}, None,
+                                b.origin(Role.VERSION, Fail.GONE)))
+    return b.ops, Outcome(obj, None)
+
+
+def _item_id(key: PlainKey) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted(key.items()))
+
+
+def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | None]]
+                   ) -> tuple[WritePlan, list[Outcome]]:
+    """Plan a whole commit. Raises before anything is sent when the plan is impossible."""
+    ops: list[Op] = []
+    outcomes: list[Outcome] = []
+    at: dict[tuple[tuple[str, str], ...], int] = {}
+    for index, (entry, state) in enumerate(entries):
+        planner = plan_save if entry.action == "save" else plan_delete
+        entry_ops, outcome = planner(entry, state, index)
+        outcomes.append(outcome)
+        for op in entry_ops:
+            ident = _item_id(op.key)
+            prev = at.get(ident)
+            if prev is None:
+                at[ident] = len(ops)
+                ops.append(op)
+                continue
+            ops[prev] = _merge(ops[prev], op)
+    return WritePlan(table, tuple(ops)), outcomes
+
+
+def _merge(first: Op, second: Op) -> Op:
+    """Two actions on one item in one commit: fold them into one, or refuse."""
+    if isinstance(first, Delete) and isinstance(second, Put):
+        # a guard released by one object and claimed by another: one conditional Put
+        return Put(second.key, second.item, first.condition, first.origin)
+    if isinstance(first, Put) and isinstance(second, Put) and (
+            first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
+        o = second.origin
+        raise UniqueConstraintError(o.entity, [(o.field or "?", o.value)])
+    raise DynaormError(
+        f"commit writes item {first.key} twice ({first.origin.entity.__name__} "
+        f"{first.origin.role.value} and {second.origin.entity.__name__} "
+        f"{second.origin.role.value}); stage one object per item")

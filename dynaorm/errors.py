@@ -1,0 +1,91 @@
+"""The exception tree. Every error dynaorm raises derives from :class:`DynaormError`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConcurrentModificationError",
+    "DynaormError",
+    "InvalidCursorError",
+    "ItemExistsError",
+    "ItemNotFoundError",
+    "ItemTooLargeError",
+    "KeyTemplateError",
+    "MultipleResultsError",
+    "TransactionConflictError",
+    "TransactionTooLargeError",
+    "UniqueConstraintError",
+]
+
+
+class DynaormError(Exception):
+    """Base class of every dynaorm error."""
+
+
+class KeyTemplateError(DynaormError, ValueError):
+    """A key template is malformed, names an unknown field, or a value cannot go into a key."""
+
+
+class ItemExistsError(DynaormError):
+    """An insert found an item with the same primary key already stored."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.key = key
+
+
+class ItemNotFoundError(DynaormError, LookupError):
+    """An update or delete targeted an item that is gone, or ``Query.one()`` found nothing."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.key = key
+
+
+class ConcurrentModificationError(DynaormError):
+    """Another writer changed the stored values that this write was conditioned on."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.key = key
+
+
+class UniqueConstraintError(DynaormError):
+    """A unique value is already claimed by another item.
+
+    ``field``/``value`` name the first violation; ``violations`` lists them all.
+    """
+
+    def __init__(self, entity: type[Any], violations: list[tuple[str, Any]]) -> None:
+        self.entity = entity
+        self.violations = list(violations)
+        self.field, self.value = self.violations[0]
+        names = ", ".join(f"{f}={v!r}" for f, v in self.violations)
+        super().__init__(f"{entity.__name__}: unique value already taken: {names}")
+
+
+class TransactionConflictError(DynaormError):
+    """The transaction kept conflicting with another in-flight transaction after retries."""
+
+
+class TransactionTooLargeError(DynaormError):
+    """The commit needs more than 100 actions or a request over 4 MB; nothing was sent."""
+
+
+class ItemTooLargeError(DynaormError):
+    """An item would exceed DynamoDB's 400 KB limit; nothing was sent."""
+
+
+class MultipleResultsError(DynaormError):
+    """``Query.one()`` found more than one item."""
+
+
+class InvalidCursorError(DynaormError, ValueError):
+    """A page cursor was tampered with or belongs to another query."""

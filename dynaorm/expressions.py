@@ -1,0 +1,233 @@
+"""Condition and filter expressions as small immutable trees.
+
+``F("status") == "open"`` builds a :class:`Condition`; ``&``, ``|`` and ``~`` combine them.
+Rendering goes through :class:`Placeholders`, so every attribute name travels as ``#nX``
+and every value as ``:vX``: nothing from the caller is ever spliced into expression text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._types import AttributeValue
+from .codec import encode_value
+
+__all__ = ["Condition", "F", "Placeholders", "render_condition"]
+
+
+@dataclass
+class Placeholders:
+    """Allocates ``#n``/``:v`` placeholders for one request (names are reused)."""
+
+    names: dict[str, str] = field(default_factory=dict)
+    values: dict[str, AttributeValue] = field(default_factory=dict)
+    _by_name: dict[str, str] = field(default_factory=dict)
+
+    def name(self, attr: str) -> str:
+        parts = []
+        for segment in attr.split("."):
+            ph = self._by_name.get(segment)
+            if ph is None:
+                ph = f"#n{len(self._by_name)}"
+                self._by_name[segment] = ph
+                self.names[ph] = segment
+            parts.append(ph)
+        return ".".join(parts)
+
+    def value(self, value: Any) -> str:
+        ph = f":v{len(self.values)}"
+        self.values[ph] = encode_value(value)
+        return ph
+
+    def value_av(self, av: AttributeValue) -> str:
+        """A placeholder for a value already in AttributeValue form."""
+        ph = f":v{len(self.values)}"
+        self.values[ph] = av
+        return ph
+
+    def apply(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Add ExpressionAttributeNames/Values to ``request`` when any were used."""
+        if self.names:
+            request["ExpressionAttributeNames"] = self.names
+        if self.values:
+            request["ExpressionAttributeValues"] = self.values
+        return request
+
+
+class _Raw:
+    """A value already in AttributeValue form (internal conditions use this)."""
+
+    __slots__ = ("av",)
+
+    def __init__(self, av: AttributeValue) -> None:
+        self.av = av
+
+
+class Condition:
+    """A node of a condition tree. Combine with ``&``, ``|`` and ``~``."""
+
+    def render(self, ph: Placeholders) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __and__(self, other: Condition) -> Condition:
+        return _Bool("AND", (self, _check(other)))
+
+    def __or__(self, other: Condition) -> Condition:
+        return _Bool("OR", (self, _check(other)))
+
+    def __invert__(self) -> Condition:
+        return _Not(self)
+
+    def __bool__(self) -> bool:
+        raise TypeError("use &, | and ~ to combine conditions, not and/or/not")
+
+
+def _check(other: object) -> Condition:
+    if not isinstance(other, Condition):
+        raise TypeError(f"cannot combine a condition with {other!r}")
+    return other
+
+
+def _val(ph: Placeholders, value: Any) -> str:
+    if isinstance(value, _Raw):
+        return ph.value_av(value.av)
+    return ph.value(value)
+
+
+@dataclass(frozen=True, eq=False)
+class _Compare(Condition):
+    path: str
+    op: str
+    value: Any
+
+    def render(self, ph: Placeholders) -> str:
+        return f"{ph.name(self.path)} {self.op} {_val(ph, self.value)}"
+
+
+@dataclass(frozen=True, eq=False)
+class _Between(Condition):
+    path: str
+    low: Any
+    high: Any
+
+    def render(self, ph: Placeholders) -> str:
+        return f"{ph.name(self.path)} BETWEEN {_val(ph, self.low)} AND {_val(ph, self.high)}"
+
+
+@dataclass(frozen=True, eq=False)
+class _Func(Condition):
+    func: str
+    path: str
+    args: tuple[Any, ...] = ()
+
+    def render(self, ph: Placeholders) -> str:
+        rendered = [ph.name(self.path), *(_val(ph, a) for a in self.args)]
+        return f"{self.func}({', '.join(rendered)})"
+
+
+@dataclass(frozen=True, eq=False)
+class _In(Condition):
+    path: str
+    values: tuple[Any, ...]
+
+    def render(self, ph: Placeholders) -> str:
+        vals = ", ".join(_val(ph, v) for v in self.values)
+        return f"{ph.name(self.path)} IN ({vals})"
+
+
+@dataclass(frozen=True, eq=False)
+class _Bool(Condition):
+    op: str
+    parts: tuple[Condition, ...]
+
+    def render(self, ph: Placeholders) -> str:
+        return f" {self.op} ".join(f"({p.render(ph)})" for p in self.parts)
+
+
+@dataclass(frozen=True, eq=False)
+class _Not(Condition):
+    inner: Condition
+
+    def render(self, ph: Placeholders) -> str:
+        return f"NOT ({self.inner.render(ph)})"
+
+
+class F:
+    """An attribute path for filters: ``F("status") == "open"``, ``F("a.b").exists()``."""
+
+    __slots__ = ("path",)
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, path: str) -> None:
+        if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
+            raise ValueError(f"F() needs an attribute name, got {path!r}")
+        self.path = path
+
+    def __eq__(self, value: object) -> Condition:  # type: ignore[override]
+        return _Compare(self.path, "=", value)
+
+    def __ne__(self, value: object) -> Condition:  # type: ignore[override]
+        return _Compare(self.path, "<>", value)
+
+    def __lt__(self, value: Any) -> Condition:
+        return _Compare(self.path, "<", value)
+
+    def __le__(self, value: Any) -> Condition:
+        return _Compare(self.path, "<=", value)
+
+    def __gt__(self, value: Any) -> Condition:
+        return _Compare(self.path, ">", value)
+
+    def __ge__(self, value: Any) -> Condition:
+        return _Compare(self.path, ">=", value)
+
+    def between(self, low: Any, high: Any) -> Condition:
+        return _Between(self.path, low, high)
+
+    def begins_with(self, prefix: str) -> Condition:
+        return _Func("begins_with", self.path, (prefix,))
+
+    def contains(self, value: Any) -> Condition:
+        return _Func("contains", self.path, (value,))
+
+    def exists(self) -> Condition:
+        return _Func("attribute_exists", self.path)
+
+    def not_exists(self) -> Condition:
+        return _Func("attribute_not_exists", self.path)
+
+    def is_in(self, *values: Any) -> Condition:
+        if len(values) == 1 and isinstance(values[0], list | tuple | set | frozenset):
+            values = tuple(values[0])
+        if not values:
+            raise ValueError(f"F({self.path!r}).is_in() needs at least one value")
+        return _In(self.path, tuple(values))
+
+    def __repr__(self) -> str:
+        return f"F({self.path!r})"
+
+
+# -- internal helpers for write conditions (values already encoded) --------------------
+def raw_eq(attr: str, av: AttributeValue) -> Condition:
+    return _Compare(attr, "=", _Raw(av))
+
+
+def not_exists(attr: str) -> Condition:
+    return _Func("attribute_not_exists", attr)
+
+
+def exists(attr: str) -> Condition:
+    return _Func("attribute_exists", attr)
+
+
+def all_of(conditions: list[Condition]) -> Condition | None:
+    if not conditions:
+        return None
+    if len(conditions) == 1:
+        return conditions[0]
+    return _Bool("AND", tuple(conditions))
+
+
+def render_condition(condition: Condition | None, ph: Placeholders) -> str | None:
+    return None if condition is None else condition.render(ph)

@@ -1,0 +1,72 @@
+"""Mapping a failed write to the typed error the caller should see.
+
+DynamoDB reports one cancellation reason per action, in request order; the plan keeps the
+session's own order, so reason ``i`` is explained by ``plan.ops[i].origin``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._types import PlainKey
+from .errors import (
+    ConcurrentModificationError,
+    DynaormError,
+    ItemExistsError,
+    ItemNotFoundError,
+    TransactionConflictError,
+    UniqueConstraintError,
+)
+from .plan import Fail, Op, WritePlan
+from .transport import Reason, RequestFailed
+
+__all__ = ["map_failure"]
+
+_CONDITION_CODES = {"ConditionalCheckFailed", "ConditionalCheckFailedException"}
+
+
+def map_failure(plan: WritePlan, exc: RequestFailed,
+                is_stored: Callable[[PlainKey], bool]) -> DynaormError:
+    """The typed error for a failed commit of ``plan``.
+
+    ``is_stored`` reads one key (consistently); it separates "item gone" from "item changed"
+    for conditions that cover both.
+    """
+    if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
+        reasons: list[Reason | None] = [Reason("ConditionalCheckFailed", exc.message)]
+    else:
+        reasons = exc.reasons
+    failed = [(plan.ops[i], r) for i, r in enumerate(reasons[:len(plan.ops)])
+              if r is not None and r.code in _CONDITION_CODES]
+    if failed:
+        return _condition_error(failed, is_stored)
+    codes = [r.code for r in reasons if r is not None]
+    if "TransactionConflict" in codes or exc.code == "TransactionConflictException":
+        return TransactionConflictError(
+            f"commit on table {plan.table!r} kept conflicting with concurrent transactions "
+            f"after retries: {exc.message}")
+    detail = f" (reasons: {codes})" if codes else ""
+    return DynaormError(f"commit on table {plan.table!r} failed: {exc.code}: "
+                        f"{exc.message}{detail}")
+
+
+def _condition_error(failed: list[tuple[Op, Reason]],
+                     is_stored: Callable[[PlainKey], bool]) -> DynaormError:
+    for op, _ in failed:
+        o = op.origin
+        if o.fail is Fail.EXISTS:
+            return ItemExistsError(
+                f"{o.entity.__name__} {op.key} already exists (save with overwrite=True "
+                "to replace it)", entity=o.entity, key=op.key)
+    uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
+    if uniques:
+        return UniqueConstraintError(uniques[0].entity,
+                                     [(o.field or "?", o.value) for o in uniques])
+    op = failed[0][0]
+    o = op.origin
+    if o.fail is Fail.GONE and not is_stored(op.key):
+        return ItemNotFoundError(f"{o.entity.__name__} {op.key} no longer exists",
+                                 entity=o.entity, key=op.key)
+    return ConcurrentModificationError(
+        f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
+        "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key)

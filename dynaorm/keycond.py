@@ -1,0 +1,158 @@
+"""Planning a query's key condition from entity templates (pure).
+
+Range conditions are kept inside the entity's own sort-key prefix with ``BETWEEN`` so that
+other item types sharing the partition are never read by a ``<`` or ``>``; strict bounds
+are made exact by dropping the bound's own key client-side (a filter expression cannot
+name key attributes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import DynaormError, KeyTemplateError
+from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys
+from .templates import SHARD_FIELD, KeyTemplate
+
+__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys"]
+
+#: Sorts after any character a key will hold (UTF-8 order of code points).
+HIGH = "\U0010ffff"
+
+
+@dataclass(frozen=True)
+class SortCondition:
+    op: str  # eq, lt, lte, gt, gte, between, begins_with
+    args: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class KeyPlan:
+    """What one query reads: partition values (one per shard) and a sort-key condition."""
+
+    index: str | None
+    pk_attr: str
+    sk_attr: str | None
+    pk_values: tuple[str, ...]
+    sk_op: str | None = None          # "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"
+    sk_values: tuple[str, ...] = ()
+    exclude: str | None = None        # drop the item whose sort key equals this
+    history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
+
+    @property
+    def empty(self) -> bool:
+        return self.sk_op == "BETWEEN" and self.sk_values[0] > self.sk_values[1]
+
+
+def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTemplate | None,
+                                                              str, str | None, str]:
+    if index is None:
+        return spec.pk, spec.sk, spec.table.pk, spec.table.sk, "primary"
+    for idx in spec.indexes:
+        if idx.name == index:
+            return _index_templates(idx)
+    raise DynaormError(f"{spec.name} declares no keys for index {index!r} "
+                       f"(Meta.indexes has: {', '.join(i.name for i in spec.indexes) or 'none'})")
+
+
+def _index_templates(idx: IndexKeys) -> tuple[KeyTemplate, KeyTemplate | None, str,
+                                              str | None, str]:
+    return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
+
+
+def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any]) -> tuple[
+        str, ...]:
+    pk, _, _, _, target = _templates(spec, index)
+    missing = [f for f in pk.fields if f != SHARD_FIELD and f not in fields]
+    if missing:
+        raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
+                               f"of {pk.source!r}")
+    if SHARD_FIELD in pk.fields:
+        n = spec.shards[target]
+        return tuple(pk.render({**fields, SHARD_FIELD: i}, spec.name) for i in range(n))
+    return (pk.render(fields, spec.name),)
+
+
+def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+              cond: SortCondition | None, *, latest: bool = False,
+              history: bool = False) -> KeyPlan:
+    """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``."""
+    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
+    unknown = set(fields) - set(pk.fields) - set(sk.fields if sk else ())
+    if SHARD_FIELD in fields or unknown:
+        bad = sorted(unknown | ({SHARD_FIELD} & set(fields)))
+        raise KeyTemplateError(f"{spec.name}: {bad} are not key template fields here "
+                               "(the shard is computed, never passed)")
+    pk_values = partition_values(spec, index, fields)
+    base = KeyPlan(index, pk_attr, sk_attr, pk_values)
+    sk_fields = {k: v for k, v in fields.items() if k not in pk.fields}
+    if sk is None:
+        if sk_fields or cond:
+            raise DynaormError(f"{spec.name}: index {index!r} has no sort key to condition")
+        return base
+    lead = sk.leading_fields(frozenset(sk_fields))
+    if set(sk_fields) - set(lead):
+        raise KeyTemplateError(f"{spec.name}: sort-key fields {sorted(sk_fields)} must be "
+                               f"leading fields of {sk.source!r}")
+    vprefix = LATEST_PREFIX if latest else ""
+    if history:
+        full = sk.render(fields, spec.name)
+        lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"
+        return KeyPlan(index, pk_attr, sk_attr, pk_values, "BETWEEN",
+                       (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
+    prefix = vprefix + sk.render_prefix(sk_fields, spec.name)
+    if cond is None:
+        if not prefix:
+            return base
+        return KeyPlan(index, pk_attr, sk_attr, pk_values, "begins_with", (prefix,))
+
+    def bound(values: Mapping[str, Any]) -> tuple[str, bool]:
+        merged = {**sk_fields, **values}
+        extra = set(values) - set(sk.fields)
+        if extra:
+            raise KeyTemplateError(f"{spec.name}: {sorted(extra)} are not fields of sort key "
+                                   f"{sk.source!r}")
+        complete = all(f in merged for f in sk.fields if f != SHARD_FIELD)
+        if not set(values) <= set(sk.leading_fields(frozenset(merged))):
+            raise KeyTemplateError(f"{spec.name}: condition fields {sorted(values)} must "
+                                   f"follow the leading fields of {sk.source!r}")
+        text = vprefix + (sk.render(merged, spec.name) if complete
+                          else sk.render_prefix(merged, spec.name))
+        return text, complete
+
+    def make(op: str, *vals: str, exclude: str | None = None) -> KeyPlan:
+        return KeyPlan(index, pk_attr, sk_attr, pk_values, op, vals, exclude)
+
+    op = cond.op
+    if op == "begins_with":
+        (values,) = cond.args
+        merged = {**sk_fields, **values}
+        order = [f for f in sk.fields if f in values]
+        if not order:
+            raise KeyTemplateError(f"{spec.name}: begins_with() needs a sort-key field")
+        text = vprefix + sk.render_prefix(merged, spec.name, partial=order[-1])
+        return make("begins_with", text)
+    if op == "between":
+        (lo, _), (hi, hi_complete) = bound(cond.args[0]), bound(cond.args[1])
+        return make("BETWEEN", lo, hi if hi_complete else hi + HIGH)
+    (values,) = cond.args
+    value, complete = bound(values)
+    if op == "eq":
+        return make("=", value) if complete else make("begins_with", value)
+    upper = value if complete else value + HIGH
+    if not prefix:  # nothing to keep inside: the native operators are exact
+        native = {"lt": ("<", value), "lte": ("<=", upper), "gt": (">", upper),
+                  "gte": (">=", value)}[op]
+        return make(*native)
+    top = prefix + HIGH
+    if op == "lt":
+        return make("BETWEEN", prefix, value, exclude=value)
+    if op == "lte":
+        return make("BETWEEN", prefix, upper)
+    if op == "gt":
+        return make("BETWEEN", upper, top, exclude=upper)
+    if op == "gte":
+        return make("BETWEEN", value, top)
+    raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover

@@ -1,0 +1,295 @@
+"""Lazy, generative queries: each builder method returns a new :class:`Query`."""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ._types import Item
+from .cursor import decode_cursor, encode_cursor, fingerprint
+from .entity import Entity, spec_of
+from .errors import DynaormError, ItemNotFoundError, MultipleResultsError
+from .expressions import Condition, Placeholders
+from .keycond import KeyPlan, SortCondition, plan_keys
+from .spec import parse_version_sk
+
+if TYPE_CHECKING:
+    from .transport import Transport
+
+__all__ = ["Page", "Query"]
+
+T = TypeVar("T", bound=Entity)
+#: Results per ``Query.page()`` when neither ``page_size`` nor ``limit`` is set.
+DEFAULT_PAGE_SIZE = 100
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of results and the cursor of the next (``None`` on the last page)."""
+
+    items: list[T]
+    cursor: str | None
+
+
+@dataclass(frozen=True, eq=False)
+class Query(Generic[T]):
+    """A query over one partition (or all shards of one). Build with ``Session.query``."""
+
+    _transport: Transport
+    _entities: tuple[type[T], ...]
+    _fields: Mapping[str, Any]
+    _index: str | None = None
+    _cond: SortCondition | None = None
+    _reverse: bool = False
+    _limit: int | None = None
+    _page_size: int | None = None
+    _consistent: bool = False
+    _filter: Condition | None = None
+    _history: bool = False
+    _plan_cache: list[KeyPlan] = field(default_factory=list, compare=False)
+
+    # -- builders ------------------------------------------------------------------
+    def _with(self, **changes: Any) -> Query[T]:
+        return dataclasses.replace(self, _plan_cache=[], **changes)
+
+    def _sort(self, op: str, *args: Mapping[str, Any]) -> Query[T]:
+        if len(self._entities) > 1:
+            raise DynaormError("sort-key conditions need a single entity type")
+        if self._cond is not None:
+            raise DynaormError("a query takes one sort-key condition")
+        return self._with(_cond=SortCondition(op, args))
+
+    def eq(self, **fields: Any) -> Query[T]:
+        return self._sort("eq", fields)
+
+    def lt(self, **fields: Any) -> Query[T]:
+        return self._sort("lt", fields)
+
+    def lte(self, **fields: Any) -> Query[T]:
+        return self._sort("lte", fields)
+
+    def gt(self, **fields: Any) -> Query[T]:
+        return self._sort("gt", fields)
+
+    def gte(self, **fields: Any) -> Query[T]:
+        return self._sort("gte", fields)
+
+    def between(self, low: Mapping[str, Any], high: Mapping[str, Any]) -> Query[T]:
+        """Inclusive range between two sets of sort-key fields."""
+        return self._sort("between", low, high)
+
+    def begins_with(self, **fields: Any) -> Query[T]:
+        """Sort key starts with these fields; the last one may be a partial value."""
+        return self._sort("begins_with", fields)
+
+    def reverse(self) -> Query[T]:
+        return self._with(_reverse=not self._reverse)
+
+    def limit(self, n: int) -> Query[T]:
+        if n < 1:
+            raise ValueError("limit must be >= 1")
+        return self._with(_limit=n)
+
+    def page_size(self, n: int) -> Query[T]:
+        if n < 1:
+            raise ValueError("page_size must be >= 1")
+        return self._with(_page_size=n)
+
+    def consistent(self) -> Query[T]:
+        if self._index is not None and not self._plan().index_is_local(self):
+            raise DynaormError("a global secondary index cannot be read consistently")
+        return self._with(_consistent=True)
+
+    def filter(self, condition: Condition) -> Query[T]:
+        if not isinstance(condition, Condition):
+            raise TypeError("filter() takes a condition built from F(...)")
+        combined = condition if self._filter is None else self._filter & condition
+        return self._with(_filter=combined)
+
+    # -- planning ------------------------------------------------------------------
+    def _plan(self) -> _Planned:
+        if not self._plan_cache:
+            spec = spec_of(self._entities[0])
+            plan = plan_keys(spec, self._index, self._fields, self._cond,
+                             latest=spec.versioned and not self._history and self._index is None,
+                             history=self._history)
+            for other in self._entities[1:]:
+                other_plan = plan_keys(spec_of(other), self._index, self._fields, None)
+                if other_plan.pk_values != plan.pk_values:
+                    raise DynaormError(f"{other.__name__} does not share the partition of "
+                                       f"{self._entities[0].__name__} for {dict(self._fields)}")
+            self._plan_cache.append(plan)
+        return _Planned(self._plan_cache[0])
+
+    def _types(self) -> dict[str, type[T]]:
+        return {spec_of(e).type_name: e for e in self._entities}
+
+    def _request(self, plan: KeyPlan, pk_value: str) -> dict[str, Any]:
+        spec = spec_of(self._entities[0])
+        ph = Placeholders()
+        expr = f"{ph.name(plan.pk_attr)} = {ph.value_av({'S': pk_value})}"
+        if plan.sk_op is not None and plan.sk_attr is not None:
+            name = ph.name(plan.sk_attr)
+            vals = [ph.value_av({"S": v}) for v in plan.sk_values]
+            if plan.sk_op == "BETWEEN":
+                expr += f" AND {name} BETWEEN {vals[0]} AND {vals[1]}"
+            elif plan.sk_op == "begins_with":
+                expr += f" AND begins_with({name}, {vals[0]})"
+            else:
+                expr += f" AND {name} {plan.sk_op} {vals[0]}"
+        request: dict[str, Any] = {"TableName": spec.table.name, "KeyConditionExpression": expr,
+                                   "ScanIndexForward": not self._reverse}
+        if self._index is not None:
+            request["IndexName"] = self._index
+        if self._filter is not None:
+            request["FilterExpression"] = self._filter.render(ph)
+        if self._consistent:
+            request["ConsistentRead"] = True
+        size = self._page_size or (self._limit + 1 if self._limit else None)
+        if size:
+            request["Limit"] = size
+        return ph.apply(request)
+
+    def _shape(self) -> dict[str, Any]:
+        plan = self._plan().plan
+        probe = self._request(plan, plan.pk_values[0])
+        probe.pop("Limit", None)
+        return {"r": probe, "t": sorted(self._types()), "x": plan.exclude,
+                "h": plan.history_base, "n": len(plan.pk_values)}
+
+    # -- execution -----------------------------------------------------------------
+    def _keep(self, item: Item, plan: KeyPlan, types: Mapping[str, type[T]]) -> bool:
+        spec = spec_of(self._entities[0])
+        kind = item.get(spec.table.type_attribute, {}).get("S")
+        if kind not in types:
+            return False
+        sk_attr = plan.sk_attr
+        if plan.exclude is not None and sk_attr and item[sk_attr]["S"] == plan.exclude:
+            return False
+        if plan.history_base is not None and spec.table.sk:
+            parsed = parse_version_sk(item[spec.table.sk]["S"])
+            return parsed is not None and parsed[0] >= 1 and parsed[1] == plan.history_base
+        return True
+
+    def _position(self, item: Item, plan: KeyPlan) -> Item:
+        spec = spec_of(self._entities[0])
+        attrs = {spec.table.pk, spec.table.sk, plan.pk_attr, plan.sk_attr}
+        return {a: item[a] for a in attrs if a and a in item}
+
+    def _stream(self, plan: KeyPlan, shard: int, start: Any,
+                first: dict[str, Any] | None = None) -> Iterator[tuple[Item, Item]]:
+        """(item, resume position) of one partition, pages fetched lazily."""
+        if start == "done":
+            return
+        types = self._types()
+        request = self._request(plan, plan.pk_values[shard])
+        if start:
+            request["ExclusiveStartKey"] = start
+        page = first
+        while True:
+            if page is None:
+                page = self._transport.call("Query", request)
+            for item in page.get("Items", []):
+                if self._keep(item, plan, types):
+                    yield item, self._position(item, plan)
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return
+            request = {**request, "ExclusiveStartKey": last}
+            page = None
+
+    def _merged(self, starts: list[Any]) -> Iterator[tuple[int, Item, Item]]:
+        plan = self._plan().plan
+        if plan.empty:
+            return
+        n = len(plan.pk_values)
+        if n == 1:
+            for item, pos in self._stream(plan, 0, starts[0]):
+                yield 0, item, pos
+            return
+        sk_attr, pk_attr = plan.sk_attr, plan.pk_attr
+
+        def first_page(i: int) -> dict[str, Any] | None:
+            if starts[i] == "done":
+                return None
+            request = self._request(plan, plan.pk_values[i])
+            if starts[i]:
+                request["ExclusiveStartKey"] = starts[i]
+            return self._transport.call("Query", request)
+
+        with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:
+            firsts = list(pool.map(first_page, range(n)))
+        streams = []
+        for i in range(n):
+            if firsts[i] is None:
+                continue
+            streams.append(((i, item, pos) for item, pos in
+                            self._stream(plan, i, starts[i], first=firsts[i])))
+
+        def order(entry: tuple[int, Item, Item]) -> tuple[str, str]:
+            item = entry[1]
+            return (item[sk_attr]["S"] if sk_attr else "", item[pk_attr]["S"])
+
+        yield from heapq.merge(*streams, key=order, reverse=self._reverse)
+
+    def _decode(self, item: Item) -> T:
+        spec = spec_of(self._entities[0])
+        cls = self._types()[item[spec.table.type_attribute]["S"]]
+        return cls._from_item(item)
+
+    def __iter__(self) -> Iterator[T]:
+        n = len(self._plan().plan.pk_values)
+        for count, (_, item, _) in enumerate(self._merged([None] * n), start=1):
+            yield self._decode(item)
+            if self._limit is not None and count >= self._limit:
+                return
+
+    def all(self) -> list[T]:
+        return list(self)
+
+    def first(self) -> T | None:
+        for obj in self.limit(1):
+            return obj
+        return None
+
+    def one(self) -> T:
+        found = list(self.limit(2))
+        what = f"{'/'.join(e.__name__ for e in self._entities)} {dict(self._fields)}"
+        if not found:
+            raise ItemNotFoundError(f"no {what} matched the query")
+        if len(found) > 1:
+            raise MultipleResultsError(f"more than one {what} matched the query")
+        return found[0]
+
+    def count(self) -> int:
+        return sum(1 for _ in self)
+
+    def page(self, cursor: str | None = None) -> Page[T]:
+        """Up to ``page_size`` (or ``limit``) results and the cursor that resumes after them."""
+        plan = self._plan().plan
+        n = len(plan.pk_values)
+        fp = fingerprint(self._shape())
+        positions: list[Any] = [None] * n if cursor is None else decode_cursor(cursor, fp, n)
+        size = self._page_size or self._limit or DEFAULT_PAGE_SIZE
+        items: list[T] = []
+        exhausted = True
+        for shard, item, pos in self._merged(list(positions)):
+            if len(items) >= size:
+                exhausted = False
+                break
+            items.append(self._decode(item))
+            positions[shard] = pos
+        return Page(items, None if exhausted else encode_cursor(fp, positions))
+
+
+@dataclass(frozen=True)
+class _Planned:
+    plan: KeyPlan
+
+    def index_is_local(self, query: Query[Any]) -> bool:
+        spec = spec_of(query._entities[0])
+        return query._index is not None and spec.table.index(query._index).is_local

@@ -1,0 +1,295 @@
+"""The unit of work: stage saves and deletes, commit them atomically, read entities back."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from ._types import Item, PlainKey
+from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
+from .entity import Entity, encode_entity, spec_of
+from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
+from .failures import map_failure
+from .plan import WritePlan
+from .query import Query
+from .spec import EntitySpec
+from .state import InstanceState
+from .table import Table
+from .transport import RequestFailed
+
+__all__ = ["Session"]
+
+T = TypeVar("T", bound=Entity)
+E = TypeVar("E", bound=Entity)
+BATCH_GET = 100
+BATCH_WRITE = 25
+MAX_BATCH_ROUNDS = 12
+
+
+def _key_av(key: PlainKey) -> Item:
+    return {k: {"S": v} for k, v in key.items()}
+
+
+def _key_id(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((k, v["S"] if isinstance(v, dict) else v) for k, v in key.items()))
+
+
+class Session:
+    """A unit of work on one table. Cheap to create; not to be shared between threads."""
+
+    def __init__(self, table: Table) -> None:
+        if not isinstance(table, Table):
+            raise DynaormError(f"Session() takes a dynaorm Table, got {table!r}")
+        self.table = table
+        self._staged: dict[Any, Staged] = {}
+
+    @property
+    def _transport(self) -> Any:
+        return self.table.transport
+
+    # -- staging -------------------------------------------------------------------
+    def _spec(self, obj_or_cls: Any) -> EntitySpec:
+        cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
+        spec = spec_of(cls)
+        if spec.table is not self.table:
+            raise DynaormError(f"{spec.name} lives in table {spec.table.name!r}, not in this "
+                               f"session's table {self.table.name!r}")
+        return spec
+
+    def _stage_key(self, obj: Entity, spec: EntitySpec) -> Any:
+        state = obj._dynaorm_state
+        key = state.key if state is not None else spec.primary_key(obj.__dict__)
+        return spec.type_name, _key_id(key)
+
+    def save(self, obj: Entity, *, overwrite: bool = False) -> None:
+        """Stage an insert (new object) or an update (persisted object)."""
+        spec = self._spec(obj)
+        key = self._stage_key(obj, spec)
+        self._staged.pop(key, None)
+        self._staged[key] = Staged(obj, "save", overwrite=overwrite)
+
+    def delete(self, obj: Entity, *, history: bool = False) -> None:
+        """Stage a delete (with ``history=True`` a versioned entity's rows go too)."""
+        spec = self._spec(obj)
+        key = self._stage_key(obj, spec)
+        self._staged.pop(key, None)
+        self._staged[key] = Staged(obj, "delete", history=history)
+
+    def rollback(self) -> None:
+        """Drop everything staged."""
+        self._staged.clear()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.rollback()
+
+    # -- commit --------------------------------------------------------------------
+    def plan(self) -> WritePlan:
+        """The write plan the next commit would send (reads stored state where needed)."""
+        plan, _ = compile_commit(self.table.name, self._prepare(list(self._staged.values())))
+        return plan
+
+    def _prepare(self, staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]]:
+        out: list[tuple[Staged, InstanceState | None]] = []
+        for entry in staged:
+            state = entry.obj._dynaorm_state
+            spec = spec_of(type(entry.obj))
+            needs_read = state is None and spec.has_rules and (
+                entry.overwrite or entry.action == "delete")
+            if needs_read:
+                key = spec.primary_key(entry.obj.__dict__)
+                item = self._get_item(key, consistent=True)
+                if item is not None:
+                    state = type(entry.obj)._from_item(item)._dynaorm_state
+                elif entry.action == "delete":
+                    raise ItemNotFoundError(f"{spec.name} {key} does not exist",
+                                            entity=spec.cls, key=key)
+            out.append((entry, state))
+        return out
+
+    def commit(self) -> None:
+        """Send everything staged as one atomic write; clears the stage either way."""
+        staged = list(self._staged.values())
+        self._staged.clear()
+        if not staged:
+            return
+        plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
+        if plan.ops:
+            self._send(plan)
+        for outcome in outcomes:
+            _finalize(outcome)
+
+    def _send(self, plan: WritePlan) -> None:
+        try:
+            if len(plan.ops) == 1:
+                self._transport.call(*plan.single_request())
+            else:
+                token = str(uuid.uuid4())
+                self._transport.call("TransactWriteItems", plan.transaction_request(token))
+        except RequestFailed as exc:
+            raise map_failure(plan, exc, self._exists) from exc
+
+    def _exists(self, key: PlainKey) -> bool:
+        return self._get_item(key, consistent=True) is not None
+
+    # -- reads ---------------------------------------------------------------------
+    def _get_item(self, key: PlainKey, consistent: bool = False) -> Item | None:
+        request: dict[str, Any] = {"TableName": self.table.name, "Key": _key_av(key)}
+        if consistent:
+            request["ConsistentRead"] = True
+        try:
+            item: Item | None = self._transport.call("GetItem", request).get("Item")
+        except RequestFailed as exc:
+            raise DynaormError(f"GetItem {key} on {self.table.name!r} failed: {exc}") from exc
+        return item
+
+    def _lookup_key(self, spec: EntitySpec, fields: Mapping[str, Any],
+                    version: int | None = None) -> PlainKey:
+        expected = set(spec.lookup_fields)
+        given = set(fields)
+        if given != expected:
+            missing, extra = sorted(expected - given), sorted(given - expected)
+            raise KeyTemplateError(f"{spec.name}: a key lookup takes exactly the fields "
+                                   f"{sorted(expected)} (missing {missing}, unexpected {extra})")
+        if version is not None and not spec.versioned:
+            raise DynaormError(f"{spec.name} is not versioned; get() takes no version")
+        return spec.primary_key(fields, version)
+
+    def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,
+            **fields: Any) -> T | None:
+        """Read one entity by its key fields (``None`` if absent)."""
+        spec = self._spec(entity)
+        item = self._get_item(self._lookup_key(spec, fields, version), consistent)
+        if item is None or item.get(spec.table.type_attribute, {}).get("S") != spec.type_name:
+            return None
+        return entity._from_item(item)
+
+    def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
+                 consistent: bool = False) -> list[T | None]:
+        """Read many entities (BatchGetItem, 100 a request); results in input order."""
+        spec = self._spec(entity)
+        wanted = [self._lookup_key(spec, k) for k in keys]
+        found: dict[Any, Item] = {}
+        unique = list({_key_id(k): k for k in wanted}.values())
+        for start in range(0, len(unique), BATCH_GET):
+            chunk = [_key_av(k) for k in unique[start:start + BATCH_GET]]
+            request: dict[str, Any] = {"Keys": chunk}
+            if consistent:
+                request["ConsistentRead"] = True
+            for item in self._batch_get(request):
+                found[_key_id({a: item[a] for a in wanted[0]})] = item
+        out: list[T | None] = []
+        for key in wanted:
+            item = found.get(_key_id(key))
+            ok = item is not None and item.get(spec.table.type_attribute, {}).get(
+                "S") == spec.type_name
+            out.append(entity._from_item(item) if ok and item is not None else None)
+        return out
+
+    def _batch_get(self, request: dict[str, Any]) -> list[Item]:
+        items: list[Item] = []
+        pending: dict[str, Any] | None = {self.table.name: request}
+        rounds = 0
+        while pending:
+            rounds += 1
+            if rounds > MAX_BATCH_ROUNDS:
+                raise DynaormError("BatchGetItem kept returning unprocessed keys")
+            if rounds > 1:
+                self._transport._sleep(self._transport.backoff(rounds - 1))
+            out = self._transport.call("BatchGetItem", {"RequestItems": pending})
+            items.extend(out.get("Responses", {}).get(self.table.name, []))
+            pending = out.get("UnprocessedKeys") or None
+        return items
+
+    def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
+        """Read an entity through one of its unique attributes (the guard item)."""
+        spec = self._spec(entity)
+        for rule in spec.uniques:
+            if rule.field in fields:
+                if set(fields) != set(rule.fields):
+                    raise KeyTemplateError(f"{spec.name}: find() by {rule.field!r} takes "
+                                           f"exactly {sorted(rule.fields)}")
+                key = rule.guard_key(fields, spec.name)
+                assert key is not None
+                guard_key = {self.table.pk: key}
+                if self.table.sk:
+                    guard_key[self.table.sk] = key
+                guard = self._get_item(guard_key, consistent)
+                if guard is None or guard.get(OWNER_TYPE, {}).get("S") != spec.type_name:
+                    return None
+                owner = {self.table.pk: guard[OWNER_PK]["S"]}
+                if self.table.sk:
+                    owner[self.table.sk] = guard[OWNER_SK]["S"]
+                item = self._get_item(owner, consistent)
+                return None if item is None else entity._from_item(item)
+        names = [r.field for r in spec.uniques]
+        raise DynaormError(f"{spec.name}: find() takes one unique field ({names}), "
+                           f"got {sorted(fields)}")
+
+    # -- queries -------------------------------------------------------------------
+    @overload
+    def query(self, entity: type[T], /, *, index: str | None = None,
+              **fields: Any) -> Query[T]: ...
+    @overload
+    def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+              **fields: Any) -> Query[Any]: ...
+    def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+              **fields: Any) -> Query[Any]:
+        """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
+        for e in (entity, *more):
+            self._spec(e)
+        return Query(self._transport, (entity, *more), dict(fields), index)
+
+    def history(self, entity: type[T], **fields: Any) -> Query[T]:
+        """The stored versions ``1..n`` of one versioned entity, in version order."""
+        spec = self._spec(entity)
+        if not spec.versioned:
+            raise DynaormError(f"{spec.name} is not versioned")
+        self._lookup_key(spec, fields)
+        return Query(self._transport, (entity,), dict(fields), None, _history=True)
+
+    # -- bulk ----------------------------------------------------------------------
+    def save_many(self, objs: Iterable[Entity]) -> None:
+        """Bulk load (BatchWriteItem, 25 a request): fast, not atomic, no rules."""
+        rows: dict[Any, tuple[Entity, Item, PlainKey]] = {}
+        for obj in objs:
+            spec = self._spec(obj)
+            if spec.has_rules:
+                raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
+                                   "cannot keep them; use Session.save and commit")
+            key = spec.primary_key(obj.__dict__)
+            rows[_key_id(key)] = (obj, encode_entity(obj, spec), key)
+        batch = list(rows.values())
+        for start in range(0, len(batch), BATCH_WRITE):
+            chunk = batch[start:start + BATCH_WRITE]
+            self._batch_write([{"PutRequest": {"Item": item}} for _, item, _ in chunk])
+            for obj, item, key in chunk:
+                obj._dynaorm_state = InstanceState(key, item)
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        pending: dict[str, Any] | None = {self.table.name: requests}
+        rounds = 0
+        while pending:
+            rounds += 1
+            if rounds > MAX_BATCH_ROUNDS:
+                raise DynaormError("BatchWriteItem kept returning unprocessed items")
+            if rounds > 1:
+                self._transport._sleep(self._transport.backoff(rounds - 1))
+            out = self._transport.call("BatchWriteItem", {"RequestItems": pending})
+            pending = out.get("UnprocessedItems") or None
+
+
+def _finalize(outcome: Outcome) -> None:
+    obj = outcome.obj
+    obj._dynaorm_state = outcome.state
+    if outcome.version is not None:
+        obj.version = outcome.version  # type: ignore[attr-defined]
+

@@ -1,0 +1,302 @@
+"""Reading an entity's ``Meta`` into a frozen :class:`EntitySpec`, once, at class creation.
+
+Every definition error (unknown template fields, a missing table, an index the table does
+not declare, sharding without ``{shard}``) is raised here, when the class is defined.
+The spec also holds the pure key arithmetic: rendering table and index keys, guard keys,
+version-row keys and shard numbers from a mapping of field values.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._types import PlainKey
+from .errors import DynaormError, KeyTemplateError
+from .table import LSI, Table
+from .templates import SHARD_FIELD, KeyTemplate, render_value
+
+__all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
+
+META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards")
+VERSION_WIDTH = 8
+LATEST_PREFIX = "v0_"
+
+
+@dataclass(frozen=True)
+class Unique:
+    """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
+
+    field: str
+    prefix: str | None = None
+    normalize: Callable[[Any], Any] | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class UniqueRule:
+    """A compiled :class:`Unique`: knows how to render its guard item's key."""
+
+    field: str
+    prefix: str
+    normalize: Callable[[Any], Any] | None
+    scope: KeyTemplate | None
+
+    def guard_key(self, values: Mapping[str, Any], owner: str) -> str | None:
+        """``[scope#]prefix#value``, or ``None`` when the field is ``None``."""
+        value = values.get(self.field)
+        if value is None:
+            return None
+        if self.normalize is not None:
+            value = self.normalize(value)
+        text = render_value(value)
+        if not text:
+            raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
+        key = f"{self.prefix}#{text}"
+        if self.scope is not None:
+            key = f"{self.scope.render(values, owner)}#{key}"
+        return key
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (self.field, *(self.scope.fields if self.scope else ()))
+
+
+@dataclass(frozen=True)
+class IndexKeys:
+    """An entity's key templates for one secondary index."""
+
+    name: str
+    pk_attr: str
+    sk_attr: str | None
+    pk: KeyTemplate
+    sk: KeyTemplate | None
+    local: bool
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (*self.pk.fields, *(self.sk.fields if self.sk else ()))
+
+
+@dataclass(frozen=True)
+class EntitySpec:
+    """Everything dynaorm knows about one concrete entity class."""
+
+    cls: type[Any]
+    name: str
+    type_name: str
+    table: Table
+    pk: KeyTemplate
+    sk: KeyTemplate | None
+    uniques: tuple[UniqueRule, ...]
+    versioned: bool
+    indexes: tuple[IndexKeys, ...]
+    shards: Mapping[str, int]
+    field_names: frozenset[str]
+    identity_fields: tuple[str, ...] = field(default=())
+
+    # -- key arithmetic ------------------------------------------------------------
+    def shard_of(self, values: Mapping[str, Any], target: str) -> int:
+        """Stable shard in ``0..N-1`` for ``target`` ("primary" or an index name)."""
+        n = self.shards[target]
+        ident = "\x1f".join(render_value(values[f]) for f in self.identity_fields)
+        return zlib.crc32(ident.encode()) % n
+
+    def _with_shard(self, values: Mapping[str, Any], target: str) -> Mapping[str, Any]:
+        if target not in self.shards:
+            return values
+        return {**values, SHARD_FIELD: self.shard_of(values, target)}
+
+    def base_sk(self, values: Mapping[str, Any]) -> str | None:
+        """The rendered sort key without the version prefix."""
+        if self.sk is None:
+            return None
+        return self.sk.render(self._with_shard(values, "primary"), self.name)
+
+    def primary_key(self, values: Mapping[str, Any], version: int | None = None) -> PlainKey:
+        """The table key; for versioned entities the latest copy (or version ``version``)."""
+        vals = self._with_shard(values, "primary")
+        key = {self.table.pk: self.pk.render(vals, self.name)}
+        if self.sk is not None and self.table.sk is not None:
+            sk = self.sk.render(vals, self.name)
+            if self.versioned:
+                sk = version_sk(sk, version)
+            key[self.table.sk] = sk
+        return key
+
+    def index_keys(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """Key attributes of every index the item takes part in (sparse ones left off)."""
+        out: dict[str, str] = {}
+        for idx in self.indexes:
+            if any(values.get(f) is None for f in idx.fields if f != SHARD_FIELD):
+                continue
+            vals = self._with_shard(values, idx.name)
+            out[idx.pk_attr] = idx.pk.render(vals, self.name)
+            if idx.sk is not None and idx.sk_attr is not None:
+                out[idx.sk_attr] = idx.sk.render(vals, self.name)
+        return out
+
+    def derived_fields(self, attr: str) -> tuple[str, ...]:
+        """The entity fields a derived key attribute is built from."""
+        for idx in self.indexes:
+            if attr == idx.pk_attr:
+                return idx.pk.fields
+            if attr == idx.sk_attr and idx.sk is not None:
+                return idx.sk.fields
+        return ()
+
+    @property
+    def lookup_fields(self) -> tuple[str, ...]:
+        """Fields a caller passes to ``get``: those of the primary templates, minus shard."""
+        names = [*self.pk.fields, *(self.sk.fields if self.sk else ())]
+        return tuple(dict.fromkeys(n for n in names if n != SHARD_FIELD))
+
+    @property
+    def has_rules(self) -> bool:
+        return bool(self.uniques) or self.versioned
+
+
+def version_sk(base: str, version: int | None) -> str:
+    """``v0_X`` for the latest copy, ``v00000003_X`` for version 3."""
+    if not version:
+        return LATEST_PREFIX + base
+    if version >= 10 ** VERSION_WIDTH:
+        raise DynaormError(f"version {version} exceeds {VERSION_WIDTH} digits")
+    return f"v{version:0{VERSION_WIDTH}d}_{base}"
+
+
+def parse_version_sk(sk: str) -> tuple[int, str] | None:
+    """Inverse of :func:`version_sk`: ``(version, base)``, or ``None``."""
+    if sk.startswith(LATEST_PREFIX):
+        return 0, sk[len(LATEST_PREFIX):]
+    head, sep, base = sk.partition("_")
+    digits = head[1:]
+    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not digits.isdigit():
+        return None
+    return int(digits), base
+
+
+# -- building a spec from Meta -------------------------------------------------------------
+def collect_meta(cls: type[Any]) -> dict[str, Any]:
+    """Meta options, each from the nearest class in the MRO whose Meta sets it."""
+    options: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        meta = klass.__dict__.get("Meta")
+        if meta is None:
+            continue
+        for name, value in vars(meta).items():
+            if name.startswith("_"):
+                continue
+            if name not in META_OPTIONS:
+                raise DynaormError(f"{cls.__name__}.Meta: unknown option {name!r} "
+                                   f"(known: {', '.join(META_OPTIONS)})")
+            options.setdefault(name, value)
+    return options
+
+
+def _template(source: Any, what: str, owner: str, fields: frozenset[str],
+              shard_ok: bool) -> KeyTemplate:
+    template = KeyTemplate.parse(source, owner=owner)
+    for name in template.fields:
+        if name == SHARD_FIELD and shard_ok:
+            continue
+        if name == SHARD_FIELD:
+            raise KeyTemplateError(f"{owner}: {what} template {source!r} uses {{shard}} but "
+                                   "Meta.shards does not shard it")
+        if name not in fields:
+            raise KeyTemplateError(f"{owner}: {what} template {source!r} names unknown "
+                                   f"field {name!r}")
+    return template
+
+
+def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueRule, ...]:
+    if isinstance(raw, str | Unique):
+        raw = (raw,)
+    rules = []
+    for item in raw or ():
+        spec = Unique(item) if isinstance(item, str) else item
+        if not isinstance(spec, Unique):
+            raise DynaormError(f"{owner}.Meta.unique: expected field names or Unique(...), "
+                               f"got {item!r}")
+        if spec.field not in fields:
+            raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
+        scope = None if spec.scope is None else _template(spec.scope, "unique scope", owner,
+                                                          fields, False)
+        rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope))
+    return tuple(rules)
+
+
+def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
+    """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
+    meta = collect_meta(cls)
+    owner = cls.__name__
+    if meta.get("pk") is None:
+        return None
+    table = meta.get("table")
+    if not isinstance(table, Table):
+        raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
+    shards: dict[str, int] = dict(meta.get("shards") or {})
+    for target, n in shards.items():
+        if target != "primary":
+            table.index(target)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise DynaormError(f"{owner}.Meta.shards[{target!r}] must be an int >= 1")
+    pk = _template(meta["pk"], "pk", owner, field_names, "primary" in shards)
+    sk_source = meta.get("sk")
+    if table.sk is not None and sk_source is None:
+        raise DynaormError(f"{owner}.Meta.sk is required: table {table.name!r} has a sort key")
+    if table.sk is None and sk_source is not None:
+        raise DynaormError(f"{owner}.Meta.sk given but table {table.name!r} has no sort key")
+    sk = None if sk_source is None else _template(sk_source, "sk", owner, field_names,
+                                                  "primary" in shards)
+    versioned = bool(meta.get("versioned", False))
+    if versioned and sk is None:
+        raise DynaormError(f"{owner}: a versioned entity needs a table with a sort key")
+
+    indexes = []
+    for name, templates in dict(meta.get("indexes") or {}).items():
+        index = table.index(name)
+        if not isinstance(templates, tuple | list) or len(templates) != 2:
+            raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
+                               "(pk_template, sk_template)")
+        pk_src, sk_src = templates
+        pk_attr, sk_attr = table.key_attributes(name)
+        sharded = name in shards
+        if isinstance(index, LSI):
+            if pk_src is not None and pk_src != pk.source:
+                raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: an LSI shares the table's "
+                                   f"partition key; its pk template must be {pk.source!r}")
+            idx_pk = pk
+        else:
+            idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded)
+        if (sk_src is None) != (sk_attr is None):
+            raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: the index "
+                               f"{'has' if sk_attr else 'has no'} sort key")
+        idx_sk = None if sk_src is None else _template(sk_src, f"index {name} sk", owner,
+                                                       field_names, sharded)
+        if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
+            raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
+        indexes.append(IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI)))
+    if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
+        raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
+
+    reserved = {table.pk, table.sk, table.type_attribute}
+    for idx in indexes:
+        reserved.update((idx.pk_attr, idx.sk_attr))
+    clash = sorted(field_names & {r for r in reserved if r})
+    if clash:
+        raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
+                           f"{table.name!r}")
+
+    identity = tuple(dict.fromkeys(
+        f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
+    spec = EntitySpec(
+        cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
+        pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
+        versioned=versioned, indexes=tuple(indexes), shards=shards,
+        field_names=field_names, identity_fields=identity,
+    )
+    table.register(cls, spec.type_name)
+    return spec

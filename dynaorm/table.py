@@ -1,0 +1,208 @@
+"""Tables and their secondary indexes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .errors import DynaormError
+from .transport import RequestFailed, Transport
+
+if TYPE_CHECKING:
+    from .entity import Entity
+
+__all__ = ["GSI", "LSI", "Table"]
+
+Projection = str | Sequence[str]
+
+
+def _projection(projection: Projection) -> dict[str, Any]:
+    if isinstance(projection, str):
+        kind = projection.upper()
+        if kind not in ("ALL", "KEYS_ONLY"):
+            raise DynaormError(f"projection must be 'ALL', 'KEYS_ONLY' or a list of "
+                               f"attribute names, got {projection!r}")
+        return {"ProjectionType": kind}
+    return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(projection)}
+
+
+@dataclass(frozen=True)
+class GSI:
+    """A global secondary index: its own partition key and optional sort key attributes."""
+
+    name: str
+    pk: str
+    sk: str | None = None
+    projection: Projection = "ALL"
+
+    @property
+    def is_local(self) -> bool:
+        return False
+
+
+@dataclass(frozen=True)
+class LSI:
+    """A local secondary index: the table's partition key with another sort key attribute."""
+
+    name: str
+    sk: str
+    projection: Projection = "ALL"
+
+    @property
+    def is_local(self) -> bool:
+        return True
+
+
+class Table:
+    """A DynamoDB table shared by any number of entity types (single-table design)."""
+
+    def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
+                 indexes: Sequence[GSI | LSI] = (), type_attribute: str = "_type",
+                 endpoint_url: str | None = None, region: str | None = None,
+                 transport: Transport | None = None) -> None:
+        if not name:
+            raise DynaormError("a Table needs a name")
+        self.name = name
+        self.pk = pk
+        self.sk = sk
+        self.type_attribute = type_attribute
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.indexes: dict[str, GSI | LSI] = {}
+        for index in indexes:
+            if index.name in self.indexes:
+                raise DynaormError(f"table {name!r}: index {index.name!r} declared twice")
+            if isinstance(index, LSI) and sk is None:
+                raise DynaormError(f"table {name!r}: an LSI needs a table with a sort key")
+            self.indexes[index.name] = index
+        self.entities: dict[str, type[Entity]] = {}
+        self._transport = transport
+
+    # -- transport -----------------------------------------------------------------
+    @property
+    def transport(self) -> Transport:
+        """The transport used by sessions on this table (created on first use)."""
+        if self._transport is None:
+            self._transport = Transport(self.endpoint_url, self.region)
+        return self._transport
+
+    @transport.setter
+    def transport(self, transport: Transport) -> None:
+        self._transport = transport
+
+    def connect(self, endpoint_url: str | None = None, region: str | None = None) -> Table:
+        """Point this table at another endpoint (DynamoDB Local, a test backend)."""
+        self.endpoint_url = endpoint_url
+        if region is not None:
+            self.region = region
+        self._transport = None
+        return self
+
+    # -- entity registry -----------------------------------------------------------
+    def register(self, entity: type[Entity], type_name: str) -> None:
+        other = self.entities.get(type_name)
+        if other is not None and other.__qualname__ != entity.__qualname__:
+            raise DynaormError(
+                f"table {self.name!r}: type name {type_name!r} is used by both "
+                f"{other.__name__} and {entity.__name__}; set Meta.type_name")
+        self.entities[type_name] = entity
+
+    def index(self, name: str) -> GSI | LSI:
+        try:
+            return self.indexes[name]
+        except KeyError:
+            known = ", ".join(self.indexes) or "none"
+            raise DynaormError(f"table {self.name!r} has no index {name!r} "
+                               f"(declared: {known})") from None
+
+    def key_attributes(self, index: str | None = None) -> tuple[str, str | None]:
+        """(partition attribute, sort attribute) of the table or of one index."""
+        if index is None:
+            return self.pk, self.sk
+        spec = self.index(index)
+        if isinstance(spec, LSI):
+            return self.pk, spec.sk
+        return spec.pk, spec.sk
+
+    # -- schema --------------------------------------------------------------------
+    def definition(self) -> dict[str, Any]:
+        """The CreateTable request for this table and all its indexes."""
+        attrs = {self.pk}
+        schema = [{"AttributeName": self.pk, "KeyType": "HASH"}]
+        if self.sk:
+            attrs.add(self.sk)
+            schema.append({"AttributeName": self.sk, "KeyType": "RANGE"})
+        gsis: list[dict[str, Any]] = []
+        lsis: list[dict[str, Any]] = []
+        for index in self.indexes.values():
+            if isinstance(index, GSI):
+                keys = [{"AttributeName": index.pk, "KeyType": "HASH"}]
+                attrs.add(index.pk)
+                if index.sk:
+                    keys.append({"AttributeName": index.sk, "KeyType": "RANGE"})
+                    attrs.add(index.sk)
+                gsis.append({"IndexName": index.name, "KeySchema": keys,
+                             "Projection": _projection(index.projection)})
+            else:
+                attrs.add(index.sk)
+                lsis.append({"IndexName": index.name, "KeySchema": [
+                    {"AttributeName": self.pk, "KeyType": "HASH"},
+                    {"AttributeName": index.sk, "KeyType": "RANGE"}],
+                    "Projection": _projection(index.projection)})
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "KeySchema": schema,
+            "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"}
+                                     for a in sorted(attrs)],
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if gsis:
+            request["GlobalSecondaryIndexes"] = gsis
+        if lsis:
+            request["LocalSecondaryIndexes"] = lsis
+        return request
+
+    def exists(self) -> bool:
+        """Whether the table exists on the configured endpoint."""
+        return self._status() is not None
+
+    def _status(self) -> str | None:
+        try:
+            out = self.transport.call("DescribeTable", {"TableName": self.name})
+        except RequestFailed as exc:
+            if exc.code == "ResourceNotFoundException":
+                return None
+            raise DynaormError(f"cannot describe table {self.name!r}: {exc}") from exc
+        return str(out["Table"].get("TableStatus", "ACTIVE"))
+
+    def create(self, wait: float = 300.0) -> None:
+        """Create the table (on-demand billing) with every index; no error if it exists."""
+        try:
+            self.transport.call("CreateTable", self.definition())
+        except RequestFailed as exc:
+            if exc.code != "ResourceInUseException":
+                raise DynaormError(f"cannot create table {self.name!r}: {exc}") from exc
+        self._wait(lambda status: status == "ACTIVE", wait)
+
+    def delete(self, wait: float = 300.0) -> None:
+        """Delete the table; no error if it does not exist."""
+        try:
+            self.transport.call("DeleteTable", {"TableName": self.name})
+        except RequestFailed as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise DynaormError(f"cannot delete table {self.name!r}: {exc}") from exc
+        self._wait(lambda status: status is None, wait)
+
+    def _wait(self, done: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while not done(self._status()):
+            if time.monotonic() > deadline:
+                raise DynaormError(f"table {self.name!r} did not settle in {timeout}s")
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"

@@ -1,0 +1,133 @@
+"""The only module that talks to DynamoDB.
+
+It sends requests through PynamoDB's ``Connection.dispatch`` (never its ``TransactWrite``,
+which regroups actions by kind), retries transient failures with exponential backoff and
+full jitter (a transaction keeps its ``ClientRequestToken`` across retries, so a retry of
+an ambiguous failure can never apply a commit twice), and turns botocore/PynamoDB errors
+into :class:`RequestFailed` carrying the cancellation reasons in request order.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+from pynamodb.connection.base import Connection
+from pynamodb.exceptions import VerboseClientError
+
+from ._types import Item
+
+__all__ = ["Reason", "RequestFailed", "Transport"]
+
+_TRANSIENT = frozenset({
+    "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+    "InternalServerError", "ServiceUnavailable", "TransactionInProgressException",
+    "LimitExceededException",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One cancellation reason: DynamoDB's code and, when returned, the stored item."""
+
+    code: str
+    message: str | None = None
+    item: Item | None = None
+
+
+class RequestFailed(Exception):
+    """A request failed for good (after retries). ``reasons`` follow the request's order."""
+
+    def __init__(self, operation: str, code: str, message: str,
+                 reasons: list[Reason | None] | None = None, item: Item | None = None) -> None:
+        super().__init__(f"{operation} failed: {code}: {message}")
+        self.operation = operation
+        self.code = code
+        self.message = message
+        self.reasons = reasons or []
+        self.item = item
+
+
+def _resolve_region(region: str | None) -> str | None:
+    return region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+
+
+class Transport:
+    """Sends DynamoDB requests. Swap ``send`` (or subclass) to intercept traffic in tests."""
+
+    max_attempts = 8
+    base_delay = 0.025
+    max_delay = 1.0
+
+    def __init__(self, endpoint_url: str | None = None, region: str | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.endpoint_url = endpoint_url
+        self.region = _resolve_region(region) or "us-east-1"
+        self.connection = Connection(region=self.region, host=endpoint_url)
+        self._sleep = sleep
+
+    @property
+    def client(self) -> Any:
+        """The underlying botocore client (created on first use)."""
+        return self.connection.client
+
+    def backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff for retry ``attempt`` (1-based)."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2 ** attempt)))
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send one request once; errors are mapped to :class:`RequestFailed`."""
+        try:
+            result: dict[str, Any] = self.connection.dispatch(operation, request)
+            return result
+        except VerboseClientError as exc:
+            error = exc.response.get("Error", {})
+            reasons = [
+                None if r is None else Reason(r.code, r.message, r.raw_item)
+                for r in (exc.cancellation_reasons or [])
+            ]
+            raise RequestFailed(operation, str(error.get("Code", "Unknown")),
+                                str(error.get("Message", "")), reasons,
+                                item=_item_from(exc)) from exc
+        except ClientError as exc:
+            error = exc.response.get("Error", {})
+            raise RequestFailed(operation, str(error.get("Code", "Unknown")),
+                                str(error.get("Message", ""))) from exc
+        except (ConnectionError, HTTPClientError) as exc:
+            raise RequestFailed(operation, "ConnectionError", str(exc)) from exc
+
+    def call(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send with retries of transient failures (the request, token included, is reused)."""
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self.send(operation, dict(request))
+            except RequestFailed as exc:
+                if attempt >= self.max_attempts or not _retryable(exc):
+                    raise
+            self._sleep(self.backoff(attempt))
+
+
+def _item_from(exc: VerboseClientError) -> Item | None:
+    cause = exc.__cause__
+    if isinstance(cause, ClientError):
+        item = cause.response.get("Item")
+        if isinstance(item, dict):
+            return item
+    return None
+
+
+def _retryable(exc: RequestFailed) -> bool:
+    if exc.code in _TRANSIENT or exc.code == "ConnectionError":
+        return True
+    if exc.code == "TransactionCanceledException":
+        codes = {r.code for r in exc.reasons if r is not None}
+        return bool(codes) and codes <= {"TransactionConflict", "ThrottlingError",
+                                         "ProvisionedThroughputExceeded"}
+    return False
