@@ -184,14 +184,16 @@ class Session:
             request: dict[str, Any] = {"Keys": chunk}
             if consistent:
                 request["ConsistentRead"] = True
-            for item in self._batch_get(request):
-                found[_key_id({a: item[a] for a in wanted[0]})] = item
+            for got in self._batch_get(request):
+                found[_key_id({a: got[a] for a in wanted[0]})] = got
         out: list[T | None] = []
         for key in wanted:
             item = found.get(_key_id(key))
-            ok = item is not None and item.get(spec.table.type_attribute, {}).get(
-                "S") == spec.type_name
-            out.append(entity._from_item(item) if ok and item is not None else None)
+            if item is None or item.get(spec.table.type_attribute, {}).get(
+                    "S") != spec.type_name:
+                out.append(None)
+            else:
+                out.append(entity._from_item(item))
         return out
 
     def _batch_get(self, request: dict[str, Any]) -> list[Item]:

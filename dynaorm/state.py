@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._types import Item, PlainKey
+from ._types import AttributeValue, Item, PlainKey
 
 __all__ = ["InstanceState"]
 
@@ -22,7 +22,7 @@ class InstanceState:
     version: int | None = None
 
 
-def changed_attributes(old: Item, new: Item) -> tuple[dict[str, object], list[str]]:
+def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
     """Attributes to SET (new or different) and to REMOVE (gone) going from old to new."""
     to_set = {k: v for k, v in new.items() if old.get(k) != v}
     to_remove = [k for k in old if k not in new]

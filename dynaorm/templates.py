@@ -30,13 +30,12 @@ def render_value(value: Any, spec: str = "") -> str:
     if isinstance(value, enum.Enum):
         value = value.value
     if isinstance(value, datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(UTC)
+        moment: datetime = value.astimezone(UTC) if value.tzinfo is not None else value
         if spec:
-            return format(value, spec)
-        return value.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+            return format(moment, spec)
+        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
     if spec:
-        return format(value, spec)
+        return str(format(value, spec))
     if isinstance(value, str):
         return value
     if isinstance(value, bool):

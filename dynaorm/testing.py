@@ -119,7 +119,7 @@ def use_tables(*tables: Table, endpoint_url: str | None = None) -> Iterator[Test
 def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any]:
     """A pytest fixture giving each test fresh ``tables`` on the test backend."""
 
-    @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator, misc]
+    @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator]
     def _fixture(dynaorm_endpoint: str | None) -> Iterator[TestBackend]:
         if dynaorm_endpoint:
             with use_tables(*tables, endpoint_url=dynaorm_endpoint) as backend:
