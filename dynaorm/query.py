@@ -100,8 +100,10 @@ class Query(Generic[T]):
         return self._with(_page_size=n)
 
     def consistent(self) -> Query[T]:
-        if self._index is not None and not self._plan().index_is_local(self):
-            raise DynaormError("a global secondary index cannot be read consistently")
+        table = spec_of(self._entities[0]).table
+        if self._index is not None and not table.index(self._index).is_local:
+            raise DynaormError(f"index {self._index!r} is global; a GSI cannot be read "
+                               "consistently")
         return self._with(_consistent=True)
 
     def filter(self, condition: Condition) -> Query[T]:
@@ -111,7 +113,7 @@ class Query(Generic[T]):
         return self._with(_filter=combined)
 
     # -- planning ------------------------------------------------------------------
-    def _plan(self) -> _Planned:
+    def _plan(self) -> KeyPlan:
         if not self._plan_cache:
             spec = spec_of(self._entities[0])
             plan = plan_keys(spec, self._index, self._fields, self._cond,
@@ -123,7 +125,7 @@ class Query(Generic[T]):
                     raise DynaormError(f"{other.__name__} does not share the partition of "
                                        f"{self._entities[0].__name__} for {dict(self._fields)}")
             self._plan_cache.append(plan)
-        return _Planned(self._plan_cache[0])
+        return self._plan_cache[0]
 
     def _types(self) -> dict[str, type[T]]:
         return {spec_of(e).type_name: e for e in self._entities}
@@ -155,7 +157,7 @@ class Query(Generic[T]):
         return ph.apply(request)
 
     def _shape(self) -> dict[str, Any]:
-        plan = self._plan().plan
+        plan = self._plan()
         probe = self._request(plan, plan.pk_values[0])
         probe.pop("Limit", None)
         return {"r": probe, "t": sorted(self._types()), "x": plan.exclude,
@@ -203,7 +205,7 @@ class Query(Generic[T]):
             page = None
 
     def _merged(self, starts: list[Any]) -> Iterator[tuple[int, Item, Item]]:
-        plan = self._plan().plan
+        plan = self._plan()
         if plan.empty:
             return
         n = len(plan.pk_values)
@@ -242,7 +244,7 @@ class Query(Generic[T]):
         return cls._from_item(item)
 
     def __iter__(self) -> Iterator[T]:
-        n = len(self._plan().plan.pk_values)
+        n = len(self._plan().pk_values)
         for count, (_, item, _) in enumerate(self._merged([None] * n), start=1):
             yield self._decode(item)
             if self._limit is not None and count >= self._limit:
@@ -270,7 +272,7 @@ class Query(Generic[T]):
 
     def page(self, cursor: str | None = None) -> Page[T]:
         """Up to ``page_size`` (or ``limit``) results and the cursor that resumes after them."""
-        plan = self._plan().plan
+        plan = self._plan()
         n = len(plan.pk_values)
         fp = fingerprint(self._shape())
         positions: list[Any] = [None] * n if cursor is None else decode_cursor(cursor, fp, n)
@@ -284,12 +286,3 @@ class Query(Generic[T]):
             items.append(self._decode(item))
             positions[shard] = pos
         return Page(items, None if exhausted else encode_cursor(fp, positions))
-
-
-@dataclass(frozen=True)
-class _Planned:
-    plan: KeyPlan
-
-    def index_is_local(self, query: Query[Any]) -> bool:
-        spec = spec_of(query._entities[0])
-        return query._index is not None and spec.table.index(query._index).is_local
