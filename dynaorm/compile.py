@@ -117,6 +117,17 @@ class _Builder:
                     self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value)))
 
 
+def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
+    """A version row: the item under its version key, left out of every secondary index
+    (only the latest copy is indexed, or index queries would return every version)."""
+    index_attrs = {a for idx in spec.indexes
+                   for a in ((idx.sk_attr,) if idx.local else (idx.pk_attr, idx.sk_attr)) if a}
+    row = {k: v for k, v in item.items() if k not in index_attrs}
+    assert spec.table.sk is not None
+    row[spec.table.sk] = {"S": sk}
+    return row
+
+
 def _unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str]) -> list[Condition]:
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
@@ -142,7 +153,7 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
         if spec.versioned:
             assert spec.table.sk is not None
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", 1)}
-            b.ops.append(Put(first, {**item, spec.table.sk: {"S": first[spec.table.sk]}}, cond,
+            b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
             b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
         else:
@@ -204,7 +215,7 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
     assert spec.table.sk is not None
     b = _Builder(spec, key, index)
     row_sk = version_sk(spec.base_sk(values) or "", n + 1)
-    b.ops.append(Put({**key, spec.table.sk: row_sk}, {**item, spec.table.sk: {"S": row_sk}},
+    b.ops.append(Put({**key, spec.table.sk: row_sk}, _version_row(spec, item, row_sk),
                      not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
     unique_fields = {f for rule in spec.uniques for f in rule.fields}
     cond = all_of([raw_eq("version", {"N": str(n)}),
