@@ -27,34 +27,26 @@ class KeyTemplateError(DynaormError, ValueError):
     """A key template is malformed, names an unknown field, or a value cannot go into a key."""
 
 
-class ItemExistsError(DynaormError):
+class _KeyedError(DynaormError):
+    """An error about one stored item: ``entity`` (the class) and ``key`` (its table key)."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.entity = entity
+        self.key = key
+
+
+class ItemExistsError(_KeyedError):
     """An insert found an item with the same primary key already stored."""
 
-    def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.entity = entity
-        self.key = key
 
-
-class ItemNotFoundError(DynaormError, LookupError):
+class ItemNotFoundError(_KeyedError, LookupError):
     """An update or delete targeted an item that is gone, or ``Query.one()`` found nothing."""
 
-    def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.entity = entity
-        self.key = key
 
-
-class ConcurrentModificationError(DynaormError):
+class ConcurrentModificationError(_KeyedError):
     """Another writer changed the stored values that this write was conditioned on."""
-
-    def __init__(self, message: str, *, entity: type[Any] | None = None,
-                 key: dict[str, str] | None = None) -> None:
-        super().__init__(message)
-        self.entity = entity
-        self.key = key
 
 
 class UniqueConstraintError(DynaormError):

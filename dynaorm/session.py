@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
@@ -198,18 +198,24 @@ class Session:
 
     def _batch_get(self, request: dict[str, Any]) -> list[Item]:
         items: list[Item] = []
-        pending: dict[str, Any] | None = {self.table.name: request}
+        self._batch("BatchGetItem", "UnprocessedKeys", {self.table.name: request},
+                    lambda out: items.extend(out.get("Responses", {}).get(self.table.name, [])))
+        return items
+
+    def _batch(self, operation: str, unprocessed: str, pending: dict[str, Any] | None,
+               collect: Callable[[dict[str, Any]], object] = lambda out: None) -> None:
+        """Send a batch request until nothing is left unprocessed (backoff with jitter)."""
         rounds = 0
         while pending:
             rounds += 1
             if rounds > MAX_BATCH_ROUNDS:
-                raise DynaormError("BatchGetItem kept returning unprocessed keys")
+                raise DynaormError(f"{operation} on {self.table.name!r} still had unprocessed "
+                                   f"requests after {MAX_BATCH_ROUNDS} rounds")
             if rounds > 1:
                 self._transport._sleep(self._transport.backoff(rounds - 1))
-            out = self._transport.call("BatchGetItem", {"RequestItems": pending})
-            items.extend(out.get("Responses", {}).get(self.table.name, []))
-            pending = out.get("UnprocessedKeys") or None
-        return items
+            out = self._transport.call(operation, {"RequestItems": pending})
+            collect(out)
+            pending = out.get(unprocessed) or None
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
@@ -277,17 +283,7 @@ class Session:
                 obj._dynaorm_state = InstanceState(key, item)
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
-        pending: dict[str, Any] | None = {self.table.name: requests}
-        rounds = 0
-        while pending:
-            rounds += 1
-            if rounds > MAX_BATCH_ROUNDS:
-                raise DynaormError("BatchWriteItem kept returning unprocessed items")
-            if rounds > 1:
-                self._transport._sleep(self._transport.backoff(rounds - 1))
-            out = self._transport.call("BatchWriteItem", {"RequestItems": pending})
-            pending = out.get("UnprocessedItems") or None
-
+        self._batch("BatchWriteItem", "UnprocessedItems", {self.table.name: requests})
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
