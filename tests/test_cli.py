@@ -1,0 +1,304 @@
+"""The ``dynaorm`` command, run as a user runs it: a subprocess, in a project directory
+holding a models module, against moto's server mode and DynamoDB Local."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from dynaorm import Session, Table
+
+MODELS = '''
+from dynaorm import GSI, LSI, Entity, Table, Unique
+
+app = Table({name!r}, indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk"), LSI("lsi1", sk="lsi1sk")])
+
+
+class User(Entity):
+    class Meta:
+        table = app
+        pk = "USER#{{user_id}}"
+        sk = "PROFILE"
+        unique = ("username", Unique("email", normalize=str.lower))
+        indexes = {{"gsi1": ("ORG#{{org_id}}", "USER#{{username}}")}}
+
+    user_id: str
+    org_id: str = "acme"
+    username: str
+    email: str
+
+
+class Member(Entity):
+    class Meta:
+        table = app
+        pk = "ORG#{{org_id}}"
+        sk = "MEMBER#{{name}}"
+        unique = (Unique("nick", scope="ORG#{{org_id}}"),)
+        shards = {{"gsi1": 4}}
+        indexes = {{"gsi1": ("ROLE#{{role}}#{{shard}}", "{{name}}")}}
+
+    org_id: str
+    name: str
+    nick: str
+    role: str = "dev"
+
+
+class Audit(Entity):
+    class Meta:
+        table = app
+        pk = "EQUIPMENT#{{equipment_id}}"
+        sk = "{{part}}"
+        versioned = True
+
+    equipment_id: str
+    part: str
+    notes: str = ""
+'''
+
+ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+       "AWS_DEFAULT_REGION": "us-east-1"}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[str]:
+    """moto in server mode on a free loopback port."""
+    from moto.server import ThreadedMotoServer
+
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["moto", "local"])
+def endpoint(request: pytest.FixtureRequest) -> str:
+    name = "moto_server" if request.param == "moto" else "ddb_local"
+    url: str = request.getfixturevalue(name)
+    return url
+
+
+@dataclass
+class Project:
+    """A user's project directory with a models module, and the command to run in it."""
+
+    path: Path
+    endpoint: str | None
+    table_name: str
+
+    def run(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("AWS_", "DYNAORM_"))}
+        env.update(ENV, PYTHONPATH=str(self.path))
+        extra = ["--endpoint-url", self.endpoint] if self.endpoint and args[0] != "--help" else []
+        return subprocess.run([sys.executable, "-m", "dynaorm.cli", *args, *extra],
+                              cwd=self.path, env=env, capture_output=True, text=True,
+                              timeout=120, check=False)
+
+    def models(self) -> ModuleType:
+        """The project's models, imported in this process and pointed at the endpoint."""
+        spec = importlib.util.spec_from_file_location(f"models_{self.table_name}",
+                                                      self.path / "models.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        module.app.connect(self.endpoint)
+        return module
+
+
+def _project(path: Path, endpoint: str | None) -> Project:
+    name = f"cli-{uuid.uuid4().hex[:10]}"
+    (path / "models.py").write_text(textwrap.dedent(MODELS.format(name=name)))
+    return Project(path, endpoint, name)
+
+
+@pytest.fixture
+def project(tmp_path: Path, endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+    for key, value in ENV.items():
+        monkeypatch.setenv(key, value)
+    proj = _project(tmp_path, endpoint)
+    yield proj
+    Table(proj.table_name).connect(endpoint).delete()
+
+
+@pytest.fixture
+def offline(tmp_path: Path) -> Project:
+    """A project for commands that need no backend."""
+    return _project(tmp_path, None)
+
+
+def _scan(table: Table) -> list[dict[str, Any]]:
+    out = table.transport.call("Scan", {"TableName": table.name, "ConsistentRead": True})
+    return sorted(out["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
+
+
+# -- create-table --------------------------------------------------------------------------
+def test_create_table(project: Project) -> None:
+    result = project.run("create-table", "models:app")
+    assert result.returncode == 0, result.stderr
+    assert f"table {project.table_name!r} created" in result.stdout
+    assert "indexes: gsi1, lsi1" in result.stdout
+    table = project.models().app
+    desc = table.transport.call("DescribeTable", {"TableName": project.table_name})["Table"]
+    assert [i["IndexName"] for i in desc["GlobalSecondaryIndexes"]] == ["gsi1"]
+    assert [i["IndexName"] for i in desc["LocalSecondaryIndexes"]] == ["lsi1"]
+    again = project.run("create-table", "models:app")
+    assert again.returncode == 0 and "already exists" in again.stdout
+
+
+# -- check ---------------------------------------------------------------------------------
+def _seed(project: Project) -> ModuleType:
+    models = project.models()
+    models.app.create()
+    with Session(models.app) as s:
+        s.save(models.User(user_id="u1", username="ada", email="Ada@Example.com"))
+        s.save(models.User(user_id="u2", username="bob", email="bob@example.com"))
+        s.save(models.Member(org_id="o1", name="ann", nick="annie"))
+    s = Session(models.app)
+    audit = models.Audit(equipment_id="E1", part="P1", notes="one")
+    s.save(audit)
+    s.commit()
+    audit.notes = "two"
+    s.save(audit)
+    s.commit()
+    return models
+
+
+def test_check_clean_table(project: Project) -> None:
+    _seed(project)
+    result = project.run("check", "models:app")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "11 items, 0 problem(s)" in result.stdout
+    assert result.stderr == ""  # no progress indicator: stderr is not a terminal
+
+
+def test_check_finds_and_repairs(project: Project) -> None:
+    models = _seed(project)
+    table: Table = models.app
+    call = table.transport.call
+    ghost = "email#ghost@example.com"
+    call("PutItem", {"TableName": table.name, "Item": {
+        "pk": {"S": ghost}, "sk": {"S": ghost}, "_type": {"S": "dynaorm:unique"},
+        "owner_pk": {"S": "USER#gone"}, "owner_sk": {"S": "PROFILE"},
+        "owner_type": {"S": "User"}, "unique_field": {"S": "email"}}})
+    call("DeleteItem", {"TableName": table.name,
+                        "Key": {"pk": {"S": "username#bob"}, "sk": {"S": "username#bob"}}})
+    latest = next(i for i in _scan(table) if i["sk"]["S"] == "v0_P1")
+    call("PutItem", {"TableName": table.name, "Item": {**latest, "notes": {"S": "hand edit"}}})
+
+    found = project.run("check", "models:app", "--progress")
+    assert found.returncode == 1, found.stdout + found.stderr
+    out = found.stdout
+    assert "3 problem(s)" in out
+    assert "orphan-guard" in out and ghost in out and "USER#gone is gone" in out
+    assert "missing-guard" in out and "USER#u2" in out and "'username#bob'" in out
+    assert "stale-latest" in out and "EQUIPMENT#E1 | v0_P1" in out
+    assert "--repair" in out
+    assert "scanned 11 items" in found.stderr
+
+    fixed = project.run("check", "models:app", "--repair")
+    assert fixed.returncode == 0, fixed.stdout + fixed.stderr
+    assert fixed.stdout.count("fixed") == 3
+    assert "0 problem(s) left" in fixed.stdout
+
+    clean = project.run("check", "models:app")
+    assert clean.returncode == 0 and "0 problem(s)" in clean.stdout
+    items = {(i["pk"]["S"], i["sk"]["S"]): i for i in _scan(table)}
+    assert (ghost, ghost) not in items
+    assert items[("username#bob", "username#bob")]["owner_pk"] == {"S": "USER#u2"}
+    assert items[("EQUIPMENT#E1", "v0_P1")]["notes"] == {"S": "two"}
+
+
+# -- describe, demo, usage -----------------------------------------------------------------
+def test_describe(offline: Project) -> None:
+    result = offline.run("describe", "models")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert f"models:app  table {offline.table_name!r}" in out
+    for line in ("get User by user_id", "find User by email", "find User by username",
+                 "query User on gsi1 by org_id [, username prefix/range]",
+                 "email (prefix email, normalize str.lower)",
+                 "nick (prefix nick, scope ORG#{org_id})", "find Member by nick within org_id",
+                 "query Member by org_id [, name prefix/range]",
+                 "(scatter-gather over 4 shards)", "shards     gsi1: 4",
+                 "history Audit by equipment_id, part", "versioned  yes",
+                 "pk USER#{user_id}   sk PROFILE", "pk ORG#{org_id}   sk USER#{username}"):
+        assert line in out, line
+
+
+def test_demo_in_process() -> None:
+    result = Project(Path.cwd(), None, "-").run("demo")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "on the in-process moto backend" in out
+    assert "email#ada@example.com" in out and "username#bob" in out
+    assert "refused: UniqueConstraintError(field='email'" in out
+    assert "email guards now: email#ada@example.com, email#robert@example.com" in out
+    assert "-> ['ada', 'bob']" in out
+    assert "guard items left for ada: 0" in out
+    assert "v3: title='Hello' body='second draft'" in out
+    assert "0 problem(s)" in out
+
+
+def test_demo_on_dynamodb_local(ddb_local: str) -> None:
+    result = Project(Path.cwd(), ddb_local, "-").run("demo")
+    assert result.returncode == 0, result.stderr
+    assert f"dynaorm demo on {ddb_local}" in result.stdout
+    assert "0 problem(s)" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("check", "models"), "expected MODULE:TABLE"),
+    (("create-table", "models:nope"), "has no attribute 'nope' (tables there: app)"),
+    (("check", "models:User"), "is not a dynaorm Table"),
+    (("create-table", "no_such_module:app"), "no module named 'no_such_module'"),
+    (("describe", "no_such_module"), "no module named 'no_such_module'"),
+])
+def test_bad_reference_exits_2(offline: Project, args: tuple[str, ...], message: str) -> None:
+    result = offline.run(*args)
+    assert result.returncode == 2
+    assert message in result.stderr and result.stdout == ""
+
+
+def test_usage_error_exits_2(offline: Project) -> None:
+    result = offline.run("frobnicate")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_missing_table_exits_1(offline: Project, moto_server: str) -> None:
+    offline.endpoint = moto_server
+    result = offline.run("check", "models:app")
+    assert result.returncode == 1
+    assert "failed: cannot scan table" in result.stderr and "ResourceNotFound" in result.stderr
+
+
+@pytest.mark.parametrize("command", [None, "create-table", "describe", "check", "demo"])
+def test_help(offline: Project, command: str | None) -> None:
+    result = offline.run(*([command] if command else []), "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: dynaorm" in result.stdout
+    if command is None:
+        assert all(c in result.stdout for c in ("create-table", "describe", "check", "demo"))
+    else:
+        assert "--endpoint-url" in result.stdout and "--region" in result.stdout
