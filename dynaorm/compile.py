@@ -184,7 +184,7 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
         depends = set(unique_fields)
         for attr in touched:
             depends.update(f for f in spec.derived_fields(attr))
-        depends -= touched
+        depends -= touched - unique_fields  # unique values read stay conditioned (guards)
         cond = all_of([exists(spec.table.pk), *_unchanged(spec, old_values, depends)])
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
@@ -280,6 +280,10 @@ def _merge(first: Op, second: Op) -> Op:
     if isinstance(first, Delete) and isinstance(second, Put):
         # a guard released by one object and claimed by another: one conditional Put
         return Put(second.key, second.item, first.condition, first.origin)
+    if isinstance(first, Put) and isinstance(second, Delete) and (
+            first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
+        # the same hand-over staged the other way round (swap of unique values)
+        return Put(first.key, first.item, second.condition, second.origin)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
         o = second.origin

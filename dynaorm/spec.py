@@ -283,8 +283,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
 
     reserved = {table.pk, table.sk, table.type_attribute}
-    for idx in indexes:
-        reserved.update((idx.pk_attr, idx.sk_attr))
+    for index_name in table.indexes:  # every index: a field must not leak into one
+        reserved.update(table.key_attributes(index_name))
     clash = sorted(field_names & {r for r in reserved if r})
     if clash:
         raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
