@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import InvalidCursorError
 
-__all__ = ["decode_cursor", "encode_cursor", "fingerprint"]
+__all__ = ["decode_cursor", "decode_cursor_state", "encode_cursor", "fingerprint"]
 
 _DEFAULT_SECRET = b"dynaorm-cursor-v1"
 
@@ -42,15 +42,24 @@ def _unb64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def encode_cursor(query_fingerprint: str, positions: list[Any]) -> str:
-    body = json.dumps({"q": query_fingerprint, "p": positions}, separators=(",", ":"),
-                      sort_keys=True).encode()
+def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0) -> str:
+    """``served``: results already returned by earlier pages (so ``limit`` holds in all)."""
+    data: dict[str, Any] = {"q": query_fingerprint, "p": positions}
+    if served:
+        data["n"] = served
+    body = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
     mac = hmac.new(_secret(), body, hashlib.sha256).digest()[:16]
     return _b64(body) + "." + _b64(mac)
 
 
 def decode_cursor(cursor: str, query_fingerprint: str, shards: int) -> list[Any]:
     """Resume positions from ``cursor``; :class:`InvalidCursorError` if it is not ours."""
+    return decode_cursor_state(cursor, query_fingerprint, shards)[0]
+
+
+def decode_cursor_state(cursor: str, query_fingerprint: str,
+                        shards: int) -> tuple[list[Any], int]:
+    """Resume positions and the count of results already served, from ``cursor``."""
     if not isinstance(cursor, str) or cursor.count(".") != 1:
         raise InvalidCursorError("malformed page cursor")
     body_text, mac_text = cursor.split(".")
@@ -68,6 +77,8 @@ def decode_cursor(cursor: str, query_fingerprint: str, shards: int) -> list[Any]
     if data.get("q") != query_fingerprint:
         raise InvalidCursorError("page cursor belongs to another query")
     positions = data.get("p")
-    if not isinstance(positions, list) or len(positions) != shards:
+    served = data.get("n", 0)
+    if not isinstance(positions, list) or len(positions) != shards or not isinstance(
+            served, int):
         raise InvalidCursorError("page cursor does not fit this query")
-    return positions
+    return positions, served

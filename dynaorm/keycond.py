@@ -9,14 +9,14 @@ name key attributes).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import DynaormError, KeyTemplateError
 from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys
 from .templates import SHARD_FIELD, KeyTemplate
 
-__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys"]
+__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "widen"]
 
 #: Sorts after any character a key will hold (UTF-8 order of code points).
 HIGH = "\U0010ffff"
@@ -156,3 +156,16 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     if op == "gte":
         return make("BETWEEN", value, top)
     raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover
+
+
+def widen(a: KeyPlan, b: KeyPlan) -> KeyPlan:
+    """A plan of ``a``'s partition that reads what both plans read (multi-entity queries
+    carry no sort condition: each plan is a ``begins_with`` of its type's prefix or none)."""
+    first, second = (p.sk_values[0] if p.sk_op == "begins_with" else "" for p in (a, b))
+    n = 0
+    while n < min(len(first), len(second)) and first[n] == second[n]:
+        n += 1
+    common = first[:n]
+    if common:
+        return replace(a, sk_op="begins_with", sk_values=(common,))
+    return replace(a, sk_op=None, sk_values=())

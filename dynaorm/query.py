@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._types import Item
-from .cursor import decode_cursor, encode_cursor, fingerprint
+from .cursor import decode_cursor_state, encode_cursor, fingerprint
 from .entity import Entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, MultipleResultsError
 from .expressions import Condition, Placeholders
-from .keycond import KeyPlan, SortCondition, plan_keys
-from .spec import parse_version_sk
+from .keycond import KeyPlan, SortCondition, plan_keys, widen
+from .spec import LATEST_PREFIX, parse_version_sk
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -120,10 +120,13 @@ class Query(Generic[T]):
                              latest=spec.versioned and not self._history and self._index is None,
                              history=self._history)
             for other in self._entities[1:]:
-                other_plan = plan_keys(spec_of(other), self._index, self._fields, None)
+                other_spec = spec_of(other)
+                other_plan = plan_keys(other_spec, self._index, self._fields, None,
+                                       latest=other_spec.versioned and self._index is None)
                 if other_plan.pk_values != plan.pk_values:
                     raise DynaormError(f"{other.__name__} does not share the partition of "
                                        f"{self._entities[0].__name__} for {dict(self._fields)}")
+                plan = widen(plan, other_plan)  # read what every requested type reads
             self._plan_cache.append(plan)
         return self._plan_cache[0]
 
@@ -175,6 +178,9 @@ class Query(Generic[T]):
         if plan.history_base is not None and spec.table.sk:
             parsed = parse_version_sk(item[spec.table.sk]["S"])
             return parsed is not None and parsed[0] >= 1 and parsed[1] == plan.history_base
+        if len(types) > 1 and plan.index is None and spec.table.sk and spec_of(
+                types[str(kind)]).versioned:  # several types: a versioned one's latest copy
+            return str(item[spec.table.sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
     def _position(self, item: Item, plan: KeyPlan) -> Item:
@@ -225,12 +231,13 @@ class Query(Generic[T]):
 
         with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:
             firsts = list(pool.map(first_page, range(n)))
-        streams = []
-        for i in range(n):
-            if firsts[i] is None:
-                continue
-            streams.append(((i, item, pos) for item, pos in
-                            self._stream(plan, i, starts[i], first=firsts[i])))
+
+        def tagged(i: int) -> Iterator[tuple[int, Item, Item]]:
+            # a function, not a generator expression: each stream must keep its own ``i``
+            for item, pos in self._stream(plan, i, starts[i], first=firsts[i]):
+                yield i, item, pos
+
+        streams = [tagged(i) for i in range(n) if firsts[i] is not None]
 
         def order(entry: tuple[int, Item, Item]) -> tuple[str, str]:
             item = entry[1]
@@ -275,8 +282,13 @@ class Query(Generic[T]):
         plan = self._plan()
         n = len(plan.pk_values)
         fp = fingerprint(self._shape())
-        positions: list[Any] = [None] * n if cursor is None else decode_cursor(cursor, fp, n)
+        positions: list[Any] = [None] * n
+        served = 0  # results given by earlier pages: a limit holds across pages
+        if cursor is not None:
+            positions, served = decode_cursor_state(cursor, fp, n)
         size = self._page_size or self._limit or DEFAULT_PAGE_SIZE
+        if self._limit is not None:
+            size = min(size, self._limit - served)
         items: list[T] = []
         exhausted = True
         for shard, item, pos in self._merged(list(positions)):
@@ -285,4 +297,7 @@ class Query(Generic[T]):
                 break
             items.append(self._decode(item))
             positions[shard] = pos
-        return Page(items, None if exhausted else encode_cursor(fp, positions))
+        served += len(items)
+        if self._limit is not None and served >= self._limit:
+            exhausted = True
+        return Page(items, None if exhausted else encode_cursor(fp, positions, served))

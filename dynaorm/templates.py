@@ -158,7 +158,11 @@ class KeyTemplate:
             if seg.name not in values:
                 break
             if seg.name == partial:
-                out.append(self._render_field(seg, values, owner, check=False))
+                value = values[seg.name]
+                if isinstance(value, str) and seg.spec:  # a prefix of the rendered text
+                    out.append(_CONVERSIONS[seg.conversion](value) if seg.conversion else value)
+                else:
+                    out.append(self._render_field(seg, values, owner, check=False))
                 return "".join(out)
             out.append(self._render_field(seg, values, owner))
         return "".join(out)
