@@ -1,0 +1,72 @@
+"""Plumbing shared by the examples (not an example itself).
+
+Every example runs on an embedded, in-process DynamoDB (moto) by default. Pass
+``--endpoint-url http://localhost:8000`` (or set ``AWS_ENDPOINT_URL_DYNAMODB``) to run it
+against DynamoDB Local or another endpoint instead. The example's table is created fresh
+(an existing table of that name is dropped first) and deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any, TypeVar
+
+from dynaorm import Entity, Table
+from dynaorm.testing import TestBackend, moto_backend, use_tables
+
+__all__ = ["keys", "run", "show", "table_keys"]
+
+T = TypeVar("T")
+
+
+def _endpoint(description: str, argv: Sequence[str] | None) -> str | None:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument(
+        "--endpoint-url", default=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None,
+        help="DynamoDB endpoint (e.g. DynamoDB Local); default: an in-process moto")
+    url: str | None = parser.parse_args(argv).endpoint_url
+    return url
+
+
+@contextmanager
+def run(table: Table, description: str,
+        argv: Sequence[str] | None = None) -> Iterator[TestBackend]:
+    """Pick the backend from the command line, create ``table`` fresh, delete it at the end."""
+    url = _endpoint(description, argv)
+    print(f"# {description}")
+    print(f"# backend: {url or 'in-process moto'}; table: {table.name}")
+    with ExitStack() as stack:
+        if url is None:
+            stack.enter_context(moto_backend())
+        yield stack.enter_context(use_tables(table, endpoint_url=url))
+
+
+def show(code: str, rows: Iterable[T], fmt: Callable[[T], str] = repr) -> list[T]:
+    """Print a query's code and its results, one per line; return the results."""
+    out = list(rows)
+    print(f"\n>>> {code}")
+    for row in out:
+        print(f"    {fmt(row)}")
+    if not out:
+        print("    (nothing)")
+    return out
+
+
+def keys(obj: Entity) -> str:
+    """``Class(field=value, ...)`` without the noise of default values."""
+    fields = obj.model_dump(exclude_defaults=True)
+    return f"{type(obj).__name__}(" + ", ".join(f"{k}={v!r}" for k, v in fields.items()) + ")"
+
+
+def table_keys(db: TestBackend, title: str, extra: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Print every item of the table as ``pk | sk | _type [| extra attributes]``."""
+    items = db.scan()
+    print(f"\n--- table after: {title} ({len(items)} item{'s' if len(items) != 1 else ''})")
+    for item in items:
+        cols = [str(item.get("pk")), str(item.get("sk")), str(item.get("_type", "-"))]
+        cols += [f"{a}={item[a]!r}" for a in extra if a in item]
+        print("    " + " | ".join(cols))
+    return items

@@ -1,0 +1,225 @@
+"""Every ``examples/*.py`` runs as a script, on the embedded moto backend and against
+DynamoDB Local (``--endpoint-url``), exits 0 and prints what it promises.
+
+All examples of one backend run concurrently in subprocesses (each uses its own table).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+SCRIPTS = sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
+TIMEOUT = 120
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    code: int
+    out: str
+    err: str
+
+    def blocks(self) -> dict[str, list[str]]:
+        """Results printed under each ``>>> code`` header, by the header's code."""
+        found: dict[str, list[str]] = {}
+        current: list[str] | None = None
+        for line in self.out.splitlines():
+            if line.startswith(">>> "):
+                current = found.setdefault(line[4:], [])
+            elif current is not None and line.startswith("    "):
+                current.append(line.strip())
+            else:
+                current = None
+        return found
+
+    def block(self, code_start: str) -> list[str]:
+        """The results under the header equal to ``code_start``, else the one it begins."""
+        blocks = self.blocks()
+        if code_start in blocks:
+            return blocks[code_start]
+        matches = [lines for code, lines in blocks.items() if code.startswith(code_start)]
+        assert len(matches) == 1, (code_start, list(self.blocks()))
+        return matches[0]
+
+
+def _env(endpoint_env: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "AWS_ENDPOINT_URL_DYNAMODB"}
+    if endpoint_env:
+        env["AWS_ENDPOINT_URL_DYNAMODB"] = endpoint_env
+    return env
+
+
+def run_all(names: Sequence[str], args: Sequence[str] = (),
+            endpoint_env: str | None = None) -> dict[str, Run]:
+    procs = {name: subprocess.Popen(
+        [sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=EXAMPLES.parent,
+        env=_env(endpoint_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name in names}
+    runs = {}
+    for name, proc in procs.items():
+        try:
+            out, err = proc.communicate(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+        runs[name] = Run(name, proc.returncode, out, err)
+    return runs
+
+
+@pytest.fixture(scope="module", params=["moto", "local"])
+def runs(request: pytest.FixtureRequest) -> dict[str, Run]:
+    if request.param == "moto":
+        return run_all(SCRIPTS)
+    endpoint: str = request.getfixturevalue("ddb_local")
+    return run_all(SCRIPTS, ["--endpoint-url", endpoint])
+
+
+def ok(runs: dict[str, Run], name: str) -> Run:
+    run = runs[name]
+    assert run.code == 0, f"{name} exited {run.code}\n{run.out}\n{run.err}"
+    return run
+
+
+def test_every_example_has_checks() -> None:
+    assert set(SCRIPTS) == set(CHECKS), "add output checks for new examples"
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_example_runs(runs: dict[str, Run], name: str) -> None:
+    run = ok(runs, name)
+    assert "# backend: " in run.out
+    CHECKS[name](run)
+
+
+def test_example_honours_the_endpoint_environment_variable(ddb_local: str) -> None:
+    run = run_all(["event_logs"], endpoint_env=ddb_local)["event_logs"]
+    assert run.code == 0, run.err
+    assert f"# backend: {ddb_local}" in run.out
+    assert len(run.block('s.query(Event, device_id="123").lt(')) == 3
+
+
+# -- what each example must print --------------------------------------------------------
+
+
+def check_chat(run: Run) -> None:
+    august = run.block('s.query(Message, room="seattle", user="amsg").begins_with(sent="2018-08")')
+    assert len(august) == 2 and all("2018-08" in x and "amsg" in x for x in august)
+    year = run.block('s.query(Message, room="seattle", user="amsg").begins_with(sent="2018")')
+    assert len(year) == 4 and all(x.startswith("2018") for x in year)
+    by_time = run.block('s.query(Message, index="gsi1", room="seattle").begins_with(')
+    assert [x.split()[2] for x in by_time] == ["amsg", "carla", "bob", "amsg"]
+    assert by_time == sorted(by_time)
+    latest = run.block('s.query(Message, index="gsi1", room="seattle").reverse().limit(3)')
+    assert len(latest) == 3 and latest == sorted(latest, reverse=True)
+
+
+def check_events(run: Run) -> None:
+    before = run.block('s.query(Event, device_id="123").lt(ts=1536019200)')
+    assert [int(x.split()[0]) for x in before] == [1310212800, 1535544000, 1535990400]
+    after = run.block('s.query(Event, device_id="123").gte(ts=1536019200)')
+    assert len(after) == 1 and "e2" in after[0]
+    alerts = run.block('s.query(Event, device_id="123").filter(')
+    assert [x.split()[4] for x in alerts] == ["e2", "e4"]
+    assert "latest event of device 123: e2" in run.out
+
+
+def check_locations(run: Run) -> None:
+    assert len(run.block('s.query(Store, chain="acme")')) == 6
+    assert len(run.block('s.query(Store, chain="acme", country="USA")')) == 5
+    texas = run.block('s.query(Store, chain="acme", country="USA", state="TX")')
+    assert len(texas) == 4 and all(x.startswith("USA/TX/") for x in texas)
+    houston = run.block('s.query(Store, chain="acme", country="USA", state="TX", city="Houston")')
+    assert [x.split()[1] for x in houston] == ["s1", "s2"]  # not Houstonia's s6
+    assert "get(...store_id='s4') -> USA/WA/Seattle" in run.out
+
+
+def check_documents(run: Run) -> None:
+    whole = run.block('s.query(Metadata, Permissions, Content, doc_id="d1")')
+    assert [x.split("(")[0] for x in whole] == ["Metadata", "Permissions", "Content"]
+    assert "version=3" in whole[2] and "body='final'" in whole[2]
+    history = run.block('s.history(Content, doc_id="d1")')
+    assert [f"version={n}" in x for n, x in enumerate(history, start=1)] == [True] * 3
+    assert "v0_CONTENT" in run.out and "v00000003_CONTENT" in run.out
+    assert "version=1) -> Content(doc_id='d1', body='draft'" in run.out
+
+
+def check_iot(run: Run) -> None:
+    first = run.block('s.query(Device, Reading, device_id="124").reverse().limit(4)')
+    assert first[0].startswith("Device(") and "New York" in first[0]
+    readings = [x.split()[2] for x in first[1:]]
+    assert readings == ["10:40", "10:39", "10:38"]
+    assert run.block('s.query(Device, Reading, device_id="125")')[0].startswith("Device(")
+
+
+def check_courses(run: Run) -> None:
+    assert "-> 3 of 6 items are in gsi1" in run.out
+    enrolled = run.block('s.query(Registration, index="gsi1", course="CourseA")')
+    assert [("72442" in x, "23552" in x) for x in enrolled] == [(True, False), (False, True)]
+    after = run.block("# student 48533 confirms")
+    assert len(after) == 3 and "48533" in after[2]
+
+
+def check_orders(run: Run) -> None:
+    spread = [x for x in run.out.splitlines() if x.strip().startswith("STATUS#open#")]
+    assert len(spread) > 1  # the hot key lives in several partitions
+    merged = run.block('s.query(Order, index="gsi1", status="open")  #')
+    assert len(merged) == 9 and merged == sorted(merged)
+    latest = run.block('s.query(Order, index="gsi1", status="open").reverse().limit(3)')
+    assert latest == merged[::-1][:3]
+    pages = [x for x in run.out.splitlines() if x.strip().startswith("page ")]
+    paged = [i.strip("'[] ") for x in pages for i in x.split(":", 1)[1].split(",")]
+    assert paged == [x.split()[1] for x in merged]
+
+
+def check_adjacency(run: Run) -> None:
+    courses = run.block('s.query(Enrollment, student_id="s1")')
+    assert ["course_id='bio'" in courses[0], "course_id='math'" in courses[1]] == [True, True]
+    students = run.block('s.query(Enrollment, index="gsi1", course_id="math")')
+    assert ["student_id='s1'" in students[0], "student_id='s2'" in students[1]] == [True, True]
+    course = run.block('s.query(Course, Enrollment, index="gsi1", course_id="bio")')
+    assert course[0].startswith("Course(") and len(course) == 3
+    assert run.block("s.get_many(Student") == ["Student(student_id='s1', name='Ana')",
+                                                "Student(student_id='s2', name='Ben')"]
+
+
+def check_users(run: Run) -> None:
+    assert "refused: UniqueConstraintError: field='email'" in run.out
+    steps = [x for x in run.out.splitlines() if x.startswith("--- table after:")]
+    assert [x.rsplit("(", 1)[1] for x in steps] == [
+        "3 items)", "3 items)", "6 items)", "6 items)", "0 items)"]
+    assert "email#bobby@newmail.com" in run.out
+
+
+def check_audits(run: Run) -> None:
+    latest = run.block('s.query(Audit, equipment_id="E1")')
+    assert [x.split()[:2] for x in latest] == [["v12", "pump"], ["v1", "valve"]]
+    recent = run.block('s.history(Audit, equipment_id="E1", part="pump").reverse().limit(3)')
+    assert [x.split()[0] for x in recent] == ["v12", "v11", "v10"]
+    page = run.block('s.history(Audit, equipment_id="E1", part="pump").page_size(5)')
+    assert [x.split()[0] for x in page] == ["v1", "v2", "v3", "v4", "v5"]
+    assert "version=3) -> v3 " in run.out
+    assert "stale writer refused: ConcurrentModificationError" in run.out
+    assert "latest is still: v13" in run.out and "history has 13 rows" in run.out
+    assert "v00000012_pump" in run.out and "v0_pump" in run.out
+
+
+CHECKS = {
+    "chat_messages": check_chat,
+    "event_logs": check_events,
+    "locations": check_locations,
+    "document_tracking": check_documents,
+    "iot_latest_readings": check_iot,
+    "course_enrollments": check_courses,
+    "orders_by_status": check_orders,
+    "adjacency_list": check_adjacency,
+    "users_unique": check_users,
+    "audit_versions": check_audits,
+}
