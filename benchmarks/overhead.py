@@ -40,6 +40,7 @@ import os
 import platform
 import statistics
 import sys
+import time
 import timeit
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -110,13 +111,19 @@ def message_key(room: str, msg_id: str) -> tuple[str, str]:
 
 
 def guard_key(attribute: str, value: str) -> tuple[str, str]:
-    """Where a unique value is reserved: ``username#alice``.
+    """Where a unique value is reserved: pk = sk = ``username#alice``, as dynaorm does.
 
-    Adjusted to match the items dynaorm writes (see ``check_requests``' output with
-    ``--show-requests``); the other contenders build the very same keys.
+    dynaorm's guard item also records its owner (``owner_pk``, ``owner_sk``,
+    ``owner_type``), ``unique_field`` and ``_type = "dynaorm:unique"`` -- what it needs to
+    find an entity by a unique value and to release the guard when the value changes. The
+    other contenders write the same attributes, so all send the same bytes (check with
+    ``--show-requests``).
     """
     token = f"{attribute}#{value}"
     return token, token
+
+
+GUARD_TYPE = "dynaorm:unique"
 
 
 # --------------------------------------------------------------------------------------
@@ -195,8 +202,31 @@ class CannedTransport:
         self.recording = False
         self.sent: list[Sent] = []
 
+    #: ``--transport stub``: replace the client's ``_make_api_call`` instead, so botocore
+    #: does no work at all and only the library's own cost is left.
+    stub = False
+
     def attach(self, client: Any) -> None:
-        client.meta.events.register("before-send.dynamodb", self)
+        if self.stub:
+            client._make_api_call = self.make_api_call
+        else:
+            client.meta.events.register("before-send.dynamodb", self)
+
+    def make_api_call(self, operation: str, params: dict[str, Any]) -> dict[str, Any]:
+        """Stand-in for ``BaseClient._make_api_call``: the parsed canned response.
+
+        Every generated client method (``client.put_item(...)``) and PynamoDB's
+        ``Connection._make_api_call`` end up here. The response is a fresh ``json.loads``
+        of the canned body, as botocore would hand back a fresh dict.
+        """
+        body = self._bodies.get(operation)
+        if body is None:
+            raise RuntimeError(f"canned transport: unexpected operation {operation}")
+        self.calls += 1
+        if self.recording:
+            self.sent.append(Sent(operation, json.loads(json.dumps(params, default=str))))
+        response: dict[str, Any] = json.loads(body)
+        return response
 
     def __call__(self, request: AWSPreparedRequest, event_name: str, **_: Any) -> AWSResponse:
         operation = event_name.rpartition(".")[2]
@@ -287,15 +317,19 @@ def make_botocore(bodies: dict[str, bytes], native_config: bool) -> Contender:
     )
     transport.attach(client)
     new_id = _fresh_ids()
-    not_exists: dict[str, Any] = {"ConditionExpression": "attribute_not_exists(#pk)",
-                  "ExpressionAttributeNames": {"#pk": "pk"}}
+    not_exists: dict[str, Any] = {
+        "ConditionExpression": "attribute_not_exists(#pk)",
+        "ExpressionAttributeNames": {"#pk": "pk"},
+    }
 
-    def user_item(user_id: str, org_id: str, username: str, email: str,
-                  full_name: str) -> dict[str, Any]:
+    def user_item(
+        user_id: str, org_id: str, username: str, email: str, full_name: str
+    ) -> dict[str, Any]:
         pk, sk = user_key(user_id)
         return {
             "pk": {"S": pk},
             "sk": {"S": sk},
+            "_type": {"S": "User"},
             "user_id": {"S": user_id},
             "org_id": {"S": org_id},
             "username": {"S": username},
@@ -303,30 +337,47 @@ def make_botocore(bodies: dict[str, bytes], native_config: bool) -> Contender:
             "full_name": {"S": full_name},
         }
 
-    def guard_put(attribute: str, value: str) -> dict[str, Any]:
+    def guard_put(attribute: str, value: str, owner: dict[str, Any]) -> dict[str, Any]:
         pk, sk = guard_key(attribute, value)
-        return {"Put": {"TableName": TABLE, "Item": {"pk": {"S": pk}, "sk": {"S": sk}},
-                        **not_exists}}
+        item = {
+            "pk": {"S": pk},
+            "sk": {"S": sk},
+            "_type": {"S": GUARD_TYPE},
+            "owner_pk": owner["pk"],
+            "owner_sk": owner["sk"],
+            "owner_type": {"S": "User"},
+            "unique_field": {"S": attribute},
+        }
+        return {"Put": {"TableName": TABLE, "Item": item, **not_exists}}
 
     def save() -> object:
-        item = user_item(new_id(), USER["org_id"], USER["username"], USER["email"],
-                         USER["full_name"])
+        item = user_item(
+            new_id(), USER["org_id"], USER["username"], USER["email"], USER["full_name"]
+        )
         return client.put_item(TableName=TABLE, Item=item, **not_exists)
 
     def get() -> object:
         pk, sk = user_key(USER["user_id"])
         item = client.get_item(TableName=TABLE, Key={"pk": {"S": pk}, "sk": {"S": sk}})["Item"]
-        return RawUser(item["user_id"]["S"], item["org_id"]["S"], item["username"]["S"],
-                       item["email"]["S"], item["full_name"]["S"])
+        return RawUser(
+            item["user_id"]["S"],
+            item["org_id"]["S"],
+            item["username"]["S"],
+            item["email"]["S"],
+            item["full_name"]["S"],
+        )
 
     def commit() -> object:
-        item = user_item(new_id(), USER["org_id"], USER["username"], USER["email"],
-                         USER["full_name"])
-        return client.transact_write_items(TransactItems=[
-            {"Put": {"TableName": TABLE, "Item": item, **not_exists}},
-            guard_put("username", item["username"]["S"]),
-            guard_put("email", item["email"]["S"]),
-        ])
+        item = user_item(
+            new_id(), USER["org_id"], USER["username"], USER["email"], USER["full_name"]
+        )
+        return client.transact_write_items(
+            TransactItems=[
+                {"Put": {"TableName": TABLE, "Item": item, **not_exists}},
+                guard_put("username", item["username"]["S"], item),
+                guard_put("email", item["email"]["S"], item),
+            ]
+        )
 
     def query() -> object:
         pk = message_key(ROOM, "")[0]
@@ -336,16 +387,25 @@ def make_botocore(bodies: dict[str, bytes], native_config: bool) -> Contender:
             ExpressionAttributeNames={"#pk": "pk", "#sk": "sk"},
             ExpressionAttributeValues={":pk": {"S": pk}, ":sk": {"S": "MSG#"}},
         )
-        return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"], i["body"]["S"])
-                for i in out["Items"]]
+        return [
+            RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"], i["body"]["S"])
+            for i in out["Items"]
+        ]
 
-    notes = ["hand-built AttributeValue dicts; reads unmarshalled by hand into slots "
-             "dataclasses (no validation)"]
+    notes = [
+        "hand-built AttributeValue dicts; reads unmarshalled by hand into slots "
+        "dataclasses (no validation)"
+    ]
     if native_config:
         notes.append("boto3 default client config (parameter validation ON)")
-    return Contender("botocore", botocore.__version__,
-                     {"save": save, "get": get, "commit": commit, "query": query},
-                     transport, {"get": RawUser, "query": RawMessage}, notes)
+    return Contender(
+        "botocore",
+        botocore.__version__,
+        {"save": save, "get": get, "commit": commit, "query": query},
+        transport,
+        {"get": RawUser, "query": RawMessage},
+        notes,
+    )
 
 
 # ---- PynamoDB --------------------------------------------------------------------------
@@ -364,6 +424,7 @@ def make_pynamodb(bodies: dict[str, bytes]) -> Contender:
 
         pk = UnicodeAttribute(hash_key=True)
         sk = UnicodeAttribute(range_key=True)
+        type = UnicodeAttribute(attr_name="_type", default="User")
         user_id = UnicodeAttribute()
         org_id = UnicodeAttribute()
         username = UnicodeAttribute()
@@ -378,6 +439,11 @@ def make_pynamodb(bodies: dict[str, bytes]) -> Contender:
 
         pk = UnicodeAttribute(hash_key=True)
         sk = UnicodeAttribute(range_key=True)
+        type = UnicodeAttribute(attr_name="_type", default=GUARD_TYPE)
+        owner_pk = UnicodeAttribute()
+        owner_sk = UnicodeAttribute()
+        owner_type = UnicodeAttribute()
+        unique_field = UnicodeAttribute()
 
     class PMessage(Model):
         class Meta:
@@ -403,13 +469,26 @@ def make_pynamodb(bodies: dict[str, bytes]) -> Contender:
 
     def new_user(user_id: str) -> PUser:
         pk, sk = user_key(user_id)
-        return PUser(pk=pk, sk=sk, user_id=user_id, org_id=USER["org_id"],
-                     username=USER["username"], email=USER["email"],
-                     full_name=USER["full_name"])
+        return PUser(
+            pk=pk,
+            sk=sk,
+            user_id=user_id,
+            org_id=USER["org_id"],
+            username=USER["username"],
+            email=USER["email"],
+            full_name=USER["full_name"],
+        )
 
-    def new_guard(attribute: str, value: str) -> PGuard:
+    def new_guard(attribute: str, value: str, owner: PUser) -> PGuard:
         pk, sk = guard_key(attribute, value)
-        return PGuard(pk=pk, sk=sk)
+        return PGuard(
+            pk=pk,
+            sk=sk,
+            owner_pk=owner.pk,
+            owner_sk=owner.sk,
+            owner_type="User",
+            unique_field=attribute,
+        )
 
     def save() -> object:
         user = new_user(new_id())
@@ -423,8 +502,10 @@ def make_pynamodb(bodies: dict[str, bytes]) -> Contender:
         user = new_user(new_id())
         with TransactWrite(connection=connection) as tx:
             tx.save(user, condition=PUser.pk.does_not_exist())
-            tx.save(new_guard("username", user.username), condition=PGuard.pk.does_not_exist())
-            tx.save(new_guard("email", user.email), condition=PGuard.pk.does_not_exist())
+            tx.save(
+                new_guard("username", user.username, user), condition=PGuard.pk.does_not_exist()
+            )
+            tx.save(new_guard("email", user.email, user), condition=PGuard.pk.does_not_exist())
         return tx
 
     def query() -> object:
@@ -432,9 +513,14 @@ def make_pynamodb(bodies: dict[str, bytes]) -> Contender:
         return list(PMessage.query(pk, PMessage.sk.startswith("MSG#")))
 
     notes = ["Connection.dispatch adds ReturnConsumedCapacity=TOTAL to every request"]
-    return Contender("pynamodb", pynamodb.__version__,
-                     {"save": save, "get": get, "commit": commit, "query": query},
-                     transport, {"get": PUser, "query": PMessage}, notes)
+    return Contender(
+        "pynamodb",
+        pynamodb.__version__,
+        {"save": save, "get": get, "commit": commit, "query": query},
+        transport,
+        {"get": PUser, "query": PMessage},
+        notes,
+    )
 
 
 # ---- pydynantic ------------------------------------------------------------------------
@@ -452,7 +538,7 @@ def make_pydynantic(bodies: dict[str, bytes], native_config: bool) -> Contender:
     )
     transport.attach(client)
     table = Table(TABLE, pk="pk", sk="sk", client=client)
-    g_pk, g_sk = guard_key("{attribute}", "{value}")
+    g_pk, g_sk = guard_key("{unique_field}", "{value}")
 
     class User(Entity, table=table, name="user"):
         class Meta:
@@ -468,8 +554,11 @@ def make_pydynantic(bodies: dict[str, bytes], native_config: bool) -> Contender:
         class Meta:
             primary = key(pk=g_pk, sk=g_sk)
 
-        attribute: str
+        unique_field: str
         value: str
+        owner_pk: str
+        owner_sk: str
+        owner_type: str
 
     class Message(Entity, table=table, name="message"):
         class Meta:
@@ -484,8 +573,13 @@ def make_pydynantic(bodies: dict[str, bytes], native_config: bool) -> Contender:
     not_exists = attr_not_exists("pk")
 
     def new_user(user_id: str) -> User:
-        return User(user_id=user_id, org_id=USER["org_id"], username=USER["username"],
-                    email=USER["email"], full_name=USER["full_name"])
+        return User(
+            user_id=user_id,
+            org_id=USER["org_id"],
+            username=USER["username"],
+            email=USER["email"],
+            full_name=USER["full_name"],
+        )
 
     def save() -> object:
         return User.put(new_user(new_id()), condition=not_exists)
@@ -495,24 +589,39 @@ def make_pydynantic(bodies: dict[str, bytes], native_config: bool) -> Contender:
 
     def commit() -> object:
         user = new_user(new_id())
+        owner_pk, owner_sk = user_key(user.user_id)
         with transaction(table) as tx:
             tx.put(user, condition=not_exists)
-            tx.put(Guard(attribute="username", value=user.username), condition=not_exists)
-            tx.put(Guard(attribute="email", value=user.email), condition=not_exists)
+            for unique_field in ("username", "email"):
+                guard = Guard(
+                    unique_field=unique_field,
+                    value=getattr(user, unique_field),
+                    owner_pk=owner_pk,
+                    owner_sk=owner_sk,
+                    owner_type="user",
+                )
+                tx.put(guard, condition=not_exists)
         return tx
 
     def query() -> object:
         return Message.query.primary(room=ROOM).begins_with("MSG#").all()
 
-    notes = ["no unique-constraint feature: guards are a hand-written Guard entity put in "
-             "pydynantic's own transaction(table) (one TransactWriteItems)",
-             "each item also carries pydynantic's __entity__ attribute; guard items "
-             "also carry their 'attribute'/'value' fields"]
+    notes = [
+        "no unique-constraint feature: guards are a hand-written Guard entity put in "
+        "pydynantic's own transaction(table) (one TransactWriteItems)",
+        "writes __entity__ where the others write _type; guard items also carry a "
+        "'value' field (their key template needs it)",
+    ]
     if native_config:
         notes.append("boto3 default client config (parameter validation ON)")
-    return Contender("pydynantic", pydynantic.__version__,
-                     {"save": save, "get": get, "commit": commit, "query": query},
-                     transport, {"get": User, "query": Message}, notes)
+    return Contender(
+        "pydynantic",
+        pydynantic.__version__,
+        {"save": save, "get": get, "commit": commit, "query": query},
+        transport,
+        {"get": User, "query": Message},
+        notes,
+    )
 
 
 # ---- dynaorm ---------------------------------------------------------------------------
@@ -566,41 +675,61 @@ def make_dynaorm(bodies: dict[str, bytes]) -> Contender:
     new_id = _fresh_ids()
 
     def new_user(cls: type[Any], user_id: str) -> Any:
-        return cls(user_id=user_id, org_id=USER["org_id"], username=USER["username"],
-                   email=USER["email"], full_name=USER["full_name"])
+        return cls(
+            user_id=user_id,
+            org_id=USER["org_id"],
+            username=USER["username"],
+            email=USER["email"],
+            full_name=USER["full_name"],
+        )
 
     # A fresh Session per operation: a unit of work per request, and no identity map
     # can turn a repeated get into a cache hit.
     def save() -> object:
         session = Session(app)
-        session.save(new_user(PlainUser, new_id()))
-        return session.commit()
+        obj = new_user(PlainUser, new_id())
+        session.save(obj)
+        session.commit()
+        return obj
 
     def get() -> object:
         return Session(app).get(User, user_id=USER["user_id"])
 
     def commit() -> object:
         session = Session(app)
-        session.save(new_user(User, new_id()))
-        return session.commit()
+        obj = new_user(User, new_id())
+        session.save(obj)
+        session.commit()
+        return obj
 
     def query() -> object:
         return list(Session(app).query(Message, room=ROOM))
 
     version = getattr(dynaorm, "__version__", "?")
-    notes = ["a new Session per operation",
-             "transport = PynamoDB Connection.dispatch (same botocore config as PynamoDB)"]
-    return Contender("dynaorm", version,
-                     {"save": save, "get": get, "commit": commit, "query": query},
-                     transport, {"get": User, "query": Message}, notes)
+    notes = [
+        "a new Session per operation",
+        "transport = PynamoDB Connection.dispatch (same botocore config as PynamoDB)",
+    ]
+    return Contender(
+        "dynaorm",
+        version,
+        {"save": save, "get": get, "commit": commit, "query": query},
+        transport,
+        {"get": User, "query": Message},
+        notes,
+    )
 
 
 # --------------------------------------------------------------------------------------
 # Checks: every contender must send what the op is supposed to send
 # --------------------------------------------------------------------------------------
 
-EXPECTED_OPERATION = {"save": "PutItem", "get": "GetItem", "commit": "TransactWriteItems",
-                      "query": "Query"}
+EXPECTED_OPERATION = {
+    "save": "PutItem",
+    "get": "GetItem",
+    "commit": "TransactWriteItems",
+    "query": "Query",
+}
 
 
 def describe(sent: Sent) -> str:
@@ -608,12 +737,15 @@ def describe(sent: Sent) -> str:
     if sent.operation == "TransactWriteItems":
         parts = []
         for action in body.get("TransactItems", []):
-            (kind, spec), = action.items()
+            ((kind, spec),) = action.items()
             cond = "+cond" if "ConditionExpression" in spec else ""
             keys = ""
             if "Item" in spec:
-                keys = "(" + "/".join(spec["Item"].get(k, {}).get("S", "?")
-                                      for k in ("pk", "sk")) + ")"
+                keys = (
+                    "("
+                    + "/".join(spec["Item"].get(k, {}).get("S", "?") for k in ("pk", "sk"))
+                    + ")"
+                )
             parts.append(f"{kind}{keys}{cond}")
         return f"TransactWriteItems[{', '.join(parts)}]"
     extra = "+cond" if "ConditionExpression" in body else ""
@@ -638,8 +770,11 @@ def check(contender: Contender, op: str, result: object, sent: list[Sent]) -> st
             return f"returned {result!r}, expected a {model.__name__} for alice"
     if op == "query":
         model = contender.model_types["query"]
-        if not isinstance(result, list) or len(result) != QUERY_SIZE or not all(
-                isinstance(r, model) for r in result):
+        if (
+            not isinstance(result, list)
+            or len(result) != QUERY_SIZE
+            or not all(isinstance(r, model) for r in result)
+        ):
             return f"returned {type(result).__name__}, expected {QUERY_SIZE} {model.__name__}"
     return None
 
@@ -678,14 +813,29 @@ def check_requests(contender: Contender, show: bool) -> dict[str, str]:
 # --------------------------------------------------------------------------------------
 
 
-def time_all(contenders: list[Contender], ops: list[str], iterations: int, repeats: int,
-             warmup: int) -> dict[str, dict[str, list[float]]]:
+CLOCKS: dict[str, Callable[[], float]] = {
+    # CPU time of this process: nothing here waits on I/O, so this is the work done, and
+    # time spent descheduled (another process on a busy machine) does not count.
+    "process": time.process_time,
+    "wall": time.perf_counter,
+}
+
+
+def time_all(
+    contenders: list[Contender],
+    ops: list[str],
+    iterations: int,
+    repeats: int,
+    warmup: int,
+    clock: str = "process",
+) -> dict[str, dict[str, list[float]]]:
     """Per op, per contender: ``repeats`` figures in microseconds per call.
 
     Repeats are interleaved (contender A, B, C, D, then again, rotating the order each
     round) so that drift -- thermal, frequency scaling, another process -- hits every
     contender alike. As with ``timeit``, the garbage collector is off while a batch runs.
     """
+    timer = CLOCKS[clock]
     results: dict[str, dict[str, list[float]]] = {op: {} for op in ops}
     for op in ops:
         runners = [(c.name, c.ops[op]) for c in contenders if op in c.ops]
@@ -695,10 +845,10 @@ def time_all(contenders: list[Contender], ops: list[str], iterations: int, repea
             for _ in range(warmup):
                 fn()
         for r in range(repeats):
-            order = runners[r % len(runners):] + runners[:r % len(runners)]
+            order = runners[r % len(runners) :] + runners[: r % len(runners)]
             for name, fn in order:
                 gc.collect()
-                seconds = timeit.Timer(fn).timeit(number=iterations)
+                seconds = timeit.Timer(fn, timer=timer).timeit(number=iterations)
                 results[op].setdefault(name, []).append(seconds / iterations * 1e6)
     return results
 
@@ -710,6 +860,7 @@ def time_all(contenders: list[Contender], ops: list[str], iterations: int, repea
 
 def build_contenders(args: argparse.Namespace) -> tuple[list[Contender], dict[str, str]]:
     bodies = canned_bodies()
+    CannedTransport.stub = args.transport == "stub"
     makers: dict[str, Callable[[], Contender]] = {
         "dynaorm": lambda: make_dynaorm(bodies),
         "pynamodb": lambda: make_pynamodb(bodies),
@@ -735,18 +886,30 @@ def fmt(value: float | None, spec: str, suffix: str = "") -> str:
 
 
 def print_table(figures: dict[str, dict[str, float | None]], ops: list[str]) -> None:
-    headers = ["op", "dynaorm µs", "pynamodb µs", "pydynantic µs", "botocore µs",
-               "dynaorm/botocore", "dynaorm/pynamodb"]
+    headers = [
+        "op",
+        "dynaorm µs",
+        "pynamodb µs",
+        "pydynantic µs",
+        "botocore µs",
+        "dynaorm/botocore",
+        "dynaorm/pynamodb",
+    ]
     rows = []
     for op in ops:
         row = figures[op]
         d, p, b = row.get("dynaorm"), row.get("pynamodb"), row.get("botocore")
-        rows.append([
-            op,
-            fmt(d, ".1f"), fmt(p, ".1f"), fmt(row.get("pydynantic"), ".1f"), fmt(b, ".1f"),
-            fmt(ratio(d, b), ".2f", "x"),
-            fmt(ratio(d, p), ".2f", "x"),
-        ])
+        rows.append(
+            [
+                op,
+                fmt(d, ".1f"),
+                fmt(p, ".1f"),
+                fmt(row.get("pydynantic"), ".1f"),
+                fmt(b, ".1f"),
+                fmt(ratio(d, b), ".2f", "x"),
+                fmt(ratio(d, p), ".2f", "x"),
+            ]
+        )
     _print_rows(headers, rows)
 
 
@@ -768,32 +931,73 @@ def difference(a: float | None, b: float | None) -> float | None:
 
 def _print_rows(headers: list[str], rows: list[list[str]]) -> None:
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = " | ".join(h.ljust(w) if i == 0 else h.rjust(w)
-                      for i, (h, w) in enumerate(zip(headers, widths, strict=True)))
+    line = " | ".join(
+        h.ljust(w) if i == 0 else h.rjust(w)
+        for i, (h, w) in enumerate(zip(headers, widths, strict=True))
+    )
     print(line)
     print("-+-".join("-" * w for w in widths))
     for r in rows:
-        print(" | ".join(c.ljust(w) if i == 0 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(r, widths, strict=True))))
+        print(
+            " | ".join(
+                c.ljust(w) if i == 0 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(r, widths, strict=True))
+            )
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--iterations", type=int, default=2000,
-                        help="calls per timed batch (default 2000)")
-    parser.add_argument("--repeats", type=int, default=5,
-                        help="timed batches per contender and op; the median is reported")
-    parser.add_argument("--warmup", type=int, default=None,
-                        help="untimed calls before timing (default: iterations // 10, >= 50)")
+    parser.add_argument(
+        "--iterations", type=int, default=2000, help="calls per timed batch (default 2000)"
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=5,
+        help="timed batches per contender and op; the median is reported",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=None,
+        help="untimed calls before timing (default: iterations // 10, >= 50)",
+    )
     parser.add_argument("--ops", nargs="+", choices=OPS, default=list(OPS))
     parser.add_argument("--contenders", nargs="+", choices=CONTENDERS, default=list(CONTENDERS))
-    parser.add_argument("--native-config", action="store_true",
-                        help="give the raw botocore and pydynantic clients boto3's default "
-                             "Config instead of PynamoDB's (parameter validation on)")
-    parser.add_argument("--show-requests", action="store_true",
-                        help="print the request bodies each contender sends, then time")
-    parser.add_argument("--json", nargs="?", const="-", metavar="PATH",
-                        help="also dump the figures as JSON to PATH (or stdout)")
+    parser.add_argument(
+        "--transport",
+        choices=("botocore", "stub"),
+        default="botocore",
+        help="botocore: canned HTTP response, botocore does all its work "
+        "(default); stub: the client's _make_api_call returns the parsed "
+        "response, leaving only the library's own cost",
+    )
+    parser.add_argument(
+        "--clock",
+        choices=sorted(CLOCKS),
+        default="process",
+        help="process: CPU time of this process (default; robust on a busy "
+        "machine); wall: perf_counter",
+    )
+    parser.add_argument(
+        "--native-config",
+        action="store_true",
+        help="give the raw botocore and pydynantic clients boto3's default "
+        "Config instead of PynamoDB's (parameter validation on)",
+    )
+    parser.add_argument(
+        "--show-requests",
+        action="store_true",
+        help="print the request bodies each contender sends, then time",
+    )
+    parser.add_argument(
+        "--json",
+        nargs="?",
+        const="-",
+        metavar="PATH",
+        help="also dump the figures as JSON to PATH (or stdout)",
+    )
     args = parser.parse_args(argv)
     warmup = args.warmup if args.warmup is not None else max(50, args.iterations // 10)
 
@@ -810,16 +1014,23 @@ def main(argv: list[str] | None = None) -> int:
         if found:
             problems[contender.name] = found
 
-    print(f"python {platform.python_version()} | botocore {botocore.__version__} | "
-          f"pydantic {pydantic.VERSION} | "
-          + " | ".join(f"{c.name} {c.version}" for c in contenders))
-    print(f"{args.iterations} iterations x {args.repeats} repeats (median), "
-          f"warm-up {warmup}; µs per operation, client side, canned transport\n")
+    print(
+        f"python {platform.python_version()} | botocore {botocore.__version__} | "
+        f"pydantic {pydantic.VERSION} | "
+        + " | ".join(f"{c.name} {c.version}" for c in contenders if c.name != "botocore")
+    )
+    print(
+        f"{args.iterations} iterations x {args.repeats} repeats (median), "
+        f"warm-up {warmup}, {args.clock} clock; µs per operation, client side, "
+        f"canned transport ({args.transport})\n"
+    )
 
-    raw = time_all(contenders, args.ops, args.iterations, args.repeats, warmup)
+    raw = time_all(contenders, args.ops, args.iterations, args.repeats, warmup, args.clock)
     figures: dict[str, dict[str, float | None]] = {
-        op: {name: statistics.median(raw[op][name]) if name in raw[op] else None
-             for name in CONTENDERS}
+        op: {
+            name: statistics.median(raw[op][name]) if name in raw[op] else None
+            for name in CONTENDERS
+        }
         for op in args.ops
     }
     print_table(figures, args.ops)
@@ -837,20 +1048,32 @@ def main(argv: list[str] | None = None) -> int:
             "iterations": args.iterations,
             "repeats": args.repeats,
             "warmup": warmup,
+            "clock": args.clock,
+            "transport": args.transport,
+            "min_us": {op: {name: min(v) for name, v in row.items()} for op, row in raw.items()},
             "native_config": args.native_config,
-            "versions": {"python": platform.python_version(), "botocore": botocore.__version__,
-                         "pydantic": pydantic.VERSION,
-                         **{c.name: c.version for c in contenders}},
+            "versions": {
+                "python": platform.python_version(),
+                "botocore": botocore.__version__,
+                "pydantic": pydantic.VERSION,
+                **{c.name: c.version for c in contenders},
+            },
             "median_us": figures,
             "all_us": raw,
-            "ratios": {op: {
-                "dynaorm/botocore": ratio(row.get("dynaorm"), row.get("botocore")),
-                "dynaorm/pynamodb": ratio(row.get("dynaorm"), row.get("pynamodb")),
-            } for op, row in figures.items()},
-            "above_botocore_us": {op: {
-                name: difference(row.get(name), row.get("botocore"))
-                for name in ("dynaorm", "pynamodb", "pydynantic")
-            } for op, row in figures.items()},
+            "ratios": {
+                op: {
+                    "dynaorm/botocore": ratio(row.get("dynaorm"), row.get("botocore")),
+                    "dynaorm/pynamodb": ratio(row.get("dynaorm"), row.get("pynamodb")),
+                }
+                for op, row in figures.items()
+            },
+            "above_botocore_us": {
+                op: {
+                    name: difference(row.get(name), row.get("botocore"))
+                    for name in ("dynaorm", "pynamodb", "pydynantic")
+                }
+                for op, row in figures.items()
+            },
             "unavailable": unavailable,
             "problems": problems,
             "notes": {c.name: c.notes for c in contenders},
