@@ -10,7 +10,7 @@ from __future__ import annotations
 import enum
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
@@ -92,32 +92,36 @@ def _decode_number(text: str) -> int | Decimal:
 
 def decode_value(av: AttributeValue) -> Any:
     """Decode one AttributeValue."""
-    (tag, raw), = av.items()
-    if tag == "S":
-        return raw
-    if tag == "N":
-        return _decode_number(raw)
-    if tag == "BOOL":
-        return bool(raw)
-    if tag == "NULL":
-        return None
-    if tag == "M":
-        return {k: decode_value(v) for k, v in raw.items()}
-    if tag == "L":
-        return [decode_value(v) for v in raw]
-    if tag == "SS":
-        return set(raw)
-    if tag == "NS":
-        return {_decode_number(v) for v in raw}
-    if tag == "B":
-        return bytes(raw)
-    if tag == "BS":
-        return {bytes(v) for v in raw}
-    raise TypeError(f"unknown AttributeValue tag {tag!r}")
+    for tag, raw in av.items():
+        return _DECODERS[tag](raw)
+    raise TypeError("empty AttributeValue")
 
 
-def decode_item(item: Item, names: frozenset[str] | None = None) -> dict[str, Any]:
+_DECODERS: dict[str, Any] = {
+    "S": lambda raw: raw,
+    "N": _decode_number,
+    "BOOL": bool,
+    "NULL": lambda raw: None,
+    "M": lambda raw: {k: decode_value(v) for k, v in raw.items()},
+    "L": lambda raw: [decode_value(v) for v in raw],
+    "SS": set,
+    "NS": lambda raw: {_decode_number(v) for v in raw},
+    "B": bytes,
+    "BS": lambda raw: {bytes(v) for v in raw},
+}
+
+
+def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any]:
     """Decode an item; with ``names``, only those attributes."""
+    out: dict[str, Any] = {}
     if names is None:
-        return {k: decode_value(v) for k, v in item.items()}
-    return {k: decode_value(v) for k, v in item.items() if k in names}
+        for k, av in item.items():
+            text = av.get("S")
+            out[k] = text if text is not None else decode_value(av)
+        return out
+    for k in names:
+        got = item.get(k)
+        if got is not None:
+            text = got.get("S")
+            out[k] = text if text is not None else decode_value(got)
+    return out

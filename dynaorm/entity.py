@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, PrivateAttr
+from pydantic import BaseModel
 
 from ._types import Item
 from .codec import decode_item, encode_fields
@@ -25,7 +25,9 @@ class Entity(BaseModel):
     if TYPE_CHECKING:
         __dynaorm_spec__: ClassVar[EntitySpec | None]
 
-    _dynaorm_state: InstanceState | None = PrivateAttr(default=None)
+    # Persistence bookkeeping lives in a slot, not a pydantic private attribute: it stays
+    # out of equality, copies and validation (and validation is twice as fast without one).
+    __slots__ = ("_dynaorm_slot",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -47,33 +49,44 @@ class Entity(BaseModel):
                                    f"must be an int, not {ann!r}")
         cls.__dynaorm_spec__ = spec
 
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, BaseModel):
-            return NotImplemented
-        return (type(self) is type(other) and self.__dict__ == other.__dict__
-                and self.__pydantic_extra__ == other.__pydantic_extra__)
-
-    __hash__ = None  # type: ignore[assignment]
-
     # -- persistence bookkeeping (internal) ---------------------------------------------
+    @property
+    def _dynaorm_state(self) -> InstanceState | None:
+        """The stored state this object was loaded with or last written as (None: new)."""
+        try:  # the slot's own descriptor: an unset slot never reaches pydantic's __getattr__
+            state: InstanceState | None = _STATE_SLOT.__get__(self, type(self))
+        except AttributeError:
+            return None
+        return state
+
+    @_dynaorm_state.setter
+    def _dynaorm_state(self, state: InstanceState | None) -> None:
+        object.__setattr__(self, "_dynaorm_slot", state)
+
     @property
     def _is_persisted(self) -> bool:
         return self._dynaorm_state is not None
 
     @classmethod
-    def _from_item(cls, item: Item, state_version: int | None = None) -> Self:
+    def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""
-        spec = spec_of(cls)
+        if spec is None:
+            spec = spec_of(cls)
         obj = cls.model_validate(decode_item(item, spec.field_names))
-        key = {spec.table.pk: item[spec.table.pk]["S"]}
-        if spec.table.sk is not None:
-            key[spec.table.sk] = item[spec.table.sk]["S"]
-        version = None
+        table = spec.table
         if spec.versioned:
-            version = obj.version if state_version is None else state_version  # type: ignore[attr-defined]
             key = spec.primary_key(obj.__dict__)
-        obj._dynaorm_state = InstanceState(key, item, version)
+            version = obj.version  # type: ignore[attr-defined]
+        else:
+            key = {table.pk: item[table.pk]["S"]}
+            if table.sk is not None:
+                key[table.sk] = item[table.sk]["S"]
+            version = None
+        object.__setattr__(obj, "_dynaorm_slot", InstanceState(key, item, version))
         return obj
+
+
+_STATE_SLOT: Any = Entity.__dict__["_dynaorm_slot"]
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:

@@ -154,6 +154,13 @@ def item_size(item: Item) -> int:
     return sum(len(k.encode()) + value_size(v) for k, v in item.items())
 
 
+def _exact_size(op: Op) -> int:
+    size = item_size(op.item) if isinstance(op, Put) else item_size(_key_av(op.key))
+    if isinstance(op, Update):
+        size += item_size(op.set)
+    return size
+
+
 @dataclass(frozen=True)
 class WritePlan:
     """An ordered, limit-checked tuple of write actions on one table."""
@@ -170,9 +177,7 @@ class WritePlan:
                 f"{first.owner_key}); DynamoDB allows {MAX_ACTIONS} per transaction")
         total = 0
         for op in self.ops:
-            size = item_size(op.item) if isinstance(op, Put) else item_size(_key_av(op.key))
-            if isinstance(op, Update):
-                size += item_size(op.set)
+            size = _exact_size(op)
             if size > MAX_ITEM_BYTES:
                 raise ItemTooLargeError(
                     f"{op.origin.entity.__name__} {op.key}: item of {size} bytes exceeds "

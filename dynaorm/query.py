@@ -15,7 +15,7 @@ from .entity import Entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, MultipleResultsError
 from .expressions import Condition, Placeholders
 from .keycond import KeyPlan, SortCondition, plan_keys, widen
-from .spec import LATEST_PREFIX, parse_version_sk
+from .spec import LATEST_PREFIX, EntitySpec, parse_version_sk
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -130,9 +130,6 @@ class Query(Generic[T]):
             self._plan_cache.append(plan)
         return self._plan_cache[0]
 
-    def _types(self) -> dict[str, type[T]]:
-        return {spec_of(e).type_name: e for e in self._entities}
-
     def _request(self, plan: KeyPlan, pk_value: str) -> dict[str, Any]:
         spec = spec_of(self._entities[0])
         ph = Placeholders()
@@ -163,97 +160,83 @@ class Query(Generic[T]):
         plan = self._plan()
         probe = self._request(plan, plan.pk_values[0])
         probe.pop("Limit", None)
-        return {"r": probe, "t": sorted(self._types()), "x": plan.exclude,
-                "h": plan.history_base, "n": len(plan.pk_values)}
+        types = sorted(spec_of(e).type_name for e in self._entities)
+        return {"r": probe, "t": types, "x": plan.exclude, "h": plan.history_base,
+                "n": len(plan.pk_values)}
 
     # -- execution -----------------------------------------------------------------
-    def _keep(self, item: Item, plan: KeyPlan, types: Mapping[str, type[T]]) -> bool:
+    def _reader(self) -> _Reader[T]:
+        plan = self._plan()
         spec = spec_of(self._entities[0])
-        kind = item.get(spec.table.type_attribute, {}).get("S")
-        if kind not in types:
-            return False
-        sk_attr = plan.sk_attr
-        if plan.exclude is not None and sk_attr and item[sk_attr]["S"] == plan.exclude:
-            return False
-        if plan.history_base is not None and spec.table.sk:
-            parsed = parse_version_sk(item[spec.table.sk]["S"])
-            return parsed is not None and parsed[0] >= 1 and parsed[1] == plan.history_base
-        if len(types) > 1 and plan.index is None and spec.table.sk and spec_of(
-                types[str(kind)]).versioned:  # several types: a versioned one's latest copy
-            return str(item[spec.table.sk]["S"]).startswith(LATEST_PREFIX)
-        return True
+        types = {spec_of(e).type_name: (e, spec_of(e)) for e in self._entities}
+        latest_only = frozenset(
+            name for name, (_, s) in types.items()
+            if len(types) > 1 and plan.index is None and s.versioned)
+        attrs = (spec.table.pk, spec.table.sk, plan.pk_attr, plan.sk_attr)
+        return _Reader(spec.table.type_attribute, types, plan.sk_attr, spec.table.sk,
+                       plan.exclude, plan.history_base, latest_only,
+                       tuple(dict.fromkeys(a for a in attrs if a)))
 
-    def _position(self, item: Item, plan: KeyPlan) -> Item:
-        spec = spec_of(self._entities[0])
-        attrs = {spec.table.pk, spec.table.sk, plan.pk_attr, plan.sk_attr}
-        return {a: item[a] for a in attrs if a and a in item}
-
-    def _stream(self, plan: KeyPlan, shard: int, start: Any,
-                first: dict[str, Any] | None = None) -> Iterator[tuple[Item, Item]]:
-        """(item, resume position) of one partition, pages fetched lazily."""
-        if start == "done":
-            return
-        types = self._types()
+    def _stream(self, plan: KeyPlan, reader: _Reader[T], shard: int, start: Any,
+                first: dict[str, Any] | None = None) -> Iterator[Item]:
+        """Kept items of one partition, pages fetched lazily."""
         request = self._request(plan, plan.pk_values[shard])
         if start:
             request["ExclusiveStartKey"] = start
         page = first
+        keep = reader.keep
         while True:
             if page is None:
                 page = self._transport.call("Query", request)
-            for item in page.get("Items", []):
-                if self._keep(item, plan, types):
-                    yield item, self._position(item, plan)
+            for item in page.get("Items", ()):
+                if keep(item):
+                    yield item
             last = page.get("LastEvaluatedKey")
             if not last:
                 return
             request = {**request, "ExclusiveStartKey": last}
             page = None
 
-    def _merged(self, starts: list[Any]) -> Iterator[tuple[int, Item, Item]]:
+    def _merged(self, reader: _Reader[T], starts: list[Any]) -> Iterator[tuple[int, Item]]:
+        """(shard, item) in key order across every shard of the partition."""
         plan = self._plan()
         if plan.empty:
             return
         n = len(plan.pk_values)
         if n == 1:
-            for item, pos in self._stream(plan, 0, starts[0]):
-                yield 0, item, pos
+            for item in self._stream(plan, reader, 0, starts[0]):
+                yield 0, item
             return
         sk_attr, pk_attr = plan.sk_attr, plan.pk_attr
 
-        def first_page(i: int) -> dict[str, Any] | None:
-            if starts[i] == "done":
-                return None
+        def first_page(i: int) -> dict[str, Any]:
             request = self._request(plan, plan.pk_values[i])
             if starts[i]:
                 request["ExclusiveStartKey"] = starts[i]
-            return self._transport.call("Query", request)
+            result: dict[str, Any] = self._transport.call("Query", request)
+            return result
 
         with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:
             firsts = list(pool.map(first_page, range(n)))
 
-        def tagged(i: int) -> Iterator[tuple[int, Item, Item]]:
+        def tagged(i: int) -> Iterator[tuple[int, Item]]:
             # a function, not a generator expression: each stream must keep its own ``i``
-            for item, pos in self._stream(plan, i, starts[i], first=firsts[i]):
-                yield i, item, pos
+            for item in self._stream(plan, reader, i, starts[i], first=firsts[i]):
+                yield i, item
 
-        streams = [tagged(i) for i in range(n) if firsts[i] is not None]
-
-        def order(entry: tuple[int, Item, Item]) -> tuple[str, str]:
+        def order(entry: tuple[int, Item]) -> tuple[str, str]:
             item = entry[1]
             return (item[sk_attr]["S"] if sk_attr else "", item[pk_attr]["S"])
 
-        yield from heapq.merge(*streams, key=order, reverse=self._reverse)
-
-    def _decode(self, item: Item) -> T:
-        spec = spec_of(self._entities[0])
-        cls = self._types()[item[spec.table.type_attribute]["S"]]
-        return cls._from_item(item)
+        yield from heapq.merge(*(tagged(i) for i in range(n)), key=order,
+                               reverse=self._reverse)
 
     def __iter__(self) -> Iterator[T]:
+        reader = self._reader()
+        decode = reader.decode
         n = len(self._plan().pk_values)
-        for count, (_, item, _) in enumerate(self._merged([None] * n), start=1):
-            yield self._decode(item)
+        for count, (_, item) in enumerate(self._merged(reader, [None] * n), start=1):
+            yield decode(item)
             if self._limit is not None and count >= self._limit:
                 return
 
@@ -291,13 +274,51 @@ class Query(Generic[T]):
             size = min(size, self._limit - served)
         items: list[T] = []
         exhausted = True
-        for shard, item, pos in self._merged(list(positions)):
+        reader = self._reader()
+        for shard, item in self._merged(reader, list(positions)):
             if len(items) >= size:
                 exhausted = False
                 break
-            items.append(self._decode(item))
-            positions[shard] = pos
+            items.append(reader.decode(item))
+            positions[shard] = reader.position(item)
         served += len(items)
         if self._limit is not None and served >= self._limit:
             exhausted = True
         return Page(items, None if exhausted else encode_cursor(fp, positions, served))
+
+
+@dataclass(frozen=True)
+class _Reader(Generic[T]):
+    """What one execution of a query needs per item, computed once."""
+
+    type_attr: str
+    types: Mapping[str, tuple[type[T], EntitySpec]]
+    sk_attr: str | None
+    table_sk: str | None
+    exclude: str | None
+    history_base: str | None
+    latest_only: frozenset[str]
+    key_attrs: tuple[str, ...]
+
+    def keep(self, item: Item) -> bool:
+        """Whether a returned item is one of the requested results."""
+        kind = item.get(self.type_attr)
+        name = None if kind is None else kind.get("S")
+        if name not in self.types:
+            return False
+        if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
+            return False
+        if self.history_base is not None and self.table_sk:
+            parsed = parse_version_sk(item[self.table_sk]["S"])
+            return parsed is not None and parsed[0] >= 1 and parsed[1] == self.history_base
+        if name in self.latest_only and self.table_sk:  # several types: latest copies only
+            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+        return True
+
+    def position(self, item: Item) -> Item:
+        """The ExclusiveStartKey that resumes right after ``item``."""
+        return {a: item[a] for a in self.key_attrs if a in item}
+
+    def decode(self, item: Item) -> T:
+        cls, spec = self.types[item[self.type_attr]["S"]]
+        return cls._from_item(item, spec)

@@ -6,15 +6,14 @@ leaves it untouched (never mutate-then-undo).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 
 __all__ = ["InstanceState"]
 
 
-@dataclass(frozen=True, slots=True)
-class InstanceState:
+class InstanceState(NamedTuple):
     """A persisted object's snapshot: stored primary key, stored item, version read."""
 
     key: PlainKey

@@ -8,6 +8,7 @@ range queries), and parse a rendered key back into its field strings.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import string
 from collections.abc import Mapping
@@ -52,7 +53,7 @@ class _Field:
     conversion: str | None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class KeyTemplate:
     """A parsed key template. Build with :meth:`parse`."""
 
@@ -89,7 +90,7 @@ class KeyTemplate:
         return cls(source, tuple(segments))
 
     # -- introspection -------------------------------------------------------------
-    @property
+    @functools.cached_property
     def fields(self) -> tuple[str, ...]:
         """Field names in template order (``shard`` included when present)."""
         return tuple(s.name for s in self.segments if isinstance(s, _Field))

@@ -1,7 +1,11 @@
 """The only module that talks to DynamoDB.
 
-It sends requests through PynamoDB's ``Connection.dispatch`` (never its ``TransactWrite``,
-which regroups actions by kind), retries transient failures with exponential backoff and
+It sends requests through the botocore client of a PynamoDB ``Connection`` (PynamoDB's
+client configuration: no parameter validation, standard retries, timeouts). Not through
+``TransactWrite``, which regroups actions by kind so cancellation reasons stop matching,
+and not through ``Connection.dispatch``, whose per-request UUIDs, signals and consumed-
+capacity bookkeeping cost ~25 µs a request that dynaorm does not use. It retries
+transient failures with exponential backoff and
 full jitter (a transaction keeps its ``ClientRequestToken`` across retries, so a retry of
 an ambiguous failure can never apply a commit twice), and turns botocore/PynamoDB errors
 into :class:`RequestFailed` carrying the cancellation reasons in request order.
@@ -18,7 +22,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from pynamodb.connection.base import Connection
-from pynamodb.exceptions import VerboseClientError
 
 from ._types import Item
 
@@ -83,21 +86,20 @@ class Transport:
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request once; errors are mapped to :class:`RequestFailed`."""
         try:
-            result: dict[str, Any] = self.connection.dispatch(operation, request)
+            result: dict[str, Any] = self.connection.client._make_api_call(operation, request)
             return result
-        except VerboseClientError as exc:
-            error = exc.response.get("Error", {})
-            reasons = [
-                None if r is None else Reason(r.code, r.message, r.raw_item)
-                for r in (exc.cancellation_reasons or [])
-            ]
-            raise RequestFailed(operation, str(error.get("Code", "Unknown")),
-                                str(error.get("Message", "")), reasons,
-                                item=_item_from(exc)) from exc
         except ClientError as exc:
             error = exc.response.get("Error", {})
+            raw: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", ()))  # type: ignore[arg-type]
+            reasons = [
+                None if r.get("Code") in (None, "None") else
+                Reason(str(r["Code"]), r.get("Message"), r.get("Item"))
+                for r in raw
+            ]
+            item = exc.response.get("Item")
             raise RequestFailed(operation, str(error.get("Code", "Unknown")),
-                                str(error.get("Message", ""))) from exc
+                                str(error.get("Message", "")), reasons,
+                                item=item if isinstance(item, dict) else None) from exc
         except (ConnectionError, HTTPClientError) as exc:
             raise RequestFailed(operation, "ConnectionError", str(exc)) from exc
 
@@ -107,20 +109,11 @@ class Transport:
         while True:
             attempt += 1
             try:
-                return self.send(operation, dict(request))
+                return self.send(operation, request)
             except RequestFailed as exc:
                 if attempt >= self.max_attempts or not _retryable(exc):
                     raise
             self._sleep(self.backoff(attempt))
-
-
-def _item_from(exc: VerboseClientError) -> Item | None:
-    cause = exc.__cause__
-    if isinstance(cause, ClientError):
-        item = cause.response.get("Item")
-        if isinstance(item, dict):
-            return item
-    return None
 
 
 def _retryable(exc: RequestFailed) -> bool:
