@@ -708,7 +708,7 @@ def make_dynaorm(bodies: dict[str, bytes]) -> Contender:
     version = getattr(dynaorm, "__version__", "?")
     notes = [
         "a new Session per operation",
-        "transport = PynamoDB Connection.dispatch (same botocore config as PynamoDB)",
+        "transport = the botocore client of a PynamoDB Connection (same config as PynamoDB)",
     ]
     return Contender(
         "dynaorm",

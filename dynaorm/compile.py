@@ -9,8 +9,7 @@ transaction fail rather than leave the table inconsistent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ._types import Item, PlainKey
 from .codec import decode_item, encode_value
@@ -27,8 +26,7 @@ OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_ty
 GUARD_TYPE = "dynaorm:unique"
 
 
-@dataclass(frozen=True, slots=True)
-class Staged:
+class Staged(NamedTuple):
     """One staged unit of work: a save or a delete of one object."""
 
     obj: Entity
@@ -37,8 +35,7 @@ class Staged:
     history: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class Outcome:
+class Outcome(NamedTuple):
     """What an object becomes if the commit succeeds (``state=None``: deleted)."""
 
     obj: Entity
@@ -145,8 +142,8 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
     values = obj.__dict__
     if state is None:  # insert
         version = 1 if spec.versioned else None
-        item = encode_entity(obj, spec, version)
         key = spec.primary_key(values)
+        item = encode_entity(obj, spec, version, key)
         b = _Builder(spec, key, index)
         strict = not entry.overwrite
         cond = not_exists(spec.table.pk) if strict or spec.has_rules else None
@@ -167,8 +164,8 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
     old_key = state.key
     if spec.versioned:
         return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
-    item = encode_entity(obj, spec)
     key = spec.primary_key(values)
+    item = encode_entity(obj, spec, key=key)
     b = _Builder(spec, old_key, index)
     unique_fields = {f for rule in spec.uniques for f in rule.fields}
     if key != old_key:  # primary key moved: delete the old row, insert the new one

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel
 
-from ._types import Item
+from ._types import Item, PlainKey
 from .codec import decode_item, encode_fields
 from .errors import DynaormError
 from .spec import EntitySpec, build_spec, collect_meta
@@ -100,14 +100,21 @@ def spec_of(cls: type[Any]) -> EntitySpec:
     return spec
 
 
-def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None) -> Item:
-    """The full stored item of ``obj`` (keys, index keys, discriminator, fields)."""
+def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
+                  key: PlainKey | None = None) -> Item:
+    """The full stored item of ``obj`` (keys, index keys, discriminator, fields).
+
+    ``key`` is the primary key when the caller has rendered it already.
+    """
     data = obj.model_dump(mode="python")
     if version is not None:
         data["version"] = version
     item = encode_fields(data)
+    for name in spec.null_fields:
+        if data.get(name, 0) is None:
+            item[name] = {"NULL": True}
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
-    for attr, text in spec.primary_key(values).items():
+    for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text}
     for attr, text in spec.index_keys(values).items():
         item[attr] = {"S": text}

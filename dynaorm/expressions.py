@@ -7,7 +7,8 @@ and every value as ``:vX``: nothing from the caller is ever spliced into express
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass
 from typing import Any
 
 from ._types import AttributeValue
@@ -16,13 +17,15 @@ from .codec import encode_value
 __all__ = ["Condition", "F", "Placeholders", "render_condition"]
 
 
-@dataclass
 class Placeholders:
     """Allocates ``#n``/``:v`` placeholders for one request (names are reused)."""
 
-    names: dict[str, str] = field(default_factory=dict)
-    values: dict[str, AttributeValue] = field(default_factory=dict)
-    _by_name: dict[str, str] = field(default_factory=dict)
+    __slots__ = ("_by_name", "names", "values")
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.values: dict[str, AttributeValue] = {}
+        self._by_name: dict[str, str] = {}
 
     def name(self, attr: str) -> str:
         parts = []
@@ -213,10 +216,12 @@ def raw_eq(attr: str, av: AttributeValue) -> Condition:
     return _Compare(attr, "=", _Raw(av))
 
 
+@functools.cache
 def not_exists(attr: str) -> Condition:
     return _Func("attribute_not_exists", attr)
 
 
+@functools.cache
 def exists(attr: str) -> Condition:
     return _Func("attribute_exists", attr)
 

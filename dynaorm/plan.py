@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import ItemTooLargeError, TransactionTooLargeError
@@ -44,8 +44,7 @@ class Fail(enum.Enum):
     GONE = "gone"              # item gone (ItemNotFoundError) or changed (Concurrent...)
 
 
-@dataclass(frozen=True, slots=True)
-class Origin:
+class Origin(NamedTuple):
     """Why an action is in the plan: which entity and object, which role."""
 
     entity: type[Any]
@@ -151,7 +150,16 @@ def value_size(av: AttributeValue) -> int:
 
 
 def item_size(item: Item) -> int:
-    return sum(len(k.encode()) + value_size(v) for k, v in item.items())
+    """DynamoDB's size of an item: attribute names plus values (strings take a fast path)."""
+    total = 0
+    for name, value in item.items():
+        total += len(name) if name.isascii() else len(name.encode())
+        text = value.get("S")
+        if text is None:
+            total += value_size(value)
+        else:
+            total += len(text) if text.isascii() else len(text.encode())
+    return total
 
 
 def _exact_size(op: Op) -> int:

@@ -43,7 +43,7 @@ class Session:
         if not isinstance(table, Table):
             raise DynaormError(f"Session() takes a dynaorm Table, got {table!r}")
         self.table = table
-        self._staged: dict[Any, Staged] = {}
+        self._staged: dict[int, Staged] = {}  # by object identity, in staging order
 
     @property
     def _transport(self) -> Any:
@@ -58,24 +58,38 @@ class Session:
                                f"session's table {self.table.name!r}")
         return spec
 
-    def _stage_key(self, obj: Entity, spec: EntitySpec) -> Any:
+    def _stage_key(self, obj: Entity) -> Any:
+        spec = spec_of(type(obj))
         state = obj._dynaorm_state
         key = state.key if state is not None else spec.primary_key(obj.__dict__)
         return spec.type_name, _key_id(key)
 
+    def _stage(self, entry: Staged) -> None:
+        spec = self._spec(entry.obj)
+        spec.primary_key(entry.obj.__dict__)  # a key that cannot render fails here, not later
+        self._staged.pop(id(entry.obj), None)  # restaged: its last staging wins
+        self._staged[id(entry.obj)] = entry
+
     def save(self, obj: Entity, *, overwrite: bool = False) -> None:
         """Stage an insert (new object) or an update (persisted object)."""
-        spec = self._spec(obj)
-        key = self._stage_key(obj, spec)
-        self._staged.pop(key, None)
-        self._staged[key] = Staged(obj, "save", overwrite=overwrite)
+        self._stage(Staged(obj, "save", overwrite))
 
     def delete(self, obj: Entity, *, history: bool = False) -> None:
         """Stage a delete (with ``history=True`` a versioned entity's rows go too)."""
-        spec = self._spec(obj)
-        key = self._stage_key(obj, spec)
-        self._staged.pop(key, None)
-        self._staged[key] = Staged(obj, "delete", history=history)
+        self._stage(Staged(obj, "delete", history=history))
+
+    def _coalesced(self) -> list[Staged]:
+        """The staged work, one entry per stored item: when two objects stand for the same
+        item, the one staged last wins."""
+        entries = list(self._staged.values())
+        if len(entries) < 2:
+            return entries
+        by_item: dict[Any, Staged] = {}
+        for entry in entries:
+            key = self._stage_key(entry.obj)
+            by_item.pop(key, None)
+            by_item[key] = entry
+        return list(by_item.values())
 
     def rollback(self) -> None:
         """Drop everything staged."""
@@ -94,7 +108,7 @@ class Session:
     # -- commit --------------------------------------------------------------------
     def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        plan, _ = compile_commit(self.table.name, self._prepare(list(self._staged.values())))
+        plan, _ = compile_commit(self.table.name, self._prepare(self._coalesced()))
         return plan
 
     def _prepare(self, staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]]:
@@ -117,7 +131,7 @@ class Session:
 
     def commit(self) -> None:
         """Send everything staged as one atomic write; clears the stage either way."""
-        staged = list(self._staged.values())
+        staged = self._coalesced()
         self._staged.clear()
         if not staged:
             return

@@ -96,6 +96,9 @@ class EntitySpec:
     shards: Mapping[str, int]
     field_names: frozenset[str]
     identity_fields: tuple[str, ...] = field(default=())
+    #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
+    #: field's non-None default, or fail validation for a required field
+    null_fields: frozenset[str] = field(default=frozenset())
 
     # -- key arithmetic ------------------------------------------------------------
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
@@ -297,6 +300,10 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
         versioned=versioned, indexes=tuple(indexes), shards=shards,
         field_names=field_names, identity_fields=identity,
+        null_fields=frozenset(
+            name for name, info in getattr(cls, "model_fields", {}).items()
+            if info.is_required() or info.default_factory is not None
+            or info.default is not None),
     )
     table.register(cls, spec.type_name)
     return spec
