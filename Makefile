@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check dynaorm tests examples benchmarks
 
 typecheck: $(STAMP)
-	$(BIN)/mypy dynaorm examples
+	$(BIN)/mypy dynaorm examples tests/typing_check.py
 
 unit: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider
