@@ -16,18 +16,27 @@ from decimal import Decimal
 from typing import Any
 
 from ._types import AttributeValue, Item
+from .errors import DynaormError
 
 __all__ = ["decode_item", "decode_value", "encode_fields", "encode_value"]
+
+
+class _BadNumber(DynaormError, ValueError):
+    """A number DynamoDB cannot store (NaN, infinity)."""
+
+
+class _BadType(DynaormError, TypeError):
+    """A Python value with no DynamoDB representation."""
 
 
 def _number(value: int | float | Decimal) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+            raise _BadNumber(f"DynamoDB cannot store the number {value!r}")
         return repr(value)
     if isinstance(value, Decimal):
         if not value.is_finite():
-            raise ValueError(f"DynamoDB cannot store the number {value!r}")
+            raise _BadNumber(f"DynamoDB cannot store the number {value!r}")
         return str(value)
     return str(value)
 
@@ -63,7 +72,7 @@ def encode_value(value: Any) -> AttributeValue:
         return _encode_set(value)
     if isinstance(value, list | tuple):
         return {"L": [encode_value(v) for v in value]}
-    raise TypeError(f"cannot store a value of type {t.__name__} in DynamoDB: {value!r}")
+    raise _BadType(f"cannot store a value of type {t.__name__} in DynamoDB: {value!r}")
 
 
 def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
@@ -79,9 +88,17 @@ def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
     return {"L": [encode_value(v) for v in items]}
 
 
-def encode_fields(data: Mapping[str, Any]) -> Item:
+def encode_fields(data: Mapping[str, Any], owner: str = "") -> Item:
     """Encode a dumped model: ``None`` fields are left out of the item."""
-    return {k: encode_value(v) for k, v in data.items() if v is not None}
+    try:
+        return {k: encode_value(v) for k, v in data.items() if v is not None}
+    except DynaormError:
+        for k, v in data.items():  # find the field to name it
+            try:
+                encode_value(v)
+            except DynaormError as exc:
+                raise type(exc)(f"{owner or 'item'} field {k!r}: {exc}") from exc
+        raise
 
 
 def _decode_number(text: str) -> int | Decimal:

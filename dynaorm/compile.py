@@ -274,17 +274,15 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
 
 def _merge(first: Op, second: Op) -> Op:
     """Two actions on one item in one commit: fold them into one, or refuse."""
-    if isinstance(first, Delete) and isinstance(second, Put):
-        # a guard released by one object and claimed by another: one conditional Put
-        return Put(second.key, second.item, first.condition, first.origin)
-    if isinstance(first, Put) and isinstance(second, Delete) and (
-            first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
-        # the same hand-over staged the other way round (swap of unique values)
-        return Put(first.key, first.item, second.condition, second.origin)
+    release, claim = (first, second) if isinstance(first, Delete) else (second, first)
+    if isinstance(release, Delete) and isinstance(claim, Put):
+        # one object releases the item (a delete, a key move, a changed unique value) and
+        # another claims it, in either staging order: one Put, conditioned like the release
+        return Put(claim.key, claim.item, release.condition, release.origin)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
         o = second.origin
-        raise UniqueConstraintError(o.entity, [(o.field or "?", o.value)])
+        raise UniqueConstraintError(o.entity, [(o.field or "?", o.value)], key=o.owner_key)
     raise DynaormError(
         f"commit writes item {first.key} twice ({first.origin.entity.__name__} "
         f"{first.origin.role.value} and {second.origin.entity.__name__} "

@@ -109,7 +109,7 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     data = obj.model_dump(mode="python")
     if version is not None:
         data["version"] = version
-    item = encode_fields(data)
+    item = encode_fields(data, spec.name)
     for name in spec.null_fields:
         if data.get(name, 0) is None:
             item[name] = {"NULL": True}

@@ -55,12 +55,15 @@ class UniqueConstraintError(DynaormError):
     ``field``/``value`` name the first violation; ``violations`` lists them all.
     """
 
-    def __init__(self, entity: type[Any], violations: list[tuple[str, Any]]) -> None:
+    def __init__(self, entity: type[Any], violations: list[tuple[str, Any]],
+                 key: dict[str, str] | None = None) -> None:
         self.entity = entity
+        self.key = key
         self.violations = list(violations)
         self.field, self.value = self.violations[0]
         names = ", ".join(f"{f}={v!r}" for f, v in self.violations)
-        super().__init__(f"{entity.__name__}: unique value already taken: {names}")
+        where = f" {key}" if key else ""
+        super().__init__(f"{entity.__name__}{where}: unique value already taken: {names}")
 
 
 class TransactionConflictError(DynaormError):

@@ -42,9 +42,11 @@ def map_failure(plan: WritePlan, exc: RequestFailed,
         return _condition_error(failed, is_stored)
     codes = [r.code for r in reasons if r is not None]
     if "TransactionConflict" in codes or exc.code == "TransactionConflictException":
+        first = plan.ops[0].origin
         return TransactionConflictError(
-            f"commit on table {plan.table!r} kept conflicting with concurrent transactions "
-            f"after retries: {exc.message}")
+            f"commit of {first.entity.__name__} {first.owner_key} (and {len(plan.ops) - 1} "
+            f"more actions) on table {plan.table!r} kept conflicting with concurrent "
+            f"transactions after retries: {exc.message}")
     detail = f" (reasons: {codes})" if codes else ""
     return DynaormError(f"commit on table {plan.table!r} failed: {exc.code}: "
                         f"{exc.message}{detail}")
@@ -61,7 +63,8 @@ def _condition_error(failed: list[tuple[Op, Reason]],
     uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
     if uniques:
         return UniqueConstraintError(uniques[0].entity,
-                                     [(o.field or "?", o.value) for o in uniques])
+                                     [(o.field or "?", o.value) for o in uniques],
+                                     key=uniques[0].owner_key)
     op = failed[0][0]
     o = op.origin
     if o.fail is Fail.GONE and not is_stored(op.key):

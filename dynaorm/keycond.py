@@ -87,37 +87,54 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
                                "(the shard is computed, never passed)")
     pk_values = partition_values(spec, index, fields)
     base = KeyPlan(index, pk_attr, sk_attr, pk_values)
-    sk_fields = {k: v for k, v in fields.items() if k not in pk.fields}
+    keywords = {k: v for k, v in fields.items() if k not in pk.fields}
     if sk is None:
-        if sk_fields or cond:
+        if keywords or cond:
             raise DynaormError(f"{spec.name}: index {index!r} has no sort key to condition")
         return base
-    lead = sk.leading_fields(frozenset(sk_fields))
-    if set(sk_fields) - set(lead):
-        raise KeyTemplateError(f"{spec.name}: sort-key fields {sorted(sk_fields)} must be "
+    # sort-key fields known from the keywords, partition fields reused in the sort key too
+    given = {k: v for k, v in fields.items() if k in sk.fields}
+    lead = sk.leading_fields(frozenset(given))
+    if set(keywords) - set(lead):
+        raise KeyTemplateError(f"{spec.name}: sort-key fields {sorted(keywords)} must be "
                                f"leading fields of {sk.source!r}")
+    sk_fields = {k: given[k] for k in lead}
+    whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
     vprefix = LATEST_PREFIX if latest else ""
     if history:
         full = sk.render(fields, spec.name)
         lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"
         return KeyPlan(index, pk_attr, sk_attr, pk_values, "BETWEEN",
                        (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
-    prefix = vprefix + sk.render_prefix(sk_fields, spec.name)
     if cond is None:
+        if whole and keywords:  # the keywords name the whole sort key: one item, exactly
+            return KeyPlan(index, pk_attr, sk_attr, pk_values, "=",
+                           (vprefix + sk.render(sk_fields, spec.name),))
+        prefix = vprefix + sk.render_prefix(sk_fields, spec.name)
         if not prefix:
             return base
         return KeyPlan(index, pk_attr, sk_attr, pk_values, "begins_with", (prefix,))
+    prefix = vprefix + sk.render_prefix(sk_fields, spec.name)
 
-    def bound(values: Mapping[str, Any]) -> tuple[str, bool]:
-        merged = {**sk_fields, **values}
+    def merged_with(values: Mapping[str, Any]) -> dict[str, Any]:
+        """The condition's fields after the keywords'; refuses anything else."""
         extra = set(values) - set(sk.fields)
         if extra:
             raise KeyTemplateError(f"{spec.name}: {sorted(extra)} are not fields of sort key "
                                    f"{sk.source!r}")
-        complete = all(f in merged for f in sk.fields if f != SHARD_FIELD)
-        if not set(values) <= set(sk.leading_fields(frozenset(merged))):
+        again = set(values) & (set(sk_fields) | set(fields))
+        if again:
+            raise KeyTemplateError(f"{spec.name}: {sorted(again)} already given to query(); "
+                                   "a condition takes the sort-key fields that follow")
+        merged = {**sk_fields, **values}
+        if not values or not set(values) <= set(sk.leading_fields(frozenset(merged))):
             raise KeyTemplateError(f"{spec.name}: condition fields {sorted(values)} must "
                                    f"follow the leading fields of {sk.source!r}")
+        return merged
+
+    def bound(values: Mapping[str, Any]) -> tuple[str, bool]:
+        merged = merged_with(values)
+        complete = all(f in merged for f in sk.fields if f != SHARD_FIELD)
         text = vprefix + (sk.render(merged, spec.name) if complete
                           else sk.render_prefix(merged, spec.name))
         return text, complete
@@ -128,10 +145,8 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     op = cond.op
     if op == "begins_with":
         (values,) = cond.args
-        merged = {**sk_fields, **values}
+        merged = merged_with(values)
         order = [f for f in sk.fields if f in values]
-        if not order:
-            raise KeyTemplateError(f"{spec.name}: begins_with() needs a sort-key field")
         text = vprefix + sk.render_prefix(merged, spec.name, partial=order[-1])
         return make("begins_with", text)
     if op == "between":

@@ -192,8 +192,10 @@ class WritePlan:
                     f"DynamoDB's {MAX_ITEM_BYTES} byte limit")
             total += size
         if total > MAX_REQUEST_BYTES:
+            first = self.ops[0].origin
             raise TransactionTooLargeError(
-                f"commit of {total} bytes exceeds DynamoDB's {MAX_REQUEST_BYTES} byte "
+                f"commit (first: {first.entity.__name__} {first.owner_key}) of {total} bytes "
+                f"exceeds DynamoDB's {MAX_REQUEST_BYTES} byte "
                 "request limit")
 
     def __len__(self) -> int:

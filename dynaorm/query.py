@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from ._types import Item
 from .cursor import decode_cursor_state, encode_cursor, fingerprint
 from .entity import Entity, spec_of
-from .errors import DynaormError, ItemNotFoundError, MultipleResultsError
+from .errors import DynaormError, InvalidCursorError, ItemNotFoundError, MultipleResultsError
 from .expressions import Condition, Placeholders
 from .keycond import KeyPlan, SortCondition, plan_keys, widen
 from .spec import LATEST_PREFIX, EntitySpec, parse_version_sk
@@ -268,7 +268,11 @@ class Query(Generic[T]):
         positions: list[Any] = [None] * n
         served = 0  # results given by earlier pages: a limit holds across pages
         if cursor is not None:
-            positions, served = decode_cursor_state(cursor, fp, n)
+            try:
+                positions, served = decode_cursor_state(cursor, fp, n)
+            except InvalidCursorError as exc:
+                names = "/".join(e.__name__ for e in self._entities)
+                raise InvalidCursorError(f"{names} query {dict(self._fields)}: {exc}") from exc
         size = self._page_size or self._limit or DEFAULT_PAGE_SIZE
         if self._limit is not None:
             size = min(size, self._limit - served)

@@ -10,9 +10,9 @@ from typing import Any, TypeVar, overload
 from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
-from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
+from .errors import DynaormError, ItemNotFoundError, ItemTooLargeError, KeyTemplateError
 from .failures import map_failure
-from .plan import WritePlan
+from .plan import MAX_ITEM_BYTES, WritePlan, item_size
 from .query import Query
 from .spec import EntitySpec
 from .state import InstanceState
@@ -59,10 +59,12 @@ class Session:
         return spec
 
     def _stage_key(self, obj: Entity) -> Any:
+        """Which stored item an entry stands for: where it is and where it goes. Objects
+        coalesce only when both agree (a key move and an insert at the old key do not)."""
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
-        key = state.key if state is not None else spec.primary_key(obj.__dict__)
-        return spec.type_name, _key_id(key)
+        new = _key_id(spec.primary_key(obj.__dict__))
+        return spec.type_name, new if state is None else _key_id(state.key), new
 
     def _stage(self, entry: Staged) -> None:
         spec = self._spec(entry.obj)
@@ -240,7 +242,8 @@ class Session:
                     raise KeyTemplateError(f"{spec.name}: find() by {rule.field!r} takes "
                                            f"exactly {sorted(rule.fields)}")
                 key = rule.guard_key(fields, spec.name)
-                assert key is not None
+                if key is None:  # no value, no guard: nothing can be found by it
+                    return None
                 guard_key = {self.table.pk: key}
                 if self.table.sk:
                     guard_key[self.table.sk] = key
@@ -281,20 +284,27 @@ class Session:
     # -- bulk ----------------------------------------------------------------------
     def save_many(self, objs: Iterable[Entity]) -> None:
         """Bulk load (BatchWriteItem, 25 a request): fast, not atomic, no rules."""
-        rows: dict[Any, tuple[Entity, Item, PlainKey]] = {}
+        rows: dict[Any, tuple[list[Entity], Item, PlainKey]] = {}
         for obj in objs:
             spec = self._spec(obj)
             if spec.has_rules:
                 raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
                                    "cannot keep them; use Session.save and commit")
             key = spec.primary_key(obj.__dict__)
-            rows[_key_id(key)] = (obj, encode_entity(obj, spec), key)
+            item = encode_entity(obj, spec)
+            size = item_size(item)
+            if size > MAX_ITEM_BYTES:
+                raise ItemTooLargeError(f"{spec.name} {key}: item of {size} bytes exceeds "
+                                        f"DynamoDB's {MAX_ITEM_BYTES} byte limit")
+            same = rows.pop(_key_id(key), None)  # one key twice: the last object wins
+            rows[_key_id(key)] = ([*(same[0] if same else []), obj], item, key)
         batch = list(rows.values())
         for start in range(0, len(batch), BATCH_WRITE):
             chunk = batch[start:start + BATCH_WRITE]
             self._batch_write([{"PutRequest": {"Item": item}} for _, item, _ in chunk])
-            for obj, item, key in chunk:
-                obj._dynaorm_state = InstanceState(key, item)
+            for objs_at_key, item, key in chunk:
+                for obj in objs_at_key:  # all of them now stand for the stored item
+                    obj._dynaorm_state = InstanceState(key, item)
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         self._batch("BatchWriteItem", "UnprocessedItems", {self.table.name: requests})

@@ -24,13 +24,14 @@ from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from pynamodb.connection.base import Connection
 
 from ._types import Item
+from .errors import DynaormError
 
 __all__ = ["Reason", "RequestFailed", "Transport"]
 
 _TRANSIENT = frozenset({
     "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
     "InternalServerError", "ServiceUnavailable", "TransactionInProgressException",
-    "LimitExceededException",
+    "LimitExceededException", "TransactionConflictException",
 })
 
 
@@ -43,7 +44,7 @@ class Reason:
     item: Item | None = None
 
 
-class RequestFailed(Exception):
+class RequestFailed(DynaormError):
     """A request failed for good (after retries). ``reasons`` follow the request's order."""
 
     def __init__(self, operation: str, code: str, message: str,
