@@ -18,7 +18,7 @@ from typing import Any
 
 from .errors import InvalidCursorError
 
-__all__ = ["decode_cursor", "decode_cursor_state", "encode_cursor", "fingerprint"]
+__all__ = ["decode_cursor_state", "encode_cursor", "fingerprint"]
 
 _DEFAULT_SECRET = b"dynaorm-cursor-v1"
 
@@ -50,11 +50,6 @@ def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0)
     body = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
     mac = hmac.new(_secret(), body, hashlib.sha256).digest()[:16]
     return _b64(body) + "." + _b64(mac)
-
-
-def decode_cursor(cursor: str, query_fingerprint: str, shards: int) -> list[Any]:
-    """Resume positions from ``cursor``; :class:`InvalidCursorError` if it is not ours."""
-    return decode_cursor_state(cursor, query_fingerprint, shards)[0]
 
 
 def decode_cursor_state(cursor: str, query_fingerprint: str,

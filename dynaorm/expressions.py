@@ -14,7 +14,7 @@ from typing import Any
 from ._types import AttributeValue
 from .codec import encode_value
 
-__all__ = ["Condition", "F", "Placeholders", "render_condition"]
+__all__ = ["Condition", "F", "Placeholders"]
 
 
 class Placeholders:
@@ -232,7 +232,3 @@ def all_of(conditions: list[Condition]) -> Condition | None:
     if len(conditions) == 1:
         return conditions[0]
     return _Bool("AND", tuple(conditions))
-
-
-def render_condition(condition: Condition | None, ph: Placeholders) -> str | None:
-    return None if condition is None else condition.render(ph)

@@ -99,16 +99,6 @@ class KeyTemplate:
     def is_literal(self) -> bool:
         return not self.fields
 
-    @property
-    def literal_prefix(self) -> str:
-        """The text before the first field: the entity's own key prefix."""
-        out = []
-        for seg in self.segments:
-            if isinstance(seg, _Field):
-                break
-            out.append(seg)
-        return "".join(out)
-
     # -- rendering -----------------------------------------------------------------
     def _render_field(self, seg: _Field, values: Mapping[str, Any], owner: str,
                       *, check: bool = True) -> str:
