@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -16,6 +17,14 @@ if TYPE_CHECKING:
 __all__ = ["GSI", "LSI", "Table"]
 
 Projection = str | Sequence[str]
+_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
+
+
+def _check_name(kind: str, name: object) -> None:
+    """DynamoDB's rule for table and index names (moto is laxer: check it here)."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise DynaormError(f"invalid {kind} name {name!r}: DynamoDB needs 3 to 255 characters "
+                           "from a-z, A-Z, 0-9, '_', '-' and '.'")
 
 
 def _projection(projection: Projection) -> dict[str, Any]:
@@ -62,8 +71,7 @@ class Table:
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str = "_type",
                  endpoint_url: str | None = None, region: str | None = None,
                  transport: Transport | None = None) -> None:
-        if not name:
-            raise DynaormError("a Table needs a name")
+        _check_name("table", name)
         self.name = name
         self.pk = pk
         self.sk = sk
@@ -72,6 +80,7 @@ class Table:
         self.region = region
         self.indexes: dict[str, GSI | LSI] = {}
         for index in indexes:
+            _check_name("index", index.name)
             if index.name in self.indexes:
                 raise DynaormError(f"table {name!r}: index {index.name!r} declared twice")
             if isinstance(index, LSI) and sk is None:

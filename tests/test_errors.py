@@ -251,11 +251,11 @@ def test_table_definition_errors() -> None:
     with pytest.raises(DynaormError):
         Table("")
     with pytest.raises(DynaormError, match="twice"):
-        Table("t", indexes=[GSI("g", pk="a"), GSI("g", pk="b")])
+        Table("tbl", indexes=[GSI("gsi", pk="a"), GSI("gsi", pk="b")])
     with pytest.raises(DynaormError, match="sort key"):
-        Table("t", sk=None, indexes=[LSI("l", sk="x")])
+        Table("tbl", sk=None, indexes=[LSI("lsi", sk="x")])
     with pytest.raises(DynaormError, match="projection"):
-        Table("t", indexes=[GSI("g", pk="a", projection="SOME")]).definition()
+        Table("tbl", indexes=[GSI("gsi", pk="a", projection="SOME")]).definition()
 
 
 def test_key_template_error_at_render_names_entity_field_value() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dynaorm import GSI, LSI, Table
+from dynaorm import GSI, LSI, DynaormError, Table
 from dynaorm.testing import use_tables
 from tests.models import app
 
@@ -93,3 +93,11 @@ def test_use_tables_gives_a_fresh_table(backend: str | None) -> None:
         assert len(tb.scan()) == 1
     with use_tables(app, endpoint_url=backend) as tb:
         assert tb.scan() == []
+
+
+@pytest.mark.parametrize("name", ["", "ab", "has space", "x" * 256, "bad/char"])
+def test_invalid_table_and_index_names_are_refused_at_definition(name: str) -> None:
+    with pytest.raises(DynaormError, match="name"):
+        Table(name)
+    with pytest.raises(DynaormError, match="index name"):
+        Table("valid-table", indexes=[GSI(name, pk="gpk")])
