@@ -117,15 +117,14 @@ class _Builder:
 def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     """A version row: the item under its version key, left out of every secondary index
     (only the latest copy is indexed, or index queries would return every version)."""
-    index_attrs = {a for idx in spec.indexes
-                   for a in ((idx.sk_attr,) if idx.local else (idx.pk_attr, idx.sk_attr)) if a}
-    row = {k: v for k, v in item.items() if k not in index_attrs}
+    row = {k: v for k, v in item.items() if k not in spec.index_attributes}
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
     return row
 
 
-def _unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str]) -> list[Condition]:
+def _unchanged(spec: EntitySpec, old: Mapping[str, Any],
+               attrs: set[str] | frozenset[str]) -> list[Condition]:
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
     for name in sorted(attrs):
@@ -167,7 +166,7 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
     key = spec.primary_key(values)
     item = encode_entity(obj, spec, key=key)
     b = _Builder(spec, old_key, index)
-    unique_fields = {f for rule in spec.uniques for f in rule.fields}
+    unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
         guard = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
         b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
@@ -214,9 +213,8 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
     row_sk = version_sk(spec.base_sk(values) or "", n + 1)
     b.ops.append(Put({**key, spec.table.sk: row_sk}, _version_row(spec, item, row_sk),
                      not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
-    unique_fields = {f for rule in spec.uniques for f in rule.fields}
     cond = all_of([raw_eq("version", {"N": str(n)}),
-                   *_unchanged(spec, old_values, unique_fields)])
+                   *_unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
     return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1)
@@ -231,8 +229,7 @@ def plan_delete(entry: Staged, state: InstanceState | None, index: int) -> tuple
         return b.ops, Outcome(obj, None)
     old_values = type(obj).model_validate(_decode(state.item, spec)).__dict__
     b = _Builder(spec, state.key, index)
-    unique_fields = {f for rule in spec.uniques for f in rule.fields}
-    conds = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
+    conds = [exists(spec.table.pk), *_unchanged(spec, old_values, spec.unique_fields)]
     if spec.versioned:
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))
     b.ops.append(Delete(state.key, all_of(conds),

@@ -162,6 +162,14 @@ def item_size(item: Item) -> int:
     return total
 
 
+def check_item_size(size: int, entity: str, key: PlainKey) -> int:
+    """``size`` if an item of that many bytes fits in DynamoDB, else ItemTooLargeError."""
+    if size > MAX_ITEM_BYTES:
+        raise ItemTooLargeError(f"{entity} {key}: item of {size} bytes exceeds DynamoDB's "
+                                f"{MAX_ITEM_BYTES} byte limit")
+    return size
+
+
 def _exact_size(op: Op) -> int:
     size = item_size(op.item) if isinstance(op, Put) else item_size(_key_av(op.key))
     if isinstance(op, Update):
@@ -185,12 +193,7 @@ class WritePlan:
                 f"{first.owner_key}); DynamoDB allows {MAX_ACTIONS} per transaction")
         total = 0
         for op in self.ops:
-            size = _exact_size(op)
-            if size > MAX_ITEM_BYTES:
-                raise ItemTooLargeError(
-                    f"{op.origin.entity.__name__} {op.key}: item of {size} bytes exceeds "
-                    f"DynamoDB's {MAX_ITEM_BYTES} byte limit")
-            total += size
+            total += check_item_size(_exact_size(op), op.origin.entity.__name__, op.key)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(

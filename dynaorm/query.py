@@ -177,12 +177,17 @@ class Query(Generic[T]):
                        plan.exclude, plan.history_base, latest_only,
                        tuple(dict.fromkeys(a for a in attrs if a)))
 
-    def _stream(self, plan: KeyPlan, reader: _Reader[T], shard: int, start: Any,
-                first: dict[str, Any] | None = None) -> Iterator[Item]:
-        """Kept items of one partition, pages fetched lazily."""
+    def _start(self, plan: KeyPlan, shard: int, start: Any) -> dict[str, Any]:
+        """The first Query request of one shard, resuming after ``start`` if given."""
         request = self._request(plan, plan.pk_values[shard])
         if start:
             request["ExclusiveStartKey"] = start
+        return request
+
+    def _stream(self, plan: KeyPlan, reader: _Reader[T], shard: int, start: Any,
+                first: dict[str, Any] | None = None) -> Iterator[Item]:
+        """Kept items of one partition, pages fetched lazily."""
+        request = self._start(plan, shard, start)
         page = first
         keep = reader.keep
         while True:
@@ -210,10 +215,7 @@ class Query(Generic[T]):
         sk_attr, pk_attr = plan.sk_attr, plan.pk_attr
 
         def first_page(i: int) -> dict[str, Any]:
-            request = self._request(plan, plan.pk_values[i])
-            if starts[i]:
-                request["ExclusiveStartKey"] = starts[i]
-            result: dict[str, Any] = self._transport.call("Query", request)
+            result: dict[str, Any] = self._transport.call("Query", self._start(plan, i, starts[i]))
             return result
 
         with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:

@@ -10,9 +10,9 @@ from typing import Any, TypeVar, overload
 from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
-from .errors import DynaormError, ItemNotFoundError, ItemTooLargeError, KeyTemplateError
+from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
 from .failures import map_failure
-from .plan import MAX_ITEM_BYTES, WritePlan, item_size
+from .plan import WritePlan, check_item_size, item_size
 from .query import Query
 from .spec import EntitySpec
 from .state import InstanceState
@@ -184,9 +184,7 @@ class Session:
         """Read one entity by its key fields (``None`` if absent)."""
         spec = self._spec(entity)
         item = self._get_item(self._lookup_key(spec, fields, version), consistent)
-        if item is None or item.get(spec.table.type_attribute, {}).get("S") != spec.type_name:
-            return None
-        return entity._from_item(item)
+        return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False) -> list[T | None]:
@@ -202,15 +200,9 @@ class Session:
                 request["ConsistentRead"] = True
             for got in self._batch_get(request):
                 found[_key_id({a: got[a] for a in wanted[0]})] = got
-        out: list[T | None] = []
-        for key in wanted:
-            item = found.get(_key_id(key))
-            if item is None or item.get(spec.table.type_attribute, {}).get(
-                    "S") != spec.type_name:
-                out.append(None)
-            else:
-                out.append(entity._from_item(item))
-        return out
+        items = [found.get(_key_id(key)) for key in wanted]
+        return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
+                for i in items]
 
     def _batch_get(self, request: dict[str, Any]) -> list[Item]:
         items: list[Item] = []
@@ -292,10 +284,7 @@ class Session:
                                    "cannot keep them; use Session.save and commit")
             key = spec.primary_key(obj.__dict__)
             item = encode_entity(obj, spec)
-            size = item_size(item)
-            if size > MAX_ITEM_BYTES:
-                raise ItemTooLargeError(f"{spec.name} {key}: item of {size} bytes exceeds "
-                                        f"DynamoDB's {MAX_ITEM_BYTES} byte limit")
+            check_item_size(item_size(item), spec.name, key)
             same = rows.pop(_key_id(key), None)  # one key twice: the last object wins
             rows[_key_id(key)] = ([*(same[0] if same else []), obj], item, key)
         batch = list(rows.values())

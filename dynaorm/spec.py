@@ -8,12 +8,13 @@ version-row keys and shard numbers from a mapping of field values.
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._types import PlainKey
+from ._types import Item, PlainKey
 from .errors import DynaormError, KeyTemplateError
 from .table import LSI, Table
 from .templates import SHARD_FIELD, KeyTemplate, render_value
@@ -159,6 +160,23 @@ class EntitySpec:
     @property
     def has_rules(self) -> bool:
         return bool(self.uniques) or self.versioned
+
+    @functools.cached_property
+    def unique_fields(self) -> frozenset[str]:
+        """Every field a guard key is built from (unique fields and their scopes)."""
+        return frozenset(f for rule in self.uniques for f in rule.fields)
+
+    @functools.cached_property
+    def index_attributes(self) -> frozenset[str]:
+        """The secondary-index key attributes this entity writes (an LSI shares the pk)."""
+        return frozenset(a for idx in self.indexes
+                         for a in ((idx.sk_attr,) if idx.local else (idx.pk_attr, idx.sk_attr))
+                         if a)
+
+    def owns(self, item: Item | None) -> bool:
+        """Whether a stored item is one of this entity's (by its discriminator)."""
+        return item is not None and item.get(self.table.type_attribute, {}).get(
+            "S") == self.type_name
 
 
 def version_sk(base: str, version: int | None) -> str:
