@@ -6,13 +6,18 @@ from typing import Any
 
 __all__ = [
     "ConcurrentModificationError",
+    "ConditionFailedError",
     "DynaormError",
     "InvalidCursorError",
+    "InvalidValueError",
     "ItemExistsError",
     "ItemNotFoundError",
     "ItemTooLargeError",
     "KeyTemplateError",
     "MultipleResultsError",
+    "OutcomeUnknownError",
+    "RequestError",
+    "TableNotFoundError",
     "TransactionConflictError",
     "TransactionTooLargeError",
     "UniqueConstraintError",
@@ -84,3 +89,59 @@ class MultipleResultsError(DynaormError):
 
 class InvalidCursorError(DynaormError, ValueError):
     """A page cursor was tampered with or belongs to another query."""
+
+
+class InvalidValueError(DynaormError, ValueError):
+    """A value DynamoDB would refuse (or an update that does not fit a field); nothing was
+    sent. The message names the entity, the field and the key."""
+
+
+class ConditionFailedError(_KeyedError):
+    """A condition the caller gave (``condition=``, ``where``, ``check``) did not hold.
+
+    ``entity``, ``key`` and ``item`` (the stored entity at that moment, or ``None`` when
+    there is no item) describe the first failure in session order; ``failures`` lists
+    every failed action as ``(entity_class, key, item)``.
+    """
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, Any] | None = None, item: Any = None,
+                 failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]]
+                 | None = None) -> None:
+        super().__init__(message, entity=entity, key=key)
+        self.item = item
+        self.failures = list(failures) if failures is not None else [(entity, key, item)]
+
+
+class OutcomeUnknownError(DynaormError):
+    """A write may or may not have been applied (its response was lost and retries could
+    not tell). ``operation`` is the API name; ``keys`` the table keys it wrote."""
+
+    def __init__(self, message: str, *, operation: str,
+                 keys: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.operation = operation
+        self.keys = list(keys or [])
+
+
+class RequestError(DynaormError):
+    """A request failed for good after retries, for a reason no other error describes.
+
+    ``operation`` is the API name (``"GetItem"``), ``code`` and ``message`` DynamoDB's (or
+    the connection's) error. ``reasons`` holds a transaction's cancellation reasons in
+    request order and ``item`` a single write's stored item, when returned.
+    """
+
+    def __init__(self, operation: str, code: str, message: str,
+                 reasons: list[Any] | None = None, item: dict[str, Any] | None = None
+                 ) -> None:
+        super().__init__(f"{operation} failed: {code}: {message}")
+        self.operation = operation
+        self.code = code
+        self.message = message
+        self.reasons = list(reasons or [])
+        self.item = item
+
+
+class TableNotFoundError(RequestError):
+    """The table (or index) does not exist on the endpoint."""

@@ -118,6 +118,9 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
             name = "ConditionCheck"
     if op.condition is not None:
         body["ConditionExpression"] = op.condition.render(ph)
+        # a failed condition returns the stored item: it tells which error applies, and
+        # whether an ambiguous earlier attempt had in fact written what this one would
+        body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
     return name, body
 

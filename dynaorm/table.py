@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["GSI", "LSI", "Table"]
 
 Projection = str | Sequence[str]
+_STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 
 
@@ -70,8 +71,28 @@ class Table:
     def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str = "_type",
                  endpoint_url: str | None = None, region: str | None = None,
+                 max_attempts: int = 5, max_wait: float = 10.0,
+                 cursor_secret: str | bytes | None = None,
+                 stream: str | None = None,
                  transport: Transport | None = None) -> None:
         _check_name("table", name)
+        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+            raise DynaormError(f"table {name!r}: max_attempts must be an int >= 1, "
+                               f"got {max_attempts!r}")
+        if not isinstance(max_wait, int | float) or max_wait < 0:
+            raise DynaormError(f"table {name!r}: max_wait must be a number of seconds >= 0, "
+                               f"got {max_wait!r}")
+        if stream is not None and stream not in _STREAM_VIEWS:
+            raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
+                               f"got {stream!r}")
+        #: every request is attempted at most this many times in all (one retry layer)
+        self.max_attempts = max_attempts
+        #: the most seconds all retries of one request may wait in all
+        self.max_wait = float(max_wait)
+        #: the key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)
+        self.cursor_secret = cursor_secret
+        #: the stream view type ``create()`` enables, if any
+        self.stream = stream
         self.name = name
         self.pk = pk
         self.sk = sk

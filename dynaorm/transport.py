@@ -24,7 +24,7 @@ from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
 from pynamodb.connection.base import Connection
 
 from ._types import Item
-from .errors import DynaormError
+from .errors import RequestError
 
 __all__ = ["Reason", "RequestFailed", "Transport"]
 
@@ -44,17 +44,8 @@ class Reason:
     item: Item | None = None
 
 
-class RequestFailed(DynaormError):
-    """A request failed for good (after retries). ``reasons`` follow the request's order."""
-
-    def __init__(self, operation: str, code: str, message: str,
-                 reasons: list[Reason | None] | None = None, item: Item | None = None) -> None:
-        super().__init__(f"{operation} failed: {code}: {message}")
-        self.operation = operation
-        self.code = code
-        self.message = message
-        self.reasons = reasons or []
-        self.item = item
+#: The transport's failure type is the public :class:`~dynaorm.RequestError`.
+RequestFailed = RequestError
 
 
 def _resolve_region(region: str | None) -> str | None:

@@ -39,6 +39,9 @@ DOCUMENTED = {
     "ItemExistsError", "ItemNotFoundError", "ConcurrentModificationError",
     "TransactionConflictError", "TransactionTooLargeError", "ItemTooLargeError",
     "MultipleResultsError", "InvalidCursorError",
+    # 0.2
+    "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
+    "RequestError",
 }
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,

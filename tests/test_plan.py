@@ -68,11 +68,13 @@ def _guard(key: str, owner_pk: str, field: str, owner_sk: str = "PROFILE",
 
 
 ABSENT = {"ConditionExpression": "attribute_not_exists(#n0)",
+          "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
           "ExpressionAttributeNames": {"#n0": "pk"}}
 
 
 def _owned_by(owner_pk: str, owner_sk: str = "PROFILE") -> dict[str, Any]:
     return {"ConditionExpression": "(#n0 = :v0) AND (#n1 = :v1)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             "ExpressionAttributeNames": {"#n0": "owner_pk", "#n1": "owner_sk"},
             "ExpressionAttributeValues": {":v0": {"S": owner_pk}, ":v1": {"S": owner_sk}}}
 
@@ -108,6 +110,7 @@ def test_email_change_updates_owner_swaps_guard() -> None:
             "TableName": T, "Key": USER_KEY,
             "UpdateExpression": "SET #n0 = :v0",
             "ConditionExpression": "(attribute_exists(#n1)) AND (#n0 = :v1) AND (#n2 = :v2)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             "ExpressionAttributeNames": {"#n0": "email", "#n1": "pk", "#n2": "username"},
             "ExpressionAttributeValues": {":v0": {"S": "New@X.com"}, ":v1": {"S": "Alice@X.com"},
                                           ":v2": {"S": "alice"}},
@@ -155,6 +158,7 @@ def test_unchanged_unique_values_leave_guards_untouched() -> None:
         "TableName": T, "Key": USER_KEY,
         "UpdateExpression": "SET #n0 = :v0",
         "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n3 = :v2)",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ExpressionAttributeNames": {"#n0": "full_name", "#n1": "pk", "#n2": "email",
                                      "#n3": "username"},
         "ExpressionAttributeValues": {":v0": {"S": "Alice A."}, ":v1": {"S": "a@x.com"},
@@ -174,6 +178,7 @@ def test_delete_user_row_then_guards() -> None:
         {"Delete": {
             "TableName": T, "Key": USER_KEY,
             "ConditionExpression": "(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
             "ExpressionAttributeNames": {"#n0": "pk", "#n1": "email", "#n2": "username"},
             "ExpressionAttributeValues": {":v0": {"S": "a@x.com"}, ":v1": {"S": "alice"}},
         }},
@@ -256,6 +261,7 @@ def test_versioned_update() -> None:
         {"Put": {"TableName": T, "Item": _audit_item("v00000008_P1", 8, HOSTILE), **ABSENT}},
         {"Put": {"TableName": T, "Item": _audit_item("v0_P1", 8, HOSTILE),
                  "ConditionExpression": "#n0 = :v0",
+                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
                  "ExpressionAttributeNames": {"#n0": "version"},
                  "ExpressionAttributeValues": {":v0": {"N": "7"}}}},
     ]
@@ -307,7 +313,9 @@ def test_primary_key_move_deletes_old_and_puts_new() -> None:
     items = _request(Staged(n, "save"))["TransactItems"]
     assert items[0] == {"Delete": {
         "TableName": T, "Key": {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}},
-        "ConditionExpression": "attribute_exists(#n0)", "ExpressionAttributeNames": {"#n0": "pk"}}}
+        "ConditionExpression": "attribute_exists(#n0)",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ExpressionAttributeNames": {"#n0": "pk"}}}
     assert items[1]["Put"]["Item"]["pk"] == {"S": "NOTE#n2"}
     assert items[1]["Put"]["ConditionExpression"] == "attribute_not_exists(#n0)"
 
