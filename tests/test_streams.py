@@ -213,10 +213,10 @@ def test_bad_records_raise_typed_errors() -> None:
     with pytest.raises(DynaormError, match="comes from table 'other-table'"):
         one([other])
     bad_b64 = {**PERSON, "photo": {"B": "not base64!"}}
-    with pytest.raises(InvalidValueError, match="'photo'.*not base64"):
+    with pytest.raises(InvalidValueError, match=r"'photo'.*not base64"):
         one([lambda_record("INSERT", PKEY, new=bad_b64)])
     invalid = {k: v for k, v in PERSON.items() if k != "email"}
-    with pytest.raises(InvalidValueError, match="stream record e1.*Person image"):
+    with pytest.raises(InvalidValueError, match=r"stream record e1.*Person image"):
         one([lambda_record("INSERT", PKEY, new=invalid)])
     with pytest.raises(DynaormError, match="mapping with 'Records'"):
         one({"records": []})
@@ -238,7 +238,7 @@ def read_stream(table: Table) -> list[dict[str, Any]]:
     # DynamoDB backend (a search, not a full match), streams.dynamodb.* included; its
     # streams pattern ends in an unescaped ".com", so this endpoint reaches the streams one.
     endpoint = table.transport.endpoint_url or f"https://streams.dynamodb.{region}.amazonaws-com"
-    client = botocore.session.get_session().create_client(
+    client: Any = botocore.session.get_session().create_client(
         "dynamodbstreams", endpoint_url=endpoint, region_name=region)
     records: list[dict[str, Any]] = []
     for shard in client.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
