@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
@@ -51,14 +52,14 @@ class Change:
     guard: its owner's class), or ``None`` for an item no entity owns; ``role`` which of the
     entity's items it is. ``old``/``new`` are entity objects decoded from the record's
     images (``None`` when the stream's view type does not carry that image, for guards, and
-    for items no entity owns); ``field`` is the unique field of a guard.
+    for items no entity owns); they are decoded when first read, so a consumer that skips
+    other entities' changes never pays for (or fails on) their images. ``field`` is the
+    unique field of a guard.
     """
 
     kind: ChangeKind
     entity: type[Entity] | None
     role: ChangeRole
-    old: Entity | None = None
-    new: Entity | None = None
     field: str | None = None
     #: the item's table key, plain values (``{"pk": "USER#1", "sk": "PROFILE"}``)
     key: dict[str, Any] = _field(default_factory=dict)
@@ -73,6 +74,28 @@ class Change:
     event_id: str | None = None
     #: True when DynamoDB's TTL process removed the item (not a user's delete)
     expired: bool = False
+    _spec: EntitySpec | None = _field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def old(self) -> Entity | None:
+        """The entity before the change (from ``OldImage``), or ``None``."""
+        return self._decode(self.old_item)
+
+    @functools.cached_property
+    def new(self) -> Entity | None:
+        """The entity after the change (from ``NewImage``), or ``None``."""
+        return self._decode(self.new_item)
+
+    def _decode(self, item: Item | None) -> Entity | None:
+        spec = self._spec
+        if spec is None or item is None or self.role == "guard":
+            return None
+        try:
+            obj: Entity = spec.cls._from_item(item, spec)
+        except ValueError as exc:
+            raise InvalidValueError(f"stream record {self.event_id or '?'}: the {spec.name} "
+                                    f"image at {self.key} does not validate: {exc}") from exc
+        return obj
 
 
 # -- normalising the two record shapes -----------------------------------------------------
@@ -182,17 +205,6 @@ def _match_row(table: Table, pk: str, sk: str | None) -> EntitySpec | None:
     return found[0] if len(found) == 1 else None
 
 
-def _entity(spec: EntitySpec, item: Item | None, where: str) -> Entity | None:
-    if item is None:
-        return None
-    try:
-        obj: Entity = spec.cls._from_item(item, spec)
-    except ValueError as exc:
-        raise InvalidValueError(f"{where}: the {spec.name} image does not validate: {exc}"
-                                ) from exc
-    return obj
-
-
 def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
     """Classify one stream record (either shape) of ``table``."""
     event_id = record.get("eventID")
@@ -209,8 +221,9 @@ def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
     data = record.get("dynamodb")
     if not isinstance(data, Mapping):
         raise DynaormError(f"{where}: no 'dynamodb' section")
-    old_item = normalize_item(data.get("OldImage"), f"{where} OldImage")
-    new_item = normalize_item(data.get("NewImage"), f"{where} NewImage")
+    # an empty image is no image (moto sends OldImage {} for an UpdateItem that creates)
+    old_item = normalize_item(data.get("OldImage") or None, f"{where} OldImage")
+    new_item = normalize_item(data.get("NewImage") or None, f"{where} NewImage")
     keys = normalize_item(data.get("Keys"), f"{where} Keys") or {}
     image = new_item or old_item or keys
     key = {a: decode_value(av) for a, av in keys.items()} or {
@@ -250,8 +263,7 @@ def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
         if parsed is not None:
             version = parsed[0]
             role = "latest" if version == 0 else "version"
-    return Change(kind, spec.cls, role, _entity(spec, old_item, where),
-                  _entity(spec, new_item, where), version=version, **common)
+    return Change(kind, spec.cls, role, version=version, _spec=spec, **common)
 
 
 def iter_changes(table: Table, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]

@@ -8,9 +8,11 @@ session, read the stream back with GetRecords (moto and DynamoDB Local) and clas
 from __future__ import annotations
 
 import base64
+import importlib
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import botocore.session
@@ -216,8 +218,10 @@ def test_bad_records_raise_typed_errors() -> None:
     with pytest.raises(InvalidValueError, match=r"'photo'.*not base64"):
         one([lambda_record("INSERT", PKEY, new=bad_b64)])
     invalid = {k: v for k, v in PERSON.items() if k != "email"}
-    with pytest.raises(InvalidValueError, match=r"stream record e1.*Person image"):
-        one([lambda_record("INSERT", PKEY, new=invalid)])
+    change = one([lambda_record("INSERT", PKEY, new=invalid)])  # decoded when read
+    assert (change.entity, change.old) == (Person, None)
+    with pytest.raises(InvalidValueError, match=r"stream record e1: the Person image"):
+        _ = change.new
     with pytest.raises(DynaormError, match="mapping with 'Records'"):
         one({"records": []})
 
@@ -313,3 +317,37 @@ def test_create_enables_a_stream_on_an_existing_table(backend: str | None) -> No
         other = Table("dynaorm-streams-late", stream="KEYS_ONLY").connect(backend)
         with pytest.raises(DynaormError, match="has a NEW_IMAGE stream, not KEYS_ONLY"):
             other.create()
+
+
+# -- the aggregation example's consumer logic (no update needed) -----------------------------
+def test_aggregate_consumer_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "examples"))
+    agg = importlib.import_module("stream_aggregate")
+    table: Table = agg.shop
+
+    def rec(name: str, new: str | None, old: str | None, type_name: str = "Order",
+            total: int = 1) -> dict[str, Any]:
+        def image(status: str) -> dict[str, Any]:
+            if type_name == "StatusCount":
+                return {"pk": {"S": "STATS"}, "sk": {"S": f"STATUS#{status}"},
+                        "_type": {"S": type_name}, "status": {"S": status},
+                        "count": {"N": "3"}}
+            return {"pk": {"S": "ORDER#o1"}, "sk": {"S": "ORDER"}, "_type": {"S": type_name},
+                    "order_id": {"S": "o1"}, "status": {"S": status},
+                    "total": {"N": str(total)}}
+        data: dict[str, Any] = {"Keys": {}}
+        if new is not None:
+            data["NewImage"] = image(new)
+        if old is not None:
+            data["OldImage"] = image(old)
+        return {"eventID": "x", "eventName": name, "dynamodb": data}
+
+    records = [
+        rec("INSERT", "open", None), rec("INSERT", "open", None),
+        rec("MODIFY", "shipped", "open"),
+        rec("MODIFY", "open", "open", total=5),              # status unchanged
+        rec("REMOVE", None, "shipped"),
+        rec("MODIFY", "open", "open", type_name="StatusCount"),  # the consumer's own write
+        rec("INSERT", "zzz", None, type_name="Other"),           # an item no entity owns
+    ]
+    assert dict(agg.deltas(table.changes(records))) == {"open": 1, "shipped": 0}
