@@ -293,7 +293,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         page: list[Item] = out.get("Items", [])
         problems = []
         for problem in audit_page(table, page, _context(table, page) if page else []):
-            mark = (problem.kind, *problem.key)
+            mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:
                 seen.add(mark)
                 problems.append(problem)
