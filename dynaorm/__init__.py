@@ -28,6 +28,7 @@ from .ksuid import ksuid
 from .query import Page, Query
 from .session import Session
 from .spec import Unique
+from .streams import Change
 from .table import GSI, LSI, Table
 
 __version__ = "0.1.0"
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "GSI",
     "LSI",
+    "Change",
     "ConcurrentModificationError",
     "Condition",
     "ConditionFailedError",

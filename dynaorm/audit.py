@@ -3,18 +3,27 @@
 dynaorm keeps unique guard items and the latest copies of versioned entities right by
 committing them in the same transaction as their owner. Items written by other tools,
 partial restores or manual edits can still break that. :func:`audit_items` inspects the
-items of a full table scan (pure: no I/O) and reports three kinds of problem:
+items of a full table scan (pure: no I/O) and reports four kinds of repairable problem:
 
 - ``orphan-guard``: a guard item whose owner is gone or no longer holds that value;
 - ``missing-guard``: an owner whose unique value has no guard item;
 - ``stale-latest``: a versioned entity's latest copy (``v0_X``) that differs from its
-  newest version row.
+  newest version row;
+- ``stale-index`` **(0.2)**: an entity item whose secondary-index key attributes differ
+  from its index templates rendered from its stored fields (after a template changed, or a
+  write by another tool); the fix re-renders them.
 
-Two more are reported but never repaired automatically, because a human must choose:
-``duplicate`` (two owners hold one unique value) and ``no-history`` (a latest copy without
-any version row). Each repairable problem carries its fix as plain data: the
+A guard missing because a unique rule was added after the data was written is a
+``missing-guard`` like any other: the fix backfills it.
+
+Three more are reported but never repaired automatically, because a human must choose:
+``duplicate`` (two owners hold one unique value), ``no-history`` (a latest copy without
+any version row) and ``stale-key`` **(0.2)** (an item whose table key no longer matches
+its key templates: moving it changes its identity; load and save it under the new key).
+Each repairable problem carries its fix as plain data: the
 ``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
 applies to the items as they were scanned. :func:`repair` sends them.
+:mod:`dynaorm.audit_run` runs the same checks page by page, with a checkpoint.
 """
 
 from __future__ import annotations
@@ -32,11 +41,13 @@ from .errors import DynaormError
 from .expressions import Condition, Placeholders, all_of, exists, not_exists, raw_eq
 from .spec import EntitySpec, UniqueRule, parse_version_sk, version_sk
 from .table import Table
+from .templates import SHARD_FIELD
 from .transport import RequestFailed
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items"]
 
-Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history"]
+Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
+               "stale-index", "stale-key"]
 Key = tuple[str, str]
 
 
@@ -250,6 +261,61 @@ class _Auditor:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
         self.problems.append(Problem("orphan-guard", key, f"{otype}.{ofield}: {reason}", fix))
 
+    def check_keys(self, only: Iterable[Key] | None = None) -> None:
+        """Table keys and index key attributes against the templates (0.2)."""
+        wanted = None if only is None else set(only)
+        for key, item in self.items.items():
+            if wanted is not None and key not in wanted:
+                continue
+            spec = self.specs.get(self.type_of(item) or "")
+            if spec is None:
+                continue
+            parsed = parse_version_sk(key[1]) if spec.versioned else None
+            values = self.values(spec, item)
+            if values is None:
+                continue  # unreadable with today's class: nothing to render from
+            version = parsed[0] if parsed is not None else None
+            try:
+                want = spec.primary_key(values, version)
+                index = spec.index_keys(values)
+            except DynaormError:
+                continue
+            have = {self.table.pk: key[0], **({self.table.sk: key[1]} if self.table.sk
+                                                else {})}
+            if want != have or (spec.versioned and parsed is None):
+                shown = " | ".join(want.values())
+                self.problems.append(Problem("stale-key", key, (
+                    f"{spec.name} fields render the key {shown!r}; fix by hand "
+                    "(load it and save it under the new key, then delete the old item)")))
+            if version:
+                continue  # version rows are kept out of every secondary index
+            self.check_index(key, item, spec, index)
+
+    def check_index(self, key: Key, item: Item, spec: EntitySpec,
+                    want: dict[str, str]) -> None:
+        table_keys = {self.table.pk, self.table.sk}
+        attrs = sorted(a for a in spec.index_attributes if a not in table_keys)
+        wrong = [a for a in attrs if item.get(a) != (
+            None if want.get(a) is None else {"S": want[a]})]
+        if not wrong:
+            return
+        ph = Placeholders()
+        sets = [f"{ph.name(a)} = {ph.value_av({'S': want[a]})}" for a in wrong
+                if a in want]
+        removes = [ph.name(a) for a in wrong if a not in want]
+        expr = " ".join(([f"SET {', '.join(sets)}"] if sets else [])
+                        + ([f"REMOVE {', '.join(removes)}"] if removes else []))
+        fields = [f for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
+        cond = all_of(self.unchanged(item, (*fields, *wrong, self.table.type_attribute)))
+        assert cond is not None
+        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
+                                "UpdateExpression": expr,
+                                "ConditionExpression": cond.render(ph)}
+        fix = ({"Update": ph.apply(body)},)
+        shown = ", ".join(f"{a} {item.get(a, {}).get('S', '(none)')!r} -> "
+                          f"{want.get(a, '(none)')!r}" for a in wrong)
+        self.problems.append(Problem("stale-index", key, f"{spec.name}: {shown}", fix))
+
     def check_versions(self) -> None:
         newest: dict[tuple[str, str], tuple[int, Item]] = {}
         latest: list[tuple[Key, Item, EntitySpec, str]] = []
@@ -290,9 +356,17 @@ def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
     auditor.check_guards()
     if table.sk is not None:
         auditor.check_versions()
-    order = {"orphan-guard": 0, "missing-guard": 1, "duplicate": 2, "stale-latest": 3,
-             "no-history": 4}
-    return sorted(auditor.problems, key=lambda p: (order[p.kind], p.key))
+    auditor.check_keys()
+    return sorted(auditor.problems, key=problem_order)
+
+
+_KINDS_ORDER = {"orphan-guard": 0, "missing-guard": 1, "duplicate": 2, "stale-latest": 3,
+                "no-history": 4, "stale-index": 5, "stale-key": 6}
+
+
+def problem_order(problem: Problem) -> tuple[int, Key]:
+    """Sort key of problems: by kind (guards first), then by item key."""
+    return _KINDS_ORDER[problem.kind], problem.key
 
 
 # -- repair ------------------------------------------------------------------------------

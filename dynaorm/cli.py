@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
 
-from .audit import Problem, audit_table, repair
+from .audit_run import CheckpointError, ProgressBar, check_table, item_count
 from .errors import DynaormError
 from .spec import EntitySpec
 from .table import Table
@@ -201,48 +201,41 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _progress(enabled: bool) -> Callable[[int], None] | None:
-    if not enabled:
-        return None
-
-    def show(count: int) -> None:
-        sys.stderr.write(f"\rscanned {count} items")
-        sys.stderr.flush()
-
-    return show
-
-
-def _report(problems: Sequence[Problem], out: TextIO) -> None:
-    for problem in problems:
-        print(f"  {problem}", file=out)
-
-
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
-    show = _progress(args.progress or sys.stderr.isatty())
-    count, problems = audit_table(table, show)
-    if show is not None:
-        sys.stderr.write("\n")
-    print(f"checked table {table.name!r}: {count} items, {len(problems)} problem(s)", file=out)
-    _report(problems, out)
-    if not problems:
+    if args.page_size is not None and args.page_size < 1:
+        print("dynaorm check: error: --page-size must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    bar = (ProgressBar(sys.stderr, item_count(table))
+           if args.progress or sys.stderr.isatty() else None)
+    try:
+        result = check_table(table, fix=args.repair, checkpoint=args.checkpoint,
+                             page_size=args.page_size, progress=bar)
+    except CheckpointError as exc:
+        print(f"dynaorm check: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if bar is not None:
+            bar.close()
+    if result.resumed:
+        print(f"resumed from checkpoint {args.checkpoint}", file=out)
+    print(f"checked table {table.name!r}: {result.scanned} items, "
+          f"{len(result.problems)} problem(s)", file=out)
+    for line in result.problems:
+        print(f"  {line}", file=out)
+    if not result.problems:
         return EXIT_OK
     if not args.repair:
-        fixable = sum(p.repairable for p in problems)
-        print(f"{fixable} of {len(problems)} can be repaired: run again with --repair", file=out)
+        fixable = len(result.problems) - result.unrepairable
+        print(f"{fixable} of {len(result.problems)} can be repaired: run again with --repair",
+              file=out)
         return EXIT_PROBLEMS
-    results = repair(table, problems)
-    for result in results:
-        state = "fixed  " if result.ok else "skipped"
-        note = f" ({result.message})" if result.message else ""
-        print(f"  {state} {result.problem.kind} {result.problem.key[0]}{note}", file=out)
-    count, left = audit_table(table, show)
-    if show is not None:
-        sys.stderr.write("\n")
-    print(f"repaired {sum(r.ok for r in results)}; re-checked {count} items: "
-          f"{len(left)} problem(s) left", file=out)
-    _report(left, out)
-    return EXIT_OK if not left else EXIT_PROBLEMS
+    for done in result.repairs:
+        state = "fixed  " if done.ok else "skipped"
+        note = f" ({done.message})" if done.message else ""
+        print(f"  {state} {done.problem.kind} {done.problem.key[0]}{note}", file=out)
+    print(f"repaired {result.repaired}; {result.left} problem(s) left", file=out)
+    return EXIT_OK if not result.left else EXIT_PROBLEMS
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
@@ -281,16 +274,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("module", metavar="MODULE", help="e.g. myapp.models")
     _common(p)
     p.set_defaults(run=cmd_describe)
-    p = sub.add_parser("check", help="audit guard items and latest copies (--repair)",
-                       description="Scan the table and report orphan guard items, owners "
-                                   "whose guard is missing, and latest copies of versioned "
-                                   "entities that differ from their newest version. Exit 1 "
-                                   "when problems remain.")
+    p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
+                       description="Scan the table page by page and report orphan guard "
+                                   "items, owners whose guard is missing (also after a unique "
+                                   "rule was added), latest copies of versioned entities that "
+                                   "differ from their newest version, index key attributes "
+                                   "that no longer match their templates, and items whose "
+                                   "table key no longer matches (reported, never moved). "
+                                   "Exit 1 when problems remain.")
     p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
     p.add_argument("--repair", action="store_true",
-                   help="fix what can be fixed, each fix one conditional transaction")
+                   help="fix what can be fixed as each page is checked, each fix one "
+                        "transaction conditioned on the values it read")
+    p.add_argument("--checkpoint", metavar="FILE", default=None,
+                   help="record progress in FILE after every page; an unfinished run "
+                        "recorded there continues where it stopped")
+    p.add_argument("--page-size", metavar="N", type=int, default=None,
+                   help="items per Scan request (default: DynamoDB's 1 MB pages)")
     p.add_argument("--progress", action="store_true",
-                   help="show scan progress on stderr (default: only on a terminal)")
+                   help="show a progress bar (total, rate, ETA) on stderr even when it is "
+                        "not a terminal (default: only on a terminal)")
     _common(p)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from .transport import RequestFailed, Transport
 
 if TYPE_CHECKING:
     from .entity import Entity
+    from .streams import Change
 
 __all__ = ["GSI", "LSI", "Table"]
 
@@ -192,6 +193,9 @@ class Table:
             request["GlobalSecondaryIndexes"] = gsis
         if lsis:
             request["LocalSecondaryIndexes"] = lsis
+        if self.stream is not None:
+            request["StreamSpecification"] = {"StreamEnabled": True,
+                                              "StreamViewType": self.stream}
         return request
 
     def exists(self) -> bool:
@@ -215,6 +219,35 @@ class Table:
             if exc.code != "ResourceInUseException":
                 raise DynaormError(f"cannot create table {self.name!r}: {exc}") from exc
         self._wait(lambda status: status == "ACTIVE", wait)
+        if self.stream is not None:
+            self._enable_stream(wait)
+
+    def _enable_stream(self, wait: float) -> None:
+        """Enable the declared stream on a table that existed without one."""
+        out = self.transport.call("DescribeTable", {"TableName": self.name})["Table"]
+        current = out.get("StreamSpecification") or {}
+        if current.get("StreamEnabled"):
+            if current.get("StreamViewType") != self.stream:
+                raise DynaormError(
+                    f"table {self.name!r} has a {current.get('StreamViewType')} stream, not "
+                    f"{self.stream}: disable it first (UpdateTable) to change its view type")
+            return
+        spec = {"StreamEnabled": True, "StreamViewType": self.stream}
+        try:
+            self.transport.call("UpdateTable", {"TableName": self.name,
+                                                "StreamSpecification": spec})
+        except RequestFailed as exc:
+            raise DynaormError(f"cannot enable the stream of table {self.name!r}: {exc}"
+                               ) from exc
+        self._wait(lambda status: status == "ACTIVE", wait)
+
+    def changes(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
+                ) -> Iterator[Change]:
+        """Classify DynamoDB Streams records of this table (a Lambda event's
+        ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
+        from .streams import iter_changes
+
+        return iter_changes(self, records)
 
     def delete(self, wait: float = 300.0) -> None:
         """Delete the table; no error if it does not exist."""

@@ -15,9 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from dynaorm import Session
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 TIMEOUT = 120
+#: examples that need an API another branch delivers: expected to fail until it is there
+PENDING = {} if hasattr(Session, "update") else {
+    "stream_aggregate": "needs s.update(...).add(...) (contract section 12)"}
 
 
 @dataclass(frozen=True)
@@ -92,7 +97,9 @@ def test_every_example_has_checks() -> None:
     assert set(SCRIPTS) == set(CHECKS), "add output checks for new examples"
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=pytest.mark.xfail(reason=PENDING[n], strict=True))
+    if n in PENDING else n for n in SCRIPTS])
 def test_example_runs(runs: dict[str, Run], name: str) -> None:
     run = ok(runs, name)
     assert "# backend: " in run.out
@@ -211,6 +218,16 @@ def check_audits(run: Run) -> None:
     assert "v00000012_pump" in run.out and "v0_pump" in run.out
 
 
+def check_stream_aggregate(run: Run) -> None:
+    assert "# consumed 6 records: {'insert Order': 6}" in run.out
+    assert run.block("counts after 6 new orders") == ["('open', 6)"]
+    assert "# deltas: {'cancelled': 1, 'open': -4, 'shipped': 2}" in run.out
+    assert run.block("counts after 3 status changes") == [
+        "('cancelled', 1)", "('open', 2)", "('shipped', 2)"]
+    assert "recounted from the orders: {'cancelled': 1, 'open': 2, 'shipped': 2}" in run.out
+    assert "counters match the orders" in run.out
+
+
 CHECKS = {
     "chat_messages": check_chat,
     "event_logs": check_events,
@@ -222,4 +239,5 @@ CHECKS = {
     "adjacency_list": check_adjacency,
     "users_unique": check_users,
     "audit_versions": check_audits,
+    "stream_aggregate": check_stream_aggregate,
 }
