@@ -30,7 +30,7 @@ from .session import Session
 from .spec import Unique
 from .table import GSI, LSI, Table
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
 
 __all__ = [
     "GSI",
