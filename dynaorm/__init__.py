@@ -4,7 +4,7 @@ Entities are pydantic models with key templates; a :class:`Session` commits ever
 change, with its unique guard items and version rows, in one atomic transaction.
 """
 
-from .entity import Entity
+from .entity import Entity, Versioned
 from .errors import (
     ConcurrentModificationError,
     ConditionFailedError,
@@ -59,5 +59,6 @@ __all__ = [
     "TransactionTooLargeError",
     "Unique",
     "UniqueConstraintError",
+    "Versioned",
     "ksuid",
 ]
