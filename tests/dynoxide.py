@@ -66,7 +66,7 @@ class Dynoxide:
         if self.binary is None:
             raise RuntimeError("dynoxide is not installed (run scripts/install-dynoxide.sh)")
         self.port = _free_port()
-        self._log = tempfile.TemporaryFile()
+        self._log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(
             [str(self.binary), "--host", "127.0.0.1", "--port", str(self.port)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
