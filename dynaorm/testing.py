@@ -74,7 +74,10 @@ def moto_backend() -> Iterator[None]:
 
 
 class TestBackend:
-    """What :func:`tables_fixture` yields: the tables, sessions on them, raw scans."""
+    """What :func:`tables_fixture` yields: the tables, sessions on them, raw scans.
+
+    ``endpoint_url`` is the endpoint the tables point at (``None``: in-process moto).
+    """
 
     __test__ = False  # not a test class, despite the name
 
@@ -84,6 +87,7 @@ class TestBackend:
 
     @property
     def table(self) -> Table:
+        """The first table."""
         return self.tables[0]
 
     def session(self, table: Table | None = None) -> Session:
