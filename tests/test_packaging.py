@@ -1,9 +1,9 @@
 """What `pip install dynaorm` gives a user: the wheel is built from this checkout and
 installed into fresh virtual environments, without extras and with ``[testing]``.
 
-The environments are cached under ``.cache/packaging/<hash of pyproject.toml>``: their
-dependencies are installed once per dependency change; each run reinstalls only the
-freshly built wheel (no dependencies), so the test stays fast enough for every CI run.
+The environments are cached under ``.cache/packaging/<hash of the declared dependencies>``:
+dependencies are installed once per change of them; each run reinstalls only the freshly
+built wheel (no dependencies), so the test stays fast enough for every CI run.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,10 @@ HINT = 'pip install "dynaorm[testing]"'
 
 
 def _key() -> str:
-    digest = hashlib.sha256((ROOT / "pyproject.toml").read_bytes())
+    """Changes when the declared dependencies (or the Python) change, not on other edits."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = [project["dependencies"], project["optional-dependencies"]["testing"]]
+    digest = hashlib.sha256(json.dumps(declared).encode())
     digest.update(sys.version.encode())
     return digest.hexdigest()[:16]
 
