@@ -4,7 +4,7 @@ Entities are pydantic models with key templates; a :class:`Session` commits ever
 change, with its unique guard items and version rows, in one atomic transaction.
 """
 
-from .entity import Entity
+from .entity import Entity, Versioned
 from .errors import (
     ConcurrentModificationError,
     ConditionFailedError,
@@ -31,7 +31,7 @@ from .spec import Unique
 from .streams import Change
 from .table import GSI, LSI, Table
 
-__version__ = "0.1.0"
+__version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
 
 __all__ = [
     "GSI",
@@ -61,5 +61,6 @@ __all__ = [
     "TransactionTooLargeError",
     "Unique",
     "UniqueConstraintError",
+    "Versioned",
     "ksuid",
 ]

@@ -4,22 +4,26 @@ Exit codes scripts can rely on:
 
 - ``0``: success (``check``: the table is clean, or every problem was repaired);
 - ``1``: ``check`` found problems (not repaired), or the operation failed;
-- ``2``: usage error, or a ``MODULE:TABLE`` reference that cannot be resolved.
+- ``2``: usage error or bad input (an unknown option, an invalid ``--endpoint-url`` or
+  ``--region``, a ``MODULE:TABLE`` reference that cannot be resolved), reported on one line.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import TextIO
+from typing import NoReturn, TextIO
 from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
 
+from . import __version__
 from .audit_run import CheckpointError, ProgressBar, check_table, item_count
 from .errors import DynaormError
 from .spec import EntitySpec
@@ -31,6 +35,9 @@ __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
 _LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
+_DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
+               "(or pass --endpoint-url URL of a running DynamoDB Local)")
 
 
 class BadReference(Exception):
@@ -158,9 +165,16 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     return [f"  {label:<{width}}  {text}" for label, text in rows]
 
 
-def describe_module(module: ModuleType) -> str:
-    """Every entity registered on every table the module defines, as plain text."""
+def describe_module(module: ModuleType, only: str | None = None) -> str:
+    """Every entity registered on every table the module defines, as plain text
+    (``only``: just the table bound to that attribute name)."""
     tables = find_tables(module)
+    if only is not None:
+        tables = {attr: t for attr, t in tables.items() if attr == only}
+        if not tables:  # an alias of a table found under another name
+            value = getattr(module, only, None)
+            if isinstance(value, Table):
+                tables = {only: value}
     if not tables:
         return f"module {module.__name__!r} defines no dynaorm Table\n"
     lines: list[str] = []
@@ -196,8 +210,12 @@ def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
-    module_name = args.module.partition(":")[0]
-    out.write(describe_module(_import(module_name)))
+    module_name, sep, attr = args.module.partition(":")
+    if sep:
+        load_table(args.module)  # a clear error for a missing or wrong TABLE part
+        out.write(describe_module(_import(module_name), only=attr))
+    else:
+        out.write(describe_module(_import(module_name)))
     return EXIT_OK
 
 
@@ -239,6 +257,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    if args.endpoint_url is None and importlib.util.find_spec("moto") is None:
+        print(_DEMO_NEEDS, file=sys.stderr)
+        return EXIT_PROBLEMS
     from ._demo import run_demo
 
     run_demo(args.endpoint_url, region=args.region, out=out)
@@ -246,20 +267,50 @@ def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # -- parser ------------------------------------------------------------------------------
+def endpoint_url(text: str) -> str:
+    """``--endpoint-url``'s check: an http(s) URL with a host (and a valid port, if any)."""
+    try:
+        parsed = urlparse(text)
+        port_ok = parsed.port is None or parsed.port > 0
+    except ValueError:
+        port_ok = False
+        parsed = urlparse("")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(
+            f"invalid URL {text!r}: expected http(s)://HOST[:PORT], "
+            "e.g. http://localhost:8000")
+    return text
+
+
+def region_name(text: str) -> str:
+    """``--region``'s check: a syntactically valid AWS region name."""
+    if not _REGION.match(text):
+        raise argparse.ArgumentTypeError(f"invalid region {text!r}, e.g. eu-west-1")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--endpoint-url", metavar="URL", default=None,
+    parser.add_argument("--endpoint-url", metavar="URL", default=None, type=endpoint_url,
                         help="DynamoDB endpoint (DynamoDB Local, moto server); default: the "
                              "table's own, else botocore's resolution "
                              "(AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, config)")
-    parser.add_argument("--region", default=None,
+    parser.add_argument("--region", default=None, type=region_name,
                         help="AWS region (default: AWS_REGION / AWS_DEFAULT_REGION)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``dynaorm`` command."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dynaorm", description="dynaorm: DynamoDB single-table ORM tools.",
         epilog="exit codes: 0 ok, 1 problems found or operation failed, 2 usage error")
+    parser.add_argument("--version", action="version", version=f"dynaorm {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     p = sub.add_parser("create-table", help="create a table with all its indexes",
                        description="Create MODULE:TABLE (on-demand billing, every index); "
@@ -268,10 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(run=cmd_create_table)
     p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
-                       description="Print every entity registered on every Table in MODULE: "
-                                   "key templates, unique rules, versioning, indexes, shards "
-                                   "and the access patterns they allow.")
-    p.add_argument("module", metavar="MODULE", help="e.g. myapp.models")
+                       description="Print every entity registered on every Table in MODULE "
+                                   "(or only on TABLE): key templates, unique rules, "
+                                   "versioning, indexes, shards and the access patterns they "
+                                   "allow.")
+    p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models or "
+                                                           "myapp.models:app")
     _common(p)
     p.set_defaults(run=cmd_describe)
     p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
@@ -316,9 +369,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"dynaorm {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (DynaormError, RequestFailed, BotoCoreError, OSError) as exc:
-        print(f"dynaorm {args.command}: failed: {exc}", file=sys.stderr)
+        print(f"dynaorm {args.command}: failed: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        print(f"dynaorm {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line, never a traceback (DYNAORM_DEBUG=1 shows it)
+        if os.environ.get("DYNAORM_DEBUG"):
+            raise
+        print(f"dynaorm {args.command}: failed: {type(exc).__name__}: {_one_line(exc)} "
+              "(set DYNAORM_DEBUG=1 for the traceback)", file=sys.stderr)
         return EXIT_PROBLEMS
     return code
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from .errors import DynaormError
 from .spec import EntitySpec, build_spec, collect_meta
 from .state import InstanceState
 
-__all__ = ["Entity", "spec_of"]
+__all__ = ["Entity", "Versioned", "spec_of"]
 
 
 class Entity(BaseModel):
@@ -36,7 +36,9 @@ class Entity(BaseModel):
             inherited = any("version" in getattr(b, "model_fields", {}) for b in cls.__mro__[1:])
             if annotations is not None and "version" not in annotations and not inherited:
                 annotations["version"] = int
-                cls.version = 0  # type: ignore[attr-defined]
+                # setattr, not `cls.version = 0`: type checkers would read that assignment
+                # as a `version` attribute of every Entity (see Versioned).
+                setattr(cls, "version", 0)  # noqa: B010
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -87,6 +89,22 @@ class Entity(BaseModel):
 
 
 _STATE_SLOT: Any = Entity.__dict__["_dynaorm_slot"]
+
+
+class Versioned(Entity):
+    """Base class of versioned entities: ``class Audit(Versioned): ...``.
+
+    It declares the ``version: int`` field (0 until the first commit) and implies
+    ``Meta.versioned = True``, so type checkers see ``version`` exactly on versioned
+    entities. ``Meta.versioned = True`` on a plain :class:`Entity` works the same at run
+    time, but then declare ``version: int = 0`` yourself for type checkers to know it.
+    """
+
+    # A marker rather than an inner Meta: a subclass's own Meta must not "override" one
+    # (type checkers would flag it). spec.collect_meta reads it as Meta.versioned = True.
+    __dynaorm_versioned__: ClassVar[bool] = True
+
+    version: int = 0
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:

@@ -71,6 +71,7 @@ class Condition:
     """A node of a condition tree. Combine with ``&``, ``|`` and ``~``."""
 
     def render(self, ph: Placeholders) -> str:  # pragma: no cover - abstract
+        """The expression text, with names and values added to ``ph`` as placeholders."""
         raise NotImplementedError
 
     def __and__(self, other: Condition) -> Condition:
@@ -186,21 +187,27 @@ class F:
         return _Compare(self.path, ">=", value)
 
     def between(self, low: Any, high: Any) -> Condition:
+        """``low <= attribute <= high``."""
         return _Between(self.path, low, high)
 
     def begins_with(self, prefix: str) -> Condition:
+        """The attribute (a string) starts with ``prefix``."""
         return _Func("begins_with", self.path, (prefix,))
 
     def contains(self, value: Any) -> Condition:
+        """The attribute (a string, set or list) contains ``value``."""
         return _Func("contains", self.path, (value,))
 
     def exists(self) -> Condition:
+        """The item has the attribute."""
         return _Func("attribute_exists", self.path)
 
     def not_exists(self) -> Condition:
+        """The item lacks the attribute."""
         return _Func("attribute_not_exists", self.path)
 
     def is_in(self, *values: Any) -> Condition:
+        """The attribute equals one of ``values`` (given as arguments or one collection)."""
         if len(values) == 1 and isinstance(values[0], list | tuple | set | frozenset):
             values = tuple(values[0])
         if not values:

@@ -64,18 +64,23 @@ class Query(Generic[T]):
         return self._with(_cond=SortCondition(op, args))
 
     def eq(self, **fields: Any) -> Query[T]:
+        """Sort key equal to the one these fields render."""
         return self._sort("eq", fields)
 
     def lt(self, **fields: Any) -> Query[T]:
+        """Sort key below the one these fields render."""
         return self._sort("lt", fields)
 
     def lte(self, **fields: Any) -> Query[T]:
+        """Sort key at most the one these fields render."""
         return self._sort("lte", fields)
 
     def gt(self, **fields: Any) -> Query[T]:
+        """Sort key above the one these fields render."""
         return self._sort("gt", fields)
 
     def gte(self, **fields: Any) -> Query[T]:
+        """Sort key at least the one these fields render."""
         return self._sort("gte", fields)
 
     def between(self, low: Mapping[str, Any], high: Mapping[str, Any]) -> Query[T]:
@@ -87,19 +92,23 @@ class Query(Generic[T]):
         return self._sort("begins_with", fields)
 
     def reverse(self) -> Query[T]:
+        """The same query in descending sort-key order (again: ascending)."""
         return self._with(_reverse=not self._reverse)
 
     def limit(self, n: int) -> Query[T]:
+        """At most ``n`` results in all (``n >= 1``)."""
         if n < 1:
             raise ValueError("limit must be >= 1")
         return self._with(_limit=n)
 
     def page_size(self, n: int) -> Query[T]:
+        """Ask DynamoDB for ``n`` items per request, and :meth:`page` returns ``n`` (``n >= 1``)."""
         if n < 1:
             raise ValueError("page_size must be >= 1")
         return self._with(_page_size=n)
 
     def consistent(self) -> Query[T]:
+        """Strongly consistent reads (the table or an LSI; a GSI cannot be read so)."""
         table = spec_of(self._entities[0]).table
         if self._index is not None and not table.index(self._index).is_local:
             raise DynaormError(f"index {self._index!r} is global; a GSI cannot be read "
@@ -107,6 +116,7 @@ class Query(Generic[T]):
         return self._with(_consistent=True)
 
     def filter(self, condition: Condition) -> Query[T]:
+        """Keep only items matching ``condition`` (built from ``F``), ANDed with earlier ones."""
         if not isinstance(condition, Condition):
             raise TypeError("filter() takes a condition built from F(...)")
         combined = condition if self._filter is None else self._filter & condition
@@ -243,14 +253,17 @@ class Query(Generic[T]):
                 return
 
     def all(self) -> list[T]:
+        """Every result, as a list."""
         return list(self)
 
     def first(self) -> T | None:
+        """The first result, or ``None`` when nothing matches."""
         for obj in self.limit(1):
             return obj
         return None
 
     def one(self) -> T:
+        """The only result (``ItemNotFoundError`` if none, ``MultipleResultsError`` if more)."""
         found = list(self.limit(2))
         what = f"{'/'.join(e.__name__ for e in self._entities)} {dict(self._fields)}"
         if not found:
@@ -260,6 +273,7 @@ class Query(Generic[T]):
         return found[0]
 
     def count(self) -> int:
+        """How many results the query yields (it reads them all)."""
         return sum(1 for _ in self)
 
     def page(self, cursor: str | None = None) -> Page[T]:

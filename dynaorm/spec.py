@@ -214,6 +214,8 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
                 raise DynaormError(f"{cls.__name__}.Meta: unknown option {name!r} "
                                    f"(known: {', '.join(META_OPTIONS)})")
             options.setdefault(name, value)
+    if getattr(cls, "__dynaorm_versioned__", False):  # a subclass of dynaorm.Versioned
+        options.setdefault("versioned", True)
     return options
 
 

@@ -50,6 +50,7 @@ class GSI:
 
     @property
     def is_local(self) -> bool:
+        """``False``: a GSI has its own partition key."""
         return False
 
 
@@ -63,6 +64,7 @@ class LSI:
 
     @property
     def is_local(self) -> bool:
+        """``True``: an LSI shares the table's partition key."""
         return True
 
 
@@ -133,6 +135,7 @@ class Table:
 
     # -- entity registry -----------------------------------------------------------
     def register(self, entity: type[Entity], type_name: str) -> None:
+        """Record ``entity`` under ``type_name`` (called when an entity class is defined)."""
         other = self.entities.get(type_name)
         if other is not None and other.__qualname__ != entity.__qualname__:
             raise DynaormError(
@@ -141,6 +144,7 @@ class Table:
         self.entities[type_name] = entity
 
     def index(self, name: str) -> GSI | LSI:
+        """The index declared as ``name`` (a :class:`DynaormError` names the declared ones)."""
         try:
             return self.indexes[name]
         except KeyError:

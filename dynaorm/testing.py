@@ -15,6 +15,13 @@ tables for your :class:`~dynaorm.Table` objects::
 
 Run the same tests against DynamoDB Local or a real endpoint with
 ``pytest --dynaorm-endpoint http://localhost:8000`` (or ``DYNAORM_TEST_ENDPOINT``).
+Under pytest-xdist every worker gets its own tables (their names end in ``-gw0``,
+``-gw1``, ...), so workers never share or race on a table.
+
+This module needs moto (``pip install "dynaorm[testing]"``) only for the in-process
+backend, and pytest only for :func:`tables_fixture`; both are imported when used. The
+plugin registered with pytest is the tiny :mod:`pytest_dynaorm`, which imports dynaorm
+only when a test asks for one of its fixtures.
 """
 
 from __future__ import annotations
@@ -24,14 +31,16 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-import pytest
-
 from ._types import Item
 from .codec import decode_item
 from .session import Session
 from .table import Table
 
-__all__ = ["TestBackend", "moto_backend", "tables_fixture", "use_tables"]
+__all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
+           "worker_suffix"]
+
+#: What to install for the in-process backend and the pytest fixtures.
+INSTALL_HINT = 'pip install "dynaorm[testing]"'
 
 _DUMMY_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
               "AWS_DEFAULT_REGION": "us-east-1"}
@@ -54,14 +63,21 @@ def _env(values: dict[str, str]) -> Iterator[None]:
 @contextmanager
 def moto_backend() -> Iterator[None]:
     """An in-process moto DynamoDB, with dummy credentials, for the block's duration."""
-    from moto import mock_aws
+    try:
+        from moto import mock_aws
+    except ModuleNotFoundError as exc:  # the plain install: say what to install
+        raise ModuleNotFoundError(f"the in-process DynamoDB needs moto: {INSTALL_HINT}",
+                                  name=exc.name) from exc
 
     with _env(_DUMMY_ENV), mock_aws():
         yield
 
 
 class TestBackend:
-    """What :func:`tables_fixture` yields: the tables, sessions on them, raw scans."""
+    """What :func:`tables_fixture` yields: the tables, sessions on them, raw scans.
+
+    ``endpoint_url`` is the endpoint the tables point at (``None``: in-process moto).
+    """
 
     __test__ = False  # not a test class, despite the name
 
@@ -71,6 +87,7 @@ class TestBackend:
 
     @property
     def table(self) -> Table:
+        """The first table."""
         return self.tables[0]
 
     def session(self, table: Table | None = None) -> Session:
@@ -95,60 +112,80 @@ class TestBackend:
         return [decode_item(i) for i in self.scan_raw(table)]
 
 
+def worker_suffix() -> str:
+    """``"-gw0"``, ``"-gw1"``, ... under pytest-xdist (``PYTEST_XDIST_WORKER``), else ``""``."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"-{worker}" if worker else ""
+
+
 @contextmanager
-def use_tables(*tables: Table, endpoint_url: str | None = None) -> Iterator[TestBackend]:
+def use_tables(*tables: Table, endpoint_url: str | None = None,
+               name_suffix: str = "") -> Iterator[TestBackend]:
     """Point ``tables`` at ``endpoint_url`` (None: botocore's default, e.g. moto), create
-    them fresh, and delete them afterwards."""
-    saved = [(t.endpoint_url, t._transport) for t in tables]
+    them fresh, and delete them afterwards.
+
+    ``name_suffix`` is appended to every table's name for the block (the tables are module
+    globals in user code: they are repointed in place and restored afterwards).
+    """
+    saved = [(t.name, t.endpoint_url, t._transport) for t in tables]
     with _env(_DUMMY_ENV):
-        for t in tables:
-            t.connect(endpoint_url)
-            t.delete()
-            t.create()
         try:
+            for t in tables:
+                t.name = t.name + name_suffix
+                t.connect(endpoint_url)
+                t.delete()
+                t.create()
             yield TestBackend(tables, endpoint_url)
         finally:
-            for t, (url, transport) in zip(tables, saved, strict=True):
-                try:
+            try:
+                for t in tables:
                     t.delete()
-                finally:
+            finally:
+                for t, (name, url, transport) in zip(tables, saved, strict=True):
+                    t.name = name
                     t.endpoint_url = url
                     t._transport = transport
 
 
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """moto in server mode on a free loopback port, for the block's duration: yields its
+    endpoint URL. Unlike :func:`moto_backend` it serves any client (aiobotocore included)."""
+    import socket
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(f"the moto server needs moto[server]: {INSTALL_HINT}",
+                                  name=exc.name) from exc
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        with _env(_DUMMY_ENV):
+            yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+
+
 def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any]:
-    """A pytest fixture giving each test fresh ``tables`` on the test backend."""
+    """A pytest fixture giving each test fresh ``tables`` on the test backend.
+
+    The backend is an in-process moto, or the endpoint given by ``--dynaorm-endpoint`` /
+    ``DYNAORM_TEST_ENDPOINT``. Under pytest-xdist each worker uses its own tables.
+    """
+    import pytest
 
     @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator]
     def _fixture(dynaorm_endpoint: str | None) -> Iterator[TestBackend]:
         if dynaorm_endpoint:
-            with use_tables(*tables, endpoint_url=dynaorm_endpoint) as backend:
+            with use_tables(*tables, endpoint_url=dynaorm_endpoint,
+                            name_suffix=worker_suffix()) as backend:
                 yield backend
         else:
-            with moto_backend(), use_tables(*tables) as backend:
+            with moto_backend(), use_tables(*tables, name_suffix=worker_suffix()) as backend:
                 yield backend
 
     return _fixture  # type: ignore[no-any-return]
-
-
-# -- the plugin ----------------------------------------------------------------------------
-def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("dynaorm")
-    group.addoption("--dynaorm-endpoint", default=None,
-                    help="run dynaorm fixtures against this DynamoDB endpoint instead of an "
-                         "in-process moto (default: $DYNAORM_TEST_ENDPOINT)")
-
-
-@pytest.fixture(scope="session")
-def dynaorm_endpoint(request: pytest.FixtureRequest) -> str | None:
-    """The endpoint dynaorm fixtures use; ``None`` means the in-process moto backend."""
-    value: str | None = request.config.getoption("--dynaorm-endpoint") or os.environ.get(
-        "DYNAORM_TEST_ENDPOINT") or None
-    return value
-
-
-@pytest.fixture
-def dynaorm_moto() -> Iterator[None]:
-    """An in-process moto DynamoDB for one test (create your own tables in it)."""
-    with moto_backend():
-        yield

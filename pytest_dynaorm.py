@@ -1,0 +1,79 @@
+"""dynaorm's pytest plugin, registered through the ``pytest11`` entry point.
+
+It is deliberately tiny and lives outside the ``dynaorm`` package: loading it imports
+neither dynaorm (pydantic, PynamoDB, botocore) nor moto, so a pytest run that uses none of
+its fixtures pays nothing for it. Each fixture imports what it needs when a test asks for
+it.
+
+Fixtures:
+
+- ``dynaorm_endpoint``: the endpoint given by ``--dynaorm-endpoint`` or
+  ``DYNAORM_TEST_ENDPOINT`` (``None``: the in-process moto backend);
+- ``dynaorm_moto``: an in-process moto DynamoDB for one test;
+- ``dynaorm_moto_server``: a moto server on a free loopback port for the whole run (its
+  URL), for code that moto's in-process mock cannot serve, such as aiobotocore;
+- ``dynaorm_worker_suffix``: ``"-gw0"``, ``"-gw1"``... under pytest-xdist, else ``""``.
+
+``dynaorm.testing.tables_fixture(*tables)`` builds a fixture on top of them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+ENDPOINT_OPTION = "--dynaorm-endpoint"
+ENDPOINT_ENV = "DYNAORM_TEST_ENDPOINT"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """Add ``--dynaorm-endpoint`` to pytest's options."""
+    group = parser.getgroup("dynaorm")
+    group.addoption(ENDPOINT_OPTION, default=None,
+                    help="run dynaorm fixtures against this DynamoDB endpoint instead of an "
+                         f"in-process moto (default: ${ENDPOINT_ENV})")
+
+
+def endpoint_of(config: pytest.Config) -> str | None:
+    """The endpoint chosen by option or environment, or ``None`` for in-process moto."""
+    value: str | None = config.getoption(ENDPOINT_OPTION, default=None) or os.environ.get(
+        ENDPOINT_ENV) or None
+    return value
+
+
+@pytest.fixture(scope="session")
+def dynaorm_endpoint(request: pytest.FixtureRequest) -> str | None:
+    """The endpoint dynaorm fixtures use; ``None`` means the in-process moto backend."""
+    return endpoint_of(request.config)
+
+
+@pytest.fixture(scope="session")
+def dynaorm_worker_suffix() -> str:
+    """The suffix that gives each pytest-xdist worker its own tables (``""`` without xdist)."""
+    from dynaorm.testing import worker_suffix
+
+    return worker_suffix()
+
+
+@pytest.fixture
+def dynaorm_moto() -> Iterator[None]:
+    """An in-process moto DynamoDB for one test (create your own tables in it)."""
+    from dynaorm.testing import moto_backend
+
+    with moto_backend():
+        yield
+
+
+@pytest.fixture(scope="session")
+def dynaorm_moto_server() -> Iterator[str]:
+    """A moto server on a free loopback port for the whole run; yields its endpoint URL.
+
+    Every client can reach it (aiobotocore included), with dummy credentials set for the
+    run where none are configured. Tables created there persist until the run ends.
+    """
+    from dynaorm.testing import moto_server
+
+    with moto_server() as url:
+        yield url
