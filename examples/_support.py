@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
@@ -33,7 +33,7 @@ def _endpoint(description: str, argv: Sequence[str] | None) -> str | None:
 
 @contextmanager
 def run(table: Table, description: str,
-        argv: Sequence[str] | None = None) -> Iterator[TestBackend]:
+        argv: Sequence[str] | None = None) -> Generator[TestBackend]:
     """Pick the backend from the command line, create ``table`` fresh, delete it at the end."""
     url = _endpoint(description, argv)
     print(f"# {description}")
