@@ -41,7 +41,7 @@ DOCUMENTED = {
     "MultipleResultsError", "InvalidCursorError",
     # 0.2
     "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
-    "RequestError",
+    "RequestError", "Scan", "Shards",
 }
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
