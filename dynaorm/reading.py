@@ -190,6 +190,7 @@ class ReadBase(Generic[T]):
                         pager.feed(wanted[0][0], call(op, wanted[0][1]))
                         continue
                     if pool is None:
+                        _ = self._transport.client  # made once here, not by racing threads
                         pool = ThreadPoolExecutor(max_workers=min(len(wanted), MAX_WORKERS))
                     outs = list(pool.map(lambda w: call(op, w[1]), wanted))
                     for (i, _), out in zip(wanted, outs, strict=True):
