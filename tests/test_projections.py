@@ -189,5 +189,5 @@ def test_keys_only_lsi_and_scans(s: Session) -> None:
     assert s.scan(POrder, PInvoice, index="keys").count() == 34
     assert len(s.scan(POrder, index="incl").all()) == 30
     assert s.scan(POrder, index="incl").count() == 30
-    assert sorted(k["order_id"] for k in s.scan(POrder, index="keys").keys()) == sorted(
-        o.order_id for o in ORDERS)
+    keys = s.scan(POrder, index="keys").keys()
+    assert sorted(k["order_id"] for k in keys) == sorted(o.order_id for o in ORDERS)
