@@ -121,6 +121,10 @@ class Query(ReadBase[T]):
             request["IndexName"] = self._index
         return request
 
+    def _fixed(self, i: int) -> dict[str, Any]:
+        plan = self._plan()
+        return {plan.pk_attr: {"S": plan.pk_values[i]}}
+
     def _selection(self) -> Selection[T]:
         plan = self._plan()
         versioned = {spec_of(e).type_name for e in self._entities if spec_of(e).versioned}

@@ -106,6 +106,11 @@ class ReadBase(Generic[T]):
     def _selection(self) -> Selection[T]:
         raise NotImplementedError  # pragma: no cover
 
+    def _fixed(self, i: int) -> dict[str, Any]:
+        """Key attributes every position of stream ``i`` holds (a shard's partition key):
+        left out of cursors, and imposed on the positions a cursor brings back."""
+        return {}
+
     def _describe(self) -> str:
         raise NotImplementedError  # pragma: no cover
 
@@ -347,13 +352,8 @@ class ReadBase(Generic[T]):
         if cursor is None:
             return [None] * n, 0
         try:
-            positions, served = decode_cursor_state(cursor, fp, n)
-            for p in positions:
-                if p is None or p is DONE:
-                    continue
-                if not isinstance(p, dict) or not set(p) <= set(sel.key_attrs) or not all(
-                        isinstance(v, dict) and len(v) == 1 for v in p.values()):
-                    raise InvalidCursorError("page cursor holds a malformed position")
+            packed, served = decode_cursor_state(cursor, fp, n)
+            positions = [sel.unpack(p, self._fixed(i)) for i, p in enumerate(packed)]
             if served < 0 or (self._limit is not None and served > self._limit):
                 raise InvalidCursorError("page cursor does not fit this query")
         except InvalidCursorError as exc:
@@ -396,5 +396,8 @@ class ReadBase(Generic[T]):
                     break
         served += len(items)
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
-        return Page(items, None if done else encode_cursor(fp, pager.positions, served))
+        if done:
+            return Page(items, None)
+        packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
+        return Page(items, encode_cursor(fp, packed, served))
 

@@ -25,7 +25,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ._types import Item
 from .codec import decode_value
-from .errors import DynaormError
+from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, F
 from .spec import LATEST_PREFIX, EntitySpec, parse_version_sk
 from .table import Table
@@ -135,6 +135,39 @@ class Selection(Generic[T]):
     def position(self, item: Item) -> Item:
         """The ExclusiveStartKey that resumes right after ``item``."""
         return {a: item[a] for a in self.key_attrs if a in item}
+
+    def pack(self, position: Any, fixed: Mapping[str, Any]) -> Any:
+        """A position made short for a cursor: its key values in ``key_attrs`` order,
+        without the attributes the stream fixes (a shard's partition key)."""
+        if position is None or position is DONE:
+            return position
+        out: list[Any] = []
+        for attr in self.key_attrs:
+            if attr in fixed:
+                continue
+            av = position.get(attr)
+            out.append(None if av is None else av["S"] if set(av) == {"S"} else av)
+        return out
+
+    def unpack(self, packed: Any, fixed: Mapping[str, Any]) -> Any:
+        """Inverse of :meth:`pack`; anything else is an :class:`InvalidCursorError`."""
+        if packed is None or packed is DONE:
+            return packed
+        names = [a for a in self.key_attrs if a not in fixed]
+        if not isinstance(packed, list) or len(packed) != len(names):
+            raise InvalidCursorError("page cursor holds a malformed position")
+        position: Item = dict(fixed)
+        for attr, value in zip(names, packed, strict=True):
+            if value is None:
+                continue
+            if isinstance(value, str):
+                position[attr] = {"S": value}
+            elif isinstance(value, dict) and len(value) == 1 and set(value) <= {"S", "N"} and (
+                    isinstance(next(iter(value.values())), str)):
+                position[attr] = value
+            else:
+                raise InvalidCursorError("page cursor holds a malformed position")
+        return position
 
     def decode(self, item: Item) -> T:
         """The entity object of a (whole) result item."""
