@@ -19,7 +19,7 @@ from .cursor import decode_cursor_state, encode_cursor, fingerprint
 from .entity import Entity
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
-from .reads import BATCH_GET, DONE, Pager, Selection
+from .reads import BATCH_GET, Pager, Selection
 
 if TYPE_CHECKING:
     from .transport import Transport
