@@ -26,7 +26,9 @@ from .errors import (
 from .expressions import Condition, F
 from .ksuid import ksuid
 from .query import Page, Query
+from .scan import Scan
 from .session import Session
+from .shards import Shards
 from .spec import Unique
 from .streams import Change
 from .table import GSI, LSI, Table
@@ -54,7 +56,9 @@ __all__ = [
     "Page",
     "Query",
     "RequestError",
+    "Scan",
     "Session",
+    "Shards",
     "Table",
     "TableNotFoundError",
     "TransactionConflictError",

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import DynaormError, KeyTemplateError
+from .shards import Shards
 from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys
 from .templates import SHARD_FIELD, KeyTemplate
 
@@ -62,22 +63,27 @@ def _index_templates(idx: IndexKeys) -> tuple[KeyTemplate, KeyTemplate | None, s
     return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
 
 
-def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any]) -> tuple[
-        str, ...]:
+def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+                     shard: int | None = None) -> tuple[str, ...]:
+    """The partition key values a query reads: one, or one per shard (``shard``: just it)."""
     pk, _, _, _, target = _templates(spec, index)
     missing = [f for f in pk.fields if f != SHARD_FIELD and f not in fields]
     if missing:
         raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
                                f"of {pk.source!r}")
     if SHARD_FIELD in pk.fields:
-        n = spec.shards[target]
-        return tuple(pk.render({**fields, SHARD_FIELD: i}, spec.name) for i in range(n))
+        rule = spec.shard_rules.get(target) or Shards(spec.shards[target])
+        values = rule.values if shard is None else (rule.check_value(shard, spec.name, target),)
+        return tuple(pk.render({**fields, SHARD_FIELD: i}, spec.name) for i in values)
+    if shard is not None:
+        raise KeyTemplateError(f"{spec.name}: the partition key {pk.source!r} of "
+                               f"{index or 'the table'} is not sharded; shard= does not apply")
     return (pk.render(fields, spec.name),)
 
 
 def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
               cond: SortCondition | None, *, latest: bool = False,
-              history: bool = False) -> KeyPlan:
+              history: bool = False, shard: int | None = None) -> KeyPlan:
     """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``."""
     pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
     unknown = set(fields) - set(pk.fields) - set(sk.fields if sk else ())
@@ -85,7 +91,7 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
         bad = sorted(unknown | ({SHARD_FIELD} & set(fields)))
         raise KeyTemplateError(f"{spec.name}: {bad} are not key template fields here "
                                "(the shard is computed, never passed)")
-    pk_values = partition_values(spec, index, fields)
+    pk_values = partition_values(spec, index, fields, shard)
     base = KeyPlan(index, pk_attr, sk_attr, pk_values)
     keywords = {k: v for k, v in fields.items() if k not in pk.fields}
     if sk is None:

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
-from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
+from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
 from .failures import map_failure
 from .plan import WritePlan, check_item_size, item_size
 from .query import Query
+from .reading import MAX_WORKERS, batch_get
+from .scan import Scan, check_segments
 from .spec import EntitySpec
 from .state import InstanceState
 from .table import Table
@@ -24,6 +27,8 @@ __all__ = ["Session"]
 T = TypeVar("T", bound=Entity)
 E = TypeVar("E", bound=Entity)
 BATCH_GET = 100
+#: Items one TransactGetItems reads, at most.
+MAX_SNAPSHOT = 100
 BATCH_WRITE = 25
 MAX_BATCH_ROUNDS = 12
 
@@ -187,22 +192,41 @@ class Session:
         return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
-                 consistent: bool = False) -> list[T | None]:
-        """Read many entities (BatchGetItem, 100 a request); results in input order."""
+                 consistent: bool = False, snapshot: bool = False,
+                 concurrency: int = 4) -> list[T | None]:
+        """Read many entities; results in input order. BatchGetItem, 100 keys a request,
+        ``concurrency`` requests in flight; ``snapshot=True``: one TransactGetItems (a
+        consistent snapshot of at most 100 distinct items; repeated keys read once)."""
         spec = self._spec(entity)
+        _check_concurrency(concurrency)
         wanted = [self._lookup_key(spec, k) for k in keys]
-        found: dict[Any, Item] = {}
-        unique = list({_key_id(k): k for k in wanted}.values())
-        for start in range(0, len(unique), BATCH_GET):
-            chunk = [_key_av(k) for k in unique[start:start + BATCH_GET]]
-            request: dict[str, Any] = {"Keys": chunk}
-            if consistent:
-                request["ConsistentRead"] = True
-            for got in self._batch_get(request):
-                found[_key_id({a: got[a] for a in wanted[0]})] = got
+        if snapshot:
+            found = self._snapshot(spec, wanted)
+        else:
+            got = batch_get(self._transport, self.table.name, [_key_av(k) for k in wanted],
+                            consistent=consistent, concurrency=concurrency)
+            found = got  # by key identity, the same as _key_id gives
         items = [found.get(_key_id(key)) for key in wanted]
         return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
                 for i in items]
+
+    def _snapshot(self, spec: EntitySpec, wanted: list[PlainKey]) -> dict[Any, Item]:
+        unique = list({_key_id(k): k for k in wanted}.values())
+        if len(unique) > MAX_SNAPSHOT:
+            raise TransactionTooLargeError(
+                f"{spec.name}: get_many(snapshot=True) reads at most {MAX_SNAPSHOT} distinct "
+                f"items in one TransactGetItems, got {len(unique)}")
+        if not unique:
+            return {}
+        request = {"TransactItems": [{"Get": {"TableName": self.table.name,
+                                              "Key": _key_av(k)}} for k in unique]}
+        out = self._transport.call("TransactGetItems", request)
+        found: dict[Any, Item] = {}
+        for key, response in zip(unique, out.get("Responses", []), strict=False):
+            item = response.get("Item")
+            if item is not None:
+                found[_key_id(key)] = item
+        return found
 
     def _batch_get(self, request: dict[str, Any]) -> list[Item]:
         items: list[Item] = []
@@ -263,7 +287,25 @@ class Session:
         """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
         for e in (entity, *more):
             self._spec(e)
-        return Query(self._transport, (entity, *more), dict(fields), index)
+        shard = fields.pop("shard", None)
+        return Query(self._transport, (entity, *more), dict(fields), index, _shard=shard)
+
+    @overload
+    def scan(self, entity: type[T], /, *, index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> Scan[T]: ...
+    @overload
+    def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> Scan[Any]: ...
+    def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> Scan[Any]:
+        """Every item of the given entity types in the table or ``index`` (section 13 of
+        the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one."""
+        for e in (entity, *more):
+            self._spec(e)
+        if index is not None:
+            self.table.index(index)
+        chosen = check_segments(segment, segments)
+        return Scan(self._transport, (entity, *more), index, chosen, segments)
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
@@ -274,8 +316,10 @@ class Session:
         return Query(self._transport, (entity,), dict(fields), None, _history=True)
 
     # -- bulk ----------------------------------------------------------------------
-    def save_many(self, objs: Iterable[Entity]) -> None:
-        """Bulk load (BatchWriteItem, 25 a request): fast, not atomic, no rules."""
+    def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
+        """Bulk load (BatchWriteItem, 25 a request, ``concurrency`` requests in flight):
+        fast, not atomic, no rules."""
+        _check_concurrency(concurrency)
         rows: dict[Any, tuple[list[Entity], Item, PlainKey]] = {}
         for obj in objs:
             spec = self._spec(obj)
@@ -288,15 +332,30 @@ class Session:
             same = rows.pop(_key_id(key), None)  # one key twice: the last object wins
             rows[_key_id(key)] = ([*(same[0] if same else []), obj], item, key)
         batch = list(rows.values())
-        for start in range(0, len(batch), BATCH_WRITE):
-            chunk = batch[start:start + BATCH_WRITE]
+        chunks = [batch[i:i + BATCH_WRITE] for i in range(0, len(batch), BATCH_WRITE)]
+
+        def write(chunk: list[tuple[list[Entity], Item, PlainKey]]) -> None:
             self._batch_write([{"PutRequest": {"Item": item}} for _, item, _ in chunk])
             for objs_at_key, item, key in chunk:
                 for obj in objs_at_key:  # all of them now stand for the stored item
                     obj._dynaorm_state = InstanceState(key, item)
 
+        if concurrency > 1 and len(chunks) > 1:
+            with ThreadPoolExecutor(max_workers=min(concurrency, len(chunks))) as pool:
+                for _ in pool.map(write, chunks):
+                    pass
+        else:
+            for chunk in chunks:
+                write(chunk)
+
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         self._batch("BatchWriteItem", "UnprocessedItems", {self.table.name: requests})
+
+def _check_concurrency(concurrency: int) -> None:
+    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not (
+            1 <= concurrency <= MAX_WORKERS):
+        raise DynaormError(f"concurrency must be an int in 1..{MAX_WORKERS}, got {concurrency!r}")
+
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj

@@ -9,13 +9,13 @@ version-row keys and shard numbers from a mapping of field values.
 from __future__ import annotations
 
 import functools
-import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ._types import Item, PlainKey
 from .errors import DynaormError, KeyTemplateError
+from .shards import Shards, as_shards
 from .table import LSI, Table
 from .templates import SHARD_FIELD, KeyTemplate, render_value
 
@@ -100,13 +100,17 @@ class EntitySpec:
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
     null_fields: frozenset[str] = field(default=frozenset())
+    #: the sharding rule of each sharded target (``shards`` keeps just the counts)
+    shard_rules: Mapping[str, Shards] = field(default_factory=dict)
 
     # -- key arithmetic ------------------------------------------------------------
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
-        """Stable shard in ``0..N-1`` for ``target`` ("primary" or an index name)."""
-        n = self.shards[target]
-        ident = "\x1f".join(render_value(values[f]) for f in self.identity_fields)
-        return zlib.crc32(ident.encode()) % n
+        """The shard value for ``target`` ("primary" or an index name); a plain ``N``
+        gives a stable crc32 bucket in ``0..N-1``."""
+        rule = self.shard_rules.get(target) or Shards(self.shards[target])
+        if target == "primary" and rule.by is not None:  # get() knows only the key fields
+            values = {f: values[f] for f in self.identity_fields if f in values}
+        return rule.pick(values, self.identity_fields, self.name, target)
 
     def _with_shard(self, values: Mapping[str, Any], target: str) -> Mapping[str, Any]:
         if target not in self.shards:
@@ -260,12 +264,12 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     table = meta.get("table")
     if not isinstance(table, Table):
         raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
-    shards: dict[str, int] = dict(meta.get("shards") or {})
-    for target, n in shards.items():
+    shard_rules = {target: as_shards(raw, owner, target)
+                   for target, raw in dict(meta.get("shards") or {}).items()}
+    for target in shard_rules:
         if target != "primary":
             table.index(target)
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise DynaormError(f"{owner}.Meta.shards[{target!r}] must be an int >= 1")
+    shards: dict[str, int] = {t: r.count for t, r in shard_rules.items()}
     pk = _template(meta["pk"], "pk", owner, field_names, "primary" in shards)
     sk_source = meta.get("sk")
     if table.sk is not None and sk_source is None:
@@ -315,11 +319,19 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
 
     identity = tuple(dict.fromkeys(
         f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
+    for target, rule in shard_rules.items():
+        if isinstance(rule.by, str) and rule.by not in field_names:
+            raise KeyTemplateError(f"{owner}.Meta.shards[{target!r}]: by={rule.by!r} is not "
+                                   "a field")
+        if target == "primary" and isinstance(rule.by, str) and rule.by not in identity:
+            raise KeyTemplateError(f"{owner}.Meta.shards['primary']: by={rule.by!r} must be a "
+                                   f"field of the primary-key templates {list(identity)}, so "
+                                   "that get() can compute the shard from the key fields")
     spec = EntitySpec(
         cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
         pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
         versioned=versioned, indexes=tuple(indexes), shards=shards,
-        field_names=field_names, identity_fields=identity,
+        field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
         null_fields=frozenset(
             name for name, info in getattr(cls, "model_fields", {}).items()
             if info.is_required() or info.default_factory is not None

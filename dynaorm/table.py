@@ -29,14 +29,16 @@ def _check_name(kind: str, name: object) -> None:
                            "from a-z, A-Z, 0-9, '_', '-' and '.'")
 
 
-def _projection(projection: Projection) -> dict[str, Any]:
+def _projection(projection: Projection, type_attribute: str | None = None) -> dict[str, Any]:
     if isinstance(projection, str):
         kind = projection.upper()
         if kind not in ("ALL", "KEYS_ONLY"):
             raise DynaormError(f"projection must be 'ALL', 'KEYS_ONLY' or a list of "
                                f"attribute names, got {projection!r}")
         return {"ProjectionType": kind}
-    return {"ProjectionType": "INCLUDE", "NonKeyAttributes": list(projection)}
+    # (0.2) the type attribute rides along, so reads can select types on the server
+    extra = [type_attribute] if type_attribute and type_attribute not in projection else []
+    return {"ProjectionType": "INCLUDE", "NonKeyAttributes": [*projection, *extra]}
 
 
 @dataclass(frozen=True)
@@ -179,13 +181,13 @@ class Table:
                     keys.append({"AttributeName": index.sk, "KeyType": "RANGE"})
                     attrs.add(index.sk)
                 gsis.append({"IndexName": index.name, "KeySchema": keys,
-                             "Projection": _projection(index.projection)})
+                             "Projection": _projection(index.projection, self.type_attribute)})
             else:
                 attrs.add(index.sk)
                 lsis.append({"IndexName": index.name, "KeySchema": [
                     {"AttributeName": self.pk, "KeyType": "HASH"},
                     {"AttributeName": index.sk, "KeyType": "RANGE"}],
-                    "Projection": _projection(index.projection)})
+                    "Projection": _projection(index.projection, self.type_attribute)})
         request: dict[str, Any] = {
             "TableName": self.name,
             "KeySchema": schema,

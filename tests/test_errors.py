@@ -41,7 +41,7 @@ DOCUMENTED = {
     "MultipleResultsError", "InvalidCursorError",
     # 0.2
     "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
-    "RequestError", "Change", "Versioned",
+    "RequestError", "Change", "Versioned", "Scan", "Shards",
 }
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,

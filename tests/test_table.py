@@ -52,8 +52,8 @@ def test_definition_variants() -> None:
     gsis = {g["IndexName"]: g for g in d["GlobalSecondaryIndexes"]}
     assert gsis["by_owner"]["KeySchema"] == [{"AttributeName": "owner", "KeyType": "HASH"}]
     assert gsis["keys"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
-    assert gsis["some"]["Projection"] == {"ProjectionType": "INCLUDE",
-                                          "NonKeyAttributes": ["a", "b"]}
+    assert gsis["some"]["Projection"] == {"ProjectionType": "INCLUDE",  # (0.2) + the type
+                                          "NonKeyAttributes": ["a", "b", "_type"]}
     bare = Table("bare").definition()
     assert "GlobalSecondaryIndexes" not in bare and "LocalSecondaryIndexes" not in bare
     assert bare["BillingMode"] == "PAY_PER_REQUEST"

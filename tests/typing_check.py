@@ -7,9 +7,9 @@
 
 from __future__ import annotations
 
-from typing import assert_type
+from typing import Any, assert_type
 
-from dynaorm import Entity, Page, Query, Session, Table, Versioned
+from dynaorm import Entity, F, Page, Query, Scan, Session, Table, Versioned
 from tests.models import Audit, Note, User, app
 
 typed = Table("typing-check")
@@ -56,6 +56,16 @@ def check_types() -> None:
     assert_type(q.one(), User)
     assert_type(q.page(), Page[User])
     assert_type(s.history(Audit, equipment_id="e", part="p"), Query[Audit])
+    scan = s.scan(User, segments=4)
+    assert_type(scan, Scan[User])
+    assert_type(scan.filter(F("org_id") == "acme").limit(3).page_size(10), Scan[User])
+    assert_type(scan.all(), list[User])
+    assert_type(scan.first(), User | None)
+    assert_type(scan.page(), Page[User])
+    assert_type(scan.count(), int)
+    assert_type(q.values("username"), list[dict[str, Any]])
+    assert_type(q.keys(), list[dict[str, Any]])
+    assert_type(s.get_many(User, [{"user_id": "u1"}], snapshot=True), list[User | None])
 
 
 def check_version_only_on_versioned_entities() -> None:

@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""Scan throughput and server-side counts on DynamoDB Local.
+
+- scan: ``s.scan(Row).all()`` (entities decoded and validated), sequential and with
+  ``segments=4``, against boto3's ``Scan`` paginator with the same type filter (raw items,
+  nothing decoded): items per second. Target (issue 10): >= 0.9x the paginator.
+- count: ``s.query(Row, part=...).count()`` (``Select=COUNT``) against PynamoDB's
+  ``Model.count(hash_key)`` on the same partition. Target: >= 1x.
+
+Usage::
+
+    .venv/bin/python benchmarks/scan.py                  # 5000 items, 5 repeats
+    .venv/bin/python benchmarks/scan.py --items 20000 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+
+from dynaorm import Entity, Session, Table
+from dynaorm.testing import use_tables
+from tests.ddb_local import DynamoDBLocal
+
+bench = Table("dynaorm-bench-scan")
+
+
+class Row(Entity):
+    class Meta:
+        table = bench
+        pk = "PART#{part}"
+        sk = "ROW#{n:06d}"
+
+    part: str
+    n: int
+    label: str = ""
+    score: int = 0
+
+
+def best(fn: Callable[[], int], repeats: int) -> tuple[float, int]:
+    """(best seconds, result) of ``repeats`` runs."""
+    times = []
+    result = 0
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--items", type=int, default=5000)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    with DynamoDBLocal() as ddb, use_tables(bench, endpoint_url=ddb.endpoint_url) as db:
+        s = Session(bench)
+        s.save_many([Row(part="p1" if i % 2 else "p2", n=i, label=f"row {i}", score=i % 97)
+                     for i in range(args.items)])
+        client = db.table.transport.client
+        import boto3
+
+        b3 = boto3.client("dynamodb", endpoint_url=ddb.endpoint_url,
+                          region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"))
+
+        def paginator() -> int:
+            pages = b3.get_paginator("scan").paginate(
+                TableName=bench.name, FilterExpression="#t = :t",
+                ExpressionAttributeNames={"#t": "_type"},
+                ExpressionAttributeValues={":t": {"S": "Row"}})
+            return sum(len(p["Items"]) for p in pages)
+
+        class PRow(Model):
+            class Meta:
+                table_name = bench.name
+                host = ddb.endpoint_url
+                region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+
+            pk = UnicodeAttribute(hash_key=True)
+            sk = UnicodeAttribute(range_key=True)
+            n = NumberAttribute()
+
+        assert client is not None
+        rows = [
+            ("boto3 Scan paginator", lambda: paginator()),
+            ("dynaorm scan().all()", lambda: len(s.scan(Row).all())),
+            ("dynaorm scan(segments=4)", lambda: len(s.scan(Row, segments=4).all())),
+        ]
+        print(f"{args.items} items on DynamoDB Local, best of {args.repeats}")
+        base = None
+        for name, fn in rows:
+            seconds, n = best(fn, args.repeats)
+            assert n == args.items, (name, n)
+            rate = n / seconds
+            base = base or rate
+            print(f"  {name:<28} {rate:>10,.0f} items/s  ({rate / base:.2f}x)")
+        half = sum(1 for i in range(args.items) if i % 2)
+        counts = [
+            ("PynamoDB Model.count", lambda: PRow.count("PART#p1")),
+            ("dynaorm query().count()", lambda: s.query(Row, part="p1").count()),
+            ("dynaorm scan().count()", lambda: s.scan(Row).count() // 2),
+        ]
+        base = None
+        for name, fn in counts:
+            seconds, n = best(fn, args.repeats)
+            assert n in (half, args.items // 2), (name, n)
+            base = base or seconds
+            print(f"  {name:<28} {seconds * 1000:>10.1f} ms  ({base / seconds:.2f}x)")
+
+
+if __name__ == "__main__":
+    main()

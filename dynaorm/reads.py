@@ -1,0 +1,370 @@
+"""Read planning shared by queries and scans (pure: no I/O).
+
+- :class:`Selection` says which returned items are results (the requested entity types,
+  by their type attribute or, where an index does not project it, by key shape), how a
+  result decodes, and which condition selects the types on the server.
+- :class:`Pager` is the paging state of one read over one or more streams (the shards of
+  a scatter-gather query, the segments of a parallel scan): it says which requests must be
+  answered before the next result can be chosen, takes their responses, hands results out
+  in key order (or in any order for scans), and gives the resume position of every stream
+  after the results handed out: that is what a cursor stores (positions, never items).
+
+A driver (``Session``'s threads today, an asyncio loop tomorrow) only sends what
+:meth:`Pager.wants` asks for and feeds the answers back.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from ._types import Item
+from .codec import decode_value
+from .errors import DynaormError, InvalidCursorError
+from .expressions import Condition, F
+from .spec import LATEST_PREFIX, EntitySpec, parse_version_sk
+from .table import Table
+from .templates import KeyTemplate
+
+__all__ = ["DONE", "Pager", "Selection", "per_request_limit", "projection_of", "selection"]
+
+T = TypeVar("T")
+#: A cursor position meaning "this stream has nothing left".
+DONE: Final = False
+#: Keys per BatchGetItem request.
+BATCH_GET: Final = 100
+
+
+def projection_of(table: Table, index: str | None) -> str:
+    """``"ALL"``, ``"KEYS_ONLY"`` or ``"INCLUDE"`` for the table (ALL) or one index."""
+    if index is None:
+        return "ALL"
+    proj = table.index(index).projection
+    if isinstance(proj, str):
+        return proj.upper()
+    return "INCLUDE"
+
+
+def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTemplate, bool],
+                                                                 ...]:
+    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches."""
+    table = spec.table
+    checks: list[tuple[str, KeyTemplate, bool]] = [(table.pk, spec.pk, False)]
+    if spec.sk is not None and table.sk is not None:
+        checks.append((table.sk, spec.sk, spec.versioned))
+    for idx in spec.indexes:
+        if idx.name == index:
+            checks.append((idx.pk_attr, idx.pk, False))
+            if idx.sk is not None and idx.sk_attr is not None:
+                checks.append((idx.sk_attr, idx.sk, False))
+    return tuple(dict.fromkeys(checks))
+
+
+def _matches(item: Item, checks: tuple[tuple[str, KeyTemplate, bool], ...]) -> bool:
+    for attr, template, latest in checks:
+        av = item.get(attr)
+        if av is None or "S" not in av:
+            return False
+        text: str = av["S"]
+        if latest:
+            if not text.startswith(LATEST_PREFIX):
+                return False
+            text = text[len(LATEST_PREFIX):]
+        if template.parse_key(text) is None:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Selection(Generic[T]):
+    """Which returned items are results of a read, and how they decode."""
+
+    type_attr: str
+    types: Mapping[str, tuple[type[T], EntitySpec]]
+    table_sk: str | None
+    key_attrs: tuple[str, ...]          # a position: table keys plus the source's keys
+    order_attrs: tuple[str | None, str]  # (sort attribute, partition attribute) of the source
+    sk_attr: str | None = None          # the source's sort attribute (for ``exclude``)
+    exclude: str | None = None          # drop the item whose sort key equals this
+    history_base: str | None = None     # history: keep only v<n>_<base> rows, n >= 1
+    latest_only: frozenset[str] = frozenset()  # types whose rows count only as v0_ copies
+    by_shape: bool = False              # the type attribute is not there: match key shapes
+    fetch: bool = False                 # the source lacks attributes: read items by key
+    shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
+
+    def type_of(self, item: Item) -> str | None:
+        """The requested type ``item`` is one of, else ``None``."""
+        if self.by_shape:
+            for shaped, checks in self.shapes:
+                if _matches(item, checks):
+                    return shaped
+            return None
+        kind = item.get(self.type_attr)
+        name: str | None = None if kind is None else kind.get("S")
+        return name if name in self.types else None
+
+    def keep(self, item: Item) -> bool:
+        """Whether a returned item is one of the requested results."""
+        name = self.type_of(item)
+        if name is None:
+            return False
+        if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
+            return False
+        if self.history_base is not None and self.table_sk:
+            parsed = parse_version_sk(item[self.table_sk]["S"])
+            return parsed is not None and parsed[0] >= 1 and parsed[1] == self.history_base
+        if name in self.latest_only and self.table_sk:
+            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+        return True
+
+    def owns(self, item: Item) -> bool:
+        """Whether a whole item read by key is still one of the requested results."""
+        kind = item.get(self.type_attr)
+        name: str | None = None if kind is None else kind.get("S")
+        if name is None or name not in self.types:
+            return False
+        if self.types[name][1].versioned and self.table_sk and self.history_base is None:
+            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+        return True
+
+    def position(self, item: Item) -> Item:
+        """The ExclusiveStartKey that resumes right after ``item``."""
+        return {a: item[a] for a in self.key_attrs if a in item}
+
+    def pack(self, position: Any, fixed: Mapping[str, Any]) -> Any:
+        """A position made short for a cursor: its key values in ``key_attrs`` order,
+        without the attributes the stream fixes (a shard's partition key)."""
+        if position is None or position is DONE:
+            return position
+        out: list[Any] = []
+        for attr in self.key_attrs:
+            if attr in fixed:
+                continue
+            av = position.get(attr)
+            out.append(None if av is None else av["S"] if set(av) == {"S"} else av)
+        return out
+
+    def unpack(self, packed: Any, fixed: Mapping[str, Any]) -> Any:
+        """Inverse of :meth:`pack`; anything else is an :class:`InvalidCursorError`."""
+        if packed is None or packed is DONE:
+            return packed
+        names = [a for a in self.key_attrs if a not in fixed]
+        if not isinstance(packed, list) or len(packed) != len(names):
+            raise InvalidCursorError("page cursor holds a malformed position")
+        position: Item = dict(fixed)
+        for attr, value in zip(names, packed, strict=True):
+            if value is None:
+                continue
+            if isinstance(value, str):
+                position[attr] = {"S": value}
+            elif isinstance(value, dict) and len(value) == 1 and set(value) <= {"S", "N"} and (
+                    isinstance(next(iter(value.values())), str)):
+                position[attr] = value
+            else:
+                raise InvalidCursorError("page cursor holds a malformed position")
+        return position
+
+    def decode(self, item: Item) -> T:
+        """The entity object of a (whole) result item."""
+        cls, spec = self.types[item[self.type_attr]["S"]]
+        obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
+        return obj
+
+    @property
+    def server_filterable(self) -> bool:
+        """Whether the type selection can be a FilterExpression (the type is projected)."""
+        return not self.by_shape
+
+    def type_condition(self, *, latest: bool) -> Condition:
+        """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
+        table's sort key must then be nameable in the filter: scans, not queries)."""
+        plain = sorted(n for n, (_, s) in self.types.items() if not (latest and s.versioned))
+        versioned = sorted(n for n, (_, s) in self.types.items() if latest and s.versioned)
+        parts: list[Condition] = []
+        if plain:
+            parts.append(F(self.type_attr).is_in(*plain))
+        if versioned and self.table_sk:
+            parts.append(F(self.type_attr).is_in(*versioned)
+                         & F(self.table_sk).begins_with(LATEST_PREFIX))
+        cond = parts[0]
+        for extra in parts[1:]:
+            cond = cond | extra
+        return cond
+
+    @property
+    def client_rules(self) -> bool:
+        """Rules only the client can apply (a strict bound, history, latest copies among
+        several types): a server-side count cannot see them."""
+        return bool(self.exclude or self.history_base or self.latest_only)
+
+    # -- partial reads -----------------------------------------------------------------
+    def field_names(self) -> frozenset[str]:
+        return frozenset().union(*(s.field_names for _, s in self.types.values()))
+
+    def check_fields(self, names: Iterable[str]) -> None:
+        known = self.field_names()
+        unknown = sorted(set(names) - known)
+        if unknown:
+            owners = "/".join(sorted(self.types))
+            raise DynaormError(f"{owners} has no field(s) {unknown}")
+
+    def values_of(self, item: Item, names: Sequence[str]) -> dict[str, Any]:
+        """``{name: value}`` of ``names`` from ``item`` (typed like the entity's field;
+        ``None`` for a field the item lacks)."""
+        name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
+        cls = self.types[name][0] if name is not None and name in self.types else None
+        return {n: _field_value(cls, n, item.get(n)) for n in names}
+
+    def lookup_of(self, item: Item) -> dict[str, Any]:
+        """The fields ``get`` takes, from ``item``."""
+        name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
+        cls, spec = self.types[name or ""]
+        return {n: _field_value(cls, n, item.get(n)) for n in spec.lookup_fields}
+
+
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = {}
+
+
+def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any] | None:
+    """A validator of one field's type (cached per class and field)."""
+    key = (cls, name)
+    if key not in _ADAPTERS:
+        info = getattr(cls, "model_fields", {}).get(name)
+        _ADAPTERS[key] = None if info is None else TypeAdapter(info.annotation)
+    return _ADAPTERS[key]
+
+
+def _field_value(cls: type[Any] | None, name: str, av: Any) -> Any:
+    if av is None:
+        return None
+    raw = decode_value(av)
+    adapter = None if cls is None else _adapter(cls, name)
+    if adapter is None or raw is None:
+        return raw
+    try:
+        return adapter.validate_python(raw)
+    except ValidationError:
+        return raw
+
+
+def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
+              exclude: str | None = None, history_base: str | None = None,
+              latest_only: frozenset[str] = frozenset()) -> Selection[T]:
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``."""
+    from .entity import spec_of
+
+    specs = [(e, spec_of(e)) for e in entities]
+    table = specs[0][1].table
+    projection = projection_of(table, index)
+    pk_attr, source_sk = table.key_attributes(index)
+    attrs = (table.pk, table.sk, pk_attr, source_sk)
+    by_shape = projection == "KEYS_ONLY"
+    return Selection(
+        type_attr=table.type_attribute,
+        types={s.type_name: (e, s) for e, s in specs},
+        table_sk=table.sk,
+        key_attrs=tuple(dict.fromkeys(a for a in attrs if a)),
+        order_attrs=(source_sk, pk_attr),
+        sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
+        by_shape=by_shape, fetch=projection != "ALL",
+        shapes=tuple((s.type_name, _shape_checks(s, index)) for _, s in specs) if by_shape
+        else (),
+    )
+
+
+def per_request_limit(remaining: int, live: int) -> int:
+    """DynamoDB ``Limit`` per stream when ``remaining`` results are wanted from ``live``
+    streams: about an even share (plus one, so that a shard rarely runs dry mid-page)."""
+    if live <= 1:
+        return max(1, remaining)
+    return math.ceil(remaining / live) + 1
+
+
+@dataclass
+class Pager:
+    """Paging state over streams (pure). ``positions[i]``: ``None`` (start), a key
+    (resume after it) or :data:`DONE`."""
+
+    requests: Sequence[dict[str, Any]]
+    positions: list[Any]
+    keep: Callable[[Item], bool]
+    position_of: Callable[[Item], Item]
+    ordered: bool = True
+    reverse: bool = False
+    order_attrs: tuple[str | None, str] = (None, "pk")
+    _buffers: list[deque[Item]] = field(default_factory=list)
+    _resume: list[Any] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        n = len(self.requests)
+        if len(self.positions) != n:
+            raise DynaormError("a read's positions do not match its streams")  # pragma: no cover
+        self.positions = list(self.positions)
+        self._buffers = [deque() for _ in range(n)]
+        self._resume = list(self.positions)
+
+    def live(self) -> list[int]:
+        """Streams that may still give items."""
+        return [i for i, p in enumerate(self.positions) if p is not DONE]
+
+    def _has_more(self, i: int) -> bool:
+        return self._resume[i] is not DONE
+
+    def wants(self, limit: Callable[[int], int | None]) -> list[tuple[int, dict[str, Any]]]:
+        """Requests to answer before the next result can be chosen (empty: call
+        :meth:`pop`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
+        empty = [i for i in range(len(self.requests))
+                 if not self._buffers[i] and self._has_more(i)]
+        if not empty:
+            return []
+        if not self.ordered and any(self._buffers):
+            return []  # a scan hands out what it holds before reading on
+        size = limit(len(self.live()))
+        out = []
+        for i in empty:
+            request = dict(self.requests[i])
+            start = self._resume[i]
+            if start:
+                request["ExclusiveStartKey"] = start
+            if size is not None:
+                request["Limit"] = size
+            out.append((i, request))
+        return out
+
+    def feed(self, i: int, response: Mapping[str, Any]) -> None:
+        """The answer to stream ``i``'s request."""
+        keep = self.keep
+        self._buffers[i].extend(item for item in response.get("Items", ()) if keep(item))
+        last = response.get("LastEvaluatedKey")
+        self._resume[i] = last if last else DONE
+        if not self._buffers[i]:
+            self.positions[i] = self._resume[i]
+
+    def pop(self) -> tuple[int, Item] | None:
+        """The next result and its stream (``None``: nothing left). Only valid when
+        :meth:`wants` asked for nothing."""
+        heads = [i for i, b in enumerate(self._buffers) if b]
+        if not heads:
+            return None
+        if not self.ordered or len(heads) == 1:
+            i = heads[0]
+        else:
+            sk, pk = self.order_attrs
+
+            def order(j: int) -> tuple[str, str]:
+                item = self._buffers[j][0]
+                return (item[sk]["S"] if sk else "", item[pk]["S"])
+
+            i = max(heads, key=order) if self.reverse else min(heads, key=order)
+        item = self._buffers[i].popleft()
+        self.positions[i] = self.position_of(item) if self._buffers[i] else self._resume[i]
+        return i, item
+
+    @property
+    def exhausted(self) -> bool:
+        return all(p is DONE for p in self.positions)
