@@ -23,6 +23,7 @@ from .errors import (
     TransactionTooLargeError,
     UniqueConstraintError,
 )
+from .events import CommitResult, RequestEvent
 from .expressions import Condition, F
 from .ksuid import ksuid
 from .query import Page, Query
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 __all__ = [
     "GSI",
     "LSI",
+    "CommitResult",
     "ConcurrentModificationError",
     "Condition",
     "ConditionFailedError",
@@ -52,6 +54,7 @@ __all__ = [
     "Page",
     "Query",
     "RequestError",
+    "RequestEvent",
     "Session",
     "Table",
     "TableNotFoundError",

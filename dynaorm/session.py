@@ -11,7 +11,9 @@ from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
+from .events import CommitResult, write_origins
 from .failures import map_failure
+from .outcomes import APPLIED, resolve
 from .plan import WritePlan, check_item_size, item_size
 from .query import Query
 from .spec import EntitySpec
@@ -131,27 +133,41 @@ class Session:
             out.append((entry, state))
         return out
 
-    def commit(self) -> None:
-        """Send everything staged as one atomic write; clears the stage either way."""
+    def commit(self) -> CommitResult:
+        """Send everything staged as one atomic write; clears the stage either way.
+        Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
         staged = self._coalesced()
         self._staged.clear()
         if not staged:
-            return
-        plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
-        if plan.ops:
-            self._send(plan)
+            return CommitResult()
+        with self._transport.recording() as result:
+            plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
+            if plan.ops:
+                self._send(plan)
         for outcome in outcomes:
             _finalize(outcome)
+        return result if plan.ops else CommitResult()
 
     def _send(self, plan: WritePlan) -> None:
+        if len(plan.ops) == 1:
+            operation, request = plan.single_request()
+        else:
+            operation = "TransactWriteItems"
+            request = plan.transaction_request(str(uuid.uuid4()))
+        request["ReturnConsumedCapacity"] = "INDEXES"
+        origins = write_origins(plan) if self.table._listeners else ()
         try:
-            if len(plan.ops) == 1:
-                self._transport.call(*plan.single_request())
-            else:
-                token = str(uuid.uuid4())
-                self._transport.call("TransactWriteItems", plan.transaction_request(token))
+            self._transport.call(operation, request, origins)
         except RequestFailed as exc:
-            raise map_failure(plan, exc, self._exists) from exc
+            outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
+            if outcome == APPLIED:
+                return
+            if isinstance(outcome, DynaormError):
+                raise outcome from exc
+            error = map_failure(plan, exc, self._exists)
+            if error is exc:
+                raise
+            raise error from exc
 
     def _exists(self, key: PlainKey) -> bool:
         return self._get_item(key, consistent=True) is not None
@@ -161,10 +177,7 @@ class Session:
         request: dict[str, Any] = {"TableName": self.table.name, "Key": _key_av(key)}
         if consistent:
             request["ConsistentRead"] = True
-        try:
-            item: Item | None = self._transport.call("GetItem", request).get("Item")
-        except RequestFailed as exc:
-            raise DynaormError(f"GetItem {key} on {self.table.name!r} failed: {exc}") from exc
+        item: Item | None = self._transport.call("GetItem", request).get("Item")
         return item
 
     def _lookup_key(self, spec: EntitySpec, fields: Mapping[str, Any],

@@ -28,13 +28,15 @@ import pytest
 
 from ._types import Item
 from .codec import decode_item
+from .config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
 from .session import Session
 from .table import Table
 
 __all__ = ["TestBackend", "moto_backend", "tables_fixture", "use_tables"]
 
-_DUMMY_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-              "AWS_DEFAULT_REGION": "us-east-1"}
+_DUMMY_ENV = {"AWS_ACCESS_KEY_ID": LOOPBACK_ACCESS_KEY,
+              "AWS_SECRET_ACCESS_KEY": LOOPBACK_SECRET_KEY,
+              "AWS_DEFAULT_REGION": LOOPBACK_REGION}
 
 
 @contextmanager
