@@ -26,9 +26,10 @@ __all__ = [
 ]
 
 #: the access key every loopback endpoint gets where no credentials are configured
-LOOPBACK_ACCESS_KEY = "dynaorm-local"
+#: (DynamoDB Local accepts only letters and digits in one)
+LOOPBACK_ACCESS_KEY = "dynaormlocal"
 #: its secret (DynamoDB Local and moto accept any; botocore needs some to sign)
-LOOPBACK_SECRET_KEY = "dynaorm-local"
+LOOPBACK_SECRET_KEY = "dynaormlocal"
 #: the region a loopback endpoint gets where none is configured
 LOOPBACK_REGION = "us-east-1"
 #: connections the client keeps open: at least the widest fan-out (scatter-gather reads)
