@@ -211,6 +211,19 @@ def check_audits(run: Run) -> None:
     assert "v00000012_pump" in run.out and "v0_pump" in run.out
 
 
+def check_observe(run: Run) -> None:
+    assert run.block("result.requests") == ["TransactWriteItems: 2 actions"]
+    assert "[hook]   row    of Customer CUSTOMER#c1" in run.out
+    assert "[hook]   guard  of Customer CUSTOMER#c1" in run.out
+    assert run.block("[operation for operation, _ in result.requests]  # after") == [
+        "'GetItem'", "'TransactWriteItems'"]
+    capacity = run.block("result.consumed_capacity")
+    assert capacity and capacity[0].startswith("dynaorm-example-observe: ")
+    logged = [x for x in run.out.splitlines() if x.startswith("  [log] DEBUG dynaorm: ")]
+    assert len(logged) == 4 and "UpdateItem on dynaorm-example-observe: 1 action(s), " \
+        "attempt 1" in logged[1]
+
+
 CHECKS = {
     "chat_messages": check_chat,
     "event_logs": check_events,
@@ -222,4 +235,5 @@ CHECKS = {
     "adjacency_list": check_adjacency,
     "users_unique": check_users,
     "audit_versions": check_audits,
+    "observe_requests": check_observe,
 }
