@@ -192,7 +192,7 @@ class Query(Generic[T]):
         keep = reader.keep
         while True:
             if page is None:
-                page = self._transport.call("Query", request)
+                page = self._transport.call("Query", request, self._entities)
             for item in page.get("Items", ()):
                 if keep(item):
                     yield item
@@ -215,7 +215,8 @@ class Query(Generic[T]):
         sk_attr, pk_attr = plan.sk_attr, plan.pk_attr
 
         def first_page(i: int) -> dict[str, Any]:
-            result: dict[str, Any] = self._transport.call("Query", self._start(plan, i, starts[i]))
+            result: dict[str, Any] = self._transport.call(
+                "Query", self._start(plan, i, starts[i]), self._entities)
             return result
 
         with ThreadPoolExecutor(max_workers=min(n, 16)) as pool:

@@ -173,11 +173,12 @@ class Session:
         return self._get_item(key, consistent=True) is not None
 
     # -- reads ---------------------------------------------------------------------
-    def _get_item(self, key: PlainKey, consistent: bool = False) -> Item | None:
+    def _get_item(self, key: PlainKey, consistent: bool = False,
+                  origins: tuple[type[Entity], ...] = ()) -> Item | None:
         request: dict[str, Any] = {"TableName": self.table.name, "Key": _key_av(key)}
         if consistent:
             request["ConsistentRead"] = True
-        item: Item | None = self._transport.call("GetItem", request).get("Item")
+        item: Item | None = self._transport.call("GetItem", request, origins).get("Item")
         return item
 
     def _lookup_key(self, spec: EntitySpec, fields: Mapping[str, Any],
@@ -196,7 +197,7 @@ class Session:
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
         spec = self._spec(entity)
-        item = self._get_item(self._lookup_key(spec, fields, version), consistent)
+        item = self._get_item(self._lookup_key(spec, fields, version), consistent, (entity,))
         return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,

@@ -105,6 +105,7 @@ def test_hook_sees_reads(db: TestBackend, events: list[RequestEvent]) -> None:
     list(db.session().query(Note, note_id="n1"))
     assert [e.operation for e in events] == ["GetItem", "Query"]
     assert all(e.response is not None for e in events)
+    assert [e.origins for e in events] == [(Note,), (Note,)]
 
 
 def test_a_failing_hook_does_not_fail_the_request(db: TestBackend,
