@@ -228,13 +228,18 @@ class Session:
                collect: Callable[[dict[str, Any]], object] = lambda out: None) -> None:
         """Send a batch request until nothing is left unprocessed (backoff with jitter)."""
         rounds = 0
+        waited = 0.0  # the rounds' waits, like a request's retries, stay within max_wait
         while pending:
             rounds += 1
             if rounds > MAX_BATCH_ROUNDS:
                 raise DynaormError(f"{operation} on {self.table.name!r} still had unprocessed "
                                    f"requests after {MAX_BATCH_ROUNDS} rounds")
             if rounds > 1:
-                self._transport._sleep(self._transport.backoff(rounds - 1))
+                delay = min(self._transport.backoff(rounds - 1),
+                            self._transport.max_wait - waited)
+                if delay > 0:
+                    self._transport._sleep(delay)
+                    waited += delay
             out = self._transport.call(operation, {"RequestItems": pending})
             collect(out)
             pending = out.get(unprocessed) or None
