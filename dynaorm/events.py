@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import DynaormError
+from .errors import RequestError
 from .plan import ConditionCheck, WritePlan
 
 __all__ = ["CommitResult", "Origin", "RequestEvent", "capacity_of", "write_origins"]
@@ -22,7 +22,7 @@ class RequestEvent:
     """One attempt of one request, as ``table.on_request`` hooks see it.
 
     ``response`` is the parsed response of a successful attempt (else ``None``) and
-    ``error`` the :class:`~dynaorm.DynaormError` of a failed one (else ``None``).
+    ``error`` the :class:`~dynaorm.RequestError` of a failed one (else ``None``).
     ``attempt`` counts from 1; ``elapsed`` is in seconds; ``consumed_capacity`` maps table
     name and ``"table/index"`` to capacity units (empty when not returned). ``origins``:
     for a write, one ``(entity_class, key, role)`` per action in request order; for a
@@ -32,7 +32,7 @@ class RequestEvent:
     operation: str
     request: dict[str, Any]
     response: dict[str, Any] | None
-    error: DynaormError | None
+    error: RequestError | None
     attempt: int
     elapsed: float
     consumed_capacity: dict[str, float]
