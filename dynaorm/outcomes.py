@@ -27,7 +27,7 @@ from ._types import Item
 from .errors import OutcomeUnknownError, RequestError
 from .plan import Delete, Op, Put, Update, WritePlan
 
-__all__ = ["APPLIED", "resolve", "written_by"]
+__all__ = ["APPLIED", "resolve", "unknown_batch", "written_by"]
 
 #: :func:`resolve`'s answer when the write is known to have been applied
 APPLIED: Final = "applied"
@@ -60,6 +60,24 @@ def unknown(plan: WritePlan, exc: RequestError) -> OutcomeUnknownError:
         f"lost or was a server error), and after {exc.attempts} attempt(s) the last failed "
         f"with {exc.code}: {exc.message}; read the items to see what is stored",
         operation=operation, keys=[dict(op.key) for op in plan.ops])
+
+
+def unknown_batch(exc: RequestError, pending: dict[str, Any],
+                  key_attributes: tuple[str, str | None]) -> OutcomeUnknownError:
+    """The error for a BatchWriteItem round that may have been applied and then failed for
+    good: ``pending`` is the round's ``RequestItems``."""
+    keys: list[dict[str, Any]] = []
+    for entries in pending.values():
+        for entry in entries:
+            body = entry.get("PutRequest", {}).get("Item") or entry.get(
+                "DeleteRequest", {}).get("Key", {})
+            keys.append({a: next(iter(body[a].values())) for a in key_attributes
+                         if a is not None and a in body})
+    return OutcomeUnknownError(
+        f"{exc.operation} of {len(keys)} item(s) on table(s) {sorted(pending)}: outcome "
+        f"unknown: an attempt may have been applied, and after {exc.attempts} attempt(s) "
+        f"the last failed with {exc.code}: {exc.message}; read the items to see what is "
+        "stored", operation=exc.operation, keys=keys)
 
 
 def _condition_failures(plan: WritePlan, exc: RequestError

@@ -13,7 +13,7 @@ from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
 from .events import CommitResult, write_origins
 from .failures import map_failure
-from .outcomes import APPLIED, resolve
+from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import WritePlan, check_item_size, item_size
 from .query import Query
 from .spec import EntitySpec
@@ -240,7 +240,12 @@ class Session:
                 if delay > 0:
                     self._transport._sleep(delay)
                     waited += delay
-            out = self._transport.call(operation, {"RequestItems": pending})
+            try:
+                out = self._transport.call(operation, {"RequestItems": pending})
+            except RequestFailed as exc:
+                if exc.maybe_applied and operation == "BatchWriteItem":
+                    raise unknown_batch(exc, pending, self.table.key_attributes()) from exc
+                raise
             collect(out)
             pending = out.get(unprocessed) or None
 

@@ -254,3 +254,24 @@ def test_resolve_decisions() -> None:
                                                                  item=ITEM)])) is None
     conflict = [None, Reason("TransactionConflict")]
     assert isinstance(resolve(two, _failed(cancelled, reasons=conflict)), OutcomeUnknownError)
+
+
+def test_bulk_write_applied_then_throttled_is_outcome_unknown(db: TestBackend,
+                                                             faults: Faults) -> None:
+    faults.lose("BatchWriteItem")
+    faults.refuse("BatchWriteItem", after=1)
+    notes = [Note(note_id=f"n{i}") for i in range(3)]
+    with pytest.raises(OutcomeUnknownError) as err:
+        db.session().save_many(notes)
+    assert err.value.operation == "BatchWriteItem"
+    assert sorted(k["pk"] for k in err.value.keys) == ["NOTE#n0", "NOTE#n1", "NOTE#n2"]
+    assert len(db.scan()) == 3  # applied, as far as anyone could tell from the answers
+
+
+def test_bulk_write_throttled_is_a_request_error(db: TestBackend, faults: Faults) -> None:
+    sent = faults.count()
+    faults.refuse("BatchWriteItem")
+    with pytest.raises(RequestError) as err:
+        db.session().save_many([Note(note_id="n1")])
+    assert not isinstance(err.value, OutcomeUnknownError) and sent["BatchWriteItem"] == 5
+    assert db.scan() == []
