@@ -263,3 +263,23 @@ def test_no_connection_is_a_request_error() -> None:
     assert not isinstance(err.value, BotoCoreError)
     assert (err.value.operation, err.value.code) == ("DescribeTable", "ConnectionError")
     assert err.value.attempts == 2 and not err.value.maybe_applied
+
+
+def test_scatter_threads_send_through_the_table_client(db: TestBackend, faults: Faults) -> None:
+    """A query over a sharded key runs one thread per shard; every one of them sends
+    through ``table.client`` (counted there), from threads that are not the caller's."""
+    from tests.test_shard import SEvent
+
+    threads: set[int] = set()
+
+    def seen(**_: Any) -> None:
+        threads.add(threading.get_ident())
+
+    faults._on("request-created.dynamodb.Query", seen)
+    sent = faults.count("Query")
+    with db.session() as s:
+        for i in range(6):
+            s.save(SEvent(day="d1", at=f"{i:02d}", event_id=f"e{i}"))
+    assert len(list(db.session().query(SEvent, day="d1"))) == 6
+    assert sent["Query"] == 3
+    assert threads and threading.get_ident() not in threads
