@@ -34,7 +34,7 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from ._types import Item
 from .config import create_client
-from .errors import RequestError, TableNotFoundError
+from .errors import DynaormError, RequestError, TableNotFoundError
 from .events import CommitResult, RequestEvent, actions_of, capacity_of, table_of
 
 __all__ = ["Reason", "RequestFailed", "Transport", "logger"]
@@ -101,8 +101,13 @@ class Transport:
         if client is None:
             with self._lock:
                 if self._client is None:
-                    self._client = create_client(self.endpoint_url, self.region,
-                                                 table=self._table)
+                    try:
+                        self._client = create_client(self.endpoint_url, self.region,
+                                                     table=self._table)
+                    except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
+                        raise DynaormError(
+                            f"table {self._table!r}: cannot create a DynamoDB client for "
+                            f"endpoint {self.endpoint_url!r}: {exc}") from exc
                 client = self._client
         return client
 
@@ -150,6 +155,8 @@ class Transport:
                 if attempt >= self.max_attempts or not retry:
                     exc.maybe_applied = maybe_applied
                     exc.attempts = attempt
+                    if attempt > 1:
+                        exc.args = (f"{exc.args[0]} (after {attempt} attempts)", *exc.args[1:])
                     raise
             else:
                 if observe:

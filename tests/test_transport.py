@@ -90,6 +90,7 @@ def test_persistent_throttling_sends_max_attempts_then_request_error(
     assert type(err.value) is RequestError
     assert (err.value.operation, err.value.code) == ("PutItem", "ThrottlingException")
     assert err.value.attempts == 3 and not err.value.maybe_applied
+    assert str(err.value).endswith("(after 3 attempts)")
     assert sent["PutItem"] == 3
     assert knob_db.scan() == []
     assert thing._dynaorm_state is None
@@ -283,3 +284,11 @@ def test_scatter_threads_send_through_the_table_client(db: TestBackend, faults: 
     assert len(list(db.session().query(SEvent, day="d1"))) == 6
     assert sent["Query"] == 3
     assert threads and threading.get_ident() not in threads
+
+
+def test_a_malformed_endpoint_is_a_dynaorm_error() -> None:
+    table = Table("dynaorm-bad-url", endpoint_url="localhost:8000", region="us-east-1")
+    with pytest.raises(DynaormError) as err:
+        table.exists()
+    assert "localhost:8000" in str(err.value) and "dynaorm-bad-url" in str(err.value)
+    assert not isinstance(err.value, RequestError)  # nothing could be sent
