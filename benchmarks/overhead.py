@@ -670,7 +670,7 @@ def make_dynaorm(bodies: dict[str, bytes]) -> Contender:
         body: str
 
     transport = CannedTransport(bodies)
-    # dynaorm's Table.transport wraps a PynamoDB Connection; .client is its botocore client.
+    # dynaorm's botocore client: one per table, botocore's retries off (table.client).
     transport.attach(app.transport.client)
     new_id = _fresh_ids()
 
@@ -708,7 +708,8 @@ def make_dynaorm(bodies: dict[str, bytes]) -> Contender:
     version = getattr(dynaorm, "__version__", "?")
     notes = [
         "a new Session per operation",
-        "transport = the botocore client of a PynamoDB Connection (same config as PynamoDB)",
+        "transport = dynaorm's own botocore client (table.client; validation off, botocore "
+        "retries off)",
     ]
     return Contender(
         "dynaorm",

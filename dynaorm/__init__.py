@@ -23,6 +23,7 @@ from .errors import (
     TransactionTooLargeError,
     UniqueConstraintError,
 )
+from .events import CommitResult, RequestEvent
 from .expressions import Condition, F
 from .ksuid import ksuid
 from .query import Page, Query
@@ -39,6 +40,7 @@ __all__ = [
     "GSI",
     "LSI",
     "Change",
+    "CommitResult",
     "ConcurrentModificationError",
     "Condition",
     "ConditionFailedError",
@@ -57,6 +59,7 @@ __all__ = [
     "Query",
     "RequestError",
     "Scan",
+    "RequestEvent",
     "Session",
     "Shards",
     "Table",

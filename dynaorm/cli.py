@@ -25,6 +25,7 @@ from botocore.exceptions import BotoCoreError
 
 from . import __version__
 from .audit_run import CheckpointError, ProgressBar, check_table, item_count
+from .config import LOOPBACK_ACCESS_KEY, LOOPBACK_SECRET_KEY
 from .errors import DynaormError
 from .spec import EntitySpec
 from .table import Table
@@ -90,7 +91,8 @@ def _connect(table: Table, args: argparse.Namespace) -> Table:
     region: str | None = args.region or table.region
     if url and (urlparse(url).hostname or "") in _LOOPBACK:
         # DynamoDB Local and moto accept any credentials, but botocore needs some to sign.
-        for name, value in (("AWS_ACCESS_KEY_ID", "dummy"), ("AWS_SECRET_ACCESS_KEY", "dummy")):
+        for name, value in (("AWS_ACCESS_KEY_ID", LOOPBACK_ACCESS_KEY),
+                            ("AWS_SECRET_ACCESS_KEY", LOOPBACK_SECRET_KEY)):
             os.environ.setdefault(name, value)
     return table.connect(url, region)
 

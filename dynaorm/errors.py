@@ -130,7 +130,12 @@ class RequestError(DynaormError):
     ``operation`` is the API name (``"GetItem"``), ``code`` and ``message`` DynamoDB's (or
     the connection's) error. ``reasons`` holds a transaction's cancellation reasons in
     request order and ``item`` a single write's stored item, when returned.
+    ``maybe_applied`` is true when some attempt may have been applied (a timeout or a
+    dropped connection after sending, a 5xx); ``attempts`` counts the attempts made.
     """
+
+    maybe_applied: bool = False
+    attempts: int = 1
 
     def __init__(self, operation: str, code: str, message: str,
                  reasons: list[Any] | None = None, item: dict[str, Any] | None = None

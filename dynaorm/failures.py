@@ -47,9 +47,7 @@ def map_failure(plan: WritePlan, exc: RequestFailed,
             f"commit of {first.entity.__name__} {first.owner_key} (and {len(plan.ops) - 1} "
             f"more actions) on table {plan.table!r} kept conflicting with concurrent "
             f"transactions after retries: {exc.message}")
-    detail = f" (reasons: {codes})" if codes else ""
-    return DynaormError(f"commit on table {plan.table!r} failed: {exc.code}: "
-                        f"{exc.message}{detail}")
+    return exc  # no typed error says more: the RequestError itself (operation, code)
 
 
 def _condition_error(failed: list[tuple[Op, Reason]],

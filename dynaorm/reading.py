@@ -182,6 +182,7 @@ class ReadBase(Generic[T]):
         """Results in order, requests sent as the pager asks (several at once: threads)."""
         call = self._transport.call
         op = self._operation
+        origins = tuple(self._entities)  # on_request hooks see which entities a read was for
         rounds = 0
         pool: ThreadPoolExecutor | None = None
         try:
@@ -192,12 +193,12 @@ class ReadBase(Generic[T]):
                         return
                     rounds += 1
                     if len(wanted) == 1:
-                        pager.feed(wanted[0][0], call(op, wanted[0][1]))
+                        pager.feed(wanted[0][0], call(op, wanted[0][1], origins))
                         continue
                     if pool is None:
                         _ = self._transport.client  # made once here, not by racing threads
                         pool = ThreadPoolExecutor(max_workers=min(len(wanted), MAX_WORKERS))
-                    outs = list(pool.map(lambda w: call(op, w[1]), wanted))
+                    outs = list(pool.map(lambda w: call(op, w[1], origins), wanted))
                     for (i, _), out in zip(wanted, outs, strict=True):
                         pager.feed(i, out)
                     continue
@@ -301,7 +302,7 @@ class ReadBase(Generic[T]):
     def _count_stream(self, request: dict[str, Any]) -> int:
         total = 0
         while True:
-            out = self._transport.call(self._operation, request)
+            out = self._transport.call(self._operation, request, tuple(self._entities))
             total += int(out.get("Count", 0))
             last = out.get("LastEvaluatedKey")
             if not last or (self._limit is not None and total >= self._limit):

@@ -12,7 +12,9 @@ from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
+from .events import CommitResult, write_origins
 from .failures import map_failure
+from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import WritePlan, check_item_size, item_size
 from .query import Query
 from .reading import MAX_WORKERS, batch_get
@@ -136,40 +138,52 @@ class Session:
             out.append((entry, state))
         return out
 
-    def commit(self) -> None:
-        """Send everything staged as one atomic write; clears the stage either way."""
+    def commit(self) -> CommitResult:
+        """Send everything staged as one atomic write; clears the stage either way.
+        Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
         staged = self._coalesced()
         self._staged.clear()
         if not staged:
-            return
-        plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
-        if plan.ops:
-            self._send(plan)
+            return CommitResult()
+        with self._transport.recording() as result:
+            plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
+            if plan.ops:
+                self._send(plan)
         for outcome in outcomes:
             _finalize(outcome)
+        return result if plan.ops else CommitResult()
 
     def _send(self, plan: WritePlan) -> None:
+        if len(plan.ops) == 1:
+            operation, request = plan.single_request()
+        else:
+            operation = "TransactWriteItems"
+            request = plan.transaction_request(str(uuid.uuid4()))
+        request["ReturnConsumedCapacity"] = "INDEXES"
+        origins = write_origins(plan) if self.table._listeners else ()
         try:
-            if len(plan.ops) == 1:
-                self._transport.call(*plan.single_request())
-            else:
-                token = str(uuid.uuid4())
-                self._transport.call("TransactWriteItems", plan.transaction_request(token))
+            self._transport.call(operation, request, origins)
         except RequestFailed as exc:
-            raise map_failure(plan, exc, self._exists) from exc
+            outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
+            if outcome == APPLIED:
+                return
+            if isinstance(outcome, DynaormError):
+                raise outcome from exc
+            error = map_failure(plan, exc, self._exists)
+            if error is exc:
+                raise
+            raise error from exc
 
     def _exists(self, key: PlainKey) -> bool:
         return self._get_item(key, consistent=True) is not None
 
     # -- reads ---------------------------------------------------------------------
-    def _get_item(self, key: PlainKey, consistent: bool = False) -> Item | None:
+    def _get_item(self, key: PlainKey, consistent: bool = False,
+                  origins: tuple[type[Entity], ...] = ()) -> Item | None:
         request: dict[str, Any] = {"TableName": self.table.name, "Key": _key_av(key)}
         if consistent:
             request["ConsistentRead"] = True
-        try:
-            item: Item | None = self._transport.call("GetItem", request).get("Item")
-        except RequestFailed as exc:
-            raise DynaormError(f"GetItem {key} on {self.table.name!r} failed: {exc}") from exc
+        item: Item | None = self._transport.call("GetItem", request, origins).get("Item")
         return item
 
     def _lookup_key(self, spec: EntitySpec, fields: Mapping[str, Any],
@@ -188,7 +202,7 @@ class Session:
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
         spec = self._spec(entity)
-        item = self._get_item(self._lookup_key(spec, fields, version), consistent)
+        item = self._get_item(self._lookup_key(spec, fields, version), consistent, (entity,))
         return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
@@ -238,14 +252,24 @@ class Session:
                collect: Callable[[dict[str, Any]], object] = lambda out: None) -> None:
         """Send a batch request until nothing is left unprocessed (backoff with jitter)."""
         rounds = 0
+        waited = 0.0  # the rounds' waits, like a request's retries, stay within max_wait
         while pending:
             rounds += 1
             if rounds > MAX_BATCH_ROUNDS:
                 raise DynaormError(f"{operation} on {self.table.name!r} still had unprocessed "
                                    f"requests after {MAX_BATCH_ROUNDS} rounds")
             if rounds > 1:
-                self._transport._sleep(self._transport.backoff(rounds - 1))
-            out = self._transport.call(operation, {"RequestItems": pending})
+                delay = min(self._transport.backoff(rounds - 1),
+                            self._transport.max_wait - waited)
+                if delay > 0:
+                    self._transport._sleep(delay)
+                    waited += delay
+            try:
+                out = self._transport.call(operation, {"RequestItems": pending})
+            except RequestFailed as exc:
+                if exc.maybe_applied and operation == "BatchWriteItem":
+                    raise unknown_batch(exc, pending, self.table.key_attributes()) from exc
+                raise
             collect(out)
             pending = out.get(unprocessed) or None
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import DynaormError
+from .events import RequestEvent
 from .transport import RequestFailed, Transport
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ __all__ = ["GSI", "LSI", "Table"]
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
+_Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 
 
 def _check_name(kind: str, name: object) -> None:
@@ -113,19 +115,40 @@ class Table:
                 raise DynaormError(f"table {name!r}: an LSI needs a table with a sort key")
             self.indexes[index.name] = index
         self.entities: dict[str, type[Entity]] = {}
+        self._listeners: list[Callable[[RequestEvent], object]] = []
         self._transport = transport
+        if transport is not None:
+            transport.listeners = self._listeners
 
     # -- transport -----------------------------------------------------------------
     @property
     def transport(self) -> Transport:
         """The transport used by sessions on this table (created on first use)."""
-        if self._transport is None:
-            self._transport = Transport(self.endpoint_url, self.region)
-        return self._transport
+        transport = self._transport
+        if transport is None:
+            transport = Transport(self.endpoint_url, self.region,
+                                  max_attempts=self.max_attempts, max_wait=self.max_wait,
+                                  table=self.name)
+            transport.listeners = self._listeners
+            self._transport = transport
+        return transport
 
     @transport.setter
     def transport(self, transport: Transport) -> None:
+        transport.listeners = self._listeners
         self._transport = transport
+
+    @property
+    def client(self) -> Any:
+        """The botocore client sync sessions send through (one per table, created on
+        first use; register botocore event handlers on ``client.meta.events``)."""
+        return self.transport.client
+
+    def on_request(self, fn: _Hook) -> _Hook:
+        """Call ``fn(event)`` after every attempt of every request on this table (a
+        :class:`~dynaorm.RequestEvent`); returns ``fn``, so it also works as a decorator."""
+        self._listeners.append(fn)
+        return fn
 
     def connect(self, endpoint_url: str | None = None, region: str | None = None) -> Table:
         """Point this table at another endpoint (DynamoDB Local, a test backend)."""
@@ -214,7 +237,7 @@ class Table:
         except RequestFailed as exc:
             if exc.code == "ResourceNotFoundException":
                 return None
-            raise DynaormError(f"cannot describe table {self.name!r}: {exc}") from exc
+            raise
         return str(out["Table"].get("TableStatus", "ACTIVE"))
 
     def create(self, wait: float = 300.0) -> None:
@@ -223,7 +246,7 @@ class Table:
             self.transport.call("CreateTable", self.definition())
         except RequestFailed as exc:
             if exc.code != "ResourceInUseException":
-                raise DynaormError(f"cannot create table {self.name!r}: {exc}") from exc
+                raise
         self._wait(lambda status: status == "ACTIVE", wait)
         if self.stream is not None:
             self._enable_stream(wait)
@@ -261,7 +284,7 @@ class Table:
             self.transport.call("DeleteTable", {"TableName": self.name})
         except RequestFailed as exc:
             if exc.code != "ResourceNotFoundException":
-                raise DynaormError(f"cannot delete table {self.name!r}: {exc}") from exc
+                raise
         self._wait(lambda status: status is None, wait)
 
     def _wait(self, done: Any, timeout: float) -> None:

@@ -33,6 +33,7 @@ from typing import Any
 
 from ._types import Item
 from .codec import decode_item
+from .config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
 from .session import Session
 from .table import Table
 
@@ -42,8 +43,9 @@ __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'
 
-_DUMMY_ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-              "AWS_DEFAULT_REGION": "us-east-1"}
+_DUMMY_ENV = {"AWS_ACCESS_KEY_ID": LOOPBACK_ACCESS_KEY,
+              "AWS_SECRET_ACCESS_KEY": LOOPBACK_SECRET_KEY,
+              "AWS_DEFAULT_REGION": LOOPBACK_REGION}
 
 
 @contextmanager

@@ -41,7 +41,7 @@ DOCUMENTED = {
     "MultipleResultsError", "InvalidCursorError",
     # 0.2
     "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
-    "RequestError", "Change", "Versioned", "Scan", "Shards",
+    "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
 }
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,

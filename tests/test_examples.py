@@ -226,6 +226,17 @@ def check_stream_aggregate(run: Run) -> None:
         "('cancelled', 1)", "('open', 2)", "('shipped', 2)"]
     assert "recounted from the orders: {'cancelled': 1, 'open': 2, 'shipped': 2}" in run.out
     assert "counters match the orders" in run.out
+def check_observe(run: Run) -> None:
+    assert run.block("result.requests") == ["TransactWriteItems: 2 actions"]
+    assert "[hook]   row    of Customer CUSTOMER#c1" in run.out
+    assert "[hook]   guard  of Customer CUSTOMER#c1" in run.out
+    assert run.block("[operation for operation, _ in result.requests]  # after") == [
+        "'GetItem'", "'TransactWriteItems'"]
+    capacity = run.block("result.consumed_capacity")
+    assert capacity and capacity[0].startswith("dynaorm-example-observe: ")
+    logged = [x for x in run.out.splitlines() if x.startswith("  [log] DEBUG dynaorm: ")]
+    assert len(logged) == 4 and "UpdateItem on dynaorm-example-observe: 1 action(s), " \
+        "attempt 1" in logged[1]
 
 
 CHECKS = {
@@ -240,4 +251,5 @@ CHECKS = {
     "users_unique": check_users,
     "audit_versions": check_audits,
     "stream_aggregate": check_stream_aggregate,
+    "observe_requests": check_observe,
 }
