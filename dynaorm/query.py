@@ -54,18 +54,23 @@ class Query(ReadBase[T]):
         return self._with(_cond=SortCondition(op, args))
 
     def eq(self, **fields: Any) -> Query[T]:
+        """Sort key equal to the one rendered from these sort-key fields."""
         return self._sort("eq", fields)
 
     def lt(self, **fields: Any) -> Query[T]:
+        """Sort key before the one rendered from these fields (kept inside the entity's prefix)."""
         return self._sort("lt", fields)
 
     def lte(self, **fields: Any) -> Query[T]:
+        """Sort key at or before the one rendered from these fields."""
         return self._sort("lte", fields)
 
     def gt(self, **fields: Any) -> Query[T]:
+        """Sort key after the one rendered from these fields (kept inside the entity's prefix)."""
         return self._sort("gt", fields)
 
     def gte(self, **fields: Any) -> Query[T]:
+        """Sort key at or after the one rendered from these fields."""
         return self._sort("gte", fields)
 
     def between(self, low: Mapping[str, Any], high: Mapping[str, Any]) -> Query[T]:
@@ -77,6 +82,7 @@ class Query(ReadBase[T]):
         return self._sort("begins_with", fields)
 
     def reverse(self) -> Query[T]:
+        """The same query in descending sort-key order (again: ascending)."""
         return self._with(_reverse=not self._reverse)
 
     # -- planning ------------------------------------------------------------------
