@@ -136,6 +136,16 @@ def _unchanged(spec: EntitySpec, old: Mapping[str, Any],
     return conds
 
 
+def _stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
+    """Conditions that the stored attributes ``attrs`` still hold what ``stored`` says (a
+    loaded item, raw): one ``=`` or ``attribute_not_exists`` per attribute."""
+    conds: list[Condition] = []
+    for name in sorted(attrs):
+        av = stored.get(name)
+        conds.append(not_exists(name) if av is None else raw_eq(name, av))
+    return conds
+
+
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
@@ -169,6 +179,9 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
         guard = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
+        if not entry.overwrite:  # the move copies every attribute: none may have changed
+            keys = {spec.table.pk, spec.table.sk, spec.table.type_attribute}
+            guard += _stored_as(state.item, set(state.item) - keys - unique_fields)
         b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
         b.owner = key
         b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
@@ -181,7 +194,10 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
         for attr in touched:
             depends.update(f for f in spec.derived_fields(attr))
         depends -= touched - unique_fields  # unique values read stay conditioned (guards)
-        cond = all_of([exists(spec.table.pk), *_unchanged(spec, old_values, depends)])
+        conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
+        if not entry.overwrite:  # no lost updates: what it writes is still what it read
+            conds += _stored_as(state.item, touched - depends)
+        cond = all_of(conds)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
         else:

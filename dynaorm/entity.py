@@ -63,6 +63,16 @@ class Entity(BaseModel):
     def _dynaorm_state(self, state: InstanceState | None) -> None:
         object.__setattr__(self, "_dynaorm_slot", state)
 
+    def __copy__(self) -> Self:
+        copy = super().__copy__()  # model_copy(): a copy of a loaded object is loaded too
+        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)
+        return copy
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copy = super().__deepcopy__(memo)
+        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)  # immutable: shared
+        return copy
+
     @property
     def _is_persisted(self) -> bool:
         return self._dynaorm_state is not None

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import ItemTooLargeError, TransactionTooLargeError
-from .expressions import Condition, Placeholders
+from .expressions import Condition, Placeholders, condition_values
 
 __all__ = [
     "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
@@ -197,6 +197,8 @@ class WritePlan:
         total = 0
         for op in self.ops:
             total += check_item_size(_exact_size(op), op.origin.entity.__name__, op.key)
+            if op.condition is not None:  # condition values travel in the request too
+                total += sum(value_size(av) for av in condition_values(op.condition))
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(
