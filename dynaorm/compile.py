@@ -9,14 +9,15 @@ transaction fail rather than leave the table inconsistent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from dataclasses import replace
+from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
 from .codec import decode_item, encode_value
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq
-from .plan import Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
+from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
 from .spec import EntitySpec, UniqueRule, version_sk
 from .state import InstanceState, changed_attributes
 
@@ -27,12 +28,21 @@ GUARD_TYPE = "dynaorm:unique"
 
 
 class Staged(NamedTuple):
-    """One staged unit of work: a save or a delete of one object."""
+    """One staged unit of work: a save or a delete of one object (or, with ``action``
+    "update"/"check", a :class:`StagedAction` such as ``s.update()``'s)."""
 
     obj: Entity
-    action: Literal["save", "delete"]
+    action: Literal["save", "delete", "update", "check"]
     overwrite: bool = False
     history: bool = False
+    condition: Condition | None = None  # the caller's own condition (``condition=``)
+
+
+class StagedAction(Protocol):
+    """A staged action that plans itself (``s.update()``, ``s.check()``)."""
+
+    def plan_ops(self, state: InstanceState | None,
+                 index: int) -> tuple[list[Op], Outcome | None]: ...
 
 
 class Outcome(NamedTuple):
@@ -146,7 +156,34 @@ def _stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition
     return conds
 
 
+def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -> list[Op]:
+    """AND the caller's ``condition=`` into the action on the entity's own row (the first
+    row/latest-copy action: the delete of the old row when the key moves). With nothing to
+    write, the condition is still checked (a ConditionCheck)."""
+    caller = entry.condition
+    if caller is None:
+        return ops
+    for i, op in enumerate(ops):
+        if op.origin.role in (Role.ROW, Role.LATEST):
+            fail = op.origin.fail if op.condition is not None else Fail.CALLER
+            origin = op.origin._replace(fail=fail, caller=caller)
+            cond = caller if op.condition is None else all_of([op.condition, caller])
+            assert cond is not None
+            ops[i] = replace(op, condition=cond, origin=origin)
+            return ops
+    state = entry.obj._dynaorm_state
+    key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
+    origin = Origin(spec.cls, key, Role.ROW, Fail.CALLER, None, None, index, caller)
+    return [*ops, ConditionCheck(key, caller, origin)]
+
+
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+    ops, outcome = _plan_save(entry, state, index)
+    return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
+
+
+def _plan_save(entry: Staged, state: InstanceState | None, index: int
+               ) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
@@ -236,7 +273,14 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
     return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1)
 
 
-def plan_delete(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+def plan_delete(entry: Staged, state: InstanceState | None, index: int
+                ) -> tuple[list[Op], Outcome]:
+    ops, outcome = _plan_delete(entry, state, index)
+    return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
+
+
+def _plan_delete(entry: Staged, state: InstanceState | None, index: int
+                 ) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)
@@ -266,14 +310,23 @@ def _item_id(key: PlainKey) -> tuple[tuple[str, str], ...]:
 
 def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | None]]
                    ) -> tuple[WritePlan, list[Outcome]]:
-    """Plan a whole commit. Raises before anything is sent when the plan is impossible."""
+    """Plan a whole commit. Raises before anything is sent when the plan is impossible.
+
+    Outcomes are one per entry that stages an object (``s.update()``/``s.check()``
+    entries, which plan themselves, add theirs only when they produce an object)."""
     ops: list[Op] = []
     outcomes: list[Outcome] = []
     at: dict[tuple[tuple[str, str], ...], int] = {}
     for index, (entry, state) in enumerate(entries):
-        planner = plan_save if entry.action == "save" else plan_delete
-        entry_ops, outcome = planner(entry, state, index)
-        outcomes.append(outcome)
+        if entry.action in ("update", "check"):
+            action: StagedAction = entry.obj  # type: ignore[assignment]
+            entry_ops, maybe = action.plan_ops(state, index)
+            if maybe is not None:
+                outcomes.append(maybe)
+        else:
+            planner = plan_save if entry.action == "save" else plan_delete
+            entry_ops, outcome = planner(entry, state, index)
+            outcomes.append(outcome)
         for op in entry_ops:
             ident = _item_id(op.key)
             prev = at.get(ident)

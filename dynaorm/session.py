@@ -5,19 +5,21 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError
+from .expressions import Condition
 from .failures import map_failure
-from .plan import WritePlan, check_item_size, item_size
+from .plan import ConditionCheck, WritePlan, check_item_size, item_size
 from .query import Query
 from .spec import EntitySpec
 from .state import InstanceState
 from .table import Table
 from .transport import RequestFailed
+from .updates import StagedCheck, StagedUpdate
 
 __all__ = ["Session"]
 
@@ -61,6 +63,8 @@ class Session:
     def _stage_key(self, obj: Entity) -> Any:
         """Which stored item an entry stands for: where it is and where it goes. Objects
         coalesce only when both agree (a key move and an insert at the old key do not)."""
+        if not isinstance(obj, Entity):  # an s.update() or s.check(): never coalesced
+            return id(obj)
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
         new = _key_id(spec.primary_key(obj.__dict__))
@@ -72,13 +76,55 @@ class Session:
         self._staged.pop(id(entry.obj), None)  # restaged: its last staging wins
         self._staged[id(entry.obj)] = entry
 
-    def save(self, obj: Entity, *, overwrite: bool = False) -> None:
-        """Stage an insert (new object) or an update (persisted object)."""
-        self._stage(Staged(obj, "save", overwrite))
+    def save(self, obj: Entity, *, overwrite: bool = False,
+             condition: Condition | None = None) -> None:
+        """Stage an insert (new object) or an update (persisted object); with
+        ``condition=`` the commit also requires it on the stored item."""
+        self._stage(Staged(obj, "save", overwrite, condition=_condition(condition)))
 
-    def delete(self, obj: Entity, *, history: bool = False) -> None:
-        """Stage a delete (with ``history=True`` a versioned entity's rows go too)."""
-        self._stage(Staged(obj, "delete", history=history))
+    def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
+               condition: Condition | None = None, **fields: Any) -> None:
+        """Stage a delete of an object, or by key: ``s.delete(User, user_id="u1")`` (with
+        ``history=True`` a versioned entity's rows go too; ``condition=`` must hold)."""
+        if isinstance(obj, type):
+            spec = self._spec(obj)
+            self._lookup_key(spec, fields)
+            obj = obj.model_construct(**fields)  # only its key: entities with rules are
+            # read at commit (consistently), like any never-loaded object
+        elif fields:
+            raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
+        self._stage(Staged(obj, "delete", history=history, condition=_condition(condition)))
+
+    @overload
+    def update(self, target: type[T], /, *, upsert: bool = False,
+               **fields: Any) -> StagedUpdate[T]: ...
+    @overload
+    def update(self, target: T, /, *, upsert: bool = False) -> StagedUpdate[T]: ...
+    def update(self, target: type[T] | T, /, *, upsert: bool = False,
+               **fields: Any) -> StagedUpdate[T]:
+        """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
+        loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
+        if isinstance(target, type):
+            spec = self._spec(target)
+            self._lookup_key(spec, fields)
+            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert)
+        else:
+            if fields:
+                raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
+                                   "does")
+            spec = self._spec(target)
+            key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
+            staged = StagedUpdate(type(target), key_fields, target, upsert)
+        self._staged[id(staged)] = Staged(cast(Any, staged), "update")
+        return staged
+
+    def check(self, entity: type[Entity], /, *, condition: Condition,
+              **fields: Any) -> None:
+        """Stage a ConditionCheck: the commit fails (ConditionFailedError) and writes
+        nothing unless ``condition`` holds on that stored item."""
+        spec = self._spec(entity)
+        check = StagedCheck(entity, self._lookup_key(spec, fields), condition)
+        self._staged[id(check)] = Staged(cast(Any, check), "check")
 
     def _coalesced(self) -> list[Staged]:
         """The staged work, one entry per stored item: when two objects stand for the same
@@ -116,6 +162,10 @@ class Session:
     def _prepare(self, staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]]:
         out: list[tuple[Staged, InstanceState | None]] = []
         for entry in staged:
+            if entry.action in ("update", "check"):
+                action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
+                out.append((entry, action.prepare(self._read_consistent)))
+                continue
             state = entry.obj._dynaorm_state
             spec = spec_of(type(entry.obj))
             needs_read = state is None and spec.has_rules and (
@@ -138,20 +188,31 @@ class Session:
         if not staged:
             return
         plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
+        response: dict[str, Any] = {}
         if plan.ops:
-            self._send(plan)
+            response = self._send(plan)
         for outcome in outcomes:
             _finalize(outcome)
+        single = len(plan.ops) == 1
+        for entry in staged:
+            if entry.action in ("update", "check"):
+                cast(StagedUpdate[Any] | StagedCheck, entry.obj).finish(
+                    response, single, self._read_consistent)
 
-    def _send(self, plan: WritePlan) -> None:
+    def _send(self, plan: WritePlan) -> dict[str, Any]:
         try:
-            if len(plan.ops) == 1:
-                self._transport.call(*plan.single_request())
-            else:
+            if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
+                out: dict[str, Any] = self._transport.call(*plan.single_request())
+            else:  # a ConditionCheck alone is a transaction of one
                 token = str(uuid.uuid4())
-                self._transport.call("TransactWriteItems", plan.transaction_request(token))
+                out = self._transport.call("TransactWriteItems",
+                                           plan.transaction_request(token))
         except RequestFailed as exc:
             raise map_failure(plan, exc, self._exists) from exc
+        return out
+
+    def _read_consistent(self, key: PlainKey) -> Item | None:
+        return self._get_item(key, consistent=True)
 
     def _exists(self, key: PlainKey) -> bool:
         return self._get_item(key, consistent=True) is not None
@@ -297,6 +358,12 @@ class Session:
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         self._batch("BatchWriteItem", "UnprocessedItems", {self.table.name: requests})
+
+def _condition(condition: Condition | None) -> Condition | None:
+    if condition is not None and not isinstance(condition, Condition):
+        raise DynaormError(f"condition= takes a condition built with F, got {condition!r}")
+    return condition
+
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
