@@ -83,6 +83,16 @@ def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
     return TypeAdapter(ann)  # type: ignore[arg-type]
 
 
+def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
+    if method == "append":
+        return [*first, *then]
+    if method == "prepend":
+        return [*then, *first]
+    if shape == "number":
+        return first + then
+    return type(first)(set(first) | set(then))
+
+
 class StagedUpdate(Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
     return it; ``result`` is the stored entity after the commit."""
@@ -191,6 +201,9 @@ class StagedUpdate(Generic[T]):
             checked = _adapter(self.entity, name).validate_python(value)
             if shape == "set" and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
+            prev = self._actions.get(name)
+            if prev is not None and method in ("add", "discard", "append", "prepend"):
+                checked = _combine(method, shape, prev[1], checked)  # they accumulate
             self._actions[name] = (method, checked)
         return self
 
