@@ -69,8 +69,8 @@ _ORDER = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
 
 
 def _compare(stored: AttributeValue | None, op: str, value: AttributeValue) -> bool:
-    if stored is None:
-        return False
+    if stored is None:  # a missing attribute equals nothing, so it differs from anything
+        return op == "<>"
     if op == "=":
         return _equal(stored, value)
     if op == "<>":

@@ -356,8 +356,42 @@ class Session:
                 for obj in objs_at_key:  # all of them now stand for the stored item
                     obj._dynaorm_state = InstanceState(key, item)
 
+    def delete_many(self, objs: Iterable[Entity] | type[Entity],
+                    keys: Iterable[Mapping[str, Any]] | None = None) -> None:
+        """Bulk delete (BatchWriteItem, 25 a request) of objects, or of one entity's keys:
+        ``s.delete_many(User, [{"user_id": "u1"}])``. Not atomic, no rules (entities with
+        unique or versioned rules are refused, as by ``save_many``)."""
+        targets: list[tuple[Entity | None, PlainKey]] = []
+        if isinstance(objs, type):
+            spec = self._spec(objs)
+            _refuse_rules(spec, "delete_many")
+            targets = [(None, self._lookup_key(spec, k)) for k in keys or ()]
+        else:
+            if keys is not None:
+                raise DynaormError("delete_many(objs) takes no keys; "
+                                   "delete_many(Entity, keys) does")
+            for obj in objs:
+                spec = self._spec(obj)
+                _refuse_rules(spec, "delete_many")
+                state = obj._dynaorm_state
+                targets.append((obj, state.key if state is not None
+                                else spec.primary_key(obj.__dict__)))
+        unique = list({_key_id(k): k for _, k in targets}.values())
+        for start in range(0, len(unique), BATCH_WRITE):
+            self._batch_write([{"DeleteRequest": {"Key": _key_av(k)}}
+                               for k in unique[start:start + BATCH_WRITE]])
+        for target, _ in targets:
+            if target is not None:
+                target._dynaorm_state = None  # deleted: saving it again inserts
+
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         self._batch("BatchWriteItem", "UnprocessedItems", {self.table.name: requests})
+
+def _refuse_rules(spec: EntitySpec, what: str) -> None:
+    if spec.has_rules:
+        raise DynaormError(f"{spec.name} has unique or versioned rules; {what} cannot keep "
+                           "them; use Session.delete and commit")
+
 
 def _condition(condition: Condition | None) -> Condition | None:
     if condition is not None and not isinstance(condition, Condition):
