@@ -3,14 +3,22 @@ on the stored values of every attribute it writes or removes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dynaorm import ConcurrentModificationError, Session, TransactionTooLargeError
+from dynaorm import (
+    ConcurrentModificationError,
+    Session,
+    TransactionConflictError,
+    TransactionTooLargeError,
+)
 from dynaorm.compile import Staged, compile_commit
-from dynaorm.testing import TestBackend
-from tests.models import Note
+from dynaorm.testing import TestBackend, use_tables
+from tests.models import Note, app
+from tests.test_concurrency import race
+from tests.update_models import Counter, Player
 
 T = "dynaorm-tests"
 
@@ -161,3 +169,72 @@ def test_request_size_counts_condition_values() -> None:
         compile_commit(T, entries)
     plan, _ = compile_commit(T, entries[:5])  # the same shape, small enough, plans fine
     assert len(plan.ops) == 5
+
+
+# -- races, on DynamoDB Local only (moto is not atomic across threads) ---------------------
+@pytest.fixture
+def local(ddb_local: str) -> Iterator[TestBackend]:
+    with use_tables(app, endpoint_url=ddb_local) as tb:
+        tb.table.transport.client  # noqa: B018 - one shared client before the threads race
+        yield tb
+
+
+def test_16_racing_atomic_adds_all_land(local: TestBackend) -> None:
+    with local.session() as s:
+        s.save(Counter(name="c1", count=100))
+
+    def add(i: int) -> int:
+        s = local.session()
+        s.update(Counter, name="c1").add(count=1)
+        s.commit()
+        return i
+
+    results = race(16, add)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    assert not errors, errors
+    got = local.session().get(Counter, name="c1", consistent=True)
+    assert got is not None and got.count == 116
+
+
+def test_16_racing_load_increment_saves_lose_nothing(local: TestBackend) -> None:
+    with local.session() as s:
+        s.save(Counter(name="c1", count=0))
+    loaded = [local.session().get(Counter, name="c1", consistent=True) for _ in range(16)]
+
+    def bump(i: int) -> int:
+        s = local.session()
+        c = loaded[i]
+        assert c is not None
+        c.count += 1
+        s.save(c)
+        s.commit()
+        return i
+
+    results = race(16, bump)
+    wins = [r for r in results if not isinstance(r, BaseException)]
+    losses = [r for r in results if isinstance(r, BaseException)]
+    assert all(isinstance(e, ConcurrentModificationError) for e in losses), losses
+    got = local.session().get(Counter, name="c1", consistent=True)
+    assert got is not None and got.count == len(wins) == 1
+
+
+def test_8_racing_leaderboard_adds_keep_the_index_key_right(local: TestBackend) -> None:
+    with local.session() as s:
+        s.save(Player(player_id="p1", handle="ann", score=0))
+
+    def add(i: int) -> int:
+        for _ in range(20):  # a rule update reads first: a stale read is retried
+            s = local.session()
+            s.update(Player, player_id="p1").add(score=i + 1)
+            try:
+                s.commit()
+                return i + 1
+            except (ConcurrentModificationError, TransactionConflictError):
+                continue
+        raise AssertionError("never landed")
+
+    results = race(8, add)
+    assert all(isinstance(r, int) for r in results), results
+    row = next(r for r in local.scan() if r["_type"] == "Player")
+    assert row["score"] == sum(range(1, 9))
+    assert row["gsi2sk"] == f"{sum(range(1, 9)):010d}#p1"
