@@ -30,6 +30,7 @@ from .session import Session
 from .spec import Unique
 from .streams import Change
 from .table import GSI, LSI, Table
+from .updates import StagedUpdate
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "Query",
     "RequestError",
     "Session",
+    "StagedUpdate",
     "Table",
     "TableNotFoundError",
     "TransactionConflictError",

@@ -42,6 +42,7 @@ DOCUMENTED = {
     # 0.2
     "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
     "RequestError", "Change",
+    "StagedUpdate",
 }
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
