@@ -36,6 +36,8 @@ class Staged(NamedTuple):
     overwrite: bool = False
     history: bool = False
     condition: Condition | None = None  # the caller's own condition (``condition=``)
+    #: an insert of a versioned entity whose kept history ends at this version continues it
+    after_version: int = 0
 
 
 class StagedAction(Protocol):
@@ -126,8 +128,10 @@ class _Builder:
 
 def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     """A version row: the item under its version key, left out of every secondary index
-    (only the latest copy is indexed, or index queries would return every version)."""
-    row = {k: v for k, v in item.items() if k not in spec.index_attributes}
+    (only the latest copy is indexed, or index queries would return every version) except
+    one whose keys are the table's own: a table key attribute always stays."""
+    keys = (spec.table.pk, spec.table.sk)
+    row = {k: v for k, v in item.items() if k not in spec.index_attributes or k in keys}
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
     return row
@@ -187,7 +191,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
-        version = 1 if spec.versioned else None
+        version = entry.after_version + 1 if spec.versioned else None
         key = spec.primary_key(values)
         item = encode_entity(obj, spec, version, key)
         b = _Builder(spec, key, index)
@@ -195,7 +199,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         cond = not_exists(spec.table.pk) if strict or spec.has_rules else None
         if spec.versioned:
             assert spec.table.sk is not None
-            first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", 1)}
+            first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
             b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
             b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))

@@ -126,7 +126,9 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text}
+    table_keys = (spec.table.pk, spec.table.sk)
     for attr, text in spec.index_keys(values).items():
-        item[attr] = {"S": text}
+        if attr not in table_keys:  # an index reusing a table key (inverted) reads it as is
+            item[attr] = {"S": text}
     item[spec.table.type_attribute] = {"S": spec.type_name}
     return item

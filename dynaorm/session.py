@@ -178,6 +178,10 @@ class Session:
                 elif entry.action == "delete":
                     raise ItemNotFoundError(f"{spec.name} {key} does not exist",
                                             entity=spec.cls, key=key)
+            if state is None and spec.versioned and entry.action == "save":
+                last = self._last_version(entry.obj)  # a deleted entity's kept history
+                if last:
+                    entry = entry._replace(after_version=last)
             out.append((entry, state))
         return out
 
@@ -210,6 +214,14 @@ class Session:
         except RequestFailed as exc:
             raise map_failure(plan, exc, self._exists) from exc
         return out
+
+    def _last_version(self, obj: Entity) -> int:
+        """The highest stored version row of ``obj``'s key (0: no history): one reverse,
+        consistent query of the partition's version rows."""
+        spec = spec_of(type(obj))
+        fields = {n: obj.__dict__[n] for n in spec.lookup_fields}
+        last = self.history(type(obj), **fields).reverse().consistent().first()
+        return 0 if last is None else int(last.version)  # type: ignore[attr-defined]
 
     def _read_consistent(self, key: PlainKey) -> Item | None:
         return self._get_item(key, consistent=True)
