@@ -249,6 +249,23 @@ def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueR
     return tuple(rules)
 
 
+def _check_reused_keys(owner: str, name: str, table: Table, pk: KeyTemplate,
+                       sk: KeyTemplate | None,
+                       *pairs: tuple[str | None, KeyTemplate | None]) -> None:
+    """An index key attribute that is a table key attribute (an inverted index) holds the
+    table key as stored: a template given for it must be the table's own, else refused."""
+    own = {table.pk: pk, table.sk: sk}
+    for attr, template in pairs:
+        if attr in own and template is not None:
+            table_template = own[attr]
+            if table_template is None or template.source != table_template.source:
+                expected = None if table_template is None else table_template.source
+                raise DynaormError(
+                    f"{owner}.Meta.indexes[{name!r}]: attribute {attr!r} is a table key; its "
+                    f"template must be the table's ({expected!r}), not {template.source!r} "
+                    "(or leave the index out of Meta.indexes: it needs no templates)")
+
+
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
     """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
     meta = collect_meta(cls)
@@ -299,6 +316,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                                                        field_names, sharded)
         if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
             raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
+        _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
         indexes.append(IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI)))
     if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")

@@ -106,3 +106,40 @@ def test_version_rows_keep_table_keys_an_inverted_index_reuses(inverted: TestBac
     assert got is not None and (got.version, got.note) == (2, "checked")
     assert [h.note for h in s.history(Part, equipment="E1", part="pump").all()] == [
         "", "checked"]
+
+
+def test_an_index_template_on_a_table_key_must_be_the_tables() -> None:
+    from dynaorm import DynaormError
+
+    with pytest.raises(DynaormError, match="is a table key"):
+        class Wrong(Entity):
+            class Meta:
+                table = inv
+                pk = "EQ#{equipment}"
+                sk = "{part}"
+                indexes = {"inverted": ("PART#{part}", "EQ#{equipment}")}
+
+            equipment: str
+            part: str
+
+
+def test_an_inverted_index_needs_no_templates(inverted: TestBackend) -> None:
+    class Plain(Entity):
+        class Meta:
+            table = inv
+            pk = "PL#{pid}"
+            sk = "ROW#{row}"
+            versioned = True
+
+        pid: str
+        row: str
+
+    s = inverted.session()
+    p = Plain(pid="1", row="a")
+    s.save(p)
+    s.commit()
+    rows = inverted.table.transport.call("Query", {
+        "TableName": inv.name, "IndexName": "inverted",
+        "KeyConditionExpression": "sk = :s", "ExpressionAttributeValues": {
+            ":s": {"S": "v0_ROW#a"}}})["Items"]
+    assert [r["pk"]["S"] for r in rows] == ["PL#1"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import assert_type
 
-from dynaorm import Page, Query, Session
+from dynaorm import F, Page, Query, Session, StagedUpdate
 from tests.models import Audit, User, app
 
 
@@ -27,3 +27,8 @@ def check_types() -> None:
     assert_type(q.one(), User)
     assert_type(q.page(), Page[User])
     assert_type(s.history(Audit, equipment_id="e", part="p"), Query[Audit])
+    u = s.update(User, user_id="u1").set(full_name="x").where(F("org_id") == "acme")
+    assert_type(u, StagedUpdate[User])
+    assert_type(u.result, User)
+    loaded = User(username="a", email="a@b.c")
+    assert_type(s.update(loaded).returning().result, User)
