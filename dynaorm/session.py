@@ -164,7 +164,7 @@ class Session:
         for entry in staged:
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
-                out.append((entry, action.prepare(self._read_consistent)))
+                out.append((entry, action.prepare(self._read_consistent, self._last_version)))
                 continue
             state = entry.obj._dynaorm_state
             spec = spec_of(type(entry.obj))

@@ -111,6 +111,7 @@ class StagedUpdate(Generic[T]):
         self._result: T | None = None
         self._known = False
         self._planned: T | None = None
+        self._after_version = 0
         self.key: PlainKey = (loaded._dynaorm_state.key if loaded is not None
                               and loaded._dynaorm_state is not None
                               else self._spec.primary_key(self._key_fields))
@@ -224,9 +225,11 @@ class StagedUpdate(Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    def prepare(self, read: Callable[[PlainKey], Item | None]) -> InstanceState | None:
+    def prepare(self, read: Callable[[PlainKey], Item | None],
+                last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
         """The stored state a rule-path update is planned on (``read`` = consistent
-        GetItem); ``None`` for the plain path or an upsert of a missing item."""
+        GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
+        versioned entity, continues the kept history found by ``last_version``)."""
         if not self.needs_read:
             return None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
@@ -234,6 +237,9 @@ class StagedUpdate(Generic[T]):
         item = read(self.key)
         if item is None or not self._spec.owns(item):
             if self.upsert:
+                if self._spec.versioned and last_version is not None:
+                    self._after_version = last_version(
+                        self.entity.model_construct(**self._key_fields))
                 return None
             raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
                                     "(s.update(..., upsert=True) creates it)",
@@ -324,7 +330,8 @@ class StagedUpdate(Generic[T]):
             if self._spec.versioned:
                 values["version"] = state.version or 0
         obj = cls.model_validate(values)
-        ops, outcome = plan_save(Staged(obj, "save", condition=self._where), state, index)
+        entry = Staged(obj, "save", condition=self._where, after_version=self._after_version)
+        ops, outcome = plan_save(entry, state, index)
         # the item was read (or found missing): any other outcome means it changed since
         ops = [replace(op, origin=op.origin._replace(fail=Fail.CONCURRENT))
                if op.origin.fail is Fail.EXISTS and op.origin.role is not Role.GUARD else op
@@ -357,7 +364,8 @@ class StagedCheck:
         self.key = key
         self.condition = condition
 
-    def prepare(self, read: Callable[[PlainKey], Item | None]) -> InstanceState | None:
+    def prepare(self, read: Callable[[PlainKey], Item | None],
+                last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
         """A check reads nothing before the commit."""
         return None
 

@@ -143,3 +143,17 @@ def test_an_inverted_index_needs_no_templates(inverted: TestBackend) -> None:
         "KeyConditionExpression": "sk = :s", "ExpressionAttributeValues": {
             ":s": {"S": "v0_ROW#a"}}})["Items"]
     assert [r["pk"]["S"] for r in rows] == ["PL#1"]
+
+
+def test_an_upsert_recreating_a_deleted_entity_continues_its_history(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Doc(doc_id="d1", title="a"))
+    s.commit()
+    d = s.get(Doc, doc_id="d1")
+    assert d is not None
+    s.delete(d)
+    s.commit()
+    u = s.update(Doc, doc_id="d1", upsert=True).add(views=1)
+    s.commit()
+    assert (u.result.version, u.result.views) == (2, 1)
+    assert [h.version for h in s.history(Doc, doc_id="d1").all()] == [1, 2]
