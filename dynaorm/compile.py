@@ -18,7 +18,7 @@ from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq
 from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
-from .spec import EntitySpec, UniqueRule, version_sk
+from .spec import EntitySpec, UniqueRule, history_sk, parse_version_sk, version_sk
 from .state import InstanceState, changed_attributes
 
 __all__ = ["Outcome", "Staged", "compile_commit"]
@@ -134,6 +134,10 @@ def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     row = {k: v for k, v in item.items() if k not in spec.index_attributes or k in keys}
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
+    if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
+        parsed = parse_version_sk(sk)
+        assert parsed is not None
+        row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
     return row
 
 

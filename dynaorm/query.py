@@ -145,8 +145,8 @@ class Query(Generic[T]):
                 expr += f" AND {name} {plan.sk_op} {vals[0]}"
         request: dict[str, Any] = {"TableName": spec.table.name, "KeyConditionExpression": expr,
                                    "ScanIndexForward": not self._reverse}
-        if self._index is not None:
-            request["IndexName"] = self._index
+        if plan.index is not None:  # the query's index, or Meta.history_index for history
+            request["IndexName"] = plan.index
         if self._filter is not None:
             request["FilterExpression"] = self._filter.render(ph)
         if self._consistent:

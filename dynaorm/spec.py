@@ -21,7 +21,8 @@ from .templates import SHARD_FIELD, KeyTemplate, render_value
 
 __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
 
-META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards")
+META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
+                "history_index")
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
 
@@ -100,6 +101,9 @@ class EntitySpec:
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
     null_fields: frozenset[str] = field(default=frozenset())
+    #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
+    #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
+    history_index: tuple[str, str] | None = None
 
     # -- key arithmetic ------------------------------------------------------------
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
@@ -249,6 +253,29 @@ def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueR
     return tuple(rules)
 
 
+def history_sk(base: str, version: int) -> str:
+    """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
+    return f"{base}#v{version:0{VERSION_WIDTH}d}"
+
+
+def _history_index(owner: str, name: Any, table: Table, versioned: bool,
+                   indexes: list[IndexKeys]) -> tuple[str, str] | None:
+    if name is None:
+        return None
+    if not versioned:
+        raise DynaormError(f"{owner}.Meta.history_index needs a versioned entity")
+    index = table.index(name) if isinstance(name, str) else None
+    if not isinstance(index, LSI):
+        raise DynaormError(f"{owner}.Meta.history_index must name an LSI of table "
+                           f"{table.name!r}, got {name!r}")
+    if any(idx.name == name for idx in indexes):
+        raise DynaormError(f"{owner}.Meta.history_index {name!r} is also in Meta.indexes; "
+                           "the history index holds version rows only")
+    sk_attr = table.key_attributes(name)[1]
+    assert sk_attr is not None
+    return name, sk_attr
+
+
 def _check_reused_keys(owner: str, name: str, table: Table, pk: KeyTemplate,
                        sk: KeyTemplate | None,
                        *pairs: tuple[str | None, KeyTemplate | None]) -> None:
@@ -329,13 +356,15 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
                            f"{table.name!r}")
 
+    history_index = _history_index(owner, meta.get("history_index"), table, versioned,
+                                   indexes)
     identity = tuple(dict.fromkeys(
         f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
     spec = EntitySpec(
         cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
         pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
         versioned=versioned, indexes=tuple(indexes), shards=shards,
-        field_names=field_names, identity_fields=identity,
+        field_names=field_names, identity_fields=identity, history_index=history_index,
         null_fields=frozenset(
             name for name, info in getattr(cls, "model_fields", {}).items()
             if info.is_required() or info.default_factory is not None
