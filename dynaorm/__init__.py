@@ -33,6 +33,7 @@ from .shards import Shards
 from .spec import Unique
 from .streams import Change
 from .table import GSI, LSI, Table
+from .updates import StagedUpdate
 
 __version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
 
@@ -62,6 +63,7 @@ __all__ = [
     "Scan",
     "Session",
     "Shards",
+    "StagedUpdate",
     "Table",
     "TableNotFoundError",
     "TransactionConflictError",

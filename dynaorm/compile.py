@@ -9,15 +9,16 @@ transaction fail rather than leave the table inconsistent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple
+from dataclasses import replace
+from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
 from .codec import decode_item, encode_value
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq
-from .plan import Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
-from .spec import EntitySpec, UniqueRule, version_sk
+from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
+from .spec import EntitySpec, UniqueRule, history_sk, parse_version_sk, version_sk
 from .state import InstanceState, changed_attributes
 
 __all__ = ["Outcome", "Staged", "compile_commit"]
@@ -27,12 +28,23 @@ GUARD_TYPE = "dynaorm:unique"
 
 
 class Staged(NamedTuple):
-    """One staged unit of work: a save or a delete of one object."""
+    """One staged unit of work: a save or a delete of one object (or, with ``action``
+    "update"/"check", a :class:`StagedAction` such as ``s.update()``'s)."""
 
     obj: Entity
-    action: Literal["save", "delete"]
+    action: Literal["save", "delete", "update", "check"]
     overwrite: bool = False
     history: bool = False
+    condition: Condition | None = None  # the caller's own condition (``condition=``)
+    #: an insert of a versioned entity whose kept history ends at this version continues it
+    after_version: int = 0
+
+
+class StagedAction(Protocol):
+    """A staged action that plans itself (``s.update()``, ``s.check()``)."""
+
+    def plan_ops(self, state: InstanceState | None,
+                 index: int) -> tuple[list[Op], Outcome | None]: ...
 
 
 class Outcome(NamedTuple):
@@ -116,10 +128,16 @@ class _Builder:
 
 def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     """A version row: the item under its version key, left out of every secondary index
-    (only the latest copy is indexed, or index queries would return every version)."""
-    row = {k: v for k, v in item.items() if k not in spec.index_attributes}
+    (only the latest copy is indexed, or index queries would return every version) except
+    one whose keys are the table's own: a table key attribute always stays."""
+    keys = (spec.table.pk, spec.table.sk)
+    row = {k: v for k, v in item.items() if k not in spec.index_attributes or k in keys}
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
+    if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
+        parsed = parse_version_sk(sk)
+        assert parsed is not None
+        row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
     return row
 
 
@@ -136,11 +154,48 @@ def _unchanged(spec: EntitySpec, old: Mapping[str, Any],
     return conds
 
 
+def _stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
+    """Conditions that the stored attributes ``attrs`` still hold what ``stored`` says (a
+    loaded item, raw): one ``=`` or ``attribute_not_exists`` per attribute."""
+    conds: list[Condition] = []
+    for name in sorted(attrs):
+        av = stored.get(name)
+        conds.append(not_exists(name) if av is None else raw_eq(name, av))
+    return conds
+
+
+def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -> list[Op]:
+    """AND the caller's ``condition=`` into the action on the entity's own row (the first
+    row/latest-copy action: the delete of the old row when the key moves). With nothing to
+    write, the condition is still checked (a ConditionCheck)."""
+    caller = entry.condition
+    if caller is None:
+        return ops
+    for i, op in enumerate(ops):
+        if op.origin.role in (Role.ROW, Role.LATEST):
+            fail = op.origin.fail if op.condition is not None else Fail.CALLER
+            origin = op.origin._replace(fail=fail, caller=caller)
+            cond = caller if op.condition is None else all_of([op.condition, caller])
+            assert cond is not None
+            ops[i] = replace(op, condition=cond, origin=origin)
+            return ops
+    state = entry.obj._dynaorm_state
+    key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
+    origin = Origin(spec.cls, key, Role.ROW, Fail.CALLER, None, None, index, caller)
+    return [*ops, ConditionCheck(key, caller, origin)]
+
+
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+    ops, outcome = _plan_save(entry, state, index)
+    return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
+
+
+def _plan_save(entry: Staged, state: InstanceState | None, index: int
+               ) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
-        version = 1 if spec.versioned else None
+        version = entry.after_version + 1 if spec.versioned else None
         key = spec.primary_key(values)
         item = encode_entity(obj, spec, version, key)
         b = _Builder(spec, key, index)
@@ -148,7 +203,7 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
         cond = not_exists(spec.table.pk) if strict or spec.has_rules else None
         if spec.versioned:
             assert spec.table.sk is not None
-            first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", 1)}
+            first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
             b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
             b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
@@ -169,6 +224,9 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
         guard = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
+        if not entry.overwrite:  # the move copies every attribute: none may have changed
+            keys = {spec.table.pk, spec.table.sk, spec.table.type_attribute}
+            guard += _stored_as(state.item, set(state.item) - keys - unique_fields)
         b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
         b.owner = key
         b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
@@ -181,7 +239,10 @@ def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[l
         for attr in touched:
             depends.update(f for f in spec.derived_fields(attr))
         depends -= touched - unique_fields  # unique values read stay conditioned (guards)
-        cond = all_of([exists(spec.table.pk), *_unchanged(spec, old_values, depends)])
+        conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
+        if not entry.overwrite:  # no lost updates: what it writes is still what it read
+            conds += _stored_as(state.item, touched - depends)
+        cond = all_of(conds)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
         else:
@@ -220,7 +281,14 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
     return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1)
 
 
-def plan_delete(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+def plan_delete(entry: Staged, state: InstanceState | None, index: int
+                ) -> tuple[list[Op], Outcome]:
+    ops, outcome = _plan_delete(entry, state, index)
+    return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
+
+
+def _plan_delete(entry: Staged, state: InstanceState | None, index: int
+                 ) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)
@@ -250,14 +318,23 @@ def _item_id(key: PlainKey) -> tuple[tuple[str, str], ...]:
 
 def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | None]]
                    ) -> tuple[WritePlan, list[Outcome]]:
-    """Plan a whole commit. Raises before anything is sent when the plan is impossible."""
+    """Plan a whole commit. Raises before anything is sent when the plan is impossible.
+
+    Outcomes are one per entry that stages an object (``s.update()``/``s.check()``
+    entries, which plan themselves, add theirs only when they produce an object)."""
     ops: list[Op] = []
     outcomes: list[Outcome] = []
     at: dict[tuple[tuple[str, str], ...], int] = {}
     for index, (entry, state) in enumerate(entries):
-        planner = plan_save if entry.action == "save" else plan_delete
-        entry_ops, outcome = planner(entry, state, index)
-        outcomes.append(outcome)
+        if entry.action in ("update", "check"):
+            action: StagedAction = entry.obj  # type: ignore[assignment]
+            entry_ops, maybe = action.plan_ops(state, index)
+            if maybe is not None:
+                outcomes.append(maybe)
+        else:
+            planner = plan_save if entry.action == "save" else plan_delete
+            entry_ops, outcome = planner(entry, state, index)
+            outcomes.append(outcome)
         for op in entry_ops:
             ident = _item_id(op.key)
             prev = at.get(ident)

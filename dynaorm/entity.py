@@ -65,6 +65,16 @@ class Entity(BaseModel):
     def _dynaorm_state(self, state: InstanceState | None) -> None:
         object.__setattr__(self, "_dynaorm_slot", state)
 
+    def __copy__(self) -> Self:
+        copy = super().__copy__()  # model_copy(): a copy of a loaded object is loaded too
+        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)
+        return copy
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
+        copy = super().__deepcopy__(memo)
+        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)  # immutable: shared
+        return copy
+
     @property
     def _is_persisted(self) -> bool:
         return self._dynaorm_state is not None
@@ -134,7 +144,9 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text}
+    table_keys = (spec.table.pk, spec.table.sk)
     for attr, text in spec.index_keys(values).items():
-        item[attr] = {"S": text}
+        if attr not in table_keys:  # an index reusing a table key (inverted) reads it as is
+            item[attr] = {"S": text}
     item[spec.table.type_attribute] = {"S": spec.type_name}
     return item

@@ -239,3 +239,27 @@ def all_of(conditions: list[Condition]) -> Condition | None:
     if len(conditions) == 1:
         return conditions[0]
     return _Bool("AND", tuple(conditions))
+
+
+def condition_values(cond: Condition) -> list[AttributeValue]:
+    """Every value a condition tree carries, encoded (for request size estimates)."""
+    out: list[AttributeValue] = []
+    stack: list[Condition] = [cond]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _Bool):
+            stack.extend(node.parts)
+        elif isinstance(node, _Not):
+            stack.append(node.inner)
+        else:
+            raw: tuple[Any, ...] = ()
+            if isinstance(node, _Compare):
+                raw = (node.value,)
+            elif isinstance(node, _Between):
+                raw = (node.low, node.high)
+            elif isinstance(node, _Func):
+                raw = node.args
+            elif isinstance(node, _In):
+                raw = node.values
+            out.extend(v.av if isinstance(v, _Raw) else encode_value(v) for v in raw)
+    return out

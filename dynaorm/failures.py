@@ -7,16 +7,20 @@ session's own order, so reason ``i`` is explained by ``plan.ops[i].origin``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from ._types import PlainKey
+from ._types import Item, PlainKey
+from .entity import spec_of
 from .errors import (
     ConcurrentModificationError,
+    ConditionFailedError,
     DynaormError,
     ItemExistsError,
     ItemNotFoundError,
     TransactionConflictError,
     UniqueConstraintError,
 )
+from .evaluate import holds
 from .plan import Fail, Op, WritePlan
 from .transport import Reason, RequestFailed
 
@@ -33,7 +37,8 @@ def map_failure(plan: WritePlan, exc: RequestFailed,
     for conditions that cover both.
     """
     if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
-        reasons: list[Reason | None] = [Reason("ConditionalCheckFailed", exc.message)]
+        reasons: list[Reason | None] = [Reason("ConditionalCheckFailed", exc.message,
+                                               exc.item)]
     else:
         reasons = exc.reasons
     failed = [(plan.ops[i], r) for i, r in enumerate(reasons[:len(plan.ops)])
@@ -50,8 +55,41 @@ def map_failure(plan: WritePlan, exc: RequestFailed,
     return exc  # no typed error says more: the RequestError itself (operation, code)
 
 
+def _caller_failed(op: Op, reason: Reason) -> bool:
+    """Whether the caller's own condition is what failed on this action: the returned
+    stored item decides when dynaorm's condition is on the same action."""
+    o = op.origin
+    if o.fail is Fail.CALLER:
+        return True
+    return o.caller is not None and reason.item is not None and not holds(o.caller,
+                                                                          reason.item)
+
+
+def _stored_entity(entity: type[Any], item: Item | None) -> Any:
+    """The stored item as an entity (``None``: no item, or not this entity's)."""
+    if item is None:
+        return None
+    try:
+        spec = spec_of(entity)
+        return entity._from_item(item, spec) if spec.owns(item) else None
+    except Exception:  # an item that does not validate any more: report it raw
+        return None
+
+
 def _condition_error(failed: list[tuple[Op, Reason]],
                      is_stored: Callable[[PlainKey], bool]) -> DynaormError:
+    if _caller_failed(*failed[0]):
+        failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
+                    (op.origin.entity, op.origin.owner_key,
+                     _stored_entity(op.origin.entity, r.item))
+                    for op, r in failed if _caller_failed(op, r)]
+        entity, key, item = failures[0]
+        assert entity is not None
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        return ConditionFailedError(
+            f"{entity.__name__} {key}: the condition given did not hold{more}",
+            entity=entity, key=key, item=item, failures=failures)
+    failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
     for op, _ in failed:
         o = op.origin
         if o.fail is Fail.EXISTS:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .errors import DynaormError, KeyTemplateError
 from .shards import Shards
-from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys
+from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys, history_sk
 from .templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "widen"]
@@ -107,6 +107,12 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     sk_fields = {k: given[k] for k in lead}
     whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
     vprefix = LATEST_PREFIX if latest else ""
+    if history and spec.history_index is not None and index is None:
+        full = sk.render(fields, spec.name)  # Meta.history_index: only this entity's rows
+        name, attr = spec.history_index
+        return KeyPlan(name, pk_attr, attr, pk_values, "BETWEEN",
+                       (history_sk(full, 1), history_sk(full, 10 ** VERSION_WIDTH - 1)),
+                       history_base=full)
     if history:
         full = sk.render(fields, spec.name)
         lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import ItemTooLargeError, TransactionTooLargeError
-from .expressions import Condition, Placeholders
+from .expressions import Condition, Placeholders, condition_values
 
 __all__ = [
     "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
@@ -42,6 +42,7 @@ class Fail(enum.Enum):
     UNIQUE = "unique"          # a guard is taken -> UniqueConstraintError
     CONCURRENT = "concurrent"  # stored values moved -> ConcurrentModificationError
     GONE = "gone"              # item gone (ItemNotFoundError) or changed (Concurrent...)
+    CALLER = "caller"          # only the caller's condition -> ConditionFailedError
 
 
 class Origin(NamedTuple):
@@ -54,6 +55,9 @@ class Origin(NamedTuple):
     field: str | None = None
     value: Any = None
     staged: int = 0  # index of the staged entry that produced it
+    #: the caller's own condition (``condition=``, ``where``), ANDed into the action's:
+    #: the stored item returned on failure tells whose condition failed
+    caller: Condition | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +75,9 @@ class Update:
     remove: tuple[str, ...]
     condition: Condition | None
     origin: Origin
+    #: an update expression built by ``s.update()`` (see :mod:`dynaorm.updates`); when
+    #: given it replaces ``set``/``remove``: ``(clause, attribute, value)`` in call order
+    clauses: tuple[tuple[str, str, AttributeValue | None], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +110,10 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         body["Item"] = op.item
     else:
         body["Key"] = _key_av(op.key)
-        if isinstance(op, Update):
+        if isinstance(op, Update) and op.clauses:
+            name = "UpdateItem"
+            body["UpdateExpression"] = render_clauses(op.clauses, ph)
+        elif isinstance(op, Update):
             name = "UpdateItem"
             parts = []
             if op.set:
@@ -123,6 +133,43 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
     return name, body
+
+
+_SET_FORMS = {
+    "SET": "{n} = {v}",
+    "DEFAULT": "{n} = if_not_exists({n}, {v})",
+    "APPEND": "{n} = list_append(if_not_exists({n}, {e}), {v})",
+    "PREPEND": "{n} = list_append({v}, if_not_exists({n}, {e}))",
+}
+
+
+def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
+                   ph: Placeholders) -> str:
+    """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
+    their call order within each clause."""
+    sets: list[str] = []
+    removes: list[str] = []
+    adds: list[str] = []
+    deletes: list[str] = []
+    empty: str | None = None
+    for kind, attr, av in clauses:
+        n = ph.name(attr)
+        if kind == "REMOVE":
+            removes.append(n)
+            continue
+        assert av is not None
+        v = ph.value_av(av)
+        if kind in ("APPEND", "PREPEND") and empty is None:
+            empty = ph.value_av({"L": []})
+        if kind == "ADD":
+            adds.append(f"{n} {v}")
+        elif kind == "DELETE":
+            deletes.append(f"{n} {v}")
+        else:
+            sets.append(_SET_FORMS[kind].format(n=n, v=v, e=empty))
+    parts = [f"{word} {', '.join(items)}" for word, items in (
+        ("SET", sets), ("REMOVE", removes), ("ADD", adds), ("DELETE", deletes)) if items]
+    return " ".join(parts)
 
 
 _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delete",
@@ -177,6 +224,7 @@ def _exact_size(op: Op) -> int:
     size = item_size(op.item) if isinstance(op, Put) else item_size(_key_av(op.key))
     if isinstance(op, Update):
         size += item_size(op.set)
+        size += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
     return size
 
 
@@ -197,6 +245,8 @@ class WritePlan:
         total = 0
         for op in self.ops:
             total += check_item_size(_exact_size(op), op.origin.entity.__name__, op.key)
+            if op.condition is not None:  # condition values travel in the request too
+                total += sum(value_size(av) for av in condition_values(op.condition))
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(
@@ -210,7 +260,10 @@ class WritePlan:
     def single_request(self) -> tuple[str, dict[str, Any]]:
         """The one-item request (PutItem/UpdateItem/DeleteItem) of a one-action plan."""
         (op,) = self.ops
-        return render_op(op, self.table)
+        name, body = render_op(op, self.table)
+        if isinstance(op, Update) and op.clauses:
+            body["ReturnValues"] = "ALL_NEW"  # s.update(): the stored entity afterwards
+        return name, body
 
     def transaction_request(self, token: str) -> dict[str, Any]:
         """The TransactWriteItems request, actions in plan order."""

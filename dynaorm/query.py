@@ -123,8 +123,8 @@ class Query(ReadBase[T]):
                 expr += f" AND {name} {plan.sk_op} {vals[0]}"
         request: dict[str, Any] = {"TableName": spec.table.name, "KeyConditionExpression": expr,
                                    "ScanIndexForward": not self._reverse}
-        if self._index is not None:
-            request["IndexName"] = self._index
+        if plan.index is not None:  # the query's index, or Meta.history_index for history
+            request["IndexName"] = plan.index
         return request
 
     def _fixed(self, i: int) -> dict[str, Any]:
@@ -136,7 +136,7 @@ class Query(ReadBase[T]):
         versioned = {spec_of(e).type_name for e in self._entities if spec_of(e).versioned}
         latest_only = frozenset(versioned) if len(self._entities) > 1 and (
             plan.index is None) else frozenset()
-        return selection(self._entities, self._index, sk_attr=plan.sk_attr,
+        return selection(self._entities, plan.index, sk_attr=plan.sk_attr,
                          exclude=plan.exclude, history_base=plan.history_base,
                          latest_only=latest_only)
 

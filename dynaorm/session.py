@@ -6,16 +6,17 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 
 from ._types import Item, PlainKey
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
 from .events import CommitResult, write_origins
+from .expressions import Condition
 from .failures import map_failure
 from .outcomes import APPLIED, resolve, unknown_batch
-from .plan import WritePlan, check_item_size, item_size
+from .plan import ConditionCheck, WritePlan, check_item_size, item_size
 from .query import Query
 from .reading import MAX_WORKERS, batch_get
 from .scan import Scan, check_segments
@@ -23,6 +24,7 @@ from .spec import EntitySpec
 from .state import InstanceState
 from .table import Table
 from .transport import RequestFailed
+from .updates import StagedCheck, StagedUpdate
 
 __all__ = ["Session"]
 
@@ -68,6 +70,8 @@ class Session:
     def _stage_key(self, obj: Entity) -> Any:
         """Which stored item an entry stands for: where it is and where it goes. Objects
         coalesce only when both agree (a key move and an insert at the old key do not)."""
+        if not isinstance(obj, Entity):  # an s.update() or s.check(): never coalesced
+            return id(obj)
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
         new = _key_id(spec.primary_key(obj.__dict__))
@@ -79,13 +83,55 @@ class Session:
         self._staged.pop(id(entry.obj), None)  # restaged: its last staging wins
         self._staged[id(entry.obj)] = entry
 
-    def save(self, obj: Entity, *, overwrite: bool = False) -> None:
-        """Stage an insert (new object) or an update (persisted object)."""
-        self._stage(Staged(obj, "save", overwrite))
+    def save(self, obj: Entity, *, overwrite: bool = False,
+             condition: Condition | None = None) -> None:
+        """Stage an insert (new object) or an update (persisted object); with
+        ``condition=`` the commit also requires it on the stored item."""
+        self._stage(Staged(obj, "save", overwrite, condition=_condition(condition)))
 
-    def delete(self, obj: Entity, *, history: bool = False) -> None:
-        """Stage a delete (with ``history=True`` a versioned entity's rows go too)."""
-        self._stage(Staged(obj, "delete", history=history))
+    def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
+               condition: Condition | None = None, **fields: Any) -> None:
+        """Stage a delete of an object, or by key: ``s.delete(User, user_id="u1")`` (with
+        ``history=True`` a versioned entity's rows go too; ``condition=`` must hold)."""
+        if isinstance(obj, type):
+            spec = self._spec(obj)
+            self._lookup_key(spec, fields)
+            obj = obj.model_construct(**fields)  # only its key: entities with rules are
+            # read at commit (consistently), like any never-loaded object
+        elif fields:
+            raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
+        self._stage(Staged(obj, "delete", history=history, condition=_condition(condition)))
+
+    @overload
+    def update(self, target: type[T], /, *, upsert: bool = False,
+               **fields: Any) -> StagedUpdate[T]: ...
+    @overload
+    def update(self, target: T, /, *, upsert: bool = False) -> StagedUpdate[T]: ...
+    def update(self, target: type[T] | T, /, *, upsert: bool = False,
+               **fields: Any) -> StagedUpdate[T]:
+        """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
+        loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
+        if isinstance(target, type):
+            spec = self._spec(target)
+            self._lookup_key(spec, fields)
+            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert)
+        else:
+            if fields:
+                raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
+                                   "does")
+            spec = self._spec(target)
+            key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
+            staged = StagedUpdate(type(target), key_fields, target, upsert)
+        self._staged[id(staged)] = Staged(cast(Any, staged), "update")
+        return staged
+
+    def check(self, entity: type[Entity], /, *, condition: Condition,
+              **fields: Any) -> None:
+        """Stage a ConditionCheck: the commit fails (ConditionFailedError) and writes
+        nothing unless ``condition`` holds on that stored item."""
+        spec = self._spec(entity)
+        check = StagedCheck(entity, self._lookup_key(spec, fields), condition)
+        self._staged[id(check)] = Staged(cast(Any, check), "check")
 
     def _coalesced(self) -> list[Staged]:
         """The staged work, one entry per stored item: when two objects stand for the same
@@ -123,6 +169,10 @@ class Session:
     def _prepare(self, staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]]:
         out: list[tuple[Staged, InstanceState | None]] = []
         for entry in staged:
+            if entry.action in ("update", "check"):
+                action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
+                out.append((entry, action.prepare(self._read_consistent, self._last_version)))
+                continue
             state = entry.obj._dynaorm_state
             spec = spec_of(type(entry.obj))
             needs_read = state is None and spec.has_rules and (
@@ -135,6 +185,10 @@ class Session:
                 elif entry.action == "delete":
                     raise ItemNotFoundError(f"{spec.name} {key} does not exist",
                                             entity=spec.cls, key=key)
+            if state is None and spec.versioned and entry.action == "save":
+                last = self._last_version(entry.obj)  # a deleted entity's kept history
+                if last:
+                    entry = entry._replace(after_version=last)
             out.append((entry, state))
         return out
 
@@ -147,32 +201,53 @@ class Session:
             return CommitResult()
         with self._transport.recording() as result:
             plan, outcomes = compile_commit(self.table.name, self._prepare(staged))
+            response: dict[str, Any] = {}
             if plan.ops:
-                self._send(plan)
+                response = self._send(plan)
         for outcome in outcomes:
             _finalize(outcome)
+        single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
+        for entry in staged:
+            if entry.action in ("update", "check"):
+                cast(StagedUpdate[Any] | StagedCheck, entry.obj).finish(
+                    response, single, self._read_consistent)
         return result if plan.ops else CommitResult()
 
-    def _send(self, plan: WritePlan) -> None:
-        if len(plan.ops) == 1:
+    def _send(self, plan: WritePlan) -> dict[str, Any]:
+        """Send ``plan``; the response (``{}`` when an ambiguous attempt was found applied)."""
+        if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
             operation, request = plan.single_request()
-        else:
+        else:  # a ConditionCheck alone is a transaction of one
             operation = "TransactWriteItems"
             request = plan.transaction_request(str(uuid.uuid4()))
         request["ReturnConsumedCapacity"] = "INDEXES"
         origins = write_origins(plan) if self.table._listeners else ()
+        idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])  # (a token dedupes)
         try:
-            self._transport.call(operation, request, origins)
+            out: dict[str, Any] = self._transport.call(operation, request, origins,
+                                                       idempotent=idempotent)
         except RequestFailed as exc:
             outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
             if outcome == APPLIED:
-                return
+                return {}
             if isinstance(outcome, DynaormError):
                 raise outcome from exc
             error = map_failure(plan, exc, self._exists)
             if error is exc:
                 raise
             raise error from exc
+        return out
+
+    def _last_version(self, obj: Entity) -> int:
+        """The highest stored version row of ``obj``'s key (0: no history): one reverse,
+        consistent query of the partition's version rows."""
+        spec = spec_of(type(obj))
+        fields = {n: obj.__dict__[n] for n in spec.lookup_fields}
+        last = self.history(type(obj), **fields).reverse().consistent().first()
+        return 0 if last is None else int(last.version)  # type: ignore[attr-defined]
+
+    def _read_consistent(self, key: PlainKey) -> Item | None:
+        return self._get_item(key, consistent=True)
 
     def _exists(self, key: PlainKey) -> bool:
         return self._get_item(key, consistent=True) is not None
@@ -371,6 +446,33 @@ class Session:
         else:
             for chunk in chunks:
                 write(chunk)
+    def delete_many(self, objs: Iterable[Entity] | type[Entity],
+                    keys: Iterable[Mapping[str, Any]] | None = None) -> None:
+        """Bulk delete (BatchWriteItem, 25 a request) of objects, or of one entity's keys:
+        ``s.delete_many(User, [{"user_id": "u1"}])``. Not atomic, no rules (entities with
+        unique or versioned rules are refused, as by ``save_many``)."""
+        targets: list[tuple[Entity | None, PlainKey]] = []
+        if isinstance(objs, type):
+            spec = self._spec(objs)
+            _refuse_rules(spec, "delete_many")
+            targets = [(None, self._lookup_key(spec, k)) for k in keys or ()]
+        else:
+            if keys is not None:
+                raise DynaormError("delete_many(objs) takes no keys; "
+                                   "delete_many(Entity, keys) does")
+            for obj in objs:
+                spec = self._spec(obj)
+                _refuse_rules(spec, "delete_many")
+                state = obj._dynaorm_state
+                targets.append((obj, state.key if state is not None
+                                else spec.primary_key(obj.__dict__)))
+        unique = list({_key_id(k): k for _, k in targets}.values())
+        for start in range(0, len(unique), BATCH_WRITE):
+            self._batch_write([{"DeleteRequest": {"Key": _key_av(k)}}
+                               for k in unique[start:start + BATCH_WRITE]])
+        for target, _ in targets:
+            if target is not None:
+                target._dynaorm_state = None  # deleted: saving it again inserts
 
     def _batch_write(self, requests: list[dict[str, Any]]) -> None:
         self._batch("BatchWriteItem", "UnprocessedItems", {self.table.name: requests})
@@ -379,6 +481,21 @@ def _check_concurrency(concurrency: int) -> None:
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not (
             1 <= concurrency <= MAX_WORKERS):
         raise DynaormError(f"concurrency must be an int in 1..{MAX_WORKERS}, got {concurrency!r}")
+def _accumulates(op: Any) -> bool:
+    """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
+    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in getattr(op, "clauses", ()))
+
+
+def _refuse_rules(spec: EntitySpec, what: str) -> None:
+    if spec.has_rules:
+        raise DynaormError(f"{spec.name} has unique or versioned rules; {what} cannot keep "
+                           "them; use Session.delete and commit")
+
+
+def _condition(condition: Condition | None) -> Condition | None:
+    if condition is not None and not isinstance(condition, Condition):
+        raise DynaormError(f"condition= takes a condition built with F, got {condition!r}")
+    return condition
 
 
 def _finalize(outcome: Outcome) -> None:

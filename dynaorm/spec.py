@@ -21,7 +21,8 @@ from .templates import SHARD_FIELD, KeyTemplate, render_value
 
 __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
 
-META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards")
+META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
+                "history_index")
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
 
@@ -102,6 +103,9 @@ class EntitySpec:
     null_fields: frozenset[str] = field(default=frozenset())
     #: the sharding rule of each sharded target (``shards`` keeps just the counts)
     shard_rules: Mapping[str, Shards] = field(default_factory=dict)
+    #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
+    #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
+    history_index: tuple[str, str] | None = None
 
     # -- key arithmetic ------------------------------------------------------------
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
@@ -255,6 +259,46 @@ def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueR
     return tuple(rules)
 
 
+def history_sk(base: str, version: int) -> str:
+    """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
+    return f"{base}#v{version:0{VERSION_WIDTH}d}"
+
+
+def _history_index(owner: str, name: Any, table: Table, versioned: bool,
+                   indexes: list[IndexKeys]) -> tuple[str, str] | None:
+    if name is None:
+        return None
+    if not versioned:
+        raise DynaormError(f"{owner}.Meta.history_index needs a versioned entity")
+    index = table.index(name) if isinstance(name, str) else None
+    if not isinstance(index, LSI):
+        raise DynaormError(f"{owner}.Meta.history_index must name an LSI of table "
+                           f"{table.name!r}, got {name!r}")
+    if any(idx.name == name for idx in indexes):
+        raise DynaormError(f"{owner}.Meta.history_index {name!r} is also in Meta.indexes; "
+                           "the history index holds version rows only")
+    sk_attr = table.key_attributes(name)[1]
+    assert sk_attr is not None
+    return name, sk_attr
+
+
+def _check_reused_keys(owner: str, name: str, table: Table, pk: KeyTemplate,
+                       sk: KeyTemplate | None,
+                       *pairs: tuple[str | None, KeyTemplate | None]) -> None:
+    """An index key attribute that is a table key attribute (an inverted index) holds the
+    table key as stored: a template given for it must be the table's own, else refused."""
+    own = {table.pk: pk, table.sk: sk}
+    for attr, template in pairs:
+        if attr in own and template is not None:
+            table_template = own[attr]
+            if table_template is None or template.source != table_template.source:
+                expected = None if table_template is None else table_template.source
+                raise DynaormError(
+                    f"{owner}.Meta.indexes[{name!r}]: attribute {attr!r} is a table key; its "
+                    f"template must be the table's ({expected!r}), not {template.source!r} "
+                    "(or leave the index out of Meta.indexes: it needs no templates)")
+
+
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
     """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
     meta = collect_meta(cls)
@@ -305,6 +349,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                                                        field_names, sharded)
         if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
             raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
+        _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
         indexes.append(IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI)))
     if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
@@ -317,6 +362,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
                            f"{table.name!r}")
 
+    history_index = _history_index(owner, meta.get("history_index"), table, versioned,
+                                   indexes)
     identity = tuple(dict.fromkeys(
         f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
     for target, rule in shard_rules.items():
@@ -332,6 +379,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
         versioned=versioned, indexes=tuple(indexes), shards=shards,
         field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
+        history_index=history_index,
         null_fields=frozenset(
             name for name, info in getattr(cls, "model_fields", {}).items()
             if info.is_required() or info.default_factory is not None

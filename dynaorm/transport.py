@@ -132,9 +132,11 @@ class Transport:
             raise RequestFailed(operation, code, str(exc)) from exc
 
     def call(self, operation: str, request: dict[str, Any],
-             origins: tuple[Any, ...] = ()) -> dict[str, Any]:
+             origins: tuple[Any, ...] = (), *, idempotent: bool = True) -> dict[str, Any]:
         """Send with retries of transient failures (the request, token included, is
-        reused as is). ``origins`` are passed on to ``on_request`` hooks."""
+        reused as is). ``origins`` are passed on to ``on_request`` hooks. A request that is
+        not ``idempotent`` (a counter increment, a list append) is never resent after an
+        attempt that may have been applied: applying it twice would be a wrong answer."""
         recorder = _RECORDER.get()
         if recorder is not None:
             recorder._add(operation, request)
@@ -152,7 +154,8 @@ class Transport:
                     self._observe(operation, request, None, exc, attempt, start, origins)
                 retry = _retryable(exc)
                 maybe_applied = maybe_applied or exc.maybe_applied
-                if attempt >= self.max_attempts or not retry:
+                if attempt >= self.max_attempts or not retry or (
+                        maybe_applied and not idempotent):
                     exc.maybe_applied = maybe_applied
                     exc.attempts = attempt
                     if attempt > 1:

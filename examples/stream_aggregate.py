@@ -72,7 +72,7 @@ def apply(session: Session, counts: Counter[str]) -> None:
     """Add each status's delta to its counter item, all in one transaction."""
     for status, n in sorted(counts.items()):
         if n:
-            session.update(StatusCount, status=status, upsert=True).add(count=n)  # type: ignore[attr-defined, unused-ignore]
+            session.update(StatusCount, status=status, upsert=True).add(count=n)
     session.commit()
 
 

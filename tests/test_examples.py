@@ -15,14 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from dynaorm import Session
-
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 SCRIPTS = sorted(p.stem for p in EXAMPLES.glob("*.py") if not p.name.startswith("_"))
 TIMEOUT = 120
 #: examples that need an API another branch delivers: expected to fail until it is there
-PENDING = {} if hasattr(Session, "update") else {
-    "stream_aggregate": "needs s.update(...).add(...) (contract section 12)"}
+PENDING: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -239,7 +236,39 @@ def check_observe(run: Run) -> None:
         "attempt 1" in logged[1]
 
 
+def check_counter(run: Run) -> None:
+    assert "after the first view: views=1 referrers=['google']" in run.out
+    assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
+    assert "second writer refused: ConcurrentModificationError" in run.out
+    assert "final views: 114" in run.out
+
+
+def check_state_machine(run: Run) -> None:
+    assert run.out.count("refused") == 3
+    assert "ship: paid -> shipped" in run.out
+    assert "final: state='shipped' history=['pay', 'ship']" in run.out
+    assert "history=['pay', 'ship', 'archived']" in run.out
+
+
+def check_game_lobby(run: Run) -> None:
+    assert "53 tried to join: 50 joined, people=50, seats=50" in run.out
+    assert "first start: True" in run.out and "second start: False" in run.out
+    assert "joining a started game: False" in run.out
+    assert "final: people=50 started=True" in run.out
+
+
+def check_leaderboard(run: Run) -> None:
+    assert "ann +30 -> 55" in run.out
+    assert run.block('top 3: s.query(Player, index="by_score", board="arcade")'
+                     '.reverse().limit(3)') == ["ann: 55", "bob: 40", "cat: 10"]
+    assert "p1's index key: 0000000055#p1" in run.out
+
+
 CHECKS = {
+    "counter": check_counter,
+    "state_machine": check_state_machine,
+    "game_lobby": check_game_lobby,
+    "leaderboard": check_leaderboard,
     "chat_messages": check_chat,
     "event_logs": check_events,
     "locations": check_locations,

@@ -275,3 +275,18 @@ def test_bulk_write_throttled_is_a_request_error(db: TestBackend, faults: Faults
         db.session().save_many([Note(note_id="n1")])
     assert not isinstance(err.value, OutcomeUnknownError) and sent["BatchWriteItem"] == 5
     assert db.scan() == []
+
+
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_append_is_never_resent(db: TestBackend, faults: Faults,
+                                                  how: str) -> None:
+    """A list append (like an ADD) applied twice is a wrong answer: after an attempt that
+    may have applied, it is not resent, and the outcome is reported unknown."""
+    _note(db, body="x")
+    sent = faults.count()
+    faults.lose("UpdateItem", how=how)
+    with pytest.raises(OutcomeUnknownError) as info, db.session() as s:
+        s.update(Note, note_id="n1").append(tags=["once"])
+    assert sent["UpdateItem"] == 1
+    assert info.value.operation == "UpdateItem"
+    assert [i["tags"] for i in db.scan()] == [["once"]]  # applied exactly once

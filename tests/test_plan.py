@@ -157,12 +157,14 @@ def test_unchanged_unique_values_leave_guards_untouched() -> None:
     assert req == {
         "TableName": T, "Key": USER_KEY,
         "UpdateExpression": "SET #n0 = :v0",
-        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n3 = :v2)",
+        # the guards' values, then the written attribute's old value (no lost updates)
+        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n3 = :v2) "
+                               "AND (#n0 = :v3)",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ExpressionAttributeNames": {"#n0": "full_name", "#n1": "pk", "#n2": "email",
                                      "#n3": "username"},
         "ExpressionAttributeValues": {":v0": {"S": "Alice A."}, ":v1": {"S": "a@x.com"},
-                                      ":v2": {"S": "alice"}},
+                                      ":v2": {"S": "alice"}, ":v3": {"S": ""}},
     }
 
 
@@ -313,9 +315,14 @@ def test_primary_key_move_deletes_old_and_puts_new() -> None:
     items = _request(Staged(n, "save"))["TransactItems"]
     assert items[0] == {"Delete": {
         "TableName": T, "Key": {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}},
-        "ConditionExpression": "attribute_exists(#n0)",
+        # the move copies every attribute: each must still hold what was loaded
+        "ConditionExpression": "(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1) "
+                               "AND (#n3 = :v2)",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        "ExpressionAttributeNames": {"#n0": "pk"}}}
+        "ExpressionAttributeNames": {"#n0": "pk", "#n1": "body", "#n2": "note_id",
+                                     "#n3": "tags"},
+        "ExpressionAttributeValues": {":v0": {"S": "hi"}, ":v1": {"S": "n1"},
+                                      ":v2": {"L": []}}}}
     assert items[1]["Put"]["Item"]["pk"] == {"S": "NOTE#n2"}
     assert items[1]["Put"]["ConditionExpression"] == "attribute_not_exists(#n0)"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, assert_type
 
-from dynaorm import Entity, F, Page, Query, Scan, Session, Table, Versioned
+from dynaorm import Entity, F, Page, Query, Scan, Session, StagedUpdate, Table, Versioned
 from tests.models import Audit, Note, User, app
 
 typed = Table("typing-check")
@@ -66,6 +66,12 @@ def check_types() -> None:
     assert_type(q.values("username"), list[dict[str, Any]])
     assert_type(q.keys(), list[dict[str, Any]])
     assert_type(s.get_many(User, [{"user_id": "u1"}], snapshot=True), list[User | None])
+
+    u = s.update(User, user_id="u1").set(full_name="x").where(F("org_id") == "acme")
+    assert_type(u, StagedUpdate[User])
+    assert_type(u.result, User)
+    loaded = User(username="a", email="a@b.c")
+    assert_type(s.update(loaded).returning().result, User)
 
 
 def check_version_only_on_versioned_entities() -> None:
