@@ -15,7 +15,8 @@ from dynaorm import (
     TransactionTooLargeError,
 )
 from dynaorm.compile import Staged, compile_commit
-from dynaorm.testing import TestBackend, use_tables
+from dynaorm.audit_run import check_table
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.models import Note, app
 from tests.test_concurrency import race
 from tests.update_models import Counter, Player
@@ -174,7 +175,7 @@ def test_request_size_counts_condition_values() -> None:
 # -- races, on DynamoDB Local only (moto is not atomic across threads) ---------------------
 @pytest.fixture
 def local(ddb_local: str) -> Iterator[TestBackend]:
-    with use_tables(app, endpoint_url=ddb_local) as tb:
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
         tb.table.transport.client  # noqa: B018 - one shared client before the threads race
         yield tb
 
@@ -238,3 +239,5 @@ def test_8_racing_leaderboard_adds_keep_the_index_key_right(local: TestBackend) 
     row = next(r for r in local.scan() if r["_type"] == "Player")
     assert row["score"] == sum(range(1, 9))
     assert row["gsi2sk"] == f"{sum(range(1, 9)):010d}#p1"
+    audit = check_table(local.table)  # the whole table: no stale index key, no orphan
+    assert audit.problems == [], audit.problems
