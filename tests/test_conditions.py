@@ -91,8 +91,10 @@ def test_conditional_overwrite_of_a_new_object(db: TestBackend) -> None:
     s.commit()
     assert db.scan()[0]["body"] == "new"
     s.save(Note(note_id="n1", body="x"), condition=F("body") == "new")  # an insert
+    before = db.scan()
     with pytest.raises(ItemExistsError):
         s.commit()
+    assert db.scan() == before
 
 
 def test_conditional_delete(db: TestBackend) -> None:
@@ -117,8 +119,10 @@ def test_a_save_with_nothing_to_write_still_checks_its_condition(db: TestBackend
     n = s.get(Note, note_id="n1")
     assert n is not None
     s.save(n, condition=F("body") == "gone")
+    before = db.scan()
     with pytest.raises(ConditionFailedError):
         s.commit()
+    assert db.scan() == before
 
 
 def test_check_alone_is_a_transaction_of_one(db: TestBackend) -> None:
@@ -129,6 +133,7 @@ def test_check_alone_is_a_transaction_of_one(db: TestBackend) -> None:
     s.commit()
     assert sent == ["TransactWriteItems"]
     s.check(Counter, name="c1", condition=F("status") == "closed")
+    before = db.scan()
     with pytest.raises(ConditionFailedError) as err:
         s.commit()
     assert err.value.item == Counter(name="c1", status="open")
@@ -136,6 +141,7 @@ def test_check_alone_is_a_transaction_of_one(db: TestBackend) -> None:
     with pytest.raises(ConditionFailedError) as err:
         s.commit()
     assert err.value.item is None
+    assert db.scan() == before
 
 
 def test_each_failed_condition_is_reported_against_its_own_action(db: TestBackend) -> None:
@@ -192,6 +198,7 @@ def test_delete_by_key_with_rules_reads_first_and_removes_guards(db: TestBackend
     s.delete(User, user_id="u1")
     with pytest.raises(ItemNotFoundError):
         s.commit()
+    assert db.scan() == []
 
 
 def test_delete_many_objects_and_keys(db: TestBackend) -> None:

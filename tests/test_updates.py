@@ -203,6 +203,7 @@ def test_a_versioned_update_of_a_missing_item(db: TestBackend) -> None:
     s.update(Doc, doc_id="d1").add(views=3)
     with pytest.raises(ItemNotFoundError):
         s.commit()
+    assert db.scan() == []  # no version row, no latest copy
     u = s.update(Doc, doc_id="d1", upsert=True).add(views=3)
     s.commit()
     assert (u.result.views, u.result.version) == (3, 1)
