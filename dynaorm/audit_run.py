@@ -61,12 +61,26 @@ class _State:
             for k, av in self.last_key.items()}
         return json.dumps(data, indent=1)
 
+    def check_types(self) -> None:
+        """TypeError unless every field has the type a run writes (a hand-edited file)."""
+        for name, kind in (("table", str), ("repair", bool), ("done", bool),
+                           ("scanned", int), ("pages", int), ("unrepairable", int),
+                           ("repaired", int), ("failed", int), ("problems", list),
+                           ("seen", list)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
+        if not all(isinstance(p, str) for p in self.problems) or not all(
+                isinstance(k, list) and all(isinstance(x, str) for x in k) for k in self.seen):
+            raise TypeError("problems and seen must hold strings")
+
     @classmethod
     def from_json(cls, text: str, where: str) -> _State:
         try:
             data = json.loads(text)
             state = cls(**data)
             state.last_key = normalize_item(state.last_key, f"{where} last_key")
+            state.check_types()
         except (ValueError, TypeError) as exc:
             raise CheckpointError(f"checkpoint {where} is not a dynaorm check checkpoint: "
                                   f"{exc}") from exc
@@ -243,9 +257,22 @@ def audit_page(table: Table, page: list[Item], context: list[Item]) -> list[Prob
 
 # -- the run -------------------------------------------------------------------------------
 def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
-    if path is None or not path.exists():
+    if path is None:
         return _State(table.name, fix), False
-    state = _State.from_json(path.read_text(), str(path))
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory, not a file")
+    if not path.exists():
+        state = _State(table.name, fix)
+        try:  # an unwritable place fails now, before any page is scanned or repaired
+            _save(path, state)
+        except OSError as exc:
+            raise CheckpointError(f"checkpoint {path} cannot be written: {exc}") from exc
+        return state, False
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from exc
+    state = _State.from_json(text, str(path))
     if state.table != table.name:
         raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
                               f"{table.name!r}")

@@ -223,6 +223,14 @@ def test_unusable_checkpoints_are_refused(db: TestBackend, tmp_path: Path) -> No
     half.write_text(json.dumps({"table": app.name, "repair": False, "scanned": 3}))
     with pytest.raises(CheckpointError, match="without --repair"):
         check_table(app, fix=True, checkpoint=half)
+    typed = tmp_path / "typed.json"
+    typed.write_text(json.dumps({"table": app.name, "repair": False, "scanned": "x"}))
+    with pytest.raises(CheckpointError, match="scanned must be int"):
+        check_table(app, checkpoint=typed)
+    with pytest.raises(CheckpointError, match="is a directory"):
+        check_table(app, checkpoint=tmp_path)
+    with pytest.raises(CheckpointError, match="cannot be written"):
+        check_table(app, checkpoint=tmp_path / "missing-dir" / "cp.json")
 
 
 # -- progress and the command --------------------------------------------------------------
@@ -271,4 +279,7 @@ def test_command_progress_checkpoint_and_exit_codes(
     Path(checkpoint).write_text("[]")
     assert _cli(db, "--checkpoint", checkpoint) == 2
     assert "not a dynaorm check checkpoint" in capsys.readouterr().err
+    assert _cli(db, "--checkpoint", str(tmp_path)) == 2  # a directory: one line, exit 2
+    err = capsys.readouterr().err
+    assert "is a directory" in err and err.count("\n") == 1
     assert _cli(db, "--page-size", "0") == 2

@@ -14,8 +14,8 @@ from dynaorm import (
     TransactionConflictError,
     TransactionTooLargeError,
 )
-from dynaorm.compile import Staged, compile_commit
 from dynaorm.audit_run import check_table
+from dynaorm.compile import Staged, compile_commit
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.models import Note, app
 from tests.test_concurrency import race
