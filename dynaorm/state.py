@@ -2,23 +2,148 @@
 
 State objects are immutable; a successful commit replaces an object's state, a failed one
 leaves it untouched (never mutate-then-undo).
+
+A loaded object's state is compact: rather than the raw item (a dict of one-entry dicts
+per attribute, about twice the memory of the object itself), it keeps the attribute names
+once per item *shape* (shared by every item with the same attributes) and one tuple of
+values per item. Strings and numbers are the very objects the entity holds (pydantic keeps
+them), so they cost nothing extra; attributes with container values (lists, maps, sets,
+binary) and attributes whose value the entity did not decode keep their raw wire form.
+:attr:`InstanceState.item` renders the stored item again, exactly, when a write needs it.
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import sys
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
 
 from ._types import AttributeValue, Item, PlainKey
 
 __all__ = ["InstanceState"]
 
+#: decoded field values that stand for their own wire form (immutable scalars)
+_SCALARS = frozenset({str, int, Decimal, bool})
+_MISSING: Any = object()
+_SHAPES_MAX = 4096
 
-class InstanceState(NamedTuple):
-    """A persisted object's snapshot: stored primary key, stored item, version read."""
 
-    key: PlainKey
-    item: Item
-    version: int | None = None
+class _Shape:
+    """The attribute names of a family of items, in order, and where the key sits."""
+
+    __slots__ = ("key_at", "names")
+
+    def __init__(self, names: tuple[str, ...], key_attrs: tuple[str, ...]) -> None:
+        self.names = names
+        self.key_at = tuple((a, names.index(a)) for a in key_attrs)
+
+
+_shapes: dict[tuple[tuple[str, ...], tuple[str, ...]], _Shape] = {}
+
+
+def _shape(names: tuple[str, ...], key_attrs: tuple[str, ...]) -> _Shape:
+    found = _shapes.get((names, key_attrs))
+    if found is None:
+        if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
+            _shapes.clear()
+        found = _shapes[names, key_attrs] = _Shape(names, key_attrs)
+    return found
+
+
+def _render(value: Any) -> AttributeValue:
+    t = type(value)
+    if t is str:
+        return {"S": value}
+    if t is dict:
+        return value  # type: ignore[no-any-return]  # kept in wire form
+    if t is bool:
+        return {"BOOL": value}
+    if value is None:
+        return {"NULL": True}
+    return {"N": str(value)}  # int or Decimal, decoded from this very text
+
+
+class InstanceState:
+    """A persisted object's snapshot: stored primary key, stored item, version read.
+
+    ``InstanceState(key, item, version)`` keeps an item as given (what a commit wrote);
+    :meth:`loaded` builds the compact form of an item read from the table.
+    """
+
+    __slots__ = ("_data", "_key", "_shape", "version")
+
+    _key: PlainKey | None
+    _data: Item | tuple[Any, ...]
+    _shape: _Shape | None
+    #: the version read (versioned entities), else ``None``
+    version: int | None
+
+    def __init__(self, key: PlainKey, item: Item, version: int | None = None) -> None:
+        self._key = key
+        self._data = item
+        self._shape = None
+        self.version = version
+
+    @classmethod
+    def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
+               type_attr: str, type_name: str, key: PlainKey | None = None,
+               version: int | None = None) -> InstanceState:
+        """The state of an object loaded from ``item``.
+
+        ``decoded`` holds the item's field values as the object was validated from (their
+        value objects are shared); ``key_attrs`` are the table's key attributes (the
+        stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
+        discriminator, whose stored string is replaced by the entity's own one.
+        """
+        values: list[Any] = []
+        append = values.append
+        for name, av in item.items():
+            text = av.get("S")
+            if text is not None:
+                if name == type_attr and text == type_name:
+                    text = type_name
+                elif name == key_attrs[0]:  # partition keys repeat over a query's items
+                    text = sys.intern(text)
+                append(text)
+                continue
+            value = decoded.get(name, _MISSING)
+            append(value if value is None or type(value) in _SCALARS else av)
+        state = cls.__new__(cls)
+        state._key = key
+        state._data = tuple(values)
+        state._shape = _shape(tuple(item), () if key is not None else key_attrs)
+        state.version = version
+        return state
+
+    @property
+    def key(self) -> PlainKey:
+        """The stored primary key (attribute name -> string)."""
+        if self._key is not None:
+            return self._key
+        shape, data = self._shape, self._data
+        assert shape is not None and isinstance(data, tuple)
+        return {attr: data[i] for attr, i in shape.key_at}
+
+    @property
+    def item(self) -> Item:
+        """The stored item in wire form (rendered afresh on each access)."""
+        shape, data = self._shape, self._data
+        if shape is None:
+            assert isinstance(data, dict)
+            return data
+        return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InstanceState):
+            return NotImplemented
+        return (self.key, self.item, self.version) == (other.key, other.item, other.version)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.key.items())))
+
+    def __repr__(self) -> str:
+        return f"InstanceState(key={self.key!r}, item={self.item!r}, version={self.version!r})"
 
 
 def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
