@@ -158,9 +158,9 @@ def main() -> None:
     print(f"{'read':<26}{'ms':>8}{'vs ALL':>8}{'requests':>30}{'items read':>12}")
     for name in cases:
         r = results[name]
-        ops = ", ".join(f"{k} {v}" for k, v in sorted(r["requests"].items()))
+        sent = ", ".join(f"{k} {v}" for k, v in sorted(r["requests"].items()))
         full = results[name.replace(" keys ", " full ")]
-        print(f"{name:<26}{r['ms']:>8.1f}{r['ms'] / full['ms']:>7.2f}x{ops:>30}"
+        print(f"{name:<26}{r['ms']:>8.1f}{r['ms'] / full['ms']:>7.2f}x{sent:>30}"
               f"{r['read']:>12}")
     if args.json:
         args.json.write_text(json.dumps({"results": results, "times": times}, indent=2))

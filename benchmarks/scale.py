@@ -83,7 +83,7 @@ def cold_botocore(url: str, name: str) -> tuple[float, int]:
     """Seconds for one cold botocore client (new session) and one query, and its count."""
     start = time.perf_counter()
     session = botocore.session.get_session()
-    client = session.create_client(
+    client: Any = session.create_client(
         "dynamodb", DUMMY_REGION, endpoint_url=url, aws_access_key_id=DUMMY_ACCESS_KEY,
         aws_secret_access_key=DUMMY_SECRET_KEY,
         config=botocore.config.Config(parameter_validation=False))

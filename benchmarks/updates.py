@@ -321,7 +321,7 @@ def history_items_read(parts: int = 11, versions: int = 6) -> dict[str, int]:
                 s.commit()
             scanned.clear()
             got = s.history(cls, site="E1", part="p05").limit(5).all()
-            assert [h.version for h in got] == [1, 2, 3, 4, 5], got
+            assert [h.__dict__["version"] for h in got] == [1, 2, 3, 4, 5], got
             out["with" if cls is Indexed else "without"] = sum(scanned)
             out[f"requests_{'with' if cls is Indexed else 'without'}"] = len(scanned)
     return out
