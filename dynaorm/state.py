@@ -14,6 +14,7 @@ binary) and attributes whose value the entity did not decode keep their raw wire
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
@@ -26,28 +27,39 @@ __all__ = ["InstanceState"]
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
 _MISSING: Any = object()
+_S = itertools.repeat("S")  # endless: map(dict.get, avs, _S, avs) is av.get("S", av)
 _SHAPES_MAX = 4096
 
 
 class _Shape:
-    """The attribute names of a family of items, in order, and where the key sits."""
+    """The attribute names of a family of items, in order, and where the key, the
+    discriminator, the partition key and the non-string attributes sit in them."""
 
-    __slots__ = ("key_at", "names")
+    __slots__ = ("key_at", "key_attrs", "names", "other_at", "pk_at", "type_at",
+                 "type_attr")
 
-    def __init__(self, names: tuple[str, ...], key_attrs: tuple[str, ...]) -> None:
-        self.names = names
-        self.key_at = tuple((a, names.index(a)) for a in key_attrs)
+    def __init__(self, item: Item, key_attrs: tuple[str, ...], type_attr: str) -> None:
+        names = self.names = tuple(item)
+        self.key_attrs = key_attrs
+        self.type_attr = type_attr
+        self.key_at = tuple((a, names.index(a)) for a in key_attrs if a in names)
+        self.pk_at = names.index(key_attrs[0]) if key_attrs and key_attrs[0] in names else -1
+        self.type_at = names.index(type_attr) if type_attr in names else -1
+        # where the first item of the shape held no string: scalars there are kept decoded
+        # (another item of the shape with a non-string elsewhere keeps its wire form there)
+        self.other_at = tuple(i for i, av in enumerate(item.values()) if "S" not in av)
 
 
-_shapes: dict[tuple[tuple[str, ...], tuple[str, ...]], _Shape] = {}
+_shapes: dict[tuple[str, ...], _Shape] = {}
 
 
-def _shape(names: tuple[str, ...], key_attrs: tuple[str, ...]) -> _Shape:
-    found = _shapes.get((names, key_attrs))
-    if found is None:
+def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str) -> _Shape:
+    found = _shapes.get(tuple(item))
+    if found is None or found.key_attrs != key_attrs or found.type_attr != type_attr:
         if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
             _shapes.clear()
-        found = _shapes[names, key_attrs] = _Shape(names, key_attrs)
+        found = _Shape(item, key_attrs, type_attr)
+        _shapes[found.names] = found
     return found
 
 
@@ -96,23 +108,25 @@ class InstanceState:
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
         discriminator, whose stored string is replaced by the entity's own one.
         """
-        values: list[Any] = []
-        append = values.append
-        for name, av in item.items():
-            text = av.get("S")
-            if text is not None:
-                if name == type_attr and text == type_name:
-                    text = type_name
-                elif name == key_attrs[0]:  # partition keys repeat over a query's items
-                    text = sys.intern(text)
-                append(text)
-                continue
-            value = decoded.get(name, _MISSING)
-            append(value if value is None or type(value) in _SCALARS else av)
+        avs = item.values()
+        values: list[Any] = list(map(dict.get, avs, _S, avs))  # the string, or the wire form
+        shape = _shape(item, key_attrs, type_attr)
+        names = shape.names
+        for at in shape.other_at:
+            if type(values[at]) is dict:
+                value = decoded.get(names[at], _MISSING)
+                if value is None or type(value) in _SCALARS:
+                    values[at] = value  # shared with the entity; stands for its wire form
+        at = shape.type_at
+        if at >= 0 and values[at] == type_name:
+            values[at] = type_name  # one string for every item of the type
+        at = shape.pk_at
+        if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
+            values[at] = sys.intern(values[at])
         state = cls.__new__(cls)
         state._key = key
         state._data = tuple(values)
-        state._shape = _shape(tuple(item), () if key is not None else key_attrs)
+        state._shape = shape
         state.version = version
         return state
 
