@@ -275,11 +275,11 @@ def history_items_read(parts: int = 11, versions: int = 6) -> dict[str, int]:
     from dynaorm.testing import use_tables
     from tests.ddb_local import DynamoDBLocal
 
-    table = Table("dynaorm-bench-history", indexes=[LSI("lsi1", sk="lsi1sk")])
+    history_table = Table("dynaorm-bench-history", indexes=[LSI("lsi1", sk="lsi1sk")])
 
     class Plain(Entity):
         class Meta:
-            table = table
+            table = history_table
             pk = "PLAIN#{site}"
             sk = "{part}"
             versioned = True
@@ -291,7 +291,7 @@ def history_items_read(parts: int = 11, versions: int = 6) -> dict[str, int]:
 
     class Indexed(Entity):
         class Meta:
-            table = table
+            table = history_table
             pk = "INDEXED#{site}"
             sk = "{part}"
             versioned = True
@@ -309,8 +309,8 @@ def history_items_read(parts: int = 11, versions: int = 6) -> dict[str, int]:
             scanned.append(int(event.response.get("ScannedCount", 0)))
 
     out: dict[str, int] = {}
-    with DynamoDBLocal() as ddb, use_tables(table, endpoint_url=ddb.endpoint_url) as db:
-        table.on_request(hook)
+    with DynamoDBLocal() as ddb, use_tables(history_table, endpoint_url=ddb.endpoint_url) as db:
+        history_table.on_request(hook)
         for cls in (Plain, Indexed):
             s = db.session()
             objs = [cls(site="E1", part=f"p{i:02d}") for i in range(parts)]
