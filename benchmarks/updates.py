@@ -363,9 +363,13 @@ def main(argv: list[str] | None = None) -> int:
                  "dynaorm/pynamodb"], rows)
     for op in OPS:
         d, p, b = (med[op]["dynaorm"], med[op]["pynamodb"], med[op]["botocore"])
-        near = "met" if d / b <= TARGET_BOTOCORE else "NOT met"
-        print(f"  {op}: <= {TARGET_BOTOCORE}x botocore: {near} ({d / b:.2f}x); no slower "
-              f"than PynamoDB: {'met' if d <= p else 'NOT met'} ({d / p:.2f}x)")
+        slower = f"no slower than PynamoDB: {'met' if d <= p else 'NOT met'} ({d / p:.2f}x)"
+        if args.transport == "stub":  # botocore does no work: only the libraries' own cost
+            print(f"  {op}: library cost above raw botocore: dynaorm +{d - b:.1f} µs, "
+                  f"PynamoDB +{p - b:.1f} µs; {slower}")
+        else:
+            near = "met" if d / b <= TARGET_BOTOCORE else "NOT met"
+            print(f"  {op}: <= {TARGET_BOTOCORE}x botocore: {near} ({d / b:.2f}x); {slower}")
     history: dict[str, int] = {}
     if not args.skip_history:
         history = history_items_read()

@@ -83,11 +83,12 @@ class InstanceState:
     :meth:`loaded` builds the compact form of an item read from the table.
     """
 
-    __slots__ = ("_data", "_key", "_shape", "version")
+    __slots__ = ("_data", "_key", "_rendered", "_shape", "version")
 
     _key: PlainKey | None
     _data: Item | tuple[Any, ...]
     _shape: _Shape | None
+    _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
 
@@ -95,6 +96,7 @@ class InstanceState:
         self._key = key
         self._data = item
         self._shape = None
+        self._rendered = None
         self.version = version
 
     @classmethod
@@ -127,6 +129,7 @@ class InstanceState:
         state._key = key
         state._data = tuple(values)
         state._shape = shape
+        state._rendered = None
         state.version = version
         return state
 
@@ -141,12 +144,17 @@ class InstanceState:
 
     @property
     def item(self) -> Item:
-        """The stored item in wire form (rendered afresh on each access)."""
+        """The stored item in wire form (rendered on first access: only objects a write
+        plans from pay for it; do not mutate it)."""
         shape, data = self._shape, self._data
         if shape is None:
             assert isinstance(data, dict)
             return data
-        return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
+        rendered = self._rendered
+        if rendered is None:
+            rendered = self._rendered = {
+                name: _render(value) for name, value in zip(shape.names, data, strict=True)}
+        return rendered
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InstanceState):

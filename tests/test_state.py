@@ -74,7 +74,7 @@ def test_loaded_state_renders_the_stored_item_exactly() -> None:
     assert list(state.item) == list(raw)  # attribute order too
     assert state.key == {"pk": "ROW#r3", "sk": "R"}
     assert state.version is None
-    assert state.item is not state.item  # rendered afresh: callers cannot corrupt it
+    assert state.item is state.item  # rendered once, when a write first needs it
 
 
 def test_loaded_state_shares_the_objects_values_and_survives_mutation() -> None:
@@ -86,6 +86,7 @@ def test_loaded_state_shares_the_objects_values_and_survives_mutation() -> None:
     assert any(v is obj.name for v in data)  # the very string object, not a copy
     assert any(v is obj.price for v in data)
     # containers are mutable: the snapshot keeps their wire form, not the object's value
+    assert state._rendered is None  # nothing rendered until a write needs it
     obj.tags.append("c")
     obj.labels.add("z")
     obj.meta["k"] = 2
