@@ -54,12 +54,11 @@ _shapes: dict[tuple[str, ...], _Shape] = {}
 
 
 def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str) -> _Shape:
-    found = _shapes.get(tuple(item))
-    if found is None or found.key_attrs != key_attrs or found.type_attr != type_attr:
-        if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
-            _shapes.clear()
-        found = _Shape(item, key_attrs, type_attr)
-        _shapes[found.names] = found
+    """A new shape for ``item`` (the caller looked for a known one first)."""
+    if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
+        _shapes.clear()
+    found = _Shape(item, key_attrs, type_attr)
+    _shapes[found.names] = found
     return found
 
 
@@ -112,7 +111,9 @@ class InstanceState:
         """
         avs = item.values()
         values: list[Any] = list(map(dict.get, avs, _S, avs))  # the string, or the wire form
-        shape = _shape(item, key_attrs, type_attr)
+        shape = _shapes.get(tuple(item))
+        if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
+            shape = _shape(item, key_attrs, type_attr)
         names = shape.names
         for at in shape.other_at:
             if type(values[at]) is dict:
@@ -129,8 +130,7 @@ class InstanceState:
         state._key = key
         state._data = tuple(values)
         state._shape = shape
-        state._rendered = None
-        state.version = version
+        state.version = version  # _rendered stays unset until item is first read
         return state
 
     @property
@@ -150,7 +150,7 @@ class InstanceState:
         if shape is None:
             assert isinstance(data, dict)
             return data
-        rendered = self._rendered
+        rendered: Item | None = getattr(self, "_rendered", None)
         if rendered is None:
             rendered = self._rendered = {
                 name: _render(value) for name, value in zip(shape.names, data, strict=True)}

@@ -86,7 +86,7 @@ def test_loaded_state_shares_the_objects_values_and_survives_mutation() -> None:
     assert any(v is obj.name for v in data)  # the very string object, not a copy
     assert any(v is obj.price for v in data)
     # containers are mutable: the snapshot keeps their wire form, not the object's value
-    assert state._rendered is None  # nothing rendered until a write needs it
+    assert getattr(state, "_rendered", None) is None  # nothing rendered until a write needs it
     obj.tags.append("c")
     obj.labels.add("z")
     obj.meta["k"] = 2
