@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TYPED := examples tests/typing_check.py tests/readme_snippets.py
 
-.PHONY: demo test lint typecheck docs unit engines ddb-local dynoxide bench footprint clean
+.PHONY: demo test lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,22 @@ bench: $(STAMP)
 
 footprint: $(STAMP)
 	$(BIN)/python benchmarks/footprint.py
+
+# Every benchmark (see benchmarks/README.md), figures as JSON in build/bench/; DynamoDB
+# Local from .cache/ (make ddb-local). Several minutes: they print, they never fail a build.
+BENCH_OUT := build/bench
+bench-all: $(STAMP) ddb-local
+	mkdir -p $(BENCH_OUT)
+	$(BIN)/python benchmarks/overhead.py --json $(BENCH_OUT)/overhead.json
+	$(BIN)/python benchmarks/overhead.py --transport stub --json $(BENCH_OUT)/overhead-stub.json
+	$(BIN)/python benchmarks/updates.py --json $(BENCH_OUT)/updates.json
+	$(BIN)/python benchmarks/updates.py --transport stub --skip-history --json $(BENCH_OUT)/updates-stub.json
+	$(BIN)/python benchmarks/memory.py --json $(BENCH_OUT)/memory.json
+	$(BIN)/python benchmarks/scale.py --memory-json $(BENCH_OUT)/memory.json --json $(BENCH_OUT)/scale.json
+	$(BIN)/python benchmarks/paging.py --json $(BENCH_OUT)/paging.json
+	$(BIN)/python benchmarks/projections.py --json $(BENCH_OUT)/projections.json
+	$(BIN)/python benchmarks/scan.py
+	-$(BIN)/python benchmarks/footprint.py
 
 clean:
 	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis build

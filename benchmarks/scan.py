@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -46,15 +47,18 @@ class Row(Entity):
     score: int = 0
 
 
-def best(fn: Callable[[], int], repeats: int) -> tuple[float, int]:
-    """(best seconds, result) of ``repeats`` runs."""
-    times = []
-    result = 0
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return min(times), result
+def medians(fns: list[tuple[str, Callable[[], int]]],
+            repeats: int) -> list[tuple[str, float, int]]:
+    """(name, median seconds, result) of each, the runs interleaved (one of each per round,
+    the order rotating) so that a busy machine's drift hits every contender alike."""
+    times: dict[str, list[float]] = {name: [] for name, _ in fns}
+    results: dict[str, int] = {}
+    for r in range(repeats):
+        for name, fn in fns[r % len(fns):] + fns[:r % len(fns)]:
+            start = time.perf_counter()
+            results[name] = fn()
+            times[name].append(time.perf_counter() - start)
+    return [(name, statistics.median(times[name]), results[name]) for name, _ in fns]
 
 
 def main() -> None:
@@ -95,10 +99,9 @@ def main() -> None:
             ("dynaorm scan().all()", lambda: len(s.scan(Row).all())),
             ("dynaorm scan(segments=4)", lambda: len(s.scan(Row, segments=4).all())),
         ]
-        print(f"{args.items} items on DynamoDB Local, best of {args.repeats}")
+        print(f"{args.items} items on DynamoDB Local, median of {args.repeats}")
         base = None
-        for name, fn in rows:
-            seconds, n = best(fn, args.repeats)
+        for name, seconds, n in medians(rows, args.repeats):
             assert n == args.items, (name, n)
             rate = n / seconds
             base = base or rate
@@ -109,9 +112,9 @@ def main() -> None:
             ("dynaorm query().count()", lambda: s.query(Row, part="p1").count()),
             ("dynaorm scan().count()", lambda: s.scan(Row).count() // 2),
         ]
+        print(f"  count, median of {args.repeats * 3} (ratio: speed against PynamoDB's)")
         base = None
-        for name, fn in counts:
-            seconds, n = best(fn, args.repeats)
+        for name, seconds, n in medians(counts, args.repeats * 3):
             assert n in (half, args.items // 2), (name, n)
             base = base or seconds
             print(f"  {name:<28} {seconds * 1000:>10.1f} ms  ({base / seconds:.2f}x)")

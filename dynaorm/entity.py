@@ -84,17 +84,17 @@ class Entity(BaseModel):
         """Build an object from a stored item and mark it persisted."""
         if spec is None:
             spec = spec_of(cls)
-        obj = cls.model_validate(decode_item(item, spec.field_names))
+        decoded = decode_item(item, spec.field_names)
+        obj = cls.model_validate(decoded)
         table = spec.table
+        key, version = None, None  # None: the stored key, kept in the compact snapshot
         if spec.versioned:
             key = spec.primary_key(obj.__dict__)
             version = obj.version  # type: ignore[attr-defined]
-        else:
-            key = {table.pk: item[table.pk]["S"]}
-            if table.sk is not None:
-                key[table.sk] = item[table.sk]["S"]
-            version = None
-        object.__setattr__(obj, "_dynaorm_slot", InstanceState(key, item, version))
+        key_attrs = (table.pk,) if table.sk is None else (table.pk, table.sk)
+        state = InstanceState.loaded(item, decoded, key_attrs, table.type_attribute,
+                                     spec.type_name, key, version)
+        object.__setattr__(obj, "_dynaorm_slot", state)
         return obj
 
 
