@@ -28,7 +28,7 @@ from .validate import (
 __all__ = [
     "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
     "Op", "Origin", "Put", "Role", "Update", "WritePlan", "check_batch_delete",
-    "check_batch_put", "check_item_size", "check_write",
+    "check_batch_put", "check_item_size", "check_read_key", "check_write",
     "item_size", "key_roles", "value_size",
 ]
 
@@ -248,6 +248,15 @@ def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
 def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     """:func:`check_write` of a bulk delete (``delete_many``)."""
     return check_write(Delete(key, None, Origin(entity, key, Role.ROW, Fail.GONE)))
+
+
+def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
+    """A key read by GetItem (also to plan a write): valid and within DynamoDB's key
+    limits, else :class:`~dynaorm.KeyTemplateError` (DynamoDB would refuse the read)."""
+    roles = {table.pk: "partition"}
+    if table.sk:
+        roles[table.sk] = "sort"
+    check_values(_key_av(key).items(), entity=entity, key=key, key_roles=roles)
 
 
 def check_item_size(size: int, entity: str, key: PlainKey) -> int:

@@ -16,7 +16,7 @@ from .events import CommitResult, write_origins
 from .expressions import Condition
 from .failures import map_failure
 from .outcomes import APPLIED, resolve, unknown_batch
-from .plan import ConditionCheck, WritePlan, check_batch_delete, check_batch_put
+from .plan import ConditionCheck, WritePlan, check_batch_delete, check_batch_put, check_read_key
 from .query import Query
 from .reading import MAX_WORKERS, batch_get
 from .scan import Scan, check_segments
@@ -255,6 +255,7 @@ class Session:
     # -- reads ---------------------------------------------------------------------
     def _get_item(self, key: PlainKey, consistent: bool = False,
                   origins: tuple[type[Entity], ...] = ()) -> Item | None:
+        check_read_key(self.table, key, "/".join(o.__name__ for o in origins) or "item")
         request: dict[str, Any] = {"TableName": self.table.name, "Key": _key_av(key)}
         if consistent:
             request["ConsistentRead"] = True
