@@ -195,6 +195,12 @@ def test_key_sizes_at_dynamodbs_limits(db: TestBackend, s: Session) -> None:
                                                                 "part": "p"}]))
 
 
+def test_a_key_read_by_get_is_checked(db: TestBackend, s: Session) -> None:
+    refused(db, KeyTemplateError, lambda: s.get(VDoc, doc="a" * 2046, part="p"), "'pk'")
+    refused(db, KeyTemplateError, lambda: s.get(VDoc, doc="x", part=LONE), "'sk'")
+    assert s.get(VDoc, doc="a" * 2045, part="b" * 1024) is None
+
+
 def test_guard_keys_are_checked_too(db: TestBackend, s: Session) -> None:
     from tests.models import User
     refused(db, KeyTemplateError, commit(s, User(username="u", email="e" * 2100 + "@x")),
