@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from ._types import AttributeValue, Item
-from .errors import DynaormError
+from .errors import DynaormError, InvalidValueError
 
 __all__ = ["decode_item", "decode_value", "encode_fields", "encode_value"]
 
@@ -42,7 +42,15 @@ def _number(value: int | float | Decimal) -> str:
 
 
 def encode_value(value: Any) -> AttributeValue:
-    """Encode one Python value."""
+    """Encode one Python value (nested far beyond DynamoDB's 32 levels: InvalidValueError)."""
+    try:
+        return _encode(value)
+    except RecursionError:
+        raise InvalidValueError("maps and lists nested far deeper than DynamoDB's limit "
+                                "of 32 levels") from None
+
+
+def _encode(value: Any) -> AttributeValue:
     if value is None:
         return {"NULL": True}
     t = type(value)
@@ -53,7 +61,7 @@ def encode_value(value: Any) -> AttributeValue:
     if t is int or t is float or t is Decimal:
         return {"N": _number(value)}
     if isinstance(value, enum.Enum):
-        return encode_value(value.value)
+        return _encode(value.value)
     if isinstance(value, bool):
         return {"BOOL": bool(value)}
     if isinstance(value, int | float | Decimal):
@@ -67,11 +75,11 @@ def encode_value(value: Any) -> AttributeValue:
     if isinstance(value, uuid.UUID | timedelta):
         return {"S": str(value)}
     if isinstance(value, Mapping):
-        return {"M": {str(k): encode_value(v) for k, v in value.items()}}
+        return {"M": {str(k): _encode(v) for k, v in value.items()}}
     if isinstance(value, set | frozenset):
         return _encode_set(value)
     if isinstance(value, list | tuple):
-        return {"L": [encode_value(v) for v in value]}
+        return {"L": [_encode(v) for v in value]}
     raise _BadType(f"cannot store a value of type {t.__name__} in DynamoDB: {value!r}")
 
 
@@ -85,7 +93,7 @@ def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
         return {"NS": sorted(_number(v) for v in items)}
     if all(isinstance(v, bytes) for v in items):
         return {"BS": sorted(items)}
-    return {"L": [encode_value(v) for v in items]}
+    return {"L": [_encode(v) for v in items]}
 
 
 def encode_fields(data: Mapping[str, Any], owner: str = "") -> Item:

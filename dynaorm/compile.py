@@ -247,7 +247,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
         else:
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
-                                b.origin(Role.ROW, Fail.GONE)))
+                                b.origin(Role.ROW, Fail.GONE), known=state.item))
     b.guards(old_values, values, old_key, key)
     return b.ops, Outcome(obj, InstanceState(key, item), None)
 

@@ -13,16 +13,26 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
-from .errors import ItemTooLargeError, TransactionTooLargeError
+from .errors import TransactionTooLargeError
 from .expressions import Condition, Placeholders, condition_values
+from .validate import (
+    MAX_ITEM_BYTES,
+    check_item,
+    check_size,
+    check_values,
+    item_size,
+    updated_item,
+    value_size,
+)
 
 __all__ = [
     "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
-    "Op", "Origin", "Put", "Role", "Update", "WritePlan",
+    "Op", "Origin", "Put", "Role", "Update", "WritePlan", "check_batch_delete",
+    "check_batch_put", "check_item_size", "check_read_key", "check_write",
+    "item_size", "key_roles", "value_size",
 ]
 
 MAX_ACTIONS = 100
-MAX_ITEM_BYTES = 400 * 1024
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
@@ -78,6 +88,9 @@ class Update:
     #: an update expression built by ``s.update()`` (see :mod:`dynaorm.updates`); when
     #: given it replaces ``set``/``remove``: ``(clause, attribute, value)`` in call order
     clauses: tuple[tuple[str, str, AttributeValue | None], ...] = ()
+    #: the stored item the update applies to, when known (a loaded object's snapshot):
+    #: the item it makes must fit in 400 KB too
+    known: Item | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,56 +189,79 @@ _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delet
                   "ConditionCheck": "ConditionCheck"}
 
 
-# -- sizes ---------------------------------------------------------------------------------
-def value_size(av: AttributeValue) -> int:
-    """DynamoDB's size of one attribute value (bytes), as documented."""
-    (tag, raw), = av.items()
-    if tag == "S":
-        return len(raw.encode())
-    if tag == "N":
-        return len(raw.lstrip("-").replace(".", "")) // 2 + 2
-    if tag == "B":
-        return len(raw)
-    if tag in ("BOOL", "NULL"):
-        return 1
-    if tag == "SS":
-        return sum(len(s.encode()) for s in raw)
-    if tag == "NS":
-        return sum(len(n) // 2 + 2 for n in raw)
-    if tag == "BS":
-        return sum(len(b) for b in raw)
-    if tag == "L":
-        return 3 + sum(value_size(v) + 1 for v in raw)
-    return 3 + sum(len(k.encode()) + value_size(v) + 1 for k, v in raw.items())
+# -- the gate every write passes ---------------------------------------------------------
+def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
+    """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
+    (the table's and every index's)."""
+    spec = getattr(entity, "__dynaorm_spec__", None)
+    if spec is None:  # not an entity class: the key's own attributes, partition first
+        return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
+    table = spec.table
+    roles = {table.pk: "partition"}
+    if table.sk:
+        roles[table.sk] = "sort"
+    for index in table.indexes.values():
+        if not index.is_local:
+            roles.setdefault(index.pk, "partition")
+        if index.sk:
+            roles.setdefault(index.sk, "sort")
+    return roles
 
 
-def item_size(item: Item) -> int:
-    """DynamoDB's size of an item: attribute names plus values (strings take a fast path)."""
-    total = 0
-    for name, value in item.items():
-        total += len(name) if name.isascii() else len(name.encode())
-        text = value.get("S")
-        if text is None:
-            total += value_size(value)
-        else:
-            total += len(text) if text.isascii() else len(text.encode())
-    return total
+def check_write(op: Op) -> int:
+    """Refuse before sending anything DynamoDB would refuse in one write action (see
+    :mod:`dynaorm.validate`); returns the bytes it adds to a request.
+
+    Keys, item attributes, update values and condition values are all checked; a Put's
+    item, and an update's result when the stored item is known, must fit in 400 KB."""
+    entity = op.origin.entity.__name__
+    roles = key_roles(op.origin.entity, op.key)
+    key_av = _key_av(op.key)
+    size = item_size(op.item if isinstance(op, Put) else key_av)
+    check_size(size, entity=entity, key=op.key)
+    check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)
+    if isinstance(op, Put):
+        check_item(op.item, entity=entity, key=op.key, key_roles=roles)
+    if isinstance(op, Update):
+        values = [*op.set.items(), *((a, av) for _, a, av in op.clauses if av is not None)]
+        check_values(values, entity=entity, key=op.key, key_roles=roles)
+        size += item_size(op.set)
+        size += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
+        check_size(size, entity=entity, key=op.key, what="update")
+        if op.known is not None:
+            after = updated_item(op.known, op.set, op.remove, op.clauses)
+            check_size(item_size(after), entity=entity, key=op.key,
+                       what="item after the update")
+    if op.condition is not None:  # condition values travel in the request too
+        carried = condition_values(op.condition)
+        check_values((("condition", av) for av in carried), entity=entity, key=op.key,
+                     key_roles={})
+        size += sum(value_size(av) for av in carried)
+    return size
+
+
+def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
+    """:func:`check_write` of a bulk put (``save_many``)."""
+    return check_write(Put(key, item, None, Origin(entity, key, Role.ROW, Fail.EXISTS)))
+
+
+def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
+    """:func:`check_write` of a bulk delete (``delete_many``)."""
+    return check_write(Delete(key, None, Origin(entity, key, Role.ROW, Fail.GONE)))
+
+
+def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
+    """A key read by GetItem (also to plan a write): valid and within DynamoDB's key
+    limits, else :class:`~dynaorm.KeyTemplateError` (DynamoDB would refuse the read)."""
+    roles = {table.pk: "partition"}
+    if table.sk:
+        roles[table.sk] = "sort"
+    check_values(_key_av(key).items(), entity=entity, key=key, key_roles=roles)
 
 
 def check_item_size(size: int, entity: str, key: PlainKey) -> int:
     """``size`` if an item of that many bytes fits in DynamoDB, else ItemTooLargeError."""
-    if size > MAX_ITEM_BYTES:
-        raise ItemTooLargeError(f"{entity} {key}: item of {size} bytes exceeds DynamoDB's "
-                                f"{MAX_ITEM_BYTES} byte limit")
-    return size
-
-
-def _exact_size(op: Op) -> int:
-    size = item_size(op.item) if isinstance(op, Put) else item_size(_key_av(op.key))
-    if isinstance(op, Update):
-        size += item_size(op.set)
-        size += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
-    return size
+    return check_size(size, entity=entity, key=key)
 
 
 @dataclass(frozen=True)
@@ -242,11 +278,7 @@ class WritePlan:
             raise TransactionTooLargeError(
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
                 f"{first.owner_key}); DynamoDB allows {MAX_ACTIONS} per transaction")
-        total = 0
-        for op in self.ops:
-            total += check_item_size(_exact_size(op), op.origin.entity.__name__, op.key)
-            if op.condition is not None:  # condition values travel in the request too
-                total += sum(value_size(av) for av in condition_values(op.condition))
+        total = sum(check_write(op) for op in self.ops)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(

@@ -15,7 +15,7 @@ from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from ._types import Item
-from .cursor import decode_cursor_state, encode_cursor, fingerprint
+from .cursor import check_cursor, decode_cursor_state, encode_cursor, fingerprint, read_secret
 from .entity import Entity
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
@@ -353,8 +353,9 @@ class ReadBase(Generic[T]):
         if cursor is None:
             return [None] * n, 0
         try:
-            packed, served = decode_cursor_state(cursor, fp, n)
+            packed, served = decode_cursor_state(cursor, fp, n, secret=read_secret(self))
             positions = [sel.unpack(p, self._fixed(i)) for i, p in enumerate(packed)]
+            check_cursor(self, sel, positions, served)  # inside the read's partitions and range
             if served < 0 or (self._limit is not None and served > self._limit):
                 raise InvalidCursorError("page cursor does not fit this query")
         except InvalidCursorError as exc:
@@ -400,5 +401,5 @@ class ReadBase(Generic[T]):
         if done:
             return Page(items, None)
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
-        return Page(items, encode_cursor(fp, packed, served))
+        return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)))
 

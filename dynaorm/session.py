@@ -16,7 +16,7 @@ from .events import CommitResult, write_origins
 from .expressions import Condition
 from .failures import map_failure
 from .outcomes import APPLIED, resolve, unknown_batch
-from .plan import ConditionCheck, WritePlan, check_item_size, item_size
+from .plan import ConditionCheck, WritePlan, check_batch_delete, check_batch_put, check_read_key
 from .query import Query
 from .reading import MAX_WORKERS, batch_get
 from .scan import Scan, check_segments
@@ -255,6 +255,7 @@ class Session:
     # -- reads ---------------------------------------------------------------------
     def _get_item(self, key: PlainKey, consistent: bool = False,
                   origins: tuple[type[Entity], ...] = ()) -> Item | None:
+        check_read_key(self.table, key, "/".join(o.__name__ for o in origins) or "item")
         request: dict[str, Any] = {"TableName": self.table.name, "Key": _key_av(key)}
         if consistent:
             request["ConsistentRead"] = True
@@ -427,7 +428,7 @@ class Session:
                                    "cannot keep them; use Session.save and commit")
             key = spec.primary_key(obj.__dict__)
             item = encode_entity(obj, spec)
-            check_item_size(item_size(item), spec.name, key)
+            check_batch_put(spec.cls, key, item)  # the gate every write passes
             same = rows.pop(_key_id(key), None)  # one key twice: the last object wins
             rows[_key_id(key)] = ([*(same[0] if same else []), obj], item, key)
         batch = list(rows.values())
@@ -467,6 +468,8 @@ class Session:
                 targets.append((obj, state.key if state is not None
                                 else spec.primary_key(obj.__dict__)))
         unique = list({_key_id(k): k for _, k in targets}.values())
+        for target, k in targets:  # the gate every write passes
+            check_batch_delete(spec.cls if target is None else type(target), k)
         for start in range(0, len(unique), BATCH_WRITE):
             self._batch_write([{"DeleteRequest": {"Key": _key_av(k)}}
                                for k in unique[start:start + BATCH_WRITE]])

@@ -295,7 +295,8 @@ class StagedUpdate(Generic[T]):
         fail = Fail.GONE if own is not None else Fail.CALLER
         origin = Origin(self.entity, self.key, Role.ROW, fail, None, None, index, self._where)
         self._planned = None
-        return [Update(self.key, {}, (), cond, origin, tuple(clauses))], None
+        known = getattr(getattr(self._loaded, "_dynaorm_state", None), "item", None)
+        return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
 
     def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
         for name, (method, value) in self._actions.items():

@@ -59,12 +59,16 @@ def test_applied_then_lost_insert_is_a_success(db: TestBackend, faults: Faults,
     assert [i["body"] for i in db.scan()] == ["again"]
 
 
-def test_applied_then_lost_update_is_a_success(db: TestBackend, faults: Faults) -> None:
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_update_is_a_success(db: TestBackend, faults: Faults,
+                                               how: str) -> None:
     note = _note(db, body="one")
-    faults.lose("UpdateItem")
+    sent = faults.count()
+    faults.lose("UpdateItem", how=how)
     note.body = "two"
     with db.session() as s:
         s.save(note)
+    assert sent["UpdateItem"] == 2
     assert [i["body"] for i in db.scan()] == ["two"]
     note.body = "three"  # its persisted state is what is stored: the next update applies
     with db.session() as s:
@@ -85,11 +89,13 @@ def test_applied_then_lost_delete_is_a_success(db: TestBackend, faults: Faults,
     assert db.scan() == []
 
 
-def test_applied_then_lost_transaction_is_a_success(db: TestBackend, faults: Faults) -> None:
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_transaction_is_a_success(db: TestBackend, faults: Faults,
+                                                    how: str) -> None:
     """A user with two unique guards: one TransactWriteItems. DynamoDB Local replays the
     token; moto ignores tokens, and the retry's cancellation shows the commit's own items."""
     sent = faults.count()
-    faults.lose("TransactWriteItems", how="500")
+    faults.lose("TransactWriteItems", how=how)
     user = User(username="ada", email="ada@x.com")
     with db.session() as s:
         s.save(user)
@@ -290,3 +296,104 @@ def test_applied_then_lost_append_is_never_resent(db: TestBackend, faults: Fault
     assert sent["UpdateItem"] == 1
     assert info.value.operation == "UpdateItem"
     assert [i["tags"] for i in db.scan()] == [["once"]]  # applied exactly once
+
+
+# -- attempts run out ----------------------------------------------------------------------
+def test_applied_then_throttled_update_and_delete_are_outcome_unknown(
+        db: TestBackend, faults: Faults) -> None:
+    """Applied, answer lost, then throttled until the attempts run out: for an update and
+    for a delete, OutcomeUnknownError names the item; the object keeps its last known
+    state (a reload tells what is stored)."""
+    note = _note(db, body="one")
+    known = note._dynaorm_state
+    sent = faults.count()
+    faults.lose("UpdateItem")
+    faults.refuse("UpdateItem", after=1)
+    note.body = "two"
+    s = db.session()
+    s.save(note)
+    with pytest.raises(OutcomeUnknownError) as err:
+        s.commit()
+    assert (err.value.operation, err.value.keys) == ("UpdateItem", [{"pk": "NOTE#n1",
+                                                                      "sk": "NOTE"}])
+    assert sent["UpdateItem"] == db.table.max_attempts == 5
+    assert note._dynaorm_state is known
+    assert [i["body"] for i in db.scan()] == ["two"]  # it was applied
+    faults.clear()
+
+    sent = faults.count()
+    faults.lose("DeleteItem", how="closed")
+    faults.refuse("DeleteItem", after=1, status=503, code="ServiceUnavailable")
+    s.delete(note)
+    with pytest.raises(OutcomeUnknownError) as err:
+        s.commit()
+    assert err.value.operation == "DeleteItem" and "Note" in str(err.value)
+    assert sent["DeleteItem"] == 5
+    assert db.scan() == []
+
+
+WRITES = ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"]
+READS = ["GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"]
+PERSISTENT = [("throttle", 400, "ThrottlingException"), ("5xx", 500, "InternalServerError"),
+              ("503", 503, "ServiceUnavailable")]
+
+
+def _write(db: TestBackend, operation: str) -> None:
+    s = db.session()
+    if operation == "PutItem":
+        s.save(Note(note_id="new"))
+    elif operation == "UpdateItem":
+        s.update(Note, note_id="n1").set(body="two")
+    elif operation == "DeleteItem":
+        s.delete(Note, note_id="n1")
+    elif operation == "TransactWriteItems":
+        s.save(User(username="ada", email="ada@x.com"))
+    else:
+        s.save_many([Note(note_id="b1"), Note(note_id="b2")])
+        return
+    s.commit()
+
+
+def _read(db: TestBackend, operation: str) -> None:
+    s = db.session()
+    if operation == "GetItem":
+        s.get(Note, note_id="n1")
+    elif operation == "Query":
+        s.query(Note, note_id="n1").all()
+    elif operation == "Scan":
+        s.scan(Note).all()
+    elif operation == "BatchGetItem":
+        s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}])
+    else:
+        s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}], snapshot=True)
+
+
+@pytest.mark.parametrize(("fault", "status", "code"), PERSISTENT)
+@pytest.mark.parametrize("operation", WRITES + READS)
+def test_persistent_faults_send_exactly_max_attempts(
+        db: TestBackend, faults: Faults, operation: str, fault: str, status: int,
+        code: str) -> None:
+    """Every operation, throttled or failing with a 5xx on every attempt: exactly
+    ``max_attempts`` HTTP attempts (one retry layer), then a typed error; the refused
+    attempts never reached the server, so nothing changed. A write whose 5xx may have
+    been applied is OutcomeUnknownError, anything else RequestError naming the code."""
+    _note(db, body="one")
+    db.table.transport.max_attempts = 3
+    before = db.scan_raw()
+    sent = faults.count()
+    faults.refuse(operation, status=status, code=code)
+    with pytest.raises(RequestError if fault == "throttle" or operation in READS
+                       else OutcomeUnknownError) as err:
+        (_write if operation in WRITES else _read)(db, operation)
+    assert sent[operation] == 3
+    assert sum(sent.values()) == 3  # and no other request
+    error = err.value
+    assert isinstance(error, RequestError | OutcomeUnknownError)
+    assert error.operation == operation
+    if isinstance(error, RequestError):
+        assert (error.code, error.attempts) == (code, 3)
+        assert not isinstance(error, OutcomeUnknownError)
+    else:
+        assert code in str(error)
+    faults.clear()
+    assert db.scan_raw() == before
