@@ -174,7 +174,7 @@ def stored(s: Session, obj: VDoc) -> VDoc:
     s.save(obj)
     s.commit()
     got = s.get(VDoc, doc=obj.doc, part=obj.part)
-    assert got == obj
+    assert got is not None and got == obj
     return got
 
 
