@@ -189,7 +189,7 @@ def _holds(value: Mapping[str, Any], op: str, bounds: list[Any]) -> bool:
                  ">=": got >= ends[0]}[op])
 
 
-def check_positions(positions: Sequence[Any], served: int, *, limit: int | None,
+def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
                     requests: Sequence[Mapping[str, Any]], key_attrs: Sequence[str],
                     roles: Mapping[str, str]) -> None:
     """Refuse (:class:`InvalidCursorError`) resume positions that a read of ``requests``

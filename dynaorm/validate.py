@@ -178,7 +178,7 @@ def _set_problem(tag: str, raw: Any) -> str | None:
 def value_problem(av: AttributeValue) -> tuple[str, str] | None:
     """``(path inside the value, reason)`` of the first thing DynamoDB would refuse in
     ``av`` (``None``: nothing). Iterative: any depth is answered, never recursed."""
-    stack: list[tuple[AttributeValue, str, int]] = [(av, "", 1)]
+    stack: list[tuple[Any, str, int]] = [(av, "", 1)]  # (values may come from anywhere)
     while stack:
         value, path, depth = stack.pop()
         if not isinstance(value, Mapping) or len(value) != 1:

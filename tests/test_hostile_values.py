@@ -53,7 +53,15 @@ ANY_CHAR = st.one_of(st.characters(codec="utf-8"), SURROGATES, st.sampled_from("
 
 def sized_text(lengths: list[int]) -> st.SearchStrategy[str]:
     """Texts of lengths around a limit, of 1-, 2- and 4-byte characters."""
-    return st.builds(lambda n, c: c * n, st.sampled_from(lengths), st.sampled_from("aé𝄞"))
+    return st.builds(_repeat, st.sampled_from(lengths), st.sampled_from("aé𝄞"))
+
+
+def _repeat(n: int, c: str) -> str:
+    return c * n
+
+
+def _number(digits: int, exp: int, neg: bool) -> Decimal:
+    return Decimal(f"{'-' if neg else ''}{digits}E{exp}")
 
 
 KEY_TEXT = st.one_of(st.text(ANY_CHAR, max_size=12),
@@ -61,8 +69,7 @@ KEY_TEXT = st.one_of(st.text(ANY_CHAR, max_size=12),
                                  2046]))
 NUMBERS = st.one_of(
     st.decimals(allow_nan=False, allow_infinity=False),
-    st.builds(lambda digits, exp, neg: Decimal(f"{'-' if neg else ''}{digits}E{exp}"),
-              st.integers(1, 10**40), st.integers(-170, 130), st.booleans()),
+    st.builds(_number, st.integers(1, 10**40), st.integers(-170, 130), st.booleans()),
     st.sampled_from([Decimal("9.99E+125"), Decimal("1E+126"), Decimal("1E-130"),
                      Decimal("1E-131"), Decimal("1" * 38), Decimal("1" * 39), Decimal(0)]),
     st.integers(-(10**40), 10**40).map(Decimal))
