@@ -137,7 +137,7 @@ class _Auditor:
         return text, text if self.table.sk else ""
 
     def type_of(self, item: Item) -> str | None:
-        value = item.get(self.table.type_attribute, {}).get("S")
+        value = item.get(self.table.type_attr, {}).get("S")
         return value if isinstance(value, str) else None
 
     def action(self, kind: str, key: Key, condition: Condition | None,
@@ -161,7 +161,7 @@ class _Auditor:
 
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
-            return dict(spec.cls.model_validate(decode_item(item, spec.field_names)).__dict__)
+            return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
         except ValueError:
             return None  # unreadable owner (e.g. a schema change): cannot judge its guards
 
@@ -218,7 +218,7 @@ class _Auditor:
         new = guard_item(spec, rule, gkey[0], plain, None)
         fix = (self.action("Put", gkey, not_exists(self.table.pk), new),
                self.action("ConditionCheck", okey, all_of(self.unchanged(
-                   owner, (*rule.fields, self.table.type_attribute)))))
+                   owner, (*rule.fields, self.table.type_attr)))))
         self.problems.append(Problem("missing-guard", okey, (
             f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"), fix))
 
@@ -236,18 +236,18 @@ class _Auditor:
             check = not_exists(self.table.pk)
         elif self.type_of(owner) != otype:
             reason = f"its owner {okey[0]} is a {self.type_of(owner)}, not a {otype}"
-            check = all_of(self.unchanged(owner, (self.table.type_attribute,)))
+            check = all_of(self.unchanged(owner, (self.table.type_attr,)))
         elif spec is None or self.values(spec, owner) is None:
             return  # an owner type this module does not declare: cannot judge
         else:
             rule = next((r for r in spec.uniques if r.field == ofield), None)
-            attrs = (*(rule.fields if rule else ()), self.table.type_attribute)
+            attrs = (*(rule.fields if rule else ()), self.table.type_attr)
             reason = (f"its owner {okey[0]} no longer holds that {ofield}" if rule else
                       f"{otype} has no unique rule on {ofield!r} any more")
             check = all_of(self.unchanged(owner, attrs))
         mine = all_of([raw_eq(OWNER_PK, {"S": okey[0]}), *(
             [raw_eq(OWNER_SK, {"S": okey[1]})] if self.table.sk else []),
-            raw_eq(self.table.type_attribute, {"S": GUARD_TYPE})])
+            raw_eq(self.table.type_attr, {"S": GUARD_TYPE})])
         if len(owners) == 1:  # another owner holds the value: point the guard at it
             item, nspec, nrule = owners[0]
             nkey = self.key_of(item)
@@ -255,7 +255,7 @@ class _Auditor:
                                                  else {})}
             fix = (self.action("Put", key, mine, guard_item(nspec, nrule, key[0], plain, None)),
                    self.action("ConditionCheck", nkey, all_of(self.unchanged(
-                       item, (*nrule.fields, self.table.type_attribute)))))
+                       item, (*nrule.fields, self.table.type_attr)))))
             reason += f"; {nspec.name} {nkey[0]} holds it now: re-point the guard"
         else:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
@@ -306,7 +306,7 @@ class _Auditor:
         expr = " ".join(([f"SET {', '.join(sets)}"] if sets else [])
                         + ([f"REMOVE {', '.join(removes)}"] if removes else []))
         fields = [f for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
-        cond = all_of(self.unchanged(item, (*fields, *wrong, self.table.type_attribute)))
+        cond = all_of(self.unchanged(item, (*fields, *wrong, self.table.type_attr)))
         assert cond is not None
         body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
                                 "UpdateExpression": expr,
@@ -344,7 +344,7 @@ class _Auditor:
             have = item.get("version", {}).get("N", "?")
             next_row = (key[0], version_sk(base, n + 1))
             fix = (self.action("Put", key, all_of(self.unchanged(
-                       item, ("version", self.table.type_attribute))), wanted),
+                       item, ("version", self.table.type_attr))), wanted),
                    self.action("ConditionCheck", next_row, not_exists(self.table.pk)))
             self.problems.append(Problem("stale-latest", key, (
                 f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))

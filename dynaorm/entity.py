@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ._types import Item, PlainKey
-from .codec import decode_item, encode_fields
+from .codec import encode_fields
 from .errors import DynaormError
+from .keys import key_av, key_value
 from .spec import EntitySpec, build_spec, collect_meta
+from .stamps import declare_timestamps, encode_ttl
 from .state import InstanceState
 
 __all__ = ["Entity", "Versioned", "spec_of"]
@@ -25,6 +27,9 @@ class Entity(BaseModel):
     if TYPE_CHECKING:
         __dynaorm_spec__: ClassVar[EntitySpec | None]
 
+    #: fields accept their name as well as their alias (stored names, contract 14)
+    model_config = ConfigDict(populate_by_name=True)
+
     # Persistence bookkeeping lives in a slot, not a pydantic private attribute: it stays
     # out of equality, copies and validation (and validation is twice as fast without one).
     __slots__ = ("_dynaorm_slot",)
@@ -39,6 +44,7 @@ class Entity(BaseModel):
                 # setattr, not `cls.version = 0`: type checkers would read that assignment
                 # as a `version` attribute of every Entity (see Versioned).
                 setattr(cls, "version", 0)  # noqa: B010
+        declare_timestamps(cls, collect_meta(cls).get("timestamps"))
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -84,15 +90,15 @@ class Entity(BaseModel):
         """Build an object from a stored item and mark it persisted."""
         if spec is None:
             spec = spec_of(cls)
-        obj = cls.model_validate(decode_item(item, spec.field_names))
+        obj = cls.model_validate(spec.decode_fields(item))
         table = spec.table
         if spec.versioned:
             key = spec.primary_key(obj.__dict__)
             version = obj.version  # type: ignore[attr-defined]
         else:
-            key = {table.pk: item[table.pk]["S"]}
+            key = {table.pk: key_value(item[table.pk])}
             if table.sk is not None:
-                key[table.sk] = item[table.sk]["S"]
+                key[table.sk] = key_value(item[table.sk])
             version = None
         object.__setattr__(obj, "_dynaorm_slot", InstanceState(key, item, version))
         return obj
@@ -137,16 +143,23 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     data = obj.model_dump(mode="python")
     if version is not None:
         data["version"] = version
+    if spec.ttl_field is not None:
+        data[spec.ttl_field] = encode_ttl(data.get(spec.ttl_field), spec.name, spec.ttl_field)
+    renames = spec.renames
+    if renames:
+        data = {renames.get(k, k): v for k, v in data.items()}
     item = encode_fields(data, spec.name)
     for name in spec.null_fields:
-        if data.get(name, 0) is None:
-            item[name] = {"NULL": True}
+        attr = renames.get(name, name)
+        if data.get(attr, 0) is None:
+            item[attr] = {"NULL": True}
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
-        item[attr] = {"S": text}
+        item[attr] = key_av(text)
     table_keys = (spec.table.pk, spec.table.sk)
     for attr, text in spec.index_keys(values).items():
         if attr not in table_keys:  # an index reusing a table key (inverted) reads it as is
-            item[attr] = {"S": text}
-    item[spec.table.type_attribute] = {"S": spec.type_name}
+            item[attr] = key_av(text)
+    if spec.table.type_attribute is not None:
+        item[spec.table.type_attribute] = {"S": spec.type_name}
     return item

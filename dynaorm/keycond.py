@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import DynaormError, KeyTemplateError
+from .keys import key_order
 from .shards import Shards
 from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys, history_sk
 from .templates import SHARD_FIELD, KeyTemplate
@@ -44,7 +45,10 @@ class KeyPlan:
 
     @property
     def empty(self) -> bool:
-        return self.sk_op == "BETWEEN" and self.sk_values[0] > self.sk_values[1]
+        if self.sk_op != "BETWEEN":
+            return False
+        low, high = self.sk_values
+        return bool(key_order(low) > key_order(high))
 
 
 def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTemplate | None,

@@ -15,12 +15,14 @@ from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, Transacti
 from .events import CommitResult, write_origins
 from .expressions import Condition
 from .failures import map_failure
+from .keys import key_av
 from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import ConditionCheck, WritePlan, check_item_size, item_size
 from .query import Query
 from .reading import MAX_WORKERS, batch_get
 from .scan import Scan, check_segments
 from .spec import EntitySpec
+from .stamps import stamp
 from .state import InstanceState
 from .table import Table
 from .transport import RequestFailed
@@ -38,7 +40,7 @@ MAX_BATCH_ROUNDS = 12
 
 
 def _key_av(key: PlainKey) -> Item:
-    return {k: {"S": v} for k, v in key.items()}
+    return {k: key_av(v) for k, v in key.items()}
 
 
 def _key_id(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -425,6 +427,7 @@ class Session:
             if spec.has_rules:
                 raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
                                    "cannot keep them; use Session.save and commit")
+            stamp(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
             key = spec.primary_key(obj.__dict__)
             item = encode_entity(obj, spec)
             check_item_size(item_size(item), spec.name, key)
