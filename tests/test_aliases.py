@@ -162,7 +162,8 @@ def test_update_where_filter_values_keys_use_field_names(db: TestBackend) -> Non
     values = s.scan(Player).filter(F("level") == 12).values("full_name", "level")
     assert values == [{"full_name": "N2", "level": 12}]
     assert "fullName" in rec.of("Scan")[-1]["ExpressionAttributeNames"].values()
-    assert sorted(k["player_id"] for k in s.scan(Player).keys()) == [f"p{i}" for i in range(5)]
+    keys = s.scan(Player).keys()
+    assert sorted(k["player_id"] for k in keys) == [f"p{i}" for i in range(5)]
 
 
 def test_save_condition_on_an_aliased_field(db: TestBackend) -> None:
