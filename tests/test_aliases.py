@@ -56,7 +56,7 @@ def raw(db: TestBackend) -> list[dict[str, Any]]:
 
 # -- pure ----------------------------------------------------------------------------------
 def test_stored_item_uses_aliases_and_both_names_construct() -> None:
-    a = Player(player_id="p1", fullName="Ann Lee", email="a@x.io", lvl=3)
+    a = Player(player_id="p1", fullName="Ann Lee", email="a@x.io", lvl=3)  # type: ignore[call-arg]
     b = Player(player_id="p1", full_name="Ann Lee", email="a@x.io", level=3)
     assert a == b
     item = encode_entity(a, spec_of(Player))
@@ -67,7 +67,7 @@ def test_stored_item_uses_aliases_and_both_names_construct() -> None:
 
 def test_field_as_index_key_is_stored_once() -> None:
     item = encode_entity(Game(game_id="g1", map="Green Grasslands", open_players="3",
-                              createdBy="ann"), spec_of(Game))
+                              creator="ann"), spec_of(Game))
     assert item["map"] == {"S": "Green Grasslands"}
     assert item["open_players"] == {"S": "3"}
     assert sorted(item) == ["_type", "createdBy", "game_id", "map", "open_players", "pk", "sk"]
