@@ -167,7 +167,7 @@ class ReadBase(Generic[T]):
         if cond is not None:
             request["FilterExpression"] = cond.render(ph)
         if attrs:
-            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in attrs)
+            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in attrs if a)
         if count:
             request["Select"] = "COUNT"
         if self._consistent:
