@@ -167,7 +167,8 @@ class ReadBase(Generic[T]):
         if cond is not None:
             request["FilterExpression"] = cond.render(ph)
         if attrs:
-            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in attrs if a)
+            wanted = dict.fromkeys([*attrs, sel.ttl_attr])  # TTL: to tell expired items
+            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in wanted if a)
         if count:
             request["Select"] = "COUNT"
         if self._consistent:
@@ -294,7 +295,6 @@ class ReadBase(Generic[T]):
         attrs = list(sel.key_attrs)
         if not sel.by_shape:
             attrs.append(sel.type_attr)
-        attrs += [sel.ttl_attr] if sel.ttl_attr else []
         total = 0
         pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,
                       sel.keep, sel.position, ordered=False)

@@ -371,7 +371,7 @@ class Session:
                 if self.table.sk:
                     owner[self.table.sk] = guard[OWNER_SK]["S"]
                 item = self._get_item(owner, consistent)
-                return None if item is None else entity._from_item(item)
+                return entity._from_item(item) if item is not None and spec.owns(item) else None
         names = [r.field for r in spec.uniques]
         raise DynaormError(f"{spec.name}: find() takes one unique field ({names}), "
                            f"got {sorted(fields)}")

@@ -19,6 +19,7 @@ from .errors import DynaormError, KeyTemplateError
 from .keys import key_av, key_value
 from .mapping import check_mapping, check_rules, stored_names, timestamp_fields
 from .shards import Shards, as_shards
+from .stamps import expired
 from .table import LSI, Table
 from .templates import SHARD_FIELD, KeyTemplate, render_value
 
@@ -239,6 +240,8 @@ class EntitySpec:
         shape of its table key on a table without one)."""
         if item is None:
             return False
+        if self.table.ttl is not None and expired(item, self.table.ttl):
+            return False  # its TTL has passed: DynamoDB will delete it; not a result
         if self.table.type_attribute is None:
             return self.fits(item)
         return item.get(self.table.type_attribute, {}).get("S") == self.type_name
