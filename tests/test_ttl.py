@@ -86,7 +86,7 @@ def test_stored_as_epoch_seconds_and_read_back_in_utc(db: TestBackend) -> None:
 def test_a_naive_datetime_is_refused(db: TestBackend) -> None:
     s = db.session()
     s.save(Login(user="u1", token="t1", expires=datetime(2030, 1, 1)))
-    with pytest.raises(InvalidValueError, match="'expires'.*aware"):
+    with pytest.raises(InvalidValueError, match=r"'expires'.*aware"):
         s.commit()
     s.rollback()
     assert db.scan_raw() == []
