@@ -208,3 +208,20 @@ def test_field_as_gsi_key_queries_and_updates(db: TestBackend) -> None:
     s.save(g)
     s.commit()
     assert [x.game_id for x in s.query(Game, index="by_map", map="Green Grasslands")] == ["g2"]
+
+
+def test_check_repairs_a_missing_guard_of_an_aliased_unique_field(db: TestBackend) -> None:
+    from dynaorm.audit import audit_items, repair
+
+    games.client.put_item(TableName=games.name, Item={
+        "pk": {"S": "PLAYER#p9"}, "sk": {"S": "PROFILE"}, "_type": {"S": "Player"},
+        "player_id": {"S": "p9"}, "fullName": {"S": "Nine"}, "emailAddress": {"S": "9@x.io"},
+        "lvl": {"N": "1"}})
+    problems = audit_items(games, db.scan_raw(games))
+    assert [(p.kind, p.detail) for p in problems] == [
+        ("missing-guard", "Player.email has no guard item 'email#9@x.io'")]
+    check = problems[0].fix[1]["ConditionCheck"]
+    assert "emailAddress" in check["ExpressionAttributeNames"].values()
+    assert [r.ok for r in repair(games, problems)] == [True]
+    assert audit_items(games, db.scan_raw(games)) == []
+    assert db.session().find(Player, email="9@x.io") is not None

@@ -247,3 +247,21 @@ def test_binary_keys(db: TestBackend) -> None:
     s.delete(Blob, digest=bytes([2, 0, 255]))
     s.commit()
     assert len(raw_scan(blobs)) == 2
+
+
+def test_check_finds_and_repairs_stale_typed_index_keys(db: TestBackend) -> None:
+    from dynaorm.audit import audit_items, repair
+
+    s = db.session(readings)
+    s.save_many([Reading(device_id="d1", ts=1, site_id="s1", score=Decimal(5))])
+    readings.client.put_item(TableName=readings.name, Item={
+        "device": {"S": "DEV#d1"}, "ts": {"N": "2"}, "_type": {"S": "Reading"},
+        "device_id": {"S": "d1"}, "site_id": {"S": "s1"},
+        "score": {"N": "1"}, "site": {"S": "SITE#old"}, "value": {"N": "0"}})
+    problems = audit_items(readings, raw_scan(readings))
+    assert [(p.kind, p.key) for p in problems] == [("stale-index", ("DEV#d1", "2"))]
+    assert problems[0].detail == "Reading: site 'SITE#old' -> 'SITE#s1'"
+    assert [r.ok for r in repair(readings, problems)] == [True]
+    assert audit_items(readings, raw_scan(readings)) == []
+    found = s.query(Reading, index="by_site", site_id="s1").all()
+    assert sorted(r.ts for r in found) == [1, 2]
