@@ -265,3 +265,19 @@ def test_check_finds_and_repairs_stale_typed_index_keys(db: TestBackend) -> None
     assert audit_items(readings, raw_scan(readings)) == []
     found = s.query(Reading, index="by_site", site_id="s1").all()
     assert sorted(r.ts for r in found) == [1, 2]
+
+
+def test_upsert_of_a_field_that_is_the_key_and_stream_records(db: TestBackend) -> None:
+    s = db.session(catalog)
+    s.update(Product, Id=500, upsert=True).set(Title="New", ProductCategory="Book")
+    s.commit()
+    [item] = raw_scan(catalog)
+    assert item["Id"] == {"N": "500"} and item["Title"] == {"S": "New"}
+    record = {"eventID": "e1", "eventName": "MODIFY", "eventSource": "aws:dynamodb",
+              "dynamodb": {"Keys": {"Id": {"N": "500"}}, "NewImage": item,
+                           "OldImage": {**item, "Title": {"S": "Old"}},
+                           "SequenceNumber": "1", "StreamViewType": "NEW_AND_OLD_IMAGES"}}
+    [change] = catalog.changes([record])
+    assert change.entity is Product and change.kind == "modify" and change.role == "row"
+    assert change.new is not None and change.new.Id == 500 and change.new.Title == "New"
+    assert isinstance(change.old, Product) and change.old.Title == "Old"
