@@ -279,5 +279,5 @@ def test_upsert_of_a_field_that_is_the_key_and_stream_records(db: TestBackend) -
                            "SequenceNumber": "1", "StreamViewType": "NEW_AND_OLD_IMAGES"}}
     [change] = catalog.changes([record])
     assert change.entity is Product and change.kind == "modify" and change.role == "row"
-    assert change.new is not None and change.new.Id == 500 and change.new.Title == "New"
+    assert isinstance(change.new, Product) and change.new.Id == 500 and change.new.Title == "New"
     assert isinstance(change.old, Product) and change.old.Title == "Old"
