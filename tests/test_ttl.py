@@ -119,3 +119,24 @@ def test_reads_skip_expired_items(db: TestBackend) -> None:
     assert s.scan(Login).filter(F("expires").exists()).count() == 2
     assert Session(cache).query(Login, user="u1").values("token") == [
         {"token": "forever"}, {"token": "t0"}, {"token": "t2"}]
+
+
+def test_create_sends_update_time_to_live(db: TestBackend) -> None:
+    cache.delete()
+    rec = Requests(cache)
+    cache.create()
+    assert rec.of("UpdateTimeToLive") == [{
+        "TableName": cache.name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "expires"}}]
+    assert rec.of("CreateTable")[0]["AttributeDefinitions"] == [
+        {"AttributeName": "pk", "AttributeType": "S"},
+        {"AttributeName": "sk", "AttributeType": "S"}]
+
+
+def test_an_include_projection_carries_the_ttl_attribute() -> None:
+    from dynaorm import GSI
+
+    t = Table("ttl-inc", ttl="exp", indexes=[GSI("gsi", pk="gpk", projection=["a"])])
+    [gsi] = t.definition()["GlobalSecondaryIndexes"]
+    assert gsi["Projection"] == {"ProjectionType": "INCLUDE",
+                                 "NonKeyAttributes": ["a", "_type", "exp"]}
