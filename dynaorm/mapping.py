@@ -92,9 +92,8 @@ def check_mapping(owner: str, table: Table, field_names: frozenset[str],
     reserved: set[str | None] = {table.pk, table.sk, table.type_attribute}
     for index_name in table.indexes:  # every index: a field must not leak into one
         reserved.update(table.key_attributes(index_name))
-    clash = sorted(a for a in stored if a in reserved and a is not None and a not in as_key)
-    clash += sorted(n for n, a in renames.items()
-                    if (n in reserved or n == table.ttl) and n not in stored)
+    clash = sorted(a for a in stored if a in reserved and a not in as_key)
+    clash += sorted(n for n in renames if (n in reserved or n == table.ttl) and n not in stored)
     if clash:
         raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
                            f"{table.name!r} (a key template that is exactly that one field, "
