@@ -96,9 +96,11 @@ class Entity(BaseModel):
             key = spec.primary_key(obj.__dict__)
             version = obj.version  # type: ignore[attr-defined]
         else:
-            key = {table.pk: key_value(item[table.pk])}
+            pk = item[table.pk]
+            key = {table.pk: pk["S"] if "S" in pk else key_value(pk)}
             if table.sk is not None:
-                key[table.sk] = key_value(item[table.sk])
+                sk = item[table.sk]
+                key[table.sk] = sk["S"] if "S" in sk else key_value(sk)
             version = None
         object.__setattr__(obj, "_dynaorm_slot", InstanceState(key, item, version))
         return obj
@@ -150,16 +152,16 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
         data = {renames.get(k, k): v for k, v in data.items()}
     item = encode_fields(data, spec.name)
     for name in spec.null_fields:
-        attr = renames.get(name, name)
+        attr = renames.get(name, name) if renames else name
         if data.get(attr, 0) is None:
             item[attr] = {"NULL": True}
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
-        item[attr] = key_av(text)
+        item[attr] = {"S": text} if type(text) is str else key_av(text)
     table_keys = (spec.table.pk, spec.table.sk)
     for attr, text in spec.index_keys(values).items():
         if attr not in table_keys:  # an index reusing a table key (inverted) reads it as is
-            item[attr] = key_av(text)
+            item[attr] = {"S": text} if type(text) is str else key_av(text)
     if spec.table.type_attribute is not None:
         item[spec.table.type_attribute] = {"S": spec.type_name}
     return item

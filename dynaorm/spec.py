@@ -142,8 +142,15 @@ class EntitySpec:
                 pairs.append((idx.sk_attr, idx.sk))
         return tuple(pairs)
 
+    @functools.cached_property
+    def _plain_names(self) -> bool:
+        """Every field stored under its name, none filled back from keys: the fast path."""
+        return not self.renames and not self._fill_back
+
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
+        if self._plain_names:
+            return decode_item(item, self.field_names)
         stored = self.stored_fields
         data = decode_item(item, stored)
         if self.renames:
