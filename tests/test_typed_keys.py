@@ -281,3 +281,24 @@ def test_upsert_of_a_field_that_is_the_key_and_stream_records(db: TestBackend) -
     assert change.entity is Product and change.kind == "modify" and change.role == "row"
     assert isinstance(change.new, Product) and change.new.Id == 500 and change.new.Title == "New"
     assert isinstance(change.old, Product) and change.old.Title == "Old"
+
+
+def test_check_table_pages_and_checkpoints_over_number_keys(db: TestBackend,
+                                                            tmp_path: Any) -> None:
+    from dynaorm.audit_run import check_table
+
+    s = db.session(readings)
+    s.save_many([Reading(device_id="d1", ts=t, site_id="s1", score=Decimal(t)) for t in
+                 range(1, 8)])
+    for t in (3, 5):
+        readings.client.update_item(
+            TableName=readings.name, Key={"device": {"S": "DEV#d1"}, "ts": {"N": str(t)}},
+            UpdateExpression="SET site = :x", ExpressionAttributeValues={":x": {"S": "OLD"}})
+    result = check_table(readings, fix=True, page_size=2, checkpoint=tmp_path / "cp.json")
+    assert result.scanned == 7
+    assert [line.split()[:2] for line in result.problems] == [
+        ["stale-index", "DEV#d1"], ["stale-index", "DEV#d1"]]
+    assert sum(1 for r in result.repairs if r.ok) == 2
+    assert check_table(readings).problems == []
+    assert sorted(r.ts for r in s.query(Reading, index="by_site", site_id="s1")) == list(
+        range(1, 8))
