@@ -225,3 +225,22 @@ def test_check_repairs_a_missing_guard_of_an_aliased_unique_field(db: TestBacken
     assert [r.ok for r in repair(games, problems)] == [True]
     assert audit_items(games, db.scan_raw(games)) == []
     assert db.session().find(Player, email="9@x.io") is not None
+
+
+def test_check_conditions_use_field_names(db: TestBackend) -> None:
+    from dynaorm import ConditionFailedError
+
+    s = db.session()
+    s.save(Player(player_id="p1", full_name="Ann", email="a@x.io", level=4))
+    s.save(Player(player_id="p2", full_name="Bo", email="b@x.io"))
+    s.commit()
+    s.check(Player, player_id="p1", condition=F("level") == 4)
+    s.update(Player, player_id="p2").set(full_name="Bo B")
+    s.commit()
+    s.check(Player, player_id="p1", condition=F("full_name") == "nobody")
+    s.update(Player, player_id="p2").set(full_name="Zed")
+    with pytest.raises(ConditionFailedError):
+        s.commit()
+    s.rollback()
+    stored = Session(games).get(Player, player_id="p2", consistent=True)
+    assert stored is not None and stored.full_name == "Bo B"
