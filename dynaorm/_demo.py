@@ -72,7 +72,7 @@ class _Narrator:
     def items(self) -> None:
         table = self.backend.table
         rows = [(str(i[table.pk]), str(i.get(table.sk or "", "")),
-                 str(i.get(table.type_attribute, ""))) for i in self.backend.scan()]
+                 str(i.get(table.type_attr, ""))) for i in self.backend.scan()]
         w_pk = max(len(r[0]) for r in rows)
         w_sk = max(len(r[1]) for r in rows)
         self.say(f"   stored items ({len(rows)}):")

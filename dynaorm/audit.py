@@ -39,6 +39,7 @@ from .compile import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD, g
 from .entity import spec_of
 from .errors import DynaormError
 from .expressions import Condition, Placeholders, all_of, exists, not_exists, raw_eq
+from .keys import key_av, key_value
 from .spec import EntitySpec, UniqueRule, parse_version_sk, version_sk
 from .table import Table
 from .templates import SHARD_FIELD
@@ -125,19 +126,21 @@ class _Auditor:
     # helpers
     def key_of(self, item: Item) -> Key:
         sk = self.table.sk
-        return item[self.table.pk]["S"], item[sk]["S"] if sk else ""
+        return key_value(item[self.table.pk]), key_value(item[sk]) if sk else ""
 
     def key_av(self, key: Key) -> Item:
-        out: Item = {self.table.pk: {"S": key[0]}}
+        out: Item = {self.table.pk: key_av(key[0])}
         if self.table.sk:
-            out[self.table.sk] = {"S": key[1]}
+            out[self.table.sk] = key_av(key[1])
         return out
 
     def guard_key(self, text: str) -> Key:
         return text, text if self.table.sk else ""
 
     def type_of(self, item: Item) -> str | None:
-        value = item.get(self.table.type_attribute, {}).get("S")
+        if self.table.type_attribute is None:  # told apart by key shape
+            return next((n for n, s in self.specs.items() if s.fits(item)), None)
+        value = item.get(self.table.type_attr, {}).get("S")
         return value if isinstance(value, str) else None
 
     def action(self, kind: str, key: Key, condition: Condition | None,
@@ -161,7 +164,7 @@ class _Auditor:
 
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
-            return dict(spec.cls.model_validate(decode_item(item, spec.field_names)).__dict__)
+            return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
         except ValueError:
             return None  # unreadable owner (e.g. a schema change): cannot judge its guards
 
@@ -218,7 +221,7 @@ class _Auditor:
         new = guard_item(spec, rule, gkey[0], plain, None)
         fix = (self.action("Put", gkey, not_exists(self.table.pk), new),
                self.action("ConditionCheck", okey, all_of(self.unchanged(
-                   owner, (*rule.fields, self.table.type_attribute)))))
+                   owner, (*map(spec.attr, rule.fields), self.table.type_attr)))))
         self.problems.append(Problem("missing-guard", okey, (
             f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"), fix))
 
@@ -236,18 +239,18 @@ class _Auditor:
             check = not_exists(self.table.pk)
         elif self.type_of(owner) != otype:
             reason = f"its owner {okey[0]} is a {self.type_of(owner)}, not a {otype}"
-            check = all_of(self.unchanged(owner, (self.table.type_attribute,)))
+            check = all_of(self.unchanged(owner, (self.table.type_attr,)))
         elif spec is None or self.values(spec, owner) is None:
             return  # an owner type this module does not declare: cannot judge
         else:
             rule = next((r for r in spec.uniques if r.field == ofield), None)
-            attrs = (*(rule.fields if rule else ()), self.table.type_attribute)
+            attrs = (*(map(spec.attr, rule.fields) if rule else ()), self.table.type_attr)
             reason = (f"its owner {okey[0]} no longer holds that {ofield}" if rule else
                       f"{otype} has no unique rule on {ofield!r} any more")
             check = all_of(self.unchanged(owner, attrs))
         mine = all_of([raw_eq(OWNER_PK, {"S": okey[0]}), *(
             [raw_eq(OWNER_SK, {"S": okey[1]})] if self.table.sk else []),
-            raw_eq(self.table.type_attribute, {"S": GUARD_TYPE})])
+            raw_eq(self.table.type_attr, {"S": GUARD_TYPE})])
         if len(owners) == 1:  # another owner holds the value: point the guard at it
             item, nspec, nrule = owners[0]
             nkey = self.key_of(item)
@@ -255,7 +258,7 @@ class _Auditor:
                                                  else {})}
             fix = (self.action("Put", key, mine, guard_item(nspec, nrule, key[0], plain, None)),
                    self.action("ConditionCheck", nkey, all_of(self.unchanged(
-                       item, (*nrule.fields, self.table.type_attribute)))))
+                       item, (*map(nspec.attr, nrule.fields), self.table.type_attr)))))
             reason += f"; {nspec.name} {nkey[0]} holds it now: re-point the guard"
         else:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
@@ -296,23 +299,24 @@ class _Auditor:
         table_keys = {self.table.pk, self.table.sk}
         attrs = sorted(a for a in spec.index_attributes if a not in table_keys)
         wrong = [a for a in attrs if item.get(a) != (
-            None if want.get(a) is None else {"S": want[a]})]
+            None if want.get(a) is None else key_av(want[a]))]
         if not wrong:
             return
         ph = Placeholders()
-        sets = [f"{ph.name(a)} = {ph.value_av({'S': want[a]})}" for a in wrong
+        sets = [f"{ph.name(a)} = {ph.value_av(key_av(want[a]))}" for a in wrong
                 if a in want]
         removes = [ph.name(a) for a in wrong if a not in want]
         expr = " ".join(([f"SET {', '.join(sets)}"] if sets else [])
                         + ([f"REMOVE {', '.join(removes)}"] if removes else []))
-        fields = [f for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
-        cond = all_of(self.unchanged(item, (*fields, *wrong, self.table.type_attribute)))
+        fields = [spec.attr(f) for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
+        typed = (self.table.type_attribute,) if self.table.type_attribute else ()
+        cond = all_of(self.unchanged(item, (*fields, *wrong, *typed)))
         assert cond is not None
         body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
                                 "UpdateExpression": expr,
                                 "ConditionExpression": cond.render(ph)}
         fix = ({"Update": ph.apply(body)},)
-        shown = ", ".join(f"{a} {item.get(a, {}).get('S', '(none)')!r} -> "
+        shown = ", ".join(f"{a} {_shown(item.get(a))!r} -> "
                           f"{want.get(a, '(none)')!r}" for a in wrong)
         self.problems.append(Problem("stale-index", key, f"{spec.name}: {shown}", fix))
 
@@ -344,7 +348,7 @@ class _Auditor:
             have = item.get("version", {}).get("N", "?")
             next_row = (key[0], version_sk(base, n + 1))
             fix = (self.action("Put", key, all_of(self.unchanged(
-                       item, ("version", self.table.type_attribute))), wanted),
+                       item, ("version", self.table.type_attr))), wanted),
                    self.action("ConditionCheck", next_row, not_exists(self.table.pk)))
             self.problems.append(Problem("stale-latest", key, (
                 f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))
@@ -390,3 +394,10 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
             continue
         done.append(Repair(problem, True))
     return done
+
+
+def _shown(av: Item | None) -> str:
+    """A stored key attribute as shown in a problem's detail."""
+    if av is None:
+        return "(none)"
+    return str(next(iter(av.values())))

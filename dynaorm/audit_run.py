@@ -25,6 +25,7 @@ from ._types import Item
 from .audit import Key, Problem, Repair, _Auditor, problem_order, repair
 from .compile import GUARD_TYPE
 from .errors import DynaormError
+from .keys import key_value
 from .spec import parse_version_sk, version_sk
 from .streams import normalize_item
 from .table import Table
@@ -240,7 +241,7 @@ def _about(problem: Problem, page: set[Key]) -> bool:
         return True
     if problem.kind == "orphan-guard" and len(problem.fix) == 2 and "Put" in problem.fix[0]:
         check = problem.fix[1]["ConditionCheck"]["Key"]
-        return tuple(av["S"] for av in check.values()) in {k[:len(check)] for k in page}
+        return tuple(key_value(av) for av in check.values()) in {k[:len(check)] for k in page}
     return False
 
 

@@ -13,12 +13,13 @@ from dataclasses import replace
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
-from .codec import decode_item, encode_value
+from .codec import encode_value
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
-from .expressions import Condition, all_of, exists, not_exists, raw_eq
+from .expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
 from .spec import EntitySpec, UniqueRule, history_sk, parse_version_sk, version_sk
+from .stamps import encode_ttl, stamp
 from .state import InstanceState, changed_attributes
 
 __all__ = ["Outcome", "Staged", "compile_commit"]
@@ -61,7 +62,7 @@ def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
     item: Item = {table.pk: {"S": key}}
     if table.sk is not None:
         item[table.sk] = {"S": key}
-    item[table.type_attribute] = {"S": GUARD_TYPE}
+    item[table.type_attr] = {"S": GUARD_TYPE}
     item[OWNER_PK] = {"S": owner[table.pk]}
     if table.sk is not None:
         item[OWNER_SK] = {"S": owner[table.sk]}
@@ -147,10 +148,13 @@ def _unchanged(spec: EntitySpec, old: Mapping[str, Any],
     conds: list[Condition] = []
     for name in sorted(attrs):
         value = old.get(name)
+        attr = spec.attr(name)
+        if name == spec.ttl_field:
+            value = encode_ttl(value, spec.name, name)
         if value is None:
-            conds.append(not_exists(name))
+            conds.append(not_exists(attr))
         else:
-            conds.append(raw_eq(name, encode_value(value)))
+            conds.append(raw_eq(attr, encode_value(value)))
     return conds
 
 
@@ -171,6 +175,7 @@ def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -
     caller = entry.condition
     if caller is None:
         return ops
+    caller = rename_paths(caller, spec.renames)
     for i, op in enumerate(ops):
         if op.origin.role in (Role.ROW, Role.LATEST):
             fail = op.origin.fail if op.condition is not None else Fail.CALLER
@@ -195,6 +200,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
+        stamp(obj, spec, insert=True)
         version = entry.after_version + 1 if spec.versioned else None
         key = spec.primary_key(values)
         item = encode_entity(obj, spec, version, key)
@@ -220,12 +226,16 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
     key = spec.primary_key(values)
     item = encode_entity(obj, spec, key=key)
+    if spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
+            old_item, item))):
+        stamp(obj, spec, insert=False)  # a write: the updated time moves
+        item = encode_entity(obj, spec, key=key)
     b = _Builder(spec, old_key, index)
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
         guard = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
         if not entry.overwrite:  # the move copies every attribute: none may have changed
-            keys = {spec.table.pk, spec.table.sk, spec.table.type_attribute}
+            keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
             guard += _stored_as(state.item, set(state.item) - keys - unique_fields)
         b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
         b.owner = key
@@ -238,10 +248,12 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         depends = set(unique_fields)
         for attr in touched:
             depends.update(f for f in spec.derived_fields(attr))
-        depends -= touched - unique_fields  # unique values read stay conditioned (guards)
+        stored = spec.stored_fields
+        touched_fields = {stored.get(a, a) for a in touched}
+        depends -= touched_fields - unique_fields  # unique values read stay conditioned
         conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
         if not entry.overwrite:  # no lost updates: what it writes is still what it read
-            conds += _stored_as(state.item, touched - depends)
+            conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends})
         cond = all_of(conds)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
@@ -253,7 +265,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
 
 
 def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
-    return decode_item(item, spec.field_names)
+    return spec.decode_fields(item)
 
 
 def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState,
@@ -268,6 +280,7 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
                            f"({state.key} -> {key}); delete it and save a new one")
     if encode_entity(obj, spec, n) == old_item:
         return [], Outcome(obj, state, n)
+    stamp(obj, spec, insert=False)
     item = encode_entity(obj, spec, n + 1)
     assert spec.table.sk is not None
     b = _Builder(spec, key, index)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ._types import Item, PlainKey
-from .codec import decode_item, encode_fields
+from .codec import encode_fields
 from .errors import DynaormError
+from .keys import key_av, key_value
 from .spec import EntitySpec, build_spec, collect_meta
+from .stamps import declare_timestamps, encode_ttl
 from .state import InstanceState
 
 __all__ = ["Entity", "Versioned", "spec_of"]
@@ -25,6 +27,9 @@ class Entity(BaseModel):
     if TYPE_CHECKING:
         __dynaorm_spec__: ClassVar[EntitySpec | None]
 
+    #: fields accept their name as well as their alias (stored names, contract 14)
+    model_config = ConfigDict(populate_by_name=True)
+
     # Persistence bookkeeping lives in a slot, not a pydantic private attribute: it stays
     # out of equality, copies and validation (and validation is twice as fast without one).
     __slots__ = ("_dynaorm_slot",)
@@ -39,6 +44,7 @@ class Entity(BaseModel):
                 # setattr, not `cls.version = 0`: type checkers would read that assignment
                 # as a `version` attribute of every Entity (see Versioned).
                 setattr(cls, "version", 0)  # noqa: B010
+        declare_timestamps(cls, collect_meta(cls).get("timestamps"))
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -84,14 +90,18 @@ class Entity(BaseModel):
         """Build an object from a stored item and mark it persisted."""
         if spec is None:
             spec = spec_of(cls)
-        decoded = decode_item(item, spec.field_names)
+        decoded = spec.decode_fields(item)
         obj = cls.model_validate(decoded)
         table = spec.table
+        key_attrs = (table.pk,) if table.sk is None else (table.pk, table.sk)
         key, version = None, None  # None: the stored key, kept in the compact snapshot
         if spec.versioned:
             key = spec.primary_key(obj.__dict__)
             version = obj.version  # type: ignore[attr-defined]
-        key_attrs = (table.pk,) if table.sk is None else (table.pk, table.sk)
+        elif table.key_types:  # number/binary keys: their rendered (typed) values
+            key = {a: key_value(item[a]) for a in key_attrs}
+        if spec.renames:  # the snapshot shares values by stored attribute name
+            decoded = {spec.attr(n): v for n, v in decoded.items()}
         state = InstanceState.loaded(item, decoded, key_attrs, table.type_attribute,
                                      spec.type_name, key, version)
         object.__setattr__(obj, "_dynaorm_slot", state)
@@ -137,16 +147,23 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     data = obj.model_dump(mode="python")
     if version is not None:
         data["version"] = version
+    if spec.ttl_field is not None:
+        data[spec.ttl_field] = encode_ttl(data.get(spec.ttl_field), spec.name, spec.ttl_field)
+    renames = spec.renames
+    if renames:
+        data = {renames.get(k, k): v for k, v in data.items()}
     item = encode_fields(data, spec.name)
     for name in spec.null_fields:
-        if data.get(name, 0) is None:
-            item[name] = {"NULL": True}
+        attr = renames.get(name, name) if renames else name
+        if data.get(attr, 0) is None:
+            item[attr] = {"NULL": True}
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
-        item[attr] = {"S": text}
+        item[attr] = {"S": text} if type(text) is str else key_av(text)
     table_keys = (spec.table.pk, spec.table.sk)
     for attr, text in spec.index_keys(values).items():
         if attr not in table_keys:  # an index reusing a table key (inverted) reads it as is
-            item[attr] = {"S": text}
-    item[spec.table.type_attribute] = {"S": spec.type_name}
+            item[attr] = {"S": text} if type(text) is str else key_av(text)
+    if spec.table.type_attribute is not None:
+        item[spec.table.type_attribute] = {"S": spec.type_name}
     return item

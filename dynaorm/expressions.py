@@ -8,27 +8,35 @@ and every value as ``:vX``: nothing from the caller is ever spliced into express
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ._types import AttributeValue
 from .codec import encode_value
 
-__all__ = ["Condition", "F", "Placeholders"]
+__all__ = ["Condition", "F", "Placeholders", "rename_paths"]
 
 
 class Placeholders:
     """Allocates ``#n``/``:v`` placeholders for one request (names are reused)."""
 
-    __slots__ = ("_by_name", "names", "values")
+    __slots__ = ("_by_name", "_renames", "names", "values")
 
-    def __init__(self) -> None:
+    def __init__(self, renames: Mapping[str, str] | None = None) -> None:
         self.names: dict[str, str] = {}
         self.values: dict[str, AttributeValue] = {}
         self._by_name: dict[str, str] = {}
+        #: field name -> stored attribute name (the first segment of a path is translated)
+        self._renames = renames or {}
 
     def name(self, attr: str) -> str:
+        """The placeholder of an attribute path (its first segment translated to the
+        stored name when it is a renamed field)."""
         parts = []
+        if self._renames:
+            head, dot, rest = attr.partition(".")
+            attr = self._renames.get(head, head) + dot + rest
         for segment in attr.split("."):
             ph = self._by_name.get(segment)
             if ph is None:
@@ -263,3 +271,21 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
                 raw = node.values
             out.extend(v.av if isinstance(v, _Raw) else encode_value(v) for v in raw)
     return out
+
+
+def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
+    """``cond`` with the first segment of every attribute path translated through
+    ``names`` (field name -> stored attribute name); unchanged when ``names`` is empty."""
+    if not names:
+        return cond
+    if isinstance(cond, _Bool):
+        return _Bool(cond.op, tuple(rename_paths(p, names) for p in cond.parts))
+    if isinstance(cond, _Not):
+        return _Not(rename_paths(cond.inner, names))
+    path: str | None = getattr(cond, "path", None)
+    if path is None:
+        return cond
+    head, dot, rest = path.partition(".")
+    if head not in names:
+        return cond
+    return replace(cond, path=names[head] + dot + rest)  # type: ignore[type-var]

@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .errors import DynaormError, KeyTemplateError
+from .keys import key_order
 from .shards import Shards
 from .spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys, history_sk
 from .templates import SHARD_FIELD, KeyTemplate
@@ -44,7 +45,15 @@ class KeyPlan:
 
     @property
     def empty(self) -> bool:
-        return self.sk_op == "BETWEEN" and self.sk_values[0] > self.sk_values[1]
+        if self.sk_op != "BETWEEN":
+            return False
+        low, high = self.sk_values
+        return bool(key_order(low) > key_order(high))
+
+
+def _pre(prefix: str, text: str) -> str:
+    """``prefix + text``, keeping a typed key value (a number key has no prefix) as is."""
+    return prefix + text if prefix else text
 
 
 def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTemplate | None,
@@ -121,12 +130,12 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     if cond is None:
         if whole and keywords:  # the keywords name the whole sort key: one item, exactly
             return KeyPlan(index, pk_attr, sk_attr, pk_values, "=",
-                           (vprefix + sk.render(sk_fields, spec.name),))
-        prefix = vprefix + sk.render_prefix(sk_fields, spec.name)
+                           (_pre(vprefix, sk.render(sk_fields, spec.name)),))
+        prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
         if not prefix:
             return base
         return KeyPlan(index, pk_attr, sk_attr, pk_values, "begins_with", (prefix,))
-    prefix = vprefix + sk.render_prefix(sk_fields, spec.name)
+    prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
 
     def merged_with(values: Mapping[str, Any]) -> dict[str, Any]:
         """The condition's fields after the keywords'; refuses anything else."""
@@ -147,8 +156,8 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     def bound(values: Mapping[str, Any]) -> tuple[str, bool]:
         merged = merged_with(values)
         complete = all(f in merged for f in sk.fields if f != SHARD_FIELD)
-        text = vprefix + (sk.render(merged, spec.name) if complete
-                          else sk.render_prefix(merged, spec.name))
+        text = _pre(vprefix, sk.render(merged, spec.name) if complete
+                    else sk.render_prefix(merged, spec.name))
         return text, complete
 
     def make(op: str, *vals: str, exclude: str | None = None) -> KeyPlan:
@@ -159,7 +168,7 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
         (values,) = cond.args
         merged = merged_with(values)
         order = [f for f in sk.fields if f in values]
-        text = vprefix + sk.render_prefix(merged, spec.name, partial=order[-1])
+        text = _pre(vprefix, sk.render_prefix(merged, spec.name, partial=order[-1]))
         return make("begins_with", text)
     if op == "between":
         (lo, _), (hi, hi_complete) = bound(cond.args[0]), bound(cond.args[1])

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 from ._types import AttributeValue, Item, PlainKey
 from .errors import TransactionTooLargeError
 from .expressions import Condition, Placeholders, condition_values
+from .keys import key_av
 from .validate import (
     MAX_ITEM_BYTES,
     check_item,
@@ -111,7 +112,7 @@ Op = Put | Update | Delete | ConditionCheck
 
 
 def _key_av(key: PlainKey) -> Item:
-    return {k: {"S": v} for k, v in key.items()}
+    return {k: key_av(v) for k, v in key.items()}
 
 
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:

@@ -11,6 +11,7 @@ from .entity import Entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, MultipleResultsError
 from .expressions import Condition, Placeholders
 from .keycond import KeyPlan, SortCondition, plan_keys, widen
+from .keys import key_av
 from .reading import DEFAULT_PAGE_SIZE, Page, ReadBase
 from .reads import Selection, selection
 
@@ -111,10 +112,10 @@ class Query(ReadBase[T]):
     def _source(self, i: int, ph: Placeholders) -> dict[str, Any]:
         plan = self._plan()
         spec = spec_of(self._entities[0])
-        expr = f"{ph.name(plan.pk_attr)} = {ph.value_av({'S': plan.pk_values[i]})}"
+        expr = f"{ph.name(plan.pk_attr)} = {ph.value_av(key_av(plan.pk_values[i]))}"
         if plan.sk_op is not None and plan.sk_attr is not None:
             name = ph.name(plan.sk_attr)
-            vals = [ph.value_av({"S": v}) for v in plan.sk_values]
+            vals = [ph.value_av(key_av(v)) for v in plan.sk_values]
             if plan.sk_op == "BETWEEN":
                 expr += f" AND {name} BETWEEN {vals[0]} AND {vals[1]}"
             elif plan.sk_op == "begins_with":
@@ -129,7 +130,7 @@ class Query(ReadBase[T]):
 
     def _fixed(self, i: int) -> dict[str, Any]:
         plan = self._plan()
-        return {plan.pk_attr: {"S": plan.pk_values[i]}}
+        return {plan.pk_attr: key_av(plan.pk_values[i])}
 
     def _selection(self) -> Selection[T]:
         plan = self._plan()

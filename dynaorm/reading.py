@@ -41,6 +41,9 @@ class Page(Generic[T]):
 
     items: list[T]
     cursor: str | None
+    #: items of the read that no entity of the table owns (a table without a type
+    #: attribute holding items of other tools), skipped
+    skipped: int = 0
 
 
 def _key_id(key: Item) -> tuple[tuple[str, str], ...]:
@@ -155,16 +158,17 @@ class ReadBase(Generic[T]):
     # -- requests --------------------------------------------------------------------
     def _request(self, i: int, sel: Selection[T], *, count: bool = False,
                  attrs: Sequence[str] = (), types: bool | None = None) -> dict[str, Any]:
-        ph = Placeholders()
+        ph = Placeholders(sel.renames)
         request = self._source(i, ph)
         cond = self._filter
         if (self._types_on_server if types is None else types) and sel.server_filterable:
-            selected = sel.type_condition(latest=self._types_on_server)
+            selected = sel.type_condition(latest=self._types_on_server, ttl=count)
             cond = selected if cond is None else selected & cond
         if cond is not None:
             request["FilterExpression"] = cond.render(ph)
         if attrs:
-            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in attrs)
+            wanted = dict.fromkeys([*attrs, sel.ttl_attr])  # TTL: to tell expired items
+            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in wanted if a)
         if count:
             request["Select"] = "COUNT"
         if self._consistent:
@@ -175,7 +179,8 @@ class ReadBase(Generic[T]):
                attrs: Sequence[str] = ()) -> Pager:
         requests = [self._request(i, sel, attrs=attrs) for i in range(self._streams())]
         return Pager(requests, positions, sel.keep, sel.position, ordered=self._ordered,
-                     reverse=self._reverse, order_attrs=sel.order_attrs)
+                     reverse=self._reverse, order_attrs=sel.order_attrs,
+                     foreign=sel.foreign if sel.shapeless else None)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
              max_rounds: int | None = None) -> Iterator[Item]:
@@ -399,7 +404,8 @@ class ReadBase(Generic[T]):
         served += len(items)
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
         if done:
-            return Page(items, None)
+            return Page(items, None, pager.skipped)
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
-        return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)))
+        return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)),
+                    pager.skipped)
 

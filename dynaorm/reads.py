@@ -15,7 +15,9 @@ A driver (``Session``'s threads today, an asyncio loop tomorrow) only sends what
 
 from __future__ import annotations
 
+import base64
 import math
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +29,9 @@ from ._types import Item
 from .codec import decode_value
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, F
+from .keys import key_order, key_value
 from .spec import LATEST_PREFIX, EntitySpec, parse_version_sk
+from .stamps import expired
 from .table import Table
 from .templates import KeyTemplate
 
@@ -68,9 +72,9 @@ def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTe
 def _matches(item: Item, checks: tuple[tuple[str, KeyTemplate, bool], ...]) -> bool:
     for attr, template, latest in checks:
         av = item.get(attr)
-        if av is None or "S" not in av:
+        if av is None:
             return False
-        text: str = av["S"]
+        text = key_value(av)
         if latest:
             if not text.startswith(LATEST_PREFIX):
                 return False
@@ -96,6 +100,20 @@ class Selection(Generic[T]):
     by_shape: bool = False              # the type attribute is not there: match key shapes
     fetch: bool = False                 # the source lacks attributes: read items by key
     shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
+    #: field name -> stored attribute name of the requested types (aliases)
+    renames: Mapping[str, str] = field(default_factory=dict)
+    #: the table's TTL attribute: items whose TTL has passed are not results
+    ttl_attr: str | None = None
+    #: the table has no type attribute: items are told apart by key shape only
+    shapeless: bool = False
+    #: every entity of the table (to tell another type's item from a foreign one)
+    table_specs: tuple[EntitySpec, ...] = ()
+
+    def foreign(self, item: Item) -> bool:
+        """Whether no entity of the table owns ``item`` (counted in ``Page.skipped``)."""
+        if not self.shapeless:
+            return False
+        return not any(s.fits(item) for s in self.table_specs)
 
     def type_of(self, item: Item) -> str | None:
         """The requested type ``item`` is one of, else ``None``."""
@@ -113,6 +131,8 @@ class Selection(Generic[T]):
         name = self.type_of(item)
         if name is None:
             return False
+        if self.ttl_attr is not None and expired(item, self.ttl_attr):
+            return False
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
         if self.history_base is not None and self.table_sk:
@@ -124,6 +144,10 @@ class Selection(Generic[T]):
 
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
+        if self.ttl_attr is not None and expired(item, self.ttl_attr):
+            return False
+        if self.shapeless:
+            return self.type_of(item) is not None
         kind = item.get(self.type_attr)
         name: str | None = None if kind is None else kind.get("S")
         if name is None or name not in self.types:
@@ -146,6 +170,8 @@ class Selection(Generic[T]):
             if attr in fixed:
                 continue
             av = position.get(attr)
+            if av is not None and "B" in av:
+                av = {"B": base64.urlsafe_b64encode(bytes(av["B"])).decode()}
             out.append(None if av is None else av["S"] if set(av) == {"S"} else av)
         return out
 
@@ -165,13 +191,20 @@ class Selection(Generic[T]):
             elif isinstance(value, dict) and len(value) == 1 and set(value) <= {"S", "N"} and (
                     isinstance(next(iter(value.values())), str)):
                 position[attr] = value
+            elif isinstance(value, dict) and set(value) == {"B"} and isinstance(
+                    value["B"], str):
+                try:
+                    position[attr] = {"B": base64.urlsafe_b64decode(value["B"])}
+                except (ValueError, TypeError):
+                    raise InvalidCursorError("page cursor holds a malformed position") from None
             else:
                 raise InvalidCursorError("page cursor holds a malformed position")
         return position
 
     def decode(self, item: Item) -> T:
         """The entity object of a (whole) result item."""
-        cls, spec = self.types[item[self.type_attr]["S"]]
+        name = self.type_of(item) if self.shapeless else item[self.type_attr]["S"]
+        cls, spec = self.types[name or ""]
         obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
         return obj
 
@@ -180,7 +213,7 @@ class Selection(Generic[T]):
         """Whether the type selection can be a FilterExpression (the type is projected)."""
         return not self.by_shape
 
-    def type_condition(self, *, latest: bool) -> Condition:
+    def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
         table's sort key must then be nameable in the filter: scans, not queries)."""
         plain = sorted(n for n, (_, s) in self.types.items() if not (latest and s.versioned))
@@ -194,7 +227,14 @@ class Selection(Generic[T]):
         cond = parts[0]
         for extra in parts[1:]:
             cond = cond | extra
+        if ttl and self.ttl_attr is not None:  # expired, not yet deleted: not a result
+            cond = cond & self.ttl_cutoff()
         return cond
+
+    def ttl_cutoff(self) -> Condition:
+        """Items without a TTL, or whose TTL is still ahead."""
+        assert self.ttl_attr is not None
+        return F(self.ttl_attr).not_exists() | (F(self.ttl_attr) > int(time.time()))
 
     @property
     def client_rules(self) -> bool:
@@ -218,13 +258,18 @@ class Selection(Generic[T]):
         ``None`` for a field the item lacks)."""
         name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
         cls = self.types[name][0] if name is not None and name in self.types else None
-        return {n: _field_value(cls, n, item.get(n)) for n in names}
+        spec = self.types[name][1] if cls is not None and name is not None else None
+        data = spec.decode_fields(item) if spec is not None else {}
+        return {n: _field_value(cls, n, item.get(self.renames.get(n, n)), data.get(n))
+                for n in names}
 
     def lookup_of(self, item: Item) -> dict[str, Any]:
         """The fields ``get`` takes, from ``item``."""
         name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
         cls, spec = self.types[name or ""]
-        return {n: _field_value(cls, n, item.get(n)) for n in spec.lookup_fields}
+        data = spec.decode_fields(item)
+        return {n: _field_value(cls, n, item.get(spec.attr(n)), data.get(n))
+                for n in spec.lookup_fields}
 
 
 _ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = {}
@@ -239,10 +284,10 @@ def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any] | None:
     return _ADAPTERS[key]
 
 
-def _field_value(cls: type[Any] | None, name: str, av: Any) -> Any:
-    if av is None:
+def _field_value(cls: type[Any] | None, name: str, av: Any, filled: Any = None) -> Any:
+    if av is None and filled is None:
         return None
-    raw = decode_value(av)
+    raw = filled if av is None else decode_value(av)
     adapter = None if cls is None else _adapter(cls, name)
     if adapter is None or raw is None:
         return raw
@@ -263,9 +308,16 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
     projection = projection_of(table, index)
     pk_attr, source_sk = table.key_attributes(index)
     attrs = (table.pk, table.sk, pk_attr, source_sk)
-    by_shape = projection == "KEYS_ONLY"
+    shapeless = table.type_attribute is None
+    by_shape = projection == "KEYS_ONLY" or shapeless
+    renames: dict[str, str] = {}
+    for _, s in specs:
+        for name, attr in s.renames.items():
+            if renames.setdefault(name, attr) != attr:
+                raise DynaormError(f"field {name!r} is stored as {renames[name]!r} in one "
+                                   f"requested type and as {attr!r} in another")
     return Selection(
-        type_attr=table.type_attribute,
+        type_attr=table.type_attribute or "",
         types={s.type_name: (e, s) for e, s in specs},
         table_sk=table.sk,
         key_attrs=tuple(dict.fromkeys(a for a in attrs if a)),
@@ -274,6 +326,10 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
         by_shape=by_shape, fetch=projection != "ALL",
         shapes=tuple((s.type_name, _shape_checks(s, index)) for _, s in specs) if by_shape
         else (),
+        renames=renames, ttl_attr=table.ttl, shapeless=shapeless,
+        table_specs=tuple(sp for e in table.entities.values()
+                          if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
+        if shapeless else (),
     )
 
 
@@ -297,6 +353,10 @@ class Pager:
     ordered: bool = True
     reverse: bool = False
     order_attrs: tuple[str | None, str] = (None, "pk")
+    #: tells items no entity owns (counted in ``skipped``); None: nothing is foreign
+    foreign: Callable[[Item], bool] | None = None
+    #: items read that no entity owns
+    skipped: int = 0
     _buffers: list[deque[Item]] = field(default_factory=list)
     _resume: list[Any] = field(default_factory=list)
 
@@ -339,7 +399,10 @@ class Pager:
     def feed(self, i: int, response: Mapping[str, Any]) -> None:
         """The answer to stream ``i``'s request."""
         keep = self.keep
-        self._buffers[i].extend(item for item in response.get("Items", ()) if keep(item))
+        items = response.get("Items", ())
+        self._buffers[i].extend(item for item in items if keep(item))
+        if self.foreign is not None:
+            self.skipped += sum(1 for item in items if self.foreign(item))
         last = response.get("LastEvaluatedKey")
         self._resume[i] = last if last else DONE
         if not self._buffers[i]:
@@ -356,9 +419,10 @@ class Pager:
         else:
             sk, pk = self.order_attrs
 
-            def order(j: int) -> tuple[str, str]:
+            def order(j: int) -> tuple[Any, Any]:
                 item = self._buffers[j][0]
-                return (item[sk]["S"] if sk else "", item[pk]["S"])
+                return (key_order(key_value(item[sk])) if sk else "",
+                        key_order(key_value(item[pk])))
 
             i = max(heads, key=order) if self.reverse else min(heads, key=order)
         item = self._buffers[i].popleft()

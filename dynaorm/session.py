@@ -15,12 +15,14 @@ from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, Transacti
 from .events import CommitResult, write_origins
 from .expressions import Condition
 from .failures import map_failure
+from .keys import key_av
 from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import ConditionCheck, WritePlan, check_batch_delete, check_batch_put, check_read_key
 from .query import Query
 from .reading import MAX_WORKERS, batch_get
 from .scan import Scan, check_segments
 from .spec import EntitySpec
+from .stamps import stamp
 from .state import InstanceState
 from .table import Table
 from .transport import RequestFailed
@@ -38,7 +40,7 @@ MAX_BATCH_ROUNDS = 12
 
 
 def _key_av(key: PlainKey) -> Item:
-    return {k: {"S": v} for k, v in key.items()}
+    return {k: key_av(v) for k, v in key.items()}
 
 
 def _key_id(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
@@ -370,7 +372,7 @@ class Session:
                 if self.table.sk:
                     owner[self.table.sk] = guard[OWNER_SK]["S"]
                 item = self._get_item(owner, consistent)
-                return None if item is None else entity._from_item(item)
+                return entity._from_item(item) if item is not None and spec.owns(item) else None
         names = [r.field for r in spec.uniques]
         raise DynaormError(f"{spec.name}: find() takes one unique field ({names}), "
                            f"got {sorted(fields)}")
@@ -426,6 +428,7 @@ class Session:
             if spec.has_rules:
                 raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
                                    "cannot keep them; use Session.save and commit")
+            stamp(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
             key = spec.primary_key(obj.__dict__)
             item = encode_entity(obj, spec)
             check_batch_put(spec.cls, key, item)  # the gate every write passes

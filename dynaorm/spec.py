@@ -14,15 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ._types import Item, PlainKey
+from .codec import decode_item
 from .errors import DynaormError, KeyTemplateError
+from .keys import key_av, key_value
+from .mapping import check_mapping, check_rules, stored_names, timestamp_fields
 from .shards import Shards, as_shards
+from .stamps import expired
 from .table import LSI, Table
 from .templates import SHARD_FIELD, KeyTemplate, render_value
 
 __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
-                "history_index")
+                "history_index", "timestamps")
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
 
@@ -106,6 +110,63 @@ class EntitySpec:
     #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
     #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
     history_index: tuple[str, str] | None = None
+    #: field name -> stored attribute name, for the fields stored under an alias
+    renames: Mapping[str, str] = field(default_factory=dict)
+    #: ``Meta.timestamps``: (created field or None, updated field or None)
+    timestamps: tuple[str | None, str | None] = (None, None)
+    #: the entity field stored as the table's TTL attribute, if any
+    ttl_field: str | None = None
+
+    # -- stored names --------------------------------------------------------------
+    def attr(self, name: str) -> str:
+        """The stored attribute name of field ``name``."""
+        return self.renames.get(name, name)
+
+    @functools.cached_property
+    def stored_fields(self) -> Mapping[str, str]:
+        """Stored attribute name -> field name, for every field."""
+        return {self.renames.get(n, n): n for n in self.field_names}
+
+    @functools.cached_property
+    def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
+        """Key attributes whose templates give fields back (tables without a type
+        attribute: items written by other tools may hold a field only in the key)."""
+        if self.table.type_attribute is not None:
+            return ()
+        pairs = [(self.table.pk, self.pk)]
+        if self.sk is not None and self.table.sk is not None:
+            pairs.append((self.table.sk, self.sk))
+        for idx in self.indexes:
+            pairs.append((idx.pk_attr, idx.pk))
+            if idx.sk is not None and idx.sk_attr is not None:
+                pairs.append((idx.sk_attr, idx.sk))
+        return tuple(pairs)
+
+    @functools.cached_property
+    def _plain_names(self) -> bool:
+        """Every field stored under its name, none filled back from keys: the fast path."""
+        return not self.renames and not self._fill_back
+
+    def decode_fields(self, item: Item) -> dict[str, Any]:
+        """The field values of a stored item, by field name (plain Python, to validate)."""
+        if self._plain_names:
+            return decode_item(item, self.field_names)
+        stored = self.stored_fields
+        data = decode_item(item, stored)
+        if self.renames:
+            data = {stored[k]: v for k, v in data.items()}
+        for attr, template in self._fill_back:
+            if all(f in data for f in template.fields):
+                continue
+            av = item.get(attr)
+            parsed = None if av is None else template.parse_key(key_value(av))
+            for name, value in (parsed or {}).items():
+                data.setdefault(name, value)
+        return data
+
+    def key_item(self, key: PlainKey) -> Item:
+        """A rendered key in wire form."""
+        return {k: key_av(v) for k, v in key.items()}
 
     # -- key arithmetic ------------------------------------------------------------
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
@@ -182,9 +243,32 @@ class EntitySpec:
                          if a)
 
     def owns(self, item: Item | None) -> bool:
-        """Whether a stored item is one of this entity's (by its discriminator)."""
-        return item is not None and item.get(self.table.type_attribute, {}).get(
-            "S") == self.type_name
+        """Whether a stored item is one of this entity's (by its discriminator, or by the
+        shape of its table key on a table without one)."""
+        if item is None:
+            return False
+        if self.table.ttl is not None and expired(item, self.table.ttl):
+            return False  # its TTL has passed: DynamoDB will delete it; not a result
+        if self.table.type_attribute is None:
+            return self.fits(item)
+        return item.get(self.table.type_attribute, {}).get("S") == self.type_name
+
+    def fits(self, item: Item) -> bool:
+        """Whether the table key of ``item`` fits this entity's key templates."""
+        for attr, template in ((self.table.pk, self.pk), (self.table.sk, self.sk)):
+            if attr is None or template is None:
+                continue
+            av = item.get(attr)
+            if av is None:
+                return False
+            text = key_value(av)
+            if self.versioned and attr == self.table.sk:
+                if not text.startswith(LATEST_PREFIX):
+                    return False
+                text = text[len(LATEST_PREFIX):]
+            if template.parse_key(text) is None:
+                return False
+        return True
 
 
 def version_sk(base: str, version: int | None) -> str:
@@ -228,8 +312,8 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
 
 
 def _template(source: Any, what: str, owner: str, fields: frozenset[str],
-              shard_ok: bool) -> KeyTemplate:
-    template = KeyTemplate.parse(source, owner=owner)
+              shard_ok: bool, key_type: str = "S") -> KeyTemplate:
+    template = KeyTemplate.parse(source, owner=owner, key_type=key_type)
     for name in template.fields:
         if name == SHARD_FIELD and shard_ok:
             continue
@@ -314,14 +398,15 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         if target != "primary":
             table.index(target)
     shards: dict[str, int] = {t: r.count for t, r in shard_rules.items()}
-    pk = _template(meta["pk"], "pk", owner, field_names, "primary" in shards)
+    pk = _template(meta["pk"], "pk", owner, field_names, "primary" in shards,
+                   table.key_type(table.pk))
     sk_source = meta.get("sk")
     if table.sk is not None and sk_source is None:
         raise DynaormError(f"{owner}.Meta.sk is required: table {table.name!r} has a sort key")
     if table.sk is None and sk_source is not None:
         raise DynaormError(f"{owner}.Meta.sk given but table {table.name!r} has no sort key")
     sk = None if sk_source is None else _template(sk_source, "sk", owner, field_names,
-                                                  "primary" in shards)
+                                                  "primary" in shards, table.key_type(table.sk))
     versioned = bool(meta.get("versioned", False))
     if versioned and sk is None:
         raise DynaormError(f"{owner}: a versioned entity needs a table with a sort key")
@@ -341,12 +426,14 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                                    f"partition key; its pk template must be {pk.source!r}")
             idx_pk = pk
         else:
-            idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded)
+            idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded,
+                               table.key_type(pk_attr))
         if (sk_src is None) != (sk_attr is None):
             raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: the index "
                                f"{'has' if sk_attr else 'has no'} sort key")
         idx_sk = None if sk_src is None else _template(sk_src, f"index {name} sk", owner,
-                                                       field_names, sharded)
+                                                       field_names, sharded,
+                                                       table.key_type(sk_attr))
         if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
             raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
         _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
@@ -354,13 +441,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
 
-    reserved = {table.pk, table.sk, table.type_attribute}
-    for index_name in table.indexes:  # every index: a field must not leak into one
-        reserved.update(table.key_attributes(index_name))
-    clash = sorted(field_names & {r for r in reserved if r})
-    if clash:
-        raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
-                           f"{table.name!r}")
+    renames = stored_names(cls)
+    check_mapping(owner, table, field_names, renames, pk, sk, indexes, cls)
 
     history_index = _history_index(owner, meta.get("history_index"), table, versioned,
                                    indexes)
@@ -379,11 +461,16 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
         versioned=versioned, indexes=tuple(indexes), shards=shards,
         field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
-        history_index=history_index,
+        history_index=history_index, renames=renames,
+        timestamps=timestamp_fields(owner, meta.get("timestamps"), field_names),
+        ttl_field=next((f for f in field_names if table.ttl is not None
+                        and renames.get(f, f) == table.ttl), None),
         null_fields=frozenset(
             name for name, info in getattr(cls, "model_fields", {}).items()
             if info.is_required() or info.default_factory is not None
             or info.default is not None),
     )
+    check_rules(spec, meta)
     table.register(cls, spec.type_name)
     return spec
+

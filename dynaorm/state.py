@@ -38,13 +38,13 @@ class _Shape:
     __slots__ = ("key_at", "key_attrs", "names", "other_at", "pk_at", "type_at",
                  "type_attr")
 
-    def __init__(self, item: Item, key_attrs: tuple[str, ...], type_attr: str) -> None:
+    def __init__(self, item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> None:
         names = self.names = tuple(item)
         self.key_attrs = key_attrs
         self.type_attr = type_attr
         self.key_at = tuple((a, names.index(a)) for a in key_attrs if a in names)
         self.pk_at = names.index(key_attrs[0]) if key_attrs and key_attrs[0] in names else -1
-        self.type_at = names.index(type_attr) if type_attr in names else -1
+        self.type_at = names.index(type_attr) if type_attr in names else -1  # None: absent
         # where the first item of the shape held no string: scalars there are kept decoded
         # (another item of the shape with a non-string elsewhere keeps its wire form there)
         self.other_at = tuple(i for i, av in enumerate(item.values()) if "S" not in av)
@@ -53,7 +53,7 @@ class _Shape:
 _shapes: dict[tuple[str, ...], _Shape] = {}
 
 
-def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str) -> _Shape:
+def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
     """A new shape for ``item`` (the caller looked for a known one first)."""
     if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
         _shapes.clear()
@@ -100,7 +100,7 @@ class InstanceState:
 
     @classmethod
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
-               type_attr: str, type_name: str, key: PlainKey | None = None,
+               type_attr: str | None, type_name: str, key: PlainKey | None = None,
                version: int | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 

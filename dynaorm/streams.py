@@ -28,6 +28,7 @@ from ._types import AttributeValue, Item
 from .codec import decode_value
 from .compile import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
 from .errors import DynaormError, InvalidValueError
+from .keys import key_value
 from .spec import EntitySpec, parse_version_sk
 
 if TYPE_CHECKING:
@@ -160,6 +161,16 @@ def _text(item: Item | None, attr: str | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _key(item: Item | None, attr: str | None) -> str | None:
+    """A key attribute as a rendered key value (numbers and binary too)."""
+    if item is None or attr is None or attr not in item:
+        return None
+    try:
+        return key_value(item[attr])
+    except DynaormError:
+        return None
+
+
 def _specs(table: Table) -> list[EntitySpec]:
     out = []
     for cls in table.entities.values():
@@ -236,8 +247,8 @@ def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
         "expired": identity.get("type") == "Service"
         and identity.get("principalId") == _TTL_PRINCIPAL,
     }
-    pk = _text(image, table.pk)
-    sk = _text(image, table.sk)
+    pk = _key(image, table.pk)
+    sk = _key(image, table.sk)
     type_name = _text(image, table.type_attribute)
     if type_name == GUARD_TYPE or (type_name is None and pk is not None and (
             table.sk is None or pk == sk) and _match_guard(table, pk) is not None):

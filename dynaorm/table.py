@@ -31,7 +31,7 @@ def _check_name(kind: str, name: object) -> None:
                            "from a-z, A-Z, 0-9, '_', '-' and '.'")
 
 
-def _projection(projection: Projection, type_attribute: str | None = None) -> dict[str, Any]:
+def _projection(projection: Projection, type_attribute: Sequence[str] = ()) -> dict[str, Any]:
     if isinstance(projection, str):
         kind = projection.upper()
         if kind not in ("ALL", "KEYS_ONLY"):
@@ -39,7 +39,7 @@ def _projection(projection: Projection, type_attribute: str | None = None) -> di
                                f"attribute names, got {projection!r}")
         return {"ProjectionType": kind}
     # (0.2) the type attribute rides along, so reads can select types on the server
-    extra = [type_attribute] if type_attribute and type_attribute not in projection else []
+    extra = [a for a in type_attribute if a not in projection]
     return {"ProjectionType": "INCLUDE", "NonKeyAttributes": [*projection, *extra]}
 
 
@@ -76,7 +76,8 @@ class Table:
     """A DynamoDB table shared by any number of entity types (single-table design)."""
 
     def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
-                 indexes: Sequence[GSI | LSI] = (), type_attribute: str = "_type",
+                 indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
+                 key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  endpoint_url: str | None = None, region: str | None = None,
                  max_attempts: int = 5, max_wait: float = 10.0,
                  cursor_secret: str | bytes | None = None,
@@ -103,7 +104,10 @@ class Table:
         self.name = name
         self.pk = pk
         self.sk = sk
+        #: the discriminator attribute; ``None``: items are matched to entities by key shape
         self.type_attribute = type_attribute
+        #: the TTL attribute ``create()`` enables (UpdateTimeToLive), if any
+        self.ttl = ttl
         self.endpoint_url = endpoint_url
         self.region = region
         self.indexes: dict[str, GSI | LSI] = {}
@@ -114,6 +118,23 @@ class Table:
             if isinstance(index, LSI) and sk is None:
                 raise DynaormError(f"table {name!r}: an LSI needs a table with a sort key")
             self.indexes[index.name] = index
+        key_attrs = {pk, sk} | {a for i in self.indexes.values()
+                                for a in ((i.sk,) if isinstance(i, LSI) else (i.pk, i.sk))}
+        #: key attribute -> "N" or "B" for key attributes that are not strings
+        self.key_types: dict[str, str] = {}
+        for attr, kind in dict(key_types or {}).items():
+            if kind not in ("S", "N", "B"):
+                raise DynaormError(f"table {name!r}: key_types[{attr!r}] must be 'S', 'N' or "
+                                   f"'B', got {kind!r}")
+            if attr not in key_attrs:
+                raise DynaormError(f"table {name!r}: key_types names {attr!r}, which is not a "
+                                   "key attribute of the table or of an index")
+            if kind != "S":
+                self.key_types[attr] = kind
+        if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
+                                or ttl == type_attribute):
+            raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
+                               f"got {ttl!r}")
         self.entities: dict[str, type[Entity]] = {}
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._transport = transport
@@ -168,6 +189,16 @@ class Table:
                 f"{other.__name__} and {entity.__name__}; set Meta.type_name")
         self.entities[type_name] = entity
 
+    def key_type(self, attr: str | None) -> str:
+        """The DynamoDB type of a key attribute: ``"S"`` unless ``key_types`` says ``N``/``B``."""
+        return "S" if attr is None else self.key_types.get(attr, "S")
+
+    @property
+    def string_keys(self) -> bool:
+        """Whether the table's own key attributes are strings (unique rules, versioning and
+        sharding need that)."""
+        return self.key_type(self.pk) == "S" and self.key_type(self.sk) == "S"
+
     def index(self, name: str) -> GSI | LSI:
         """The index declared as ``name`` (a :class:`DynaormError` names the declared ones)."""
         try:
@@ -204,17 +235,18 @@ class Table:
                     keys.append({"AttributeName": index.sk, "KeyType": "RANGE"})
                     attrs.add(index.sk)
                 gsis.append({"IndexName": index.name, "KeySchema": keys,
-                             "Projection": _projection(index.projection, self.type_attribute)})
+                             "Projection": _projection(index.projection,
+                                                       self._carried)})
             else:
                 attrs.add(index.sk)
                 lsis.append({"IndexName": index.name, "KeySchema": [
                     {"AttributeName": self.pk, "KeyType": "HASH"},
                     {"AttributeName": index.sk, "KeyType": "RANGE"}],
-                    "Projection": _projection(index.projection, self.type_attribute)})
+                    "Projection": _projection(index.projection, self._carried)})
         request: dict[str, Any] = {
             "TableName": self.name,
             "KeySchema": schema,
-            "AttributeDefinitions": [{"AttributeName": a, "AttributeType": "S"}
+            "AttributeDefinitions": [{"AttributeName": a, "AttributeType": self.key_type(a)}
                                      for a in sorted(attrs)],
             "BillingMode": "PAY_PER_REQUEST",
         }
@@ -226,6 +258,16 @@ class Table:
             request["StreamSpecification"] = {"StreamEnabled": True,
                                               "StreamViewType": self.stream}
         return request
+
+    @property
+    def type_attr(self) -> str:
+        """The type attribute's name (``""`` on a table without one: no item has it)."""
+        return self.type_attribute or ""
+
+    @property
+    def _carried(self) -> tuple[str, ...]:
+        """Attributes an INCLUDE projection always carries (the type, the TTL)."""
+        return tuple(a for a in (self.type_attribute, self.ttl) if a)
 
     def exists(self) -> bool:
         """Whether the table exists on the configured endpoint."""
@@ -250,6 +292,23 @@ class Table:
         self._wait(lambda status: status == "ACTIVE", wait)
         if self.stream is not None:
             self._enable_stream(wait)
+        if self.ttl is not None:
+            self._enable_ttl()
+
+    def _enable_ttl(self) -> None:
+        """Enable TTL on the declared attribute (nothing to do when it already is)."""
+        try:
+            out = self.transport.call("DescribeTimeToLive", {"TableName": self.name})
+            current = out.get("TimeToLiveDescription") or {}
+            if current.get("AttributeName") == self.ttl and current.get(
+                    "TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+                return
+            self.transport.call("UpdateTimeToLive", {
+                "TableName": self.name,
+                "TimeToLiveSpecification": {"Enabled": True, "AttributeName": self.ttl}})
+        except RequestFailed as exc:
+            raise DynaormError(f"cannot enable TTL on attribute {self.ttl!r} of table "
+                               f"{self.name!r}: {exc}") from exc
 
     def _enable_stream(self, wait: float) -> None:
         """Enable the declared stream on a table that existed without one."""

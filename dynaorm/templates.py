@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from .errors import KeyTemplateError
+from .keys import BinaryKey, NumberKey, number_key
 
 __all__ = ["SHARD_FIELD", "KeyTemplate", "render_value"]
 
@@ -59,9 +60,12 @@ class KeyTemplate:
 
     source: str
     segments: tuple[str | _Field, ...]
+    #: the key attribute's type: "S", or "N"/"B" for a template that is exactly one field
+    key_type: str = "S"
 
     @classmethod
-    def parse(cls, source: str, *, owner: str = "?") -> KeyTemplate:
+    def parse(cls, source: str, *, owner: str = "?", key_type: str = "S") -> KeyTemplate:
+        """Parse ``source`` (``key_type``: the attribute's DynamoDB type)."""
         if not isinstance(source, str) or not source:
             raise KeyTemplateError(f"{owner}: a key template must be a non-empty string, "
                                    f"got {source!r}")
@@ -87,7 +91,14 @@ class KeyTemplate:
                     f"{owner}: template {source!r} puts two fields side by side; "
                     "separate them with a literal such as '#'")
             segments.append(_Field(name, spec or "", conversion))
-        return cls(source, tuple(segments))
+        template = cls(source, tuple(segments), key_type)
+        head = template.segments[0]
+        if key_type != "S" and (template.single is None or not isinstance(head, _Field)
+                                or head.spec or head.conversion):
+            raise KeyTemplateError(
+                f"{owner}: a {key_type} key's template must be exactly one field such as "
+                f"'{{id}}', not {source!r}")
+        return template
 
     # -- introspection -------------------------------------------------------------
     @functools.cached_property
@@ -97,7 +108,15 @@ class KeyTemplate:
 
     @property
     def is_literal(self) -> bool:
+        """Whether the template has no field (a constant key)."""
         return not self.fields
+
+    @functools.cached_property
+    def single(self) -> str | None:
+        """The field name of a template that is exactly one field (``"{id}"``), else None."""
+        if len(self.segments) == 1 and isinstance(self.segments[0], _Field):
+            return self.segments[0].name
+        return None
 
     # -- rendering -----------------------------------------------------------------
     def _render_field(self, seg: _Field, values: Mapping[str, Any], owner: str,
@@ -118,6 +137,8 @@ class KeyTemplate:
                 f"{seg.spec!r} of key {self.source!r}: {exc}") from exc
         if seg.conversion:
             text = _CONVERSIONS[seg.conversion](text)
+        if check and self.single is not None and text:
+            return text  # one field: nothing to split, so '#' is allowed (0.2)
         if check and (not text or "#" in text):
             why = "is empty" if not text else "contains '#'"
             raise KeyTemplateError(
@@ -127,10 +148,26 @@ class KeyTemplate:
 
     def render(self, values: Mapping[str, Any], owner: str = "?") -> str:
         """Render the full key from ``values`` (a mapping of field name to value)."""
+        if self.key_type != "S":
+            return self._typed(values, owner)
         out = []
         for seg in self.segments:
             out.append(seg if isinstance(seg, str) else self._render_field(seg, values, owner))
         return "".join(out)
+
+    def _typed(self, values: Mapping[str, Any], owner: str) -> str:
+        name = self.single
+        assert name is not None
+        value = values.get(name)
+        if value is None:
+            raise KeyTemplateError(f"{owner}: field {name!r} is None and cannot go into key "
+                                   f"{self.source!r}")
+        if self.key_type == "N":
+            return number_key(value, owner, name)
+        if not isinstance(value, bytes | bytearray | memoryview) or not value:
+            raise KeyTemplateError(f"{owner}: field {name!r} value {value!r} is not non-empty "
+                                   f"bytes and cannot go into binary key {self.source!r}")
+        return BinaryKey(bytes(value))
 
     def render_prefix(self, values: Mapping[str, Any], owner: str = "?",
                       *, partial: str | None = None) -> str:
@@ -141,6 +178,11 @@ class KeyTemplate:
         ``"amsgx#"``). ``partial`` names a field whose value is a prefix of a full value
         (``date="2018-08"``): rendering stops right after it.
         """
+        if self.key_type != "S":
+            if partial is not None:
+                raise KeyTemplateError(f"{owner}: begins_with does not apply to the "
+                                       f"{self.key_type} key {self.source!r}")
+            return self._typed(values, owner) if self.fields[0] in values else ""
         out: list[str] = []
         for seg in self.segments:
             if isinstance(seg, str):
@@ -168,13 +210,32 @@ class KeyTemplate:
         return tuple(run)
 
     # -- parsing back --------------------------------------------------------------
-    def parse_key(self, key: str) -> dict[str, str] | None:
-        """Split a rendered key back into field strings; ``None`` if it does not match."""
-        pattern = "".join(
-            re.escape(s) if isinstance(s, str) else f"(?P<{s.name}>[^#]+)" for s in self.segments
-        )
-        m = re.fullmatch(pattern, key)
+    def parse_key(self, key: str) -> dict[str, Any] | None:
+        """Split a rendered key back into field strings; ``None`` if it does not match.
+
+        A typed key (``N``/``B``) gives its one field's number text or bytes.
+        """
+        if self.key_type != "S" or self.single is not None:
+            return self._parse_single(key)
+        m = self._pattern.fullmatch(key)
         return None if m is None else m.groupdict()
+
+    def _parse_single(self, key: str) -> dict[str, Any] | None:
+        name = self.single
+        assert name is not None
+        if self.key_type == "N":
+            return {name: str.__str__(key)} if isinstance(key, NumberKey) else None
+        if self.key_type == "B":
+            return {name: key.raw} if isinstance(key, BinaryKey) else None
+        if isinstance(key, NumberKey | BinaryKey) or not key:
+            return None
+        return {name: key}
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile("".join(
+            re.escape(s) if isinstance(s, str) else f"(?P<{s.name}>[^#]+)"
+            for s in self.segments))
 
     def __str__(self) -> str:
         return self.source

@@ -34,6 +34,7 @@ from typing import Any
 from ._types import Item
 from .codec import decode_item
 from .config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
+from .keys import key_order, key_value
 from .session import Session
 from .table import Table
 
@@ -107,7 +108,8 @@ class TestBackend:
             if not out.get("LastEvaluatedKey"):
                 break
             request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
-        return sorted(items, key=lambda i: tuple(i[a]["S"] for a in (t.pk, t.sk) if a))
+        return sorted(items, key=lambda i: tuple(key_order(key_value(i[a]))
+                                                 for a in (t.pk, t.sk) if a))
 
     def scan(self, table: Table | None = None) -> list[dict[str, Any]]:
         """Every stored item as plain Python values, sorted by key."""

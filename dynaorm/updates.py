@@ -33,9 +33,11 @@ from .codec import encode_value
 from .compile import Outcome, Staged, plan_save
 from .entity import Entity, spec_of
 from .errors import DynaormError, InvalidValueError, ItemNotFoundError
-from .expressions import Condition, all_of, exists
+from .expressions import Condition, all_of, exists, rename_paths
+from .keys import key_av
 from .plan import ConditionCheck, Fail, Op, Origin, Role, Update
 from .spec import EntitySpec
+from .stamps import encode_ttl, now
 from .state import InstanceState
 from .templates import SHARD_FIELD
 
@@ -249,6 +251,8 @@ class StagedUpdate(Generic[T]):
     def _dump(self, name: str, value: Any) -> AttributeValue:
         python = _adapter(self.entity, name).dump_python(value, mode="python")
         try:
+            if name == self._spec.ttl_field:
+                python = encode_ttl(python, self._spec.name, name)
             return encode_value(python)
         except DynaormError as exc:
             raise self._where_err(name, str(exc)) from exc
@@ -274,26 +278,38 @@ class StagedUpdate(Generic[T]):
         clauses: list[tuple[str, str, AttributeValue | None]] = []
         for name, (method, value) in self._actions.items():
             clause = _KINDS[method][0]
+            attr = spec.attr(name)
             if method == "set" and value is None:
                 if name in spec.null_fields:
-                    clauses.append(("SET", name, {"NULL": True}))
+                    clauses.append(("SET", attr, {"NULL": True}))
                 else:
-                    clauses.append(("REMOVE", name, None))
+                    clauses.append(("REMOVE", attr, None))
             elif clause == "REMOVE":
-                clauses.append(("REMOVE", name, None))
+                clauses.append(("REMOVE", attr, None))
             else:
-                clauses.append((clause, name, self._dump(name, value)))
+                clauses.append((clause, attr, self._dump(name, value)))
+        table = spec.table
+        own_keys = {table.pk, table.sk}
         if self.upsert:  # a created item needs its key fields, type and index keys too
             for name in spec.lookup_fields:
-                clauses.append(("SET", name, self._dump(name, self._key_fields[name])))
-            table = spec.table
-            clauses.append(("SET", table.type_attribute, {"S": spec.type_name}))
+                if spec.attr(name) not in own_keys:  # a field that is the key: it is there
+                    clauses.append(("SET", spec.attr(name),
+                                    self._dump(name, self._key_fields[name])))
+            if table.type_attribute is not None:
+                clauses.append(("SET", table.type_attribute, {"S": spec.type_name}))
+            set_attrs = {c[1] for c in clauses}
             for attr, text in spec.index_keys(self._key_fields).items():
-                clauses.append(("SET", attr, {"S": text}))
+                if attr not in set_attrs and attr not in own_keys:
+                    clauses.append(("SET", attr, key_av(text)))
+        moment = now()
+        for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
+            if stamped is not None and stamped not in self._actions:
+                clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
+        where = None if self._where is None else rename_paths(self._where, spec.renames)
         own = None if self.upsert else exists(spec.table.pk)
-        cond = all_of([c for c in (own, self._where) if c is not None])
+        cond = all_of([c for c in (own, where) if c is not None])
         fail = Fail.GONE if own is not None else Fail.CALLER
-        origin = Origin(self.entity, self.key, Role.ROW, fail, None, None, index, self._where)
+        origin = Origin(self.entity, self.key, Role.ROW, fail, None, None, index, where)
         self._planned = None
         known = getattr(getattr(self._loaded, "_dynaorm_state", None), "item", None)
         return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
@@ -373,9 +389,9 @@ class StagedCheck:
     def plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
         """One ConditionCheck action."""
-        origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index,
-                        self.condition)
-        return [ConditionCheck(self.key, self.condition, origin)], None
+        cond = rename_paths(self.condition, spec_of(self.entity).renames)
+        origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
+        return [ConditionCheck(self.key, cond, origin)], None
 
     def finish(self, response: Mapping[str, Any], single: bool,
                read: Callable[[PlainKey], Item | None]) -> None:

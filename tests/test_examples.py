@@ -264,7 +264,20 @@ def check_leaderboard(run: Run) -> None:
     assert "p1's index key: 0000000055#p1" in run.out
 
 
+def check_existing_table(run: Run) -> None:
+    assert "TTL on: expiresAt" in run.out
+    assert "account 42: Ann (pro)" in run.out
+    assert run.block("s.query(LoginSession, account_id=42)") == ["a1 on laptop"]
+    assert "page: 2 items, 1 skipped (no entity owns them)" in run.out
+    assert run.block("s.scan(Account)") == ["7: Bob", "42: Ann"]
+    assert "stored session attributes: ['SK', 'accountId', 'device', 'expiresAt', 'token']" \
+        in run.out
+    assert "expiresAt stored as: N" in run.out
+    assert "bob's plan: team; updated_at set: True" in run.out
+
+
 CHECKS = {
+    "existing_table": check_existing_table,
     "counter": check_counter,
     "state_machine": check_state_machine,
     "game_lobby": check_game_lobby,

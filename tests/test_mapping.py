@@ -1,0 +1,87 @@
+"""Pure parts of mapping any table (contract 14): one-field templates, typed key values,
+condition renaming, TTL values."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta, timezone
+from decimal import Decimal
+
+import pytest
+from pydantic import BaseModel, Field
+
+from dynaorm import F, InvalidValueError, KeyTemplateError
+from dynaorm.expressions import Placeholders, rename_paths
+from dynaorm.keys import BinaryKey, NumberKey, key_av, key_order, key_value
+from dynaorm.mapping import stored_names
+from dynaorm.stamps import encode_ttl, expired
+from dynaorm.templates import KeyTemplate
+
+
+def test_a_one_field_template_may_hold_hash() -> None:
+    assert KeyTemplate.parse("{invoice}").render({"invoice": "I#1420"}) == "I#1420"
+    assert KeyTemplate.parse("{invoice}").parse_key("I#1420") == {"invoice": "I#1420"}
+    with pytest.raises(KeyTemplateError, match="contains '#'"):
+        KeyTemplate.parse("INV#{invoice}").render({"invoice": "I#1420"})
+    with pytest.raises(KeyTemplateError, match="is empty"):
+        KeyTemplate.parse("{invoice}").render({"invoice": ""})
+
+
+def test_typed_templates_render_typed_values() -> None:
+    n = KeyTemplate.parse("{id}", key_type="N")
+    assert isinstance(n.render({"id": 7}), NumberKey)
+    assert key_av(n.render({"id": Decimal("1.50")})) == {"N": "1.50"}
+    assert n.parse_key(NumberKey("12")) == {"id": "12"}
+    assert n.parse_key("12") is None  # a string key never fits a number template
+    with pytest.raises(KeyTemplateError, match="not a number"):
+        n.render({"id": "abc"})
+    with pytest.raises(KeyTemplateError, match="not a number key"):
+        n.render({"id": True})
+    b = KeyTemplate.parse("{d}", key_type="B")
+    assert key_av(b.render({"d": b"\x01"})) == {"B": b"\x01"}
+    with pytest.raises(KeyTemplateError, match="non-empty bytes"):
+        b.render({"d": b""})
+    with pytest.raises(KeyTemplateError, match="exactly one field"):
+        KeyTemplate.parse("{id:05d}", key_type="N")
+
+
+def test_key_values_round_trip_and_order() -> None:
+    for av in ({"S": "a#b"}, {"N": "10"}, {"B": b"\x00"}):
+        assert key_av(key_value(av)) == av
+    values = [NumberKey("10"), NumberKey("9"), NumberKey("-1.5")]
+    assert sorted(values, key=key_order) == ["-1.5", "9", "10"]
+    assert key_order(BinaryKey(b"\x01")) < key_order(BinaryKey(b"\x02"))
+
+
+def test_conditions_are_renamed_to_stored_names() -> None:
+    cond = ((F("level") > 3) & ~F("tags.first").exists()) | F("name").is_in("a", "b")
+    renamed = rename_paths(cond, {"level": "lvl", "tags": "t"})
+    ph = Placeholders()
+    text = renamed.render(ph)
+    assert text == "((#n0 > :v0) AND (NOT (attribute_exists(#n1.#n2)))) OR (#n3 IN (:v1, :v2))"
+    assert ph.names == {"#n0": "lvl", "#n1": "t", "#n2": "first", "#n3": "name"}
+    assert rename_paths(cond, {}) is cond
+
+
+def test_stored_names_come_from_alias_or_serialization_alias() -> None:
+    class M(BaseModel):
+        a: int = Field(alias="A")
+        b: int = Field(serialization_alias="B")
+        c: int = Field(validation_alias="C")  # reading only: not a stored name
+        d: int = 0
+
+    assert stored_names(M) == {"a": "A", "b": "B"}
+
+
+def test_ttl_values() -> None:
+    at = datetime(2030, 1, 1, 12, tzinfo=timezone(timedelta(hours=2)))
+    assert encode_ttl(at, "E", "exp") == int(at.timestamp()) == 1893492000
+    assert encode_ttl(5, "E", "exp") == 5 and encode_ttl(None, "E", "exp") is None
+    with pytest.raises(InvalidValueError, match=r"E field 'exp'.*naive"):
+        encode_ttl(datetime(2030, 1, 1), "E", "exp")
+    with pytest.raises(InvalidValueError, match="epoch seconds"):
+        encode_ttl("soon", "E", "exp")
+    now = datetime.now(UTC).timestamp()
+    assert expired({"exp": {"N": str(int(now) - 1)}}, "exp")
+    assert not expired({"exp": {"N": str(int(now) + 60)}}, "exp")
+    assert not expired({"exp": {"S": "x"}}, "exp") and not expired({}, "exp")
+    assert not expired({"exp": {"N": "1"}}, None)
