@@ -19,7 +19,7 @@ from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
 from .spec import EntitySpec, UniqueRule, history_sk, parse_version_sk, version_sk
-from .stamps import encode_ttl, stamp
+from .stamps import encode_ttl, stamped, stamps
 from .state import InstanceState, changed_attributes
 
 __all__ = ["Outcome", "Staged", "compile_commit"]
@@ -54,6 +54,8 @@ class Outcome(NamedTuple):
     obj: Entity
     state: InstanceState | None
     version: int | None = None
+    #: ``Meta.timestamps`` the write set: ``(field, value)`` pairs, put on ``obj`` on success
+    stamps: tuple[tuple[str, Any], ...] = ()
 
 
 def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
@@ -200,10 +202,12 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
-        stamp(obj, spec, insert=True)
+        pairs = stamps(obj, spec, insert=True)
+        written = stamped(obj, pairs)  # the object as written; obj changes on success only
+        values = written.__dict__
         version = entry.after_version + 1 if spec.versioned else None
         key = spec.primary_key(values)
-        item = encode_entity(obj, spec, version, key)
+        item = encode_entity(written, spec, version, key)
         b = _Builder(spec, key, index)
         strict = not entry.overwrite
         cond = not_exists(spec.table.pk) if strict or spec.has_rules else None
@@ -216,7 +220,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         else:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
         b.guards(None, values, None, key)
-        return b.ops, Outcome(obj, InstanceState(key, item, version), version)
+        return b.ops, Outcome(obj, InstanceState(key, item, version), version, pairs)
 
     old_obj = type(obj).model_validate(_decode(state.item, spec))
     old_values = old_obj.__dict__
@@ -226,10 +230,13 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
     key = spec.primary_key(values)
     item = encode_entity(obj, spec, key=key)
-    if spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
-            old_item, item))):
-        stamp(obj, spec, insert=False)  # a write: the updated time moves
-        item = encode_entity(obj, spec, key=key)
+    writes = spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
+        old_item, item)))
+    pairs = stamps(obj, spec, insert=False) if writes else ()  # the updated time moves
+    if pairs:
+        written = stamped(obj, pairs)
+        values = written.__dict__
+        item = encode_entity(written, spec, key=key)
     b = _Builder(spec, old_key, index)
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
@@ -261,7 +268,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
                                 b.origin(Role.ROW, Fail.GONE), known=state.item))
     b.guards(old_values, values, old_key, key)
-    return b.ops, Outcome(obj, InstanceState(key, item), None)
+    return b.ops, Outcome(obj, InstanceState(key, item), None, pairs)
 
 
 def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
@@ -280,8 +287,10 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
                            f"({state.key} -> {key}); delete it and save a new one")
     if encode_entity(obj, spec, n) == old_item:
         return [], Outcome(obj, state, n)
-    stamp(obj, spec, insert=False)
-    item = encode_entity(obj, spec, n + 1)
+    pairs = stamps(obj, spec, insert=False)
+    written = stamped(obj, pairs)
+    values = written.__dict__
+    item = encode_entity(written, spec, n + 1)
     assert spec.table.sk is not None
     b = _Builder(spec, key, index)
     row_sk = version_sk(spec.base_sk(values) or "", n + 1)
@@ -291,7 +300,7 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
                    *_unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
-    return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1)
+    return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1, pairs)
 
 
 def plan_delete(entry: Staged, state: InstanceState | None, index: int

@@ -22,7 +22,7 @@ from .query import Query
 from .reading import MAX_WORKERS, batch_get
 from .scan import Scan, check_segments
 from .spec import EntitySpec
-from .stamps import stamp
+from .stamps import apply_stamps, stamp
 from .state import InstanceState
 from .table import Table
 from .transport import RequestFailed
@@ -506,6 +506,7 @@ def _condition(condition: Condition | None) -> Condition | None:
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
+    apply_stamps(obj, outcome.stamps)
     obj._dynaorm_state = outcome.state
     if outcome.version is not None:
         obj.version = outcome.version  # type: ignore[attr-defined]

@@ -19,7 +19,8 @@ from .errors import InvalidValueError
 if TYPE_CHECKING:
     from .spec import EntitySpec
 
-__all__ = ["declare_timestamps", "encode_ttl", "expired", "now", "stamp"]
+__all__ = ["apply_stamps", "declare_timestamps", "encode_ttl", "expired", "now", "stamp",
+           "stamped", "stamps"]
 
 
 def now() -> datetime:
@@ -44,17 +45,38 @@ def declare_timestamps(cls: type[Any], raw: Any) -> None:
         setattr(cls, name, None)
 
 
-def stamp(obj: Any, spec: EntitySpec, *, insert: bool, when: datetime | None = None) -> None:
-    """Set the timestamps of ``obj`` for a write (``insert``: also the created one when it
-    has none yet)."""
+def stamps(obj: Any, spec: EntitySpec, *, insert: bool,
+           when: datetime | None = None) -> tuple[tuple[str, datetime], ...]:
+    """The timestamps a write of ``obj`` sets, as ``(field, value)`` pairs (``insert``:
+    also the created one when it has none yet). Nothing is changed on ``obj``: a commit
+    writes them from a copy and sets them on the object only once it succeeded."""
     created, updated = spec.timestamps
     if created is None and updated is None:
-        return
+        return ()
     moment = when or now()
+    out: list[tuple[str, datetime]] = []
     if created is not None and insert and getattr(obj, created) is None:
-        object.__setattr__(obj, created, moment)  # no validation: the value is known-good
+        out.append((created, moment))
     if updated is not None:
-        object.__setattr__(obj, updated, moment)
+        out.append((updated, moment))
+    return tuple(out)
+
+
+def stamped(obj: Any, pairs: tuple[tuple[str, datetime], ...]) -> Any:
+    """``obj`` itself when ``pairs`` is empty, else a copy carrying those timestamps."""
+    return obj.model_copy(update=dict(pairs)) if pairs else obj
+
+
+def apply_stamps(obj: Any, pairs: tuple[tuple[str, datetime], ...]) -> None:
+    """Set written timestamps on ``obj`` (after the write succeeded)."""
+    for name, value in pairs:
+        object.__setattr__(obj, name, value)  # no validation: the value is known-good
+
+
+def stamp(obj: Any, spec: EntitySpec, *, insert: bool, when: datetime | None = None) -> None:
+    """Set the timestamps of ``obj`` for a write at once (bulk loads, which are not atomic
+    and hold no staged state to finalize)."""
+    apply_stamps(obj, stamps(obj, spec, insert=insert, when=when))
 
 
 def encode_ttl(value: Any, owner: str, field: str) -> int | None:

@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 
 import pytest
 
-from dynaorm import DynaormError, Entity, Session, Table
+from dynaorm import (
+    ConcurrentModificationError,
+    DynaormError,
+    Entity,
+    ItemExistsError,
+    Session,
+    Table,
+)
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.recording import Requests
 
@@ -146,3 +153,32 @@ def test_save_many_and_an_updated_only_entity(db: TestBackend) -> None:
     raw = {i["pk"]: i for i in db.scan()}
     assert "created_at" not in raw["NOTE#n1"]
     assert datetime.fromisoformat(raw["NOTE#n1"]["touched"]) == note.touched
+
+
+def test_a_failed_commit_leaves_the_objects_timestamps_alone(db: TestBackend) -> None:
+    """State changes only after success: a refused insert or update sets no time."""
+    s = db.session()
+    s.save(Doc(doc_id="d1", title="a"))
+    s.commit()
+    clash = Doc(doc_id="d1", title="again")  # a new object at a taken key
+    s.save(clash)
+    before = db.scan()
+    with pytest.raises(ItemExistsError):
+        s.commit()
+    assert db.scan() == before
+    assert created_at(clash) is None and updated_at(clash) is None
+
+    loaded = _stored(s, "d1")
+    stamp = updated_at(loaded)
+    other = _stored(s, "d1")
+    other.title = "theirs"
+    s2 = Session(s.table)
+    s2.save(other)
+    s2.commit()
+    loaded.title = "mine"  # from the same read: a lost update, refused
+    s.save(loaded)
+    before = db.scan()
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert db.scan() == before
+    assert updated_at(loaded) == stamp
