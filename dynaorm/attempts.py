@@ -66,8 +66,15 @@ class Reason:
 class RetryPolicy(Protocol):
     """What the retry loop needs of a transport: its limits and its backoff."""
 
-    max_attempts: int
-    max_wait: float
+    @property
+    def max_attempts(self) -> int:
+        """Attempts of one request, at most."""
+        ...  # pragma: no cover
+
+    @property
+    def max_wait(self) -> float:
+        """Seconds all retries of one request may wait."""
+        ...  # pragma: no cover
 
     def backoff(self, attempt: int) -> float:
         """Seconds to wait before retry ``attempt`` (1-based)."""

@@ -21,8 +21,15 @@ import botocore.session
 from .errors import DynaormError
 
 __all__ = [
-    "LOOPBACK_ACCESS_KEY", "LOOPBACK_REGION", "LOOPBACK_SECRET_KEY", "MAX_POOL_CONNECTIONS",
-    "client_settings", "create_client", "local_only", "is_loopback", "resolve_region",
+    "LOOPBACK_ACCESS_KEY",
+    "LOOPBACK_REGION",
+    "LOOPBACK_SECRET_KEY",
+    "MAX_POOL_CONNECTIONS",
+    "client_settings",
+    "create_client",
+    "is_loopback",
+    "local_only",
+    "resolve_region",
 ]
 
 #: the access key every loopback endpoint gets where no credentials are configured

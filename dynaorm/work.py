@@ -190,7 +190,7 @@ class UnitOfWork(Staging):
         for entry in staged:
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
-                state = yield from self._replayed(lambda r, v: action.prepare(r, v))
+                state = yield from self._replayed(action.prepare)
                 out.append((entry, state))
                 continue
             state = entry.obj._dynaorm_state
@@ -236,7 +236,7 @@ class UnitOfWork(Staging):
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
                 yield from self._replayed(
-                    lambda r, v: action.finish(response, single, r))  # noqa: B023
+                    lambda r, v, a=action: a.finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
 
     def _send_p(self, plan: WritePlan) -> Proto[dict[str, Any]]:
@@ -257,8 +257,9 @@ class UnitOfWork(Staging):
                 return {}
             if isinstance(outcome, DynaormError):
                 raise outcome from exc
+            failed = exc
             error = yield from self._replayed(
-                lambda r, v: map_failure(plan, exc, lambda key: r(key) is not None))
+                lambda r, v: map_failure(plan, failed, lambda key: r(key) is not None))
             if error is exc:
                 raise
             raise error from exc
