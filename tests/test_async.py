@@ -223,15 +223,15 @@ def test_faults_through_the_async_client_count_max_attempts(
         assert await AsyncSession(knobs).get(Knob, knob_id="k1") is None
         return caught.value
 
-    with use_tables(knobs, endpoint_url=ddb_local, name_suffix=worker_suffix()):
-        with caplog.at_level(logging.DEBUG, logger="dynaorm"):
-            error = asyncio.run(main())
+    with (use_tables(knobs, endpoint_url=ddb_local, name_suffix=worker_suffix()),
+          caplog.at_level(logging.DEBUG, logger="dynaorm")):
+        error = asyncio.run(main())
     knobs._listeners.clear()
     assert error.code == "ThrottlingException" and error.attempts == 3
     assert "after 3 attempts" in str(error)
     assert attempts == [1, 2, 3]  # one on_request event per attempt
     records = [r for r in caplog.records if getattr(r, "operation", "") == "PutItem"]
-    assert [getattr(r, "attempt") for r in records] == [1, 2, 3]
+    assert [r.attempt for r in records] == [1, 2, 3]
 
 
 def test_on_the_moto_server_fixture(dynaorm_moto_server: str) -> None:
