@@ -53,6 +53,20 @@ SYNC_ONLY_MODULES = frozenset({
     "test_plugin", "test_examples", "test_seed_users", "test_labs", "test_streams",
     "test_async", "test_find_race",
 })
+#: Tests that watch the sync client's requests (its botocore events, a swapped transport).
+SYNC_ONLY_TESTS = frozenset({
+    "test_check_alone_is_a_transaction_of_one",
+    "test_delete_by_key_with_rules_reads_first_and_removes_guards",
+    "test_delete_many_objects_and_keys",
+    "test_single_item_transaction_conflict_is_retried",
+    "test_error_provoked_for_real",
+    "test_history_through_the_index_reads_about_k_items",
+    "test_scatter_gather_merges_in_sort_key_order",
+    "test_scatter_gather_reads_shards_first_to_last",
+    "test_one_shard_alone",
+    "test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity",
+    "test_add_on_a_gsi_sort_key_field_re_renders_the_index_key",
+})
 #: Fixtures that instrument the sync client: a test using one is sync-only.
 SYNC_ONLY_FIXTURES = frozenset({"rec", "faults", "requests", "recorded", "counted"})
 
@@ -64,6 +78,8 @@ def _async_variant(metafunc: pytest.Metafunc) -> bool:
         return False
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
     if module in SYNC_ONLY_MODULES or SYNC_ONLY_FIXTURES & set(metafunc.fixturenames):
+        return False
+    if metafunc.function.__name__ in SYNC_ONLY_TESTS:
         return False
     return metafunc.definition.get_closest_marker("sync_only") is None
 
