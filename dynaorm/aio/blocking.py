@@ -15,7 +15,7 @@ from typing import Any
 from .reads import AsyncRead
 from .session import AsyncSession
 
-__all__ = ["BlockingAsyncSession", "BlockingRead", "loop"]
+__all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
 
 _LOCAL = threading.local()
 
@@ -26,6 +26,17 @@ def loop() -> asyncio.AbstractEventLoop:
     if found is None or found.is_closed():
         found = _LOCAL.loop = asyncio.new_event_loop()
     return found
+
+
+def close_loop() -> None:
+    """Close this thread's private loop and the clients made on it (if any)."""
+    from .transport import close
+
+    found: asyncio.AbstractEventLoop | None = getattr(_LOCAL, "loop", None)
+    if found is None or found.is_closed():
+        return
+    found.run_until_complete(close())
+    found.close()
 
 
 def _run(awaitable: Any) -> Any:
