@@ -245,7 +245,7 @@ def test_faults_through_the_async_client_count_max_attempts(
     assert "after 3 attempts" in str(error)
     assert attempts == [1, 2, 3]  # one on_request event per attempt
     records = [r for r in caplog.records if getattr(r, "operation", "") == "PutItem"]
-    assert [r.attempt for r in records] == [1, 2, 3]
+    assert [r.__dict__["attempt"] for r in records] == [1, 2, 3]
 
 
 def test_on_the_moto_server_fixture(dynaorm_moto_server: str) -> None:
