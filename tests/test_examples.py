@@ -264,7 +264,19 @@ def check_leaderboard(run: Run) -> None:
     assert "p1's index key: 0000000055#p1" in run.out
 
 
+def check_async_quickstart(run: Run) -> None:
+    assert run.block("await asyncio.gather(") == ["'Ada'", "'Bob'"]
+    assert run.block('await s.find(User, email="BOB@example.com")') == ["'bob'"]
+    assert run.block("await s.commit()") == ["UniqueConstraintError"]
+    pages = run.block("await s.query(Message, room=\"lobby\").page_size(5)") + run.block(
+        "await q.page(page.cursor)")
+    assert pages == [f"hello {i}" for i in range(10)]
+    assert run.block("[m.body async for m") == ["hello 11", "hello 10", "hello 9"]
+    assert run.block('await s.query(Message, room="lobby").count()') == ["12"]
+
+
 CHECKS = {
+    "async_quickstart": check_async_quickstart,
     "counter": check_counter,
     "state_machine": check_state_machine,
     "game_lobby": check_game_lobby,
