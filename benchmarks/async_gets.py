@@ -68,7 +68,7 @@ async def _timed(fn: Callable[[], Awaitable[Any]], rounds: int) -> float:
 
 def throughput(endpoint: str, gets: int, rounds: int) -> dict[str, float]:
     """Seconds for ``gets`` gets, best of ``rounds``, per contender."""
-    import aioboto3  # type: ignore[import-untyped]
+    import aioboto3
 
     bench.connect(endpoint)
     bench.delete()
@@ -146,7 +146,7 @@ class _Raw:
 
 
 def _canned(request: Any, **kwargs: Any) -> Any:
-    from aiobotocore.awsrequest import AioAWSResponse  # type: ignore[import-untyped]
+    from aiobotocore.awsrequest import AioAWSResponse
 
     operation = kwargs["event_name"].rpartition(".")[2]
     body = _BODIES[operation]
@@ -157,7 +157,7 @@ def _canned(request: Any, **kwargs: Any) -> Any:
 
 def overhead(iterations: int, rounds: int) -> dict[str, float]:
     """Microseconds per operation, best of ``rounds``, nothing sent."""
-    from aiobotocore.session import get_session  # type: ignore[import-untyped]
+    from aiobotocore.session import get_session
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "x")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "x")
