@@ -264,3 +264,23 @@ def test_without_aiobotocore_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "aiobotocore.config", None)
     with pytest.raises(DynaormError, match=r'pip install "dynaorm\[async\]"'):
         AsyncSession(Table("dynaorm-aio-absent"))
+
+
+def test_no_connection_is_a_request_error_as_for_the_sync_session() -> None:
+    dead = Table("dynaorm-aio-dead", endpoint_url="http://127.0.0.1:9", max_attempts=2,
+                 max_wait=0)
+
+    class Dead(Entity):
+        class Meta:
+            table = dead
+            pk = "DEAD#{dead_id}"
+            sk = "DEAD"
+
+        dead_id: str
+
+    with pytest.raises(RequestError) as from_async:
+        arun(AsyncSession(dead).get(Dead, dead_id="d1"))
+    with pytest.raises(RequestError) as from_sync:
+        Session(dead).get(Dead, dead_id="d1")
+    for caught in (from_async.value, from_sync.value):
+        assert caught.code == "ConnectionError" and caught.attempts == 2

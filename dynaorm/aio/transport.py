@@ -101,21 +101,13 @@ class AsyncTransport:
         has = None
         if local_only(session, self.endpoint_url):
             has = await session.get_credentials() is not None
+        kwargs, config = client_settings(session, self.endpoint_url, self.region,
+                                         table=self.table.name, has_credentials=has)
         try:
-            kwargs, config = client_settings(session, self.endpoint_url, self.region,
-                                             table=self.table.name, has_credentials=has)
             context = session.create_client("dynamodb", config=aio.config.AioConfig(
                 **config), **kwargs)
             made = await context.__aenter__()
-        except (ValueError, DynaormError) as exc:
-            if isinstance(exc, DynaormError):
-                raise
-            raise DynaormError(f"table {self.table.name!r}: cannot create a DynamoDB client "
-                               f"for endpoint {self.endpoint_url!r}: {exc}") from exc
-        except Exception as exc:
-            err = map_error("CreateClient", {}, exc)
-            if err is None:
-                raise
+        except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
             raise DynaormError(f"table {self.table.name!r}: cannot create a DynamoDB client "
                                f"for endpoint {self.endpoint_url!r}: {exc}") from exc
         self._contexts.append((loop, context))
