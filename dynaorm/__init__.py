@@ -4,6 +4,8 @@ Entities are pydantic models with key templates; a :class:`Session` commits ever
 change, with its unique guard items and version rows, in one atomic transaction.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .entity import Entity, Versioned
 from .errors import (
     ConcurrentModificationError,
@@ -35,11 +37,15 @@ from .streams import Change
 from .table import GSI, LSI, Table
 from .updates import StagedUpdate
 
+if TYPE_CHECKING:
+    from .aio import AsyncSession
+
 __version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
 
 __all__ = [
     "GSI",
     "LSI",
+    "AsyncSession",
     "Change",
     "CommitResult",
     "ConcurrentModificationError",
@@ -73,3 +79,12 @@ __all__ = [
     "Versioned",
     "ksuid",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``AsyncSession`` is imported on first use (it needs ``dynaorm[async]`` only then)."""
+    if name == "AsyncSession":
+        from .aio import AsyncSession
+
+        return AsyncSession
+    raise AttributeError(f"module 'dynaorm' has no attribute {name!r}")

@@ -21,8 +21,15 @@ import botocore.session
 from .errors import DynaormError
 
 __all__ = [
-    "LOOPBACK_ACCESS_KEY", "LOOPBACK_REGION", "LOOPBACK_SECRET_KEY", "MAX_POOL_CONNECTIONS",
-    "create_client", "is_loopback", "resolve_region",
+    "LOOPBACK_ACCESS_KEY",
+    "LOOPBACK_REGION",
+    "LOOPBACK_SECRET_KEY",
+    "MAX_POOL_CONNECTIONS",
+    "client_settings",
+    "create_client",
+    "is_loopback",
+    "local_only",
+    "resolve_region",
 ]
 
 #: the access key every loopback endpoint gets where no credentials are configured
@@ -72,32 +79,52 @@ def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
         "(~/.aws/config)")
 
 
+def local_only(session: Any, endpoint_url: str | None) -> bool:
+    """For a loopback endpoint, make ``session`` use only configured credentials (no
+    instance-metadata probe) and say ``True``; else ``False`` and change nothing."""
+    if not is_loopback(_effective_endpoint(endpoint_url)):
+        return False
+    resolver = session.get_component("credential_provider")
+    for method in ("container-role", "iam-role"):
+        resolver.remove(method)
+    return True
+
+
+def client_settings(session: Any, endpoint_url: str | None, region: str | None, *,
+                    table: str = "?", connect_timeout: float = 15,
+                    read_timeout: float = 30, has_credentials: bool | None = None,
+                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What every dynaorm client is created with, sync or async: ``create_client``'s
+    keyword arguments (region, endpoint, loopback credentials) and ``Config``'s.
+
+    botocore's retries are off (dynaorm retries), parameter validation is off (dynaorm
+    builds the requests), and the pool holds :data:`MAX_POOL_CONNECTIONS` connections so
+    concurrent reads never wait for one. ``has_credentials``: whether the session has
+    credentials (asked of the session when ``None``; an async session's caller awaits it
+    after :func:`local_only`).
+    """
+    name = resolve_region(region, session, endpoint_url, table)
+    kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url}
+    if local_only(session, endpoint_url):
+        if has_credentials is None:
+            has_credentials = session.get_credentials() is not None
+        if not has_credentials:
+            kwargs.update(aws_access_key_id=LOOPBACK_ACCESS_KEY,
+                          aws_secret_access_key=LOOPBACK_SECRET_KEY)
+    config = {"parameter_validation": False, "connect_timeout": connect_timeout,
+              "read_timeout": read_timeout, "max_pool_connections": MAX_POOL_CONNECTIONS,
+              "retries": {"total_max_attempts": 1, "mode": "standard"}}
+    return kwargs, config
+
+
 def create_client(endpoint_url: str | None, region: str | None, *,
                   table: str = "?", connect_timeout: float = 15,
                   read_timeout: float = 30) -> Any:
-    """A DynamoDB botocore client with botocore's own retries off (dynaorm retries).
-
-    Parameter validation is off (dynaorm builds the requests), and the pool holds
-    :data:`MAX_POOL_CONNECTIONS` connections so scatter threads never wait for one.
-    """
+    """A DynamoDB botocore client with botocore's own retries off (dynaorm retries);
+    see :func:`client_settings`."""
     session = botocore.session.get_session()
-    name = resolve_region(region, session, endpoint_url, table)
-    url = _effective_endpoint(endpoint_url)
-    kwargs: dict[str, Any] = {}
-    if is_loopback(url):
-        # only what is configured counts: no instance-metadata probe for a local endpoint
-        resolver = session.get_component("credential_provider")
-        for method in ("container-role", "iam-role"):
-            resolver.remove(method)
-        if session.get_credentials() is None:
-            kwargs = {"aws_access_key_id": LOOPBACK_ACCESS_KEY,
-                      "aws_secret_access_key": LOOPBACK_SECRET_KEY}
-    config = botocore.config.Config(
-        parameter_validation=False,
-        connect_timeout=connect_timeout,
-        read_timeout=read_timeout,
-        max_pool_connections=MAX_POOL_CONNECTIONS,
-        retries={"total_max_attempts": 1, "mode": "standard"},
-    )
-    return session.create_client("dynamodb", name, endpoint_url=endpoint_url,
-                                 config=config, **kwargs)
+    kwargs, config = client_settings(session, endpoint_url, region, table=table,
+                                     connect_timeout=connect_timeout,
+                                     read_timeout=read_timeout)
+    return session.create_client("dynamodb", config=botocore.config.Config(**config),
+                                 **kwargs)

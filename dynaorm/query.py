@@ -148,7 +148,10 @@ class Query(ReadBase[T]):
     # -- terminals only queries have ---------------------------------------------------
     def one(self) -> T:
         """The only result (``ItemNotFoundError`` / ``MultipleResultsError`` otherwise)."""
-        found = list(self.limit(2))
+        return self._only(list(self.limit(2)))
+
+    def _only(self, found: list[T]) -> T:
+        """The one result of ``found`` (what ``one()`` read with ``limit(2)``)."""
         what = f"{'/'.join(e.__name__ for e in self._entities)} {dict(self._fields)}"
         if not found:
             raise ItemNotFoundError(f"no {what} matched the query")

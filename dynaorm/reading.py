@@ -1,38 +1,41 @@
-"""Running reads synchronously: the terminals :class:`~dynaorm.Query` and
-:class:`~dynaorm.Scan` share (iteration, ``all``, ``first``, ``count``, ``values``,
-``keys``, ``page``), and batch reads by key.
+"""Reads as protocols: the terminals :class:`~dynaorm.Query` and :class:`~dynaorm.Scan`
+share (iteration, ``all``, ``first``, ``count``, ``values``, ``keys``, ``page``), and
+batch reads by key.
 
-Everything here only sends what the pure core (:mod:`dynaorm.reads`) plans and feeds the
-answers back; streams (shards, segments) are read concurrently with threads.
+Each terminal is written once as a :mod:`dynaorm.protocol` generator over the pure paging
+state (:class:`dynaorm.reads.Pager`); the sync terminals here drive it with
+:mod:`dynaorm.drive` (streams, i.e. shards and segments, on threads), the async ones of
+:mod:`dynaorm.aio` with asyncio. Cursors are accepted in one place (``_accept_cursor``),
+so a cursor from either kind of session resumes in the other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from itertools import islice
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from ._types import Item
 from .cursor import check_cursor, decode_cursor_state, encode_cursor, fingerprint, read_secret
+from .drive import MAX_WORKERS, iterate, run
 from .entity import Entity
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
-from .reads import BATCH_GET, Pager, Selection
+from .protocol import Backoff, Emit, Proto, Stream, call, consume, forward, gather, pull
+from .reads import BATCH_GET, Pager, Selection, per_request_limit
 
 if TYPE_CHECKING:
     from .transport import Transport
 
-__all__ = ["MAX_WORKERS", "Page", "ReadBase", "batch_get"]
+__all__ = ["MAX_WORKERS", "Page", "ReadBase", "batch_get", "batch_get_p"]
 
 T = TypeVar("T", bound=Entity)
-#: Threads reading streams (shards, segments, batches) at once, at most.
-MAX_WORKERS = 16
 #: Rounds of a batch request before unprocessed keys are an error.
 MAX_BATCH_ROUNDS = 12
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
 DEFAULT_PAGE_SIZE = 100
+#: Concurrent requests of one read (drivers cap it: threads, connections).
+FAN_OUT = 64
 
 
 @dataclass(frozen=True)
@@ -50,39 +53,53 @@ def _key_id(key: Item) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(next(iter(v.values())))) for k, v in key.items()))
 
 
-def batch_get(transport: Transport, table: str, keys: Sequence[Item], *,
-              consistent: bool = False, concurrency: int = 1) -> dict[Any, Item]:
+def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
+                 unprocessed: str,
+                 collect: Callable[[dict[str, Any]], object] = lambda out: None
+                 ) -> Proto[None]:
+    """Send a batch request until nothing is left unprocessed (backoff with jitter between
+    rounds, the rounds' waits within the transport's ``max_wait``)."""
+    rounds = 0
+    waited = 0.0
+    while pending:
+        rounds += 1
+        if rounds > MAX_BATCH_ROUNDS:
+            raise DynaormError(f"{operation} on {table!r} still had unprocessed requests "
+                               f"after {MAX_BATCH_ROUNDS} rounds")
+        if rounds > 1:
+            waited += yield Backoff(rounds - 1, waited)
+        out = yield from call(operation, {"RequestItems": pending})
+        collect(out)
+        pending = out.get(unprocessed) or None
+
+
+def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
+                concurrency: int = 1) -> Proto[dict[Any, Item]]:
     """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
     flight; unprocessed keys retried with backoff), by their key's identity."""
     unique = list({_key_id(k): k for k in keys}.values())
     chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]
 
-    def one(chunk: list[Item]) -> list[Item]:
+    def one(chunk: list[Item]) -> Proto[list[Item]]:
         request: dict[str, Any] = {"Keys": chunk}
         if consistent:
             request["ConsistentRead"] = True
-        pending: dict[str, Any] | None = {table: request}
         items: list[Item] = []
-        rounds = 0
-        while pending:
-            rounds += 1
-            if rounds > MAX_BATCH_ROUNDS:
-                raise DynaormError(f"BatchGetItem on {table!r} still had unprocessed keys "
-                                   f"after {MAX_BATCH_ROUNDS} rounds")
-            if rounds > 1:
-                transport._sleep(transport.backoff(rounds - 1))
-            out = transport.call("BatchGetItem", {"RequestItems": pending})
-            items.extend(out.get("Responses", {}).get(table, []))
-            pending = out.get("UnprocessedKeys") or None
+        yield from batch_rounds("BatchGetItem", table, {table: request}, "UnprocessedKeys",
+                                lambda out: items.extend(out.get("Responses", {}).get(
+                                    table, [])))
         return items
 
-    if concurrency > 1 and len(chunks) > 1:
-        with ThreadPoolExecutor(max_workers=min(concurrency, len(chunks))) as pool:
-            results = list(pool.map(one, chunks))
-    else:
-        results = [one(c) for c in chunks]
+    results = yield from gather([one(c) for c in chunks], concurrency)
     key_attrs = list(unique[0]) if unique else []
     return {_key_id({a: item[a] for a in key_attrs}): item for got in results for item in got}
+
+
+def batch_get(transport: Transport, table: str, keys: Sequence[Item], *,
+              consistent: bool = False, concurrency: int = 1) -> dict[Any, Item]:
+    """:func:`batch_get_p` through the sync transport."""
+    return run(transport, batch_get_p(table, keys, consistent=consistent,
+                                      concurrency=concurrency))
 
 
 class ReadBase(Generic[T]):
@@ -183,41 +200,29 @@ class ReadBase(Generic[T]):
                      foreign=sel.foreign if sel.shapeless else None)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
-             max_rounds: int | None = None) -> Iterator[Item]:
-        """Results in order, requests sent as the pager asks (several at once: threads)."""
-        call = self._transport.call
+             max_rounds: int | None = None) -> Stream:
+        """Results in order, requests sent as the pager asks (several at once)."""
         op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
         rounds = 0
-        pool: ThreadPoolExecutor | None = None
-        try:
-            while True:
-                wanted = pager.wants(limit)
-                if wanted:
-                    if max_rounds is not None and rounds >= max_rounds:
-                        return
-                    rounds += 1
-                    if len(wanted) == 1:
-                        pager.feed(wanted[0][0], call(op, wanted[0][1], origins))
-                        continue
-                    if pool is None:
-                        _ = self._transport.client  # made once here, not by racing threads
-                        pool = ThreadPoolExecutor(max_workers=min(len(wanted), MAX_WORKERS))
-                    outs = list(pool.map(lambda w: call(op, w[1], origins), wanted))
-                    for (i, _), out in zip(wanted, outs, strict=True):
-                        pager.feed(i, out)
-                    continue
-                nxt = pager.pop()
-                if nxt is None:
+        while True:
+            wanted = pager.wants(limit)
+            if wanted:
+                if max_rounds is not None and rounds >= max_rounds:
                     return
-                yield nxt[1]
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=False)
+                rounds += 1
+                outs = yield from gather([call(op, r, origins) for _, r in wanted], FAN_OUT)
+                for (i, _), out in zip(wanted, outs, strict=True):
+                    pager.feed(i, out)
+                continue
+            nxt = pager.pop()
+            if nxt is None:
+                return
+            yield Emit(nxt[1])
 
     def _results(self, sel: Selection[T], pager: Pager, want: int | None,
                  limit: Callable[[int], int | None],
-                 max_rounds: int | None = None) -> Iterator[Item]:
+                 max_rounds: int | None = None) -> Stream:
         """Whole result items: read by key in batches where the source lacks attributes
         (in the read's order, requested types only, reading on to reach ``want``)."""
         stream = self._run(pager, limit, max_rounds)
@@ -229,16 +234,16 @@ class ReadBase(Generic[T]):
         produced = 0
         while want is None or produced < want:
             n = BATCH_GET if want is None else min(BATCH_GET, want - produced)
-            chunk = list(islice(stream, n))
+            chunk = yield from pull(stream, n)
             if not chunk:
                 return
             keys = [{a: c[a] for a in attrs} for c in chunk]
-            found = batch_get(self._transport, table.name, keys, consistent=self._consistent)
+            found = yield from batch_get_p(table.name, keys, consistent=self._consistent)
             for key in keys:
                 item = found.get(_key_id(key))
                 if item is not None and sel.owns(item):
                     produced += 1
-                    yield item
+                    yield Emit(item)
 
     def _iter_limit(self, remaining: Callable[[], int | None]) -> Callable[[int], int | None]:
         def limit(live: int) -> int | None:
@@ -247,11 +252,10 @@ class ReadBase(Generic[T]):
             left = remaining()
             if left is None or not self._ordered:
                 return None
-            from .reads import per_request_limit
             return per_request_limit(left, live)
         return limit
 
-    def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Iterator[Item]:
+    def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Stream:
         """Result items (projected to ``attrs`` when given), up to ``limit``."""
         pager = self._pager(sel, [None] * self._streams(), attrs)
         count = 0
@@ -260,17 +264,87 @@ class ReadBase(Generic[T]):
         def remaining() -> int | None:
             return None if want is None else want - count
 
-        for item in self._results(sel, pager, want, self._iter_limit(remaining)):
-            yield item
+        stream = self._results(sel, pager, want, self._iter_limit(remaining))
+        if want is None:
+            yield from stream
+            return
+
+        def seen(item: Item) -> bool:
+            nonlocal count
             count += 1
-            if want is not None and count >= want:
-                return
+            return count >= want
+
+        yield from forward(stream, seen)
+
+    # -- protocols of the terminals (both session kinds drive these) -----------------
+    def _collect_p(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Proto[list[Item]]:
+        return (yield from pull(self._items(sel, attrs), None))
+
+    def _count_p(self) -> Proto[int]:
+        sel = self._selection()
+        n = self._streams()
+        if sel.server_filterable and not sel.client_rules:
+            requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
+            totals = yield from gather([self._count_stream(r) for r in requests], FAN_OUT)
+            total = sum(totals)
+            return total if self._limit is None else min(total, self._limit)
+        attrs = list(sel.key_attrs)
+        if not sel.by_shape:
+            attrs.append(sel.type_attr)
+        counted = 0
+        pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,
+                      sel.keep, sel.position, ordered=False)
+
+        def seen(item: Item) -> bool:
+            nonlocal counted
+            counted += 1
+            return self._limit is not None and counted >= self._limit
+
+        yield from consume(self._run(pager, lambda live: None), seen)
+        return counted
+
+    def _count_stream(self, request: dict[str, Any]) -> Proto[int]:
+        total = 0
+        while True:
+            out = yield from call(self._operation, request, tuple(self._entities))
+            total += int(out.get("Count", 0))
+            last = out.get("LastEvaluatedKey")
+            if not last or (self._limit is not None and total >= self._limit):
+                return total
+            request = {**request, "ExclusiveStartKey": last}
+
+    def _values_p(self, fields: tuple[str, ...]) -> Proto[list[dict[str, Any]]]:
+        if not fields:
+            raise DynaormError("values() needs at least one field name")
+        sel = self._selection()
+        sel.check_fields(fields)
+        names = list(dict.fromkeys(fields))
+        if sel.fetch:
+            items = yield from self._collect_p(sel)
+        else:
+            attrs = [*names, *sel.key_attrs, sel.type_attr]
+            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        return [sel.values_of(item, names) for item in items]
+
+    def _keys_p(self) -> Proto[list[dict[str, Any]]]:
+        sel = self._selection()
+        if sel.fetch:
+            items = yield from self._collect_p(sel)
+        else:
+            lookup = [f for _, s in sel.types.values() for f in s.lookup_fields]
+            attrs = [*lookup, *sel.key_attrs, sel.type_attr]
+            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        return [sel.lookup_of(item) for item in items]
+
+    def _decoded(self) -> tuple[Stream, Callable[[Item], T]]:
+        """The stream of result items and how each decodes (what iteration drives)."""
+        sel = self._selection()
+        return self._items(sel), sel.decode
 
     # -- terminals -------------------------------------------------------------------
     def __iter__(self) -> Iterator[T]:
-        sel = self._selection()
-        decode = sel.decode
-        for item in self._items(sel):
+        stream, decode = self._decoded()
+        for item in iterate(self._transport, stream):
             yield decode(item)
 
     def all(self) -> list[T]:
@@ -286,62 +360,15 @@ class ReadBase(Generic[T]):
     def count(self) -> int:
         """How many results (``Select=COUNT``: no item is sent or decoded), capped by
         ``limit``. Where the type selection cannot be a filter, keys are read and counted."""
-        sel = self._selection()
-        n = self._streams()
-        if sel.server_filterable and not sel.client_rules:
-            requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
-            total = sum(self._fan_out(self._count_stream, requests))
-            return total if self._limit is None else min(total, self._limit)
-        attrs = list(sel.key_attrs)
-        if not sel.by_shape:
-            attrs.append(sel.type_attr)
-        total = 0
-        pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,
-                      sel.keep, sel.position, ordered=False)
-        for _ in self._run(pager, lambda live: None):
-            total += 1
-            if self._limit is not None and total >= self._limit:
-                break
-        return total
-
-    def _count_stream(self, request: dict[str, Any]) -> int:
-        total = 0
-        while True:
-            out = self._transport.call(self._operation, request, tuple(self._entities))
-            total += int(out.get("Count", 0))
-            last = out.get("LastEvaluatedKey")
-            if not last or (self._limit is not None and total >= self._limit):
-                return total
-            request = {**request, "ExclusiveStartKey": last}
-
-    def _fan_out(self, fn: Callable[[dict[str, Any]], int],
-                 requests: list[dict[str, Any]]) -> list[int]:
-        if len(requests) <= 1:
-            return [fn(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=min(len(requests), MAX_WORKERS)) as pool:
-            return list(pool.map(fn, requests))
+        return run(self._transport, self._count_p())
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        if not fields:
-            raise DynaormError("values() needs at least one field name")
-        sel = self._selection()
-        sel.check_fields(fields)
-        names = list(dict.fromkeys(fields))
-        if sel.fetch:
-            return [sel.values_of(item, names) for item in self._items(sel)]
-        attrs = [*names, *sel.key_attrs, sel.type_attr]
-        return [sel.values_of(item, names)
-                for item in self._items(sel, list(dict.fromkeys(attrs)))]
+        return run(self._transport, self._values_p(fields))
 
     def keys(self) -> list[dict[str, Any]]:
         """The key fields of each result: what ``Session.get`` takes."""
-        sel = self._selection()
-        if sel.fetch:
-            return [sel.lookup_of(item) for item in self._items(sel)]
-        lookup = [f for _, s in sel.types.values() for f in s.lookup_fields]
-        attrs = [*lookup, *sel.key_attrs, sel.type_attr]
-        return [sel.lookup_of(item) for item in self._items(sel, list(dict.fromkeys(attrs)))]
+        return run(self._transport, self._keys_p())
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
@@ -374,6 +401,9 @@ class ReadBase(Generic[T]):
         request when unsharded; a scan's page is one request per segment still reading,
         each evaluating ``page_size`` items (default 100), so it may hold fewer.
         """
+        return run(self._transport, self._page_p(cursor))
+
+    def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
         sel = self._selection()
         fp = self._fingerprint(sel)
         positions, served = self._accept_cursor(cursor, fp, sel)
@@ -384,7 +414,6 @@ class ReadBase(Generic[T]):
             rounds = None
 
             def per_request(live: int) -> int | None:
-                from .reads import per_request_limit
                 return per_request_limit(size - len(items), live)
         else:
             size = -1
@@ -397,10 +426,12 @@ class ReadBase(Generic[T]):
             size = left if size < 0 else min(size, left)
         if size != 0:
             want = None if size < 0 else size
-            for item in self._results(sel, pager, want, per_request, rounds):
+
+            def take(item: Item) -> bool:
                 items.append(sel.decode(item))
-                if len(items) == size:
-                    break
+                return len(items) == size
+
+            yield from consume(self._results(sel, pager, want, per_request, rounds), take)
         served += len(items)
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
         if done:

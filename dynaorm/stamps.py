@@ -2,7 +2,8 @@
 
 - :func:`declare_timestamps` declares ``created``/``updated`` fields (``datetime | None =
   None``) that a class names in ``Meta.timestamps`` without declaring them;
-- :func:`stamp` sets them on an object being written (created once, updated every write);
+- :func:`stamps` gives the times a write sets (created once, updated every write), which
+  :func:`apply_stamps` puts on the object once the write succeeded;
 - :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds;
 - :func:`expired` tells whether a stored item's TTL has passed (reads skip it).
 """
@@ -19,7 +20,7 @@ from .errors import InvalidValueError
 if TYPE_CHECKING:
     from .spec import EntitySpec
 
-__all__ = ["apply_stamps", "declare_timestamps", "encode_ttl", "expired", "now", "stamp",
+__all__ = ["Stamps", "apply_stamps", "declare_timestamps", "encode_ttl", "expired", "now",
            "stamped", "stamps"]
 
 
@@ -45,8 +46,12 @@ def declare_timestamps(cls: type[Any], raw: Any) -> None:
         setattr(cls, name, None)
 
 
+#: The timestamps one write sets: ``(field, value)`` pairs.
+Stamps = tuple[tuple[str, datetime], ...]
+
+
 def stamps(obj: Any, spec: EntitySpec, *, insert: bool,
-           when: datetime | None = None) -> tuple[tuple[str, datetime], ...]:
+           when: datetime | None = None) -> Stamps:
     """The timestamps a write of ``obj`` sets, as ``(field, value)`` pairs (``insert``:
     also the created one when it has none yet). Nothing is changed on ``obj``: a commit
     writes them from a copy and sets them on the object only once it succeeded."""
@@ -62,21 +67,15 @@ def stamps(obj: Any, spec: EntitySpec, *, insert: bool,
     return tuple(out)
 
 
-def stamped(obj: Any, pairs: tuple[tuple[str, datetime], ...]) -> Any:
+def stamped(obj: Any, pairs: Stamps) -> Any:
     """``obj`` itself when ``pairs`` is empty, else a copy carrying those timestamps."""
     return obj.model_copy(update=dict(pairs)) if pairs else obj
 
 
-def apply_stamps(obj: Any, pairs: tuple[tuple[str, datetime], ...]) -> None:
+def apply_stamps(obj: Any, pairs: Stamps) -> None:
     """Set written timestamps on ``obj`` (after the write succeeded)."""
     for name, value in pairs:
         object.__setattr__(obj, name, value)  # no validation: the value is known-good
-
-
-def stamp(obj: Any, spec: EntitySpec, *, insert: bool, when: datetime | None = None) -> None:
-    """Set the timestamps of ``obj`` for a write at once (bulk loads, which are not atomic
-    and hold no staged state to finalize)."""
-    apply_stamps(obj, stamps(obj, spec, insert=insert, when=when))
 
 
 def encode_ttl(value: Any, owner: str, field: str) -> int | None:

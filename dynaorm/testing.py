@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 from ._types import Item
 from .codec import decode_item
@@ -84,9 +84,14 @@ class TestBackend:
 
     __test__ = False  # not a test class, despite the name
 
-    def __init__(self, tables: Sequence[Table], endpoint_url: str | None) -> None:
+    def __init__(self, tables: Sequence[Table], endpoint_url: str | None,
+                 session_kind: str = "sync") -> None:
         self.tables = list(tables)
         self.endpoint_url = endpoint_url
+        #: ``"sync"``: :meth:`session` gives a :class:`Session`; ``"async"``: a blocking
+        #: adapter over a real ``AsyncSession`` (each call runs the coroutine on this
+        #: thread's private event loop), so sync-style tests exercise the async code path
+        self.session_kind = session_kind
 
     @property
     def table(self) -> Table:
@@ -94,7 +99,13 @@ class TestBackend:
         return self.tables[0]
 
     def session(self, table: Table | None = None) -> Session:
-        """A new :class:`Session` on ``table`` (default: the first table)."""
+        """A new :class:`Session` on ``table`` (default: the first table); with
+        ``session_kind="async"``, an ``AsyncSession`` behind a blocking adapter."""
+        if self.session_kind == "async":
+            from .aio import AsyncSession
+            from .aio.blocking import BlockingAsyncSession
+
+            return cast(Session, BlockingAsyncSession(AsyncSession(table or self.table)))
         return Session(table or self.table)
 
     def scan_raw(self, table: Table | None = None) -> list[Item]:

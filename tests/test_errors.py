@@ -42,7 +42,7 @@ DOCUMENTED = {
     # 0.2
     "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
     "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
-    "StagedUpdate",
+    "StagedUpdate", "AsyncSession",
 }
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,

@@ -276,7 +276,19 @@ def check_existing_table(run: Run) -> None:
     assert "bob's plan: team; updated_at set: True" in run.out
 
 
+def check_async_quickstart(run: Run) -> None:
+    assert run.block("await asyncio.gather(") == ["'Ada'", "'Bob'"]
+    assert run.block('await s.find(User, email="BOB@example.com")') == ["'bob'"]
+    assert run.block("await s.commit()") == ["UniqueConstraintError"]
+    pages = run.block("await s.query(Message, room=\"lobby\").page_size(5)") + run.block(
+        "await q.page(page.cursor)")
+    assert pages == [f"hello {i}" for i in range(10)]
+    assert run.block("[m.body async for m") == ["hello 11", "hello 10", "hello 9"]
+    assert run.block('await s.query(Message, room="lobby").count()') == ["12"]
+
+
 CHECKS = {
+    "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
     "counter": check_counter,
     "state_machine": check_state_machine,

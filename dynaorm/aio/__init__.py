@@ -1,0 +1,11 @@
+"""dynaorm on asyncio (``pip install "dynaorm[async]"``): :class:`AsyncSession` and its
+query objects, thin drivers of the protocols the sync session runs."""
+
+from __future__ import annotations
+
+from .reads import AsyncQuery, AsyncRead, AsyncScan
+from .session import AsyncSession
+from .transport import AsyncTransport, client, close
+
+__all__ = ["AsyncQuery", "AsyncRead", "AsyncScan", "AsyncSession", "AsyncTransport",
+           "client", "close"]

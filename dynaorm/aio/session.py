@@ -1,0 +1,112 @@
+"""``AsyncSession``: the unit of work driven with asyncio (contract section 16).
+
+Staging (``save``, ``delete``, ``update``, ``check``, ``rollback``) is shared with
+:class:`~dynaorm.Session` as is; every method that does I/O is a coroutine running the
+same protocol (:mod:`dynaorm.work`) through the table's async transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, TypeVar, overload
+
+from ..entity import Entity
+from ..events import CommitResult
+from ..plan import WritePlan
+from ..table import Table
+from ..work import UnitOfWork
+from .drive import run
+from .reads import AsyncQuery, AsyncScan
+from .transport import AsyncTransport, transport_of
+
+__all__ = ["AsyncSession"]
+
+T = TypeVar("T", bound=Entity)
+
+
+class AsyncSession(UnitOfWork):
+    """A unit of work on one table, for asyncio. Reads may be awaited concurrently
+    (``asyncio.gather``); staging and commit belong to one task."""
+
+    def __init__(self, table: Table) -> None:
+        super().__init__(table)
+        self._aio: AsyncTransport = transport_of(table)
+
+    async def __aenter__(self) -> AsyncSession:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None,
+                        exc: BaseException | None, tb: TracebackType | None) -> None:
+        if exc_type is None:
+            await self.commit()
+        else:
+            self.rollback()
+
+    # -- commit --------------------------------------------------------------------
+    async def plan(self) -> WritePlan:
+        """The write plan the next commit would send (reads stored state where needed)."""
+        return await run(self._aio, self._plan_p())
+
+    async def commit(self) -> CommitResult:
+        """Send everything staged as one atomic write; clears the stage either way."""
+        return await run(self._aio, self._commit_p())
+
+    # -- reads ---------------------------------------------------------------------
+    async def get(self, entity: type[T], *, consistent: bool = False,
+                  version: int | None = None, **fields: Any) -> T | None:
+        """Read one entity by its key fields (``None`` if absent)."""
+        return await run(self._aio, self._get_p(entity, consistent, version, fields))
+
+    async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
+                       consistent: bool = False, snapshot: bool = False,
+                       concurrency: int = 4) -> list[T | None]:
+        """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
+        TransactGetItems)."""
+        return await run(self._aio,
+                         self._get_many_p(entity, keys, consistent, snapshot, concurrency))
+
+    async def find(self, entity: type[T], *, consistent: bool = False,
+                   **fields: Any) -> T | None:
+        """Read an entity through one of its unique attributes (the guard item)."""
+        return await run(self._aio, self._find_p(entity, consistent, fields))
+
+    # -- queries -------------------------------------------------------------------
+    @overload
+    def query(self, entity: type[T], /, *, index: str | None = None,
+              **fields: Any) -> AsyncQuery[T]: ...
+    @overload
+    def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+              **fields: Any) -> AsyncQuery[Any]: ...
+    def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+              **fields: Any) -> AsyncQuery[Any]:
+        """A lazy query over the partition named by ``fields`` (``async for``, ``await
+        q.all()``, ``await q.page(cursor)``, ...)."""
+        return AsyncQuery(self._query((entity, *more), index, dict(fields)), self._aio)
+
+    @overload
+    def scan(self, entity: type[T], /, *, index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> AsyncScan[T]: ...
+    @overload
+    def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]: ...
+    def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
+        """Every item of the given entity types; ``segments=N`` reads N segments
+        concurrently."""
+        return AsyncScan(self._scan((entity, *more), index, segment, segments), self._aio)
+
+    def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
+        """The stored versions ``1..n`` of one versioned entity, in version order."""
+        return AsyncQuery(self._history(entity, dict(fields)), self._aio)
+
+    # -- bulk ----------------------------------------------------------------------
+    async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
+        """Bulk load (BatchWriteItem, 25 a request, ``concurrency`` in flight)."""
+        await run(self._aio, self._save_many_p(objs, concurrency))
+
+    async def delete_many(self, objs: Iterable[Entity] | type[Entity],
+                          keys: Iterable[Mapping[str, Any]] | None = None, *,
+                          concurrency: int = 4) -> None:
+        """Bulk delete of objects, or of one entity's keys (BatchWriteItem)."""
+        await run(self._aio, self._delete_many_p(objs, keys, concurrency))

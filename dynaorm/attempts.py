@@ -1,0 +1,231 @@
+"""The rules of one request's attempts, shared by the sync and the async transport (pure).
+
+:func:`attempt_loop` is the retry loop as a generator: it yields :class:`Send` (send the
+request once; the driver sends back the parsed response or throws the
+:class:`~dynaorm.RequestError`) and :class:`Wait` (sleep that long), and returns the
+response. It attempts a request at most ``max_attempts`` times in all, with exponential
+backoff and full jitter, waiting at most ``max_wait`` seconds in all; a request that is
+not idempotent is never resent after an attempt that may have been applied. Each attempt
+is logged on the ``dynaorm`` logger (DEBUG), passed to ``Table.on_request`` hooks as a
+:class:`~dynaorm.events.RequestEvent`, and recorded into the :class:`CommitResult` being
+recorded in the current context (:func:`recording`).
+
+:func:`map_error` turns a botocore exception (aiobotocore raises the same ones) into a
+:class:`~dynaorm.RequestError`, so both transports fail alike.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import random
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from ._types import Item
+from .errors import RequestError, TableNotFoundError
+from .events import CommitResult, RequestEvent, actions_of, capacity_of, table_of
+
+__all__ = ["Reason", "RetryPolicy", "Send", "Wait", "attempt_loop", "backoff", "logger",
+           "map_error", "recording", "retryable"]
+
+#: the ``dynaorm`` logger: one DEBUG record per attempt of a request
+logger = logging.getLogger("dynaorm")
+
+_TRANSIENT = frozenset({
+    "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+    "InternalServerError", "InternalFailure", "ServiceUnavailable",
+    "TransactionInProgressException", "LimitExceededException",
+    "TransactionConflictException", "ConnectionError",
+})
+_THROTTLED_REASONS = frozenset({"TransactionConflict", "ThrottlingError",
+                                "ProvisionedThroughputExceeded"})
+
+#: the commit being recorded in this context, if any (see :func:`recording`)
+_RECORDER: contextvars.ContextVar[CommitResult | None] = contextvars.ContextVar(
+    "dynaorm_recorder", default=None)
+
+Listener = Callable[[RequestEvent], object]
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One cancellation reason: DynamoDB's code and, when returned, the stored item."""
+
+    code: str
+    message: str | None = None
+    item: Item | None = None
+
+
+class RetryPolicy(Protocol):
+    """What the retry loop needs of a transport: its limits and its backoff."""
+
+    @property
+    def max_attempts(self) -> int:
+        """Attempts of one request, at most."""
+        ...  # pragma: no cover
+
+    @property
+    def max_wait(self) -> float:
+        """Seconds all retries of one request may wait."""
+        ...  # pragma: no cover
+
+    def backoff(self, attempt: int) -> float:
+        """Seconds to wait before retry ``attempt`` (1-based)."""
+        ...  # pragma: no cover
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Step of :func:`attempt_loop`: send the request once."""
+
+    operation: str
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Step of :func:`attempt_loop`: sleep ``seconds`` before the next attempt."""
+
+    seconds: float
+
+
+def backoff(attempt: int, base_delay: float, max_delay: float) -> float:
+    """Full-jitter exponential backoff: uniform(0, min(max_delay, base_delay * 2**n))."""
+    return random.uniform(0, min(max_delay, base_delay * (2 ** attempt)))
+
+
+def retryable(exc: RequestError) -> bool:
+    """Whether another attempt may succeed (throttling, server errors, lost answers)."""
+    if exc.code in _TRANSIENT or exc.maybe_applied:
+        return True
+    if exc.code == "TransactionCanceledException":
+        codes = {r.code for r in exc.reasons if r is not None}
+        return bool(codes) and codes <= _THROTTLED_REASONS
+    return False
+
+
+@contextmanager
+def recording() -> Iterator[CommitResult]:
+    """Record every request sent in this context during the block into a CommitResult."""
+    result = CommitResult()
+    token = _RECORDER.set(result)
+    try:
+        yield result
+    finally:
+        _RECORDER.reset(token)
+
+
+def attempt_loop(policy: RetryPolicy, listeners: Sequence[Listener], operation: str,
+                 request: dict[str, Any], origins: tuple[Any, ...] = (), *,
+                 idempotent: bool = True) -> Generator[Send | Wait, Any, dict[str, Any]]:
+    """The attempts of one request (see the module's docstring); returns the response."""
+    recorder = _RECORDER.get()
+    if recorder is not None:
+        recorder._add(operation, request)
+    observe = bool(listeners) or logger.isEnabledFor(logging.DEBUG)
+    attempt = 0
+    waited = 0.0
+    maybe_applied = False
+    step = Send(operation, request)
+    while True:
+        attempt += 1
+        start = time.perf_counter() if observe else 0.0
+        try:
+            out: dict[str, Any] = yield step
+        except RequestError as exc:
+            if observe:
+                observe_attempt(listeners, operation, request, None, exc, attempt, start,
+                                origins)
+            maybe_applied = maybe_applied or exc.maybe_applied
+            if attempt >= policy.max_attempts or not retryable(exc) or (
+                    maybe_applied and not idempotent):
+                exc.maybe_applied = maybe_applied
+                exc.attempts = attempt
+                if attempt > 1:
+                    exc.args = (f"{exc.args[0]} (after {attempt} attempts)", *exc.args[1:])
+                raise
+        else:
+            if observe:
+                observe_attempt(listeners, operation, request, out, None, attempt, start,
+                                origins)
+            if recorder is not None and "ConsumedCapacity" in out:
+                recorder._consumed(capacity_of(out))
+            return out
+        delay = min(policy.backoff(attempt), policy.max_wait - waited)
+        if delay > 0:
+            yield Wait(delay)
+            waited += delay
+
+
+def observe_attempt(listeners: Sequence[Listener], operation: str, request: dict[str, Any],
+                    response: dict[str, Any] | None, error: RequestError | None,
+                    attempt: int, start: float, origins: tuple[Any, ...]) -> None:
+    """Log one attempt (DEBUG) and pass it to the ``on_request`` hooks."""
+    elapsed = time.perf_counter() - start
+    capacity = capacity_of(response)
+    if logger.isEnabledFor(logging.DEBUG):
+        table = table_of(request)
+        actions = actions_of(request)
+        outcome = "ok" if error is None else f"failed: {error.code}"
+        logger.debug(
+            "%s on %s: %d action(s), attempt %d, %.1f ms, consumed capacity %s, %s",
+            operation, table, actions, attempt, elapsed * 1000, capacity or "-", outcome,
+            extra={"operation": operation, "table": table, "actions": actions,
+                   "attempt": attempt, "ms": elapsed * 1000,
+                   "consumed_capacity": capacity,
+                   "error": None if error is None else error.code})
+    if listeners:
+        event = RequestEvent(operation, request, response, error, attempt, elapsed,
+                             capacity, origins)
+        for listener in list(listeners):
+            try:
+                listener(event)
+            except Exception:  # a faulty hook must not turn a write into a failure
+                logger.exception("on_request hook %r failed", listener)
+
+
+def map_error(operation: str, request: dict[str, Any], exc: Exception) -> RequestError | None:
+    """The :class:`~dynaorm.RequestError` for a botocore exception raised by sending
+    ``request`` once (``None``: not a botocore failure)."""
+    if isinstance(exc, ClientError):
+        return _client_error(operation, request, exc)
+    if isinstance(exc, HTTPClientError):  # sent, answer lost: a read timeout, a dropped line
+        err = RequestError(operation, "ConnectionError", str(exc))
+        err.maybe_applied = True
+        return err
+    if isinstance(exc, BotoCoreError):  # not sent: no connection, no credentials, ...
+        code = "ConnectionError" if isinstance(exc, BotoConnectionError) else (
+            type(exc).__name__)
+        return RequestError(operation, code, str(exc))
+    return None
+
+
+def _client_error(operation: str, request: dict[str, Any], exc: ClientError) -> RequestError:
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", "Unknown"))
+    message = str(error.get("Message", ""))
+    raw: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", ()))  # type: ignore[arg-type]
+    reasons = [
+        None if r.get("Code") in (None, "None") else
+        Reason(str(r["Code"]), r.get("Message"), r.get("Item"))
+        for r in raw
+    ]
+    item = exc.response.get("Item")
+    if code == "ResourceNotFoundException":
+        err: RequestError = TableNotFoundError(
+            operation, code, f"{message} (table {table_of(request)!r})", reasons)
+    else:
+        err = RequestError(operation, code, message, reasons,
+                           item=item if isinstance(item, dict) else None)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    # a 5xx may come after the server applied the request; a 4xx was refused (throttling
+    # included), except that an attempt of this token is still in progress
+    err.maybe_applied = status >= 500 or code == "TransactionInProgressException"
+    return err
