@@ -51,13 +51,15 @@ def test_snapshot_of_100_distinct_items_and_no_more(db: TestBackend, rec: Reques
 def test_get_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     keys = [{"note_id": n.note_id} for n in reversed(NOTES)]
+    rec.expect_overlap(2)
     assert s.get_many(Note, keys) == NOTES[::-1]
     assert sorted(len(r["RequestItems"][db.table.name]["Keys"])
                   for r in rec.of("BatchGetItem")) == [60, 100, 100]
-    assert len(rec.threads) > 1
+    assert rec.overlapped  # two batches were in flight at once
     rec.clear()
+    rec.expect_overlap(2, timeout=0.5)  # the same check fails when batches go one by one
     assert s.get_many(Note, keys, concurrency=1) == NOTES[::-1]
-    assert len(rec.threads) == 1
+    assert len(rec.threads) == 1 and rec.overlapped is False
     for bad in (0, 17, 2.0, True):
         with pytest.raises(DynaormError, match="concurrency"):
             s.get_many(Note, keys, concurrency=bad)  # type: ignore[arg-type]
@@ -66,10 +68,11 @@ def test_get_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> 
 def test_save_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     more = [Note(note_id=f"m{i:03d}", body="x") for i in range(120)]
+    rec.expect_overlap(3)
     s.save_many(more, concurrency=3)
     assert sorted(len(r["RequestItems"][db.table.name]) for r in rec.of("BatchWriteItem")) == [
         20, 25, 25, 25, 25]
-    assert len(rec.threads) > 1
+    assert rec.overlapped  # three batches were in flight at once
     assert s.get_many(Note, [{"note_id": n.note_id} for n in more]) == more
     with pytest.raises(DynaormError, match="concurrency"):
         s.save_many(more, concurrency=0)
