@@ -44,7 +44,7 @@ class Staged(NamedTuple):
 class StagedAction(Protocol):
     """A staged action that plans itself (``s.update()``, ``s.check()``)."""
 
-    def plan_ops(self, state: InstanceState | None,
+    def _plan_ops(self, state: InstanceState | None,
                  index: int) -> tuple[list[Op], Outcome | None]: ...
 
 
@@ -350,7 +350,7 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
     for index, (entry, state) in enumerate(entries):
         if entry.action in ("update", "check"):
             action: StagedAction = entry.obj  # type: ignore[assignment]
-            entry_ops, maybe = action.plan_ops(state, index)
+            entry_ops, maybe = action._plan_ops(state, index)
             if maybe is not None:
                 outcomes.append(maybe)
         else:

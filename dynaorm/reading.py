@@ -34,6 +34,10 @@ T = TypeVar("T", bound=Entity)
 MAX_BATCH_ROUNDS = 12
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
 DEFAULT_PAGE_SIZE = 100
+#: Items one request of an iteration (``for``/``.all()``) reads when neither ``page_size``
+#: nor ``limit`` says: DynamoDB's own 1 MB pages parse into some 25 MB of Python objects,
+#: which would dominate the memory of a large ``.all()``; 1000 keeps one raw page small.
+ITER_PAGE_ITEMS = 1000
 #: Concurrent requests of one read (drivers cap it: threads, connections).
 FAN_OUT = 64
 
@@ -250,7 +254,9 @@ class ReadBase(Generic[T]):
             if self._page_size is not None:
                 return self._page_size
             left = remaining()
-            if left is None or not self._ordered:
+            if left is None:
+                return ITER_PAGE_ITEMS
+            if not self._ordered:
                 return None
             return per_request_limit(left, live)
         return limit

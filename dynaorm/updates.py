@@ -212,7 +212,7 @@ class StagedUpdate(Generic[T]):
 
     # -- planning (pure) ---------------------------------------------------------------
     @property
-    def needs_read(self) -> bool:
+    def _needs_read(self) -> bool:
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
         touched = set(self._actions)
@@ -227,12 +227,12 @@ class StagedUpdate(Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    def prepare(self, read: Callable[[PlainKey], Item | None],
+    def _prepare(self, read: Callable[[PlainKey], Item | None],
                 last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
         """The stored state a rule-path update is planned on (``read`` = consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
         versioned entity, continues the kept history found by ``last_version``)."""
-        if not self.needs_read:
+        if not self._needs_read:
             return None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
             return self._loaded._dynaorm_state
@@ -267,12 +267,12 @@ class StagedUpdate(Generic[T]):
                 f"{self._spec.name} {self.key}: an upsert must give every required field; "
                 f"missing {sorted(missing)}")
 
-    def plan_ops(self, state: InstanceState | None, index: int
+    def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
-        """The actions of this update (the session passes what ``prepare`` returned)."""
+        """The actions of this update (the session passes what ``_prepare`` returned)."""
         if self.upsert and state is None:
             self._check_required()
-        if self.needs_read:
+        if self._needs_read:
             return self._plan_as_save(state, index)
         spec = self._spec
         clauses: list[tuple[str, str, AttributeValue | None]] = []
@@ -357,7 +357,7 @@ class StagedUpdate(Generic[T]):
         return ops, outcome
 
     # -- after the commit --------------------------------------------------------------
-    def finish(self, response: Mapping[str, Any], single: bool,
+    def _finish(self, response: Mapping[str, Any], single: bool,
                read: Callable[[PlainKey], Item | None]) -> None:
         """Set ``result`` after a successful commit."""
         if self._planned is not None:
@@ -381,18 +381,18 @@ class StagedCheck:
         self.key = key
         self.condition = condition
 
-    def prepare(self, read: Callable[[PlainKey], Item | None],
+    def _prepare(self, read: Callable[[PlainKey], Item | None],
                 last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
         """A check reads nothing before the commit."""
         return None
 
-    def plan_ops(self, state: InstanceState | None, index: int
+    def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
         """One ConditionCheck action."""
         cond = rename_paths(self.condition, spec_of(self.entity).renames)
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 
-    def finish(self, response: Mapping[str, Any], single: bool,
+    def _finish(self, response: Mapping[str, Any], single: bool,
                read: Callable[[PlainKey], Item | None]) -> None:
         """Nothing to report after the commit."""

@@ -198,7 +198,7 @@ class UnitOfWork(Staging):
         for entry in staged:
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
-                state = yield from self._replayed(action.prepare)
+                state = yield from self._replayed(action._prepare)
                 out.append((entry, state))
                 continue
             state = entry.obj._dynaorm_state
@@ -244,7 +244,7 @@ class UnitOfWork(Staging):
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
                 yield from self._replayed(
-                    lambda r, v, a=action: a.finish(response, single, r))  # type: ignore[misc]
+                    lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
 
     def _send_p(self, plan: WritePlan) -> Proto[dict[str, Any]]:

@@ -59,7 +59,7 @@ def test_scan_returns_only_the_requested_type(s: Session, rec: Requests,
     assert request["FilterExpression"] == "#n0 IN (:v0)"
     assert request["ExpressionAttributeNames"] == {"#n0": "_type"}
     assert request["ExpressionAttributeValues"] == {":v0": {"S": "User"}}
-    assert "Segment" not in request and "Limit" not in request
+    assert "Segment" not in request and request["Limit"] == 1000  # iteration's page bound
 
 
 def test_versioned_entities_scan_as_latest_copies(s: Session, rec: Requests) -> None:

@@ -156,11 +156,11 @@ def test_required_fields_cannot_be_removed_and_upserts_must_give_them() -> None:
 
 
 def test_rules_decide_whether_an_update_reads_first() -> None:
-    assert not _counter().add(count=1).needs_read
-    assert StagedUpdate(Player, {"player_id": "p"}, None, False).set(board="b").needs_read
-    assert StagedUpdate(Player, {"player_id": "p"}, None, False).add(score=1).needs_read
-    assert StagedUpdate(Player, {"player_id": "p"}, None, False).set(handle="h").needs_read
-    assert StagedUpdate(Doc, {"doc_id": "d"}, None, False).add(views=1).needs_read
+    assert not _counter().add(count=1)._needs_read
+    assert StagedUpdate(Player, {"player_id": "p"}, None, False).set(board="b")._needs_read
+    assert StagedUpdate(Player, {"player_id": "p"}, None, False).add(score=1)._needs_read
+    assert StagedUpdate(Player, {"player_id": "p"}, None, False).set(handle="h")._needs_read
+    assert StagedUpdate(Doc, {"doc_id": "d"}, None, False).add(views=1)._needs_read
 
 
 def test_the_result_is_unknown_before_the_commit() -> None:
