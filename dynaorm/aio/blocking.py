@@ -56,7 +56,14 @@ class BlockingRead:
         self._aread = read
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._aread, name)
+        try:
+            attr = getattr(self._aread, name)
+        except AttributeError:
+            if not name.startswith("_"):
+                raise
+            # white-box tests look at the pure read spec (requests, streams, limit) that the
+            # async read drives: no I/O happens through these
+            return getattr(self._aread._read, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *a, **k: _run(attr(*a, **k))
         if callable(attr):
