@@ -191,12 +191,18 @@ _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delet
 
 
 # -- the gate every write passes ---------------------------------------------------------
+_ROLES: dict[type[Any], dict[str, str]] = {}  # per entity class: its table never changes
+
+
 def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
     (the table's and every index's)."""
     spec = getattr(entity, "__dynaorm_spec__", None)
-    if spec is None:  # not an entity class: the key's own attributes, partition first
+    if spec is None or spec.cls is not entity:  # not an entity: the key's own, pk first
         return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
+    roles = _ROLES.get(entity)
+    if roles is not None:
+        return roles
     table = spec.table
     roles = {table.pk: "partition"}
     if table.sk:
@@ -206,6 +212,7 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
             roles.setdefault(index.pk, "partition")
         if index.sk:
             roles.setdefault(index.sk, "sort")
+    _ROLES[entity] = roles
     return roles
 
 
@@ -218,18 +225,20 @@ def check_write(op: Op) -> int:
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     key_av = _key_av(op.key)
-    size = item_size(op.item if isinstance(op, Put) else key_av)
-    check_size(size, entity=entity, key=op.key)
-    check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)
-    if isinstance(op, Put):
-        check_item(op.item, entity=entity, key=op.key, key_roles=roles)
+    check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)  # keys first
+    if isinstance(op, Put):  # the item: its size once, then every value
+        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles)
+    else:
+        size = check_size(item_size(key_av), entity=entity, key=op.key)
     if isinstance(op, Update):
         values = [*op.set.items(), *((a, av) for _, a, av in op.clauses if av is not None)]
         check_values(values, entity=entity, key=op.key, key_roles=roles)
-        size += item_size(op.set)
-        size += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
-        check_size(size, entity=entity, key=op.key, what="update")
-        if op.known is not None:
+        added = item_size(op.set)
+        added += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
+        size = check_size(size + added, entity=entity, key=op.key, what="update")
+        # the item afterwards is at most the known item plus every value written: only
+        # an update that could pass 400 KB is worked out exactly
+        if op.known is not None and item_size(op.known) + added > MAX_ITEM_BYTES:
             after = updated_item(op.known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")

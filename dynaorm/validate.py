@@ -86,6 +86,8 @@ def _parse_number(text: Any) -> Decimal | None:
 
 def number_problem(text: str) -> str | None:
     """Why DynamoDB refuses the number ``text`` (``None``: it stores it)."""
+    if type(text) is str and 0 < len(text) <= MAX_DIGITS and text.isdigit() and text.isascii():
+        return None  # the common case: a plain integer of at most 38 digits
     number = _parse_number(text)
     if number is None:
         return f"{text!r} is not a finite number"
@@ -178,6 +180,9 @@ def _set_problem(tag: str, raw: Any) -> str | None:
 def value_problem(av: AttributeValue) -> tuple[str, str] | None:
     """``(path inside the value, reason)`` of the first thing DynamoDB would refuse in
     ``av`` (``None``: nothing). Iterative: any depth is answered, never recursed."""
+    text = av.get("S") if type(av) is dict and len(av) == 1 else None
+    if type(text) is str and text.isascii():
+        return None  # the common case, answered without the walk
     stack: list[tuple[Any, str, int]] = [(av, "", 1)]  # (values may come from anywhere)
     while stack:
         value, path, depth = stack.pop()
