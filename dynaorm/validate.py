@@ -239,10 +239,13 @@ def check_key_value(name: str, av: AttributeValue, role: str, *, entity: str,
                     key: Mapping[str, Any]) -> None:
     """A key attribute's value (``role`` "partition" or "sort"): non-empty, valid, within
     DynamoDB's byte limit; else :class:`KeyTemplateError`."""
+    limit = MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES
+    text = av.get("S") if len(av) == 1 else None
+    if type(text) is str and text.isascii() and 0 < len(text) <= limit:
+        return  # the common case: one byte a character, nothing to walk
     found = value_problem(av)
     if found is not None:
         raise KeyTemplateError(f"{_where(entity, key, name)}: key value refused: {found[1]}")
-    limit = MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES
     size = value_size(av)
     if size == 0:
         raise KeyTemplateError(f"{_where(entity, key, name)}: a key attribute cannot be empty")
@@ -256,6 +259,10 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
     """Every ``(attribute name, value)``: valid names and values, and key attributes
     (``key_roles``: name -> "partition"/"sort") within their limits."""
     for name, av in values:
+        if type(name) is str and name.isascii() and name not in key_roles:
+            text = av.get("S") if type(av) is dict and len(av) == 1 else None
+            if type(text) is str and text.isascii() and name:
+                continue  # the common case: a plain ASCII string under a plain name
         problem = _name_problem(name)
         if problem:
             raise InvalidValueError(f"{entity} {describe_key(key)}: attribute {_short(name)}: "
@@ -272,9 +279,27 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
 
 def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
                key_roles: Mapping[str, str]) -> int:
-    """Check a whole item (its size, then :func:`check_values`); returns its size."""
-    size = check_size(item_size(item), entity=entity, key=key)
-    check_values(item.items(), entity=entity, key=key, key_roles=key_roles)
+    """Check a whole item (its size, then :func:`check_values`); returns its size.
+
+    One pass answers the common attributes (an ASCII string under an ASCII name, keys
+    within their limits); only the others are walked."""
+    size = 0
+    rest: list[tuple[str, AttributeValue]] = []
+    for name, av in item.items():
+        text = av.get("S") if len(av) == 1 else None
+        if (type(text) is str and type(name) is str and name and name.isascii()
+                and text.isascii()):
+            size += len(name) + len(text)
+            role = key_roles.get(name)
+            if role is None or 0 < len(text) <= (
+                    MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES):
+                continue
+        else:
+            size += (_text_size(name) if type(name) is str else 0) + value_size(av)
+        rest.append((name, av))
+    check_size(size, entity=entity, key=key)
+    if rest:
+        check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
 
 
