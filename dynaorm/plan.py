@@ -225,11 +225,12 @@ def check_write(op: Op) -> int:
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     key_av = _key_av(op.key)
-    check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)  # keys first
-    if isinstance(op, Put):  # the item: its size once, then every value
-        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles)
+    if isinstance(op, Put):  # the item's size, then its key, then every value
+        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
+                          key_item=key_av)
     else:
         size = check_size(item_size(key_av), entity=entity, key=op.key)
+        check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)
     if isinstance(op, Update):
         values = [*op.set.items(), *((a, av) for _, a, av in op.clauses if av is not None)]
         check_values(values, entity=entity, key=op.key, key_roles=roles)

@@ -278,8 +278,9 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
 
 
 def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
-               key_roles: Mapping[str, str]) -> int:
-    """Check a whole item (its size, then :func:`check_values`); returns its size.
+               key_roles: Mapping[str, str], key_item: Item | None = None) -> int:
+    """Check a whole item (its size, then ``key_item``'s values, then the item's, with
+    :func:`check_values`); returns its size.
 
     One pass answers the common attributes (an ASCII string under an ASCII name, keys
     within their limits); only the others are walked."""
@@ -298,6 +299,8 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
             size += (_text_size(name) if type(name) is str else 0) + value_size(av)
         rest.append((name, av))
     check_size(size, entity=entity, key=key)
+    if key_item is not None:  # the primary key (a key problem is reported as such first)
+        check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
     if rest:
         check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
