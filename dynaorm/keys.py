@@ -8,13 +8,15 @@ logs keys keeps working, and :func:`key_av` gives each its wire form.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ._types import AttributeValue
 from .errors import DynaormError, KeyTemplateError
 
-__all__ = ["KEY_TYPES", "BinaryKey", "NumberKey", "key_av", "key_order", "key_value", "number_key"]
+__all__ = ["KEY_TYPES", "BinaryKey", "NumberKey", "key_av", "key_id", "key_order", "key_value",
+           "number_key", "wire_key"]
 
 #: The key attribute types DynamoDB knows.
 KEY_TYPES = frozenset({"S", "N", "B"})
@@ -65,6 +67,18 @@ def key_value(av: AttributeValue) -> str:
     if "B" in av:
         return BinaryKey(av["B"])
     raise DynaormError(f"a key attribute holds {av!r}, not a string, number or binary")
+
+
+def wire_key(key: Mapping[str, str]) -> dict[str, AttributeValue]:
+    """A rendered key (attribute -> value) in wire form."""
+    return {k: key_av(v) for k, v in key.items()}
+
+
+def key_id(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A hashable identity of a key, the same whether given rendered or in wire form
+    (so keys a request was built from find the items a response returns)."""
+    return tuple(sorted((k, key_value(v) if isinstance(v, dict) else v)
+                        for k, v in key.items()))
 
 
 def key_order(value: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 from ._types import AttributeValue, Item, PlainKey
 from .errors import TransactionTooLargeError
 from .expressions import Condition, Placeholders, condition_values
-from .keys import key_av
+from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
     check_item,
@@ -111,10 +111,6 @@ class ConditionCheck:
 Op = Put | Update | Delete | ConditionCheck
 
 
-def _key_av(key: PlainKey) -> Item:
-    return {k: key_av(v) for k, v in key.items()}
-
-
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
     ph = Placeholders()
@@ -123,7 +119,7 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         name = "PutItem"
         body["Item"] = op.item
     else:
-        body["Key"] = _key_av(op.key)
+        body["Key"] = wire_key(op.key)
         if isinstance(op, Update) and op.clauses:
             name = "UpdateItem"
             body["UpdateExpression"] = render_clauses(op.clauses, ph)
@@ -224,7 +220,7 @@ def check_write(op: Op) -> int:
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
-    key_av = _key_av(op.key)
+    key_av = wire_key(op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
         size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
                           key_item=key_av)
@@ -267,7 +263,7 @@ def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
     roles = {table.pk: "partition"}
     if table.sk:
         roles[table.sk] = "sort"
-    check_values(_key_av(key).items(), entity=entity, key=key, key_roles=roles)
+    check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)
 
 
 def check_item_size(size: int, entity: str, key: PlainKey) -> int:

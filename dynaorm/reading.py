@@ -21,6 +21,7 @@ from .drive import MAX_WORKERS, iterate, run
 from .entity import Entity
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
+from .keys import key_id
 from .protocol import Backoff, Emit, Proto, Stream, call, consume, forward, gather, pull
 from .reads import BATCH_GET, Pager, Selection, per_request_limit
 
@@ -53,10 +54,6 @@ class Page(Generic[T]):
     skipped: int = 0
 
 
-def _key_id(key: Item) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, str(next(iter(v.values())))) for k, v in key.items()))
-
-
 def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                  unprocessed: str,
                  collect: Callable[[dict[str, Any]], object] = lambda out: None
@@ -81,7 +78,7 @@ def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
                 concurrency: int = 1) -> Proto[dict[Any, Item]]:
     """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
     flight; unprocessed keys retried with backoff), by their key's identity."""
-    unique = list({_key_id(k): k for k in keys}.values())
+    unique = list({key_id(k): k for k in keys}.values())
     chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]
 
     def one(chunk: list[Item]) -> Proto[list[Item]]:
@@ -96,7 +93,7 @@ def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
 
     results = yield from gather([one(c) for c in chunks], concurrency)
     key_attrs = list(unique[0]) if unique else []
-    return {_key_id({a: item[a] for a in key_attrs}): item for got in results for item in got}
+    return {key_id({a: item[a] for a in key_attrs}): item for got in results for item in got}
 
 
 def batch_get(transport: Transport, table: str, keys: Sequence[Item], *,
@@ -244,7 +241,7 @@ class ReadBase(Generic[T]):
             keys = [{a: c[a] for a in attrs} for c in chunk]
             found = yield from batch_get_p(table.name, keys, consistent=self._consistent)
             for key in keys:
-                item = found.get(_key_id(key))
+                item = found.get(key_id(key))
                 if item is not None and sel.owns(item):
                     produced += 1
                     yield Emit(item)

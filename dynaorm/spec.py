@@ -16,7 +16,7 @@ from typing import Any
 from ._types import Item, PlainKey
 from .codec import decode_item
 from .errors import DynaormError, KeyTemplateError
-from .keys import key_av, key_value
+from .keys import key_value
 from .mapping import check_mapping, check_rules, stored_names, timestamp_fields
 from .shards import Shards, as_shards
 from .stamps import expired
@@ -163,10 +163,6 @@ class EntitySpec:
             for name, value in (parsed or {}).items():
                 data.setdefault(name, value)
         return data
-
-    def key_item(self, key: PlainKey) -> Item:
-        """A rendered key in wire form."""
-        return {k: key_av(v) for k, v in key.items()}
 
     # -- key arithmetic ------------------------------------------------------------
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:

@@ -12,28 +12,16 @@ from .drive import MAX_WORKERS
 from .entity import Entity, spec_of
 from .errors import DynaormError, KeyTemplateError
 from .expressions import Condition
-from .keys import key_av as value_av
-from .keys import key_value
+from .keys import key_id
 from .query import Query
 from .scan import Scan, check_segments
 from .spec import EntitySpec
 from .table import Table
 from .updates import StagedCheck, StagedUpdate
 
-__all__ = ["Staging", "key_av", "key_id"]
+__all__ = ["Staging"]
 
 T = TypeVar("T", bound=Entity)
-
-
-def key_av(key: PlainKey) -> dict[str, Any]:
-    """A plain key as DynamoDB attribute values (strings, numbers, binary)."""
-    return {k: value_av(v) for k, v in key.items()}
-
-
-def key_id(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """A hashable identity of a key (plain or in attribute values)."""
-    return tuple(sorted((k, key_value(v) if isinstance(v, dict) else v)
-                        for k, v in key.items()))
 
 
 class Staging:

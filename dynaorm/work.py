@@ -17,6 +17,7 @@ from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
 from .events import CommitResult, write_origins
 from .failures import map_failure
+from .keys import key_id, wire_key
 from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import (
     ConditionCheck,
@@ -28,7 +29,7 @@ from .plan import (
 from .protocol import Proto, call, gather
 from .reading import batch_get_p, batch_rounds
 from .spec import EntitySpec
-from .staging import Staging, check_concurrency, key_av, key_id, refuse_rules
+from .staging import Staging, check_concurrency, refuse_rules
 from .stamps import Stamps, apply_stamps, stamped, stamps
 from .state import InstanceState
 from .transport import RequestFailed
@@ -64,7 +65,7 @@ class UnitOfWork(Staging):
     def _get_item_p(self, key: PlainKey, consistent: bool = False,
                     origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
         check_read_key(self.table, key, "/".join(o.__name__ for o in origins) or "item")
-        request: dict[str, Any] = {"TableName": self.table.name, "Key": key_av(key)}
+        request: dict[str, Any] = {"TableName": self.table.name, "Key": wire_key(key)}
         if consistent:
             request["ConsistentRead"] = True
         out = yield from call("GetItem", request, origins)
@@ -87,7 +88,7 @@ class UnitOfWork(Staging):
         if snapshot:
             found = yield from self._snapshot_p(spec, wanted)
         else:
-            found = yield from batch_get_p(self.table.name, [key_av(k) for k in wanted],
+            found = yield from batch_get_p(self.table.name, [wire_key(k) for k in wanted],
                                            consistent=consistent, concurrency=concurrency)
         items = [found.get(key_id(key)) for key in wanted]
         return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
@@ -102,7 +103,7 @@ class UnitOfWork(Staging):
         if not unique:
             return {}
         request = {"TransactItems": [{"Get": {"TableName": self.table.name,
-                                              "Key": key_av(k)}} for k in unique]}
+                                              "Key": wire_key(k)}} for k in unique]}
         out = yield from call("TransactGetItems", request)
         found: dict[Any, Item] = {}
         for key, response in zip(unique, out.get("Responses", []), strict=False):
@@ -336,7 +337,7 @@ class UnitOfWork(Staging):
             check_batch_delete(spec.cls if target is None else type(target), k)
         unique = list({key_id(k): k for _, k in targets}.values())
         chunks = [unique[i:i + BATCH_WRITE] for i in range(0, len(unique), BATCH_WRITE)]
-        yield from gather([self._batch_write_p([{"DeleteRequest": {"Key": key_av(k)}}
+        yield from gather([self._batch_write_p([{"DeleteRequest": {"Key": wire_key(k)}}
                                                 for k in c]) for c in chunks], concurrency)
         for target, _ in targets:
             if target is not None:
