@@ -29,7 +29,7 @@ from .validate import (
 __all__ = [
     "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
     "Op", "Origin", "Put", "Role", "Update", "WritePlan", "check_batch_delete",
-    "check_batch_put", "check_item_size", "check_read_key", "check_write",
+    "check_batch_put", "check_read_key", "check_write",
     "item_size", "key_roles", "value_size",
 ]
 
@@ -264,11 +264,6 @@ def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
     if table.sk:
         roles[table.sk] = "sort"
     check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)
-
-
-def check_item_size(size: int, entity: str, key: PlainKey) -> int:
-    """``size`` if an item of that many bytes fits in DynamoDB, else ItemTooLargeError."""
-    return check_size(size, entity=entity, key=key)
 
 
 @dataclass(frozen=True)
