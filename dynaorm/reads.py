@@ -16,6 +16,7 @@ A driver (``Session``'s threads today, an asyncio loop tomorrow) only sends what
 from __future__ import annotations
 
 import base64
+import functools
 import math
 import time
 from collections import deque
@@ -141,6 +142,23 @@ class Selection(Generic[T]):
         if name in self.latest_only and self.table_sk:
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
+
+    def kept(self, items: Sequence[Item]) -> list[Item]:
+        """The results among a response's ``items``, in order (:meth:`keep` of each)."""
+        if self._by_type_only:
+            # The common read: only the type attribute decides (no TTL, bound, history
+            # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
+            attr, types = self.type_attr, self.types
+            return [item for item in items
+                    if (kind := item.get(attr)) is not None and kind.get("S") in types]
+        keep = self.keep
+        return [item for item in items if keep(item)]
+
+    @functools.cached_property
+    def _by_type_only(self) -> bool:
+        """Whether :meth:`keep` is decided by the type attribute alone."""
+        return not (self.by_shape or self.ttl_attr is not None or self.exclude is not None
+                    or self.history_base is not None or self.latest_only)
 
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
@@ -348,7 +366,8 @@ class Pager:
 
     requests: Sequence[dict[str, Any]]
     positions: list[Any]
-    keep: Callable[[Item], bool]
+    #: the results among a response's items, in order (:meth:`Selection.kept`)
+    keep: Callable[[Sequence[Item]], list[Item]]
     position_of: Callable[[Item], Item]
     ordered: bool = True
     reverse: bool = False
@@ -377,18 +396,18 @@ class Pager:
 
     def wants(self, limit: Callable[[int], int | None]) -> list[tuple[int, dict[str, Any]]]:
         """Requests to answer before the next result can be chosen (empty: call
-        :meth:`pop`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
-        empty = [i for i in range(len(self.requests))
-                 if not self._buffers[i] and self._has_more(i)]
+        :meth:`take`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
+        buffers, resume = self._buffers, self._resume
+        empty = [i for i in range(len(buffers)) if not buffers[i] and resume[i] is not DONE]
         if not empty:
             return []
-        if not self.ordered and any(self._buffers):
+        if not self.ordered and any(buffers):
             return []  # a scan hands out what it holds before reading on
         size = limit(len(self.live()))
         out = []
         for i in empty:
             request = dict(self.requests[i])
-            start = self._resume[i]
+            start = resume[i]
             if start:
                 request["ExclusiveStartKey"] = start
             if size is not None:
@@ -398,9 +417,8 @@ class Pager:
 
     def feed(self, i: int, response: Mapping[str, Any]) -> None:
         """The answer to stream ``i``'s request."""
-        keep = self.keep
         items = response.get("Items", ())
-        self._buffers[i].extend(item for item in items if keep(item))
+        self._buffers[i].extend(self.keep(items))
         if self.foreign is not None:
             self.skipped += sum(1 for item in items if self.foreign(item))
         last = response.get("LastEvaluatedKey")
@@ -408,26 +426,74 @@ class Pager:
         if not self._buffers[i]:
             self.positions[i] = self._resume[i]
 
-    def pop(self) -> tuple[int, Item] | None:
-        """The next result and its stream (``None``: nothing left). Only valid when
-        :meth:`wants` asked for nothing."""
-        heads = [i for i, b in enumerate(self._buffers) if b]
-        if not heads:
-            return None
-        if not self.ordered or len(heads) == 1:
-            i = heads[0]
-        else:
-            sk, pk = self.order_attrs
+    def take(self, room: int | None = None) -> list[Item]:
+        """The next results, at most ``room`` (``None``: no bound), in order (empty:
+        nothing left). Only valid when :meth:`wants` asked for nothing.
 
-            def order(j: int) -> tuple[Any, Any]:
-                item = self._buffers[j][0]
-                return (key_order(key_value(item[sk])) if sk else "",
-                        key_order(key_value(item[pk])))
+        The same results, in the same order, with the same positions after them, as
+        taking them one at a time: it hands out a run of one stream's buffer (or, for
+        a scan, the buffers in stream order) in one step, and a stream's position is
+        computed once, after the last result taken from it.
+        """
+        if room is not None and room <= 0:
+            return []
+        buffers = self._buffers
+        if len(buffers) == 1 or not self.ordered:
+            out: list[Item] = []
+            for i, buf in enumerate(buffers):
+                if not buf:
+                    continue
+                want = len(buf) if room is None else min(len(buf), room - len(out))
+                self._take_run(i, want, out)
+                if room is not None and len(out) >= room:
+                    break
+            return out
+        return self._merge(room)
 
-            i = max(heads, key=order) if self.reverse else min(heads, key=order)
-        item = self._buffers[i].popleft()
-        self.positions[i] = self.position_of(item) if self._buffers[i] else self._resume[i]
-        return i, item
+    def _take_run(self, i: int, n: int, out: list[Item]) -> None:
+        """Move the first ``n`` results of stream ``i``'s buffer to ``out``."""
+        buf = self._buffers[i]
+        if n == len(buf):
+            out.extend(buf)
+            buf.clear()
+            self.positions[i] = self._resume[i]
+            return
+        popleft = buf.popleft
+        for _ in range(n):
+            out.append(popleft())
+        self.positions[i] = self.position_of(out[-1])
+
+    def _merge(self, room: int | None) -> list[Item]:
+        """Ordered results of several streams: the least (greatest, reversed) head first,
+        until ``room`` is filled or a stream that may hold more runs dry (it must be read
+        on before the next result can be chosen)."""
+        buffers, resume = self._buffers, self._resume
+        sk, pk = self.order_attrs
+
+        def order(j: int) -> tuple[Any, Any]:
+            item = buffers[j][0]
+            return (key_order(key_value(item[sk])) if sk else "",
+                    key_order(key_value(item[pk])))
+
+        out: list[Item] = []
+        while room is None or len(out) < room:
+            heads = [i for i, b in enumerate(buffers) if b]
+            if not heads:
+                break
+            if len(heads) == 1:
+                i = heads[0]
+            else:
+                i = max(heads, key=order) if self.reverse else min(heads, key=order)
+            buf = buffers[i]
+            item = buf.popleft()
+            out.append(item)
+            if buf:
+                self.positions[i] = self.position_of(item)
+            else:
+                self.positions[i] = resume[i]
+                if resume[i] is not DONE:
+                    break
+        return out
 
     @property
     def exhausted(self) -> bool:
