@@ -26,7 +26,7 @@ def _position(item: Item) -> Item:
 
 def _pages(streams: int) -> list[list[dict[str, Any]]]:
     """Two pages per stream; the first ends with an item that is no result."""
-    out = []
+    out: list[list[dict[str, Any]]] = []
     for s in range(streams):
         first = [_item(f"P{s}", f"{k:02d}") for k in range(s, 12, 3)]
         first.append(_item(f"P{s}", "99", kind="other"))
@@ -40,7 +40,7 @@ def _drain(pager: Pager, room: int | None) -> list[tuple[list[str], list[Any]]]:
     """(results of each take, positions after it), answering what the pager asks."""
     pages = _pages(len(pager.requests))
     sent = [0] * len(pages)
-    log = []
+    log: list[tuple[list[str], list[Any]]] = []
     while True:
         wanted = pager.wants(lambda live: None)
         if wanted:
