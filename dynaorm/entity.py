@@ -91,9 +91,11 @@ class Entity(BaseModel):
         if spec is None:
             spec = spec_of(cls)
         decoded = spec.decode_fields(item)
-        obj = cls.model_validate(decoded)
+        # The model's own validator, as model_validate calls it (a documented attribute),
+        # without that wrapper's keyword handling: a read validates every item it returns.
+        obj: Self = cls.__pydantic_validator__.validate_python(decoded)
         table = spec.table
-        key_attrs = (table.pk,) if table.sk is None else (table.pk, table.sk)
+        key_attrs = spec.table_key_attrs
         key, version = None, None  # None: the stored key, kept in the compact snapshot
         if spec.versioned:
             key = spec.primary_key(obj.__dict__)
@@ -102,9 +104,8 @@ class Entity(BaseModel):
             key = {a: key_value(item[a]) for a in key_attrs}
         if spec.renames:  # the snapshot shares values by stored attribute name
             decoded = {spec.attr(n): v for n, v in decoded.items()}
-        state = InstanceState.loaded(item, decoded, key_attrs, table.type_attribute,
-                                     spec.type_name, key, version)
-        object.__setattr__(obj, "_dynaorm_slot", state)
+        _STATE_SLOT.__set__(obj, InstanceState.loaded(
+            item, decoded, key_attrs, table.type_attribute, spec.type_name, key, version))
         return obj
 
 

@@ -123,6 +123,12 @@ class EntitySpec:
         return self.renames.get(name, name)
 
     @functools.cached_property
+    def table_key_attrs(self) -> tuple[str, ...]:
+        """The table's key attributes: (pk,) or (pk, sk)."""
+        table = self.table
+        return (table.pk,) if table.sk is None else (table.pk, table.sk)
+
+    @functools.cached_property
     def stored_fields(self) -> Mapping[str, str]:
         """Stored attribute name -> field name, for every field."""
         return {self.renames.get(n, n): n for n in self.field_names}
