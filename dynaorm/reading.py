@@ -363,17 +363,17 @@ class ReadBase(Generic[T]):
             items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
         return [sel.lookup_of(item) for item in items]
 
-    def _decoded(self) -> tuple[Stream, Callable[[Item], T]]:
-        """The stream of result items and how each decodes (what iteration drives)."""
+    def _decoded(self) -> tuple[Stream, Callable[[Sequence[Item]], Iterator[T]]]:
+        """The stream of result items and how a batch of them decodes, one object at a
+        time (what iteration drives)."""
         sel = self._selection()
-        return self._items(sel), sel.decode
+        return self._items(sel), sel.decoded
 
     # -- terminals -------------------------------------------------------------------
     def __iter__(self) -> Iterator[T]:
         stream, decode = self._decoded()
         for batch in iterate(self._transport, stream):
-            for item in batch:  # decoded one at a time: a loop may stop early
-                yield decode(item)
+            yield from decode(batch)  # one at a time: a loop may stop early
 
     def all(self) -> list[T]:
         """Every result, as a list."""
@@ -456,7 +456,7 @@ class ReadBase(Generic[T]):
             want = None if size < 0 else size
 
             def take(batch: Sequence[Item]) -> bool:
-                items.extend(map(sel.decode, batch))
+                items.extend(sel.decoded(batch))
                 return len(items) == size
 
             def room() -> int | None:

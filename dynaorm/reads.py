@@ -20,7 +20,7 @@ import functools
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -225,6 +225,21 @@ class Selection(Generic[T]):
         cls, spec = self.types[name or ""]
         obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
         return obj
+
+    def decoded(self, items: Sequence[Item]) -> Iterator[T]:
+        """The entity objects of (whole) result items, in order, one at a time (as
+        :meth:`decode` gives them)."""
+        if self._single is not None:  # one type: every result is one of it
+            cls, spec = self._single
+            return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
+        return map(self.decode, items)
+
+    @functools.cached_property
+    def _single(self) -> tuple[type[T], EntitySpec] | None:
+        """The requested type, when there is one and results need not be told apart."""
+        if len(self.types) != 1 or self.shapeless:
+            return None
+        return next(iter(self.types.values()))
 
     @property
     def server_filterable(self) -> bool:

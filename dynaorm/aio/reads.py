@@ -51,8 +51,8 @@ class AsyncRead(Generic[T]):
     async def __aiter__(self) -> AsyncIterator[T]:
         stream, decode = self._read._decoded()
         async for batch in iterate(self._transport, stream):
-            for item in batch:
-                yield decode(item)
+            for obj in decode(batch):  # one at a time: a loop may stop early
+                yield obj
 
     async def all(self) -> list[T]:
         """Every result, as a list."""
