@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict
 
 from ._types import Item, PlainKey
-from .codec import encode_fields
+from .codec import decode_item, encode_fields
 from .errors import DynaormError
 from .keys import key_av, key_value
 from .spec import EntitySpec, build_spec, collect_meta
@@ -117,6 +117,7 @@ def _loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
 def _make_loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
     # What every item needs is looked up here, once (a read loads its items in a loop).
     decode_fields = spec.decode_fields
+    plain_names = spec.plain_field_names
     table = spec.table
     key_attrs = spec.table_key_attrs
     type_attr, type_name = table.type_attribute, spec.type_name
@@ -125,7 +126,7 @@ def _make_loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
 
     def load(item: Item) -> Any:
         """An object from a stored item, marked persisted."""
-        decoded = decode_fields(item)
+        decoded = decode_fields(item) if plain_names is None else decode_item(item, plain_names)
         # The model's own validator, as model_validate calls it (a documented attribute,
         # looked up each time: a model rebuild replaces it), without that wrapper's
         # keyword handling: a read validates every item it returns.

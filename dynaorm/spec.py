@@ -153,6 +153,13 @@ class EntitySpec:
         """Every field stored under its name, none filled back from keys: the fast path."""
         return not self.renames and not self._fill_back
 
+    @functools.cached_property
+    def plain_field_names(self) -> frozenset[str] | None:
+        """:attr:`field_names` where :meth:`decode_fields` is just ``decode_item(item,
+        field_names)`` (every field stored under its name, none filled back from keys),
+        else ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
+        return self.field_names if self._plain_names else None
+
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
         if self._plain_names:
