@@ -123,6 +123,9 @@ def _make_loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
     type_attr, type_name = table.type_attribute, spec.type_name
     versioned, typed_keys, renames = spec.versioned, bool(table.key_types), spec.renames
     loaded, set_state = InstanceState.loaded, _STATE_SLOT.__set__
+    # an entity that overrides model_validate gets it called, as before
+    custom_validate = (getattr(cls.model_validate, "__func__", None)
+                       is not getattr(BaseModel.model_validate, "__func__", None))
 
     def load(item: Item) -> Any:
         """An object from a stored item, marked persisted."""
@@ -130,7 +133,8 @@ def _make_loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
         # The model's own validator, as model_validate calls it (a documented attribute,
         # looked up each time: a model rebuild replaces it), without that wrapper's
         # keyword handling: a read validates every item it returns.
-        obj = cls.__pydantic_validator__.validate_python(decoded)
+        obj = cls.model_validate(decoded) if custom_validate else (
+            cls.__pydantic_validator__.validate_python(decoded))
         key, version = None, None  # None: the stored key, kept in the compact snapshot
         if versioned:
             key = spec.primary_key(obj.__dict__)
