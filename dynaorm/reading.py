@@ -22,8 +22,9 @@ from .entity import Entity
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
 from .keys import key_id
+from .paging import Pager, per_request_limit
 from .protocol import Backoff, Emit, Proto, Stream, call, consume, forward, gather, pull
-from .reads import BATCH_GET, Pager, Selection, per_request_limit
+from .reads import BATCH_GET, Selection
 
 if TYPE_CHECKING:
     from .transport import Transport
