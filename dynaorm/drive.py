@@ -5,7 +5,7 @@ recording and ``on_request`` hooks see every request)."""
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -70,8 +70,9 @@ def run(transport: Transport, proto: Proto[R]) -> R:
             error = exc
 
 
-def iterate(transport: Transport, stream: Stream) -> Iterator[Item]:
-    """The items ``stream`` emits, fetched lazily; closing the iterator closes it."""
+def iterate(transport: Transport, stream: Stream) -> Iterator[Sequence[Item]]:
+    """The batches of items ``stream`` emits, in order, fetched lazily; closing the
+    iterator closes it."""
     value: Any = None
     error: Exception | None = None
     try:
@@ -82,7 +83,7 @@ def iterate(transport: Transport, stream: Stream) -> Iterator[Item]:
                 return
             value = error = None
             if isinstance(step, Emit):
-                yield step.item
+                yield step.items
                 continue
             try:
                 value = _perform(transport, step)

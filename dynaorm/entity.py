@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
 
 from ._types import Item, PlainKey
-from .codec import encode_fields
+from .codec import decode_item, encode_fields
 from .errors import DynaormError
 from .keys import key_av, key_value
 from .spec import EntitySpec, build_spec, collect_meta
@@ -88,27 +89,64 @@ class Entity(BaseModel):
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""
-        if spec is None:
-            spec = spec_of(cls)
-        decoded = spec.decode_fields(item)
-        obj = cls.model_validate(decoded)
-        table = spec.table
-        key_attrs = (table.pk,) if table.sk is None else (table.pk, table.sk)
-        key, version = None, None  # None: the stored key, kept in the compact snapshot
-        if spec.versioned:
-            key = spec.primary_key(obj.__dict__)
-            version = obj.version  # type: ignore[attr-defined]
-        elif table.key_types:  # number/binary keys: their rendered (typed) values
-            key = {a: key_value(item[a]) for a in key_attrs}
-        if spec.renames:  # the snapshot shares values by stored attribute name
-            decoded = {spec.attr(n): v for n, v in decoded.items()}
-        state = InstanceState.loaded(item, decoded, key_attrs, table.type_attribute,
-                                     spec.type_name, key, version)
-        object.__setattr__(obj, "_dynaorm_slot", state)
-        return obj
+        load: Callable[[Item], Self] = _loader(cls, spec_of(cls) if spec is None else spec)
+        return load(item)
+
+    @classmethod
+    def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
+                    ) -> Iterator[Self]:
+        """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
+        load: Callable[[Item], Self] = _loader(cls, spec_of(cls) if spec is None else spec)
+        return map(load, items)
 
 
 _STATE_SLOT: Any = Entity.__dict__["_dynaorm_slot"]
+_LOADERS: dict[type[Any], tuple[EntitySpec, Callable[[Item], Any]]] = {}
+
+
+def _loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
+    """How an item of ``cls`` (described by ``spec``) loads, made once per class."""
+    found = _LOADERS.get(cls)
+    if found is not None and found[0] is spec:
+        return found[1]
+    load = _make_loader(cls, spec)
+    _LOADERS[cls] = (spec, load)
+    return load
+
+
+def _make_loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
+    # What every item needs is looked up here, once (a read loads its items in a loop).
+    decode_fields = spec.decode_fields
+    plain_names = spec.plain_field_names
+    table = spec.table
+    key_attrs = spec.table_key_attrs
+    type_attr, type_name = table.type_attribute, spec.type_name
+    versioned, typed_keys, renames = spec.versioned, bool(table.key_types), spec.renames
+    loaded, set_state = InstanceState.loaded, _STATE_SLOT.__set__
+    # an entity that overrides model_validate gets it called, as before
+    custom_validate = (getattr(cls.model_validate, "__func__", None)
+                       is not getattr(BaseModel.model_validate, "__func__", None))
+
+    def load(item: Item) -> Any:
+        """An object from a stored item, marked persisted."""
+        decoded = decode_fields(item) if plain_names is None else decode_item(item, plain_names)
+        # The model's own validator, as model_validate calls it (a documented attribute,
+        # looked up each time: a model rebuild replaces it), without that wrapper's
+        # keyword handling: a read validates every item it returns.
+        obj = cls.model_validate(decoded) if custom_validate else (
+            cls.__pydantic_validator__.validate_python(decoded))
+        key, version = None, None  # None: the stored key, kept in the compact snapshot
+        if versioned:
+            key = spec.primary_key(obj.__dict__)
+            version = obj.version
+        elif typed_keys:  # number/binary keys: their rendered (typed) values
+            key = {a: key_value(item[a]) for a in key_attrs}
+        if renames:  # the snapshot shares values by stored attribute name
+            decoded = {renames.get(n, n): v for n, v in decoded.items()}
+        set_state(obj, loaded(item, decoded, key_attrs, type_attr, type_name, key, version))
+        return obj
+
+    return load
 
 
 class Versioned(Entity):

@@ -101,12 +101,11 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
         raise KeyTemplateError(f"{spec.name}: {bad} are not key template fields here "
                                "(the shard is computed, never passed)")
     pk_values = partition_values(spec, index, fields, shard)
-    base = KeyPlan(index, pk_attr, sk_attr, pk_values)
     keywords = {k: v for k, v in fields.items() if k not in pk.fields}
     if sk is None:
         if keywords or cond:
             raise DynaormError(f"{spec.name}: index {index!r} has no sort key to condition")
-        return base
+        return KeyPlan(index, pk_attr, sk_attr, pk_values)
     # sort-key fields known from the keywords, partition fields reused in the sort key too
     given = {k: v for k, v in fields.items() if k in sk.fields}
     lead = sk.leading_fields(frozenset(given))
@@ -133,7 +132,7 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
                            (_pre(vprefix, sk.render(sk_fields, spec.name)),))
         prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
         if not prefix:
-            return base
+            return KeyPlan(index, pk_attr, sk_attr, pk_values)
         return KeyPlan(index, pk_attr, sk_attr, pk_values, "begins_with", (prefix,))
     prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
 

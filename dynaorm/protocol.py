@@ -12,7 +12,10 @@ transport and threads, :mod:`dynaorm.aio.drive` with the async transport and asy
   waited;
 - :class:`Gather`: run sub-protocols concurrently, at most ``concurrency`` at once; the
   result is the list of their results (the first failure is thrown);
-- :class:`Emit`: a result item of a read (drivers hand it to the caller).
+- :class:`Emit`: result items of a read, in order (drivers hand them to the caller).
+  A stream emits no more items at once than its consumer gives it room for (see
+  ``ReadBase._run``), so a consumer that stops after a batch stops exactly where it
+  would have stopped item by item.
 """
 
 from __future__ import annotations
@@ -58,9 +61,10 @@ class Gather:
 
 @dataclass(frozen=True, slots=True)
 class Emit:
-    """One result item of a read."""
+    """Result items of a read, in order (a page's worth in one step: one step per
+    item would cost more than the items' own decoding)."""
 
-    item: Item
+    items: Sequence[Item]
 
 
 Op = Call | Backoff | Gather
@@ -90,10 +94,11 @@ def gather(protos: Sequence[Proto[R]], concurrency: int) -> Proto[list[R]]:
     return out
 
 
-def consume(stream: Stream, on_item: Callable[[Item], bool]) -> Proto[bool]:
+def consume(stream: Stream, on_items: Callable[[Sequence[Item]], bool]) -> Proto[bool]:
     """Drive ``stream``, passing its steps on (and their results and failures back),
-    handing each item to ``on_item`` until it returns ``True`` (then: ``True``) or the
-    stream ends (``False``). The stream stays usable after an early stop."""
+    handing each batch of items to ``on_items`` until it returns ``True`` (then:
+    ``True``) or the stream ends (``False``). The stream stays usable after an early
+    stop."""
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -103,7 +108,7 @@ def consume(stream: Stream, on_item: Callable[[Item], bool]) -> Proto[bool]:
             return False
         value = error = None
         if isinstance(step, Emit):
-            if on_item(step.item):
+            if on_items(step.items):
                 return True
             continue
         try:
@@ -113,21 +118,24 @@ def consume(stream: Stream, on_item: Callable[[Item], bool]) -> Proto[bool]:
 
 
 def pull(stream: Stream, n: int | None) -> Proto[list[Item]]:
-    """The next ``n`` items (all, for ``None``) of ``stream``, which stays usable."""
+    """The next ``n`` items (all, for ``None``) of ``stream``, which stays usable (a
+    stream given room for ``n`` emits no more; of one that does, the first ``n``)."""
     items: list[Item] = []
     if n is not None and n <= 0:
         return items
 
-    def take(item: Item) -> bool:
-        items.append(item)
+    def take(batch: Sequence[Item]) -> bool:
+        items.extend(batch)
         return n is not None and len(items) >= n
 
     yield from consume(stream, take)
+    if n is not None:
+        del items[n:]
     return items
 
 
-def forward(stream: Stream, stop: Callable[[Item], bool]) -> Stream:
-    """``stream``'s steps and items, ending after the item for which ``stop`` is true."""
+def forward(stream: Stream, stop: Callable[[Sequence[Item]], bool]) -> Stream:
+    """``stream``'s steps and items, ending after the batch for which ``stop`` is true."""
     value: Any = None
     error: BaseException | None = None
     while True:
@@ -141,6 +149,6 @@ def forward(stream: Stream, stop: Callable[[Item], bool]) -> Stream:
         except Exception as exc:
             error = exc
             continue
-        if isinstance(step, Emit) and stop(step.item):
+        if isinstance(step, Emit) and stop(step.items):
             stream.close()
             return

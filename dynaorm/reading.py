@@ -22,8 +22,9 @@ from .entity import Entity
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
 from .keys import key_id
+from .paging import Pager, per_request_limit
 from .protocol import Backoff, Emit, Proto, Stream, call, consume, forward, gather, pull
-from .reads import BATCH_GET, Pager, Selection, per_request_limit
+from .reads import BATCH_GET, Selection
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -196,13 +197,20 @@ class ReadBase(Generic[T]):
     def _pager(self, sel: Selection[T], positions: list[Any],
                attrs: Sequence[str] = ()) -> Pager:
         requests = [self._request(i, sel, attrs=attrs) for i in range(self._streams())]
-        return Pager(requests, positions, sel.keep, sel.position, ordered=self._ordered,
+        return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
                      foreign=sel.foreign if sel.shapeless else None)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
-             max_rounds: int | None = None) -> Stream:
-        """Results in order, requests sent as the pager asks (several at once)."""
+             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None
+             ) -> Stream:
+        """Results in order, requests sent as the pager asks (several at once).
+
+        Results go out in batches (what the pager holds), each at most ``room()``: how
+        many the consumer still takes (``None``: any number; at least 1 whenever it
+        resumes the stream). A consumer that stops once its room is filled so leaves
+        the pager exactly where it would have item by item, and nothing more is read.
+        """
         op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
         rounds = 0
@@ -216,35 +224,47 @@ class ReadBase(Generic[T]):
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)
                 continue
-            nxt = pager.pop()
-            if nxt is None:
+            batch = pager.take(room())
+            if not batch:
                 return
-            yield Emit(nxt[1])
+            yield Emit(batch)
 
     def _results(self, sel: Selection[T], pager: Pager, want: int | None,
-                 limit: Callable[[int], int | None],
-                 max_rounds: int | None = None) -> Stream:
+                 limit: Callable[[int], int | None], max_rounds: int | None = None,
+                 room: Callable[[], int | None] = lambda: None) -> Stream:
         """Whole result items: read by key in batches where the source lacks attributes
-        (in the read's order, requested types only, reading on to reach ``want``)."""
-        stream = self._run(pager, limit, max_rounds)
+        (in the read's order, requested types only, reading on to reach ``want``).
+        ``room``: as for :meth:`_run` (the consumer takes ``want`` in all)."""
         if not sel.fetch:
-            yield from stream
+            yield from self._run(pager, limit, max_rounds, room)
             return
         table = sel.types[next(iter(sel.types))][1].table
         attrs = [a for a in (table.pk, table.sk) if a]
         produced = 0
+        n = 0
+        chunk: list[Item] = []
+
+        def chunk_room() -> int:
+            return n - len(chunk)
+
+        def take(batch: Sequence[Item]) -> bool:
+            chunk.extend(batch)
+            return len(chunk) >= n
+
+        stream = self._run(pager, limit, max_rounds, chunk_room)
         while want is None or produced < want:
             n = BATCH_GET if want is None else min(BATCH_GET, want - produced)
-            chunk = yield from pull(stream, n)
+            chunk.clear()
+            yield from consume(stream, take)
             if not chunk:
                 return
             keys = [{a: c[a] for a in attrs} for c in chunk]
             found = yield from batch_get_p(table.name, keys, consistent=self._consistent)
-            for key in keys:
-                item = found.get(key_id(key))
-                if item is not None and sel.owns(item):
-                    produced += 1
-                    yield Emit(item)
+            owned = [item for key in keys
+                     if (item := found.get(key_id(key))) is not None and sel.owns(item)]
+            if owned:  # at most n, within the consumer's room
+                produced += len(owned)
+                yield Emit(owned)
 
     def _iter_limit(self, remaining: Callable[[], int | None]) -> Callable[[int], int | None]:
         def limit(live: int) -> int | None:
@@ -267,14 +287,15 @@ class ReadBase(Generic[T]):
         def remaining() -> int | None:
             return None if want is None else want - count
 
-        stream = self._results(sel, pager, want, self._iter_limit(remaining))
+        stream = self._results(sel, pager, want, self._iter_limit(remaining),
+                               room=remaining)
         if want is None:
             yield from stream
             return
 
-        def seen(item: Item) -> bool:
+        def seen(batch: Sequence[Item]) -> bool:
             nonlocal count
-            count += 1
+            count += len(batch)
             return count >= want
 
         yield from forward(stream, seen)
@@ -295,15 +316,19 @@ class ReadBase(Generic[T]):
         if not sel.by_shape:
             attrs.append(sel.type_attr)
         counted = 0
+        cap = self._limit
         pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,
-                      sel.keep, sel.position, ordered=False)
+                      sel.kept, sel.position, ordered=False)
 
-        def seen(item: Item) -> bool:
+        def room() -> int | None:
+            return None if cap is None else cap - counted
+
+        def seen(batch: Sequence[Item]) -> bool:
             nonlocal counted
-            counted += 1
-            return self._limit is not None and counted >= self._limit
+            counted += len(batch)
+            return cap is not None and counted >= cap
 
-        yield from consume(self._run(pager, lambda live: None), seen)
+        yield from consume(self._run(pager, lambda live: None, room=room), seen)
         return counted
 
     def _count_stream(self, request: dict[str, Any]) -> Proto[int]:
@@ -339,16 +364,17 @@ class ReadBase(Generic[T]):
             items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
         return [sel.lookup_of(item) for item in items]
 
-    def _decoded(self) -> tuple[Stream, Callable[[Item], T]]:
-        """The stream of result items and how each decodes (what iteration drives)."""
+    def _decoded(self) -> tuple[Stream, Callable[[Sequence[Item]], Iterator[T]]]:
+        """The stream of result items and how a batch of them decodes, one object at a
+        time (what iteration drives)."""
         sel = self._selection()
-        return self._items(sel), sel.decode
+        return self._items(sel), sel.decoded
 
     # -- terminals -------------------------------------------------------------------
     def __iter__(self) -> Iterator[T]:
         stream, decode = self._decoded()
-        for item in iterate(self._transport, stream):
-            yield decode(item)
+        for batch in iterate(self._transport, stream):
+            yield from decode(batch)  # one at a time: a loop may stop early
 
     def all(self) -> list[T]:
         """Every result, as a list."""
@@ -430,11 +456,15 @@ class ReadBase(Generic[T]):
         if size != 0:
             want = None if size < 0 else size
 
-            def take(item: Item) -> bool:
-                items.append(sel.decode(item))
+            def take(batch: Sequence[Item]) -> bool:
+                items.extend(sel.decoded(batch))
                 return len(items) == size
 
-            yield from consume(self._results(sel, pager, want, per_request, rounds), take)
+            def room() -> int | None:
+                return None if want is None else want - len(items)
+
+            yield from consume(self._results(sel, pager, want, per_request, rounds, room),
+                               take)
         served += len(items)
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
         if done:

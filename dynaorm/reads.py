@@ -3,23 +3,16 @@
 - :class:`Selection` says which returned items are results (the requested entity types,
   by their type attribute or, where an index does not project it, by key shape), how a
   result decodes, and which condition selects the types on the server.
-- :class:`Pager` is the paging state of one read over one or more streams (the shards of
-  a scatter-gather query, the segments of a parallel scan): it says which requests must be
-  answered before the next result can be chosen, takes their responses, hands results out
-  in key order (or in any order for scans), and gives the resume position of every stream
-  after the results handed out: that is what a cursor stores (positions, never items).
-
-A driver (``Session``'s threads today, an asyncio loop tomorrow) only sends what
-:meth:`Pager.wants` asks for and feeds the answers back.
+- :class:`~dynaorm.paging.Pager` (in :mod:`dynaorm.paging`, re-exported here) is the
+  paging state of one read over one or more streams; a cursor stores its positions.
 """
 
 from __future__ import annotations
 
 import base64
-import math
+import functools
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -29,7 +22,8 @@ from ._types import Item
 from .codec import decode_value
 from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, F
-from .keys import key_order, key_value
+from .keys import key_value
+from .paging import DONE, Pager, per_request_limit
 from .spec import LATEST_PREFIX, EntitySpec, parse_version_sk
 from .stamps import expired
 from .table import Table
@@ -38,8 +32,6 @@ from .templates import KeyTemplate
 __all__ = ["DONE", "Pager", "Selection", "per_request_limit", "projection_of", "selection"]
 
 T = TypeVar("T")
-#: A cursor position meaning "this stream has nothing left".
-DONE: Final = False
 #: Keys per BatchGetItem request.
 BATCH_GET: Final = 100
 
@@ -142,6 +134,23 @@ class Selection(Generic[T]):
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
+    def kept(self, items: Sequence[Item]) -> list[Item]:
+        """The results among a response's ``items``, in order (:meth:`keep` of each)."""
+        if self._by_type_only:
+            # The common read: only the type attribute decides (no TTL, bound, history
+            # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
+            attr, types = self.type_attr, self.types
+            return [item for item in items
+                    if (kind := item.get(attr)) is not None and kind.get("S") in types]
+        keep = self.keep
+        return [item for item in items if keep(item)]
+
+    @functools.cached_property
+    def _by_type_only(self) -> bool:
+        """Whether :meth:`keep` is decided by the type attribute alone."""
+        return not (self.by_shape or self.ttl_attr is not None or self.exclude is not None
+                    or self.history_base is not None or self.latest_only)
+
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
         if self.ttl_attr is not None and expired(item, self.ttl_attr):
@@ -207,6 +216,21 @@ class Selection(Generic[T]):
         cls, spec = self.types[name or ""]
         obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
         return obj
+
+    def decoded(self, items: Sequence[Item]) -> Iterator[T]:
+        """The entity objects of (whole) result items, in order, one at a time (as
+        :meth:`decode` gives them)."""
+        if self._single is not None:  # one type: every result is one of it
+            cls, spec = self._single
+            return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
+        return map(self.decode, items)
+
+    @functools.cached_property
+    def _single(self) -> tuple[type[T], EntitySpec] | None:
+        """The requested type, when there is one and results need not be told apart."""
+        if len(self.types) != 1 or self.shapeless:
+            return None
+        return next(iter(self.types.values()))
 
     @property
     def server_filterable(self) -> bool:
@@ -297,10 +321,44 @@ def _field_value(cls: type[Any] | None, name: str, av: Any, filled: Any = None) 
         return raw
 
 
+_SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = {}
+_SELECTIONS_MAX = 1024
+
+
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
               latest_only: frozenset[str] = frozenset()) -> Selection[T]:
-    """The :class:`Selection` of a read of ``entities`` from the table or ``index``."""
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``.
+
+    Selections are immutable and depend only on their arguments and the entities' specs
+    (fixed at class creation), so the same read planned again reuses its selection;
+    a table without a type attribute also depends on which entities it holds so far
+    (its ``table_specs``): the count is part of the key.
+    """
+    cache_key = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
+    found = _SELECTIONS.get(cache_key)
+    if found is not None and (not found.shapeless
+                              or len(found.table_specs) == _table_spec_count(entities)):
+        return found
+    made = _selection(entities, index, sk_attr=sk_attr, exclude=exclude,
+                      history_base=history_base, latest_only=latest_only)
+    if len(_SELECTIONS) >= _SELECTIONS_MAX:  # many distinct reads (bounds, exclusions)
+        _SELECTIONS.clear()
+    _SELECTIONS[cache_key] = made
+    return made
+
+
+def _table_spec_count(entities: Sequence[type[Any]]) -> int:
+    from .entity import spec_of
+
+    table = spec_of(entities[0]).table
+    return sum(1 for e in table.entities.values()
+               if getattr(e, "__dynaorm_spec__", None) is not None)
+
+
+def _selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None,
+               exclude: str | None, history_base: str | None,
+               latest_only: frozenset[str]) -> Selection[T]:
     from .entity import spec_of
 
     specs = [(e, spec_of(e)) for e in entities]
@@ -331,104 +389,3 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
                           if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
         if shapeless else (),
     )
-
-
-def per_request_limit(remaining: int, live: int) -> int:
-    """DynamoDB ``Limit`` per stream when ``remaining`` results are wanted from ``live``
-    streams: about an even share (plus one, so that a shard rarely runs dry mid-page)."""
-    if live <= 1:
-        return max(1, remaining)
-    return math.ceil(remaining / live) + 1
-
-
-@dataclass
-class Pager:
-    """Paging state over streams (pure). ``positions[i]``: ``None`` (start), a key
-    (resume after it) or :data:`DONE`."""
-
-    requests: Sequence[dict[str, Any]]
-    positions: list[Any]
-    keep: Callable[[Item], bool]
-    position_of: Callable[[Item], Item]
-    ordered: bool = True
-    reverse: bool = False
-    order_attrs: tuple[str | None, str] = (None, "pk")
-    #: tells items no entity owns (counted in ``skipped``); None: nothing is foreign
-    foreign: Callable[[Item], bool] | None = None
-    #: items read that no entity owns
-    skipped: int = 0
-    _buffers: list[deque[Item]] = field(default_factory=list)
-    _resume: list[Any] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        n = len(self.requests)
-        if len(self.positions) != n:
-            raise DynaormError("a read's positions do not match its streams")  # pragma: no cover
-        self.positions = list(self.positions)
-        self._buffers = [deque() for _ in range(n)]
-        self._resume = list(self.positions)
-
-    def live(self) -> list[int]:
-        """Streams that may still give items."""
-        return [i for i, p in enumerate(self.positions) if p is not DONE]
-
-    def _has_more(self, i: int) -> bool:
-        return self._resume[i] is not DONE
-
-    def wants(self, limit: Callable[[int], int | None]) -> list[tuple[int, dict[str, Any]]]:
-        """Requests to answer before the next result can be chosen (empty: call
-        :meth:`pop`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
-        empty = [i for i in range(len(self.requests))
-                 if not self._buffers[i] and self._has_more(i)]
-        if not empty:
-            return []
-        if not self.ordered and any(self._buffers):
-            return []  # a scan hands out what it holds before reading on
-        size = limit(len(self.live()))
-        out = []
-        for i in empty:
-            request = dict(self.requests[i])
-            start = self._resume[i]
-            if start:
-                request["ExclusiveStartKey"] = start
-            if size is not None:
-                request["Limit"] = size
-            out.append((i, request))
-        return out
-
-    def feed(self, i: int, response: Mapping[str, Any]) -> None:
-        """The answer to stream ``i``'s request."""
-        keep = self.keep
-        items = response.get("Items", ())
-        self._buffers[i].extend(item for item in items if keep(item))
-        if self.foreign is not None:
-            self.skipped += sum(1 for item in items if self.foreign(item))
-        last = response.get("LastEvaluatedKey")
-        self._resume[i] = last if last else DONE
-        if not self._buffers[i]:
-            self.positions[i] = self._resume[i]
-
-    def pop(self) -> tuple[int, Item] | None:
-        """The next result and its stream (``None``: nothing left). Only valid when
-        :meth:`wants` asked for nothing."""
-        heads = [i for i, b in enumerate(self._buffers) if b]
-        if not heads:
-            return None
-        if not self.ordered or len(heads) == 1:
-            i = heads[0]
-        else:
-            sk, pk = self.order_attrs
-
-            def order(j: int) -> tuple[Any, Any]:
-                item = self._buffers[j][0]
-                return (key_order(key_value(item[sk])) if sk else "",
-                        key_order(key_value(item[pk])))
-
-            i = max(heads, key=order) if self.reverse else min(heads, key=order)
-        item = self._buffers[i].popleft()
-        self.positions[i] = self.position_of(item) if self._buffers[i] else self._resume[i]
-        return i, item
-
-    @property
-    def exhausted(self) -> bool:
-        return all(p is DONE for p in self.positions)

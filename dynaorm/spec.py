@@ -123,6 +123,12 @@ class EntitySpec:
         return self.renames.get(name, name)
 
     @functools.cached_property
+    def table_key_attrs(self) -> tuple[str, ...]:
+        """The table's key attributes: (pk,) or (pk, sk)."""
+        table = self.table
+        return (table.pk,) if table.sk is None else (table.pk, table.sk)
+
+    @functools.cached_property
     def stored_fields(self) -> Mapping[str, str]:
         """Stored attribute name -> field name, for every field."""
         return {self.renames.get(n, n): n for n in self.field_names}
@@ -146,6 +152,13 @@ class EntitySpec:
     def _plain_names(self) -> bool:
         """Every field stored under its name, none filled back from keys: the fast path."""
         return not self.renames and not self._fill_back
+
+    @functools.cached_property
+    def plain_field_names(self) -> frozenset[str] | None:
+        """:attr:`field_names` where :meth:`decode_fields` is just ``decode_item(item,
+        field_names)`` (every field stored under its name, none filled back from keys),
+        else ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
+        return self.field_names if self._plain_names else None
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""

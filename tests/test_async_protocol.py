@@ -95,7 +95,7 @@ def test_gather_is_one_step_and_pull_forwards_steps() -> None:
     def stream() -> Any:
         out = yield Call("Query", {})
         for item in out["Items"]:
-            yield Emit(item)
+            yield Emit([item])
 
     puller = pull(stream(), 2)
     assert step(puller, None) == Call("Query", {})
@@ -104,8 +104,8 @@ def test_gather_is_one_step_and_pull_forwards_steps() -> None:
     assert got.value.value == [{"a": 1}, {"a": 2}]
     seen: list[Any] = []
 
-    def keep(item: Any) -> bool:
-        seen.append(item)
+    def keep(batch: Any) -> bool:
+        seen.extend(batch)
         return False
 
     consumer = consume(stream(), keep)

@@ -4,7 +4,7 @@ concurrent steps as tasks (at most the client's connection pool at once)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any, TypeVar
 
 from .._types import Item
@@ -67,8 +67,9 @@ async def run(transport: AsyncTransport, proto: Proto[R]) -> R:
             error = exc
 
 
-async def iterate(transport: AsyncTransport, stream: Stream) -> AsyncIterator[Item]:
-    """The items ``stream`` emits, fetched lazily."""
+async def iterate(transport: AsyncTransport,
+                  stream: Stream) -> AsyncIterator[Sequence[Item]]:
+    """The batches of items ``stream`` emits, in order, fetched lazily."""
     value: Any = None
     error: Exception | None = None
     try:
@@ -79,7 +80,7 @@ async def iterate(transport: AsyncTransport, stream: Stream) -> AsyncIterator[It
                 return
             value = error = None
             if isinstance(step, Emit):
-                yield step.item
+                yield step.items
                 continue
             try:
                 value = await _perform(transport, step)

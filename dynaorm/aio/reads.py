@@ -50,8 +50,9 @@ class AsyncRead(Generic[T]):
     # -- terminals -------------------------------------------------------------------
     async def __aiter__(self) -> AsyncIterator[T]:
         stream, decode = self._read._decoded()
-        async for item in iterate(self._transport, stream):
-            yield decode(item)
+        async for batch in iterate(self._transport, stream):
+            for obj in decode(batch):  # one at a time: a loop may stop early
+                yield obj
 
     async def all(self) -> list[T]:
         """Every result, as a list."""

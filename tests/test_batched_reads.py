@@ -1,0 +1,167 @@
+"""Reads hand a page's results out in one step and decode them through one loader per
+entity: limits, early stops, decode failures and cursors behave exactly as item by item."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from dynaorm import Entity, Session, Table
+from dynaorm.reads import selection
+from dynaorm.testing import TestBackend
+from tests.models import app
+from tests.recording import Requests
+
+
+class BatchRow(Entity):
+    class Meta:
+        table = app
+        pk = "ROW#{group}"
+        sk = "{n:04d}"
+
+    group: str
+    n: int
+    note: str = ""
+
+
+@pytest.fixture
+def s(db: TestBackend) -> Session:
+    session = db.session()
+    session.save_many([BatchRow(group="g", n=i, note=f"row {i}") for i in range(30)])
+    return session
+
+
+@pytest.fixture
+def rec(db: TestBackend) -> Requests:
+    return Requests(db.table)
+
+
+def test_a_limit_below_the_page_stops_inside_the_batch(s: Session, rec: Requests) -> None:
+    got = list(s.query(BatchRow, group="g").page_size(10).limit(3))
+    assert [r.n for r in got] == [0, 1, 2]
+    (request,) = rec.of("Query")
+    assert request["Limit"] == 10
+    rec.clear()
+    got = list(s.query(BatchRow, group="g").page_size(10).limit(13))
+    assert [r.n for r in got] == list(range(13))
+    assert [r["Limit"] for r in rec.of("Query")] == [10, 10]
+
+
+def test_stopping_a_loop_reads_no_further(s: Session, rec: Requests) -> None:
+    for row in s.query(BatchRow, group="g").page_size(10):
+        if row.n == 4:
+            break
+    assert len(rec.of("Query")) == 1
+    first = s.query(BatchRow, group="g").page_size(7).first()
+    assert first == BatchRow(group="g", n=0, note="row 0")
+
+
+def test_pages_resume_right_after_their_last_result(s: Session) -> None:
+    q = s.query(BatchRow, group="g").page_size(4).limit(10)
+    seen: list[int] = []
+    cursor: str | None = None
+    while True:
+        page = q.page(cursor)
+        seen.extend(r.n for r in page.items)
+        cursor = page.cursor
+        if cursor is None:
+            break
+    assert seen == list(range(10))
+
+
+def test_objects_before_an_undecodable_item_come_first(db: TestBackend, s: Session) -> None:
+    client = db.table.transport.client
+    client.put_item(TableName=db.table.name, Item={
+        "pk": {"S": "ROW#g"}, "sk": {"S": "0002x"}, "_type": {"S": "BatchRow"},
+        "group": {"S": "g"}, "n": {"S": "not a number"}})
+    got: list[int] = []
+    with pytest.raises(ValidationError):
+        for row in s.query(BatchRow, group="g").page_size(10):
+            got.append(row.n)
+    assert got == [0, 1, 2]  # the bad item sorts right after 0002
+
+
+def test_loaded_objects_keep_their_stored_item(db: TestBackend, s: Session) -> None:
+    rows = s.query(BatchRow, group="g").all()
+    raw = {(i["pk"]["S"], i["sk"]["S"]): i for i in db.scan_raw()}
+    for row in rows:
+        state = row._dynaorm_state
+        assert state is not None
+        assert state.item == raw[("ROW#g", f"{row.n:04d}")]
+        assert row == BatchRow(group="g", n=row.n, note=f"row {row.n}")
+
+
+def _items() -> list[dict[str, Any]]:
+    return [
+        {"pk": {"S": "ROW#g"}, "sk": {"S": "0001"}, "_type": {"S": "BatchRow"}},
+        {"pk": {"S": "ROW#g"}, "sk": {"S": "0002"}},  # no type attribute
+        {"pk": {"S": "ROW#g"}, "sk": {"S": "0003"}, "_type": {"S": "User"}},
+        {"pk": {"S": "ROW#g"}, "sk": {"S": "0004"}, "_type": {"N": "1"}},
+        {"pk": {"S": "ROW#g"}, "sk": {"S": "0005"}, "_type": {"S": "BatchRow"}},
+    ]
+
+
+@pytest.mark.parametrize("exclude", [None, "0005"])
+def test_kept_is_keep_for_each_item(exclude: str | None) -> None:
+    sel = selection([BatchRow], None, sk_attr="sk", exclude=exclude)
+    items = _items()
+    assert sel.kept(items) == [i for i in items if sel.keep(i)]
+    assert [i["sk"]["S"] for i in sel.kept(items)] == (
+        ["0001", "0005"] if exclude is None else ["0001"])
+
+
+def test_a_selection_is_planned_once_but_sees_new_entities_of_a_shapeless_table() -> None:
+    assert selection([BatchRow], None) is selection([BatchRow], None)
+    bare = Table("bare", pk="pk", sk="sk", type_attribute=None)
+
+    class First(Entity):
+        class Meta:
+            table = bare
+            pk = "F#{a}"
+            sk = "F"
+
+        a: str
+
+    before = selection([First], None)
+    assert len(before.table_specs) == 1
+
+    class Second(Entity):
+        class Meta:
+            table = bare
+            pk = "S#{a}"
+            sk = "S"
+
+        a: str
+
+    after = selection([First], None)
+    assert len(after.table_specs) == 2
+    assert not after.foreign({"pk": {"S": "S#x"}, "sk": {"S": "S"}})
+
+
+class Checked(Entity):
+    """An entity with its own model_validate (a hook some code bases use)."""
+
+    class Meta:
+        table = app
+        pk = "CHECKED#{a}"
+        sk = "C"
+
+    a: str
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> Checked:
+        got = super().model_validate({**obj, "a": obj["a"].upper()}, **kwargs)
+        return got
+
+
+def test_an_own_model_validate_still_loads_items() -> None:
+    item = {"pk": {"S": "CHECKED#x"}, "sk": {"S": "C"}, "_type": {"S": "Checked"},
+            "a": {"S": "x"}}
+    got = Checked._from_item(item)
+    assert got.a == "X"
+    assert got._dynaorm_state is not None and got._dynaorm_state.item == item
+    assert BatchRow._from_item({"pk": {"S": "ROW#g"}, "sk": {"S": "0001"},
+                                "_type": {"S": "BatchRow"}, "group": {"S": "g"},
+                                "n": {"N": "1"}}) == BatchRow(group="g", n=1)
