@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict
 
 from ._types import Item, PlainKey
-from .codec import decode_item, encode_fields
+from .codec import decode_item, decode_value, encode_fields
 from .errors import DynaormError
 from .keys import key_av, key_value
 from .spec import EntitySpec, build_spec, collect_meta
 from .stamps import declare_timestamps, encode_ttl
-from .state import InstanceState
+from .state import InstanceState, shape_of, wire_values
 
 __all__ = ["Entity", "Versioned", "spec_of"]
 
@@ -126,6 +126,34 @@ def _make_loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
     # an entity that overrides model_validate gets it called, as before
     custom_validate = (getattr(cls.model_validate, "__func__", None)
                        is not getattr(BaseModel.model_validate, "__func__", None))
+
+    if (plain_names is not None and not custom_validate and not versioned
+            and not typed_keys and not renames):
+        # The common case, fused: the item's values are read once, for both the fields to
+        # validate and the compact snapshot (decode_item + InstanceState.loaded in one).
+        from_values = InstanceState.from_values
+        at_of: dict[tuple[str, ...], tuple[tuple[str, int], ...]] = {}
+
+        def load_plain(item: Item) -> Any:
+            """An object from a stored item, marked persisted."""
+            values = wire_values(item)
+            shape = shape_of(item, key_attrs, type_attr)
+            fields = at_of.get(shape.names)
+            if fields is None:
+                if len(at_of) >= 4096:  # many shapes (sparse attributes): start over
+                    at_of.clear()
+                names = shape.names
+                fields = at_of[names] = tuple(
+                    (n, names.index(n)) for n in plain_names if n in names)
+            decoded = {}
+            for name, at in fields:
+                value = values[at]
+                decoded[name] = value if type(value) is str else decode_value(value)
+            obj = cls.__pydantic_validator__.validate_python(decoded)
+            set_state(obj, from_values(values, shape, decoded, type_name))
+            return obj
+
+        return load_plain
 
     def load(item: Item) -> Any:
         """An object from a stored item, marked persisted."""

@@ -22,7 +22,7 @@ from typing import Any
 
 from ._types import AttributeValue, Item, PlainKey
 
-__all__ = ["InstanceState"]
+__all__ = ["InstanceState", "shape_of", "wire_values"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -60,6 +60,20 @@ def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Sh
     found = _Shape(item, key_attrs, type_attr)
     _shapes[found.names] = found
     return found
+
+
+def shape_of(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
+    """The shape of ``item`` (shared by every item with the same attribute names)."""
+    shape = _shapes.get(tuple(item))
+    if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
+        shape = _shape(item, key_attrs, type_attr)
+    return shape
+
+
+def wire_values(item: Item) -> list[Any]:
+    """``item``'s values in order: the string of a string attribute, else its wire form."""
+    avs = item.values()
+    return list(map(dict.get, avs, _S, avs))
 
 
 def _render(value: Any) -> AttributeValue:
@@ -109,11 +123,15 @@ class InstanceState:
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
         discriminator, whose stored string is replaced by the entity's own one.
         """
-        avs = item.values()
-        values: list[Any] = list(map(dict.get, avs, _S, avs))  # the string, or the wire form
-        shape = _shapes.get(tuple(item))
-        if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
-            shape = _shape(item, key_attrs, type_attr)
+        return cls.from_values(wire_values(item), shape_of(item, key_attrs, type_attr),
+                               decoded, type_name, key, version)
+
+    @classmethod
+    def from_values(cls, values: list[Any], shape: _Shape, decoded: Mapping[str, Any],
+                    type_name: str, key: PlainKey | None = None,
+                    version: int | None = None) -> InstanceState:
+        """:meth:`loaded`, from the item's :func:`wire_values` and :func:`shape_of` (a
+        loader that decodes from them too computes them once; ``values`` is consumed)."""
         names = shape.names
         for at in shape.other_at:
             if type(values[at]) is dict:

@@ -165,3 +165,39 @@ def test_an_own_model_validate_still_loads_items() -> None:
     assert BatchRow._from_item({"pk": {"S": "ROW#g"}, "sk": {"S": "0001"},
                                 "_type": {"S": "BatchRow"}, "group": {"S": "g"},
                                 "n": {"N": "1"}}) == BatchRow(group="g", n=1)
+
+
+class MixedRow(Entity):
+    class Meta:
+        table = app
+        pk = "MIX#{group}"
+        sk = "{n:04d}"
+
+    group: str
+    n: int
+    note: str | None = None
+    tags: list[str] = []
+    extra: dict[str, int] = {}
+
+
+def test_items_of_one_shape_with_different_value_types_load_and_keep_their_items(
+        db: TestBackend, s: Session) -> None:
+    # The same attribute names, but a field a string in one item and NULL or missing in
+    # others: each object validates from its own values and its snapshot renders the very
+    # item stored (the loader reads values once for both).
+    s.save_many([MixedRow(group="g", n=0, note="a", tags=["x"], extra={"k": 1}),
+                 MixedRow(group="g", n=1, note=None, tags=[], extra={}),
+                 MixedRow(group="g", n=2, note="c")])
+    rows = s.query(MixedRow, group="g").all()
+    assert [(r.n, r.note, r.tags, r.extra) for r in rows] == [
+        (0, "a", ["x"], {"k": 1}), (1, None, [], {}), (2, "c", [], {})]
+    raw = {i["sk"]["S"]: i for i in db.scan_raw() if i["pk"]["S"] == "MIX#g"}
+    for row in rows:
+        state = row._dynaorm_state
+        assert state is not None
+        assert state.item == raw[f"{row.n:04d}"]
+    rows[1].note = "now set"
+    s.save(rows[1])
+    s.commit()
+    again = s.get(MixedRow, group="g", n=1)
+    assert again is not None and again.note == "now set" and again.tags == []
