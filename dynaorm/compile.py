@@ -8,8 +8,10 @@ transaction fail rather than leave the table inconsistent.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
@@ -220,11 +222,9 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         else:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
         b.guards(None, values, None, key)
-        return b.ops, Outcome(obj, InstanceState(key, item, version), version, pairs)
+        return b.ops, Outcome(obj, _Written(spec, key, item, values, version), version, pairs)
 
-    old_obj = type(obj).model_validate(_decode(state.item, spec))
-    old_values = old_obj.__dict__
-    old_item = encode_entity(old_obj, spec, state.version)
+    old_values, old_item = _old(spec, state)
     old_key = state.key
     if spec.versioned:
         return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
@@ -251,7 +251,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         to_set, to_remove = changed_attributes(old_item, item)
         touched = set(to_set) | set(to_remove)
         if not touched:
-            return [], Outcome(obj, InstanceState(key, item), None)
+            return [], Outcome(obj, _Written(spec, key, item, values), None)
         depends = set(unique_fields)
         for attr in touched:
             depends.update(f for f in spec.derived_fields(attr))
@@ -268,11 +268,55 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
                                 b.origin(Role.ROW, Fail.GONE), known=state.item))
     b.guards(old_values, values, old_key, key)
-    return b.ops, Outcome(obj, InstanceState(key, item), None, pairs)
+    return b.ops, Outcome(obj, _Written(spec, key, item, values), None, pairs)
 
 
 def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
     return spec.decode_fields(item)
+
+
+class _Written(InstanceState):
+    """The state a commit leaves on an object: its item is exactly ``encode_entity`` of
+    the values written, so the next write of the object plans from it without validating
+    the stored item back into an object and encoding that again (:func:`_old`). It keeps
+    the written values planning reads (unique fields and index-key fields), copied: the
+    object's own may change in place before that next write."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
+                 values: Mapping[str, Any], version: int | None = None) -> None:
+        super().__init__(key, item, version)
+        self.values = {f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
+                       for f in _planned_fields(spec) if f in values
+                       for v in (values[f],)}
+
+
+_IMMUTABLE = frozenset({str, int, bool, float, Decimal, type(None)})
+
+
+def _planned_fields(spec: EntitySpec) -> frozenset[str]:
+    """The fields whose stored values planning an update of a persisted object reads:
+    those guard keys and secondary-index keys are built from."""
+    found = _PLANNED.get(spec.cls)
+    if found is None:
+        found = _PLANNED[spec.cls] = spec.unique_fields | frozenset(
+            f for idx in spec.indexes for f in idx.fields)
+    return found
+
+
+_PLANNED: dict[type[Any], frozenset[str]] = {}  # per entity class: its spec never changes
+
+
+def _old(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:
+    """The stored field values and the item as dynaorm writes them (the diff's base) of
+    the state an update plans from: a loaded item is validated back into an object and
+    encoded again (the stored item may hold what the entity does not, or lack defaults);
+    a state a commit left has both already."""
+    if isinstance(state, _Written):
+        return state.values, state.item
+    old_obj = spec.cls.model_validate(_decode(state.item, spec))
+    return old_obj.__dict__, encode_entity(old_obj, spec, state.version)
 
 
 def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState,
@@ -300,7 +344,7 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
                    *_unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
-    return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1, pairs)
+    return b.ops, Outcome(obj, _Written(spec, key, item, values, n + 1), n + 1, pairs)
 
 
 def plan_delete(entry: Staged, state: InstanceState | None, index: int
