@@ -21,6 +21,7 @@ from .validate import (
     check_item,
     check_size,
     check_values,
+    common_values,
     item_size,
     updated_item,
     value_size,
@@ -224,14 +225,21 @@ def check_write(op: Op) -> int:
     if isinstance(op, Put):  # the item's size, then its key, then every value
         size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
                           key_item=key_av)
-    else:
-        size = check_size(item_size(key_av), entity=entity, key=op.key)
-        check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)
+    else:  # the key's size, then its values
+        size = check_item(key_av, entity=entity, key=op.key, key_roles=roles)
     if isinstance(op, Update):
-        values = [*op.set.items(), *((a, av) for _, a, av in op.clauses if av is not None)]
-        check_values(values, entity=entity, key=op.key, key_roles=roles)
-        added = item_size(op.set)
-        added += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
+        # one pass sizes the common values; only the others are checked and walked (in
+        # order: set values, then clause values, the first refusal as before)
+        set_size, set_rest = common_values(op.set.items(), roles)
+        clause_size, clause_rest = common_values(
+            ((a, av) for _, a, av in op.clauses if av is not None), roles)
+        if set_rest or clause_rest:
+            check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
+                         key_roles=roles)
+        added = set_size + clause_size
+        if set_rest:
+            added += item_size(dict(set_rest))
+        added += sum(value_size(av) + len(a) for a, av in clause_rest)
         size = check_size(size + added, entity=entity, key=op.key, what="update")
         # the item afterwards is at most the known item plus every value written: only
         # an update that could pass 400 KB is worked out exactly
@@ -241,9 +249,13 @@ def check_write(op: Op) -> int:
                        what="item after the update")
     if op.condition is not None:  # condition values travel in the request too
         carried = condition_values(op.condition)
-        check_values((("condition", av) for av in carried), entity=entity, key=op.key,
-                     key_roles={})
-        size += sum(value_size(av) for av in carried)
+        if carried:
+            carried_size, rest = common_values((("condition", av) for av in carried), {},
+                                               named=False)
+            if rest:
+                check_values(rest, entity=entity, key=op.key, key_roles={})
+                carried_size += sum(value_size(av) for _, av in rest)
+            size += carried_size
     return size
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "check_key_value",
     "check_size",
     "check_values",
+    "common_values",
     "describe_key",
     "item_size",
     "number_problem",
@@ -107,6 +108,8 @@ def number_problem(text: str) -> str | None:
 def number_size(text: str) -> int:
     """DynamoDB's size of a number: one byte per pair of digits (pairs aligned on the
     decimal point, leading and trailing zero pairs dropped), one more, one for a sign."""
+    if type(text) is str and text.isdigit() and text.isascii():
+        return _integer_size(text)
     number = _parse_number(text)
     if number is None or number.is_zero():
         return 2 if number is not None else len(text)
@@ -114,6 +117,44 @@ def number_size(text: str) -> int:
     assert isinstance(exponent, int)
     top = exponent + len(digits) - 1
     return top // 2 - exponent // 2 + 2 + sign
+
+
+def _integer_size(digits: str) -> int:
+    """:func:`number_size` of a plain non-negative integer (ASCII digits only), without
+    parsing it: the same arithmetic on its significant digits."""
+    significant = digits.lstrip("0")
+    if not significant:
+        return 2  # zero
+    stripped = significant.rstrip("0")
+    exponent = len(significant) - len(stripped)  # trailing zeros: the normalized exponent
+    top = exponent + len(stripped) - 1
+    return top // 2 - exponent // 2 + 2
+
+
+def common_values(values: Iterable[tuple[str, AttributeValue]], key_roles: Mapping[str, str],
+                  *, named: bool = True) -> tuple[int, list[tuple[str, AttributeValue]]]:
+    """One pass over ``(attribute name, value)`` pairs: the size of the common ones (an
+    ASCII string, or a plain integer of at most :data:`MAX_DIGITS` digits, under an ASCII
+    name that is not a key attribute: nothing in them DynamoDB could refuse), their names'
+    too when ``named``, and the others, in order, for :func:`check_values` and sizing."""
+    size = 0
+    rest: list[tuple[str, AttributeValue]] = []
+    for name, av in values:
+        if type(name) is str and name and name.isascii() and name not in key_roles and (
+                type(av) is dict and len(av) == 1):
+            text = av.get("S")
+            if type(text) is str:
+                if text.isascii():
+                    size += len(name) + len(text) if named else len(text)
+                    continue
+            else:
+                text = av.get("N")
+                if (type(text) is str and 0 < len(text) <= MAX_DIGITS and text.isdigit()
+                        and text.isascii()):
+                    size += len(name) + _integer_size(text) if named else _integer_size(text)
+                    continue
+        rest.append((name, av))
+    return size, rest
 
 
 def _text_size(text: str) -> int:

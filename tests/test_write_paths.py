@@ -86,3 +86,23 @@ def test_the_guard_released_is_the_value_last_written() -> None:
     assert _requests(obj) == _requests(loaded)
     guards = [a for a in _requests(obj)[0]["TransactItems"] if "Delete" in a]
     assert [g["Delete"]["Key"]["pk"]["S"] for g in guards] == ["username#cat"]
+
+
+def _number_size_by_decimal(text: str) -> int:
+    """DynamoDB's number size the long way: normalized significant digits in pairs."""
+    from decimal import Context, Decimal
+    number = Decimal(text)
+    if number.is_zero():
+        return 2
+    sign, digits, exponent = number.normalize(Context(prec=400)).as_tuple()
+    assert isinstance(exponent, int)
+    top = exponent + len(digits) - 1
+    return top // 2 - exponent // 2 + 2 + sign
+
+
+@pytest.mark.parametrize("text", [
+    "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
+    "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
+def test_an_integer_is_sized_like_any_number(text: str) -> None:
+    from dynaorm.validate import number_size
+    assert number_size(text) == _number_size_by_decimal(text)
