@@ -150,6 +150,17 @@ class UnitOfWork(Staging):
         return None
 
     # -- commit ----------------------------------------------------------------------
+    def _replayed_p(self, fn: Callable[[Read, LastVersion], R]) -> Proto[R]:
+        """:meth:`_replayed`, tried first without it: most calls read nothing (an update
+        on the plain path, a result ``ALL_NEW`` returned), and then need no protocol of
+        their own. A call that asks for a read is run again from the start, as always."""
+        try:
+            return fn(_unread, _unread_version)
+        except _Need:
+            pass
+        result = yield from self._replayed(fn)
+        return result
+
     def _replayed(self, fn: Callable[[Read, LastVersion], R]) -> Proto[R]:
         """``fn(read, last_version)`` with callbacks that read: a callback whose answer is
         not known yet stops ``fn``; the read is made, and ``fn`` runs again from the start
@@ -199,7 +210,7 @@ class UnitOfWork(Staging):
         for entry in staged:
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
-                state = yield from self._replayed(action._prepare)
+                state = yield from self._replayed_p(action._prepare)
                 out.append((entry, state))
                 continue
             state = entry.obj._dynaorm_state
@@ -244,7 +255,7 @@ class UnitOfWork(Staging):
         for entry in staged:
             if entry.action in ("update", "check"):
                 action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
-                yield from self._replayed(
+                yield from self._replayed_p(
                     lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
 
@@ -342,6 +353,16 @@ class UnitOfWork(Staging):
         for target, _ in targets:
             if target is not None:
                 target._dynaorm_state = None  # deleted: saving it again inserts
+
+
+def _unread(key: PlainKey) -> Item | None:
+    """A read callback that knows nothing yet (see :meth:`UnitOfWork._replayed_p`)."""
+    raise _Need("item", key)
+
+
+def _unread_version(obj: Entity) -> int:
+    """A version callback that knows nothing yet (see :meth:`UnitOfWork._replayed_p`)."""
+    raise _Need("version", obj)
 
 
 def _accumulates(op: Any) -> bool:
