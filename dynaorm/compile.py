@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Literal, NamedTuple, Protocol
 
@@ -181,17 +180,31 @@ def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -
         return ops
     caller = rename_paths(caller, spec.renames)
     for i, op in enumerate(ops):
-        if op.origin.role in (Role.ROW, Role.LATEST):
-            fail = op.origin.fail if op.condition is not None else Fail.CALLER
-            origin = op.origin._replace(fail=fail, caller=caller)
+        o = op.origin
+        if o.role in (Role.ROW, Role.LATEST):
+            fail = o.fail if op.condition is not None else Fail.CALLER
+            origin = Origin(o.entity, o.owner_key, o.role, fail, o.field, o.value, o.staged,
+                            caller)
             cond = caller if op.condition is None else all_of([op.condition, caller])
             assert cond is not None
-            ops[i] = replace(op, condition=cond, origin=origin)
+            ops[i] = _conditioned(op, cond, origin)
             return ops
     state = entry.obj._dynaorm_state
     key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
     origin = Origin(spec.cls, key, Role.ROW, Fail.CALLER, None, None, index, caller)
     return [*ops, ConditionCheck(key, caller, origin)]
+
+
+def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
+    """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
+    write makes one; ``dataclasses.replace`` introspects the fields each time)."""
+    if isinstance(op, Update):
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
+    if isinstance(op, Put):
+        return Put(op.key, op.item, cond, origin)
+    if isinstance(op, Delete):
+        return Delete(op.key, cond, origin)
+    return ConditionCheck(op.key, cond, origin)
 
 
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:

@@ -77,6 +77,12 @@ def _shape(annotation: Any) -> str:
 
 
 @functools.cache
+def _field_shape(cls: type[Entity], name: str) -> str:
+    """:func:`_shape` of a field, worked out once per field (annotations do not change)."""
+    return _shape(cls.model_fields[name].annotation)
+
+
+@functools.cache
 def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
     info = cls.model_fields[name]
     ann = info.annotation
@@ -187,7 +193,7 @@ class StagedUpdate(Generic[T]):
             if spec.versioned and name == "version":
                 raise self._where_err(name, "the version of a versioned entity is dynaorm's")
             info = self.entity.model_fields[name]
-            shape = _shape(info.annotation)
+            shape = _field_shape(self.entity, name)
             if fits is not None and shape not in fits:
                 raise self._where_err(name, f"{method}() does not fit a field of type "
                                       f"{info.annotation!r}")
@@ -301,10 +307,11 @@ class StagedUpdate(Generic[T]):
             for attr, text in spec.index_keys(self._key_fields).items():
                 if attr not in set_attrs and attr not in own_keys:
                     clauses.append(("SET", attr, key_av(text)))
-        moment = now()
-        for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
-            if stamped is not None and stamped not in self._actions:
-                clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
+        if spec.timestamps != (None, None):
+            moment = now()
+            for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
+                if stamped is not None and stamped not in self._actions:
+                    clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
         where = None if self._where is None else rename_paths(self._where, spec.renames)
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
@@ -325,8 +332,8 @@ class StagedUpdate(Generic[T]):
             elif method == "remove":
                 values.pop(name, None)
             elif method == "add":
-                values[name] = (old or 0) + value if _shape(
-                    self.entity.model_fields[name].annotation) == "number" else (
+                values[name] = (old or 0) + value if _field_shape(
+                    self.entity, name) == "number" else (
                     set(old or ()) | set(value))
             elif method == "discard":
                 values[name] = set(old or ()) - set(value)

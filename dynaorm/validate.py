@@ -197,8 +197,11 @@ def item_size(item: Item) -> int:
     """DynamoDB's size of an item: attribute names plus values."""
     total = 0
     for name, value in item.items():
-        total += _text_size(name)
         text = value.get("S")
+        if type(text) is str and text.isascii() and name.isascii():  # one byte a character
+            total += len(name) + len(text)
+            continue
+        total += _text_size(name)
         total += value_size(value) if text is None else _text_size(text)
     return total
 

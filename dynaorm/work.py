@@ -26,7 +26,7 @@ from .plan import (
     check_batch_put,
     check_read_key,
 )
-from .protocol import Proto, call, gather
+from .protocol import Call, Proto, call, gather
 from .reading import batch_get_p, batch_rounds
 from .spec import EntitySpec
 from .staging import Staging, check_concurrency, refuse_rules
@@ -209,7 +209,7 @@ class UnitOfWork(Staging):
         out: list[tuple[Staged, InstanceState | None]] = []
         for entry in staged:
             if entry.action in ("update", "check"):
-                action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
+                action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
                 state = yield from self._replayed_p(action._prepare)
                 out.append((entry, state))
                 continue
@@ -254,7 +254,7 @@ class UnitOfWork(Staging):
         single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
         for entry in staged:
             if entry.action in ("update", "check"):
-                action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
+                action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
                 yield from self._replayed_p(
                     lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
@@ -270,7 +270,7 @@ class UnitOfWork(Staging):
         origins = write_origins(plan) if self.table._listeners else ()
         idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])  # (a token dedupes)
         try:
-            out = yield from call(operation, request, origins, idempotent=idempotent)
+            out: dict[str, Any] = yield Call(operation, request, origins, idempotent)
         except RequestFailed as exc:
             outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
             if outcome == APPLIED:
