@@ -232,12 +232,17 @@ def raw_eq(attr: str, av: AttributeValue) -> Condition:
 
 
 @functools.cache
+@functools.cache
 def not_exists(attr: str) -> Condition:
+    """``attribute_not_exists(attr)`` (one shared node per attribute: nodes are
+    immutable, and every insert conditions on its table's partition key)."""
     return _Func("attribute_not_exists", attr)
 
 
 @functools.cache
+@functools.cache
 def exists(attr: str) -> Condition:
+    """``attribute_exists(attr)`` (one shared node per attribute, as :func:`not_exists`)."""
     return _Func("attribute_exists", attr)
 
 

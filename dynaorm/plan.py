@@ -18,6 +18,7 @@ from .expressions import Condition, Placeholders, condition_values
 from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
+    MAX_SORT_KEY_BYTES,
     check_item,
     check_size,
     check_values,
@@ -213,6 +214,9 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     return roles
 
 
+_NO_AV: AttributeValue = {}
+
+
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
     :mod:`dynaorm.validate`); returns the bytes it adds to a request.
@@ -221,12 +225,17 @@ def check_write(op: Op) -> int:
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
-    key_av = wire_key(op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
-        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
-                          key_item=key_av)
+        item = op.item
+        # the key is checked on its own first, unless the item carries it as short ASCII
+        # strings: nothing to refuse in it then, and the item's check covers it
+        plain_key = all(type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
+                      and a.isascii() and item.get(a, _NO_AV).get("S") == v
+                      for a, v in op.key.items())
+        size = check_item(item, entity=entity, key=op.key, key_roles=roles,
+                          key_item=None if plain_key else wire_key(op.key))
     else:  # the key's size, then its values
-        size = check_item(key_av, entity=entity, key=op.key, key_roles=roles)
+        size = check_item(wire_key(op.key), entity=entity, key=op.key, key_roles=roles)
     if isinstance(op, Update):
         # one pass sizes the common values; only the others are checked and walked (in
         # order: set values, then clause values, the first refusal as before)

@@ -326,8 +326,9 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     """Check a whole item (its size, then ``key_item``'s values, then the item's, with
     :func:`check_values`); returns its size.
 
-    One pass answers the common attributes (an ASCII string under an ASCII name, keys
-    within their limits); only the others are walked."""
+    One pass answers the common attributes (an ASCII string, or a plain integer of at
+    most :data:`MAX_DIGITS` digits, under an ASCII name; keys within their limits); only
+    the others are walked."""
     size = 0
     rest: list[tuple[str, AttributeValue]] = []
     for name, av in item.items():
@@ -339,6 +340,11 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
             if role is None or 0 < len(text) <= (
                     MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES):
                 continue
+        elif (text is None and len(av) == 1 and type(number := av.get("N")) is str
+              and 0 < len(number) <= MAX_DIGITS and number.isdigit() and number.isascii()
+              and type(name) is str and name and name.isascii() and name not in key_roles):
+            size += len(name) + _integer_size(number)
+            continue
         else:
             size += (_text_size(name) if type(name) is str else 0) + value_size(av)
         rest.append((name, av))

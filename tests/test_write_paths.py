@@ -106,3 +106,25 @@ def _number_size_by_decimal(text: str) -> int:
 def test_an_integer_is_sized_like_any_number(text: str) -> None:
     from dynaorm.validate import number_size
     assert number_size(text) == _number_size_by_decimal(text)
+
+
+def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() -> None:
+    from dynaorm import InvalidValueError, KeyTemplateError
+    from dynaorm.plan import Fail, Origin, Put, Role, check_write
+
+    def put(item: dict[str, Any], key: dict[str, str]) -> Put:
+        return Put(key, item, None, Origin(Note, key, Role.ROW, Fail.EXISTS))
+
+    bad = "x\ud800"
+    key = {"pk": bad, "sk": "NOTE"}
+    item = {"body": {"S": bad}, "pk": {"S": bad}, "sk": {"S": "NOTE"}}
+    with pytest.raises(KeyTemplateError):
+        check_write(put(item, key))
+    fine = {"pk": "NOTE#1", "sk": "NOTE"}
+    item = {"body": {"S": bad}, "count": {"N": "1" * 39}, "pk": {"S": "NOTE#1"},
+            "sk": {"S": "NOTE"}}
+    with pytest.raises(InvalidValueError, match="body"):
+        check_write(put(item, fine))
+    long_key = {"pk": "p" * 1500, "sk": "NOTE"}  # within the partition key limit
+    item = {"pk": {"S": "p" * 1500}, "sk": {"S": "NOTE"}, "n": {"N": "007"}}
+    assert check_write(put(item, long_key)) == 2 + 1500 + 2 + 4 + 1 + 2
