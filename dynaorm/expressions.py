@@ -256,6 +256,8 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
+    if type(cond) is _Func and not cond.args:  # attribute_(not_)exists: the common one
+        return []
     out: list[AttributeValue] = []
     stack: list[Condition] = [cond]
     while stack:

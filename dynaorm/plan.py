@@ -229,9 +229,12 @@ def check_write(op: Op) -> int:
         item = op.item
         # the key is checked on its own first, unless the item carries it as short ASCII
         # strings: nothing to refuse in it then, and the item's check covers it
-        plain_key = all(type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
-                      and a.isascii() and item.get(a, _NO_AV).get("S") == v
-                      for a, v in op.key.items())
+        plain_key = True
+        for a, v in op.key.items():
+            if not (type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
+                    and a.isascii() and item.get(a, _NO_AV).get("S") == v):
+                plain_key = False
+                break
         size = check_item(item, entity=entity, key=op.key, key_roles=roles,
                           key_item=None if plain_key else wire_key(op.key))
     else:  # the key's size, then its values

@@ -6,7 +6,7 @@ asyncio; neither decides anything itself."""
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -265,7 +265,9 @@ class UnitOfWork(Staging):
             operation, request = plan.single_request()
         else:  # a ConditionCheck alone is a transaction of one
             operation = "TransactWriteItems"
-            request = plan.transaction_request(str(uuid.uuid4()))
+            # a fresh token per commit: 128 random bits (as uuid4's, without its costly
+            # object), 32 characters of DynamoDB's 36 at most
+            request = plan.transaction_request(os.urandom(16).hex())
         request["ReturnConsumedCapacity"] = "INDEXES"
         origins = write_origins(plan) if self.table._listeners else ()
         idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])  # (a token dedupes)
@@ -365,6 +367,12 @@ def _unread_version(obj: Entity) -> int:
     raise _Need("version", obj)
 
 
+#: the setter of ``Entity._dynaorm_state``, called directly: assigning the attribute goes
+#: through pydantic's ``__setattr__`` first, which every commit would pay for nothing
+_SetState = Callable[[Entity, InstanceState | None], None]
+_set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
+
+
 def _accumulates(op: Any) -> bool:
     """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
     return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in getattr(op, "clauses", ()))
@@ -372,7 +380,8 @@ def _accumulates(op: Any) -> bool:
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
-    apply_stamps(obj, outcome.stamps)
-    obj._dynaorm_state = outcome.state
+    if outcome.stamps:
+        apply_stamps(obj, outcome.stamps)
+    _set_state(obj, outcome.state)
     if outcome.version is not None:
         obj.version = outcome.version  # type: ignore[attr-defined]
