@@ -66,6 +66,28 @@ class Placeholders:
         return request
 
 
+_STATIC: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+_STATIC_MAX = 1024
+
+
+def render_condition(cond: Condition, ph: Placeholders) -> str:
+    """``cond.render(ph)``; an ``attribute_(not_)exists`` rendered first into an empty
+    ``ph`` (nearly every write's own condition) comes from a cache: its text and names
+    depend on the attribute alone."""
+    if type(cond) is _Func and not cond.args and not ph.names and not ph._renames:
+        found = _STATIC.get((cond.func, cond.path))
+        if found is None:
+            if len(_STATIC) >= _STATIC_MAX:  # caller-made paths without end: no cache
+                return cond.render(ph)
+            fresh = Placeholders()
+            found = _STATIC[(cond.func, cond.path)] = (cond.render(fresh), fresh.names)
+        text, names = found
+        ph.names.update(names)
+        ph._by_name.update({v: k for k, v in names.items()})
+        return text
+    return cond.render(ph)
+
+
 class _Raw:
     """A value already in AttributeValue form (internal conditions use this)."""
 

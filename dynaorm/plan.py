@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import TransactionTooLargeError
-from .expressions import Condition, Placeholders, condition_values
+from .expressions import Condition, Placeholders, condition_values, render_condition
 from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
@@ -139,7 +139,7 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = op.condition.render(ph)
+        body["ConditionExpression"] = render_condition(op.condition, ph)
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"

@@ -91,6 +91,12 @@ def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
     return TypeAdapter(ann)  # type: ignore[arg-type]
 
 
+def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
+    """Whether validation kept every value as given (same type, equal: ``True`` and
+    ``1`` are equal but render differently)."""
+    return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
+
+
 def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
     if method == "append":
         return [*first, *then]
@@ -106,7 +112,7 @@ class StagedUpdate(Generic[T]):
     return it; ``result`` is the stored entity after the commit."""
 
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
-                 upsert: bool) -> None:
+                 upsert: bool, key: PlainKey | None = None) -> None:
         self.entity = entity
         self.upsert = upsert
         self._spec: EntitySpec = spec_of(entity)
@@ -120,9 +126,13 @@ class StagedUpdate(Generic[T]):
         self._known = False
         self._planned: T | None = None
         self._after_version = 0
-        self.key: PlainKey = (loaded._dynaorm_state.key if loaded is not None
-                              and loaded._dynaorm_state is not None
-                              else self._spec.primary_key(self._key_fields))
+        if loaded is not None and loaded._dynaorm_state is not None:
+            key = loaded._dynaorm_state.key
+        elif key is None or not _same(self._key_fields, key_fields):
+            key = self._spec.primary_key(self._key_fields)
+        #: the stored item's primary key (``key``: the caller's, rendered from
+        #: ``key_fields``, reused when validation kept every value as it was)
+        self.key: PlainKey = key
 
     def __repr__(self) -> str:
         return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
