@@ -33,6 +33,12 @@ class Placeholders:
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
         stored name when it is a renamed field)."""
+        if not self._renames and "." not in attr:  # one segment: its own placeholder
+            ph = self._by_name.get(attr)
+            if ph is None:
+                ph = self._by_name[attr] = f"#n{len(self._by_name)}"
+                self.names[ph] = attr
+            return ph
         parts = []
         if self._renames:
             head, dot, rest = attr.partition(".")
@@ -298,7 +304,8 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
                 raw = node.args
             elif isinstance(node, _In):
                 raw = node.values
-            out.extend(v.av if isinstance(v, _Raw) else encode_value(v) for v in raw)
+            for v in raw:
+                out.append(v.av if isinstance(v, _Raw) else encode_value(v))
     return out
 
 
