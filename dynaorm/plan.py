@@ -237,14 +237,22 @@ def check_write(op: Op) -> int:
                 break
         size = check_item(item, entity=entity, key=op.key, key_roles=roles,
                           key_item=None if plain_key else wire_key(op.key))
-    else:  # the key's size, then its values
-        size = check_item(wire_key(op.key), entity=entity, key=op.key, key_roles=roles)
+    else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
+        size = 0
+        for a, v in op.key.items():
+            if not (type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
+                    and a.isascii()):
+                size = check_item(wire_key(op.key), entity=entity, key=op.key,
+                                  key_roles=roles)
+                break
+            size += len(a) + len(v)
     if isinstance(op, Update):
         # one pass sizes the common values; only the others are checked and walked (in
         # order: set values, then clause values, the first refusal as before)
         set_size, set_rest = common_values(op.set.items(), roles)
         clause_size, clause_rest = common_values(
-            ((a, av) for _, a, av in op.clauses if av is not None), roles)
+            ((a, av) for _, a, av in op.clauses if av is not None), roles
+        ) if op.clauses else (0, [])
         if set_rest or clause_rest:
             check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
                          key_roles=roles)

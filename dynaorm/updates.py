@@ -231,8 +231,12 @@ class StagedUpdate(Generic[T]):
     def _needs_read(self) -> bool:
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
+        if spec.versioned:
+            return True
+        if not spec.unique_fields and not spec.indexes:
+            return False  # no rule any update could touch
         touched = set(self._actions)
-        if spec.versioned or touched & spec.unique_fields:
+        if touched & spec.unique_fields:
             return True
         known = set(spec.lookup_fields) | touched
         for idx in spec.indexes:
