@@ -208,9 +208,13 @@ class UnitOfWork(Staging):
                    ) -> Proto[list[tuple[Staged, InstanceState | None]]]:
         out: list[tuple[Staged, InstanceState | None]] = []
         for entry in staged:
+            ready = _ready(entry)
+            if ready is not None:  # nothing to read for it
+                out.append(ready)
+                continue
             if entry.action in ("update", "check"):
                 action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
-                state = yield from self._replayed_p(action._prepare)
+                state = yield from self._replayed(action._prepare)
                 out.append((entry, state))
                 continue
             state = entry.obj._dynaorm_state
@@ -244,7 +248,14 @@ class UnitOfWork(Staging):
         if not staged:
             return CommitResult()
         with recording() as result:  # the requests sent in this context, drivers' included
-            prepared = yield from self._prepare_p(staged)
+            # the common commit reads nothing first: then no protocol of its own for that
+            prepared: list[tuple[Staged, InstanceState | None]] = []
+            for entry in staged:
+                ready = _ready(entry)
+                if ready is None:
+                    prepared = yield from self._prepare_p(staged)
+                    break
+                prepared.append(ready)
             plan, outcomes = compile_commit(self.table.name, prepared)
             response: dict[str, Any] = {}
             if plan.ops:
@@ -355,6 +366,27 @@ class UnitOfWork(Staging):
         for target, _ in targets:
             if target is not None:
                 target._dynaorm_state = None  # deleted: saving it again inserts
+
+
+def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
+    """``(entry, stored state)`` when the state is known without reading anything (see
+    :meth:`UnitOfWork._prepare_p`, which reads for the others): an update's or check's
+    prepare that asks for no read, or an object whose rules need no read."""
+    if entry.action in ("update", "check"):
+        action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
+        try:
+            return entry, action._prepare(_unread, _unread_version)
+        except _Need:
+            return None
+    state = entry.obj._dynaorm_state
+    if state is not None:
+        return entry, state
+    spec = spec_of(type(entry.obj))
+    if spec.has_rules and (entry.overwrite or entry.action == "delete"):
+        return None  # its stored state is read first
+    if spec.versioned and entry.action == "save":
+        return None  # a deleted entity's kept history is looked up first
+    return entry, None
 
 
 def _unread(key: PlainKey) -> Item | None:
