@@ -266,14 +266,17 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         if not touched:
             return [], Outcome(obj, _Written(spec, key, item, values), None)
         depends = set(unique_fields)
-        for attr in touched:
-            depends.update(f for f in spec.derived_fields(attr))
-        stored = spec.stored_fields
-        touched_fields = {stored.get(a, a) for a in touched}
-        depends -= touched_fields - unique_fields  # unique values read stay conditioned
+        if spec.indexes:
+            for attr in touched:
+                depends.update(spec.derived_fields(attr))
+        if depends:
+            stored = spec.stored_fields
+            touched_fields = {stored.get(a, a) for a in touched}
+            depends -= touched_fields - unique_fields  # unique values read stay conditioned
         conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
         if not entry.overwrite:  # no lost updates: what it writes is still what it read
-            conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends})
+            conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends}
+                                if depends else touched)
         cond = all_of(conds)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))

@@ -201,6 +201,11 @@ def item_size(item: Item) -> int:
         if type(text) is str and text.isascii() and name.isascii():  # one byte a character
             total += len(name) + len(text)
             continue
+        if text is None and len(value) == 1 and name.isascii():
+            number = value.get("N")
+            if type(number) is str and number.isdigit() and number.isascii():
+                total += len(name) + _integer_size(number)  # a plain integer, unparsed
+                continue
         total += _text_size(name)
         total += value_size(value) if text is None else _text_size(text)
     return total
