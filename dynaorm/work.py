@@ -150,17 +150,6 @@ class UnitOfWork(Staging):
         return None
 
     # -- commit ----------------------------------------------------------------------
-    def _replayed_p(self, fn: Callable[[Read, LastVersion], R]) -> Proto[R]:
-        """:meth:`_replayed`, tried first without it: most calls read nothing (an update
-        on the plain path, a result ``ALL_NEW`` returned), and then need no protocol of
-        their own. A call that asks for a read is run again from the start, as always."""
-        try:
-            return fn(_unread, _unread_version)
-        except _Need:
-            pass
-        result = yield from self._replayed(fn)
-        return result
-
     def _replayed(self, fn: Callable[[Read, LastVersion], R]) -> Proto[R]:
         """``fn(read, last_version)`` with callbacks that read: a callback whose answer is
         not known yet stops ``fn``; the read is made, and ``fn`` runs again from the start
@@ -266,8 +255,11 @@ class UnitOfWork(Staging):
         for entry in staged:
             if entry.action in ("update", "check"):
                 action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
-                yield from self._replayed_p(
-                    lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
+                try:  # most finish without a read (the result came back): no replay then
+                    action._finish(response, single, _unread)
+                except _Need:
+                    yield from self._replayed(
+                        lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
 
     def _send_p(self, plan: WritePlan) -> Proto[dict[str, Any]]:
@@ -390,12 +382,12 @@ def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
 
 
 def _unread(key: PlainKey) -> Item | None:
-    """A read callback that knows nothing yet (see :meth:`UnitOfWork._replayed_p`)."""
+    """A read callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
     raise _Need("item", key)
 
 
 def _unread_version(obj: Entity) -> int:
-    """A version callback that knows nothing yet (see :meth:`UnitOfWork._replayed_p`)."""
+    """A version callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
     raise _Need("version", obj)
 
 
