@@ -128,3 +128,51 @@ def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() ->
     long_key = {"pk": "p" * 1500, "sk": "NOTE"}  # within the partition key limit
     item = {"pk": {"S": "p" * 1500}, "sk": {"S": "NOTE"}, "n": {"N": "007"}}
     assert check_write(put(item, long_key)) == 2 + 1500 + 2 + 4 + 1 + 2
+
+
+ITEMS: list[dict[str, Any]] = [
+    {"pk": {"S": "USER#1"}, "sk": {"S": "PROFILE"}, "name": {"S": "ann"}},
+    {"pk": {"S": "USER#1"}, "sk": {"S": "PROFILE"}, "empty": {"S": ""}},
+    {"pk": {"S": "USER#1"}, "sk": {"S": "P"}, "n": {"N": "120"}, "m": {"N": "-1.50"}},
+    {"pk": {"S": "USER#1"}, "sk": {"S": "é"}, "flag": {"BOOL": True}},
+    {"pk": {"S": "p" * 1500}, "sk": {"S": "s"}},
+    {"pk": {"S": "p"}, "sk": {"S": "s" * 1000}, "x": {"S": "y" * 100}},
+    {"pk": {"S": "p"}, "sk": {"S": "s"}, "l": {"L": [{"S": "a"}, {"N": "1"}]},
+     "m": {"M": {"k": {"SS": ["a", "b"]}}}},
+]
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
+    from dynaorm.validate import check_item, item_size
+    roles = {"pk": "partition", "sk": "sort"}
+    key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
+    assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
+
+
+@pytest.mark.parametrize(("pairs", "walked"), [
+    ([("a", {"S": "x"}), ("b", {"N": "10"}), ("c", {"N": "1.5"}), ("é", {"S": "x"})],
+     ["c", "é"]),
+    ([("pk", {"S": "k"}), ("d", {"SS": ["a"]}), ("e", {"N": "0"}), ("f", {"S": "ü"})],
+     ["pk", "d", "f"]),
+])
+def test_common_values_sizes_as_the_long_way(pairs: list[tuple[str, Any]],
+                                             walked: list[str]) -> None:
+    from dynaorm.validate import _text_size, common_values, value_size
+    fast, rest = common_values(pairs, {"pk": "partition"})
+    assert fast + sum(_text_size(n) + value_size(av) for n, av in rest) == sum(
+        _text_size(n) + value_size(av) for n, av in pairs)
+    assert [n for n, _ in rest] == walked
+
+
+@pytest.mark.parametrize("path", ["pk", "a.b", "a.a"])
+def test_a_cached_exists_renders_as_it_would(path: str) -> None:
+    from dynaorm.expressions import Placeholders, exists, not_exists, render_condition
+    for cond in (exists(path), not_exists(path)):
+        fresh, cached = Placeholders(), Placeholders()
+        assert render_condition(cond, cached) == cond.render(fresh)
+        assert render_condition(cond, cached) == cond.render(fresh)  # twice: from cache
+        assert (cached.names, cached.values) == (fresh.names, fresh.values)
+        after = F("other") == 1
+        assert after.render(cached) == after.render(fresh)
+        assert (cached.names, cached.values) == (fresh.names, fresh.values)
