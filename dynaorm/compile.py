@@ -418,6 +418,11 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
             entry_ops, outcome = planner(entry, state, index)
             outcomes.append(outcome)
         for op in entry_ops:
+            if not ops:  # the first action: nothing to merge with (identified lazily)
+                ops.append(op)
+                continue
+            if not at:
+                at[_item_id(ops[0].key)] = 0
             ident = _item_id(op.key)
             prev = at.get(ident)
             if prev is None:

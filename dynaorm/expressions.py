@@ -182,7 +182,7 @@ class _Bool(Condition):
     parts: tuple[Condition, ...]
 
     def render(self, ph: Placeholders) -> str:
-        return f" {self.op} ".join(f"({p.render(ph)})" for p in self.parts)
+        return f" {self.op} ".join([f"({p.render(ph)})" for p in self.parts])
 
 
 @dataclass(frozen=True, eq=False)

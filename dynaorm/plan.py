@@ -312,7 +312,9 @@ class WritePlan:
             raise TransactionTooLargeError(
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
                 f"{first.owner_key}); DynamoDB allows {MAX_ACTIONS} per transaction")
-        total = sum(check_write(op) for op in self.ops)
+        total = 0
+        for op in self.ops:
+            total += check_write(op)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(

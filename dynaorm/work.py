@@ -399,7 +399,8 @@ _set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
 
 def _accumulates(op: Any) -> bool:
     """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in getattr(op, "clauses", ()))
+    clauses = getattr(op, "clauses", ())
+    return bool(clauses) and any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in clauses)
 
 
 def _finalize(outcome: Outcome) -> None:
