@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
@@ -303,12 +304,14 @@ class _Written(InstanceState):
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
                  values: Mapping[str, Any], version: int | None = None) -> None:
         super().__init__(key, item, version)
-        self.values = {f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
-                       for f in _planned_fields(spec) if f in values
-                       for v in (values[f],)}
+        planned = _planned_fields(spec)
+        self.values: Mapping[str, Any] = {
+            f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
+            for f in planned if f in values for v in (values[f],)} if planned else _NO_VALUES
 
 
 _IMMUTABLE = frozenset({str, int, bool, float, Decimal, type(None)})
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that keep none
 
 
 def _planned_fields(spec: EntitySpec) -> frozenset[str]:
