@@ -155,10 +155,51 @@ _SET_FORMS = {
 }
 
 
+#: update expressions by shape (the clauses' kinds and attributes), rendered into empty
+#: placeholders: (text, names, value placeholders in order: a clause's index, or -1 for
+#: the empty list that list appends use); the text depends on the shape alone
+_SHAPES: dict[tuple[tuple[str, str], ...], tuple[str, dict[str, str], list[tuple[str, int]]]] = {}
+_SHAPES_MAX = 1024
+
+
 def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
-    their call order within each clause."""
+    their call order within each clause. Rendered into empty placeholders (the common
+    case: the expression comes first), a known shape's text comes from a cache."""
+    if ph.names or ph.values or ph._renames:
+        return _render_clauses(clauses, ph)
+    shape = tuple([(kind, attr) for kind, attr, _ in clauses])
+    found = _SHAPES.get(shape)
+    if found is None:
+        if len(_SHAPES) >= _SHAPES_MAX:  # endless shapes (attribute names from data)
+            return _render_clauses(clauses, ph)
+        fresh = Placeholders()
+        text = _render_clauses(clauses, fresh)
+        sources: list[int] = []  # the order _render_clauses allocates value placeholders
+        for i, (kind, _, _) in enumerate(clauses):
+            if kind != "REMOVE":
+                sources.append(i)
+                if kind in ("APPEND", "PREPEND") and -1 not in sources:
+                    sources.append(-1)
+        order = list(zip(fresh.values, sources, strict=True))
+        found = _SHAPES[shape] = (text, fresh.names, order)
+        ph.names.update(fresh.names)
+        ph._by_name.update({v: k for k, v in fresh.names.items()})
+        ph.values.update(fresh.values)
+        return text
+    text, names, order = found
+    ph.names.update(names)
+    ph._by_name.update({v: k for k, v in names.items()})
+    for placeholder, at in order:
+        av = clauses[at][2] if at >= 0 else {"L": []}
+        assert av is not None
+        ph.values[placeholder] = av
+    return text
+
+
+def _render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
+                    ph: Placeholders) -> str:
     sets: list[str] = []
     removes: list[str] = []
     adds: list[str] = []

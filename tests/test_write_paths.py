@@ -176,3 +176,32 @@ def test_a_cached_exists_renders_as_it_would(path: str) -> None:
         after = F("other") == 1
         assert after.render(cached) == after.render(fresh)
         assert (cached.names, cached.values) == (fresh.names, fresh.values)
+
+
+SHAPES: list[tuple[tuple[str, str, Any], ...]] = [
+    (("ADD", "n", {"N": "1"}),),
+    (("SET", "a", {"S": "x"}), ("REMOVE", "b", None), ("ADD", "n", {"N": "2"}),
+     ("DELETE", "s", {"SS": ["q"]})),
+    (("APPEND", "l", {"L": [{"S": "x"}]}), ("PREPEND", "m", {"L": [{"N": "1"}]}),
+     ("DEFAULT", "c", {"S": "d"}), ("SET", "a.b", {"S": "y"})),
+    (("REMOVE", "x", None), ("REMOVE", "y", None)),
+]
+
+
+@pytest.mark.parametrize("clauses", SHAPES)
+def test_a_cached_update_expression_is_the_one_rendered(
+        clauses: tuple[tuple[str, str, Any], ...]) -> None:
+    from dynaorm.expressions import Placeholders
+    from dynaorm.plan import _render_clauses, render_clauses
+
+    def other(av: Any) -> Any:  # the same shape with other values
+        return None if av is None else {"S": f"other {av!r}"}
+
+    for values in (clauses, tuple((k, a, other(av)) for k, a, av in clauses)):
+        for _ in range(2):  # rendered, then from the cache
+            fresh, cached = Placeholders(), Placeholders()
+            assert render_clauses(values, cached) == _render_clauses(values, fresh)
+            assert (cached.names, cached.values) == (fresh.names, fresh.values)
+            assert list(cached.values) == list(fresh.values)
+            after = F("other") == 1  # names and values go on from there alike
+            assert after.render(cached) == after.render(fresh)
