@@ -150,6 +150,8 @@ class KeyTemplate:
         """Render the full key from ``values`` (a mapping of field name to value)."""
         if self.key_type != "S":
             return self._typed(values, owner)
+        if not self.fields:  # a constant key ("PROFILE"), rendered once
+            return self._constant
         out = []
         single = self.single
         for seg in self.segments:
@@ -165,6 +167,11 @@ class KeyTemplate:
             else:
                 out.append(self._render_field(seg, values, owner))
         return "".join(out)
+
+    @functools.cached_property
+    def _constant(self) -> str:
+        """The key of a template without fields (``{{``/``}}`` unescaped)."""
+        return "".join(s for s in self.segments if isinstance(s, str))
 
     def _typed(self, values: Mapping[str, Any], owner: str) -> str:
         name = self.single

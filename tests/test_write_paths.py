@@ -205,3 +205,11 @@ def test_a_cached_update_expression_is_the_one_rendered(
             assert list(cached.values) == list(fresh.values)
             after = F("other") == 1  # names and values go on from there alike
             assert after.render(cached) == after.render(fresh)
+
+
+@pytest.mark.parametrize(("source", "key"), [("PROFILE", "PROFILE"), ("{{x}}", "{x}"),
+                                             ("a}}b", "a}b")])
+def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
+    from dynaorm.templates import KeyTemplate
+    template = KeyTemplate.parse(source)
+    assert template.render({}) == template.render({"x": "1"}) == key
