@@ -210,6 +210,8 @@ def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
 
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_save(entry, state, index)
+    if entry.condition is None:
+        return ops, outcome
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 

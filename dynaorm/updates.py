@@ -332,7 +332,8 @@ class StagedUpdate(Generic[T]):
         fail = Fail.GONE if own is not None else Fail.CALLER
         origin = Origin(self.entity, self.key, Role.ROW, fail, None, None, index, where)
         self._planned = None
-        known = getattr(getattr(self._loaded, "_dynaorm_state", None), "item", None)
+        loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
+        known = None if loaded_state is None else loaded_state.item
         return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
 
     def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
