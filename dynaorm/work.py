@@ -21,6 +21,7 @@ from .keys import key_id, wire_key
 from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import (
     ConditionCheck,
+    Update,
     WritePlan,
     check_batch_delete,
     check_batch_put,
@@ -399,8 +400,9 @@ _set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
 
 def _accumulates(op: Any) -> bool:
     """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    clauses = getattr(op, "clauses", ())
-    return bool(clauses) and any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in clauses)
+    if not isinstance(op, Update):  # (no getattr default: a miss raises inside)
+        return False
+    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
 
 
 def _finalize(outcome: Outcome) -> None:
