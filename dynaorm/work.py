@@ -255,7 +255,7 @@ class UnitOfWork(Staging):
         single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
         for entry in staged:
             if entry.action in ("update", "check"):
-                action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
+                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
                 try:  # most finish without a read (the result came back): no replay then
                     action._finish(response, single, _unread)
                 except _Need:
@@ -366,7 +366,7 @@ def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
     :meth:`UnitOfWork._prepare_p`, which reads for the others): an update's or check's
     prepare that asks for no read, or an object whose rules need no read."""
     if entry.action in ("update", "check"):
-        action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
+        action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
         try:
             return entry, action._prepare(_unread, _unread_version)
         except _Need:
