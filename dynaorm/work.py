@@ -248,8 +248,12 @@ class UnitOfWork(Staging):
                 prepared.append(ready)
             plan, outcomes = compile_commit(self.table.name, prepared)
             response: dict[str, Any] = {}
-            if plan.ops:
-                response = yield from self._send_p(plan)
+            if plan.ops:  # (sent from here: no protocol layer of its own)
+                operation, request, origins, idempotent = self._request(plan)
+                try:
+                    response = yield Call(operation, request, origins, idempotent)
+                except RequestFailed as exc:
+                    response = yield from self._failed_p(plan, exc)
         for outcome in outcomes:
             _finalize(outcome)
         single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
@@ -263,8 +267,8 @@ class UnitOfWork(Staging):
                         lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
 
-    def _send_p(self, plan: WritePlan) -> Proto[dict[str, Any]]:
-        """Send ``plan``; the response (``{}`` when an ambiguous attempt was found applied)."""
+    def _request(self, plan: WritePlan) -> tuple[str, dict[str, Any], tuple[Any, ...], bool]:
+        """(operation, request, origins for hooks, idempotent) that send ``plan``."""
         if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
             operation, request = plan.single_request()
         else:  # a ConditionCheck alone is a transaction of one
@@ -275,21 +279,21 @@ class UnitOfWork(Staging):
         request["ReturnConsumedCapacity"] = "INDEXES"
         origins = write_origins(plan) if self.table._listeners else ()
         idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])  # (a token dedupes)
-        try:
-            out: dict[str, Any] = yield Call(operation, request, origins, idempotent)
-        except RequestFailed as exc:
-            outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
-            if outcome == APPLIED:
-                return {}
-            if isinstance(outcome, DynaormError):
-                raise outcome from exc
-            failed = exc
-            error = yield from self._replayed(
-                lambda r, v: map_failure(plan, failed, lambda key: r(key) is not None))
-            if error is exc:
-                raise
-            raise error from exc
-        return out
+        return operation, request, origins, idempotent
+
+    def _failed_p(self, plan: WritePlan, exc: RequestFailed) -> Proto[dict[str, Any]]:
+        """After ``plan``'s request failed: ``{}`` when an ambiguous attempt was in fact
+        applied; else the typed error is raised (reading what it needs to tell which)."""
+        outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
+        if outcome == APPLIED:
+            return {}
+        if isinstance(outcome, DynaormError):
+            raise outcome from exc
+        error = yield from self._replayed(
+            lambda r, v: map_failure(plan, exc, lambda key: r(key) is not None))
+        if error is exc:
+            raise exc
+        raise error from exc
 
     # -- bulk ------------------------------------------------------------------------
     def _batch_write_p(self, requests: list[dict[str, Any]]) -> Proto[None]:
