@@ -82,6 +82,7 @@ def test_the_guard_released_is_the_value_last_written() -> None:
     obj.username = "cat"
     _commit(Staged(obj, "save"))
     loaded = _reloaded(obj)
+    assert isinstance(loaded, User)
     obj.username = loaded.username = "bob"
     assert _requests(obj) == _requests(loaded)
     guards = [a for a in _requests(obj)[0]["TransactItems"] if "Delete" in a]
