@@ -259,16 +259,14 @@ def raw_eq(attr: str, av: AttributeValue) -> Condition:
     return _Compare(attr, "=", _Raw(av))
 
 
-@functools.cache
-@functools.cache
+@functools.lru_cache(maxsize=1024)  # bounded: stored items' attribute names come here too
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)`` (one shared node per attribute: nodes are
     immutable, and every insert conditions on its table's partition key)."""
     return _Func("attribute_not_exists", attr)
 
 
-@functools.cache
-@functools.cache
+@functools.lru_cache(maxsize=1024)
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)`` (one shared node per attribute, as :func:`not_exists`)."""
     return _Func("attribute_exists", attr)
