@@ -20,8 +20,7 @@ import contextvars
 import logging
 import random
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -111,15 +110,25 @@ def retryable(exc: RequestError) -> bool:
     return False
 
 
-@contextmanager
-def recording() -> Iterator[CommitResult]:
-    """Record every request sent in this context during the block into a CommitResult."""
-    result = CommitResult()
-    token = _RECORDER.set(result)
-    try:
-        yield result
-    finally:
-        _RECORDER.reset(token)
+class recording:  # lower case: called like the function it was, ``with recording() as r``
+    """Record every request sent in this context during the block into a CommitResult.
+
+    A plain context manager class rather than ``@contextmanager``: every commit enters
+    one, and a generator-based one costs a generator and its frames each time."""
+
+    __slots__ = ("_result", "_token")
+
+    def __init__(self) -> None:
+        self._result = CommitResult()
+        self._token: contextvars.Token[CommitResult | None] | None = None
+
+    def __enter__(self) -> CommitResult:
+        self._token = _RECORDER.set(self._result)
+        return self._result
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _RECORDER.reset(self._token)
 
 
 def attempt_loop(policy: RetryPolicy, listeners: Sequence[Listener], operation: str,

@@ -8,8 +8,10 @@ transaction fail rather than leave the table inconsistent.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from decimal import Decimal
+from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
@@ -179,12 +181,14 @@ def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -
         return ops
     caller = rename_paths(caller, spec.renames)
     for i, op in enumerate(ops):
-        if op.origin.role in (Role.ROW, Role.LATEST):
-            fail = op.origin.fail if op.condition is not None else Fail.CALLER
-            origin = op.origin._replace(fail=fail, caller=caller)
+        o = op.origin
+        if o.role in (Role.ROW, Role.LATEST):
+            fail = o.fail if op.condition is not None else Fail.CALLER
+            origin = Origin(o.entity, o.owner_key, o.role, fail, o.field, o.value, o.staged,
+                            caller)
             cond = caller if op.condition is None else all_of([op.condition, caller])
             assert cond is not None
-            ops[i] = replace(op, condition=cond, origin=origin)
+            ops[i] = _conditioned(op, cond, origin)
             return ops
     state = entry.obj._dynaorm_state
     key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
@@ -192,8 +196,22 @@ def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -
     return [*ops, ConditionCheck(key, caller, origin)]
 
 
+def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
+    """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
+    write makes one; ``dataclasses.replace`` introspects the fields each time)."""
+    if isinstance(op, Update):
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
+    if isinstance(op, Put):
+        return Put(op.key, op.item, cond, origin)
+    if isinstance(op, Delete):
+        return Delete(op.key, cond, origin)
+    return ConditionCheck(op.key, cond, origin)
+
+
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_save(entry, state, index)
+    if entry.condition is None:
+        return ops, outcome
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 
@@ -220,11 +238,9 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         else:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
         b.guards(None, values, None, key)
-        return b.ops, Outcome(obj, InstanceState(key, item, version), version, pairs)
+        return b.ops, Outcome(obj, _Written(spec, key, item, values, version), version, pairs)
 
-    old_obj = type(obj).model_validate(_decode(state.item, spec))
-    old_values = old_obj.__dict__
-    old_item = encode_entity(old_obj, spec, state.version)
+    old_values, old_item = _old(spec, state)
     old_key = state.key
     if spec.versioned:
         return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
@@ -251,16 +267,19 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         to_set, to_remove = changed_attributes(old_item, item)
         touched = set(to_set) | set(to_remove)
         if not touched:
-            return [], Outcome(obj, InstanceState(key, item), None)
+            return [], Outcome(obj, _Written(spec, key, item, values), None)
         depends = set(unique_fields)
-        for attr in touched:
-            depends.update(f for f in spec.derived_fields(attr))
-        stored = spec.stored_fields
-        touched_fields = {stored.get(a, a) for a in touched}
-        depends -= touched_fields - unique_fields  # unique values read stay conditioned
+        if spec.indexes:
+            for attr in touched:
+                depends.update(spec.derived_fields(attr))
+        if depends:
+            stored = spec.stored_fields
+            touched_fields = {stored.get(a, a) for a in touched}
+            depends -= touched_fields - unique_fields  # unique values read stay conditioned
         conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
         if not entry.overwrite:  # no lost updates: what it writes is still what it read
-            conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends})
+            conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends}
+                                if depends else touched)
         cond = all_of(conds)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
@@ -268,11 +287,57 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
                                 b.origin(Role.ROW, Fail.GONE), known=state.item))
     b.guards(old_values, values, old_key, key)
-    return b.ops, Outcome(obj, InstanceState(key, item), None, pairs)
+    return b.ops, Outcome(obj, _Written(spec, key, item, values), None, pairs)
 
 
 def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
     return spec.decode_fields(item)
+
+
+class _Written(InstanceState):
+    """The state a commit leaves on an object: its item is exactly ``encode_entity`` of
+    the values written, so the next write of the object plans from it without validating
+    the stored item back into an object and encoding that again (:func:`_old`). It keeps
+    the written values planning reads (unique fields and index-key fields), copied: the
+    object's own may change in place before that next write."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
+                 values: Mapping[str, Any], version: int | None = None) -> None:
+        super().__init__(key, item, version)
+        planned = _planned_fields(spec)
+        self.values: Mapping[str, Any] = {
+            f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
+            for f in planned if f in values for v in (values[f],)} if planned else _NO_VALUES
+
+
+_IMMUTABLE = frozenset({str, int, bool, float, Decimal, type(None)})
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that keep none
+
+
+def _planned_fields(spec: EntitySpec) -> frozenset[str]:
+    """The fields whose stored values planning an update of a persisted object reads:
+    those guard keys and secondary-index keys are built from."""
+    found = _PLANNED.get(spec.cls)
+    if found is None:
+        found = _PLANNED[spec.cls] = spec.unique_fields | frozenset(
+            f for idx in spec.indexes for f in idx.fields)
+    return found
+
+
+_PLANNED: dict[type[Any], frozenset[str]] = {}  # per entity class: its spec never changes
+
+
+def _old(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:
+    """The stored field values and the item as dynaorm writes them (the diff's base) of
+    the state an update plans from: a loaded item is validated back into an object and
+    encoded again (the stored item may hold what the entity does not, or lack defaults);
+    a state a commit left has both already."""
+    if isinstance(state, _Written):
+        return state.values, state.item
+    old_obj = spec.cls.model_validate(_decode(state.item, spec))
+    return old_obj.__dict__, encode_entity(old_obj, spec, state.version)
 
 
 def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState,
@@ -300,7 +365,7 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
                    *_unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
-    return b.ops, Outcome(obj, InstanceState(key, item, n + 1), n + 1, pairs)
+    return b.ops, Outcome(obj, _Written(spec, key, item, values, n + 1), n + 1, pairs)
 
 
 def plan_delete(entry: Staged, state: InstanceState | None, index: int
@@ -358,6 +423,11 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
             entry_ops, outcome = planner(entry, state, index)
             outcomes.append(outcome)
         for op in entry_ops:
+            if not ops:  # the first action: nothing to merge with (identified lazily)
+                ops.append(op)
+                continue
+            if not at:
+                at[_item_id(ops[0].key)] = 0
             ident = _item_id(op.key)
             prev = at.get(ident)
             if prev is None:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict
 
 from ._types import Item, PlainKey
-from .codec import decode_item, decode_value, encode_fields
+from .codec import decode_item, decode_value, encode_fields, encode_value
 from .errors import DynaormError
 from .keys import key_av, key_value
 from .spec import EntitySpec, build_spec, collect_meta
@@ -218,7 +218,12 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     renames = spec.renames
     if renames:
         data = {renames.get(k, k): v for k, v in data.items()}
-    item = encode_fields(data, spec.name)
+    try:  # encode_fields' rule, a plain str (the common value) answered inline
+        item = {k: {"S": v} if type(v) is str else encode_value(v)
+                for k, v in data.items() if v is not None}
+    except DynaormError:
+        encode_fields(data, spec.name)  # raises again, naming the field
+        raise
     for name in spec.null_fields:
         attr = renames.get(name, name) if renames else name
         if data.get(attr, 0) is None:
@@ -226,10 +231,12 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)
-    table_keys = (spec.table.pk, spec.table.sk)
-    for attr, text in spec.index_keys(values).items():
-        if attr not in table_keys:  # an index reusing a table key (inverted) reads it as is
-            item[attr] = {"S": text} if type(text) is str else key_av(text)
-    if spec.table.type_attribute is not None:
-        item[spec.table.type_attribute] = {"S": spec.type_name}
+    if spec.indexes:
+        table_keys = (spec.table.pk, spec.table.sk)
+        for attr, text in spec.index_keys(values).items():
+            if attr not in table_keys:  # an index reusing a table key (inverted) reads it
+                item[attr] = {"S": text} if type(text) is str else key_av(text)
+    type_attribute = spec.table.type_attribute
+    if type_attribute is not None:
+        item[type_attribute] = {"S": spec.type_name}
     return item

@@ -33,6 +33,12 @@ class Placeholders:
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
         stored name when it is a renamed field)."""
+        if not self._renames and "." not in attr:  # one segment: its own placeholder
+            ph = self._by_name.get(attr)
+            if ph is None:
+                ph = self._by_name[attr] = f"#n{len(self._by_name)}"
+                self.names[ph] = attr
+            return ph
         parts = []
         if self._renames:
             head, dot, rest = attr.partition(".")
@@ -64,6 +70,28 @@ class Placeholders:
         if self.values:
             request["ExpressionAttributeValues"] = self.values
         return request
+
+
+_STATIC: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
+_STATIC_MAX = 1024
+
+
+def render_condition(cond: Condition, ph: Placeholders) -> str:
+    """``cond.render(ph)``; an ``attribute_(not_)exists`` rendered first into an empty
+    ``ph`` (nearly every write's own condition) comes from a cache: its text and names
+    depend on the attribute alone."""
+    if type(cond) is _Func and not cond.args and not ph.names and not ph._renames:
+        found = _STATIC.get((cond.func, cond.path))
+        if found is None:
+            if len(_STATIC) >= _STATIC_MAX:  # caller-made paths without end: no cache
+                return cond.render(ph)
+            fresh = Placeholders()
+            found = _STATIC[(cond.func, cond.path)] = (cond.render(fresh), fresh.names)
+        text, names = found
+        ph.names.update(names)
+        ph._by_name.update({v: k for k, v in names.items()})
+        return text
+    return cond.render(ph)
 
 
 class _Raw:
@@ -154,7 +182,7 @@ class _Bool(Condition):
     parts: tuple[Condition, ...]
 
     def render(self, ph: Placeholders) -> str:
-        return f" {self.op} ".join(f"({p.render(ph)})" for p in self.parts)
+        return f" {self.op} ".join([f"({p.render(ph)})" for p in self.parts])
 
 
 @dataclass(frozen=True, eq=False)
@@ -231,13 +259,16 @@ def raw_eq(attr: str, av: AttributeValue) -> Condition:
     return _Compare(attr, "=", _Raw(av))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1024)  # bounded: stored items' attribute names come here too
 def not_exists(attr: str) -> Condition:
+    """``attribute_not_exists(attr)`` (one shared node per attribute: nodes are
+    immutable, and every insert conditions on its table's partition key)."""
     return _Func("attribute_not_exists", attr)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=1024)
 def exists(attr: str) -> Condition:
+    """``attribute_exists(attr)`` (one shared node per attribute, as :func:`not_exists`)."""
     return _Func("attribute_exists", attr)
 
 
@@ -251,6 +282,8 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
+    if type(cond) is _Func and not cond.args:  # attribute_(not_)exists: the common one
+        return []
     out: list[AttributeValue] = []
     stack: list[Condition] = [cond]
     while stack:
@@ -269,7 +302,8 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
                 raw = node.args
             elif isinstance(node, _In):
                 raw = node.values
-            out.extend(v.av if isinstance(v, _Raw) else encode_value(v) for v in raw)
+            for v in raw:
+                out.append(v.av if isinstance(v, _Raw) else encode_value(v))
     return out
 
 

@@ -14,13 +14,15 @@ from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import TransactionTooLargeError
-from .expressions import Condition, Placeholders, condition_values
+from .expressions import Condition, Placeholders, condition_values, render_condition
 from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
+    MAX_SORT_KEY_BYTES,
     check_item,
     check_size,
     check_values,
+    common_values,
     item_size,
     updated_item,
     value_size,
@@ -137,7 +139,7 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = op.condition.render(ph)
+        body["ConditionExpression"] = render_condition(op.condition, ph)
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
@@ -153,10 +155,51 @@ _SET_FORMS = {
 }
 
 
+#: update expressions by shape (the clauses' kinds and attributes), rendered into empty
+#: placeholders: (text, names, value placeholders in order: a clause's index, or -1 for
+#: the empty list that list appends use); the text depends on the shape alone
+_SHAPES: dict[tuple[tuple[str, str], ...], tuple[str, dict[str, str], list[tuple[str, int]]]] = {}
+_SHAPES_MAX = 1024
+
+
 def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
-    their call order within each clause."""
+    their call order within each clause. Rendered into empty placeholders (the common
+    case: the expression comes first), a known shape's text comes from a cache."""
+    if ph.names or ph.values or ph._renames:
+        return _render_clauses(clauses, ph)
+    shape = tuple([(kind, attr) for kind, attr, _ in clauses])
+    found = _SHAPES.get(shape)
+    if found is None:
+        if len(_SHAPES) >= _SHAPES_MAX:  # endless shapes (attribute names from data)
+            return _render_clauses(clauses, ph)
+        fresh = Placeholders()
+        text = _render_clauses(clauses, fresh)
+        sources: list[int] = []  # the order _render_clauses allocates value placeholders
+        for i, (kind, _, _) in enumerate(clauses):
+            if kind != "REMOVE":
+                sources.append(i)
+                if kind in ("APPEND", "PREPEND") and -1 not in sources:
+                    sources.append(-1)
+        order = list(zip(fresh.values, sources, strict=True))
+        found = _SHAPES[shape] = (text, fresh.names, order)
+        ph.names.update(fresh.names)
+        ph._by_name.update({v: k for k, v in fresh.names.items()})
+        ph.values.update(fresh.values)
+        return text
+    text, names, order = found
+    ph.names.update(names)
+    ph._by_name.update({v: k for k, v in names.items()})
+    for placeholder, at in order:
+        av = clauses[at][2] if at >= 0 else {"L": []}
+        assert av is not None
+        ph.values[placeholder] = av
+    return text
+
+
+def _render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
+                    ph: Placeholders) -> str:
     sets: list[str] = []
     removes: list[str] = []
     adds: list[str] = []
@@ -212,6 +255,9 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     return roles
 
 
+_NO_AV: AttributeValue = {}
+
+
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
     :mod:`dynaorm.validate`); returns the bytes it adds to a request.
@@ -220,18 +266,41 @@ def check_write(op: Op) -> int:
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
-    key_av = wire_key(op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
-        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
-                          key_item=key_av)
-    else:
-        size = check_size(item_size(key_av), entity=entity, key=op.key)
-        check_values(key_av.items(), entity=entity, key=op.key, key_roles=roles)
+        item = op.item
+        # the key is checked on its own first, unless the item carries it as short ASCII
+        # strings: nothing to refuse in it then, and the item's check covers it
+        plain_key = True
+        for a, v in op.key.items():
+            if not (type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
+                    and a.isascii() and item.get(a, _NO_AV).get("S") == v):
+                plain_key = False
+                break
+        size = check_item(item, entity=entity, key=op.key, key_roles=roles,
+                          key_item=None if plain_key else wire_key(op.key))
+    else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
+        size = 0
+        for a, v in op.key.items():
+            if not (type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
+                    and a.isascii()):
+                size = check_item(wire_key(op.key), entity=entity, key=op.key,
+                                  key_roles=roles)
+                break
+            size += len(a) + len(v)
     if isinstance(op, Update):
-        values = [*op.set.items(), *((a, av) for _, a, av in op.clauses if av is not None)]
-        check_values(values, entity=entity, key=op.key, key_roles=roles)
-        added = item_size(op.set)
-        added += sum(value_size(av) + len(a) for _, a, av in op.clauses if av is not None)
+        # one pass sizes the common values; only the others are checked and walked (in
+        # order: set values, then clause values, the first refusal as before)
+        set_size, set_rest = common_values(op.set.items(), roles)
+        clause_size, clause_rest = common_values(
+            ((a, av) for _, a, av in op.clauses if av is not None), roles
+        ) if op.clauses else (0, [])
+        if set_rest or clause_rest:
+            check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
+                         key_roles=roles)
+        added = set_size + clause_size
+        if set_rest:
+            added += item_size(dict(set_rest))
+        added += sum(value_size(av) + len(a) for a, av in clause_rest)
         size = check_size(size + added, entity=entity, key=op.key, what="update")
         # the item afterwards is at most the known item plus every value written: only
         # an update that could pass 400 KB is worked out exactly
@@ -241,9 +310,13 @@ def check_write(op: Op) -> int:
                        what="item after the update")
     if op.condition is not None:  # condition values travel in the request too
         carried = condition_values(op.condition)
-        check_values((("condition", av) for av in carried), entity=entity, key=op.key,
-                     key_roles={})
-        size += sum(value_size(av) for av in carried)
+        if carried:
+            carried_size, rest = common_values((("condition", av) for av in carried), {},
+                                               named=False)
+            if rest:
+                check_values(rest, entity=entity, key=op.key, key_roles={})
+                carried_size += sum(value_size(av) for _, av in rest)
+            size += carried_size
     return size
 
 
@@ -280,7 +353,9 @@ class WritePlan:
             raise TransactionTooLargeError(
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
                 f"{first.owner_key}); DynamoDB allows {MAX_ACTIONS} per transaction")
-        total = sum(check_write(op) for op in self.ops)
+        total = 0
+        for op in self.ops:
+            total += check_write(op)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(

@@ -199,7 +199,7 @@ class EntitySpec:
 
     def primary_key(self, values: Mapping[str, Any], version: int | None = None) -> PlainKey:
         """The table key; for versioned entities the latest copy (or version ``version``)."""
-        vals = self._with_shard(values, "primary")
+        vals = self._with_shard(values, "primary") if self.shards else values
         key = {self.table.pk: self.pk.render(vals, self.name)}
         if self.sk is not None and self.table.sk is not None:
             sk = self.sk.render(vals, self.name)
@@ -229,14 +229,17 @@ class EntitySpec:
                 return idx.sk.fields
         return ()
 
-    @property
+    @functools.cached_property
     def lookup_fields(self) -> tuple[str, ...]:
-        """Fields a caller passes to ``get``: those of the primary templates, minus shard."""
+        """Fields a caller passes to ``get``: those of the primary templates, minus shard
+        (computed once: every write and lookup asks)."""
         names = [*self.pk.fields, *(self.sk.fields if self.sk else ())]
         return tuple(dict.fromkeys(n for n in names if n != SHARD_FIELD))
 
-    @property
+    @functools.cached_property
     def has_rules(self) -> bool:
+        """Whether the entity has unique attributes or is versioned (writes then read
+        or guard more than the row)."""
         return bool(self.uniques) or self.versioned
 
     @functools.cached_property

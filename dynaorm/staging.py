@@ -87,8 +87,8 @@ class Staging:
         loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
         if isinstance(target, type):
             spec = self._spec(target)
-            self._lookup_key(spec, fields)
-            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert)
+            key = self._lookup_key(spec, fields)
+            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
         else:
             if fields:
                 raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "

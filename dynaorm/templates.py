@@ -150,10 +150,28 @@ class KeyTemplate:
         """Render the full key from ``values`` (a mapping of field name to value)."""
         if self.key_type != "S":
             return self._typed(values, owner)
+        if not self.fields:  # a constant key ("PROFILE"), rendered once
+            return self._constant
         out = []
+        single = self.single
         for seg in self.segments:
-            out.append(seg if isinstance(seg, str) else self._render_field(seg, values, owner))
+            if isinstance(seg, str):
+                out.append(seg)
+                continue
+            # the common case first: a plain str value under a field without format or
+            # conversion renders as itself (the same rule as _render_field's, inlined)
+            value = values.get(seg.name)
+            if (type(value) is str and value and not seg.spec and seg.conversion is None
+                    and (single is not None or "#" not in value)):
+                out.append(value)
+            else:
+                out.append(self._render_field(seg, values, owner))
         return "".join(out)
+
+    @functools.cached_property
+    def _constant(self) -> str:
+        """The key of a template without fields (``{{``/``}}`` unescaped)."""
+        return "".join(s for s in self.segments if isinstance(s, str))
 
     def _typed(self, values: Mapping[str, Any], owner: str) -> str:
         name = self.single

@@ -77,12 +77,24 @@ def _shape(annotation: Any) -> str:
 
 
 @functools.cache
+def _field_shape(cls: type[Entity], name: str) -> str:
+    """:func:`_shape` of a field, worked out once per field (annotations do not change)."""
+    return _shape(cls.model_fields[name].annotation)
+
+
+@functools.cache
 def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
     info = cls.model_fields[name]
     ann = info.annotation
     if info.metadata:
         ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
     return TypeAdapter(ann)  # type: ignore[arg-type]
+
+
+def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
+    """Whether validation kept every value as given (same type, equal: ``True`` and
+    ``1`` are equal but render differently)."""
+    return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
 
 
 def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
@@ -100,7 +112,7 @@ class StagedUpdate(Generic[T]):
     return it; ``result`` is the stored entity after the commit."""
 
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
-                 upsert: bool) -> None:
+                 upsert: bool, key: PlainKey | None = None) -> None:
         self.entity = entity
         self.upsert = upsert
         self._spec: EntitySpec = spec_of(entity)
@@ -114,9 +126,13 @@ class StagedUpdate(Generic[T]):
         self._known = False
         self._planned: T | None = None
         self._after_version = 0
-        self.key: PlainKey = (loaded._dynaorm_state.key if loaded is not None
-                              and loaded._dynaorm_state is not None
-                              else self._spec.primary_key(self._key_fields))
+        if loaded is not None and loaded._dynaorm_state is not None:
+            key = loaded._dynaorm_state.key
+        elif key is None or not _same(self._key_fields, key_fields):
+            key = self._spec.primary_key(self._key_fields)
+        #: the stored item's primary key (``key``: the caller's, rendered from
+        #: ``key_fields``, reused when validation kept every value as it was)
+        self.key: PlainKey = key
 
     def __repr__(self) -> str:
         return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
@@ -187,7 +203,7 @@ class StagedUpdate(Generic[T]):
             if spec.versioned and name == "version":
                 raise self._where_err(name, "the version of a versioned entity is dynaorm's")
             info = self.entity.model_fields[name]
-            shape = _shape(info.annotation)
+            shape = _field_shape(self.entity, name)
             if fits is not None and shape not in fits:
                 raise self._where_err(name, f"{method}() does not fit a field of type "
                                       f"{info.annotation!r}")
@@ -215,8 +231,12 @@ class StagedUpdate(Generic[T]):
     def _needs_read(self) -> bool:
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
+        if spec.versioned:
+            return True
+        if not spec.unique_fields and not spec.indexes:
+            return False  # no rule any update could touch
         touched = set(self._actions)
-        if spec.versioned or touched & spec.unique_fields:
+        if touched & spec.unique_fields:
             return True
         known = set(spec.lookup_fields) | touched
         for idx in spec.indexes:
@@ -301,17 +321,19 @@ class StagedUpdate(Generic[T]):
             for attr, text in spec.index_keys(self._key_fields).items():
                 if attr not in set_attrs and attr not in own_keys:
                     clauses.append(("SET", attr, key_av(text)))
-        moment = now()
-        for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
-            if stamped is not None and stamped not in self._actions:
-                clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
+        if spec.timestamps != (None, None):
+            moment = now()
+            for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
+                if stamped is not None and stamped not in self._actions:
+                    clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
         where = None if self._where is None else rename_paths(self._where, spec.renames)
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
         fail = Fail.GONE if own is not None else Fail.CALLER
         origin = Origin(self.entity, self.key, Role.ROW, fail, None, None, index, where)
         self._planned = None
-        known = getattr(getattr(self._loaded, "_dynaorm_state", None), "item", None)
+        loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
+        known = None if loaded_state is None else loaded_state.item
         return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
 
     def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
@@ -325,8 +347,8 @@ class StagedUpdate(Generic[T]):
             elif method == "remove":
                 values.pop(name, None)
             elif method == "add":
-                values[name] = (old or 0) + value if _shape(
-                    self.entity.model_fields[name].annotation) == "number" else (
+                values[name] = (old or 0) + value if _field_shape(
+                    self.entity, name) == "number" else (
                     set(old or ()) | set(value))
             elif method == "discard":
                 values[name] = set(old or ()) - set(value)

@@ -38,6 +38,7 @@ __all__ = [
     "check_key_value",
     "check_size",
     "check_values",
+    "common_values",
     "describe_key",
     "item_size",
     "number_problem",
@@ -107,6 +108,8 @@ def number_problem(text: str) -> str | None:
 def number_size(text: str) -> int:
     """DynamoDB's size of a number: one byte per pair of digits (pairs aligned on the
     decimal point, leading and trailing zero pairs dropped), one more, one for a sign."""
+    if type(text) is str and text.isdigit() and text.isascii():
+        return _integer_size(text)
     number = _parse_number(text)
     if number is None or number.is_zero():
         return 2 if number is not None else len(text)
@@ -114,6 +117,44 @@ def number_size(text: str) -> int:
     assert isinstance(exponent, int)
     top = exponent + len(digits) - 1
     return top // 2 - exponent // 2 + 2 + sign
+
+
+def _integer_size(digits: str) -> int:
+    """:func:`number_size` of a plain non-negative integer (ASCII digits only), without
+    parsing it: the same arithmetic on its significant digits."""
+    significant = digits.lstrip("0")
+    if not significant:
+        return 2  # zero
+    stripped = significant.rstrip("0")
+    exponent = len(significant) - len(stripped)  # trailing zeros: the normalized exponent
+    top = exponent + len(stripped) - 1
+    return top // 2 - exponent // 2 + 2
+
+
+def common_values(values: Iterable[tuple[str, AttributeValue]], key_roles: Mapping[str, str],
+                  *, named: bool = True) -> tuple[int, list[tuple[str, AttributeValue]]]:
+    """One pass over ``(attribute name, value)`` pairs: the size of the common ones (an
+    ASCII string, or a plain integer of at most :data:`MAX_DIGITS` digits, under an ASCII
+    name that is not a key attribute: nothing in them DynamoDB could refuse), their names'
+    too when ``named``, and the others, in order, for :func:`check_values` and sizing."""
+    size = 0
+    rest: list[tuple[str, AttributeValue]] = []
+    for name, av in values:
+        if type(name) is str and name and name.isascii() and name not in key_roles and (
+                type(av) is dict and len(av) == 1):
+            text = av.get("S")
+            if type(text) is str:
+                if text.isascii():
+                    size += len(name) + len(text) if named else len(text)
+                    continue
+            else:
+                text = av.get("N")
+                if (type(text) is str and 0 < len(text) <= MAX_DIGITS and text.isdigit()
+                        and text.isascii()):
+                    size += len(name) + _integer_size(text) if named else _integer_size(text)
+                    continue
+        rest.append((name, av))
+    return size, rest
 
 
 def _text_size(text: str) -> int:
@@ -156,8 +197,16 @@ def item_size(item: Item) -> int:
     """DynamoDB's size of an item: attribute names plus values."""
     total = 0
     for name, value in item.items():
-        total += _text_size(name)
         text = value.get("S")
+        if type(text) is str and text.isascii() and name.isascii():  # one byte a character
+            total += len(name) + len(text)
+            continue
+        if text is None and len(value) == 1 and name.isascii():
+            number = value.get("N")
+            if type(number) is str and number.isdigit() and number.isascii():
+                total += len(name) + _integer_size(number)  # a plain integer, unparsed
+                continue
+        total += _text_size(name)
         total += value_size(value) if text is None else _text_size(text)
     return total
 
@@ -282,8 +331,15 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     """Check a whole item (its size, then ``key_item``'s values, then the item's, with
     :func:`check_values`); returns its size.
 
-    One pass answers the common attributes (an ASCII string under an ASCII name, keys
-    within their limits); only the others are walked."""
+    One pass answers the common attributes (an ASCII string, or a plain integer of at
+    most :data:`MAX_DIGITS` digits, under an ASCII name; keys within their limits); only
+    the others are walked."""
+    size = _plain_item_size(item, key_roles)
+    if size >= 0:  # nothing in it to refuse but its size
+        check_size(size, entity=entity, key=key)
+        if key_item is not None:
+            check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
+        return size
     size = 0
     rest: list[tuple[str, AttributeValue]] = []
     for name, av in item.items():
@@ -295,6 +351,11 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
             if role is None or 0 < len(text) <= (
                     MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES):
                 continue
+        elif (text is None and len(av) == 1 and type(number := av.get("N")) is str
+              and 0 < len(number) <= MAX_DIGITS and number.isdigit() and number.isascii()
+              and type(name) is str and name and name.isascii() and name not in key_roles):
+            size += len(name) + _integer_size(number)
+            continue
         else:
             size += (_text_size(name) if type(name) is str else 0) + value_size(av)
         rest.append((name, av))
@@ -304,6 +365,29 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     if rest:
         check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
+
+
+def _plain_item_size(item: Item, key_roles: Mapping[str, str]) -> int:
+    """The size of an item made only of ASCII strings under non-empty ASCII names, keys
+    within their limits (the common item, checked whole: joined strings, no loop in
+    Python); -1 for any other item."""
+    try:
+        values = [av["S"] for av in item.values()]
+        texts = "".join(values)
+        names = "".join(item)
+    except (KeyError, TypeError):  # a value not a string, or not an AttributeValue
+        return -1
+    if (not texts.isascii() or not names.isascii() or "" in item
+            or sum(map(len, item.values())) != len(item)):  # (each value: one entry)
+        return -1
+    if len(texts) <= MAX_SORT_KEY_BYTES and "" not in values:
+        return len(names) + len(texts)  # no key value can be empty or too long
+    for attr, role in key_roles.items():
+        av = item.get(attr)
+        if av is not None and not 0 < len(av["S"]) <= (
+                MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES):
+            return -1
+    return len(names) + len(texts)
 
 
 def check_size(size: int, *, entity: str, key: Mapping[str, Any], what: str = "item") -> int:

@@ -6,7 +6,7 @@ asyncio; neither decides anything itself."""
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
@@ -21,12 +21,13 @@ from .keys import key_id, wire_key
 from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import (
     ConditionCheck,
+    Update,
     WritePlan,
     check_batch_delete,
     check_batch_put,
     check_read_key,
 )
-from .protocol import Proto, call, gather
+from .protocol import Call, Proto, call, gather
 from .reading import batch_get_p, batch_rounds
 from .spec import EntitySpec
 from .staging import Staging, check_concurrency, refuse_rules
@@ -197,8 +198,12 @@ class UnitOfWork(Staging):
                    ) -> Proto[list[tuple[Staged, InstanceState | None]]]:
         out: list[tuple[Staged, InstanceState | None]] = []
         for entry in staged:
+            ready = _ready(entry)
+            if ready is not None:  # nothing to read for it
+                out.append(ready)
+                continue
             if entry.action in ("update", "check"):
-                action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
+                action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
                 state = yield from self._replayed(action._prepare)
                 out.append((entry, state))
                 continue
@@ -233,46 +238,62 @@ class UnitOfWork(Staging):
         if not staged:
             return CommitResult()
         with recording() as result:  # the requests sent in this context, drivers' included
-            prepared = yield from self._prepare_p(staged)
+            # the common commit reads nothing first: then no protocol of its own for that
+            prepared: list[tuple[Staged, InstanceState | None]] = []
+            for entry in staged:
+                ready = _ready(entry)
+                if ready is None:
+                    prepared = yield from self._prepare_p(staged)
+                    break
+                prepared.append(ready)
             plan, outcomes = compile_commit(self.table.name, prepared)
             response: dict[str, Any] = {}
-            if plan.ops:
-                response = yield from self._send_p(plan)
+            if plan.ops:  # (sent from here: no protocol layer of its own)
+                operation, request, origins, idempotent = self._request(plan)
+                try:
+                    response = yield Call(operation, request, origins, idempotent)
+                except RequestFailed as exc:
+                    response = yield from self._failed_p(plan, exc)
         for outcome in outcomes:
             _finalize(outcome)
         single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
         for entry in staged:
             if entry.action in ("update", "check"):
-                action = cast(StagedUpdate[Any] | StagedCheck, entry.obj)
-                yield from self._replayed(
-                    lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
+                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+                try:  # most finish without a read (the result came back): no replay then
+                    action._finish(response, single, _unread)
+                except _Need:
+                    yield from self._replayed(
+                        lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
         return result if plan.ops else CommitResult()
 
-    def _send_p(self, plan: WritePlan) -> Proto[dict[str, Any]]:
-        """Send ``plan``; the response (``{}`` when an ambiguous attempt was found applied)."""
+    def _request(self, plan: WritePlan) -> tuple[str, dict[str, Any], tuple[Any, ...], bool]:
+        """(operation, request, origins for hooks, idempotent) that send ``plan``."""
         if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
             operation, request = plan.single_request()
         else:  # a ConditionCheck alone is a transaction of one
             operation = "TransactWriteItems"
-            request = plan.transaction_request(str(uuid.uuid4()))
+            # a fresh token per commit: 128 random bits (as uuid4's, without its costly
+            # object), 32 characters of DynamoDB's 36 at most
+            request = plan.transaction_request(os.urandom(16).hex())
         request["ReturnConsumedCapacity"] = "INDEXES"
         origins = write_origins(plan) if self.table._listeners else ()
         idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])  # (a token dedupes)
-        try:
-            out = yield from call(operation, request, origins, idempotent=idempotent)
-        except RequestFailed as exc:
-            outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
-            if outcome == APPLIED:
-                return {}
-            if isinstance(outcome, DynaormError):
-                raise outcome from exc
-            failed = exc
-            error = yield from self._replayed(
-                lambda r, v: map_failure(plan, failed, lambda key: r(key) is not None))
-            if error is exc:
-                raise
-            raise error from exc
-        return out
+        return operation, request, origins, idempotent
+
+    def _failed_p(self, plan: WritePlan, exc: RequestFailed) -> Proto[dict[str, Any]]:
+        """After ``plan``'s request failed: ``{}`` when an ambiguous attempt was in fact
+        applied; else the typed error is raised (reading what it needs to tell which)."""
+        outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
+        if outcome == APPLIED:
+            return {}
+        if isinstance(outcome, DynaormError):
+            raise outcome from exc
+        error = yield from self._replayed(
+            lambda r, v: map_failure(plan, exc, lambda key: r(key) is not None))
+        if error is exc:
+            raise exc
+        raise error from exc
 
     # -- bulk ------------------------------------------------------------------------
     def _batch_write_p(self, requests: list[dict[str, Any]]) -> Proto[None]:
@@ -344,14 +365,54 @@ class UnitOfWork(Staging):
                 target._dynaorm_state = None  # deleted: saving it again inserts
 
 
+def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
+    """``(entry, stored state)`` when the state is known without reading anything (see
+    :meth:`UnitOfWork._prepare_p`, which reads for the others): an update's or check's
+    prepare that asks for no read, or an object whose rules need no read."""
+    if entry.action in ("update", "check"):
+        action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+        try:
+            return entry, action._prepare(_unread, _unread_version)
+        except _Need:
+            return None
+    state = entry.obj._dynaorm_state
+    if state is not None:
+        return entry, state
+    spec = spec_of(type(entry.obj))
+    if spec.has_rules and (entry.overwrite or entry.action == "delete"):
+        return None  # its stored state is read first
+    if spec.versioned and entry.action == "save":
+        return None  # a deleted entity's kept history is looked up first
+    return entry, None
+
+
+def _unread(key: PlainKey) -> Item | None:
+    """A read callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
+    raise _Need("item", key)
+
+
+def _unread_version(obj: Entity) -> int:
+    """A version callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
+    raise _Need("version", obj)
+
+
+#: the setter of ``Entity._dynaorm_state``, called directly: assigning the attribute goes
+#: through pydantic's ``__setattr__`` first, which every commit would pay for nothing
+_SetState = Callable[[Entity, InstanceState | None], None]
+_set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
+
+
 def _accumulates(op: Any) -> bool:
     """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in getattr(op, "clauses", ()))
+    if not isinstance(op, Update):  # (no getattr default: a miss raises inside)
+        return False
+    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
 
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
-    apply_stamps(obj, outcome.stamps)
-    obj._dynaorm_state = outcome.state
+    if outcome.stamps:
+        apply_stamps(obj, outcome.stamps)
+    _set_state(obj, outcome.state)
     if outcome.version is not None:
         obj.version = outcome.version  # type: ignore[attr-defined]

@@ -1,0 +1,216 @@
+"""The write path's shortcuts plan exactly what the long way plans (pure, no I/O).
+
+A commit leaves on each object a state whose item is what it wrote; the next write of
+that object plans from it without validating the item back into an object. These tests
+plan the same change from such a state and from the state of the same item freshly
+loaded, and require the very same requests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from dynaorm import F
+from dynaorm.compile import Staged, compile_commit
+from dynaorm.entity import Entity
+from tests.models import Audit, Note, User
+
+T = "dynaorm-tests"
+
+
+def _commit(entry: Staged) -> None:
+    """Plan ``entry`` and apply its outcome as a successful commit does."""
+    _, outcomes = compile_commit(T, [(entry, entry.obj._dynaorm_state)])
+    for outcome in outcomes:
+        outcome.obj._dynaorm_state = outcome.state
+        if outcome.version is not None:
+            outcome.obj.version = outcome.version  # type: ignore[attr-defined]
+
+
+def _requests(obj: Entity, **staged: Any) -> list[Any]:
+    plan, _ = compile_commit(T, [(Staged(obj, "save", **staged), obj._dynaorm_state)])
+    return [plan.transaction_request("tok")] if len(plan.ops) > 1 else (
+        [plan.single_request()] if plan.ops else [])
+
+
+def _reloaded(obj: Entity) -> Entity:
+    """A copy of ``obj`` loaded from the item its state holds."""
+    state = obj._dynaorm_state
+    assert state is not None
+    return type(obj)._from_item(dict(state.item))
+
+
+CASES: list[tuple[str, Callable[[], Entity], Callable[[Any], None], dict[str, Any]]] = [
+    ("unique value moves", lambda: User(user_id="u1", username="ann", email="A@x.io"),
+     lambda o: setattr(o, "username", "bob"), {}),
+    ("unique normalized, unchanged", lambda: User(user_id="u1", username="ann",
+                                                   email="A@x.io"),
+     lambda o: setattr(o, "email", "a@X.io"), {}),
+    ("plain field", lambda: User(user_id="u1", username="ann", email="a@x.io"),
+     lambda o: setattr(o, "full_name", "Ann"), {"condition": F("org_id") == "acme"}),
+    ("key moves", lambda: User(user_id="u1", username="ann", email="a@x.io"),
+     lambda o: setattr(o, "user_id", "u2"), {}),
+    ("versioned", lambda: Audit(equipment_id="e1", part="p1"),
+     lambda o: setattr(o, "notes", "checked"), {}),
+    ("list changed in place", lambda: Note(note_id="n1", tags=["a"]),
+     lambda o: o.tags.append("b"), {}),
+    ("overwrite", lambda: Note(note_id="n1", body="x"),
+     lambda o: setattr(o, "body", "y"), {"overwrite": True}),
+    ("nothing changed", lambda: Note(note_id="n1", body="x"), lambda o: None, {}),
+]
+
+
+@pytest.mark.parametrize(("make", "change", "staged"), [c[1:] for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_a_committed_state_plans_like_a_loaded_one(
+        make: Callable[[], Entity], change: Callable[[Any], None],
+        staged: dict[str, Any]) -> None:
+    obj = make()
+    _commit(Staged(obj, "save"))
+    _commit(Staged(obj, "save"))  # a second write plans from the state the first left
+    loaded = _reloaded(obj)
+    change(obj)
+    change(loaded)
+    assert _requests(obj, **staged) == _requests(loaded, **staged)
+
+
+def test_the_guard_released_is_the_value_last_written() -> None:
+    obj = User(user_id="u1", username="ann", email="a@x.io")
+    _commit(Staged(obj, "save"))
+    obj.username = "cat"
+    _commit(Staged(obj, "save"))
+    loaded = _reloaded(obj)
+    assert isinstance(loaded, User)
+    obj.username = loaded.username = "bob"
+    assert _requests(obj) == _requests(loaded)
+    guards = [a for a in _requests(obj)[0]["TransactItems"] if "Delete" in a]
+    assert [g["Delete"]["Key"]["pk"]["S"] for g in guards] == ["username#cat"]
+
+
+def _number_size_by_decimal(text: str) -> int:
+    """DynamoDB's number size the long way: normalized significant digits in pairs."""
+    from decimal import Context, Decimal
+    number = Decimal(text)
+    if number.is_zero():
+        return 2
+    sign, digits, exponent = number.normalize(Context(prec=400)).as_tuple()
+    assert isinstance(exponent, int)
+    top = exponent + len(digits) - 1
+    return top // 2 - exponent // 2 + 2 + sign
+
+
+@pytest.mark.parametrize("text", [
+    "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
+    "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
+def test_an_integer_is_sized_like_any_number(text: str) -> None:
+    from dynaorm.validate import number_size
+    assert number_size(text) == _number_size_by_decimal(text)
+
+
+def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() -> None:
+    from dynaorm import InvalidValueError, KeyTemplateError
+    from dynaorm.plan import Fail, Origin, Put, Role, check_write
+
+    def put(item: dict[str, Any], key: dict[str, str]) -> Put:
+        return Put(key, item, None, Origin(Note, key, Role.ROW, Fail.EXISTS))
+
+    bad = "x\ud800"
+    key = {"pk": bad, "sk": "NOTE"}
+    item = {"body": {"S": bad}, "pk": {"S": bad}, "sk": {"S": "NOTE"}}
+    with pytest.raises(KeyTemplateError):
+        check_write(put(item, key))
+    fine = {"pk": "NOTE#1", "sk": "NOTE"}
+    item = {"body": {"S": bad}, "count": {"N": "1" * 39}, "pk": {"S": "NOTE#1"},
+            "sk": {"S": "NOTE"}}
+    with pytest.raises(InvalidValueError, match="body"):
+        check_write(put(item, fine))
+    long_key = {"pk": "p" * 1500, "sk": "NOTE"}  # within the partition key limit
+    item = {"pk": {"S": "p" * 1500}, "sk": {"S": "NOTE"}, "n": {"N": "007"}}
+    assert check_write(put(item, long_key)) == 2 + 1500 + 2 + 4 + 1 + 2
+
+
+ITEMS: list[dict[str, Any]] = [
+    {"pk": {"S": "USER#1"}, "sk": {"S": "PROFILE"}, "name": {"S": "ann"}},
+    {"pk": {"S": "USER#1"}, "sk": {"S": "PROFILE"}, "empty": {"S": ""}},
+    {"pk": {"S": "USER#1"}, "sk": {"S": "P"}, "n": {"N": "120"}, "m": {"N": "-1.50"}},
+    {"pk": {"S": "USER#1"}, "sk": {"S": "é"}, "flag": {"BOOL": True}},
+    {"pk": {"S": "p" * 1500}, "sk": {"S": "s"}},
+    {"pk": {"S": "p"}, "sk": {"S": "s" * 1000}, "x": {"S": "y" * 100}},
+    {"pk": {"S": "p"}, "sk": {"S": "s"}, "l": {"L": [{"S": "a"}, {"N": "1"}]},
+     "m": {"M": {"k": {"SS": ["a", "b"]}}}},
+]
+
+
+@pytest.mark.parametrize("item", ITEMS)
+def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
+    from dynaorm.validate import check_item, item_size
+    roles = {"pk": "partition", "sk": "sort"}
+    key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
+    assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
+
+
+@pytest.mark.parametrize(("pairs", "walked"), [
+    ([("a", {"S": "x"}), ("b", {"N": "10"}), ("c", {"N": "1.5"}), ("é", {"S": "x"})],
+     ["c", "é"]),
+    ([("pk", {"S": "k"}), ("d", {"SS": ["a"]}), ("e", {"N": "0"}), ("f", {"S": "ü"})],
+     ["pk", "d", "f"]),
+])
+def test_common_values_sizes_as_the_long_way(pairs: list[tuple[str, Any]],
+                                             walked: list[str]) -> None:
+    from dynaorm.validate import _text_size, common_values, value_size
+    fast, rest = common_values(pairs, {"pk": "partition"})
+    assert fast + sum(_text_size(n) + value_size(av) for n, av in rest) == sum(
+        _text_size(n) + value_size(av) for n, av in pairs)
+    assert [n for n, _ in rest] == walked
+
+
+@pytest.mark.parametrize("path", ["pk", "a.b", "a.a"])
+def test_a_cached_exists_renders_as_it_would(path: str) -> None:
+    from dynaorm.expressions import Placeholders, exists, not_exists, render_condition
+    for cond in (exists(path), not_exists(path)):
+        fresh, cached = Placeholders(), Placeholders()
+        assert render_condition(cond, cached) == cond.render(fresh)
+        assert render_condition(cond, cached) == cond.render(fresh)  # twice: from cache
+        assert (cached.names, cached.values) == (fresh.names, fresh.values)
+        after = F("other") == 1
+        assert after.render(cached) == after.render(fresh)
+        assert (cached.names, cached.values) == (fresh.names, fresh.values)
+
+
+SHAPES: list[tuple[tuple[str, str, Any], ...]] = [
+    (("ADD", "n", {"N": "1"}),),
+    (("SET", "a", {"S": "x"}), ("REMOVE", "b", None), ("ADD", "n", {"N": "2"}),
+     ("DELETE", "s", {"SS": ["q"]})),
+    (("APPEND", "l", {"L": [{"S": "x"}]}), ("PREPEND", "m", {"L": [{"N": "1"}]}),
+     ("DEFAULT", "c", {"S": "d"}), ("SET", "a.b", {"S": "y"})),
+    (("REMOVE", "x", None), ("REMOVE", "y", None)),
+]
+
+
+@pytest.mark.parametrize("clauses", SHAPES)
+def test_a_cached_update_expression_is_the_one_rendered(
+        clauses: tuple[tuple[str, str, Any], ...]) -> None:
+    from dynaorm.expressions import Placeholders
+    from dynaorm.plan import _render_clauses, render_clauses
+
+    def other(av: Any) -> Any:  # the same shape with other values
+        return None if av is None else {"S": f"other {av!r}"}
+
+    for values in (clauses, tuple((k, a, other(av)) for k, a, av in clauses)):
+        for _ in range(2):  # rendered, then from the cache
+            fresh, cached = Placeholders(), Placeholders()
+            assert render_clauses(values, cached) == _render_clauses(values, fresh)
+            assert (cached.names, cached.values) == (fresh.names, fresh.values)
+            assert list(cached.values) == list(fresh.values)
+            after = F("other") == 1  # names and values go on from there alike
+            assert after.render(cached) == after.render(fresh)
+
+
+@pytest.mark.parametrize(("source", "key"), [("PROFILE", "PROFILE"), ("{{x}}", "{x}"),
+                                             ("a}}b", "a}b")])
+def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
+    from dynaorm.templates import KeyTemplate
+    template = KeyTemplate.parse(source)
+    assert template.render({}) == template.render({"x": "1"}) == key
