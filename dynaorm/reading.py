@@ -23,7 +23,7 @@ from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
 from .keys import key_id
 from .paging import Pager, per_request_limit
-from .protocol import Backoff, Emit, Proto, Stream, call, consume, forward, gather, pull
+from .protocol import Backoff, Call, Emit, Proto, Stream, call, consume, forward, gather, pull
 from .reads import BATCH_GET, Selection
 
 if TYPE_CHECKING:
@@ -220,6 +220,9 @@ class ReadBase(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
+                if len(wanted) == 1:  # one stream: its Call step itself (what gather yields)
+                    pager.feed(wanted[0][0], (yield Call(op, wanted[0][1], origins)))
+                    continue
                 outs = yield from gather([call(op, r, origins) for _, r in wanted], FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)

@@ -22,7 +22,7 @@ from typing import Any
 
 from ._types import AttributeValue, Item, PlainKey
 
-__all__ = ["InstanceState", "shape_of", "wire_values"]
+__all__ = ["InstanceState", "compact_state", "shape_of", "wire_values"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -89,6 +89,25 @@ def _render(value: Any) -> AttributeValue:
     return {"N": str(value)}  # int or Decimal, decoded from this very text
 
 
+def compact_state(values: list[Any], shape: _Shape, type_name: str,
+                  key: PlainKey | None = None, version: int | None = None) -> InstanceState:
+    """:meth:`InstanceState.from_values` once no attribute holds a container value that
+    the entity decoded to a scalar: as is, the state of an all-string item, a loader's
+    common one (one call; ``values`` is consumed)."""
+    at = shape.type_at
+    if at >= 0 and values[at] == type_name:
+        values[at] = type_name  # one string for every item of the type
+    at = shape.pk_at
+    if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
+        values[at] = sys.intern(values[at])
+    state = _new_state(InstanceState)
+    state._key = key
+    state._data = tuple(values)
+    state._shape = shape
+    state.version = version  # _rendered stays unset until item is first read
+    return state
+
+
 class InstanceState:
     """A persisted object's snapshot: stored primary key, stored item, version read.
 
@@ -138,18 +157,7 @@ class InstanceState:
                 value = decoded.get(names[at], _MISSING)
                 if value is None or type(value) in _SCALARS:
                     values[at] = value  # shared with the entity; stands for its wire form
-        at = shape.type_at
-        if at >= 0 and values[at] == type_name:
-            values[at] = type_name  # one string for every item of the type
-        at = shape.pk_at
-        if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
-            values[at] = sys.intern(values[at])
-        state = cls.__new__(cls)
-        state._key = key
-        state._data = tuple(values)
-        state._shape = shape
-        state.version = version  # _rendered stays unset until item is first read
-        return state
+        return compact_state(values, shape, type_name, key, version)
 
     @property
     def key(self) -> PlainKey:
@@ -184,6 +192,9 @@ class InstanceState:
 
     def __repr__(self) -> str:
         return f"InstanceState(key={self.key!r}, item={self.item!r}, version={self.version!r})"
+
+
+_new_state = object.__new__
 
 
 def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
