@@ -41,6 +41,8 @@ from .stamps import encode_ttl, now
 from .state import InstanceState
 from .templates import SHARD_FIELD
 
+_new_tuple = tuple.__new__  # a NamedTuple with every field given, built as a tuple
+
 __all__ = ["StagedCheck", "StagedUpdate"]
 
 T = TypeVar("T", bound=Entity)
@@ -330,7 +332,8 @@ class StagedUpdate(Generic[T]):
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
         fail = Fail.GONE if own is not None else Fail.CALLER
-        origin = Origin(self.entity, self.key, Role.ROW, fail, None, None, index, where)
+        origin = _new_tuple(Origin, (self.entity, self.key, Role.ROW, fail, None, None, index,
+                                     where))  # (see compile._Builder.origin)
         self._planned = None
         loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
         known = None if loaded_state is None else loaded_state.item
