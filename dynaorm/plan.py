@@ -14,7 +14,13 @@ from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import TransactionTooLargeError
-from .expressions import Condition, Placeholders, condition_values, render_condition
+from .expressions import (
+    Condition,
+    Placeholders,
+    condition_values,
+    render_condition,
+    static_condition,
+)
 from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
@@ -115,6 +121,10 @@ Op = Put | Update | Delete | ConditionCheck
 
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
+    if op.condition is not None and not isinstance(op, Update):
+        static = static_condition(op.condition)
+        if static is not None:  # the common action: the same body, without placeholders
+            return _render_static(op, table, *static)
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": table}
     if isinstance(op, Put):
@@ -144,6 +154,21 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
+    return name, body
+
+
+def _render_static(op: Put | Delete | ConditionCheck, table: str, text: str,
+                   names: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """:func:`render_op` of an action whose condition is an ``attribute_(not_)exists``
+    (nearly every Put's and Delete's): its text and names come whole from a cache."""
+    if isinstance(op, Put):
+        name, body = "PutItem", {"TableName": table, "Item": op.item}
+    else:
+        name = "DeleteItem" if isinstance(op, Delete) else "ConditionCheck"
+        body = {"TableName": table, "Key": wire_key(op.key)}
+    body["ConditionExpression"] = text
+    body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"  # (see render_op)
+    body["ExpressionAttributeNames"] = dict(names)
     return name, body
 
 
