@@ -29,6 +29,8 @@ __all__ = ["Outcome", "Staged", "compile_commit"]
 OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
 GUARD_TYPE = "dynaorm:unique"
 
+#: a NamedTuple (Origin, Outcome) with every field given, built as the tuple it is: its
+#: own __new__ fills defaults in Python, ~0.4 us more, paid per action or object written
 _new_tuple = tuple.__new__
 
 
@@ -244,7 +246,8 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         else:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
         b.guards(None, values, None, key)
-        return b.ops, Outcome(obj, _Written(spec, key, item, values, version), version, pairs)
+        written_state = _Written(spec, key, item, values, version)
+        return b.ops, _new_tuple(Outcome, (obj, written_state, version, pairs))
 
     old_values, old_item = _old(spec, state)
     old_key = state.key
@@ -293,7 +296,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
                                 b.origin(Role.ROW, Fail.GONE), known=state.item))
     b.guards(old_values, values, old_key, key)
-    return b.ops, Outcome(obj, _Written(spec, key, item, values), None, pairs)
+    return b.ops, _new_tuple(Outcome, (obj, _Written(spec, key, item, values), None, pairs))
 
 
 def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
