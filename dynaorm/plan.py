@@ -30,6 +30,7 @@ from .validate import (
     check_values,
     common_values,
     item_size,
+    plain_item_size,
     updated_item,
     value_size,
 )
@@ -302,8 +303,12 @@ def check_write(op: Op) -> int:
                     and a.isascii() and item.get(a, _NO_AV).get("S") == v):
                 plain_key = False
                 break
-        size = check_item(item, entity=entity, key=op.key, key_roles=roles,
-                          key_item=None if plain_key else wire_key(op.key))
+        # the common item (see validate.plain_item_size) answered here, without
+        # check_item's layer; any other, or one too large, goes through it (and its errors)
+        size = plain_item_size(item, roles) if plain_key else -1
+        if not 0 <= size <= MAX_ITEM_BYTES:
+            size = check_item(item, entity=entity, key=op.key, key_roles=roles,
+                              key_item=None if plain_key else wire_key(op.key))
     else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
         size = 0
         for a, v in op.key.items():
