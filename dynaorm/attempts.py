@@ -31,8 +31,8 @@ from ._types import Item
 from .errors import RequestError, TableNotFoundError
 from .events import CommitResult, RequestEvent, actions_of, capacity_of, table_of
 
-__all__ = ["Reason", "RetryPolicy", "Send", "Wait", "attempt_loop", "backoff", "logger",
-           "map_error", "recording", "retryable"]
+__all__ = ["FirstAttempt", "Reason", "RetryPolicy", "Send", "Wait", "answered", "attempt_loop",
+           "backoff", "logger", "map_error", "recording", "retryable", "start_request"]
 
 #: the ``dynaorm`` logger: one DEBUG record per attempt of a request
 logger = logging.getLogger("dynaorm")
@@ -131,42 +131,74 @@ class recording:  # lower case: called like the function it was, ``with recordin
         _RECORDER.reset(self._token)
 
 
-def attempt_loop(policy: RetryPolicy, listeners: Sequence[Listener], operation: str,
-                 request: dict[str, Any], origins: tuple[Any, ...] = (), *,
-                 idempotent: bool = True) -> Generator[Send | Wait, Any, dict[str, Any]]:
-    """The attempts of one request (see the module's docstring); returns the response."""
+#: a first attempt a transport made itself, which failed: ``(recorder, observe, start,
+#: error)`` as :func:`start_request` and the attempt left them (see :func:`attempt_loop`)
+FirstAttempt = tuple[CommitResult | None, bool, float, RequestError]
+
+
+def start_request(listeners: Sequence[Listener], operation: str, request: dict[str, Any]
+                  ) -> tuple[CommitResult | None, bool]:
+    """Before the first attempt of a request: it is recorded into the commit being
+    recorded, if any; returns that recorder and whether attempts are observed (hooks, or
+    the logger at DEBUG)."""
     recorder = _RECORDER.get()
     if recorder is not None:
         recorder._add(operation, request)
-    observe = bool(listeners) or logger.isEnabledFor(logging.DEBUG)
+    return recorder, bool(listeners) or logger.isEnabledFor(logging.DEBUG)
+
+
+def answered(recorder: CommitResult | None, listeners: Sequence[Listener], observe: bool,
+             operation: str, request: dict[str, Any], out: dict[str, Any], attempt: int,
+             start: float, origins: tuple[Any, ...]) -> dict[str, Any]:
+    """After attempt ``attempt`` answered ``out``: observed, its consumed capacity
+    recorded; returns ``out``."""
+    if observe:
+        observe_attempt(listeners, operation, request, out, None, attempt, start, origins)
+    if recorder is not None and "ConsumedCapacity" in out:
+        recorder._consumed(capacity_of(out))
+    return out
+
+
+def attempt_loop(policy: RetryPolicy, listeners: Sequence[Listener], operation: str,
+                 request: dict[str, Any], origins: tuple[Any, ...] = (), *,
+                 idempotent: bool = True, first: FirstAttempt | None = None
+                 ) -> Generator[Send | Wait, Any, dict[str, Any]]:
+    """The attempts of one request (see the module's docstring); returns the response.
+
+    ``first``: the transport made the first attempt itself (after :func:`start_request`,
+    answered with :func:`answered` when it succeeds: no generator for the common request)
+    and it failed; the loop goes on from there, by the same rules."""
+    if first is None:
+        recorder, observe = start_request(listeners, operation, request)
+        start, failed = 0.0, None
+    else:
+        recorder, observe, start, failed = first
     attempt = 0
     waited = 0.0
     maybe_applied = False
     step = Send(operation, request)
     while True:
         attempt += 1
-        start = time.perf_counter() if observe else 0.0
-        try:
-            out: dict[str, Any] = yield step
-        except RequestError as exc:
-            if observe:
-                observe_attempt(listeners, operation, request, None, exc, attempt, start,
-                                origins)
-            maybe_applied = maybe_applied or exc.maybe_applied
-            if attempt >= policy.max_attempts or not retryable(exc) or (
-                    maybe_applied and not idempotent):
-                exc.maybe_applied = maybe_applied
-                exc.attempts = attempt
-                if attempt > 1:
-                    exc.args = (f"{exc.args[0]} (after {attempt} attempts)", *exc.args[1:])
-                raise
-        else:
-            if observe:
-                observe_attempt(listeners, operation, request, out, None, attempt, start,
-                                origins)
-            if recorder is not None and "ConsumedCapacity" in out:
-                recorder._consumed(capacity_of(out))
-            return out
+        if failed is None:
+            start = time.perf_counter() if observe else 0.0
+            try:
+                out: dict[str, Any] = yield step
+            except RequestError as exc:
+                failed = exc
+            else:
+                return answered(recorder, listeners, observe, operation, request, out,
+                                attempt, start, origins)
+        error, failed = failed, None
+        if observe:
+            observe_attempt(listeners, operation, request, None, error, attempt, start, origins)
+        maybe_applied = maybe_applied or error.maybe_applied
+        if attempt >= policy.max_attempts or not retryable(error) or (
+                maybe_applied and not idempotent):
+            error.maybe_applied = maybe_applied
+            error.attempts = attempt
+            if attempt > 1:
+                error.args = (f"{error.args[0]} (after {attempt} attempts)", *error.args[1:])
+            raise error
         delay = min(policy.backoff(attempt), policy.max_wait - waited)
         if delay > 0:
             yield Wait(delay)

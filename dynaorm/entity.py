@@ -263,10 +263,11 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     except DynaormError:
         encode_fields(data, spec.name)  # raises again, naming the field
         raise
-    for name in spec.null_fields:
-        attr = renames.get(name, name) if renames else name
-        if data.get(attr, 0) is None:
-            item[attr] = {"NULL": True}
+    if len(item) != len(data):  # some value is None (the item leaves it out): NULLs
+        for name in spec.null_fields:
+            attr = renames.get(name, name) if renames else name
+            if data.get(attr, 0) is None:
+                item[attr] = {"NULL": True}
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)

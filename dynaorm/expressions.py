@@ -77,21 +77,32 @@ _STATIC_MAX = 1024
 
 
 def render_condition(cond: Condition, ph: Placeholders) -> str:
-    """``cond.render(ph)``; an ``attribute_(not_)exists`` rendered first into an empty
+    """``cond.render(ph)``; an ``attribute_(not)_exists`` rendered first into an empty
     ``ph`` (nearly every write's own condition) comes from a cache: its text and names
     depend on the attribute alone."""
-    if type(cond) is _Func and not cond.args and not ph.names and not ph._renames:
-        found = _STATIC.get((cond.func, cond.path))
-        if found is None:
-            if len(_STATIC) >= _STATIC_MAX:  # caller-made paths without end: no cache
-                return cond.render(ph)
-            fresh = Placeholders()
-            found = _STATIC[(cond.func, cond.path)] = (cond.render(fresh), fresh.names)
-        text, names = found
-        ph.names.update(names)
-        ph._by_name.update({v: k for k, v in names.items()})
-        return text
+    if not ph.names and not ph._renames:
+        found = static_condition(cond)
+        if found is not None:
+            text, names = found
+            ph.names.update(names)
+            ph._by_name.update({v: k for k, v in names.items()})
+            return text
     return cond.render(ph)
+
+
+def static_condition(cond: Condition) -> tuple[str, dict[str, str]] | None:
+    """``(text, names)`` of an ``attribute_(not_)exists`` condition rendered into empty
+    placeholders, from a cache (do not change the names returned); ``None`` for any
+    other condition (or when the cache is full), which :func:`render_condition` renders."""
+    if type(cond) is not _Func or cond.args:
+        return None
+    found = _STATIC.get((cond.func, cond.path))
+    if found is None:
+        if len(_STATIC) >= _STATIC_MAX:  # caller-made paths without end: no cache
+            return None
+        fresh = Placeholders()
+        found = _STATIC[(cond.func, cond.path)] = (cond.render(fresh), fresh.names)
+    return found
 
 
 class _Raw:

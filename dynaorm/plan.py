@@ -14,7 +14,13 @@ from typing import Any, NamedTuple
 
 from ._types import AttributeValue, Item, PlainKey
 from .errors import TransactionTooLargeError
-from .expressions import Condition, Placeholders, condition_values, render_condition
+from .expressions import (
+    Condition,
+    Placeholders,
+    condition_values,
+    render_condition,
+    static_condition,
+)
 from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
@@ -24,6 +30,7 @@ from .validate import (
     check_values,
     common_values,
     item_size,
+    plain_item_size,
     updated_item,
     value_size,
 )
@@ -115,6 +122,10 @@ Op = Put | Update | Delete | ConditionCheck
 
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
+    if op.condition is not None and not isinstance(op, Update):
+        static = static_condition(op.condition)
+        if static is not None:  # the common action: the same body, without placeholders
+            return _render_static(op, table, *static)
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": table}
     if isinstance(op, Put):
@@ -144,6 +155,21 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
+    return name, body
+
+
+def _render_static(op: Put | Delete | ConditionCheck, table: str, text: str,
+                   names: dict[str, str]) -> tuple[str, dict[str, Any]]:
+    """:func:`render_op` of an action whose condition is an ``attribute_(not_)exists``
+    (nearly every Put's and Delete's): its text and names come whole from a cache."""
+    if isinstance(op, Put):
+        name, body = "PutItem", {"TableName": table, "Item": op.item}
+    else:
+        name = "DeleteItem" if isinstance(op, Delete) else "ConditionCheck"
+        body = {"TableName": table, "Key": wire_key(op.key)}
+    body["ConditionExpression"] = text
+    body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"  # (see render_op)
+    body["ExpressionAttributeNames"] = dict(names)
     return name, body
 
 
@@ -236,12 +262,12 @@ _ROLES: dict[type[Any], dict[str, str]] = {}  # per entity class: its table neve
 def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
     (the table's and every index's)."""
+    roles = _ROLES.get(entity)  # (only entity classes are cached: asked first)
+    if roles is not None:
+        return roles
     spec = getattr(entity, "__dynaorm_spec__", None)
     if spec is None or spec.cls is not entity:  # not an entity: the key's own, pk first
         return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
-    roles = _ROLES.get(entity)
-    if roles is not None:
-        return roles
     table = spec.table
     roles = {table.pk: "partition"}
     if table.sk:
@@ -256,6 +282,7 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
 
 
 _NO_AV: AttributeValue = {}
+_new_tuple = tuple.__new__
 
 
 def check_write(op: Op) -> int:
@@ -276,8 +303,12 @@ def check_write(op: Op) -> int:
                     and a.isascii() and item.get(a, _NO_AV).get("S") == v):
                 plain_key = False
                 break
-        size = check_item(item, entity=entity, key=op.key, key_roles=roles,
-                          key_item=None if plain_key else wire_key(op.key))
+        # the common item (see validate.plain_item_size) answered here, without
+        # check_item's layer; any other, or one too large, goes through it (and its errors)
+        size = plain_item_size(item, roles) if plain_key else -1
+        if not 0 <= size <= MAX_ITEM_BYTES:
+            size = check_item(item, entity=entity, key=op.key, key_roles=roles,
+                              key_item=None if plain_key else wire_key(op.key))
     else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
         size = 0
         for a, v in op.key.items():
@@ -322,12 +353,15 @@ def check_write(op: Op) -> int:
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
     """:func:`check_write` of a bulk put (``save_many``)."""
-    return check_write(Put(key, item, None, Origin(entity, key, Role.ROW, Fail.EXISTS)))
+    # (the Origin built as the tuple it is, every field given: see compile._new_tuple)
+    return check_write(Put(key, item, None, _new_tuple(Origin, (
+        entity, key, Role.ROW, Fail.EXISTS, None, None, 0, None))))
 
 
 def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     """:func:`check_write` of a bulk delete (``delete_many``)."""
-    return check_write(Delete(key, None, Origin(entity, key, Role.ROW, Fail.GONE)))
+    return check_write(Delete(key, None, _new_tuple(Origin, (
+        entity, key, Role.ROW, Fail.GONE, None, None, 0, None))))
 
 
 def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:

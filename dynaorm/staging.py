@@ -23,6 +23,8 @@ __all__ = ["Staging"]
 
 T = TypeVar("T", bound=Entity)
 
+_new_tuple = tuple.__new__
+
 
 class Staging:
     """The staging half of a unit of work on one table (no I/O)."""
@@ -61,7 +63,8 @@ class Staging:
              condition: Condition | None = None) -> None:
         """Stage an insert (new object) or an update (persisted object); with
         ``condition=`` the commit also requires it on the stored item."""
-        self._stage(Staged(obj, "save", overwrite, condition=_condition(condition)))
+        # (Staged with every field given, built as the tuple it is: see compile._new_tuple)
+        self._stage(_new_tuple(Staged, (obj, "save", overwrite, False, _condition(condition), 0)))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
@@ -96,7 +99,7 @@ class Staging:
             spec = self._spec(target)
             key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
             staged = StagedUpdate(type(target), key_fields, target, upsert)
-        self._staged[id(staged)] = Staged(cast(Any, staged), "update")
+        self._staged[id(staged)] = _new_tuple(Staged, (staged, "update", False, False, None, 0))
         return staged
 
     def check(self, entity: type[Entity], /, *, condition: Condition,

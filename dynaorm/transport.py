@@ -98,8 +98,20 @@ class Transport:
         reused as is). ``origins`` are passed on to ``on_request`` hooks. A request that is
         not ``idempotent`` (a counter increment, a list append) is never resent after an
         attempt that may have been applied: applying it twice would be a wrong answer."""
-        loop = attempt_loop(self, self.listeners, operation, request, origins,
-                            idempotent=idempotent)
+        # the first attempt made here (the common request answers at once: no retry
+        # loop generator for it); a failed one goes on in the shared loop, by its rules
+        listeners = self.listeners
+        recorder, observe = attempts.start_request(listeners, operation, request)
+        start = time.perf_counter() if observe else 0.0
+        try:
+            out = self.send(operation, request)
+        except RequestFailed as exc:
+            failed = exc
+        else:
+            return attempts.answered(recorder, listeners, observe, operation, request, out,
+                                     1, start, origins)
+        loop = attempt_loop(self, listeners, operation, request, origins,
+                            idempotent=idempotent, first=(recorder, observe, start, failed))
         step = next(loop)
         while True:
             try:

@@ -43,6 +43,7 @@ __all__ = [
     "item_size",
     "number_problem",
     "number_size",
+    "plain_item_size",
     "updated_item",
     "value_problem",
     "value_size",
@@ -334,7 +335,7 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     One pass answers the common attributes (an ASCII string, or a plain integer of at
     most :data:`MAX_DIGITS` digits, under an ASCII name; keys within their limits); only
     the others are walked."""
-    size = _plain_item_size(item, key_roles)
+    size = plain_item_size(item, key_roles)
     if size >= 0:  # nothing in it to refuse but its size
         check_size(size, entity=entity, key=key)
         if key_item is not None:
@@ -367,7 +368,7 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     return size
 
 
-def _plain_item_size(item: Item, key_roles: Mapping[str, str]) -> int:
+def plain_item_size(item: Item, key_roles: Mapping[str, str]) -> int:
     """The size of an item made only of ASCII strings under non-empty ASCII names, keys
     within their limits (the common item, checked whole: joined strings, no loop in
     Python); -1 for any other item."""

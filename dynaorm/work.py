@@ -325,10 +325,11 @@ class UnitOfWork(Staging):
             pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
             written = stamped(obj, pairs)
             key = spec.primary_key(written.__dict__)
-            item = encode_entity(written, spec)
+            item = encode_entity(written, spec, key=key)  # (the key rendered once)
             check_batch_put(spec.cls, key, item)  # the gate every write passes
-            same = rows.pop(key_id(key), None)  # one key twice: the last object wins
-            rows[key_id(key)] = ([*(same[0] if same else []), (obj, pairs)], item, key)
+            ident = key_id(key)
+            same = rows.pop(ident, None)  # one key twice: the last object wins
+            rows[ident] = ([*(same[0] if same else []), (obj, pairs)], item, key)
         batch = list(rows.values())
         chunks = [batch[i:i + BATCH_WRITE] for i in range(0, len(batch), BATCH_WRITE)]
 
@@ -338,7 +339,7 @@ class UnitOfWork(Staging):
             for objs_at_key, item, key in chunk:
                 for obj, pairs in objs_at_key:  # all of them now stand for the stored item
                     apply_stamps(obj, pairs)
-                    obj._dynaorm_state = InstanceState(key, item)
+                    _set_state(obj, InstanceState(key, item))  # (not via pydantic)
 
         yield from gather([write(c) for c in chunks], concurrency)
 
@@ -369,7 +370,7 @@ class UnitOfWork(Staging):
                                                 for k in c]) for c in chunks], concurrency)
         for target, _ in targets:
             if target is not None:
-                target._dynaorm_state = None  # deleted: saving it again inserts
+                _set_state(target, None)  # deleted: saving it again inserts
 
 
 def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:

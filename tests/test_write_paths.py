@@ -214,3 +214,77 @@ def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
     from dynaorm.templates import KeyTemplate
     template = KeyTemplate.parse(source)
     assert template.render({}) == template.render({"x": "1"}) == key
+
+
+@pytest.mark.parametrize("path", ["pk", "a.b"])
+def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str) -> None:
+    """render_op's shortcut (text and names whole from the cache) gives the same body,
+    key order included, as rendering through Placeholders."""
+    from dynaorm.expressions import Placeholders, exists, not_exists
+    from dynaorm.plan import ConditionCheck, Delete, Fail, Origin, Put, Role, render_op
+    key = {"pk": "A#1", "sk": "B"}
+    origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
+    for cond in (exists(path), not_exists(path)):
+        for op, name in ((Put(key, {"pk": {"S": "A#1"}, "sk": {"S": "B"}}, cond, origin),
+                          "PutItem"),
+                         (Delete(key, cond, origin), "DeleteItem"),
+                         (ConditionCheck(key, cond, origin), "ConditionCheck")):
+            ph = Placeholders()
+            body: dict[str, Any] = {"TableName": T}
+            if isinstance(op, Put):
+                body["Item"] = op.item
+            else:
+                body["Key"] = {"pk": {"S": "A#1"}, "sk": {"S": "B"}}
+            body["ConditionExpression"] = cond.render(ph)
+            body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+            ph.apply(body)
+            for _ in range(2):  # a second time from the cache, its names not shared
+                got_name, got = render_op(op, T)
+                assert (got_name, list(got.items())) == (name, list(body.items()))
+                got["ExpressionAttributeNames"]["#x"] = "changed"
+
+
+class _Policy:
+    max_attempts = 3
+    max_wait = 10.0
+
+    def backoff(self, attempt: int) -> float:
+        return 0.5
+
+
+def _throttled() -> Any:
+    from dynaorm.errors import RequestError
+    return RequestError("PutItem", "ThrottlingException", "slow down")
+
+
+def test_a_loop_taking_over_a_failed_first_attempt_counts_it() -> None:
+    """attempt_loop(first=...) goes on after a first attempt the transport made: it waits
+    and resends as the loop would after its own first attempt, and counts that one."""
+    from dynaorm.attempts import Send, Wait, attempt_loop, recording, start_request
+    from dynaorm.errors import RequestError
+    request: dict[str, Any] = {"TableName": T}
+    with recording() as result:
+        recorder, observe = start_request([], "PutItem", request)
+        loop = attempt_loop(_Policy(), [], "PutItem", request,
+                            first=(recorder, observe, 0.0, _throttled()))
+        assert next(loop) == Wait(0.5)
+        assert next(loop) == Send("PutItem", request)
+        assert loop.throw(_throttled()) == Wait(0.5)
+        assert next(loop) == Send("PutItem", request)
+        with pytest.raises(RequestError) as raised:
+            loop.throw(_throttled())
+    assert raised.value.attempts == 3
+    assert "after 3 attempts" in str(raised.value)
+    assert result.requests == [("PutItem", request)]  # recorded once, by start_request
+
+
+def test_a_loop_taking_over_gives_up_at_once_when_no_retry_may_follow() -> None:
+    from dynaorm.attempts import attempt_loop
+    from dynaorm.errors import RequestError
+    error = RequestError("UpdateItem", "ConnectionError", "lost")
+    error.maybe_applied = True  # an ADD that may have been applied is never resent
+    loop = attempt_loop(_Policy(), [], "UpdateItem", {}, idempotent=False,
+                        first=(None, False, 0.0, error))
+    with pytest.raises(RequestError) as raised:
+        next(loop)
+    assert raised.value is error and error.attempts == 1 and error.maybe_applied
