@@ -288,3 +288,18 @@ def test_a_loop_taking_over_gives_up_at_once_when_no_retry_may_follow() -> None:
     with pytest.raises(RequestError) as raised:
         next(loop)
     assert raised.value is error and error.attempts == 1 and error.maybe_applied
+
+
+def test_the_records_built_positionally_have_the_fields_their_builders_assume() -> None:
+    # compile, plan, staging and updates build these NamedTuples as plain tuples (every
+    # field given, in order, without the generated __new__): a field added, removed or
+    # moved must fail here, not silently shift values
+    from dynaorm.compile import Outcome
+    from dynaorm.plan import Origin
+    from dynaorm.compile import Staged
+
+    assert Origin._fields == ("entity", "owner_key", "role", "fail", "field", "value",
+                              "staged", "caller")
+    assert Outcome._fields == ("obj", "state", "version", "stamps")
+    assert Staged._fields == ("obj", "action", "overwrite", "history", "condition",
+                              "after_version")
