@@ -32,7 +32,8 @@ from .errors import RequestError, TableNotFoundError
 from .events import CommitResult, RequestEvent, actions_of, capacity_of, table_of
 
 __all__ = ["FirstAttempt", "Reason", "RetryPolicy", "Send", "Wait", "answered", "attempt_loop",
-           "backoff", "logger", "map_error", "recording", "retryable", "start_request"]
+           "backoff", "logger", "map_error", "method_name", "recording", "retryable",
+           "start_request"]
 
 #: the ``dynaorm`` logger: one DEBUG record per attempt of a request
 logger = logging.getLogger("dynaorm")
@@ -270,3 +271,17 @@ def _client_error(operation: str, request: dict[str, Any], exc: ClientError) -> 
     # included), except that an attempt of this token is still in progress
     err.maybe_applied = status >= 500 or code == "TransactionInProgressException"
     return err
+
+
+_METHODS: dict[str, str] = {}
+
+
+def method_name(operation: str) -> str:
+    """The botocore client method of a DynamoDB operation (``PutItem`` -> ``put_item``),
+    the public way both transports send through."""
+    name = _METHODS.get(operation)
+    if name is None:
+        from botocore import xform_name
+
+        name = _METHODS[operation] = xform_name(operation)
+    return name

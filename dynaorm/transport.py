@@ -1,7 +1,7 @@
 """The sync I/O: one botocore client per table, driving the shared retry loop.
 
-Requests go straight through the botocore client (``client._make_api_call``), created
-once per transport by :func:`dynaorm.config.create_client` with botocore's own retries
+Requests go through the botocore client's public operation methods (``client.put_item``),
+created once per transport by :func:`dynaorm.config.create_client` with botocore's own retries
 off, so dynaorm's retries and botocore's never multiply. :meth:`Transport.call` runs
 :func:`dynaorm.attempts.attempt_loop` (the rules the async transport shares: at most
 ``max_attempts`` attempts, full-jitter backoff within ``max_wait`` seconds, a
@@ -84,7 +84,8 @@ class Transport:
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request once; errors are mapped to :class:`RequestFailed`."""
         try:
-            result: dict[str, Any] = self.client._make_api_call(operation, request)
+            result: dict[str, Any] = getattr(self.client, attempts.method_name(operation))(
+                **request)
             return result
         except Exception as exc:
             err = attempts.map_error(operation, request, exc)

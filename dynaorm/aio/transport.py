@@ -10,7 +10,7 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..attempts import Send, attempt_loop, map_error
+from ..attempts import Send, attempt_loop, map_error, method_name
 from ..config import client_settings, local_only
 from ..errors import DynaormError, RequestError
 
@@ -30,18 +30,6 @@ def _aiobotocore() -> Any:
     except ModuleNotFoundError as exc:
         raise DynaormError(f"AsyncSession needs aiobotocore: {INSTALL_HINT}") from exc
     return aiobotocore
-
-
-_NAMES: dict[str, str] = {}
-
-
-def _method(operation: str) -> str:
-    name = _NAMES.get(operation)
-    if name is None:
-        from botocore import xform_name
-
-        name = _NAMES[operation] = xform_name(operation)
-    return name
 
 
 class AsyncTransport:
@@ -127,7 +115,7 @@ class AsyncTransport:
         """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`."""
         made = await self.client()
         try:
-            result: dict[str, Any] = await getattr(made, _method(operation))(**request)
+            result: dict[str, Any] = await getattr(made, method_name(operation))(**request)
             return result
         except asyncio.CancelledError:
             raise
