@@ -6,11 +6,12 @@ mean the same for both kinds of session."""
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..attempts import Send, attempt_loop, map_error, method_name
+from ..attempts import Send, answered, attempt_loop, map_error, method_name, start_request
 from ..config import client_settings, local_only
 from ..errors import DynaormError, RequestError
 
@@ -129,8 +130,20 @@ class AsyncTransport:
     async def call(self, operation: str, request: dict[str, Any],
                    origins: tuple[Any, ...] = (), *, idempotent: bool = True) -> dict[str, Any]:
         """Send with the shared retry loop (see :meth:`dynaorm.transport.Transport.call`)."""
-        loop = attempt_loop(self, self.table._listeners, operation, request, origins,
-                            idempotent=idempotent)
+        # the first attempt made here, as the sync transport does (no retry loop
+        # generator for a request answered at once); a failed one goes on in the loop
+        listeners = self.table._listeners
+        recorder, observe = start_request(listeners, operation, request)
+        start = time.perf_counter() if observe else 0.0
+        try:
+            out = await self.send(operation, request)
+        except RequestError as exc:
+            failed = exc
+        else:
+            return answered(recorder, listeners, observe, operation, request, out, 1, start,
+                            origins)
+        loop = attempt_loop(self, listeners, operation, request, origins,
+                            idempotent=idempotent, first=(recorder, observe, start, failed))
         step = next(loop)
         while True:
             try:
