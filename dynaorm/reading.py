@@ -1,6 +1,5 @@
 """Reads as protocols: the terminals :class:`~dynaorm.Query` and :class:`~dynaorm.Scan`
-share (iteration, ``all``, ``first``, ``count``, ``values``, ``keys``, ``page``), and
-batch reads by key.
+share (iteration, ``all``, ``first``, ``count``, ``values``, ``keys``, ``page``).
 
 Each terminal is written once as a :mod:`dynaorm.protocol` generator over the pure paging
 state (:class:`dynaorm.reads.Pager`); the sync terminals here drive it with
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from ._types import Item
+from .batches import batch_get_p
 from .cursor import check_cursor, decode_cursor_state, encode_cursor, fingerprint, read_secret
 from .drive import MAX_WORKERS, iterate, run
 from .entity import Entity
@@ -23,17 +23,15 @@ from .errors import DynaormError, InvalidCursorError
 from .expressions import Condition, Placeholders
 from .keys import key_id
 from .paging import Pager, per_request_limit
-from .protocol import Backoff, Call, Emit, Proto, Stream, call, consume, forward, gather, pull
+from .protocol import Call, Emit, Proto, Stream, call, consume, forward, gather, pull
 from .reads import BATCH_GET, Selection
 
 if TYPE_CHECKING:
     from .transport import Transport
 
-__all__ = ["MAX_WORKERS", "Page", "ReadBase", "batch_get", "batch_get_p"]
+__all__ = ["MAX_WORKERS", "Page", "ReadBase"]
 
 T = TypeVar("T", bound=Entity)
-#: Rounds of a batch request before unprocessed keys are an error.
-MAX_BATCH_ROUNDS = 12
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
 DEFAULT_PAGE_SIZE = 100
 #: Items one request of an iteration (``for``/``.all()``) reads when neither ``page_size``
@@ -53,55 +51,6 @@ class Page(Generic[T]):
     #: items of the read that no entity of the table owns (a table without a type
     #: attribute holding items of other tools), skipped
     skipped: int = 0
-
-
-def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
-                 unprocessed: str,
-                 collect: Callable[[dict[str, Any]], object] = lambda out: None
-                 ) -> Proto[None]:
-    """Send a batch request until nothing is left unprocessed (backoff with jitter between
-    rounds, the rounds' waits within the transport's ``max_wait``)."""
-    rounds = 0
-    waited = 0.0
-    while pending:
-        rounds += 1
-        if rounds > MAX_BATCH_ROUNDS:
-            raise DynaormError(f"{operation} on {table!r} still had unprocessed requests "
-                               f"after {MAX_BATCH_ROUNDS} rounds")
-        if rounds > 1:
-            waited += yield Backoff(rounds - 1, waited)
-        out = yield from call(operation, {"RequestItems": pending})
-        collect(out)
-        pending = out.get(unprocessed) or None
-
-
-def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
-                concurrency: int = 1) -> Proto[dict[Any, Item]]:
-    """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
-    flight; unprocessed keys retried with backoff), by their key's identity."""
-    unique = list({key_id(k): k for k in keys}.values())
-    chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]
-
-    def one(chunk: list[Item]) -> Proto[list[Item]]:
-        request: dict[str, Any] = {"Keys": chunk}
-        if consistent:
-            request["ConsistentRead"] = True
-        items: list[Item] = []
-        yield from batch_rounds("BatchGetItem", table, {table: request}, "UnprocessedKeys",
-                                lambda out: items.extend(out.get("Responses", {}).get(
-                                    table, [])))
-        return items
-
-    results = yield from gather([one(c) for c in chunks], concurrency)
-    key_attrs = list(unique[0]) if unique else []
-    return {key_id({a: item[a] for a in key_attrs}): item for got in results for item in got}
-
-
-def batch_get(transport: Transport, table: str, keys: Sequence[Item], *,
-              consistent: bool = False, concurrency: int = 1) -> dict[Any, Item]:
-    """:func:`batch_get_p` through the sync transport."""
-    return run(transport, batch_get_p(table, keys, consistent=consistent,
-                                      concurrency=concurrency))
 
 
 class ReadBase(Generic[T]):

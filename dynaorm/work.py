@@ -12,6 +12,7 @@ from typing import Any, TypeVar, cast
 
 from ._types import Item, PlainKey
 from .attempts import recording
+from .batches import batch_get_p, batch_rounds
 from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
@@ -28,7 +29,6 @@ from .plan import (
     check_read_key,
 )
 from .protocol import Call, Proto, call, gather
-from .reading import batch_get_p, batch_rounds
 from .spec import EntitySpec
 from .staging import Staging, check_concurrency, refuse_rules
 from .stamps import Stamps, apply_stamps, stamped, stamps

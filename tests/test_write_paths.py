@@ -294,9 +294,8 @@ def test_the_records_built_positionally_have_the_fields_their_builders_assume() 
     # compile, plan, staging and updates build these NamedTuples as plain tuples (every
     # field given, in order, without the generated __new__): a field added, removed or
     # moved must fail here, not silently shift values
-    from dynaorm.compile import Outcome
+    from dynaorm.compile import Outcome, Staged
     from dynaorm.plan import Origin
-    from dynaorm.compile import Staged
 
     assert Origin._fields == ("entity", "owner_key", "role", "fail", "field", "value",
                               "staged", "caller")
