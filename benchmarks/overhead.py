@@ -250,7 +250,7 @@ class CannedTransport:
 def client_config(native: bool) -> botocore.config.Config | None:
     """The botocore Config of the raw and pydynantic clients.
 
-    PynamoDB's ``Connection`` (and so dynaorm's transport, built on it) creates its client
+    PynamoDB's ``Connection`` creates its client
     with ``parameter_validation=False`` and ``retries={'total_max_attempts': 4, 'mode':
     'standard'}``. By default the raw botocore and pydynantic clients get the same
     Config, so every contender runs the very same botocore pipeline; ``--native-config``
