@@ -24,13 +24,13 @@ from .expressions import (
 from .keys import wire_key
 from .validate import (
     MAX_ITEM_BYTES,
-    MAX_SORT_KEY_BYTES,
     check_item,
     check_size,
     check_values,
     common_values,
     item_size,
     plain_item_size,
+    plain_key_value,
     updated_item,
     value_size,
 )
@@ -299,8 +299,7 @@ def check_write(op: Op) -> int:
         # strings: nothing to refuse in it then, and the item's check covers it
         plain_key = True
         for a, v in op.key.items():
-            if not (type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
-                    and a.isascii() and item.get(a, _NO_AV).get("S") == v):
+            if not (plain_key_value(a, v) and item.get(a, _NO_AV).get("S") == v):
                 plain_key = False
                 break
         # the common item (see validate.plain_item_size) answered here, without
@@ -312,8 +311,7 @@ def check_write(op: Op) -> int:
     else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
         size = 0
         for a, v in op.key.items():
-            if not (type(v) is str and v.isascii() and 0 < len(v) <= MAX_SORT_KEY_BYTES
-                    and a.isascii()):
+            if not plain_key_value(a, v):
                 size = check_item(wire_key(op.key), entity=entity, key=op.key,
                                   key_roles=roles)
                 break

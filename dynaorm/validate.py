@@ -62,6 +62,7 @@ __all__ = [
     "number_problem",
     "number_size",
     "plain_item_size",
+    "plain_key_value",
     "updated_item",
     "value_problem",
     "value_size",
@@ -174,6 +175,14 @@ def describe_key(key: Mapping[str, Any]) -> str:
 def _where(entity: str, key: Mapping[str, Any], name: str, path: str = "") -> str:
     return (f"{entity} {describe_key(key)}: field {name!r}"
             f"{' at ' + _short(path.lstrip('.')) if path else ''}")
+
+
+def plain_key_value(attr: str, value: Any) -> bool:
+    """Whether a key value is the common one with nothing DynamoDB could refuse: a
+    non-empty ASCII string within every key limit, under a non-empty ASCII name (the
+    write gate and reads by key skip :func:`check_key_value` for it)."""
+    return (type(value) is str and 0 < len(value) <= MAX_SORT_KEY_BYTES and value.isascii()
+            and bool(attr) and attr.isascii())
 
 
 def check_key_value(name: str, av: AttributeValue, role: str, *, entity: str,

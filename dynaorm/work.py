@@ -35,7 +35,7 @@ from .stamps import Stamps, apply_stamps, stamped, stamps
 from .state import InstanceState
 from .transport import RequestFailed
 from .updates import StagedCheck, StagedUpdate
-from .validate import MAX_SORT_KEY_BYTES
+from .validate import plain_key_value
 
 __all__ = ["FIND_ROUNDS", "UnitOfWork"]
 
@@ -69,8 +69,7 @@ class UnitOfWork(Staging):
         for attr, value in key.items():
             # a key of short ASCII strings under ASCII names has nothing check_read_key
             # could refuse (check_key_value's common case): the others are checked
-            if not (type(value) is str and value.isascii() and 0 < len(value) <= MAX_SORT_KEY_BYTES
-                    and attr and attr.isascii()):
+            if not plain_key_value(attr, value):
                 check_read_key(self.table, key, "/".join(o.__name__ for o in origins) or "item")
                 break
         request: dict[str, Any] = {"TableName": self.table.name, "Key": wire_key(key)}
