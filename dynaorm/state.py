@@ -195,6 +195,8 @@ class InstanceState:
 
 
 _new_state = object.__new__
+#: a bare state object (its fields set by the caller: a loader building a page's states)
+new_state: Any = _new_state
 
 
 def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
