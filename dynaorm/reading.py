@@ -42,11 +42,6 @@ ITER_PAGE_ITEMS = 1000
 FAN_OUT = 64
 
 
-def _no_bound() -> None:
-    """No bound on the results still wanted (a read without ``limit``)."""
-    return None
-
-
 @dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of results and the cursor of the next (``None`` on the last page)."""
@@ -252,10 +247,11 @@ class ReadBase(Generic[T]):
         """Result items (projected to ``attrs`` when given), up to ``limit``."""
         if self._limit is None and not sel.fetch:  # the common read: _run's stream itself
             pager = self._pager(sel, [None] * self._streams(), attrs)
-            return self._run(pager, self._iter_limit(_no_bound))
+            return self._run(pager, self._iter_limit(lambda: None))
         return self._limited_items(sel, attrs)
 
     def _limited_items(self, sel: Selection[T], attrs: Sequence[str]) -> Stream:
+        """:meth:`_items` of a read with a ``limit`` or whose items are read by key."""
         pager = self._pager(sel, [None] * self._streams(), attrs)
         count = 0
         want = self._limit
