@@ -77,6 +77,12 @@ class ReadBase(Generic[T]):
     def _selection(self) -> Selection[T]:
         raise NotImplementedError  # pragma: no cover
 
+    def _plain_request(self, i: int) -> dict[str, Any] | None:
+        """Stream ``i``'s whole request when the source alone uses placeholders (no
+        filter, projection or renamed fields), as :meth:`_request` renders it, from a
+        cache; ``None``: render it (the source has no such cache)."""
+        return None
+
     def _fixed(self, i: int) -> dict[str, Any]:
         """Key attributes every position of stream ``i`` holds (a shard's partition key):
         left out of cursors, and imposed on the positions a cursor brings back."""
@@ -126,6 +132,13 @@ class ReadBase(Generic[T]):
     # -- requests --------------------------------------------------------------------
     def _request(self, i: int, sel: Selection[T], *, count: bool = False,
                  attrs: Sequence[str] = (), types: bool | None = None) -> dict[str, Any]:
+        if (self._filter is None and not attrs and not count and not sel.renames
+                and not ((self._types_on_server if types is None else types)
+                         and sel.server_filterable)):
+            # nothing but the source's own placeholders: its cached form, if it has one
+            plain = self._plain_request(i)
+            if plain is not None:
+                return plain
         ph = Placeholders(sel.renames)
         request = self._source(i, ph)
         cond = self._filter
@@ -145,7 +158,7 @@ class ReadBase(Generic[T]):
 
     def _pager(self, sel: Selection[T], positions: list[Any],
                attrs: Sequence[str] = ()) -> Pager:
-        requests = [self._request(i, sel, attrs=attrs) for i in range(self._streams())]
+        requests = [self._request(i, sel, attrs=attrs) for i in range(len(positions))]
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
                      foreign=sel.foreign if sel.shapeless else None)
@@ -232,6 +245,13 @@ class ReadBase(Generic[T]):
 
     def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Stream:
         """Result items (projected to ``attrs`` when given), up to ``limit``."""
+        if self._limit is None and not sel.fetch:  # the common read: _run's stream itself
+            pager = self._pager(sel, [None] * self._streams(), attrs)
+            return self._run(pager, self._iter_limit(lambda: None))
+        return self._limited_items(sel, attrs)
+
+    def _limited_items(self, sel: Selection[T], attrs: Sequence[str]) -> Stream:
+        """:meth:`_items` of a read with a ``limit`` or whose items are read by key."""
         pager = self._pager(sel, [None] * self._streams(), attrs)
         count = 0
         want = self._limit

@@ -64,8 +64,9 @@ class UnitOfWork(Staging):
     """Staging plus the protocols of every operation that does I/O (see the module)."""
 
     # -- plain reads -----------------------------------------------------------------
-    def _get_item_p(self, key: PlainKey, consistent: bool = False,
-                    origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
+    def _get_request(self, key: PlainKey, consistent: bool,
+                     origins: tuple[type[Entity], ...]) -> dict[str, Any]:
+        """The GetItem request of ``key`` (checked: a key DynamoDB would refuse raises)."""
         for attr, value in key.items():
             # a key of short ASCII strings under ASCII names has nothing check_read_key
             # could refuse (check_key_value's common case): the others are checked
@@ -75,7 +76,13 @@ class UnitOfWork(Staging):
         request: dict[str, Any] = {"TableName": self.table.name, "Key": wire_key(key)}
         if consistent:
             request["ConsistentRead"] = True
-        out = yield from call("GetItem", request, origins)
+        return request
+
+    def _get_item_p(self, key: PlainKey, consistent: bool = False,
+                    origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
+        # the Call step yielded here, as call() would (no generator layer per get)
+        out: dict[str, Any] = yield Call("GetItem", self._get_request(key, consistent, origins),
+                                         origins)
         item: Item | None = out.get("Item")
         return item
 
@@ -83,7 +90,11 @@ class UnitOfWork(Staging):
                fields: Mapping[str, Any]) -> Proto[T | None]:
         spec = self._spec(entity)
         key = self._lookup_key(spec, fields, version)
-        item = yield from self._get_item_p(key, consistent, (entity,))
+        origins = (entity,)
+        # _get_item_p's step, yielded here (a get is one request: no nested generator)
+        out: dict[str, Any] = yield Call("GetItem", self._get_request(key, consistent, origins),
+                                         origins)
+        item: Item | None = out.get("Item")
         return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
 
     def _get_many_p(self, entity: type[T], keys: Sequence[Mapping[str, Any]],

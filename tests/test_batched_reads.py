@@ -249,3 +249,52 @@ def test_all_string_items_queried_keep_their_items(db: TestBackend, s: Session) 
     for row in rows:
         assert row._dynaorm_state is not None
         assert row._dynaorm_state.item == raw[row.name]
+
+
+class PageRow(Entity):
+    class Meta:
+        table = app
+        pk = "PAGE#{group}"
+        sk = "{name}"
+
+    group: str
+    name: str
+    note: str | None = None
+
+
+def test_a_page_loads_as_its_items_load_one_by_one() -> None:
+    # A page's items of strings only load in one loop (the loader's page path), the rest
+    # one by one: either way each object, its snapshot and its key are what the item
+    # loader gives; equal partition keys and the type name are shared strings.
+    cases = [("g", {"S": "a"}), ("g", {"S": "b"}), ("h", {"S": "c"}), ("h", {"S": "d"}),
+             ("g", {"S": "e"}), ("h", {"NULL": True})]
+    items: list[dict[str, Any]] = [
+        {"pk": {"S": f"PAGE#{g}"}, "sk": {"S": f"p{i}"}, "_type": {"S": "PageRow"},
+         "group": {"S": g}, "name": {"S": f"p{i}"}, "note": note}
+        for i, (g, note) in enumerate(cases)]
+    paged = list(PageRow._from_items([dict(i) for i in items]))  # first: before the NULL
+    single = [PageRow._from_item(dict(i)) for i in items]
+    assert [row.note for row in paged] == ["a", "b", "c", "d", "e", None]
+    assert paged == single
+    for got, want, item in zip(paged, single, items, strict=True):
+        assert got._dynaorm_state == want._dynaorm_state
+        assert got._dynaorm_state is not None
+        assert got._dynaorm_state.item == item
+        assert got._dynaorm_state.key == {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
+    keys = [row._dynaorm_state.key["pk"] for row in paged if row._dynaorm_state]
+    assert keys[0] is keys[1] is keys[4] and keys[2] is keys[3] is keys[5]
+    names = {id(row._dynaorm_state.item["_type"]["S"]) for row in paged if row._dynaorm_state}
+    assert len(names) == 1
+
+
+def test_a_page_loads_lazily() -> None:
+    # One object at a time: a loop that stops early has not validated the rest.
+    items: list[dict[str, Any]] = [
+        {"pk": {"S": "PAGE#g"}, "sk": {"S": f"q{i}"}, "_type": {"S": "PageRow"},
+         "group": {"S": "g"}, "name": {"S": f"q{i}"}, "note": {"S": "n"}} for i in range(3)]
+    items.append({"pk": {"S": "PAGE#g"}, "sk": {"S": "q3"}, "_type": {"S": "PageRow"},
+                  "group": {"S": "g"}, "note": {"S": "n"}})  # no name: invalid
+    rows = PageRow._from_items(items)
+    assert [next(rows).name for _ in range(3)] == ["q0", "q1", "q2"]
+    with pytest.raises(ValidationError):
+        next(rows)
