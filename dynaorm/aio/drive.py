@@ -62,7 +62,11 @@ async def run(transport: AsyncTransport, proto: Proto[R]) -> R:
             return result
         value = error = None
         try:
-            value = await _perform(transport, step)
+            if type(step) is Call:  # (the common step, without _perform's coroutine)
+                value = await transport.call(step.operation, step.request, step.origins,
+                                             idempotent=step.idempotent)
+            else:
+                value = await _perform(transport, step)
         except Exception as exc:  # thrown into the protocol, which may handle it
             error = exc
 

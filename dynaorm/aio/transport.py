@@ -114,7 +114,11 @@ class AsyncTransport:
     # -- requests --------------------------------------------------------------------
     async def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`."""
-        made = await self.client()
+        # this loop's client, ready after the first request: taken without awaiting
+        # client() (a coroutine per request otherwise)
+        future = self._clients.get(asyncio.get_running_loop())
+        made = future.result() if future is not None and future.done() else (
+            await self.client())
         try:
             result: dict[str, Any] = await getattr(made, method_name(operation))(**request)
             return result
