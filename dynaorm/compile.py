@@ -19,15 +19,25 @@ from .codec import encode_value
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from .guards import (
+    GUARD_TYPE,
+    OWNER_PK,
+    OWNER_SK,
+    OWNER_TYPE,
+    UNIQUE_FIELD,
+    guard_item,
+    guard_key,
+    guard_put,
+    owned_by,
+)
 from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
-from .spec import EntitySpec, UniqueRule, history_sk, parse_version_sk, version_sk
+from .spec import EntitySpec, history_sk, parse_version_sk, version_sk
 from .stamps import encode_ttl, stamped, stamps
 from .state import InstanceState, changed_attributes
 
-__all__ = ["Outcome", "Staged", "compile_commit"]
+__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Outcome",
+           "Staged", "compile_commit", "guard_item", "guard_key", "owned_by"]
 
-OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
-GUARD_TYPE = "dynaorm:unique"
 
 #: a NamedTuple (Origin, Outcome) with every field given, built as the tuple it is: its
 #: own __new__ fills defaults in Python, ~0.4 us more, paid per action or object written
@@ -64,37 +74,6 @@ class Outcome(NamedTuple):
     stamps: tuple[tuple[str, Any], ...] = ()
 
 
-def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
-               value: Any) -> Item:
-    table = spec.table
-    item: Item = {table.pk: {"S": key}}
-    if table.sk is not None:
-        item[table.sk] = {"S": key}
-    item[table.type_attr] = {"S": GUARD_TYPE}
-    item[OWNER_PK] = {"S": owner[table.pk]}
-    if table.sk is not None:
-        item[OWNER_SK] = {"S": owner[table.sk]}
-    item[OWNER_TYPE] = {"S": spec.type_name}
-    item[UNIQUE_FIELD] = {"S": rule.field}
-    return item
-
-
-def guard_key(spec: EntitySpec, key: str) -> PlainKey:
-    out = {spec.table.pk: key}
-    if spec.table.sk is not None:
-        out[spec.table.sk] = key
-    return out
-
-
-def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
-    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
-    if spec.table.sk is not None:
-        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
-    cond = all_of(conds)
-    assert cond is not None
-    return cond
-
-
 class _Builder:
     """Collects the actions of one staged entry."""
 
@@ -123,8 +102,8 @@ class _Builder:
             value = None if new is None else new.get(rule.field)
             if old_key is not None and old_key == new_key and new_owner is not None:
                 assert old_owner is not None
-                self.ops.append(Put(guard_key(spec, new_key), guard_item(
-                    spec, rule, new_key, new_owner, value), owned_by(spec, old_owner),
+                self.ops.append(guard_put(
+                    spec, rule, new_key, new_owner, value, owned_by(spec, old_owner),
                     self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value)))
                 continue
             if old_key is not None and old_owner is not None:
@@ -133,8 +112,8 @@ class _Builder:
                                        self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
                                                    old_value)))
             if new_key is not None and new_owner is not None:
-                self.ops.append(Put(guard_key(spec, new_key), guard_item(
-                    spec, rule, new_key, new_owner, value), not_exists(spec.table.pk),
+                self.ops.append(guard_put(
+                    spec, rule, new_key, new_owner, value, not_exists(spec.table.pk),
                     self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value)))
 
 
@@ -210,7 +189,7 @@ def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     if isinstance(op, Update):
         return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
     if isinstance(op, Put):
-        return Put(op.key, op.item, cond, origin)
+        return Put(op.key, op.item, cond, origin, op.size)
     if isinstance(op, Delete):
         return Delete(op.key, cond, origin)
     return ConditionCheck(op.key, cond, origin)
@@ -453,7 +432,7 @@ def _merge(first: Op, second: Op) -> Op:
     if isinstance(release, Delete) and isinstance(claim, Put):
         # one object releases the item (a delete, a key move, a changed unique value) and
         # another claims it, in either staging order: one Put, conditioned like the release
-        return Put(claim.key, claim.item, release.condition, release.origin)
+        return Put(claim.key, claim.item, release.condition, release.origin, claim.size)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
         o = second.origin

@@ -86,6 +86,10 @@ class Put:
     item: Item
     condition: Condition | None
     origin: Origin
+    #: the item's size when whoever built it knows it holds nothing to refuse (key and
+    #: attributes all plain: unique guard items, see :mod:`dynaorm.compile`), so the gate
+    #: takes it instead of scanning the item again; -1: unknown, the gate scans it
+    size: int = field(default=-1, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -291,6 +295,8 @@ def check_write(op: Op) -> int:
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
+    if isinstance(op, Put) and op.size >= 0:  # sized where it was built: nothing to refuse
+        return op.size + _condition_size(op, op.origin.entity.__name__)
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
@@ -337,16 +343,22 @@ def check_write(op: Op) -> int:
             after = updated_item(op.known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
-    if op.condition is not None:  # condition values travel in the request too
-        carried = condition_values(op.condition)
-        if carried:
-            carried_size, rest = common_values((("condition", av) for av in carried), {},
-                                               named=False)
-            if rest:
-                check_values(rest, entity=entity, key=op.key, key_roles={})
-                carried_size += sum(value_size(av) for _, av in rest)
-            size += carried_size
-    return size
+    return size + _condition_size(op, entity)
+
+
+def _condition_size(op: Op, entity: str) -> int:
+    """The bytes the values of ``op``'s condition add to a request (they are checked)."""
+    if op.condition is None:
+        return 0
+    carried = condition_values(op.condition)
+    if not carried:
+        return 0
+    carried_size, rest = common_values((("condition", av) for av in carried), {},
+                                       named=False)
+    if rest:
+        check_values(rest, entity=entity, key=op.key, key_roles={})
+        carried_size += sum(value_size(av) for _, av in rest)
+    return carried_size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
