@@ -31,6 +31,7 @@ from .guards import (
     owned_by,
 )
 from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
+from .sizes import item_size
 from .spec import EntitySpec, history_sk, parse_version_sk, version_sk
 from .stamps import encode_ttl, stamped, stamps
 from .state import InstanceState, changed_attributes
@@ -187,7 +188,8 @@ def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
     write makes one; ``dataclasses.replace`` introspects the fields each time)."""
     if isinstance(op, Update):
-        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known,
+                      op.known_size)
     if isinstance(op, Put):
         return Put(op.key, op.item, cond, origin, op.size)
     if isinstance(op, Delete):
@@ -272,8 +274,20 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
         else:
+            # the gate bounds the item after the update by the stored item's size: a
+            # committed state carries a bound of it (its own item is the diff's base, so
+            # the item written is at most that plus what is set), no rescan of every
+            # attribute per update; a loaded item is sized once, here
+            known_size = state.size if type(state) is _Written else -1
+            if known_size < 0:
+                known_size = item_size(state.item)
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
-                                b.origin(Role.ROW, Fail.GONE), known=state.item))
+                                b.origin(Role.ROW, Fail.GONE), (), state.item, known_size))
+            b.guards(old_values, values, old_key, key)
+            written = _Written(spec, key, item, values)
+            if type(state) is _Written:  # (a loaded item is not the diff's base: unknown)
+                written.size = known_size + item_size(to_set)
+            return b.ops, _new_tuple(Outcome, (obj, written, None, pairs))
     b.guards(old_values, values, old_key, key)
     return b.ops, _new_tuple(Outcome, (obj, _Written(spec, key, item, values), None, pairs))
 
@@ -289,11 +303,13 @@ class _Written(InstanceState):
     the written values planning reads (unique fields and index-key fields), copied: the
     object's own may change in place before that next write."""
 
-    __slots__ = ("values",)
+    __slots__ = ("size", "values")
 
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
                  values: Mapping[str, Any], version: int | None = None) -> None:
         super().__init__(key, item, version)
+        #: at least the item's size (DynamoDB's), when known; -1: unknown
+        self.size = -1
         planned = _planned_fields(spec)
         self.values: Mapping[str, Any] = {
             f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)

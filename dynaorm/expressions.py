@@ -266,8 +266,22 @@ class F:
 
 
 # -- internal helpers for write conditions (values already encoded) --------------------
+#: nodes the write path builds per attribute or per action are made without their frozen
+#: dataclass __init__ (an object.__setattr__ per field): the same node, about 0.2 us less
+_new_object = object.__new__
+
+
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
-    return _Compare(attr, "=", _Raw(av))
+    """``attr = av``, the value already encoded (every update of a loaded object makes
+    one per attribute it writes: no lost updates)."""
+    raw = _new_object(_Raw)
+    raw.av = av
+    node = _new_object(_Compare)
+    fields = node.__dict__  # (see _new_object)
+    fields["path"] = attr
+    fields["op"] = "="
+    fields["value"] = raw
+    return node
 
 
 @functools.lru_cache(maxsize=1024)  # bounded: stored items' attribute names come here too
@@ -284,11 +298,16 @@ def exists(attr: str) -> Condition:
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
+    """The conditions ANDed (in order), the only one itself, ``None`` for none."""
     if not conditions:
         return None
     if len(conditions) == 1:
         return conditions[0]
-    return _Bool("AND", tuple(conditions))
+    node = _new_object(_Bool)  # _Bool("AND", ...) built directly (see _new_object)
+    fields = node.__dict__
+    fields["op"] = "AND"
+    fields["parts"] = tuple(conditions)
+    return node
 
 
 def condition_values(cond: Condition) -> list[AttributeValue]:

@@ -105,6 +105,11 @@ class Update:
     #: the stored item the update applies to, when known (a loaded object's snapshot):
     #: the item it makes must fit in 400 KB too
     known: Item | None = field(default=None, compare=False)
+    #: at least :func:`~dynaorm.validate.item_size` of ``known`` when the planner knows
+    #: a bound (a committed state carries one: see :mod:`dynaorm.compile`); -1: unknown,
+    #: the gate sizes ``known``. The item is sized exactly only when the bound could not
+    #: keep the item after the update within 400 KB.
+    known_size: int = field(default=-1, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,8 +344,11 @@ def check_write(op: Op) -> int:
         size = check_size(size + added, entity=entity, key=op.key, what="update")
         # the item afterwards is at most the known item plus every value written: only
         # an update that could pass 400 KB is worked out exactly
-        if op.known is not None and item_size(op.known) + added > MAX_ITEM_BYTES:
-            after = updated_item(op.known, op.set, op.remove, op.clauses)
+        known = op.known
+        if known is not None and (
+                op.known_size if op.known_size >= 0 else item_size(known)
+        ) + added > MAX_ITEM_BYTES and item_size(known) + added > MAX_ITEM_BYTES:
+            after = updated_item(known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
     return size + _condition_size(op, entity)

@@ -336,3 +336,28 @@ def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
             assert gate(op) == gate(long_way)
             guard = op.key["pk"]
             assert (op.size >= 0) == (guard.isascii() and len(guard) <= 1024)
+
+
+def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exactly() -> None:
+    from dynaorm import ItemTooLargeError
+    from dynaorm.plan import Update
+    from dynaorm.validate import item_size
+
+    obj = Note(note_id="n1", body="a" * 150_000)
+    _commit(Staged(obj, "save"))
+    loaded = _reloaded(obj)  # a loaded item: sized once by the planner
+    assert isinstance(loaded, Note)
+    obj = loaded
+    for body in ("b" * 150_000, "c" * 150_000, "d" * 150_000, "e"):
+        obj.body = body  # the bound grows past 400 KB: the gate then sizes exactly
+        plan, _ = compile_commit(T, [(Staged(obj, "save", condition=F("body") != "z"),
+                                      obj._dynaorm_state)])
+        (op,) = plan.ops
+        assert isinstance(op, Update) and op.known is not None
+        assert op.known_size >= item_size(op.known)
+        _commit(Staged(obj, "save"))
+    obj.tags = ["t" * 200_000]  # 200 KB more than the stored item: 1 + 200 KB fits
+    _commit(Staged(obj, "save"))
+    obj.body = "f" * 250_000  # with the stored tags, the item after is too large
+    with pytest.raises(ItemTooLargeError, match="item after the update"):
+        compile_commit(T, [(Staged(obj, "save"), obj._dynaorm_state)])
