@@ -141,7 +141,7 @@ def _check(other: object) -> Condition:
 
 
 def _val(ph: Placeholders, value: Any) -> str:
-    if isinstance(value, _Raw):
+    if type(value) is _Raw:  # (internal: never subclassed)
         return ph.value_av(value.av)
     return ph.value(value)
 
@@ -173,7 +173,9 @@ class _Func(Condition):
     args: tuple[Any, ...] = ()
 
     def render(self, ph: Placeholders) -> str:
-        rendered = [ph.name(self.path), *(_val(ph, a) for a in self.args)]
+        if not self.args:  # attribute_(not_)exists: no values to join
+            return f"{self.func}({ph.name(self.path)})"
+        rendered = [ph.name(self.path), *[_val(ph, a) for a in self.args]]
         return f"{self.func}({', '.join(rendered)})"
 
 
@@ -314,26 +316,34 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
     if type(cond) is _Func and not cond.args:  # attribute_(not_)exists: the common one
         return []
+    if type(cond) is _Compare:  # one comparison (nearly every caller's condition): no walk
+        value = cond.value
+        return [value.av if type(value) is _Raw else encode_value(value)]
     out: list[AttributeValue] = []
     stack: list[Condition] = [cond]
     while stack:
         node = stack.pop()
-        if isinstance(node, _Bool):
+        raw: tuple[Any, ...] = ()
+        if type(node) is _Compare:  # (the exact node types first: subclasses below)
+            raw = (node.value,)
+        elif type(node) is _Bool:
+            stack.extend(node.parts)
+        elif type(node) is _Func:
+            raw = node.args
+        elif isinstance(node, _Bool):
             stack.extend(node.parts)
         elif isinstance(node, _Not):
             stack.append(node.inner)
-        else:
-            raw: tuple[Any, ...] = ()
-            if isinstance(node, _Compare):
-                raw = (node.value,)
-            elif isinstance(node, _Between):
-                raw = (node.low, node.high)
-            elif isinstance(node, _Func):
-                raw = node.args
-            elif isinstance(node, _In):
-                raw = node.values
-            for v in raw:
-                out.append(v.av if isinstance(v, _Raw) else encode_value(v))
+        elif isinstance(node, _Compare):
+            raw = (node.value,)
+        elif isinstance(node, _Between):
+            raw = (node.low, node.high)
+        elif isinstance(node, _Func):
+            raw = node.args
+        elif isinstance(node, _In):
+            raw = node.values
+        for v in raw:
+            out.append(v.av if type(v) is _Raw else encode_value(v))
     return out
 
 

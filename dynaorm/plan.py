@@ -149,7 +149,8 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
             name = "UpdateItem"
             parts = []
             if op.set:
-                assigns = ", ".join(f"{ph.name(k)} = {ph.value_av(v)}" for k, v in op.set.items())
+                assigns = ", ".join([f"{ph.name(k)} = {ph.value_av(v)}"
+                                     for k, v in op.set.items()])
                 parts.append(f"SET {assigns}")
             if op.remove:
                 parts.append("REMOVE " + ", ".join(ph.name(k) for k in op.remove))
@@ -330,9 +331,9 @@ def check_write(op: Op) -> int:
     if isinstance(op, Update):
         # one pass sizes the common values; only the others are checked and walked (in
         # order: set values, then clause values, the first refusal as before)
-        set_size, set_rest = common_values(op.set.items(), roles)
+        set_size, set_rest = common_values(op.set.items(), roles) if op.set else (0, [])
         clause_size, clause_rest = common_values(
-            ((a, av) for _, a, av in op.clauses if av is not None), roles
+            [(a, av) for _, a, av in op.clauses if av is not None], roles
         ) if op.clauses else (0, [])
         if set_rest or clause_rest:
             check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
@@ -361,7 +362,7 @@ def _condition_size(op: Op, entity: str) -> int:
     carried = condition_values(op.condition)
     if not carried:
         return 0
-    carried_size, rest = common_values((("condition", av) for av in carried), {},
+    carried_size, rest = common_values([("condition", av) for av in carried], {},
                                        named=False)
     if rest:
         check_values(rest, entity=entity, key=op.key, key_roles={})
