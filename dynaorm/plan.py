@@ -307,17 +307,19 @@ def check_write(op: Op) -> int:
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
         item = op.item
-        # the key is checked on its own first, unless the item carries it as short ASCII
-        # strings: nothing to refuse in it then, and the item's check covers it
-        plain_key = True
-        for a, v in op.key.items():
-            if not (plain_key_value(a, v) and item.get(a, _NO_AV).get("S") == v):
-                plain_key = False
-                break
         # the common item (see validate.plain_item_size) answered here, without
-        # check_item's layer; any other, or one too large, goes through it (and its errors)
-        size = plain_item_size(item, roles) if plain_key else -1
-        if not 0 <= size <= MAX_ITEM_BYTES:
+        # check_item's layer, when it carries the key's values: plain_item_size holds its
+        # key attributes to their limits, so nothing is left to refuse in the key either
+        carried = True
+        for a, v in op.key.items():
+            if item.get(a, _NO_AV).get("S") != v:
+                carried = False
+                break
+        size = plain_item_size(item, roles) if carried else -1
+        if not 0 <= size <= MAX_ITEM_BYTES:  # any other, or one too large: the long way
+            # the key is checked on its own first, unless the item carries it as short
+            # ASCII strings: nothing to refuse in it then, and the item's check covers it
+            plain_key = carried and all(plain_key_value(a, v) for a, v in op.key.items())
             size = check_item(item, entity=entity, key=op.key, key_roles=roles,
                               key_item=None if plain_key else wire_key(op.key))
     else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
