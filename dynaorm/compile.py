@@ -403,7 +403,12 @@ def _plan_delete(entry: Staged, state: InstanceState | None, index: int
     return b.ops, Outcome(obj, None)
 
 
-def _item_id(key: PlainKey) -> tuple[tuple[str, str], ...]:
+def _item_id(key: PlainKey) -> tuple[Any, ...]:
+    """A hashable identity of the item at ``key``, whatever its attributes' order (a
+    table's two-attribute key, the common one, without sorting)."""
+    if len(key) == 2:
+        (a, x), (b, y) = key.items()
+        return (a, x, b, y) if a < b else (b, y, a, x)
     return tuple(sorted(key.items()))
 
 
@@ -415,7 +420,7 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
     entries, which plan themselves, add theirs only when they produce an object)."""
     ops: list[Op] = []
     outcomes: list[Outcome] = []
-    at: dict[tuple[tuple[str, str], ...], int] = {}
+    at: dict[tuple[Any, ...], int] = {}
     for index, (entry, state) in enumerate(entries):
         if entry.action in ("update", "check"):
             action: StagedAction = entry.obj  # type: ignore[assignment]

@@ -6,7 +6,7 @@ Pure: builds the guard's key, item, the Put that writes it (sized here, see
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from ._types import Item, PlainKey
 from .expressions import Condition, all_of, raw_eq
@@ -23,20 +23,48 @@ OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_ty
 GUARD_TYPE = "dynaorm:unique"
 
 
+class _Layout(NamedTuple):
+    """What every guard item of one (entity, unique field) shares."""
+
+    pk: str
+    sk: str | None
+    type_attr: str
+    type_name: str
+    field: str
+    #: the bytes of its names and fixed values; -1 when one is not plain (see guard_put)
+    size: int
+
+
+#: per (entity class, unique field): its guard items' layout (a spec never changes)
+_LAYOUTS: dict[tuple[type[Any], str], _Layout] = {}
+
+
+def _layout(spec: EntitySpec, rule: UniqueRule) -> _Layout:
+    found = _LAYOUTS.get((spec.cls, rule.field))
+    if found is None:
+        table = spec.table
+        found = _LAYOUTS[(spec.cls, rule.field)] = _Layout(
+            table.pk, table.sk, table.type_attr, spec.type_name, rule.field,
+            _guard_constant_size(spec, rule))
+    return found
+
+
 def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
                value: Any) -> Item:
     """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``."""
-    table = spec.table
-    item: Item = {table.pk: {"S": key}}
-    if table.sk is not None:
-        item[table.sk] = {"S": key}
-    item[table.type_attr] = {"S": GUARD_TYPE}
-    item[OWNER_PK] = {"S": owner[table.pk]}
-    if table.sk is not None:
-        item[OWNER_SK] = {"S": owner[table.sk]}
-    item[OWNER_TYPE] = {"S": spec.type_name}
-    item[UNIQUE_FIELD] = {"S": rule.field}
-    return item
+    return _item(_layout(spec, rule), key, owner)
+
+
+def _item(layout: _Layout, key: str, owner: PlainKey) -> Item:
+    # (built as one literal, in the item's attribute order: key, type, owner, field)
+    if layout.sk is None:
+        return {layout.pk: {"S": key}, layout.type_attr: {"S": GUARD_TYPE},
+                OWNER_PK: {"S": owner[layout.pk]}, OWNER_TYPE: {"S": layout.type_name},
+                UNIQUE_FIELD: {"S": layout.field}}
+    return {layout.pk: {"S": key}, layout.sk: {"S": key},
+            layout.type_attr: {"S": GUARD_TYPE}, OWNER_PK: {"S": owner[layout.pk]},
+            OWNER_SK: {"S": owner[layout.sk]}, OWNER_TYPE: {"S": layout.type_name},
+            UNIQUE_FIELD: {"S": layout.field}}
 
 
 def guard_put(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
@@ -45,25 +73,24 @@ def guard_put(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey, val
     :func:`~dynaorm.validate.check_item` answers for an item of plain strings) applied to
     the few values a guard item is built of, instead of scanning the item again. A guard
     key or owner key that is not plain leaves the size unknown: the gate checks it."""
-    size = _guard_sizes.get((spec.cls, rule.field))
-    if size is None:
-        size = _guard_sizes[(spec.cls, rule.field)] = _guard_constant_size(spec, rule)
+    layout = _layout(spec, rule)
+    size = layout.size
     # the key and owner values: plain_key_value's test (names were checked once), inline
     if size >= 0 and 0 < len(key) <= MAX_SORT_KEY_BYTES and key.isascii():
-        table = spec.table
-        owner_pk = owner.get(table.pk)
-        owner_sk = "" if table.sk is None else owner.get(table.sk)
+        sk = layout.sk
+        owner_pk = owner.get(layout.pk)
+        owner_sk = "" if sk is None else owner.get(sk)
         if (type(owner_pk) is str and 0 < len(owner_pk) <= MAX_SORT_KEY_BYTES
                 and owner_pk.isascii() and type(owner_sk) is str
                 and len(owner_sk) <= MAX_SORT_KEY_BYTES and owner_sk.isascii()
-                and (table.sk is None or owner_sk)):
-            size += len(key) * (1 if table.sk is None else 2) + len(owner_pk) + len(owner_sk)
+                and (sk is None or owner_sk)):
+            size += len(key) * (1 if sk is None else 2) + len(owner_pk) + len(owner_sk)
         else:
             size = -1
     else:
         size = -1
-    return Put(guard_key(spec, key), guard_item(spec, rule, key, owner, value), condition,
-               origin, size)
+    guard = {layout.pk: key} if layout.sk is None else {layout.pk: key, layout.sk: key}
+    return Put(guard, _item(layout, key, owner), condition, origin, size)
 
 
 def _guard_constant_size(spec: EntitySpec, rule: UniqueRule) -> int:
@@ -84,10 +111,6 @@ def _guard_constant_size(spec: EntitySpec, rule: UniqueRule) -> int:
             plain_key_value(n, v) for n, v in fixed.items()):
         return -1
     return sum(map(len, names)) + sum(map(len, fixed.values()))
-
-
-#: per (entity class, unique field): the constant part of its guard items' size
-_guard_sizes: dict[tuple[type[Any], str], int] = {}
 
 
 def guard_key(spec: EntitySpec, key: str) -> PlainKey:
