@@ -255,7 +255,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
     else:
         to_set, to_remove = changed_attributes(old_item, item)
-        touched = set(to_set) | set(to_remove)
+        touched = to_set.keys() | to_remove
         if not touched:
             return [], Outcome(obj, _Written(spec, key, item, values), None)
         depends = set(unique_fields)
@@ -266,7 +266,9 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             stored = spec.stored_fields
             touched_fields = {stored.get(a, a) for a in touched}
             depends -= touched_fields - unique_fields  # unique values read stay conditioned
-        conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
+        conds = [exists(spec.table.pk)]
+        if depends:  # (a plain entity's update depends on none)
+            conds += _unchanged(spec, old_values, depends)
         if not entry.overwrite:  # no lost updates: what it writes is still what it read
             conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends}
                                 if depends else touched)
