@@ -361,3 +361,21 @@ def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exact
     obj.body = "f" * 250_000  # with the stored tags, the item after is too large
     with pytest.raises(ItemTooLargeError, match="item after the update"):
         compile_commit(T, [(Staged(obj, "save"), obj._dynaorm_state)])
+
+
+@pytest.mark.parametrize("value", ["u1", "a#b", "", 7, None, "ü", "x" * 2000])
+@pytest.mark.parametrize("source", ["USER#{id}", "U{id}", "#{id}", "USER#{id:>4}"])
+def test_a_prefixed_key_renders_as_the_loop_does(source: str, value: Any) -> None:
+    from dynaorm.templates import KeyTemplate
+
+    def render(template: KeyTemplate) -> Any:
+        try:
+            return template.render({"id": value}, "E")
+        except Exception as exc:  # the refusal itself: type and message
+            return type(exc), str(exc)
+
+    fast = KeyTemplate.parse(source)
+    loop = KeyTemplate.parse(source)
+    loop.__dict__["_prefixed"] = None  # (the cached property, answered: the loop renders)
+    assert (fast._prefixed is not None) == (":" not in source)
+    assert render(fast) == render(loop)
