@@ -436,6 +436,15 @@ class WritePlan:
     ops: tuple[Op, ...]
     token: str = field(default="", compare=False)
 
+    def __init__(self, table: str, ops: tuple[Op, ...], token: str = "") -> None:
+        # the fields set in the instance's own dict (the frozen dataclass's __init__
+        # calls object.__setattr__ per field; one plan per commit), then checked
+        fields = self.__dict__
+        fields["table"] = table
+        fields["ops"] = ops
+        fields["token"] = token
+        self.__post_init__()
+
     def __post_init__(self) -> None:
         if len(self.ops) > MAX_ACTIONS:
             first = self.ops[0].origin
