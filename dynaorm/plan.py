@@ -226,9 +226,11 @@ _SET_FORMS = {
 
 
 #: update expressions by shape (the clauses' kinds and attributes), rendered into empty
-#: placeholders: (text, names, value placeholders in order: a clause's index, or -1 for
-#: the empty list that list appends use); the text depends on the shape alone
-_SHAPES: dict[tuple[tuple[str, str], ...], tuple[str, dict[str, str], list[tuple[str, int]]]] = {}
+#: placeholders: (text, names, the same names by attribute, value placeholders in order: a
+#: clause's index, or -1 for the empty list that list appends use); the text depends on the
+#: shape alone
+_SHAPES: dict[tuple[tuple[str, str], ...],
+              tuple[str, dict[str, str], dict[str, str], list[tuple[str, int]]]] = {}
 _SHAPES_MAX = 1024
 
 
@@ -253,14 +255,14 @@ def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
                 if kind in ("APPEND", "PREPEND") and -1 not in sources:
                     sources.append(-1)
         order = list(zip(fresh.values, sources, strict=True))
-        found = _SHAPES[shape] = (text, fresh.names, order)
+        found = _SHAPES[shape] = (text, fresh.names, dict(fresh._by_name), order)
         ph.names.update(fresh.names)
-        ph._by_name.update({v: k for k, v in fresh.names.items()})
+        ph._by_name.update(fresh._by_name)
         ph.values.update(fresh.values)
         return text
-    text, names, order = found
+    text, names, by_name, order = found
     ph.names.update(names)
-    ph._by_name.update({v: k for k, v in names.items()})
+    ph._by_name.update(by_name)
     for placeholder, at in order:
         av = clauses[at][2] if at >= 0 else {"L": []}
         assert av is not None
