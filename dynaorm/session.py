@@ -16,7 +16,6 @@ from .events import CommitResult
 from .plan import WritePlan
 from .query import Query
 from .scan import Scan
-from .table import Table
 from .work import UnitOfWork
 
 __all__ = ["Session"]
@@ -25,10 +24,8 @@ T = TypeVar("T", bound=Entity)
 
 
 class Session(UnitOfWork):
-    """A unit of work on one table. Cheap to create; not to be shared between threads."""
-
-    def __init__(self, table: Table) -> None:
-        super().__init__(table)
+    """A unit of work on one table (``Session(table)``). Cheap to create; not to be shared
+    between threads."""
 
     @property
     def _transport(self) -> Any:
