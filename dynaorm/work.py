@@ -245,13 +245,9 @@ class UnitOfWork(Staging):
             return CommitResult()
         with recording() as result:  # the requests sent in this context, drivers' included
             # the common commit reads nothing first: then no protocol of its own for that
-            prepared: list[tuple[Staged, InstanceState | None]] = []
-            for entry in staged:
-                ready = _ready(entry)
-                if ready is None:
-                    prepared = yield from self._prepare_p(staged)
-                    break
-                prepared.append(ready)
+            prepared = _all_ready(staged)
+            if prepared is None:
+                prepared = yield from self._prepare_p(staged)
             plan, outcomes = compile_commit(self.table.name, prepared)
             response: dict[str, Any] = {}
             if plan.ops:  # (sent from here: no protocol layer of its own)
@@ -260,18 +256,20 @@ class UnitOfWork(Staging):
                     response = yield Call(operation, request, origins, idempotent)
                 except RequestFailed as exc:
                     response = yield from self._failed_p(plan, exc)
-        for outcome in outcomes:
-            _finalize(outcome)
-        single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
-        for entry in staged:
-            if entry.action in ("update", "check"):
-                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
-                try:  # most finish without a read (the result came back): no replay then
-                    action._finish(response, single, _unread)
-                except _Need:
-                    yield from self._replayed(
-                        lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
+        yield from self._finish_p(staged, response, _finished(plan, outcomes, response))
         return result if plan.ops else CommitResult()
+
+    def _finish_p(self, staged: list[Staged], response: dict[str, Any], single: bool,
+                  start: int = 0) -> Proto[None]:
+        """After a successful commit (:func:`_finished` done): staged actions from
+        ``start`` on take their results, in staging order, reading what a lost answer
+        left out."""
+        at = _finish_actions(staged, response, single, start)
+        while at >= 0:  # that action's finish needs a read: replayed with reads
+            action: StagedUpdate[Any] | StagedCheck = staged[at].obj  # type: ignore[assignment]
+            yield from self._replayed(
+                lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
+            at = _finish_actions(staged, response, single, at + 1)
 
     def _request(self, plan: WritePlan) -> tuple[str, dict[str, Any], tuple[Any, ...], bool]:
         """(operation, request, origins for hooks, idempotent) that send ``plan``."""
@@ -370,6 +368,40 @@ class UnitOfWork(Staging):
         for target, _ in targets:
             if target is not None:
                 _set_state(target, None)  # deleted: saving it again inserts
+
+
+def _all_ready(staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]] | None:
+    """Every entry's :func:`_ready` answer, or ``None`` when one needs a read first."""
+    prepared: list[tuple[Staged, InstanceState | None]] = []
+    for entry in staged:
+        ready = _ready(entry)
+        if ready is None:
+            return None
+        prepared.append(ready)
+    return prepared
+
+
+def _finished(plan: WritePlan, outcomes: list[Outcome], response: dict[str, Any]) -> bool:
+    """Objects take the state a successful commit left; returns whether the commit was
+    one request that answered (else a staged action's result is read back)."""
+    for outcome in outcomes:
+        _finalize(outcome)
+    return len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
+
+
+def _finish_actions(staged: list[Staged], response: dict[str, Any], single: bool,
+                    start: int) -> int:
+    """Finish the staged actions from ``start`` on, in order (most need no read: the
+    result came back); returns the index of the first that needs a read, or -1."""
+    for at in range(start, len(staged)):
+        entry = staged[at]
+        if entry.action in ("update", "check"):
+            action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+            try:
+                action._finish(response, single, _unread)
+            except _Need:
+                return at
+    return -1
 
 
 def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
