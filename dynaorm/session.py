@@ -11,6 +11,7 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from .attempts import recording
+from .commits import _all_ready, _finish_actions, _finished
 from .compile import compile_commit
 from .drive import run
 from .entity import Entity
@@ -19,7 +20,7 @@ from .plan import WritePlan
 from .query import Query
 from .scan import Scan
 from .transport import RequestFailed
-from .work import UnitOfWork, _all_ready, _finish_actions, _finished
+from .work import UnitOfWork
 
 __all__ = ["Session"]
 
