@@ -19,15 +19,26 @@ from .codec import encode_value
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from .guards import (
+    GUARD_TYPE,
+    OWNER_PK,
+    OWNER_SK,
+    OWNER_TYPE,
+    UNIQUE_FIELD,
+    guard_item,
+    guard_key,
+    guard_put,
+    owned_by,
+)
 from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
-from .spec import EntitySpec, UniqueRule, history_sk, parse_version_sk, version_sk
+from .sizes import item_size
+from .spec import EntitySpec, history_sk, parse_version_sk, version_sk
 from .stamps import encode_ttl, stamped, stamps
 from .state import InstanceState, changed_attributes
 
-__all__ = ["Outcome", "Staged", "compile_commit"]
+__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Outcome",
+           "Staged", "compile_commit", "guard_item", "guard_key", "owned_by"]
 
-OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
-GUARD_TYPE = "dynaorm:unique"
 
 #: a NamedTuple (Origin, Outcome) with every field given, built as the tuple it is: its
 #: own __new__ fills defaults in Python, ~0.4 us more, paid per action or object written
@@ -64,37 +75,6 @@ class Outcome(NamedTuple):
     stamps: tuple[tuple[str, Any], ...] = ()
 
 
-def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
-               value: Any) -> Item:
-    table = spec.table
-    item: Item = {table.pk: {"S": key}}
-    if table.sk is not None:
-        item[table.sk] = {"S": key}
-    item[table.type_attr] = {"S": GUARD_TYPE}
-    item[OWNER_PK] = {"S": owner[table.pk]}
-    if table.sk is not None:
-        item[OWNER_SK] = {"S": owner[table.sk]}
-    item[OWNER_TYPE] = {"S": spec.type_name}
-    item[UNIQUE_FIELD] = {"S": rule.field}
-    return item
-
-
-def guard_key(spec: EntitySpec, key: str) -> PlainKey:
-    out = {spec.table.pk: key}
-    if spec.table.sk is not None:
-        out[spec.table.sk] = key
-    return out
-
-
-def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
-    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
-    if spec.table.sk is not None:
-        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
-    cond = all_of(conds)
-    assert cond is not None
-    return cond
-
-
 class _Builder:
     """Collects the actions of one staged entry."""
 
@@ -123,8 +103,8 @@ class _Builder:
             value = None if new is None else new.get(rule.field)
             if old_key is not None and old_key == new_key and new_owner is not None:
                 assert old_owner is not None
-                self.ops.append(Put(guard_key(spec, new_key), guard_item(
-                    spec, rule, new_key, new_owner, value), owned_by(spec, old_owner),
+                self.ops.append(guard_put(
+                    spec, rule, new_key, new_owner, value, owned_by(spec, old_owner),
                     self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value)))
                 continue
             if old_key is not None and old_owner is not None:
@@ -133,8 +113,8 @@ class _Builder:
                                        self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
                                                    old_value)))
             if new_key is not None and new_owner is not None:
-                self.ops.append(Put(guard_key(spec, new_key), guard_item(
-                    spec, rule, new_key, new_owner, value), not_exists(spec.table.pk),
+                self.ops.append(guard_put(
+                    spec, rule, new_key, new_owner, value, not_exists(spec.table.pk),
                     self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value)))
 
 
@@ -208,9 +188,10 @@ def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
     write makes one; ``dataclasses.replace`` introspects the fields each time)."""
     if isinstance(op, Update):
-        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known,
+                      op.known_size)
     if isinstance(op, Put):
-        return Put(op.key, op.item, cond, origin)
+        return Put(op.key, op.item, cond, origin, op.size)
     if isinstance(op, Delete):
         return Delete(op.key, cond, origin)
     return ConditionCheck(op.key, cond, origin)
@@ -274,7 +255,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
     else:
         to_set, to_remove = changed_attributes(old_item, item)
-        touched = set(to_set) | set(to_remove)
+        touched = to_set.keys() | to_remove
         if not touched:
             return [], Outcome(obj, _Written(spec, key, item, values), None)
         depends = set(unique_fields)
@@ -285,7 +266,9 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             stored = spec.stored_fields
             touched_fields = {stored.get(a, a) for a in touched}
             depends -= touched_fields - unique_fields  # unique values read stay conditioned
-        conds = [exists(spec.table.pk), *_unchanged(spec, old_values, depends)]
+        conds = [exists(spec.table.pk)]
+        if depends:  # (a plain entity's update depends on none)
+            conds += _unchanged(spec, old_values, depends)
         if not entry.overwrite:  # no lost updates: what it writes is still what it read
             conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends}
                                 if depends else touched)
@@ -293,8 +276,20 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
         else:
+            # the gate bounds the item after the update by the stored item's size: a
+            # committed state carries a bound of it (its own item is the diff's base, so
+            # the item written is at most that plus what is set), no rescan of every
+            # attribute per update; a loaded item is sized once, here
+            known_size = state.size if type(state) is _Written else -1
+            if known_size < 0:
+                known_size = item_size(state.item)
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
-                                b.origin(Role.ROW, Fail.GONE), known=state.item))
+                                b.origin(Role.ROW, Fail.GONE), (), state.item, known_size))
+            b.guards(old_values, values, old_key, key)
+            written = _Written(spec, key, item, values)
+            if type(state) is _Written:  # (a loaded item is not the diff's base: unknown)
+                written.size = known_size + item_size(to_set)
+            return b.ops, _new_tuple(Outcome, (obj, written, None, pairs))
     b.guards(old_values, values, old_key, key)
     return b.ops, _new_tuple(Outcome, (obj, _Written(spec, key, item, values), None, pairs))
 
@@ -310,11 +305,13 @@ class _Written(InstanceState):
     the written values planning reads (unique fields and index-key fields), copied: the
     object's own may change in place before that next write."""
 
-    __slots__ = ("values",)
+    __slots__ = ("size", "values")
 
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
                  values: Mapping[str, Any], version: int | None = None) -> None:
         super().__init__(key, item, version)
+        #: at least the item's size (DynamoDB's), when known; -1: unknown
+        self.size = -1
         planned = _planned_fields(spec)
         self.values: Mapping[str, Any] = {
             f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
@@ -408,7 +405,12 @@ def _plan_delete(entry: Staged, state: InstanceState | None, index: int
     return b.ops, Outcome(obj, None)
 
 
-def _item_id(key: PlainKey) -> tuple[tuple[str, str], ...]:
+def _item_id(key: PlainKey) -> tuple[Any, ...]:
+    """A hashable identity of the item at ``key``, whatever its attributes' order (a
+    table's two-attribute key, the common one, without sorting)."""
+    if len(key) == 2:
+        (a, x), (b, y) = key.items()
+        return (a, x, b, y) if a < b else (b, y, a, x)
     return tuple(sorted(key.items()))
 
 
@@ -420,7 +422,7 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
     entries, which plan themselves, add theirs only when they produce an object)."""
     ops: list[Op] = []
     outcomes: list[Outcome] = []
-    at: dict[tuple[tuple[str, str], ...], int] = {}
+    at: dict[tuple[Any, ...], int] = {}
     for index, (entry, state) in enumerate(entries):
         if entry.action in ("update", "check"):
             action: StagedAction = entry.obj  # type: ignore[assignment]
@@ -453,7 +455,7 @@ def _merge(first: Op, second: Op) -> Op:
     if isinstance(release, Delete) and isinstance(claim, Put):
         # one object releases the item (a delete, a key move, a changed unique value) and
         # another claims it, in either staging order: one Put, conditioned like the release
-        return Put(claim.key, claim.item, release.condition, release.origin)
+        return Put(claim.key, claim.item, release.condition, release.origin, claim.size)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
         o = second.origin

@@ -141,7 +141,7 @@ def _check(other: object) -> Condition:
 
 
 def _val(ph: Placeholders, value: Any) -> str:
-    if isinstance(value, _Raw):
+    if type(value) is _Raw:  # (internal: never subclassed)
         return ph.value_av(value.av)
     return ph.value(value)
 
@@ -173,7 +173,9 @@ class _Func(Condition):
     args: tuple[Any, ...] = ()
 
     def render(self, ph: Placeholders) -> str:
-        rendered = [ph.name(self.path), *(_val(ph, a) for a in self.args)]
+        if not self.args:  # attribute_(not_)exists: no values to join
+            return f"{self.func}({ph.name(self.path)})"
+        rendered = [ph.name(self.path), *[_val(ph, a) for a in self.args]]
         return f"{self.func}({', '.join(rendered)})"
 
 
@@ -266,8 +268,22 @@ class F:
 
 
 # -- internal helpers for write conditions (values already encoded) --------------------
+#: nodes the write path builds per attribute or per action are made without their frozen
+#: dataclass __init__ (an object.__setattr__ per field): the same node, about 0.2 us less
+_new_object = object.__new__
+
+
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
-    return _Compare(attr, "=", _Raw(av))
+    """``attr = av``, the value already encoded (every update of a loaded object makes
+    one per attribute it writes: no lost updates)."""
+    raw = _new_object(_Raw)
+    raw.av = av
+    node = _new_object(_Compare)
+    fields = node.__dict__  # (see _new_object)
+    fields["path"] = attr
+    fields["op"] = "="
+    fields["value"] = raw
+    return node
 
 
 @functools.lru_cache(maxsize=1024)  # bounded: stored items' attribute names come here too
@@ -284,37 +300,50 @@ def exists(attr: str) -> Condition:
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
+    """The conditions ANDed (in order), the only one itself, ``None`` for none."""
     if not conditions:
         return None
     if len(conditions) == 1:
         return conditions[0]
-    return _Bool("AND", tuple(conditions))
+    node = _new_object(_Bool)  # _Bool("AND", ...) built directly (see _new_object)
+    fields = node.__dict__
+    fields["op"] = "AND"
+    fields["parts"] = tuple(conditions)
+    return node
 
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
     if type(cond) is _Func and not cond.args:  # attribute_(not_)exists: the common one
         return []
+    if type(cond) is _Compare:  # one comparison (nearly every caller's condition): no walk
+        value = cond.value
+        return [value.av if type(value) is _Raw else encode_value(value)]
     out: list[AttributeValue] = []
     stack: list[Condition] = [cond]
     while stack:
         node = stack.pop()
-        if isinstance(node, _Bool):
+        raw: tuple[Any, ...] = ()
+        if type(node) is _Compare:  # (the exact node types first: subclasses below)
+            raw = (node.value,)
+        elif type(node) is _Bool:
+            stack.extend(node.parts)
+        elif type(node) is _Func:
+            raw = node.args
+        elif isinstance(node, _Bool):
             stack.extend(node.parts)
         elif isinstance(node, _Not):
             stack.append(node.inner)
-        else:
-            raw: tuple[Any, ...] = ()
-            if isinstance(node, _Compare):
-                raw = (node.value,)
-            elif isinstance(node, _Between):
-                raw = (node.low, node.high)
-            elif isinstance(node, _Func):
-                raw = node.args
-            elif isinstance(node, _In):
-                raw = node.values
-            for v in raw:
-                out.append(v.av if isinstance(v, _Raw) else encode_value(v))
+        elif isinstance(node, _Compare):
+            raw = (node.value,)
+        elif isinstance(node, _Between):
+            raw = (node.low, node.high)
+        elif isinstance(node, _Func):
+            raw = node.args
+        elif isinstance(node, _In):
+            raw = node.values
+        for v in raw:
+            out.append(v.av if type(v) is _Raw else encode_value(v))
     return out
 
 

@@ -71,7 +71,9 @@ def key_value(av: AttributeValue) -> str:
 
 def wire_key(key: Mapping[str, str]) -> dict[str, AttributeValue]:
     """A rendered key (attribute -> value) in wire form."""
-    return {k: key_av(v) for k, v in key.items()}
+    # a plain str (the common key value; NumberKey and BinaryKey are str subclasses) is
+    # answered inline, key_av's last case
+    return {k: {"S": v} if type(v) is str else key_av(v) for k, v in key.items()}
 
 
 def key_id(key: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:

@@ -33,7 +33,7 @@ __all__ = ["APPLIED", "resolve", "unknown_batch", "written_by"]
 APPLIED: Final = "applied"
 
 _CONDITION = frozenset({"ConditionalCheckFailed", "ConditionalCheckFailedException"})
-_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known"})
+_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known", "known_size"})
 
 
 def resolve(plan: WritePlan, exc: RequestError) -> str | OutcomeUnknownError | None:

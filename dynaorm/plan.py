@@ -8,14 +8,13 @@ a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from ._types import AttributeValue, Item, PlainKey
+from .actions import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from .errors import TransactionTooLargeError
 from .expressions import (
-    Condition,
     Placeholders,
     condition_values,
     render_condition,
@@ -46,80 +45,6 @@ MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-class Role(enum.Enum):
-    """Which item of an entity an action writes."""
-
-    ROW = "row"
-    GUARD = "unique guard"
-    VERSION = "version row"
-    LATEST = "latest copy"
-
-
-class Fail(enum.Enum):
-    """What a failed condition on an action means."""
-
-    EXISTS = "exists"          # the item is already there -> ItemExistsError
-    UNIQUE = "unique"          # a guard is taken -> UniqueConstraintError
-    CONCURRENT = "concurrent"  # stored values moved -> ConcurrentModificationError
-    GONE = "gone"              # item gone (ItemNotFoundError) or changed (Concurrent...)
-    CALLER = "caller"          # only the caller's condition -> ConditionFailedError
-
-
-class Origin(NamedTuple):
-    """Why an action is in the plan: which entity and object, which role."""
-
-    entity: type[Any]
-    owner_key: PlainKey
-    role: Role
-    fail: Fail
-    field: str | None = None
-    value: Any = None
-    staged: int = 0  # index of the staged entry that produced it
-    #: the caller's own condition (``condition=``, ``where``), ANDed into the action's:
-    #: the stored item returned on failure tells whose condition failed
-    caller: Condition | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Put:
-    key: PlainKey
-    item: Item
-    condition: Condition | None
-    origin: Origin
-
-
-@dataclass(frozen=True, slots=True)
-class Update:
-    key: PlainKey
-    set: Item
-    remove: tuple[str, ...]
-    condition: Condition | None
-    origin: Origin
-    #: an update expression built by ``s.update()`` (see :mod:`dynaorm.updates`); when
-    #: given it replaces ``set``/``remove``: ``(clause, attribute, value)`` in call order
-    clauses: tuple[tuple[str, str, AttributeValue | None], ...] = ()
-    #: the stored item the update applies to, when known (a loaded object's snapshot):
-    #: the item it makes must fit in 400 KB too
-    known: Item | None = field(default=None, compare=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Delete:
-    key: PlainKey
-    condition: Condition | None
-    origin: Origin
-
-
-@dataclass(frozen=True, slots=True)
-class ConditionCheck:
-    key: PlainKey
-    condition: Condition
-    origin: Origin
-
-
-Op = Put | Update | Delete | ConditionCheck
-
-
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
     if op.condition is not None and not isinstance(op, Update):
@@ -140,7 +65,8 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
             name = "UpdateItem"
             parts = []
             if op.set:
-                assigns = ", ".join(f"{ph.name(k)} = {ph.value_av(v)}" for k, v in op.set.items())
+                assigns = ", ".join([f"{ph.name(k)} = {ph.value_av(v)}"
+                                     for k, v in op.set.items()])
                 parts.append(f"SET {assigns}")
             if op.remove:
                 parts.append("REMOVE " + ", ".join(ph.name(k) for k in op.remove))
@@ -182,9 +108,11 @@ _SET_FORMS = {
 
 
 #: update expressions by shape (the clauses' kinds and attributes), rendered into empty
-#: placeholders: (text, names, value placeholders in order: a clause's index, or -1 for
-#: the empty list that list appends use); the text depends on the shape alone
-_SHAPES: dict[tuple[tuple[str, str], ...], tuple[str, dict[str, str], list[tuple[str, int]]]] = {}
+#: placeholders: (text, names, the same names by attribute, value placeholders in order: a
+#: clause's index, or -1 for the empty list that list appends use); the text depends on the
+#: shape alone
+_SHAPES: dict[tuple[tuple[str, str], ...],
+              tuple[str, dict[str, str], dict[str, str], list[tuple[str, int]]]] = {}
 _SHAPES_MAX = 1024
 
 
@@ -209,14 +137,14 @@ def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
                 if kind in ("APPEND", "PREPEND") and -1 not in sources:
                     sources.append(-1)
         order = list(zip(fresh.values, sources, strict=True))
-        found = _SHAPES[shape] = (text, fresh.names, order)
+        found = _SHAPES[shape] = (text, fresh.names, dict(fresh._by_name), order)
         ph.names.update(fresh.names)
-        ph._by_name.update({v: k for k, v in fresh.names.items()})
+        ph._by_name.update(fresh._by_name)
         ph.values.update(fresh.values)
         return text
-    text, names, order = found
+    text, names, by_name, order = found
     ph.names.update(names)
-    ph._by_name.update({v: k for k, v in names.items()})
+    ph._by_name.update(by_name)
     for placeholder, at in order:
         av = clauses[at][2] if at >= 0 else {"L": []}
         assert av is not None
@@ -291,21 +219,25 @@ def check_write(op: Op) -> int:
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
+    if isinstance(op, Put) and op.size >= 0:  # sized where it was built: nothing to refuse
+        return op.size + _condition_size(op, op.origin.entity.__name__)
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
         item = op.item
-        # the key is checked on its own first, unless the item carries it as short ASCII
-        # strings: nothing to refuse in it then, and the item's check covers it
-        plain_key = True
-        for a, v in op.key.items():
-            if not (plain_key_value(a, v) and item.get(a, _NO_AV).get("S") == v):
-                plain_key = False
-                break
         # the common item (see validate.plain_item_size) answered here, without
-        # check_item's layer; any other, or one too large, goes through it (and its errors)
-        size = plain_item_size(item, roles) if plain_key else -1
-        if not 0 <= size <= MAX_ITEM_BYTES:
+        # check_item's layer, when it carries the key's values: plain_item_size holds its
+        # key attributes to their limits, so nothing is left to refuse in the key either
+        carried = True
+        for a, v in op.key.items():
+            if item.get(a, _NO_AV).get("S") != v:
+                carried = False
+                break
+        size = plain_item_size(item, roles) if carried else -1
+        if not 0 <= size <= MAX_ITEM_BYTES:  # any other, or one too large: the long way
+            # the key is checked on its own first, unless the item carries it as short
+            # ASCII strings: nothing to refuse in it then, and the item's check covers it
+            plain_key = carried and all(plain_key_value(a, v) for a, v in op.key.items())
             size = check_item(item, entity=entity, key=op.key, key_roles=roles,
                               key_item=None if plain_key else wire_key(op.key))
     else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
@@ -319,9 +251,9 @@ def check_write(op: Op) -> int:
     if isinstance(op, Update):
         # one pass sizes the common values; only the others are checked and walked (in
         # order: set values, then clause values, the first refusal as before)
-        set_size, set_rest = common_values(op.set.items(), roles)
+        set_size, set_rest = common_values(op.set.items(), roles) if op.set else (0, [])
         clause_size, clause_rest = common_values(
-            ((a, av) for _, a, av in op.clauses if av is not None), roles
+            [(a, av) for _, a, av in op.clauses if av is not None], roles
         ) if op.clauses else (0, [])
         if set_rest or clause_rest:
             check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
@@ -333,20 +265,29 @@ def check_write(op: Op) -> int:
         size = check_size(size + added, entity=entity, key=op.key, what="update")
         # the item afterwards is at most the known item plus every value written: only
         # an update that could pass 400 KB is worked out exactly
-        if op.known is not None and item_size(op.known) + added > MAX_ITEM_BYTES:
-            after = updated_item(op.known, op.set, op.remove, op.clauses)
+        known = op.known
+        if known is not None and (
+                op.known_size if op.known_size >= 0 else item_size(known)
+        ) + added > MAX_ITEM_BYTES and item_size(known) + added > MAX_ITEM_BYTES:
+            after = updated_item(known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
-    if op.condition is not None:  # condition values travel in the request too
-        carried = condition_values(op.condition)
-        if carried:
-            carried_size, rest = common_values((("condition", av) for av in carried), {},
-                                               named=False)
-            if rest:
-                check_values(rest, entity=entity, key=op.key, key_roles={})
-                carried_size += sum(value_size(av) for _, av in rest)
-            size += carried_size
-    return size
+    return size + _condition_size(op, entity)
+
+
+def _condition_size(op: Op, entity: str) -> int:
+    """The bytes the values of ``op``'s condition add to a request (they are checked)."""
+    if op.condition is None:
+        return 0
+    carried = condition_values(op.condition)
+    if not carried:
+        return 0
+    carried_size, rest = common_values([("condition", av) for av in carried], {},
+                                       named=False)
+    if rest:
+        check_values(rest, entity=entity, key=op.key, key_roles={})
+        carried_size += sum(value_size(av) for _, av in rest)
+    return carried_size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
@@ -378,6 +319,15 @@ class WritePlan:
     table: str
     ops: tuple[Op, ...]
     token: str = field(default="", compare=False)
+
+    def __init__(self, table: str, ops: tuple[Op, ...], token: str = "") -> None:
+        # the fields set in the instance's own dict (the frozen dataclass's __init__
+        # calls object.__setattr__ per field; one plan per commit), then checked
+        fields = self.__dict__
+        fields["table"] = table
+        fields["ops"] = ops
+        fields["token"] = token
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if len(self.ops) > MAX_ACTIONS:

@@ -10,13 +10,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
+from .attempts import recording
+from .commits import _all_ready, _finish_actions, _finished
+from .compile import compile_commit
 from .drive import run
 from .entity import Entity
 from .events import CommitResult
 from .plan import WritePlan
 from .query import Query
 from .scan import Scan
-from .table import Table
+from .transport import RequestFailed
 from .work import UnitOfWork
 
 __all__ = ["Session"]
@@ -25,10 +28,8 @@ T = TypeVar("T", bound=Entity)
 
 
 class Session(UnitOfWork):
-    """A unit of work on one table. Cheap to create; not to be shared between threads."""
-
-    def __init__(self, table: Table) -> None:
-        super().__init__(table)
+    """A unit of work on one table (``Session(table)``). Cheap to create; not to be shared
+    between threads."""
 
     @property
     def _transport(self) -> Any:
@@ -52,7 +53,29 @@ class Session(UnitOfWork):
     def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
         Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
-        return run(self._transport, self._commit_p())
+        staged = self._coalesced()
+        prepared = _all_ready(staged) if staged else None
+        if prepared is None:  # nothing staged, or a read first: the commit protocol
+            return run(self._transport, self._commit_p())
+        # the common commit reads nothing: the protocol's steps run here directly (the
+        # same functions, in the same order: no generator and driver loop per commit)
+        self._staged.clear()
+        transport = self._transport
+        with recording() as result:
+            plan, outcomes = compile_commit(self.table.name, prepared)
+            response: dict[str, Any] = {}
+            if plan.ops:
+                operation, request, origins, idempotent = self._request(plan)
+                try:
+                    response = transport.call(operation, request, origins,
+                                              idempotent=idempotent)
+                except RequestFailed as exc:
+                    response = run(transport, self._failed_p(plan, exc))
+        single = _finished(plan, outcomes, response)
+        at = _finish_actions(staged, response, single, 0)
+        if at >= 0:  # an action's finish needs a read (a lost answer): the protocol reads
+            run(transport, self._finish_p(staged, response, single, at))
+        return result if plan.ops else CommitResult()
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,

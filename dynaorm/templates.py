@@ -152,6 +152,11 @@ class KeyTemplate:
             return self._typed(values, owner)
         if not self.fields:  # a constant key ("PROFILE"), rendered once
             return self._constant
+        simple = self._prefixed
+        if simple is not None:  # "USER#{id}", the common key: the loop's rule, unrolled
+            value = values.get(simple[1])
+            if type(value) is str and value and "#" not in value:
+                return simple[0] + value
         out = []
         single = self.single
         for seg in self.segments:
@@ -167,6 +172,19 @@ class KeyTemplate:
             else:
                 out.append(self._render_field(seg, values, owner))
         return "".join(out)
+
+    @functools.cached_property
+    def _prefixed(self) -> tuple[str, str] | None:
+        """``(literal, field)`` of a template that is a literal then one plain field (no
+        format or conversion), the common key: :meth:`render` answers a plain str value
+        for it without its loop; ``None`` for any other template."""
+        if len(self.segments) != 2:
+            return None
+        literal, seg = self.segments
+        if (isinstance(literal, str) and isinstance(seg, _Field) and not seg.spec
+                and seg.conversion is None):
+            return literal, seg.name
+        return None
 
     @functools.cached_property
     def _constant(self) -> str:

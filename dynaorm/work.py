@@ -13,7 +13,16 @@ from typing import Any, TypeVar, cast
 from ._types import Item, PlainKey
 from .attempts import recording
 from .batches import batch_get_p, batch_rounds
-from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
+from .commits import (
+    _accumulates,
+    _all_ready,
+    _finish_actions,
+    _finished,
+    _Need,
+    _ready,
+    _set_state,
+)
+from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
 from .events import CommitResult, write_origins
@@ -22,7 +31,6 @@ from .keys import key_id, wire_key
 from .outcomes import APPLIED, resolve, unknown_batch
 from .plan import (
     ConditionCheck,
-    Update,
     WritePlan,
     check_batch_delete,
     check_batch_put,
@@ -49,15 +57,6 @@ FIND_ROUNDS = 3
 
 Read = Callable[[PlainKey], Item | None]
 LastVersion = Callable[[Entity], int]
-
-
-class _Need(BaseException):
-    """Raised by a read callback whose answer is not known yet (see :meth:`_replayed`)."""
-
-    def __init__(self, kind: str, arg: Any) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.arg = arg
 
 
 class UnitOfWork(Staging):
@@ -256,13 +255,9 @@ class UnitOfWork(Staging):
             return CommitResult()
         with recording() as result:  # the requests sent in this context, drivers' included
             # the common commit reads nothing first: then no protocol of its own for that
-            prepared: list[tuple[Staged, InstanceState | None]] = []
-            for entry in staged:
-                ready = _ready(entry)
-                if ready is None:
-                    prepared = yield from self._prepare_p(staged)
-                    break
-                prepared.append(ready)
+            prepared = _all_ready(staged)
+            if prepared is None:
+                prepared = yield from self._prepare_p(staged)
             plan, outcomes = compile_commit(self.table.name, prepared)
             response: dict[str, Any] = {}
             if plan.ops:  # (sent from here: no protocol layer of its own)
@@ -271,18 +266,20 @@ class UnitOfWork(Staging):
                     response = yield Call(operation, request, origins, idempotent)
                 except RequestFailed as exc:
                     response = yield from self._failed_p(plan, exc)
-        for outcome in outcomes:
-            _finalize(outcome)
-        single = len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
-        for entry in staged:
-            if entry.action in ("update", "check"):
-                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
-                try:  # most finish without a read (the result came back): no replay then
-                    action._finish(response, single, _unread)
-                except _Need:
-                    yield from self._replayed(
-                        lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
+        yield from self._finish_p(staged, response, _finished(plan, outcomes, response))
         return result if plan.ops else CommitResult()
+
+    def _finish_p(self, staged: list[Staged], response: dict[str, Any], single: bool,
+                  start: int = 0) -> Proto[None]:
+        """After a successful commit (:func:`_finished` done): staged actions from
+        ``start`` on take their results, in staging order, reading what a lost answer
+        left out."""
+        at = _finish_actions(staged, response, single, start)
+        while at >= 0:  # that action's finish needs a read: replayed with reads
+            action: StagedUpdate[Any] | StagedCheck = staged[at].obj  # type: ignore[assignment]
+            yield from self._replayed(
+                lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
+            at = _finish_actions(staged, response, single, at + 1)
 
     def _request(self, plan: WritePlan) -> tuple[str, dict[str, Any], tuple[Any, ...], bool]:
         """(operation, request, origins for hooks, idempotent) that send ``plan``."""
@@ -381,56 +378,3 @@ class UnitOfWork(Staging):
         for target, _ in targets:
             if target is not None:
                 _set_state(target, None)  # deleted: saving it again inserts
-
-
-def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
-    """``(entry, stored state)`` when the state is known without reading anything (see
-    :meth:`UnitOfWork._prepare_p`, which reads for the others): an update's or check's
-    prepare that asks for no read, or an object whose rules need no read."""
-    if entry.action in ("update", "check"):
-        action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
-        try:
-            return entry, action._prepare(_unread, _unread_version)
-        except _Need:
-            return None
-    state = entry.obj._dynaorm_state
-    if state is not None:
-        return entry, state
-    spec = spec_of(type(entry.obj))
-    if spec.has_rules and (entry.overwrite or entry.action == "delete"):
-        return None  # its stored state is read first
-    if spec.versioned and entry.action == "save":
-        return None  # a deleted entity's kept history is looked up first
-    return entry, None
-
-
-def _unread(key: PlainKey) -> Item | None:
-    """A read callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
-    raise _Need("item", key)
-
-
-def _unread_version(obj: Entity) -> int:
-    """A version callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
-    raise _Need("version", obj)
-
-
-#: the setter of ``Entity._dynaorm_state``, called directly: assigning the attribute goes
-#: through pydantic's ``__setattr__`` first, which every commit would pay for nothing
-_SetState = Callable[[Entity, InstanceState | None], None]
-_set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
-
-
-def _accumulates(op: Any) -> bool:
-    """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    if not isinstance(op, Update):  # (no getattr default: a miss raises inside)
-        return False
-    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
-
-
-def _finalize(outcome: Outcome) -> None:
-    obj = outcome.obj
-    if outcome.stamps:
-        apply_stamps(obj, outcome.stamps)
-    _set_state(obj, outcome.state)
-    if outcome.version is not None:
-        obj.version = outcome.version  # type: ignore[attr-defined]

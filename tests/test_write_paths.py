@@ -159,7 +159,7 @@ def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -
 ])
 def test_common_values_sizes_as_the_long_way(pairs: list[tuple[str, Any]],
                                              walked: list[str]) -> None:
-    from dynaorm.validate import _text_size, common_values, value_size
+    from dynaorm.sizes import _text_size, common_values, value_size
     fast, rest = common_values(pairs, {"pk": "partition"})
     assert fast + sum(_text_size(n) + value_size(av) for n, av in rest) == sum(
         _text_size(n) + value_size(av) for n, av in pairs)
@@ -302,3 +302,80 @@ def test_the_records_built_positionally_have_the_fields_their_builders_assume() 
     assert Outcome._fields == ("obj", "state", "version", "stamps")
     assert Staged._fields == ("obj", "action", "overwrite", "history", "condition",
                               "after_version")
+
+
+@pytest.mark.parametrize(("username", "email"), [
+    ("ann", "a@x.io"), ("ännchen", "a@x.io"), ("a" * 1000, "b" * 1100 + "@x.io"),
+    ("", "a@x.io")])
+def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
+        username: str, email: str) -> None:
+    from dynaorm.compile import plan_save
+    from dynaorm.plan import Put, check_write
+
+    def gate(op: Any) -> Any:
+        try:
+            return check_write(op)
+        except Exception as exc:  # the refusal itself: type and message
+            return type(exc), str(exc)
+
+    obj = User(user_id="u1", username="zed", email="z@x.io")
+    _commit(Staged(obj, "save"))  # a second plan moves guards (conditioned on the owner)
+    obj.username, obj.email = username, email
+    for entry in (Staged(User(user_id="u2", username=username, email=email), "save"),
+                  Staged(obj, "save")):
+        try:
+            ops, _ = plan_save(entry, entry.obj._dynaorm_state, 0)
+        except Exception as exc:  # refused while planning: not by the gate
+            assert not username
+            assert "empty" in str(exc)
+            continue
+        guards = [op for op in ops if isinstance(op, Put) and op.origin.field]
+        assert guards
+        for op in guards:
+            long_way = Put(op.key, op.item, op.condition, op.origin)
+            assert gate(op) == gate(long_way)
+            guard = op.key["pk"]
+            assert (op.size >= 0) == (guard.isascii() and len(guard) <= 1024)
+
+
+def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exactly() -> None:
+    from dynaorm import ItemTooLargeError
+    from dynaorm.plan import Update
+    from dynaorm.validate import item_size
+
+    obj = Note(note_id="n1", body="a" * 150_000)
+    _commit(Staged(obj, "save"))
+    loaded = _reloaded(obj)  # a loaded item: sized once by the planner
+    assert isinstance(loaded, Note)
+    obj = loaded
+    for body in ("b" * 150_000, "c" * 150_000, "d" * 150_000, "e"):
+        obj.body = body  # the bound grows past 400 KB: the gate then sizes exactly
+        plan, _ = compile_commit(T, [(Staged(obj, "save", condition=F("body") != "z"),
+                                      obj._dynaorm_state)])
+        (op,) = plan.ops
+        assert isinstance(op, Update) and op.known is not None
+        assert op.known_size >= item_size(op.known)
+        _commit(Staged(obj, "save"))
+    obj.tags = ["t" * 200_000]  # 200 KB more than the stored item: 1 + 200 KB fits
+    _commit(Staged(obj, "save"))
+    obj.body = "f" * 250_000  # with the stored tags, the item after is too large
+    with pytest.raises(ItemTooLargeError, match="item after the update"):
+        compile_commit(T, [(Staged(obj, "save"), obj._dynaorm_state)])
+
+
+@pytest.mark.parametrize("value", ["u1", "a#b", "", 7, None, "ü", "x" * 2000])
+@pytest.mark.parametrize("source", ["USER#{id}", "U{id}", "#{id}", "USER#{id:>4}"])
+def test_a_prefixed_key_renders_as_the_loop_does(source: str, value: Any) -> None:
+    from dynaorm.templates import KeyTemplate
+
+    def render(template: KeyTemplate) -> Any:
+        try:
+            return template.render({"id": value}, "E")
+        except Exception as exc:  # the refusal itself: type and message
+            return type(exc), str(exc)
+
+    fast = KeyTemplate.parse(source)
+    loop = KeyTemplate.parse(source)
+    loop.__dict__["_prefixed"] = None  # (the cached property, answered: the loop renders)
+    assert (fast._prefixed is not None) == (":" not in source)
+    assert render(fast) == render(loop)
