@@ -22,6 +22,7 @@ All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any, Final
@@ -257,8 +258,15 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
               and type(name) is str and name and name.isascii() and name not in key_roles):
             size += len(name) + _integer_size(number)
             continue
+        elif (text is None and len(av) == 1 and type(members := av.get("L")) is list
+              and type(name) is str and name and name.isascii() and name not in key_roles
+              and (strings := _ascii_strings(members)) >= 0):
+            size += len(name) + 3 + len(members) + strings  # value_size's rule for a list
+            continue
         else:
-            size += (_text_size(name) if type(name) is str else 0) + value_size(av)
+            # (a malformed value has no size: check_values refuses it below)
+            with contextlib.suppress(AttributeError, TypeError, ValueError):
+                size += (_text_size(name) if type(name) is str else 0) + value_size(av)
         rest.append((name, av))
     check_size(size, entity=entity, key=key)
     if key_item is not None:  # the primary key (a key problem is reported as such first)
@@ -266,6 +274,18 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     if rest:
         check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
+
+
+def _ascii_strings(members: list[Any]) -> int:
+    """The bytes of a list's members when every one is an ASCII string (``{"S": ...}``:
+    nothing in it to refuse, tags and the like), else -1 (it is walked)."""
+    try:
+        joined = "".join([m["S"] for m in members])
+    except (KeyError, TypeError):  # a member not a string, or not an AttributeValue
+        return -1
+    if not joined.isascii() or sum(map(len, members)) != len(members):  # one entry each
+        return -1
+    return len(joined)
 
 
 def check_size(size: int, *, entity: str, key: Mapping[str, Any], what: str = "item") -> int:

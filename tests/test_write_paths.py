@@ -7,12 +7,13 @@ loaded, and require the very same requests."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from dynaorm import F
+from dynaorm import F, InvalidValueError
 from dynaorm.compile import Staged, compile_commit
 from dynaorm.entity import Entity
 from tests.models import Audit, Note, User
@@ -140,6 +141,11 @@ ITEMS: list[dict[str, Any]] = [
     {"pk": {"S": "p"}, "sk": {"S": "s" * 1000}, "x": {"S": "y" * 100}},
     {"pk": {"S": "p"}, "sk": {"S": "s"}, "l": {"L": [{"S": "a"}, {"N": "1"}]},
      "m": {"M": {"k": {"SS": ["a", "b"]}}}},
+    # lists of ASCII strings (tags): answered in the gate's one pass
+    {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": [{"S": "a"}, {"S": ""}, {"S": "bc"}]},
+     "none": {"L": []}},
+    {"pk": {"S": "p"}, "sk": {"S": "s"}, "l": {"L": [{"S": "é"}]},
+     "m": {"L": [{"S": "a"}, {"N": "1"}]}, "n": {"L": [{"L": [{"S": "a"}]}]}},
 ]
 
 
@@ -149,6 +155,22 @@ def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -
     roles = {"pk": "partition", "sk": "sort"}
     key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
+
+
+LONE_SURROGATE = json.loads('"\\ud800"')  # as JSON from a client can carry
+
+
+@pytest.mark.parametrize("members", [
+    [{"S": LONE_SURROGATE}], [{"S": "a"}, {"S": LONE_SURROGATE}], [{"S": "a", "N": "1"}],
+    ["a"], [{"S": "a"}, {"L": [{"S": "a"}, {"NS": []}, 7]}],
+])
+def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
+        members: list[Any]) -> None:
+    from dynaorm.validate import check_item
+    item = {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": members}}
+    with pytest.raises(InvalidValueError, match="tags"):
+        check_item(item, entity="E", key={"pk": "p", "sk": "s"},
+                   key_roles={"pk": "partition", "sk": "sort"})
 
 
 @pytest.mark.parametrize(("pairs", "walked"), [
