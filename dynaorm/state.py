@@ -93,9 +93,9 @@ def compact_state(values: list[Any], shape: _Shape, type_name: str,
                   key: PlainKey | None = None, version: int | None = None) -> InstanceState:
     """:meth:`InstanceState.from_values` once no attribute holds a container value that
     the entity decoded to a scalar: as is, the state of an all-string item, a loader's
-    common one (one call; ``values`` is consumed). A plain entity's page loader
-    (``entity._make_loader``) applies this very rule inline, per item of a page: change
-    both together (``tests/test_batched_reads.py`` compares them)."""
+    common one (one call; ``values`` is consumed). A plain entity's loader of an
+    all-string item (``entity._string_loader``) applies this very rule in its generated
+    code: change both together (``tests/test_batched_reads.py`` compares them)."""
     at = shape.type_at
     if at >= 0 and values[at] == type_name:
         values[at] = type_name  # one string for every item of the type
