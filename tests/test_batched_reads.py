@@ -298,3 +298,27 @@ def test_a_page_loads_lazily() -> None:
     assert [next(rows).name for _ in range(3)] == ["q0", "q1", "q2"]
     with pytest.raises(ValidationError):
         next(rows)
+
+
+def test_a_page_of_alternating_shapes_loads_as_its_items_load_one_by_one() -> None:
+    # The page loader looks a shape up again whenever an item's names change, and after
+    # an item took the long way (a new shape, or a NULL where the shape held strings):
+    # shapes alternating, a NULL inside a run, then strings again, load item by item.
+    def item(i: int, note: dict[str, Any] | None, reverse: bool = False) -> dict[str, Any]:
+        out: dict[str, Any] = {"pk": {"S": "PAGE#alt"}, "sk": {"S": f"r{i}"},
+                               "_type": {"S": "PageRow"}, "group": {"S": "alt"},
+                               "name": {"S": f"r{i}"}}
+        if note is not None:
+            out["note"] = note
+        return dict(reversed(out.items())) if reverse else out
+
+    items = [item(0, {"S": "a"}, True), item(1, None, True), item(2, {"S": "c"}, True),
+             item(3, {"NULL": True}, True), item(4, {"S": "e"}, True), item(5, None, True),
+             item(6, {"S": "g"}, True)]
+    paged = list(PageRow._from_items([dict(i) for i in items]))
+    single = [PageRow._from_item(dict(i)) for i in items]
+    assert [row.note for row in paged] == ["a", None, "c", None, "e", None, "g"]
+    assert paged == single
+    for got, want, raw in zip(paged, single, items, strict=True):
+        assert got._dynaorm_state == want._dynaorm_state
+        assert got._dynaorm_state is not None and got._dynaorm_state.item == raw
