@@ -86,12 +86,19 @@ class Pager:
         """Requests to answer before the next result can be chosen (empty: call
         :meth:`take`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
         buffers, resume = self._buffers, self._resume
-        empty = [i for i in range(len(buffers)) if not buffers[i] and resume[i] is not DONE]
-        if not empty:
-            return []
-        if not self.ordered and any(buffers):
-            return []  # a scan hands out what it holds before reading on
-        size = limit(len(self.live()))
+        if len(buffers) == 1:  # one stream (the common read): the same tests, unrolled
+            if buffers[0] or resume[0] is DONE:
+                return []
+            empty = [0]
+            size = limit(0 if self.positions[0] is DONE else 1)
+        else:
+            empty = [i for i in range(len(buffers))
+                     if not buffers[i] and resume[i] is not DONE]
+            if not empty:
+                return []
+            if not self.ordered and any(buffers):
+                return []  # a scan hands out what it holds before reading on
+            size = limit(len(self.live()))
         out = []
         for i in empty:
             request = dict(self.requests[i])
