@@ -32,6 +32,8 @@ from .templates import KeyTemplate
 __all__ = ["DONE", "Pager", "Selection", "per_request_limit", "projection_of", "selection"]
 
 T = TypeVar("T")
+#: what an item without the type attribute reads as in Selection.kept (never written to)
+_NO_VALUE: Final[dict[str, Any]] = {}
 #: Keys per BatchGetItem request.
 BATCH_GET: Final = 100
 
@@ -139,9 +141,9 @@ class Selection(Generic[T]):
         if self._by_type_only:
             # The common read: only the type attribute decides (no TTL, bound, history
             # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
-            attr, types = self.type_attr, self.types
-            return [item for item in items
-                    if (kind := item.get(attr)) is not None and kind.get("S") in types]
+            # (an absent type attribute reads as _NO_VALUE, which holds no "S": dropped)
+            attr, types, no_value = self.type_attr, self.types, _NO_VALUE
+            return [item for item in items if item.get(attr, no_value).get("S") in types]
         keep = self.keep
         return [item for item in items if keep(item)]
 
