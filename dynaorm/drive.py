@@ -86,7 +86,11 @@ def iterate(transport: Transport, stream: Stream) -> Iterator[Sequence[Item]]:
                 yield step.items
                 continue
             try:
-                value = _perform(transport, step)
+                if type(step) is Call:  # a page's request (the common step): _perform's
+                    value = transport.call(step.operation, step.request, step.origins,
+                                           idempotent=step.idempotent)  # first case, inline
+                else:
+                    value = _perform(transport, step)
             except Exception as exc:
                 error = exc
     finally:

@@ -158,7 +158,8 @@ class ReadBase(Generic[T]):
 
     def _pager(self, sel: Selection[T], positions: list[Any],
                attrs: Sequence[str] = ()) -> Pager:
-        requests = [self._request(i, sel, attrs=attrs) for i in range(len(positions))]
+        requests = ([self._request(0, sel, attrs=attrs)] if len(positions) == 1 else
+                    [self._request(i, sel, attrs=attrs) for i in range(len(positions))])
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
                      foreign=sel.foreign if sel.shapeless else None)
