@@ -30,7 +30,7 @@ from .guards import (
     guard_put,
     owned_by,
 )
-from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
+from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan, put_size
 from .sizes import item_size
 from .spec import EntitySpec, history_sk, parse_version_sk, version_sk
 from .stamps import encode_ttl, stamped, stamps
@@ -223,9 +223,13 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
             b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
-            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS),
+                             put_size(spec.cls, key, item)))
         else:
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
+            # sized here, the gate's own rule on the item just encoded (its dicts still
+            # at hand): the gate then takes the size, as it does a guard item's
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS),
+                             put_size(spec.cls, key, item)))
         b.guards(None, values, None, key)
         written_state = _Written(spec, key, item, values, version)
         return b.ops, _new_tuple(Outcome, (obj, written_state, version, pairs))
@@ -274,7 +278,8 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
                                 if depends else touched)
         cond = all_of(conds)
         if entry.overwrite:
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE),
+                             put_size(spec.cls, key, item)))
         else:
             # the gate bounds the item after the update by the stored item's size: a
             # committed state carries a bound of it (its own item is the diff's base, so
