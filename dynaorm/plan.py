@@ -16,6 +16,7 @@ from .actions import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from .errors import TransactionTooLargeError
 from .expressions import (
     Placeholders,
+    _Func,
     condition_values,
     render_condition,
     static_condition,
@@ -220,6 +221,9 @@ def check_write(op: Op) -> int:
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     if isinstance(op, Put) and op.size >= 0:  # sized where it was built: nothing to refuse
+        cond = op.condition  # (one without values, attribute_not_exists: nothing to size)
+        if cond is None or (type(cond) is _Func and not cond.args):
+            return op.size
         return op.size + _condition_size(op, op.origin.entity.__name__)
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
@@ -254,8 +258,11 @@ def check_write(op: Op) -> int:
         added = set_size + clause_size
         if set_rest:
             added += item_size(dict(set_rest))
-        added += sum(value_size(av) + len(a) for a, av in clause_rest)
-        size = check_size(size + added, entity=entity, key=op.key, what="update")
+        if clause_rest:
+            added += sum(value_size(av) + len(a) for a, av in clause_rest)
+        size += added
+        if size > MAX_ITEM_BYTES:  # (check_size's own test, its call only to refuse)
+            check_size(size, entity=entity, key=op.key, what="update")
         # the item afterwards is at most the known item plus every value written: only
         # an update that could pass 400 KB is worked out exactly
         known = op.known
@@ -265,6 +272,10 @@ def check_write(op: Op) -> int:
             after = updated_item(known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
+    # (a condition without values, attribute_(not_)exists: nothing to size or check)
+    cond = op.condition
+    if cond is None or (type(cond) is _Func and not cond.args):
+        return size
     return size + _condition_size(op, entity)
 
 
