@@ -103,7 +103,7 @@ _set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
 
 def _accumulates(op: Any) -> bool:
     """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    if not isinstance(op, Update):  # (no getattr default: a miss raises inside)
+    if not isinstance(op, Update) or not op.clauses:  # (a save's update: SET/REMOVE only)
         return False
     return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
 

@@ -30,7 +30,7 @@ from .guards import (
     guard_put,
     owned_by,
 )
-from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan
+from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan, put_size
 from .sizes import item_size
 from .spec import EntitySpec, history_sk, parse_version_sk, version_sk
 from .stamps import encode_ttl, stamped, stamps
@@ -199,8 +199,8 @@ def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
 
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_save(entry, state, index)
-    if entry.condition is None:
-        return ops, outcome
+    if entry.condition is None or (ops and ops[0].origin.caller is not None):
+        return ops, outcome  # (an update of the row itself carries it already)
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 
@@ -223,9 +223,13 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
             b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
-            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS),
+                             put_size(spec.cls, key, item)))
         else:
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
+            # sized here, the gate's own rule on the item just encoded (its dicts still
+            # at hand): the gate then takes the size, as it does a guard item's
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS),
+                             put_size(spec.cls, key, item)))
         b.guards(None, values, None, key)
         written_state = _Written(spec, key, item, values, version)
         return b.ops, _new_tuple(Outcome, (obj, written_state, version, pairs))
@@ -273,8 +277,17 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends}
                                 if depends else touched)
         cond = all_of(conds)
+        caller = entry.condition
+        if caller is not None:
+            # ANDed in here as with_condition does (this is the first row action, its
+            # condition never None): the action is not built twice (see plan_save)
+            caller = rename_paths(caller, spec.renames)
+            assert cond is not None
+            cond = all_of([cond, caller])
+        origin = _new_tuple(Origin, (spec.cls, old_key, Role.ROW, Fail.GONE, None, None,
+                                     index, caller))
         if entry.overwrite:
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.GONE)))
+            b.ops.append(Put(key, item, cond, origin, put_size(spec.cls, key, item)))
         else:
             # the gate bounds the item after the update by the stored item's size: a
             # committed state carries a bound of it (its own item is the diff's base, so
@@ -283,8 +296,8 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             known_size = state.size if type(state) is _Written else -1
             if known_size < 0:
                 known_size = item_size(state.item)
-            b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond,
-                                b.origin(Role.ROW, Fail.GONE), (), state.item, known_size))
+            b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (),
+                                state.item, known_size))
             b.guards(old_values, values, old_key, key)
             written = _Written(spec, key, item, values)
             if type(state) is _Written:  # (a loaded item is not the diff's base: unknown)

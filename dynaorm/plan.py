@@ -16,6 +16,7 @@ from .actions import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from .errors import TransactionTooLargeError
 from .expressions import (
     Placeholders,
+    _Func,
     condition_values,
     render_condition,
     static_condition,
@@ -38,7 +39,7 @@ __all__ = [
     "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
     "Op", "Origin", "Put", "Role", "Update", "WritePlan", "check_batch_delete",
     "check_batch_put", "check_read_key", "check_write",
-    "item_size", "key_roles", "value_size",
+    "item_size", "key_roles", "put_size", "value_size",
 ]
 
 MAX_ACTIONS = 100
@@ -220,21 +221,17 @@ def check_write(op: Op) -> int:
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     if isinstance(op, Put) and op.size >= 0:  # sized where it was built: nothing to refuse
+        cond = op.condition  # (one without values, attribute_not_exists: nothing to size)
+        if cond is None or (type(cond) is _Func and not cond.args):
+            return op.size
         return op.size + _condition_size(op, op.origin.entity.__name__)
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
         item = op.item
-        # the common item (see validate.plain_item_size) answered here, without
-        # check_item's layer, when it carries the key's values: plain_item_size holds its
-        # key attributes to their limits, so nothing is left to refuse in the key either
-        carried = True
-        for a, v in op.key.items():
-            if item.get(a, _NO_AV).get("S") != v:
-                carried = False
-                break
-        size = plain_item_size(item, roles) if carried else -1
-        if not 0 <= size <= MAX_ITEM_BYTES:  # any other, or one too large: the long way
+        size = put_size(op.origin.entity, op.key, item)
+        if size < 0:  # any other item, or one too large: the long way
+            carried = all(item.get(a, _NO_AV).get("S") == v for a, v in op.key.items())
             # the key is checked on its own first, unless the item carries it as short
             # ASCII strings: nothing to refuse in it then, and the item's check covers it
             plain_key = carried and all(plain_key_value(a, v) for a, v in op.key.items())
@@ -261,8 +258,11 @@ def check_write(op: Op) -> int:
         added = set_size + clause_size
         if set_rest:
             added += item_size(dict(set_rest))
-        added += sum(value_size(av) + len(a) for a, av in clause_rest)
-        size = check_size(size + added, entity=entity, key=op.key, what="update")
+        if clause_rest:
+            added += sum(value_size(av) + len(a) for a, av in clause_rest)
+        size += added
+        if size > MAX_ITEM_BYTES:  # (check_size's own test, its call only to refuse)
+            check_size(size, entity=entity, key=op.key, what="update")
         # the item afterwards is at most the known item plus every value written: only
         # an update that could pass 400 KB is worked out exactly
         known = op.known
@@ -272,7 +272,25 @@ def check_write(op: Op) -> int:
             after = updated_item(known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
+    # (a condition without values, attribute_(not_)exists: nothing to size or check)
+    cond = op.condition
+    if cond is None or (type(cond) is _Func and not cond.args):
+        return size
     return size + _condition_size(op, entity)
+
+
+def put_size(entity: type[Any], key: PlainKey, item: Item) -> int:
+    """The gate's answer for the common Put of ``entity``'s item, or -1 (then
+    :func:`check_write` checks it the long way): the size of an item of plain strings (see
+    :func:`~dynaorm.validate.plain_item_size`) that carries its key's values and fits in
+    400 KB. plain_item_size holds its key attributes to their limits, so nothing is left
+    to refuse in the key either. The planner calls it where it builds a row's Put (the
+    item just encoded: the gate then takes the size), the gate for any Put not sized."""
+    for a, v in key.items():
+        if item.get(a, _NO_AV).get("S") != v:
+            return -1
+    size = plain_item_size(item, key_roles(entity, key))
+    return size if size <= MAX_ITEM_BYTES else -1
 
 
 def _condition_size(op: Op, entity: str) -> int:

@@ -167,7 +167,7 @@ LONE_SURROGATE = json.loads('"\\ud800"')  # as JSON from a client can carry
 def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
         members: list[Any]) -> None:
     from dynaorm.validate import check_item
-    item = {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": members}}
+    item: dict[str, Any] = {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": members}}
     with pytest.raises(InvalidValueError, match="tags"):
         check_item(item, entity="E", key={"pk": "p", "sk": "s"},
                    key_roles={"pk": "partition", "sk": "sort"})
@@ -401,3 +401,35 @@ def test_a_prefixed_key_renders_as_the_loop_does(source: str, value: Any) -> Non
     loop.__dict__["_prefixed"] = None  # (the cached property, answered: the loop renders)
     assert (fast._prefixed is not None) == (":" not in source)
     assert render(fast) == render(loop)
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+@pytest.mark.parametrize("renamed", [False, True])
+def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool,
+                                                                 renamed: bool) -> None:
+    """The update of a persisted row ANDs the caller's condition in as it plans the action
+    (not rebuilt by with_condition afterwards): the same request, the same origin."""
+    from dynaorm.compile import _plan_save, plan_save, with_condition
+    from dynaorm.entity import spec_of
+    from dynaorm.plan import WritePlan
+    from tests.test_aliases import Player
+
+    obj: Entity = Player(player_id="p1", full_name="A", email="a@x") if renamed else (
+        Note(note_id="n1", body="a"))
+    _commit(Staged(obj, "save"))
+    if renamed:
+        obj.full_name = "B"  # type: ignore[attr-defined]
+    else:
+        obj.body = "b"  # type: ignore[attr-defined]
+    cond = (F("full_name" if renamed else "body") == "x") & F("note_id").exists()
+    entry = Staged(obj, "save", overwrite=overwrite, condition=cond)
+    state = obj._dynaorm_state
+    direct, _ = plan_save(entry, state, 0)
+    plain, _ = _plan_save(Staged(obj, "save", overwrite=overwrite), state, 0)
+    long_way = with_condition(plain, entry, spec_of(type(obj)), 0)
+    assert [WritePlan(T, (op,)).single_request() for op in direct] == [
+        WritePlan(T, (op,)).single_request() for op in long_way]
+    assert len(direct) == len(long_way) == 1
+    ((a,), (b,)) = ([op.origin for op in direct], [op.origin for op in long_way])
+    assert a._replace(caller=None) == b._replace(caller=None) and a.caller is not None
+    assert a.caller is b.caller or renamed  # (renaming builds a new, equal, tree)
