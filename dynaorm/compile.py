@@ -8,14 +8,10 @@ transaction fail rather than leave the table inconsistent.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
-from decimal import Decimal
-from types import MappingProxyType
 from typing import Any, Literal, NamedTuple, Protocol
 
 from ._types import Item, PlainKey
-from .codec import encode_value
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, UniqueConstraintError
 from .expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
@@ -30,11 +26,13 @@ from .guards import (
     guard_put,
     owned_by,
 )
-from .plan import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update, WritePlan, put_size
+from .optimistic import stored_as, unchanged, with_condition
+from .plan import Delete, Fail, Op, Origin, Put, Role, Update, WritePlan, put_size
 from .sizes import item_size
 from .spec import EntitySpec, history_sk, parse_version_sk, version_sk
-from .stamps import encode_ttl, stamped, stamps
+from .stamps import stamped, stamps
 from .state import InstanceState, changed_attributes
+from .written import Written, stored_values
 
 __all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Outcome",
            "Staged", "compile_commit", "guard_item", "guard_key", "owned_by"]
@@ -133,70 +131,6 @@ def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     return row
 
 
-def _unchanged(spec: EntitySpec, old: Mapping[str, Any],
-               attrs: set[str] | frozenset[str]) -> list[Condition]:
-    """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
-    conds: list[Condition] = []
-    for name in sorted(attrs):
-        value = old.get(name)
-        attr = spec.attr(name)
-        if name == spec.ttl_field:
-            value = encode_ttl(value, spec.name, name)
-        if value is None:
-            conds.append(not_exists(attr))
-        else:
-            conds.append(raw_eq(attr, encode_value(value)))
-    return conds
-
-
-def _stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
-    """Conditions that the stored attributes ``attrs`` still hold what ``stored`` says (a
-    loaded item, raw): one ``=`` or ``attribute_not_exists`` per attribute."""
-    conds: list[Condition] = []
-    for name in sorted(attrs):
-        av = stored.get(name)
-        conds.append(not_exists(name) if av is None else raw_eq(name, av))
-    return conds
-
-
-def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -> list[Op]:
-    """AND the caller's ``condition=`` into the action on the entity's own row (the first
-    row/latest-copy action: the delete of the old row when the key moves). With nothing to
-    write, the condition is still checked (a ConditionCheck)."""
-    caller = entry.condition
-    if caller is None:
-        return ops
-    caller = rename_paths(caller, spec.renames)
-    for i, op in enumerate(ops):
-        o = op.origin
-        if o.role in (Role.ROW, Role.LATEST):
-            fail = o.fail if op.condition is not None else Fail.CALLER
-            origin = _new_tuple(Origin, (o.entity, o.owner_key, o.role, fail, o.field, o.value,
-                                         o.staged, caller))
-            cond = caller if op.condition is None else all_of([op.condition, caller])
-            assert cond is not None
-            ops[i] = _conditioned(op, cond, origin)
-            return ops
-    state = entry.obj._dynaorm_state
-    key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
-    origin = _new_tuple(Origin, (spec.cls, key, Role.ROW, Fail.CALLER, None, None, index,
-                                 caller))
-    return [*ops, ConditionCheck(key, caller, origin)]
-
-
-def _conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
-    """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
-    write makes one; ``dataclasses.replace`` introspects the fields each time)."""
-    if isinstance(op, Update):
-        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known,
-                      op.known_size)
-    if isinstance(op, Put):
-        return Put(op.key, op.item, cond, origin, op.size)
-    if isinstance(op, Delete):
-        return Delete(op.key, cond, origin)
-    return ConditionCheck(op.key, cond, origin)
-
-
 def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_save(entry, state, index)
     if entry.condition is None or (ops and ops[0].origin.caller is not None):
@@ -231,10 +165,10 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS),
                              put_size(spec.cls, key, item)))
         b.guards(None, values, None, key)
-        written_state = _Written(spec, key, item, values, version)
+        written_state = Written(spec, key, item, values, version)
         return b.ops, _new_tuple(Outcome, (obj, written_state, version, pairs))
 
-    old_values, old_item = _old(spec, state)
+    old_values, old_item = stored_values(spec, state)
     old_key = state.key
     if spec.versioned:
         return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
@@ -250,10 +184,10 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
     b = _Builder(spec, old_key, index)
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
-        guard = [exists(spec.table.pk), *_unchanged(spec, old_values, unique_fields)]
+        guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
         if not entry.overwrite:  # the move copies every attribute: none may have changed
             keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
-            guard += _stored_as(state.item, set(state.item) - keys - unique_fields)
+            guard += stored_as(state.item, set(state.item) - keys - unique_fields)
         b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
         b.owner = key
         b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
@@ -261,7 +195,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         to_set, to_remove = changed_attributes(old_item, item)
         touched = to_set.keys() | to_remove
         if not touched:
-            return [], Outcome(obj, _Written(spec, key, item, values), None)
+            return [], Outcome(obj, Written(spec, key, item, values), None)
         depends = set(unique_fields)
         if spec.indexes:
             for attr in touched:
@@ -272,9 +206,9 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             depends -= touched_fields - unique_fields  # unique values read stay conditioned
         conds = [exists(spec.table.pk)]
         if depends:  # (a plain entity's update depends on none)
-            conds += _unchanged(spec, old_values, depends)
+            conds += unchanged(spec, old_values, depends)
         if not entry.overwrite:  # no lost updates: what it writes is still what it read
-            conds += _stored_as(state.item, touched - {spec.attr(d) for d in depends}
+            conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
                                 if depends else touched)
         cond = all_of(conds)
         caller = entry.condition
@@ -293,70 +227,18 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             # committed state carries a bound of it (its own item is the diff's base, so
             # the item written is at most that plus what is set), no rescan of every
             # attribute per update; a loaded item is sized once, here
-            known_size = state.size if type(state) is _Written else -1
+            known_size = state.size if type(state) is Written else -1
             if known_size < 0:
                 known_size = item_size(state.item)
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (),
                                 state.item, known_size))
             b.guards(old_values, values, old_key, key)
-            written = _Written(spec, key, item, values)
-            if type(state) is _Written:  # (a loaded item is not the diff's base: unknown)
+            written = Written(spec, key, item, values)
+            if type(state) is Written:  # (a loaded item is not the diff's base: unknown)
                 written.size = known_size + item_size(to_set)
             return b.ops, _new_tuple(Outcome, (obj, written, None, pairs))
     b.guards(old_values, values, old_key, key)
-    return b.ops, _new_tuple(Outcome, (obj, _Written(spec, key, item, values), None, pairs))
-
-
-def _decode(item: Item, spec: EntitySpec) -> dict[str, Any]:
-    return spec.decode_fields(item)
-
-
-class _Written(InstanceState):
-    """The state a commit leaves on an object: its item is exactly ``encode_entity`` of
-    the values written, so the next write of the object plans from it without validating
-    the stored item back into an object and encoding that again (:func:`_old`). It keeps
-    the written values planning reads (unique fields and index-key fields), copied: the
-    object's own may change in place before that next write."""
-
-    __slots__ = ("size", "values")
-
-    def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
-                 values: Mapping[str, Any], version: int | None = None) -> None:
-        super().__init__(key, item, version)
-        #: at least the item's size (DynamoDB's), when known; -1: unknown
-        self.size = -1
-        planned = _planned_fields(spec)
-        self.values: Mapping[str, Any] = {
-            f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
-            for f in planned if f in values for v in (values[f],)} if planned else _NO_VALUES
-
-
-_IMMUTABLE = frozenset({str, int, bool, float, Decimal, type(None)})
-_NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that keep none
-
-
-def _planned_fields(spec: EntitySpec) -> frozenset[str]:
-    """The fields whose stored values planning an update of a persisted object reads:
-    those guard keys and secondary-index keys are built from."""
-    found = _PLANNED.get(spec.cls)
-    if found is None:
-        found = _PLANNED[spec.cls] = spec.unique_fields | frozenset(
-            f for idx in spec.indexes for f in idx.fields)
-    return found
-
-
-_PLANNED: dict[type[Any], frozenset[str]] = {}  # per entity class: its spec never changes
-
-
-def _old(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:
-    """The stored field values and the item as dynaorm writes them (the diff's base) of
-    the state an update plans from: a loaded item is validated back into an object and
-    encoded again (the stored item may hold what the entity does not, or lack defaults);
-    a state a commit left has both already."""
-    if isinstance(state, _Written):
-        return state.values, state.item
-    old_obj = spec.cls.model_validate(_decode(state.item, spec))
-    return old_obj.__dict__, encode_entity(old_obj, spec, state.version)
+    return b.ops, _new_tuple(Outcome, (obj, Written(spec, key, item, values), None, pairs))
 
 
 def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState,
@@ -381,10 +263,10 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
     b.ops.append(Put({**key, spec.table.sk: row_sk}, _version_row(spec, item, row_sk),
                      not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
     cond = all_of([raw_eq("version", {"N": str(n)}),
-                   *_unchanged(spec, old_values, spec.unique_fields)])
+                   *unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
-    return b.ops, Outcome(obj, _Written(spec, key, item, values, n + 1), n + 1, pairs)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), n + 1, pairs)
 
 
 def plan_delete(entry: Staged, state: InstanceState | None, index: int
@@ -401,9 +283,9 @@ def _plan_delete(entry: Staged, state: InstanceState | None, index: int
         b = _Builder(spec, key, index)
         b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.GONE)))
         return b.ops, Outcome(obj, None)
-    old_values = type(obj).model_validate(_decode(state.item, spec)).__dict__
+    old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
     b = _Builder(spec, state.key, index)
-    conds = [exists(spec.table.pk), *_unchanged(spec, old_values, spec.unique_fields)]
+    conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields)]
     if spec.versioned:
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))
     b.ops.append(Delete(state.key, all_of(conds),

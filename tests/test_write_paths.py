@@ -409,8 +409,9 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
                                                                  renamed: bool) -> None:
     """The update of a persisted row ANDs the caller's condition in as it plans the action
     (not rebuilt by with_condition afterwards): the same request, the same origin."""
-    from dynaorm.compile import _plan_save, plan_save, with_condition
+    from dynaorm.compile import _plan_save, plan_save
     from dynaorm.entity import spec_of
+    from dynaorm.optimistic import with_condition
     from dynaorm.plan import WritePlan
     from tests.test_aliases import Player
 
