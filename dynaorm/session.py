@@ -11,8 +11,6 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from .attempts import recording
-from .commits import _all_ready, _finish_actions, _finished
-from .compile import compile_commit
 from .drive import run
 from .entity import Entity
 from .events import CommitResult
@@ -53,29 +51,24 @@ class Session(UnitOfWork):
     def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
         Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
-        staged = self._coalesced()
-        prepared = _all_ready(staged) if staged else None
-        if prepared is None:  # nothing staged, or a read first: the commit protocol
+        direct = self._direct()
+        if direct is None:  # nothing staged, or a read first: the commit protocol
             return run(self._transport, self._commit_p())
-        # the common commit reads nothing: the protocol's steps run here directly (the
-        # same functions, in the same order: no generator and driver loop per commit)
-        self._staged.clear()
+        # the common commit reads nothing: sent here (the protocol's steps, no driver)
+        staged, plan, outcomes, call = direct
         transport = self._transport
+        response: dict[str, Any] = {}
         with recording() as result:
-            plan, outcomes = compile_commit(self.table.name, prepared)
-            response: dict[str, Any] = {}
-            if plan.ops:
-                operation, request, origins, idempotent = self._request(plan)
+            if call is not None:
                 try:
-                    response = transport.call(operation, request, origins,
-                                              idempotent=idempotent)
+                    response = transport.call(call.operation, call.request, call.origins,
+                                              idempotent=call.idempotent)
                 except RequestFailed as exc:
                     response = run(transport, self._failed_p(plan, exc))
-        single = _finished(plan, outcomes, response)
-        at = _finish_actions(staged, response, single, 0)
+        single, at = self._settle(staged, plan, outcomes, response)
         if at >= 0:  # an action's finish needs a read (a lost answer): the protocol reads
             run(transport, self._finish_p(staged, response, single, at))
-        return result if plan.ops else CommitResult()
+        return result if call is not None else CommitResult()
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,

@@ -22,7 +22,7 @@ from .commits import (
     _ready,
     _set_state,
 )
-from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Staged, compile_commit
+from .compile import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
 from .entity import Entity, encode_entity, spec_of
 from .errors import DynaormError, ItemNotFoundError, KeyTemplateError, TransactionTooLargeError
 from .events import CommitResult, write_origins
@@ -268,6 +268,30 @@ class UnitOfWork(Staging):
                     response = yield from self._failed_p(plan, exc)
         yield from self._finish_p(staged, response, _finished(plan, outcomes, response))
         return result if plan.ops else CommitResult()
+
+    def _direct(self) -> tuple[list[Staged], WritePlan, list[Outcome], Call | None] | None:
+        """The common commit (no staged entry needs a read first), planned without the
+        commit protocol, the stage taken: its entries, plan, outcomes and the request to
+        send (``None``: nothing to write). ``None`` when the protocol must run (nothing
+        staged, or a read first). ``Session.commit`` and ``AsyncSession.commit`` send it
+        themselves (no generator and driver loop per commit), then :meth:`_settle`."""
+        staged = self._coalesced()
+        prepared = _all_ready(staged) if staged else None
+        if prepared is None:
+            return None
+        self._staged.clear()
+        plan, outcomes = compile_commit(self.table.name, prepared)
+        return staged, plan, outcomes, Call(*self._request(plan)) if plan.ops else None
+
+    @staticmethod
+    def _settle(staged: list[Staged], plan: WritePlan, outcomes: list[Outcome],
+                response: dict[str, Any]) -> tuple[bool, int]:
+        """After a direct commit succeeded: objects take the states it left and staged
+        actions their results; ``(single, at)``: whether it was one answered request,
+        and the first action whose finish needs a read (:meth:`_finish_p` from there;
+        -1: none)."""
+        single = _finished(plan, outcomes, response)
+        return single, _finish_actions(staged, response, single, 0)
 
     def _finish_p(self, staged: list[Staged], response: dict[str, Any], single: bool,
                   start: int = 0) -> Proto[None]:

@@ -12,8 +12,6 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from ..attempts import recording
-from ..commits import _all_ready, _finish_actions, _finished
-from ..compile import compile_commit
 from ..entity import Entity
 from ..events import CommitResult
 from ..plan import WritePlan
@@ -54,29 +52,24 @@ class AsyncSession(UnitOfWork):
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way."""
-        staged = self._coalesced()
-        prepared = _all_ready(staged) if staged else None
-        if prepared is None:  # nothing staged, or a read first: the commit protocol
+        direct = self._direct()
+        if direct is None:  # nothing staged, or a read first: the commit protocol
             return await run(self._aio, self._commit_p())
-        # the common commit reads nothing: the protocol's steps run here directly, as
-        # Session.commit runs them (the same functions, in the same order)
-        self._staged.clear()
+        # the common commit reads nothing: sent here, as Session.commit sends it
+        staged, plan, outcomes, call = direct
         transport = self._aio
+        response: dict[str, Any] = {}
         with recording() as result:
-            plan, outcomes = compile_commit(self.table.name, prepared)
-            response: dict[str, Any] = {}
-            if plan.ops:
-                operation, request, origins, idempotent = self._request(plan)
+            if call is not None:
                 try:
-                    response = await transport.call(operation, request, origins,
-                                                    idempotent=idempotent)
+                    response = await transport.call(call.operation, call.request,
+                                                    call.origins, idempotent=call.idempotent)
                 except RequestFailed as exc:
                     response = await run(transport, self._failed_p(plan, exc))
-        single = _finished(plan, outcomes, response)
-        at = _finish_actions(staged, response, single, 0)
+        single, at = self._settle(staged, plan, outcomes, response)
         if at >= 0:  # an action's finish needs a read (a lost answer): the protocol reads
             await run(transport, self._finish_p(staged, response, single, at))
-        return result if plan.ops else CommitResult()
+        return result if call is not None else CommitResult()
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,
