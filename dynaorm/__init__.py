@@ -6,8 +6,7 @@ change, with its unique guard items and version rows, in one atomic transaction.
 
 from typing import TYPE_CHECKING, Any
 
-from .entity import Entity, Versioned
-from .errors import (
+from dynaorm.errors import (
     ConcurrentModificationError,
     ConditionFailedError,
     DynaormError,
@@ -25,20 +24,21 @@ from .errors import (
     TransactionTooLargeError,
     UniqueConstraintError,
 )
-from .events import CommitResult, RequestEvent
-from .expressions import Condition, F
-from .ksuid import ksuid
-from .query import Page, Query
-from .scan import Scan
-from .session import Session
-from .shards import Shards
-from .spec import Unique
-from .streams import Change
-from .table import GSI, LSI, Table
-from .updates import StagedUpdate
+from dynaorm.ksuid import ksuid
+from dynaorm.model.entity import Entity, Versioned
+from dynaorm.model.expressions import Condition, F
+from dynaorm.model.shards import Shards
+from dynaorm.model.spec import Unique
+from dynaorm.model.streams import Change
+from dynaorm.model.table import GSI, LSI, Table
+from dynaorm.read.query import Page, Query
+from dynaorm.read.scan import Scan
+from dynaorm.sync.session import Session
+from dynaorm.transport.events import CommitResult, RequestEvent
+from dynaorm.write.updates import StagedUpdate
 
 if TYPE_CHECKING:
-    from .aio import AsyncSession
+    from dynaorm.aio import AsyncSession
 
 __version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
 
@@ -84,7 +84,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``AsyncSession`` is imported on first use (it needs ``dynaorm[async]`` only then)."""
     if name == "AsyncSession":
-        from .aio import AsyncSession
+        from dynaorm.aio import AsyncSession
 
         return AsyncSession
     raise AttributeError(f"module 'dynaorm' has no attribute {name!r}")

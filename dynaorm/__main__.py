@@ -1,5 +1,5 @@
 """``python -m dynaorm``: the ``dynaorm`` command."""
 
-from .cli import main
+from dynaorm.tools.cli import main
 
 raise SystemExit(main())

@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
-from ._types import Item
-from .codec import decode_item
-from .config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
-from .keys import key_order, key_value
-from .session import Session
-from .table import Table
+from dynaorm._types import Item
+from dynaorm.model.codec import decode_item
+from dynaorm.model.keys import key_order, key_value
+from dynaorm.model.table import Table
+from dynaorm.sync.session import Session
+from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
 
 __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]
@@ -102,8 +102,8 @@ class TestBackend:
         """A new :class:`Session` on ``table`` (default: the first table); with
         ``session_kind="async"``, an ``AsyncSession`` behind a blocking adapter."""
         if self.session_kind == "async":
-            from .aio import AsyncSession
-            from .aio.blocking import BlockingAsyncSession
+            from dynaorm.aio import AsyncSession
+            from dynaorm.aio.blocking import BlockingAsyncSession
 
             return cast(Session, BlockingAsyncSession(AsyncSession(table or self.table)))
         return Session(table or self.table)

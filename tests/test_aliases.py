@@ -9,8 +9,8 @@ import pytest
 from pydantic import Field
 
 from dynaorm import GSI, DynaormError, Entity, F, Session, Table
-from dynaorm.entity import encode_entity, spec_of
-from dynaorm.expressions import Placeholders
+from dynaorm.model.entity import encode_entity, spec_of
+from dynaorm.model.expressions import Placeholders
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.recording import Requests
 
@@ -211,7 +211,7 @@ def test_field_as_gsi_key_queries_and_updates(db: TestBackend) -> None:
 
 
 def test_check_repairs_a_missing_guard_of_an_aliased_unique_field(db: TestBackend) -> None:
-    from dynaorm.audit import audit_items, repair
+    from dynaorm.tools.audit import audit_items, repair
 
     games.client.put_item(TableName=games.name, Item={
         "pk": {"S": "PLAYER#p9"}, "sk": {"S": "PROFILE"}, "_type": {"S": "Player"},

@@ -1,4 +1,4 @@
-"""The data audit (dynaorm.audit): problems planted through the raw transport are found,
+"""The data audit (dynaorm.tools.audit): problems planted through the raw transport are found,
 reported with the right kind and key, and repaired by conditional transactions."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, Session, Table, Unique
-from dynaorm.audit import Problem, audit_items, audit_table, repair, scan_items
 from dynaorm.testing import TestBackend
+from dynaorm.tools.audit import Problem, audit_items, audit_table, repair, scan_items
 from tests.models import Audit, User, app
 
 

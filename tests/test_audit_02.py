@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from dynaorm import Session
-from dynaorm.audit import audit_items, repair
-from dynaorm.audit_run import CheckpointError, ProgressBar, check_table, progress_line
-from dynaorm.cli import main
 from dynaorm.testing import TestBackend
+from dynaorm.tools.audit import audit_items, repair
+from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, progress_line
+from dynaorm.tools.cli import main
 from tests.models import User, app
 
 

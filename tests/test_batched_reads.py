@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from dynaorm import Entity, Session, Table
-from dynaorm.reads import selection
+from dynaorm.read.selection import selection
 from dynaorm.testing import TestBackend
 from tests.models import app
 from tests.recording import Requests

@@ -13,7 +13,7 @@ import pytest
 
 from dynaorm import DynaormError, Entity, Session
 from dynaorm.testing import TestBackend
-from dynaorm.transport import Transport
+from dynaorm.transport.sync import Transport
 from tests.models import Audit, Note, User, app
 
 

@@ -112,7 +112,7 @@ class Project:
                if not k.startswith(("AWS_", "DYNAORM_"))}
         env.update(ENV, PYTHONPATH=str(self.path))
         extra = ["--endpoint-url", self.endpoint] if self.endpoint and args[0] != "--help" else []
-        return subprocess.run([sys.executable, "-m", "dynaorm.cli", *args, *extra],
+        return subprocess.run([sys.executable, "-m", "dynaorm.tools.cli", *args, *extra],
                               cwd=self.path, env=env, capture_output=True, text=True,
                               timeout=120, check=False)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from dynaorm import Entity
-from dynaorm.codec import decode_item, decode_value, encode_fields, encode_value
+from dynaorm.model.codec import decode_item, decode_value, encode_fields, encode_value
 from dynaorm.testing import TestBackend
 from tests.models import app
 

@@ -17,7 +17,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport import Transport
+from dynaorm.transport.sync import Transport
 from tests.models import Audit, User
 from tests.test_unique import assert_guards_consistent
 

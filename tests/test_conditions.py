@@ -15,8 +15,8 @@ from dynaorm import (
     ItemExistsError,
     ItemNotFoundError,
 )
-from dynaorm.codec import encode_value
-from dynaorm.evaluate import holds
+from dynaorm.model.codec import encode_value
+from dynaorm.model.evaluate import holds
 from dynaorm.testing import TestBackend
 from tests.models import Note, User
 from tests.update_models import Counter

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dynaorm import DynaormError, RequestError, Table
-from dynaorm.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, is_loopback
 from dynaorm.testing import _DUMMY_ENV, _env
+from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, is_loopback
 
 AWS_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",
            "AWS_DEFAULT_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION",

@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, F, InvalidCursorError, Query, RequestError, Session
-from dynaorm import cursor as cursor_module
-from dynaorm.cursor import check_positions, encode_cursor, read_secret, secret_of
-from dynaorm.reading import ReadBase
+from dynaorm.read import cursor as cursor_module
+from dynaorm.read.cursor import check_positions, encode_cursor, read_secret, secret_of
+from dynaorm.read.terminals import ReadBase
 from dynaorm.testing import TestBackend
 from tests.models import app
 from tests.recording import Requests

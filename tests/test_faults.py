@@ -18,10 +18,10 @@ from dynaorm import (
     OutcomeUnknownError,
     RequestError,
 )
-from dynaorm.outcomes import APPLIED, resolve, same_item, same_value, written_by
-from dynaorm.plan import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
 from dynaorm.testing import TestBackend
-from dynaorm.transport import Reason
+from dynaorm.transport.sync import Reason
+from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
+from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
 from tests.faults import Faults
 from tests.models import Audit, Note, User
 
@@ -203,7 +203,7 @@ def test_throttling_alone_is_a_definite_request_error(db: TestBackend, faults: F
     assert db.scan() == []
 
 
-# -- the pure decision (dynaorm.outcomes) --------------------------------------------------
+# -- the pure decision (dynaorm.write.outcomes) --------------------------------------------------
 KEY: dict[str, str] = {"pk": "NOTE#n1", "sk": "NOTE"}
 ORIGIN = Origin(Note, KEY, Role.ROW, Fail.EXISTS)
 ITEM: dict[str, Any] = {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}, "n": {"N": "1.50"},

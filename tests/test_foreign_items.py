@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dynaorm import GSI, DynaormError, Entity, F, Table
-from dynaorm.mapping import could_overlap
-from dynaorm.templates import KeyTemplate
+from dynaorm.model.rules import could_overlap
+from dynaorm.model.templates import KeyTemplate
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.recording import Requests
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from dynaorm.entity import spec_of
 from dynaorm.errors import KeyTemplateError
-from dynaorm.keycond import _plan_keys, plan_keys
+from dynaorm.model.entity import spec_of
+from dynaorm.read.keycond import _plan_keys, plan_keys
 from tests.models import Audit, Note, User
 
 

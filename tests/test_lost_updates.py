@@ -14,9 +14,9 @@ from dynaorm import (
     TransactionConflictError,
     TransactionTooLargeError,
 )
-from dynaorm.audit_run import check_table
-from dynaorm.compile import Staged, compile_commit
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.tools.check import check_table
+from dynaorm.write.planner import Staged, compile_commit
 from tests.models import Note, app
 from tests.test_concurrency import race
 from tests.update_models import Counter, Player
@@ -156,7 +156,7 @@ def test_model_copy_of_a_loaded_object_saves_as_an_update(db: TestBackend) -> No
 def test_request_size_counts_condition_values() -> None:
     """Twelve updates of ~190 KB each: 2.3 MB of new values, but each is also conditioned on
     its ~190 KB old value, so the request is over 4 MB and is refused before sending."""
-    from dynaorm.entity import Entity
+    from dynaorm.model.entity import Entity
 
     entries = []
     for i in range(12):

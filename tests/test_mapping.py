@@ -10,11 +10,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from dynaorm import F, InvalidValueError, KeyTemplateError
-from dynaorm.expressions import Placeholders, rename_paths
-from dynaorm.keys import BinaryKey, NumberKey, key_av, key_order, key_value
-from dynaorm.mapping import stored_names
-from dynaorm.stamps import encode_ttl, expired
-from dynaorm.templates import KeyTemplate
+from dynaorm.model.expressions import Placeholders, rename_paths
+from dynaorm.model.keys import BinaryKey, NumberKey, key_av, key_order, key_value
+from dynaorm.model.rules import stored_names
+from dynaorm.model.templates import KeyTemplate
+from dynaorm.model.timestamps import encode_ttl, expired
 
 
 def test_a_one_field_template_may_hold_hash() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dynaorm._types import Item
-from dynaorm.paging import DONE, Pager
+from dynaorm.read.pager import DONE, Pager
 
 
 def _item(pk: str, sk: str, kind: str = "msg") -> Item:

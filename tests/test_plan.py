@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, ItemTooLargeError, TransactionTooLargeError, Unique
-from dynaorm.compile import Staged, compile_commit
-from dynaorm.entity import encode_entity, spec_of
-from dynaorm.plan import Delete, Put, Role, Update, WritePlan
+from dynaorm.model.entity import encode_entity, spec_of
+from dynaorm.write.planner import Staged, compile_commit
+from dynaorm.write.render import Delete, Put, Role, Update, WritePlan
 from tests.models import Audit, Note, User, app
 
 T = "dynaorm-tests"

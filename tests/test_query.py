@@ -24,7 +24,7 @@ from dynaorm import (
     Session,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport import Transport
+from dynaorm.transport.sync import Transport
 from tests.models import Audit, app
 
 # -- entities ----------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from dynaorm import F, Session
-from dynaorm.expressions import Placeholders
-from dynaorm.query import Query
+from dynaorm.model.expressions import Placeholders
+from dynaorm.read.query import Query
 from tests.models import Audit, Note, User, app
 from tests.test_typed_keys import Blob, Product, Reading
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from dynaorm import UniqueConstraintError
-from dynaorm.plan import Put, Role
 from dynaorm.testing import TestBackend
-from dynaorm.transport import RequestFailed
+from dynaorm.transport.sync import RequestFailed
+from dynaorm.write.render import Put, Role
 from tests.models import User
 
 

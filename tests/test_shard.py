@@ -8,7 +8,7 @@ import pytest
 
 from dynaorm import DynaormError, Entity, F, KeyTemplateError, Query, Session, Table
 from dynaorm.testing import TestBackend
-from dynaorm.transport import Transport
+from dynaorm.transport.sync import Transport
 from tests.models import app
 
 SHARDS = 4

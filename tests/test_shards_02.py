@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from dynaorm import DynaormError, Entity, KeyTemplateError, Session, Shards
-from dynaorm.entity import spec_of
+from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
 from tests.models import app
 from tests.recording import Requests

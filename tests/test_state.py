@@ -20,8 +20,8 @@ from pydantic import BaseModel
 
 from dynaorm import ConcurrentModificationError, Entity, Table
 from dynaorm._types import Item
-from dynaorm.codec import decode_item
-from dynaorm.state import InstanceState
+from dynaorm.model.codec import decode_item
+from dynaorm.model.state import InstanceState
 from dynaorm.testing import TestBackend
 from tests.models import Note, app
 

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynaorm import Entity, KeyTemplateError
-from dynaorm.entity import spec_of
-from dynaorm.templates import KeyTemplate, render_value
+from dynaorm.model.entity import spec_of
+from dynaorm.model.templates import KeyTemplate, render_value
 from dynaorm.testing import TestBackend
 from tests.models import app
 

@@ -22,7 +22,7 @@ from dynaorm import (
     TableNotFoundError,
 )
 from dynaorm.testing import TestBackend, use_tables
-from dynaorm.transport import Transport
+from dynaorm.transport.sync import Transport
 from tests.faults import Faults
 from tests.models import Note, User
 

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from dynaorm import GSI, DynaormError, Entity, F, KeyTemplateError, Session, Shards, Table
-from dynaorm.keycond import SortCondition, plan_keys
-from dynaorm.keys import BinaryKey, NumberKey, key_av
-from dynaorm.spec import EntitySpec
+from dynaorm.model.keys import BinaryKey, NumberKey, key_av
+from dynaorm.model.spec import EntitySpec
+from dynaorm.read.keycond import SortCondition, plan_keys
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.recording import Requests
 
@@ -250,7 +250,7 @@ def test_binary_keys(db: TestBackend) -> None:
 
 
 def test_check_finds_and_repairs_stale_typed_index_keys(db: TestBackend) -> None:
-    from dynaorm.audit import audit_items, repair
+    from dynaorm.tools.audit import audit_items, repair
 
     s = db.session(readings)
     s.save_many([Reading(device_id="d1", ts=1, site_id="s1", score=Decimal(5))])
@@ -285,7 +285,7 @@ def test_upsert_of_a_field_that_is_the_key_and_stream_records(db: TestBackend) -
 
 def test_check_table_pages_and_checkpoints_over_number_keys(db: TestBackend,
                                                             tmp_path: Any) -> None:
-    from dynaorm.audit_run import check_table
+    from dynaorm.tools.check import check_table
 
     s = db.session(readings)
     s.save_many([Reading(device_id="d1", ts=t, site_id="s1", score=Decimal(t)) for t in

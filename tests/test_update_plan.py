@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from dynaorm import DynaormError, F, InvalidValueError
-from dynaorm.compile import Staged, compile_commit
-from dynaorm.updates import StagedCheck, StagedUpdate
+from dynaorm.write.planner import Staged, compile_commit
+from dynaorm.write.updates import StagedCheck, StagedUpdate
 from tests.models import Note
 from tests.update_models import Counter, Doc, Needy, Player
 

@@ -216,7 +216,7 @@ def test_a_direct_commit_sends_records_and_finishes_as_the_protocol_does(
     """Session.commit runs a commit that reads nothing first without the commit protocol
     (the same steps): both send the same requests and leave the same results."""
     from dynaorm import Session
-    from dynaorm.drive import run
+    from dynaorm.sync.driver import run
 
     _seed(db, Counter(name="c1"), Counter(name="c2"))
     seen: list[tuple[int, dict[str, Any]]] = []

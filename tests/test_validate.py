@@ -1,6 +1,6 @@
 """Values DynamoDB would refuse are refused before sending, at DynamoDB's exact boundary.
 
-The pure rules (dynaorm.validate) get unit tests; the boundaries are then checked on the
+The pure rules (dynaorm.write.limits) get unit tests; the boundaries are then checked on the
 backends: just inside is stored and reads back equal, just outside raises the typed error
 with entity, field and key named, no request is sent and the table is unchanged.
 """
@@ -23,7 +23,7 @@ from dynaorm import (
     Session,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.validate import (
+from dynaorm.write.limits import (
     MAX_NESTING,
     item_size,
     number_problem,
@@ -100,7 +100,7 @@ def test_sizes_of_documents_match_dynamodb() -> None:
 
 
 def test_nesting_limit_is_dynamodbs() -> None:
-    from dynaorm.codec import encode_value
+    from dynaorm.model.codec import encode_value
     assert value_problem(encode_value(nested(MAX_NESTING))) is None  # 31 maps, a string in
     assert value_problem(encode_value(nested(MAX_NESTING - 1, {}))) is None
     assert value_problem(encode_value(nested(MAX_NESTING, None))) is None
@@ -265,7 +265,7 @@ ITEM_LIMIT = 400 * 1024
 
 def _fill(obj: VDoc, total: int) -> VDoc:
     """``obj`` with ``text`` grown so the stored item is exactly ``total`` bytes."""
-    from dynaorm.entity import encode_entity, spec_of
+    from dynaorm.model.entity import encode_entity, spec_of
     base = item_size(encode_entity(obj.model_copy(update={"text": ""}), spec_of(VDoc)))
     return obj.model_copy(update={"text": "t" * (total - base)})
 
@@ -310,12 +310,12 @@ def test_an_update_that_grows_a_known_item_past_400_kb(
 
 
 def _encoded(obj: VDoc) -> dict[str, Any]:
-    from dynaorm.entity import encode_entity, spec_of
+    from dynaorm.model.entity import encode_entity, spec_of
     return encode_entity(obj, spec_of(VDoc))
 
 
 def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
-    from dynaorm.plan import (
+    from dynaorm.write.render import (
         ConditionCheck,
         Delete,
         Fail,
@@ -356,9 +356,9 @@ def test_a_row_put_sized_where_it_is_planned_matches_the_gate() -> None:
     """The planner sizes the row's Put by the gate's own rule (plan.put_size): the size is
     what check_item answers for the item, and an item it cannot answer is left unsized,
     for the gate to check the long way (and refuse what DynamoDB would refuse)."""
-    from dynaorm.compile import Staged, compile_commit
-    from dynaorm.plan import Put, check_write, key_roles
-    from dynaorm.validate import check_item
+    from dynaorm.write.limits import check_item
+    from dynaorm.write.planner import Staged, compile_commit
+    from dynaorm.write.render import Put, check_write, key_roles
 
     roles = key_roles(VDoc, {})
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dynaorm import DynaormError, Session, Versioned
-from dynaorm.entity import spec_of
+from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
 from tests.models import app
 

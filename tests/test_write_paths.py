@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from dynaorm import F, InvalidValueError
-from dynaorm.compile import Staged, compile_commit
-from dynaorm.entity import Entity
+from dynaorm.model.entity import Entity
+from dynaorm.write.planner import Staged, compile_commit
 from tests.models import Audit, Note, User
 
 T = "dynaorm-tests"
@@ -106,13 +106,13 @@ def _number_size_by_decimal(text: str) -> int:
     "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
     "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
 def test_an_integer_is_sized_like_any_number(text: str) -> None:
-    from dynaorm.validate import number_size
+    from dynaorm.write.limits import number_size
     assert number_size(text) == _number_size_by_decimal(text)
 
 
 def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() -> None:
     from dynaorm import InvalidValueError, KeyTemplateError
-    from dynaorm.plan import Fail, Origin, Put, Role, check_write
+    from dynaorm.write.render import Fail, Origin, Put, Role, check_write
 
     def put(item: dict[str, Any], key: dict[str, str]) -> Put:
         return Put(key, item, None, Origin(Note, key, Role.ROW, Fail.EXISTS))
@@ -151,7 +151,7 @@ ITEMS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
-    from dynaorm.validate import check_item, item_size
+    from dynaorm.write.limits import check_item, item_size
     roles = {"pk": "partition", "sk": "sort"}
     key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
@@ -166,7 +166,7 @@ LONE_SURROGATE = json.loads('"\\ud800"')  # as JSON from a client can carry
 ])
 def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
         members: list[Any]) -> None:
-    from dynaorm.validate import check_item
+    from dynaorm.write.limits import check_item
     item: dict[str, Any] = {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": members}}
     with pytest.raises(InvalidValueError, match="tags"):
         check_item(item, entity="E", key={"pk": "p", "sk": "s"},
@@ -181,7 +181,7 @@ def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
 ])
 def test_common_values_sizes_as_the_long_way(pairs: list[tuple[str, Any]],
                                              walked: list[str]) -> None:
-    from dynaorm.sizes import _text_size, common_values, value_size
+    from dynaorm.write.sizes import _text_size, common_values, value_size
     fast, rest = common_values(pairs, {"pk": "partition"})
     assert fast + sum(_text_size(n) + value_size(av) for n, av in rest) == sum(
         _text_size(n) + value_size(av) for n, av in pairs)
@@ -190,7 +190,7 @@ def test_common_values_sizes_as_the_long_way(pairs: list[tuple[str, Any]],
 
 @pytest.mark.parametrize("path", ["pk", "a.b", "a.a"])
 def test_a_cached_exists_renders_as_it_would(path: str) -> None:
-    from dynaorm.expressions import Placeholders, exists, not_exists, render_condition
+    from dynaorm.model.expressions import Placeholders, exists, not_exists, render_condition
     for cond in (exists(path), not_exists(path)):
         fresh, cached = Placeholders(), Placeholders()
         assert render_condition(cond, cached) == cond.render(fresh)
@@ -214,8 +214,8 @@ SHAPES: list[tuple[tuple[str, str, Any], ...]] = [
 @pytest.mark.parametrize("clauses", SHAPES)
 def test_a_cached_update_expression_is_the_one_rendered(
         clauses: tuple[tuple[str, str, Any], ...]) -> None:
-    from dynaorm.expressions import Placeholders
-    from dynaorm.plan import _render_clauses, render_clauses
+    from dynaorm.model.expressions import Placeholders
+    from dynaorm.write.render import _render_clauses, render_clauses
 
     def other(av: Any) -> Any:  # the same shape with other values
         return None if av is None else {"S": f"other {av!r}"}
@@ -233,7 +233,7 @@ def test_a_cached_update_expression_is_the_one_rendered(
 @pytest.mark.parametrize(("source", "key"), [("PROFILE", "PROFILE"), ("{{x}}", "{x}"),
                                              ("a}}b", "a}b")])
 def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
-    from dynaorm.templates import KeyTemplate
+    from dynaorm.model.templates import KeyTemplate
     template = KeyTemplate.parse(source)
     assert template.render({}) == template.render({"x": "1"}) == key
 
@@ -242,8 +242,8 @@ def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
 def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str) -> None:
     """render_op's shortcut (text and names whole from the cache) gives the same body,
     key order included, as rendering through Placeholders."""
-    from dynaorm.expressions import Placeholders, exists, not_exists
-    from dynaorm.plan import ConditionCheck, Delete, Fail, Origin, Put, Role, render_op
+    from dynaorm.model.expressions import Placeholders, exists, not_exists
+    from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, render_op
     key = {"pk": "A#1", "sk": "B"}
     origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
     for cond in (exists(path), not_exists(path)):
@@ -282,8 +282,8 @@ def _throttled() -> Any:
 def test_a_loop_taking_over_a_failed_first_attempt_counts_it() -> None:
     """attempt_loop(first=...) goes on after a first attempt the transport made: it waits
     and resends as the loop would after its own first attempt, and counts that one."""
-    from dynaorm.attempts import Send, Wait, attempt_loop, recording, start_request
     from dynaorm.errors import RequestError
+    from dynaorm.transport.retry import Send, Wait, attempt_loop, recording, start_request
     request: dict[str, Any] = {"TableName": T}
     with recording() as result:
         recorder, observe = start_request([], "PutItem", request)
@@ -301,8 +301,8 @@ def test_a_loop_taking_over_a_failed_first_attempt_counts_it() -> None:
 
 
 def test_a_loop_taking_over_gives_up_at_once_when_no_retry_may_follow() -> None:
-    from dynaorm.attempts import attempt_loop
     from dynaorm.errors import RequestError
+    from dynaorm.transport.retry import attempt_loop
     error = RequestError("UpdateItem", "ConnectionError", "lost")
     error.maybe_applied = True  # an ADD that may have been applied is never resent
     loop = attempt_loop(_Policy(), [], "UpdateItem", {}, idempotent=False,
@@ -316,8 +316,8 @@ def test_the_records_built_positionally_have_the_fields_their_builders_assume() 
     # compile, plan, staging and updates build these NamedTuples as plain tuples (every
     # field given, in order, without the generated __new__): a field added, removed or
     # moved must fail here, not silently shift values
-    from dynaorm.compile import Outcome, Staged
-    from dynaorm.plan import Origin
+    from dynaorm.write.planner import Outcome, Staged
+    from dynaorm.write.render import Origin
 
     assert Origin._fields == ("entity", "owner_key", "role", "fail", "field", "value",
                               "staged", "caller")
@@ -331,8 +331,8 @@ def test_the_records_built_positionally_have_the_fields_their_builders_assume() 
     ("", "a@x.io")])
 def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
         username: str, email: str) -> None:
-    from dynaorm.compile import plan_save
-    from dynaorm.plan import Put, check_write
+    from dynaorm.write.planner import plan_save
+    from dynaorm.write.render import Put, check_write
 
     def gate(op: Any) -> Any:
         try:
@@ -362,8 +362,8 @@ def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
 
 def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exactly() -> None:
     from dynaorm import ItemTooLargeError
-    from dynaorm.plan import Update
-    from dynaorm.validate import item_size
+    from dynaorm.write.limits import item_size
+    from dynaorm.write.render import Update
 
     obj = Note(note_id="n1", body="a" * 150_000)
     _commit(Staged(obj, "save"))
@@ -388,7 +388,7 @@ def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exact
 @pytest.mark.parametrize("value", ["u1", "a#b", "", 7, None, "ü", "x" * 2000])
 @pytest.mark.parametrize("source", ["USER#{id}", "U{id}", "#{id}", "USER#{id:>4}"])
 def test_a_prefixed_key_renders_as_the_loop_does(source: str, value: Any) -> None:
-    from dynaorm.templates import KeyTemplate
+    from dynaorm.model.templates import KeyTemplate
 
     def render(template: KeyTemplate) -> Any:
         try:
@@ -409,10 +409,10 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
                                                                  renamed: bool) -> None:
     """The update of a persisted row ANDs the caller's condition in as it plans the action
     (not rebuilt by with_condition afterwards): the same request, the same origin."""
-    from dynaorm.compile import _plan_save, plan_save
-    from dynaorm.entity import spec_of
-    from dynaorm.optimistic import with_condition
-    from dynaorm.plan import WritePlan
+    from dynaorm.model.entity import spec_of
+    from dynaorm.write.conditions import with_condition
+    from dynaorm.write.planner import _plan_save, plan_save
+    from dynaorm.write.render import WritePlan
     from tests.test_aliases import Player
 
     obj: Entity = Player(player_id="p1", full_name="A", email="a@x") if renamed else (

@@ -3,9 +3,9 @@ query objects, thin drivers of the protocols the sync session runs."""
 
 from __future__ import annotations
 
-from .reads import AsyncQuery, AsyncRead, AsyncScan
-from .session import AsyncSession
-from .transport import AsyncTransport, client, close
+from dynaorm.aio.reads import AsyncQuery, AsyncRead, AsyncScan
+from dynaorm.aio.session import AsyncSession
+from dynaorm.transport.aio import AsyncTransport, client, close
 
 __all__ = ["AsyncQuery", "AsyncRead", "AsyncScan", "AsyncSession", "AsyncTransport",
            "client", "close"]

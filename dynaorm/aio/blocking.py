@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from .reads import AsyncRead
-from .session import AsyncSession
+from dynaorm.aio.reads import AsyncRead
+from dynaorm.aio.session import AsyncSession
 
 __all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
 
@@ -30,7 +30,7 @@ def loop() -> asyncio.AbstractEventLoop:
 
 def close_loop() -> None:
     """Close this thread's private loop and the clients made on it (if any)."""
-    from .transport import close
+    from dynaorm.transport.aio import close
 
     found: asyncio.AbstractEventLoop | None = getattr(_LOCAL, "loop", None)
     if found is None or found.is_closed():

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, Self, TypeVar
 
-from ..entity import Entity
-from ..expressions import Condition
-from ..query import Query
-from ..reading import Page, ReadBase
-from ..scan import Scan
-from .drive import iterate, run
-from .transport import AsyncTransport
+from dynaorm.aio.driver import iterate, run
+from dynaorm.model.entity import Entity
+from dynaorm.model.expressions import Condition
+from dynaorm.read.query import Query
+from dynaorm.read.scan import Scan
+from dynaorm.read.terminals import Page, ReadBase
+from dynaorm.transport.aio import AsyncTransport
 
 __all__ = ["AsyncQuery", "AsyncRead", "AsyncScan"]
 

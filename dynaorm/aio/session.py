@@ -2,7 +2,7 @@
 
 Staging (``save``, ``delete``, ``update``, ``check``, ``rollback``) is shared with
 :class:`~dynaorm.Session` as is; every method that does I/O is a coroutine running the
-same protocol (:mod:`dynaorm.work`) through the table's async transport.
+same protocol (:mod:`dynaorm.core.unit_of_work`) through the table's async transport.
 """
 
 from __future__ import annotations
@@ -11,16 +11,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from ..attempts import recording
-from ..entity import Entity
-from ..events import CommitResult
-from ..plan import WritePlan
-from ..table import Table
-from ..transport import RequestFailed
-from ..work import UnitOfWork
-from .drive import run
-from .reads import AsyncQuery, AsyncScan
-from .transport import AsyncTransport, transport_of
+from dynaorm.aio.driver import run
+from dynaorm.aio.reads import AsyncQuery, AsyncScan
+from dynaorm.core.unit_of_work import UnitOfWork
+from dynaorm.model.entity import Entity
+from dynaorm.model.table import Table
+from dynaorm.transport.aio import AsyncTransport, transport_of
+from dynaorm.transport.events import CommitResult
+from dynaorm.transport.retry import recording
+from dynaorm.transport.sync import RequestFailed
+from dynaorm.write.render import WritePlan
 
 __all__ = ["AsyncSession"]
 

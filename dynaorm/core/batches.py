@@ -1,0 +1,62 @@
+"""Batch requests by key as protocols (pure): ``BatchGetItem`` reads and the rounds every
+batch request (``BatchGetItem``, ``BatchWriteItem``) goes through until nothing is left
+unprocessed. Reads by key of indexes that lack attributes, ``get_many``, ``save_many`` and
+``delete_many`` send through them; either kind of session drives them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from dynaorm._types import Item
+from dynaorm.core.protocol import Backoff, Proto, call, gather
+from dynaorm.errors import DynaormError
+from dynaorm.model.keys import key_id
+from dynaorm.read.selection import BATCH_GET
+
+__all__ = ["MAX_BATCH_ROUNDS", "batch_get_p", "batch_rounds"]
+
+#: Rounds of a batch request before unprocessed keys are an error.
+MAX_BATCH_ROUNDS = 12
+
+
+def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
+                 unprocessed: str,
+                 collect: Callable[[dict[str, Any]], object] = lambda out: None
+                 ) -> Proto[None]:
+    """Send a batch request until nothing is left unprocessed (backoff with jitter between
+    rounds, the rounds' waits within the transport's ``max_wait``)."""
+    rounds = 0
+    waited = 0.0
+    while pending:
+        rounds += 1
+        if rounds > MAX_BATCH_ROUNDS:
+            raise DynaormError(f"{operation} on {table!r} still had unprocessed requests "
+                               f"after {MAX_BATCH_ROUNDS} rounds")
+        if rounds > 1:
+            waited += yield Backoff(rounds - 1, waited)
+        out = yield from call(operation, {"RequestItems": pending})
+        collect(out)
+        pending = out.get(unprocessed) or None
+
+
+def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
+                concurrency: int = 1) -> Proto[dict[Any, Item]]:
+    """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
+    flight; unprocessed keys retried with backoff), by their key's identity."""
+    unique = list({key_id(k): k for k in keys}.values())
+    chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]
+
+    def one(chunk: list[Item]) -> Proto[list[Item]]:
+        request: dict[str, Any] = {"Keys": chunk}
+        if consistent:
+            request["ConsistentRead"] = True
+        items: list[Item] = []
+        yield from batch_rounds("BatchGetItem", table, {table: request}, "UnprocessedKeys",
+                                lambda out: items.extend(out.get("Responses", {}).get(
+                                    table, [])))
+        return items
+
+    results = yield from gather([one(c) for c in chunks], concurrency)
+    key_attrs = list(unique[0]) if unique else []
+    return {key_id({a: item[a] for a in key_attrs}): item for got in results for item in got}

@@ -1,0 +1,152 @@
+"""Python values <-> DynamoDB AttributeValues (wire form).
+
+Encoding works on ``model_dump(mode="python")`` output; decoding produces plain Python
+values that pydantic validates back into the declared field types (``Decimal`` for
+fractional numbers, ``int`` for whole ones, ISO strings for dates and datetimes).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import date, datetime, time, timedelta
+from decimal import Decimal
+from typing import Any
+
+from dynaorm._types import AttributeValue, Item
+from dynaorm.errors import DynaormError, InvalidValueError
+
+__all__ = ["decode_item", "decode_value", "encode_fields", "encode_value"]
+
+
+class _BadNumber(DynaormError, ValueError):
+    """A number DynamoDB cannot store (NaN, infinity)."""
+
+
+class _BadType(DynaormError, TypeError):
+    """A Python value with no DynamoDB representation."""
+
+
+def _number(value: int | float | Decimal) -> str:
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise _BadNumber(f"DynamoDB cannot store the number {value!r}")
+        return repr(value)
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            raise _BadNumber(f"DynamoDB cannot store the number {value!r}")
+        return str(value)
+    return str(value)
+
+
+def encode_value(value: Any) -> AttributeValue:
+    """Encode one Python value (nested far beyond DynamoDB's 32 levels: InvalidValueError)."""
+    try:
+        return _encode(value)
+    except RecursionError:
+        raise InvalidValueError("maps and lists nested far deeper than DynamoDB's limit "
+                                "of 32 levels") from None
+
+
+def _encode(value: Any) -> AttributeValue:
+    if value is None:
+        return {"NULL": True}
+    t = type(value)
+    if t is str:
+        return {"S": value}
+    if t is bool:
+        return {"BOOL": value}
+    if t is int or t is float or t is Decimal:
+        return {"N": _number(value)}
+    if isinstance(value, enum.Enum):
+        return _encode(value.value)
+    if isinstance(value, bool):
+        return {"BOOL": bool(value)}
+    if isinstance(value, int | float | Decimal):
+        return {"N": _number(value)}
+    if isinstance(value, str):
+        return {"S": str(value)}
+    if isinstance(value, bytes | bytearray | memoryview):
+        return {"B": bytes(value)}
+    if isinstance(value, datetime | date | time):
+        return {"S": value.isoformat()}
+    if isinstance(value, uuid.UUID | timedelta):
+        return {"S": str(value)}
+    if isinstance(value, Mapping):
+        return {"M": {str(k): _encode(v) for k, v in value.items()}}
+    if isinstance(value, set | frozenset):
+        return _encode_set(value)
+    if isinstance(value, list | tuple):
+        return {"L": [_encode(v) for v in value]}
+    raise _BadType(f"cannot store a value of type {t.__name__} in DynamoDB: {value!r}")
+
+
+def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
+    if not value:  # DynamoDB has no empty sets: an empty list validates back into a set
+        return {"L": []}
+    items = [v.value if isinstance(v, enum.Enum) else v for v in value]
+    if all(isinstance(v, str) for v in items):
+        return {"SS": sorted(items)}
+    if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in items):
+        return {"NS": sorted(_number(v) for v in items)}
+    if all(isinstance(v, bytes) for v in items):
+        return {"BS": sorted(items)}
+    return {"L": [_encode(v) for v in items]}
+
+
+def encode_fields(data: Mapping[str, Any], owner: str = "") -> Item:
+    """Encode a dumped model: ``None`` fields are left out of the item."""
+    try:
+        return {k: encode_value(v) for k, v in data.items() if v is not None}
+    except DynaormError:
+        for k, v in data.items():  # find the field to name it
+            try:
+                encode_value(v)
+            except DynaormError as exc:
+                raise type(exc)(f"{owner or 'item'} field {k!r}: {exc}") from exc
+        raise
+
+
+def _decode_number(text: str) -> int | Decimal:
+    if "." in text or "e" in text or "E" in text:
+        return Decimal(text)
+    return int(text)
+
+
+def decode_value(av: AttributeValue) -> Any:
+    """Decode one AttributeValue."""
+    for tag, raw in av.items():
+        return _DECODERS[tag](raw)
+    raise TypeError("empty AttributeValue")
+
+
+_DECODERS: dict[str, Any] = {
+    "S": lambda raw: raw,
+    "N": _decode_number,
+    "BOOL": bool,
+    "NULL": lambda raw: None,
+    "M": lambda raw: {k: decode_value(v) for k, v in raw.items()},
+    "L": lambda raw: [decode_value(v) for v in raw],
+    "SS": set,
+    "NS": lambda raw: {_decode_number(v) for v in raw},
+    "B": bytes,
+    "BS": lambda raw: {bytes(v) for v in raw},
+}
+
+
+def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any]:
+    """Decode an item; with ``names``, only those attributes."""
+    out: dict[str, Any] = {}
+    if names is None:
+        for k, av in item.items():
+            text = av.get("S")
+            out[k] = text if text is not None else decode_value(av)
+        return out
+    for k in names:
+        got = item.get(k)
+        if got is not None:
+            text = got.get("S")
+            out[k] = text if text is not None else decode_value(got)
+    return out

@@ -1,0 +1,229 @@
+"""Definition-time rules for mapping any table (contract 14), checked once per class.
+
+- stored names: a field's stored attribute is its pydantic alias (or serialization alias);
+- typed keys: an ``N``/``B`` key attribute's template is one field of a matching type;
+- a field as a key: a template that is exactly one field whose stored name is the key
+  attribute stores that field once, as the key;
+- tables without a type attribute: entities whose table keys could be the same key are
+  refused, and so are unique and versioned rules;
+- the TTL field and ``Meta.timestamps`` are checked for their types.
+"""
+
+from __future__ import annotations
+
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.model.table import Table
+from dynaorm.model.templates import KeyTemplate
+
+if TYPE_CHECKING:
+    from dynaorm.model.spec import EntitySpec, IndexKeys
+
+__all__ = ["check_mapping", "check_rules", "could_overlap", "stored_names", "timestamp_fields"]
+
+
+def stored_names(cls: type[Any]) -> dict[str, str]:
+    """Field name -> stored name, for fields whose alias (or serialization alias) differs."""
+    out: dict[str, str] = {}
+    for name, info in getattr(cls, "model_fields", {}).items():
+        alias = info.serialization_alias or info.alias
+        if isinstance(alias, str) and alias and alias != name:
+            out[name] = alias
+    return out
+
+
+def _plain(annotation: Any) -> tuple[Any, ...]:
+    """The types a field annotation allows, ``None`` left out (``int | None`` -> (int,))."""
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _plain(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return tuple(t for a in typing.get_args(annotation) if a is not type(None)
+                     for t in _plain(a))
+    return (annotation,)
+
+
+def _fits(annotation: Any, kind: str) -> bool:
+    allowed = _plain(annotation)
+    if kind == "N":
+        return all(isinstance(t, type) and issubclass(t, int | Decimal)
+                   and not issubclass(t, bool) for t in allowed)
+    return all(isinstance(t, type) and issubclass(t, bytes) for t in allowed)
+
+
+def _key_templates(table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
+                   indexes: Iterable[IndexKeys]) -> list[tuple[str, KeyTemplate]]:
+    pairs: list[tuple[str, KeyTemplate]] = [(table.pk, pk)]
+    if sk is not None and table.sk is not None:
+        pairs.append((table.sk, sk))
+    for idx in indexes:
+        pairs.append((idx.pk_attr, idx.pk))
+        if idx.sk is not None and idx.sk_attr is not None:
+            pairs.append((idx.sk_attr, idx.sk))
+    return pairs
+
+
+def check_mapping(owner: str, table: Table, field_names: frozenset[str],
+                  renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
+                  indexes: Iterable[IndexKeys], cls: type[Any]) -> None:
+    """Stored names, key attributes and typed keys of one entity (raises when refused)."""
+    fields = getattr(cls, "model_fields", {})
+    stored: dict[str, str] = {}
+    for name in sorted(field_names):
+        attr = renames.get(name, name)
+        if attr in stored:
+            raise DynaormError(f"{owner}: fields {stored[attr]!r} and {name!r} are both "
+                               f"stored as attribute {attr!r}")
+        stored[attr] = name
+    for name, attr in renames.items():
+        if name in stored and stored[name] != name:
+            raise DynaormError(f"{owner}: field {name!r} is stored as {attr!r}, and field "
+                               f"{stored[name]!r} is stored as {name!r}: rename one")
+    templates = _key_templates(table, pk, sk, indexes)
+    as_key = {attr for attr, t in templates if t.single is not None
+              and renames.get(t.single, t.single) == attr}
+    reserved: set[str | None] = {table.pk, table.sk, table.type_attribute}
+    for index_name in table.indexes:  # every index: a field must not leak into one
+        reserved.update(table.key_attributes(index_name))
+    clash = sorted(a for a in stored if a in reserved and a not in as_key)
+    clash += sorted(n for n in renames if (n in reserved or n == table.ttl) and n not in stored)
+    if clash:
+        raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
+                           f"{table.name!r} (a key template that is exactly that one field, "
+                           "'{field}', stores the field as the key)")
+    for attr, template in templates:
+        kind = table.key_type(attr)
+        if kind == "S":
+            continue
+        single = template.single
+        assert single is not None  # KeyTemplate.parse refused anything else
+        info = fields.get(single)
+        if info is not None and not _fits(info.annotation, kind):
+            want = "an int or Decimal" if kind == "N" else "bytes"
+            raise KeyTemplateError(f"{owner}: key attribute {attr!r} is {kind}; field "
+                                   f"{single!r} of template {template.source!r} must be {want}, "
+                                   f"not {info.annotation!r}")
+
+
+def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
+                     ) -> tuple[str | None, str | None]:
+    """``Meta.timestamps`` checked: (created field or None, updated field or None)."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, tuple | list) or len(raw) != 2 or not all(
+            v is None or isinstance(v, str) for v in raw):
+        raise DynaormError(f"{owner}.Meta.timestamps must be (created_field, updated_field), "
+                           f"either None, got {raw!r}")
+    created, updated = raw
+    for name in (created, updated):
+        if name is not None and name not in field_names:
+            raise DynaormError(f"{owner}.Meta.timestamps names unknown field {name!r}")
+    if created is not None and created == updated:
+        raise DynaormError(f"{owner}.Meta.timestamps: created and updated are both {created!r}")
+    return created, updated
+
+
+def check_rules(spec: EntitySpec, meta: Mapping[str, Any]) -> None:
+    """Rules that need string keys or a type attribute, the TTL field's and the
+    timestamps' types, and overlapping key shapes on a table without a type attribute."""
+    table, owner = spec.table, spec.name
+    fields = getattr(spec.cls, "model_fields", {})
+    if not table.string_keys:
+        for what, present in (("unique rules", spec.uniques), ("versioning", spec.versioned),
+                              ("sharding", spec.shards)):
+            if present:
+                raise DynaormError(f"{owner}: {what} need(s) string table keys; table "
+                                   f"{table.name!r} declares key_types {table.key_types}")
+    if table.type_attribute is None:
+        for what, present in (("unique rules", spec.uniques), ("versioning", spec.versioned)):
+            if present:
+                raise DynaormError(f"{owner}: {what} need(s) the type attribute (guard and "
+                                   f"version rows carry it); table {table.name!r} has "
+                                   "type_attribute=None")
+        _check_overlaps(spec)
+    if spec.ttl_field is not None:
+        info = fields[spec.ttl_field]
+        allowed = _plain(info.annotation)
+        if not all(isinstance(t, type) and (issubclass(t, datetime) or (
+                issubclass(t, int) and not issubclass(t, bool))) for t in allowed):
+            raise DynaormError(f"{owner}: field {spec.ttl_field!r} is the TTL attribute "
+                               f"{table.ttl!r}; it must be a datetime or an int of epoch "
+                               f"seconds, not {info.annotation!r}")
+    for name in spec.timestamps:
+        if name is None:
+            continue
+        allowed = _plain(fields[name].annotation)
+        if not all(isinstance(t, type) and issubclass(t, datetime) for t in allowed):
+            raise DynaormError(f"{owner}.Meta.timestamps: field {name!r} must be a datetime, "
+                               f"not {fields[name].annotation!r}")
+    del meta
+
+
+def _check_overlaps(spec: EntitySpec) -> None:
+    for other in list(spec.table.entities.values()):
+        theirs: EntitySpec | None = getattr(other, "__dynaorm_spec__", None)
+        if theirs is None or other.__qualname__ == spec.cls.__qualname__:
+            continue
+        if could_overlap(spec.pk, theirs.pk) and (
+                spec.sk is None or theirs.sk is None or could_overlap(spec.sk, theirs.sk)):
+            raise DynaormError(
+                f"{spec.name}: its keys ({spec.pk.source!r}, "
+                f"{spec.sk.source if spec.sk else None!r}) could match the same item as "
+                f"{theirs.name}'s ({theirs.pk.source!r}, "
+                f"{theirs.sk.source if theirs.sk else None!r}); table {spec.table.name!r} "
+                "has no type attribute, so items are told apart by key shape only")
+
+
+_FIELD = object()
+
+
+def _parts(template: KeyTemplate) -> list[list[Any]]:
+    """The template split at '#': each part a list of literal texts and field markers."""
+    parts: list[list[Any]] = [[]]
+    for seg in template.segments:
+        if not isinstance(seg, str):
+            parts[-1].append(_FIELD)
+            continue
+        pieces = seg.split("#")
+        for n, piece in enumerate(pieces):
+            if n:
+                parts.append([])
+            if piece:
+                parts[-1].append(piece)
+    return parts
+
+
+def _part_overlap(a: list[Any], b: list[Any]) -> bool:
+    a_lit, b_lit = _FIELD not in a, _FIELD not in b
+    if a_lit and b_lit:
+        return "".join(a) == "".join(b)
+    if a_lit or b_lit:
+        text, other = ("".join(a), b) if a_lit else ("".join(b), a)
+        pattern = "".join(".+" if t is _FIELD else re.escape(t) for t in other)
+        return re.fullmatch(pattern, text) is not None
+    head_a = a[0] if a[0] is not _FIELD else ""
+    head_b = b[0] if b[0] is not _FIELD else ""
+    tail_a = a[-1] if a[-1] is not _FIELD else ""
+    tail_b = b[-1] if b[-1] is not _FIELD else ""
+    return (head_a.startswith(head_b) or head_b.startswith(head_a)) and (
+        tail_a.endswith(tail_b) or tail_b.endswith(tail_a))
+
+
+def could_overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
+    """Whether some rendered key could fit both templates (conservative: ``True`` when
+    unsure)."""
+    if a.key_type != b.key_type:
+        return False
+    if a.key_type != "S" or a.single is not None or b.single is not None:
+        return True
+    pa, pb = _parts(a), _parts(b)
+    if len(pa) != len(pb):
+        return False
+    return all(_part_overlap(x, y) for x, y in zip(pa, pb, strict=True))

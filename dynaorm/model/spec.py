@@ -1,0 +1,488 @@
+"""Reading an entity's ``Meta`` into a frozen :class:`EntitySpec`, once, at class creation.
+
+Every definition error (unknown template fields, a missing table, an index the table does
+not declare, sharding without ``{shard}``) is raised here, when the class is defined.
+The spec also holds the pure key arithmetic: rendering table and index keys, guard keys,
+version-row keys and shard numbers from a mapping of field values.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.model.codec import decode_item
+from dynaorm.model.keys import key_value
+from dynaorm.model.rules import check_mapping, check_rules, stored_names, timestamp_fields
+from dynaorm.model.shards import Shards, as_shards
+from dynaorm.model.table import LSI, Table
+from dynaorm.model.templates import SHARD_FIELD, KeyTemplate, render_value
+from dynaorm.model.timestamps import expired
+
+__all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
+
+META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
+                "history_index", "timestamps")
+VERSION_WIDTH = 8
+LATEST_PREFIX = "v0_"
+
+
+@dataclass(frozen=True)
+class Unique:
+    """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
+
+    field: str
+    prefix: str | None = None
+    normalize: Callable[[Any], Any] | None = None
+    scope: str | None = None
+
+
+@dataclass(frozen=True)
+class UniqueRule:
+    """A compiled :class:`Unique`: knows how to render its guard item's key."""
+
+    field: str
+    prefix: str
+    normalize: Callable[[Any], Any] | None
+    scope: KeyTemplate | None
+
+    def guard_key(self, values: Mapping[str, Any], owner: str) -> str | None:
+        """``[scope#]prefix#value``, or ``None`` when the field is ``None``."""
+        value = values.get(self.field)
+        if value is None:
+            return None
+        if self.normalize is not None:
+            value = self.normalize(value)
+        text = render_value(value)
+        if not text:
+            raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
+        key = f"{self.prefix}#{text}"
+        if self.scope is not None:
+            key = f"{self.scope.render(values, owner)}#{key}"
+        return key
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (self.field, *(self.scope.fields if self.scope else ()))
+
+
+@dataclass(frozen=True)
+class IndexKeys:
+    """An entity's key templates for one secondary index."""
+
+    name: str
+    pk_attr: str
+    sk_attr: str | None
+    pk: KeyTemplate
+    sk: KeyTemplate | None
+    local: bool
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (*self.pk.fields, *(self.sk.fields if self.sk else ()))
+
+
+@dataclass(frozen=True)
+class EntitySpec:
+    """Everything dynaorm knows about one concrete entity class."""
+
+    cls: type[Any]
+    name: str
+    type_name: str
+    table: Table
+    pk: KeyTemplate
+    sk: KeyTemplate | None
+    uniques: tuple[UniqueRule, ...]
+    versioned: bool
+    indexes: tuple[IndexKeys, ...]
+    shards: Mapping[str, int]
+    field_names: frozenset[str]
+    identity_fields: tuple[str, ...] = field(default=())
+    #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
+    #: field's non-None default, or fail validation for a required field
+    null_fields: frozenset[str] = field(default=frozenset())
+    #: the sharding rule of each sharded target (``shards`` keeps just the counts)
+    shard_rules: Mapping[str, Shards] = field(default_factory=dict)
+    #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
+    #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
+    history_index: tuple[str, str] | None = None
+    #: field name -> stored attribute name, for the fields stored under an alias
+    renames: Mapping[str, str] = field(default_factory=dict)
+    #: ``Meta.timestamps``: (created field or None, updated field or None)
+    timestamps: tuple[str | None, str | None] = (None, None)
+    #: the entity field stored as the table's TTL attribute, if any
+    ttl_field: str | None = None
+
+    # -- stored names --------------------------------------------------------------
+    def attr(self, name: str) -> str:
+        """The stored attribute name of field ``name``."""
+        return self.renames.get(name, name)
+
+    @functools.cached_property
+    def table_key_attrs(self) -> tuple[str, ...]:
+        """The table's key attributes: (pk,) or (pk, sk)."""
+        table = self.table
+        return (table.pk,) if table.sk is None else (table.pk, table.sk)
+
+    @functools.cached_property
+    def stored_fields(self) -> Mapping[str, str]:
+        """Stored attribute name -> field name, for every field."""
+        return {self.renames.get(n, n): n for n in self.field_names}
+
+    @functools.cached_property
+    def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
+        """Key attributes whose templates give fields back (tables without a type
+        attribute: items written by other tools may hold a field only in the key)."""
+        if self.table.type_attribute is not None:
+            return ()
+        pairs = [(self.table.pk, self.pk)]
+        if self.sk is not None and self.table.sk is not None:
+            pairs.append((self.table.sk, self.sk))
+        for idx in self.indexes:
+            pairs.append((idx.pk_attr, idx.pk))
+            if idx.sk is not None and idx.sk_attr is not None:
+                pairs.append((idx.sk_attr, idx.sk))
+        return tuple(pairs)
+
+    @functools.cached_property
+    def _plain_names(self) -> bool:
+        """Every field stored under its name, none filled back from keys: the fast path."""
+        return not self.renames and not self._fill_back
+
+    @functools.cached_property
+    def plain_field_names(self) -> frozenset[str] | None:
+        """:attr:`field_names` where :meth:`decode_fields` is just ``decode_item(item,
+        field_names)`` (every field stored under its name, none filled back from keys),
+        else ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
+        return self.field_names if self._plain_names else None
+
+    def decode_fields(self, item: Item) -> dict[str, Any]:
+        """The field values of a stored item, by field name (plain Python, to validate)."""
+        if self._plain_names:
+            return decode_item(item, self.field_names)
+        stored = self.stored_fields
+        data = decode_item(item, stored)
+        if self.renames:
+            data = {stored[k]: v for k, v in data.items()}
+        for attr, template in self._fill_back:
+            if all(f in data for f in template.fields):
+                continue
+            av = item.get(attr)
+            parsed = None if av is None else template.parse_key(key_value(av))
+            for name, value in (parsed or {}).items():
+                data.setdefault(name, value)
+        return data
+
+    # -- key arithmetic ------------------------------------------------------------
+    def shard_of(self, values: Mapping[str, Any], target: str) -> int:
+        """The shard value for ``target`` ("primary" or an index name); a plain ``N``
+        gives a stable crc32 bucket in ``0..N-1``."""
+        rule = self.shard_rules.get(target) or Shards(self.shards[target])
+        if target == "primary" and rule.by is not None:  # get() knows only the key fields
+            values = {f: values[f] for f in self.identity_fields if f in values}
+        return rule.pick(values, self.identity_fields, self.name, target)
+
+    def _with_shard(self, values: Mapping[str, Any], target: str) -> Mapping[str, Any]:
+        if target not in self.shards:
+            return values
+        return {**values, SHARD_FIELD: self.shard_of(values, target)}
+
+    def base_sk(self, values: Mapping[str, Any]) -> str | None:
+        """The rendered sort key without the version prefix."""
+        if self.sk is None:
+            return None
+        return self.sk.render(self._with_shard(values, "primary"), self.name)
+
+    def primary_key(self, values: Mapping[str, Any], version: int | None = None) -> PlainKey:
+        """The table key; for versioned entities the latest copy (or version ``version``)."""
+        vals = self._with_shard(values, "primary") if self.shards else values
+        key = {self.table.pk: self.pk.render(vals, self.name)}
+        if self.sk is not None and self.table.sk is not None:
+            sk = self.sk.render(vals, self.name)
+            if self.versioned:
+                sk = version_sk(sk, version)
+            key[self.table.sk] = sk
+        return key
+
+    def index_keys(self, values: Mapping[str, Any]) -> dict[str, str]:
+        """Key attributes of every index the item takes part in (sparse ones left off)."""
+        out: dict[str, str] = {}
+        for idx in self.indexes:
+            if any(values.get(f) is None for f in idx.fields if f != SHARD_FIELD):
+                continue
+            vals = self._with_shard(values, idx.name)
+            out[idx.pk_attr] = idx.pk.render(vals, self.name)
+            if idx.sk is not None and idx.sk_attr is not None:
+                out[idx.sk_attr] = idx.sk.render(vals, self.name)
+        return out
+
+    def derived_fields(self, attr: str) -> tuple[str, ...]:
+        """The entity fields a derived key attribute is built from."""
+        for idx in self.indexes:
+            if attr == idx.pk_attr:
+                return idx.pk.fields
+            if attr == idx.sk_attr and idx.sk is not None:
+                return idx.sk.fields
+        return ()
+
+    @functools.cached_property
+    def lookup_fields(self) -> tuple[str, ...]:
+        """Fields a caller passes to ``get``: those of the primary templates, minus shard
+        (computed once: every write and lookup asks)."""
+        names = [*self.pk.fields, *(self.sk.fields if self.sk else ())]
+        return tuple(dict.fromkeys(n for n in names if n != SHARD_FIELD))
+
+    @functools.cached_property
+    def has_rules(self) -> bool:
+        """Whether the entity has unique attributes or is versioned (writes then read
+        or guard more than the row)."""
+        return bool(self.uniques) or self.versioned
+
+    @functools.cached_property
+    def unique_fields(self) -> frozenset[str]:
+        """Every field a guard key is built from (unique fields and their scopes)."""
+        return frozenset(f for rule in self.uniques for f in rule.fields)
+
+    @functools.cached_property
+    def index_attributes(self) -> frozenset[str]:
+        """The secondary-index key attributes this entity writes (an LSI shares the pk)."""
+        return frozenset(a for idx in self.indexes
+                         for a in ((idx.sk_attr,) if idx.local else (idx.pk_attr, idx.sk_attr))
+                         if a)
+
+    def owns(self, item: Item | None) -> bool:
+        """Whether a stored item is one of this entity's (by its discriminator, or by the
+        shape of its table key on a table without one)."""
+        if item is None:
+            return False
+        if self.table.ttl is not None and expired(item, self.table.ttl):
+            return False  # its TTL has passed: DynamoDB will delete it; not a result
+        if self.table.type_attribute is None:
+            return self.fits(item)
+        return item.get(self.table.type_attribute, {}).get("S") == self.type_name
+
+    def fits(self, item: Item) -> bool:
+        """Whether the table key of ``item`` fits this entity's key templates."""
+        for attr, template in ((self.table.pk, self.pk), (self.table.sk, self.sk)):
+            if attr is None or template is None:
+                continue
+            av = item.get(attr)
+            if av is None:
+                return False
+            text = key_value(av)
+            if self.versioned and attr == self.table.sk:
+                if not text.startswith(LATEST_PREFIX):
+                    return False
+                text = text[len(LATEST_PREFIX):]
+            if template.parse_key(text) is None:
+                return False
+        return True
+
+
+def version_sk(base: str, version: int | None) -> str:
+    """``v0_X`` for the latest copy, ``v00000003_X`` for version 3."""
+    if not version:
+        return LATEST_PREFIX + base
+    if version >= 10 ** VERSION_WIDTH:
+        raise DynaormError(f"version {version} exceeds {VERSION_WIDTH} digits")
+    return f"v{version:0{VERSION_WIDTH}d}_{base}"
+
+
+def parse_version_sk(sk: str) -> tuple[int, str] | None:
+    """Inverse of :func:`version_sk`: ``(version, base)``, or ``None``."""
+    if sk.startswith(LATEST_PREFIX):
+        return 0, sk[len(LATEST_PREFIX):]
+    head, sep, base = sk.partition("_")
+    digits = head[1:]
+    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not digits.isdigit():
+        return None
+    return int(digits), base
+
+
+# -- building a spec from Meta -------------------------------------------------------------
+def collect_meta(cls: type[Any]) -> dict[str, Any]:
+    """Meta options, each from the nearest class in the MRO whose Meta sets it."""
+    options: dict[str, Any] = {}
+    for klass in cls.__mro__:
+        meta = klass.__dict__.get("Meta")
+        if meta is None:
+            continue
+        for name, value in vars(meta).items():
+            if name.startswith("_"):
+                continue
+            if name not in META_OPTIONS:
+                raise DynaormError(f"{cls.__name__}.Meta: unknown option {name!r} "
+                                   f"(known: {', '.join(META_OPTIONS)})")
+            options.setdefault(name, value)
+    if getattr(cls, "__dynaorm_versioned__", False):  # a subclass of dynaorm.Versioned
+        options.setdefault("versioned", True)
+    return options
+
+
+def _template(source: Any, what: str, owner: str, fields: frozenset[str],
+              shard_ok: bool, key_type: str = "S") -> KeyTemplate:
+    template = KeyTemplate.parse(source, owner=owner, key_type=key_type)
+    for name in template.fields:
+        if name == SHARD_FIELD and shard_ok:
+            continue
+        if name == SHARD_FIELD:
+            raise KeyTemplateError(f"{owner}: {what} template {source!r} uses {{shard}} but "
+                                   "Meta.shards does not shard it")
+        if name not in fields:
+            raise KeyTemplateError(f"{owner}: {what} template {source!r} names unknown "
+                                   f"field {name!r}")
+    return template
+
+
+def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueRule, ...]:
+    if isinstance(raw, str | Unique):
+        raw = (raw,)
+    rules = []
+    for item in raw or ():
+        spec = Unique(item) if isinstance(item, str) else item
+        if not isinstance(spec, Unique):
+            raise DynaormError(f"{owner}.Meta.unique: expected field names or Unique(...), "
+                               f"got {item!r}")
+        if spec.field not in fields:
+            raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
+        scope = None if spec.scope is None else _template(spec.scope, "unique scope", owner,
+                                                          fields, False)
+        rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope))
+    return tuple(rules)
+
+
+def history_sk(base: str, version: int) -> str:
+    """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
+    return f"{base}#v{version:0{VERSION_WIDTH}d}"
+
+
+def _history_index(owner: str, name: Any, table: Table, versioned: bool,
+                   indexes: list[IndexKeys]) -> tuple[str, str] | None:
+    if name is None:
+        return None
+    if not versioned:
+        raise DynaormError(f"{owner}.Meta.history_index needs a versioned entity")
+    index = table.index(name) if isinstance(name, str) else None
+    if not isinstance(index, LSI):
+        raise DynaormError(f"{owner}.Meta.history_index must name an LSI of table "
+                           f"{table.name!r}, got {name!r}")
+    if any(idx.name == name for idx in indexes):
+        raise DynaormError(f"{owner}.Meta.history_index {name!r} is also in Meta.indexes; "
+                           "the history index holds version rows only")
+    sk_attr = table.key_attributes(name)[1]
+    assert sk_attr is not None
+    return name, sk_attr
+
+
+def _check_reused_keys(owner: str, name: str, table: Table, pk: KeyTemplate,
+                       sk: KeyTemplate | None,
+                       *pairs: tuple[str | None, KeyTemplate | None]) -> None:
+    """An index key attribute that is a table key attribute (an inverted index) holds the
+    table key as stored: a template given for it must be the table's own, else refused."""
+    own = {table.pk: pk, table.sk: sk}
+    for attr, template in pairs:
+        if attr in own and template is not None:
+            table_template = own[attr]
+            if table_template is None or template.source != table_template.source:
+                expected = None if table_template is None else table_template.source
+                raise DynaormError(
+                    f"{owner}.Meta.indexes[{name!r}]: attribute {attr!r} is a table key; its "
+                    f"template must be the table's ({expected!r}), not {template.source!r} "
+                    "(or leave the index out of Meta.indexes: it needs no templates)")
+
+
+def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
+    """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
+    meta = collect_meta(cls)
+    owner = cls.__name__
+    if meta.get("pk") is None:
+        return None
+    table = meta.get("table")
+    if not isinstance(table, Table):
+        raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
+    shard_rules = {target: as_shards(raw, owner, target)
+                   for target, raw in dict(meta.get("shards") or {}).items()}
+    for target in shard_rules:
+        if target != "primary":
+            table.index(target)
+    shards: dict[str, int] = {t: r.count for t, r in shard_rules.items()}
+    pk = _template(meta["pk"], "pk", owner, field_names, "primary" in shards,
+                   table.key_type(table.pk))
+    sk_source = meta.get("sk")
+    if table.sk is not None and sk_source is None:
+        raise DynaormError(f"{owner}.Meta.sk is required: table {table.name!r} has a sort key")
+    if table.sk is None and sk_source is not None:
+        raise DynaormError(f"{owner}.Meta.sk given but table {table.name!r} has no sort key")
+    sk = None if sk_source is None else _template(sk_source, "sk", owner, field_names,
+                                                  "primary" in shards, table.key_type(table.sk))
+    versioned = bool(meta.get("versioned", False))
+    if versioned and sk is None:
+        raise DynaormError(f"{owner}: a versioned entity needs a table with a sort key")
+
+    indexes = []
+    for name, templates in dict(meta.get("indexes") or {}).items():
+        index = table.index(name)
+        if not isinstance(templates, tuple | list) or len(templates) != 2:
+            raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
+                               "(pk_template, sk_template)")
+        pk_src, sk_src = templates
+        pk_attr, sk_attr = table.key_attributes(name)
+        sharded = name in shards
+        if isinstance(index, LSI):
+            if pk_src is not None and pk_src != pk.source:
+                raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: an LSI shares the table's "
+                                   f"partition key; its pk template must be {pk.source!r}")
+            idx_pk = pk
+        else:
+            idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded,
+                               table.key_type(pk_attr))
+        if (sk_src is None) != (sk_attr is None):
+            raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: the index "
+                               f"{'has' if sk_attr else 'has no'} sort key")
+        idx_sk = None if sk_src is None else _template(sk_src, f"index {name} sk", owner,
+                                                       field_names, sharded,
+                                                       table.key_type(sk_attr))
+        if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
+            raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
+        _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
+        indexes.append(IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI)))
+    if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
+        raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
+
+    renames = stored_names(cls)
+    check_mapping(owner, table, field_names, renames, pk, sk, indexes, cls)
+
+    history_index = _history_index(owner, meta.get("history_index"), table, versioned,
+                                   indexes)
+    identity = tuple(dict.fromkeys(
+        f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
+    for target, rule in shard_rules.items():
+        if isinstance(rule.by, str) and rule.by not in field_names:
+            raise KeyTemplateError(f"{owner}.Meta.shards[{target!r}]: by={rule.by!r} is not "
+                                   "a field")
+        if target == "primary" and isinstance(rule.by, str) and rule.by not in identity:
+            raise KeyTemplateError(f"{owner}.Meta.shards['primary']: by={rule.by!r} must be a "
+                                   f"field of the primary-key templates {list(identity)}, so "
+                                   "that get() can compute the shard from the key fields")
+    spec = EntitySpec(
+        cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
+        pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
+        versioned=versioned, indexes=tuple(indexes), shards=shards,
+        field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
+        history_index=history_index, renames=renames,
+        timestamps=timestamp_fields(owner, meta.get("timestamps"), field_names),
+        ttl_field=next((f for f in field_names if table.ttl is not None
+                        and renames.get(f, f) == table.ttl), None),
+        null_fields=frozenset(
+            name for name, info in getattr(cls, "model_fields", {}).items()
+            if info.is_required() or info.default_factory is not None
+            or info.default is not None),
+    )
+    check_rules(spec, meta)
+    table.register(cls, spec.type_name)
+    return spec
+

@@ -1,0 +1,208 @@
+"""Per-object persistence state: what the stored item looked like when last seen.
+
+State objects are immutable; a successful commit replaces an object's state, a failed one
+leaves it untouched (never mutate-then-undo).
+
+A loaded object's state is compact: rather than the raw item (a dict of one-entry dicts
+per attribute, about twice the memory of the object itself), it keeps the attribute names
+once per item *shape* (shared by every item with the same attributes) and one tuple of
+values per item. Strings and numbers are the very objects the entity holds (pydantic keeps
+them), so they cost nothing extra; attributes with container values (lists, maps, sets,
+binary) and attributes whose value the entity did not decode keep their raw wire form.
+:attr:`InstanceState.item` renders the stored item again, exactly, when a write needs it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sys
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from dynaorm._types import AttributeValue, Item, PlainKey
+
+__all__ = ["InstanceState", "compact_state", "shape_of", "wire_values"]
+
+#: decoded field values that stand for their own wire form (immutable scalars)
+_SCALARS = frozenset({str, int, Decimal, bool})
+_MISSING: Any = object()
+_S = itertools.repeat("S")  # endless: map(dict.get, avs, _S, avs) is av.get("S", av)
+_SHAPES_MAX = 4096
+
+
+class _Shape:
+    """The attribute names of a family of items, in order, and where the key, the
+    discriminator, the partition key and the non-string attributes sit in them."""
+
+    __slots__ = ("key_at", "key_attrs", "names", "other_at", "pk_at", "type_at",
+                 "type_attr")
+
+    def __init__(self, item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> None:
+        names = self.names = tuple(item)
+        self.key_attrs = key_attrs
+        self.type_attr = type_attr
+        self.key_at = tuple((a, names.index(a)) for a in key_attrs if a in names)
+        self.pk_at = names.index(key_attrs[0]) if key_attrs and key_attrs[0] in names else -1
+        self.type_at = names.index(type_attr) if type_attr in names else -1  # None: absent
+        # where the first item of the shape held no string: scalars there are kept decoded
+        # (another item of the shape with a non-string elsewhere keeps its wire form there)
+        self.other_at = tuple(i for i, av in enumerate(item.values()) if "S" not in av)
+
+
+_shapes: dict[tuple[str, ...], _Shape] = {}
+
+
+def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
+    """A new shape for ``item`` (the caller looked for a known one first)."""
+    if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
+        _shapes.clear()
+    found = _Shape(item, key_attrs, type_attr)
+    _shapes[found.names] = found
+    return found
+
+
+def shape_of(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
+    """The shape of ``item`` (shared by every item with the same attribute names)."""
+    shape = _shapes.get(tuple(item))
+    if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
+        shape = _shape(item, key_attrs, type_attr)
+    return shape
+
+
+def wire_values(item: Item) -> list[Any]:
+    """``item``'s values in order: the string of a string attribute, else its wire form."""
+    avs = item.values()
+    return list(map(dict.get, avs, _S, avs))
+
+
+def _render(value: Any) -> AttributeValue:
+    t = type(value)
+    if t is str:
+        return {"S": value}
+    if t is dict:
+        return value  # type: ignore[no-any-return]  # kept in wire form
+    if t is bool:
+        return {"BOOL": value}
+    if value is None:
+        return {"NULL": True}
+    return {"N": str(value)}  # int or Decimal, decoded from this very text
+
+
+def compact_state(values: list[Any], shape: _Shape, type_name: str,
+                  key: PlainKey | None = None, version: int | None = None) -> InstanceState:
+    """:meth:`InstanceState.from_values` once no attribute holds a container value that
+    the entity decoded to a scalar: as is, the state of an all-string item, a loader's
+    common one (one call; ``values`` is consumed). A plain entity's loader of an
+    all-string item (``entity._string_loader``) applies this very rule in its generated
+    code: change both together (``tests/test_batched_reads.py`` compares them)."""
+    at = shape.type_at
+    if at >= 0 and values[at] == type_name:
+        values[at] = type_name  # one string for every item of the type
+    at = shape.pk_at
+    if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
+        values[at] = sys.intern(values[at])
+    state = _new_state(InstanceState)
+    state._key = key
+    state._data = tuple(values)
+    state._shape = shape
+    state.version = version  # _rendered stays unset until item is first read
+    return state
+
+
+class InstanceState:
+    """A persisted object's snapshot: stored primary key, stored item, version read.
+
+    ``InstanceState(key, item, version)`` keeps an item as given (what a commit wrote);
+    :meth:`loaded` builds the compact form of an item read from the table.
+    """
+
+    __slots__ = ("_data", "_key", "_rendered", "_shape", "version")
+
+    _key: PlainKey | None
+    _data: Item | tuple[Any, ...]
+    _shape: _Shape | None
+    _rendered: Item | None
+    #: the version read (versioned entities), else ``None``
+    version: int | None
+
+    def __init__(self, key: PlainKey, item: Item, version: int | None = None) -> None:
+        self._key = key
+        self._data = item
+        self._shape = None
+        self._rendered = None
+        self.version = version
+
+    @classmethod
+    def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
+               type_attr: str | None, type_name: str, key: PlainKey | None = None,
+               version: int | None = None) -> InstanceState:
+        """The state of an object loaded from ``item``.
+
+        ``decoded`` holds the item's field values as the object was validated from (their
+        value objects are shared); ``key_attrs`` are the table's key attributes (the
+        stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
+        discriminator, whose stored string is replaced by the entity's own one.
+        """
+        return cls.from_values(wire_values(item), shape_of(item, key_attrs, type_attr),
+                               decoded, type_name, key, version)
+
+    @classmethod
+    def from_values(cls, values: list[Any], shape: _Shape, decoded: Mapping[str, Any],
+                    type_name: str, key: PlainKey | None = None,
+                    version: int | None = None) -> InstanceState:
+        """:meth:`loaded`, from the item's :func:`wire_values` and :func:`shape_of` (a
+        loader that decodes from them too computes them once; ``values`` is consumed)."""
+        names = shape.names
+        for at in shape.other_at:
+            if type(values[at]) is dict:
+                value = decoded.get(names[at], _MISSING)
+                if value is None or type(value) in _SCALARS:
+                    values[at] = value  # shared with the entity; stands for its wire form
+        return compact_state(values, shape, type_name, key, version)
+
+    @property
+    def key(self) -> PlainKey:
+        """The stored primary key (attribute name -> string)."""
+        if self._key is not None:
+            return self._key
+        shape, data = self._shape, self._data
+        assert shape is not None and isinstance(data, tuple)
+        return {attr: data[i] for attr, i in shape.key_at}
+
+    @property
+    def item(self) -> Item:
+        """The stored item in wire form (rendered on first access: only objects a write
+        plans from pay for it; do not mutate it)."""
+        shape, data = self._shape, self._data
+        if shape is None:
+            assert isinstance(data, dict)
+            return data
+        rendered: Item | None = getattr(self, "_rendered", None)
+        if rendered is None:
+            rendered = self._rendered = {
+                name: _render(value) for name, value in zip(shape.names, data, strict=True)}
+        return rendered
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InstanceState):
+            return NotImplemented
+        return (self.key, self.item, self.version) == (other.key, other.item, other.version)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self.key.items())))
+
+    def __repr__(self) -> str:
+        return f"InstanceState(key={self.key!r}, item={self.item!r}, version={self.version!r})"
+
+
+_new_state = object.__new__
+#: a bare state object (its fields set by the caller: a loader building a page's states)
+new_state: Any = _new_state
+
+
+def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:
+    """Attributes to SET (new or different) and to REMOVE (gone) going from old to new."""
+    to_set = {k: v for k, v in new.items() if old.get(k) != v}
+    to_remove = [k for k in old if k not in new]
+    return to_set, to_remove

@@ -1,0 +1,292 @@
+"""DynamoDB Streams records -> :class:`Change` objects (pure: no I/O).
+
+``table.changes(records)`` accepts both shapes a consumer meets:
+
+- a Lambda event's ``Records`` (binary values as base64 strings, ``ApproximateCreationDateTime``
+  as epoch seconds), and
+- boto3's ``GetRecords`` output (binary as ``bytes``, times as ``datetime``).
+
+Each record is classified the way dynaorm wrote it: an entity's row, the latest copy or a
+version row of a versioned entity, or a unique guard item (owner class and unique field
+read from the guard). Items no entity owns come back with ``entity=None`` and role
+``"row"``. Images are decoded into entity objects exactly as a read would decode them.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from dataclasses import field as _field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
+
+from dynaorm._types import AttributeValue, Item
+from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.model.codec import decode_value
+from dynaorm.model.keys import key_value
+from dynaorm.model.spec import EntitySpec, parse_version_sk
+from dynaorm.write.planner import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
+
+if TYPE_CHECKING:
+    from dynaorm.model.entity import Entity
+    from dynaorm.model.table import Table
+
+__all__ = ["Change", "ChangeKind", "ChangeRole", "iter_changes", "normalize_item",
+           "parse_change"]
+
+ChangeKind = Literal["insert", "modify", "remove"]
+ChangeRole = Literal["row", "latest", "version", "guard"]
+
+_KINDS: dict[str, ChangeKind] = {"INSERT": "insert", "MODIFY": "modify", "REMOVE": "remove"}
+_TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+
+
+@dataclass(frozen=True)
+class Change:
+    """One stream record, classified.
+
+    ``kind`` is what happened to the item; ``entity`` the entity class it belongs to (for a
+    guard: its owner's class), or ``None`` for an item no entity owns; ``role`` which of the
+    entity's items it is. ``old``/``new`` are entity objects decoded from the record's
+    images (``None`` when the stream's view type does not carry that image, for guards, and
+    for items no entity owns); they are decoded when first read, so a consumer that skips
+    other entities' changes never pays for (or fails on) their images. ``field`` is the
+    unique field of a guard.
+    """
+
+    kind: ChangeKind
+    entity: type[Entity] | None
+    role: ChangeRole
+    field: str | None = None
+    #: the item's table key, plain values (``{"pk": "USER#1", "sk": "PROFILE"}``)
+    key: dict[str, Any] = _field(default_factory=dict)
+    #: for a version row (or a latest copy: 0), the version number its sort key carries
+    version: int | None = None
+    #: the images in wire form (binary as ``bytes``), ``None`` when not in the record
+    old_item: Item | None = _field(default=None, repr=False)
+    new_item: Item | None = _field(default=None, repr=False)
+    #: ``ApproximateCreationDateTime`` as an aware UTC datetime
+    time: datetime | None = None
+    sequence_number: str | None = None
+    event_id: str | None = None
+    #: True when DynamoDB's TTL process removed the item (not a user's delete)
+    expired: bool = False
+    _spec: EntitySpec | None = _field(default=None, repr=False, compare=False)
+
+    @functools.cached_property
+    def old(self) -> Entity | None:
+        """The entity before the change (from ``OldImage``), or ``None``."""
+        return self._decode(self.old_item)
+
+    @functools.cached_property
+    def new(self) -> Entity | None:
+        """The entity after the change (from ``NewImage``), or ``None``."""
+        return self._decode(self.new_item)
+
+    def _decode(self, item: Item | None) -> Entity | None:
+        spec = self._spec
+        if spec is None or item is None or self.role == "guard":
+            return None
+        try:
+            obj: Entity = spec.cls._from_item(item, spec)
+        except ValueError as exc:
+            raise InvalidValueError(f"stream record {self.event_id or '?'}: the {spec.name} "
+                                    f"image at {self.key} does not validate: {exc}") from exc
+        return obj
+
+
+# -- normalising the two record shapes -----------------------------------------------------
+def _binary(raw: Any, where: str) -> bytes:
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw)
+    if isinstance(raw, str):
+        try:
+            return base64.b64decode(raw, validate=True)
+        except (binascii.Error, ValueError) as exc:
+            raise InvalidValueError(f"{where}: binary value is not base64: {raw[:40]!r}"
+                                    ) from exc
+    raise InvalidValueError(f"{where}: binary value must be bytes or base64 text, got "
+                            f"{type(raw).__name__}")
+
+
+def normalize_value(av: Mapping[str, Any], where: str = "attribute") -> AttributeValue:
+    """One AttributeValue from either record shape in the wire form reads use
+    (binary as ``bytes``, numbers as strings), nested maps, lists and sets included."""
+    if len(av) != 1:
+        raise InvalidValueError(f"{where}: not an AttributeValue: {dict(av)!r}")
+    ((tag, raw),) = av.items()
+    if tag == "B":
+        return {"B": _binary(raw, where)}
+    if tag == "BS":
+        return {"BS": [_binary(v, where) for v in raw]}
+    if tag == "M":
+        return {"M": {k: normalize_value(v, f"{where}.{k}") for k, v in raw.items()}}
+    if tag == "L":
+        return {"L": [normalize_value(v, f"{where}[{i}]") for i, v in enumerate(raw)]}
+    if tag == "N":
+        return {"N": str(raw)}
+    if tag == "NS":
+        return {"NS": [str(v) for v in raw]}
+    if tag in ("S", "BOOL", "NULL", "SS"):
+        return {tag: raw}
+    raise InvalidValueError(f"{where}: unknown AttributeValue type {tag!r}")
+
+
+def normalize_item(item: Mapping[str, Any] | None, where: str = "image") -> Item | None:
+    """An image or key from either record shape, in wire form (see :func:`normalize_value`)."""
+    if item is None:
+        return None
+    return {name: normalize_value(av, f"{where} attribute {name!r}") for name, av in item.items()}
+
+
+def _time(raw: Any) -> datetime | None:
+    if raw is None:
+        return None
+    if isinstance(raw, datetime):
+        return raw.replace(tzinfo=UTC) if raw.tzinfo is None else raw.astimezone(UTC)
+    if isinstance(raw, int | float | Decimal | str):
+        return datetime.fromtimestamp(float(raw), UTC)
+    raise InvalidValueError(f"ApproximateCreationDateTime: unexpected {raw!r}")
+
+
+# -- classification ------------------------------------------------------------------------
+def _text(item: Item | None, attr: str | None) -> str | None:
+    if item is None or attr is None:
+        return None
+    value = item.get(attr, {}).get("S")
+    return value if isinstance(value, str) else None
+
+
+def _key(item: Item | None, attr: str | None) -> str | None:
+    """A key attribute as a rendered key value (numbers and binary too)."""
+    if item is None or attr is None or attr not in item:
+        return None
+    try:
+        return key_value(item[attr])
+    except DynaormError:
+        return None
+
+
+def _specs(table: Table) -> list[EntitySpec]:
+    out = []
+    for cls in table.entities.values():
+        spec = getattr(cls, "__dynaorm_spec__", None)
+        if isinstance(spec, EntitySpec) and spec.cls is cls:
+            out.append(spec)
+    return out
+
+
+def _match_guard(table: Table, pk: str) -> tuple[EntitySpec, str] | None:
+    """The (owner spec, unique field) whose guard key shape fits ``pk``, if exactly one."""
+    found = []
+    for spec in _specs(table):
+        for rule in spec.uniques:
+            rest = pk
+            if rule.scope is not None:
+                parts = pk.split("#")
+                n = rule.scope.source.count("#") + 1
+                if len(parts) <= n or rule.scope.parse_key("#".join(parts[:n])) is None:
+                    continue
+                rest = "#".join(parts[n:])
+            if rest.startswith(rule.prefix + "#") and len(rest) > len(rule.prefix) + 1:
+                found.append((spec, rule.field))
+    return found[0] if len(found) == 1 else None
+
+
+def _match_row(table: Table, pk: str, sk: str | None) -> EntitySpec | None:
+    """The one entity whose key templates fit a key (for records without a discriminator)."""
+    found = []
+    for spec in _specs(table):
+        if spec.pk.parse_key(pk) is None:
+            continue
+        if spec.sk is not None and sk is not None:
+            base = sk
+            if spec.versioned:
+                parsed = parse_version_sk(sk)
+                if parsed is None:
+                    continue
+                base = parsed[1]
+            if spec.sk.parse_key(base) is None:
+                continue
+        found.append(spec)
+    return found[0] if len(found) == 1 else None
+
+
+def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
+    """Classify one stream record (either shape) of ``table``."""
+    event_id = record.get("eventID")
+    where = f"stream record {event_id or '?'}"
+    name = record.get("eventName")
+    kind = _KINDS.get(str(name))
+    if kind is None:
+        raise DynaormError(f"{where}: unknown eventName {name!r} (a DynamoDB Streams record "
+                           "has INSERT, MODIFY or REMOVE)")
+    arn = record.get("eventSourceARN")
+    if isinstance(arn, str) and "/" in arn and arn.split("/")[1] != table.name:
+        raise DynaormError(f"{where}: the record comes from table {arn.split('/')[1]!r}, "
+                           f"not {table.name!r}")
+    data = record.get("dynamodb")
+    if not isinstance(data, Mapping):
+        raise DynaormError(f"{where}: no 'dynamodb' section")
+    # an empty image is no image (moto sends OldImage {} for an UpdateItem that creates)
+    old_item = normalize_item(data.get("OldImage") or None, f"{where} OldImage")
+    new_item = normalize_item(data.get("NewImage") or None, f"{where} NewImage")
+    keys = normalize_item(data.get("Keys"), f"{where} Keys") or {}
+    image = new_item or old_item or keys
+    key = {a: decode_value(av) for a, av in keys.items()} or {
+        a: decode_value(image[a]) for a in (table.pk, table.sk) if a and a in image}
+    identity = record.get("userIdentity") or {}
+    common: dict[str, Any] = {
+        "key": key, "old_item": old_item, "new_item": new_item,
+        "time": _time(data.get("ApproximateCreationDateTime")),
+        "sequence_number": data.get("SequenceNumber"), "event_id": event_id,
+        "expired": identity.get("type") == "Service"
+        and identity.get("principalId") == _TTL_PRINCIPAL,
+    }
+    pk = _key(image, table.pk)
+    sk = _key(image, table.sk)
+    type_name = _text(image, table.type_attribute)
+    if type_name == GUARD_TYPE or (type_name is None and pk is not None and (
+            table.sk is None or pk == sk) and _match_guard(table, pk) is not None):
+        if type_name == GUARD_TYPE:
+            owner = table.entities.get(_text(image, OWNER_TYPE) or "")
+            unique = _text(image, UNIQUE_FIELD)
+        else:
+            assert pk is not None
+            matched = _match_guard(table, pk)
+            assert matched is not None
+            owner, unique = matched[0].cls, matched[1]
+        return Change(kind, owner, "guard", field=unique, **common)
+    cls = table.entities.get(type_name) if type_name is not None else None
+    spec: EntitySpec | None = getattr(cls, "__dynaorm_spec__", None) if cls else None
+    if type_name is None and pk is not None:
+        spec = _match_row(table, pk, sk)
+    if spec is None:
+        return Change(kind, None, "row", **common)
+    role: ChangeRole = "row"
+    version = None
+    if spec.versioned and sk is not None:
+        parsed = parse_version_sk(sk)
+        if parsed is not None:
+            version = parsed[0]
+            role = "latest" if version == 0 else "version"
+    return Change(kind, spec.cls, role, version=version, _spec=spec, **common)
+
+
+def iter_changes(table: Table, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
+                 ) -> Iterator[Change]:
+    """Classify each record; ``records`` may also be the whole event or GetRecords output
+    (a mapping with ``"Records"``)."""
+    if isinstance(records, Mapping):
+        if "Records" not in records:
+            raise DynaormError("expected stream records, or a mapping with 'Records' "
+                               "(a Lambda event or a GetRecords response)")
+        records = records["Records"]
+    for record in records:
+        if not isinstance(record, Mapping):
+            raise DynaormError(f"expected a stream record (a mapping), got {record!r}")
+        yield parse_change(table, record)

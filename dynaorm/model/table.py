@@ -1,0 +1,359 @@
+"""Tables and their secondary indexes."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dynaorm.errors import DynaormError
+from dynaorm.transport.events import RequestEvent
+from dynaorm.transport.sync import RequestFailed, Transport
+
+if TYPE_CHECKING:
+    from dynaorm.model.entity import Entity
+    from dynaorm.model.streams import Change
+
+__all__ = ["GSI", "LSI", "Table"]
+
+Projection = str | Sequence[str]
+_STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
+_NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
+_Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
+
+
+def _check_name(kind: str, name: object) -> None:
+    """DynamoDB's rule for table and index names (moto is laxer: check it here)."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise DynaormError(f"invalid {kind} name {name!r}: DynamoDB needs 3 to 255 characters "
+                           "from a-z, A-Z, 0-9, '_', '-' and '.'")
+
+
+def _projection(projection: Projection, type_attribute: Sequence[str] = ()) -> dict[str, Any]:
+    if isinstance(projection, str):
+        kind = projection.upper()
+        if kind not in ("ALL", "KEYS_ONLY"):
+            raise DynaormError(f"projection must be 'ALL', 'KEYS_ONLY' or a list of "
+                               f"attribute names, got {projection!r}")
+        return {"ProjectionType": kind}
+    # (0.2) the type attribute rides along, so reads can select types on the server
+    extra = [a for a in type_attribute if a not in projection]
+    return {"ProjectionType": "INCLUDE", "NonKeyAttributes": [*projection, *extra]}
+
+
+@dataclass(frozen=True)
+class GSI:
+    """A global secondary index: its own partition key and optional sort key attributes."""
+
+    name: str
+    pk: str
+    sk: str | None = None
+    projection: Projection = "ALL"
+
+    @property
+    def is_local(self) -> bool:
+        """``False``: a GSI has its own partition key."""
+        return False
+
+
+@dataclass(frozen=True)
+class LSI:
+    """A local secondary index: the table's partition key with another sort key attribute."""
+
+    name: str
+    sk: str
+    projection: Projection = "ALL"
+
+    @property
+    def is_local(self) -> bool:
+        """``True``: an LSI shares the table's partition key."""
+        return True
+
+
+class Table:
+    """A DynamoDB table shared by any number of entity types (single-table design)."""
+
+    def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
+                 indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
+                 key_types: Mapping[str, str] | None = None, ttl: str | None = None,
+                 endpoint_url: str | None = None, region: str | None = None,
+                 max_attempts: int = 5, max_wait: float = 10.0,
+                 cursor_secret: str | bytes | None = None,
+                 stream: str | None = None,
+                 transport: Transport | None = None) -> None:
+        _check_name("table", name)
+        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+            raise DynaormError(f"table {name!r}: max_attempts must be an int >= 1, "
+                               f"got {max_attempts!r}")
+        if not isinstance(max_wait, int | float) or max_wait < 0:
+            raise DynaormError(f"table {name!r}: max_wait must be a number of seconds >= 0, "
+                               f"got {max_wait!r}")
+        if stream is not None and stream not in _STREAM_VIEWS:
+            raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
+                               f"got {stream!r}")
+        #: every request is attempted at most this many times in all (one retry layer)
+        self.max_attempts = max_attempts
+        #: the most seconds all retries of one request may wait in all
+        self.max_wait = float(max_wait)
+        #: the key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)
+        self.cursor_secret = cursor_secret
+        #: the stream view type ``create()`` enables, if any
+        self.stream = stream
+        self.name = name
+        self.pk = pk
+        self.sk = sk
+        #: the discriminator attribute; ``None``: items are matched to entities by key shape
+        self.type_attribute = type_attribute
+        #: the TTL attribute ``create()`` enables (UpdateTimeToLive), if any
+        self.ttl = ttl
+        self.endpoint_url = endpoint_url
+        self.region = region
+        self.indexes: dict[str, GSI | LSI] = {}
+        for index in indexes:
+            _check_name("index", index.name)
+            if index.name in self.indexes:
+                raise DynaormError(f"table {name!r}: index {index.name!r} declared twice")
+            if isinstance(index, LSI) and sk is None:
+                raise DynaormError(f"table {name!r}: an LSI needs a table with a sort key")
+            self.indexes[index.name] = index
+        key_attrs = {pk, sk} | {a for i in self.indexes.values()
+                                for a in ((i.sk,) if isinstance(i, LSI) else (i.pk, i.sk))}
+        #: key attribute -> "N" or "B" for key attributes that are not strings
+        self.key_types: dict[str, str] = {}
+        for attr, kind in dict(key_types or {}).items():
+            if kind not in ("S", "N", "B"):
+                raise DynaormError(f"table {name!r}: key_types[{attr!r}] must be 'S', 'N' or "
+                                   f"'B', got {kind!r}")
+            if attr not in key_attrs:
+                raise DynaormError(f"table {name!r}: key_types names {attr!r}, which is not a "
+                                   "key attribute of the table or of an index")
+            if kind != "S":
+                self.key_types[attr] = kind
+        if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
+                                or ttl == type_attribute):
+            raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
+                               f"got {ttl!r}")
+        self.entities: dict[str, type[Entity]] = {}
+        self._listeners: list[Callable[[RequestEvent], object]] = []
+        self._transport = transport
+        if transport is not None:
+            transport.listeners = self._listeners
+
+    # -- transport -----------------------------------------------------------------
+    @property
+    def transport(self) -> Transport:
+        """The transport used by sessions on this table (created on first use)."""
+        transport = self._transport
+        if transport is None:
+            transport = Transport(self.endpoint_url, self.region,
+                                  max_attempts=self.max_attempts, max_wait=self.max_wait,
+                                  table=self.name)
+            transport.listeners = self._listeners
+            self._transport = transport
+        return transport
+
+    @transport.setter
+    def transport(self, transport: Transport) -> None:
+        transport.listeners = self._listeners
+        self._transport = transport
+
+    @property
+    def client(self) -> Any:
+        """The botocore client sync sessions send through (one per table, created on
+        first use; register botocore event handlers on ``client.meta.events``)."""
+        return self.transport.client
+
+    def on_request(self, fn: _Hook) -> _Hook:
+        """Call ``fn(event)`` after every attempt of every request on this table (a
+        :class:`~dynaorm.RequestEvent`); returns ``fn``, so it also works as a decorator."""
+        self._listeners.append(fn)
+        return fn
+
+    def connect(self, endpoint_url: str | None = None, region: str | None = None) -> Table:
+        """Point this table at another endpoint (DynamoDB Local, a test backend)."""
+        self.endpoint_url = endpoint_url
+        if region is not None:
+            self.region = region
+        self._transport = None
+        return self
+
+    # -- entity registry -----------------------------------------------------------
+    def register(self, entity: type[Entity], type_name: str) -> None:
+        """Record ``entity`` under ``type_name`` (called when an entity class is defined)."""
+        other = self.entities.get(type_name)
+        if other is not None and other.__qualname__ != entity.__qualname__:
+            raise DynaormError(
+                f"table {self.name!r}: type name {type_name!r} is used by both "
+                f"{other.__name__} and {entity.__name__}; set Meta.type_name")
+        self.entities[type_name] = entity
+
+    def key_type(self, attr: str | None) -> str:
+        """The DynamoDB type of a key attribute: ``"S"`` unless ``key_types`` says ``N``/``B``."""
+        return "S" if attr is None else self.key_types.get(attr, "S")
+
+    @property
+    def string_keys(self) -> bool:
+        """Whether the table's own key attributes are strings (unique rules, versioning and
+        sharding need that)."""
+        return self.key_type(self.pk) == "S" and self.key_type(self.sk) == "S"
+
+    def index(self, name: str) -> GSI | LSI:
+        """The index declared as ``name`` (a :class:`DynaormError` names the declared ones)."""
+        try:
+            return self.indexes[name]
+        except KeyError:
+            known = ", ".join(self.indexes) or "none"
+            raise DynaormError(f"table {self.name!r} has no index {name!r} "
+                               f"(declared: {known})") from None
+
+    def key_attributes(self, index: str | None = None) -> tuple[str, str | None]:
+        """(partition attribute, sort attribute) of the table or of one index."""
+        if index is None:
+            return self.pk, self.sk
+        spec = self.index(index)
+        if isinstance(spec, LSI):
+            return self.pk, spec.sk
+        return spec.pk, spec.sk
+
+    # -- schema --------------------------------------------------------------------
+    def definition(self) -> dict[str, Any]:
+        """The CreateTable request for this table and all its indexes."""
+        attrs = {self.pk}
+        schema = [{"AttributeName": self.pk, "KeyType": "HASH"}]
+        if self.sk:
+            attrs.add(self.sk)
+            schema.append({"AttributeName": self.sk, "KeyType": "RANGE"})
+        gsis: list[dict[str, Any]] = []
+        lsis: list[dict[str, Any]] = []
+        for index in self.indexes.values():
+            if isinstance(index, GSI):
+                keys = [{"AttributeName": index.pk, "KeyType": "HASH"}]
+                attrs.add(index.pk)
+                if index.sk:
+                    keys.append({"AttributeName": index.sk, "KeyType": "RANGE"})
+                    attrs.add(index.sk)
+                gsis.append({"IndexName": index.name, "KeySchema": keys,
+                             "Projection": _projection(index.projection,
+                                                       self._carried)})
+            else:
+                attrs.add(index.sk)
+                lsis.append({"IndexName": index.name, "KeySchema": [
+                    {"AttributeName": self.pk, "KeyType": "HASH"},
+                    {"AttributeName": index.sk, "KeyType": "RANGE"}],
+                    "Projection": _projection(index.projection, self._carried)})
+        request: dict[str, Any] = {
+            "TableName": self.name,
+            "KeySchema": schema,
+            "AttributeDefinitions": [{"AttributeName": a, "AttributeType": self.key_type(a)}
+                                     for a in sorted(attrs)],
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if gsis:
+            request["GlobalSecondaryIndexes"] = gsis
+        if lsis:
+            request["LocalSecondaryIndexes"] = lsis
+        if self.stream is not None:
+            request["StreamSpecification"] = {"StreamEnabled": True,
+                                              "StreamViewType": self.stream}
+        return request
+
+    @property
+    def type_attr(self) -> str:
+        """The type attribute's name (``""`` on a table without one: no item has it)."""
+        return self.type_attribute or ""
+
+    @property
+    def _carried(self) -> tuple[str, ...]:
+        """Attributes an INCLUDE projection always carries (the type, the TTL)."""
+        return tuple(a for a in (self.type_attribute, self.ttl) if a)
+
+    def exists(self) -> bool:
+        """Whether the table exists on the configured endpoint."""
+        return self._status() is not None
+
+    def _status(self) -> str | None:
+        try:
+            out = self.transport.call("DescribeTable", {"TableName": self.name})
+        except RequestFailed as exc:
+            if exc.code == "ResourceNotFoundException":
+                return None
+            raise
+        return str(out["Table"].get("TableStatus", "ACTIVE"))
+
+    def create(self, wait: float = 300.0) -> None:
+        """Create the table (on-demand billing) with every index; no error if it exists."""
+        try:
+            self.transport.call("CreateTable", self.definition())
+        except RequestFailed as exc:
+            if exc.code != "ResourceInUseException":
+                raise
+        self._wait(lambda status: status == "ACTIVE", wait)
+        if self.stream is not None:
+            self._enable_stream(wait)
+        if self.ttl is not None:
+            self._enable_ttl()
+
+    def _enable_ttl(self) -> None:
+        """Enable TTL on the declared attribute (nothing to do when it already is)."""
+        try:
+            out = self.transport.call("DescribeTimeToLive", {"TableName": self.name})
+            current = out.get("TimeToLiveDescription") or {}
+            if current.get("AttributeName") == self.ttl and current.get(
+                    "TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+                return
+            self.transport.call("UpdateTimeToLive", {
+                "TableName": self.name,
+                "TimeToLiveSpecification": {"Enabled": True, "AttributeName": self.ttl}})
+        except RequestFailed as exc:
+            raise DynaormError(f"cannot enable TTL on attribute {self.ttl!r} of table "
+                               f"{self.name!r}: {exc}") from exc
+
+    def _enable_stream(self, wait: float) -> None:
+        """Enable the declared stream on a table that existed without one."""
+        out = self.transport.call("DescribeTable", {"TableName": self.name})["Table"]
+        current = out.get("StreamSpecification") or {}
+        if current.get("StreamEnabled"):
+            if current.get("StreamViewType") != self.stream:
+                raise DynaormError(
+                    f"table {self.name!r} has a {current.get('StreamViewType')} stream, not "
+                    f"{self.stream}: disable it first (UpdateTable) to change its view type")
+            return
+        spec = {"StreamEnabled": True, "StreamViewType": self.stream}
+        try:
+            self.transport.call("UpdateTable", {"TableName": self.name,
+                                                "StreamSpecification": spec})
+        except RequestFailed as exc:
+            raise DynaormError(f"cannot enable the stream of table {self.name!r}: {exc}"
+                               ) from exc
+        self._wait(lambda status: status == "ACTIVE", wait)
+
+    def changes(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
+                ) -> Iterator[Change]:
+        """Classify DynamoDB Streams records of this table (a Lambda event's
+        ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
+        from dynaorm.model.streams import iter_changes
+
+        return iter_changes(self, records)
+
+    def delete(self, wait: float = 300.0) -> None:
+        """Delete the table; no error if it does not exist."""
+        try:
+            self.transport.call("DeleteTable", {"TableName": self.name})
+        except RequestFailed as exc:
+            if exc.code != "ResourceNotFoundException":
+                raise
+        self._wait(lambda status: status is None, wait)
+
+    def _wait(self, done: Any, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        delay = 0.05
+        while not done(self._status()):
+            if time.monotonic() > deadline:
+                raise DynaormError(f"table {self.name!r} did not settle in {timeout}s")
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    def __repr__(self) -> str:
+        return f"Table({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"

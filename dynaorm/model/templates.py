@@ -1,0 +1,277 @@
+"""Key templates: ``"ORG#{org_id}#USER#{user_id}"`` rendered from an entity's fields.
+
+A template is parsed once (at class definition) into literal and field segments. It can
+render a full key, render the prefix made of its leading fields (for ``begins_with`` and
+range queries), and parse a rendered key back into its field strings.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import re
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+from dynaorm.errors import KeyTemplateError
+from dynaorm.model.keys import BinaryKey, NumberKey, number_key
+
+__all__ = ["SHARD_FIELD", "KeyTemplate", "render_value"]
+
+#: The pseudo-field that write sharding fills in (never an entity field).
+SHARD_FIELD = "shard"
+_CONVERSIONS = {"u": str.upper, "l": str.lower}
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def render_value(value: Any, spec: str = "") -> str:
+    """Render one value the way keys need it (see the contract's typing rules)."""
+    if isinstance(value, enum.Enum):
+        value = value.value
+    if isinstance(value, datetime):
+        moment: datetime = value.astimezone(UTC) if value.tzinfo is not None else value
+        if spec:
+            return format(moment, spec)
+        return moment.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    if spec:
+        return str(format(value, spec))
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    spec: str
+    conversion: str | None
+
+
+@dataclass(frozen=True)
+class KeyTemplate:
+    """A parsed key template. Build with :meth:`parse`."""
+
+    source: str
+    segments: tuple[str | _Field, ...]
+    #: the key attribute's type: "S", or "N"/"B" for a template that is exactly one field
+    key_type: str = "S"
+
+    @classmethod
+    def parse(cls, source: str, *, owner: str = "?", key_type: str = "S") -> KeyTemplate:
+        """Parse ``source`` (``key_type``: the attribute's DynamoDB type)."""
+        if not isinstance(source, str) or not source:
+            raise KeyTemplateError(f"{owner}: a key template must be a non-empty string, "
+                                   f"got {source!r}")
+        segments: list[str | _Field] = []
+        try:
+            parsed = list(string.Formatter().parse(source))
+        except ValueError as exc:
+            raise KeyTemplateError(f"{owner}: malformed key template {source!r}: {exc}") from exc
+        for literal, name, spec, conversion in parsed:
+            if literal:
+                segments.append(literal)
+            if name is None:
+                continue
+            if not _IDENT.match(name):
+                raise KeyTemplateError(
+                    f"{owner}: template {source!r} field {{{name}}} must be a plain field name")
+            if conversion is not None and conversion not in _CONVERSIONS:
+                raise KeyTemplateError(
+                    f"{owner}: template {source!r} uses conversion !{conversion}; "
+                    "only !u (upper) and !l (lower) are supported")
+            if segments and isinstance(segments[-1], _Field):
+                raise KeyTemplateError(
+                    f"{owner}: template {source!r} puts two fields side by side; "
+                    "separate them with a literal such as '#'")
+            segments.append(_Field(name, spec or "", conversion))
+        template = cls(source, tuple(segments), key_type)
+        head = template.segments[0]
+        if key_type != "S" and (template.single is None or not isinstance(head, _Field)
+                                or head.spec or head.conversion):
+            raise KeyTemplateError(
+                f"{owner}: a {key_type} key's template must be exactly one field such as "
+                f"'{{id}}', not {source!r}")
+        return template
+
+    # -- introspection -------------------------------------------------------------
+    @functools.cached_property
+    def fields(self) -> tuple[str, ...]:
+        """Field names in template order (``shard`` included when present)."""
+        return tuple(s.name for s in self.segments if isinstance(s, _Field))
+
+    @property
+    def is_literal(self) -> bool:
+        """Whether the template has no field (a constant key)."""
+        return not self.fields
+
+    @functools.cached_property
+    def single(self) -> str | None:
+        """The field name of a template that is exactly one field (``"{id}"``), else None."""
+        if len(self.segments) == 1 and isinstance(self.segments[0], _Field):
+            return self.segments[0].name
+        return None
+
+    # -- rendering -----------------------------------------------------------------
+    def _render_field(self, seg: _Field, values: Mapping[str, Any], owner: str,
+                      *, check: bool = True) -> str:
+        try:
+            value = values[seg.name]
+        except KeyError:
+            raise KeyTemplateError(
+                f"{owner}: key template {self.source!r} needs field {seg.name!r}") from None
+        if value is None:
+            raise KeyTemplateError(
+                f"{owner}: field {seg.name!r} is None and cannot go into key {self.source!r}")
+        try:
+            text = render_value(value, seg.spec)
+        except (ValueError, TypeError) as exc:
+            raise KeyTemplateError(
+                f"{owner}: field {seg.name!r} value {value!r} does not fit format "
+                f"{seg.spec!r} of key {self.source!r}: {exc}") from exc
+        if seg.conversion:
+            text = _CONVERSIONS[seg.conversion](text)
+        if check and self.single is not None and text:
+            return text  # one field: nothing to split, so '#' is allowed (0.2)
+        if check and (not text or "#" in text):
+            why = "is empty" if not text else "contains '#'"
+            raise KeyTemplateError(
+                f"{owner}: field {seg.name!r} value {value!r} {why}; "
+                f"it cannot go into key {self.source!r}")
+        return text
+
+    def render(self, values: Mapping[str, Any], owner: str = "?") -> str:
+        """Render the full key from ``values`` (a mapping of field name to value)."""
+        if self.key_type != "S":
+            return self._typed(values, owner)
+        if not self.fields:  # a constant key ("PROFILE"), rendered once
+            return self._constant
+        simple = self._prefixed
+        if simple is not None:  # "USER#{id}", the common key: the loop's rule, unrolled
+            value = values.get(simple[1])
+            if type(value) is str and value and "#" not in value:
+                return simple[0] + value
+        out = []
+        single = self.single
+        for seg in self.segments:
+            if isinstance(seg, str):
+                out.append(seg)
+                continue
+            # the common case first: a plain str value under a field without format or
+            # conversion renders as itself (the same rule as _render_field's, inlined)
+            value = values.get(seg.name)
+            if (type(value) is str and value and not seg.spec and seg.conversion is None
+                    and (single is not None or "#" not in value)):
+                out.append(value)
+            else:
+                out.append(self._render_field(seg, values, owner))
+        return "".join(out)
+
+    @functools.cached_property
+    def _prefixed(self) -> tuple[str, str] | None:
+        """``(literal, field)`` of a template that is a literal then one plain field (no
+        format or conversion), the common key: :meth:`render` answers a plain str value
+        for it without its loop; ``None`` for any other template."""
+        if len(self.segments) != 2:
+            return None
+        literal, seg = self.segments
+        if (isinstance(literal, str) and isinstance(seg, _Field) and not seg.spec
+                and seg.conversion is None):
+            return literal, seg.name
+        return None
+
+    @functools.cached_property
+    def _constant(self) -> str:
+        """The key of a template without fields (``{{``/``}}`` unescaped)."""
+        return "".join(s for s in self.segments if isinstance(s, str))
+
+    def _typed(self, values: Mapping[str, Any], owner: str) -> str:
+        name = self.single
+        assert name is not None
+        value = values.get(name)
+        if value is None:
+            raise KeyTemplateError(f"{owner}: field {name!r} is None and cannot go into key "
+                                   f"{self.source!r}")
+        if self.key_type == "N":
+            return number_key(value, owner, name)
+        if not isinstance(value, bytes | bytearray | memoryview) or not value:
+            raise KeyTemplateError(f"{owner}: field {name!r} value {value!r} is not non-empty "
+                                   f"bytes and cannot go into binary key {self.source!r}")
+        return BinaryKey(bytes(value))
+
+    def render_prefix(self, values: Mapping[str, Any], owner: str = "?",
+                      *, partial: str | None = None) -> str:
+        """Render the leading part of the key covered by ``values``.
+
+        Fields are consumed in template order while present in ``values``; the literal
+        that follows the last complete field is included (so ``"amsg#"`` never matches
+        ``"amsgx#"``). ``partial`` names a field whose value is a prefix of a full value
+        (``date="2018-08"``): rendering stops right after it.
+        """
+        if self.key_type != "S":
+            if partial is not None:
+                raise KeyTemplateError(f"{owner}: begins_with does not apply to the "
+                                       f"{self.key_type} key {self.source!r}")
+            return self._typed(values, owner) if self.fields[0] in values else ""
+        out: list[str] = []
+        for seg in self.segments:
+            if isinstance(seg, str):
+                out.append(seg)
+                continue
+            if seg.name not in values:
+                break
+            if seg.name == partial:
+                value = values[seg.name]
+                if isinstance(value, str) and seg.spec:  # a prefix of the rendered text
+                    out.append(_CONVERSIONS[seg.conversion](value) if seg.conversion else value)
+                else:
+                    out.append(self._render_field(seg, values, owner, check=False))
+                return "".join(out)
+            out.append(self._render_field(seg, values, owner))
+        return "".join(out)
+
+    def leading_fields(self, names: set[str] | frozenset[str]) -> tuple[str, ...]:
+        """The longest run of template fields, from the start, that ``names`` covers."""
+        run = []
+        for name in self.fields:
+            if name not in names:
+                break
+            run.append(name)
+        return tuple(run)
+
+    # -- parsing back --------------------------------------------------------------
+    def parse_key(self, key: str) -> dict[str, Any] | None:
+        """Split a rendered key back into field strings; ``None`` if it does not match.
+
+        A typed key (``N``/``B``) gives its one field's number text or bytes.
+        """
+        if self.key_type != "S" or self.single is not None:
+            return self._parse_single(key)
+        m = self._pattern.fullmatch(key)
+        return None if m is None else m.groupdict()
+
+    def _parse_single(self, key: str) -> dict[str, Any] | None:
+        name = self.single
+        assert name is not None
+        if self.key_type == "N":
+            return {name: str.__str__(key)} if isinstance(key, NumberKey) else None
+        if self.key_type == "B":
+            return {name: key.raw} if isinstance(key, BinaryKey) else None
+        if isinstance(key, NumberKey | BinaryKey) or not key:
+            return None
+        return {name: key}
+
+    @functools.cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        return re.compile("".join(
+            re.escape(s) if isinstance(s, str) else f"(?P<{s.name}>[^#]+)"
+            for s in self.segments))
+
+    def __str__(self) -> str:
+        return self.source

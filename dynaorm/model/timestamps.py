@@ -1,0 +1,106 @@
+"""Timestamps (``Meta.timestamps``) and TTL values (``Table(ttl=...)``), contract 14.
+
+- :func:`declare_timestamps` declares ``created``/``updated`` fields (``datetime | None =
+  None``) that a class names in ``Meta.timestamps`` without declaring them;
+- :func:`stamps` gives the times a write sets (created once, updated every write), which
+  :func:`apply_stamps` puts on the object once the write succeeded;
+- :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds;
+- :func:`expired` tells whether a stored item's TTL has passed (reads skip it).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from dynaorm._types import Item
+from dynaorm.errors import InvalidValueError
+
+if TYPE_CHECKING:
+    from dynaorm.model.spec import EntitySpec
+
+__all__ = ["Stamps", "apply_stamps", "declare_timestamps", "encode_ttl", "expired", "now",
+           "stamped", "stamps"]
+
+
+def now() -> datetime:
+    """The current time, aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def declare_timestamps(cls: type[Any], raw: Any) -> None:
+    """Declare the ``Meta.timestamps`` fields the class does not (``datetime | None``)."""
+    if not isinstance(raw, tuple | list):
+        return
+    annotations = cls.__dict__.get("__annotations__")  # noqa: RUF063 (must mutate)
+    if annotations is None:
+        annotations = {}
+        cls.__annotations__ = annotations
+    for name in raw:
+        if not isinstance(name, str) or name in annotations:
+            continue
+        if any(name in getattr(b, "model_fields", {}) for b in cls.__mro__[1:]):
+            continue
+        annotations[name] = datetime | None
+        setattr(cls, name, None)
+
+
+#: The timestamps one write sets: ``(field, value)`` pairs.
+Stamps = tuple[tuple[str, datetime], ...]
+
+
+def stamps(obj: Any, spec: EntitySpec, *, insert: bool,
+           when: datetime | None = None) -> Stamps:
+    """The timestamps a write of ``obj`` sets, as ``(field, value)`` pairs (``insert``:
+    also the created one when it has none yet). Nothing is changed on ``obj``: a commit
+    writes them from a copy and sets them on the object only once it succeeded."""
+    created, updated = spec.timestamps
+    if created is None and updated is None:
+        return ()
+    moment = when or now()
+    out: list[tuple[str, datetime]] = []
+    if created is not None and insert and getattr(obj, created) is None:
+        out.append((created, moment))
+    if updated is not None:
+        out.append((updated, moment))
+    return tuple(out)
+
+
+def stamped(obj: Any, pairs: Stamps) -> Any:
+    """``obj`` itself when ``pairs`` is empty, else a copy carrying those timestamps."""
+    return obj.model_copy(update=dict(pairs)) if pairs else obj
+
+
+def apply_stamps(obj: Any, pairs: Stamps) -> None:
+    """Set written timestamps on ``obj`` (after the write succeeded)."""
+    for name, value in pairs:
+        object.__setattr__(obj, name, value)  # no validation: the value is known-good
+
+
+def encode_ttl(value: Any, owner: str, field: str) -> int | None:
+    """A TTL field's value as epoch seconds (aware datetime or int; naive is refused)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidValueError(f"{owner} field {field!r}: the TTL attribute needs an "
+                                    f"aware datetime (or epoch seconds), not naive {value!r}")
+        return int(value.timestamp())
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise InvalidValueError(f"{owner} field {field!r}: a TTL is a datetime or epoch seconds, "
+                            f"not {value!r}")
+
+
+def expired(item: Item, attr: str | None, at: float | None = None) -> bool:
+    """Whether ``item``'s TTL attribute ``attr`` holds a time that has passed."""
+    if attr is None:
+        return False
+    av = item.get(attr)
+    if av is None or "N" not in av:
+        return False
+    try:
+        return float(av["N"]) <= (time.time() if at is None else at)
+    except ValueError:
+        return False

@@ -1,0 +1,241 @@
+"""Opaque, URL-safe, tamper-evident page cursors, and the checks a cursor must pass.
+
+A cursor holds the resume positions of a read (one per shard or segment), how many results
+earlier pages served, and a fingerprint of the read it came from, signed with
+HMAC-SHA256. There is no key in the source: the key is ``Table(cursor_secret=...)``, else
+the ``DYNAORM_CURSOR_SECRET`` environment variable, else a random key made once per
+process (cursors then resume only within that process; one WARNING on the ``dynaorm``
+logger says how to share one).
+
+Whatever a client sends, a cursor never widens a read: :func:`decode_cursor_state` refuses
+anything malformed, edited, signed with another key or taken from another read, and
+:func:`check_positions` (pure) refuses positions that lie outside the read's partitions
+or key condition, or that have the wrong shape, and served counts outside ``0..limit``,
+even in a cursor signed with the right key (a leaked key). Every refusal is an
+:class:`~dynaorm.InvalidCursorError`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import secrets
+import threading
+from collections.abc import Mapping, Sequence
+from decimal import Decimal
+from typing import Any
+
+from dynaorm.errors import DynaormError, InvalidCursorError
+from dynaorm.write.limits import check_key_value
+
+__all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_cursor", "check_positions",
+           "decode_cursor_state", "encode_cursor", "fingerprint", "read_secret", "secret_of"]
+
+#: The environment variable a shared cursor key is read from.
+ENV_SECRET = "DYNAORM_CURSOR_SECRET"
+#: Longest cursor accepted (a real one holds a few keys: well under this).
+MAX_CURSOR_CHARS = 64 * 1024
+_MAC_BYTES = 16
+_TEXT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
+_log = logging.getLogger("dynaorm")
+_lock = threading.Lock()
+_process_secret: list[bytes] = []
+
+
+def secret_of(table: Any) -> bytes:
+    """The key cursors of ``table`` are signed with: its ``cursor_secret``, else
+    ``DYNAORM_CURSOR_SECRET``, else this process's random key (one WARNING, once)."""
+    configured = getattr(table, "cursor_secret", None)
+    if configured:
+        if isinstance(configured, str):
+            return configured.encode("utf-8", "surrogatepass")
+        if isinstance(configured, bytes):
+            return configured
+        raise DynaormError(f"cursor_secret must be str or bytes, got {type(configured).__name__}")
+    env = os.environ.get(ENV_SECRET)
+    if env:
+        return env.encode("utf-8", "surrogatepass")
+    with _lock:
+        if not _process_secret:
+            _process_secret.append(secrets.token_bytes(32))
+            _log.warning(
+                "dynaorm: no cursor secret is set, so page cursors are signed with a random "
+                "key made for this process: they will not resume in another process or after "
+                "a restart. Set a shared secret with Table(cursor_secret=...) or the %s "
+                "environment variable.", ENV_SECRET)
+        return _process_secret[0]
+
+
+def fingerprint(shape: Any) -> str:
+    """A short digest of a read's shape (table, index, key condition, filter, order)."""
+    text = json.dumps(shape, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64(data) != text:  # only the canonical spelling: no two cursors decode alike
+        raise ValueError("not canonical base64")
+    return data
+
+
+def _mac(secret: bytes, body: bytes) -> bytes:
+    return hmac.new(secret, body, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
+def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0, *,
+                  secret: bytes) -> str:
+    """A signed cursor: the read's fingerprint, each stream's position and the count of
+    results already served (so ``limit`` holds across pages)."""
+    data: dict[str, Any] = {"q": query_fingerprint, "p": positions}
+    if served:
+        data["n"] = served
+    body = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    return _b64(body) + "." + _b64(_mac(secret, body))
+
+
+def decode_cursor_state(cursor: Any, query_fingerprint: str, shards: int, *,
+                        secret: bytes) -> tuple[list[Any], int]:
+    """Resume positions (still packed) and the count of results already served, from a
+    cursor this read signed; anything else is :class:`InvalidCursorError`."""
+    if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS or not _TEXT.fullmatch(
+            cursor):
+        raise InvalidCursorError("malformed page cursor")
+    body_text, mac_text = cursor.split(".")
+    try:
+        body, mac = _unb64(body_text), _unb64(mac_text)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidCursorError("malformed page cursor") from exc
+    if not hmac.compare_digest(mac, _mac(secret, body)):
+        raise InvalidCursorError("page cursor was altered or signed with another secret")
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # signed, yet not ours: a leaked key
+        raise InvalidCursorError("malformed page cursor") from exc
+    if not isinstance(data, dict) or set(data) - {"q", "p", "n"}:
+        raise InvalidCursorError("malformed page cursor")
+    if data.get("q") != query_fingerprint:
+        raise InvalidCursorError("page cursor belongs to another query")
+    positions = data.get("p")
+    served = data.get("n", 0)
+    if (not isinstance(positions, list) or len(positions) != shards
+            or not isinstance(served, int) or isinstance(served, bool)):
+        raise InvalidCursorError("page cursor does not fit this query")
+    return positions, served
+
+
+# -- positions against the read ------------------------------------------------------------
+_EQ = re.compile(r"(#\w+) = (:\w+)")
+_BETWEEN = re.compile(r"(#\w+) BETWEEN (:\w+) AND (:\w+)")
+_BEGINS = re.compile(r"begins_with\((#\w+), (:\w+)\)")
+_CMP = re.compile(r"(#\w+) (<=|>=|<|>) (:\w+)")
+
+
+def _key_conditions(request: Mapping[str, Any]) -> list[tuple[str, str, list[Any]]]:
+    """``(attribute, operator, [AttributeValue...])`` of a request's key condition."""
+    text = request.get("KeyConditionExpression")
+    if not text:
+        return []
+    names = request.get("ExpressionAttributeNames", {})
+    values = request.get("ExpressionAttributeValues", {})
+    out: list[tuple[str, str, list[Any]]] = []
+    for part in text.split(" AND ", 1):  # the partition, then the sort key's condition
+        part = part.strip()
+        if m := _BETWEEN.fullmatch(part):
+            out.append((names[m[1]], "BETWEEN", [values[m[2]], values[m[3]]]))
+        elif m := _BEGINS.fullmatch(part):
+            out.append((names[m[1]], "begins_with", [values[m[2]]]))
+        elif m := _EQ.fullmatch(part):
+            out.append((names[m[1]], "=", [values[m[2]]]))
+        elif m := _CMP.fullmatch(part):
+            out.append((names[m[1]], m[2], [values[m[3]]]))
+        else:  # pragma: no cover - dynaorm writes every key condition itself
+            raise InvalidCursorError(f"cannot check a cursor against {text!r}")
+    return out
+
+
+def _scalar(av: Mapping[str, Any]) -> tuple[str, Any]:
+    (tag, raw), = av.items()
+    if tag == "N":
+        return tag, Decimal(raw)
+    if tag == "B":
+        return tag, bytes(raw)
+    return tag, raw
+
+
+def _holds(value: Mapping[str, Any], op: str, bounds: list[Any]) -> bool:
+    tag, got = _scalar(value)
+    parsed = [_scalar(b) for b in bounds]
+    if any(t != tag for t, _ in parsed):
+        return False
+    ends = [v for _, v in parsed]
+    if op == "=":
+        return bool(got == ends[0])
+    if op == "begins_with":
+        return isinstance(got, str | bytes) and got[:len(ends[0])] == ends[0]
+    if op == "BETWEEN":
+        return bool(ends[0] <= got <= ends[1])
+    return bool({"<": got < ends[0], "<=": got <= ends[0], ">": got > ends[0],
+                 ">=": got >= ends[0]}[op])
+
+
+def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
+                    requests: Sequence[Mapping[str, Any]], key_attrs: Sequence[str],
+                    roles: Mapping[str, str]) -> None:
+    """Refuse (:class:`InvalidCursorError`) resume positions that a read of ``requests``
+    (one per stream, as sent without a start key) could not have produced.
+
+    A position is ``None`` (start), ``False`` (stream done) or an ExclusiveStartKey
+    holding exactly ``key_attrs``, each a valid key value of a key type (``roles``:
+    attribute -> "partition"/"sort", for DynamoDB's key limits), inside the stream's
+    partition and key condition. ``served`` must lie in ``0..limit``."""
+    if not isinstance(served, int) or isinstance(served, bool) or served < 0 or (
+            limit is not None and served > limit):
+        raise InvalidCursorError("page cursor holds an impossible count of served results")
+    if len(positions) != len(requests):
+        raise InvalidCursorError("page cursor does not fit this query")
+    for position, request in zip(positions, requests, strict=True):
+        if position is None or position is False:
+            continue
+        if not isinstance(position, dict) or set(position) != set(key_attrs):
+            raise InvalidCursorError("page cursor holds a position of the wrong shape")
+        for attr in key_attrs:
+            value = position[attr]
+            if not isinstance(value, dict) or len(value) != 1 or not set(value) <= {
+                    "S", "N", "B"} or not isinstance(next(iter(value.values())), str | bytes):
+                raise InvalidCursorError("page cursor holds a position of the wrong shape")
+            try:
+                check_key_value(attr, value, roles.get(attr, "sort"), entity="cursor",
+                                key={})
+                _scalar(value)
+            except (DynaormError, ArithmeticError, ValueError, TypeError) as exc:
+                raise InvalidCursorError("page cursor holds an invalid key value") from exc
+        for attr, op, bounds in _key_conditions(request):
+            if not _holds(position[attr], op, bounds):
+                raise InvalidCursorError("page cursor holds a position outside this query's "
+                                         "partition or key range")
+
+
+def read_secret(read: Any) -> bytes:
+    """:func:`secret_of` the table a read (a Query or Scan) reads."""
+    from dynaorm.model.entity import spec_of
+    return secret_of(spec_of(read._entities[0]).table)
+
+
+def check_cursor(read: Any, sel: Any, positions: Sequence[Any], served: int) -> None:
+    """:func:`check_positions` of a decoded cursor against the read it was given to."""
+    from dynaorm.write.render import key_roles
+    n = read._streams()
+    check_positions(positions, served, limit=read._limit,
+                    requests=[read._request(i, sel) for i in range(n)],
+                    key_attrs=sel.key_attrs, roles=key_roles(read._entities[0], {}))

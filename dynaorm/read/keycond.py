@@ -1,0 +1,241 @@
+"""Planning a query's key condition from entity templates (pure).
+
+Range conditions are kept inside the entity's own sort-key prefix with ``BETWEEN`` so that
+other item types sharing the partition are never read by a ``<`` or ``>``; strict bounds
+are made exact by dropping the bound's own key client-side (a filter expression cannot
+name key attributes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.model.keys import key_order
+from dynaorm.model.shards import Shards
+from dynaorm.model.spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys, history_sk
+from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+
+__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "widen"]
+
+#: Sorts after any character a key will hold (UTF-8 order of code points).
+HIGH = "\U0010ffff"
+
+
+@dataclass(frozen=True)
+class SortCondition:
+    op: str  # eq, lt, lte, gt, gte, between, begins_with
+    args: tuple[Mapping[str, Any], ...]
+
+
+@dataclass(frozen=True)
+class KeyPlan:
+    """What one query reads: partition values (one per shard) and a sort-key condition."""
+
+    index: str | None
+    pk_attr: str
+    sk_attr: str | None
+    pk_values: tuple[str, ...]
+    sk_op: str | None = None          # "=", "<", "<=", ">", ">=", "BETWEEN", "begins_with"
+    sk_values: tuple[str, ...] = ()
+    exclude: str | None = None        # drop the item whose sort key equals this
+    history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
+
+    @property
+    def empty(self) -> bool:
+        if self.sk_op != "BETWEEN":
+            return False
+        low, high = self.sk_values
+        return bool(key_order(low) > key_order(high))
+
+
+def _pre(prefix: str, text: str) -> str:
+    """``prefix + text``, keeping a typed key value (a number key has no prefix) as is."""
+    return prefix + text if prefix else text
+
+
+def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTemplate | None,
+                                                              str, str | None, str]:
+    if index is None:
+        return spec.pk, spec.sk, spec.table.pk, spec.table.sk, "primary"
+    for idx in spec.indexes:
+        if idx.name == index:
+            return _index_templates(idx)
+    raise DynaormError(f"{spec.name} declares no keys for index {index!r} "
+                       f"(Meta.indexes has: {', '.join(i.name for i in spec.indexes) or 'none'})")
+
+
+def _index_templates(idx: IndexKeys) -> tuple[KeyTemplate, KeyTemplate | None, str,
+                                              str | None, str]:
+    return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
+
+
+def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+                     shard: int | None = None) -> tuple[str, ...]:
+    """The partition key values a query reads: one, or one per shard (``shard``: just it)."""
+    pk, _, _, _, target = _templates(spec, index)
+    missing = [f for f in pk.fields if f != SHARD_FIELD and f not in fields]
+    if missing:
+        raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
+                               f"of {pk.source!r}")
+    if SHARD_FIELD in pk.fields:
+        rule = spec.shard_rules.get(target) or Shards(spec.shards[target])
+        values = rule.values if shard is None else (rule.check_value(shard, spec.name, target),)
+        return tuple(pk.render({**fields, SHARD_FIELD: i}, spec.name) for i in values)
+    if shard is not None:
+        raise KeyTemplateError(f"{spec.name}: the partition key {pk.source!r} of "
+                               f"{index or 'the table'} is not sharded; shard= does not apply")
+    return (pk.render(fields, spec.name),)
+
+
+#: plans of the common query, per (spec, index, field names, latest): see plan_keys
+_FIXED: dict[tuple[int, str | None, tuple[str, ...], bool],
+             tuple[EntitySpec, KeyTemplate, KeyPlan]] = {}
+_FIXED_MAX = 1024
+
+
+def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+              cond: SortCondition | None, *, latest: bool = False,
+              history: bool = False, shard: int | None = None) -> KeyPlan:
+    """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``."""
+    if cond is not None or history or shard is not None:
+        return _plan_keys(spec, index, fields, cond, latest, history, shard)
+    # The common query names partition-key fields only: then everything but the partition
+    # value depends on the field *names* alone (their checks passed; the sort-key part is
+    # constant), so it is planned once and the partition value rendered as
+    # partition_values renders it. The last plan is reused while that value repeats.
+    cache_key = (id(spec), index, tuple(fields), latest)
+    found = _FIXED.get(cache_key)
+    if found is not None and found[0] is spec:
+        _, pk, last = found
+        pk_value = pk.render(fields, spec.name)
+        if last.pk_values[0] == pk_value:
+            return last
+        plan = KeyPlan(last.index, last.pk_attr, last.sk_attr, (pk_value,), last.sk_op,
+                       last.sk_values, last.exclude, last.history_base)
+        _FIXED[cache_key] = (spec, pk, plan)
+        return plan
+    plan = _plan_keys(spec, index, fields, cond, latest, history, shard)
+    pk, sk = _templates(spec, index)[:2]
+    if SHARD_FIELD not in pk.fields and not (sk is not None and set(fields) & set(sk.fields)):
+        if len(_FIXED) >= _FIXED_MAX:
+            _FIXED.clear()
+        _FIXED[cache_key] = (spec, pk, plan)
+    return plan
+
+
+def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+               cond: SortCondition | None, latest: bool, history: bool,
+               shard: int | None) -> KeyPlan:
+    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
+    unknown = set(fields) - set(pk.fields) - set(sk.fields if sk else ())
+    if SHARD_FIELD in fields or unknown:
+        bad = sorted(unknown | ({SHARD_FIELD} & set(fields)))
+        raise KeyTemplateError(f"{spec.name}: {bad} are not key template fields here "
+                               "(the shard is computed, never passed)")
+    pk_values = partition_values(spec, index, fields, shard)
+    keywords = {k: v for k, v in fields.items() if k not in pk.fields}
+    if sk is None:
+        if keywords or cond:
+            raise DynaormError(f"{spec.name}: index {index!r} has no sort key to condition")
+        return KeyPlan(index, pk_attr, sk_attr, pk_values)
+    # sort-key fields known from the keywords, partition fields reused in the sort key too
+    given = {k: v for k, v in fields.items() if k in sk.fields}
+    lead = sk.leading_fields(frozenset(given))
+    if set(keywords) - set(lead):
+        raise KeyTemplateError(f"{spec.name}: sort-key fields {sorted(keywords)} must be "
+                               f"leading fields of {sk.source!r}")
+    sk_fields = {k: given[k] for k in lead}
+    whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
+    vprefix = LATEST_PREFIX if latest else ""
+    if history and spec.history_index is not None and index is None:
+        full = sk.render(fields, spec.name)  # Meta.history_index: only this entity's rows
+        name, attr = spec.history_index
+        return KeyPlan(name, pk_attr, attr, pk_values, "BETWEEN",
+                       (history_sk(full, 1), history_sk(full, 10 ** VERSION_WIDTH - 1)),
+                       history_base=full)
+    if history:
+        full = sk.render(fields, spec.name)
+        lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"
+        return KeyPlan(index, pk_attr, sk_attr, pk_values, "BETWEEN",
+                       (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
+    if cond is None:
+        if whole and keywords:  # the keywords name the whole sort key: one item, exactly
+            return KeyPlan(index, pk_attr, sk_attr, pk_values, "=",
+                           (_pre(vprefix, sk.render(sk_fields, spec.name)),))
+        prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
+        if not prefix:
+            return KeyPlan(index, pk_attr, sk_attr, pk_values)
+        return KeyPlan(index, pk_attr, sk_attr, pk_values, "begins_with", (prefix,))
+    prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
+
+    def merged_with(values: Mapping[str, Any]) -> dict[str, Any]:
+        """The condition's fields after the keywords'; refuses anything else."""
+        extra = set(values) - set(sk.fields)
+        if extra:
+            raise KeyTemplateError(f"{spec.name}: {sorted(extra)} are not fields of sort key "
+                                   f"{sk.source!r}")
+        again = set(values) & (set(sk_fields) | set(fields))
+        if again:
+            raise KeyTemplateError(f"{spec.name}: {sorted(again)} already given to query(); "
+                                   "a condition takes the sort-key fields that follow")
+        merged = {**sk_fields, **values}
+        if not values or not set(values) <= set(sk.leading_fields(frozenset(merged))):
+            raise KeyTemplateError(f"{spec.name}: condition fields {sorted(values)} must "
+                                   f"follow the leading fields of {sk.source!r}")
+        return merged
+
+    def bound(values: Mapping[str, Any]) -> tuple[str, bool]:
+        merged = merged_with(values)
+        complete = all(f in merged for f in sk.fields if f != SHARD_FIELD)
+        text = _pre(vprefix, sk.render(merged, spec.name) if complete
+                    else sk.render_prefix(merged, spec.name))
+        return text, complete
+
+    def make(op: str, *vals: str, exclude: str | None = None) -> KeyPlan:
+        return KeyPlan(index, pk_attr, sk_attr, pk_values, op, vals, exclude)
+
+    op = cond.op
+    if op == "begins_with":
+        (values,) = cond.args
+        merged = merged_with(values)
+        order = [f for f in sk.fields if f in values]
+        text = _pre(vprefix, sk.render_prefix(merged, spec.name, partial=order[-1]))
+        return make("begins_with", text)
+    if op == "between":
+        (lo, _), (hi, hi_complete) = bound(cond.args[0]), bound(cond.args[1])
+        return make("BETWEEN", lo, hi if hi_complete else hi + HIGH)
+    (values,) = cond.args
+    value, complete = bound(values)
+    if op == "eq":
+        return make("=", value) if complete else make("begins_with", value)
+    upper = value if complete else value + HIGH
+    if not prefix:  # nothing to keep inside: the native operators are exact
+        native = {"lt": ("<", value), "lte": ("<=", upper), "gt": (">", upper),
+                  "gte": (">=", value)}[op]
+        return make(*native)
+    top = prefix + HIGH
+    if op == "lt":
+        return make("BETWEEN", prefix, value, exclude=value)
+    if op == "lte":
+        return make("BETWEEN", prefix, upper)
+    if op == "gt":
+        return make("BETWEEN", upper, top, exclude=upper)
+    if op == "gte":
+        return make("BETWEEN", value, top)
+    raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover
+
+
+def widen(a: KeyPlan, b: KeyPlan) -> KeyPlan:
+    """A plan of ``a``'s partition that reads what both plans read (multi-entity queries
+    carry no sort condition: each plan is a ``begins_with`` of its type's prefix or none)."""
+    first, second = (p.sk_values[0] if p.sk_op == "begins_with" else "" for p in (a, b))
+    n = 0
+    while n < min(len(first), len(second)) and first[n] == second[n]:
+        n += 1
+    common = first[:n]
+    if common:
+        return replace(a, sk_op="begins_with", sk_values=(common,))
+    return replace(a, sk_op=None, sk_values=())

@@ -1,0 +1,393 @@
+"""Read planning shared by queries and scans (pure: no I/O).
+
+- :class:`Selection` says which returned items are results (the requested entity types,
+  by their type attribute or, where an index does not project it, by key shape), how a
+  result decodes, and which condition selects the types on the server.
+- :class:`~dynaorm.read.pager.Pager` (in :mod:`dynaorm.read.pager`, re-exported here) is the
+  paging state of one read over one or more streams; a cursor stores its positions.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Generic, TypeVar
+
+from pydantic import TypeAdapter, ValidationError
+
+from dynaorm._types import Item
+from dynaorm.errors import DynaormError, InvalidCursorError
+from dynaorm.model.codec import decode_value
+from dynaorm.model.expressions import Condition, F
+from dynaorm.model.keys import key_value
+from dynaorm.model.spec import LATEST_PREFIX, EntitySpec, parse_version_sk
+from dynaorm.model.table import Table
+from dynaorm.model.templates import KeyTemplate
+from dynaorm.model.timestamps import expired
+from dynaorm.read.pager import DONE, Pager, per_request_limit
+
+__all__ = ["DONE", "Pager", "Selection", "per_request_limit", "projection_of", "selection"]
+
+T = TypeVar("T")
+#: what an item without the type attribute reads as in Selection.kept (never written to)
+_NO_VALUE: Final[dict[str, Any]] = {}
+#: Keys per BatchGetItem request.
+BATCH_GET: Final = 100
+
+
+def projection_of(table: Table, index: str | None) -> str:
+    """``"ALL"``, ``"KEYS_ONLY"`` or ``"INCLUDE"`` for the table (ALL) or one index."""
+    if index is None:
+        return "ALL"
+    proj = table.index(index).projection
+    if isinstance(proj, str):
+        return proj.upper()
+    return "INCLUDE"
+
+
+def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTemplate, bool],
+                                                                 ...]:
+    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches."""
+    table = spec.table
+    checks: list[tuple[str, KeyTemplate, bool]] = [(table.pk, spec.pk, False)]
+    if spec.sk is not None and table.sk is not None:
+        checks.append((table.sk, spec.sk, spec.versioned))
+    for idx in spec.indexes:
+        if idx.name == index:
+            checks.append((idx.pk_attr, idx.pk, False))
+            if idx.sk is not None and idx.sk_attr is not None:
+                checks.append((idx.sk_attr, idx.sk, False))
+    return tuple(dict.fromkeys(checks))
+
+
+def _matches(item: Item, checks: tuple[tuple[str, KeyTemplate, bool], ...]) -> bool:
+    for attr, template, latest in checks:
+        av = item.get(attr)
+        if av is None:
+            return False
+        text = key_value(av)
+        if latest:
+            if not text.startswith(LATEST_PREFIX):
+                return False
+            text = text[len(LATEST_PREFIX):]
+        if template.parse_key(text) is None:
+            return False
+    return True
+
+
+@dataclass(frozen=True)
+class Selection(Generic[T]):
+    """Which returned items are results of a read, and how they decode."""
+
+    type_attr: str
+    types: Mapping[str, tuple[type[T], EntitySpec]]
+    table_sk: str | None
+    key_attrs: tuple[str, ...]          # a position: table keys plus the source's keys
+    order_attrs: tuple[str | None, str]  # (sort attribute, partition attribute) of the source
+    sk_attr: str | None = None          # the source's sort attribute (for ``exclude``)
+    exclude: str | None = None          # drop the item whose sort key equals this
+    history_base: str | None = None     # history: keep only v<n>_<base> rows, n >= 1
+    latest_only: frozenset[str] = frozenset()  # types whose rows count only as v0_ copies
+    by_shape: bool = False              # the type attribute is not there: match key shapes
+    fetch: bool = False                 # the source lacks attributes: read items by key
+    shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
+    #: field name -> stored attribute name of the requested types (aliases)
+    renames: Mapping[str, str] = field(default_factory=dict)
+    #: the table's TTL attribute: items whose TTL has passed are not results
+    ttl_attr: str | None = None
+    #: the table has no type attribute: items are told apart by key shape only
+    shapeless: bool = False
+    #: every entity of the table (to tell another type's item from a foreign one)
+    table_specs: tuple[EntitySpec, ...] = ()
+
+    def foreign(self, item: Item) -> bool:
+        """Whether no entity of the table owns ``item`` (counted in ``Page.skipped``)."""
+        if not self.shapeless:
+            return False
+        return not any(s.fits(item) for s in self.table_specs)
+
+    def type_of(self, item: Item) -> str | None:
+        """The requested type ``item`` is one of, else ``None``."""
+        if self.by_shape:
+            for shaped, checks in self.shapes:
+                if _matches(item, checks):
+                    return shaped
+            return None
+        kind = item.get(self.type_attr)
+        name: str | None = None if kind is None else kind.get("S")
+        return name if name in self.types else None
+
+    def keep(self, item: Item) -> bool:
+        """Whether a returned item is one of the requested results."""
+        name = self.type_of(item)
+        if name is None:
+            return False
+        if self.ttl_attr is not None and expired(item, self.ttl_attr):
+            return False
+        if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
+            return False
+        if self.history_base is not None and self.table_sk:
+            parsed = parse_version_sk(item[self.table_sk]["S"])
+            return parsed is not None and parsed[0] >= 1 and parsed[1] == self.history_base
+        if name in self.latest_only and self.table_sk:
+            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+        return True
+
+    def kept(self, items: Sequence[Item]) -> list[Item]:
+        """The results among a response's ``items``, in order (:meth:`keep` of each)."""
+        if self._by_type_only:
+            # The common read: only the type attribute decides (no TTL, bound, history
+            # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
+            # (an absent type attribute reads as _NO_VALUE, which holds no "S": dropped)
+            attr, types, no_value = self.type_attr, self.types, _NO_VALUE
+            return [item for item in items if item.get(attr, no_value).get("S") in types]
+        keep = self.keep
+        return [item for item in items if keep(item)]
+
+    @functools.cached_property
+    def _by_type_only(self) -> bool:
+        """Whether :meth:`keep` is decided by the type attribute alone."""
+        return not (self.by_shape or self.ttl_attr is not None or self.exclude is not None
+                    or self.history_base is not None or self.latest_only)
+
+    def owns(self, item: Item) -> bool:
+        """Whether a whole item read by key is still one of the requested results."""
+        if self.ttl_attr is not None and expired(item, self.ttl_attr):
+            return False
+        if self.shapeless:
+            return self.type_of(item) is not None
+        kind = item.get(self.type_attr)
+        name: str | None = None if kind is None else kind.get("S")
+        if name is None or name not in self.types:
+            return False
+        if self.types[name][1].versioned and self.table_sk and self.history_base is None:
+            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+        return True
+
+    def position(self, item: Item) -> Item:
+        """The ExclusiveStartKey that resumes right after ``item``."""
+        return {a: item[a] for a in self.key_attrs if a in item}
+
+    def pack(self, position: Any, fixed: Mapping[str, Any]) -> Any:
+        """A position made short for a cursor: its key values in ``key_attrs`` order,
+        without the attributes the stream fixes (a shard's partition key)."""
+        if position is None or position is DONE:
+            return position
+        out: list[Any] = []
+        for attr in self.key_attrs:
+            if attr in fixed:
+                continue
+            av = position.get(attr)
+            if av is not None and "B" in av:
+                av = {"B": base64.urlsafe_b64encode(bytes(av["B"])).decode()}
+            out.append(None if av is None else av["S"] if set(av) == {"S"} else av)
+        return out
+
+    def unpack(self, packed: Any, fixed: Mapping[str, Any]) -> Any:
+        """Inverse of :meth:`pack`; anything else is an :class:`InvalidCursorError`."""
+        if packed is None or packed is DONE:
+            return packed
+        names = [a for a in self.key_attrs if a not in fixed]
+        if not isinstance(packed, list) or len(packed) != len(names):
+            raise InvalidCursorError("page cursor holds a malformed position")
+        position: Item = dict(fixed)
+        for attr, value in zip(names, packed, strict=True):
+            if value is None:
+                continue
+            if isinstance(value, str):
+                position[attr] = {"S": value}
+            elif isinstance(value, dict) and len(value) == 1 and set(value) <= {"S", "N"} and (
+                    isinstance(next(iter(value.values())), str)):
+                position[attr] = value
+            elif isinstance(value, dict) and set(value) == {"B"} and isinstance(
+                    value["B"], str):
+                try:
+                    position[attr] = {"B": base64.urlsafe_b64decode(value["B"])}
+                except (ValueError, TypeError):
+                    raise InvalidCursorError("page cursor holds a malformed position") from None
+            else:
+                raise InvalidCursorError("page cursor holds a malformed position")
+        return position
+
+    def decode(self, item: Item) -> T:
+        """The entity object of a (whole) result item."""
+        name = self.type_of(item) if self.shapeless else item[self.type_attr]["S"]
+        cls, spec = self.types[name or ""]
+        obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
+        return obj
+
+    def decoded(self, items: Sequence[Item]) -> Iterator[T]:
+        """The entity objects of (whole) result items, in order, one at a time (as
+        :meth:`decode` gives them)."""
+        if self._single is not None:  # one type: every result is one of it
+            cls, spec = self._single
+            return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
+        return map(self.decode, items)
+
+    @functools.cached_property
+    def _single(self) -> tuple[type[T], EntitySpec] | None:
+        """The requested type, when there is one and results need not be told apart."""
+        if len(self.types) != 1 or self.shapeless:
+            return None
+        return next(iter(self.types.values()))
+
+    @property
+    def server_filterable(self) -> bool:
+        """Whether the type selection can be a FilterExpression (the type is projected)."""
+        return not self.by_shape
+
+    def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
+        """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
+        table's sort key must then be nameable in the filter: scans, not queries)."""
+        plain = sorted(n for n, (_, s) in self.types.items() if not (latest and s.versioned))
+        versioned = sorted(n for n, (_, s) in self.types.items() if latest and s.versioned)
+        parts: list[Condition] = []
+        if plain:
+            parts.append(F(self.type_attr).is_in(*plain))
+        if versioned and self.table_sk:
+            parts.append(F(self.type_attr).is_in(*versioned)
+                         & F(self.table_sk).begins_with(LATEST_PREFIX))
+        cond = parts[0]
+        for extra in parts[1:]:
+            cond = cond | extra
+        if ttl and self.ttl_attr is not None:  # expired, not yet deleted: not a result
+            cond = cond & self.ttl_cutoff()
+        return cond
+
+    def ttl_cutoff(self) -> Condition:
+        """Items without a TTL, or whose TTL is still ahead."""
+        assert self.ttl_attr is not None
+        return F(self.ttl_attr).not_exists() | (F(self.ttl_attr) > int(time.time()))
+
+    @property
+    def client_rules(self) -> bool:
+        """Rules only the client can apply (a strict bound, history, latest copies among
+        several types): a server-side count cannot see them."""
+        return bool(self.exclude or self.history_base or self.latest_only)
+
+    # -- partial reads -----------------------------------------------------------------
+    def field_names(self) -> frozenset[str]:
+        return frozenset().union(*(s.field_names for _, s in self.types.values()))
+
+    def check_fields(self, names: Iterable[str]) -> None:
+        known = self.field_names()
+        unknown = sorted(set(names) - known)
+        if unknown:
+            owners = "/".join(sorted(self.types))
+            raise DynaormError(f"{owners} has no field(s) {unknown}")
+
+    def values_of(self, item: Item, names: Sequence[str]) -> dict[str, Any]:
+        """``{name: value}`` of ``names`` from ``item`` (typed like the entity's field;
+        ``None`` for a field the item lacks)."""
+        name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
+        cls = self.types[name][0] if name is not None and name in self.types else None
+        spec = self.types[name][1] if cls is not None and name is not None else None
+        data = spec.decode_fields(item) if spec is not None else {}
+        return {n: _field_value(cls, n, item.get(self.renames.get(n, n)), data.get(n))
+                for n in names}
+
+    def lookup_of(self, item: Item) -> dict[str, Any]:
+        """The fields ``get`` takes, from ``item``."""
+        name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
+        cls, spec = self.types[name or ""]
+        data = spec.decode_fields(item)
+        return {n: _field_value(cls, n, item.get(spec.attr(n)), data.get(n))
+                for n in spec.lookup_fields}
+
+
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = {}
+
+
+def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any] | None:
+    """A validator of one field's type (cached per class and field)."""
+    key = (cls, name)
+    if key not in _ADAPTERS:
+        info = getattr(cls, "model_fields", {}).get(name)
+        _ADAPTERS[key] = None if info is None else TypeAdapter(info.annotation)
+    return _ADAPTERS[key]
+
+
+def _field_value(cls: type[Any] | None, name: str, av: Any, filled: Any = None) -> Any:
+    if av is None and filled is None:
+        return None
+    raw = filled if av is None else decode_value(av)
+    adapter = None if cls is None else _adapter(cls, name)
+    if adapter is None or raw is None:
+        return raw
+    try:
+        return adapter.validate_python(raw)
+    except ValidationError:
+        return raw
+
+
+_SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = {}
+_SELECTIONS_MAX = 1024
+
+
+def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
+              exclude: str | None = None, history_base: str | None = None,
+              latest_only: frozenset[str] = frozenset()) -> Selection[T]:
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``.
+
+    Selections are immutable and depend only on their arguments and the entities' specs
+    (fixed at class creation), so the same read planned again reuses its selection;
+    a table without a type attribute also depends on which entities it holds so far
+    (its ``table_specs``): the count is part of the key.
+    """
+    cache_key = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
+    found = _SELECTIONS.get(cache_key)
+    if found is not None and (not found.shapeless
+                              or len(found.table_specs) == _table_spec_count(entities)):
+        return found
+    made = _selection(entities, index, sk_attr=sk_attr, exclude=exclude,
+                      history_base=history_base, latest_only=latest_only)
+    if len(_SELECTIONS) >= _SELECTIONS_MAX:  # many distinct reads (bounds, exclusions)
+        _SELECTIONS.clear()
+    _SELECTIONS[cache_key] = made
+    return made
+
+
+def _table_spec_count(entities: Sequence[type[Any]]) -> int:
+    from dynaorm.model.entity import spec_of
+
+    table = spec_of(entities[0]).table
+    return sum(1 for e in table.entities.values()
+               if getattr(e, "__dynaorm_spec__", None) is not None)
+
+
+def _selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None,
+               exclude: str | None, history_base: str | None,
+               latest_only: frozenset[str]) -> Selection[T]:
+    from dynaorm.model.entity import spec_of
+
+    specs = [(e, spec_of(e)) for e in entities]
+    table = specs[0][1].table
+    projection = projection_of(table, index)
+    pk_attr, source_sk = table.key_attributes(index)
+    attrs = (table.pk, table.sk, pk_attr, source_sk)
+    shapeless = table.type_attribute is None
+    by_shape = projection == "KEYS_ONLY" or shapeless
+    renames: dict[str, str] = {}
+    for _, s in specs:
+        for name, attr in s.renames.items():
+            if renames.setdefault(name, attr) != attr:
+                raise DynaormError(f"field {name!r} is stored as {renames[name]!r} in one "
+                                   f"requested type and as {attr!r} in another")
+    return Selection(
+        type_attr=table.type_attribute or "",
+        types={s.type_name: (e, s) for e, s in specs},
+        table_sk=table.sk,
+        key_attrs=tuple(dict.fromkeys(a for a in attrs if a)),
+        order_attrs=(source_sk, pk_attr),
+        sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
+        by_shape=by_shape, fetch=projection != "ALL",
+        shapes=tuple((s.type_name, _shape_checks(s, index)) for _, s in specs) if by_shape
+        else (),
+        renames=renames, ttl_attr=table.ttl, shapeless=shapeless,
+        table_specs=tuple(sp for e in table.entities.values()
+                          if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
+        if shapeless else (),
+    )

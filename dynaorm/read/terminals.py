@@ -1,0 +1,454 @@
+"""Reads as protocols: the terminals :class:`~dynaorm.Query` and :class:`~dynaorm.Scan`
+share (iteration, ``all``, ``first``, ``count``, ``values``, ``keys``, ``page``).
+
+Each terminal is written once as a :mod:`dynaorm.core.protocol` generator over the pure paging
+state (:class:`dynaorm.read.selection.Pager`); the sync terminals here drive it with
+:mod:`dynaorm.sync.driver` (streams, i.e. shards and segments, on threads), the async ones of
+:mod:`dynaorm.aio` with asyncio. Cursors are accepted in one place (``_accept_cursor``),
+so a cursor from either kind of session resumes in the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+
+from dynaorm._types import Item
+from dynaorm.core.batches import batch_get_p
+from dynaorm.core.protocol import Call, Emit, Proto, Stream, call, consume, forward, gather, pull
+from dynaorm.errors import DynaormError, InvalidCursorError
+from dynaorm.model.entity import Entity
+from dynaorm.model.expressions import Condition, Placeholders
+from dynaorm.model.keys import key_id
+from dynaorm.read.cursor import (
+    check_cursor,
+    decode_cursor_state,
+    encode_cursor,
+    fingerprint,
+    read_secret,
+)
+from dynaorm.read.pager import Pager, per_request_limit
+from dynaorm.read.selection import BATCH_GET, Selection
+from dynaorm.sync.driver import MAX_WORKERS, iterate, run
+
+if TYPE_CHECKING:
+    from dynaorm.transport.sync import Transport
+
+__all__ = ["MAX_WORKERS", "Page", "ReadBase"]
+
+T = TypeVar("T", bound=Entity)
+#: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
+DEFAULT_PAGE_SIZE = 100
+#: Items one request of an iteration (``for``/``.all()``) reads when neither ``page_size``
+#: nor ``limit`` says: DynamoDB's own 1 MB pages parse into some 25 MB of Python objects,
+#: which would dominate the memory of a large ``.all()``; 1000 keeps one raw page small.
+ITER_PAGE_ITEMS = 1000
+#: Concurrent requests of one read (drivers cap it: threads, connections).
+FAN_OUT = 64
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of results and the cursor of the next (``None`` on the last page)."""
+
+    items: list[T]
+    cursor: str | None
+    #: items of the read that no entity of the table owns (a table without a type
+    #: attribute holding items of other tools), skipped
+    skipped: int = 0
+
+
+class ReadBase(Generic[T]):
+    """Modifiers and terminals shared by queries and scans (subclasses are frozen
+    dataclasses with these fields, and give the source of each stream's requests)."""
+
+    _operation: ClassVar[str]
+    _transport: Transport
+    _entities: tuple[type[T], ...]
+    _index: str | None
+    _limit: int | None
+    _page_size: int | None
+    _consistent: bool
+    _filter: Condition | None
+
+    # -- what a subclass gives ------------------------------------------------------
+    def _streams(self) -> int:
+        raise NotImplementedError  # pragma: no cover
+
+    def _source(self, i: int, ph: Placeholders) -> dict[str, Any]:
+        """Stream ``i``'s request without filter, projection, Limit or start key."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _selection(self) -> Selection[T]:
+        raise NotImplementedError  # pragma: no cover
+
+    def _plain_request(self, i: int) -> dict[str, Any] | None:
+        """Stream ``i``'s whole request when the source alone uses placeholders (no
+        filter, projection or renamed fields), as :meth:`_request` renders it, from a
+        cache; ``None``: render it (the source has no such cache)."""
+        return None
+
+    def _fixed(self, i: int) -> dict[str, Any]:
+        """Key attributes every position of stream ``i`` holds (a shard's partition key):
+        left out of cursors, and imposed on the positions a cursor brings back."""
+        return {}
+
+    def _describe(self) -> str:
+        raise NotImplementedError  # pragma: no cover
+
+    def _with(self, **changes: Any) -> Self:
+        raise NotImplementedError  # pragma: no cover
+
+    #: scans select types in the FilterExpression (and may name the table's sort key there)
+    _types_on_server: ClassVar[bool] = False
+    _ordered: ClassVar[bool] = True
+    _reverse: bool = False
+
+    # -- modifiers -------------------------------------------------------------------
+    def limit(self, n: int) -> Self:
+        """At most ``n`` results in all (across pages too)."""
+        if n < 1:
+            raise ValueError("limit must be >= 1")
+        return self._with(_limit=n)
+
+    def page_size(self, n: int) -> Self:
+        """Results per request (a query's page holds ``n``; a scan's ``Limit`` is ``n``)."""
+        if n < 1:
+            raise ValueError("page_size must be >= 1")
+        return self._with(_page_size=n)
+
+    def consistent(self) -> Self:
+        """Strongly consistent reads (the table or an LSI; a GSI cannot be)."""
+        from dynaorm.model.entity import spec_of
+
+        table = spec_of(self._entities[0]).table
+        if self._index is not None and not table.index(self._index).is_local:
+            raise DynaormError(f"index {self._index!r} is global; a GSI cannot be read "
+                               "consistently")
+        return self._with(_consistent=True)
+
+    def filter(self, condition: Condition) -> Self:
+        """Keep results matching ``condition`` (a FilterExpression; several are ANDed)."""
+        if not isinstance(condition, Condition):
+            raise TypeError("filter() takes a condition built from F(...)")
+        combined = condition if self._filter is None else self._filter & condition
+        return self._with(_filter=combined)
+
+    # -- requests --------------------------------------------------------------------
+    def _request(self, i: int, sel: Selection[T], *, count: bool = False,
+                 attrs: Sequence[str] = (), types: bool | None = None) -> dict[str, Any]:
+        if (self._filter is None and not attrs and not count and not sel.renames
+                and not ((self._types_on_server if types is None else types)
+                         and sel.server_filterable)):
+            # nothing but the source's own placeholders: its cached form, if it has one
+            plain = self._plain_request(i)
+            if plain is not None:
+                return plain
+        ph = Placeholders(sel.renames)
+        request = self._source(i, ph)
+        cond = self._filter
+        if (self._types_on_server if types is None else types) and sel.server_filterable:
+            selected = sel.type_condition(latest=self._types_on_server, ttl=count)
+            cond = selected if cond is None else selected & cond
+        if cond is not None:
+            request["FilterExpression"] = cond.render(ph)
+        if attrs:
+            wanted = dict.fromkeys([*attrs, sel.ttl_attr])  # TTL: to tell expired items
+            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in wanted if a)
+        if count:
+            request["Select"] = "COUNT"
+        if self._consistent:
+            request["ConsistentRead"] = True
+        return ph.apply(request)
+
+    def _pager(self, sel: Selection[T], positions: list[Any],
+               attrs: Sequence[str] = ()) -> Pager:
+        requests = ([self._request(0, sel, attrs=attrs)] if len(positions) == 1 else
+                    [self._request(i, sel, attrs=attrs) for i in range(len(positions))])
+        return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
+                     reverse=self._reverse, order_attrs=sel.order_attrs,
+                     foreign=sel.foreign if sel.shapeless else None)
+
+    def _run(self, pager: Pager, limit: Callable[[int], int | None],
+             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None
+             ) -> Stream:
+        """Results in order, requests sent as the pager asks (several at once).
+
+        Results go out in batches (what the pager holds), each at most ``room()``: how
+        many the consumer still takes (``None``: any number; at least 1 whenever it
+        resumes the stream). A consumer that stops once its room is filled so leaves
+        the pager exactly where it would have item by item, and nothing more is read.
+        """
+        op = self._operation
+        origins = tuple(self._entities)  # on_request hooks see which entities a read was for
+        rounds = 0
+        while True:
+            wanted = pager.wants(limit)
+            if wanted:
+                if max_rounds is not None and rounds >= max_rounds:
+                    return
+                rounds += 1
+                if len(wanted) == 1:  # one stream: its Call step itself (what gather yields)
+                    pager.feed(wanted[0][0], (yield Call(op, wanted[0][1], origins)))
+                    continue
+                outs = yield from gather([call(op, r, origins) for _, r in wanted], FAN_OUT)
+                for (i, _), out in zip(wanted, outs, strict=True):
+                    pager.feed(i, out)
+                continue
+            batch = pager.take(room())
+            if not batch:
+                return
+            yield Emit(batch)
+
+    def _results(self, sel: Selection[T], pager: Pager, want: int | None,
+                 limit: Callable[[int], int | None], max_rounds: int | None = None,
+                 room: Callable[[], int | None] = lambda: None) -> Stream:
+        """Whole result items: read by key in batches where the source lacks attributes
+        (in the read's order, requested types only, reading on to reach ``want``).
+        ``room``: as for :meth:`_run` (the consumer takes ``want`` in all)."""
+        if not sel.fetch:
+            yield from self._run(pager, limit, max_rounds, room)
+            return
+        table = sel.types[next(iter(sel.types))][1].table
+        attrs = [a for a in (table.pk, table.sk) if a]
+        produced = 0
+        n = 0
+        chunk: list[Item] = []
+
+        def chunk_room() -> int:
+            return n - len(chunk)
+
+        def take(batch: Sequence[Item]) -> bool:
+            chunk.extend(batch)
+            return len(chunk) >= n
+
+        stream = self._run(pager, limit, max_rounds, chunk_room)
+        while want is None or produced < want:
+            n = BATCH_GET if want is None else min(BATCH_GET, want - produced)
+            chunk.clear()
+            yield from consume(stream, take)
+            if not chunk:
+                return
+            keys = [{a: c[a] for a in attrs} for c in chunk]
+            found = yield from batch_get_p(table.name, keys, consistent=self._consistent)
+            owned = [item for key in keys
+                     if (item := found.get(key_id(key))) is not None and sel.owns(item)]
+            if owned:  # at most n, within the consumer's room
+                produced += len(owned)
+                yield Emit(owned)
+
+    def _iter_limit(self, remaining: Callable[[], int | None]) -> Callable[[int], int | None]:
+        def limit(live: int) -> int | None:
+            if self._page_size is not None:
+                return self._page_size
+            left = remaining()
+            if left is None:
+                return ITER_PAGE_ITEMS
+            if not self._ordered:
+                return None
+            return per_request_limit(left, live)
+        return limit
+
+    def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Stream:
+        """Result items (projected to ``attrs`` when given), up to ``limit``."""
+        if self._limit is None and not sel.fetch:  # the common read: _run's stream itself
+            pager = self._pager(sel, [None] * self._streams(), attrs)
+            return self._run(pager, self._iter_limit(lambda: None))
+        return self._limited_items(sel, attrs)
+
+    def _limited_items(self, sel: Selection[T], attrs: Sequence[str]) -> Stream:
+        """:meth:`_items` of a read with a ``limit`` or whose items are read by key."""
+        pager = self._pager(sel, [None] * self._streams(), attrs)
+        count = 0
+        want = self._limit
+
+        def remaining() -> int | None:
+            return None if want is None else want - count
+
+        stream = self._results(sel, pager, want, self._iter_limit(remaining),
+                               room=remaining)
+        if want is None:
+            yield from stream
+            return
+
+        def seen(batch: Sequence[Item]) -> bool:
+            nonlocal count
+            count += len(batch)
+            return count >= want
+
+        yield from forward(stream, seen)
+
+    # -- protocols of the terminals (both session kinds drive these) -----------------
+    def _collect_p(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Proto[list[Item]]:
+        return (yield from pull(self._items(sel, attrs), None))
+
+    def _count_p(self) -> Proto[int]:
+        sel = self._selection()
+        n = self._streams()
+        if sel.server_filterable and not sel.client_rules:
+            requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
+            totals = yield from gather([self._count_stream(r) for r in requests], FAN_OUT)
+            total = sum(totals)
+            return total if self._limit is None else min(total, self._limit)
+        attrs = list(sel.key_attrs)
+        if not sel.by_shape:
+            attrs.append(sel.type_attr)
+        counted = 0
+        cap = self._limit
+        pager = Pager([self._request(i, sel, attrs=attrs) for i in range(n)], [None] * n,
+                      sel.kept, sel.position, ordered=False)
+
+        def room() -> int | None:
+            return None if cap is None else cap - counted
+
+        def seen(batch: Sequence[Item]) -> bool:
+            nonlocal counted
+            counted += len(batch)
+            return cap is not None and counted >= cap
+
+        yield from consume(self._run(pager, lambda live: None, room=room), seen)
+        return counted
+
+    def _count_stream(self, request: dict[str, Any]) -> Proto[int]:
+        total = 0
+        while True:
+            out = yield from call(self._operation, request, tuple(self._entities))
+            total += int(out.get("Count", 0))
+            last = out.get("LastEvaluatedKey")
+            if not last or (self._limit is not None and total >= self._limit):
+                return total
+            request = {**request, "ExclusiveStartKey": last}
+
+    def _values_p(self, fields: tuple[str, ...]) -> Proto[list[dict[str, Any]]]:
+        if not fields:
+            raise DynaormError("values() needs at least one field name")
+        sel = self._selection()
+        sel.check_fields(fields)
+        names = list(dict.fromkeys(fields))
+        if sel.fetch:
+            items = yield from self._collect_p(sel)
+        else:
+            attrs = [*names, *sel.key_attrs, sel.type_attr]
+            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        return [sel.values_of(item, names) for item in items]
+
+    def _keys_p(self) -> Proto[list[dict[str, Any]]]:
+        sel = self._selection()
+        if sel.fetch:
+            items = yield from self._collect_p(sel)
+        else:
+            lookup = [f for _, s in sel.types.values() for f in s.lookup_fields]
+            attrs = [*lookup, *sel.key_attrs, sel.type_attr]
+            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        return [sel.lookup_of(item) for item in items]
+
+    def _decoded(self) -> tuple[Stream, Callable[[Sequence[Item]], Iterator[T]]]:
+        """The stream of result items and how a batch of them decodes, one object at a
+        time (what iteration drives)."""
+        sel = self._selection()
+        return self._items(sel), sel.decoded
+
+    # -- terminals -------------------------------------------------------------------
+    def __iter__(self) -> Iterator[T]:
+        stream, decode = self._decoded()
+        for batch in iterate(self._transport, stream):
+            yield from decode(batch)  # one at a time: a loop may stop early
+
+    def all(self) -> list[T]:
+        """Every result, as a list."""
+        return list(self)
+
+    def first(self) -> T | None:
+        """The first result, or ``None``."""
+        for obj in self.limit(1):
+            return obj
+        return None
+
+    def count(self) -> int:
+        """How many results (``Select=COUNT``: no item is sent or decoded), capped by
+        ``limit``. Where the type selection cannot be a filter, keys are read and counted."""
+        return run(self._transport, self._count_p())
+
+    def values(self, *fields: str) -> list[dict[str, Any]]:
+        """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
+        return run(self._transport, self._values_p(fields))
+
+    def keys(self) -> list[dict[str, Any]]:
+        """The key fields of each result: what ``Session.get`` takes."""
+        return run(self._transport, self._keys_p())
+
+    # -- pages -----------------------------------------------------------------------
+    def _fingerprint(self, sel: Selection[T]) -> str:
+        probe = self._request(0, sel) if self._streams() else None
+        types = sorted(sel.types)
+        return fingerprint({"o": self._operation, "r": probe, "t": types, "x": sel.exclude,
+                            "h": sel.history_base, "n": self._streams()})
+
+    def _accept_cursor(self, cursor: str | None, fp: str, sel: Selection[T]) -> tuple[
+            list[Any], int]:
+        """THE place where a client's cursor is accepted: decoded, verified, and its
+        positions checked against this read. Returns (positions, results served)."""
+        n = self._streams()
+        if cursor is None:
+            return [None] * n, 0
+        try:
+            packed, served = decode_cursor_state(cursor, fp, n, secret=read_secret(self))
+            positions = [sel.unpack(p, self._fixed(i)) for i, p in enumerate(packed)]
+            check_cursor(self, sel, positions, served)  # inside the read's partitions and range
+            if served < 0 or (self._limit is not None and served > self._limit):
+                raise InvalidCursorError("page cursor does not fit this query")
+        except InvalidCursorError as exc:
+            raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
+        return positions, served
+
+    def page(self, cursor: str | None = None) -> Page[T]:
+        """One page of results and the cursor that resumes after them (``None`` at the end).
+
+        A query's page holds ``page_size`` (or ``limit``, else 100) results and costs one
+        request when unsharded; a scan's page is one request per segment still reading,
+        each evaluating ``page_size`` items (default 100), so it may hold fewer.
+        """
+        return run(self._transport, self._page_p(cursor))
+
+    def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
+        sel = self._selection()
+        fp = self._fingerprint(sel)
+        positions, served = self._accept_cursor(cursor, fp, sel)
+        pager = self._pager(sel, positions)
+        items: list[T] = []
+        if self._ordered:
+            size = self._page_size or self._limit or DEFAULT_PAGE_SIZE
+            rounds = None
+
+            def per_request(live: int) -> int | None:
+                return per_request_limit(size - len(items), live)
+        else:
+            size = -1
+            rounds = 1
+
+            def per_request(live: int) -> int | None:
+                return self._page_size or DEFAULT_PAGE_SIZE
+        if self._limit is not None:
+            left = self._limit - served
+            size = left if size < 0 else min(size, left)
+        if size != 0:
+            want = None if size < 0 else size
+
+            def take(batch: Sequence[Item]) -> bool:
+                items.extend(sel.decoded(batch))
+                return len(items) == size
+
+            def room() -> int | None:
+                return None if want is None else want - len(items)
+
+            yield from consume(self._results(sel, pager, want, per_request, rounds, room),
+                               take)
+        served += len(items)
+        done = pager.exhausted or (self._limit is not None and served >= self._limit)
+        if done:
+            return Page(items, None, pager.skipped)
+        packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
+        return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)),
+                    pager.skipped)
+

@@ -1,0 +1,2 @@
+"""Tools around the library: ``dynaorm check`` (audit and repair), the ``dynaorm`` command
+and its demo."""

@@ -1,0 +1,410 @@
+"""Data audit: find (and repair) inconsistencies that a healthy dynaorm table never holds.
+
+dynaorm keeps unique guard items and the latest copies of versioned entities right by
+committing them in the same transaction as their owner. Items written by other tools,
+partial restores or manual edits can still break that. :func:`audit_items` inspects the
+items of a full table scan (pure: no I/O) and reports four kinds of repairable problem:
+
+- ``orphan-guard``: a guard item whose owner is gone or no longer holds that value;
+- ``missing-guard``: an owner whose unique value has no guard item;
+- ``stale-latest``: a versioned entity's latest copy (``v0_X``) that differs from its
+  newest version row;
+- ``stale-index`` **(0.2)**: an entity item whose secondary-index key attributes differ
+  from its index templates rendered from its stored fields (after a template changed, or a
+  write by another tool); the fix re-renders them.
+
+A guard missing because a unique rule was added after the data was written is a
+``missing-guard`` like any other: the fix backfills it.
+
+Three more are reported but never repaired automatically, because a human must choose:
+``duplicate`` (two owners hold one unique value), ``no-history`` (a latest copy without
+any version row) and ``stale-key`` **(0.2)** (an item whose table key no longer matches
+its key templates: moving it changes its identity; load and save it under the new key).
+Each repairable problem carries its fix as plain data: the
+``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
+applies to the items as they were scanned. :func:`repair` sends them.
+:mod:`dynaorm.tools.check` runs the same checks page by page, with a checkpoint.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dynaorm._types import Item
+from dynaorm.errors import DynaormError
+from dynaorm.model.codec import decode_item
+from dynaorm.model.entity import spec_of
+from dynaorm.model.expressions import Condition, Placeholders, all_of, exists, not_exists, raw_eq
+from dynaorm.model.keys import key_av, key_value
+from dynaorm.model.spec import EntitySpec, UniqueRule, parse_version_sk, version_sk
+from dynaorm.model.table import Table
+from dynaorm.model.templates import SHARD_FIELD
+from dynaorm.transport.sync import RequestFailed
+from dynaorm.write.planner import (
+    GUARD_TYPE,
+    OWNER_PK,
+    OWNER_SK,
+    OWNER_TYPE,
+    UNIQUE_FIELD,
+    guard_item,
+)
+
+__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items"]
+
+Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
+               "stale-index", "stale-key"]
+Key = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One inconsistency: what, which item, why, and the transaction that fixes it."""
+
+    kind: Kind
+    key: Key
+    detail: str
+    fix: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def repairable(self) -> bool:
+        return bool(self.fix)
+
+    def __str__(self) -> str:
+        where = self.key[0] if self.key[1] in ("", self.key[0]) else " | ".join(self.key)
+        return f"{self.kind:<14} {where}  ({self.detail})"
+
+
+@dataclass(frozen=True)
+class Repair:
+    """The outcome of one fix: ``ok`` False when its conditions no longer held."""
+
+    problem: Problem
+    ok: bool
+    message: str = ""
+
+
+# -- scanning ----------------------------------------------------------------------------
+def scan_items(table: Table, on_page: Callable[[int], None] | None = None,
+               page_size: int | None = None) -> Iterator[Item]:
+    """Every item of ``table`` (consistent, paged scan). ``on_page`` gets the running count."""
+    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+    if page_size:
+        request["Limit"] = page_size
+    seen = 0
+    while True:
+        try:
+            out = table.transport.call("Scan", request)
+        except RequestFailed as exc:
+            raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
+        page: list[Item] = out.get("Items", [])
+        seen += len(page)
+        yield from page
+        if on_page is not None:
+            on_page(seen)
+        last = out.get("LastEvaluatedKey")
+        if not last:
+            return
+        request["ExclusiveStartKey"] = last
+
+
+def audit_table(table: Table, on_page: Callable[[int], None] | None = None
+                ) -> tuple[int, list[Problem]]:
+    """Scan ``table`` and audit it: ``(items scanned, problems)``."""
+    items = list(scan_items(table, on_page))
+    return len(items), audit_items(table, items)
+
+
+# -- the audit (pure) --------------------------------------------------------------------
+class _Auditor:
+    def __init__(self, table: Table, items: Sequence[Item]) -> None:
+        self.table = table
+        self.items = {self.key_of(i): i for i in items}
+        self.specs: dict[str, EntitySpec] = {}
+        for type_name, cls in table.entities.items():
+            try:
+                self.specs[type_name] = spec_of(cls)
+            except DynaormError:  # pragma: no cover - abstract classes are not registered
+                continue
+        self.problems: list[Problem] = []
+
+    # helpers
+    def key_of(self, item: Item) -> Key:
+        sk = self.table.sk
+        return key_value(item[self.table.pk]), key_value(item[sk]) if sk else ""
+
+    def key_av(self, key: Key) -> Item:
+        out: Item = {self.table.pk: key_av(key[0])}
+        if self.table.sk:
+            out[self.table.sk] = key_av(key[1])
+        return out
+
+    def guard_key(self, text: str) -> Key:
+        return text, text if self.table.sk else ""
+
+    def type_of(self, item: Item) -> str | None:
+        if self.table.type_attribute is None:  # told apart by key shape
+            return next((n for n, s in self.specs.items() if s.fits(item)), None)
+        value = item.get(self.table.type_attr, {}).get("S")
+        return value if isinstance(value, str) else None
+
+    def action(self, kind: str, key: Key, condition: Condition | None,
+               item: Item | None = None) -> dict[str, Any]:
+        ph = Placeholders()
+        body: dict[str, Any] = {"TableName": self.table.name}
+        if item is not None:
+            body["Item"] = item
+        else:
+            body["Key"] = self.key_av(key)
+        if condition is not None:
+            body["ConditionExpression"] = condition.render(ph)
+        return {kind: ph.apply(body)}
+
+    def unchanged(self, item: Item, attrs: Iterable[str]) -> list[Condition]:
+        conds: list[Condition] = [exists(self.table.pk)]
+        for attr in dict.fromkeys(attrs):
+            av = item.get(attr)
+            conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
+        return conds
+
+    def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
+        try:
+            return dict(spec.cls.model_validate(spec.decode_fields(item)).__dict__)
+        except ValueError:
+            return None  # unreadable owner (e.g. a schema change): cannot judge its guards
+
+    def owners(self) -> Iterator[tuple[Item, EntitySpec, dict[str, Any]]]:
+        for key, item in self.items.items():
+            spec = self.specs.get(self.type_of(item) or "")
+            if spec is None or not spec.uniques:
+                continue
+            if spec.versioned and (parse_version_sk(key[1]) or (1, ""))[0] != 0:
+                continue  # version rows own no guards; the latest copy does
+            values = self.values(spec, item)
+            if values is not None:
+                yield item, spec, values
+
+    # checks
+    def check_guards(self) -> None:
+        expected: dict[Key, list[tuple[Item, EntitySpec, UniqueRule]]] = {}
+        for item, spec, values in self.owners():
+            for rule in spec.uniques:
+                try:
+                    text = rule.guard_key(values, spec.name)
+                except DynaormError:
+                    continue
+                if text is not None:
+                    expected.setdefault(self.guard_key(text), []).append((item, spec, rule))
+        for gkey, owners in sorted(expected.items()):
+            guard = self.items.get(gkey)
+            if guard is None and len(owners) == 1:
+                self.missing(gkey, *owners[0])
+                continue
+            holder = None if guard is None else self.holder(guard)
+            held = any(self.key_of(o) == holder[0] and r.field == holder[1]
+                       for o, _, r in owners) if holder else False
+            if holder is not None and not held and len(owners) == 1:
+                continue  # an orphan guard that check_guard re-points to this owner
+            for item, spec, rule in owners:
+                if holder is not None and self.key_of(item) == holder[0]:
+                    continue
+                self.problems.append(Problem("duplicate", self.key_of(item), (
+                    f"{spec.name}.{rule.field} value {gkey[0]!r} is also held by "
+                    f"{holder[0][0] if holder else 'another item'}; fix by hand")))
+        for key, item in self.items.items():
+            if self.type_of(item) == GUARD_TYPE:
+                self.check_guard(key, item, expected.get(key, []))
+
+    def holder(self, guard: Item) -> tuple[Key, str]:
+        """(owner key, unique field) recorded on a guard item."""
+        return ((guard.get(OWNER_PK, {}).get("S", ""), guard.get(OWNER_SK, {}).get("S", "")),
+                guard.get(UNIQUE_FIELD, {}).get("S", "?"))
+
+    def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule) -> None:
+        okey = self.key_of(owner)
+        plain = {self.table.pk: okey[0], **({self.table.sk: okey[1]} if self.table.sk else {})}
+        new = guard_item(spec, rule, gkey[0], plain, None)
+        fix = (self.action("Put", gkey, not_exists(self.table.pk), new),
+               self.action("ConditionCheck", okey, all_of(self.unchanged(
+                   owner, (*map(spec.attr, rule.fields), self.table.type_attr)))))
+        self.problems.append(Problem("missing-guard", okey, (
+            f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"), fix))
+
+    def check_guard(self, key: Key, guard: Item,
+                    owners: list[tuple[Item, EntitySpec, UniqueRule]]) -> None:
+        (okey, ofield) = self.holder(guard)
+        otype = guard.get(OWNER_TYPE, {}).get("S", "?")
+        if any(self.key_of(o) == okey and r.field == ofield for o, _, r in owners):
+            return
+        owner = self.items.get(okey)
+        spec = self.specs.get(otype)
+        check: Condition | None
+        if owner is None:
+            reason = f"its owner {okey[0]} is gone"
+            check = not_exists(self.table.pk)
+        elif self.type_of(owner) != otype:
+            reason = f"its owner {okey[0]} is a {self.type_of(owner)}, not a {otype}"
+            check = all_of(self.unchanged(owner, (self.table.type_attr,)))
+        elif spec is None or self.values(spec, owner) is None:
+            return  # an owner type this module does not declare: cannot judge
+        else:
+            rule = next((r for r in spec.uniques if r.field == ofield), None)
+            attrs = (*(map(spec.attr, rule.fields) if rule else ()), self.table.type_attr)
+            reason = (f"its owner {okey[0]} no longer holds that {ofield}" if rule else
+                      f"{otype} has no unique rule on {ofield!r} any more")
+            check = all_of(self.unchanged(owner, attrs))
+        mine = all_of([raw_eq(OWNER_PK, {"S": okey[0]}), *(
+            [raw_eq(OWNER_SK, {"S": okey[1]})] if self.table.sk else []),
+            raw_eq(self.table.type_attr, {"S": GUARD_TYPE})])
+        if len(owners) == 1:  # another owner holds the value: point the guard at it
+            item, nspec, nrule = owners[0]
+            nkey = self.key_of(item)
+            plain = {self.table.pk: nkey[0], **({self.table.sk: nkey[1]} if self.table.sk
+                                                 else {})}
+            fix = (self.action("Put", key, mine, guard_item(nspec, nrule, key[0], plain, None)),
+                   self.action("ConditionCheck", nkey, all_of(self.unchanged(
+                       item, (*map(nspec.attr, nrule.fields), self.table.type_attr)))))
+            reason += f"; {nspec.name} {nkey[0]} holds it now: re-point the guard"
+        else:
+            fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
+        self.problems.append(Problem("orphan-guard", key, f"{otype}.{ofield}: {reason}", fix))
+
+    def check_keys(self, only: Iterable[Key] | None = None) -> None:
+        """Table keys and index key attributes against the templates (0.2)."""
+        wanted = None if only is None else set(only)
+        for key, item in self.items.items():
+            if wanted is not None and key not in wanted:
+                continue
+            spec = self.specs.get(self.type_of(item) or "")
+            if spec is None:
+                continue
+            parsed = parse_version_sk(key[1]) if spec.versioned else None
+            values = self.values(spec, item)
+            if values is None:
+                continue  # unreadable with today's class: nothing to render from
+            version = parsed[0] if parsed is not None else None
+            try:
+                want = spec.primary_key(values, version)
+                index = spec.index_keys(values)
+            except DynaormError:
+                continue
+            have = {self.table.pk: key[0], **({self.table.sk: key[1]} if self.table.sk
+                                                else {})}
+            if want != have or (spec.versioned and parsed is None):
+                shown = " | ".join(want.values())
+                self.problems.append(Problem("stale-key", key, (
+                    f"{spec.name} fields render the key {shown!r}; fix by hand "
+                    "(load it and save it under the new key, then delete the old item)")))
+            if version:
+                continue  # version rows are kept out of every secondary index
+            self.check_index(key, item, spec, index)
+
+    def check_index(self, key: Key, item: Item, spec: EntitySpec,
+                    want: dict[str, str]) -> None:
+        table_keys = {self.table.pk, self.table.sk}
+        attrs = sorted(a for a in spec.index_attributes if a not in table_keys)
+        wrong = [a for a in attrs if item.get(a) != (
+            None if want.get(a) is None else key_av(want[a]))]
+        if not wrong:
+            return
+        ph = Placeholders()
+        sets = [f"{ph.name(a)} = {ph.value_av(key_av(want[a]))}" for a in wrong
+                if a in want]
+        removes = [ph.name(a) for a in wrong if a not in want]
+        expr = " ".join(([f"SET {', '.join(sets)}"] if sets else [])
+                        + ([f"REMOVE {', '.join(removes)}"] if removes else []))
+        fields = [spec.attr(f) for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
+        typed = (self.table.type_attribute,) if self.table.type_attribute else ()
+        cond = all_of(self.unchanged(item, (*fields, *wrong, *typed)))
+        assert cond is not None
+        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
+                                "UpdateExpression": expr,
+                                "ConditionExpression": cond.render(ph)}
+        fix = ({"Update": ph.apply(body)},)
+        shown = ", ".join(f"{a} {_shown(item.get(a))!r} -> "
+                          f"{want.get(a, '(none)')!r}" for a in wrong)
+        self.problems.append(Problem("stale-index", key, f"{spec.name}: {shown}", fix))
+
+    def check_versions(self) -> None:
+        newest: dict[tuple[str, str], tuple[int, Item]] = {}
+        latest: list[tuple[Key, Item, EntitySpec, str]] = []
+        for key, item in self.items.items():
+            spec = self.specs.get(self.type_of(item) or "")
+            parsed = parse_version_sk(key[1])
+            if spec is None or not spec.versioned or parsed is None:
+                continue
+            n, base = parsed
+            if n == 0:
+                latest.append((key, item, spec, base))
+            elif n > newest.get((key[0], base), (0, {}))[0]:
+                newest[(key[0], base)] = (n, item)
+        assert self.table.sk is not None or not latest
+        sk = self.table.sk or ""
+        for key, item, spec, base in latest:
+            found = newest.get((key[0], base))
+            if found is None:
+                self.problems.append(Problem("no-history", key, (
+                    f"{spec.name} latest copy has no version rows; fix by hand")))
+                continue
+            n, row = found
+            wanted = {**row, sk: {"S": key[1]}}
+            if decode_item(wanted) == decode_item(item):
+                continue
+            have = item.get("version", {}).get("N", "?")
+            next_row = (key[0], version_sk(base, n + 1))
+            fix = (self.action("Put", key, all_of(self.unchanged(
+                       item, ("version", self.table.type_attr))), wanted),
+                   self.action("ConditionCheck", next_row, not_exists(self.table.pk)))
+            self.problems.append(Problem("stale-latest", key, (
+                f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))
+
+
+def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
+    """Audit the items of a full scan of ``table`` (wire form). Pure: no requests."""
+    auditor = _Auditor(table, list(items))
+    auditor.check_guards()
+    if table.sk is not None:
+        auditor.check_versions()
+    auditor.check_keys()
+    return sorted(auditor.problems, key=problem_order)
+
+
+_KINDS_ORDER = {"orphan-guard": 0, "missing-guard": 1, "duplicate": 2, "stale-latest": 3,
+                "no-history": 4, "stale-index": 5, "stale-key": 6}
+
+
+def problem_order(problem: Problem) -> tuple[int, Key]:
+    """Sort key of problems: by kind (guards first), then by item key."""
+    return _KINDS_ORDER[problem.kind], problem.key
+
+
+# -- repair ------------------------------------------------------------------------------
+def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
+    """Apply each repairable problem's fix as its own transaction.
+
+    A fix whose conditions fail (the items changed since the scan) is skipped and reported
+    with ``ok=False``; nothing else is written for it.
+    """
+    done: list[Repair] = []
+    for problem in problems:
+        if not problem.repairable:
+            continue
+        request = {"TransactItems": list(problem.fix), "ClientRequestToken": str(uuid.uuid4())}
+        try:
+            table.transport.call("TransactWriteItems", request)
+        except RequestFailed as exc:
+            why = ("changed since the scan" if exc.code == "TransactionCanceledException"
+                   else exc.message or exc.code)
+            done.append(Repair(problem, False, why))
+            continue
+        done.append(Repair(problem, True))
+    return done
+
+
+def _shown(av: Item | None) -> str:
+    """A stored key attribute as shown in a problem's detail."""
+    if av is None:
+        return "(none)"
+    return str(next(iter(av.values())))

@@ -1,0 +1,348 @@
+"""``dynaorm check`` at table scale: the audit page by page, with a checkpoint and progress.
+
+:func:`audit_items` needs every item at once; this runner scans one page at a time and
+reads, by key, only the items a page's checks need besides the page itself (the guards its
+owners should have, the owners its guards name, the version rows behind its latest copies).
+Each page is audited, repaired when asked (every fix conditioned on the values it read, so
+a concurrent writer is never overwritten), and then recorded in the checkpoint file: the
+scan position (``LastEvaluatedKey``) and the counts so far. A run that stops (a crash, a
+Ctrl-C, an expired credential) continues from the last recorded page; a page is counted
+only once it is recorded, so every item is covered exactly once.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynaorm._types import Item
+from dynaorm.errors import DynaormError
+from dynaorm.model.keys import key_value
+from dynaorm.model.spec import parse_version_sk, version_sk
+from dynaorm.model.streams import normalize_item
+from dynaorm.model.table import Table
+from dynaorm.tools.audit import Key, Problem, Repair, _Auditor, problem_order, repair
+from dynaorm.transport.sync import RequestFailed
+from dynaorm.write.planner import GUARD_TYPE
+
+__all__ = ["CheckResult", "CheckpointError", "ProgressBar", "audit_page", "check_table",
+           "item_count", "progress_line"]
+
+_BATCH = 100
+
+
+class CheckpointError(DynaormError):
+    """A checkpoint file that cannot be used (unreadable, another table, other options)."""
+
+
+@dataclass
+class _State:
+    table: str
+    repair: bool
+    last_key: Item | None = None
+    scanned: int = 0
+    pages: int = 0
+    problems: list[str] = field(default_factory=list)
+    seen: list[list[str]] = field(default_factory=list)
+    unrepairable: int = 0
+    repaired: int = 0
+    failed: int = 0
+    done: bool = False
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["last_key"] = None if self.last_key is None else {
+            k: {t: base64.b64encode(v).decode() if t == "B" else v for t, v in av.items()}
+            for k, av in self.last_key.items()}
+        return json.dumps(data, indent=1)
+
+    def check_types(self) -> None:
+        """TypeError unless every field has the type a run writes (a hand-edited file)."""
+        for name, kind in (("table", str), ("repair", bool), ("done", bool),
+                           ("scanned", int), ("pages", int), ("unrepairable", int),
+                           ("repaired", int), ("failed", int), ("problems", list),
+                           ("seen", list)):
+            value = getattr(self, name)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
+        if not all(isinstance(p, str) for p in self.problems) or not all(
+                isinstance(k, list) and all(isinstance(x, str) for x in k) for k in self.seen):
+            raise TypeError("problems and seen must hold strings")
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> _State:
+        try:
+            data = json.loads(text)
+            state = cls(**data)
+            state.last_key = normalize_item(state.last_key, f"{where} last_key")
+            state.check_types()
+        except (ValueError, TypeError) as exc:
+            raise CheckpointError(f"checkpoint {where} is not a dynaorm check checkpoint: "
+                                  f"{exc}") from exc
+        return state
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What a (possibly resumed) check covered and found."""
+
+    #: items scanned in all (earlier runs of the same checkpoint included)
+    scanned: int
+    #: every problem found, as text (earlier runs included), in the order found
+    problems: list[str]
+    #: problems no repair applies to (duplicates, stale table keys, no history)
+    unrepairable: int
+    #: the fixes applied and skipped by this run
+    repairs: list[Repair]
+    repaired: int
+    failed: int
+    #: True when this run continued from a checkpoint
+    resumed: bool
+
+    @property
+    def left(self) -> int:
+        """Problems still in the table after the repairs."""
+        return len(self.problems) - self.repaired
+
+
+# -- progress ------------------------------------------------------------------------------
+def _clock(seconds: float) -> str:
+    seconds = max(0, round(seconds))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def progress_line(done: int, total: int | None, counted: int, elapsed: float) -> str:
+    """``scanned 1200 items of ~5000 (24%), 350 items/s, ETA 0:00:11``. ``counted`` items
+    were scanned in ``elapsed`` seconds by this run (the rate); ``total`` is DescribeTable's
+    approximate item count (None: unknown)."""
+    rate = counted / elapsed if elapsed > 0 else 0.0
+    text = f"scanned {done} items"
+    if total:
+        total = max(total, done)
+        text += f" of ~{total} ({100 * done // total}%)"
+    text += f", {rate:.0f} items/s, ETA "
+    if total and rate > 0:
+        text += _clock((total - done) / rate)
+    else:
+        text += "?"
+    return text
+
+
+class ProgressBar:
+    """Writes :func:`progress_line` to ``stream`` (a terminal: one line, rewritten)."""
+
+    def __init__(self, stream: Any, total: int | None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.stream = stream
+        self.total = total
+        self.clock = clock
+        self.start: tuple[float, int] | None = None
+        self.shown = False
+
+    def __call__(self, done: int) -> None:
+        now = self.clock()
+        if self.start is None:
+            self.start = (now, done)  # a resumed run's rate counts only its own items
+        counted, elapsed = done - self.start[1], now - self.start[0]
+        self.stream.write("\r" + progress_line(done, self.total, counted, elapsed))
+        self.stream.flush()
+        self.shown = True
+
+    def close(self) -> None:
+        """End the line, if anything was shown."""
+        if self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def item_count(table: Table) -> int | None:
+    """DescribeTable's approximate item count (refreshed by DynamoDB every few hours)."""
+    try:
+        out = table.transport.call("DescribeTable", {"TableName": table.name})
+    except RequestFailed as exc:
+        raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
+    count = out["Table"].get("ItemCount")
+    return int(count) if count is not None else None
+
+
+# -- context: the items a page's checks need -----------------------------------------------
+def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
+    keys: set[Key] = set()
+    for item in items:
+        kind = auditor.type_of(item)
+        if kind == GUARD_TYPE:
+            keys.add(auditor.holder(item)[0])
+            continue
+        spec = auditor.specs.get(kind or "")
+        if spec is None:
+            continue
+        key = auditor.key_of(item)
+        parsed = parse_version_sk(key[1]) if spec.versioned else None
+        if spec.versioned and parsed is not None and parsed[0] == 0:
+            number = item.get("version", {}).get("N")
+            if number is not None and number.isdigit():
+                n = int(number)
+                keys.update((key[0], version_sk(parsed[1], v)) for v in (n, n + 1) if v)
+        if not spec.uniques or (parsed is not None and parsed[0] != 0):
+            continue
+        values = auditor.values(spec, item)
+        for rule in spec.uniques if values is not None else ():
+            try:
+                text = rule.guard_key(values or {}, spec.name)
+            except DynaormError:
+                continue
+            if text is not None:
+                keys.add(auditor.guard_key(text))
+    return keys
+
+
+def _get_many(table: Table, auditor: _Auditor, keys: set[Key]) -> list[Item]:
+    out: list[Item] = []
+    todo = [auditor.key_av(k) for k in sorted(keys)]
+    while todo:
+        chunk, todo = todo[:_BATCH], todo[_BATCH:]
+        request = {"RequestItems": {table.name: {"Keys": chunk, "ConsistentRead": True}}}
+        while True:
+            got = table.transport.call("BatchGetItem", request)
+            out += got.get("Responses", {}).get(table.name, [])
+            left = got.get("UnprocessedKeys") or {}
+            if not left:
+                break
+            request = {"RequestItems": left}
+    return out
+
+
+def _context(table: Table, page: list[Item]) -> list[Item]:
+    """Items the page's checks read by key: guards, their owners, version rows."""
+    auditor = _Auditor(table, page)
+    known = set(auditor.items)
+    found: list[Item] = []
+    batch = page
+    for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
+        keys = _wanted(auditor, batch) - known
+        if not keys:
+            break
+        batch = _get_many(table, auditor, keys)
+        known |= keys
+        found += batch
+    return found
+
+
+def _about(problem: Problem, page: set[Key]) -> bool:
+    """Whether a problem belongs to this page (context items are judged on their own page,
+    except a guard re-pointed to an owner of this page)."""
+    if problem.key in page:
+        return True
+    if problem.kind == "orphan-guard" and len(problem.fix) == 2 and "Put" in problem.fix[0]:
+        check = problem.fix[1]["ConditionCheck"]["Key"]
+        return tuple(key_value(av) for av in check.values()) in {k[:len(check)] for k in page}
+    return False
+
+
+def audit_page(table: Table, page: list[Item], context: list[Item]) -> list[Problem]:
+    """The problems of one page, judged with the context items it needs. Pure."""
+    auditor = _Auditor(table, [*page, *context])
+    keys = {auditor.key_of(i) for i in page}
+    auditor.check_guards()
+    if table.sk is not None:
+        auditor.check_versions()
+    auditor.check_keys(keys)
+    return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
+
+
+# -- the run -------------------------------------------------------------------------------
+def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
+    if path is None:
+        return _State(table.name, fix), False
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory, not a file")
+    if not path.exists():
+        state = _State(table.name, fix)
+        try:  # an unwritable place fails now, before any page is scanned or repaired
+            _save(path, state)
+        except OSError as exc:
+            raise CheckpointError(f"checkpoint {path} cannot be written: {exc}") from exc
+        return state, False
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from exc
+    state = _State.from_json(text, str(path))
+    if state.table != table.name:
+        raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
+                              f"{table.name!r}")
+    if state.done:
+        return _State(table.name, fix), False
+    if state.repair != fix:
+        raise CheckpointError(f"checkpoint {path} was written by a run "
+                              f"{'with' if state.repair else 'without'} --repair: run with "
+                              "the same options, or delete the file to start over")
+    return state, True
+
+
+def _save(path: Path | None, state: _State) -> None:
+    if path is None:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(state.to_json())
+    os.replace(tmp, path)  # atomic: a crash leaves the old checkpoint or the new one
+
+
+def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | None = None,
+                page_size: int | None = None,
+                progress: Callable[[int], None] | None = None) -> CheckResult:
+    """Audit ``table`` page by page (and repair each page when ``fix``).
+
+    With ``checkpoint``, progress is recorded after every page and an unfinished run
+    recorded there is continued; ``progress`` gets the running count of scanned items.
+    """
+    path = None if checkpoint is None else Path(checkpoint)
+    state, resumed = _load(path, table, fix)
+    seen = {tuple(k) for k in state.seen}
+    repairs: list[Repair] = []
+    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
+    if page_size:
+        request["Limit"] = page_size
+    if state.last_key is not None:
+        request["ExclusiveStartKey"] = state.last_key
+    if progress is not None:
+        progress(state.scanned)
+    while True:
+        try:
+            out = table.transport.call("Scan", request)
+        except RequestFailed as exc:
+            raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
+        page: list[Item] = out.get("Items", [])
+        problems = []
+        for problem in audit_page(table, page, _context(table, page) if page else []):
+            mark = (problem.kind, *problem.key, problem.detail)
+            if mark not in seen:
+                seen.add(mark)
+                problems.append(problem)
+                state.seen.append(list(mark))
+                state.problems.append(str(problem))
+        state.unrepairable += sum(not p.repairable for p in problems)
+        if fix:
+            done = repair(table, problems)
+            repairs += done
+            state.repaired += sum(r.ok for r in done)
+            state.failed += sum(not r.ok for r in done)
+        state.scanned += len(page)
+        state.pages += 1
+        last = out.get("LastEvaluatedKey")
+        state.last_key = last or None
+        state.done = not last
+        _save(path, state)
+        if progress is not None:
+            progress(state.scanned)
+        if not last:
+            break
+        request["ExclusiveStartKey"] = last
+    return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
+                       state.repaired, state.failed, resumed)

@@ -1,0 +1,393 @@
+"""The ``dynaorm`` command: create tables, describe entities, audit data, run the demo.
+
+Exit codes scripts can rely on:
+
+- ``0``: success (``check``: the table is clean, or every problem was repaired);
+- ``1``: ``check`` found problems (not repaired), or the operation failed;
+- ``2``: usage error or bad input (an unknown option, an invalid ``--endpoint-url`` or
+  ``--region``, a ``MODULE:TABLE`` reference that cannot be resolved), reported on one line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from types import ModuleType
+from typing import NoReturn, TextIO
+from urllib.parse import urlparse
+
+from botocore.exceptions import BotoCoreError
+
+from dynaorm import __version__
+from dynaorm.errors import DynaormError
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.table import Table
+from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, item_count
+from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_SECRET_KEY
+from dynaorm.transport.sync import RequestFailed
+
+__all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
+_REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
+_DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
+               "(or pass --endpoint-url URL of a running DynamoDB Local)")
+
+
+class BadReference(Exception):
+    """A ``MODULE`` or ``MODULE:TABLE`` argument that does not name what it should."""
+
+
+# -- resolving MODULE[:TABLE] ------------------------------------------------------------
+def _import(name: str) -> ModuleType:
+    if not name:
+        raise BadReference("empty module name")
+    cwd = os.getcwd()
+    if cwd not in sys.path and "" not in sys.path:
+        sys.path.insert(0, cwd)  # like `python -m`: modules next to you are importable
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name and (name == exc.name or name.startswith(exc.name + ".")):
+            raise BadReference(f"no module named {name!r} (looked in {cwd} and sys.path)"
+                               ) from exc
+        raise BadReference(f"cannot import {name!r}: {exc}") from exc
+    except Exception as exc:
+        raise BadReference(f"cannot import {name!r}: {type(exc).__name__}: {exc}") from exc
+
+
+def find_tables(module: ModuleType) -> dict[str, Table]:
+    """The :class:`Table` objects a module defines, by attribute name (each table once)."""
+    out: dict[str, Table] = {}
+    for attr, value in vars(module).items():
+        if isinstance(value, Table) and all(value is not t for t in out.values()):
+            out[attr] = value
+    return out
+
+
+def load_table(reference: str) -> Table:
+    """Resolve ``"package.module:attr"`` to the :class:`Table` it names."""
+    module_name, sep, attr = reference.partition(":")
+    if not sep or not attr:
+        raise BadReference(f"expected MODULE:TABLE (e.g. myapp.models:app), got {reference!r}")
+    module = _import(module_name)
+    value = getattr(module, attr, None)
+    if not isinstance(value, Table):
+        known = ", ".join(find_tables(module)) or "none"
+        what = "has no attribute" if value is None else "attribute is not a dynaorm Table:"
+        raise BadReference(f"module {module_name!r} {what} {attr!r} (tables there: {known})")
+    return value
+
+
+def _connect(table: Table, args: argparse.Namespace) -> Table:
+    url: str | None = args.endpoint_url or table.endpoint_url
+    region: str | None = args.region or table.region
+    if url and (urlparse(url).hostname or "") in _LOOPBACK:
+        # DynamoDB Local and moto accept any credentials, but botocore needs some to sign.
+        for name, value in (("AWS_ACCESS_KEY_ID", LOOPBACK_ACCESS_KEY),
+                            ("AWS_SECRET_ACCESS_KEY", LOOPBACK_SECRET_KEY)):
+            os.environ.setdefault(name, value)
+    return table.connect(url, region)
+
+
+# -- describe ----------------------------------------------------------------------------
+def _fields(template: KeyTemplate | None) -> list[str]:
+    return [] if template is None else [f for f in template.fields if f != SHARD_FIELD]
+
+
+def _sk_part(sk: KeyTemplate | None, after: Sequence[str] = ()) -> str:
+    rest = [f for f in _fields(sk) if f not in after]
+    if not rest:
+        return ""
+    return " [, " + ", ".join([*rest[:-1], f"{rest[-1]} prefix/range"]) + "]"
+
+
+def access_patterns(spec: EntitySpec) -> list[str]:
+    """Plain-English access patterns an entity's templates and rules allow."""
+    name = spec.name
+    lookup = ", ".join(spec.lookup_fields) or "its fixed key"
+    out = [f"get {name} by {lookup}" + (" [, version]" if spec.versioned else "")]
+    for rule in spec.uniques:
+        scope = _fields(rule.scope)
+        out.append(f"find {name} by {rule.field}" + (
+            f" within {', '.join(scope)}" if scope else ""))
+    pk_fields = _fields(spec.pk)
+    scatter = " (scatter-gather over {} shards)"
+    sharded = scatter.format(spec.shards["primary"]) if "primary" in spec.shards else ""
+    if spec.versioned:
+        out.append(f"query {name} by {', '.join(pk_fields) or 'its fixed pk'}"
+                   f"{_sk_part(spec.sk, pk_fields)} (latest copies){sharded}")
+        out.append(f"history {name} by {lookup}")
+    elif _fields(spec.sk):
+        out.append(f"query {name} by {', '.join(pk_fields) or 'its fixed pk'}"
+                   f"{_sk_part(spec.sk, pk_fields)}{sharded}")
+    for idx in spec.indexes:
+        ipk = _fields(idx.pk)
+        shards = scatter.format(spec.shards[idx.name]) if idx.name in spec.shards else ""
+        out.append(f"query {name} on {idx.name} by {', '.join(ipk) or 'its fixed pk'}"
+                   f"{_sk_part(idx.sk, ipk)}{shards}")
+    return out
+
+
+def _normalize_name(fn: Callable[..., object] | None) -> str:
+    if fn is None:
+        return ""
+    qual = getattr(fn, "__qualname__", None) or repr(fn)
+    return f", normalize {qual}"
+
+
+def describe_entity(spec: EntitySpec) -> list[str]:
+    """The lines ``dynaorm describe`` prints for one entity."""
+    rows: list[tuple[str, str]] = [("type name", spec.type_name)]
+    key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
+    rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
+                                   if spec.versioned else "")))
+    for idx in spec.indexes:
+        kind = "LSI" if idx.local else "GSI"
+        rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
+                                                         else "") + f"   ({kind})"))
+    for i, rule in enumerate(spec.uniques):
+        scope = f", scope {rule.scope.source}" if rule.scope else ""
+        rows.append(("unique" if i == 0 else "", f"{rule.field} (prefix {rule.prefix}"
+                     f"{_normalize_name(rule.normalize)}{scope})"))
+    if not spec.uniques:
+        rows.append(("unique", "-"))
+    rows.append(("versioned", "yes (field 'version')" if spec.versioned else "no"))
+    rows.append(("shards", ", ".join(f"{k}: {n}" for k, n in spec.shards.items()) or "-"))
+    for i, pattern in enumerate(access_patterns(spec)):
+        rows.append(("access" if i == 0 else "", pattern))
+    width = max(len(label) for label, _ in rows)
+    return [f"  {label:<{width}}  {text}" for label, text in rows]
+
+
+def describe_module(module: ModuleType, only: str | None = None) -> str:
+    """Every entity registered on every table the module defines, as plain text
+    (``only``: just the table bound to that attribute name)."""
+    tables = find_tables(module)
+    if only is not None:
+        tables = {attr: t for attr, t in tables.items() if attr == only}
+        if not tables:  # an alias of a table found under another name
+            value = getattr(module, only, None)
+            if isinstance(value, Table):
+                tables = {only: value}
+    if not tables:
+        return f"module {module.__name__!r} defines no dynaorm Table\n"
+    lines: list[str] = []
+    for attr, table in tables.items():
+        indexes = ", ".join(
+            f"{i.name} ({'LSI' if i.is_local else 'GSI'})" for i in table.indexes.values())
+        lines.append(f"{module.__name__}:{attr}  table {table.name!r}  pk={table.pk} "
+                     f"sk={table.sk or '-'}  indexes: {indexes or '-'}")
+        lines.append("")
+        if not table.entities:
+            lines += ["  (no entities registered)", ""]
+        for cls in table.entities.values():
+            spec: EntitySpec = cls.__dynaorm_spec__  # type: ignore[assignment]
+            lines.append(f"{spec.name}")
+            lines += describe_entity(spec)
+            lines.append("")
+    return "\n".join(lines)
+
+
+# -- commands ----------------------------------------------------------------------------
+def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
+    table = _connect(load_table(args.table), args)
+    existed = table.exists()
+    table.create()
+    where = table.endpoint_url or "the default endpoint"
+    definition = table.definition()
+    indexes = [i["IndexName"] for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes")
+               for i in definition.get(kind, [])]
+    verb = "already exists" if existed else "created"
+    print(f"table {table.name!r} {verb} at {where} (pk={table.pk}, sk={table.sk or '-'}, "
+          f"indexes: {', '.join(indexes) or '-'})", file=out)
+    return EXIT_OK
+
+
+def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
+    module_name, sep, attr = args.module.partition(":")
+    if sep:
+        load_table(args.module)  # a clear error for a missing or wrong TABLE part
+        out.write(describe_module(_import(module_name), only=attr))
+    else:
+        out.write(describe_module(_import(module_name)))
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
+    table = _connect(load_table(args.table), args)
+    if args.page_size is not None and args.page_size < 1:
+        print("dynaorm check: error: --page-size must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
+    bar = (ProgressBar(sys.stderr, item_count(table))
+           if args.progress or sys.stderr.isatty() else None)
+    try:
+        result = check_table(table, fix=args.repair, checkpoint=args.checkpoint,
+                             page_size=args.page_size, progress=bar)
+    except CheckpointError as exc:
+        print(f"dynaorm check: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if bar is not None:
+            bar.close()
+    if result.resumed:
+        print(f"resumed from checkpoint {args.checkpoint}", file=out)
+    print(f"checked table {table.name!r}: {result.scanned} items, "
+          f"{len(result.problems)} problem(s)", file=out)
+    for line in result.problems:
+        print(f"  {line}", file=out)
+    if not result.problems:
+        return EXIT_OK
+    if not args.repair:
+        fixable = len(result.problems) - result.unrepairable
+        print(f"{fixable} of {len(result.problems)} can be repaired: run again with --repair",
+              file=out)
+        return EXIT_PROBLEMS
+    for done in result.repairs:
+        state = "fixed  " if done.ok else "skipped"
+        note = f" ({done.message})" if done.message else ""
+        print(f"  {state} {done.problem.kind} {done.problem.key[0]}{note}", file=out)
+    print(f"repaired {result.repaired}; {result.left} problem(s) left", file=out)
+    return EXIT_OK if not result.left else EXIT_PROBLEMS
+
+
+def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
+    if args.endpoint_url is None and importlib.util.find_spec("moto") is None:
+        print(_DEMO_NEEDS, file=sys.stderr)
+        return EXIT_PROBLEMS
+    from dynaorm.tools.demo import run_demo
+
+    run_demo(args.endpoint_url, region=args.region, out=out)
+    return EXIT_OK
+
+
+# -- parser ------------------------------------------------------------------------------
+def endpoint_url(text: str) -> str:
+    """``--endpoint-url``'s check: an http(s) URL with a host (and a valid port, if any)."""
+    try:
+        parsed = urlparse(text)
+        port_ok = parsed.port is None or parsed.port > 0
+    except ValueError:
+        port_ok = False
+        parsed = urlparse("")
+    if parsed.scheme not in ("http", "https") or not parsed.hostname or not port_ok:
+        raise argparse.ArgumentTypeError(
+            f"invalid URL {text!r}: expected http(s)://HOST[:PORT], "
+            "e.g. http://localhost:8000")
+    return text
+
+
+def region_name(text: str) -> str:
+    """``--region``'s check: a syntactically valid AWS region name."""
+    if not _REGION.match(text):
+        raise argparse.ArgumentTypeError(f"invalid region {text!r}, e.g. eu-west-1")
+    return text
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--endpoint-url", metavar="URL", default=None, type=endpoint_url,
+                        help="DynamoDB endpoint (DynamoDB Local, moto server); default: the "
+                             "table's own, else botocore's resolution "
+                             "(AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, config)")
+    parser.add_argument("--region", default=None, type=region_name,
+                        help="AWS region (default: AWS_REGION / AWS_DEFAULT_REGION)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``dynaorm`` command."""
+    parser = _Parser(
+        prog="dynaorm", description="dynaorm: DynamoDB single-table ORM tools.",
+        epilog="exit codes: 0 ok, 1 problems found or operation failed, 2 usage error")
+    parser.add_argument("--version", action="version", version=f"dynaorm {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("create-table", help="create a table with all its indexes",
+                       description="Create MODULE:TABLE (on-demand billing, every index); "
+                                   "no error if it exists.")
+    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    _common(p)
+    p.set_defaults(run=cmd_create_table)
+    p = sub.add_parser("describe", help="list entities, keys, unique rules, access patterns",
+                       description="Print every entity registered on every Table in MODULE "
+                                   "(or only on TABLE): key templates, unique rules, "
+                                   "versioning, indexes, shards and the access patterns they "
+                                   "allow.")
+    p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models or "
+                                                           "myapp.models:app")
+    _common(p)
+    p.set_defaults(run=cmd_describe)
+    p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
+                       description="Scan the table page by page and report orphan guard "
+                                   "items, owners whose guard is missing (also after a unique "
+                                   "rule was added), latest copies of versioned entities that "
+                                   "differ from their newest version, index key attributes "
+                                   "that no longer match their templates, and items whose "
+                                   "table key no longer matches (reported, never moved). "
+                                   "Exit 1 when problems remain.")
+    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p.add_argument("--repair", action="store_true",
+                   help="fix what can be fixed as each page is checked, each fix one "
+                        "transaction conditioned on the values it read")
+    p.add_argument("--checkpoint", metavar="FILE", default=None,
+                   help="record progress in FILE after every page; an unfinished run "
+                        "recorded there continues where it stopped")
+    p.add_argument("--page-size", metavar="N", type=int, default=None,
+                   help="items per Scan request (default: DynamoDB's 1 MB pages)")
+    p.add_argument("--progress", action="store_true",
+                   help="show a progress bar (total, rate, ETA) on stderr even when it is "
+                        "not a terminal (default: only on a terminal)")
+    _common(p)
+    p.set_defaults(run=cmd_check)
+    p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
+                       description="Run the quickstart step by step on the embedded in-process "
+                                   "backend (moto), or on --endpoint-url (it creates and then "
+                                   "deletes the table 'dynaorm-demo' there).")
+    _common(p)
+    p.set_defaults(run=cmd_demo)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``dynaorm`` command; returns the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    out = sys.stdout
+    try:
+        code: int = args.run(args, out)
+    except BadReference as exc:
+        print(f"dynaorm {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (DynaormError, RequestFailed, BotoCoreError, OSError) as exc:
+        print(f"dynaorm {args.command}: failed: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except KeyboardInterrupt:
+        print(f"dynaorm {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # one line, never a traceback (DYNAORM_DEBUG=1 shows it)
+        if os.environ.get("DYNAORM_DEBUG"):
+            raise
+        print(f"dynaorm {args.command}: failed: {type(exc).__name__}: {_one_line(exc)} "
+              "(set DYNAORM_DEBUG=1 for the traceback)", file=sys.stderr)
+        return EXIT_PROBLEMS
+    return code
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,128 @@
+"""What happened on the wire: one :class:`RequestEvent` per attempt, and the
+:class:`CommitResult` a commit returns. Plain data; the transport fills them in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from dynaorm.errors import RequestError
+from dynaorm.write.render import ConditionCheck, WritePlan
+
+__all__ = ["CommitResult", "Origin", "RequestEvent", "capacity_of", "write_origins"]
+
+#: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
+#: table key of the entity object the action is for, ``role`` one of ``"row"``,
+#: ``"latest"``, ``"version"``, ``"guard"``, ``"check"``.
+Origin = tuple[type[Any], dict[str, Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestEvent:
+    """One attempt of one request, as ``table.on_request`` hooks see it.
+
+    ``response`` is the parsed response of a successful attempt (else ``None``) and
+    ``error`` the :class:`~dynaorm.RequestError` of a failed one (else ``None``).
+    ``attempt`` counts from 1; ``elapsed`` is in seconds; ``consumed_capacity`` maps table
+    name and ``"table/index"`` to capacity units (empty when not returned). ``origins``:
+    for a write, one ``(entity_class, key, role)`` per action in request order; for a
+    read, the entity classes it was for (empty when not known).
+    """
+
+    operation: str
+    request: dict[str, Any]
+    response: dict[str, Any] | None
+    error: RequestError | None
+    attempt: int
+    elapsed: float
+    consumed_capacity: dict[str, float]
+    origins: tuple[Any, ...] = ()
+
+    @property
+    def table(self) -> str | None:
+        """The table the request is for (the first one, for a multi-table batch)."""
+        return table_of(self.request)
+
+
+@dataclass(slots=True)
+class CommitResult:
+    """What ``Session.commit()`` sent.
+
+    ``requests``: ``(operation, request)`` for each request the commit sent, in order
+    (reads it made to plan included; a retried request appears once).
+    ``consumed_capacity``: capacity units the commit's writes consumed, by table name
+    (the table's own share) and by ``"table/index"``; their sum is the total.
+    Both are empty for a commit with nothing to write.
+    """
+
+    requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    consumed_capacity: dict[str, float] = field(default_factory=dict)
+
+    def _add(self, operation: str, request: dict[str, Any]) -> None:
+        self.requests.append((operation, request))
+
+    def _consumed(self, capacity: dict[str, float]) -> None:
+        for name, units in capacity.items():
+            self.consumed_capacity[name] = self.consumed_capacity.get(name, 0.0) + units
+
+
+_ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
+          "CHECK": "check"}
+
+
+def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
+    """One ``(entity_class, key, role)`` per action of ``plan``, in request order."""
+    return tuple(
+        (op.origin.entity, dict(op.origin.owner_key),
+         "check" if isinstance(op, ConditionCheck) else
+         _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
+        for op in plan.ops)
+
+
+def table_of(request: dict[str, Any]) -> str | None:
+    """The table a request is for (the first, for transactions and batches)."""
+    name = request.get("TableName")
+    if name is not None:
+        return str(name)
+    items = request.get("TransactItems")
+    if items:
+        (body,) = items[0].values()
+        return str(body.get("TableName"))
+    batch = request.get("RequestItems")
+    if batch:
+        return str(next(iter(batch)))
+    return None
+
+
+def actions_of(request: dict[str, Any]) -> int:
+    """How many items a request writes or reads by key (1 for a single-item request)."""
+    items = request.get("TransactItems")
+    if items is not None:
+        return len(items)
+    batch = request.get("RequestItems")
+    if batch is not None:
+        return sum(len(v["Keys"]) if isinstance(v, dict) else len(v) for v in batch.values())
+    return 1
+
+
+def capacity_of(response: dict[str, Any] | None) -> dict[str, float]:
+    """Capacity units of a response's ``ConsumedCapacity``, by table and ``table/index``."""
+    if not response:
+        return {}
+    raw = response.get("ConsumedCapacity")
+    if not raw:
+        return {}
+    out: dict[str, float] = {}
+    for entry in raw if isinstance(raw, list) else [raw]:
+        table = str(entry.get("TableName", "?"))
+        indexes: dict[str, Any] = {**entry.get("GlobalSecondaryIndexes", {}),
+                                   **entry.get("LocalSecondaryIndexes", {})}
+        own = entry.get("Table", {}).get("CapacityUnits")
+        if own is None:  # no breakdown: everything counts for the table
+            own = float(entry.get("CapacityUnits", 0.0)) - sum(
+                float(i.get("CapacityUnits", 0.0)) for i in indexes.values())
+        out[table] = out.get(table, 0.0) + float(own)
+        for index, units in indexes.items():
+            key = f"{table}/{index}"
+            out[key] = out.get(key, 0.0) + float(units.get("CapacityUnits", 0.0))
+    return out

@@ -1,0 +1,91 @@
+"""The conditions that keep a write from losing another's: that the stored values a
+write depends on are still the ones it read (no lost updates), and the caller's own
+``condition=`` ANDed into the action on the entity's row.
+
+Pure: builds :class:`~dynaorm.model.expressions.Condition` trees and conditioned actions for
+:mod:`dynaorm.write.planner`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dynaorm._types import Item
+from dynaorm.model.codec import encode_value
+from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, rename_paths
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.timestamps import encode_ttl
+from dynaorm.write.render import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+
+if TYPE_CHECKING:
+    from dynaorm.write.planner import Staged
+
+__all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
+
+#: an Origin with every field given, built as the tuple it is (see compile._new_tuple)
+_new_tuple = tuple.__new__
+
+
+def unchanged(spec: EntitySpec, old: Mapping[str, Any],
+               attrs: set[str] | frozenset[str]) -> list[Condition]:
+    """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
+    conds: list[Condition] = []
+    for name in sorted(attrs):
+        value = old.get(name)
+        attr = spec.attr(name)
+        if name == spec.ttl_field:
+            value = encode_ttl(value, spec.name, name)
+        if value is None:
+            conds.append(not_exists(attr))
+        else:
+            conds.append(raw_eq(attr, encode_value(value)))
+    return conds
+
+
+def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]:
+    """Conditions that the stored attributes ``attrs`` still hold what ``stored`` says (a
+    loaded item, raw): one ``=`` or ``attribute_not_exists`` per attribute."""
+    conds: list[Condition] = []
+    for name in sorted(attrs):
+        av = stored.get(name)
+        conds.append(not_exists(name) if av is None else raw_eq(name, av))
+    return conds
+
+
+def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -> list[Op]:
+    """AND the caller's ``condition=`` into the action on the entity's own row (the first
+    row/latest-copy action: the delete of the old row when the key moves). With nothing to
+    write, the condition is still checked (a ConditionCheck)."""
+    caller = entry.condition
+    if caller is None:
+        return ops
+    caller = rename_paths(caller, spec.renames)
+    for i, op in enumerate(ops):
+        o = op.origin
+        if o.role in (Role.ROW, Role.LATEST):
+            fail = o.fail if op.condition is not None else Fail.CALLER
+            origin = _new_tuple(Origin, (o.entity, o.owner_key, o.role, fail, o.field, o.value,
+                                         o.staged, caller))
+            cond = caller if op.condition is None else all_of([op.condition, caller])
+            assert cond is not None
+            ops[i] = conditioned(op, cond, origin)
+            return ops
+    state = entry.obj._dynaorm_state
+    key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
+    origin = _new_tuple(Origin, (spec.cls, key, Role.ROW, Fail.CALLER, None, None, index,
+                                 caller))
+    return [*ops, ConditionCheck(key, caller, origin)]
+
+
+def conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
+    """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
+    write makes one; ``dataclasses.replace`` introspects the fields each time)."""
+    if isinstance(op, Update):
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known,
+                      op.known_size)
+    if isinstance(op, Put):
+        return Put(op.key, op.item, cond, origin, op.size)
+    if isinstance(op, Delete):
+        return Delete(op.key, cond, origin)
+    return ConditionCheck(op.key, cond, origin)

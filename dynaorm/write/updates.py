@@ -1,0 +1,431 @@
+"""``s.update(...)``: staged update expressions, and ``s.check(...)``: condition checks.
+
+A :class:`StagedUpdate` collects actions (``set``, ``add``, ``discard``, ``append``,
+``prepend``, ``remove``, ``set_default``) and an optional ``where`` condition; values are
+validated through the entity's field types when the action is added. Planning is pure:
+
+- Plain path: one ``UpdateItem`` (an :class:`~dynaorm.write.render.Update` carrying clauses),
+  conditioned on ``attribute_exists(pk)`` (unless ``upsert=True``) and the caller's
+  ``where``; no read.
+- Rule path (the update touches a unique field or a field an index template uses, or the
+  entity is versioned, or an upsert cannot render every index key): the stored item is
+  read first (one consistent GetItem, or the loaded object's state), the actions are
+  applied to it in Python, and the result is planned as a save of a persisted object
+  (:func:`dynaorm.write.planner.plan_save`): guard swaps, re-rendered index keys, version rows
+  and the conditions on what was read come from there.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+import typing
+from collections.abc import Callable, Mapping, MutableSequence, MutableSet, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import replace
+from decimal import Decimal
+from typing import Annotated, Any, Generic, TypeVar, Union
+
+from pydantic import TypeAdapter
+from pydantic.fields import FieldInfo
+
+from dynaorm._types import AttributeValue, Item, PlainKey
+from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
+from dynaorm.model.codec import encode_value
+from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
+from dynaorm.model.keys import key_av
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import InstanceState
+from dynaorm.model.templates import SHARD_FIELD
+from dynaorm.model.timestamps import encode_ttl, now
+from dynaorm.write.planner import Outcome, Staged, plan_save
+from dynaorm.write.render import ConditionCheck, Fail, Op, Origin, Role, Update
+
+_new_tuple = tuple.__new__  # a NamedTuple with every field given, built as a tuple
+
+__all__ = ["StagedCheck", "StagedUpdate"]
+
+T = TypeVar("T", bound=Entity)
+
+#: method name -> (clause, shapes it fits: None = any)
+_KINDS: dict[str, tuple[str, frozenset[str] | None]] = {
+    "set": ("SET", None),
+    "set_default": ("DEFAULT", None),
+    "add": ("ADD", frozenset({"number", "set"})),
+    "discard": ("DELETE", frozenset({"set"})),
+    "append": ("APPEND", frozenset({"list"})),
+    "prepend": ("PREPEND", frozenset({"list"})),
+    "remove": ("REMOVE", None),
+}
+_UNSET: Any = object()
+
+
+def _shape(annotation: Any) -> str:
+    """"number", "set", "list" or "other" for a field annotation (Optional stripped)."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        return _shape(typing.get_args(annotation)[0])
+    if origin is Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _shape(args[0]) if len(args) == 1 else "other"
+    base = origin or annotation
+    if base in (set, frozenset, AbstractSet, MutableSet):
+        return "set"
+    if base in (list, Sequence, MutableSequence):
+        return "list"
+    if base in (int, float, Decimal):
+        return "number"
+    return "other"
+
+
+@functools.cache
+def _field_shape(cls: type[Entity], name: str) -> str:
+    """:func:`_shape` of a field, worked out once per field (annotations do not change)."""
+    return _shape(cls.model_fields[name].annotation)
+
+
+@functools.cache
+def _field_info(cls: type[Entity], name: str) -> FieldInfo:
+    """``cls.model_fields[name]``, looked up once per field (pydantic's ``model_fields``
+    property costs about 3 us a call, once per update action)."""
+    return cls.model_fields[name]
+
+
+@functools.cache
+def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
+    info = cls.model_fields[name]
+    ann = info.annotation
+    if info.metadata:
+        ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
+    return TypeAdapter(ann)  # type: ignore[arg-type]
+
+
+def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
+    """Whether validation kept every value as given (same type, equal: ``True`` and
+    ``1`` are equal but render differently)."""
+    return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
+
+
+def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
+    if method == "append":
+        return [*first, *then]
+    if method == "prepend":
+        return [*then, *first]
+    if shape == "number":
+        return first + then
+    return type(first)(set(first) | set(then))
+
+
+class StagedUpdate(Generic[T]):
+    """An update staged in a session by ``s.update(...)``. Its methods add actions and
+    return it; ``result`` is the stored entity after the commit."""
+
+    def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
+                 upsert: bool, key: PlainKey | None = None) -> None:
+        self.entity = entity
+        self.upsert = upsert
+        self._spec: EntitySpec = spec_of(entity)
+        self._key_fields = {n: _adapter(entity, n).validate_python(v)
+                            for n, v in key_fields.items()}
+        self._loaded = loaded
+        self._actions: dict[str, tuple[str, Any]] = {}  # field -> (method, python value)
+        self._where: Condition | None = None
+        self._returning = False
+        self._result: T | None = None
+        self._known = False
+        self._planned: T | None = None
+        self._after_version = 0
+        if loaded is not None and loaded._dynaorm_state is not None:
+            key = loaded._dynaorm_state.key
+        elif key is None or not _same(self._key_fields, key_fields):
+            key = self._spec.primary_key(self._key_fields)
+        #: the stored item's primary key (``key``: the caller's, rendered from
+        #: ``key_fields``, reused when validation kept every value as it was)
+        self.key: PlainKey = key
+
+    def __repr__(self) -> str:
+        return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
+
+    # -- actions -------------------------------------------------------------------------
+    def set(self, **values: Any) -> StagedUpdate[T]:
+        """SET each field to a value (``None`` removes an optional field)."""
+        return self._add("set", values)
+
+    def add(self, **values: Any) -> StagedUpdate[T]:
+        """ADD: atomic increment of a number field, or union into a set field."""
+        return self._add("add", values)
+
+    def discard(self, **values: Any) -> StagedUpdate[T]:
+        """DELETE the given elements from a set field."""
+        return self._add("discard", values)
+
+    def append(self, **values: Any) -> StagedUpdate[T]:
+        """Append the given items at the end of a list field (``list_append``)."""
+        return self._add("append", values)
+
+    def prepend(self, **values: Any) -> StagedUpdate[T]:
+        """Insert the given items at the front of a list field (``list_append``)."""
+        return self._add("prepend", values)
+
+    def set_default(self, **values: Any) -> StagedUpdate[T]:
+        """SET each field only if the stored item does not have it (``if_not_exists``)."""
+        return self._add("set_default", values)
+
+    def remove(self, *names: str) -> StagedUpdate[T]:
+        """REMOVE fields (they load back as their default); required fields cannot go."""
+        return self._add("remove", dict.fromkeys(names, _UNSET))
+
+    def where(self, condition: Condition) -> StagedUpdate[T]:
+        """An extra condition (ANDed with earlier ones); if false: ConditionFailedError."""
+        if not isinstance(condition, Condition):
+            raise DynaormError(f"where() takes a condition built with F, got {condition!r}")
+        self._where = condition if self._where is None else self._where & condition
+        return self
+
+    def returning(self) -> StagedUpdate[T]:
+        """Read the stored entity back after a transactional commit (``result``)."""
+        self._returning = True
+        return self
+
+    @property
+    def result(self) -> T:
+        """The stored entity after the commit (alone: from ``ALL_NEW``; in a transaction:
+        only after ``returning()``)."""
+        if not self._known or self._result is None:
+            raise DynaormError(
+                f"{self._spec.name} {self.key}: no result (not committed yet, or committed "
+                "in a transaction without .returning())")
+        return self._result
+
+    def _where_err(self, field: str, message: str) -> InvalidValueError:
+        return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
+
+    def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
+        spec = self._spec
+        fits = _KINDS[method][1]
+        for name, value in values.items():
+            if name not in spec.field_names:
+                raise self._where_err(name, f"{spec.name} has no such field")
+            if name in spec.lookup_fields:
+                raise self._where_err(name, "a primary-key template uses it: it cannot be "
+                                      "updated (load the object and save it to move it)")
+            if spec.versioned and name == "version":
+                raise self._where_err(name, "the version of a versioned entity is dynaorm's")
+            info = _field_info(self.entity, name)
+            shape = _field_shape(self.entity, name)
+            if fits is not None and shape not in fits:
+                raise self._where_err(name, f"{method}() does not fit a field of type "
+                                      f"{info.annotation!r}")
+            if name in self._actions and self._actions[name][0] != method:
+                raise self._where_err(name, f"already has a {self._actions[name][0]}() "
+                                      "in this update")
+            if method == "remove":
+                if info.is_required():
+                    raise self._where_err(name, "a required field cannot be removed")
+                self._actions[name] = (method, None)
+                continue
+            if value is None and method != "set":
+                raise self._where_err(name, f"{method}() needs a value, not None")
+            checked = _adapter(self.entity, name).validate_python(value)
+            if shape == "set" and method in ("add", "discard") and not checked:
+                raise self._where_err(name, f"{method}() needs a non-empty set")
+            prev = self._actions.get(name)
+            if prev is not None and method in ("add", "discard", "append", "prepend"):
+                checked = _combine(method, shape, prev[1], checked)  # they accumulate
+            self._actions[name] = (method, checked)
+        return self
+
+    # -- planning (pure) ---------------------------------------------------------------
+    @property
+    def _needs_read(self) -> bool:
+        """Whether rules make this update read the item first and plan it as a save."""
+        spec = self._spec
+        if spec.versioned:
+            return True
+        if not spec.unique_fields and not spec.indexes:
+            return False  # no rule any update could touch
+        touched = set(self._actions)
+        if touched & spec.unique_fields:
+            return True
+        known = set(spec.lookup_fields) | touched
+        for idx in spec.indexes:
+            fields = set(idx.fields) - {SHARD_FIELD}
+            if fields & touched:
+                return True
+            if self.upsert and not fields <= known:
+                return True  # a created item would miss that index key
+        return False
+
+    def _prepare(self, read: Callable[[PlainKey], Item | None],
+                last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
+        """The stored state a rule-path update is planned on (``read`` = consistent
+        GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
+        versioned entity, continues the kept history found by ``last_version``)."""
+        if not self._needs_read:
+            return None
+        if self._loaded is not None and self._loaded._dynaorm_state is not None:
+            return self._loaded._dynaorm_state
+        item = read(self.key)
+        if item is None or not self._spec.owns(item):
+            if self.upsert:
+                if self._spec.versioned and last_version is not None:
+                    self._after_version = last_version(
+                        self.entity.model_construct(**self._key_fields))
+                return None
+            raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
+                                    "(s.update(..., upsert=True) creates it)",
+                                    entity=self.entity, key=self.key)
+        return self.entity._from_item(item, self._spec)._dynaorm_state
+
+    def _dump(self, name: str, value: Any) -> AttributeValue:
+        python = _adapter(self.entity, name).dump_python(value, mode="python")
+        try:
+            if name == self._spec.ttl_field:
+                python = encode_ttl(python, self._spec.name, name)
+            return encode_value(python)
+        except DynaormError as exc:
+            raise self._where_err(name, str(exc)) from exc
+
+    def _check_required(self) -> None:
+        given = set(self._spec.lookup_fields) | {
+            f for f, (m, _) in self._actions.items() if m in ("set", "set_default", "add")}
+        missing = [n for n, info in self.entity.model_fields.items()
+                   if info.is_required() and n not in given]
+        if missing:
+            raise InvalidValueError(
+                f"{self._spec.name} {self.key}: an upsert must give every required field; "
+                f"missing {sorted(missing)}")
+
+    def _plan_ops(self, state: InstanceState | None, index: int
+                 ) -> tuple[list[Op], Outcome | None]:
+        """The actions of this update (the session passes what ``_prepare`` returned)."""
+        if self.upsert and state is None:
+            self._check_required()
+        if self._needs_read:
+            return self._plan_as_save(state, index)
+        spec = self._spec
+        clauses: list[tuple[str, str, AttributeValue | None]] = []
+        for name, (method, value) in self._actions.items():
+            clause = _KINDS[method][0]
+            attr = spec.attr(name)
+            if method == "set" and value is None:
+                if name in spec.null_fields:
+                    clauses.append(("SET", attr, {"NULL": True}))
+                else:
+                    clauses.append(("REMOVE", attr, None))
+            elif clause == "REMOVE":
+                clauses.append(("REMOVE", attr, None))
+            else:
+                clauses.append((clause, attr, self._dump(name, value)))
+        table = spec.table
+        own_keys = {table.pk, table.sk}
+        if self.upsert:  # a created item needs its key fields, type and index keys too
+            for name in spec.lookup_fields:
+                if spec.attr(name) not in own_keys:  # a field that is the key: it is there
+                    clauses.append(("SET", spec.attr(name),
+                                    self._dump(name, self._key_fields[name])))
+            if table.type_attribute is not None:
+                clauses.append(("SET", table.type_attribute, {"S": spec.type_name}))
+            set_attrs = {c[1] for c in clauses}
+            for attr, text in spec.index_keys(self._key_fields).items():
+                if attr not in set_attrs and attr not in own_keys:
+                    clauses.append(("SET", attr, key_av(text)))
+        if spec.timestamps != (None, None):
+            moment = now()
+            for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
+                if stamped is not None and stamped not in self._actions:
+                    clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
+        where = None if self._where is None else rename_paths(self._where, spec.renames)
+        own = None if self.upsert else exists(spec.table.pk)
+        cond = all_of([c for c in (own, where) if c is not None])
+        fail = Fail.GONE if own is not None else Fail.CALLER
+        origin = _new_tuple(Origin, (self.entity, self.key, Role.ROW, fail, None, None, index,
+                                     where))  # (see compile._Builder.origin)
+        self._planned = None
+        loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
+        known = None if loaded_state is None else loaded_state.item
+        return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
+
+    def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
+        for name, (method, value) in self._actions.items():
+            old = values.get(name)
+            if method == "set":
+                values[name] = value
+            elif method == "set_default":
+                if stored is None or name not in stored:
+                    values[name] = value
+            elif method == "remove":
+                values.pop(name, None)
+            elif method == "add":
+                values[name] = (old or 0) + value if _field_shape(
+                    self.entity, name) == "number" else (
+                    set(old or ()) | set(value))
+            elif method == "discard":
+                values[name] = set(old or ()) - set(value)
+            elif method == "append":
+                values[name] = [*(old or ()), *value]
+            else:  # prepend
+                values[name] = [*value, *(old or ())]
+        return values
+
+    def _plan_as_save(self, state: InstanceState | None, index: int
+                      ) -> tuple[list[Op], Outcome | None]:
+        cls = self.entity
+        if state is None:  # upsert of a missing item: an insert
+            values = self._apply(dict(self._key_fields), None)
+        else:
+            old = cls._from_item(state.item, self._spec)
+            values = self._apply(dict(old.__dict__), state.item)
+            if self._spec.versioned:
+                values["version"] = state.version or 0
+        obj = cls.model_validate(values)
+        entry = Staged(obj, "save", condition=self._where, after_version=self._after_version)
+        ops, outcome = plan_save(entry, state, index)
+        # the item was read (or found missing): any other outcome means it changed since
+        ops = [replace(op, origin=op.origin._replace(fail=Fail.CONCURRENT))
+               if op.origin.fail is Fail.EXISTS and op.origin.role is not Role.GUARD else op
+               for op in ops]
+        self._planned = obj
+        return ops, outcome
+
+    # -- after the commit --------------------------------------------------------------
+    def _finish(self, response: Mapping[str, Any], single: bool,
+               read: Callable[[PlainKey], Item | None]) -> None:
+        """Set ``result`` after a successful commit."""
+        if self._planned is not None:
+            self._result, self._known = self._planned, True
+            return
+        item: Item | None = response.get("Attributes") if single else None
+        if item is None and self._returning:
+            item = read(self.key)
+        if item is not None:
+            self._result, self._known = self.entity._from_item(item, self._spec), True
+
+
+class StagedCheck:
+    """A ``ConditionCheck`` staged by ``s.check(...)``: the commit fails with
+    ConditionFailedError unless ``condition`` holds on the stored item."""
+
+    def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition) -> None:
+        if not isinstance(condition, Condition):
+            raise DynaormError(f"check() takes a condition built with F, got {condition!r}")
+        self.entity = entity
+        self.key = key
+        self.condition = condition
+
+    def _prepare(self, read: Callable[[PlainKey], Item | None],
+                last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
+        """A check reads nothing before the commit."""
+        return None
+
+    def _plan_ops(self, state: InstanceState | None, index: int
+                 ) -> tuple[list[Op], Outcome | None]:
+        """One ConditionCheck action."""
+        cond = rename_paths(self.condition, spec_of(self.entity).renames)
+        origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
+        return [ConditionCheck(self.key, cond, origin)], None
+
+    def _finish(self, response: Mapping[str, Any], single: bool,
+               read: Callable[[PlainKey], Item | None]) -> None:
+        """Nothing to report after the commit."""
