@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dynaorm import DynaormError, Session
-from dynaorm.core.batches import MAX_BATCH_ROUNDS, batch_rounds
-from dynaorm.core.protocol import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
+from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_rounds
+from dynaorm.transport.steps import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
 from dynaorm.model.entity import encode_entity, spec_of
 from tests.models import User, app
 

@@ -16,7 +16,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import RequestFailed
+from dynaorm.errors import RequestError as RequestFailed
 from tests.models import User, app
 from tests.test_session import RecordingTransport
 

@@ -19,7 +19,7 @@ from dynaorm import (
     RequestError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Reason
+from dynaorm.transport.events import Reason
 from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
 from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
 from tests.faults import Faults

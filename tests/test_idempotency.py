@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dynaorm.testing import TestBackend, use_tables
-from dynaorm.transport.sync import RequestFailed
+from dynaorm.errors import RequestError as RequestFailed
 from tests.models import Note, User, app
 from tests.test_session import RecordingTransport
 

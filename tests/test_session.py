@@ -25,7 +25,9 @@ from dynaorm import (
     TransactionTooLargeError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Reason, RequestFailed, Transport
+from dynaorm.errors import RequestError as RequestFailed
+from dynaorm.transport.events import Reason
+from dynaorm.transport.sync import Transport
 from tests.models import Audit, Note, User, app
 
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",

@@ -209,28 +209,3 @@ def test_a_versioned_update_of_a_missing_item(db: TestBackend) -> None:
     u = s.update(Doc, doc_id="d1", upsert=True).add(views=3)
     s.commit()
     assert (u.result.views, u.result.version) == (3, 1)
-
-
-def test_a_direct_commit_sends_records_and_finishes_as_the_protocol_does(
-        db: TestBackend) -> None:
-    """Session.commit runs a commit that reads nothing first without the commit protocol
-    (the same steps): both send the same requests and leave the same results."""
-    from dynaorm import Session
-    from dynaorm.sync.driver import run
-
-    _seed(db, Counter(name="c1"), Counter(name="c2"))
-    seen: list[tuple[int, dict[str, Any]]] = []
-    for direct in (True, False):
-        s = Session(db.table)
-        a = s.update(Counter, name="c1").add(count=1)
-        b = s.update(Counter, name="c2").add(count=2).returning()  # read back after
-        result = s.commit() if direct else run(db.table.transport, s._commit_p())
-        ((operation, request),) = result.requests  # (the read back is not recorded)
-        assert operation == "TransactWriteItems"
-        request = {k: v for k, v in request.items() if k != "ClientRequestToken"}
-        seen.append((b.result.count, request))
-        with pytest.raises(Exception, match="returning"):
-            _ = a.result
-    assert seen[0][0] == 2 and seen[1][0] == 4
-    assert seen[0][1] == seen[1][1]  # the same request
-    assert [r["count"] for r in db.scan()] == [2, 4]

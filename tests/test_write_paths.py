@@ -269,6 +269,7 @@ def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str
 class _Policy:
     max_attempts = 3
     max_wait = 10.0
+    listeners: list[Any] = []
 
     def backoff(self, attempt: int) -> float:
         return 0.5
@@ -279,51 +280,42 @@ def _throttled() -> Any:
     return RequestError("PutItem", "ThrottlingException", "slow down")
 
 
-def test_a_loop_taking_over_a_failed_first_attempt_counts_it() -> None:
-    """attempt_loop(first=...) goes on after a first attempt the transport made: it waits
-    and resends as the loop would after its own first attempt, and counts that one."""
+def test_the_retry_protocol_backs_off_resends_and_counts_every_attempt() -> None:
+    """attempts(): a throttled Send is followed by a Backoff and the same Send again, up
+    to max_attempts; the request is recorded once; the pump turns Backoff into Wait."""
     from dynaorm.errors import RequestError
-    from dynaorm.transport.retry import Send, Wait, attempt_loop, recording, start_request
+    from dynaorm.transport.retry import recording
+    from dynaorm.transport.steps import Backoff, Call, Send, Wait, attempts, expand
     request: dict[str, Any] = {"TableName": T}
     with recording() as result:
-        recorder, observe = start_request([], "PutItem", request)
-        loop = attempt_loop(_Policy(), [], "PutItem", request,
-                            first=(recorder, observe, 0.0, _throttled()))
-        assert next(loop) == Wait(0.5)
+        loop = attempts(_Policy(), Call("PutItem", request))
         assert next(loop) == Send("PutItem", request)
-        assert loop.throw(_throttled()) == Wait(0.5)
-        assert next(loop) == Send("PutItem", request)
+        assert loop.throw(_throttled()) == Backoff(1, 0.0)
+        assert loop.send(0.5) == Send("PutItem", request)
+        assert loop.throw(_throttled()) == Backoff(2, 0.5)
+        assert loop.send(0.5) == Send("PutItem", request)
         with pytest.raises(RequestError) as raised:
             loop.throw(_throttled())
     assert raised.value.attempts == 3
     assert "after 3 attempts" in str(raised.value)
-    assert result.requests == [("PutItem", request)]  # recorded once, by start_request
+    assert result.requests == [("PutItem", request)]  # recorded once
+
+    pumped = expand(attempts(_Policy(), Call("PutItem", request)), _Policy())
+    assert next(pumped) == Send("PutItem", request)
+    assert pumped.throw(_throttled()) == Wait(0.5)  # the policy's backoff, as a Wait
 
 
-def test_a_loop_taking_over_gives_up_at_once_when_no_retry_may_follow() -> None:
+def test_the_retry_protocol_never_resends_what_may_have_been_applied_and_accumulates(
+        ) -> None:
     from dynaorm.errors import RequestError
-    from dynaorm.transport.retry import attempt_loop
+    from dynaorm.transport.steps import Call, attempts
     error = RequestError("UpdateItem", "ConnectionError", "lost")
     error.maybe_applied = True  # an ADD that may have been applied is never resent
-    loop = attempt_loop(_Policy(), [], "UpdateItem", {}, idempotent=False,
-                        first=(None, False, 0.0, error))
+    loop = attempts(_Policy(), Call("UpdateItem", {}, idempotent=False))
+    next(loop)
     with pytest.raises(RequestError) as raised:
-        next(loop)
+        loop.throw(error)
     assert raised.value is error and error.attempts == 1 and error.maybe_applied
-
-
-def test_the_records_built_positionally_have_the_fields_their_builders_assume() -> None:
-    # compile, plan, staging and updates build these NamedTuples as plain tuples (every
-    # field given, in order, without the generated __new__): a field added, removed or
-    # moved must fail here, not silently shift values
-    from dynaorm.write.planner import Outcome, Staged
-    from dynaorm.write.render import Origin
-
-    assert Origin._fields == ("entity", "owner_key", "role", "fail", "field", "value",
-                              "staged", "caller")
-    assert Outcome._fields == ("obj", "state", "version", "stamps")
-    assert Staged._fields == ("obj", "action", "overwrite", "history", "condition",
-                              "after_version")
 
 
 @pytest.mark.parametrize(("username", "email"), [

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Generic, Self, TypeVar
 
-from dynaorm.aio.driver import iterate, run
 from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition
 from dynaorm.read.query import Query
@@ -50,7 +49,7 @@ class AsyncRead(Generic[T]):
     # -- terminals -------------------------------------------------------------------
     async def __aiter__(self) -> AsyncIterator[T]:
         stream, decode = self._read._decoded()
-        async for batch in iterate(self._transport, stream):
+        async for batch in self._transport.iterate(stream):
             for obj in decode(batch):  # one at a time: a loop may stop early
                 yield obj
 
@@ -66,20 +65,20 @@ class AsyncRead(Generic[T]):
     async def count(self) -> int:
         """How many results (``Select=COUNT`` where the types can be selected on the
         server), capped by ``limit``."""
-        return await run(self._transport, self._read._count_p())
+        return await self._transport.run(self._read._count_p())
 
     async def values(self, *fields: str) -> list[dict[str, Any]]:
         """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        return await run(self._transport, self._read._values_p(fields))
+        return await self._transport.run(self._read._values_p(fields))
 
     async def keys(self) -> list[dict[str, Any]]:
         """The key fields of each result: what ``get`` takes."""
-        return await run(self._transport, self._read._keys_p())
+        return await self._transport.run(self._read._keys_p())
 
     async def page(self, cursor: str | None = None) -> Page[T]:
         """One page of results and the cursor that resumes after them (``None`` at the
         end); cursors are those of the sync ``page()``."""
-        return await run(self._transport, self._read._page_p(cursor))
+        return await self._transport.run(self._read._page_p(cursor))
 
 
 class AsyncQuery(AsyncRead[T]):

@@ -2,7 +2,8 @@
 
 Staging (``save``, ``delete``, ``update``, ``check``, ``rollback``) is shared with
 :class:`~dynaorm.Session` as is; every method that does I/O is a coroutine running the
-same protocol (:mod:`dynaorm.core.unit_of_work`) through the table's async transport.
+same protocol (:mod:`dynaorm.core.unit_of_work`) through the table's async transport
+(:meth:`~dynaorm.transport.aio.AsyncTransport.run`, the mirror of the sync one).
 """
 
 from __future__ import annotations
@@ -11,15 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from dynaorm.aio.driver import run
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
 from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.model.table import Table
 from dynaorm.transport.aio import AsyncTransport, transport_of
 from dynaorm.transport.events import CommitResult
-from dynaorm.transport.retry import recording
-from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.render import WritePlan
 
 __all__ = ["AsyncSession"]
@@ -48,47 +46,30 @@ class AsyncSession(UnitOfWork):
     # -- commit --------------------------------------------------------------------
     async def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        return await run(self._aio, self._plan_p())
+        return await self._aio.run(self._plan_p())
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way."""
-        direct = self._direct()
-        if direct is None:  # nothing staged, or a read first: the commit protocol
-            return await run(self._aio, self._commit_p())
-        # the common commit reads nothing: sent here, as Session.commit sends it
-        staged, plan, outcomes, call = direct
-        transport = self._aio
-        response: dict[str, Any] = {}
-        with recording() as result:
-            if call is not None:
-                try:
-                    response = await transport.call(call.operation, call.request,
-                                                    call.origins, idempotent=call.idempotent)
-                except RequestFailed as exc:
-                    response = await run(transport, self._failed_p(plan, exc))
-        single, at = self._settle(staged, plan, outcomes, response)
-        if at >= 0:  # an action's finish needs a read (a lost answer): the protocol reads
-            await run(transport, self._finish_p(staged, response, single, at))
-        return result if call is not None else CommitResult()
+        return await self._aio.run(self._commit().run())
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,
                   version: int | None = None, **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return await run(self._aio, self._get_p(entity, consistent, version, fields))
+        return await self._aio.run(self._get_p(entity, consistent, version, fields))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
                        concurrency: int = 4) -> list[T | None]:
         """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
         TransactGetItems)."""
-        return await run(self._aio,
-                         self._get_many_p(entity, keys, consistent, snapshot, concurrency))
+        return await self._aio.run(
+            self._get_many_p(entity, keys, consistent, snapshot, concurrency))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
-        return await run(self._aio, self._find_p(entity, consistent, fields))
+        return await self._aio.run(self._find_p(entity, consistent, fields))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -122,10 +103,10 @@ class AsyncSession(UnitOfWork):
     # -- bulk ----------------------------------------------------------------------
     async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
         """Bulk load (BatchWriteItem, 25 a request, ``concurrency`` in flight)."""
-        await run(self._aio, self._save_many_p(objs, concurrency))
+        await self._aio.run(self._save_many_p(objs, concurrency))
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
                           concurrency: int = 4) -> None:
         """Bulk delete of objects, or of one entity's keys (BatchWriteItem)."""
-        await run(self._aio, self._delete_many_p(objs, keys, concurrency))
+        await self._aio.run(self._delete_many_p(objs, keys, concurrency))

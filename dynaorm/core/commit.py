@@ -1,117 +1,193 @@
-"""The steps of a commit that need no I/O, shared by :class:`~dynaorm.Session`'s direct
-commit and the commit protocol (:meth:`dynaorm.core.unit_of_work.UnitOfWork._commit_p`): is every
-staged entry's stored state known, the objects' states after success, staged actions'
-results. A step that needs a read raises :class:`_Need`; the protocol makes the read and
-runs the step again (see :meth:`dynaorm.core.unit_of_work.UnitOfWork._replayed`).
+"""A commit of a unit of work: one object, four named phases, written once as a protocol
+that both kinds of session run through their transport (``Session.commit`` with
+:meth:`dynaorm.transport.sync.Transport.run`, ``AsyncSession.commit`` with
+:meth:`dynaorm.transport.aio.AsyncTransport.run`).
+
+1. **prepare** -- the stored state each staged entry is planned on: an object's own
+   (persisted objects remember what they were loaded with), or read first where rules need
+   it (an entity with unique or versioned rules saved with ``overwrite=True`` or deleted by
+   key, a new versioned entity whose deleted predecessor kept its history, an
+   ``s.update()`` that touches a rule). A commit that needs no read makes no request here.
+2. **plan** -- pure: :func:`dynaorm.write.planner.compile_commit` turns the entries into a
+   :class:`~dynaorm.write.render.WritePlan` (row writes, unique guards, version rows, each
+   with its condition), checked against DynamoDB's limits before anything is sent.
+3. **send** -- one request: ``PutItem``/``UpdateItem``/``DeleteItem`` for a plan of one
+   action, else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept across
+   retries). A failure is explained by :func:`dynaorm.write.outcomes.failure`: an attempt
+   that may have been applied and was, a typed error, or ``OutcomeUnknownError``.
+4. **settle** -- only after success: objects take the states the plan promised (new
+   snapshots, versions, timestamps), staged updates their results (read back when a lost
+   answer left them out). After a failure nothing changes on any object.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.errors import ItemNotFoundError, RequestError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import apply_stamps
-from dynaorm.write.planner import Outcome, Staged
-from dynaorm.write.render import Update, WritePlan
+from dynaorm.transport.events import CommitResult, Origin
+from dynaorm.transport.retry import recording
+from dynaorm.transport.steps import Call, Proto
+from dynaorm.write.outcomes import failure
+from dynaorm.write.planner import Outcome, Staged, compile_commit
+from dynaorm.write.render import ConditionCheck, Update, WritePlan
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
-__all__: list[str] = []
+__all__ = ["Commit", "write_origins"]
+
+#: reads one key consistently (a protocol): the stored item or ``None``
+ReadItem = Callable[[PlainKey], Proto[Item | None]]
+#: the highest stored version row of an object's key (a protocol; 0: no history)
+LastVersion = Callable[[Entity], Proto[int]]
+
+_ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
+          "CHECK": "check"}
 
 
-class _Need(BaseException):
-    """Raised by a read callback whose answer is not known yet (see :meth:`_replayed`)."""
+class Commit:
+    """One commit of ``staged`` entries on ``table`` (see the module): :meth:`run` is the
+    whole protocol; :meth:`prepare`, :meth:`plan`, :meth:`send` and :meth:`settle` its
+    phases, in that order."""
 
-    def __init__(self, kind: str, arg: Any) -> None:
-        super().__init__(kind)
-        self.kind = kind
-        self.arg = arg
+    def __init__(self, table_name: str, staged: list[Staged], *, read: ReadItem,
+                 last_version: LastVersion, observed: bool) -> None:
+        self.table_name = table_name
+        self.staged = staged
+        self._read = read
+        self._last_version = last_version
+        #: whether ``on_request`` hooks are registered (then the request carries origins)
+        self._observed = observed
+        #: each entry with the stored state it is planned on (after :meth:`prepare`)
+        self.prepared: list[tuple[Staged, InstanceState | None]] = []
+        #: the plan and what each object becomes on success (after :meth:`plan`)
+        self.write_plan: WritePlan | None = None
+        self.outcomes: list[Outcome] = []
+        #: the successful response (``{}`` when a lost answer's write was applied)
+        self.response: dict[str, Any] = {}
 
+    def run(self) -> Proto[CommitResult]:
+        """Every phase; returns the requests sent (reads to prepare included)."""
+        if not self.staged:
+            return CommitResult()
+        with recording() as result:
+            yield from self.prepare()
+            plan = self.plan()
+            if plan.ops:
+                yield from self.send()
+        yield from self.settle()
+        return result if plan.ops else CommitResult()
 
-def _all_ready(staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]] | None:
-    """Every entry's :func:`_ready` answer, or ``None`` when one needs a read first."""
-    prepared: list[tuple[Staged, InstanceState | None]] = []
-    for entry in staged:
-        ready = _ready(entry)
-        if ready is None:
-            return None
-        prepared.append(ready)
-    return prepared
+    # -- 1. prepare ------------------------------------------------------------------
+    def prepare(self) -> Proto[None]:
+        """The stored state of every staged entry, read where rules need it."""
+        self.prepared = []
+        for entry in self.staged:
+            if entry.action in ("update", "check"):
+                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+                state = yield from action._prepare(self._read, self._last_version)
+                self.prepared.append((entry, state))
+                continue
+            obj = entry.obj
+            state = obj._dynaorm_state
+            spec = spec_of(type(obj))
+            if state is None and spec.has_rules and (
+                    entry.overwrite or entry.action == "delete"):
+                key = spec.primary_key(obj.__dict__)
+                item = yield from self._read(key)
+                if item is not None:
+                    state = type(obj)._from_item(item)._dynaorm_state
+                elif entry.action == "delete":
+                    raise ItemNotFoundError(f"{spec.name} {key} does not exist",
+                                            entity=spec.cls, key=key)
+            if state is None and spec.versioned and entry.action == "save":
+                last = yield from self._last_version(obj)  # a deleted entity's kept history
+                if last:
+                    entry = entry._replace(after_version=last)
+            self.prepared.append((entry, state))
 
+    # -- 2. plan ---------------------------------------------------------------------
+    def plan(self) -> WritePlan:
+        """The write plan of the prepared entries (pure; raises before anything is sent
+        when the plan is impossible)."""
+        self.write_plan, self.outcomes = compile_commit(self.table_name, self.prepared)
+        return self.write_plan
 
-def _finished(plan: WritePlan, outcomes: list[Outcome], response: dict[str, Any]) -> bool:
-    """Objects take the state a successful commit left; returns whether the commit was
-    one request that answered (else a staged action's result is read back)."""
-    for outcome in outcomes:
-        _finalize(outcome)
-    return len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
+    # -- 3. send ---------------------------------------------------------------------
+    def request(self) -> Call:
+        """The one request that sends the plan."""
+        plan = self._planned()
+        if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
+            operation, request = plan.single_request()
+        else:  # a ConditionCheck alone is a transaction of one
+            operation = "TransactWriteItems"
+            # a fresh token per commit: 128 random bits, 32 of DynamoDB's 36 characters
+            request = plan.transaction_request(os.urandom(16).hex())
+        request["ReturnConsumedCapacity"] = "INDEXES"
+        origins = write_origins(plan) if self._observed else ()
+        # a transaction's token dedupes its retries; a single counter increment or list
+        # append would apply twice if resent after an attempt that may have been applied
+        idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])
+        return Call(operation, request, origins, idempotent)
 
-
-def _finish_actions(staged: list[Staged], response: dict[str, Any], single: bool,
-                    start: int) -> int:
-    """Finish the staged actions from ``start`` on, in order (most need no read: the
-    result came back); returns the index of the first that needs a read, or -1."""
-    for at in range(start, len(staged)):
-        entry = staged[at]
-        if entry.action in ("update", "check"):
-            action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
-            try:
-                action._finish(response, single, _unread)
-            except _Need:
-                return at
-    return -1
-
-
-def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
-    """``(entry, stored state)`` when the state is known without reading anything (see
-    :meth:`UnitOfWork._prepare_p`, which reads for the others): an update's or check's
-    prepare that asks for no read, or an object whose rules need no read."""
-    if entry.action in ("update", "check"):
-        action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+    def send(self) -> Proto[None]:
+        """Send the plan; after a failure, the error it means is raised (reading what
+        that needs), unless an attempt that may have been applied was."""
         try:
-            return entry, action._prepare(_unread, _unread_version)
-        except _Need:
-            return None
-    state = entry.obj._dynaorm_state
-    if state is not None:
-        return entry, state
-    spec = spec_of(type(entry.obj))
-    if spec.has_rules and (entry.overwrite or entry.action == "delete"):
-        return None  # its stored state is read first
-    if spec.versioned and entry.action == "save":
-        return None  # a deleted entity's kept history is looked up first
-    return entry, None
+            self.response = yield self.request()
+        except RequestError as exc:
+            error = yield from failure(self._planned(), exc, self._read)
+            if error is None:  # applied: the commit succeeded, its answer was lost
+                self.response = {}
+                return
+            if error is exc:
+                raise
+            raise error from exc
+
+    # -- 4. settle -------------------------------------------------------------------
+    def settle(self) -> Proto[None]:
+        """After success: objects take their new states, staged actions their results
+        (in staging order, reading back what a lost answer left out)."""
+        for outcome in self.outcomes:
+            _finalize(outcome)
+        plan = self._planned()
+        single = len(plan.ops) == 1 and bool(self.response)
+        for entry in self.staged:
+            if entry.action in ("update", "check"):
+                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+                yield from action._finish(self.response, single, self._read)
+
+    def _planned(self) -> WritePlan:
+        if self.write_plan is None:
+            raise RuntimeError("Commit.plan() comes before send and settle")
+        return self.write_plan
 
 
-def _unread(key: PlainKey) -> Item | None:
-    """A read callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
-    raise _Need("item", key)
-
-
-def _unread_version(obj: Entity) -> int:
-    """A version callback that knows nothing yet (see :meth:`UnitOfWork._replayed`)."""
-    raise _Need("version", obj)
-
-
-#: the setter of ``Entity._dynaorm_state``, called directly: assigning the attribute goes
-#: through pydantic's ``__setattr__`` first, which every commit would pay for nothing
-_SetState = Callable[[Entity, InstanceState | None], None]
-_set_state: _SetState = Entity._dynaorm_state.fset  # type: ignore[attr-defined]
+def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
+    """One ``(entity_class, key, role)`` per action of ``plan``, in request order (what
+    ``on_request`` hooks see as ``event.origins``)."""
+    return tuple(
+        (op.origin.entity, dict(op.origin.owner_key),
+         "check" if isinstance(op, ConditionCheck) else
+         _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
+        for op in plan.ops)
 
 
 def _accumulates(op: Any) -> bool:
     """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    if not isinstance(op, Update) or not op.clauses:  # (a save's update: SET/REMOVE only)
-        return False
-    return any(kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
+    return isinstance(op, Update) and any(
+        kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
 
 
 def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
     if outcome.stamps:
         apply_stamps(obj, outcome.stamps)
-    _set_state(obj, outcome.state)
+    obj._dynaorm_state = outcome.state
     if outcome.version is not None:
         obj.version = outcome.version  # type: ignore[attr-defined]

@@ -15,16 +15,13 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.read.query import Query
 from dynaorm.read.scan import Scan, check_segments
-from dynaorm.sync.driver import MAX_WORKERS
+from dynaorm.transport.sync import MAX_WORKERS
 from dynaorm.write.planner import Staged
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["Staging"]
 
 T = TypeVar("T", bound=Entity)
-
-_new_tuple = tuple.__new__
-
 
 class Staging:
     """The staging half of a unit of work on one table (no I/O)."""
@@ -63,8 +60,7 @@ class Staging:
              condition: Condition | None = None) -> None:
         """Stage an insert (new object) or an update (persisted object); with
         ``condition=`` the commit also requires it on the stored item."""
-        # (Staged with every field given, built as the tuple it is: see compile._new_tuple)
-        self._stage(_new_tuple(Staged, (obj, "save", overwrite, False, _condition(condition), 0)))
+        self._stage(Staged(obj, "save", overwrite=overwrite, condition=_condition(condition)))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
@@ -99,7 +95,7 @@ class Staging:
             spec = self._spec(target)
             key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
             staged = StagedUpdate(type(target), key_fields, target, upsert)
-        self._staged[id(staged)] = _new_tuple(Staged, (staged, "update", False, False, None, 0))
+        self._staged[id(staged)] = Staged(cast(Any, staged), "update")
         return staged
 
     def check(self, entity: type[Entity], /, *, condition: Condition,

@@ -1,54 +1,28 @@
-"""The I/O half of a unit of work, written once as :mod:`dynaorm.core.protocol` generators:
-commit (prepare reads, compile, send, resolve an ambiguous outcome, map the failure,
-finalize), get, find, get_many (batches and snapshots), save_many and delete_many.
-:class:`~dynaorm.Session` drives them with the sync transport, ``AsyncSession`` with
-asyncio; neither decides anything itself."""
+"""The unit of work: staging (:mod:`dynaorm.core.staging`) plus every operation that does
+I/O, written once as a protocol (:mod:`dynaorm.transport.steps`): the commit
+(:class:`dynaorm.core.commit.Commit`), get, find, get_many (batches and snapshots),
+save_many and delete_many. :class:`~dynaorm.Session` runs them through the sync transport,
+``AsyncSession`` through the async one; neither decides anything itself."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar, cast
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.batches import batch_get_p, batch_rounds
-from dynaorm.core.commit import (
-    _accumulates,
-    _all_ready,
-    _finish_actions,
-    _finished,
-    _Need,
-    _ready,
-    _set_state,
-)
-from dynaorm.core.protocol import Call, Proto, call, gather
+from dynaorm.core.commit import Commit
 from dynaorm.core.staging import Staging, check_concurrency, refuse_rules
-from dynaorm.errors import (
-    DynaormError,
-    ItemNotFoundError,
-    KeyTemplateError,
-    TransactionTooLargeError,
-)
+from dynaorm.errors import DynaormError, KeyTemplateError, RequestError, TransactionTooLargeError
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.keys import key_id, wire_key
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
-from dynaorm.transport.events import CommitResult, write_origins
-from dynaorm.transport.retry import recording
-from dynaorm.transport.sync import RequestFailed
-from dynaorm.write.failures import map_failure
-from dynaorm.write.limits import plain_key_value
-from dynaorm.write.outcomes import APPLIED, resolve, unknown_batch
-from dynaorm.write.planner import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
-from dynaorm.write.render import (
-    ConditionCheck,
-    WritePlan,
-    check_batch_delete,
-    check_batch_put,
-    check_read_key,
-)
-from dynaorm.write.updates import StagedCheck, StagedUpdate
+from dynaorm.read.batches import batch_get_p, batch_rounds
+from dynaorm.transport.steps import Proto, call, gather
+from dynaorm.write.guards import OWNER_PK, OWNER_SK, OWNER_TYPE
+from dynaorm.write.outcomes import unknown_batch
+from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
 
 __all__ = ["FIND_ROUNDS", "UnitOfWork"]
 
@@ -60,9 +34,6 @@ BATCH_WRITE = 25
 #: Times ``find`` reads a guard and its owner before concluding nobody holds the value.
 FIND_ROUNDS = 3
 
-Read = Callable[[PlainKey], Item | None]
-LastVersion = Callable[[Entity], int]
-
 
 class UnitOfWork(Staging):
     """Staging plus the protocols of every operation that does I/O (see the module)."""
@@ -71,12 +42,7 @@ class UnitOfWork(Staging):
     def _get_request(self, key: PlainKey, consistent: bool,
                      origins: tuple[type[Entity], ...]) -> dict[str, Any]:
         """The GetItem request of ``key`` (checked: a key DynamoDB would refuse raises)."""
-        for attr, value in key.items():
-            # a key of short ASCII strings under ASCII names has nothing check_read_key
-            # could refuse (check_key_value's common case): the others are checked
-            if not plain_key_value(attr, value):
-                check_read_key(self.table, key, "/".join(o.__name__ for o in origins) or "item")
-                break
+        check_read_key(self.table, key, "/".join(o.__name__ for o in origins) or "item")
         request: dict[str, Any] = {"TableName": self.table.name, "Key": wire_key(key)}
         if consistent:
             request["ConsistentRead"] = True
@@ -84,9 +50,7 @@ class UnitOfWork(Staging):
 
     def _get_item_p(self, key: PlainKey, consistent: bool = False,
                     origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
-        # the Call step yielded here, as call() would (no generator layer per get)
-        out: dict[str, Any] = yield Call("GetItem", self._get_request(key, consistent, origins),
-                                         origins)
+        out = yield from call("GetItem", self._get_request(key, consistent, origins), origins)
         item: Item | None = out.get("Item")
         return item
 
@@ -94,11 +58,7 @@ class UnitOfWork(Staging):
                fields: Mapping[str, Any]) -> Proto[T | None]:
         spec = self._spec(entity)
         key = self._lookup_key(spec, fields, version)
-        origins = (entity,)
-        # _get_item_p's step, yielded here (a get is one request: no nested generator)
-        out: dict[str, Any] = yield Call("GetItem", self._get_request(key, consistent, origins),
-                                         origins)
-        item: Item | None = out.get("Item")
+        item = yield from self._get_item_p(key, consistent, (entity,))
         return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
 
     def _get_many_p(self, entity: type[T], keys: Sequence[Mapping[str, Any]],
@@ -172,36 +132,24 @@ class UnitOfWork(Staging):
         return None
 
     # -- commit ----------------------------------------------------------------------
-    def _replayed(self, fn: Callable[[Read, LastVersion], R]) -> Proto[R]:
-        """``fn(read, last_version)`` with callbacks that read: a callback whose answer is
-        not known yet stops ``fn``; the read is made, and ``fn`` runs again from the start
-        (it must not change anything before its reads, as prepare/finish/map_failure do)."""
-        items: dict[Any, Item | None] = {}
-        versions: dict[Any, int] = {}
+    def _commit(self) -> Commit:
+        """The commit of everything staged (the stage is taken: cleared either way)."""
+        staged = self._coalesced()
+        self._staged.clear()
+        return Commit(self.table.name, staged, read=self._read_item_p,
+                      last_version=self._last_version_p, observed=bool(self.table._listeners))
 
-        def version_key(obj: Entity) -> Any:
-            return type(obj), key_id(spec_of(type(obj)).primary_key(obj.__dict__))
+    def _plan_p(self) -> Proto[WritePlan]:
+        """The write plan the next commit would send (reading what rules need); the
+        stage stays as it is."""
+        commit = Commit(self.table.name, self._coalesced(), read=self._read_item_p,
+                        last_version=self._last_version_p, observed=False)
+        yield from commit.prepare()
+        return commit.plan()
 
-        def read(key: PlainKey) -> Item | None:
-            kid = key_id(key)
-            if kid not in items:
-                raise _Need("item", key)
-            return items[kid]
-
-        def last_version(obj: Entity) -> int:
-            if version_key(obj) not in versions:
-                raise _Need("version", obj)
-            return versions[version_key(obj)]
-
-        while True:
-            try:
-                return fn(read, last_version)
-            except _Need as need:
-                if need.kind == "item":
-                    items[key_id(need.arg)] = yield from self._get_item_p(need.arg, True)
-                else:
-                    versions[version_key(need.arg)] = yield from self._last_version_p(
-                        need.arg)
+    def _read_item_p(self, key: PlainKey) -> Proto[Item | None]:
+        """One item by key, read consistently (what a commit reads to plan or settle)."""
+        return self._get_item_p(key, True)
 
     def _last_version_p(self, obj: Entity) -> Proto[int]:
         """The highest stored version row of ``obj``'s key (0: no history): one reverse,
@@ -215,136 +163,13 @@ class UnitOfWork(Staging):
             return 0
         return int(sel.decode(found[0]).version)  # type: ignore[attr-defined]
 
-    def _prepare_p(self, staged: list[Staged]
-                   ) -> Proto[list[tuple[Staged, InstanceState | None]]]:
-        out: list[tuple[Staged, InstanceState | None]] = []
-        for entry in staged:
-            ready = _ready(entry)
-            if ready is not None:  # nothing to read for it
-                out.append(ready)
-                continue
-            if entry.action in ("update", "check"):
-                action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
-                state = yield from self._replayed(action._prepare)
-                out.append((entry, state))
-                continue
-            state = entry.obj._dynaorm_state
-            spec = spec_of(type(entry.obj))
-            needs_read = state is None and spec.has_rules and (
-                entry.overwrite or entry.action == "delete")
-            if needs_read:
-                key = spec.primary_key(entry.obj.__dict__)
-                item = yield from self._get_item_p(key, True)
-                if item is not None:
-                    state = type(entry.obj)._from_item(item)._dynaorm_state
-                elif entry.action == "delete":
-                    raise ItemNotFoundError(f"{spec.name} {key} does not exist",
-                                            entity=spec.cls, key=key)
-            if state is None and spec.versioned and entry.action == "save":
-                last = yield from self._last_version_p(entry.obj)  # a deleted entity's
-                if last:  # kept history
-                    entry = entry._replace(after_version=last)
-            out.append((entry, state))
-        return out
-
-    def _plan_p(self) -> Proto[WritePlan]:
-        prepared = yield from self._prepare_p(self._coalesced())
-        plan, _ = compile_commit(self.table.name, prepared)
-        return plan
-
-    def _commit_p(self) -> Proto[CommitResult]:
-        """Everything staged as one atomic write; clears the stage either way."""
-        staged = self._coalesced()
-        self._staged.clear()
-        if not staged:
-            return CommitResult()
-        with recording() as result:  # the requests sent in this context, drivers' included
-            # the common commit reads nothing first: then no protocol of its own for that
-            prepared = _all_ready(staged)
-            if prepared is None:
-                prepared = yield from self._prepare_p(staged)
-            plan, outcomes = compile_commit(self.table.name, prepared)
-            response: dict[str, Any] = {}
-            if plan.ops:  # (sent from here: no protocol layer of its own)
-                operation, request, origins, idempotent = self._request(plan)
-                try:
-                    response = yield Call(operation, request, origins, idempotent)
-                except RequestFailed as exc:
-                    response = yield from self._failed_p(plan, exc)
-        yield from self._finish_p(staged, response, _finished(plan, outcomes, response))
-        return result if plan.ops else CommitResult()
-
-    def _direct(self) -> tuple[list[Staged], WritePlan, list[Outcome], Call | None] | None:
-        """The common commit (no staged entry needs a read first), planned without the
-        commit protocol, the stage taken: its entries, plan, outcomes and the request to
-        send (``None``: nothing to write). ``None`` when the protocol must run (nothing
-        staged, or a read first). ``Session.commit`` and ``AsyncSession.commit`` send it
-        themselves (no generator and driver loop per commit), then :meth:`_settle`."""
-        staged = self._coalesced()
-        prepared = _all_ready(staged) if staged else None
-        if prepared is None:
-            return None
-        self._staged.clear()
-        plan, outcomes = compile_commit(self.table.name, prepared)
-        return staged, plan, outcomes, Call(*self._request(plan)) if plan.ops else None
-
-    @staticmethod
-    def _settle(staged: list[Staged], plan: WritePlan, outcomes: list[Outcome],
-                response: dict[str, Any]) -> tuple[bool, int]:
-        """After a direct commit succeeded: objects take the states it left and staged
-        actions their results; ``(single, at)``: whether it was one answered request,
-        and the first action whose finish needs a read (:meth:`_finish_p` from there;
-        -1: none)."""
-        single = _finished(plan, outcomes, response)
-        return single, _finish_actions(staged, response, single, 0)
-
-    def _finish_p(self, staged: list[Staged], response: dict[str, Any], single: bool,
-                  start: int = 0) -> Proto[None]:
-        """After a successful commit (:func:`_finished` done): staged actions from
-        ``start`` on take their results, in staging order, reading what a lost answer
-        left out."""
-        at = _finish_actions(staged, response, single, start)
-        while at >= 0:  # that action's finish needs a read: replayed with reads
-            action: StagedUpdate[Any] | StagedCheck = staged[at].obj  # type: ignore[assignment]
-            yield from self._replayed(
-                lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
-            at = _finish_actions(staged, response, single, at + 1)
-
-    def _request(self, plan: WritePlan) -> tuple[str, dict[str, Any], tuple[Any, ...], bool]:
-        """(operation, request, origins for hooks, idempotent) that send ``plan``."""
-        if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
-            operation, request = plan.single_request()
-        else:  # a ConditionCheck alone is a transaction of one
-            operation = "TransactWriteItems"
-            # a fresh token per commit: 128 random bits (as uuid4's, without its costly
-            # object), 32 characters of DynamoDB's 36 at most
-            request = plan.transaction_request(os.urandom(16).hex())
-        request["ReturnConsumedCapacity"] = "INDEXES"
-        origins = write_origins(plan) if self.table._listeners else ()
-        idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])  # (a token dedupes)
-        return operation, request, origins, idempotent
-
-    def _failed_p(self, plan: WritePlan, exc: RequestFailed) -> Proto[dict[str, Any]]:
-        """After ``plan``'s request failed: ``{}`` when an ambiguous attempt was in fact
-        applied; else the typed error is raised (reading what it needs to tell which)."""
-        outcome = resolve(plan, exc)  # an attempt may have applied: what is stored?
-        if outcome == APPLIED:
-            return {}
-        if isinstance(outcome, DynaormError):
-            raise outcome from exc
-        error = yield from self._replayed(
-            lambda r, v: map_failure(plan, exc, lambda key: r(key) is not None))
-        if error is exc:
-            raise exc
-        raise error from exc
-
     # -- bulk ------------------------------------------------------------------------
     def _batch_write_p(self, requests: list[dict[str, Any]]) -> Proto[None]:
         pending = {self.table.name: requests}
         try:
             yield from batch_rounds("BatchWriteItem", self.table.name, pending,
                                     "UnprocessedItems")
-        except RequestFailed as exc:
+        except RequestError as exc:
             if exc.maybe_applied:
                 raise unknown_batch(exc, pending, self.table.key_attributes()) from exc
             raise
@@ -375,7 +200,7 @@ class UnitOfWork(Staging):
             for objs_at_key, item, key in chunk:
                 for obj, pairs in objs_at_key:  # all of them now stand for the stored item
                     apply_stamps(obj, pairs)
-                    _set_state(obj, InstanceState(key, item))  # (not via pydantic)
+                    obj._dynaorm_state = InstanceState(key, item)
 
         yield from gather([write(c) for c in chunks], concurrency)
 
@@ -406,4 +231,4 @@ class UnitOfWork(Staging):
                                                 for k in c]) for c in chunks], concurrency)
         for target, _ in targets:
             if target is not None:
-                _set_state(target, None)  # deleted: saving it again inserts
+                target._dynaorm_state = None  # deleted: saving it again inserts

@@ -8,9 +8,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, RequestError
 from dynaorm.transport.events import RequestEvent
-from dynaorm.transport.sync import RequestFailed, Transport
+from dynaorm.transport.sync import Transport
 
 if TYPE_CHECKING:
     from dynaorm.model.entity import Entity
@@ -276,7 +276,7 @@ class Table:
     def _status(self) -> str | None:
         try:
             out = self.transport.call("DescribeTable", {"TableName": self.name})
-        except RequestFailed as exc:
+        except RequestError as exc:
             if exc.code == "ResourceNotFoundException":
                 return None
             raise
@@ -286,7 +286,7 @@ class Table:
         """Create the table (on-demand billing) with every index; no error if it exists."""
         try:
             self.transport.call("CreateTable", self.definition())
-        except RequestFailed as exc:
+        except RequestError as exc:
             if exc.code != "ResourceInUseException":
                 raise
         self._wait(lambda status: status == "ACTIVE", wait)
@@ -306,7 +306,7 @@ class Table:
             self.transport.call("UpdateTimeToLive", {
                 "TableName": self.name,
                 "TimeToLiveSpecification": {"Enabled": True, "AttributeName": self.ttl}})
-        except RequestFailed as exc:
+        except RequestError as exc:
             raise DynaormError(f"cannot enable TTL on attribute {self.ttl!r} of table "
                                f"{self.name!r}: {exc}") from exc
 
@@ -324,7 +324,7 @@ class Table:
         try:
             self.transport.call("UpdateTable", {"TableName": self.name,
                                                 "StreamSpecification": spec})
-        except RequestFailed as exc:
+        except RequestError as exc:
             raise DynaormError(f"cannot enable the stream of table {self.name!r}: {exc}"
                                ) from exc
         self._wait(lambda status: status == "ACTIVE", wait)
@@ -341,7 +341,7 @@ class Table:
         """Delete the table; no error if it does not exist."""
         try:
             self.transport.call("DeleteTable", {"TableName": self.name})
-        except RequestFailed as exc:
+        except RequestError as exc:
             if exc.code != "ResourceNotFoundException":
                 raise
         self._wait(lambda status: status is None, wait)

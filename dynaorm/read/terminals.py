@@ -1,11 +1,11 @@
 """Reads as protocols: the terminals :class:`~dynaorm.Query` and :class:`~dynaorm.Scan`
 share (iteration, ``all``, ``first``, ``count``, ``values``, ``keys``, ``page``).
 
-Each terminal is written once as a :mod:`dynaorm.core.protocol` generator over the pure paging
-state (:class:`dynaorm.read.selection.Pager`); the sync terminals here drive it with
-:mod:`dynaorm.sync.driver` (streams, i.e. shards and segments, on threads), the async ones of
-:mod:`dynaorm.aio` with asyncio. Cursors are accepted in one place (``_accept_cursor``),
-so a cursor from either kind of session resumes in the other.
+Each terminal is written once as a protocol (:mod:`dynaorm.transport.steps`) over the
+pure paging state (:class:`dynaorm.read.pager.Pager`); the sync terminals here run it
+through the table's sync transport (streams, i.e. shards and segments, on threads), the
+async ones of :mod:`dynaorm.aio` through the async transport. Cursors are accepted in one
+place (``_accept_cursor``), so a cursor from either kind of session resumes in the other.
 """
 
 from __future__ import annotations
@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
 
 from dynaorm._types import Item
-from dynaorm.core.batches import batch_get_p
-from dynaorm.core.protocol import Call, Emit, Proto, Stream, call, consume, forward, gather, pull
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
+from dynaorm.read.batches import batch_get_p
 from dynaorm.read.cursor import (
     check_cursor,
     decode_cursor_state,
@@ -30,12 +29,12 @@ from dynaorm.read.cursor import (
 )
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
-from dynaorm.sync.driver import MAX_WORKERS, iterate, run
+from dynaorm.transport.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
 
 if TYPE_CHECKING:
     from dynaorm.transport.sync import Transport
 
-__all__ = ["MAX_WORKERS", "Page", "ReadBase"]
+__all__ = ["Page", "ReadBase"]
 
 T = TypeVar("T", bound=Entity)
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
@@ -189,9 +188,6 @@ class ReadBase(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                if len(wanted) == 1:  # one stream: its Call step itself (what gather yields)
-                    pager.feed(wanted[0][0], (yield Call(op, wanted[0][1], origins)))
-                    continue
                 outs = yield from gather([call(op, r, origins) for _, r in wanted], FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)
@@ -352,7 +348,7 @@ class ReadBase(Generic[T]):
     # -- terminals -------------------------------------------------------------------
     def __iter__(self) -> Iterator[T]:
         stream, decode = self._decoded()
-        for batch in iterate(self._transport, stream):
+        for batch in self._transport.iterate(stream):
             yield from decode(batch)  # one at a time: a loop may stop early
 
     def all(self) -> list[T]:
@@ -368,15 +364,15 @@ class ReadBase(Generic[T]):
     def count(self) -> int:
         """How many results (``Select=COUNT``: no item is sent or decoded), capped by
         ``limit``. Where the type selection cannot be a filter, keys are read and counted."""
-        return run(self._transport, self._count_p())
+        return self._transport.run(self._count_p())
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        return run(self._transport, self._values_p(fields))
+        return self._transport.run(self._values_p(fields))
 
     def keys(self) -> list[dict[str, Any]]:
         """The key fields of each result: what ``Session.get`` takes."""
-        return run(self._transport, self._keys_p())
+        return self._transport.run(self._keys_p())
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
@@ -409,7 +405,7 @@ class ReadBase(Generic[T]):
         request when unsharded; a scan's page is one request per segment still reading,
         each evaluating ``page_size`` items (default 100), so it may hold fewer.
         """
-        return run(self._transport, self._page_p(cursor))
+        return self._transport.run(self._page_p(cursor))
 
     def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
         sel = self._selection()

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dynaorm._types import Item
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.entity import spec_of
 from dynaorm.model.expressions import Condition, Placeholders, all_of, exists, not_exists, raw_eq
@@ -42,7 +42,6 @@ from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, UniqueRule, parse_version_sk, version_sk
 from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD
-from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.planner import (
     GUARD_TYPE,
     OWNER_PK,
@@ -97,7 +96,7 @@ def scan_items(table: Table, on_page: Callable[[int], None] | None = None,
     while True:
         try:
             out = table.transport.call("Scan", request)
-        except RequestFailed as exc:
+        except RequestError as exc:
             raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
         page: list[Item] = out.get("Items", [])
         seen += len(page)
@@ -394,7 +393,7 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
         request = {"TransactItems": list(problem.fix), "ClientRequestToken": str(uuid.uuid4())}
         try:
             table.transport.call("TransactWriteItems", request)
-        except RequestFailed as exc:
+        except RequestError as exc:
             why = ("changed since the scan" if exc.code == "TransactionCanceledException"
                    else exc.message or exc.code)
             done.append(Repair(problem, False, why))

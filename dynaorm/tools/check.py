@@ -22,13 +22,12 @@ from pathlib import Path
 from typing import Any
 
 from dynaorm._types import Item
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.keys import key_value
 from dynaorm.model.spec import parse_version_sk, version_sk
 from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
 from dynaorm.tools.audit import Key, Problem, Repair, _Auditor, problem_order, repair
-from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.planner import GUARD_TYPE
 
 __all__ = ["CheckResult", "CheckpointError", "ProgressBar", "audit_page", "check_table",
@@ -165,7 +164,7 @@ def item_count(table: Table) -> int | None:
     """DescribeTable's approximate item count (refreshed by DynamoDB every few hours)."""
     try:
         out = table.transport.call("DescribeTable", {"TableName": table.name})
-    except RequestFailed as exc:
+    except RequestError as exc:
         raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
     count = out["Table"].get("ItemCount")
     return int(count) if count is not None else None
@@ -316,7 +315,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     while True:
         try:
             out = table.transport.call("Scan", request)
-        except RequestFailed as exc:
+        except RequestError as exc:
             raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
         page: list[Item] = out.get("Items", [])
         problems = []

@@ -24,13 +24,12 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError
 
 from dynaorm import __version__
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, item_count
 from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_SECRET_KEY
-from dynaorm.transport.sync import RequestFailed
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
@@ -370,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     except BadReference as exc:
         print(f"dynaorm {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except (DynaormError, RequestFailed, BotoCoreError, OSError) as exc:
+    except (DynaormError, RequestError, BotoCoreError, OSError) as exc:
         print(f"dynaorm {args.command}: failed: {_one_line(exc)}", file=sys.stderr)
         return EXIT_PROBLEMS
     except KeyboardInterrupt:

@@ -1,31 +1,29 @@
-"""The async I/O: one aiobotocore client per table per event loop, driving the same retry
-loop as the sync transport (:func:`dynaorm.transport.retry.attempt_loop`), so ``Table(
-max_attempts, max_wait)``, the log records, ``on_request`` events and commit recording
-mean the same for both kinds of session."""
+"""The async I/O: one aiobotocore client per table per event loop, and the asyncio driver
+of protocols. :meth:`AsyncTransport.run` mirrors :meth:`dynaorm.transport.sync.Transport.run`
+step for step: the same pump (:func:`~dynaorm.transport.steps.expand`, so ``Table(
+max_attempts, max_wait)``, the log records, ``on_request`` events and commit recording mean
+the same for both kinds of session), a ``Send`` awaited on aiobotocore, a ``Wait`` as
+``asyncio.sleep``, a ``Gather`` as tasks (at most the client's connection pool at once)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Callable, Generator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.transport.config import client_settings, local_only
-from dynaorm.transport.retry import (
-    Send,
-    answered,
-    attempt_loop,
-    map_error,
-    method_name,
-    start_request,
-)
+from dynaorm.transport.config import MAX_POOL_CONNECTIONS, client_settings, local_only
+from dynaorm.transport.errors import map_error, method_name
+from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, expand
 
 if TYPE_CHECKING:
     from dynaorm.model.table import Table
 
 __all__ = ["INSTALL_HINT", "AsyncTransport", "client", "close", "transport_of"]
+
+R = TypeVar("R")
 
 #: What to install for AsyncSession.
 INSTALL_HINT = 'pip install "dynaorm[async]"'
@@ -121,11 +119,7 @@ class AsyncTransport:
     # -- requests --------------------------------------------------------------------
     async def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`."""
-        # this loop's client, ready after the first request: taken without awaiting
-        # client() (a coroutine per request otherwise)
-        future = self._clients.get(asyncio.get_running_loop())
-        made = future.result() if future is not None and future.done() else (
-            await self.client())
+        made = await self.client()
         try:
             result: dict[str, Any] = await getattr(made, method_name(operation))(**request)
             return result
@@ -138,39 +132,72 @@ class AsyncTransport:
                 err.maybe_applied = True
             raise err from exc
 
-    async def call(self, operation: str, request: dict[str, Any],
-                   origins: tuple[Any, ...] = (), *, idempotent: bool = True) -> dict[str, Any]:
-        """Send with the shared retry loop (see :meth:`dynaorm.transport.sync.Transport.call`)."""
-        # the first attempt made here, as the sync transport does (no retry loop
-        # generator for a request answered at once); a failed one goes on in the loop
-        listeners = self.table._listeners
-        recorder, observe = start_request(listeners, operation, request)
-        start = time.perf_counter() if observe else 0.0
-        try:
-            out = await self.send(operation, request)
-        except RequestError as exc:
-            failed = exc
-        else:
-            return answered(recorder, listeners, observe, operation, request, out, 1, start,
-                            origins)
-        loop = attempt_loop(self, listeners, operation, request, origins,
-                            idempotent=idempotent, first=(recorder, observe, start, failed))
-        step = next(loop)
+    # -- the driver (mirrors dynaorm.transport.sync.Transport's) -----------------------
+    async def run(self, proto: Generator[Any, Any, R]) -> R:
+        """Drive ``proto`` to its result."""
+        steps = expand(proto, self)
+        value: Any = None
+        error: Exception | None = None
         while True:
             try:
-                if isinstance(step, Send):
-                    try:
-                        out = await self.send(step.operation, step.request)
-                    except RequestError as exc:
-                        step = loop.throw(exc)
-                        continue
-                    step = loop.send(out)
-                else:
-                    await asyncio.sleep(step.seconds)
-                    step = next(loop)
+                step = steps.send(value) if error is None else steps.throw(error)
             except StopIteration as stop:
-                result: dict[str, Any] = stop.value
+                result: R = stop.value
                 return result
+            value = error = None
+            try:
+                value = await self._perform(step)
+            except Exception as exc:  # thrown into the protocol, which may handle it
+                error = exc
+
+    async def iterate(self, stream: Stream) -> AsyncIterator[Sequence[Item]]:
+        """The batches of items ``stream`` emits, in order, fetched lazily."""
+        steps = expand(stream, self)
+        value: Any = None
+        error: Exception | None = None
+        try:
+            while True:
+                try:
+                    step = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration:
+                    return
+                value = error = None
+                if isinstance(step, Emit):
+                    yield step.items
+                    continue
+                try:
+                    value = await self._perform(step)
+                except Exception as exc:
+                    error = exc
+        finally:
+            steps.close()
+
+    async def _perform(self, step: Any) -> Any:
+        if isinstance(step, Send):
+            return await self.send(step.operation, step.request)
+        if isinstance(step, Wait):
+            await asyncio.sleep(step.seconds)
+            return step.seconds
+        if isinstance(step, Gather):
+            return await self._gather(step)
+        raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
+
+    async def _gather(self, step: Gather) -> list[Any]:
+        await self.client()  # made once, before the tasks need it
+        limit = asyncio.Semaphore(min(step.concurrency, MAX_POOL_CONNECTIONS))
+
+        async def one(proto: Generator[Any, Any, Any]) -> Any:
+            async with limit:
+                return await self.run(proto)
+
+        tasks = [asyncio.ensure_future(one(p)) for p in step.protos]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
 
 _TRANSPORTS: weakref.WeakKeyDictionary[Any, AsyncTransport] = weakref.WeakKeyDictionary()

@@ -6,15 +6,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dynaorm._types import Item
 from dynaorm.errors import RequestError
-from dynaorm.write.render import ConditionCheck, WritePlan
 
-__all__ = ["CommitResult", "Origin", "RequestEvent", "capacity_of", "write_origins"]
+__all__ = ["CommitResult", "Origin", "Reason", "RequestEvent", "actions_of", "capacity_of",
+           "table_of"]
 
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
 #: table key of the entity object the action is for, ``role`` one of ``"row"``,
 #: ``"latest"``, ``"version"``, ``"guard"``, ``"check"``.
 Origin = tuple[type[Any], dict[str, Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """One cancellation reason of a transaction: DynamoDB's code and, when returned, the
+    stored item."""
+
+    code: str
+    message: str | None = None
+    item: Item | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,19 +75,6 @@ class CommitResult:
     def _consumed(self, capacity: dict[str, float]) -> None:
         for name, units in capacity.items():
             self.consumed_capacity[name] = self.consumed_capacity.get(name, 0.0) + units
-
-
-_ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
-          "CHECK": "check"}
-
-
-def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
-    """One ``(entity_class, key, role)`` per action of ``plan``, in request order."""
-    return tuple(
-        (op.origin.entity, dict(op.origin.owner_key),
-         "check" if isinstance(op, ConditionCheck) else
-         _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
-        for op in plan.ops)
 
 
 def table_of(request: dict[str, Any]) -> str | None:

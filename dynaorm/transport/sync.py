@@ -1,44 +1,46 @@
-"""The sync I/O: one botocore client per table, driving the shared retry loop.
+"""The sync I/O: one botocore client per table, and the sync driver of protocols.
 
 Requests go through the botocore client's public operation methods (``client.put_item``),
 created once per transport by :func:`dynaorm.transport.config.create_client` with
 botocore's own retries off, so dynaorm's retries and botocore's never multiply.
-:meth:`Transport.call` runs :func:`dynaorm.transport.retry.attempt_loop` (the rules the async transport shares: at most
-``max_attempts`` attempts, full-jitter backoff within ``max_wait`` seconds, a
-transaction's request and token reused as is, one log record and ``on_request`` event per
-attempt, the commit being recorded).
 
-Failures leave here only as :class:`~dynaorm.RequestError` (a missing table as
-:class:`~dynaorm.TableNotFoundError`), never as botocore exceptions, with the
-cancellation reasons in request order and ``maybe_applied`` set when some attempt may
-have been applied (a timeout or dropped connection after sending, a 5xx), which is what
-:mod:`dynaorm.write.outcomes` needs to report an honest outcome.
+:meth:`Transport.run` drives a protocol (:mod:`dynaorm.transport.steps`) through the pump
+:func:`~dynaorm.transport.steps.expand` and performs what it leaves: a ``Send`` is one
+attempt through the client, a ``Wait`` a sleep, a ``Gather`` its protocols on threads (each
+thread keeps the caller's context, so a commit's recording and the ``on_request`` hooks see
+every request). Failures leave here only as :class:`~dynaorm.RequestError` (a missing table
+as :class:`~dynaorm.TableNotFoundError`), never as botocore exceptions.
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError
 
-from dynaorm.errors import DynaormError, RequestError
+from dynaorm._types import Item
+from dynaorm.errors import DynaormError
 from dynaorm.transport import retry
 from dynaorm.transport.config import create_client
-from dynaorm.transport.events import CommitResult
-from dynaorm.transport.retry import Listener, Reason, Send, attempt_loop, logger
+from dynaorm.transport.errors import map_error, method_name
+from dynaorm.transport.retry import Listener
+from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, call, expand
 
-__all__ = ["Reason", "RequestFailed", "Transport", "logger"]
+__all__ = ["MAX_WORKERS", "Transport"]
 
-#: The transport's failure type is the public :class:`~dynaorm.RequestError`.
-RequestFailed = RequestError
+R = TypeVar("R")
+#: Threads running concurrent steps (shards, segments, batches) at once, at most.
+MAX_WORKERS = 16
 
 
 class Transport:
-    """Sends DynamoDB requests. Swap ``send`` (or subclass) to intercept traffic in tests."""
+    """Sends a table's DynamoDB requests and drives its protocols. Swap ``send`` (or
+    subclass) to intercept traffic in tests."""
 
     #: backoff of retry ``n``: uniform(0, min(max_delay, base_delay * 2**n)) seconds
     base_delay = 0.05
@@ -55,7 +57,8 @@ class Transport:
         self.max_wait = max_wait
         #: ``fn(event)`` hooks called after every attempt (``Table.on_request``)
         self.listeners: list[Listener] = []
-        self._sleep = sleep
+        #: how a ``Wait`` step sleeps (a test injects a fake clock here)
+        self.sleep = sleep
         self._table = table
         self._client: Any = None
         self._lock = threading.Lock()
@@ -63,75 +66,100 @@ class Transport:
     @property
     def client(self) -> Any:
         """The botocore client (created once, on first use; safe to share by threads)."""
-        client = self._client
-        if client is None:
-            with self._lock:
-                if self._client is None:
-                    try:
-                        self._client = create_client(self.endpoint_url, self.region,
-                                                     table=self._table)
-                    except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
-                        raise DynaormError(
-                            f"table {self._table!r}: cannot create a DynamoDB client for "
-                            f"endpoint {self.endpoint_url!r}: {exc}") from exc
-                client = self._client
-        return client
+        with self._lock:
+            if self._client is None:
+                try:
+                    self._client = create_client(self.endpoint_url, self.region,
+                                                 table=self._table)
+                except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
+                    raise DynaormError(
+                        f"table {self._table!r}: cannot create a DynamoDB client for "
+                        f"endpoint {self.endpoint_url!r}: {exc}") from exc
+            return self._client
 
     def backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff before retry ``attempt`` (1-based)."""
         return retry.backoff(attempt, self.base_delay, self.max_delay)
 
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send one request once; errors are mapped to :class:`RequestFailed`."""
+        """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`."""
         try:
-            result: dict[str, Any] = getattr(self.client, retry.method_name(operation))(
-                **request)
+            result: dict[str, Any] = getattr(self.client, method_name(operation))(**request)
             return result
         except Exception as exc:
-            err = retry.map_error(operation, request, exc)
+            err = map_error(operation, request, exc)
             if err is None:
                 raise
             raise err from exc
 
-    def call(self, operation: str, request: dict[str, Any],
-             origins: tuple[Any, ...] = (), *, idempotent: bool = True) -> dict[str, Any]:
-        """Send with retries of transient failures (the request, token included, is
-        reused as is). ``origins`` are passed on to ``on_request`` hooks. A request that is
-        not ``idempotent`` (a counter increment, a list append) is never resent after an
-        attempt that may have been applied: applying it twice would be a wrong answer."""
-        # the first attempt made here (the common request answers at once: no retry
-        # loop generator for it); a failed one goes on in the shared loop, by its rules
-        listeners = self.listeners
-        recorder, observe = retry.start_request(listeners, operation, request)
-        start = time.perf_counter() if observe else 0.0
-        try:
-            out = self.send(operation, request)
-        except RequestFailed as exc:
-            failed = exc
-        else:
-            return retry.answered(recorder, listeners, observe, operation, request, out,
-                                     1, start, origins)
-        loop = attempt_loop(self, listeners, operation, request, origins,
-                            idempotent=idempotent, first=(recorder, observe, start, failed))
-        step = next(loop)
+    # -- the driver ------------------------------------------------------------------
+    def run(self, proto: Generator[Any, Any, R]) -> R:
+        """Drive ``proto`` to its result (a read's emitted items are dropped)."""
+        steps = expand(proto, self)
+        value: Any = None
+        error: Exception | None = None
         while True:
             try:
-                if isinstance(step, Send):
-                    try:
-                        out = self.send(step.operation, step.request)
-                    except RequestFailed as exc:
-                        step = loop.throw(exc)
-                        continue
-                    step = loop.send(out)
-                else:
-                    self._sleep(step.seconds)  # a Wait
-                    step = next(loop)
+                step = steps.send(value) if error is None else steps.throw(error)
             except StopIteration as stop:
-                result: dict[str, Any] = stop.value
+                result: R = stop.value
                 return result
+            value = error = None
+            try:
+                value = self._perform(step)
+            except Exception as exc:  # thrown into the protocol, which may handle it
+                error = exc
 
-    @contextmanager
-    def recording(self) -> Iterator[CommitResult]:
-        """Record every request this context sends in the block into a CommitResult."""
-        with retry.recording() as result:
-            yield result
+    def iterate(self, stream: Stream) -> Iterator[Sequence[Item]]:
+        """The batches of items ``stream`` emits, in order, fetched lazily; closing the
+        iterator closes the stream."""
+        steps = expand(stream, self)
+        value: Any = None
+        error: Exception | None = None
+        try:
+            while True:
+                try:
+                    step = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration:
+                    return
+                value = error = None
+                if isinstance(step, Emit):
+                    yield step.items
+                    continue
+                try:
+                    value = self._perform(step)
+                except Exception as exc:
+                    error = exc
+        finally:
+            steps.close()
+
+    def call(self, operation: str, request: dict[str, Any],
+             origins: tuple[Any, ...] = (), *, idempotent: bool = True) -> dict[str, Any]:
+        """One request with the retry rules (the protocol :func:`~dynaorm.transport.steps.
+        call`, driven here): for the table's own administration and for tools."""
+        return self.run(call(operation, request, origins, idempotent=idempotent))
+
+    def _perform(self, step: Any) -> Any:
+        if isinstance(step, Send):
+            return self.send(step.operation, step.request)
+        if isinstance(step, Wait):
+            self.sleep(step.seconds)
+            return step.seconds
+        if isinstance(step, Gather):
+            return self._gather(step)
+        raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
+
+    def _gather(self, step: Gather) -> list[Any]:
+        protos = list(step.protos)
+        _ = self.client  # made once here, not by racing threads
+        workers = min(step.concurrency, len(protos), MAX_WORKERS)
+        contexts = [contextvars.copy_context() for _ in protos]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(ctx.run, self.run, p)
+                       for ctx, p in zip(contexts, protos, strict=True)]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise

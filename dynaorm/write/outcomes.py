@@ -1,4 +1,10 @@
-"""Honest outcomes of writes whose attempts may have been applied. Pure: no I/O.
+"""What a failed write means: the typed error the caller should see, or, for a write whose
+attempts may have been applied, whether it was (pure: reads it needs are asked for as
+protocol steps, see :func:`failure`).
+
+DynamoDB reports one cancellation reason per action, in request order; the plan keeps the
+session's own order, so reason ``i`` is explained by ``plan.ops[i].origin``
+(:func:`map_failure`).
 
 When an attempt of a write may have been applied (a timeout or a dropped connection after
 sending, a 5xx) and a later attempt then fails, the failure alone does not say what is
@@ -20,20 +26,55 @@ absent. A condition check writes nothing, so its failure is never explained by t
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Generator
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
-from dynaorm._types import Item
-from dynaorm.errors import OutcomeUnknownError, RequestError
-from dynaorm.write.render import Delete, Op, Put, Update, WritePlan
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import (
+    ConcurrentModificationError,
+    ConditionFailedError,
+    DynaormError,
+    ItemExistsError,
+    ItemNotFoundError,
+    OutcomeUnknownError,
+    RequestError,
+    TransactionConflictError,
+    UniqueConstraintError,
+)
+from dynaorm.model.entity import spec_of
+from dynaorm.model.evaluate import holds
+from dynaorm.transport.events import Reason
+from dynaorm.write.render import Delete, Fail, Op, Put, Update, WritePlan
 
-__all__ = ["APPLIED", "resolve", "unknown_batch", "written_by"]
+__all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "resolve", "unknown_batch",
+           "written_by"]
+
+T = TypeVar("T")
+#: a protocol's result (its steps are whatever the reads yield)
+Reading = Generator[Any, Any, T]
+#: reads one key consistently: the stored item or ``None``
+Read = Callable[[PlainKey], Reading[Item | None]]
 
 #: :func:`resolve`'s answer when the write is known to have been applied
 APPLIED: Final = "applied"
 
 _CONDITION = frozenset({"ConditionalCheckFailed", "ConditionalCheckFailedException"})
 _UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known", "known_size"})
+
+
+def failure(plan: WritePlan, exc: RequestError, read: Read
+            ) -> Reading[DynaormError | None]:
+    """What the failed send of ``plan`` means: ``None`` when an attempt that may have been
+    applied was (the write succeeded), else the error to raise: an
+    :class:`~dynaorm.OutcomeUnknownError`, the typed error of a definite failure, or
+    ``exc`` itself when no typed error says more."""
+    outcome = resolve(plan, exc)
+    if outcome == APPLIED:
+        return None
+    if isinstance(outcome, DynaormError):
+        return outcome
+    return (yield from map_failure(plan, exc, read))
 
 
 def resolve(plan: WritePlan, exc: RequestError) -> str | OutcomeUnknownError | None:
@@ -158,3 +199,81 @@ def _number(text: Any) -> Decimal | str:
         return Decimal(str(text)).normalize()
     except InvalidOperation:
         return str(text)
+
+
+def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[DynaormError]:
+    """The typed error for a definite failure of ``plan``'s request (a protocol: ``read``
+    reads one key consistently, to tell "item gone" from "item changed" for conditions
+    that cover both)."""
+    if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
+        reasons: list[Reason | None] = [Reason("ConditionalCheckFailed", exc.message,
+                                               exc.item)]
+    else:
+        reasons = exc.reasons
+    failed = [(plan.ops[i], r) for i, r in enumerate(reasons[:len(plan.ops)])
+              if r is not None and r.code in _CONDITION]
+    if failed:
+        return (yield from _condition_error(failed, read))
+    codes = [r.code for r in reasons if r is not None]
+    if "TransactionConflict" in codes or exc.code == "TransactionConflictException":
+        first = plan.ops[0].origin
+        return TransactionConflictError(
+            f"commit of {first.entity.__name__} {first.owner_key} (and {len(plan.ops) - 1} "
+            f"more actions) on table {plan.table!r} kept conflicting with concurrent "
+            f"transactions after retries: {exc.message}")
+    return exc  # no typed error says more: the RequestError itself (operation, code)
+
+
+def _caller_failed(op: Op, reason: Reason) -> bool:
+    """Whether the caller's own condition is what failed on this action: the returned
+    stored item decides when dynaorm's condition is on the same action."""
+    o = op.origin
+    if o.fail is Fail.CALLER:
+        return True
+    return o.caller is not None and reason.item is not None and not holds(o.caller,
+                                                                          reason.item)
+
+
+def _stored_entity(entity: type[Any], item: Item | None) -> Any:
+    """The stored item as an entity (``None``: no item, or not this entity's)."""
+    if item is None:
+        return None
+    try:
+        spec = spec_of(entity)
+        return entity._from_item(item, spec) if spec.owns(item) else None
+    except Exception:  # an item that does not validate any more: report it raw
+        return None
+
+
+def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
+    if _caller_failed(*failed[0]):
+        failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
+                    (op.origin.entity, op.origin.owner_key,
+                     _stored_entity(op.origin.entity, r.item))
+                    for op, r in failed if _caller_failed(op, r)]
+        entity, key, item = failures[0]
+        assert entity is not None
+        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        return ConditionFailedError(
+            f"{entity.__name__} {key}: the condition given did not hold{more}",
+            entity=entity, key=key, item=item, failures=failures)
+    failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
+    for op, _ in failed:
+        o = op.origin
+        if o.fail is Fail.EXISTS:
+            return ItemExistsError(
+                f"{o.entity.__name__} {op.key} already exists (save with overwrite=True "
+                "to replace it)", entity=o.entity, key=op.key)
+    uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
+    if uniques:
+        return UniqueConstraintError(uniques[0].entity,
+                                     [(o.field or "?", o.value) for o in uniques],
+                                     key=uniques[0].owner_key)
+    op = failed[0][0]
+    o = op.origin
+    if o.fail is Fail.GONE and (yield from read(op.key)) is None:
+        return ItemNotFoundError(f"{o.entity.__name__} {op.key} no longer exists",
+                                 entity=o.entity, key=op.key)
+    return ConcurrentModificationError(
+        f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
+        "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key)

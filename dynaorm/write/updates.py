@@ -39,14 +39,15 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
+from dynaorm.write.outcomes import Read, Reading
 from dynaorm.write.planner import Outcome, Staged, plan_save
 from dynaorm.write.render import ConditionCheck, Fail, Op, Origin, Role, Update
-
-_new_tuple = tuple.__new__  # a NamedTuple with every field given, built as a tuple
 
 __all__ = ["StagedCheck", "StagedUpdate"]
 
 T = TypeVar("T", bound=Entity)
+#: finds the last stored version of a deleted versioned entity's kept history (a protocol)
+LastVersion = Callable[[Entity], Reading[int]]
 
 #: method name -> (clause, shapes it fits: None = any)
 _KINDS: dict[str, tuple[str, frozenset[str] | None]] = {
@@ -257,20 +258,20 @@ class StagedUpdate(Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    def _prepare(self, read: Callable[[PlainKey], Item | None],
-                last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
-        """The stored state a rule-path update is planned on (``read`` = consistent
-        GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
-        versioned entity, continues the kept history found by ``last_version``)."""
+    def _prepare(self, read: Read, last_version: LastVersion) -> Reading[InstanceState | None]:
+        """The stored state a rule-path update is planned on, as a protocol (``read`` =
+        consistent GetItem); ``None`` for the plain path or an upsert of a missing item
+        (which, for a versioned entity, continues the kept history ``last_version``
+        finds). Asks for no read when the update touches no rule."""
         if not self._needs_read:
             return None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
             return self._loaded._dynaorm_state
-        item = read(self.key)
+        item = yield from read(self.key)
         if item is None or not self._spec.owns(item):
             if self.upsert:
-                if self._spec.versioned and last_version is not None:
-                    self._after_version = last_version(
+                if self._spec.versioned:
+                    self._after_version = yield from last_version(
                         self.entity.model_construct(**self._key_fields))
                 return None
             raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
@@ -340,8 +341,7 @@ class StagedUpdate(Generic[T]):
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
         fail = Fail.GONE if own is not None else Fail.CALLER
-        origin = _new_tuple(Origin, (self.entity, self.key, Role.ROW, fail, None, None, index,
-                                     where))  # (see compile._Builder.origin)
+        origin = Origin(self.entity, self.key, Role.ROW, fail, staged=index, caller=where)
         self._planned = None
         loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
         known = None if loaded_state is None else loaded_state.item
@@ -390,15 +390,15 @@ class StagedUpdate(Generic[T]):
         return ops, outcome
 
     # -- after the commit --------------------------------------------------------------
-    def _finish(self, response: Mapping[str, Any], single: bool,
-               read: Callable[[PlainKey], Item | None]) -> None:
-        """Set ``result`` after a successful commit."""
+    def _finish(self, response: Mapping[str, Any], single: bool, read: Read) -> Reading[None]:
+        """Set ``result`` after a successful commit (a protocol: the item is read back
+        when the response does not carry it and ``returning()`` asked for it)."""
         if self._planned is not None:
             self._result, self._known = self._planned, True
             return
         item: Item | None = response.get("Attributes") if single else None
         if item is None and self._returning:
-            item = read(self.key)
+            item = yield from read(self.key)
         if item is not None:
             self._result, self._known = self.entity._from_item(item, self._spec), True
 
@@ -414,10 +414,10 @@ class StagedCheck:
         self.key = key
         self.condition = condition
 
-    def _prepare(self, read: Callable[[PlainKey], Item | None],
-                last_version: Callable[[Entity], int] | None = None) -> InstanceState | None:
+    def _prepare(self, read: Read, last_version: LastVersion) -> Reading[InstanceState | None]:
         """A check reads nothing before the commit."""
         return None
+        yield  # (a protocol that asks for nothing)
 
     def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
@@ -426,6 +426,7 @@ class StagedCheck:
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 
-    def _finish(self, response: Mapping[str, Any], single: bool,
-               read: Callable[[PlainKey], Item | None]) -> None:
+    def _finish(self, response: Mapping[str, Any], single: bool, read: Read) -> Reading[None]:
         """Nothing to report after the commit."""
+        return
+        yield  # (a protocol that asks for nothing)

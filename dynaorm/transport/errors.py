@@ -1,0 +1,63 @@
+"""botocore's failures as dynaorm's: the one place a botocore (or aiobotocore) exception is
+turned into a :class:`~dynaorm.RequestError`, with the cancellation reasons in request order
+and ``maybe_applied`` set when the request may have been applied (an answer lost after
+sending, a 5xx), which is what the retry rules and the outcome rules need."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore import xform_name
+from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
+
+from dynaorm.errors import RequestError, TableNotFoundError
+from dynaorm.transport.events import Reason, table_of
+
+__all__ = ["map_error", "method_name"]
+
+
+def map_error(operation: str, request: dict[str, Any], exc: Exception) -> RequestError | None:
+    """The :class:`~dynaorm.RequestError` for a botocore exception raised by sending
+    ``request`` once (``None``: not a botocore failure)."""
+    if isinstance(exc, ClientError):
+        return _client_error(operation, request, exc)
+    if isinstance(exc, HTTPClientError):  # sent, answer lost: a read timeout, a dropped line
+        err = RequestError(operation, "ConnectionError", str(exc))
+        err.maybe_applied = True
+        return err
+    if isinstance(exc, BotoCoreError):  # not sent: no connection, no credentials, ...
+        code = "ConnectionError" if isinstance(exc, BotoConnectionError) else (
+            type(exc).__name__)
+        return RequestError(operation, code, str(exc))
+    return None
+
+
+def _client_error(operation: str, request: dict[str, Any], exc: ClientError) -> RequestError:
+    error = exc.response.get("Error", {})
+    code = str(error.get("Code", "Unknown"))
+    message = str(error.get("Message", ""))
+    raw: list[dict[str, Any]] = list(exc.response.get("CancellationReasons", ()))  # type: ignore[arg-type]
+    reasons = [
+        None if r.get("Code") in (None, "None") else
+        Reason(str(r["Code"]), r.get("Message"), r.get("Item"))
+        for r in raw
+    ]
+    item = exc.response.get("Item")
+    if code == "ResourceNotFoundException":
+        err: RequestError = TableNotFoundError(
+            operation, code, f"{message} (table {table_of(request)!r})", reasons)
+    else:
+        err = RequestError(operation, code, message, reasons,
+                           item=item if isinstance(item, dict) else None)
+    status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    # a 5xx may come after the server applied the request; a 4xx was refused (throttling
+    # included), except that an attempt of this token is still in progress
+    err.maybe_applied = status >= 500 or code == "TransactionInProgressException"
+    return err
+
+
+def method_name(operation: str) -> str:
+    """The botocore client method of a DynamoDB operation (``PutItem`` -> ``put_item``),
+    the public way both transports send through."""
+    return str(xform_name(operation))
