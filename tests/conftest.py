@@ -19,9 +19,9 @@ import pytest
 
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from pytest_dynaorm import endpoint_of
-from tests.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
-from tests.dynoxide import Dynoxide, find_binary
-from tests.models import app
+from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
+from tests.support.dynoxide import Dynoxide, find_binary
+from tests.support.models import app
 
 BACKENDS = ("moto", "local", "dynoxide")
 
@@ -158,7 +158,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
 
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    """The shared test table (tests/models.py), fresh, on the current backend."""
+    """The shared test table (tests/support/models.py), fresh, on the current backend."""
     with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
         if session_kind(request) == "async":
             tb.session_kind = "async"

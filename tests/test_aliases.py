@@ -12,7 +12,7 @@ from dynaorm import GSI, DynaormError, Entity, F, Session, Table
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Placeholders
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.recording import Requests
+from tests.support.recording import Requests
 
 games = Table("alias-games", indexes=[GSI("by_map", pk="map", sk="open_players")])
 

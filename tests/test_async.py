@@ -27,7 +27,7 @@ from dynaorm import (
 )
 from dynaorm.aio import AsyncQuery, client, close
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.models import Note, User, app
+from tests.support.models import Note, User, app
 from tests.test_shard import SEvent, SOrder
 
 R = TypeVar("R")

@@ -11,7 +11,7 @@ from dynaorm import DynaormError, Session
 from dynaorm.core.batches import MAX_BATCH_ROUNDS, batch_rounds
 from dynaorm.core.protocol import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
 from dynaorm.model.entity import encode_entity, spec_of
-from tests.models import User, app
+from tests.support.models import User, app
 
 
 def guard_item(owner: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import pytest
 from dynaorm import Entity, Session, Table, Unique
 from dynaorm.testing import TestBackend
 from dynaorm.tools.audit import Problem, audit_items, audit_table, repair, scan_items
-from tests.models import Audit, User, app
+from tests.support.models import Audit, User, app
 
 
 def _put(db: TestBackend, item: dict[str, Any]) -> None:

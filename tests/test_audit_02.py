@@ -16,7 +16,7 @@ from dynaorm.testing import TestBackend
 from dynaorm.tools.audit import audit_items, repair
 from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, progress_line
 from dynaorm.tools.cli import main
-from tests.models import User, app
+from tests.support.models import User, app
 
 
 def _put(db: TestBackend, item: dict[str, Any]) -> None:
@@ -78,7 +78,7 @@ def test_stale_index_keys_found_and_rerendered(db: TestBackend) -> None:
 
 
 def test_sparse_index_attribute_left_behind_is_removed(db: TestBackend) -> None:
-    from tests.models import Note
+    from tests.support.models import Note
 
     with db.session() as s:
         s.save(Note(note_id="n1"))
@@ -253,7 +253,7 @@ def test_progress_line() -> None:
 
 def _cli(db: TestBackend, *args: str) -> int:
     extra = ["--endpoint-url", db.endpoint_url] if db.endpoint_url else []
-    return main(["check", "tests.models:app", *args, *extra])
+    return main(["check", "tests.support.models:app", *args, *extra])
 
 
 def test_command_progress_checkpoint_and_exit_codes(

@@ -11,8 +11,8 @@ from pydantic import ValidationError
 from dynaorm import Entity, Session, Table
 from dynaorm.read.selection import selection
 from dynaorm.testing import TestBackend
-from tests.models import app
-from tests.recording import Requests
+from tests.support.models import app
+from tests.support.recording import Requests
 
 
 class BatchRow(Entity):

@@ -14,7 +14,7 @@ import pytest
 from dynaorm import DynaormError, Entity, Session
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.models import Audit, Note, User, app
+from tests.support.models import Audit, Note, User, app
 
 
 class BItem(Entity):

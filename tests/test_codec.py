@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from dynaorm import Entity
 from dynaorm.model.codec import decode_item, decode_value, encode_fields, encode_value
 from dynaorm.testing import TestBackend
-from tests.models import app
+from tests.support.models import app
 
 
 class Shade(enum.Enum):

@@ -18,7 +18,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.models import Audit, User
+from tests.support.models import Audit, User
 from tests.test_unique import assert_guards_consistent
 
 THREADS = 8

@@ -18,8 +18,8 @@ from dynaorm import (
 from dynaorm.model.codec import encode_value
 from dynaorm.model.evaluate import holds
 from dynaorm.testing import TestBackend
-from tests.models import Note, User
-from tests.update_models import Counter
+from tests.support.models import Note, User
+from tests.support.update_models import Counter
 
 NKEY = {"pk": "NOTE#n1", "sk": "NOTE"}
 

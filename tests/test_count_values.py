@@ -8,8 +8,8 @@ import pytest
 
 from dynaorm import DynaormError, Entity, F, Session
 from dynaorm.testing import TestBackend
-from tests.models import Audit, app
-from tests.recording import Requests
+from tests.support.models import Audit, app
+from tests.support.recording import Requests
 
 
 class VRoom(Entity):

@@ -11,7 +11,7 @@ import pytest
 
 from dynaorm import Entity, F, InvalidCursorError, Page, Query, Session
 from dynaorm.testing import TestBackend
-from tests.models import app
+from tests.support.models import app
 
 
 class CPost(Entity):

@@ -25,8 +25,8 @@ from dynaorm.read import cursor as cursor_module
 from dynaorm.read.cursor import check_positions, encode_cursor, read_secret, secret_of
 from dynaorm.read.terminals import ReadBase
 from dynaorm.testing import TestBackend
-from tests.models import app
-from tests.recording import Requests
+from tests.support.models import app
+from tests.support.recording import Requests
 
 
 class KPost(Entity):

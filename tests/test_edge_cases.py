@@ -17,7 +17,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import RequestFailed
-from tests.models import User, app
+from tests.support.models import User, app
 from tests.test_session import RecordingTransport
 
 

@@ -30,7 +30,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from tests.models import Audit, Note, User, app
+from tests.support.models import Audit, Note, User, app
 from tests.test_session import RecordingTransport, _conflict
 
 DOCUMENTED = {

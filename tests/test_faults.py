@@ -1,6 +1,6 @@
 """Honest outcomes (contract 4, 0.2): writes the server applied but whose answer the client
 lost, on moto and DynamoDB Local. Faults are botocore event handlers on the table's real
-client (tests/faults.py): the request really reaches the backend and is applied there, then
+client (tests/support/faults.py): the request really reaches the backend and is applied there, then
 the client sees a read timeout, a dropped connection or a 500, and retries."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Reason
 from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
 from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
-from tests.faults import Faults
-from tests.models import Audit, Note, User
+from tests.support.faults import Faults
+from tests.support.models import Audit, Note, User
 
 LOST = ("timeout", "closed", "500")
 

@@ -15,7 +15,7 @@ import pytest
 from dynaorm import ConcurrentModificationError, DynaormError, Session
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_table
-from tests.models import User, app
+from tests.support.models import User, app
 
 USERS = 8
 EMAILS = [f"mail{i}@example.com" for i in range(12)]  # 8 held, 4 free at any time

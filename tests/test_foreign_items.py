@@ -12,7 +12,7 @@ from dynaorm import GSI, DynaormError, Entity, F, Table
 from dynaorm.model.rules import could_overlap
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.recording import Requests
+from tests.support.recording import Requests
 
 shop = Table("foreign-shop", pk="PK", sk="SK", type_attribute=None,
              indexes=[GSI("GSI1", pk="GSI1PK", sk="GSI1SK", projection="KEYS_ONLY")])

@@ -9,7 +9,7 @@ import pytest
 
 from dynaorm import DynaormError, Entity
 from dynaorm.testing import TestBackend
-from tests.models import Audit, app
+from tests.support.models import Audit, app
 
 
 class Inspection(Entity):

@@ -20,8 +20,8 @@ from hypothesis.errors import InvalidArgument
 from dynaorm import Entity, InvalidValueError, ItemTooLargeError, KeyTemplateError, Session
 from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
-from tests.models import app
-from tests.recording import Requests
+from tests.support.models import app
+from tests.support.recording import Requests
 
 TYPED = (KeyTemplateError, InvalidValueError, ItemTooLargeError)
 RUN = itertools.count()

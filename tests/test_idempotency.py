@@ -10,7 +10,7 @@ import pytest
 
 from dynaorm.testing import TestBackend, use_tables
 from dynaorm.transport.sync import RequestFailed
-from tests.models import Note, User, app
+from tests.support.models import Note, User, app
 from tests.test_session import RecordingTransport
 
 

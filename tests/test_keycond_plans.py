@@ -10,7 +10,7 @@ import pytest
 from dynaorm.errors import KeyTemplateError
 from dynaorm.model.entity import spec_of
 from dynaorm.read.keycond import _plan_keys, plan_keys
-from tests.models import Audit, Note, User
+from tests.support.models import Audit, Note, User
 
 
 @pytest.mark.parametrize(("entity", "index", "fields", "latest"), [

@@ -17,9 +17,9 @@ from dynaorm import (
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
 from dynaorm.write.planner import Staged, compile_commit
-from tests.models import Note, app
+from tests.support.models import Note, app
+from tests.support.update_models import Counter, Player
 from tests.test_concurrency import race
-from tests.update_models import Counter, Player
 
 T = "dynaorm-tests"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dynaorm import Entity
 from dynaorm.testing import TestBackend
-from tests.models import app
+from tests.support.models import app
 
 
 class NProfile(Entity):

@@ -10,8 +10,8 @@ import pytest
 
 from dynaorm import CommitResult, RequestError, RequestEvent
 from dynaorm.testing import TestBackend
-from tests.faults import Faults
-from tests.models import Audit, Note, User
+from tests.support.faults import Faults
+from tests.support.models import Audit, Note, User
 
 USER_KEY = {"pk": "USER#u1", "sk": "PROFILE"}
 
@@ -176,7 +176,7 @@ def test_commit_result_consumed_capacity(db: TestBackend) -> None:
 
 def test_empty_commit_result() -> None:
     from dynaorm import Session
-    from tests.models import app
+    from tests.support.models import app
 
     result = Session(app).commit()
     assert result.requests == [] and result.consumed_capacity == {}

@@ -12,8 +12,8 @@ import pytest
 
 from dynaorm import Entity, Query, Session, Shards
 from dynaorm.testing import TestBackend
-from tests.models import app
-from tests.recording import Requests
+from tests.support.models import app
+from tests.support.recording import Requests
 
 N = 16
 

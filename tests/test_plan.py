@@ -12,7 +12,7 @@ from dynaorm import Entity, ItemTooLargeError, TransactionTooLargeError, Unique
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.write.planner import Staged, compile_commit
 from dynaorm.write.render import Delete, Put, Role, Update, WritePlan
-from tests.models import Audit, Note, User, app
+from tests.support.models import Audit, Note, User, app
 
 T = "dynaorm-tests"
 HOSTILE = "a) OR (b"

@@ -11,7 +11,7 @@ import pytest
 
 from dynaorm import GSI, LSI, Entity, Page, Query, Session, Table
 from dynaorm.testing import TestBackend, use_tables
-from tests.recording import Requests
+from tests.support.recording import Requests
 
 proj = Table("dynaorm-proj", indexes=[
     GSI("keys", pk="kpk", sk="ksk", projection="KEYS_ONLY"),

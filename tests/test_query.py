@@ -25,7 +25,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.models import Audit, app
+from tests.support.models import Audit, app
 
 # -- entities ----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ import pytest
 
 from dynaorm import DynaormError, Entity, F, Session
 from dynaorm.testing import TestBackend
-from tests.models import Audit, app
+from tests.support.models import Audit, app
 
 # -- entities ----------------------------------------------------------------------------
 
@@ -328,7 +328,7 @@ def test_multi_entity_query_pages(db: TestBackend) -> None:
 
 
 class IEquipment(Entity):
-    """Shares the partition of the versioned ``Audit`` rows of tests.models."""
+    """Shares the partition of the versioned ``Audit`` rows of tests.support.models."""
 
     class Meta:
         table = app

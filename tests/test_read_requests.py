@@ -13,7 +13,7 @@ import pytest
 from dynaorm import F, Session
 from dynaorm.model.expressions import Placeholders
 from dynaorm.read.query import Query
-from tests.models import Audit, Note, User, app
+from tests.support.models import Audit, Note, User, app
 from tests.test_typed_keys import Blob, Product, Reading
 
 

@@ -1,5 +1,5 @@
 """The README's quickstart is the code that ``make typecheck`` checks: every statement of
-its first Python block stands, in order, in ``tests/readme_snippets.py`` (which mypy
+its first Python block stands, in order, in ``tests/support/readme_snippets.py`` (which mypy
 --strict and pyright check), so the two cannot drift apart unnoticed."""
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ def _missing(wanted: list[str], have: list[str]) -> list[str]:
 
 def test_the_quickstart_is_the_type_checked_snippet() -> None:
     missing = _missing(_statements(_quickstart()),
-                       _statements((ROOT / "tests" / "readme_snippets.py").read_text()))
+                       _statements((ROOT / "tests" / "support" / "readme_snippets.py").read_text()))
     assert missing == [], f"README quickstart lines not in readme_snippets.py: {missing}"
 
 
 def test_the_check_catches_a_drift() -> None:
-    have = _statements((ROOT / "tests" / "readme_snippets.py").read_text())
+    have = _statements((ROOT / "tests" / "support" / "readme_snippets.py").read_text())
     quickstart = _quickstart()
     for before, after in (("normalize=str.lower", "normalize=str.upper"),
                           ("Unique, ksuid", "Unique, Shards, ksuid"),

@@ -9,8 +9,8 @@ import pytest
 
 from dynaorm import DynaormError, F, InvalidCursorError, Page, Scan, Session
 from dynaorm.testing import TestBackend
-from tests.models import Audit, Note, User
-from tests.recording import Requests
+from tests.support.models import Audit, Note, User
+from tests.support.recording import Requests
 
 USERS = [User(user_id=f"u{i}", username=f"user{i}", email=f"u{i}@x.com", org_id="acme")
          for i in range(6)]

@@ -8,7 +8,7 @@ from dynaorm import UniqueConstraintError
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.render import Put, Role
-from tests.models import User
+from tests.support.models import User
 
 
 def keys(db: TestBackend) -> list[tuple[str, str]]:

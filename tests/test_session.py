@@ -26,7 +26,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Reason, RequestFailed, Transport
-from tests.models import Audit, Note, User, app
+from tests.support.models import Audit, Note, User, app
 
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
                     "BatchWriteItem"})

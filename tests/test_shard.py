@@ -9,7 +9,7 @@ import pytest
 from dynaorm import DynaormError, Entity, F, KeyTemplateError, Query, Session, Table
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.models import app
+from tests.support.models import app
 
 SHARDS = 4
 

@@ -10,8 +10,8 @@ import pytest
 from dynaorm import DynaormError, Entity, KeyTemplateError, Session, Shards
 from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
-from tests.models import app
-from tests.recording import Requests
+from tests.support.models import app
+from tests.support.recording import Requests
 
 
 class Request(Entity):

@@ -7,8 +7,8 @@ import pytest
 
 from dynaorm import DynaormError, TransactionTooLargeError
 from dynaorm.testing import TestBackend
-from tests.models import Note
-from tests.recording import Requests
+from tests.support.models import Note
+from tests.support.recording import Requests
 
 NOTES = [Note(note_id=f"n{i:03d}", body=f"b{i}") for i in range(260)]
 

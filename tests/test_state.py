@@ -23,7 +23,7 @@ from dynaorm._types import Item
 from dynaorm.model.codec import decode_item
 from dynaorm.model.state import InstanceState
 from dynaorm.testing import TestBackend
-from tests.models import Note, app
+from tests.support.models import Note, app
 
 _t = Table("dynaorm-state-unit")
 

@@ -7,7 +7,7 @@ import pytest
 
 from dynaorm import GSI, LSI, DynaormError, Table
 from dynaorm.testing import use_tables
-from tests.models import app
+from tests.support.models import app
 
 
 def test_definition_of_the_test_table() -> None:

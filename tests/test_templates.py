@@ -15,7 +15,7 @@ from dynaorm import Entity, KeyTemplateError
 from dynaorm.model.entity import spec_of
 from dynaorm.model.templates import KeyTemplate, render_value
 from dynaorm.testing import TestBackend
-from tests.models import app
+from tests.support.models import app
 
 
 class Color(enum.Enum):

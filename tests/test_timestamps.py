@@ -17,7 +17,7 @@ from dynaorm import (
     Table,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.recording import Requests
+from tests.support.recording import Requests
 
 stamped = Table("stamps")
 

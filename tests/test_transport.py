@@ -1,6 +1,6 @@
 """The transport boundary (contract 4 "one retry layer", 10 errors, 17 client), on moto and
 DynamoDB Local: HTTP attempts are counted with botocore event handlers on the real client,
-and faults are injected there too (tests/faults.py)."""
+and faults are injected there too (tests/support/faults.py)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables
 from dynaorm.transport.sync import Transport
-from tests.faults import Faults
-from tests.models import Note, User
+from tests.support.faults import Faults
+from tests.support.models import Note, User
 
 knobs = Table("dynaorm-knobs", max_attempts=3, max_wait=0)
 missing = Table("dynaorm-no-such-table", max_wait=0)

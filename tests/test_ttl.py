@@ -12,7 +12,7 @@ from pydantic import Field
 
 from dynaorm import DynaormError, Entity, F, InvalidValueError, Session, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.recording import Requests
+from tests.support.recording import Requests
 
 cache = Table("ttl-cache", ttl="expires")
 

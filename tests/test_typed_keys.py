@@ -13,7 +13,7 @@ from dynaorm.model.keys import BinaryKey, NumberKey, key_av
 from dynaorm.model.spec import EntitySpec
 from dynaorm.read.keycond import SortCondition, plan_keys
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.recording import Requests
+from tests.support.recording import Requests
 
 catalog = Table("typed-catalog", pk="Id", sk=None, key_types={"Id": "N"})
 readings = Table("typed-readings", pk="device", sk="ts", key_types={"ts": "N", "score": "N"},

@@ -8,7 +8,7 @@ import pytest
 
 from dynaorm import ConcurrentModificationError, Entity, Unique, UniqueConstraintError
 from dynaorm.testing import TestBackend
-from tests.models import User, app
+from tests.support.models import User, app
 
 GUARD = "dynaorm:unique"
 

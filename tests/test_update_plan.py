@@ -10,8 +10,8 @@ from pydantic import ValidationError
 from dynaorm import DynaormError, F, InvalidValueError
 from dynaorm.write.planner import Staged, compile_commit
 from dynaorm.write.updates import StagedCheck, StagedUpdate
-from tests.models import Note
-from tests.update_models import Counter, Doc, Needy, Player
+from tests.support.models import Note
+from tests.support.update_models import Counter, Doc, Needy, Player
 
 T = "dynaorm-tests"
 CKEY = {"pk": {"S": "CTR#c1"}, "sk": {"S": "CTR"}}

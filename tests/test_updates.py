@@ -15,7 +15,7 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from tests.update_models import Counter, Doc, Needy, Player
+from tests.support.update_models import Counter, Doc, Needy, Player
 
 
 def _seed(db: TestBackend, *objs: object) -> None:

@@ -33,8 +33,8 @@ from dynaorm.write.limits import (
     value_size,
 )
 from tests.conftest import engine_of
-from tests.models import app
-from tests.recording import Requests
+from tests.support.models import app
+from tests.support.recording import Requests
 
 LONE = json.loads('"\\ud800"')  # a lone surrogate, as JSON from a client can carry
 
@@ -202,7 +202,7 @@ def test_a_key_read_by_get_is_checked(db: TestBackend, s: Session) -> None:
 
 
 def test_guard_keys_are_checked_too(db: TestBackend, s: Session) -> None:
-    from tests.models import User
+    from tests.support.models import User
     refused(db, KeyTemplateError, commit(s, User(username="u", email="e" * 2100 + "@x")),
             "User")
 

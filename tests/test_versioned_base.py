@@ -7,7 +7,7 @@ import pytest
 from dynaorm import DynaormError, Session, Versioned
 from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
-from tests.models import app
+from tests.support.models import app
 
 
 class Manual(Versioned):

@@ -9,7 +9,7 @@ import pytest
 from dynaorm import ConcurrentModificationError, DynaormError, Entity, ItemExistsError
 from dynaorm.model.spec import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend
-from tests.models import Audit, app
+from tests.support.models import Audit, app
 
 
 class VerTagged(Entity):
@@ -294,7 +294,7 @@ def test_key_of_versioned_entity_cannot_change(db: TestBackend) -> None:
 
 
 def test_get_version_of_unversioned_entity_is_refused(db: TestBackend) -> None:
-    from tests.models import Note
+    from tests.support.models import Note
 
     with pytest.raises(DynaormError, match="not versioned"):
         db.session().get(Note, note_id="n1", version=1)

@@ -9,7 +9,7 @@ import pytest
 
 from dynaorm import GSI, Entity, ItemExistsError, Table
 from dynaorm.testing import TestBackend, use_tables
-from tests.update_models import Doc
+from tests.support.update_models import Doc
 
 inv = Table("dynaorm-tests-inverted", indexes=[GSI("inverted", pk="sk", sk="pk")])
 

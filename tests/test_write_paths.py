@@ -16,7 +16,7 @@ import pytest
 from dynaorm import F, InvalidValueError
 from dynaorm.model.entity import Entity
 from dynaorm.write.planner import Staged, compile_commit
-from tests.models import Audit, Note, User
+from tests.support.models import Audit, Note, User
 
 T = "dynaorm-tests"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from dynaorm import Entity, Unique
-from tests.models import app
+from tests.support.models import app
 
 
 class Counter(Entity):

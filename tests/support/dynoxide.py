@@ -22,7 +22,7 @@ from typing import IO, Final, Self
 
 __all__ = ["BINARY_ENV_VAR", "DEFAULT_CACHE_DIR", "Dynoxide", "find_binary"]
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 DEFAULT_CACHE_DIR: Final = REPO_ROOT / ".cache" / "dynoxide"
 #: Set to a dynoxide binary to bypass the lookup in the cache directory.
 BINARY_ENV_VAR: Final = "DYNAORM_DYNOXIDE"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, assert_type
 
 from dynaorm import Entity, F, Page, Query, Scan, Session, StagedUpdate, Table, Versioned
-from tests.models import Audit, Note, User, app
+from tests.support.models import Audit, Note, User, app
 
 typed = Table("typing-check")
 
