@@ -12,6 +12,8 @@ from dynaorm.testing import TestBackend
 from dynaorm.tools.audit import Problem, audit_items, audit_table, repair, scan_items
 from tests.support.models import Audit, User, app
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 
 def _put(db: TestBackend, item: dict[str, Any]) -> None:
     db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": item})

@@ -18,6 +18,8 @@ from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, progr
 from dynaorm.tools.cli import main
 from tests.support.models import User, app
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 
 def _put(db: TestBackend, item: dict[str, Any]) -> None:
     db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": item})

@@ -38,6 +38,7 @@ def rec(db: TestBackend) -> Requests:
     return Requests(db.table)
 
 
+@pytest.mark.sync_only
 def test_a_limit_below_the_page_stops_inside_the_batch(s: Session, rec: Requests) -> None:
     got = list(s.query(BatchRow, group="g").page_size(10).limit(3))
     assert [r.n for r in got] == [0, 1, 2]
@@ -49,6 +50,7 @@ def test_a_limit_below_the_page_stops_inside_the_batch(s: Session, rec: Requests
     assert [r["Limit"] for r in rec.of("Query")] == [10, 10]
 
 
+@pytest.mark.sync_only
 def test_stopping_a_loop_reads_no_further(s: Session, rec: Requests) -> None:
     for row in s.query(BatchRow, group="g").page_size(10):
         if row.n == 4:

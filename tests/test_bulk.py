@@ -16,6 +16,8 @@ from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
 from tests.support.models import Audit, Note, User, app
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 
 class BItem(Entity):
     class Meta:

@@ -21,6 +21,8 @@ from dynaorm.transport.sync import Transport
 from tests.support.models import Audit, User
 from tests.test_unique import assert_guards_consistent
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 THREADS = 8
 R = TypeVar("R")
 

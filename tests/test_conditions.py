@@ -125,6 +125,7 @@ def test_a_save_with_nothing_to_write_still_checks_its_condition(db: TestBackend
     assert db.scan() == before
 
 
+@pytest.mark.sync_only
 def test_check_alone_is_a_transaction_of_one(db: TestBackend) -> None:
     _seed(db, Counter(name="c1", status="open"))
     s = db.session()
@@ -187,6 +188,7 @@ def test_delete_by_key(db: TestBackend) -> None:
     assert len(db.scan()) == 1
 
 
+@pytest.mark.sync_only
 def test_delete_by_key_with_rules_reads_first_and_removes_guards(db: TestBackend) -> None:
     _seed(db, User(user_id="u1", username="ann", email="a@x.com"))
     s = db.session()
@@ -201,6 +203,7 @@ def test_delete_by_key_with_rules_reads_first_and_removes_guards(db: TestBackend
     assert db.scan() == []
 
 
+@pytest.mark.sync_only
 def test_delete_many_objects_and_keys(db: TestBackend) -> None:
     _seed(db, *(Note(note_id=f"n{i}") for i in range(30)))
     s = db.session()

@@ -143,6 +143,7 @@ def test_save_many_refuses_an_oversized_item_before_writing(db: TestBackend) -> 
     assert db.scan_raw() == []
 
 
+@pytest.mark.sync_only
 def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
     transport = RecordingTransport(db.endpoint_url)
     transport.faults["PutItem"] = [RequestFailed("PutItem", "TransactionConflictException",

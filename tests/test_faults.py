@@ -25,6 +25,8 @@ from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role
 from tests.support.faults import Faults
 from tests.support.models import Audit, Note, User
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 LOST = ("timeout", "closed", "500")
 
 

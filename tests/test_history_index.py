@@ -52,6 +52,7 @@ def _read_items(db: TestBackend, run: Any) -> tuple[Any, int]:
     return out, sum(scanned)
 
 
+@pytest.mark.sync_only
 def test_history_through_the_index_reads_about_k_items(db: TestBackend) -> None:
     _fill(db, Inspection, "site", parts=11, versions=6)
     _fill(db, Audit, "equipment_id", parts=11, versions=6)

@@ -18,6 +18,8 @@ import pytest
 from dynaorm import GSI, Entity, F, Session, Shards, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 labs = Table("dynaorm-labs", pk="PK", sk="SK", indexes=[
     GSI("GSI_1", pk="GSI_1_PK", sk="GSI_1_SK"),
     GSI("OpenGames", pk="OG_PK", sk="OG_SK", projection="KEYS_ONLY"),

@@ -13,6 +13,8 @@ from dynaorm.testing import TestBackend
 from tests.support.faults import Faults
 from tests.support.models import Audit, Note, User
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 USER_KEY = {"pk": "USER#u1", "sk": "PROFILE"}
 
 

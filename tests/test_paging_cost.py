@@ -15,6 +15,8 @@ from dynaorm.testing import TestBackend
 from tests.support.models import app
 from tests.support.recording import Requests
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 N = 16
 
 

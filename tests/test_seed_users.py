@@ -15,6 +15,7 @@ def keys(db: TestBackend) -> list[tuple[str, str]]:
     return [(i["pk"]["S"], i["sk"]["S"]) for i in db.scan_raw()]
 
 
+@pytest.mark.sync_only
 def test_user_registration_duplicate_email_change_and_delete(db: TestBackend) -> None:
     s = db.session()
     bob = User(user_id="u1", username="bob", email="bob@tables.com")

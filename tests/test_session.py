@@ -123,6 +123,7 @@ def test_get_ignores_items_of_another_type(db: TestBackend) -> None:
     assert db.session().get(SesNoteLookalike, note_id="n1") is None
 
 
+@pytest.mark.sync_only
 def test_insert_of_existing_key(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n1", body="first"))
     before = db.scan_raw()
@@ -199,6 +200,7 @@ def test_persisted_object_saved_in_another_session_updates(db: TestBackend) -> N
     assert item["body"] == "v2"
 
 
+@pytest.mark.sync_only
 def test_only_changed_attributes_are_written(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n1", body="v1", tags=["a"]))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -217,6 +219,7 @@ def test_only_changed_attributes_are_written(db: TestBackend, rec: RecordingTran
     assert rec.writes == []
 
 
+@pytest.mark.sync_only
 def test_update_of_user_touches_only_the_row(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, User(user_id="u1", username="bob", email="bob@x.com"))
     user = db.session().get(User, user_id="u1", consistent=True)
@@ -230,6 +233,7 @@ def test_update_of_user_touches_only_the_row(db: TestBackend, rec: RecordingTran
     assert req["UpdateExpression"] == "SET #n0 = :v0"
 
 
+@pytest.mark.sync_only
 def test_primary_key_move(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n1", body="hi"))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -261,6 +265,7 @@ def test_primary_key_move_onto_an_existing_key(db: TestBackend) -> None:
 
 
 # -- staging -------------------------------------------------------------------------------
+@pytest.mark.sync_only
 def test_coalescing(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n1", body="v1"))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -315,6 +320,7 @@ def test_context_manager_rolls_back_on_exception(db: TestBackend) -> None:
     assert db.scan() == []
 
 
+@pytest.mark.sync_only
 def test_rollback(db: TestBackend, rec: RecordingTransport) -> None:
     s = db.session()
     s.save(Note(note_id="n1"))
@@ -485,6 +491,7 @@ def test_concurrent_change_of_a_derived_key_field(db: TestBackend) -> None:
 
 
 # -- the wire ------------------------------------------------------------------------------
+@pytest.mark.sync_only
 def test_single_item_commits_use_single_item_calls(db: TestBackend,
                                                    rec: RecordingTransport) -> None:
     note = Note(note_id="n1")
@@ -502,6 +509,7 @@ def test_single_item_commits_use_single_item_calls(db: TestBackend,
         assert "ClientRequestToken" not in req
 
 
+@pytest.mark.sync_only
 def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n1"), Note(note_id="n2"))
     commit(db, Note(note_id="n3"), Note(note_id="n4"))
@@ -517,6 +525,7 @@ def _conflict(n: int) -> RequestFailed:
                          "Transaction cancelled", reasons)
 
 
+@pytest.mark.sync_only
 @pytest.mark.parametrize("kind", ["throttle", "conflict", "in_progress", "5xx"])
 def test_transient_failure_is_retried_with_the_same_token(
         db: TestBackend, rec: RecordingTransport, kind: str) -> None:
@@ -536,6 +545,7 @@ def test_transient_failure_is_retried_with_the_same_token(
     assert len(db.scan()) == 3
 
 
+@pytest.mark.sync_only
 def test_persistent_conflict(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n0"))
     before = db.scan_raw()
@@ -554,6 +564,7 @@ def test_persistent_conflict(db: TestBackend, rec: RecordingTransport) -> None:
     assert not a._is_persisted and not b._is_persisted
 
 
+@pytest.mark.sync_only
 def test_non_transient_failure_is_not_retried(db: TestBackend, rec: RecordingTransport) -> None:
     rec.always["PutItem"] = RequestFailed("PutItem", "ValidationException", "bad request")
     s = db.session()
@@ -563,6 +574,7 @@ def test_non_transient_failure_is_not_retried(db: TestBackend, rec: RecordingTra
     assert len(rec.writes) == 1
 
 
+@pytest.mark.sync_only
 def test_too_many_actions(db: TestBackend, rec: RecordingTransport) -> None:
     s = db.session()
     for i in range(101):
@@ -577,6 +589,7 @@ def test_too_many_actions(db: TestBackend, rec: RecordingTransport) -> None:
     assert len(db.scan_raw()) == 100
 
 
+@pytest.mark.sync_only
 def test_too_many_actions_counting_guards(db: TestBackend, rec: RecordingTransport) -> None:
     s = db.session()
     for i in range(34):  # 34 users x 3 actions = 102
@@ -586,6 +599,7 @@ def test_too_many_actions_counting_guards(db: TestBackend, rec: RecordingTranspo
     assert rec.writes == []
 
 
+@pytest.mark.sync_only
 def test_item_too_large(db: TestBackend, rec: RecordingTransport) -> None:
     s = db.session()
     s.save(Note(note_id="big", body="x" * (401 * 1024)))
@@ -596,6 +610,7 @@ def test_item_too_large(db: TestBackend, rec: RecordingTransport) -> None:
     assert db.scan_raw() == []
 
 
+@pytest.mark.sync_only
 def test_request_too_large(db: TestBackend, rec: RecordingTransport) -> None:
     s = db.session()
     for i in range(11):

@@ -112,6 +112,7 @@ def test_get_needs_no_shard(s: Session) -> None:
     assert s.get_many(SOrder, [{"order_id": "o01"}, {"order_id": "zz"}]) == [ORDERS[1], None]
 
 
+@pytest.mark.sync_only
 def test_scatter_gather_merges_in_sort_key_order(s: Session, db: TestBackend) -> None:
     counter = Counter(db.endpoint_url)
     db.table.transport = counter

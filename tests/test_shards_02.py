@@ -94,6 +94,7 @@ def test_custom_shard_values_land_where_the_rule_says(s: Session, db: TestBacken
     assert raw_gsi(db, "DAY#2024-05-01#0") == []
 
 
+@pytest.mark.sync_only
 def test_scatter_gather_reads_shards_first_to_last(s: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     got = s.query(Request, index="gsi1", day="2024-05-01").all()
@@ -102,6 +103,7 @@ def test_scatter_gather_reads_shards_first_to_last(s: Session, db: TestBackend) 
     assert parts == sorted(f"DAY#2024-05-01#{i}" for i in range(1, 11))
 
 
+@pytest.mark.sync_only
 def test_one_shard_alone(s: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     got = s.query(Request, index="gsi1", day="2024-05-01", shard=3).all()

@@ -10,6 +10,8 @@ from dynaorm.testing import TestBackend
 from tests.support.models import Note
 from tests.support.recording import Requests
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 NOTES = [Note(note_id=f"n{i:03d}", body=f"b{i}") for i in range(260)]
 
 

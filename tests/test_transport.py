@@ -26,6 +26,8 @@ from dynaorm.transport.sync import Transport
 from tests.support.faults import Faults
 from tests.support.models import Note, User
 
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
 knobs = Table("dynaorm-knobs", max_attempts=3, max_wait=0)
 missing = Table("dynaorm-no-such-table", max_wait=0)
 

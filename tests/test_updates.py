@@ -24,6 +24,7 @@ def _seed(db: TestBackend, *objs: object) -> None:
             s.save(o)  # type: ignore[arg-type]
 
 
+@pytest.mark.sync_only
 def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
         db: TestBackend) -> None:
     _seed(db, Counter(name="c1", tags={"a", "b"}, log=["m"], label="x"))
@@ -146,6 +147,7 @@ def test_where_on_a_missing_item_is_item_not_found(db: TestBackend) -> None:
 
 
 # -- rules -------------------------------------------------------------------------------
+@pytest.mark.sync_only
 def test_add_on_a_gsi_sort_key_field_re_renders_the_index_key(db: TestBackend) -> None:
     _seed(db, Player(player_id="p1", handle="ann", score=5))
     s = db.session()

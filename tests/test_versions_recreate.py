@@ -91,6 +91,7 @@ def inverted(backend: str | None) -> Iterator[TestBackend]:
         yield tb
 
 
+@pytest.mark.sync_only
 def test_version_rows_keep_table_keys_an_inverted_index_reuses(inverted: TestBackend) -> None:
     s = inverted.session()
     p = Part(equipment="E1", part="pump")
@@ -123,6 +124,7 @@ def test_an_index_template_on_a_table_key_must_be_the_tables() -> None:
             part: str
 
 
+@pytest.mark.sync_only
 def test_an_inverted_index_needs_no_templates(inverted: TestBackend) -> None:
     class Plain(Entity):
         class Meta:
