@@ -1,5 +1,5 @@
 """Static typing contract, checked by ``mypy --strict`` and pyright in ``make test``
-(imported by tests/test_docstrings.py only to prove it runs; the functions are never called).
+(imported by tests/system/test_docstrings.py only to prove it runs; the functions are never called).
 
 `Session.get` is typed `Entity | None`, queries yield the entity class, pages hold it;
 `version` is an `int` exactly on versioned entities.

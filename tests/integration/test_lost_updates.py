@@ -19,7 +19,7 @@ from dynaorm.tools.check import check_table
 from dynaorm.write.planner import Staged, compile_commit
 from tests.support.models import Note, app
 from tests.support.update_models import Counter, Player
-from tests.test_concurrency import race
+from tests.system.test_concurrency import race
 
 T = "dynaorm-tests"
 

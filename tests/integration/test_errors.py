@@ -30,8 +30,8 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
+from tests.integration.test_session import RecordingTransport, _conflict
 from tests.support.models import Audit, Note, User, app
-from tests.test_session import RecordingTransport, _conflict
 
 DOCUMENTED = {
     "Table", "GSI", "LSI", "Entity", "Unique", "ksuid", "Session", "Query", "Page", "F",

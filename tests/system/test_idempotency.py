@@ -10,8 +10,8 @@ import pytest
 
 from dynaorm.testing import TestBackend, use_tables
 from dynaorm.transport.sync import RequestFailed
+from tests.integration.test_session import RecordingTransport
 from tests.support.models import Note, User, app
-from tests.test_session import RecordingTransport
 
 
 @pytest.fixture

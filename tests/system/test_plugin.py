@@ -205,8 +205,8 @@ def test_dynaorm_moto_server_serves_any_client(dynaorm_moto_server: str) -> None
 
 
 # -- dynaorm's own suite follows --dynaorm-endpoint ---------------------------------------
-OWN_TEST = "tests/test_table.py::test_use_tables_gives_a_fresh_table"
-ROOT = Path(__file__).resolve().parent.parent
+OWN_TEST = "tests/integration/test_table.py::test_use_tables_gives_a_fresh_table"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _own_suite(*args: str) -> subprocess.CompletedProcess[str]:

@@ -321,7 +321,7 @@ def test_create_enables_a_stream_on_an_existing_table(backend: str | None) -> No
 
 # -- the aggregation example's consumer logic (no update needed) -----------------------------
 def test_aggregate_consumer_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parent.parent / "examples"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
     agg = importlib.import_module("stream_aggregate")
     table: Table = agg.shop
 

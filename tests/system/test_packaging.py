@@ -21,7 +21,7 @@ import pytest
 
 import dynaorm
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "packaging"
 #: Distributions a plain install must not bring (the 0.1 install pulled all of them).
 NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cryptography",

@@ -18,8 +18,8 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
+from tests.integration.test_unique import assert_guards_consistent
 from tests.support.models import Audit, User
-from tests.test_unique import assert_guards_consistent
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
 

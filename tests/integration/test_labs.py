@@ -201,7 +201,7 @@ def test_write_sharded_gsi_with_the_labs_shard_values(s: Session, db: TestBacken
 
 
 # -- a number-keyed product catalog (the developer guide's ProductCatalog) ----------------
-DATA = Path(__file__).parent / "support" / "data" / "labs"
+DATA = Path(__file__).resolve().parents[1] / "support" / "data" / "labs"
 catalog = Table("dynaorm-labs-catalog", pk="Id", sk=None, key_types={"Id": "N"},
                 type_attribute=None)
 

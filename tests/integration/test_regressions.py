@@ -17,8 +17,8 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import RequestFailed
+from tests.integration.test_session import RecordingTransport
 from tests.support.models import User, app
-from tests.test_session import RecordingTransport
 
 
 class EReading(Entity):

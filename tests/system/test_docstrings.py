@@ -49,6 +49,6 @@ def test_public_name_has_a_docstring(name: str, obj: Any) -> None:
 def test_every_public_name_is_in_the_api_reference() -> None:
     from pathlib import Path
 
-    api = (Path(__file__).resolve().parent.parent / "docs" / "api.md").read_text()
+    api = (Path(__file__).resolve().parents[2] / "docs" / "api.md").read_text()
     missing = [n for n in dynaorm.__all__ if f"::: dynaorm.{n}\n" not in api]
     assert not missing, f"add to docs/api.md: {missing}"

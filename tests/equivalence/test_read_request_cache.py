@@ -13,8 +13,8 @@ import pytest
 from dynaorm import F, Session
 from dynaorm.model.expressions import Placeholders
 from dynaorm.read.query import Query
+from tests.integration.test_typed_keys import Blob, Product, Reading
 from tests.support.models import Audit, Note, User, app
-from tests.test_typed_keys import Blob, Product, Reading
 
 
 def _afresh(q: Query[Any]) -> dict[str, Any]:
