@@ -1,15 +1,30 @@
-"""Versioned entities (contract section 5), on both backends: the equipment audit seed."""
+"""Versioned entities (contract section 5), on both backends: the equipment audit seed;
+the ``Versioned`` base class; re-creating a deleted entity continues its kept history (0.2);
+version rows keep every table key attribute when an index reuses one; only the latest
+copy takes part in secondary indexes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dynaorm import ConcurrentModificationError, DynaormError, Entity, ItemExistsError
+from dynaorm import (
+    GSI,
+    ConcurrentModificationError,
+    DynaormError,
+    Entity,
+    ItemExistsError,
+    Session,
+    Table,
+    Versioned,
+)
+from dynaorm.model.entity import spec_of
 from dynaorm.model.spec import parse_version_sk, version_sk
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Audit, app
+from tests.support.update_models import Doc
 
 
 class VerTagged(Entity):
@@ -300,3 +315,226 @@ def test_get_version_of_unversioned_entity_is_refused(db: TestBackend) -> None:
         db.session().get(Note, note_id="n1", version=1)
     with pytest.raises(DynaormError, match="not versioned"):
         db.session().history(Note, note_id="n1")
+
+
+# -- re-creating a deleted entity; version rows and an inverted index (0.2) ----------------
+
+inv = Table("dynaorm-tests-inverted", indexes=[GSI("inverted", pk="sk", sk="pk")])
+
+
+class Part(Entity):
+    class Meta:
+        table = inv
+        pk = "EQ#{equipment}"
+        sk = "{part}"
+        versioned = True
+        indexes = {"inverted": ("{part}", "EQ#{equipment}")}
+
+    equipment: str
+    part: str
+    note: str = ""
+
+
+def test_recreating_a_deleted_entity_continues_its_history(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Doc(doc_id="d1", title="a"))
+    s.commit()
+    for title in ("b", "c"):
+        s.update(Doc, doc_id="d1").set(title=title)
+        s.commit()
+    d = s.get(Doc, doc_id="d1")
+    assert d is not None and d.version == 3
+    s.delete(d)
+    s.commit()
+    again = Doc(doc_id="d1", title="reborn")
+    s.save(again)
+    s.commit()
+    assert again.version == 4
+    history = s.history(Doc, doc_id="d1").all()
+    assert [(h.version, h.title) for h in history] == [
+        (1, "a"), (2, "b"), (3, "c"), (4, "reborn")]
+    again.title = "next"
+    s.save(again)
+    s.commit()
+    assert [h.version for h in s.history(Doc, doc_id="d1").all()] == [1, 2, 3, 4, 5]
+
+
+def test_recreating_after_deleting_the_history_starts_at_one(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Doc(doc_id="d1"))
+    s.commit()
+    d = s.get(Doc, doc_id="d1")
+    assert d is not None
+    s.delete(d, history=True)
+    s.commit()
+    fresh = Doc(doc_id="d1")
+    s.save(fresh)
+    s.commit()
+    assert fresh.version == 1
+
+
+def test_a_second_recreation_is_refused(db: TestBackend) -> None:
+    """Two writers re-create at once: the second finds the latest copy (and its version
+    row) taken, and writes nothing."""
+    s = db.session()
+    s.save(Doc(doc_id="d1"))
+    s.commit()
+    d = s.get(Doc, doc_id="d1")
+    assert d is not None
+    s.delete(d)
+    s.commit()
+    a, b = db.session(), db.session()
+    a.save(Doc(doc_id="d1", title="a"))
+    b.save(Doc(doc_id="d1", title="b"))
+    a.commit()
+    before = db.scan()
+    with pytest.raises(ItemExistsError):
+        b.commit()
+    assert db.scan() == before
+
+
+@pytest.fixture
+def inverted(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(inv, endpoint_url=backend) as tb:
+        yield tb
+
+
+@pytest.mark.sync_only
+def test_version_rows_keep_table_keys_an_inverted_index_reuses(inverted: TestBackend) -> None:
+    s = inverted.session()
+    p = Part(equipment="E1", part="pump")
+    s.save(p)
+    s.commit()
+    p.note = "checked"
+    s.save(p)
+    s.commit()
+    rows = inverted.scan()
+    assert sorted(r["sk"] for r in rows) == ["v00000001_pump", "v00000002_pump", "v0_pump"]
+    assert all(r["pk"] == "EQ#E1" for r in rows)
+    got = s.get(Part, equipment="E1", part="pump")
+    assert got is not None and (got.version, got.note) == (2, "checked")
+    assert [h.note for h in s.history(Part, equipment="E1", part="pump").all()] == [
+        "", "checked"]
+
+
+def test_an_index_template_on_a_table_key_must_be_the_tables() -> None:
+    from dynaorm import DynaormError
+
+    with pytest.raises(DynaormError, match="is a table key"):
+        class Wrong(Entity):
+            class Meta:
+                table = inv
+                pk = "EQ#{equipment}"
+                sk = "{part}"
+                indexes = {"inverted": ("PART#{part}", "EQ#{equipment}")}
+
+            equipment: str
+            part: str
+
+
+@pytest.mark.sync_only
+def test_an_inverted_index_needs_no_templates(inverted: TestBackend) -> None:
+    class Plain(Entity):
+        class Meta:
+            table = inv
+            pk = "PL#{pid}"
+            sk = "ROW#{row}"
+            versioned = True
+
+        pid: str
+        row: str
+
+    s = inverted.session()
+    p = Plain(pid="1", row="a")
+    s.save(p)
+    s.commit()
+    rows = inverted.table.transport.call("Query", {
+        "TableName": inv.name, "IndexName": "inverted",
+        "KeyConditionExpression": "sk = :s", "ExpressionAttributeValues": {
+            ":s": {"S": "v0_ROW#a"}}})["Items"]
+    assert [r["pk"]["S"] for r in rows] == ["PL#1"]
+
+
+def test_an_upsert_recreating_a_deleted_entity_continues_its_history(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Doc(doc_id="d1", title="a"))
+    s.commit()
+    d = s.get(Doc, doc_id="d1")
+    assert d is not None
+    s.delete(d)
+    s.commit()
+    u = s.update(Doc, doc_id="d1", upsert=True).add(views=1)
+    s.commit()
+    assert (u.result.version, u.result.views) == (2, 1)
+    assert [h.version for h in s.history(Doc, doc_id="d1").all()] == [1, 2]
+
+
+# -- the Versioned base class --------------------------------------------------------------
+
+class Manual(Versioned):
+    class Meta:
+        table = app
+        pk = "MANUAL#{manual_id}"
+        sk = "BODY"
+
+    manual_id: str
+    text: str = ""
+
+
+def test_versioned_base_declares_the_field_and_the_rule() -> None:
+    assert spec_of(Manual).versioned
+    assert Manual.model_fields["version"].annotation is int
+    assert Manual(manual_id="m").version == 0
+    with pytest.raises(DynaormError, match="abstract"):
+        spec_of(Versioned)
+
+
+def test_versioned_base_writes_versions(db: TestBackend) -> None:
+    s = Session(app)
+    manual = Manual(manual_id="m1", text="one")
+    s.save(manual)
+    s.commit()
+    manual.text = "two"
+    s.save(manual)
+    s.commit()
+    assert manual.version == 2
+    assert [m.text for m in s.history(Manual, manual_id="m1").all()] == ["one", "two"]
+    assert sorted(str(i["sk"]) for i in db.scan()) == [
+        "v00000001_BODY", "v00000002_BODY", "v0_BODY"]
+
+
+# -- secondary indexes see only the latest copy --------------------------------------------
+
+class VDoc(Entity):
+    class Meta:
+        table = app
+        pk = "VDOC#{doc_id}"
+        sk = "DOC"
+        versioned = True
+        indexes = {
+            "gsi1": ("OWNER#{owner}", "VDOC#{doc_id}"),
+            "lsi1": ("VDOC#{doc_id}", "T#{title}"),
+        }
+
+    doc_id: str
+    owner: str
+    title: str
+
+
+def test_index_queries_see_only_the_latest_copy(db: TestBackend) -> None:
+    s = db.session()
+    doc = VDoc(doc_id="d1", owner="ann", title="draft")
+    for title in ("draft", "review", "final"):
+        doc.title = title
+        s.save(doc)
+        s.commit()
+    assert doc.version == 3
+    by_owner = s.query(VDoc, index="gsi1", owner="ann").all()
+    assert [(d.title, d.version) for d in by_owner] == [("final", 3)]
+    by_title = s.query(VDoc, index="lsi1", doc_id="d1").all()
+    assert [(d.title, d.version) for d in by_title] == [("final", 3)]
+    rows = [i for i in db.scan_raw() if i["pk"]["S"] == "VDOC#d1"]
+    assert len(rows) == 4  # v0_ plus three versions
+    indexed = [i["sk"]["S"] for i in rows if "gsi1pk" in i or "lsi1sk" in i]
+    assert indexed == ["v0_DOC"]
+    assert [d.title for d in s.history(VDoc, doc_id="d1")] == ["draft", "review", "final"]
