@@ -2,16 +2,15 @@
 
 A loaded object keeps its stored item as a tuple of values per item (sharing the entity's
 value objects) and renders the item only when a write needs it. These tests pin that the
-rendering is exact, that it is compact, and that writes keep their meaning on top of it:
-updates are conditioned on the stored values of what they write, and attributes a foreign
-item carries that the entity does not know survive an update.
+rendering is exact, that it is compact (names and values shared; the memory it takes next
+to plain pydantic objects is measured by benchmarks/memory.py, never by a test), and that
+writes keep their meaning on top of it: updates are conditioned on the stored values of
+what they write, and attributes a foreign item carries that the entity does not know
+survive an update.
 """
 
 from __future__ import annotations
 
-import gc
-import tracemalloc
-from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +19,6 @@ from pydantic import BaseModel
 
 from dynaorm import ConcurrentModificationError, Entity, Table
 from dynaorm._types import Item
-from dynaorm.model.codec import decode_item
 from dynaorm.model.state import InstanceState
 from dynaorm.testing import TestBackend
 from tests.support.models import Note, app
@@ -123,68 +121,6 @@ class _PlainRow(BaseModel):
     scores: set[int]
     meta: dict[str, Any]
     blob: bytes
-
-
-class Slim(Entity):
-    """A typical row: strings and numbers."""
-
-    class Meta:
-        table = _t
-        pk = "SLIM#{group}"
-        sk = "S#{slim_id}"
-
-    group: str
-    slim_id: str
-    title: str
-    body: str
-    amount: int
-    price: Decimal
-
-
-class _PlainSlim(BaseModel):
-    group: str
-    slim_id: str
-    title: str
-    body: str
-    amount: int
-    price: Decimal
-
-
-def _slim_items(n: int) -> list[Item]:
-    return [{"pk": {"S": "SLIM#g"}, "sk": {"S": f"S#s{i:06d}"}, "_type": {"S": "Slim"},
-             "group": {"S": "g"}, "slim_id": {"S": f"s{i:06d}"},
-             "title": {"S": f"title number {i}"}, "body": {"S": f"a somewhat longer body {i}"},
-             "amount": {"N": str(i)}, "price": {"N": f"{i}.99"}} for i in range(n)]
-
-
-def _retained(build: Callable[[], list[Any]]) -> int:
-    """Bytes still allocated by what ``build`` returns (its items made inside)."""
-    gc.collect()
-    tracemalloc.start()
-    try:
-        out = build()
-        current, _ = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert out
-    return current
-
-
-def test_loaded_objects_cost_little_more_than_plain_pydantic_objects() -> None:
-    n = 3000
-    fields = Slim.__dynaorm_spec__.field_names  # type: ignore[union-attr]
-
-    def fresh() -> list[Item]:  # the wire items as a response brings them (new objects)
-        return _slim_items(n)
-
-    def loaded() -> list[Any]:
-        return [Slim._from_item(item) for item in fresh()]
-
-    def plain() -> list[Any]:
-        return [_PlainSlim.model_validate(decode_item(item, fields)) for item in fresh()]
-
-    ratio = _retained(loaded) / _retained(plain)
-    assert ratio <= 1.35, f"loaded objects take {ratio:.2f}x plain pydantic objects"
 
 
 # -- writes on top of the compact snapshot (moto and DynamoDB Local) --------------------

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -95,17 +94,41 @@ def _stored(s: Session, doc_id: str) -> Doc:
     return got
 
 
-def test_commit_sets_created_once_and_updated_on_every_write(db: TestBackend) -> None:
+class Clock:
+    """A fake clock for ``Meta.timestamps``: every reading is one second after the last,
+    so "later" never depends on how fast the machine is (no sleeping)."""
+
+    def __init__(self) -> None:
+        self.at = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+        self.readings: list[datetime] = []
+
+    def __call__(self) -> datetime:
+        self.at += timedelta(seconds=1)
+        self.readings.append(self.at)
+        return self.at
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    """The time the writes stamp. dynaorm takes no clock argument for timestamps (no
+    ``Table``/``Session`` ``clock=``), so the module-level ``now`` is replaced where the
+    planner and ``s.update()`` look it up."""
+    fake = Clock()
+    monkeypatch.setattr("dynaorm.model.timestamps.now", fake)
+    monkeypatch.setattr("dynaorm.write.updates.now", fake)
+    return fake
+
+
+def test_commit_sets_created_once_and_updated_on_every_write(db: TestBackend,
+                                                             clock: Clock) -> None:
     s = db.session()
-    before = datetime.now(UTC)
     doc = Doc(doc_id="d1", title="a")
     s.save(doc)
     s.commit()
     created = created_at(doc)
     assert created is not None and created == updated_at(doc)
-    assert created >= before and created.tzinfo is not None
+    assert created in clock.readings and created.tzinfo is not None
     assert _stored(s, "d1") == doc  # the object holds what was stored
-    time.sleep(0.01)
     doc.title = "b"
     s.save(doc)
     s.commit()
@@ -118,12 +141,11 @@ def test_commit_sets_created_once_and_updated_on_every_write(db: TestBackend) ->
     assert rec.of("UpdateItem") == [] and rec.of("TransactWriteItems") == []
 
 
-def test_update_keeps_created_and_moves_updated(db: TestBackend) -> None:
+def test_update_keeps_created_and_moves_updated(db: TestBackend, clock: Clock) -> None:
     s = db.session()
     s.save(Doc(doc_id="d1"))
     s.commit()
     first = _stored(s, "d1")
-    time.sleep(0.01)
     rec = Requests(stamped)
     upd = s.update(Doc, doc_id="d1").set(title="x")
     s.commit()
@@ -132,7 +154,7 @@ def test_update_keeps_created_and_moves_updated(db: TestBackend) -> None:
     after = _stored(s, "d1")
     assert created_at(after) == created_at(first) and after.title == "x"
     now, then = updated_at(after), updated_at(first)
-    assert now is not None and then is not None and now > then
+    assert now is not None and then is not None and now > then and now in clock.readings
     assert updated_at(upd.result) == updated_at(after)
     s.update(Doc, doc_id="d2", upsert=True).set(title="new")
     s.commit()
