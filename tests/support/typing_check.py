@@ -1,0 +1,88 @@
+"""Static typing contract, checked by ``mypy --strict`` and pyright in ``make test``
+(imported by tests/system/test_docstrings.py only to prove it runs; the functions are never called).
+
+`Session.get` is typed `Entity | None`, queries yield the entity class, pages hold it;
+`version` is an `int` exactly on versioned entities.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_type
+
+from dynaorm import Entity, F, Page, Query, Scan, Session, StagedUpdate, Table, Versioned
+from tests.support.models import Audit, Note, User, app
+
+typed = Table("typing-check")
+
+
+class Revision(Versioned):
+    """A versioned entity through the base class: `version` is declared by Versioned."""
+
+    class Meta:
+        table = typed
+        pk = "DOC#{doc_id}"
+        sk = "REV"
+
+    doc_id: str
+    text: str = ""
+
+
+class Ledger(Entity):
+    """A versioned entity through Meta, declaring `version` itself for type checkers."""
+
+    class Meta:
+        table = typed
+        pk = "LEDGER#{ledger_id}"
+        sk = "LEDGER"
+        versioned = True
+
+    ledger_id: str
+    version: int = 0
+
+
+def check_types() -> None:
+    s = Session(app)
+    assert_type(s.get(User, user_id="u1"), User | None)
+    assert_type(s.get(Audit, equipment_id="e", part="p", version=2), Audit | None)
+    assert_type(s.find(User, email="a@b.c"), User | None)
+    assert_type(s.get_many(User, [{"user_id": "u1"}]), list[User | None])
+    q = s.query(User, index="gsi1", org_id="acme")
+    assert_type(q, Query[User])
+    assert_type(q.begins_with(username="a").reverse().limit(3), Query[User])
+    for user in q:
+        assert_type(user, User)
+    assert_type(q.all(), list[User])
+    assert_type(q.first(), User | None)
+    assert_type(q.one(), User)
+    assert_type(q.page(), Page[User])
+    assert_type(s.history(Audit, equipment_id="e", part="p"), Query[Audit])
+    scan = s.scan(User, segments=4)
+    assert_type(scan, Scan[User])
+    assert_type(scan.filter(F("org_id") == "acme").limit(3).page_size(10), Scan[User])
+    assert_type(scan.all(), list[User])
+    assert_type(scan.first(), User | None)
+    assert_type(scan.page(), Page[User])
+    assert_type(scan.count(), int)
+    assert_type(q.values("username"), list[dict[str, Any]])
+    assert_type(q.keys(), list[dict[str, Any]])
+    assert_type(s.get_many(User, [{"user_id": "u1"}], snapshot=True), list[User | None])
+
+    u = s.update(User, user_id="u1").set(full_name="x").where(F("org_id") == "acme")
+    assert_type(u, StagedUpdate[User])
+    assert_type(u.result, User)
+    loaded = User(username="a", email="a@b.c")
+    assert_type(s.update(loaded).returning().result, User)
+
+
+def check_version_only_on_versioned_entities() -> None:
+    s = Session(typed)
+    rev = s.get(Revision, doc_id="d")
+    if rev is not None:
+        assert_type(rev.version, int)
+    for old in s.history(Revision, doc_id="d"):
+        assert_type(old.version, int)
+    assert_type(Ledger(ledger_id="l").version, int)
+    note = Note(note_id="n")
+    # Both checkers must report these lines (an unneeded ignore is an error for both).
+    note.version  # type: ignore[attr-defined]  # noqa: B018
+    Entity().version  # type: ignore[attr-defined]  # noqa: B018

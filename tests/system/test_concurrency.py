@@ -1,0 +1,182 @@
+"""Racing writers, each with its own Session, on both backends: unique guards and version
+rows stay right under contention."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+import pytest
+
+from dynaorm import (
+    ConcurrentModificationError,
+    DynaormError,
+    TransactionConflictError,
+    UniqueConstraintError,
+)
+from dynaorm.testing import TestBackend
+from dynaorm.transport.sync import Transport
+from tests.integration.test_unique import assert_guards_consistent
+from tests.support.models import Audit, User
+
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
+THREADS = 8
+R = TypeVar("R")
+
+
+class AtomicRequests(Transport):
+    """Makes each request atomic, as DynamoDB does; moto's in-process backend does not
+    lock, so two racing conditional writes could both pass their conditions there.
+    Requests still interleave freely between each other, which is what these tests race."""
+
+    _lock = threading.Lock()
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            return super().send(operation, request)
+
+
+@pytest.fixture
+def db(db: TestBackend) -> Iterator[TestBackend]:
+    """The shared table; on moto, each request is made atomic (see AtomicRequests)."""
+    saved = db.table.transport
+    transport = Transport(db.endpoint_url) if db.endpoint_url else AtomicRequests(None)
+    transport.client  # noqa: B018 - create the shared client before the threads race
+    db.table.transport = transport
+    try:
+        yield db
+    finally:
+        db.table.transport = saved
+
+
+def race(n: int, work: Callable[[int], R]) -> list[R | BaseException]:
+    """Run ``work(i)`` on ``n`` threads released together; results or raised errors."""
+    barrier = threading.Barrier(n)
+
+    def run(i: int) -> R | BaseException:
+        barrier.wait()
+        try:
+            return work(i)
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def test_racing_registrations_with_one_email(db: TestBackend) -> None:
+    def register(i: int) -> str:
+        s = db.session()
+        s.save(User(user_id=f"u{i}", username=f"user{i}", email="Same@Example.com"))
+        s.commit()
+        return f"u{i}"
+
+    results = race(THREADS, register)
+    winners = [r for r in results if isinstance(r, str)]
+    losers = [r for r in results if isinstance(r, BaseException)]
+    unexpected = [r for r in losers
+                  if not isinstance(r, UniqueConstraintError | TransactionConflictError)]
+    assert not unexpected, unexpected
+    assert len(winners) == 1
+    for err in losers:
+        if isinstance(err, UniqueConstraintError):
+            assert err.field == "email" and err.violations == [("email", "Same@Example.com")]
+    items = db.scan()
+    users = [i for i in items if i["_type"] == "User"]
+    assert [u["user_id"] for u in users] == winners
+    guards = [i for i in items if i["_type"] == "dynaorm:unique"]
+    assert sorted(g["pk"] for g in guards) == ["email#same@example.com",
+                                                f"username#user{winners[0][1:]}"]
+    assert_guards_consistent(db)
+
+
+def test_racing_email_changes_to_one_value(db: TestBackend) -> None:
+    with db.session() as s:
+        for i in range(THREADS):
+            s.save(User(user_id=f"u{i}", username=f"user{i}", email=f"u{i}@x.com"))
+    loaded = [db.session().get(User, user_id=f"u{i}", consistent=True) for i in range(THREADS)]
+
+    def change(i: int) -> int:
+        user = loaded[i]
+        assert user is not None
+        user.email = "wanted@x.com"
+        s = db.session()
+        s.save(user)
+        s.commit()
+        return i
+
+    results = race(THREADS, change)
+    winners = [r for r in results if isinstance(r, int)]
+    assert len(winners) == 1
+    assert all(isinstance(r, UniqueConstraintError | TransactionConflictError)
+               for r in results if isinstance(r, BaseException))
+    assert_guards_consistent(db)
+    # every loser kept its own email and its guard
+    items = db.scan()
+    emails = sorted(i["email"] for i in items if i["_type"] == "User")
+    assert emails == sorted(["wanted@x.com"] + [f"u{i}@x.com" for i in range(THREADS)
+                                                if i != winners[0]])
+
+
+def test_racing_versioned_updates_keep_history_contiguous(db: TestBackend) -> None:
+    with db.session() as s:
+        s.save(Audit(equipment_id="E1", part="P1", notes="start"))
+    rounds = 3
+    wins: list[int] = []
+    lock = threading.Lock()
+
+    def update(i: int) -> int:
+        won = 0
+        for r in range(rounds):
+            s = db.session()
+            a = s.get(Audit, equipment_id="E1", part="P1", consistent=True)
+            assert a is not None
+            a.notes = f"t{i}r{r}"
+            s.save(a)
+            try:
+                s.commit()
+            except (ConcurrentModificationError, TransactionConflictError):
+                continue
+            with lock:
+                wins.append(a.version)
+            won += 1
+        return won
+
+    results = race(THREADS, update)
+    assert not [r for r in results if isinstance(r, BaseException)], results
+    assert sum(r for r in results if isinstance(r, int)) == len(wins) >= rounds
+    hist = db.session().history(Audit, equipment_id="E1", part="P1").all()
+    versions = [h.version for h in hist]
+    n = len(versions)
+    assert versions == list(range(1, n + 1))  # no gaps, no duplicates
+    assert sorted(wins) == list(range(2, n + 1))  # each winner wrote exactly one version
+    latest = db.session().get(Audit, equipment_id="E1", part="P1", consistent=True)
+    assert latest is not None and latest.version == n
+    assert latest.notes == hist[-1].notes
+
+
+def test_errors_under_contention_are_typed(db: TestBackend) -> None:
+    """Deleting and updating one user at once: every loser gets a typed dynaorm error."""
+    with db.session() as s:
+        s.save(User(user_id="u1", username="bob", email="bob@x.com"))
+    loaded = [db.session().get(User, user_id="u1", consistent=True) for _ in range(THREADS)]
+
+    def act(i: int) -> str:
+        user = loaded[i]
+        assert user is not None
+        s = db.session()
+        if i % 2:
+            s.delete(user)
+        else:
+            user.email = f"bob{i}@x.com"
+            s.save(user)
+        s.commit()
+        return "ok"
+
+    results = race(THREADS, act)
+    assert all(r == "ok" or isinstance(r, DynaormError) for r in results), results
+    assert results.count("ok") >= 1
+    assert_guards_consistent(db)

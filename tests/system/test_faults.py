@@ -1,0 +1,401 @@
+"""Honest outcomes (contract 4, 0.2): writes the server applied but whose answer the client
+lost, on moto and DynamoDB Local. Faults are botocore event handlers on the table's real
+client (tests/support/faults.py): the request really reaches the backend and is applied there, then
+the client sees a read timeout, a dropped connection or a 500, and retries."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm import (
+    ConcurrentModificationError,
+    F,
+    ItemExistsError,
+    ItemNotFoundError,
+    OutcomeUnknownError,
+    RequestError,
+)
+from dynaorm.testing import TestBackend
+from dynaorm.transport.events import Reason
+from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
+from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
+from tests.support.faults import Faults
+from tests.support.models import Audit, Note, User
+
+pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
+
+LOST = ("timeout", "closed", "500")
+
+
+@pytest.fixture
+def faults(db: TestBackend) -> Iterator[Faults]:
+    db.table.transport.max_wait = 0  # retry without waiting
+    f = Faults(db.table)
+    yield f
+    f.clear()
+
+
+def _note(db: TestBackend, **fields: str) -> Note:
+    note = Note(note_id="n1", **fields)
+    with db.session() as s:
+        s.save(note)
+    return note
+
+
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_insert_is_a_success(db: TestBackend, faults: Faults,
+                                                how: str) -> None:
+    """0.1 reported ItemExistsError here: the retry found the item its first attempt wrote."""
+    sent = faults.count()
+    faults.lose("PutItem", how=how)
+    note = _note(db, body="hello")
+    assert sent["PutItem"] == 2
+    assert [(i["note_id"], i["body"]) for i in db.scan()] == [("n1", "hello")]
+    assert note._dynaorm_state is not None  # persisted: it can be updated
+    note.body = "again"
+    with db.session() as s:
+        s.save(note)
+    assert [i["body"] for i in db.scan()] == ["again"]
+
+
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_update_is_a_success(db: TestBackend, faults: Faults,
+                                               how: str) -> None:
+    note = _note(db, body="one")
+    sent = faults.count()
+    faults.lose("UpdateItem", how=how)
+    note.body = "two"
+    with db.session() as s:
+        s.save(note)
+    assert sent["UpdateItem"] == 2
+    assert [i["body"] for i in db.scan()] == ["two"]
+    note.body = "three"  # its persisted state is what is stored: the next update applies
+    with db.session() as s:
+        s.save(note)
+    assert [i["body"] for i in db.scan()] == ["three"]
+
+
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_delete_is_a_success(db: TestBackend, faults: Faults,
+                                                how: str) -> None:
+    """0.1 reported ItemNotFoundError: the retry found the item its first attempt deleted."""
+    note = _note(db)
+    sent = faults.count()
+    faults.lose("DeleteItem", how=how)
+    with db.session() as s:
+        s.delete(note)
+    assert sent["DeleteItem"] == 2
+    assert db.scan() == []
+
+
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_transaction_is_a_success(db: TestBackend, faults: Faults,
+                                                    how: str) -> None:
+    """A user with two unique guards: one TransactWriteItems. DynamoDB Local replays the
+    token; moto ignores tokens, and the retry's cancellation shows the commit's own items."""
+    sent = faults.count()
+    faults.lose("TransactWriteItems", how=how)
+    user = User(username="ada", email="ada@x.com")
+    with db.session() as s:
+        s.save(user)
+    assert sent["TransactWriteItems"] == 2
+    assert len(db.scan()) == 3  # the user and its two guards, once
+    assert user._dynaorm_state is not None
+    user.full_name = "Ada L."
+    with db.session() as s:
+        s.save(user)
+    assert [i.get("full_name") for i in db.scan() if i.get("_type") == "User"] == ["Ada L."]
+
+
+def test_applied_then_throttled_is_outcome_unknown(db: TestBackend, faults: Faults) -> None:
+    """The first attempt is applied and its answer lost; every retry is throttled until the
+    attempts run out: nobody can say from the answers what is stored."""
+    sent = faults.count()
+    faults.lose("PutItem")
+    faults.refuse("PutItem", after=1)
+    note = Note(note_id="n1", body="maybe")
+    s = db.session()
+    s.save(note)
+    with pytest.raises(OutcomeUnknownError) as err:
+        s.commit()
+    assert err.value.operation == "PutItem"
+    assert err.value.keys == [{"pk": "NOTE#n1", "sk": "NOTE"}]
+    assert "ThrottlingException" in str(err.value) and "Note" in str(err.value)
+    assert sent["PutItem"] == 5
+    assert note._dynaorm_state is None  # not known to be persisted
+    assert [i["body"] for i in db.scan()] == ["maybe"]  # ... but it was applied
+
+
+def test_applied_then_throttled_transaction_is_outcome_unknown(db: TestBackend,
+                                                               faults: Faults) -> None:
+    faults.lose("TransactWriteItems", how="closed")
+    faults.refuse("TransactWriteItems", after=1)
+    s = db.session()
+    s.save(User(user_id="u1", username="ada", email="ada@x.com"))
+    with pytest.raises(OutcomeUnknownError) as err:
+        s.commit()
+    assert err.value.operation == "TransactWriteItems"
+    assert {k["pk"] for k in err.value.keys} == {"USER#u1", "username#ada",
+                                                 "email#ada@x.com"}
+    assert len(db.scan()) == 3
+
+
+def test_ambiguous_then_a_condition_on_another_state_is_a_definite_error(
+        db: TestBackend, faults: Faults) -> None:
+    """The first attempt got a 500 without reaching the server; the retry's condition
+    fails on an item this commit did not write: the right typed error, nothing written."""
+    _note(db, body="theirs")
+    before = db.scan()
+    faults.refuse("PutItem", times=1, status=500, code="InternalServerError")
+    s = db.session()
+    s.save(Note(note_id="n1", body="mine"))
+    with pytest.raises(ItemExistsError):
+        s.commit()
+    assert db.scan() == before
+
+
+def test_ambiguous_update_then_another_writer_is_concurrent_modification(
+        db: TestBackend, faults: Faults) -> None:
+    """A versioned entity (a transaction): the retry's version condition fails on the
+    version another writer stored, not on one this commit wrote."""
+    audit = Audit(equipment_id="E1", part="P1", notes="one")
+    with db.session() as s:
+        s.save(audit)
+    other = db.session().get(Audit, equipment_id="E1", part="P1")
+    assert other is not None
+    other.notes = "theirs"
+    with db.session() as s:
+        s.save(other)
+    before = db.scan()
+    faults.refuse("TransactWriteItems", times=1, status=503, code="ServiceUnavailable")
+    audit.notes = "mine"
+    s = db.session()
+    s.save(audit)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert db.scan() == before
+
+
+def test_ambiguous_update_of_a_deleted_item_is_item_not_found(
+        db: TestBackend, faults: Faults) -> None:
+    note = _note(db, body="one")
+    with db.session() as s:
+        s.delete(Note(note_id="n1"))
+    faults.refuse("UpdateItem", times=1, status=500, code="InternalServerError")
+    note.body = "two"
+    s = db.session()
+    s.save(note)
+    with pytest.raises(ItemNotFoundError):
+        s.commit()
+    assert db.scan() == []
+
+
+def test_throttling_alone_is_a_definite_request_error(db: TestBackend, faults: Faults) -> None:
+    """Throttled attempts were refused, never applied: a definite failure, not unknown."""
+    faults.refuse("PutItem")
+    s = db.session()
+    s.save(Note(note_id="n1"))
+    with pytest.raises(RequestError) as err:
+        s.commit()
+    assert not isinstance(err.value, OutcomeUnknownError)
+    assert err.value.code == "ThrottlingException"
+    assert db.scan() == []
+
+
+# -- the pure decision (dynaorm.write.outcomes) --------------------------------------------------
+KEY: dict[str, str] = {"pk": "NOTE#n1", "sk": "NOTE"}
+ORIGIN = Origin(Note, KEY, Role.ROW, Fail.EXISTS)
+ITEM: dict[str, Any] = {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}, "n": {"N": "1.50"},
+        "tags": {"L": [{"S": "a"}]}, "m": {"M": {"x": {"NS": ["1", "2.0"]}}}}
+
+
+def _failed(code: str, *, item: Any = None, reasons: Any = None,
+            maybe_applied: bool = True) -> RequestError:
+    exc = RequestError("PutItem", code, "failed", reasons, item=item)
+    exc.maybe_applied = maybe_applied
+    exc.attempts = 2
+    return exc
+
+
+def test_same_value_compares_as_dynamodb_stores() -> None:
+    stored = {**ITEM, "n": {"N": "1.5"}, "m": {"M": {"x": {"NS": ["2", "1"]}}}}
+    assert same_item(stored, ITEM)
+    assert not same_item({**stored, "n": {"N": "1.51"}}, ITEM)
+    assert not same_item({**stored, "extra": {"S": "x"}}, ITEM)
+    assert not same_value({"S": "1"}, {"N": "1"})
+    assert same_value({"B": b"ab"}, {"B": b"ab"}) and not same_value({"B": b"a"}, {"B": b"b"})
+
+
+def test_written_by_each_kind_of_action() -> None:
+    put = Put(KEY, ITEM, None, ORIGIN)
+    assert written_by(put, dict(ITEM)) and not written_by(put, None)
+    delete = Delete(KEY, None, ORIGIN)
+    assert written_by(delete, None) and not written_by(delete, ITEM)
+    update = Update(KEY, {"n": {"N": "1.5"}}, ("gone",), None, ORIGIN)
+    assert written_by(update, ITEM)
+    assert not written_by(update, {**ITEM, "gone": {"S": "still here"}})
+    assert not written_by(update, {**ITEM, "n": {"N": "2"}}) and not written_by(update, None)
+    check = ConditionCheck(KEY, F("n") == 1, ORIGIN)
+    assert not written_by(check, ITEM)  # a check writes nothing
+
+
+def test_resolve_decisions() -> None:
+    plan = WritePlan("t", (Put(KEY, ITEM, None, ORIGIN),))
+    ccf = "ConditionalCheckFailedException"
+    assert resolve(plan, _failed(ccf, item=ITEM)) == APPLIED
+    assert resolve(plan, _failed(ccf, item={**ITEM, "n": {"N": "9"}})) is None
+    assert resolve(plan, _failed(ccf, item=ITEM, maybe_applied=False)) is None
+    unknown = resolve(plan, _failed("ThrottlingException"))
+    assert isinstance(unknown, OutcomeUnknownError)
+    assert unknown.operation == "PutItem" and unknown.keys == [KEY]
+    assert resolve(plan, _failed("ResourceNotFoundException")) is None
+
+    two = WritePlan("t", (Put(KEY, ITEM, None, ORIGIN), Delete({"pk": "g", "sk": "g"}, None,
+                                                                ORIGIN)))
+    cancelled = "TransactionCanceledException"
+    own = [Reason("ConditionalCheckFailed", item=ITEM), Reason("ConditionalCheckFailed")]
+    assert resolve(two, _failed(cancelled, reasons=own)) == APPLIED
+    assert resolve(two, _failed(cancelled, reasons=[None, Reason("ConditionalCheckFailed",
+                                                                 item=ITEM)])) is None
+    conflict = [None, Reason("TransactionConflict")]
+    assert isinstance(resolve(two, _failed(cancelled, reasons=conflict)), OutcomeUnknownError)
+
+
+def test_bulk_write_applied_then_throttled_is_outcome_unknown(db: TestBackend,
+                                                             faults: Faults) -> None:
+    faults.lose("BatchWriteItem")
+    faults.refuse("BatchWriteItem", after=1)
+    notes = [Note(note_id=f"n{i}") for i in range(3)]
+    with pytest.raises(OutcomeUnknownError) as err:
+        db.session().save_many(notes)
+    assert err.value.operation == "BatchWriteItem"
+    assert sorted(k["pk"] for k in err.value.keys) == ["NOTE#n0", "NOTE#n1", "NOTE#n2"]
+    assert len(db.scan()) == 3  # applied, as far as anyone could tell from the answers
+
+
+def test_bulk_write_throttled_is_a_request_error(db: TestBackend, faults: Faults) -> None:
+    sent = faults.count()
+    faults.refuse("BatchWriteItem")
+    with pytest.raises(RequestError) as err:
+        db.session().save_many([Note(note_id="n1")])
+    assert not isinstance(err.value, OutcomeUnknownError) and sent["BatchWriteItem"] == 5
+    assert db.scan() == []
+
+
+@pytest.mark.parametrize("how", LOST)
+def test_applied_then_lost_append_is_never_resent(db: TestBackend, faults: Faults,
+                                                  how: str) -> None:
+    """A list append (like an ADD) applied twice is a wrong answer: after an attempt that
+    may have applied, it is not resent, and the outcome is reported unknown."""
+    _note(db, body="x")
+    sent = faults.count()
+    faults.lose("UpdateItem", how=how)
+    with pytest.raises(OutcomeUnknownError) as info, db.session() as s:
+        s.update(Note, note_id="n1").append(tags=["once"])
+    assert sent["UpdateItem"] == 1
+    assert info.value.operation == "UpdateItem"
+    assert [i["tags"] for i in db.scan()] == [["once"]]  # applied exactly once
+
+
+# -- attempts run out ----------------------------------------------------------------------
+def test_applied_then_throttled_update_and_delete_are_outcome_unknown(
+        db: TestBackend, faults: Faults) -> None:
+    """Applied, answer lost, then throttled until the attempts run out: for an update and
+    for a delete, OutcomeUnknownError names the item; the object keeps its last known
+    state (a reload tells what is stored)."""
+    note = _note(db, body="one")
+    known = note._dynaorm_state
+    sent = faults.count()
+    faults.lose("UpdateItem")
+    faults.refuse("UpdateItem", after=1)
+    note.body = "two"
+    s = db.session()
+    s.save(note)
+    with pytest.raises(OutcomeUnknownError) as err:
+        s.commit()
+    assert (err.value.operation, err.value.keys) == ("UpdateItem", [{"pk": "NOTE#n1",
+                                                                      "sk": "NOTE"}])
+    assert sent["UpdateItem"] == db.table.max_attempts == 5
+    assert note._dynaorm_state is known
+    assert [i["body"] for i in db.scan()] == ["two"]  # it was applied
+    faults.clear()
+
+    sent = faults.count()
+    faults.lose("DeleteItem", how="closed")
+    faults.refuse("DeleteItem", after=1, status=503, code="ServiceUnavailable")
+    s.delete(note)
+    with pytest.raises(OutcomeUnknownError) as err:
+        s.commit()
+    assert err.value.operation == "DeleteItem" and "Note" in str(err.value)
+    assert sent["DeleteItem"] == 5
+    assert db.scan() == []
+
+
+WRITES = ["PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem"]
+READS = ["GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"]
+PERSISTENT = [("throttle", 400, "ThrottlingException"), ("5xx", 500, "InternalServerError"),
+              ("503", 503, "ServiceUnavailable")]
+
+
+def _write(db: TestBackend, operation: str) -> None:
+    s = db.session()
+    if operation == "PutItem":
+        s.save(Note(note_id="new"))
+    elif operation == "UpdateItem":
+        s.update(Note, note_id="n1").set(body="two")
+    elif operation == "DeleteItem":
+        s.delete(Note, note_id="n1")
+    elif operation == "TransactWriteItems":
+        s.save(User(username="ada", email="ada@x.com"))
+    else:
+        s.save_many([Note(note_id="b1"), Note(note_id="b2")])
+        return
+    s.commit()
+
+
+def _read(db: TestBackend, operation: str) -> None:
+    s = db.session()
+    if operation == "GetItem":
+        s.get(Note, note_id="n1")
+    elif operation == "Query":
+        s.query(Note, note_id="n1").all()
+    elif operation == "Scan":
+        s.scan(Note).all()
+    elif operation == "BatchGetItem":
+        s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}])
+    else:
+        s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}], snapshot=True)
+
+
+@pytest.mark.parametrize(("fault", "status", "code"), PERSISTENT)
+@pytest.mark.parametrize("operation", WRITES + READS)
+def test_persistent_faults_send_exactly_max_attempts(
+        db: TestBackend, faults: Faults, operation: str, fault: str, status: int,
+        code: str) -> None:
+    """Every operation, throttled or failing with a 5xx on every attempt: exactly
+    ``max_attempts`` HTTP attempts (one retry layer), then a typed error; the refused
+    attempts never reached the server, so nothing changed. A write whose 5xx may have
+    been applied is OutcomeUnknownError, anything else RequestError naming the code."""
+    _note(db, body="one")
+    db.table.transport.max_attempts = 3
+    before = db.scan_raw()
+    sent = faults.count()
+    faults.refuse(operation, status=status, code=code)
+    with pytest.raises(RequestError if fault == "throttle" or operation in READS
+                       else OutcomeUnknownError) as err:
+        (_write if operation in WRITES else _read)(db, operation)
+    assert sent[operation] == 3
+    assert sum(sent.values()) == 3  # and no other request
+    error = err.value
+    assert isinstance(error, RequestError | OutcomeUnknownError)
+    assert error.operation == operation
+    if isinstance(error, RequestError):
+        assert (error.code, error.attempts) == (code, 3)
+        assert not isinstance(error, OutcomeUnknownError)
+    else:
+        assert code in str(error)
+    faults.clear()
+    assert db.scan_raw() == before

@@ -1,0 +1,101 @@
+"""ClientRequestToken idempotency (contract section 4), on DynamoDB Local only: moto
+ignores ClientRequestToken, so replaying a request there would prove nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm.testing import TestBackend, use_tables
+from dynaorm.errors import RequestError as RequestFailed
+from tests.integration.test_session import RecordingTransport
+from tests.support.models import Note, User, app
+
+
+@pytest.fixture
+def local(ddb_local: str) -> Iterator[tuple[TestBackend, RecordingTransport]]:
+    """The test table on DynamoDB Local, sending through a recording transport."""
+    with use_tables(app, endpoint_url=ddb_local) as tb:
+        saved = tb.table.transport
+        rec = RecordingTransport(ddb_local)
+        tb.table.transport = rec
+        try:
+            yield tb, rec
+        finally:
+            tb.table.transport = saved
+
+
+def _last_transaction(rec: RecordingTransport) -> dict[str, Any]:
+    (req,) = [req for op, req in rec.writes if op == "TransactWriteItems"]
+    return req
+
+
+def test_replay_with_the_same_token_applies_nothing(
+        local: tuple[TestBackend, RecordingTransport]) -> None:
+    db, rec = local
+    s = db.session()
+    s.save(Note(note_id="n1", body="one"))
+    s.save(Note(note_id="n2", body="two"))
+    s.commit()
+    request = _last_transaction(rec)
+    assert request["ClientRequestToken"]
+
+    gone = s.get(Note, note_id="n1", consistent=True)
+    assert gone is not None
+    s.delete(gone)
+    s.commit()
+    before = db.scan_raw()
+    assert [i["pk"]["S"] for i in before] == ["NOTE#n2"]
+
+    # an ambiguous failure retried later: the identical request and token
+    db.table.transport.call("TransactWriteItems", request)
+    assert db.scan_raw() == before  # n1 stays deleted: the commit was not applied twice
+
+
+def test_replay_of_a_unique_registration(local: tuple[TestBackend, RecordingTransport]) -> None:
+    db, rec = local
+    s = db.session()
+    user = User(user_id="u1", username="bob", email="bob@x.com")
+    s.save(user)
+    s.commit()
+    request = _last_transaction(rec)
+    s.delete(user)
+    s.commit()
+    assert db.scan_raw() == []
+    # without idempotency the replay would pass its attribute_not_exists conditions
+    db.table.transport.call("TransactWriteItems", request)
+    assert db.scan_raw() == []
+
+
+def test_same_token_with_another_request_is_refused(
+        local: tuple[TestBackend, RecordingTransport]) -> None:
+    db, rec = local
+    s = db.session()
+    s.save(Note(note_id="n1"))
+    s.save(Note(note_id="n2"))
+    s.commit()
+    request = _last_transaction(rec)
+    before = db.scan_raw()
+    other = {**request, "TransactItems": [
+        {"Put": {"TableName": db.table.name, "Item": {
+            "pk": {"S": "NOTE#n3"}, "sk": {"S": "NOTE"}, "_type": {"S": "Note"},
+            "note_id": {"S": "n3"}}}},
+        *request["TransactItems"][1:],
+    ]}
+    with pytest.raises(RequestFailed) as err:
+        db.table.transport.call("TransactWriteItems", other)
+    assert err.value.code == "IdempotentParameterMismatchException"
+    assert db.scan_raw() == before
+
+
+def test_each_commit_has_its_own_token(local: tuple[TestBackend, RecordingTransport]) -> None:
+    db, rec = local
+    for i in range(3):
+        s = db.session()
+        s.save(Note(note_id=f"a{i}"))
+        s.save(Note(note_id=f"b{i}"))
+        s.commit()
+    tokens = [req["ClientRequestToken"] for op, req in rec.writes]
+    assert len(tokens) == 3 == len(set(tokens))

@@ -1,0 +1,231 @@
+"""The pytest plugin (``pytest11`` entry point): a user's project gets an in-process
+DynamoDB and fresh tables from one line in its conftest.py, with nothing to register."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dynaorm import Entity, Session, Table, UniqueConstraintError
+
+MODELS = """
+from dynaorm import Entity, Table, Unique
+
+app = Table("plugin-app")
+
+
+class Account(Entity):
+    class Meta:
+        table = app
+        pk = "ACCOUNT#{account_id}"
+        sk = "ACCOUNT"
+        unique = (Unique("email", normalize=str.lower),)
+
+    account_id: str
+    email: str
+"""
+
+CONFTEST = """
+from dynaorm.testing import tables_fixture
+from models import app
+
+db = tables_fixture(app)
+"""
+
+TESTS = """
+import pytest
+
+from dynaorm import UniqueConstraintError
+from models import Account
+
+
+def test_signup(db):
+    with db.session() as s:
+        s.save(Account(account_id="a1", email="Ada@Example.com"))
+    assert [i["pk"] for i in db.scan()] == ["ACCOUNT#a1", "email#ada@example.com"]
+
+
+def test_duplicate_email_refused(db):
+    s = db.session()
+    s.save(Account(account_id="a1", email="ada@example.com"))
+    s.commit()
+    s.save(Account(account_id="a2", email="ADA@example.com"))
+    with pytest.raises(UniqueConstraintError) as info:
+        s.commit()
+    assert info.value.field == "email"
+    assert len(db.scan()) == 2
+
+
+def test_tables_are_fresh_per_test(db):
+    assert db.scan() == []
+"""
+
+
+@pytest.fixture
+def user_project(tmp_path: Path) -> Path:
+    for name, text in (("models.py", MODELS), ("conftest.py", CONFTEST),
+                       ("test_models.py", TESTS)):
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("AWS_", "DYNAORM_", "PYTEST_"))}  # plugin autoload stays on
+    env["PYTHONPATH"] = str(project)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           *args], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=180, check=False)
+
+
+def test_user_project_on_moto(user_project: Path) -> None:
+    result = _pytest(user_project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+
+
+def test_user_project_on_dynamodb_local(user_project: Path, ddb_local: str) -> None:
+    result = _pytest(user_project, "--dynaorm-endpoint", ddb_local)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+
+
+# -- in process: the plugin's own fixtures are available to this suite too ------------------
+inproc = Table("plugin-inproc")
+
+
+class Handle(Entity):
+    class Meta:
+        table = inproc
+        pk = "HANDLE#{handle_id}"
+        sk = "HANDLE"
+        unique = ("name",)
+
+    handle_id: str
+    name: str
+
+
+def test_dynaorm_moto_fixture(dynaorm_moto: None) -> None:
+    assert inproc.connect(None) is inproc
+    inproc.create()
+    try:
+        with Session(inproc) as s:
+            s.save(Handle(handle_id="h1", name="ada"))
+        with pytest.raises(UniqueConstraintError), Session(inproc) as s:
+            s.save(Handle(handle_id="h2", name="ada"))
+        assert Session(inproc).find(Handle, name="ada") == Handle(handle_id="h1", name="ada")
+    finally:
+        inproc.delete()
+
+
+
+# -- 0.2: free when unused, per-worker tables under xdist, the moto server fixture ---------
+NO_FIXTURES_CONFTEST = """
+import sys
+
+
+def pytest_sessionfinish(session, exitstatus):
+    heavy = sorted(m for m in ("moto", "dynaorm", "pynamodb", "botocore", "boto3")
+                   if m in sys.modules)
+    with open("imported.txt", "w") as out:
+        out.write(",".join(heavy))
+"""
+
+
+def test_a_run_without_dynaorm_fixtures_imports_nothing_heavy(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(NO_FIXTURES_CONFTEST))
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    result = _pytest(tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+    plugins = _pytest(tmp_path, "--trace-config", "-q")
+    assert "pytest_dynaorm" in plugins.stdout  # the plugin was loaded, and cost nothing:
+    assert (tmp_path / "imported.txt").read_text() == ""
+
+
+XDIST_TESTS = """
+import pytest
+
+from models import Account
+
+
+@pytest.mark.parametrize("n", range(8))
+def test_worker_has_its_own_fresh_table(db, n):
+    assert db.scan() == []
+    with db.session() as s:
+        s.save(Account(account_id=f"a{n}", email=f"user{n}@example.com"))
+    assert len(db.scan()) == 2
+    assert db.table.name.startswith("plugin-app-gw")
+"""
+
+
+def test_xdist_workers_get_their_own_tables_on_dynamodb_local(
+        user_project: Path, ddb_local: str) -> None:
+    (user_project / "test_models.py").unlink()
+    (user_project / "test_xdist.py").write_text(textwrap.dedent(XDIST_TESTS))
+    for attempt in range(5):
+        result = _pytest(user_project, "-n", "2", "--dynaorm-endpoint", ddb_local)
+        assert result.returncode == 0, f"run {attempt}: {result.stdout}{result.stderr}"
+        assert "8 passed" in result.stdout
+    assert inproc.name == "plugin-inproc"
+
+
+served = Table("plugin-moto-server")
+
+
+class ServedHandle(Entity):
+    class Meta:
+        table = served
+        pk = "HANDLE#{handle_id}"
+        sk = "HANDLE"
+        unique = ("name",)
+
+    handle_id: str
+    name: str
+
+
+def test_dynaorm_moto_server_serves_any_client(dynaorm_moto_server: str) -> None:
+    assert dynaorm_moto_server.startswith("http://127.0.0.1:")
+    served.connect(dynaorm_moto_server)
+    served.create()
+    try:
+        with Session(served) as s:
+            s.save(ServedHandle(handle_id="h1", name="ada"))
+        found = Session(served).find(ServedHandle, name="ada")
+        assert found is not None and found.handle_id == "h1"
+        assert len(served.transport.call("Scan", {"TableName": served.name})["Items"]) == 2
+    finally:
+        served.delete()
+
+
+# -- dynaorm's own suite follows --dynaorm-endpoint ---------------------------------------
+OWN_TEST = "tests/integration/test_table.py::test_use_tables_gives_a_fresh_table"
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _own_suite(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DYNAORM_", "PYTEST_"))}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           OWN_TEST, *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_own_suite_runs_on_the_given_endpoint(ddb_local: str) -> None:
+    result = _own_suite("--dynaorm-endpoint", ddb_local)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 passed" in result.stdout
+
+
+def test_own_suite_fails_on_a_dead_endpoint() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    result = _own_suite("--dynaorm-endpoint", dead)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 failed" in result.stdout and "[endpoint]" in result.stdout

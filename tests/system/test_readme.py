@@ -1,0 +1,63 @@
+"""The README's quickstart is the code that ``make typecheck`` checks: every statement of
+its first Python block stands, in order, in ``tests/support/readme_snippets.py`` (which mypy
+--strict and pyright check), so the two cannot drift apart unnoticed."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _statements(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        code = re.sub(r"\s+#.*$", "", line).strip()
+        if code and not code.startswith("#"):
+            out.append(re.sub(r"\s+", " ", code))
+    return out
+
+
+def _quickstart() -> str:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert match, "README.md has no python block"
+    return match.group(1)
+
+
+def _imports(lines: list[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for line in lines:
+        if m := re.fullmatch(r"from (\S+) import (.*)", line):
+            out.setdefault(m.group(1), set()).update(n.strip() for n in m.group(2).split(","))
+    return out
+
+
+def _missing(wanted: list[str], have: list[str]) -> list[str]:
+    """Statements of ``wanted`` not found, in order, in ``have`` (imports: by name)."""
+    imported = _imports(have)
+    missing = [f"{mod}: {sorted(names - imported.get(mod, set()))}"
+               for mod, names in _imports(wanted).items() if names - imported.get(mod, set())]
+    rest = iter(line for line in have if not line.startswith("from "))
+    for line in wanted:
+        if not line.startswith("from ") and line not in rest:  # consumes up to the match
+            missing.append(line)
+            break
+    return missing
+
+
+def test_the_quickstart_is_the_type_checked_snippet() -> None:
+    missing = _missing(_statements(_quickstart()),
+                       _statements((ROOT / "tests" / "support" / "readme_snippets.py").read_text()))
+    assert missing == [], f"README quickstart lines not in readme_snippets.py: {missing}"
+
+
+def test_the_check_catches_a_drift() -> None:
+    have = _statements((ROOT / "tests" / "support" / "readme_snippets.py").read_text())
+    quickstart = _quickstart()
+    for before, after in (("normalize=str.lower", "normalize=str.upper"),
+                          ("Unique, ksuid", "Unique, Shards, ksuid"),
+                          ("s.save(bob)\ns.commit()", "s.commit()\ns.save(bob)")):
+        assert before in quickstart
+        assert _missing(_statements(quickstart.replace(before, after)), have), after

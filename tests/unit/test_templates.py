@@ -1,0 +1,290 @@
+"""Key templates (contract section 2): rendering rules, format specs, conversions, errors,
+round trips (hypothesis), and sparse indexes on the real backends."""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynaorm import Entity, KeyTemplateError
+from dynaorm.model.entity import spec_of
+from dynaorm.model.templates import KeyTemplate, render_value
+from dynaorm.testing import TestBackend
+from tests.support.models import app
+
+
+class Color(enum.Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
+class TplEvent(Entity):
+    class Meta:
+        table = app
+        pk = "EVT#{kind}#{level}#{flag}"
+        sk = "AT#{at}#DAY#{day}#N#{n:08d}#M#{at:%Y-%m}"
+        indexes = {"gsi1": ("COLOR#{color}", "NAME#{name!u}#{alias!l}")}
+
+    kind: str
+    level: Level
+    flag: bool
+    at: datetime
+    day: date
+    n: int
+    color: Color
+    name: str
+    alias: str
+
+
+class TplSparse(Entity):
+    """gsi2 takes part only while ``status`` is set (sparse index)."""
+
+    class Meta:
+        table = app
+        pk = "SPARSE#{sid}"
+        sk = "SPARSE"
+        indexes = {"gsi2": ("STATUS#{status}", "SPARSE#{sid}")}
+
+    sid: str
+    status: str | None = None
+    body: str = ""
+
+
+def _event(**overrides: Any) -> TplEvent:
+    values: dict[str, Any] = {
+        "kind": "boot", "level": Level.HIGH, "flag": True,
+        "at": datetime(2024, 3, 9, 23, 30, 5, 123456, tzinfo=timezone(timedelta(hours=-2))),
+        "day": date(2024, 3, 10), "n": 42, "color": Color.BLUE, "name": "Ada", "alias": "QUEEN",
+    }
+    values.update(overrides)
+    return TplEvent(**values)
+
+
+# -- rendering rules -----------------------------------------------------------------------
+def test_render_value_types() -> None:
+    assert render_value("abc") == "abc"
+    assert render_value(42) == "42"
+    assert render_value(-7) == "-7"
+    assert render_value(True) == "true"
+    assert render_value(False) == "false"
+    assert render_value(date(2024, 1, 2)) == "2024-01-02"
+    assert render_value(Color.RED) == "red"
+    assert render_value(Level.HIGH) == "2"
+    aware = datetime(2024, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert render_value(aware) == "2024-01-02T01:04:05.000000Z"
+    assert render_value(datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2024-01-02T03:04:05.000000Z"
+
+
+def test_render_value_specs() -> None:
+    assert render_value(42, "08d") == "00000042"
+    aware = datetime(2024, 1, 1, 0, 30, tzinfo=timezone(timedelta(hours=2)))
+    # the spec applies to the UTC value: 2023-12-31T22:30Z
+    assert render_value(aware, "%Y-%m") == "2023-12"
+    assert render_value(aware, "%Y-%m-%dT%H:%M:%S") == "2023-12-31T22:30:00"
+
+
+def test_entity_keys_render_every_type() -> None:
+    spec = spec_of(TplEvent)
+    ev = _event()
+    key = spec.primary_key(ev.__dict__)
+    assert key == {
+        "pk": "EVT#boot#2#true",
+        "sk": "AT#2024-03-10T01:30:05.123456Z#DAY#2024-03-10#N#00000042#M#2024-03",
+    }
+    assert spec.index_keys(ev.__dict__) == {"gsi1pk": "COLOR#blue", "gsi1sk": "NAME#ADA#queen"}
+
+
+def test_naive_datetime_is_taken_as_utc() -> None:
+    spec = spec_of(TplEvent)
+    naive = _event(at=datetime(2024, 3, 10, 1, 30, 5, 123456))
+    assert spec.primary_key(naive.__dict__) == spec.primary_key(_event().__dict__)
+
+
+def test_conversions_upper_and_lower() -> None:
+    t = KeyTemplate.parse("NAME#{last!u}#{first!l}")
+    assert t.render({"last": "McDonald", "first": "RONALD"}) == "NAME#MCDONALD#ronald"
+
+
+def test_literal_template() -> None:
+    t = KeyTemplate.parse("PROFILE")
+    assert t.is_literal
+    assert t.render({}) == "PROFILE"
+
+
+# -- errors --------------------------------------------------------------------------------
+@pytest.mark.parametrize("bad", ["", "a#b", "#"])
+def test_bad_value_is_key_template_error_naming_entity_field_value(bad: str) -> None:
+    ev = _event(kind=bad)
+    with pytest.raises(KeyTemplateError) as err:
+        spec_of(TplEvent).primary_key(ev.__dict__)
+    msg = str(err.value)
+    assert "TplEvent" in msg
+    assert "'kind'" in msg
+    assert repr(bad) in msg
+
+
+def test_value_made_empty_by_format_is_refused() -> None:
+    t = KeyTemplate.parse("X#{s:.0}")
+    with pytest.raises(KeyTemplateError, match="empty"):
+        t.render({"s": "abc"}, "Owner")
+
+
+def test_value_that_does_not_fit_the_spec() -> None:
+    t = KeyTemplate.parse("N#{n:08d}")
+    with pytest.raises(KeyTemplateError, match="'n'"):
+        t.render({"n": "not a number"}, "Owner")
+
+
+def test_none_value_in_primary_key() -> None:
+    t = KeyTemplate.parse("A#{a}")
+    with pytest.raises(KeyTemplateError, match="None"):
+        t.render({"a": None}, "Owner")
+
+
+def test_unknown_field_at_class_definition() -> None:
+    with pytest.raises(KeyTemplateError, match="nope"):
+        class TplBroken(Entity):
+            class Meta:
+                table = app
+                pk = "X#{nope}"
+                sk = "X"
+
+            real: str
+
+
+def test_unknown_field_in_index_template_at_class_definition() -> None:
+    with pytest.raises(KeyTemplateError, match="missing"):
+        class TplBrokenIndex(Entity):
+            class Meta:
+                table = app
+                pk = "X#{real}"
+                sk = "X"
+                indexes = {"gsi1": ("A#{missing}", "B")}
+
+            real: str
+
+
+def test_unknown_field_in_unique_scope_at_class_definition() -> None:
+    from dynaorm import Unique
+
+    with pytest.raises(KeyTemplateError, match="org"):
+        class TplBrokenScope(Entity):
+            class Meta:
+                table = app
+                pk = "X#{real}"
+                sk = "X"
+                unique = (Unique("real", scope="ORG#{org}"),)
+
+            real: str
+
+
+@pytest.mark.parametrize("source", ["A#{a!x}", "A#{a}{b}", "A#{a.b}", "A#{0}", "A#{a", ""])
+def test_malformed_templates(source: str) -> None:
+    with pytest.raises(KeyTemplateError):
+        KeyTemplate.parse(source, owner="T")
+
+
+# -- properties ----------------------------------------------------------------------------
+_segment = st.text(
+    st.characters(codec="utf-8", exclude_characters="#", exclude_categories=("Cs",)),
+    min_size=1, max_size=20)
+_TEMPLATE = KeyTemplate.parse("ORG#{org}#USER#{user}#AT#{n}")
+
+
+@settings(max_examples=50, deadline=None)
+@given(org=_segment, user=_segment, n=st.integers(min_value=-10**12, max_value=10**12))
+def test_render_parse_round_trip(org: str, user: str, n: int) -> None:
+    key = _TEMPLATE.render({"org": org, "user": user, "n": n})
+    assert _TEMPLATE.parse_key(key) == {"org": org, "user": user, "n": str(n)}
+
+
+@settings(max_examples=50, deadline=None)
+@given(a=st.tuples(_segment, _segment), b=st.tuples(_segment, _segment))
+def test_distinct_field_tuples_give_distinct_keys(a: tuple[str, str],
+                                                  b: tuple[str, str]) -> None:
+    t = KeyTemplate.parse("P#{x}#{y}")
+    ka = t.render({"x": a[0], "y": a[1]})
+    kb = t.render({"x": b[0], "y": b[1]})
+    assert (ka == kb) == (a == b)
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(min_value=0, max_value=10**8 - 1),
+       m=st.integers(min_value=0, max_value=10**8 - 1))
+def test_padded_numbers_sort_like_numbers(n: int, m: int) -> None:
+    t = KeyTemplate.parse("R#{n:08d}")
+    assert (t.render({"n": n}) < t.render({"n": m})) == (n < m)
+
+
+@settings(max_examples=50, deadline=None)
+@given(at=st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2999, 1, 1),
+                       timezones=st.sampled_from([UTC, timezone(timedelta(hours=5)),
+                                                  timezone(timedelta(hours=-8))])))
+def test_datetime_keys_round_trip_to_the_same_instant(at: datetime) -> None:
+    t = KeyTemplate.parse("T#{at}")
+    text = t.parse_key(t.render({"at": at}))
+    assert text is not None
+    assert text["at"].endswith("Z")
+    assert datetime.fromisoformat(text["at"]) == at
+
+
+def test_parse_key_rejects_foreign_keys() -> None:
+    assert _TEMPLATE.parse_key("ORG#a#USER#b") is None
+    assert _TEMPLATE.parse_key("XYZ#a#USER#b#AT#1") is None
+
+
+# -- sparse indexes (real backends) --------------------------------------------------------
+def _stored(db: TestBackend, pk: str) -> dict[str, Any]:
+    (item,) = [i for i in db.scan() if i["pk"] == pk]
+    return item
+
+
+def test_sparse_index_left_off_while_field_is_none(db: TestBackend) -> None:
+    s = db.session()
+    obj = TplSparse(sid="s1")
+    s.save(obj)
+    s.commit()
+    item = _stored(db, "SPARSE#s1")
+    assert "gsi2pk" not in item and "gsi2sk" not in item
+    assert "status" not in item
+
+    obj.status = "open"
+    s.save(obj)
+    s.commit()
+    item = _stored(db, "SPARSE#s1")
+    assert item["gsi2pk"] == "STATUS#open"
+    assert item["gsi2sk"] == "SPARSE#s1"
+
+    obj.status = None
+    s.save(obj)
+    s.commit()
+    item = _stored(db, "SPARSE#s1")
+    assert "gsi2pk" not in item and "gsi2sk" not in item and "status" not in item
+    loaded = s.get(TplSparse, sid="s1", consistent=True)
+    assert loaded == TplSparse(sid="s1")
+
+
+def test_derived_index_keys_follow_partial_updates(db: TestBackend) -> None:
+    s = db.session()
+    obj = TplSparse(sid="s2", status="new")
+    s.save(obj)
+    s.commit()
+    other = db.session().get(TplSparse, sid="s2", consistent=True)
+    assert other is not None
+    other.status = "done"
+    s2 = db.session()
+    s2.save(other)
+    s2.commit()
+    item = _stored(db, "SPARSE#s2")
+    assert item["status"] == "done"
+    assert item["gsi2pk"] == "STATUS#done"
