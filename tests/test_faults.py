@@ -19,9 +19,10 @@ from dynaorm import (
     RequestError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Reason
+from dynaorm.transport.retry import Reason
 from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
-from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
+from dynaorm.write.render import WritePlan
 from tests.faults import Faults
 from tests.models import Audit, Note, User
 

@@ -11,7 +11,8 @@ import pytest
 from dynaorm import Entity, ItemTooLargeError, TransactionTooLargeError, Unique
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.write.planner import Staged, compile_commit
-from dynaorm.write.render import Delete, Put, Role, Update, WritePlan
+from dynaorm.write.records import Delete, Put, Role, Update
+from dynaorm.write.render import WritePlan
 from tests.models import Audit, Note, User, app
 
 T = "dynaorm-tests"

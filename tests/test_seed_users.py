@@ -7,7 +7,7 @@ import pytest
 from dynaorm import UniqueConstraintError
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import RequestFailed
-from dynaorm.write.render import Put, Role
+from dynaorm.write.records import Put, Role
 from tests.models import User
 
 

@@ -25,7 +25,8 @@ from dynaorm import (
     TransactionTooLargeError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Reason, RequestFailed, Transport
+from dynaorm.transport.retry import Reason
+from dynaorm.transport.sync import RequestFailed, Transport
 from tests.models import Audit, Note, User, app
 
 WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",

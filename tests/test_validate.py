@@ -23,15 +23,8 @@ from dynaorm import (
     Session,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.write.limits import (
-    MAX_NESTING,
-    item_size,
-    number_problem,
-    number_size,
-    updated_item,
-    value_problem,
-    value_size,
-)
+from dynaorm.write.limits import number_problem, value_problem
+from dynaorm.write.sizes import MAX_NESTING, item_size, number_size, updated_item, value_size
 from tests.conftest import engine_of
 from tests.models import app
 from tests.recording import Requests
@@ -315,17 +308,8 @@ def _encoded(obj: VDoc) -> dict[str, Any]:
 
 
 def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
-    from dynaorm.write.render import (
-        ConditionCheck,
-        Delete,
-        Fail,
-        Origin,
-        Put,
-        Role,
-        Update,
-        WritePlan,
-        key_roles,
-    )
+    from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
+    from dynaorm.write.render import WritePlan, key_roles
     assert key_roles(VDoc, {}) == {"pk": "partition", "sk": "sort", "gsi1pk": "partition",
                                    "gsi1sk": "sort", "gsi2pk": "partition",
                                    "gsi2sk": "sort", "lsi1sk": "sort"}
@@ -358,7 +342,8 @@ def test_a_row_put_sized_where_it_is_planned_matches_the_gate() -> None:
     for the gate to check the long way (and refuse what DynamoDB would refuse)."""
     from dynaorm.write.limits import check_item
     from dynaorm.write.planner import Staged, compile_commit
-    from dynaorm.write.render import Put, check_write, key_roles
+    from dynaorm.write.records import Put
+    from dynaorm.write.render import check_write, key_roles
 
     roles = key_roles(VDoc, {})
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from dynaorm import ConcurrentModificationError, DynaormError, Entity, ItemExistsError
-from dynaorm.model.spec import parse_version_sk, version_sk
+from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend
 from tests.models import Audit, app
 

@@ -106,13 +106,14 @@ def _number_size_by_decimal(text: str) -> int:
     "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
     "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
 def test_an_integer_is_sized_like_any_number(text: str) -> None:
-    from dynaorm.write.limits import number_size
+    from dynaorm.write.sizes import number_size
     assert number_size(text) == _number_size_by_decimal(text)
 
 
 def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() -> None:
     from dynaorm import InvalidValueError, KeyTemplateError
-    from dynaorm.write.render import Fail, Origin, Put, Role, check_write
+    from dynaorm.write.records import Fail, Origin, Put, Role
+    from dynaorm.write.render import check_write
 
     def put(item: dict[str, Any], key: dict[str, str]) -> Put:
         return Put(key, item, None, Origin(Note, key, Role.ROW, Fail.EXISTS))
@@ -151,7 +152,8 @@ ITEMS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
-    from dynaorm.write.limits import check_item, item_size
+    from dynaorm.write.limits import check_item
+    from dynaorm.write.sizes import item_size
     roles = {"pk": "partition", "sk": "sort"}
     key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
@@ -243,7 +245,8 @@ def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str
     """render_op's shortcut (text and names whole from the cache) gives the same body,
     key order included, as rendering through Placeholders."""
     from dynaorm.model.expressions import Placeholders, exists, not_exists
-    from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, render_op
+    from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role
+    from dynaorm.write.render import render_op
     key = {"pk": "A#1", "sk": "B"}
     origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
     for cond in (exists(path), not_exists(path)):
@@ -317,7 +320,7 @@ def test_the_records_built_positionally_have_the_fields_their_builders_assume() 
     # field given, in order, without the generated __new__): a field added, removed or
     # moved must fail here, not silently shift values
     from dynaorm.write.planner import Outcome, Staged
-    from dynaorm.write.render import Origin
+    from dynaorm.write.records import Origin
 
     assert Origin._fields == ("entity", "owner_key", "role", "fail", "field", "value",
                               "staged", "caller")
@@ -332,7 +335,8 @@ def test_the_records_built_positionally_have_the_fields_their_builders_assume() 
 def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
         username: str, email: str) -> None:
     from dynaorm.write.planner import plan_save
-    from dynaorm.write.render import Put, check_write
+    from dynaorm.write.records import Put
+    from dynaorm.write.render import check_write
 
     def gate(op: Any) -> Any:
         try:
@@ -362,8 +366,8 @@ def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
 
 def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exactly() -> None:
     from dynaorm import ItemTooLargeError
-    from dynaorm.write.limits import item_size
-    from dynaorm.write.render import Update
+    from dynaorm.write.records import Update
+    from dynaorm.write.sizes import item_size
 
     obj = Note(note_id="n1", body="a" * 150_000)
     _commit(Staged(obj, "save"))

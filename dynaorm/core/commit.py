@@ -15,7 +15,8 @@ from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.write.planner import Outcome, Staged
-from dynaorm.write.render import Update, WritePlan
+from dynaorm.write.records import Update
+from dynaorm.write.render import WritePlan
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__: list[str] = []

@@ -31,6 +31,7 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
@@ -40,14 +41,9 @@ from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.failures import map_failure
 from dynaorm.write.limits import plain_key_value
 from dynaorm.write.outcomes import APPLIED, resolve, unknown_batch
-from dynaorm.write.planner import OWNER_PK, OWNER_SK, OWNER_TYPE, Outcome, Staged, compile_commit
-from dynaorm.write.render import (
-    ConditionCheck,
-    WritePlan,
-    check_batch_delete,
-    check_batch_put,
-    check_read_key,
-)
+from dynaorm.write.planner import Outcome, Staged, compile_commit
+from dynaorm.write.records import ConditionCheck
+from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["FIND_ROUNDS", "UnitOfWork"]

@@ -14,8 +14,9 @@ from typing import Any
 
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.keys import key_order
+from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
-from dynaorm.model.spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys, history_sk
+from dynaorm.model.spec import EntitySpec, IndexKeys
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "widen"]

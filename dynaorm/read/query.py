@@ -13,12 +13,12 @@ from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_av
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
-from dynaorm.read.terminals import DEFAULT_PAGE_SIZE, Page, ReadBase
+from dynaorm.read.terminals import ReadBase
 
 if TYPE_CHECKING:
     from dynaorm.transport.sync import Transport
 
-__all__ = ["DEFAULT_PAGE_SIZE", "Page", "Query"]
+__all__ = ["Query"]
 
 T = TypeVar("T", bound=Entity)
 #: a query request's skeleton -> (request without placeholders, names, value placeholders)

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynaorm.errors import RequestError
-from dynaorm.write.render import ConditionCheck, WritePlan
+from dynaorm.write.records import ConditionCheck
+from dynaorm.write.render import WritePlan
 
 __all__ = ["CommitResult", "Origin", "RequestEvent", "capacity_of", "write_origins"]
 

@@ -9,17 +9,23 @@ Pure: builds :class:`~dynaorm.model.expressions.Condition` trees and conditioned
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dynaorm._types import Item
 from dynaorm.model.codec import encode_value
 from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, rename_paths
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import encode_ttl
-from dynaorm.write.render import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
-if TYPE_CHECKING:
-    from dynaorm.write.planner import Staged
+
+class _Conditional(Protocol):
+    """What :func:`with_condition` reads of a staged save or delete."""
+
+    @property
+    def obj(self) -> Any: ...
+    @property
+    def condition(self) -> Condition | None: ...
 
 __all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
 
@@ -53,7 +59,7 @@ def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]
     return conds
 
 
-def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -> list[Op]:
+def with_condition(ops: list[Op], entry: _Conditional, spec: EntitySpec, index: int) -> list[Op]:
     """AND the caller's ``condition=`` into the action on the entity's own row (the first
     row/latest-copy action: the delete of the old row when the key moves). With nothing to
     write, the condition is still checked (a ConditionCheck)."""

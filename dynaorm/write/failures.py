@@ -21,8 +21,10 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
-from dynaorm.transport.sync import Reason, RequestFailed
-from dynaorm.write.render import Fail, Op, WritePlan
+from dynaorm.transport.retry import Reason
+from dynaorm.transport.sync import RequestFailed
+from dynaorm.write.records import Fail, Op
+from dynaorm.write.render import WritePlan
 
 __all__ = ["map_failure"]
 

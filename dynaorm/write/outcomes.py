@@ -25,7 +25,8 @@ from typing import Any, Final
 
 from dynaorm._types import Item
 from dynaorm.errors import OutcomeUnknownError, RequestError
-from dynaorm.write.render import Delete, Op, Put, Update, WritePlan
+from dynaorm.write.records import Delete, Op, Put, Update
+from dynaorm.write.render import WritePlan
 
 __all__ = ["APPLIED", "resolve", "unknown_batch", "written_by"]
 

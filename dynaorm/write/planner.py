@@ -15,27 +15,18 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, UniqueConstraintError
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
-from dynaorm.model.spec import EntitySpec, history_sk, parse_version_sk, version_sk
+from dynaorm.model.rows import history_sk, parse_version_sk, version_sk
+from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
-from dynaorm.write.guards import (
-    GUARD_TYPE,
-    OWNER_PK,
-    OWNER_SK,
-    OWNER_TYPE,
-    UNIQUE_FIELD,
-    guard_item,
-    guard_key,
-    guard_put,
-    owned_by,
-)
-from dynaorm.write.render import Delete, Fail, Op, Origin, Put, Role, Update, WritePlan, put_size
+from dynaorm.write.guards import guard_key, guard_put, owned_by
+from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.render import WritePlan, put_size
 from dynaorm.write.sizes import item_size
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Outcome",
-           "Staged", "compile_commit", "guard_item", "guard_key", "owned_by"]
+__all__ = ["Outcome", "Staged", "compile_commit", "plan_delete", "plan_save"]
 
 
 #: a NamedTuple (Origin, Outcome) with every field given, built as the tuple it is: its

@@ -1,7 +1,7 @@
 """The write actions a plan is made of: frozen records of one write each (a Put, an
 Update, a Delete or a ConditionCheck), with the :class:`Origin` that says why it is there.
 
-Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them (and re-exports them).
+Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them.
 """
 
 from __future__ import annotations

@@ -21,26 +21,19 @@ from dynaorm.model.expressions import (
     static_condition,
 )
 from dynaorm.model.keys import wire_key
-from dynaorm.write.limits import (
+from dynaorm.write.limits import check_item, check_size, check_values, plain_key_value
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.sizes import (
     MAX_ITEM_BYTES,
-    check_item,
-    check_size,
-    check_values,
     common_values,
     item_size,
     plain_item_size,
-    plain_key_value,
     updated_item,
     value_size,
 )
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
-__all__ = [
-    "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
-    "Op", "Origin", "Put", "Role", "Update", "WritePlan", "check_batch_delete",
-    "check_batch_put", "check_read_key", "check_write",
-    "item_size", "key_roles", "put_size", "value_size",
-]
+__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
+           "check_read_key", "check_write", "key_roles", "put_size"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024

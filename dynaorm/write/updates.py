@@ -40,7 +40,7 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
 from dynaorm.write.planner import Outcome, Staged, plan_save
-from dynaorm.write.render import ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
 
 _new_tuple = tuple.__new__  # a NamedTuple with every field given, built as a tuple
 
