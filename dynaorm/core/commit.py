@@ -14,9 +14,9 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import apply_stamps
-from dynaorm.write.planner import Outcome, Staged
 from dynaorm.write.records import Update
 from dynaorm.write.render import WritePlan
+from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__: list[str] = []
@@ -31,9 +31,9 @@ class _Need(BaseException):
         self.arg = arg
 
 
-def _all_ready(staged: list[Staged]) -> list[tuple[Staged, InstanceState | None]] | None:
+def _all_ready(staged: list[Entry]) -> list[tuple[Entry, InstanceState | None]] | None:
     """Every entry's :func:`_ready` answer, or ``None`` when one needs a read first."""
-    prepared: list[tuple[Staged, InstanceState | None]] = []
+    prepared: list[tuple[Entry, InstanceState | None]] = []
     for entry in staged:
         ready = _ready(entry)
         if ready is None:
@@ -50,14 +50,14 @@ def _finished(plan: WritePlan, outcomes: list[Outcome], response: dict[str, Any]
     return len(plan.ops) == 1 and bool(response)  # an applied-but-lost answer: read
 
 
-def _finish_actions(staged: list[Staged], response: dict[str, Any], single: bool,
+def _finish_actions(staged: list[Entry], response: dict[str, Any], single: bool,
                     start: int) -> int:
     """Finish the staged actions from ``start`` on, in order (most need no read: the
     result came back); returns the index of the first that needs a read, or -1."""
     for at in range(start, len(staged)):
         entry = staged[at]
-        if entry.action in ("update", "check"):
-            action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+        if not isinstance(entry, SaveEntry | DeleteEntry):
+            action: StagedUpdate[Any] | StagedCheck = entry  # type: ignore[assignment]
             try:
                 action._finish(response, single, _unread)
             except _Need:
@@ -65,12 +65,12 @@ def _finish_actions(staged: list[Staged], response: dict[str, Any], single: bool
     return -1
 
 
-def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
+def _ready(entry: Entry) -> tuple[Entry, InstanceState | None] | None:
     """``(entry, stored state)`` when the state is known without reading anything (see
     :meth:`UnitOfWork._prepare_p`, which reads for the others): an update's or check's
     prepare that asks for no read, or an object whose rules need no read."""
-    if entry.action in ("update", "check"):
-        action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
+    if not isinstance(entry, SaveEntry | DeleteEntry):
+        action: StagedUpdate[Any] | StagedCheck = entry  # type: ignore[assignment]
         try:
             return entry, action._prepare(_unread, _unread_version)
         except _Need:
@@ -79,9 +79,9 @@ def _ready(entry: Staged) -> tuple[Staged, InstanceState | None] | None:
     if state is not None:
         return entry, state
     spec = spec_of(type(entry.obj))
-    if spec.has_rules and (entry.overwrite or entry.action == "delete"):
+    if spec.has_rules and (isinstance(entry, DeleteEntry) or entry.overwrite):
         return None  # its stored state is read first
-    if spec.versioned and entry.action == "save":
+    if spec.versioned and isinstance(entry, SaveEntry):
         return None  # a deleted entity's kept history is looked up first
     return entry, None
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar, cast
 
 from dynaorm._types import Item, PlainKey
@@ -41,9 +42,10 @@ from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.failures import map_failure
 from dynaorm.write.limits import plain_key_value
 from dynaorm.write.outcomes import APPLIED, resolve, unknown_batch
-from dynaorm.write.planner import Outcome, Staged, compile_commit
+from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
+from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["FIND_ROUNDS", "UnitOfWork"]
@@ -211,35 +213,35 @@ class UnitOfWork(Staging):
             return 0
         return int(sel.decode(found[0]).version)  # type: ignore[attr-defined]
 
-    def _prepare_p(self, staged: list[Staged]
-                   ) -> Proto[list[tuple[Staged, InstanceState | None]]]:
-        out: list[tuple[Staged, InstanceState | None]] = []
+    def _prepare_p(self, staged: list[Entry]
+                   ) -> Proto[list[tuple[Entry, InstanceState | None]]]:
+        out: list[tuple[Entry, InstanceState | None]] = []
         for entry in staged:
             ready = _ready(entry)
             if ready is not None:  # nothing to read for it
                 out.append(ready)
                 continue
-            if entry.action in ("update", "check"):
-                action = cast("StagedUpdate[Any] | StagedCheck", entry.obj)
+            if not isinstance(entry, SaveEntry | DeleteEntry):
+                action = cast("StagedUpdate[Any] | StagedCheck", entry)
                 state = yield from self._replayed(action._prepare)
                 out.append((entry, state))
                 continue
             state = entry.obj._dynaorm_state
             spec = spec_of(type(entry.obj))
             needs_read = state is None and spec.has_rules and (
-                entry.overwrite or entry.action == "delete")
+                isinstance(entry, DeleteEntry) or entry.overwrite)
             if needs_read:
                 key = spec.primary_key(entry.obj.__dict__)
                 item = yield from self._get_item_p(key, True)
                 if item is not None:
                     state = type(entry.obj)._from_item(item)._dynaorm_state
-                elif entry.action == "delete":
+                elif isinstance(entry, DeleteEntry):
                     raise ItemNotFoundError(f"{spec.name} {key} does not exist",
                                             entity=spec.cls, key=key)
-            if state is None and spec.versioned and entry.action == "save":
+            if state is None and spec.versioned and isinstance(entry, SaveEntry):
                 last = yield from self._last_version_p(entry.obj)  # a deleted entity's
                 if last:  # kept history
-                    entry = entry._replace(after_version=last)
+                    entry = replace(entry, after_version=last)
             out.append((entry, state))
         return out
 
@@ -270,7 +272,7 @@ class UnitOfWork(Staging):
         yield from self._finish_p(staged, response, _finished(plan, outcomes, response))
         return result if plan.ops else CommitResult()
 
-    def _direct(self) -> tuple[list[Staged], WritePlan, list[Outcome], Call | None] | None:
+    def _direct(self) -> tuple[list[Entry], WritePlan, list[Outcome], Call | None] | None:
         """The common commit (no staged entry needs a read first), planned without the
         commit protocol, the stage taken: its entries, plan, outcomes and the request to
         send (``None``: nothing to write). ``None`` when the protocol must run (nothing
@@ -285,7 +287,7 @@ class UnitOfWork(Staging):
         return staged, plan, outcomes, Call(*self._request(plan)) if plan.ops else None
 
     @staticmethod
-    def _settle(staged: list[Staged], plan: WritePlan, outcomes: list[Outcome],
+    def _settle(staged: list[Entry], plan: WritePlan, outcomes: list[Outcome],
                 response: dict[str, Any]) -> tuple[bool, int]:
         """After a direct commit succeeded: objects take the states it left and staged
         actions their results; ``(single, at)``: whether it was one answered request,
@@ -294,14 +296,14 @@ class UnitOfWork(Staging):
         single = _finished(plan, outcomes, response)
         return single, _finish_actions(staged, response, single, 0)
 
-    def _finish_p(self, staged: list[Staged], response: dict[str, Any], single: bool,
+    def _finish_p(self, staged: list[Entry], response: dict[str, Any], single: bool,
                   start: int = 0) -> Proto[None]:
         """After a successful commit (:func:`_finished` done): staged actions from
         ``start`` on take their results, in staging order, reading what a lost answer
         left out."""
         at = _finish_actions(staged, response, single, start)
         while at >= 0:  # that action's finish needs a read: replayed with reads
-            action: StagedUpdate[Any] | StagedCheck = staged[at].obj  # type: ignore[assignment]
+            action: StagedUpdate[Any] | StagedCheck = staged[at]  # type: ignore[assignment]
             yield from self._replayed(
                 lambda r, v, a=action: a._finish(response, single, r))  # type: ignore[misc]
             at = _finish_actions(staged, response, single, at + 1)

@@ -9,7 +9,7 @@ Pure: builds :class:`~dynaorm.model.expressions.Condition` trees and conditioned
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.model.codec import encode_value
@@ -17,15 +17,7 @@ from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, ren
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import encode_ttl
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-
-
-class _Conditional(Protocol):
-    """What :func:`with_condition` reads of a staged save or delete."""
-
-    @property
-    def obj(self) -> Any: ...
-    @property
-    def condition(self) -> Condition | None: ...
+from dynaorm.write.staged import DeleteEntry, SaveEntry
 
 __all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
 
@@ -59,7 +51,8 @@ def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]
     return conds
 
 
-def with_condition(ops: list[Op], entry: _Conditional, spec: EntitySpec, index: int) -> list[Op]:
+def with_condition(ops: list[Op], entry: SaveEntry | DeleteEntry, spec: EntitySpec,
+                   index: int) -> list[Op]:
     """AND the caller's ``condition=`` into the action on the entity's own row (the first
     row/latest-copy action: the delete of the old row when the key moves). With nothing to
     write, the condition is still checked (a ConditionCheck)."""
