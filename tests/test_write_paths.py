@@ -316,18 +316,6 @@ def test_a_loop_taking_over_gives_up_at_once_when_no_retry_may_follow() -> None:
     assert raised.value is error and error.attempts == 1 and error.maybe_applied
 
 
-def test_the_records_built_positionally_have_the_fields_their_builders_assume() -> None:
-    # compile, plan, staging and updates build these NamedTuples as plain tuples (every
-    # field given, in order, without the generated __new__): a field added, removed or
-    # moved must fail here, not silently shift values
-    from dynaorm.write.records import Origin
-    from dynaorm.write.staged import Outcome
-
-    assert Origin._fields == ("entity", "owner_key", "role", "fail", "field", "value",
-                              "staged", "caller")
-    assert Outcome._fields == ("obj", "state", "version", "stamps")
-
-
 @pytest.mark.parametrize(("username", "email"), [
     ("ann", "a@x.io"), ("ännchen", "a@x.io"), ("a" * 1000, "b" * 1100 + "@x.io"),
     ("", "a@x.io")])

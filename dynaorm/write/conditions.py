@@ -21,8 +21,6 @@ from dynaorm.write.staged import DeleteEntry, SaveEntry
 
 __all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
 
-#: an Origin with every field given, built as the tuple it is (see compile._new_tuple)
-_new_tuple = tuple.__new__
 
 
 def unchanged(spec: EntitySpec, old: Mapping[str, Any],
@@ -64,16 +62,15 @@ def with_condition(ops: list[Op], entry: SaveEntry | DeleteEntry, spec: EntitySp
         o = op.origin
         if o.role in (Role.ROW, Role.LATEST):
             fail = o.fail if op.condition is not None else Fail.CALLER
-            origin = _new_tuple(Origin, (o.entity, o.owner_key, o.role, fail, o.field, o.value,
-                                         o.staged, caller))
+            origin = o._replace(fail=fail, caller=caller)
             cond = caller if op.condition is None else all_of([op.condition, caller])
             assert cond is not None
             ops[i] = conditioned(op, cond, origin)
             return ops
     state = entry.obj._dynaorm_state
     key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
-    origin = _new_tuple(Origin, (spec.cls, key, Role.ROW, Fail.CALLER, None, None, index,
-                                 caller))
+    origin = Origin(entity=spec.cls, owner_key=key, role=Role.ROW, fail=Fail.CALLER,
+                    staged=index, caller=caller)
     return [*ops, ConditionCheck(key, caller, origin)]
 
 

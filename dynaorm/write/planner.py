@@ -30,9 +30,6 @@ from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 __all__ = ["compile_commit", "plan_delete", "plan_save"]
 
 
-#: a NamedTuple (Origin, Outcome) with every field given, built as the tuple it is: its
-#: own __new__ fills defaults in Python, ~0.4 us more, paid per action or object written
-_new_tuple = tuple.__new__
 
 
 class _Builder:
@@ -46,10 +43,8 @@ class _Builder:
 
     def origin(self, role: Role, fail: Fail, field: str | None = None,
                value: Any = None) -> Origin:
-        # Origin(...) with every field given, built as the tuple it is: a NamedTuple's
-        # own __new__ (defaults filled in Python) costs about 0.4 us more, once per action
-        return _new_tuple(Origin, (self.spec.cls, self.owner, role, fail, field, value,
-                                   self.index, None))
+        return Origin(entity=self.spec.cls, owner_key=self.owner, role=role, fail=fail,
+                      field=field, value=value, staged=self.index)
 
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
                old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
@@ -129,7 +124,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                              put_size(spec.cls, key, item)))
         b.guards(None, values, None, key)
         written_state = Written(spec, key, item, values, version)
-        return b.ops, _new_tuple(Outcome, (obj, written_state, version, pairs))
+        return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
 
     old_values, old_item = stored_values(spec, state)
     old_key = state.key
@@ -158,7 +153,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         to_set, to_remove = changed_attributes(old_item, item)
         touched = to_set.keys() | to_remove
         if not touched:
-            return [], Outcome(obj, Written(spec, key, item, values), None)
+            return [], Outcome(obj, Written(spec, key, item, values))
         depends = set(unique_fields)
         if spec.indexes:
             for attr in touched:
@@ -181,8 +176,8 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
             caller = rename_paths(caller, spec.renames)
             assert cond is not None
             cond = all_of([cond, caller])
-        origin = _new_tuple(Origin, (spec.cls, old_key, Role.ROW, Fail.GONE, None, None,
-                                     index, caller))
+        origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=Fail.GONE,
+                        staged=index, caller=caller)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, origin, put_size(spec.cls, key, item)))
         else:
@@ -199,9 +194,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
             written = Written(spec, key, item, values)
             if type(state) is Written:  # (a loaded item is not the diff's base: unknown)
                 written.size = known_size + item_size(to_set)
-            return b.ops, _new_tuple(Outcome, (obj, written, None, pairs))
+            return b.ops, Outcome(obj, written, stamps=pairs)
     b.guards(old_values, values, old_key, key)
-    return b.ops, _new_tuple(Outcome, (obj, Written(spec, key, item, values), None, pairs))
+    return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 
 
 def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
@@ -215,7 +210,7 @@ def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceSt
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
                            f"({state.key} -> {key}); delete it and save a new one")
     if encode_entity(obj, spec, n) == old_item:
-        return [], Outcome(obj, state, n)
+        return [], Outcome(obj, state, version=n)
     pairs = stamps(obj, spec, insert=False)
     written = stamped(obj, pairs)
     values = written.__dict__
@@ -229,7 +224,8 @@ def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceSt
                    *unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
-    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), n + 1, pairs)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
+                          stamps=pairs)
 
 
 def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int

@@ -204,7 +204,6 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
 
 
 _NO_AV: AttributeValue = {}
-_new_tuple = tuple.__new__
 
 
 def check_write(op: Op) -> int:
@@ -303,15 +302,14 @@ def _condition_size(op: Op, entity: str) -> int:
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
     """:func:`check_write` of a bulk put (``save_many``)."""
-    # (the Origin built as the tuple it is, every field given: see compile._new_tuple)
-    return check_write(Put(key, item, None, _new_tuple(Origin, (
-        entity, key, Role.ROW, Fail.EXISTS, None, None, 0, None))))
+    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.EXISTS)
+    return check_write(Put(key, item, None, origin))
 
 
 def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     """:func:`check_write` of a bulk delete (``delete_many``)."""
-    return check_write(Delete(key, None, _new_tuple(Origin, (
-        entity, key, Role.ROW, Fail.GONE, None, None, 0, None))))
+    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.GONE)
+    return check_write(Delete(key, None, origin))
 
 
 def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
