@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -67,16 +67,16 @@ class Entity(BaseModel):
 
     @_dynaorm_state.setter
     def _dynaorm_state(self, state: InstanceState | None) -> None:
-        object.__setattr__(self, "_dynaorm_slot", state)
+        _set_state(self, state)
 
     def __copy__(self) -> Self:
         copy = super().__copy__()  # model_copy(): a copy of a loaded object is loaded too
-        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)
+        _set_state(copy, self._dynaorm_state)
         return copy
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         copy = super().__deepcopy__(memo)
-        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)  # immutable: shared
+        _set_state(copy, self._dynaorm_state)  # immutable: shared
         return copy
 
     @property
@@ -86,7 +86,7 @@ class Entity(BaseModel):
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""
-        obj: Self = _load(cls, spec_of(cls) if spec is None else spec, item)
+        obj: Self = _load(cls, spec_of(cls) if spec is None else spec, item, _validator(cls))
         return obj
 
     @classmethod
@@ -94,25 +94,33 @@ class Entity(BaseModel):
                     ) -> Iterator[Self]:
         """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
         spec = spec_of(cls) if spec is None else spec
+        validate = _validator(cls)
         for item in items:
-            yield _load(cls, spec, item)
+            yield _load(cls, spec, item, validate)
 
 
-def _custom_validate(cls: type[Any]) -> bool:
-    """Whether ``cls`` overrides ``model_validate`` (then a load calls it, as before)."""
-    return (getattr(cls.model_validate, "__func__", None)
-            is not getattr(BaseModel.model_validate, "__func__", None))
+def _set_state(obj: Entity, state: InstanceState | None) -> None:
+    # the slot is not a pydantic field: set as a plain attribute, past pydantic's __setattr__
+    object.__setattr__(obj, "_dynaorm_slot", state)
 
 
-def _load(cls: type[Any], spec: EntitySpec, item: Item) -> Any:
+def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
+    """How a load validates: the entity's own ``model_validate`` when it overrides it, else
+    the model's validator as ``model_validate`` calls it (a documented attribute, read for
+    each load: a model rebuild replaces it), without that wrapper's keyword handling."""
+    if (getattr(cls.model_validate, "__func__", None)
+            is not getattr(BaseModel.model_validate, "__func__", None)):
+        return cls.model_validate  # type: ignore[no-any-return]
+    return cls.__pydantic_validator__.validate_python  # type: ignore[no-any-return]
+
+
+def _load(cls: type[Any], spec: EntitySpec, item: Item,
+          validate: Callable[[dict[str, Any]], Any]) -> Any:
     """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted."""
     plain_names = spec.plain_field_names
     decoded = decode_item(item, plain_names) if plain_names is not None else (
         spec.decode_fields(item))
-    # the model's own validator, as model_validate calls it (a documented attribute: a
-    # model rebuild replaces it), unless the entity overrides model_validate
-    obj = cls.model_validate(decoded) if _custom_validate(cls) else (
-        cls.__pydantic_validator__.validate_python(decoded))
+    obj = validate(decoded)
     key_attrs = spec.table_key_attrs
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
@@ -122,9 +130,8 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item) -> Any:
         key = {a: key_value(item[a]) for a in key_attrs}
     if spec.renames:  # the snapshot shares values by stored attribute name
         decoded = {spec.renames.get(n, n): v for n, v in decoded.items()}
-    obj._dynaorm_state = InstanceState.loaded(item, decoded, key_attrs,
-                                              spec.table.type_attribute, spec.type_name,
-                                              key, version)
+    _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
+                                         spec.type_name, key, version))
     return obj
 
 
