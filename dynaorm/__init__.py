@@ -31,8 +31,9 @@ from dynaorm.model.shards import Shards
 from dynaorm.model.spec import Unique
 from dynaorm.model.streams import Change
 from dynaorm.model.table import GSI, LSI, Table
-from dynaorm.read.query import Page, Query
+from dynaorm.read.query import Query
 from dynaorm.read.scan import Scan
+from dynaorm.read.terminals import Page
 from dynaorm.sync.session import Session
 from dynaorm.transport.events import CommitResult, RequestEvent
 from dynaorm.write.updates import StagedUpdate

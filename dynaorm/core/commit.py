@@ -22,6 +22,7 @@ that both kinds of session run through their transport (``Session.commit`` with
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from typing import Any
@@ -35,8 +36,10 @@ from dynaorm.transport.events import CommitResult, Origin
 from dynaorm.transport.retry import recording
 from dynaorm.transport.steps import Call, Proto
 from dynaorm.write.outcomes import failure
-from dynaorm.write.planner import Outcome, Staged, compile_commit
-from dynaorm.write.render import ConditionCheck, Update, WritePlan
+from dynaorm.write.planner import compile_commit
+from dynaorm.write.records import ConditionCheck, Update
+from dynaorm.write.render import WritePlan
+from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["Commit", "write_origins"]
@@ -55,7 +58,7 @@ class Commit:
     whole protocol; :meth:`prepare`, :meth:`plan`, :meth:`send` and :meth:`settle` its
     phases, in that order."""
 
-    def __init__(self, table_name: str, staged: list[Staged], *, read: ReadItem,
+    def __init__(self, table_name: str, staged: list[Entry], *, read: ReadItem,
                  last_version: LastVersion, observed: bool) -> None:
         self.table_name = table_name
         self.staged = staged
@@ -64,7 +67,7 @@ class Commit:
         #: whether ``on_request`` hooks are registered (then the request carries origins)
         self._observed = observed
         #: each entry with the stored state it is planned on (after :meth:`prepare`)
-        self.prepared: list[tuple[Staged, InstanceState | None]] = []
+        self.prepared: list[tuple[Entry, InstanceState | None]] = []
         #: the plan and what each object becomes on success (after :meth:`plan`)
         self.write_plan: WritePlan | None = None
         self.outcomes: list[Outcome] = []
@@ -88,27 +91,28 @@ class Commit:
         """The stored state of every staged entry, read where rules need it."""
         self.prepared = []
         for entry in self.staged:
-            if entry.action in ("update", "check"):
-                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
-                state = yield from action._prepare(self._read, self._last_version)
+            if isinstance(entry, StagedUpdate | StagedCheck):
+                state = yield from entry._prepare(self._read, self._last_version)
                 self.prepared.append((entry, state))
                 continue
+            assert isinstance(entry, SaveEntry | DeleteEntry)
             obj = entry.obj
             state = obj._dynaorm_state
             spec = spec_of(type(obj))
-            if state is None and spec.has_rules and (
-                    entry.overwrite or entry.action == "delete"):
+            deleting = isinstance(entry, DeleteEntry)
+            overwrite = isinstance(entry, SaveEntry) and entry.overwrite
+            if state is None and spec.has_rules and (deleting or overwrite):
                 key = spec.primary_key(obj.__dict__)
                 item = yield from self._read(key)
                 if item is not None:
                     state = type(obj)._from_item(item)._dynaorm_state
-                elif entry.action == "delete":
+                elif deleting:
                     raise ItemNotFoundError(f"{spec.name} {key} does not exist",
                                             entity=spec.cls, key=key)
-            if state is None and spec.versioned and entry.action == "save":
+            if state is None and spec.versioned and isinstance(entry, SaveEntry):
                 last = yield from self._last_version(obj)  # a deleted entity's kept history
                 if last:
-                    entry = entry._replace(after_version=last)
+                    entry = dataclasses.replace(entry, after_version=last)
             self.prepared.append((entry, state))
 
     # -- 2. plan ---------------------------------------------------------------------
@@ -158,9 +162,8 @@ class Commit:
         plan = self._planned()
         single = len(plan.ops) == 1 and bool(self.response)
         for entry in self.staged:
-            if entry.action in ("update", "check"):
-                action: StagedUpdate[Any] | StagedCheck = entry.obj  # type: ignore[assignment]
-                yield from action._finish(self.response, single, self._read)
+            if isinstance(entry, StagedUpdate | StagedCheck):
+                yield from entry._finish(self.response, single, self._read)
 
     def _planned(self) -> WritePlan:
         if self.write_plan is None:

@@ -4,7 +4,7 @@ checks, coalescing them per stored item, key lookups, and building queries and s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast, overload
+from typing import Any, TypeVar, overload
 
 from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
@@ -16,12 +16,13 @@ from dynaorm.model.table import Table
 from dynaorm.read.query import Query
 from dynaorm.read.scan import Scan, check_segments
 from dynaorm.transport.sync import MAX_WORKERS
-from dynaorm.write.planner import Staged
+from dynaorm.write.staged import DeleteEntry, Entry, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["Staging"]
 
 T = TypeVar("T", bound=Entity)
+
 
 class Staging:
     """The staging half of a unit of work on one table (no I/O)."""
@@ -30,7 +31,7 @@ class Staging:
         if not isinstance(table, Table):
             raise DynaormError(f"{type(self).__name__}() takes a dynaorm Table, got {table!r}")
         self.table = table
-        self._staged: dict[int, Staged] = {}  # by object identity, in staging order
+        self._staged: dict[int, Entry] = {}  # by object identity, in staging order
 
     def _spec(self, obj_or_cls: Any) -> EntitySpec:
         cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
@@ -40,7 +41,7 @@ class Staging:
                                f"session's table {self.table.name!r}")
         return spec
 
-    def _stage_key(self, obj: Entity) -> Any:
+    def _stage_key(self, obj: Any) -> Any:
         """Which stored item an entry stands for: where it is and where it goes. Objects
         coalesce only when both agree (a key move and an insert at the old key do not)."""
         if not isinstance(obj, Entity):  # an s.update() or s.check(): never coalesced
@@ -50,7 +51,7 @@ class Staging:
         new = key_id(spec.primary_key(obj.__dict__))
         return spec.type_name, new if state is None else key_id(state.key), new
 
-    def _stage(self, entry: Staged) -> None:
+    def _stage(self, entry: SaveEntry | DeleteEntry) -> None:
         spec = self._spec(entry.obj)
         spec.primary_key(entry.obj.__dict__)  # a key that cannot render fails here, not later
         self._staged.pop(id(entry.obj), None)  # restaged: its last staging wins
@@ -60,7 +61,7 @@ class Staging:
              condition: Condition | None = None) -> None:
         """Stage an insert (new object) or an update (persisted object); with
         ``condition=`` the commit also requires it on the stored item."""
-        self._stage(Staged(obj, "save", overwrite=overwrite, condition=_condition(condition)))
+        self._stage(SaveEntry(obj, overwrite, _condition(condition)))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
@@ -73,7 +74,7 @@ class Staging:
             # read at commit (consistently), like any never-loaded object
         elif fields:
             raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
-        self._stage(Staged(obj, "delete", history=history, condition=_condition(condition)))
+        self._stage(DeleteEntry(obj, history, _condition(condition)))
 
     @overload
     def update(self, target: type[T], /, *, upsert: bool = False,
@@ -95,7 +96,7 @@ class Staging:
             spec = self._spec(target)
             key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
             staged = StagedUpdate(type(target), key_fields, target, upsert)
-        self._staged[id(staged)] = Staged(cast(Any, staged), "update")
+        self._staged[id(staged)] = staged
         return staged
 
     def check(self, entity: type[Entity], /, *, condition: Condition,
@@ -104,17 +105,18 @@ class Staging:
         nothing unless ``condition`` holds on that stored item."""
         spec = self._spec(entity)
         check = StagedCheck(entity, self._lookup_key(spec, fields), condition)
-        self._staged[id(check)] = Staged(cast(Any, check), "check")
+        self._staged[id(check)] = check
 
-    def _coalesced(self) -> list[Staged]:
+    def _coalesced(self) -> list[Entry]:
         """The staged work, one entry per stored item: when two objects stand for the same
         item, the one staged last wins."""
         entries = list(self._staged.values())
         if len(entries) < 2:
             return entries
-        by_item: dict[Any, Staged] = {}
+        by_item: dict[Any, Entry] = {}
         for entry in entries:
-            key = self._stage_key(entry.obj)
+            obj = entry.obj if isinstance(entry, SaveEntry | DeleteEntry) else entry
+            key = self._stage_key(obj)
             by_item.pop(key, None)
             by_item[key] = entry
         return list(by_item.values())

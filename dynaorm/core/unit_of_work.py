@@ -15,12 +15,12 @@ from dynaorm.core.staging import Staging, check_concurrency, refuse_rules
 from dynaorm.errors import DynaormError, KeyTemplateError, RequestError, TransactionTooLargeError
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.read.batches import batch_get_p, batch_rounds
 from dynaorm.transport.steps import Proto, call, gather
-from dynaorm.write.guards import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.write.outcomes import unknown_batch
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -10,10 +9,10 @@ from pydantic import BaseModel, ConfigDict
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
-from dynaorm.model.codec import decode_item, decode_value, encode_fields, encode_value
+from dynaorm.model.codec import decode_item, encode_fields, encode_value
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import InstanceState, new_state, shape_of, wire_values
+from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
 __all__ = ["Entity", "Versioned", "spec_of"]
@@ -63,24 +62,21 @@ class Entity(BaseModel):
     @property
     def _dynaorm_state(self) -> InstanceState | None:
         """The stored state this object was loaded with or last written as (None: new)."""
-        try:  # the slot's own descriptor: an unset slot never reaches pydantic's __getattr__
-            state: InstanceState | None = _STATE_SLOT.__get__(self, type(self))
-        except AttributeError:
-            return None
+        state: InstanceState | None = getattr(self, "_dynaorm_slot", None)
         return state
 
     @_dynaorm_state.setter
     def _dynaorm_state(self, state: InstanceState | None) -> None:
-        object.__setattr__(self, "_dynaorm_slot", state)
+        _set_state(self, state)
 
     def __copy__(self) -> Self:
         copy = super().__copy__()  # model_copy(): a copy of a loaded object is loaded too
-        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)
+        _set_state(copy, self._dynaorm_state)
         return copy
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         copy = super().__deepcopy__(memo)
-        object.__setattr__(copy, "_dynaorm_slot", self._dynaorm_state)  # immutable: shared
+        _set_state(copy, self._dynaorm_state)  # immutable: shared
         return copy
 
     @property
@@ -90,201 +86,53 @@ class Entity(BaseModel):
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""
-        load: Callable[[Item], Self] = _loader(cls, spec_of(cls) if spec is None else spec)
-        return load(item)
+        obj: Self = _load(cls, spec_of(cls) if spec is None else spec, item, _validator(cls))
+        return obj
 
     @classmethod
     def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
                     ) -> Iterator[Self]:
         """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
-        load_page: _PageLoader = _loaders(cls, spec_of(cls) if spec is None else spec)[1]
-        return load_page(items)
+        spec = spec_of(cls) if spec is None else spec
+        validate = _validator(cls)
+        for item in items:
+            yield _load(cls, spec, item, validate)
 
 
-_STATE_SLOT: Any = Entity.__dict__["_dynaorm_slot"]
-#: a loader of a page of items: the objects, one at a time (a loop may stop early)
-_PageLoader = Callable[[Iterable[Item]], Iterator[Any]]
-_LOADERS: dict[type[Any], tuple[EntitySpec, Callable[[Item], Any], _PageLoader]] = {}
+def _set_state(obj: Entity, state: InstanceState | None) -> None:
+    # the slot is not a pydantic field: set as a plain attribute, past pydantic's __setattr__
+    object.__setattr__(obj, "_dynaorm_slot", state)
 
 
-def _loader(cls: type[Any], spec: EntitySpec) -> Callable[[Item], Any]:
-    """How an item of ``cls`` (described by ``spec``) loads, made once per class."""
-    found = _LOADERS.get(cls)
-    if found is not None and found[0] is spec:
-        return found[1]
-    return _loaders(cls, spec)[0]
+def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
+    """How a load validates: the entity's own ``model_validate`` when it overrides it, else
+    the model's validator as ``model_validate`` calls it (a documented attribute, read for
+    each load: a model rebuild replaces it), without that wrapper's keyword handling."""
+    if (getattr(cls.model_validate, "__func__", None)
+            is not getattr(BaseModel.model_validate, "__func__", None)):
+        return cls.model_validate  # type: ignore[no-any-return]
+    return cls.__pydantic_validator__.validate_python  # type: ignore[no-any-return]
 
 
-def _loaders(cls: type[Any], spec: EntitySpec) -> tuple[Callable[[Item], Any], _PageLoader]:
-    """How an item and a page of items of ``cls`` load, made once per class."""
-    found = _LOADERS.get(cls)
-    if found is not None and found[0] is spec:
-        return found[1], found[2]
-    load, load_page = _make_loader(cls, spec)
-    _LOADERS[cls] = (spec, load, load_page)
-    return load, load_page
-
-
-def _make_loader(cls: type[Any], spec: EntitySpec
-                 ) -> tuple[Callable[[Item], Any], _PageLoader]:
-    # What every item needs is looked up here, once (a read loads its items in a loop).
-    decode_fields = spec.decode_fields
+def _load(cls: type[Any], spec: EntitySpec, item: Item,
+          validate: Callable[[dict[str, Any]], Any]) -> Any:
+    """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted."""
     plain_names = spec.plain_field_names
-    table = spec.table
+    decoded = decode_item(item, plain_names) if plain_names is not None else (
+        spec.decode_fields(item))
+    obj = validate(decoded)
     key_attrs = spec.table_key_attrs
-    type_attr, type_name = table.type_attribute, spec.type_name
-    versioned, typed_keys, renames = spec.versioned, bool(table.key_types), spec.renames
-    loaded, set_state = InstanceState.loaded, _STATE_SLOT.__set__
-    # an entity that overrides model_validate gets it called, as before
-    custom_validate = (getattr(cls.model_validate, "__func__", None)
-                       is not getattr(BaseModel.model_validate, "__func__", None))
-
-    if (plain_names is not None and not custom_validate and not versioned
-            and not typed_keys and not renames):
-        # The common case, fused: the item's values are read once, for both the fields to
-        # validate and the compact snapshot (decode_item + InstanceState.loaded in one).
-        from_values = InstanceState.from_values
-        # Per item shape (its attribute names, in order), made once: the shape, the fields
-        # to validate and their positions, and (while every item of the shape has held
-        # strings only: the common item) its generated loader (see _string_loader).
-        plans: dict[tuple[str, ...], _Plan] = {}
-
-        def plan_of(item: Item) -> _Plan:
-            if len(plans) >= 4096:  # many shapes (sparse attributes): start over
-                plans.clear()
-            shape = shape_of(item, key_attrs, type_attr)
-            names = shape.names
-            fields = tuple(n for n in plain_names if n in names)
-            field_at = tuple((n, names.index(n)) for n in fields)
-            fast = None if shape.other_at else _string_loader(field_at, shape, type_name,
-                                                              set_state)
-            plan = plans[names] = (shape, fields, field_at, fast)
-            return plan
-
-        def load_plain(item: Item) -> Any:
-            """An object from a stored item, marked persisted."""
-            names = tuple(item)
-            plan = plans.get(names)
-            if plan is None:
-                plan = plan_of(item)
-            shape, fields, field_at, fast = plan
-            if fast is not None:
-                obj = fast(item, cls.__pydantic_validator__.validate_python)
-                if obj is not None:
-                    return obj
-                # not strings only: from now on the shape's items mix types
-                plans[names] = (shape, fields, field_at, None)
-            values = wire_values(item)
-            decoded = {}
-            for name, at in field_at:
-                value = values[at]
-                decoded[name] = value if type(value) is str else decode_value(value)
-            obj = cls.__pydantic_validator__.validate_python(decoded)
-            set_state(obj, from_values(values, shape, decoded, type_name))
-            return obj
-
-        def load_page(items: Iterable[Item]) -> Iterator[Any]:
-            """load_plain of each item, one at a time: its all-string branch runs here,
-            with the validator bound once per page (one call per item)."""
-            validate = cls.__pydantic_validator__.validate_python
-            last: tuple[str, ...] | None = None  # the shape of the item before
-            fast = None
-            for item in items:
-                names = tuple(item)
-                # A page's items mostly share one shape, and items of one response
-                # share the very name strings: this compare is by identity, cheaper
-                # than hashing the names to look their plan up (~0.1 us an item).
-                if names != last:
-                    last = names
-                    plan = plans.get(names)
-                    fast = None if plan is None else plan[3]
-                if fast is not None:
-                    obj = fast(item, validate)
-                    if obj is not None:
-                        yield obj
-                        continue
-                yield load_plain(item)  # its long way (a new or mixed shape)
-                last = None  # which made or changed its plan: look it up again
-
-        return load_plain, load_page
-
-    def load(item: Item) -> Any:
-        """An object from a stored item, marked persisted."""
-        decoded = decode_fields(item) if plain_names is None else decode_item(item, plain_names)
-        # The model's own validator, as model_validate calls it (a documented attribute,
-        # looked up each time: a model rebuild replaces it), without that wrapper's
-        # keyword handling: a read validates every item it returns.
-        obj = cls.model_validate(decoded) if custom_validate else (
-            cls.__pydantic_validator__.validate_python(decoded))
-        key, version = None, None  # None: the stored key, kept in the compact snapshot
-        if versioned:
-            key = spec.primary_key(obj.__dict__)
-            version = obj.version
-        elif typed_keys:  # number/binary keys: their rendered (typed) values
-            key = {a: key_value(item[a]) for a in key_attrs}
-        if renames:  # the snapshot shares values by stored attribute name
-            decoded = {renames.get(n, n): v for n, v in decoded.items()}
-        set_state(obj, loaded(item, decoded, key_attrs, type_attr, type_name, key, version))
-        return obj
-
-    def load_each(items: Iterable[Item]) -> Iterator[Any]:
-        return map(load, items)
-
-    return load, load_each
-
-
-#: a plain entity's loader's plan of an item shape (see _make_loader)
-_Plan = tuple[Any, tuple[str, ...], tuple[tuple[str, int], ...],
-              "Callable[[Item, Callable[[Any], Any]], Any] | None"]
-
-
-def _string_loader(field_at: tuple[tuple[str, int], ...], shape: Any, type_name: str,
-                   set_state: Callable[[Any, InstanceState], None]
-                   ) -> Callable[[Item, Callable[[Any], Any]], Any] | None:
-    """The loader of an all-string item of ``shape``: ``load(item, validate)`` is the
-    object, marked persisted (``None``, before anything else, when some value is not a
-    string: the caller takes the long way).
-
-    The same rule as the long way for such an item (the values are the strings, as
-    ``wire_values`` gives them; the fields validated are ``{field: value}`` in
-    ``field_at``'s order; the snapshot is ``compact_state(values, shape, type_name)``),
-    generated per shape (as namedtuple and dataclasses generate their methods) so an
-    item's values are unpacked into locals once, with no list, index or call per value:
-    ``a0, a1, ... = item.values()``, ``v0 = a0['S']``, ``validate({'room': v2, ...})``,
-    the state's tuple ``(v0, v1, ...)``. About a sixth less than the list-and-builder
-    form it replaces (a 25-item page 37 -> 31 us, pydantic's own share ~10 us). Only
-    field names (repr'd string literals) and integer positions go into the source.
-    """
-    n = len(shape.names)
-    if not n:  # pragma: no cover (a stored item has its key)
-        return None
-    got = ", ".join(f"a{k}" for k in range(n))
-    lines = ["def load(item, validate):",
-             f"    {got}, = item.values()",
-             "    try:  # a string attribute's string (KeyError: not one)"]
-    lines += [f"        v{k} = a{k}['S']" for k in range(n)]
-    lines += ["    except KeyError:",
-              "        return None",
-              "    obj = validate({" + ", ".join(f"{name!r}: v{int(at)}"
-                                              for name, at in field_at) + "})"]
-    if shape.type_at >= 0:  # one string for every item of the type
-        lines.append(f"    if v{int(shape.type_at)} == type_name:")
-        lines.append(f"        v{int(shape.type_at)} = type_name")
-    if shape.pk_at >= 0:  # partition keys repeat over a query's items
-        lines.append(f"    v{int(shape.pk_at)} = intern(v{int(shape.pk_at)})")
-    lines += ["    state = new_state(InstanceState)",
-              "    state._key = None",
-              "    state._data = (" + "".join(f"v{k}, " for k in range(n)) + ")",
-              "    state._shape = shape",
-              "    state.version = None  # _rendered stays unset until item is first read",
-              "    set_state(obj, state)",
-              "    return obj"]
-    scope: dict[str, Any] = {"type_name": type_name, "intern": sys.intern, "shape": shape,
-                             "new_state": new_state, "InstanceState": InstanceState,
-                             "set_state": set_state}
-    exec("\n".join(lines), scope)  # names and positions only (see above)
-    load: Callable[[Item, Callable[[Any], Any]], Any] = scope["load"]
-    return load
+    key, version = None, None  # None: the stored key, kept in the compact snapshot
+    if spec.versioned:
+        key = spec.primary_key(obj.__dict__)
+        version = obj.version
+    elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
+        key = {a: key_value(item[a]) for a in key_attrs}
+    if spec.renames:  # the snapshot shares values by stored attribute name
+        decoded = {spec.renames.get(n, n): v for n, v in decoded.items()}
+    _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
+                                         spec.type_name, key, version))
+    return obj
 
 
 class Versioned(Entity):

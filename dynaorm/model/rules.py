@@ -17,16 +17,28 @@ import typing
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.table import Table
 from dynaorm.model.templates import KeyTemplate
 
-if TYPE_CHECKING:
-    from dynaorm.model.spec import EntitySpec, IndexKeys
 
-__all__ = ["check_mapping", "check_rules", "could_overlap", "stored_names", "timestamp_fields"]
+class IndexTemplates(Protocol):
+    """What the mapping rules read of an entity's templates for one secondary index
+    (:class:`~dynaorm.model.spec.IndexKeys`)."""
+
+    @property
+    def pk_attr(self) -> str: ...
+    @property
+    def sk_attr(self) -> str | None: ...
+    @property
+    def pk(self) -> KeyTemplate: ...
+    @property
+    def sk(self) -> KeyTemplate | None: ...
+
+__all__ = ["IndexTemplates", "check_mapping", "check_rules", "could_overlap", "stored_names",
+           "timestamp_fields"]
 
 
 def stored_names(cls: type[Any]) -> dict[str, str]:
@@ -59,7 +71,7 @@ def _fits(annotation: Any, kind: str) -> bool:
 
 
 def _key_templates(table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
-                   indexes: Iterable[IndexKeys]) -> list[tuple[str, KeyTemplate]]:
+                   indexes: Iterable[IndexTemplates]) -> list[tuple[str, KeyTemplate]]:
     pairs: list[tuple[str, KeyTemplate]] = [(table.pk, pk)]
     if sk is not None and table.sk is not None:
         pairs.append((table.sk, sk))
@@ -72,7 +84,7 @@ def _key_templates(table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
 
 def check_mapping(owner: str, table: Table, field_names: frozenset[str],
                   renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
-                  indexes: Iterable[IndexKeys], cls: type[Any]) -> None:
+                  indexes: Iterable[IndexTemplates], cls: type[Any]) -> None:
     """Stored names, key attributes and typed keys of one entity (raises when refused)."""
     fields = getattr(cls, "model_fields", {})
     stored: dict[str, str] = {}
@@ -130,54 +142,57 @@ def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
     return created, updated
 
 
-def check_rules(spec: EntitySpec, meta: Mapping[str, Any]) -> None:
+def check_rules(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None, *,
+                uniques: bool, versioned: bool, sharded: bool, ttl_field: str | None,
+                timestamps: tuple[str | None, str | None]) -> None:
     """Rules that need string keys or a type attribute, the TTL field's and the
-    timestamps' types, and overlapping key shapes on a table without a type attribute."""
-    table, owner = spec.table, spec.name
-    fields = getattr(spec.cls, "model_fields", {})
+    timestamps' types, and overlapping key shapes on a table without a type attribute
+    (checked on the entity's spec as it is built)."""
+    owner = cls.__name__
+    fields = getattr(cls, "model_fields", {})
     if not table.string_keys:
-        for what, present in (("unique rules", spec.uniques), ("versioning", spec.versioned),
-                              ("sharding", spec.shards)):
+        for what, present in (("unique rules", uniques), ("versioning", versioned),
+                              ("sharding", sharded)):
             if present:
                 raise DynaormError(f"{owner}: {what} need(s) string table keys; table "
                                    f"{table.name!r} declares key_types {table.key_types}")
     if table.type_attribute is None:
-        for what, present in (("unique rules", spec.uniques), ("versioning", spec.versioned)):
+        for what, present in (("unique rules", uniques), ("versioning", versioned)):
             if present:
                 raise DynaormError(f"{owner}: {what} need(s) the type attribute (guard and "
                                    f"version rows carry it); table {table.name!r} has "
                                    "type_attribute=None")
-        _check_overlaps(spec)
-    if spec.ttl_field is not None:
-        info = fields[spec.ttl_field]
+        _check_overlaps(cls, table, pk, sk)
+    if ttl_field is not None:
+        info = fields[ttl_field]
         allowed = _plain(info.annotation)
         if not all(isinstance(t, type) and (issubclass(t, datetime) or (
                 issubclass(t, int) and not issubclass(t, bool))) for t in allowed):
-            raise DynaormError(f"{owner}: field {spec.ttl_field!r} is the TTL attribute "
+            raise DynaormError(f"{owner}: field {ttl_field!r} is the TTL attribute "
                                f"{table.ttl!r}; it must be a datetime or an int of epoch "
                                f"seconds, not {info.annotation!r}")
-    for name in spec.timestamps:
+    for name in timestamps:
         if name is None:
             continue
         allowed = _plain(fields[name].annotation)
         if not all(isinstance(t, type) and issubclass(t, datetime) for t in allowed):
             raise DynaormError(f"{owner}.Meta.timestamps: field {name!r} must be a datetime, "
                                f"not {fields[name].annotation!r}")
-    del meta
 
 
-def _check_overlaps(spec: EntitySpec) -> None:
-    for other in list(spec.table.entities.values()):
-        theirs: EntitySpec | None = getattr(other, "__dynaorm_spec__", None)
-        if theirs is None or other.__qualname__ == spec.cls.__qualname__:
+def _check_overlaps(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None
+                    ) -> None:
+    for other in list(table.entities.values()):
+        theirs: Any = getattr(other, "__dynaorm_spec__", None)  # the other's EntitySpec
+        if theirs is None or other.__qualname__ == cls.__qualname__:
             continue
-        if could_overlap(spec.pk, theirs.pk) and (
-                spec.sk is None or theirs.sk is None or could_overlap(spec.sk, theirs.sk)):
+        if could_overlap(pk, theirs.pk) and (
+                sk is None or theirs.sk is None or could_overlap(sk, theirs.sk)):
             raise DynaormError(
-                f"{spec.name}: its keys ({spec.pk.source!r}, "
-                f"{spec.sk.source if spec.sk else None!r}) could match the same item as "
+                f"{cls.__name__}: its keys ({pk.source!r}, "
+                f"{sk.source if sk else None!r}) could match the same item as "
                 f"{theirs.name}'s ({theirs.pk.source!r}, "
-                f"{theirs.sk.source if theirs.sk else None!r}); table {spec.table.name!r} "
+                f"{theirs.sk.source if theirs.sk else None!r}); table {table.name!r} "
                 "has no type attribute, so items are told apart by key shape only")
 
 

@@ -17,6 +17,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_value
+from dynaorm.model.rows import LATEST_PREFIX, version_sk
 from dynaorm.model.rules import check_mapping, check_rules, stored_names, timestamp_fields
 from dynaorm.model.shards import Shards, as_shards
 from dynaorm.model.table import LSI, Table
@@ -27,8 +28,6 @@ __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "b
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
                 "history_index", "timestamps")
-VERSION_WIDTH = 8
-LATEST_PREFIX = "v0_"
 
 
 @dataclass(frozen=True)
@@ -283,26 +282,6 @@ class EntitySpec:
         return True
 
 
-def version_sk(base: str, version: int | None) -> str:
-    """``v0_X`` for the latest copy, ``v00000003_X`` for version 3."""
-    if not version:
-        return LATEST_PREFIX + base
-    if version >= 10 ** VERSION_WIDTH:
-        raise DynaormError(f"version {version} exceeds {VERSION_WIDTH} digits")
-    return f"v{version:0{VERSION_WIDTH}d}_{base}"
-
-
-def parse_version_sk(sk: str) -> tuple[int, str] | None:
-    """Inverse of :func:`version_sk`: ``(version, base)``, or ``None``."""
-    if sk.startswith(LATEST_PREFIX):
-        return 0, sk[len(LATEST_PREFIX):]
-    head, sep, base = sk.partition("_")
-    digits = head[1:]
-    if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not digits.isdigit():
-        return None
-    return int(digits), base
-
-
 # -- building a spec from Meta -------------------------------------------------------------
 def collect_meta(cls: type[Any]) -> dict[str, Any]:
     """Meta options, each from the nearest class in the MRO whose Meta sets it."""
@@ -353,11 +332,6 @@ def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueR
                                                           fields, False)
         rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope))
     return tuple(rules)
-
-
-def history_sk(base: str, version: int) -> str:
-    """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
-    return f"{base}#v{version:0{VERSION_WIDTH}d}"
 
 
 def _history_index(owner: str, name: Any, table: Table, versioned: bool,
@@ -482,7 +456,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
             if info.is_required() or info.default_factory is not None
             or info.default is not None),
     )
-    check_rules(spec, meta)
+    check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=versioned,
+                sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps)
     table.register(cls, spec.type_name)
     return spec
 

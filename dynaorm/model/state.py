@@ -22,7 +22,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 
-__all__ = ["InstanceState", "compact_state", "shape_of", "wire_values"]
+__all__ = ["InstanceState", "changed_attributes", "shape_of", "wire_values"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -89,27 +89,6 @@ def _render(value: Any) -> AttributeValue:
     return {"N": str(value)}  # int or Decimal, decoded from this very text
 
 
-def compact_state(values: list[Any], shape: _Shape, type_name: str,
-                  key: PlainKey | None = None, version: int | None = None) -> InstanceState:
-    """:meth:`InstanceState.from_values` once no attribute holds a container value that
-    the entity decoded to a scalar: as is, the state of an all-string item, a loader's
-    common one (one call; ``values`` is consumed). A plain entity's loader of an
-    all-string item (``entity._string_loader``) applies this very rule in its generated
-    code: change both together (``tests/test_batched_reads.py`` compares them)."""
-    at = shape.type_at
-    if at >= 0 and values[at] == type_name:
-        values[at] = type_name  # one string for every item of the type
-    at = shape.pk_at
-    if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
-        values[at] = sys.intern(values[at])
-    state = _new_state(InstanceState)
-    state._key = key
-    state._data = tuple(values)
-    state._shape = shape
-    state.version = version  # _rendered stays unset until item is first read
-    return state
-
-
 class InstanceState:
     """A persisted object's snapshot: stored primary key, stored item, version read.
 
@@ -126,10 +105,13 @@ class InstanceState:
     #: the version read (versioned entities), else ``None``
     version: int | None
 
-    def __init__(self, key: PlainKey, item: Item, version: int | None = None) -> None:
+    def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...],
+                 version: int | None = None, shape: _Shape | None = None) -> None:
+        # (with ``shape``: the compact form, ``item`` the values in the shape's order and
+        # ``key`` None when the stored key is in them; see :meth:`loaded`)
         self._key = key
         self._data = item
-        self._shape = None
+        self._shape = shape
         self._rendered = None
         self.version = version
 
@@ -144,22 +126,21 @@ class InstanceState:
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
         discriminator, whose stored string is replaced by the entity's own one.
         """
-        return cls.from_values(wire_values(item), shape_of(item, key_attrs, type_attr),
-                               decoded, type_name, key, version)
-
-    @classmethod
-    def from_values(cls, values: list[Any], shape: _Shape, decoded: Mapping[str, Any],
-                    type_name: str, key: PlainKey | None = None,
-                    version: int | None = None) -> InstanceState:
-        """:meth:`loaded`, from the item's :func:`wire_values` and :func:`shape_of` (a
-        loader that decodes from them too computes them once; ``values`` is consumed)."""
+        values = wire_values(item)
+        shape = shape_of(item, key_attrs, type_attr)
         names = shape.names
         for at in shape.other_at:
             if type(values[at]) is dict:
                 value = decoded.get(names[at], _MISSING)
                 if value is None or type(value) in _SCALARS:
                     values[at] = value  # shared with the entity; stands for its wire form
-        return compact_state(values, shape, type_name, key, version)
+        at = shape.type_at
+        if at >= 0 and values[at] == type_name:
+            values[at] = type_name  # one string for every item of the type
+        at = shape.pk_at
+        if at >= 0 and type(values[at]) is str:  # partition keys repeat over a query's items
+            values[at] = sys.intern(values[at])
+        return InstanceState(key, tuple(values), version, shape)
 
     @property
     def key(self) -> PlainKey:
@@ -178,7 +159,7 @@ class InstanceState:
         if shape is None:
             assert isinstance(data, dict)
             return data
-        rendered: Item | None = getattr(self, "_rendered", None)
+        rendered = self._rendered
         if rendered is None:
             rendered = self._rendered = {
                 name: _render(value) for name, value in zip(shape.names, data, strict=True)}
@@ -194,11 +175,6 @@ class InstanceState:
 
     def __repr__(self) -> str:
         return f"InstanceState(key={self.key!r}, item={self.item!r}, version={self.version!r})"
-
-
-_new_state = object.__new__
-#: a bare state object (its fields set by the caller: a loader building a page's states)
-new_state: Any = _new_state
 
 
 def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:

@@ -22,18 +22,13 @@ from dataclasses import dataclass
 from dataclasses import field as _field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.model.codec import decode_value
 from dynaorm.model.keys import key_value
-from dynaorm.model.spec import EntitySpec, parse_version_sk
-from dynaorm.write.planner import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
-
-if TYPE_CHECKING:
-    from dynaorm.model.entity import Entity
-    from dynaorm.model.table import Table
+from dynaorm.model.rows import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD, parse_version_sk
 
 __all__ = ["Change", "ChangeKind", "ChangeRole", "iter_changes", "normalize_item",
            "parse_change"]
@@ -43,6 +38,18 @@ ChangeRole = Literal["row", "latest", "version", "guard"]
 
 _KINDS: dict[str, ChangeKind] = {"INSERT": "insert", "MODIFY": "modify", "REMOVE": "remove"}
 _TTL_PRINCIPAL = "dynamodb.amazonaws.com"
+
+
+class StreamTable(Protocol):
+    """What classifying a record reads of its :class:`~dynaorm.Table` (this module sits
+    below the table and the entity spec: an entity's spec is read from the class's
+    ``__dynaorm_spec__``)."""
+
+    name: str
+    pk: str
+    sk: str | None
+    type_attribute: str | None
+    entities: dict[str, type[Any]]
 
 
 @dataclass(frozen=True)
@@ -59,7 +66,7 @@ class Change:
     """
 
     kind: ChangeKind
-    entity: type[Entity] | None
+    entity: type[Any] | None
     role: ChangeRole
     field: str | None = None
     #: the item's table key, plain values (``{"pk": "USER#1", "sk": "PROFILE"}``)
@@ -75,28 +82,26 @@ class Change:
     event_id: str | None = None
     #: True when DynamoDB's TTL process removed the item (not a user's delete)
     expired: bool = False
-    _spec: EntitySpec | None = _field(default=None, repr=False, compare=False)
 
     @functools.cached_property
-    def old(self) -> Entity | None:
+    def old(self) -> Any:
         """The entity before the change (from ``OldImage``), or ``None``."""
         return self._decode(self.old_item)
 
     @functools.cached_property
-    def new(self) -> Entity | None:
+    def new(self) -> Any:
         """The entity after the change (from ``NewImage``), or ``None``."""
         return self._decode(self.new_item)
 
-    def _decode(self, item: Item | None) -> Entity | None:
-        spec = self._spec
-        if spec is None or item is None or self.role == "guard":
+    def _decode(self, item: Item | None) -> Any:
+        cls = self.entity
+        if cls is None or item is None or self.role == "guard":
             return None
         try:
-            obj: Entity = spec.cls._from_item(item, spec)
+            return cls._from_item(item)
         except ValueError as exc:
-            raise InvalidValueError(f"stream record {self.event_id or '?'}: the {spec.name} "
+            raise InvalidValueError(f"stream record {self.event_id or '?'}: the {cls.__name__} "
                                     f"image at {self.key} does not validate: {exc}") from exc
-        return obj
 
 
 # -- normalising the two record shapes -----------------------------------------------------
@@ -171,16 +176,17 @@ def _key(item: Item | None, attr: str | None) -> str | None:
         return None
 
 
-def _specs(table: Table) -> list[EntitySpec]:
+def _specs(table: StreamTable) -> list[Any]:
+    """The specs of the table's entities (each class's own ``__dynaorm_spec__``)."""
     out = []
     for cls in table.entities.values():
         spec = getattr(cls, "__dynaorm_spec__", None)
-        if isinstance(spec, EntitySpec) and spec.cls is cls:
+        if spec is not None and spec.cls is cls:
             out.append(spec)
     return out
 
 
-def _match_guard(table: Table, pk: str) -> tuple[EntitySpec, str] | None:
+def _match_guard(table: StreamTable, pk: str) -> tuple[Any, str] | None:
     """The (owner spec, unique field) whose guard key shape fits ``pk``, if exactly one."""
     found = []
     for spec in _specs(table):
@@ -197,7 +203,7 @@ def _match_guard(table: Table, pk: str) -> tuple[EntitySpec, str] | None:
     return found[0] if len(found) == 1 else None
 
 
-def _match_row(table: Table, pk: str, sk: str | None) -> EntitySpec | None:
+def _match_row(table: StreamTable, pk: str, sk: str | None) -> Any:
     """The one entity whose key templates fit a key (for records without a discriminator)."""
     found = []
     for spec in _specs(table):
@@ -216,7 +222,7 @@ def _match_row(table: Table, pk: str, sk: str | None) -> EntitySpec | None:
     return found[0] if len(found) == 1 else None
 
 
-def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
+def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
     """Classify one stream record (either shape) of ``table``."""
     event_id = record.get("eventID")
     where = f"stream record {event_id or '?'}"
@@ -262,7 +268,7 @@ def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
             owner, unique = matched[0].cls, matched[1]
         return Change(kind, owner, "guard", field=unique, **common)
     cls = table.entities.get(type_name) if type_name is not None else None
-    spec: EntitySpec | None = getattr(cls, "__dynaorm_spec__", None) if cls else None
+    spec: Any = getattr(cls, "__dynaorm_spec__", None) if cls else None
     if type_name is None and pk is not None:
         spec = _match_row(table, pk, sk)
     if spec is None:
@@ -274,10 +280,10 @@ def parse_change(table: Table, record: Mapping[str, Any]) -> Change:
         if parsed is not None:
             version = parsed[0]
             role = "latest" if version == 0 else "version"
-    return Change(kind, spec.cls, role, version=version, _spec=spec, **common)
+    return Change(kind, spec.cls, role, version=version, **common)
 
 
-def iter_changes(table: Table, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
+def iter_changes(table: StreamTable, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
                  ) -> Iterator[Change]:
     """Classify each record; ``records`` may also be the whole event or GetRecords output
     (a mapping with ``"Records"``)."""

@@ -6,15 +6,12 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from dynaorm.errors import DynaormError, RequestError
+from dynaorm.model.streams import Change, iter_changes
 from dynaorm.transport.events import RequestEvent
 from dynaorm.transport.sync import Transport
-
-if TYPE_CHECKING:
-    from dynaorm.model.entity import Entity
-    from dynaorm.model.streams import Change
 
 __all__ = ["GSI", "LSI", "Table"]
 
@@ -135,7 +132,7 @@ class Table:
                                 or ttl == type_attribute):
             raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
                                f"got {ttl!r}")
-        self.entities: dict[str, type[Entity]] = {}
+        self.entities: dict[str, type[Any]] = {}  # the Entity classes, by type name
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._transport = transport
         if transport is not None:
@@ -180,7 +177,7 @@ class Table:
         return self
 
     # -- entity registry -----------------------------------------------------------
-    def register(self, entity: type[Entity], type_name: str) -> None:
+    def register(self, entity: type[Any], type_name: str) -> None:
         """Record ``entity`` under ``type_name`` (called when an entity class is defined)."""
         other = self.entities.get(type_name)
         if other is not None and other.__qualname__ != entity.__qualname__:
@@ -333,8 +330,6 @@ class Table:
                 ) -> Iterator[Change]:
         """Classify DynamoDB Streams records of this table (a Lambda event's
         ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
-        from dynaorm.model.streams import iter_changes
-
         return iter_changes(self, records)
 
     def delete(self, wait: float = 300.0) -> None:

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dynaorm._types import Item
 from dynaorm.errors import InvalidValueError
 
-if TYPE_CHECKING:
-    from dynaorm.model.spec import EntitySpec
-
-__all__ = ["Stamps", "apply_stamps", "declare_timestamps", "encode_ttl", "expired", "now",
-           "stamped", "stamps"]
+__all__ = ["Stamps", "Timestamped", "apply_stamps", "declare_timestamps", "encode_ttl",
+           "expired", "now", "stamped", "stamps"]
 
 
 def now() -> datetime:
@@ -50,7 +47,14 @@ def declare_timestamps(cls: type[Any], raw: Any) -> None:
 Stamps = tuple[tuple[str, datetime], ...]
 
 
-def stamps(obj: Any, spec: EntitySpec, *, insert: bool,
+class Timestamped(Protocol):
+    """What :func:`stamps` reads of an entity's spec: its ``(created, updated)`` fields."""
+
+    @property
+    def timestamps(self) -> tuple[str | None, str | None]: ...
+
+
+def stamps(obj: Any, spec: Timestamped, *, insert: bool,
            when: datetime | None = None) -> Stamps:
     """The timestamps a write of ``obj`` sets, as ``(field, value)`` pairs (``insert``:
     also the created one when it has none yet). Nothing is changed on ``obj``: a commit

@@ -14,8 +14,9 @@ from typing import Any
 
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.keys import key_order
+from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
-from dynaorm.model.spec import LATEST_PREFIX, VERSION_WIDTH, EntitySpec, IndexKeys, history_sk
+from dynaorm.model.spec import EntitySpec, IndexKeys
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "widen"]
@@ -90,45 +91,10 @@ def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, A
     return (pk.render(fields, spec.name),)
 
 
-#: plans of the common query, per (spec, index, field names, latest): see plan_keys
-_FIXED: dict[tuple[int, str | None, tuple[str, ...], bool],
-             tuple[EntitySpec, KeyTemplate, KeyPlan]] = {}
-_FIXED_MAX = 1024
-
-
 def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
               cond: SortCondition | None, *, latest: bool = False,
               history: bool = False, shard: int | None = None) -> KeyPlan:
     """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``."""
-    if cond is not None or history or shard is not None:
-        return _plan_keys(spec, index, fields, cond, latest, history, shard)
-    # The common query names partition-key fields only: then everything but the partition
-    # value depends on the field *names* alone (their checks passed; the sort-key part is
-    # constant), so it is planned once and the partition value rendered as
-    # partition_values renders it. The last plan is reused while that value repeats.
-    cache_key = (id(spec), index, tuple(fields), latest)
-    found = _FIXED.get(cache_key)
-    if found is not None and found[0] is spec:
-        _, pk, last = found
-        pk_value = pk.render(fields, spec.name)
-        if last.pk_values[0] == pk_value:
-            return last
-        plan = KeyPlan(last.index, last.pk_attr, last.sk_attr, (pk_value,), last.sk_op,
-                       last.sk_values, last.exclude, last.history_base)
-        _FIXED[cache_key] = (spec, pk, plan)
-        return plan
-    plan = _plan_keys(spec, index, fields, cond, latest, history, shard)
-    pk, sk = _templates(spec, index)[:2]
-    if SHARD_FIELD not in pk.fields and not (sk is not None and set(fields) & set(sk.fields)):
-        if len(_FIXED) >= _FIXED_MAX:
-            _FIXED.clear()
-        _FIXED[cache_key] = (spec, pk, plan)
-    return plan
-
-
-def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-               cond: SortCondition | None, latest: bool, history: bool,
-               shard: int | None) -> KeyPlan:
     pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
     unknown = set(fields) - set(pk.fields) - set(sk.fields if sk else ())
     if SHARD_FIELD in fields or unknown:

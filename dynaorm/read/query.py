@@ -13,20 +13,17 @@ from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_av
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
-from dynaorm.read.terminals import DEFAULT_PAGE_SIZE, Page, ReadBase
+from dynaorm.read.terminals import ReadBase
 
 if TYPE_CHECKING:
     from dynaorm.transport.sync import Transport
 
-__all__ = ["DEFAULT_PAGE_SIZE", "Page", "Query"]
+__all__ = ["Query"]
 
 T = TypeVar("T", bound=Entity)
-#: a query request's skeleton -> (request without placeholders, names, value placeholders)
-_SKELETONS: dict[tuple[Any, ...], tuple[dict[str, Any], dict[str, str], tuple[str, ...]]] = {}
-_SKELETONS_MAX = 1024
 
 
-@dataclass(frozen=True, eq=False, init=False)
+@dataclass(frozen=True, eq=False)
 class Query(ReadBase[T]):
     """A query over one partition (or all shards of one). Build with ``Session.query``."""
 
@@ -45,21 +42,6 @@ class Query(ReadBase[T]):
     _history: bool = False
     _shard: int | None = None
     _plan_cache: list[KeyPlan] = field(default_factory=list, compare=False)
-
-    def __init__(self, _transport: Transport, _entities: tuple[type[T], ...],
-                 _fields: Mapping[str, Any], _index: str | None = None,
-                 _cond: SortCondition | None = None, _reverse: bool = False,
-                 _limit: int | None = None, _page_size: int | None = None,
-                 _consistent: bool = False, _filter: Condition | None = None,
-                 _history: bool = False, _shard: int | None = None,
-                 _plan_cache: list[KeyPlan] | None = None) -> None:
-        # The dataclass's own __init__ (init=False above), fields set in one dict update:
-        # a frozen dataclass sets each through object.__setattr__ (~1 us a query).
-        self.__dict__.update(
-            _transport=_transport, _entities=_entities, _fields=_fields, _index=_index,
-            _cond=_cond, _reverse=_reverse, _limit=_limit, _page_size=_page_size,
-            _consistent=_consistent, _filter=_filter, _history=_history, _shard=_shard,
-            _plan_cache=[] if _plan_cache is None else _plan_cache)
 
     # -- builders ------------------------------------------------------------------
     def _with(self, **changes: Any) -> Query[T]:
@@ -144,31 +126,6 @@ class Query(ReadBase[T]):
                                    "ScanIndexForward": not self._reverse}
         if plan.index is not None:  # the query's index, or Meta.history_index for history
             request["IndexName"] = plan.index
-        return request
-
-    def _plain_request(self, i: int) -> dict[str, Any] | None:
-        # A request's text, names and placeholders depend on the plan's attributes and
-        # operator alone, not on its key values: rendered once per such skeleton (by
-        # _source itself), then the values filled in (~2.2 -> ~0.8 us a query).
-        plan = self._plan()
-        table = spec_of(self._entities[0]).table.name
-        skeleton = (table, plan.index, plan.pk_attr, plan.sk_attr, plan.sk_op,
-                    len(plan.sk_values), self._reverse, self._consistent)
-        found = _SKELETONS.get(skeleton)
-        if found is None:
-            ph = Placeholders()
-            request = self._source(i, ph)
-            if self._consistent:
-                request["ConsistentRead"] = True
-            if len(_SKELETONS) >= _SKELETONS_MAX:
-                _SKELETONS.clear()
-            _SKELETONS[skeleton] = (dict(request), dict(ph.names), tuple(ph.values))
-            return ph.apply(request)
-        base, names, values = found
-        request = base.copy()
-        request["ExpressionAttributeNames"] = names.copy()
-        request["ExpressionAttributeValues"] = dict(zip(  # noqa: B905 (one value each)
-            values, map(key_av, (plan.pk_values[i], *plan.sk_values))))
         return request
 
     def _fixed(self, i: int) -> dict[str, Any]:

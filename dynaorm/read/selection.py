@@ -23,7 +23,8 @@ from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
-from dynaorm.model.spec import LATEST_PREFIX, EntitySpec, parse_version_sk
+from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
+from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired

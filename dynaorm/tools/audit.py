@@ -39,17 +39,19 @@ from dynaorm.model.codec import decode_item
 from dynaorm.model.entity import spec_of
 from dynaorm.model.expressions import Condition, Placeholders, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_av, key_value
-from dynaorm.model.spec import EntitySpec, UniqueRule, parse_version_sk, version_sk
-from dynaorm.model.table import Table
-from dynaorm.model.templates import SHARD_FIELD
-from dynaorm.write.planner import (
+from dynaorm.model.rows import (
     GUARD_TYPE,
     OWNER_PK,
     OWNER_SK,
     OWNER_TYPE,
     UNIQUE_FIELD,
-    guard_item,
+    parse_version_sk,
+    version_sk,
 )
+from dynaorm.model.spec import EntitySpec, UniqueRule
+from dynaorm.model.table import Table
+from dynaorm.model.templates import SHARD_FIELD
+from dynaorm.write.guards import guard_item
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items"]
 

@@ -24,11 +24,10 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.keys import key_value
-from dynaorm.model.spec import parse_version_sk, version_sk
+from dynaorm.model.rows import GUARD_TYPE, parse_version_sk, version_sk
 from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
 from dynaorm.tools.audit import Key, Problem, Repair, _Auditor, problem_order, repair
-from dynaorm.write.planner import GUARD_TYPE
 
 __all__ = ["CheckResult", "CheckpointError", "ProgressBar", "audit_page", "check_table",
            "item_count", "progress_line"]

@@ -188,7 +188,7 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
         if not table.entities:
             lines += ["  (no entities registered)", ""]
         for cls in table.entities.values():
-            spec: EntitySpec = cls.__dynaorm_spec__  # type: ignore[assignment]
+            spec: EntitySpec = cls.__dynaorm_spec__
             lines.append(f"{spec.name}")
             lines += describe_entity(spec)
             lines.append("")

@@ -9,22 +9,18 @@ Pure: builds :class:`~dynaorm.model.expressions.Condition` trees and conditioned
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.model.codec import encode_value
 from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, rename_paths
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import encode_ttl
-from dynaorm.write.render import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-
-if TYPE_CHECKING:
-    from dynaorm.write.planner import Staged
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.staged import DeleteEntry, SaveEntry
 
 __all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
 
-#: an Origin with every field given, built as the tuple it is (see compile._new_tuple)
-_new_tuple = tuple.__new__
 
 
 def unchanged(spec: EntitySpec, old: Mapping[str, Any],
@@ -53,7 +49,8 @@ def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]
     return conds
 
 
-def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -> list[Op]:
+def with_condition(ops: list[Op], entry: SaveEntry | DeleteEntry, spec: EntitySpec,
+                   index: int) -> list[Op]:
     """AND the caller's ``condition=`` into the action on the entity's own row (the first
     row/latest-copy action: the delete of the old row when the key moves). With nothing to
     write, the condition is still checked (a ConditionCheck)."""
@@ -65,16 +62,15 @@ def with_condition(ops: list[Op], entry: Staged, spec: EntitySpec, index: int) -
         o = op.origin
         if o.role in (Role.ROW, Role.LATEST):
             fail = o.fail if op.condition is not None else Fail.CALLER
-            origin = _new_tuple(Origin, (o.entity, o.owner_key, o.role, fail, o.field, o.value,
-                                         o.staged, caller))
+            origin = o._replace(fail=fail, caller=caller)
             cond = caller if op.condition is None else all_of([op.condition, caller])
             assert cond is not None
             ops[i] = conditioned(op, cond, origin)
             return ops
     state = entry.obj._dynaorm_state
     key = state.key if state is not None else spec.primary_key(entry.obj.__dict__)
-    origin = _new_tuple(Origin, (spec.cls, key, Role.ROW, Fail.CALLER, None, None, index,
-                                 caller))
+    origin = Origin(entity=spec.cls, owner_key=key, role=Role.ROW, fail=Fail.CALLER,
+                    staged=index, caller=caller)
     return [*ops, ConditionCheck(key, caller, origin)]
 
 

@@ -10,17 +10,14 @@ from typing import Any, NamedTuple
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.model.expressions import Condition, all_of, raw_eq
+from dynaorm.model.rows import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.model.spec import EntitySpec, UniqueRule
-from dynaorm.write.limits import MAX_SORT_KEY_BYTES, plain_key_value
-from dynaorm.write.render import Origin, Put
+from dynaorm.write.limits import plain_key_value
+from dynaorm.write.records import Origin, Put
+from dynaorm.write.sizes import MAX_SORT_KEY_BYTES
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "guard_item",
-           "guard_key", "guard_put", "owned_by"]
+__all__ = ["guard_item", "guard_key", "guard_put", "owned_by"]
 
-#: the attributes of a guard item naming its owner row and the field it guards
-OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
-#: a guard item's type attribute value
-GUARD_TYPE = "dynaorm:unique"
 
 
 class _Layout(NamedTuple):

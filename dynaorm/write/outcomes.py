@@ -45,7 +45,8 @@ from dynaorm.errors import (
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
 from dynaorm.transport.events import Reason
-from dynaorm.write.render import Delete, Fail, Op, Put, Update, WritePlan
+from dynaorm.write.records import Delete, Fail, Op, Put, Update
+from dynaorm.write.render import WritePlan
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "resolve", "unknown_batch",
            "written_by"]

@@ -9,68 +9,27 @@ transaction fail rather than leave the table inconsistent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, UniqueConstraintError
-from dynaorm.model.entity import Entity, encode_entity, spec_of
-from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
-from dynaorm.model.spec import EntitySpec, history_sk, parse_version_sk, version_sk
+from dynaorm.model.entity import encode_entity, spec_of
+from dynaorm.model.expressions import all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.rows import history_sk, parse_version_sk, version_sk
+from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
-from dynaorm.write.guards import (
-    GUARD_TYPE,
-    OWNER_PK,
-    OWNER_SK,
-    OWNER_TYPE,
-    UNIQUE_FIELD,
-    guard_item,
-    guard_key,
-    guard_put,
-    owned_by,
-)
-from dynaorm.write.render import Delete, Fail, Op, Origin, Put, Role, Update, WritePlan, put_size
+from dynaorm.write.guards import guard_key, guard_put, owned_by
+from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.render import WritePlan, put_size
 from dynaorm.write.sizes import item_size
+from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Outcome",
-           "Staged", "compile_commit", "guard_item", "guard_key", "owned_by"]
-
-
-#: a NamedTuple (Origin, Outcome) with every field given, built as the tuple it is: its
-#: own __new__ fills defaults in Python, ~0.4 us more, paid per action or object written
-_new_tuple = tuple.__new__
+__all__ = ["compile_commit", "plan_delete", "plan_save"]
 
 
-class Staged(NamedTuple):
-    """One staged unit of work: a save or a delete of one object (or, with ``action``
-    "update"/"check", a :class:`StagedAction` such as ``s.update()``'s)."""
-
-    obj: Entity
-    action: Literal["save", "delete", "update", "check"]
-    overwrite: bool = False
-    history: bool = False
-    condition: Condition | None = None  # the caller's own condition (``condition=``)
-    #: an insert of a versioned entity whose kept history ends at this version continues it
-    after_version: int = 0
-
-
-class StagedAction(Protocol):
-    """A staged action that plans itself (``s.update()``, ``s.check()``)."""
-
-    def _plan_ops(self, state: InstanceState | None,
-                 index: int) -> tuple[list[Op], Outcome | None]: ...
-
-
-class Outcome(NamedTuple):
-    """What an object becomes if the commit succeeds (``state=None``: deleted)."""
-
-    obj: Entity
-    state: InstanceState | None
-    version: int | None = None
-    #: ``Meta.timestamps`` the write set: ``(field, value)`` pairs, put on ``obj`` on success
-    stamps: tuple[tuple[str, Any], ...] = ()
 
 
 class _Builder:
@@ -84,10 +43,8 @@ class _Builder:
 
     def origin(self, role: Role, fail: Fail, field: str | None = None,
                value: Any = None) -> Origin:
-        # Origin(...) with every field given, built as the tuple it is: a NamedTuple's
-        # own __new__ (defaults filled in Python) costs about 0.4 us more, once per action
-        return _new_tuple(Origin, (self.spec.cls, self.owner, role, fail, field, value,
-                                   self.index, None))
+        return Origin(entity=self.spec.cls, owner_key=self.owner, role=role, fail=fail,
+                      field=field, value=value, staged=self.index)
 
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
                old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
@@ -131,14 +88,15 @@ def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     return row
 
 
-def plan_save(entry: Staged, state: InstanceState | None, index: int) -> tuple[list[Op], Outcome]:
+def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
+              ) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_save(entry, state, index)
     if entry.condition is None or (ops and ops[0].origin.caller is not None):
         return ops, outcome  # (an update of the row itself carries it already)
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 
-def _plan_save(entry: Staged, state: InstanceState | None, index: int
+def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                ) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
@@ -166,7 +124,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
                              put_size(spec.cls, key, item)))
         b.guards(None, values, None, key)
         written_state = Written(spec, key, item, values, version)
-        return b.ops, _new_tuple(Outcome, (obj, written_state, version, pairs))
+        return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
 
     old_values, old_item = stored_values(spec, state)
     old_key = state.key
@@ -195,7 +153,7 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
         to_set, to_remove = changed_attributes(old_item, item)
         touched = to_set.keys() | to_remove
         if not touched:
-            return [], Outcome(obj, Written(spec, key, item, values), None)
+            return [], Outcome(obj, Written(spec, key, item, values))
         depends = set(unique_fields)
         if spec.indexes:
             for attr in touched:
@@ -218,8 +176,8 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             caller = rename_paths(caller, spec.renames)
             assert cond is not None
             cond = all_of([cond, caller])
-        origin = _new_tuple(Origin, (spec.cls, old_key, Role.ROW, Fail.GONE, None, None,
-                                     index, caller))
+        origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=Fail.GONE,
+                        staged=index, caller=caller)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, origin, put_size(spec.cls, key, item)))
         else:
@@ -236,12 +194,12 @@ def _plan_save(entry: Staged, state: InstanceState | None, index: int
             written = Written(spec, key, item, values)
             if type(state) is Written:  # (a loaded item is not the diff's base: unknown)
                 written.size = known_size + item_size(to_set)
-            return b.ops, _new_tuple(Outcome, (obj, written, None, pairs))
+            return b.ops, Outcome(obj, written, stamps=pairs)
     b.guards(old_values, values, old_key, key)
-    return b.ops, _new_tuple(Outcome, (obj, Written(spec, key, item, values), None, pairs))
+    return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 
 
-def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState,
+def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                            old_values: Mapping[str, Any], old_item: Item,
                            index: int) -> tuple[list[Op], Outcome]:
     obj = entry.obj
@@ -252,7 +210,7 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
                            f"({state.key} -> {key}); delete it and save a new one")
     if encode_entity(obj, spec, n) == old_item:
-        return [], Outcome(obj, state, n)
+        return [], Outcome(obj, state, version=n)
     pairs = stamps(obj, spec, insert=False)
     written = stamped(obj, pairs)
     values = written.__dict__
@@ -266,16 +224,17 @@ def _plan_versioned_update(entry: Staged, spec: EntitySpec, state: InstanceState
                    *unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
-    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), n + 1, pairs)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
+                          stamps=pairs)
 
 
-def plan_delete(entry: Staged, state: InstanceState | None, index: int
+def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
                 ) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_delete(entry, state, index)
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 
-def _plan_delete(entry: Staged, state: InstanceState | None, index: int
+def _plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome]:
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:  # a plain entity never loaded: delete by key, it must exist
@@ -309,7 +268,7 @@ def _item_id(key: PlainKey) -> tuple[Any, ...]:
     return tuple(sorted(key.items()))
 
 
-def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | None]]
+def compile_commit(table: str, entries: Sequence[tuple[Entry, InstanceState | None]]
                    ) -> tuple[WritePlan, list[Outcome]]:
     """Plan a whole commit. Raises before anything is sent when the plan is impossible.
 
@@ -319,15 +278,16 @@ def compile_commit(table: str, entries: Sequence[tuple[Staged, InstanceState | N
     outcomes: list[Outcome] = []
     at: dict[tuple[Any, ...], int] = {}
     for index, (entry, state) in enumerate(entries):
-        if entry.action in ("update", "check"):
-            action: StagedAction = entry.obj  # type: ignore[assignment]
-            entry_ops, maybe = action._plan_ops(state, index)
+        if isinstance(entry, SaveEntry):
+            entry_ops, outcome = plan_save(entry, state, index)
+            outcomes.append(outcome)
+        elif isinstance(entry, DeleteEntry):
+            entry_ops, outcome = plan_delete(entry, state, index)
+            outcomes.append(outcome)
+        else:  # s.update(), s.check(): the action plans itself
+            entry_ops, maybe = entry._plan_ops(state, index)
             if maybe is not None:
                 outcomes.append(maybe)
-        else:
-            planner = plan_save if entry.action == "save" else plan_delete
-            entry_ops, outcome = planner(entry, state, index)
-            outcomes.append(outcome)
         for op in entry_ops:
             if not ops:  # the first action: nothing to merge with (identified lazily)
                 ops.append(op)

@@ -1,13 +1,13 @@
 """The write actions a plan is made of: frozen records of one write each (a Put, an
 Update, a Delete or a ConditionCheck), with the :class:`Origin` that says why it is there.
 
-Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them (and re-exports them).
+Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -63,17 +63,6 @@ class Put:
     #: takes it instead of scanning the item again; -1: unknown, the gate scans it
     size: int = field(default=-1, compare=False, repr=False)
 
-    def __init__(self, key: PlainKey, item: Item, condition: Condition | None,
-                 origin: Origin, size: int = -1) -> None:
-        # the frozen dataclass's own __init__ sets each field with object.__setattr__ (a
-        # lookup by name per field); the slots' own setters skip it: ~0.2 us less per
-        # action built, the same object (the dataclass keeps an __init__ it is given)
-        _PUT_SET[0](self, key)
-        _PUT_SET[1](self, item)
-        _PUT_SET[2](self, condition)
-        _PUT_SET[3](self, origin)
-        _PUT_SET[4](self, size)
-
 
 @dataclass(frozen=True, slots=True)
 class Update:
@@ -96,20 +85,6 @@ class Update:
     #: keep the item after the update within 400 KB.
     known_size: int = field(default=-1, compare=False, repr=False)
 
-    def __init__(self, key: PlainKey, set: Item, remove: tuple[str, ...],
-                 condition: Condition | None, origin: Origin,
-                 clauses: tuple[tuple[str, str, AttributeValue | None], ...] = (),
-                 known: Item | None = None, known_size: int = -1) -> None:
-        # (see Put.__init__)
-        _UPDATE_SET[0](self, key)
-        _UPDATE_SET[1](self, set)
-        _UPDATE_SET[2](self, remove)
-        _UPDATE_SET[3](self, condition)
-        _UPDATE_SET[4](self, origin)
-        _UPDATE_SET[5](self, clauses)
-        _UPDATE_SET[6](self, known)
-        _UPDATE_SET[7](self, known_size)
-
 
 @dataclass(frozen=True, slots=True)
 class Delete:
@@ -130,12 +105,3 @@ class ConditionCheck:
 
 
 Op = Put | Update | Delete | ConditionCheck
-
-
-def _slot_setters(cls: type[Any]) -> tuple[Any, ...]:
-    """The setters of a slots dataclass's fields, in field order (see Put.__init__)."""
-    return tuple(cls.__dict__[f.name].__set__ for f in fields(cls))
-
-
-_PUT_SET = _slot_setters(Put)
-_UPDATE_SET = _slot_setters(Update)

@@ -21,26 +21,19 @@ from dynaorm.model.expressions import (
     static_condition,
 )
 from dynaorm.model.keys import wire_key
-from dynaorm.write.limits import (
+from dynaorm.write.limits import check_item, check_size, check_values, plain_key_value
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.sizes import (
     MAX_ITEM_BYTES,
-    check_item,
-    check_size,
-    check_values,
     common_values,
     item_size,
     plain_item_size,
-    plain_key_value,
     updated_item,
     value_size,
 )
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
-__all__ = [
-    "MAX_ACTIONS", "MAX_ITEM_BYTES", "MAX_REQUEST_BYTES", "ConditionCheck", "Delete", "Fail",
-    "Op", "Origin", "Put", "Role", "Update", "WritePlan", "check_batch_delete",
-    "check_batch_put", "check_read_key", "check_write",
-    "item_size", "key_roles", "put_size", "value_size",
-]
+__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
+           "check_read_key", "check_write", "key_roles", "put_size"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -211,7 +204,6 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
 
 
 _NO_AV: AttributeValue = {}
-_new_tuple = tuple.__new__
 
 
 def check_write(op: Op) -> int:
@@ -310,15 +302,14 @@ def _condition_size(op: Op, entity: str) -> int:
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
     """:func:`check_write` of a bulk put (``save_many``)."""
-    # (the Origin built as the tuple it is, every field given: see compile._new_tuple)
-    return check_write(Put(key, item, None, _new_tuple(Origin, (
-        entity, key, Role.ROW, Fail.EXISTS, None, None, 0, None))))
+    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.EXISTS)
+    return check_write(Put(key, item, None, origin))
 
 
 def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     """:func:`check_write` of a bulk delete (``delete_many``)."""
-    return check_write(Delete(key, None, _new_tuple(Origin, (
-        entity, key, Role.ROW, Fail.GONE, None, None, 0, None))))
+    origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.GONE)
+    return check_write(Delete(key, None, origin))
 
 
 def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:

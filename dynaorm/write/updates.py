@@ -40,8 +40,9 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
 from dynaorm.write.outcomes import Read, Reading
-from dynaorm.write.planner import Outcome, Staged, plan_save
-from dynaorm.write.render import ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.write.planner import plan_save
+from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.write.staged import Outcome, SaveEntry
 
 __all__ = ["StagedCheck", "StagedUpdate"]
 
@@ -380,7 +381,7 @@ class StagedUpdate(Generic[T]):
             if self._spec.versioned:
                 values["version"] = state.version or 0
         obj = cls.model_validate(values)
-        entry = Staged(obj, "save", condition=self._where, after_version=self._after_version)
+        entry = SaveEntry(obj, condition=self._where, after_version=self._after_version)
         ops, outcome = plan_save(entry, state, index)
         # the item was read (or found missing): any other outcome means it changed since
         ops = [replace(op, origin=op.origin._replace(fail=Fail.CONCURRENT))

@@ -15,13 +15,14 @@ import pytest
 
 from dynaorm import F, InvalidValueError
 from dynaorm.model.entity import Entity
-from dynaorm.write.planner import Staged, compile_commit
+from dynaorm.write.planner import compile_commit
+from dynaorm.write.staged import SaveEntry
 from tests.support.models import Audit, Note, User
 
 T = "dynaorm-tests"
 
 
-def _commit(entry: Staged) -> None:
+def _commit(entry: SaveEntry) -> None:
     """Plan ``entry`` and apply its outcome as a successful commit does."""
     _, outcomes = compile_commit(T, [(entry, entry.obj._dynaorm_state)])
     for outcome in outcomes:
@@ -31,7 +32,7 @@ def _commit(entry: Staged) -> None:
 
 
 def _requests(obj: Entity, **staged: Any) -> list[Any]:
-    plan, _ = compile_commit(T, [(Staged(obj, "save", **staged), obj._dynaorm_state)])
+    plan, _ = compile_commit(T, [(SaveEntry(obj, **staged), obj._dynaorm_state)])
     return [plan.transaction_request("tok")] if len(plan.ops) > 1 else (
         [plan.single_request()] if plan.ops else [])
 
@@ -69,8 +70,8 @@ def test_a_committed_state_plans_like_a_loaded_one(
         make: Callable[[], Entity], change: Callable[[Any], None],
         staged: dict[str, Any]) -> None:
     obj = make()
-    _commit(Staged(obj, "save"))
-    _commit(Staged(obj, "save"))  # a second write plans from the state the first left
+    _commit(SaveEntry(obj))
+    _commit(SaveEntry(obj))  # a second write plans from the state the first left
     loaded = _reloaded(obj)
     change(obj)
     change(loaded)
@@ -79,9 +80,9 @@ def test_a_committed_state_plans_like_a_loaded_one(
 
 def test_the_guard_released_is_the_value_last_written() -> None:
     obj = User(user_id="u1", username="ann", email="a@x.io")
-    _commit(Staged(obj, "save"))
+    _commit(SaveEntry(obj))
     obj.username = "cat"
-    _commit(Staged(obj, "save"))
+    _commit(SaveEntry(obj))
     loaded = _reloaded(obj)
     assert isinstance(loaded, User)
     obj.username = loaded.username = "bob"
@@ -106,13 +107,14 @@ def _number_size_by_decimal(text: str) -> int:
     "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
     "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
 def test_an_integer_is_sized_like_any_number(text: str) -> None:
-    from dynaorm.write.limits import number_size
+    from dynaorm.write.sizes import number_size
     assert number_size(text) == _number_size_by_decimal(text)
 
 
 def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() -> None:
     from dynaorm import InvalidValueError, KeyTemplateError
-    from dynaorm.write.render import Fail, Origin, Put, Role, check_write
+    from dynaorm.write.records import Fail, Origin, Put, Role
+    from dynaorm.write.render import check_write
 
     def put(item: dict[str, Any], key: dict[str, str]) -> Put:
         return Put(key, item, None, Origin(Note, key, Role.ROW, Fail.EXISTS))
@@ -151,7 +153,8 @@ ITEMS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
-    from dynaorm.write.limits import check_item, item_size
+    from dynaorm.write.limits import check_item
+    from dynaorm.write.sizes import item_size
     roles = {"pk": "partition", "sk": "sort"}
     key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
@@ -243,7 +246,8 @@ def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str
     """render_op's shortcut (text and names whole from the cache) gives the same body,
     key order included, as rendering through Placeholders."""
     from dynaorm.model.expressions import Placeholders, exists, not_exists
-    from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, render_op
+    from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role
+    from dynaorm.write.render import render_op
     key = {"pk": "A#1", "sk": "B"}
     origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
     for cond in (exists(path), not_exists(path)):
@@ -324,7 +328,8 @@ def test_the_retry_protocol_never_resends_what_may_have_been_applied_and_accumul
 def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
         username: str, email: str) -> None:
     from dynaorm.write.planner import plan_save
-    from dynaorm.write.render import Put, check_write
+    from dynaorm.write.records import Put
+    from dynaorm.write.render import check_write
 
     def gate(op: Any) -> Any:
         try:
@@ -333,10 +338,10 @@ def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
             return type(exc), str(exc)
 
     obj = User(user_id="u1", username="zed", email="z@x.io")
-    _commit(Staged(obj, "save"))  # a second plan moves guards (conditioned on the owner)
+    _commit(SaveEntry(obj))  # a second plan moves guards (conditioned on the owner)
     obj.username, obj.email = username, email
-    for entry in (Staged(User(user_id="u2", username=username, email=email), "save"),
-                  Staged(obj, "save")):
+    for entry in (SaveEntry(User(user_id="u2", username=username, email=email)),
+                  SaveEntry(obj)):
         try:
             ops, _ = plan_save(entry, entry.obj._dynaorm_state, 0)
         except Exception as exc:  # refused while planning: not by the gate
@@ -354,27 +359,27 @@ def test_a_guard_sized_where_it_is_built_passes_the_gate_as_the_long_way(
 
 def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exactly() -> None:
     from dynaorm import ItemTooLargeError
-    from dynaorm.write.limits import item_size
-    from dynaorm.write.render import Update
+    from dynaorm.write.records import Update
+    from dynaorm.write.sizes import item_size
 
     obj = Note(note_id="n1", body="a" * 150_000)
-    _commit(Staged(obj, "save"))
+    _commit(SaveEntry(obj))
     loaded = _reloaded(obj)  # a loaded item: sized once by the planner
     assert isinstance(loaded, Note)
     obj = loaded
     for body in ("b" * 150_000, "c" * 150_000, "d" * 150_000, "e"):
         obj.body = body  # the bound grows past 400 KB: the gate then sizes exactly
-        plan, _ = compile_commit(T, [(Staged(obj, "save", condition=F("body") != "z"),
+        plan, _ = compile_commit(T, [(SaveEntry(obj, condition=F("body") != "z"),
                                       obj._dynaorm_state)])
         (op,) = plan.ops
         assert isinstance(op, Update) and op.known is not None
         assert op.known_size >= item_size(op.known)
-        _commit(Staged(obj, "save"))
+        _commit(SaveEntry(obj))
     obj.tags = ["t" * 200_000]  # 200 KB more than the stored item: 1 + 200 KB fits
-    _commit(Staged(obj, "save"))
+    _commit(SaveEntry(obj))
     obj.body = "f" * 250_000  # with the stored tags, the item after is too large
     with pytest.raises(ItemTooLargeError, match="item after the update"):
-        compile_commit(T, [(Staged(obj, "save"), obj._dynaorm_state)])
+        compile_commit(T, [(SaveEntry(obj), obj._dynaorm_state)])
 
 
 @pytest.mark.parametrize("value", ["u1", "a#b", "", 7, None, "ü", "x" * 2000])
@@ -409,16 +414,16 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
 
     obj: Entity = Player(player_id="p1", full_name="A", email="a@x") if renamed else (
         Note(note_id="n1", body="a"))
-    _commit(Staged(obj, "save"))
+    _commit(SaveEntry(obj))
     if renamed:
         obj.full_name = "B"  # type: ignore[attr-defined]
     else:
         obj.body = "b"  # type: ignore[attr-defined]
     cond = (F("full_name" if renamed else "body") == "x") & F("note_id").exists()
-    entry = Staged(obj, "save", overwrite=overwrite, condition=cond)
+    entry = SaveEntry(obj, overwrite=overwrite, condition=cond)
     state = obj._dynaorm_state
     direct, _ = plan_save(entry, state, 0)
-    plain, _ = _plan_save(Staged(obj, "save", overwrite=overwrite), state, 0)
+    plain, _ = _plan_save(SaveEntry(obj, overwrite=overwrite), state, 0)
     long_way = with_condition(plain, entry, spec_of(type(obj)), 0)
     assert [WritePlan(T, (op,)).single_request() for op in direct] == [
         WritePlan(T, (op,)).single_request() for op in long_way]

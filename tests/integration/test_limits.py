@@ -23,15 +23,8 @@ from dynaorm import (
     Session,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.write.limits import (
-    MAX_NESTING,
-    item_size,
-    number_problem,
-    number_size,
-    updated_item,
-    value_problem,
-    value_size,
-)
+from dynaorm.write.limits import number_problem, value_problem
+from dynaorm.write.sizes import MAX_NESTING, item_size, number_size, updated_item, value_size
 from tests.conftest import engine_of
 from tests.support.models import app
 from tests.support.recording import Requests
@@ -315,17 +308,8 @@ def _encoded(obj: VDoc) -> dict[str, Any]:
 
 
 def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
-    from dynaorm.write.render import (
-        ConditionCheck,
-        Delete,
-        Fail,
-        Origin,
-        Put,
-        Role,
-        Update,
-        WritePlan,
-        key_roles,
-    )
+    from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
+    from dynaorm.write.render import WritePlan, key_roles
     assert key_roles(VDoc, {}) == {"pk": "partition", "sk": "sort", "gsi1pk": "partition",
                                    "gsi1sk": "sort", "gsi2pk": "partition",
                                    "gsi2sk": "sort", "lsi1sk": "sort"}
@@ -357,12 +341,14 @@ def test_a_row_put_sized_where_it_is_planned_matches_the_gate() -> None:
     what check_item answers for the item, and an item it cannot answer is left unsized,
     for the gate to check the long way (and refuse what DynamoDB would refuse)."""
     from dynaorm.write.limits import check_item
-    from dynaorm.write.planner import Staged, compile_commit
-    from dynaorm.write.render import Put, check_write, key_roles
+    from dynaorm.write.planner import compile_commit
+    from dynaorm.write.records import Put
+    from dynaorm.write.render import check_write, key_roles
+    from dynaorm.write.staged import SaveEntry
 
     roles = key_roles(VDoc, {})
 
-    plan, _ = compile_commit("t", [(Staged(VDoc(doc="d1", text="plain"), "save"), None)])
+    plan, _ = compile_commit("t", [(SaveEntry(VDoc(doc="d1", text="plain")), None)])
     (put,) = plan.ops
     assert isinstance(put, Put)
     assert put.size == check_item(put.item, entity="VDoc", key=put.key, key_roles=roles) > 0
@@ -371,7 +357,7 @@ def test_a_row_put_sized_where_it_is_planned_matches_the_gate() -> None:
                 VDoc(doc="d4", rank="r" * 1025)):  # not plain strings / a key too long
         plan_or_error: Any
         try:
-            plan_or_error, _ = compile_commit("t", [(Staged(doc, "save"), None)])
+            plan_or_error, _ = compile_commit("t", [(SaveEntry(doc), None)])
         except KeyTemplateError:
             assert doc.rank != "r"  # the gate refused the index key the long way
             continue

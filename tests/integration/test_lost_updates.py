@@ -16,7 +16,8 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
-from dynaorm.write.planner import Staged, compile_commit
+from dynaorm.write.planner import compile_commit
+from dynaorm.write.staged import SaveEntry
 from tests.support.models import Note, app
 from tests.support.update_models import Counter, Player
 from tests.system.test_concurrency import race
@@ -164,7 +165,7 @@ def test_request_size_counts_condition_values() -> None:
                              "type": {"S": "Note"}, "note_id": {"S": str(i)},
                              "body": {"S": "a" * 190_000}})
         n.body = "b" * 190_000
-        entries.append((Staged(n, "save"), n._dynaorm_state))
+        entries.append((SaveEntry(n), n._dynaorm_state))
     assert isinstance(entries[0][0].obj, Entity)
     with pytest.raises(TransactionTooLargeError):
         compile_commit(T, entries)

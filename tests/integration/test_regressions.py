@@ -15,8 +15,8 @@ from dynaorm import (
     Table,
     UniqueConstraintError,
 )
-from dynaorm.testing import TestBackend
 from dynaorm.errors import RequestError as RequestFailed
+from dynaorm.testing import TestBackend
 from tests.integration.test_session import RecordingTransport
 from tests.support.models import User, app
 

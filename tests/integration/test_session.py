@@ -24,8 +24,8 @@ from dynaorm import (
     TransactionConflictError,
     TransactionTooLargeError,
 )
-from dynaorm.testing import TestBackend
 from dynaorm.errors import RequestError as RequestFailed
+from dynaorm.testing import TestBackend
 from dynaorm.transport.events import Reason
 from dynaorm.transport.sync import Transport
 from tests.support.models import Audit, Note, User, app

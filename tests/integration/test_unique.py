@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from dynaorm import ConcurrentModificationError, Entity, Unique, UniqueConstraintError
-from dynaorm.testing import TestBackend
 from dynaorm.errors import RequestError as RequestFailed
+from dynaorm.testing import TestBackend
 from dynaorm.write.render import Put, Role
 from tests.support.models import User, app
 

@@ -21,7 +21,7 @@ from dynaorm import (
     Versioned,
 )
 from dynaorm.model.entity import spec_of
-from dynaorm.model.spec import parse_version_sk, version_sk
+from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Audit, app
 from tests.support.update_models import Doc

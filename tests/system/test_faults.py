@@ -21,7 +21,8 @@ from dynaorm import (
 from dynaorm.testing import TestBackend
 from dynaorm.transport.events import Reason
 from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
-from dynaorm.write.render import ConditionCheck, Delete, Fail, Origin, Put, Role, Update, WritePlan
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
+from dynaorm.write.render import WritePlan
 from tests.support.faults import Faults
 from tests.support.models import Audit, Note, User
 

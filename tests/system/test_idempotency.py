@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dynaorm.testing import TestBackend, use_tables
 from dynaorm.errors import RequestError as RequestFailed
+from dynaorm.testing import TestBackend, use_tables
 from tests.integration.test_session import RecordingTransport
 from tests.support.models import Note, User, app
 

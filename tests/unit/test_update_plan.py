@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from dynaorm import DynaormError, F, InvalidValueError
-from dynaorm.write.planner import Staged, compile_commit
+from dynaorm.write.planner import compile_commit
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 from tests.support.models import Note
 from tests.support.update_models import Counter, Doc, Needy, Player
@@ -18,7 +18,7 @@ CKEY = {"pk": {"S": "CTR#c1"}, "sk": {"S": "CTR"}}
 
 
 def _plan(*updates: Any) -> Any:
-    entries = [(Staged(u, "check" if isinstance(u, StagedCheck) else "update"), None)
+    entries = [(u, None)
                for u in updates]
     plan, _ = compile_commit(T, entries)
     return plan

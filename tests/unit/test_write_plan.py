@@ -10,8 +10,10 @@ import pytest
 
 from dynaorm import Entity, ItemTooLargeError, TransactionTooLargeError, Unique
 from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.write.planner import Staged, compile_commit
-from dynaorm.write.render import Delete, Put, Role, Update, WritePlan
+from dynaorm.write.planner import compile_commit
+from dynaorm.write.records import Delete, Put, Role, Update
+from dynaorm.write.render import WritePlan
+from dynaorm.write.staged import DeleteEntry, SaveEntry
 from tests.support.models import Audit, Note, User, app
 
 T = "dynaorm-tests"
@@ -39,12 +41,12 @@ def _persisted(obj: Any, version: int | None = None) -> Any:
     return type(obj)._from_item(encode_entity(obj, spec_of(type(obj)), version))
 
 
-def _request(*entries: Staged) -> dict[str, Any]:
+def _request(*entries: SaveEntry | DeleteEntry) -> dict[str, Any]:
     plan, _ = compile_commit(T, [(e, e.obj._dynaorm_state) for e in entries])
     return plan.transaction_request("tok-1")
 
 
-def _single(*entries: Staged) -> tuple[str, dict[str, Any]]:
+def _single(*entries: SaveEntry | DeleteEntry) -> tuple[str, dict[str, Any]]:
     plan, _ = compile_commit(T, [(e, e.obj._dynaorm_state) for e in entries])
     return plan.single_request()
 
@@ -89,7 +91,7 @@ USER_KEY = {"pk": {"S": "USER#u1"}, "sk": {"S": "PROFILE"}}
 # -- unique guards -------------------------------------------------------------------------
 def test_insert_user_row_then_two_guards() -> None:
     u = User(user_id="u1", username="alice", email="Alice@X.com")
-    assert _request(Staged(u, "save")) == {
+    assert _request(SaveEntry(u)) == {
         "ClientRequestToken": "tok-1",
         "TransactItems": [
             {"Put": {"TableName": T, "Item": _user_item("u1", "alice", "Alice@X.com"), **ABSENT}},
@@ -104,7 +106,7 @@ def test_insert_user_row_then_two_guards() -> None:
 def test_email_change_updates_owner_swaps_guard() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="Alice@X.com"))
     u.email = "New@X.com"
-    items = _request(Staged(u, "save"))["TransactItems"]
+    items = _request(SaveEntry(u))["TransactItems"]
     assert items == [
         {"Update": {
             "TableName": T, "Key": USER_KEY,
@@ -125,7 +127,7 @@ def test_email_change_updates_owner_swaps_guard() -> None:
 def test_case_only_email_change_keeps_guard_but_conditions_on_old_value() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="Alice@X.com"))
     u.email = "alice@x.com"  # same normalized value: same guard
-    name, req = _single(Staged(u, "save"))
+    name, req = _single(SaveEntry(u))
     assert name == "UpdateItem"
     assert req["UpdateExpression"] == "SET #n0 = :v0"
     assert req["ExpressionAttributeValues"][":v0"] == {"S": "alice@x.com"}
@@ -137,7 +139,7 @@ def test_case_only_email_change_keeps_guard_but_conditions_on_old_value() -> Non
 def test_username_change_rewrites_derived_index_key() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="a@x.com"))
     u.username = "bob"
-    items = _request(Staged(u, "save"))["TransactItems"]
+    items = _request(SaveEntry(u))["TransactItems"]
     update = items[0]["Update"]
     names = update["ExpressionAttributeNames"]
     values = update["ExpressionAttributeValues"]
@@ -152,7 +154,7 @@ def test_username_change_rewrites_derived_index_key() -> None:
 def test_unchanged_unique_values_leave_guards_untouched() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="a@x.com"))
     u.full_name = "Alice A."
-    name, req = _single(Staged(u, "save"))
+    name, req = _single(SaveEntry(u))
     assert name == "UpdateItem"
     assert req == {
         "TableName": T, "Key": USER_KEY,
@@ -170,13 +172,13 @@ def test_unchanged_unique_values_leave_guards_untouched() -> None:
 
 def test_no_change_plans_nothing() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="a@x.com"))
-    plan, _ = compile_commit(T, [(Staged(u, "save"), u._dynaorm_state)])
+    plan, _ = compile_commit(T, [(SaveEntry(u), u._dynaorm_state)])
     assert plan.ops == ()
 
 
 def test_delete_user_row_then_guards() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="a@x.com"))
-    assert _request(Staged(u, "delete"))["TransactItems"] == [
+    assert _request(DeleteEntry(u))["TransactItems"] == [
         {"Delete": {
             "TableName": T, "Key": USER_KEY,
             "ConditionExpression": "(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1)",
@@ -191,7 +193,7 @@ def test_delete_user_row_then_guards() -> None:
 
 def test_scope_and_prefix_guard_keys() -> None:
     m = PlanMember(member_id="m1", org="o1", handle="alice", code="C7")
-    items = _request(Staged(m, "save"))["TransactItems"]
+    items = _request(SaveEntry(m))["TransactItems"]
     keys = [i["Put"]["Item"]["pk"]["S"] for i in items]
     assert keys == ["MEMBER#m1", "ORG#o1#handle#alice", "member_code#C7"]
     assert items[1]["Put"]["Item"] == _guard("ORG#o1#handle#alice", "MEMBER#m1", "handle",
@@ -200,14 +202,14 @@ def test_scope_and_prefix_guard_keys() -> None:
 
 def test_none_unique_value_has_no_guard() -> None:
     m = PlanMember(member_id="m1", org="o1", handle="alice")  # code is None
-    items = _request(Staged(m, "save"))["TransactItems"]
+    items = _request(SaveEntry(m))["TransactItems"]
     assert [i["Put"]["Item"]["pk"]["S"] for i in items] == ["MEMBER#m1", "ORG#o1#handle#alice"]
 
 
 def test_scope_change_moves_guard() -> None:
     m = _persisted(PlanMember(member_id="m1", org="o1", handle="alice"))
     m.org = "o2"
-    items = _request(Staged(m, "save"))["TransactItems"]
+    items = _request(SaveEntry(m))["TransactItems"]
     assert [next(iter(i)) for i in items] == ["Update", "Delete", "Put"]
     assert items[1]["Delete"]["Key"] == _gkey("ORG#o1#handle#alice")
     assert items[2]["Put"]["Item"]["pk"] == {"S": "ORG#o2#handle#alice"}
@@ -217,7 +219,7 @@ def test_swapping_unique_values_folds_guard_actions() -> None:
     a = _persisted(User(user_id="u1", username="alice", email="a@x.com"))
     b = _persisted(User(user_id="u2", username="bob", email="b@x.com"))
     a.email, b.email = "b@x.com", "a@x.com"
-    items = _request(Staged(a, "save"), Staged(b, "save"))["TransactItems"]
+    items = _request(SaveEntry(a), SaveEntry(b))["TransactItems"]
     keys = [json.dumps(next(iter(i.values())).get("Key") or next(iter(i.values()))["Item"]["pk"])
             for i in items]
     assert len(keys) == len(set(keys)) == 4  # one action per item: two rows, two guards
@@ -235,7 +237,7 @@ def test_two_new_objects_claiming_one_value_are_refused_before_sending() -> None
     a = User(user_id="u1", username="alice", email="same@x.com")
     b = User(user_id="u2", username="bob", email="SAME@x.com")
     with pytest.raises(UniqueConstraintError) as err:
-        compile_commit(T, [(Staged(a, "save"), None), (Staged(b, "save"), None)])
+        compile_commit(T, [(SaveEntry(a), None), (SaveEntry(b), None)])
     assert err.value.field == "email"
     assert err.value.entity is User
 
@@ -249,7 +251,7 @@ def _audit_item(sk: str, version: int, notes: str = "") -> dict[str, Any]:
 
 def test_versioned_first_save() -> None:
     a = Audit(equipment_id="E1", part="P1")
-    assert _request(Staged(a, "save"))["TransactItems"] == [
+    assert _request(SaveEntry(a))["TransactItems"] == [
         {"Put": {"TableName": T, "Item": _audit_item("v00000001_P1", 1), **ABSENT}},
         {"Put": {"TableName": T, "Item": _audit_item("v0_P1", 1), **ABSENT}},
     ]
@@ -259,7 +261,7 @@ def test_versioned_update() -> None:
     a = _persisted(Audit(equipment_id="E1", part="P1"), version=7)
     assert a.version == 7
     a.notes = HOSTILE
-    assert _request(Staged(a, "save"))["TransactItems"] == [
+    assert _request(SaveEntry(a))["TransactItems"] == [
         {"Put": {"TableName": T, "Item": _audit_item("v00000008_P1", 8, HOSTILE), **ABSENT}},
         {"Put": {"TableName": T, "Item": _audit_item("v0_P1", 8, HOSTILE),
                  "ConditionExpression": "#n0 = :v0",
@@ -271,18 +273,18 @@ def test_versioned_update() -> None:
 
 def test_versioned_unchanged_plans_nothing() -> None:
     a = _persisted(Audit(equipment_id="E1", part="P1"), version=2)
-    plan, _ = compile_commit(T, [(Staged(a, "save"), a._dynaorm_state)])
+    plan, _ = compile_commit(T, [(SaveEntry(a), a._dynaorm_state)])
     assert plan.ops == ()
 
 
 def test_versioned_delete_with_and_without_history() -> None:
     a = _persisted(Audit(equipment_id="E1", part="P1"), version=3)
-    name, req = _single(Staged(a, "delete"))
+    name, req = _single(DeleteEntry(a))
     assert name == "DeleteItem"
     assert req["Key"] == {"pk": {"S": "EQUIPMENT#E1"}, "sk": {"S": "v0_P1"}}
     assert req["ConditionExpression"] == "(attribute_exists(#n0)) AND (#n1 = :v0)"
     assert req["ExpressionAttributeValues"] == {":v0": {"N": "3"}}
-    items = _request(Staged(a, "delete", history=True))["TransactItems"]
+    items = _request(DeleteEntry(a, history=True))["TransactItems"]
     assert [i["Delete"]["Key"]["sk"]["S"] for i in items] == [
         "v0_P1", "v00000001_P1", "v00000002_P1", "v00000003_P1"]
 
@@ -290,10 +292,10 @@ def test_versioned_delete_with_and_without_history() -> None:
 # -- plain rows ----------------------------------------------------------------------------
 def test_plain_insert_and_overwrite() -> None:
     n = Note(note_id="n1", body="hi")
-    name, req = _single(Staged(n, "save"))
+    name, req = _single(SaveEntry(n))
     assert name == "PutItem"
     assert req["ConditionExpression"] == "attribute_not_exists(#n0)"
-    name, req = _single(Staged(n, "save", overwrite=True))
+    name, req = _single(SaveEntry(n, overwrite=True))
     assert name == "PutItem"
     assert "ConditionExpression" not in req
 
@@ -303,7 +305,7 @@ def test_plain_update_writes_only_changed_and_removes_none() -> None:
 
     s = _persisted(TplSparse(sid="s1", status="open", body="x"))
     s.status = None
-    name, req = _single(Staged(s, "save"))
+    name, req = _single(SaveEntry(s))
     assert name == "UpdateItem"
     assert req["UpdateExpression"] == "REMOVE #n0, #n1, #n2"
     assert set(req["ExpressionAttributeNames"].values()) >= {"gsi2pk", "gsi2sk", "status"}
@@ -312,7 +314,7 @@ def test_plain_update_writes_only_changed_and_removes_none() -> None:
 def test_primary_key_move_deletes_old_and_puts_new() -> None:
     n = _persisted(Note(note_id="n1", body="hi"))
     n.note_id = "n2"
-    items = _request(Staged(n, "save"))["TransactItems"]
+    items = _request(SaveEntry(n))["TransactItems"]
     assert items[0] == {"Delete": {
         "TableName": T, "Key": {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}},
         # the move copies every attribute: each must still hold what was loaded
@@ -333,19 +335,19 @@ def test_same_item_twice_in_one_plan_is_refused() -> None:
     a = Note(note_id="n1")
     b = Note(note_id="n1", body="other")
     with pytest.raises(DynaormError, match="twice"):
-        compile_commit(T, [(Staged(a, "save"), None), (Staged(b, "save"), None)])
+        compile_commit(T, [(SaveEntry(a), None), (SaveEntry(b), None)])
 
 
 def test_origins_follow_plan_order() -> None:
     u = User(user_id="u1", username="alice", email="a@x.com")
-    plan, _ = compile_commit(T, [(Staged(u, "save"), None)])
+    plan, _ = compile_commit(T, [(SaveEntry(u), None)])
     assert [(type(op), op.origin.role, op.origin.field) for op in plan.ops] == [
         (Put, Role.ROW, None), (Put, Role.GUARD, "username"), (Put, Role.GUARD, "email")]
     p = _persisted(u)
-    plan, _ = compile_commit(T, [(Staged(p, "delete"), p._dynaorm_state)])
+    plan, _ = compile_commit(T, [(DeleteEntry(p), p._dynaorm_state)])
     assert [type(op) for op in plan.ops] == [Delete, Delete, Delete]
     p.full_name = "x"
-    plan, _ = compile_commit(T, [(Staged(p, "save"), p._dynaorm_state)])
+    plan, _ = compile_commit(T, [(SaveEntry(p), p._dynaorm_state)])
     assert [type(op) for op in plan.ops] == [Update]
 
 
@@ -362,7 +364,7 @@ def test_hostile_values_never_enter_expression_text() -> None:
     u = _persisted(User(user_id="u1", username=HOSTILE, email=HOSTILE2))
     u.email = HOSTILE2 + "@x"
     u.full_name = HOSTILE
-    req = _request(Staged(u, "save"))
+    req = _request(SaveEntry(u))
     texts = _expression_texts(req)
     assert texts
     for text in texts:
@@ -376,7 +378,7 @@ def test_hostile_attribute_values_in_versioned_and_delete_plans() -> None:
     a = _persisted(Audit(equipment_id="E1", part="P1", auditor=HOSTILE), version=1)
     a.auditor = HOSTILE2
     u = _persisted(User(user_id="u9", username=HOSTILE, email=HOSTILE2))
-    req = _request(Staged(a, "save"), Staged(u, "delete"))
+    req = _request(SaveEntry(a), DeleteEntry(u))
     for text in _expression_texts(req):
         assert HOSTILE not in text and "#x" not in text
 
@@ -385,20 +387,20 @@ def test_hostile_attribute_values_in_versioned_and_delete_plans() -> None:
 def test_limits_are_checked_when_planning() -> None:
     notes = [Note(note_id=f"n{i}") for i in range(101)]
     with pytest.raises(TransactionTooLargeError, match="101"):
-        compile_commit(T, [(Staged(n, "save"), None) for n in notes])
-    plan, _ = compile_commit(T, [(Staged(n, "save"), None) for n in notes[:100]])
+        compile_commit(T, [(SaveEntry(n), None) for n in notes])
+    plan, _ = compile_commit(T, [(SaveEntry(n), None) for n in notes[:100]])
     assert len(plan) == 100
     with pytest.raises(ItemTooLargeError, match="Note"):
-        compile_commit(T, [(Staged(Note(note_id="big", body="x" * 401 * 1024), "save"), None)])
+        compile_commit(T, [(SaveEntry(Note(note_id="big", body="x" * 401 * 1024)), None)])
     big = [Note(note_id=f"b{i}", body="x" * 390 * 1024) for i in range(11)]
     with pytest.raises(TransactionTooLargeError, match="byte"):
-        compile_commit(T, [(Staged(n, "save"), None) for n in big])
+        compile_commit(T, [(SaveEntry(n), None) for n in big])
 
 
 def test_write_plan_is_plain_data() -> None:
     u = User(user_id="u1", username="alice", email="a@x.com")
-    p1, _ = compile_commit(T, [(Staged(u, "save"), None)])
-    p2, _ = compile_commit(T, [(Staged(u, "save"), None)])
+    p1, _ = compile_commit(T, [(SaveEntry(u), None)])
+    p2, _ = compile_commit(T, [(SaveEntry(u), None)])
     assert p1.transaction_request("a") == p2.transaction_request("a")
     assert isinstance(p1, WritePlan)
     assert p1.transaction_request("a") != p1.transaction_request("b")
