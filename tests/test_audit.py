@@ -3,13 +3,24 @@ reported with the right kind and key, and repaired by conditional transactions."
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dynaorm import Entity, Session, Table, Unique
+from dynaorm import DynaormError, Entity, Session, Table, Unique
+from dynaorm.core.batches import MAX_BATCH_ROUNDS
 from dynaorm.testing import TestBackend
-from dynaorm.tools.audit import Problem, audit_items, audit_table, repair, scan_items
+from dynaorm.tools.audit import (
+    Problem,
+    audit_items,
+    audit_table,
+    repair,
+    scan_items,
+)
+from dynaorm.tools.check import check_table
+from dynaorm.transport.sync import RequestFailed
 from tests.models import Audit, User, app
 
 
@@ -166,3 +177,114 @@ def test_latest_copy_without_history_is_reported() -> None:
               "equipment_id": {"S": "E9"}, "part": {"S": "P"}, "version": {"N": "1"}}
     (problem,) = audit_items(app, [latest])
     assert (problem.kind, problem.repairable) == ("no-history", False)
+
+
+# -- the audit's I/O: the shared batching, retry and paging code --------------------------
+def _users(db: TestBackend, n: int) -> int:
+    """n users (each with its two guard items), the username guard of every fourth gone:
+    the number of items stored."""
+    for i in range(n):
+        with db.session() as s:
+            s.save(User(user_id=f"u{i:02d}", username=f"name{i:02d}", email=f"n{i:02d}@x.com"))
+    for i in range(0, n, 4):
+        _delete(db, f"username#name{i:02d}", f"username#name{i:02d}")
+    return len(db.scan_raw())
+
+
+class Wire:
+    """Wraps a transport's ``send``: records every request answered (operation, request,
+    response), and answers the first ``flaky`` BatchGetItem requests by really reading only
+    ``keep`` of their keys and returning the rest as ``UnprocessedKeys``, as DynamoDB does
+    under throttling. ``fail`` raises instead of sending, for the request it accepts."""
+
+    def __init__(self, send: Any, flaky: int = 0, keep: float = 0.5,
+                 fail: Any = None) -> None:
+        self._send = send
+        self.flaky = flaky
+        self.keep = keep
+        self.fail = fail
+        self.log: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        self.batches: list[tuple[int, int]] = []  # BatchGetItem (keys asked, keys read)
+
+    def ops(self, operation: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        return [(req, out) for op, req, out in self.log if op == operation]
+
+    def __call__(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        if self.fail is not None and self.fail(operation, request):
+            raise RequestFailed(operation, "ThrottlingException", "slow down (injected)")
+        if operation != "BatchGetItem":
+            out: dict[str, Any] = self._send(operation, request)
+        else:
+            ((table, body),) = request["RequestItems"].items()
+            keys = body["Keys"]
+            keep, rest = keys, []
+            if self.flaky > 0:
+                self.flaky -= 1
+                cut = int(len(keys) * self.keep)
+                keep, rest = keys[:cut], keys[cut:]
+            out = self._send(operation, {"RequestItems": {table: {**body, "Keys": keep}}}
+                             ) if keep else {"Responses": {table: []}}
+            if rest:
+                left = out.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+                out["UnprocessedKeys"] = {table: {**body, "Keys": [*left, *rest]}}
+            self.batches.append((len(keys), len(keep)))
+        self.log.append((operation, request, out))
+        return out
+
+
+def _wire(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Wire, list[float]]:
+    """A :class:`Wire` on the table's transport, and the back-off sleeps it is told."""
+    wire = Wire(app.transport.send, **options)
+    sleeps: list[float] = []
+    monkeypatch.setattr(app.transport, "send", wire)
+    monkeypatch.setattr(app.transport, "_sleep", sleeps.append)
+    return wire, sleeps
+
+
+def _keys(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(i["pk"]["S"], i["sk"]["S"]) for i in items]
+
+
+@pytest.mark.sync_only
+def test_check_retries_unprocessed_keys_with_backoff(
+        db: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    total = _users(db, 12)
+    clean = check_table(app, page_size=5)
+    assert clean.scanned == total and len(clean.problems) == 3  # u00, u04, u08
+    wire, sleeps = _wire(monkeypatch)
+    asked = check_table(app, page_size=5)
+    keys_read = sum(read for _, read in wire.batches)  # every key once, nothing throttled
+
+    monkeypatch.undo()
+    wire, sleeps = _wire(monkeypatch, flaky=5)
+    result = check_table(app, page_size=5)
+    assert (result.scanned, result.problems) == (clean.scanned, clean.problems)
+    assert asked.problems == clean.problems
+    # five answers left keys unprocessed: each was followed by a retry round of exactly
+    # those keys, after a back-off (the table's, within its max_wait)
+    assert sum(asked > read for asked, read in wire.batches) == 5
+    assert sum(read for _, read in wire.batches) == keys_read
+    assert len(sleeps) == 5 and all(d > 0 for d in sleeps)
+    assert sum(sleeps) <= app.transport.max_wait
+    assert all(req["RequestItems"][app.name].get("ConsistentRead") is True
+               for req, _ in wire.ops("BatchGetItem"))
+
+
+@pytest.mark.sync_only
+def test_check_gives_up_on_keys_never_processed_and_resumes_the_page(
+        db: TestBackend, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    total = _users(db, 6)
+    checkpoint = tmp_path / "check.json"
+    wire, sleeps = _wire(monkeypatch, flaky=10**6, keep=0.0)
+    monkeypatch.setattr(app.transport, "max_wait", 0.5)
+    with pytest.raises(DynaormError, match=f"unprocessed requests after {MAX_BATCH_ROUNDS}"):
+        check_table(app, checkpoint=checkpoint, page_size=4)
+    # bounded: MAX_BATCH_ROUNDS requests, the back-offs between them within max_wait
+    assert len(wire.ops("BatchGetItem")) == MAX_BATCH_ROUNDS
+    assert 0 < sum(sleeps) <= 0.5 + 1e-9 and len(sleeps) <= MAX_BATCH_ROUNDS - 1
+    state = json.loads(checkpoint.read_text())  # the page read last was never recorded
+    assert len(wire.ops("Scan")) == state["pages"] + 1 and not state["done"]
+
+    monkeypatch.undo()  # throttling over: the run resumes at the page it could not finish
+    result = check_table(app, checkpoint=checkpoint, page_size=4)
+    assert result.resumed and result.scanned == total and len(result.problems) == 2

@@ -22,19 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from dynaorm._types import Item
+from dynaorm.core.batches import batch_get_p
 from dynaorm.errors import DynaormError
 from dynaorm.model.keys import key_value
 from dynaorm.model.spec import parse_version_sk, version_sk
 from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
+from dynaorm.sync.driver import run
 from dynaorm.tools.audit import Key, Problem, Repair, _Auditor, problem_order, repair
 from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.planner import GUARD_TYPE
 
 __all__ = ["CheckResult", "CheckpointError", "ProgressBar", "audit_page", "check_table",
            "item_count", "progress_line"]
-
-_BATCH = 100
 
 
 class CheckpointError(DynaormError):
@@ -203,19 +203,12 @@ def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
 
 
 def _get_many(table: Table, auditor: _Auditor, keys: set[Key]) -> list[Item]:
-    out: list[Item] = []
-    todo = [auditor.key_av(k) for k in sorted(keys)]
-    while todo:
-        chunk, todo = todo[:_BATCH], todo[_BATCH:]
-        request = {"RequestItems": {table.name: {"Keys": chunk, "ConsistentRead": True}}}
-        while True:
-            got = table.transport.call("BatchGetItem", request)
-            out += got.get("Responses", {}).get(table.name, [])
-            left = got.get("UnprocessedKeys") or {}
-            if not left:
-                break
-            request = {"RequestItems": left}
-    return out
+    """The items stored under ``keys`` (consistent reads): BatchGetItem as every read by
+    key sends it (100 keys a request, unprocessed keys retried with backoff within the
+    table's ``max_wait``, a bounded number of rounds)."""
+    wanted = [auditor.key_av(k) for k in sorted(keys)]
+    found = run(table.transport, batch_get_p(table.name, wanted, consistent=True))
+    return list(found.values())
 
 
 def _context(table: Table, page: list[Item]) -> list[Item]:
