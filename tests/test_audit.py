@@ -18,6 +18,7 @@ from dynaorm.tools.audit import (
     audit_table,
     repair,
     scan_items,
+    scan_pages,
 )
 from dynaorm.tools.check import check_table
 from dynaorm.transport.sync import RequestFailed
@@ -288,3 +289,72 @@ def test_check_gives_up_on_keys_never_processed_and_resumes_the_page(
     monkeypatch.undo()  # throttling over: the run resumes at the page it could not finish
     result = check_table(app, checkpoint=checkpoint, page_size=4)
     assert result.resumed and result.scanned == total and len(result.problems) == 2
+
+
+@pytest.mark.sync_only
+def test_resumed_check_reads_every_item_once_in_counted_requests(
+        db: TestBackend, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    total = _users(db, 12)  # 12 users, 24 guards less 3: 33 items
+    stored = set(_keys(db.scan_raw()))
+    pages = -(-total // 5)  # the last page partial: DynamoDB ends the scan with it
+    assert total % 5
+    checkpoint = tmp_path / "check.json"
+    scans = {"n": 0}
+
+    def third_scan(operation: str, request: dict[str, Any]) -> bool:
+        scans["n"] += operation == "Scan"
+        return operation == "Scan" and scans["n"] == 3
+
+    first, _ = _wire(monkeypatch, fail=third_scan)
+    monkeypatch.setattr(app.transport, "max_attempts", 1)  # the run stops at that page
+    with pytest.raises(DynaormError, match="cannot scan table"):
+        check_table(app, checkpoint=checkpoint, page_size=5)
+    state = json.loads(checkpoint.read_text())
+    assert (state["pages"], state["scanned"], state["done"]) == (2, 10, False)
+    assert state["last_key"] == first.ops("Scan")[-1][1]["LastEvaluatedKey"]
+
+    monkeypatch.undo()
+    second, _ = _wire(monkeypatch)
+    result = check_table(app, checkpoint=checkpoint, page_size=5)
+    assert result.resumed and result.scanned == total and len(result.problems) == 3
+    scanned = [k for w in (first, second) for _, out in w.ops("Scan") for k in _keys(
+        out["Items"])]
+    assert len(scanned) == len(set(scanned)) == total  # every item, once
+    assert set(scanned) == stored
+    requests = [req for req, _ in second.ops("Scan")]
+    assert requests[0]["ExclusiveStartKey"] == state["last_key"]
+    assert all(r["Limit"] == 5 and r["ConsistentRead"] is True for r in requests)
+    # the request counts: one Scan a page, at most two BatchGetItem a page (an owner's
+    # guard, the guard's holder), nothing else
+    assert len(first.ops("Scan")) + len(requests) == pages
+    assert {op for op, _, _ in second.log} == {"Scan", "BatchGetItem"}
+    assert len(second.ops("BatchGetItem")) <= 2 * len(requests)
+    assert json.loads(checkpoint.read_text())["pages"] == pages
+
+
+@pytest.mark.sync_only
+def test_a_throttled_scan_page_is_retried_with_backoff(
+        db: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    total = _users(db, 4)
+    scans = {"n": 0}
+
+    def second_scan(operation: str, request: dict[str, Any]) -> bool:
+        scans["n"] += operation == "Scan"
+        return operation == "Scan" and scans["n"] == 2
+
+    wire, sleeps = _wire(monkeypatch, fail=second_scan)
+    seen: list[int] = []
+    assert len(list(scan_items(app, seen.append, page_size=5))) == total
+    assert len(sleeps) == 1  # the transport's retry rules: one back-off, then the page
+    sizes = [len(out["Items"]) for _, out in wire.ops("Scan")]
+    assert seen == [sum(sizes[:i + 1]) for i in range(len(sizes))]  # progress per page
+
+
+def test_scan_pages_resume_from_any_position(seeded: TestBackend) -> None:
+    pages = list(scan_pages(app, page_size=3))
+    assert [last is None for _, last in pages] == [False] * (len(pages) - 1) + [True]
+    everything = [k for items, _ in pages for k in _keys(items)]
+    assert sorted(everything) == sorted(_keys(seeded.scan_raw()))
+    for at, (_, last) in enumerate(pages[:-1]):
+        rest = list(scan_pages(app, last, page_size=3))
+        assert [_keys(items) for items, _ in rest] == [_keys(i) for i, _ in pages[at + 1:]]

@@ -29,7 +29,15 @@ from dynaorm.model.spec import parse_version_sk, version_sk
 from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
 from dynaorm.sync.driver import run
-from dynaorm.tools.audit import Key, Problem, Repair, _Auditor, problem_order, repair
+from dynaorm.tools.audit import (
+    Key,
+    Problem,
+    Repair,
+    _Auditor,
+    problem_order,
+    repair,
+    scan_pages,
+)
 from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.planner import GUARD_TYPE
 
@@ -299,19 +307,9 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     state, resumed = _load(path, table, fix)
     seen = {tuple(k) for k in state.seen}
     repairs: list[Repair] = []
-    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
-    if page_size:
-        request["Limit"] = page_size
-    if state.last_key is not None:
-        request["ExclusiveStartKey"] = state.last_key
     if progress is not None:
         progress(state.scanned)
-    while True:
-        try:
-            out = table.transport.call("Scan", request)
-        except RequestFailed as exc:
-            raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
-        page: list[Item] = out.get("Items", [])
+    for page, last in scan_pages(table, state.last_key, page_size):
         problems = []
         for problem in audit_page(table, page, _context(table, page) if page else []):
             mark = (problem.kind, *problem.key, problem.detail)
@@ -328,14 +326,10 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
             state.failed += sum(not r.ok for r in done)
         state.scanned += len(page)
         state.pages += 1
-        last = out.get("LastEvaluatedKey")
-        state.last_key = last or None
-        state.done = not last
+        state.last_key = last
+        state.done = last is None
         _save(path, state)
         if progress is not None:
             progress(state.scanned)
-        if not last:
-            break
-        request["ExclusiveStartKey"] = last
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
                        state.repaired, state.failed, resumed)
