@@ -20,7 +20,7 @@ from dynaorm.tools.audit import (
     scan_items,
     scan_pages,
 )
-from dynaorm.tools.check import check_table
+from dynaorm.tools.check import check_table, item_count
 from dynaorm.transport.sync import RequestFailed
 from tests.models import Audit, User, app
 
@@ -206,12 +206,14 @@ class Wire:
         self.fail = fail
         self.log: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         self.batches: list[tuple[int, int]] = []  # BatchGetItem (keys asked, keys read)
+        self.refused: list[tuple[str, dict[str, Any]]] = []
 
     def ops(self, operation: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         return [(req, out) for op, req, out in self.log if op == operation]
 
     def __call__(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         if self.fail is not None and self.fail(operation, request):
+            self.refused.append((operation, request))
             raise RequestFailed(operation, "ThrottlingException", "slow down (injected)")
         if operation != "BatchGetItem":
             out: dict[str, Any] = self._send(operation, request)
@@ -348,6 +350,29 @@ def test_a_throttled_scan_page_is_retried_with_backoff(
     assert len(sleeps) == 1  # the transport's retry rules: one back-off, then the page
     sizes = [len(out["Items"]) for _, out in wire.ops("Scan")]
     assert seen == [sum(sizes[:i + 1]) for i in range(len(sizes))]  # progress per page
+
+
+@pytest.mark.sync_only
+def test_describe_and_repair_requests_retry_by_the_shared_rules(
+        db: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    _users(db, 4)  # u00's username guard gone: one missing-guard
+    firsts: set[str] = set()
+
+    def first_of_each(operation: str, request: dict[str, Any]) -> bool:
+        if operation in firsts or operation not in ("DescribeTable", "TransactWriteItems"):
+            return False
+        firsts.add(operation)
+        return True
+
+    wire, sleeps = _wire(monkeypatch, fail=first_of_each)
+    assert item_count(app) is not None
+    result = check_table(app, fix=True)
+    assert (result.repaired, result.failed) == (1, 0)
+    assert [op for op, _ in wire.refused] == ["DescribeTable", "TransactWriteItems"]
+    assert len(sleeps) == 2  # one back-off each, then the same request again
+    ((sent, _),) = wire.ops("TransactWriteItems")
+    assert sent == wire.refused[1][1]  # its ClientRequestToken too: applied once
+    assert check_table(app).problems == []
 
 
 def test_scan_pages_resume_from_any_position(seeded: TestBackend) -> None:

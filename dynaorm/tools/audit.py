@@ -44,7 +44,7 @@ from dynaorm.model.spec import EntitySpec, UniqueRule, parse_version_sk, version
 from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.sync.driver import iterate
+from dynaorm.sync.driver import iterate, run
 from dynaorm.transport.sync import RequestFailed
 from dynaorm.write.planner import (
     GUARD_TYPE,
@@ -419,7 +419,8 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
             continue
         request = {"TransactItems": list(problem.fix), "ClientRequestToken": str(uuid.uuid4())}
         try:
-            table.transport.call("TransactWriteItems", request)
+            # idempotent: its ClientRequestToken makes a resent attempt apply once
+            run(table.transport, call("TransactWriteItems", request))
         except RequestFailed as exc:
             why = ("changed since the scan" if exc.code == "TransactionCanceledException"
                    else exc.message or exc.code)

@@ -23,6 +23,7 @@ from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.core.batches import batch_get_p
+from dynaorm.core.protocol import call
 from dynaorm.errors import DynaormError
 from dynaorm.model.keys import key_value
 from dynaorm.model.spec import parse_version_sk, version_sk
@@ -172,7 +173,7 @@ class ProgressBar:
 def item_count(table: Table) -> int | None:
     """DescribeTable's approximate item count (refreshed by DynamoDB every few hours)."""
     try:
-        out = table.transport.call("DescribeTable", {"TableName": table.name})
+        out = run(table.transport, call("DescribeTable", {"TableName": table.name}))
     except RequestFailed as exc:
         raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
     count = out["Table"].get("ItemCount")
