@@ -51,9 +51,12 @@ from dynaorm.model.rows import (
 from dynaorm.model.spec import EntitySpec, UniqueRule
 from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD
+from dynaorm.read.pager import DONE, Pager
+from dynaorm.transport.steps import Emit, Stream, call
 from dynaorm.write.guards import guard_item
 
-__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items"]
+__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
+           "scan_pages"]
 
 Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
                "stale-index", "stale-key"]
@@ -88,27 +91,49 @@ class Repair:
 
 
 # -- scanning ----------------------------------------------------------------------------
+def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
+    """The pages of a raw, consistent scan of the whole table (every item: guards and
+    version rows too), one :class:`Emit` per response, empty pages included, each request
+    through the shared retry rules. The paging (``Limit``, ``ExclusiveStartKey``, the
+    position after each page) is the reads' :class:`Pager`, over one stream."""
+    def limit(live: int) -> int | None:
+        return page_size or None
+
+    while True:
+        wanted = pager.wants(limit)
+        if not wanted:
+            return
+        ((i, request),) = wanted
+        try:
+            out = yield from call("Scan", request)
+        except RequestError as exc:
+            raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
+        pager.feed(i, out)
+        yield Emit(pager.take())
+
+
+def scan_pages(table: Table, start: Item | None = None, page_size: int | None = None
+               ) -> Iterator[tuple[list[Item], Item | None]]:
+    """The pages of a consistent scan of every item of ``table``, from ``start`` (a
+    ``LastEvaluatedKey``; ``None``: the beginning), fetched lazily: ``(items, position)``
+    where ``position`` resumes the scan after the page (``None`` after the last page)."""
+    attrs = [a for a in (table.pk, table.sk) if a]
+    pager = Pager([{"TableName": table.name, "ConsistentRead": True}], [start], keep=list,
+                  position_of=lambda item: {a: item[a] for a in attrs}, ordered=False)
+    for page in table.transport.iterate(_scan_p(table, pager, page_size)):
+        position = pager.positions[0]
+        yield list(page), None if position is DONE else position
+
+
 def scan_items(table: Table, on_page: Callable[[int], None] | None = None,
                page_size: int | None = None) -> Iterator[Item]:
     """Every item of ``table`` (consistent, paged scan). ``on_page`` gets the running count."""
-    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
-    if page_size:
-        request["Limit"] = page_size
     seen = 0
-    while True:
-        try:
-            out = table.transport.call("Scan", request)
-        except RequestError as exc:
-            raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
-        page: list[Item] = out.get("Items", [])
+    for page, _ in scan_pages(table, page_size=page_size):
         seen += len(page)
         yield from page
         if on_page is not None:
             on_page(seen)
-        last = out.get("LastEvaluatedKey")
-        if not last:
-            return
-        request["ExclusiveStartKey"] = last
 
 
 def audit_table(table: Table, on_page: Callable[[int], None] | None = None
@@ -394,7 +419,8 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
             continue
         request = {"TransactItems": list(problem.fix), "ClientRequestToken": str(uuid.uuid4())}
         try:
-            table.transport.call("TransactWriteItems", request)
+            # idempotent: its ClientRequestToken makes a resent attempt apply once
+            table.transport.run(call("TransactWriteItems", request))
         except RequestError as exc:
             why = ("changed since the scan" if exc.code == "TransactionCanceledException"
                    else exc.message or exc.code)

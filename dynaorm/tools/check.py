@@ -27,12 +27,20 @@ from dynaorm.model.keys import key_value
 from dynaorm.model.rows import GUARD_TYPE, parse_version_sk, version_sk
 from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
-from dynaorm.tools.audit import Key, Problem, Repair, _Auditor, problem_order, repair
+from dynaorm.read.batches import batch_get_p
+from dynaorm.tools.audit import (
+    Key,
+    Problem,
+    Repair,
+    _Auditor,
+    problem_order,
+    repair,
+    scan_pages,
+)
+from dynaorm.transport.steps import call
 
 __all__ = ["CheckResult", "CheckpointError", "ProgressBar", "audit_page", "check_table",
            "item_count", "progress_line"]
-
-_BATCH = 100
 
 
 class CheckpointError(DynaormError):
@@ -162,7 +170,7 @@ class ProgressBar:
 def item_count(table: Table) -> int | None:
     """DescribeTable's approximate item count (refreshed by DynamoDB every few hours)."""
     try:
-        out = table.transport.call("DescribeTable", {"TableName": table.name})
+        out = table.transport.run(call("DescribeTable", {"TableName": table.name}))
     except RequestError as exc:
         raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
     count = out["Table"].get("ItemCount")
@@ -201,19 +209,12 @@ def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
 
 
 def _get_many(table: Table, auditor: _Auditor, keys: set[Key]) -> list[Item]:
-    out: list[Item] = []
-    todo = [auditor.key_av(k) for k in sorted(keys)]
-    while todo:
-        chunk, todo = todo[:_BATCH], todo[_BATCH:]
-        request = {"RequestItems": {table.name: {"Keys": chunk, "ConsistentRead": True}}}
-        while True:
-            got = table.transport.call("BatchGetItem", request)
-            out += got.get("Responses", {}).get(table.name, [])
-            left = got.get("UnprocessedKeys") or {}
-            if not left:
-                break
-            request = {"RequestItems": left}
-    return out
+    """The items stored under ``keys`` (consistent reads): BatchGetItem as every read by
+    key sends it (100 keys a request, unprocessed keys retried with backoff within the
+    table's ``max_wait``, a bounded number of rounds)."""
+    wanted = [auditor.key_av(k) for k in sorted(keys)]
+    found = table.transport.run(batch_get_p(table.name, wanted, consistent=True))
+    return list(found.values())
 
 
 def _context(table: Table, page: list[Item]) -> list[Item]:
@@ -304,19 +305,9 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     state, resumed = _load(path, table, fix)
     seen = {tuple(k) for k in state.seen}
     repairs: list[Repair] = []
-    request: dict[str, Any] = {"TableName": table.name, "ConsistentRead": True}
-    if page_size:
-        request["Limit"] = page_size
-    if state.last_key is not None:
-        request["ExclusiveStartKey"] = state.last_key
     if progress is not None:
         progress(state.scanned)
-    while True:
-        try:
-            out = table.transport.call("Scan", request)
-        except RequestError as exc:
-            raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
-        page: list[Item] = out.get("Items", [])
+    for page, last in scan_pages(table, state.last_key, page_size):
         problems = []
         for problem in audit_page(table, page, _context(table, page) if page else []):
             mark = (problem.kind, *problem.key, problem.detail)
@@ -333,14 +324,10 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
             state.failed += sum(not r.ok for r in done)
         state.scanned += len(page)
         state.pages += 1
-        last = out.get("LastEvaluatedKey")
-        state.last_key = last or None
-        state.done = not last
+        state.last_key = last
+        state.done = last is None
         _save(path, state)
         if progress is not None:
             progress(state.scanned)
-        if not last:
-            break
-        request["ExclusiveStartKey"] = last
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
                        state.repaired, state.failed, resumed)
