@@ -10,20 +10,34 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.transport.config import MAX_POOL_CONNECTIONS, client_settings, local_only
 from dynaorm.transport.errors import map_error, method_name
+from dynaorm.transport.retry import RetryPolicy
 from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, expand
-
-if TYPE_CHECKING:
-    from dynaorm.model.table import Table
 
 __all__ = ["INSTALL_HINT", "AsyncTransport", "client", "close", "transport_of"]
 
 R = TypeVar("R")
+
+
+class Table(Protocol):
+    """What the async transport needs of a :class:`~dynaorm.Table`: where it is, and the
+    sync transport whose retry policy and hooks it shares."""
+
+    name: str
+    endpoint_url: str | None
+    region: str | None
+    _listeners: list[Callable[..., object]]
+
+    @property
+    def transport(self) -> RetryPolicy:
+        """The table's sync transport (its retry policy)."""
+        ...  # pragma: no cover
+
 
 #: What to install for AsyncSession.
 INSTALL_HINT = 'pip install "dynaorm[async]"'

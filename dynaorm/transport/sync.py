@@ -61,12 +61,12 @@ class Transport:
         self.sleep = sleep
         self._table = table
         self._client: Any = None
-        self._lock = threading.Lock()
+        self._client_lock = threading.Lock()
 
     @property
     def client(self) -> Any:
         """The botocore client (created once, on first use; safe to share by threads)."""
-        with self._lock:
+        with self._client_lock:
             if self._client is None:
                 try:
                     self._client = create_client(self.endpoint_url, self.region,
