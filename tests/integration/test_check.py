@@ -517,7 +517,7 @@ def _wire(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Wire, list[f
     wire = Wire(app.transport.send, **options)
     sleeps: list[float] = []
     monkeypatch.setattr(app.transport, "send", wire)
-    monkeypatch.setattr(app.transport, "_sleep", sleeps.append)
+    monkeypatch.setattr(app.transport, "sleep", sleeps.append)
     return wire, sleeps
 
 
