@@ -39,7 +39,7 @@ from dynaorm.transport.events import CommitResult, RequestEvent
 from dynaorm.write.updates import StagedUpdate
 
 if TYPE_CHECKING:
-    from dynaorm.aio import AsyncSession
+    from dynaorm.aio.session import AsyncSession
 
 __version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
 
@@ -85,7 +85,7 @@ __all__ = [
 def __getattr__(name: str) -> Any:
     """``AsyncSession`` is imported on first use (it needs ``dynaorm[async]`` only then)."""
     if name == "AsyncSession":
-        from dynaorm.aio import AsyncSession
+        from dynaorm.aio.session import AsyncSession
 
         return AsyncSession
     raise AttributeError(f"module 'dynaorm' has no attribute {name!r}")

@@ -102,8 +102,8 @@ class TestBackend:
         """A new :class:`Session` on ``table`` (default: the first table); with
         ``session_kind="async"``, an ``AsyncSession`` behind a blocking adapter."""
         if self.session_kind == "async":
-            from dynaorm.aio import AsyncSession
             from dynaorm.aio.blocking import BlockingAsyncSession
+            from dynaorm.aio.session import AsyncSession
 
             return cast(Session, BlockingAsyncSession(AsyncSession(table or self.table)))
         return Session(table or self.table)

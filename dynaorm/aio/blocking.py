@@ -30,7 +30,7 @@ def loop() -> asyncio.AbstractEventLoop:
 
 def close_loop() -> None:
     """Close this thread's private loop and the clients made on it (if any)."""
-    from dynaorm.transport.aio import close
+    from dynaorm.aio import close
 
     found: asyncio.AbstractEventLoop | None = getattr(_LOCAL, "loop", None)
     if found is None or found.is_closed():

@@ -12,11 +12,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
+from dynaorm.aio import transport_of
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
 from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.model.table import Table
-from dynaorm.transport.aio import AsyncTransport, transport_of
+from dynaorm.transport.aio import AsyncTransport
 from dynaorm.transport.events import CommitResult
 from dynaorm.write.render import WritePlan
 

@@ -19,7 +19,7 @@ from dynaorm.transport.errors import map_error, method_name
 from dynaorm.transport.retry import RetryPolicy
 from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, expand
 
-__all__ = ["INSTALL_HINT", "AsyncTransport", "client", "close", "transport_of"]
+__all__ = ["INSTALL_HINT", "AsyncTransport", "Table"]
 
 R = TypeVar("R")
 
@@ -212,38 +212,3 @@ class AsyncTransport:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
-
-
-_TRANSPORTS: weakref.WeakKeyDictionary[Any, AsyncTransport] = weakref.WeakKeyDictionary()
-_RETIRED: list[AsyncTransport] = []  # replaced (the table moved), clients still to close
-
-
-def transport_of(table: Table) -> AsyncTransport:
-    """The table's async transport (one per table and endpoint; a ``Table.connect`` to
-    another endpoint gets a new one)."""
-    transport = _TRANSPORTS.get(table)
-    if transport is None or (transport.endpoint_url, transport.region) != (
-            table.endpoint_url, table.region):
-        if transport is not None and transport._contexts:
-            _RETIRED.append(transport)
-        transport = _TRANSPORTS[table] = AsyncTransport(table)
-    return transport
-
-
-async def client(table: Table) -> Any:
-    """The aiobotocore client AsyncSessions on ``table`` send through in this event loop
-    (register handlers on ``client.meta.events`` to instrument or inject faults)."""
-    return await transport_of(table).client()
-
-
-async def close(table: Table | None = None) -> None:
-    """Close the aiobotocore clients of ``table`` (default: of every table) made in the
-    running event loop; call it before the loop ends (a later request makes new ones)."""
-    if table is not None:
-        found = _TRANSPORTS.get(table)
-        transports = [found] if found is not None else []
-    else:
-        transports = [*_TRANSPORTS.values(), *_RETIRED]
-    for transport in transports:
-        await transport.close()
-    _RETIRED[:] = [t for t in _RETIRED if t._contexts]

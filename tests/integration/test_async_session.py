@@ -25,7 +25,8 @@ from dynaorm import (
     Table,
     UniqueConstraintError,
 )
-from dynaorm.aio import AsyncQuery, client, close
+from dynaorm.aio import client, close
+from dynaorm.aio.reads import AsyncQuery
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.integration.test_sharding import SEvent, SOrder
 from tests.support.models import Note, User, app
