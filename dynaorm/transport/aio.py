@@ -17,7 +17,7 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.transport.config import MAX_POOL_CONNECTIONS, client_settings, local_only
 from dynaorm.transport.errors import map_error, method_name
 from dynaorm.transport.retry import RetryPolicy
-from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, expand
+from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, captured, expand
 
 __all__ = ["INSTALL_HINT", "AsyncTransport", "Table"]
 
@@ -148,21 +148,11 @@ class AsyncTransport:
 
     # -- the driver (mirrors dynaorm.transport.sync.Transport's) -----------------------
     async def run(self, proto: Generator[Any, Any, R]) -> R:
-        """Drive ``proto`` to its result."""
-        steps = expand(proto, self)
-        value: Any = None
-        error: Exception | None = None
-        while True:
-            try:
-                step = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration as stop:
-                result: R = stop.value
-                return result
-            value = error = None
-            try:
-                value = await self._perform(step)
-            except Exception as exc:  # thrown into the protocol, which may handle it
-                error = exc
+        """Drive ``proto`` to its result (through :meth:`iterate`: one loop)."""
+        box: list[R] = []
+        async for _ in self.iterate(captured(proto, box)):
+            raise TypeError("run() drives protocols that emit no items; iterate a read")
+        return box[0]
 
     async def iterate(self, stream: Stream) -> AsyncIterator[Sequence[Item]]:
         """The batches of items ``stream`` emits, in order, fetched lazily."""

@@ -37,7 +37,7 @@ from dynaorm.transport import retry
 from dynaorm.transport.retry import RetryPolicy
 
 __all__ = ["Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step", "Stream",
-           "Wait", "attempts", "call", "consume", "expand", "forward", "gather", "pull"]
+           "Wait", "attempts", "call", "captured", "consume", "expand", "forward", "gather", "pull"]
 
 R = TypeVar("R")
 
@@ -167,6 +167,12 @@ def attempts(policy: RetryPolicy, step: Call) -> Proto[dict[str, Any]]:
         else:
             return retry.answered(recorder, listeners, observe, operation, request, out,
                                   attempt, start, origins)
+
+
+def captured(proto: Generator[Any, Any, R], box: list[R]) -> Stream:
+    """``proto`` as a stream that leaves its result in ``box``: what a driver's ``run``
+    iterates, so that each driver has one loop (``iterate``)."""
+    box.append((yield from proto))
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,

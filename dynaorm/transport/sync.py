@@ -29,7 +29,7 @@ from dynaorm.transport import retry
 from dynaorm.transport.config import create_client
 from dynaorm.transport.errors import map_error, method_name
 from dynaorm.transport.retry import Listener
-from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, call, expand
+from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, call, captured, expand
 
 __all__ = ["MAX_WORKERS", "Transport"]
 
@@ -94,21 +94,11 @@ class Transport:
 
     # -- the driver ------------------------------------------------------------------
     def run(self, proto: Generator[Any, Any, R]) -> R:
-        """Drive ``proto`` to its result (a read's emitted items are dropped)."""
-        steps = expand(proto, self)
-        value: Any = None
-        error: Exception | None = None
-        while True:
-            try:
-                step = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration as stop:
-                result: R = stop.value
-                return result
-            value = error = None
-            try:
-                value = self._perform(step)
-            except Exception as exc:  # thrown into the protocol, which may handle it
-                error = exc
+        """Drive ``proto`` to its result (through :meth:`iterate`: one loop)."""
+        box: list[R] = []
+        for _ in self.iterate(captured(proto, box)):
+            raise TypeError("run() drives protocols that emit no items; iterate a read")
+        return box[0]
 
     def iterate(self, stream: Stream) -> Iterator[Sequence[Item]]:
         """The batches of items ``stream`` emits, in order, fetched lazily; closing the
