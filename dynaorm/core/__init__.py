@@ -1,4 +1,3 @@
-"""The core: the one step vocabulary every protocol speaks and the pump that expands it
-(:mod:`dynaorm.core.protocol`), batch rounds, and the unit of work (staging and the commit
-with its named phases). Pure: drivers in :mod:`dynaorm.sync` and :mod:`dynaorm.aio` perform
-the steps."""
+"""The unit of work: staging (typed entries, coalesced per stored item), the commit with its
+named phases (prepare, plan, send, settle), and the protocols of every session operation
+that needs DynamoDB. Pure: a transport performs the steps these protocols yield."""

@@ -1,2 +1,2 @@
-"""The sync edge: :class:`~dynaorm.Session` and the driver that performs protocol steps
-with the sync transport (threads for concurrent steps)."""
+"""The sync edge: :class:`~dynaorm.Session`, the unit of work run through the table's sync
+transport."""
