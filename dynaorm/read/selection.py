@@ -28,9 +28,9 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired
-from dynaorm.read.pager import DONE, Pager, per_request_limit
+from dynaorm.read.pager import DONE
 
-__all__ = ["DONE", "Pager", "Selection", "per_request_limit", "projection_of", "selection"]
+__all__ = ["Selection", "projection_of", "selection"]
 
 T = TypeVar("T")
 #: what an item without the type attribute reads as in Selection.kept (never written to)
