@@ -30,8 +30,8 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from tests.integration.test_session import RecordingTransport, _conflict
 from tests.support.models import Audit, Note, User, app
+from tests.support.recording import RecordingTransport, conflict
 
 DOCUMENTED = {
     "Table", "GSI", "LSI", "Entity", "Unique", "ksuid", "Session", "Query", "Page", "F",
@@ -109,7 +109,7 @@ def _concurrent(db: TestBackend) -> None:
 def _conflicting(db: TestBackend) -> None:
     saved = db.table.transport
     rec = RecordingTransport(db.endpoint_url)
-    rec.always["TransactWriteItems"] = _conflict(2)
+    rec.always["TransactWriteItems"] = conflict(2)
     db.table.transport = rec
     try:
         s = db.session()

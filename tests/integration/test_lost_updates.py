@@ -18,9 +18,9 @@ from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.staged import SaveEntry
+from tests.support.concurrency import race
 from tests.support.models import Note, app
 from tests.support.update_models import Counter, Player
-from tests.system.test_concurrency import race
 
 T = "dynaorm-tests"
 

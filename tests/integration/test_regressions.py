@@ -17,8 +17,8 @@ from dynaorm import (
 )
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
-from tests.integration.test_session import RecordingTransport
 from tests.support.models import User, app
+from tests.support.recording import RecordingTransport
 
 
 class EReading(Entity):

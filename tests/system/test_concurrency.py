@@ -4,9 +4,8 @@ rows stay right under contention."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -18,13 +17,13 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.integration.test_unique import assert_guards_consistent
+from tests.support.concurrency import race
+from tests.support.guards import assert_guards_consistent
 from tests.support.models import Audit, User
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
 
 THREADS = 8
-R = TypeVar("R")
 
 
 class AtomicRequests(Transport):
@@ -50,21 +49,6 @@ def db(db: TestBackend) -> Iterator[TestBackend]:
         yield db
     finally:
         db.table.transport = saved
-
-
-def race(n: int, work: Callable[[int], R]) -> list[R | BaseException]:
-    """Run ``work(i)`` on ``n`` threads released together; results or raised errors."""
-    barrier = threading.Barrier(n)
-
-    def run(i: int) -> R | BaseException:
-        barrier.wait()
-        try:
-            return work(i)
-        except Exception as exc:
-            return exc
-
-    with ThreadPoolExecutor(max_workers=n) as pool:
-        return list(pool.map(run, range(n)))
 
 
 def test_racing_registrations_with_one_email(db: TestBackend) -> None:
