@@ -1,12 +1,15 @@
-"""Tables (contract section 1): the CreateTable definition, and create/exists/delete on
-both backends (idempotent)."""
+"""Definitions, checked when they are made, with no engine: a Table's CreateTable
+definition (contract section 1) and the refusals of a bad Table or entity ``Meta``
+(contract section 10). Creating and deleting tables on the engines is in
+tests/integration/test_table.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from dynaorm import GSI, LSI, DynaormError, Table
-from dynaorm.testing import use_tables
+from dynaorm import GSI, LSI, DynaormError, Entity, Table, Unique
 from tests.support.models import app
 
 
@@ -59,45 +62,60 @@ def test_definition_variants() -> None:
     assert bare["BillingMode"] == "PAY_PER_REQUEST"
 
 
-def test_create_exists_delete_are_idempotent(backend: str | None,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.setenv(name, "testing")
-    t = Table("dynaorm-table-test", indexes=[GSI("g_idx", pk="gpk", sk="gsk"),
-                                               LSI("l_idx", sk="lsk")])
-    t.connect(backend, region="us-east-1")
-    t.delete()  # absent: no error
-    assert not t.exists()
-    t.create()
-    assert t.exists()
-    t.create()  # already there: no error
-    assert t.exists()
-    described = t.transport.call("DescribeTable", {"TableName": t.name})["Table"]
-    assert described["TableStatus"] == "ACTIVE"
-    assert [g["IndexName"] for g in described["GlobalSecondaryIndexes"]] == ["g_idx"]
-    assert [i["IndexName"] for i in described["LocalSecondaryIndexes"]] == ["l_idx"]
-    assert {a["AttributeName"]: a["AttributeType"]
-            for a in described["AttributeDefinitions"]} == {
-        "pk": "S", "sk": "S", "gpk": "S", "gsk": "S", "lsk": "S"}
-    t.delete()
-    assert not t.exists()
-    t.delete()
-    assert not t.exists()
-
-
-def test_use_tables_gives_a_fresh_table(backend: str | None) -> None:
-    with use_tables(app, endpoint_url=backend) as tb:
-        assert app.exists()
-        app.transport.call("PutItem", {"TableName": app.name, "Item": {
-            "pk": {"S": "x"}, "sk": {"S": "y"}}})
-        assert len(tb.scan()) == 1
-    with use_tables(app, endpoint_url=backend) as tb:
-        assert tb.scan() == []
-
-
 @pytest.mark.parametrize("name", ["", "ab", "has space", "x" * 256, "bad/char"])
 def test_invalid_table_and_index_names_are_refused_at_definition(name: str) -> None:
     with pytest.raises(DynaormError, match="name"):
         Table(name)
     with pytest.raises(DynaormError, match="index name"):
         Table("valid-table", indexes=[GSI(name, pk="gpk")])
+
+
+# -- definition errors (raised when the class is defined) ---------------------------------
+def _define(meta: dict[str, Any], **fields: Any) -> type[Entity]:
+    annotations = {"a": str, "b": str, **fields}
+    inner = type("Meta", (), {**meta, "__qualname__": "ErrDefined.Meta",
+                              "__module__": __name__})
+    ns: dict[str, Any] = {"__annotations__": annotations, "__module__": __name__,
+                          "__qualname__": "ErrDefined", "Meta": inner}
+    return type("ErrDefined", (Entity,), ns)
+
+
+@pytest.mark.parametrize(("meta", "message"), [
+    ({"table": app, "pk": "A#{a}"}, "sk is required"),
+    ({"table": app, "pk": "A#{nope}", "sk": "X"}, "nope"),
+    ({"table": app, "pk": "A#{a}", "sk": "{b}", "colour": "red"}, "unknown option"),
+    ({"table": "app", "pk": "A#{a}", "sk": "X"}, "must be a dynaorm Table"),
+    ({"table": app, "pk": "A#{a}", "sk": "X", "indexes": {"gsi9": ("A", "B")}}, "gsi9"),
+    ({"table": app, "pk": "A#{a}", "sk": "X", "indexes": {"lsi1": ("B#{b}", "C")}}, "LSI"),
+    ({"table": app, "pk": "A#{a}", "sk": "X", "indexes": {"gsi1": ("A",)}}, "gsi1"),
+    ({"table": app, "pk": "A#{a}", "sk": "X", "unique": ("zzz",)}, "zzz"),
+    ({"table": app, "pk": "A#{a}", "sk": "X", "unique": (Unique("a", scope="S#{q}"),)}, "q"),
+    ({"table": app, "pk": "A#{a}", "sk": "X", "shards": {"gsi1": 4},
+      "indexes": {"gsi1": ("A#{a}", "B")}}, "shard"),
+    ({"table": app, "pk": "A#{a}#{shard}", "sk": "X"}, "shard"),
+    ({"table": app, "pk": "A#{a}", "sk": "X#{b}", "shards": {"primary": 0}}, "shards"),
+])
+def test_definition_errors(meta: dict[str, Any], message: str) -> None:
+    with pytest.raises(DynaormError, match=message):
+        _define(meta)
+
+
+def test_field_colliding_with_a_key_attribute() -> None:
+    with pytest.raises(DynaormError, match="collide"):
+        _define({"table": app, "pk": "A#{a}", "sk": "X"}, gsi1pk=str)
+
+
+def test_type_name_used_twice() -> None:
+    with pytest.raises(DynaormError, match="type name"):
+        _define({"table": app, "pk": "A#{a}", "sk": "X", "type_name": "User"})
+
+
+def test_table_definition_errors() -> None:
+    with pytest.raises(DynaormError):
+        Table("")
+    with pytest.raises(DynaormError, match="twice"):
+        Table("tbl", indexes=[GSI("gsi", pk="a"), GSI("gsi", pk="b")])
+    with pytest.raises(DynaormError, match="sort key"):
+        Table("tbl", sk=None, indexes=[LSI("lsi", sk="x")])
+    with pytest.raises(DynaormError, match="projection"):
+        Table("tbl", indexes=[GSI("gsi", pk="a", projection="SOME")]).definition()
