@@ -34,10 +34,10 @@ class AtomicRequests(Transport):
     lock, so two racing conditional writes could both pass their conditions there.
     Requests still interleave freely between each other, which is what these tests race."""
 
-    _lock = threading.Lock()
+    _atomic = threading.Lock()  # not _lock: Transport guards its client with self._lock
 
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        with self._lock:
+        with self._atomic:
             return super().send(operation, request)
 
 
