@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from dynaorm import DynaormError, Entity, Session, TransactionTooLargeError
+from dynaorm import DynaormError, Entity, ItemTooLargeError, Session, TransactionTooLargeError
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.support.models import Audit, Note, User, app
+from tests.support.models import Audit, EMsg, EReading, Note, User, app
 from tests.support.recording import Requests
 
 
@@ -133,6 +133,17 @@ def test_save_many_objects_are_persisted_and_duplicates_coalesce(db: TestBackend
     assert len(stored(db)) == 2
 
 
+def test_save_many_marks_every_object_of_a_repeated_key_persisted(db: TestBackend) -> None:
+    s = db.session()
+    first, last = EReading(device="d", ts=7, v=1), EReading(device="d", ts=7, v=2)
+    s.save_many([first, last])
+    assert first._is_persisted and last._is_persisted
+    assert [i["v"] for i in db.scan()] == [2]
+    s.save(first)  # an update back to v=1, not an insert that clashes
+    s.commit()
+    assert [i["v"] for i in db.scan()] == [1]
+
+
 @pytest.mark.sync_only
 def test_save_many_refuses_entities_with_rules(db: TestBackend) -> None:
     s = db.session()
@@ -146,6 +157,14 @@ def test_save_many_refuses_entities_with_rules(db: TestBackend) -> None:
             s.save_many(objs)
         assert type(objs[-1]).__name__ in str(err.value)
     assert db.scan() == []  # nothing at all was written, not even the plain note
+
+
+def test_save_many_refuses_an_oversized_item_before_writing(db: TestBackend) -> None:
+    s = db.session()
+    objs = [EMsg(room="r", date="d", time="1"), EMsg(room="r", date="d", time="x" * 500_000)]
+    with pytest.raises(ItemTooLargeError, match="EMsg"):
+        s.save_many(objs)
+    assert db.scan_raw() == []
 
 
 @pytest.mark.sync_only

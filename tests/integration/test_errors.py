@@ -13,12 +13,14 @@ import pytest
 from dynaorm import (
     ConcurrentModificationError,
     DynaormError,
+    Entity,
     InvalidCursorError,
     ItemExistsError,
     ItemNotFoundError,
     ItemTooLargeError,
     KeyTemplateError,
     MultipleResultsError,
+    Table,
     TransactionConflictError,
     TransactionTooLargeError,
     UniqueConstraintError,
@@ -165,3 +167,38 @@ def test_corrupt_stored_item_raises_validation_error(db: TestBackend) -> None:
         "note_id": {"S": "bad"}, "tags": {"N": "5"}}})
     with pytest.raises(pydantic.ValidationError):
         db.session().get(Note, note_id="bad")
+
+
+def test_request_failures_are_dynaorm_errors(db: TestBackend) -> None:
+    missing = Table("dynaorm-no-such-table", endpoint_url=db.endpoint_url)
+
+    class EGhost(Entity):
+        class Meta:
+            table = missing
+            pk = "G#{gid}"
+            sk = "G"
+
+        gid: str
+
+    from dynaorm import Session
+
+    s = Session(missing)
+    with pytest.raises(DynaormError):
+        s.query(EGhost, gid="g").all()
+    with pytest.raises(DynaormError):
+        s.get_many(EGhost, [{"gid": "g"}])
+    with pytest.raises(DynaormError):
+        s.save_many([EGhost(gid="g")])
+
+
+def test_errors_name_entity_and_key(db: TestBackend) -> None:
+    s = db.session()
+    s.save(User(user_id="u1", username="ann", email="ann@x.com"))
+    s.commit()
+    s.save(User(user_id="u2", username="ann", email="other@x.com"))
+    with pytest.raises(UniqueConstraintError) as err:
+        s.commit()
+    assert err.value.key == {"pk": "USER#u2", "sk": "PROFILE"}
+    assert "USER#u2" in str(err.value)
+    with pytest.raises(InvalidCursorError, match="User"):
+        s.query(User, index="gsi1", org_id="acme").page("not-a-cursor")

@@ -24,7 +24,7 @@ from dynaorm import (
 )
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
-from tests.support.models import Audit, Note, User, app
+from tests.support.models import Audit, EReading, Note, User, app
 from tests.support.recording import RecordingTransport, conflict
 
 
@@ -228,6 +228,24 @@ def test_primary_key_move_onto_an_existing_key(db: TestBackend) -> None:
     with pytest.raises(ItemExistsError):
         s.commit()
     assert db.scan_raw() == before
+
+
+@pytest.mark.parametrize("insert_first", [True, False])
+def test_key_move_and_insert_at_the_old_key_both_land(db: TestBackend,
+                                                      insert_first: bool) -> None:
+    s = db.session()
+    s.save(EReading(device="d", ts=1, v=1))
+    s.commit()
+    moved = s.get(EReading, device="d", ts=1)
+    assert moved is not None
+    moved.ts = 2
+    fresh = EReading(device="d", ts=1, v=9)
+    for obj in ((fresh, moved) if insert_first else (moved, fresh)):
+        s.save(obj)
+    s.commit()
+    stored = {(i["ts"], i["v"]) for i in db.scan() if i["pk"] == "EDEV#d"}
+    assert stored == {(1, 9), (2, 1)}
+    assert fresh._is_persisted and moved._is_persisted
 
 
 # -- staging -------------------------------------------------------------------------------
@@ -503,6 +521,19 @@ def test_transient_failure_is_retried_with_the_same_token(
     assert sends[0] == sends[1]  # the identical request, token included
     assert sends[0]["ClientRequestToken"]
     assert len(db.scan()) == 3
+
+
+@pytest.mark.sync_only
+def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
+    transport = RecordingTransport(db.endpoint_url)
+    transport.faults["PutItem"] = [RequestFailed("PutItem", "TransactionConflictException",
+                                                 "conflict with an ongoing transaction")]
+    db.table.transport = transport
+    s = db.session()
+    s.save(EReading(device="d", ts=5))
+    s.commit()
+    assert [op for op, _ in transport.sent] == ["PutItem", "PutItem"]
+    assert [i["ts"] for i in db.scan()] == [5]
 
 
 @pytest.mark.sync_only

@@ -214,6 +214,10 @@ def test_find_through_the_guard(db: TestBackend) -> None:
     assert rows(db, "User")[0]["full_name"] == "Bobby"
 
 
+def test_find_by_none_finds_nothing(db: TestBackend) -> None:
+    assert db.session().find(User, email=None) is None
+
+
 def test_scope_and_prefix(db: TestBackend) -> None:
     s = db.session()
     s.save(UqMember(member_id="m1", org="o1", handle="Alice", badge="B-7"))

@@ -100,3 +100,25 @@ class SEvent(Entity):
     at: str
     event_id: str
     kind: str = "click"
+
+
+class EReading(Entity):
+    class Meta:
+        table = app
+        pk = "EDEV#{device}"
+        sk = "R#{ts}"
+
+    device: str
+    ts: int
+    v: int = 0
+
+
+class EMsg(Entity):
+    class Meta:
+        table = app
+        pk = "EROOM#{room}"
+        sk = "DATE#{date}#TIME#{time}"
+
+    room: str
+    date: str
+    time: str
