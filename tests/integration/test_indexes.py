@@ -1,7 +1,9 @@
 """Queries through secondary indexes and over several entity types of one partition.
 
-GSI and LSI queries through entity index templates, index overloading, sparse indexes,
-an adjacency list (many-to-many) read from both sides, and multi-entity queries.
+GSI and LSI queries through entity index templates, index overloading, sparse indexes and
+the index keys a partial update derives, an adjacency list (many-to-many) read from both
+sides, and multi-entity queries. Key templates themselves, with no table, are in
+tests/unit/test_templates.py.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Values as stored (contract section 2, "Stored item"): every supported type round-trips
 through save/get on every engine, with the item shape it is stored as; a None field
-round-trips even when leaving it out would reload something else."""
+round-trips even when leaving it out would reload something else. The codec's own
+properties, with no table, are in tests/unit/test_codec.py."""
 
 from __future__ import annotations
 
