@@ -263,7 +263,7 @@ def _print_throughput(args: argparse.Namespace) -> None:
     if args.endpoint:
         t = throughput(args.endpoint, args.gets, args.rounds)
     else:
-        from tests.ddb_local import DynamoDBLocal
+        from tests.support.ddb_local import DynamoDBLocal
 
         with DynamoDBLocal() as server:
             t = throughput(server.endpoint_url, args.gets, args.rounds)

@@ -109,7 +109,7 @@ def engine(name: str) -> Iterator[TestBackend]:
             stack.enter_context(moto_backend())
             yield stack.enter_context(use_tables(table))
         else:
-            from tests.ddb_local import DynamoDBLocal
+            from tests.support.ddb_local import DynamoDBLocal
 
             ddb = stack.enter_context(DynamoDBLocal())
             yield stack.enter_context(use_tables(table, endpoint_url=ddb.endpoint_url))

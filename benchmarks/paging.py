@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dynaorm import GSI, Entity, Session, Table
 from dynaorm.testing import use_tables
-from tests.ddb_local import DynamoDBLocal
+from tests.support.ddb_local import DynamoDBLocal
 
 SHARDS = (1, 4, 16, 64)
 bench = Table("dynaorm-bench-paging", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])

@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dynaorm import GSI, Entity, Session, Table
 from dynaorm.testing import use_tables
-from tests.ddb_local import DynamoDBLocal
+from tests.support.ddb_local import DynamoDBLocal
 
 table = Table("dynaorm-bench-proj", indexes=[
     GSI("keys", pk="kpk", sk="ksk", projection="KEYS_ONLY"),

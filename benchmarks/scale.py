@@ -35,7 +35,7 @@ import botocore.session
 
 from dynaorm import GSI, Entity, Session, Table
 from dynaorm.testing import use_tables
-from tests.ddb_local import DUMMY_ACCESS_KEY, DUMMY_REGION, DUMMY_SECRET_KEY, DynamoDBLocal
+from tests.support.ddb_local import DUMMY_ACCESS_KEY, DUMMY_REGION, DUMMY_SECRET_KEY, DynamoDBLocal
 
 SHARDS = 16
 SCATTER_ITEMS = 320

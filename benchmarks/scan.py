@@ -30,7 +30,7 @@ from pynamodb.models import Model
 
 from dynaorm import Entity, Session, Table
 from dynaorm.testing import use_tables
-from tests.ddb_local import DynamoDBLocal
+from tests.support.ddb_local import DynamoDBLocal
 
 bench = Table("dynaorm-bench-scan")
 

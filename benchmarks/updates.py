@@ -273,7 +273,7 @@ def history_items_read(parts: int = 11, versions: int = 6) -> dict[str, int]:
     from dynaorm import LSI, Entity, Table
     from dynaorm.testing import use_tables
     from dynaorm.transport.events import RequestEvent
-    from tests.ddb_local import DynamoDBLocal
+    from tests.support.ddb_local import DynamoDBLocal
 
     history_table = Table("dynaorm-bench-history", indexes=[LSI("lsi1", sk="lsi1sk")])
 

@@ -8,40 +8,12 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from dynaorm import GSI, DynaormError, Entity, F, Session, Table
+from dynaorm import DynaormError, Entity, F, Session
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Placeholders
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.alias_models import Game, Player, games
 from tests.support.recording import Requests
-
-games = Table("alias-games", indexes=[GSI("by_map", pk="map", sk="open_players")])
-
-
-class Player(Entity):
-    class Meta:
-        table = games
-        pk = "PLAYER#{player_id}"
-        sk = "PROFILE"
-        unique = ("email",)
-
-    player_id: str
-    full_name: str = Field(alias="fullName")
-    email: str = Field(serialization_alias="emailAddress")
-    level: int = Field(default=1, alias="lvl")
-    tags: set[str] = Field(default_factory=set, alias="t")
-
-
-class Game(Entity):
-    class Meta:
-        table = games
-        pk = "GAME#{game_id}"
-        sk = "META"
-        indexes = {"by_map": ("{map}", "{open_players}")}  # the fields ARE the index keys
-
-    game_id: str
-    map: str
-    open_players: str | None = None
-    creator: str = Field(alias="createdBy")
 
 
 @pytest.fixture

@@ -28,8 +28,7 @@ from dynaorm import (
 from dynaorm.aio import client, close
 from dynaorm.aio.reads import AsyncQuery
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from tests.integration.test_sharding import SEvent, SOrder
-from tests.support.models import Note, User, app
+from tests.support.models import Note, SEvent, SOrder, User, app
 
 R = TypeVar("R")
 

@@ -5,7 +5,9 @@ requests by really sending only part of them and returning the rest as unprocess
 DynamoDB does under throttling, and the session has to retry until everything converged.
 
 Also ``get_many(..., snapshot=True)`` as one TransactGetItems, and ``concurrency=`` of bulk
-reads and writes (contract section 8, 0.2).
+reads and writes (contract section 8, 0.2). A test that instruments the sync client (a
+flaky transport, recorded requests) is ``sync_only`` (see conftest); the others also run
+through AsyncSession.
 """
 
 from __future__ import annotations
@@ -14,13 +16,11 @@ from typing import Any
 
 import pytest
 
-from dynaorm import DynaormError, Entity, Session, TransactionTooLargeError
+from dynaorm import DynaormError, Entity, ItemTooLargeError, Session, TransactionTooLargeError
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.support.models import Audit, Note, User, app
+from tests.support.models import Audit, EMsg, EReading, Note, User, app
 from tests.support.recording import Requests
-
-pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
 
 
 class BItem(Entity):
@@ -84,6 +84,7 @@ def stored(db: TestBackend) -> list[dict[str, Any]]:
     return [i for i in db.scan() if i["_type"] == "BItem"]
 
 
+@pytest.mark.sync_only
 def test_save_many_writes_in_chunks_of_25(db: TestBackend) -> None:
     transport = flaky(db, 0)
     objs = items("g", 60)
@@ -96,6 +97,7 @@ def test_save_many_writes_in_chunks_of_25(db: TestBackend) -> None:
     assert s.query(BItem, group="g").all() == objs
 
 
+@pytest.mark.sync_only
 def test_save_many_retries_unprocessed_items_until_converged(db: TestBackend) -> None:
     transport = flaky(db, 5)
     objs = items("g", 60)
@@ -109,6 +111,7 @@ def test_save_many_retries_unprocessed_items_until_converged(db: TestBackend) ->
     assert all(0 <= d <= Transport.max_delay for d in transport.sleeps)
 
 
+@pytest.mark.sync_only
 def test_save_many_gives_up_when_nothing_converges(db: TestBackend) -> None:
     transport = flaky(db, 10_000)
     with pytest.raises(DynaormError, match="unprocessed"):
@@ -116,6 +119,7 @@ def test_save_many_gives_up_when_nothing_converges(db: TestBackend) -> None:
     assert transport.sleeps  # it did back off between rounds
 
 
+@pytest.mark.sync_only
 def test_save_many_objects_are_persisted_and_duplicates_coalesce(db: TestBackend) -> None:
     s = db.session()
     a, b = BItem(group="g", n=1, label="first"), BItem(group="g", n=1, label="second")
@@ -129,6 +133,18 @@ def test_save_many_objects_are_persisted_and_duplicates_coalesce(db: TestBackend
     assert len(stored(db)) == 2
 
 
+def test_save_many_marks_every_object_of_a_repeated_key_persisted(db: TestBackend) -> None:
+    s = db.session()
+    first, last = EReading(device="d", ts=7, v=1), EReading(device="d", ts=7, v=2)
+    s.save_many([first, last])
+    assert first._is_persisted and last._is_persisted
+    assert [i["v"] for i in db.scan()] == [2]
+    s.save(first)  # an update back to v=1, not an insert that clashes
+    s.commit()
+    assert [i["v"] for i in db.scan()] == [1]
+
+
+@pytest.mark.sync_only
 def test_save_many_refuses_entities_with_rules(db: TestBackend) -> None:
     s = db.session()
     cases: list[list[Entity]] = [
@@ -143,6 +159,15 @@ def test_save_many_refuses_entities_with_rules(db: TestBackend) -> None:
     assert db.scan() == []  # nothing at all was written, not even the plain note
 
 
+def test_save_many_refuses_an_oversized_item_before_writing(db: TestBackend) -> None:
+    s = db.session()
+    objs = [EMsg(room="r", date="d", time="1"), EMsg(room="r", date="d", time="x" * 500_000)]
+    with pytest.raises(ItemTooLargeError, match="EMsg"):
+        s.save_many(objs)
+    assert db.scan_raw() == []
+
+
+@pytest.mark.sync_only
 def test_get_many_over_100_keys_in_input_order(db: TestBackend) -> None:
     db.session().save_many(items("g", 200))
     transport = flaky(db, 0)
@@ -159,6 +184,7 @@ def test_get_many_over_100_keys_in_input_order(db: TestBackend) -> None:
     assert asked == [100, 100, 31]  # 231 distinct keys, 100 a request
 
 
+@pytest.mark.sync_only
 def test_get_many_retries_unprocessed_keys_until_converged(db: TestBackend) -> None:
     s = db.session()
     s.save_many(items("g", 120))
@@ -171,6 +197,7 @@ def test_get_many_retries_unprocessed_keys_until_converged(db: TestBackend) -> N
     assert len(transport.sleeps) == 4
 
 
+@pytest.mark.sync_only
 def test_get_many_edge_cases(db: TestBackend) -> None:
     s = db.session()
     s.save_many(items("g", 3))
@@ -187,6 +214,7 @@ def test_get_many_edge_cases(db: TestBackend) -> None:
     assert s.get_many(Note, [{"note_id": "n1"}, {"note_id": "n2"}]) == [Note(note_id="n1"), None]
 
 
+@pytest.mark.sync_only
 def test_bulk_session_on_a_plain_session(db: TestBackend) -> None:
     """save_many and get_many work on any Session of the table, not only test helpers."""
     s = Session(app)
@@ -206,6 +234,7 @@ def rec(db: TestBackend) -> Requests:
     return Requests(db.table)
 
 
+@pytest.mark.sync_only
 def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     keys = [{"note_id": "n005"}, {"note_id": "nope"}, {"note_id": "n001"}, {"note_id": "n005"}]
@@ -221,6 +250,7 @@ def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
     assert s.get_many(Note, [], snapshot=True) == []
 
 
+@pytest.mark.sync_only
 def test_snapshot_of_100_distinct_items_and_no_more(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     # DynamoDB takes 100 items a TransactGetItems; moto and DynamoDB Local still refuse
@@ -235,6 +265,7 @@ def test_snapshot_of_100_distinct_items_and_no_more(db: TestBackend, rec: Reques
     assert rec.calls == []  # refused before anything was sent
 
 
+@pytest.mark.sync_only
 def test_get_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     keys = [{"note_id": n.note_id} for n in reversed(NOTES)]
@@ -252,6 +283,7 @@ def test_get_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> 
             s.get_many(Note, keys, concurrency=bad)  # type: ignore[arg-type]
 
 
+@pytest.mark.sync_only
 def test_save_many_sends_batches_concurrently(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     more = [Note(note_id=f"m{i:03d}", body="x") for i in range(120)]

@@ -1,19 +1,16 @@
-"""The error tree (contract section 10): exports, hierarchy, every error provoked for real,
-messages naming entity and key, pydantic's ValidationError passing through, and definition
-errors raised when a class is defined."""
+"""The error tree (contract section 10) on every engine: every error provoked for real, with
+messages naming entity and key, and a corrupt stored item raising pydantic's
+ValidationError. The tree itself (exports, hierarchy) is in tests/unit/test_errors.py,
+definition errors in tests/unit/test_definitions.py."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pydantic
 import pytest
 
-import dynaorm
 from dynaorm import (
-    GSI,
-    LSI,
     ConcurrentModificationError,
     DynaormError,
     Entity,
@@ -26,42 +23,13 @@ from dynaorm import (
     Table,
     TransactionConflictError,
     TransactionTooLargeError,
-    Unique,
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from tests.integration.test_session import RecordingTransport, _conflict
-from tests.support.models import Audit, Note, User, app
-
-DOCUMENTED = {
-    "Table", "GSI", "LSI", "Entity", "Unique", "ksuid", "Session", "Query", "Page", "F",
-    "Condition", "DynaormError", "KeyTemplateError", "UniqueConstraintError",
-    "ItemExistsError", "ItemNotFoundError", "ConcurrentModificationError",
-    "TransactionConflictError", "TransactionTooLargeError", "ItemTooLargeError",
-    "MultipleResultsError", "InvalidCursorError",
-    # 0.2
-    "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
-    "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
-    "StagedUpdate", "AsyncSession",
-}
-ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
-          ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
-          ItemTooLargeError, MultipleResultsError, InvalidCursorError)
+from tests.support.models import Audit, Note, User
+from tests.support.recording import RecordingTransport, conflict
 
 
-def test_exports_are_the_documented_names() -> None:
-    assert set(dynaorm.__all__) == DOCUMENTED
-    for name in DOCUMENTED:
-        assert getattr(dynaorm, name) is not None
-
-
-@pytest.mark.parametrize("error", ERRORS, ids=lambda e: e.__name__)
-def test_every_error_derives_from_dynaorm_error(error: type[Exception]) -> None:
-    assert issubclass(error, DynaormError)
-    assert issubclass(DynaormError, Exception)
-
-
-# -- every error, for real -----------------------------------------------------------------
 def _seed(db: TestBackend) -> None:
     with db.session() as s:
         s.save(User(user_id="u1", username="bob", email="bob@x.com"))
@@ -109,7 +77,7 @@ def _concurrent(db: TestBackend) -> None:
 def _conflicting(db: TestBackend) -> None:
     saved = db.table.transport
     rec = RecordingTransport(db.endpoint_url)
-    rec.always["TransactWriteItems"] = _conflict(2)
+    rec.always["TransactWriteItems"] = conflict(2)
     db.table.transport = rec
     try:
         s = db.session()
@@ -193,17 +161,6 @@ def test_unique_error_attributes(db: TestBackend) -> None:
     assert err.value.violations == [("email", "BOB@x.com")]
 
 
-# -- pydantic's ValidationError passes through -------------------------------------------
-def test_invalid_field_values_raise_validation_error() -> None:
-    with pytest.raises(pydantic.ValidationError) as err:
-        Note(note_id="n1", tags="not a list")
-    assert not isinstance(err.value, DynaormError)
-    with pytest.raises(pydantic.ValidationError):
-        User(username="bob")  # type: ignore[call-arg]
-    with pytest.raises(pydantic.ValidationError):
-        Audit(equipment_id="E", part="P", version="many")
-
-
 def test_corrupt_stored_item_raises_validation_error(db: TestBackend) -> None:
     db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": {
         "pk": {"S": "NOTE#bad"}, "sk": {"S": "NOTE"}, "_type": {"S": "Note"},
@@ -212,58 +169,36 @@ def test_corrupt_stored_item_raises_validation_error(db: TestBackend) -> None:
         db.session().get(Note, note_id="bad")
 
 
-# -- definition errors (raised when the class is defined) ---------------------------------
-def _define(meta: dict[str, Any], **fields: Any) -> type[Entity]:
-    annotations = {"a": str, "b": str, **fields}
-    inner = type("Meta", (), {**meta, "__qualname__": "ErrDefined.Meta",
-                              "__module__": __name__})
-    ns: dict[str, Any] = {"__annotations__": annotations, "__module__": __name__,
-                          "__qualname__": "ErrDefined", "Meta": inner}
-    return type("ErrDefined", (Entity,), ns)
+def test_request_failures_are_dynaorm_errors(db: TestBackend) -> None:
+    missing = Table("dynaorm-no-such-table", endpoint_url=db.endpoint_url)
 
+    class EGhost(Entity):
+        class Meta:
+            table = missing
+            pk = "G#{gid}"
+            sk = "G"
 
-@pytest.mark.parametrize(("meta", "message"), [
-    ({"table": app, "pk": "A#{a}"}, "sk is required"),
-    ({"table": app, "pk": "A#{nope}", "sk": "X"}, "nope"),
-    ({"table": app, "pk": "A#{a}", "sk": "{b}", "colour": "red"}, "unknown option"),
-    ({"table": "app", "pk": "A#{a}", "sk": "X"}, "must be a dynaorm Table"),
-    ({"table": app, "pk": "A#{a}", "sk": "X", "indexes": {"gsi9": ("A", "B")}}, "gsi9"),
-    ({"table": app, "pk": "A#{a}", "sk": "X", "indexes": {"lsi1": ("B#{b}", "C")}}, "LSI"),
-    ({"table": app, "pk": "A#{a}", "sk": "X", "indexes": {"gsi1": ("A",)}}, "gsi1"),
-    ({"table": app, "pk": "A#{a}", "sk": "X", "unique": ("zzz",)}, "zzz"),
-    ({"table": app, "pk": "A#{a}", "sk": "X", "unique": (Unique("a", scope="S#{q}"),)}, "q"),
-    ({"table": app, "pk": "A#{a}", "sk": "X", "shards": {"gsi1": 4},
-      "indexes": {"gsi1": ("A#{a}", "B")}}, "shard"),
-    ({"table": app, "pk": "A#{a}#{shard}", "sk": "X"}, "shard"),
-    ({"table": app, "pk": "A#{a}", "sk": "X#{b}", "shards": {"primary": 0}}, "shards"),
-])
-def test_definition_errors(meta: dict[str, Any], message: str) -> None:
-    with pytest.raises(DynaormError, match=message):
-        _define(meta)
+        gid: str
 
+    from dynaorm import Session
 
-def test_field_colliding_with_a_key_attribute() -> None:
-    with pytest.raises(DynaormError, match="collide"):
-        _define({"table": app, "pk": "A#{a}", "sk": "X"}, gsi1pk=str)
-
-
-def test_type_name_used_twice() -> None:
-    with pytest.raises(DynaormError, match="type name"):
-        _define({"table": app, "pk": "A#{a}", "sk": "X", "type_name": "User"})
-
-
-def test_table_definition_errors() -> None:
+    s = Session(missing)
     with pytest.raises(DynaormError):
-        Table("")
-    with pytest.raises(DynaormError, match="twice"):
-        Table("tbl", indexes=[GSI("gsi", pk="a"), GSI("gsi", pk="b")])
-    with pytest.raises(DynaormError, match="sort key"):
-        Table("tbl", sk=None, indexes=[LSI("lsi", sk="x")])
-    with pytest.raises(DynaormError, match="projection"):
-        Table("tbl", indexes=[GSI("gsi", pk="a", projection="SOME")]).definition()
+        s.query(EGhost, gid="g").all()
+    with pytest.raises(DynaormError):
+        s.get_many(EGhost, [{"gid": "g"}])
+    with pytest.raises(DynaormError):
+        s.save_many([EGhost(gid="g")])
 
 
-def test_key_template_error_at_render_names_entity_field_value() -> None:
-    with pytest.raises(KeyTemplateError) as err:
-        dynaorm.Session(app).save(User(user_id="", username="bob", email="b@x.com"))
-    assert "User" in str(err.value) and "'user_id'" in str(err.value)
+def test_errors_name_entity_and_key(db: TestBackend) -> None:
+    s = db.session()
+    s.save(User(user_id="u1", username="ann", email="ann@x.com"))
+    s.commit()
+    s.save(User(user_id="u2", username="ann", email="other@x.com"))
+    with pytest.raises(UniqueConstraintError) as err:
+        s.commit()
+    assert err.value.key == {"pk": "USER#u2", "sk": "PROFILE"}
+    assert "USER#u2" in str(err.value)
+    with pytest.raises(InvalidCursorError, match="User"):
+        s.query(User, index="gsi1", org_id="acme").page("not-a-cursor")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import math
 from decimal import Decimal
 from typing import Any
 
@@ -17,7 +18,14 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from dynaorm import Entity, InvalidValueError, ItemTooLargeError, KeyTemplateError, Session
+from dynaorm import (
+    DynaormError,
+    Entity,
+    InvalidValueError,
+    ItemTooLargeError,
+    KeyTemplateError,
+    Session,
+)
 from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
 from tests.support.models import app
@@ -187,3 +195,21 @@ def test_hostile_sizes(db: TestBackend, request: pytest.FixtureRequest, size: in
     attempt(db, recorder(db), db.session(), obj, how)
     if size > 409_600:
         assert db.scan_raw() == []
+
+
+class EFloat(Entity):
+    class Meta:
+        table = app
+        pk = "EF#{fid}"
+        sk = "F"
+
+    fid: str
+    x: float
+
+
+def test_unstorable_number_is_a_dynaorm_error_naming_the_field(db: TestBackend) -> None:
+    s = db.session()
+    s.save(EFloat(fid="f", x=math.nan))
+    with pytest.raises(DynaormError, match=r"EFloat field 'x'"):
+        s.commit()
+    assert db.scan_raw() == []

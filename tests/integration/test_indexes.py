@@ -1,7 +1,9 @@
 """Queries through secondary indexes and over several entity types of one partition.
 
-GSI and LSI queries through entity index templates, index overloading, sparse indexes,
-an adjacency list (many-to-many) read from both sides, and multi-entity queries.
+GSI and LSI queries through entity index templates, index overloading, sparse indexes and
+the index keys a partial update derives, an adjacency list (many-to-many) read from both
+sides, and multi-entity queries. Key templates themselves, with no table, are in
+tests/unit/test_templates.py.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import pytest
 
 from dynaorm import DynaormError, Entity, F, Session
 from dynaorm.testing import TestBackend
-from tests.support.models import Audit, app
+from tests.support.models import Audit, TplSparse, app
 
 # -- entities ----------------------------------------------------------------------------
 
@@ -244,6 +246,52 @@ def test_sparse_index_holds_only_items_with_the_field(db: TestBackend) -> None:
     s.commit()
     assert [t.task_id for t in s.query(ITask, index="gsi2", board="b1")] == [
         "k2", "k1", "k5", "k7"]
+
+
+def _stored(db: TestBackend, pk: str) -> dict[str, Any]:
+    (item,) = [i for i in db.scan() if i["pk"] == pk]
+    return item
+
+
+def test_sparse_index_left_off_while_field_is_none(db: TestBackend) -> None:
+    s = db.session()
+    obj = TplSparse(sid="s1")
+    s.save(obj)
+    s.commit()
+    item = _stored(db, "SPARSE#s1")
+    assert "gsi2pk" not in item and "gsi2sk" not in item
+    assert "status" not in item
+
+    obj.status = "open"
+    s.save(obj)
+    s.commit()
+    item = _stored(db, "SPARSE#s1")
+    assert item["gsi2pk"] == "STATUS#open"
+    assert item["gsi2sk"] == "SPARSE#s1"
+
+    obj.status = None
+    s.save(obj)
+    s.commit()
+    item = _stored(db, "SPARSE#s1")
+    assert "gsi2pk" not in item and "gsi2sk" not in item and "status" not in item
+    loaded = s.get(TplSparse, sid="s1", consistent=True)
+    assert loaded == TplSparse(sid="s1")
+
+
+def test_derived_index_keys_follow_partial_updates(db: TestBackend) -> None:
+    s = db.session()
+    obj = TplSparse(sid="s2", status="new")
+    s.save(obj)
+    s.commit()
+    other = db.session().get(TplSparse, sid="s2", consistent=True)
+    assert other is not None
+    other.status = "done"
+    s2 = db.session()
+    s2.save(other)
+    s2.commit()
+    item = _stored(db, "SPARSE#s2")
+    assert item["status"] == "done"
+    assert item["gsi2pk"] == "STATUS#done"
 
 
 # -- adjacency list ----------------------------------------------------------------------

@@ -1,28 +1,17 @@
 """No lost updates (contract section 4, 0.2): an update of a persisted object is conditioned
-on the stored values of every attribute it writes or removes."""
+on the stored values of every attribute it writes or removes, on every engine. Racing
+writers are in tests/system/test_concurrency.py, the request size those conditions add in
+tests/unit/test_lost_updates.py."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from dynaorm import (
-    ConcurrentModificationError,
-    Session,
-    TransactionConflictError,
-    TransactionTooLargeError,
-)
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.tools.check import check_table
-from dynaorm.write.planner import compile_commit
-from dynaorm.write.staged import SaveEntry
-from tests.support.models import Note, app
-from tests.support.update_models import Counter, Player
-from tests.system.test_concurrency import race
-
-T = "dynaorm-tests"
+from dynaorm import ConcurrentModificationError, Session
+from dynaorm.testing import TestBackend
+from tests.support.models import Note
 
 
 def _note(db: TestBackend, **fields: Any) -> None:
@@ -152,93 +141,3 @@ def test_model_copy_of_a_loaded_object_saves_as_an_update(db: TestBackend) -> No
     assert db.scan()[0]["body"] == "copied"
     deep = copy.model_copy(deep=True)
     assert deep._dynaorm_state is not None
-
-
-def test_request_size_counts_condition_values() -> None:
-    """Twelve updates of ~190 KB each: 2.3 MB of new values, but each is also conditioned on
-    its ~190 KB old value, so the request is over 4 MB and is refused before sending."""
-    from dynaorm.model.entity import Entity
-
-    entries = []
-    for i in range(12):
-        n = Note._from_item({"pk": {"S": f"NOTE#{i}"}, "sk": {"S": "NOTE"},
-                             "type": {"S": "Note"}, "note_id": {"S": str(i)},
-                             "body": {"S": "a" * 190_000}})
-        n.body = "b" * 190_000
-        entries.append((SaveEntry(n), n._dynaorm_state))
-    assert isinstance(entries[0][0].obj, Entity)
-    with pytest.raises(TransactionTooLargeError):
-        compile_commit(T, entries)
-    plan, _ = compile_commit(T, entries[:5])  # the same shape, small enough, plans fine
-    assert len(plan.ops) == 5
-
-
-# -- races, on DynamoDB Local only (moto is not atomic across threads) ---------------------
-@pytest.fixture
-def local(ddb_local: str) -> Iterator[TestBackend]:
-    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        tb.table.transport.client  # noqa: B018 - one shared client before the threads race
-        yield tb
-
-
-def test_16_racing_atomic_adds_all_land(local: TestBackend) -> None:
-    with local.session() as s:
-        s.save(Counter(name="c1", count=100))
-
-    def add(i: int) -> int:
-        s = local.session()
-        s.update(Counter, name="c1").add(count=1)
-        s.commit()
-        return i
-
-    results = race(16, add)
-    errors = [r for r in results if isinstance(r, BaseException)]
-    assert not errors, errors
-    got = local.session().get(Counter, name="c1", consistent=True)
-    assert got is not None and got.count == 116
-
-
-def test_16_racing_load_increment_saves_lose_nothing(local: TestBackend) -> None:
-    with local.session() as s:
-        s.save(Counter(name="c1", count=0))
-    loaded = [local.session().get(Counter, name="c1", consistent=True) for _ in range(16)]
-
-    def bump(i: int) -> int:
-        s = local.session()
-        c = loaded[i]
-        assert c is not None
-        c.count += 1
-        s.save(c)
-        s.commit()
-        return i
-
-    results = race(16, bump)
-    wins = [r for r in results if not isinstance(r, BaseException)]
-    losses = [r for r in results if isinstance(r, BaseException)]
-    assert all(isinstance(e, ConcurrentModificationError) for e in losses), losses
-    got = local.session().get(Counter, name="c1", consistent=True)
-    assert got is not None and got.count == len(wins) == 1
-
-
-def test_8_racing_leaderboard_adds_keep_the_index_key_right(local: TestBackend) -> None:
-    with local.session() as s:
-        s.save(Player(player_id="p1", handle="ann", score=0))
-
-    def add(i: int) -> int:
-        for _ in range(20):  # a rule update reads first: a stale read is retried
-            s = local.session()
-            s.update(Player, player_id="p1").add(score=i + 1)
-            try:
-                s.commit()
-                return i + 1
-            except (ConcurrentModificationError, TransactionConflictError):
-                continue
-        raise AssertionError("never landed")
-
-    results = race(8, add)
-    assert all(isinstance(r, int) for r in results), results
-    row = next(r for r in local.scan() if r["_type"] == "Player")
-    assert row["score"] == sum(range(1, 9))
-    assert row["gsi2sk"] == f"{sum(range(1, 9)):010d}#p1"
-    audit = check_table(local.table)  # the whole table: no stale index key, no orphan
-    assert audit.problems == [], audit.problems

@@ -25,7 +25,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.support.models import Audit, app
+from tests.support.models import Audit, EMsg, EReading, app
 
 # -- entities ----------------------------------------------------------------------------
 
@@ -128,6 +128,16 @@ class QLog(Entity):
     source: str
     at: datetime
     seq: int
+
+
+class EOrder(Entity):
+    class Meta:
+        table = app
+        pk = "ECUST#{cust}"
+        sk = "ORDER#{cust}#{order_id}"
+
+    cust: str
+    order_id: str
 
 
 # -- helpers -----------------------------------------------------------------------------
@@ -329,6 +339,38 @@ def test_bad_key_fields_are_refused(s: Session) -> None:
         s.query(QMessage, room="seattle", date="2018").all()  # not a leading field
     with pytest.raises(DynaormError):
         s.query(QMessage, room="seattle").lt(user="a").gt(user="b")
+
+
+def test_keywords_naming_the_whole_sort_key_match_exactly(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many([EReading(device="d", ts=t) for t in (1, 10, 11, 2)])
+    assert [r.ts for r in s.query(EReading, device="d", ts=1)] == [1]
+    assert s.query(EReading, device="d", ts=3).all() == []
+
+
+def test_begins_with_refuses_fields_it_cannot_use(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many([EMsg(room="r", date=d, time=t)
+                 for d, t in (("2018-08-01", "10"), ("2018-09-01", "10"))])
+    q = s.query(EMsg, room="r")
+    with pytest.raises(KeyTemplateError, match="leading"):
+        q.begins_with(time="10").all()  # skips date
+    with pytest.raises(KeyTemplateError, match="bogus"):
+        q.begins_with(date="2018-08", bogus="x").all()
+    narrowed = s.query(EMsg, room="r", date="2018-08-01")
+    with pytest.raises(KeyTemplateError, match="already given"):
+        narrowed.begins_with(date="2018-09").all()
+    assert [m.date for m in q.begins_with(date="2018-09")] == ["2018-09-01"]
+    assert [m.time for m in narrowed.begins_with(time="1")] == ["10"]
+
+
+def test_sort_key_reusing_a_partition_field_is_queryable(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many([EOrder(cust="c1", order_id=o) for o in ("o1", "o2", "o3")])
+    assert [o.order_id for o in s.query(EOrder, cust="c1")] == ["o1", "o2", "o3"]
+    assert [o.order_id for o in s.query(EOrder, cust="c1", order_id="o2")] == ["o2"]
+    assert [o.order_id for o in s.query(EOrder, cust="c1").lt(order_id="o3")] == ["o1", "o2"]
+    assert s.query(EOrder, cust="c1").eq(order_id="o1").one().order_id == "o1"
 
 
 # -- entities sharing a partition: range conditions never leak ---------------------------

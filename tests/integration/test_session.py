@@ -1,14 +1,12 @@
 """Session semantics and what a commit sends (contract sections 3 and 4), on both backends.
 
-``RecordingTransport`` (also used by other test modules) records every request it sends
-and can inject failures, without mocking DynamoDB: everything else goes to the backend.
+``RecordingTransport`` (tests/support/recording.py) records every request it sends and
+can inject failures, without mocking DynamoDB: everything else goes to the backend.
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -26,42 +24,8 @@ from dynaorm import (
 )
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
-from dynaorm.transport.events import Reason
-from dynaorm.transport.sync import Transport
-from tests.support.models import Audit, Note, User, app
-
-WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
-                    "BatchWriteItem"})
-
-
-class RecordingTransport(Transport):
-    """A real transport that records (operation, request) and can inject failures.
-
-    ``faults[operation]`` is a list of errors raised (one per attempt, in order) instead of
-    sending; ``always[operation]`` is raised on every attempt.
-    """
-
-    def __init__(self, endpoint_url: str | None) -> None:
-        super().__init__(endpoint_url, sleep=lambda _: None)
-        self.sent: list[tuple[str, dict[str, Any]]] = []
-        self.faults: dict[str, list[RequestFailed]] = {}
-        self.always: dict[str, RequestFailed] = {}
-
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append((operation, copy.deepcopy(request)))
-        if operation in self.always:
-            raise self.always[operation]
-        pending = self.faults.get(operation)
-        if pending:
-            raise pending.pop(0)
-        return super().send(operation, request)
-
-    @property
-    def writes(self) -> list[tuple[str, dict[str, Any]]]:
-        return [(op, req) for op, req in self.sent if op in WRITES]
-
-    def clear(self) -> None:
-        self.sent.clear()
+from tests.support.models import Audit, EReading, Note, User, app
+from tests.support.recording import RecordingTransport, conflict
 
 
 @pytest.fixture
@@ -264,6 +228,24 @@ def test_primary_key_move_onto_an_existing_key(db: TestBackend) -> None:
     with pytest.raises(ItemExistsError):
         s.commit()
     assert db.scan_raw() == before
+
+
+@pytest.mark.parametrize("insert_first", [True, False])
+def test_key_move_and_insert_at_the_old_key_both_land(db: TestBackend,
+                                                      insert_first: bool) -> None:
+    s = db.session()
+    s.save(EReading(device="d", ts=1, v=1))
+    s.commit()
+    moved = s.get(EReading, device="d", ts=1)
+    assert moved is not None
+    moved.ts = 2
+    fresh = EReading(device="d", ts=1, v=9)
+    for obj in ((fresh, moved) if insert_first else (moved, fresh)):
+        s.save(obj)
+    s.commit()
+    stored = {(i["ts"], i["v"]) for i in db.scan() if i["pk"] == "EDEV#d"}
+    assert stored == {(1, 9), (2, 1)}
+    assert fresh._is_persisted and moved._is_persisted
 
 
 # -- staging -------------------------------------------------------------------------------
@@ -521,19 +503,13 @@ def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: RecordingTra
     assert len(rec.writes[0][1]["TransactItems"]) == 2
 
 
-def _conflict(n: int) -> RequestFailed:
-    reasons: list[Reason | None] = [Reason("TransactionConflict"), *[None] * (n - 1)]
-    return RequestFailed("TransactWriteItems", "TransactionCanceledException",
-                         "Transaction cancelled", reasons)
-
-
 @pytest.mark.sync_only
 @pytest.mark.parametrize("kind", ["throttle", "conflict", "in_progress", "5xx"])
 def test_transient_failure_is_retried_with_the_same_token(
         db: TestBackend, rec: RecordingTransport, kind: str) -> None:
     fault = {
         "throttle": RequestFailed("TransactWriteItems", "ThrottlingException", "slow down"),
-        "conflict": _conflict(3),
+        "conflict": conflict(3),
         "in_progress": RequestFailed("TransactWriteItems", "TransactionInProgressException",
                                      "in progress"),
         "5xx": RequestFailed("TransactWriteItems", "InternalServerError", "oops"),
@@ -548,11 +524,24 @@ def test_transient_failure_is_retried_with_the_same_token(
 
 
 @pytest.mark.sync_only
+def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
+    transport = RecordingTransport(db.endpoint_url)
+    transport.faults["PutItem"] = [RequestFailed("PutItem", "TransactionConflictException",
+                                                 "conflict with an ongoing transaction")]
+    db.table.transport = transport
+    s = db.session()
+    s.save(EReading(device="d", ts=5))
+    s.commit()
+    assert [op for op, _ in transport.sent] == ["PutItem", "PutItem"]
+    assert [i["ts"] for i in db.scan()] == [5]
+
+
+@pytest.mark.sync_only
 def test_persistent_conflict(db: TestBackend, rec: RecordingTransport) -> None:
     commit(db, Note(note_id="n0"))
     before = db.scan_raw()
     rec.clear()
-    rec.always["TransactWriteItems"] = _conflict(2)
+    rec.always["TransactWriteItems"] = conflict(2)
     s = db.session()
     a, b = Note(note_id="n1"), Note(note_id="n2")
     s.save(a)

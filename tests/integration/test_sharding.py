@@ -12,41 +12,8 @@ from dynaorm import DynaormError, Entity, F, KeyTemplateError, Query, Session, S
 from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.support.models import app
+from tests.support.models import SHARDS, SEvent, SOrder, app
 from tests.support.recording import Requests
-
-SHARDS = 4
-
-
-class SOrder(Entity):
-    """Orders by status on gsi1, the hot status key spread over four partitions."""
-
-    class Meta:
-        table = app
-        pk = "SORDER#{order_id}"
-        sk = "ORDER"
-        indexes = {"gsi1": ("SSTATUS#{status}#{shard}", "{created}#{order_id}")}
-        shards = {"gsi1": SHARDS}
-
-    order_id: str
-    status: str
-    created: str
-    total: int = 0
-
-
-class SEvent(Entity):
-    """Events of one day, the table key itself sharded three ways."""
-
-    class Meta:
-        table = app
-        pk = "SDAY#{day}#{shard}"
-        sk = "{at}#{event_id}"
-        shards = {"primary": 3}
-
-    day: str
-    at: str
-    event_id: str
-    kind: str = "click"
 
 
 class Counter(Transport):

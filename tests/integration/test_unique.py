@@ -11,9 +11,8 @@ from dynaorm import ConcurrentModificationError, Entity, Unique, UniqueConstrain
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
 from dynaorm.write.render import Put, Role
+from tests.support.guards import GUARD, assert_guards_consistent
 from tests.support.models import User, app
-
-GUARD = "dynaorm:unique"
 
 
 class UqMember(Entity):
@@ -38,22 +37,6 @@ def guards(db: TestBackend) -> dict[str, dict[str, Any]]:
 
 def rows(db: TestBackend, type_name: str) -> list[dict[str, Any]]:
     return [i for i in db.scan() if i.get("_type") == type_name]
-
-
-def assert_guards_consistent(db: TestBackend) -> None:
-    """Every guard's owner exists and holds the guarded value; no owner lacks a guard."""
-    items = {(i["pk"], i["sk"]): i for i in db.scan()}
-    for g in (i for i in items.values() if i.get("_type") == GUARD):
-        assert g["pk"] == g["sk"]
-        owner = items.get((g["owner_pk"], g["owner_sk"]))
-        assert owner is not None, f"orphan guard {g['pk']}"
-        assert owner["_type"] == g["owner_type"]
-        value = owner[g["unique_field"]]
-        assert g["pk"].endswith("#" + (value.lower() if g["unique_field"] == "email"
-                                      else value)), (g, owner)
-    for owner in (i for i in items.values() if i.get("_type") == "User"):
-        assert ("username#" + owner["username"],) * 2 in items
-        assert ("email#" + owner["email"].lower(),) * 2 in items
 
 
 def register(db: TestBackend, **fields: Any) -> User:
@@ -229,6 +212,10 @@ def test_find_through_the_guard(db: TestBackend) -> None:
     s.save(found)
     s.commit()
     assert rows(db, "User")[0]["full_name"] == "Bobby"
+
+
+def test_find_by_none_finds_nothing(db: TestBackend) -> None:
+    assert db.session().find(User, email=None) is None
 
 
 def test_scope_and_prefix(db: TestBackend) -> None:

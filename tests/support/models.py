@@ -52,3 +52,73 @@ class Note(Entity):
     note_id: str
     body: str = ""
     tags: list[str] = Field(default_factory=list)
+
+
+class TplSparse(Entity):
+    """gsi2 takes part only while ``status`` is set (sparse index)."""
+
+    class Meta:
+        table = app
+        pk = "SPARSE#{sid}"
+        sk = "SPARSE"
+        indexes = {"gsi2": ("STATUS#{status}", "SPARSE#{sid}")}
+
+    sid: str
+    status: str | None = None
+    body: str = ""
+
+
+SHARDS = 4
+
+
+class SOrder(Entity):
+    """Orders by status on gsi1, the hot status key spread over four partitions."""
+
+    class Meta:
+        table = app
+        pk = "SORDER#{order_id}"
+        sk = "ORDER"
+        indexes = {"gsi1": ("SSTATUS#{status}#{shard}", "{created}#{order_id}")}
+        shards = {"gsi1": SHARDS}
+
+    order_id: str
+    status: str
+    created: str
+    total: int = 0
+
+
+class SEvent(Entity):
+    """Events of one day, the table key itself sharded three ways."""
+
+    class Meta:
+        table = app
+        pk = "SDAY#{day}#{shard}"
+        sk = "{at}#{event_id}"
+        shards = {"primary": 3}
+
+    day: str
+    at: str
+    event_id: str
+    kind: str = "click"
+
+
+class EReading(Entity):
+    class Meta:
+        table = app
+        pk = "EDEV#{device}"
+        sk = "R#{ts}"
+
+    device: str
+    ts: int
+    v: int = 0
+
+
+class EMsg(Entity):
+    class Meta:
+        table = app
+        pk = "EROOM#{room}"
+        sk = "DATE#{date}#TIME#{time}"
+
+    room: str
+    date: str
+    time: str

@@ -1,5 +1,6 @@
-"""Record the exact requests dynaorm sends, with a botocore event handler on the real client
-(works on moto and DynamoDB Local alike)."""
+"""Record the exact requests dynaorm sends: ``Requests``, with a botocore event handler on
+the real client (works on moto and DynamoDB Local alike), and ``RecordingTransport``, a real
+transport that records what it sends and can inject failures."""
 
 from __future__ import annotations
 
@@ -8,6 +9,9 @@ import threading
 from typing import Any
 
 from dynaorm import Table
+from dynaorm.errors import RequestError as RequestFailed
+from dynaorm.transport.events import Reason
+from dynaorm.transport.sync import Transport
 
 
 class Requests:
@@ -73,3 +77,44 @@ class Requests:
             self.calls.clear()
             self.responses.clear()
             self.threads.clear()
+
+
+WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
+                    "BatchWriteItem"})
+
+
+class RecordingTransport(Transport):
+    """A real transport that records (operation, request) and can inject failures.
+
+    ``faults[operation]`` is a list of errors raised (one per attempt, in order) instead of
+    sending; ``always[operation]`` is raised on every attempt.
+    """
+
+    def __init__(self, endpoint_url: str | None) -> None:
+        super().__init__(endpoint_url, sleep=lambda _: None)
+        self.sent: list[tuple[str, dict[str, Any]]] = []
+        self.faults: dict[str, list[RequestFailed]] = {}
+        self.always: dict[str, RequestFailed] = {}
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        self.sent.append((operation, copy.deepcopy(request)))
+        if operation in self.always:
+            raise self.always[operation]
+        pending = self.faults.get(operation)
+        if pending:
+            raise pending.pop(0)
+        return super().send(operation, request)
+
+    @property
+    def writes(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(op, req) for op, req in self.sent if op in WRITES]
+
+    def clear(self) -> None:
+        self.sent.clear()
+
+
+def conflict(n: int) -> RequestFailed:
+    """A cancelled transaction of ``n`` actions, the first in a TransactionConflict."""
+    reasons: list[Reason | None] = [Reason("TransactionConflict"), *[None] * (n - 1)]
+    return RequestFailed("TransactWriteItems", "TransactionCanceledException",
+                         "Transaction cancelled", reasons)

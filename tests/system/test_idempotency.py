@@ -10,8 +10,8 @@ import pytest
 
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend, use_tables
-from tests.integration.test_session import RecordingTransport
 from tests.support.models import Note, User, app
+from tests.support.recording import RecordingTransport
 
 
 @pytest.fixture

@@ -271,7 +271,7 @@ def test_no_connection_is_a_request_error() -> None:
 def test_scatter_threads_send_through_the_table_client(db: TestBackend, faults: Faults) -> None:
     """A query over a sharded key runs one thread per shard; every one of them sends
     through ``table.client`` (counted there), from threads that are not the caller's."""
-    from tests.integration.test_sharding import SEvent
+    from tests.support.models import SEvent
 
     threads: set[int] = set()
 

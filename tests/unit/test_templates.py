@@ -1,5 +1,6 @@
 """Key templates (contract section 2): rendering rules, format specs, conversions, errors,
-round trips (hypothesis), and sparse indexes on the real backends."""
+round trips (hypothesis). No I/O: the index keys they give on a table are in
+tests/integration/test_indexes.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from dynaorm import Entity, KeyTemplateError
 from dynaorm.model.entity import spec_of
 from dynaorm.model.templates import KeyTemplate, render_value
-from dynaorm.testing import TestBackend
+from tests.support.models import TplSparse as TplSparse  # test_write_plan.py imports it here
 from tests.support.models import app
 
 
@@ -44,20 +45,6 @@ class TplEvent(Entity):
     color: Color
     name: str
     alias: str
-
-
-class TplSparse(Entity):
-    """gsi2 takes part only while ``status`` is set (sparse index)."""
-
-    class Meta:
-        table = app
-        pk = "SPARSE#{sid}"
-        sk = "SPARSE"
-        indexes = {"gsi2": ("STATUS#{status}", "SPARSE#{sid}")}
-
-    sid: str
-    status: str | None = None
-    body: str = ""
 
 
 def _event(**overrides: Any) -> TplEvent:
@@ -241,50 +228,3 @@ def test_datetime_keys_round_trip_to_the_same_instant(at: datetime) -> None:
 def test_parse_key_rejects_foreign_keys() -> None:
     assert _TEMPLATE.parse_key("ORG#a#USER#b") is None
     assert _TEMPLATE.parse_key("XYZ#a#USER#b#AT#1") is None
-
-
-# -- sparse indexes (real backends) --------------------------------------------------------
-def _stored(db: TestBackend, pk: str) -> dict[str, Any]:
-    (item,) = [i for i in db.scan() if i["pk"] == pk]
-    return item
-
-
-def test_sparse_index_left_off_while_field_is_none(db: TestBackend) -> None:
-    s = db.session()
-    obj = TplSparse(sid="s1")
-    s.save(obj)
-    s.commit()
-    item = _stored(db, "SPARSE#s1")
-    assert "gsi2pk" not in item and "gsi2sk" not in item
-    assert "status" not in item
-
-    obj.status = "open"
-    s.save(obj)
-    s.commit()
-    item = _stored(db, "SPARSE#s1")
-    assert item["gsi2pk"] == "STATUS#open"
-    assert item["gsi2sk"] == "SPARSE#s1"
-
-    obj.status = None
-    s.save(obj)
-    s.commit()
-    item = _stored(db, "SPARSE#s1")
-    assert "gsi2pk" not in item and "gsi2sk" not in item and "status" not in item
-    loaded = s.get(TplSparse, sid="s1", consistent=True)
-    assert loaded == TplSparse(sid="s1")
-
-
-def test_derived_index_keys_follow_partial_updates(db: TestBackend) -> None:
-    s = db.session()
-    obj = TplSparse(sid="s2", status="new")
-    s.save(obj)
-    s.commit()
-    other = db.session().get(TplSparse, sid="s2", consistent=True)
-    assert other is not None
-    other.status = "done"
-    s2 = db.session()
-    s2.save(other)
-    s2.commit()
-    item = _stored(db, "SPARSE#s2")
-    assert item["status"] == "done"
-    assert item["gsi2pk"] == "STATUS#done"

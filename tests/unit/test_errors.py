@@ -1,0 +1,67 @@
+"""The error tree (contract section 10), with no engine: the exports, the hierarchy,
+pydantic's ValidationError passing through, a key template error naming entity, field and
+value. Every error provoked on the engines is in tests/integration/test_errors.py."""
+
+from __future__ import annotations
+
+import pydantic
+import pytest
+
+import dynaorm
+from dynaorm import (
+    ConcurrentModificationError,
+    DynaormError,
+    InvalidCursorError,
+    ItemExistsError,
+    ItemNotFoundError,
+    ItemTooLargeError,
+    KeyTemplateError,
+    MultipleResultsError,
+    TransactionConflictError,
+    TransactionTooLargeError,
+    UniqueConstraintError,
+)
+from tests.support.models import Audit, Note, User, app
+
+DOCUMENTED = {
+    "Table", "GSI", "LSI", "Entity", "Unique", "ksuid", "Session", "Query", "Page", "F",
+    "Condition", "DynaormError", "KeyTemplateError", "UniqueConstraintError",
+    "ItemExistsError", "ItemNotFoundError", "ConcurrentModificationError",
+    "TransactionConflictError", "TransactionTooLargeError", "ItemTooLargeError",
+    "MultipleResultsError", "InvalidCursorError",
+    # 0.2
+    "ConditionFailedError", "OutcomeUnknownError", "InvalidValueError", "TableNotFoundError",
+    "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
+    "StagedUpdate", "AsyncSession",
+}
+ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
+          ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
+          ItemTooLargeError, MultipleResultsError, InvalidCursorError)
+
+
+def test_exports_are_the_documented_names() -> None:
+    assert set(dynaorm.__all__) == DOCUMENTED
+    for name in DOCUMENTED:
+        assert getattr(dynaorm, name) is not None
+
+
+@pytest.mark.parametrize("error", ERRORS, ids=lambda e: e.__name__)
+def test_every_error_derives_from_dynaorm_error(error: type[Exception]) -> None:
+    assert issubclass(error, DynaormError)
+    assert issubclass(DynaormError, Exception)
+
+
+def test_invalid_field_values_raise_validation_error() -> None:
+    with pytest.raises(pydantic.ValidationError) as err:
+        Note(note_id="n1", tags="not a list")
+    assert not isinstance(err.value, DynaormError)
+    with pytest.raises(pydantic.ValidationError):
+        User(username="bob")  # type: ignore[call-arg]
+    with pytest.raises(pydantic.ValidationError):
+        Audit(equipment_id="E", part="P", version="many")
+
+
+def test_key_template_error_at_render_names_entity_field_value() -> None:
+    with pytest.raises(KeyTemplateError) as err:
+        dynaorm.Session(app).save(User(user_id="", username="bob", email="b@x.com"))
+    assert "User" in str(err.value) and "'user_id'" in str(err.value)
