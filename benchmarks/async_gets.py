@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """AsyncSession throughput and overhead (issue 9), side by side in one run.
 
-1. On DynamoDB Local (started here like ``tests/ddb_local.py`` does, or ``--endpoint``):
+1. On DynamoDB Local (started here like ``tests/support/ddb_local.py`` does, or ``--endpoint``):
    200 ``get``s of stored items
    - sequentially through ``Session`` (the sync baseline),
    - concurrently (``asyncio.gather``) through ``AsyncSession``  (target >= 3x the sync),

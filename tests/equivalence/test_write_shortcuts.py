@@ -410,7 +410,7 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
     from dynaorm.write.conditions import with_condition
     from dynaorm.write.planner import _plan_save, plan_save
     from dynaorm.write.render import WritePlan
-    from tests.integration.test_aliases import Player
+    from tests.support.alias_models import Player
 
     obj: Entity = Player(player_id="p1", full_name="A", email="a@x") if renamed else (
         Note(note_id="n1", body="a"))

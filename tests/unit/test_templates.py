@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 from dynaorm import Entity, KeyTemplateError
 from dynaorm.model.entity import spec_of
 from dynaorm.model.templates import KeyTemplate, render_value
-from tests.support.models import TplSparse as TplSparse  # test_write_plan.py imports it here
 from tests.support.models import app
 
 

@@ -301,7 +301,7 @@ def test_plain_insert_and_overwrite() -> None:
 
 
 def test_plain_update_writes_only_changed_and_removes_none() -> None:
-    from tests.unit.test_templates import TplSparse
+    from tests.support.models import TplSparse
 
     s = _persisted(TplSparse(sid="s1", status="open", body="x"))
     s.status = None
