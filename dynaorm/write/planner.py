@@ -22,9 +22,9 @@ from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
 from dynaorm.write.guards import guard_key, guard_put, owned_by
+from dynaorm.write.limits import item_size
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.write.render import WritePlan, put_size
-from dynaorm.write.sizes import item_size
+from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
 __all__ = ["compile_commit", "plan_delete", "plan_save"]
@@ -115,13 +115,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
             b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
-            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS),
-                             put_size(spec.cls, key, item)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
         else:
-            # sized here, the gate's own rule on the item just encoded (its dicts still
-            # at hand): the gate then takes the size, as it does a guard item's
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS),
-                             put_size(spec.cls, key, item)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
         b.guards(None, values, None, key)
         written_state = Written(spec, key, item, values, version)
         return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
@@ -179,7 +175,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=Fail.GONE,
                         staged=index, caller=caller)
         if entry.overwrite:
-            b.ops.append(Put(key, item, cond, origin, put_size(spec.cls, key, item)))
+            b.ops.append(Put(key, item, cond, origin))
         else:
             # the gate bounds the item after the update by the stored item's size: a
             # committed state carries a bound of it (its own item is the diff's base, so

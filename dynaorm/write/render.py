@@ -15,25 +15,24 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.model.expressions import (
     Placeholders,
-    _Func,
     condition_values,
     render_condition,
     static_condition,
 )
 from dynaorm.model.keys import wire_key
-from dynaorm.write.limits import check_item, check_size, check_values, plain_key_value
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.write.sizes import (
-    MAX_ITEM_BYTES,
-    common_values,
+from dynaorm.write.limits import (
+    check_item,
+    check_size,
+    check_values,
     item_size,
-    plain_item_size,
+    text_size,
     updated_item,
     value_size,
 )
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
-           "check_read_key", "check_write", "key_roles", "put_size"]
+           "check_read_key", "check_write", "key_roles"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -203,101 +202,33 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     return roles
 
 
-_NO_AV: AttributeValue = {}
-
-
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
     :mod:`dynaorm.write.limits`); returns the bytes it adds to a request.
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
-    if isinstance(op, Put) and op.size >= 0:  # sized where it was built: nothing to refuse
-        cond = op.condition  # (one without values, attribute_not_exists: nothing to size)
-        if cond is None or (type(cond) is _Func and not cond.args):
-            return op.size
-        return op.size + _condition_size(op, op.origin.entity.__name__)
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
-        item = op.item
-        size = put_size(op.origin.entity, op.key, item)
-        if size < 0:  # any other item, or one too large: the long way
-            carried = all(item.get(a, _NO_AV).get("S") == v for a, v in op.key.items())
-            # the key is checked on its own first, unless the item carries it as short
-            # ASCII strings: nothing to refuse in it then, and the item's check covers it
-            plain_key = carried and all(plain_key_value(a, v) for a, v in op.key.items())
-            size = check_item(item, entity=entity, key=op.key, key_roles=roles,
-                              key_item=None if plain_key else wire_key(op.key))
-    else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
-        size = 0
-        for a, v in op.key.items():
-            if not plain_key_value(a, v):
-                size = check_item(wire_key(op.key), entity=entity, key=op.key,
-                                  key_roles=roles)
-                break
-            size += len(a) + len(v)
-    if isinstance(op, Update):
-        # one pass sizes the common values; only the others are checked and walked (in
-        # order: set values, then clause values, the first refusal as before)
-        set_size, set_rest = common_values(op.set.items(), roles) if op.set else (0, [])
-        clause_size, clause_rest = common_values(
-            [(a, av) for _, a, av in op.clauses if av is not None], roles
-        ) if op.clauses else (0, [])
-        if set_rest or clause_rest:
-            check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
-                         key_roles=roles)
-        added = set_size + clause_size
-        if set_rest:
-            added += item_size(dict(set_rest))
-        if clause_rest:
-            added += sum(value_size(av) + len(a) for a, av in clause_rest)
-        size += added
-        if size > MAX_ITEM_BYTES:  # (check_size's own test, its call only to refuse)
-            check_size(size, entity=entity, key=op.key, what="update")
-        # the item afterwards is at most the known item plus every value written: only
-        # an update that could pass 400 KB is worked out exactly
-        known = op.known
-        if known is not None and (
-                op.known_size if op.known_size >= 0 else item_size(known)
-        ) + added > MAX_ITEM_BYTES and item_size(known) + added > MAX_ITEM_BYTES:
-            after = updated_item(known, op.set, op.remove, op.clauses)
+        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
+                          key_item=wire_key(op.key))
+    else:
+        size = check_item(wire_key(op.key), entity=entity, key=op.key, key_roles=roles)
+    if isinstance(op, Update):  # set values, then clause values (the first refusal)
+        values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+        check_values(values, entity=entity, key=op.key, key_roles=roles)
+        size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
+                          entity=entity, key=op.key, what="update")
+        if op.known is not None:  # the item it makes of the stored item must fit too
+            after = updated_item(op.known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
-    # (a condition without values, attribute_(not_)exists: nothing to size or check)
-    cond = op.condition
-    if cond is None or (type(cond) is _Func and not cond.args):
-        return size
-    return size + _condition_size(op, entity)
-
-
-def put_size(entity: type[Any], key: PlainKey, item: Item) -> int:
-    """The gate's answer for the common Put of ``entity``'s item, or -1 (then
-    :func:`check_write` checks it the long way): the size of an item of plain strings (see
-    :func:`~dynaorm.write.limits.plain_item_size`) that carries its key's values and fits in
-    400 KB. plain_item_size holds its key attributes to their limits, so nothing is left
-    to refuse in the key either. The planner calls it where it builds a row's Put (the
-    item just encoded: the gate then takes the size), the gate for any Put not sized."""
-    for a, v in key.items():
-        if item.get(a, _NO_AV).get("S") != v:
-            return -1
-    size = plain_item_size(item, key_roles(entity, key))
-    return size if size <= MAX_ITEM_BYTES else -1
-
-
-def _condition_size(op: Op, entity: str) -> int:
-    """The bytes the values of ``op``'s condition add to a request (they are checked)."""
-    if op.condition is None:
-        return 0
-    carried = condition_values(op.condition)
-    if not carried:
-        return 0
-    carried_size, rest = common_values([("condition", av) for av in carried], {},
-                                       named=False)
-    if rest:
-        check_values(rest, entity=entity, key=op.key, key_roles={})
-        carried_size += sum(value_size(av) for _, av in rest)
-    return carried_size
+    if op.condition is not None:  # the values the condition carries, checked
+        carried = [("condition", av) for av in condition_values(op.condition)]
+        check_values(carried, entity=entity, key=op.key, key_roles={})
+        size += sum(value_size(av) for _, av in carried)
+    return size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
