@@ -27,13 +27,11 @@ class Written(InstanceState):
     the written values planning reads (unique fields and index-key fields), copied: the
     object's own may change in place before that next write."""
 
-    __slots__ = ("size", "values")
+    __slots__ = ("values",)
 
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
                  values: Mapping[str, Any], version: int | None = None) -> None:
         super().__init__(key, item, version)
-        #: at least the item's size (DynamoDB's), when known; -1: unknown
-        self.size = -1
         planned = planned_fields(spec)
         self.values: Mapping[str, Any] = {
             f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)

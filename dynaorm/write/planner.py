@@ -22,7 +22,6 @@ from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
 from dynaorm.write.guards import guard_key, guard_put, owned_by
-from dynaorm.write.limits import item_size
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
@@ -177,20 +176,8 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, origin))
         else:
-            # the gate bounds the item after the update by the stored item's size: a
-            # committed state carries a bound of it (its own item is the diff's base, so
-            # the item written is at most that plus what is set), no rescan of every
-            # attribute per update; a loaded item is sized once, here
-            known_size = state.size if type(state) is Written else -1
-            if known_size < 0:
-                known_size = item_size(state.item)
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (),
-                                state.item, known_size))
-            b.guards(old_values, values, old_key, key)
-            written = Written(spec, key, item, values)
-            if type(state) is Written:  # (a loaded item is not the diff's base: unknown)
-                written.size = known_size + item_size(to_set)
-            return b.ops, Outcome(obj, written, stamps=pairs)
+                                state.item))
     b.guards(old_values, values, old_key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 
@@ -306,7 +293,7 @@ def _merge(first: Op, second: Op) -> Op:
     if isinstance(release, Delete) and isinstance(claim, Put):
         # one object releases the item (a delete, a key move, a changed unique value) and
         # another claims it, in either staging order: one Put, conditioned like the release
-        return Put(claim.key, claim.item, release.condition, release.origin, claim.size)
+        return Put(claim.key, claim.item, release.condition, release.origin)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
         o = second.origin
