@@ -6,7 +6,7 @@ guard still belongs to its owner.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.model.expressions import Condition, all_of, raw_eq
@@ -17,54 +17,28 @@ from dynaorm.write.records import Origin, Put
 __all__ = ["guard_item", "guard_key", "guard_put", "owned_by"]
 
 
-
-class _Layout(NamedTuple):
-    """What every guard item of one (entity, unique field) shares."""
-
-    pk: str
-    sk: str | None
-    type_attr: str
-    type_name: str
-    field: str
-
-
-#: per (entity class, unique field): its guard items' layout (a spec never changes)
-_LAYOUTS: dict[tuple[type[Any], str], _Layout] = {}
-
-
-def _layout(spec: EntitySpec, rule: UniqueRule) -> _Layout:
-    found = _LAYOUTS.get((spec.cls, rule.field))
-    if found is None:
-        table = spec.table
-        found = _LAYOUTS[(spec.cls, rule.field)] = _Layout(
-            table.pk, table.sk, table.type_attr, spec.type_name, rule.field)
-    return found
-
-
 def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
                value: Any) -> Item:
-    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``."""
-    return _item(_layout(spec, rule), key, owner)
-
-
-def _item(layout: _Layout, key: str, owner: PlainKey) -> Item:
-    # (built as one literal, in the item's attribute order: key, type, owner, field)
-    if layout.sk is None:
-        return {layout.pk: {"S": key}, layout.type_attr: {"S": GUARD_TYPE},
-                OWNER_PK: {"S": owner[layout.pk]}, OWNER_TYPE: {"S": layout.type_name},
-                UNIQUE_FIELD: {"S": layout.field}}
-    return {layout.pk: {"S": key}, layout.sk: {"S": key},
-            layout.type_attr: {"S": GUARD_TYPE}, OWNER_PK: {"S": owner[layout.pk]},
-            OWNER_SK: {"S": owner[layout.sk]}, OWNER_TYPE: {"S": layout.type_name},
-            UNIQUE_FIELD: {"S": layout.field}}
+    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``
+    (attributes in order: key, type, owner, field)."""
+    table = spec.table
+    item = {table.pk: {"S": key}}
+    if table.sk is not None:
+        item[table.sk] = {"S": key}
+    item[table.type_attr] = {"S": GUARD_TYPE}
+    item[OWNER_PK] = {"S": owner[table.pk]}
+    if table.sk is not None:
+        item[OWNER_SK] = {"S": owner[table.sk]}
+    item[OWNER_TYPE] = {"S": spec.type_name}
+    item[UNIQUE_FIELD] = {"S": rule.field}
+    return item
 
 
 def guard_put(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
               condition: Condition, origin: Origin) -> Put:
     """The Put of a guard item (the write gate checks and sizes it as any Put)."""
-    layout = _layout(spec, rule)
-    guard = {layout.pk: key} if layout.sk is None else {layout.pk: key, layout.sk: key}
-    return Put(guard, _item(layout, key, owner), condition, origin)
+    return Put(guard_key(spec, key), guard_item(spec, rule, key, owner, value), condition,
+               origin)
 
 
 def guard_key(spec: EntitySpec, key: str) -> PlainKey:

@@ -16,8 +16,6 @@ from dynaorm.errors import TransactionTooLargeError
 from dynaorm.model.expressions import (
     Placeholders,
     condition_values,
-    render_condition,
-    static_condition,
 )
 from dynaorm.model.keys import wire_key
 from dynaorm.write.limits import (
@@ -29,7 +27,7 @@ from dynaorm.write.limits import (
     updated_item,
     value_size,
 )
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
            "check_read_key", "check_write", "key_roles"]
@@ -40,10 +38,6 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
-    if op.condition is not None and not isinstance(op, Update):
-        static = static_condition(op.condition)
-        if static is not None:  # the common action: the same body, without placeholders
-            return _render_static(op, table, *static)
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": table}
     if isinstance(op, Put):
@@ -69,26 +63,11 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = render_condition(op.condition, ph)
+        body["ConditionExpression"] = op.condition.render(ph)
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
-    return name, body
-
-
-def _render_static(op: Put | Delete | ConditionCheck, table: str, text: str,
-                   names: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    """:func:`render_op` of an action whose condition is an ``attribute_(not_)exists``
-    (nearly every Put's and Delete's): its text and names come whole from a cache."""
-    if isinstance(op, Put):
-        name, body = "PutItem", {"TableName": table, "Item": op.item}
-    else:
-        name = "DeleteItem" if isinstance(op, Delete) else "ConditionCheck"
-        body = {"TableName": table, "Key": wire_key(op.key)}
-    body["ConditionExpression"] = text
-    body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"  # (see render_op)
-    body["ExpressionAttributeNames"] = dict(names)
     return name, body
 
 
@@ -100,53 +79,10 @@ _SET_FORMS = {
 }
 
 
-#: update expressions by shape (the clauses' kinds and attributes), rendered into empty
-#: placeholders: (text, names, the same names by attribute, value placeholders in order: a
-#: clause's index, or -1 for the empty list that list appends use); the text depends on the
-#: shape alone
-_SHAPES: dict[tuple[tuple[str, str], ...],
-              tuple[str, dict[str, str], dict[str, str], list[tuple[str, int]]]] = {}
-_SHAPES_MAX = 1024
-
-
 def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
-    their call order within each clause. Rendered into empty placeholders (the common
-    case: the expression comes first), a known shape's text comes from a cache."""
-    if ph.names or ph.values or ph._renames:
-        return _render_clauses(clauses, ph)
-    shape = tuple([(kind, attr) for kind, attr, _ in clauses])
-    found = _SHAPES.get(shape)
-    if found is None:
-        if len(_SHAPES) >= _SHAPES_MAX:  # endless shapes (attribute names from data)
-            return _render_clauses(clauses, ph)
-        fresh = Placeholders()
-        text = _render_clauses(clauses, fresh)
-        sources: list[int] = []  # the order _render_clauses allocates value placeholders
-        for i, (kind, _, _) in enumerate(clauses):
-            if kind != "REMOVE":
-                sources.append(i)
-                if kind in ("APPEND", "PREPEND") and -1 not in sources:
-                    sources.append(-1)
-        order = list(zip(fresh.values, sources, strict=True))
-        found = _SHAPES[shape] = (text, fresh.names, dict(fresh._by_name), order)
-        ph.names.update(fresh.names)
-        ph._by_name.update(fresh._by_name)
-        ph.values.update(fresh.values)
-        return text
-    text, names, by_name, order = found
-    ph.names.update(names)
-    ph._by_name.update(by_name)
-    for placeholder, at in order:
-        av = clauses[at][2] if at >= 0 else {"L": []}
-        assert av is not None
-        ph.values[placeholder] = av
-    return text
-
-
-def _render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
-                    ph: Placeholders) -> str:
+    their call order within each clause."""
     sets: list[str] = []
     removes: list[str] = []
     adds: list[str] = []
@@ -259,15 +195,6 @@ class WritePlan:
     table: str
     ops: tuple[Op, ...]
     token: str = field(default="", compare=False)
-
-    def __init__(self, table: str, ops: tuple[Op, ...], token: str = "") -> None:
-        # the fields set in the instance's own dict (the frozen dataclass's __init__
-        # calls object.__setattr__ per field; one plan per commit), then checked
-        fields = self.__dict__
-        fields["table"] = table
-        fields["ops"] = ops
-        fields["token"] = token
-        self.__post_init__()
 
     def __post_init__(self) -> None:
         if len(self.ops) > MAX_ACTIONS:

@@ -175,48 +175,6 @@ def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
                    key_roles={"pk": "partition", "sk": "sort"})
 
 
-@pytest.mark.parametrize("path", ["pk", "a.b", "a.a"])
-def test_a_cached_exists_renders_as_it_would(path: str) -> None:
-    from dynaorm.model.expressions import Placeholders, exists, not_exists, render_condition
-    for cond in (exists(path), not_exists(path)):
-        fresh, cached = Placeholders(), Placeholders()
-        assert render_condition(cond, cached) == cond.render(fresh)
-        assert render_condition(cond, cached) == cond.render(fresh)  # twice: from cache
-        assert (cached.names, cached.values) == (fresh.names, fresh.values)
-        after = F("other") == 1
-        assert after.render(cached) == after.render(fresh)
-        assert (cached.names, cached.values) == (fresh.names, fresh.values)
-
-
-SHAPES: list[tuple[tuple[str, str, Any], ...]] = [
-    (("ADD", "n", {"N": "1"}),),
-    (("SET", "a", {"S": "x"}), ("REMOVE", "b", None), ("ADD", "n", {"N": "2"}),
-     ("DELETE", "s", {"SS": ["q"]})),
-    (("APPEND", "l", {"L": [{"S": "x"}]}), ("PREPEND", "m", {"L": [{"N": "1"}]}),
-     ("DEFAULT", "c", {"S": "d"}), ("SET", "a.b", {"S": "y"})),
-    (("REMOVE", "x", None), ("REMOVE", "y", None)),
-]
-
-
-@pytest.mark.parametrize("clauses", SHAPES)
-def test_a_cached_update_expression_is_the_one_rendered(
-        clauses: tuple[tuple[str, str, Any], ...]) -> None:
-    from dynaorm.model.expressions import Placeholders
-    from dynaorm.write.render import _render_clauses, render_clauses
-
-    def other(av: Any) -> Any:  # the same shape with other values
-        return None if av is None else {"S": f"other {av!r}"}
-
-    for values in (clauses, tuple((k, a, other(av)) for k, a, av in clauses)):
-        for _ in range(2):  # rendered, then from the cache
-            fresh, cached = Placeholders(), Placeholders()
-            assert render_clauses(values, cached) == _render_clauses(values, fresh)
-            assert (cached.names, cached.values) == (fresh.names, fresh.values)
-            assert list(cached.values) == list(fresh.values)
-            after = F("other") == 1  # names and values go on from there alike
-            assert after.render(cached) == after.render(fresh)
-
-
 @pytest.mark.parametrize(("source", "key"), [("PROFILE", "PROFILE"), ("{{x}}", "{x}"),
                                              ("a}}b", "a}b")])
 def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
