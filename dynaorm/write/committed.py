@@ -45,14 +45,7 @@ _NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that ke
 def planned_fields(spec: EntitySpec) -> frozenset[str]:
     """The fields whose stored values planning an update of a persisted object reads:
     those guard keys and secondary-index keys are built from."""
-    found = _PLANNED.get(spec.cls)
-    if found is None:
-        found = _PLANNED[spec.cls] = spec.unique_fields | frozenset(
-            f for idx in spec.indexes for f in idx.fields)
-    return found
-
-
-_PLANNED: dict[type[Any], frozenset[str]] = {}  # per entity class: its spec never changes
+    return spec.unique_fields | frozenset(f for idx in spec.indexes for f in idx.fields)
 
 
 def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:

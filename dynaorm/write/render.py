@@ -113,15 +113,9 @@ _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delet
 
 
 # -- the gate every write passes ---------------------------------------------------------
-_ROLES: dict[type[Any], dict[str, str]] = {}  # per entity class: its table never changes
-
-
 def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
     (the table's and every index's)."""
-    roles = _ROLES.get(entity)  # (only entity classes are cached: asked first)
-    if roles is not None:
-        return roles
     spec = getattr(entity, "__dynaorm_spec__", None)
     if spec is None or spec.cls is not entity:  # not an entity: the key's own, pk first
         return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
@@ -134,7 +128,6 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
             roles.setdefault(index.pk, "partition")
         if index.sk:
             roles.setdefault(index.sk, "sort")
-    _ROLES[entity] = roles
     return roles
 
 
