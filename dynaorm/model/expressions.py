@@ -7,7 +7,6 @@ and every value as ``:vX``: nothing from the caller is ever spliced into express
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -70,39 +69,6 @@ class Placeholders:
         if self.values:
             request["ExpressionAttributeValues"] = self.values
         return request
-
-
-_STATIC: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
-_STATIC_MAX = 1024
-
-
-def render_condition(cond: Condition, ph: Placeholders) -> str:
-    """``cond.render(ph)``; an ``attribute_(not)_exists`` rendered first into an empty
-    ``ph`` (nearly every write's own condition) comes from a cache: its text and names
-    depend on the attribute alone."""
-    if not ph.names and not ph._renames:
-        found = static_condition(cond)
-        if found is not None:
-            text, names = found
-            ph.names.update(names)
-            ph._by_name.update({v: k for k, v in names.items()})
-            return text
-    return cond.render(ph)
-
-
-def static_condition(cond: Condition) -> tuple[str, dict[str, str]] | None:
-    """``(text, names)`` of an ``attribute_(not_)exists`` condition rendered into empty
-    placeholders, from a cache (do not change the names returned); ``None`` for any
-    other condition (or when the cache is full), which :func:`render_condition` renders."""
-    if type(cond) is not _Func or cond.args:
-        return None
-    found = _STATIC.get((cond.func, cond.path))
-    if found is None:
-        if len(_STATIC) >= _STATIC_MAX:  # caller-made paths without end: no cache
-            return None
-        fresh = Placeholders()
-        found = _STATIC[(cond.func, cond.path)] = (cond.render(fresh), fresh.names)
-    return found
 
 
 class _Raw:
@@ -268,34 +234,19 @@ class F:
 
 
 # -- internal helpers for write conditions (values already encoded) --------------------
-#: nodes the write path builds per attribute or per action are made without their frozen
-#: dataclass __init__ (an object.__setattr__ per field): the same node, about 0.2 us less
-_new_object = object.__new__
-
-
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates)."""
-    raw = _new_object(_Raw)
-    raw.av = av
-    node = _new_object(_Compare)
-    fields = node.__dict__  # (see _new_object)
-    fields["path"] = attr
-    fields["op"] = "="
-    fields["value"] = raw
-    return node
+    return _Compare(attr, "=", _Raw(av))
 
 
-@functools.lru_cache(maxsize=1024)  # bounded: stored items' attribute names come here too
 def not_exists(attr: str) -> Condition:
-    """``attribute_not_exists(attr)`` (one shared node per attribute: nodes are
-    immutable, and every insert conditions on its table's partition key)."""
+    """``attribute_not_exists(attr)``."""
     return _Func("attribute_not_exists", attr)
 
 
-@functools.lru_cache(maxsize=1024)
 def exists(attr: str) -> Condition:
-    """``attribute_exists(attr)`` (one shared node per attribute, as :func:`not_exists`)."""
+    """``attribute_exists(attr)``."""
     return _Func("attribute_exists", attr)
 
 
@@ -305,11 +256,7 @@ def all_of(conditions: list[Condition]) -> Condition | None:
         return None
     if len(conditions) == 1:
         return conditions[0]
-    node = _new_object(_Bool)  # _Bool("AND", ...) built directly (see _new_object)
-    fields = node.__dict__
-    fields["op"] = "AND"
-    fields["parts"] = tuple(conditions)
-    return node
+    return _Bool("AND", tuple(conditions))
 
 
 def condition_values(cond: Condition) -> list[AttributeValue]:

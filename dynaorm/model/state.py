@@ -21,6 +21,7 @@ from decimal import Decimal
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
+from dynaorm.caches import cache
 
 __all__ = ["InstanceState", "changed_attributes", "shape_of", "wire_values"]
 
@@ -50,7 +51,9 @@ class _Shape:
         self.other_at = tuple(i for i, av in enumerate(item.values()) if "S" not in av)
 
 
-_shapes: dict[tuple[str, ...], _Shape] = {}
+#: shapes by attribute names, shared by every loaded item of one shape (memory: each
+#: loaded state keeps its values only)
+_shapes: dict[tuple[str, ...], _Shape] = cache("state.shapes")
 
 
 def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:

@@ -19,6 +19,7 @@ from typing import Any, Final, Generic, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from dynaorm._types import Item
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
 from dynaorm.model.expressions import Condition, F
@@ -299,7 +300,8 @@ class Selection(Generic[T]):
                 for n in spec.lookup_fields}
 
 
-_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = {}
+#: per (entity class, field): a TypeAdapter takes milliseconds to build
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = cache("selection.adapters")
 
 
 def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any] | None:
@@ -324,44 +326,10 @@ def _field_value(cls: type[Any] | None, name: str, av: Any, filled: Any = None) 
         return raw
 
 
-_SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = {}
-_SELECTIONS_MAX = 1024
-
-
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
               latest_only: frozenset[str] = frozenset()) -> Selection[T]:
-    """The :class:`Selection` of a read of ``entities`` from the table or ``index``.
-
-    Selections are immutable and depend only on their arguments and the entities' specs
-    (fixed at class creation), so the same read planned again reuses its selection;
-    a table without a type attribute also depends on which entities it holds so far
-    (its ``table_specs``): the count is part of the key.
-    """
-    cache_key = (tuple(entities), index, sk_attr, exclude, history_base, latest_only)
-    found = _SELECTIONS.get(cache_key)
-    if found is not None and (not found.shapeless
-                              or len(found.table_specs) == _table_spec_count(entities)):
-        return found
-    made = _selection(entities, index, sk_attr=sk_attr, exclude=exclude,
-                      history_base=history_base, latest_only=latest_only)
-    if len(_SELECTIONS) >= _SELECTIONS_MAX:  # many distinct reads (bounds, exclusions)
-        _SELECTIONS.clear()
-    _SELECTIONS[cache_key] = made
-    return made
-
-
-def _table_spec_count(entities: Sequence[type[Any]]) -> int:
-    from dynaorm.model.entity import spec_of
-
-    table = spec_of(entities[0]).table
-    return sum(1 for e in table.entities.values()
-               if getattr(e, "__dynaorm_spec__", None) is not None)
-
-
-def _selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None,
-               exclude: str | None, history_base: str | None,
-               latest_only: frozenset[str]) -> Selection[T]:
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``."""
     from dynaorm.model.entity import spec_of
 
     specs = [(e, spec_of(e)) for e in entities]

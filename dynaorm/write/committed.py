@@ -27,13 +27,11 @@ class Written(InstanceState):
     the written values planning reads (unique fields and index-key fields), copied: the
     object's own may change in place before that next write."""
 
-    __slots__ = ("size", "values")
+    __slots__ = ("values",)
 
     def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
                  values: Mapping[str, Any], version: int | None = None) -> None:
         super().__init__(key, item, version)
-        #: at least the item's size (DynamoDB's), when known; -1: unknown
-        self.size = -1
         planned = planned_fields(spec)
         self.values: Mapping[str, Any] = {
             f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
@@ -47,14 +45,7 @@ _NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that ke
 def planned_fields(spec: EntitySpec) -> frozenset[str]:
     """The fields whose stored values planning an update of a persisted object reads:
     those guard keys and secondary-index keys are built from."""
-    found = _PLANNED.get(spec.cls)
-    if found is None:
-        found = _PLANNED[spec.cls] = spec.unique_fields | frozenset(
-            f for idx in spec.indexes for f in idx.fields)
-    return found
-
-
-_PLANNED: dict[type[Any], frozenset[str]] = {}  # per entity class: its spec never changes
+    return spec.unique_fields | frozenset(f for idx in spec.indexes for f in idx.fields)
 
 
 def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:

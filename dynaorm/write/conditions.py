@@ -78,10 +78,9 @@ def conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     """``replace(op, condition=cond, origin=origin)``, built directly (every conditional
     write makes one; ``dataclasses.replace`` introspects the fields each time)."""
     if isinstance(op, Update):
-        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known,
-                      op.known_size)
+        return Update(op.key, op.set, op.remove, cond, origin, op.clauses, op.known)
     if isinstance(op, Put):
-        return Put(op.key, op.item, cond, origin, op.size)
+        return Put(op.key, op.item, cond, origin)
     if isinstance(op, Delete):
         return Delete(op.key, cond, origin)
     return ConditionCheck(op.key, cond, origin)

@@ -1,21 +1,24 @@
-"""DynamoDB's value limits, checked on rendered AttributeValues before anything is sent (pure).
+"""DynamoDB's size and value rules, on rendered AttributeValues (pure): the one place
+they live.
 
 Every limit here was measured against DynamoDB Local (the reference engine) and sits
 exactly at its boundary: a value just inside is stored and reads back equal, a value just
 outside is refused by DynamoDB, so dynaorm refuses it first with a typed error that names
 the entity, the field and the key.
 
+- Sizes: :func:`value_size` (a value), :func:`item_size` (an item: names plus values),
+  :func:`number_size` (a number), :func:`text_size` (a string or an attribute name), and
+  :func:`updated_item` (the item an update makes of a stored item dynaorm knows).
 - Key attributes (table and index keys): at most 2048 bytes for a partition key and 1024
-  for a sort key, never empty (:class:`~dynaorm.KeyTemplateError`).
+  for a sort key, never empty (:func:`check_key_value`, :class:`~dynaorm.KeyTemplateError`).
 - Strings must be valid UTF-8: a lone surrogate (``json.loads('"\\ud800"')``) cannot be
   (:class:`~dynaorm.InvalidValueError`), in attribute values, map keys and sets alike.
 - Maps and lists nest at most :data:`MAX_NESTING` levels (DynamoDB refuses a map or list
-  at level 32 and any value at level 33).
-- Numbers: at most 38 significant digits, magnitude ``1E-130 <= |n| < 1E+126`` or zero.
+  at level 32 and any value at level 33): :func:`value_problem`.
+- Numbers: at most 38 significant digits, magnitude ``1E-130 <= |n| < 1E+126`` or zero
+  (:func:`number_problem`).
 - Attribute names (item attributes and map keys) are never empty.
-- Items: at most 400 KB by DynamoDB's own size rules (:mod:`dynaorm.write.sizes`, whose names
-  this module re-exports), including the item an update makes of a stored item dynaorm
-  knows (:func:`~dynaorm.write.sizes.updated_item`).
+- Items: at most 400 KB (:func:`check_size`).
 
 All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 """
@@ -23,29 +26,12 @@ All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
-from dynaorm.write.sizes import (
-    _EXACT,
-    MAX_DIGITS,
-    MAX_ITEM_BYTES,
-    MAX_NESTING,
-    MAX_PARTITION_KEY_BYTES,
-    MAX_SORT_KEY_BYTES,
-    _integer_size,
-    _parse_number,
-    _text_size,
-    common_values,
-    item_size,
-    number_size,
-    plain_item_size,
-    updated_item,
-    value_size,
-)
 
 __all__ = [
     "MAX_DIGITS",
@@ -57,20 +43,138 @@ __all__ = [
     "check_key_value",
     "check_size",
     "check_values",
-    "common_values",
     "describe_key",
     "item_size",
     "number_problem",
     "number_size",
-    "plain_item_size",
-    "plain_key_value",
+    "text_size",
     "updated_item",
     "value_problem",
     "value_size",
 ]
 
+#: Bytes of a partition key value (table or index), at most.
+MAX_PARTITION_KEY_BYTES: Final = 2048
+#: Bytes of a sort key value (table or index; guard keys too), at most.
+MAX_SORT_KEY_BYTES: Final = 1024
+#: Maps or lists inside one attribute value, nested, at most (a 32nd level is refused).
+MAX_NESTING: Final = 31
+#: Significant digits of a number, at most.
+MAX_DIGITS: Final = 38
+#: Bytes of an item, at most.
+MAX_ITEM_BYTES: Final = 400 * 1024
+_EXACT: Final = Context(prec=400, Emax=999_999, Emin=-999_999)
 _LOW: Final = Decimal("1E-130")
 _HIGH: Final = Decimal("1E+126")
+
+
+# -- sizes ------------------------------------------------------------------------------------
+def _parse_number(text: Any) -> Decimal | None:
+    if not isinstance(text, str) or not text or text.strip() != text:
+        return None
+    try:
+        number = Decimal(text)
+    except (InvalidOperation, ValueError):
+        return None
+    return number if number.is_finite() else None
+
+
+def text_size(text: str) -> int:
+    """DynamoDB's size of a string (a value or an attribute name): its UTF-8 bytes."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def number_size(text: str) -> int:
+    """DynamoDB's size of a number: one byte per pair of digits (pairs aligned on the
+    decimal point, leading and trailing zero pairs dropped), one more, one for a sign."""
+    number = _parse_number(text)
+    if number is None or number.is_zero():
+        return 2 if number is not None else len(text)
+    sign, digits, exponent = number.normalize(_EXACT).as_tuple()
+    assert isinstance(exponent, int)
+    top = exponent + len(digits) - 1
+    return top // 2 - exponent // 2 + 2 + sign
+
+
+def value_size(av: AttributeValue) -> int:
+    """DynamoDB's size of one AttributeValue in bytes (iterative; measured on DynamoDB
+    Local: strings and binaries their length, numbers :func:`number_size`, booleans and
+    nulls 1, sets the sum of their members, maps and lists 3 plus 1 per member plus
+    their members, and a map its key names)."""
+    total = 0
+    stack: list[AttributeValue] = [av]
+    while stack:
+        (tag, raw), = stack.pop().items()
+        if tag == "S":
+            total += text_size(raw)
+        elif tag == "N":
+            total += number_size(raw)
+        elif tag == "B":
+            total += len(raw)
+        elif tag in ("BOOL", "NULL"):
+            total += 1
+        elif tag == "SS":
+            total += sum(text_size(s) for s in raw)
+        elif tag == "NS":
+            total += sum(number_size(n) for n in raw)
+        elif tag == "BS":
+            total += sum(len(b) for b in raw)
+        elif tag == "L":
+            total += 3 + len(raw)
+            stack.extend(raw)
+        else:
+            total += 3 + sum(text_size(k) + 1 for k in raw)
+            stack.extend(raw.values())
+    return total
+
+
+def item_size(item: Item) -> int:
+    """DynamoDB's size of an item: attribute names plus values."""
+    return sum(text_size(name) + value_size(av) for name, av in item.items())
+
+
+def _add(old: AttributeValue | None, av: AttributeValue) -> AttributeValue:
+    if old is None:
+        return av
+    if "N" in av and "N" in old:
+        total = _EXACT.add(Decimal(old["N"]), Decimal(av["N"]))
+        return {"N": str(total)}
+    (tag, members), = av.items()
+    if tag in old:
+        merged = list(old[tag]) + [m for m in members if m not in old[tag]]
+        return {tag: merged}
+    return av
+
+
+def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequence[str],
+                 clauses: Sequence[tuple[str, str, AttributeValue | None]]) -> Item:
+    """The item an update makes of the stored item ``known`` (``SET``/``REMOVE``, or
+    ``s.update()`` clauses: ``SET``, ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``,
+    ``DELETE``, ``REMOVE``), for checking its size before sending."""
+    out = dict(known)
+    for name in remove:
+        out.pop(name, None)
+    out.update(set_)
+    for kind, name, av in clauses:
+        old = out.get(name)
+        if kind == "REMOVE" or av is None:
+            out.pop(name, None)
+        elif kind == "SET" or (kind == "DEFAULT" and old is None):
+            out[name] = av
+        elif kind in ("APPEND", "PREPEND"):
+            before = list(old["L"]) if old and "L" in old else []
+            after = list(av.get("L", []))
+            out[name] = {"L": before + after if kind == "APPEND" else after + before}
+        elif kind == "ADD":
+            out[name] = _add(old, av)
+        elif kind == "DELETE" and old is not None:
+            (tag, members), = av.items()
+            left = [m for m in old.get(tag, []) if m not in members]
+            if left:
+                out[name] = {tag: left}
+            else:
+                out.pop(name, None)
+    return out
 
 
 # -- single values ---------------------------------------------------------------------------
@@ -87,8 +191,6 @@ def _utf8_problem(text: str) -> str | None:
 
 def number_problem(text: str) -> str | None:
     """Why DynamoDB refuses the number ``text`` (``None``: it stores it)."""
-    if type(text) is str and 0 < len(text) <= MAX_DIGITS and text.isdigit() and text.isascii():
-        return None  # the common case: a plain integer of at most 38 digits
     number = _parse_number(text)
     if number is None:
         return f"{text!r} is not a finite number"
@@ -123,9 +225,6 @@ def _set_problem(tag: str, raw: Any) -> str | None:
 def value_problem(av: AttributeValue) -> tuple[str, str] | None:
     """``(path inside the value, reason)`` of the first thing DynamoDB would refuse in
     ``av`` (``None``: nothing). Iterative: any depth is answered, never recursed."""
-    text = av.get("S") if type(av) is dict and len(av) == 1 else None
-    if type(text) is str and text.isascii():
-        return None  # the common case, answered without the walk
     stack: list[tuple[Any, str, int]] = [(av, "", 1)]  # (values may come from anywhere)
     while stack:
         value, path, depth = stack.pop()
@@ -178,22 +277,11 @@ def _where(entity: str, key: Mapping[str, Any], name: str, path: str = "") -> st
             f"{' at ' + _short(path.lstrip('.')) if path else ''}")
 
 
-def plain_key_value(attr: str, value: Any) -> bool:
-    """Whether a key value is the common one with nothing DynamoDB could refuse: a
-    non-empty ASCII string within every key limit, under a non-empty ASCII name (the
-    write gate and reads by key skip :func:`check_key_value` for it)."""
-    return (type(value) is str and 0 < len(value) <= MAX_SORT_KEY_BYTES and value.isascii()
-            and bool(attr) and attr.isascii())
-
-
 def check_key_value(name: str, av: AttributeValue, role: str, *, entity: str,
                     key: Mapping[str, Any]) -> None:
     """A key attribute's value (``role`` "partition" or "sort"): non-empty, valid, within
     DynamoDB's byte limit; else :class:`KeyTemplateError`."""
     limit = MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES
-    text = av.get("S") if len(av) == 1 else None
-    if type(text) is str and text.isascii() and 0 < len(text) <= limit:
-        return  # the common case: one byte a character, nothing to walk
     found = value_problem(av)
     if found is not None:
         raise KeyTemplateError(f"{_where(entity, key, name)}: key value refused: {found[1]}")
@@ -210,10 +298,6 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
     """Every ``(attribute name, value)``: valid names and values, and key attributes
     (``key_roles``: name -> "partition"/"sort") within their limits."""
     for name, av in values:
-        if type(name) is str and name.isascii() and name not in key_roles:
-            text = av.get("S") if type(av) is dict and len(av) == 1 else None
-            if type(text) is str and text.isascii() and name:
-                continue  # the common case: a plain ASCII string under a plain name
         problem = _name_problem(name)
         if problem:
             raise InvalidValueError(f"{entity} {describe_key(key)}: attribute {_short(name)}: "
@@ -230,62 +314,19 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
 
 def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
                key_roles: Mapping[str, str], key_item: Item | None = None) -> int:
-    """Check a whole item (its size, then ``key_item``'s values, then the item's, with
-    :func:`check_values`); returns its size.
-
-    One pass answers the common attributes (an ASCII string, or a plain integer of at
-    most :data:`MAX_DIGITS` digits, under an ASCII name; keys within their limits); only
-    the others are walked."""
-    size = plain_item_size(item, key_roles)
-    if size >= 0:  # nothing in it to refuse but its size
-        check_size(size, entity=entity, key=key)
-        if key_item is not None:
-            check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
-        return size
+    """Check a whole item: its size, then ``key_item``'s values (a key problem is
+    reported as such first), then the item's, with :func:`check_values`; returns its
+    size."""
     size = 0
-    rest: list[tuple[str, AttributeValue]] = []
     for name, av in item.items():
-        text = av.get("S") if len(av) == 1 else None
-        if (type(text) is str and type(name) is str and name and name.isascii()
-                and text.isascii()):
-            size += len(name) + len(text)
-            role = key_roles.get(name)
-            if role is None or 0 < len(text) <= (
-                    MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES):
-                continue
-        elif (text is None and len(av) == 1 and type(number := av.get("N")) is str
-              and 0 < len(number) <= MAX_DIGITS and number.isdigit() and number.isascii()
-              and type(name) is str and name and name.isascii() and name not in key_roles):
-            size += len(name) + _integer_size(number)
-            continue
-        elif (text is None and len(av) == 1 and type(members := av.get("L")) is list
-              and type(name) is str and name and name.isascii() and name not in key_roles
-              and (strings := _ascii_strings(members)) >= 0):
-            size += len(name) + 3 + len(members) + strings  # value_size's rule for a list
-            continue
-        else:
-            # (a malformed value has no size: check_values refuses it below)
-            with contextlib.suppress(AttributeError, TypeError, ValueError):
-                size += (_text_size(name) if type(name) is str else 0) + value_size(av)
-        rest.append((name, av))
+        # (a malformed value has no size: check_values refuses it below)
+        with contextlib.suppress(AttributeError, TypeError, ValueError):
+            size += (text_size(name) if type(name) is str else 0) + value_size(av)
     check_size(size, entity=entity, key=key)
-    if key_item is not None:  # the primary key (a key problem is reported as such first)
+    if key_item is not None:
         check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
-    if rest:
-        check_values(rest, entity=entity, key=key, key_roles=key_roles)
+    check_values(item.items(), entity=entity, key=key, key_roles=key_roles)
     return size
-
-
-def _ascii_strings(members: list[Any]) -> int:
-    """The bytes of a list's members when every one is an ASCII string (``{"S": ...}``:
-    nothing in it to refuse, tags and the like), else -1 (it is walked)."""
-    try:
-        joined = "".join([m["S"] for m in members])
-    except (KeyError, TypeError):  # a member not a string, or not an AttributeValue
-        return -1
-    if not joined.isascii() or sum(map(len, members)) != len(members):  # one entry each
-        return -1
-    return len(joined)
 
 
 def check_size(size: int, *, entity: str, key: Mapping[str, Any], what: str = "item") -> int:

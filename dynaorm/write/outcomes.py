@@ -61,7 +61,7 @@ Read = Callable[[PlainKey], Reading[Item | None]]
 APPLIED: Final = "applied"
 
 _CONDITION = frozenset({"ConditionalCheckFailed", "ConditionalCheckFailedException"})
-_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known", "known_size"})
+_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known"})
 
 
 def failure(plan: WritePlan, exc: RequestError, read: Read

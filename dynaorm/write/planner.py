@@ -23,8 +23,7 @@ from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
 from dynaorm.write.guards import guard_key, guard_put, owned_by
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.write.render import WritePlan, put_size
-from dynaorm.write.sizes import item_size
+from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
 __all__ = ["compile_commit", "plan_delete", "plan_save"]
@@ -115,13 +114,9 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
             b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
-            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS),
-                             put_size(spec.cls, key, item)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
         else:
-            # sized here, the gate's own rule on the item just encoded (its dicts still
-            # at hand): the gate then takes the size, as it does a guard item's
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS),
-                             put_size(spec.cls, key, item)))
+            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
         b.guards(None, values, None, key)
         written_state = Written(spec, key, item, values, version)
         return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
@@ -179,22 +174,10 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=Fail.GONE,
                         staged=index, caller=caller)
         if entry.overwrite:
-            b.ops.append(Put(key, item, cond, origin, put_size(spec.cls, key, item)))
+            b.ops.append(Put(key, item, cond, origin))
         else:
-            # the gate bounds the item after the update by the stored item's size: a
-            # committed state carries a bound of it (its own item is the diff's base, so
-            # the item written is at most that plus what is set), no rescan of every
-            # attribute per update; a loaded item is sized once, here
-            known_size = state.size if type(state) is Written else -1
-            if known_size < 0:
-                known_size = item_size(state.item)
             b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (),
-                                state.item, known_size))
-            b.guards(old_values, values, old_key, key)
-            written = Written(spec, key, item, values)
-            if type(state) is Written:  # (a loaded item is not the diff's base: unknown)
-                written.size = known_size + item_size(to_set)
-            return b.ops, Outcome(obj, written, stamps=pairs)
+                                state.item))
     b.guards(old_values, values, old_key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 
@@ -310,7 +293,7 @@ def _merge(first: Op, second: Op) -> Op:
     if isinstance(release, Delete) and isinstance(claim, Put):
         # one object releases the item (a delete, a key move, a changed unique value) and
         # another claims it, in either staging order: one Put, conditioned like the release
-        return Put(claim.key, claim.item, release.condition, release.origin, claim.size)
+        return Put(claim.key, claim.item, release.condition, release.origin)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
         o = second.origin

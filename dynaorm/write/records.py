@@ -58,10 +58,6 @@ class Put:
     item: Item
     condition: Condition | None
     origin: Origin
-    #: the item's size when whoever built it knows it holds nothing to refuse (key and
-    #: attributes all plain: unique guard items, see :mod:`dynaorm.write.planner`), so the gate
-    #: takes it instead of scanning the item again; -1: unknown, the gate scans it
-    size: int = field(default=-1, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +75,6 @@ class Update:
     #: the stored item the update applies to, when known (a loaded object's snapshot):
     #: the item it makes must fit in 400 KB too
     known: Item | None = field(default=None, compare=False)
-    #: at least :func:`~dynaorm.write.limits.item_size` of ``known`` when the planner knows
-    #: a bound (a committed state carries one: see :mod:`dynaorm.write.planner`); -1: unknown,
-    #: the gate sizes ``known``. The item is sized exactly only when the bound could not
-    #: keep the item after the update within 400 KB.
-    known_size: int = field(default=-1, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

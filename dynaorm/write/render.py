@@ -15,25 +15,22 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.model.expressions import (
     Placeholders,
-    _Func,
     condition_values,
-    render_condition,
-    static_condition,
 )
 from dynaorm.model.keys import wire_key
-from dynaorm.write.limits import check_item, check_size, check_values, plain_key_value
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.write.sizes import (
-    MAX_ITEM_BYTES,
-    common_values,
+from dynaorm.write.limits import (
+    check_item,
+    check_size,
+    check_values,
     item_size,
-    plain_item_size,
+    text_size,
     updated_item,
     value_size,
 )
+from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
-           "check_read_key", "check_write", "key_roles", "put_size"]
+           "check_read_key", "check_write", "key_roles"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -41,10 +38,6 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
-    if op.condition is not None and not isinstance(op, Update):
-        static = static_condition(op.condition)
-        if static is not None:  # the common action: the same body, without placeholders
-            return _render_static(op, table, *static)
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": table}
     if isinstance(op, Put):
@@ -70,26 +63,11 @@ def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
         else:
             name = "ConditionCheck"
     if op.condition is not None:
-        body["ConditionExpression"] = render_condition(op.condition, ph)
+        body["ConditionExpression"] = op.condition.render(ph)
         # a failed condition returns the stored item: it tells which error applies, and
         # whether an ambiguous earlier attempt had in fact written what this one would
         body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
     ph.apply(body)
-    return name, body
-
-
-def _render_static(op: Put | Delete | ConditionCheck, table: str, text: str,
-                   names: dict[str, str]) -> tuple[str, dict[str, Any]]:
-    """:func:`render_op` of an action whose condition is an ``attribute_(not_)exists``
-    (nearly every Put's and Delete's): its text and names come whole from a cache."""
-    if isinstance(op, Put):
-        name, body = "PutItem", {"TableName": table, "Item": op.item}
-    else:
-        name = "DeleteItem" if isinstance(op, Delete) else "ConditionCheck"
-        body = {"TableName": table, "Key": wire_key(op.key)}
-    body["ConditionExpression"] = text
-    body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"  # (see render_op)
-    body["ExpressionAttributeNames"] = dict(names)
     return name, body
 
 
@@ -101,53 +79,10 @@ _SET_FORMS = {
 }
 
 
-#: update expressions by shape (the clauses' kinds and attributes), rendered into empty
-#: placeholders: (text, names, the same names by attribute, value placeholders in order: a
-#: clause's index, or -1 for the empty list that list appends use); the text depends on the
-#: shape alone
-_SHAPES: dict[tuple[tuple[str, str], ...],
-              tuple[str, dict[str, str], dict[str, str], list[tuple[str, int]]]] = {}
-_SHAPES_MAX = 1024
-
-
 def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
-    their call order within each clause. Rendered into empty placeholders (the common
-    case: the expression comes first), a known shape's text comes from a cache."""
-    if ph.names or ph.values or ph._renames:
-        return _render_clauses(clauses, ph)
-    shape = tuple([(kind, attr) for kind, attr, _ in clauses])
-    found = _SHAPES.get(shape)
-    if found is None:
-        if len(_SHAPES) >= _SHAPES_MAX:  # endless shapes (attribute names from data)
-            return _render_clauses(clauses, ph)
-        fresh = Placeholders()
-        text = _render_clauses(clauses, fresh)
-        sources: list[int] = []  # the order _render_clauses allocates value placeholders
-        for i, (kind, _, _) in enumerate(clauses):
-            if kind != "REMOVE":
-                sources.append(i)
-                if kind in ("APPEND", "PREPEND") and -1 not in sources:
-                    sources.append(-1)
-        order = list(zip(fresh.values, sources, strict=True))
-        found = _SHAPES[shape] = (text, fresh.names, dict(fresh._by_name), order)
-        ph.names.update(fresh.names)
-        ph._by_name.update(fresh._by_name)
-        ph.values.update(fresh.values)
-        return text
-    text, names, by_name, order = found
-    ph.names.update(names)
-    ph._by_name.update(by_name)
-    for placeholder, at in order:
-        av = clauses[at][2] if at >= 0 else {"L": []}
-        assert av is not None
-        ph.values[placeholder] = av
-    return text
-
-
-def _render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
-                    ph: Placeholders) -> str:
+    their call order within each clause."""
     sets: list[str] = []
     removes: list[str] = []
     adds: list[str] = []
@@ -178,15 +113,9 @@ _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delet
 
 
 # -- the gate every write passes ---------------------------------------------------------
-_ROLES: dict[type[Any], dict[str, str]] = {}  # per entity class: its table never changes
-
-
 def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
     (the table's and every index's)."""
-    roles = _ROLES.get(entity)  # (only entity classes are cached: asked first)
-    if roles is not None:
-        return roles
     spec = getattr(entity, "__dynaorm_spec__", None)
     if spec is None or spec.cls is not entity:  # not an entity: the key's own, pk first
         return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
@@ -199,11 +128,7 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
             roles.setdefault(index.pk, "partition")
         if index.sk:
             roles.setdefault(index.sk, "sort")
-    _ROLES[entity] = roles
     return roles
-
-
-_NO_AV: AttributeValue = {}
 
 
 def check_write(op: Op) -> int:
@@ -212,92 +137,27 @@ def check_write(op: Op) -> int:
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
-    if isinstance(op, Put) and op.size >= 0:  # sized where it was built: nothing to refuse
-        cond = op.condition  # (one without values, attribute_not_exists: nothing to size)
-        if cond is None or (type(cond) is _Func and not cond.args):
-            return op.size
-        return op.size + _condition_size(op, op.origin.entity.__name__)
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
-        item = op.item
-        size = put_size(op.origin.entity, op.key, item)
-        if size < 0:  # any other item, or one too large: the long way
-            carried = all(item.get(a, _NO_AV).get("S") == v for a, v in op.key.items())
-            # the key is checked on its own first, unless the item carries it as short
-            # ASCII strings: nothing to refuse in it then, and the item's check covers it
-            plain_key = carried and all(plain_key_value(a, v) for a, v in op.key.items())
-            size = check_item(item, entity=entity, key=op.key, key_roles=roles,
-                              key_item=None if plain_key else wire_key(op.key))
-    else:  # the key's size, then its values (short ASCII strings: nothing to refuse)
-        size = 0
-        for a, v in op.key.items():
-            if not plain_key_value(a, v):
-                size = check_item(wire_key(op.key), entity=entity, key=op.key,
-                                  key_roles=roles)
-                break
-            size += len(a) + len(v)
-    if isinstance(op, Update):
-        # one pass sizes the common values; only the others are checked and walked (in
-        # order: set values, then clause values, the first refusal as before)
-        set_size, set_rest = common_values(op.set.items(), roles) if op.set else (0, [])
-        clause_size, clause_rest = common_values(
-            [(a, av) for _, a, av in op.clauses if av is not None], roles
-        ) if op.clauses else (0, [])
-        if set_rest or clause_rest:
-            check_values([*set_rest, *clause_rest], entity=entity, key=op.key,
-                         key_roles=roles)
-        added = set_size + clause_size
-        if set_rest:
-            added += item_size(dict(set_rest))
-        if clause_rest:
-            added += sum(value_size(av) + len(a) for a, av in clause_rest)
-        size += added
-        if size > MAX_ITEM_BYTES:  # (check_size's own test, its call only to refuse)
-            check_size(size, entity=entity, key=op.key, what="update")
-        # the item afterwards is at most the known item plus every value written: only
-        # an update that could pass 400 KB is worked out exactly
-        known = op.known
-        if known is not None and (
-                op.known_size if op.known_size >= 0 else item_size(known)
-        ) + added > MAX_ITEM_BYTES and item_size(known) + added > MAX_ITEM_BYTES:
-            after = updated_item(known, op.set, op.remove, op.clauses)
+        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
+                          key_item=wire_key(op.key))
+    else:
+        size = check_item(wire_key(op.key), entity=entity, key=op.key, key_roles=roles)
+    if isinstance(op, Update):  # set values, then clause values (the first refusal)
+        values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+        check_values(values, entity=entity, key=op.key, key_roles=roles)
+        size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
+                          entity=entity, key=op.key, what="update")
+        if op.known is not None:  # the item it makes of the stored item must fit too
+            after = updated_item(op.known, op.set, op.remove, op.clauses)
             check_size(item_size(after), entity=entity, key=op.key,
                        what="item after the update")
-    # (a condition without values, attribute_(not_)exists: nothing to size or check)
-    cond = op.condition
-    if cond is None or (type(cond) is _Func and not cond.args):
-        return size
-    return size + _condition_size(op, entity)
-
-
-def put_size(entity: type[Any], key: PlainKey, item: Item) -> int:
-    """The gate's answer for the common Put of ``entity``'s item, or -1 (then
-    :func:`check_write` checks it the long way): the size of an item of plain strings (see
-    :func:`~dynaorm.write.limits.plain_item_size`) that carries its key's values and fits in
-    400 KB. plain_item_size holds its key attributes to their limits, so nothing is left
-    to refuse in the key either. The planner calls it where it builds a row's Put (the
-    item just encoded: the gate then takes the size), the gate for any Put not sized."""
-    for a, v in key.items():
-        if item.get(a, _NO_AV).get("S") != v:
-            return -1
-    size = plain_item_size(item, key_roles(entity, key))
-    return size if size <= MAX_ITEM_BYTES else -1
-
-
-def _condition_size(op: Op, entity: str) -> int:
-    """The bytes the values of ``op``'s condition add to a request (they are checked)."""
-    if op.condition is None:
-        return 0
-    carried = condition_values(op.condition)
-    if not carried:
-        return 0
-    carried_size, rest = common_values([("condition", av) for av in carried], {},
-                                       named=False)
-    if rest:
-        check_values(rest, entity=entity, key=op.key, key_roles={})
-        carried_size += sum(value_size(av) for _, av in rest)
-    return carried_size
+    if op.condition is not None:  # the values the condition carries, checked
+        carried = [("condition", av) for av in condition_values(op.condition)]
+        check_values(carried, entity=entity, key=op.key, key_roles={})
+        size += sum(value_size(av) for _, av in carried)
+    return size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
@@ -328,15 +188,6 @@ class WritePlan:
     table: str
     ops: tuple[Op, ...]
     token: str = field(default="", compare=False)
-
-    def __init__(self, table: str, ops: tuple[Op, ...], token: str = "") -> None:
-        # the fields set in the instance's own dict (the frozen dataclass's __init__
-        # calls object.__setattr__ per field; one plan per commit), then checked
-        fields = self.__dict__
-        fields["table"] = table
-        fields["ops"] = ops
-        fields["token"] = token
-        self.__post_init__()
 
     def __post_init__(self) -> None:
         if len(self.ops) > MAX_ACTIONS:

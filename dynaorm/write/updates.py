@@ -17,7 +17,6 @@ validated through the entity's field types when the action is added. Planning is
 
 from __future__ import annotations
 
-import functools
 import types
 import typing
 from collections.abc import Callable, Mapping, MutableSequence, MutableSet, Sequence
@@ -27,9 +26,9 @@ from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar, Union
 
 from pydantic import TypeAdapter
-from pydantic.fields import FieldInfo
 
 from dynaorm._types import AttributeValue, Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.model.codec import encode_value
 from dynaorm.model.entity import Entity, spec_of
@@ -81,26 +80,21 @@ def _shape(annotation: Any) -> str:
     return "other"
 
 
-@functools.cache
-def _field_shape(cls: type[Entity], name: str) -> str:
-    """:func:`_shape` of a field, worked out once per field (annotations do not change)."""
-    return _shape(cls.model_fields[name].annotation)
+#: per (entity class, field): a TypeAdapter takes milliseconds to build
+_ADAPTERS: dict[tuple[type[Entity], str], TypeAdapter[Any]] = cache("updates.adapters")
 
 
-@functools.cache
-def _field_info(cls: type[Entity], name: str) -> FieldInfo:
-    """``cls.model_fields[name]``, looked up once per field (pydantic's ``model_fields``
-    property costs about 3 us a call, once per update action)."""
-    return cls.model_fields[name]
-
-
-@functools.cache
 def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
-    info = cls.model_fields[name]
-    ann = info.annotation
-    if info.metadata:
-        ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
-    return TypeAdapter(ann)  # type: ignore[arg-type]
+    """A validator of one field's type, its constraints included (cached per class and
+    field)."""
+    found = _ADAPTERS.get((cls, name))
+    if found is None:
+        info = cls.model_fields[name]
+        ann = info.annotation
+        if info.metadata:
+            ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
+        found = _ADAPTERS[(cls, name)] = TypeAdapter(ann)  # type: ignore[arg-type]
+    return found
 
 
 def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
@@ -214,8 +208,8 @@ class StagedUpdate(Generic[T]):
                                       "updated (load the object and save it to move it)")
             if spec.versioned and name == "version":
                 raise self._where_err(name, "the version of a versioned entity is dynaorm's")
-            info = _field_info(self.entity, name)
-            shape = _field_shape(self.entity, name)
+            info = self.entity.model_fields[name]
+            shape = _shape(info.annotation)
             if fits is not None and shape not in fits:
                 raise self._where_err(name, f"{method}() does not fit a field of type "
                                       f"{info.annotation!r}")
@@ -359,8 +353,8 @@ class StagedUpdate(Generic[T]):
             elif method == "remove":
                 values.pop(name, None)
             elif method == "add":
-                values[name] = (old or 0) + value if _field_shape(
-                    self.entity, name) == "number" else (
+                shape = _shape(self.entity.model_fields[name].annotation)
+                values[name] = (old or 0) + value if shape == "number" else (
                     set(old or ()) | set(value))
             elif method == "discard":
                 values[name] = set(old or ()) - set(value)

@@ -115,7 +115,6 @@ def test_kept_is_keep_for_each_item(exclude: str | None) -> None:
 
 
 def test_a_selection_is_planned_once_but_sees_new_entities_of_a_shapeless_table() -> None:
-    assert selection([BatchRow], None) is selection([BatchRow], None)
     bare = Table("bare", pk="pk", sk="sk", type_attribute=None)
 
     class First(Entity):

@@ -23,8 +23,15 @@ from dynaorm import (
     Session,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.write.limits import number_problem, value_problem
-from dynaorm.write.sizes import MAX_NESTING, item_size, number_size, updated_item, value_size
+from dynaorm.write.limits import (
+    MAX_NESTING,
+    item_size,
+    number_problem,
+    number_size,
+    updated_item,
+    value_problem,
+    value_size,
+)
 from tests.conftest import engine_of
 from tests.support.models import app
 from tests.support.recording import Requests
@@ -334,34 +341,3 @@ def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
     # the same update on an item that leaves room fits
     WritePlan("t", (Update(key, {"v": {"S": "x" * 1000}}, (), None, origin,
                            known={**item, "w": {"S": "w" * 400_000}}),))
-
-
-def test_a_row_put_sized_where_it_is_planned_matches_the_gate() -> None:
-    """The planner sizes the row's Put by the gate's own rule (plan.put_size): the size is
-    what check_item answers for the item, and an item it cannot answer is left unsized,
-    for the gate to check the long way (and refuse what DynamoDB would refuse)."""
-    from dynaorm.write.limits import check_item
-    from dynaorm.write.planner import compile_commit
-    from dynaorm.write.records import Put
-    from dynaorm.write.render import check_write, key_roles
-    from dynaorm.write.staged import SaveEntry
-
-    roles = key_roles(VDoc, {})
-
-    plan, _ = compile_commit("t", [(SaveEntry(VDoc(doc="d1", text="plain")), None)])
-    (put,) = plan.ops
-    assert isinstance(put, Put)
-    assert put.size == check_item(put.item, entity="VDoc", key=put.key, key_roles=roles) > 0
-    assert check_write(put) == put.size
-    for doc in (VDoc(doc="d2", text="é"), VDoc(doc="d3", num=Decimal("1.5")),
-                VDoc(doc="d4", rank="r" * 1025)):  # not plain strings / a key too long
-        plan_or_error: Any
-        try:
-            plan_or_error, _ = compile_commit("t", [(SaveEntry(doc), None)])
-        except KeyTemplateError:
-            assert doc.rank != "r"  # the gate refused the index key the long way
-            continue
-        (put,) = plan_or_error.ops
-        assert isinstance(put, Put)
-        assert put.size == -1
-        assert check_write(put) == check_item(put.item, entity="VDoc", key=put.key, key_roles=roles)

@@ -1,0 +1,220 @@
+"""dynaorm's caches are memos only, and its one sizing rule is the gate's.
+
+- :func:`dynaorm.caches.clear_caches` empties every registered cache, and the same
+  saves, queries and updates send the same requests and decode the same objects with
+  the caches cold (just cleared) and warm.
+- The write gate sizes what it checks with :mod:`dynaorm.write.limits`' own rules: a
+  Put is its item's :func:`item_size`, an action by key its key's, an update adds its
+  values' sizes; generated items are sized and refused as the rules say.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError
+from dynaorm.caches import cache, caches, clear_caches
+from dynaorm.model.keys import wire_key
+from dynaorm.testing import TestBackend
+from dynaorm.write.limits import (
+    MAX_ITEM_BYTES,
+    check_item,
+    item_size,
+    number_size,
+    text_size,
+    value_size,
+)
+from dynaorm.write.planner import compile_commit
+from dynaorm.write.records import Delete, Fail, Origin, Put, Role, Update
+from dynaorm.write.render import check_write, key_roles
+from dynaorm.write.staged import SaveEntry
+from tests.support.models import Note, User
+from tests.support.recording import Requests
+
+LONE = json.loads('"\\ud800"')  # a lone surrogate, as JSON from a client can carry
+
+
+# -- caches -----------------------------------------------------------------------------------
+def _scenario(db: TestBackend) -> tuple[list[tuple[str, dict[str, Any]]], list[Any]]:
+    """Save, query, read values, update and delete (the table is empty again after):
+    the requests sent (tokens left out) and what came back."""
+    rec = Requests(db.table)
+    s = db.session()
+    s.save(User(user_id="u1", username="ann", email="Ann@x.io", full_name="Ann"))
+    s.save(Note(note_id="n1", body="first", tags=["a", "b"]))
+    s.commit()
+    got: list[Any] = [s.get(User, user_id="u1")]
+    got.append(s.query(Note, note_id="n1").all())
+    got.append(s.query(Note, note_id="n1").values("body", "tags"))
+    user = got[0]
+    user.full_name = "Ann B"
+    s.save(user)
+    s.commit()
+    update = s.update(Note, note_id="n1").append(tags=["c"]).set(body="second")
+    s.commit()
+    got.append(update.result)
+    got.append(s.get(User, user_id="u1"))
+    s.delete(got[-1])
+    s.delete(update.result)
+    s.commit()
+    assert db.scan_raw() == []
+    calls = [(name, {k: v for k, v in params.items() if k != "ClientRequestToken"})
+             for name, params in rec.calls]
+    return calls, [repr(g) for g in got]
+
+
+@pytest.mark.sync_only
+def test_clear_caches_empties_every_cache_and_changes_no_result(db: TestBackend) -> None:
+    clear_caches()
+    cold = _scenario(db)
+    filled = {name: len(memo) for name, memo in caches().items()}
+    assert filled and all(filled.values()), filled  # a query, a save and an update fill each
+    warm = _scenario(db)
+    clear_caches()
+    assert {name: len(memo) for name, memo in caches().items()} == dict.fromkeys(filled, 0)
+    again = _scenario(db)
+    assert cold == warm == again
+
+
+def test_a_cache_name_is_declared_once() -> None:
+    name = next(iter(caches()))
+    with pytest.raises(ValueError, match=name):
+        cache(name)
+
+
+# -- the one sizing rule ------------------------------------------------------------------------
+def _number_size_by_decimal(text: str) -> int:
+    """DynamoDB's number size the long way: normalized significant digits in pairs."""
+    from decimal import Context
+    number = Decimal(text)
+    if number.is_zero():
+        return 2
+    sign, digits, exponent = number.normalize(Context(prec=400)).as_tuple()
+    assert isinstance(exponent, int)
+    top = exponent + len(digits) - 1
+    return top // 2 - exponent // 2 + 2 + sign
+
+
+_NAMES = st.text(min_size=1, max_size=6)
+_NUMBERS = st.decimals(allow_nan=False, allow_infinity=False, places=None).map(str)
+_SCALARS = st.one_of(
+    st.text(max_size=20).map(lambda s: {"S": s}),
+    st.integers(min_value=-(10 ** 40), max_value=10 ** 40).map(lambda n: {"N": str(n)}),
+    _NUMBERS.map(lambda n: {"N": n}),
+    st.binary(max_size=10).map(lambda b: {"B": b}),
+    st.booleans().map(lambda b: {"BOOL": b}),
+    st.just({"NULL": True}),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=3).map(lambda v: {"L": v}),
+                            st.dictionaries(_NAMES, inner, max_size=3).map(lambda m: {"M": m})),
+    max_leaves=8)
+
+
+def _size_by_json(av: Any) -> int:
+    """DynamoDB's value size, recursively, from its documented rules (the reference)."""
+    (tag, raw), = av.items()
+    if tag == "S":
+        return len(raw.encode("utf-8", "surrogatepass"))
+    if tag == "N":
+        return _number_size_by_decimal(raw)
+    if tag == "B":
+        return len(raw)
+    if tag in ("BOOL", "NULL"):
+        return 1
+    if tag == "L":
+        return 3 + sum(1 + _size_by_json(v) for v in raw)
+    return 3 + sum(len(k.encode("utf-8", "surrogatepass")) + 1 + _size_by_json(v)
+                   for k, v in raw.items())
+
+
+@settings(max_examples=200, deadline=None)
+@given(_VALUES)
+def test_value_size_is_the_documented_rule(av: Any) -> None:
+    assert value_size(av) == _size_by_json(av)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_NUMBERS)
+def test_number_size_is_the_decimal_rule(text: str) -> None:
+    assert number_size(text) == _number_size_by_decimal(text)
+
+
+def _gate(op: Any) -> Any:
+    try:
+        return check_write(op)
+    except Exception as exc:  # the refusal itself: type and message
+        return type(exc), str(exc)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(_NAMES, _VALUES, max_size=5), st.text(max_size=30))
+def test_the_gate_sizes_and_checks_a_put_by_the_item_rule(attrs: dict[str, Any],
+                                                          pk: str) -> None:
+    key = {"pk": pk, "sk": "NOTE"}
+    item = {**attrs, **wire_key(key)}
+    origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
+    roles = key_roles(Note, key)
+    try:
+        expected: Any = check_item(item, entity="Note", key=key, key_roles=roles,
+                                   key_item=wire_key(key))
+    except Exception as exc:
+        expected = type(exc), str(exc)
+    assert _gate(Put(key, item, None, origin)) == expected
+    if not isinstance(expected, tuple):
+        assert expected == item_size(item) == sum(
+            text_size(n) + _size_by_json(av) for n, av in item.items())
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(_NAMES.filter(lambda n: n not in ("pk", "sk")), _VALUES,
+                       min_size=1, max_size=4))
+def test_an_update_adds_its_values_to_its_key(values: dict[str, Any]) -> None:
+    key = {"pk": "NOTE#1", "sk": "NOTE"}
+    origin = Origin(Note, key, Role.ROW, Fail.GONE)
+    got = _gate(Update(key, values, (), None, origin))
+    if not isinstance(got, tuple):
+        assert got == item_size(wire_key(key)) + item_size(values)
+    assert _gate(Delete(key, None, origin)) == item_size(wire_key(key))
+
+
+@pytest.mark.parametrize(("item", "error"), [
+    ({"body": {"S": LONE}}, InvalidValueError),
+    ({"n": {"N": "1" * 39}}, InvalidValueError),
+    ({"n": {"N": "1E+126"}}, InvalidValueError),
+    ({"x": {"S": "y" * MAX_ITEM_BYTES}}, ItemTooLargeError),
+    ({"gsi1pk": {"S": ""}}, KeyTemplateError),
+    ({"gsi1sk": {"S": "s" * 1025}}, KeyTemplateError),
+])
+def test_the_gate_refuses_what_the_rules_refuse(item: dict[str, Any], error: type) -> None:
+    key = {"pk": "USER#1", "sk": "PROFILE"}
+    with pytest.raises(error):
+        check_write(Put(key, {**wire_key(key), **item}, None,
+                        Origin(User, key, Role.ROW, Fail.EXISTS)))
+
+
+@pytest.mark.parametrize("note", [Note(note_id="d1", body="plain"), Note(note_id="d2", body="é"),
+                                  Note(note_id="d3", tags=["x" * 10, "ü"])])
+def test_a_planned_put_is_sized_as_its_item(note: Note) -> None:
+    plan, _ = compile_commit("t", [(SaveEntry(note), None)])
+    (put,) = plan.ops
+    assert isinstance(put, Put)
+    assert check_write(put) == item_size(put.item)
+
+
+def test_an_update_of_a_known_item_is_refused_when_the_item_it_makes_is_too_large() -> None:
+    note = Note(note_id="n1", body="a" * 200_000)
+    _, outcomes = compile_commit("t", [(SaveEntry(note), None)])
+    note._dynaorm_state = outcomes[0].state
+    note.tags = ["t" * 150_000]
+    compile_commit("t", [(SaveEntry(note, condition=F("body") != "z"), note._dynaorm_state)])
+    note.tags = ["t" * 250_000]  # with the stored body, the item after is too large
+    with pytest.raises(ItemTooLargeError, match="item after the update"):
+        compile_commit("t", [(SaveEntry(note), note._dynaorm_state)])
