@@ -81,7 +81,7 @@ def _parse_number(text: Any) -> Decimal | None:
 
 def text_size(text: str) -> int:
     """DynamoDB's size of a string (a value or an attribute name): its UTF-8 bytes."""
-    return len(text.encode("utf-8", "surrogatepass"))
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
 
 
 def number_size(text: str) -> int:
@@ -282,6 +282,9 @@ def check_key_value(name: str, av: AttributeValue, role: str, *, entity: str,
     """A key attribute's value (``role`` "partition" or "sort"): non-empty, valid, within
     DynamoDB's byte limit; else :class:`KeyTemplateError`."""
     limit = MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES
+    text = av.get("S") if type(av) is dict and len(av) == 1 else None
+    if type(text) is str and text.isascii() and 0 < len(text) <= limit:
+        return  # an ASCII string: one byte a character, nothing else to refuse
     found = value_problem(av)
     if found is not None:
         raise KeyTemplateError(f"{_where(entity, key, name)}: key value refused: {found[1]}")
@@ -316,16 +319,31 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
                key_roles: Mapping[str, str], key_item: Item | None = None) -> int:
     """Check a whole item: its size, then ``key_item``'s values (a key problem is
     reported as such first), then the item's, with :func:`check_values`; returns its
-    size."""
+    size.
+
+    An ASCII string under a non-empty ASCII name that is not a key attribute (nearly
+    every attribute) holds nothing DynamoDB could refuse and weighs one byte a
+    character: it is sized as such and not walked. With :func:`check_key_value`'s
+    ASCII key string, this pays: the gate of a new entity with two unique fields (three
+    Puts) takes about 34 us instead of 90 us, some 6% of that commit's client cost
+    (botocore included); tests/equivalence/test_caches_and_sizes.py holds both to the
+    plain path on generated items."""
     size = 0
+    rest: list[tuple[str, AttributeValue]] = []
     for name, av in item.items():
+        text = av.get("S") if type(av) is dict and len(av) == 1 else None
+        if (type(text) is str and type(name) is str and name and name.isascii()
+                and text.isascii() and name not in key_roles):
+            size += len(name) + len(text)
+            continue
         # (a malformed value has no size: check_values refuses it below)
         with contextlib.suppress(AttributeError, TypeError, ValueError):
             size += (text_size(name) if type(name) is str else 0) + value_size(av)
+        rest.append((name, av))
     check_size(size, entity=entity, key=key)
     if key_item is not None:
         check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
-    check_values(item.items(), entity=entity, key=key, key_roles=key_roles)
+    check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
 
 

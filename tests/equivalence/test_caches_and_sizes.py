@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from decimal import Decimal
 from typing import Any
@@ -24,10 +25,16 @@ from dynaorm.model.keys import wire_key
 from dynaorm.testing import TestBackend
 from dynaorm.write.limits import (
     MAX_ITEM_BYTES,
+    MAX_PARTITION_KEY_BYTES,
+    MAX_SORT_KEY_BYTES,
     check_item,
+    check_key_value,
+    check_size,
+    describe_key,
     item_size,
     number_size,
     text_size,
+    value_problem,
     value_size,
 )
 from dynaorm.write.planner import compile_commit
@@ -218,3 +225,86 @@ def test_an_update_of_a_known_item_is_refused_when_the_item_it_makes_is_too_larg
     note.tags = ["t" * 250_000]  # with the stored body, the item after is too large
     with pytest.raises(ItemTooLargeError, match="item after the update"):
         compile_commit("t", [(SaveEntry(note), note._dynaorm_state)])
+
+
+# -- the gate's shortcuts against the plain path --------------------------------------------------
+# check_item sizes an ASCII string under an ASCII non-key name without walking it, and
+# check_key_value passes an ASCII key string within its limit at once; both are held here
+# to the plain path (every attribute sized and walked) on generated items.
+_ROLES = {"pk": "partition", "sk": "sort", "gsi1pk": "partition", "gsi1sk": "sort"}
+_ASCII = st.text(alphabet=st.characters(max_codepoint=127), max_size=12)
+_ITEM_NAMES = st.one_of(st.sampled_from([*_ROLES, "a", "body", ""]), _NAMES, _ASCII)
+_ITEM_VALUES = st.one_of(
+    _VALUES, _ASCII.map(lambda s: {"S": s}), st.just({"S": LONE}), st.just({"S": ""}),
+    st.sampled_from([MAX_SORT_KEY_BYTES, MAX_SORT_KEY_BYTES + 1, MAX_PARTITION_KEY_BYTES,
+                     MAX_PARTITION_KEY_BYTES + 1]).map(lambda n: {"S": "k" * n}),
+    st.just({"S": "é" * 600}), st.just({"S": "a", "N": "1"}), st.just({"N": "1" * 39}))
+
+
+def _outcome(fn: Any) -> Any:
+    try:
+        return fn()
+    except Exception as exc:  # the refusal itself: type and message
+        return type(exc), str(exc)
+
+
+def _plain_key_check(name: str, av: Any, role: str, key: dict[str, Any]) -> None:
+    """check_key_value the plain way: walked, sized, held to the limit."""
+    limit = MAX_PARTITION_KEY_BYTES if role == "partition" else MAX_SORT_KEY_BYTES
+    found = value_problem(av)
+    where = f"E {describe_key(key)}: field {name!r}"
+    if found is not None:
+        raise KeyTemplateError(f"{where}: key value refused: {found[1]}")
+    size = _size_by_json(av)
+    if size == 0:
+        raise KeyTemplateError(f"{where}: a key attribute cannot be empty")
+    if size > limit:
+        raise KeyTemplateError(f"{where}: {role} key value of {size} bytes exceeds "
+                               f"DynamoDB's {limit} byte limit")
+
+
+def _plain_check_item(item: dict[str, Any], key: dict[str, Any],
+                      key_item: dict[str, Any]) -> int:
+    """check_item the plain way: every attribute sized, then the key's values and every
+    attribute's checked, in order."""
+    size = 0
+    for name, av in item.items():
+        with contextlib.suppress(AttributeError, TypeError, ValueError, KeyError):
+            size += len(name.encode("utf-8", "surrogatepass")) + _size_by_json(av)
+    check_size(size, entity="E", key=key)
+    for name, av in [*key_item.items(), *item.items()]:
+        if not name:
+            raise InvalidValueError(f"E {describe_key(key)}: attribute {name!r}: empty "
+                                    "attribute name (DynamoDB refuses empty names, also as "
+                                    "map keys)")
+        if name in _ROLES:
+            _plain_key_check(name, av, _ROLES[name], key)
+            continue
+        found = value_problem(av)
+        if found is not None:
+            path, reason = found
+            where = f" at {path.lstrip('.')!r}" if path else ""
+            raise InvalidValueError(f"E {describe_key(key)}: field {name!r}{where}: "
+                                    f"{reason}")
+    return size
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.dictionaries(_ITEM_NAMES, _ITEM_VALUES, max_size=6), st.sampled_from(
+    ["P#1", "", "p" * 2048, "p" * 2049, "é"]))
+def test_check_item_answers_as_the_plain_path(item: dict[str, Any], pk: str) -> None:
+    key = {"pk": pk}
+    key_item = {"pk": {"S": pk}}
+    item = {**key_item, **item}
+    got = _outcome(lambda: check_item(item, entity="E", key=key, key_roles=_ROLES,
+                                      key_item=key_item))
+    assert got == _outcome(lambda: _plain_check_item(item, key, key_item))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_ITEM_VALUES, st.integers(0, 2100).map(lambda n: {"S": "k" * n})),
+       st.sampled_from(["partition", "sort"]))
+def test_check_key_value_answers_as_the_plain_path(av: Any, role: str) -> None:
+    key = {"pk": "P"}
+    got = _outcome(lambda: check_key_value("pk", av, role, entity="E", key=key))
+    assert got == _outcome(lambda: _plain_key_check("pk", av, role, key))
