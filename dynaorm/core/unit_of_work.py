@@ -134,16 +134,19 @@ class UnitOfWork(Staging):
     # -- commit ----------------------------------------------------------------------
     def _commit(self) -> Commit:
         """The commit of everything staged (the stage is taken: cleared either way)."""
-        staged = self._coalesced()
+        commit = self._new_commit(observed=bool(self.table._listeners))
         self._staged.clear()
-        return Commit(self.table.name, staged, read=self._read_item_p,
-                      last_version=self._last_version_p, observed=bool(self.table._listeners))
+        return commit
+
+    def _new_commit(self, *, observed: bool) -> Commit:
+        """A commit of what is staged now (the stage is left as it is)."""
+        return Commit(self.table.name, self._coalesced(), read=self._read_item_p,
+                      last_version=self._last_version_p, observed=observed)
 
     def _plan_p(self) -> Proto[WritePlan]:
         """The write plan the next commit would send (reading what rules need); the
         stage stays as it is."""
-        commit = Commit(self.table.name, self._coalesced(), read=self._read_item_p,
-                        last_version=self._last_version_p, observed=False)
+        commit = self._new_commit(observed=False)
         yield from commit.prepare()
         return commit.plan()
 

@@ -34,7 +34,7 @@ def per_request_limit(remaining: int, live: int) -> int:
     return math.ceil(remaining / live) + 1
 
 
-@dataclass(init=False)
+@dataclass
 class Pager:
     """Paging state over streams (pure). ``positions[i]``: ``None`` (start), a key
     (resume after it) or :data:`DONE`."""
@@ -51,29 +51,15 @@ class Pager:
     foreign: Callable[[Item], bool] | None = None
     #: items read that no entity owns
     skipped: int = 0
-    _buffers: list[deque[Item]] = field(default_factory=list)
-    _resume: list[Any] = field(default_factory=list)
+    _buffers: list[deque[Item]] = field(init=False)
+    _resume: list[Any] = field(init=False)
 
-    def __init__(self, requests: Sequence[dict[str, Any]], positions: list[Any],
-                 keep: Callable[[Sequence[Item]], list[Item]],
-                 position_of: Callable[[Item], Item], ordered: bool = True,
-                 reverse: bool = False, order_attrs: tuple[str | None, str] = (None, "pk"),
-                 foreign: Callable[[Item], bool] | None = None, skipped: int = 0) -> None:
-        # the dataclass's own __init__ and __post_init__ in one (a read makes one Pager)
-        n = len(requests)
-        if len(positions) != n:
+    def __post_init__(self) -> None:
+        if len(self.positions) != len(self.requests):
             raise DynaormError("a read's positions do not match its streams")  # pragma: no cover
-        self.requests = requests
-        self.positions = list(positions)
-        self.keep = keep
-        self.position_of = position_of
-        self.ordered = ordered
-        self.reverse = reverse
-        self.order_attrs = order_attrs
-        self.foreign = foreign
-        self.skipped = skipped
-        self._buffers = [deque() for _ in range(n)]
-        self._resume = list(positions)
+        self.positions = list(self.positions)
+        self._buffers = [deque() for _ in self.requests]
+        self._resume = list(self.positions)
 
     def live(self) -> list[int]:
         """Streams that may still give items."""
