@@ -213,6 +213,16 @@ class UnitOfWork(Staging):
             for done_targets, _ in done:
                 result.written.extend(done_targets)
 
+    def _single_commit(self, entry: SaveEntry | DeleteEntry, state: InstanceState) -> Commit:
+        """The planned commit of one loaded object of a bulk call (a plain entity: planned
+        on its own state, nothing to read), checked before anything is sent."""
+        commit = Commit(self.table.name, [entry], read=self._read_item_p,
+                        last_version=self._last_version_p,
+                        observed=bool(self.table._listeners))
+        commit.prepared = [(entry, state)]
+        commit.plan()  # (limits, values: raises here, before anything is sent)
+        return commit
+
     def _save_many_p(self, objs: Iterable[Entity], concurrency: int) -> Proto[None]:
         """New objects go in BatchWriteItem puts (25 a request); loaded (persisted) ones
         as the conditioned write ``save`` + ``commit`` sends (a lost update is refused,
@@ -231,10 +241,7 @@ class UnitOfWork(Staging):
             state = obj._dynaorm_state
             if state is not None:  # loaded: the conditioned single write of save + commit
                 ident = key_id(state.key)
-                commit = Commit(self.table.name, [SaveEntry(obj)], read=self._read_item_p,
-                                last_version=self._last_version_p, observed=False)
-                commit.prepared = [(SaveEntry(obj), state)]
-                commit.plan()  # checked (limits, values) before anything is sent
+                commit = self._single_commit(SaveEntry(obj), state)
                 _refuse_twice(ident in rows or ident in loaded, spec.name, state.key)
                 loaded[ident] = commit
                 continue
@@ -298,10 +305,7 @@ class UnitOfWork(Staging):
                 _refuse_twice(key_id(state.key) in seen, spec.name, state.key)
                 seen.add(key_id(state.key))
                 entry = DeleteEntry(obj, condition=_still_as_loaded(state.item))
-                commit = Commit(self.table.name, [entry], read=self._read_item_p,
-                                last_version=self._last_version_p, observed=False)
-                commit.prepared = [(entry, state)]
-                commit.plan()
+                commit = self._single_commit(entry, state)
                 loaded.append(commit)
             for _, _, k in targets:
                 _refuse_twice(key_id(k) in seen, "delete_many", k)
