@@ -19,7 +19,6 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from dynaorm import (
-    DynaormError,
     Entity,
     F,
     InvalidValueError,
