@@ -14,6 +14,8 @@ from dynaorm.core.commit import Commit
 from dynaorm.core.staging import Staging, check_concurrency, refuse_rules
 from dynaorm.errors import (
     BulkWriteError,
+    ConcurrentModificationError,
+    ConditionFailedError,
     DynaormError,
     ItemNotFoundError,
     KeyTemplateError,
@@ -383,6 +385,16 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
             return
         result.not_written.append(obj)
         result.errors.append((obj, exc))
+        return
+    except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
+        state = obj._dynaorm_state
+        key = exc.key if state is None else state.key
+        error = ConcurrentModificationError(
+            f"{type(obj).__name__} {key}: changed by another writer since it was "
+            "loaded; not deleted (reload it to delete the newer state)",
+            entity=type(obj), key=key)
+        result.not_written.append(obj)
+        result.errors.append((obj, error))
         return
     except DynaormError as exc:  # a conflict: another writer changed it since it was read
         result.not_written.append(obj)

@@ -382,7 +382,9 @@ def test_delete_many_never_deletes_a_newer_state_of_a_loaded_object(db: TestBack
     e = err.value
     assert (e.not_written, e.unknown) == ([b], [])
     assert sorted(o.n for o in e.written) == [0, 2, 3]
-    assert isinstance(e.errors[0][1], DynaormError) and e.errors[0][0] is b
+    ((obj, cause),) = e.errors
+    assert obj is b and isinstance(cause, ConcurrentModificationError)
+    assert cause.key == {"pk": "BGROUP#g", "sk": "ITEM#0001"}
     assert {i["n"]: i["label"] for i in stored(db)} == {1: "theirs"}
     assert not a._is_persisted and b._is_persisted and not c._is_persisted
 
