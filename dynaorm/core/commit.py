@@ -96,19 +96,27 @@ class Commit:
                 try:
                     yield from self.send()
                     break
-                except (ConcurrentModificationError, ItemExistsError):
+                except (ConcurrentModificationError, ItemExistsError) as exc:
                     # an overwrite planned on what it read: another writer changed the
                     # item in between (nothing was written); read and plan again
-                    if round_ == OVERWRITE_ROUNDS or not self._rereads():
+                    if round_ == OVERWRITE_ROUNDS or not self._rereads(exc.key):
                         raise
         yield from self.settle()
         return result if plan.ops else CommitResult()
 
-    def _rereads(self) -> bool:
-        """Whether :meth:`prepare` reads what it plans on afresh (an overwrite of an
-        entity with rules): then a conflict is planned again, not reported."""
-        return any(isinstance(e, SaveEntry) and e.overwrite and spec_of(type(e.obj)).has_rules
-                   for e in self.staged)
+    def _rereads(self, key: PlainKey | None) -> bool:
+        """Whether :meth:`prepare` reads afresh what the item at ``key`` (a conflict's) is
+        planned on (an overwrite of an entity with rules): then a conflict there is planned
+        again, not reported."""
+        for entry, state in self.prepared:
+            if not (isinstance(entry, SaveEntry) and entry.overwrite
+                    and spec_of(type(entry.obj)).has_rules):
+                continue
+            mine = state.key if state is not None else None
+            if key is None or key in (mine, spec_of(type(entry.obj)).primary_key(
+                    entry.obj.__dict__)):
+                return True
+        return False
 
     # -- 1. prepare ------------------------------------------------------------------
     def prepare(self) -> Proto[None]:
