@@ -212,3 +212,21 @@ def test_unique_entity_save_and_overwrite_keep_unknown_attributes(db: TestBacken
     _extras_intact(got)
     assert got is not None and (got.email, got.title) == ("b@x", "three")
     assert db.session().find(UDocNew, email="b@x") == got
+
+
+def test_staged_update_keeps_unknown_attributes(db: TestBackend) -> None:
+    """``s.update()`` of a plain entity only SETs; one of a versioned or unique entity is
+    planned as a save of the item it reads: both keep what they do not declare."""
+    _newer_writes(db)
+    with db.session() as s:
+        s.save(VDocNew(doc_id="v", title="one", **EXTRA))
+        s.save(UDocNew(doc_id="u", email="a@x", **EXTRA))
+    with db.session() as s:
+        s.update(DocOld, doc_id="d1", slot="a").set(title="staged")
+        s.update(VDocOld, doc_id="v").set(title="staged")
+        s.update(UDocOld, doc_id="u").set(email="b@x")
+    read = db.session()
+    for got in (read.get(DocNew, doc_id="d1", slot="a", consistent=True),
+                read.get(VDocNew, doc_id="v", consistent=True),
+                read.get(UDocNew, doc_id="u", consistent=True)):
+        _extras_intact(got)
