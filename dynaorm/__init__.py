@@ -7,6 +7,7 @@ change, with its unique guard items and version rows, in one atomic transaction.
 from typing import TYPE_CHECKING, Any
 
 from dynaorm.errors import (
+    BulkWriteError,  # (0.3)
     ConcurrentModificationError,
     ConditionFailedError,
     DynaormError,
@@ -80,6 +81,7 @@ __all__ = [
     "Versioned",
     "ksuid",
 ]
+__all__ += ["BulkWriteError"]  # (0.3)
 
 
 def __getattr__(name: str) -> Any:

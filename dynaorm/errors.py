@@ -22,6 +22,7 @@ __all__ = [
     "TransactionTooLargeError",
     "UniqueConstraintError",
 ]
+__all__ += ["BulkWriteError"]  # (0.3)
 
 
 class DynaormError(Exception):
@@ -150,3 +151,27 @@ class RequestError(DynaormError):
 
 class TableNotFoundError(RequestError):
     """The table (or index) does not exist on the endpoint."""
+
+
+# -- bulk writes (0.3) -----------------------------------------------------------------
+
+
+class BulkWriteError(DynaormError):
+    """A ``save_many`` / ``delete_many`` that could not finish; some of it may be stored.
+
+    ``written``: the objects (or, for ``delete_many(Entity, keys)``, the keys as given)
+    known to be written, objects marked persisted (or deleted); ``not_written``: those
+    known not to be (throttled to the end, unprocessed after the last round, refused by a
+    condition because another writer changed the item since it was loaded); ``unknown``:
+    those whose request may have been applied (its answer was lost, or a 5xx): read them
+    to see. ``errors`` pairs each object or key not written or unknown with its error.
+    """
+
+    def __init__(self, message: str, *, written: list[Any], not_written: list[Any],
+                 unknown: list[Any], errors: list[tuple[Any, DynaormError]] | None = None
+                 ) -> None:
+        super().__init__(message)
+        self.written = list(written)
+        self.not_written = list(not_written)
+        self.unknown = list(unknown)
+        self.errors = list(errors or [])

@@ -103,11 +103,15 @@ class AsyncSession(UnitOfWork):
 
     # -- bulk ----------------------------------------------------------------------
     async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
-        """Bulk load (BatchWriteItem, 25 a request, ``concurrency`` in flight)."""
+        """Bulk save, as :meth:`dynaorm.Session.save_many`: new objects in BatchWriteItem
+        puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
+        writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
         await self._aio.run(self._save_many_p(objs, concurrency))
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
                           concurrency: int = 4) -> None:
-        """Bulk delete of objects, or of one entity's keys (BatchWriteItem)."""
+        """Bulk delete of objects, or of one entity's keys, as
+        :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
+        single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
         await self._aio.run(self._delete_many_p(objs, keys, concurrency))

@@ -28,7 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import ItemNotFoundError, RequestError
+from dynaorm.errors import (
+    ConcurrentModificationError,
+    ItemExistsError,
+    ItemNotFoundError,
+    RequestError,
+)
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import apply_stamps
@@ -48,6 +53,10 @@ __all__ = ["Commit", "write_origins"]
 ReadItem = Callable[[PlainKey], Proto[Item | None]]
 #: the highest stored version row of an object's key (a protocol; 0: no history)
 LastVersion = Callable[[Entity], Proto[int]]
+
+#: times a commit with an overwrite of an entity with rules reads, plans and sends when
+#: another writer keeps changing the item between its read and its write
+OVERWRITE_ROUNDS = 3
 
 _ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
           "CHECK": "check"}
@@ -79,12 +88,35 @@ class Commit:
         if not self.staged:
             return CommitResult()
         with recording() as result:
-            yield from self.prepare()
-            plan = self.plan()
-            if plan.ops:
-                yield from self.send()
+            for round_ in range(1, OVERWRITE_ROUNDS + 1):
+                yield from self.prepare()
+                plan = self.plan()
+                if not plan.ops:
+                    break
+                try:
+                    yield from self.send()
+                    break
+                except (ConcurrentModificationError, ItemExistsError) as exc:
+                    # an overwrite planned on what it read: another writer changed the
+                    # item in between (nothing was written); read and plan again
+                    if round_ == OVERWRITE_ROUNDS or not self._rereads(exc.key):
+                        raise
         yield from self.settle()
         return result if plan.ops else CommitResult()
+
+    def _rereads(self, key: PlainKey | None) -> bool:
+        """Whether :meth:`prepare` reads afresh what the item at ``key`` (a conflict's) is
+        planned on (an overwrite of an entity with rules): then a conflict there is planned
+        again, not reported."""
+        for entry, state in self.prepared:
+            if not (isinstance(entry, SaveEntry) and entry.overwrite
+                    and spec_of(type(entry.obj)).has_rules):
+                continue
+            mine = state.key if state is not None else None
+            if key is None or key in (mine, spec_of(type(entry.obj)).primary_key(
+                    entry.obj.__dict__)):
+                return True
+        return False
 
     # -- 1. prepare ------------------------------------------------------------------
     def prepare(self) -> Proto[None]:
@@ -101,9 +133,12 @@ class Commit:
             spec = spec_of(type(obj))
             deleting = isinstance(entry, DeleteEntry)
             overwrite = isinstance(entry, SaveEntry) and entry.overwrite
-            if state is None and spec.has_rules and (deleting or overwrite):
-                key = spec.primary_key(obj.__dict__)
+            if spec.has_rules and (overwrite or (deleting and state is None)):
+                # (an overwrite of a loaded object too: last writer wins, and its guards
+                # are planned from what is stored now, not from what was loaded)
+                key = spec.primary_key(obj.__dict__) if state is None else state.key
                 item = yield from self._read(key)
+                state = None
                 if item is not None:
                     state = type(obj)._from_item(item)._dynaorm_state
                 elif deleting:

@@ -12,19 +12,31 @@ from typing import Any, TypeVar
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.commit import Commit
 from dynaorm.core.staging import Staging, check_concurrency, refuse_rules
-from dynaorm.errors import DynaormError, KeyTemplateError, RequestError, TransactionTooLargeError
+from dynaorm.errors import (
+    BulkWriteError,
+    ConcurrentModificationError,
+    ConditionFailedError,
+    DynaormError,
+    ItemNotFoundError,
+    KeyTemplateError,
+    OutcomeUnknownError,
+    RequestError,
+    TransactionTooLargeError,
+)
 from dynaorm.model.entity import Entity, encode_entity, spec_of
+from dynaorm.model.expressions import Condition, all_of
 from dynaorm.model.keys import key_id, wire_key
 from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
-from dynaorm.read.batches import batch_get_p, batch_rounds
-from dynaorm.transport.steps import Proto, call, gather
-from dynaorm.write.outcomes import unknown_batch
+from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_get_p
+from dynaorm.transport.steps import Backoff, Proto, call, gather
+from dynaorm.write.conditions import stored_as
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
+from dynaorm.write.staged import DeleteEntry, SaveEntry
 
-__all__ = ["FIND_ROUNDS", "UnitOfWork"]
+__all__ = ["FIND_ROUNDS", "BulkResult", "UnitOfWork"]
 
 T = TypeVar("T", bound=Entity)
 R = TypeVar("R")
@@ -167,71 +179,244 @@ class UnitOfWork(Staging):
         return int(sel.decode(found[0]).version)  # type: ignore[attr-defined]
 
     # -- bulk ------------------------------------------------------------------------
-    def _batch_write_p(self, requests: list[dict[str, Any]]) -> Proto[None]:
-        pending = {self.table.name: requests}
-        try:
-            yield from batch_rounds("BatchWriteItem", self.table.name, pending,
-                                    "UnprocessedItems")
-        except RequestError as exc:
-            if exc.maybe_applied:
-                raise unknown_batch(exc, pending, self.table.key_attributes()) from exc
-            raise
+    def _batch_write_p(self, targets: list[tuple[list[Any], dict[str, Any]]],
+                       result: BulkResult) -> Proto[None]:
+        """Send BatchWriteItem rounds of ``targets`` (what each request stands for, and
+        the request) until nothing is left unprocessed, recording in ``result`` what was
+        written, what was not and what may have been. Never raises after sending: a
+        definite failure (throttled to the end, unprocessed after the last round) leaves
+        the rest not written, a lost answer leaves that round unknown. A round is never
+        resent after an attempt that may have been applied (a resend could apply over
+        another writer's newer state)."""
+        table = self.table.name
+        attrs = [a for a in self.table.key_attributes() if a is not None]
+        pending = targets
+        rounds = 0
+        waited = 0.0
+        while pending:
+            rounds += 1
+            if rounds > MAX_BATCH_ROUNDS:
+                result.fail(pending, DynaormError(
+                    f"BatchWriteItem on {table!r} still had {len(pending)} unprocessed "
+                    f"request(s) after {MAX_BATCH_ROUNDS} rounds"), unknown=False)
+                return
+            if rounds > 1:
+                waited += yield Backoff(rounds - 1, waited)
+            request = {"RequestItems": {table: [r for _, r in pending]}}
+            try:
+                out = yield from call("BatchWriteItem", request, idempotent=False)
+            except RequestError as exc:
+                result.fail(pending, exc, unknown=exc.maybe_applied)
+                return
+            left = {_request_id(r, attrs)
+                    for r in (out.get("UnprocessedItems") or {}).get(table, [])}
+            done = [t for t in pending if _request_id(t[1], attrs) not in left]
+            pending = [t for t in pending if _request_id(t[1], attrs) in left]
+            for done_targets, _ in done:
+                result.written.extend(done_targets)
+
+    def _single_commit(self, entry: SaveEntry | DeleteEntry, state: InstanceState) -> Commit:
+        """The planned commit of one loaded object of a bulk call (a plain entity: planned
+        on its own state, nothing to read), checked before anything is sent."""
+        commit = Commit(self.table.name, [entry], read=self._read_item_p,
+                        last_version=self._last_version_p,
+                        observed=bool(self.table._listeners))
+        commit.prepared = [(entry, state)]
+        commit.plan()  # (limits, values: raises here, before anything is sent)
+        return commit
 
     def _save_many_p(self, objs: Iterable[Entity], concurrency: int) -> Proto[None]:
+        """New objects go in BatchWriteItem puts (25 a request); loaded (persisted) ones
+        as the conditioned write ``save`` + ``commit`` sends (a lost update is refused,
+        attributes the class does not declare are kept). Everything is planned and
+        checked before anything is sent; a call that cannot finish raises
+        :class:`~dynaorm.BulkWriteError`."""
         check_concurrency(concurrency)
         Row = tuple[list[tuple[Entity, Stamps]], Item, PlainKey]
         rows: dict[Any, Row] = {}
+        loaded: dict[Any, Commit] = {}
         for obj in objs:
             spec = self._spec(obj)
             if spec.has_rules:
                 raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
                                    "cannot keep them; use Session.save and commit")
+            state = obj._dynaorm_state
+            if state is not None:  # loaded: the conditioned single write of save + commit
+                ident = key_id(state.key)
+                commit = self._single_commit(SaveEntry(obj), state)
+                _refuse_twice(ident in rows or ident in loaded, spec.name, state.key)
+                loaded[ident] = commit
+                continue
             pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
             written = stamped(obj, pairs)
             key = spec.primary_key(written.__dict__)
             item = encode_entity(written, spec, key=key)  # (the key rendered once)
             check_batch_put(spec.cls, key, item)  # the gate every write passes
             ident = key_id(key)
+            _refuse_twice(ident in loaded, spec.name, key)
             same = rows.pop(ident, None)  # one key twice: the last object wins
             rows[ident] = ([*(same[0] if same else []), (obj, pairs)], item, key)
         batch = list(rows.values())
         chunks = [batch[i:i + BATCH_WRITE] for i in range(0, len(batch), BATCH_WRITE)]
+        result = BulkResult()
 
         def write(chunk: list[Row]) -> Proto[None]:
-            yield from self._batch_write_p([{"PutRequest": {"Item": item}}
-                                            for _, item, _ in chunk])
+            targets = [([obj for obj, _ in objs_at_key], {"PutRequest": {"Item": item}})
+                       for objs_at_key, item, _ in chunk]
+            before = len(result.written)
+            yield from self._batch_write_p(targets, result)
+            stored = {id(obj) for obj in result.written[before:]}
             for objs_at_key, item, key in chunk:
                 for obj, pairs in objs_at_key:  # all of them now stand for the stored item
-                    apply_stamps(obj, pairs)
-                    obj._dynaorm_state = InstanceState(key, item)
+                    if id(obj) in stored:
+                        apply_stamps(obj, pairs)
+                        obj._dynaorm_state = InstanceState(key, item)
 
-        yield from gather([write(c) for c in chunks], concurrency)
+        protos = [write(c) for c in chunks]
+        protos += [_single_p(commit, result) for commit in loaded.values()]
+        yield from gather(protos, concurrency)
+        result.raise_if_failed("save_many")
 
     def _delete_many_p(self, objs: Iterable[Entity] | type[Entity],
                        keys: Iterable[Mapping[str, Any]] | None,
                        concurrency: int) -> Proto[None]:
+        """Keys and never-loaded objects go in BatchWriteItem deletes (25 a request);
+        loaded objects as a DeleteItem conditioned on the item being gone or still as
+        loaded (a newer state is never deleted silently). A call that cannot finish raises
+        :class:`~dynaorm.BulkWriteError` (``delete_many(Entity, keys)`` reports the keys
+        as given)."""
         check_concurrency(concurrency)
-        targets: list[tuple[Entity | None, PlainKey]] = []
+        targets: list[tuple[Any, type[Entity], PlainKey]] = []
+        loaded: list[Commit] = []
         if isinstance(objs, type):
             spec = self._spec(objs)
             refuse_rules(spec, "delete_many")
-            targets = [(None, self._lookup_key(spec, k)) for k in keys or ()]
+            targets = [(k, objs, self._lookup_key(spec, k)) for k in keys or ()]
         else:
             if keys is not None:
                 raise DynaormError("delete_many(objs) takes no keys; "
                                    "delete_many(Entity, keys) does")
+            seen: set[Any] = set()
             for obj in objs:
                 spec = self._spec(obj)
                 refuse_rules(spec, "delete_many")
                 state = obj._dynaorm_state
-                targets.append((obj, state.key if state is not None
-                                else spec.primary_key(obj.__dict__)))
-        for target, k in targets:  # the gate every write passes
-            check_batch_delete(spec.cls if target is None else type(target), k)
-        unique = list({key_id(k): k for _, k in targets}.values())
+                if state is None:
+                    targets.append((obj, type(obj), spec.primary_key(obj.__dict__)))
+                    continue
+                _refuse_twice(key_id(state.key) in seen, spec.name, state.key)
+                seen.add(key_id(state.key))
+                entry = DeleteEntry(obj, condition=_still_as_loaded(state.item))
+                commit = self._single_commit(entry, state)
+                loaded.append(commit)
+            for _, _, k in targets:
+                _refuse_twice(key_id(k) in seen, "delete_many", k)
+        for _, cls, k in targets:  # the gate every write passes
+            check_batch_delete(cls, k)
+        grouped: dict[Any, tuple[list[Any], PlainKey]] = {}
+        for target, _, k in targets:
+            grouped.setdefault(key_id(k), ([], k))[0].append(target)
+        unique = list(grouped.values())
         chunks = [unique[i:i + BATCH_WRITE] for i in range(0, len(unique), BATCH_WRITE)]
-        yield from gather([self._batch_write_p([{"DeleteRequest": {"Key": wire_key(k)}}
-                                                for k in c]) for c in chunks], concurrency)
-        for target, _ in targets:
-            if target is not None:
+        result = BulkResult()
+        protos = [self._batch_write_p([(t, {"DeleteRequest": {"Key": wire_key(k)}})
+                                       for t, k in c], result) for c in chunks]
+        protos += [_single_p(commit, result) for commit in loaded]
+        yield from gather(protos, concurrency)
+        for target in result.written:
+            if isinstance(target, Entity):
                 target._dynaorm_state = None  # deleted: saving it again inserts
+        result.raise_if_failed("delete_many")
+
+
+class BulkResult:
+    """What a bulk call did so far: objects (or keys) written, not written, unknown, and
+    the error behind each that was not written or is unknown."""
+
+    def __init__(self) -> None:
+        self.written: list[Any] = []
+        self.not_written: list[Any] = []
+        self.unknown: list[Any] = []
+        self.errors: list[tuple[Any, DynaormError]] = []
+
+    def fail(self, targets: Sequence[tuple[list[Any], Any]], error: DynaormError, *,
+             unknown: bool) -> None:
+        """Every target of ``targets`` failed with ``error`` (``unknown``: maybe applied)."""
+        into = self.unknown if unknown else self.not_written
+        for each, _ in targets:
+            into.extend(each)
+            self.errors.extend((t, error) for t in each)
+
+    def raise_if_failed(self, what: str) -> None:
+        """:class:`~dynaorm.BulkWriteError` unless everything was written."""
+        if not self.not_written and not self.unknown:
+            return
+        first = self.errors[0][1] if self.errors else None
+        raise BulkWriteError(
+            f"{what}: {len(self.written)} written, {len(self.not_written)} not written, "
+            f"{len(self.unknown)} unknown (may have been applied: read them to see)"
+            + (f"; first error: {first}" if first is not None else ""),
+            written=self.written, not_written=self.not_written, unknown=self.unknown,
+            errors=self.errors) from first
+
+
+def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
+    """Send one planned single-object commit of a bulk call, recording its outcome (a
+    definite failure: not written; ``OutcomeUnknownError``: unknown)."""
+    (entry, _), = commit.prepared
+    obj = entry.obj  # type: ignore[union-attr]
+    if not commit._planned().ops:  # nothing changed: nothing to send
+        yield from commit.settle()
+        result.written.append(obj)
+        return
+    try:
+        yield from commit.send()
+    except OutcomeUnknownError as exc:
+        result.unknown.append(obj)
+        result.errors.append((obj, exc))
+        return
+    except RequestError as exc:
+        (result.unknown if exc.maybe_applied else result.not_written).append(obj)
+        result.errors.append((obj, exc))
+        return
+    except ItemNotFoundError as exc:
+        if isinstance(entry, DeleteEntry):  # already gone: deleted, as asked
+            result.written.append(obj)
+            return
+        result.not_written.append(obj)
+        result.errors.append((obj, exc))
+        return
+    except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
+        state = obj._dynaorm_state
+        key = exc.key if state is None else state.key
+        error = ConcurrentModificationError(
+            f"{type(obj).__name__} {key}: changed by another writer since it was "
+            "loaded; not deleted (reload it to delete the newer state)",
+            entity=type(obj), key=key)
+        result.not_written.append(obj)
+        result.errors.append((obj, error))
+        return
+    except DynaormError as exc:  # a conflict: another writer changed it since it was read
+        result.not_written.append(obj)
+        result.errors.append((obj, exc))
+        return
+    yield from commit.settle()
+    result.written.append(obj)
+
+
+def _still_as_loaded(item: Item) -> Condition | None:
+    """The condition of a bulk delete of a loaded object: every attribute it was loaded
+    with is still stored as loaded (an item already gone counts as deleted)."""
+    return all_of(stored_as(item, frozenset(item)))
+
+
+def _refuse_twice(twice: bool, name: str, key: PlainKey) -> None:
+    if twice:
+        raise DynaormError(f"{name} {key}: one stored item twice in one bulk call, one of "
+                           "them loaded; pass one object per item")
+
+
+def _request_id(request: dict[str, Any], attrs: list[str]) -> tuple[Any, ...]:
+    """The identity of a BatchWriteItem request by the key it writes."""
+    body = request.get("PutRequest", {}).get("Item") or request["DeleteRequest"]["Key"]
+    return tuple((a, *(tuple(body[a].items()) if a in body else ())) for a in attrs)

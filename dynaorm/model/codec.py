@@ -21,28 +21,23 @@ from dynaorm.errors import DynaormError, InvalidValueError
 __all__ = ["decode_item", "decode_value", "encode_fields", "encode_value"]
 
 
-class _BadNumber(DynaormError, ValueError):
-    """A number DynamoDB cannot store (NaN, infinity)."""
-
-
-class _BadType(DynaormError, TypeError):
-    """A Python value with no DynamoDB representation."""
-
-
 def _number(value: int | float | Decimal) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise _BadNumber(f"DynamoDB cannot store the number {value!r}")
+            raise InvalidValueError(f"DynamoDB cannot store the number {value!r}")
         return repr(value)
     if isinstance(value, Decimal):
         if not value.is_finite():
-            raise _BadNumber(f"DynamoDB cannot store the number {value!r}")
+            raise InvalidValueError(f"DynamoDB cannot store the number {value!r}")
         return str(value)
     return str(value)
 
 
 def encode_value(value: Any) -> AttributeValue:
-    """Encode one Python value (nested far beyond DynamoDB's 32 levels: InvalidValueError)."""
+    """Encode one Python value. A value DynamoDB cannot store raises
+    :class:`~dynaorm.InvalidValueError` before anything is sent: NaN and infinities (float
+    or ``Decimal``), a type with no DynamoDB form, maps and lists nested far beyond
+    DynamoDB's 32 levels."""
     try:
         return _encode(value)
     except RecursionError:
@@ -80,7 +75,17 @@ def _encode(value: Any) -> AttributeValue:
         return _encode_set(value)
     if isinstance(value, list | tuple):
         return {"L": [_encode(v) for v in value]}
-    raise _BadType(f"cannot store a value of type {t.__name__} in DynamoDB: {value!r}")
+    raise InvalidValueError(f"cannot store a value of type {t.__name__} in DynamoDB: "
+                            f"{_short(value)}")
+
+
+def _short(value: Any) -> str:
+    """``repr(value)``, cut to keep messages short (a repr may be huge or raise)."""
+    try:
+        text = repr(value)
+    except Exception:  # a hostile __repr__ must not hide the real error
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:

@@ -99,8 +99,12 @@ class Session(UnitOfWork):
 
     # -- bulk ----------------------------------------------------------------------
     def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
-        """Bulk load (BatchWriteItem, 25 a request, ``concurrency`` requests in flight):
-        fast, not atomic, no rules."""
+        """Bulk save: fast, not atomic, no rules. New objects go in BatchWriteItem puts
+        (25 a request, ``concurrency`` requests in flight); loaded (persisted) objects go
+        one request each, as ``save`` + ``commit`` sends them (only changed attributes,
+        conditioned on their loaded values: another writer's newer state is never
+        overwritten). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`
+        with what was written, what was not and what may have been."""
         self._transport.run(self._save_many_p(objs, concurrency))
 
     def delete_many(self, objs: Iterable[Entity] | type[Entity],
@@ -109,5 +113,7 @@ class Session(UnitOfWork):
         """Bulk delete (BatchWriteItem, 25 a request, ``concurrency`` requests in flight)
         of objects, or of one entity's keys: ``s.delete_many(User, [{"user_id": "u1"}])``.
         Not atomic, no rules (entities with unique or versioned rules are refused, as by
-        ``save_many``)."""
+        ``save_many``). A loaded object goes as one DeleteItem conditioned on the item
+        being as loaded (a newer state is never deleted silently; one already gone counts
+        as deleted). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`."""
         self._transport.run(self._delete_many_p(objs, keys, concurrency))

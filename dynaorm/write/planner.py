@@ -12,9 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.model.expressions import all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.model.rows import history_sk, parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
@@ -26,9 +27,42 @@ from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
-__all__ = ["compile_commit", "plan_delete", "plan_save"]
+__all__ = ["compile_commit", "plan_delete", "plan_save", "undeclared"]
 
 
+def undeclared(spec: EntitySpec, stored: Item) -> Item:
+    """The attributes of a stored item that ``spec`` does not write (a newer model version
+    wrote them: rolling deploys): every write that rewrites the item carries them over.
+    Not the entity's fields (by stored name), table keys, its own index keys, the
+    discriminator, nor the version of a versioned entity or its history key."""
+    known = _declared(spec)
+    if len(stored) <= len(known) and stored.keys() <= known:
+        return {}
+    return {k: v for k, v in stored.items() if k not in known}
+
+
+def _declared(spec: EntitySpec) -> frozenset[str]:
+    found = _DECLARED.get(spec.cls)
+    if found is None:
+        table = spec.table
+        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        if table.type_attribute is not None:
+            names.add(table.type_attribute)
+        if spec.versioned:
+            names.add("version")
+        if spec.history_index is not None:
+            names.add(spec.history_index[1])
+        found = _DECLARED[spec.cls] = frozenset(names)
+    return found
+
+
+#: the attributes each entity class writes, by class
+_DECLARED: dict[type[Any], frozenset[str]] = cache("planner.declared")
+
+
+def _with(item: Item, extra: Item) -> Item:
+    """``item`` plus the undeclared attributes ``extra`` (the item itself when none)."""
+    return {**extra, **item} if extra else item
 
 
 class _Builder:
@@ -77,7 +111,8 @@ def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     (only the latest copy is indexed, or index queries would return every version) except
     one whose keys are the table's own: a table key attribute always stays."""
     keys = (spec.table.pk, spec.table.sk)
-    row = {k: v for k, v in item.items() if k not in spec.index_attributes or k in keys}
+    indexed = _table_index_attributes(spec)
+    row = {k: v for k, v in item.items() if k not in indexed or k in keys}
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
     if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
@@ -85,6 +120,23 @@ def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
         assert parsed is not None
         row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
     return row
+
+
+def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
+    """Every secondary-index key attribute of the table (an undeclared one a newer model
+    writes included): version rows stay out of every index."""
+    found = _INDEXED.get(spec.cls)
+    if found is None:
+        table_wide = {a for idx in spec.table.indexes.values()
+                      for a in (getattr(idx, "pk", None), idx.sk) if a}
+        # (a field stored under an index's key attribute the entity does not use is a field)
+        found = _INDEXED[spec.cls] = spec.index_attributes | frozenset(
+            table_wide - set(spec.stored_fields))
+    return found
+
+
+#: the index key attributes version rows leave out, by entity class
+_INDEXED: dict[type[Any], frozenset[str]] = cache("planner.indexed")
 
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
@@ -122,18 +174,20 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
 
     old_values, old_item = stored_values(spec, state)
+    extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
     old_key = state.key
     if spec.versioned:
-        return _plan_versioned_update(entry, spec, state, old_values, old_item, index)
+        return _plan_versioned_update(entry, spec, state, old_values, old_item, index, extra)
+    old_item = _with(old_item, extra)
     key = spec.primary_key(values)
-    item = encode_entity(obj, spec, key=key)
+    item = _with(encode_entity(obj, spec, key=key), extra)
     writes = spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
         old_item, item)))
     pairs = stamps(obj, spec, insert=False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
-        item = encode_entity(written, spec, key=key)
+        item = _with(encode_entity(written, spec, key=key), extra)
     b = _Builder(spec, old_key, index)
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
@@ -149,28 +203,18 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         touched = to_set.keys() | to_remove
         if not touched:
             return [], Outcome(obj, Written(spec, key, item, values))
-        depends = set(unique_fields)
-        if spec.indexes:
-            for attr in touched:
-                depends.update(spec.derived_fields(attr))
-        if depends:
-            stored = spec.stored_fields
-            touched_fields = {stored.get(a, a) for a in touched}
-            depends -= touched_fields - unique_fields  # unique values read stay conditioned
-        conds = [exists(spec.table.pk)]
-        if depends:  # (a plain entity's update depends on none)
-            conds += unchanged(spec, old_values, depends)
-        if not entry.overwrite:  # no lost updates: what it writes is still what it read
-            conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
-                                if depends else touched)
-        cond = all_of(conds)
+        if entry.overwrite:  # last writer wins: only the guards' stored values are kept
+            # exact (read by the commit just before planning)
+            cond = all_of([exists(spec.table.pk), *unchanged(
+                spec, old_values, unique_fields)]) if unique_fields else None
+        else:
+            cond = _update_condition(spec, state, old_values, touched)
         caller = entry.condition
         if caller is not None:
-            # ANDed in here as with_condition does (this is the first row action, its
-            # condition never None): the action is not built twice (see plan_save)
+            # ANDed in here as with_condition does (this is the first row action):
+            # the action is not built twice (see plan_save)
             caller = rename_paths(caller, spec.renames)
-            assert cond is not None
-            cond = all_of([cond, caller])
+            cond = caller if cond is None else all_of([cond, caller])
         origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=Fail.GONE,
                         staged=index, caller=caller)
         if entry.overwrite:
@@ -182,9 +226,30 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 
 
+def _update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping[str, Any],
+                      touched: set[str]) -> Condition | None:
+    """An update of a loaded item: it exists, the values its guards and index keys are
+    built from are as read, and what it writes is still what it read (no lost updates)."""
+    unique_fields = spec.unique_fields
+    depends = set(unique_fields)
+    if spec.indexes:
+        for attr in touched:
+            depends.update(spec.derived_fields(attr))
+    if depends:
+        stored = spec.stored_fields
+        touched_fields = {stored.get(a, a) for a in touched}
+        depends -= touched_fields - unique_fields  # unique values read stay conditioned
+    conds = [exists(spec.table.pk)]
+    if depends:  # (a plain entity's update depends on none)
+        conds += unchanged(spec, old_values, depends)
+    conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
+                       if depends else touched)
+    return all_of(conds)
+
+
 def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                            old_values: Mapping[str, Any], old_item: Item,
-                           index: int) -> tuple[list[Op], Outcome]:
+                           index: int, extra: Item) -> tuple[list[Op], Outcome]:
     obj = entry.obj
     values = obj.__dict__
     n = state.version or 0
@@ -192,12 +257,12 @@ def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceSt
     if key != state.key:
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
                            f"({state.key} -> {key}); delete it and save a new one")
-    if encode_entity(obj, spec, n) == old_item:
+    if _with(encode_entity(obj, spec, n), extra) == _with(old_item, extra):
         return [], Outcome(obj, state, version=n)
     pairs = stamps(obj, spec, insert=False)
     written = stamped(obj, pairs)
     values = written.__dict__
-    item = encode_entity(written, spec, n + 1)
+    item = _with(encode_entity(written, spec, n + 1), extra)
     assert spec.table.sk is not None
     b = _Builder(spec, key, index)
     row_sk = version_sk(spec.base_sk(values) or "", n + 1)

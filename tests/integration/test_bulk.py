@@ -12,13 +12,26 @@ through AsyncSession.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from botocore.exceptions import ConnectionClosedError
 
-from dynaorm import DynaormError, Entity, ItemTooLargeError, Session, TransactionTooLargeError
+from dynaorm import (
+    BulkWriteError,
+    ConcurrentModificationError,
+    DynaormError,
+    Entity,
+    ItemTooLargeError,
+    OutcomeUnknownError,
+    RequestError,
+    Session,
+    TransactionTooLargeError,
+)
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
+from tests.support.faults import Faults
 from tests.support.models import Audit, EMsg, EReading, Note, User, app
 from tests.support.recording import Requests
 
@@ -230,7 +243,9 @@ NOTES = [Note(note_id=f"n{i:03d}", body=f"b{i}") for i in range(260)]
 
 @pytest.fixture
 def rec(db: TestBackend) -> Requests:
-    db.session().save_many(NOTES)
+    # fresh objects: an object save_many persisted (in an earlier test) is loaded, and
+    # saving it again unchanged sends nothing
+    db.session().save_many([Note(**n.model_dump()) for n in NOTES])
     return Requests(db.table)
 
 
@@ -295,3 +310,168 @@ def test_save_many_sends_batches_concurrently(db: TestBackend, rec: Requests) ->
     assert s.get_many(Note, [{"note_id": n.note_id} for n in more]) == more
     with pytest.raises(DynaormError, match="concurrency"):
         s.save_many(more, concurrency=0)
+
+
+# -- (0.3) exact results and no lost updates -----------------------------------------------
+
+def _load(db: TestBackend, *ns: int) -> list[BItem]:
+    got = db.session().get_many(BItem, [{"group": "g", "n": n} for n in ns], consistent=True)
+    assert all(o is not None for o in got)
+    return [o for o in got if o is not None]
+
+
+def _edit_elsewhere(db: TestBackend, n: int, label: str) -> None:
+    """Another writer changes item ``n`` (its own session, its own load)."""
+    with db.session() as other:
+        obj = other.get(BItem, group="g", n=n, consistent=True)
+        assert obj is not None
+        obj.label = label
+        other.save(obj)
+
+
+def test_save_many_never_overwrites_a_newer_state_of_a_loaded_object(db: TestBackend) -> None:
+    db.session().save_many(items("g", 3))
+    a, b, c = _load(db, 0, 1, 2)
+    _edit_elsewhere(db, 1, "theirs")  # b is stale now
+    a.label, b.label = "mine-a", "mine-b"  # c unchanged: nothing to send for it
+    fresh = BItem(group="g", n=9, label="new")
+    with pytest.raises(BulkWriteError) as err:
+        db.session().save_many([a, b, c, fresh])
+    e = err.value
+    assert (e.not_written, e.unknown) == ([b], [])
+    assert sorted(o.n for o in e.written) == [0, 2, 9]
+    ((obj, cause),) = e.errors
+    assert obj is b and isinstance(cause, ConcurrentModificationError)
+    assert {i["n"]: i["label"] for i in stored(db)} == {0: "mine-a", 1: "theirs", 2: "g-2",
+                                                       9: "new"}
+    assert fresh._is_persisted and a._is_persisted
+    a.label = "again"  # a's state is the one it wrote: saving it again is an update
+    with db.session() as s:
+        s.save(a)
+    assert _load(db, 0)[0].label == "again"
+
+
+def test_save_many_of_loaded_objects_sends_only_changes(db: TestBackend) -> None:
+    db.session().save_many(items("g", 2))
+    a, b = _load(db, 0, 1)
+    a.label = "changed"
+    rec = Requests(db.table) if db.session_kind == "sync" else None
+    db.session().save_many([a, b])
+    if rec is not None:  # one UpdateItem for a, nothing for b, no BatchWriteItem
+        assert [op for op, _ in rec.calls] == ["UpdateItem"]
+    assert {i["n"]: i["label"] for i in stored(db)} == {0: "changed", 1: "g-1"}
+
+
+def test_save_many_refuses_one_item_twice_when_one_is_loaded(db: TestBackend) -> None:
+    db.session().save_many(items("g", 1))
+    (a,) = _load(db, 0)
+    with pytest.raises(DynaormError, match="twice"):
+        db.session().save_many([a, BItem(group="g", n=0, label="other")])
+    with pytest.raises(DynaormError, match="twice"):
+        db.session().delete_many([a, a])
+    assert [i["label"] for i in stored(db)] == ["g-0"]  # nothing sent
+
+
+def test_delete_many_never_deletes_a_newer_state_of_a_loaded_object(db: TestBackend) -> None:
+    db.session().save_many(items("g", 4))
+    a, b, c = _load(db, 0, 1, 2)
+    _edit_elsewhere(db, 1, "theirs")
+    db.session().delete_many(BItem, [{"group": "g", "n": 2}])  # c is already gone
+    with pytest.raises(BulkWriteError) as err:
+        db.session().delete_many([a, b, c, BItem(group="g", n=3)])
+    e = err.value
+    assert (e.not_written, e.unknown) == ([b], [])
+    assert sorted(o.n for o in e.written) == [0, 2, 3]
+    ((obj, cause),) = e.errors
+    assert obj is b and isinstance(cause, ConcurrentModificationError)
+    assert cause.key == {"pk": "BGROUP#g", "sk": "ITEM#0001"}
+    assert {i["n"]: i["label"] for i in stored(db)} == {1: "theirs"}
+    assert not a._is_persisted and b._is_persisted and not c._is_persisted
+
+
+@pytest.fixture
+def faults(db: TestBackend) -> Iterator[Faults]:
+    db.table.transport.max_wait = 0  # retry without waiting
+    f = Faults(db.table)
+    yield f
+    f.clear()
+
+
+@pytest.mark.sync_only
+def test_a_later_round_throttled_to_the_end_reports_exactly_what_was_written(
+        db: TestBackend) -> None:
+    transport = flaky(db, 1)  # the first round processes half, returns half unprocessed
+    refused = Faults(db.table)
+    refused.refuse("BatchWriteItem", after=1)  # every later attempt is throttled
+    objs = items("g", 6)
+    try:
+        with pytest.raises(BulkWriteError) as err:
+            db.session().save_many(objs, concurrency=1)
+    finally:
+        refused.clear()
+    e = err.value
+    assert e.written == objs[:3] and e.not_written == objs[3:] and e.unknown == []
+    assert "3 written, 3 not written" in str(e)
+    assert all(isinstance(c, RequestError) and c.code == "ThrottlingException"
+               for _, c in e.errors)
+    assert sorted(i["n"] for i in stored(db)) == [0, 1, 2]
+    assert transport.batches[0] == ("BatchWriteItem", 6, 3)
+    assert [o._is_persisted for o in objs] == [True] * 3 + [False] * 3
+    with db.session() as s:  # saving them all again: updates and inserts, no ItemExistsError
+        for o in objs:
+            o.label = "again"
+            s.save(o)
+    assert {i["label"] for i in stored(db)} == {"again"}
+
+
+@pytest.mark.sync_only
+def test_unprocessed_to_the_last_round_is_not_written(db: TestBackend) -> None:
+    flaky(db, 10_000)  # every round leaves half (rounded up) unprocessed
+    objs = items("g", 3)
+    with pytest.raises(BulkWriteError, match="unprocessed") as err:
+        db.session().save_many(objs)
+    e = err.value
+    assert len(e.written) == 2 and len(e.not_written) == 1 and e.unknown == []
+    assert sorted(i["n"] for i in stored(db)) == sorted(o.n for o in e.written)
+    assert all(o._is_persisted for o in e.written)
+    assert not e.not_written[0]._is_persisted
+
+
+@pytest.mark.sync_only
+def test_a_round_whose_answer_is_lost_is_unknown(db: TestBackend, faults: Faults) -> None:
+    db.session().save_many(items("g", 30))
+    sent = faults.count()
+    faults.lose("BatchWriteItem", how="500")  # the first round of 25 applied, answer lost
+    keys = [{"group": "g", "n": n} for n in range(30)]
+    with pytest.raises(BulkWriteError) as err:
+        db.session().delete_many(BItem, keys, concurrency=1)
+    e = err.value
+    assert e.unknown == keys[:25] and e.written == keys[25:] and e.not_written == []
+    assert all(k is given for k, given in zip(e.unknown, keys, strict=False))  # as given
+    assert sent["BatchWriteItem"] == 2  # the lost round was not resent
+    assert stored(db) == []
+
+
+@pytest.mark.sync_only
+def test_a_lost_conditioned_write_of_a_loaded_object_is_unknown(db: TestBackend,
+                                                               faults: Faults) -> None:
+    db.session().save_many(items("g", 2))
+    a, b = _load(db, 0, 1)
+    a.label, b.label = "x", "y"
+    answers = [0]
+
+    def second_answer_lost(http_response: Any, **_: Any) -> None:
+        answers[0] += 1
+        if answers[0] == 2:  # b's answer arrives, a's (applied) is lost
+            raise ConnectionClosedError(endpoint_url="injected")
+
+    faults._on("after-call.dynamodb.UpdateItem", second_answer_lost)
+    faults.refuse("UpdateItem", after=2, status=500, code="InternalServerError")
+    with pytest.raises(BulkWriteError) as err:
+        db.session().save_many([b, a], concurrency=1)  # (one at a time, in order)
+    e = err.value
+    assert e.unknown == [a] and e.written == [b] and e.not_written == []
+    assert isinstance(e.errors[0][1], OutcomeUnknownError)
+    faults.clear()
+    assert {i["n"]: i["label"] for i in stored(db)} == {0: "x", 1: "y"}  # a was applied
+    assert b._is_persisted and a._dynaorm_state is not None  # a keeps its last known state

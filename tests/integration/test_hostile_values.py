@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from dynaorm import (
-    DynaormError,
     Entity,
+    F,
     InvalidValueError,
     ItemTooLargeError,
     KeyTemplateError,
@@ -210,6 +210,71 @@ class EFloat(Entity):
 def test_unstorable_number_is_a_dynaorm_error_naming_the_field(db: TestBackend) -> None:
     s = db.session()
     s.save(EFloat(fid="f", x=math.nan))
-    with pytest.raises(DynaormError, match=r"EFloat field 'x'"):
+    with pytest.raises(InvalidValueError, match=r"EFloat field 'x'"):
         s.commit()
     assert db.scan_raw() == []
+
+
+class EAny(Entity):
+    class Meta:
+        table = app
+        pk = "EA#{aid}"
+        sk = "A"
+
+    aid: str
+    x: float = 0.0
+    blob: Any = None
+
+
+class _Opaque:
+    """No DynamoDB form (and a repr that raises: the message must not depend on it)."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("hostile repr")
+
+
+REFUSED: list[tuple[str, dict[str, Any]]] = [
+    ("nan", {"x": math.nan}), ("+inf", {"x": math.inf}), ("-inf", {"x": -math.inf}),
+    # (a Decimal field refuses these itself, at validation: a caller's own ValidationError)
+    ("Decimal NaN", {"blob": Decimal("NaN")}),
+    ("Decimal -Infinity", {"blob": {"k": Decimal("-Infinity")}}),
+    ("nan in a list", {"blob": [1, math.nan]}), ("inf in a map", {"blob": {"k": math.inf}}),
+    ("object", {"blob": object()}), ("complex", {"blob": 1j}),
+    ("hostile repr", {"blob": _Opaque()}), ("object in a map", {"blob": {"k": [object()]}}),
+]
+
+
+@pytest.mark.parametrize(("case", "fields"), REFUSED, ids=[c for c, _ in REFUSED])
+@pytest.mark.parametrize("how", ["insert", "update", "overwrite", "save_many", "s.update",
+                                 "condition"])
+def test_refused_values_raise_the_public_error_before_sending(
+        db: TestBackend, how: str, case: str, fields: dict[str, Any]) -> None:
+    """(0.3) NaN, infinities and values of unsupported types raise InvalidValueError itself
+    (no private class), on every write path, and nothing is written."""
+    s = db.session()
+    with s:
+        s.save(EAny(aid="a"))
+    before = db.scan_raw()
+    loaded = s.get(EAny, aid="a")
+    assert loaded is not None
+    with pytest.raises(InvalidValueError) as err:
+        if how == "insert":
+            s.save(EAny(aid="b", **fields))
+            s.commit()
+        elif how in ("update", "overwrite"):
+            for name, value in fields.items():
+                setattr(loaded, name, value)
+            s.save(loaded, overwrite=how == "overwrite")
+            s.commit()
+        elif how == "save_many":
+            s.save_many([EAny(aid="c", **fields)])
+        elif how == "s.update":
+            s.update(EAny, aid="a").set(**fields)
+            s.commit()
+        else:
+            ((name, value),) = fields.items()
+            s.save(EAny(aid="a", x=1.0), overwrite=True, condition=F(name) == value)
+            s.commit()
+    assert type(err.value) is InvalidValueError
+    s.rollback()
+    assert db.scan_raw() == before

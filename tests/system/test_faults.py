@@ -11,6 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from dynaorm import (
+    BulkWriteError,
     ConcurrentModificationError,
     ItemExistsError,
     ItemNotFoundError,
@@ -201,25 +202,32 @@ def test_throttling_alone_is_a_definite_request_error(db: TestBackend, faults: F
     assert db.scan() == []
 
 
-def test_bulk_write_applied_then_throttled_is_outcome_unknown(db: TestBackend,
-                                                             faults: Faults) -> None:
+def test_bulk_write_applied_then_lost_is_unknown_and_never_resent(db: TestBackend,
+                                                                  faults: Faults) -> None:
+    """(0.3) A BatchWriteItem round whose answer is lost is not resent (a resend could
+    apply over another writer's newer state): its objects are BulkWriteError.unknown."""
+    sent = faults.count()
     faults.lose("BatchWriteItem")
-    faults.refuse("BatchWriteItem", after=1)
     notes = [Note(note_id=f"n{i}") for i in range(3)]
-    with pytest.raises(OutcomeUnknownError) as err:
+    with pytest.raises(BulkWriteError) as err:
         db.session().save_many(notes)
-    assert err.value.operation == "BatchWriteItem"
-    assert sorted(k["pk"] for k in err.value.keys) == ["NOTE#n0", "NOTE#n1", "NOTE#n2"]
+    assert (err.value.written, err.value.not_written) == ([], [])
+    assert err.value.unknown == notes and sent["BatchWriteItem"] == 1
+    assert isinstance(err.value.__cause__, RequestError)
     assert len(db.scan()) == 3  # applied, as far as anyone could tell from the answers
 
 
-def test_bulk_write_throttled_is_a_request_error(db: TestBackend, faults: Faults) -> None:
+def test_bulk_write_throttled_is_not_written(db: TestBackend, faults: Faults) -> None:
     sent = faults.count()
     faults.refuse("BatchWriteItem")
-    with pytest.raises(RequestError) as err:
-        db.session().save_many([Note(note_id="n1")])
-    assert not isinstance(err.value, OutcomeUnknownError) and sent["BatchWriteItem"] == 5
-    assert db.scan() == []
+    note = Note(note_id="n1")
+    with pytest.raises(BulkWriteError) as err:
+        db.session().save_many([note])
+    assert (err.value.written, err.value.not_written, err.value.unknown) == ([], [note], [])
+    ((obj, cause),) = err.value.errors
+    assert obj is note and isinstance(cause, RequestError)
+    assert cause.code == "ThrottlingException" and sent["BatchWriteItem"] == 5
+    assert db.scan() == [] and not note._is_persisted
 
 
 @pytest.mark.parametrize("how", LOST)
@@ -321,12 +329,24 @@ def test_persistent_faults_send_exactly_max_attempts(
     before = db.scan_raw()
     sent = faults.count()
     faults.refuse(operation, status=status, code=code)
-    with pytest.raises(RequestError if fault == "throttle" or operation in READS
+    bulk = operation == "BatchWriteItem"  # (0.3) BulkWriteError; a 5xx round is not resent
+    with pytest.raises(BulkWriteError if bulk else RequestError
+                       if fault == "throttle" or operation in READS
                        else OutcomeUnknownError) as err:
         (_write if operation in WRITES else _read)(db, operation)
-    assert sent[operation] == 3
-    assert sum(sent.values()) == 3  # and no other request
+    attempts = 1 if bulk and fault != "throttle" else 3
+    assert sent[operation] == attempts
+    assert sum(sent.values()) == attempts  # and no other request
     error = err.value
+    if isinstance(error, BulkWriteError):
+        assert error.written == []
+        assert len(error.unknown if fault != "throttle" else error.not_written) == 2
+        error = error.errors[0][1]
+        assert isinstance(error, RequestError) and (error.code, error.attempts) == (
+            code, attempts)
+        faults.clear()
+        assert db.scan_raw() == before
+        return
     assert isinstance(error, RequestError | OutcomeUnknownError)
     assert error.operation == operation
     if isinstance(error, RequestError):

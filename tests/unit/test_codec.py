@@ -12,6 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dynaorm.errors import InvalidValueError
 from dynaorm.model.codec import decode_item, decode_value, encode_fields, encode_value
 
 _json = st.recursive(
@@ -65,15 +66,43 @@ def test_encode_fields_leaves_out_none(data: dict[str, Any]) -> None:
     assert all(_same(decoded[k], data[k]) for k in item)
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), Decimal("NaN"), Decimal("-Infinity")])
-def test_non_finite_numbers_are_refused(bad: Any) -> None:
-    with pytest.raises(ValueError):
+NON_FINITE = [float("nan"), float("inf"), float("-inf"), Decimal("NaN"), Decimal("sNaN"),
+              Decimal("Infinity"), Decimal("-Infinity")]
+
+
+@pytest.mark.parametrize("bad", NON_FINITE, ids=repr)
+def test_non_finite_numbers_are_refused_with_the_public_error(bad: Any) -> None:
+    # (0.3) the public InvalidValueError, wherever the number sits: alone, in a list, a
+    # map, a set
+    for value in (bad, [1, bad], {"a": {"b": bad}}, {Decimal(1), bad} if isinstance(
+            bad, Decimal) and not bad.is_nan() else [bad]):
+        with pytest.raises(InvalidValueError, match="cannot store the number") as err:
+            encode_value(value)
+        assert type(err.value) is InvalidValueError  # not a private class
+
+
+class _Opaque:
+    def __repr__(self) -> str:
+        raise RuntimeError("a hostile repr")
+
+
+@pytest.mark.parametrize("bad", [object(), _Opaque(), complex(1, 2), range(3),
+                                 [1, object()], {"k": object()}, {1, "mixed", 2.5j}],
+                         ids=lambda v: type(v).__name__)
+def test_unsupported_type_is_refused_with_the_public_error(bad: Any) -> None:
+    with pytest.raises(InvalidValueError, match="cannot store a value of type") as err:
         encode_value(bad)
+    assert type(err.value) is InvalidValueError
 
 
-def test_unsupported_type_is_refused() -> None:
-    with pytest.raises(TypeError):
-        encode_value(object())
+def test_encode_fields_names_the_field_of_a_refused_value() -> None:
+    with pytest.raises(InvalidValueError, match=r"Thing field 'x': .*nan") as err:
+        encode_fields({"a": 1, "x": float("nan")}, "Thing")
+    assert type(err.value) is InvalidValueError
+    long = {"blob": object(), "big": "x" * 1000}
+    with pytest.raises(InvalidValueError, match="blob") as err:
+        encode_fields(long, "Thing")
+    assert len(str(err.value)) < 200
 
 
 def test_datetime_encodes_as_iso_string() -> None:

@@ -34,6 +34,7 @@ DOCUMENTED = {
     "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
     "StagedUpdate", "AsyncSession",
 }
+DOCUMENTED |= {"BulkWriteError"}  # (0.3)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
