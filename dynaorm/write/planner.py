@@ -125,18 +125,10 @@ def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
 def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
     """Every secondary-index key attribute of the table (an undeclared one a newer model
     writes included): version rows stay out of every index."""
-    found = _INDEXED.get(spec.cls)
-    if found is None:
-        table_wide = {a for idx in spec.table.indexes.values()
-                      for a in (getattr(idx, "pk", None), idx.sk) if a}
-        # (a field stored under an index's key attribute the entity does not use is a field)
-        found = _INDEXED[spec.cls] = spec.index_attributes | frozenset(
-            table_wide - set(spec.stored_fields))
-    return found
-
-
-#: the index key attributes version rows leave out, by entity class
-_INDEXED: dict[type[Any], frozenset[str]] = cache("planner.indexed")
+    table_wide = {a for idx in spec.table.indexes.values()
+                  for a in (getattr(idx, "pk", None), idx.sk) if a}
+    # (a field stored under an index's key attribute the entity does not use is a field)
+    return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))
 
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
@@ -210,12 +202,14 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         else:
             cond = _update_condition(spec, state, old_values, touched)
         caller = entry.condition
+        # (an unconditioned overwrite fails only on the caller's condition, if any)
+        fail = Fail.GONE if cond is not None else Fail.CALLER
         if caller is not None:
             # ANDed in here as with_condition does (this is the first row action):
             # the action is not built twice (see plan_save)
             caller = rename_paths(caller, spec.renames)
             cond = caller if cond is None else all_of([cond, caller])
-        origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=Fail.GONE,
+        origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=fail,
                         staged=index, caller=caller)
         if entry.overwrite:
             b.ops.append(Put(key, item, cond, origin))
