@@ -8,7 +8,7 @@ import pytest
 
 from dynaorm import DynaormError, Entity, F, Session
 from dynaorm.testing import TestBackend
-from tests.support.models import Audit, app
+from tests.support.models import Audit, app, unsaved
 from tests.support.recording import Requests
 
 
@@ -43,7 +43,7 @@ MSGS = [VMsg(room="r1", at=datetime(2024, 1, 1 + i, tzinfo=UTC), msg_id=f"m{i}",
 @pytest.fixture
 def s(db: TestBackend) -> Session:
     s = db.session()
-    s.save_many([VRoom(room="r1", title="general"), *MSGS, VMsg(room="r2", at=MSGS[0].at,
+    s.save_many([VRoom(room="r1", title="general"), *unsaved(MSGS), VMsg(room="r2", at=MSGS[0].at,
                                                                  msg_id="x")])
     for part in ("P1", "P2", "P3"):
         audit = Audit(equipment_id="E9", part=part)

@@ -25,7 +25,7 @@ from dynaorm.read import cursor as cursor_module
 from dynaorm.read.cursor import check_positions, encode_cursor, read_secret, secret_of
 from dynaorm.read.terminals import ReadBase
 from dynaorm.testing import TestBackend
-from tests.support.models import app
+from tests.support.models import app, unsaved
 from tests.support.recording import Requests
 
 
@@ -72,7 +72,7 @@ EVENTS = [KEvent(day="d1", at=f"{i:02d}") for i in range(18)]
 @pytest.fixture
 def s(db: TestBackend) -> Session:
     session = db.session()
-    session.save_many([*POSTS, *EVENTS, KPost(blog="b2", n="99"),
+    session.save_many([*unsaved(POSTS, EVENTS), KPost(blog="b2", n="99"),
                        KNote(blog="b1", tag="A-before"), KNote(blog="b1", tag="Z-after"),
                        KEvent(day="d2", at="00")])
     return session

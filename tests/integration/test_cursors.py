@@ -11,7 +11,7 @@ import pytest
 
 from dynaorm import Entity, F, InvalidCursorError, Page, Query, Session
 from dynaorm.testing import TestBackend
-from tests.support.models import app
+from tests.support.models import app, unsaved
 
 
 class CPost(Entity):
@@ -60,7 +60,7 @@ def ordered(pred: Any = lambda p: True) -> list[CPost]:
 @pytest.fixture
 def s(db: TestBackend) -> Session:
     session = db.session()
-    session.save_many([*POSTS, CBlog(blog="b1"), *(CTag(blog="b1", tag=t) for t in "xyz"),
+    session.save_many([*unsaved(POSTS), CBlog(blog="b1"), *(CTag(blog="b1", tag=t) for t in "xyz"),
                        CPost(blog="b2", date="2024-01-01", slug="other", author="cy")])
     return session
 

@@ -11,6 +11,7 @@ import pytest
 
 from dynaorm import GSI, LSI, Entity, Page, Query, Session, Table
 from dynaorm.testing import TestBackend, use_tables
+from tests.support.models import unsaved
 from tests.support.recording import Requests
 
 proj = Table("dynaorm-proj", indexes=[
@@ -80,7 +81,7 @@ def db(backend: str | None) -> Iterator[TestBackend]:
 @pytest.fixture
 def s(db: TestBackend) -> Session:
     session = db.session()
-    session.save_many([*ORDERS, *INVOICES, *LINES])
+    session.save_many(unsaved(ORDERS, INVOICES, LINES))
     return session
 
 

@@ -25,7 +25,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.support.models import Audit, EMsg, EReading, app
+from tests.support.models import Audit, EMsg, EReading, app, unsaved
 
 # -- entities ----------------------------------------------------------------------------
 
@@ -198,7 +198,7 @@ def rec(db: TestBackend) -> Recorder:
 @pytest.fixture
 def s(db: TestBackend, rec: Recorder) -> Session:
     session = db.session()
-    session.save_many([*MESSAGES, QRoom(room="seattle", title="Seattle"),
+    session.save_many([*unsaved(MESSAGES), QRoom(room="seattle", title="Seattle"),
                        *(QPin(room="seattle", n=n) for n in range(3))])
     rec.calls.clear()
     return session

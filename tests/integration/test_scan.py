@@ -9,7 +9,7 @@ import pytest
 
 from dynaorm import DynaormError, F, InvalidCursorError, Page, Scan, Session
 from dynaorm.testing import TestBackend
-from tests.support.models import Audit, Note, User
+from tests.support.models import Audit, Note, User, unsaved
 from tests.support.recording import Requests
 
 USERS = [User(user_id=f"u{i}", username=f"user{i}", email=f"u{i}@x.com", org_id="acme")
@@ -23,7 +23,7 @@ def s(db: TestBackend) -> Session:
         for u in USERS:
             session.save(User(**u.model_dump()))  # new objects: each test inserts them
     s = db.session()
-    s.save_many(NOTES)
+    s.save_many(unsaved(NOTES))
     for part in ("P1", "P2"):  # two versioned entities, three versions each
         a = Audit(equipment_id="E1", part=part)
         for n in range(3):

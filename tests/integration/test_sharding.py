@@ -12,7 +12,7 @@ from dynaorm import DynaormError, Entity, F, KeyTemplateError, Query, Session, S
 from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
 from dynaorm.transport.sync import Transport
-from tests.support.models import SHARDS, SEvent, SOrder, app
+from tests.support.models import SHARDS, SEvent, SOrder, app, unsaved
 from tests.support.recording import Requests
 
 
@@ -41,7 +41,7 @@ def open_orders(pred: Any = lambda o: True) -> list[SOrder]:
 @pytest.fixture
 def s(db: TestBackend) -> Session:
     session = db.session()
-    session.save_many(ORDERS)
+    session.save_many(unsaved(ORDERS))
     return session
 
 
@@ -147,7 +147,7 @@ EVENTS = [SEvent(day="2024-01-01" if i % 5 else "2024-01-02", at=f"T{(i * 7) % 2
 
 def test_primary_key_sharding(db: TestBackend) -> None:
     s = db.session()
-    s.save_many(EVENTS)
+    s.save_many(unsaved(EVENTS))
     partitions = {i["pk"]["S"] for i in db.scan_raw() if i["_type"]["S"] == "SEvent"}
     assert {p.rsplit("#", 1)[0] for p in partitions} == {"SDAY#2024-01-01", "SDAY#2024-01-02"}
     assert len(partitions) > 2
@@ -230,7 +230,7 @@ REQUESTS = [Request(request_id=i, day="2024-05-01") for i in range(1, 41)]
 @pytest.fixture
 def s_by_rule(db: TestBackend) -> Session:
     session = db.session()
-    session.save_many([*REQUESTS, *(Event(day="d1", event_id=f"e{i}") for i in range(12))])
+    session.save_many([*unsaved(REQUESTS), *(Event(day="d1", event_id=f"e{i}") for i in range(12))])
     return session
 
 

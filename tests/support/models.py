@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import Field
 
 from dynaorm import GSI, LSI, Entity, Table, Unique, ksuid
@@ -122,3 +124,13 @@ class EMsg(Entity):
     room: str
     date: str
     time: str
+
+
+def unsaved(*groups: Iterable[Entity]) -> list[Entity]:
+    """The objects of ``groups`` as never saved (their persisted state dropped): module-level
+    sample objects are saved afresh on each engine's table. Once saved, an object is
+    persisted, and saving it again unchanged writes nothing (``save_many`` as ``save``)."""
+    out = [obj for group in groups for obj in group]
+    for obj in out:
+        object.__setattr__(obj, "_dynaorm_slot", None)
+    return out
