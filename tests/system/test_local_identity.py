@@ -64,8 +64,8 @@ def _project(tmp_path: Path) -> tuple[Path, str]:
 def _env(project: Path, profile: bool) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "DYNAORM_",
                                                                       "PYTEST_"))}
-    env.update(PYTHONPATH=os.pathsep.join((str(project), str(ROOT))), AWS_EC2_METADATA_DISABLED="true",
-               AWS_CONFIG_FILE=str(project / "config"),
+    env.update(PYTHONPATH=os.pathsep.join((str(project), str(ROOT))),
+               AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=str(project / "config"),
                AWS_SHARED_CREDENTIALS_FILE=str(project / "credentials"))
     if profile:
         env["AWS_PROFILE"] = "dev"
