@@ -8,6 +8,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import botocore.session
+
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.streams import Change, iter_changes
 from dynaorm.transport.config import resolve_max_attempts
@@ -145,10 +147,13 @@ class Table:
         """The transport used by sessions on this table (created on first use)."""
         transport = self._transport
         if transport is None:
-            attempts = resolve_max_attempts(self._max_attempts, table=self.name)
+            attempts, session = self._max_attempts, None
+            if attempts is None:  # botocore's max_attempts; the client reuses the session
+                session = botocore.session.get_session()
+                attempts = resolve_max_attempts(None, session, self.name)
             transport = Transport(self.endpoint_url, self.region,
                                   max_attempts=attempts, max_wait=self.max_wait,
-                                  table=self.name)
+                                  table=self.name, session=session)
             transport.listeners = self._listeners
             self._transport = transport
         return transport

@@ -236,10 +236,11 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
                   table: str = "?", connect_timeout: float = 15,
-                  read_timeout: float = 30) -> Any:
+                  read_timeout: float = 30, session: Any | None = None) -> Any:
     """A DynamoDB botocore client with botocore's own retries off (dynaorm retries);
-    see :func:`client_settings`."""
-    session = botocore.session.get_session()
+    see :func:`client_settings`. ``session``: the botocore session to use (default: a new
+    one, which reads the configuration as it is now)."""
+    session = _session(session)
     kwargs, config = client_settings(session, endpoint_url, region, table=table,
                                      connect_timeout=connect_timeout,
                                      read_timeout=read_timeout)

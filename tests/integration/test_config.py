@@ -369,3 +369,28 @@ def test_use_tables_on_a_loopback_endpoint_sets_nothing(aws: Aws, ddb_local: str
             return _signed_key(table)
 
     assert unchanged(run) == LOOPBACK_ACCESS_KEY
+
+
+# -- the async client follows the same rules ----------------------------------------------
+@pytest.mark.parametrize("profile", [True, False], ids=["profile", "no-credentials"])
+def test_async_client_uses_the_same_identity(aws: Aws, ddb_local: str, profile: bool) -> None:
+    import asyncio
+
+    import dynaorm.aio
+
+    if profile:
+        aws.profile("[profile dev]\nregion = eu-west-1\n",
+                    "[dev]\naws_access_key_id = devkey\naws_secret_access_key = devsecret\n")
+        aws.env(AWS_PROFILE="dev")
+    table = Table("dynaorm-cfg-aio", endpoint_url=ddb_local)
+
+    async def identity() -> tuple[str, str]:
+        client = await dynaorm.aio.client(table)
+        try:
+            credentials = await client._request_signer._credentials.get_frozen_credentials()
+            return str(credentials.access_key), str(client.meta.region_name)
+        finally:
+            await dynaorm.aio.close(table)
+
+    expected = ("devkey", "eu-west-1") if profile else (LOOPBACK_ACCESS_KEY, LOOPBACK_REGION)
+    assert unchanged(lambda: asyncio.run(identity())) == expected
