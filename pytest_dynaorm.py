@@ -15,6 +15,11 @@ Fixtures:
 - ``dynaorm_worker_suffix``: ``"-gw0"``, ``"-gw1"``... under pytest-xdist, else ``""``.
 
 ``dynaorm.testing.tables_fixture(*tables)`` builds a fixture on top of them.
+
+A chosen endpoint is checked once, when pytest starts (:func:`pytest_configure`): a
+malformed URL, or one that accepts no TCP connection within :data:`CONNECT_TIMEOUT` seconds,
+stops the run with one usage error instead of a traceback in every test. The check uses
+only the standard library. Nothing here sets an environment variable.
 """
 
 from __future__ import annotations

@@ -60,9 +60,12 @@ def moto_backend() -> Iterator[None]:
                                   name=exc.name) from exc
 
     from moto.core.config import DefaultConfig, default_user_config
+    from moto.core.models import MockAWS
 
-    config = cast(DefaultConfig, {"core": {**default_user_config.get("core", {}),
-                                           "mock_credentials": False}})
+    core = {**default_user_config.get("core", {}), "mock_credentials": False}
+    config: DefaultConfig | None = cast(DefaultConfig, {"core": core})
+    if getattr(MockAWS, "_nested_count", 0):  # inside the caller's own mock_aws: keep its
+        config = None  # settings (moto restores them when that block ends)
     with mock_aws(config=config), in_process_mock():
         yield
 

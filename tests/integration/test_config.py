@@ -394,3 +394,21 @@ def test_async_client_uses_the_same_identity(aws: Aws, ddb_local: str, profile: 
 
     expected = ("devkey", "eu-west-1") if profile else (LOOPBACK_ACCESS_KEY, LOOPBACK_REGION)
     assert unchanged(lambda: asyncio.run(identity())) == expected
+
+
+def test_in_process_backend_inside_the_callers_own_mock(aws: Aws) -> None:
+    """Nested in a caller's mock_aws, moto's own settings stay the caller's, and everything
+    moto set is undone when the caller's block ends."""
+    from moto import mock_aws
+
+    table = Table("dynaorm-cfg-nested")
+
+    def run() -> bool:
+        with mock_aws():
+            with moto_backend(), use_tables(table):
+                assert region_of(table) == LOOPBACK_REGION
+                found = table.exists()
+            assert os.environ.get("AWS_ACCESS_KEY_ID")  # the caller's mock: moto's key
+        return found
+
+    assert unchanged(run)
