@@ -15,17 +15,26 @@ Fixtures:
 - ``dynaorm_worker_suffix``: ``"-gw0"``, ``"-gw1"``... under pytest-xdist, else ``""``.
 
 ``dynaorm.testing.tables_fixture(*tables)`` builds a fixture on top of them.
+
+A chosen endpoint is checked once, when pytest starts (:func:`pytest_configure`): a
+malformed URL, or one that accepts no TCP connection within :data:`CONNECT_TIMEOUT` seconds,
+stops the run with one usage error instead of a traceback in every test. The check uses
+only the standard library. Nothing here sets an environment variable.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import pytest
 
 ENDPOINT_OPTION = "--dynaorm-endpoint"
 ENDPOINT_ENV = "DYNAORM_TEST_ENDPOINT"
+#: seconds the start-up check waits for the endpoint to accept a TCP connection
+CONNECT_TIMEOUT = 2.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -41,6 +50,37 @@ def endpoint_of(config: pytest.Config) -> str | None:
     value: str | None = config.getoption(ENDPOINT_OPTION, default=None) or os.environ.get(
         ENDPOINT_ENV) or None
     return value
+
+
+def check_endpoint(url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
+    """Why ``url`` cannot serve the tests (one line), or ``None``: it is an http(s) URL
+    with a host, and a TCP connection to it opens within ``timeout`` seconds."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError as exc:
+        return f"{url!r} is not a valid URL ({exc})"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"{url!r} is not an http(s) URL such as http://localhost:8000"
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        return f"{url!r} does not answer ({reason}): is DynamoDB Local (or the engine) running?"
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Check the chosen endpoint once, up front: a malformed URL or an endpoint that does
+    not answer is one usage error, not a traceback in every test."""
+    url = endpoint_of(config)
+    if url is None:
+        return
+    problem = check_endpoint(url)
+    if problem is not None:
+        source = ENDPOINT_OPTION if config.getoption(ENDPOINT_OPTION, default=None) else (
+            f"${ENDPOINT_ENV}")
+        raise pytest.UsageError(f"{source}: {problem}")
 
 
 @pytest.fixture(scope="session")
@@ -70,8 +110,9 @@ def dynaorm_moto() -> Iterator[None]:
 def dynaorm_moto_server() -> Iterator[str]:
     """A moto server on a free loopback port for the whole run; yields its endpoint URL.
 
-    Every client can reach it (aiobotocore included), with dummy credentials set for the
-    run where none are configured. Tables created there persist until the run ends.
+    Every client can reach it (aiobotocore included); dynaorm's clients get dummy
+    credentials where none are configured (no environment variable is set). Tables created
+    there persist until the run ends.
     """
     from dynaorm.testing import moto_server
 

@@ -36,7 +36,7 @@ from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_order, key_value
 from dynaorm.model.table import Table
 from dynaorm.sync.session import Session
-from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
+from dynaorm.transport.config import in_process_mock
 
 __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]
@@ -44,35 +44,29 @@ __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'
 
-_DUMMY_ENV = {"AWS_ACCESS_KEY_ID": LOOPBACK_ACCESS_KEY,
-              "AWS_SECRET_ACCESS_KEY": LOOPBACK_SECRET_KEY,
-              "AWS_DEFAULT_REGION": LOOPBACK_REGION}
-
-
-@contextmanager
-def _env(values: dict[str, str]) -> Iterator[None]:
-    saved = {k: os.environ.get(k) for k in values}
-    os.environ.update({k: v for k, v in values.items() if not os.environ.get(k)})
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-
-
 @contextmanager
 def moto_backend() -> Iterator[None]:
-    """An in-process moto DynamoDB, with dummy credentials, for the block's duration."""
+    """An in-process moto DynamoDB for the block's duration.
+
+    No environment variable is set (moto's own credential variables are switched off):
+    dynaorm's clients for tables without an endpoint get dummy credentials and, where none
+    is configured, the region ``us-east-1`` (:func:`dynaorm.transport.config.in_process_mock`).
+    Give your own clients ``**local_credentials(None)`` from that module to reach it.
+    """
     try:
         from moto import mock_aws
     except ModuleNotFoundError as exc:  # the plain install: say what to install
         raise ModuleNotFoundError(f"the in-process DynamoDB needs moto: {INSTALL_HINT}",
                                   name=exc.name) from exc
 
-    with _env(_DUMMY_ENV), mock_aws():
+    from moto.core.config import DefaultConfig, default_user_config
+    from moto.core.models import MockAWS
+
+    core = {**default_user_config.get("core", {}), "mock_credentials": False}
+    config: DefaultConfig | None = cast(DefaultConfig, {"core": core})
+    if getattr(MockAWS, "_nested_count", 0):  # inside the caller's own mock_aws: keep its
+        config = None  # settings (moto restores them when that block ends)
+    with mock_aws(config=config), in_process_mock():
         yield
 
 
@@ -143,23 +137,22 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
     globals in user code: they are repointed in place and restored afterwards).
     """
     saved = [(t.name, t.endpoint_url, t._transport) for t in tables]
-    with _env(_DUMMY_ENV):
+    try:
+        for t in tables:
+            t.name = t.name + name_suffix
+            t.connect(endpoint_url)
+            t.delete()
+            t.create()
+        yield TestBackend(tables, endpoint_url)
+    finally:
         try:
             for t in tables:
-                t.name = t.name + name_suffix
-                t.connect(endpoint_url)
                 t.delete()
-                t.create()
-            yield TestBackend(tables, endpoint_url)
         finally:
-            try:
-                for t in tables:
-                    t.delete()
-            finally:
-                for t, (name, url, transport) in zip(tables, saved, strict=True):
-                    t.name = name
-                    t.endpoint_url = url
-                    t._transport = transport
+            for t, (name, url, transport) in zip(tables, saved, strict=True):
+                t.name = name
+                t.endpoint_url = url
+                t._transport = transport
 
 
 @contextmanager
@@ -179,8 +172,7 @@ def moto_server() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        with _env(_DUMMY_ENV):
-            yield f"http://127.0.0.1:{port}"
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.stop()
 

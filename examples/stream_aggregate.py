@@ -22,6 +22,7 @@ import botocore.session
 from _support import run, show
 
 from dynaorm import Change, Entity, Session, Table
+from dynaorm.transport.config import local_credentials
 
 shop = Table("dynaorm-example-aggregate", stream="NEW_AND_OLD_IMAGES")
 
@@ -82,13 +83,14 @@ class StreamReader:
     def __init__(self, table: Table) -> None:
         desc = table.transport.call("DescribeTable", {"TableName": table.name})["Table"]
         self.arn: str = desc["LatestStreamArn"]
-        region = table.transport.region
+        region = table.client.meta.region_name
         # In-process moto routes "streams.dynamodb.<region>.amazonaws.com" to its DynamoDB
         # backend; this spelling reaches its streams backend. Real endpoints are unaffected.
         endpoint = (table.transport.endpoint_url
                     or f"https://streams.dynamodb.{region}.amazonaws-com")
         self.client: Any = botocore.session.get_session().create_client(
-            "dynamodbstreams", endpoint_url=endpoint, region_name=region)
+            "dynamodbstreams", endpoint_url=endpoint, region_name=region,
+            **local_credentials(table.transport.endpoint_url))
         self.iterators: dict[str, str | None] = {}
 
     def poll(self) -> list[dict[str, Any]]:

@@ -8,8 +8,11 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import botocore.session
+
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.streams import Change, iter_changes
+from dynaorm.transport.config import resolve_max_attempts
 from dynaorm.transport.events import RequestEvent
 from dynaorm.transport.sync import Transport
 
@@ -76,12 +79,13 @@ class Table:
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  endpoint_url: str | None = None, region: str | None = None,
-                 max_attempts: int = 5, max_wait: float = 10.0,
+                 max_attempts: int | None = None, max_wait: float = 10.0,
                  cursor_secret: str | bytes | None = None,
                  stream: str | None = None,
                  transport: Transport | None = None) -> None:
         _check_name("table", name)
-        if not isinstance(max_attempts, int) or isinstance(max_attempts, bool) or max_attempts < 1:
+        if max_attempts is not None and (not isinstance(max_attempts, int)
+                                         or isinstance(max_attempts, bool) or max_attempts < 1):
             raise DynaormError(f"table {name!r}: max_attempts must be an int >= 1, "
                                f"got {max_attempts!r}")
         if not isinstance(max_wait, int | float) or max_wait < 0:
@@ -90,8 +94,7 @@ class Table:
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
                                f"got {stream!r}")
-        #: every request is attempted at most this many times in all (one retry layer)
-        self.max_attempts = max_attempts
+        self._max_attempts = max_attempts  # None: AWS_MAX_ATTEMPTS, the profile's, else 5
         #: the most seconds all retries of one request may wait in all
         self.max_wait = float(max_wait)
         #: the key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)
@@ -144,9 +147,13 @@ class Table:
         """The transport used by sessions on this table (created on first use)."""
         transport = self._transport
         if transport is None:
+            attempts, session = self._max_attempts, None
+            if attempts is None:  # botocore's max_attempts; the client reuses the session
+                session = botocore.session.get_session()
+                attempts = resolve_max_attempts(None, session, self.name)
             transport = Transport(self.endpoint_url, self.region,
-                                  max_attempts=self.max_attempts, max_wait=self.max_wait,
-                                  table=self.name)
+                                  max_attempts=attempts, max_wait=self.max_wait,
+                                  table=self.name, session=session)
             transport.listeners = self._listeners
             self._transport = transport
         return transport
@@ -155,6 +162,19 @@ class Table:
     def transport(self, transport: Transport) -> None:
         transport.listeners = self._listeners
         self._transport = transport
+
+    @property
+    def max_attempts(self) -> int:
+        """Every request is attempted at most this many times in all (one retry layer):
+        ``Table(max_attempts=)``, else ``AWS_MAX_ATTEMPTS`` / the profile's ``max_attempts``
+        (read as botocore reads them), else 5."""
+        if self._max_attempts is not None:
+            return self._max_attempts
+        return self.transport.max_attempts
+
+    @max_attempts.setter
+    def max_attempts(self, value: int) -> None:
+        self._max_attempts = value
 
     @property
     def client(self) -> Any:

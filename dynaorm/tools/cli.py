@@ -29,12 +29,10 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, item_count
-from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_SECRET_KEY
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
-_LOOPBACK = {"localhost", "127.0.0.1", "::1"}
 _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 _DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
                "(or pass --endpoint-url URL of a running DynamoDB Local)")
@@ -88,11 +86,8 @@ def load_table(reference: str) -> Table:
 def _connect(table: Table, args: argparse.Namespace) -> Table:
     url: str | None = args.endpoint_url or table.endpoint_url
     region: str | None = args.region or table.region
-    if url and (urlparse(url).hostname or "") in _LOOPBACK:
-        # DynamoDB Local and moto accept any credentials, but botocore needs some to sign.
-        for name, value in (("AWS_ACCESS_KEY_ID", LOOPBACK_ACCESS_KEY),
-                            ("AWS_SECRET_ACCESS_KEY", LOOPBACK_SECRET_KEY)):
-            os.environ.setdefault(name, value)
+    # Credentials and region come from the AWS configuration, as for the application; a
+    # local engine with none configured gets dynaorm's dummy ones (transport.config).
     return table.connect(url, region)
 
 

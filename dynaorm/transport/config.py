@@ -1,48 +1,79 @@
-"""Where requests go and as whom: region, credentials and the one botocore client.
+"""Where requests go and as whom: endpoint, region, credentials, retries, the one client.
 
-Region and credentials follow botocore's own chain (``AWS_DEFAULT_REGION``, the profile,
-the config file; ``AWS_REGION`` is honoured too). dynaorm only fills gaps for a *loopback*
-endpoint (DynamoDB Local, a moto server on this machine): a region when none is
-configured, and :data:`LOOPBACK_ACCESS_KEY` / :data:`LOOPBACK_SECRET_KEY` when no
-credentials are configured, so that the CLI, the pytest plugin, the demo and applications
-all see the same DynamoDB Local database (it keeps one per access key and region).
-Configured credentials are never replaced.
+Configuration is read exactly as botocore reads it, through a botocore session
+(``get_config_variable``, the profile, the credential chain), and never written: dynaorm
+sets no environment variable. See ``docs/guide/configuration.md`` for the precedence.
+
+- endpoint: ``Table(endpoint_url=...)``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
+  ``AWS_ENDPOINT_URL``, the profile's ``services`` section, the profile's ``endpoint_url``
+  (botocore's order); none of the configured ones when
+  ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` (or the profile's
+  ``ignore_configured_endpoint_urls``) is true;
+- region: ``Table(region=...)``, else ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``,
+  the profile's ``region``);
+- ``max_attempts``: ``Table(max_attempts=...)``, else botocore's (``AWS_MAX_ATTEMPTS``, the
+  profile's ``max_attempts``), else :data:`DEFAULT_MAX_ATTEMPTS`.
+
+dynaorm only fills gaps for a *local* engine (a loopback endpoint from any of those sources:
+DynamoDB Local, a moto server; or the in-process moto of :func:`in_process_mock`): a region
+when none is configured, and :data:`LOOPBACK_ACCESS_KEY` / :data:`LOOPBACK_SECRET_KEY` when
+no credentials are configured, passed to the client it creates. Configured credentials are
+never replaced, so the CLI, the pytest plugin and an application using the same profile see
+the same DynamoDB Local database (it keeps one per access key and region).
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
 
 import botocore.config
 import botocore.session
+from botocore.configprovider import ConfiguredEndpointProvider
 
 from dynaorm.errors import DynaormError
 
 __all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
     "LOOPBACK_ACCESS_KEY",
     "LOOPBACK_REGION",
     "LOOPBACK_SECRET_KEY",
     "MAX_POOL_CONNECTIONS",
     "client_settings",
+    "configured_endpoint",
+    "configured_region",
     "create_client",
+    "in_process_mock",
+    "is_local",
     "is_loopback",
+    "local_credentials",
     "local_only",
+    "resolve_max_attempts",
     "resolve_region",
 ]
 
-#: the access key every loopback endpoint gets where no credentials are configured
+#: the access key every local engine gets where no credentials are configured
 #: (DynamoDB Local accepts only letters and digits in one)
 LOOPBACK_ACCESS_KEY = "dynaormlocal"
 #: its secret (DynamoDB Local and moto accept any; botocore needs some to sign)
 LOOPBACK_SECRET_KEY = "dynaormlocal"
-#: the region a loopback endpoint gets where none is configured
+#: the region a local engine gets where none is configured
 LOOPBACK_REGION = "us-east-1"
 #: connections the client keeps open: at least the widest fan-out (scatter-gather reads)
 MAX_POOL_CONNECTIONS = 64
+#: attempts per request when neither ``Table(max_attempts=)`` nor botocore's
+#: ``AWS_MAX_ATTEMPTS`` / profile ``max_attempts`` says otherwise
+DEFAULT_MAX_ATTEMPTS = 5
 
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_SERVICE = "dynamodb"
+
+_mock_lock = threading.Lock()
+_mock_depth = 0  # how many in_process_mock() blocks are open
 
 
 def is_loopback(endpoint_url: str | None) -> bool:
@@ -56,22 +87,68 @@ def is_loopback(endpoint_url: str | None) -> bool:
     return host in _LOOPBACK_HOSTS or host.startswith("127.")
 
 
-def _effective_endpoint(endpoint_url: str | None) -> str | None:
-    """The endpoint botocore will use: the given one, else the environment's."""
-    return (endpoint_url or os.environ.get("AWS_ENDPOINT_URL_DYNAMODB")
-            or os.environ.get("AWS_ENDPOINT_URL") or None)
+@contextmanager
+def in_process_mock() -> Iterator[None]:
+    """For the block, requests without an endpoint go to an in-process mock (moto's
+    ``mock_aws``): dynaorm's clients for them are local (dummy credentials, always, so no
+    credential provider is asked; :data:`LOOPBACK_REGION` if no region is configured)."""
+    global _mock_depth
+    with _mock_lock:
+        _mock_depth += 1
+    try:
+        yield
+    finally:
+        with _mock_lock:
+            _mock_depth -= 1
+
+
+def _session(session: Any | None) -> Any:
+    return botocore.session.get_session() if session is None else session
+
+
+def configured_endpoint(endpoint_url: str | None, session: Any | None = None) -> str | None:
+    """The DynamoDB endpoint botocore will use: ``endpoint_url``, else the configured one
+    (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``, the profile's ``services``
+    section, the profile's ``endpoint_url``) unless configured endpoints are ignored
+    (``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS``); ``None``: AWS's endpoint for the region."""
+    if endpoint_url:
+        return endpoint_url
+    session = _session(session)
+    if session.get_config_variable("ignore_configured_endpoint_urls"):
+        return None
+    found = ConfiguredEndpointProvider(
+        full_config=session.full_config, scoped_config=session.get_scoped_config(),
+        client_name=_SERVICE).provide()
+    return str(found) if found else None
+
+
+def _in_process(endpoint: str | None) -> bool:
+    return endpoint is None and _mock_depth > 0
+
+
+def is_local(endpoint_url: str | None, session: Any | None = None) -> bool:
+    """Whether requests for ``endpoint_url`` (with the configured endpoints) go to a local
+    engine: a loopback endpoint, or no endpoint inside :func:`in_process_mock`."""
+    endpoint = configured_endpoint(endpoint_url, session)
+    return is_loopback(endpoint) or _in_process(endpoint)
+
+
+def configured_region(session: Any | None = None) -> str | None:
+    """The configured region: ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``, the
+    profile's ``region``). botocore itself reads only the latter two; ``AWS_REGION`` comes
+    first as in the other AWS SDKs and the CLI v2 (and botocore's own ``auto`` defaults mode)."""
+    found = os.environ.get("AWS_REGION") or _session(session).get_config_variable("region")
+    return str(found) if found else None
 
 
 def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
                    table: str = "?") -> str:
-    """The region to sign for: ``region``, else ``AWS_DEFAULT_REGION``, ``AWS_REGION``,
-    the profile's; for a loopback endpoint :data:`LOOPBACK_REGION`; else a DynaormError
-    saying how to set one."""
-    found = (region or os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
-             or session.get_config_variable("region"))
+    """The region to sign for: ``region``, else :func:`configured_region`; for a local
+    engine :data:`LOOPBACK_REGION`; else a DynaormError saying how to set one."""
+    found = region or configured_region(session)
     if found:
-        return str(found)
-    if is_loopback(_effective_endpoint(endpoint_url)):
+        return found
+    if is_local(endpoint_url, session):
         return LOOPBACK_REGION
     raise DynaormError(
         f"table {table!r}: no AWS region configured; pass Table(region=...), set "
@@ -79,10 +156,31 @@ def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
         "(~/.aws/config)")
 
 
+def resolve_max_attempts(max_attempts: int | None, session: Any | None = None,
+                         table: str = "?") -> int:
+    """Attempts per request: ``max_attempts``, else botocore's ``max_attempts``
+    (``AWS_MAX_ATTEMPTS``, the profile's ``max_attempts``), else
+    :data:`DEFAULT_MAX_ATTEMPTS`; a DynaormError for a configured value that is not an
+    int >= 1."""
+    if max_attempts is not None:
+        return max_attempts
+    try:
+        found = _session(session).get_config_variable("max_attempts")
+    except ValueError as exc:  # botocore's int() of the configured text
+        raise DynaormError(f"table {table!r}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
+                           f"must be an int >= 1: {exc}") from None
+    if found is None:
+        return DEFAULT_MAX_ATTEMPTS
+    if not isinstance(found, int) or found < 1:
+        raise DynaormError(f"table {table!r}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
+                           f"must be an int >= 1, got {found!r}")
+    return found
+
+
 def local_only(session: Any, endpoint_url: str | None) -> bool:
-    """For a loopback endpoint, make ``session`` use only configured credentials (no
+    """For a local engine, make ``session`` use only configured credentials (no
     instance-metadata probe) and say ``True``; else ``False`` and change nothing."""
-    if not is_loopback(_effective_endpoint(endpoint_url)):
+    if not is_local(endpoint_url, session):
         return False
     resolver = session.get_component("credential_provider")
     for method in ("container-role", "iam-role"):
@@ -90,12 +188,30 @@ def local_only(session: Any, endpoint_url: str | None) -> bool:
     return True
 
 
+def _dummy() -> dict[str, Any]:
+    return {"aws_access_key_id": LOOPBACK_ACCESS_KEY,
+            "aws_secret_access_key": LOOPBACK_SECRET_KEY}
+
+
+def local_credentials(endpoint_url: str | None, session: Any | None = None) -> dict[str, Any]:
+    """The credential keyword arguments dynaorm passes to ``create_client`` for
+    ``endpoint_url``: the dummy ones for a local engine with no configured credentials
+    (always for the in-process mock), else ``{}`` (botocore's chain decides). Give them to
+    your own clients (a streams client, boto3) to see the same local database."""
+    session = _session(session)
+    if _in_process(configured_endpoint(endpoint_url, session)):
+        return _dummy()
+    if local_only(session, endpoint_url) and session.get_credentials() is None:
+        return _dummy()
+    return {}
+
+
 def client_settings(session: Any, endpoint_url: str | None, region: str | None, *,
                     table: str = "?", connect_timeout: float = 15,
                     read_timeout: float = 30, has_credentials: bool | None = None,
                     ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What every dynaorm client is created with, sync or async: ``create_client``'s
-    keyword arguments (region, endpoint, loopback credentials) and ``Config``'s.
+    keyword arguments (region, endpoint, local credentials) and ``Config``'s.
 
     botocore's retries are off (dynaorm retries), parameter validation is off (dynaorm
     builds the requests), and the pool holds :data:`MAX_POOL_CONNECTIONS` connections so
@@ -105,12 +221,13 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
     """
     name = resolve_region(region, session, endpoint_url, table)
     kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url}
-    if local_only(session, endpoint_url):
+    if _in_process(configured_endpoint(endpoint_url, session)):
+        kwargs.update(_dummy())
+    elif local_only(session, endpoint_url):
         if has_credentials is None:
             has_credentials = session.get_credentials() is not None
         if not has_credentials:
-            kwargs.update(aws_access_key_id=LOOPBACK_ACCESS_KEY,
-                          aws_secret_access_key=LOOPBACK_SECRET_KEY)
+            kwargs.update(_dummy())
     config = {"parameter_validation": False, "connect_timeout": connect_timeout,
               "read_timeout": read_timeout, "max_pool_connections": MAX_POOL_CONNECTIONS,
               "retries": {"total_max_attempts": 1, "mode": "standard"}}
@@ -119,10 +236,11 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
                   table: str = "?", connect_timeout: float = 15,
-                  read_timeout: float = 30) -> Any:
+                  read_timeout: float = 30, session: Any | None = None) -> Any:
     """A DynamoDB botocore client with botocore's own retries off (dynaorm retries);
-    see :func:`client_settings`."""
-    session = botocore.session.get_session()
+    see :func:`client_settings`. ``session``: the botocore session to use (default: a new
+    one, which reads the configuration as it is now)."""
+    session = _session(session)
     kwargs, config = client_settings(session, endpoint_url, region, table=table,
                                      connect_timeout=connect_timeout,
                                      read_timeout=read_timeout)

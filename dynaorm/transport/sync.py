@@ -48,7 +48,7 @@ class Transport:
 
     def __init__(self, endpoint_url: str | None = None, region: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, *, max_attempts: int = 5,
-                 max_wait: float = 10.0, table: str = "?") -> None:
+                 max_wait: float = 10.0, table: str = "?", session: Any = None) -> None:
         self.endpoint_url = endpoint_url
         self.region = region
         #: every request is attempted at most this many times in all
@@ -60,6 +60,7 @@ class Transport:
         #: how a ``Wait`` step sleeps (a test injects a fake clock here)
         self.sleep = sleep
         self._table = table
+        self._session: Any = session  # a botocore session to create the client from
         self._client: Any = None
         self._client_lock = threading.Lock()
 
@@ -70,7 +71,8 @@ class Transport:
             if self._client is None:
                 try:
                     self._client = create_client(self.endpoint_url, self.region,
-                                                 table=self._table)
+                                                 table=self._table, session=self._session)
+                    self._session = None
                 except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
                     raise DynaormError(
                         f"table {self._table!r}: cannot create a DynamoDB client for "

@@ -16,6 +16,7 @@ import pytest
 
 from dynaorm import DynaormError, Session, Table
 from dynaorm.testing import TestBackend, use_tables
+from dynaorm.transport.config import local_credentials
 from tests.support.stream_models import Blob, Doc, Person, stream_app
 
 
@@ -23,13 +24,14 @@ def read_stream(table: Table) -> list[dict[str, Any]]:
     """Every record of the table's stream so far, through boto's GetRecords."""
     desc = table.transport.call("DescribeTable", {"TableName": table.name})["Table"]
     arn = desc["LatestStreamArn"]
-    region = table.transport.region
+    region = table.client.meta.region_name
     # In-process moto routes any URL containing "dynamodb.<region>.amazonaws.com" to its
     # DynamoDB backend (a search, not a full match), streams.dynamodb.* included; its
     # streams pattern ends in an unescaped ".com", so this endpoint reaches the streams one.
     endpoint = table.transport.endpoint_url or f"https://streams.dynamodb.{region}.amazonaws-com"
     client: Any = botocore.session.get_session().create_client(
-        "dynamodbstreams", endpoint_url=endpoint, region_name=region)
+        "dynamodbstreams", endpoint_url=endpoint, region_name=region,
+        **local_credentials(table.transport.endpoint_url))
     records: list[dict[str, Any]] = []
     for shard in client.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
         iterator = client.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],

@@ -40,6 +40,31 @@ class Ledger(Entity):
     version: int = 0
 
 
+class Animal(Entity):
+    """An abstract base entity (no pk) with its own Meta."""
+
+    class Meta:
+        table = typed
+
+    name: str
+
+
+class Dog(Animal):
+    """A subclass with its own Meta: derived from the base's Meta, as pyright requires of
+    an overriding nested class (runtime options merge exactly as for a plain `class Meta:`)."""
+
+    class Meta(Animal.Meta):
+        pk = "DOG#{name}"
+        sk = "DOG"
+
+
+class Puppy(Dog):
+    """Two levels down: the nearest base's Meta."""
+
+    class Meta(Dog.Meta):
+        sk = "PUPPY"
+
+
 def check_types() -> None:
     s = Session(app)
     assert_type(s.get(User, user_id="u1"), User | None)
@@ -82,6 +107,8 @@ def check_version_only_on_versioned_entities() -> None:
     for old in s.history(Revision, doc_id="d"):
         assert_type(old.version, int)
     assert_type(Ledger(ledger_id="l").version, int)
+    assert_type(s.get(Dog, name="rex"), Dog | None)
+    assert_type(s.get(Puppy, name="bit"), Puppy | None)
     note = Note(note_id="n")
     # Both checkers must report these lines (an unneeded ignore is an error for both).
     note.version  # type: ignore[attr-defined]  # noqa: B018

@@ -67,6 +67,7 @@ class Audit(Entity):
     notes: str = ""
 '''
 
+ROOT = Path(__file__).resolve().parents[2]  # the dynaorm under test, not an installed one
 ENV = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
        "AWS_DEFAULT_REGION": "us-east-1"}
 
@@ -110,7 +111,7 @@ class Project:
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("AWS_", "DYNAORM_"))}
-        env.update(ENV, PYTHONPATH=str(self.path))
+        env.update(ENV, PYTHONPATH=os.pathsep.join((str(self.path), str(ROOT))))
         extra = ["--endpoint-url", self.endpoint] if self.endpoint and args[0] != "--help" else []
         return subprocess.run([sys.executable, "-m", "dynaorm.tools.cli", *args, *extra],
                               cwd=self.path, env=env, capture_output=True, text=True,

@@ -14,6 +14,8 @@ import pytest
 
 from dynaorm import Entity, Session, Table, UniqueConstraintError
 
+ROOT = Path(__file__).resolve().parents[2]  # the dynaorm under test, not an installed one
+
 MODELS = """
 from dynaorm import Entity, Table, Unique
 
@@ -75,10 +77,11 @@ def user_project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _pytest(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _pytest(project: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("AWS_", "DYNAORM_", "PYTEST_"))}  # plugin autoload stays on
-    env["PYTHONPATH"] = str(project)
+    env.update(extra)
+    env["PYTHONPATH"] = os.pathsep.join((str(project), str(ROOT)))  # this dynaorm
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            *args], cwd=project, env=env, capture_output=True, text=True,
                           timeout=180, check=False)
@@ -206,7 +209,6 @@ def test_dynaorm_moto_server_serves_any_client(dynaorm_moto_server: str) -> None
 
 # -- dynaorm's own suite follows --dynaorm-endpoint ---------------------------------------
 OWN_TEST = "tests/integration/test_table.py::test_use_tables_gives_a_fresh_table"
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _own_suite(*args: str) -> subprocess.CompletedProcess[str]:
@@ -222,10 +224,63 @@ def test_own_suite_runs_on_the_given_endpoint(ddb_local: str) -> None:
     assert "1 passed" in result.stdout
 
 
-def test_own_suite_fails_on_a_dead_endpoint() -> None:
+def _dead_endpoint() -> str:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    result = _own_suite("--dynaorm-endpoint", dead)
-    assert result.returncode == 1, result.stdout + result.stderr
-    assert "1 failed" in result.stdout and "[endpoint]" in result.stdout
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+def _one_usage_error(result: subprocess.CompletedProcess[str], message: str) -> None:
+    """pytest stopped before running anything, with exactly one line saying ``message``."""
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, result.stdout + result.stderr
+    lines = [line for line in (result.stdout + result.stderr).splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("ERROR: ") and message in lines[0], lines
+    assert "Traceback" not in lines[0] and "passed" not in result.stdout
+
+
+def test_own_suite_stops_at_once_on_a_dead_endpoint() -> None:
+    dead = _dead_endpoint()
+    _one_usage_error(_own_suite("--dynaorm-endpoint", dead),
+                     f"--dynaorm-endpoint: {dead!r} does not answer")
+
+
+@pytest.mark.parametrize("url", ["notaurl", "localhost:8000", "ftp://localhost:8000",
+                                 "http://", "http://localhost:99999"])
+def test_malformed_endpoint_is_one_usage_error(user_project: Path, url: str) -> None:
+    result = _pytest(user_project, "--dynaorm-endpoint", url)
+    _one_usage_error(result, f"--dynaorm-endpoint: {url!r} is not")
+
+
+def test_dead_endpoint_is_one_usage_error_for_the_whole_run(user_project: Path) -> None:
+    """Three tests ask for the endpoint; the run says so once, and runs none of them."""
+    dead = _dead_endpoint()
+    result = _pytest(user_project, "--dynaorm-endpoint", dead)
+    _one_usage_error(result, f"{dead!r} does not answer (")
+
+
+def test_endpoint_from_the_environment_is_checked_too(user_project: Path) -> None:
+    dead = _dead_endpoint()
+    result = _pytest(user_project, DYNAORM_TEST_ENDPOINT=dead)
+    _one_usage_error(result, f"$DYNAORM_TEST_ENDPOINT: {dead!r} does not answer")
+
+
+def test_the_start_up_check_imports_nothing_heavy(tmp_path: Path, ddb_local: str) -> None:
+    """With an endpoint given, start-up still imports neither dynaorm nor botocore."""
+    (tmp_path / "conftest.py").write_text(textwrap.dedent(NO_FIXTURES_CONFTEST))
+    (tmp_path / "test_plain.py").write_text("def test_plain():\n    assert 1 + 1 == 2\n")
+    result = _pytest(tmp_path, "--dynaorm-endpoint", ddb_local)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert (tmp_path / "imported.txt").read_text() == ""
+
+
+def test_check_endpoint() -> None:
+    from pytest_dynaorm import check_endpoint
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        assert check_endpoint(f"http://127.0.0.1:{server.getsockname()[1]}") is None
+    assert "does not answer" in (check_endpoint(_dead_endpoint()) or "")
+    assert "is not an http(s) URL" in (check_endpoint("notaurl") or "")
+    assert "is not a valid URL" in (check_endpoint("http://[::1") or "")
