@@ -37,9 +37,11 @@ from dynaorm.model.keys import key_order, key_value
 from dynaorm.model.table import Table
 from dynaorm.sync.session import Session
 from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
+from dynaorm.transport.faults import FaultInjector, inject_faults
 
 __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]
+__all__ += ["FaultInjector", "inject_faults"]  # (0.3) dynaorm.transport.faults
 
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'

@@ -36,7 +36,7 @@ from dynaorm.errors import (
     ConditionFailedError,
     DynaormError,
     ItemExistsError,
-    ItemNotFoundError,
+    ItemGoneError,
     OutcomeUnknownError,
     RequestError,
     TransactionConflictError,
@@ -273,8 +273,8 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
     op = failed[0][0]
     o = op.origin
     if o.fail is Fail.GONE and (yield from read(op.key)) is None:
-        return ItemNotFoundError(f"{o.entity.__name__} {op.key} no longer exists",
-                                 entity=o.entity, key=op.key)
+        return ItemGoneError(f"{o.entity.__name__} {op.key} no longer exists",
+                             entity=o.entity, key=op.key)
     return ConcurrentModificationError(
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
         "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key)
