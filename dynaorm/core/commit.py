@@ -12,9 +12,11 @@ that both kinds of session run through their transport (``Session.commit`` with
    :class:`~dynaorm.write.render.WritePlan` (row writes, unique guards, version rows, each
    with its condition), checked against DynamoDB's limits before anything is sent.
 3. **send** -- one request: ``PutItem``/``UpdateItem``/``DeleteItem`` for a plan of one
-   action, else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept across
-   retries). A failure is explained by :func:`dynaorm.write.outcomes.failure`: an attempt
-   that may have been applied and was, a typed error, or ``OutcomeUnknownError``.
+   action (never resent after an attempt that may have been applied: read back instead),
+   else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept across retries,
+   which DynamoDB applies at most once). A failure is explained by
+   :func:`dynaorm.write.outcomes.failure`: an attempt that may have been applied and was,
+   a typed error, or ``OutcomeUnknownError``.
 4. **settle** -- only after success: objects take the states the plan promised (new
    snapshots, versions, timestamps), staged updates their results (read back when a lost
    answer left them out). After a failure nothing changes on any object.
@@ -42,7 +44,7 @@ from dynaorm.transport.retry import recording
 from dynaorm.transport.steps import Call, Proto
 from dynaorm.write.outcomes import failure
 from dynaorm.write.planner import compile_commit
-from dynaorm.write.records import ConditionCheck, Update
+from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
@@ -169,10 +171,11 @@ class Commit:
             request = plan.transaction_request(os.urandom(16).hex())
         request["ReturnConsumedCapacity"] = "INDEXES"
         origins = write_origins(plan) if self._observed else ()
-        # a transaction's token dedupes its retries; a single counter increment or list
-        # append would apply twice if resent after an attempt that may have been applied
-        idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])
-        return Call(operation, request, origins, idempotent)
+        # a transaction's token dedupes its retries; a single-item write has no token: after
+        # an attempt that may have been applied it is never resent (a resend could apply
+        # twice, or over what another writer committed meanwhile), it is read back instead
+        # (dynaorm.write.outcomes.read_back)
+        return Call(operation, request, origins, operation == "TransactWriteItems")
 
     def send(self) -> Proto[None]:
         """Send the plan; after a failure, the error it means is raised (reading what
@@ -214,12 +217,6 @@ def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
          "check" if isinstance(op, ConditionCheck) else
          _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
         for op in plan.ops)
-
-
-def _accumulates(op: Any) -> bool:
-    """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    return isinstance(op, Update) and any(
-        kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
 
 
 def _finalize(outcome: Outcome) -> None:
