@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -42,14 +43,14 @@ from dynaorm.model.timestamps import apply_stamps
 from dynaorm.transport.events import CommitResult, Origin
 from dynaorm.transport.retry import recording
 from dynaorm.transport.steps import Call, Proto
-from dynaorm.write.outcomes import failure
+from dynaorm.write.outcomes import failure, same_item
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
-__all__ = ["Commit", "write_origins"]
+__all__ = ["Commit", "pending", "write_origins"]
 
 #: reads one key consistently (a protocol): the stored item or ``None``
 ReadItem = Callable[[PlainKey], Proto[Item | None]]
@@ -59,6 +60,11 @@ LastVersion = Callable[[Entity], Proto[int]]
 #: times a commit with an overwrite of an entity with rules reads, plans and sends when
 #: another writer keeps changing the item between its read and its write
 OVERWRITE_ROUNDS = 3
+
+#: objects of a commit abandoned after its request was sent (an ``AsyncSession.commit``
+#: cancelled, or timed out by ``asyncio.wait_for``): what each would have become, keyed by
+#: ``id(obj)`` (entries leave with their object); resolved by the next commit of the object
+_PENDING: dict[int, tuple[weakref.ref[Entity], Outcome]] = {}
 
 _ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
           "CHECK": "check"}
@@ -84,6 +90,9 @@ class Commit:
         self.outcomes: list[Outcome] = []
         #: the successful response (``{}`` when a lost answer's write was applied)
         self.response: dict[str, Any] = {}
+        #: whether the request was handed to the transport, and whether objects settled
+        self._sent = False
+        self._settled = False
 
     def run(self) -> Proto[CommitResult]:
         """Every phase; returns the requests sent (reads to prepare included)."""
@@ -131,6 +140,7 @@ class Commit:
                 continue
             assert isinstance(entry, SaveEntry | DeleteEntry)
             obj = entry.obj
+            yield from self._resolve_abandoned(obj)
             state = obj._dynaorm_state
             spec = spec_of(type(obj))
             deleting = isinstance(entry, DeleteEntry)
@@ -151,6 +161,33 @@ class Commit:
                 if last:
                     entry = dataclasses.replace(entry, after_version=last)
             self.prepared.append((entry, state))
+
+    def _resolve_abandoned(self, obj: Entity) -> Proto[None]:
+        """An object whose last commit was abandoned after sending (see :meth:`abandon`):
+        read what is stored at the key it was written to; when it is what that commit
+        wrote, the write landed and the object takes the state it promised (so saving it
+        again is an update, not an insert that fails with ``ItemExistsError``)."""
+        entry = _PENDING.pop(id(obj), None)
+        if entry is None or entry[0]() is not obj:
+            return
+        outcome = entry[1]
+        assert outcome.state is not None
+        stored = yield from self._read(outcome.state.key)
+        if stored is not None and same_item(stored, outcome.state.item):
+            _finalize(outcome)
+
+    def abandon(self) -> None:
+        """The commit was abandoned (its task cancelled) after its request may have been
+        sent: no object changed, and every object it would have written is remembered;
+        the next commit of such an object reads its key once and, if the abandoned write
+        landed, takes its state first."""
+        if not self._sent or self._settled:
+            return
+        for outcome in self.outcomes:
+            if outcome.state is None:
+                continue
+            key = id(outcome.obj)
+            _PENDING[key] = (weakref.ref(outcome.obj, _forgetter(key)), outcome)
 
     # -- 2. plan ---------------------------------------------------------------------
     def plan(self) -> WritePlan:
@@ -180,8 +217,10 @@ class Commit:
     def send(self) -> Proto[None]:
         """Send the plan; after a failure, the error it means is raised (reading what
         that needs), unless an attempt that may have been applied was."""
+        call = self.request()
+        self._sent = True
         try:
-            self.response = yield self.request()
+            self.response = yield call
         except RequestError as exc:
             error = yield from failure(self._planned(), exc, self._read)
             if error is None:  # applied: the commit succeeded, its answer was lost
@@ -195,7 +234,9 @@ class Commit:
     def settle(self) -> Proto[None]:
         """After success: objects take their new states, staged actions their results
         (in staging order, reading back what a lost answer left out)."""
+        self._settled = True
         for outcome in self.outcomes:
+            _PENDING.pop(id(outcome.obj), None)
             _finalize(outcome)
         plan = self._planned()
         single = len(plan.ops) == 1 and bool(self.response)
@@ -217,6 +258,19 @@ def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
          "check" if isinstance(op, ConditionCheck) else
          _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
         for op in plan.ops)
+
+
+def pending(obj: Entity) -> bool:
+    """Whether ``obj`` was in a commit abandoned after sending and not resolved since."""
+    entry = _PENDING.get(id(obj))
+    return entry is not None and entry[0]() is obj
+
+
+def _forgetter(key: int) -> Callable[[object], None]:
+    """The weakref callback that drops ``key``'s pending entry with its object."""
+    def forget(_: object) -> None:
+        _PENDING.pop(key, None)
+    return forget
 
 
 def _finalize(outcome: Outcome) -> None:

@@ -13,7 +13,8 @@ same token is applied at most once), which moto ignores: those run on DynamoDB L
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -29,14 +30,14 @@ from dynaorm import (
     RequestError,
     Session,
 )
-from dynaorm.testing import TestBackend, inject_faults
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from tests.conftest import engine_of
-from tests.support.models import Audit, Note, User
+from tests.support.models import Audit, Note, User, app
 
 
 @pytest.fixture(autouse=True)
-def _no_waits(db: TestBackend) -> None:
-    db.table.transport.max_wait = 0  # retries without waiting
+def _no_waits() -> None:
+    app.transport.max_wait = 0  # retries without waiting
 
 
 def _notes(db: TestBackend) -> list[tuple[str, str, list[str]]]:
@@ -401,3 +402,62 @@ def test_the_injector_is_removed_after_the_block(db: TestBackend) -> None:
     assert faults.sent["PutItem"] == 0
     with pytest.raises(ValueError, match="times"):
         faults.throttle("PutItem", times=0)
+
+
+# -- a cancelled AsyncSession.commit ------------------------------------------------------
+class _Slow:
+    """An interceptor (the transports' documented hook) that sleeps ``before`` or
+    ``after`` sending PutItem: a commit awaited with a timeout is cancelled there."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def send(self, operation: str, request: dict[str, Any], forward: Any) -> Any:
+        return forward()  # pragma: no cover (async sessions only)
+
+    async def send_async(self, operation: str, request: dict[str, Any], forward: Any) -> Any:
+        if operation != "PutItem":
+            return await forward()
+        if self.where == "before":
+            await asyncio.sleep(5)
+        answer = await forward()
+        await asyncio.sleep(5)
+        return answer
+
+
+@pytest.fixture
+def local(ddb_local: str) -> Iterator[TestBackend]:
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_cancelled_commit_leaves_objects_consistent(local: TestBackend, where: str) -> None:
+    """0.2: in 77 of 81 trials the cancelled write had landed and saving the object again
+    raised ItemExistsError. Now the next save reads the key once: landed -> an update."""
+    from dynaorm import AsyncSession
+    from dynaorm.aio import close
+    from dynaorm.core.commit import pending
+
+    note = Note(note_id="n1", body="one")
+
+    async def main() -> None:
+        s = AsyncSession(local.table)
+        local.table.transport.interceptor = _Slow(where)
+        try:
+            s.save(note)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(s.commit(), 1.0)
+        finally:
+            local.table.transport.interceptor = None
+        assert not note._is_persisted and pending(note)  # nothing changed, remembered
+        landed = bool(_notes(local))
+        assert landed == (where == "after")
+        note.body = "two"
+        s.save(note)
+        await s.commit()
+        await close()
+
+    asyncio.run(main())
+    assert note._is_persisted and not pending(note)
+    assert _notes(local) == [("n1", "two", [])]
