@@ -461,3 +461,15 @@ def test_a_cancelled_commit_leaves_objects_consistent(local: TestBackend, where:
     asyncio.run(main())
     assert note._is_persisted and not pending(note)
     assert _notes(local) == [("n1", "two", [])]
+
+
+def test_lost_bulk_write_of_a_loaded_object_is_read_back(db: TestBackend) -> None:
+    """save_many of a loaded object sends a conditioned UpdateItem: a lost answer is read
+    back, and an applied write is reported written (not unknown, not resent)."""
+    note = _stored(db)
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        db.session().save_many([note])
+    assert faults.sent["UpdateItem"] == 1 and note._is_persisted
+    assert _notes(db) == [("n1", "sent", [])]
