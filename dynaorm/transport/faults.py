@@ -68,6 +68,7 @@ class _Rule:
     left: int | None  # attempts still to fault (None: every attempt)
     skip: int  # attempts let through before the first fault
     after: Callback | None = None
+    how: str = "timeout"  # how a lost answer fails: "timeout" or "500"
 
 
 class FaultInjector:
@@ -95,12 +96,16 @@ class FaultInjector:
         self._add(_Rule(operation, "server_error", times, skip))
 
     def lose_answer(self, operation: str, *, times: int | None = 1, skip: int = 0,
-                    after: Callback | None = None) -> None:
+                    after: Callback | None = None, how: str = "timeout") -> None:
         """The next ``times`` attempts of ``operation`` are sent for real (the server
         applies them), then ``after()`` runs (another writer sequenced into the window:
-        in an async session it may be a coroutine function), then the attempt fails as a
-        timeout or a dropped connection does (``ConnectionError``, possibly applied)."""
-        self._add(_Rule(operation, "lose_answer", times, skip, after))
+        in an async session it may be a coroutine function), then the attempt fails:
+        ``how="timeout"`` as a timeout or a dropped connection does (``ConnectionError``),
+        ``how="500"`` as a server error after applying (``InternalServerError``); both
+        possibly applied."""
+        if how not in ("timeout", "500"):
+            raise ValueError('how must be "timeout" or "500"')
+        self._add(_Rule(operation, "lose_answer", times, skip, after, how))
 
     def clear(self) -> None:
         """Drop every planned fault (``sent`` is kept)."""
@@ -150,7 +155,7 @@ class FaultInjector:
                 if close is not None:
                     close()
                 raise TypeError("a coroutine callback needs an AsyncSession")
-        raise _error(operation, rule.kind)
+        raise _error(operation, rule.kind, rule.how)
 
     async def send_async(self, operation: str, request: dict[str, Any],
                          forward: Callable[[], Awaitable[Response]]) -> Response:
@@ -165,14 +170,14 @@ class FaultInjector:
             result = rule.after()
             if inspect.isawaitable(result):
                 await result
-        raise _error(operation, rule.kind)
+        raise _error(operation, rule.kind, rule.how)
 
 
-def _error(operation: str, kind: str) -> RequestError:
+def _error(operation: str, kind: str, how: str = "timeout") -> RequestError:
     """The error a real fault of ``kind`` maps to (:mod:`dynaorm.transport.errors`)."""
     if kind == "throttle":
         return RequestError(operation, "ThrottlingException", "injected throttling")
-    if kind == "server_error":
+    if kind == "server_error" or how == "500":
         err = RequestError(operation, "InternalServerError", "injected server error (500)")
     else:
         err = RequestError(operation, "ConnectionError",

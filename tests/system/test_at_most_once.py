@@ -134,7 +134,8 @@ def test_lost_update_alone_is_a_success(db: TestBackend) -> None:
     assert _notes(db) == [("n1", "later", [])]
 
 
-def test_lost_update_then_reverted_keeps_the_revert(db: TestBackend) -> None:
+@pytest.mark.parametrize("how", ["timeout", "500"])
+def test_lost_update_then_reverted_keeps_the_revert(db: TestBackend, how: str) -> None:
     """The issue's first finding: A writes ``sent``, B reverts to ``draft``; 0.2 resent A's
     update (its condition held again) and B's revert was lost, both told success."""
     note = _stored(db)
@@ -148,7 +149,7 @@ def test_lost_update_then_reverted_keeps_the_revert(db: TestBackend) -> None:
 
     note.body = "sent"
     with inject_faults(db.table) as faults:
-        faults.lose_answer("UpdateItem", after=revert)
+        faults.lose_answer("UpdateItem", after=revert, how=how)
         err = _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
     assert not isinstance(err, ConflictError)
     assert faults.sent["UpdateItem"] == 2  # A's one attempt, B's revert
@@ -288,6 +289,28 @@ def test_lost_versioned_save_then_reverted_is_a_success_and_keeps_the_revert(
     assert latest is not None and (latest.notes, latest.version) == ("draft", 3)  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("how", ["timeout", "500"])
+def test_lost_versioned_save_then_deleted_is_a_success_and_stays_deleted(
+        db: TestBackend, request: pytest.FixtureRequest, how: str) -> None:
+    _tokens_honoured(request)
+    audit = Audit(equipment_id="E1", part="P1", notes="draft")
+    with Session(db.table) as s:
+        s.save(audit)
+
+    def delete() -> None:
+        with _other(db) as b:
+            theirs = b.get(Audit, equipment_id="E1", part="P1")
+            assert theirs is not None
+            b.delete(theirs)
+
+    audit.notes = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", after=delete, how=how)
+        with db.session() as s:
+            s.save(audit)
+    assert Session(db.table).get(Audit, equipment_id="E1", part="P1") is None
+
+
 def test_lost_key_move_then_built_on_is_a_success(db: TestBackend,
                                                   request: pytest.FixtureRequest) -> None:
     _tokens_honoured(request)
@@ -402,6 +425,8 @@ def test_the_injector_is_removed_after_the_block(db: TestBackend) -> None:
     assert faults.sent["PutItem"] == 0
     with pytest.raises(ValueError, match="times"):
         faults.throttle("PutItem", times=0)
+    with pytest.raises(ValueError, match="how"):
+        faults.lose_answer("PutItem", how="slow")
 
 
 # -- a cancelled AsyncSession.commit ------------------------------------------------------
