@@ -10,10 +10,12 @@ from dynaorm.errors import (
     BulkWriteError,  # (0.3)
     ConcurrentModificationError,
     ConditionFailedError,
+    ConflictError,  # (0.3)
     DynaormError,
     InvalidCursorError,
     InvalidValueError,
     ItemExistsError,
+    ItemGoneError,  # (0.3)
     ItemNotFoundError,
     ItemTooLargeError,
     KeyTemplateError,
@@ -81,7 +83,7 @@ __all__ = [
     "Versioned",
     "ksuid",
 ]
-__all__ += ["BulkWriteError"]  # (0.3)
+__all__ += ["BulkWriteError", "ConflictError", "ItemGoneError"]  # (0.3)
 
 
 def __getattr__(name: str) -> Any:

@@ -22,7 +22,7 @@ __all__ = [
     "TransactionTooLargeError",
     "UniqueConstraintError",
 ]
-__all__ += ["BulkWriteError"]  # (0.3)
+__all__ += ["BulkWriteError", "ConflictError", "ItemGoneError"]  # (0.3)
 
 
 class DynaormError(Exception):
@@ -43,16 +43,34 @@ class _KeyedError(DynaormError):
         self.key = key
 
 
-class ItemExistsError(_KeyedError):
-    """An insert found an item with the same primary key already stored."""
+class ConflictError(DynaormError):
+    """Another writer changed what this write was planned on: nothing of this write was
+    stored; reload and retry. ``except ConflictError:`` is the one retry idiom: it catches
+    :class:`ConcurrentModificationError`, :class:`ItemExistsError` and
+    :class:`ItemGoneError`. None of them is ever raised for a write that was applied (an
+    outcome dynaorm cannot decide is an :class:`OutcomeUnknownError`, never a conflict).
+    A condition the caller gave (:class:`ConditionFailedError`) is not a conflict: it may
+    never hold, however often the caller retries."""
+
+
+class ItemExistsError(_KeyedError, ConflictError):
+    """An insert (or a key move) found an item with the same primary key already stored:
+    another writer stored it; nothing of this write was stored."""
 
 
 class ItemNotFoundError(_KeyedError, LookupError):
     """An update or delete targeted an item that is gone, or ``Query.one()`` found nothing."""
 
 
-class ConcurrentModificationError(_KeyedError):
-    """Another writer changed the stored values that this write was conditioned on."""
+class ItemGoneError(ItemNotFoundError, ConflictError):
+    """A write conditioned on the item being stored (an update or delete of a loaded
+    object, a delete by key) found it gone: another writer deleted it (or it never
+    existed); nothing of this write was stored. Also an :class:`ItemNotFoundError`."""
+
+
+class ConcurrentModificationError(_KeyedError, ConflictError):
+    """Another writer changed the stored values that this write was conditioned on (the
+    optimistic condition on the loaded values or version failed); nothing was stored."""
 
 
 class UniqueConstraintError(DynaormError):

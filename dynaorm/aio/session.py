@@ -8,6 +8,7 @@ same protocol (:mod:`dynaorm.core.unit_of_work`) through the table's async trans
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
@@ -50,8 +51,19 @@ class AsyncSession(UnitOfWork):
         return await self._aio.run(self._plan_p())
 
     async def commit(self) -> CommitResult:
-        """Send everything staged as one atomic write; clears the stage either way."""
-        return await self._aio.run(self._commit().run())
+        """Send everything staged as one atomic write; clears the stage either way.
+
+        Cancelled (or timed out by ``asyncio.wait_for``) after its request was sent, the
+        write may have landed: no object changes, and the next commit of each object it
+        would have written first reads that object's key once; when the cancelled write
+        landed, the object takes the state it wrote (saving it again updates it, never
+        ``ItemExistsError``)."""
+        commit = self._commit()
+        try:
+            return await self._aio.run(commit.run())
+        except asyncio.CancelledError:
+            commit.abandon()
+            raise
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,

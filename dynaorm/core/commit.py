@@ -12,9 +12,11 @@ that both kinds of session run through their transport (``Session.commit`` with
    :class:`~dynaorm.write.render.WritePlan` (row writes, unique guards, version rows, each
    with its condition), checked against DynamoDB's limits before anything is sent.
 3. **send** -- one request: ``PutItem``/``UpdateItem``/``DeleteItem`` for a plan of one
-   action, else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept across
-   retries). A failure is explained by :func:`dynaorm.write.outcomes.failure`: an attempt
-   that may have been applied and was, a typed error, or ``OutcomeUnknownError``.
+   action (never resent after an attempt that may have been applied: read back instead),
+   else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept across retries,
+   which DynamoDB applies at most once). A failure is explained by
+   :func:`dynaorm.write.outcomes.failure`: an attempt that may have been applied and was,
+   a typed error, or ``OutcomeUnknownError``.
 4. **settle** -- only after success: objects take the states the plan promised (new
    snapshots, versions, timestamps), staged updates their results (read back when a lost
    answer left them out). After a failure nothing changes on any object.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -40,14 +43,14 @@ from dynaorm.model.timestamps import apply_stamps
 from dynaorm.transport.events import CommitResult, Origin
 from dynaorm.transport.retry import recording
 from dynaorm.transport.steps import Call, Proto
-from dynaorm.write.outcomes import failure
+from dynaorm.write.outcomes import failure, same_item
 from dynaorm.write.planner import compile_commit
-from dynaorm.write.records import ConditionCheck, Update
+from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
-__all__ = ["Commit", "write_origins"]
+__all__ = ["Commit", "pending", "write_origins"]
 
 #: reads one key consistently (a protocol): the stored item or ``None``
 ReadItem = Callable[[PlainKey], Proto[Item | None]]
@@ -57,6 +60,11 @@ LastVersion = Callable[[Entity], Proto[int]]
 #: times a commit with an overwrite of an entity with rules reads, plans and sends when
 #: another writer keeps changing the item between its read and its write
 OVERWRITE_ROUNDS = 3
+
+#: objects of a commit abandoned after its request was sent (an ``AsyncSession.commit``
+#: cancelled, or timed out by ``asyncio.wait_for``): what each would have become, keyed by
+#: ``id(obj)`` (entries leave with their object); resolved by the next commit of the object
+_PENDING: dict[int, tuple[weakref.ref[Entity], Outcome]] = {}
 
 _ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
           "CHECK": "check"}
@@ -82,6 +90,9 @@ class Commit:
         self.outcomes: list[Outcome] = []
         #: the successful response (``{}`` when a lost answer's write was applied)
         self.response: dict[str, Any] = {}
+        #: whether the request was handed to the transport, and whether objects settled
+        self._sent = False
+        self._settled = False
 
     def run(self) -> Proto[CommitResult]:
         """Every phase; returns the requests sent (reads to prepare included)."""
@@ -129,6 +140,7 @@ class Commit:
                 continue
             assert isinstance(entry, SaveEntry | DeleteEntry)
             obj = entry.obj
+            yield from self._resolve_abandoned(obj)
             state = obj._dynaorm_state
             spec = spec_of(type(obj))
             deleting = isinstance(entry, DeleteEntry)
@@ -150,6 +162,33 @@ class Commit:
                     entry = dataclasses.replace(entry, after_version=last)
             self.prepared.append((entry, state))
 
+    def _resolve_abandoned(self, obj: Entity) -> Proto[None]:
+        """An object whose last commit was abandoned after sending (see :meth:`abandon`):
+        read what is stored at the key it was written to; when it is what that commit
+        wrote, the write landed and the object takes the state it promised (so saving it
+        again is an update, not an insert that fails with ``ItemExistsError``)."""
+        entry = _PENDING.pop(id(obj), None)
+        if entry is None or entry[0]() is not obj:
+            return
+        outcome = entry[1]
+        assert outcome.state is not None
+        stored = yield from self._read(outcome.state.key)
+        if stored is not None and same_item(stored, outcome.state.item):
+            _finalize(outcome)
+
+    def abandon(self) -> None:
+        """The commit was abandoned (its task cancelled) after its request may have been
+        sent: no object changed, and every object it would have written is remembered;
+        the next commit of such an object reads its key once and, if the abandoned write
+        landed, takes its state first."""
+        if not self._sent or self._settled:
+            return
+        for outcome in self.outcomes:
+            if outcome.state is None:
+                continue
+            key = id(outcome.obj)
+            _PENDING[key] = (weakref.ref(outcome.obj, _forgetter(key)), outcome)
+
     # -- 2. plan ---------------------------------------------------------------------
     def plan(self) -> WritePlan:
         """The write plan of the prepared entries (pure; raises before anything is sent
@@ -169,16 +208,19 @@ class Commit:
             request = plan.transaction_request(os.urandom(16).hex())
         request["ReturnConsumedCapacity"] = "INDEXES"
         origins = write_origins(plan) if self._observed else ()
-        # a transaction's token dedupes its retries; a single counter increment or list
-        # append would apply twice if resent after an attempt that may have been applied
-        idempotent = len(plan.ops) > 1 or not _accumulates(plan.ops[0])
-        return Call(operation, request, origins, idempotent)
+        # a transaction's token dedupes its retries; a single-item write has no token: after
+        # an attempt that may have been applied it is never resent (a resend could apply
+        # twice, or over what another writer committed meanwhile), it is read back instead
+        # (dynaorm.write.outcomes.read_back)
+        return Call(operation, request, origins, operation == "TransactWriteItems")
 
     def send(self) -> Proto[None]:
         """Send the plan; after a failure, the error it means is raised (reading what
         that needs), unless an attempt that may have been applied was."""
+        call = self.request()
+        self._sent = True
         try:
-            self.response = yield self.request()
+            self.response = yield call
         except RequestError as exc:
             error = yield from failure(self._planned(), exc, self._read)
             if error is None:  # applied: the commit succeeded, its answer was lost
@@ -192,7 +234,9 @@ class Commit:
     def settle(self) -> Proto[None]:
         """After success: objects take their new states, staged actions their results
         (in staging order, reading back what a lost answer left out)."""
+        self._settled = True
         for outcome in self.outcomes:
+            _PENDING.pop(id(outcome.obj), None)
             _finalize(outcome)
         plan = self._planned()
         single = len(plan.ops) == 1 and bool(self.response)
@@ -216,10 +260,17 @@ def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
         for op in plan.ops)
 
 
-def _accumulates(op: Any) -> bool:
-    """Whether applying ``op`` twice differs from applying it once (ADD, list appends)."""
-    return isinstance(op, Update) and any(
-        kind in ("ADD", "APPEND", "PREPEND") for kind, _, _ in op.clauses)
+def pending(obj: Entity) -> bool:
+    """Whether ``obj`` was in a commit abandoned after sending and not resolved since."""
+    entry = _PENDING.get(id(obj))
+    return entry is not None and entry[0]() is obj
+
+
+def _forgetter(key: int) -> Callable[[object], None]:
+    """The weakref callback that drops ``key``'s pending entry with its object."""
+    def forget(_: object) -> None:
+        _PENDING.pop(key, None)
+    return forget
 
 
 def _finalize(outcome: Outcome) -> None:

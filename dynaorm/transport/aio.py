@@ -132,7 +132,17 @@ class AsyncTransport:
 
     # -- requests --------------------------------------------------------------------
     async def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`."""
+        """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`.
+        The table's sync transport's ``interceptor`` (if any) is called around the raw
+        send, as for the sync transport."""
+        interceptor = getattr(self.table.transport, "interceptor", None)
+        if interceptor is not None:
+            answer: dict[str, Any] = await interceptor.send_async(
+                operation, request, lambda: self._send(operation, request))
+            return answer
+        return await self._send(operation, request)
+
+    async def _send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         made = await self.client()
         try:
             result: dict[str, Any] = await getattr(made, method_name(operation))(**request)

@@ -107,29 +107,34 @@ def expand(proto: Generator[Any, Any, R], policy: RetryPolicy
            ) -> Generator[Primitive, Any, R]:
     """Drive ``proto``: a :class:`Call` runs the retry protocol, a :class:`Backoff` becomes
     a :class:`Wait` within the policy's ``max_wait``; every other step is yielded for the
-    driver, and its result (or failure) passed back. Returns ``proto``'s result."""
+    driver, and its result (or failure) passed back. Returns ``proto``'s result. Closed
+    early (a cancelled task, an abandoned read), it closes ``proto`` at once, in the
+    closer's context (its ``finally`` blocks run there, not whenever it is collected)."""
     value: Any = None
     error: Exception | None = None
-    while True:
-        try:
-            step = proto.send(value) if error is None else proto.throw(error)
-        except StopIteration as stop:
-            result: R = stop.value
-            return result
-        value = error = None
-        try:
-            if isinstance(step, Call):
-                value = yield from expand(attempts(policy, step), policy)
-            elif isinstance(step, Backoff):
-                delay = min(policy.backoff(step.attempt), policy.max_wait - step.waited)
-                value = 0.0
-                if delay > 0:
-                    yield Wait(delay)
-                    value = delay
-            else:
-                value = yield step
-        except Exception as exc:  # thrown into the protocol, which may handle it
-            error = exc
+    try:
+        while True:
+            try:
+                step = proto.send(value) if error is None else proto.throw(error)
+            except StopIteration as stop:
+                result: R = stop.value
+                return result
+            value = error = None
+            try:
+                if isinstance(step, Call):
+                    value = yield from expand(attempts(policy, step), policy)
+                elif isinstance(step, Backoff):
+                    delay = min(policy.backoff(step.attempt), policy.max_wait - step.waited)
+                    value = 0.0
+                    if delay > 0:
+                        yield Wait(delay)
+                        value = delay
+                else:
+                    value = yield step
+            except Exception as exc:  # thrown into the protocol, which may handle it
+                error = exc
+    finally:
+        proto.close()
 
 
 def attempts(policy: RetryPolicy, step: Call) -> Proto[dict[str, Any]]:

@@ -28,6 +28,7 @@ from dynaorm.errors import DynaormError
 from dynaorm.transport import retry
 from dynaorm.transport.config import create_client
 from dynaorm.transport.errors import map_error, method_name
+from dynaorm.transport.intercept import Interceptor
 from dynaorm.transport.retry import Listener
 from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, call, captured, expand
 
@@ -63,6 +64,10 @@ class Transport:
         self._session: Any = session  # a botocore session to create the client from
         self._client: Any = None
         self._client_lock = threading.Lock()
+        #: the interception point around every raw send (``None``: none); see
+        #: :class:`~dynaorm.transport.intercept.Interceptor`. The async transport of the same
+        #: table uses this one too, so a hook installed here sees both kinds of session.
+        self.interceptor: Interceptor | None = None
 
     @property
     def client(self) -> Any:
@@ -84,7 +89,16 @@ class Transport:
         return retry.backoff(attempt, self.base_delay, self.max_delay)
 
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`."""
+        """Send one request once; errors are mapped to :class:`~dynaorm.RequestError`.
+        An :attr:`interceptor` is called around the raw send (it may answer, fail, or call
+        the wire and then fail)."""
+        interceptor = self.interceptor
+        if interceptor is not None:
+            return interceptor.send(operation, request,
+                                    lambda: self._send(operation, request))
+        return self._send(operation, request)
+
+    def _send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         try:
             result: dict[str, Any] = getattr(self.client, method_name(operation))(**request)
             return result

@@ -7,20 +7,29 @@ session's own order, so reason ``i`` is explained by ``plan.ops[i].origin``
 (:func:`map_failure`).
 
 When an attempt of a write may have been applied (a timeout or a dropped connection after
-sending, a 5xx) and a later attempt then fails, the failure alone does not say what is
-stored. :func:`resolve` decides from the failed request's own evidence:
+sending, a 5xx), the failure alone does not say what is stored. Two cases:
 
-- the retried condition failed, and every failed action's stored item (returned with the
-  failure, ``ReturnValuesOnConditionCheckFailure=ALL_OLD``) is what this commit wrote:
-  the earlier attempt was applied, so the commit succeeded (:data:`APPLIED`);
-- the retried condition failed on a state this commit did not write: a definite failure,
-  mapped as usual (``None``);
-- anything else (attempts ran out on throttling, 5xx or timeouts after an attempt that may
-  have applied): :class:`~dynaorm.OutcomeUnknownError` naming the items and why.
+- a single-item write (``PutItem``, ``UpdateItem``, ``DeleteItem``) carries no idempotency
+  token, so it is never resent after such an attempt (a resend could apply over a state
+  another writer committed in between, or apply twice). :func:`failure` reads the item
+  back consistently instead (:func:`read_back`): when it holds what this write writes, the
+  write succeeded; otherwise :class:`~dynaorm.OutcomeUnknownError` -- never a definite
+  error, since the attempt may have been applied and then overwritten;
+- a transaction carries its ``ClientRequestToken`` on every attempt, and DynamoDB applies a
+  token at most once (10 minutes): it is resent, and :func:`resolve` decides from the
+  failed request's own evidence: the retried condition failed, and every failed action's
+  stored item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) is what this commit wrote:
+  the earlier attempt was applied (:data:`APPLIED`; engines that ignore tokens, like moto);
+  the retried condition failed on a state this commit did not write: a definite failure,
+  mapped as usual (``None``: DynamoDB answers a replayed token with success, so a
+  condition failure means the token was never applied); anything else (attempts ran out
+  on throttling, 5xx or timeouts): :class:`~dynaorm.OutcomeUnknownError`.
 
 "What this commit wrote" is: for a put, the same item; for a delete, no item; for an
-update, every attribute it sets holds the value set and every attribute it removes is
-absent. A condition check writes nothing, so its failure is never explained by this commit.
+update, every attribute it sets holds the value set, every attribute it removes is absent
+and every ``set_default`` attribute is there (an update that adds, appends, prepends or
+discards cannot be told from the stored item: never "written"). A condition check writes
+nothing, so its failure is never explained by this commit.
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ from dynaorm.errors import (
     ConditionFailedError,
     DynaormError,
     ItemExistsError,
-    ItemNotFoundError,
+    ItemGoneError,
     OutcomeUnknownError,
     RequestError,
     TransactionConflictError,
@@ -48,8 +57,8 @@ from dynaorm.transport.events import Reason
 from dynaorm.write.records import Delete, Fail, Op, Put, Update
 from dynaorm.write.render import WritePlan
 
-__all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "resolve", "unknown_batch",
-           "written_by"]
+__all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
+           "single_item", "unknown_batch", "written_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -61,7 +70,8 @@ Read = Callable[[PlainKey], Reading[Item | None]]
 APPLIED: Final = "applied"
 
 _CONDITION = frozenset({"ConditionalCheckFailed", "ConditionalCheckFailedException"})
-_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known"})
+_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known",
+                            "clauses"})
 
 
 def failure(plan: WritePlan, exc: RequestError, read: Read
@@ -70,12 +80,37 @@ def failure(plan: WritePlan, exc: RequestError, read: Read
     applied was (the write succeeded), else the error to raise: an
     :class:`~dynaorm.OutcomeUnknownError`, the typed error of a definite failure, or
     ``exc`` itself when no typed error says more."""
+    if exc.maybe_applied and single_item(plan) and exc.code != "ResourceNotFoundException":
+        return (yield from read_back(plan, exc, read))
     outcome = resolve(plan, exc)
     if outcome == APPLIED:
         return None
     if isinstance(outcome, DynaormError):
         return outcome
     return (yield from map_failure(plan, exc, read))
+
+
+def single_item(plan: WritePlan) -> bool:
+    """Whether ``plan`` is sent as one ``PutItem``/``UpdateItem``/``DeleteItem`` (no
+    idempotency token: never resent after an attempt that may have been applied)."""
+    return len(plan.ops) == 1 and isinstance(plan.ops[0], Put | Update | Delete)
+
+
+def read_back(plan: WritePlan, exc: RequestError, read: Read
+              ) -> Reading[OutcomeUnknownError | None]:
+    """After a single-item write's attempt that may have been applied (and was not
+    resent): ``None`` when a consistent read shows the item holds what the write writes
+    (it succeeded), else an :class:`~dynaorm.OutcomeUnknownError` saying what is stored."""
+    op = plan.ops[0]
+    try:
+        stored = yield from read(op.key)
+    except RequestError as err:
+        return unknown(plan, exc, f"reading the item back failed too ({err.code})")
+    if written_by(op, stored):
+        return None
+    return unknown(plan, exc, "the item read back does not hold what this write writes "
+                   "(another writer may have changed it since)" if stored is not None
+                   else "no item is stored now")
 
 
 def resolve(plan: WritePlan, exc: RequestError) -> str | OutcomeUnknownError | None:
@@ -91,16 +126,19 @@ def resolve(plan: WritePlan, exc: RequestError) -> str | OutcomeUnknownError | N
     return None
 
 
-def unknown(plan: WritePlan, exc: RequestError) -> OutcomeUnknownError:
-    """The error for a write of ``plan`` whose outcome cannot be known."""
+def unknown(plan: WritePlan, exc: RequestError, seen: str | None = None
+            ) -> OutcomeUnknownError:
+    """The error for a write of ``plan`` whose outcome cannot be known (``seen``: what a
+    read back found)."""
     first = plan.ops[0]
     more = f" and {len(plan.ops) - 1} more item(s)" if len(plan.ops) > 1 else ""
     operation = exc.operation
+    found = f"; {seen}" if seen else ""
     return OutcomeUnknownError(
         f"{operation} of {first.origin.entity.__name__} {first.key}{more} on table "
         f"{plan.table!r}: outcome unknown: an attempt may have been applied (its answer was "
         f"lost or was a server error), and after {exc.attempts} attempt(s) the last failed "
-        f"with {exc.code}: {exc.message}; read the items to see what is stored",
+        f"with {exc.code}: {exc.message}{found}; read the items to see what is stored",
         operation=operation, keys=[dict(op.key) for op in plan.ops])
 
 
@@ -150,7 +188,21 @@ def written_by(op: Op, stored: Item | None) -> bool:
         if stored is None or _other_update_parts(op):
             return False
         return (all(k in stored and same_value(stored[k], v) for k, v in op.set.items())
-                and not any(k in stored for k in op.remove))
+                and not any(k in stored for k in op.remove)
+                and all(_clause_written(c, stored) for c in op.clauses))
+    return False
+
+
+def _clause_written(clause: tuple[str, str, Any], stored: Item) -> bool:
+    """Whether ``stored`` holds what one clause of an ``s.update()`` writes (``False`` for
+    clauses whose result depends on the value before: ADD, DELETE, APPEND, PREPEND)."""
+    kind, attr, value = clause
+    if kind == "SET":
+        return attr in stored and same_value(stored[attr], value)
+    if kind == "REMOVE":
+        return attr not in stored
+    if kind == "DEFAULT":
+        return attr in stored
     return False
 
 
@@ -273,8 +325,8 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
     op = failed[0][0]
     o = op.origin
     if o.fail is Fail.GONE and (yield from read(op.key)) is None:
-        return ItemNotFoundError(f"{o.entity.__name__} {op.key} no longer exists",
-                                 entity=o.entity, key=op.key)
+        return ItemGoneError(f"{o.entity.__name__} {op.key} no longer exists",
+                             entity=o.entity, key=op.key)
     return ConcurrentModificationError(
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
         "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key)

@@ -34,7 +34,7 @@ DOCUMENTED = {
     "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
     "StagedUpdate", "AsyncSession",
 }
-DOCUMENTED |= {"BulkWriteError"}  # (0.3)
+DOCUMENTED |= {"BulkWriteError", "ConflictError", "ItemGoneError"}  # (0.3)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
@@ -66,3 +66,16 @@ def test_key_template_error_at_render_names_entity_field_value() -> None:
     with pytest.raises(KeyTemplateError) as err:
         dynaorm.Session(app).save(User(user_id="", username="bob", email="b@x.com"))
     assert "User" in str(err.value) and "'user_id'" in str(err.value)
+
+
+def test_one_conflict_family() -> None:
+    """Contract 18: every "another writer changed this: reload and retry" error is a
+    ConflictError; a caller's own condition and an unknown outcome are not."""
+    from dynaorm import ConflictError, ItemGoneError, OutcomeUnknownError
+    from dynaorm.errors import ConditionFailedError
+    for error in (ConcurrentModificationError, ItemExistsError, ItemGoneError):
+        assert issubclass(error, ConflictError)
+    assert issubclass(ItemGoneError, ItemNotFoundError)
+    assert issubclass(ConflictError, DynaormError)
+    for error in (ConditionFailedError, OutcomeUnknownError, ItemNotFoundError):
+        assert not issubclass(error, ConflictError)

@@ -70,3 +70,55 @@ def test_resolve_decisions() -> None:
                                                                  item=ITEM)])) is None
     conflict = [None, Reason("TransactionConflict")]
     assert isinstance(resolve(two, _failed(cancelled, reasons=conflict)), OutcomeUnknownError)
+
+
+def test_written_by_the_clauses_of_a_staged_update() -> None:
+    """(0.3) s.update() clauses: SET and REMOVE are recognised, set_default needs the
+    attribute there, and clauses whose result depends on the value before never are."""
+    sets = Update(KEY, {}, (), None, ORIGIN, clauses=(
+        ("SET", "n", {"N": "1.5"}), ("REMOVE", "gone", None), ("DEFAULT", "tags", {"L": []})))
+    assert written_by(sets, ITEM)
+    assert not written_by(sets, {**ITEM, "gone": {"S": "x"}})
+    assert not written_by(sets, {k: v for k, v in ITEM.items() if k != "tags"})
+    assert not written_by(sets, None)
+    for kind in ("ADD", "DELETE", "APPEND", "PREPEND"):
+        other = Update(KEY, {}, (), None, ORIGIN, clauses=((kind, "n", {"N": "1"}),))
+        assert not written_by(other, ITEM)
+
+
+def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
+    """Drive read_back with ``stored`` as the read's answer (or raise it into it)."""
+    from dynaorm.write.outcomes import failure
+
+    asked: list[Any] = []
+
+    def read(key: Any) -> Any:
+        asked.append(key)
+        if isinstance(stored, Exception):
+            raise stored
+        return stored
+        yield  # a protocol
+
+    proto = failure(plan, exc, read)
+    try:
+        next(proto)
+    except StopIteration as stop:
+        assert asked == [KEY]
+        return stop.value
+    raise AssertionError("read_back yields only through its read")  # pragma: no cover
+
+
+def test_a_single_item_write_that_may_have_been_applied_is_read_back() -> None:
+    """(0.3) Never resent, never a definite error: success or OutcomeUnknownError."""
+    put = WritePlan("t", (Put(KEY, ITEM, None, ORIGIN),))
+    lost = _failed("ConnectionError")
+    assert _read_back(put, lost, dict(ITEM)) is None  # applied: success
+    other = _read_back(put, lost, {**ITEM, "n": {"N": "9"}})
+    assert isinstance(other, OutcomeUnknownError) and "does not hold" in str(other)
+    gone = _read_back(put, lost, None)
+    assert isinstance(gone, OutcomeUnknownError) and "no item" in str(gone)
+    failed = _read_back(put, lost, _failed("ThrottlingException"))
+    assert isinstance(failed, OutcomeUnknownError) and "reading the item back" in str(failed)
+    delete = WritePlan("t", (Delete(KEY, None, ORIGIN),))
+    assert _read_back(delete, lost, None) is None
+    assert isinstance(_read_back(delete, lost, ITEM), OutcomeUnknownError)

@@ -1,0 +1,500 @@
+"""At-most-once writes and one conflict family (contract 18), shown with the public fault
+injector (``dynaorm.testing.inject_faults``): a write is applied by the engine and its
+answer lost, with or without a second writer sequenced into that window (revert, delete,
+re-insert, build on it). Each test proves by scanning the table that nothing of the second
+writer is lost, and that each caller's outcome is true: success only when the write is
+stored, a :class:`~dynaorm.ConflictError` only when nothing of it was, else
+:class:`~dynaorm.OutcomeUnknownError`.
+
+Single-item writes run on every engine and in the async variant (the injector sits at the
+transports' send boundary); transactions rely on ``ClientRequestToken`` (a resend with the
+same token is applied at most once), which moto ignores: those run on DynamoDB Local.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm import (
+    ConcurrentModificationError,
+    ConflictError,
+    F,
+    ItemExistsError,
+    ItemGoneError,
+    ItemNotFoundError,
+    OutcomeUnknownError,
+    RequestError,
+    Session,
+)
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from tests.conftest import engine_of
+from tests.support.models import Audit, Note, User, app
+
+
+@pytest.fixture(autouse=True)
+def _no_waits() -> None:
+    app.transport.max_wait = 0  # retries without waiting
+
+
+def _notes(db: TestBackend) -> list[tuple[str, str, list[str]]]:
+    return sorted((i["note_id"], i.get("body", ""), list(i.get("tags", [])))
+                  for i in db.scan() if "note_id" in i)
+
+
+def _stored(db: TestBackend, body: str = "draft") -> Note:
+    note = Note(note_id="n1", body=body)
+    with Session(db.table) as s:
+        s.save(note)
+    return note
+
+
+def _other(db: TestBackend) -> Session:
+    """The second writer: a sync session of its own (also inside the async variant)."""
+    return Session(db.table)
+
+
+def _commit_raises(db: TestBackend, stage: Callable[[Any], object],
+                   error: type[BaseException]) -> BaseException:
+    s = db.session()
+    stage(s)
+    with pytest.raises(error) as info:
+        s.commit()
+    return info.value
+
+
+# -- inserts ------------------------------------------------------------------------------
+def test_lost_insert_alone_is_a_success(db: TestBackend) -> None:
+    note = Note(note_id="n1", body="mine")
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("PutItem")
+        with db.session() as s:
+            s.save(note)
+    assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (1, 1)  # read back, not resent
+    assert _notes(db) == [("n1", "mine", [])]
+    assert note._is_persisted
+    note.body = "again"
+    with db.session() as s:
+        s.save(note)
+    assert _notes(db) == [("n1", "again", [])]
+
+
+def test_lost_insert_then_deleted_is_unknown_and_stays_deleted(db: TestBackend) -> None:
+    """0.2 resent the insert: it resurrected the item the other writer deleted."""
+    def delete() -> None:
+        with _other(db) as b:
+            b.delete(Note, note_id="n1")
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("PutItem", after=delete)
+        err = _commit_raises(db, lambda s: s.save(Note(note_id="n1", body="mine")),
+                             OutcomeUnknownError)
+    assert not isinstance(err, ConflictError)
+    assert faults.sent["PutItem"] == 1
+    assert _notes(db) == []
+
+
+def test_lost_insert_then_replaced_is_unknown_and_keeps_theirs(db: TestBackend) -> None:
+    def replace() -> None:
+        with _other(db) as b:
+            b.save(Note(note_id="n1", body="theirs"), overwrite=True)
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("PutItem", after=replace)
+        _commit_raises(db, lambda s: s.save(Note(note_id="n1", body="mine")),
+                       OutcomeUnknownError)
+    assert _notes(db) == [("n1", "theirs", [])]
+
+
+def test_lost_overwrite_alone_is_a_success(db: TestBackend) -> None:
+    _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("PutItem")
+        with db.session() as s:
+            s.save(Note(note_id="n1", body="put"), overwrite=True)
+    assert _notes(db) == [("n1", "put", [])]
+
+
+# -- updates of a loaded object -----------------------------------------------------------
+def test_lost_update_alone_is_a_success(db: TestBackend) -> None:
+    note = _stored(db)
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        with db.session() as s:
+            s.save(note)
+    assert faults.sent["UpdateItem"] == 1
+    assert _notes(db) == [("n1", "sent", [])]
+    note.body = "later"
+    with db.session() as s:
+        s.save(note)
+    assert _notes(db) == [("n1", "later", [])]
+
+
+@pytest.mark.parametrize("how", ["timeout", "500"])
+def test_lost_update_then_reverted_keeps_the_revert(db: TestBackend, how: str) -> None:
+    """The issue's first finding: A writes ``sent``, B reverts to ``draft``; 0.2 resent A's
+    update (its condition held again) and B's revert was lost, both told success."""
+    note = _stored(db)
+
+    def revert() -> None:
+        with _other(db) as b:
+            theirs = b.get(Note, note_id="n1")
+            assert theirs is not None and theirs.body == "sent"
+            theirs.body = "draft"
+            b.save(theirs)
+
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem", after=revert, how=how)
+        err = _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
+    assert not isinstance(err, ConflictError)
+    assert faults.sent["UpdateItem"] == 2  # A's one attempt, B's revert
+    assert _notes(db) == [("n1", "draft", [])]
+
+
+def test_lost_update_then_built_on_is_a_success_and_keeps_theirs(db: TestBackend) -> None:
+    """0.2 resent it, the condition failed on B's state: ConcurrentModificationError
+    ("nothing written") for a write that was applied."""
+    note = _stored(db)
+
+    def build() -> None:
+        with _other(db) as b:
+            theirs = b.get(Note, note_id="n1")
+            assert theirs is not None
+            theirs.tags = ["b"]
+            b.save(theirs)
+
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem", after=build)
+        with db.session() as s:
+            s.save(note)
+    assert _notes(db) == [("n1", "sent", ["b"])]
+
+
+def test_lost_update_then_deleted_is_unknown_and_stays_deleted(db: TestBackend) -> None:
+    note = _stored(db)
+
+    def delete() -> None:
+        with _other(db) as b:
+            b.delete(Note, note_id="n1")
+
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem", after=delete)
+        _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
+    assert _notes(db) == []
+
+
+# -- s.update() with clauses and where ----------------------------------------------------
+def test_lost_staged_update_with_where_is_a_success(db: TestBackend) -> None:
+    """0.2: ConditionFailedError with no other writer, the value stored."""
+    _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        with db.session() as s:
+            s.update(Note, note_id="n1").set(body="sent").where(F("body") == "draft")
+    assert _notes(db) == [("n1", "sent", [])]
+
+
+def test_lost_staged_update_then_reverted_is_unknown(db: TestBackend) -> None:
+    _stored(db)
+
+    def revert() -> None:
+        with _other(db) as b:
+            b.update(Note, note_id="n1").set(body="draft")
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem", after=revert)
+        _commit_raises(db, lambda s: s.update(Note, note_id="n1").set(
+            body="sent").where(F("body") == "draft"), OutcomeUnknownError)
+    assert _notes(db) == [("n1", "draft", [])]
+
+
+def test_lost_append_is_applied_once_and_unknown(db: TestBackend) -> None:
+    _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        _commit_raises(db, lambda s: s.update(Note, note_id="n1").append(
+            tags=["once"]), OutcomeUnknownError)
+    assert faults.sent["UpdateItem"] == 1
+    assert _notes(db) == [("n1", "draft", ["once"])]
+
+
+# -- deletes ------------------------------------------------------------------------------
+@pytest.mark.parametrize("by_key", [False, True])
+def test_lost_delete_alone_is_a_success(db: TestBackend, by_key: bool) -> None:
+    note = _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("DeleteItem")
+        with db.session() as s:
+            if by_key:
+                s.delete(Note, note_id="n1")
+            else:
+                s.delete(note)
+    assert faults.sent["DeleteItem"] == 1
+    assert _notes(db) == []
+
+
+@pytest.mark.parametrize("by_key", [False, True])
+def test_lost_delete_then_reinserted_is_unknown_and_keeps_theirs(db: TestBackend,
+                                                                 by_key: bool) -> None:
+    """0.2 resent the delete: it deleted the item the other writer inserted."""
+    note = _stored(db)
+
+    def reinsert() -> None:
+        with _other(db) as b:
+            b.save(Note(note_id="n1", body="theirs"))
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("DeleteItem", after=reinsert)
+        _commit_raises(db, lambda s: s.delete(Note, note_id="n1") if by_key
+                       else s.delete(note), OutcomeUnknownError)
+    assert _notes(db) == [("n1", "theirs", [])]
+
+
+# -- transactions (ClientRequestToken): DynamoDB Local --------------------------------------
+def _tokens_honoured(request: pytest.FixtureRequest) -> None:
+    if engine_of(request) != "local":
+        pytest.skip("moto and dynoxide do not apply a ClientRequestToken at most once")
+
+
+def test_lost_versioned_save_then_reverted_is_a_success_and_keeps_the_revert(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """The resend carries the same token: DynamoDB answers it as applied and applies
+    nothing, so the other writer's later revert stays."""
+    _tokens_honoured(request)
+    audit = Audit(equipment_id="E1", part="P1", notes="draft")
+    with Session(db.table) as s:
+        s.save(audit)
+
+    def revert() -> None:
+        with _other(db) as b:
+            theirs = b.get(Audit, equipment_id="E1", part="P1")
+            assert theirs is not None and theirs.notes == "sent"
+            theirs.notes = "draft"
+            b.save(theirs)
+
+    audit.notes = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", after=revert)
+        with db.session() as s:
+            s.save(audit)
+    assert faults.sent["TransactWriteItems"] == 3  # A, B, A's resend (deduplicated)
+    latest = Session(db.table).get(Audit, equipment_id="E1", part="P1")
+    assert latest is not None and (latest.notes, latest.version) == ("draft", 3)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("how", ["timeout", "500"])
+def test_lost_versioned_save_then_deleted_is_a_success_and_stays_deleted(
+        db: TestBackend, request: pytest.FixtureRequest, how: str) -> None:
+    _tokens_honoured(request)
+    audit = Audit(equipment_id="E1", part="P1", notes="draft")
+    with Session(db.table) as s:
+        s.save(audit)
+
+    def delete() -> None:
+        with _other(db) as b:
+            theirs = b.get(Audit, equipment_id="E1", part="P1")
+            assert theirs is not None
+            b.delete(theirs)
+
+    audit.notes = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", after=delete, how=how)
+        with db.session() as s:
+            s.save(audit)
+    assert Session(db.table).get(Audit, equipment_id="E1", part="P1") is None
+
+
+def test_lost_key_move_then_built_on_is_a_success(db: TestBackend,
+                                                  request: pytest.FixtureRequest) -> None:
+    _tokens_honoured(request)
+    note = _stored(db)
+
+    def build() -> None:
+        with _other(db) as b:
+            b.update(Note, note_id="n2").set(tags=["b"])
+
+    note.note_id = "n2"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", after=build)
+        with db.session() as s:
+            s.save(note)
+    assert _notes(db) == [("n2", "draft", ["b"])]
+
+
+def test_lost_unique_insert_then_deleted_is_a_success_and_stays_deleted(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    _tokens_honoured(request)
+    user = User(user_id="u1", username="ada", email="ada@x.com")
+
+    def delete() -> None:
+        with _other(db) as b:
+            theirs = b.get(User, user_id="u1")
+            assert theirs is not None
+            b.delete(theirs)
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", after=delete)
+        with db.session() as s:
+            s.save(user)
+    assert db.scan() == []  # the user and its guards: deleted once, never resurrected
+
+
+# -- the conflict family: every member provoked, none for an applied write ----------------
+def test_a_stale_update_is_a_conflict(db: TestBackend) -> None:
+    note = _stored(db)
+    with _other(db) as b:
+        theirs = b.get(Note, note_id="n1")
+        assert theirs is not None
+        theirs.body = "theirs"
+        b.save(theirs)
+    note.body = "mine"
+    err = _commit_raises(db, lambda s: s.save(note), ConflictError)
+    assert isinstance(err, ConcurrentModificationError)
+    assert _notes(db) == [("n1", "theirs", [])]
+
+
+def test_an_insert_over_a_stored_item_is_a_conflict(db: TestBackend) -> None:
+    _stored(db, "theirs")
+    err = _commit_raises(db, lambda s: s.save(Note(note_id="n1")), ConflictError)
+    assert isinstance(err, ItemExistsError)
+    assert _notes(db) == [("n1", "theirs", [])]
+
+
+def test_an_update_of_an_item_deleted_meanwhile_is_a_conflict(db: TestBackend) -> None:
+    note = _stored(db)
+    with _other(db) as b:
+        b.delete(Note, note_id="n1")
+    note.body = "mine"
+    err = _commit_raises(db, lambda s: s.save(note), ConflictError)
+    assert isinstance(err, ItemGoneError) and isinstance(err, ItemNotFoundError)
+    assert _notes(db) == []
+
+
+# -- the injector itself ------------------------------------------------------------------
+def test_throttled_attempts_are_retried(db: TestBackend) -> None:
+    with inject_faults(db.table) as faults:
+        faults.throttle("PutItem", times=2)
+        with db.session() as s:
+            s.save(Note(note_id="n1"))
+    assert faults.sent["PutItem"] == 3
+    assert _notes(db) == [("n1", "", [])]
+
+
+def test_throttled_to_the_end_is_a_definite_request_error(db: TestBackend) -> None:
+    with inject_faults(db.table) as faults:
+        faults.throttle("PutItem", times=None)
+        err = _commit_raises(db, lambda s: s.save(Note(note_id="n1")), RequestError)
+    assert not isinstance(err, OutcomeUnknownError)
+    assert isinstance(err, RequestError) and err.code == "ThrottlingException"
+    assert faults.sent["PutItem"] == db.table.transport.max_attempts
+    assert _notes(db) == []
+
+
+def test_a_server_error_on_a_single_item_write_is_read_back(db: TestBackend) -> None:
+    """A 5xx may come after the server applied the write: it is read back, not resent;
+    here it was not applied, and nobody can tell that from a 5xx: unknown."""
+    with inject_faults(db.table) as faults:
+        faults.server_error("PutItem")
+        _commit_raises(db, lambda s: s.save(Note(note_id="n1")), OutcomeUnknownError)
+    assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (1, 1)
+    assert _notes(db) == []
+
+
+def test_a_server_error_on_a_transaction_is_resent(db: TestBackend) -> None:
+    with inject_faults(db.table) as faults:
+        faults.server_error("TransactWriteItems")
+        with db.session() as s:
+            s.save(User(user_id="u1", username="ada", email="ada@x.com"))
+    assert faults.sent["TransactWriteItems"] == 2
+    assert len(db.scan()) == 3
+
+
+def test_the_injector_is_removed_after_the_block(db: TestBackend) -> None:
+    with inject_faults(db.table) as faults:
+        faults.throttle("PutItem", times=None)
+    assert db.table.transport.interceptor is None
+    with db.session() as s:
+        s.save(Note(note_id="n1"))
+    assert faults.sent["PutItem"] == 0
+    with pytest.raises(ValueError, match="times"):
+        faults.throttle("PutItem", times=0)
+    with pytest.raises(ValueError, match="how"):
+        faults.lose_answer("PutItem", how="slow")
+
+
+# -- a cancelled AsyncSession.commit ------------------------------------------------------
+class _Slow:
+    """An interceptor (the transports' documented hook) that sleeps ``before`` or
+    ``after`` sending PutItem: a commit awaited with a timeout is cancelled there."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+
+    def send(self, operation: str, request: dict[str, Any], forward: Any) -> Any:
+        return forward()  # pragma: no cover (async sessions only)
+
+    async def send_async(self, operation: str, request: dict[str, Any], forward: Any) -> Any:
+        if operation != "PutItem":
+            return await forward()
+        if self.where == "before":
+            await asyncio.sleep(5)
+        answer = await forward()
+        await asyncio.sleep(5)
+        return answer
+
+
+@pytest.fixture
+def local(ddb_local: str) -> Iterator[TestBackend]:
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_cancelled_commit_leaves_objects_consistent(local: TestBackend, where: str) -> None:
+    """0.2: in 77 of 81 trials the cancelled write had landed and saving the object again
+    raised ItemExistsError. Now the next save reads the key once: landed -> an update."""
+    from dynaorm import AsyncSession
+    from dynaorm.aio import close
+    from dynaorm.core.commit import pending
+
+    note = Note(note_id="n1", body="one")
+
+    async def main() -> None:
+        s = AsyncSession(local.table)
+        local.table.transport.interceptor = _Slow(where)
+        try:
+            s.save(note)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(s.commit(), 1.0)
+        finally:
+            local.table.transport.interceptor = None
+        assert not note._is_persisted and pending(note)  # nothing changed, remembered
+        landed = bool(_notes(local))
+        assert landed == (where == "after")
+        note.body = "two"
+        s.save(note)
+        await s.commit()
+        await close()
+
+    asyncio.run(main())
+    assert note._is_persisted and not pending(note)
+    assert _notes(local) == [("n1", "two", [])]
+
+
+def test_lost_bulk_write_of_a_loaded_object_is_read_back(db: TestBackend) -> None:
+    """save_many of a loaded object sends a conditioned UpdateItem: a lost answer is read
+    back, and an applied write is reported written (not unknown, not resent)."""
+    note = _stored(db)
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        db.session().save_many([note])
+    assert faults.sent["UpdateItem"] == 1 and note._is_persisted
+    assert _notes(db) == [("n1", "sent", [])]
