@@ -1,5 +1,7 @@
 """The README's quickstart as a user would type it: ``mypy --strict`` and pyright check it
-in ``make test`` (keep it in step with README.md; it is never run).
+in ``make test`` (keep it in step with README.md; tests/system/test_readme.py checks that
+every statement of the README's block stands here, in order, and runs the README's block
+itself as a script).
 
 ``find`` returns ``User | None``: the snippet narrows before using the result.
 """
@@ -7,6 +9,7 @@ in ``make test`` (keep it in step with README.md; it is never run).
 from pydantic import Field
 
 from dynaorm import GSI, Entity, Session, Table, Unique, Versioned, ksuid
+from dynaorm.testing import moto_backend
 
 app = Table("app", indexes=[GSI("gsi1", pk="gsi1pk", sk="gsi1sk")])
 
@@ -36,7 +39,7 @@ class Audit(Versioned):  # declares `version: int = 0`, implies Meta.versioned =
     notes: str = ""
 
 
-def quickstart() -> None:
+def main() -> None:
     app.create()
     with Session(app) as s:  # commits on exit, rolls back on error
         s.save(User(org_id="o1", username="bobby", email="Bobby@Tables.com"))
@@ -48,6 +51,12 @@ def quickstart() -> None:
     bob.email = "bob@tables.com"
     s.save(bob)
     s.commit()
+    print(s.query(User, index="gsi1", org_id="o1").all())
+
+
+def quickstart() -> None:
+    with moto_backend():
+        main()
 
 
 def versioned() -> None:

@@ -1,10 +1,19 @@
 """The README's quickstart is the code that ``make typecheck`` checks: every statement of
 its first Python block stands, in order, in ``tests/support/readme_snippets.py`` (which mypy
---strict and pyright check), so the two cannot drift apart unnoticed."""
+--strict and pyright check), so the two cannot drift apart unnoticed. And it runs: the
+block, exactly as written, is saved as a script and run by a fresh Python in an empty
+directory, with no AWS configuration in its environment (what a new user has).
+
+tests/system/test_packaging.py runs it again in a venv holding only the built wheel and
+its ``testing`` extra.
+"""
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,6 +26,33 @@ def _statements(text: str) -> list[str]:
         if code and not code.startswith("#"):
             out.append(re.sub(r"\s+", " ", code))
     return out
+
+
+def quickstart_source() -> str:
+    """The README's first Python block: the quickstart, as a user copies it."""
+    return _quickstart()
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of a new user: no AWS settings, no dynaorm or pytest variables,
+    and a HOME without ``~/.aws``."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("AWS_", "DYNAORM_", "PYTEST_", "PYTHON", "VIRTUAL_ENV"))}
+
+
+def run_quickstart(python: str | Path, workdir: Path) -> subprocess.CompletedProcess[str]:
+    """Save the quickstart as ``quickstart.py`` in ``workdir`` and run it with ``python``."""
+    script = workdir / "quickstart.py"
+    script.write_text(quickstart_source())
+    env = clean_env() | {"HOME": str(workdir)}
+    return subprocess.run([str(python), script.name], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def check_quickstart_output(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, f"the quickstart failed:\n{result.stdout}\n{result.stderr}"
+    assert "User(" in result.stdout and "email='bob@tables.com'" in result.stdout, result.stdout
+    assert "username='bobby'" in result.stdout
 
 
 def _quickstart() -> str:
@@ -58,6 +94,10 @@ def test_the_check_catches_a_drift() -> None:
     quickstart = _quickstart()
     for before, after in (("normalize=str.lower", "normalize=str.upper"),
                           ("Unique, ksuid", "Unique, Shards, ksuid"),
-                          ("s.save(bob)\ns.commit()", "s.commit()\ns.save(bob)")):
+                          ("s.save(bob)\n    s.commit()", "s.commit()\n    s.save(bob)")):
         assert before in quickstart
         assert _missing(_statements(quickstart.replace(before, after)), have), after
+
+
+def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
+    check_quickstart_output(run_quickstart(sys.executable, tmp_path))
