@@ -6,6 +6,11 @@ itself as a script).
 ``find`` returns ``User | None``: the snippet narrows before using the result.
 """
 
+import os
+import re
+import subprocess
+from pathlib import Path
+
 from pydantic import Field
 
 from dynaorm import GSI, Entity, Session, Table, Unique, Versioned, ksuid
@@ -65,3 +70,37 @@ def versioned() -> None:
     if audit is not None:
         print(audit.version, [a.version for a in s.history(
             Audit, equipment_id="E1", part="P1").reverse().limit(5)])
+
+
+# -- running the README's block as written (tests/system/test_readme.py, test_packaging.py) --
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def quickstart_source() -> str:
+    """The README's first Python block: the quickstart, as a user copies it."""
+    readme = (_ROOT / "README.md").read_text()
+    match = re.search(r"```python\n(.*?)```", readme, re.S)
+    assert match, "README.md has no python block"
+    return match.group(1)
+
+
+def clean_env() -> dict[str, str]:
+    """The environment of a new user: no AWS settings, no dynaorm or pytest variables,
+    and a HOME without ``~/.aws``."""
+    return {k: v for k, v in os.environ.items()
+            if not k.startswith(("AWS_", "DYNAORM_", "PYTEST_", "PYTHON", "VIRTUAL_ENV"))}
+
+
+def run_quickstart(python: str | Path, workdir: Path) -> subprocess.CompletedProcess[str]:
+    """Save the quickstart as ``quickstart.py`` in ``workdir`` and run it with ``python``."""
+    script = workdir / "quickstart.py"
+    script.write_text(quickstart_source())
+    env = clean_env() | {"HOME": str(workdir)}
+    return subprocess.run([str(python), script.name], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def check_quickstart_output(result: subprocess.CompletedProcess[str]) -> None:
+    assert result.returncode == 0, f"the quickstart failed:\n{result.stdout}\n{result.stderr}"
+    assert "User(" in result.stdout and "email='bob@tables.com'" in result.stdout, result.stdout
+    assert "username='bobby'" in result.stdout

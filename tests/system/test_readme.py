@@ -10,11 +10,15 @@ its ``testing`` extra.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from tests.support.readme_snippets import (
+    check_quickstart_output,
+    quickstart_source,
+    run_quickstart,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,38 +32,8 @@ def _statements(text: str) -> list[str]:
     return out
 
 
-def quickstart_source() -> str:
-    """The README's first Python block: the quickstart, as a user copies it."""
-    return _quickstart()
-
-
-def clean_env() -> dict[str, str]:
-    """The environment of a new user: no AWS settings, no dynaorm or pytest variables,
-    and a HOME without ``~/.aws``."""
-    return {k: v for k, v in os.environ.items()
-            if not k.startswith(("AWS_", "DYNAORM_", "PYTEST_", "PYTHON", "VIRTUAL_ENV"))}
-
-
-def run_quickstart(python: str | Path, workdir: Path) -> subprocess.CompletedProcess[str]:
-    """Save the quickstart as ``quickstart.py`` in ``workdir`` and run it with ``python``."""
-    script = workdir / "quickstart.py"
-    script.write_text(quickstart_source())
-    env = clean_env() | {"HOME": str(workdir)}
-    return subprocess.run([str(python), script.name], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=120, check=False)
-
-
-def check_quickstart_output(result: subprocess.CompletedProcess[str]) -> None:
-    assert result.returncode == 0, f"the quickstart failed:\n{result.stdout}\n{result.stderr}"
-    assert "User(" in result.stdout and "email='bob@tables.com'" in result.stdout, result.stdout
-    assert "username='bobby'" in result.stdout
-
-
 def _quickstart() -> str:
-    readme = (ROOT / "README.md").read_text()
-    match = re.search(r"```python\n(.*?)```", readme, re.S)
-    assert match, "README.md has no python block"
-    return match.group(1)
+    return quickstart_source()
 
 
 def _imports(lines: list[str]) -> dict[str, set[str]]:
