@@ -91,10 +91,23 @@ def clean_env() -> dict[str, str]:
             if not k.startswith(("AWS_", "DYNAORM_", "PYTEST_", "PYTHON", "VIRTUAL_ENV"))}
 
 
-def run_quickstart(python: str | Path, workdir: Path) -> subprocess.CompletedProcess[str]:
-    """Save the quickstart as ``quickstart.py`` in ``workdir`` and run it with ``python``."""
+#: The README's last two lines, which choose the database (moto in-process).
+IN_PROCESS = ("with moto_backend():                              # an in-process DynamoDB (moto)\n"
+              "    main()\n")
+
+
+def on_endpoint(source: str, endpoint_url: str) -> str:
+    """The quickstart with the change the README gives for DynamoDB Local."""
+    assert IN_PROCESS in source, "the README's quickstart no longer ends as IN_PROCESS says"
+    return source.replace(IN_PROCESS, f'app.connect("{endpoint_url}")\nmain()\n')
+
+
+def run_quickstart(python: str | Path, workdir: Path,
+                   source: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Save the quickstart (or ``source``) as ``quickstart.py`` in ``workdir`` and run it
+    with ``python``."""
     script = workdir / "quickstart.py"
-    script.write_text(quickstart_source())
+    script.write_text(quickstart_source() if source is None else source)
     env = clean_env() | {"HOME": str(workdir)}
     return subprocess.run([str(python), script.name], cwd=workdir, env=env,
                           capture_output=True, text=True, timeout=120, check=False)

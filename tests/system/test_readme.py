@@ -14,8 +14,10 @@ import re
 import sys
 from pathlib import Path
 
+from dynaorm import Table
 from tests.support.readme_snippets import (
     check_quickstart_output,
+    on_endpoint,
     quickstart_source,
     run_quickstart,
 )
@@ -75,3 +77,16 @@ def test_the_check_catches_a_drift() -> None:
 
 def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
     check_quickstart_output(run_quickstart(sys.executable, tmp_path))
+
+
+def test_the_quickstart_runs_on_dynamodb_local_with_the_one_change(
+        tmp_path: Path, ddb_local: str) -> None:
+    """The README: put ``main()`` after ``app.connect(url)`` in place of the last two lines;
+    no AWS configuration is needed for a loopback endpoint."""
+    source = on_endpoint(quickstart_source(), ddb_local)
+    table = Table("app", endpoint_url=ddb_local)  # the run's shared server: start clean
+    table.delete()
+    try:
+        check_quickstart_output(run_quickstart(sys.executable, tmp_path, source))
+    finally:
+        table.delete()
