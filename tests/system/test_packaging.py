@@ -19,6 +19,7 @@ import sys
 import tomllib
 import zipfile
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from email.parser import Parser
 from pathlib import Path
 
@@ -77,23 +78,24 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def _venv(name: str, wheel: Path, extra: str = "") -> Path:
+#: The environments: name -> what is installed after the wheel ("empty": nothing at all,
+#: the baseline of the sizes).
+VENVS = {"empty": None, "plain": "", "testing": "[testing]", "async": "[async]",
+         "pynamodb": "[pynamodb]"}
+
+
+def _venv(name: str, wheel: Path, extra: str | None) -> Path:
     """A cached venv holding ``wheel`` (with ``extra``); returns its bin directory."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    key = _key()
-    for old in CACHE.iterdir():  # environments of older dependency sets
-        if old.name != key:
-            shutil.rmtree(old, ignore_errors=True)
-    home = CACHE / key / name
+    home = CACHE / _key() / name
     bin_dir = home / "bin"
     ready = home / ".ready"
     if not ready.exists():
         shutil.rmtree(home, ignore_errors=True)
         _run(sys.executable, "-m", "venv", home)
-        if name != "empty":
+        if extra is not None:
             _run(bin_dir / "python", "-m", "pip", "install", "--quiet", f"{wheel}{extra}")
         ready.touch()
-    elif name != "empty":  # the dependencies are there: swap in the wheel just built
+    elif extra is not None:  # the dependencies are there: swap in the wheel just built
         _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--no-deps",
              "--force-reinstall", wheel)
     return bin_dir
@@ -113,18 +115,27 @@ def _size_mb(bin_dir: Path) -> float:
 
 
 @pytest.fixture(scope="module")
-def plain(wheel: Path) -> Path:
-    return _venv("plain", wheel)
+def venvs(wheel: Path) -> dict[str, Path]:
+    """Every environment of VENVS (bin directories), built side by side: installing from
+    the index is mostly waiting, and a cold cache would otherwise take minutes."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    key = _key()
+    for old in CACHE.iterdir():  # environments of older dependency sets
+        if old.name != key:
+            shutil.rmtree(old, ignore_errors=True)
+    with ThreadPoolExecutor(max_workers=len(VENVS)) as pool:
+        futures = {name: pool.submit(_venv, name, wheel, extra) for name, extra in VENVS.items()}
+        return {name: f.result() for name, f in futures.items()}
 
 
 @pytest.fixture(scope="module")
-def testing(wheel: Path) -> Path:
-    return _venv("testing", wheel, "[testing]")
+def plain(venvs: dict[str, Path]) -> Path:
+    return venvs["plain"]
 
 
 @pytest.fixture(scope="module")
-def empty(wheel: Path) -> Path:
-    return _venv("empty", wheel)
+def testing(venvs: dict[str, Path]) -> Path:
+    return venvs["testing"]
 
 
 def test_plain_install_has_only_runtime_dependencies(plain: Path) -> None:
@@ -197,8 +208,9 @@ def test_the_wheel_publishes_only_runtime_needs(wheel: Path) -> None:
 
 
 @pytest.mark.parametrize("extra", ["async", "pynamodb"])
-def test_each_extra_installs_and_imports(wheel: Path, extra: str, tmp_path: Path) -> None:
-    bin_dir = _venv(extra, wheel, f"[{extra}]")
+def test_each_extra_installs_and_imports(venvs: dict[str, Path], extra: str,
+                                         tmp_path: Path) -> None:
+    bin_dir = venvs[extra]
     module = {"async": "aiobotocore", "pynamodb": "pynamodb"}[extra]
     out = _run(bin_dir / "python", "-c",
                f"import dynaorm, {module}; from dynaorm import AsyncSession; print('ok')",
@@ -207,15 +219,13 @@ def test_each_extra_installs_and_imports(wheel: Path, extra: str, tmp_path: Path
     assert not _distributions(bin_dir) & {"moto", "pytest"}
 
 
-def test_install_sizes(wheel: Path, plain: Path, testing: Path, empty: Path,
+def test_install_sizes(venvs: dict[str, Path],
                        record_property: Callable[[str, object], None]) -> None:
     """Each install's site-packages beyond an empty venv's, in MB; the ``testing`` extra
     stays under TESTING_LIMIT_MB (the demo needs nothing more)."""
-    base = _size_mb(empty)
-    sizes = {"plain": _size_mb(plain) - base, "testing": _size_mb(testing) - base}
-    for extra in ("async", "pynamodb"):
-        sizes[extra] = _size_mb(_venv(extra, wheel, f"[{extra}]")) - base
-    counts = {"plain": len(_distributions(plain)), "testing": len(_distributions(testing))}
+    base = _size_mb(venvs["empty"])
+    sizes = {name: _size_mb(b) - base for name, b in venvs.items() if name != "empty"}
+    counts = {name: len(_distributions(b)) for name, b in venvs.items() if name != "empty"}
     report = ", ".join(f"{k}: {v:.1f} MB" for k, v in sizes.items())
     print(f"\ninstall sizes beyond an empty venv: {report}; distributions: {counts}")
     for name, mb in sizes.items():
