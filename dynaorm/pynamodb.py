@@ -113,8 +113,9 @@ class PynamoDBEntity(Entity):
     #: the field holding the model's VersionAttribute, if it has one
     __pynamodb_version__: ClassVar[str | None] = None
 
-    if TYPE_CHECKING:
+    if TYPE_CHECKING:  # the fields are made at run time: any attribute is Any
         def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
 
     def to_pynamodb(self) -> Model:
         """This object as an instance of its PynamoDB model (the item it is stored as)."""
@@ -329,8 +330,9 @@ def _type(attr: Any, owner: str, name: str, key: str | None) -> Any:
 
 
 def _field(attr: Any, owner: str, name: str, key: str | None,
-           annotation: Any = None) -> tuple[Any, Any]:
-    """(annotation, pydantic FieldInfo) for one PynamoDB attribute."""
+           annotation: Any = None, table_key: bool = False) -> tuple[Any, Any]:
+    """(annotation, pydantic FieldInfo) for one PynamoDB attribute (``key``: its key type
+    when it is a table or index key; ``table_key``: a table key, always required)."""
     ann = _type(attr, owner, name, key) if annotation is None else annotation
     alias = attr.attr_name if attr.attr_name != name else None
     default = attr.default if attr.default is not None else attr.default_for_new
@@ -342,9 +344,9 @@ def _field(attr: Any, owner: str, name: str, key: str | None,
         kwargs["default_factory"] = default
     elif default is not None:
         kwargs["default"] = default
-    elif optional and key is None:
+    elif optional and not table_key:
         kwargs["default"] = None
-    if optional and key is None and ann is not None:
+    if optional and not table_key and ann is not None:
         ann = ann | None
     return ann, Field(**kwargs)
 
@@ -505,11 +507,10 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
         if attr is disc:
             continue
         by_attr[attr.attr_name] = py_name
-        key = key_types.get(attr.attr_name)
-        if attr is hash_key or attr is range_key:
-            key = key or "S"
+        table_key = attr is hash_key or attr is range_key
         annotations[py_name], namespace[py_name] = _field(
-            attr, owner, py_name, key, overrides.pop(py_name, None))
+            attr, owner, py_name, key_types.get(attr.attr_name), overrides.pop(py_name, None),
+            table_key)
         if isinstance(attr, VersionAttribute):
             version = py_name
     if overrides:
@@ -531,6 +532,10 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
     indexes: dict[str, tuple[str, str | None]] = {}
     for index_name, index in model._indexes.items():
         ih, ir = _index_keys(index)
+        for index_key in (ih, ir):
+            if index_key is not None and index_key.attr_name not in by_attr:
+                raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
+                                   f"is no attribute of {model.__name__}")
         local = isinstance(index, LocalSecondaryIndex)
         indexes[index_name] = (meta["pk"] if local else _template(by_attr[ih.attr_name], ih),
                                None if ir is None else _template(by_attr[ir.attr_name], ir))
