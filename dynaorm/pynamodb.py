@@ -113,7 +113,8 @@ class PynamoDBEntity(Entity):
     #: the field holding the model's VersionAttribute, if it has one
     __pynamodb_version__: ClassVar[str | None] = None
 
-    if TYPE_CHECKING:  # the fields are made at run time: any attribute is Any
+    if TYPE_CHECKING:  # the fields are made at run time: any field, any attribute
+        def __init__(self, **data: Any) -> None: ...
         def __getattr__(self, name: str) -> Any: ...
         def __setattr__(self, name: str, value: Any) -> None: ...
 
