@@ -165,10 +165,11 @@ def _to_ttl(value: Any) -> Any:
 
 
 def _plain_number(value: Any) -> Any:
-    """A stored number as PynamoDB reads it (``json.loads``): int if whole, else float."""
+    """A stored number as PynamoDB reads it (``json.loads``): an int when written without
+    a fraction or exponent, else a float (dynaorm decodes those as ``Decimal``)."""
     if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() and "." not in str(
-            value) and "E" not in str(value).upper() else float(value)
+        text = str(value)
+        return float(value) if "." in text or "E" in text.upper() else int(value)
     return value
 
 
@@ -248,12 +249,13 @@ def _kind(attr: Any, owner: str, name: str) -> type[Attribute[Any]]:
                        f"fields={{{name!r}: <annotation>}} to map it by hand)")
 
 
-_NESTED: dict[type[Any], type[BaseModel]] = {}
+#: where a typed MapAttribute class keeps its pydantic model (made once, at definition)
+_NESTED = "__dynaorm_model__"
 
 
 def _nested_model(map_cls: type[MapAttribute[Any, Any]], owner: str) -> type[BaseModel]:
     """A pydantic model for a typed MapAttribute subclass (made once per class)."""
-    found = _NESTED.get(map_cls)
+    found: type[BaseModel] | None = map_cls.__dict__.get(_NESTED)  # not a parent's
     if found is not None:
         return found
     namespace: dict[str, Any] = {"__module__": map_cls.__module__,
@@ -267,7 +269,7 @@ def _nested_model(map_cls: type[MapAttribute[Any, Any]], owner: str) -> type[Bas
         annotations[name], namespace[name] = _field(attr, owner, name, key=None)
     namespace["__annotations__"] = annotations
     model = cast(type[BaseModel], type(map_cls.__name__, (BaseModel,), namespace))
-    _NESTED[map_cls] = model
+    setattr(map_cls, _NESTED, model)
     return model
 
 

@@ -542,13 +542,28 @@ def test_a_new_object_takes_version_one_and_an_insert_over_it_fails(db: TestBack
     with pytest.raises(PutError):
         ThreadModel(forum_name="dynamo", subject="new").save()  # version must not exist
     versioned_save(s, Thread(forum_name="dynamo", subject="new"))
-    with pytest.raises(DynaormError):
+    with pytest.raises(ConditionFailedError):  # as PynamoDB's: a version exists
         s.commit()
 
 
 def test_versioned_helpers_need_a_version_attribute(db: TestBackend) -> None:
     with pytest.raises(DynaormError, match="no PynamoDB VersionAttribute"):
         versioned_save(db.session(pets), Cat(owner="a", name="b"))
+
+
+def test_an_item_without_a_version_gets_version_one(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Thread(forum_name="dynamo", subject="plain"))  # a plain save writes no version
+    s.commit()
+    t = s.get(Thread, forum_name="dynamo", subject="plain", consistent=True)
+    assert t is not None and t.version is None
+    versioned_update(s, t).add(views=1)
+    s.commit()
+    back = ThreadModel.get("dynamo", "plain", consistent_read=True)
+    assert back.version == 1 and back.views == 1
+    versioned_update(s, t).add(views=1)  # t was loaded without a version: now stale
+    with pytest.raises(ConditionFailedError):
+        s.commit()
 
 
 # -- TTL ----------------------------------------------------------------------------------
