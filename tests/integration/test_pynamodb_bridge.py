@@ -45,7 +45,7 @@ from pynamodb.indexes import (
 )
 from pynamodb.models import Model
 
-from dynaorm import ConditionFailedError, DynaormError, F, Table
+from dynaorm import GSI, ConditionFailedError, DynaormError, F, Table
 from dynaorm.pynamodb import (
     PynamoDBEntity,
     entity_from_pynamodb,
@@ -330,6 +330,59 @@ def test_a_custom_attribute_needs_a_field_of_its_own() -> None:
     assert Bridged(k="a", shout="x").shout == "x"
     with pytest.raises(DynaormError, match="not attributes"):
         entity_from_pynamodb(Custom, name="CustomBridged2", fields={"shout": str, "nope": str})
+
+
+def test_models_the_bridge_cannot_map_are_refused() -> None:
+    class Shape(MapAttribute[str, Any]):
+        kind = DiscriminatorAttribute()
+
+    class Drawing(Model):
+        class Meta:
+            table_name = "drawings"
+
+        k = UnicodeAttribute(hash_key=True)
+        shape = Shape()
+
+    with pytest.raises(DynaormError, match="polymorphic maps"):
+        entity_from_pynamodb(Drawing)
+
+    class Flagged(Model):
+        class Meta:
+            table_name = "flagged"
+
+        k = BooleanAttribute(hash_key=True)
+
+    with pytest.raises(DynaormError, match="cannot be a DynamoDB key"):
+        table_from_pynamodb(Flagged)
+
+    class Keyless(Model):
+        class Meta:
+            table_name = "keyless"
+
+        k = UnicodeAttribute()
+
+    with pytest.raises(DynaormError, match="has no hash key"):
+        table_from_pynamodb(Keyless)
+
+    class WrongIndex(GlobalSecondaryIndex["Indexed"]):
+        class Meta:
+            index_name = "by_b"
+            projection = AllProjection()
+
+        b = UnicodeAttribute(hash_key=True)  # the model stores it as "B"
+
+    class Indexed(Model):
+        class Meta:
+            table_name = "indexed"
+
+        k = UnicodeAttribute(hash_key=True)
+        b = UnicodeAttribute(attr_name="B")
+        by_b = WrongIndex()
+
+    with pytest.raises(DynaormError, match="index 'by_b' key 'b' is no attribute"):
+        entity_from_pynamodb(Indexed, table=Table("indexed", pk="k", sk=None,
+                                                  type_attribute=None,
+                                                  indexes=[GSI("by_b", pk="b")]))
 
 
 def test_a_table_of_another_layout_is_refused() -> None:
