@@ -42,8 +42,9 @@ its GSIs and LSIs become the table's indexes with the same one-field templates.
 
 from __future__ import annotations
 
+import inspect
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
@@ -145,10 +146,13 @@ def utc_datetime_string(value: datetime) -> str:
     return value.astimezone(UTC).strftime(DATETIME_FORMAT).zfill(31)
 
 
+_UTC_DATETIME: Any = UTCDateTimeAttribute()  # (its methods are untyped)
+
+
 def _to_datetime(value: Any) -> Any:
     if isinstance(value, str):
         try:
-            return UTCDateTimeAttribute._fast_parse_utc_date_string(value)
+            return _UTC_DATETIME.deserialize(value)
         except ValueError:
             return value  # pydantic's own parsing (ISO 8601) then decides
     return value
@@ -355,18 +359,31 @@ def _field(attr: Any, owner: str, name: str, key: str | None,
 
 
 # -- the table --------------------------------------------------------------------------
+def _find(model: type[Model], test: Callable[[Attribute[Any]], bool]
+          ) -> Attribute[Any] | None:
+    """The model's first attribute that passes ``test`` (PynamoDB's public attribute map)."""
+    return next((a for a in model.get_attributes().values() if test(a)), None)
+
+
 def _discriminator(model: type[Model]) -> DiscriminatorAttribute | None:
-    return model._get_discriminator_attribute()
+    found = _find(model, lambda a: isinstance(a, DiscriminatorAttribute))
+    return found if isinstance(found, DiscriminatorAttribute) else None
 
 
 def _key_attr(model: type[Model], which: str) -> Attribute[Any] | None:
-    getter: Any = model._hash_key_attribute if which == "hash" else model._range_key_attribute
-    return cast(Attribute[Any] | None, getter())
+    if which == "hash":
+        return _find(model, lambda a: a.is_hash_key)
+    return _find(model, lambda a: a.is_range_key)
 
 
 def _ttl_attr(model: type[Model]) -> Attribute[Any] | None:
-    getter: Any = model._ttl_attribute
-    return cast(Attribute[Any] | None, getter())
+    return _find(model, lambda a: isinstance(a, TTLAttribute))
+
+
+def _indexes(model: type[Model]) -> dict[str, Index[Any]]:
+    """The model's secondary indexes by index name (its Index class attributes)."""
+    return {index.Meta.index_name: index for _, index in inspect.getmembers(
+        model, lambda o: isinstance(o, Index))}
 
 
 def _key_type(attr: Attribute[Any]) -> str:
@@ -420,7 +437,7 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
             key_types[attr.attr_name] = _key_type(attr)
     indexes: dict[str, GSI | LSI] = {}
     for klass in _models_of(model):
-        for index_name, index in klass._indexes.items():
+        for index_name, index in _indexes(klass).items():
             ih, ir = _index_keys(index)
             for attr in (ih, ir):
                 if attr is not None:
@@ -465,7 +482,7 @@ def _check_table(model: type[Model], table: Table) -> None:
     if ttl is not None and table.ttl != ttl.attr_name:
         raise DynaormError(f"{owner}: its TTL attribute is {ttl.attr_name!r}, table "
                            f"{table.name!r} has ttl={table.ttl!r}")
-    for index_name in model._indexes:
+    for index_name in _indexes(model):
         table.index(index_name)  # an index the table does not declare: DynaormError
 
 
@@ -496,7 +513,7 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
     overrides = dict(fields or {})
     hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
     key_types = {a: table.key_type(a) for a in (table.pk, table.sk) if a is not None}
-    for index_name in model._indexes:
+    for index_name in _indexes(model):
         for a in table.key_attributes(index_name):
             if a is not None:
                 key_types[a] = table.key_type(a)
@@ -533,7 +550,7 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
                                "own (class X(Base, discriminator='x')): bridge its classes")
         meta["type_name"] = str(value)
     indexes: dict[str, tuple[str, str | None]] = {}
-    for index_name, index in model._indexes.items():
+    for index_name, index in _indexes(model).items():
         ih, ir = _index_keys(index)
         for index_key in (ih, ir):
             if index_key is not None and index_key.attr_name not in by_attr:
