@@ -69,6 +69,8 @@ def _shape(annotation: Any) -> str:
         return _shape(typing.get_args(annotation)[0])
     if origin is Union or origin is types.UnionType:
         args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) > 1 and all(_shape(a) == "number" for a in args):
+            return "number"  # int | float, int | Decimal
         return _shape(args[0]) if len(args) == 1 else "other"
     base = origin or annotation
     if base in (set, frozenset, AbstractSet, MutableSet):

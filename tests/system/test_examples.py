@@ -276,6 +276,20 @@ def check_existing_table(run: Run) -> None:
     assert "bob's plan: team; updated_at set: True" in run.out
 
 
+def check_pynamodb_bridge(run: Run) -> None:
+    assert "dynaorm reads: views=10 replies=2 version=1 last_post=2024-06-03T09:30:00+00:00" \
+        in run.out
+    assert "PynamoDB reads: views=11 version=2 tags=['howto', 'pynamodb']" in run.out
+    assert "stale PynamoDB save refused: PutError" in run.out
+    assert "stale dynaorm save refused: ConditionFailedError" in run.out
+    ours = run.block('s.query(Thread, index="by_views", forum_name="dynamo").gt(views=5)')
+    assert ours == ["bridges: 11 views, version 3", "queries: 40 views, version 1"]
+    assert run.block('ThreadModel.by_views.query("dynamo", ThreadModel.views > 5)') == ours
+    assert run.block('.filter(F("last_post")') == ["queries"]
+    assert "stored by dynaorm: last_post=2024-06-04T09:30:00.000000+0000 reply_count=0 " \
+        "version=1" in run.out
+
+
 def check_async_quickstart(run: Run) -> None:
     assert run.block("await asyncio.gather(") == ["'Ada'", "'Bob'"]
     assert run.block('await s.find(User, email="BOB@example.com")') == ["'bob'"]
@@ -288,6 +302,7 @@ def check_async_quickstart(run: Run) -> None:
 
 
 CHECKS = {
+    "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
     "counter": check_counter,

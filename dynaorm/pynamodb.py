@@ -1,0 +1,634 @@
+"""The PynamoDB bridge: a dynaorm entity that reads and writes exactly a PynamoDB model's
+items, so a team can move service by service (``pip install 'dynaorm[pynamodb]'``).
+
+::
+
+    from dynaorm.pynamodb import entity_from_pynamodb, table_from_pynamodb
+
+    app = table_from_pynamodb(ThreadModel)           # keys, indexes, TTL, discriminator
+    Thread = entity_from_pynamodb(ThreadModel, table=app)
+
+    with Session(app) as s:
+        thread = s.get(Thread, forum_name="dynamo", subject="bridge")
+
+Every PynamoDB attribute maps to a pydantic field under the model's Python name, stored
+under its ``attr_name`` (a pydantic alias, contract 14), in PynamoDB's own encoding:
+
+==========================  =====================================================
+PynamoDB                    dynaorm field
+==========================  =====================================================
+``UnicodeAttribute``        ``str``
+``NumberAttribute``         ``int | float`` (a key: ``int | Decimal``)
+``BinaryAttribute``         ``bytes`` (raw: ``legacy_encoding=False``)
+``BooleanAttribute``        ``bool``
+``UTCDateTimeAttribute``    aware UTC ``datetime``, stored as PynamoDB's string
+                            ``2024-01-02T03:04:05.000006+0000``
+``JSONAttribute``           any JSON value, stored as a JSON string
+``MapAttribute``            a nested pydantic model (subclass) or a ``dict`` (raw)
+``ListAttribute(of=...)``   ``list`` of the element's type
+``Unicode/Number/Binary``   ``set`` of ``str`` / numbers / ``bytes`` (empty: left out,
+``SetAttribute``            as PynamoDB does)
+``TTLAttribute``            aware ``datetime``: the table's TTL attribute
+``VersionAttribute``        ``int | None``: see :func:`versioned_save`
+``DiscriminatorAttribute``  the table's ``type_attribute``; each class's value is its
+                            entity's type name
+``NullAttribute``           ``None``
+==========================  =====================================================
+
+The model's hash and range keys are the table's ``pk`` and ``sk`` attributes, with key
+templates that are exactly the field (``"{forum_name}"``: the raw value, no prefix);
+its GSIs and LSIs become the table's indexes with the same one-field templates.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+)
+
+from dynaorm.errors import DynaormError
+from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.expressions import Condition, F
+from dynaorm.model.table import GSI, LSI, Table
+
+try:
+    from pynamodb.attributes import (
+        Attribute,
+        BinaryAttribute,
+        BinarySetAttribute,
+        BooleanAttribute,
+        DiscriminatorAttribute,
+        DynamicMapAttribute,
+        JSONAttribute,
+        ListAttribute,
+        MapAttribute,
+        NullAttribute,
+        NumberAttribute,
+        NumberSetAttribute,
+        TTLAttribute,
+        UnicodeAttribute,
+        UnicodeSetAttribute,
+        UTCDateTimeAttribute,
+        VersionAttribute,
+    )
+    from pynamodb.constants import DATETIME_FORMAT
+    from pynamodb.indexes import Index, LocalSecondaryIndex
+    from pynamodb.models import Model
+except ModuleNotFoundError as exc:  # pragma: no cover - the extra is not installed
+    raise ImportError("dynaorm.pynamodb needs PynamoDB: pip install 'dynaorm[pynamodb]'",
+                      name=exc.name) from exc
+
+if TYPE_CHECKING:
+    from dynaorm.aio.session import AsyncSession
+    from dynaorm.sync.session import Session
+    from dynaorm.write.updates import StagedUpdate
+
+__all__ = ["PynamoDBEntity", "entity_from_pynamodb", "table_from_pynamodb",
+           "utc_datetime_string", "versioned_delete", "versioned_save", "versioned_update"]
+
+#: DynamoDB's attribute type letter -> a key type for ``Table(key_types=...)``
+_KEY_TYPES = {"S": "S", "N": "N", "B": "B"}
+
+
+class PynamoDBEntity(Entity):
+    """Base class of the entities :func:`entity_from_pynamodb` makes (abstract: no ``pk``).
+
+    Type checkers see any attribute of such an entity as ``Any``: its fields are made at
+    run time from the PynamoDB model.
+    """
+
+    #: the PynamoDB model class this entity was made from
+    __pynamodb_model__: ClassVar[type[Model]]
+    #: the field holding the model's VersionAttribute, if it has one
+    __pynamodb_version__: ClassVar[str | None] = None
+
+    if TYPE_CHECKING:  # the fields are made at run time: any field, any attribute
+        def __init__(self, **data: Any) -> None: ...
+        def __getattr__(self, name: str) -> Any: ...
+        def __setattr__(self, name: str, value: Any) -> None: ...
+
+    def to_pynamodb(self) -> Model:
+        """This object as an instance of its PynamoDB model (the item it is stored as)."""
+        from dynaorm.model.entity import encode_entity
+
+        spec = spec_of(type(self))
+        item = encode_entity(self, spec)
+        model = type(self).__pynamodb_model__
+        return model.from_raw_data(item)
+
+    @classmethod
+    def from_pynamodb(cls, instance: Model) -> Any:
+        """A new (unsaved) object of this entity holding the values of a PynamoDB model
+        instance."""
+        spec = spec_of(cls)
+        return cls.model_validate(spec.decode_fields(instance.serialize(null_check=False)))
+
+
+# -- value conversions (each both ways: what PynamoDB stores <-> what Python holds) --------
+def utc_datetime_string(value: datetime) -> str:
+    """A datetime as PynamoDB's ``UTCDateTimeAttribute`` stores it
+    (``2024-01-02T03:04:05.000006+0000``; naive means UTC): compare such a field in ``F``
+    conditions and filters with this string."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).strftime(DATETIME_FORMAT).zfill(31)
+
+
+_UTC_DATETIME: Any = UTCDateTimeAttribute()  # (its methods are untyped)
+
+
+def _to_datetime(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return _UTC_DATETIME.deserialize(value)
+        except ValueError:
+            return value  # pydantic's own parsing (ISO 8601) then decides
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _to_ttl(value: Any) -> Any:
+    if isinstance(value, timedelta):  # PynamoDB's relative expiry: from now
+        return datetime.now(UTC).replace(microsecond=0) + value
+    return value
+
+
+def _plain_number(value: Any) -> Any:
+    """A stored number as PynamoDB reads it (``json.loads``): an int when written without
+    a fraction or exponent, else a float (dynaorm decodes those as ``Decimal``)."""
+    if isinstance(value, Decimal):
+        text = str(value)
+        return float(value) if "." in text or "E" in text.upper() else int(value)
+    return value
+
+
+def _key_number(value: Any) -> Any:
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else Decimal(repr(value))
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Numbers inside a raw map, an untyped list or a number set as PynamoDB reads them."""
+    if isinstance(value, Decimal):
+        return _plain_number(value)
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, set | frozenset):
+        return {_plain(v) for v in value}
+    return value
+
+
+def _json_in(value: Any) -> Any:
+    """A JSON field's text (stored, or given as a string) is parsed: a ``str`` given to a
+    JSON field is JSON text, as PynamoDB stores it."""
+    if isinstance(value, str | bytes):
+        try:
+            return json.loads(value, strict=False)
+        except ValueError:
+            return value
+    return value
+
+
+def _json_out(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _empty_set_out(value: Any) -> Any:
+    return value or None  # PynamoDB stores no empty set: the attribute is left out
+
+
+def _map_out(value: BaseModel) -> dict[str, Any]:
+    return value.model_dump(mode="python", by_alias=True, exclude_none=True)
+
+
+_DATETIME = Annotated[datetime, BeforeValidator(_to_datetime), AfterValidator(_utc),
+                      PlainSerializer(utc_datetime_string, when_used="unless-none")]
+_NUMBER = Annotated[int | float, BeforeValidator(_plain_number)]
+_KEY_NUMBER = Annotated[int | Decimal, BeforeValidator(_key_number)]
+_JSON = Annotated[Any, BeforeValidator(_json_in), PlainSerializer(_json_out)]
+_ANY = Annotated[Any, BeforeValidator(_plain)]
+
+
+# -- attribute -> field --------------------------------------------------------------------
+_KNOWN: tuple[type[Attribute[Any]], ...] = (
+    VersionAttribute, TTLAttribute, DiscriminatorAttribute, UTCDateTimeAttribute,
+    JSONAttribute, NullAttribute, UnicodeSetAttribute, NumberSetAttribute,
+    BinarySetAttribute, DynamicMapAttribute, MapAttribute, ListAttribute, UnicodeAttribute,
+    NumberAttribute, BinaryAttribute, BooleanAttribute)
+
+
+def _kind(attr: Any, owner: str, name: str) -> type[Attribute[Any]]:
+    """The PynamoDB attribute class whose encoding ``attr`` uses (a subclass that keeps
+    its parent's serialize/deserialize counts as the parent; typed maps as MapAttribute)."""
+    cls = type(attr)
+    if isinstance(attr, MapAttribute) and not isinstance(attr, DynamicMapAttribute):
+        return MapAttribute
+    for known in _KNOWN:
+        if cls is known:
+            return known
+    for known in _KNOWN:
+        if isinstance(attr, known) and all(
+                getattr(cls, m) is getattr(known, m) for m in ("serialize", "deserialize")):
+            return known
+    raise DynaormError(f"{owner}.{name}: {cls.__name__} has its own encoding; dynaorm's "
+                       "bridge maps PynamoDB's built-in attribute types only (pass "
+                       f"fields={{{name!r}: <annotation>}} to map it by hand)")
+
+
+#: where a typed MapAttribute class keeps its pydantic model (made once, at definition)
+_NESTED = "__dynaorm_model__"
+
+
+def _nested_model(map_cls: type[MapAttribute[Any, Any]], owner: str) -> type[BaseModel]:
+    """A pydantic model for a typed MapAttribute subclass (made once per class)."""
+    found: type[BaseModel] | None = map_cls.__dict__.get(_NESTED)  # not a parent's
+    if found is not None:
+        return found
+    namespace: dict[str, Any] = {"__module__": map_cls.__module__,
+                                 "__qualname__": map_cls.__qualname__,
+                                 "model_config": ConfigDict(populate_by_name=True)}
+    annotations: dict[str, Any] = {}
+    for name, attr in map_cls.get_attributes().items():
+        if isinstance(attr, DiscriminatorAttribute):
+            raise DynaormError(f"{owner}: polymorphic maps ({map_cls.__name__}.{name}) are "
+                               "not supported by the bridge")
+        annotations[name], namespace[name] = _field(attr, owner, name, key=None)
+    namespace["__annotations__"] = annotations
+    model = cast(type[BaseModel], type(map_cls.__name__, (BaseModel,), namespace))
+    setattr(map_cls, _NESTED, model)
+    return model
+
+
+def _element(of: type[Attribute[Any]], owner: str, name: str) -> Any:
+    """The Python type of one element of a ``ListAttribute(of=...)``."""
+    if issubclass(of, MapAttribute) and not issubclass(of, DynamicMapAttribute):
+        if of is MapAttribute:
+            return dict[str, _ANY]
+        model = _nested_model(of, owner)
+        return Annotated[model, PlainSerializer(_map_out)]
+    if issubclass(of, BinaryAttribute | BinarySetAttribute):
+        sample: Any = of(legacy_encoding=False)
+    else:
+        sample = of()
+    return _type(sample, owner, name, None)
+
+
+def _type(attr: Any, owner: str, name: str, key: str | None) -> Any:
+    """The annotation of the field for ``attr`` (``key``: its key type, if a key)."""
+    kind = _kind(attr, owner, name)
+    if kind in (BinaryAttribute, BinarySetAttribute) and getattr(attr, "legacy_encoding",
+                                                                   False):
+        raise DynaormError(f"{owner}.{name}: legacy_encoding=True (PynamoDB 5's base64 "
+                           "inside binary) is not supported: migrate it as PynamoDB's "
+                           "'Upgrading Binary' guide says, then bridge it")
+    if kind is UnicodeAttribute:
+        return str
+    if kind is NumberAttribute:
+        return _KEY_NUMBER if key == "N" else _NUMBER
+    if kind is VersionAttribute:
+        return int
+    if kind is BinaryAttribute:
+        return bytes
+    if kind is BooleanAttribute:
+        return bool
+    if kind is UTCDateTimeAttribute:
+        return _DATETIME
+    if kind is TTLAttribute:
+        return Annotated[datetime, BeforeValidator(_to_ttl)]
+    if kind is JSONAttribute:
+        return _JSON
+    if kind is NullAttribute:
+        return None
+    if kind is UnicodeSetAttribute:
+        return Annotated[set[str], PlainSerializer(_empty_set_out)]
+    if kind is NumberSetAttribute:
+        return Annotated[set[int | float], BeforeValidator(_plain),
+                         PlainSerializer(_empty_set_out)]
+    if kind is BinarySetAttribute:
+        return Annotated[set[bytes], PlainSerializer(_empty_set_out)]
+    if kind is DynamicMapAttribute:
+        return dict[str, _ANY]
+    if kind is MapAttribute:
+        if type(attr).is_raw():
+            return dict[str, _ANY]
+        return Annotated[_nested_model(type(attr), owner), PlainSerializer(_map_out)]
+    if kind is ListAttribute:
+        of = attr.element_type
+        return list[_ANY] if of is None else list[_element(of, owner, name)]  # type: ignore[misc]
+    raise DynaormError(f"{owner}.{name}: {kind.__name__} has no field type")  # discriminator
+
+
+def _field(attr: Any, owner: str, name: str, key: str | None,
+           annotation: Any = None, table_key: bool = False) -> tuple[Any, Any]:
+    """(annotation, pydantic FieldInfo) for one PynamoDB attribute (``key``: its key type
+    when it is a table or index key; ``table_key``: a table key, always required)."""
+    ann = _type(attr, owner, name, key) if annotation is None else annotation
+    alias = attr.attr_name if attr.attr_name != name else None
+    default = attr.default if attr.default is not None else attr.default_for_new
+    optional = attr.null or isinstance(attr, VersionAttribute | NullAttribute)
+    kwargs: dict[str, Any] = {}
+    if alias is not None:
+        kwargs["alias"] = alias
+    if callable(default):
+        kwargs["default_factory"] = default
+    elif default is not None:
+        kwargs["default"] = default
+    elif optional and not table_key:
+        kwargs["default"] = None
+    if optional and not table_key and ann is not None:
+        ann = ann | None
+    return ann, Field(**kwargs)
+
+
+# -- the table --------------------------------------------------------------------------
+def _find(model: type[Model], test: Callable[[Attribute[Any]], bool]
+          ) -> Attribute[Any] | None:
+    """The model's first attribute that passes ``test`` (PynamoDB's public attribute map)."""
+    return next((a for a in model.get_attributes().values() if test(a)), None)
+
+
+def _discriminator(model: type[Model]) -> DiscriminatorAttribute | None:
+    found = _find(model, lambda a: isinstance(a, DiscriminatorAttribute))
+    return found if isinstance(found, DiscriminatorAttribute) else None
+
+
+def _key_attr(model: type[Model], which: str) -> Attribute[Any] | None:
+    if which == "hash":
+        return _find(model, lambda a: a.is_hash_key)
+    return _find(model, lambda a: a.is_range_key)
+
+
+def _ttl_attr(model: type[Model]) -> Attribute[Any] | None:
+    return _find(model, lambda a: isinstance(a, TTLAttribute))
+
+
+def _indexes(model: type[Model]) -> dict[str, Index[Any]]:
+    """The model's secondary indexes by index name (its Index class attributes)."""
+    return {index.Meta.index_name: index for _, index in inspect.getmembers(
+        model, lambda o: isinstance(o, Index))}
+
+
+def _key_type(attr: Attribute[Any]) -> str:
+    kind = _KEY_TYPES.get(attr.attr_type)
+    if kind is None:
+        raise DynaormError(f"key attribute {attr.attr_name!r} of type {attr.attr_type} "
+                           "cannot be a DynamoDB key")
+    return kind
+
+
+def _index_keys(index: Index[Any]) -> tuple[Attribute[Any], Attribute[Any] | None]:
+    attrs = list(index.Meta.attributes.values())
+    hash_key = next(a for a in attrs if a.is_hash_key)
+    range_key = next((a for a in attrs if a.is_range_key), None)
+    return hash_key, range_key
+
+
+def _projection(index: Index[Any]) -> Any:
+    projection = index.Meta.projection
+    if projection.projection_type == "INCLUDE":
+        return list(projection.non_key_attributes)
+    return str(projection.projection_type)
+
+
+def _models_of(model: type[Model]) -> list[type[Model]]:
+    """The model and every class registered on its discriminator (PynamoDB's own table
+    schema merges their indexes)."""
+    disc = _discriminator(model)
+    if disc is None:
+        return [model]
+    found = [model, *(c for c in disc.get_registered_subclasses(model) if c is not model)]
+    return found
+
+
+def table_from_pynamodb(model: type[Model], *, name: str | None = None,
+                        endpoint_url: str | None = None, region: str | None = None,
+                        **options: Any) -> Table:
+    """A :class:`~dynaorm.Table` for the table of a PynamoDB model: its hash and range key
+    attribute names and types, its GSIs and LSIs (with their projections), its TTL
+    attribute, and its discriminator as the ``type_attribute`` (``None`` when the model
+    has none: items are then matched by key shape). Name, endpoint and region default to
+    the model's ``Meta`` (``table_name``, ``host``, ``region``); ``options`` go to
+    ``Table`` (``max_attempts``, ...)."""
+    meta = model.Meta
+    hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
+    if hash_key is None:
+        raise DynaormError(f"{model.__name__} has no hash key")
+    key_types: dict[str, str] = {}
+    for attr in (hash_key, range_key):
+        if attr is not None:
+            key_types[attr.attr_name] = _key_type(attr)
+    indexes: dict[str, GSI | LSI] = {}
+    for klass in _models_of(model):
+        for index_name, index in _indexes(klass).items():
+            ih, ir = _index_keys(index)
+            for attr in (ih, ir):
+                if attr is not None:
+                    key_types[attr.attr_name] = _key_type(attr)
+            if isinstance(index, LocalSecondaryIndex):
+                assert ir is not None
+                indexes[index_name] = LSI(index_name, sk=ir.attr_name,
+                                          projection=_projection(index))
+            else:
+                indexes[index_name] = GSI(index_name, pk=ih.attr_name,
+                                          sk=None if ir is None else ir.attr_name,
+                                          projection=_projection(index))
+    disc = _discriminator(model)
+    ttl = _ttl_attr(model)
+    return Table(name or meta.table_name, pk=hash_key.attr_name,
+                 sk=None if range_key is None else range_key.attr_name,
+                 indexes=list(indexes.values()),
+                 type_attribute=None if disc is None else disc.attr_name,
+                 key_types={a: t for a, t in key_types.items() if t != "S"} or None,
+                 ttl=None if ttl is None else ttl.attr_name,
+                 endpoint_url=endpoint_url or getattr(meta, "host", None),
+                 region=region or getattr(meta, "region", None), **options)
+
+
+def _check_table(model: type[Model], table: Table) -> None:
+    """Refuse a table whose layout is not the model's (reads would miss its items)."""
+    owner = model.__name__
+    hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
+    assert hash_key is not None
+    want = (hash_key.attr_name, None if range_key is None else range_key.attr_name)
+    if (table.pk, table.sk) != want:
+        raise DynaormError(f"{owner}: its keys are {want}, table {table.name!r} has "
+                           f"({table.pk!r}, {table.sk!r}) (table_from_pynamodb makes a "
+                           "matching table)")
+    disc = _discriminator(model)
+    want_type = None if disc is None else disc.attr_name
+    if table.type_attribute != want_type:
+        raise DynaormError(f"{owner}: its discriminator attribute is {want_type!r}, table "
+                           f"{table.name!r} has type_attribute={table.type_attribute!r} "
+                           "(PynamoDB's items would not be found)")
+    ttl = _ttl_attr(model)
+    if ttl is not None and table.ttl != ttl.attr_name:
+        raise DynaormError(f"{owner}: its TTL attribute is {ttl.attr_name!r}, table "
+                           f"{table.name!r} has ttl={table.ttl!r}")
+    for index_name in _indexes(model):
+        table.index(index_name)  # an index the table does not declare: DynaormError
+
+
+def _template(field: str, attr: Attribute[Any]) -> str:
+    """A key template that is exactly the field (a datetime in PynamoDB's format)."""
+    if _kind(attr, "", field) is UTCDateTimeAttribute:
+        return "{" + field + ":" + DATETIME_FORMAT + "}"
+    return "{" + field + "}"
+
+
+def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
+                         name: str | None = None,
+                         fields: Mapping[str, Any] | None = None) -> type[PynamoDBEntity]:
+    """An entity class that reads and writes exactly the items of PynamoDB ``model``.
+
+    ``table`` defaults to :func:`table_from_pynamodb` of the model (pass one table to
+    every class of a polymorphic model); its keys, type attribute, TTL and indexes must
+    be the model's. ``name`` is the class name (default: the model's). ``fields`` maps a
+    Python attribute name to a field annotation of your own, for custom attribute
+    classes (their own ``serialize``) the bridge cannot map.
+
+    A polymorphic model (a ``DiscriminatorAttribute``) is bridged class by class; each
+    class's discriminator value is its entity's type name.
+    """
+    owner = name or model.__name__
+    table = table_from_pynamodb(model) if table is None else table
+    _check_table(model, table)
+    overrides = dict(fields or {})
+    hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
+    key_types = {a: table.key_type(a) for a in (table.pk, table.sk) if a is not None}
+    for index_name in _indexes(model):
+        for a in table.key_attributes(index_name):
+            if a is not None:
+                key_types[a] = table.key_type(a)
+    by_attr: dict[str, str] = {}
+    annotations: dict[str, Any] = {}
+    namespace: dict[str, Any] = {"__module__": model.__module__,
+                                 "__qualname__": owner}
+    version: str | None = None
+    disc = _discriminator(model)
+    for py_name, attr in model.get_attributes().items():
+        if attr is disc:
+            continue
+        by_attr[attr.attr_name] = py_name
+        table_key = attr is hash_key or attr is range_key
+        annotations[py_name], namespace[py_name] = _field(
+            attr, owner, py_name, key_types.get(attr.attr_name), overrides.pop(py_name, None),
+            table_key)
+        if isinstance(attr, VersionAttribute):
+            version = py_name
+    if overrides:
+        raise DynaormError(f"{owner}: fields={sorted(overrides)} are not attributes of "
+                           f"{model.__name__}")
+    assert hash_key is not None
+
+    meta: dict[str, Any] = {"__module__": model.__module__, "__qualname__": f"{owner}.Meta",
+                            "table": table, "pk": _template(by_attr[hash_key.attr_name],
+                                                            hash_key)}
+    if range_key is not None:
+        meta["sk"] = _template(by_attr[range_key.attr_name], range_key)
+    if disc is not None:
+        value = disc.get_discriminator(model)
+        if value is None:
+            raise DynaormError(f"{model.__name__} has a discriminator but no value of its "
+                               "own (class X(Base, discriminator='x')): bridge its classes")
+        meta["type_name"] = str(value)
+    indexes: dict[str, tuple[str, str | None]] = {}
+    for index_name, index in _indexes(model).items():
+        ih, ir = _index_keys(index)
+        for index_key in (ih, ir):
+            if index_key is not None and index_key.attr_name not in by_attr:
+                raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
+                                   f"is no attribute of {model.__name__}")
+        local = isinstance(index, LocalSecondaryIndex)
+        indexes[index_name] = (meta["pk"] if local else _template(by_attr[ih.attr_name], ih),
+                               None if ir is None else _template(by_attr[ir.attr_name], ir))
+    if indexes:
+        meta["indexes"] = indexes
+    # (a class whose qualified name is inside the entity's: pydantic leaves it alone)
+    Meta = type("Meta", (), meta)
+    namespace["Meta"] = Meta
+    namespace["__annotations__"] = annotations
+    namespace["__pynamodb_model__"] = model
+    namespace["__pynamodb_version__"] = version
+    cls = type(owner, (PynamoDBEntity,), namespace)
+    return cast(type[PynamoDBEntity], cls)
+
+
+# -- optimistic locking: PynamoDB's VersionAttribute ---------------------------------------
+def _version_field(obj: Entity) -> str:
+    name = getattr(type(obj), "__pynamodb_version__", None)
+    if not isinstance(name, str):
+        raise DynaormError(f"{type(obj).__name__} has no PynamoDB VersionAttribute")
+    return name
+
+
+def _expected(obj: Entity, field: str) -> int | None:
+    """The version the stored item must hold: the one loaded (whatever the object says
+    now: staging twice after a failed commit conditions on the same version), else the
+    object's own."""
+    state = obj._dynaorm_state
+    if state is None:
+        value = getattr(obj, field)
+        return None if value is None else int(value)
+    av = state.item.get(spec_of(type(obj)).attr(field))
+    return int(av["N"]) if av is not None and "N" in av else None
+
+
+def _version_condition(field: str, expected: int | None) -> Condition:
+    return F(field).not_exists() if expected is None else F(field) == expected
+
+
+def _and(a: Condition, b: Condition | None) -> Condition:
+    return a if b is None else a & b
+
+
+def versioned_save(session: Session | AsyncSession, obj: Entity, *,
+                   condition: Condition | None = None, overwrite: bool = False) -> None:
+    """Stage a save with PynamoDB's optimistic locking (``Model.save()``): the stored
+    version must be the one loaded (absent for a new object), and the save writes the
+    next one (1 for a new object). The object's version moves when it is staged; after
+    a failed commit (``ConditionFailedError``: another writer, PynamoDB or dynaorm, saved
+    a newer version), reload it. ``condition=`` is ANDed in."""
+    field = _version_field(obj)
+    expected = _expected(obj, field)
+    object.__setattr__(obj, field, (expected or 0) + 1)
+    session.save(obj, overwrite=overwrite,
+                 condition=_and(_version_condition(field, expected), condition))
+
+
+def versioned_delete(session: Session | AsyncSession, obj: Entity, *,
+                     condition: Condition | None = None) -> None:
+    """Stage a delete with PynamoDB's optimistic locking (``Model.delete()``): only if the
+    stored version is still the one loaded. ``condition=`` is ANDed in."""
+    field = _version_field(obj)
+    session.delete(obj, condition=_and(_version_condition(field, _expected(obj, field)),
+                                       condition))
+
+
+def versioned_update(session: Session | AsyncSession, obj: Entity) -> StagedUpdate[Any]:
+    """Stage an update of a loaded object with PynamoDB's optimistic locking
+    (``Model.update(actions)``): it adds 1 to the version, conditioned on the stored
+    version being the one loaded. Add your actions to what it returns."""
+    field = _version_field(obj)
+    expected = _expected(obj, field)
+    staged: StagedUpdate[Any] = session.update(obj)
+    if expected is None:
+        return staged.set(**{field: 1}).where(F(field).not_exists())
+    return staged.add(**{field: 1}).where(F(field) == expected)
