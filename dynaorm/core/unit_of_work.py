@@ -30,8 +30,8 @@ from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
-from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_get_p
-from dynaorm.transport.steps import Backoff, Proto, call, gather
+from dynaorm.read.batches import batch_get_p, batch_rounds
+from dynaorm.transport.steps import Proto, call, gather
 from dynaorm.write.conditions import stored_as
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
 from dynaorm.write.staged import DeleteEntry, SaveEntry
@@ -190,30 +190,24 @@ class UnitOfWork(Staging):
         another writer's newer state)."""
         table = self.table.name
         attrs = [a for a in self.table.key_attributes() if a is not None]
-        pending = targets
-        rounds = 0
-        waited = 0.0
-        while pending:
-            rounds += 1
-            if rounds > MAX_BATCH_ROUNDS:
-                result.fail(pending, DynaormError(
-                    f"BatchWriteItem on {table!r} still had {len(pending)} unprocessed "
-                    f"request(s) after {MAX_BATCH_ROUNDS} rounds"), unknown=False)
-                return
-            if rounds > 1:
-                waited += yield Backoff(rounds - 1, waited)
-            request = {"RequestItems": {table: [r for _, r in pending]}}
-            try:
-                out = yield from call("BatchWriteItem", request, idempotent=False)
-            except RequestError as exc:
-                result.fail(pending, exc, unknown=exc.maybe_applied)
-                return
+        pending = targets  # what the next round sends: the previous round's unprocessed
+
+        def collect(out: dict[str, Any]) -> None:
+            nonlocal pending
             left = {_request_id(r, attrs)
                     for r in (out.get("UnprocessedItems") or {}).get(table, [])}
-            done = [t for t in pending if _request_id(t[1], attrs) not in left]
+            for done_targets, request in pending:
+                if _request_id(request, attrs) not in left:
+                    result.written.extend(done_targets)
             pending = [t for t in pending if _request_id(t[1], attrs) in left]
-            for done_targets, _ in done:
-                result.written.extend(done_targets)
+
+        try:
+            yield from batch_rounds("BatchWriteItem", table, {table: [r for _, r in targets]},
+                                    "UnprocessedItems", collect, idempotent=False)
+        except RequestError as exc:  # the round in flight: unknown if it may have applied
+            result.fail(pending, exc, unknown=exc.maybe_applied)
+        except DynaormError as exc:  # unprocessed after the last round: not written
+            result.fail(pending, exc, unknown=False)
 
     def _single_commit(self, entry: SaveEntry | DeleteEntry, state: InstanceState) -> Commit:
         """The planned commit of one loaded object of a bulk call (a plain entity: planned

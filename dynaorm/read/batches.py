@@ -22,10 +22,12 @@ MAX_BATCH_ROUNDS = 12
 
 def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                  unprocessed: str,
-                 collect: Callable[[dict[str, Any]], object] = lambda out: None
-                 ) -> Proto[None]:
+                 collect: Callable[[dict[str, Any]], object] = lambda out: None, *,
+                 idempotent: bool = True) -> Proto[None]:
     """Send a batch request until nothing is left unprocessed (backoff with jitter between
-    rounds, the rounds' waits within the transport's ``max_wait``)."""
+    rounds, the rounds' waits within the transport's ``max_wait``); ``collect`` sees each
+    round's answer. ``idempotent=False``: a round is not resent after an attempt that may
+    have been applied (the :class:`~dynaorm.RequestError` is raised instead)."""
     rounds = 0
     waited = 0.0
     while pending:
@@ -35,7 +37,7 @@ def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                                f"after {MAX_BATCH_ROUNDS} rounds")
         if rounds > 1:
             waited += yield Backoff(rounds - 1, waited)
-        out = yield from call(operation, {"RequestItems": pending})
+        out = yield from call(operation, {"RequestItems": pending}, idempotent=idempotent)
         collect(out)
         pending = out.get(unprocessed) or None
 
