@@ -24,6 +24,15 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 
 
+_CAPACITY_MODES = ("INDEXES", "TOTAL", "NONE")
+
+
+def _check_capacity(table: str, value: object) -> None:
+    if value is not None and value not in _CAPACITY_MODES:
+        raise DynaormError(f"table {table!r}: return_consumed_capacity must be one of "
+                           f"{list(_CAPACITY_MODES)} or None, got {value!r}")
+
+
 def _check_name(kind: str, name: object) -> None:
     """DynamoDB's rule for table and index names (moto is laxer: check it here)."""
     if not isinstance(name, str) or not _NAME.match(name):
@@ -82,6 +91,7 @@ class Table:
                  max_attempts: int | None = None, max_wait: float = 10.0,
                  cursor_secret: str | bytes | None = None,
                  stream: str | None = None,
+                 return_consumed_capacity: str | None = None,
                  transport: Transport | None = None) -> None:
         _check_name("table", name)
         if max_attempts is not None and (not isinstance(max_attempts, int)
@@ -94,6 +104,8 @@ class Table:
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
                                f"got {stream!r}")
+        _check_capacity(name, return_consumed_capacity)
+        self._capacity = return_consumed_capacity
         self._max_attempts = max_attempts  # None: AWS_MAX_ATTEMPTS, the profile's, else 5
         #: the most seconds all retries of one request may wait in all
         self.max_wait = float(max_wait)
@@ -140,6 +152,22 @@ class Table:
         self._transport = transport
         if transport is not None:
             transport.listeners = self._listeners
+            transport.capacity = return_consumed_capacity
+
+    @property
+    def return_consumed_capacity(self) -> str | None:
+        """``ReturnConsumedCapacity`` of every request that takes one (reads and writes):
+        ``"INDEXES"``, ``"TOTAL"`` or ``"NONE"``; ``None`` (the default): writes ask for
+        ``INDEXES`` (:class:`~dynaorm.CommitResult` sums them), reads for nothing. The units
+        are in each :class:`~dynaorm.RequestEvent` and log record."""
+        return self._capacity
+
+    @return_consumed_capacity.setter
+    def return_consumed_capacity(self, value: str | None) -> None:
+        _check_capacity(self.name, value)
+        self._capacity = value
+        if self._transport is not None:
+            self._transport.capacity = value
 
     # -- transport -----------------------------------------------------------------
     @property
@@ -155,6 +183,7 @@ class Table:
                                   max_attempts=attempts, max_wait=self.max_wait,
                                   table=self.name, session=session)
             transport.listeners = self._listeners
+            transport.capacity = self._capacity
             self._transport = transport
         return transport
 

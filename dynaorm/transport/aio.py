@@ -73,6 +73,11 @@ class AsyncTransport:
         return int(self.table.transport.max_attempts)
 
     @property
+    def capacity(self) -> str | None:
+        """``ReturnConsumedCapacity`` of every request that takes one (the table's)."""
+        return self.table.transport.capacity
+
+    @property
     def max_wait(self) -> float:
         """Seconds the retries of one request wait in all, at most (the table's)."""
         return float(self.table.transport.max_wait)

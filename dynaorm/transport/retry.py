@@ -16,13 +16,24 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from dynaorm.errors import RequestError
 from dynaorm.transport.events import CommitResult, RequestEvent, actions_of, capacity_of, table_of
 
-__all__ = ["Listener", "RetryPolicy", "answered", "backoff", "logger", "observe_attempt",
-           "recording", "retryable", "start_request"]
+__all__ = [
+    "CAPACITY_OPERATIONS",
+    "Listener",
+    "RetryPolicy",
+    "answered",
+    "backoff",
+    "logger",
+    "observe_attempt",
+    "recording",
+    "retryable",
+    "start_request",
+    "with_capacity",
+]
 
 #: the ``dynaorm`` logger: one DEBUG record per attempt of a request
 logger = logging.getLogger("dynaorm")
@@ -64,6 +75,26 @@ class RetryPolicy(Protocol):
     def listeners(self) -> Sequence[Listener]:
         """The ``on_request`` hooks called after every attempt."""
         ...  # pragma: no cover
+
+    @property
+    def capacity(self) -> str | None:
+        """``ReturnConsumedCapacity`` for every request that takes one (``None``: as built)."""
+        ...  # pragma: no cover
+
+
+#: the operations whose requests take ``ReturnConsumedCapacity``
+CAPACITY_OPERATIONS: Final = frozenset({
+    "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
+    "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
+
+
+def with_capacity(operation: str, request: dict[str, Any], mode: str | None
+                  ) -> dict[str, Any]:
+    """``request`` asking for consumed capacity ``mode`` (``None``: as it is)."""
+    if mode is None or operation not in CAPACITY_OPERATIONS or (
+            request.get("ReturnConsumedCapacity") == mode):
+        return request
+    return {**request, "ReturnConsumedCapacity": mode}
 
 
 def backoff(attempt: int, base_delay: float, max_delay: float) -> float:

@@ -144,7 +144,8 @@ def attempts(policy: RetryPolicy, step: Call) -> Proto[dict[str, Any]]:
     is not idempotent after an attempt that may have been applied. Every attempt is
     observed and recorded (:mod:`dynaorm.transport.retry`). Returns the response, or raises
     the last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set)."""
-    operation, request, origins = step.operation, step.request, step.origins
+    operation, origins = step.operation, step.origins
+    request = retry.with_capacity(operation, step.request, policy.capacity)
     listeners = policy.listeners
     recorder, observe = retry.start_request(listeners, operation, request)
     attempt = 0

@@ -58,6 +58,8 @@ class Transport:
         self.max_wait = max_wait
         #: ``fn(event)`` hooks called after every attempt (``Table.on_request``)
         self.listeners: list[Listener] = []
+        #: ``ReturnConsumedCapacity`` of every request that takes one (``None``: as built)
+        self.capacity: str | None = None
         #: how a ``Wait`` step sleeps (a test injects a fake clock here)
         self.sleep = sleep
         self._table = table

@@ -215,6 +215,7 @@ def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str
 class _Policy:
     max_attempts = 3
     max_wait = 10.0
+    capacity = None
     listeners: list[Any] = []
 
     def backoff(self, attempt: int) -> float:
