@@ -1,7 +1,7 @@
 """No lost updates (contract section 4, 0.2): an update of a persisted object is conditioned
 on the stored values of every attribute it writes or removes, on every engine. Racing
 writers are in tests/system/test_concurrency.py, the request size those conditions add in
-tests/unit/test_lost_updates.py."""
+tests/unit/test_write_plan.py."""
 
 from __future__ import annotations
 

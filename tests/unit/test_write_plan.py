@@ -404,3 +404,23 @@ def test_write_plan_is_plain_data() -> None:
     assert p1.transaction_request("a") == p2.transaction_request("a")
     assert isinstance(p1, WritePlan)
     assert p1.transaction_request("a") != p1.transaction_request("b")
+
+
+# -- no lost updates: the values an update is conditioned on count in its request's size --
+def test_request_size_counts_condition_values() -> None:
+    """Twelve updates of ~190 KB each: 2.3 MB of new values, but each is also conditioned on
+    its ~190 KB old value, so the request is over 4 MB and is refused before sending."""
+
+
+    entries = []
+    for i in range(12):
+        n = Note._from_item({"pk": {"S": f"NOTE#{i}"}, "sk": {"S": "NOTE"},
+                             "type": {"S": "Note"}, "note_id": {"S": str(i)},
+                             "body": {"S": "a" * 190_000}})
+        n.body = "b" * 190_000
+        entries.append((SaveEntry(n), n._dynaorm_state))
+    assert isinstance(entries[0][0].obj, Entity)
+    with pytest.raises(TransactionTooLargeError):
+        compile_commit(T, entries)
+    plan, _ = compile_commit(T, entries[:5])  # the same shape, small enough, plans fine
+    assert len(plan.ops) == 5
