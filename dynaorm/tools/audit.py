@@ -55,7 +55,7 @@ from dynaorm.model.timestamps import expired
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.transport.steps import Emit, Stream, call
 from dynaorm.write.guards import guard_item
-from dynaorm.write.planner import _table_index_attributes
+from dynaorm.write.planner import _version_row
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
            "scan_pages"]
@@ -374,10 +374,7 @@ class _Auditor:
         """The version row the writer writes from ``latest`` (planner: ``_version_row``):
         every attribute but the table's secondary-index keys, decoded and compared as
         :meth:`carried`."""
-        keys = (self.table.pk, self.table.sk)
-        indexed = _table_index_attributes(spec)
-        row = {k: v for k, v in latest.items() if k not in indexed or k in keys}
-        return self.carried(spec, row)
+        return self.carried(spec, _version_row(spec, latest, row_sk))  # the writer's own
 
     def latest_of(self, spec: EntitySpec, row: Item, latest_sk: str) -> Item | None:
         """The latest copy rebuilt from a version row: its attributes under the latest key,
