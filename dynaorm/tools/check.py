@@ -255,6 +255,74 @@ def audit_page(table: Table, page: list[Item], context: list[Item]) -> list[Prob
     return sorted((p for p in auditor.problems if _about(p, keys)), key=problem_order)
 
 
+# -- confirmation: a finding is re-read and re-judged before it is reported ----------------
+def _keys_of(auditor: _Auditor, problem: Problem) -> set[Key]:
+    """The items a problem was judged on: its own and every item its fix names."""
+    keys = {problem.key}
+    for action in problem.fix:
+        body = next(iter(action.values()))
+        where = body.get("Key") or body.get("Item") or {}
+        if table_key := {a: where[a] for a in auditor.key_av(problem.key) if a in where}:
+            keys.add(auditor.key_of(table_key))
+    return keys
+
+
+def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
+    """``problems`` judged again on a fresh consistent read of every item they involve (and
+    of the context those items need), read through the shared batch get. Only a problem
+    found again, of the same kind on the same item, is kept, in its fresh form (its fix
+    conditioned on the state just read); one that a live writer resolved is dropped."""
+    if not problems:
+        return []
+    auditor = _Auditor(table, [])
+    keys: set[Key] = set()
+    for problem in problems:
+        keys |= _keys_of(auditor, problem)
+    fresh = _get_many(table, auditor, keys)
+    subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
+    context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
+    found = audit_page(table, subjects, [*context, *_context(table, fresh)])
+    wanted = {(p.kind, p.key) for p in problems}
+    return [p for p in found if (p.kind, p.key) in wanted]
+
+
+def _confirm(table: Table, problems: list[Problem], rounds: int = 3) -> list[Problem]:
+    """The problems that two consecutive consistent re-reads judge the same (up to
+    ``rounds`` re-reads): a finding a live writer was in the middle of is never reported."""
+    last = _rejudge(table, problems)
+    for _ in range(rounds - 1):
+        if not last:
+            return []
+        again = _rejudge(table, last)
+        if [(p.kind, p.key, p.detail, p.fix) for p in again] == [
+                (p.kind, p.key, p.detail, p.fix) for p in last]:
+            return again
+        last = again
+    return []  # still moving after every re-read: a live writer's business, not a finding
+
+
+def _repair(table: Table, problems: list[Problem]) -> list[Repair]:
+    """Each fix sent once; a fix whose conditions failed (a writer changed the items since
+    they were judged) is never forced: the problem is re-judged on a fresh read and its
+    fresh fix sent once more only if it is still confirmed; otherwise it is dropped."""
+    done = repair(table, problems)
+    failed = [r.problem for r in done if not r.ok]
+    if not failed:
+        return done
+    again = {(p.kind, p.key): p for p in _confirm(table, failed)}
+    retried = {(r.problem.kind, r.problem.key): r
+               for r in repair(table, list(again.values()))}
+    out: list[Repair] = []
+    for r in done:
+        mark = (r.problem.kind, r.problem.key)
+        if r.ok:
+            out.append(r)
+        elif mark in retried:
+            out.append(retried[mark])
+        # else: resolved by the writer that won: nothing to repair, nothing reported
+    return out
+
+
 # -- the run -------------------------------------------------------------------------------
 def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
     if path is None:
@@ -309,7 +377,8 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         progress(state.scanned)
     for page, last in scan_pages(table, state.last_key, page_size):
         problems = []
-        for problem in audit_page(table, page, _context(table, page) if page else []):
+        judged = audit_page(table, page, _context(table, page) if page else [])
+        for problem in _confirm(table, judged) if judged else []:
             mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:
                 seen.add(mark)
@@ -318,7 +387,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
                 state.problems.append(str(problem))
         state.unrepairable += sum(not p.repairable for p in problems)
         if fix:
-            done = repair(table, problems)
+            done = _repair(table, problems)
             repairs += done
             state.repaired += sum(r.ok for r in done)
             state.failed += sum(not r.ok for r in done)
