@@ -55,7 +55,7 @@ from dynaorm.model.timestamps import expired
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.transport.steps import Emit, Stream, call
 from dynaorm.write.guards import guard_item
-from dynaorm.write.planner import _version_row
+from dynaorm.write.planner import version_row
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
            "scan_pages"]
@@ -371,10 +371,10 @@ class _Auditor:
                             if a not in skip and not self.internal(a)})
 
     def row_of(self, spec: EntitySpec, latest: Item, row_sk: str) -> dict[str, Any]:
-        """The version row the writer writes from ``latest`` (planner: ``_version_row``):
+        """The version row the writer writes from ``latest`` (planner: ``version_row``):
         every attribute but the table's secondary-index keys, decoded and compared as
         :meth:`carried`."""
-        return self.carried(spec, _version_row(spec, latest, row_sk))  # the writer's own
+        return self.carried(spec, version_row(spec, latest, row_sk))  # the writer's own
 
     def latest_of(self, spec: EntitySpec, row: Item, latest_sk: str) -> Item | None:
         """The latest copy rebuilt from a version row: its attributes under the latest key,

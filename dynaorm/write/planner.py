@@ -27,7 +27,7 @@ from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
-__all__ = ["compile_commit", "plan_delete", "plan_save", "undeclared"]
+__all__ = ["compile_commit", "plan_delete", "plan_save", "undeclared", "version_row"]
 
 
 def undeclared(spec: EntitySpec, stored: Item) -> Item:
@@ -106,7 +106,7 @@ class _Builder:
                     self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value)))
 
 
-def _version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
+def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     """A version row: the item under its version key, left out of every secondary index
     (only the latest copy is indexed, or index queries would return every version) except
     one whose keys are the table's own: a table key attribute always stays."""
@@ -156,7 +156,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         if spec.versioned:
             assert spec.table.sk is not None
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
-            b.ops.append(Put(first, _version_row(spec, item, first[spec.table.sk]), cond,
+            b.ops.append(Put(first, version_row(spec, item, first[spec.table.sk]), cond,
                              b.origin(Role.VERSION, Fail.EXISTS)))
             b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
         else:
@@ -260,7 +260,7 @@ def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceSt
     assert spec.table.sk is not None
     b = _Builder(spec, key, index)
     row_sk = version_sk(spec.base_sk(values) or "", n + 1)
-    b.ops.append(Put({**key, spec.table.sk: row_sk}, _version_row(spec, item, row_sk),
+    b.ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
                      not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
     cond = all_of([raw_eq("version", {"N": str(n)}),
                    *unchanged(spec, old_values, spec.unique_fields)])
