@@ -13,6 +13,7 @@ from dynaorm.errors import (
     DynaormError,
     InvalidCursorError,
     InvalidValueError,
+    ItemDecodeError,  # (0.3)
     ItemExistsError,
     ItemNotFoundError,
     ItemTooLargeError,
@@ -82,6 +83,7 @@ __all__ = [
     "ksuid",
 ]
 __all__ += ["BulkWriteError"]  # (0.3)
+__all__ += ["ItemDecodeError"]  # (0.3)
 
 
 def __getattr__(name: str) -> Any:

@@ -35,6 +35,7 @@ DOCUMENTED = {
     "StagedUpdate", "AsyncSession",
 }
 DOCUMENTED |= {"BulkWriteError"}  # (0.3)
+DOCUMENTED |= {"ItemDecodeError"}  # (0.3)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
