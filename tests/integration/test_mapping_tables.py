@@ -101,3 +101,24 @@ def test_no_validation_error_escapes_a_read(db: TestBackend) -> None:
         assert isinstance(err.value.__cause__, pydantic.ValidationError)
     with pytest.raises(pydantic.ValidationError):  # objects the caller builds: pydantic's
         Ticket(customer_id="c1", ticket_id="t3", subject="x", priority=[])  # type: ignore[arg-type]
+
+
+def test_a_key_field_named_version_on_a_plain_entity(db: TestBackend) -> None:
+    class Release(Entity):  # a plain entity: "version" is one of its key fields
+        class Meta:
+            table = crm
+            type_name = "release"
+            pk = "PRODUCT#{product}"
+            sk = "RELEASE#{version}"
+
+        product: str
+        version: str
+        notes: str = ""
+
+    s = db.session(crm)
+    s.save(Release(product="p", version="1.2", notes="first"))
+    s.commit()
+    got = s.get(Release, product="p", version="1.2")  # 0.2: "not versioned; no version"
+    assert got == Release(product="p", version="1.2", notes="first")
+    assert s.get(Release, product="p", version="9.9") is None
+    assert [r.version for r in s.query(Release, product="p").all()] == ["1.2"]
