@@ -10,10 +10,12 @@ from typing import Any
 import pydantic
 import pytest
 
-from dynaorm import Entity, ItemDecodeError, Table
+from dynaorm import GSI, DynaormError, Entity, ItemDecodeError, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.recording import Requests
 
-crm = Table("mapping-crm", pk="PK", sk="SK", type_attribute="EntityType")
+crm = Table("mapping-crm", pk="PK", sk="SK", type_attribute="EntityType",
+            indexes=[GSI("GSI1", pk="GSI1PK", sk="GSI1SK")])
 
 
 class Customer(Entity):
@@ -122,3 +124,49 @@ def test_a_key_field_named_version_on_a_plain_entity(db: TestBackend) -> None:
     assert got == Release(product="p", version="1.2", notes="first")
     assert s.get(Release, product="p", version="9.9") is None
     assert [r.version for r in s.query(Release, product="p").all()] == ["1.2"]
+
+
+class Invoice(Entity):
+    class Meta:
+        table = crm
+        type_name = "invoice"
+        pk = "CUSTOMER#{customer_id}"
+        sk = "INVOICE#{doc_id}"
+        indexes = {"GSI1": ("ACCOUNT#{account}", "DATE#{day}")}
+
+    customer_id: str
+    doc_id: str
+    account: str
+    day: str
+
+
+class Shipment(Entity):
+    class Meta:
+        table = crm
+        type_name = "shipment"
+        pk = "CUSTOMER#{customer_id}"
+        sk = "SHIPMENT#{doc_id}"
+        indexes = {"GSI1": ("ACCOUNT#{account}", "DATE#{day}")}
+
+    customer_id: str
+    doc_id: str
+    account: str
+    day: str
+
+
+def test_one_key_condition_over_types_sharing_its_template(db: TestBackend) -> None:
+    s = db.session(crm)
+    for n, day in enumerate(["2024-01-05", "2024-02-10", "2024-03-15"]):
+        s.save(Invoice(customer_id="c1", doc_id=f"i{n}", account="a", day=day))
+        s.save(Shipment(customer_id="c1", doc_id=f"s{n}", account="a", day=day))
+    s.commit()
+    rec = Requests(crm)
+    got = s.query(Invoice, Shipment, index="GSI1", account="a").between(
+        {"day": "2024-02-01"}, {"day": "2024-03-31"}).all()  # 0.2: "need a single type"
+    assert sorted((type(x).__name__, x.doc_id) for x in got) == [
+        ("Invoice", "i1"), ("Invoice", "i2"), ("Shipment", "s1"), ("Shipment", "s2")]
+    assert len(rec.of("Query")) == 1  # one request, not one per type
+    assert s.query(Invoice, Shipment, index="GSI1", account="a").gte(
+        day="2024-03-01").count() == 2
+    with pytest.raises(DynaormError, match="sort-key templates to agree"):
+        s.query(Invoice, Shipment, customer_id="c1").gte(doc_id="i1").all()
