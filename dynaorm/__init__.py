@@ -14,6 +14,7 @@ from dynaorm.errors import (
     DynaormError,
     InvalidCursorError,
     InvalidValueError,
+    ItemDecodeError,  # (0.3)
     ItemExistsError,
     ItemGoneError,  # (0.3)
     ItemNotFoundError,
@@ -50,17 +51,21 @@ __all__ = [
     "GSI",
     "LSI",
     "AsyncSession",
+    "BulkWriteError",
     "Change",
     "CommitResult",
     "ConcurrentModificationError",
     "Condition",
     "ConditionFailedError",
+    "ConflictError",
     "DynaormError",
     "Entity",
     "F",
     "InvalidCursorError",
     "InvalidValueError",
+    "ItemDecodeError",
     "ItemExistsError",
+    "ItemGoneError",
     "ItemNotFoundError",
     "ItemTooLargeError",
     "KeyTemplateError",
@@ -83,7 +88,6 @@ __all__ = [
     "Versioned",
     "ksuid",
 ]
-__all__ += ["BulkWriteError", "ConflictError", "ItemGoneError"]  # (0.3)
 
 
 def __getattr__(name: str) -> Any:

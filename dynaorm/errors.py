@@ -193,3 +193,16 @@ class BulkWriteError(DynaormError):
         self.not_written = list(not_written)
         self.unknown = list(unknown)
         self.errors = list(errors or [])
+
+
+__all__ += ["ItemDecodeError"]  # (0.3)
+
+
+class ItemDecodeError(_KeyedError, ValueError):
+    """A stored item does not fit the class it is read as (a missing or mistyped field).
+
+    ``entity`` is the class, ``key`` the item's table key; the pydantic error is the
+    ``__cause__``. Raised by every read (get, query, scan, batch get, stream decoding);
+    pydantic's ``ValidationError`` is raised only for objects the caller builds. A
+    ``ValueError``, as pydantic's error is, so ``except ValueError`` keeps catching it.
+    """

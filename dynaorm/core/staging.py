@@ -129,6 +129,8 @@ class Staging:
     def _lookup_key(self, spec: EntitySpec, fields: Mapping[str, Any],
                     version: int | None = None) -> PlainKey:
         expected = set(spec.lookup_fields)
+        if version is not None and not spec.versioned and "version" in expected:
+            fields, version = {**fields, "version": version}, None  # a key field so named
         given = set(fields)
         if given != expected:
             missing, extra = sorted(expected - given), sorted(given - expected)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import decode_item, encode_fields, encode_value
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
@@ -118,9 +118,12 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
           validate: Callable[[dict[str, Any]], Any]) -> Any:
     """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted."""
     plain_names = spec.plain_field_names
-    decoded = decode_item(item, plain_names) if plain_names is not None else (
-        spec.decode_fields(item))
-    obj = validate(decoded)
+    decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
+        plain_names is not None) else spec.decode_fields(item)
+    try:
+        obj = validate(decoded)
+    except ValidationError as exc:
+        raise _decode_error(cls, spec, item, exc) from exc
     key_attrs = spec.table_key_attrs
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
@@ -133,6 +136,16 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
                                          spec.type_name, key, version))
     return obj
+
+
+def _decode_error(cls: type[Any], spec: EntitySpec, item: Item,
+                  exc: ValidationError) -> ItemDecodeError:
+    """The typed error for a stored item that does not fit ``cls``, naming its key."""
+    key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: {e['msg']}"
+                         for e in exc.errors()[:3])
+    return ItemDecodeError(f"the stored item {key} does not fit {cls.__name__}: {problems}",
+                           entity=cls, key=key)
 
 
 class Versioned(Entity):

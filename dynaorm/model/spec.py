@@ -134,10 +134,8 @@ class EntitySpec:
 
     @functools.cached_property
     def _fill_back(self) -> tuple[tuple[str, KeyTemplate], ...]:
-        """Key attributes whose templates give fields back (tables without a type
-        attribute: items written by other tools may hold a field only in the key)."""
-        if self.table.type_attribute is not None:
-            return ()
+        """Key attributes whose templates give fields back (items written by other tools,
+        with or without a type attribute, may hold a field only in the key)."""
         pairs = [(self.table.pk, self.pk)]
         if self.sk is not None and self.table.sk is not None:
             pairs.append((self.table.sk, self.sk))
@@ -145,28 +143,34 @@ class EntitySpec:
             pairs.append((idx.pk_attr, idx.pk))
             if idx.sk is not None and idx.sk_attr is not None:
                 pairs.append((idx.sk_attr, idx.sk))
-        return tuple(pairs)
+        return tuple((attr, t) for attr, t in pairs if t.fields)  # literals give nothing
 
     @functools.cached_property
     def _plain_names(self) -> bool:
-        """Every field stored under its name, none filled back from keys: the fast path."""
-        return not self.renames and not self._fill_back
+        """Every field stored under its name: the fast path (fields missing from the item
+        are still filled back from its keys, see :meth:`fill_from_keys`)."""
+        return not self.renames
 
     @functools.cached_property
     def plain_field_names(self) -> frozenset[str] | None:
-        """:attr:`field_names` where :meth:`decode_fields` is just ``decode_item(item,
-        field_names)`` (every field stored under its name, none filled back from keys),
-        else ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
+        """:attr:`field_names` where :meth:`decode_fields` is ``fill_from_keys(item,
+        decode_item(item, field_names))`` (every field stored under its name), else
+        ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
         return self.field_names if self._plain_names else None
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
         if self._plain_names:
-            return decode_item(item, self.field_names)
+            return self.fill_from_keys(item, decode_item(item, self.field_names))
         stored = self.stored_fields
         data = decode_item(item, stored)
         if self.renames:
             data = {stored[k]: v for k, v in data.items()}
+        return self.fill_from_keys(item, data)
+
+    def fill_from_keys(self, item: Item, data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` (decoded fields) with the fields it lacks parsed back from the item's
+        key attributes, where a template holds them (a field stored only in its key)."""
         for attr, template in self._fill_back:
             if all(f in data for f in template.fields):
                 continue

@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any, Literal, Protocol
 
 from dynaorm._types import AttributeValue, Item
-from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.model.codec import decode_value
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD, parse_version_sk
@@ -99,9 +99,10 @@ class Change:
             return None
         try:
             return cls._from_item(item)
-        except ValueError as exc:
-            raise InvalidValueError(f"stream record {self.event_id or '?'}: the {cls.__name__} "
-                                    f"image at {self.key} does not validate: {exc}") from exc
+        except ValueError as exc:  # ItemDecodeError, or a value no key template takes
+            raise ItemDecodeError(f"stream record {self.event_id or '?'}: the {cls.__name__} "
+                                  f"image at {self.key} does not validate: {exc}",
+                                  entity=cls, key=dict(self.key)) from exc
 
 
 # -- normalising the two record shapes -----------------------------------------------------

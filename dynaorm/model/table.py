@@ -229,10 +229,14 @@ class Table:
     def register(self, entity: type[Any], type_name: str) -> None:
         """Record ``entity`` under ``type_name`` (called when an entity class is defined)."""
         other = self.entities.get(type_name)
-        if other is not None and other.__qualname__ != entity.__qualname__:
+        if other is not None and (other.__module__, other.__qualname__) != (
+                entity.__module__, entity.__qualname__):
             raise DynaormError(
-                f"table {self.name!r}: type name {type_name!r} is used by both "
-                f"{other.__name__} and {entity.__name__}; set Meta.type_name")
+                f"table {self.name!r}: type name {type_name!r} is taken by "
+                f"{other.__module__}.{other.__qualname__}; give "
+                f"{entity.__module__}.{entity.__qualname__} its own type name with "
+                f"'class Meta: type_name = \"...\"' (re-defining a class of the same "
+                f"module replaces it)")
         self.entities[type_name] = entity
 
     def key_type(self, attr: str | None) -> str:

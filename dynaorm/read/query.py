@@ -48,8 +48,6 @@ class Query(ReadBase[T]):
         return dataclasses.replace(self, _plan_cache=[], **changes)
 
     def _sort(self, op: str, *args: Mapping[str, Any]) -> Query[T]:
-        if len(self._entities) > 1:
-            raise DynaormError("sort-key conditions need a single entity type")
         if self._cond is not None:
             raise DynaormError("a query takes one sort-key condition")
         return self._with(_cond=SortCondition(op, args))
@@ -95,13 +93,22 @@ class Query(ReadBase[T]):
                              history=self._history, shard=self._shard)
             for other in self._entities[1:]:
                 other_spec = spec_of(other)
-                other_plan = plan_keys(other_spec, self._index, self._fields, None,
+                other_plan = plan_keys(other_spec, self._index, self._fields, self._cond,
                                        latest=other_spec.versioned and self._index is None,
                                        shard=self._shard)
                 if other_plan.pk_values != plan.pk_values:
                     raise DynaormError(f"{other.__name__} does not share the partition of "
                                        f"{self._entities[0].__name__} for {dict(self._fields)}")
-                plan = widen(plan, other_plan)  # read what every requested type reads
+                if self._cond is None:
+                    plan = widen(plan, other_plan)  # read what every requested type reads
+                elif (other_plan.sk_op, other_plan.sk_values, other_plan.exclude) != (
+                        plan.sk_op, plan.sk_values, plan.exclude):
+                    # one key condition spans several types only where it reads the same
+                    # range for each: their sort-key templates agree on it
+                    raise DynaormError(
+                        f"a sort-key condition over several types needs their sort-key "
+                        f"templates to agree: {other.__name__}'s differs from "
+                        f"{self._entities[0].__name__}'s; query them one by one")
             self._plan_cache.append(plan)
         return self._plan_cache[0]
 

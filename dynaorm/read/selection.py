@@ -270,6 +270,13 @@ class Selection(Generic[T]):
         several types): a server-side count cannot see them."""
         return bool(self.exclude or self.history_base or self.latest_only)
 
+    def counts_on_client(self, latest_on_server: bool) -> bool:
+        """Whether a count must read keys and apply :attr:`client_rules` itself. With
+        ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``) the latest-copy
+        rule is part of the server's filter, so it alone does not need the client."""
+        latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
+        return bool(self.exclude or self.history_base or latest_on_client)
+
     # -- partial reads -----------------------------------------------------------------
     def field_names(self) -> frozenset[str]:
         return frozenset().union(*(s.field_names for _, s in self.types.values()))

@@ -282,7 +282,7 @@ class ReadBase(Generic[T]):
     def _count_p(self) -> Proto[int]:
         sel = self._selection()
         n = self._streams()
-        if sel.server_filterable and not sel.client_rules:
+        if sel.server_filterable and not sel.counts_on_client(self._types_on_server):
             requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
             totals = yield from gather([self._count_stream(r) for r in requests], FAN_OUT)
             total = sum(totals)

@@ -15,6 +15,7 @@ from dynaorm import (
     DynaormError,
     Entity,
     InvalidCursorError,
+    ItemDecodeError,
     ItemExistsError,
     ItemNotFoundError,
     ItemTooLargeError,
@@ -161,12 +162,14 @@ def test_unique_error_attributes(db: TestBackend) -> None:
     assert err.value.violations == [("email", "BOB@x.com")]
 
 
-def test_corrupt_stored_item_raises_validation_error(db: TestBackend) -> None:
+def test_corrupt_stored_item_raises_item_decode_error(db: TestBackend) -> None:
     db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": {
         "pk": {"S": "NOTE#bad"}, "sk": {"S": "NOTE"}, "_type": {"S": "Note"},
         "note_id": {"S": "bad"}, "tags": {"N": "5"}}})
-    with pytest.raises(pydantic.ValidationError):
-        db.session().get(Note, note_id="bad")
+    with pytest.raises(ItemDecodeError, match=r"NOTE#bad.*does not fit Note") as err:
+        db.session().get(Note, note_id="bad")  # (0.2: a raw pydantic ValidationError)
+    assert (err.value.entity, err.value.key) == (Note, {"pk": "NOTE#bad", "sk": "NOTE"})
+    assert isinstance(err.value.__cause__, pydantic.ValidationError)
 
 
 def test_request_failures_are_dynaorm_errors(db: TestBackend) -> None:

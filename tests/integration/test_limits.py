@@ -44,6 +44,7 @@ class VDoc(Entity):
 
     class Meta:
         table = app
+        type_name = "LimitVDoc"  # test_versions has a VDoc on this table too
         pk = "VD#{doc}"
         sk = "{part}"
         indexes = {"gsi1": ("VG#{group}", "{rank}")}

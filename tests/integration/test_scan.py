@@ -104,6 +104,20 @@ def test_count_is_select_count(s: Session, rec: Requests) -> None:
 
 
 @pytest.mark.sync_only
+def test_versioned_count_is_select_count(s: Session, rec: Requests) -> None:
+    # 0.2 read every key to count latest copies; the v0_ rule is in the filter already
+    assert s.scan(Audit).count() == 2
+    assert s.scan(Audit, User).count() == 2 + 6
+    assert s.scan(Audit).filter(F("notes") == "v2").count() == 2
+    assert s.scan(Audit, segments=3).count() == 2
+    assert s.scan(Audit).limit(1).count() == 1
+    requests = rec.of("Scan")
+    assert len(requests) >= 5 and all(r["Select"] == "COUNT" for r in requests)
+    assert all("begins_with" in r["FilterExpression"] for r in requests)
+    assert all("Items" not in out for op, out in rec.responses if op == "Scan")
+
+
+@pytest.mark.sync_only
 def test_parallel_scan_reads_every_segment_concurrently(s: Session, rec: Requests) -> None:
     rec.expect_overlap(2)
     got = s.scan(Note, segments=4).all()

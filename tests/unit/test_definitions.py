@@ -119,3 +119,35 @@ def test_table_definition_errors() -> None:
         Table("tbl", sk=None, indexes=[LSI("lsi", sk="x")])
     with pytest.raises(DynaormError, match="projection"):
         Table("tbl", indexes=[GSI("gsi", pk="a", projection="SOME")]).definition()
+
+
+def _in_module(module: str, source: str, table: Table) -> Any:
+    """The class ``source`` defines, as if written in ``module``."""
+    scope: dict[str, Any] = {"__name__": module, "Entity": Entity, "table": table}
+    exec(source, scope)
+    return scope["Twin"]
+
+
+def test_a_type_name_taken_by_another_module_is_refused() -> None:
+    # Two classes named alike in two modules used to share one type name: each read the
+    # other's items (issue 18). The second is refused; the message says what to do.
+    names = Table("dynaorm-type-names")
+    twin = """
+class Twin(Entity):
+    class Meta:
+        table = table
+        pk = "T#{t}"
+        sk = "A"{extra}
+
+    t: str
+"""
+    first = _in_module("shop.models", twin.replace("{extra}", ""), names)
+    with pytest.raises(DynaormError, match=r"type name 'Twin' is taken by shop\.models\.Twin; "
+                       r"give billing\.models\.Twin its own type name .*Meta: type_name"):
+        _in_module("billing.models", twin.replace("{extra}", "").replace("T#", "U#"), names)
+    assert names.entities == {"Twin": first}
+    other = _in_module("billing.models", twin.replace("T#", "U#").replace(
+        "{extra}", '\n        type_name = "BillingTwin"'), names)  # its own name: welcome
+    assert names.entities == {"Twin": first, "BillingTwin": other}
+    again = _in_module("shop.models", twin.replace("{extra}", ""), names)  # a reload
+    assert names.entities["Twin"] is again and again is not first

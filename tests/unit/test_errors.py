@@ -34,7 +34,7 @@ DOCUMENTED = {
     "RequestError", "Change", "Versioned", "Scan", "Shards", "CommitResult", "RequestEvent",
     "StagedUpdate", "AsyncSession",
 }
-DOCUMENTED |= {"BulkWriteError", "ConflictError", "ItemGoneError"}  # (0.3)
+DOCUMENTED |= {"BulkWriteError", "ConflictError", "ItemDecodeError", "ItemGoneError"}  # (0.3)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

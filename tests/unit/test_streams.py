@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from dynaorm import Change, DynaormError, InvalidValueError, Table
+from dynaorm import Change, DynaormError, InvalidValueError, ItemDecodeError, Table
 from tests.support.stream_models import Blob, Doc, Person, stream_app
 
 ARN = ("arn:aws:dynamodb:us-east-1:123456789012:table/dynaorm-streams/stream/"
@@ -170,7 +170,7 @@ def test_bad_records_raise_typed_errors() -> None:
     invalid = {k: v for k, v in PERSON.items() if k != "email"}
     change = one([lambda_record("INSERT", PKEY, new=invalid)])  # decoded when read
     assert (change.entity, change.old) == (Person, None)
-    with pytest.raises(InvalidValueError, match=r"stream record e1: the Person image"):
+    with pytest.raises(ItemDecodeError, match=r"stream record e1: the Person image"):
         _ = change.new
     with pytest.raises(DynaormError, match="mapping with 'Records'"):
         one({"records": []})
