@@ -7,7 +7,6 @@ Run: ``python examples/pynamodb_bridge.py [--endpoint-url URL]``
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime, timedelta
 
 from _support import run, show
@@ -31,6 +30,7 @@ from dynaorm.pynamodb import (
     utc_datetime_string,
     versioned_save,
 )
+from dynaorm.transport.config import local_credentials
 
 
 # -- the old service's PynamoDB model, unchanged -------------------------------------------
@@ -72,8 +72,10 @@ MONDAY = datetime(2024, 6, 3, 9, 30, tzinfo=UTC)
 
 def main() -> None:
     with run(app, "the same table through PynamoDB and dynaorm") as db:
-        ThreadModel.Meta.host = db.endpoint_url  # PynamoDB talks to the same endpoint
-        ThreadModel.Meta.region = os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+        ThreadModel.Meta.host = db.endpoint_url  # PynamoDB talks to the same endpoint,
+        ThreadModel.Meta.region = app.client.meta.region_name  # in the same region,
+        for name, value in local_credentials(db.endpoint_url).items():  # as the same
+            setattr(ThreadModel.Meta, name, value)  # identity (a local engine's dummy one)
         print(f"table keys: {app.pk}, {app.sk}; indexes: {sorted(app.indexes)}; "
               f"ttl: {app.ttl}")
 

@@ -5,8 +5,8 @@ the same endpoint as dynaorm (its ``Meta.host`` / ``Meta.region`` are pointed th
 
 from __future__ import annotations
 
+import contextlib
 import importlib
-import os
 import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -56,6 +56,7 @@ from dynaorm.pynamodb import (
     versioned_update,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.transport.config import local_credentials
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 6789, tzinfo=UTC)
 FAR = datetime(2090, 1, 1, tzinfo=UTC)  # a TTL that has not passed
@@ -180,17 +181,22 @@ def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBack
                     name_suffix=worker_suffix()) as tb:
         if str(request.node.callspec.params.get("backend", "")).endswith("-async"):
             tb.session_kind = "async"
-        region = os.environ.get("AWS_DEFAULT_REGION") or os.environ.get("AWS_REGION")
+        credentials = local_credentials(backend)  # dynaorm's identity on that engine
         for models, table in PAIRS:
             for model in models:
                 model.Meta.table_name = table.name
                 model.Meta.host = backend
-                model.Meta.region = region or "us-east-1"
+                model.Meta.region = table.transport.client.meta.region_name
+                for name, value in credentials.items():
+                    setattr(model.Meta, name, value)
                 model._connection = None  # PynamoDB keeps one per class
         try:
             yield tb
         finally:
             for model, name, host, reg in saved:
+                for key in credentials:
+                    with contextlib.suppress(AttributeError):
+                        delattr(model.Meta, key)
                 model.Meta.table_name = name
                 model.Meta.host = host
                 model.Meta.region = reg
