@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -150,6 +151,7 @@ class Table:
         self.entities: dict[str, type[Any]] = {}  # the Entity classes, by type name
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._transport = transport
+        self._transport_lock = threading.Lock()
         if transport is not None:
             transport.listeners = self._listeners
             transport.capacity = return_consumed_capacity
@@ -174,17 +176,21 @@ class Table:
     def transport(self) -> Transport:
         """The transport used by sessions on this table (created on first use)."""
         transport = self._transport
-        if transport is None:
-            attempts, session = self._max_attempts, None
-            if attempts is None:  # botocore's max_attempts; the client reuses the session
-                session = botocore.session.get_session()
-                attempts = resolve_max_attempts(None, session, self.name)
-            transport = Transport(self.endpoint_url, self.region,
-                                  max_attempts=attempts, max_wait=self.max_wait,
-                                  table=self.name, session=session)
-            transport.listeners = self._listeners
-            transport.capacity = self._capacity
-            self._transport = transport
+        if transport is not None:
+            return transport
+        with self._transport_lock:  # threads racing to the first use get one transport
+            transport = self._transport
+            if transport is None:
+                attempts, session = self._max_attempts, None
+                if attempts is None:  # botocore's max_attempts; the client reuses the session
+                    session = botocore.session.get_session()
+                    attempts = resolve_max_attempts(None, session, self.name)
+                transport = Transport(self.endpoint_url, self.region,
+                                      max_attempts=attempts, max_wait=self.max_wait,
+                                      table=self.name, session=session)
+                transport.listeners = self._listeners
+                transport.capacity = self._capacity
+                self._transport = transport
         return transport
 
     @transport.setter

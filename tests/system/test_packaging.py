@@ -184,8 +184,11 @@ def test_testing_extra_serves_the_moto_server(testing: Path, tmp_path: Path) -> 
     moto[server])."""
     code = ("import botocore.session\n"
             "from dynaorm.testing import moto_server\n"
+            "from dynaorm.transport.config import local_credentials\n"
             "with moto_server() as url:\n"
-            "    c = botocore.session.get_session().create_client('dynamodb', endpoint_url=url)\n"
+            "    c = botocore.session.get_session().create_client(\n"
+            "        'dynamodb', endpoint_url=url, region_name='us-east-1',\n"
+            "        **local_credentials(url))\n"
             "    print(c.list_tables()['TableNames'])\n")
     result = _run(testing / "python", "-c", code, cwd=tmp_path)
     assert result.stdout.strip().endswith("[]"), result.stdout
