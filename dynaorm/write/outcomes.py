@@ -58,7 +58,7 @@ from dynaorm.write.records import Delete, Fail, Op, Put, Update
 from dynaorm.write.render import WritePlan
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
-           "single_item", "unknown_batch", "written_by"]
+           "single_item", "written_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -140,24 +140,6 @@ def unknown(plan: WritePlan, exc: RequestError, seen: str | None = None
         f"lost or was a server error), and after {exc.attempts} attempt(s) the last failed "
         f"with {exc.code}: {exc.message}{found}; read the items to see what is stored",
         operation=operation, keys=[dict(op.key) for op in plan.ops])
-
-
-def unknown_batch(exc: RequestError, pending: dict[str, Any],
-                  key_attributes: tuple[str, str | None]) -> OutcomeUnknownError:
-    """The error for a BatchWriteItem round that may have been applied and then failed for
-    good: ``pending`` is the round's ``RequestItems``."""
-    keys: list[dict[str, Any]] = []
-    for entries in pending.values():
-        for entry in entries:
-            body = entry.get("PutRequest", {}).get("Item") or entry.get(
-                "DeleteRequest", {}).get("Key", {})
-            keys.append({a: next(iter(body[a].values())) for a in key_attributes
-                         if a is not None and a in body})
-    return OutcomeUnknownError(
-        f"{exc.operation} of {len(keys)} item(s) on table(s) {sorted(pending)}: outcome "
-        f"unknown: an attempt may have been applied, and after {exc.attempts} attempt(s) "
-        f"the last failed with {exc.code}: {exc.message}; read the items to see what is "
-        "stored", operation=exc.operation, keys=keys)
 
 
 def _condition_failures(plan: WritePlan, exc: RequestError
