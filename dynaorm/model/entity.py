@@ -28,8 +28,8 @@ class Entity(BaseModel):
     if TYPE_CHECKING:
         __dynaorm_spec__: ClassVar[EntitySpec | None]
 
-    #: fields accept their name as well as their alias (stored names, contract 14)
     model_config = ConfigDict(populate_by_name=True)
+    """pydantic's configuration: fields may be given by name or by alias."""
 
     # Persistence bookkeeping lives in a slot, not a pydantic private attribute: it stays
     # out of equality, copies and validation (and validation is twice as fast without one).
@@ -162,6 +162,8 @@ class Versioned(Entity):
     __dynaorm_versioned__: ClassVar[bool] = True
 
     version: int = 0
+    """The entity's version: 0 until its first commit, then 1, 2, ... (one per committed
+    change)."""
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:
