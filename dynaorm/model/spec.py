@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_value
@@ -301,16 +300,18 @@ class EntitySpec:
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates
         (see :func:`~dynaorm.model.rules.literal_outranks`), as the table is now."""
-        entities = tuple(self.table.entities.values())
-        memo = (self.cls, entities)
-        found: tuple[EntitySpec, ...] | None = _OUTRANKED_BY.get(memo)
-        if found is None:
-            found = tuple(w for e in entities
-                          if (w := getattr(e, "__dynaorm_spec__", None)) is not None
-                          and w.cls is not self.cls
-                          and literal_outranks(w.pk, w.sk, self.pk, self.sk))
-            _OUTRANKED_BY[memo] = found
-        return found
+        if not self._templated:
+            return ()  # literal keys only: nothing outranks them
+        # (not memoised: the table's entities may change; asked only where keys decide)
+        return tuple(w for e in self.table.entities.values()
+                     if (w := getattr(e, "__dynaorm_spec__", None)) is not None
+                     and w.cls is not self.cls
+                     and literal_outranks(w.pk, w.sk, self.pk, self.sk))
+
+    @functools.cached_property
+    def _templated(self) -> bool:
+        """Whether a table key template of this entity has a field."""
+        return not self.pk.is_literal or (self.sk is not None and not self.sk.is_literal)
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
@@ -328,11 +329,6 @@ class EntitySpec:
             if template.parse_key(text) is None:
                 return False
         return True
-
-
-#: (entity class, the table's entity classes) -> the specs whose literal keys outrank it
-_OUTRANKED_BY: dict[tuple[type[Any], tuple[type[Any], ...]], tuple[EntitySpec, ...]] = cache(
-    "spec.outranked_by")
 
 
 # -- building a spec from Meta -------------------------------------------------------------

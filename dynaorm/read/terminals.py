@@ -54,7 +54,8 @@ class Page(Generic[T]):
     items: list[T]
     cursor: str | None
     #: items of the read that no entity of the table owns (a table without a type
-    #: attribute holding items of other tools), skipped
+    #: attribute holding items of other tools), and rows that fit a requested type's
+    #: template but another type's literal key claims (``Meta.overlaps``), skipped
     skipped: int = 0
 
 
