@@ -183,7 +183,9 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
 
     ``key`` is the primary key when the caller has rendered it already.
     """
-    data = obj.model_dump(mode="python")
+    data = obj.model_dump(mode="python")  # (exclude=True fields are left out here)
+    for name in spec.key_only:  # Meta.key_only: stored inside the key only
+        data.pop(name, None)
     if version is not None:
         data["version"] = version
     if spec.ttl_field is not None:

@@ -230,6 +230,8 @@ def _match_row(table: StreamTable, pk: str, sk: str | None) -> Any:
             if spec.sk.parse_key(base) is None:
                 continue
         found.append(spec)
+    if len(found) > 1:  # a literal key outranks a template where both fit (Meta.overlaps)
+        found = [s for s in found if not any(w in found for w in s.outranked_by())]
     return found[0] if len(found) == 1 else None
 
 

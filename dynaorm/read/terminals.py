@@ -56,8 +56,9 @@ class Page(Generic[T]):
     cursor: str | None
     """The cursor of the next page (``None`` on the last page); pass it to ``page(cursor)``."""
     skipped: int = 0
-    """How many items of the read were skipped because no entity of the table owns them (a
-    table without a type attribute that holds other tools' items)."""
+    """How many items of the read were skipped: items no entity of the table owns (a table
+    without a type attribute that holds other tools' items), and rows that fit a requested
+    type's template but that another type's literal key claims (``Meta.overlaps``)."""
 
 
 class ReadBase(Generic[T]):

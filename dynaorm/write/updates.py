@@ -208,6 +208,9 @@ class StagedUpdate(Generic[T]):
             if name in spec.lookup_fields:
                 raise self._where_err(name, "a primary-key template uses it: it cannot be "
                                       "updated (load the object and save it to move it)")
+            if name in spec.unstored:
+                raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
+                                      "update cannot write it")
             if spec.versioned and name == "version":
                 raise self._where_err(name, "the version of a versioned entity is dynaorm's")
             info = self.entity.model_fields[name]
@@ -320,6 +323,8 @@ class StagedUpdate(Generic[T]):
         own_keys = {table.pk, table.sk}
         if self.upsert:  # a created item needs its key fields, type and index keys too
             for name in spec.lookup_fields:
+                if name in spec.unstored:  # Meta.key_only / exclude=True: the key holds it
+                    continue
                 if spec.attr(name) not in own_keys:  # a field that is the key: it is there
                     clauses.append(("SET", spec.attr(name),
                                     self._dump(name, self._key_fields[name])))
