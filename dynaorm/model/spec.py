@@ -43,9 +43,16 @@ class Unique:
     """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
 
     field: str
+    """The unique field's name."""
     prefix: str | None = None
+    """The guard key's prefix (default: the field's name): ``"member_badge"`` gives
+    ``"member_badge#1234"``."""
     normalize: Callable[[Any], Any] | None = None
+    """Applied to the value before it goes into the guard key (``str.lower``: one value, any
+    case)."""
     scope: str | None = None
+    """A key template the value is unique within (``"ORG#{org_id}"``: one username per
+    organisation); ``None``: unique in the whole table."""
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,9 @@ class StagedUpdate(Generic[T]):
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
                  upsert: bool, key: PlainKey | None = None) -> None:
         self.entity = entity
+        """The entity class the update is for."""
         self.upsert = upsert
+        """True: the update creates the item when it is absent (``upsert=True``)."""
         self._spec: EntitySpec = spec_of(entity)
         self._key_fields = {n: _adapter(entity, n).validate_python(v)
                             for n, v in key_fields.items()}
@@ -138,9 +140,8 @@ class StagedUpdate(Generic[T]):
             key = loaded._dynaorm_state.key
         elif key is None or not _same(self._key_fields, key_fields):
             key = self._spec.primary_key(self._key_fields)
-        #: the stored item's primary key (``key``: the caller's, rendered from
-        #: ``key_fields``, reused when validation kept every value as it was)
         self.key: PlainKey = key
+        """The stored item's table key (plain values)."""
 
     def __repr__(self) -> str:
         return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
