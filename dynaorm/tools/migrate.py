@@ -20,8 +20,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -37,6 +39,7 @@ from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import CheckpointError, check_table
+from dynaorm.write.moves import load_old
 
 __all__ = ["MigrationReport", "migrate", "old_layout_entity"]
 
@@ -143,14 +146,17 @@ class _Pacer:
         self.start = clock()
         self.count = 0
 
+        self.lock = threading.Lock()
+
     def __call__(self) -> None:
         if not self.rate:
             return
-        due = self.start + self.count / self.rate
+        with self.lock:  # (moves in flight at once share the budget)
+            due = self.start + self.count / self.rate
+            self.count += 1
         now = self.clock()
         if due > now:
             self.sleep(due - now)
-        self.count += 1
 
 
 def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
@@ -217,7 +223,7 @@ def _save(path: Path | None, state: _State) -> None:
 
 def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | None = None,
             resume: bool = False, rate: float | None = None, page_size: int | None = None,
-            max_pages: int | None = None, check: bool = True,
+            max_pages: int | None = None, check: bool = True, concurrency: int = 4,
             progress: Callable[[int], None] | None = None,
             clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep) -> MigrationReport:
@@ -226,57 +232,79 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     ``dry_run``: count and sample only, write nothing. ``checkpoint``: record the scan
     position and counts after every page; ``resume=True`` continues the unfinished run it
     holds. ``rate``: at most that many moves a second. ``max_pages``: stop after that
-    many pages of this run (resume later). ``check``: audit the table once the run is
+    many pages of this run (resume later). ``concurrency``: moves of one page in flight
+    at once (each its own transaction). ``check``: audit the table once the run is
     finished (``dynaorm check``, no repairs). ``progress`` gets the running count of
     scanned items.
     """
+    if concurrency < 1:
+        raise DynaormError(f"migrate: concurrency must be at least 1, got {concurrency!r}")
     if rate is not None and rate <= 0:
         raise DynaormError(f"migrate: rate must be positive, got {rate!r}")
     specs = _migrating(table)
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, dry_run, resume)
-    session = Session(table)
     pace = _Pacer(rate, clock, sleep)
     if progress is not None:
         progress(state.scanned)
     pages = 0
-    for page, last in scan_pages(table, state.last_key, page_size):
-        for item in page:
-            spec = old_layout_entity(specs, item)
-            if spec is None:
-                continue
+    local = threading.local()
+
+    def move_one(spec: EntitySpec, item: Item) -> str:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = Session(table)
+        try:
             history = table.transport.run(old_history_p(table.name, spec, item))
-            try:
-                obj = from_previous(spec, item, history)
-            except DynaormError as exc:
-                state.failed.append(f"{spec.name} {_key_text(_old_key(spec, item))}: {exc}")
-                continue
-            state.found[spec.name] = state.found.get(spec.name, 0) + 1
-            samples = state.samples.setdefault(spec.name, [])
-            if len(samples) < SAMPLES:
-                samples.append([_key_text(_old_key(spec, item)),
-                                _key_text(spec.primary_key(obj.__dict__))])
-            if dry_run:
-                continue
-            pace()
-            outcome = _move(session, spec, obj)
-            if outcome == "moved":
-                state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
-            elif outcome == "skipped":
-                state.skipped += 1
-            else:
-                state.failed.append(f"{spec.name} {_key_text(_old_key(spec, item))}: "
-                                    f"{outcome}")
-        state.scanned += len(page)
-        state.pages += 1
-        state.last_key = last
-        state.done = last is None
-        _save(path, state)
-        if progress is not None:
-            progress(state.scanned)
-        pages += 1
-        if max_pages is not None and pages >= max_pages and not state.done:
-            break
+            obj = from_previous(spec, item, history)
+        except DynaormError as exc:
+            return str(exc)
+        pace()
+        return _move(session, spec, obj)
+
+    pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
+    try:
+        for page, last in scan_pages(table, state.last_key, page_size):
+            todo: list[tuple[EntitySpec, Item, PlainKey]] = []
+            for item in page:
+                spec = old_layout_entity(specs, item)
+                if spec is None:
+                    continue
+                old_key = _old_key(spec, item)
+                try:
+                    obj = load_old(spec, item)
+                except DynaormError as exc:
+                    state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
+                    continue
+                state.found[spec.name] = state.found.get(spec.name, 0) + 1
+                samples = state.samples.setdefault(spec.name, [])
+                if len(samples) < SAMPLES:
+                    samples.append([_key_text(old_key),
+                                    _key_text(spec.primary_key(obj.__dict__))])
+                if not dry_run:
+                    todo.append((spec, item, old_key))
+            outcomes = (list(pool.map(lambda t: move_one(t[0], t[1]), todo)) if pool
+                        else [move_one(spec, item) for spec, item, _ in todo])
+            for (spec, _, old_key), outcome in zip(todo, outcomes, strict=True):
+                if outcome == "moved":
+                    state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
+                elif outcome == "skipped":
+                    state.skipped += 1
+                else:
+                    state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
+            state.scanned += len(page)
+            state.pages += 1
+            state.last_key = last
+            state.done = last is None
+            _save(path, state)
+            if progress is not None:
+                progress(state.scanned)
+            pages += 1
+            if max_pages is not None and pages >= max_pages and not state.done:
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
     problems = None
     if state.done and check and not dry_run:
         problems = check_table(table).problems
