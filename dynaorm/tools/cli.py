@@ -258,7 +258,8 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.tools.migrate import migrate
 
     table = _connect(load_table(args.table), args)
-    for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages)):
+    for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages),
+                        ("--concurrency", args.concurrency)):
         if value is not None and value < 1:
             print(f"dynaorm migrate: error: {name} must be at least 1", file=sys.stderr)
             return EXIT_USAGE
@@ -270,7 +271,8 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     try:
         report = migrate(table, dry_run=args.dry_run, checkpoint=args.checkpoint,
                          resume=args.resume, rate=args.rate, page_size=args.page_size,
-                         max_pages=args.max_pages, progress=bar)
+                         max_pages=args.max_pages, concurrency=args.concurrency,
+                         progress=bar)
     except CheckpointError as exc:
         print(f"dynaorm migrate: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -416,6 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most N moves per second (default: as fast as it goes)")
     p.add_argument("--page-size", metavar="N", type=int, default=None,
                    help="items per Scan request (default: DynamoDB's 1 MB pages)")
+    p.add_argument("--concurrency", metavar="N", type=int, default=4,
+                   help="moves in flight at once, each its own transaction (default 4)")
     p.add_argument("--max-pages", metavar="N", type=int, default=None,
                    help="stop after N pages (continue later with --resume)")
     p.add_argument("--progress", action="store_true",

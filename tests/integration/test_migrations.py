@@ -303,8 +303,33 @@ def test_migrate_rate_limit_paces_moves(db: TestBackend) -> None:
         waits.append(seconds)
         now[0] += seconds
 
-    report = migrate(mig, rate=2, clock=lambda: now[0], sleep=sleep)
+    report = migrate(mig, rate=2, clock=lambda: now[0], sleep=sleep, concurrency=1)
     assert report.moved == {"Account": 4}
     assert sum(waits) == pytest.approx(1.5)  # 4 moves at 2 a second: 0, 0.5, 1.0, 1.5
     with pytest.raises(DynaormError, match="rate must be positive"):
         migrate(mig, rate=0)
+    with pytest.raises(DynaormError, match="concurrency must be at least 1"):
+        migrate(mig, concurrency=0)
+
+
+@pytest.mark.sync_only
+def test_migrate_command(db: TestBackend, capsys: pytest.CaptureFixture[str]) -> None:
+    from dynaorm.tools.cli import main
+
+    _old_data()
+    ref = "tests.support.migration_models:mig"
+    assert main(["migrate", ref, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "Account: 1 in the previous layout, would move 1" in out
+    assert "USER#a1/PROFILE -> ACCOUNT#a1/PROFILE" in out
+    assert _keys(db) == OLD_KEYS
+    assert main(["migrate", ref, "--rate", "0"]) == 2
+    assert main(["migrate", ref, "--concurrency", "0"]) == 2
+    assert main(["migrate", ref, "--resume"]) == 2
+    assert "resume needs a checkpoint" in capsys.readouterr().err
+    assert main(["migrate", ref, "--progress"]) == 0
+    captured = capsys.readouterr()
+    assert "Ledger: 1 in the previous layout, moved 1" in captured.out
+    assert "check: 0 problem(s)" in captured.out
+    assert "scanned" in captured.err and "ETA" in captured.err
+    assert _keys(db) == NEW_KEYS
