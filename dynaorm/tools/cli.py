@@ -418,8 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="at most N moves per second (default: as fast as it goes)")
     p.add_argument("--page-size", metavar="N", type=int, default=None,
                    help="items per Scan request (default: DynamoDB's 1 MB pages)")
-    p.add_argument("--concurrency", metavar="N", type=int, default=4,
-                   help="moves in flight at once, each its own transaction (default 4)")
+    p.add_argument("--concurrency", metavar="N", type=int, default=1,
+                   help="moves in flight at once, each its own transaction (default 1)")
     p.add_argument("--max-pages", metavar="N", type=int, default=None,
                    help="stop after N pages (continue later with --resume)")
     p.add_argument("--progress", action="store_true",

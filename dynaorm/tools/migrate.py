@@ -223,7 +223,7 @@ def _save(path: Path | None, state: _State) -> None:
 
 def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | None = None,
             resume: bool = False, rate: float | None = None, page_size: int | None = None,
-            max_pages: int | None = None, check: bool = True, concurrency: int = 4,
+            max_pages: int | None = None, check: bool = True, concurrency: int = 1,
             progress: Callable[[int], None] | None = None,
             clock: Callable[[], float] = time.monotonic,
             sleep: Callable[[float], None] = time.sleep) -> MigrationReport:

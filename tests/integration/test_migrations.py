@@ -303,7 +303,7 @@ def test_migrate_rate_limit_paces_moves(db: TestBackend) -> None:
         waits.append(seconds)
         now[0] += seconds
 
-    report = migrate(mig, rate=2, clock=lambda: now[0], sleep=sleep, concurrency=1)
+    report = migrate(mig, rate=2, clock=lambda: now[0], sleep=sleep)
     assert report.moved == {"Account": 4}
     assert sum(waits) == pytest.approx(1.5)  # 4 moves at 2 a second: 0, 0.5, 1.0, 1.5
     with pytest.raises(DynaormError, match="rate must be positive"):

@@ -131,10 +131,10 @@ def test_migrate_beside_8_readers_and_writers(local: TestBackend, tmp_path: Path
     url = ["--endpoint-url", str(local.endpoint_url)]
     try:
         first = main(["migrate", ref, *url, "--checkpoint", str(point), "--page-size",
-                      str(PAGE), "--max-pages", "3"])
+                      str(PAGE), "--max-pages", "3", "--concurrency", "4"])
         interrupted = capsys.readouterr().out
         rest = main(["migrate", ref, *url, "--checkpoint", str(point), "--resume",
-                     "--page-size", str(PAGE)])
+                     "--page-size", str(PAGE), "--concurrency", "4"])
         finished = capsys.readouterr().out
     finally:
         stop.set()
