@@ -333,3 +333,39 @@ def test_migrate_command(db: TestBackend, capsys: pytest.CaptureFixture[str]) ->
     assert "check: 0 problem(s)" in captured.out
     assert "scanned" in captured.err and "ETA" in captured.err
     assert _keys(db) == NEW_KEYS
+
+
+@pytest.mark.sync_only
+def test_migrate_checkpoint_errors(db: TestBackend, tmp_path: Any) -> None:
+    from dynaorm.tools.check import CheckpointError
+
+    point = tmp_path / "m.json"
+    with pytest.raises(CheckpointError, match="does not exist: nothing to resume"):
+        migrate(mig, checkpoint=point, resume=True)
+    with pytest.raises(CheckpointError, match="is a directory"):
+        migrate(mig, checkpoint=tmp_path)
+    point.write_text("{not json")
+    with pytest.raises(CheckpointError, match="not a dynaorm migrate checkpoint"):
+        migrate(mig, checkpoint=point)
+    point.write_text('{"table": "another", "dry_run": false}')
+    with pytest.raises(CheckpointError, match="belongs to table 'another'"):
+        migrate(mig, checkpoint=point)
+    point.write_text(f'{{"table": "{mig.name}", "dry_run": true}}')
+    with pytest.raises(CheckpointError, match="with --dry-run"):
+        migrate(mig, checkpoint=point, resume=True)
+    point.unlink()
+    assert migrate(mig, checkpoint=point).done  # a finished checkpoint starts over
+    assert migrate(mig, checkpoint=point).done
+
+
+def test_old_item_that_does_not_fit_is_a_typed_error(db: TestBackend) -> None:
+    from dynaorm import ItemDecodeError
+
+    db.table.transport.client.put_item(TableName=mig.name, Item={
+        "pk": {"S": "USER#bad"}, "sk": {"S": "PROFILE"}, "_type": {"S": "user"},
+        "id": {"S": "bad"}})  # no mail: the current class needs an email
+    with pytest.raises(ItemDecodeError, match=r"USER#bad.*previous layout.*Account"):
+        db.session().get(Account, id="bad")
+    report = migrate(mig, check=False)
+    assert report.found == {} and len(report.failed) == 1
+    assert "USER#bad/PROFILE" in report.failed[0] and not report.ok
