@@ -18,6 +18,7 @@ of ``dynaorm check`` (no repairs), whose findings the report lists.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import threading
@@ -28,7 +29,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError
+from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import MovedState
@@ -39,7 +40,9 @@ from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import CheckpointError, check_table
-from dynaorm.write.moves import load_old
+from dynaorm.transport.steps import call
+from dynaorm.write.moves import history_batches, load_old, needs_history_batches
+from dynaorm.write.render import WritePlan
 
 __all__ = ["MigrationReport", "migrate", "old_layout_entity"]
 
@@ -165,8 +168,14 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
     fields = {f: obj.__dict__[f] for f in spec.lookup_fields}
     current: Entity | None = obj
     for _ in range(MOVE_ROUNDS):
-        if current is None or not isinstance(current._dynaorm_state, MovedState):
+        state = None if current is None else current._dynaorm_state
+        if current is None or not isinstance(state, MovedState):
             return "skipped"
+        if needs_history_batches(spec, state):  # too long for one transaction
+            with contextlib.suppress(RequestError):  # (a writer moved or changed it: the
+                _move_history(session.table, spec, state)  # fresh read below judges)
+            current = session.get(spec.cls, consistent=True, **fields)
+            continue
         session.save(current)
         try:
             session.commit()
@@ -175,6 +184,13 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
             session.rollback()
         current = session.get(spec.cls, consistent=True, **fields)  # judged again
     return f"still changing after {MOVE_ROUNDS} attempts"
+
+
+def _move_history(table: Table, spec: EntitySpec, state: MovedState) -> None:
+    """Move a long history ahead of its entity, one conditioned transaction per batch."""
+    for ops in history_batches(spec, state):
+        request = WritePlan(table.name, tuple(ops)).transaction_request(os.urandom(16).hex())
+        table.transport.run(call("TransactWriteItems", request))
 
 
 def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple[_State, bool]:

@@ -29,14 +29,16 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.committed import Written
 from dynaorm.write.conditions import stored_as
-from dynaorm.write.records import Delete, Fail, Op, Put, Role
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.write.staged import DeleteEntry, Outcome, SaveEntry
 
-__all__ = ["MAX_MOVE_ACTIONS", "move_actions", "old_values", "plan_move_delete",
-           "plan_move_save"]
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "move_actions",
+           "needs_history_batches", "old_values", "plan_move_delete", "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
+#: version rows one history batch moves (two actions each, and one check)
+HISTORY_BATCH = 24
 
 
 def _layout(spec: EntitySpec) -> Layout:
@@ -79,9 +81,41 @@ def _check_size(spec: EntitySpec, key: PlainKey, versions: int) -> None:
         raise TransactionTooLargeError(
             f"{spec.name} {key}: moving it to its current layout with its {versions} version "
             f"rows takes {needed} actions, more than the {MAX_MOVE_ACTIONS} one transaction "
-            "holds; an entity with that much history cannot be moved atomically (delete its "
-            "history with s.delete(obj, history=True) and save it again, or keep it in the "
-            "previous layout)")
+            "holds: run `dynaorm migrate`, which moves a long history in conditioned "
+            "batches first and then the entity")
+
+
+def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
+    """Whether moving the object of ``state`` in one transaction exceeds the limit."""
+    return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
+
+
+def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BATCH
+                    ) -> list[list[Op]]:
+    """The old version rows of ``state`` moved ahead of the entity, ``size`` rows per
+    transaction: each put under the new key if absent and deleted under the old one if
+    present, with a check that the old latest copy is still at the version read (a writer
+    that moved or changed the entity meanwhile fails the batch). Version rows never change
+    once written, so a history moved in several transactions is the history read."""
+    check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
+    assert check is not None
+    rows = _history_rows(spec, state)
+    out: list[list[Op]] = []
+    for at in range(0, len(rows), size):
+        ops: list[Op] = [ConditionCheck(state.key, check, _origin(
+            spec, state.key, Role.LATEST, Fail.GONE, 0))]
+        for _, old_key, row in rows[at:at + size]:
+            new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
+            if new_key == old_key:  # (only the type or stored names changed)
+                ops.append(Put(new_key, row, exists(spec.table.pk), _origin(
+                    spec, state.key, Role.VERSION, Fail.GONE, 0)))
+                continue
+            ops.append(Delete(old_key, exists(spec.table.pk), _origin(
+                spec, state.key, Role.VERSION, Fail.GONE, 0)))
+            ops.append(Put(new_key, row, not_exists(spec.table.pk), _origin(
+                spec, state.key, Role.VERSION, Fail.EXISTS, 0)))
+        out.append(ops)
+    return out
 
 
 def _row_condition(spec: EntitySpec, state: MovedState) -> Any:

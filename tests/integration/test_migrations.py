@@ -133,6 +133,28 @@ def test_too_much_history_to_move_atomically() -> None:
         plan_move_save(SaveEntry(obj), state, 0)
 
 
+@pytest.mark.sync_only
+def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
+    o = Session(old)
+    ledger = OldLedger(id="long", code="LONG")
+    for n in range(60):
+        ledger.balance = n
+        o.save(ledger)
+        o.commit()
+    s = db.session()
+    got = s.get(Ledger, id="long")
+    assert got is not None and got.version == 60
+    s.save(got)
+    with pytest.raises(TransactionTooLargeError, match="run `dynaorm migrate`"):
+        s.commit()
+    report = migrate(mig)
+    assert report.moved == {"Ledger": 1} and report.ok, report
+    keys = _keys(db)
+    assert not [k for k in keys if k[0].startswith("BOOK#")]
+    assert len([k for k in keys if k[0] == "LEDGER#long"]) == 61
+    assert [v.balance for v in s.history(Ledger, id="long").all()] == list(range(60))
+
+
 # -- reads ---------------------------------------------------------------------------------
 def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
     _old_data()
