@@ -21,6 +21,7 @@ from dynaorm import (
     Table,
     TransactionTooLargeError,
 )
+from dynaorm.model.entity import spec_of
 from dynaorm.model.layouts import MovedState
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
@@ -391,3 +392,32 @@ def test_old_item_that_does_not_fit_is_a_typed_error(db: TestBackend) -> None:
     report = migrate(mig, check=False)
     assert report.found == {} and len(report.failed) == 1
     assert "USER#bad/PROFILE" in report.failed[0] and not report.ok
+
+
+@pytest.mark.sync_only
+def test_migrate_rejudges_a_move_that_lost_its_condition(db: TestBackend) -> None:
+    """A move whose item a writer changed in the old layout is redone from a fresh read
+    (the writer's change kept); one a writer moved first is skipped."""
+    from dynaorm.tools.migrate import _move
+
+    _old_data()
+    s = Session(mig)
+    stale = s.get(Account, id="a1")
+    assert stale is not None
+    o = Session(old)
+    writer = o.get(OldAccount, id="a1")
+    assert writer is not None
+    writer.name = "changed by a writer"
+    o.save(writer)
+    o.commit()
+    assert _move(Session(mig), spec_of(Account), stale) == "moved"
+    moved = s.get(Account, id="a1")
+    assert moved is not None and moved.name == "changed by a writer"
+    assert not isinstance(moved._dynaorm_state, MovedState)
+
+    first, second = s.get(Ledger, id="l1"), Session(mig).get(Ledger, id="l1")
+    assert first is not None and second is not None
+    s.save(first)
+    s.commit()  # a live writer moves it
+    assert _move(Session(mig), spec_of(Ledger), second) == "skipped"
+    assert _keys(db) == NEW_KEYS
