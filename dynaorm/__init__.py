@@ -31,6 +31,7 @@ from dynaorm.errors import (
 from dynaorm.ksuid import ksuid
 from dynaorm.model.entity import Entity, Versioned
 from dynaorm.model.expressions import Condition, F
+from dynaorm.model.layouts import Previous
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import Unique
 from dynaorm.model.streams import Change
@@ -72,6 +73,7 @@ __all__ = [
     "MultipleResultsError",
     "OutcomeUnknownError",
     "Page",
+    "Previous",
     "Query",
     "RequestError",
     "RequestEvent",

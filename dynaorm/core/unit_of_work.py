@@ -32,6 +32,7 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.read.batches import batch_get_p, batch_rounds
+from dynaorm.read.previous import previous_get_p
 from dynaorm.transport.steps import Proto, call, gather
 from dynaorm.write.conditions import stored_as
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, check_read_key
@@ -72,7 +73,13 @@ class UnitOfWork(Staging):
         spec = self._spec(entity)
         key = self._lookup_key(spec, fields, version)
         item = yield from self._get_item_p(key, consistent, (entity,))
-        return entity._from_item(item, spec) if item is not None and spec.owns(item) else None
+        if item is not None and spec.owns(item):
+            return entity._from_item(item, spec)
+        if spec.previous is not None and version is None:  # a migration window
+            found: T | None = yield from previous_get_p(self.table.name, spec, fields, key,
+                                                         item)
+            return found
+        return None
 
     def _get_many_p(self, entity: type[T], keys: Sequence[Mapping[str, Any]],
                     consistent: bool, snapshot: bool, concurrency: int

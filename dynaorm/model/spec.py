@@ -8,6 +8,7 @@ version-row keys and shard numbers from a mapping of field values.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_value
+from dynaorm.model.layouts import Layout, previous_layout
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.model.rules import (
     check_mapping,
@@ -35,7 +37,7 @@ from dynaorm.model.timestamps import expired
 __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
-                "history_index", "timestamps", "overlaps", "key_only")
+                "history_index", "timestamps", "overlaps", "key_only", "previous")
 
 
 @dataclass(frozen=True)
@@ -137,6 +139,8 @@ class EntitySpec:
     key_only: frozenset[str] = frozenset()
     #: fields no write stores as their own attribute: ``key_only`` and ``exclude=True``
     unstored: frozenset[str] = frozenset()
+    #: ``Meta.previous``: the layout its items had before a design change (migrations)
+    previous: Layout | None = None
 
     # -- stored names --------------------------------------------------------------
     def attr(self, name: str) -> str:
@@ -519,6 +523,10 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
+    if meta.get("previous") is not None:
+        spec = dataclasses.replace(spec, previous=previous_layout(
+            owner, meta["previous"], table, field_names, pk, sk, spec.type_name, renames,
+            versioned, bool(shards)))
     table.register(cls, spec.type_name)
     return spec
 

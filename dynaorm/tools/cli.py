@@ -1,9 +1,11 @@
-"""The ``dynaorm`` command: create tables, describe entities, audit data, run the demo.
+"""The ``dynaorm`` command: create tables, describe entities, audit data, migrate layouts,
+run the demo.
 
 Exit codes scripts can rely on:
 
 - ``0``: success (``check``: the table is clean, or every problem was repaired);
-- ``1``: ``check`` found problems (not repaired), or the operation failed;
+- ``1``: ``check`` found problems (not repaired), ``migrate`` could not move everything
+  (or ``check`` is not clean after it), or the operation failed;
 - ``2``: usage error or bad input (an unknown option, an invalid ``--endpoint-url`` or
   ``--region``, a ``MODULE:TABLE`` reference that cannot be resolved), reported on one line.
 """
@@ -252,6 +254,57 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if not result.left else EXIT_PROBLEMS
 
 
+def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
+    from dynaorm.tools.migrate import migrate
+
+    table = _connect(load_table(args.table), args)
+    for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages),
+                        ("--concurrency", args.concurrency)):
+        if value is not None and value < 1:
+            print(f"dynaorm migrate: error: {name} must be at least 1", file=sys.stderr)
+            return EXIT_USAGE
+    if args.rate is not None and args.rate <= 0:
+        print("dynaorm migrate: error: --rate must be positive", file=sys.stderr)
+        return EXIT_USAGE
+    bar = (ProgressBar(sys.stderr, item_count(table))
+           if args.progress or sys.stderr.isatty() else None)
+    try:
+        report = migrate(table, dry_run=args.dry_run, checkpoint=args.checkpoint,
+                         resume=args.resume, rate=args.rate, page_size=args.page_size,
+                         max_pages=args.max_pages, concurrency=args.concurrency,
+                         progress=bar)
+    except CheckpointError as exc:
+        print(f"dynaorm migrate: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        if bar is not None:
+            bar.close()
+    if report.resumed:
+        print(f"resumed from checkpoint {args.checkpoint}", file=out)
+    verb = "would move" if report.dry_run else "moved"
+    print(f"migrate table {table.name!r}: scanned {report.scanned} items", file=out)
+    for name in sorted(report.found):
+        done = report.found[name] if report.dry_run else report.moved.get(name, 0)
+        print(f"  {name}: {report.found[name]} in the previous layout, {verb} {done}",
+              file=out)
+        for old_key, new_key in report.samples.get(name, []):
+            print(f"    {old_key} -> {new_key}", file=out)
+    if not report.found:
+        print("  nothing in a previous layout", file=out)
+    if report.skipped:
+        print(f"  {report.skipped} moved or deleted by live writers first", file=out)
+    for line in report.failed:
+        print(f"  failed: {line}", file=out)
+    if not report.done:
+        print("stopped before the end of the table: run again with --resume", file=out)
+        return EXIT_PROBLEMS
+    if report.problems is not None:
+        print(f"check: {len(report.problems)} problem(s)", file=out)
+        for line in report.problems:
+            print(f"  {line}", file=out)
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:
     if args.endpoint_url is None and importlib.util.find_spec("moto") is None:
         print(_DEMO_NEEDS, file=sys.stderr)
@@ -345,6 +398,35 @@ def build_parser() -> argparse.ArgumentParser:
                         "not a terminal (default: only on a terminal)")
     _common(p)
     p.set_defaults(run=cmd_check)
+    p = sub.add_parser("migrate", help="move items from previous layouts (Meta.previous)",
+                       description="Scan the table page by page and move every item stored "
+                                   "in the previous layout of an entity (Meta.previous) to "
+                                   "its current layout, guards and version rows included, "
+                                   "each move one transaction conditioned on the state read "
+                                   "(safe beside live writers). Ends with dynaorm check. "
+                                   "Exit 1 when something could not be moved or check is "
+                                   "not clean.")
+    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p.add_argument("--dry-run", action="store_true",
+                   help="count the items per entity and show sample keys old -> new; "
+                        "write nothing")
+    p.add_argument("--checkpoint", metavar="FILE", default=None,
+                   help="record the scan position and counts in FILE after every page")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the unfinished run recorded in --checkpoint FILE")
+    p.add_argument("--rate", metavar="N", type=float, default=None,
+                   help="at most N moves per second (default: as fast as it goes)")
+    p.add_argument("--page-size", metavar="N", type=int, default=None,
+                   help="items per Scan request (default: DynamoDB's 1 MB pages)")
+    p.add_argument("--concurrency", metavar="N", type=int, default=1,
+                   help="moves in flight at once, each its own transaction (default 1)")
+    p.add_argument("--max-pages", metavar="N", type=int, default=None,
+                   help="stop after N pages (continue later with --resume)")
+    p.add_argument("--progress", action="store_true",
+                   help="show a progress bar (total, rate, ETA) on stderr even when it is "
+                        "not a terminal (default: only on a terminal)")
+    _common(p)
+    p.set_defaults(run=cmd_migrate)
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
                        description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "

@@ -16,6 +16,7 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import history_sk, parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
@@ -141,6 +142,9 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                ) -> tuple[list[Op], Outcome]:
+    if isinstance(state, MovedState):  # read from Meta.previous's layout: move it
+        from dynaorm.write.moves import plan_move_save
+        return plan_move_save(entry, state, index)
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
@@ -287,6 +291,9 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
 
 def _plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome]:
+    if isinstance(state, MovedState):  # read from Meta.previous's layout
+        from dynaorm.write.moves import plan_move_delete
+        return plan_move_delete(entry, state, index)
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)

@@ -243,6 +243,15 @@ def check_counter(run: Run) -> None:
     assert "final views: 114" in run.out
 
 
+def check_migration(run: Run) -> None:
+    assert "read under the old layout: Ann <Ann@example.com>" in run.out
+    assert "    ACCOUNT#u0 | PROFILE | account" in run.out
+    assert "dry run: {'Account': 2} in the previous layout" in run.out
+    assert "migrate: moved {'Account': 2}; check problems: []" in run.out
+    assert "owner_pk='ACCOUNT#u2'" in run.out
+    assert "find by email after the move: Bob" in run.out
+
+
 def check_state_machine(run: Run) -> None:
     assert run.out.count("refused") == 3
     assert "ship: paid -> shipped" in run.out
@@ -322,6 +331,7 @@ CHECKS = {
     "existing_table": check_existing_table,
     "key_layouts": check_key_layouts,
     "counter": check_counter,
+    "migration": check_migration,
     "state_machine": check_state_machine,
     "game_lobby": check_game_lobby,
     "leaderboard": check_leaderboard,

@@ -35,6 +35,7 @@ DOCUMENTED = {
     "StagedUpdate", "AsyncSession",
 }
 DOCUMENTED |= {"BulkWriteError", "ConflictError", "ItemDecodeError", "ItemGoneError"}  # (0.3)
+DOCUMENTED |= {"Previous"}  # (0.3: migrations)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

@@ -1,0 +1,203 @@
+"""An entity's previous layout (``Meta.previous``): the key templates, type name and stored
+attribute names its items had before a design change, and the mapping of an item stored
+that way onto the entity as it is now.
+
+``Meta.previous = Previous(pk="USER#{id}", type_name="user", stored_names={"email": "mail"})``
+declares it; :func:`previous_layout` checks it once, when the class is defined, into a
+frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: reads
+(:mod:`dynaorm.read.previous`), moves (:mod:`dynaorm.write.moves`) and ``dynaorm migrate``
+(:mod:`dynaorm.tools.migrate`) build on it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.model.keys import key_value
+from dynaorm.model.rows import LATEST_PREFIX, version_sk
+from dynaorm.model.state import InstanceState
+from dynaorm.model.table import Table
+from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+
+__all__ = ["Layout", "MovedState", "Previous", "previous_layout"]
+
+
+@dataclass(frozen=True)
+class Previous:
+    """``Meta.previous``: what changed in an entity's layout, the old values only.
+
+    ``pk`` / ``sk``: the old key templates (``None``: unchanged); ``type_name``: the old
+    type name (``None``: unchanged); ``stored_names``: field name -> the attribute name it
+    was stored under (fields left out were stored under their current name). Index keys
+    need no entry: every move writes the current ones.
+    """
+
+    pk: str | None = None
+    sk: str | None = None
+    type_name: str | None = None
+    stored_names: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A checked :class:`Previous`: the old layout in full (unchanged parts filled in)."""
+
+    pk: KeyTemplate
+    sk: KeyTemplate | None
+    type_name: str
+    #: old stored attribute name -> field name, for every field
+    fields_by_attr: Mapping[str, str]
+    table: Table
+    versioned: bool
+
+    def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
+            ) -> PlainKey:
+        """The old table key of the entity with ``values`` (latest copy or version)."""
+        key = {self.table.pk: self.pk.render(values, owner)}
+        if self.sk is not None and self.table.sk is not None:
+            sk = self.sk.render(values, owner)
+            key[self.table.sk] = version_sk(sk, version) if self.versioned else sk
+        return key
+
+    def base_sk(self, values: Mapping[str, Any], owner: str) -> str:
+        """The old sort key without its version prefix."""
+        assert self.sk is not None
+        return self.sk.render(values, owner)
+
+    def owns(self, item: Item | None) -> bool:
+        """Whether ``item`` is stored in this (old) layout: the old type name (on a table
+        with a type attribute) and a table key the old templates parse."""
+        if item is None:
+            return False
+        type_attr = self.table.type_attribute
+        if type_attr is not None and item.get(type_attr, {}).get("S") != self.type_name:
+            return False
+        return self.parse_key(item) is not None
+
+    def parse_key(self, item: Item) -> dict[str, Any] | None:
+        """The field values the old key templates hold in ``item``'s table key (``None``:
+        the key does not fit the old layout)."""
+        out: dict[str, Any] = {}
+        for attr, template in ((self.table.pk, self.pk), (self.table.sk, self.sk)):
+            if attr is None or template is None:
+                continue
+            av = item.get(attr)
+            if av is None:
+                return None
+            text = key_value(av)
+            if self.versioned and attr == self.table.sk:
+                if not text.startswith(LATEST_PREFIX):
+                    return None
+                text = text[len(LATEST_PREFIX):]
+            parsed = template.parse_key(text)
+            if parsed is None:
+                return None
+            out.update(parsed)
+        return out
+
+    def translate(self, item: Item, renames: Mapping[str, str]) -> Item:
+        """``item`` (stored in the old layout) with its attributes under their current
+        names (``renames``: field -> current stored name) and without its table key: what
+        the current spec decodes (the key fields come from :meth:`parse_key`)."""
+        keys = {self.table.pk, self.table.sk}
+        out: Item = {}
+        for attr, av in item.items():
+            if attr in keys:
+                continue
+            name = self.fields_by_attr.get(attr)
+            out[attr if name is None else renames.get(name, name)] = av
+        return out
+
+
+class MovedState(InstanceState):
+    """The state of an object read from its entity's previous layout: ``key`` / ``item``
+    are the old row as stored, ``history`` its old version rows (versioned entities),
+    read with it. Any write of the object moves it (:mod:`dynaorm.write.moves`)."""
+
+    __slots__ = ("history",)
+
+    history: tuple[Item, ...]
+
+    def __init__(self, key: PlainKey, item: Item, version: int | None,
+                 history: tuple[Item, ...] = ()) -> None:
+        super().__init__(key, item, version)
+        self.history = history
+
+
+def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],
+                  key_type: str) -> KeyTemplate:
+    template = KeyTemplate.parse(source, owner=owner, key_type=key_type)
+    for name in template.fields:
+        if name == SHARD_FIELD:
+            raise KeyTemplateError(f"{owner}.Meta.previous.{what} {source!r}: sharded "
+                                   "layouts cannot be migrated")
+        if name not in lookup:
+            raise KeyTemplateError(
+                f"{owner}.Meta.previous.{what} {source!r} names field {name!r}, which is not "
+                f"a field of the current key {list(lookup)}: get() could not find the old "
+                "item from the current key fields")
+    return template
+
+
+def previous_layout(owner: str, raw: Any, table: Table, field_names: frozenset[str],
+                    pk: KeyTemplate, sk: KeyTemplate | None, type_name: str,
+                    renames: Mapping[str, str], versioned: bool, sharded: bool
+                    ) -> Layout | None:
+    """``Meta.previous`` checked into a :class:`Layout` (``None`` when not declared).
+
+    ``pk``/``sk``/``type_name``/``renames`` are the current layout's."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Previous):
+        raise DynaormError(f"{owner}.Meta.previous must be dynaorm.Previous(...), got {raw!r}")
+    if sharded:
+        raise DynaormError(f"{owner}.Meta.previous: a sharded entity cannot declare a "
+                           "previous layout")
+    lookup = tuple(dict.fromkeys((*pk.fields, *(sk.fields if sk else ()))))
+    old_pk = pk if raw.pk is None else _old_template(raw.pk, "pk", owner, lookup,
+                                                     table.key_type(table.pk))
+    if raw.sk is not None and table.sk is None:
+        raise DynaormError(f"{owner}.Meta.previous.sk given but table {table.name!r} has no "
+                           "sort key")
+    old_sk = sk if raw.sk is None else _old_template(raw.sk, "sk", owner, lookup,
+                                                     table.key_type(table.sk))
+    old_type = type_name if raw.type_name is None else str(raw.type_name)
+    if raw.type_name is not None and table.type_attribute is None:
+        raise DynaormError(f"{owner}.Meta.previous.type_name: table {table.name!r} stores no "
+                           "type attribute, so a type name was never stored")
+    if not isinstance(raw.stored_names, Mapping):
+        raise DynaormError(f"{owner}.Meta.previous.stored_names must map field names to "
+                           f"stored names, got {raw.stored_names!r}")
+    reserved = {table.pk, table.sk, table.type_attribute} - {None}
+    old_names = {n: renames.get(n, n) for n in field_names}
+    for name, stored in raw.stored_names.items():
+        if name not in field_names:
+            raise DynaormError(f"{owner}.Meta.previous.stored_names names unknown field "
+                               f"{name!r}")
+        if not isinstance(stored, str) or not stored or stored in reserved:
+            raise DynaormError(f"{owner}.Meta.previous.stored_names[{name!r}] must be an "
+                               f"attribute name other than the table's keys and type "
+                               f"attribute, got {stored!r}")
+        old_names[name] = stored
+    by_attr = {stored: name for name, stored in old_names.items()}
+    if len(by_attr) != len(old_names):
+        raise DynaormError(f"{owner}.Meta.previous.stored_names stores two fields under one "
+                           "name")
+    same_keys = old_pk.source == pk.source and (
+        (old_sk is None and sk is None) or (old_sk is not None and sk is not None
+                                            and old_sk.source == sk.source))
+    same_names = all(old_names[n] == renames.get(n, n) for n in field_names)
+    if same_keys and same_names and old_type == type_name:
+        raise DynaormError(f"{owner}.Meta.previous is identical to the current layout: "
+                           "declare the key templates, type name or stored names that "
+                           "changed (or remove Meta.previous once migrated)")
+    if same_keys and old_type == type_name:
+        raise DynaormError(f"{owner}.Meta.previous: only stored names changed; the old and "
+                           "the new item share one key and one type, so a read could not "
+                           "tell them apart (change the type name too, or rename the "
+                           "fields with a model validator)")
+    return Layout(old_pk, old_sk, old_type, by_attr, table, versioned)

@@ -1,0 +1,77 @@
+"""Reads during a migration window: ``s.get`` finding an entity under its previous layout.
+
+``get`` reads the current key first (one ``GetItem``, as always). Only on a miss, for an
+entity that declares ``Meta.previous``, it sends one ``TransactGetItems`` of the current
+and the old key together: the two are read at one instant, so an item a mover (a writer
+or ``dynaorm migrate``) moves between the first read and the second is still found, under
+one layout or the other. A versioned entity found under the old layout also has its old
+version rows read (one ``BatchGetItem`` per 100), which a later save moves with it.
+
+Queries are not covered: an old-layout item lives under its old partition key (or its
+old type name), so a query over the current key does not return it. Use ``get`` or run
+``dynaorm migrate`` first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.model.entity import _set_state
+from dynaorm.model.keys import key_id, key_value, wire_key
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.spec import EntitySpec
+from dynaorm.read.batches import batch_get_p
+from dynaorm.transport.steps import Proto, call
+from dynaorm.write.moves import load_old
+
+__all__ = ["from_previous", "old_history_p", "previous_get_p"]
+
+
+def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
+    """An object of ``spec.cls`` read from an item in the previous layout, marked so that
+    any write of it moves it (:class:`~dynaorm.model.layouts.MovedState`)."""
+    obj = load_old(spec, item)
+    key = {a: key_value(item[a]) for a in spec.table_key_attrs}
+    version = obj.__dict__.get("version") if spec.versioned else None
+    _set_state(obj, MovedState(key, item, version, history))
+    return obj
+
+
+def old_history_p(table: str, spec: EntitySpec, item: Item) -> Proto[tuple[Item, ...]]:
+    """The old version rows (1..n) of the old latest copy ``item`` (versioned only)."""
+    layout = spec.previous
+    if layout is None or not spec.versioned:
+        return ()
+    n = int(item.get("version", {}).get("N", "0"))
+    if n <= 0:
+        return ()
+    values = layout.parse_key(item) or {}
+    keys = [wire_key(layout.key(values, spec.name, v)) for v in range(1, n + 1)]
+    found = yield from batch_get_p(table, keys, consistent=True)
+    return tuple(found[key_id(k)] for k in keys if key_id(k) in found)
+
+
+def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
+                   new_key: PlainKey, found: Item | None) -> Proto[Any]:
+    """After ``get`` missed ``new_key`` (``found``: what it read there, not the entity's):
+    the entity under either layout, read together (see the module), or ``None``."""
+    layout = spec.previous
+    assert layout is not None
+    old_key = layout.key(fields, spec.name)
+    if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
+        item = found
+    else:
+        out = yield from call("TransactGetItems", {"TransactItems": [
+            {"Get": {"TableName": table, "Key": wire_key(new_key)}},
+            {"Get": {"TableName": table, "Key": wire_key(old_key)}}]}, (spec.cls,))
+        responses = out.get("Responses") or [{}, {}]
+        current = responses[0].get("Item")
+        if current is not None and spec.owns(current):
+            return spec.cls._from_item(current, spec)
+        item = responses[1].get("Item") if len(responses) > 1 else None
+    if item is None or not layout.owns(item):
+        return None
+    history = yield from old_history_p(table, spec, item)
+    return from_previous(spec, item, history)

@@ -1,0 +1,333 @@
+"""``dynaorm migrate``: move every item still in an entity's previous layout
+(``Meta.previous``) to its current one, page by page.
+
+The table is scanned (consistently) one page at a time. Each item stored in the previous
+layout of one of the table's entities is read into its current class, with its old version
+rows, and saved: the save plans the one move the session uses
+(:mod:`dynaorm.write.moves`): old row deleted on the condition that it is exactly as
+read, new row put on the condition that nothing is there, guards re-pointed, version rows
+moved, all in one transaction. A move whose condition fails (a live writer got there
+first) is judged again on a fresh read: the entity already moved (or deleted) by the
+writer is skipped, one changed in its old layout is moved again from the fresh read.
+
+After each page the checkpoint file records the scan position and the counts, so a run
+that stops continues where it was (``resume=True``). A finished run ends with the audit
+of ``dynaorm check`` (no repairs), whose findings the report lists.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
+from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.keys import key_value
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.streams import normalize_item
+from dynaorm.model.table import Table
+from dynaorm.read.previous import from_previous, old_history_p
+from dynaorm.sync.session import Session
+from dynaorm.tools.audit import scan_pages
+from dynaorm.tools.check import CheckpointError, check_table
+from dynaorm.transport.steps import call
+from dynaorm.write.moves import history_batches, load_old, needs_history_batches
+from dynaorm.write.render import WritePlan
+
+__all__ = ["MigrationReport", "migrate", "old_layout_entity"]
+
+#: how many times a move that lost its condition is judged again and retried
+MOVE_ROUNDS = 5
+#: sample keys kept per entity (old key -> new key)
+SAMPLES = 3
+
+
+@dataclass
+class _State:
+    table: str
+    dry_run: bool
+    last_key: Item | None = None
+    scanned: int = 0
+    pages: int = 0
+    found: dict[str, int] = field(default_factory=dict)
+    moved: dict[str, int] = field(default_factory=dict)
+    skipped: int = 0
+    failed: list[str] = field(default_factory=list)
+    samples: dict[str, list[list[str]]] = field(default_factory=dict)
+    done: bool = False
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["last_key"] = None if self.last_key is None else {
+            k: {t: base64.b64encode(v).decode() if t == "B" else v for t, v in av.items()}
+            for k, av in self.last_key.items()}
+        return json.dumps(data, indent=1)
+
+    @classmethod
+    def from_json(cls, text: str, where: str) -> _State:
+        try:
+            state = cls(**json.loads(text))
+            state.last_key = normalize_item(state.last_key, f"{where} last_key")
+            for name, kind in (("table", str), ("dry_run", bool), ("scanned", int),
+                               ("pages", int), ("found", dict), ("moved", dict),
+                               ("skipped", int), ("failed", list), ("samples", dict),
+                               ("done", bool)):
+                if not isinstance(getattr(state, name), kind):
+                    raise TypeError(f"{name} must be {kind.__name__}")
+        except (ValueError, TypeError) as exc:
+            raise CheckpointError(f"checkpoint {where} is not a dynaorm migrate checkpoint: "
+                                  f"{exc}") from exc
+        return state
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What a (possibly resumed) ``migrate`` run covered and did."""
+
+    #: items scanned in all (earlier runs of the same checkpoint included)
+    scanned: int
+    #: items found in a previous layout, per entity name
+    found: dict[str, int]
+    #: items moved to the current layout by this tool, per entity name (0 on a dry run)
+    moved: dict[str, int]
+    #: old-layout items a live writer moved or deleted first (nothing left to move)
+    skipped: int
+    #: items that could not be moved (their keys and why)
+    failed: list[str]
+    #: a few ``(old key, new key)`` pairs per entity name
+    samples: dict[str, list[list[str]]]
+    #: True when the whole table was scanned (False: stopped early, resume later)
+    done: bool
+    #: True when this run continued from a checkpoint
+    resumed: bool
+    dry_run: bool
+    #: the findings of ``dynaorm check`` after a finished run (``None``: not run)
+    problems: list[str] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Finished, nothing failed, ``check`` clean (a dry run: finished)."""
+        return self.done and not self.failed and not self.problems
+
+
+def _migrating(table: Table) -> list[EntitySpec]:
+    specs = [spec_of(cls) for cls in table.entities.values()]
+    return [s for s in specs if s.previous is not None]
+
+
+def old_layout_entity(specs: list[EntitySpec], item: Item) -> EntitySpec | None:
+    """The entity whose previous layout ``item`` is stored in (its latest copy, for a
+    versioned entity), or ``None``: an item of a current layout, a version row, a guard,
+    a foreign item."""
+    for spec in specs:
+        assert spec.previous is not None
+        if spec.previous.owns(item) and not (spec.owns(item) and spec.fits(item)):
+            return spec
+    return None
+
+
+def _key_text(key: PlainKey) -> str:
+    return "/".join(str(v) for v in key.values())
+
+
+class _Pacer:
+    """At most ``rate`` moves a second (``None``: unlimited)."""
+
+    def __init__(self, rate: float | None, clock: Callable[[], float],
+                 sleep: Callable[[float], None]) -> None:
+        self.rate, self.clock, self.sleep = rate, clock, sleep
+        self.start = clock()
+        self.count = 0
+
+        self.lock = threading.Lock()
+
+    def __call__(self) -> None:
+        if not self.rate:
+            return
+        with self.lock:  # (moves in flight at once share the budget)
+            due = self.start + self.count / self.rate
+            self.count += 1
+        now = self.clock()
+        if due > now:
+            self.sleep(due - now)
+
+
+def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
+    """Move ``obj`` (read from its old layout); ``"moved"``, ``"skipped"`` (a writer moved
+    or deleted it first) or the reason it could not be moved."""
+    fields = {f: obj.__dict__[f] for f in spec.lookup_fields}
+    current: Entity | None = obj
+    for _ in range(MOVE_ROUNDS):
+        state = None if current is None else current._dynaorm_state
+        if current is None or not isinstance(state, MovedState):
+            return "skipped"
+        if needs_history_batches(spec, state):  # too long for one transaction
+            with contextlib.suppress(RequestError):  # (a writer moved or changed it: the
+                _move_history(session.table, spec, state)  # fresh read below judges)
+            current = session.get(spec.cls, consistent=True, **fields)
+            continue
+        session.save(current)
+        try:
+            session.commit()
+            return "moved"
+        except (ConflictError, ItemNotFoundError):
+            session.rollback()
+        current = session.get(spec.cls, consistent=True, **fields)  # judged again
+    return f"still changing after {MOVE_ROUNDS} attempts"
+
+
+def _move_history(table: Table, spec: EntitySpec, state: MovedState) -> None:
+    """Move a long history ahead of its entity, one conditioned transaction per batch."""
+    for ops in history_batches(spec, state):
+        request = WritePlan(table.name, tuple(ops)).transaction_request(os.urandom(16).hex())
+        table.transport.run(call("TransactWriteItems", request))
+
+
+def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple[_State, bool]:
+    fresh = _State(table.name, dry_run)
+    if path is None:
+        if resume:
+            raise CheckpointError("resume needs a checkpoint file")
+        return fresh, False
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory, not a file")
+    if not path.exists():
+        if resume:
+            raise CheckpointError(f"checkpoint {path} does not exist: nothing to resume")
+        try:
+            _save(path, fresh)
+        except OSError as exc:
+            raise CheckpointError(f"checkpoint {path} cannot be written: {exc}") from exc
+        return fresh, False
+    try:
+        state = _State.from_json(path.read_text(), str(path))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from exc
+    if state.table != table.name:
+        raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
+                              f"{table.name!r}")
+    if not resume:
+        if state.done:
+            return fresh, False
+        raise CheckpointError(f"checkpoint {path} holds an unfinished run: pass --resume "
+                              "(resume=True) to continue it, or delete the file")
+    if state.done:
+        raise CheckpointError(f"checkpoint {path} holds a finished run: nothing to resume")
+    if state.dry_run != dry_run:
+        raise CheckpointError(f"checkpoint {path} was written by a run "
+                              f"{'with' if state.dry_run else 'without'} --dry-run")
+    return state, True
+
+
+def _save(path: Path | None, state: _State) -> None:
+    if path is None:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(state.to_json())
+    os.replace(tmp, path)  # atomic: a crash leaves the old checkpoint or the new one
+
+
+def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | None = None,
+            resume: bool = False, rate: float | None = None, page_size: int | None = None,
+            max_pages: int | None = None, check: bool = True, concurrency: int = 1,
+            progress: Callable[[int], None] | None = None,
+            clock: Callable[[], float] = time.monotonic,
+            sleep: Callable[[float], None] = time.sleep) -> MigrationReport:
+    """Move every item of ``table`` stored in a previous layout to its current one.
+
+    ``dry_run``: count and sample only, write nothing. ``checkpoint``: record the scan
+    position and counts after every page; ``resume=True`` continues the unfinished run it
+    holds. ``rate``: at most that many moves a second. ``max_pages``: stop after that
+    many pages of this run (resume later). ``concurrency``: moves of one page in flight
+    at once (each its own transaction). ``check``: audit the table once the run is
+    finished (``dynaorm check``, no repairs). ``progress`` gets the running count of
+    scanned items.
+    """
+    if concurrency < 1:
+        raise DynaormError(f"migrate: concurrency must be at least 1, got {concurrency!r}")
+    if rate is not None and rate <= 0:
+        raise DynaormError(f"migrate: rate must be positive, got {rate!r}")
+    specs = _migrating(table)
+    path = None if checkpoint is None else Path(checkpoint)
+    state, resumed = _load(path, table, dry_run, resume)
+    pace = _Pacer(rate, clock, sleep)
+    if progress is not None:
+        progress(state.scanned)
+    pages = 0
+    local = threading.local()
+
+    def move_one(spec: EntitySpec, item: Item) -> str:
+        session = getattr(local, "session", None)
+        if session is None:
+            session = local.session = Session(table)
+        try:
+            history = table.transport.run(old_history_p(table.name, spec, item))
+            obj = from_previous(spec, item, history)
+        except DynaormError as exc:
+            return str(exc)
+        pace()
+        return _move(session, spec, obj)
+
+    pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
+    try:
+        for page, last in scan_pages(table, state.last_key, page_size):
+            todo: list[tuple[EntitySpec, Item, PlainKey]] = []
+            for item in page:
+                spec = old_layout_entity(specs, item)
+                if spec is None:
+                    continue
+                old_key = _old_key(spec, item)
+                try:
+                    obj = load_old(spec, item)
+                except DynaormError as exc:
+                    state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
+                    continue
+                state.found[spec.name] = state.found.get(spec.name, 0) + 1
+                samples = state.samples.setdefault(spec.name, [])
+                if len(samples) < SAMPLES:
+                    samples.append([_key_text(old_key),
+                                    _key_text(spec.primary_key(obj.__dict__))])
+                if not dry_run:
+                    todo.append((spec, item, old_key))
+            outcomes = (list(pool.map(lambda t: move_one(t[0], t[1]), todo)) if pool
+                        else [move_one(spec, item) for spec, item, _ in todo])
+            for (spec, _, old_key), outcome in zip(todo, outcomes, strict=True):
+                if outcome == "moved":
+                    state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
+                elif outcome == "skipped":
+                    state.skipped += 1
+                else:
+                    state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
+            state.scanned += len(page)
+            state.pages += 1
+            state.last_key = last
+            state.done = last is None
+            _save(path, state)
+            if progress is not None:
+                progress(state.scanned)
+            pages += 1
+            if max_pages is not None and pages >= max_pages and not state.done:
+                break
+    finally:
+        if pool is not None:
+            pool.shutdown()
+    problems = None
+    if state.done and check and not dry_run:
+        problems = check_table(table).problems
+    return MigrationReport(state.scanned, dict(state.found), dict(state.moved),
+                           state.skipped, list(state.failed), dict(state.samples),
+                           state.done, resumed, dry_run, problems)
+
+
+def _old_key(spec: EntitySpec, item: Item) -> PlainKey:
+    return {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}

@@ -1,0 +1,238 @@
+"""Moving an entity from its previous layout (``Meta.previous``) to its current one.
+
+Pure: no I/O. An object read from the old layout carries a
+:class:`~dynaorm.model.layouts.MovedState` (the old row as stored, and a versioned
+entity's old version rows). Saving it plans a *move*, in one transaction: the old row is
+deleted on the condition that it is still exactly as read, the current row is put on the
+condition that nothing is there yet, each unique guard is re-pointed at the new key (on
+the condition that it still names the old one), and a versioned entity's version rows are
+deleted under the old key and put under the new one. Deleting it deletes the old row (and
+its guards, and its history when asked). Both the session's writes and ``dynaorm migrate``
+plan moves here: there is one move.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import ItemDecodeError, TransactionTooLargeError
+from dynaorm.model.entity import encode_entity
+from dynaorm.model.expressions import all_of, exists, not_exists, raw_eq
+from dynaorm.model.keys import key_value
+from dynaorm.model.layouts import Layout, MovedState
+from dynaorm.model.rows import parse_version_sk, version_sk
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.timestamps import stamped, stamps
+from dynaorm.write.committed import Written
+from dynaorm.write.conditions import stored_as
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Put, Role
+from dynaorm.write.staged import DeleteEntry, Outcome, SaveEntry
+
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "move_actions",
+           "needs_history_batches", "old_values", "plan_move_delete", "plan_move_save"]
+
+#: DynamoDB's limit of actions in one transaction: a move must fit in it
+MAX_MOVE_ACTIONS = 100
+#: version rows one history batch moves (two actions each, and one check)
+HISTORY_BATCH = 24
+
+
+def _layout(spec: EntitySpec) -> Layout:
+    assert spec.previous is not None
+    return spec.previous
+
+
+def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
+    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
+    class reads them (plain Python, to validate): attributes under their current names,
+    the key fields parsed back from the old key."""
+    layout = _layout(spec)
+    data = spec.decode_fields(layout.translate(item, spec.renames))
+    for name, value in (layout.parse_key(item) or {}).items():
+        data.setdefault(name, value)
+    return data
+
+
+def load_old(spec: EntitySpec, item: Item) -> Any:
+    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
+    try:
+        return spec.cls.model_validate(old_values(spec, item))
+    except ValidationError as exc:
+        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
+                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
+                              key=key) from exc
+
+
+def move_actions(spec: EntitySpec, versions: int) -> int:
+    """The actions a move of an entity with ``versions`` version rows takes, at most
+    (row delete and put, one re-pointed guard per unique rule, two per version row, and
+    one new version row)."""
+    return 2 + len(spec.uniques) + (2 * versions + 1 if spec.versioned else 0)
+
+
+def _check_size(spec: EntitySpec, key: PlainKey, versions: int) -> None:
+    needed = move_actions(spec, versions)
+    if needed > MAX_MOVE_ACTIONS:
+        raise TransactionTooLargeError(
+            f"{spec.name} {key}: moving it to its current layout with its {versions} version "
+            f"rows takes {needed} actions, more than the {MAX_MOVE_ACTIONS} one transaction "
+            "holds: run `dynaorm migrate`, which moves a long history in conditioned "
+            "batches first and then the entity")
+
+
+def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
+    """Whether moving the object of ``state`` in one transaction exceeds the limit."""
+    return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
+
+
+def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BATCH
+                    ) -> list[list[Op]]:
+    """The old version rows of ``state`` moved ahead of the entity, ``size`` rows per
+    transaction: each put under the new key if absent and deleted under the old one if
+    present, with a check that the old latest copy is still at the version read (a writer
+    that moved or changed the entity meanwhile fails the batch). Version rows never change
+    once written, so a history moved in several transactions is the history read."""
+    check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
+    assert check is not None
+    rows = _history_rows(spec, state)
+    out: list[list[Op]] = []
+    for at in range(0, len(rows), size):
+        ops: list[Op] = [ConditionCheck(state.key, check, _origin(
+            spec, state.key, Role.LATEST, Fail.GONE, 0))]
+        for _, old_key, row in rows[at:at + size]:
+            new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
+            if new_key == old_key:  # (only the type or stored names changed)
+                ops.append(Put(new_key, row, exists(spec.table.pk), _origin(
+                    spec, state.key, Role.VERSION, Fail.GONE, 0)))
+                continue
+            ops.append(Delete(old_key, exists(spec.table.pk), _origin(
+                spec, state.key, Role.VERSION, Fail.GONE, 0)))
+            ops.append(Put(new_key, row, not_exists(spec.table.pk), _origin(
+                spec, state.key, Role.VERSION, Fail.EXISTS, 0)))
+        out.append(ops)
+    return out
+
+
+def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
+    """The old row exists and is exactly as read (every attribute but its key)."""
+    keys = set(spec.table_key_attrs)
+    conds = [exists(spec.table.pk), *stored_as(state.item, set(state.item) - keys)]
+    if spec.versioned:
+        conds.append(raw_eq("version", {"N": str(state.version or 0)}))
+    return all_of(conds)
+
+
+def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
+            new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
+            ) -> None:
+    from dynaorm.write.planner import _Builder  # (the planner imports this module)
+
+    b = _Builder(spec, old_key, index)
+    b.guards(old, new, old_key, new_key)
+    ops.extend(b.ops)
+
+
+def _origin(spec: EntitySpec, owner: PlainKey, role: Role, fail: Fail, index: int) -> Any:
+    from dynaorm.write.records import Origin
+
+    return Origin(entity=spec.cls, owner_key=owner, role=role, fail=fail, staged=index)
+
+
+def _history_rows(spec: EntitySpec, state: MovedState
+                  ) -> list[tuple[int, PlainKey, Item]]:
+    """Each old version row: (version, old key, the row under the current layout)."""
+    from dynaorm.write.planner import version_row
+
+    assert spec.table.sk is not None
+    out = []
+    for row in state.history:
+        parsed = parse_version_sk(key_value(row[spec.table.sk]))
+        if parsed is None or parsed[0] == 0:
+            continue
+        n = parsed[0]
+        obj = load_old(spec, row)
+        values = {**obj.__dict__, "version": n}
+        new = encode_entity(obj, spec, n)
+        key = spec.primary_key(values, n)
+        out.append((n, {a: key_value(row[a]) for a in spec.table_key_attrs},
+                    version_row(spec, new, key[spec.table.sk])))
+    return sorted(out, key=lambda t: t[0])
+
+
+def plan_move_save(entry: SaveEntry, state: MovedState, index: int
+                   ) -> tuple[list[Op], Outcome]:
+    """Save an object read from the previous layout: move it (see the module)."""
+    from dynaorm.model.entity import spec_of
+
+    obj = entry.obj
+    spec = spec_of(type(obj))
+    old_key = state.key
+    _check_size(spec, old_key, len(state.history))
+    old = old_values(spec, state.item)
+    loaded = spec.cls.model_validate(old).__dict__
+    values = obj.__dict__
+    changed = any(values.get(f) != loaded.get(f) for f in spec.field_names
+                  if f != "version")
+    pairs = stamps(obj, spec, insert=False) if changed else ()
+    if pairs:
+        values = stamped(obj, pairs).__dict__
+    written_obj = stamped(obj, pairs) if pairs else obj
+    ops: list[Op] = []
+    version: int | None = None
+    if spec.versioned:
+        n = state.version or 0
+        version = n + 1 if changed else n
+        for _, key_k, row in _history_rows(spec, state):
+            new_key_k = {a: row[a]["S"] for a in spec.table_key_attrs}
+            ops.append(Delete(key_k, exists(spec.table.pk),
+                              _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
+            ops.append(Put(new_key_k, row, not_exists(spec.table.pk),
+                           _origin(spec, old_key, Role.VERSION, Fail.EXISTS, index)))
+    key = spec.primary_key(values)
+    item = encode_entity(written_obj, spec, version, key)
+    ops.append(Delete(old_key, _row_condition(spec, state),
+                      _origin(spec, old_key, Role.LATEST if spec.versioned else Role.ROW,
+                              Fail.GONE, index)))
+    if spec.versioned and changed:
+        from dynaorm.write.planner import version_row
+
+        assert spec.table.sk is not None
+        row_sk = version_sk(spec.base_sk(values) or "", version)
+        ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
+                       not_exists(spec.table.pk),
+                       _origin(spec, key, Role.VERSION, Fail.CONCURRENT, index)))
+    ops.append(Put(key, item, not_exists(spec.table.pk),
+                   _origin(spec, key, Role.LATEST if spec.versioned else Role.ROW,
+                           Fail.EXISTS, index)))
+    _guards(spec, ops, index, loaded, values, old_key, key)
+    return ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
+                        stamps=pairs)
+
+
+def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
+                     ) -> tuple[list[Op], Outcome]:
+    """Delete an object read from the previous layout: its old row (as read), its guards
+    and, with ``history=True``, its old version rows."""
+    from dynaorm.model.entity import spec_of
+
+    obj = entry.obj
+    spec = spec_of(type(obj))
+    old_key = state.key
+    old = spec.cls.model_validate(old_values(spec, state.item)).__dict__
+    ops: list[Op] = [Delete(old_key, _row_condition(spec, state),
+                            _origin(spec, old_key,
+                                    Role.LATEST if spec.versioned else Role.ROW, Fail.GONE,
+                                    index))]
+    _guards(spec, ops, index, old, None, old_key, None)
+    if spec.versioned and entry.history:
+        assert spec.table.sk is not None
+        base = _layout(spec).base_sk(old, spec.name)
+        for n in range(1, (state.version or 0) + 1):
+            ops.append(Delete({**old_key, spec.table.sk: version_sk(base, n)}, None,
+                              _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
+    return ops, Outcome(obj, None)

@@ -1,0 +1,423 @@
+"""Migrations (contract 18): ``Meta.previous`` declared and refused, reads finding an entity
+under its old layout, writes moving it (guards and version rows with it), a writer racing
+a move, and ``dynaorm.tools.migrate`` on every engine. The live run beside threads is in
+``system/test_migrate_live.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm import (
+    ConflictError,
+    DynaormError,
+    Entity,
+    KeyTemplateError,
+    Previous,
+    Session,
+    Shards,
+    Table,
+    TransactionTooLargeError,
+)
+from dynaorm.model.entity import spec_of
+from dynaorm.model.layouts import MovedState
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.tools.migrate import migrate
+from dynaorm.write.moves import plan_move_save
+from dynaorm.write.staged import SaveEntry
+from tests.support.migration_models import Account, Ledger, OldAccount, OldLedger, mig, old
+
+
+@pytest.fixture
+def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        callspec = getattr(request.node, "callspec", None)
+        if callspec and str(callspec.params.get("backend", "")).endswith("-async"):
+            tb.session_kind = "async"
+        saved = (old.name, old.endpoint_url, old._transport)
+        old.name = mig.name
+        old.connect(mig.endpoint_url)
+        try:
+            yield tb
+        finally:
+            old.name, old.endpoint_url, old._transport = saved
+
+
+def _old_data() -> None:
+    """Items written by the previous design: an account and a ledger with 2 versions."""
+    s = Session(old)
+    s.save(OldAccount(id="a1", mail="Ann@X.io", name="Ann"))
+    ledger = OldLedger(id="l1", code="C1")
+    s.save(ledger)
+    s.commit()
+    ledger.balance = 5
+    s.save(ledger)
+    s.commit()
+
+
+def _keys(db: TestBackend) -> set[tuple[str, str]]:
+    return {(i["pk"], i["sk"]) for i in db.scan()}
+
+
+def _by_key(db: TestBackend) -> dict[tuple[str, str], dict[str, Any]]:
+    return {(i["pk"], i["sk"]): i for i in db.scan()}
+
+
+OLD_KEYS = {("USER#a1", "PROFILE"), ("email#ann@x.io", "email#ann@x.io"),
+            ("BOOK#l1", "v0_LEDGER"), ("BOOK#l1", "v00000001_LEDGER"),
+            ("BOOK#l1", "v00000002_LEDGER"), ("code#C1", "code#C1")}
+NEW_KEYS = {("ACCOUNT#a1", "PROFILE"), ("email#ann@x.io", "email#ann@x.io"),
+            ("LEDGER#l1", "v0_LEDGER"), ("LEDGER#l1", "v00000001_LEDGER"),
+            ("LEDGER#l1", "v00000002_LEDGER"), ("code#C1", "code#C1")}
+
+
+# -- declaration ---------------------------------------------------------------------------
+def _define(previous: Any, table: Table | None = None, **meta: Any) -> type[Entity]:
+    t = table or Table("dynaorm-migrations-defs")
+    options = {"pk": "ACCOUNT#{id}", "sk": "PROFILE", "shards": None, **meta}
+    previous_ = previous
+
+    class Defined(Entity):
+        class Meta:
+            table = t
+            pk = options["pk"]
+            sk = options["sk"]
+            shards = options["shards"]
+            previous = previous_
+
+        id: str
+        email: str
+
+    return Defined
+
+
+@pytest.mark.parametrize(("previous", "message"), [
+    ({"pk": "USER#{id}"}, "must be dynaorm.Previous"),
+    (Previous(), "identical to the current layout"),
+    (Previous(pk="ACCOUNT#{id}", sk="PROFILE"), "identical to the current layout"),
+    (Previous(pk="USER#{nope}"), "names field 'nope'"),
+    (Previous(pk="USER#{email}"), "not a field of the current key"),
+    (Previous(stored_names={"nope": "x"}), "unknown field 'nope'"),
+    (Previous(pk="USER#{id}", stored_names={"email": "pk"}), "other than the table's keys"),
+    (Previous(pk="USER#{id}", stored_names={"email": "id"}), "two fields under one name"),
+    (Previous(stored_names={"email": "mail"}), "only stored names changed"),
+])
+def test_previous_declaration_errors(previous: Any, message: str) -> None:
+    with pytest.raises(DynaormError, match=message):
+        _define(previous)
+
+
+def test_previous_errors_for_tables_and_sharding() -> None:
+    no_sk = Table("dynaorm-migrations-nosk", sk=None)
+    with pytest.raises(DynaormError, match="has no sort key"):
+        _define(Previous(sk="X"), no_sk, sk=None)
+    untyped = Table("dynaorm-migrations-untyped", type_attribute=None)
+    with pytest.raises(DynaormError, match="stores no type attribute"):
+        _define(Previous(type_name="old"), untyped)
+    with pytest.raises(DynaormError, match="sharded entity"):
+        _define(Previous(pk="USER#{id}#{shard}"), pk="ACCOUNT#{id}#{shard}",
+                shards={"primary": Shards(4)})
+    with pytest.raises(KeyTemplateError, match="names field"):
+        _define(Previous(sk="OLD#{missing}"))
+
+
+def test_too_much_history_to_move_atomically() -> None:
+    obj = Ledger(id="l9", code="C9", version=49)
+    row = {"pk": {"S": "BOOK#l9"}, "sk": {"S": "v0_LEDGER"}, "_type": {"S": "Ledger"},
+           "id": {"S": "l9"}, "code": {"S": "C9"}, "version": {"N": "49"}}
+    history = tuple({**row, "sk": {"S": f"v{n:08d}_LEDGER"}, "version": {"N": str(n)}}
+                    for n in range(1, 50))
+    state = MovedState({"pk": "BOOK#l9", "sk": "v0_LEDGER"}, row, 49, history)
+    with pytest.raises(TransactionTooLargeError, match="49 version rows takes 102 actions"):
+        plan_move_save(SaveEntry(obj), state, 0)
+
+
+@pytest.mark.sync_only
+def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
+    o = Session(old)
+    ledger = OldLedger(id="long", code="LONG")
+    for n in range(60):
+        ledger.balance = n
+        o.save(ledger)
+        o.commit()
+    s = db.session()
+    got = s.get(Ledger, id="long")
+    assert got is not None and got.version == 60
+    s.save(got)
+    with pytest.raises(TransactionTooLargeError, match="run `dynaorm migrate`"):
+        s.commit()
+    report = migrate(mig)
+    assert report.moved == {"Ledger": 1} and report.ok, report
+    keys = _keys(db)
+    assert not [k for k in keys if k[0].startswith("BOOK#")]
+    assert len([k for k in keys if k[0] == "LEDGER#long"]) == 61
+    assert [v.balance for v in s.history(Ledger, id="long").all()] == list(range(60))
+
+
+# -- reads ---------------------------------------------------------------------------------
+def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    account = s.get(Account, id="a1")
+    assert account == Account(id="a1", email="Ann@X.io", name="Ann")
+    ledger = s.get(Ledger, id="l1")
+    assert ledger == Ledger(id="l1", code="C1", balance=5, version=2)
+    assert s.get(Account, id="nobody") is None
+    assert s.get(Ledger, id="nobody") is None
+    assert _keys(db) == OLD_KEYS  # reading moves nothing
+
+
+def test_query_over_new_key_does_not_see_old_items(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    assert s.query(Account, index="gsi1", org="acme").all() == []
+    assert s.get(Account, id="a1") is not None
+
+
+# -- writes move ---------------------------------------------------------------------------
+def test_save_moves_row_guard_and_version_rows(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    account = s.get(Account, id="a1")
+    ledger = s.get(Ledger, id="l1")
+    assert account is not None and ledger is not None
+    account.name = "Ann B"
+    s.save(account)
+    s.save(ledger)  # unchanged: moved as it is, version kept
+    s.commit()
+    items = _by_key(db)
+    assert set(items) == NEW_KEYS
+    assert items[("ACCOUNT#a1", "PROFILE")]["email"] == "Ann@X.io"
+    assert "mail" not in items[("ACCOUNT#a1", "PROFILE")]
+    assert items[("ACCOUNT#a1", "PROFILE")]["_type"] == "account"
+    assert items[("ACCOUNT#a1", "PROFILE")]["gsi1sk"] == "ACCOUNT#a1"
+    guard = items[("email#ann@x.io", "email#ann@x.io")]
+    assert (guard["owner_pk"], guard["owner_sk"], guard["owner_type"]) == (
+        "ACCOUNT#a1", "PROFILE", "account")
+    assert items[("code#C1", "code#C1")]["owner_pk"] == "LEDGER#l1"
+    assert items[("LEDGER#l1", "v00000001_LEDGER")]["balance"] == 0
+    assert items[("LEDGER#l1", "v0_LEDGER")]["version"] == 2
+    # the objects now live in the new layout: further saves are plain updates
+    ledger.balance = 7
+    s.save(ledger)
+    s.commit()
+    again = s.get(Ledger, id="l1")
+    assert again is not None and (again.version, again.balance) == (3, 7)
+    assert s.find(Account, email="ann@x.io") == Account(id="a1", email="Ann@X.io",
+                                                        name="Ann B")
+    assert s.query(Account, index="gsi1", org="acme").all() == [account]
+
+
+def test_changed_versioned_save_moves_and_adds_a_version(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    ledger = s.get(Ledger, id="l1")
+    assert ledger is not None
+    ledger.balance = 9
+    s.save(ledger)
+    s.commit()
+    assert ledger.version == 3
+    assert _keys(db) == NEW_KEYS - {("ACCOUNT#a1", "PROFILE")} | {
+        ("USER#a1", "PROFILE"), ("LEDGER#l1", "v00000003_LEDGER")}  # (the account: not saved)
+    assert [v.balance for v in s.history(Ledger, id="l1").all()] == [0, 5, 9]
+
+
+def test_delete_of_old_layout_object(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    account = s.get(Account, id="a1")
+    ledger = s.get(Ledger, id="l1")
+    assert account is not None and ledger is not None
+    s.delete(account)
+    s.delete(ledger, history=True)
+    s.commit()
+    assert _keys(db) == set()
+
+
+def test_writer_racing_a_move(db: TestBackend) -> None:
+    """Two sessions read the old item; the first to save moves it; the second's save
+    loses its condition (nothing duplicated), and a fresh read finds the moved entity."""
+    _old_data()
+    s1, s2 = db.session(), db.session()
+    a1, a2 = s1.get(Account, id="a1"), s2.get(Account, id="a1")
+    assert a1 is not None and a2 is not None
+    a1.name = "first"
+    s1.save(a1)
+    s1.commit()
+    a2.name = "second"
+    s2.save(a2)
+    with pytest.raises(ConflictError):
+        s2.commit()
+    fresh = s2.get(Account, id="a1")
+    assert fresh is not None and fresh.name == "first"
+    fresh.name = "second"
+    s2.save(fresh)
+    s2.commit()
+    items = _by_key(db)
+    assert ("USER#a1", "PROFILE") not in items
+    assert items[("ACCOUNT#a1", "PROFILE")]["name"] == "second"
+
+
+def test_old_item_changed_after_read_is_not_overwritten(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    account = s.get(Account, id="a1")
+    assert account is not None
+    o = Session(old)
+    stale = o.get(OldAccount, id="a1")
+    assert stale is not None
+    stale.name = "changed in the old layout"
+    o.save(stale)
+    o.commit()
+    s.save(account)
+    with pytest.raises(ConflictError):
+        s.commit()
+    assert _keys(db) == OLD_KEYS
+
+
+# -- dynaorm migrate -----------------------------------------------------------------------
+@pytest.mark.sync_only
+def test_migrate_dry_run_then_run(db: TestBackend) -> None:
+    _old_data()
+    dry = migrate(mig, dry_run=True)
+    assert dry.found == {"Account": 1, "Ledger": 1} and dry.moved == {}
+    assert dry.samples["Account"] == [["USER#a1/PROFILE", "ACCOUNT#a1/PROFILE"]]
+    assert dry.done and dry.problems is None
+    assert _keys(db) == OLD_KEYS
+    report = migrate(mig)
+    assert report.moved == {"Account": 1, "Ledger": 1} and report.ok
+    assert report.problems == []
+    assert _keys(db) == NEW_KEYS
+    assert migrate(mig).found == {}  # nothing left
+
+
+@pytest.mark.sync_only
+def test_migrate_resumes_from_checkpoint(db: TestBackend, tmp_path: Any) -> None:
+    s = Session(old)
+    for n in range(6):
+        s.save(OldAccount(id=f"a{n}", mail=f"u{n}@x.io"))
+    s.commit()
+    point = tmp_path / "migrate.json"
+    first = migrate(mig, checkpoint=point, page_size=3, max_pages=2)
+    assert not first.done
+    with pytest.raises(DynaormError, match="unfinished run"):
+        migrate(mig, checkpoint=point)
+    rest = migrate(mig, checkpoint=point, resume=True, page_size=3)
+    assert rest.resumed and rest.done and rest.ok
+    assert rest.moved["Account"] == 6  # (the checkpoint's counts cover both runs)
+    assert {k for k in _keys(db) if k[1] == "PROFILE"} == {
+        (f"ACCOUNT#a{n}", "PROFILE") for n in range(6)}
+    with pytest.raises(DynaormError, match="nothing to resume"):
+        migrate(mig, checkpoint=point, resume=True)
+
+
+@pytest.mark.sync_only
+def test_migrate_rate_limit_paces_moves(db: TestBackend) -> None:
+    s = Session(old)
+    for n in range(4):
+        s.save(OldAccount(id=f"a{n}", mail=f"u{n}@x.io"))
+    s.commit()
+    now = [0.0]
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    report = migrate(mig, rate=2, clock=lambda: now[0], sleep=sleep)
+    assert report.moved == {"Account": 4}
+    assert sum(waits) == pytest.approx(1.5)  # 4 moves at 2 a second: 0, 0.5, 1.0, 1.5
+    with pytest.raises(DynaormError, match="rate must be positive"):
+        migrate(mig, rate=0)
+    with pytest.raises(DynaormError, match="concurrency must be at least 1"):
+        migrate(mig, concurrency=0)
+
+
+@pytest.mark.sync_only
+def test_migrate_command(db: TestBackend, capsys: pytest.CaptureFixture[str]) -> None:
+    from dynaorm.tools.cli import main
+
+    _old_data()
+    ref = "tests.support.migration_models:mig"
+    assert main(["migrate", ref, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "Account: 1 in the previous layout, would move 1" in out
+    assert "USER#a1/PROFILE -> ACCOUNT#a1/PROFILE" in out
+    assert _keys(db) == OLD_KEYS
+    assert main(["migrate", ref, "--rate", "0"]) == 2
+    assert main(["migrate", ref, "--concurrency", "0"]) == 2
+    assert main(["migrate", ref, "--resume"]) == 2
+    assert "resume needs a checkpoint" in capsys.readouterr().err
+    assert main(["migrate", ref, "--progress"]) == 0
+    captured = capsys.readouterr()
+    assert "Ledger: 1 in the previous layout, moved 1" in captured.out
+    assert "check: 0 problem(s)" in captured.out
+    assert "scanned" in captured.err and "ETA" in captured.err
+    assert _keys(db) == NEW_KEYS
+
+
+@pytest.mark.sync_only
+def test_migrate_checkpoint_errors(db: TestBackend, tmp_path: Any) -> None:
+    from dynaorm.tools.check import CheckpointError
+
+    point = tmp_path / "m.json"
+    with pytest.raises(CheckpointError, match="does not exist: nothing to resume"):
+        migrate(mig, checkpoint=point, resume=True)
+    with pytest.raises(CheckpointError, match="is a directory"):
+        migrate(mig, checkpoint=tmp_path)
+    point.write_text("{not json")
+    with pytest.raises(CheckpointError, match="not a dynaorm migrate checkpoint"):
+        migrate(mig, checkpoint=point)
+    point.write_text('{"table": "another", "dry_run": false}')
+    with pytest.raises(CheckpointError, match="belongs to table 'another'"):
+        migrate(mig, checkpoint=point)
+    point.write_text(f'{{"table": "{mig.name}", "dry_run": true}}')
+    with pytest.raises(CheckpointError, match="with --dry-run"):
+        migrate(mig, checkpoint=point, resume=True)
+    point.unlink()
+    assert migrate(mig, checkpoint=point).done  # a finished checkpoint starts over
+    assert migrate(mig, checkpoint=point).done
+
+
+def test_old_item_that_does_not_fit_is_a_typed_error(db: TestBackend) -> None:
+    from dynaorm import ItemDecodeError
+
+    db.table.transport.client.put_item(TableName=mig.name, Item={
+        "pk": {"S": "USER#bad"}, "sk": {"S": "PROFILE"}, "_type": {"S": "user"},
+        "id": {"S": "bad"}})  # no mail: the current class needs an email
+    with pytest.raises(ItemDecodeError, match=r"USER#bad.*previous layout.*Account"):
+        db.session().get(Account, id="bad")
+    report = migrate(mig, check=False)
+    assert report.found == {} and len(report.failed) == 1
+    assert "USER#bad/PROFILE" in report.failed[0] and not report.ok
+
+
+@pytest.mark.sync_only
+def test_migrate_rejudges_a_move_that_lost_its_condition(db: TestBackend) -> None:
+    """A move whose item a writer changed in the old layout is redone from a fresh read
+    (the writer's change kept); one a writer moved first is skipped."""
+    from dynaorm.tools.migrate import _move
+
+    _old_data()
+    s = Session(mig)
+    stale = s.get(Account, id="a1")
+    assert stale is not None
+    o = Session(old)
+    writer = o.get(OldAccount, id="a1")
+    assert writer is not None
+    writer.name = "changed by a writer"
+    o.save(writer)
+    o.commit()
+    assert _move(Session(mig), spec_of(Account), stale) == "moved"
+    moved = s.get(Account, id="a1")
+    assert moved is not None and moved.name == "changed by a writer"
+    assert not isinstance(moved._dynaorm_state, MovedState)
+
+    first, second = s.get(Ledger, id="l1"), Session(mig).get(Ledger, id="l1")
+    assert first is not None and second is not None
+    s.save(first)
+    s.commit()  # a live writer moves it
+    assert _move(Session(mig), spec_of(Ledger), second) == "skipped"
+    assert _keys(db) == NEW_KEYS
