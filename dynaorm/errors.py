@@ -80,14 +80,15 @@ class UniqueConstraintError(DynaormError):
     """
 
     def __init__(self, entity: type[Any], violations: list[tuple[str, Any]],
-                 key: dict[str, str] | None = None) -> None:
+                 key: dict[str, str] | None = None, hint: str = "") -> None:
         self.entity = entity
         self.key = key
         self.violations = list(violations)
         self.field, self.value = self.violations[0]
         names = ", ".join(f"{f}={v!r}" for f, v in self.violations)
         where = f" {key}" if key else ""
-        super().__init__(f"{entity.__name__}{where}: unique value already taken: {names}")
+        super().__init__(f"{entity.__name__}{where}: unique value already taken: {names}"
+                         + (f" ({hint})" if hint else ""))
 
 
 class TransactionConflictError(DynaormError):

@@ -17,7 +17,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_value
-from dynaorm.model.rows import LATEST_PREFIX, version_sk
+from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, version_sk
 from dynaorm.model.rules import check_mapping, check_rules, stored_names, timestamp_fields
 from dynaorm.model.shards import Shards, as_shards
 from dynaorm.model.table import LSI, Table
@@ -160,6 +160,8 @@ class EntitySpec:
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
+        if self.ttl_field is not None and VERSION_TTL in item:  # a version row's kept TTL
+            item = {**item, self.table.ttl or "": item[VERSION_TTL]}
         if self._plain_names:
             return self.fill_from_keys(item, decode_item(item, self.field_names))
         stored = self.stored_fields
