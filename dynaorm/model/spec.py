@@ -155,8 +155,10 @@ class EntitySpec:
     def plain_field_names(self) -> frozenset[str] | None:
         """:attr:`field_names` where :meth:`decode_fields` is ``fill_from_keys(item,
         decode_item(item, field_names))`` (every field stored under its name), else
-        ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
-        return self.field_names if self._plain_names else None
+        ``None`` (a loader may call ``decode_item`` itself: one call less per item; not
+        for a versioned entity with a TTL field, whose version rows keep the TTL aside)."""
+        plain = self._plain_names and not (self.versioned and self.ttl_field is not None)
+        return self.field_names if plain else None
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
