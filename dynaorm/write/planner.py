@@ -50,6 +50,7 @@ def _declared(spec: EntitySpec) -> frozenset[str]:
             names.add(table.type_attribute)
         if spec.versioned:
             names.add("version")
+            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
         if spec.history_index is not None:
             names.add(spec.history_index[1])
         found = _DECLARED[spec.cls] = frozenset(names)
