@@ -199,7 +199,10 @@ def test_a_guard_without_ttl_says_to_run_check_repair(db: TestBackend) -> None:
     s.save(Member(member_id="new", email="a@x.io"))
     with pytest.raises(UniqueConstraintError, match=r"dynaorm check --repair"):
         s.commit()
-    result = check_table(rules, fix=True)
+    for _ in range(2):  # (a second pass only where DynamoDB Local's sweeper deleted the
+        result = check_table(rules, fix=True)  # owner between the judgment and its
+        if result.problems:                    # confirmation: the finding moved, dropped)
+            break
     # (stamped with the owner's passed TTL; or, where the engine's sweeper deleted the
     # owner already, deleted as an orphan: either way the value is free)
     assert [p.split()[0] for p in result.problems] in (["guard-ttl"], ["orphan-guard"])
