@@ -82,8 +82,11 @@ class UniqueConstraintError(DynaormError):
     def __init__(self, entity: type[Any], violations: list[tuple[str, Any]],
                  key: dict[str, str] | None = None, hint: str = "") -> None:
         self.entity = entity
+        """The entity class whose commit claimed the value."""
         self.key = key
+        """The table key of the object that claimed it, when known."""
         self.violations = list(violations)
+        """Every ``(field, value)`` already taken, in declaration order."""
         self.field, self.value = self.violations[0]
         names = ", ".join(f"{f}={v!r}" for f, v in self.violations)
         where = f" {key}" if key else ""
@@ -130,7 +133,9 @@ class ConditionFailedError(_KeyedError):
                  | None = None) -> None:
         super().__init__(message, entity=entity, key=key)
         self.item = item
+        """The stored entity when the first failed condition was judged (``None``: no item)."""
         self.failures = list(failures) if failures is not None else [(entity, key, item)]
+        """Every failed action as ``(entity_class, key, item)``, in session order."""
 
 
 class OutcomeUnknownError(DynaormError):
@@ -141,7 +146,9 @@ class OutcomeUnknownError(DynaormError):
                  keys: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.operation = operation
+        """The DynamoDB API name of the write (``"PutItem"``, ``"TransactWriteItems"``)."""
         self.keys = list(keys or [])
+        """The table keys the write would have written (plain values)."""
 
 
 class RequestError(DynaormError):
@@ -155,17 +162,25 @@ class RequestError(DynaormError):
     """
 
     maybe_applied: bool = False
+    """True when some attempt may have been applied (a timeout or a dropped connection after
+    sending, a 5xx)."""
     attempts: int = 1
+    """How many attempts were made."""
 
     def __init__(self, operation: str, code: str, message: str,
                  reasons: list[Any] | None = None, item: dict[str, Any] | None = None
                  ) -> None:
         super().__init__(f"{operation} failed: {code}: {message}")
         self.operation = operation
+        """The DynamoDB API name (``"GetItem"``)."""
         self.code = code
+        """DynamoDB's error code (``"ValidationException"``), or the connection's failure."""
         self.message = message
+        """DynamoDB's (or the connection's) error message."""
         self.reasons = list(reasons or [])
+        """A transaction's cancellation reasons, in request order (empty otherwise)."""
         self.item = item
+        """A single write's stored item when DynamoDB returned it (wire form), else ``None``."""
 
 
 class TableNotFoundError(RequestError):
@@ -191,9 +206,17 @@ class BulkWriteError(DynaormError):
                  ) -> None:
         super().__init__(message)
         self.written = list(written)
+        """The objects (or keys as given) known to be written; objects are marked persisted (or
+        deleted)."""
         self.not_written = list(not_written)
+        """The objects or keys known not to be written (throttled to the end, unprocessed after
+        the last round, or refused because another writer changed the item since it was
+        loaded)."""
         self.unknown = list(unknown)
+        """The objects or keys whose request may have been applied (its answer was lost, or a
+        5xx): read them to see."""
         self.errors = list(errors or [])
+        """``(object or key, error)`` for each one not written or unknown."""
 
 
 __all__ += ["ItemDecodeError"]  # (0.3)

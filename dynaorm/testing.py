@@ -88,11 +88,13 @@ class TestBackend:
     def __init__(self, tables: Sequence[Table], endpoint_url: str | None,
                  session_kind: str = "sync") -> None:
         self.tables = list(tables)
+        """The tables the fixture created, in the order given."""
         self.endpoint_url = endpoint_url
-        #: ``"sync"``: :meth:`session` gives a :class:`Session`; ``"async"``: a blocking
-        #: adapter over a real ``AsyncSession`` (each call runs the coroutine on this
-        #: thread's private event loop), so sync-style tests exercise the async code path
+        """The endpoint the tables point at (``None``: in-process moto)."""
         self.session_kind = session_kind
+        """``"sync"``: :meth:`session` gives a :class:`Session`; ``"async"``: a blocking
+        adapter over a real ``AsyncSession`` (each call runs the coroutine on this thread's
+        private event loop), so sync-style tests exercise the async code path."""
 
     @property
     def table(self) -> Table:
@@ -228,8 +230,9 @@ class FaultInjector:
     def __init__(self) -> None:
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
-        #: attempts per operation seen since the injector was installed
         self.sent: Counter[str] = Counter()
+        """Attempts of each operation seen since the injector was installed (faulted ones
+        included)."""
 
     # -- planning faults -------------------------------------------------------------
     def throttle(self, operation: str, *, times: int | None = 1, skip: int = 0) -> None:

@@ -200,9 +200,9 @@ class Commit:
     def request(self) -> Call:
         """The one request that sends the plan."""
         plan = self._planned()
-        if len(plan.ops) == 1 and not isinstance(plan.ops[0], ConditionCheck):
+        if plan.single_item:
             operation, request = plan.single_request()
-        else:  # a ConditionCheck alone is a transaction of one
+        else:
             operation = "TransactWriteItems"
             # a fresh token per commit: 128 random bits, 32 of DynamoDB's 36 characters
             request = plan.transaction_request(os.urandom(16).hex())

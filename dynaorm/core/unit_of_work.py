@@ -7,6 +7,7 @@ save_many and delete_many. :class:`~dynaorm.Session` runs them through the sync 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
@@ -150,10 +151,12 @@ class UnitOfWork(Staging):
         self._staged.clear()
         return commit
 
-    def _new_commit(self, *, observed: bool) -> Commit:
-        """A commit of what is staged now (the stage is left as it is)."""
-        return Commit(self.table.name, self._coalesced(), read=self._read_item_p,
-                      last_version=self._last_version_p, observed=observed)
+    def _new_commit(self, staged: list[Any] | None = None, *, observed: bool) -> Commit:
+        """A commit of ``staged`` entries (default: what is staged now; the stage is left
+        as it is)."""
+        return Commit(self.table.name, self._coalesced() if staged is None else staged,
+                      read=self._read_item_p, last_version=self._last_version_p,
+                      observed=observed)
 
     def _plan_p(self) -> Proto[WritePlan]:
         """The write plan the next commit would send (reading what rules need); the
@@ -212,9 +215,7 @@ class UnitOfWork(Staging):
     def _single_commit(self, entry: SaveEntry | DeleteEntry, state: InstanceState) -> Commit:
         """The planned commit of one loaded object of a bulk call (a plain entity: planned
         on its own state, nothing to read), checked before anything is sent."""
-        commit = Commit(self.table.name, [entry], read=self._read_item_p,
-                        last_version=self._last_version_p,
-                        observed=bool(self.table._listeners))
+        commit = self._new_commit([entry], observed=bool(self.table._listeners))
         commit.prepared = [(entry, state)]
         commit.plan()  # (limits, values: raises here, before anything is sent)
         return commit
@@ -323,23 +324,27 @@ class UnitOfWork(Staging):
         result.raise_if_failed("delete_many")
 
 
+@dataclass
 class BulkResult:
     """What a bulk call did so far: objects (or keys) written, not written, unknown, and
     the error behind each that was not written or is unknown."""
 
-    def __init__(self) -> None:
-        self.written: list[Any] = []
-        self.not_written: list[Any] = []
-        self.unknown: list[Any] = []
-        self.errors: list[tuple[Any, DynaormError]] = []
+    written: list[Any] = field(default_factory=list)
+    not_written: list[Any] = field(default_factory=list)
+    unknown: list[Any] = field(default_factory=list)
+    errors: list[tuple[Any, DynaormError]] = field(default_factory=list)
 
     def fail(self, targets: Sequence[tuple[list[Any], Any]], error: DynaormError, *,
              unknown: bool) -> None:
         """Every target of ``targets`` failed with ``error`` (``unknown``: maybe applied)."""
-        into = self.unknown if unknown else self.not_written
         for each, _ in targets:
-            into.extend(each)
-            self.errors.extend((t, error) for t in each)
+            for target in each:
+                self.failed(target, error, unknown=unknown)
+
+    def failed(self, target: Any, error: DynaormError, *, unknown: bool) -> None:
+        """``target`` failed with ``error`` (``unknown``: it may have been applied)."""
+        (self.unknown if unknown else self.not_written).append(target)
+        self.errors.append((target, error))
 
     def raise_if_failed(self, what: str) -> None:
         """:class:`~dynaorm.BulkWriteError` unless everything was written."""
@@ -365,34 +370,24 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
         return
     try:
         yield from commit.send()
-    except OutcomeUnknownError as exc:
-        result.unknown.append(obj)
-        result.errors.append((obj, exc))
-        return
-    except RequestError as exc:
-        (result.unknown if exc.maybe_applied else result.not_written).append(obj)
-        result.errors.append((obj, exc))
-        return
     except ItemNotFoundError as exc:
         if isinstance(entry, DeleteEntry):  # already gone: deleted, as asked
             result.written.append(obj)
-            return
-        result.not_written.append(obj)
-        result.errors.append((obj, exc))
+        else:
+            result.failed(obj, exc, unknown=False)
         return
     except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
         state = obj._dynaorm_state
         key = exc.key if state is None else state.key
-        error = ConcurrentModificationError(
+        result.failed(obj, ConcurrentModificationError(
             f"{type(obj).__name__} {key}: changed by another writer since it was "
             "loaded; not deleted (reload it to delete the newer state)",
-            entity=type(obj), key=key)
-        result.not_written.append(obj)
-        result.errors.append((obj, error))
+            entity=type(obj), key=key), unknown=False)
         return
-    except DynaormError as exc:  # a conflict: another writer changed it since it was read
-        result.not_written.append(obj)
-        result.errors.append((obj, exc))
+    except DynaormError as exc:  # unknown, a failed request, or another writer's change
+        unknown = isinstance(exc, OutcomeUnknownError) or (
+            isinstance(exc, RequestError) and exc.maybe_applied)
+        result.failed(obj, exc, unknown=unknown)
         return
     yield from commit.settle()
     result.written.append(obj)

@@ -28,8 +28,8 @@ class Entity(BaseModel):
     if TYPE_CHECKING:
         __dynaorm_spec__: ClassVar[EntitySpec | None]
 
-    #: fields accept their name as well as their alias (stored names, contract 14)
     model_config = ConfigDict(populate_by_name=True)
+    """pydantic's configuration: fields may be given by name or by alias."""
 
     # Persistence bookkeeping lives in a slot, not a pydantic private attribute: it stays
     # out of equality, copies and validation (and validation is twice as fast without one).
@@ -162,6 +162,8 @@ class Versioned(Entity):
     __dynaorm_versioned__: ClassVar[bool] = True
 
     version: int = 0
+    """The entity's version: 0 until its first commit, then 1, 2, ... (one per committed
+    change)."""
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:
@@ -181,7 +183,9 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
 
     ``key`` is the primary key when the caller has rendered it already.
     """
-    data = obj.model_dump(mode="python")
+    data = obj.model_dump(mode="python")  # (exclude=True fields are left out here)
+    for name in spec.key_only:  # Meta.key_only: stored inside the key only
+        data.pop(name, None)
     if version is not None:
         data["version"] = version
     if spec.ttl_field is not None:

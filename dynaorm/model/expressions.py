@@ -182,6 +182,7 @@ class F:
         if not isinstance(path, str) or not path or any(not p for p in path.split(".")):
             raise ValueError(f"F() needs an attribute name, got {path!r}")
         self.path = path
+        """The attribute path (``"a.b"``: attribute ``b`` of map ``a``)."""
 
     def __eq__(self, value: object) -> Condition:  # type: ignore[override]
         return _Compare(self.path, "=", value)

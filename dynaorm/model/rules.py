@@ -5,7 +5,10 @@
 - a field as a key: a template that is exactly one field whose stored name is the key
   attribute stores that field once, as the key;
 - tables without a type attribute: entities whose table keys could be the same key are
-  refused, and so are unique and versioned rules;
+  refused, unless one has a literal key where the other has a template (``Meta.overlaps``:
+  the literal wins, see :func:`literal_outranks`), and so are unique and versioned rules;
+- key-only fields (``Meta.key_only``, and ``Field(exclude=True)``): never stored as their own
+  attribute, so each must be read back exactly from the table key (:func:`unstored_fields`);
 - the TTL field and ``Meta.timestamps`` are checked for their types.
 """
 
@@ -37,8 +40,13 @@ class IndexTemplates(Protocol):
     @property
     def sk(self) -> KeyTemplate | None: ...
 
-__all__ = ["IndexTemplates", "check_mapping", "check_rules", "could_overlap", "stored_names",
-           "timestamp_fields"]
+__all__ = ["OVERLAP_POLICIES", "IndexTemplates", "check_mapping", "check_rules", "could_overlap",
+           "literal_outranks", "overlap_policy", "stored_names", "timestamp_fields",
+           "unstored_fields"]
+
+#: ``Meta.overlaps``: "literal" (default) lets a literal key win over another entity's
+#: template on a table without a type attribute; "refuse" keeps 0.2's strict check
+OVERLAP_POLICIES = ("literal", "refuse")
 
 
 def stored_names(cls: type[Any]) -> dict[str, str]:
@@ -144,7 +152,7 @@ def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
 
 def check_rules(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None, *,
                 uniques: bool, versioned: bool, sharded: bool, ttl_field: str | None,
-                timestamps: tuple[str | None, str | None]) -> None:
+                timestamps: tuple[str | None, str | None], overlaps: str = "literal") -> None:
     """Rules that need string keys or a type attribute, the TTL field's and the
     timestamps' types, and overlapping key shapes on a table without a type attribute
     (checked on the entity's spec as it is built)."""
@@ -162,7 +170,7 @@ def check_rules(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate |
                 raise DynaormError(f"{owner}: {what} need(s) the type attribute (guard and "
                                    f"version rows carry it); table {table.name!r} has "
                                    "type_attribute=None")
-        _check_overlaps(cls, table, pk, sk)
+        _check_overlaps(cls, table, pk, sk, overlaps)
     if ttl_field is not None:
         info = fields[ttl_field]
         allowed = _plain(info.annotation)
@@ -180,20 +188,104 @@ def check_rules(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate |
                                f"not {fields[name].annotation!r}")
 
 
-def _check_overlaps(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None
-                    ) -> None:
+def overlap_policy(owner: str, raw: Any) -> str:
+    """``Meta.overlaps`` checked: ``"literal"`` (the default) or ``"refuse"``."""
+    if raw is None:
+        return "literal"
+    if raw not in OVERLAP_POLICIES:
+        raise DynaormError(f"{owner}.Meta.overlaps must be one of {OVERLAP_POLICIES}, "
+                           f"got {raw!r}")
+    return str(raw)
+
+
+def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTemplate,
+                     b_sk: KeyTemplate | None) -> bool:
+    """Whether an item whose key fits both ``a``'s and ``b``'s templates is ``a``'s: ``a``
+    has a literal key (``"METADATA"``) where ``b`` has a template (``"{timestamp}"``),
+    and ``b`` has none where ``a`` has a template. Two templates never outrank each other."""
+    pairs = [(a_pk, b_pk)]
+    if a_sk is not None and b_sk is not None:
+        pairs.append((a_sk, b_sk))
+    wins = any(x.is_literal and not y.is_literal for x, y in pairs)
+    loses = any(y.is_literal and not x.is_literal for x, y in pairs)
+    return wins and not loses
+
+
+def _check_overlaps(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
+                    policy: str = "literal") -> None:
     for other in list(table.entities.values()):
         theirs: Any = getattr(other, "__dynaorm_spec__", None)  # the other's EntitySpec
         if theirs is None or other.__qualname__ == cls.__qualname__:
             continue
         if could_overlap(pk, theirs.pk) and (
                 sk is None or theirs.sk is None or could_overlap(sk, theirs.sk)):
+            ranked = (literal_outranks(pk, sk, theirs.pk, theirs.sk)
+                      or literal_outranks(theirs.pk, theirs.sk, pk, sk))
+            refused = "refuse" in (policy, getattr(theirs, "overlaps", "literal"))
+            if ranked and not refused:
+                continue  # the literal key wins where they meet (Meta.overlaps = "literal")
+            why = ("Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
+                   "neither key is a literal where the other is a template, so no "
+                   "precedence can tell them apart")
             raise DynaormError(
                 f"{cls.__name__}: its keys ({pk.source!r}, "
                 f"{sk.source if sk else None!r}) could match the same item as "
                 f"{theirs.name}'s ({theirs.pk.source!r}, "
                 f"{theirs.sk.source if theirs.sk else None!r}); table {table.name!r} "
-                "has no type attribute, so items are told apart by key shape only")
+                f"has no type attribute, so items are told apart by key shape only ({why})")
+
+
+def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate | None,
+                    indexes: Iterable[IndexTemplates], unique_fields: Iterable[str]
+                    ) -> tuple[frozenset[str], frozenset[str]]:
+    """``Meta.key_only`` checked, and the fields no write stores as their own attribute:
+    ``(key_only, unstored)``, ``unstored`` adding the ``Field(exclude=True)`` fields.
+
+    A key-only field must be a field that the table's key templates (pk or sk) give back
+    exactly (:attr:`KeyTemplate.exact_fields`): reads fill it back from the key. An
+    excluded field that a unique rule or an index template uses must be one too (its
+    value would be lost)."""
+    owner = cls.__name__
+    fields = getattr(cls, "model_fields", {})
+    if raw is None:
+        raw = ()
+    if isinstance(raw, str):
+        raw = (raw,)
+    if not isinstance(raw, tuple | list | set | frozenset) or not all(
+            isinstance(n, str) for n in raw):
+        raise DynaormError(f"{owner}.Meta.key_only must be a tuple of field names, "
+                           f"got {raw!r}")
+    table_key = [t for t in (pk, sk) if t is not None]
+    index_templates = [t for idx in indexes for t in (idx.pk, idx.sk) if t is not None]
+    exact = frozenset().union(*(t.exact_fields for t in table_key))
+    in_table_key = {f for t in table_key for f in t.fields}
+    in_index = {f for t in index_templates for f in t.fields}
+    uniques = set(unique_fields)
+    for name in sorted(set(raw)):
+        if name not in fields:
+            raise DynaormError(f"{owner}.Meta.key_only names {name!r}, which is not a field")
+        if name not in in_table_key | in_index:
+            raise DynaormError(f"{owner}.Meta.key_only: field {name!r} is in no key "
+                               "template, so it would not be stored anywhere")
+        if name not in in_table_key:
+            raise DynaormError(
+                f"{owner}.Meta.key_only: field {name!r} is only in an index key template; "
+                "an index key is left off when a field it needs is None, so the value "
+                "could not be read back: a key-only field must be in the pk or sk template")
+        if name not in exact:
+            raise DynaormError(
+                f"{owner}.Meta.key_only: field {name!r} cannot be read back exactly from "
+                f"the key ({', '.join(repr(t.source) for t in table_key)}: a !u/!l "
+                "conversion or a format spec other than integer padding loses its value)")
+    excluded = {n for n, info in fields.items() if info.exclude}
+    for name in sorted(excluded & (uniques | in_index) - exact):
+        used = "a unique rule" if name in uniques else "an index key template"
+        raise DynaormError(
+            f"{owner}: field {name!r} has exclude=True (never stored) but {used} uses it, "
+            "and the table key does not give it back exactly: declare it in the pk/sk "
+            "template (a key-only field) or drop exclude=True")
+    key_only = frozenset(raw)
+    return key_only, key_only | frozenset(excluded)
 
 
 _FIELD = object()

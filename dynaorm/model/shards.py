@@ -31,8 +31,12 @@ class Shards:
     """
 
     count: int
+    """How many shard values there are."""
     by: str | Callable[[Any], int] | None = None
+    """What picks an item's shard: ``None`` (a stable hash of its primary-key fields), a field
+    name, or a function of the item."""
     first: int = 0
+    """The first shard value (values are ``first .. first+count-1``)."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.count, int) or isinstance(self.count, bool) or self.count < 1:

@@ -17,8 +17,16 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_value
-from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, version_sk
-from dynaorm.model.rules import check_mapping, check_rules, stored_names, timestamp_fields
+from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
+from dynaorm.model.rules import (
+    check_mapping,
+    check_rules,
+    literal_outranks,
+    overlap_policy,
+    stored_names,
+    timestamp_fields,
+    unstored_fields,
+)
 from dynaorm.model.shards import Shards, as_shards
 from dynaorm.model.table import LSI, Table
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate, render_value
@@ -27,7 +35,7 @@ from dynaorm.model.timestamps import expired
 __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
-                "history_index", "timestamps")
+                "history_index", "timestamps", "overlaps", "key_only")
 
 
 @dataclass(frozen=True)
@@ -35,9 +43,16 @@ class Unique:
     """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
 
     field: str
+    """The unique field's name."""
     prefix: str | None = None
+    """The guard key's prefix (default: the field's name): ``"member_badge"`` gives
+    ``"member_badge#1234"``."""
     normalize: Callable[[Any], Any] | None = None
+    """Applied to the value before it goes into the guard key (``str.lower``: one value, any
+    case)."""
     scope: str | None = None
+    """A key template the value is unique within (``"ORG#{org_id}"``: one username per
+    organisation); ``None``: unique in the whole table."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +130,13 @@ class EntitySpec:
     timestamps: tuple[str | None, str | None] = (None, None)
     #: the entity field stored as the table's TTL attribute, if any
     ttl_field: str | None = None
+    #: ``Meta.overlaps``: "literal" (a literal key wins over another entity's template on
+    #: a table without a type attribute) or "refuse"
+    overlaps: str = "literal"
+    #: ``Meta.key_only``: fields stored only inside the table key (filled back on reads)
+    key_only: frozenset[str] = frozenset()
+    #: fields no write stores as their own attribute: ``key_only`` and ``exclude=True``
+    unstored: frozenset[str] = frozenset()
 
     # -- stored names --------------------------------------------------------------
     def attr(self, name: str) -> str:
@@ -179,7 +201,11 @@ class EntitySpec:
             if all(f in data for f in template.fields):
                 continue
             av = item.get(attr)
-            parsed = None if av is None else template.parse_key(key_value(av))
+            text = None if av is None else key_value(av)
+            if text is not None and self.versioned and attr == self.table.sk:
+                base = parse_version_sk(text)  # a latest copy or a version row
+                text = None if base is None else base[1]
+            parsed = None if text is None else template.parse_key(text)
             for name, value in (parsed or {}).items():
                 data.setdefault(name, value)
         return data
@@ -273,6 +299,32 @@ class EntitySpec:
         return item.get(self.table.type_attribute, {}).get("S") == self.type_name
 
     def fits(self, item: Item) -> bool:
+        """Whether the table key of ``item`` fits this entity's key templates, and no
+        other entity's literal key claims it (:meth:`outranked`)."""
+        return self.fits_shape(item) and not self.outranked(item)
+
+    def outranked(self, item: Item) -> bool:
+        """Whether an entity whose literal key outranks this one's template fits ``item``
+        (``Meta.overlaps``: the literal wins where a literal key and a template meet)."""
+        return any(w.fits_shape(item) for w in self.outranked_by())
+
+    def outranked_by(self) -> tuple[EntitySpec, ...]:
+        """The table's other entities whose literal keys win over this one's templates
+        (see :func:`~dynaorm.model.rules.literal_outranks`), as the table is now."""
+        if not self._templated:
+            return ()  # literal keys only: nothing outranks them
+        # (not memoised: the table's entities may change; asked only where keys decide)
+        return tuple(w for e in self.table.entities.values()
+                     if (w := getattr(e, "__dynaorm_spec__", None)) is not None
+                     and w.cls is not self.cls
+                     and literal_outranks(w.pk, w.sk, self.pk, self.sk))
+
+    @functools.cached_property
+    def _templated(self) -> bool:
+        """Whether a table key template of this entity has a field."""
+        return not self.pk.is_literal or (self.sk is not None and not self.sk.is_literal)
+
+    def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
         for attr, template in ((self.table.pk, self.pk), (self.table.sk, self.sk)):
             if attr is None or template is None:
@@ -437,6 +489,9 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
 
     renames = stored_names(cls)
     check_mapping(owner, table, field_names, renames, pk, sk, indexes, cls)
+    uniques = _unique_rules(meta.get("unique"), owner, field_names)
+    key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, indexes,
+                                         {f for rule in uniques for f in rule.fields})
 
     history_index = _history_index(owner, meta.get("history_index"), table, versioned,
                                    indexes)
@@ -452,7 +507,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                                    "that get() can compute the shard from the key fields")
     spec = EntitySpec(
         cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
-        pk=pk, sk=sk, uniques=_unique_rules(meta.get("unique"), owner, field_names),
+        pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
+        key_only=key_only, unstored=unstored,
         versioned=versioned, indexes=tuple(indexes), shards=shards,
         field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
         history_index=history_index, renames=renames,
@@ -465,7 +521,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
             or info.default is not None),
     )
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=versioned,
-                sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps)
+                sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
+                overlaps=spec.overlaps)
     table.register(cls, spec.type_name)
     return spec
 

@@ -66,22 +66,32 @@ class Change:
     """
 
     kind: ChangeKind
+    """What happened to the item (``"insert"``, ``"modify"``, ``"remove"``)."""
     entity: type[Any] | None
+    """The entity class the item belongs to (for a guard: its owner's), ``None`` for an item no
+    entity owns."""
     role: ChangeRole
+    """Which of the entity's items this is (the row, a guard, a version row, the latest copy)."""
     field: str | None = None
-    #: the item's table key, plain values (``{"pk": "USER#1", "sk": "PROFILE"}``)
+    """The unique field of a guard item (``None`` for other roles)."""
     key: dict[str, Any] = _field(default_factory=dict)
-    #: for a version row (or a latest copy: 0), the version number its sort key carries
+    """The item's table key, plain values (``{"pk": "USER#1", "sk": "PROFILE"}``)."""
     version: int | None = None
-    #: the images in wire form (binary as ``bytes``), ``None`` when not in the record
+    """For a version row (or a latest copy: 0), the version number its sort key carries."""
     old_item: Item | None = _field(default=None, repr=False)
+    """The image before the change, wire form (binary as ``bytes``); ``None`` when not in the
+    record."""
     new_item: Item | None = _field(default=None, repr=False)
-    #: ``ApproximateCreationDateTime`` as an aware UTC datetime
+    """The image after the change, wire form (binary as ``bytes``); ``None`` when not in the
+    record."""
     time: datetime | None = None
+    """``ApproximateCreationDateTime`` as an aware UTC datetime."""
     sequence_number: str | None = None
+    """The record's ``SequenceNumber`` (orders records of one item)."""
     event_id: str | None = None
-    #: True when DynamoDB's TTL process removed the item (not a user's delete)
+    """The record's ``eventID``."""
     expired: bool = False
+    """True when DynamoDB's TTL process removed the item (not a user's delete)."""
 
     @functools.cached_property
     def old(self) -> Any:
@@ -220,6 +230,8 @@ def _match_row(table: StreamTable, pk: str, sk: str | None) -> Any:
             if spec.sk.parse_key(base) is None:
                 continue
         found.append(spec)
+    if len(found) > 1:  # a literal key outranks a template where both fit (Meta.overlaps)
+        found = [s for s in found if not any(w in found for w in s.outranked_by())]
     return found[0] if len(found) == 1 else None
 
 

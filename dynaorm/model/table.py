@@ -9,11 +9,9 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-import botocore.session
-
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.streams import Change, iter_changes
-from dynaorm.transport.config import resolve_max_attempts
+from dynaorm.transport.config import default_session, resolve_max_attempts
 from dynaorm.transport.events import RequestEvent
 from dynaorm.transport.sync import Transport
 
@@ -183,7 +181,7 @@ class Table:
             if transport is None:
                 attempts, session = self._max_attempts, None
                 if attempts is None:  # botocore's max_attempts; the client reuses the session
-                    session = botocore.session.get_session()
+                    session = default_session()
                     attempts = resolve_max_attempts(None, session, self.name)
                 transport = Transport(self.endpoint_url, self.region,
                                       max_attempts=attempts, max_wait=self.max_wait,

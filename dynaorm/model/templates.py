@@ -25,6 +25,8 @@ __all__ = ["SHARD_FIELD", "KeyTemplate", "render_value"]
 SHARD_FIELD = "shard"
 _CONVERSIONS = {"u": str.upper, "l": str.lower}
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: format specs a key parses back through exactly: none, or an integer's zero padding
+_EXACT_SPEC = re.compile(r"(0?[0-9]*d)?\Z")
 
 
 def render_value(value: Any, spec: str = "") -> str:
@@ -110,6 +112,16 @@ class KeyTemplate:
     def is_literal(self) -> bool:
         """Whether the template has no field (a constant key)."""
         return not self.fields
+
+    @functools.cached_property
+    def exact_fields(self) -> frozenset[str]:
+        """Fields whose value the key gives back exactly when parsed (a key-only field
+        must be one): no ``!u``/``!l`` conversion, and no format spec but zero padding of
+        an integer (``{n:08d}``); a typed (``N``/``B``) key's one field always."""
+        if self.key_type != "S":
+            return frozenset(self.fields)
+        return frozenset(s.name for s in self.segments if isinstance(s, _Field)
+                         and s.conversion is None and _EXACT_SPEC.match(s.spec))
 
     @functools.cached_property
     def single(self) -> str | None:

@@ -19,7 +19,7 @@ from dynaorm.model.shards import Shards
 from dynaorm.model.spec import EntitySpec, IndexKeys
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
-__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "widen"]
+__all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
 
 #: Sorts after any character a key will hold (UTF-8 order of code points).
 HIGH = "\U0010ffff"
@@ -43,9 +43,12 @@ class KeyPlan:
     sk_values: tuple[str, ...] = ()
     exclude: str | None = None        # drop the item whose sort key equals this
     history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
+    nothing: bool = False             # the condition names only rows another type's key wins
 
     @property
     def empty(self) -> bool:
+        if self.nothing:
+            return True
         if self.sk_op != "BETWEEN":
             return False
         low, high = self.sk_values
@@ -94,7 +97,35 @@ def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, A
 def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
               cond: SortCondition | None, *, latest: bool = False,
               history: bool = False, shard: int | None = None) -> KeyPlan:
-    """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``."""
+    """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``;
+    where another entity's literal sort key outranks this one's template in the partition
+    (a table without a type attribute), the condition leaves it out when it is one of its
+    ends (:func:`skip_literals`; elsewhere in the range the read drops it)."""
+    plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
+    if index is None and spec.table.type_attribute is None and spec.outranked_by():
+        return skip_literals(spec, plan)
+    return plan
+
+
+def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:
+    """``plan`` without the rows of literal sort keys that outrank ``spec``'s template
+    where the key condition can say so cheaply: ``= L`` reads nothing, ``>= L`` becomes
+    ``> L`` and ``<= L`` becomes ``< L``."""
+    literals = {w.sk.render({}) for w in spec.outranked_by()
+                if w.sk is not None and w.sk.is_literal
+                and all(w.pk.parse_key(v) is not None for v in plan.pk_values)}
+    if not literals or not plan.sk_values or plan.sk_values[0] not in literals:
+        return plan
+    if plan.sk_op == "=":
+        return replace(plan, nothing=True)
+    if plan.sk_op in (">=", "<="):
+        return replace(plan, sk_op=plan.sk_op[0])
+    return plan
+
+
+def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+               cond: SortCondition | None, *, latest: bool = False,
+               history: bool = False, shard: int | None = None) -> KeyPlan:
     pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
     unknown = set(fields) - set(pk.fields) - set(sk.fields if sk else ())
     if SHARD_FIELD in fields or unknown:

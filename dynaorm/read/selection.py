@@ -106,16 +106,23 @@ class Selection(Generic[T]):
     table_specs: tuple[EntitySpec, ...] = ()
 
     def foreign(self, item: Item) -> bool:
-        """Whether no entity of the table owns ``item`` (counted in ``Page.skipped``)."""
+        """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
+        owns it, or it fits a requested type's templates but another type's literal key
+        claims it (``Meta.overlaps``)."""
         if not self.shapeless:
             return False
-        return not any(s.fits(item) for s in self.table_specs)
+        if not any(s.fits(item) for s in self.table_specs):
+            return True
+        return self.type_of(item) is None and any(_matches(item, checks)
+                                                  for _, checks in self.shapes)
 
     def type_of(self, item: Item) -> str | None:
-        """The requested type ``item`` is one of, else ``None``."""
+        """The requested type ``item`` is one of, else ``None``. By key shape on a table
+        without a type attribute, a literal key outranks a template where both fit."""
         if self.by_shape:
             for shaped, checks in self.shapes:
-                if _matches(item, checks):
+                if _matches(item, checks) and not (
+                        self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
         kind = item.get(self.type_attr)

@@ -52,10 +52,13 @@ class Page(Generic[T]):
     """One page of results and the cursor of the next (``None`` on the last page)."""
 
     items: list[T]
+    """The page's entities, in read order."""
     cursor: str | None
-    #: items of the read that no entity of the table owns (a table without a type
-    #: attribute holding items of other tools), skipped
+    """The cursor of the next page (``None`` on the last page); pass it to ``page(cursor)``."""
     skipped: int = 0
+    """How many items of the read were skipped: items no entity of the table owns (a table
+    without a type attribute that holds other tools' items), and rows that fit a requested
+    type's template but that another type's literal key claims (``Meta.overlaps``)."""
 
 
 class ReadBase(Generic[T]):

@@ -31,10 +31,6 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
 
-import botocore.config
-import botocore.session
-from botocore.configprovider import ConfiguredEndpointProvider
-
 from dynaorm.errors import DynaormError
 
 __all__ = [
@@ -47,6 +43,7 @@ __all__ = [
     "configured_endpoint",
     "configured_region",
     "create_client",
+    "default_session",
     "in_process_mock",
     "is_local",
     "is_loopback",
@@ -102,8 +99,17 @@ def in_process_mock() -> Iterator[None]:
             _mock_depth -= 1
 
 
+def default_session() -> Any:
+    """A new botocore session: it reads the configuration (environment, files) as it is now.
+    botocore's session machinery is most of what importing it costs, so it is imported here,
+    when a table first needs it, not when ``dynaorm`` is imported."""
+    import botocore.session
+
+    return botocore.session.get_session()
+
+
 def _session(session: Any | None) -> Any:
-    return botocore.session.get_session() if session is None else session
+    return default_session() if session is None else session
 
 
 def configured_endpoint(endpoint_url: str | None, session: Any | None = None) -> str | None:
@@ -116,6 +122,8 @@ def configured_endpoint(endpoint_url: str | None, session: Any | None = None) ->
     session = _session(session)
     if session.get_config_variable("ignore_configured_endpoint_urls"):
         return None
+    from botocore.configprovider import ConfiguredEndpointProvider
+
     found = ConfiguredEndpointProvider(
         full_config=session.full_config, scoped_config=session.get_scoped_config(),
         client_name=_SERVICE).provide()
@@ -244,5 +252,7 @@ def create_client(endpoint_url: str | None, region: str | None, *,
     kwargs, config = client_settings(session, endpoint_url, region, table=table,
                                      connect_timeout=connect_timeout,
                                      read_timeout=read_timeout)
+    import botocore.config
+
     return session.create_client("dynamodb", config=botocore.config.Config(**config),
                                  **kwargs)

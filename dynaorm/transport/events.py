@@ -41,13 +41,22 @@ class RequestEvent:
     """
 
     operation: str
+    """The DynamoDB API name (``"PutItem"``)."""
     request: dict[str, Any]
+    """The request's parameters, as sent (botocore-shaped)."""
     response: dict[str, Any] | None
+    """The answer (``None`` when the attempt failed)."""
     error: RequestError | None
+    """The attempt's failure as a dynaorm error (``None`` when it succeeded)."""
     attempt: int
+    """Which attempt of the request this was (1 for the first)."""
     elapsed: float
+    """Seconds the attempt took, from sending to the answer or failure."""
     consumed_capacity: dict[str, float]
+    """Capacity units the attempt consumed, by table (and index) name."""
     origins: tuple[Any, ...] = ()
+    """For a commit's write: what each action of the request stands for (entity, key, role);
+    empty otherwise."""
 
     @property
     def table(self) -> str | None:
@@ -67,7 +76,9 @@ class CommitResult:
     """
 
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    """``(operation, request)`` for each request the commit sent, in order."""
     consumed_capacity: dict[str, float] = field(default_factory=dict)
+    """Capacity units the commit's writes consumed, by table (and index) name."""
 
     def _add(self, operation: str, request: dict[str, Any]) -> None:
         self.requests.append((operation, request))

@@ -28,6 +28,8 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any],
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
     for name in sorted(attrs):
+        if name in spec.unstored:  # key-only: the row's own key holds it (no attribute)
+            continue
         value = old.get(name)
         attr = spec.attr(name)
         if name == spec.ttl_field:

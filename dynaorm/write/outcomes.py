@@ -59,7 +59,7 @@ from dynaorm.write.records import Delete, Fail, Op, Put, Update
 from dynaorm.write.render import WritePlan
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
-           "single_item", "written_by"]
+           "written_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -81,7 +81,7 @@ def failure(plan: WritePlan, exc: RequestError, read: Read
     applied was (the write succeeded), else the error to raise: an
     :class:`~dynaorm.OutcomeUnknownError`, the typed error of a definite failure, or
     ``exc`` itself when no typed error says more."""
-    if exc.maybe_applied and single_item(plan) and exc.code != "ResourceNotFoundException":
+    if exc.maybe_applied and plan.single_item and exc.code != "ResourceNotFoundException":
         return (yield from read_back(plan, exc, read))
     outcome = resolve(plan, exc)
     if outcome == APPLIED:
@@ -89,12 +89,6 @@ def failure(plan: WritePlan, exc: RequestError, read: Read
     if isinstance(outcome, DynaormError):
         return outcome
     return (yield from map_failure(plan, exc, read))
-
-
-def single_item(plan: WritePlan) -> bool:
-    """Whether ``plan`` is sent as one ``PutItem``/``UpdateItem``/``DeleteItem`` (no
-    idempotency token: never resent after an attempt that may have been applied)."""
-    return len(plan.ops) == 1 and isinstance(plan.ops[0], Put | Update | Delete)
 
 
 def read_back(plan: WritePlan, exc: RequestError, read: Read

@@ -204,6 +204,8 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
     else:
         to_set, to_remove = changed_attributes(old_item, item)
+        if spec.unstored and (to_set or to_remove):
+            to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
         touched = to_set.keys() | to_remove
         if not touched:
             return [], Outcome(obj, Written(spec, key, item, values))
@@ -230,6 +232,13 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                                 state.item))
     b.guards(old_values, values, old_key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
+
+
+def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
+    """Attributes of key-only (or excluded) fields that a stored item still holds (written
+    before the field became key-only): an update of the item removes them."""
+    return [a for n in sorted(spec.unstored) if (a := spec.attr(n)) in stored
+            and a not in item]
 
 
 def _update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping[str, Any],

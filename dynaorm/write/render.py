@@ -27,7 +27,7 @@ from dynaorm.write.limits import (
     updated_item,
     value_size,
 )
-from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
            "check_read_key", "check_write", "key_roles"]
@@ -207,6 +207,14 @@ class WritePlan:
 
     def __len__(self) -> int:
         return len(self.ops)
+
+    @property
+    def single_item(self) -> bool:
+        """Whether the plan goes as one ``PutItem``/``UpdateItem``/``DeleteItem`` (a
+        ``ConditionCheck`` alone is a transaction of one). Such a request has no
+        idempotency token: after an attempt that may have been applied it is never resent,
+        it is read back (:func:`dynaorm.write.outcomes.read_back`)."""
+        return len(self.ops) == 1 and not isinstance(self.ops[0], ConditionCheck)
 
     def single_request(self) -> tuple[str, dict[str, Any]]:
         """The one-item request (PutItem/UpdateItem/DeleteItem) of a one-action plan."""

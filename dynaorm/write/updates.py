@@ -122,7 +122,9 @@ class StagedUpdate(Generic[T]):
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
                  upsert: bool, key: PlainKey | None = None) -> None:
         self.entity = entity
+        """The entity class the update is for."""
         self.upsert = upsert
+        """True: the update creates the item when it is absent (``upsert=True``)."""
         self._spec: EntitySpec = spec_of(entity)
         self._key_fields = {n: _adapter(entity, n).validate_python(v)
                             for n, v in key_fields.items()}
@@ -138,9 +140,8 @@ class StagedUpdate(Generic[T]):
             key = loaded._dynaorm_state.key
         elif key is None or not _same(self._key_fields, key_fields):
             key = self._spec.primary_key(self._key_fields)
-        #: the stored item's primary key (``key``: the caller's, rendered from
-        #: ``key_fields``, reused when validation kept every value as it was)
         self.key: PlainKey = key
+        """The stored item's table key (plain values)."""
 
     def __repr__(self) -> str:
         return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
@@ -208,6 +209,9 @@ class StagedUpdate(Generic[T]):
             if name in spec.lookup_fields:
                 raise self._where_err(name, "a primary-key template uses it: it cannot be "
                                       "updated (load the object and save it to move it)")
+            if name in spec.unstored:
+                raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
+                                      "update cannot write it")
             if spec.versioned and name == "version":
                 raise self._where_err(name, "the version of a versioned entity is dynaorm's")
             info = self.entity.model_fields[name]
@@ -322,6 +326,8 @@ class StagedUpdate(Generic[T]):
         own_keys = {table.pk, table.sk}
         if self.upsert:  # a created item needs its key fields, type and index keys too
             for name in spec.lookup_fields:
+                if name in spec.unstored:  # Meta.key_only / exclude=True: the key holds it
+                    continue
                 if spec.attr(name) not in own_keys:  # a field that is the key: it is there
                     clauses.append(("SET", spec.attr(name),
                                     self._dump(name, self._key_fields[name])))

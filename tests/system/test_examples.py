@@ -276,6 +276,21 @@ def check_existing_table(run: Run) -> None:
     assert "bob's plan: team; updated_at set: True" in run.out
 
 
+def check_key_layouts(run: Run) -> None:
+    assert [line.split(":")[0] for line in run.block('s.query(Store, Order, store_id="s1")')
+            ] == ["Order", "Order", "Order", "Store"]
+    assert run.block('s.query(Order, store_id="s1")') == [
+        "2024-05-01T09:00: 12", "2024-05-01T10:30: 30", "2024-05-02T08:15: 7"]
+    assert "orders page: 3 orders, 1 skipped" in run.out
+    assert "s.get(Order, timestamp='METADATA'): None" in run.out
+    assert "order count: 3" in run.out
+    assert run.block("stored items") == [  # no store_id, no timestamp, no type attribute
+        "PK='STORE#s1' SK='2024-05-01T09:00' total=12",
+        "PK='STORE#s1' SK='2024-05-01T10:30' total=30",
+        "PK='STORE#s1' SK='2024-05-02T08:15' total=7",
+        "PK='STORE#s1' SK='METADATA' name='Main street'"]
+
+
 def check_pynamodb_bridge(run: Run) -> None:
     assert "dynaorm reads: views=10 replies=2 version=1 last_post=2024-06-03T09:30:00+00:00" \
         in run.out
@@ -318,6 +333,7 @@ CHECKS = {
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
+    "key_layouts": check_key_layouts,
     "counter": check_counter,
     "state_machine": check_state_machine,
     "game_lobby": check_game_lobby,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import Field
 
 from dynaorm import GSI, LSI, DynaormError, Entity, Table, Unique
 from tests.support.models import app
@@ -151,3 +152,130 @@ class Twin(Entity):
     assert names.entities == {"Twin": first, "BillingTwin": other}
     again = _in_module("shop.models", twin.replace("{extra}", ""), names)  # a reload
     assert names.entities["Twin"] is again and again is not first
+
+
+# -- Meta.overlaps and Meta.key_only (contract 18, "Mapping"; behaviour on an engine:
+#    integration/test_key_precedence.py and integration/test_key_only.py) -----------------
+def test_two_overlapping_templates_stay_refused_and_a_literal_may_sit_beside_one() -> None:
+    shapes = Table("dynaorm-overlaps", type_attribute=None)
+
+    class Event(Entity):
+        class Meta:
+            table = shapes
+            pk = "STORE#{store_id}"
+            sk = "{timestamp}"
+
+        store_id: str
+        timestamp: str
+
+    class Profile(Entity):  # the literal wins where the two meet: accepted
+        class Meta:
+            table = shapes
+            pk = "STORE#{store_id}"
+            sk = "METADATA"
+
+        store_id: str
+
+    assert Profile.__dynaorm_spec__ is not None and Profile.__dynaorm_spec__.overlaps == "literal"
+    with pytest.raises(DynaormError, match=r"could match the same item as Event.*neither key is "
+                       r"a literal"):
+        class Other(Entity):  # two templates: no precedence tells them apart
+            class Meta:
+                table = shapes
+                pk = "STORE#{store_id}"
+                sk = "ORDER#{order_id}"
+
+            store_id: str
+            order_id: str
+    with pytest.raises(DynaormError, match=r"could match the same item as Event.*'refuse'"):
+        class Strict(Entity):
+            class Meta:
+                table = shapes
+                pk = "STORE#{store_id}"
+                sk = "SETTINGS"
+                overlaps = "refuse"
+
+            store_id: str
+    with pytest.raises(DynaormError, match=r"Meta.overlaps must be one of \('literal', "
+                       "'refuse'\\), got 'first'"):
+        class Wrong(Entity):
+            class Meta:
+                table = shapes
+                pk = "W#{w}"
+                sk = "W"
+                overlaps = "first"
+
+            w: str
+    assert set(shapes.entities) == {"Event", "Profile"}
+
+
+def test_an_entity_refusing_overlaps_keeps_literals_out() -> None:
+    shapes = Table("dynaorm-overlaps-strict", type_attribute=None)
+
+    class Event(Entity):
+        class Meta:
+            table = shapes
+            pk = "STORE#{store_id}"
+            sk = "{timestamp}"
+            overlaps = "refuse"
+
+        store_id: str
+        timestamp: str
+
+    with pytest.raises(DynaormError, match="'refuse'"):
+        class Profile(Entity):
+            class Meta:
+                table = shapes
+                pk = "STORE#{store_id}"
+                sk = "METADATA"
+
+            store_id: str
+
+
+def _define_reading(meta: dict[str, Any], fields: str) -> None:
+    """Define an entity on the shared table with ``meta`` as its Meta options."""
+    options = "".join(f"\n        {k} = {v!r}" for k, v in meta.items())
+    source = f"""
+class Reading(Entity):
+    class Meta:
+        table = table{options}
+{fields}
+"""
+    exec(source, {"__name__": __name__, "Entity": Entity, "table": app, "Field": Field})
+
+
+def _key_only(key_only: Any, pk: str = "R#{device}", sk: str = "{timestamp}",
+              **extra: Any) -> None:
+    _define_reading({"pk": pk, "sk": sk, "key_only": key_only, **extra},
+            "    device: str\n    timestamp: str\n    site: str\n    name: str")
+
+
+@pytest.mark.parametrize(("key_only", "extra", "message"), [
+    (("serial",), {}, "names 'serial', which is not a field"),
+    (("site",), {}, "field 'site' is in no key template"),
+    (("site",), {"indexes": {"gsi1": ("SITE#{site}", "{device}")}},
+     "field 'site' is only in an index key template"),
+    (("name",), {"unique": ("name",)}, "field 'name' is in no key template"),
+    ("device timestamp", {}, "names 'device timestamp', which is not a field"),
+    (42, {}, "Meta.key_only must be a tuple of field names"),
+])
+def test_key_only_names_must_be_fields_held_by_the_table_key(
+        key_only: Any, extra: dict[str, Any], message: str) -> None:
+    with pytest.raises(DynaormError, match=message):
+        _key_only(key_only, **extra)
+
+
+def test_a_key_only_field_must_parse_back_exactly() -> None:
+    with pytest.raises(DynaormError, match="cannot be read back exactly"):
+        _key_only(("device",), pk="R#{device!u}")
+    with pytest.raises(DynaormError, match="cannot be read back exactly"):
+        _key_only(("timestamp",), sk="{timestamp:>10}")
+
+
+def test_an_excluded_field_in_a_unique_rule_or_an_index_must_be_in_the_table_key() -> None:
+    for extra, used in (({"unique": ("site",)}, "a unique rule"),
+                        ({"indexes": {"gsi1": ("SITE#{site}", "{device}")}},
+                         "an index key template")):
+        with pytest.raises(DynaormError, match=f"'site' has exclude=True .*but {used}"):
+            _define_reading({"pk": "X#{device}", "sk": "X", **extra},
+                    "    device: str\n    site: str = Field('', exclude=True)")

@@ -1,5 +1,6 @@
 """Pure parts of mapping any table (contract 14): one-field templates, typed key values,
-condition renaming, TTL values."""
+condition renaming, TTL values, literal-over-template precedence and the fields a key
+gives back exactly (contract 18)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pydantic import BaseModel, Field
 from dynaorm import F, InvalidValueError, KeyTemplateError
 from dynaorm.model.expressions import Placeholders, rename_paths
 from dynaorm.model.keys import BinaryKey, NumberKey, key_av, key_order, key_value
-from dynaorm.model.rules import stored_names
+from dynaorm.model.rules import literal_outranks, stored_names
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import encode_ttl, expired
 
@@ -85,3 +86,31 @@ def test_ttl_values() -> None:
     assert not expired({"exp": {"N": str(int(now) + 60)}}, "exp")
     assert not expired({"exp": {"S": "x"}}, "exp") and not expired({}, "exp")
     assert not expired({"exp": {"N": "1"}}, None)
+
+
+def _t(source: str | None) -> KeyTemplate | None:
+    return None if source is None else KeyTemplate.parse(source)
+
+
+@pytest.mark.parametrize(("a", "b", "wins"), [
+    (("STORE#{id}", "METADATA"), ("STORE#{id}", "{timestamp}"), True),
+    (("STORE#{id}", "{timestamp}"), ("STORE#{id}", "METADATA"), False),
+    (("CONFIG", "{name}"), ("{tenant}", "{name}"), True),       # a literal partition key
+    (("CONFIG", "{name}"), ("{tenant}", "LATEST"), False),      # each wins one part: neither
+    (("{tenant}", "LATEST"), ("CONFIG", "{name}"), False),
+    (("STORE#{id}", "ORDER#{o}"), ("STORE#{id}", "{any}"), False),  # two templates
+    (("STORE#{id}", "METADATA"), ("STORE#{id}", "METADATA"), False),  # the same literal
+    (("SETTINGS", None), ("{anything}", None), True),            # a table without a sort key
+])
+def test_a_literal_outranks_a_template(a: tuple[str, str | None], b: tuple[str, str | None],
+                                       wins: bool) -> None:
+    pk_a, sk_a = _t(a[0]), _t(a[1])
+    pk_b, sk_b = _t(b[0]), _t(b[1])
+    assert pk_a is not None and pk_b is not None
+    assert literal_outranks(pk_a, sk_a, pk_b, sk_b) is wins
+
+
+def test_exact_fields_are_those_a_key_gives_back_unchanged() -> None:
+    assert KeyTemplate.parse("A#{a}#{b!u}#{c:06d}#{d:%Y}#{e:>4}").exact_fields == {"a", "c"}
+    assert KeyTemplate.parse("{n}", key_type="N").exact_fields == {"n"}
+    assert KeyTemplate.parse("PROFILE").exact_fields == frozenset()

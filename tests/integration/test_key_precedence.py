@@ -1,0 +1,185 @@
+"""A literal key beside a template in one partition (contract 18, "Mapping"): the literal
+wins by default (``Meta.overlaps = "literal"``) on a table without a type attribute, so
+a read for the template's type skips the literal's row (counted in ``Page.skipped``) and
+never decodes it as the wrong type; with a type attribute, the type attribute decides.
+Definition-time refusals (two templates, ``Meta.overlaps = "refuse"``) are in
+``unit/test_definitions.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from dynaorm import Entity, Table
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.tools.audit import audit_table
+from tests.support.recording import Requests
+
+shop = Table("keys-precedence", pk="PK", sk="SK", type_attribute=None)
+typed = Table("keys-precedence-typed", pk="PK", sk="SK")
+
+
+class Order(Entity):  # the template, defined first: the literal defined later still wins
+    class Meta:
+        table = shop
+        pk = "STORE#{store_id}"
+        sk = "{timestamp}"
+
+    store_id: str
+    timestamp: str
+    total: int = 0
+
+
+class Store(Entity):
+    class Meta:
+        table = shop
+        pk = "STORE#{store_id}"
+        sk = "METADATA"
+
+    store_id: str
+    name: str
+
+
+class TypedOrder(Entity):
+    class Meta:
+        table = typed
+        pk = "STORE#{store_id}"
+        sk = "{timestamp}"
+
+    store_id: str
+    timestamp: str
+    total: int = 0
+
+
+class TypedStore(Entity):
+    class Meta:
+        table = typed
+        pk = "STORE#{store_id}"
+        sk = "METADATA"
+
+    store_id: str
+    name: str
+
+
+#: a store and its orders as the design's own loader writes them (no type attribute)
+RAW: list[dict[str, Any]] = [
+    {"PK": {"S": "STORE#s1"}, "SK": {"S": "2024-01-01T10:00:00"}, "total": {"N": "5"}},
+    {"PK": {"S": "STORE#s1"}, "SK": {"S": "2024-03-01T10:00:00"}, "total": {"N": "7"}},
+    {"PK": {"S": "STORE#s1"}, "SK": {"S": "METADATA"}, "name": {"S": "Main street"}},
+    {"PK": {"S": "STORE#s1"}, "SK": {"S": "Z-2099"}, "total": {"N": "9"}},
+]
+
+
+@pytest.fixture
+def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    with use_tables(shop, typed, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        if str(request.node.callspec.params.get("backend", "")).endswith("-async"):
+            tb.session_kind = "async"
+        for item in RAW:
+            shop.transport.call("PutItem", {"TableName": shop.name, "Item": item})
+        yield tb
+
+
+def test_a_query_for_the_template_skips_the_literal_row_and_counts_it(db: TestBackend) -> None:
+    s = db.session(shop)
+    orders = s.query(Order, store_id="s1").all()
+    assert [o.timestamp for o in orders] == ["2024-01-01T10:00:00", "2024-03-01T10:00:00",
+                                             "Z-2099"]  # METADATA is the store's, never an Order
+    page = s.query(Order, store_id="s1").page()
+    assert [o.total for o in page.items] == [5, 7, 9]
+    assert page.skipped == 1  # the literal row the key condition could not exclude
+    assert s.query(Order, store_id="s1").count() == 3
+    assert [o.timestamp for o in s.query(Order, store_id="s1").reverse().limit(2)] == [
+        "Z-2099", "2024-03-01T10:00:00"]
+    assert s.query(Order, store_id="s1").gte(timestamp="2024-02").all()[0].total == 7
+    assert s.query(Order, store_id="s1").keys() == [
+        {"store_id": "s1", "timestamp": t}
+        for t in ("2024-01-01T10:00:00", "2024-03-01T10:00:00", "Z-2099")]
+
+
+def test_the_literal_type_reads_its_row(db: TestBackend) -> None:
+    s = db.session(shop)
+    assert s.query(Store, store_id="s1").all() == [Store(store_id="s1", name="Main street")]
+    both = s.query(Store, Order, store_id="s1").all()
+    assert [type(x).__name__ for x in both] == ["Order", "Order", "Store", "Order"]
+    page = s.query(Store, Order, store_id="s1").page()
+    assert page.skipped == 0  # every row is a result of one of the two types
+
+
+def test_get_by_key_honours_the_precedence(db: TestBackend) -> None:
+    s = db.session(shop)
+    assert s.get(Order, store_id="s1", timestamp="METADATA") is None
+    assert s.get(Store, store_id="s1") == Store(store_id="s1", name="Main street")
+    got = s.get_many(Order, [{"store_id": "s1", "timestamp": "METADATA"},
+                             {"store_id": "s1", "timestamp": "Z-2099"}])
+    assert got[0] is None and got[1] is not None and got[1].total == 9
+
+
+def test_scans_tell_the_types_apart(db: TestBackend) -> None:
+    s = db.session(shop)
+    assert sorted(o.timestamp for o in s.scan(Order).all()) == [
+        "2024-01-01T10:00:00", "2024-03-01T10:00:00", "Z-2099"]
+    assert [x.name for x in s.scan(Store).all()] == ["Main street"]
+    assert s.scan(Order).count() == 3
+    assert sorted(type(x).__name__ for x in s.scan(Store, Order)) == [
+        "Order", "Order", "Order", "Store"]
+
+
+def test_writes_of_both_types_read_back_as_their_own(db: TestBackend) -> None:
+    s = db.session(shop)
+    s.save(Store(store_id="s2", name="Harbour"))
+    s.save(Order(store_id="s2", timestamp="2024-05-05", total=3))
+    s.commit()
+    assert [type(x).__name__ for x in s.query(Store, Order, store_id="s2")] == [
+        "Order", "Store"]
+    assert s.query(Order, store_id="s2").one().total == 3
+    assert audit_table(shop)[1] == []  # dynaorm check tells the rows apart the same way
+
+
+def test_a_key_condition_on_the_literal_leaves_it_out(db: TestBackend) -> None:
+    rec = Requests(shop) if db.session_kind == "sync" else None
+    s = db.session(shop)
+    assert s.query(Order, store_id="s1").eq(timestamp="METADATA").all() == []
+    if rec is not None:  # the literal's row: no request at all
+        assert rec.of("Query") == []
+    # a bound equal to the literal becomes strict: the row is not read at all
+    assert [o.timestamp for o in s.query(Order, store_id="s1").gte(timestamp="METADATA")] == [
+        "Z-2099"]
+    assert [o.timestamp for o in s.query(Order, store_id="s1").lte(timestamp="METADATA")] == [
+        "2024-01-01T10:00:00", "2024-03-01T10:00:00"]
+    if rec is not None:
+        conditions = [q["KeyConditionExpression"] for q in rec.of("Query")]
+        assert len(conditions) == 2 and " > " in conditions[0] and " < " in conditions[1]
+        assert rec.items_read("Query") == 3  # the literal row never came back
+
+
+def test_with_a_type_attribute_the_type_attribute_decides(db: TestBackend) -> None:
+    s = db.session(typed)
+    s.save(TypedStore(store_id="s1", name="Main street"))
+    s.save(TypedOrder(store_id="s1", timestamp="2024-01-01", total=5))
+    s.commit()
+    assert [o.total for o in s.query(TypedOrder, store_id="s1")] == [5]
+    assert s.query(TypedStore, store_id="s1").one().name == "Main street"
+    assert s.get(TypedOrder, store_id="s1", timestamp="METADATA") is None
+    # an item at the literal's key whose type attribute says order is an order
+    typed.transport.call("PutItem", {"TableName": typed.name, "Item": {
+        "PK": {"S": "STORE#s9"}, "SK": {"S": "METADATA"}, "_type": {"S": "TypedOrder"},
+        "total": {"N": "1"}}})
+    odd = s.get(TypedOrder, store_id="s9", timestamp="METADATA")
+    assert odd is not None and odd.total == 1
+    assert s.get(TypedStore, store_id="s9") is None
+
+
+def test_stream_records_classify_by_the_precedence() -> None:
+    def record(sk: str) -> dict[str, Any]:
+        keys = {"PK": {"S": "STORE#s1"}, "SK": {"S": sk}}
+        return {"eventID": "1", "eventName": "INSERT",
+                "dynamodb": {"Keys": keys, "NewImage": {**keys, "total": {"N": "1"}},
+                             "ApproximateCreationDateTime": datetime(2024, 1, 1, tzinfo=UTC)
+                             .timestamp()}}
+
+    changes = list(shop.changes([record("METADATA"), record("2024-01-01")]))
+    assert [c.entity for c in changes] == [Store, Order]
