@@ -80,7 +80,7 @@ class UniqueConstraintError(DynaormError):
     """
 
     def __init__(self, entity: type[Any], violations: list[tuple[str, Any]],
-                 key: dict[str, str] | None = None) -> None:
+                 key: dict[str, str] | None = None, hint: str = "") -> None:
         self.entity = entity
         """The entity class whose commit claimed the value."""
         self.key = key
@@ -90,7 +90,8 @@ class UniqueConstraintError(DynaormError):
         self.field, self.value = self.violations[0]
         names = ", ".join(f"{f}={v!r}" for f, v in self.violations)
         where = f" {key}" if key else ""
-        super().__init__(f"{entity.__name__}{where}: unique value already taken: {names}")
+        super().__init__(f"{entity.__name__}{where}: unique value already taken: {names}"
+                         + (f" ({hint})" if hint else ""))
 
 
 class TransactionConflictError(DynaormError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dynaorm.errors import DynaormError
 
 __all__ = ["GUARD_TYPE", "LATEST_PREFIX", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD",
-           "VERSION_WIDTH", "history_sk", "parse_version_sk", "version_sk"]
+           "VERSION_TTL", "VERSION_WIDTH", "history_sk", "parse_version_sk", "version_sk"]
 
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
@@ -18,6 +18,9 @@ LATEST_PREFIX = "v0_"
 OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
 #: a guard item's type attribute value
 GUARD_TYPE = "dynaorm:unique"
+#: where a version row keeps the TTL value its entity had (never under the table's TTL
+#: attribute: DynamoDB would expire history rows one by one, leaving gaps)
+VERSION_TTL = "_version_ttl"
 
 
 def version_sk(base: str, version: int | None) -> str:

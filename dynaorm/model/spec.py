@@ -19,7 +19,7 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, previous_layout
-from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk, version_sk
+from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
 from dynaorm.model.rules import (
     check_mapping,
     check_rules,
@@ -181,11 +181,15 @@ class EntitySpec:
     def plain_field_names(self) -> frozenset[str] | None:
         """:attr:`field_names` where :meth:`decode_fields` is ``fill_from_keys(item,
         decode_item(item, field_names))`` (every field stored under its name), else
-        ``None`` (a loader may call ``decode_item`` itself: one call less per item)."""
-        return self.field_names if self._plain_names else None
+        ``None`` (a loader may call ``decode_item`` itself: one call less per item; not
+        for a versioned entity with a TTL field, whose version rows keep the TTL aside)."""
+        plain = self._plain_names and not (self.versioned and self.ttl_field is not None)
+        return self.field_names if plain else None
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
+        if self.ttl_field is not None and VERSION_TTL in item:  # a version row's kept TTL
+            item = {**item, self.table.ttl or "": item[VERSION_TTL]}
         if self._plain_names:
             return self.fill_from_keys(item, decode_item(item, self.field_names))
         stored = self.stored_fields

@@ -16,6 +16,14 @@ items of a full table scan (pure: no I/O) and reports four kinds of repairable p
 A guard missing because a unique rule was added after the data was written is a
 ``missing-guard`` like any other: the fix backfills it.
 
+TTL (0.3, tables with ``Table(ttl=...)``): a guard carries its owner's TTL, and a version
+row keeps its entity's TTL aside (never under the TTL attribute). Two more repairable
+kinds follow: ``guard-ttl`` (a guard whose TTL is not its owner's, e.g. written by 0.2
+without one: it would block its value after the owner expired; the fix stamps the owner's
+TTL on it) and ``history-ttl`` (a version row carrying the TTL attribute, written by 0.2:
+DynamoDB would delete it alone, leaving a gap in the history; the fix moves the value
+aside). An item whose TTL has passed is never a finding: DynamoDB deletes it.
+
 Three more are reported but never repaired automatically, because a human must choose:
 ``duplicate`` (two owners hold one unique value), ``no-history`` (a latest copy without
 any version row) and ``stale-key`` **(0.2)** (an item whose table key no longer matches
@@ -45,6 +53,7 @@ from dynaorm.model.rows import (
     OWNER_SK,
     OWNER_TYPE,
     UNIQUE_FIELD,
+    VERSION_TTL,
     parse_version_sk,
     version_sk,
 )
@@ -61,7 +70,7 @@ __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_it
            "scan_pages"]
 
 Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
-               "stale-index", "stale-key"]
+               "stale-index", "stale-key", "guard-ttl", "history-ttl"]
 Key = tuple[str, str]
 
 
@@ -226,10 +235,12 @@ class _Auditor:
                 if text is not None:
                     expected.setdefault(self.guard_key(text), []).append((item, spec, rule))
         for gkey, owners in sorted(expected.items()):
-            guard = self.items.get(gkey)
+            stored = self.items.get(gkey)
+            # (a guard whose TTL passed holds nothing: a claim takes it over)
+            guard = None if stored is not None and expired(stored, self.table.ttl) else stored
             if guard is None and len(owners) == 1:
                 if not expired(owners[0][0], self.table.ttl):
-                    self.missing(gkey, *owners[0])  # (an expired owner's value is free)
+                    self.missing(gkey, *owners[0], stored)  # (an expired owner's is free)
                 continue
             holder = None if guard is None else self.holder(guard)
             held = any(self.key_of(o) == holder[0] and r.field == holder[1]
@@ -253,21 +264,32 @@ class _Auditor:
         return ((guard.get(OWNER_PK, {}).get("S", ""), guard.get(OWNER_SK, {}).get("S", "")),
                 guard.get(UNIQUE_FIELD, {}).get("S", "?"))
 
-    def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule) -> None:
+    def missing(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule,
+                stale: Item | None = None) -> None:
+        """``missing-guard``: put the guard, conditioned on its absence (or on the expired
+        guard ``stale`` still being as judged)."""
         okey = self.key_of(owner)
         plain = {self.table.pk: okey[0], **({self.table.sk: okey[1]} if self.table.sk else {})}
-        new = guard_item(spec, rule, gkey[0], plain, None)
-        fix = (self.action("Put", gkey, not_exists(self.table.pk), new),
+        new = guard_item(spec, rule, gkey[0], plain, None, self.ttl_of(owner))
+        free = not_exists(self.table.pk) if stale is None else all_of(self.unchanged(
+            stale, (OWNER_PK, OWNER_SK, *self.ttl_attr(), self.table.type_attr)))
+        fix = (self.action("Put", gkey, free, new),
                self.action("ConditionCheck", okey, all_of(self.unchanged(
-                   owner, (*map(spec.attr, rule.fields), self.table.type_attr)))))
+                   owner, (*map(spec.attr, rule.fields), *self.ttl_attr(),
+                           self.table.type_attr)))))
         self.problems.append(Problem("missing-guard", okey, (
             f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"), fix))
 
     def check_guard(self, key: Key, guard: Item,
                     owners: list[tuple[Item, EntitySpec, UniqueRule]]) -> None:
+        if expired(guard, self.table.ttl):
+            return  # its TTL passed: DynamoDB deletes it, and a claim takes it over
         (okey, ofield) = self.holder(guard)
         otype = guard.get(OWNER_TYPE, {}).get("S", "?")
-        if any(self.key_of(o) == okey and r.field == ofield for o, _, r in owners):
+        held = next((o for o, _, r in owners if self.key_of(o) == okey and r.field == ofield),
+                    None)
+        if held is not None:
+            self.check_guard_ttl(key, guard, held)
             return
         owner = self.items.get(okey)
         spec = self.specs.get(otype)
@@ -294,13 +316,75 @@ class _Auditor:
             nkey = self.key_of(item)
             plain = {self.table.pk: nkey[0], **({self.table.sk: nkey[1]} if self.table.sk
                                                  else {})}
-            fix = (self.action("Put", key, mine, guard_item(nspec, nrule, key[0], plain, None)),
+            fix = (self.action("Put", key, mine, guard_item(nspec, nrule, key[0], plain, None,
+                                                            self.ttl_of(item))),
                    self.action("ConditionCheck", nkey, all_of(self.unchanged(
-                       item, (*map(nspec.attr, nrule.fields), self.table.type_attr)))))
+                       item, (*map(nspec.attr, nrule.fields), *self.ttl_attr(),
+                              self.table.type_attr)))))
             reason += f"; {nspec.name} {nkey[0]} holds it now: re-point the guard"
         else:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
         self.problems.append(Problem("orphan-guard", key, f"{otype}.{ofield}: {reason}", fix))
+
+    def ttl_attr(self) -> tuple[str, ...]:
+        """The table's TTL attribute, if any (as a tuple of attribute names)."""
+        return (self.table.ttl,) if self.table.ttl else ()
+
+    def ttl_of(self, owner: Item) -> int | None:
+        """The TTL an owner's guards carry: its TTL attribute's epoch seconds, if any."""
+        av = owner.get(self.table.ttl or "")
+        try:
+            return None if av is None or "N" not in av else int(float(av["N"]))
+        except ValueError:
+            return None
+
+    def check_guard_ttl(self, key: Key, guard: Item, owner: Item) -> None:
+        """A guard held by ``owner`` carries the owner's TTL (0.3); else ``guard-ttl``,
+        fixed by setting (or removing) the guard's TTL, conditioned on the guard and the
+        owner's TTL and unique values as judged."""
+        ttl = self.table.ttl
+        if ttl is None:
+            return
+        want = self.ttl_of(owner)
+        have = guard.get(ttl)
+        if have == (None if want is None else {"N": str(want)}):
+            return
+        ph = Placeholders()
+        expr = (f"SET {ph.name(ttl)} = {ph.value_av({'N': str(want)})}" if want is not None
+                else f"REMOVE {ph.name(ttl)}")
+        cond = all_of(self.unchanged(guard, (OWNER_PK, OWNER_SK, UNIQUE_FIELD, ttl,
+                                             self.table.type_attr)))
+        assert cond is not None
+        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
+                                "UpdateExpression": expr,
+                                "ConditionExpression": cond.render(ph)}
+        okey = self.key_of(owner)
+        fix = ({"Update": ph.apply(body)},
+               self.action("ConditionCheck", okey, all_of(self.unchanged(
+                   owner, (ttl, self.table.type_attr)))))
+        shown = "none" if have is None else _shown(have)
+        self.problems.append(Problem("guard-ttl", key, (
+            f"guard TTL {shown} is not its owner {okey[0]}'s "
+            f"({'none' if want is None else want}): it would outlive or predecease it"),
+            fix))
+
+    def check_history_ttl(self, key: Key, row: Item) -> None:
+        """A version row written by 0.2 carries the TTL attribute: DynamoDB would delete it
+        alone (a gap in the history). ``history-ttl``: the fix keeps the value aside (as
+        0.3's writer does), conditioned on the row's TTL as judged."""
+        ttl = self.table.ttl
+        if ttl is None or ttl not in row or expired(row, ttl):
+            return  # (an expired one is DynamoDB's to delete: nothing left to save)
+        ph = Placeholders()
+        expr = (f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}")
+        cond = all_of(self.unchanged(row, (ttl,)))
+        assert cond is not None
+        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
+                                "UpdateExpression": expr,
+                                "ConditionExpression": cond.render(ph)}
+        self.problems.append(Problem("history-ttl", key, (
+            f"version row carries the TTL attribute {ttl!r} ({_shown(row[ttl])}): DynamoDB "
+            "would delete it alone, leaving a gap in the history"), ({"Update": ph.apply(body)},)))
 
     def check_keys(self, only: Iterable[Key] | None = None) -> None:
         """Table keys and index key attributes against the templates (0.2)."""
@@ -365,10 +449,12 @@ class _Auditor:
             attr == s.attr(f) for s in self.specs.values() for f in s.stored_fields)
 
     def carried(self, spec: EntitySpec, row: Item) -> dict[str, Any]:
-        """The attributes of a version row that its latest copy must match, decoded."""
+        """The attributes of a version row that its latest copy must match, decoded (its
+        TTL compared whether kept aside, as 0.3 writes it, or under the TTL attribute)."""
         skip = {self.table.sk, *([spec.history_index[1]] if spec.history_index else [])}
-        return decode_item({a: v for a, v in row.items()
-                            if a not in skip and not self.internal(a)})
+        ttl = self.table.ttl
+        return decode_item({VERSION_TTL if a == ttl else a: v for a, v in row.items()
+                            if a not in skip and (a == VERSION_TTL or not self.internal(a))})
 
     def row_of(self, spec: EntitySpec, latest: Item, row_sk: str) -> dict[str, Any]:
         """The version row the writer writes from ``latest`` (planner: ``version_row``):
@@ -388,6 +474,8 @@ class _Auditor:
             return None
         skip = {*([spec.history_index[1]] if spec.history_index else [])}
         out = {a: v for a, v in row.items() if a not in skip and not self.internal(a)}
+        if self.table.ttl is not None and VERSION_TTL in row:  # the TTL a row keeps aside
+            out[self.table.ttl] = row[VERSION_TTL]
         assert self.table.sk is not None
         out[self.table.sk] = {"S": latest_sk}
         out.update({a: key_av(v) for a, v in index.items()})
@@ -404,7 +492,9 @@ class _Auditor:
             n, base = parsed
             if n == 0:
                 latest.append((key, item, spec, base))
-            elif n > newest.get((key[0], base), (0, {}))[0]:
+                continue
+            self.check_history_ttl(key, item)
+            if n > newest.get((key[0], base), (0, {}))[0]:
                 newest[(key[0], base)] = (n, item)
         assert self.table.sk is not None or not latest
         sk = self.table.sk or ""
@@ -443,7 +533,8 @@ def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
 
 
 _KINDS_ORDER = {"orphan-guard": 0, "missing-guard": 1, "duplicate": 2, "stale-latest": 3,
-                "no-history": 4, "stale-index": 5, "stale-key": 6}
+                "no-history": 4, "stale-index": 5, "stale-key": 6, "guard-ttl": 7,
+                "history-ttl": 8}
 
 
 def problem_order(problem: Problem) -> tuple[int, Key]:

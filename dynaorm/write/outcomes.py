@@ -54,6 +54,7 @@ from dynaorm.errors import (
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
 from dynaorm.transport.events import Reason
+from dynaorm.write.guards import STALE_GUARD, held_by_expired
 from dynaorm.write.records import Delete, Fail, Op, Put, Update
 from dynaorm.write.render import WritePlan
 
@@ -295,9 +296,10 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
                 "to replace it)", entity=o.entity, key=op.key)
     uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
     if uniques:
+        stale = yield from held_by_expired(failed, read)
         return UniqueConstraintError(uniques[0].entity,
                                      [(o.field or "?", o.value) for o in uniques],
-                                     key=uniques[0].owner_key)
+                                     key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
     op = failed[0][0]
     o = op.origin
     if o.fail is Fail.GONE and (yield from read(op.key)) is None:

@@ -17,13 +17,13 @@ from dynaorm.errors import DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import history_sk, parse_version_sk, version_sk
+from dynaorm.model.rows import VERSION_TTL, history_sk, parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
-from dynaorm.write.guards import guard_key, guard_put, owned_by
+from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
@@ -51,6 +51,7 @@ def _declared(spec: EntitySpec) -> frozenset[str]:
             names.add(table.type_attribute)
         if spec.versioned:
             names.add("version")
+            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
         if spec.history_index is not None:
             names.add(spec.history_index[1])
         found = _DECLARED[spec.cls] = frozenset(names)
@@ -83,18 +84,21 @@ class _Builder:
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
                old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
         spec = self.spec
+        # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
+        ttl = owner_ttl(spec, new)
+        same_ttl = spec.ttl_field is None or ttl == owner_ttl(spec, old)
         for rule in spec.uniques:
             old_key = None if old is None else rule.guard_key(old, spec.name)
             new_key = None if new is None else rule.guard_key(new, spec.name)
             moved = old_owner != new_owner
-            if old_key == new_key and not moved:
+            if old_key == new_key and not moved and (same_ttl or new_key is None):
                 continue
             value = None if new is None else new.get(rule.field)
             if old_key is not None and old_key == new_key and new_owner is not None:
                 assert old_owner is not None
                 self.ops.append(guard_put(
                     spec, rule, new_key, new_owner, value, owned_by(spec, old_owner),
-                    self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value)))
+                    self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value), ttl))
                 continue
             if old_key is not None and old_owner is not None:
                 old_value = None if old is None else old.get(rule.field)
@@ -102,18 +106,25 @@ class _Builder:
                                        self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
                                                    old_value)))
             if new_key is not None and new_owner is not None:
-                self.ops.append(guard_put(
-                    spec, rule, new_key, new_owner, value, not_exists(spec.table.pk),
-                    self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value)))
+                self.ops.append(guard_put(  # free, or held by an expired owner
+                    spec, rule, new_key, new_owner, value, claimable(spec),
+                    self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value), ttl))
 
 
 def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
     """A version row: the item under its version key, left out of every secondary index
     (only the latest copy is indexed, or index queries would return every version) except
-    one whose keys are the table's own: a table key attribute always stays."""
+    one whose keys are the table's own: a table key attribute always stays.
+
+    A version row never carries the table's TTL attribute (history outlives its entity
+    until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
+    kept aside under ``VERSION_TTL``, which reads put back (``EntitySpec.decode_fields``)."""
     keys = (spec.table.pk, spec.table.sk)
     indexed = _table_index_attributes(spec)
     row = {k: v for k, v in item.items() if k not in indexed or k in keys}
+    ttl = spec.table.ttl
+    if ttl is not None and ttl in row:
+        row[VERSION_TTL] = row.pop(ttl)
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
     if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
@@ -156,7 +167,8 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         item = encode_entity(written, spec, version, key)
         b = _Builder(spec, key, index)
         strict = not entry.overwrite
-        cond = not_exists(spec.table.pk) if strict or spec.has_rules else None
+        # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
+        cond = claimable(spec) if strict or spec.has_rules else None
         if spec.versioned:
             assert spec.table.sk is not None
             first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}

@@ -250,6 +250,8 @@ class StagedUpdate(Generic[T]):
         touched = set(self._actions)
         if touched & spec.unique_fields:
             return True
+        if spec.uniques and spec.ttl_field in touched:
+            return True  # the guards carry the owner's TTL: they follow it
         known = set(spec.lookup_fields) | touched
         for idx in spec.indexes:
             fields = set(idx.fields) - {SHARD_FIELD}

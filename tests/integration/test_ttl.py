@@ -102,7 +102,9 @@ def test_reads_skip_expired_items(db: TestBackend) -> None:
     s.commit()
     s.save_many([Lock(name="old", until=int(time.time()) - 10),
                  Lock(name="new", until=int(time.time()) + 600)])
-    assert len(db.scan_raw()) == 12  # 5 logins, 5 guards, 2 locks: nothing deleted yet
+    # 5 logins, 5 guards, 2 locks; the 5 expired ones (2 logins, their guards, which carry
+    # their owners' TTL, and a lock) may already be gone where the engine sweeps (Local)
+    assert 7 <= len(db.scan_raw()) <= 12
     assert s.get(Login, user="u1", token="t1") is None
     assert s.get(Login, user="u1", token="t0") is not None
     assert s.find(Login, token="t1") is None and s.find(Login, token="t2") is not None

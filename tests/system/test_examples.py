@@ -325,7 +325,20 @@ def check_async_quickstart(run: Run) -> None:
     assert run.block('await s.query(Message, room="lobby").count()') == ["12"]
 
 
+def check_ttl_rules(run: Run) -> None:
+    assert "the guard carries its owner's TTL: True" in run.out
+    assert "a live reservation blocks: UniqueConstraintError (handle='ada')" in run.out
+    assert "after r1 expired, r2 reserved 'ada': owner=r2" in run.out
+    assert "r1 read: None" in run.out
+    assert "version rows under the TTL attribute: 0" in run.out
+    assert run.block('s.get(Draft, draft_id="d1")') == ["None"]
+    assert run.block('s.history(Draft, draft_id="d1")') == [
+        "v1: first", "v2: second", "v3: third"]
+    assert "dynaorm check: 0 problem(s)" in run.out
+
+
 CHECKS = {
+    "ttl_rules": check_ttl_rules,
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
