@@ -63,8 +63,8 @@ from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import expired
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.transport.steps import Emit, Stream, call
+from dynaorm.write.actions import version_row
 from dynaorm.write.guards import guard_item
-from dynaorm.write.planner import version_row
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
            "scan_pages"]

@@ -20,16 +20,17 @@ from pydantic import ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import ItemDecodeError, TransactionTooLargeError
-from dynaorm.model.entity import encode_entity
+from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, MovedState
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import stamped, stamps
+from dynaorm.write.actions import ActionBuilder, version_row
 from dynaorm.write.committed import Written
 from dynaorm.write.conditions import stored_as
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Put, Role
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.write.staged import DeleteEntry, Outcome, SaveEntry
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "move_actions",
@@ -130,24 +131,18 @@ def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
 def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
             new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
             ) -> None:
-    from dynaorm.write.planner import _Builder  # (the planner imports this module)
-
-    b = _Builder(spec, old_key, index)
+    b = ActionBuilder(spec, old_key, index)
     b.guards(old, new, old_key, new_key)
     ops.extend(b.ops)
 
 
 def _origin(spec: EntitySpec, owner: PlainKey, role: Role, fail: Fail, index: int) -> Any:
-    from dynaorm.write.records import Origin
-
     return Origin(entity=spec.cls, owner_key=owner, role=role, fail=fail, staged=index)
 
 
 def _history_rows(spec: EntitySpec, state: MovedState
                   ) -> list[tuple[int, PlainKey, Item]]:
     """Each old version row: (version, old key, the row under the current layout)."""
-    from dynaorm.write.planner import version_row
-
     assert spec.table.sk is not None
     out = []
     for row in state.history:
@@ -167,8 +162,6 @@ def _history_rows(spec: EntitySpec, state: MovedState
 def plan_move_save(entry: SaveEntry, state: MovedState, index: int
                    ) -> tuple[list[Op], Outcome]:
     """Save an object read from the previous layout: move it (see the module)."""
-    from dynaorm.model.entity import spec_of
-
     obj = entry.obj
     spec = spec_of(type(obj))
     old_key = state.key
@@ -199,8 +192,6 @@ def plan_move_save(entry: SaveEntry, state: MovedState, index: int
                       _origin(spec, old_key, Role.LATEST if spec.versioned else Role.ROW,
                               Fail.GONE, index)))
     if spec.versioned and changed:
-        from dynaorm.write.planner import version_row
-
         assert spec.table.sk is not None
         row_sk = version_sk(spec.base_sk(values) or "", version)
         ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
@@ -218,8 +209,6 @@ def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
                      ) -> tuple[list[Op], Outcome]:
     """Delete an object read from the previous layout: its old row (as read), its guards
     and, with ``history=True``, its old version rows."""
-    from dynaorm.model.entity import spec_of
-
     obj = entry.obj
     spec = spec_of(type(obj))
     old_key = state.key

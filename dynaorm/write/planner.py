@@ -17,18 +17,20 @@ from dynaorm.errors import DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import VERSION_TTL, history_sk, parse_version_sk, version_sk
+from dynaorm.model.rows import VERSION_TTL, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
+from dynaorm.write.actions import ActionBuilder, version_row
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
-from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
+from dynaorm.write.guards import claimable
+from dynaorm.write.moves import plan_move_delete, plan_move_save
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
-__all__ = ["compile_commit", "plan_delete", "plan_save", "undeclared", "version_row"]
+__all__ = ["compile_commit", "plan_delete", "plan_save", "undeclared"]
 
 
 def undeclared(spec: EntitySpec, stored: Item) -> Item:
@@ -67,82 +69,6 @@ def _with(item: Item, extra: Item) -> Item:
     return {**extra, **item} if extra else item
 
 
-class _Builder:
-    """Collects the actions of one staged entry."""
-
-    def __init__(self, spec: EntitySpec, owner: PlainKey, index: int) -> None:
-        self.spec = spec
-        self.owner = owner
-        self.index = index
-        self.ops: list[Op] = []
-
-    def origin(self, role: Role, fail: Fail, field: str | None = None,
-               value: Any = None) -> Origin:
-        return Origin(entity=self.spec.cls, owner_key=self.owner, role=role, fail=fail,
-                      field=field, value=value, staged=self.index)
-
-    def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-               old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
-        spec = self.spec
-        # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
-        ttl = owner_ttl(spec, new)
-        same_ttl = spec.ttl_field is None or ttl == owner_ttl(spec, old)
-        for rule in spec.uniques:
-            old_key = None if old is None else rule.guard_key(old, spec.name)
-            new_key = None if new is None else rule.guard_key(new, spec.name)
-            moved = old_owner != new_owner
-            if old_key == new_key and not moved and (same_ttl or new_key is None):
-                continue
-            value = None if new is None else new.get(rule.field)
-            if old_key is not None and old_key == new_key and new_owner is not None:
-                assert old_owner is not None
-                self.ops.append(guard_put(
-                    spec, rule, new_key, new_owner, value, owned_by(spec, old_owner),
-                    self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value), ttl))
-                continue
-            if old_key is not None and old_owner is not None:
-                old_value = None if old is None else old.get(rule.field)
-                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner),
-                                       self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
-                                                   old_value)))
-            if new_key is not None and new_owner is not None:
-                self.ops.append(guard_put(  # free, or held by an expired owner
-                    spec, rule, new_key, new_owner, value, claimable(spec),
-                    self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value), ttl))
-
-
-def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
-    """A version row: the item under its version key, left out of every secondary index
-    (only the latest copy is indexed, or index queries would return every version) except
-    one whose keys are the table's own: a table key attribute always stays.
-
-    A version row never carries the table's TTL attribute (history outlives its entity
-    until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
-    kept aside under ``VERSION_TTL``, which reads put back (``EntitySpec.decode_fields``)."""
-    keys = (spec.table.pk, spec.table.sk)
-    indexed = _table_index_attributes(spec)
-    row = {k: v for k, v in item.items() if k not in indexed or k in keys}
-    ttl = spec.table.ttl
-    if ttl is not None and ttl in row:
-        row[VERSION_TTL] = row.pop(ttl)
-    assert spec.table.sk is not None
-    row[spec.table.sk] = {"S": sk}
-    if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
-        parsed = parse_version_sk(sk)
-        assert parsed is not None
-        row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
-    return row
-
-
-def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
-    """Every secondary-index key attribute of the table (an undeclared one a newer model
-    writes included): version rows stay out of every index."""
-    table_wide = {a for idx in spec.table.indexes.values()
-                  for a in (getattr(idx, "pk", None), idx.sk) if a}
-    # (a field stored under an index's key attribute the entity does not use is a field)
-    return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))
-
-
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
               ) -> tuple[list[Op], Outcome]:
     ops, outcome = _plan_save(entry, state, index)
@@ -154,7 +80,6 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                ) -> tuple[list[Op], Outcome]:
     if isinstance(state, MovedState):  # read from Meta.previous's layout: move it
-        from dynaorm.write.moves import plan_move_save
         return plan_move_save(entry, state, index)
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
@@ -165,7 +90,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         version = entry.after_version + 1 if spec.versioned else None
         key = spec.primary_key(values)
         item = encode_entity(written, spec, version, key)
-        b = _Builder(spec, key, index)
+        b = ActionBuilder(spec, key, index)
         strict = not entry.overwrite
         # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
         cond = claimable(spec) if strict or spec.has_rules else None
@@ -196,7 +121,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         written = stamped(obj, pairs)
         values = written.__dict__
         item = _with(encode_entity(written, spec, key=key), extra)
-    b = _Builder(spec, old_key, index)
+    b = ActionBuilder(spec, old_key, index)
     unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
         guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
@@ -283,7 +208,7 @@ def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceSt
     values = written.__dict__
     item = _with(encode_entity(written, spec, n + 1), extra)
     assert spec.table.sk is not None
-    b = _Builder(spec, key, index)
+    b = ActionBuilder(spec, key, index)
     row_sk = version_sk(spec.base_sk(values) or "", n + 1)
     b.ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
                      not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
@@ -304,16 +229,15 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
 def _plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome]:
     if isinstance(state, MovedState):  # read from Meta.previous's layout
-        from dynaorm.write.moves import plan_move_delete
         return plan_move_delete(entry, state, index)
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)
-        b = _Builder(spec, key, index)
+        b = ActionBuilder(spec, key, index)
         b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.GONE)))
         return b.ops, Outcome(obj, None)
     old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
-    b = _Builder(spec, state.key, index)
+    b = ActionBuilder(spec, state.key, index)
     conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields)]
     if spec.versioned:
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))
