@@ -1,12 +1,16 @@
-"""dynaorm's own DynamoDB wire: requests rendered straight to JSON, signed with botocore's
-public SigV4 signer, sent over a urllib3 keep-alive pool, answers checked against
-``x-amz-crc32`` and decoded with :func:`json.loads`.
+"""dynaorm's own DynamoDB wire: requests rendered straight to JSON, signed with SigV4 over
+botocore's credentials (:class:`~dynaorm.wire.sigv4.Signer`: DynamoDB's one canonical
+request computed directly, the signing key kept per day; botocore's ``SigV4Auth`` for
+endpoints with a path), sent over a urllib3 keep-alive pool, answers checked against
+``x-amz-crc32`` and decoded with :func:`json.loads`. ``Table(wire="dynaorm")``, the
+default, sends through it; see ``docs/guide/wire.md``.
 
-Everything a configuration decides (endpoint, region, timeouts, proxies, credentials) is read
-once from a botocore client created as the botocore path creates it, so a configuration that
-works with the client works here. Failures are raised as the same botocore exceptions a client
-raises (``ClientError`` with the same ``error_response`` shape, ``EndpointConnectionError``,
-``ReadTimeoutError``, ``ConnectionClosedError``), so the one :func:`~dynaorm.transport.errors.
+Everything a configuration decides (endpoint, region, timeouts, proxies, TLS verification,
+credentials, ``User-Agent``) is read once from a botocore client created as the botocore
+path creates it, so a configuration that works with the client works here. Failures are
+raised as the same botocore exceptions a client raises (``ClientError`` with the same
+``error_response`` shape, ``EndpointConnectionError``, ``ReadTimeoutError``,
+``ConnectionClosedError``), so the one :func:`~dynaorm.transport.errors.
 map_error` and the retry rules see the same things whichever wire is under them.
 """
 
@@ -26,6 +30,7 @@ __all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_resp
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
+#: the ``Content-Type`` of every DynamoDB request (JSON 1.0)
 CONTENT_TYPE = "application/x-amz-json-1.0"
 
 
