@@ -141,6 +141,22 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
         yield request.getfixturevalue("dynoxide")
 
 
+@pytest.fixture(autouse=True)
+def _wire(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DYNAORM_WIRE=botocore`` (or ``dynaorm``): tables and transports created by the test
+    send over that wire by default (``make test`` runs the integration suite through both;
+    moto's in-process mock keeps the botocore client whatever this says)."""
+    wire = os.environ.get("DYNAORM_WIRE")
+    if not wire:
+        return
+    from dynaorm import Table
+    from dynaorm.transport.sync import Transport
+    for init in (Table.__init__, Transport.__init__):
+        defaults = init.__kwdefaults__
+        assert defaults is not None
+        monkeypatch.setitem(defaults, "wire", wire)
+
+
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     """The shared test table (tests/support/models.py), fresh, on the current backend."""

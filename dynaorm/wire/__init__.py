@@ -1,0 +1,251 @@
+"""dynaorm's own DynamoDB wire: requests rendered straight to JSON, signed with SigV4 over
+botocore's credentials (:class:`~dynaorm.wire.sigv4.Signer`: DynamoDB's one canonical
+request computed directly, the signing key kept per day; botocore's ``SigV4Auth`` for
+endpoints with a path), sent over a urllib3 keep-alive pool, answers checked against
+``x-amz-crc32`` and decoded with :func:`json.loads`. ``Table(wire="dynaorm")``, the
+default, sends through it; see ``docs/guide/wire.md``.
+
+Everything a configuration decides (endpoint, region, timeouts, proxies, TLS verification,
+credentials, ``User-Agent``) is read once from a botocore client created as the botocore
+path creates it, so a configuration that works with the client works here. Failures are
+raised as the same botocore exceptions a client raises (``ClientError`` with the same
+``error_response`` shape, ``EndpointConnectionError``, ``ReadTimeoutError``,
+``ConnectionClosedError``), so the one :func:`~dynaorm.transport.errors.
+map_error` and the retry rules see the same things whichever wire is under them.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import zlib
+from typing import Any
+from urllib.parse import urlsplit
+
+from dynaorm.wire.sigv4 import Signer
+
+__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "render",
+           "tls_verify"]
+
+#: the ``X-Amz-Target`` prefix of every DynamoDB operation
+TARGET_PREFIX = "DynamoDB_20120810."
+#: the ``Content-Type`` of every DynamoDB request (JSON 1.0)
+CONTENT_TYPE = "application/x-amz-json-1.0"
+
+
+def _blob(value: object) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"cannot render {type(value).__name__} to DynamoDB JSON")
+
+
+def render(request: dict[str, Any]) -> bytes:
+    """The JSON body of ``request`` (botocore-shaped parameters), binary values base64
+    encoded as botocore encodes them."""
+    return json.dumps(request, separators=(",", ":"), default=_blob).encode("utf-8")
+
+
+def _unbin(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1:
+            b = value.get("B")
+            if isinstance(b, str):
+                return {"B": base64.b64decode(b)}
+            bs = value.get("BS")
+            if isinstance(bs, list) and all(isinstance(x, str) for x in bs):
+                return {"BS": [base64.b64decode(x) for x in bs]}
+        return {k: _unbin(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unbin(v) for v in value]
+    return value
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
+    numbers as strings)."""
+    if not body:
+        return {}
+    data: dict[str, Any] = json.loads(body)
+    if b'"B"' in body or b'"BS"' in body:
+        data = _unbin(data)
+    return data
+
+
+def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """The ``error_response`` botocore's ``ClientError`` carries for a failed answer."""
+    try:
+        data: dict[str, Any] = decode(body) if body else {}
+    except ValueError:
+        data = {}
+    code = str(data.pop("__type", "") or "").rpartition("#")[2] or (
+        "ServiceUnavailable" if status >= 500 else "Unknown")
+    message = str(data.pop("message", data.pop("Message", "")) or "")
+    response: dict[str, Any] = {"Error": {"Code": code, "Message": message}}
+    response.update(data)  # modeled fields: CancellationReasons, Item
+    response["ResponseMetadata"] = {
+        "HTTPStatusCode": status, "RequestId": headers.get("x-amzn-requestid", ""),
+        "HTTPHeaders": headers}
+    return response
+
+
+def tls_verify(client: Any) -> bool | str:
+    """How ``client`` (a botocore client) verifies TLS: ``False`` (``verify=False``), or the
+    CA bundle path it trusts (``Table``'s client: ``AWS_CA_BUNDLE``, the profile's
+    ``ca_bundle``, ``REQUESTS_CA_BUNDLE``, else certifi's bundle), read from the client's
+    HTTP session so that whatever botocore decided holds on this wire too."""
+    from botocore.httpsession import get_cert_path
+
+    endpoint = getattr(client, "_endpoint", None)
+    verify = getattr(getattr(endpoint, "http_session", None), "_verify", True)
+    if verify is False:
+        return False
+    return str(get_cert_path(True if verify in (None, True) else verify))
+
+
+def _user_agent(config: Any) -> str:
+    """dynaorm's name and version ahead of the ``User-Agent`` botocore made for the client
+    (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``)."""
+    import botocore
+
+    from dynaorm import __version__
+
+    given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
+    agent = f"dynaorm/{__version__} {given}"
+    for prefix, name in (("app/", "user_agent_appid"), ("", "user_agent_extra")):
+        value = getattr(config, name, None)
+        if value and f"{prefix}{value}" not in agent:
+            agent += f" {prefix}{value}"
+    return agent
+
+
+def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, str]]:
+    """The proxy URL (and its ``Proxy-Authorization``) botocore's HTTP session would use."""
+    from botocore.httpsession import ProxyConfiguration
+    from botocore.utils import get_environ_proxies
+
+    proxies = getattr(config, "proxies", None)
+    if proxies is None:
+        proxies = get_environ_proxies(endpoint_url)
+    found = ProxyConfiguration(proxies=proxies,
+                               proxies_settings=getattr(config, "proxies_config", None))
+    url = found.proxy_url_for(endpoint_url)
+    return (str(url), dict(found.proxy_headers_for(url))) if url else (None, {})
+
+
+@functools.cache
+def _checksum_error() -> type[Any]:
+    from botocore.exceptions import ChecksumError, HTTPClientError
+
+    class ResponseChecksumError(ChecksumError, HTTPClientError):  # type: ignore[misc]
+        """An answer whose body does not match its ``x-amz-crc32``: a corrupted answer is a
+        lost one (botocore retries it; dynaorm maps it as a lost answer, retried)."""
+
+    return ResponseChecksumError
+
+
+class SyncWire:
+    """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
+    client), thread-safe (urllib3's pool is)."""
+
+    def __init__(self, client: Any, credentials: Any) -> None:
+        import urllib3
+
+        meta = client.meta
+        self.endpoint_url: str = meta.endpoint_url
+        self.region: str = meta.region_name
+        config = meta.config
+        #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
+        self._session_credentials = credentials
+        self._user_agent = _user_agent(config)
+        self.timeout = urllib3.Timeout(connect=config.connect_timeout,
+                                       read=config.read_timeout)
+        proxy, proxy_headers = _proxy_for(self.endpoint_url, config)
+        size = int(getattr(config, "max_pool_connections", 10) or 10)
+        #: ``False`` or the CA bundle TLS connections are verified against (the client's)
+        self.verify = tls_verify(client)
+        tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if self.verify is False else
+                               {"cert_reqs": "CERT_REQUIRED", "ca_certs": self.verify})
+        cert = getattr(config, "client_cert", None)
+        if cert:
+            tls.update({"cert_file": cert} if isinstance(cert, str) else
+                       {"cert_file": cert[0], "key_file": cert[1]})
+        #: the proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
+        #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
+        self.proxy: str | None = proxy
+        self._manager: Any = (
+            urllib3.ProxyManager(proxy, maxsize=size, proxy_headers=proxy_headers, **tls)
+            if proxy else urllib3.PoolManager(maxsize=size, **tls))
+        # without a proxy, the endpoint's own pool (the manager's lookup skipped per request)
+        self._pool: Any = None if proxy else self._manager.connection_from_url(
+            self.endpoint_url)
+        self._path = urlsplit(self.endpoint_url).path or "/"
+        self._signer = Signer(self.endpoint_url, self.region)
+
+    def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+        """The body and the signed headers of ``request`` (credentials frozen now: a
+        refreshable set refreshes here when due, as botocore's signer does)."""
+        from botocore.exceptions import NoCredentialsError
+
+        body = render(request)
+        creds = self._session_credentials
+        if creds is None:
+            raise NoCredentialsError()
+        headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
+                   "User-Agent": self._user_agent}
+        return body, self._signer.sign(body, headers, creds.get_frozen_credentials())
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send ``request`` once; the answer as a botocore client returns it."""
+        import urllib3
+        from botocore.exceptions import (
+            ClientError,
+            ConnectionClosedError,
+            EndpointConnectionError,
+            ReadTimeoutError,
+        )
+
+        body, headers = self.prepare(operation, request)
+        try:
+            if self._pool is not None:
+                resp = self._pool.urlopen("POST", self._path, body=body, headers=headers,
+                                          timeout=self.timeout, retries=False,
+                                          preload_content=True, assert_same_host=False)
+            else:
+                resp = self._manager.urlopen("POST", self.endpoint_url, body=body,
+                                             headers=headers, timeout=self.timeout,
+                                             retries=False, preload_content=True)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
+        except urllib3.exceptions.ProtocolError as exc:
+            raise ConnectionClosedError(endpoint_url=self.endpoint_url) from exc
+        except urllib3.exceptions.HTTPError as exc:
+            raise EndpointConnectionError(endpoint_url=self.endpoint_url,
+                                          error=exc) from exc
+        data: bytes = resp.data
+        headers = {k.lower(): v for k, v in resp.headers.items()}
+        crc = headers.get("x-amz-crc32")
+        if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
+            raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
+                                    actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF),
+                                    error="x-amz-crc32 mismatch")
+        if resp.status >= 300:
+            raise ClientError(error_response(resp.status, data, headers),  # type: ignore[arg-type]
+                              operation)
+        return decode(data)
+
+
+def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:
+    """The credentials the botocore client of ``endpoint_url`` signs with: the dummy ones
+    dynaorm gives a local engine without configured credentials, else the session's chain
+    (refreshable credentials stay refreshable); ``None`` when there are none."""
+    from botocore.credentials import Credentials
+    from botocore.session import get_session
+
+    from dynaorm.transport.config import local_credentials
+
+    session = get_session() if session is None else session
+    dummy = local_credentials(endpoint_url, session)
+    if dummy:
+        return Credentials(dummy["aws_access_key_id"], dummy["aws_secret_access_key"])
+    return session.get_credentials()
