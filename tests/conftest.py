@@ -141,6 +141,19 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
         yield request.getfixturevalue("dynoxide")
 
 
+@pytest.fixture(autouse=True)
+def _wire(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DYNAORM_WIRE=dynaorm``: the sync transports of tests on a server engine send through
+    :mod:`dynaorm.wire` (moto stubs botocore's HTTP in-process, so it keeps the botocore
+    wire)."""
+    if os.environ.get("DYNAORM_WIRE", "botocore") != "dynaorm":
+        return
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("backend", "moto") != "moto":
+        from dynaorm.transport.sync import Transport
+        monkeypatch.setattr(Transport, "wire", "dynaorm")
+
+
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     """The shared test table (tests/support/models.py), fresh, on the current backend."""

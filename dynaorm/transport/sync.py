@@ -64,6 +64,7 @@ class Transport:
         self.sleep = sleep
         self._table = table
         self._session: Any = session  # a botocore session to create the client from
+        self._creds_session: Any = session  # the wire's credentials (dynaorm.wire)
         self._client: Any = None
         self._client_lock = threading.Lock()
         #: the interception point around every raw send (``None``: none); see
@@ -100,8 +101,26 @@ class Transport:
                                     lambda: self._send(operation, request))
         return self._send(operation, request)
 
+    # -- wire selection: "botocore" (the client's methods) or "dynaorm" (dynaorm.wire) ---
+    #: which wire sends: ``"botocore"`` or ``"dynaorm"`` (opt-in, :mod:`dynaorm.wire`)
+    wire: str = "botocore"
+    _wire: Any = None
+
+    def _wire_send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        if self._wire is None:
+            from dynaorm.wire import SyncWire, credentials_for
+            client = self.client
+            with self._client_lock:
+                if self._wire is None:
+                    self._wire = SyncWire(client, credentials_for(
+                        self.endpoint_url, self._creds_session))
+        result: dict[str, Any] = self._wire.send(operation, request)
+        return result
+
     def _send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         try:
+            if self.wire == "dynaorm":
+                return self._wire_send(operation, request)
             result: dict[str, Any] = getattr(self.client, method_name(operation))(**request)
             return result
         except Exception as exc:

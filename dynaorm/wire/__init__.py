@@ -1,0 +1,171 @@
+"""dynaorm's own DynamoDB wire: requests rendered straight to JSON, signed with botocore's
+public SigV4 signer, sent over a urllib3 keep-alive pool, answers checked against
+``x-amz-crc32`` and decoded with :func:`json.loads`.
+
+Everything a configuration decides (endpoint, region, timeouts, proxies, credentials) is read
+once from a botocore client created as the botocore path creates it, so a configuration that
+works with the client works here. Failures are raised as the same botocore exceptions a client
+raises (``ClientError`` with the same ``error_response`` shape, ``EndpointConnectionError``,
+``ReadTimeoutError``, ``ConnectionClosedError``), so the one :func:`~dynaorm.transport.errors.
+map_error` and the retry rules see the same things whichever wire is under them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any
+
+__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "render"]
+
+#: the ``X-Amz-Target`` prefix of every DynamoDB operation
+TARGET_PREFIX = "DynamoDB_20120810."
+CONTENT_TYPE = "application/x-amz-json-1.0"
+
+
+def _blob(value: object) -> str:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"cannot render {type(value).__name__} to DynamoDB JSON")
+
+
+def render(request: dict[str, Any]) -> bytes:
+    """The JSON body of ``request`` (botocore-shaped parameters), binary values base64
+    encoded as botocore encodes them."""
+    return json.dumps(request, separators=(",", ":"), default=_blob).encode("utf-8")
+
+
+def _unbin(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1:
+            b = value.get("B")
+            if isinstance(b, str):
+                return {"B": base64.b64decode(b)}
+            bs = value.get("BS")
+            if isinstance(bs, list) and all(isinstance(x, str) for x in bs):
+                return {"BS": [base64.b64decode(x) for x in bs]}
+        return {k: _unbin(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_unbin(v) for v in value]
+    return value
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
+    numbers as strings)."""
+    if not body:
+        return {}
+    data: dict[str, Any] = json.loads(body)
+    if b'"B"' in body or b'"BS"' in body:
+        data = _unbin(data)
+    return data
+
+
+def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+    """The ``error_response`` botocore's ``ClientError`` carries for a failed answer."""
+    try:
+        data: dict[str, Any] = decode(body) if body else {}
+    except ValueError:
+        data = {}
+    code = str(data.pop("__type", "") or "").rpartition("#")[2] or (
+        "ServiceUnavailable" if status >= 500 else "Unknown")
+    message = str(data.pop("message", data.pop("Message", "")) or "")
+    response: dict[str, Any] = {"Error": {"Code": code, "Message": message}}
+    response.update(data)  # modeled fields: CancellationReasons, Item
+    response["ResponseMetadata"] = {
+        "HTTPStatusCode": status, "RequestId": headers.get("x-amzn-requestid", ""),
+        "HTTPHeaders": headers}
+    return response
+
+
+class SyncWire:
+    """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
+    client), thread-safe (urllib3's pool is)."""
+
+    def __init__(self, client: Any, credentials: Any) -> None:
+        import urllib3
+
+        meta = client.meta
+        self.endpoint_url: str = meta.endpoint_url
+        self.region: str = meta.region_name
+        config = meta.config
+        #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
+        self._session_credentials = credentials
+        self._user_agent = str(getattr(config, "user_agent", None) or "dynaorm")
+        self.timeout = urllib3.Timeout(connect=config.connect_timeout,
+                                       read=config.read_timeout)
+        proxies = getattr(config, "proxies", None) or {}
+        scheme = self.endpoint_url.split(":", 1)[0]
+        proxy = proxies.get(scheme)
+        size = int(getattr(config, "max_pool_connections", 10) or 10)
+        self._pool: Any = (urllib3.ProxyManager(proxy, maxsize=size) if proxy else
+                           urllib3.PoolManager(maxsize=size))
+
+    def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+        """The body and the signed headers of ``request`` (credentials frozen now: a
+        refreshable set refreshes here when due, as botocore's signer does)."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.exceptions import NoCredentialsError
+
+        body = render(request)
+        creds = self._session_credentials
+        if creds is None:
+            raise NoCredentialsError()
+        req = AWSRequest(method="POST", url=self.endpoint_url, data=body, headers={
+            "X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
+            "User-Agent": self._user_agent})
+        SigV4Auth(creds.get_frozen_credentials(), "dynamodb", self.region).add_auth(req)
+        return body, {str(k): str(v) for k, v in req.headers.items()}
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send ``request`` once; the answer as a botocore client returns it."""
+        import urllib3
+        from botocore.exceptions import (
+            ChecksumError,
+            ClientError,
+            ConnectionClosedError,
+            EndpointConnectionError,
+            ReadTimeoutError,
+        )
+
+        body, headers = self.prepare(operation, request)
+        try:
+            resp = self._pool.request("POST", self.endpoint_url, body=body, headers=headers,
+                                      timeout=self.timeout, retries=False,
+                                      preload_content=True)
+        except urllib3.exceptions.ReadTimeoutError as exc:
+            raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
+        except urllib3.exceptions.ProtocolError as exc:
+            raise ConnectionClosedError(endpoint_url=self.endpoint_url) from exc
+        except urllib3.exceptions.HTTPError as exc:
+            raise EndpointConnectionError(endpoint_url=self.endpoint_url,
+                                          error=exc) from exc
+        data: bytes = resp.data
+        headers = {k.lower(): v for k, v in resp.headers.items()}
+        crc = headers.get("x-amz-crc32")
+        if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
+            raise ChecksumError(checksum_type="crc32", expected_checksum=crc,
+                                actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF))
+        if resp.status >= 300:
+            raise ClientError(error_response(resp.status, data, headers),  # type: ignore[arg-type]
+                              operation)
+        return decode(data)
+
+
+
+def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:
+    """The credentials the botocore client of ``endpoint_url`` signs with: the dummy ones
+    dynaorm gives a local engine without configured credentials, else the session's chain
+    (refreshable credentials stay refreshable); ``None`` when there are none."""
+    from botocore.credentials import Credentials
+    from botocore.session import get_session
+
+    from dynaorm.transport.config import local_credentials
+
+    session = get_session() if session is None else session
+    dummy = local_credentials(endpoint_url, session)
+    if dummy:
+        return Credentials(dummy["aws_access_key_id"], dummy["aws_secret_access_key"])
+    return session.get_credentials()
