@@ -142,16 +142,19 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
 
 
 @pytest.fixture(autouse=True)
-def _wire(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """``DYNAORM_WIRE=dynaorm``: the sync transports of tests on a server engine send through
-    :mod:`dynaorm.wire` (moto stubs botocore's HTTP in-process, so it keeps the botocore
-    wire)."""
-    if os.environ.get("DYNAORM_WIRE", "botocore") != "dynaorm":
+def _wire(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``DYNAORM_WIRE=botocore`` (or ``dynaorm``): tables and transports created by the test
+    send over that wire by default (``make test`` runs the integration suite through both;
+    moto's in-process mock keeps the botocore client whatever this says)."""
+    wire = os.environ.get("DYNAORM_WIRE")
+    if not wire:
         return
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("backend", "moto") != "moto":
-        from dynaorm.transport.sync import Transport
-        monkeypatch.setattr(Transport, "wire", "dynaorm")
+    from dynaorm import Table
+    from dynaorm.transport.sync import Transport
+    for init in (Table.__init__, Transport.__init__):
+        defaults = init.__kwdefaults__
+        assert defaults is not None
+        monkeypatch.setitem(defaults, "wire", wire)
 
 
 @pytest.fixture

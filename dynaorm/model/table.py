@@ -15,7 +15,7 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.streams import Change, iter_changes
 from dynaorm.transport.config import resolve_max_attempts
 from dynaorm.transport.events import RequestEvent
-from dynaorm.transport.sync import Transport
+from dynaorm.transport.sync import Transport, check_wire
 
 __all__ = ["GSI", "LSI", "Table"]
 
@@ -83,7 +83,16 @@ class LSI:
 
 
 class Table:
-    """A DynamoDB table shared by any number of entity types (single-table design)."""
+    """A DynamoDB table shared by any number of entity types (single-table design).
+
+    ``wire``: how sync sessions send requests: ``"dynaorm"`` (the default) renders, signs
+    (botocore's SigV4 and credentials), sends and decodes DynamoDB's JSON protocol itself
+    (:mod:`dynaorm.wire`, configured from the table's botocore client, so every botocore
+    configuration applies); ``"botocore"`` sends through the botocore :attr:`client`'s
+    methods (needed when code hooks that client: event handlers, ``Stubber``, recorded
+    fixtures). moto's in-process mock always gets the botocore client. Requests, retries,
+    errors, logs and events are the same on both; see ``docs/guide/wire.md``.
+    """
 
     def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
@@ -93,8 +102,10 @@ class Table:
                  cursor_secret: str | bytes | None = None,
                  stream: str | None = None,
                  return_consumed_capacity: str | None = None,
-                 transport: Transport | None = None) -> None:
+                 transport: Transport | None = None, wire: str = "dynaorm") -> None:
         _check_name("table", name)
+        #: ``"dynaorm"`` or ``"botocore"``: the wire sync sessions send over (see above)
+        self.wire = check_wire(name, wire)
         if max_attempts is not None and (not isinstance(max_attempts, int)
                                          or isinstance(max_attempts, bool) or max_attempts < 1):
             raise DynaormError(f"table {name!r}: max_attempts must be an int >= 1, "
@@ -187,7 +198,7 @@ class Table:
                     attempts = resolve_max_attempts(None, session, self.name)
                 transport = Transport(self.endpoint_url, self.region,
                                       max_attempts=attempts, max_wait=self.max_wait,
-                                      table=self.name, session=session)
+                                      table=self.name, session=session, wire=self.wire)
                 transport.listeners = self._listeners
                 transport.capacity = self._capacity
                 self._transport = transport
@@ -213,8 +224,9 @@ class Table:
 
     @property
     def client(self) -> Any:
-        """The botocore client sync sessions send through (one per table, created on
-        first use; register botocore event handlers on ``client.meta.events``)."""
+        """The table's botocore client (one per table, created on first use). Sync sessions
+        send through it with ``wire="botocore"`` (register botocore event handlers on
+        ``client.meta.events`` then); dynaorm's own wire is configured from it."""
         return self.transport.client
 
     def on_request(self, fn: _Hook) -> _Hook:

@@ -1,8 +1,11 @@
 """The sync I/O: one botocore client per table, and the sync driver of protocols.
 
-Requests go through the botocore client's public operation methods (``client.put_item``),
-created once per transport by :func:`dynaorm.transport.config.create_client` with
-botocore's own retries off, so dynaorm's retries and botocore's never multiply.
+The botocore client is created once per transport by
+:func:`dynaorm.transport.config.create_client` with botocore's own retries off, so dynaorm's
+retries and botocore's never multiply. Requests go over dynaorm's own wire
+(:class:`dynaorm.wire.SyncWire`, configured from that client) unless the transport's
+``wire`` is ``"botocore"`` or moto's in-process mock is on: then through the client's
+public operation methods (``client.put_item``). Both raise the same botocore exceptions.
 
 :meth:`Transport.run` drives a protocol (:mod:`dynaorm.transport.steps`) through the pump
 :func:`~dynaorm.transport.steps.expand` and performs what it leaves: a ``Send`` is one
@@ -15,6 +18,7 @@ as :class:`~dynaorm.TableNotFoundError`), never as botocore exceptions.
 from __future__ import annotations
 
 import contextvars
+import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
@@ -32,11 +36,28 @@ from dynaorm.transport.intercept import Interceptor
 from dynaorm.transport.retry import Listener
 from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, call, captured, expand
 
-__all__ = ["MAX_WORKERS", "Transport"]
+__all__ = ["MAX_WORKERS", "WIRES", "Transport", "check_wire"]
 
 R = TypeVar("R")
 #: Threads running concurrent steps (shards, segments, batches) at once, at most.
 MAX_WORKERS = 16
+#: the wires a table may send over: dynaorm's own (:mod:`dynaorm.wire`) or botocore's client
+WIRES = ("dynaorm", "botocore")
+
+
+def check_wire(table: str, wire: object) -> str:
+    """``wire`` if it names one of :data:`WIRES`, else a :class:`~dynaorm.DynaormError`."""
+    if wire not in WIRES:
+        raise DynaormError(f"table {table!r}: wire must be one of {list(WIRES)}, got {wire!r}")
+    return str(wire)
+
+
+def _moto_active() -> bool:
+    """Whether moto's in-process mock (``mock_aws``) is on: it answers inside botocore's
+    HTTP layer only, so requests must go through a botocore client then."""
+    models = sys.modules.get("moto.core.models")
+    stubber = getattr(models, "botocore_stubber", None)
+    return bool(getattr(stubber, "enabled", False))
 
 
 class Transport:
@@ -49,7 +70,12 @@ class Transport:
 
     def __init__(self, endpoint_url: str | None = None, region: str | None = None,
                  sleep: Callable[[float], None] = time.sleep, *, max_attempts: int = 5,
-                 max_wait: float = 10.0, table: str = "?", session: Any = None) -> None:
+                 max_wait: float = 10.0, table: str = "?", session: Any = None,
+                 wire: str = "dynaorm") -> None:
+        #: which wire sync requests go over: ``"dynaorm"`` (:mod:`dynaorm.wire`, the default)
+        #: or ``"botocore"`` (the :attr:`client`'s methods); the in-process mock always gets
+        #: the botocore client (moto answers inside botocore)
+        self.wire = check_wire(table, wire)
         self.endpoint_url = endpoint_url
         self.region = region
         #: every request is attempted at most this many times in all
@@ -101,26 +127,43 @@ class Transport:
                                     lambda: self._send(operation, request))
         return self._send(operation, request)
 
-    # -- wire selection: "botocore" (the client's methods) or "dynaorm" (dynaorm.wire) ---
-    #: which wire sends: ``"botocore"`` or ``"dynaorm"`` (opt-in, :mod:`dynaorm.wire`)
-    wire: str = "botocore"
-    _wire: Any = None
+    # -- the wire: dynaorm's own (dynaorm.wire) or the botocore client's methods ----------
+    _wire: Any = None  # the SyncWire once opened; False: this transport's requests need botocore
 
-    def _wire_send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        if self._wire is None:
-            from dynaorm.wire import SyncWire, credentials_for
-            client = self.client
-            with self._client_lock:
-                if self._wire is None:
-                    self._wire = SyncWire(client, credentials_for(
-                        self.endpoint_url, self._creds_session))
-        result: dict[str, Any] = self._wire.send(operation, request)
-        return result
+    def _open_wire(self) -> Any:
+        from dynaorm.transport.config import configured_endpoint, is_local, is_loopback
+        from dynaorm.wire import SyncWire, credentials_for
+
+        client = self.client  # everything a configuration decides, resolved by botocore
+        with self._client_lock:
+            if self._wire is None:
+                session = self._creds_session
+                endpoint = configured_endpoint(self.endpoint_url, session)
+                if is_local(self.endpoint_url, session) and not is_loopback(endpoint):
+                    self._wire = False  # in_process_mock(): moto answers inside botocore
+                else:
+                    self._wire = SyncWire(client, credentials_for(self.endpoint_url, session))
+            return self._wire
+
+    @property
+    def sync_wire(self) -> Any:
+        """The :class:`~dynaorm.wire.SyncWire` requests go over (opened on first use);
+        ``None`` when they go through the botocore :attr:`client` (``wire="botocore"``, the
+        in-process mock)."""
+        if self.wire != "dynaorm" or _moto_active():
+            return None
+        wire = self._wire
+        if wire is None:
+            wire = self._open_wire()
+        return wire or None
 
     def _send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         try:
             if self.wire == "dynaorm":
-                return self._wire_send(operation, request)
+                wire = self.sync_wire
+                if wire is not None:
+                    sent: dict[str, Any] = wire.send(operation, request)
+                    return sent
             result: dict[str, Any] = getattr(self.client, method_name(operation))(**request)
             return result
         except Exception as exc:

@@ -13,11 +13,16 @@ map_error` and the retry rules see the same things whichever wire is under them.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import zlib
 from typing import Any
+from urllib.parse import urlsplit
 
-__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "render"]
+from dynaorm.wire.sigv4 import Signer
+
+__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "render",
+           "tls_verify"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -79,6 +84,61 @@ def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[st
     return response
 
 
+def tls_verify(client: Any) -> bool | str:
+    """How ``client`` (a botocore client) verifies TLS: ``False`` (``verify=False``), or the
+    CA bundle path it trusts (``Table``'s client: ``AWS_CA_BUNDLE``, the profile's
+    ``ca_bundle``, ``REQUESTS_CA_BUNDLE``, else certifi's bundle), read from the client's
+    HTTP session so that whatever botocore decided holds on this wire too."""
+    from botocore.httpsession import get_cert_path
+
+    endpoint = getattr(client, "_endpoint", None)
+    verify = getattr(getattr(endpoint, "http_session", None), "_verify", True)
+    if verify is False:
+        return False
+    return str(get_cert_path(True if verify in (None, True) else verify))
+
+
+def _user_agent(config: Any) -> str:
+    """dynaorm's name and version ahead of the ``User-Agent`` botocore made for the client
+    (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``)."""
+    import botocore
+
+    from dynaorm import __version__
+
+    given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
+    agent = f"dynaorm/{__version__} {given}"
+    for prefix, name in (("app/", "user_agent_appid"), ("", "user_agent_extra")):
+        value = getattr(config, name, None)
+        if value and f"{prefix}{value}" not in agent:
+            agent += f" {prefix}{value}"
+    return agent
+
+
+def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, str]]:
+    """The proxy URL (and its ``Proxy-Authorization``) botocore's HTTP session would use."""
+    from botocore.httpsession import ProxyConfiguration
+    from botocore.utils import get_environ_proxies
+
+    proxies = getattr(config, "proxies", None)
+    if proxies is None:
+        proxies = get_environ_proxies(endpoint_url)
+    found = ProxyConfiguration(proxies=proxies,
+                               proxies_settings=getattr(config, "proxies_config", None))
+    url = found.proxy_url_for(endpoint_url)
+    return (str(url), dict(found.proxy_headers_for(url))) if url else (None, {})
+
+
+@functools.cache
+def _checksum_error() -> type[Any]:
+    from botocore.exceptions import ChecksumError, HTTPClientError
+
+    class ResponseChecksumError(ChecksumError, HTTPClientError):  # type: ignore[misc]
+        """An answer whose body does not match its ``x-amz-crc32``: a corrupted answer is a
+        lost one (botocore retries it; dynaorm maps it as a lost answer, retried)."""
+
+    return ResponseChecksumError
+
+
 class SyncWire:
     """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
     client), thread-safe (urllib3's pool is)."""
@@ -92,38 +152,48 @@ class SyncWire:
         config = meta.config
         #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
         self._session_credentials = credentials
-        self._user_agent = str(getattr(config, "user_agent", None) or "dynaorm")
+        self._user_agent = _user_agent(config)
         self.timeout = urllib3.Timeout(connect=config.connect_timeout,
                                        read=config.read_timeout)
-        proxies = getattr(config, "proxies", None) or {}
-        scheme = self.endpoint_url.split(":", 1)[0]
-        proxy = proxies.get(scheme)
+        proxy, proxy_headers = _proxy_for(self.endpoint_url, config)
         size = int(getattr(config, "max_pool_connections", 10) or 10)
-        self._pool: Any = (urllib3.ProxyManager(proxy, maxsize=size) if proxy else
-                           urllib3.PoolManager(maxsize=size))
+        #: ``False`` or the CA bundle TLS connections are verified against (the client's)
+        self.verify = tls_verify(client)
+        tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if self.verify is False else
+                               {"cert_reqs": "CERT_REQUIRED", "ca_certs": self.verify})
+        cert = getattr(config, "client_cert", None)
+        if cert:
+            tls.update({"cert_file": cert} if isinstance(cert, str) else
+                       {"cert_file": cert[0], "key_file": cert[1]})
+        #: the proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
+        #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
+        self.proxy: str | None = proxy
+        self._manager: Any = (
+            urllib3.ProxyManager(proxy, maxsize=size, proxy_headers=proxy_headers, **tls)
+            if proxy else urllib3.PoolManager(maxsize=size, **tls))
+        # without a proxy, the endpoint's own pool (the manager's lookup skipped per request)
+        self._pool: Any = None if proxy else self._manager.connection_from_url(
+            self.endpoint_url)
+        self._path = urlsplit(self.endpoint_url).path or "/"
+        self._signer = Signer(self.endpoint_url, self.region)
 
     def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
         """The body and the signed headers of ``request`` (credentials frozen now: a
         refreshable set refreshes here when due, as botocore's signer does)."""
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
         from botocore.exceptions import NoCredentialsError
 
         body = render(request)
         creds = self._session_credentials
         if creds is None:
             raise NoCredentialsError()
-        req = AWSRequest(method="POST", url=self.endpoint_url, data=body, headers={
-            "X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
-            "User-Agent": self._user_agent})
-        SigV4Auth(creds.get_frozen_credentials(), "dynamodb", self.region).add_auth(req)
-        return body, {str(k): str(v) for k, v in req.headers.items()}
+        headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
+                   "User-Agent": self._user_agent}
+        return body, self._signer.sign(body, headers, creds.get_frozen_credentials())
 
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` once; the answer as a botocore client returns it."""
         import urllib3
         from botocore.exceptions import (
-            ChecksumError,
             ClientError,
             ConnectionClosedError,
             EndpointConnectionError,
@@ -132,9 +202,14 @@ class SyncWire:
 
         body, headers = self.prepare(operation, request)
         try:
-            resp = self._pool.request("POST", self.endpoint_url, body=body, headers=headers,
-                                      timeout=self.timeout, retries=False,
-                                      preload_content=True)
+            if self._pool is not None:
+                resp = self._pool.urlopen("POST", self._path, body=body, headers=headers,
+                                          timeout=self.timeout, retries=False,
+                                          preload_content=True, assert_same_host=False)
+            else:
+                resp = self._manager.urlopen("POST", self.endpoint_url, body=body,
+                                             headers=headers, timeout=self.timeout,
+                                             retries=False, preload_content=True)
         except urllib3.exceptions.ReadTimeoutError as exc:
             raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
         except urllib3.exceptions.ProtocolError as exc:
@@ -146,13 +221,13 @@ class SyncWire:
         headers = {k.lower(): v for k, v in resp.headers.items()}
         crc = headers.get("x-amz-crc32")
         if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
-            raise ChecksumError(checksum_type="crc32", expected_checksum=crc,
-                                actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF))
+            raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
+                                    actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF),
+                                    error="x-amz-crc32 mismatch")
         if resp.status >= 300:
             raise ClientError(error_response(resp.status, data, headers),  # type: ignore[arg-type]
                               operation)
         return decode(data)
-
 
 
 def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:
