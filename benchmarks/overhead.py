@@ -631,7 +631,8 @@ def make_dynaorm(bodies: dict[str, bytes]) -> Contender:
     import dynaorm
     from dynaorm import Entity, Session, Table
 
-    app = Table(TABLE, pk="pk", sk="sk", endpoint_url=ENDPOINT, region=REGION)
+    # wire="botocore": the canned transport is a hook on the botocore client
+    app = Table(TABLE, pk="pk", sk="sk", endpoint_url=ENDPOINT, region=REGION, wire="botocore")
 
     class User(Entity):
         class Meta:

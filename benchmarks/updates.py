@@ -114,7 +114,8 @@ def make_dynaorm() -> Contender:
     import dynaorm
     from dynaorm import Entity, F, Session, Table
 
-    app = Table(TABLE, pk="pk", sk="sk", endpoint_url=ENDPOINT, region=REGION)
+    # wire="botocore": the canned transport is a hook on the botocore client
+    app = Table(TABLE, pk="pk", sk="sk", endpoint_url=ENDPOINT, region=REGION, wire="botocore")
 
     class Counter(Entity):
         class Meta:

@@ -345,6 +345,7 @@ def _scanned_keys(table: Any, into: list[str], fail_at: int | None = None) -> An
             raise RuntimeError("interrupted")  # the page was read, never processed
         into.extend(f"{i['pk']['S']}|{i['sk']['S']}" for i in parsed.get("Items", []))
 
+    table.transport.wire = "botocore"  # hooks botocore's client: its wire
     table.transport.client.meta.events.register("after-call.dynamodb.Scan", hook)
     return hook
 

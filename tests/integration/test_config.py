@@ -218,6 +218,7 @@ def _signed_key(table: Table) -> str:
         auth = auth.decode() if isinstance(auth, bytes) else auth
         keys.append(auth.split("Credential=", 1)[1].split("/", 1)[0])
 
+    table.transport.wire = "botocore"  # hooks botocore's client: its wire
     table.client.meta.events.register_first("before-send.dynamodb", grab)
     unchanged(table.exists)
     return keys[0]
@@ -320,6 +321,7 @@ def test_configured_max_attempts_is_what_a_failing_request_gets(aws: Aws) -> Non
 
     with moto_backend(), use_tables(table):
         table.transport.base_delay = 0.0
+        table.transport.wire = "botocore"  # hooks botocore's client: its wire
         events = table.client.meta.events
         events.register_first("before-send.dynamodb", throttle)
         with pytest.raises(RequestError, match="after 2 attempts"):

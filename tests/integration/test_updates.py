@@ -31,6 +31,7 @@ def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
          .append(log=["z"]).remove("label").set(status="open")
          .set_default(score=2.5))
     sent: list[str] = []
+    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
     db.table.transport.client.meta.events.register(
         "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
     s.commit()
@@ -150,6 +151,7 @@ def test_add_on_a_gsi_sort_key_field_re_renders_the_index_key(db: TestBackend) -
     _seed(db, Player(player_id="p1", handle="ann", score=5))
     s = db.session()
     sent: list[str] = []
+    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
     db.table.transport.client.meta.events.register(
         "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
     u = s.update(Player, player_id="p1").add(score=10)

@@ -27,6 +27,7 @@ class Requests:
         self._timeout = 10.0
         #: after :meth:`expect_overlap`: whether the first requests were in flight together
         self.overlapped: bool | None = None
+        table.transport.wire = "botocore"  # hooks botocore's client: its wire
         events = table.transport.client.meta.events
         events.register("provide-client-params.dynamodb", self._params)
         events.register("after-call.dynamodb", self._after)
