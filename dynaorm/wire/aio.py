@@ -162,7 +162,7 @@ class AsyncWire:
         session = self._session
         if session is None or session.closed:
             session = await self._open()
-        url = self.endpoint_url
+        url = self._url
         try:
             async with session.post(url, data=body, headers=headers, proxy=self.proxy,
                                     proxy_headers=self._proxy_headers or None) as resp:

@@ -294,7 +294,7 @@ Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]
 
 async def serve(handler: Handler) -> tuple[aiohttp.web.AppRunner, str]:
     web = aiohttp.web.Application()
-    web.router.add_post("/", handler)
+    web.router.add_route("*", "/{tail:.*}", handler)
     runner = aiohttp.web.AppRunner(web)
     await runner.setup()
     site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
@@ -303,9 +303,9 @@ async def serve(handler: Handler) -> tuple[aiohttp.web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
-def client_for(endpoint: str, **config: Any) -> Any:
+def client_for(endpoint: str, verify: bool | str | None = None, **config: Any) -> Any:
     return botocore.session.get_session().create_client(
-        "dynamodb", endpoint_url=endpoint, region_name="us-east-1",
+        "dynamodb", endpoint_url=endpoint, region_name="us-east-1", verify=verify,
         aws_access_key_id="k", aws_secret_access_key="s",
         config=botocore.config.Config(**config))
 
@@ -391,6 +391,78 @@ def test_no_credentials_is_botocores_error() -> None:
         async with AsyncWire(client_for("http://127.0.0.1:9"), None) as wire:
             with pytest.raises(NoCredentialsError):
                 await wire.send("GetItem", {"TableName": "t"})
+
+    asyncio.run(main())
+
+
+def test_requests_go_through_the_configured_proxy() -> None:
+    seen: list[str] = []
+
+    async def proxy(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        seen.append(str(request.url))  # the absolute URL a proxy is asked for
+        return aiohttp.web.Response(body=b"{}")
+
+    async def main() -> None:
+        runner, url = await serve(proxy)
+        try:
+            # the endpoint does not resolve: only the proxy can answer
+            client = client_for("http://dynamodb.invalid:8000", proxies={"http": url})
+            async with AsyncWire(client, CREDS) as wire:
+                assert wire.proxy == url
+                assert await wire.send("GetItem", {"TableName": "t"}) == {}
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen and seen[0].startswith("http://dynamodb.invalid:8000")
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (openssl) and its key."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
+                   capture_output=True)
+    return cert, key
+
+
+def test_tls_is_verified_as_the_client_says(tls_cert: tuple[str, str]) -> None:
+    import ssl
+
+    from botocore.exceptions import SSLError
+
+    cert, key = tls_cert
+
+    async def ok(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.Response(body=b"{}")
+
+    async def main() -> None:
+        web = aiohttp.web.Application()
+        web.router.add_post("/", ok)
+        runner = aiohttp.web.AppRunner(web)
+        await runner.setup()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+        await site.start()
+        url = f"https://127.0.0.1:{runner.addresses[0][1]}"
+        try:
+            for verify in (cert, False):  # the CA bundle given, or no verification
+                async with AsyncWire(client_for(url, verify=verify), CREDS) as wire:
+                    assert await wire.send("GetItem", {"TableName": "t"}) == {}
+            async with AsyncWire(client_for(url), CREDS) as wire:  # botocore's bundle
+                with pytest.raises(SSLError):
+                    await wire.send("GetItem", {"TableName": "t"})
+        finally:
+            await runner.cleanup()
 
     asyncio.run(main())
 
