@@ -13,8 +13,8 @@ Contenders (interleaved repeats, median per operation):
 
 ``aiobotocore``       a raw aiobotocore client (dynaorm's settings: no parameter validation,
                       one attempt); items unmarshalled by hand into slots dataclasses
-``dynaorm-botocore``  ``AsyncSession`` with the table's async transport on aiobotocore
-``dynaorm``           ``AsyncSession`` on dynaorm's async wire
+``dynaorm-botocore``  ``AsyncSession`` on ``Table(wire="botocore")``: aiobotocore
+``dynaorm``           ``AsyncSession`` on ``Table(wire="dynaorm")`` (the default): AsyncWire
 
 Operations: ``get`` (GetItem into an object), ``put`` (a new item, conditional PutItem),
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
@@ -141,10 +141,8 @@ async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
 
 def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
     from dynaorm import AsyncSession, Entity, Table
-    from dynaorm.aio import transport_of
 
-    app = Table(TABLE, endpoint_url=endpoint, region=REGION)
-    transport_of(app).wire = wire
+    app = Table(TABLE, endpoint_url=endpoint, region=REGION, wire=wire)
 
     class User(Entity):
         class Meta:

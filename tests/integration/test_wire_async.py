@@ -28,6 +28,7 @@ from dynaorm import AsyncSession, DynaormError, RequestError, Session, Table
 from dynaorm.aio import close, transport_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.transport.aio import AsyncTransport
+from dynaorm.transport.errors import map_error
 from dynaorm.wire.aio import AsyncWire
 from tests.support.models import Note, User, app
 
@@ -327,8 +328,11 @@ def test_crc32_mismatch_raises() -> None:
             async with AsyncWire(client_for(url), CREDS) as wire:
                 assert await wire.send("GetItem", {"TableName": "t"}) == {
                     "Item": {"pk": {"S": "a"}}}
-                with pytest.raises(ChecksumError):
+                with pytest.raises(ChecksumError) as info:
                     await wire.send("GetItem", {"TableName": "t"})
+                # as on the sync wire: a corrupted answer is a lost one (retried)
+                mapped = map_error("GetItem", {}, info.value)
+                assert mapped is not None and mapped.maybe_applied
         finally:
             await runner.cleanup()
 
