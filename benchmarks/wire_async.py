@@ -15,6 +15,9 @@ Contenders (interleaved repeats, median per operation):
                       one attempt); items unmarshalled by hand into slots dataclasses
 ``dynaorm-botocore``  ``AsyncSession`` on ``Table(wire="botocore")``: aiobotocore
 ``dynaorm``           ``AsyncSession`` on ``Table(wire="dynaorm")`` (the default): AsyncWire
+``asyncwire-raw``     (for reference) the same requests as ``aiobotocore`` sent by hand through
+                      ``AsyncWire.send``, unmarshalled by hand the same way: the wire's own
+                      share, without dynaorm's entity layer
 
 Operations: ``get`` (GetItem into an object), ``put`` (a new item, conditional PutItem),
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
@@ -46,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.canned_http import REGION, TABLE, canned_endpoint
 
 OPS = ("get", "put", "tx3", "query25", "query1000")
-CONTENDERS = ("aiobotocore", "dynaorm-botocore", "dynaorm")
+CONTENDERS = ("aiobotocore", "dynaorm-botocore", "dynaorm", "asyncwire-raw")
 #: iterations per repeat of each op (``--scale`` multiplies them)
 ITERATIONS = {"get": 300, "put": 300, "tx3": 200, "query25": 150, "query1000": 10}
 #: the issue's targets: dynaorm's async wire's CPU at most this fraction of aiobotocore's
@@ -94,6 +97,44 @@ NOT_EXISTS = {"ConditionExpression": "attribute_not_exists(#pk)",
               "ExpressionAttributeNames": {"#pk": "pk"}}
 
 
+def raw_ops(send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+            ) -> dict[str, Op]:
+    """The hand-written contender's ops over ``send(operation, request)``."""
+    new_id = _ids()
+
+    async def get() -> object:
+        i = (await send("GetItem", {"TableName": TABLE, "Key": {
+            "pk": _s("USER#u1"), "sk": _s("PROFILE")}}))["Item"]
+        return RawUser(i["user_id"]["S"], i["org_id"]["S"], i["username"]["S"],
+                       i["email"]["S"], i["full_name"]["S"], int(i["logins"]["N"]))
+
+    async def put() -> object:
+        return await send("PutItem", {"TableName": TABLE, "Item": _raw_user(new_id()),
+                                      **NOT_EXISTS})
+
+    async def tx3() -> object:
+        item = _raw_user(new_id())
+        guards = [{"Put": {"TableName": TABLE, **NOT_EXISTS, "Item": {
+            "pk": _s(f"{a}#{item[a]['S']}"), "sk": _s(f"{a}#{item[a]['S']}"),
+            "_type": _s("dynaorm:unique"), "owner_pk": item["pk"], "owner_sk": item["sk"],
+            "owner_type": _s("User"), "unique_field": _s(a)}}} for a in ("username", "email")]
+        return await send("TransactWriteItems", {"TransactItems": [
+            {"Put": {"TableName": TABLE, "Item": item, **NOT_EXISTS}}, *guards]})
+
+    def query(room: str) -> Op:
+        async def run() -> object:
+            out = await send("Query", {
+                "TableName": TABLE, "KeyConditionExpression": "#pk = :pk",
+                "ExpressionAttributeNames": {"#pk": "pk"},
+                "ExpressionAttributeValues": {":pk": _s(f"ROOM#{room}")}})
+            return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"],
+                               int(i["seq"]["N"]), i["body"]["S"]) for i in out["Items"]]
+        return run
+
+    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
+            "query1000": query("r1000")}
+
+
 async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
     import aiobotocore.config
     import aiobotocore.session
@@ -105,38 +146,13 @@ async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
             parameter_validation=False, max_pool_connections=64,
             retries={"total_max_attempts": 1, "mode": "standard"}))
     client: Any = await context.__aenter__()
-    new_id = _ids()
+    from dynaorm.transport.errors import method_name
 
-    async def get() -> object:
-        i = (await client.get_item(TableName=TABLE, Key={
-            "pk": _s("USER#u1"), "sk": _s("PROFILE")}))["Item"]
-        return RawUser(i["user_id"]["S"], i["org_id"]["S"], i["username"]["S"],
-                       i["email"]["S"], i["full_name"]["S"], int(i["logins"]["N"]))
+    async def send(operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = await getattr(client, method_name(operation))(**request)
+        return answer
 
-    async def put() -> object:
-        return await client.put_item(TableName=TABLE, Item=_raw_user(new_id()), **NOT_EXISTS)
-
-    async def tx3() -> object:
-        item = _raw_user(new_id())
-        guards = [{"Put": {"TableName": TABLE, **NOT_EXISTS, "Item": {
-            "pk": _s(f"{a}#{item[a]['S']}"), "sk": _s(f"{a}#{item[a]['S']}"),
-            "_type": _s("dynaorm:unique"), "owner_pk": item["pk"], "owner_sk": item["sk"],
-            "owner_type": _s("User"), "unique_field": _s(a)}}} for a in ("username", "email")]
-        return await client.transact_write_items(TransactItems=[
-            {"Put": {"TableName": TABLE, "Item": item, **NOT_EXISTS}}, *guards])
-
-    def query(room: str) -> Op:
-        async def run() -> object:
-            out = await client.query(
-                TableName=TABLE, KeyConditionExpression="#pk = :pk",
-                ExpressionAttributeNames={"#pk": "pk"},
-                ExpressionAttributeValues={":pk": _s(f"ROOM#{room}")})
-            return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"],
-                               int(i["seq"]["N"]), i["body"]["S"]) for i in out["Items"]]
-        return run
-
-    return ({"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
-             "query1000": query("r1000")}, context)
+    return raw_ops(send), context
 
 
 def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
@@ -235,8 +251,9 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
     raw, context = await make_aiobotocore(endpoint)
     botocore_ops, table_b = make_dynaorm(endpoint, "botocore")
     dynaorm_ops, table_d = make_dynaorm(endpoint, "dynaorm")
+    wire = await transport_of(table_d).async_wire()
     contenders = {"aiobotocore": raw, "dynaorm-botocore": botocore_ops,
-                  "dynaorm": dynaorm_ops}
+                  "dynaorm": dynaorm_ops, "asyncwire-raw": raw_ops(wire.send)}
     try:
         for name, ops in contenders.items():
             await check(name, ops)
@@ -259,7 +276,8 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
 
 def report(medians: dict[tuple[str, str], float]) -> tuple[str, bool]:
     lines = ["| op | aiobotocore | dynaorm wire=botocore | dynaorm wire=dynaorm | "
-             "dynaorm / aiobotocore | target |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
+             "dynaorm / aiobotocore | target | AsyncWire raw (no entities) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
     ok = True
     for op in OPS:
         base = medians[("aiobotocore", op)]
@@ -270,7 +288,9 @@ def report(medians: dict[tuple[str, str], float]) -> tuple[str, bool]:
             f"| {op} | {base * 1e3:.3f} ms | "
             f"{medians[('dynaorm-botocore', op)] * 1e3:.3f} ms "
             f"({medians[('dynaorm-botocore', op)] / base:.2f}x) | {mine * 1e3:.3f} ms | "
-            f"{ratio:.2f}x | <= {TARGETS[op]}x {'ok' if ratio <= TARGETS[op] else 'MISSED'} |")
+            f"{ratio:.2f}x | <= {TARGETS[op]}x {'ok' if ratio <= TARGETS[op] else 'MISSED'} | "
+            f"{medians[('asyncwire-raw', op)] * 1e3:.3f} ms "
+            f"({medians[('asyncwire-raw', op)] / base:.2f}x) |")
     return "\n".join(lines), ok
 
 
