@@ -526,3 +526,42 @@ def test_in_process_moto_keeps_aiobotocore() -> None:
         transport = AsyncTransport(table)
         transport.wire = "dynaorm"
         assert transport.wire_name() == "botocore"
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["env-credentials", "none"])
+def test_the_wire_signs_as_the_async_client(monkeypatch: pytest.MonkeyPatch,
+                                            configured: bool) -> None:
+    """The async wire's identity is the aiobotocore client's: configured credentials, else
+    dynaorm's local ones for a loopback endpoint."""
+    from dynaorm.transport.config import LOOPBACK_ACCESS_KEY
+
+    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    if configured:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
+    seen: list[str] = []
+
+    async def handler(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        seen.append(request.headers["Authorization"].split("Credential=")[1].split("/")[0])
+        return aiohttp.web.Response(body=b"{}")
+
+    async def main() -> str:
+        runner, url = await serve(handler)
+        table = Table("dynaorm-wire-identity", endpoint_url=url, wire="dynaorm")
+        try:
+            transport = transport_of(table)
+            await transport.send("GetItem", {"TableName": table.name})
+            made = await transport.client()
+            frozen = await made._request_signer._credentials.get_frozen_credentials()
+            return str(frozen.access_key)
+        finally:
+            await close(table)
+            await runner.cleanup()
+
+    client_key = asyncio.run(main())
+    assert seen == [client_key]
+    assert client_key == ("AKIDENV" if configured else LOOPBACK_ACCESS_KEY)
