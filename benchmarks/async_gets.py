@@ -41,7 +41,8 @@ from dynaorm.aio import client as aio_client
 from dynaorm.aio import close
 from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
 
-bench = Table("dynaorm-bench-async")
+# wire="botocore": part 2 answers the aiobotocore client from a before-send handler
+bench = Table("dynaorm-bench-async", wire="botocore")
 
 
 class Item(Entity):

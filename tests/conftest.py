@@ -145,7 +145,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
 def _wire(monkeypatch: pytest.MonkeyPatch) -> None:
     """``DYNAORM_WIRE=botocore`` (or ``dynaorm``): tables and transports created by the test
     send over that wire by default (``make test`` runs the integration suite through both;
-    moto's in-process mock keeps the botocore client whatever this says)."""
+    moto's in-process mock keeps the botocore client whatever this says). The async
+    transports follow their table's sync transport (``AsyncTransport.wire`` is ``None``),
+    so AsyncSessions send over the same wire."""
     wire = os.environ.get("DYNAORM_WIRE")
     if not wire:
         return

@@ -1,9 +1,12 @@
 """The async I/O: one aiobotocore client per table per event loop, and the asyncio driver
-of protocols. :meth:`AsyncTransport.run` mirrors :meth:`dynaorm.transport.sync.Transport.run`
-step for step: the same pump (:func:`~dynaorm.transport.steps.expand`, so ``Table(
-max_attempts, max_wait)``, the log records, ``on_request`` events and commit recording mean
-the same for both kinds of session), a ``Send`` awaited on aiobotocore, a ``Wait`` as
-``asyncio.sleep``, a ``Gather`` as tasks (at most the client's connection pool at once)."""
+of protocols. Requests go through aiobotocore (``wire = "botocore"``) or through
+:class:`dynaorm.wire.aio.AsyncWire` (``wire = "dynaorm"``), the same switch as the sync
+transport's and by default following it. :meth:`AsyncTransport.run` mirrors
+:meth:`dynaorm.transport.sync.Transport.run` step for step: the same pump
+(:func:`~dynaorm.transport.steps.expand`, so ``Table(max_attempts, max_wait)``, the log
+records, ``on_request`` events and commit recording mean the same for both kinds of
+session), a ``Send`` awaited on the wire, a ``Wait`` as ``asyncio.sleep``, a ``Gather`` as
+tasks (at most the client's connection pool at once)."""
 
 from __future__ import annotations
 
@@ -14,7 +17,13 @@ from typing import Any, Protocol, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.transport.config import MAX_POOL_CONNECTIONS, client_settings, local_only
+from dynaorm.transport.config import (
+    MAX_POOL_CONNECTIONS,
+    client_settings,
+    configured_endpoint,
+    local_only,
+)
+from dynaorm.transport.config import _in_process as in_process
 from dynaorm.transport.errors import map_error, method_name
 from dynaorm.transport.retry import RetryPolicy
 from dynaorm.transport.steps import Emit, Gather, Send, Stream, Wait, captured, expand
@@ -54,7 +63,15 @@ def _aiobotocore() -> Any:
 
 class AsyncTransport:
     """Sends a table's requests with aiobotocore (one client per event loop, created on
-    first use); retries, backoff and observation are the sync transport's rules."""
+    first use) or dynaorm's own async wire; retries, backoff and observation are the sync
+    transport's rules."""
+
+    #: which wire sends: ``"botocore"`` (aiobotocore's client methods) or ``"dynaorm"``
+    #: (:class:`dynaorm.wire.aio.AsyncWire`); ``None``: the table's sync transport's
+    #: ``wire``, so one setting decides both kinds of session. The in-process moto of
+    #: :func:`dynaorm.transport.config.in_process_mock` always gets aiobotocore (moto
+    #: answers botocore's HTTP in-process, no socket to send to).
+    wire: str | None = None
 
     def __init__(self, table: Table) -> None:
         _aiobotocore()
@@ -65,6 +82,10 @@ class AsyncTransport:
                                                  asyncio.Future[Any]] = (
             weakref.WeakKeyDictionary())
         self._contexts: list[tuple[asyncio.AbstractEventLoop, Any]] = []
+        self._wires: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary())
+        self._wire_lock: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                                   asyncio.Lock] = weakref.WeakKeyDictionary()
 
     # -- the policy is the table's sync transport's (the same knobs, the same hooks) ---
     @property
@@ -126,10 +147,57 @@ class AsyncTransport:
         self._contexts.append((loop, context))
         return made
 
+    # -- the wire ----------------------------------------------------------------------
+    def wire_name(self) -> str:
+        """The wire requests go through now: :attr:`wire`, else the table's sync
+        transport's; ``"botocore"`` under moto's in-process mock whatever either says (as
+        for the sync transport: moto answers inside botocore)."""
+        from dynaorm.transport.sync import _moto_active, check_wire
+
+        name = self.wire or str(getattr(self.table.transport, "wire", None) or "botocore")
+        check_wire(self.table.name, name)
+        if name == "dynaorm" and (_moto_active() or in_process(self._endpoint())):
+            return "botocore"
+        return name
+
+    _UNRESOLVED: Any = object()
+    _configured: Any = _UNRESOLVED
+
+    def _endpoint(self) -> str | None:
+        """The configured endpoint (resolved once: a botocore session is not cheap)."""
+        if self._configured is self._UNRESOLVED:
+            self._configured = configured_endpoint(self.endpoint_url)
+        found: str | None = self._configured
+        return found
+
+    async def async_wire(self) -> Any:
+        """This event loop's :class:`~dynaorm.wire.aio.AsyncWire` (made once per loop,
+        from the loop's aiobotocore client: the same endpoint, region and config; closed
+        with it by :meth:`close`)."""
+        loop = asyncio.get_running_loop()
+        found = self._wires.get(loop)
+        if found is not None:
+            return found
+        lock = self._wire_lock.setdefault(loop, asyncio.Lock())
+        async with lock:
+            found = self._wires.get(loop)
+            if found is None:
+                from dynaorm.wire import credentials_for
+                from dynaorm.wire.aio import AsyncWire
+
+                made = await self.client()
+                # the credential chain may read files or ask a metadata service: off the loop
+                creds = await asyncio.to_thread(credentials_for, self.endpoint_url)
+                found = AsyncWire(made, creds)
+                self._wires[loop] = found
+                self._contexts.append((loop, found))
+        return found
+
     async def close(self) -> None:
-        """Close this event loop's client (a later request makes a new one)."""
+        """Close this event loop's client and wire (a later request makes new ones)."""
         loop = asyncio.get_running_loop()
         self._clients.pop(loop, None)
+        self._wires.pop(loop, None)
         mine = [c for lp, c in self._contexts if lp is loop]
         self._contexts = [(lp, c) for lp, c in self._contexts if lp is not loop]
         for context in mine:
@@ -148,9 +216,16 @@ class AsyncTransport:
         return await self._send(operation, request)
 
     async def _send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        made = await self.client()
+        if self.wire_name() == "dynaorm":
+            wire = self._wires.get(asyncio.get_running_loop())
+            if wire is None:
+                wire = await self.async_wire()
+            pending = wire.send(operation, request)
+        else:
+            made = await self.client()
+            pending = getattr(made, method_name(operation))(**request)
         try:
-            result: dict[str, Any] = await getattr(made, method_name(operation))(**request)
+            result: dict[str, Any] = await pending
             return result
         except asyncio.CancelledError:
             raise
@@ -202,7 +277,10 @@ class AsyncTransport:
         raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
 
     async def _gather(self, step: Gather) -> list[Any]:
-        await self.client()  # made once, before the tasks need it
+        if self.wire_name() == "dynaorm":  # made once, before the tasks need it
+            await self.async_wire()
+        else:
+            await self.client()
         limit = asyncio.Semaphore(min(step.concurrency, MAX_POOL_CONNECTIONS))
 
         async def one(proto: Generator[Any, Any, Any]) -> Any:

@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 from dynaorm.wire.sigv4 import Signer
 
-__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "render",
-           "tls_verify"]
+__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "prepare",
+           "render", "tls_verify"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -144,6 +144,22 @@ def _checksum_error() -> type[Any]:
     return ResponseChecksumError
 
 
+def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
+            request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+    """The rendered body of ``request`` and its headers for ``operation``, signed by
+    ``signer`` with ``credentials`` frozen now (a refreshable set refreshes here when due,
+    as botocore's signer does; ``None``: botocore's ``NoCredentialsError``). The one
+    signing path of :class:`SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`."""
+    from botocore.exceptions import NoCredentialsError
+
+    body = render(request)
+    if credentials is None:
+        raise NoCredentialsError()
+    headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
+               "User-Agent": user_agent}
+    return body, signer.sign(body, headers, credentials.get_frozen_credentials())
+
+
 class SyncWire:
     """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
     client), thread-safe (urllib3's pool is)."""
@@ -185,15 +201,8 @@ class SyncWire:
     def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
         """The body and the signed headers of ``request`` (credentials frozen now: a
         refreshable set refreshes here when due, as botocore's signer does)."""
-        from botocore.exceptions import NoCredentialsError
-
-        body = render(request)
-        creds = self._session_credentials
-        if creds is None:
-            raise NoCredentialsError()
-        headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
-                   "User-Agent": self._user_agent}
-        return body, self._signer.sign(body, headers, creds.get_frozen_credentials())
+        return prepare(self._signer, self._session_credentials, self._user_agent,
+                       operation, request)
 
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` once; the answer as a botocore client returns it."""

@@ -44,7 +44,8 @@ def arun(coro: Coroutine[Any, Any, R]) -> R:
     return asyncio.run(closing())
 
 
-knobs = Table("dynaorm-aio-knobs", max_attempts=3, max_wait=0)
+# wire="botocore": a test below hooks the aiobotocore client's events
+knobs = Table("dynaorm-aio-knobs", max_attempts=3, max_wait=0, wire="botocore")
 
 
 class Knob(Entity):

@@ -1,0 +1,315 @@
+#!/usr/bin/env python
+"""Client CPU per operation over real HTTP, async: raw aiobotocore vs dynaorm's
+AsyncSession on aiobotocore (``wire="botocore"``) and on its own wire (``wire="dynaorm"``,
+:class:`dynaorm.wire.aio.AsyncWire`).
+
+The endpoint is canned (``benchmarks/canned_http.py``: ``http.server`` in a child process,
+HTTP/1.1 keep-alive, fixed JSON with a correct ``x-amz-crc32``), so every contender pays its
+whole client path (render, SigV4, the socket, read, parse, build objects) and only the client
+process's CPU is timed (``time.process_time``). Operations run one after another in one event
+loop (no concurrency: the CPU per operation is what is measured).
+
+Contenders (interleaved repeats, median per operation):
+
+``aiobotocore``       a raw aiobotocore client (dynaorm's settings: no parameter validation,
+                      one attempt); items unmarshalled by hand into slots dataclasses
+``dynaorm-botocore``  ``AsyncSession`` on ``Table(wire="botocore")``: aiobotocore
+``dynaorm``           ``AsyncSession`` on ``Table(wire="dynaorm")`` (the default): AsyncWire
+``asyncwire-raw``     (for reference) the same requests as ``aiobotocore`` sent by hand through
+                      ``AsyncWire.send``, unmarshalled by hand the same way: the wire's own
+                      share, without dynaorm's entity layer
+
+Operations: ``get`` (GetItem into an object), ``put`` (a new item, conditional PutItem),
+``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
+through a commit), ``query25`` / ``query1000`` (a Query page of 25 / 1,000 items into
+objects).
+
+Usage::
+
+    .venv/bin/python benchmarks/wire_async.py [--repeats 5] [--scale 1.0] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks.canned_http import REGION, TABLE, canned_endpoint
+
+OPS = ("get", "put", "tx3", "query25", "query1000")
+CONTENDERS = ("aiobotocore", "dynaorm-botocore", "dynaorm", "asyncwire-raw")
+#: iterations per repeat of each op (``--scale`` multiplies them)
+ITERATIONS = {"get": 300, "put": 300, "tx3": 200, "query25": 150, "query1000": 10}
+#: the issue's targets: dynaorm's async wire's CPU at most this fraction of aiobotocore's
+TARGETS = {"get": 0.6, "put": 0.6, "tx3": 0.6, "query25": 0.4, "query1000": 0.25}
+
+Op = Callable[[], Awaitable[object]]
+
+
+@dataclass(slots=True)
+class RawUser:
+    user_id: str
+    org_id: str
+    username: str
+    email: str
+    full_name: str
+    logins: int
+
+
+@dataclass(slots=True)
+class RawMessage:
+    room: str
+    msg_id: str
+    author: str
+    seq: int
+    body: str
+
+
+def _s(value: str) -> dict[str, str]:
+    return {"S": value}
+
+
+def _ids() -> Callable[[], str]:
+    counter = itertools.count()
+    return lambda: f"n{next(counter)}"
+
+
+def _raw_user(user_id: str) -> dict[str, Any]:
+    return {"pk": _s(f"USER#{user_id}"), "sk": _s("PROFILE"), "_type": _s("User"),
+            "user_id": _s(user_id), "org_id": _s("o1"), "username": _s("alice"),
+            "email": _s("alice@x.com"), "full_name": _s("Alice Liddell"),
+            "logins": {"N": "0"}}
+
+
+NOT_EXISTS = {"ConditionExpression": "attribute_not_exists(#pk)",
+              "ExpressionAttributeNames": {"#pk": "pk"}}
+
+
+def raw_ops(send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+            ) -> dict[str, Op]:
+    """The hand-written contender's ops over ``send(operation, request)``."""
+    new_id = _ids()
+
+    async def get() -> object:
+        i = (await send("GetItem", {"TableName": TABLE, "Key": {
+            "pk": _s("USER#u1"), "sk": _s("PROFILE")}}))["Item"]
+        return RawUser(i["user_id"]["S"], i["org_id"]["S"], i["username"]["S"],
+                       i["email"]["S"], i["full_name"]["S"], int(i["logins"]["N"]))
+
+    async def put() -> object:
+        return await send("PutItem", {"TableName": TABLE, "Item": _raw_user(new_id()),
+                                      **NOT_EXISTS})
+
+    async def tx3() -> object:
+        item = _raw_user(new_id())
+        guards = [{"Put": {"TableName": TABLE, **NOT_EXISTS, "Item": {
+            "pk": _s(f"{a}#{item[a]['S']}"), "sk": _s(f"{a}#{item[a]['S']}"),
+            "_type": _s("dynaorm:unique"), "owner_pk": item["pk"], "owner_sk": item["sk"],
+            "owner_type": _s("User"), "unique_field": _s(a)}}} for a in ("username", "email")]
+        return await send("TransactWriteItems", {"TransactItems": [
+            {"Put": {"TableName": TABLE, "Item": item, **NOT_EXISTS}}, *guards]})
+
+    def query(room: str) -> Op:
+        async def run() -> object:
+            out = await send("Query", {
+                "TableName": TABLE, "KeyConditionExpression": "#pk = :pk",
+                "ExpressionAttributeNames": {"#pk": "pk"},
+                "ExpressionAttributeValues": {":pk": _s(f"ROOM#{room}")}})
+            return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"],
+                               int(i["seq"]["N"]), i["body"]["S"]) for i in out["Items"]]
+        return run
+
+    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
+            "query1000": query("r1000")}
+
+
+async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
+    import aiobotocore.config
+    import aiobotocore.session
+
+    context = aiobotocore.session.get_session().create_client(
+        "dynamodb", region_name=REGION, endpoint_url=endpoint,
+        aws_access_key_id="x", aws_secret_access_key="x",
+        config=aiobotocore.config.AioConfig(
+            parameter_validation=False, max_pool_connections=64,
+            retries={"total_max_attempts": 1, "mode": "standard"}))
+    client: Any = await context.__aenter__()
+    from dynaorm.transport.errors import method_name
+
+    async def send(operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = await getattr(client, method_name(operation))(**request)
+        return answer
+
+    return raw_ops(send), context
+
+
+def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
+    from dynaorm import AsyncSession, Entity, Table
+
+    app = Table(TABLE, endpoint_url=endpoint, region=REGION, wire=wire)
+
+    class User(Entity):
+        class Meta:
+            table = app
+            pk = "USER#{user_id}"
+            sk = "PROFILE"
+            unique = ("username", "email")
+
+        user_id: str
+        org_id: str
+        username: str
+        email: str
+        full_name: str = ""
+        logins: int = 0
+
+    class PlainUser(Entity):
+        class Meta:
+            table = app
+            pk = "USER#{user_id}"
+            sk = "PROFILE"
+
+        user_id: str
+        org_id: str
+        username: str
+        email: str
+        full_name: str = ""
+        logins: int = 0
+
+    class Message(Entity):
+        class Meta:
+            table = app
+            pk = "ROOM#{room}"
+            sk = "MSG#{msg_id}"
+
+        room: str
+        msg_id: str
+        author: str
+        seq: int
+        body: str
+
+    new_id = _ids()
+
+    def new(cls: type[Any]) -> Any:
+        return cls(user_id=new_id(), org_id="o1", username="alice", email="alice@x.com",
+                   full_name="Alice Liddell")
+
+    async def get() -> object:
+        return await AsyncSession(app).get(User, user_id="u1")
+
+    async def put() -> object:
+        session = AsyncSession(app)
+        session.save(new(PlainUser))
+        return await session.commit()
+
+    async def tx3() -> object:
+        session = AsyncSession(app)
+        session.save(new(User))
+        return await session.commit()
+
+    def query(room: str) -> Op:
+        async def run() -> object:
+            return await AsyncSession(app).query(Message, room=room).all()
+        return run
+
+    return ({"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
+             "query1000": query("r1000")}, app)
+
+
+async def check(name: str, ops: dict[str, Op]) -> None:
+    """Each op once, before timing: it returns what it should."""
+    for op, fn in ops.items():
+        out = await fn()
+        if op.startswith("query"):
+            size = int(op.removeprefix("query"))
+            assert isinstance(out, list) and len(out) == size, (name, op, out)
+        if op == "get":
+            assert getattr(out, "username", None) == "alice", (name, op, out)
+
+
+async def timed(fn: Op, n: int) -> float:
+    start = time.process_time()
+    for _ in range(n):
+        await fn()
+    return (time.process_time() - start) / n
+
+
+async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str], float]:
+    from dynaorm.aio import close, transport_of
+
+    raw, context = await make_aiobotocore(endpoint)
+    botocore_ops, table_b = make_dynaorm(endpoint, "botocore")
+    dynaorm_ops, table_d = make_dynaorm(endpoint, "dynaorm")
+    wire = await transport_of(table_d).async_wire()
+    contenders = {"aiobotocore": raw, "dynaorm-botocore": botocore_ops,
+                  "dynaorm": dynaorm_ops, "asyncwire-raw": raw_ops(wire.send)}
+    try:
+        for name, ops in contenders.items():
+            await check(name, ops)
+            for fn in ops.values():  # warm: pools open, caches filled
+                await fn()
+        assert transport_of(table_d)._wires, "the dynaorm contender did not use AsyncWire"
+        assert not transport_of(table_b)._wires
+        samples: dict[tuple[str, str], list[float]] = {}
+        for _ in range(repeats):
+            for op in OPS:
+                n = max(1, int(ITERATIONS[op] * scale))
+                for name in CONTENDERS:
+                    samples.setdefault((name, op), []).append(
+                        await timed(contenders[name][op], n))
+    finally:
+        await context.__aexit__(None, None, None)
+        await close()
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def report(medians: dict[tuple[str, str], float]) -> tuple[str, bool]:
+    lines = ["| op | aiobotocore | dynaorm wire=botocore | dynaorm wire=dynaorm | "
+             "dynaorm / aiobotocore | target | AsyncWire raw (no entities) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ok = True
+    for op in OPS:
+        base = medians[("aiobotocore", op)]
+        mine = medians[("dynaorm", op)]
+        ratio = mine / base
+        ok &= ratio <= TARGETS[op]
+        lines.append(
+            f"| {op} | {base * 1e3:.3f} ms | "
+            f"{medians[('dynaorm-botocore', op)] * 1e3:.3f} ms "
+            f"({medians[('dynaorm-botocore', op)] / base:.2f}x) | {mine * 1e3:.3f} ms | "
+            f"{ratio:.2f}x | <= {TARGETS[op]}x {'ok' if ratio <= TARGETS[op] else 'MISSED'} | "
+            f"{medians[('asyncwire-raw', op)] * 1e3:.3f} ms "
+            f"({medians[('asyncwire-raw', op)] / base:.2f}x) |")
+    return "\n".join(lines), ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
+    with canned_endpoint() as endpoint:
+        medians = asyncio.run(run(endpoint, args.repeats, args.scale))
+    table, ok = report(medians)
+    print(table)
+    if args.json:
+        args.json.write_text(json.dumps({f"{n}:{op}": v for (n, op), v in medians.items()},
+                                        indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,567 @@
+"""The async wire (:class:`dynaorm.wire.aio.AsyncWire`, ``AsyncTransport.wire =
+"dynaorm"``) against aiobotocore (``wire = "botocore"``) on DynamoDB Local and dynoxide:
+the same requests get the same answers and the same errors (a conditional failure with its
+item, transaction cancellation reasons, paged queries, a batch get with unprocessed keys,
+scans); a crc32 mismatch, a refused connection and a read timeout fail as they must; the
+aiohttp session is closed with the transport; the wire is chosen as the sync transport's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import socket
+import warnings
+import zlib
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+import aiohttp
+import aiohttp.web
+import botocore.config
+import botocore.session
+import pytest
+from botocore.credentials import Credentials
+from botocore.exceptions import ChecksumError
+
+from dynaorm import AsyncSession, DynaormError, RequestError, Session, Table
+from dynaorm.aio import close, transport_of
+from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
+from dynaorm.transport.aio import AsyncTransport
+from dynaorm.transport.errors import map_error
+from dynaorm.wire.aio import AsyncWire
+from tests.support.models import Note, User, app
+
+pytestmark = pytest.mark.sync_only  # each test drives both async wires itself
+
+R = TypeVar("R")
+WIRES = ("botocore", "dynaorm")
+
+
+def arun(coro: Coroutine[Any, Any, R]) -> R:
+    """asyncio.run, closing the clients and wires the coroutine's loop made."""
+    async def closing() -> R:
+        try:
+            return await coro
+        finally:
+            await close()
+
+    return asyncio.run(closing())
+
+
+@pytest.fixture(params=["local", "dynoxide"])
+def engine(request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """The suite's table, fresh, on DynamoDB Local and on dynoxide (skipped when absent)."""
+    endpoint = request.getfixturevalue("ddb_local" if request.param == "local" else
+                                       "dynoxide")
+    with use_tables(app, endpoint_url=endpoint, name_suffix=worker_suffix()) as tb:
+        yield tb
+
+
+def on(wire: str) -> AsyncTransport:
+    """The table's async transport, sending through ``wire``."""
+    transport = transport_of(app)
+    transport.wire = wire
+    return transport
+
+
+def strip(answer: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+
+
+async def both(call: Callable[[AsyncTransport], Awaitable[R]]) -> list[R]:
+    """``call`` through each wire in turn; asserts the dynaorm wire really sent."""
+    out = []
+    for wire in WIRES:
+        transport = on(wire)
+        out.append(await call(transport))
+        used = transport._wires.get(asyncio.get_running_loop())
+        assert (used is not None) == (wire == "dynaorm")
+        await close(app)
+    return out
+
+
+async def failure(transport: AsyncTransport, operation: str,
+                  request: dict[str, Any]) -> RequestError:
+    with pytest.raises(RequestError) as info:
+        await transport.send(operation, request)
+    return info.value
+
+
+ITEM = {"pk": {"S": "WIRE#1"}, "sk": {"S": "A"}, "n": {"N": "12.5"},
+        "b": {"B": b"\x00\xffbin"}, "bs": {"BS": [b"\x01", b"\x02\x03"]},
+        "m": {"M": {"l": {"L": [{"S": "x"}, {"NULL": True}, {"BOOL": False}]},
+                    "ss": {"SS": ["a", "b"]}, "ns": {"NS": ["1", "2.5"]}}}}
+
+
+def test_raw_answers_are_the_same(engine: TestBackend) -> None:
+    name = app.name
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+
+    async def main() -> None:
+        await on("botocore").send("PutItem", {"TableName": name, "Item": ITEM})
+
+        async def reads(t: AsyncTransport) -> list[dict[str, Any]]:
+            got = await t.send("GetItem", {"TableName": name, "Key": key,
+                                           "ConsistentRead": True})
+            put = await t.send("PutItem", {"TableName": name, "Item": ITEM,
+                                           "ReturnValues": "ALL_OLD"})
+            missing = await t.send("GetItem", {"TableName": name, "Key": {
+                "pk": {"S": "WIRE#none"}, "sk": {"S": "A"}}})
+            return [strip(got), strip(put), strip(missing)]
+
+        a, b = await both(reads)
+        assert a == b
+        assert a[0]["Item"] == ITEM  # binary values come back as bytes
+        assert a[2] == {}
+
+        async def conditional(t: AsyncTransport) -> RequestError:
+            return await failure(t, "PutItem", {
+                "TableName": name, "Item": ITEM,
+                "ConditionExpression": "attribute_not_exists(pk)",
+                "ReturnValuesOnConditionCheckFailure": "ALL_OLD"})
+
+        x, y = await both(conditional)
+        assert (x.code, x.item, x.maybe_applied) == (y.code, y.item, y.maybe_applied)
+        assert x.code == "ConditionalCheckFailedException" and x.item == ITEM
+
+        async def cancelled(t: AsyncTransport) -> RequestError:
+            return await failure(t, "TransactWriteItems", {"TransactItems": [
+                {"Put": {"TableName": name, "Item": {**ITEM, "sk": {"S": "B"}}}},
+                {"Put": {"TableName": name, "Item": ITEM,
+                         "ConditionExpression": "attribute_not_exists(pk)",
+                         "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}]})
+
+        x, y = await both(cancelled)
+        assert x.code == y.code == "TransactionCanceledException"
+        assert x.reasons == y.reasons
+        assert x.reasons[0] is None and x.reasons[1] is not None
+        assert x.reasons[1].code == "ConditionalCheckFailed"
+
+        async def missing_table(t: AsyncTransport) -> RequestError:
+            return await failure(t, "GetItem", {"TableName": name + "-absent", "Key": key})
+
+        x, y = await both(missing_table)
+        assert type(x) is type(y) and x.code == y.code == "ResourceNotFoundException"
+
+    arun(main())
+
+
+def test_sessions_read_and_write_the_same(engine: TestBackend) -> None:
+    async def run(t: AsyncTransport) -> tuple[Any, ...]:
+        suffix = t.wire_name()
+        s = AsyncSession(app)
+        await s.save_many([Note(note_id=f"{suffix}-{i:04}", body=f"body {i}")
+                           for i in range(60)])
+        s.save(User(user_id=f"u-{suffix}", username=f"ann-{suffix}",
+                    email=f"ann-{suffix}@example.com"))
+        await s.commit()
+        again = AsyncSession(app)
+        again.save(User(user_id=f"u2-{suffix}", username=f"ann-{suffix}",
+                          email=f"other-{suffix}@example.com"))
+        with pytest.raises(DynaormError) as taken:  # the unique guard cancels the commit
+            await again.commit()
+        got = await s.get(Note, note_id=f"{suffix}-0007")
+        user = await s.get(User, user_id=f"u-{suffix}")
+        keys = [{"note_id": f"{suffix}-{i:04}"} for i in range(0, 70, 3)]
+        many = await s.get_many(Note, keys)
+        notes = [n async for n in s.scan(Note) if n.note_id.startswith(suffix)]
+        return (type(taken.value).__name__, got and got.body, user and user.username,
+                [n and n.body for n in many], sorted(n.body for n in notes))
+
+    async def main() -> None:
+        a, b = await both(run)
+        assert a[0] == b[0] and a[1:] == (a[1], "ann-botocore", *a[3:])
+        assert b[1:] == (b[1], "ann-dynaorm", *a[3:])
+        assert a[1] == "body 7" and len(a[4]) == 60 and a[3][-1] is None
+
+    arun(main())
+
+
+def test_query_pages_are_the_same(engine: TestBackend) -> None:
+    name = app.name
+    items = [{"pk": {"S": "WIRE#Q"}, "sk": {"S": f"{i:04}"}, "v": {"N": str(i)},
+              "pad": {"S": "x" * 500}} for i in range(120)]
+
+    async def main() -> None:
+        for i in range(0, 120, 25):
+            await on("botocore").send("BatchWriteItem", {"RequestItems": {name: [
+                {"PutRequest": {"Item": it}} for it in items[i:i + 25]]}})
+
+        async def pages(t: AsyncTransport) -> list[dict[str, Any]]:
+            out, start = [], None
+            while True:
+                request: dict[str, Any] = {
+                    "TableName": name, "KeyConditionExpression": "pk = :p",
+                    "ExpressionAttributeValues": {":p": {"S": "WIRE#Q"}}, "Limit": 25}
+                if start:
+                    request["ExclusiveStartKey"] = start
+                page = strip(await t.send("Query", request))
+                out.append(page)
+                start = page.get("LastEvaluatedKey")
+                if not start:
+                    return out
+
+        a, b = await both(pages)
+        assert a == b
+        assert [it for p in a for it in p["Items"]] == items
+
+    arun(main())
+
+
+class Unprocess:
+    """An interceptor that answers the first BatchGetItem with half its items moved back
+    into ``UnprocessedKeys`` (as DynamoDB does over its size limit)."""
+
+    def __init__(self) -> None:
+        self.batches = 0
+
+    def send(self, operation: str, request: dict[str, Any],
+             forward: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+        return forward()  # pragma: no cover (async only)
+
+    async def send_async(self, operation: str, request: dict[str, Any],
+                         forward: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
+        answer = await forward()
+        if operation != "BatchGetItem":
+            return answer
+        self.batches += 1
+        if self.batches > 1:
+            return answer
+        [(table, found)] = answer["Responses"].items()
+        keys = request["RequestItems"][table]
+        moved = found[len(found) // 2:]
+        answer["Responses"][table] = found[:len(found) // 2]
+        answer["UnprocessedKeys"] = {table: {**keys, "Keys": [
+            {"pk": it["pk"], "sk": it["sk"]} for it in moved]}}
+        return answer
+
+
+def test_batch_get_with_unprocessed_keys(engine: TestBackend) -> None:
+    Session(app).save_many([Note(note_id=f"u{i:03}", body=f"body {i}") for i in range(30)])
+    keys = [{"note_id": f"u{i:03}"} for i in range(32)]
+
+    async def run(t: AsyncTransport) -> tuple[list[str | None], int]:
+        hook = Unprocess()
+        app.transport.interceptor = hook
+        try:
+            got = await AsyncSession(app).get_many(Note, keys)
+        finally:
+            app.transport.interceptor = None
+        return [n and n.body for n in got], hook.batches
+
+    async def main() -> None:
+        a, b = await both(run)
+        assert a == b
+        assert a[0] == [f"body {i}" for i in range(30)] + [None, None]
+        assert a[1] >= 2  # the unprocessed keys were asked again
+
+    arun(main())
+
+
+# -- failures of the wire itself ------------------------------------------------------
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_connection_refused_maps_as_through_aiobotocore() -> None:
+    table = Table("dynaorm-wire-refused", endpoint_url=f"http://127.0.0.1:{closed_port()}",
+                  max_attempts=1)
+
+    async def one(wire: str) -> RequestError:
+        transport = transport_of(table)
+        transport.wire = wire
+        try:
+            return await failure(transport, "GetItem", {
+                "TableName": table.name, "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}})
+        finally:
+            await close(table)
+
+    async def main() -> None:
+        x = await one("botocore")
+        y = await one("dynaorm")
+        assert (type(x), x.code, x.maybe_applied) == (type(y), y.code, y.maybe_applied)
+        assert y.code == "ConnectionError" and not y.maybe_applied
+        assert transport_of(table).wire_name() == "dynaorm"
+
+    arun(main())
+
+
+Handler = Callable[[aiohttp.web.Request], Awaitable[aiohttp.web.StreamResponse]]
+
+
+async def serve(handler: Handler) -> tuple[aiohttp.web.AppRunner, str]:
+    web = aiohttp.web.Application()
+    web.router.add_route("*", "/{tail:.*}", handler)
+    runner = aiohttp.web.AppRunner(web)
+    await runner.setup()
+    site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+def client_for(endpoint: str, verify: bool | str | None = None, **config: Any) -> Any:
+    return botocore.session.get_session().create_client(
+        "dynamodb", endpoint_url=endpoint, region_name="us-east-1", verify=verify,
+        aws_access_key_id="k", aws_secret_access_key="s",
+        config=botocore.config.Config(**config))
+
+
+CREDS = Credentials("AKIDWIRE", "secret")
+
+
+def test_crc32_mismatch_raises() -> None:
+    body = b'{"Item":{"pk":{"S":"a"}}}'
+    answers = [zlib.crc32(body), zlib.crc32(body) ^ 1]  # right, then wrong
+
+    async def handler(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.Response(body=body, headers={"x-amz-crc32": str(answers.pop(0))},
+                                    content_type="application/x-amz-json-1.0")
+
+    async def main() -> None:
+        runner, url = await serve(handler)
+        try:
+            async with AsyncWire(client_for(url), CREDS) as wire:
+                assert await wire.send("GetItem", {"TableName": "t"}) == {
+                    "Item": {"pk": {"S": "a"}}}
+                with pytest.raises(ChecksumError) as info:
+                    await wire.send("GetItem", {"TableName": "t"})
+                # as on the sync wire: a corrupted answer is a lost one (retried)
+                mapped = map_error("GetItem", {}, info.value)
+                assert mapped is not None and mapped.maybe_applied
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+
+
+def test_read_timeout_from_the_config_is_a_lost_answer() -> None:
+    async def handler(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        await asyncio.sleep(2)
+        return aiohttp.web.Response(body=b"{}")  # pragma: no cover (timed out first)
+
+    async def main() -> None:
+        runner, url = await serve(handler)
+        try:
+            async with AsyncWire(client_for(url, read_timeout=0.3), CREDS) as wire:
+                assert wire.read_timeout == 0.3
+                from botocore.exceptions import ReadTimeoutError
+                with pytest.raises(ReadTimeoutError):
+                    await wire.send("GetItem", {"TableName": "t"})
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+
+
+def test_credentials_are_frozen_per_request() -> None:
+    seen: list[str] = []
+
+    async def handler(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        seen.append(request.headers["Authorization"].split("Credential=")[1].split("/")[0])
+        return aiohttp.web.Response(body=b"{}")
+
+    class Rotating(Credentials):
+        def __init__(self) -> None:
+            super().__init__("AKID0", "secret")
+            self.calls = 0
+
+        def get_frozen_credentials(self) -> Any:
+            self.calls += 1
+            self.access_key = f"AKID{self.calls}"
+            return super().get_frozen_credentials()
+
+    async def main() -> None:
+        runner, url = await serve(handler)
+        try:
+            async with AsyncWire(client_for(url), Rotating()) as wire:
+                await wire.send("GetItem", {"TableName": "t"})
+                await wire.send("GetItem", {"TableName": "t"})
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen == ["AKID1", "AKID2"]
+
+
+def test_no_credentials_is_botocores_error() -> None:
+    from botocore.exceptions import NoCredentialsError
+
+    async def main() -> None:
+        async with AsyncWire(client_for("http://127.0.0.1:9"), None) as wire:
+            with pytest.raises(NoCredentialsError):
+                await wire.send("GetItem", {"TableName": "t"})
+
+    asyncio.run(main())
+
+
+def test_requests_go_through_the_configured_proxy() -> None:
+    seen: list[str] = []
+
+    async def proxy(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        seen.append(str(request.url))  # the absolute URL a proxy is asked for
+        return aiohttp.web.Response(body=b"{}")
+
+    async def main() -> None:
+        runner, url = await serve(proxy)
+        try:
+            # the endpoint does not resolve: only the proxy can answer
+            client = client_for("http://dynamodb.invalid:8000", proxies={"http": url})
+            async with AsyncWire(client, CREDS) as wire:
+                assert wire.proxy == url
+                assert await wire.send("GetItem", {"TableName": "t"}) == {}
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+    assert seen and seen[0].startswith("http://dynamodb.invalid:8000")
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (openssl) and its key."""
+    import shutil
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
+                   capture_output=True)
+    return cert, key
+
+
+def test_tls_is_verified_as_the_client_says(tls_cert: tuple[str, str]) -> None:
+    import ssl
+
+    from botocore.exceptions import SSLError
+
+    cert, key = tls_cert
+
+    async def ok(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        return aiohttp.web.Response(body=b"{}")
+
+    async def main() -> None:
+        web = aiohttp.web.Application()
+        web.router.add_post("/", ok)
+        runner = aiohttp.web.AppRunner(web)
+        await runner.setup()
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(cert, key)
+        site = aiohttp.web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+        await site.start()
+        url = f"https://127.0.0.1:{runner.addresses[0][1]}"
+        try:
+            for verify in (cert, False):  # the CA bundle given, or no verification
+                async with AsyncWire(client_for(url, verify=verify), CREDS) as wire:
+                    assert await wire.send("GetItem", {"TableName": "t"}) == {}
+            async with AsyncWire(client_for(url), CREDS) as wire:  # botocore's bundle
+                with pytest.raises(SSLError):
+                    await wire.send("GetItem", {"TableName": "t"})
+        finally:
+            await runner.cleanup()
+
+    asyncio.run(main())
+
+
+# -- the session's life ---------------------------------------------------------------
+
+def unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught
+            if issubclass(w.category, ResourceWarning) and "nclosed" in str(w.message)]
+
+
+@pytest.mark.filterwarnings("error::ResourceWarning")
+def test_close_closes_the_aiohttp_session(ddb_local: str) -> None:
+    table = Table("dynaorm-wire-close", endpoint_url=ddb_local)
+
+    async def main() -> AsyncWire:
+        transport = transport_of(table)
+        transport.wire = "dynaorm"
+        await failure(transport, "GetItem", {"TableName": table.name, "Key": {
+            "pk": {"S": "a"}, "sk": {"S": "b"}}})  # no such table: a real round trip
+        wire: AsyncWire = transport._wires[asyncio.get_running_loop()]
+        assert not wire.closed
+        session = wire._session
+        await close(table)
+        assert wire.closed and not transport._wires
+        assert session.closed and session.connector is None  # its connections too
+        return wire
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        wire = asyncio.run(main())
+        del wire
+        gc.collect()
+    assert unclosed(caught) == []
+
+
+# -- choosing the wire ----------------------------------------------------------------
+
+def test_the_wire_follows_the_sync_transport() -> None:
+    table = Table("dynaorm-wire-choice", endpoint_url="http://127.0.0.1:9")
+    transport = AsyncTransport(table)
+    assert transport.wire_name() == getattr(table.transport, "wire", "botocore")
+    table.transport.wire = "dynaorm"
+    assert transport.wire_name() == "dynaorm"
+    table.transport.wire = "botocore"
+    assert transport.wire_name() == "botocore"
+    transport.wire = "dynaorm"  # its own setting wins
+    assert transport.wire_name() == "dynaorm"
+    transport.wire = "http2"
+    with pytest.raises(DynaormError, match="wire must be one of"):
+        transport.wire_name()
+
+
+def test_in_process_moto_keeps_aiobotocore() -> None:
+    table = Table("dynaorm-wire-moto")
+    with moto_backend():
+        transport = AsyncTransport(table)
+        transport.wire = "dynaorm"
+        assert transport.wire_name() == "botocore"
+
+
+@pytest.mark.parametrize("configured", [True, False], ids=["env-credentials", "none"])
+def test_the_wire_signs_as_the_async_client(monkeypatch: pytest.MonkeyPatch,
+                                            configured: bool) -> None:
+    """The async wire's identity is the aiobotocore client's: configured credentials, else
+    dynaorm's local ones for a loopback endpoint."""
+    from dynaorm.transport.config import LOOPBACK_ACCESS_KEY
+
+    for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                 "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    if configured:
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDENV")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "envsecret")
+    seen: list[str] = []
+
+    async def handler(request: aiohttp.web.Request) -> aiohttp.web.Response:
+        seen.append(request.headers["Authorization"].split("Credential=")[1].split("/")[0])
+        return aiohttp.web.Response(body=b"{}")
+
+    async def main() -> str:
+        runner, url = await serve(handler)
+        table = Table("dynaorm-wire-identity", endpoint_url=url, wire="dynaorm")
+        try:
+            transport = transport_of(table)
+            await transport.send("GetItem", {"TableName": table.name})
+            made = await transport.client()
+            frozen = await made._request_signer._credentials.get_frozen_credentials()
+            return str(frozen.access_key)
+        finally:
+            await close(table)
+            await runner.cleanup()
+
+    client_key = asyncio.run(main())
+    assert seen == [client_key]
+    assert client_key == ("AKIDENV" if configured else LOOPBACK_ACCESS_KEY)
