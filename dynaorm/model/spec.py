@@ -198,9 +198,16 @@ class EntitySpec:
             data = {stored[k]: v for k, v in data.items()}
         return self.fill_from_keys(item, data)
 
+    @functools.cached_property
+    def _key_fields(self) -> frozenset[str]:
+        """Every field some key template of :attr:`_fill_back` holds."""
+        return frozenset(f for _, t in self._fill_back for f in t.fields)
+
     def fill_from_keys(self, item: Item, data: dict[str, Any]) -> dict[str, Any]:
         """``data`` (decoded fields) with the fields it lacks parsed back from the item's
         key attributes, where a template holds them (a field stored only in its key)."""
+        if self._key_fields <= data.keys():  # (the common case: every one is stored)
+            return data
         for attr, template in self._fill_back:
             if all(f in data for f in template.fields):
                 continue

@@ -19,10 +19,12 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import ssl
 import zlib
 from typing import Any
 from urllib.parse import urlsplit
 
+from dynaorm.wire.http import AnswerTimeout, ConnectFailed, ConnectionLost, HTTPPool, tls_context
 from dynaorm.wire.sigv4 import Signer
 
 __all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "prepare",
@@ -162,7 +164,7 @@ def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
 
 class SyncWire:
     """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
-    client), thread-safe (urllib3's pool is)."""
+    client), thread-safe (each connection serves one request at a time)."""
 
     def __init__(self, client: Any, credentials: Any) -> None:
         import urllib3
@@ -189,14 +191,24 @@ class SyncWire:
         #: the proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
         #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
         self.proxy: str | None = proxy
-        self._manager: Any = (
-            urllib3.ProxyManager(proxy, maxsize=size, proxy_headers=proxy_headers, **tls)
-            if proxy else urllib3.PoolManager(maxsize=size, **tls))
-        # without a proxy, the endpoint's own pool (the manager's lookup skipped per request)
-        self._pool: Any = None if proxy else self._manager.connection_from_url(
-            self.endpoint_url)
         self._path = urlsplit(self.endpoint_url).path or "/"
         self._signer = Signer(self.endpoint_url, self.region)
+        # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
+        # through one: urllib3's ProxyManager (CONNECT tunnels, proxy authentication)
+        self._direct: HTTPPool | None = None
+        self._manager: Any = None
+        if proxy is None:
+            parts = urlsplit(self.endpoint_url)
+            https = parts.scheme == "https"
+            self._direct = HTTPPool(
+                parts.hostname or "", parts.port or (443 if https else 80),
+                host_header=self._signer.host,
+                tls=functools.partial(tls_context, self.verify, cert) if https else None,
+                connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
+                maxsize=size)
+        else:
+            self._manager = urllib3.ProxyManager(proxy, maxsize=size,
+                                                 proxy_headers=proxy_headers, **tls)
 
     def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
         """The body and the signed headers of ``request`` (credentials frozen now: a
@@ -208,22 +220,30 @@ class SyncWire:
         """Send ``request`` once; the answer as a botocore client returns it."""
         import urllib3
         from botocore.exceptions import (
-            ClientError,
             ConnectionClosedError,
             EndpointConnectionError,
             ReadTimeoutError,
+            SSLError,
         )
 
         body, headers = self.prepare(operation, request)
+        if self._direct is not None:
+            try:
+                status, answer, data = self._direct.post(self._path, body, headers)
+            except AnswerTimeout as exc:
+                raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
+            except ConnectionLost as exc:
+                raise ConnectionClosedError(endpoint_url=self.endpoint_url) from exc
+            except ConnectFailed as exc:
+                if isinstance(exc.__cause__, ssl.SSLError):  # (as botocore raises it)
+                    raise SSLError(endpoint_url=self.endpoint_url, error=exc) from exc
+                raise EndpointConnectionError(endpoint_url=self.endpoint_url,
+                                              error=exc) from exc
+            return _answer(operation, status, answer, data)
         try:
-            if self._pool is not None:
-                resp = self._pool.urlopen("POST", self._path, body=body, headers=headers,
-                                          timeout=self.timeout, retries=False,
-                                          preload_content=True, assert_same_host=False)
-            else:
-                resp = self._manager.urlopen("POST", self.endpoint_url, body=body,
-                                             headers=headers, timeout=self.timeout,
-                                             retries=False, preload_content=True)
+            resp = self._manager.urlopen("POST", self.endpoint_url, body=body,
+                                         headers=headers, timeout=self.timeout,
+                                         retries=False, preload_content=True)
         except urllib3.exceptions.ReadTimeoutError as exc:
             raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
         except urllib3.exceptions.ProtocolError as exc:
@@ -231,17 +251,32 @@ class SyncWire:
         except urllib3.exceptions.HTTPError as exc:
             raise EndpointConnectionError(endpoint_url=self.endpoint_url,
                                           error=exc) from exc
-        data: bytes = resp.data
-        headers = {k.lower(): v for k, v in resp.headers.items()}
-        crc = headers.get("x-amz-crc32")
-        if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
-            raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
-                                    actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF),
-                                    error="x-amz-crc32 mismatch")
-        if resp.status >= 300:
-            raise ClientError(error_response(resp.status, data, headers),  # type: ignore[arg-type]
-                              operation)
-        return decode(data)
+        return _answer(operation, resp.status,
+                       {k.lower(): v for k, v in resp.headers.items()}, resp.data)
+
+    def close(self) -> None:
+        """Close the wire's idle connections."""
+        if self._direct is not None:
+            self._direct.close()
+        if self._manager is not None:
+            self._manager.clear()
+
+
+def _answer(operation: str, status: int, headers: dict[str, str], data: bytes
+            ) -> dict[str, Any]:
+    """An answer checked against ``x-amz-crc32`` and decoded (a failed one raised as
+    botocore's ``ClientError``)."""
+    from botocore.exceptions import ClientError
+
+    crc = headers.get("x-amz-crc32")
+    if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
+        raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
+                                actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF),
+                                error="x-amz-crc32 mismatch")
+    if status >= 300:
+        raise ClientError(error_response(status, data, headers),  # type: ignore[arg-type]
+                          operation)
+    return decode(data)
 
 
 def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:

@@ -1,0 +1,289 @@
+"""dynaorm.wire.http, the sync wire's HTTP/1.1 client, against real loopback servers:
+keep-alive reuse, a server that drops idle connections, every way an answer can be framed,
+and each failure raised as what it means for the request (not sent, sent and no answer in
+time, lost in the middle); then through SyncWire, the botocore exceptions the error
+mapping expects, and TLS verified as the client says."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dynaorm.wire.http import AnswerTimeout, ConnectFailed, ConnectionLost, HTTPPool
+
+Handler = Callable[[socket.socket, bytes, int], bool]  # (conn, request body, n) -> keep open
+
+
+class Server:
+    """A loopback server that reads each request (headers + Content-Length body) and lets
+    ``handler`` answer it; counts connections and requests."""
+
+    def __init__(self, handler: Handler, tls: ssl.SSLContext | None = None) -> None:
+        self.handler = handler
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.tls = tls
+        self.connections = 0
+        self.requests = 0
+        self.heads: list[bytes] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            if self.tls is not None:
+                try:
+                    conn = self.tls.wrap_socket(conn, server_side=True)
+                except (OSError, ssl.SSLError):
+                    conn.close()
+                    continue
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        reader = conn.makefile("rb")
+        try:
+            while True:
+                head = b""
+                while not head.endswith(b"\r\n\r\n"):
+                    line = reader.readline()
+                    if not line:
+                        return
+                    head += line
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                body = reader.read(length)
+                self.requests += 1
+                self.heads.append(head)
+                if not self.handler(conn, body, self.requests):
+                    return
+        except OSError:
+            return
+        finally:
+            conn.close()
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., Server]]:
+    servers: list[Server] = []
+
+    def start(handler: Handler, tls: ssl.SSLContext | None = None) -> Server:
+        servers.append(Server(handler, tls))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def answer(body: bytes = b"{}", *, status: str = "200 OK", extra: str = "") -> bytes:
+    return (f"HTTP/1.1 {status}\r\nContent-Type: application/x-amz-json-1.0\r\n"
+            f"Content-Length: {len(body)}\r\n{extra}\r\n").encode() + body
+
+
+def echo(conn: socket.socket, body: bytes, n: int) -> bool:
+    conn.sendall(answer(body))
+    return True
+
+
+def pool(server: Server, **options: Any) -> HTTPPool:
+    settings: dict[str, Any] = {"host_header": f"127.0.0.1:{server.port}", "tls": None,
+                                "connect_timeout": 2, "read_timeout": 2}
+    settings.update(options)
+    return HTTPPool("127.0.0.1", server.port, **settings)
+
+
+def test_one_connection_serves_every_request(serve: Callable[..., Server]) -> None:
+    server = serve(echo)
+    p = pool(server)
+    for i in range(20):
+        status, headers, body = p.post("/", b'{"n":%d}' % i, {"X-Amz-Target": "x"})
+        assert (status, body) == (200, b'{"n":%d}' % i)
+        assert headers["content-type"] == "application/x-amz-json-1.0"
+    assert (server.connections, server.requests) == (1, 20)
+    head = server.heads[0].decode()
+    assert head.startswith("POST / HTTP/1.1\r\n")
+    assert f"Host: 127.0.0.1:{server.port}\r\n" in head and "X-Amz-Target: x\r\n" in head
+
+
+def test_a_connection_the_server_closed_is_not_reused(serve: Callable[..., Server]) -> None:
+    def once(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(body))
+        return False  # the server closes after each answer, without saying so
+
+    server = serve(once)
+    p = pool(server)
+    for _ in range(3):
+        assert p.post("/", b"{}", {})[0] == 200
+        time.sleep(0.05)  # the close reaches the client before the next request
+    assert (server.connections, server.requests) == (3, 3)
+
+
+def test_connection_close_chunked_and_unframed_answers(serve: Callable[..., Server]) -> None:
+    def framed(conn: socket.socket, body: bytes, n: int) -> bool:
+        if n == 1:
+            conn.sendall(answer(b'{"a":1}', extra="Connection: close\r\n"))
+            return False
+        if n == 2:
+            conn.sendall(b"HTTP/1.1 100 Continue\r\n\r\n"
+                         b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         b"3\r\n{\"b\r\n5;x=y\r\n\":22}\r\n0\r\nTrailer: t\r\n\r\n")
+            return True
+        conn.sendall(b"HTTP/1.0 200 OK\r\n\r\n{\"c\":3}")  # framed by the close
+        return False
+
+    server = serve(framed)
+    p = pool(server)
+    assert p.post("/", b"{}", {})[2] == b'{"a":1}'
+    assert p.post("/", b"{}", {})[2] == b'{"b":22}'
+    assert p.post("/", b"{}", {})[2] == b'{"c":3}'
+    assert server.connections == 2  # a new one after "Connection: close"
+
+
+def test_nothing_listening_is_connect_failed() -> None:
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    p = HTTPPool("127.0.0.1", port, host_header="x", tls=None, connect_timeout=1,
+                 read_timeout=1)
+    with pytest.raises(ConnectFailed):
+        p.post("/", b"{}", {})
+
+
+def test_no_answer_in_time_is_answer_timeout(serve: Callable[..., Server]) -> None:
+    def slow(conn: socket.socket, body: bytes, n: int) -> bool:
+        time.sleep(1.0)
+        return False
+
+    p = pool(serve(slow), read_timeout=0.2)
+    with pytest.raises(AnswerTimeout):
+        p.post("/", b"{}", {})
+
+
+def test_a_close_in_the_middle_is_connection_lost(serve: Callable[..., Server]) -> None:
+    def cut(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(b'{"long": "answer"}')[:-5])
+        return False
+
+    p = pool(serve(cut))
+    with pytest.raises(ConnectionLost):
+        p.post("/", b"{}", {})
+
+
+def test_garbage_is_connection_lost(serve: Callable[..., Server]) -> None:
+    def garbage(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
+        return False
+
+    p = pool(serve(garbage))
+    with pytest.raises(ConnectionLost):
+        p.post("/", b"{}", {})
+
+
+# -- through SyncWire: botocore's exceptions, as the error mapping expects ----------------
+
+def wire_for(url: str, **config: Any) -> Any:
+    import botocore.config
+    import botocore.session
+    from botocore.credentials import Credentials
+
+    from dynaorm.wire import SyncWire
+
+    client = botocore.session.get_session().create_client(
+        "dynamodb", region_name="eu-west-1", endpoint_url=url,
+        aws_access_key_id="AKID", aws_secret_access_key="secret",
+        verify=config.pop("verify", None),
+        config=botocore.config.Config(**config))
+    return SyncWire(client, Credentials("AKID", "secret"))
+
+
+def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server]) -> None:
+    from botocore.exceptions import (
+        ClientError,
+        ConnectionClosedError,
+        EndpointConnectionError,
+        ReadTimeoutError,
+    )
+
+    from dynaorm.errors import RequestError
+    from dynaorm.transport.errors import map_error
+
+    def failing(conn: socket.socket, body: bytes, n: int) -> bool:
+        if n == 1:
+            error = b'{"__type":"com.amazonaws.dynamodb.v20120810#ValidationException",' \
+                    b'"message":"bad"}'
+            conn.sendall(answer(error, status="400 Bad Request"))
+            return True
+        if n == 2:
+            conn.sendall(answer(b"{}")[:-1])
+            return False
+        time.sleep(1.0)
+        return False
+
+    server = serve(failing)
+    wire = wire_for(f"http://127.0.0.1:{server.port}", read_timeout=0.3)
+    request = {"TableName": "t", "Key": {"pk": {"S": "a"}}}
+    with pytest.raises(ClientError) as bad:
+        wire.send("GetItem", request)
+    assert bad.value.response["Error"] == {"Code": "ValidationException", "Message": "bad"}
+    with pytest.raises(ConnectionClosedError) as lost:
+        wire.send("GetItem", request)
+    with pytest.raises(ReadTimeoutError) as late:
+        wire.send("GetItem", request)
+    for exc, maybe in ((lost.value, True), (late.value, True)):
+        mapped = map_error("GetItem", request, exc)
+        assert isinstance(mapped, RequestError) and mapped.maybe_applied is maybe
+    probe = socket.create_server(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    with pytest.raises(EndpointConnectionError) as refused:
+        wire_for(f"http://127.0.0.1:{port}").send("GetItem", request)
+    mapped = map_error("GetItem", request, refused.value)
+    assert isinstance(mapped, RequestError) and not mapped.maybe_applied
+
+
+@pytest.fixture(scope="module")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 (openssl) and its key."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    where = Path(tmp_path_factory.mktemp("tls"))
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                    key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
+                   capture_output=True)
+    return cert, key
+
+
+def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
+                                            tls_cert: tuple[str, str]) -> None:
+    from botocore.exceptions import SSLError
+
+    cert, key = tls_cert
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    server = serve(echo, tls=context)
+    url = f"https://127.0.0.1:{server.port}"
+    for verify in (cert, False):  # the CA bundle given, or no verification
+        assert wire_for(url, verify=verify).send("GetItem", {"TableName": "t"}) == {
+            "TableName": "t"}
+    with pytest.raises(SSLError):  # botocore's own bundle does not know this certificate
+        wire_for(url).send("GetItem", {"TableName": "t"})
