@@ -27,8 +27,8 @@ from urllib.parse import urlsplit
 from dynaorm.wire.http import AnswerTimeout, ConnectFailed, ConnectionLost, HTTPPool, tls_context
 from dynaorm.wire.sigv4 import Signer
 
-__all__ = ["TARGET_PREFIX", "SyncWire", "credentials_for", "decode", "error_response", "prepare",
-           "render", "tls_verify"]
+__all__ = ["TARGET_PREFIX", "SyncWire", "as_botocore", "checked_answer", "credentials_for",
+           "decode", "error_response", "prepare", "render", "tls_verify"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -223,23 +223,15 @@ class SyncWire:
             ConnectionClosedError,
             EndpointConnectionError,
             ReadTimeoutError,
-            SSLError,
         )
 
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
             try:
                 status, answer, data = self._direct.post(self._path, body, headers)
-            except AnswerTimeout as exc:
-                raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
-            except ConnectionLost as exc:
-                raise ConnectionClosedError(endpoint_url=self.endpoint_url) from exc
-            except ConnectFailed as exc:
-                if isinstance(exc.__cause__, ssl.SSLError):  # (as botocore raises it)
-                    raise SSLError(endpoint_url=self.endpoint_url, error=exc) from exc
-                raise EndpointConnectionError(endpoint_url=self.endpoint_url,
-                                              error=exc) from exc
-            return _answer(operation, status, answer, data)
+            except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
+                raise as_botocore(exc, self.endpoint_url) from exc
+            return checked_answer(operation, status, answer, data)
         try:
             resp = self._manager.urlopen("POST", self.endpoint_url, body=body,
                                          headers=headers, timeout=self.timeout,
@@ -251,7 +243,7 @@ class SyncWire:
         except urllib3.exceptions.HTTPError as exc:
             raise EndpointConnectionError(endpoint_url=self.endpoint_url,
                                           error=exc) from exc
-        return _answer(operation, resp.status,
+        return checked_answer(operation, resp.status,
                        {k.lower(): v for k, v in resp.headers.items()}, resp.data)
 
     def close(self) -> None:
@@ -262,10 +254,31 @@ class SyncWire:
             self._manager.clear()
 
 
-def _answer(operation: str, status: int, headers: dict[str, str], data: bytes
+def as_botocore(exc: OSError, endpoint_url: str) -> Exception:
+    """The botocore exception a client raises for what :mod:`dynaorm.wire.http` found:
+    not sent (``EndpointConnectionError``; ``SSLError`` for a TLS failure), sent and no
+    answer in time (``ReadTimeoutError``), or lost in the middle
+    (``ConnectionClosedError``)."""
+    from botocore.exceptions import (
+        ConnectionClosedError,
+        EndpointConnectionError,
+        ReadTimeoutError,
+        SSLError,
+    )
+
+    if isinstance(exc, AnswerTimeout):
+        return ReadTimeoutError(endpoint_url=endpoint_url, error=exc)
+    if isinstance(exc, ConnectFailed):
+        if isinstance(exc.__cause__, ssl.SSLError):
+            return SSLError(endpoint_url=endpoint_url, error=exc)
+        return EndpointConnectionError(endpoint_url=endpoint_url, error=exc)
+    return ConnectionClosedError(endpoint_url=endpoint_url)
+
+
+def checked_answer(operation: str, status: int, headers: dict[str, str], data: bytes
             ) -> dict[str, Any]:
-    """An answer checked against ``x-amz-crc32`` and decoded (a failed one raised as
-    botocore's ``ClientError``)."""
+    """An answer checked against ``x-amz-crc32`` and decoded, as a botocore client returns
+    it (a failed one raised as botocore's ``ClientError``): both wires end here."""
     from botocore.exceptions import ClientError
 
     crc = headers.get("x-amz-crc32")

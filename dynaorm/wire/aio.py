@@ -1,14 +1,15 @@
 """dynaorm's own DynamoDB wire on asyncio: the async counterpart of
-:class:`dynaorm.wire.SyncWire`, over one aiohttp ``ClientSession`` per wire.
+:class:`dynaorm.wire.SyncWire`.
 
 A request is rendered and signed by :func:`dynaorm.wire.prepare` (the one signing path of
-both wires: :class:`dynaorm.wire.sigv4.Signer`), sent over a keep-alive aiohttp connector,
-its answer checked against ``x-amz-crc32`` and decoded with :func:`dynaorm.wire.decode`.
-Endpoint, region, timeouts, proxies, TLS verification and ``User-Agent`` are read once from
-the (aio)botocore client the async transport creates for the table, as the sync wire reads
-them, so a configuration that works with that client works here. Failures are raised as the
-botocore exceptions aiobotocore raises for them (``ClientError`` with the same
-``error_response``, ``EndpointConnectionError``, ``ConnectTimeoutError``,
+both wires: :class:`dynaorm.wire.sigv4.Signer`), sent over keep-alive connections of the
+running loop (:class:`dynaorm.wire.http.AsyncHTTPPool`, asyncio streams; through a proxy,
+one aiohttp ``ClientSession``), its answer checked and decoded by
+:func:`dynaorm.wire.checked_answer`. Endpoint, region, timeouts, proxies, TLS verification
+and ``User-Agent`` are read once from the (aio)botocore client the async transport creates
+for the table, as the sync wire reads them, so a configuration that works with that client
+works here. Failures are raised as the botocore exceptions aiobotocore raises for them
+(``ClientError`` with the same ``error_response``, ``EndpointConnectionError``,
 ``ReadTimeoutError``, ``ConnectionClosedError``, ``SSLError``, ``ProxyConnectionError``; a
 crc32 mismatch as the sync wire's checksum error, a lost answer), so
 :func:`~dynaorm.transport.errors.map_error` and the retry rules see the same failures
@@ -18,19 +19,25 @@ whichever wire is under them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
-import zlib
 from typing import Any
 from urllib.parse import urlsplit
 
 from dynaorm.wire import (
-    _checksum_error,
     _proxy_for,
     _user_agent,
-    decode,
-    error_response,
+    as_botocore,
+    checked_answer,
     prepare,
     tls_verify,
+)
+from dynaorm.wire.http import (
+    AnswerTimeout,
+    AsyncHTTPPool,
+    ConnectFailed,
+    ConnectionLost,
+    tls_context,
 )
 from dynaorm.wire.sigv4 import Signer
 
@@ -45,8 +52,9 @@ class AsyncWire:
     ``client`` (an aiobotocore or botocore client: its endpoint, region and config) and
     ``credentials`` (botocore credentials, :func:`dynaorm.wire.credentials_for`).
 
-    The aiohttp session is made on the first :meth:`send` (inside the running loop) and
-    closed by :meth:`close` (the async transport's close path; ``async with`` works too).
+    Connections (or, through a proxy, the aiohttp session) are opened by :meth:`send`
+    inside the running loop and closed by :meth:`close` (the async transport's close path;
+    ``async with`` works too).
 
     Credentials are frozen for every request with the sync ``get_frozen_credentials()``:
     a refreshable set refreshes there when due, which may block the loop for the refresh
@@ -80,28 +88,22 @@ class AsyncWire:
         self._proxy_headers = proxy_headers
         self._session: Any = None
         self._lock: asyncio.Lock | None = None
+        # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
+        # through one: an aiohttp session (CONNECT tunnels, proxy authentication)
+        self._direct: AsyncHTTPPool | None = None
+        if proxy is None:
+            parts = urlsplit(self.endpoint_url)
+            https = parts.scheme == "https"
+            self._direct = AsyncHTTPPool(
+                parts.hostname or "", parts.port or (443 if https else 80),
+                host_header=self._signer.host,
+                tls=functools.partial(tls_context, self.verify, self._client_cert)
+                if https else None,
+                connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
+                maxsize=self.pool_size)
+        self._path = urlsplit(self.endpoint_url).path or "/"
 
     # -- the session -------------------------------------------------------------------
-    def _ssl(self) -> Any:
-        """The connector's TLS context, made as botocore makes it: no verification for
-        ``verify=False``, else against the client's CA bundle; the client certificate of
-        ``Config(client_cert=)`` if any."""
-        import ssl
-
-        from botocore.httpsession import create_urllib3_context
-
-        context = create_urllib3_context()
-        if self.verify is False:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        else:
-            context.check_hostname = True
-            context.load_verify_locations(self.verify, None, None)
-        cert = self._client_cert
-        if cert:
-            context.load_cert_chain(*((cert,) if isinstance(cert, str) else cert))
-        return context
-
     async def _open(self) -> Any:
         import aiohttp
 
@@ -109,7 +111,8 @@ class AsyncWire:
             self._lock = asyncio.Lock()
         async with self._lock:
             if self._session is None:
-                ssl_context = (await asyncio.to_thread(self._ssl)
+                ssl_context = (await asyncio.to_thread(tls_context, self.verify,
+                                                       self._client_cert)
                                if self.endpoint_url.startswith("https:") else None)
                 connector = aiohttp.TCPConnector(
                     limit=self.pool_size, keepalive_timeout=KEEPALIVE_SECONDS,
@@ -124,12 +127,15 @@ class AsyncWire:
 
     @property
     def closed(self) -> bool:
-        """Whether no aiohttp session is open (none made yet, or closed)."""
+        """Whether no connection is kept open (none made yet, or closed)."""
+        if self._direct is not None:
+            return not self._direct._idle
         return self._session is None or bool(self._session.closed)
 
     async def close(self) -> None:
-        """Close the aiohttp session and its connections (a later :meth:`send` opens a
-        new one)."""
+        """Close the wire's connections (a later :meth:`send` opens new ones)."""
+        if self._direct is not None:
+            await self._direct.close()
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -143,9 +149,20 @@ class AsyncWire:
     # -- requests ----------------------------------------------------------------------
     async def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` once; the answer as an aiobotocore client returns it."""
+        body, headers = prepare(self._signer, self._credentials, self._user_agent,
+                                operation, request)
+        if self._direct is not None:
+            try:
+                status, answer, data = await self._direct.post(self._path, body, headers)
+            except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
+                raise as_botocore(exc, self.endpoint_url) from exc
+            return checked_answer(operation, status, answer, data)
+        return await self._send_through_proxy(operation, body, headers)
+
+    async def _send_through_proxy(self, operation: str, body: bytes,
+                                  headers: dict[str, str]) -> dict[str, Any]:
         import aiohttp
         from botocore.exceptions import (
-            ClientError,
             ConnectionClosedError,
             ConnectTimeoutError,
             EndpointConnectionError,
@@ -156,8 +173,6 @@ class AsyncWire:
         )
         from botocore.httpsession import mask_proxy_url
 
-        body, headers = prepare(self._signer, self._credentials, self._user_agent,
-                                operation, request)
         headers["Accept-Encoding"] = "identity"
         session = self._session
         if session is None or session.closed:
@@ -190,14 +205,4 @@ class AsyncWire:
             raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
         except aiohttp.ClientError as exc:  # a malformed answer, ...
             raise HTTPClientError(error=exc) from exc
-        crc = answer_headers.get("x-amz-crc32")
-        if crc is not None:
-            actual = zlib.crc32(data) & 0xFFFFFFFF
-            if not crc.isdigit() or int(crc) != actual:
-                raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
-                                        actual_checksum=str(actual),
-                                        error="x-amz-crc32 mismatch")
-        if status >= 300:
-            raise ClientError(error_response(status, data, answer_headers),  # type: ignore[arg-type]
-                              operation)
-        return decode(data)
+        return checked_answer(operation, status, answer_headers, data)

@@ -20,6 +20,7 @@ makes it readable: it is dropped before use, as urllib3 does).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import select
 import socket
@@ -28,7 +29,8 @@ import threading
 from collections.abc import Callable
 from typing import IO
 
-__all__ = ["AnswerTimeout", "ConnectFailed", "ConnectionLost", "HTTPPool", "tls_context"]
+__all__ = ["AnswerTimeout", "AsyncHTTPPool", "ConnectFailed", "ConnectionLost", "HTTPPool",
+           "tls_context"]
 
 #: the longest status or header line read (an answer with a longer one is refused)
 MAX_LINE = 65536
@@ -50,20 +52,64 @@ class ConnectionLost(OSError):
 
 def tls_context(verify: bool | str, client_cert: str | tuple[str, str] | None = None
                 ) -> ssl.SSLContext:
-    """A TLS context that verifies against the CA bundle ``verify`` (``False``: no
-    verification), with an optional client certificate (a file, or ``(cert, key)``)."""
+    """A TLS context made as botocore makes its own (``create_urllib3_context``): verified
+    against the CA bundle ``verify`` (``False``: no verification), with an optional client
+    certificate (a file, or ``(cert, key)``)."""
+    from botocore.httpsession import create_urllib3_context
+
+    context: ssl.SSLContext = create_urllib3_context()
     if verify is False:
-        context = ssl.create_default_context()
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     else:
-        context = ssl.create_default_context(cafile=None if verify is True else verify)
+        context.check_hostname = True
+        context.verify_mode = ssl.CERT_REQUIRED
+        if verify is not True:
+            context.load_verify_locations(verify, None, None)
+        else:
+            context.load_default_certs()
     if client_cert:
         if isinstance(client_cert, str):
             context.load_cert_chain(client_cert)
         else:
             context.load_cert_chain(client_cert[0], client_cert[1])
     return context
+
+
+def _message(path: str, host_header: str, headers: dict[str, str], body: bytes) -> bytes:
+    """The request as it goes out: request line, ``Host``, ``headers``,
+    ``Content-Length``, body."""
+    head = [f"POST {path} HTTP/1.1", f"Host: {host_header}"]
+    head += [f"{k}: {v}" for k, v in headers.items()]
+    head.append(f"Content-Length: {len(body)}")
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def _status(line: bytes) -> tuple[bytes, int]:
+    """The HTTP version and status code of a status line."""
+    parts = line.split(None, 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
+        raise ConnectionLost(f"not an HTTP answer: {line[:80]!r}")
+    return parts[0], int(parts[1])
+
+
+def _header(line: bytes, headers: dict[str, str]) -> None:
+    name, _, value = line.decode("latin-1").partition(":")
+    headers[name.strip().lower()] = value.strip()
+
+
+def _framing(version: bytes, status: int, headers: dict[str, str]) -> tuple[str, int, bool]:
+    """How the body of an answer is framed: ``("chunked", 0, keep)``, ``("length", n,
+    keep)``, ``("none", 0, keep)`` or ``("close", 0, False)`` (it runs to the end of the
+    connection), and whether the connection may serve another request."""
+    keep = version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        return "chunked", 0, keep
+    if "content-length" in headers:
+        return "length", int(headers["content-length"]), keep
+    if status in (204, 304):
+        return "none", 0, keep
+    return "close", 0, False
 
 
 class _Connection:
@@ -157,10 +203,7 @@ class HTTPPool:
              ) -> tuple[int, dict[str, str], bytes]:
         """``POST`` ``body`` to ``path`` with ``headers`` (``Host`` and ``Content-Length``
         added); the answer's status, headers (lower-case names) and body."""
-        head = [f"POST {path} HTTP/1.1", f"Host: {self.host_header}"]
-        head += [f"{k}: {v}" for k, v in headers.items()]
-        head.append(f"Content-Length: {len(body)}")
-        message = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+        message = _message(path, self.host_header, headers, body)
         conn = self._take()
         try:
             try:
@@ -190,33 +233,28 @@ def _read_answer(reader: IO[bytes]) -> tuple[int, dict[str, str], bytes, bool]:
     """One answer: status, headers, body and whether the connection may be reused."""
     try:
         while True:  # (1xx answers are skipped)
-            parts = _line(reader).split(None, 2)
-            if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-                raise ConnectionLost(f"not an HTTP answer: {b' '.join(parts)[:80]!r}")
-            status = int(parts[1])
+            version, status = _status(_line(reader))
             headers: dict[str, str] = {}
             for _ in range(MAX_HEADERS + 1):
                 line = _line(reader)
                 if line in (b"\r\n", b"\n"):
                     break
-                name, _, value = line.decode("latin-1").partition(":")
-                headers[name.strip().lower()] = value.strip()
+                _header(line, headers)
             else:
                 raise ConnectionLost("too many header lines in the answer")
             if status >= 200:
                 break
-        keep = parts[0] == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
-        if "chunked" in headers.get("transfer-encoding", "").lower():
+        framing, length, keep = _framing(version, status, headers)
+        if framing == "chunked":
             data = _read_chunked(reader)
-        elif "content-length" in headers:
-            length = int(headers["content-length"])
+        elif framing == "length":
             data = reader.read(length)
             if len(data) != length:
                 raise ConnectionLost("the connection closed in the middle of the answer")
-        elif status in (204, 304):
+        elif framing == "none":
             data = b""
-        else:  # the body runs to the end of the connection
-            data, keep = reader.read(), False
+        else:
+            data = reader.read()
     except TimeoutError as exc:  # (socket.timeout)
         raise AnswerTimeout(f"no complete answer in time: {exc}") from exc
     except ValueError as exc:  # a malformed status or length
@@ -243,3 +281,150 @@ def _read_chunked(reader: IO[bytes]) -> bytes:
             raise ConnectionLost("the connection closed in the middle of a chunk")
         parts.append(chunk)
         _line(reader)  # the chunk's CRLF
+
+
+# -- the same on asyncio ------------------------------------------------------------------
+class _AsyncConnection:
+    __slots__ = ("reader", "writer")
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    def idle(self) -> bool:
+        """Still usable: open, not at its end, nothing unread."""
+        return not (self.writer.is_closing() or self.reader.at_eof()
+                    or len(getattr(self.reader, "_buffer", b"")))
+
+    def abort(self) -> None:
+        self.writer.transport.abort()
+
+    async def close(self) -> None:
+        self.writer.close()
+        with contextlib.suppress(OSError, ssl.SSLError):
+            await self.writer.wait_closed()
+
+
+class AsyncHTTPPool:
+    """:class:`HTTPPool` on asyncio streams, for one event loop (the connections belong to
+    the loop that opened them)."""
+
+    def __init__(self, host: str, port: int, *, host_header: str,
+                 tls: Callable[[], ssl.SSLContext] | None, connect_timeout: float | None,
+                 read_timeout: float | None, maxsize: int = 10) -> None:
+        self.host = host
+        self.port = port
+        #: the ``Host`` header sent (as the request was signed: default ports dropped)
+        self.host_header = host_header
+        #: makes the TLS context (on the first connection), ``None`` for plain TCP
+        self.tls = tls
+        self._context: ssl.SSLContext | None = None
+        self.connect_timeout = connect_timeout
+        self.read_timeout = read_timeout
+        self.maxsize = maxsize
+        self._idle: list[_AsyncConnection] = []
+
+    async def _connect(self) -> _AsyncConnection:
+        try:
+            if self.tls is not None and self._context is None:
+                self._context = await asyncio.to_thread(self.tls)  # (reads a CA bundle)
+            async with asyncio.timeout(self.connect_timeout):
+                reader, writer = await asyncio.open_connection(
+                    self.host, self.port, ssl=self._context,
+                    server_hostname=self.host if self._context is not None else None,
+                    limit=MAX_LINE + 2)
+        except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
+            raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+        return _AsyncConnection(reader, writer)
+
+    async def _take(self) -> _AsyncConnection:
+        while self._idle:
+            conn = self._idle.pop()
+            if conn.idle():
+                return conn
+            conn.abort()
+        return await self._connect()
+
+    async def close(self) -> None:
+        """Close every idle connection."""
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
+
+    async def post(self, path: str, body: bytes, headers: dict[str, str]
+                   ) -> tuple[int, dict[str, str], bytes]:
+        """As :meth:`HTTPPool.post`."""
+        message = _message(path, self.host_header, headers, body)
+        conn = await self._take()
+        try:
+            try:
+                conn.writer.write(message)
+                await conn.writer.drain()
+            except (OSError, ssl.SSLError) as exc:
+                raise ConnectionLost(f"sending to {self.host}:{self.port}: {exc}") from exc
+            try:
+                async with asyncio.timeout(self.read_timeout):
+                    status, answer, data, keep = await _read_answer_async(conn.reader)
+            except TimeoutError as exc:
+                raise AnswerTimeout(f"no complete answer in time: {exc}") from exc
+        except BaseException:
+            conn.abort()
+            raise
+        if keep and len(self._idle) < self.maxsize:
+            self._idle.append(conn)
+        else:
+            conn.abort()
+        return status, answer, data
+
+
+async def _line_async(reader: asyncio.StreamReader) -> bytes:
+    try:
+        line = await reader.readuntil(b"\n")
+    except asyncio.IncompleteReadError as exc:
+        raise ConnectionLost("the connection closed before the answer was complete") from exc
+    except asyncio.LimitOverrunError as exc:
+        raise ConnectionLost("an answer line is too long") from exc
+    return line
+
+
+async def _read_answer_async(reader: asyncio.StreamReader
+                             ) -> tuple[int, dict[str, str], bytes, bool]:
+    """:func:`_read_answer` on an asyncio stream (the caller bounds it in time)."""
+    try:
+        while True:  # (1xx answers are skipped)
+            version, status = _status(await _line_async(reader))
+            headers: dict[str, str] = {}
+            for _ in range(MAX_HEADERS + 1):
+                line = await _line_async(reader)
+                if line in (b"\r\n", b"\n"):
+                    break
+                _header(line, headers)
+            else:
+                raise ConnectionLost("too many header lines in the answer")
+            if status >= 200:
+                break
+        framing, length, keep = _framing(version, status, headers)
+        if framing == "chunked":
+            parts: list[bytes] = []
+            while True:
+                size = int((await _line_async(reader)).split(b";", 1)[0].strip(), 16)
+                if size == 0:
+                    while await _line_async(reader) not in (b"\r\n", b"\n"):  # trailers
+                        pass
+                    break
+                parts.append(await reader.readexactly(size))
+                await _line_async(reader)
+            data = b"".join(parts)
+        elif framing == "length":
+            data = await reader.readexactly(length)
+        elif framing == "none":
+            data = b""
+        else:
+            data = await reader.read()
+    except asyncio.IncompleteReadError as exc:
+        raise ConnectionLost("the connection closed in the middle of the answer") from exc
+    except ValueError as exc:  # a malformed status or length
+        raise ConnectionLost(f"a malformed answer: {exc}") from exc
+    except (ssl.SSLError, ConnectionError) as exc:
+        raise ConnectionLost(str(exc)) from exc
+    return status, headers, data, keep

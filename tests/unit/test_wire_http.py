@@ -1,4 +1,5 @@
-"""dynaorm.wire.http, the sync wire's HTTP/1.1 client, against real loopback servers:
+"""dynaorm.wire.http, the wires' HTTP/1.1 client (sync and asyncio), against real loopback
+servers:
 keep-alive reuse, a server that drops idle connections, every way an answer can be framed,
 and each failure raised as what it means for the request (not sent, sent and no answer in
 time, lost in the middle); then through SyncWire, the botocore exceptions the error
@@ -6,6 +7,7 @@ mapping expects, and TLS verified as the client says."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import ssl
@@ -18,7 +20,13 @@ from typing import Any
 
 import pytest
 
-from dynaorm.wire.http import AnswerTimeout, ConnectFailed, ConnectionLost, HTTPPool
+from dynaorm.wire.http import (
+    AnswerTimeout,
+    AsyncHTTPPool,
+    ConnectFailed,
+    ConnectionLost,
+    HTTPPool,
+)
 
 Handler = Callable[[socket.socket, bytes, int], bool]  # (conn, request body, n) -> keep open
 
@@ -103,16 +111,49 @@ def echo(conn: socket.socket, body: bytes, n: int) -> bool:
     return True
 
 
-def pool(server: Server, **options: Any) -> HTTPPool:
+class _OnALoop:
+    """An :class:`AsyncHTTPPool` driven from sync test code on one event loop of its own
+    (its connections belong to that loop)."""
+
+    def __init__(self, pool: AsyncHTTPPool) -> None:
+        self.pool = pool
+        self.loop = asyncio.new_event_loop()
+
+    def post(self, path: str, body: bytes, headers: dict[str, str]
+             ) -> tuple[int, dict[str, str], bytes]:
+        return self.loop.run_until_complete(self.pool.post(path, body, headers))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.pool.close())
+        self.loop.close()
+
+
+@pytest.fixture(params=["sync", "async"])
+def kind(request: pytest.FixtureRequest) -> Iterator[str]:
+    yield request.param
+    for opened in _OPENED:
+        opened.close()
+    _OPENED.clear()
+
+
+_OPENED: list[Any] = []  # the pools a test opened, closed after it
+
+
+def pool(server: Server, kind: str = "sync", **options: Any) -> Any:
+    """A pool to ``server``: the sync :class:`HTTPPool`, or the asyncio one driven on a
+    loop of its own (the same ``post``)."""
     settings: dict[str, Any] = {"host_header": f"127.0.0.1:{server.port}", "tls": None,
                                 "connect_timeout": 2, "read_timeout": 2}
     settings.update(options)
-    return HTTPPool("127.0.0.1", server.port, **settings)
+    opened: Any = (HTTPPool("127.0.0.1", server.port, **settings) if kind == "sync" else
+                   _OnALoop(AsyncHTTPPool("127.0.0.1", server.port, **settings)))
+    _OPENED.append(opened)
+    return opened
 
 
-def test_one_connection_serves_every_request(serve: Callable[..., Server]) -> None:
+def test_one_connection_serves_every_request(serve: Callable[..., Server], kind: str) -> None:
     server = serve(echo)
-    p = pool(server)
+    p = pool(server, kind)
     for i in range(20):
         status, headers, body = p.post("/", b'{"n":%d}' % i, {"X-Amz-Target": "x"})
         assert (status, body) == (200, b'{"n":%d}' % i)
@@ -123,20 +164,22 @@ def test_one_connection_serves_every_request(serve: Callable[..., Server]) -> No
     assert f"Host: 127.0.0.1:{server.port}\r\n" in head and "X-Amz-Target: x\r\n" in head
 
 
-def test_a_connection_the_server_closed_is_not_reused(serve: Callable[..., Server]) -> None:
+def test_a_connection_the_server_closed_is_not_reused(serve: Callable[..., Server],
+                                                      kind: str) -> None:
     def once(conn: socket.socket, body: bytes, n: int) -> bool:
         conn.sendall(answer(body))
         return False  # the server closes after each answer, without saying so
 
     server = serve(once)
-    p = pool(server)
+    p = pool(server, kind)
     for _ in range(3):
         assert p.post("/", b"{}", {})[0] == 200
         time.sleep(0.05)  # the close reaches the client before the next request
     assert (server.connections, server.requests) == (3, 3)
 
 
-def test_connection_close_chunked_and_unframed_answers(serve: Callable[..., Server]) -> None:
+def test_connection_close_chunked_and_unframed_answers(serve: Callable[..., Server],
+                                                       kind: str) -> None:
     def framed(conn: socket.socket, body: bytes, n: int) -> bool:
         if n == 1:
             conn.sendall(answer(b'{"a":1}', extra="Connection: close\r\n"))
@@ -150,49 +193,49 @@ def test_connection_close_chunked_and_unframed_answers(serve: Callable[..., Serv
         return False
 
     server = serve(framed)
-    p = pool(server)
+    p = pool(server, kind)
     assert p.post("/", b"{}", {})[2] == b'{"a":1}'
     assert p.post("/", b"{}", {})[2] == b'{"b":22}'
     assert p.post("/", b"{}", {})[2] == b'{"c":3}'
     assert server.connections == 2  # a new one after "Connection: close"
 
 
-def test_nothing_listening_is_connect_failed() -> None:
+def test_nothing_listening_is_connect_failed(kind: str) -> None:
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    p = HTTPPool("127.0.0.1", port, host_header="x", tls=None, connect_timeout=1,
-                 read_timeout=1)
+    server = Server.__new__(Server)
+    server.port = port
     with pytest.raises(ConnectFailed):
-        p.post("/", b"{}", {})
+        pool(server, kind).post("/", b"{}", {})
 
 
-def test_no_answer_in_time_is_answer_timeout(serve: Callable[..., Server]) -> None:
+def test_no_answer_in_time_is_answer_timeout(serve: Callable[..., Server], kind: str) -> None:
     def slow(conn: socket.socket, body: bytes, n: int) -> bool:
         time.sleep(1.0)
         return False
 
-    p = pool(serve(slow), read_timeout=0.2)
+    p = pool(serve(slow), kind, read_timeout=0.2)
     with pytest.raises(AnswerTimeout):
         p.post("/", b"{}", {})
 
 
-def test_a_close_in_the_middle_is_connection_lost(serve: Callable[..., Server]) -> None:
+def test_a_close_in_the_middle_is_connection_lost(serve: Callable[..., Server], kind: str) -> None:
     def cut(conn: socket.socket, body: bytes, n: int) -> bool:
         conn.sendall(answer(b'{"long": "answer"}')[:-5])
         return False
 
-    p = pool(serve(cut))
+    p = pool(serve(cut), kind)
     with pytest.raises(ConnectionLost):
         p.post("/", b"{}", {})
 
 
-def test_garbage_is_connection_lost(serve: Callable[..., Server]) -> None:
+def test_garbage_is_connection_lost(serve: Callable[..., Server], kind: str) -> None:
     def garbage(conn: socket.socket, body: bytes, n: int) -> bool:
         conn.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
         return False
 
-    p = pool(serve(garbage))
+    p = pool(serve(garbage), kind)
     with pytest.raises(ConnectionLost):
         p.post("/", b"{}", {})
 
@@ -257,6 +300,7 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         wire_for(f"http://127.0.0.1:{port}").send("GetItem", request)
     mapped = map_error("GetItem", request, refused.value)
     assert isinstance(mapped, RequestError) and not mapped.maybe_applied
+    wire.close()
 
 
 @pytest.fixture(scope="module")
@@ -283,7 +327,8 @@ def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
     server = serve(echo, tls=context)
     url = f"https://127.0.0.1:{server.port}"
     for verify in (cert, False):  # the CA bundle given, or no verification
-        assert wire_for(url, verify=verify).send("GetItem", {"TableName": "t"}) == {
-            "TableName": "t"}
+        wire = wire_for(url, verify=verify)
+        assert wire.send("GetItem", {"TableName": "t"}) == {"TableName": "t"}
+        wire.close()
     with pytest.raises(SSLError):  # botocore's own bundle does not know this certificate
         wire_for(url).send("GetItem", {"TableName": "t"})
