@@ -12,12 +12,9 @@ only once it is recorded, so every item is covered exactly once.
 
 from __future__ import annotations
 
-import base64
-import json
-import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,6 @@ from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import GUARD_TYPE, parse_version_sk, version_sk
-from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
 from dynaorm.read.batches import batch_get_p
 from dynaorm.tools.audit import (
@@ -37,14 +33,11 @@ from dynaorm.tools.audit import (
     repair,
     scan_pages,
 )
+from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
 from dynaorm.transport.steps import call
 
-__all__ = ["CheckResult", "CheckpointError", "ProgressBar", "audit_page", "check_table",
-           "item_count", "progress_line"]
-
-
-class CheckpointError(DynaormError):
-    """A checkpoint file that cannot be used (unreadable, another table, other options)."""
+__all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_count",
+           "progress_line"]
 
 
 @dataclass
@@ -61,37 +54,17 @@ class _State:
     failed: int = 0
     done: bool = False
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["last_key"] = None if self.last_key is None else {
-            k: {t: base64.b64encode(v).decode() if t == "B" else v for t, v in av.items()}
-            for k, av in self.last_key.items()}
-        return json.dumps(data, indent=1)
-
-    def check_types(self) -> None:
-        """TypeError unless every field has the type a run writes (a hand-edited file)."""
-        for name, kind in (("table", str), ("repair", bool), ("done", bool),
-                           ("scanned", int), ("pages", int), ("unrepairable", int),
-                           ("repaired", int), ("failed", int), ("problems", list),
-                           ("seen", list)):
-            value = getattr(self, name)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
+    def check_items(self) -> None:
+        """TypeError unless ``problems`` and ``seen`` hold strings (a hand-edited file)."""
         if not all(isinstance(p, str) for p in self.problems) or not all(
                 isinstance(k, list) and all(isinstance(x, str) for x in k) for k in self.seen):
             raise TypeError("problems and seen must hold strings")
 
-    @classmethod
-    def from_json(cls, text: str, where: str) -> _State:
-        try:
-            data = json.loads(text)
-            state = cls(**data)
-            state.last_key = normalize_item(state.last_key, f"{where} last_key")
-            state.check_types()
-        except (ValueError, TypeError) as exc:
-            raise CheckpointError(f"checkpoint {where} is not a dynaorm check checkpoint: "
-                                  f"{exc}") from exc
-        return state
+
+#: the type each field of a check checkpoint must have
+_TYPES: dict[str, type] = {
+    "table": str, "repair": bool, "done": bool, "scanned": int, "pages": int,
+    "unrepairable": int, "repaired": int, "failed": int, "problems": list, "seen": list}
 
 
 @dataclass(frozen=True)
@@ -325,40 +298,26 @@ def _repair(table: Table, problems: list[Problem]) -> list[Repair]:
 
 # -- the run -------------------------------------------------------------------------------
 def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
-    if path is None:
-        return _State(table.name, fix), False
-    if path.is_dir():
-        raise CheckpointError(f"checkpoint {path} is a directory, not a file")
-    if not path.exists():
-        state = _State(table.name, fix)
-        try:  # an unwritable place fails now, before any page is scanned or repaired
-            _save(path, state)
-        except OSError as exc:
-            raise CheckpointError(f"checkpoint {path} cannot be written: {exc}") from exc
-        return state, False
+    fresh = _State(table.name, fix)
+    text = None if path is None else existing(path, fresh, create=True)
+    if path is None or text is None:
+        return fresh, False
+    state = parse(_State, text, str(path), "check", _TYPES)
     try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from exc
-    state = _State.from_json(text, str(path))
+        state.check_items()
+    except TypeError as exc:
+        raise CheckpointError(f"checkpoint {path} is not a dynaorm check checkpoint: "
+                              f"{exc}") from exc
     if state.table != table.name:
         raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
                               f"{table.name!r}")
     if state.done:
-        return _State(table.name, fix), False
+        return fresh, False
     if state.repair != fix:
         raise CheckpointError(f"checkpoint {path} was written by a run "
                               f"{'with' if state.repair else 'without'} --repair: run with "
                               "the same options, or delete the file to start over")
     return state, True
-
-
-def _save(path: Path | None, state: _State) -> None:
-    if path is None:
-        return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(state.to_json())
-    os.replace(tmp, path)  # atomic: a crash leaves the old checkpoint or the new one
 
 
 def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | None = None,
@@ -395,7 +354,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         state.pages += 1
         state.last_key = last
         state.done = last is None
-        _save(path, state)
+        save(path, state)
         if progress is not None:
             progress(state.scanned)
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,

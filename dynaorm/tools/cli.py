@@ -30,7 +30,8 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
-from dynaorm.tools.check import CheckpointError, ProgressBar, check_table, item_count
+from dynaorm.tools.check import ProgressBar, check_table, item_count
+from dynaorm.tools.checkpoint import CheckpointError
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 

@@ -17,15 +17,13 @@ of ``dynaorm check`` (no repairs), whose findings the report lists.
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import os
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from dynaorm._types import Item, PlainKey
@@ -34,12 +32,12 @@ from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
-from dynaorm.model.streams import normalize_item
 from dynaorm.model.table import Table
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
-from dynaorm.tools.check import CheckpointError, check_table
+from dynaorm.tools.check import check_table
+from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
 from dynaorm.transport.steps import call
 from dynaorm.write.moves import history_batches, load_old, needs_history_batches
 from dynaorm.write.render import WritePlan
@@ -66,28 +64,11 @@ class _State:
     samples: dict[str, list[list[str]]] = field(default_factory=dict)
     done: bool = False
 
-    def to_json(self) -> str:
-        data = asdict(self)
-        data["last_key"] = None if self.last_key is None else {
-            k: {t: base64.b64encode(v).decode() if t == "B" else v for t, v in av.items()}
-            for k, av in self.last_key.items()}
-        return json.dumps(data, indent=1)
 
-    @classmethod
-    def from_json(cls, text: str, where: str) -> _State:
-        try:
-            state = cls(**json.loads(text))
-            state.last_key = normalize_item(state.last_key, f"{where} last_key")
-            for name, kind in (("table", str), ("dry_run", bool), ("scanned", int),
-                               ("pages", int), ("found", dict), ("moved", dict),
-                               ("skipped", int), ("failed", list), ("samples", dict),
-                               ("done", bool)):
-                if not isinstance(getattr(state, name), kind):
-                    raise TypeError(f"{name} must be {kind.__name__}")
-        except (ValueError, TypeError) as exc:
-            raise CheckpointError(f"checkpoint {where} is not a dynaorm migrate checkpoint: "
-                                  f"{exc}") from exc
-        return state
+#: the type each field of a migrate checkpoint must have
+_TYPES: dict[str, type] = {
+    "table": str, "dry_run": bool, "scanned": int, "pages": int, "found": dict,
+    "moved": dict, "skipped": int, "failed": list, "samples": dict, "done": bool}
 
 
 @dataclass(frozen=True)
@@ -199,20 +180,12 @@ def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple
         if resume:
             raise CheckpointError("resume needs a checkpoint file")
         return fresh, False
-    if path.is_dir():
-        raise CheckpointError(f"checkpoint {path} is a directory, not a file")
-    if not path.exists():
+    text = existing(path, fresh, create=not resume)
+    if text is None:
         if resume:
             raise CheckpointError(f"checkpoint {path} does not exist: nothing to resume")
-        try:
-            _save(path, fresh)
-        except OSError as exc:
-            raise CheckpointError(f"checkpoint {path} cannot be written: {exc}") from exc
         return fresh, False
-    try:
-        state = _State.from_json(path.read_text(), str(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from exc
+    state = parse(_State, text, str(path), "migrate", _TYPES)
     if state.table != table.name:
         raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
                               f"{table.name!r}")
@@ -227,14 +200,6 @@ def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple
         raise CheckpointError(f"checkpoint {path} was written by a run "
                               f"{'with' if state.dry_run else 'without'} --dry-run")
     return state, True
-
-
-def _save(path: Path | None, state: _State) -> None:
-    if path is None:
-        return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(state.to_json())
-    os.replace(tmp, path)  # atomic: a crash leaves the old checkpoint or the new one
 
 
 def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | None = None,
@@ -312,7 +277,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
             state.pages += 1
             state.last_key = last
             state.done = last is None
-            _save(path, state)
+            save(path, state)
             if progress is not None:
                 progress(state.scanned)
             pages += 1

@@ -360,7 +360,7 @@ def test_migrate_command(db: TestBackend, capsys: pytest.CaptureFixture[str]) ->
 
 @pytest.mark.sync_only
 def test_migrate_checkpoint_errors(db: TestBackend, tmp_path: Any) -> None:
-    from dynaorm.tools.check import CheckpointError
+    from dynaorm.tools.checkpoint import CheckpointError
 
     point = tmp_path / "m.json"
     with pytest.raises(CheckpointError, match="does not exist: nothing to resume"):

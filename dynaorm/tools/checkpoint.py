@@ -1,0 +1,87 @@
+"""Checkpoint files of the commands that scan a table page by page (``dynaorm check``,
+``dynaorm migrate``): a run's scan position and counts, written atomically after every
+page and read back whole, or refused with a :class:`CheckpointError` that says why.
+
+A run's state is a dataclass with at least ``table``, ``last_key`` (the scan's
+``LastEvaluatedKey``, binary values base64 in the file) and ``done``; each command keeps
+its own counts beside them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, TypeVar
+
+from dynaorm.errors import DynaormError
+from dynaorm.model.streams import normalize_item
+
+__all__ = ["CheckpointError", "dump", "existing", "parse", "save"]
+
+S = TypeVar("S")
+
+
+class CheckpointError(DynaormError):
+    """A checkpoint file that cannot be used (unreadable, another table, other options)."""
+
+
+def dump(state: Any) -> str:
+    """``state`` (a dataclass) as the checkpoint file's text."""
+    data = asdict(state)
+    last_key = data.get("last_key")
+    data["last_key"] = None if last_key is None else {
+        k: {t: base64.b64encode(v).decode() if t == "B" else v for t, v in av.items()}
+        for k, av in last_key.items()}
+    return json.dumps(data, indent=1)
+
+
+def parse(cls: type[S], text: str, where: str, command: str,
+          types: Mapping[str, type]) -> S:
+    """The state of class ``cls`` in the checkpoint text read from ``where``: every field
+    named in ``types`` must have that type (a hand-edited file), ``last_key`` must be a
+    DynamoDB key; else :class:`CheckpointError` naming ``command``."""
+    try:
+        state = cls(**json.loads(text))
+        state.last_key = normalize_item(state.last_key,  # type: ignore[attr-defined]
+                                        f"{where} last_key")
+        for name, kind in types.items():
+            value = getattr(state, name)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
+    except (ValueError, TypeError) as exc:
+        raise CheckpointError(f"checkpoint {where} is not a dynaorm {command} checkpoint: "
+                              f"{exc}") from exc
+    return state
+
+
+def save(path: Path | None, state: Any) -> None:
+    """Write ``state`` to ``path`` atomically (a crash leaves the old checkpoint or the new
+    one); nothing without a path."""
+    if path is None:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(dump(state))
+    os.replace(tmp, path)
+
+
+def existing(path: Path, fresh: Any, *, create: bool) -> str | None:
+    """The text of the checkpoint at ``path``; ``None`` when there is none, after writing
+    ``fresh`` there when ``create`` (an unwritable place fails now, before any page is
+    scanned or written)."""
+    if path.is_dir():
+        raise CheckpointError(f"checkpoint {path} is a directory, not a file")
+    if not path.exists():
+        if create:
+            try:
+                save(path, fresh)
+            except OSError as exc:
+                raise CheckpointError(f"checkpoint {path} cannot be written: {exc}") from exc
+        return None
+    try:
+        return path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"checkpoint {path} cannot be read: {exc}") from exc
