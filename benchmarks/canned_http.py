@@ -13,21 +13,23 @@ Usage from a benchmark::
     with canned_endpoint() as endpoint:   # "http://127.0.0.1:PORT"
         ...
 
-Standard library only (the child imports nothing of dynaorm).
+The server is standard library only (the child imports nothing of dynaorm).
 """
 
 from __future__ import annotations
 
 import http.server
+import itertools
 import json
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["REGION", "TABLE", "canned_endpoint", "message_item", "serve", "user_item"]
+__all__ = ["REGION", "TABLE", "canned_endpoint", "dynaorm_models", "ids", "message_item", "serve",
+           "user_item"]
 
 TABLE = "app"
 REGION = "us-east-1"
@@ -113,6 +115,63 @@ def canned_endpoint() -> Iterator[str]:
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+# -- what the contenders of both wire benchmarks share (client process) -----------------------
+def ids() -> Callable[[], str]:
+    """A source of fresh ids (``n0``, ``n1``, ...)."""
+    counter = itertools.count()
+    return lambda: f"n{next(counter)}"
+
+
+def dynaorm_models(endpoint: str, wire: str) -> tuple[Any, Any, Any, Any]:
+    """The table (``Table(wire=wire)``) and the entities every dynaorm contender uses:
+    ``User`` (two unique attributes: an insert is a 3-Put transaction), ``PlainUser``
+    (an insert is one PutItem) and ``Message`` (the queried items)."""
+    from dynaorm import Entity, Table
+
+    app = Table(TABLE, endpoint_url=endpoint, region=REGION, wire=wire)
+
+    class User(Entity):
+        class Meta:
+            table = app
+            pk = "USER#{user_id}"
+            sk = "PROFILE"
+            unique = ("username", "email")
+
+        user_id: str
+        org_id: str
+        username: str
+        email: str
+        full_name: str = ""
+        logins: int = 0
+
+    class PlainUser(Entity):
+        class Meta:
+            table = app
+            pk = "USER#{user_id}"
+            sk = "PROFILE"
+
+        user_id: str
+        org_id: str
+        username: str
+        email: str
+        full_name: str = ""
+        logins: int = 0
+
+    class Message(Entity):
+        class Meta:
+            table = app
+            pk = "ROOM#{room}"
+            sk = "MSG#{msg_id}"
+
+        room: str
+        msg_id: str
+        author: str
+        seq: int
+        body: str
+
+    return app, User, PlainUser, Message
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """Client CPU per operation over real HTTP: raw botocore vs PynamoDB vs dynaorm on both wires.
 
-A canned DynamoDB endpoint runs in a child process (``http.server`` on loopback, HTTP/1.1
-keep-alive, fixed JSON answers with a correct ``x-amz-crc32``), so every contender pays
+A canned DynamoDB endpoint runs in a child process (``benchmarks/canned_http.py``:
+``http.server`` on loopback, HTTP/1.1 keep-alive, fixed JSON answers with a correct
+``x-amz-crc32``), so every contender pays
 its whole client path: rendering, SigV4 signing, the socket, reading, parsing and building
 objects. Only the client process's CPU is timed (``time.process_time``), so the server's
 work does not count.
@@ -27,15 +28,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import http.server
-import itertools
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +40,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-TABLE = "app"
-REGION = "us-east-1"
+from benchmarks.canned_http import REGION, TABLE, canned_endpoint, dynaorm_models, ids
+
 OPS = ("get", "put", "tx3", "query25", "query1000")
 CONTENDERS = ("botocore", "pynamodb", "dynaorm-botocore", "dynaorm")
 #: iterations per repeat of each op (``--scale`` multiplies them)
@@ -53,71 +50,8 @@ ITERATIONS = {"get": 300, "put": 300, "tx3": 200, "query25": 150, "query1000": 1
 TARGETS = {"get": 0.6, "put": 0.6, "tx3": 0.6, "query25": 0.4, "query1000": 0.25}
 
 
-# -- the canned endpoint (child process; standard library only) ----------------------------
 def _s(value: str) -> dict[str, str]:
     return {"S": value}
-
-
-def user_item() -> dict[str, Any]:
-    return {"pk": _s("USER#u1"), "sk": _s("PROFILE"), "_type": _s("User"),
-            "user_id": _s("u1"), "org_id": _s("o1"), "username": _s("alice"),
-            "email": _s("alice@x.com"), "full_name": _s("Alice Liddell"),
-            "logins": {"N": "42"}}
-
-
-def message_item(room: str, n: int) -> dict[str, Any]:
-    return {"pk": _s(f"ROOM#{room}"), "sk": _s(f"MSG#m{n:05d}"), "_type": _s("Message"),
-            "room": _s(room), "msg_id": _s(f"m{n:05d}"), "author": _s(f"user{n % 5}"),
-            "seq": {"N": str(n)},
-            "body": _s(f"message number {n}: the quick brown fox jumps over the lazy dog")}
-
-
-def answers() -> dict[str, bytes]:
-    """The answer body per operation (a Query's per room: ``r25`` / ``r1000``)."""
-    out: dict[str, Any] = {"GetItem": {"Item": user_item()}, "PutItem": {},
-                           "TransactWriteItems": {}}
-    for size in (25, 1000):
-        items = [message_item(f"r{size}", n) for n in range(size)]
-        out[f"Query:r{size}"] = {"Items": items, "Count": size, "ScannedCount": size}
-    return {k: json.dumps(v, separators=(",", ":")).encode() for k, v in out.items()}
-
-
-class Canned(http.server.BaseHTTPRequestHandler):
-    """DynamoDB's JSON protocol, canned: the answer for the ``X-Amz-Target`` (for a Query,
-    the room in its ``:pk`` value), with ``x-amz-crc32``."""
-
-    protocol_version = "HTTP/1.1"
-    disable_nagle_algorithm = True  # headers and body leave at once (no 40 ms ACK wait)
-    bodies: dict[str, bytes] = {}
-
-    def do_POST(self) -> None:
-        request = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        operation = self.headers.get("X-Amz-Target", "").rpartition(".")[2]
-        if operation == "Query":
-            operation += ":r1000" if b"ROOM#r1000" in request else ":r25"
-        body = self.bodies.get(operation)
-        status = 200
-        if body is None:
-            status, body = 400, json.dumps({
-                "__type": "com.amazon.coral.validate#ValidationException",
-                "message": f"canned endpoint: no answer for {operation}"}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/x-amz-json-1.0")
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-amz-crc32", str(zlib.crc32(body) & 0xFFFFFFFF))
-        self.send_header("x-amzn-RequestId", "canned")
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *_: Any) -> None:
-        pass
-
-
-def serve() -> None:
-    Canned.bodies = answers()
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Canned)
-    print(server.server_address[1], flush=True)
-    server.serve_forever()
 
 
 # -- contenders (client process) ------------------------------------------------------------
@@ -143,11 +77,6 @@ class RawMessage:
     body: str
 
 
-def _ids() -> Callable[[], str]:
-    counter = itertools.count()
-    return lambda: f"n{next(counter)}"
-
-
 def _raw_user(user_id: str) -> dict[str, Any]:
     return {"pk": _s(f"USER#{user_id}"), "sk": _s("PROFILE"), "_type": _s("User"),
             "user_id": _s(user_id), "org_id": _s("o1"), "username": _s("alice"),
@@ -167,7 +96,7 @@ def make_botocore(endpoint: str) -> dict[str, Op]:
         "dynamodb", region_name=REGION, endpoint_url=endpoint,
         config=botocore.config.Config(parameter_validation=False,
                                       retries={"total_max_attempts": 1, "mode": "standard"}))
-    new_id = _ids()
+    new_id = ids()
 
     def get() -> object:
         i = client.get_item(TableName=TABLE, Key={"pk": _s("USER#u1"), "sk": _s("PROFILE")}
@@ -245,7 +174,7 @@ def make_pynamodb(endpoint: str) -> dict[str, Op]:
         body = UnicodeAttribute()
 
     connection = PUser._get_connection().connection
-    new_id = _ids()
+    new_id = ids()
 
     def new_user() -> PUser:
         uid = new_id()
@@ -277,50 +206,10 @@ def make_pynamodb(endpoint: str) -> dict[str, Op]:
 
 
 def make_dynaorm(endpoint: str, wire: str) -> dict[str, Op]:
-    from dynaorm import Entity, Session, Table
+    from dynaorm import Session
 
-    app = Table(TABLE, endpoint_url=endpoint, region=REGION, wire=wire)
-
-    class User(Entity):
-        class Meta:
-            table = app
-            pk = "USER#{user_id}"
-            sk = "PROFILE"
-            unique = ("username", "email")
-
-        user_id: str
-        org_id: str
-        username: str
-        email: str
-        full_name: str = ""
-        logins: int = 0
-
-    class PlainUser(Entity):
-        class Meta:
-            table = app
-            pk = "USER#{user_id}"
-            sk = "PROFILE"
-
-        user_id: str
-        org_id: str
-        username: str
-        email: str
-        full_name: str = ""
-        logins: int = 0
-
-    class Message(Entity):
-        class Meta:
-            table = app
-            pk = "ROOM#{room}"
-            sk = "MSG#{msg_id}"
-
-        room: str
-        msg_id: str
-        author: str
-        seq: int
-        body: str
-
-    new_id = _ids()
+    app, User, PlainUser, Message = dynaorm_models(endpoint, wire)
+    new_id = ids()
 
     def new(cls: type[Any]) -> Any:
         return cls(user_id=new_id(), org_id="o1", username="alice", email="alice@x.com",
@@ -369,20 +258,12 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--scale", type=float, default=1.0)
     parser.add_argument("--json", type=Path)
-    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.serve:
-        serve()
-        return 0
     # dummy credentials for the contenders that read the environment (a script, not dynaorm)
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "x")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "x")
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
-    child = subprocess.Popen([sys.executable, __file__, "--serve"], stdout=subprocess.PIPE,
-                             text=True)
-    try:
-        assert child.stdout is not None
-        endpoint = f"http://127.0.0.1:{child.stdout.readline().strip()}"
+    with canned_endpoint() as endpoint:
         contenders = {"botocore": make_botocore(endpoint),
                       "pynamodb": make_pynamodb(endpoint),
                       "dynaorm-botocore": make_dynaorm(endpoint, "botocore"),
@@ -397,9 +278,6 @@ def main() -> int:
                 n = max(1, int(ITERATIONS[op] * args.scale))
                 for name in CONTENDERS:
                     samples.setdefault((name, op), []).append(timed(contenders[name][op], n))
-    finally:
-        child.terminate()
-        child.wait()
     median = {k: statistics.median(v) for k, v in samples.items()}
     print(f"client CPU per operation (ms, median of {args.repeats}), ratio to raw botocore; "
           "canned endpoint over loopback HTTP")

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import itertools
 import json
 import os
 import statistics
@@ -46,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.canned_http import REGION, TABLE, canned_endpoint
+from benchmarks.canned_http import REGION, TABLE, canned_endpoint, dynaorm_models, ids
 
 OPS = ("get", "put", "tx3", "query25", "query1000")
 CONTENDERS = ("aiobotocore", "dynaorm-botocore", "dynaorm", "asyncwire-raw")
@@ -81,11 +80,6 @@ def _s(value: str) -> dict[str, str]:
     return {"S": value}
 
 
-def _ids() -> Callable[[], str]:
-    counter = itertools.count()
-    return lambda: f"n{next(counter)}"
-
-
 def _raw_user(user_id: str) -> dict[str, Any]:
     return {"pk": _s(f"USER#{user_id}"), "sk": _s("PROFILE"), "_type": _s("User"),
             "user_id": _s(user_id), "org_id": _s("o1"), "username": _s("alice"),
@@ -100,7 +94,7 @@ NOT_EXISTS = {"ConditionExpression": "attribute_not_exists(#pk)",
 def raw_ops(send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
             ) -> dict[str, Op]:
     """The hand-written contender's ops over ``send(operation, request)``."""
-    new_id = _ids()
+    new_id = ids()
 
     async def get() -> object:
         i = (await send("GetItem", {"TableName": TABLE, "Key": {
@@ -156,50 +150,10 @@ async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
 
 
 def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
-    from dynaorm import AsyncSession, Entity, Table
+    from dynaorm import AsyncSession
 
-    app = Table(TABLE, endpoint_url=endpoint, region=REGION, wire=wire)
-
-    class User(Entity):
-        class Meta:
-            table = app
-            pk = "USER#{user_id}"
-            sk = "PROFILE"
-            unique = ("username", "email")
-
-        user_id: str
-        org_id: str
-        username: str
-        email: str
-        full_name: str = ""
-        logins: int = 0
-
-    class PlainUser(Entity):
-        class Meta:
-            table = app
-            pk = "USER#{user_id}"
-            sk = "PROFILE"
-
-        user_id: str
-        org_id: str
-        username: str
-        email: str
-        full_name: str = ""
-        logins: int = 0
-
-    class Message(Entity):
-        class Meta:
-            table = app
-            pk = "ROOM#{room}"
-            sk = "MSG#{msg_id}"
-
-        room: str
-        msg_id: str
-        author: str
-        seq: int
-        body: str
-
-    new_id = _ids()
+    app, User, PlainUser, Message = dynaorm_models(endpoint, wire)
+    new_id = ids()
 
     def new(cls: type[Any]) -> Any:
         return cls(user_id=new_id(), org_id="o1", username="alice", email="alice@x.com",

@@ -93,9 +93,20 @@ def _status(line: bytes) -> tuple[bytes, int]:
     return parts[0], int(parts[1])
 
 
-def _header(line: bytes, headers: dict[str, str]) -> None:
-    name, _, value = line.decode("latin-1").partition(":")
-    headers[name.strip().lower()] = value.strip()
+def _head(block: bytes) -> tuple[bytes, int, dict[str, str]]:
+    """The HTTP version, status and headers (lower-case names) of an answer's head: its
+    status line and header lines, up to the empty line."""
+    lines = block.splitlines()
+    version, status = _status(lines[0] if lines else b"")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            break
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    if len(headers) > MAX_HEADERS:
+        raise ConnectionLost("too many header lines in the answer")
+    return version, status, headers
 
 
 def _framing(version: bytes, status: int, headers: dict[str, str]) -> tuple[str, int, bool]:
@@ -233,15 +244,10 @@ def _read_answer(reader: IO[bytes]) -> tuple[int, dict[str, str], bytes, bool]:
     """One answer: status, headers, body and whether the connection may be reused."""
     try:
         while True:  # (1xx answers are skipped)
-            version, status = _status(_line(reader))
-            headers: dict[str, str] = {}
-            for _ in range(MAX_HEADERS + 1):
-                line = _line(reader)
-                if line in (b"\r\n", b"\n"):
-                    break
-                _header(line, headers)
-            else:
-                raise ConnectionLost("too many header lines in the answer")
+            lines = [_line(reader)]
+            while lines[-1] not in (b"\r\n", b"\n") and len(lines) <= MAX_HEADERS + 1:
+                lines.append(_line(reader))
+            version, status, headers = _head(b"".join(lines))
             if status >= 200:
                 break
         framing, length, keep = _framing(version, status, headers)
@@ -377,9 +383,9 @@ class AsyncHTTPPool:
         return status, answer, data
 
 
-async def _line_async(reader: asyncio.StreamReader) -> bytes:
+async def _line_async(reader: asyncio.StreamReader, end: bytes = b"\n") -> bytes:
     try:
-        line = await reader.readuntil(b"\n")
+        line = await reader.readuntil(end)
     except asyncio.IncompleteReadError as exc:
         raise ConnectionLost("the connection closed before the answer was complete") from exc
     except asyncio.LimitOverrunError as exc:
@@ -392,15 +398,7 @@ async def _read_answer_async(reader: asyncio.StreamReader
     """:func:`_read_answer` on an asyncio stream (the caller bounds it in time)."""
     try:
         while True:  # (1xx answers are skipped)
-            version, status = _status(await _line_async(reader))
-            headers: dict[str, str] = {}
-            for _ in range(MAX_HEADERS + 1):
-                line = await _line_async(reader)
-                if line in (b"\r\n", b"\n"):
-                    break
-                _header(line, headers)
-            else:
-                raise ConnectionLost("too many header lines in the answer")
+            version, status, headers = _head(await _line_async(reader, b"\r\n\r\n"))
             if status >= 200:
                 break
         framing, length, keep = _framing(version, status, headers)
