@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 
-.PHONY: demo test lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
+.PHONY: demo test test-botocore-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
@@ -52,6 +52,12 @@ unit: $(STAMP)
 
 test: $(STAMP) engines lint typecheck docs
 	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider
+
+# The integration suite on DynamoDB Local through the botocore wire (make test sends
+# through dynaorm's own wire; moto in-process and the tests that hook botocore use botocore).
+test-botocore-wire: $(STAMP) engines
+	DYNAORM_WIRE=botocore DYNAORM_BACKENDS=local DYNAORM_REQUIRE_LOCAL=1 \
+		$(BIN)/pytest -q -p no:cacheprovider tests/integration
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py
