@@ -37,9 +37,13 @@ class Previous:
     """
 
     pk: str | None = None
+    """The old partition key template (``None``: unchanged)."""
     sk: str | None = None
+    """The old sort key template (``None``: unchanged)."""
     type_name: str | None = None
+    """The old type name (``None``: unchanged)."""
     stored_names: Mapping[str, str] = field(default_factory=dict)
+    """Field name -> the attribute name it was stored under (fields left out kept their name)."""
 
 
 @dataclass(frozen=True)

@@ -56,9 +56,13 @@ class GSI:
     """A global secondary index: its own partition key and optional sort key attributes."""
 
     name: str
+    """The index name."""
     pk: str
+    """The index's partition key attribute."""
     sk: str | None = None
+    """The index's sort key attribute (``None``: partition key only)."""
     projection: Projection = "ALL"
+    """What the index holds: ``"ALL"``, ``"KEYS_ONLY"`` or the attribute names it includes."""
 
     @property
     def is_local(self) -> bool:
@@ -71,8 +75,11 @@ class LSI:
     """A local secondary index: the table's partition key with another sort key attribute."""
 
     name: str
+    """The index name."""
     sk: str
+    """The index's sort key attribute (its partition key is the table's)."""
     projection: Projection = "ALL"
+    """What the index holds: ``"ALL"``, ``"KEYS_ONLY"`` or the attribute names it includes."""
 
     @property
     def is_local(self) -> bool:
@@ -102,8 +109,8 @@ class Table:
                  return_consumed_capacity: str | None = None,
                  transport: Transport | None = None, wire: str = "dynaorm") -> None:
         _check_name("table", name)
-        #: ``"dynaorm"`` or ``"botocore"``: the wire sync sessions send over (see above)
         self.wire = check_wire(name, wire)
+        """``"dynaorm"`` or ``"botocore"``: the wire sessions send over (see above)."""
         if max_attempts is not None and (not isinstance(max_attempts, int)
                                          or isinstance(max_attempts, bool) or max_attempts < 1):
             raise DynaormError(f"table {name!r}: max_attempts must be an int >= 1, "
@@ -117,22 +124,28 @@ class Table:
         _check_capacity(name, return_consumed_capacity)
         self._capacity = return_consumed_capacity
         self._max_attempts = max_attempts  # None: AWS_MAX_ATTEMPTS, the profile's, else 5
-        #: the most seconds all retries of one request may wait in all
         self.max_wait = float(max_wait)
-        #: the key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)
+        """The most seconds all retries of one request may wait in all."""
         self.cursor_secret = cursor_secret
-        #: the stream view type ``create()`` enables, if any
+        """The key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)."""
         self.stream = stream
+        """The stream view type ``create()`` enables, if any."""
         self.name = name
+        """The table name."""
         self.pk = pk
+        """The partition key attribute."""
         self.sk = sk
-        #: the discriminator attribute; ``None``: items are matched to entities by key shape
+        """The sort key attribute (``None``: a table with a partition key only)."""
         self.type_attribute = type_attribute
-        #: the TTL attribute ``create()`` enables (UpdateTimeToLive), if any
+        """The discriminator attribute; ``None``: items are matched to entities by key shape."""
         self.ttl = ttl
+        """The TTL attribute ``create()`` enables (UpdateTimeToLive), if any."""
         self.endpoint_url = endpoint_url
+        """The endpoint given (``None``: the configured one, or AWS's for the region)."""
         self.region = region
+        """The region given (``None``: the configured one)."""
         self.indexes: dict[str, GSI | LSI] = {}
+        """The secondary indexes, by name."""
         for index in indexes:
             _check_name("index", index.name)
             if index.name in self.indexes:
@@ -142,8 +155,8 @@ class Table:
             self.indexes[index.name] = index
         key_attrs = {pk, sk} | {a for i in self.indexes.values()
                                 for a in ((i.sk,) if isinstance(i, LSI) else (i.pk, i.sk))}
-        #: key attribute -> "N" or "B" for key attributes that are not strings
         self.key_types: dict[str, str] = {}
+        """Key attribute -> ``"N"`` or ``"B"``, for the key attributes that are not strings."""
         for attr, kind in dict(key_types or {}).items():
             if kind not in ("S", "N", "B"):
                 raise DynaormError(f"table {name!r}: key_types[{attr!r}] must be 'S', 'N' or "
@@ -158,6 +171,7 @@ class Table:
             raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
                                f"got {ttl!r}")
         self.entities: dict[str, type[Any]] = {}  # the Entity classes, by type name
+        """The entity classes mapped onto this table, by type name."""
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._transport = transport
         self._transport_lock = threading.Lock()
