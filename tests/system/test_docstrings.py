@@ -62,15 +62,13 @@ def test_every_attribute_of_a_public_class_is_documented() -> None:
 
     root = str(Path(__file__).resolve().parents[2])
     missing = []
-    loaded: dict[str, Any] = {}
+    package = griffe.load("dynaorm", search_paths=[root])  # (parsed once, not imported)
     for module, names in ((dynaorm, dynaorm.__all__), (testing, testing.__all__)):
         for name in names:
             obj = getattr(module, name)
             if not inspect.isclass(obj):
                 continue
-            if obj.__module__ not in loaded:
-                loaded[obj.__module__] = griffe.load(obj.__module__, search_paths=[root])
-            found = loaded[obj.__module__][obj.__qualname__]
+            found = package[f"{obj.__module__.removeprefix('dynaorm.')}.{obj.__qualname__}"]
             missing += [f"{name}.{attr}" for attr, member in found.members.items()
                         if not attr.startswith("_") and not member.is_alias
                         and member.kind.value == "attribute" and not member.docstring]
