@@ -52,6 +52,7 @@ class _State:
     unrepairable: int = 0
     repaired: int = 0
     failed: int = 0
+    resolved: int = 0
     done: bool = False
 
     def check_items(self) -> None:
@@ -64,7 +65,8 @@ class _State:
 #: the type each field of a check checkpoint must have
 _TYPES: dict[str, type] = {
     "table": str, "repair": bool, "done": bool, "scanned": int, "pages": int,
-    "unrepairable": int, "repaired": int, "failed": int, "problems": list, "seen": list}
+    "unrepairable": int, "repaired": int, "failed": int, "resolved": int, "problems": list,
+    "seen": list}
 
 
 @dataclass(frozen=True)
@@ -83,11 +85,13 @@ class CheckResult:
     failed: int
     #: True when this run continued from a checkpoint
     resumed: bool
+    #: problems a live writer resolved between the audit and their repair
+    resolved: int = 0
 
     @property
     def left(self) -> int:
         """Problems still in the table after the repairs."""
-        return len(self.problems) - self.repaired
+        return len(self.problems) - self.repaired - self.resolved
 
 
 # -- progress ------------------------------------------------------------------------------
@@ -274,26 +278,29 @@ def _confirm(table: Table, problems: list[Problem], rounds: int = 3) -> list[Pro
     return []  # still moving after every re-read: a live writer's business, not a finding
 
 
-def _repair(table: Table, problems: list[Problem]) -> list[Repair]:
+def _repair(table: Table, problems: list[Problem]) -> tuple[list[Repair], int]:
     """Each fix sent once; a fix whose conditions failed (a writer changed the items since
     they were judged) is never forced: the problem is re-judged on a fresh read and its
-    fresh fix sent once more only if it is still confirmed; otherwise it is dropped."""
+    fresh fix sent once more only if it is still confirmed; otherwise it is dropped, as
+    resolved by that writer. The repairs, and how many problems writers resolved."""
     done = repair(table, problems)
     failed = [r.problem for r in done if not r.ok]
     if not failed:
-        return done
+        return done, 0
     again = {(p.kind, p.key): p for p in _confirm(table, failed)}
     retried = {(r.problem.kind, r.problem.key): r
                for r in repair(table, list(again.values()))}
     out: list[Repair] = []
+    resolved = 0
     for r in done:
         mark = (r.problem.kind, r.problem.key)
         if r.ok:
             out.append(r)
         elif mark in retried:
             out.append(retried[mark])
-        # else: resolved by the writer that won: nothing to repair, nothing reported
-    return out
+        else:  # resolved by the writer that won: nothing to repair, nothing left
+            resolved += 1
+    return out, resolved
 
 
 # -- the run -------------------------------------------------------------------------------
@@ -346,10 +353,11 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
                 state.problems.append(str(problem))
         state.unrepairable += sum(not p.repairable for p in problems)
         if fix:
-            done = _repair(table, problems)
+            done, resolved = _repair(table, problems)
             repairs += done
             state.repaired += sum(r.ok for r in done)
             state.failed += sum(not r.ok for r in done)
+            state.resolved += resolved
         state.scanned += len(page)
         state.pages += 1
         state.last_key = last
@@ -358,4 +366,4 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         if progress is not None:
             progress(state.scanned)
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
-                       state.repaired, state.failed, resumed)
+                       state.repaired, state.failed, resumed, state.resolved)

@@ -251,7 +251,8 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         state = "fixed  " if done.ok else "skipped"
         note = f" ({done.message})" if done.message else ""
         print(f"  {state} {done.problem.kind} {done.problem.key[0]}{note}", file=out)
-    print(f"repaired {result.repaired}; {result.left} problem(s) left", file=out)
+    resolved = f"; {result.resolved} resolved by live writers" if result.resolved else ""
+    print(f"repaired {result.repaired}{resolved}; {result.left} problem(s) left", file=out)
     return EXIT_OK if not result.left else EXIT_PROBLEMS
 
 

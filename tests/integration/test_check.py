@@ -28,13 +28,8 @@ from dynaorm.tools.audit import (
     scan_items,
     scan_pages,
 )
-from dynaorm.tools.check import (
-    CheckpointError,
-    ProgressBar,
-    check_table,
-    item_count,
-    progress_line,
-)
+from dynaorm.tools.check import ProgressBar, check_table, item_count, progress_line
+from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.cli import main
 from tests.support.models import Audit, User, app
 from tests.support.recording import Requests
@@ -106,6 +101,27 @@ def test_missing_guard_found_and_put_back(seeded: TestBackend) -> None:
     guard = next(i for i in seeded.scan() if i["pk"] == "username#bob")
     assert guard["owner_pk"] == "USER#u2" and guard["owner_type"] == "User"
     assert Session(app).find(User, username="bob") is not None
+    assert audit_table(app)[1] == []
+
+
+def test_a_problem_a_writer_resolves_before_its_repair_is_not_left(
+        seeded: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    import dynaorm.tools.check as check_module
+
+    guard = next(i for i in seeded.scan_raw() if i["pk"]["S"] == "username#bob")
+    _delete(seeded, "username#bob", "username#bob")
+    real = check_module.repair
+
+    def writer_first(table: Table, problems: list[Problem]) -> Any:
+        if problems and problems[0].kind == "missing-guard":
+            _put(seeded, guard)  # a live writer puts the guard back in the window
+        return real(table, problems)
+
+    monkeypatch.setattr(check_module, "repair", writer_first)
+    result = check_table(app, fix=True)
+    assert [p.split()[0] for p in result.problems] == ["missing-guard"]
+    assert (result.repaired, result.resolved, result.left) == (0, 1, 0)
+    assert [i for i in seeded.scan_raw() if i["pk"]["S"] == "username#bob"] == [guard]
     assert audit_table(app)[1] == []
 
 
