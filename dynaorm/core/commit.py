@@ -268,8 +268,8 @@ def pending(obj: Entity) -> bool:
 
 def _forgetter(key: int) -> Callable[[object], None]:
     """The weakref callback that drops ``key``'s pending entry with its object."""
-    def forget(_: object) -> None:
-        _PENDING.pop(key, None)
+    def forget(_: object, pending: dict[int, Any] = _PENDING) -> None:
+        pending.pop(key, None)  # (bound now: at interpreter exit the global may be gone)
     return forget
 
 
