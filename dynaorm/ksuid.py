@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import threading
 
-from ksuid import Ksuid
-
 __all__ = ["ksuid"]
 
 _lock = threading.Lock()
@@ -21,6 +19,8 @@ def ksuid() -> str:
     sort after the previous one, this returns the previous one plus one instead (the
     timestamp part stays; the payload counts up), as monotonic ULID generators do.
     """
+    from ksuid import Ksuid  # (svix-ksuid: imported by the first id, not by ``import dynaorm``)
+
     global _last
     fresh = bytes(Ksuid())
     with _lock:

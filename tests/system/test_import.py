@@ -16,7 +16,7 @@ def _modules_after(statement: str) -> set[str]:
 
 def test_import_dynaorm_leaves_botocore_client_machinery_unloaded() -> None:
     loaded = _modules_after("import dynaorm")
-    heavy = {"botocore.session", "botocore.client", "botocore.config", "botocore.endpoint",
+    heavy = {"botocore.session", "botocore.client", "botocore.config", "botocore.endpoint", "ksuid",
              "botocore.configprovider", "urllib3", "aiobotocore", "aiohttp"}
     assert not heavy & loaded, sorted(heavy & loaded)
 
