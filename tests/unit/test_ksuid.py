@@ -50,7 +50,7 @@ def test_increasing_within_one_second(monkeypatch: pytest.MonkeyPatch) -> None:
             super().__init__(frozen if datetime is None and _raw is None else datetime,
                              payload, _raw)
 
-    monkeypatch.setattr(importlib.import_module("dynaorm.ksuid"), "Ksuid", StoppedClockKsuid)
+    monkeypatch.setattr(importlib.import_module("ksuid"), "Ksuid", StoppedClockKsuid)
     values = [ksuid() for _ in range(1000)]
     seconds = {Ksuid.from_base62(v).timestamp // 1 for v in values}
     assert seconds == {frozen.timestamp()}
