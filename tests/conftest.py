@@ -144,8 +144,9 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
 @pytest.fixture(autouse=True)
 def _wire(monkeypatch: pytest.MonkeyPatch) -> None:
     """``DYNAORM_WIRE=botocore`` (or ``dynaorm``): tables and transports created by the test
-    send over that wire by default (``make test`` runs the integration suite through both;
-    moto's in-process mock keeps the botocore client whatever this says). The async
+    send over that wire by default (``make test-botocore-wire`` runs the integration suite
+    on DynamoDB Local through botocore's; moto's in-process mock keeps the botocore client
+    whatever this says; tests about dynaorm's wire name it). The async
     transports follow their table's sync transport (``AsyncTransport.wire`` is ``None``),
     so AsyncSessions send over the same wire."""
     wire = os.environ.get("DYNAORM_WIRE")

@@ -135,7 +135,7 @@ def no_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 def test_wire_signs_a_loopback_engine_with_the_shared_dummy_key(
         no_aws: Path, ddb_local: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    table = Table("dynaorm-wire-cfg", endpoint_url=ddb_local)
+    table = Table("dynaorm-wire-cfg", endpoint_url=ddb_local, wire="dynaorm")
     keys = _authorizations(table, monkeypatch)
     assert table.exists() in (True, False)
     assert keys == [LOOPBACK_ACCESS_KEY]
@@ -146,7 +146,7 @@ def test_wire_signs_with_configured_credentials(
     (no_aws / "credentials").write_text(
         "[dev]\naws_access_key_id = devkey\naws_secret_access_key = devsecret\n")
     monkeypatch.setenv("AWS_PROFILE", "dev")
-    table = Table("dynaorm-wire-cfg", endpoint_url=ddb_local)
+    table = Table("dynaorm-wire-cfg", endpoint_url=ddb_local, wire="dynaorm")
     keys = _authorizations(table, monkeypatch)
     table.exists()
     assert keys == ["devkey"]

@@ -480,7 +480,7 @@ def unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
 
 @pytest.mark.filterwarnings("error::ResourceWarning")
 def test_close_closes_the_connections(ddb_local: str) -> None:
-    table = Table("dynaorm-wire-close", endpoint_url=ddb_local)
+    table = Table("dynaorm-wire-close", endpoint_url=ddb_local, wire="dynaorm")
 
     async def main() -> AsyncWire:
         transport = transport_of(table)
