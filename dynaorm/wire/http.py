@@ -298,9 +298,20 @@ class _AsyncConnection:
         self.writer = writer
 
     def idle(self) -> bool:
-        """Still usable: open, not at its end, nothing unread."""
-        return not (self.writer.is_closing() or self.reader.at_eof()
-                    or len(getattr(self.reader, "_buffer", b"")))
+        """Still usable: open, not at its end, nothing unread, and a socket with nothing to
+        read (the loop may not have run since the server closed it: its FIN is seen on the
+        socket before the stream knows)."""
+        if self.writer.is_closing() or self.reader.at_eof() or len(
+                getattr(self.reader, "_buffer", b"")):
+            return False
+        sock = self.writer.get_extra_info("socket")
+        if sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([sock], [], [], 0)
+        except (OSError, ValueError):
+            return False
+        return not readable
 
     def abort(self) -> None:
         self.writer.transport.abort()

@@ -178,6 +178,21 @@ def test_a_connection_the_server_closed_is_not_reused(serve: Callable[..., Serve
     assert (server.connections, server.requests) == (3, 3)
 
 
+def test_a_connection_the_server_closes_later_is_not_reused(serve: Callable[..., Server],
+                                                           kind: str) -> None:
+    def idle_timeout(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(body))
+        time.sleep(0.1)  # the server's idle timeout: it closes a while after answering
+        return False
+
+    server = serve(idle_timeout)
+    p = pool(server, kind)
+    for _ in range(3):
+        assert p.post("/", b"{}", {})[0] == 200
+        time.sleep(0.3)  # (an asyncio pool's loop does not run in between)
+    assert (server.connections, server.requests) == (3, 3)
+
+
 def test_connection_close_chunked_and_unframed_answers(serve: Callable[..., Server],
                                                        kind: str) -> None:
     def framed(conn: socket.socket, body: bytes, n: int) -> bool:
