@@ -24,11 +24,18 @@ import zlib
 from typing import Any
 from urllib.parse import urlsplit
 
-from dynaorm.wire.http import AnswerTimeout, ConnectFailed, ConnectionLost, HTTPPool, tls_context
+from dynaorm.wire.http import (
+    AnswerTimeout,
+    ConnectFailed,
+    ConnectionLost,
+    Destination,
+    HTTPPool,
+    tls_context,
+)
 from dynaorm.wire.sigv4 import Signer
 
-__all__ = ["TARGET_PREFIX", "SyncWire", "as_botocore", "checked_answer", "credentials_for",
-           "decode", "error_response", "prepare", "render", "tls_verify"]
+__all__ = ["TARGET_PREFIX", "SyncWire", "WireSettings", "as_botocore", "checked_answer",
+           "credentials_for", "decode", "error_response", "prepare", "render", "tls_verify"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -162,59 +169,80 @@ def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
     return body, signer.sign(body, headers, credentials.get_frozen_credentials())
 
 
-class SyncWire:
+class WireSettings:
+    """What a botocore client's configuration decides for a wire, read once per table:
+    the one constructor of :class:`SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`
+    (each adds its own pool)."""
+
+    def __init__(self, client: Any, credentials: Any) -> None:
+        meta = client.meta
+        config = meta.config
+        #: the endpoint requests go to (every source botocore reads: ``endpoint_url=``,
+        #: ``AWS_ENDPOINT_URL*``, FIPS, dual-stack)
+        self.endpoint_url: str = meta.endpoint_url
+        #: the region requests are signed for
+        self.region: str = meta.region_name
+        #: seconds to connect and to wait for an answer (the client config's)
+        self.connect_timeout: float | None = config.connect_timeout
+        self.read_timeout: float | None = config.read_timeout
+        #: connections kept open at most (the client config's ``max_pool_connections``)
+        self.pool_size = int(getattr(config, "max_pool_connections", 10) or 10)
+        #: ``False`` or the CA bundle TLS connections are verified against (the client's)
+        self.verify = tls_verify(client)
+        self._client_cert: str | tuple[str, str] | None = getattr(config, "client_cert",
+                                                                  None)
+        #: the proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
+        #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
+        self.proxy: str | None
+        self.proxy, self._proxy_headers = _proxy_for(self.endpoint_url, config)
+        #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
+        self._credentials = credentials
+        self._user_agent = _user_agent(config)
+        self._signer = Signer(self.endpoint_url, self.region)
+        # the request target: the endpoint's path, "/" when it has none (as botocore sends)
+        self._path = urlsplit(self.endpoint_url).path or "/"
+
+    def _destination(self) -> Destination:
+        """Where dynaorm's own connections go (the endpoint, when no proxy is used)."""
+        parts = urlsplit(self.endpoint_url)
+        https = parts.scheme == "https"
+        return Destination(parts.hostname or "", parts.port or (443 if https else 80),
+                      host_header=self._signer.host,
+                      tls=functools.partial(tls_context, self.verify, self._client_cert)
+                      if https else None,
+                      connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
+                      maxsize=self.pool_size)
+
+    def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+        """The body and the signed headers of ``request`` (credentials frozen now: a
+        refreshable set refreshes here when due, as botocore's signer does)."""
+        return prepare(self._signer, self._credentials, self._user_agent, operation, request)
+
+
+class SyncWire(WireSettings):
     """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
     client), thread-safe (each connection serves one request at a time)."""
 
     def __init__(self, client: Any, credentials: Any) -> None:
         import urllib3
 
-        meta = client.meta
-        self.endpoint_url: str = meta.endpoint_url
-        self.region: str = meta.region_name
-        config = meta.config
-        #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
-        self._session_credentials = credentials
-        self._user_agent = _user_agent(config)
-        self.timeout = urllib3.Timeout(connect=config.connect_timeout,
-                                       read=config.read_timeout)
-        proxy, proxy_headers = _proxy_for(self.endpoint_url, config)
-        size = int(getattr(config, "max_pool_connections", 10) or 10)
-        #: ``False`` or the CA bundle TLS connections are verified against (the client's)
-        self.verify = tls_verify(client)
-        tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if self.verify is False else
-                               {"cert_reqs": "CERT_REQUIRED", "ca_certs": self.verify})
-        cert = getattr(config, "client_cert", None)
-        if cert:
-            tls.update({"cert_file": cert} if isinstance(cert, str) else
-                       {"cert_file": cert[0], "key_file": cert[1]})
-        #: the proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
-        #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
-        self.proxy: str | None = proxy
-        self._path = urlsplit(self.endpoint_url).path or "/"
-        self._signer = Signer(self.endpoint_url, self.region)
+        super().__init__(client, credentials)
         # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
         # through one: urllib3's ProxyManager (CONNECT tunnels, proxy authentication)
         self._direct: HTTPPool | None = None
         self._manager: Any = None
-        if proxy is None:
-            parts = urlsplit(self.endpoint_url)
-            https = parts.scheme == "https"
-            self._direct = HTTPPool(
-                parts.hostname or "", parts.port or (443 if https else 80),
-                host_header=self._signer.host,
-                tls=functools.partial(tls_context, self.verify, cert) if https else None,
-                connect_timeout=config.connect_timeout, read_timeout=config.read_timeout,
-                maxsize=size)
-        else:
-            self._manager = urllib3.ProxyManager(proxy, maxsize=size,
-                                                 proxy_headers=proxy_headers, **tls)
-
-    def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
-        """The body and the signed headers of ``request`` (credentials frozen now: a
-        refreshable set refreshes here when due, as botocore's signer does)."""
-        return prepare(self._signer, self._session_credentials, self._user_agent,
-                       operation, request)
+        if self.proxy is None:
+            self._direct = HTTPPool(self._destination())
+            return
+        self.timeout = urllib3.Timeout(connect=self.connect_timeout, read=self.read_timeout)
+        tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if self.verify is False else
+                               {"cert_reqs": "CERT_REQUIRED", "ca_certs": self.verify})
+        cert = self._client_cert
+        if cert:
+            tls.update({"cert_file": cert} if isinstance(cert, str) else
+                       {"cert_file": cert[0], "key_file": cert[1]})
+        self._manager = urllib3.ProxyManager(self.proxy, maxsize=self.pool_size,
+                                             proxy_headers=self._proxy_headers, **tls)
 
     def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` once; the answer as a botocore client returns it."""

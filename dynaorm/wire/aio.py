@@ -19,19 +19,11 @@ whichever wire is under them.
 from __future__ import annotations
 
 import asyncio
-import functools
 import socket
 from typing import Any
 from urllib.parse import urlsplit
 
-from dynaorm.wire import (
-    _proxy_for,
-    _user_agent,
-    as_botocore,
-    checked_answer,
-    prepare,
-    tls_verify,
-)
+from dynaorm.wire import WireSettings, as_botocore, checked_answer
 from dynaorm.wire.http import (
     AnswerTimeout,
     AsyncHTTPPool,
@@ -39,7 +31,6 @@ from dynaorm.wire.http import (
     ConnectionLost,
     tls_context,
 )
-from dynaorm.wire.sigv4 import Signer
 
 __all__ = ["KEEPALIVE_SECONDS", "AsyncWire"]
 
@@ -47,7 +38,7 @@ __all__ = ["KEEPALIVE_SECONDS", "AsyncWire"]
 KEEPALIVE_SECONDS = 12.0
 
 
-class AsyncWire:
+class AsyncWire(WireSettings):
     """Sends DynamoDB requests for one table in one event loop: resolved once from
     ``client`` (an aiobotocore or botocore client: its endpoint, region and config) and
     ``credentials`` (botocore credentials, :func:`dynaorm.wire.credentials_for`).
@@ -63,45 +54,16 @@ class AsyncWire:
     """
 
     def __init__(self, client: Any, credentials: Any) -> None:
-        meta = client.meta
-        self.endpoint_url: str = meta.endpoint_url
-        self.region: str = meta.region_name
-        # the request target: the endpoint's path, "/" when it has none (as botocore sends
-        # it; a proxy is given the absolute URL and must see a path)
+        super().__init__(client, credentials)
+        # a proxy is given the absolute URL, which must carry a path
         self._url = (self.endpoint_url if urlsplit(self.endpoint_url).path else
                      self.endpoint_url + "/")
-        config = meta.config
-        self._credentials = credentials
-        self._user_agent = _user_agent(config)
-        self._signer = Signer(self.endpoint_url, self.region)
-        self.connect_timeout: float | None = config.connect_timeout
-        self.read_timeout: float | None = config.read_timeout
-        #: connections kept open at most (the client config's ``max_pool_connections``)
-        self.pool_size = int(getattr(config, "max_pool_connections", 10) or 10)
-        #: ``False`` or the CA bundle TLS connections are verified against (the client's)
-        self.verify = tls_verify(client)
-        self._client_cert = getattr(config, "client_cert", None)
-        proxy, proxy_headers = _proxy_for(self.endpoint_url, config)
-        #: the proxy requests go through (``Config(proxies=)``, else ``HTTPS_PROXY`` /
-        #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
-        self.proxy: str | None = proxy
-        self._proxy_headers = proxy_headers
         self._session: Any = None
         self._lock: asyncio.Lock | None = None
         # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
         # through one: an aiohttp session (CONNECT tunnels, proxy authentication)
-        self._direct: AsyncHTTPPool | None = None
-        if proxy is None:
-            parts = urlsplit(self.endpoint_url)
-            https = parts.scheme == "https"
-            self._direct = AsyncHTTPPool(
-                parts.hostname or "", parts.port or (443 if https else 80),
-                host_header=self._signer.host,
-                tls=functools.partial(tls_context, self.verify, self._client_cert)
-                if https else None,
-                connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
-                maxsize=self.pool_size)
-        self._path = urlsplit(self.endpoint_url).path or "/"
+        self._direct: AsyncHTTPPool | None = (
+            AsyncHTTPPool(self._destination()) if self.proxy is None else None)
 
     # -- the session -------------------------------------------------------------------
     async def _open(self) -> Any:
@@ -149,8 +111,7 @@ class AsyncWire:
     # -- requests ----------------------------------------------------------------------
     async def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send ``request`` once; the answer as an aiobotocore client returns it."""
-        body, headers = prepare(self._signer, self._credentials, self._user_agent,
-                                operation, request)
+        body, headers = self.prepare(operation, request)
         if self._direct is not None:
             try:
                 status, answer, data = await self._direct.post(self._path, body, headers)

@@ -27,15 +27,47 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import IO
 
-__all__ = ["AnswerTimeout", "AsyncHTTPPool", "ConnectFailed", "ConnectionLost", "HTTPPool",
-           "tls_context"]
+__all__ = [
+    "AnswerTimeout",
+    "AsyncHTTPPool",
+    "ConnectFailed",
+    "ConnectionLost",
+    "Destination",
+    "HTTPPool",
+    "tls_context",
+]
 
 #: the longest status or header line read (an answer with a longer one is refused)
 MAX_LINE = 65536
 #: the most header lines an answer may have
 MAX_HEADERS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class Destination:
+    """Where a pool's connections go and how they behave (both pools take one)."""
+
+    host: str
+    """The host connected to (and the TLS server name)."""
+    port: int
+    """The TCP port."""
+    host_header: str
+    """The ``Host`` header sent (as the request was signed: default ports dropped)."""
+    tls: Callable[[], ssl.SSLContext] | None
+    """Makes the TLS context on the first connection (a bad CA bundle fails there, as it
+    does with botocore); ``None`` for plain TCP."""
+    connect_timeout: float | None
+    """Seconds to connect (``None``: no limit)."""
+    read_timeout: float | None
+    """Seconds to wait for a complete answer (``None``: no limit)."""
+    maxsize: int = 10
+    """Idle connections kept at most."""
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
 
 
 class ConnectFailed(OSError):
@@ -123,6 +155,16 @@ def _framing(version: bytes, status: int, headers: dict[str, str]) -> tuple[str,
     return "close", 0, False
 
 
+def _quiet(sock: socket.socket) -> bool:
+    """Nothing to read on the idle ``sock``: a keep-alive socket the server closed (or
+    wrote to unasked) is readable, and must not carry another request."""
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return not readable
+
+
 class _Connection:
     __slots__ = ("reader", "sock")
 
@@ -143,46 +185,33 @@ class _Connection:
             return False
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             return False
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable
+        return _quiet(sock)
 
 
 class HTTPPool:
     """Keep-alive connections to one ``host:port`` (thread-safe: a connection serves one
     exchange at a time; at most ``maxsize`` idle ones are kept)."""
 
-    def __init__(self, host: str, port: int, *, host_header: str,
-                 tls: Callable[[], ssl.SSLContext] | None, connect_timeout: float | None,
-                 read_timeout: float | None, maxsize: int = 10) -> None:
-        self.host = host
-        self.port = port
-        #: the ``Host`` header sent (as the request was signed: default ports dropped)
-        self.host_header = host_header
-        #: makes the TLS context (on the first connection: a bad CA bundle fails there,
-        #: as it does with botocore), ``None`` for plain TCP
-        self.tls = tls
+    def __init__(self, destination: Destination) -> None:
+        #: where the connections go
+        self.destination = destination
         self._context: ssl.SSLContext | None = None
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.maxsize = maxsize
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
 
     # -- connections -----------------------------------------------------------------
     def _connect(self) -> _Connection:
+        dest = self.destination
         try:
-            sock = socket.create_connection((self.host, self.port), self.connect_timeout)
+            sock = socket.create_connection((dest.host, dest.port), dest.connect_timeout)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.tls is not None:
+            if dest.tls is not None:
                 if self._context is None:
-                    self._context = self.tls()
-                sock = self._context.wrap_socket(sock, server_hostname=self.host)
+                    self._context = dest.tls()
+                sock = self._context.wrap_socket(sock, server_hostname=dest.host)
         except (OSError, ssl.SSLError) as exc:
-            raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
-        sock.settimeout(self.read_timeout)
+            raise ConnectFailed(f"cannot connect to {dest}: {exc}") from exc
+        sock.settimeout(dest.read_timeout)
         return _Connection(sock)
 
     def _take(self) -> _Connection:
@@ -197,7 +226,7 @@ class HTTPPool:
 
     def _give_back(self, conn: _Connection) -> None:
         with self._lock:
-            if len(self._idle) < self.maxsize:
+            if len(self._idle) < self.destination.maxsize:
                 self._idle.append(conn)
                 return
         conn.close()
@@ -214,13 +243,13 @@ class HTTPPool:
              ) -> tuple[int, dict[str, str], bytes]:
         """``POST`` ``body`` to ``path`` with ``headers`` (``Host`` and ``Content-Length``
         added); the answer's status, headers (lower-case names) and body."""
-        message = _message(path, self.host_header, headers, body)
+        message = _message(path, self.destination.host_header, headers, body)
         conn = self._take()
         try:
             try:
                 conn.sock.sendall(message)
             except OSError as exc:
-                raise ConnectionLost(f"sending to {self.host}:{self.port}: {exc}") from exc
+                raise ConnectionLost(f"sending to {self.destination}: {exc}") from exc
             status, answer, data, keep = _read_answer(conn.reader)
         except BaseException:
             conn.close()
@@ -305,13 +334,7 @@ class _AsyncConnection:
                 getattr(self.reader, "_buffer", b"")):
             return False
         sock = self.writer.get_extra_info("socket")
-        if sock is None:
-            return True
-        try:
-            readable, _, _ = select.select([sock], [], [], 0)
-        except (OSError, ValueError):
-            return False
-        return not readable
+        return sock is None or _quiet(sock)
 
     def abort(self) -> None:
         self.writer.transport.abort()
@@ -326,32 +349,24 @@ class AsyncHTTPPool:
     """:class:`HTTPPool` on asyncio streams, for one event loop (the connections belong to
     the loop that opened them)."""
 
-    def __init__(self, host: str, port: int, *, host_header: str,
-                 tls: Callable[[], ssl.SSLContext] | None, connect_timeout: float | None,
-                 read_timeout: float | None, maxsize: int = 10) -> None:
-        self.host = host
-        self.port = port
-        #: the ``Host`` header sent (as the request was signed: default ports dropped)
-        self.host_header = host_header
-        #: makes the TLS context (on the first connection), ``None`` for plain TCP
-        self.tls = tls
+    def __init__(self, destination: Destination) -> None:
+        #: where the connections go
+        self.destination = destination
         self._context: ssl.SSLContext | None = None
-        self.connect_timeout = connect_timeout
-        self.read_timeout = read_timeout
-        self.maxsize = maxsize
         self._idle: list[_AsyncConnection] = []
 
     async def _connect(self) -> _AsyncConnection:
+        dest = self.destination
         try:
-            if self.tls is not None and self._context is None:
-                self._context = await asyncio.to_thread(self.tls)  # (reads a CA bundle)
-            async with asyncio.timeout(self.connect_timeout):
+            if dest.tls is not None and self._context is None:
+                self._context = await asyncio.to_thread(dest.tls)  # (reads a CA bundle)
+            async with asyncio.timeout(dest.connect_timeout):
                 reader, writer = await asyncio.open_connection(
-                    self.host, self.port, ssl=self._context,
-                    server_hostname=self.host if self._context is not None else None,
+                    dest.host, dest.port, ssl=self._context,
+                    server_hostname=dest.host if self._context is not None else None,
                     limit=MAX_LINE + 2)
         except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
-            raise ConnectFailed(f"cannot connect to {self.host}:{self.port}: {exc}") from exc
+            raise ConnectFailed(f"cannot connect to {dest}: {exc}") from exc
         return _AsyncConnection(reader, writer)
 
     async def _take(self) -> _AsyncConnection:
@@ -371,23 +386,23 @@ class AsyncHTTPPool:
     async def post(self, path: str, body: bytes, headers: dict[str, str]
                    ) -> tuple[int, dict[str, str], bytes]:
         """As :meth:`HTTPPool.post`."""
-        message = _message(path, self.host_header, headers, body)
+        message = _message(path, self.destination.host_header, headers, body)
         conn = await self._take()
         try:
             try:
                 conn.writer.write(message)
                 await conn.writer.drain()
             except (OSError, ssl.SSLError) as exc:
-                raise ConnectionLost(f"sending to {self.host}:{self.port}: {exc}") from exc
+                raise ConnectionLost(f"sending to {self.destination}: {exc}") from exc
             try:
-                async with asyncio.timeout(self.read_timeout):
+                async with asyncio.timeout(self.destination.read_timeout):
                     status, answer, data, keep = await _read_answer_async(conn.reader)
             except TimeoutError as exc:
                 raise AnswerTimeout(f"no complete answer in time: {exc}") from exc
         except BaseException:
             conn.abort()
             raise
-        if keep and len(self._idle) < self.maxsize:
+        if keep and len(self._idle) < self.destination.maxsize:
             self._idle.append(conn)
         else:
             conn.abort()

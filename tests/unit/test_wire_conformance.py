@@ -370,7 +370,7 @@ def test_refreshable_credentials_are_frozen_at_each_request(aws: Path) -> None:
 
     table = Table("app", region="eu-west-1")
     wire = wire_of(table)
-    wire._session_credentials = Rotating()
+    wire._credentials = Rotating()
     first = wire.prepare("GetItem", {"TableName": "app"})[1]["Authorization"]
     second = wire.prepare("GetItem", {"TableName": "app"})[1]["Authorization"]
     assert "Credential=AKID1/" in first and "Credential=AKID2/" in second

@@ -25,6 +25,7 @@ from dynaorm.wire.http import (
     AsyncHTTPPool,
     ConnectFailed,
     ConnectionLost,
+    Destination,
     HTTPPool,
 )
 
@@ -145,8 +146,8 @@ def pool(server: Server, kind: str = "sync", **options: Any) -> Any:
     settings: dict[str, Any] = {"host_header": f"127.0.0.1:{server.port}", "tls": None,
                                 "connect_timeout": 2, "read_timeout": 2}
     settings.update(options)
-    opened: Any = (HTTPPool("127.0.0.1", server.port, **settings) if kind == "sync" else
-                   _OnALoop(AsyncHTTPPool("127.0.0.1", server.port, **settings)))
+    to = Destination("127.0.0.1", server.port, **settings)
+    opened: Any = HTTPPool(to) if kind == "sync" else _OnALoop(AsyncHTTPPool(to))
     _OPENED.append(opened)
     return opened
 
