@@ -18,6 +18,7 @@ The server is standard library only (the child imports nothing of dynaorm).
 
 from __future__ import annotations
 
+import argparse
 import http.server
 import itertools
 import json
@@ -26,10 +27,13 @@ import sys
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["REGION", "TABLE", "canned_endpoint", "dynaorm_models", "ids", "message_item", "serve",
-           "user_item"]
+__all__ = ["ITERATIONS", "OPS", "REGION", "TABLE", "TARGETS", "RawMessage", "RawUser",
+           "arguments", "canned_endpoint", "check_answer", "dynaorm_models", "floor_ops", "ids",
+           "message_item", "messages_of", "raw_requests", "serve", "user_item", "user_of"]
 
 TABLE = "app"
 REGION = "us-east-1"
@@ -118,6 +122,145 @@ def canned_endpoint() -> Iterator[str]:
 
 
 # -- what the contenders of both wire benchmarks share (client process) -----------------------
+OPS = ("get", "put", "tx3", "query25", "query1000")
+#: iterations per repeat of each op (``--scale`` multiplies them)
+ITERATIONS = {"get": 300, "put": 300, "tx3": 200, "query25": 150, "query1000": 10}
+#: the issue's targets: dynaorm's CPU at most this fraction of the raw client's
+TARGETS = {"get": 0.6, "put": 0.6, "tx3": 0.6, "query25": 0.4, "query1000": 0.25}
+
+
+def arguments(doc: str | None) -> argparse.Namespace:
+    """The command line both wire benchmarks take."""
+    parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--json", type=Path)
+    return parser.parse_args()
+
+
+@dataclass(slots=True)
+class RawUser:
+    """What the hand-written contenders build from a user item."""
+
+    user_id: str
+    org_id: str
+    username: str
+    email: str
+    full_name: str
+    logins: int
+
+
+@dataclass(slots=True)
+class RawMessage:
+    """What the hand-written contenders build from a message item."""
+
+    room: str
+    msg_id: str
+    author: str
+    seq: int
+    body: str
+
+
+def user_of(answer: dict[str, Any]) -> RawUser:
+    """The user of a ``GetItem`` answer, unmarshalled by hand."""
+    i = answer["Item"]
+    return RawUser(i["user_id"]["S"], i["org_id"]["S"], i["username"]["S"], i["email"]["S"],
+                   i["full_name"]["S"], int(i["logins"]["N"]))
+
+
+def messages_of(answer: dict[str, Any]) -> list[RawMessage]:
+    """The messages of a ``Query`` answer, unmarshalled by hand."""
+    return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"], int(i["seq"]["N"]),
+                       i["body"]["S"]) for i in answer["Items"]]
+
+
+_NOT_EXISTS = {"ConditionExpression": "attribute_not_exists(#pk)",
+               "ExpressionAttributeNames": {"#pk": "pk"}}
+
+
+def _new_user(user_id: str) -> dict[str, Any]:
+    return {"pk": _s(f"USER#{user_id}"), "sk": _s("PROFILE"), "_type": _s("User"),
+            "user_id": _s(user_id), "org_id": _s("o1"), "username": _s("alice"),
+            "email": _s("alice@x.com"), "full_name": _s("Alice Liddell"),
+            "logins": {"N": "0"}}
+
+
+def raw_requests() -> dict[str, Callable[[], tuple[str, dict[str, Any]]]]:
+    """The hand-written contenders' requests per op: ``(operation, parameters)``, as
+    dynaorm sends them (a new user per put, a user and two unique guards per tx3)."""
+    new_id = ids()
+
+    def put() -> tuple[str, dict[str, Any]]:
+        return "PutItem", {"TableName": TABLE, "Item": _new_user(new_id()), **_NOT_EXISTS}
+
+    def tx3() -> tuple[str, dict[str, Any]]:
+        item = _new_user(new_id())
+        guards = [{"Put": {"TableName": TABLE, **_NOT_EXISTS, "Item": {
+            "pk": _s(f"{a}#{item[a]['S']}"), "sk": _s(f"{a}#{item[a]['S']}"),
+            "_type": _s("dynaorm:unique"), "owner_pk": item["pk"], "owner_sk": item["sk"],
+            "owner_type": _s("User"), "unique_field": _s(a)}}} for a in ("username", "email")]
+        return "TransactWriteItems", {"TransactItems": [
+            {"Put": {"TableName": TABLE, "Item": item, **_NOT_EXISTS}}, *guards]}
+
+    def query(room: str) -> Callable[[], tuple[str, dict[str, Any]]]:
+        request = {"TableName": TABLE, "KeyConditionExpression": "#pk = :pk",
+                   "ExpressionAttributeNames": {"#pk": "pk"},
+                   "ExpressionAttributeValues": {":pk": _s(f"ROOM#{room}")}}
+        return lambda: ("Query", request)
+
+    get = {"TableName": TABLE, "Key": {"pk": _s("USER#u1"), "sk": _s("PROFILE")}}
+    return {"get": lambda: ("GetItem", get), "put": put, "tx3": tx3,
+            "query25": query("r25"), "query1000": query("r1000")}
+
+
+def check_answer(name: str, op: str, out: object) -> None:
+    """What an op must return (each contender's ops are checked once before timing)."""
+    if op.startswith("query"):
+        size = int(op.removeprefix("query"))
+        assert isinstance(out, list) and len(out) == size, (name, op, out)
+    if op == "get":
+        assert getattr(out, "username", None) == "alice", (name, op, out)
+
+
+def floor_ops() -> dict[str, Callable[[], object]]:
+    """The floor of returning validated objects (reference, no HTTP and no database
+    client): ``json.loads`` of the canned answer and a plain pydantic model validated from
+    each item's values. Only reads have one."""
+    from pydantic import BaseModel
+
+    class User(BaseModel):
+        user_id: str
+        org_id: str
+        username: str
+        email: str
+        full_name: str = ""
+        logins: int = 0
+
+    class Message(BaseModel):
+        room: str
+        msg_id: str
+        author: str
+        seq: int
+        body: str
+
+    bodies = answers()
+
+    def page(key: str, model: type[BaseModel]) -> Callable[[], object]:
+        fields = model.model_fields.keys()
+        validate = model.__pydantic_validator__.validate_python
+
+        def run() -> object:
+            data = json.loads(bodies[key])
+            items = data["Items"] if "Items" in data else [data["Item"]]
+            out = [validate({k: next(iter(v.values())) for k, v in i.items() if k in fields})
+                   for i in items]
+            return out if "Items" in data else out[0]
+        return run
+
+    return {"get": page("GetItem", User), "query25": page("Query:r25", Message),
+            "query1000": page("Query:r1000", Message)}
+
+
 def ids() -> Callable[[], str]:
     """A source of fresh ids (``n0``, ``n1``, ...)."""
     counter = itertools.count()

@@ -14,6 +14,9 @@ Contenders (all in one run, interleaved repeats, median per operation):
 ``pynamodb``         PynamoDB models
 ``dynaorm-botocore`` dynaorm, ``Table(wire="botocore")`` (the botocore client path)
 ``dynaorm``          dynaorm, ``Table(wire="dynaorm")`` (dynaorm's own wire, the default)
+``floor``            (reference, reads only) no HTTP and no client: ``json.loads`` of the
+                     canned answer and a plain pydantic model validated per item, the least
+                     any library returning validated objects from DynamoDB JSON spends
 
 Operations: ``get`` (GetItem into an object), ``put`` (a new item, PutItem),
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
@@ -27,106 +30,58 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.canned_http import REGION, TABLE, canned_endpoint, dynaorm_models, ids
+from benchmarks.canned_http import (
+    ITERATIONS,
+    OPS,
+    REGION,
+    TABLE,
+    TARGETS,
+    arguments,
+    canned_endpoint,
+    check_answer,
+    dynaorm_models,
+    floor_ops,
+    ids,
+    messages_of,
+    raw_requests,
+    user_of,
+)
 
-OPS = ("get", "put", "tx3", "query25", "query1000")
-CONTENDERS = ("botocore", "pynamodb", "dynaorm-botocore", "dynaorm")
-#: iterations per repeat of each op (``--scale`` multiplies them)
-ITERATIONS = {"get": 300, "put": 300, "tx3": 200, "query25": 150, "query1000": 10}
-#: the issue's targets: dynaorm's CPU at most this fraction of raw botocore's
-TARGETS = {"get": 0.6, "put": 0.6, "tx3": 0.6, "query25": 0.4, "query1000": 0.25}
-
-
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-# -- contenders (client process) ------------------------------------------------------------
+CONTENDERS = ("botocore", "pynamodb", "dynaorm-botocore", "dynaorm", "floor")
 Op = Callable[[], object]
-
-
-@dataclass(slots=True)
-class RawUser:
-    user_id: str
-    org_id: str
-    username: str
-    email: str
-    full_name: str
-    logins: int
-
-
-@dataclass(slots=True)
-class RawMessage:
-    room: str
-    msg_id: str
-    author: str
-    seq: int
-    body: str
-
-
-def _raw_user(user_id: str) -> dict[str, Any]:
-    return {"pk": _s(f"USER#{user_id}"), "sk": _s("PROFILE"), "_type": _s("User"),
-            "user_id": _s(user_id), "org_id": _s("o1"), "username": _s("alice"),
-            "email": _s("alice@x.com"), "full_name": _s("Alice Liddell"),
-            "logins": {"N": "0"}}
-
-
-NOT_EXISTS = {"ConditionExpression": "attribute_not_exists(#pk)",
-              "ExpressionAttributeNames": {"#pk": "pk"}}
 
 
 def make_botocore(endpoint: str) -> dict[str, Op]:
     import botocore.config
     import botocore.session
 
+    from dynaorm.transport.errors import method_name
+
     client: Any = botocore.session.get_session().create_client(
         "dynamodb", region_name=REGION, endpoint_url=endpoint,
         config=botocore.config.Config(parameter_validation=False,
                                       retries={"total_max_attempts": 1, "mode": "standard"}))
-    new_id = ids()
+    requests = raw_requests()
 
-    def get() -> object:
-        i = client.get_item(TableName=TABLE, Key={"pk": _s("USER#u1"), "sk": _s("PROFILE")}
-                            )["Item"]
-        return RawUser(i["user_id"]["S"], i["org_id"]["S"], i["username"]["S"],
-                       i["email"]["S"], i["full_name"]["S"], int(i["logins"]["N"]))
-
-    def put() -> object:
-        return client.put_item(TableName=TABLE, Item=_raw_user(new_id()), **NOT_EXISTS)
-
-    def tx3() -> object:
-        item = _raw_user(new_id())
-        guards = [{"Put": {"TableName": TABLE, **NOT_EXISTS, "Item": {
-            "pk": _s(f"{a}#{item[a]['S']}"), "sk": _s(f"{a}#{item[a]['S']}"),
-            "_type": _s("dynaorm:unique"), "owner_pk": item["pk"], "owner_sk": item["sk"],
-            "owner_type": _s("User"), "unique_field": _s(a)}}} for a in ("username", "email")]
-        return client.transact_write_items(TransactItems=[
-            {"Put": {"TableName": TABLE, "Item": item, **NOT_EXISTS}}, *guards])
-
-    def query(room: str) -> Op:
+    def op(name: str, build: Callable[[Any], object] = lambda answer: answer) -> Op:
         def run() -> object:
-            out = client.query(TableName=TABLE, KeyConditionExpression="#pk = :pk",
-                               ExpressionAttributeNames={"#pk": "pk"},
-                               ExpressionAttributeValues={":pk": _s(f"ROOM#{room}")})
-            return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"],
-                               int(i["seq"]["N"]), i["body"]["S"]) for i in out["Items"]]
+            operation, request = requests[name]()
+            return build(getattr(client, method_name(operation))(**request))
         return run
 
-    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
-            "query1000": query("r1000")}
+    return {"get": op("get", user_of), "put": op("put"), "tx3": op("tx3"),
+            "query25": op("query25", messages_of), "query1000": op("query1000", messages_of)}
 
 
 def make_pynamodb(endpoint: str) -> dict[str, Op]:
@@ -235,17 +190,6 @@ def make_dynaorm(endpoint: str, wire: str) -> dict[str, Op]:
             "query1000": query("r1000")}
 
 
-def check(name: str, ops: dict[str, Op]) -> None:
-    """Each op once, before timing: it returns what it should."""
-    for op, fn in ops.items():
-        out = fn()
-        if op.startswith("query"):
-            size = int(op.removeprefix("query"))
-            assert isinstance(out, list) and len(out) == size, (name, op, out)
-        if op == "get":
-            assert getattr(out, "username", None) == "alice", (name, op, out)
-
-
 def timed(fn: Op, n: int) -> float:
     start = time.process_time()
     for _ in range(n):
@@ -254,11 +198,7 @@ def timed(fn: Op, n: int) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = arguments(__doc__)
     # dummy credentials for the contenders that read the environment (a script, not dynaorm)
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "x")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "x")
@@ -267,17 +207,20 @@ def main() -> int:
         contenders = {"botocore": make_botocore(endpoint),
                       "pynamodb": make_pynamodb(endpoint),
                       "dynaorm-botocore": make_dynaorm(endpoint, "botocore"),
-                      "dynaorm": make_dynaorm(endpoint, "dynaorm")}
+                      "dynaorm": make_dynaorm(endpoint, "dynaorm"),
+                      "floor": floor_ops()}
         for name, ops in contenders.items():
-            check(name, ops)
-            for fn in ops.values():  # warm: pools open, caches filled
-                fn()
+            for op, fn in ops.items():
+                check_answer(name, op, fn())
+                fn()  # warm: pools open, caches filled
         samples: dict[tuple[str, str], list[float]] = {}
         for _ in range(args.repeats):
             for op in OPS:
                 n = max(1, int(ITERATIONS[op] * args.scale))
                 for name in CONTENDERS:
-                    samples.setdefault((name, op), []).append(timed(contenders[name][op], n))
+                    if op in contenders[name]:
+                        samples.setdefault((name, op), []).append(
+                            timed(contenders[name][op], n))
     median = {k: statistics.median(v) for k, v in samples.items()}
     print(f"client CPU per operation (ms, median of {args.repeats}), ratio to raw botocore; "
           "canned endpoint over loopback HTTP")
@@ -285,9 +228,8 @@ def main() -> int:
     print(f"| --- | {' | '.join('---:' for _ in CONTENDERS)} | ---: |")
     for op in OPS:
         base = median[("botocore", op)]
-        cells = [f"{median[(c, op)] * 1e3:.3f}" + ("" if c == "botocore" else
-                                                    f" ({median[(c, op)] / base:.2f}x)")
-                 for c in CONTENDERS]
+        cells = ["-" if (c, op) not in median else f"{median[(c, op)] * 1e3:.3f}" + (
+            "" if c == "botocore" else f" ({median[(c, op)] / base:.2f}x)") for c in CONTENDERS]
         ratio = median[("dynaorm", op)] / base
         verdict = "met" if ratio <= TARGETS[op] else "MISSED"
         print(f"| {op} | {' | '.join(cells)} | <={TARGETS[op]}x {verdict} |")

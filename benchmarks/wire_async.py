@@ -31,7 +31,6 @@ Usage::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
@@ -39,94 +38,42 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.canned_http import REGION, TABLE, canned_endpoint, dynaorm_models, ids
+from benchmarks.canned_http import (
+    ITERATIONS,
+    OPS,
+    REGION,
+    TARGETS,
+    arguments,
+    canned_endpoint,
+    check_answer,
+    dynaorm_models,
+    ids,
+    messages_of,
+    raw_requests,
+    user_of,
+)
 
-OPS = ("get", "put", "tx3", "query25", "query1000")
 CONTENDERS = ("aiobotocore", "dynaorm-botocore", "dynaorm", "asyncwire-raw")
-#: iterations per repeat of each op (``--scale`` multiplies them)
-ITERATIONS = {"get": 300, "put": 300, "tx3": 200, "query25": 150, "query1000": 10}
-#: the issue's targets: dynaorm's async wire's CPU at most this fraction of aiobotocore's
-TARGETS = {"get": 0.6, "put": 0.6, "tx3": 0.6, "query25": 0.4, "query1000": 0.25}
-
 Op = Callable[[], Awaitable[object]]
-
-
-@dataclass(slots=True)
-class RawUser:
-    user_id: str
-    org_id: str
-    username: str
-    email: str
-    full_name: str
-    logins: int
-
-
-@dataclass(slots=True)
-class RawMessage:
-    room: str
-    msg_id: str
-    author: str
-    seq: int
-    body: str
-
-
-def _s(value: str) -> dict[str, str]:
-    return {"S": value}
-
-
-def _raw_user(user_id: str) -> dict[str, Any]:
-    return {"pk": _s(f"USER#{user_id}"), "sk": _s("PROFILE"), "_type": _s("User"),
-            "user_id": _s(user_id), "org_id": _s("o1"), "username": _s("alice"),
-            "email": _s("alice@x.com"), "full_name": _s("Alice Liddell"),
-            "logins": {"N": "0"}}
-
-
-NOT_EXISTS = {"ConditionExpression": "attribute_not_exists(#pk)",
-              "ExpressionAttributeNames": {"#pk": "pk"}}
 
 
 def raw_ops(send: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
             ) -> dict[str, Op]:
     """The hand-written contender's ops over ``send(operation, request)``."""
-    new_id = ids()
+    requests = raw_requests()
 
-    async def get() -> object:
-        i = (await send("GetItem", {"TableName": TABLE, "Key": {
-            "pk": _s("USER#u1"), "sk": _s("PROFILE")}}))["Item"]
-        return RawUser(i["user_id"]["S"], i["org_id"]["S"], i["username"]["S"],
-                       i["email"]["S"], i["full_name"]["S"], int(i["logins"]["N"]))
-
-    async def put() -> object:
-        return await send("PutItem", {"TableName": TABLE, "Item": _raw_user(new_id()),
-                                      **NOT_EXISTS})
-
-    async def tx3() -> object:
-        item = _raw_user(new_id())
-        guards = [{"Put": {"TableName": TABLE, **NOT_EXISTS, "Item": {
-            "pk": _s(f"{a}#{item[a]['S']}"), "sk": _s(f"{a}#{item[a]['S']}"),
-            "_type": _s("dynaorm:unique"), "owner_pk": item["pk"], "owner_sk": item["sk"],
-            "owner_type": _s("User"), "unique_field": _s(a)}}} for a in ("username", "email")]
-        return await send("TransactWriteItems", {"TransactItems": [
-            {"Put": {"TableName": TABLE, "Item": item, **NOT_EXISTS}}, *guards]})
-
-    def query(room: str) -> Op:
+    def op(name: str, build: Callable[[Any], object] = lambda answer: answer) -> Op:
         async def run() -> object:
-            out = await send("Query", {
-                "TableName": TABLE, "KeyConditionExpression": "#pk = :pk",
-                "ExpressionAttributeNames": {"#pk": "pk"},
-                "ExpressionAttributeValues": {":pk": _s(f"ROOM#{room}")}})
-            return [RawMessage(i["room"]["S"], i["msg_id"]["S"], i["author"]["S"],
-                               int(i["seq"]["N"]), i["body"]["S"]) for i in out["Items"]]
+            return build(await send(*requests[name]()))
         return run
 
-    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
-            "query1000": query("r1000")}
+    return {"get": op("get", user_of), "put": op("put"), "tx3": op("tx3"),
+            "query25": op("query25", messages_of), "query1000": op("query1000", messages_of)}
 
 
 async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
@@ -181,17 +128,6 @@ def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
              "query1000": query("r1000")}, app)
 
 
-async def check(name: str, ops: dict[str, Op]) -> None:
-    """Each op once, before timing: it returns what it should."""
-    for op, fn in ops.items():
-        out = await fn()
-        if op.startswith("query"):
-            size = int(op.removeprefix("query"))
-            assert isinstance(out, list) and len(out) == size, (name, op, out)
-        if op == "get":
-            assert getattr(out, "username", None) == "alice", (name, op, out)
-
-
 async def timed(fn: Op, n: int) -> float:
     start = time.process_time()
     for _ in range(n):
@@ -210,9 +146,9 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
                   "dynaorm": dynaorm_ops, "asyncwire-raw": raw_ops(wire.send)}
     try:
         for name, ops in contenders.items():
-            await check(name, ops)
-            for fn in ops.values():  # warm: pools open, caches filled
-                await fn()
+            for op, fn in ops.items():
+                check_answer(name, op, await fn())
+                await fn()  # warm: pools open, caches filled
         assert transport_of(table_d)._wires, "the dynaorm contender did not use AsyncWire"
         assert not transport_of(table_b)._wires
         samples: dict[tuple[str, str], list[float]] = {}
@@ -249,11 +185,7 @@ def report(medians: dict[tuple[str, str], float]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--scale", type=float, default=1.0)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = arguments(__doc__)
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
     with canned_endpoint() as endpoint:
         medians = asyncio.run(run(endpoint, args.repeats, args.scale))
