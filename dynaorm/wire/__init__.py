@@ -1,9 +1,10 @@
 """dynaorm's own DynamoDB wire: requests rendered straight to JSON, signed with SigV4 over
 botocore's credentials (:class:`~dynaorm.wire.sigv4.Signer`: DynamoDB's one canonical
 request computed directly, the signing key kept per day; botocore's ``SigV4Auth`` for
-endpoints with a path), sent over a urllib3 keep-alive pool, answers checked against
-``x-amz-crc32`` and decoded with :func:`json.loads`. ``Table(wire="dynaorm")``, the
-default, sends through it; see ``docs/guide/wire.md``.
+endpoints with a path), sent over keep-alive connections (:mod:`dynaorm.wire.http`;
+urllib3 through a proxy), answers checked against ``x-amz-crc32`` and decoded with
+:func:`json.loads`. ``Table(wire="dynaorm")``, the default, sends through it; see
+``docs/guide/wire.md``.
 
 Everything a configuration decides (endpoint, region, timeouts, proxies, TLS verification,
 credentials, ``User-Agent``) is read once from a botocore client created as the botocore
