@@ -1,18 +1,20 @@
 """botocore's failures as dynaorm's: the one place a botocore (or aiobotocore) exception is
 turned into a :class:`~dynaorm.RequestError`, with the cancellation reasons in request order
 and ``maybe_applied`` set when the request may have been applied (an answer lost after
-sending, a 5xx), which is what the retry rules and the outcome rules need."""
+sending, a 5xx), which is what the retry rules and the outcome rules need.
+
+botocore's exceptions are imported when the first failure is mapped (``import dynaorm``
+loads no botocore module; both wires import them when a table first sends)."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from botocore import xform_name
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from typing import TYPE_CHECKING, Any
 
 from dynaorm.errors import RequestError, TableNotFoundError
 from dynaorm.transport.events import Reason, table_of
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
 
 __all__ = ["map_error", "method_name"]
 
@@ -20,6 +22,9 @@ __all__ = ["map_error", "method_name"]
 def map_error(operation: str, request: dict[str, Any], exc: Exception) -> RequestError | None:
     """The :class:`~dynaorm.RequestError` for a botocore exception raised by sending
     ``request`` once (``None``: not a botocore failure)."""
+    from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
     if isinstance(exc, ClientError):
         return _client_error(operation, request, exc)
     if isinstance(exc, HTTPClientError):  # sent, answer lost: a read timeout, a dropped line
@@ -60,4 +65,6 @@ def _client_error(operation: str, request: dict[str, Any], exc: ClientError) -> 
 def method_name(operation: str) -> str:
     """The botocore client method of a DynamoDB operation (``PutItem`` -> ``put_item``),
     the public way both transports send through."""
+    from botocore import xform_name
+
     return str(xform_name(operation))

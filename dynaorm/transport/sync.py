@@ -22,10 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
-
-from botocore.exceptions import BotoCoreError
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
@@ -103,6 +100,8 @@ class Transport:
         """The botocore client (created once, on first use; safe to share by threads)."""
         with self._client_lock:
             if self._client is None:
+                from botocore.exceptions import BotoCoreError
+
                 try:
                     self._client = create_client(self.endpoint_url, self.region,
                                                  table=self._table, session=self._session)
@@ -220,6 +219,8 @@ class Transport:
         raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
 
     def _gather(self, step: Gather) -> list[Any]:
+        from concurrent.futures import ThreadPoolExecutor  # (threads only where gathered)
+
         protos = list(step.protos)
         _ = self.client  # made once here, not by racing threads
         workers = min(step.concurrency, len(protos), MAX_WORKERS)
