@@ -31,7 +31,9 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import InvalidProxiesConfigError
 
-from dynaorm import DynaormError
+from dynaorm import DynaormError, RequestError
+from dynaorm.transport.retry import retryable
+from dynaorm.transport.sync import Transport
 from dynaorm.wire import SyncWire, proxy_tls_context
 from dynaorm.wire.aio import AsyncWire
 
@@ -211,6 +213,8 @@ def proxies(pki: PKI) -> Iterator[Callable[..., Proxy]]:
 def _no_profile(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS.secret_key)
     for name in ("AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "AWS_ENDPOINT_URL",
                  "AWS_ENDPOINT_URL_DYNAMODB", "AWS_PROFILE"):
         monkeypatch.delenv(name, raising=False)
@@ -371,6 +375,15 @@ def test_an_unreadable_proxy_file_is_a_typed_error(pki: PKI, tmp_path: Path) -> 
     client = _session().create_client("dynamodb", **args)
     with pytest.raises(InvalidProxiesConfigError):
         SyncWire(client, CREDENTIALS)  # when the wire is made: the table's first request
+    # through a transport: a request error that was not sent and is not retried (botocore's
+    # own session wraps it into HTTPClientError, a lost answer it would retry)
+    session = botocore.session.get_session()
+    session.set_default_client_config(args["config"])
+    transport = Transport("https://localhost:1", "eu-west-1", table="app", session=session)
+    with pytest.raises(RequestError) as raised:
+        transport.send("GetItem", dict(KEY))
+    assert raised.value.code == "InvalidProxiesConfigError"
+    assert not raised.value.maybe_applied and not retryable(raised.value)
 
 
 def test_the_proxy_context_follows_botocore(pki: PKI) -> None:
