@@ -49,7 +49,9 @@ def _connector_class() -> type[Any]:
     """An aiohttp ``TCPConnector`` whose connection to the proxy uses its own TLS context
     (:func:`dynaorm.wire.proxy_tls_context`): aiohttp otherwise builds the proxy request
     with the endpoint's, so the endpoint's CA bundle would verify the proxy and its client
-    certificate would be offered to it."""
+    certificate would be offered to it. A connection the proxy drops before the tunnel is
+    up is aiohttp's ``ClientProxyConnectionError`` (botocore's ``ProxyConnectionError``:
+    not sent), not a connection lost after sending."""
     import aiohttp
 
     class ProxyTLSConnector(aiohttp.TCPConnector):
@@ -61,6 +63,17 @@ def _connector_class() -> type[Any]:
             proxy_req = super()._update_proxy_auth_header_and_build_proxy_req(req)
             proxy_req._ssl = self._proxy_ssl
             return proxy_req
+
+        async def _create_proxy_connection(self, req: Any, traces: Any,
+                                           timeout: Any) -> Any:
+            try:
+                return await super()._create_proxy_connection(req, traces, timeout)
+            except aiohttp.ClientConnectorError:
+                raise
+            except aiohttp.ClientOSError as exc:
+                # the proxy dropped the connection before the tunnel was up (under TLS
+                # 1.3 a refused client certificate shows here): the request was not sent
+                raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
 
     return ProxyTLSConnector
 
