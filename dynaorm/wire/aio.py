@@ -68,9 +68,9 @@ def _connector_class() -> type[Any]:
                                            timeout: Any) -> Any:
             try:
                 return await super()._create_proxy_connection(req, traces, timeout)
-            except aiohttp.ClientConnectorError:
-                raise
-            except aiohttp.ClientOSError as exc:
+            except (aiohttp.ClientConnectorError, TimeoutError):
+                raise  # already "not sent": refused, TLS refused, a connect timeout
+            except OSError as exc:
                 # the proxy dropped the connection before the tunnel was up (under TLS
                 # 1.3 a refused client certificate shows here): the request was not sent
                 raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
