@@ -70,9 +70,7 @@ class PKI:
         extra = [a for e in ext for a in ("-addext", e)]
         self._openssl("req", "-x509", *self._key(name), "-out", f"{name}.pem", "-days", "1",
                       "-subj", f"/CN={cn}", *extra)
-        if name != "ca":
-            return str(self.where / f"{name}.pem")
-        return str(self.where / "ca.pem")
+        return str(self.where / f"{name}.pem")
 
     def _signed(self, name: str, cn: str, ext: str) -> tuple[str, str]:
         self._openssl("req", *self._key(name), "-out", f"{name}.csr", "-subj", f"/CN={cn}")
