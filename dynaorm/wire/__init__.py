@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import base64
 import functools
+import ipaddress
 import json
 import ssl
 import zlib
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -36,7 +38,8 @@ from dynaorm.wire.http import (
 from dynaorm.wire.sigv4 import Signer
 
 __all__ = ["TARGET_PREFIX", "SyncWire", "WireSettings", "as_botocore", "checked_answer",
-           "credentials_for", "decode", "error_response", "prepare", "render", "tls_verify"]
+           "credentials_for", "decode", "error_response", "prepare", "proxy_tls_context",
+           "render", "tls_verify"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -143,6 +146,39 @@ def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, st
     return (str(url), dict(found.proxy_headers_for(url))) if url else (None, {})
 
 
+def proxy_tls_context(proxy_url: str, proxies_config: Mapping[str, Any] | None,
+                      verify: bool | str) -> ssl.SSLContext:
+    """The TLS context of the connection *to* the proxy ``proxy_url`` (used when it is an
+    ``https://`` one), from botocore's ``proxies_config``; the one rule of both wires.
+
+    - ``proxy_ca_bundle``: the proxy is verified against this bundle alone, whatever
+      ``verify`` says (as botocore's ``URLLib3Session`` does); without it, as the endpoint
+      is (``verify``: its CA bundle, or no verification for ``False``);
+    - ``proxy_client_cert`` (a file, or ``(cert, key)``): the certificate offered to the
+      proxy; the endpoint's ``client_cert`` never is (as botocore and aiobotocore);
+    - the context checks the proxy's host name unless the proxy is an IP address (as
+      botocore: urllib3 matches an IP itself and cannot have the context do it).
+
+    A file that cannot be read or is not a certificate raises botocore's
+    ``InvalidProxiesConfigError``, as botocore does. ``proxy_use_forwarding_for_https`` is
+    not a TLS setting: :class:`SyncWire` passes it to urllib3."""
+    from botocore.exceptions import InvalidProxiesConfigError
+
+    settings = proxies_config or {}
+    bundle = settings.get("proxy_ca_bundle")
+    cert = settings.get("proxy_client_cert")
+    try:
+        context = tls_context(verify if bundle is None else str(bundle), cert)
+    except OSError as exc:  # ssl.SSLError included: not a certificate, a wrong key
+        raise InvalidProxiesConfigError(error=exc) from exc
+    try:
+        ipaddress.ip_address(urlsplit(proxy_url).hostname or "")
+    except ValueError:
+        return context
+    context.check_hostname = False
+    return context
+
+
 @functools.cache
 def _checksum_error() -> type[Any]:
     from botocore.exceptions import ChecksumError, HTTPClientError
@@ -196,12 +232,19 @@ class WireSettings:
         #: ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint), as botocore decides
         self.proxy: str | None
         self.proxy, self._proxy_headers = _proxy_for(self.endpoint_url, config)
+        #: botocore's ``proxies_config`` (``proxy_ca_bundle``, ``proxy_client_cert``,
+        #: ``proxy_use_forwarding_for_https``): see :func:`proxy_tls_context`
+        self.proxies_config: dict[str, Any] = dict(getattr(config, "proxies_config", None)
+                                                   or {})
         #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
         self._credentials = credentials
         self._user_agent = _user_agent(config)
         self._signer = Signer(self.endpoint_url, self.region)
         # the request target: the endpoint's path, "/" when it has none (as botocore sends)
         self._path = urlsplit(self.endpoint_url).path or "/"
+        # the absolute URL a proxy is given: it must carry a path too
+        self._url = self.endpoint_url if urlsplit(self.endpoint_url).path else (
+            self.endpoint_url + "/")
 
     def _destination(self) -> Destination:
         """Where dynaorm's own connections go (the endpoint, when no proxy is used)."""
@@ -242,6 +285,12 @@ class SyncWire(WireSettings):
         if cert:
             tls.update({"cert_file": cert} if isinstance(cert, str) else
                        {"cert_file": cert[0], "key_file": cert[1]})
+        # the connection to the proxy: its own TLS context, as botocore builds it
+        tls["proxy_ssl_context"] = proxy_tls_context(self.proxy, self.proxies_config,
+                                                     self.verify)
+        forwarding = self.proxies_config.get("proxy_use_forwarding_for_https")
+        if forwarding is not None:  # an https:// proxy gets the absolute URL, no CONNECT
+            tls["use_forwarding_for_https"] = bool(forwarding)
         self._manager = urllib3.ProxyManager(self.proxy, maxsize=self.pool_size,
                                              proxy_headers=self._proxy_headers, **tls)
 
@@ -250,9 +299,13 @@ class SyncWire(WireSettings):
         import urllib3
         from botocore.exceptions import (
             ConnectionClosedError,
+            ConnectTimeoutError,
             EndpointConnectionError,
+            ProxyConnectionError,
             ReadTimeoutError,
+            SSLError,
         )
+        from botocore.httpsession import mask_proxy_url
 
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
@@ -262,9 +315,21 @@ class SyncWire(WireSettings):
                 raise as_botocore(exc, self.endpoint_url) from exc
             return checked_answer(operation, status, answer, data)
         try:
-            resp = self._manager.urlopen("POST", self.endpoint_url, body=body,
+            resp = self._manager.urlopen("POST", self._url, body=body,
                                          headers=headers, timeout=self.timeout,
                                          retries=False, preload_content=True)
+        # as botocore's URLLib3Session maps them (a TLS failure *to the proxy* is urllib3's
+        # ProxyError, so botocore's ProxyConnectionError)
+        except urllib3.exceptions.SSLError as exc:
+            raise SSLError(endpoint_url=self.endpoint_url, error=exc) from exc
+        except urllib3.exceptions.NewConnectionError as exc:
+            raise EndpointConnectionError(endpoint_url=self.endpoint_url,
+                                          error=exc) from exc
+        except urllib3.exceptions.ProxyError as exc:
+            raise ProxyConnectionError(proxy_url=mask_proxy_url(str(self.proxy)),
+                                       error=exc) from exc
+        except urllib3.exceptions.ConnectTimeoutError as exc:
+            raise ConnectTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
         except urllib3.exceptions.ReadTimeoutError as exc:
             raise ReadTimeoutError(endpoint_url=self.endpoint_url, error=exc) from exc
         except urllib3.exceptions.ProtocolError as exc:

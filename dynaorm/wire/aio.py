@@ -19,11 +19,13 @@ whichever wire is under them.
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
+import ssl
 from typing import Any
-from urllib.parse import urlsplit
 
-from dynaorm.wire import WireSettings, as_botocore, checked_answer
+from dynaorm.errors import DynaormError
+from dynaorm.wire import WireSettings, as_botocore, checked_answer, proxy_tls_context
 from dynaorm.wire.http import (
     AnswerTimeout,
     AsyncHTTPPool,
@@ -36,6 +38,44 @@ __all__ = ["KEEPALIVE_SECONDS", "AsyncWire"]
 
 #: seconds an idle connection stays in the pool (aiobotocore's default)
 KEEPALIVE_SECONDS = 12.0
+
+#: the aiohttp hook that gives the connection to a proxy its own TLS context (aiohttp
+#: 3.13.3 and later; aiobotocore's ``AIOHTTPSession`` uses it the same way)
+_PROXY_HOOK = "_update_proxy_auth_header_and_build_proxy_req"
+
+
+@functools.cache
+def _connector_class() -> type[Any]:
+    """An aiohttp ``TCPConnector`` whose connection to the proxy uses its own TLS context
+    (:func:`dynaorm.wire.proxy_tls_context`): aiohttp otherwise builds the proxy request
+    with the endpoint's, so the endpoint's CA bundle would verify the proxy and its client
+    certificate would be offered to it. A connection the proxy drops before the tunnel is
+    up is aiohttp's ``ClientProxyConnectionError`` (botocore's ``ProxyConnectionError``:
+    not sent), not a connection lost after sending."""
+    import aiohttp
+
+    class ProxyTLSConnector(aiohttp.TCPConnector):
+        def __init__(self, *args: Any, proxy_ssl: ssl.SSLContext, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._proxy_ssl = proxy_ssl
+
+        def _update_proxy_auth_header_and_build_proxy_req(self, req: Any) -> Any:
+            proxy_req = super()._update_proxy_auth_header_and_build_proxy_req(req)
+            proxy_req._ssl = self._proxy_ssl
+            return proxy_req
+
+        async def _create_proxy_connection(self, req: Any, traces: Any,
+                                           timeout: Any) -> Any:
+            try:
+                return await super()._create_proxy_connection(req, traces, timeout)
+            except (aiohttp.ClientConnectorError, TimeoutError):
+                raise  # already "not sent": refused, TLS refused, a connect timeout
+            except OSError as exc:
+                # the proxy dropped the connection before the tunnel was up (under TLS
+                # 1.3 a refused client certificate shows here): the request was not sent
+                raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
+
+    return ProxyTLSConnector
 
 
 class AsyncWire(WireSettings):
@@ -55,15 +95,28 @@ class AsyncWire(WireSettings):
 
     def __init__(self, client: Any, credentials: Any) -> None:
         super().__init__(client, credentials)
-        # a proxy is given the absolute URL, which must carry a path
-        self._url = (self.endpoint_url if urlsplit(self.endpoint_url).path else
-                     self.endpoint_url + "/")
         self._session: Any = None
         self._lock: asyncio.Lock | None = None
         # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
         # through one: an aiohttp session (CONNECT tunnels, proxy authentication)
         self._direct: AsyncHTTPPool | None = (
             AsyncHTTPPool(self._destination()) if self.proxy is None else None)
+        if self.proxy is not None:
+            self._check_proxy_tls()
+
+    def _check_proxy_tls(self) -> None:
+        """Refuse a ``proxies_config`` this aiohttp cannot honour (the connection to the
+        proxy needs its own TLS context: aiohttp 3.13.3 or later) rather than verify the
+        proxy with the endpoint's settings."""
+        import aiohttp
+
+        given = [key for key in ("proxy_ca_bundle", "proxy_client_cert")
+                 if self.proxies_config.get(key) is not None]
+        if given and not hasattr(aiohttp.TCPConnector, _PROXY_HOOK):
+            raise DynaormError(
+                f"proxies_config {given[0]!r} needs aiohttp 3.13.3 or later on the async "
+                f"wire (installed: aiohttp {aiohttp.__version__}); upgrade aiohttp or use "
+                f"wire='botocore'")
 
     # -- the session -------------------------------------------------------------------
     async def _open(self) -> Any:
@@ -73,12 +126,15 @@ class AsyncWire(WireSettings):
             self._lock = asyncio.Lock()
         async with self._lock:
             if self._session is None:
-                ssl_context = (await asyncio.to_thread(tls_context, self.verify,
-                                                       self._client_cert)
-                               if self.endpoint_url.startswith("https:") else None)
-                connector = aiohttp.TCPConnector(
-                    limit=self.pool_size, keepalive_timeout=KEEPALIVE_SECONDS,
-                    ssl=ssl_context if ssl_context is not None else True)
+                # both contexts read files: off the loop (as aiobotocore builds them)
+                ssl_context, proxy_ssl = await asyncio.to_thread(self._tls_contexts)
+                options: dict[str, Any] = {
+                    "limit": self.pool_size, "keepalive_timeout": KEEPALIVE_SECONDS,
+                    "ssl": ssl_context if ssl_context is not None else True}
+                if hasattr(aiohttp.TCPConnector, _PROXY_HOOK):
+                    connector = _connector_class()(proxy_ssl=proxy_ssl, **options)
+                else:  # an old aiohttp: the proxy gets the endpoint's context
+                    connector = aiohttp.TCPConnector(**options)
                 self._session = aiohttp.ClientSession(
                     connector=connector,
                     timeout=aiohttp.ClientTimeout(sock_connect=self.connect_timeout,
@@ -86,6 +142,20 @@ class AsyncWire(WireSettings):
                     skip_auto_headers={"Accept-Encoding", "Content-Type", "User-Agent"},
                     auto_decompress=False)
         return self._session
+
+    def _tls_contexts(self) -> tuple[ssl.SSLContext | None, ssl.SSLContext]:
+        """The endpoint's TLS context (``None`` for an ``http://`` one) and the proxy's
+        (:func:`~dynaorm.wire.proxy_tls_context`). ``proxy_use_forwarding_for_https`` is
+        not honoured: aiohttp always tunnels to an ``https://`` endpoint with ``CONNECT``,
+        and aiobotocore ignores the key the same way."""
+        ssl_context = (tls_context(self.verify, self._client_cert)
+                       if self.endpoint_url.startswith("https:") else None)
+        proxy_ssl = proxy_tls_context(str(self.proxy), self.proxies_config, self.verify)
+        if proxy_ssl.verify_mode == ssl.CERT_REQUIRED:
+            # asyncio gives an IP address to the context as the server name, so the
+            # context can match it (urllib3 cannot; it matches an IP itself)
+            proxy_ssl.check_hostname = True
+        return ssl_context, proxy_ssl
 
     @property
     def closed(self) -> bool:

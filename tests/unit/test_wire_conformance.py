@@ -529,6 +529,30 @@ def test_proxies_follow_botocore(aws: Path, monkeypatch: pytest.MonkeyPatch) -> 
     assert wire_of(Table("app", region="eu-west-1")).proxy is None
 
 
+def test_proxies_config_follows_botocore(aws: Path) -> None:
+    """``proxies_config`` (reaching the client as a session's default client config, the
+    way a table gets any ``Config``) gives the connection to the proxy the TLS context
+    botocore's own session builds, and forwarding for https."""
+    from botocore.httpsession import where
+
+    session = botocore.session.get_session()
+    session.set_default_client_config(Config(
+        proxies={"https": "https://proxy.test:3128"},
+        proxies_config={"proxy_ca_bundle": where(),
+                        "proxy_use_forwarding_for_https": True}))
+    table = Table("app", region="eu-west-1",
+                  transport=Transport(region="eu-west-1", table="app", session=session))
+    wire = wire_of(table)
+    assert wire.proxies_config == table.client.meta.config.proxies_config
+    proxy_config = wire._manager.proxy_config
+    assert proxy_config.use_forwarding_for_https is True
+    ours = proxy_config.ssl_context
+    theirs = table.client._endpoint.http_session._setup_proxy_ssl_context(wire.proxy)
+    assert ours.get_ca_certs() == theirs.get_ca_certs() and ours.get_ca_certs()
+    assert (ours.verify_mode, ours.check_hostname) == (theirs.verify_mode,
+                                                       theirs.check_hostname)
+
+
 def test_user_agent_names_dynaorm_and_the_app(aws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_SDK_UA_APP_ID", "shop")
     headers = wire_of(Table("app", region="eu-west-1")).prepare("GetItem", {})[1]
