@@ -142,14 +142,21 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
 
 
 @pytest.fixture(autouse=True)
-def _wire(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``DYNAORM_WIRE=botocore`` (or ``dynaorm``): tables and transports created by the test
-    send over that wire by default (``make test-botocore-wire`` runs the integration suite
-    on DynamoDB Local through botocore's; moto's in-process mock keeps the botocore client
-    whatever this says; tests about dynaorm's wire name it). The async
-    transports follow their table's sync transport (``AsyncTransport.wire`` is ``None``),
-    so AsyncSessions send over the same wire."""
+def _wire(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
+    """The wire tables and transports created by the test send over by default.
+
+    Without ``DYNAORM_WIRE``: dynaorm's own wire (the default) on DynamoDB Local, sync and
+    async, and botocore's on dynoxide, so ``make test`` runs the integration suite over
+    real HTTP through both wires. ``DYNAORM_WIRE=botocore`` (or ``dynaorm``) puts every
+    engine on that wire (``make test-botocore-wire`` runs the suite on DynamoDB Local
+    through botocore's). moto's in-process mock keeps the botocore client whatever this
+    says; tests about one wire name it. The async transports follow their table's sync
+    transport (``AsyncTransport.wire`` is ``None``), so AsyncSessions send over the same
+    wire."""
     wire = os.environ.get("DYNAORM_WIRE")
+    callspec = getattr(request.node, "callspec", None)
+    if not wire and callspec is not None and callspec.params.get("backend") == "dynoxide":
+        wire = "botocore"
     if not wire:
         return
     from dynaorm import Table
