@@ -24,7 +24,7 @@ from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, MovedState
-from dynaorm.model.rows import parse_version_sk, version_sk
+from dynaorm.model.rows import VERSION_TTL, parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.actions import ActionBuilder, version_row
@@ -33,8 +33,9 @@ from dynaorm.write.conditions import stored_as
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.write.staged import DeleteEntry, Outcome, SaveEntry
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "move_actions",
-           "needs_history_batches", "old_values", "plan_move_delete", "plan_move_save"]
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "load_old",
+           "move_actions", "needs_history_batches", "old_values", "plan_move_delete",
+           "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -56,6 +57,21 @@ def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
     for name, value in (layout.parse_key(item) or {}).items():
         data.setdefault(name, value)
     return data
+
+
+def kept(spec: EntitySpec, item: Item) -> Item:
+    """The attributes of an old-layout row that neither layout declares (written by a
+    newer model, or by another tool): a move carries them to the new row, as every write
+    of an item keeps them. Not the old fields (by their old names), the table and index
+    keys (rendered anew), the type attribute, nor a versioned entity's own attributes."""
+    table = spec.table
+    known = {*_layout(spec).fields_by_attr, table.pk, table.sk, table.type_attribute,
+             *spec.stored_fields}
+    if spec.versioned:
+        known.update(("version", VERSION_TTL))
+    for name in table.indexes:
+        known.update(table.key_attributes(name))
+    return {k: v for k, v in item.items() if k not in known}
 
 
 def load_old(spec: EntitySpec, item: Item) -> Any:
@@ -175,7 +191,7 @@ def _history_rows(spec: EntitySpec, state: MovedState
         new = encode_entity(obj, spec, n)
         key = spec.primary_key(values, n)
         out.append((n, {a: key_value(row[a]) for a in spec.table_key_attrs},
-                    version_row(spec, new, key[spec.table.sk])))
+                    {**kept(spec, row), **version_row(spec, new, key[spec.table.sk])}))
     return sorted(out, key=lambda t: t[0])
 
 
@@ -207,7 +223,7 @@ def plan_move_save(entry: SaveEntry, state: MovedState, index: int
             ops.append(Put(new_key_k, row, not_exists(spec.table.pk),
                            _origin(spec, old_key, Role.VERSION, Fail.EXISTS, index)))
     key = spec.primary_key(values)
-    item = encode_entity(written_obj, spec, version, key)
+    item = {**kept(spec, state.item), **encode_entity(written_obj, spec, version, key)}
     # an overwrite of an entity without rules is last writer wins: the old row goes and the
     # new one is put whatever either holds now (with rules, the commit has just read what
     # is stored, under either layout, and the move is planned on that: see the module)
