@@ -306,6 +306,33 @@ def test_old_item_changed_after_read_is_not_overwritten(db: TestBackend) -> None
     assert _keys(db) == OLD_KEYS
 
 
+class OldTag(Entity):
+    """``Tag`` before the change: same key, type ``tag``, label stored as ``name``."""
+
+    class Meta:
+        table = old
+        pk = "TAG#{id}"
+        sk = "TAG"
+        type_name = "tag"
+
+    id: str
+    name: str = ""
+
+
+class Tag(Entity):
+    """Only the type name and a stored name changed: the move rewrites one item in place."""
+
+    class Meta:
+        table = mig
+        pk = "TAG#{id}"
+        sk = "TAG"
+        type_name = "label"
+        previous = Previous(type_name="tag", stored_names={"label": "name"})
+
+    id: str
+    label: str = ""
+
+
 # -- a move's condition= and overwrite= ----------------------------------------------------
 def _fresh_account(s: Session) -> Account:
     account = s.get(Account, id="a1")
@@ -515,6 +542,79 @@ def test_overwrite_with_a_condition_on_a_move(db: TestBackend) -> None:
     items = _by_key(db)
     assert ("USER#a1", "PROFILE") not in items
     assert items[("ACCOUNT#a1", "PROFILE")]["name"] == "mine"
+
+
+def test_condition_and_overwrite_of_a_move_in_place(db: TestBackend) -> None:
+    """Only the type and a stored name changed: the old row's delete and the new row's put
+    are one put of the same key, which keeps the old row's condition and the caller's."""
+    with Session(old) as o:
+        o.save(OldTag(id="t1", name="red"))
+    before = db.scan_raw()
+    s = db.session()
+    tag = s.get(Tag, id="t1")
+    assert tag == Tag(id="t1", label="red")
+    tag.label = "blue"
+    s.save(tag, condition=F("label") == "green")
+    with pytest.raises(ConditionFailedError) as caught:
+        s.commit()
+    assert db.scan_raw() == before
+    assert caught.value.item == Tag(id="t1", label="red")
+    s.save(tag, condition=F("label") == "red")
+    s.commit()
+    assert db.scan() == [{"pk": "TAG#t1", "sk": "TAG", "_type": "label", "id": "t1",
+                          "label": "blue"}]
+    with Session(old) as o:
+        o.save(OldTag(id="t2", name="old"))
+    again = s.get(Tag, id="t2")
+    assert again is not None
+    with Session(old) as o:  # another writer changes it in the old layout
+        o.save(OldTag(id="t2", name="theirs"), overwrite=True)
+    again.label = "mine"
+    s.save(again, overwrite=True)
+    s.commit()
+    assert [i for i in db.scan() if i["pk"] == "TAG#t2"] == [
+        {"pk": "TAG#t2", "sk": "TAG", "_type": "label", "id": "t2", "label": "mine"}]
+
+
+def test_update_of_a_moved_object_is_refused(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    account = _fresh_account(s)
+    with pytest.raises(DynaormError, match=r"previous layout \(Meta.previous\): update\(\) "
+                                           "cannot move it"):
+        s.update(account).set(name="x")
+    s.save(account)
+    s.commit()
+    s.update(account).set(name="moved first")  # in the current layout now: fine
+    s.commit()
+    assert _by_key(db)[("ACCOUNT#a1", "PROFILE")]["name"] == "moved first"
+
+
+def test_a_move_keeps_attributes_neither_layout_declares(db: TestBackend) -> None:
+    """Contract 18: attributes the class does not declare survive every write of the item,
+    a move too (the row and each version row)."""
+    _old_data()
+    client = db.table.transport.client
+    for pk, sk in (("USER#a1", "PROFILE"), ("BOOK#l1", "v0_LEDGER"),
+                   ("BOOK#l1", "v00000001_LEDGER")):
+        client.update_item(TableName=mig.name, Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                           UpdateExpression="SET legacy = :v",
+                           ExpressionAttributeValues={":v": {"S": f"kept {sk}"}})
+    s = db.session()
+    account, ledger = _fresh_account(s), s.get(Ledger, id="l1")
+    assert ledger is not None
+    account.name = "Ann B"
+    ledger.balance = 7
+    s.save(account)
+    s.save(ledger)
+    s.commit()
+    items = _by_key(db)
+    assert items[("ACCOUNT#a1", "PROFILE")]["legacy"] == "kept PROFILE"
+    assert "mail" not in items[("ACCOUNT#a1", "PROFILE")]
+    assert items[("LEDGER#l1", "v0_LEDGER")]["legacy"] == "kept v0_LEDGER"
+    assert items[("LEDGER#l1", "v00000001_LEDGER")]["legacy"] == "kept v00000001_LEDGER"
+    assert "legacy" not in items[("LEDGER#l1", "v00000002_LEDGER")]
+    assert items[("LEDGER#l1", "v00000003_LEDGER")]["legacy"] == "kept v0_LEDGER"
 
 
 # -- dynaorm migrate -----------------------------------------------------------------------
