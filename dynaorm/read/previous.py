@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError
 from dynaorm.model.entity import _set_state
 from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.layouts import MovedState
@@ -102,6 +103,12 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
         old = responses[0].get("Item")
         current = responses[1].get("Item") if len(responses) > 1 else None
     if old is not None and layout.owns(old):
+        if current is not old and current is not None and spec.owns(current):
+            raise DynaormError(
+                f"{spec.name}: both layouts hold it, the old row {old_key} and the current "
+                f"row {new_key} (a new object was saved at the current key during the "
+                "migration window); overwrite cannot tell which one it replaces: delete "
+                "one of them first")
         history = yield from old_history_p(table, spec, old)
         moved: InstanceState = from_previous(spec, old, history)._dynaorm_state
         return moved

@@ -481,6 +481,24 @@ def test_overwrite_of_a_moved_object_is_last_writer_wins(db: TestBackend,
     assert s.find(Account, email="mine@x.io") == account
 
 
+def test_overwrite_of_a_moved_object_held_under_both_layouts(db: TestBackend) -> None:
+    """A new object saved at the current key while the old row is still there: two rows
+    stand for one entity, and an overwrite (of an entity with rules) cannot tell which one
+    it replaces. It says so and writes nothing."""
+    _old_data()
+    s = db.session()
+    account = _fresh_account(s)
+    with Session(mig) as other:
+        other.save(Account(id="a1", email="twin@x.io"))
+    before = db.scan_raw()
+    account.name = "mine"
+    s.save(account, overwrite=True)
+    with pytest.raises(DynaormError, match=r"both layouts hold it, the old row .*USER#a1.* "
+                                           r"and the current row .*ACCOUNT#a1"):
+        s.commit()
+    assert db.scan_raw() == before
+
+
 def test_overwrite_of_a_moved_versioned_object(db: TestBackend) -> None:
     _old_data()
     s = db.session()
