@@ -38,8 +38,10 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.layouts import MovedState
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import apply_stamps
+from dynaorm.read.previous import stored_now_p
 from dynaorm.transport.events import CommitResult, Origin
 from dynaorm.transport.retry import recording
 from dynaorm.transport.steps import Call, Proto
@@ -145,7 +147,12 @@ class Commit:
             spec = spec_of(type(obj))
             deleting = isinstance(entry, DeleteEntry)
             overwrite = isinstance(entry, SaveEntry) and entry.overwrite
-            if spec.has_rules and (overwrite or (deleting and state is None)):
+            if overwrite and spec.has_rules and isinstance(state, MovedState):
+                # read from Meta.previous's layout: planned on what is stored now, under
+                # either layout (the old row again, or the row another writer moved)
+                state = yield from stored_now_p(self.table_name, spec, state,
+                                                spec.primary_key(obj.__dict__))
+            elif spec.has_rules and (overwrite or (deleting and state is None)):
                 # (an overwrite of a loaded object too: last writer wins, and its guards
                 # are planned from what is stored now, not from what was loaded)
                 key = spec.primary_key(obj.__dict__) if state is None else state.key

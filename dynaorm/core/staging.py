@@ -11,6 +11,7 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition
 from dynaorm.model.keys import key_id
+from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import Table
 from dynaorm.read.query import Query
@@ -94,6 +95,12 @@ class Staging:
                 raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
                                    "does")
             spec = self._spec(target)
+            if isinstance(target._dynaorm_state, MovedState):  # (it would update the old
+                # row under the current names: a row of neither layout)
+                raise DynaormError(
+                    f"{spec.name} {target._dynaorm_state.key} was read from its previous "
+                    "layout (Meta.previous): update() cannot move it; change the object "
+                    "and save it (the save moves it), or run dynaorm migrate first")
             key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
             staged = StagedUpdate(type(target), key_fields, target, upsert)
         self._staged[id(staged)] = staged

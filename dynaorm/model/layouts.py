@@ -17,6 +17,7 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.model.expressions import Condition, rename_paths
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, version_sk
 from dynaorm.model.state import InstanceState
@@ -57,6 +58,15 @@ class Layout:
     fields_by_attr: Mapping[str, str]
     table: Table
     versioned: bool
+    #: field name -> its old stored attribute name, only where it differs from the field
+    #: name (what a caller's condition, written in field names, is judged through on an
+    #: old row)
+    renames: Mapping[str, str] = field(default_factory=dict)
+
+    def condition(self, cond: Condition) -> Condition:
+        """``cond`` (written in field names) as it reads on a row stored in this layout:
+        every path's first segment through the old stored names."""
+        return rename_paths(cond, self.renames)
 
     def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
             ) -> PlainKey:
@@ -204,4 +214,5 @@ def previous_layout(owner: str, raw: Any, table: Table, field_names: frozenset[s
                            "the new item share one key and one type, so a read could not "
                            "tell them apart (change the type name too, or rename the "
                            "fields with a model validator)")
-    return Layout(old_pk, old_sk, old_type, by_attr, table, versioned)
+    return Layout(old_pk, old_sk, old_type, by_attr, table, versioned,
+                  {n: a for n, a in old_names.items() if a != n})

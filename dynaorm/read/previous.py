@@ -18,15 +18,17 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError
 from dynaorm.model.entity import _set_state
 from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import InstanceState
 from dynaorm.read.batches import batch_get_p
 from dynaorm.transport.steps import Proto, call
 from dynaorm.write.moves import load_old
 
-__all__ = ["from_previous", "old_history_p", "previous_get_p"]
+__all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
@@ -75,3 +77,42 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
         return None
     history = yield from old_history_p(table, spec, item)
     return from_previous(spec, item, history)
+
+
+def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: PlainKey
+                 ) -> Proto[InstanceState | None]:
+    """What an object read from the previous layout (``state``) stands for now, for an
+    overwrite planned on what is stored (an entity with rules, whose guards and history
+    must follow the stored values, not the loaded ones): its old row and the key it moves
+    to (``new_key``) read together, consistently. The old row, still there: a fresh
+    :class:`~dynaorm.model.layouts.MovedState` (with its version rows), so the overwrite
+    moves it; else the current row (another writer moved it): its plain state, so the
+    overwrite replaces it; else ``None`` (deleted meanwhile: the overwrite inserts)."""
+    layout = spec.previous
+    assert layout is not None
+    old_key = state.key
+    if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
+        out = yield from call("GetItem", {"TableName": table, "Key": wire_key(old_key),
+                                          "ConsistentRead": True}, (spec.cls,))
+        old = current = out.get("Item")
+    else:
+        out = yield from call("TransactGetItems", {"TransactItems": [
+            {"Get": {"TableName": table, "Key": wire_key(old_key)}},
+            {"Get": {"TableName": table, "Key": wire_key(new_key)}}]}, (spec.cls,))
+        responses = out.get("Responses") or [{}, {}]
+        old = responses[0].get("Item")
+        current = responses[1].get("Item") if len(responses) > 1 else None
+    if old is not None and layout.owns(old):
+        if current is not old and current is not None and spec.owns(current):
+            raise DynaormError(
+                f"{spec.name}: both layouts hold it, the old row {old_key} and the current "
+                f"row {new_key} (a new object was saved at the current key during the "
+                "migration window); overwrite cannot tell which one it replaces: delete "
+                "one of them first")
+        history = yield from old_history_p(table, spec, old)
+        moved: InstanceState = from_previous(spec, old, history)._dynaorm_state
+        return moved
+    if current is not None and spec.owns(current):
+        found: InstanceState = spec.cls._from_item(current, spec)._dynaorm_state
+        return found
+    return None

@@ -140,6 +140,18 @@ def _normalize_name(fn: Callable[..., object] | None) -> str:
     return f", normalize {qual}"
 
 
+def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
+    """``Meta.previous``: the layout items may still have during a migration window."""
+    old = spec.previous
+    if old is None:
+        return []
+    key = f"pk {old.pk.source}" + (f"   sk {old.sk.source}" if old.sk else "")
+    renamed = ", ".join(f"{name} as {attr}" for name, attr in old.renames.items())
+    return [("previous", key + "   (a migration window: see dynaorm migrate)"),
+            ("", f"type name {old.type_name}"),
+            ("", f"stored names {renamed or 'unchanged'}")]
+
+
 def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     rows: list[tuple[str, str]] = [("type name", spec.type_name)]
@@ -160,6 +172,7 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     rows.append(("shards", ", ".join(f"{k}: {n}" for k, n in spec.shards.items()) or "-"))
     for i, pattern in enumerate(access_patterns(spec)):
         rows.append(("access" if i == 0 else "", pattern))
+    rows += _previous_rows(spec)
     width = max(len(label) for label, _ in rows)
     return [f"  {label:<{width}}  {text}" for label, text in rows]
 

@@ -21,10 +21,10 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import ItemDecodeError, TransactionTooLargeError
 from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.model.expressions import all_of, exists, not_exists, raw_eq
+from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, MovedState
-from dynaorm.model.rows import parse_version_sk, version_sk
+from dynaorm.model.rows import VERSION_TTL, parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.actions import ActionBuilder, version_row
@@ -33,8 +33,9 @@ from dynaorm.write.conditions import stored_as
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
 from dynaorm.write.staged import DeleteEntry, Outcome, SaveEntry
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "move_actions",
-           "needs_history_batches", "old_values", "plan_move_delete", "plan_move_save"]
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "load_old",
+           "move_actions", "needs_history_batches", "old_values", "plan_move_delete",
+           "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -56,6 +57,21 @@ def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
     for name, value in (layout.parse_key(item) or {}).items():
         data.setdefault(name, value)
     return data
+
+
+def kept(spec: EntitySpec, item: Item) -> Item:
+    """The attributes of an old-layout row that neither layout declares (written by a
+    newer model, or by another tool): a move carries them to the new row, as every write
+    of an item keeps them. Not the old fields (by their old names), the table and index
+    keys (rendered anew), the type attribute, nor a versioned entity's own attributes."""
+    table = spec.table
+    known = {*_layout(spec).fields_by_attr, table.pk, table.sk, table.type_attribute,
+             *spec.stored_fields}
+    if spec.versioned:
+        known.update(("version", VERSION_TTL))
+    for name in table.indexes:
+        known.update(table.key_attributes(name))
+    return {k: v for k, v in item.items() if k not in known}
 
 
 def load_old(spec: EntitySpec, item: Item) -> Any:
@@ -128,6 +144,26 @@ def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
     return all_of(conds)
 
 
+def _row_delete(spec: EntitySpec, state: MovedState, caller: Condition | None, index: int,
+                loose: bool) -> Delete:
+    """The delete of the old row: conditioned on it being exactly as read (``loose``: not
+    at all, an overwrite), and on the caller's own ``condition=``. The caller writes that
+    condition in field names, which mean the same on either layout: on the old row it is
+    judged through the old stored names (``Previous.stored_names``), so it guards the row
+    the move replaces, and a failure is a ``ConditionFailedError`` as on any row."""
+    own = None if loose else _row_condition(spec, state)
+    origin = _origin(spec, state.key, Role.LATEST if spec.versioned else Role.ROW,
+                     Fail.GONE, index)
+    if caller is None:
+        return Delete(state.key, own, origin)
+    caller = _layout(spec).condition(caller)
+    origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
+                             caller=caller)
+    cond = caller if own is None else all_of([own, caller])
+    assert cond is not None
+    return Delete(state.key, cond, origin)
+
+
 def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
             new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
             ) -> None:
@@ -136,7 +172,7 @@ def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
     ops.extend(b.ops)
 
 
-def _origin(spec: EntitySpec, owner: PlainKey, role: Role, fail: Fail, index: int) -> Any:
+def _origin(spec: EntitySpec, owner: PlainKey, role: Role, fail: Fail, index: int) -> Origin:
     return Origin(entity=spec.cls, owner_key=owner, role=role, fail=fail, staged=index)
 
 
@@ -155,7 +191,7 @@ def _history_rows(spec: EntitySpec, state: MovedState
         new = encode_entity(obj, spec, n)
         key = spec.primary_key(values, n)
         out.append((n, {a: key_value(row[a]) for a in spec.table_key_attrs},
-                    version_row(spec, new, key[spec.table.sk])))
+                    {**kept(spec, row), **version_row(spec, new, key[spec.table.sk])}))
     return sorted(out, key=lambda t: t[0])
 
 
@@ -187,17 +223,19 @@ def plan_move_save(entry: SaveEntry, state: MovedState, index: int
             ops.append(Put(new_key_k, row, not_exists(spec.table.pk),
                            _origin(spec, old_key, Role.VERSION, Fail.EXISTS, index)))
     key = spec.primary_key(values)
-    item = encode_entity(written_obj, spec, version, key)
-    ops.append(Delete(old_key, _row_condition(spec, state),
-                      _origin(spec, old_key, Role.LATEST if spec.versioned else Role.ROW,
-                              Fail.GONE, index)))
+    item = {**kept(spec, state.item), **encode_entity(written_obj, spec, version, key)}
+    # an overwrite of an entity without rules is last writer wins: the old row goes and the
+    # new one is put whatever either holds now (with rules, the commit has just read what
+    # is stored, under either layout, and the move is planned on that: see the module)
+    loose = entry.overwrite and not spec.has_rules
+    ops.append(_row_delete(spec, state, entry.condition, index, loose))
     if spec.versioned and changed:
         assert spec.table.sk is not None
         row_sk = version_sk(spec.base_sk(values) or "", version)
         ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
                        not_exists(spec.table.pk),
                        _origin(spec, key, Role.VERSION, Fail.CONCURRENT, index)))
-    ops.append(Put(key, item, not_exists(spec.table.pk),
+    ops.append(Put(key, item, None if loose else not_exists(spec.table.pk),
                    _origin(spec, key, Role.LATEST if spec.versioned else Role.ROW,
                            Fail.EXISTS, index)))
     _guards(spec, ops, index, loaded, values, old_key, key)
@@ -213,10 +251,7 @@ def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
     spec = spec_of(type(obj))
     old_key = state.key
     old = spec.cls.model_validate(old_values(spec, state.item)).__dict__
-    ops: list[Op] = [Delete(old_key, _row_condition(spec, state),
-                            _origin(spec, old_key,
-                                    Role.LATEST if spec.versioned else Role.ROW, Fail.GONE,
-                                    index))]
+    ops: list[Op] = [_row_delete(spec, state, entry.condition, index, False)]
     _guards(spec, ops, index, old, None, old_key, None)
     if spec.versioned and entry.history:
         assert spec.table.sk is not None

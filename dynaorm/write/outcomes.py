@@ -55,6 +55,7 @@ from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
 from dynaorm.transport.events import Reason
 from dynaorm.write.guards import STALE_GUARD, held_by_expired
+from dynaorm.write.moves import load_old
 from dynaorm.write.records import Delete, Fail, Op, Put, Update
 from dynaorm.write.render import WritePlan
 
@@ -270,6 +271,9 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
         return None
     try:
         spec = spec_of(entity)
+        if spec.previous is not None and spec.previous.owns(item) and not (
+                spec.owns(item) and spec.fits_shape(item)):
+            return load_old(spec, item)  # a row in Meta.previous's layout (a move's)
         return entity._from_item(item, spec) if spec.owns(item) else None
     except Exception:  # an item that does not validate any more: report it raw
         return None

@@ -71,6 +71,8 @@ def _with(item: Item, extra: Item) -> Item:
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
               ) -> tuple[list[Op], Outcome]:
+    if isinstance(state, MovedState):  # read from Meta.previous's layout: move it (the
+        return plan_move_save(entry, state, index)  # caller's condition in its old names)
     ops, outcome = _plan_save(entry, state, index)
     if entry.condition is None or (ops and ops[0].origin.caller is not None):
         return ops, outcome  # (an update of the row itself carries it already)
@@ -79,8 +81,6 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                ) -> tuple[list[Op], Outcome]:
-    if isinstance(state, MovedState):  # read from Meta.previous's layout: move it
-        return plan_move_save(entry, state, index)
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
@@ -222,14 +222,14 @@ def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceSt
 
 def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
                 ) -> tuple[list[Op], Outcome]:
+    if isinstance(state, MovedState):  # read from Meta.previous's layout (the caller's
+        return plan_move_delete(entry, state, index)  # condition in its old names)
     ops, outcome = _plan_delete(entry, state, index)
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 
 def _plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome]:
-    if isinstance(state, MovedState):  # read from Meta.previous's layout
-        return plan_move_delete(entry, state, index)
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)

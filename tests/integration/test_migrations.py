@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from dynaorm import (
+    ConditionFailedError,
     ConflictError,
     DynaormError,
     Entity,
+    F,
     KeyTemplateError,
     Previous,
     Session,
@@ -28,6 +30,33 @@ from dynaorm.tools.migrate import migrate
 from dynaorm.write.moves import plan_move_save
 from dynaorm.write.staged import SaveEntry
 from tests.support.migration_models import Account, Ledger, OldAccount, OldLedger, mig, old
+
+
+class OldNote(Entity):
+    """``Note`` before the change: ``MEMO#{id}``, type ``memo``, text stored as ``body``."""
+
+    class Meta:
+        table = old
+        pk = "MEMO#{id}"
+        sk = "NOTE"
+        type_name = "memo"
+
+    id: str
+    body: str = ""
+
+
+class Note(Entity):
+    """A plain entity (no unique or versioned rules) whose key, type and a name changed."""
+
+    class Meta:
+        table = mig
+        pk = "NOTE#{id}"
+        sk = "NOTE"
+        type_name = "note"
+        previous = Previous(pk="MEMO#{id}", type_name="memo", stored_names={"text": "body"})
+
+    id: str
+    text: str = ""
 
 
 @pytest.fixture
@@ -275,6 +304,335 @@ def test_old_item_changed_after_read_is_not_overwritten(db: TestBackend) -> None
     with pytest.raises(ConflictError):
         s.commit()
     assert _keys(db) == OLD_KEYS
+
+
+class OldTag(Entity):
+    """``Tag`` before the change: same key, type ``tag``, label stored as ``name``."""
+
+    class Meta:
+        table = old
+        pk = "TAG#{id}"
+        sk = "TAG"
+        type_name = "tag"
+
+    id: str
+    name: str = ""
+
+
+class Tag(Entity):
+    """Only the type name and a stored name changed: the move rewrites one item in place."""
+
+    class Meta:
+        table = mig
+        pk = "TAG#{id}"
+        sk = "TAG"
+        type_name = "label"
+        previous = Previous(type_name="tag", stored_names={"label": "name"})
+
+    id: str
+    label: str = ""
+
+
+# -- a move's condition= and overwrite= ----------------------------------------------------
+def _fresh_account(s: Session) -> Account:
+    account = s.get(Account, id="a1")
+    assert account is not None and isinstance(account._dynaorm_state, MovedState)
+    return account
+
+
+def test_save_condition_on_a_move_is_in_field_names(db: TestBackend) -> None:
+    """A save's condition names fields, whatever layout the row sits in: on a move it is
+    judged on the old row (the one replaced) through its old stored names (``email`` was
+    stored as ``mail``), so it holds here exactly as it would on a moved row."""
+    _old_data()
+    s = db.session()
+    account = _fresh_account(s)
+    account.name = "Ann B"
+    s.save(account, condition=(F("email") == "Ann@X.io") & F("email").exists()
+           & (F("name") == "Ann"))
+    ledger = s.get(Ledger, id="l1")
+    assert ledger is not None
+    s.save(ledger, condition=F("balance") == 5)
+    s.commit()
+    items = _by_key(db)
+    assert set(items) == NEW_KEYS
+    assert items[("ACCOUNT#a1", "PROFILE")]["name"] == "Ann B"
+
+
+@pytest.mark.parametrize("condition", [
+    F("email") == "someone@else.io",  # false on the row, read through its old name
+    F("email").not_exists(),  # `email` was never an attribute of the old row: `mail` is
+    F("name") == "Bob",
+])
+def test_failing_save_condition_on_a_move_writes_nothing(db: TestBackend,
+                                                         condition: Any) -> None:
+    _old_data()
+    before = db.scan_raw()
+    s = db.session()
+    account = _fresh_account(s)
+    account.name = "Ann B"
+    s.save(account, condition=condition)
+    with pytest.raises(ConditionFailedError) as caught:
+        s.commit()
+    assert db.scan_raw() == before
+    err = caught.value
+    assert err.entity is Account and err.key == {"pk": "USER#a1", "sk": "PROFILE"}
+    assert err.item == Account(id="a1", email="Ann@X.io", name="Ann")  # as stored
+    assert isinstance(account._dynaorm_state, MovedState)  # unchanged: save it again
+    s.save(account)
+    s.commit()
+    assert _by_key(db)[("ACCOUNT#a1", "PROFILE")]["name"] == "Ann B"
+    # the same condition on the moved row fails the same way
+    account.name = "Ann C"
+    s.save(account, condition=condition)
+    with pytest.raises(ConditionFailedError) as again:
+        s.commit()
+    assert again.value.item == Account(id="a1", email="Ann@X.io", name="Ann B")
+
+
+def test_failing_condition_on_a_versioned_move_writes_nothing(db: TestBackend) -> None:
+    _old_data()
+    before = db.scan_raw()
+    s = db.session()
+    ledger = s.get(Ledger, id="l1")
+    assert ledger is not None
+    ledger.balance = 9
+    s.save(ledger, condition=F("balance") == 4)
+    with pytest.raises(ConditionFailedError) as caught:
+        s.commit()
+    assert db.scan_raw() == before
+    assert caught.value.item == Ledger(id="l1", code="C1", balance=5, version=2)
+
+
+def test_delete_condition_on_a_move_is_in_field_names(db: TestBackend) -> None:
+    _old_data()
+    before = db.scan_raw()
+    s = db.session()
+    account = _fresh_account(s)
+    s.delete(account, condition=F("email") == "other@x.io")
+    with pytest.raises(ConditionFailedError):
+        s.commit()
+    assert db.scan_raw() == before
+    s.delete(account, condition=F("email") == "Ann@X.io")
+    s.commit()
+    assert not [k for k in _keys(db) if k[0] in ("USER#a1", "email#ann@x.io")]
+
+
+def test_save_condition_on_a_plain_move(db: TestBackend) -> None:
+    """An entity without rules: ``text`` was stored as ``body``."""
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    before = db.scan_raw()
+    s = db.session()
+    note = s.get(Note, id="n1")
+    assert note == Note(id="n1", text="hello")
+    note.text = "bye"
+    s.save(note, condition=F("text") == "hi")
+    with pytest.raises(ConditionFailedError) as caught:
+        s.commit()
+    assert db.scan_raw() == before
+    assert caught.value.item == Note(id="n1", text="hello")
+    s.save(note, condition=F("text") == "hello")
+    s.commit()
+    assert _by_key(db) == {("NOTE#n1", "NOTE"): {"pk": "NOTE#n1", "sk": "NOTE",
+                                                 "_type": "note", "id": "n1", "text": "bye"}}
+
+
+@pytest.mark.parametrize("writer", ["changes it", "moves it", "deletes it"])
+def test_overwrite_of_a_moved_object_is_last_writer_wins(db: TestBackend,
+                                                         writer: str) -> None:
+    """``overwrite=True`` on an object read from the old layout: whatever another writer
+    did meanwhile (changed the old row, moved it, deleted it), the entity ends in the
+    current layout with the values written, no old row beside it, and exactly the guards
+    of those values."""
+    _old_data()
+    s, other = db.session(), db.session()
+    account = _fresh_account(s)
+    theirs = other.get(Account, id="a1")
+    assert theirs is not None
+    if writer == "changes it":
+        o = Session(old)
+        stale = o.get(OldAccount, id="a1")
+        assert stale is not None
+        stale.name, stale.mail = "theirs", "Theirs@X.io"
+        o.save(stale)
+        o.commit()
+    elif writer == "moves it":
+        theirs.name, theirs.email = "theirs", "Theirs@X.io"
+        other.save(theirs)
+        other.commit()
+    else:
+        other.delete(theirs)
+        other.commit()
+    account.name, account.email = "mine", "Mine@X.io"
+    s.save(account, overwrite=True)
+    s.commit()
+    items = _by_key(db)
+    assert ("USER#a1", "PROFILE") not in items
+    assert items[("ACCOUNT#a1", "PROFILE")]["name"] == "mine"
+    assert items[("ACCOUNT#a1", "PROFILE")]["email"] == "Mine@X.io"
+    guards = {k: v for k, v in items.items() if k[0].startswith("email#")}
+    assert list(guards) == [("email#mine@x.io", "email#mine@x.io")]
+    assert guards[("email#mine@x.io", "email#mine@x.io")]["owner_pk"] == "ACCOUNT#a1"
+    assert not isinstance(account._dynaorm_state, MovedState)
+    account.name = "mine again"  # a plain update now
+    s.save(account)
+    s.commit()
+    assert s.find(Account, email="mine@x.io") == account
+
+
+def test_overwrite_of_a_moved_object_held_under_both_layouts(db: TestBackend) -> None:
+    """A new object saved at the current key while the old row is still there: two rows
+    stand for one entity, and an overwrite (of an entity with rules) cannot tell which one
+    it replaces. It says so and writes nothing."""
+    _old_data()
+    s = db.session()
+    account = _fresh_account(s)
+    with Session(mig) as other:
+        other.save(Account(id="a1", email="twin@x.io"))
+    before = db.scan_raw()
+    account.name = "mine"
+    s.save(account, overwrite=True)
+    with pytest.raises(DynaormError, match=r"both layouts hold it, the old row .*USER#a1.* "
+                                           r"and the current row .*ACCOUNT#a1"):
+        s.commit()
+    assert db.scan_raw() == before
+
+
+def test_overwrite_of_a_moved_versioned_object(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    ledger = s.get(Ledger, id="l1")
+    assert ledger is not None
+    o = Session(old)
+    stale = o.get(OldLedger, id="l1")
+    assert stale is not None
+    stale.balance = 6  # another writer adds version 3 in the old layout
+    o.save(stale)
+    o.commit()
+    ledger.balance = 9
+    s.save(ledger, overwrite=True)
+    s.commit()
+    assert ledger.version == 4
+    keys = _keys(db)
+    assert not [k for k in keys if k[0].startswith("BOOK#")]
+    assert [v.balance for v in s.history(Ledger, id="l1").all()] == [0, 5, 6, 9]
+    assert _by_key(db)[("code#C1", "code#C1")]["owner_pk"] == "LEDGER#l1"
+
+
+@pytest.mark.parametrize("writer", ["changes it", "moves it", "deletes it"])
+def test_overwrite_of_a_plain_moved_object(db: TestBackend, writer: str) -> None:
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    s, other = db.session(), db.session()
+    note, theirs = s.get(Note, id="n1"), other.get(Note, id="n1")
+    assert note is not None and theirs is not None
+    if writer == "changes it":
+        o = Session(old)
+        o.save(OldNote(id="n1", body="theirs"), overwrite=True)
+        o.commit()
+    elif writer == "moves it":
+        theirs.text = "theirs"
+        other.save(theirs)
+        other.commit()
+    else:
+        other.delete(theirs)
+        other.commit()
+    note.text = "mine"
+    s.save(note, overwrite=True)
+    s.commit()
+    assert _by_key(db) == {("NOTE#n1", "NOTE"): {"pk": "NOTE#n1", "sk": "NOTE",
+                                                 "_type": "note", "id": "n1", "text": "mine"}}
+
+
+def test_overwrite_with_a_condition_on_a_move(db: TestBackend) -> None:
+    _old_data()
+    before = db.scan_raw()
+    s = db.session()
+    account = _fresh_account(s)
+    account.name = "mine"
+    s.save(account, overwrite=True, condition=F("email") == "nobody@x.io")
+    with pytest.raises(ConditionFailedError):
+        s.commit()
+    assert db.scan_raw() == before
+    s.save(account, overwrite=True, condition=F("email") == "Ann@X.io")
+    s.commit()
+    items = _by_key(db)
+    assert ("USER#a1", "PROFILE") not in items
+    assert items[("ACCOUNT#a1", "PROFILE")]["name"] == "mine"
+
+
+def test_condition_and_overwrite_of_a_move_in_place(db: TestBackend) -> None:
+    """Only the type and a stored name changed: the old row's delete and the new row's put
+    are one put of the same key, which keeps the old row's condition and the caller's."""
+    with Session(old) as o:
+        o.save(OldTag(id="t1", name="red"))
+    before = db.scan_raw()
+    s = db.session()
+    tag = s.get(Tag, id="t1")
+    assert tag == Tag(id="t1", label="red")
+    tag.label = "blue"
+    s.save(tag, condition=F("label") == "green")
+    with pytest.raises(ConditionFailedError) as caught:
+        s.commit()
+    assert db.scan_raw() == before
+    assert caught.value.item == Tag(id="t1", label="red")
+    s.save(tag, condition=F("label") == "red")
+    s.commit()
+    assert db.scan() == [{"pk": "TAG#t1", "sk": "TAG", "_type": "label", "id": "t1",
+                          "label": "blue"}]
+    with Session(old) as o:
+        o.save(OldTag(id="t2", name="old"))
+    again = s.get(Tag, id="t2")
+    assert again is not None
+    with Session(old) as o:  # another writer changes it in the old layout
+        o.save(OldTag(id="t2", name="theirs"), overwrite=True)
+    again.label = "mine"
+    s.save(again, overwrite=True)
+    s.commit()
+    assert [i for i in db.scan() if i["pk"] == "TAG#t2"] == [
+        {"pk": "TAG#t2", "sk": "TAG", "_type": "label", "id": "t2", "label": "mine"}]
+
+
+def test_update_of_a_moved_object_is_refused(db: TestBackend) -> None:
+    _old_data()
+    s = db.session()
+    account = _fresh_account(s)
+    with pytest.raises(DynaormError, match=r"previous layout \(Meta.previous\): update\(\) "
+                                           "cannot move it"):
+        s.update(account).set(name="x")
+    s.save(account)
+    s.commit()
+    s.update(account).set(name="moved first")  # in the current layout now: fine
+    s.commit()
+    assert _by_key(db)[("ACCOUNT#a1", "PROFILE")]["name"] == "moved first"
+
+
+def test_a_move_keeps_attributes_neither_layout_declares(db: TestBackend) -> None:
+    """Contract 18: attributes the class does not declare survive every write of the item,
+    a move too (the row and each version row)."""
+    _old_data()
+    client = db.table.transport.client
+    for pk, sk in (("USER#a1", "PROFILE"), ("BOOK#l1", "v0_LEDGER"),
+                   ("BOOK#l1", "v00000001_LEDGER")):
+        client.update_item(TableName=mig.name, Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                           UpdateExpression="SET legacy = :v",
+                           ExpressionAttributeValues={":v": {"S": f"kept {sk}"}})
+    s = db.session()
+    account, ledger = _fresh_account(s), s.get(Ledger, id="l1")
+    assert ledger is not None
+    account.name = "Ann B"
+    ledger.balance = 7
+    s.save(account)
+    s.save(ledger)
+    s.commit()
+    items = _by_key(db)
+    assert items[("ACCOUNT#a1", "PROFILE")]["legacy"] == "kept PROFILE"
+    assert "mail" not in items[("ACCOUNT#a1", "PROFILE")]
+    assert items[("LEDGER#l1", "v0_LEDGER")]["legacy"] == "kept v0_LEDGER"
+    assert items[("LEDGER#l1", "v00000001_LEDGER")]["legacy"] == "kept v00000001_LEDGER"
+    assert "legacy" not in items[("LEDGER#l1", "v00000002_LEDGER")]
+    assert items[("LEDGER#l1", "v00000003_LEDGER")]["legacy"] == "kept v0_LEDGER"
 
 
 # -- dynaorm migrate -----------------------------------------------------------------------

@@ -383,3 +383,50 @@ def test_describe_honours_the_table_part(offline: Project) -> None:
     missing = offline.run("describe", "fruit:third")
     assert missing.returncode == 2
     assert "has no attribute 'third' (tables there: first, second)" in missing.stderr
+
+
+MOVED = '''
+from dynaorm import Entity, Previous, Table, Versioned
+
+moving = Table("describe-moving")
+
+
+class Account(Entity):
+    class Meta:
+        table = moving
+        pk = "ACCOUNT#{id}"
+        sk = "PROFILE"
+        type_name = "account"
+        previous = Previous(pk="USER#{id}", sk="ME", type_name="user",
+                            stored_names={"email": "mail", "name": "full_name"})
+
+    id: str
+    email: str
+    name: str = ""
+
+
+class Ledger(Versioned):
+    class Meta:
+        table = moving
+        pk = "LEDGER#{id}"
+        sk = "LEDGER"
+        previous = Previous(pk="BOOK#{id}")
+
+    id: str
+'''
+
+
+def test_describe_shows_the_previous_layout(offline: Project) -> None:
+    (offline.path / "moving.py").write_text(MOVED)
+    result = offline.run("describe", "moving")
+    assert result.returncode == 0, result.stderr
+    account, ledger = result.stdout.split("\nLedger\n")
+    assert "  previous   pk USER#{id}   sk ME   (a migration window: see dynaorm migrate)" in (
+        account)
+    assert "             type name user\n" in account
+    assert "             stored names email as mail, name as full_name\n" in account
+    assert "  previous   pk BOOK#{id}   sk LEDGER   (a migration" in ledger
+    assert "             type name Ledger\n" in ledger
+    assert "             stored names unchanged\n" in ledger
+    plain = offline.run("describe", "models")
+    assert plain.returncode == 0 and "previous" not in plain.stdout
