@@ -65,18 +65,24 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
     if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
         item = found
     else:
-        out = yield from call("TransactGetItems", {"TransactItems": [
-            {"Get": {"TableName": table, "Key": wire_key(new_key)}},
-            {"Get": {"TableName": table, "Key": wire_key(old_key)}}]}, (spec.cls,))
-        responses = out.get("Responses") or [{}, {}]
-        current = responses[0].get("Item")
+        current, item = yield from _both_p(table, spec, new_key, old_key)
         if current is not None and spec.owns(current):
             return spec.cls._from_item(current, spec)
-        item = responses[1].get("Item") if len(responses) > 1 else None
     if item is None or not layout.owns(item):
         return None
     history = yield from old_history_p(table, spec, item)
     return from_previous(spec, item, history)
+
+
+def _both_p(table: str, spec: EntitySpec, first: PlainKey, second: PlainKey
+            ) -> Proto[tuple[Item | None, Item | None]]:
+    """The items at two keys, read together (one ``TransactGetItems``: consistent)."""
+    out = yield from call("TransactGetItems", {"TransactItems": [
+        {"Get": {"TableName": table, "Key": wire_key(first)}},
+        {"Get": {"TableName": table, "Key": wire_key(second)}}]}, (spec.cls,))
+    responses = out.get("Responses") or [{}, {}]
+    return (responses[0].get("Item"),
+            responses[1].get("Item") if len(responses) > 1 else None)
 
 
 def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: PlainKey
@@ -96,12 +102,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
                                           "ConsistentRead": True}, (spec.cls,))
         old = current = out.get("Item")
     else:
-        out = yield from call("TransactGetItems", {"TransactItems": [
-            {"Get": {"TableName": table, "Key": wire_key(old_key)}},
-            {"Get": {"TableName": table, "Key": wire_key(new_key)}}]}, (spec.cls,))
-        responses = out.get("Responses") or [{}, {}]
-        old = responses[0].get("Item")
-        current = responses[1].get("Item") if len(responses) > 1 else None
+        old, current = yield from _both_p(table, spec, old_key, new_key)
     if old is not None and layout.owns(old):
         if current is not old and current is not None and spec.owns(current):
             raise DynaormError(

@@ -146,7 +146,7 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
     if old is None:
         return []
     key = f"pk {old.pk.source}" + (f"   sk {old.sk.source}" if old.sk else "")
-    renamed = ", ".join(f"{name} as {attr}" for name, attr in old.renames.items())
+    renamed = ", ".join(f"{name} as {attr}" for name, attr in sorted(old.renames.items()))
     return [("previous", key + "   (a migration window: see dynaorm migrate)"),
             ("", f"type name {old.type_name}"),
             ("", f"stored names {renamed or 'unchanged'}")]
