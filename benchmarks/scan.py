@@ -2,11 +2,12 @@
 """Scan throughput and server-side counts on DynamoDB Local.
 
 - scan: ``s.scan(Row).all()`` (entities decoded and validated), sequential and with
-  ``segments=4``, against boto3's ``Scan`` paginator with the same type filter and the
-  same page size (``Limit`` of 1,000; raw items, nothing decoded): items per second.
+  segments, against boto3's ``Scan`` paginator with the same type filter and the same
+  page size (raw items, nothing decoded): items per second. Two page sizes, each against
+  the paginator at that size: dynaorm's iteration page (``Limit`` of 1,000, its default)
+  and DynamoDB's own 1 MB pages (``.page_size(10**6)``; the paginator's default).
   Target (issue 10): >= 0.9x the paginator; through dynaorm's own wire (the default;
-  issue 20): >= 2x the paginator.
-  ``wire="botocore"`` is measured beside it.
+  issue 20): >= 2x the paginator. ``wire="botocore"`` is measured beside it.
 - count: ``s.query(Row, part=...).count()`` (``Select=COUNT``) against PynamoDB's
   ``Model.count(hash_key)`` on the same partition. Target: >= 1x.
 
@@ -89,15 +90,20 @@ def main() -> None:
                 return fn()
             return run
 
-        def paginator() -> int:
-            # the same page size as dynaorm's iteration (Limit=ITER_PAGE_ITEMS per request):
-            # on DynamoDB Local a scan page costs more the further the table it starts
-            pages = b3.get_paginator("scan").paginate(
-                TableName=bench.name, FilterExpression="#t = :t",
-                ExpressionAttributeNames={"#t": "_type"},
-                ExpressionAttributeValues={":t": {"S": "Row"}},
-                PaginationConfig={"PageSize": ITER_PAGE_ITEMS})
-            return sum(len(p["Items"]) for p in pages)
+        def paginator(size: int | None) -> Callable[[], int]:
+            # size: Limit per request (None: DynamoDB's 1 MB pages); on DynamoDB Local a
+            # scan page costs more the further into the table it starts
+            def run() -> int:
+                pages = b3.get_paginator("scan").paginate(
+                    TableName=bench.name, FilterExpression="#t = :t",
+                    ExpressionAttributeNames={"#t": "_type"},
+                    ExpressionAttributeValues={":t": {"S": "Row"}},
+                    PaginationConfig={"PageSize": size} if size else {})
+                return sum(len(p["Items"]) for p in pages)
+            return run
+
+        def scan(segments: int = 1, size: int = ITER_PAGE_ITEMS) -> Callable[[], int]:
+            return lambda: len(s.scan(Row, segments=segments).page_size(size).all())
 
         class PRow(Model):
             class Meta:
@@ -114,22 +120,30 @@ def main() -> None:
             n = NumberAttribute()
 
         assert client is not None
-        rows = [
-            ("boto3 Scan paginator", lambda: paginator()),
-            ("dynaorm scan().all()", on("dynaorm", lambda: len(s.scan(Row).all()))),
-            ("scan().all() wire=botocore", on("botocore", lambda: len(s.scan(Row).all()))),
-            ("dynaorm scan(segments=4)",
-             on("dynaorm", lambda: len(s.scan(Row, segments=4).all()))),
-            ("segments=4 wire=botocore",
-             on("botocore", lambda: len(s.scan(Row, segments=4).all()))),
-        ]
+        mb = 10**6  # a Limit no 1 MB page reaches: DynamoDB's own page size
+        groups = {
+            f"pages of {ITER_PAGE_ITEMS} items (dynaorm's iteration default)": [
+                ("boto3 Scan paginator", paginator(ITER_PAGE_ITEMS)),
+                ("dynaorm scan().all()", on("dynaorm", scan())),
+                ("scan().all() wire=botocore", on("botocore", scan())),
+                ("dynaorm scan(segments=4)", on("dynaorm", scan(4))),
+                ("segments=4 wire=botocore", on("botocore", scan(4)))],
+            "DynamoDB's 1 MB pages (the paginator's default)": [
+                ("boto3 Scan paginator", paginator(None)),
+                ("dynaorm scan().all()", on("dynaorm", scan(size=mb))),
+                ("scan().all() wire=botocore", on("botocore", scan(size=mb))),
+                ("dynaorm scan(segments=2)", on("dynaorm", scan(2, mb))),
+                ("dynaorm scan(segments=4)", on("dynaorm", scan(4, mb)))],
+        }
         print(f"{args.items} items on DynamoDB Local, median of {args.repeats}")
-        base = None
-        for name, seconds, n in medians(rows, args.repeats):
-            assert n == args.items, (name, n)
-            rate = n / seconds
-            base = base or rate
-            print(f"  {name:<28} {rate:>10,.0f} items/s  ({rate / base:.2f}x)")
+        for title, rows in groups.items():
+            print(f"  {title}")
+            base = None
+            for name, seconds, n in medians(rows, args.repeats):
+                assert n == args.items, (name, n)
+                rate = n / seconds
+                base = base or rate
+                print(f"    {name:<28} {rate:>10,.0f} items/s  ({rate / base:.2f}x)")
         half = sum(1 for i in range(args.items) if i % 2)
         counts = [
             ("PynamoDB Model.count", lambda: PRow.count("PART#p1")),
