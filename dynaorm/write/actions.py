@@ -12,12 +12,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.model.rows import VERSION_TTL, history_sk, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
 from dynaorm.write.records import Delete, Fail, Op, Origin, Role
 
-__all__ = ["ActionBuilder", "version_row"]
+__all__ = ["ActionBuilder", "undeclared", "version_row"]
 
 
 class ActionBuilder:
@@ -96,3 +97,34 @@ def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
                   for a in (getattr(idx, "pk", None), idx.sk) if a}
     # (a field stored under an index's key attribute the entity does not use is a field)
     return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))
+
+
+def undeclared(spec: EntitySpec, stored: Item) -> Item:
+    """The attributes of a stored item that ``spec`` does not write (a newer model version
+    wrote them: rolling deploys): every write that rewrites the item carries them over.
+    Not the entity's fields (by stored name), table keys, its own index keys, the
+    discriminator, nor the version of a versioned entity or its history key."""
+    known = _declared(spec)
+    if len(stored) <= len(known) and stored.keys() <= known:
+        return {}
+    return {k: v for k, v in stored.items() if k not in known}
+
+
+def _declared(spec: EntitySpec) -> frozenset[str]:
+    found = _DECLARED.get(spec.cls)
+    if found is None:
+        table = spec.table
+        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        if table.type_attribute is not None:
+            names.add(table.type_attribute)
+        if spec.versioned:
+            names.add("version")
+            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
+        if spec.history_index is not None:
+            names.add(spec.history_index[1])
+        found = _DECLARED[spec.cls] = frozenset(names)
+    return found
+
+
+#: the attributes each entity class writes, by class
+_DECLARED: dict[type[Any], frozenset[str]] = cache("actions.declared")

@@ -24,10 +24,10 @@ from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, MovedState
-from dynaorm.model.rows import VERSION_TTL, parse_version_sk, version_sk
+from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import stamped, stamps
-from dynaorm.write.actions import ActionBuilder, version_row
+from dynaorm.write.actions import ActionBuilder, undeclared, version_row
 from dynaorm.write.committed import Written
 from dynaorm.write.conditions import stored_as
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
@@ -62,16 +62,13 @@ def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
 def kept(spec: EntitySpec, item: Item) -> Item:
     """The attributes of an old-layout row that neither layout declares (written by a
     newer model, or by another tool): a move carries them to the new row, as every write
-    of an item keeps them. Not the old fields (by their old names), the table and index
-    keys (rendered anew), the type attribute, nor a versioned entity's own attributes."""
+    of an item keeps them (:func:`~dynaorm.write.actions.undeclared`). Not the old fields
+    by their old names either, nor any index key of the table (rendered anew)."""
     table = spec.table
-    known = {*_layout(spec).fields_by_attr, table.pk, table.sk, table.type_attribute,
-             *spec.stored_fields}
-    if spec.versioned:
-        known.update(("version", VERSION_TTL))
-    for name in table.indexes:
-        known.update(table.key_attributes(name))
-    return {k: v for k, v in item.items() if k not in known}
+    old = _layout(spec).fields_by_attr
+    index_keys = {a for name in table.indexes for a in table.key_attributes(name)}
+    return {k: v for k, v in undeclared(spec, item).items()
+            if k not in old and k not in index_keys}
 
 
 def load_old(spec: EntitySpec, item: Item) -> Any:

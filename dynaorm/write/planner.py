@@ -12,16 +12,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import VERSION_TTL, version_sk
+from dynaorm.model.rows import version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
-from dynaorm.write.actions import ActionBuilder, version_row
+from dynaorm.write.actions import ActionBuilder, undeclared, version_row
 from dynaorm.write.committed import Written, stored_values
 from dynaorm.write.conditions import stored_as, unchanged, with_condition
 from dynaorm.write.guards import claimable
@@ -30,38 +29,7 @@ from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
 
-__all__ = ["compile_commit", "plan_delete", "plan_save", "undeclared"]
-
-
-def undeclared(spec: EntitySpec, stored: Item) -> Item:
-    """The attributes of a stored item that ``spec`` does not write (a newer model version
-    wrote them: rolling deploys): every write that rewrites the item carries them over.
-    Not the entity's fields (by stored name), table keys, its own index keys, the
-    discriminator, nor the version of a versioned entity or its history key."""
-    known = _declared(spec)
-    if len(stored) <= len(known) and stored.keys() <= known:
-        return {}
-    return {k: v for k, v in stored.items() if k not in known}
-
-
-def _declared(spec: EntitySpec) -> frozenset[str]:
-    found = _DECLARED.get(spec.cls)
-    if found is None:
-        table = spec.table
-        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
-        if table.type_attribute is not None:
-            names.add(table.type_attribute)
-        if spec.versioned:
-            names.add("version")
-            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
-        if spec.history_index is not None:
-            names.add(spec.history_index[1])
-        found = _DECLARED[spec.cls] = frozenset(names)
-    return found
-
-
-#: the attributes each entity class writes, by class
-_DECLARED: dict[type[Any], frozenset[str]] = cache("planner.declared")
+__all__ = ["compile_commit", "plan_delete", "plan_save"]
 
 
 def _with(item: Item, extra: Item) -> Item:
