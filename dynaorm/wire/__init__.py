@@ -251,11 +251,11 @@ class WireSettings:
         parts = urlsplit(self.endpoint_url)
         https = parts.scheme == "https"
         return Destination(parts.hostname or "", parts.port or (443 if https else 80),
-                      host_header=self._signer.host,
-                      tls=functools.partial(tls_context, self.verify, self._client_cert)
-                      if https else None,
-                      connect_timeout=self.connect_timeout, read_timeout=self.read_timeout,
-                      maxsize=self.pool_size)
+                           host_header=self._signer.host,
+                           tls=functools.partial(tls_context, self.verify, self._client_cert)
+                           if https else None,
+                           connect_timeout=self.connect_timeout,
+                           read_timeout=self.read_timeout, maxsize=self.pool_size)
 
     def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
         """The body and the signed headers of ``request`` (credentials frozen now: a
