@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from dynaorm import AsyncSession, Entity, Session, Table
 from dynaorm.aio import client as aio_client
 from dynaorm.aio import close
-from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
+from dynaorm.client.settings import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
 
 # wire="botocore": part 2 answers the aiobotocore client from a before-send handler
 bench = Table("dynaorm-bench-async", wire="botocore")
@@ -197,7 +197,7 @@ def overhead(iterations: int, rounds: int) -> dict[str, float]:
     from aiobotocore.config import AioConfig
     from aiobotocore.session import get_session
 
-    from dynaorm.transport.config import client_settings
+    from dynaorm.client.settings import client_settings
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "x")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "x")

@@ -78,7 +78,7 @@ def main() -> None:
         client = db.table.transport.client
         import boto3
 
-        from dynaorm.transport.config import local_credentials
+        from dynaorm.client.settings import local_credentials
 
         b3 = boto3.client("dynamodb", endpoint_url=ddb.endpoint_url,
                           region_name=os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),

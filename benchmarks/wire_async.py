@@ -87,7 +87,7 @@ async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
             parameter_validation=False, max_pool_connections=64,
             retries={"total_max_attempts": 1, "mode": "standard"}))
     client: Any = await context.__aenter__()
-    from dynaorm.transport.errors import method_name
+    from dynaorm.client.errors import method_name
 
     async def send(operation: str, request: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = await getattr(client, method_name(operation))(**request)

@@ -1,22 +1,25 @@
 """dynaorm: declarative entity mapping for Amazon DynamoDB single-table design.
 
 Entities are pydantic models with key templates; a :class:`Session` commits every staged
-change, with its unique guard items and version rows, in one atomic transaction.
+change, with its unique guard items and version rows, in one atomic transaction, across
+the tables of one :class:`Client`.
 """
 
 from typing import TYPE_CHECKING, Any
 
+from dynaorm.client.client import Client
+from dynaorm.client.table import Table
 from dynaorm.errors import (
-    BulkWriteError,  # (0.3)
+    BulkWriteError,
     ConcurrentModificationError,
     ConditionFailedError,
-    ConflictError,  # (0.3)
+    ConflictError,
     DynaormError,
     InvalidCursorError,
     InvalidValueError,
-    ItemDecodeError,  # (0.3)
+    ItemDecodeError,
     ItemExistsError,
-    ItemGoneError,  # (0.3)
+    ItemGoneError,
     ItemNotFoundError,
     ItemTooLargeError,
     KeyTemplateError,
@@ -35,25 +38,27 @@ from dynaorm.model.layouts import Previous
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import Unique
 from dynaorm.model.streams import Change
-from dynaorm.model.table import GSI, LSI, Table
-from dynaorm.read.query import Query
-from dynaorm.read.scan import Scan
-from dynaorm.read.terminals import Page
+from dynaorm.model.table import GSI, LSI
+from dynaorm.protocol.events import CommitResult, RequestEvent
+from dynaorm.protocol.hooks import Attempt, Hook, Operation
+from dynaorm.read.spec import Page
+from dynaorm.sync.reads import Query, Scan
 from dynaorm.sync.session import Session
-from dynaorm.transport.events import CommitResult, RequestEvent
 from dynaorm.write.updates import StagedUpdate
 
 if TYPE_CHECKING:
     from dynaorm.aio.session import AsyncSession
 
-__version__ = "0.2.0.dev0"  # the one place the version is written (pyproject reads it)
+__version__ = "0.4.0.dev0"  # the one place the version is written (pyproject reads it)
 
 __all__ = [
     "GSI",
     "LSI",
     "AsyncSession",
+    "Attempt",
     "BulkWriteError",
     "Change",
+    "Client",
     "CommitResult",
     "ConcurrentModificationError",
     "Condition",
@@ -62,6 +67,7 @@ __all__ = [
     "DynaormError",
     "Entity",
     "F",
+    "Hook",
     "InvalidCursorError",
     "InvalidValueError",
     "ItemDecodeError",
@@ -71,6 +77,7 @@ __all__ = [
     "ItemTooLargeError",
     "KeyTemplateError",
     "MultipleResultsError",
+    "Operation",
     "OutcomeUnknownError",
     "Page",
     "Previous",

@@ -58,10 +58,11 @@ from pydantic import (
     PlainSerializer,
 )
 
+from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, F
-from dynaorm.model.table import GSI, LSI, Table
+from dynaorm.model.table import GSI, LSI
 
 try:
     from pynamodb.attributes import (

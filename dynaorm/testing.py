@@ -30,23 +30,25 @@ import inspect
 import os
 import threading
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
 from dynaorm._types import Item
+from dynaorm.client.settings import in_process_mock
+from dynaorm.client.table import Table
 from dynaorm.errors import RequestError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_order, key_value
-from dynaorm.model.table import Table
+from dynaorm.private_apis import moto_nested
+from dynaorm.protocol.hooks import Attempt, Hook, Phase
+from dynaorm.protocol.steps import call
 from dynaorm.sync.session import Session
-from dynaorm.transport.config import in_process_mock
-from dynaorm.transport.intercept import Response
 
 __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]
-__all__ += ["FaultInjector", "inject_faults"]  # (0.3) fault injection, at the end
+__all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
 
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'
@@ -57,7 +59,7 @@ def moto_backend() -> Iterator[None]:
 
     No environment variable is set (moto's own credential variables are switched off):
     dynaorm's clients for tables without an endpoint get dummy credentials and, where none
-    is configured, the region ``us-east-1`` (:func:`dynaorm.transport.config.in_process_mock`).
+    is configured, the region ``us-east-1`` (:func:`dynaorm.client.settings.in_process_mock`).
     Give your own clients ``**local_credentials(None)`` from that module to reach it.
     """
     try:
@@ -67,11 +69,10 @@ def moto_backend() -> Iterator[None]:
                                   name=exc.name) from exc
 
     from moto.core.config import DefaultConfig, default_user_config
-    from moto.core.models import MockAWS
 
     core = {**default_user_config.get("core", {}), "mock_credentials": False}
     config: DefaultConfig | None = cast(DefaultConfig, {"core": core})
-    if getattr(MockAWS, "_nested_count", 0):  # inside the caller's own mock_aws: keep its
+    if moto_nested():  # inside the caller's own mock_aws: keep its
         config = None  # settings (moto restores them when that block ends)
     with mock_aws(config=config), in_process_mock():
         yield
@@ -117,7 +118,7 @@ class TestBackend:
         items: list[Item] = []
         request: dict[str, Any] = {"TableName": t.name, "ConsistentRead": True}
         while True:
-            out = t.transport.call("Scan", request)
+            out = t.db.driver.run(call("Scan", request))
             items.extend(out.get("Items", []))
             if not out.get("LastEvaluatedKey"):
                 break
@@ -138,18 +139,21 @@ def worker_suffix() -> str:
 
 @contextmanager
 def use_tables(*tables: Table, endpoint_url: str | None = None,
-               name_suffix: str = "") -> Iterator[TestBackend]:
+               name_suffix: str = "", wire: str | None = None) -> Iterator[TestBackend]:
     """Point ``tables`` at ``endpoint_url`` (None: botocore's default, e.g. moto), create
     them fresh, and delete them afterwards.
 
     ``name_suffix`` is appended to every table's name for the block (the tables are module
-    globals in user code: they are repointed in place and restored afterwards).
+    globals in user code: they are repointed in place and restored afterwards). ``wire``:
+    the wire they send over for the block (``None``: as they say).
     """
-    saved = [(t.name, t.endpoint_url, t._transport) for t in tables]
+    saved = [(t.name, t._binding()) for t in tables]
     try:
         for t in tables:
             t.name = t.name + name_suffix
             t.connect(endpoint_url)
+            if wire is not None:
+                t.wire = wire
             t.delete()
             t.create()
         yield TestBackend(tables, endpoint_url)
@@ -158,10 +162,9 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
             for t in tables:
                 t.delete()
         finally:
-            for t, (name, url, transport) in zip(tables, saved, strict=True):
+            for t, (name, binding) in zip(tables, saved, strict=True):
                 t.name = name
-                t.endpoint_url = url
-                t._transport = transport
+                t._restore(binding)
 
 
 @contextmanager
@@ -222,12 +225,15 @@ class _Rule:
     how: str = "timeout"  # how a lost answer fails: "timeout" or "500"
 
 
-class FaultInjector:
-    """The faults planned for one table's requests (see the module). Rules apply to the
-    next attempts of an operation, in the order they were added; ``sent`` counts every
-    attempt that reached the interceptor, per operation (faulted or not)."""
+class FaultInjector(Hook):
+    """The faults planned for one table's requests (see the module): a phase hook on the
+    table's client (:meth:`dynaorm.Client.add_hook`) that sees only attempts of requests
+    naming that table. Rules apply to the next attempts of an operation, in the order
+    they were added; ``sent`` counts every attempt it saw, per operation (faulted or
+    not). Other hooks (tracing, logging, ``on_request``) see its faults as real ones."""
 
-    def __init__(self) -> None:
+    def __init__(self, table: str | None = None) -> None:
+        self._table = table
         self._rules: list[_Rule] = []
         self._lock = threading.Lock()
         self.sent: Counter[str] = Counter()
@@ -287,46 +293,41 @@ class FaultInjector:
                 return rule
             return None
 
-    # -- the interceptor -------------------------------------------------------------
-    def send(self, operation: str, request: dict[str, Any],
-             forward: Callable[[], Response]) -> Response:
-        """The sync interception (see :class:`~dynaorm.transport.intercept.Interceptor`)."""
-        rule = self._next(operation)
+    # -- the hook --------------------------------------------------------------------
+    def on_start(self, phase: Phase) -> object:
+        """Before an attempt: a throttle or server error answers it without sending; a
+        lost answer lets it go (and is remembered for :meth:`on_end`)."""
+        if not isinstance(phase, Attempt) or (
+                self._table is not None and self._table not in phase.tables):
+            return None
+        rule = self._next(phase.operation)
         if rule is None:
-            return forward()
+            return None
         if rule.kind != "lose_answer":
-            raise _error(operation, rule.kind)
-        try:
-            forward()
-        except RequestError:
-            raise  # refused by the server: that is the answer
-        if rule.after is not None:
-            result = rule.after()
-            if inspect.isawaitable(result):
-                close = getattr(result, "close", None)
-                if close is not None:
-                    close()
-                raise TypeError("a coroutine callback needs an AsyncSession")
-        raise _error(operation, rule.kind, rule.how)
+            phase.error = _error(phase.operation, rule.kind)
+            return None
+        return rule
 
-    async def send_async(self, operation: str, request: dict[str, Any],
-                         forward: Callable[[], Awaitable[Response]]) -> Response:
-        """The async interception (see :class:`~dynaorm.transport.intercept.Interceptor`)."""
-        rule = self._next(operation)
-        if rule is None:
-            return await forward()
-        if rule.kind != "lose_answer":
-            raise _error(operation, rule.kind)
-        await forward()
-        if rule.after is not None:
-            result = rule.after()
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """After an attempt to lose: the server applied it; ``after()`` runs in the
+        window (a coroutine is returned to be awaited: an async session awaits it, a sync
+        one refuses it), then the attempt fails as possibly applied. An attempt the
+        server refused keeps its answer."""
+        if not isinstance(token, _Rule) or not isinstance(phase, Attempt):
+            return None
+        if phase.error is not None:
+            return None  # refused by the server: that is the answer
+        phase.response = None
+        phase.error = _error(phase.operation, token.kind, token.how)
+        if token.after is not None:
+            result = token.after()
             if inspect.isawaitable(result):
-                await result
-        raise _error(operation, rule.kind, rule.how)
+                return result
+        return None
 
 
 def _error(operation: str, kind: str, how: str = "timeout") -> RequestError:
-    """The error a real fault of ``kind`` maps to (:mod:`dynaorm.transport.errors`)."""
+    """The error a real fault of ``kind`` maps to (:mod:`dynaorm.client.errors`)."""
     if kind == "throttle":
         return RequestError(operation, "ThrottlingException", "injected throttling")
     if kind == "server_error" or how == "500":
@@ -339,14 +340,13 @@ def _error(operation: str, kind: str, how: str = "timeout") -> RequestError:
 
 
 @contextmanager
-def inject_faults(table: Any) -> Iterator[FaultInjector]:
-    """Install a :class:`FaultInjector` on ``table``'s transport for the block (sync and
-    async sessions alike); the interceptor installed before is restored afterwards."""
-    transport = table.transport
-    injector = FaultInjector()
-    previous = transport.interceptor
-    transport.interceptor = injector
+def inject_faults(table: Table) -> Iterator[FaultInjector]:
+    """Attach a :class:`FaultInjector` for ``table``'s requests to its client for the
+    block (sync and async sessions alike, every wire; other hooks stay attached)."""
+    injector = FaultInjector(table.name)
+    client = table.db
+    client.add_hook(injector)
     try:
         yield injector
     finally:
-        transport.interceptor = previous
+        client.remove_hook(injector)

@@ -30,7 +30,7 @@ from dynaorm.pynamodb import (
     utc_datetime_string,
     versioned_save,
 )
-from dynaorm.transport.config import local_credentials
+from dynaorm.client.settings import local_credentials
 
 
 # -- the old service's PynamoDB model, unchanged -------------------------------------------

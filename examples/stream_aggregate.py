@@ -22,7 +22,7 @@ import botocore.session
 from _support import run, show
 
 from dynaorm import Change, Entity, Session, Table
-from dynaorm.transport.config import local_credentials
+from dynaorm.client.settings import local_credentials
 
 shop = Table("dynaorm-example-aggregate", stream="NEW_AND_OLD_IMAGES")
 

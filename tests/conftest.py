@@ -141,36 +141,39 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
         yield request.getfixturevalue("dynoxide")
 
 
-@pytest.fixture(autouse=True)
-def _wire(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> None:
-    """The wire tables and transports created by the test send over by default.
+def wire_of(request: pytest.FixtureRequest) -> str | None:
+    """The wire the test's tables send over (``None``: the default, dynaorm's own).
 
-    Without ``DYNAORM_WIRE``: dynaorm's own wire (the default) on DynamoDB Local, sync and
-    async, and botocore's on dynoxide, so ``make test`` runs the integration suite over
-    real HTTP through both wires. ``DYNAORM_WIRE=botocore`` (or ``dynaorm``) puts every
-    engine on that wire (``make test-botocore-wire`` runs the suite on DynamoDB Local
-    through botocore's). moto's in-process mock keeps the botocore client whatever this
-    says; tests about one wire name it. The async transports follow their table's sync
-    transport (``AsyncTransport.wire`` is ``None``), so AsyncSessions send over the same
-    wire."""
+    Without ``DYNAORM_WIRE``: dynaorm's own wire on DynamoDB Local, sync and async, and
+    botocore's on dynoxide, so ``make test`` runs the integration suite over real HTTP
+    through both wires. ``DYNAORM_WIRE=botocore`` (or ``dynaorm``) puts every engine on
+    that wire (``make test-botocore-wire`` runs the suite on DynamoDB Local through
+    botocore's). moto's in-process mock keeps the botocore client whatever this says;
+    tests about one wire name it."""
     wire = os.environ.get("DYNAORM_WIRE")
     callspec = getattr(request.node, "callspec", None)
     if not wire and callspec is not None and callspec.params.get("backend") == "dynoxide":
         wire = "botocore"
-    if not wire:
-        return
-    from dynaorm import Table
-    from dynaorm.transport.sync import Transport
-    for init in (Table.__init__, Transport.__init__):
-        defaults = init.__kwdefaults__
-        assert defaults is not None
-        monkeypatch.setitem(defaults, "wire", wire)
+    return wire or None
+
+
+@pytest.fixture(autouse=True)
+def _detached_hooks() -> Iterator[None]:
+    """After each test, every hook and ``on_request`` listener it attached to a client is
+    detached: clients are shared by the tables that connect alike, so one test's recorder
+    must not see the next test's requests."""
+    yield
+    from dynaorm.client.client import live_clients
+
+    for client in live_clients():
+        client._detach_all()
 
 
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     """The shared test table (tests/support/models.py), fresh, on the current backend."""
-    with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+    with use_tables(app, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
         if session_kind(request) == "async":
             tb.session_kind = "async"
         yield tb

@@ -1,55 +1,33 @@
-"""Async queries and scans: the builders of :class:`~dynaorm.Query` /
-:class:`~dynaorm.Scan`, with terminals that drive the same read protocols with asyncio
-(a cursor from either kind of session resumes in the other)."""
+"""Queries and scans of an ``AsyncSession``: the same pure descriptions as the sync ones
+(:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.ScanSpec`: every builder
+is theirs), with terminals that drive the same protocols with asyncio (a cursor from either
+kind of session resumes in the other)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
-from typing import Any, Generic, Self, TypeVar
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
+from dynaorm.client.drivers import AsyncDriver
 from dynaorm.model.entity import Entity
-from dynaorm.model.expressions import Condition
-from dynaorm.read.query import Query
-from dynaorm.read.scan import Scan
-from dynaorm.read.terminals import Page, ReadBase
-from dynaorm.transport.aio import AsyncTransport
+from dynaorm.read.query import QuerySpec
+from dynaorm.read.scan import ScanSpec
+from dynaorm.read.spec import Page, ReadSpec
 
-__all__ = ["AsyncQuery", "AsyncRead", "AsyncScan"]
+__all__ = ["AsyncQuery", "AsyncScan", "AsyncTerminals"]
 
 T = TypeVar("T", bound=Entity)
 
 
-class AsyncRead(Generic[T]):
-    """Modifiers and async terminals shared by :class:`AsyncQuery` and :class:`AsyncScan`."""
+class AsyncTerminals(ReadSpec[T]):
+    """The async terminals of a read (its ``_driver`` is a session's async driver)."""
 
-    def __init__(self, read: ReadBase[T], transport: AsyncTransport) -> None:
-        self._read = read
-        self._transport = transport
+    _driver: AsyncDriver
 
-    def _wrap(self, read: ReadBase[T]) -> Self:
-        return type(self)(read, self._transport)
-
-    # -- modifiers -------------------------------------------------------------------
-    def limit(self, n: int) -> Self:
-        """At most ``n`` results in all (across pages too)."""
-        return self._wrap(self._read.limit(n))
-
-    def page_size(self, n: int) -> Self:
-        """Results per request."""
-        return self._wrap(self._read.page_size(n))
-
-    def consistent(self) -> Self:
-        """Strongly consistent reads (the table or an LSI)."""
-        return self._wrap(self._read.consistent())
-
-    def filter(self, condition: Condition) -> Self:
-        """Keep results matching ``condition`` (a FilterExpression; several are ANDed)."""
-        return self._wrap(self._read.filter(condition))
-
-    # -- terminals -------------------------------------------------------------------
     async def __aiter__(self) -> AsyncIterator[T]:
-        stream, decode = self._read._decoded()
-        async for batch in self._transport.iterate(stream):
+        stream, decode = self._decoded()
+        async for batch in self._driver.iterate(stream, self._page_operation()):
             for obj in decode(batch):  # one at a time: a loop may stop early
                 yield obj
 
@@ -65,66 +43,32 @@ class AsyncRead(Generic[T]):
     async def count(self) -> int:
         """How many results (``Select=COUNT`` where the types can be selected on the
         server), capped by ``limit``."""
-        return await self._transport.run(self._read._count_p())
+        return await self._driver.run(self._count_p(), self._one_operation("count"))
 
     async def values(self, *fields: str) -> list[dict[str, Any]]:
         """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        return await self._transport.run(self._read._values_p(fields))
+        return await self._driver.run(self._values_p(fields), self._one_operation("values"))
 
     async def keys(self) -> list[dict[str, Any]]:
         """The key fields of each result: what ``get`` takes."""
-        return await self._transport.run(self._read._keys_p())
+        return await self._driver.run(self._keys_p(), self._one_operation("keys"))
 
     async def page(self, cursor: str | None = None) -> Page[T]:
         """One page of results and the cursor that resumes after them (``None`` at the
         end); cursors are those of the sync ``page()``."""
-        return await self._transport.run(self._read._page_p(cursor))
+        return await self._driver.run(self._page_p(cursor), self._one_operation("page"))
 
 
-class AsyncQuery(AsyncRead[T]):
+@dataclass(frozen=True, eq=False)
+class AsyncQuery(QuerySpec[T], AsyncTerminals[T]):
     """A query of an ``AsyncSession`` (see :class:`~dynaorm.Query` for the builders)."""
-
-    _read: Query[T]
-
-    def eq(self, **fields: Any) -> AsyncQuery[T]:
-        """Sort key equal to the one rendered from these sort-key fields."""
-        return self._wrap(self._read.eq(**fields))
-
-    def lt(self, **fields: Any) -> AsyncQuery[T]:
-        """Sort key before the one rendered from these fields."""
-        return self._wrap(self._read.lt(**fields))
-
-    def lte(self, **fields: Any) -> AsyncQuery[T]:
-        """Sort key at or before the one rendered from these fields."""
-        return self._wrap(self._read.lte(**fields))
-
-    def gt(self, **fields: Any) -> AsyncQuery[T]:
-        """Sort key after the one rendered from these fields."""
-        return self._wrap(self._read.gt(**fields))
-
-    def gte(self, **fields: Any) -> AsyncQuery[T]:
-        """Sort key at or after the one rendered from these fields."""
-        return self._wrap(self._read.gte(**fields))
-
-    def between(self, low: Mapping[str, Any], high: Mapping[str, Any]) -> AsyncQuery[T]:
-        """Inclusive range between two sets of sort-key fields."""
-        return self._wrap(self._read.between(low, high))
-
-    def begins_with(self, **fields: Any) -> AsyncQuery[T]:
-        """Sort key starts with these fields; the last one may be a partial value."""
-        return self._wrap(self._read.begins_with(**fields))
-
-    def reverse(self) -> AsyncQuery[T]:
-        """The same query in descending sort-key order."""
-        return self._wrap(self._read.reverse())
 
     async def one(self) -> T:
         """The only result (``ItemNotFoundError`` / ``MultipleResultsError`` otherwise)."""
-        return self._read._only(await self.limit(2).all())
+        return self._only(await self.limit(2).all())
 
 
-class AsyncScan(AsyncRead[T]):
+@dataclass(frozen=True, eq=False)
+class AsyncScan(ScanSpec[T], AsyncTerminals[T]):
     """A scan of an ``AsyncSession`` (see :class:`~dynaorm.Scan`); ``segments=N`` reads
     the segments concurrently with asyncio."""
-
-    _read: Scan[T]

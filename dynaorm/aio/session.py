@@ -2,8 +2,8 @@
 
 Staging (``save``, ``delete``, ``update``, ``check``, ``rollback``) is shared with
 :class:`~dynaorm.Session` as is; every method that does I/O is a coroutine running the
-same protocol (:mod:`dynaorm.core.unit_of_work`) through the table's async transport
-(:meth:`~dynaorm.transport.aio.AsyncTransport.run`, the mirror of the sync one).
+same protocol (:mod:`dynaorm.core.unit_of_work`) through its client's async driver (the
+mirror of the sync one, on the same client and the same policy).
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from dynaorm.aio import transport_of
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
+from dynaorm.client.client import Client, _aiobotocore
+from dynaorm.client.table import Table, session_target
 from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
-from dynaorm.model.table import Table
-from dynaorm.transport.aio import AsyncTransport
-from dynaorm.transport.events import CommitResult
+from dynaorm.protocol.events import CommitResult
+from dynaorm.sync.session import operation
 from dynaorm.write.render import WritePlan
 
 __all__ = ["AsyncSession"]
@@ -28,12 +28,19 @@ T = TypeVar("T", bound=Entity)
 
 
 class AsyncSession(UnitOfWork):
-    """A unit of work on one table, for asyncio. Reads may be awaited concurrently
-    (``asyncio.gather``); staging and commit belong to one task."""
+    """A unit of work for asyncio (``AsyncSession(table)`` or ``AsyncSession(client)``),
+    on the tables of one client. Reads may be awaited concurrently (``asyncio.gather``);
+    staging and commit belong to one task."""
 
-    def __init__(self, table: Table) -> None:
-        super().__init__(table)
-        self._aio: AsyncTransport = transport_of(table)
+    _query_class = AsyncQuery
+    _scan_class = AsyncScan
+
+    def __init__(self, target: Table | Client) -> None:
+        _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
+        table, client = session_target(target, "AsyncSession")
+        super().__init__(table, client, client.async_driver)
+        self.client = client
+        """The :class:`~dynaorm.Client` the session sends through."""
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -48,7 +55,7 @@ class AsyncSession(UnitOfWork):
     # -- commit --------------------------------------------------------------------
     async def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        return await self._aio.run(self._plan_p())
+        return await self.client.async_driver.run(self._plan_p())
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
@@ -58,9 +65,11 @@ class AsyncSession(UnitOfWork):
         would have written first reads that object's key once; when the cancelled write
         landed, the object takes the state it wrote (saving it again updates it, never
         ``ItemExistsError``)."""
-        commit = self._commit()
+        client = self.client
+        commit = self._commit(client.policy.observed)
+        op = operation(client, "commit", (e._entity for e in commit.staged))
         try:
-            return await self._aio.run(commit.run())
+            return await client.async_driver.run(commit.run(), op)
         except asyncio.CancelledError:
             commit.abandon()
             raise
@@ -69,20 +78,25 @@ class AsyncSession(UnitOfWork):
     async def get(self, entity: type[T], *, consistent: bool = False,
                   version: int | None = None, **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return await self._aio.run(self._get_p(entity, consistent, version, fields))
+        return await self.client.async_driver.run(
+            self._get_p(entity, consistent, version, fields),
+            operation(self.client, "get", (entity,)))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
                        concurrency: int = 4) -> list[T | None]:
         """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
         TransactGetItems)."""
-        return await self._aio.run(
-            self._get_many_p(entity, keys, consistent, snapshot, concurrency))
+        return await self.client.async_driver.run(
+            self._get_many_p(entity, keys, consistent, snapshot, concurrency),
+            operation(self.client, "get_many", (entity,)))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
-        return await self._aio.run(self._find_p(entity, consistent, fields))
+        return await self.client.async_driver.run(
+            self._find_p(entity, consistent, fields),
+            operation(self.client, "find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -95,7 +109,8 @@ class AsyncSession(UnitOfWork):
               **fields: Any) -> AsyncQuery[Any]:
         """A lazy query over the partition named by ``fields`` (``async for``, ``await
         q.all()``, ``await q.page(cursor)``, ...)."""
-        return AsyncQuery(self._query((entity, *more), index, dict(fields)), self._aio)
+        found: AsyncQuery[Any] = self._query((entity, *more), index, dict(fields))
+        return found
 
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
@@ -107,18 +122,23 @@ class AsyncSession(UnitOfWork):
              segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        return AsyncScan(self._scan((entity, *more), index, segment, segments), self._aio)
+        found: AsyncScan[Any] = self._scan((entity, *more), index, segment, segments)
+        return found
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        return AsyncQuery(self._history(entity, dict(fields)), self._aio)
+        found: AsyncQuery[T] = self._history(entity, dict(fields))
+        return found
 
     # -- bulk ----------------------------------------------------------------------
     async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
         """Bulk save, as :meth:`dynaorm.Session.save_many`: new objects in BatchWriteItem
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
-        await self._aio.run(self._save_many_p(objs, concurrency))
+        found = list(objs)
+        op = operation(self.client, "save_many", (type(o) for o in found))
+        await self.client.async_driver.run(
+            self._save_many_p(found, concurrency, self.client.policy.observed), op)
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -126,4 +146,8 @@ class AsyncSession(UnitOfWork):
         """Bulk delete of objects, or of one entity's keys, as
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
-        await self._aio.run(self._delete_many_p(objs, keys, concurrency))
+        found: Any = objs if isinstance(objs, type) else list(objs)
+        op = operation(self.client, "delete_many",
+                       (found,) if isinstance(found, type) else (type(o) for o in found))
+        await self.client.async_driver.run(
+            self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)

@@ -24,40 +24,24 @@ that both kinds of session run through their transport (``Session.commit`` with
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from dynaorm._types import Item, PlainKey
-from dynaorm.errors import (
-    ConcurrentModificationError,
-    ItemExistsError,
-    ItemNotFoundError,
-    RequestError,
-)
+from dynaorm.errors import ConcurrentModificationError, ItemExistsError, RequestError
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import apply_stamps
-from dynaorm.read.previous import stored_now_p
-from dynaorm.transport.events import CommitResult, Origin
-from dynaorm.transport.retry import recording
-from dynaorm.transport.steps import Call, Proto
+from dynaorm.protocol.events import CommitResult, EventOrigin
+from dynaorm.protocol.retry import recording
+from dynaorm.protocol.steps import Call, Proto
 from dynaorm.write.outcomes import failure, same_item
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan
-from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
-from dynaorm.write.updates import StagedCheck, StagedUpdate
+from dynaorm.write.staged import Outcome, Prepared, Reads, StagedWrite
 
 __all__ = ["Commit", "pending", "write_origins"]
-
-#: reads one key consistently (a protocol): the stored item or ``None``
-ReadItem = Callable[[PlainKey], Proto[Item | None]]
-#: the highest stored version row of an object's key (a protocol; 0: no history)
-LastVersion = Callable[[Entity], Proto[int]]
 
 #: times a commit with an overwrite of an entity with rules reads, plans and sends when
 #: another writer keeps changing the item between its read and its write
@@ -73,20 +57,17 @@ _ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guar
 
 
 class Commit:
-    """One commit of ``staged`` entries on ``table`` (see the module): :meth:`run` is the
-    whole protocol; :meth:`prepare`, :meth:`plan`, :meth:`send` and :meth:`settle` its
-    phases, in that order."""
+    """One commit of ``staged`` writes (see the module), reading through ``reads``:
+    :meth:`run` is the whole protocol; :meth:`prepare`, :meth:`plan`, :meth:`send` and
+    :meth:`settle` its phases, in that order."""
 
-    def __init__(self, table_name: str, staged: list[Entry], *, read: ReadItem,
-                 last_version: LastVersion, observed: bool) -> None:
-        self.table_name = table_name
+    def __init__(self, staged: list[StagedWrite], reads: Reads, *, observed: bool) -> None:
         self.staged = staged
-        self._read = read
-        self._last_version = last_version
-        #: whether ``on_request`` hooks are registered (then the request carries origins)
+        self._reads = reads
+        #: whether hooks are attached (then the request carries its actions' origins)
         self._observed = observed
-        #: each entry with the stored state it is planned on (after :meth:`prepare`)
-        self.prepared: list[tuple[Entry, InstanceState | None]] = []
+        #: each write with the stored state it is planned on (after :meth:`prepare`)
+        self.prepared: list[Prepared] = []
         #: the plan and what each object becomes on success (after :meth:`plan`)
         self.write_plan: WritePlan | None = None
         self.outcomes: list[Outcome] = []
@@ -112,62 +93,21 @@ class Commit:
                 except (ConcurrentModificationError, ItemExistsError) as exc:
                     # an overwrite planned on what it read: another writer changed the
                     # item in between (nothing was written); read and plan again
-                    if round_ == OVERWRITE_ROUNDS or not self._rereads(exc.key):
+                    if round_ == OVERWRITE_ROUNDS or not any(
+                            entry._rereads(exc.key, state) for entry, state in self.prepared):
                         raise
         yield from self.settle()
         return result if plan.ops else CommitResult()
 
-    def _rereads(self, key: PlainKey | None) -> bool:
-        """Whether :meth:`prepare` reads afresh what the item at ``key`` (a conflict's) is
-        planned on (an overwrite of an entity with rules): then a conflict there is planned
-        again, not reported."""
-        for entry, state in self.prepared:
-            if not (isinstance(entry, SaveEntry) and entry.overwrite
-                    and spec_of(type(entry.obj)).has_rules):
-                continue
-            mine = state.key if state is not None else None
-            if key is None or key in (mine, spec_of(type(entry.obj)).primary_key(
-                    entry.obj.__dict__)):
-                return True
-        return False
-
     # -- 1. prepare ------------------------------------------------------------------
     def prepare(self) -> Proto[None]:
-        """The stored state of every staged entry, read where rules need it."""
+        """The stored state of every staged write, read where its rules need it."""
         self.prepared = []
         for entry in self.staged:
-            if isinstance(entry, StagedUpdate | StagedCheck):
-                state = yield from entry._prepare(self._read, self._last_version)
-                self.prepared.append((entry, state))
-                continue
-            assert isinstance(entry, SaveEntry | DeleteEntry)
-            obj = entry.obj
-            yield from self._resolve_abandoned(obj)
-            state = obj._dynaorm_state
-            spec = spec_of(type(obj))
-            deleting = isinstance(entry, DeleteEntry)
-            overwrite = isinstance(entry, SaveEntry) and entry.overwrite
-            if overwrite and spec.has_rules and isinstance(state, MovedState):
-                # read from Meta.previous's layout: planned on what is stored now, under
-                # either layout (the old row again, or the row another writer moved)
-                state = yield from stored_now_p(self.table_name, spec, state,
-                                                spec.primary_key(obj.__dict__))
-            elif spec.has_rules and (overwrite or (deleting and state is None)):
-                # (an overwrite of a loaded object too: last writer wins, and its guards
-                # are planned from what is stored now, not from what was loaded)
-                key = spec.primary_key(obj.__dict__) if state is None else state.key
-                item = yield from self._read(key)
-                state = None
-                if item is not None:
-                    state = type(obj)._from_item(item)._dynaorm_state
-                elif deleting:
-                    raise ItemNotFoundError(f"{spec.name} {key} does not exist",
-                                            entity=spec.cls, key=key)
-            if state is None and spec.versioned and isinstance(entry, SaveEntry):
-                last = yield from self._last_version(obj)  # a deleted entity's kept history
-                if last:
-                    entry = dataclasses.replace(entry, after_version=last)
-            self.prepared.append((entry, state))
+            obj = entry._obj
+            if obj is not None:
+                yield from self._resolve_abandoned(obj)
+            self.prepared.append((yield from entry._prepare(self._reads)))
 
     def _resolve_abandoned(self, obj: Entity) -> Proto[None]:
         """An object whose last commit was abandoned after sending (see :meth:`abandon`):
@@ -179,7 +119,8 @@ class Commit:
             return
         outcome = entry[1]
         assert outcome.state is not None
-        stored = yield from self._read(outcome.state.key)
+        table = spec_of(type(obj)).table
+        stored = yield from self._reads.item(table, outcome.state.key)
         if stored is not None and same_item(stored, outcome.state.item):
             _finalize(outcome)
 
@@ -200,7 +141,7 @@ class Commit:
     def plan(self) -> WritePlan:
         """The write plan of the prepared entries (pure; raises before anything is sent
         when the plan is impossible)."""
-        self.write_plan, self.outcomes = compile_commit(self.table_name, self.prepared)
+        self.write_plan, self.outcomes = compile_commit(self.prepared)
         return self.write_plan
 
     # -- 3. send ---------------------------------------------------------------------
@@ -229,7 +170,7 @@ class Commit:
         try:
             self.response = yield call
         except RequestError as exc:
-            error = yield from failure(self._planned(), exc, self._read)
+            error = yield from failure(self._planned(), exc, self._reads.item)
             if error is None:  # applied: the commit succeeded, its answer was lost
                 self.response = {}
                 return
@@ -248,8 +189,7 @@ class Commit:
         plan = self._planned()
         single = len(plan.ops) == 1 and bool(self.response)
         for entry in self.staged:
-            if isinstance(entry, StagedUpdate | StagedCheck):
-                yield from entry._finish(self.response, single, self._read)
+            yield from entry._finish(self.response, single, self._reads)
 
     def _planned(self) -> WritePlan:
         if self.write_plan is None:
@@ -257,7 +197,7 @@ class Commit:
         return self.write_plan
 
 
-def write_origins(plan: WritePlan) -> tuple[Origin, ...]:
+def write_origins(plan: WritePlan) -> tuple[EventOrigin, ...]:
     """One ``(entity_class, key, role)`` per action of ``plan``, in request order (what
     ``on_request`` hooks see as ``event.origins``)."""
     return tuple(

@@ -1,23 +1,24 @@
 """What both session kinds share before any I/O: staging saves, deletes, updates and
-checks, coalescing them per stored item, key lookups, and building queries and scans."""
+checks (of entities of any table bound to the session's client), coalescing them per
+stored item, key lookups, and building queries and scans."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TypeVar, overload
+from typing import Any, ClassVar, TypeVar, overload
 
 from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition
-from dynaorm.model.keys import key_id
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import Table
-from dynaorm.read.query import Query
-from dynaorm.read.scan import Scan, check_segments
-from dynaorm.transport.sync import MAX_WORKERS
-from dynaorm.write.staged import DeleteEntry, Entry, SaveEntry
+from dynaorm.model.table import TableSchema
+from dynaorm.protocol.policy import MAX_CONCURRENCY
+from dynaorm.read.query import QuerySpec
+from dynaorm.read.scan import ScanSpec, check_segments
+from dynaorm.write.entries import DeleteEntry, SaveEntry
+from dynaorm.write.staged import StagedWrite
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["Staging"]
@@ -26,31 +27,31 @@ T = TypeVar("T", bound=Entity)
 
 
 class Staging:
-    """The staging half of a unit of work on one table (no I/O)."""
+    """The staging half of a unit of work (no I/O): on ``table`` (``None``: a session of
+    a client), and on every table bound to ``client``, the client of the session (what it
+    is, pure code does not know: it only compares identities)."""
 
-    def __init__(self, table: Table) -> None:
-        if not isinstance(table, Table):
-            raise DynaormError(f"{type(self).__name__}() takes a dynaorm Table, got {table!r}")
+    #: the classes of the session's reads (sync or async terminals over the same specs)
+    _query_class: ClassVar[type[QuerySpec[Any]]] = QuerySpec
+    _scan_class: ClassVar[type[ScanSpec[Any]]] = ScanSpec
+
+    def __init__(self, table: TableSchema | None, client: object, driver: object) -> None:
         self.table = table
-        self._staged: dict[int, Entry] = {}  # by object identity, in staging order
+        """The table the session was made with (``None``: made with a client)."""
+        self._client = client
+        self._driver = driver  # what runs the session's reads (handed to them)
+        self._staged: dict[int, StagedWrite] = {}  # by object identity, in staging order
 
     def _spec(self, obj_or_cls: Any) -> EntitySpec:
         cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
         spec = spec_of(cls)
-        if spec.table is not self.table:
-            raise DynaormError(f"{spec.name} lives in table {spec.table.name!r}, not in this "
-                               f"session's table {self.table.name!r}")
+        table = spec.table
+        if table is not self.table and table.db is not self._client:
+            raise DynaormError(
+                f"{spec.name} lives in table {table.name!r}, whose client is not this "
+                f"session's ({self._client!r}): a session commits the tables of one "
+                "client (bind both tables to one Client)")
         return spec
-
-    def _stage_key(self, obj: Any) -> Any:
-        """Which stored item an entry stands for: where it is and where it goes. Objects
-        coalesce only when both agree (a key move and an insert at the old key do not)."""
-        if not isinstance(obj, Entity):  # an s.update() or s.check(): never coalesced
-            return id(obj)
-        spec = spec_of(type(obj))
-        state = obj._dynaorm_state
-        new = key_id(spec.primary_key(obj.__dict__))
-        return spec.type_name, new if state is None else key_id(state.key), new
 
     def _stage(self, entry: SaveEntry | DeleteEntry) -> None:
         spec = self._spec(entry.obj)
@@ -114,16 +115,15 @@ class Staging:
         check = StagedCheck(entity, self._lookup_key(spec, fields), condition)
         self._staged[id(check)] = check
 
-    def _coalesced(self) -> list[Entry]:
-        """The staged work, one entry per stored item: when two objects stand for the same
+    def _coalesced(self) -> list[StagedWrite]:
+        """The staged work, one write per stored item: when two objects stand for the same
         item, the one staged last wins."""
         entries = list(self._staged.values())
         if len(entries) < 2:
             return entries
-        by_item: dict[Any, Entry] = {}
+        by_item: dict[Any, StagedWrite] = {}
         for entry in entries:
-            obj = entry.obj if isinstance(entry, SaveEntry | DeleteEntry) else entry
-            key = self._stage_key(obj)
+            key = entry._stage_key()
             by_item.pop(key, None)
             by_item[key] = entry
         return list(by_item.values())
@@ -148,34 +148,54 @@ class Staging:
         return spec.primary_key(fields, version)
 
     def _query(self, entities: tuple[type[Entity], ...], index: str | None,
-               fields: dict[str, Any]) -> Query[Any]:
+               fields: dict[str, Any]) -> Any:
         for e in entities:
             self._spec(e)
+        _same_table(entities, "query")
         shard = fields.pop("shard", None)
-        return Query(self.table.transport, entities, fields, index, _shard=shard)
+        return self._query_class(entities, fields, index, _shard=shard, _driver=self._driver)
 
     def _scan(self, entities: tuple[type[Entity], ...], index: str | None,
-              segment: int | None, segments: int | None) -> Scan[Any]:
+              segment: int | None, segments: int | None) -> Any:
         for e in entities:
             self._spec(e)
+        table = _same_table(entities, "scan")
         if index is not None:
-            self.table.index(index)
+            table.index(index)
         chosen = check_segments(segment, segments)
-        return Scan(self.table.transport, entities, index, chosen, segments)
+        return self._scan_class(entities, index, chosen, segments, _driver=self._driver)
 
-    def _history(self, entity: type[T], fields: dict[str, Any]) -> Query[T]:
+    def _history(self, entity: type[T], fields: dict[str, Any]) -> Any:
         spec = self._spec(entity)
         if not spec.versioned:
             raise DynaormError(f"{spec.name} is not versioned")
         self._lookup_key(spec, fields)
-        return Query(self.table.transport, (entity,), fields, None, _history=True)
+        return self._query_class((entity,), fields, None, _history=True, _driver=self._driver)
+
+
+def history_spec(entity: type[T], fields: dict[str, Any]) -> QuerySpec[T]:
+    """The pure query over one versioned entity's stored versions (what a commit reads to
+    continue a kept history: run by the commit's own driver)."""
+    return QuerySpec((entity,), fields, None, _history=True)
+
+
+def _same_table(entities: tuple[type[Entity], ...], what: str) -> TableSchema:
+    """The one table a query or scan of ``entities`` reads (a read is of one table)."""
+    table = spec_of(entities[0]).table
+    for other in entities[1:]:
+        if spec_of(other).table is not table:
+            raise DynaormError(f"a {what} reads one table: {entities[0].__name__} lives in "
+                               f"{table.name!r}, {other.__name__} in "
+                               f"{spec_of(other).table.name!r}")
+    return table
 
 
 def check_concurrency(concurrency: int) -> None:
-    """``concurrency=`` of the bulk operations: an int in ``1..MAX_WORKERS``."""
+    """``concurrency=`` of the bulk operations: an int in ``1..MAX_CONCURRENCY``."""
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or not (
-            1 <= concurrency <= MAX_WORKERS):
-        raise DynaormError(f"concurrency must be an int in 1..{MAX_WORKERS}, got {concurrency!r}")
+            1 <= concurrency <= MAX_CONCURRENCY):
+        raise DynaormError(f"concurrency must be an int in 1..{MAX_CONCURRENCY}, "
+                           f"got {concurrency!r}")
 
 
 def refuse_rules(spec: EntitySpec, what: str) -> None:

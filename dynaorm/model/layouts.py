@@ -21,7 +21,7 @@ from dynaorm.model.expressions import Condition, rename_paths
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, version_sk
 from dynaorm.model.state import InstanceState
-from dynaorm.model.table import Table
+from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["Layout", "MovedState", "Previous", "previous_layout"]
@@ -56,7 +56,7 @@ class Layout:
     type_name: str
     #: old stored attribute name -> field name, for every field
     fields_by_attr: Mapping[str, str]
-    table: Table
+    table: TableSchema
     versioned: bool
     #: field name -> its old stored attribute name, only where it differs from the field
     #: name (what a caller's condition, written in field names, is judged through on an
@@ -157,7 +157,7 @@ def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],
     return template
 
 
-def previous_layout(owner: str, raw: Any, table: Table, field_names: frozenset[str],
+def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: frozenset[str],
                     pk: KeyTemplate, sk: KeyTemplate | None, type_name: str,
                     renames: Mapping[str, str], versioned: bool, sharded: bool
                     ) -> Layout | None:

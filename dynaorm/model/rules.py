@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.table import Table
+from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 
 
@@ -78,7 +78,7 @@ def _fits(annotation: Any, kind: str) -> bool:
     return all(isinstance(t, type) and issubclass(t, bytes) for t in allowed)
 
 
-def _key_templates(table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
+def _key_templates(table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                    indexes: Iterable[IndexTemplates]) -> list[tuple[str, KeyTemplate]]:
     pairs: list[tuple[str, KeyTemplate]] = [(table.pk, pk)]
     if sk is not None and table.sk is not None:
@@ -90,7 +90,7 @@ def _key_templates(table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
     return pairs
 
 
-def check_mapping(owner: str, table: Table, field_names: frozenset[str],
+def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
                   renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
                   indexes: Iterable[IndexTemplates], cls: type[Any]) -> None:
     """Stored names, key attributes and typed keys of one entity (raises when refused)."""
@@ -150,7 +150,7 @@ def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
     return created, updated
 
 
-def check_rules(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None, *,
+def check_rules(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None, *,
                 uniques: bool, versioned: bool, sharded: bool, ttl_field: str | None,
                 timestamps: tuple[str | None, str | None], overlaps: str = "literal") -> None:
     """Rules that need string keys or a type attribute, the TTL field's and the
@@ -211,7 +211,7 @@ def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTempl
     return wins and not loses
 
 
-def _check_overlaps(cls: type[Any], table: Table, pk: KeyTemplate, sk: KeyTemplate | None,
+def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                     policy: str = "literal") -> None:
     for other in list(table.entities.values()):
         theirs: Any = getattr(other, "__dynaorm_spec__", None)  # the other's EntitySpec

@@ -30,7 +30,7 @@ from dynaorm.model.rules import (
     unstored_fields,
 )
 from dynaorm.model.shards import Shards, as_shards
-from dynaorm.model.table import LSI, Table
+from dynaorm.model.table import LSI, TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate, render_value
 from dynaorm.model.timestamps import expired
 
@@ -109,7 +109,7 @@ class EntitySpec:
     cls: type[Any]
     name: str
     type_name: str
-    table: Table
+    table: TableSchema
     pk: KeyTemplate
     sk: KeyTemplate | None
     uniques: tuple[UniqueRule, ...]
@@ -405,7 +405,7 @@ def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueR
     return tuple(rules)
 
 
-def _history_index(owner: str, name: Any, table: Table, versioned: bool,
+def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
                    indexes: list[IndexKeys]) -> tuple[str, str] | None:
     if name is None:
         return None
@@ -423,7 +423,7 @@ def _history_index(owner: str, name: Any, table: Table, versioned: bool,
     return name, sk_attr
 
 
-def _check_reused_keys(owner: str, name: str, table: Table, pk: KeyTemplate,
+def _check_reused_keys(owner: str, name: str, table: TableSchema, pk: KeyTemplate,
                        sk: KeyTemplate | None,
                        *pairs: tuple[str | None, KeyTemplate | None]) -> None:
     """An index key attribute that is a table key attribute (an inverted index) holds the
@@ -447,7 +447,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     if meta.get("pk") is None:
         return None
     table = meta.get("table")
-    if not isinstance(table, Table):
+    if not isinstance(table, TableSchema):
         raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
     shard_rules = {target: as_shards(raw, owner, target)
                    for target, raw in dict(meta.get("shards") or {}).items()}

@@ -11,8 +11,8 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.model.keys import key_id
+from dynaorm.protocol.steps import Backoff, Proto, call, gather
 from dynaorm.read.selection import BATCH_GET
-from dynaorm.transport.steps import Backoff, Proto, call, gather
 
 __all__ = ["MAX_BATCH_ROUNDS", "batch_get_p", "batch_rounds"]
 

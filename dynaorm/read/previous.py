@@ -24,8 +24,8 @@ from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
+from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.transport.steps import Proto, call
 from dynaorm.write.moves import load_old
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]

@@ -1,11 +1,13 @@
-"""Lazy, generative queries: each builder method returns a new :class:`Query`."""
+"""Queries as pure descriptions: :class:`QuerySpec`, generative (each builder method returns
+a new object of the same class), planned into key conditions and requests without I/O.
+:class:`dynaorm.Query` (sync) and ``AsyncQuery`` add the terminals that run it."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from dynaorm.errors import DynaormError, ItemNotFoundError, MultipleResultsError
 from dynaorm.model.entity import Entity, spec_of
@@ -13,23 +15,20 @@ from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_av
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
-from dynaorm.read.terminals import ReadBase
+from dynaorm.read.spec import ReadSpec
 
-if TYPE_CHECKING:
-    from dynaorm.transport.sync import Transport
-
-__all__ = ["Query"]
+__all__ = ["QuerySpec"]
 
 T = TypeVar("T", bound=Entity)
 
 
 @dataclass(frozen=True, eq=False)
-class Query(ReadBase[T]):
-    """A query over one partition (or all shards of one). Build with ``Session.query``."""
+class QuerySpec(ReadSpec[T]):
+    """A query over one partition (or all shards of one), as data. Build one with
+    ``Session.query`` (a :class:`dynaorm.Query`) or ``AsyncSession.query``."""
 
     _operation = "Query"
 
-    _transport: Transport
     _entities: tuple[type[T], ...]
     _fields: Mapping[str, Any]
     _index: str | None = None
@@ -42,45 +41,46 @@ class Query(ReadBase[T]):
     _history: bool = False
     _shard: int | None = None
     _plan_cache: list[KeyPlan] = field(default_factory=list, compare=False)
+    _driver: Any = field(default=None, compare=False, repr=False)
 
     # -- builders ------------------------------------------------------------------
-    def _with(self, **changes: Any) -> Query[T]:
+    def _with(self, **changes: Any) -> Self:
         return dataclasses.replace(self, _plan_cache=[], **changes)
 
-    def _sort(self, op: str, *args: Mapping[str, Any]) -> Query[T]:
+    def _sort(self, op: str, *args: Mapping[str, Any]) -> Self:
         if self._cond is not None:
             raise DynaormError("a query takes one sort-key condition")
         return self._with(_cond=SortCondition(op, args))
 
-    def eq(self, **fields: Any) -> Query[T]:
+    def eq(self, **fields: Any) -> Self:
         """Sort key equal to the one rendered from these sort-key fields."""
         return self._sort("eq", fields)
 
-    def lt(self, **fields: Any) -> Query[T]:
+    def lt(self, **fields: Any) -> Self:
         """Sort key before the one rendered from these fields (kept inside the entity's prefix)."""
         return self._sort("lt", fields)
 
-    def lte(self, **fields: Any) -> Query[T]:
+    def lte(self, **fields: Any) -> Self:
         """Sort key at or before the one rendered from these fields."""
         return self._sort("lte", fields)
 
-    def gt(self, **fields: Any) -> Query[T]:
+    def gt(self, **fields: Any) -> Self:
         """Sort key after the one rendered from these fields (kept inside the entity's prefix)."""
         return self._sort("gt", fields)
 
-    def gte(self, **fields: Any) -> Query[T]:
+    def gte(self, **fields: Any) -> Self:
         """Sort key at or after the one rendered from these fields."""
         return self._sort("gte", fields)
 
-    def between(self, low: Mapping[str, Any], high: Mapping[str, Any]) -> Query[T]:
+    def between(self, low: Mapping[str, Any], high: Mapping[str, Any]) -> Self:
         """Inclusive range between two sets of sort-key fields."""
         return self._sort("between", low, high)
 
-    def begins_with(self, **fields: Any) -> Query[T]:
+    def begins_with(self, **fields: Any) -> Self:
         """Sort key starts with these fields; the last one may be a partial value."""
         return self._sort("begins_with", fields)
 
-    def reverse(self) -> Query[T]:
+    def reverse(self) -> Self:
         """The same query in descending sort-key order (again: ascending)."""
         return self._with(_reverse=not self._reverse)
 
@@ -153,11 +153,7 @@ class Query(ReadBase[T]):
         names = "/".join(e.__name__ for e in self._entities)
         return f"{names} query {dict(self._fields)}"
 
-    # -- terminals only queries have ---------------------------------------------------
-    def one(self) -> T:
-        """The only result (``ItemNotFoundError`` / ``MultipleResultsError`` otherwise)."""
-        return self._only(list(self.limit(2)))
-
+    # -- what the terminal one() decides -----------------------------------------------
     def _only(self, found: list[T]) -> T:
         """The one result of ``found`` (what ``one()`` read with ``limit(2)``)."""
         what = f"{'/'.join(e.__name__ for e in self._entities)} {dict(self._fields)}"

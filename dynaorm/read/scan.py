@@ -1,29 +1,26 @@
 """Scans: every item of some entity types in the table or an index (contract section 13).
 
-A :class:`Scan` has a query's modifiers and terminals. Type selection happens on the server
-(``FilterExpression`` on the type attribute, and ``begins_with(sk, "v0_")`` for versioned
-entities' latest copies), so guard items, version rows and other types are never results
-and ``count()`` counts only the requested types. ``segments=N`` reads N segments
-concurrently (a parallel scan: no order); ``segment=i, segments=N`` reads one segment, for
-one worker of a distributed job. Cursors hold one position per segment.
+A :class:`ScanSpec` has a query's modifiers and terminal protocols. Type selection happens
+on the server (``FilterExpression`` on the type attribute, and ``begins_with(sk, "v0_")``
+for versioned entities' latest copies), so guard items, version rows and other types are
+never results and ``count()`` counts only the requested types. ``segments=N`` reads N
+segments concurrently (a parallel scan: no order); ``segment=i, segments=N`` reads one
+segment, for one worker of a distributed job. Cursors hold one position per segment.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Self, TypeVar
 
 from dynaorm.errors import DynaormError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.read.selection import Selection, selection
-from dynaorm.read.terminals import ReadBase
+from dynaorm.read.spec import ReadSpec
 
-if TYPE_CHECKING:
-    from dynaorm.transport.sync import Transport
-
-__all__ = ["Scan"]
+__all__ = ["ScanSpec", "check_segments"]
 
 T = TypeVar("T", bound=Entity)
 #: DynamoDB's largest TotalSegments.
@@ -49,14 +46,14 @@ def check_segments(segment: int | None, segments: int | None) -> tuple[int, ...]
 
 
 @dataclass(frozen=True, eq=False)
-class Scan(ReadBase[T]):
-    """A scan of some entity types. Build with ``Session.scan``."""
+class ScanSpec(ReadSpec[T]):
+    """A scan of some entity types, as data. Build one with ``Session.scan`` (a
+    :class:`dynaorm.Scan`) or ``AsyncSession.scan``."""
 
     _operation = "Scan"
     _types_on_server = True
     _ordered = False
 
-    _transport: Transport
     _entities: tuple[type[T], ...]
     _index: str | None = None
     _segments: tuple[int, ...] = ()
@@ -65,8 +62,9 @@ class Scan(ReadBase[T]):
     _page_size: int | None = None
     _consistent: bool = False
     _filter: Condition | None = None
+    _driver: Any = field(default=None, compare=False, repr=False)
 
-    def _with(self, **changes: Any) -> Scan[T]:
+    def _with(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)
 
     def _streams(self) -> int:

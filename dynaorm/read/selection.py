@@ -26,7 +26,7 @@ from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
 from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import Table
+from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired
 from dynaorm.read.pager import DONE
@@ -40,7 +40,7 @@ _NO_VALUE: Final[dict[str, Any]] = {}
 BATCH_GET: Final = 100
 
 
-def projection_of(table: Table, index: str | None) -> str:
+def projection_of(table: TableSchema, index: str | None) -> str:
     """``"ALL"``, ``"KEYS_ONLY"`` or ``"INCLUDE"`` for the table (ALL) or one index."""
     if index is None:
         return "ALL"

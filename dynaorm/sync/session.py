@@ -1,6 +1,6 @@
 """The sync edge: :class:`Session`, the unit of work of :mod:`dynaorm.core.unit_of_work` run
-through the table's sync transport (each method that does I/O runs one protocol with
-:meth:`~dynaorm.transport.sync.Transport.run`; staging is :mod:`dynaorm.core.staging`)."""
+through its client's sync driver (each method that does I/O runs one protocol, as one
+operation for the hooks; staging is :mod:`dynaorm.core.staging`)."""
 
 from __future__ import annotations
 
@@ -8,26 +8,44 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
+from dynaorm.client.client import Client
+from dynaorm.client.table import Table, session_target
 from dynaorm.core.unit_of_work import UnitOfWork
-from dynaorm.model.entity import Entity
-from dynaorm.read.query import Query
-from dynaorm.read.scan import Scan
-from dynaorm.transport.events import CommitResult
-from dynaorm.transport.sync import Transport
+from dynaorm.model.entity import Entity, spec_of
+from dynaorm.protocol.events import CommitResult
+from dynaorm.protocol.hooks import Operation
+from dynaorm.sync.reads import Query, Scan
 from dynaorm.write.render import WritePlan
 
-__all__ = ["Session"]
+__all__ = ["Session", "operation"]
 
 T = TypeVar("T", bound=Entity)
 
 
-class Session(UnitOfWork):
-    """A unit of work on one table (``Session(table)``). Cheap to create; not to be shared
-    between threads."""
+def operation(client: Client, name: str, entities: Iterable[type[Entity]]
+              ) -> Operation | None:
+    """What the hooks are told a session operation on ``entities`` is (``None`` when no
+    hook is attached: nothing to tell)."""
+    if not client.policy.hooks:
+        return None
+    classes = tuple(dict.fromkeys(entities))
+    tables = tuple(dict.fromkeys(spec_of(e).table.name for e in classes))
+    return Operation(name, tables, classes)
 
-    @property
-    def _transport(self) -> Transport:
-        return self.table.transport
+
+class Session(UnitOfWork):
+    """A unit of work (``Session(table)``, or ``Session(client)``): it stages entities of
+    any table bound to one :class:`~dynaorm.Client` and commits them together. Cheap to
+    create; not to be shared between threads."""
+
+    _query_class = Query
+    _scan_class = Scan
+
+    def __init__(self, target: Table | Client) -> None:
+        table, client = session_target(target, "Session")
+        super().__init__(table, client, client.driver)
+        self.client = client
+        """The :class:`~dynaorm.Client` the session sends through."""
 
     def __enter__(self) -> Session:
         return self
@@ -42,18 +60,22 @@ class Session(UnitOfWork):
     # -- commit --------------------------------------------------------------------
     def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        return self._transport.run(self._plan_p())
+        return self.client.driver.run(self._plan_p())
 
     def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
         Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
-        return self._transport.run(self._commit().run())
+        client = self.client
+        commit = self._commit(client.policy.observed)
+        op = operation(client, "commit", (e._entity for e in commit.staged))
+        return client.driver.run(commit.run(), op)
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return self._transport.run(self._get_p(entity, consistent, version, fields))
+        return self.client.driver.run(self._get_p(entity, consistent, version, fields),
+                                      operation(self.client, "get", (entity,)))
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False, snapshot: bool = False,
@@ -61,13 +83,15 @@ class Session(UnitOfWork):
         """Read many entities; results in input order. BatchGetItem, 100 keys a request,
         ``concurrency`` requests in flight; ``snapshot=True``: one TransactGetItems (a
         consistent snapshot of at most 100 distinct items; repeated keys read once)."""
-        return self._transport.run(
-            self._get_many_p(entity, keys, consistent, snapshot, concurrency))
+        return self.client.driver.run(
+            self._get_many_p(entity, keys, consistent, snapshot, concurrency),
+            operation(self.client, "get_many", (entity,)))
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item); ``None``
         unless the owner, when read, still holds the value looked up."""
-        return self._transport.run(self._find_p(entity, consistent, fields))
+        return self.client.driver.run(self._find_p(entity, consistent, fields),
+                                      operation(self.client, "find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -79,7 +103,8 @@ class Session(UnitOfWork):
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> Query[Any]:
         """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
-        return self._query((entity, *more), index, dict(fields))
+        found: Query[Any] = self._query((entity, *more), index, dict(fields))
+        return found
 
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
@@ -91,11 +116,13 @@ class Session(UnitOfWork):
              segment: int | None = None, segments: int | None = None) -> Scan[Any]:
         """Every item of the given entity types in the table or ``index`` (section 13 of
         the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one."""
-        return self._scan((entity, *more), index, segment, segments)
+        found: Scan[Any] = self._scan((entity, *more), index, segment, segments)
+        return found
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        return self._history(entity, dict(fields))
+        found: Query[T] = self._history(entity, dict(fields))
+        return found
 
     # -- bulk ----------------------------------------------------------------------
     def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
@@ -105,7 +132,10 @@ class Session(UnitOfWork):
         conditioned on their loaded values: another writer's newer state is never
         overwritten). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`
         with what was written, what was not and what may have been."""
-        self._transport.run(self._save_many_p(objs, concurrency))
+        found = list(objs)
+        op = operation(self.client, "save_many", (type(o) for o in found))
+        self.client.driver.run(
+            self._save_many_p(found, concurrency, self.client.policy.observed), op)
 
     def delete_many(self, objs: Iterable[Entity] | type[Entity],
                     keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -116,4 +146,8 @@ class Session(UnitOfWork):
         ``save_many``). A loaded object goes as one DeleteItem conditioned on the item
         being as loaded (a newer state is never deleted silently; one already gone counts
         as deleted). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`."""
-        self._transport.run(self._delete_many_p(objs, keys, concurrency))
+        found: Any = objs if isinstance(objs, type) else list(objs)
+        op = operation(self.client, "delete_many",
+                       (found,) if isinstance(found, type) else (type(o) for o in found))
+        self.client.driver.run(
+            self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dynaorm._types import Item
+from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.entity import spec_of
@@ -58,11 +59,11 @@ from dynaorm.model.rows import (
     version_sk,
 )
 from dynaorm.model.spec import EntitySpec, UniqueRule
-from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import expired
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.transport.steps import Emit, Stream, call
 from dynaorm.write.actions import version_row
 from dynaorm.write.guards import guard_item
 
@@ -123,15 +124,17 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
         yield Emit(pager.take())
 
 
-def scan_pages(table: Table, start: Item | None = None, page_size: int | None = None
-               ) -> Iterator[tuple[list[Item], Item | None]]:
+def scan_pages(table: Table, start: Item | None = None, page_size: int | None = None,
+               operation: str = "check") -> Iterator[tuple[list[Item], Item | None]]:
     """The pages of a consistent scan of every item of ``table``, from ``start`` (a
     ``LastEvaluatedKey``; ``None``: the beginning), fetched lazily: ``(items, position)``
-    where ``position`` resumes the scan after the page (``None`` after the last page)."""
+    where ``position`` resumes the scan after the page (``None`` after the last page).
+    Each page is one ``operation`` (``"check"``, ``"migrate"``) for the hooks."""
     attrs = [a for a in (table.pk, table.sk) if a]
     pager = Pager([{"TableName": table.name, "ConsistentRead": True}], [start], keep=list,
                   position_of=lambda item: {a: item[a] for a in attrs}, ordered=False)
-    for page in table.transport.iterate(_scan_p(table, pager, page_size)):
+    for page in table.db.driver.iterate(_scan_p(table, pager, page_size),
+                                        Operation(operation, (table.name,))):
         position = pager.positions[0]
         yield list(page), None if position is DONE else position
 
@@ -556,7 +559,8 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
         request = {"TransactItems": list(problem.fix), "ClientRequestToken": str(uuid.uuid4())}
         try:
             # idempotent: its ClientRequestToken makes a resent attempt apply once
-            table.transport.run(call("TransactWriteItems", request))
+            table.db.driver.run(call("TransactWriteItems", request),
+                                Operation("check.repair", (table.name,)))
         except RequestError as exc:
             why = ("changed since the scan" if exc.code == "TransactionCanceledException"
                    else exc.message or exc.code)

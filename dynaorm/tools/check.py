@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from dynaorm._types import Item
+from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import GUARD_TYPE, parse_version_sk, version_sk
-from dynaorm.model.table import Table
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.tools.audit import (
     Key,
@@ -34,7 +36,6 @@ from dynaorm.tools.audit import (
     scan_pages,
 )
 from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
-from dynaorm.transport.steps import call
 
 __all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_count",
            "progress_line"]
@@ -147,7 +148,7 @@ class ProgressBar:
 def item_count(table: Table) -> int | None:
     """DescribeTable's approximate item count (refreshed by DynamoDB every few hours)."""
     try:
-        out = table.transport.run(call("DescribeTable", {"TableName": table.name}))
+        out = table.db.driver.run(call("DescribeTable", {"TableName": table.name}))
     except RequestError as exc:
         raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
     count = out["Table"].get("ItemCount")
@@ -190,7 +191,8 @@ def _get_many(table: Table, auditor: _Auditor, keys: set[Key]) -> list[Item]:
     key sends it (100 keys a request, unprocessed keys retried with backoff within the
     table's ``max_wait``, a bounded number of rounds)."""
     wanted = [auditor.key_av(k) for k in sorted(keys)]
-    found = table.transport.run(batch_get_p(table.name, wanted, consistent=True))
+    found = table.db.driver.run(batch_get_p(table.name, wanted, consistent=True),
+                                Operation("check.confirm", (table.name,)))
     return list(found.values())
 
 

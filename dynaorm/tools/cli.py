@@ -26,9 +26,9 @@ from urllib.parse import urlparse
 from botocore.exceptions import BotoCoreError
 
 from dynaorm import __version__
+from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import Table
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
@@ -87,10 +87,14 @@ def load_table(reference: str) -> Table:
 
 
 def _connect(table: Table, args: argparse.Namespace) -> Table:
+    """The table, pointed where ``--endpoint-url`` / ``--region`` say (else as the
+    application binds it: its client, or its connection keywords)."""
+    if args.endpoint_url is None and args.region is None:
+        return table
     url: str | None = args.endpoint_url or table.endpoint_url
     region: str | None = args.region or table.region
     # Credentials and region come from the AWS configuration, as for the application; a
-    # local engine with none configured gets dynaorm's dummy ones (transport.config).
+    # local engine with none configured gets dynaorm's dummy ones (client.settings).
     return table.connect(url, region)
 
 

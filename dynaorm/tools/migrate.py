@@ -27,18 +27,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.client.client import Client
+from dynaorm.client.table import Table
 from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import Table
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
 from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
-from dynaorm.transport.steps import call
 from dynaorm.write.moves import history_batches, load_old, needs_history_batches
 from dynaorm.write.render import WritePlan
 
@@ -154,7 +156,7 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
             return "skipped"
         if needs_history_batches(spec, state):  # too long for one transaction
             with contextlib.suppress(RequestError):  # (a writer moved or changed it: the
-                _move_history(session.table, spec, state)  # fresh read below judges)
+                _move_history(session.client, spec, state)  # fresh read below judges)
             current = session.get(spec.cls, consistent=True, **fields)
             continue
         session.save(current)
@@ -167,11 +169,12 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
     return f"still changing after {MOVE_ROUNDS} attempts"
 
 
-def _move_history(table: Table, spec: EntitySpec, state: MovedState) -> None:
+def _move_history(client: Client, spec: EntitySpec, state: MovedState) -> None:
     """Move a long history ahead of its entity, one conditioned transaction per batch."""
     for ops in history_batches(spec, state):
-        request = WritePlan(table.name, tuple(ops)).transaction_request(os.urandom(16).hex())
-        table.transport.run(call("TransactWriteItems", request))
+        request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
+        client.driver.run(call("TransactWriteItems", request),
+                          Operation("migrate.history", (spec.table.name,)))
 
 
 def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple[_State, bool]:
@@ -236,7 +239,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         if session is None:
             session = local.session = Session(table)
         try:
-            history = table.transport.run(old_history_p(table.name, spec, item))
+            history = table.db.driver.run(old_history_p(table.name, spec, item))
             obj = from_previous(spec, item, history)
         except DynaormError as exc:
             return str(exc)
@@ -245,7 +248,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
 
     pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
     try:
-        for page, last in scan_pages(table, state.last_key, page_size):
+        for page, last in scan_pages(table, state.last_key, page_size, "migrate"):
             todo: list[tuple[EntitySpec, Item, PlainKey]] = []
             for item in page:
                 spec = old_layout_entity(specs, item)

@@ -3,7 +3,7 @@ botocore's credentials (:class:`~dynaorm.wire.sigv4.Signer`: DynamoDB's one cano
 request computed directly, the signing key kept per day; botocore's ``SigV4Auth`` for
 endpoints with a path), sent over keep-alive connections (:mod:`dynaorm.wire.http`;
 urllib3 through a proxy), answers checked against ``x-amz-crc32`` and decoded with
-:func:`json.loads`. ``Table(wire="dynaorm")``, the default, sends through it; see
+:func:`json.loads`. ``Client(wire="dynaorm")``, the default, sends through it; see
 ``docs/guide/wire.md``.
 
 Everything a configuration decides (endpoint, region, timeouts, proxies, TLS verification,
@@ -11,8 +11,8 @@ credentials, ``User-Agent``) is read once from a botocore client created as the 
 path creates it, so a configuration that works with the client works here. Failures are
 raised as the same botocore exceptions a client raises (``ClientError`` with the same
 ``error_response`` shape, ``EndpointConnectionError``, ``ReadTimeoutError``,
-``ConnectionClosedError``), so the one :func:`~dynaorm.transport.errors.
-map_error` and the retry rules see the same things whichever wire is under them.
+``ConnectionClosedError``), so the one :func:`~dynaorm.client.errors.map_error` and the
+retry rules see the same things whichever wire is under them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from dynaorm.private_apis import botocore_verify
 from dynaorm.wire.http import (
     AnswerTimeout,
     ConnectFailed,
@@ -38,7 +39,7 @@ from dynaorm.wire.http import (
 from dynaorm.wire.sigv4 import Signer
 
 __all__ = ["TARGET_PREFIX", "SyncWire", "WireSettings", "as_botocore", "checked_answer",
-           "credentials_for", "decode", "error_response", "prepare", "proxy_tls_context",
+           "decode", "error_response", "prepare", "proxy_tls_context",
            "render", "tls_verify"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
@@ -109,8 +110,7 @@ def tls_verify(client: Any) -> bool | str:
     HTTP session so that whatever botocore decided holds on this wire too."""
     from botocore.httpsession import get_cert_path
 
-    endpoint = getattr(client, "_endpoint", None)
-    verify = getattr(getattr(endpoint, "http_session", None), "_verify", True)
+    verify = botocore_verify(client)
     if verify is False:
         return False
     return str(get_cert_path(True if verify in (None, True) else verify))
@@ -236,7 +236,8 @@ class WireSettings:
         #: ``proxy_use_forwarding_for_https``): see :func:`proxy_tls_context`
         self.proxies_config: dict[str, Any] = dict(getattr(config, "proxies_config", None)
                                                    or {})
-        #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``)
+        #: botocore credentials (refreshable ones refresh on ``get_frozen_credentials``;
+        #: resolved by the client: :func:`dynaorm.client.settings.credentials_for`)
         self._credentials = credentials
         self._user_agent = _user_agent(config)
         self._signer = Signer(self.endpoint_url, self.region)
@@ -264,7 +265,7 @@ class WireSettings:
 
 
 class SyncWire(WireSettings):
-    """Sends DynamoDB requests for one table: resolved once from ``client`` (a botocore
+    """Sends DynamoDB requests of one client: resolved once from ``client`` (a botocore
     client), thread-safe (each connection serves one request at a time)."""
 
     def __init__(self, client: Any, credentials: Any) -> None:
@@ -384,19 +385,3 @@ def checked_answer(operation: str, status: int, headers: dict[str, str], data: b
         raise ClientError(error_response(status, data, headers),  # type: ignore[arg-type]
                           operation)
     return decode(data)
-
-
-def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:
-    """The credentials the botocore client of ``endpoint_url`` signs with: the dummy ones
-    dynaorm gives a local engine without configured credentials, else the session's chain
-    (refreshable credentials stay refreshable); ``None`` when there are none."""
-    from botocore.credentials import Credentials
-    from botocore.session import get_session
-
-    from dynaorm.transport.config import local_credentials
-
-    session = get_session() if session is None else session
-    dummy = local_credentials(endpoint_url, session)
-    if dummy:
-        return Credentials(dummy["aws_access_key_id"], dummy["aws_secret_access_key"])
-    return session.get_credentials()

@@ -6,25 +6,25 @@ both wires: :class:`dynaorm.wire.sigv4.Signer`), sent over keep-alive connection
 running loop (:class:`dynaorm.wire.http.AsyncHTTPPool`, asyncio streams; through a proxy,
 one aiohttp ``ClientSession``), its answer checked and decoded by
 :func:`dynaorm.wire.checked_answer`. Endpoint, region, timeouts, proxies, TLS verification
-and ``User-Agent`` are read once from the (aio)botocore client the async transport creates
-for the table, as the sync wire reads them, so a configuration that works with that client
+and ``User-Agent`` are read once from the botocore client of the :class:`~dynaorm.Client`,
+as the sync wire reads them, so a configuration that works with that client
 works here. Failures are raised as the botocore exceptions aiobotocore raises for them
 (``ClientError`` with the same ``error_response``, ``EndpointConnectionError``,
 ``ReadTimeoutError``, ``ConnectionClosedError``, ``SSLError``, ``ProxyConnectionError``; a
 crc32 mismatch as the sync wire's checksum error, a lost answer), so
-:func:`~dynaorm.transport.errors.map_error` and the retry rules see the same failures
+:func:`~dynaorm.client.errors.map_error` and the retry rules see the same failures
 whichever wire is under them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import socket
 import ssl
 from typing import Any
 
 from dynaorm.errors import DynaormError
+from dynaorm.private_apis import PROXY_HOOK, proxy_tls_connector
 from dynaorm.wire import WireSettings, as_botocore, checked_answer, proxy_tls_context
 from dynaorm.wire.http import (
     AnswerTimeout,
@@ -39,52 +39,14 @@ __all__ = ["KEEPALIVE_SECONDS", "AsyncWire"]
 #: seconds an idle connection stays in the pool (aiobotocore's default)
 KEEPALIVE_SECONDS = 12.0
 
-#: the aiohttp hook that gives the connection to a proxy its own TLS context (aiohttp
-#: 3.13.3 and later; aiobotocore's ``AIOHTTPSession`` uses it the same way)
-_PROXY_HOOK = "_update_proxy_auth_header_and_build_proxy_req"
-
-
-@functools.cache
-def _connector_class() -> type[Any]:
-    """An aiohttp ``TCPConnector`` whose connection to the proxy uses its own TLS context
-    (:func:`dynaorm.wire.proxy_tls_context`): aiohttp otherwise builds the proxy request
-    with the endpoint's, so the endpoint's CA bundle would verify the proxy and its client
-    certificate would be offered to it. A connection the proxy drops before the tunnel is
-    up is aiohttp's ``ClientProxyConnectionError`` (botocore's ``ProxyConnectionError``:
-    not sent), not a connection lost after sending."""
-    import aiohttp
-
-    class ProxyTLSConnector(aiohttp.TCPConnector):
-        def __init__(self, *args: Any, proxy_ssl: ssl.SSLContext, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._proxy_ssl = proxy_ssl
-
-        def _update_proxy_auth_header_and_build_proxy_req(self, req: Any) -> Any:
-            proxy_req = super()._update_proxy_auth_header_and_build_proxy_req(req)
-            proxy_req._ssl = self._proxy_ssl
-            return proxy_req
-
-        async def _create_proxy_connection(self, req: Any, traces: Any,
-                                           timeout: Any) -> Any:
-            try:
-                return await super()._create_proxy_connection(req, traces, timeout)
-            except (aiohttp.ClientConnectorError, TimeoutError):
-                raise  # already "not sent": refused, TLS refused, a connect timeout
-            except OSError as exc:
-                # the proxy dropped the connection before the tunnel was up (under TLS
-                # 1.3 a refused client certificate shows here): the request was not sent
-                raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
-
-    return ProxyTLSConnector
-
 
 class AsyncWire(WireSettings):
-    """Sends DynamoDB requests for one table in one event loop: resolved once from
+    """Sends DynamoDB requests of one client in one event loop: resolved once from
     ``client`` (an aiobotocore or botocore client: its endpoint, region and config) and
-    ``credentials`` (botocore credentials, :func:`dynaorm.wire.credentials_for`).
+    ``credentials`` (botocore credentials, :func:`dynaorm.client.settings.credentials_for`).
 
     Connections (or, through a proxy, the aiohttp session) are opened by :meth:`send`
-    inside the running loop and closed by :meth:`close` (the async transport's close path;
+    inside the running loop and closed by :meth:`close` (the client's ``aclose``;
     ``async with`` works too).
 
     Credentials are frozen for every request with the sync ``get_frozen_credentials()``:
@@ -112,7 +74,7 @@ class AsyncWire(WireSettings):
 
         given = [key for key in ("proxy_ca_bundle", "proxy_client_cert")
                  if self.proxies_config.get(key) is not None]
-        if given and not hasattr(aiohttp.TCPConnector, _PROXY_HOOK):
+        if given and not hasattr(aiohttp.TCPConnector, PROXY_HOOK):
             raise DynaormError(
                 f"proxies_config {given[0]!r} needs aiohttp 3.13.3 or later on the async "
                 f"wire (installed: aiohttp {aiohttp.__version__}); upgrade aiohttp or use "
@@ -131,8 +93,8 @@ class AsyncWire(WireSettings):
                 options: dict[str, Any] = {
                     "limit": self.pool_size, "keepalive_timeout": KEEPALIVE_SECONDS,
                     "ssl": ssl_context if ssl_context is not None else True}
-                if hasattr(aiohttp.TCPConnector, _PROXY_HOOK):
-                    connector = _connector_class()(proxy_ssl=proxy_ssl, **options)
+                if hasattr(aiohttp.TCPConnector, PROXY_HOOK):
+                    connector = proxy_tls_connector()(proxy_ssl=proxy_ssl, **options)
                 else:  # an old aiohttp: the proxy gets the endpoint's context
                     connector = aiohttp.TCPConnector(**options)
                 self._session = aiohttp.ClientSession(

@@ -30,6 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
+from dynaorm.private_apis import stream_buffered
+
 __all__ = [
     "AnswerTimeout",
     "AsyncHTTPPool",
@@ -330,8 +332,7 @@ class _AsyncConnection:
         """Still usable: open, not at its end, nothing unread, and a socket with nothing to
         read (the loop may not have run since the server closed it: its FIN is seen on the
         socket before the stream knows)."""
-        if self.writer.is_closing() or self.reader.at_eof() or len(
-                getattr(self.reader, "_buffer", b"")):
+        if self.writer.is_closing() or self.reader.at_eof() or stream_buffered(self.reader):
             return False
         sock = self.writer.get_extra_info("socket")
         return sock is None or _quiet(sock)

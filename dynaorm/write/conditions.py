@@ -9,7 +9,7 @@ Pure: builds :class:`~dynaorm.model.expressions.Condition` trees and conditioned
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item
 from dynaorm.model.codec import encode_value
@@ -17,7 +17,9 @@ from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, ren
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import encode_ttl
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.write.staged import DeleteEntry, SaveEntry
+
+if TYPE_CHECKING:
+    from dynaorm.write.entries import DeleteEntry, SaveEntry
 
 __all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
 

@@ -22,7 +22,7 @@ from dynaorm.model.expressions import Condition, F, all_of, not_exists, raw_eq
 from dynaorm.model.rows import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.model.spec import EntitySpec, UniqueRule
 from dynaorm.model.timestamps import encode_ttl, expired
-from dynaorm.transport.events import Reason
+from dynaorm.protocol.events import Reason
 from dynaorm.write.records import Fail, Op, Origin, Put
 
 __all__ = ["STALE_GUARD", "claimable", "guard_item", "guard_key", "guard_put",
@@ -103,7 +103,7 @@ def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
 
 
 def held_by_expired(failed: Sequence[tuple[Op, Reason]],
-                    read: Callable[[PlainKey], Generator[Any, Any, Item | None]]
+                    read: Callable[[Any, PlainKey], Generator[Any, Any, Item | None]]
                     ) -> Generator[Any, Any, bool]:
     """Whether a refused unique claim of ``failed`` (a table with a TTL attribute only)
     was refused by a guard whose owner has expired or is gone: the guard does not carry
@@ -118,13 +118,14 @@ def held_by_expired(failed: Sequence[tuple[Op, Reason]],
         table = spec_of(origin.entity).table
         if table.ttl is None:
             continue
-        guard = reason.item if reason.item is not None else (yield from read(op.key))
+        guard = reason.item if reason.item is not None else (
+            yield from read(table, op.key))
         if guard is None or OWNER_PK not in guard:
             continue
         owner = {table.pk: guard[OWNER_PK].get("S", "")}
         if table.sk is not None:
             owner[table.sk] = guard.get(OWNER_SK, {}).get("S", "")
-        held = yield from read(owner)
+        held = yield from read(table, owner)
         if held is None or expired(held, table.ttl):
             return True
     return False

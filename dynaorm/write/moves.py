@@ -14,7 +14,7 @@ plan moves here: there is one move.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -31,7 +31,10 @@ from dynaorm.write.actions import ActionBuilder, undeclared, version_row
 from dynaorm.write.committed import Written
 from dynaorm.write.conditions import stored_as
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
-from dynaorm.write.staged import DeleteEntry, Outcome, SaveEntry
+from dynaorm.write.staged import Outcome
+
+if TYPE_CHECKING:
+    from dynaorm.write.entries import DeleteEntry, SaveEntry
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "load_old",
            "move_actions", "needs_history_batches", "old_values", "plan_move_delete",

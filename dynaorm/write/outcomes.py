@@ -37,7 +37,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator
 from decimal import Decimal, InvalidOperation
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
@@ -53,11 +53,14 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
-from dynaorm.transport.events import Reason
+from dynaorm.protocol.events import Reason
 from dynaorm.write.guards import STALE_GUARD, held_by_expired
 from dynaorm.write.moves import load_old
 from dynaorm.write.records import Delete, Fail, Op, Put, Update
 from dynaorm.write.render import WritePlan
+
+if TYPE_CHECKING:
+    from dynaorm.model.table import TableSchema
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
            "written_by"]
@@ -65,8 +68,8 @@ __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
 Reading = Generator[Any, Any, T]
-#: reads one key consistently: the stored item or ``None``
-Read = Callable[[PlainKey], Reading[Item | None]]
+#: reads one key of a table consistently: the stored item or ``None``
+Read = Callable[["TableSchema", PlainKey], Reading[Item | None]]
 
 #: :func:`resolve`'s answer when the write is known to have been applied
 APPLIED: Final = "applied"
@@ -99,7 +102,7 @@ def read_back(plan: WritePlan, exc: RequestError, read: Read
     (it succeeded), else an :class:`~dynaorm.OutcomeUnknownError` saying what is stored."""
     op = plan.ops[0]
     try:
-        stored = yield from read(op.key)
+        stored = yield from read(op.origin.table, op.key)
     except RequestError as err:
         return unknown(plan, exc, f"reading the item back failed too ({err.code})")
     if written_by(op, stored):
@@ -122,6 +125,14 @@ def resolve(plan: WritePlan, exc: RequestError) -> str | OutcomeUnknownError | N
     return None
 
 
+def _names(plan: WritePlan) -> str:
+    """The plan's table, or its tables: ``table 'app'``, ``tables 'app', 'audit'``."""
+    names = plan.tables
+    if len(names) == 1:
+        return f"table {names[0]!r}"
+    return "tables " + ", ".join(repr(n) for n in names)
+
+
 def unknown(plan: WritePlan, exc: RequestError, seen: str | None = None
             ) -> OutcomeUnknownError:
     """The error for a write of ``plan`` whose outcome cannot be known (``seen``: what a
@@ -131,8 +142,8 @@ def unknown(plan: WritePlan, exc: RequestError, seen: str | None = None
     operation = exc.operation
     found = f"; {seen}" if seen else ""
     return OutcomeUnknownError(
-        f"{operation} of {first.origin.entity.__name__} {first.key}{more} on table "
-        f"{plan.table!r}: outcome unknown: an attempt may have been applied (its answer was "
+        f"{operation} of {first.origin.entity.__name__} {first.key}{more} on "
+        f"{_names(plan)}: outcome unknown: an attempt may have been applied (its answer was "
         f"lost or was a server error), and after {exc.attempts} attempt(s) the last failed "
         f"with {exc.code}: {exc.message}{found}; read the items to see what is stored",
         operation=operation, keys=[dict(op.key) for op in plan.ops])
@@ -250,7 +261,7 @@ def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[Dynao
         first = plan.ops[0].origin
         return TransactionConflictError(
             f"commit of {first.entity.__name__} {first.owner_key} (and {len(plan.ops) - 1} "
-            f"more actions) on table {plan.table!r} kept conflicting with concurrent "
+            f"more actions) on {_names(plan)} kept conflicting with concurrent "
             f"transactions after retries: {exc.message}")
     return exc  # no typed error says more: the RequestError itself (operation, code)
 
@@ -306,7 +317,7 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
                                      key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
     op = failed[0][0]
     o = op.origin
-    if o.fail is Fail.GONE and (yield from read(op.key)) is None:
+    if o.fail is Fail.GONE and (yield from read(op.origin.table, op.key)) is None:
         return ItemGoneError(f"{o.entity.__name__} {op.key} no longer exists",
                              entity=o.entity, key=op.key)
     return ConcurrentModificationError(

@@ -9,7 +9,7 @@ transaction fail rather than leave the table inconsistent.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, UniqueConstraintError
@@ -27,7 +27,10 @@ from dynaorm.write.guards import claimable
 from dynaorm.write.moves import plan_move_delete, plan_move_save
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
-from dynaorm.write.staged import DeleteEntry, Entry, Outcome, SaveEntry
+from dynaorm.write.staged import Outcome, Prepared
+
+if TYPE_CHECKING:
+    from dynaorm.write.entries import DeleteEntry, SaveEntry
 
 __all__ = ["compile_commit", "plan_delete", "plan_save"]
 
@@ -230,40 +233,39 @@ def _item_id(key: PlainKey) -> tuple[Any, ...]:
     return tuple(sorted(key.items()))
 
 
-def compile_commit(table: str, entries: Sequence[tuple[Entry, InstanceState | None]]
-                   ) -> tuple[WritePlan, list[Outcome]]:
-    """Plan a whole commit. Raises before anything is sent when the plan is impossible.
+def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome]]:
+    """Plan a whole commit (each staged write with the state it is planned on, in staging
+    order; the tables are its entities'). Raises before anything is sent when the plan is
+    impossible.
 
-    Outcomes are one per entry that stages an object (``s.update()``/``s.check()``
-    entries, which plan themselves, add theirs only when they produce an object)."""
+    Outcomes are one per write that settles an object (an ``s.update()`` or ``s.check()``
+    has one only when it produces an object)."""
     ops: list[Op] = []
     outcomes: list[Outcome] = []
     at: dict[tuple[Any, ...], int] = {}
     for index, (entry, state) in enumerate(entries):
-        if isinstance(entry, SaveEntry):
-            entry_ops, outcome = plan_save(entry, state, index)
+        entry_ops, outcome = entry._plan_ops(state, index)
+        if outcome is not None:
             outcomes.append(outcome)
-        elif isinstance(entry, DeleteEntry):
-            entry_ops, outcome = plan_delete(entry, state, index)
-            outcomes.append(outcome)
-        else:  # s.update(), s.check(): the action plans itself
-            entry_ops, maybe = entry._plan_ops(state, index)
-            if maybe is not None:
-                outcomes.append(maybe)
         for op in entry_ops:
             if not ops:  # the first action: nothing to merge with (identified lazily)
                 ops.append(op)
                 continue
             if not at:
-                at[_item_id(ops[0].key)] = 0
-            ident = _item_id(op.key)
+                at[_op_id(ops[0])] = 0
+            ident = _op_id(op)
             prev = at.get(ident)
             if prev is None:
                 at[ident] = len(ops)
                 ops.append(op)
                 continue
             ops[prev] = _merge(ops[prev], op)
-    return WritePlan(table, tuple(ops)), outcomes
+    return WritePlan(tuple(ops)), outcomes
+
+
+def _op_id(op: Op) -> tuple[Any, ...]:
+    """The identity of the item an action writes: its table and key."""
+    return op.origin.table.name, _item_id(op.key)
 
 
 def _merge(first: Op, second: Op) -> Op:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.model.expressions import Condition
+
+if TYPE_CHECKING:
+    from dynaorm.model.table import TableSchema
 
 __all__ = ["ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role", "Update"]
 
@@ -48,6 +51,13 @@ class Origin(NamedTuple):
     #: the caller's own condition (``condition=``, ``where``), ANDed into the action's:
     #: the stored item returned on failure tells whose condition failed
     caller: Condition | None = None
+
+    @property
+    def table(self) -> TableSchema:
+        """The table the action writes to: its entity's (guards and version rows live
+        beside their owner)."""
+        table: TableSchema = self.entity.__dynaorm_spec__.table
+        return table
 
 
 @dataclass(frozen=True, slots=True)

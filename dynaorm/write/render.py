@@ -8,7 +8,7 @@ a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -36,10 +36,10 @@ MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-def render_op(op: Op, table: str) -> tuple[str, dict[str, Any]]:
+def render_op(op: Op) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action."""
     ph = Placeholders()
-    body: dict[str, Any] = {"TableName": table}
+    body: dict[str, Any] = {"TableName": op.origin.table.name}
     if isinstance(op, Put):
         name = "PutItem"
         body["Item"] = op.item
@@ -183,11 +183,10 @@ def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
 
 @dataclass(frozen=True)
 class WritePlan:
-    """An ordered, limit-checked tuple of write actions on one table."""
+    """An ordered, limit-checked tuple of write actions, each on its entity's table (one
+    commit may write to several tables of one client); the limits count the whole plan."""
 
-    table: str
     ops: tuple[Op, ...]
-    token: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         if len(self.ops) > MAX_ACTIONS:
@@ -209,6 +208,11 @@ class WritePlan:
         return len(self.ops)
 
     @property
+    def tables(self) -> tuple[str, ...]:
+        """The names of the tables the plan writes to, in order of first action."""
+        return tuple(dict.fromkeys(op.origin.table.name for op in self.ops))
+
+    @property
     def single_item(self) -> bool:
         """Whether the plan goes as one ``PutItem``/``UpdateItem``/``DeleteItem`` (a
         ``ConditionCheck`` alone is a transaction of one). Such a request has no
@@ -219,7 +223,7 @@ class WritePlan:
     def single_request(self) -> tuple[str, dict[str, Any]]:
         """The one-item request (PutItem/UpdateItem/DeleteItem) of a one-action plan."""
         (op,) = self.ops
-        name, body = render_op(op, self.table)
+        name, body = render_op(op)
         if isinstance(op, Update) and op.clauses:
             body["ReturnValues"] = "ALL_NEW"  # s.update(): the stored entity afterwards
         return name, body
@@ -228,6 +232,6 @@ class WritePlan:
         """The TransactWriteItems request, actions in plan order."""
         items = []
         for op in self.ops:
-            name, body = render_op(op, self.table)
+            name, body = render_op(op)
             items.append({_TRANSACT_NAME[name]: body})
         return {"TransactItems": items, "ClientRequestToken": token}

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Callable, Mapping, MutableSequence, MutableSet, Sequence
+from collections.abc import Generator, Hashable, Mapping, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from decimal import Decimal
@@ -38,16 +38,14 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
-from dynaorm.write.outcomes import Read, Reading
+from dynaorm.write.entries import SaveEntry
 from dynaorm.write.planner import plan_save
 from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
-from dynaorm.write.staged import Outcome, SaveEntry
+from dynaorm.write.staged import Outcome, Prepared, Reads
 
 __all__ = ["StagedCheck", "StagedUpdate"]
 
 T = TypeVar("T", bound=Entity)
-#: finds the last stored version of a deleted versioned entity's kept history (a protocol)
-LastVersion = Callable[[Entity], Reading[int]]
 
 #: method name -> (clause, shapes it fits: None = any)
 _KINDS: dict[str, tuple[str, frozenset[str] | None]] = {
@@ -261,26 +259,42 @@ class StagedUpdate(Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    def _prepare(self, read: Read, last_version: LastVersion) -> Reading[InstanceState | None]:
-        """The stored state a rule-path update is planned on, as a protocol (``read`` =
-        consistent GetItem); ``None`` for the plain path or an upsert of a missing item
-        (which, for a versioned entity, continues the kept history ``last_version``
-        finds). Asks for no read when the update touches no rule."""
+    # -- the staged-write protocol (dynaorm.write.staged.StagedWrite) ------------------
+    @property
+    def _obj(self) -> None:
+        """An update settles no object's state (``result`` is its own)."""
+        return None
+
+    @property
+    def _entity(self) -> type[Entity]:
+        return self.entity
+
+    def _stage_key(self) -> Hashable:
+        return id(self)  # never coalesced
+
+    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
+        return False
+
+    def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
+        """The stored state a rule-path update is planned on, as a protocol (a consistent
+        GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
+        versioned entity, continues the kept history ``reads.last_version`` finds). Asks
+        for no read when the update touches no rule."""
         if not self._needs_read:
-            return None
+            return self, None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
-            return self._loaded._dynaorm_state
-        item = yield from read(self.key)
+            return self, self._loaded._dynaorm_state
+        item = yield from reads.item(self._spec.table, self.key)
         if item is None or not self._spec.owns(item):
             if self.upsert:
                 if self._spec.versioned:
-                    self._after_version = yield from last_version(
+                    self._after_version = yield from reads.last_version(
                         self.entity.model_construct(**self._key_fields))
-                return None
+                return self, None
             raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
                                     "(s.update(..., upsert=True) creates it)",
                                     entity=self.entity, key=self.key)
-        return self.entity._from_item(item, self._spec)._dynaorm_state
+        return self, self.entity._from_item(item, self._spec)._dynaorm_state
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
         python = _adapter(self.entity, name).dump_python(value, mode="python")
@@ -395,7 +409,8 @@ class StagedUpdate(Generic[T]):
         return ops, outcome
 
     # -- after the commit --------------------------------------------------------------
-    def _finish(self, response: Mapping[str, Any], single: bool, read: Read) -> Reading[None]:
+    def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
+                ) -> Generator[Any, Any, None]:
         """Set ``result`` after a successful commit (a protocol: the item is read back
         when the response does not carry it and ``returning()`` asked for it)."""
         if self._planned is not None:
@@ -403,7 +418,7 @@ class StagedUpdate(Generic[T]):
             return
         item: Item | None = response.get("Attributes") if single else None
         if item is None and self._returning:
-            item = yield from read(self.key)
+            item = yield from reads.item(self._spec.table, self.key)
         if item is not None:
             self._result, self._known = self.entity._from_item(item, self._spec), True
 
@@ -419,9 +434,23 @@ class StagedCheck:
         self.key = key
         self.condition = condition
 
-    def _prepare(self, read: Read, last_version: LastVersion) -> Reading[InstanceState | None]:
-        """A check reads nothing before the commit."""
+    @property
+    def _obj(self) -> None:
         return None
+
+    @property
+    def _entity(self) -> type[Entity]:
+        return self.entity
+
+    def _stage_key(self) -> Hashable:
+        return id(self)  # never coalesced
+
+    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
+        return False
+
+    def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
+        """A check reads nothing before the commit."""
+        return self, None
         yield  # (a protocol that asks for nothing)
 
     def _plan_ops(self, state: InstanceState | None, index: int
@@ -431,7 +460,8 @@ class StagedCheck:
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 
-    def _finish(self, response: Mapping[str, Any], single: bool, read: Read) -> Reading[None]:
+    def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
+                ) -> Generator[Any, Any, None]:
         """Nothing to report after the commit."""
         return
         yield  # (a protocol that asks for nothing)

@@ -10,7 +10,7 @@ import pytest
 from dynaorm import DynaormError, Session
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_rounds
-from dynaorm.transport.steps import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
+from dynaorm.protocol.steps import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
 from tests.support.models import User, app
 
 

@@ -73,7 +73,7 @@ def test_pages_resume_right_after_their_last_result(s: Session) -> None:
 
 
 def test_objects_before_an_undecodable_item_come_first(db: TestBackend, s: Session) -> None:
-    client = db.table.transport.client
+    client = db.table.client
     client.put_item(TableName=db.table.name, Item={
         "pk": {"S": "ROW#g"}, "sk": {"S": "0002x"}, "_type": {"S": "BatchRow"},
         "group": {"S": "g"}, "n": {"S": "not a number"}})

@@ -231,8 +231,8 @@ def test_the_retry_protocol_backs_off_resends_and_counts_every_attempt() -> None
     """attempts(): a throttled Send is followed by a Backoff and the same Send again, up
     to max_attempts; the request is recorded once; the pump turns Backoff into Wait."""
     from dynaorm.errors import RequestError
-    from dynaorm.transport.retry import recording
-    from dynaorm.transport.steps import Backoff, Call, Send, Wait, attempts, expand
+    from dynaorm.protocol.retry import recording
+    from dynaorm.protocol.steps import Backoff, Call, Send, Wait, attempts, expand
     request: dict[str, Any] = {"TableName": T}
     with recording() as result:
         loop = attempts(_Policy(), Call("PutItem", request))
@@ -255,7 +255,7 @@ def test_the_retry_protocol_backs_off_resends_and_counts_every_attempt() -> None
 def test_the_retry_protocol_never_resends_what_may_have_been_applied_and_accumulates(
         ) -> None:
     from dynaorm.errors import RequestError
-    from dynaorm.transport.steps import Call, attempts
+    from dynaorm.protocol.steps import Call, attempts
     error = RequestError("UpdateItem", "ConnectionError", "lost")
     error.maybe_applied = True  # an ADD that may have been applied is never resent
     loop = attempts(_Policy(), Call("UpdateItem", {}, idempotent=False))

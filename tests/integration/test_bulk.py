@@ -391,7 +391,7 @@ def test_delete_many_never_deletes_a_newer_state_of_a_loaded_object(db: TestBack
 
 @pytest.fixture
 def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.transport.max_wait = 0  # retry without waiting
+    db.table.max_wait = 0  # retry without waiting
     f = Faults(db.table)
     yield f
     f.clear()

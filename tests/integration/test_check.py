@@ -32,17 +32,17 @@ from dynaorm.tools.check import ProgressBar, check_table, item_count, progress_l
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.cli import main
 from tests.support.models import Audit, User, app
-from tests.support.recording import Requests
+from tests.support.recording import Requests, send
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
 
 
 def _put(db: TestBackend, item: dict[str, Any]) -> None:
-    db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": item})
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": item})
 
 
 def _delete(db: TestBackend, pk: str, sk: str) -> None:
-    db.table.transport.call("DeleteItem", {"TableName": db.table.name,
+    send(db.table, "DeleteItem", {"TableName": db.table.name,
                                            "Key": {"pk": {"S": pk}, "sk": {"S": sk}}})
 
 
@@ -361,8 +361,8 @@ def _scanned_keys(table: Any, into: list[str], fail_at: int | None = None) -> An
             raise RuntimeError("interrupted")  # the page was read, never processed
         into.extend(f"{i['pk']['S']}|{i['sk']['S']}" for i in parsed.get("Items", []))
 
-    table.transport.wire = "botocore"  # hooks botocore's client: its wire
-    table.transport.client.meta.events.register("after-call.dynamodb.Scan", hook)
+    table.wire = "botocore"  # hooks botocore's client: its wire
+    table.client.meta.events.register("after-call.dynamodb.Scan", hook)
     return hook
 
 
@@ -376,7 +376,7 @@ def test_interrupted_run_resumes_and_covers_every_item_once(
     hook = _scanned_keys(app, first, fail_at=4)
     with pytest.raises(RuntimeError, match="interrupted"):
         check_table(app, fix=fix, checkpoint=checkpoint, page_size=5)
-    app.transport.client.meta.events.unregister("after-call.dynamodb.Scan", hook)
+    app.client.meta.events.unregister("after-call.dynamodb.Scan", hook)
     state = json.loads(checkpoint.read_text())
     assert (state["scanned"], state["pages"], state["done"]) == (15, 3, False)
     assert state["last_key"] is not None and state["table"] == app.name
@@ -384,7 +384,7 @@ def test_interrupted_run_resumes_and_covers_every_item_once(
     second: list[str] = []
     hook = _scanned_keys(app, second)
     result = check_table(app, fix=fix, checkpoint=checkpoint, page_size=5)
-    app.transport.client.meta.events.unregister("after-call.dynamodb.Scan", hook)
+    app.client.meta.events.unregister("after-call.dynamodb.Scan", hook)
     processed = first + second
     assert len(processed) == len(set(processed)) == result.scanned  # no item twice
     assert result.resumed and before <= set(processed)  # and every item
@@ -793,4 +793,4 @@ def _canonical(items: list[dict[str, Any]]) -> list[str]:
 
 
 def _put_raw(tb: TestBackend, item: dict[str, Any]) -> None:
-    tb.table.transport.call("PutItem", {"TableName": tb.table.name, "Item": item})
+    send(tb.table, "PutItem", {"TableName": tb.table.name, "Item": item})

@@ -32,8 +32,8 @@ def _seed(db: TestBackend, *objs: Any) -> None:
 
 def _ops(db: TestBackend) -> list[str]:
     sent: list[str] = []
-    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
-    db.table.transport.client.meta.events.register(
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
+    db.table.client.meta.events.register(
         "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
     return sent
 

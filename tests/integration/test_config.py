@@ -18,7 +18,7 @@ import pytest
 
 from dynaorm import DynaormError, RequestError, Table
 from dynaorm.testing import moto_backend, use_tables
-from dynaorm.transport.config import (
+from dynaorm.client.settings import (
     DEFAULT_MAX_ATTEMPTS,
     LOOPBACK_ACCESS_KEY,
     LOOPBACK_REGION,
@@ -218,7 +218,7 @@ def _signed_key(table: Table) -> str:
         auth = auth.decode() if isinstance(auth, bytes) else auth
         keys.append(auth.split("Credential=", 1)[1].split("/", 1)[0])
 
-    table.transport.wire = "botocore"  # hooks botocore's client: its wire
+    table.wire = "botocore"  # hooks botocore's client: its wire
     table.client.meta.events.register_first("before-send.dynamodb", grab)
     unchanged(table.exists)
     return keys[0]
@@ -321,7 +321,7 @@ def test_configured_max_attempts_is_what_a_failing_request_gets(aws: Aws) -> Non
 
     with moto_backend(), use_tables(table):
         table.transport.base_delay = 0.0
-        table.transport.wire = "botocore"  # hooks botocore's client: its wire
+        table.wire = "botocore"  # hooks botocore's client: its wire
         events = table.client.meta.events
         events.register_first("before-send.dynamodb", throttle)
         with pytest.raises(RequestError, match="after 2 attempts"):

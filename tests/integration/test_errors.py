@@ -28,7 +28,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.models import Audit, Note, User
-from tests.support.recording import RecordingTransport, conflict
+from tests.support.recording import RecordingTransport, conflict, send
 
 
 def _seed(db: TestBackend) -> None:
@@ -163,7 +163,7 @@ def test_unique_error_attributes(db: TestBackend) -> None:
 
 
 def test_corrupt_stored_item_raises_item_decode_error(db: TestBackend) -> None:
-    db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": {
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": {
         "pk": {"S": "NOTE#bad"}, "sk": {"S": "NOTE"}, "_type": {"S": "Note"},
         "note_id": {"S": "bad"}, "tags": {"N": "5"}}})
     with pytest.raises(ItemDecodeError, match=r"NOTE#bad.*does not fit Note") as err:

@@ -43,8 +43,8 @@ def _read_items(db: TestBackend, run: Any) -> tuple[Any, int]:
     def count(parsed: dict[str, Any], **_: Any) -> None:
         scanned.append(int(parsed.get("ScannedCount", 0)))
 
-    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
-    events = db.table.transport.client.meta.events
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
+    events = db.table.client.meta.events
     events.register("after-call.dynamodb.Query", count)
     try:
         out = run()

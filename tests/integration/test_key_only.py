@@ -17,6 +17,7 @@ from pydantic import Field
 from dynaorm import GSI, DynaormError, Entity, Table, Unique, Versioned
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_table
+from tests.support.recording import send
 
 keys = Table("keys-only", pk="PK", sk="SK", indexes=[GSI("GSI1", pk="GSI1PK", sk="GSI1SK")])
 T0 = datetime(2024, 5, 1, 10, 0, tzinfo=UTC)
@@ -240,7 +241,7 @@ def test_versioned_rows_hold_no_key_only_field(db: TestBackend) -> None:
 
 def test_an_item_written_before_the_field_became_key_only(db: TestBackend) -> None:
     s = db.session()
-    keys.transport.call("PutItem", {"TableName": keys.name, "Item": {
+    send(keys, "PutItem", {"TableName": keys.name, "Item": {
         "PK": {"S": "DEVICE#d9"}, "SK": {"S": "2024-05-01T10:00:00.000000Z"},
         "_type": {"S": "Reading"}, "device": {"S": "d9"},
         "timestamp": {"S": "2024-05-01T10:00:00.000000Z"}, "site": {"S": "s1"},

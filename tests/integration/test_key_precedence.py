@@ -16,7 +16,7 @@ import pytest
 from dynaorm import Entity, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_table
-from tests.support.recording import Requests
+from tests.support.recording import Requests, send
 
 shop = Table("keys-precedence", pk="PK", sk="SK", type_attribute=None)
 typed = Table("keys-precedence-typed", pk="PK", sk="SK")
@@ -79,7 +79,7 @@ def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBack
         if str(request.node.callspec.params.get("backend", "")).endswith("-async"):
             tb.session_kind = "async"
         for item in RAW:
-            shop.transport.call("PutItem", {"TableName": shop.name, "Item": item})
+            send(shop, "PutItem", {"TableName": shop.name, "Item": item})
         yield tb
 
 
@@ -165,7 +165,7 @@ def test_with_a_type_attribute_the_type_attribute_decides(db: TestBackend) -> No
     assert s.query(TypedStore, store_id="s1").one().name == "Main street"
     assert s.get(TypedOrder, store_id="s1", timestamp="METADATA") is None
     # an item at the literal's key whose type attribute says order is an order
-    typed.transport.call("PutItem", {"TableName": typed.name, "Item": {
+    send(typed, "PutItem", {"TableName": typed.name, "Item": {
         "PK": {"S": "STORE#s9"}, "SK": {"S": "METADATA"}, "_type": {"S": "TypedOrder"},
         "total": {"N": "1"}}})
     odd = s.get(TypedOrder, store_id="s9", timestamp="METADATA")

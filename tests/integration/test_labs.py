@@ -126,7 +126,7 @@ def raw_items() -> Iterator[dict[str, Any]]:
 @pytest.fixture
 def db(backend: str | None) -> Iterator[TestBackend]:
     with use_tables(labs, endpoint_url=backend) as tb:
-        client = tb.table.transport.client
+        client = tb.table.client
         for item in raw_items():
             client.put_item(TableName=labs.name, Item=item)
         yield tb
@@ -138,7 +138,7 @@ def s(db: TestBackend) -> Session:
 
 
 def raw_query(db: TestBackend, index: str, pk_attr: str, value: str) -> list[dict[str, Any]]:
-    out = db.table.transport.client.query(
+    out = db.table.client.query(
         TableName=labs.name, IndexName=index, KeyConditionExpression="#p = :v",
         ExpressionAttributeNames={"#p": pk_attr}, ExpressionAttributeValues={":v": s_(value)})
     return list(out["Items"])
@@ -161,7 +161,7 @@ def test_gsi_overloading(s: Session, db: TestBackend) -> None:
 
 
 def test_sparse_index_read_by_scan(s: Session, db: TestBackend) -> None:
-    client = db.table.transport.client
+    client = db.table.client
     raw = client.scan(TableName=labs.name, IndexName="OpenGames")["Items"]
     opened = s.scan(Game, index="OpenGames").all()
     assert sorted(g.game_id for g in opened) == sorted(i["PK"]["S"][5:] for i in raw)
@@ -230,7 +230,7 @@ def load(table: Table, name: str) -> list[dict[str, Any]]:
     """A data file in the labs' BatchWriteItem shape, written with raw boto3."""
     requests = json.loads((DATA / f"{name}.json").read_text())[name]
     items = [r["PutRequest"]["Item"] for r in requests]
-    client = table.transport.client
+    client = table.client
     for start in range(0, len(items), 25):
         client.batch_write_item(RequestItems={table.name: [
             {"PutRequest": {"Item": i}} for i in items[start:start + 25]]})
@@ -244,7 +244,7 @@ def shop(backend: str | None) -> Iterator[list[dict[str, Any]]]:
 
 
 def raw_scan(table: Table, **params: Any) -> list[dict[str, Any]]:
-    client = table.transport.client
+    client = table.client
     items: list[dict[str, Any]] = []
     request: dict[str, Any] = {"TableName": table.name, **params}
     while True:
@@ -258,7 +258,7 @@ def raw_scan(table: Table, **params: Any) -> list[dict[str, Any]]:
 def test_number_keyed_product_catalog(shop: list[dict[str, Any]]) -> None:
     s = Session(catalog)
     book = s.get(Product, Id=103)
-    raw = catalog.transport.client.get_item(TableName=catalog.name, Key={"Id": {"N": "103"}})
+    raw = catalog.client.get_item(TableName=catalog.name, Key={"Id": {"N": "103"}})
     assert book is not None and book.Title == raw["Item"]["Title"]["S"]
     assert book.Authors == ["Author1", "Author2"] and book.InPublication is False
     assert [p.Id if p else None for p in s.get_many(Product, [{"Id": 205}, {"Id": 999},
@@ -274,7 +274,7 @@ def test_number_keyed_product_catalog(shop: list[dict[str, Any]]) -> None:
         F("Color").contains("Green")).values("Title")) == ["19-Bike-203", "21-Bike-202"]
     s.update(Product, Id=101).add(Price=Decimal(3))
     s.commit()
-    after = catalog.transport.client.get_item(TableName=catalog.name, Key={"Id": {"N": "101"}})
+    after = catalog.client.get_item(TableName=catalog.name, Key={"Id": {"N": "101"}})
     assert after["Item"]["Price"] == {"N": "5"} and "_type" not in after["Item"]
 
 
@@ -353,7 +353,7 @@ def raw_partition(index: str | None, attr: str, value: str) -> list[dict[str, An
         "ExpressionAttributeNames": {"#k": attr}, "ExpressionAttributeValues": {":v": s_(value)}}
     if index:
         params["IndexName"] = index
-    return list(invoices.transport.client.query(**params)["Items"])
+    return list(invoices.client.query(**params)["Items"])
 
 
 def test_adjacency_list_with_an_inverted_index(ledger: list[dict[str, Any]]) -> None:

@@ -127,7 +127,7 @@ class _PlainRow(BaseModel):
 
 def _put_foreign_note(db: TestBackend, body: str = "v0") -> None:
     """A Note row as another tool wrote it: with attributes Note does not declare."""
-    db.table.transport.client.put_item(TableName=db.table.name, Item={
+    db.table.client.put_item(TableName=db.table.name, Item={
         "pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}, "_type": {"S": "Note"},
         "note_id": {"S": "n1"}, "body": {"S": body}, "tags": {"L": [{"S": "t"}]},
         "legacy": {"S": "keep me"}, "legacy_count": {"N": "3"},
@@ -189,7 +189,7 @@ def test_unknown_attribute_changed_elsewhere_does_not_block_an_update(db: TestBa
     s = db.session()
     note = s.get(Note, note_id="n1")
     assert note is not None
-    db.table.transport.client.update_item(
+    db.table.client.update_item(
         TableName=db.table.name, Key={"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}},
         UpdateExpression="SET legacy = :v", ExpressionAttributeValues={":v": {"S": "new"}})
     note.body = "v1"

@@ -12,6 +12,7 @@ import pytest
 from dynaorm import ConcurrentModificationError, Session
 from dynaorm.testing import TestBackend
 from tests.support.models import Note
+from tests.support.recording import send
 
 
 def _note(db: TestBackend, **fields: Any) -> None:
@@ -67,7 +68,7 @@ def test_removed_attribute_is_conditioned_too(db: TestBackend) -> None:
 def test_attribute_absent_when_loaded_must_still_be_absent(db: TestBackend) -> None:
     t = db.table
     type_attr = t.type_attribute
-    t.transport.call("PutItem", {"TableName": t.name, "Item": {  # written by other code
+    send(t, "PutItem", {"TableName": t.name, "Item": {  # written by other code
         "pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}, type_attr: {"S": "Note"},
         "note_id": {"S": "n1"}}})
     s1, a = _load(db)

@@ -612,7 +612,7 @@ def test_a_move_keeps_attributes_neither_layout_declares(db: TestBackend) -> Non
     """Contract 18: attributes the class does not declare survive every write of the item,
     a move too (the row and each version row)."""
     _old_data()
-    client = db.table.transport.client
+    client = db.table.client
     for pk, sk in (("USER#a1", "PROFILE"), ("BOOK#l1", "v0_LEDGER"),
                    ("BOOK#l1", "v00000001_LEDGER")):
         client.update_item(TableName=mig.name, Key={"pk": {"S": pk}, "sk": {"S": sk}},
@@ -742,7 +742,7 @@ def test_migrate_checkpoint_errors(db: TestBackend, tmp_path: Any) -> None:
 def test_old_item_that_does_not_fit_is_a_typed_error(db: TestBackend) -> None:
     from dynaorm import ItemDecodeError
 
-    db.table.transport.client.put_item(TableName=mig.name, Item={
+    db.table.client.put_item(TableName=mig.name, Item={
         "pk": {"S": "USER#bad"}, "sk": {"S": "PROFILE"}, "_type": {"S": "user"},
         "id": {"S": "bad"}})  # no mail: the current class needs an email
     with pytest.raises(ItemDecodeError, match=r"USER#bad.*previous layout.*Account"):

@@ -29,7 +29,7 @@ def events(db: TestBackend) -> Iterator[list[RequestEvent]]:
 
 @pytest.fixture
 def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.transport.max_wait = 0
+    db.table.max_wait = 0
     f = Faults(db.table)
     yield f
     f.clear()

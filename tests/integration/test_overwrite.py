@@ -144,7 +144,7 @@ def test_overwrite_reads_again_when_another_writer_slips_in_before_it_lands(
     a unique value in between: the conditioned write fails (nothing written), the commit
     reads and plans again, and succeeds with exact guards."""
     mine = _user(db)
-    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
     events = db.table.client.meta.events
     fired: list[str] = []
 

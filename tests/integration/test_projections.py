@@ -133,7 +133,7 @@ def test_several_types_by_key_shape(s: Session) -> None:
 @pytest.mark.sync_only
 def test_limit_reads_on_past_foreign_rows(s: Session, db: TestBackend, rec: Requests) -> None:
     # rows another tool wrote into the index partition: their table keys fit no entity
-    client = db.table.transport.client
+    client = db.table.client
     for i in range(6):
         client.put_item(TableName="dynaorm-proj", Item={
             "pk": {"S": f"OTHER#{i}"}, "sk": {"S": "X"}, "kpk": {"S": "CUST#c1"},

@@ -56,7 +56,7 @@ from dynaorm.pynamodb import (
     versioned_update,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.transport.config import local_credentials
+from dynaorm.client.settings import local_credentials
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 6789, tzinfo=UTC)
 FAR = datetime(2090, 1, 1, tzinfo=UTC)  # a TTL that has not passed
@@ -186,7 +186,7 @@ def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBack
             for model in models:
                 model.Meta.table_name = table.name
                 model.Meta.host = backend
-                model.Meta.region = table.transport.client.meta.region_name
+                model.Meta.region = table.client.meta.region_name
                 for name, value in credentials.items():
                     setattr(model.Meta, name, value)
                 model._connection = None  # PynamoDB keeps one per class

@@ -1,7 +1,8 @@
 """Session semantics and what a commit sends (contract sections 3 and 4), on both backends.
 
-``RecordingTransport`` (tests/support/recording.py) records every request it sends and
-can inject failures, without mocking DynamoDB: everything else goes to the backend.
+``Recorder`` (tests/support/recording.py), a hook on the table's client, records every
+request it sends and can fail attempts, without mocking DynamoDB: everything else goes to
+the backend.
 """
 
 from __future__ import annotations
@@ -25,19 +26,13 @@ from dynaorm import (
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
 from tests.support.models import Audit, EReading, Note, User, app
-from tests.support.recording import RecordingTransport, conflict
+from tests.support.recording import Recorder, conflict, recording
 
 
 @pytest.fixture
-def rec(db: TestBackend) -> Iterator[RecordingTransport]:
-    """Route the test table through a recording transport for the test."""
-    saved = db.table.transport
-    transport = RecordingTransport(db.endpoint_url)
-    db.table.transport = transport
-    try:
-        yield transport
-    finally:
-        db.table.transport = saved
+def rec(db: TestBackend) -> Iterator[Recorder]:
+    """Record the test table's requests (retries do not wait) for the test."""
+    yield recording(db.table)
 
 
 class SesPost(Entity):
@@ -90,7 +85,7 @@ def test_get_ignores_items_of_another_type(db: TestBackend) -> None:
 
 
 @pytest.mark.sync_only
-def test_insert_of_existing_key(db: TestBackend, rec: RecordingTransport) -> None:
+def test_insert_of_existing_key(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="first"))
     before = db.scan_raw()
     dup = Note(note_id="n1", body="second")
@@ -167,7 +162,7 @@ def test_persisted_object_saved_in_another_session_updates(db: TestBackend) -> N
 
 
 @pytest.mark.sync_only
-def test_only_changed_attributes_are_written(db: TestBackend, rec: RecordingTransport) -> None:
+def test_only_changed_attributes_are_written(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="v1", tags=["a"]))
     note = db.session().get(Note, note_id="n1", consistent=True)
     assert note is not None
@@ -186,7 +181,7 @@ def test_only_changed_attributes_are_written(db: TestBackend, rec: RecordingTran
 
 
 @pytest.mark.sync_only
-def test_update_of_user_touches_only_the_row(db: TestBackend, rec: RecordingTransport) -> None:
+def test_update_of_user_touches_only_the_row(db: TestBackend, rec: Recorder) -> None:
     commit(db, User(user_id="u1", username="bob", email="bob@x.com"))
     user = db.session().get(User, user_id="u1", consistent=True)
     assert user is not None
@@ -200,7 +195,7 @@ def test_update_of_user_touches_only_the_row(db: TestBackend, rec: RecordingTran
 
 
 @pytest.mark.sync_only
-def test_primary_key_move(db: TestBackend, rec: RecordingTransport) -> None:
+def test_primary_key_move(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="hi"))
     note = db.session().get(Note, note_id="n1", consistent=True)
     assert note is not None
@@ -250,7 +245,7 @@ def test_key_move_and_insert_at_the_old_key_both_land(db: TestBackend,
 
 # -- staging -------------------------------------------------------------------------------
 @pytest.mark.sync_only
-def test_coalescing(db: TestBackend, rec: RecordingTransport) -> None:
+def test_coalescing(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="v1"))
     note = db.session().get(Note, note_id="n1", consistent=True)
     assert note is not None
@@ -305,7 +300,7 @@ def test_context_manager_rolls_back_on_exception(db: TestBackend) -> None:
 
 
 @pytest.mark.sync_only
-def test_rollback(db: TestBackend, rec: RecordingTransport) -> None:
+def test_rollback(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     s.save(Note(note_id="n1"))
     s.rollback()
@@ -477,7 +472,7 @@ def test_concurrent_change_of_a_derived_key_field(db: TestBackend) -> None:
 # -- the wire ------------------------------------------------------------------------------
 @pytest.mark.sync_only
 def test_single_item_commits_use_single_item_calls(db: TestBackend,
-                                                   rec: RecordingTransport) -> None:
+                                                   rec: Recorder) -> None:
     note = Note(note_id="n1")
     commit(db, note)
     note.body = "x"
@@ -494,7 +489,7 @@ def test_single_item_commits_use_single_item_calls(db: TestBackend,
 
 
 @pytest.mark.sync_only
-def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: RecordingTransport) -> None:
+def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1"), Note(note_id="n2"))
     commit(db, Note(note_id="n3"), Note(note_id="n4"))
     tokens = [req["ClientRequestToken"] for op, req in rec.writes]
@@ -506,7 +501,7 @@ def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: RecordingTra
 @pytest.mark.sync_only
 @pytest.mark.parametrize("kind", ["throttle", "conflict", "in_progress", "5xx"])
 def test_transient_failure_is_retried_with_the_same_token(
-        db: TestBackend, rec: RecordingTransport, kind: str) -> None:
+        db: TestBackend, rec: Recorder, kind: str) -> None:
     fault = {
         "throttle": RequestFailed("TransactWriteItems", "ThrottlingException", "slow down"),
         "conflict": conflict(3),
@@ -525,10 +520,9 @@ def test_transient_failure_is_retried_with_the_same_token(
 
 @pytest.mark.sync_only
 def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
-    transport = RecordingTransport(db.endpoint_url)
+    transport = recording(db.table)
     transport.faults["PutItem"] = [RequestFailed("PutItem", "TransactionConflictException",
                                                  "conflict with an ongoing transaction")]
-    db.table.transport = transport
     s = db.session()
     s.save(EReading(device="d", ts=5))
     s.commit()
@@ -537,7 +531,7 @@ def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
 
 
 @pytest.mark.sync_only
-def test_persistent_conflict(db: TestBackend, rec: RecordingTransport) -> None:
+def test_persistent_conflict(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n0"))
     before = db.scan_raw()
     rec.clear()
@@ -548,7 +542,7 @@ def test_persistent_conflict(db: TestBackend, rec: RecordingTransport) -> None:
     s.save(b)
     with pytest.raises(TransactionConflictError):
         s.commit()
-    assert len(rec.writes) == rec.max_attempts
+    assert len(rec.writes) == db.table.max_attempts
     assert len({req["ClientRequestToken"] for _, req in rec.writes}) == 1
     del rec.always["TransactWriteItems"]
     assert db.scan_raw() == before
@@ -556,7 +550,7 @@ def test_persistent_conflict(db: TestBackend, rec: RecordingTransport) -> None:
 
 
 @pytest.mark.sync_only
-def test_non_transient_failure_is_not_retried(db: TestBackend, rec: RecordingTransport) -> None:
+def test_non_transient_failure_is_not_retried(db: TestBackend, rec: Recorder) -> None:
     rec.always["PutItem"] = RequestFailed("PutItem", "ValidationException", "bad request")
     s = db.session()
     s.save(Note(note_id="n1"))
@@ -566,7 +560,7 @@ def test_non_transient_failure_is_not_retried(db: TestBackend, rec: RecordingTra
 
 
 @pytest.mark.sync_only
-def test_too_many_actions(db: TestBackend, rec: RecordingTransport) -> None:
+def test_too_many_actions(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(101):
         s.save(Note(note_id=f"n{i:03d}"))
@@ -581,7 +575,7 @@ def test_too_many_actions(db: TestBackend, rec: RecordingTransport) -> None:
 
 
 @pytest.mark.sync_only
-def test_too_many_actions_counting_guards(db: TestBackend, rec: RecordingTransport) -> None:
+def test_too_many_actions_counting_guards(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(34):  # 34 users x 3 actions = 102
         s.save(User(user_id=f"u{i}", username=f"user{i}", email=f"u{i}@x.com"))
@@ -591,7 +585,7 @@ def test_too_many_actions_counting_guards(db: TestBackend, rec: RecordingTranspo
 
 
 @pytest.mark.sync_only
-def test_item_too_large(db: TestBackend, rec: RecordingTransport) -> None:
+def test_item_too_large(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     s.save(Note(note_id="big", body="x" * (401 * 1024)))
     with pytest.raises(ItemTooLargeError) as err:
@@ -602,7 +596,7 @@ def test_item_too_large(db: TestBackend, rec: RecordingTransport) -> None:
 
 
 @pytest.mark.sync_only
-def test_request_too_large(db: TestBackend, rec: RecordingTransport) -> None:
+def test_request_too_large(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(11):
         s.save(Note(note_id=f"b{i}", body="x" * (390 * 1024)))

@@ -235,7 +235,7 @@ def s_by_rule(db: TestBackend) -> Session:
 
 
 def raw_gsi(db: TestBackend, pk: str) -> list[dict[str, Any]]:
-    client = db.table.transport.client
+    client = db.table.client
     out = client.query(TableName=app.name, IndexName="gsi1",
                        KeyConditionExpression="gsi1pk = :p",
                        ExpressionAttributeValues={":p": {"S": pk}})

@@ -16,22 +16,23 @@ import pytest
 
 from dynaorm import DynaormError, Session, Table
 from dynaorm.testing import TestBackend, use_tables
-from dynaorm.transport.config import local_credentials
+from dynaorm.client.settings import local_credentials
 from tests.support.stream_models import Blob, Doc, Person, stream_app
+from tests.support.recording import send
 
 
 def read_stream(table: Table) -> list[dict[str, Any]]:
     """Every record of the table's stream so far, through boto's GetRecords."""
-    desc = table.transport.call("DescribeTable", {"TableName": table.name})["Table"]
+    desc = send(table, "DescribeTable", {"TableName": table.name})["Table"]
     arn = desc["LatestStreamArn"]
     region = table.client.meta.region_name
     # In-process moto routes any URL containing "dynamodb.<region>.amazonaws.com" to its
     # DynamoDB backend (a search, not a full match), streams.dynamodb.* included; its
     # streams pattern ends in an unescaped ".com", so this endpoint reaches the streams one.
-    endpoint = table.transport.endpoint_url or f"https://streams.dynamodb.{region}.amazonaws-com"
+    endpoint = table.endpoint_url or f"https://streams.dynamodb.{region}.amazonaws-com"
     client: Any = botocore.session.get_session().create_client(
         "dynamodbstreams", endpoint_url=endpoint, region_name=region,
-        **local_credentials(table.transport.endpoint_url))
+        **local_credentials(table.endpoint_url))
     records: list[dict[str, Any]] = []
     for shard in client.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
         iterator = client.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
@@ -56,7 +57,7 @@ def sdb(backend: str | None) -> Iterator[TestBackend]:
 
 
 def test_create_enables_the_stream_and_changes_classify_it(sdb: TestBackend) -> None:
-    desc = stream_app.transport.call("DescribeTable", {"TableName": stream_app.name})["Table"]
+    desc = send(stream_app, "DescribeTable", {"TableName": stream_app.name})["Table"]
     assert desc["StreamSpecification"] == {"StreamEnabled": True,
                                            "StreamViewType": "NEW_AND_OLD_IMAGES"}
     with Session(stream_app) as s:
@@ -103,7 +104,7 @@ def test_create_enables_a_stream_on_an_existing_table(backend: str | None) -> No
     with use_tables(plain, endpoint_url=backend):
         late = Table("dynaorm-streams-late", stream="NEW_IMAGE").connect(backend)
         late.create()
-        desc = late.transport.call("DescribeTable", {"TableName": late.name})["Table"]
+        desc = send(late, "DescribeTable", {"TableName": late.name})["Table"]
         assert desc["StreamSpecification"]["StreamViewType"] == "NEW_IMAGE"
         late.create()  # again: nothing to do
         other = Table("dynaorm-streams-late", stream="KEYS_ONLY").connect(backend)

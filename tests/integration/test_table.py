@@ -9,6 +9,7 @@ import pytest
 from dynaorm import GSI, LSI, Table
 from dynaorm.testing import use_tables
 from tests.support.models import app
+from tests.support.recording import send
 
 
 def test_create_exists_delete_are_idempotent(backend: str | None,
@@ -24,7 +25,7 @@ def test_create_exists_delete_are_idempotent(backend: str | None,
     assert t.exists()
     t.create()  # already there: no error
     assert t.exists()
-    described = t.transport.call("DescribeTable", {"TableName": t.name})["Table"]
+    described = send(t, "DescribeTable", {"TableName": t.name})["Table"]
     assert described["TableStatus"] == "ACTIVE"
     assert [g["IndexName"] for g in described["GlobalSecondaryIndexes"]] == ["g_idx"]
     assert [i["IndexName"] for i in described["LocalSecondaryIndexes"]] == ["l_idx"]
@@ -40,7 +41,7 @@ def test_create_exists_delete_are_idempotent(backend: str | None,
 def test_use_tables_gives_a_fresh_table(backend: str | None) -> None:
     with use_tables(app, endpoint_url=backend) as tb:
         assert app.exists()
-        app.transport.call("PutItem", {"TableName": app.name, "Item": {
+        send(app, "PutItem", {"TableName": app.name, "Item": {
             "pk": {"S": "x"}, "sk": {"S": "y"}}})
         assert len(tb.scan()) == 1
     with use_tables(app, endpoint_url=backend) as tb:

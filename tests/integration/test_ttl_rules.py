@@ -27,6 +27,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
+from tests.support.recording import send
 
 rules = Table("ttl-rules", ttl="expires")
 
@@ -95,12 +96,12 @@ def _epoch(at: datetime) -> int:
 
 
 def _put(db: TestBackend, item: dict[str, Any]) -> None:
-    db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": item})
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": item})
 
 
 def _expire(db: TestBackend, key: str, sk: str | None = None) -> None:
     """The TTL of the item at ``key`` passes (time moves on, as far as reads can tell)."""
-    db.table.transport.call("UpdateItem", {
+    send(db.table, "UpdateItem", {
         "TableName": db.table.name, "UpdateExpression": "SET expires = :t",
         "ExpressionAttributeValues": {":t": {"N": str(_epoch(PAST))}},
         "Key": {"pk": {"S": key}, "sk": {"S": sk or key}}})
@@ -192,7 +193,7 @@ def test_a_guard_without_ttl_says_to_run_check_repair(db: TestBackend) -> None:
     s = db.session()
     s.save(Member(member_id="old", email="a@x.io", expires=LATER))
     s.commit()
-    db.table.transport.call("UpdateItem", {  # a guard as 0.2 wrote it: no TTL
+    send(db.table, "UpdateItem", {  # a guard as 0.2 wrote it: no TTL
         "TableName": db.table.name, "UpdateExpression": "REMOVE expires",
         "Key": {"pk": {"S": "email#a@x.io"}, "sk": {"S": "email#a@x.io"}}})
     _expire(db, "MEMBER#old", "PROFILE")
@@ -231,7 +232,7 @@ def test_history_has_no_gaps_when_ttls_pass(db: TestBackend) -> None:
     assert [r["_version_ttl"] for r in rows] == [_epoch(LATEST)] * 3 + [_epoch(LATER)]
     assert raw[("DOC#d1", "v0_DOC")]["expires"] == _epoch(LATER)  # the latest copy has it
     for n, at in ((1, EARLIER), (2, PAST), (3, EARLIER)):  # time moves past their TTLs
-        db.table.transport.call("UpdateItem", {
+        send(db.table, "UpdateItem", {
             "TableName": db.table.name, "UpdateExpression": "SET #t = :t",
             "ExpressionAttributeNames": {"#t": "_version_ttl"},
             "ExpressionAttributeValues": {":t": {"N": str(_epoch(at))}},
@@ -309,7 +310,7 @@ def test_check_repair_stamps_missing_guard_ttls_and_moves_history_ttls(
              "owner_sk": {"S": "PROFILE"}, "owner_type": {"S": "Member"},
              "unique_field": {"S": "email"}}
     _put(db, guard)  # as 0.2 wrote it: no TTL
-    row = db.table.transport.call("GetItem", {
+    row = send(db.table, "GetItem", {
         "TableName": db.table.name,
         "Key": {"pk": {"S": "DOC#d1"}, "sk": {"S": "v00000001_DOC"}}})["Item"]
     row["expires"] = row.pop("_version_ttl")  # a version row as 0.2 wrote it
@@ -330,7 +331,7 @@ def test_check_puts_a_missing_guard_with_its_owners_ttl(db: TestBackend) -> None
     s = db.session()
     s.save(Member(member_id="m1", email="a@x.io", expires=LATER))
     s.commit()
-    db.table.transport.call("DeleteItem", {
+    send(db.table, "DeleteItem", {
         "TableName": db.table.name,
         "Key": {"pk": {"S": "email#a@x.io"}, "sk": {"S": "email#a@x.io"}}})
     fixed = check_table(rules, fix=True)

@@ -14,6 +14,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.update_models import Counter, Doc, Needy, Player
+from tests.support.recording import send
 
 
 def _seed(db: TestBackend, *objs: object) -> None:
@@ -31,8 +32,8 @@ def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
          .append(log=["z"]).remove("label").set(status="open")
          .set_default(score=2.5))
     sent: list[str] = []
-    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
-    db.table.transport.client.meta.events.register(
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
+    db.table.client.meta.events.register(
         "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
     s.commit()
     assert sent == ["UpdateItem"]
@@ -52,7 +53,7 @@ def test_discard_removes_set_elements(db: TestBackend) -> None:
 
 
 def test_prepend_puts_items_first_and_works_on_a_missing_list(db: TestBackend) -> None:
-    db.table.transport.call("PutItem", {"TableName": db.table.name, "Item": {
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": {
         "pk": {"S": "CTR#c1"}, "sk": {"S": "CTR"}, "_type": {"S": "Counter"},
         "name": {"S": "c1"}}})
     s = db.session()
@@ -151,8 +152,8 @@ def test_add_on_a_gsi_sort_key_field_re_renders_the_index_key(db: TestBackend) -
     _seed(db, Player(player_id="p1", handle="ann", score=5))
     s = db.session()
     sent: list[str] = []
-    db.table.transport.wire = "botocore"  # hooks botocore's client: its wire
-    db.table.transport.client.meta.events.register(
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
+    db.table.client.meta.events.register(
         "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
     u = s.update(Player, player_id="p1").add(score=10)
     s.commit()

@@ -25,6 +25,7 @@ from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Audit, app
 from tests.support.update_models import Doc
+from tests.support.recording import send
 
 
 class VerTagged(Entity):
@@ -448,7 +449,7 @@ def test_an_inverted_index_needs_no_templates(inverted: TestBackend) -> None:
     p = Plain(pid="1", row="a")
     s.save(p)
     s.commit()
-    rows = inverted.table.transport.call("Query", {
+    rows = send(inverted.table, "Query", {
         "TableName": inv.name, "IndexName": "inverted",
         "KeyConditionExpression": "sk = :s", "ExpressionAttributeValues": {
             ":s": {"S": "v0_ROW#a"}}})["Items"]

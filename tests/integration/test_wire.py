@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from dynaorm import RequestError, Table
-from dynaorm.transport.config import LOOPBACK_ACCESS_KEY
+from dynaorm.client.settings import LOOPBACK_ACCESS_KEY
 from dynaorm.wire import SyncWire
 from tests.support.models import User
-from tests.support.recording import Requests
+from tests.support.recording import Requests, send
 
 pytestmark = pytest.mark.sync_only
 
@@ -34,8 +34,8 @@ def both(db: Any) -> Iterator[list[str]]:
 
 
 def _call(table: Table, wire: str, operation: str, request: dict[str, Any]) -> Any:
-    table.transport.wire = wire
-    out = table.transport.call(operation, request)
+    table.wire = wire
+    out = send(table, operation, request)
     out.pop("ResponseMetadata", None)
     return out
 
@@ -64,21 +64,21 @@ def test_same_errors_on_both_wires(db: Any, both: list[str]) -> None:
     _call(table, "botocore", "PutItem", {"TableName": table.name, "Item": {**key, **ITEM}})
     seen = []
     for wire in both:
-        table.transport.wire = wire
+        table.wire = wire
         with pytest.raises(RequestError) as put:
-            table.transport.call("PutItem", {
+            send(table, "PutItem", {
                 "TableName": table.name, "Item": key,
                 "ConditionExpression": "attribute_not_exists(pk)",
                 "ReturnValuesOnConditionCheckFailure": "ALL_OLD"})
         with pytest.raises(RequestError) as tx:
-            table.transport.call("TransactWriteItems", {"TransactItems": [
+            send(table, "TransactWriteItems", {"TransactItems": [
                 {"ConditionCheck": {"TableName": table.name, "Key": key,
                                     "ConditionExpression": "attribute_not_exists(pk)",
                                     "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}},
                 {"Put": {"TableName": table.name,
                          "Item": {"pk": {"S": "WIRE#other"}, "sk": {"S": "X"}}}}]})
         with pytest.raises(RequestError) as missing:
-            table.transport.call("GetItem", {"TableName": table.name + "-nope", "Key": key})
+            send(table, "GetItem", {"TableName": table.name + "-nope", "Key": key})
         seen.append((put.value.code, put.value.item, tx.value.code,
                      [None if r is None else (r.code, r.item) for r in tx.value.reasons],
                      type(missing.value).__name__, missing.value.code))
@@ -96,7 +96,7 @@ def test_sessions_go_over_dynaorm_wire_on_a_server_engine(db: Any) -> None:
     assert isinstance(db.table.transport.sync_wire, SyncWire)
     recorded = Requests(db.table)  # hooks the client's events: pins the botocore wire
     assert db.table.transport.sync_wire is None
-    db.table.transport.wire = "dynaorm"
+    db.table.wire = "dynaorm"
     s = db.session()
     s.save(User(user_id="w1", org_id="o", username="wire1", email="w1@x.com"))
     s.commit()

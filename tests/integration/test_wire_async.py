@@ -28,7 +28,7 @@ from dynaorm import AsyncSession, DynaormError, RequestError, Session, Table
 from dynaorm.aio import close, transport_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.transport.aio import AsyncTransport
-from dynaorm.transport.errors import map_error
+from dynaorm.client.errors import map_error
 from dynaorm.wire.aio import AsyncWire
 from tests.support.models import Note, User, app
 
@@ -510,9 +510,9 @@ def test_the_wire_follows_the_sync_transport() -> None:
     table = Table("dynaorm-wire-choice", endpoint_url="http://127.0.0.1:9")
     transport = AsyncTransport(table)
     assert transport.wire_name() == getattr(table.transport, "wire", "botocore")
-    table.transport.wire = "dynaorm"
+    table.wire = "dynaorm"
     assert transport.wire_name() == "dynaorm"
-    table.transport.wire = "botocore"
+    table.wire = "botocore"
     assert transport.wire_name() == "botocore"
     transport.wire = "dynaorm"  # its own setting wins
     assert transport.wire_name() == "dynaorm"
@@ -534,7 +534,7 @@ def test_the_wire_signs_as_the_async_client(monkeypatch: pytest.MonkeyPatch,
                                             configured: bool) -> None:
     """The async wire's identity is the aiobotocore client's: configured credentials, else
     dynaorm's local ones for a loopback endpoint."""
-    from dynaorm.transport.config import LOOPBACK_ACCESS_KEY
+    from dynaorm.client.settings import LOOPBACK_ACCESS_KEY
 
     for name in ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
                  "AWS_SESSION_TOKEN"):

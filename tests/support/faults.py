@@ -46,7 +46,7 @@ class Faults:
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        table.transport.wire = "botocore"  # hooks botocore's client: its wire
+        table.wire = "botocore"  # hooks botocore's client: its wire
         self.events = table.client.meta.events
         self.sent: Counter[str] = Counter()
         self._registered: list[tuple[str, Any]] = []

@@ -1,6 +1,8 @@
-"""Record the exact requests dynaorm sends: ``Requests``, with a botocore event handler on
-the real client (works on moto and DynamoDB Local alike), and ``RecordingTransport``, a real
-transport that records what it sends and can inject failures."""
+"""Record the exact requests dynaorm sends: ``Requests`` and ``Recorder``, phase hooks on a
+table's client (:meth:`dynaorm.Client.add_hook`) that see every attempt of the requests
+naming that table, on every wire and both kinds of session. ``Recorder`` can also fail
+attempts instead of sending them. The suite's autouse fixture detaches every hook after
+each test (clients are shared by the tables that connect alike)."""
 
 from __future__ import annotations
 
@@ -8,16 +10,20 @@ import copy
 import threading
 from typing import Any
 
-from dynaorm import Table
+from dynaorm import Attempt, Hook, Table
 from dynaorm.errors import RequestError as RequestFailed
-from dynaorm.transport.events import Reason
-from dynaorm.transport.sync import Transport
+from dynaorm.protocol.events import Reason
 
 
-class Requests:
+def _mine(table: Table, phase: object) -> bool:
+    return isinstance(phase, Attempt) and table.name in phase.tables
+
+
+class Requests(Hook):
     """Every request (operation, params) and the thread that sent it, in order."""
 
     def __init__(self, table: Table) -> None:
+        self.table = table
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self.threads: set[int] = set()
         self.responses: list[tuple[str, dict[str, Any]]] = []
@@ -27,14 +33,13 @@ class Requests:
         self._timeout = 10.0
         #: after :meth:`expect_overlap`: whether the first requests were in flight together
         self.overlapped: bool | None = None
-        table.transport.wire = "botocore"  # hooks botocore's client: its wire
-        events = table.transport.client.meta.events
-        events.register("provide-client-params.dynamodb", self._params)
-        events.register("after-call.dynamodb", self._after)
+        table.db.add_hook(self)
 
-    def _params(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+    def on_start(self, phase: Any) -> object:
+        if not _mine(self.table, phase):
+            return None
         with self._lock:
-            self.calls.append((model.name, copy.deepcopy(params)))
+            self.calls.append((phase.operation, copy.deepcopy(phase.request)))
             self.threads.add(threading.get_ident())
             barrier = self._barrier
             if barrier is not None:
@@ -49,6 +54,13 @@ class Requests:
                 self.overlapped = False
                 with self._lock:
                     self._barrier = None
+        return True
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if token:
+            with self._lock:
+                self.responses.append((phase.operation, phase.response or {}))
+        return None
 
     def expect_overlap(self, parties: int = 2, timeout: float = 10.0) -> None:
         """Hold the next ``parties`` requests until all of them have been sent: if the
@@ -60,10 +72,6 @@ class Requests:
             self._timeout = timeout
             self._waiting = 0
             self.overlapped = None
-
-    def _after(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
-        with self._lock:
-            self.responses.append((model.name, parsed))
 
     def of(self, operation: str) -> list[dict[str, Any]]:
         """The requests of one operation, in order."""
@@ -84,27 +92,31 @@ WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems",
                     "BatchWriteItem"})
 
 
-class RecordingTransport(Transport):
-    """A real transport that records (operation, request) and can inject failures.
+class Recorder(Hook):
+    """Records (operation, request) of every attempt naming ``table`` and can fail
+    attempts instead of sending them: ``faults[operation]`` is a list of errors raised
+    (one per attempt, in order); ``always[operation]`` is raised on every attempt.
+    Attach it with ``table.db.add_hook(recorder)`` (the suite detaches it after the
+    test); give the table ``max_wait = 0`` first so retries do not wait."""
 
-    ``faults[operation]`` is a list of errors raised (one per attempt, in order) instead of
-    sending; ``always[operation]`` is raised on every attempt.
-    """
-
-    def __init__(self, endpoint_url: str | None) -> None:
-        super().__init__(endpoint_url, sleep=lambda _: None)
+    def __init__(self, table: Table) -> None:
+        self.table = table
         self.sent: list[tuple[str, dict[str, Any]]] = []
         self.faults: dict[str, list[RequestFailed]] = {}
         self.always: dict[str, RequestFailed] = {}
+        self._lock = threading.Lock()
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        self.sent.append((operation, copy.deepcopy(request)))
-        if operation in self.always:
-            raise self.always[operation]
-        pending = self.faults.get(operation)
-        if pending:
-            raise pending.pop(0)
-        return super().send(operation, request)
+    def on_start(self, phase: Any) -> object:
+        if not _mine(self.table, phase):
+            return None
+        operation = phase.operation
+        with self._lock:
+            self.sent.append((operation, copy.deepcopy(phase.request)))
+            if operation in self.always:
+                phase.error = self.always[operation]
+            elif self.faults.get(operation):
+                phase.error = self.faults[operation].pop(0)
+        return None
 
     @property
     def writes(self) -> list[tuple[str, dict[str, Any]]]:
@@ -114,8 +126,26 @@ class RecordingTransport(Transport):
         self.sent.clear()
 
 
+def recording(table: Table) -> Recorder:
+    """A :class:`Recorder` attached to ``table``'s client, the table first rebound so that
+    retries do not wait (``max_wait = 0``)."""
+    table.max_wait = 0
+    recorder = Recorder(table)
+    table.db.add_hook(recorder)
+    return recorder
+
+
 def conflict(n: int) -> RequestFailed:
     """A cancelled transaction of ``n`` actions, the first in a TransactionConflict."""
     reasons: list[Reason | None] = [Reason("TransactionConflict"), *[None] * (n - 1)]
     return RequestFailed("TransactWriteItems", "TransactionCanceledException",
                          "Transaction cancelled", reasons)
+
+
+def send(table: Table, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+    """One raw request through ``table``'s client, with the retry rules (what a test uses
+    to write or read items behind dynaorm's back, on every wire)."""
+    from dynaorm.protocol.steps import call
+
+    answer: dict[str, Any] = table.db.driver.run(call(operation, request))
+    return answer

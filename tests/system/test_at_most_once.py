@@ -37,7 +37,7 @@ from tests.support.models import Audit, Note, User, app
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> None:
-    app.transport.max_wait = 0  # retries without waiting
+    app.max_wait = 0  # retries without waiting
 
 
 def _notes(db: TestBackend) -> list[tuple[str, str, list[str]]]:

@@ -27,7 +27,7 @@ SECONDS = 15.0
 @pytest.fixture
 def local(ddb_local: str) -> Iterator[TestBackend]:
     with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        tb.table.transport.client  # noqa: B018 - one shared client before the threads race
+        tb.table.client  # noqa: B018 - one shared client before the threads race
         yield tb
 
 

@@ -150,7 +150,7 @@ def offline(tmp_path: Path) -> Project:
 
 
 def _scan(table: Table) -> list[dict[str, Any]]:
-    out = table.transport.call("Scan", {"TableName": table.name, "ConsistentRead": True})
+    out = send(table, "Scan", {"TableName": table.name, "ConsistentRead": True})
     return sorted(out["Items"], key=lambda i: (i["pk"]["S"], i["sk"]["S"]))
 
 
@@ -161,7 +161,7 @@ def test_create_table(project: Project) -> None:
     assert f"table {project.table_name!r} created" in result.stdout
     assert "indexes: gsi1, lsi1" in result.stdout
     table = project.models().app
-    desc = table.transport.call("DescribeTable", {"TableName": project.table_name})["Table"]
+    desc = send(table, "DescribeTable", {"TableName": project.table_name})["Table"]
     assert [i["IndexName"] for i in desc["GlobalSecondaryIndexes"]] == ["gsi1"]
     assert [i["IndexName"] for i in desc["LocalSecondaryIndexes"]] == ["lsi1"]
     again = project.run("create-table", "models:app")
@@ -387,6 +387,7 @@ def test_describe_honours_the_table_part(offline: Project) -> None:
 
 MOVED = '''
 from dynaorm import Entity, Previous, Table, Versioned
+from tests.support.recording import send
 
 moving = Table("describe-moving")
 

@@ -173,7 +173,7 @@ def test_errors_under_contention_are_typed(db: TestBackend) -> None:
 @pytest.fixture
 def local(ddb_local: str) -> Iterator[TestBackend]:
     with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        tb.table.transport.client  # noqa: B018 - one shared client before the threads race
+        tb.table.client  # noqa: B018 - one shared client before the threads race
         yield tb
 
 

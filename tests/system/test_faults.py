@@ -28,7 +28,7 @@ LOST = ("timeout", "closed", "500")
 
 @pytest.fixture
 def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.transport.max_wait = 0  # retry without waiting
+    db.table.max_wait = 0  # retry without waiting
     f = Faults(db.table)
     yield f
     f.clear()

@@ -11,7 +11,7 @@ import pytest
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Note, User, app
-from tests.support.recording import RecordingTransport
+from tests.support.recording import RecordingTransport, send
 
 
 @pytest.fixture
@@ -50,7 +50,7 @@ def test_replay_with_the_same_token_applies_nothing(
     assert [i["pk"]["S"] for i in before] == ["NOTE#n2"]
 
     # an ambiguous failure retried later: the identical request and token
-    db.table.transport.call("TransactWriteItems", request)
+    send(db.table, "TransactWriteItems", request)
     assert db.scan_raw() == before  # n1 stays deleted: the commit was not applied twice
 
 
@@ -65,7 +65,7 @@ def test_replay_of_a_unique_registration(local: tuple[TestBackend, RecordingTran
     s.commit()
     assert db.scan_raw() == []
     # without idempotency the replay would pass its attribute_not_exists conditions
-    db.table.transport.call("TransactWriteItems", request)
+    send(db.table, "TransactWriteItems", request)
     assert db.scan_raw() == []
 
 
@@ -85,7 +85,7 @@ def test_same_token_with_another_request_is_refused(
         *request["TransactItems"][1:],
     ]}
     with pytest.raises(RequestFailed) as err:
-        db.table.transport.call("TransactWriteItems", other)
+        send(db.table, "TransactWriteItems", other)
     assert err.value.code == "IdempotentParameterMismatchException"
     assert db.scan_raw() == before
 

@@ -20,7 +20,7 @@ from typing import Any
 import botocore.session
 import pytest
 
-from dynaorm.transport.config import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
+from dynaorm.client.settings import LOOPBACK_ACCESS_KEY, LOOPBACK_REGION, LOOPBACK_SECRET_KEY
 from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
 
 MODELS = """

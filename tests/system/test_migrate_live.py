@@ -43,8 +43,8 @@ def local(ddb_local: str) -> Iterator[TestBackend]:
         saved = (old.name, old.endpoint_url, old._transport)
         old.name = mig.name
         old.connect(ddb_local)
-        tb.table.transport.client  # noqa: B018 - one shared client before the threads race
-        old.transport.client  # noqa: B018
+        tb.table.client  # noqa: B018 - one shared client before the threads race
+        old.client  # noqa: B018
         try:
             yield tb
         finally:
@@ -64,7 +64,7 @@ def _seed(n: int) -> None:
                   version_row(spec, latest, "v00000002_LEDGER"),
                   guard_item(spec, spec.uniques[0], f"code#C{i}",
                              {"pk": f"BOOK#L{i}", "sk": "v0_LEDGER"}, f"C{i}")]
-    client = old.transport.client
+    client = old.client
     for at in range(0, len(items), 25):
         pending: dict[str, Any] = {old.name: [{"PutRequest": {"Item": it}}
                                               for it in items[at:at + 25]]}

@@ -184,7 +184,7 @@ def test_testing_extra_serves_the_moto_server(testing: Path, tmp_path: Path) -> 
     moto[server])."""
     code = ("import botocore.session\n"
             "from dynaorm.testing import moto_server\n"
-            "from dynaorm.transport.config import local_credentials\n"
+            "from dynaorm.client.settings import local_credentials\n"
             "with moto_server() as url:\n"
             "    c = botocore.session.get_session().create_client(\n"
             "        'dynamodb', endpoint_url=url, region_name='us-east-1',\n"

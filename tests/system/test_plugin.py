@@ -154,6 +154,7 @@ def test_a_run_without_dynaorm_fixtures_imports_nothing_heavy(tmp_path: Path) ->
 
 XDIST_TESTS = """
 import pytest
+from tests.support.recording import send
 
 from models import Account
 
@@ -202,7 +203,7 @@ def test_dynaorm_moto_server_serves_any_client(dynaorm_moto_server: str) -> None
             s.save(ServedHandle(handle_id="h1", name="ada"))
         found = Session(served).find(ServedHandle, name="ada")
         assert found is not None and found.handle_id == "h1"
-        assert len(served.transport.call("Scan", {"TableName": served.name})["Items"]) == 2
+        assert len(send(served, "Scan", {"TableName": served.name})["Items"]) == 2
     finally:
         served.delete()
 

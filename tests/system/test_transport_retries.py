@@ -53,7 +53,7 @@ class Ghost(Entity):
 
 @pytest.fixture
 def faults(db: TestBackend) -> Iterator[Faults]:
-    db.table.transport.max_wait = 0  # retry without waiting
+    db.table.max_wait = 0  # retry without waiting
     f = Faults(db.table)
     yield f
     f.clear()
@@ -228,7 +228,7 @@ def test_one_client_per_table_shared_by_threads(db: TestBackend) -> None:
     for t in threads:
         t.join()
     assert len({id(c) for c in seen}) == 1
-    assert table.client is seen[0] is table.transport.client
+    assert table.client is seen[0] is table.client
     assert table.client.meta.config.max_pool_connections >= 64
 
 

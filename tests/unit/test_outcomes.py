@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from dynaorm import F, OutcomeUnknownError, RequestError
-from dynaorm.transport.events import Reason
+from dynaorm.protocol.events import Reason
 from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan

@@ -28,10 +28,11 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from dynaorm import DynaormError, RequestError, Table, TableNotFoundError
-from dynaorm.transport.errors import map_error
-from dynaorm.transport.retry import retryable
+from dynaorm.client.errors import map_error
+from dynaorm.protocol.retry import retryable
 from dynaorm.transport.sync import Transport
 from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render
+from tests.support.recording import send
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
 
@@ -416,7 +417,7 @@ def test_a_crc32_mismatch_on_the_wire_is_retried_then_a_request_error(aws: Path)
                       endpoint_url=f"http://127.0.0.1:{server.server_address[1]}")
         table.transport.sleep = lambda _: None
         with pytest.raises(RequestError) as caught:
-            table.transport.call("GetItem", {"TableName": "app", "Key": {"pk": {"S": "A"}}})
+            send(table, "GetItem", {"TableName": "app", "Key": {"pk": {"S": "A"}}})
         assert caught.value.code == "ConnectionError" and "crc32" in str(caught.value)
         assert _Canned.seen == [TARGET_PREFIX + "GetItem"] * 3
     finally:
@@ -512,7 +513,7 @@ def test_wire_parameter(aws: Path) -> None:
 
 
 def test_the_in_process_mock_keeps_the_botocore_client(aws: Path) -> None:
-    from dynaorm.transport.config import in_process_mock
+    from dynaorm.client.settings import in_process_mock
 
     with in_process_mock():
         assert Table("app").transport.sync_wire is None

@@ -282,7 +282,7 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
     )
 
     from dynaorm.errors import RequestError
-    from dynaorm.transport.errors import map_error
+    from dynaorm.client.errors import map_error
 
     def failing(conn: socket.socket, body: bytes, n: int) -> bool:
         if n == 1:

@@ -32,7 +32,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import InvalidProxiesConfigError
 
 from dynaorm import DynaormError, RequestError
-from dynaorm.transport.retry import retryable
+from dynaorm.protocol.retry import retryable
 from dynaorm.transport.sync import Transport
 from dynaorm.wire import SyncWire, proxy_tls_context
 from dynaorm.wire.aio import AsyncWire

@@ -4,15 +4,19 @@ Configuration is read exactly as botocore reads it, through a botocore session
 (``get_config_variable``, the profile, the credential chain), and never written: dynaorm
 sets no environment variable. See ``docs/guide/configuration.md`` for the precedence.
 
-- endpoint: ``Table(endpoint_url=...)``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
+- endpoint: ``Client(endpoint_url=...)``, else ``AWS_ENDPOINT_URL_DYNAMODB``,
   ``AWS_ENDPOINT_URL``, the profile's ``services`` section, the profile's ``endpoint_url``
   (botocore's order); none of the configured ones when
   ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS`` (or the profile's
   ``ignore_configured_endpoint_urls``) is true;
-- region: ``Table(region=...)``, else ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``,
+- region: ``Client(region=...)``, else ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``,
   the profile's ``region``);
-- ``max_attempts``: ``Table(max_attempts=...)``, else botocore's (``AWS_MAX_ATTEMPTS``, the
-  profile's ``max_attempts``), else :data:`DEFAULT_MAX_ATTEMPTS`.
+- ``max_attempts``: ``Client(max_attempts=...)``, else botocore's (``AWS_MAX_ATTEMPTS``,
+  the profile's ``max_attempts``), else :data:`~dynaorm.protocol.policy.DEFAULT_MAX_ATTEMPTS`;
+- a ``botocore.config.Config`` given to the client: every option it sets is honoured
+  (timeouts, pool size, proxies, TLS, user agent), except retries (dynaorm retries) and
+  parameter validation (dynaorm builds the requests); options it leaves unset take
+  dynaorm's defaults (:data:`CONFIG_DEFAULTS`).
 
 dynaorm only fills gaps for a *local* engine (a loopback endpoint from any of those sources:
 DynamoDB Local, a moto server; or the in-process moto of :func:`in_process_mock`): a region
@@ -32,19 +36,23 @@ from typing import Any
 from urllib.parse import urlparse
 
 from dynaorm.errors import DynaormError
+from dynaorm.private_apis import config_options
+from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 
 __all__ = [
-    "DEFAULT_MAX_ATTEMPTS",
+    "CONFIG_DEFAULTS",
     "LOOPBACK_ACCESS_KEY",
     "LOOPBACK_REGION",
     "LOOPBACK_SECRET_KEY",
-    "MAX_POOL_CONNECTIONS",
     "client_settings",
     "configured_endpoint",
     "configured_region",
     "create_client",
+    "credentials_for",
     "default_session",
+    "in_process",
     "in_process_mock",
+    "in_process_mock_depth",
     "is_local",
     "is_loopback",
     "local_credentials",
@@ -60,11 +68,13 @@ LOOPBACK_ACCESS_KEY = "dynaormlocal"
 LOOPBACK_SECRET_KEY = "dynaormlocal"
 #: the region a local engine gets where none is configured
 LOOPBACK_REGION = "us-east-1"
-#: connections the client keeps open: at least the widest fan-out (scatter-gather reads)
-MAX_POOL_CONNECTIONS = 64
-#: attempts per request when neither ``Table(max_attempts=)`` nor botocore's
-#: ``AWS_MAX_ATTEMPTS`` / profile ``max_attempts`` says otherwise
-DEFAULT_MAX_ATTEMPTS = 5
+#: ``Config`` options a client takes where the ``Config`` it is given leaves them unset:
+#: connections kept open (at least the widest fan-out of scatter-gather reads) and timeouts
+CONFIG_DEFAULTS: dict[str, Any] = {"connect_timeout": 15, "read_timeout": 30,
+                                   "max_pool_connections": 64}
+#: ``Config`` options a client always takes: dynaorm retries and builds the requests
+_FORCED: dict[str, Any] = {"parameter_validation": False,
+                           "retries": {"total_max_attempts": 1, "mode": "standard"}}
 
 _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _SERVICE = "dynamodb"
@@ -130,7 +140,14 @@ def configured_endpoint(endpoint_url: str | None, session: Any | None = None) ->
     return str(found) if found else None
 
 
-def _in_process(endpoint: str | None) -> bool:
+def in_process_mock_depth() -> int:
+    """How many :func:`in_process_mock` blocks are open."""
+    return _mock_depth
+
+
+def in_process(endpoint: str | None) -> bool:
+    """Whether requests to the configured ``endpoint`` go to the in-process mock (no
+    endpoint, inside :func:`in_process_mock`)."""
     return endpoint is None and _mock_depth > 0
 
 
@@ -138,7 +155,7 @@ def is_local(endpoint_url: str | None, session: Any | None = None) -> bool:
     """Whether requests for ``endpoint_url`` (with the configured endpoints) go to a local
     engine: a loopback endpoint, or no endpoint inside :func:`in_process_mock`."""
     endpoint = configured_endpoint(endpoint_url, session)
-    return is_loopback(endpoint) or _in_process(endpoint)
+    return is_loopback(endpoint) or in_process(endpoint)
 
 
 def configured_region(session: Any | None = None) -> str | None:
@@ -159,7 +176,8 @@ def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
     if is_local(endpoint_url, session):
         return LOOPBACK_REGION
     raise DynaormError(
-        f"table {table!r}: no AWS region configured; pass Table(region=...), set "
+        f"table {table!r}: no AWS region configured; pass Client(region=...) or "
+        "Table(region=...), set "
         "AWS_REGION or AWS_DEFAULT_REGION, or put 'region = ...' in your AWS profile "
         "(~/.aws/config)")
 
@@ -207,7 +225,7 @@ def local_credentials(endpoint_url: str | None, session: Any | None = None) -> d
     (always for the in-process mock), else ``{}`` (botocore's chain decides). Give them to
     your own clients (a streams client, boto3) to see the same local database."""
     session = _session(session)
-    if _in_process(configured_endpoint(endpoint_url, session)):
+    if in_process(configured_endpoint(endpoint_url, session)):
         return _dummy()
     if local_only(session, endpoint_url) and session.get_credentials() is None:
         return _dummy()
@@ -215,44 +233,53 @@ def local_credentials(endpoint_url: str | None, session: Any | None = None) -> d
 
 
 def client_settings(session: Any, endpoint_url: str | None, region: str | None, *,
-                    table: str = "?", connect_timeout: float = 15,
-                    read_timeout: float = 30, has_credentials: bool | None = None,
+                    table: str = "?", config: Any = None, has_credentials: bool | None = None,
                     ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What every dynaorm client is created with, sync or async: ``create_client``'s
-    keyword arguments (region, endpoint, local credentials) and ``Config``'s.
+    keyword arguments (region, endpoint, local credentials) and ``Config``'s options.
 
-    botocore's retries are off (dynaorm retries), parameter validation is off (dynaorm
-    builds the requests), and the pool holds :data:`MAX_POOL_CONNECTIONS` connections so
-    concurrent reads never wait for one. ``has_credentials``: whether the session has
-    credentials (asked of the session when ``None``; an async session's caller awaits it
-    after :func:`local_only`).
+    ``config``: the ``botocore.config.Config`` the :class:`~dynaorm.Client` was given:
+    every option it sets is kept, those it leaves unset take :data:`CONFIG_DEFAULTS`;
+    botocore's retries are off (dynaorm retries) and so is parameter validation (dynaorm
+    builds the requests). ``has_credentials``: whether the session has credentials (asked
+    of the session when ``None``; an async session's caller awaits it after
+    :func:`local_only`).
     """
     name = resolve_region(region, session, endpoint_url, table)
     kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url}
-    if _in_process(configured_endpoint(endpoint_url, session)):
+    if in_process(configured_endpoint(endpoint_url, session)):
         kwargs.update(_dummy())
     elif local_only(session, endpoint_url):
         if has_credentials is None:
             has_credentials = session.get_credentials() is not None
         if not has_credentials:
             kwargs.update(_dummy())
-    config = {"parameter_validation": False, "connect_timeout": connect_timeout,
-              "read_timeout": read_timeout, "max_pool_connections": MAX_POOL_CONNECTIONS,
-              "retries": {"total_max_attempts": 1, "mode": "standard"}}
-    return kwargs, config
+    options = {**CONFIG_DEFAULTS, **config_options(config), **_FORCED}
+    return kwargs, options
 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
-                  table: str = "?", connect_timeout: float = 15,
-                  read_timeout: float = 30, session: Any | None = None) -> Any:
+                  table: str = "?", config: Any = None, session: Any | None = None) -> Any:
     """A DynamoDB botocore client with botocore's own retries off (dynaorm retries);
     see :func:`client_settings`. ``session``: the botocore session to use (default: a new
     one, which reads the configuration as it is now)."""
     session = _session(session)
-    kwargs, config = client_settings(session, endpoint_url, region, table=table,
-                                     connect_timeout=connect_timeout,
-                                     read_timeout=read_timeout)
+    kwargs, options = client_settings(session, endpoint_url, region, table=table,
+                                      config=config)
     import botocore.config
 
-    return session.create_client("dynamodb", config=botocore.config.Config(**config),
+    return session.create_client("dynamodb", config=botocore.config.Config(**options),
                                  **kwargs)
+
+
+def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:
+    """The credentials the botocore client of ``endpoint_url`` signs with: the dummy ones
+    dynaorm gives a local engine without configured credentials, else the session's chain
+    (refreshable credentials stay refreshable); ``None`` when there are none."""
+    from botocore.credentials import Credentials
+
+    session = _session(session)
+    dummy = local_credentials(endpoint_url, session)
+    if dummy:
+        return Credentials(dummy["aws_access_key_id"], dummy["aws_secret_access_key"])
+    return session.get_credentials()

@@ -1,24 +1,28 @@
-"""Reads as protocols: the terminals :class:`~dynaorm.Query` and :class:`~dynaorm.Scan`
-share (iteration, ``all``, ``first``, ``count``, ``values``, ``keys``, ``page``).
+"""What queries and scans share, as a pure description (:class:`ReadSpec`): the modifiers
+(``limit``, ``page_size``, ``consistent``, ``filter``), the requests they render, and the
+protocol of every terminal (iteration, ``all``, ``count``, ``values``, ``keys``, ``page``)
+over the pure paging state (:class:`dynaorm.read.pager.Pager`).
 
-Each terminal is written once as a protocol (:mod:`dynaorm.transport.steps`) over the
-pure paging state (:class:`dynaorm.read.pager.Pager`); the sync terminals here run it
-through the table's sync transport (streams, i.e. shards and segments, on threads), the
-async ones of :mod:`dynaorm.aio` through the async transport. Cursors are accepted in one
-place (``_accept_cursor``), so a cursor from either kind of session resumes in the other.
+A modifier is written once, here or on :class:`~dynaorm.read.query.QuerySpec`: it returns a
+new object of the same class, so the sync terminals (:mod:`dynaorm.sync.reads`) and the
+async ones (:mod:`dynaorm.aio.reads`) get it as they are; they only run these protocols
+through their session's driver. Cursors are accepted in one place (``_accept_cursor``), so
+a cursor from either kind of session resumes in the other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Self, TypeVar
+from typing import Any, ClassVar, Generic, Self, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.cursor import (
     check_cursor,
@@ -29,12 +33,8 @@ from dynaorm.read.cursor import (
 )
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
-from dynaorm.transport.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
 
-if TYPE_CHECKING:
-    from dynaorm.transport.sync import Transport
-
-__all__ = ["Page", "ReadBase"]
+__all__ = ["Page", "ReadSpec"]
 
 T = TypeVar("T", bound=Entity)
 #: Results per ``page()`` when neither ``page_size`` nor ``limit`` is set.
@@ -61,12 +61,14 @@ class Page(Generic[T]):
     type's template but that another type's literal key claims (``Meta.overlaps``)."""
 
 
-class ReadBase(Generic[T]):
-    """Modifiers and terminals shared by queries and scans (subclasses are frozen
-    dataclasses with these fields, and give the source of each stream's requests)."""
+class ReadSpec(Generic[T]):
+    """Modifiers, requests and terminal protocols shared by queries and scans (subclasses
+    are frozen dataclasses with these fields, and give the source of each stream's
+    requests). ``_driver`` is whatever runs the protocols (a session's driver); pure code
+    never calls it."""
 
     _operation: ClassVar[str]
-    _transport: Transport
+    _driver: Any
     _entities: tuple[type[T], ...]
     _index: str | None
     _limit: int | None
@@ -84,12 +86,6 @@ class ReadBase(Generic[T]):
 
     def _selection(self) -> Selection[T]:
         raise NotImplementedError  # pragma: no cover
-
-    def _plain_request(self, i: int) -> dict[str, Any] | None:
-        """Stream ``i``'s whole request when the source alone uses placeholders (no
-        filter, projection or renamed fields), as :meth:`_request` renders it, from a
-        cache; ``None``: render it (the source has no such cache)."""
-        return None
 
     def _fixed(self, i: int) -> dict[str, Any]:
         """Key attributes every position of stream ``i`` holds (a shard's partition key):
@@ -140,13 +136,6 @@ class ReadBase(Generic[T]):
     # -- requests --------------------------------------------------------------------
     def _request(self, i: int, sel: Selection[T], *, count: bool = False,
                  attrs: Sequence[str] = (), types: bool | None = None) -> dict[str, Any]:
-        if (self._filter is None and not attrs and not count and not sel.renames
-                and not ((self._types_on_server if types is None else types)
-                         and sel.server_filterable)):
-            # nothing but the source's own placeholders: its cached form, if it has one
-            plain = self._plain_request(i)
-            if plain is not None:
-                return plain
         ph = Placeholders(sel.renames)
         request = self._source(i, ph)
         cond = self._filter
@@ -348,34 +337,20 @@ class ReadBase(Generic[T]):
         sel = self._selection()
         return self._items(sel), sel.decoded
 
-    # -- terminals -------------------------------------------------------------------
-    def __iter__(self) -> Iterator[T]:
-        stream, decode = self._decoded()
-        for batch in self._transport.iterate(stream):
-            yield from decode(batch)  # one at a time: a loop may stop early
+    def _page_operation(self) -> Operation:
+        """What the hooks are told each page of this read is."""
+        return Operation(self._operation.lower(), (self._table_name(),), self._entities)
 
-    def all(self) -> list[T]:
-        """Every result, as a list."""
-        return list(self)
+    def _table_name(self) -> str:
+        from dynaorm.model.entity import spec_of
 
-    def first(self) -> T | None:
-        """The first result, or ``None``."""
-        for obj in self.limit(1):
-            return obj
-        return None
+        return spec_of(self._entities[0]).table.name
 
-    def count(self) -> int:
-        """How many results (``Select=COUNT``: no item is sent or decoded), capped by
-        ``limit``. Where the type selection cannot be a filter, keys are read and counted."""
-        return self._transport.run(self._count_p())
-
-    def values(self, *fields: str) -> list[dict[str, Any]]:
-        """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        return self._transport.run(self._values_p(fields))
-
-    def keys(self) -> list[dict[str, Any]]:
-        """The key fields of each result: what ``Session.get`` takes."""
-        return self._transport.run(self._keys_p())
+    def _one_operation(self, name: str) -> Operation:
+        """What the hooks are told a terminal that reads to its end (``count``,
+        ``values``, ``keys``, ``page``) is."""
+        return Operation(f"{self._operation.lower()}.{name}", (self._table_name(),),
+                         self._entities)
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
@@ -400,15 +375,6 @@ class ReadBase(Generic[T]):
         except InvalidCursorError as exc:
             raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
         return positions, served
-
-    def page(self, cursor: str | None = None) -> Page[T]:
-        """One page of results and the cursor that resumes after them (``None`` at the end).
-
-        A query's page holds ``page_size`` (or ``limit``, else 100) results and costs one
-        request when unsharded; a scan's page is one request per segment still reading,
-        each evaluating ``page_size`` items (default 100), so it may hold fewer.
-        """
-        return self._transport.run(self._page_p(cursor))
 
     def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
         sel = self._selection()

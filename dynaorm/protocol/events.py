@@ -1,5 +1,6 @@
-"""What happened on the wire: one :class:`RequestEvent` per attempt, and the
-:class:`CommitResult` a commit returns. Plain data; the transport fills them in."""
+"""What happened on the wire: one :class:`RequestEvent` per attempt, the
+:class:`CommitResult` a commit returns, a transaction's cancellation :class:`Reason`, and
+what a request names (its tables, its actions, the capacity it consumed). Plain data."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
 
-__all__ = ["CommitResult", "Origin", "Reason", "RequestEvent", "actions_of", "capacity_of",
-           "table_of"]
+__all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
+           "capacity_of", "table_of", "tables_of"]
 
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
 #: table key of the entity object the action is for, ``role`` one of ``"row"``,
 #: ``"latest"``, ``"version"``, ``"guard"``, ``"check"``.
-Origin = tuple[type[Any], dict[str, Any], str]
+EventOrigin = tuple[type[Any], dict[str, Any], str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,25 @@ def table_of(request: dict[str, Any]) -> str | None:
     if batch:
         return str(next(iter(batch)))
     return None
+
+
+def tables_of(request: dict[str, Any]) -> tuple[str, ...]:
+    """Every table a request names, in order of first mention (one for a single-item
+    request; several for a transaction or batch across tables)."""
+    name = request.get("TableName")
+    if name is not None:
+        return (str(name),)
+    items = request.get("TransactItems")
+    if items:
+        found: dict[str, None] = {}
+        for item in items:
+            (body,) = item.values()
+            found[str(body.get("TableName"))] = None
+        return tuple(found)
+    batch = request.get("RequestItems")
+    if batch:
+        return tuple(str(t) for t in batch)
+    return ()
 
 
 def actions_of(request: dict[str, Any]) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from dynaorm.errors import RequestError, TableNotFoundError
-from dynaorm.transport.events import Reason, table_of
+from dynaorm.protocol.events import Reason, table_of
 
 if TYPE_CHECKING:
     from botocore.exceptions import ClientError
@@ -19,12 +19,17 @@ if TYPE_CHECKING:
 __all__ = ["map_error", "method_name"]
 
 
-def map_error(operation: str, request: dict[str, Any], exc: Exception) -> RequestError | None:
-    """The :class:`~dynaorm.RequestError` for a botocore exception raised by sending
-    ``request`` once (``None``: not a botocore failure)."""
+def map_error(operation: str, request: dict[str, Any], exc: Exception) -> Exception:
+    """What a failure of sending ``request`` once is raised as: the
+    :class:`~dynaorm.RequestError` for a botocore (or aiobotocore) exception; for an
+    ``OSError`` that no library wrapped (an aiohttp or socket failure aiobotocore left
+    as it was), a lost answer (``ConnectionError``, maybe applied); anything else (a bug,
+    not a failure of the request) as it is."""
     from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
     from botocore.exceptions import ConnectionError as BotoConnectionError
 
+    if isinstance(exc, RequestError):
+        return exc
     if isinstance(exc, ClientError):
         return _client_error(operation, request, exc)
     if isinstance(exc, HTTPClientError):  # sent, answer lost: a read timeout, a dropped line
@@ -35,7 +40,20 @@ def map_error(operation: str, request: dict[str, Any], exc: Exception) -> Reques
         code = "ConnectionError" if isinstance(exc, BotoConnectionError) else (
             type(exc).__name__)
         return RequestError(operation, code, str(exc))
-    return None
+    if isinstance(exc, OSError) or _is_aiohttp(exc):  # sent or not: no one can say
+        err = RequestError(operation, "ConnectionError", f"{type(exc).__name__}: {exc}")
+        err.maybe_applied = True
+        return err
+    return exc
+
+
+def _is_aiohttp(exc: Exception) -> bool:
+    """Whether ``exc`` is an aiohttp client failure (aiohttp is imported only if it is)."""
+    if not type(exc).__module__.startswith("aiohttp"):
+        return False
+    import aiohttp
+
+    return isinstance(exc, aiohttp.ClientError)
 
 
 def _client_error(operation: str, request: dict[str, Any], exc: ClientError) -> RequestError:

@@ -1,0 +1,210 @@
+"""The two drivers of a :class:`~dynaorm.Client`: they perform what the pump
+(:func:`dynaorm.protocol.steps.expand`) leaves, and nothing else.
+
+- ``Send``: ``client.send`` (blocking) / ``await client.asend``;
+- ``Wait``: ``time.sleep`` / ``await asyncio.sleep``;
+- ``Gather``: threads, each in a copy of the caller's context / tasks, at most the
+  client's pool size at once;
+- ``Await`` (what a hook returned): refused in a sync session (``TypeError``) / awaited;
+- ``Emit``: yielded by ``iterate`` / by the async ``iterate``.
+
+Both read the client's one :class:`~dynaorm.protocol.policy.Policy` when a protocol starts,
+so retries, waits, hooks and consumed-capacity reporting are the same for both kinds of
+session. A rule written in both would belong in the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import time
+from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from dynaorm._types import Item
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.policy import MAX_CONCURRENCY
+from dynaorm.protocol.steps import Await, Emit, Gather, Send, Stream, Wait, expand
+
+if TYPE_CHECKING:
+    from dynaorm.client.client import Client
+
+__all__ = ["AsyncDriver", "SyncDriver"]
+
+R = TypeVar("R")
+
+
+def _refuse(step: Await) -> None:
+    close = getattr(step.awaitable, "close", None)
+    if close is not None:
+        close()  # never awaited: closed, not left to warn
+    raise TypeError("a hook returned an awaitable (a coroutine callback?) in a sync "
+                    "session: it needs an AsyncSession")
+
+
+class SyncDriver:
+    """Runs protocols with blocking I/O through its client."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None) -> R:
+        """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
+        steps = expand(proto, self._client.policy, operation)
+        value: Any = None
+        error: Exception | None = None
+        try:
+            while True:
+                try:
+                    step = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration as stop:
+                    result: R = stop.value
+                    return result
+                value = error = None
+                if type(step) is Emit:
+                    raise TypeError("run() drives protocols that emit no items; iterate a read")
+                try:
+                    value = self._perform(step)
+                except Exception as exc:
+                    error = exc
+        finally:
+            steps.close()
+
+    def iterate(self, stream: Stream, operation: Operation | None = None
+                ) -> Iterator[Sequence[Item]]:
+        """The batches of items ``stream`` emits, in order, fetched lazily (each page one
+        ``operation`` for the hooks); closing the iterator closes the stream."""
+        steps = expand(stream, self._client.policy, operation, paged=True)
+        value: Any = None
+        error: Exception | None = None
+        try:
+            while True:
+                try:
+                    step = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration:
+                    return
+                value = error = None
+                if type(step) is Emit:
+                    yield step.items
+                    continue
+                try:
+                    value = self._perform(step)
+                except Exception as exc:
+                    error = exc
+        finally:
+            steps.close()
+
+    def _perform(self, step: Any) -> Any:
+        kind = type(step)
+        if kind is Send:
+            return self._client.send(step.operation, step.request)
+        if kind is Wait:
+            time.sleep(step.seconds)
+            return step.seconds
+        if kind is Gather:
+            return self._gather(step)
+        if kind is Await:
+            _refuse(step)
+        raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
+
+    def _gather(self, step: Gather) -> list[Any]:
+        from concurrent.futures import ThreadPoolExecutor  # (threads only where gathered)
+
+        protos = list(step.protos)
+        workers = min(step.concurrency, len(protos), MAX_CONCURRENCY)
+        contexts = [contextvars.copy_context() for _ in protos]
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(ctx.run, self.run, p)
+                       for ctx, p in zip(contexts, protos, strict=True)]
+            try:
+                return [f.result() for f in futures]
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+
+
+class AsyncDriver:
+    """Runs protocols on asyncio through its client (the mirror of :class:`SyncDriver`)."""
+
+    __slots__ = ("_client",)
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    async def run(self, proto: Generator[Any, Any, R],
+                  operation: Operation | None = None) -> R:
+        """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
+        steps = expand(proto, self._client.policy, operation)
+        value: Any = None
+        error: Exception | None = None
+        try:
+            while True:
+                try:
+                    step = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration as stop:
+                    result: R = stop.value
+                    return result
+                value = error = None
+                if type(step) is Emit:
+                    raise TypeError("run() drives protocols that emit no items; iterate a read")
+                try:
+                    value = await self._perform(step)
+                except Exception as exc:
+                    error = exc
+        finally:
+            steps.close()
+
+    async def iterate(self, stream: Stream, operation: Operation | None = None
+                      ) -> AsyncIterator[Sequence[Item]]:
+        """The batches of items ``stream`` emits, in order, fetched lazily."""
+        steps = expand(stream, self._client.policy, operation, paged=True)
+        value: Any = None
+        error: Exception | None = None
+        try:
+            while True:
+                try:
+                    step = steps.send(value) if error is None else steps.throw(error)
+                except StopIteration:
+                    return
+                value = error = None
+                if type(step) is Emit:
+                    yield step.items
+                    continue
+                try:
+                    value = await self._perform(step)
+                except Exception as exc:
+                    error = exc
+        finally:
+            steps.close()
+
+    async def _perform(self, step: Any) -> Any:
+        kind = type(step)
+        if kind is Send:
+            return await self._client.asend(step.operation, step.request)
+        if kind is Wait:
+            await asyncio.sleep(step.seconds)
+            return step.seconds
+        if kind is Gather:
+            return await self._gather(step)
+        if kind is Await:
+            return await step.awaitable
+        raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
+
+    async def _gather(self, step: Gather) -> list[Any]:
+        limit = asyncio.Semaphore(min(step.concurrency, self._client.pool_size))
+
+        async def one(proto: Generator[Any, Any, Any]) -> Any:
+            async with limit:
+                return await self.run(proto)
+
+        tasks = [asyncio.ensure_future(one(p)) for p in step.protos]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise

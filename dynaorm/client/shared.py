@@ -1,0 +1,58 @@
+"""The clients tables share when they are given none: the process's default client, and
+one client per set of connection keywords (``Table(endpoint_url=..., region=...)``,
+``table.connect(url)``), so that 0.3 code runs unchanged and tables that say the same thing
+share one client (and can commit together).
+
+A shared client is built from the configuration as it is when a table first needs one:
+environment variables, the AWS config and credentials files, and whether an in-process mock
+is on. When that changes (a test sets ``AWS_REGION``, writes a profile, starts moto), the
+next table to bind gets a new client; tables already bound keep theirs, as each 0.3 table
+kept its own transport. Clients no table holds any more are collected.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+from collections.abc import Mapping
+from typing import Any
+
+from dynaorm.client.client import Client
+from dynaorm.client.settings import in_process_mock_depth
+
+__all__ = ["configuration_fingerprint", "shared_client"]
+
+_CLIENTS: weakref.WeakValueDictionary[tuple[Any, ...], Client] = weakref.WeakValueDictionary()
+_LOCK = threading.Lock()
+_VARIABLES = ("AWS_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy",
+              "no_proxy", "REQUESTS_CA_BUNDLE")
+
+
+def _file(path: str) -> tuple[str, int, int]:
+    try:
+        found = os.stat(os.path.expanduser(path))
+    except OSError:
+        return (path, -1, -1)
+    return (path, found.st_mtime_ns, found.st_size)
+
+
+def configuration_fingerprint() -> tuple[Any, ...]:
+    """What a client built now would read: the AWS and proxy environment variables, the
+    config and credentials files (path, modification time, size), and whether an
+    in-process mock is on."""
+    env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_VARIABLES)))
+    files = (_file(os.environ.get("AWS_CONFIG_FILE", "~/.aws/config")),
+             _file(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")))
+    return (env, files, in_process_mock_depth() > 0)
+
+
+def shared_client(settings: Mapping[str, Any]) -> Client:
+    """The client tables with these connection ``settings`` (``Client``'s keyword
+    arguments; empty: the default client) share under the current configuration."""
+    key = (tuple(sorted(settings.items())), configuration_fingerprint())
+    with _LOCK:
+        found = _CLIENTS.get(key)
+        if found is None:
+            found = _CLIENTS[key] = Client(**settings)
+        return found

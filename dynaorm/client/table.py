@@ -1,0 +1,199 @@
+""":class:`Table`: a table's description bound to a :class:`~dynaorm.Client`, with its
+administration (``create``, ``delete``, ``exists``) and its ``on_request`` hooks.
+
+A table given ``client=`` uses that client. A table given none uses a shared one: the
+process's default client (built from the environment on first use) or, when the table
+says where or how to connect (``endpoint_url=``, ``region=``, ``wire=``, ``max_attempts=``,
+``max_wait=``, ``return_consumed_capacity=``, or :meth:`Table.connect`), the client every
+table with the same keywords shares (:mod:`dynaorm.client.shared`). So 0.3 code runs
+unchanged, and tables that connect alike commit together.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from dynaorm.client.client import Client, check_settings
+from dynaorm.client.shared import shared_client
+from dynaorm.core.admin import create_p, delete_p, status_p
+from dynaorm.errors import DynaormError
+from dynaorm.model.table import GSI, LSI, TableSchema
+from dynaorm.protocol.events import RequestEvent
+from dynaorm.protocol.hooks import Operation
+
+__all__ = ["CONNECTION_KEYWORDS", "Table"]
+
+_Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
+#: ``Table``'s shorthands for the client it uses (``Client``'s keyword arguments)
+CONNECTION_KEYWORDS = ("endpoint_url", "region", "wire", "max_attempts", "max_wait",
+                       "return_consumed_capacity")
+
+
+class _Setting:
+    """A connection keyword read through a table: its client's value. Setting it binds the
+    table to the shared client of its keywords with that one changed (refused for a table
+    given ``client=``: change the client instead)."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self.name = name
+
+    def __get__(self, table: Table | None, owner: type[Any]) -> Any:
+        if table is None:
+            return self
+        if self.name in table._settings:
+            return table._settings[self.name]
+        if table._given is None and self.name in ("endpoint_url", "region"):
+            return None  # nothing given: botocore's configuration decides
+        return getattr(table.db, self.name)
+
+    def __set__(self, table: Table, value: Any) -> None:
+        table._rebind({self.name: value})
+
+
+class Table(TableSchema):
+    """A DynamoDB table shared by any number of entity types (single-table design),
+    bound to a :class:`~dynaorm.Client`.
+
+    ``client``: the client it sends through. Without one, the connection keywords
+    (``endpoint_url``, ``region``, ``wire``, ``max_attempts``, ``max_wait``,
+    ``return_consumed_capacity``: :class:`~dynaorm.Client`'s) choose a client shared by
+    every table that gives the same ones; none at all: the process's default client.
+    ``client=`` and connection keywords exclude each other.
+    """
+
+    endpoint_url = _Setting("The endpoint its client sends to (``None``: the configured one).")
+    region = _Setting("The region its client signs for (``None``: the configured one).")
+    wire = _Setting("``\"dynaorm\"`` or ``\"botocore\"``: the wire its client sends over.")
+    max_attempts = _Setting("Attempts of one request, at most (its client's).")
+    max_wait = _Setting("Seconds all retries of one request may wait (its client's).")
+    return_consumed_capacity = _Setting(
+        "``ReturnConsumedCapacity`` of every request that takes one (its client's).")
+
+    def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
+                 indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
+                 key_types: Mapping[str, str] | None = None, ttl: str | None = None,
+                 cursor_secret: str | bytes | None = None, stream: str | None = None,
+                 client: Client | None = None, endpoint_url: str | None = None,
+                 region: str | None = None, wire: str | None = None,
+                 max_attempts: int | None = None, max_wait: float | None = None,
+                 return_consumed_capacity: str | None = None) -> None:
+        super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
+                         key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
+                         stream=stream)
+        given = {k: v for k, v in (("endpoint_url", endpoint_url), ("region", region),
+                                   ("wire", wire), ("max_attempts", max_attempts),
+                                   ("max_wait", max_wait),
+                                   ("return_consumed_capacity", return_consumed_capacity))
+                 if v is not None}
+        if client is not None and given:
+            raise DynaormError(f"table {name!r}: client= and the connection keywords "
+                               f"{sorted(given)} exclude each other (set them on the Client)")
+        if client is not None and not isinstance(client, Client):
+            raise DynaormError(f"table {name!r}: client= takes a dynaorm Client, got "
+                               f"{client!r}")
+        check_settings(f"table {name!r}", **given)
+        self._given = client
+        self._settings: dict[str, Any] = given
+        self._client: Client | None = client
+        self._bind_lock = threading.Lock()
+        self._listeners: list[Callable[[RequestEvent], object]] = []
+        if client is not None:
+            self._attach(client)
+
+    # -- the client ------------------------------------------------------------------
+    @property
+    def db(self) -> Client:
+        """The :class:`~dynaorm.Client` this table sends through (its ``client=``, else the
+        shared client of its connection keywords, chosen on first use)."""
+        found = self._client
+        if found is not None:
+            return found
+        with self._bind_lock:  # threads racing to the first use get one client
+            if self._client is None:
+                self._client = shared_client(self._settings)
+                self._attach(self._client)
+            return self._client
+
+    def _attach(self, client: Client) -> None:
+        if self._listeners:
+            client._listen(self)
+
+    def _rebind(self, changes: Mapping[str, Any]) -> None:
+        """Bind to the shared client of this table's keywords with ``changes``."""
+        if self._given is not None:
+            raise DynaormError(
+                f"table {self.name!r} was given client=; change {sorted(changes)} on that "
+                "client (or give the table its own client)")
+        settings = {k: v for k, v in {**self._settings, **changes}.items() if v is not None}
+        check_settings(f"table {self.name!r}", **settings)
+        self._settings = settings
+        self._client = None
+
+    def _binding(self) -> tuple[Any, ...]:
+        """What the table is bound to now (for :meth:`_restore`: test fixtures that point
+        a module's table elsewhere for a while)."""
+        return self._given, dict(self._settings), self._client
+
+    def _restore(self, binding: tuple[Any, ...]) -> None:
+        self._given, self._settings, self._client = binding
+        if self._client is not None:
+            self._attach(self._client)
+
+    @property
+    def client(self) -> Any:
+        """The botocore client of the table's :class:`~dynaorm.Client` (made on first use).
+        Requests go through it only with ``wire="botocore"``: botocore event handlers
+        registered on ``client.meta.events`` see nothing on dynaorm's own wire (use a
+        :class:`~dynaorm.Hook` or ``on_request`` for that)."""
+        return self.db.botocore
+
+    def connect(self, endpoint_url: str | None = None, region: str | None = None) -> Table:
+        """Point this table at another endpoint (DynamoDB Local, a test backend): it binds
+        to the shared client of its connection keywords with this endpoint (and region)."""
+        if self._given is not None:
+            self._settings = {}
+            self._given = None
+        changes: dict[str, Any] = {"endpoint_url": endpoint_url}
+        if region is not None:
+            changes["region"] = region
+        self._rebind(changes)
+        return self
+
+    def on_request(self, fn: _Hook) -> _Hook:
+        """Call ``fn(event)`` after every attempt of every request on this table (a
+        :class:`~dynaorm.RequestEvent`); returns ``fn``, so it also works as a decorator."""
+        self._listeners.append(fn)
+        self.db._listen(self)
+        return fn
+
+    # -- administration ----------------------------------------------------------------
+    def _admin(self, name: str) -> Operation:
+        return Operation(name, (self.name,))
+
+    def exists(self) -> bool:
+        """Whether the table exists on its client's endpoint."""
+        return self.db.driver.run(status_p(self), self._admin("describe_table")) is not None
+
+    def create(self, wait: float = 300.0) -> None:
+        """Create the table (on-demand billing) with every index; no error if it exists."""
+        self.db.driver.run(create_p(self, wait), self._admin("create_table"))
+
+    def delete(self, wait: float = 300.0) -> None:
+        """Delete the table; no error if it does not exist."""
+        self.db.driver.run(delete_p(self, wait), self._admin("delete_table"))
+
+
+def session_target(target: object, kind: str) -> tuple[Table | None, Client]:
+    """What a session is made with: a :class:`Table` (its client; entities of the
+    client's other tables may be staged too) or a :class:`~dynaorm.Client` (any of its
+    tables)."""
+    if isinstance(target, Client):
+        return None, target
+    if isinstance(target, Table):
+        return target, target.db
+    raise DynaormError(f"{kind}() takes a dynaorm Table or Client, got {target!r}")

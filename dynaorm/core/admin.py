@@ -1,0 +1,99 @@
+"""A table's administration as protocols (pure: a driver performs them): create it with
+every index (then its stream and TTL), delete it, tell whether it exists, and wait for it
+to settle. :class:`dynaorm.Table`'s ``create``, ``delete`` and ``exists`` run these through
+the table's client."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from dynaorm.errors import DynaormError, RequestError
+from dynaorm.model.table import TableSchema
+from dynaorm.protocol.steps import Proto, Wait, call
+
+__all__ = ["create_p", "delete_p", "status_p"]
+
+
+def status_p(table: TableSchema) -> Proto[str | None]:
+    """The table's status (``"ACTIVE"``, ``"CREATING"``, ...), ``None`` when it does not
+    exist."""
+    try:
+        out = yield from call("DescribeTable", {"TableName": table.name})
+    except RequestError as exc:
+        if exc.code == "ResourceNotFoundException":
+            return None
+        raise
+    return str(out["Table"].get("TableStatus", "ACTIVE"))
+
+
+def create_p(table: TableSchema, wait: float) -> Proto[None]:
+    """CreateTable (on-demand billing) with every index; no error if it exists. Then the
+    declared stream and TTL, each enabled where it is not yet."""
+    try:
+        yield from call("CreateTable", table.definition())
+    except RequestError as exc:
+        if exc.code != "ResourceInUseException":
+            raise
+    yield from _settle_p(table, lambda status: status == "ACTIVE", wait)
+    if table.stream is not None:
+        yield from _enable_stream_p(table, wait)
+    if table.ttl is not None:
+        yield from _enable_ttl_p(table)
+
+
+def delete_p(table: TableSchema, wait: float) -> Proto[None]:
+    """DeleteTable; no error if it does not exist."""
+    try:
+        yield from call("DeleteTable", {"TableName": table.name})
+    except RequestError as exc:
+        if exc.code != "ResourceNotFoundException":
+            raise
+    yield from _settle_p(table, lambda status: status is None, wait)
+
+
+def _enable_ttl_p(table: TableSchema) -> Proto[None]:
+    """Enable TTL on the declared attribute (nothing to do when it already is)."""
+    try:
+        out = yield from call("DescribeTimeToLive", {"TableName": table.name})
+        current = out.get("TimeToLiveDescription") or {}
+        if current.get("AttributeName") == table.ttl and current.get(
+                "TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+            return
+        yield from call("UpdateTimeToLive", {
+            "TableName": table.name,
+            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": table.ttl}})
+    except RequestError as exc:
+        raise DynaormError(f"cannot enable TTL on attribute {table.ttl!r} of table "
+                           f"{table.name!r}: {exc}") from exc
+
+
+def _enable_stream_p(table: TableSchema, wait: float) -> Proto[None]:
+    """Enable the declared stream on a table that existed without one."""
+    out = yield from call("DescribeTable", {"TableName": table.name})
+    current = out["Table"].get("StreamSpecification") or {}
+    if current.get("StreamEnabled"):
+        if current.get("StreamViewType") != table.stream:
+            raise DynaormError(
+                f"table {table.name!r} has a {current.get('StreamViewType')} stream, not "
+                f"{table.stream}: disable it first (UpdateTable) to change its view type")
+        return
+    spec = {"StreamEnabled": True, "StreamViewType": table.stream}
+    try:
+        yield from call("UpdateTable", {"TableName": table.name, "StreamSpecification": spec})
+    except RequestError as exc:
+        raise DynaormError(f"cannot enable the stream of table {table.name!r}: {exc}"
+                           ) from exc
+    yield from _settle_p(table, lambda status: status == "ACTIVE", wait)
+
+
+def _settle_p(table: TableSchema, done: Callable[[str | None], bool], timeout: float
+              ) -> Proto[None]:
+    """Wait, polling with a growing delay, until the table's status is ``done``."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not done((yield from status_p(table))):
+        if time.monotonic() > deadline:
+            raise DynaormError(f"table {table.name!r} did not settle in {timeout}s")
+        yield Wait(delay)
+        delay = min(delay * 2, 2.0)

@@ -1,0 +1,295 @@
+"""The bulk writes (``save_many``, ``delete_many``) as protocols (pure: a driver performs
+them): fast, not atomic, no unique or versioned rules. New objects and keys go in
+``BatchWriteItem`` requests (25 a request, grouped per table); loaded objects as the
+conditioned single write ``save`` + ``commit`` (or ``delete``) sends, so another writer's
+newer state is never overwritten silently. A call that cannot finish raises
+:class:`~dynaorm.BulkWriteError` with what was written, what was not and what may have
+been."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.core.commit import Commit
+from dynaorm.core.staging import check_concurrency, refuse_rules
+from dynaorm.errors import (
+    BulkWriteError,
+    ConcurrentModificationError,
+    ConditionFailedError,
+    DynaormError,
+    ItemNotFoundError,
+    OutcomeUnknownError,
+    RequestError,
+)
+from dynaorm.model.entity import Entity, encode_entity, spec_of
+from dynaorm.model.expressions import Condition, all_of
+from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.state import InstanceState
+from dynaorm.model.table import TableSchema
+from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
+from dynaorm.protocol.steps import Proto, gather
+from dynaorm.read.batches import batch_rounds
+from dynaorm.write.conditions import stored_as
+from dynaorm.write.entries import DeleteEntry, SaveEntry
+from dynaorm.write.render import check_batch_delete, check_batch_put
+
+if TYPE_CHECKING:
+    from dynaorm.core.unit_of_work import UnitOfWork
+
+__all__ = ["BATCH_WRITE", "BulkResult", "delete_many_p", "save_many_p"]
+
+#: Requests one BatchWriteItem carries, at most.
+BATCH_WRITE = 25
+#: what a BatchWriteItem request stands for (the objects or keys), and the request
+Target = tuple[list[Any], dict[str, Any]]
+
+
+def _batch_write_p(table: TableSchema, targets: list[Target], result: BulkResult
+                   ) -> Proto[None]:
+    """Send BatchWriteItem rounds of ``targets`` (on ``table``) until nothing is left
+    unprocessed, recording in ``result`` what was written, what was not and what may
+    have been. Never raises after sending: a definite failure (throttled to the end,
+    unprocessed after the last round) leaves the rest not written, a lost answer leaves
+    that round unknown. A round is never resent after an attempt that may have been
+    applied (a resend could apply over another writer's newer state)."""
+    name = table.name
+    attrs = [a for a in table.key_attributes() if a is not None]
+    pending = targets  # what the next round sends: the previous round's unprocessed
+
+    def collect(out: dict[str, Any]) -> None:
+        nonlocal pending
+        left = {_request_id(r, attrs)
+                for r in (out.get("UnprocessedItems") or {}).get(name, [])}
+        for done_targets, request in pending:
+            if _request_id(request, attrs) not in left:
+                result.written.extend(done_targets)
+        pending = [t for t in pending if _request_id(t[1], attrs) in left]
+
+    try:
+        yield from batch_rounds("BatchWriteItem", name, {name: [r for _, r in targets]},
+                                "UnprocessedItems", collect, idempotent=False)
+    except RequestError as exc:  # the round in flight: unknown if it may have applied
+        result.fail(pending, exc, unknown=exc.maybe_applied)
+    except DynaormError as exc:  # unprocessed after the last round: not written
+        result.fail(pending, exc, unknown=False)
+
+
+def _chunks(by_table: dict[str, tuple[TableSchema, list[Any]]]
+            ) -> list[tuple[TableSchema, list[Any]]]:
+    """Each table's rows in chunks of :data:`BATCH_WRITE` (one request each)."""
+    return [(table, rows[i:i + BATCH_WRITE]) for table, rows in by_table.values()
+            for i in range(0, len(rows), BATCH_WRITE)]
+
+
+def _single_commit(uow: UnitOfWork, entry: SaveEntry | DeleteEntry, state: InstanceState,
+                   observed: bool) -> Commit:
+    """The planned commit of one loaded object of a bulk call (a plain entity: planned on
+    its own state, nothing to read), checked before anything is sent."""
+    commit = uow._new_commit([entry], observed=observed)
+    commit.prepared = [(entry, state)]
+    commit.plan()  # (limits, values: raises here, before anything is sent)
+    return commit
+
+
+Row = tuple[list[tuple[Entity, Stamps]], Item, PlainKey]
+
+
+def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
+                observed: bool) -> Proto[None]:
+    """New objects go in BatchWriteItem puts (25 a request, per table); loaded (persisted)
+    ones as the conditioned write ``save`` + ``commit`` sends (a lost update is refused,
+    attributes the class does not declare are kept). Everything is planned and checked
+    before anything is sent; a call that cannot finish raises
+    :class:`~dynaorm.BulkWriteError`."""
+    check_concurrency(concurrency)
+    rows: dict[Any, tuple[TableSchema, Row]] = {}
+    loaded: dict[Any, Commit] = {}
+    for obj in objs:
+        spec = uow._spec(obj)
+        if spec.has_rules:
+            raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
+                               "cannot keep them; use Session.save and commit")
+        state = obj._dynaorm_state
+        if state is not None:  # loaded: the conditioned single write of save + commit
+            ident = (spec.table.name, key_id(state.key))
+            commit = _single_commit(uow, SaveEntry(obj), state, observed)
+            _refuse_twice(ident in rows or ident in loaded, spec.name, state.key)
+            loaded[ident] = commit
+            continue
+        pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
+        written = stamped(obj, pairs)
+        key = spec.primary_key(written.__dict__)
+        item = encode_entity(written, spec, key=key)  # (the key rendered once)
+        check_batch_put(spec.cls, key, item)  # the gate every write passes
+        ident = (spec.table.name, key_id(key))
+        _refuse_twice(ident in loaded, spec.name, key)
+        same = rows.pop(ident, None)  # one key twice: the last object wins
+        rows[ident] = (spec.table, ([*(same[1][0] if same else []), (obj, pairs)], item, key))
+    by_table: dict[str, tuple[TableSchema, list[Row]]] = {}
+    for table, row in rows.values():
+        by_table.setdefault(table.name, (table, []))[1].append(row)
+    result = BulkResult()
+
+    def write(table: TableSchema, chunk: list[Row]) -> Proto[None]:
+        targets = [([obj for obj, _ in objs_at_key], {"PutRequest": {"Item": item}})
+                   for objs_at_key, item, _ in chunk]
+        before = len(result.written)
+        yield from _batch_write_p(table, targets, result)
+        stored = {id(obj) for obj in result.written[before:]}
+        for objs_at_key, item, key in chunk:
+            for obj, pairs in objs_at_key:  # all of them now stand for the stored item
+                if id(obj) in stored:
+                    apply_stamps(obj, pairs)
+                    obj._dynaorm_state = InstanceState(key, item)
+
+    protos = [write(table, c) for table, c in _chunks(by_table)]
+    protos += [_single_p(commit, result) for commit in loaded.values()]
+    yield from gather(protos, concurrency)
+    result.raise_if_failed("save_many")
+
+
+def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
+                  keys: Iterable[Mapping[str, Any]] | None, concurrency: int,
+                  observed: bool) -> Proto[None]:
+    """Keys and never-loaded objects go in BatchWriteItem deletes (25 a request, per
+    table); loaded objects as a DeleteItem conditioned on the item being gone or still as
+    loaded (a newer state is never deleted silently). A call that cannot finish raises
+    :class:`~dynaorm.BulkWriteError` (``delete_many(Entity, keys)`` reports the keys as
+    given)."""
+    check_concurrency(concurrency)
+    targets: list[tuple[Any, type[Entity], PlainKey]] = []
+    loaded: list[Commit] = []
+    if isinstance(objs, type):
+        spec = uow._spec(objs)
+        refuse_rules(spec, "delete_many")
+        targets = [(k, objs, uow._lookup_key(spec, k)) for k in keys or ()]
+    else:
+        if keys is not None:
+            raise DynaormError("delete_many(objs) takes no keys; "
+                               "delete_many(Entity, keys) does")
+        seen: set[Any] = set()
+        for obj in objs:
+            spec = uow._spec(obj)
+            refuse_rules(spec, "delete_many")
+            state = obj._dynaorm_state
+            if state is None:
+                targets.append((obj, type(obj), spec.primary_key(obj.__dict__)))
+                continue
+            ident = (spec.table.name, key_id(state.key))
+            _refuse_twice(ident in seen, spec.name, state.key)
+            seen.add(ident)
+            entry = DeleteEntry(obj, condition=_still_as_loaded(state.item))
+            loaded.append(_single_commit(uow, entry, state, observed))
+        for _, cls, k in targets:
+            _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
+                          "delete_many", k)
+    for _, cls, k in targets:  # the gate every write passes
+        check_batch_delete(cls, k)
+    grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
+    for target, cls, k in targets:
+        table = spec_of(cls).table
+        grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
+    by_table: dict[str, tuple[TableSchema, list[tuple[list[Any], PlainKey]]]] = {}
+    for table, each, k in grouped.values():
+        by_table.setdefault(table.name, (table, []))[1].append((each, k))
+    result = BulkResult()
+    protos = [_batch_write_p(table, [(t, {"DeleteRequest": {"Key": wire_key(k)}})
+                                     for t, k in c], result)
+              for table, c in _chunks(by_table)]
+    protos += [_single_p(commit, result) for commit in loaded]
+    yield from gather(protos, concurrency)
+    for target in result.written:
+        if isinstance(target, Entity):
+            target._dynaorm_state = None  # deleted: saving it again inserts
+    result.raise_if_failed("delete_many")
+
+
+@dataclass
+class BulkResult:
+    """What a bulk call did so far: objects (or keys) written, not written, unknown, and
+    the error behind each that was not written or is unknown."""
+
+    written: list[Any] = field(default_factory=list)
+    not_written: list[Any] = field(default_factory=list)
+    unknown: list[Any] = field(default_factory=list)
+    errors: list[tuple[Any, DynaormError]] = field(default_factory=list)
+
+    def fail(self, targets: Sequence[tuple[list[Any], Any]], error: DynaormError, *,
+             unknown: bool) -> None:
+        """Every target of ``targets`` failed with ``error`` (``unknown``: maybe applied)."""
+        for each, _ in targets:
+            for target in each:
+                self.failed(target, error, unknown=unknown)
+
+    def failed(self, target: Any, error: DynaormError, *, unknown: bool) -> None:
+        """``target`` failed with ``error`` (``unknown``: it may have been applied)."""
+        (self.unknown if unknown else self.not_written).append(target)
+        self.errors.append((target, error))
+
+    def raise_if_failed(self, what: str) -> None:
+        """:class:`~dynaorm.BulkWriteError` unless everything was written."""
+        if not self.not_written and not self.unknown:
+            return
+        first = self.errors[0][1] if self.errors else None
+        raise BulkWriteError(
+            f"{what}: {len(self.written)} written, {len(self.not_written)} not written, "
+            f"{len(self.unknown)} unknown (may have been applied: read them to see)"
+            + (f"; first error: {first}" if first is not None else ""),
+            written=self.written, not_written=self.not_written, unknown=self.unknown,
+            errors=self.errors) from first
+
+
+def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
+    """Send one planned single-object commit of a bulk call, recording its outcome (a
+    definite failure: not written; ``OutcomeUnknownError``: unknown)."""
+    (entry, _), = commit.prepared
+    obj = entry._obj
+    assert obj is not None  # (a save or a delete of an object)
+    if not commit._planned().ops:  # nothing changed: nothing to send
+        yield from commit.settle()
+        result.written.append(obj)
+        return
+    try:
+        yield from commit.send()
+    except ItemNotFoundError as exc:
+        if isinstance(entry, DeleteEntry):  # already gone: deleted, as asked
+            result.written.append(obj)
+        else:
+            result.failed(obj, exc, unknown=False)
+        return
+    except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
+        state = obj._dynaorm_state
+        key = exc.key if state is None else state.key
+        result.failed(obj, ConcurrentModificationError(
+            f"{type(obj).__name__} {key}: changed by another writer since it was "
+            "loaded; not deleted (reload it to delete the newer state)",
+            entity=type(obj), key=key), unknown=False)
+        return
+    except DynaormError as exc:  # unknown, a failed request, or another writer's change
+        unknown = isinstance(exc, OutcomeUnknownError) or (
+            isinstance(exc, RequestError) and exc.maybe_applied)
+        result.failed(obj, exc, unknown=unknown)
+        return
+    yield from commit.settle()
+    result.written.append(obj)
+
+
+def _still_as_loaded(item: Item) -> Condition | None:
+    """The condition of a bulk delete of a loaded object: every attribute it was loaded
+    with is still stored as loaded (an item already gone counts as deleted)."""
+    return all_of(stored_as(item, frozenset(item)))
+
+
+def _refuse_twice(twice: bool, name: str, key: PlainKey) -> None:
+    if twice:
+        raise DynaormError(f"{name} {key}: one stored item twice in one bulk call, one of "
+                           "them loaded; pass one object per item")
+
+
+def _request_id(request: dict[str, Any], attrs: list[str]) -> tuple[Any, ...]:
+    """The identity of a BatchWriteItem request by the key it writes."""
+    body = request.get("PutRequest", {}).get("Item") or request["DeleteRequest"]["Key"]
+    return tuple((a, *(tuple(body[a].items()) if a in body else ())) for a in attrs)

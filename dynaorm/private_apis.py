@@ -1,0 +1,110 @@
+"""Every private attribute of a dependency that dynaorm relies on, in one place.
+
+Each function names the library, the attribute and why no public way serves; when a
+dependency changes one of them, this is the only module to mend. Dependencies are
+imported when a function is called (``import dynaorm`` loads none of them).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+__all__ = ["PROXY_HOOK", "botocore_verify", "config_options", "moto_active", "moto_nested",
+           "proxy_tls_connector", "stream_buffered"]
+
+#: aiohttp's hook (3.13.3 and later) that builds the request to a proxy; overriding it is
+#: the only way to give the connection to the proxy its own TLS context (aiobotocore's
+#: ``AIOHTTPSession`` overrides it the same way)
+PROXY_HOOK = "_update_proxy_auth_header_and_build_proxy_req"
+
+
+def config_options(config: Any) -> dict[str, Any]:
+    """The options a ``botocore.config.Config`` was given (``None``: none).
+
+    botocore: ``Config._user_provided_options``, the same record ``Config.merge`` reads;
+    there is no public way to tell a given option from a default one, and dynaorm must keep
+    exactly what the user set while choosing its own defaults for the rest."""
+    if config is None:
+        return {}
+    return dict(config._user_provided_options)
+
+
+def botocore_verify(client: Any) -> Any:
+    """How a botocore client verifies TLS: ``False``, ``True``/``None`` (the default
+    bundle) or a CA bundle path.
+
+    botocore: ``client._endpoint.http_session._verify``. botocore resolves ``verify=`` from
+    the call, ``AWS_CA_BUNDLE``, the profile's ``ca_bundle`` and ``REQUESTS_CA_BUNDLE``
+    only into its HTTP session; reading it there keeps dynaorm's wire on the same decision."""
+    endpoint = getattr(client, "_endpoint", None)
+    return getattr(getattr(endpoint, "http_session", None), "_verify", True)
+
+
+def stream_buffered(reader: Any) -> int:
+    """Bytes an ``asyncio.StreamReader`` holds unread.
+
+    asyncio: ``StreamReader._buffer``; a reused keep-alive connection must hold nothing
+    unread (else an earlier answer's excess would be read as the next one), and the
+    stream has no public way to ask without consuming."""
+    return len(getattr(reader, "_buffer", b""))
+
+
+def moto_active() -> bool:
+    """Whether moto's in-process mock (``mock_aws``) is on: it answers inside botocore's
+    HTTP layer only, so requests must go through a botocore client then.
+
+    moto: ``moto.core.models.botocore_stubber.enabled``, the switch ``mock_aws`` turns on
+    (looked up only when moto is already imported)."""
+    models = sys.modules.get("moto.core.models")
+    stubber = getattr(models, "botocore_stubber", None)
+    return bool(getattr(stubber, "enabled", False))
+
+
+def moto_nested() -> bool:
+    """Whether a caller's own ``mock_aws`` block is open (moto keeps its settings then).
+
+    moto: ``MockAWS._nested_count``; nested mocks have no public counter."""
+    from moto.core.models import MockAWS
+
+    return bool(getattr(MockAWS, "_nested_count", 0))
+
+
+@functools.cache
+def proxy_tls_connector() -> type[Any]:
+    """An aiohttp ``TCPConnector`` whose connection to the proxy uses its own TLS context
+    (the ``proxy_ssl`` it is given): aiohttp otherwise builds the proxy request with the
+    endpoint's, so the endpoint's CA bundle would verify the proxy and its client
+    certificate would be offered to it. A connection the proxy drops before the tunnel is
+    up is aiohttp's ``ClientProxyConnectionError`` (not sent), not a connection lost after
+    sending.
+
+    aiohttp: overrides :data:`PROXY_HOOK` and ``_create_proxy_connection`` and sets the
+    proxy request's ``_ssl``; the same private hook aiobotocore's ``AIOHTTPSession`` uses."""
+    import ssl
+
+    import aiohttp
+
+    class ProxyTLSConnector(aiohttp.TCPConnector):
+        def __init__(self, *args: Any, proxy_ssl: ssl.SSLContext, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._proxy_ssl = proxy_ssl
+
+        def _update_proxy_auth_header_and_build_proxy_req(self, req: Any) -> Any:
+            proxy_req = super()._update_proxy_auth_header_and_build_proxy_req(req)
+            proxy_req._ssl = self._proxy_ssl
+            return proxy_req
+
+        async def _create_proxy_connection(self, req: Any, traces: Any,
+                                           timeout: Any) -> Any:
+            try:
+                return await super()._create_proxy_connection(req, traces, timeout)
+            except (aiohttp.ClientConnectorError, TimeoutError):
+                raise  # already "not sent": refused, TLS refused, a connect timeout
+            except OSError as exc:
+                # the proxy dropped the connection before the tunnel was up (under TLS
+                # 1.3 a refused client certificate shows here): the request was not sent
+                raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
+
+    return ProxyTLSConnector

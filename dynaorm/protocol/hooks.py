@@ -1,0 +1,210 @@
+"""Phase hooks: the one place tracing, logging, request events and fault injection attach
+(pure: the pump calls them; no I/O here).
+
+Two phases are observed, each as a small mutable record handed to every hook when it
+starts and when it ends, in the spirit of httpcore's ``trace`` extension:
+
+- an :class:`Operation`: one session operation (a commit, a get, a find, a ``get_many``,
+  one page of a query or a scan, a bulk call, a page of ``check`` or ``migrate``), with
+  the tables and entity types it is for; at its end, its error, if any;
+- an :class:`Attempt`: one HTTP attempt of one request, with the operation's API name, the
+  request, the attempt number and the origins of its actions; at its end, the response
+  or the :class:`~dynaorm.RequestError`, and the seconds it took.
+
+A hook is any object with ``on_start(phase)`` and ``on_end(phase, token)`` (subclass
+:class:`Hook` for both as no-ops). ``on_start`` returns a token (anything) that its
+``on_end`` gets back. Several hooks attach at once (:meth:`dynaorm.Client.add_hook`): they
+start in the order they were added and end in the reverse order, so an earlier hook wraps
+a later one. An attempt's hook may answer it without sending (set ``attempt.response`` or
+``attempt.error`` in ``on_start``) or replace its outcome in ``on_end``; an ``on_end`` of
+an attempt run by an ``AsyncSession`` may return an awaitable, which is awaited before the
+attempt ends (a sync session refuses one). A hook that raises is logged and ignored:
+observing never turns a write into a failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from dynaorm.errors import RequestError
+from dynaorm.protocol.events import actions_of, capacity_of, tables_of
+
+__all__ = ["Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation", "Phase", "end",
+           "start"]
+
+logger = logging.getLogger("dynaorm")
+
+
+@dataclass(slots=True, eq=False)
+class Operation:
+    """One session operation, as hooks see it (``on_start``: what it is; ``on_end``:
+    also how it ended)."""
+
+    name: str
+    """What the session did: ``"commit"``, ``"get"``, ``"get_many"``, ``"find"``,
+    ``"query"`` / ``"scan"`` (one page), ``"count"``, ``"save_many"``, ``"delete_many"``,
+    ``"create_table"``, ``"check"``, ``"migrate"``, ..."""
+    tables: tuple[str, ...] = ()
+    """The tables it is for (a commit across tables names each)."""
+    entities: tuple[type[Any], ...] = ()
+    """The entity classes it is for, when known."""
+    error: BaseException | None = None
+    """How it failed (set before ``on_end``; ``None``: it succeeded)."""
+    attempts: int = 0
+    """HTTP attempts made for it so far (all its requests, retries included)."""
+
+
+@dataclass(slots=True, eq=False)
+class Attempt:
+    """One HTTP attempt of one request, as hooks see it."""
+
+    operation: str
+    """The DynamoDB API name (``"PutItem"``)."""
+    request: dict[str, Any]
+    """The request's parameters (botocore-shaped), as they are sent."""
+    number: int
+    """Which attempt of the request this is (1 for the first)."""
+    origins: tuple[Any, ...] = ()
+    """For a commit's write: ``(entity_class, key, role)`` per action, in request order;
+    for a read, the entity classes it is for."""
+    response: dict[str, Any] | None = None
+    """The answer (set when it succeeded; a hook's ``on_start`` may set it to answer
+    without sending)."""
+    error: RequestError | None = None
+    """The failure (set when it failed; a hook may set it to fail the attempt)."""
+    elapsed: float = 0.0
+    """Seconds from sending to the answer or failure (0 when a hook answered)."""
+    sent: bool = False
+    """Whether the attempt went to the wire (``False``: a hook answered it)."""
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """The tables the request names, in order (several for a transaction or batch
+        across tables)."""
+        return tables_of(self.request)
+
+    @property
+    def consumed_capacity(self) -> dict[str, float]:
+        """Capacity units the answer reports, by table and ``table/index``."""
+        return capacity_of(self.response)
+
+    @property
+    def actions(self) -> int:
+        """How many items the request writes or reads by key."""
+        return actions_of(self.request)
+
+
+Phase = Operation | Attempt
+
+
+class HookLike(Protocol):
+    """What a hook is: ``on_start`` and ``on_end`` of each phase."""
+
+    def on_start(self, phase: Phase) -> object:
+        """A phase starts; the value returned comes back to :meth:`on_end`."""
+        ...  # pragma: no cover
+
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """The phase ended (its outcome is on it); for an attempt of an async session, an
+        awaitable returned is awaited before the attempt ends."""
+        ...  # pragma: no cover
+
+
+class Hook:
+    """A hook that does nothing: subclass it and override what you observe."""
+
+    def on_start(self, phase: Phase) -> object:
+        """A phase starts (an :class:`Operation` or an :class:`Attempt`)."""
+        return None
+
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """A phase ended; ``token`` is what :meth:`on_start` returned."""
+        return None
+
+
+def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
+    """Every hook's ``on_start``, in order; their tokens."""
+    tokens: list[object] = []
+    for hook in hooks:
+        try:
+            tokens.append(hook.on_start(phase))
+        except Exception:
+            logger.exception("hook %r failed at the start of %s", hook, _name(phase))
+            tokens.append(None)
+    return tokens
+
+
+def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object]
+        ) -> Iterator[Awaitable[Any]]:
+    """Every hook's ``on_end``, in reverse order; yields what a hook returned that is to be
+    awaited (the driver awaits it, or refuses it in a sync session, before going on)."""
+    for hook, token in zip(reversed(hooks), reversed(tokens), strict=True):
+        try:
+            result = hook.on_end(phase, token)
+        except Exception:
+            logger.exception("hook %r failed at the end of %s", hook, _name(phase))
+            continue
+        if result is not None and hasattr(result, "__await__"):
+            yield result
+
+
+def _name(phase: Phase) -> str:
+    return phase.name if isinstance(phase, Operation) else phase.operation
+
+
+class LogHook(Hook):
+    """One DEBUG record per attempt on the ``dynaorm`` logger: operation, table, actions,
+    attempt, milliseconds, consumed capacity and outcome, in the message and as record
+    attributes. Costs one level check per attempt when DEBUG is off."""
+
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """Log an attempt (nothing for an operation)."""
+        if not isinstance(phase, Attempt) or not logger.isEnabledFor(logging.DEBUG):
+            return None
+        tables = phase.tables
+        table = tables[0] if tables else None
+        capacity = phase.consumed_capacity
+        error = phase.error
+        outcome = "ok" if error is None else f"failed: {error.code}"
+        ms = phase.elapsed * 1000
+        logger.debug(
+            "%s on %s: %d action(s), attempt %d, %.1f ms, consumed capacity %s, %s",
+            phase.operation, table, phase.actions, phase.number, ms, capacity or "-",
+            outcome,
+            extra={"operation": phase.operation, "table": table, "actions": phase.actions,
+                   "attempt": phase.number, "ms": ms, "consumed_capacity": capacity,
+                   "error": None if error is None else error.code})
+        return None
+
+
+@dataclass(eq=False)
+class Listeners(Hook):
+    """The ``on_request`` hooks (:class:`~dynaorm.RequestEvent` after every attempt):
+    ``everywhere`` sees every request, ``by_table`` those naming one of its tables."""
+
+    everywhere: list[Callable[[Any], object]] = field(default_factory=list)
+    by_table: Callable[[str], Sequence[Callable[[Any], object]]] = lambda name: ()
+
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """Tell the listeners about an attempt (nothing for an operation)."""
+        if not isinstance(phase, Attempt):
+            return None
+        from dynaorm.protocol.events import RequestEvent
+
+        chosen = list(self.everywhere)
+        for name in phase.tables:
+            chosen.extend(self.by_table(name))
+        if not chosen:
+            return None
+        event = RequestEvent(phase.operation, phase.request, phase.response, phase.error,
+                             phase.number, phase.elapsed, phase.consumed_capacity,
+                             phase.origins)
+        for listener in chosen:
+            try:
+                listener(event)
+            except Exception:  # a faulty hook must not turn a write into a failure
+                logger.exception("on_request hook %r failed", listener)
+        return None

@@ -1,0 +1,54 @@
+"""The policy a client hands to both of its drivers: one immutable record of how requests
+are retried and observed (pure: no I/O).
+
+A :class:`~dynaorm.Client` resolves its settings once into a :class:`Policy` (attempts,
+waits, backoff, consumed-capacity reporting, the phase hooks) and replaces it with a new
+one when a hook is added or removed; the pump (:func:`dynaorm.protocol.steps.expand`) reads
+nothing else, so a sync and an async session on one client follow the same rules.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Final
+
+from dynaorm.protocol.hooks import HookLike, LogHook
+
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "Policy"]
+
+#: attempts per request when neither ``Client(max_attempts=)`` nor botocore's
+#: ``AWS_MAX_ATTEMPTS`` / profile ``max_attempts`` says otherwise
+DEFAULT_MAX_ATTEMPTS: Final = 5
+#: the most requests one operation runs at once (``concurrency=`` of the bulk calls, the
+#: threads of a sync session's scatter-gather reads)
+MAX_CONCURRENCY: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """How every request of one client is attempted and observed."""
+
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    """Attempts of one request, at most (one retry layer: botocore's are off)."""
+    max_wait: float = 10.0
+    """Seconds all retries of one request may wait in all."""
+    capacity: str | None = None
+    """``ReturnConsumedCapacity`` of every request that takes one (``None``: as built)."""
+    hooks: tuple[HookLike, ...] = ()
+    """The phase hooks, outermost first (:mod:`dynaorm.protocol.hooks`)."""
+    base_delay: float = 0.05
+    """The first retry's backoff ceiling, in seconds (doubled each retry)."""
+    max_delay: float = 5.0
+    """The largest backoff ceiling of one retry, in seconds."""
+
+    def backoff(self, attempt: int) -> float:
+        """Full-jitter exponential backoff before retry ``attempt`` (1-based):
+        uniform(0, min(max_delay, base_delay * 2**attempt)) seconds."""
+        return random.uniform(0, min(self.max_delay, self.base_delay * (2 ** attempt)))
+
+    @property
+    def observed(self) -> bool:
+        """Whether a hook may look at a write's origins (then requests carry them): any
+        hook but the DEBUG log."""
+        return any(not isinstance(h, LogHook) for h in self.hooks)

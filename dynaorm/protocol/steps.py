@@ -1,0 +1,336 @@
+"""The steps of dynaorm's protocols, and the one pump that expands them (pure: no I/O).
+
+Everything a session does that needs DynamoDB (commit, get, find, batches, query and scan
+paging, the audit, a table's administration) is written once as a generator -- a
+*protocol* -- that yields steps and receives their results, in the manner of h11 for HTTP.
+The vocabulary:
+
+- :class:`Call`: one request with the retry rules (:mod:`dynaorm.protocol.retry`); the
+  result is the response, or the :class:`~dynaorm.RequestError` is thrown in;
+- :class:`Send`: one attempt of one request -- the only step that touches the network;
+- :class:`Backoff`: wait the policy's backoff before retry round ``attempt``, within what
+  is left of its ``max_wait`` after ``waited`` seconds; the result is the seconds waited;
+- :class:`Wait`: sleep ``seconds``;
+- :class:`Gather`: run sub-protocols concurrently (at most ``concurrency`` at once); the
+  result is the list of their results (the first failure is thrown in);
+- :class:`Emit`: result items of a read, in order. A stream emits no more items at once
+  than its consumer gives it room for, so a consumer that stops after a batch stops
+  exactly where it would have stopped item by item;
+- :class:`Await`: something a hook returned to be awaited (an ``AsyncSession``'s driver
+  awaits it; a sync driver refuses it).
+
+:func:`expand` is the pump every protocol goes through: it runs a :class:`Call` as the
+retry protocol :func:`attempts` (which yields ``Send``, ``Wait`` and ``Await`` and calls
+the phase hooks around each attempt), turns a :class:`Backoff` into a :class:`Wait`, and
+reports the session operation to the hooks (:mod:`dynaorm.protocol.hooks`). A driver
+(:class:`dynaorm.client.drivers.SyncDriver`, :class:`~dynaorm.client.drivers.AsyncDriver`)
+only performs ``Send``, ``Wait``, ``Gather`` and ``Await`` and hands ``Emit``-ted items on.
+No rule lives in a driver.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from dynaorm._types import Item
+from dynaorm.errors import RequestError
+from dynaorm.protocol.events import capacity_of
+from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, start
+from dynaorm.protocol.policy import Policy
+from dynaorm.protocol.retry import recorder, retryable, with_capacity
+
+__all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step",
+           "Stream", "Wait", "attempts", "call", "consume", "expand", "forward", "gather",
+           "pull"]
+
+R = TypeVar("R")
+_LOG = LogHook()
+_logger = logging.getLogger("dynaorm")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Send ``request`` with the retry rules; the step's result is the response. A
+    request that is not ``idempotent`` is never resent after an attempt that may have
+    been applied; ``origins`` are passed on to the hooks."""
+
+    operation: str
+    request: dict[str, Any]
+    origins: tuple[Any, ...] = ()
+    idempotent: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``request`` once; the step's result is the response (a failure is thrown in
+    as a :class:`~dynaorm.RequestError`)."""
+
+    operation: str
+    request: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Wait the policy's backoff before retry round ``attempt``, within what is left of
+    its ``max_wait`` after ``waited`` seconds; the step's result is the seconds waited."""
+
+    attempt: int
+    waited: float
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Sleep ``seconds``."""
+
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class Gather:
+    """Run ``protos`` concurrently (at most ``concurrency`` at once); results in order."""
+
+    protos: Sequence[Generator[Any, Any, Any]]
+    concurrency: int
+
+
+@dataclass(frozen=True, slots=True)
+class Emit:
+    """Result items of a read, in order (a page's worth in one step)."""
+
+    items: Sequence[Item]
+
+
+@dataclass(frozen=True, slots=True)
+class Await:
+    """Await ``awaitable`` (what a hook's ``on_end`` returned)."""
+
+    awaitable: Awaitable[Any]
+
+
+Step = Call | Send | Backoff | Wait | Gather | Emit | Await
+#: What :func:`expand` leaves for a driver to perform.
+Primitive = Send | Wait | Gather | Emit | Await
+#: A protocol: yields steps, returns its result.
+Proto = Generator[Step, Any, R]
+#: A read's protocol: yields steps and result items, returns nothing.
+Stream = Generator[Step, Any, None]
+
+
+def expand(proto: Generator[Any, Any, R], policy: Policy,
+           operation: Operation | None = None, *, paged: bool = False
+           ) -> Generator[Primitive, Any, R]:
+    """Drive ``proto``: a :class:`Call` runs the retry protocol :func:`attempts`, a
+    :class:`Backoff` becomes a :class:`Wait` within the policy's ``max_wait``; every other
+    step is yielded for the driver, and its result (or failure) passed back. Returns
+    ``proto``'s result.
+
+    ``operation``: the session operation ``proto`` is, reported to the policy's hooks
+    (``on_start`` before it, ``on_end`` after it, with its error); ``paged``: each page of
+    a read is one operation (from its first request to the items it emits). Closed early
+    (a cancelled task, an abandoned read), it closes ``proto`` at once, in the closer's
+    context (its ``finally`` blocks run there, not whenever it is collected)."""
+    hooks = policy.hooks if operation is not None else ()
+    op: Operation | None = None
+    tokens: list[object] = []
+    if hooks and not paged and operation is not None:
+        op, tokens = operation, start(hooks, operation)
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = proto.send(value) if error is None else proto.throw(error)
+            except StopIteration as stop:
+                result: R = stop.value
+                return result
+            except BaseException as exc:
+                if op is not None:
+                    op.error = exc
+                raise
+            value = error = None
+            try:
+                kind = type(step)
+                if kind is Call:
+                    if paged and hooks and op is None and operation is not None:
+                        op = dataclasses.replace(operation)
+                        tokens = start(hooks, op)
+                    value = yield from attempts(policy, step)
+                elif kind is Backoff:
+                    delay = min(policy.backoff(step.attempt), policy.max_wait - step.waited)
+                    value = 0.0
+                    if delay > 0:
+                        yield Wait(delay)
+                        value = delay
+                else:
+                    if paged and hooks and operation is not None:
+                        if kind is Gather and op is None:
+                            op = dataclasses.replace(operation)
+                            tokens = start(hooks, op)
+                        elif kind is Emit and op is not None:
+                            _finish(hooks, op, tokens)
+                            op = None
+                    value = yield step
+            except Exception as exc:  # thrown into the protocol, which may handle it
+                error = exc
+    finally:
+        proto.close()
+        if op is not None:
+            _finish(hooks, op, tokens)
+
+
+def _finish(hooks: Sequence[HookLike], op: Operation, tokens: list[object]) -> None:
+    """End an operation (its hooks' ``on_end``; nothing is awaited for an operation)."""
+    for awaitable in end(hooks, op, tokens):
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()  # a coroutine no one will await: closed, not left to warn
+
+
+def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, Any]]:
+    """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
+    (:class:`Send`), each between its hooks' ``on_start`` and ``on_end`` (the DEBUG log
+    first when the ``dynaorm`` logger is at DEBUG), a :class:`Wait` of the policy's backoff
+    before each retry (within ``max_wait`` in all), only failures that
+    :func:`~dynaorm.protocol.retry.retryable` allows, and never a resend of a request that
+    is not idempotent after an attempt that may have been applied. The request and its
+    consumed capacity are recorded into the commit being recorded, if any. Returns the
+    response, or raises the last :class:`~dynaorm.RequestError` (``maybe_applied`` and
+    ``attempts`` set)."""
+    operation = step.operation
+    request = with_capacity(operation, step.request, policy.capacity)
+    recording = recorder()
+    if recording is not None:
+        recording._add(operation, request)
+    hooks: Sequence[HookLike] = policy.hooks
+    if _logger.isEnabledFor(logging.DEBUG):
+        hooks = (_LOG, *hooks)
+    number = 0
+    waited = 0.0
+    maybe_applied = False
+    while True:
+        number += 1
+        out: dict[str, Any] | None = None
+        error: RequestError | None = None
+        if hooks:
+            attempt = Attempt(operation, request, number, step.origins)
+            tokens = start(hooks, attempt)
+            if attempt.response is None and attempt.error is None:
+                attempt.sent = True
+                began = time.perf_counter()
+                try:
+                    attempt.response = yield Send(operation, request)
+                except RequestError as exc:
+                    attempt.error = exc
+                attempt.elapsed = time.perf_counter() - began
+            for awaitable in end(hooks, attempt, tokens):
+                yield Await(awaitable)
+            out, error = attempt.response, attempt.error
+            if out is None and error is None:
+                out = {}
+        else:
+            try:
+                out = yield Send(operation, request)
+            except RequestError as exc:
+                error = exc
+        if error is None:
+            assert out is not None
+            if recording is not None and "ConsumedCapacity" in out:
+                recording._consumed(capacity_of(out))
+            return out
+        maybe_applied = maybe_applied or error.maybe_applied
+        if number >= policy.max_attempts or not retryable(error) or (
+                maybe_applied and not step.idempotent):
+            error.maybe_applied = maybe_applied
+            error.attempts = number
+            if number > 1:
+                error.args = (f"{error.args[0]} (after {number} attempts)", *error.args[1:])
+            raise error
+        delay = min(policy.backoff(number), policy.max_wait - waited)
+        if delay > 0:
+            yield Wait(delay)
+            waited += delay
+
+
+def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,
+         idempotent: bool = True) -> Proto[dict[str, Any]]:
+    """The response to one request."""
+    out: dict[str, Any] = yield Call(operation, request, origins, idempotent)
+    return out
+
+
+def gather(protos: Sequence[Proto[R]], concurrency: int) -> Proto[list[R]]:
+    """The results of ``protos`` run concurrently (sequentially when only one)."""
+    if not protos:
+        return []
+    if len(protos) == 1 or concurrency <= 1:
+        results: list[R] = []
+        for p in protos:
+            results.append((yield from p))
+        return results
+    out: list[R] = yield Gather(protos, concurrency)
+    return out
+
+
+def consume(stream: Stream, on_items: Callable[[Sequence[Item]], bool]) -> Proto[bool]:
+    """Drive ``stream``, passing its steps on (and their results and failures back),
+    handing each batch of items to ``on_items`` until it returns ``True`` (then:
+    ``True``) or the stream ends (``False``). The stream stays usable after an early
+    stop."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = stream.send(value) if error is None else stream.throw(error)
+        except StopIteration:
+            return False
+        value = error = None
+        if isinstance(step, Emit):
+            if on_items(step.items):
+                return True
+            continue
+        try:
+            value = yield step
+        except Exception as exc:  # passed back into the stream, which may handle it
+            error = exc
+
+
+def pull(stream: Stream, n: int | None) -> Proto[list[Item]]:
+    """The next ``n`` items (all, for ``None``) of ``stream``, which stays usable (a
+    stream given room for ``n`` emits no more; of one that does, the first ``n``)."""
+    items: list[Item] = []
+    if n is not None and n <= 0:
+        return items
+
+    def take(batch: Sequence[Item]) -> bool:
+        items.extend(batch)
+        return n is not None and len(items) >= n
+
+    yield from consume(stream, take)
+    if n is not None:
+        del items[n:]
+    return items
+
+
+def forward(stream: Stream, stop: Callable[[Sequence[Item]], bool]) -> Stream:
+    """``stream``'s steps and items, ending after the batch for which ``stop`` is true."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = stream.send(value) if error is None else stream.throw(error)
+        except StopIteration:
+            return
+        value = error = None
+        try:
+            value = yield step
+        except Exception as exc:
+            error = exc
+            continue
+        if isinstance(step, Emit) and stop(step.items):
+            stream.close()
+            return

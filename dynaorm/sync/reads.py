@@ -1,0 +1,78 @@
+"""Queries and scans of a :class:`~dynaorm.Session`: the pure descriptions
+(:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.ScanSpec`) with blocking
+terminals that run their protocols through the session's driver (each page one operation
+for the hooks)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from dynaorm.client.drivers import SyncDriver
+from dynaorm.model.entity import Entity
+from dynaorm.read.query import QuerySpec
+from dynaorm.read.scan import ScanSpec
+from dynaorm.read.spec import Page, ReadSpec
+
+__all__ = ["Query", "Scan", "SyncTerminals"]
+
+T = TypeVar("T", bound=Entity)
+
+
+class SyncTerminals(ReadSpec[T]):
+    """The blocking terminals of a read (its ``_driver`` is a session's sync driver)."""
+
+    _driver: SyncDriver
+
+    def __iter__(self) -> Iterator[T]:
+        stream, decode = self._decoded()
+        for batch in self._driver.iterate(stream, self._page_operation()):
+            yield from decode(batch)  # one at a time: a loop may stop early
+
+    def all(self) -> list[T]:
+        """Every result, as a list."""
+        return list(self)
+
+    def first(self) -> T | None:
+        """The first result, or ``None``."""
+        for obj in self.limit(1):
+            return obj
+        return None
+
+    def count(self) -> int:
+        """How many results (``Select=COUNT``: no item is sent or decoded), capped by
+        ``limit``. Where the type selection cannot be a filter, keys are read and counted."""
+        return self._driver.run(self._count_p(), self._one_operation("count"))
+
+    def values(self, *fields: str) -> list[dict[str, Any]]:
+        """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
+        return self._driver.run(self._values_p(fields), self._one_operation("values"))
+
+    def keys(self) -> list[dict[str, Any]]:
+        """The key fields of each result: what ``Session.get`` takes."""
+        return self._driver.run(self._keys_p(), self._one_operation("keys"))
+
+    def page(self, cursor: str | None = None) -> Page[T]:
+        """One page of results and the cursor that resumes after them (``None`` at the end).
+
+        A query's page holds ``page_size`` (or ``limit``, else 100) results and costs one
+        request when unsharded; a scan's page is one request per segment still reading,
+        each evaluating ``page_size`` items (default 100), so it may hold fewer.
+        """
+        return self._driver.run(self._page_p(cursor), self._one_operation("page"))
+
+
+@dataclass(frozen=True, eq=False)
+class Query(QuerySpec[T], SyncTerminals[T]):
+    """A lazy query over one partition (or all shards of one). Build with
+    ``Session.query``; every builder returns a new query."""
+
+    def one(self) -> T:
+        """The only result (``ItemNotFoundError`` / ``MultipleResultsError`` otherwise)."""
+        return self._only(list(self.limit(2)))
+
+
+@dataclass(frozen=True, eq=False)
+class Scan(ScanSpec[T], SyncTerminals[T]):
+    """A scan of some entity types. Build with ``Session.scan``."""
