@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -167,6 +168,7 @@ def _detached_hooks() -> Iterator[None]:
 
     for client in live_clients():
         client._detach_all()
+        client.driver.sleep = time.sleep
 
 
 @pytest.fixture

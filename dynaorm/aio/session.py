@@ -38,9 +38,18 @@ class AsyncSession(UnitOfWork):
     def __init__(self, target: Table | Client) -> None:
         _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
         table, client = session_target(target, "AsyncSession")
-        super().__init__(table, client, client.async_driver)
-        self.client = client
-        """The :class:`~dynaorm.Client` the session sends through."""
+        super().__init__(table, client if table is None else None)
+
+    @property
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        found: Client = self._client
+        return found
+
+    @property
+    def _driver(self) -> Any:
+        return self.client.async_driver
 
     async def __aenter__(self) -> AsyncSession:
         return self

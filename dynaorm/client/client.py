@@ -57,9 +57,11 @@ _UNRESOLVED: Any = object()
 
 
 def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object = None,
-                   max_wait: object = 10.0, return_consumed_capacity: object = None) -> None:
+                   max_wait: object = 10.0, return_consumed_capacity: object = None,
+                   endpoint_url: object = None, region: object = None) -> None:
     """Refuse connection settings that cannot work (``owner`` names the client or table
-    in the message): the one check of ``Client(...)`` and ``Table(...)``'s shorthands."""
+    in the message): the one check of ``Client(...)`` and ``Table(...)``'s shorthands
+    (``endpoint_url`` and ``region`` are judged by botocore when the client is made)."""
     if wire not in WIRES:
         raise DynaormError(f"{owner}: wire must be one of {list(WIRES)}, got {wire!r}")
     if max_attempts is not None and (not isinstance(max_attempts, int)
@@ -134,6 +136,8 @@ class Client:
         """``ReturnConsumedCapacity`` of every request that takes one (``None``: writes
         ask for ``INDEXES``, reads for nothing)."""
         self._max_attempts = max_attempts
+        #: what messages call the client: ``"Client"``, or the tables that share it
+        self._label = "Client"
         self._lock = threading.RLock()
         self._session: Any = None  # the botocore session the configuration is read from
         self._configured: Any = _UNRESOLVED
@@ -169,7 +173,7 @@ class Client:
         as botocore reads them), else 5."""
         if self._max_attempts is None:
             self._max_attempts = resolve_max_attempts(None, self._botocore_session(),
-                                                      "Client")
+                                                      self._label)
         return self._max_attempts
 
     @property
@@ -253,11 +257,11 @@ class Client:
 
                 try:
                     self._botocore = create_client(
-                        self.endpoint_url, self.region, table="Client", config=self.config,
-                        session=self._botocore_session())
+                        self.endpoint_url, self.region, owner=self._label,
+                        config=self.config, session=self._botocore_session())
                 except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
                     raise DynaormError(
-                        f"cannot create a DynamoDB client for endpoint "
+                        f"{self._label}: cannot create a DynamoDB client for endpoint "
                         f"{self.endpoint_url!r}: {exc}") from exc
             return self._botocore
 
@@ -341,15 +345,15 @@ class Client:
         if local_only(session, self.endpoint_url):
             has = await session.get_credentials() is not None
         kwargs, options = client_settings(session, self.endpoint_url, self.region,
-                                          table="Client", config=self.config,
+                                          owner=self._label, config=self.config,
                                           has_credentials=has)
         try:
             context = session.create_client("dynamodb", config=aio.config.AioConfig(
                 **options), **kwargs)
             made = await context.__aenter__()
         except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
-            raise DynaormError(f"cannot create a DynamoDB client for endpoint "
-                               f"{self.endpoint_url!r}: {exc}") from exc
+            raise DynaormError(f"{self._label}: cannot create a DynamoDB client for "
+                               f"endpoint {self.endpoint_url!r}: {exc}") from exc
         here.closers.append(context)
         return made
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import time
-from collections.abc import AsyncIterator, Generator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import Item
@@ -45,10 +45,12 @@ def _refuse(step: Await) -> None:
 class SyncDriver:
     """Runs protocols with blocking I/O through its client."""
 
-    __slots__ = ("_client",)
+    __slots__ = ("_client", "sleep")
 
     def __init__(self, client: Client) -> None:
         self._client = client
+        #: how a ``Wait`` sleeps (``time.sleep``; a test may give a fake clock's)
+        self.sleep: Callable[[float], object] = time.sleep
 
     def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None) -> R:
         """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
@@ -101,7 +103,7 @@ class SyncDriver:
         if kind is Send:
             return self._client.send(step.operation, step.request)
         if kind is Wait:
-            time.sleep(step.seconds)
+            self.sleep(step.seconds)
             return step.seconds
         if kind is Gather:
             return self._gather(step)

@@ -167,7 +167,7 @@ def configured_region(session: Any | None = None) -> str | None:
 
 
 def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
-                   table: str = "?") -> str:
+                   owner: str = "Client") -> str:
     """The region to sign for: ``region``, else :func:`configured_region`; for a local
     engine :data:`LOOPBACK_REGION`; else a DynaormError saying how to set one."""
     found = region or configured_region(session)
@@ -176,14 +176,14 @@ def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
     if is_local(endpoint_url, session):
         return LOOPBACK_REGION
     raise DynaormError(
-        f"table {table!r}: no AWS region configured; pass Client(region=...) or "
+        f"{owner}: no AWS region configured; pass Client(region=...) or "
         "Table(region=...), set "
         "AWS_REGION or AWS_DEFAULT_REGION, or put 'region = ...' in your AWS profile "
         "(~/.aws/config)")
 
 
 def resolve_max_attempts(max_attempts: int | None, session: Any | None = None,
-                         table: str = "?") -> int:
+                         owner: str = "Client") -> int:
     """Attempts per request: ``max_attempts``, else botocore's ``max_attempts``
     (``AWS_MAX_ATTEMPTS``, the profile's ``max_attempts``), else
     :data:`DEFAULT_MAX_ATTEMPTS`; a DynaormError for a configured value that is not an
@@ -193,12 +193,12 @@ def resolve_max_attempts(max_attempts: int | None, session: Any | None = None,
     try:
         found = _session(session).get_config_variable("max_attempts")
     except ValueError as exc:  # botocore's int() of the configured text
-        raise DynaormError(f"table {table!r}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
+        raise DynaormError(f"{owner}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
                            f"must be an int >= 1: {exc}") from None
     if found is None:
         return DEFAULT_MAX_ATTEMPTS
     if not isinstance(found, int) or found < 1:
-        raise DynaormError(f"table {table!r}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
+        raise DynaormError(f"{owner}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
                            f"must be an int >= 1, got {found!r}")
     return found
 
@@ -233,7 +233,7 @@ def local_credentials(endpoint_url: str | None, session: Any | None = None) -> d
 
 
 def client_settings(session: Any, endpoint_url: str | None, region: str | None, *,
-                    table: str = "?", config: Any = None, has_credentials: bool | None = None,
+                    owner: str = "Client", config: Any = None, has_credentials: bool | None = None,
                     ) -> tuple[dict[str, Any], dict[str, Any]]:
     """What every dynaorm client is created with, sync or async: ``create_client``'s
     keyword arguments (region, endpoint, local credentials) and ``Config``'s options.
@@ -245,7 +245,7 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
     of the session when ``None``; an async session's caller awaits it after
     :func:`local_only`).
     """
-    name = resolve_region(region, session, endpoint_url, table)
+    name = resolve_region(region, session, endpoint_url, owner)
     kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url}
     if in_process(configured_endpoint(endpoint_url, session)):
         kwargs.update(_dummy())
@@ -259,12 +259,12 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
-                  table: str = "?", config: Any = None, session: Any | None = None) -> Any:
+                  owner: str = "Client", config: Any = None, session: Any | None = None) -> Any:
     """A DynamoDB botocore client with botocore's own retries off (dynaorm retries);
     see :func:`client_settings`. ``session``: the botocore session to use (default: a new
     one, which reads the configuration as it is now)."""
     session = _session(session)
-    kwargs, options = client_settings(session, endpoint_url, region, table=table,
+    kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
                                       config=config)
     import botocore.config
 

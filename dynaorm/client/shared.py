@@ -47,12 +47,16 @@ def configuration_fingerprint() -> tuple[Any, ...]:
     return (env, files, in_process_mock_depth() > 0)
 
 
-def shared_client(settings: Mapping[str, Any]) -> Client:
+def shared_client(settings: Mapping[str, Any], table: str) -> Client:
     """The client tables with these connection ``settings`` (``Client``'s keyword
-    arguments; empty: the default client) share under the current configuration."""
+    arguments; empty: the default client) share under the current configuration;
+    ``table`` names the table asking (messages about the client name its tables)."""
     key = (tuple(sorted(settings.items())), configuration_fingerprint())
     with _LOCK:
         found = _CLIENTS.get(key)
         if found is None:
             found = _CLIENTS[key] = Client(**settings)
+            found._label = f"table {table!r}"
+        elif repr(table) not in found._label and found._label.count(",") < 2:
+            found._label = found._label.replace("table ", "tables ", 1) + f", {table!r}"
         return found

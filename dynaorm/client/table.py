@@ -115,7 +115,7 @@ class Table(TableSchema):
             return found
         with self._bind_lock:  # threads racing to the first use get one client
             if self._client is None:
-                self._client = shared_client(self._settings)
+                self._client = shared_client(self._settings, self.name)
                 self._attach(self._client)
             return self._client
 

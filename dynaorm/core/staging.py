@@ -27,30 +27,43 @@ T = TypeVar("T", bound=Entity)
 
 
 class Staging:
-    """The staging half of a unit of work (no I/O): on ``table`` (``None``: a session of
-    a client), and on every table bound to ``client``, the client of the session (what it
-    is, pure code does not know: it only compares identities)."""
+    """The staging half of a unit of work (no I/O): on ``table`` and every table bound to
+    the same client, or (``table=None``) on every table bound to ``client``. What a client
+    is, pure code does not know: it compares identities, and hands the session's
+    ``_driver`` (given by the session kind) to the reads it builds."""
 
     #: the classes of the session's reads (sync or async terminals over the same specs)
     _query_class: ClassVar[type[QuerySpec[Any]]] = QuerySpec
     _scan_class: ClassVar[type[ScanSpec[Any]]] = ScanSpec
 
-    def __init__(self, table: TableSchema | None, client: object, driver: object) -> None:
+    def __init__(self, table: TableSchema | None, client: object = None) -> None:
         self.table = table
         """The table the session was made with (``None``: made with a client)."""
-        self._client = client
-        self._driver = driver  # what runs the session's reads (handed to them)
+        self._given = client
         self._staged: dict[int, StagedWrite] = {}  # by object identity, in staging order
+
+    @property
+    def _client(self) -> Any:
+        """The client of the session: its table's (as the table is bound now), or the
+        one it was made with."""
+        return self._given if self.table is None else self.table.db
+
+    @property
+    def _driver(self) -> Any:
+        """What runs the session's protocols (a session kind gives it)."""
+        return None
 
     def _spec(self, obj_or_cls: Any) -> EntitySpec:
         cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
         spec = spec_of(cls)
         table = spec.table
         if table is not self.table and table.db is not self._client:
+            mine = (f"this session's table {self.table.name!r}" if self.table is not None
+                    else f"this session's client ({self._client!r})")
             raise DynaormError(
-                f"{spec.name} lives in table {table.name!r}, whose client is not this "
-                f"session's ({self._client!r}): a session commits the tables of one "
-                "client (bind both tables to one Client)")
+                f"{spec.name} lives in table {table.name!r}, which is bound to another "
+                f"client than {mine}: a session commits the tables of one client (bind "
+                "both tables to one Client)")
         return spec
 
     def _stage(self, entry: SaveEntry | DeleteEntry) -> None:

@@ -43,9 +43,18 @@ class Session(UnitOfWork):
 
     def __init__(self, target: Table | Client) -> None:
         table, client = session_target(target, "Session")
-        super().__init__(table, client, client.driver)
-        self.client = client
-        """The :class:`~dynaorm.Client` the session sends through."""
+        super().__init__(table, client if table is None else None)
+
+    @property
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        found: Client = self._client
+        return found
+
+    @property
+    def _driver(self) -> Any:
+        return self.client.driver
 
     def __enter__(self) -> Session:
         return self

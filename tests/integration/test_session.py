@@ -614,9 +614,12 @@ def test_item_just_under_the_limit_is_stored(db: TestBackend) -> None:
 
 # -- misuse --------------------------------------------------------------------------------
 def test_session_checks_the_table(db: TestBackend) -> None:
-    other = Table("other-table")
-    with pytest.raises(DynaormError, match="other-table"):
+    """A session stages entities of its table's client only (contract 19): a table
+    bound to another client is refused, naming both tables."""
+    other = Table("other-table", endpoint_url="http://127.0.0.1:9")
+    with pytest.raises(DynaormError, match="other-table") as err:
         Session(other).save(Note(note_id="n1"))
+    assert db.table.name in str(err.value)
     with pytest.raises(DynaormError):
         Session("app")  # type: ignore[arg-type]
 
