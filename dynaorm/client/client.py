@@ -294,20 +294,33 @@ class Client:
                     self._sync_wire = SyncWire(client, self._credentials())
             return self._sync_wire
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send one request once (no retry; the drivers retry), blocking; a failure is
-        raised as a :class:`~dynaorm.RequestError`."""
+    @property
+    def sync_wire(self) -> Any:
+        """The :class:`~dynaorm.wire.SyncWire` sync requests go over now (opened on first
+        use), or ``None`` when they go through the botocore client (``wire="botocore"``,
+        moto's in-process mock)."""
         wire = self._sync_wire
         if wire is None:
             wire = self._open_sync_wire()
+        return None if wire is False or moto_active() else wire
+
+    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        """Send one request once (no retry; the drivers retry), blocking; a failure is
+        raised as a :class:`~dynaorm.RequestError`."""
         try:
+            wire = self._sync_wire
+            if wire is None:
+                wire = self._open_sync_wire()
             if wire is not False and not moto_active():
                 answer: dict[str, Any] = wire.send(operation, request)
                 return answer
             answer = getattr(self.botocore, method_name(operation))(**request)
             return answer
         except Exception as exc:
-            raise map_error(operation, request, exc) from exc
+            mapped = map_error(operation, request, exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
 
     # -- async requests ----------------------------------------------------------------
     def _loop(self) -> _Loop:
@@ -316,6 +329,14 @@ class Client:
         if found is None:
             found = self._loops[loop] = _Loop()
         return found
+
+    @property
+    def async_wire(self) -> Any:
+        """The running event loop's :class:`~dynaorm.wire.aio.AsyncWire`, once a request
+        opened it (``None`` before, after :meth:`aclose`, or when requests go through
+        aiobotocore)."""
+        found = self._loops.get(asyncio.get_running_loop())
+        return None if found is None else found.wire
 
     def _async_wire_name(self) -> str:
         if self.wire == "dynaorm" and not self._in_process():
@@ -374,22 +395,24 @@ class Client:
     async def asend(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request once on the running event loop; a failure is raised as a
         :class:`~dynaorm.RequestError`."""
-        if self._async_wire_name() == "dynaorm":
-            here = self._loop()
-            wire = here.wire
-            if wire is None:
-                wire = await self._async_wire(here)
-            pending = wire.send(operation, request)
-        else:
-            made = await self.aiobotocore()
-            pending = getattr(made, method_name(operation))(**request)
         try:
-            answer: dict[str, Any] = await pending
+            if self._async_wire_name() == "dynaorm":
+                here = self._loop()
+                wire = here.wire
+                if wire is None:
+                    wire = await self._async_wire(here)
+                answer: dict[str, Any] = await wire.send(operation, request)
+            else:
+                made = await self.aiobotocore()
+                answer = await getattr(made, method_name(operation))(**request)
             return answer
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            raise map_error(operation, request, exc) from exc
+            mapped = map_error(operation, request, exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
 
     # -- closing -----------------------------------------------------------------------
     def close(self) -> None:

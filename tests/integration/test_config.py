@@ -17,7 +17,6 @@ import botocore.session
 import pytest
 
 from dynaorm import DynaormError, RequestError, Table
-from dynaorm.testing import moto_backend, use_tables
 from dynaorm.client.settings import (
     DEFAULT_MAX_ATTEMPTS,
     LOOPBACK_ACCESS_KEY,
@@ -28,6 +27,7 @@ from dynaorm.client.settings import (
     is_loopback,
     local_credentials,
 )
+from dynaorm.testing import moto_backend, use_tables
 
 T = TypeVar("T")
 
@@ -277,7 +277,7 @@ def test_max_attempts_default(aws: Aws) -> None:
 def test_max_attempts_from_the_environment(aws: Aws) -> None:
     aws.env(AWS_MAX_ATTEMPTS="3")
     table = Table("dynaorm-cfg")
-    assert unchanged(lambda: (table.max_attempts, table.transport.max_attempts)) == (3, 3)
+    assert unchanged(lambda: (table.max_attempts, table.db.policy.max_attempts)) == (3, 3)
 
 
 def test_max_attempts_from_the_profile(aws: Aws) -> None:
@@ -296,14 +296,14 @@ def test_explicit_max_attempts_wins(aws: Aws) -> None:
     aws.profile("[default]\nmax_attempts = 2\n")
     aws.env(AWS_MAX_ATTEMPTS="7")
     table = Table("dynaorm-cfg", max_attempts=4)
-    assert unchanged(lambda: (table.max_attempts, table.transport.max_attempts)) == (4, 4)
+    assert unchanged(lambda: (table.max_attempts, table.db.policy.max_attempts)) == (4, 4)
 
 
 @pytest.mark.parametrize("value", ["three", "0"])
 def test_bad_configured_max_attempts_is_a_dynaorm_error(aws: Aws, value: str) -> None:
     aws.env(AWS_MAX_ATTEMPTS=value)
     with pytest.raises(DynaormError, match="AWS_MAX_ATTEMPTS"):
-        unchanged(lambda: Table("dynaorm-cfg").transport)
+        unchanged(lambda: Table("dynaorm-cfg").db.policy)
 
 
 def test_configured_max_attempts_is_what_a_failing_request_gets(aws: Aws) -> None:
@@ -320,7 +320,7 @@ def test_configured_max_attempts_is_what_a_failing_request_gets(aws: Aws) -> Non
         return AWSResponse(request.url, 400, {"x-amzn-RequestId": "r"}, _Raw(body))
 
     with moto_backend(), use_tables(table):
-        table.transport.base_delay = 0.0
+        table.max_wait = 0  # retry without waiting
         table.wire = "botocore"  # hooks botocore's client: its wire
         events = table.client.meta.events
         events.register_first("before-send.dynamodb", throttle)

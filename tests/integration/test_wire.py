@@ -4,7 +4,6 @@ credentials the botocore client would use; moto's in-process mock keeps the clie
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +24,10 @@ ITEM: dict[str, Any] = {
 
 
 @pytest.fixture
-def both(db: Any) -> Iterator[list[str]]:
-    """The wires ``db``'s engine can take (moto's in-process mock: only botocore's)."""
-    transport = db.table.transport
-    wires = ["botocore", "dynaorm"] if db.endpoint_url else ["botocore"]
-    yield wires
-    transport.wire = "dynaorm"
+def both(db: Any) -> list[str]:
+    """The wires ``db``'s engine can take (moto's in-process mock: only botocore's); the
+    table is bound back as it was when the test ends (``use_tables``)."""
+    return ["botocore", "dynaorm"] if db.endpoint_url else ["botocore"]
 
 
 def _call(table: Table, wire: str, operation: str, request: dict[str, Any]) -> Any:
@@ -91,21 +88,24 @@ def test_same_errors_on_both_wires(db: Any, both: list[str]) -> None:
 
 def test_sessions_go_over_dynaorm_wire_on_a_server_engine(db: Any) -> None:
     if not db.endpoint_url:
-        assert db.table.transport.sync_wire is None  # the in-process mock: botocore
+        assert db.table.db.sync_wire is None  # the in-process mock: botocore
         return
-    assert isinstance(db.table.transport.sync_wire, SyncWire)
-    recorded = Requests(db.table)  # hooks the client's events: pins the botocore wire
-    assert db.table.transport.sync_wire is None
     db.table.wire = "dynaorm"
+    assert isinstance(db.table.db.sync_wire, SyncWire)
+    through_botocore: list[str] = []
+    db.table.client.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: through_botocore.append(model.name))
+    seen = Requests(db.table)  # a hook: it sees every attempt, on any wire
     s = db.session()
     s.save(User(user_id="w1", org_id="o", username="wire1", email="w1@x.com"))
     s.commit()
     assert db.session().get(User, user_id="w1") is not None
-    assert recorded.calls == []  # nothing went through the client
+    assert [op for op, _ in seen.calls] == ["TransactWriteItems", "GetItem"]
+    assert through_botocore == []  # nothing went through the botocore client
 
 
 def _authorizations(table: Table, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    wire = table.transport.sync_wire
+    wire = table.db.sync_wire
     assert isinstance(wire, SyncWire)
     seen: list[str] = []
     prepare = wire.prepare

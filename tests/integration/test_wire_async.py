@@ -1,9 +1,9 @@
-"""The async wire (:class:`dynaorm.wire.aio.AsyncWire`, ``AsyncTransport.wire =
-"dynaorm"``) against aiobotocore (``wire = "botocore"``) on DynamoDB Local and dynoxide:
-the same requests get the same answers and the same errors (a conditional failure with its
-item, transaction cancellation reasons, paged queries, a batch get with unprocessed keys,
-scans); a crc32 mismatch, a refused connection and a read timeout fail as they must; the
-aiohttp session is closed with the transport; the wire is chosen as the sync transport's.
+"""The async wire (:class:`dynaorm.wire.aio.AsyncWire`, a client's ``wire="dynaorm"``)
+against aiobotocore (``wire="botocore"``) on DynamoDB Local and dynoxide: the same requests
+get the same answers and the same errors (a conditional failure with its item, transaction
+cancellation reasons, paged queries, a batch get with unprocessed keys, scans); a crc32
+mismatch, a refused connection and a read timeout fail as they must; the connections close
+with the client (``aclose``); one client's wire serves its sync and async sessions.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ import pytest
 from botocore.credentials import Credentials
 from botocore.exceptions import ChecksumError
 
-from dynaorm import AsyncSession, DynaormError, RequestError, Session, Table
-from dynaorm.aio import close, transport_of
-from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.transport.aio import AsyncTransport
+from dynaorm import AsyncSession, Attempt, Client, DynaormError, Hook, RequestError, Session, Table
+from dynaorm.aio import close
 from dynaorm.client.errors import map_error
+from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.wire.aio import AsyncWire
 from tests.support.models import Note, User, app
 
@@ -58,33 +57,31 @@ def engine(request: pytest.FixtureRequest) -> Iterator[TestBackend]:
         yield tb
 
 
-def on(wire: str) -> AsyncTransport:
-    """The table's async transport, sending through ``wire``."""
-    transport = transport_of(app)
-    transport.wire = wire
-    return transport
+def on(wire: str) -> Client:
+    """The table's client, sending through ``wire`` (the table is bound to it)."""
+    app.wire = wire
+    return app.db
 
 
 def strip(answer: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
 
 
-async def both(call: Callable[[AsyncTransport], Awaitable[R]]) -> list[R]:
+async def both(call: Callable[[Client], Awaitable[R]]) -> list[R]:
     """``call`` through each wire in turn; asserts the dynaorm wire really sent."""
     out = []
     for wire in WIRES:
-        transport = on(wire)
-        out.append(await call(transport))
-        used = transport._wires.get(asyncio.get_running_loop())
-        assert (used is not None) == (wire == "dynaorm")
+        client = on(wire)
+        out.append(await call(client))
+        assert (client.async_wire is not None) == (wire == "dynaorm")
         await close(app)
     return out
 
 
-async def failure(transport: AsyncTransport, operation: str,
+async def failure(transport: Client, operation: str,
                   request: dict[str, Any]) -> RequestError:
     with pytest.raises(RequestError) as info:
-        await transport.send(operation, request)
+        await transport.asend(operation, request)
     return info.value
 
 
@@ -99,14 +96,14 @@ def test_raw_answers_are_the_same(engine: TestBackend) -> None:
     key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
 
     async def main() -> None:
-        await on("botocore").send("PutItem", {"TableName": name, "Item": ITEM})
+        await on("botocore").asend("PutItem", {"TableName": name, "Item": ITEM})
 
-        async def reads(t: AsyncTransport) -> list[dict[str, Any]]:
-            got = await t.send("GetItem", {"TableName": name, "Key": key,
+        async def reads(t: Client) -> list[dict[str, Any]]:
+            got = await t.asend("GetItem", {"TableName": name, "Key": key,
                                            "ConsistentRead": True})
-            put = await t.send("PutItem", {"TableName": name, "Item": ITEM,
+            put = await t.asend("PutItem", {"TableName": name, "Item": ITEM,
                                            "ReturnValues": "ALL_OLD"})
-            missing = await t.send("GetItem", {"TableName": name, "Key": {
+            missing = await t.asend("GetItem", {"TableName": name, "Key": {
                 "pk": {"S": "WIRE#none"}, "sk": {"S": "A"}}})
             return [strip(got), strip(put), strip(missing)]
 
@@ -115,7 +112,7 @@ def test_raw_answers_are_the_same(engine: TestBackend) -> None:
         assert a[0]["Item"] == ITEM  # binary values come back as bytes
         assert a[2] == {}
 
-        async def conditional(t: AsyncTransport) -> RequestError:
+        async def conditional(t: Client) -> RequestError:
             return await failure(t, "PutItem", {
                 "TableName": name, "Item": ITEM,
                 "ConditionExpression": "attribute_not_exists(pk)",
@@ -125,7 +122,7 @@ def test_raw_answers_are_the_same(engine: TestBackend) -> None:
         assert (x.code, x.item, x.maybe_applied) == (y.code, y.item, y.maybe_applied)
         assert x.code == "ConditionalCheckFailedException" and x.item == ITEM
 
-        async def cancelled(t: AsyncTransport) -> RequestError:
+        async def cancelled(t: Client) -> RequestError:
             return await failure(t, "TransactWriteItems", {"TransactItems": [
                 {"Put": {"TableName": name, "Item": {**ITEM, "sk": {"S": "B"}}}},
                 {"Put": {"TableName": name, "Item": ITEM,
@@ -138,7 +135,7 @@ def test_raw_answers_are_the_same(engine: TestBackend) -> None:
         assert x.reasons[0] is None and x.reasons[1] is not None
         assert x.reasons[1].code == "ConditionalCheckFailed"
 
-        async def missing_table(t: AsyncTransport) -> RequestError:
+        async def missing_table(t: Client) -> RequestError:
             return await failure(t, "GetItem", {"TableName": name + "-absent", "Key": key})
 
         x, y = await both(missing_table)
@@ -148,8 +145,8 @@ def test_raw_answers_are_the_same(engine: TestBackend) -> None:
 
 
 def test_sessions_read_and_write_the_same(engine: TestBackend) -> None:
-    async def run(t: AsyncTransport) -> tuple[Any, ...]:
-        suffix = t.wire_name()
+    async def run(t: Client) -> tuple[Any, ...]:
+        suffix = t.wire
         s = AsyncSession(app)
         await s.save_many([Note(note_id=f"{suffix}-{i:04}", body=f"body {i}")
                            for i in range(60)])
@@ -185,10 +182,10 @@ def test_query_pages_are_the_same(engine: TestBackend) -> None:
 
     async def main() -> None:
         for i in range(0, 120, 25):
-            await on("botocore").send("BatchWriteItem", {"RequestItems": {name: [
+            await on("botocore").asend("BatchWriteItem", {"RequestItems": {name: [
                 {"PutRequest": {"Item": it}} for it in items[i:i + 25]]}})
 
-        async def pages(t: AsyncTransport) -> list[dict[str, Any]]:
+        async def pages(t: Client) -> list[dict[str, Any]]:
             out, start = [], None
             while True:
                 request: dict[str, Any] = {
@@ -196,7 +193,7 @@ def test_query_pages_are_the_same(engine: TestBackend) -> None:
                     "ExpressionAttributeValues": {":p": {"S": "WIRE#Q"}}, "Limit": 25}
                 if start:
                     request["ExclusiveStartKey"] = start
-                page = strip(await t.send("Query", request))
+                page = strip(await t.asend("Query", request))
                 out.append(page)
                 start = page.get("LastEvaluatedKey")
                 if not start:
@@ -209,45 +206,40 @@ def test_query_pages_are_the_same(engine: TestBackend) -> None:
     arun(main())
 
 
-class Unprocess:
-    """An interceptor that answers the first BatchGetItem with half its items moved back
-    into ``UnprocessedKeys`` (as DynamoDB does over its size limit)."""
+class Unprocess(Hook):
+    """A hook that answers the first BatchGetItem with half its items moved back into
+    ``UnprocessedKeys`` (as DynamoDB does over its size limit)."""
 
     def __init__(self) -> None:
         self.batches = 0
 
-    def send(self, operation: str, request: dict[str, Any],
-             forward: Callable[[], dict[str, Any]]) -> dict[str, Any]:
-        return forward()  # pragma: no cover (async only)
-
-    async def send_async(self, operation: str, request: dict[str, Any],
-                         forward: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
-        answer = await forward()
-        if operation != "BatchGetItem":
-            return answer
+    def on_end(self, phase: Any, token: Any) -> object:
+        if not isinstance(phase, Attempt) or phase.operation != "BatchGetItem":
+            return None
+        answer = phase.response
         self.batches += 1
-        if self.batches > 1:
-            return answer
+        if self.batches > 1 or answer is None:
+            return None
         [(table, found)] = answer["Responses"].items()
-        keys = request["RequestItems"][table]
+        keys = phase.request["RequestItems"][table]
         moved = found[len(found) // 2:]
         answer["Responses"][table] = found[:len(found) // 2]
         answer["UnprocessedKeys"] = {table: {**keys, "Keys": [
             {"pk": it["pk"], "sk": it["sk"]} for it in moved]}}
-        return answer
+        return None
 
 
 def test_batch_get_with_unprocessed_keys(engine: TestBackend) -> None:
     Session(app).save_many([Note(note_id=f"u{i:03}", body=f"body {i}") for i in range(30)])
     keys = [{"note_id": f"u{i:03}"} for i in range(32)]
 
-    async def run(t: AsyncTransport) -> tuple[list[str | None], int]:
+    async def run(t: Client) -> tuple[list[str | None], int]:
         hook = Unprocess()
-        app.transport.interceptor = hook
+        t.add_hook(hook)
         try:
             got = await AsyncSession(app).get_many(Note, keys)
         finally:
-            app.transport.interceptor = None
+            t.remove_hook(hook)
         return [n and n.body for n in got], hook.batches
 
     async def main() -> None:
@@ -272,8 +264,8 @@ def test_connection_refused_maps_as_through_aiobotocore() -> None:
                   max_attempts=1)
 
     async def one(wire: str) -> RequestError:
-        transport = transport_of(table)
-        transport.wire = wire
+        table.wire = wire
+        transport = table.db
         try:
             return await failure(transport, "GetItem", {
                 "TableName": table.name, "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}})
@@ -285,7 +277,7 @@ def test_connection_refused_maps_as_through_aiobotocore() -> None:
         y = await one("dynaorm")
         assert (type(x), x.code, x.maybe_applied) == (type(y), y.code, y.maybe_applied)
         assert y.code == "ConnectionError" and not y.maybe_applied
-        assert transport_of(table).wire_name() == "dynaorm"
+        assert table.db._async_wire_name() == "dynaorm"
 
     arun(main())
 
@@ -483,16 +475,15 @@ def test_close_closes_the_connections(ddb_local: str) -> None:
     table = Table("dynaorm-wire-close", endpoint_url=ddb_local, wire="dynaorm")
 
     async def main() -> AsyncWire:
-        transport = transport_of(table)
-        transport.wire = "dynaorm"
-        await failure(transport, "GetItem", {"TableName": table.name, "Key": {
+        client = table.db
+        await failure(client, "GetItem", {"TableName": table.name, "Key": {
             "pk": {"S": "a"}, "sk": {"S": "b"}}})  # no such table: a real round trip
-        wire: AsyncWire = transport._wires[asyncio.get_running_loop()]
+        wire: AsyncWire = client.async_wire
         assert not wire.closed
         assert wire._direct is not None
         connections = list(wire._direct._idle)  # the keep-alive connection it used
         await close(table)
-        assert wire.closed and not transport._wires
+        assert wire.closed and client.async_wire is None
         assert connections and all(c.writer.is_closing() for c in connections)
         return wire
 
@@ -506,27 +497,24 @@ def test_close_closes_the_connections(ddb_local: str) -> None:
 
 # -- choosing the wire ----------------------------------------------------------------
 
-def test_the_wire_follows_the_sync_transport() -> None:
+def test_one_client_one_wire_for_both_kinds_of_session() -> None:
+    """The wire is the client's, for sync and async sessions alike (0.3's async transport
+    borrowed the sync one's setting); a bad one is refused when the client is made."""
+    assert Client("http://127.0.0.1:9")._async_wire_name() == "dynaorm"
+    assert Client("http://127.0.0.1:9", wire="botocore")._async_wire_name() == "botocore"
     table = Table("dynaorm-wire-choice", endpoint_url="http://127.0.0.1:9")
-    transport = AsyncTransport(table)
-    assert transport.wire_name() == getattr(table.transport, "wire", "botocore")
-    table.wire = "dynaorm"
-    assert transport.wire_name() == "dynaorm"
-    table.wire = "botocore"
-    assert transport.wire_name() == "botocore"
-    transport.wire = "dynaorm"  # its own setting wins
-    assert transport.wire_name() == "dynaorm"
-    transport.wire = "http2"
+    assert table.db._async_wire_name() == "dynaorm"
+    table.wire = "botocore"  # rebinds the table: both kinds of session follow
+    assert table.db._async_wire_name() == "botocore"
     with pytest.raises(DynaormError, match="wire must be one of"):
-        transport.wire_name()
+        Client(wire="http2")
+    with pytest.raises(DynaormError, match="wire must be one of"):
+        table.wire = "http2"
 
 
 def test_in_process_moto_keeps_aiobotocore() -> None:
-    table = Table("dynaorm-wire-moto")
     with moto_backend():
-        transport = AsyncTransport(table)
-        transport.wire = "dynaorm"
-        assert transport.wire_name() == "botocore"
+        assert Client(wire="dynaorm")._async_wire_name() == "botocore"
 
 
 @pytest.mark.parametrize("configured", [True, False], ids=["env-credentials", "none"])
@@ -554,9 +542,9 @@ def test_the_wire_signs_as_the_async_client(monkeypatch: pytest.MonkeyPatch,
         runner, url = await serve(handler)
         table = Table("dynaorm-wire-identity", endpoint_url=url, wire="dynaorm")
         try:
-            transport = transport_of(table)
-            await transport.send("GetItem", {"TableName": table.name})
-            made = await transport.client()
+            client = table.db
+            await client.asend("GetItem", {"TableName": table.name})
+            made = await client.aiobotocore()
             frozen = await made._request_signer._credentials.get_frozen_credentials()
             return str(frozen.access_key)
         finally:

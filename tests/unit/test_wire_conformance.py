@@ -27,10 +27,9 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from dynaorm import DynaormError, RequestError, Table, TableNotFoundError
+from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
 from dynaorm.client.errors import map_error
 from dynaorm.protocol.retry import retryable
-from dynaorm.transport.sync import Transport
 from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render
 from tests.support.recording import send
 
@@ -309,7 +308,7 @@ def aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 
 
 def wire_of(table: Table) -> SyncWire:
-    wire = table.transport.sync_wire
+    wire = table.db.sync_wire
     assert isinstance(wire, SyncWire)
     return wire
 
@@ -415,7 +414,7 @@ def test_a_crc32_mismatch_on_the_wire_is_retried_then_a_request_error(aws: Path)
     try:
         table = Table("app", region="eu-west-1", max_attempts=3,
                       endpoint_url=f"http://127.0.0.1:{server.server_address[1]}")
-        table.transport.sleep = lambda _: None
+        table.db.driver.sleep = lambda _: None
         with pytest.raises(RequestError) as caught:
             send(table, "GetItem", {"TableName": "app", "Key": {"pk": {"S": "A"}}})
         assert caught.value.code == "ConnectionError" and "crc32" in str(caught.value)
@@ -504,19 +503,19 @@ def test_tls_verification_follows_the_client(aws: Path, monkeypatch: pytest.Monk
 def test_wire_parameter(aws: Path) -> None:
     assert Table("app").wire == "dynaorm"
     table = Table("app", region="eu-west-1", wire="botocore")
-    assert table.transport.wire == "botocore" and table.transport.sync_wire is None
+    assert table.db.wire == "botocore" and table.db.sync_wire is None
     assert table.client.meta.region_name == "eu-west-1"  # the botocore client stays
     with pytest.raises(DynaormError, match="wire must be one of"):
         Table("app", wire="http2")
     with pytest.raises(DynaormError, match="wire must be one of"):
-        Transport(wire="boto3")
+        Client(wire="boto3")
 
 
 def test_the_in_process_mock_keeps_the_botocore_client(aws: Path) -> None:
     from dynaorm.client.settings import in_process_mock
 
     with in_process_mock():
-        assert Table("app").transport.sync_wire is None
+        assert Table("app").db.sync_wire is None
 
 
 def test_proxies_follow_botocore(aws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -531,18 +530,15 @@ def test_proxies_follow_botocore(aws: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_proxies_config_follows_botocore(aws: Path) -> None:
-    """``proxies_config`` (reaching the client as a session's default client config, the
-    way a table gets any ``Config``) gives the connection to the proxy the TLS context
-    botocore's own session builds, and forwarding for https."""
+    """``proxies_config`` (a ``Config`` given to the client) gives the connection to the
+    proxy the TLS context botocore's own session builds, and forwarding for https."""
     from botocore.httpsession import where
 
-    session = botocore.session.get_session()
-    session.set_default_client_config(Config(
+    client = Client(region="eu-west-1", config=Config(
         proxies={"https": "https://proxy.test:3128"},
         proxies_config={"proxy_ca_bundle": where(),
                         "proxy_use_forwarding_for_https": True}))
-    table = Table("app", region="eu-west-1",
-                  transport=Transport(region="eu-west-1", table="app", session=session))
+    table = Table("app", client=client)
     wire = wire_of(table)
     assert wire.proxies_config == table.client.meta.config.proxies_config
     proxy_config = wire._manager.proxy_config

@@ -31,9 +31,8 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import InvalidProxiesConfigError
 
-from dynaorm import DynaormError, RequestError
+from dynaorm import Client, DynaormError, RequestError
 from dynaorm.protocol.retry import retryable
-from dynaorm.transport.sync import Transport
 from dynaorm.wire import SyncWire, proxy_tls_context
 from dynaorm.wire.aio import AsyncWire
 
@@ -373,13 +372,11 @@ def test_an_unreadable_proxy_file_is_a_typed_error(pki: PKI, tmp_path: Path) -> 
     client = _session().create_client("dynamodb", **args)
     with pytest.raises(InvalidProxiesConfigError):
         SyncWire(client, CREDENTIALS)  # when the wire is made: the table's first request
-    # through a transport: a request error that was not sent and is not retried (botocore's
+    # through a client: a request error that was not sent and is not retried (botocore's
     # own session wraps it into HTTPClientError, a lost answer it would retry)
-    session = botocore.session.get_session()
-    session.set_default_client_config(args["config"])
-    transport = Transport("https://localhost:1", "eu-west-1", table="app", session=session)
+    client = Client("https://localhost:1", "eu-west-1", config=args["config"])
     with pytest.raises(RequestError) as raised:
-        transport.send("GetItem", dict(KEY))
+        client.send("GetItem", dict(KEY))
     assert raised.value.code == "InvalidProxiesConfigError"
     assert not raised.value.maybe_applied and not retryable(raised.value)
 
@@ -404,7 +401,7 @@ def test_the_proxy_context_follows_botocore(pki: PKI) -> None:
 def test_an_aiohttp_without_the_proxy_hook_is_refused(
         pki: PKI, monkeypatch: pytest.MonkeyPatch) -> None:
     aiohttp = pytest.importorskip("aiohttp")
-    from dynaorm.wire.aio import _PROXY_HOOK
+    from dynaorm.private_apis import PROXY_HOOK as _PROXY_HOOK
 
     monkeypatch.delattr(aiohttp.connector.BaseConnector, _PROXY_HOOK)
 
