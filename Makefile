@@ -35,8 +35,10 @@ ddb-local:
 dynoxide:
 	bash scripts/install-dynoxide.sh
 
+# ruff, and the floors of the house (the import contracts in pyproject.toml)
 lint: $(STAMP)
 	$(BIN)/ruff check dynaorm pytest_dynaorm.py tests examples benchmarks
+	$(BIN)/lint-imports
 
 # mypy --strict on the library and the typed examples; pyright on what users write.
 typecheck: $(STAMP)

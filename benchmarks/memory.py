@@ -129,7 +129,7 @@ def main() -> None:
     with engine(args.engine) as db:
         db.session().save_many([Order.model_validate(r) for r in data], concurrency=4)
         session = db.session()
-        client = db.table.transport.client
+        client = db.table.client
         from boto3.dynamodb.types import TypeDeserializer
 
         deser = TypeDeserializer()

@@ -672,7 +672,7 @@ def make_dynaorm(bodies: dict[str, bytes]) -> Contender:
 
     transport = CannedTransport(bodies)
     # dynaorm's botocore client: one per table, botocore's retries off (table.client).
-    transport.attach(app.transport.client)
+    transport.attach(app.client)
     new_id = _fresh_ids()
 
     def new_user(cls: type[Any], user_id: str) -> Any:

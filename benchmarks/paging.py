@@ -63,8 +63,8 @@ class Counter:
     def __init__(self, table: Table) -> None:
         self.requests = 0
         self.read = 0
-        table.transport.wire = "botocore"  # counted by a hook on the botocore client
-        table.transport.client.meta.events.register("after-call.dynamodb.Query", self._after)
+        table.wire = "botocore"  # counted by a hook on the botocore client
+        table.client.meta.events.register("after-call.dynamodb.Query", self._after)
 
     def _after(self, parsed: dict[str, Any], **_: Any) -> None:
         self.requests += 1

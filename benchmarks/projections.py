@@ -126,8 +126,8 @@ def main() -> None:
             Order(order_id=f"o{i:05d}", customer="c1", created=f"2024-{1 + i % 12:02d}-"
                   f"{1 + i % 28:02d}", status=("open", "paid")[i % 2],
                   item_name=f"widget {i % 97}", total=i) for i in range(args.items)])
-        db.table.transport.wire = "botocore"  # tallied by a hook on the botocore client
-        client = db.table.transport.client
+        db.table.wire = "botocore"  # tallied by a hook on the botocore client
+        client = db.table.client
         client.meta.events.register("after-call.dynamodb", tally)
         cases: dict[str, Callable[[], int]] = {}
         for label, limit in (("all", None), (f"first {args.limit}", args.limit)):

@@ -75,7 +75,7 @@ def main() -> None:
         s = Session(bench)
         s.save_many([Row(part="p1" if i % 2 else "p2", n=i, label=f"row {i}", score=i % 97)
                      for i in range(args.items)])
-        client = db.table.transport.client
+        client = db.table.client
         import boto3
 
         from dynaorm.client.settings import local_credentials
@@ -86,7 +86,7 @@ def main() -> None:
 
         def on(wire: str, fn: Callable[[], int]) -> Callable[[], int]:
             def run() -> int:
-                bench.transport.wire = wire  # (the documented switch of a table that exists)
+                bench.wire = wire  # (the documented switch of a table that exists)
                 return fn()
             return run
 

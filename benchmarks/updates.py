@@ -138,7 +138,7 @@ def make_dynaorm() -> Contender:
         total: int
 
     transport = UpdateTransport()
-    transport.attach(app.transport.client)
+    transport.attach(app.client)
     new_id = _fresh_ids()
     order = Session(app).get(Order, order_id="o1")  # loaded once: a persisted object
     assert order is not None

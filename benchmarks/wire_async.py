@@ -136,12 +136,12 @@ async def timed(fn: Op, n: int) -> float:
 
 
 async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str], float]:
-    from dynaorm.aio import close, transport_of
+    from dynaorm.aio import close
 
     raw, context = await make_aiobotocore(endpoint)
     botocore_ops, table_b = make_dynaorm(endpoint, "botocore")
     dynaorm_ops, table_d = make_dynaorm(endpoint, "dynaorm")
-    wire = await transport_of(table_d).async_wire()
+    wire = await table_d.db._async_wire(table_d.db._loop())
     contenders = {"aiobotocore": raw, "dynaorm-botocore": botocore_ops,
                   "dynaorm": dynaorm_ops, "asyncwire-raw": raw_ops(wire.send)}
     try:
@@ -149,8 +149,8 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
             for op, fn in ops.items():
                 check_answer(name, op, await fn())
                 await fn()  # warm: pools open, caches filled
-        assert transport_of(table_d)._wires, "the dynaorm contender did not use AsyncWire"
-        assert not transport_of(table_b)._wires
+        assert table_d.db.async_wire is not None, "the dynaorm contender did not use AsyncWire"
+        assert table_b.db.async_wire is None
         samples: dict[tuple[str, str], list[float]] = {}
         for _ in range(repeats):
             for op in OPS:

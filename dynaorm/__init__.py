@@ -7,6 +7,7 @@ the tables of one :class:`Client`.
 
 from typing import TYPE_CHECKING, Any
 
+from dynaorm._version import __version__
 from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import (
@@ -49,7 +50,7 @@ from dynaorm.write.updates import StagedUpdate
 if TYPE_CHECKING:
     from dynaorm.aio.session import AsyncSession
 
-__version__ = "0.4.0.dev0"  # the one place the version is written (pyproject reads it)
+
 
 __all__ = [
     "GSI",

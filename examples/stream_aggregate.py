@@ -81,16 +81,16 @@ class StreamReader:
     """Reads the table's stream with GetRecords, shard by shard, from where it stopped."""
 
     def __init__(self, table: Table) -> None:
-        desc = table.transport.call("DescribeTable", {"TableName": table.name})["Table"]
+        desc = table.client.describe_table(TableName=table.name)["Table"]
         self.arn: str = desc["LatestStreamArn"]
         region = table.client.meta.region_name
         # In-process moto routes "streams.dynamodb.<region>.amazonaws.com" to its DynamoDB
         # backend; this spelling reaches its streams backend. Real endpoints are unaffected.
-        endpoint = (table.transport.endpoint_url
+        endpoint = (table.endpoint_url
                     or f"https://streams.dynamodb.{region}.amazonaws-com")
         self.client: Any = botocore.session.get_session().create_client(
             "dynamodbstreams", endpoint_url=endpoint, region_name=region,
-            **local_credentials(table.transport.endpoint_url))
+            **local_credentials(table.endpoint_url))
         self.iterators: dict[str, str | None] = {}
 
     def poll(self) -> list[dict[str, Any]]:

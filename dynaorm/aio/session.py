@@ -19,7 +19,6 @@ from dynaorm.client.table import Table, session_target
 from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
-from dynaorm.sync.session import operation
 from dynaorm.write.render import WritePlan
 
 __all__ = ["AsyncSession"]
@@ -76,7 +75,7 @@ class AsyncSession(UnitOfWork):
         ``ItemExistsError``)."""
         client = self.client
         commit = self._commit(client.policy.observed)
-        op = operation(client, "commit", (e._entity for e in commit.staged))
+        op = self._op("commit", (e._entity for e in commit.staged))
         try:
             return await client.async_driver.run(commit.run(), op)
         except asyncio.CancelledError:
@@ -89,7 +88,7 @@ class AsyncSession(UnitOfWork):
         """Read one entity by its key fields (``None`` if absent)."""
         return await self.client.async_driver.run(
             self._get_p(entity, consistent, version, fields),
-            operation(self.client, "get", (entity,)))
+            self._op("get", (entity,)))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
@@ -98,14 +97,14 @@ class AsyncSession(UnitOfWork):
         TransactGetItems)."""
         return await self.client.async_driver.run(
             self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            operation(self.client, "get_many", (entity,)))
+            self._op("get_many", (entity,)))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
         return await self.client.async_driver.run(
             self._find_p(entity, consistent, fields),
-            operation(self.client, "find", (entity,)))
+            self._op("find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -145,7 +144,7 @@ class AsyncSession(UnitOfWork):
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
         found = list(objs)
-        op = operation(self.client, "save_many", (type(o) for o in found))
+        op = self._op("save_many", (type(o) for o in found))
         await self.client.async_driver.run(
             self._save_many_p(found, concurrency, self.client.policy.observed), op)
 
@@ -156,7 +155,7 @@ class AsyncSession(UnitOfWork):
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = operation(self.client, "delete_many",
+        op = self._op("delete_many",
                        (found,) if isinstance(found, type) else (type(o) for o in found))
         await self.client.async_driver.run(
             self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)

@@ -22,13 +22,14 @@ from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
+from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.previous import previous_get_p, stored_now_p
 from dynaorm.write.render import WritePlan, check_read_key
 from dynaorm.write.staged import StagedWrite
 
-__all__ = ["FIND_ROUNDS", "READS", "UnitOfWork", "get_item_p"]
+__all__ = ["FIND_ROUNDS", "READS", "UnitOfWork", "describe", "get_item_p"]
 
 T = TypeVar("T", bound=Entity)
 #: Items one TransactGetItems reads, at most.
@@ -80,8 +81,24 @@ class _Reads:
 READS = _Reads()
 
 
+def describe(name: str, entities: Iterable[type[Entity]]) -> Operation:
+    """What the hooks are told a session operation on ``entities`` is: its name, the
+    tables it is for, the entity classes."""
+    classes = tuple(dict.fromkeys(entities))
+    tables = tuple(dict.fromkeys(spec_of(e).table.name for e in classes))
+    return Operation(name, tables, classes)
+
+
 class UnitOfWork(Staging):
     """Staging plus the protocols of every operation that does I/O (see the module)."""
+
+    def _op(self, name: str, entities: Iterable[type[Entity]]) -> Operation | None:
+        """The operation to tell the client's hooks about (``None`` when no hook is
+        attached: nothing to describe)."""
+        policy = getattr(self._client, "policy", None)
+        if policy is None or not policy.hooks:
+            return None
+        return describe(name, entities)
 
     # -- plain reads -----------------------------------------------------------------
     def _get_p(self, entity: type[T], consistent: bool, version: int | None,

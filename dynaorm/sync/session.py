@@ -11,26 +11,14 @@ from typing import Any, TypeVar, overload
 from dynaorm.client.client import Client
 from dynaorm.client.table import Table, session_target
 from dynaorm.core.unit_of_work import UnitOfWork
-from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
-from dynaorm.protocol.hooks import Operation
 from dynaorm.sync.reads import Query, Scan
 from dynaorm.write.render import WritePlan
 
-__all__ = ["Session", "operation"]
+__all__ = ["Session"]
 
 T = TypeVar("T", bound=Entity)
-
-
-def operation(client: Client, name: str, entities: Iterable[type[Entity]]
-              ) -> Operation | None:
-    """What the hooks are told a session operation on ``entities`` is (``None`` when no
-    hook is attached: nothing to tell)."""
-    if not client.policy.hooks:
-        return None
-    classes = tuple(dict.fromkeys(entities))
-    tables = tuple(dict.fromkeys(spec_of(e).table.name for e in classes))
-    return Operation(name, tables, classes)
 
 
 class Session(UnitOfWork):
@@ -76,7 +64,7 @@ class Session(UnitOfWork):
         Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
         client = self.client
         commit = self._commit(client.policy.observed)
-        op = operation(client, "commit", (e._entity for e in commit.staged))
+        op = self._op("commit", (e._entity for e in commit.staged))
         return client.driver.run(commit.run(), op)
 
     # -- reads ---------------------------------------------------------------------
@@ -84,7 +72,7 @@ class Session(UnitOfWork):
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
         return self.client.driver.run(self._get_p(entity, consistent, version, fields),
-                                      operation(self.client, "get", (entity,)))
+                                      self._op("get", (entity,)))
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False, snapshot: bool = False,
@@ -94,13 +82,13 @@ class Session(UnitOfWork):
         consistent snapshot of at most 100 distinct items; repeated keys read once)."""
         return self.client.driver.run(
             self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            operation(self.client, "get_many", (entity,)))
+            self._op("get_many", (entity,)))
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item); ``None``
         unless the owner, when read, still holds the value looked up."""
         return self.client.driver.run(self._find_p(entity, consistent, fields),
-                                      operation(self.client, "find", (entity,)))
+                                      self._op("find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -142,7 +130,7 @@ class Session(UnitOfWork):
         overwritten). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`
         with what was written, what was not and what may have been."""
         found = list(objs)
-        op = operation(self.client, "save_many", (type(o) for o in found))
+        op = self._op("save_many", (type(o) for o in found))
         self.client.driver.run(
             self._save_many_p(found, concurrency, self.client.policy.observed), op)
 
@@ -156,7 +144,7 @@ class Session(UnitOfWork):
         being as loaded (a newer state is never deleted silently; one already gone counts
         as deleted). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`."""
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = operation(self.client, "delete_many",
+        op = self._op("delete_many",
                        (found,) if isinstance(found, type) else (type(o) for o in found))
         self.client.driver.run(
             self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)

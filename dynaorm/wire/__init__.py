@@ -121,7 +121,7 @@ def _user_agent(config: Any) -> str:
     (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``)."""
     import botocore
 
-    from dynaorm import __version__
+    from dynaorm._version import __version__
 
     given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
     agent = f"dynaorm/{__version__} {given}"
