@@ -7,7 +7,7 @@ the tables of one :class:`Client`.
 
 from typing import TYPE_CHECKING, Any
 
-from dynaorm._version import __version__
+from dynaorm._version import __version__ as __version__
 from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import (

@@ -427,7 +427,8 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
     attribute, and its discriminator as the ``type_attribute`` (``None`` when the model
     has none: items are then matched by key shape). Name, endpoint and region default to
     the model's ``Meta`` (``table_name``, ``host``, ``region``); ``options`` go to
-    ``Table`` (``max_attempts``, ...)."""
+    ``Table`` (``client=`` to bind it to a :class:`~dynaorm.Client`, so that its entities
+    commit together with other tables' in one transaction; or ``max_attempts``, ...)."""
     meta = model.Meta
     hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
     if hash_key is None:
@@ -453,14 +454,15 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
                                           projection=_projection(index))
     disc = _discriminator(model)
     ttl = _ttl_attr(model)
+    if options.get("client") is None:  # where the model's Meta says, unless a client is given
+        options["endpoint_url"] = endpoint_url or getattr(meta, "host", None)
+        options["region"] = region or getattr(meta, "region", None)
     return Table(name or meta.table_name, pk=hash_key.attr_name,
                  sk=None if range_key is None else range_key.attr_name,
                  indexes=list(indexes.values()),
                  type_attribute=None if disc is None else disc.attr_name,
                  key_types={a: t for a, t in key_types.items() if t != "S"} or None,
-                 ttl=None if ttl is None else ttl.attr_name,
-                 endpoint_url=endpoint_url or getattr(meta, "host", None),
-                 region=region or getattr(meta, "region", None), **options)
+                 ttl=None if ttl is None else ttl.attr_name, **options)
 
 
 def _check_table(model: type[Model], table: Table) -> None:

@@ -6,7 +6,6 @@ kind of session resumes in the other)."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dynaorm.client.drivers import AsyncDriver
@@ -59,7 +58,6 @@ class AsyncTerminals(ReadSpec[T]):
         return await self._driver.run(self._page_p(cursor), self._one_operation("page"))
 
 
-@dataclass(frozen=True, eq=False)
 class AsyncQuery(QuerySpec[T], AsyncTerminals[T]):
     """A query of an ``AsyncSession`` (see :class:`~dynaorm.Query` for the builders)."""
 
@@ -68,7 +66,6 @@ class AsyncQuery(QuerySpec[T], AsyncTerminals[T]):
         return self._only(await self.limit(2).all())
 
 
-@dataclass(frozen=True, eq=False)
 class AsyncScan(ScanSpec[T], AsyncTerminals[T]):
     """A scan of an ``AsyncSession`` (see :class:`~dynaorm.Scan`); ``segments=N`` reads
     the segments concurrently with asyncio."""

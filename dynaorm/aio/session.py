@@ -14,8 +14,8 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
-from dynaorm.client.client import Client, _aiobotocore
-from dynaorm.client.table import Table, session_target
+from dynaorm.client.client import Client, _aiobotocore, session_target
+from dynaorm.client.table import Table
 from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
@@ -75,7 +75,7 @@ class AsyncSession(UnitOfWork):
         ``ItemExistsError``)."""
         client = self.client
         commit = self._commit(client.policy.observed)
-        op = self._op("commit", (e._entity for e in commit.staged))
+        op = client._operation("commit", (e._entity for e in commit.staged))
         try:
             return await client.async_driver.run(commit.run(), op)
         except asyncio.CancelledError:
@@ -88,7 +88,7 @@ class AsyncSession(UnitOfWork):
         """Read one entity by its key fields (``None`` if absent)."""
         return await self.client.async_driver.run(
             self._get_p(entity, consistent, version, fields),
-            self._op("get", (entity,)))
+            self.client._operation("get", (entity,)))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
@@ -97,14 +97,14 @@ class AsyncSession(UnitOfWork):
         TransactGetItems)."""
         return await self.client.async_driver.run(
             self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            self._op("get_many", (entity,)))
+            self.client._operation("get_many", (entity,)))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
         return await self.client.async_driver.run(
             self._find_p(entity, consistent, fields),
-            self._op("find", (entity,)))
+            self.client._operation("find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -117,7 +117,7 @@ class AsyncSession(UnitOfWork):
               **fields: Any) -> AsyncQuery[Any]:
         """A lazy query over the partition named by ``fields`` (``async for``, ``await
         q.all()``, ``await q.page(cursor)``, ...)."""
-        found: AsyncQuery[Any] = self._query((entity, *more), index, dict(fields))
+        found: AsyncQuery[Any] = self._query((entity, *more), index, dict(fields), self._driver)
         return found
 
     @overload
@@ -130,12 +130,12 @@ class AsyncSession(UnitOfWork):
              segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        found: AsyncScan[Any] = self._scan((entity, *more), index, segment, segments)
+        found: AsyncScan[Any] = self._scan((entity, *more), index, segment, segments, self._driver)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: AsyncQuery[T] = self._history(entity, dict(fields))
+        found: AsyncQuery[T] = self._history(entity, dict(fields), self._driver)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -144,7 +144,7 @@ class AsyncSession(UnitOfWork):
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
         found = list(objs)
-        op = self._op("save_many", (type(o) for o in found))
+        op = self.client._operation("save_many", (type(o) for o in found))
         await self.client.async_driver.run(
             self._save_many_p(found, concurrency, self.client.policy.observed), op)
 
@@ -155,7 +155,7 @@ class AsyncSession(UnitOfWork):
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = self._op("delete_many",
+        op = self.client._operation("delete_many",
                        (found,) if isinstance(found, type) else (type(o) for o in found))
         await self.client.async_driver.run(
             self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)

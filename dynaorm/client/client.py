@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from types import TracebackType
 from typing import Any, Final, TypeVar
 
@@ -36,13 +36,16 @@ from dynaorm.client.settings import (
     local_only,
     resolve_max_attempts,
 )
+from dynaorm.core.unit_of_work import describe
 from dynaorm.errors import DynaormError
+from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import moto_active
 from dynaorm.protocol.events import RequestEvent
-from dynaorm.protocol.hooks import HookLike, Listeners
+from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import Policy
 
-__all__ = ["CAPACITY_MODES", "INSTALL_HINT", "WIRES", "Client", "check_settings"]
+__all__ = ["CAPACITY_MODES", "INSTALL_HINT", "WIRES", "Client", "check_settings",
+           "live_clients", "session_target"]
 
 #: the wires a client may send over: dynaorm's own (:mod:`dynaorm.wire`) or botocore's
 WIRES: Final = ("dynaorm", "botocore")
@@ -198,6 +201,13 @@ class Client:
         return policy
 
     # -- hooks -----------------------------------------------------------------------
+    def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
+        """What the hooks are told a session operation on ``entities`` is (``None`` when
+        no hook is attached: nothing to describe)."""
+        if not self.policy.hooks:
+            return None
+        return describe(name, entities)
+
     def add_hook(self, hook: HookLike) -> HookLike:
         """Attach a phase hook (:class:`dynaorm.Hook`): it sees the start and end of every
         session operation and every HTTP attempt of this client. Hooks added later are
@@ -396,12 +406,13 @@ class Client:
         """Send one request once on the running event loop; a failure is raised as a
         :class:`~dynaorm.RequestError`."""
         try:
-            if self._async_wire_name() == "dynaorm":
-                here = self._loop()
-                wire = here.wire
-                if wire is None:
-                    wire = await self._async_wire(here)
+            here = self._loops.get(asyncio.get_running_loop())
+            wire = None if here is None else here.wire
+            if wire is not None:  # the common case: this loop's wire is open
                 answer: dict[str, Any] = await wire.send(operation, request)
+            elif self._async_wire_name() == "dynaorm":
+                wire = await self._async_wire(self._loop())
+                answer = await wire.send(operation, request)
             else:
                 made = await self.aiobotocore()
                 answer = await getattr(made, method_name(operation))(**request)
@@ -449,6 +460,16 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+def session_target(target: object, kind: str) -> tuple[Any, Client]:
+    """What a session is made with: a :class:`~dynaorm.Table` (its client; entities of the
+    client's other tables may be staged too) or a :class:`Client` (any of its tables)."""
+    if isinstance(target, Client):
+        return None, target
+    if isinstance(target, TableSchema) and isinstance(target.db, Client):
+        return target, target.db
+    raise DynaormError(f"{kind}() takes a dynaorm Table or Client, got {target!r}")
 
 
 def live_clients() -> list[Client]:

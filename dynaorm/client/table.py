@@ -99,25 +99,24 @@ class Table(TableSchema):
         check_settings(f"table {name!r}", **given)
         self._given = client
         self._settings: dict[str, Any] = given
-        self._client: Client | None = client
+        self._client = client
         self._bind_lock = threading.Lock()
         self._listeners: list[Callable[[RequestEvent], object]] = []
         if client is not None:
             self._attach(client)
 
     # -- the client ------------------------------------------------------------------
-    @property
-    def db(self) -> Client:
-        """The :class:`~dynaorm.Client` this table sends through (its ``client=``, else the
-        shared client of its connection keywords, chosen on first use)."""
-        found = self._client
-        if found is not None:
-            return found
+    db: Client  # (the property of TableSchema: bound on first use by _bind)
+    """The :class:`~dynaorm.Client` this table sends through (its ``client=``, else the
+    shared client of its connection keywords, chosen on first use)."""
+
+    def _bind(self) -> Client:
         with self._bind_lock:  # threads racing to the first use get one client
             if self._client is None:
                 self._client = shared_client(self._settings, self.name)
                 self._attach(self._client)
-            return self._client
+            found: Client = self._client
+            return found
 
     def _attach(self, client: Client) -> None:
         if self._listeners:
@@ -187,13 +186,3 @@ class Table(TableSchema):
         """Delete the table; no error if it does not exist."""
         self.db.driver.run(delete_p(self, wait), self._admin("delete_table"))
 
-
-def session_target(target: object, kind: str) -> tuple[Table | None, Client]:
-    """What a session is made with: a :class:`Table` (its client; entities of the
-    client's other tables may be staged too) or a :class:`~dynaorm.Client` (any of its
-    tables)."""
-    if isinstance(target, Client):
-        return None, target
-    if isinstance(target, Table):
-        return target, target.db
-    raise DynaormError(f"{kind}() takes a dynaorm Table or Client, got {target!r}")

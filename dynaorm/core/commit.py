@@ -32,8 +32,7 @@ from typing import Any
 from dynaorm.errors import ConcurrentModificationError, ItemExistsError, RequestError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.timestamps import apply_stamps
-from dynaorm.protocol.events import CommitResult, EventOrigin
-from dynaorm.protocol.retry import recording
+from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.write.outcomes import failure, same_item
 from dynaorm.write.planner import compile_commit

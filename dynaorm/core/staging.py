@@ -29,8 +29,8 @@ T = TypeVar("T", bound=Entity)
 class Staging:
     """The staging half of a unit of work (no I/O): on ``table`` and every table bound to
     the same client, or (``table=None``) on every table bound to ``client``. What a client
-    is, pure code does not know: it compares identities, and hands the session's
-    ``_driver`` (given by the session kind) to the reads it builds."""
+    is, pure code does not know: it compares identities, and hands the driver a session
+    gives it to the reads it builds."""
 
     #: the classes of the session's reads (sync or async terminals over the same specs)
     _query_class: ClassVar[type[QuerySpec[Any]]] = QuerySpec
@@ -47,11 +47,6 @@ class Staging:
         """The client of the session: its table's (as the table is bound now), or the
         one it was made with."""
         return self._given if self.table is None else self.table.db
-
-    @property
-    def _driver(self) -> Any:
-        """What runs the session's protocols (a session kind gives it)."""
-        return None
 
     def _spec(self, obj_or_cls: Any) -> EntitySpec:
         cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
@@ -161,29 +156,29 @@ class Staging:
         return spec.primary_key(fields, version)
 
     def _query(self, entities: tuple[type[Entity], ...], index: str | None,
-               fields: dict[str, Any]) -> Any:
+               fields: dict[str, Any], driver: object) -> Any:
         for e in entities:
             self._spec(e)
         _same_table(entities, "query")
         shard = fields.pop("shard", None)
-        return self._query_class(entities, fields, index, _shard=shard, _driver=self._driver)
+        return self._query_class(entities, fields, index, _shard=shard, _driver=driver)
 
     def _scan(self, entities: tuple[type[Entity], ...], index: str | None,
-              segment: int | None, segments: int | None) -> Any:
+              segment: int | None, segments: int | None, driver: object) -> Any:
         for e in entities:
             self._spec(e)
         table = _same_table(entities, "scan")
         if index is not None:
             table.index(index)
         chosen = check_segments(segment, segments)
-        return self._scan_class(entities, index, chosen, segments, _driver=self._driver)
+        return self._scan_class(entities, index, chosen, segments, _driver=driver)
 
-    def _history(self, entity: type[T], fields: dict[str, Any]) -> Any:
+    def _history(self, entity: type[T], fields: dict[str, Any], driver: object) -> Any:
         spec = self._spec(entity)
         if not spec.versioned:
             raise DynaormError(f"{spec.name} is not versioned")
         self._lookup_key(spec, fields)
-        return self._query_class((entity,), fields, None, _history=True, _driver=self._driver)
+        return self._query_class((entity,), fields, None, _history=True, _driver=driver)
 
 
 def history_spec(entity: type[T], fields: dict[str, Any]) -> QuerySpec[T]:

@@ -92,14 +92,6 @@ def describe(name: str, entities: Iterable[type[Entity]]) -> Operation:
 class UnitOfWork(Staging):
     """Staging plus the protocols of every operation that does I/O (see the module)."""
 
-    def _op(self, name: str, entities: Iterable[type[Entity]]) -> Operation | None:
-        """The operation to tell the client's hooks about (``None`` when no hook is
-        attached: nothing to describe)."""
-        policy = getattr(self._client, "policy", None)
-        if policy is None or not policy.hooks:
-            return None
-        return describe(name, entities)
-
     # -- plain reads -----------------------------------------------------------------
     def _get_p(self, entity: type[T], consistent: bool, version: int | None,
                fields: Mapping[str, Any]) -> Proto[T | None]:

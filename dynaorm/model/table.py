@@ -114,10 +114,20 @@ class TableSchema:
         """The TTL attribute ``create()`` enables (UpdateTimeToLive), if any."""
         self.entities: dict[str, type[Any]] = {}
         """The entity classes mapped onto this table, by type name."""
+        self._client: Any = None
 
     @property
     def db(self) -> Any:
-        """The client this table is bound to (a bare schema has none: ``None``)."""
+        """The client this table is bound to (bound on first use; a bare schema has none:
+        ``None``). Pure code only compares it: a session commits the tables of one
+        client."""
+        found = self._client
+        if found is None:
+            found = self._bind()
+        return found
+
+    def _bind(self) -> Any:
+        """Bind the table to its client (:class:`dynaorm.Table` does; a schema cannot)."""
         return None
 
     # -- entity registry -----------------------------------------------------------

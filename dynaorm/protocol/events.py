@@ -1,9 +1,14 @@
 """What happened on the wire: one :class:`RequestEvent` per attempt, the
 :class:`CommitResult` a commit returns, a transaction's cancellation :class:`Reason`, and
-what a request names (its tables, its actions, the capacity it consumed). Plain data."""
+what a request names (its tables, its actions, the capacity it consumed), and the
+recording of a commit's requests into its result in the current context (:func:`recording`).
+Plain data."""
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +16,7 @@ from dynaorm._types import Item
 from dynaorm.errors import RequestError
 
 __all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
-           "capacity_of", "table_of", "tables_of"]
+           "capacity_of", "recorder", "recording", "table_of", "tables_of"]
 
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
 #: table key of the entity object the action is for, ``role`` one of ``"row"``,
@@ -155,3 +160,24 @@ def capacity_of(response: dict[str, Any] | None) -> dict[str, float]:
             key = f"{table}/{index}"
             out[key] = out.get(key, 0.0) + float(units.get("CapacityUnits", 0.0))
     return out
+
+
+#: the commit being recorded in this context, if any (see :func:`recording`)
+_RECORDER: contextvars.ContextVar[CommitResult | None] = contextvars.ContextVar(
+    "dynaorm_recorder", default=None)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[CommitResult]:
+    """Record every request sent in this context during the block into a CommitResult."""
+    result = CommitResult()
+    token = _RECORDER.set(result)
+    try:
+        yield result
+    finally:
+        _RECORDER.reset(token)
+
+
+def recorder() -> CommitResult | None:
+    """The commit being recorded in this context, if any."""
+    return _RECORDER.get()

@@ -1,5 +1,7 @@
 """The policy a client hands to both of its drivers: one immutable record of how requests
-are retried and observed (pure: no I/O).
+are retried and observed, and the retry rules it applies (pure: no I/O): which failures
+are retried (:func:`retryable`) and which requests take ``ReturnConsumedCapacity``
+(:func:`with_capacity`).
 
 A :class:`~dynaorm.Client` resolves its settings once into a :class:`Policy` (attempts,
 waits, backoff, consumed-capacity reporting, the phase hooks) and replaces it with a new
@@ -11,11 +13,22 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
+from dynaorm.errors import RequestError
 from dynaorm.protocol.hooks import HookLike, LogHook
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "Policy"]
+__all__ = ["CAPACITY_OPERATIONS", "DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "Policy",
+           "retryable", "with_capacity"]
+
+_TRANSIENT = frozenset({
+    "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+    "InternalServerError", "InternalFailure", "ServiceUnavailable",
+    "TransactionInProgressException", "LimitExceededException",
+    "TransactionConflictException", "ConnectionError",
+})
+_THROTTLED_REASONS = frozenset({"TransactionConflict", "ThrottlingError",
+                                "ProvisionedThroughputExceeded"})
 
 #: attempts per request when neither ``Client(max_attempts=)`` nor botocore's
 #: ``AWS_MAX_ATTEMPTS`` / profile ``max_attempts`` says otherwise
@@ -52,3 +65,28 @@ class Policy:
         """Whether a hook may look at a write's origins (then requests carry them): any
         hook but the DEBUG log."""
         return any(not isinstance(h, LogHook) for h in self.hooks)
+
+
+#: the operations whose requests take ``ReturnConsumedCapacity``
+CAPACITY_OPERATIONS: Final = frozenset({
+    "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
+    "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
+
+
+def with_capacity(operation: str, request: dict[str, Any], mode: str | None
+                  ) -> dict[str, Any]:
+    """``request`` asking for consumed capacity ``mode`` (``None``: as it is)."""
+    if mode is None or operation not in CAPACITY_OPERATIONS or (
+            request.get("ReturnConsumedCapacity") == mode):
+        return request
+    return {**request, "ReturnConsumedCapacity": mode}
+
+
+def retryable(exc: RequestError) -> bool:
+    """Whether another attempt may succeed (throttling, server errors, lost answers)."""
+    if exc.code in _TRANSIENT or exc.maybe_applied:
+        return True
+    if exc.code == "TransactionCanceledException":
+        codes = {r.code for r in exc.reasons if r is not None}
+        return bool(codes) and codes <= _THROTTLED_REASONS
+    return False

@@ -5,7 +5,7 @@ paging, the audit, a table's administration) is written once as a generator -- a
 *protocol* -- that yields steps and receives their results, in the manner of h11 for HTTP.
 The vocabulary:
 
-- :class:`Call`: one request with the retry rules (:mod:`dynaorm.protocol.retry`); the
+- :class:`Call`: one request with the retry rules (:mod:`dynaorm.protocol.policy`); the
   result is the response, or the :class:`~dynaorm.RequestError` is thrown in;
 - :class:`Send`: one attempt of one request -- the only step that touches the network;
 - :class:`Backoff`: wait the policy's backoff before retry round ``attempt``, within what
@@ -39,10 +39,9 @@ from typing import Any, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
-from dynaorm.protocol.events import capacity_of
+from dynaorm.protocol.events import capacity_of, recorder
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, start
-from dynaorm.protocol.policy import Policy
-from dynaorm.protocol.retry import recorder, retryable, with_capacity
+from dynaorm.protocol.policy import Policy, retryable, with_capacity
 
 __all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step",
            "Stream", "Wait", "attempts", "call", "consume", "expand", "forward", "gather",
@@ -196,7 +195,7 @@ def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, 
     (:class:`Send`), each between its hooks' ``on_start`` and ``on_end`` (the DEBUG log
     first when the ``dynaorm`` logger is at DEBUG), a :class:`Wait` of the policy's backoff
     before each retry (within ``max_wait`` in all), only failures that
-    :func:`~dynaorm.protocol.retry.retryable` allows, and never a resend of a request that
+    :func:`~dynaorm.protocol.policy.retryable` allows, and never a resend of a request that
     is not idempotent after an attempt that may have been applied. The request and its
     consumed capacity are recorded into the commit being recorded, if any. Returns the
     response, or raises the last :class:`~dynaorm.RequestError` (``maybe_applied`` and

@@ -6,7 +6,6 @@ for the hooks)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dynaorm.client.drivers import SyncDriver
@@ -63,7 +62,6 @@ class SyncTerminals(ReadSpec[T]):
         return self._driver.run(self._page_p(cursor), self._one_operation("page"))
 
 
-@dataclass(frozen=True, eq=False)
 class Query(QuerySpec[T], SyncTerminals[T]):
     """A lazy query over one partition (or all shards of one). Build with
     ``Session.query``; every builder returns a new query."""
@@ -73,6 +71,5 @@ class Query(QuerySpec[T], SyncTerminals[T]):
         return self._only(list(self.limit(2)))
 
 
-@dataclass(frozen=True, eq=False)
 class Scan(ScanSpec[T], SyncTerminals[T]):
     """A scan of some entity types. Build with ``Session.scan``."""

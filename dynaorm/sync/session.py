@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from dynaorm.client.client import Client
-from dynaorm.client.table import Table, session_target
+from dynaorm.client.client import Client, session_target
+from dynaorm.client.table import Table
 from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
@@ -64,7 +64,7 @@ class Session(UnitOfWork):
         Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
         client = self.client
         commit = self._commit(client.policy.observed)
-        op = self._op("commit", (e._entity for e in commit.staged))
+        op = client._operation("commit", (e._entity for e in commit.staged))
         return client.driver.run(commit.run(), op)
 
     # -- reads ---------------------------------------------------------------------
@@ -72,7 +72,7 @@ class Session(UnitOfWork):
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
         return self.client.driver.run(self._get_p(entity, consistent, version, fields),
-                                      self._op("get", (entity,)))
+                                      self.client._operation("get", (entity,)))
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False, snapshot: bool = False,
@@ -82,13 +82,13 @@ class Session(UnitOfWork):
         consistent snapshot of at most 100 distinct items; repeated keys read once)."""
         return self.client.driver.run(
             self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            self._op("get_many", (entity,)))
+            self.client._operation("get_many", (entity,)))
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item); ``None``
         unless the owner, when read, still holds the value looked up."""
         return self.client.driver.run(self._find_p(entity, consistent, fields),
-                                      self._op("find", (entity,)))
+                                      self.client._operation("find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -100,7 +100,7 @@ class Session(UnitOfWork):
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> Query[Any]:
         """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
-        found: Query[Any] = self._query((entity, *more), index, dict(fields))
+        found: Query[Any] = self._query((entity, *more), index, dict(fields), self._driver)
         return found
 
     @overload
@@ -113,12 +113,12 @@ class Session(UnitOfWork):
              segment: int | None = None, segments: int | None = None) -> Scan[Any]:
         """Every item of the given entity types in the table or ``index`` (section 13 of
         the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one."""
-        found: Scan[Any] = self._scan((entity, *more), index, segment, segments)
+        found: Scan[Any] = self._scan((entity, *more), index, segment, segments, self._driver)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: Query[T] = self._history(entity, dict(fields))
+        found: Query[T] = self._history(entity, dict(fields), self._driver)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -130,7 +130,7 @@ class Session(UnitOfWork):
         overwritten). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`
         with what was written, what was not and what may have been."""
         found = list(objs)
-        op = self._op("save_many", (type(o) for o in found))
+        op = self.client._operation("save_many", (type(o) for o in found))
         self.client.driver.run(
             self._save_many_p(found, concurrency, self.client.policy.observed), op)
 
@@ -144,7 +144,7 @@ class Session(UnitOfWork):
         being as loaded (a newer state is never deleted silently; one already gone counts
         as deleted). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`."""
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = self._op("delete_many",
+        op = self.client._operation("delete_many",
                        (found,) if isinstance(found, type) else (type(o) for o in found))
         self.client.driver.run(
             self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)

@@ -231,7 +231,7 @@ def test_the_retry_protocol_backs_off_resends_and_counts_every_attempt() -> None
     """attempts(): a throttled Send is followed by a Backoff and the same Send again, up
     to max_attempts; the request is recorded once; the pump turns Backoff into Wait."""
     from dynaorm.errors import RequestError
-    from dynaorm.protocol.retry import recording
+    from dynaorm.protocol.events import recording
     from dynaorm.protocol.steps import Backoff, Call, Send, Wait, attempts, expand
     request: dict[str, Any] = {"TableName": T}
     with recording() as result:

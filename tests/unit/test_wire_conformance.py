@@ -29,7 +29,7 @@ from botocore.exceptions import ClientError
 
 from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
 from dynaorm.client.errors import map_error
-from dynaorm.protocol.retry import retryable
+from dynaorm.protocol.policy import retryable
 from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render
 from tests.support.recording import send
 

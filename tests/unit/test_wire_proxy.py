@@ -32,7 +32,7 @@ from botocore.credentials import Credentials
 from botocore.exceptions import InvalidProxiesConfigError
 
 from dynaorm import Client, DynaormError, RequestError
-from dynaorm.protocol.retry import retryable
+from dynaorm.protocol.policy import retryable
 from dynaorm.wire import SyncWire, proxy_tls_context
 from dynaorm.wire.aio import AsyncWire
 
