@@ -32,16 +32,18 @@ def _endpoint(description: str, argv: Sequence[str] | None) -> str | None:
 
 
 @contextmanager
-def run(table: Table, description: str,
-        argv: Sequence[str] | None = None) -> Generator[TestBackend]:
-    """Pick the backend from the command line, create ``table`` fresh, delete it at the end."""
+def run(table: Table, description: str, argv: Sequence[str] | None = None,
+        also: Sequence[Table] = ()) -> Generator[TestBackend]:
+    """Pick the backend from the command line, create ``table`` (and the tables ``also``
+    names) fresh, delete them at the end."""
     url = _endpoint(description, argv)
     print(f"# {description}")
-    print(f"# backend: {url or 'in-process moto'}; table: {table.name}")
+    names = ", ".join(t.name for t in (table, *also))
+    print(f"# backend: {url or 'in-process moto'}; table{'s' if also else ''}: {names}")
     with ExitStack() as stack:
         if url is None:
             stack.enter_context(moto_backend())
-        yield stack.enter_context(use_tables(table, endpoint_url=url))
+        yield stack.enter_context(use_tables(table, *also, endpoint_url=url))
 
 
 def show(code: str, rows: Iterable[T], fmt: Callable[[T], str] = repr) -> list[T]:
