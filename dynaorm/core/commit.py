@@ -39,7 +39,7 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.state import InstanceState
+from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.read.previous import stored_now_p
 from dynaorm.transport.events import CommitResult, Origin
@@ -284,6 +284,6 @@ def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
     if outcome.stamps:
         apply_stamps(obj, outcome.stamps)
-    obj._dynaorm_state = outcome.state
+    obj._dynaorm_state = DELETED if outcome.state is None else outcome.state  # None: deleted
     if outcome.version is not None:
         obj.version = outcome.version  # type: ignore[attr-defined]

@@ -29,7 +29,7 @@ from dynaorm.model.expressions import Condition, all_of
 from dynaorm.model.keys import key_id, wire_key
 from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
-from dynaorm.model.state import InstanceState
+from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.read.batches import batch_get_p, batch_rounds
 from dynaorm.read.previous import previous_get_p
@@ -327,7 +327,7 @@ class UnitOfWork(Staging):
         yield from gather(protos, concurrency)
         for target in result.written:
             if isinstance(target, Entity):
-                target._dynaorm_state = None  # deleted: saving it again inserts
+                target._dynaorm_state = DELETED  # deleted: saving it again inserts
         result.raise_if_failed("delete_many")
 
 
