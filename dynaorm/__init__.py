@@ -31,6 +31,7 @@ from dynaorm.errors import (
 from dynaorm.ksuid import ksuid
 from dynaorm.model.entity import Entity, Versioned
 from dynaorm.model.expressions import Condition, F
+from dynaorm.model.inspection import Inspection, inspect
 from dynaorm.model.layouts import Previous
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import Unique
@@ -62,6 +63,7 @@ __all__ = [
     "DynaormError",
     "Entity",
     "F",
+    "Inspection",
     "InvalidCursorError",
     "InvalidValueError",
     "ItemDecodeError",
@@ -88,6 +90,7 @@ __all__ = [
     "Unique",
     "UniqueConstraintError",
     "Versioned",
+    "inspect",
     "ksuid",
 ]
 

@@ -169,6 +169,14 @@ class InstanceState:
                 name: _render(value) for name, value in zip(shape.names, data, strict=True)}
         return rendered
 
+    def peek_item(self) -> Item:
+        """:attr:`item` for a reader that needs it once (:func:`dynaorm.inspect`): rendered
+        afresh and not kept, unless a write rendered it already (do not mutate it)."""
+        shape, data = self._shape, self._data
+        if shape is None or self._rendered is not None:
+            return self.item
+        return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InstanceState):
             return NotImplemented
