@@ -80,10 +80,6 @@ class Entity(BaseModel):
         _set_state(copy, raw_state(self))  # immutable: shared
         return copy
 
-    @property
-    def _is_persisted(self) -> bool:
-        return self._dynaorm_state is not None
-
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""
