@@ -20,6 +20,7 @@ from dynaorm import (
     F,
     Inspection,
     ItemExistsError,
+    ItemNotFoundError,
     Previous,
     Table,
     UniqueConstraintError,
@@ -291,6 +292,19 @@ def test_a_deleted_object_inserts_when_saved_again(db: TestBackend) -> None:
     s.commit()
     state = dynaorm.inspect(note)
     assert state.persisted and state.loaded == {"note_id": "n1", "body": "one", "tags": []}
+
+
+def test_a_deleted_object_is_deleted_again_as_a_new_one_is(db: TestBackend) -> None:
+    note = Note(note_id="n1")
+    with db.session() as s:
+        s.save(note)
+    with db.session() as s:
+        s.delete(note)
+    s = db.session()
+    s.delete(note)  # by its key, as for an object never loaded: the item must exist
+    with pytest.raises(ItemNotFoundError):
+        s.commit()
+    assert dynaorm.inspect(note).deleted
 
 
 def test_a_deleted_versioned_object(db: TestBackend) -> None:
