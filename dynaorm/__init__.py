@@ -35,6 +35,7 @@ from dynaorm.errors import (
 from dynaorm.ksuid import ksuid
 from dynaorm.model.entity import Entity, Versioned
 from dynaorm.model.expressions import Condition, F
+from dynaorm.model.inspection import Inspection, inspect
 from dynaorm.model.layouts import Previous
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import Unique
@@ -69,6 +70,7 @@ __all__ = [
     "Entity",
     "F",
     "Hook",
+    "Inspection",
     "InvalidCursorError",
     "InvalidValueError",
     "ItemDecodeError",
@@ -96,6 +98,7 @@ __all__ = [
     "Unique",
     "UniqueConstraintError",
     "Versioned",
+    "inspect",
     "ksuid",
 ]
 

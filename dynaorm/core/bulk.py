@@ -27,7 +27,7 @@ from dynaorm.errors import (
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of
 from dynaorm.model.keys import key_id, wire_key
-from dynaorm.model.state import InstanceState
+from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.protocol.steps import Proto, gather
@@ -203,7 +203,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
     yield from gather(protos, concurrency)
     for target in result.written:
         if isinstance(target, Entity):
-            target._dynaorm_state = None  # deleted: saving it again inserts
+            target._dynaorm_state = DELETED  # deleted: saving it again inserts
     result.raise_if_failed("delete_many")
 
 

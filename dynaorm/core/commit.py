@@ -31,6 +31,7 @@ from typing import Any
 
 from dynaorm.errors import ConcurrentModificationError, ItemExistsError, RequestError
 from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.state import DELETED
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
@@ -223,6 +224,6 @@ def _finalize(outcome: Outcome) -> None:
     obj = outcome.obj
     if outcome.stamps:
         apply_stamps(obj, outcome.stamps)
-    obj._dynaorm_state = outcome.state
+    obj._dynaorm_state = DELETED if outcome.state is None else outcome.state  # None: deleted
     if outcome.version is not None:
         obj.version = outcome.version  # type: ignore[attr-defined]

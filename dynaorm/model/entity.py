@@ -12,10 +12,10 @@ from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import decode_item, encode_fields, encode_value
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import InstanceState
+from dynaorm.model.state import Deleted, InstanceState
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
-__all__ = ["Entity", "Versioned", "spec_of"]
+__all__ = ["Entity", "Versioned", "raw_state", "spec_of"]
 
 
 class Entity(BaseModel):
@@ -61,27 +61,24 @@ class Entity(BaseModel):
     # -- persistence bookkeeping (internal) ---------------------------------------------
     @property
     def _dynaorm_state(self) -> InstanceState | None:
-        """The stored state this object was loaded with or last written as (None: new)."""
-        state: InstanceState | None = getattr(self, "_dynaorm_slot", None)
-        return state
+        """The stored state this object was loaded with or last written as (None: new,
+        or deleted: a deleted object is written as a new one)."""
+        state: InstanceState | Deleted | None = getattr(self, "_dynaorm_slot", None)
+        return None if isinstance(state, Deleted) else state
 
     @_dynaorm_state.setter
-    def _dynaorm_state(self, state: InstanceState | None) -> None:
+    def _dynaorm_state(self, state: InstanceState | Deleted | None) -> None:
         _set_state(self, state)
 
     def __copy__(self) -> Self:
         copy = super().__copy__()  # model_copy(): a copy of a loaded object is loaded too
-        _set_state(copy, self._dynaorm_state)
+        _set_state(copy, raw_state(self))
         return copy
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> Self:
         copy = super().__deepcopy__(memo)
-        _set_state(copy, self._dynaorm_state)  # immutable: shared
+        _set_state(copy, raw_state(self))  # immutable: shared
         return copy
-
-    @property
-    def _is_persisted(self) -> bool:
-        return self._dynaorm_state is not None
 
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
@@ -99,9 +96,17 @@ class Entity(BaseModel):
             yield _load(cls, spec, item, validate)
 
 
-def _set_state(obj: Entity, state: InstanceState | None) -> None:
+def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
     # the slot is not a pydantic field: set as a plain attribute, past pydantic's __setattr__
     object.__setattr__(obj, "_dynaorm_slot", state)
+
+
+def raw_state(obj: Entity) -> InstanceState | Deleted | None:
+    """What ``obj``'s state slot holds: its state, :data:`~dynaorm.model.state.DELETED`
+    after a committed delete, or ``None`` (new); ``obj._dynaorm_state`` reads ``DELETED``
+    as ``None``."""
+    state: InstanceState | Deleted | None = getattr(obj, "_dynaorm_slot", None)
+    return state
 
 
 def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:

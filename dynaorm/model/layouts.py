@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
@@ -24,7 +24,10 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
-__all__ = ["Layout", "MovedState", "Previous", "previous_layout"]
+if TYPE_CHECKING:
+    from dynaorm.model.spec import EntitySpec
+
+__all__ = ["Layout", "MovedState", "Previous", "old_values", "previous_layout"]
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,18 @@ class MovedState(InstanceState):
                  history: tuple[Item, ...] = ()) -> None:
         super().__init__(key, item, version)
         self.history = history
+
+
+def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
+    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
+    class reads them (plain Python, to validate): attributes under their current names,
+    the key fields parsed back from the old key."""
+    layout = spec.previous
+    assert layout is not None
+    data = spec.decode_fields(layout.translate(item, spec.renames))
+    for name, value in (layout.parse_key(item) or {}).items():
+        data.setdefault(name, value)
+    return data
 
 
 def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],

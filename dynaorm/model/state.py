@@ -18,12 +18,13 @@ import itertools
 import sys
 from collections.abc import Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final, final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 
-__all__ = ["InstanceState", "changed_attributes", "shape_of", "wire_values"]
+__all__ = ["DELETED", "Deleted", "InstanceState", "changed_attributes", "shape_of",
+           "wire_values"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -168,6 +169,14 @@ class InstanceState:
                 name: _render(value) for name, value in zip(shape.names, data, strict=True)}
         return rendered
 
+    def peek_item(self) -> Item:
+        """:attr:`item` for a reader that needs it once (:func:`dynaorm.inspect`): rendered
+        afresh and not kept, unless a write rendered it already (do not mutate it)."""
+        shape, data = self._shape, self._data
+        if shape is None or self._rendered is not None:
+            return self.item
+        return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InstanceState):
             return NotImplemented
@@ -178,6 +187,26 @@ class InstanceState:
 
     def __repr__(self) -> str:
         return f"InstanceState(key={self.key!r}, item={self.item!r}, version={self.version!r})"
+
+
+@final
+class Deleted:
+    """What an object's state slot holds after a commit (or a bulk call) deleted its item:
+    :data:`DELETED`, the one instance. It tells a deleted object from a new one for
+    :func:`dynaorm.inspect` only: ``Entity._dynaorm_state`` reads it as ``None``, so every
+    write path treats a deleted object exactly as a new one (saving it again inserts)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DELETED"
+
+    def __reduce__(self) -> str:
+        return "DELETED"  # (pickled and copied as the one instance)
+
+
+#: the state of a deleted object (see :class:`Deleted`)
+DELETED: Final = Deleted()
 
 
 def changed_attributes(old: Item, new: Item) -> tuple[dict[str, AttributeValue], list[str]]:

@@ -23,7 +23,7 @@ from dynaorm.errors import ItemDecodeError, TransactionTooLargeError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
-from dynaorm.model.layouts import Layout, MovedState
+from dynaorm.model.layouts import Layout, MovedState, old_values
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import stamped, stamps
@@ -49,17 +49,6 @@ HISTORY_BATCH = 24
 def _layout(spec: EntitySpec) -> Layout:
     assert spec.previous is not None
     return spec.previous
-
-
-def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
-    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
-    class reads them (plain Python, to validate): attributes under their current names,
-    the key fields parsed back from the old key."""
-    layout = _layout(spec)
-    data = spec.decode_fields(layout.translate(item, spec.renames))
-    for name, value in (layout.parse_key(item) or {}).items():
-        data.setdefault(name, value)
-    return data
 
 
 def kept(spec: EntitySpec, item: Item) -> Item:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import dynaorm
 from dynaorm import Entity, ItemDecodeError, Session, Table
 from dynaorm.read.selection import selection
 from dynaorm.testing import TestBackend
@@ -236,9 +237,9 @@ def test_an_all_string_shape_and_the_same_shape_with_a_null_load_alike(
     for row, item in zip(rows, items, strict=True):
         state = row._dynaorm_state
         assert state is not None
-        assert state.item == item
-        assert state.key == {"pk": "TEXT#g", "sk": row.name}
-        assert state.version is None
+        assert state.item == item  # (the stored item exactly, in wire form: private)
+        public = dynaorm.inspect(row)
+        assert public.key == {"pk": "TEXT#g", "sk": row.name} and public.version is None
 
 
 def test_all_string_items_queried_keep_their_items(db: TestBackend, s: Session) -> None:
@@ -280,7 +281,7 @@ def test_a_page_loads_as_its_items_load_one_by_one() -> None:
         assert got._dynaorm_state == want._dynaorm_state
         assert got._dynaorm_state is not None
         assert got._dynaorm_state.item == item
-        assert got._dynaorm_state.key == {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
+        assert dynaorm.inspect(got).key == {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     keys = [row._dynaorm_state.key["pk"] for row in paged if row._dynaorm_state]
     assert keys[0] is keys[1] is keys[4] and keys[2] is keys[3] is keys[5]
     names = {id(row._dynaorm_state.item["_type"]["S"]) for row in paged if row._dynaorm_state}

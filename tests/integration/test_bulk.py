@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ConnectionClosedError
 
+import dynaorm
 from dynaorm import (
     BulkWriteError,
     ConcurrentModificationError,
@@ -150,7 +151,7 @@ def test_save_many_marks_every_object_of_a_repeated_key_persisted(db: TestBacken
     s = db.session()
     first, last = EReading(device="d", ts=7, v=1), EReading(device="d", ts=7, v=2)
     s.save_many([first, last])
-    assert first._is_persisted and last._is_persisted
+    assert dynaorm.inspect(first).persisted and dynaorm.inspect(last).persisted
     assert [i["v"] for i in db.scan()] == [2]
     s.save(first)  # an update back to v=1, not an insert that clashes
     s.commit()
@@ -261,7 +262,7 @@ def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
         "NOTE#n005", "NOTE#nope", "NOTE#n001"]  # a repeated key is read once
     assert all(g["Get"]["TableName"] == db.table.name for g in request["TransactItems"])
     loaded = got[0]
-    assert loaded is not None and loaded._is_persisted
+    assert loaded is not None and dynaorm.inspect(loaded).persisted
     assert s.get_many(Note, [], snapshot=True) == []
 
 
@@ -344,7 +345,7 @@ def test_save_many_never_overwrites_a_newer_state_of_a_loaded_object(db: TestBac
     assert obj is b and isinstance(cause, ConcurrentModificationError)
     assert {i["n"]: i["label"] for i in stored(db)} == {0: "mine-a", 1: "theirs", 2: "g-2",
                                                        9: "new"}
-    assert fresh._is_persisted and a._is_persisted
+    assert dynaorm.inspect(fresh).persisted and dynaorm.inspect(a).persisted
     a.label = "again"  # a's state is the one it wrote: saving it again is an update
     with db.session() as s:
         s.save(a)
@@ -386,7 +387,8 @@ def test_delete_many_never_deletes_a_newer_state_of_a_loaded_object(db: TestBack
     assert obj is b and isinstance(cause, ConcurrentModificationError)
     assert cause.key == {"pk": "BGROUP#g", "sk": "ITEM#0001"}
     assert {i["n"]: i["label"] for i in stored(db)} == {1: "theirs"}
-    assert not a._is_persisted and b._is_persisted and not c._is_persisted
+    assert dynaorm.inspect(a).deleted and dynaorm.inspect(c).deleted  # deleted, as asked
+    assert dynaorm.inspect(b).persisted  # not written: as loaded
 
 
 @pytest.fixture
@@ -416,7 +418,7 @@ def test_a_later_round_throttled_to_the_end_reports_exactly_what_was_written(
                for _, c in e.errors)
     assert sorted(i["n"] for i in stored(db)) == [0, 1, 2]
     assert transport.batches[0] == ("BatchWriteItem", 6, 3)
-    assert [o._is_persisted for o in objs] == [True] * 3 + [False] * 3
+    assert [dynaorm.inspect(o).persisted for o in objs] == [True] * 3 + [False] * 3
     with db.session() as s:  # saving them all again: updates and inserts, no ItemExistsError
         for o in objs:
             o.label = "again"
@@ -433,8 +435,8 @@ def test_unprocessed_to_the_last_round_is_not_written(db: TestBackend) -> None:
     e = err.value
     assert len(e.written) == 2 and len(e.not_written) == 1 and e.unknown == []
     assert sorted(i["n"] for i in stored(db)) == sorted(o.n for o in e.written)
-    assert all(o._is_persisted for o in e.written)
-    assert not e.not_written[0]._is_persisted
+    assert all(dynaorm.inspect(o).persisted for o in e.written)
+    assert not dynaorm.inspect(e.not_written[0]).persisted
 
 
 @pytest.mark.sync_only
@@ -476,4 +478,5 @@ def test_a_lost_conditioned_write_of_a_loaded_object_is_unknown(db: TestBackend,
     assert isinstance(e.errors[0][1], OutcomeUnknownError)
     faults.clear()
     assert {i["n"]: i["label"] for i in stored(db)} == {0: "x", 1: "y"}  # a was applied
-    assert b._is_persisted and a._dynaorm_state is not None  # a keeps its last known state
+    assert dynaorm.inspect(b).persisted
+    assert dynaorm.inspect(a).persisted  # a keeps its last known state

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import dynaorm
 from dynaorm import (
     ConcurrentModificationError,
     ConditionFailedError,
@@ -210,7 +211,7 @@ def test_delete_many_objects_and_keys(db: TestBackend) -> None:
     s = db.session()
     loaded = [s.get(Note, note_id=f"n{i}") for i in range(3)]
     s.delete_many([n for n in loaded if n is not None])
-    assert all(n is not None and n._dynaorm_state is None for n in loaded)
+    assert all(n is not None and dynaorm.inspect(n).deleted for n in loaded)
     sent = _ops(db)
     s.delete_many(Note, [{"note_id": f"n{i}"} for i in range(3, 30)])
     assert sent == ["BatchWriteItem", "BatchWriteItem"]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
+import dynaorm
 from dynaorm import ConcurrentModificationError, Entity, Table
 from dynaorm._types import Item
 from dynaorm.model.state import InstanceState
@@ -70,8 +71,8 @@ def test_loaded_state_renders_the_stored_item_exactly() -> None:
     assert state is not None
     assert state.item == raw
     assert list(state.item) == list(raw)  # attribute order too
-    assert state.key == {"pk": "ROW#r3", "sk": "R"}
-    assert state.version is None
+    public = dynaorm.inspect(obj)
+    assert public.key == {"pk": "ROW#r3", "sk": "R"} and public.version is None
     assert state.item is state.item  # rendered once, when a write first needs it
 
 
@@ -84,6 +85,7 @@ def test_loaded_state_shares_the_objects_values_and_survives_mutation() -> None:
     assert any(v is obj.name for v in data)  # the very string object, not a copy
     assert any(v is obj.price for v in data)
     # containers are mutable: the snapshot keeps their wire form, not the object's value
+    assert dynaorm.inspect(obj).loaded == obj.model_dump()  # (inspecting keeps no rendering)
     assert getattr(state, "_rendered", None) is None  # nothing rendered until a write needs it
     obj.tags.append("c")
     obj.labels.add("z")

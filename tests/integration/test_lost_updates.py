@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import dynaorm
 from dynaorm import ConcurrentModificationError, Session
 from dynaorm.testing import TestBackend
 from tests.support.models import Note
@@ -132,8 +133,9 @@ def test_model_copy_of_a_loaded_object_saves_as_an_update(db: TestBackend) -> No
     _note(db, body="v0")
     s, n = _load(db)
     copy = n.model_copy(update={"body": "copied"})
-    assert copy._dynaorm_state == n._dynaorm_state
-    assert copy._dynaorm_state is not None
+    mine, theirs = dynaorm.inspect(copy), dynaorm.inspect(n)
+    assert mine.persisted and mine.changed == {"body"}  # loaded as n was, then changed
+    assert (mine.key, mine.loaded, mine.version) == (theirs.key, theirs.loaded, theirs.version)
     s.save(copy)
     plan = s.plan()
     (op,) = plan.ops
@@ -141,4 +143,4 @@ def test_model_copy_of_a_loaded_object_saves_as_an_update(db: TestBackend) -> No
     s.commit()
     assert db.scan()[0]["body"] == "copied"
     deep = copy.model_copy(deep=True)
-    assert deep._dynaorm_state is not None
+    assert dynaorm.inspect(deep).persisted

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import dynaorm
 from dynaorm import (
     ConditionFailedError,
     ConflictError,
@@ -336,7 +337,7 @@ class Tag(Entity):
 # -- a move's condition= and overwrite= ----------------------------------------------------
 def _fresh_account(s: Session) -> Account:
     account = s.get(Account, id="a1")
-    assert account is not None and isinstance(account._dynaorm_state, MovedState)
+    assert account is not None and dynaorm.inspect(account).previous_layout
     return account
 
 
@@ -378,7 +379,7 @@ def test_failing_save_condition_on_a_move_writes_nothing(db: TestBackend,
     err = caught.value
     assert err.entity is Account and err.key == {"pk": "USER#a1", "sk": "PROFILE"}
     assert err.item == Account(id="a1", email="Ann@X.io", name="Ann")  # as stored
-    assert isinstance(account._dynaorm_state, MovedState)  # unchanged: save it again
+    assert dynaorm.inspect(account).previous_layout  # unchanged: save it again
     s.save(account)
     s.commit()
     assert _by_key(db)[("ACCOUNT#a1", "PROFILE")]["name"] == "Ann B"
@@ -474,7 +475,7 @@ def test_overwrite_of_a_moved_object_is_last_writer_wins(db: TestBackend,
     guards = {k: v for k, v in items.items() if k[0].startswith("email#")}
     assert list(guards) == [("email#mine@x.io", "email#mine@x.io")]
     assert guards[("email#mine@x.io", "email#mine@x.io")]["owner_pk"] == "ACCOUNT#a1"
-    assert not isinstance(account._dynaorm_state, MovedState)
+    assert not dynaorm.inspect(account).previous_layout
     account.name = "mine again"  # a plain update now
     s.save(account)
     s.commit()
@@ -771,7 +772,7 @@ def test_migrate_rejudges_a_move_that_lost_its_condition(db: TestBackend) -> Non
     assert _move(Session(mig), spec_of(Account), stale) == "moved"
     moved = s.get(Account, id="a1")
     assert moved is not None and moved.name == "changed by a writer"
-    assert not isinstance(moved._dynaorm_state, MovedState)
+    assert not dynaorm.inspect(moved).previous_layout
 
     first, second = s.get(Ledger, id="l1"), Session(mig).get(Ledger, id="l1")
     assert first is not None and second is not None

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import dynaorm
 from dynaorm import (
     ConcurrentModificationError,
     DynaormError,
@@ -61,11 +62,11 @@ def commit(db: TestBackend, *objs: Entity) -> None:
 # -- new vs persisted ----------------------------------------------------------------------
 def test_new_and_persisted_objects(db: TestBackend) -> None:
     note = Note(note_id="n1", body="hi", tags=["a"])
-    assert not note._is_persisted
+    assert not dynaorm.inspect(note).persisted
     commit(db, note)
-    assert note._is_persisted
+    assert dynaorm.inspect(note).persisted
     loaded = db.session().get(Note, note_id="n1", consistent=True)
-    assert loaded is not None and loaded._is_persisted
+    assert loaded is not None and dynaorm.inspect(loaded).persisted
     assert loaded == note == Note(note_id="n1", body="hi", tags=["a"])
     assert db.session().get(Note, note_id="missing") is None
 
@@ -97,7 +98,7 @@ def test_insert_of_existing_key(db: TestBackend, rec: Recorder) -> None:
     assert err.value.key == {"pk": "NOTE#n1", "sk": "NOTE"}
     assert "Note" in str(err.value) and "NOTE#n1" in str(err.value)
     assert db.scan_raw() == before
-    assert not dup._is_persisted
+    assert not dynaorm.inspect(dup).persisted
 
 
 def test_insert_of_existing_user_is_item_exists_not_unique(db: TestBackend) -> None:
@@ -240,7 +241,7 @@ def test_key_move_and_insert_at_the_old_key_both_land(db: TestBackend,
     s.commit()
     stored = {(i["ts"], i["v"]) for i in db.scan() if i["pk"] == "EDEV#d"}
     assert stored == {(1, 9), (2, 1)}
-    assert fresh._is_persisted and moved._is_persisted
+    assert dynaorm.inspect(fresh).persisted and dynaorm.inspect(moved).persisted
 
 
 # -- staging -------------------------------------------------------------------------------
@@ -313,18 +314,19 @@ def test_failed_commit_writes_nothing_and_keeps_state(db: TestBackend) -> None:
     commit(db, Note(note_id="n1", body="v1"), Note(note_id="taken"))
     note = db.session().get(Note, note_id="n1", consistent=True)
     assert note is not None
-    state = note._dynaorm_state
     before = db.scan_raw()
     s = db.session()
     note.body = "v2"
     s.save(note)
+    state = dynaorm.inspect(note)
     clash = Note(note_id="taken", body="x")
     s.save(clash)
     with pytest.raises(ItemExistsError):
         s.commit()
     assert db.scan_raw() == before
-    assert note._dynaorm_state is state  # still the loaded snapshot
-    assert not clash._is_persisted
+    assert dynaorm.inspect(note) == state  # still the loaded snapshot
+    assert state.loaded is not None and state.loaded["body"] == "v1"
+    assert not dynaorm.inspect(clash).persisted
     s.commit()  # the staged work was dropped
     assert db.scan_raw() == before
     # retry without the clash: the update still writes the change against the old snapshot
@@ -343,7 +345,7 @@ def test_failed_insert_then_retry(db: TestBackend) -> None:
     amy.username = "amy"
     s.save(amy)
     s.commit()
-    assert amy._is_persisted
+    assert dynaorm.inspect(amy).persisted
     assert len(db.scan()) == 6
 
 
@@ -546,7 +548,7 @@ def test_persistent_conflict(db: TestBackend, rec: Recorder) -> None:
     assert len({req["ClientRequestToken"] for _, req in rec.writes}) == 1
     del rec.always["TransactWriteItems"]
     assert db.scan_raw() == before
-    assert not a._is_persisted and not b._is_persisted
+    assert not dynaorm.inspect(a).persisted and not dynaorm.inspect(b).persisted
 
 
 @pytest.mark.sync_only

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+import dynaorm
 from dynaorm import ConcurrentModificationError, Entity, Unique, UniqueConstraintError
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
@@ -61,7 +62,7 @@ def test_register_writes_row_and_guards(db: TestBackend) -> None:
         assert g[key]["sk"] == key
     (row,) = rows(db, "User")
     assert row["email"] == "Bobby@Tables.com"  # the field keeps its case; the guard is lower
-    assert user._is_persisted
+    assert dynaorm.inspect(user).persisted
     assert_guards_consistent(db)
 
 
@@ -80,7 +81,7 @@ def test_duplicate_email_is_refused(db: TestBackend) -> None:
     assert e.entity is User
     assert "User" in str(e) and "email" in str(e)
     assert db.scan_raw() == before
-    assert not dup._is_persisted
+    assert not dynaorm.inspect(dup).persisted
 
 
 def test_only_the_clashing_field_is_named(db: TestBackend) -> None:
@@ -207,7 +208,7 @@ def test_find_through_the_guard(db: TestBackend) -> None:
     assert s.find(User, username="Bob") is None  # username has no normalization
     assert s.find(User, email="nobody@x.com") is None
     found = s.find(User, email="bobby@tables.com")
-    assert found is not None and found._is_persisted
+    assert found is not None and dynaorm.inspect(found).persisted
     found.full_name = "Bobby"
     s.save(found)
     s.commit()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+import dynaorm
 from dynaorm import (
     ConcurrentModificationError,
     ConditionFailedError,
@@ -41,7 +42,7 @@ def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
                        label=None, status="open")
     assert u.result == expected
     assert s.get(Counter, name="c1") == expected
-    assert u.result._dynaorm_state is not None  # the result is a loaded object
+    assert dynaorm.inspect(u.result).persisted  # the result is a loaded object
 
 
 def test_discard_removes_set_elements(db: TestBackend) -> None:

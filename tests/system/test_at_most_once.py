@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+import dynaorm
 from dynaorm import (
     ConcurrentModificationError,
     ConflictError,
@@ -75,7 +76,7 @@ def test_lost_insert_alone_is_a_success(db: TestBackend) -> None:
             s.save(note)
     assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (1, 1)  # read back, not resent
     assert _notes(db) == [("n1", "mine", [])]
-    assert note._is_persisted
+    assert dynaorm.inspect(note).persisted
     note.body = "again"
     with db.session() as s:
         s.save(note)
@@ -478,7 +479,7 @@ def test_a_cancelled_commit_leaves_objects_consistent(local: TestBackend, where:
                 await asyncio.wait_for(s.commit(), 1.0)
         finally:
             local.table.transport.interceptor = None
-        assert not note._is_persisted and pending(note)  # nothing changed, remembered
+        assert not dynaorm.inspect(note).persisted and pending(note)  # nothing changed, remembered
         landed = bool(_notes(local))
         assert landed == (where == "after")
         note.body = "two"
@@ -487,7 +488,7 @@ def test_a_cancelled_commit_leaves_objects_consistent(local: TestBackend, where:
         await close()
 
     asyncio.run(main())
-    assert note._is_persisted and not pending(note)
+    assert dynaorm.inspect(note).persisted and not pending(note)
     assert _notes(local) == [("n1", "two", [])]
 
 
@@ -499,5 +500,5 @@ def test_lost_bulk_write_of_a_loaded_object_is_read_back(db: TestBackend) -> Non
     with inject_faults(db.table) as faults:
         faults.lose_answer("UpdateItem")
         db.session().save_many([note])
-    assert faults.sent["UpdateItem"] == 1 and note._is_persisted
+    assert faults.sent["UpdateItem"] == 1 and dynaorm.inspect(note).persisted
     assert _notes(db) == [("n1", "sent", [])]

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import dynaorm
 from dynaorm import (
     BulkWriteError,
     ConcurrentModificationError,
@@ -51,7 +52,7 @@ def test_applied_then_lost_insert_is_a_success(db: TestBackend, faults: Faults,
     note = _note(db, body="hello")
     assert (sent["PutItem"], sent["GetItem"]) == (1, 1)
     assert [(i["note_id"], i["body"]) for i in db.scan()] == [("n1", "hello")]
-    assert note._dynaorm_state is not None  # persisted: it can be updated
+    assert dynaorm.inspect(note).persisted  # it can be updated
     note.body = "again"
     with db.session() as s:
         s.save(note)
@@ -100,7 +101,7 @@ def test_applied_then_lost_transaction_is_a_success(db: TestBackend, faults: Fau
         s.save(user)
     assert sent["TransactWriteItems"] == 2
     assert len(db.scan()) == 3  # the user and its two guards, once
-    assert user._dynaorm_state is not None
+    assert dynaorm.inspect(user).persisted
     user.full_name = "Ada L."
     with db.session() as s:
         s.save(user)
@@ -123,7 +124,7 @@ def test_applied_then_lost_and_not_read_back_is_outcome_unknown(db: TestBackend,
     assert err.value.keys == [{"pk": "NOTE#n1", "sk": "NOTE"}]
     assert "reading the item back failed" in str(err.value) and "Note" in str(err.value)
     assert (sent["PutItem"], sent["GetItem"]) == (1, 5)
-    assert note._dynaorm_state is None  # not known to be persisted
+    assert not dynaorm.inspect(note).persisted  # not known to be persisted
     assert [i["body"] for i in db.scan()] == ["maybe"]  # ... but it was applied
 
 
@@ -231,7 +232,7 @@ def test_bulk_write_throttled_is_not_written(db: TestBackend, faults: Faults) ->
     ((obj, cause),) = err.value.errors
     assert obj is note and isinstance(cause, RequestError)
     assert cause.code == "ThrottlingException" and sent["BatchWriteItem"] == 5
-    assert db.scan() == [] and not note._is_persisted
+    assert db.scan() == [] and not dynaorm.inspect(note).persisted
 
 
 @pytest.mark.parametrize("how", LOST)
@@ -256,19 +257,20 @@ def test_applied_then_unreadable_update_and_delete_are_outcome_unknown(
     for an update and for a delete, OutcomeUnknownError names the item; the object keeps
     its last known state (a reload tells what is stored)."""
     note = _note(db, body="one")
-    known = note._dynaorm_state
     sent = faults.count()
     faults.lose("UpdateItem")
     faults.refuse("GetItem")
     note.body = "two"
     s = db.session()
     s.save(note)
+    known = dynaorm.inspect(note)
     with pytest.raises(OutcomeUnknownError) as err:
         s.commit()
     assert (err.value.operation, err.value.keys) == ("UpdateItem", [{"pk": "NOTE#n1",
                                                                       "sk": "NOTE"}])
     assert sent["UpdateItem"] == 1 and sent["GetItem"] == db.table.max_attempts == 5
-    assert note._dynaorm_state is known
+    assert dynaorm.inspect(note) == known and known.persisted
+    assert known.loaded is not None and known.loaded["body"] == "one"
     assert [i["body"] for i in db.scan()] == ["two"]  # it was applied
     faults.clear()
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import BotoCoreError, ClientError
 
+import dynaorm
 from dynaorm import (
     DynaormError,
     Entity,
@@ -95,7 +96,7 @@ def test_persistent_throttling_sends_max_attempts_then_request_error(
     assert str(err.value).endswith("(after 3 attempts)")
     assert sent["PutItem"] == 3
     assert knob_db.scan() == []
-    assert thing._dynaorm_state is None
+    assert dynaorm.inspect(thing).new  # the failed insert changed nothing
 
 
 def test_default_is_five_attempts_for_reads_batches_and_transactions(
@@ -146,7 +147,7 @@ def test_persistent_5xx_on_a_write_is_outcome_unknown(db: TestBackend, faults: F
     assert err.value.keys == [{"pk": "NOTE#n1", "sk": "NOTE"}]
     assert "InternalServerError" in str(err.value) and "no item is stored" in str(err.value)
     assert (sent["PutItem"], sent["GetItem"]) == (1, 1)
-    assert note._dynaorm_state is None
+    assert dynaorm.inspect(note).new  # the failed insert changed nothing
 
 
 def test_throttled_then_served(db: TestBackend, faults: Faults) -> None:
