@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "BulkWriteError",
     "ConcurrentModificationError",
     "ConditionFailedError",
+    "ConflictError",
     "DynaormError",
     "InvalidCursorError",
     "InvalidValueError",
+    "ItemDecodeError",
     "ItemExistsError",
+    "ItemGoneError",
     "ItemNotFoundError",
     "ItemTooLargeError",
     "KeyTemplateError",
@@ -22,7 +26,6 @@ __all__ = [
     "TransactionTooLargeError",
     "UniqueConstraintError",
 ]
-__all__ += ["BulkWriteError", "ConflictError", "ItemGoneError"]  # (0.3)
 
 
 class DynaormError(Exception):
@@ -187,7 +190,7 @@ class TableNotFoundError(RequestError):
     """The table (or index) does not exist on the endpoint."""
 
 
-# -- bulk writes (0.3) -----------------------------------------------------------------
+# -- bulk writes ---------------------------------------------------------------------
 
 
 class BulkWriteError(DynaormError):
@@ -219,7 +222,6 @@ class BulkWriteError(DynaormError):
         """``(object or key, error)`` for each one not written or unknown."""
 
 
-__all__ += ["ItemDecodeError"]  # (0.3)
 
 
 class ItemDecodeError(_KeyedError, ValueError):

@@ -210,7 +210,7 @@ def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any
     return _fixture  # type: ignore[no-any-return]
 
 
-# -- fault injection (0.3) ------------------------------------------------------------
+# -- fault injection ------------------------------------------------------------------
 #: ``after`` callbacks: plain functions, or (in an async session) coroutine functions
 Callback = Callable[[], Any]
 

@@ -32,7 +32,7 @@ def _projection(projection: Projection, type_attribute: Sequence[str] = ()) -> d
             raise DynaormError(f"projection must be 'ALL', 'KEYS_ONLY' or a list of "
                                f"attribute names, got {projection!r}")
         return {"ProjectionType": kind}
-    # (0.2) the type attribute rides along, so reads can select types on the server
+    # the type attribute rides along, so reads can select types on the server
     extra = [a for a in type_attribute if a not in projection]
     return {"ProjectionType": "INCLUDE", "NonKeyAttributes": [*projection, *extra]}
 

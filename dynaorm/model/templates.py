@@ -150,7 +150,7 @@ class KeyTemplate:
         if seg.conversion:
             text = _CONVERSIONS[seg.conversion](text)
         if check and self.single is not None and text:
-            return text  # one field: nothing to split, so '#' is allowed (0.2)
+            return text  # one field: nothing to split, so '#' is allowed
         if check and (not text or "#" in text):
             why = "is empty" if not text else "contains '#'"
             raise KeyTemplateError(

@@ -65,9 +65,6 @@ class Pager:
         """Streams that may still give items."""
         return [i for i, p in enumerate(self.positions) if p is not DONE]
 
-    def _has_more(self, i: int) -> bool:
-        return self._resume[i] is not DONE
-
     def wants(self, limit: Callable[[int], int | None]) -> list[tuple[int, dict[str, Any]]]:
         """Requests to answer before the next result can be chosen (empty: call
         :meth:`take`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""

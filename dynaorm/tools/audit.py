@@ -9,7 +9,7 @@ items of a full table scan (pure: no I/O) and reports four kinds of repairable p
 - ``missing-guard``: an owner whose unique value has no guard item;
 - ``stale-latest``: a versioned entity's latest copy (``v0_X``) that differs from its
   newest version row;
-- ``stale-index`` **(0.2)**: an entity item whose secondary-index key attributes differ
+- ``stale-index``: an entity item whose secondary-index key attributes differ
   from its index templates rendered from its stored fields (after a template changed, or a
   write by another tool); the fix re-renders them.
 
@@ -26,7 +26,7 @@ aside). An item whose TTL has passed is never a finding: DynamoDB deletes it.
 
 Three more are reported but never repaired automatically, because a human must choose:
 ``duplicate`` (two owners hold one unique value), ``no-history`` (a latest copy without
-any version row) and ``stale-key`` **(0.2)** (an item whose table key no longer matches
+any version row) and ``stale-key`` (an item whose table key no longer matches
 its key templates: moving it changes its identity; load and save it under the new key).
 Each repairable problem carries its fix as plain data: the
 ``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
@@ -342,7 +342,7 @@ class _Auditor:
             return None
 
     def check_guard_ttl(self, key: Key, guard: Item, owner: Item) -> None:
-        """A guard held by ``owner`` carries the owner's TTL (0.3); else ``guard-ttl``,
+        """A guard held by ``owner`` carries the owner's TTL; else ``guard-ttl``,
         fixed by setting (or removing) the guard's TTL, conditioned on the guard and the
         owner's TTL and unique values as judged."""
         ttl = self.table.ttl
@@ -390,7 +390,7 @@ class _Auditor:
             "would delete it alone, leaving a gap in the history"), ({"Update": ph.apply(body)},)))
 
     def check_keys(self, only: Iterable[Key] | None = None) -> None:
-        """Table keys and index key attributes against the templates (0.2)."""
+        """Table keys and index key attributes against the templates."""
         wanted = None if only is None else set(only)
         for key, item in self.items.items():
             if wanted is not None and key not in wanted:

@@ -3,7 +3,7 @@
 Pure: builds the guard's key, item, the Put that writes it and the condition that the
 guard still belongs to its owner.
 
-TTL (0.3): on a table with ``Table(ttl=...)``, a guard carries its owner's TTL value (the
+TTL: on a table with ``Table(ttl=...)``, a guard carries its owner's TTL value (the
 same epoch seconds, rewritten in the transaction that changes the owner's TTL), so
 DynamoDB expires it with its owner; and a claim is conditioned :func:`claimable`: the
 value is free when no guard exists *or* the guard's TTL has passed (an expired owner,
