@@ -120,6 +120,51 @@ Proto = Generator[Step, Any, R]
 Stream = Generator[Step, Any, None]
 
 
+class _Operations:
+    """The session operations one pump reports to the hooks: the whole protocol as one, or
+    (``paged``) each page of a read, from its first request to the items it emits."""
+
+    __slots__ = ("current", "hooks", "paged", "template", "tokens")
+
+    def __init__(self, hooks: Sequence[HookLike], template: Operation | None,
+                 paged: bool) -> None:
+        self.hooks = hooks if template is not None else ()
+        self.template = template
+        self.paged = paged
+        self.current: Operation | None = None
+        self.tokens: list[object] = []
+        if self.hooks and not paged:
+            self._begin()
+
+    def _begin(self) -> None:
+        assert self.template is not None
+        op = self.template if not self.paged else dataclasses.replace(self.template)
+        self.current, self.tokens = op, start(self.hooks, op)
+
+    def step(self, kind: type) -> None:
+        """A page starts at its first request (a Call or a Gather) and ends with its items."""
+        if not (self.hooks and self.paged):
+            return
+        if self.current is None and kind in (Call, Gather):
+            self._begin()
+        elif self.current is not None and kind is Emit:
+            self.end()
+
+    def failed(self, exc: BaseException) -> None:
+        if self.current is not None:
+            self.current.error = exc
+
+    def end(self) -> None:
+        """End the current operation (nothing is awaited for an operation)."""
+        op, self.current = self.current, None
+        if op is None:
+            return
+        for awaitable in end(self.hooks, op, self.tokens):
+            close = getattr(awaitable, "close", None)
+            if close is not None:
+                close()  # a coroutine no one will await: closed, not left to warn
+
+
 def expand(proto: Generator[Any, Any, R], policy: Policy,
            operation: Operation | None = None, *, paged: bool = False
            ) -> Generator[Primitive, Any, R]:
@@ -133,11 +178,7 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     a read is one operation (from its first request to the items it emits). Closed early
     (a cancelled task, an abandoned read), it closes ``proto`` at once, in the closer's
     context (its ``finally`` blocks run there, not whenever it is collected)."""
-    hooks = policy.hooks if operation is not None else ()
-    op: Operation | None = None
-    tokens: list[object] = []
-    if hooks and not paged and operation is not None:
-        op, tokens = operation, start(hooks, operation)
+    ops = _Operations(policy.hooks, operation, paged)
     value: Any = None
     error: BaseException | None = None
     try:
@@ -148,51 +189,64 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
                 result: R = stop.value
                 return result
             except BaseException as exc:
-                if op is not None:
-                    op.error = exc
+                ops.failed(exc)
                 raise
             value = error = None
+            kind = type(step)
+            ops.step(kind)
             try:
-                kind = type(step)
                 if kind is Call:
-                    if paged and hooks and op is None and operation is not None:
-                        op = dataclasses.replace(operation)
-                        tokens = start(hooks, op)
                     value = yield from attempts(policy, step)
                 elif kind is Backoff:
-                    delay = min(policy.backoff(step.attempt), policy.max_wait - step.waited)
-                    value = 0.0
-                    if delay > 0:
-                        yield Wait(delay)
-                        value = delay
+                    value = yield from _backoff(policy, step)
                 else:
-                    if paged and hooks and operation is not None:
-                        if kind is Gather and op is None:
-                            op = dataclasses.replace(operation)
-                            tokens = start(hooks, op)
-                        elif kind is Emit and op is not None:
-                            _finish(hooks, op, tokens)
-                            op = None
                     value = yield step
             except Exception as exc:  # thrown into the protocol, which may handle it
                 error = exc
     finally:
         proto.close()
-        if op is not None:
-            _finish(hooks, op, tokens)
+        ops.end()
 
 
-def _finish(hooks: Sequence[HookLike], op: Operation, tokens: list[object]) -> None:
-    """End an operation (its hooks' ``on_end``; nothing is awaited for an operation)."""
-    for awaitable in end(hooks, op, tokens):
-        close = getattr(awaitable, "close", None)
-        if close is not None:
-            close()  # a coroutine no one will await: closed, not left to warn
+def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
+    """A :class:`Backoff` as the :class:`Wait` it is (within ``max_wait``): the seconds."""
+    delay = min(policy.backoff(step.attempt), policy.max_wait - step.waited)
+    if delay <= 0:
+        return 0.0
+    yield Wait(delay)
+    return delay
+
+
+def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int
+             ) -> Generator[Primitive, Any, tuple[dict[str, Any] | None, RequestError | None]]:
+    """One attempt: its hooks' ``on_start`` (a hook may answer it), the :class:`Send`
+    unless answered, and their ``on_end`` (awaiting what they return); the answer or the
+    failure."""
+    if not hooks:
+        try:
+            return (yield Send(step.operation, request)), None
+        except RequestError as exc:
+            return None, exc
+    attempt = Attempt(step.operation, request, number, step.origins)
+    tokens = start(hooks, attempt)
+    if attempt.response is None and attempt.error is None:
+        attempt.sent = True
+        began = time.perf_counter()
+        try:
+            attempt.response = yield Send(step.operation, request)
+        except RequestError as exc:
+            attempt.error = exc
+        attempt.elapsed = time.perf_counter() - began
+    for awaitable in end(hooks, attempt, tokens):
+        yield Await(awaitable)
+    if attempt.response is None and attempt.error is None:
+        return {}, None  # a hook took both away: an empty answer
+    return attempt.response, attempt.error
 
 
 def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
-    (:class:`Send`), each between its hooks' ``on_start`` and ``on_end`` (the DEBUG log
+    (:func:`_attempt`: each between its hooks' ``on_start`` and ``on_end``, the DEBUG log
     first when the ``dynaorm`` logger is at DEBUG), a :class:`Wait` of the policy's backoff
     before each retry (within ``max_wait`` in all), only failures that
     :func:`~dynaorm.protocol.policy.retryable` allows, and never a resend of a request that
@@ -200,11 +254,10 @@ def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, 
     consumed capacity are recorded into the commit being recorded, if any. Returns the
     response, or raises the last :class:`~dynaorm.RequestError` (``maybe_applied`` and
     ``attempts`` set)."""
-    operation = step.operation
-    request = with_capacity(operation, step.request, policy.capacity)
+    request = with_capacity(step.operation, step.request, policy.capacity)
     recording = recorder()
     if recording is not None:
-        recording._add(operation, request)
+        recording._add(step.operation, request)
     hooks: Sequence[HookLike] = policy.hooks
     if _logger.isEnabledFor(logging.DEBUG):
         hooks = (_LOG, *hooks)
@@ -213,29 +266,7 @@ def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, 
     maybe_applied = False
     while True:
         number += 1
-        out: dict[str, Any] | None = None
-        error: RequestError | None = None
-        if hooks:
-            attempt = Attempt(operation, request, number, step.origins)
-            tokens = start(hooks, attempt)
-            if attempt.response is None and attempt.error is None:
-                attempt.sent = True
-                began = time.perf_counter()
-                try:
-                    attempt.response = yield Send(operation, request)
-                except RequestError as exc:
-                    attempt.error = exc
-                attempt.elapsed = time.perf_counter() - began
-            for awaitable in end(hooks, attempt, tokens):
-                yield Await(awaitable)
-            out, error = attempt.response, attempt.error
-            if out is None and error is None:
-                out = {}
-        else:
-            try:
-                out = yield Send(operation, request)
-            except RequestError as exc:
-                error = exc
+        out, error = yield from _attempt(hooks, step, request, number)
         if error is None:
             assert out is not None
             if recording is not None and "ConsumedCapacity" in out:
