@@ -39,7 +39,7 @@ from dynaorm.client.settings import (
 from dynaorm.core.unit_of_work import describe
 from dynaorm.errors import DynaormError
 from dynaorm.model.table import TableSchema
-from dynaorm.private_apis import moto_active
+from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import Policy
@@ -182,7 +182,7 @@ class Client:
     @property
     def pool_size(self) -> int:
         """Connections kept open per wire (``Config(max_pool_connections=)``, else 64)."""
-        size = getattr(self.config, "max_pool_connections", None) if self.config else None
+        size = config_options(self.config).get("max_pool_connections")
         return int(size or CONFIG_DEFAULTS["max_pool_connections"])
 
     @property

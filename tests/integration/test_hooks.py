@@ -1,0 +1,203 @@
+"""Phase hooks (contract 19): a hook attached to a client sees the start and end of every
+session operation (a commit, a get, each page of a query or scan, a bulk call) and of
+every HTTP attempt, with what a span needs; several attach at once and nest in the order
+they were added; a hook may answer an attempt without sending it; nothing a hook does
+wrong turns a request into a failure. The same on both kinds of session."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from dynaorm import Attempt, Hook, Operation, RequestError, Session
+from dynaorm.testing import TestBackend, inject_faults
+from tests.support.models import Note, User, app
+
+
+class Journal(Hook):
+    """Writes down every phase, as ``(start|end, kind, detail)``."""
+
+    def __init__(self, name: str, seen: list[tuple[str, ...]]) -> None:
+        self.name = name
+        self.seen = seen
+
+    def _detail(self, phase: Any) -> str:
+        if isinstance(phase, Operation):
+            return f"op:{phase.name}:{','.join(phase.tables)}:" + ",".join(
+                e.__name__ for e in phase.entities)
+        return f"attempt:{phase.operation}#{phase.number}"
+
+    def on_start(self, phase: Any) -> object:
+        self.seen.append((self.name, "start", self._detail(phase)))
+        return self.name
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        assert token == self.name  # each hook gets its own token back
+        outcome = "error" if (phase.error is not None) else "ok"
+        self.seen.append((self.name, "end", self._detail(phase), outcome))
+        return None
+
+
+@pytest.fixture
+def journal(db: TestBackend) -> list[tuple[str, ...]]:
+    seen: list[tuple[str, ...]] = []
+    app.db.add_hook(Journal("outer", seen))
+    app.db.add_hook(Journal("inner", seen))
+    return seen
+
+
+def test_a_commit_is_one_operation_around_its_attempts(db: TestBackend,
+                                                       journal: list[tuple[str, ...]]) -> None:
+    s = db.session()
+    s.save(User(user_id="u1", username="ada", email="ada@example.com"))
+    s.commit()
+    op = f"op:commit:{app.name}:User"
+    assert journal == [
+        ("outer", "start", op), ("inner", "start", op),
+        ("outer", "start", "attempt:TransactWriteItems#1"),
+        ("inner", "start", "attempt:TransactWriteItems#1"),
+        ("inner", "end", "attempt:TransactWriteItems#1", "ok"),
+        ("outer", "end", "attempt:TransactWriteItems#1", "ok"),
+        ("inner", "end", op, "ok"), ("outer", "end", op, "ok")]
+
+
+def test_a_failed_operation_ends_with_its_error(db: TestBackend,
+                                                journal: list[tuple[str, ...]]) -> None:
+    with db.session() as s:
+        s.save(Note(note_id="n1"))
+    journal.clear()
+    s = db.session()
+    s.save(Note(note_id="n1"))  # exists: ItemExistsError
+    with pytest.raises(Exception, match="exists"):
+        s.commit()
+    ends = [e for e in journal if e[1] == "end" and e[0] == "outer"]
+    assert ends == [("outer", "end", "attempt:PutItem#1", "error"),
+                    ("outer", "end", f"op:commit:{app.name}:Note", "error")]
+
+
+def test_each_page_of_a_read_is_one_operation(db: TestBackend,
+                                              journal: list[tuple[str, ...]]) -> None:
+    db.session().save_many([Note(note_id=f"n{i:02d}") for i in range(5)])
+    journal.clear()
+    found = list(db.session().scan(Note).page_size(2))
+    assert len(found) == 5
+    pages = [e for e in journal if e[:2] == ("outer", "start") and e[2].startswith("op:")]
+    assert pages == [("outer", "start", f"op:scan:{app.name}:Note")] * 3
+    attempts = [e for e in journal if e[:2] == ("outer", "start") and "attempt" in e[2]]
+    assert attempts == [("outer", "start", "attempt:Scan#1")] * 3
+    # every attempt is inside its page: start page, attempt, end page, ...
+    kinds = [("op" if e[2].startswith("op:") else "at", e[1])
+             for e in journal if e[0] == "outer"]
+    assert kinds == [("op", "start"), ("at", "start"), ("at", "end"), ("op", "end")] * 3
+
+
+def test_retries_are_numbered_attempts_of_one_operation(
+        db: TestBackend, journal: list[tuple[str, ...]]) -> None:
+    app.max_wait = 0  # (rebinds the table: the journal goes with the new client)
+    seen: list[tuple[str, ...]] = []
+    app.db.add_hook(Journal("outer", seen))
+    with inject_faults(app) as faults:
+        faults.throttle("GetItem", times=2)
+        assert db.session().get(Note, note_id="none") is None
+    attempts = [e for e in seen if e[1] == "end" and "attempt" in e[2]]
+    assert attempts == [("outer", "end", "attempt:GetItem#1", "error"),
+                        ("outer", "end", "attempt:GetItem#2", "error"),
+                        ("outer", "end", "attempt:GetItem#3", "ok")]
+
+
+class Answers(Hook):
+    """Answers every GetItem itself: nothing is sent."""
+
+    def on_start(self, phase: Any) -> object:
+        if isinstance(phase, Attempt) and phase.operation == "GetItem":
+            phase.response = {"Item": {"pk": {"S": "NOTE#x"}, "sk": {"S": "NOTE"},
+                                       "_type": {"S": "Note"}, "body": {"S": "canned"}}}
+        return None
+
+
+def test_a_hook_may_answer_an_attempt_without_sending_it(db: TestBackend) -> None:
+    sent: list[Attempt] = []
+
+    class Watch(Hook):
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt):
+                sent.append(phase)
+            return None
+
+    app.db.add_hook(Watch())
+    app.db.add_hook(Answers())
+    got = db.session().get(Note, note_id="x")
+    assert got is not None and got.body == "canned"
+    assert [(a.operation, a.sent) for a in sent] == [("GetItem", False)]
+
+
+class Broken(Hook):
+    def on_start(self, phase: Any) -> object:
+        raise RuntimeError("a faulty hook")
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        raise RuntimeError("a faulty hook")
+
+
+def test_a_faulty_hook_never_fails_a_request(db: TestBackend,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    app.db.add_hook(Broken())
+    with db.session() as s:
+        s.save(Note(note_id="n1"))
+    assert db.session().get(Note, note_id="n1") is not None
+    assert "faulty hook" in caplog.text or "failed at the" in caplog.text
+
+
+@pytest.mark.sync_only
+def test_an_awaitable_from_a_hook_is_awaited_in_async_and_refused_in_sync(
+        db: TestBackend) -> None:
+    if db.endpoint_url is None:
+        pytest.skip("aiobotocore cannot reach moto's in-process mock")
+    awaited: list[str] = []
+
+    class Later(Hook):
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt) and phase.operation == "GetItem":
+                async def note() -> None:
+                    awaited.append(phase.operation)
+                return note()
+            return None
+
+    app.db.add_hook(Later())
+
+    async def main() -> None:
+        from dynaorm import AsyncSession
+
+        assert await AsyncSession(app).get(Note, note_id="n") is None
+        await app.db.aclose()
+
+    asyncio.run(main())
+    assert awaited == ["GetItem"]
+    with pytest.raises(TypeError, match="AsyncSession"):
+        Session(app).get(Note, note_id="n")
+
+
+def test_a_removed_hook_sees_nothing(db: TestBackend) -> None:
+    seen: list[tuple[str, ...]] = []
+    hook = app.db.add_hook(Journal("gone", seen))
+    app.db.remove_hook(hook)
+    app.db.remove_hook(hook)  # no error when not attached
+    db.session().get(Note, note_id="n")
+    assert seen == []
+
+
+def test_on_request_of_a_table_and_of_its_client(db: TestBackend) -> None:
+    by_table: list[str] = []
+    by_client: list[str] = []
+    app.on_request(lambda e: by_table.append(e.operation))
+    app.db.on_request(lambda e: by_client.append(e.operation))
+    db.session().get(Note, note_id="n")
+    with pytest.raises(RequestError):
+        from dynaorm.protocol.steps import call
+
+        app.db.driver.run(call("GetItem", {"TableName": "dynaorm-nope",
+                                           "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}}))
+    assert by_table == ["GetItem"]  # another table's request is not this table's
+    assert by_client[0] == "GetItem" and len(by_client) >= 2
