@@ -14,17 +14,19 @@ import pytest
 from pydantic import Field
 
 from dynaorm import (
+    Attempt,
     DynaormError,
     Entity,
     F,
+    Hook,
     ItemNotFoundError,
     KeyTemplateError,
     MultipleResultsError,
     Query,
     Session,
+    Table,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Transport
 from tests.support.models import Audit, EMsg, EReading, app, unsaved
 
 # -- entities ----------------------------------------------------------------------------
@@ -143,17 +145,20 @@ class EOrder(Entity):
 # -- helpers -----------------------------------------------------------------------------
 
 
-class Recorder(Transport):
-    """A transport that records every request sent and the response received."""
+class Recorder(Hook):
+    """Records every request naming the table and the response received (a phase hook
+    on the table's client: every wire, both kinds of session)."""
 
-    def __init__(self, endpoint_url: str | None) -> None:
-        super().__init__(endpoint_url)
+    def __init__(self, table: Table) -> None:
+        self.table = table
         self.calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        table.db.add_hook(self)
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        out = super().send(operation, request)
-        self.calls.append((operation, request, out))
-        return out
+    def on_end(self, phase: Any, token: Any) -> object:
+        if (isinstance(phase, Attempt) and self.table.name in phase.tables
+                and phase.response is not None):
+            self.calls.append((phase.operation, phase.request, phase.response))
+        return None
 
     def queries(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         return [(req, out) for op, req, out in self.calls if op == "Query"]
@@ -190,9 +195,7 @@ def seattle(pred: Callable[[QMessage], bool] = lambda m: True) -> list[QMessage]
 
 @pytest.fixture
 def rec(db: TestBackend) -> Recorder:
-    recorder = Recorder(db.endpoint_url)
-    db.table.transport = recorder
-    return recorder
+    return Recorder(db.table)
 
 
 @pytest.fixture

@@ -13,8 +13,8 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
-from tests.support.update_models import Counter, Doc, Needy, Player
 from tests.support.recording import send
+from tests.support.update_models import Counter, Doc, Needy, Player
 
 
 def _seed(db: TestBackend, *objs: object) -> None:
