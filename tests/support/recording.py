@@ -73,6 +73,11 @@ class Requests(Hook):
             self._waiting = 0
             self.overlapped = None
 
+    @property
+    def operations(self) -> list[str]:
+        """The operation of every request, in order."""
+        return [op for op, _ in self.calls]
+
     def of(self, operation: str) -> list[dict[str, Any]]:
         """The requests of one operation, in order."""
         return [p for op, p in self.calls if op == operation]
@@ -208,6 +213,7 @@ class FlakyBatches(Hook):
             self.flaky -= 1
         cut = int(len(entries) * self.keep)
         keep, rest = entries[:cut], entries[cut:]
+        out: dict[str, Any]
         try:
             if operation == "BatchWriteItem":
                 out = self.client.send(operation, {**request, "RequestItems": {
