@@ -221,7 +221,6 @@ def rec(db: TestBackend) -> Requests:
     return Requests(db.table)
 
 
-@pytest.mark.sync_only
 def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     keys = [{"note_id": "n005"}, {"note_id": "nope"}, {"note_id": "n001"}, {"note_id": "n005"}]
@@ -237,7 +236,6 @@ def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
     assert s.get_many(Note, [], snapshot=True) == []
 
 
-@pytest.mark.sync_only
 def test_snapshot_of_100_distinct_items_and_no_more(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     # DynamoDB takes 100 items a TransactGetItems; moto and DynamoDB Local still refuse

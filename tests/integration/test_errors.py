@@ -135,7 +135,6 @@ CASES: list[tuple[str, Callable[[TestBackend], None], type[DynaormError], tuple[
 ]
 
 
-@pytest.mark.sync_only
 @pytest.mark.parametrize(("provoke", "error", "names"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_error_provoked_for_real(db: TestBackend, provoke: Callable[[TestBackend], None],

@@ -84,7 +84,6 @@ def test_get_ignores_items_of_another_type(db: TestBackend) -> None:
     assert db.session().get(SesNoteLookalike, note_id="n1") is None
 
 
-@pytest.mark.sync_only
 def test_insert_of_existing_key(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="first"))
     before = db.scan_raw()
@@ -161,7 +160,6 @@ def test_persisted_object_saved_in_another_session_updates(db: TestBackend) -> N
     assert item["body"] == "v2"
 
 
-@pytest.mark.sync_only
 def test_only_changed_attributes_are_written(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="v1", tags=["a"]))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -180,7 +178,6 @@ def test_only_changed_attributes_are_written(db: TestBackend, rec: Recorder) -> 
     assert rec.writes == []
 
 
-@pytest.mark.sync_only
 def test_update_of_user_touches_only_the_row(db: TestBackend, rec: Recorder) -> None:
     commit(db, User(user_id="u1", username="bob", email="bob@x.com"))
     user = db.session().get(User, user_id="u1", consistent=True)
@@ -194,7 +191,6 @@ def test_update_of_user_touches_only_the_row(db: TestBackend, rec: Recorder) -> 
     assert req["UpdateExpression"] == "SET #n0 = :v0"
 
 
-@pytest.mark.sync_only
 def test_primary_key_move(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="hi"))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -244,7 +240,6 @@ def test_key_move_and_insert_at_the_old_key_both_land(db: TestBackend,
 
 
 # -- staging -------------------------------------------------------------------------------
-@pytest.mark.sync_only
 def test_coalescing(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="v1"))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -299,7 +294,6 @@ def test_context_manager_rolls_back_on_exception(db: TestBackend) -> None:
     assert db.scan() == []
 
 
-@pytest.mark.sync_only
 def test_rollback(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     s.save(Note(note_id="n1"))
@@ -470,7 +464,6 @@ def test_concurrent_change_of_a_derived_key_field(db: TestBackend) -> None:
 
 
 # -- the wire ------------------------------------------------------------------------------
-@pytest.mark.sync_only
 def test_single_item_commits_use_single_item_calls(db: TestBackend,
                                                    rec: Recorder) -> None:
     note = Note(note_id="n1")
@@ -488,7 +481,6 @@ def test_single_item_commits_use_single_item_calls(db: TestBackend,
         assert "ClientRequestToken" not in req
 
 
-@pytest.mark.sync_only
 def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1"), Note(note_id="n2"))
     commit(db, Note(note_id="n3"), Note(note_id="n4"))
@@ -498,7 +490,6 @@ def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: Recorder) ->
     assert len(rec.writes[0][1]["TransactItems"]) == 2
 
 
-@pytest.mark.sync_only
 @pytest.mark.parametrize("kind", ["throttle", "conflict", "in_progress", "5xx"])
 def test_transient_failure_is_retried_with_the_same_token(
         db: TestBackend, rec: Recorder, kind: str) -> None:
@@ -518,7 +509,6 @@ def test_transient_failure_is_retried_with_the_same_token(
     assert len(db.scan()) == 3
 
 
-@pytest.mark.sync_only
 def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
     transport = recording(db.table)
     transport.faults["PutItem"] = [RequestFailed("PutItem", "TransactionConflictException",
@@ -530,7 +520,6 @@ def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
     assert [i["ts"] for i in db.scan()] == [5]
 
 
-@pytest.mark.sync_only
 def test_persistent_conflict(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n0"))
     before = db.scan_raw()
@@ -549,7 +538,6 @@ def test_persistent_conflict(db: TestBackend, rec: Recorder) -> None:
     assert not a._is_persisted and not b._is_persisted
 
 
-@pytest.mark.sync_only
 def test_non_transient_failure_is_not_retried(db: TestBackend, rec: Recorder) -> None:
     rec.always["PutItem"] = RequestFailed("PutItem", "ValidationException", "bad request")
     s = db.session()
@@ -559,7 +547,6 @@ def test_non_transient_failure_is_not_retried(db: TestBackend, rec: Recorder) ->
     assert len(rec.writes) == 1
 
 
-@pytest.mark.sync_only
 def test_too_many_actions(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(101):
@@ -574,7 +561,6 @@ def test_too_many_actions(db: TestBackend, rec: Recorder) -> None:
     assert len(db.scan_raw()) == 100
 
 
-@pytest.mark.sync_only
 def test_too_many_actions_counting_guards(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(34):  # 34 users x 3 actions = 102
@@ -584,7 +570,6 @@ def test_too_many_actions_counting_guards(db: TestBackend, rec: Recorder) -> Non
     assert rec.writes == []
 
 
-@pytest.mark.sync_only
 def test_item_too_large(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     s.save(Note(note_id="big", body="x" * (401 * 1024)))
@@ -595,7 +580,6 @@ def test_item_too_large(db: TestBackend, rec: Recorder) -> None:
     assert db.scan_raw() == []
 
 
-@pytest.mark.sync_only
 def test_request_too_large(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(11):

@@ -74,7 +74,6 @@ def test_get_needs_no_shard(s: Session) -> None:
     assert s.get_many(SOrder, [{"order_id": "o01"}, {"order_id": "zz"}]) == [ORDERS[1], None]
 
 
-@pytest.mark.sync_only
 def test_scatter_gather_merges_in_sort_key_order(s: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     q = s.query(SOrder, index="gsi1", status="open")
@@ -240,7 +239,6 @@ def test_custom_shard_values_land_where_the_rule_says(s_by_rule: Session, db: Te
     assert raw_gsi(db, "DAY#2024-05-01#0") == []
 
 
-@pytest.mark.sync_only
 def test_scatter_gather_reads_shards_first_to_last(s_by_rule: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     got = s_by_rule.query(Request, index="gsi1", day="2024-05-01").all()
@@ -249,7 +247,6 @@ def test_scatter_gather_reads_shards_first_to_last(s_by_rule: Session, db: TestB
     assert parts == sorted(f"DAY#2024-05-01#{i}" for i in range(1, 11))
 
 
-@pytest.mark.sync_only
 def test_one_shard_alone(s_by_rule: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     got = s_by_rule.query(Request, index="gsi1", day="2024-05-01", shard=3).all()
