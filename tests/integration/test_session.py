@@ -608,6 +608,18 @@ def test_session_checks_the_table(db: TestBackend) -> None:
         Session("app")  # type: ignore[arg-type]
 
 
+def test_a_session_stages_entities_of_any_table_of_its_client(db: TestBackend) -> None:
+    """What 0.3 refused (a session took its own table's entities only) is the rule of
+    contract 19 (0.4): a session made from one table stages the entities of every table
+    bound to the same client, and commits them where they belong."""
+    other = Table("other-table", client=db.table.db)
+    s = db.session(other)
+    s.save(Note(note_id="n1", body="x"))
+    s.commit()
+    assert [(i["note_id"], i["body"]) for i in db.scan()] == [("n1", "x")]
+    assert s.get(Note, note_id="n1", consistent=True) == Note(note_id="n1", body="x")
+
+
 def test_abstract_entity_cannot_be_saved(db: TestBackend) -> None:
     class SesBase(Entity):
         class Meta:
