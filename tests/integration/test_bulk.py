@@ -1,13 +1,13 @@
 """Bulk reads and writes: ``get_many`` (BatchGetItem) and ``save_many`` (BatchWriteItem).
 
-Unprocessed keys and items are provoked for real: a transport answers the first batch
+Unprocessed keys and items are provoked for real: a phase hook answers the first batch
 requests by really sending only part of them and returning the rest as unprocessed, as
 DynamoDB does under throttling, and the session has to retry until everything converged.
 
 Also ``get_many(..., snapshot=True)`` as one TransactGetItems, and ``concurrency=`` of bulk
 reads and writes (contract section 8, 0.2). A test that instruments the sync client (a
-flaky transport, recorded requests) is ``sync_only`` (see conftest); the others also run
-through AsyncSession.
+flaky hook that sends on its own, a fake sleep, thread barriers) is ``sync_only`` (see
+conftest); the others also run through AsyncSession.
 """
 
 from __future__ import annotations
@@ -31,10 +31,9 @@ from dynaorm import (
     TransactionTooLargeError,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Transport
 from tests.support.faults import Faults
 from tests.support.models import Audit, EMsg, EReading, Note, User, app
-from tests.support.recording import Requests
+from tests.support.recording import FlakyBatches, Requests
 
 
 class BItem(Entity):
@@ -48,46 +47,19 @@ class BItem(Entity):
     label: str = ""
 
 
-class Flaky(Transport):
+class Flaky(FlakyBatches):
     """Really processes only half of each of the first ``flaky`` batch requests and returns
-    the other half as unprocessed; records requests and back-off sleeps."""
+    the other half as unprocessed (a phase hook on the table's client); records requests
+    and, through the client's sync driver, the back-off sleeps."""
 
-    def __init__(self, endpoint_url: str | None, flaky: int) -> None:
+    def __init__(self, db: TestBackend, flaky: int) -> None:
+        super().__init__(db.table, flaky)
         self.sleeps: list[float] = []
-        super().__init__(endpoint_url, sleep=self.sleeps.append)
-        self.flaky = flaky
-        self.batches: list[tuple[str, int, int]] = []  # (operation, asked, processed)
-
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        if operation not in ("BatchWriteItem", "BatchGetItem"):
-            return super().send(operation, request)
-        ((table, body),) = request["RequestItems"].items()
-        entries = body if operation == "BatchWriteItem" else body["Keys"]
-        keep, rest = entries, []
-        if self.flaky > 0:
-            self.flaky -= 1
-            half = len(entries) // 2
-            keep, rest = entries[:half], entries[half:]
-        if operation == "BatchWriteItem":
-            out = super().send(operation, {"RequestItems": {table: keep}}) if keep else {}
-            if rest:
-                left = out.get("UnprocessedItems", {}).get(table, [])
-                out["UnprocessedItems"] = {table: [*left, *rest]}
-        else:
-            sent = {**body, "Keys": keep}
-            out = super().send(operation, {"RequestItems": {table: sent}}) if keep else {
-                "Responses": {table: []}}
-            if rest:
-                left = out.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
-                out["UnprocessedKeys"] = {table: {**body, "Keys": [*left, *rest]}}
-        self.batches.append((operation, len(entries), len(keep)))
-        return out
+        self.client.driver.sleep = self.sleeps.append  # reset after the test by the suite
 
 
 def flaky(db: TestBackend, rounds: int) -> Flaky:
-    transport = Flaky(db.endpoint_url, rounds)
-    db.table.transport = transport
-    return transport
+    return Flaky(db, rounds)
 
 
 def items(group: str, count: int, start: int = 0) -> list[BItem]:
@@ -122,7 +94,7 @@ def test_save_many_retries_unprocessed_items_until_converged(db: TestBackend) ->
     assert rounds[:6] == [(25, 12), (13, 6), (7, 3), (4, 2), (2, 1), (1, 1)]
     assert sum(done for _, done in rounds) == 60
     assert len(transport.sleeps) == 5  # one back-off before each retry round
-    assert all(0 <= d <= Transport.max_delay for d in transport.sleeps)
+    assert all(0 <= d <= db.table.db.policy.max_delay for d in transport.sleeps)
 
 
 @pytest.mark.sync_only
@@ -250,7 +222,6 @@ def rec(db: TestBackend) -> Requests:
     return Requests(db.table)
 
 
-@pytest.mark.sync_only
 def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     keys = [{"note_id": "n005"}, {"note_id": "nope"}, {"note_id": "n001"}, {"note_id": "n005"}]
@@ -266,7 +237,6 @@ def test_snapshot_is_one_transact_get(db: TestBackend, rec: Requests) -> None:
     assert s.get_many(Note, [], snapshot=True) == []
 
 
-@pytest.mark.sync_only
 def test_snapshot_of_100_distinct_items_and_no_more(db: TestBackend, rec: Requests) -> None:
     s = db.session()
     # DynamoDB takes 100 items a TransactGetItems; moto and DynamoDB Local still refuse
@@ -402,8 +372,8 @@ def faults(db: TestBackend) -> Iterator[Faults]:
 @pytest.mark.sync_only
 def test_a_later_round_throttled_to_the_end_reports_exactly_what_was_written(
         db: TestBackend) -> None:
+    refused = Faults(db.table)  # (first: it puts the table on botocore's wire)
     transport = flaky(db, 1)  # the first round processes half, returns half unprocessed
-    refused = Faults(db.table)
     refused.refuse("BatchWriteItem", after=1)  # every later attempt is throttled
     objs = items("g", 6)
     try:

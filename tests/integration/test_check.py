@@ -1,4 +1,4 @@
-"""The data audit (dynaorm.tools.audit): problems planted through the raw transport are found,
+"""The data audit (dynaorm.tools.audit): problems planted through raw requests are found,
 reported with the right kind and key, and repaired by conditional transactions; and
 ``dynaorm check`` (0.2): stale index keys and table keys, guards missing after a unique
 rule was added, conditional repair, the checkpoint (an interrupted run resumed covers every
@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import itertools
 import json
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,6 @@ import pytest
 from pydantic import Field
 
 from dynaorm import GSI, LSI, DynaormError, Entity, Session, Table, Unique
-from dynaorm.errors import RequestError
 from dynaorm.read.batches import MAX_BATCH_ROUNDS
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import (
@@ -32,7 +32,7 @@ from dynaorm.tools.check import ProgressBar, check_table, item_count, progress_l
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.cli import main
 from tests.support.models import Audit, User, app
-from tests.support.recording import Requests, send
+from tests.support.recording import FlakyBatches, Requests, send
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
 
@@ -490,56 +490,20 @@ def _users(db: TestBackend, n: int) -> int:
     return len(db.scan_raw())
 
 
-class Wire:
-    """Wraps a transport's ``send``: records every request answered (operation, request,
-    response), and answers the first ``flaky`` BatchGetItem requests by really reading only
-    ``keep`` of their keys and returning the rest as ``UnprocessedKeys``, as DynamoDB does
-    under throttling. ``fail`` raises instead of sending, for the request it accepts."""
-
-    def __init__(self, send: Any, flaky: int = 0, keep: float = 0.5,
-                 fail: Any = None) -> None:
-        self._send = send
-        self.flaky = flaky
-        self.keep = keep
-        self.fail = fail
-        self.log: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
-        self.batches: list[tuple[int, int]] = []  # BatchGetItem (keys asked, keys read)
-        self.refused: list[tuple[str, dict[str, Any]]] = []
-
-    def ops(self, operation: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-        return [(req, out) for op, req, out in self.log if op == operation]
-
-    def __call__(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        if self.fail is not None and self.fail(operation, request):
-            self.refused.append((operation, request))
-            raise RequestError(operation, "ThrottlingException", "slow down (injected)")
-        if operation != "BatchGetItem":
-            out: dict[str, Any] = self._send(operation, request)
-        else:
-            ((table, body),) = request["RequestItems"].items()
-            keys = body["Keys"]
-            keep, rest = keys, []
-            if self.flaky > 0:
-                self.flaky -= 1
-                cut = int(len(keys) * self.keep)
-                keep, rest = keys[:cut], keys[cut:]
-            out = self._send(operation, {"RequestItems": {table: {**body, "Keys": keep}}}
-                             ) if keep else {"Responses": {table: []}}
-            if rest:
-                left = out.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
-                out["UnprocessedKeys"] = {table: {**body, "Keys": [*left, *rest]}}
-            self.batches.append((len(keys), len(keep)))
-        self.log.append((operation, request, out))
-        return out
-
-
-def _wire(monkeypatch: pytest.MonkeyPatch, **options: Any) -> tuple[Wire, list[float]]:
-    """A :class:`Wire` on the table's transport, and the back-off sleeps it is told."""
-    wire = Wire(app.transport.send, **options)
+def _wire(**options: Any) -> tuple[FlakyBatches, list[float]]:
+    """A :class:`FlakyBatches` hook on the table's client for its BatchGetItem requests
+    (the first ``flaky`` answers read only ``keep`` of their keys), and the back-off sleeps
+    its sync driver is told (the suite resets both after the test; :func:`_unwire`
+    earlier). Set the table's ``max_wait`` / ``max_attempts`` first: that rebinds it."""
+    wire = FlakyBatches(app, operations=("BatchGetItem",), **options)
     sleeps: list[float] = []
-    monkeypatch.setattr(app.transport, "send", wire)
-    monkeypatch.setattr(app.transport, "sleep", sleeps.append)
+    wire.client.driver.sleep = sleeps.append
     return wire, sleeps
+
+
+def _unwire(wire: FlakyBatches) -> None:
+    wire.detach()
+    wire.client.driver.sleep = time.sleep
 
 
 def _keys(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
@@ -547,37 +511,36 @@ def _keys(items: list[dict[str, Any]]) -> list[tuple[str, str]]:
 
 
 @pytest.mark.sync_only
-def test_check_retries_unprocessed_keys_with_backoff(
-        db: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_check_retries_unprocessed_keys_with_backoff(db: TestBackend) -> None:
     total = _users(db, 12)
     clean = check_table(app, page_size=5)
     assert clean.scanned == total and len(clean.problems) == 3  # u00, u04, u08
-    wire, sleeps = _wire(monkeypatch)
+    wire, sleeps = _wire()
     asked = check_table(app, page_size=5)
-    keys_read = sum(read for _, read in wire.batches)  # every key once, nothing throttled
+    keys_read = sum(read for _, _, read in wire.batches)  # every key once, nothing throttled
 
-    monkeypatch.undo()
-    wire, sleeps = _wire(monkeypatch, flaky=5)
+    _unwire(wire)
+    wire, sleeps = _wire(flaky=5)
     result = check_table(app, page_size=5)
     assert (result.scanned, result.problems) == (clean.scanned, clean.problems)
     assert asked.problems == clean.problems
     # five answers left keys unprocessed: each was followed by a retry round of exactly
     # those keys, after a back-off (the table's, within its max_wait)
-    assert sum(asked > read for asked, read in wire.batches) == 5
-    assert sum(read for _, read in wire.batches) == keys_read
+    assert sum(asked > read for _, asked, read in wire.batches) == 5
+    assert sum(read for _, _, read in wire.batches) == keys_read
     assert len(sleeps) == 5 and all(d > 0 for d in sleeps)
-    assert sum(sleeps) <= app.transport.max_wait
+    assert sum(sleeps) <= app.max_wait
     assert all(req["RequestItems"][app.name].get("ConsistentRead") is True
                for req, _ in wire.ops("BatchGetItem"))
 
 
 @pytest.mark.sync_only
 def test_check_gives_up_on_keys_never_processed_and_resumes_the_page(
-        db: TestBackend, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        db: TestBackend, tmp_path: Path) -> None:
     total = _users(db, 6)
     checkpoint = tmp_path / "check.json"
-    wire, sleeps = _wire(monkeypatch, flaky=10**6, keep=0.0)
-    monkeypatch.setattr(app.transport, "max_wait", 0.5)
+    app.max_wait = 0.5  # (first: it rebinds the table to a client that waits so long)
+    wire, sleeps = _wire(flaky=10**6, keep=0.0)
     with pytest.raises(DynaormError, match=f"unprocessed requests after {MAX_BATCH_ROUNDS}"):
         check_table(app, checkpoint=checkpoint, page_size=4)
     # bounded: MAX_BATCH_ROUNDS requests, the back-offs between them within max_wait
@@ -586,14 +549,14 @@ def test_check_gives_up_on_keys_never_processed_and_resumes_the_page(
     state = json.loads(checkpoint.read_text())  # the page read last was never recorded
     assert len(wire.ops("Scan")) == state["pages"] + 1 and not state["done"]
 
-    monkeypatch.undo()  # throttling over: the run resumes at the page it could not finish
+    _unwire(wire)  # throttling over: the run resumes at the page it could not finish
     result = check_table(app, checkpoint=checkpoint, page_size=4)
     assert result.resumed and result.scanned == total and len(result.problems) == 2
 
 
 @pytest.mark.sync_only
 def test_resumed_check_reads_every_item_once_in_counted_requests(
-        db: TestBackend, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+        db: TestBackend, tmp_path: Path) -> None:
     total = _users(db, 12)  # 12 users, 24 guards less 3: 33 items
     stored = set(_keys(db.scan_raw()))
     pages = -(-total // 5)  # the last page partial: DynamoDB ends the scan with it
@@ -605,16 +568,18 @@ def test_resumed_check_reads_every_item_once_in_counted_requests(
         scans["n"] += operation == "Scan"
         return operation == "Scan" and scans["n"] == 3
 
-    first, _ = _wire(monkeypatch, fail=third_scan)
-    monkeypatch.setattr(app.transport, "max_attempts", 1)  # the run stops at that page
+    attempts = app.max_attempts
+    app.max_attempts = 1  # the run stops at that page (first: it rebinds the table)
+    first, _ = _wire(fail=third_scan)
     with pytest.raises(DynaormError, match="cannot scan table"):
         check_table(app, checkpoint=checkpoint, page_size=5)
     state = json.loads(checkpoint.read_text())
     assert (state["pages"], state["scanned"], state["done"]) == (2, 10, False)
     assert state["last_key"] == first.ops("Scan")[-1][1]["LastEvaluatedKey"]
 
-    monkeypatch.undo()
-    second, _ = _wire(monkeypatch)
+    _unwire(first)
+    app.max_attempts = attempts
+    second, _ = _wire()
     result = check_table(app, checkpoint=checkpoint, page_size=5)
     assert result.resumed and result.scanned == total and len(result.problems) == 3
     scanned = [k for w in (first, second) for _, out in w.ops("Scan") for k in _keys(
@@ -634,8 +599,7 @@ def test_resumed_check_reads_every_item_once_in_counted_requests(
 
 
 @pytest.mark.sync_only
-def test_a_throttled_scan_page_is_retried_with_backoff(
-        db: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_throttled_scan_page_is_retried_with_backoff(db: TestBackend) -> None:
     total = _users(db, 4)
     scans = {"n": 0}
 
@@ -643,17 +607,16 @@ def test_a_throttled_scan_page_is_retried_with_backoff(
         scans["n"] += operation == "Scan"
         return operation == "Scan" and scans["n"] == 2
 
-    wire, sleeps = _wire(monkeypatch, fail=second_scan)
+    wire, sleeps = _wire(fail=second_scan)
     seen: list[int] = []
     assert len(list(scan_items(app, seen.append, page_size=5))) == total
-    assert len(sleeps) == 1  # the transport's retry rules: one back-off, then the page
+    assert len(sleeps) == 1  # the client's retry rules: one back-off, then the page
     sizes = [len(out["Items"]) for _, out in wire.ops("Scan")]
     assert seen == [sum(sizes[:i + 1]) for i in range(len(sizes))]  # progress per page
 
 
 @pytest.mark.sync_only
-def test_describe_and_repair_requests_retry_by_the_shared_rules(
-        db: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_describe_and_repair_requests_retry_by_the_shared_rules(db: TestBackend) -> None:
     _users(db, 4)  # u00's username guard gone: one missing-guard
     firsts: set[str] = set()
 
@@ -663,7 +626,7 @@ def test_describe_and_repair_requests_retry_by_the_shared_rules(
         firsts.add(operation)
         return True
 
-    wire, sleeps = _wire(monkeypatch, fail=first_of_each)
+    wire, sleeps = _wire(fail=first_of_each)
     assert item_count(app) is not None
     result = check_table(app, fix=True)
     assert (result.repaired, result.failed) == (1, 0)

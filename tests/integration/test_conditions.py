@@ -20,6 +20,7 @@ from dynaorm import (
 from dynaorm.model.evaluate import holds
 from dynaorm.testing import TestBackend
 from tests.support.models import Note, User
+from tests.support.recording import Requests
 from tests.support.update_models import Counter
 
 NKEY = {"pk": "NOTE#n1", "sk": "NOTE"}
@@ -31,12 +32,9 @@ def _seed(db: TestBackend, *objs: Any) -> None:
             s.save(o)
 
 
-def _ops(db: TestBackend) -> list[str]:
-    sent: list[str] = []
-    db.table.wire = "botocore"  # hooks botocore's client: its wire
-    db.table.client.meta.events.register(
-        "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
-    return sent
+def _ops(db: TestBackend) -> Requests:
+    """From now on, the requests sent for the test's table (a hook on its client)."""
+    return Requests(db.table)
 
 
 def test_conditional_save_of_a_loaded_object(db: TestBackend) -> None:
@@ -127,14 +125,13 @@ def test_a_save_with_nothing_to_write_still_checks_its_condition(db: TestBackend
     assert db.scan() == before
 
 
-@pytest.mark.sync_only
 def test_check_alone_is_a_transaction_of_one(db: TestBackend) -> None:
     _seed(db, Counter(name="c1", status="open"))
     s = db.session()
     sent = _ops(db)
     s.check(Counter, name="c1", condition=F("status") == "open")
     s.commit()
-    assert sent == ["TransactWriteItems"]
+    assert sent.operations == ["TransactWriteItems"]
     s.check(Counter, name="c1", condition=F("status") == "closed")
     before = db.scan()
     with pytest.raises(ConditionFailedError) as err:
@@ -190,14 +187,13 @@ def test_delete_by_key(db: TestBackend) -> None:
     assert len(db.scan()) == 1
 
 
-@pytest.mark.sync_only
 def test_delete_by_key_with_rules_reads_first_and_removes_guards(db: TestBackend) -> None:
     _seed(db, User(user_id="u1", username="ann", email="a@x.com"))
     s = db.session()
     sent = _ops(db)
     s.delete(User, user_id="u1")
     s.commit()
-    assert sent == ["GetItem", "TransactWriteItems"]
+    assert sent.operations == ["GetItem", "TransactWriteItems"]
     assert db.scan() == []
     s.delete(User, user_id="u1")
     with pytest.raises(ItemNotFoundError):
@@ -205,7 +201,6 @@ def test_delete_by_key_with_rules_reads_first_and_removes_guards(db: TestBackend
     assert db.scan() == []
 
 
-@pytest.mark.sync_only
 def test_delete_many_objects_and_keys(db: TestBackend) -> None:
     _seed(db, *(Note(note_id=f"n{i}") for i in range(30)))
     s = db.session()
@@ -214,7 +209,7 @@ def test_delete_many_objects_and_keys(db: TestBackend) -> None:
     assert all(n is not None and dynaorm.inspect(n).deleted for n in loaded)
     sent = _ops(db)
     s.delete_many(Note, [{"note_id": f"n{i}"} for i in range(3, 30)])
-    assert sent == ["BatchWriteItem", "BatchWriteItem"]
+    assert sent.operations == ["BatchWriteItem", "BatchWriteItem"]
     assert db.scan() == []
 
 

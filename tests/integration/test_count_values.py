@@ -59,7 +59,6 @@ def rec(db: TestBackend) -> Requests:
     return Requests(db.table)
 
 
-@pytest.mark.sync_only
 def test_count_is_select_count_with_the_type_as_filter(s: Session, rec: Requests) -> None:
     assert s.query(VMsg, room="r1").count() == 12
     (request,) = rec.of("Query")
@@ -79,7 +78,6 @@ def test_count_is_select_count_with_the_type_as_filter(s: Session, rec: Requests
     assert [r.get("Limit") for r in rec.of("Query")] == [None]  # a count is not paged by us
 
 
-@pytest.mark.sync_only
 def test_versioned_counts(s: Session, rec: Requests) -> None:
     assert s.query(Audit, equipment_id="E9").count() == 3  # latest copies only
     assert s.history(Audit, equipment_id="E9", part="P1").count() == 2
@@ -90,7 +88,6 @@ def test_versioned_counts(s: Session, rec: Requests) -> None:
         "pk", "sk", "_type"}
 
 
-@pytest.mark.sync_only
 def test_values_are_typed_and_absent_fields_are_none(s: Session, rec: Requests) -> None:
     values = s.query(VMsg, room="r1").values("at", "nick", "likes")
     assert values == [{"at": m.at, "nick": m.nick, "likes": m.likes} for m in MSGS]

@@ -20,13 +20,15 @@ from typing import Any
 
 import pytest
 
-from dynaorm import Entity, F, InvalidCursorError, Query, RequestError, Session
+from dynaorm import Entity, F, InvalidCursorError, Query, RequestError, Scan, Session
 from dynaorm.read import cursor as cursor_module
 from dynaorm.read.cursor import check_positions, encode_cursor, read_secret, secret_of
-from dynaorm.read.terminals import ReadBase
 from dynaorm.testing import TestBackend
 from tests.support.models import app, unsaved
 from tests.support.recording import Requests
+
+#: a query or a scan of a sync session
+Read = Query[Any] | Scan[Any]
 
 
 class KPost(Entity):
@@ -78,7 +80,7 @@ def s(db: TestBackend) -> Session:
     return session
 
 
-def chain(q: ReadBase[Any], first: str | None = None, pages: int = 60) -> Iterator[Any]:
+def chain(q: Read, first: str | None = None, pages: int = 60) -> Iterator[Any]:
     cursor = first
     for _ in range(pages):
         page = q.page(cursor)
@@ -89,7 +91,7 @@ def chain(q: ReadBase[Any], first: str | None = None, pages: int = 60) -> Iterat
     raise AssertionError("pages never end")
 
 
-def reads(s: Session) -> dict[str, ReadBase[Any]]:
+def reads(s: Session) -> dict[str, Read]:
     """Queries and scans, sharded and unsharded, with limits."""
     return {
         "query": s.query(KPost, blog="b1").limit(6).page_size(2),
@@ -101,7 +103,7 @@ def reads(s: Session) -> dict[str, ReadBase[Any]]:
     }
 
 
-def contained(q: ReadBase[Any], cursor: str, allowed: list[Any], limit: int | None) -> None:
+def contained(q: Read, cursor: str, allowed: list[Any], limit: int | None) -> None:
     """``cursor`` is refused, or the chain it starts stays inside the read's results and
     its limit."""
     try:
@@ -118,13 +120,13 @@ def contained(q: ReadBase[Any], cursor: str, allowed: list[Any], limit: int | No
         assert len(got) <= limit, "a cursor read past the limit"
 
 
-def first_cursor(q: ReadBase[Any]) -> str:
+def first_cursor(q: Read) -> str:
     cursor = q.page().cursor
     assert cursor is not None
     return cursor
 
 
-def refused(q: ReadBase[Any], s: Session, cursor: Any) -> None:
+def refused(q: Read, s: Session, cursor: Any) -> None:
     rec = Requests(s.table)
     with pytest.raises(InvalidCursorError):
         q.page(cursor)
@@ -162,7 +164,7 @@ def test_cursors_of_other_reads_are_refused(s: Session) -> None:
         if name != other:
             refused(q, s, cursor)
     base = s.query(KPost, blog="b1").page_size(2)
-    others: list[ReadBase[Any]] = [
+    others: list[Read] = [
         s.query(KPost, blog="b2"), base.reverse(), base.filter(F("likes") > 0),
         s.query(KNote, blog="b1"), s.query(KEvent, day="d2")]
     for other_q in others:
@@ -195,7 +197,7 @@ def _sign(body: Any, key: bytes) -> str:
     return b64(raw) + "." + b64(mac)
 
 
-def _fp(q: ReadBase[Any]) -> str:
+def _fp(q: Read) -> str:
     return q._fingerprint(q._selection())
 
 

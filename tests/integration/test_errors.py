@@ -28,7 +28,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.models import Audit, Note, User
-from tests.support.recording import RecordingTransport, conflict, send
+from tests.support.recording import conflict, recording, send
 
 
 def _seed(db: TestBackend) -> None:
@@ -76,17 +76,15 @@ def _concurrent(db: TestBackend) -> None:
 
 
 def _conflicting(db: TestBackend) -> None:
-    saved = db.table.transport
-    rec = RecordingTransport(db.endpoint_url)
+    rec = recording(db.table)  # every attempt of the commit is cancelled by a conflict
     rec.always["TransactWriteItems"] = conflict(2)
-    db.table.transport = rec
     try:
         s = db.session()
         s.save(Note(note_id="c1"))
         s.save(Note(note_id="c2"))
         s.commit()
     finally:
-        db.table.transport = saved
+        db.table.db.remove_hook(rec)
 
 
 def _too_many(db: TestBackend) -> None:
@@ -137,7 +135,6 @@ CASES: list[tuple[str, Callable[[TestBackend], None], type[DynaormError], tuple[
 ]
 
 
-@pytest.mark.sync_only
 @pytest.mark.parametrize(("provoke", "error", "names"), [c[1:] for c in CASES],
                          ids=[c[0] for c in CASES])
 def test_error_provoked_for_real(db: TestBackend, provoke: Callable[[TestBackend], None],

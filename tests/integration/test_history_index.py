@@ -10,6 +10,7 @@ import pytest
 from dynaorm import DynaormError, Entity
 from dynaorm.testing import TestBackend
 from tests.support.models import Audit, app
+from tests.support.recording import Requests
 
 
 class Inspection(Entity):
@@ -38,22 +39,14 @@ def _fill(db: TestBackend, cls: Any, key: str, parts: int, versions: int) -> Non
 
 def _read_items(db: TestBackend, run: Any) -> tuple[Any, int]:
     """``run()``'s result and the items its Query requests read (ScannedCount)."""
-    scanned: list[int] = []
-
-    def count(parsed: dict[str, Any], **_: Any) -> None:
-        scanned.append(int(parsed.get("ScannedCount", 0)))
-
-    db.table.wire = "botocore"  # hooks botocore's client: its wire
-    events = db.table.client.meta.events
-    events.register("after-call.dynamodb.Query", count)
+    rec = Requests(db.table)  # a hook on the table's client, for ``run()`` only
     try:
         out = run()
     finally:
-        events.unregister("after-call.dynamodb.Query", count)
-    return out, sum(scanned)
+        db.table.db.remove_hook(rec)
+    return out, rec.items_read("Query")
 
 
-@pytest.mark.sync_only
 def test_history_through_the_index_reads_about_k_items(db: TestBackend) -> None:
     _fill(db, Inspection, "site", parts=11, versions=6)
     _fill(db, Audit, "equipment_id", parts=11, versions=6)

@@ -338,7 +338,7 @@ def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
     ]
     for op, error in bad:
         with pytest.raises(error, match="VDoc"):
-            WritePlan("t", (Put({"pk": "VD#ok", "sk": "p"}, item, None, origin), op))
+            WritePlan((Put({"pk": "VD#ok", "sk": "p"}, item, None, origin), op))
     # the same update on an item that leaves room fits
-    WritePlan("t", (Update(key, {"v": {"S": "x" * 1000}}, (), None, origin,
+    WritePlan((Update(key, {"v": {"S": "x" * 1000}}, (), None, origin,
                            known={**item, "w": {"S": "w" * 400_000}}),))

@@ -28,8 +28,9 @@ from dynaorm.model.entity import spec_of
 from dynaorm.model.layouts import MovedState
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
+from dynaorm.write.entries import SaveEntry
 from dynaorm.write.moves import plan_move_save
-from dynaorm.write.staged import SaveEntry
+from tests.conftest import session_kind, wire_of
 from tests.support.migration_models import Account, Ledger, OldAccount, OldLedger, mig, old
 
 
@@ -62,17 +63,22 @@ class Note(Entity):
 
 @pytest.fixture
 def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
-        callspec = getattr(request.node, "callspec", None)
-        if callspec and str(callspec.params.get("backend", "")).endswith("-async"):
+    wire = wire_of(request)
+    with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix(), wire=wire) as tb:
+        if session_kind(request) == "async":
             tb.session_kind = "async"
-        saved = (old.name, old.endpoint_url, old._transport)
+        # the previous design's table is the same table: pointed where ``mig`` is, over the
+        # same wire (so both share one client), and put back afterwards
+        saved = (old.name, old._binding())
         old.name = mig.name
         old.connect(mig.endpoint_url)
+        if wire is not None:
+            old.wire = wire
         try:
             yield tb
         finally:
-            old.name, old.endpoint_url, old._transport = saved
+            old.name = saved[0]
+            old._restore(saved[1])
 
 
 def _old_data() -> None:

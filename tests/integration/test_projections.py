@@ -109,7 +109,6 @@ def test_definition_adds_the_type_attribute_to_include() -> None:
     assert gsis["keys"]["Projection"] == {"ProjectionType": "KEYS_ONLY"}
 
 
-@pytest.mark.sync_only
 def test_keys_only_index_returns_whole_entities_in_order(s: Session, rec: Requests) -> None:
     got = s.query(POrder, index="keys", customer="c1").all()
     assert got == c1_orders()  # every field, though the index holds only keys
@@ -130,7 +129,6 @@ def test_several_types_by_key_shape(s: Session) -> None:
     assert s.query(POrder, PInvoice, index="keys", customer="c1").count() == len(want)
 
 
-@pytest.mark.sync_only
 def test_limit_reads_on_past_foreign_rows(s: Session, db: TestBackend, rec: Requests) -> None:
     # rows another tool wrote into the index partition: their table keys fit no entity
     client = db.table.client
@@ -147,7 +145,6 @@ def test_limit_reads_on_past_foreign_rows(s: Session, db: TestBackend, rec: Requ
     assert s.query(POrder, index="keys", customer="c1").count() == len(c1_orders())
 
 
-@pytest.mark.sync_only
 def test_pages_over_a_keys_only_index(s: Session, rec: Requests) -> None:
     q = s.query(POrder, index="keys", customer="c1").page_size(4)
     pages = chain(q)
@@ -157,7 +154,6 @@ def test_pages_over_a_keys_only_index(s: Session, rec: Requests) -> None:
     assert [o for p in limited for o in p.items] == c1_orders()[:6]
 
 
-@pytest.mark.sync_only
 def test_include_index_returns_whole_entities(s: Session, rec: Requests) -> None:
     got = s.query(POrder, index="incl", status="open").all()
     want = sorted((o for o in ORDERS if o.status == "open"), key=lambda o: (o.created,
@@ -174,7 +170,6 @@ def test_include_index_returns_whole_entities(s: Session, rec: Requests) -> None
         {"total": w.total, "order_id": w.order_id} for w in want[:2]]
 
 
-@pytest.mark.sync_only
 def test_count_on_keys_only_reads_keys(s: Session, rec: Requests) -> None:
     assert s.query(POrder, index="keys", customer="c2").count() == 10
     (request,) = rec.of("Query")

@@ -46,6 +46,7 @@ from pynamodb.indexes import (
 from pynamodb.models import Model
 
 from dynaorm import GSI, ConditionFailedError, DynaormError, F, Table
+from dynaorm.client.settings import local_credentials
 from dynaorm.pynamodb import (
     PynamoDBEntity,
     entity_from_pynamodb,
@@ -56,7 +57,6 @@ from dynaorm.pynamodb import (
     versioned_update,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
-from dynaorm.client.settings import local_credentials
 
 NOW = datetime(2024, 1, 2, 3, 4, 5, 6789, tzinfo=UTC)
 FAR = datetime(2090, 1, 1, tzinfo=UTC)  # a TTL that has not passed

@@ -14,17 +14,19 @@ import pytest
 from pydantic import Field
 
 from dynaorm import (
+    Attempt,
     DynaormError,
     Entity,
     F,
+    Hook,
     ItemNotFoundError,
     KeyTemplateError,
     MultipleResultsError,
     Query,
     Session,
+    Table,
 )
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Transport
 from tests.support.models import Audit, EMsg, EReading, app, unsaved
 
 # -- entities ----------------------------------------------------------------------------
@@ -143,17 +145,20 @@ class EOrder(Entity):
 # -- helpers -----------------------------------------------------------------------------
 
 
-class Recorder(Transport):
-    """A transport that records every request sent and the response received."""
+class Recorder(Hook):
+    """Records every request naming the table and the response received (a phase hook
+    on the table's client: every wire, both kinds of session)."""
 
-    def __init__(self, endpoint_url: str | None) -> None:
-        super().__init__(endpoint_url)
+    def __init__(self, table: Table) -> None:
+        self.table = table
         self.calls: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        table.db.add_hook(self)
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        out = super().send(operation, request)
-        self.calls.append((operation, request, out))
-        return out
+    def on_end(self, phase: Any, token: Any) -> object:
+        if (isinstance(phase, Attempt) and self.table.name in phase.tables
+                and phase.response is not None):
+            self.calls.append((phase.operation, phase.request, phase.response))
+        return None
 
     def queries(self) -> list[tuple[dict[str, Any], dict[str, Any]]]:
         return [(req, out) for op, req, out in self.calls if op == "Query"]
@@ -190,9 +195,7 @@ def seattle(pred: Callable[[QMessage], bool] = lambda m: True) -> list[QMessage]
 
 @pytest.fixture
 def rec(db: TestBackend) -> Recorder:
-    recorder = Recorder(db.endpoint_url)
-    db.table.transport = recorder
-    return recorder
+    return Recorder(db.table)
 
 
 @pytest.fixture
@@ -211,7 +214,6 @@ def msgs(q: Query[QMessage]) -> list[QMessage]:
 # -- key conditions ----------------------------------------------------------------------
 
 
-@pytest.mark.sync_only
 def test_partition_query_returns_only_its_type_in_key_order(s: Session) -> None:
     assert msgs(s.query(QMessage, room="seattle")) == seattle()
     assert s.query(QRoom, room="seattle").all() == [QRoom(room="seattle", title="Seattle")]
@@ -219,7 +221,6 @@ def test_partition_query_returns_only_its_type_in_key_order(s: Session) -> None:
     assert s.query(QMessage, room="nowhere").all() == []
 
 
-@pytest.mark.sync_only
 def test_leading_sort_key_field_narrows_by_prefix(s: Session) -> None:
     # "amsg" must not match "amsgx": the literal after the field is part of the prefix.
     assert msgs(s.query(QMessage, room="seattle", user="amsg")) == seattle(
@@ -228,7 +229,6 @@ def test_leading_sort_key_field_narrows_by_prefix(s: Session) -> None:
         lambda m: m.user == "amsgx")
 
 
-@pytest.mark.sync_only
 def test_eq_complete_and_incomplete(s: Session) -> None:
     target = MESSAGES[2]
     q = s.query(QMessage, room="seattle").eq(user=target.user, date=target.date)
@@ -240,7 +240,6 @@ def test_eq_complete_and_incomplete(s: Session) -> None:
         lambda m: m.user == "bob")
 
 
-@pytest.mark.sync_only
 def test_begins_with_partial_last_field(s: Session) -> None:
     for prefix in ["2018", "2018-08", "2018-08-1", "2017", "2020"]:
         q = s.query(QMessage, room="seattle", user="amsg").begins_with(date=prefix)
@@ -265,7 +264,6 @@ def test_partial_prefix_of_a_formatted_datetime(db: TestBackend) -> None:
     assert q.eq(at=datetime(2018, 8, 1, 9), seq=4).one() == logs[4]
 
 
-@pytest.mark.sync_only
 def test_begins_with_partial_first_field(s: Session) -> None:
     assert msgs(s.query(QMessage, room="seattle").begins_with(user="ams")) == seattle(
         lambda m: m.user.startswith("ams"))
@@ -291,7 +289,6 @@ RANGE_CASES: list[tuple[str, str, Callable[[str, str], bool]]] = [
 ]
 
 
-@pytest.mark.sync_only
 def test_range_operators_on_date(s: Session) -> None:
     base = s.query(QMessage, room="seattle", user="amsg")
     for op, bound, pred in RANGE_CASES:
@@ -301,7 +298,6 @@ def test_range_operators_on_date(s: Session) -> None:
         assert msgs(q.reverse()) == expected[::-1], (op, bound)
 
 
-@pytest.mark.sync_only
 def test_range_operators_on_first_field_stay_inside_the_entity(s: Session) -> None:
     """Pins sort before the messages and the room item after: neither may leak in."""
     q = s.query(QMessage, room="seattle")
@@ -313,7 +309,6 @@ def test_range_operators_on_first_field_stay_inside_the_entity(s: Session) -> No
     assert msgs(q.lt(user="zzz")) == seattle()
 
 
-@pytest.mark.sync_only
 def test_between_is_inclusive_with_partial_bounds(s: Session) -> None:
     q = s.query(QMessage, room="seattle", user="amsg")
     got = msgs(q.between({"date": "2018-07"}, {"date": "2018-09"}))  # July and August
@@ -329,7 +324,6 @@ def test_between_is_inclusive_with_partial_bounds(s: Session) -> None:
                              and m.user <= "bob")
 
 
-@pytest.mark.sync_only
 def test_bad_key_fields_are_refused(s: Session) -> None:
     with pytest.raises(KeyTemplateError):
         s.query(QMessage, user="amsg").all()  # no partition key field
@@ -378,7 +372,6 @@ def test_sort_key_reusing_a_partition_field_is_queryable(db: TestBackend) -> Non
 DEVICE_CASES = [(QDevice, QReading), (QDeviceZ, QReadingZ)]
 
 
-@pytest.mark.sync_only
 @pytest.mark.parametrize(("device_cls", "reading_cls"), DEVICE_CASES,
                          ids=["device-sorts-first", "device-sorts-last"])
 def test_reading_ranges_never_return_the_device(
@@ -420,7 +413,6 @@ def test_reading_ranges_never_return_the_device(
 # -- modifiers ---------------------------------------------------------------------------
 
 
-@pytest.mark.sync_only
 def test_reverse_limit_and_their_combinations(s: Session) -> None:
     q = s.query(QMessage, room="seattle")
     assert msgs(q.reverse()) == seattle()[::-1]
@@ -434,7 +426,6 @@ def test_reverse_limit_and_their_combinations(s: Session) -> None:
         q.page_size(0)
 
 
-@pytest.mark.sync_only
 def test_page_size_reads_lazily_in_pages(s: Session, rec: Recorder) -> None:
     q = s.query(QMessage, room="seattle", user="amsg").page_size(2)
     expected = seattle(lambda m: m.user == "amsg")
@@ -448,13 +439,11 @@ def test_page_size_reads_lazily_in_pages(s: Session, rec: Recorder) -> None:
     assert len(rec.queries()) == 1  # nothing fetched beyond the first page yet
 
 
-@pytest.mark.sync_only
 def test_limit_stops_reading(s: Session, rec: Recorder) -> None:
     assert msgs(s.query(QMessage, room="seattle").limit(2)) == seattle()[:2]
     assert len(rec.queries()) == 1
 
 
-@pytest.mark.sync_only
 def test_consistent_read(s: Session, rec: Recorder) -> None:
     assert msgs(s.query(QMessage, room="seattle").consistent()) == seattle()
     assert all(req.get("ConsistentRead") is True for req, _ in rec.queries())
@@ -463,7 +452,6 @@ def test_consistent_read(s: Session, rec: Recorder) -> None:
     assert all("ConsistentRead" not in req for req, _ in rec.queries())
 
 
-@pytest.mark.sync_only
 def test_terminals(s: Session) -> None:
     q = s.query(QMessage, room="seattle", user="bob")
     assert q.first() == seattle(lambda m: m.user == "bob")[0]
@@ -481,7 +469,6 @@ def test_terminals(s: Session) -> None:
     assert list(q) == q.all()
 
 
-@pytest.mark.sync_only
 def test_loaded_objects_are_persisted(s: Session, db: TestBackend) -> None:
     msg = s.query(QMessage, room="seattle", user="bob").first()
     assert msg is not None
@@ -492,7 +479,6 @@ def test_loaded_objects_are_persisted(s: Session, db: TestBackend) -> None:
     assert again is not None and again.status == "edited"
 
 
-@pytest.mark.sync_only
 def test_builders_are_generative(s: Session) -> None:
     base = s.query(QMessage, room="seattle")
     rev = base.reverse()
@@ -543,7 +529,6 @@ FILTER_CASES: list[tuple[str, Any, Callable[[QMessage], bool]]] = [
 ]
 
 
-@pytest.mark.sync_only
 def test_every_filter_operator(s: Session, rec: Recorder) -> None:
     failures = []
     for label, cond, pred in FILTER_CASES:
@@ -563,7 +548,6 @@ def test_every_filter_operator(s: Session, rec: Recorder) -> None:
     assert not failures
 
 
-@pytest.mark.sync_only
 def test_filter_with_key_condition_and_limit(s: Session) -> None:
     q = s.query(QMessage, room="seattle", user="amsg").begins_with(date="2018")
     q = q.filter(F("status") != "deleted").limit(2)
@@ -573,7 +557,6 @@ def test_filter_with_key_condition_and_limit(s: Session) -> None:
     assert q.count() == 2
 
 
-@pytest.mark.sync_only
 def test_filter_refuses_non_conditions(s: Session) -> None:
     with pytest.raises(TypeError):
         s.query(QMessage, room="seattle").filter("status = 'read'")  # type: ignore[arg-type]

@@ -50,7 +50,6 @@ def by_id(objs: list[Any], attr: str) -> list[Any]:
     return sorted(objs, key=lambda o: getattr(o, attr))
 
 
-@pytest.mark.sync_only
 def test_scan_returns_only_the_requested_type(s: Session, rec: Requests,
                                               db: TestBackend) -> None:
     assert len(db.scan()) == 6 * 3 + 20 + 2 * 4  # users + guards, notes, audits + versions
@@ -63,7 +62,6 @@ def test_scan_returns_only_the_requested_type(s: Session, rec: Requests,
     assert "Segment" not in request and request["Limit"] == 1000  # iteration's page bound
 
 
-@pytest.mark.sync_only
 def test_versioned_entities_scan_as_latest_copies(s: Session, rec: Requests) -> None:
     got = s.scan(Audit).all()
     assert sorted((a.part, a.version, a.notes) for a in got) == [("P1", 3, "v2"),
@@ -75,7 +73,6 @@ def test_versioned_entities_scan_as_latest_copies(s: Session, rec: Requests) -> 
     assert s.scan(Audit).count() == 2
 
 
-@pytest.mark.sync_only
 def test_several_types_and_a_filter(s: Session, rec: Requests) -> None:
     got = s.scan(User, Note, Audit).all()
     assert len(got) == 6 + 20 + 2
@@ -93,7 +90,6 @@ def test_several_types_and_a_filter(s: Session, rec: Requests) -> None:
     assert last["Select"] == "COUNT"
 
 
-@pytest.mark.sync_only
 def test_count_is_select_count(s: Session, rec: Requests) -> None:
     assert s.scan(User).count() == 6
     assert s.scan(User, Note).count() == 26
@@ -103,7 +99,6 @@ def test_count_is_select_count(s: Session, rec: Requests) -> None:
     assert all("Items" not in out for op, out in rec.responses if op == "Scan")
 
 
-@pytest.mark.sync_only
 def test_versioned_count_is_select_count(s: Session, rec: Requests) -> None:
     # 0.2 read every key to count latest copies; the v0_ rule is in the filter already
     assert s.scan(Audit).count() == 2
@@ -117,7 +112,7 @@ def test_versioned_count_is_select_count(s: Session, rec: Requests) -> None:
     assert all("Items" not in out for op, out in rec.responses if op == "Scan")
 
 
-@pytest.mark.sync_only
+@pytest.mark.sync_only  # a thread barrier proves the segments overlap
 def test_parallel_scan_reads_every_segment_concurrently(s: Session, rec: Requests) -> None:
     rec.expect_overlap(2)
     got = s.scan(Note, segments=4).all()
@@ -131,7 +126,6 @@ def test_parallel_scan_reads_every_segment_concurrently(s: Session, rec: Request
     assert len(s.scan(Note, segments=3).limit(7).all()) == 7
 
 
-@pytest.mark.sync_only
 def test_one_segment_for_one_worker(s: Session, rec: Requests) -> None:
     parts = [s.scan(Note, User, segment=i, segments=5).all() for i in range(5)]
     assert sum(len(p) for p in parts) == 26
@@ -141,7 +135,6 @@ def test_one_segment_for_one_worker(s: Session, rec: Requests) -> None:
     assert {r["TotalSegments"] for r in rec.of("Scan")} == {5}
 
 
-@pytest.mark.sync_only
 def test_page_size_is_dynamodbs_limit_and_pages_chain(s: Session, rec: Requests) -> None:
     pages = chain(s.scan(Note).page_size(7))
     assert by_id([n for p in pages for n in p.items], "note_id") == NOTES
@@ -168,7 +161,6 @@ def test_limit_counts_results_across_pages(s: Session) -> None:
     assert sum(len(p.items) for p in pages) == 11
 
 
-@pytest.mark.sync_only
 def test_values_and_keys(s: Session, rec: Requests) -> None:
     values = s.scan(User).values("username", "email")
     assert sorted(values, key=lambda v: v["username"]) == [
@@ -197,7 +189,6 @@ def test_values_of_absent_fields_are_none(s: Session) -> None:
     assert sum(1 for v in mixed if v["username"] is None) == 20
 
 
-@pytest.mark.sync_only
 def test_scan_of_an_index(s: Session, rec: Requests) -> None:
     got = s.scan(User, index="gsi1").all()
     assert by_id(got, "user_id") == USERS

@@ -85,7 +85,6 @@ def test_get_ignores_items_of_another_type(db: TestBackend) -> None:
     assert db.session().get(SesNoteLookalike, note_id="n1") is None
 
 
-@pytest.mark.sync_only
 def test_insert_of_existing_key(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="first"))
     before = db.scan_raw()
@@ -162,7 +161,6 @@ def test_persisted_object_saved_in_another_session_updates(db: TestBackend) -> N
     assert item["body"] == "v2"
 
 
-@pytest.mark.sync_only
 def test_only_changed_attributes_are_written(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="v1", tags=["a"]))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -181,7 +179,6 @@ def test_only_changed_attributes_are_written(db: TestBackend, rec: Recorder) -> 
     assert rec.writes == []
 
 
-@pytest.mark.sync_only
 def test_update_of_user_touches_only_the_row(db: TestBackend, rec: Recorder) -> None:
     commit(db, User(user_id="u1", username="bob", email="bob@x.com"))
     user = db.session().get(User, user_id="u1", consistent=True)
@@ -195,7 +192,6 @@ def test_update_of_user_touches_only_the_row(db: TestBackend, rec: Recorder) -> 
     assert req["UpdateExpression"] == "SET #n0 = :v0"
 
 
-@pytest.mark.sync_only
 def test_primary_key_move(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="hi"))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -245,7 +241,6 @@ def test_key_move_and_insert_at_the_old_key_both_land(db: TestBackend,
 
 
 # -- staging -------------------------------------------------------------------------------
-@pytest.mark.sync_only
 def test_coalescing(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1", body="v1"))
     note = db.session().get(Note, note_id="n1", consistent=True)
@@ -300,7 +295,6 @@ def test_context_manager_rolls_back_on_exception(db: TestBackend) -> None:
     assert db.scan() == []
 
 
-@pytest.mark.sync_only
 def test_rollback(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     s.save(Note(note_id="n1"))
@@ -472,7 +466,6 @@ def test_concurrent_change_of_a_derived_key_field(db: TestBackend) -> None:
 
 
 # -- the wire ------------------------------------------------------------------------------
-@pytest.mark.sync_only
 def test_single_item_commits_use_single_item_calls(db: TestBackend,
                                                    rec: Recorder) -> None:
     note = Note(note_id="n1")
@@ -490,7 +483,6 @@ def test_single_item_commits_use_single_item_calls(db: TestBackend,
         assert "ClientRequestToken" not in req
 
 
-@pytest.mark.sync_only
 def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n1"), Note(note_id="n2"))
     commit(db, Note(note_id="n3"), Note(note_id="n4"))
@@ -500,7 +492,6 @@ def test_multi_item_commits_use_a_fresh_token(db: TestBackend, rec: Recorder) ->
     assert len(rec.writes[0][1]["TransactItems"]) == 2
 
 
-@pytest.mark.sync_only
 @pytest.mark.parametrize("kind", ["throttle", "conflict", "in_progress", "5xx"])
 def test_transient_failure_is_retried_with_the_same_token(
         db: TestBackend, rec: Recorder, kind: str) -> None:
@@ -520,7 +511,6 @@ def test_transient_failure_is_retried_with_the_same_token(
     assert len(db.scan()) == 3
 
 
-@pytest.mark.sync_only
 def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
     transport = recording(db.table)
     transport.faults["PutItem"] = [RequestFailed("PutItem", "TransactionConflictException",
@@ -532,7 +522,6 @@ def test_single_item_transaction_conflict_is_retried(db: TestBackend) -> None:
     assert [i["ts"] for i in db.scan()] == [5]
 
 
-@pytest.mark.sync_only
 def test_persistent_conflict(db: TestBackend, rec: Recorder) -> None:
     commit(db, Note(note_id="n0"))
     before = db.scan_raw()
@@ -551,7 +540,6 @@ def test_persistent_conflict(db: TestBackend, rec: Recorder) -> None:
     assert not dynaorm.inspect(a).persisted and not dynaorm.inspect(b).persisted
 
 
-@pytest.mark.sync_only
 def test_non_transient_failure_is_not_retried(db: TestBackend, rec: Recorder) -> None:
     rec.always["PutItem"] = RequestFailed("PutItem", "ValidationException", "bad request")
     s = db.session()
@@ -561,7 +549,6 @@ def test_non_transient_failure_is_not_retried(db: TestBackend, rec: Recorder) ->
     assert len(rec.writes) == 1
 
 
-@pytest.mark.sync_only
 def test_too_many_actions(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(101):
@@ -576,7 +563,6 @@ def test_too_many_actions(db: TestBackend, rec: Recorder) -> None:
     assert len(db.scan_raw()) == 100
 
 
-@pytest.mark.sync_only
 def test_too_many_actions_counting_guards(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(34):  # 34 users x 3 actions = 102
@@ -586,7 +572,6 @@ def test_too_many_actions_counting_guards(db: TestBackend, rec: Recorder) -> Non
     assert rec.writes == []
 
 
-@pytest.mark.sync_only
 def test_item_too_large(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     s.save(Note(note_id="big", body="x" * (401 * 1024)))
@@ -597,7 +582,6 @@ def test_item_too_large(db: TestBackend, rec: Recorder) -> None:
     assert db.scan_raw() == []
 
 
-@pytest.mark.sync_only
 def test_request_too_large(db: TestBackend, rec: Recorder) -> None:
     s = db.session()
     for i in range(11):
@@ -624,6 +608,18 @@ def test_session_checks_the_table(db: TestBackend) -> None:
     assert db.table.name in str(err.value)
     with pytest.raises(DynaormError):
         Session("app")  # type: ignore[arg-type]
+
+
+def test_a_session_stages_entities_of_any_table_of_its_client(db: TestBackend) -> None:
+    """What 0.3 refused (a session took its own table's entities only) is the rule of
+    contract 19 (0.4): a session made from one table stages the entities of every table
+    bound to the same client, and commits them where they belong."""
+    other = Table("other-table", client=db.table.db)
+    s = db.session(other)
+    s.save(Note(note_id="n1", body="x"))
+    s.commit()
+    assert [(i["note_id"], i["body"]) for i in db.scan()] == [("n1", "x")]
+    assert s.get(Note, note_id="n1", consistent=True) == Note(note_id="n1", body="x")
 
 
 def test_abstract_entity_cannot_be_saved(db: TestBackend) -> None:

@@ -11,22 +11,13 @@ import pytest
 from dynaorm import DynaormError, Entity, F, KeyTemplateError, Query, Session, Shards, Table
 from dynaorm.model.entity import spec_of
 from dynaorm.testing import TestBackend
-from dynaorm.transport.sync import Transport
 from tests.support.models import SHARDS, SEvent, SOrder, app, unsaved
 from tests.support.recording import Requests
 
 
-class Counter(Transport):
-    """Counts the Query requests sent (and keeps their partition key values)."""
-
-    def __init__(self, endpoint_url: str | None) -> None:
-        super().__init__(endpoint_url)
-        self.partitions: list[str] = []
-
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        if operation == "Query":
-            self.partitions.append(request["ExpressionAttributeValues"][":v0"]["S"])
-        return super().send(operation, request)
+def partitions(rec: Requests) -> list[str]:
+    """The partition key values of the Query requests ``rec`` saw."""
+    return [r["ExpressionAttributeValues"][":v0"]["S"] for r in rec.of("Query")]
 
 
 ORDERS = [SOrder(order_id=f"o{i:02d}", status="open" if i % 4 else "closed",
@@ -83,13 +74,11 @@ def test_get_needs_no_shard(s: Session) -> None:
     assert s.get_many(SOrder, [{"order_id": "o01"}, {"order_id": "zz"}]) == [ORDERS[1], None]
 
 
-@pytest.mark.sync_only
 def test_scatter_gather_merges_in_sort_key_order(s: Session, db: TestBackend) -> None:
-    counter = Counter(db.endpoint_url)
-    db.table.transport = counter
+    rec = Requests(db.table)
     q = s.query(SOrder, index="gsi1", status="open")
     assert q.all() == open_orders()
-    assert sorted(set(counter.partitions)) == [f"SSTATUS#open#{n}" for n in range(SHARDS)]
+    assert sorted(set(partitions(rec))) == [f"SSTATUS#open#{n}" for n in range(SHARDS)]
     assert q.reverse().all() == open_orders()[::-1]
     assert q.limit(5).all() == open_orders()[:5]
     assert q.reverse().limit(4).all() == open_orders()[::-1][:4]
@@ -250,7 +239,6 @@ def test_custom_shard_values_land_where_the_rule_says(s_by_rule: Session, db: Te
     assert raw_gsi(db, "DAY#2024-05-01#0") == []
 
 
-@pytest.mark.sync_only
 def test_scatter_gather_reads_shards_first_to_last(s_by_rule: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     got = s_by_rule.query(Request, index="gsi1", day="2024-05-01").all()
@@ -259,7 +247,6 @@ def test_scatter_gather_reads_shards_first_to_last(s_by_rule: Session, db: TestB
     assert parts == sorted(f"DAY#2024-05-01#{i}" for i in range(1, 11))
 
 
-@pytest.mark.sync_only
 def test_one_shard_alone(s_by_rule: Session, db: TestBackend) -> None:
     rec = Requests(db.table)
     got = s_by_rule.query(Request, index="gsi1", day="2024-05-01", shard=3).all()

@@ -15,10 +15,10 @@ import botocore.session
 import pytest
 
 from dynaorm import DynaormError, Session, Table
-from dynaorm.testing import TestBackend, use_tables
 from dynaorm.client.settings import local_credentials
-from tests.support.stream_models import Blob, Doc, Person, stream_app
+from dynaorm.testing import TestBackend, use_tables
 from tests.support.recording import send
+from tests.support.stream_models import Blob, Doc, Person, stream_app
 
 
 def read_stream(table: Table) -> list[dict[str, Any]]:

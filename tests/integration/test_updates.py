@@ -14,8 +14,8 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend
+from tests.support.recording import Requests, send
 from tests.support.update_models import Counter, Doc, Needy, Player
-from tests.support.recording import send
 
 
 def _seed(db: TestBackend, *objs: object) -> None:
@@ -24,7 +24,6 @@ def _seed(db: TestBackend, *objs: object) -> None:
             s.save(o)  # type: ignore[arg-type]
 
 
-@pytest.mark.sync_only
 def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
         db: TestBackend) -> None:
     _seed(db, Counter(name="c1", tags={"a", "b"}, log=["m"], label="x"))
@@ -32,12 +31,9 @@ def test_every_action_alone_is_one_update_item_and_result_is_the_stored_entity(
     u = (s.update(Counter, name="c1").add(count=5, tags={"c"})
          .append(log=["z"]).remove("label").set(status="open")
          .set_default(score=2.5))
-    sent: list[str] = []
-    db.table.wire = "botocore"  # hooks botocore's client: its wire
-    db.table.client.meta.events.register(
-        "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
+    sent = Requests(db.table)
     s.commit()
-    assert sent == ["UpdateItem"]
+    assert sent.operations == ["UpdateItem"]
     expected = Counter(name="c1", count=5, score=0.0, tags={"a", "b", "c"}, log=["m", "z"],
                        label=None, status="open")
     assert u.result == expected
@@ -148,17 +144,13 @@ def test_where_on_a_missing_item_is_item_not_found(db: TestBackend) -> None:
 
 
 # -- rules -------------------------------------------------------------------------------
-@pytest.mark.sync_only
 def test_add_on_a_gsi_sort_key_field_re_renders_the_index_key(db: TestBackend) -> None:
     _seed(db, Player(player_id="p1", handle="ann", score=5))
     s = db.session()
-    sent: list[str] = []
-    db.table.wire = "botocore"  # hooks botocore's client: its wire
-    db.table.client.meta.events.register(
-        "before-call.dynamodb.*", lambda model, **_: sent.append(model.name))
+    sent = Requests(db.table)
     u = s.update(Player, player_id="p1").add(score=10)
     s.commit()
-    assert sent == ["GetItem", "UpdateItem"]
+    assert sent.operations == ["GetItem", "UpdateItem"]
     assert u.result.score == 15
     row = next(r for r in db.scan() if r["_type"] == "Player")
     assert row["gsi2sk"] == "0000000015#p1"

@@ -24,8 +24,8 @@ from dynaorm.model.entity import spec_of
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Audit, app
-from tests.support.update_models import Doc
 from tests.support.recording import send
+from tests.support.update_models import Doc
 
 
 class VerTagged(Entity):

@@ -1,7 +1,7 @@
 """Fault injection with botocore event handlers on a table's real client.
 
 (0.3) Tests of dynaorm's outcomes use the public injector, ``dynaorm.testing.
-inject_faults`` (at the transports' send boundary: every engine, both kinds of session;
+inject_faults`` (a phase hook on the table's client: every engine, both kinds of session;
 tests/system/test_at_most_once.py). These handlers stay for what only they can show: that
 botocore's own exceptions (a real ``ReadTimeoutError``, ``ConnectionClosedError``, an
 HTTP 500/503 body) are mapped to the errors the retry layer and outcomes expect.

@@ -73,6 +73,11 @@ class Requests(Hook):
             self._waiting = 0
             self.overlapped = None
 
+    @property
+    def operations(self) -> list[str]:
+        """The operation of every request, in order."""
+        return [op for op, _ in self.calls]
+
     def of(self, operation: str) -> list[dict[str, Any]]:
         """The requests of one operation, in order."""
         return [p for op, p in self.calls if op == operation]
@@ -149,3 +154,92 @@ def send(table: Table, operation: str, request: dict[str, Any]) -> dict[str, Any
 
     answer: dict[str, Any] = table.db.driver.run(call(operation, request))
     return answer
+
+
+BATCHES = ("BatchWriteItem", "BatchGetItem")
+
+
+class FlakyBatches(Hook):
+    """Answers the first ``flaky`` batch requests naming ``table`` as DynamoDB does under
+    throttling: only the first ``keep`` share of their entries is really sent (one attempt
+    through the table's client: the server applies or reads exactly those), the rest comes
+    back as ``UnprocessedItems`` / ``UnprocessedKeys``. Attached to the table's client at
+    once (set the table's ``max_wait`` etc. before: that rebinds it to another client).
+
+    ``batches``: (operation, entries asked, entries really sent) of every batch attempt
+    answered; ``log``: (operation, request, response) of every attempt answered;
+    ``fail(operation, request)``: when it returns true, the attempt fails with a
+    ``ThrottlingException`` without being sent (listed in ``refused``). Its own sends
+    block: for sync sessions (``sync_only`` tests)."""
+
+    def __init__(self, table: Table, flaky: int = 0, keep: float = 0.5, *,
+                 operations: tuple[str, ...] = BATCHES, fail: Any = None) -> None:
+        self.table = table
+        self.flaky = flaky
+        self.keep = keep
+        self.operations = operations
+        self.fail = fail
+        self.batches: list[tuple[str, int, int]] = []
+        self.log: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
+        self.refused: list[tuple[str, dict[str, Any]]] = []
+        self._lock = threading.Lock()
+        self.client = table.db
+        self.client.add_hook(self)
+
+    def detach(self) -> None:
+        self.client.remove_hook(self)
+
+    def ops(self, operation: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+        """(request, response) of the attempts of ``operation`` answered, in order."""
+        return [(req, out) for op, req, out in self.log if op == operation]
+
+    def on_start(self, phase: Any) -> object:
+        if not _mine(self.table, phase):
+            return None
+        operation, request = phase.operation, phase.request
+        if self.fail is not None and self.fail(operation, request):
+            with self._lock:
+                self.refused.append((operation, request))
+            phase.error = RequestFailed(operation, "ThrottlingException",
+                                        "slow down (injected)")
+            return None
+        if operation not in self.operations:
+            return None
+        ((table, body),) = request["RequestItems"].items()
+        entries = body if operation == "BatchWriteItem" else body["Keys"]
+        with self._lock:
+            if self.flaky <= 0:
+                return len(entries)  # sent as it is: counted when answered
+            self.flaky -= 1
+        cut = int(len(entries) * self.keep)
+        keep, rest = entries[:cut], entries[cut:]
+        out: dict[str, Any]
+        try:
+            if operation == "BatchWriteItem":
+                out = self.client.send(operation, {**request, "RequestItems": {
+                    table: keep}}) if keep else {}
+                if rest:
+                    left = out.get("UnprocessedItems", {}).get(table, [])
+                    out["UnprocessedItems"] = {table: [*left, *rest]}
+            else:
+                out = self.client.send(operation, {**request, "RequestItems": {
+                    table: {**body, "Keys": keep}}}) if keep else {"Responses": {table: []}}
+                if rest:
+                    left = out.get("UnprocessedKeys", {}).get(table, {}).get("Keys", [])
+                    out["UnprocessedKeys"] = {table: {**body, "Keys": [*left, *rest]}}
+        except RequestFailed as exc:
+            phase.error = exc
+            return None
+        phase.response = out
+        with self._lock:
+            self.batches.append((operation, len(entries), len(keep)))
+        return None
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if not _mine(self.table, phase) or phase.response is None:
+            return None
+        with self._lock:
+            if token is not None:
+                self.batches.append((phase.operation, token, token))
+            self.log.append((phase.operation, phase.request, phase.response))
+        return None
