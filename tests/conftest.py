@@ -13,15 +13,17 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
 - Under pytest-xdist each worker uses its own tables (names suffixed ``-gw0``, ...).
 
 The async variant: a test taking ``db`` also runs as ``local-async`` (DynamoDB Local, or
-``endpoint-async`` on the endpoint given, with
-``db.session()`` an AsyncSession behind a blocking adapter) unless it carries
+``endpoint-async`` on the endpoint given; ``motoserver-async`` on a moto server when moto
+is the only engine chosen, so a contributor without Java runs it too), with
+``db.session()`` an AsyncSession behind a blocking adapter, unless it carries
 ``@pytest.mark.sync_only`` (or its module sets ``pytestmark = pytest.mark.sync_only``).
 The marker is the only thing consulted: no list of module or test names. A test is
-sync-only when it watches or changes the sync client itself: botocore event handlers
-(``tests/support/faults.py``), a swapped or recording transport (the ``rec`` fixtures,
-``RecordingTransport``), threads sharing one client. Such a fixture cannot carry a marker
-(pytest refuses marks on fixtures), so every test that takes one is marked where it is
-defined: read the test, see the marker. ``DYNAORM_ASYNC=0`` turns the variant off.
+sync-only when it needs the sync path itself: botocore event handlers
+(``tests/support/faults.py``), thread barriers or fake sleeps of the sync driver, threads
+sharing one client. Hooks (``tests/support/recording.py``) see both kinds of session.
+Such a fixture cannot carry a marker (pytest refuses marks on fixtures), so every test
+that takes one is marked where it is defined: read the test, see the marker.
+``DYNAORM_ASYNC=0`` turns the variant off.
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend" in metafunc.fixturenames:
         names = backends(metafunc.config)
         if _async_variant(metafunc):  # on DynamoDB Local, or on the endpoint given
-            names += [f"{n}-async" for n in names if n in ("local", "endpoint")]
+            served = [f"{n}-async" for n in names if n in ("local", "endpoint")]
+            if not served and "moto" in names:  # moto alone: on a moto server
+                served = ["motoserver-async"]
+            names += served
         metafunc.parametrize("backend", names, indirect=True)
 
 
@@ -138,6 +143,8 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
         yield endpoint_of(request.config)
     elif name in ("local", "local-async"):
         yield request.getfixturevalue("ddb_local")
+    elif name == "motoserver-async":
+        yield request.getfixturevalue("dynaorm_moto_server")
     else:
         yield request.getfixturevalue("dynoxide")
 
@@ -188,6 +195,8 @@ def engine_of(request: pytest.FixtureRequest) -> str:
     callspec = getattr(request.node, "callspec", None)
     name = str(callspec.params.get("backend", "")) if callspec else ""
     name = name.removesuffix("-async")
+    if name == "motoserver":  # moto as a server: the same engine as in-process
+        return "moto"
     if name == "endpoint":
         url = endpoint_of(request.config)
         return identify(url) if url else name
