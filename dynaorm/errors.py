@@ -36,12 +36,30 @@ class KeyTemplateError(DynaormError, ValueError):
     """A key template is malformed, names an unknown field, or a value cannot go into a key."""
 
 
+def table_of(entity: type[Any] | None) -> str | None:
+    """The name of the table an entity class lives in (``None``: not an entity)."""
+    spec = getattr(entity, "__dynaorm_spec__", None)
+    table = getattr(spec, "table", None)
+    name = getattr(table, "name", None)
+    return name if isinstance(name, str) else None
+
+
+def _on_table(message: str, table: str | None) -> str:
+    """``message`` naming ``table`` (a commit may write to several tables)."""
+    if table is None or repr(table) in message:
+        return message
+    return f"{message} (table {table!r})"
+
+
 class _KeyedError(DynaormError):
-    """An error about one stored item: ``entity`` (the class) and ``key`` (its table key)."""
+    """An error about one stored item: ``entity`` (the class), ``key`` (its table key) and
+    ``table`` (the name of the table it is stored in); the message names the table."""
 
     def __init__(self, message: str, *, entity: type[Any] | None = None,
                  key: dict[str, str] | None = None) -> None:
-        super().__init__(message)
+        self.table = table_of(entity)
+        """The name of the table the item is stored in (``None`` when not known)."""
+        super().__init__(_on_table(message, self.table))
         self.entity = entity
         self.key = key
 
@@ -91,10 +109,13 @@ class UniqueConstraintError(DynaormError):
         self.violations = list(violations)
         """Every ``(field, value)`` already taken, in declaration order."""
         self.field, self.value = self.violations[0]
+        self.table = table_of(entity)
+        """The name of the table whose guard item holds the value."""
         names = ", ".join(f"{f}={v!r}" for f, v in self.violations)
         where = f" {key}" if key else ""
-        super().__init__(f"{entity.__name__}{where}: unique value already taken: {names}"
-                         + (f" ({hint})" if hint else ""))
+        super().__init__(_on_table(
+            f"{entity.__name__}{where}: unique value already taken: {names}"
+            + (f" ({hint})" if hint else ""), self.table))
 
 
 class TransactionConflictError(DynaormError):

@@ -457,6 +457,9 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
     if options.get("client") is None:  # where the model's Meta says, unless a client is given
         options["endpoint_url"] = endpoint_url or getattr(meta, "host", None)
         options["region"] = region or getattr(meta, "region", None)
+    elif endpoint_url is not None or region is not None:
+        raise DynaormError(f"{model.__name__}: client= and endpoint_url=/region= exclude each "
+                           "other (the client says where requests go)")
     return Table(name or meta.table_name, pk=hash_key.attr_name,
                  sk=None if range_key is None else range_key.attr_name,
                  indexes=list(indexes.values()),

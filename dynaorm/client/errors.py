@@ -82,7 +82,7 @@ def _client_error(operation: str, request: dict[str, Any], exc: ClientError) -> 
 
 def method_name(operation: str) -> str:
     """The botocore client method of a DynamoDB operation (``PutItem`` -> ``put_item``),
-    the public way both transports send through."""
+    the public way requests go through botocore's client (``wire="botocore"``)."""
     from botocore import xform_name
 
     return str(xform_name(operation))

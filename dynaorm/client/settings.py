@@ -245,7 +245,8 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
     of the session when ``None``; an async session's caller awaits it after
     :func:`local_only`).
     """
-    name = resolve_region(region, session, endpoint_url, owner)
+    given = config_options(config)
+    name = resolve_region(region or given.get("region_name"), session, endpoint_url, owner)
     kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url}
     if in_process(configured_endpoint(endpoint_url, session)):
         kwargs.update(_dummy())

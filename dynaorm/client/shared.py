@@ -7,7 +7,7 @@ A shared client is built from the configuration as it is when a table first need
 environment variables, the AWS config and credentials files, and whether an in-process mock
 is on. When that changes (a test sets ``AWS_REGION``, writes a profile, starts moto), the
 next table to bind gets a new client; tables already bound keep theirs, as each 0.3 table
-kept its own transport. Clients no table holds any more are collected.
+kept its own connection in 0.3. Clients no table holds any more are collected.
 """
 
 from __future__ import annotations

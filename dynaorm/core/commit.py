@@ -1,13 +1,16 @@
 """A commit of a unit of work: one object, four named phases, written once as a protocol
-that both kinds of session run through their transport (``Session.commit`` with
-:meth:`dynaorm.transport.sync.Transport.run`, ``AsyncSession.commit`` with
-:meth:`dynaorm.transport.aio.AsyncTransport.run`).
+that both kinds of session run through their client's driver (``Session.commit`` with
+:meth:`dynaorm.client.drivers.SyncDriver.run`, ``AsyncSession.commit`` with
+:meth:`dynaorm.client.drivers.AsyncDriver.run`). It knows no kind of write: each staged
+write implements :class:`dynaorm.write.staged.StagedWrite`, and its entities may live in
+several tables of one client.
 
-1. **prepare** -- the stored state each staged entry is planned on: an object's own
-   (persisted objects remember what they were loaded with), or read first where rules need
-   it (an entity with unique or versioned rules saved with ``overwrite=True`` or deleted by
-   key, a new versioned entity whose deleted predecessor kept its history, an
-   ``s.update()`` that touches a rule). A commit that needs no read makes no request here.
+1. **prepare** -- the stored state each staged write is planned on (its ``_prepare``): an
+   object's own (persisted objects remember what they were loaded with), or read first
+   where rules need it (an entity with unique or versioned rules saved with
+   ``overwrite=True`` or deleted by key, a new versioned entity whose deleted predecessor
+   kept its history, an ``s.update()`` that touches a rule). A commit that needs no read
+   makes no request here.
 2. **plan** -- pure: :func:`dynaorm.write.planner.compile_commit` turns the entries into a
    :class:`~dynaorm.write.render.WritePlan` (row writes, unique guards, version rows, each
    with its condition), checked against DynamoDB's limits before anything is sent.
@@ -73,7 +76,7 @@ class Commit:
         self.outcomes: list[Outcome] = []
         #: the successful response (``{}`` when a lost answer's write was applied)
         self.response: dict[str, Any] = {}
-        #: whether the request was handed to the transport, and whether objects settled
+        #: whether the request was handed to the driver, and whether objects settled
         self._sent = False
         self._settled = False
 

@@ -18,8 +18,10 @@ start in the order they were added and end in the reverse order, so an earlier h
 a later one. An attempt's hook may answer it without sending (set ``attempt.response`` or
 ``attempt.error`` in ``on_start``) or replace its outcome in ``on_end``; an ``on_end`` of
 an attempt run by an ``AsyncSession`` may return an awaitable, which is awaited before the
-attempt ends (a sync session refuses one). A hook that raises is logged and ignored:
-observing never turns a write into a failure.
+attempt ends. A sync session cannot await it: it closes it and raises ``TypeError`` (a
+programming error, like calling a coroutine function from sync code; the attempt may have
+been sent by then). A hook that raises is logged and ignored: observing never turns a
+write into a failure.
 """
 
 from __future__ import annotations
@@ -53,8 +55,6 @@ class Operation:
     """The entity classes it is for, when known."""
     error: BaseException | None = None
     """How it failed (set before ``on_end``; ``None``: it succeeded)."""
-    attempts: int = 0
-    """HTTP attempts made for it so far (all its requests, retries included)."""
 
 
 @dataclass(slots=True, eq=False)

@@ -1,3 +1,4 @@
 """Reading: key conditions, type selection, the pager over one or more streams, cursors,
-and the ``Query`` and ``Scan`` builders with their terminals. Pure: reads are protocols
-(see :mod:`dynaorm.protocol.steps`) that a transport performs."""
+and queries and scans as pure descriptions (``QuerySpec``, ``ScanSpec``) with the protocol
+of every terminal (see :mod:`dynaorm.protocol.steps`); the sync and async terminals that
+run them through a driver are :mod:`dynaorm.sync.reads` and :mod:`dynaorm.aio.reads`."""

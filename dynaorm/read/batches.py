@@ -25,7 +25,7 @@ def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                  collect: Callable[[dict[str, Any]], object] = lambda out: None, *,
                  idempotent: bool = True) -> Proto[None]:
     """Send a batch request until nothing is left unprocessed (backoff with jitter between
-    rounds, the rounds' waits within the transport's ``max_wait``); ``collect`` sees each
+    rounds, the rounds' waits within the policy's ``max_wait``); ``collect`` sees each
     round's answer. ``idempotent=False``: a round is not resent after an attempt that may
     have been applied (the :class:`~dynaorm.RequestError` is raised instead)."""
     rounds = 0

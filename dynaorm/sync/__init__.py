@@ -1,2 +1,2 @@
-"""The sync edge: :class:`~dynaorm.Session`, the unit of work run through the table's sync
-transport."""
+"""The sync sessions: :class:`~dynaorm.Session`, the unit of work run through its client's
+sync driver, and the blocking terminals of its queries and scans."""

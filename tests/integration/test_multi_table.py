@@ -113,6 +113,7 @@ def test_a_unique_clash_on_one_table_writes_nothing_on_either(both: TestBackend)
     with pytest.raises(UniqueConstraintError) as err:
         s.commit()
     assert err.value.field == "reference" and err.value.entity is Entry
+    assert err.value.table == ledger.name and repr(ledger.name) in str(err.value)
     assert rows(both) == before
 
 
@@ -132,7 +133,8 @@ def test_a_stale_writer_on_one_table_writes_nothing_on_either(both: TestBackend)
     s.save(Audit(equipment_id="E1", part="P1", status="ok"))
     with pytest.raises(ConcurrentModificationError) as err:
         s.commit()
-    assert ledger.name in str(err.value) or err.value.entity is Balance
+    assert err.value.entity is Balance and err.value.table == ledger.name
+    assert repr(ledger.name) in str(err.value)
     assert rows(both) == before
 
 
