@@ -55,6 +55,7 @@ CAPACITY_MODES: Final = ("INDEXES", "TOTAL", "NONE")
 INSTALL_HINT: Final = 'pip install "dynaorm[async]"'
 
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
+_AnyHook = TypeVar("_AnyHook", bound=HookLike)
 _LIVE: weakref.WeakSet[Client] = weakref.WeakSet()  # for dynaorm.aio.close()
 _UNRESOLVED: Any = object()
 
@@ -208,7 +209,7 @@ class Client:
             return None
         return describe(name, entities)
 
-    def add_hook(self, hook: HookLike) -> HookLike:
+    def add_hook(self, hook: _AnyHook) -> _AnyHook:
         """Attach a phase hook (:class:`dynaorm.Hook`): it sees the start and end of every
         session operation and every HTTP attempt of this client. Hooks added later are
         nested inside earlier ones. Returns ``hook``."""

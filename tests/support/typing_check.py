@@ -7,9 +7,27 @@
 
 from __future__ import annotations
 
-from typing import Any, assert_type
+from typing import Any, Literal, assert_type
 
-from dynaorm import Entity, F, Page, Query, Scan, Session, StagedUpdate, Table, Versioned
+from dynaorm import (
+    AsyncSession,
+    Attempt,
+    Client,
+    CommitResult,
+    Entity,
+    F,
+    Hook,
+    Operation,
+    Page,
+    Query,
+    RequestError,
+    Scan,
+    Session,
+    StagedUpdate,
+    Table,
+    Versioned,
+    inspect,
+)
 from tests.support.models import Audit, Note, User, app
 
 typed = Table("typing-check")
@@ -113,3 +131,40 @@ def check_version_only_on_versioned_entities() -> None:
     # Both checkers must report these lines (an unneeded ignore is an error for both).
     note.version  # type: ignore[attr-defined]  # noqa: B018
     Entity().version  # type: ignore[attr-defined]  # noqa: B018
+
+
+class Spans(Hook):
+    """A hook as a user writes one: typed phases, any token."""
+
+    def on_start(self, phase: Operation | Attempt) -> object:
+        if isinstance(phase, Attempt):
+            assert_type(phase.request, dict[str, Any])
+            assert_type(phase.number, int)
+        else:
+            assert_type(phase.tables, tuple[str, ...])
+        return None
+
+    def on_end(self, phase: Operation | Attempt, token: Any) -> object:
+        if isinstance(phase, Attempt):
+            assert_type(phase.error, RequestError | None)
+            assert_type(phase.response, dict[str, Any] | None)
+        return None
+
+
+def check_the_client() -> None:
+    db = Client("http://localhost:8000", region="eu-west-1", max_attempts=3)
+    shop = Table("shop", client=db)
+    assert_type(shop.db, Client)
+    assert_type(db.add_hook(Spans()), Spans)
+    s = Session(db)
+    assert_type(s.client, Client)
+    assert_type(Session(shop).get(Note, note_id="n"), Note | None)
+    assert_type(s.commit(), CommitResult)
+    assert_type(inspect(Note(note_id="n")).status, Literal["new", "persisted", "deleted"])
+
+
+async def check_the_async_client() -> None:
+    async with Client() as db:
+        s = AsyncSession(db)
+        assert_type(await s.get(Note, note_id="n"), Note | None)
+        assert_type(await s.commit(), CommitResult)
