@@ -37,6 +37,7 @@ DOCUMENTED = {
 DOCUMENTED |= {"BulkWriteError", "ConflictError", "ItemDecodeError", "ItemGoneError"}  # (0.3)
 DOCUMENTED |= {"Previous"}  # (0.3: migrations)
 DOCUMENTED |= {"inspect", "Inspection"}  # (0.4: inspection)
+DOCUMENTED |= {"Client", "Hook", "Operation", "Attempt"}  # (0.4: one client, many tables)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

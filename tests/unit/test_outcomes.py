@@ -51,7 +51,7 @@ def test_written_by_each_kind_of_action() -> None:
 
 
 def test_resolve_decisions() -> None:
-    plan = WritePlan("t", (Put(KEY, ITEM, None, ORIGIN),))
+    plan = WritePlan((Put(KEY, ITEM, None, ORIGIN),))
     ccf = "ConditionalCheckFailedException"
     assert resolve(plan, _failed(ccf, item=ITEM)) == APPLIED
     assert resolve(plan, _failed(ccf, item={**ITEM, "n": {"N": "9"}})) is None
@@ -61,8 +61,8 @@ def test_resolve_decisions() -> None:
     assert unknown.operation == "PutItem" and unknown.keys == [KEY]
     assert resolve(plan, _failed("ResourceNotFoundException")) is None
 
-    two = WritePlan("t", (Put(KEY, ITEM, None, ORIGIN), Delete({"pk": "g", "sk": "g"}, None,
-                                                                ORIGIN)))
+    two = WritePlan((Put(KEY, ITEM, None, ORIGIN), Delete({"pk": "g", "sk": "g"}, None,
+                                                          ORIGIN)))
     cancelled = "TransactionCanceledException"
     own = [Reason("ConditionalCheckFailed", item=ITEM), Reason("ConditionalCheckFailed")]
     assert resolve(two, _failed(cancelled, reasons=own)) == APPLIED
@@ -92,8 +92,8 @@ def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
 
     asked: list[Any] = []
 
-    def read(key: Any) -> Any:
-        asked.append(key)
+    def read(table: Any, key: Any) -> Any:
+        asked.append((table, key))
         if isinstance(stored, Exception):
             raise stored
         return stored
@@ -103,14 +103,14 @@ def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
     try:
         next(proto)
     except StopIteration as stop:
-        assert asked == [KEY]
+        assert asked == [(Note.__dynaorm_spec__.table, KEY)]  # the entity's table
         return stop.value
     raise AssertionError("read_back yields only through its read")  # pragma: no cover
 
 
 def test_a_single_item_write_that_may_have_been_applied_is_read_back() -> None:
     """(0.3) Never resent, never a definite error: success or OutcomeUnknownError."""
-    put = WritePlan("t", (Put(KEY, ITEM, None, ORIGIN),))
+    put = WritePlan((Put(KEY, ITEM, None, ORIGIN),))
     lost = _failed("ConnectionError")
     assert _read_back(put, lost, dict(ITEM)) is None  # applied: success
     other = _read_back(put, lost, {**ITEM, "n": {"N": "9"}})
@@ -119,6 +119,6 @@ def test_a_single_item_write_that_may_have_been_applied_is_read_back() -> None:
     assert isinstance(gone, OutcomeUnknownError) and "no item" in str(gone)
     failed = _read_back(put, lost, _failed("ThrottlingException"))
     assert isinstance(failed, OutcomeUnknownError) and "reading the item back" in str(failed)
-    delete = WritePlan("t", (Delete(KEY, None, ORIGIN),))
+    delete = WritePlan((Delete(KEY, None, ORIGIN),))
     assert _read_back(delete, lost, None) is None
     assert isinstance(_read_back(delete, lost, ITEM), OutcomeUnknownError)

@@ -14,7 +14,7 @@ from dynaorm.model.expressions import Placeholders
 from dynaorm.write.guards import claimable
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import Put, Role, Update
-from dynaorm.write.staged import SaveEntry
+from dynaorm.write.entries import SaveEntry
 
 plans = Table("ttl-plans", ttl="expires")
 T = "ttl-plans"
@@ -51,7 +51,7 @@ def _persisted(obj: Any, version: int | None = None) -> Any:
 
 
 def _ops(*objs: Any) -> list[Any]:
-    plan, _ = compile_commit(T, [(SaveEntry(o), o._dynaorm_state) for o in objs])
+    plan, _ = compile_commit([(SaveEntry(o), o._dynaorm_state) for o in objs])
     return list(plan.ops)
 
 
@@ -59,7 +59,7 @@ def test_a_claim_carries_the_ttl_and_lets_an_expired_guard_go() -> None:
     row, guard = _ops(Holder(holder_id="h1", handle="ada", expires=LATER))
     assert isinstance(guard, Put) and guard.origin.role is Role.GUARD
     assert guard.item["expires"] == {"N": str(LATER)}
-    request = compile_commit(T, [(SaveEntry(Holder(holder_id="h1", handle="ada")), None)]
+    request = compile_commit([(SaveEntry(Holder(holder_id="h1", handle="ada")), None)]
                              )[0].transaction_request("tok")
     put = request["TransactItems"][1]["Put"]
     assert "expires" not in put["Item"]  # an owner without a TTL: a guard without one

@@ -20,7 +20,7 @@ CKEY = {"pk": {"S": "CTR#c1"}, "sk": {"S": "CTR"}}
 def _plan(*updates: Any) -> Any:
     entries = [(u, None)
                for u in updates]
-    plan, _ = compile_commit(T, entries)
+    plan, _ = compile_commit(entries)
     return plan
 
 

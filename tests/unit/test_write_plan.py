@@ -42,12 +42,12 @@ def _persisted(obj: Any, version: int | None = None) -> Any:
 
 
 def _request(*entries: SaveEntry | DeleteEntry) -> dict[str, Any]:
-    plan, _ = compile_commit(T, [(e, e.obj._dynaorm_state) for e in entries])
+    plan, _ = compile_commit([(e, e.obj._dynaorm_state) for e in entries])
     return plan.transaction_request("tok-1")
 
 
 def _single(*entries: SaveEntry | DeleteEntry) -> tuple[str, dict[str, Any]]:
-    plan, _ = compile_commit(T, [(e, e.obj._dynaorm_state) for e in entries])
+    plan, _ = compile_commit([(e, e.obj._dynaorm_state) for e in entries])
     return plan.single_request()
 
 
@@ -172,7 +172,7 @@ def test_unchanged_unique_values_leave_guards_untouched() -> None:
 
 def test_no_change_plans_nothing() -> None:
     u = _persisted(User(user_id="u1", username="alice", email="a@x.com"))
-    plan, _ = compile_commit(T, [(SaveEntry(u), u._dynaorm_state)])
+    plan, _ = compile_commit([(SaveEntry(u), u._dynaorm_state)])
     assert plan.ops == ()
 
 
@@ -237,7 +237,7 @@ def test_two_new_objects_claiming_one_value_are_refused_before_sending() -> None
     a = User(user_id="u1", username="alice", email="same@x.com")
     b = User(user_id="u2", username="bob", email="SAME@x.com")
     with pytest.raises(UniqueConstraintError) as err:
-        compile_commit(T, [(SaveEntry(a), None), (SaveEntry(b), None)])
+        compile_commit([(SaveEntry(a), None), (SaveEntry(b), None)])
     assert err.value.field == "email"
     assert err.value.entity is User
 
@@ -273,7 +273,7 @@ def test_versioned_update() -> None:
 
 def test_versioned_unchanged_plans_nothing() -> None:
     a = _persisted(Audit(equipment_id="E1", part="P1"), version=2)
-    plan, _ = compile_commit(T, [(SaveEntry(a), a._dynaorm_state)])
+    plan, _ = compile_commit([(SaveEntry(a), a._dynaorm_state)])
     assert plan.ops == ()
 
 
@@ -335,19 +335,19 @@ def test_same_item_twice_in_one_plan_is_refused() -> None:
     a = Note(note_id="n1")
     b = Note(note_id="n1", body="other")
     with pytest.raises(DynaormError, match="twice"):
-        compile_commit(T, [(SaveEntry(a), None), (SaveEntry(b), None)])
+        compile_commit([(SaveEntry(a), None), (SaveEntry(b), None)])
 
 
 def test_origins_follow_plan_order() -> None:
     u = User(user_id="u1", username="alice", email="a@x.com")
-    plan, _ = compile_commit(T, [(SaveEntry(u), None)])
+    plan, _ = compile_commit([(SaveEntry(u), None)])
     assert [(type(op), op.origin.role, op.origin.field) for op in plan.ops] == [
         (Put, Role.ROW, None), (Put, Role.GUARD, "username"), (Put, Role.GUARD, "email")]
     p = _persisted(u)
-    plan, _ = compile_commit(T, [(DeleteEntry(p), p._dynaorm_state)])
+    plan, _ = compile_commit([(DeleteEntry(p), p._dynaorm_state)])
     assert [type(op) for op in plan.ops] == [Delete, Delete, Delete]
     p.full_name = "x"
-    plan, _ = compile_commit(T, [(SaveEntry(p), p._dynaorm_state)])
+    plan, _ = compile_commit([(SaveEntry(p), p._dynaorm_state)])
     assert [type(op) for op in plan.ops] == [Update]
 
 
@@ -387,20 +387,20 @@ def test_hostile_attribute_values_in_versioned_and_delete_plans() -> None:
 def test_limits_are_checked_when_planning() -> None:
     notes = [Note(note_id=f"n{i}") for i in range(101)]
     with pytest.raises(TransactionTooLargeError, match="101"):
-        compile_commit(T, [(SaveEntry(n), None) for n in notes])
-    plan, _ = compile_commit(T, [(SaveEntry(n), None) for n in notes[:100]])
+        compile_commit([(SaveEntry(n), None) for n in notes])
+    plan, _ = compile_commit([(SaveEntry(n), None) for n in notes[:100]])
     assert len(plan) == 100
     with pytest.raises(ItemTooLargeError, match="Note"):
-        compile_commit(T, [(SaveEntry(Note(note_id="big", body="x" * 401 * 1024)), None)])
+        compile_commit([(SaveEntry(Note(note_id="big", body="x" * 401 * 1024)), None)])
     big = [Note(note_id=f"b{i}", body="x" * 390 * 1024) for i in range(11)]
     with pytest.raises(TransactionTooLargeError, match="byte"):
-        compile_commit(T, [(SaveEntry(n), None) for n in big])
+        compile_commit([(SaveEntry(n), None) for n in big])
 
 
 def test_write_plan_is_plain_data() -> None:
     u = User(user_id="u1", username="alice", email="a@x.com")
-    p1, _ = compile_commit(T, [(SaveEntry(u), None)])
-    p2, _ = compile_commit(T, [(SaveEntry(u), None)])
+    p1, _ = compile_commit([(SaveEntry(u), None)])
+    p2, _ = compile_commit([(SaveEntry(u), None)])
     assert p1.transaction_request("a") == p2.transaction_request("a")
     assert isinstance(p1, WritePlan)
     assert p1.transaction_request("a") != p1.transaction_request("b")
@@ -421,6 +421,6 @@ def test_request_size_counts_condition_values() -> None:
         entries.append((SaveEntry(n), n._dynaorm_state))
     assert isinstance(entries[0][0].obj, Entity)
     with pytest.raises(TransactionTooLargeError):
-        compile_commit(T, entries)
-    plan, _ = compile_commit(T, entries[:5])  # the same shape, small enough, plans fine
+        compile_commit(entries)
+    plan, _ = compile_commit(entries[:5])  # the same shape, small enough, plans fine
     assert len(plan.ops) == 5
