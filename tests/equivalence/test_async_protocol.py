@@ -9,8 +9,8 @@ import pytest
 
 from dynaorm import DynaormError, Session
 from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_rounds
 from dynaorm.protocol.steps import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
+from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_rounds
 from tests.support.models import User, app
 
 

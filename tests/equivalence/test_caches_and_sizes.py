@@ -23,6 +23,7 @@ from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.caches import cache, caches, clear_caches
 from dynaorm.model.keys import wire_key
 from dynaorm.testing import TestBackend
+from dynaorm.write.entries import SaveEntry
 from dynaorm.write.limits import (
     MAX_ITEM_BYTES,
     MAX_PARTITION_KEY_BYTES,
@@ -40,7 +41,6 @@ from dynaorm.write.limits import (
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import Delete, Fail, Origin, Put, Role, Update
 from dynaorm.write.render import check_write, key_roles
-from dynaorm.write.staged import SaveEntry
 from tests.support.models import Note, User
 from tests.support.recording import Requests
 
@@ -210,7 +210,7 @@ def test_the_gate_refuses_what_the_rules_refuse(item: dict[str, Any], error: typ
 @pytest.mark.parametrize("note", [Note(note_id="d1", body="plain"), Note(note_id="d2", body="é"),
                                   Note(note_id="d3", tags=["x" * 10, "ü"])])
 def test_a_planned_put_is_sized_as_its_item(note: Note) -> None:
-    plan, _ = compile_commit("t", [(SaveEntry(note), None)])
+    plan, _ = compile_commit([(SaveEntry(note), None)])
     (put,) = plan.ops
     assert isinstance(put, Put)
     assert check_write(put) == item_size(put.item)
@@ -218,13 +218,13 @@ def test_a_planned_put_is_sized_as_its_item(note: Note) -> None:
 
 def test_an_update_of_a_known_item_is_refused_when_the_item_it_makes_is_too_large() -> None:
     note = Note(note_id="n1", body="a" * 200_000)
-    _, outcomes = compile_commit("t", [(SaveEntry(note), None)])
+    _, outcomes = compile_commit([(SaveEntry(note), None)])
     note._dynaorm_state = outcomes[0].state
     note.tags = ["t" * 150_000]
-    compile_commit("t", [(SaveEntry(note, condition=F("body") != "z"), note._dynaorm_state)])
+    compile_commit([(SaveEntry(note, condition=F("body") != "z"), note._dynaorm_state)])
     note.tags = ["t" * 250_000]  # with the stored body, the item after is too large
     with pytest.raises(ItemTooLargeError, match="item after the update"):
-        compile_commit("t", [(SaveEntry(note), note._dynaorm_state)])
+        compile_commit([(SaveEntry(note), note._dynaorm_state)])
 
 
 # -- the gate's shortcuts against the plain path --------------------------------------------------

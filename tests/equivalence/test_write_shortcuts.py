@@ -15,8 +15,8 @@ import pytest
 
 from dynaorm import F, InvalidValueError
 from dynaorm.model.entity import Entity
+from dynaorm.write.entries import SaveEntry
 from dynaorm.write.planner import compile_commit
-from dynaorm.write.staged import SaveEntry
 from tests.support.models import Audit, Note, User
 
 T = "dynaorm-tests"
@@ -24,7 +24,7 @@ T = "dynaorm-tests"
 
 def _commit(entry: SaveEntry) -> None:
     """Plan ``entry`` and apply its outcome as a successful commit does."""
-    _, outcomes = compile_commit(T, [(entry, entry.obj._dynaorm_state)])
+    _, outcomes = compile_commit([(entry, entry.obj._dynaorm_state)])
     for outcome in outcomes:
         outcome.obj._dynaorm_state = outcome.state
         if outcome.version is not None:
@@ -32,7 +32,7 @@ def _commit(entry: SaveEntry) -> None:
 
 
 def _requests(obj: Entity, **staged: Any) -> list[Any]:
-    plan, _ = compile_commit(T, [(SaveEntry(obj, **staged), obj._dynaorm_state)])
+    plan, _ = compile_commit([(SaveEntry(obj, **staged), obj._dynaorm_state)])
     return [plan.transaction_request("tok")] if len(plan.ops) > 1 else (
         [plan.single_request()] if plan.ops else [])
 
@@ -207,16 +207,18 @@ def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str
             body["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
             ph.apply(body)
             for _ in range(2):  # a second time from the cache, its names not shared
-                got_name, got = render_op(op, T)
+                got_name, got = render_op(op)
                 assert (got_name, list(got.items())) == (name, list(body.items()))
                 got["ExpressionAttributeNames"]["#x"] = "changed"
 
 
 class _Policy:
+    """A policy with a fixed backoff (dynaorm's draws it at random), no hooks."""
+
     max_attempts = 3
     max_wait = 10.0
     capacity = None
-    listeners: list[Any] = []
+    hooks: tuple[Any, ...] = ()
 
     def backoff(self, attempt: int) -> float:
         return 0.5
@@ -228,28 +230,44 @@ def _throttled() -> Any:
 
 
 def test_the_retry_protocol_backs_off_resends_and_counts_every_attempt() -> None:
-    """attempts(): a throttled Send is followed by a Backoff and the same Send again, up
-    to max_attempts; the request is recorded once; the pump turns Backoff into Wait."""
+    """attempts(): a throttled Send is followed by a Wait of the policy's backoff (within
+    what is left of max_wait) and the same Send again, up to max_attempts; the request is
+    recorded once; the pump turns a protocol's own Backoff into a Wait as well."""
     from dynaorm.errors import RequestError
     from dynaorm.protocol.events import recording
     from dynaorm.protocol.steps import Backoff, Call, Send, Wait, attempts, expand
     request: dict[str, Any] = {"TableName": T}
+    policy: Any = _Policy()
     with recording() as result:
-        loop = attempts(_Policy(), Call("PutItem", request))
+        loop = attempts(policy, Call("PutItem", request))
         assert next(loop) == Send("PutItem", request)
-        assert loop.throw(_throttled()) == Backoff(1, 0.0)
-        assert loop.send(0.5) == Send("PutItem", request)
-        assert loop.throw(_throttled()) == Backoff(2, 0.5)
-        assert loop.send(0.5) == Send("PutItem", request)
+        assert loop.throw(_throttled()) == Wait(0.5)
+        assert loop.send(None) == Send("PutItem", request)
+        assert loop.throw(_throttled()) == Wait(0.5)
+        assert loop.send(None) == Send("PutItem", request)
         with pytest.raises(RequestError) as raised:
             loop.throw(_throttled())
     assert raised.value.attempts == 3
     assert "after 3 attempts" in str(raised.value)
     assert result.requests == [("PutItem", request)]  # recorded once
 
-    pumped = expand(attempts(_Policy(), Call("PutItem", request)), _Policy())
-    assert next(pumped) == Send("PutItem", request)
-    assert pumped.throw(_throttled()) == Wait(0.5)  # the policy's backoff, as a Wait
+    short: Any = _Policy()
+    short.max_wait = 0.75  # the second wait gets only what is left of max_wait
+    loop = attempts(short, Call("PutItem", request))
+    next(loop)
+    assert loop.throw(_throttled()) == Wait(0.5)
+    loop.send(None)
+    assert loop.throw(_throttled()) == Wait(0.25)
+
+    def backing_off() -> Any:  # a protocol's own backoff (a batch's unprocessed keys)
+        waited = yield Backoff(1, 0.0)
+        return waited
+
+    pumped = expand(backing_off(), policy)
+    assert next(pumped) == Wait(0.5)  # the policy's backoff, as a Wait
+    with pytest.raises(StopIteration) as done:
+        pumped.send(None)
+    assert done.value.value == 0.5  # the seconds waited
 
 
 def test_the_retry_protocol_never_resends_what_may_have_been_applied_and_accumulates(
@@ -258,7 +276,8 @@ def test_the_retry_protocol_never_resends_what_may_have_been_applied_and_accumul
     from dynaorm.protocol.steps import Call, attempts
     error = RequestError("UpdateItem", "ConnectionError", "lost")
     error.maybe_applied = True  # an ADD that may have been applied is never resent
-    loop = attempts(_Policy(), Call("UpdateItem", {}, idempotent=False))
+    policy: Any = _Policy()
+    loop = attempts(policy, Call("UpdateItem", {}, idempotent=False))
     next(loop)
     with pytest.raises(RequestError) as raised:
         loop.throw(error)
@@ -276,8 +295,8 @@ def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exact
     obj = loaded
     for body in ("b" * 150_000, "c" * 150_000, "d" * 150_000, "e"):
         obj.body = body  # the bound grows past 400 KB: the gate then sizes exactly
-        plan, _ = compile_commit(T, [(SaveEntry(obj, condition=F("body") != "z"),
-                                      obj._dynaorm_state)])
+        plan, _ = compile_commit([(SaveEntry(obj, condition=F("body") != "z"),
+                                   obj._dynaorm_state)])
         (op,) = plan.ops
         assert isinstance(op, Update) and op.known is not None
         _commit(SaveEntry(obj))
@@ -285,7 +304,7 @@ def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exact
     _commit(SaveEntry(obj))
     obj.body = "f" * 250_000  # with the stored tags, the item after is too large
     with pytest.raises(ItemTooLargeError, match="item after the update"):
-        compile_commit(T, [(SaveEntry(obj), obj._dynaorm_state)])
+        compile_commit([(SaveEntry(obj), obj._dynaorm_state)])
 
 
 @pytest.mark.parametrize("value", ["u1", "a#b", "", 7, None, "ü", "x" * 2000])
@@ -331,8 +350,8 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
     direct, _ = plan_save(entry, state, 0)
     plain, _ = _plan_save(SaveEntry(obj, overwrite=overwrite), state, 0)
     long_way = with_condition(plain, entry, spec_of(type(obj)), 0)
-    assert [WritePlan(T, (op,)).single_request() for op in direct] == [
-        WritePlan(T, (op,)).single_request() for op in long_way]
+    assert [WritePlan((op,)).single_request() for op in direct] == [
+        WritePlan((op,)).single_request() for op in long_way]
     assert len(direct) == len(long_way) == 1
     ((a,), (b,)) = ([op.origin for op in direct], [op.origin for op in long_way])
     assert a._replace(caller=None) == b._replace(caller=None) and a.caller is not None

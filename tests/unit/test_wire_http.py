@@ -281,8 +281,8 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         ReadTimeoutError,
     )
 
-    from dynaorm.errors import RequestError
     from dynaorm.client.errors import map_error
+    from dynaorm.errors import RequestError
 
     def failing(conn: socket.socket, body: bytes, n: int) -> bool:
         if n == 1:
