@@ -16,12 +16,11 @@ botocore exception.
 
 from __future__ import annotations
 
-import asyncio
 import threading
 import weakref
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.errors import map_error, method_name
@@ -43,6 +42,9 @@ from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import Policy
+
+if TYPE_CHECKING:  # asyncio is imported by the first async request, not by import dynaorm
+    import asyncio
 
 __all__ = ["CAPACITY_MODES", "INSTALL_HINT", "WIRES", "Client", "check_settings",
            "live_clients", "session_target"]
@@ -96,6 +98,8 @@ class _Loop:
     __slots__ = ("aio", "closers", "lock", "wire")
 
     def __init__(self) -> None:
+        import asyncio
+
         self.wire: Any = None
         self.aio: asyncio.Future[Any] | None = None
         self.closers: list[Any] = []
@@ -335,6 +339,8 @@ class Client:
 
     # -- async requests ----------------------------------------------------------------
     def _loop(self) -> _Loop:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         found = self._loops.get(loop)
         if found is None:
@@ -346,6 +352,8 @@ class Client:
         """The running event loop's :class:`~dynaorm.wire.aio.AsyncWire`, once a request
         opened it (``None`` before, after :meth:`aclose`, or when requests go through
         aiobotocore)."""
+        import asyncio
+
         found = self._loops.get(asyncio.get_running_loop())
         return None if found is None else found.wire
 
@@ -357,6 +365,8 @@ class Client:
     async def aiobotocore(self) -> Any:
         """This event loop's aiobotocore client (made once per loop; closed by
         :meth:`aclose`)."""
+        import asyncio
+
         here = self._loop()
         future = here.aio
         if future is None:
@@ -390,6 +400,8 @@ class Client:
         return made
 
     async def _async_wire(self, here: _Loop) -> Any:
+        import asyncio
+
         async with here.lock:
             if here.wire is None:
                 from dynaorm.wire.aio import AsyncWire
@@ -406,6 +418,8 @@ class Client:
     async def asend(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """Send one request once on the running event loop; a failure is raised as a
         :class:`~dynaorm.RequestError`."""
+        import asyncio
+
         try:
             here = self._loops.get(asyncio.get_running_loop())
             wire = None if here is None else here.wire
@@ -438,6 +452,8 @@ class Client:
     async def aclose(self) -> None:
         """Close this event loop's connections and aiobotocore client (a later request
         opens new ones), and the sync ones."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         here = self._loops.pop(loop, None)
         if here is not None:

@@ -15,7 +15,6 @@ session. A rule written in both would belong in the protocol.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
@@ -187,6 +186,8 @@ class AsyncDriver:
         if kind is Send:
             return await self._client.asend(step.operation, step.request)
         if kind is Wait:
+            import asyncio  # (loaded by whoever runs the loop; not by import dynaorm)
+
             await asyncio.sleep(step.seconds)
             return step.seconds
         if kind is Gather:
@@ -196,6 +197,8 @@ class AsyncDriver:
         raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
 
     async def _gather(self, step: Gather) -> list[Any]:
+        import asyncio
+
         limit = asyncio.Semaphore(min(step.concurrency, self._client.pool_size))
 
         async def one(proto: Generator[Any, Any, Any]) -> Any:
