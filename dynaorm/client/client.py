@@ -157,10 +157,10 @@ class Client:
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
-        #: the sync driver (what ``Session`` runs its protocols with)
         self.driver = SyncDriver(self)
-        #: the async driver (what ``AsyncSession`` runs its protocols with)
+        """The sync driver (what ``Session`` runs its protocols with)."""
         self.async_driver = AsyncDriver(self)
+        """The async driver (what ``AsyncSession`` runs its protocols with)."""
         _LIVE.add(self)
 
     def __repr__(self) -> str:

@@ -36,9 +36,6 @@ class _Setting:
     table to the shared client of its keywords with that one changed (refused for a table
     given ``client=``: change the client instead)."""
 
-    def __init__(self, doc: str) -> None:
-        self.__doc__ = doc
-
     def __set_name__(self, owner: type[Any], name: str) -> None:
         self.name = name
 
@@ -66,13 +63,18 @@ class Table(TableSchema):
     ``client=`` and connection keywords exclude each other.
     """
 
-    endpoint_url = _Setting("The endpoint its client sends to (``None``: the configured one).")
-    region = _Setting("The region its client signs for (``None``: the configured one).")
-    wire = _Setting("``\"dynaorm\"`` or ``\"botocore\"``: the wire its client sends over.")
-    max_attempts = _Setting("Attempts of one request, at most (its client's).")
-    max_wait = _Setting("Seconds all retries of one request may wait (its client's).")
-    return_consumed_capacity = _Setting(
-        "``ReturnConsumedCapacity`` of every request that takes one (its client's).")
+    endpoint_url = _Setting()
+    """The endpoint its client sends to (``None``: the configured one)."""
+    region = _Setting()
+    """The region its client signs for (``None``: the configured one)."""
+    wire = _Setting()
+    """``"dynaorm"`` or ``"botocore"``: the wire its client sends over."""
+    max_attempts = _Setting()
+    """Attempts of one request, at most (its client's)."""
+    max_wait = _Setting()
+    """Seconds all retries of one request may wait (its client's)."""
+    return_consumed_capacity = _Setting()
+    """``ReturnConsumedCapacity`` of every request that takes one (its client's)."""
 
     def __init__(self, name: str, pk: str = "pk", sk: str | None = "sk", *,
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
