@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from dynaorm import Session, Table
+from tests.support.recording import send
 
 MODELS = '''
 from dynaorm import GSI, LSI, Entity, Table, Unique
@@ -197,7 +198,10 @@ def test_check_clean_table(project: Project) -> None:
 def test_check_finds_and_repairs(project: Project) -> None:
     models = _seed(project)
     table: Table = models.app
-    call = table.transport.call
+
+    def call(operation: str, request: dict[str, Any]) -> dict[str, Any]:
+        return send(table, operation, request)
+
     ghost = "email#ghost@example.com"
     call("PutItem", {"TableName": table.name, "Item": {
         "pk": {"S": ghost}, "sk": {"S": ghost}, "_type": {"S": "dynaorm:unique"},
@@ -387,7 +391,6 @@ def test_describe_honours_the_table_part(offline: Project) -> None:
 
 MOVED = '''
 from dynaorm import Entity, Previous, Table, Versioned
-from tests.support.recording import send
 
 moving = Table("describe-moving")
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dynaorm import Entity, Session, Table, UniqueConstraintError
+from tests.support.recording import send
 
 ROOT = Path(__file__).resolve().parents[2]  # the dynaorm under test, not an installed one
 
@@ -127,7 +128,6 @@ def test_dynaorm_moto_fixture(dynaorm_moto: None) -> None:
         inproc.delete()
 
 
-
 # -- 0.2: free when unused, per-worker tables under xdist, the moto server fixture ---------
 NO_FIXTURES_CONFTEST = """
 import sys
@@ -154,7 +154,6 @@ def test_a_run_without_dynaorm_fixtures_imports_nothing_heavy(tmp_path: Path) ->
 
 XDIST_TESTS = """
 import pytest
-from tests.support.recording import send
 
 from models import Account
 
