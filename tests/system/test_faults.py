@@ -35,6 +35,17 @@ def faults(db: TestBackend) -> Iterator[Faults]:
     f.clear()
 
 
+@pytest.fixture
+def faults3(db: TestBackend) -> Iterator[Faults]:
+    """:func:`faults` on a table whose requests are attempted 3 times at most (set first:
+    it rebinds the table, and the handlers go on the client it is bound to then)."""
+    db.table.max_wait = 0
+    db.table.max_attempts = 3
+    f = Faults(db.table)
+    yield f
+    f.clear()
+
+
 def _note(db: TestBackend, **fields: str) -> Note:
     note = Note(note_id="n1", **fields)
     with db.session() as s:
@@ -324,17 +335,17 @@ def _read(db: TestBackend, operation: str) -> None:
 @pytest.mark.parametrize(("fault", "status", "code"), PERSISTENT)
 @pytest.mark.parametrize("operation", WRITES + READS)
 def test_persistent_faults_send_exactly_max_attempts(
-        db: TestBackend, faults: Faults, operation: str, fault: str, status: int,
+        db: TestBackend, faults3: Faults, operation: str, fault: str, status: int,
         code: str) -> None:
     """Every operation, throttled or failing with a 5xx on every attempt: exactly
     ``max_attempts`` HTTP attempts (one retry layer), then a typed error; the refused
     attempts never reached the server, so nothing changed. A write whose 5xx may have
     been applied is OutcomeUnknownError, anything else RequestError naming the code."""
     _note(db, body="one")
-    db.table.transport.max_attempts = 3
+    assert db.table.max_attempts == 3
     before = db.scan_raw()
-    sent = faults.count()
-    faults.refuse(operation, status=status, code=code)
+    sent = faults3.count()
+    faults3.refuse(operation, status=status, code=code)
     bulk = operation == "BatchWriteItem"  # (0.3) BulkWriteError; a 5xx round is not resent
     with pytest.raises(BulkWriteError if bulk else RequestError
                        if fault == "throttle" or operation in READS
@@ -355,7 +366,7 @@ def test_persistent_faults_send_exactly_max_attempts(
         error = error.errors[0][1]
         assert isinstance(error, RequestError) and (error.code, error.attempts) == (
             code, attempts)
-        faults.clear()
+        faults3.clear()
         assert db.scan_raw() == before
         return
     assert isinstance(error, RequestError | OutcomeUnknownError)
@@ -365,5 +376,5 @@ def test_persistent_faults_send_exactly_max_attempts(
         assert not isinstance(error, OutcomeUnknownError)
     else:
         assert code in str(error)
-    faults.clear()
+    faults3.clear()
     assert db.scan_raw() == before
