@@ -6,9 +6,10 @@ writer is lost, and that each caller's outcome is true: success only when the wr
 stored, a :class:`~dynaorm.ConflictError` only when nothing of it was, else
 :class:`~dynaorm.OutcomeUnknownError`.
 
-Single-item writes run on every engine and in the async variant (the injector sits at the
-transports' send boundary); transactions rely on ``ClientRequestToken`` (a resend with the
-same token is applied at most once), which moto ignores: those run on DynamoDB Local.
+Single-item writes run on every engine and in the async variant (the injector is a phase
+hook on the table's client: every wire, both kinds of session); transactions rely on
+``ClientRequestToken`` (a resend with the same token is applied at most once), which moto
+ignores: those run on DynamoDB Local.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import pytest
 
 import dynaorm
 from dynaorm import (
+    Attempt,
     ConcurrentModificationError,
     ConflictError,
     F,
+    Hook,
     ItemExistsError,
     ItemGoneError,
     ItemNotFoundError,
@@ -394,7 +397,7 @@ def test_throttled_to_the_end_is_a_definite_request_error(db: TestBackend) -> No
         err = _commit_raises(db, lambda s: s.save(Note(note_id="n1")), RequestError)
     assert not isinstance(err, OutcomeUnknownError)
     assert isinstance(err, RequestError) and err.code == "ThrottlingException"
-    assert faults.sent["PutItem"] == db.table.transport.max_attempts
+    assert faults.sent["PutItem"] == db.table.max_attempts
     assert _notes(db) == []
 
 
@@ -420,7 +423,8 @@ def test_a_server_error_on_a_transaction_is_resent(db: TestBackend) -> None:
 def test_the_injector_is_removed_after_the_block(db: TestBackend) -> None:
     with inject_faults(db.table) as faults:
         faults.throttle("PutItem", times=None)
-    assert db.table.transport.interceptor is None
+        assert faults in db.table.db.policy.hooks
+    assert faults not in db.table.db.policy.hooks
     with db.session() as s:
         s.save(Note(note_id="n1"))
     assert faults.sent["PutItem"] == 0
@@ -431,24 +435,27 @@ def test_the_injector_is_removed_after_the_block(db: TestBackend) -> None:
 
 
 # -- a cancelled AsyncSession.commit ------------------------------------------------------
-class _Slow:
-    """An interceptor (the transports' documented hook) that sleeps ``before`` or
-    ``after`` sending PutItem: a commit awaited with a timeout is cancelled there."""
+class _Slow(Hook):
+    """A phase hook that holds this table's PutItem attempt for 5 seconds, ``before`` it
+    reaches the engine (the hook answers it itself, with a throttle: it is never sent) or
+    ``after`` the engine applied it: a commit awaited with a timeout is cancelled there
+    (an AsyncSession awaits what a hook's ``on_end`` returns)."""
 
-    def __init__(self, where: str) -> None:
+    def __init__(self, table: str, where: str) -> None:
+        self.table = table
         self.where = where
 
-    def send(self, operation: str, request: dict[str, Any], forward: Any) -> Any:
-        return forward()  # pragma: no cover (async sessions only)
+    def _held(self, phase: Any) -> bool:
+        return (isinstance(phase, Attempt) and phase.operation == "PutItem"
+                and self.table in phase.tables)
 
-    async def send_async(self, operation: str, request: dict[str, Any], forward: Any) -> Any:
-        if operation != "PutItem":
-            return await forward()
-        if self.where == "before":
-            await asyncio.sleep(5)
-        answer = await forward()
-        await asyncio.sleep(5)
-        return answer
+    def on_start(self, phase: Any) -> object:
+        if self._held(phase) and self.where == "before":
+            phase.error = RequestError("PutItem", "ThrottlingException", "held back")
+        return None
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        return asyncio.sleep(5) if self._held(phase) else None
 
 
 @pytest.fixture
@@ -472,13 +479,13 @@ def test_a_cancelled_commit_leaves_objects_consistent(local: TestBackend, where:
         # the client and a connection first: the 1-second budget below is the commit's
         # alone (a first use on a loaded machine may take longer than that by itself)
         assert await s.get(Note, note_id="warm-up") is None
-        local.table.transport.interceptor = _Slow(where)
+        slow = local.table.db.add_hook(_Slow(local.table.name, where))
         try:
             s.save(note)
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(s.commit(), 1.0)
         finally:
-            local.table.transport.interceptor = None
+            local.table.db.remove_hook(slow)
         assert not dynaorm.inspect(note).persisted and pending(note)  # nothing changed, remembered
         landed = bool(_notes(local))
         assert landed == (where == "after")
