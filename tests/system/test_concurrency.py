@@ -11,14 +11,15 @@ from typing import Any
 import pytest
 
 from dynaorm import (
+    Attempt,
     ConcurrentModificationError,
     DynaormError,
+    Hook,
     TransactionConflictError,
     UniqueConstraintError,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
-from dynaorm.transport.sync import Transport
 from tests.support.concurrency import race
 from tests.support.guards import assert_guards_consistent
 from tests.support.models import Audit, User, app
@@ -29,29 +30,40 @@ pytestmark = pytest.mark.sync_only  # instruments of the sync client (see confte
 THREADS = 8
 
 
-class AtomicRequests(Transport):
+class AtomicRequests(Hook):
     """Makes each request atomic, as DynamoDB does; moto's in-process backend does not
-    lock, so two racing conditional writes could both pass their conditions there.
-    Requests still interleave freely between each other, which is what these tests race."""
+    lock, so two racing conditional writes could both pass their conditions there. A phase
+    hook on the table's client: each attempt holds one lock from its start to its end (the
+    send between them). Requests still interleave freely between each other, which is what
+    these tests race."""
 
-    _atomic = threading.Lock()  # not _lock: Transport guards its client with self._lock
+    def __init__(self, table: str) -> None:
+        self.table = table
+        self._atomic = threading.Lock()
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        with self._atomic:
-            return super().send(operation, request)
+    def on_start(self, phase: Any) -> object:
+        if not isinstance(phase, Attempt) or self.table not in phase.tables:
+            return False
+        # (a timeout, not a hang, should an attempt ever end without its on_end)
+        return self._atomic.acquire(timeout=60)
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if token:
+            self._atomic.release()
+        return None
 
 
 @pytest.fixture
 def db(db: TestBackend) -> Iterator[TestBackend]:
     """The shared table; on moto, each request is made atomic (see AtomicRequests)."""
-    saved = db.table.transport
-    transport = Transport(db.endpoint_url) if db.endpoint_url else AtomicRequests(None)
-    transport.client  # noqa: B018 - create the shared client before the threads race
-    db.table.transport = transport
+    client = db.table.db
+    client.botocore  # noqa: B018 - create the shared client before the threads race
+    atomic = None if db.endpoint_url else client.add_hook(AtomicRequests(db.table.name))
     try:
         yield db
     finally:
-        db.table.transport = saved
+        if atomic is not None:
+            client.remove_hook(atomic)
 
 
 def test_racing_registrations_with_one_email(db: TestBackend) -> None:
