@@ -11,29 +11,23 @@ import pytest
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Note, User, app
-from tests.support.recording import RecordingTransport, send
+from tests.support.recording import Recorder, recording, send
 
 
 @pytest.fixture
-def local(ddb_local: str) -> Iterator[tuple[TestBackend, RecordingTransport]]:
-    """The test table on DynamoDB Local, sending through a recording transport."""
+def local(ddb_local: str) -> Iterator[tuple[TestBackend, Recorder]]:
+    """The test table on DynamoDB Local, its requests recorded (a hook on its client)."""
     with use_tables(app, endpoint_url=ddb_local) as tb:
-        saved = tb.table.transport
-        rec = RecordingTransport(ddb_local)
-        tb.table.transport = rec
-        try:
-            yield tb, rec
-        finally:
-            tb.table.transport = saved
+        yield tb, recording(tb.table)
 
 
-def _last_transaction(rec: RecordingTransport) -> dict[str, Any]:
+def _last_transaction(rec: Recorder) -> dict[str, Any]:
     (req,) = [req for op, req in rec.writes if op == "TransactWriteItems"]
     return req
 
 
 def test_replay_with_the_same_token_applies_nothing(
-        local: tuple[TestBackend, RecordingTransport]) -> None:
+        local: tuple[TestBackend, Recorder]) -> None:
     db, rec = local
     s = db.session()
     s.save(Note(note_id="n1", body="one"))
@@ -54,7 +48,7 @@ def test_replay_with_the_same_token_applies_nothing(
     assert db.scan_raw() == before  # n1 stays deleted: the commit was not applied twice
 
 
-def test_replay_of_a_unique_registration(local: tuple[TestBackend, RecordingTransport]) -> None:
+def test_replay_of_a_unique_registration(local: tuple[TestBackend, Recorder]) -> None:
     db, rec = local
     s = db.session()
     user = User(user_id="u1", username="bob", email="bob@x.com")
@@ -70,7 +64,7 @@ def test_replay_of_a_unique_registration(local: tuple[TestBackend, RecordingTran
 
 
 def test_same_token_with_another_request_is_refused(
-        local: tuple[TestBackend, RecordingTransport]) -> None:
+        local: tuple[TestBackend, Recorder]) -> None:
     db, rec = local
     s = db.session()
     s.save(Note(note_id="n1"))
@@ -90,7 +84,7 @@ def test_same_token_with_another_request_is_refused(
     assert db.scan_raw() == before
 
 
-def test_each_commit_has_its_own_token(local: tuple[TestBackend, RecordingTransport]) -> None:
+def test_each_commit_has_its_own_token(local: tuple[TestBackend, Recorder]) -> None:
     db, rec = local
     for i in range(3):
         s = db.session()
