@@ -1,6 +1,7 @@
-"""The transport boundary (contract 4 "one retry layer", 10 errors, 17 client), on moto and
-DynamoDB Local: HTTP attempts are counted with botocore event handlers on the real client,
-and faults are injected there too (tests/support/faults.py)."""
+"""Retries at the client boundary (contract 4 "one retry layer", 10 errors, 17 client), on
+moto and DynamoDB Local: HTTP attempts are counted with botocore event handlers on the real
+botocore client of a table's :class:`~dynaorm.Client` (its ``wire="botocore"``), and faults
+are injected there too (tests/support/faults.py)."""
 
 from __future__ import annotations
 
@@ -22,8 +23,8 @@ from dynaorm import (
     Table,
     TableNotFoundError,
 )
+from dynaorm.protocol.policy import Policy
 from dynaorm.testing import TestBackend, use_tables
-from dynaorm.transport.sync import Transport
 from tests.support.faults import Faults
 from tests.support.models import Note, User
 
@@ -186,35 +187,47 @@ def test_not_retried_when_retrying_cannot_help(db: TestBackend, faults: Faults) 
 
 def test_max_wait_bounds_the_total_wait(db: TestBackend) -> None:
     sleeps: list[float] = []
-    db.table.transport = Transport(db.endpoint_url, sleep=sleeps.append, max_attempts=12,
-                                   max_wait=0.5)
-    faults = Faults(db.table)
+    db.table.max_attempts = 12
+    db.table.max_wait = 0.5
+    faults = Faults(db.table)  # (it rebinds the table to botocore's wire: the client first)
+    db.table.db.driver.sleep = sleeps.append
     faults.refuse("GetItem")
-    with pytest.raises(RequestError):
-        db.session().get(Note, note_id="n1")
+    try:
+        with pytest.raises(RequestError):
+            db.session().get(Note, note_id="n1")
+    finally:
+        faults.clear()
     assert 0 < sum(sleeps) <= 0.5 + 1e-9
     assert all(d > 0 for d in sleeps)
     assert len(sleeps) <= 11
 
     sleeps.clear()
-    db.table.transport = Transport(db.endpoint_url, sleep=sleeps.append, max_wait=0)
-    Faults(db.table).refuse("GetItem")
-    with pytest.raises(RequestError):
-        db.session().get(Note, note_id="n1")
+    db.table.max_wait = 0  # another client: the table's settings with this one changed
+    faults = Faults(db.table)
+    db.table.db.driver.sleep = sleeps.append
+    faults.refuse("GetItem")
+    try:
+        with pytest.raises(RequestError) as err:
+            db.session().get(Note, note_id="n1")
+    finally:
+        faults.clear()
+    assert err.value.attempts == 12
     assert sleeps == []
 
 
 def test_backoff_is_full_jitter_exponential() -> None:
-    t = Transport()
+    p = Policy()
     for attempt in range(1, 8):
-        cap = min(t.max_delay, t.base_delay * 2 ** attempt)
-        delays = [t.backoff(attempt) for _ in range(200)]
+        cap = min(p.max_delay, p.base_delay * 2 ** attempt)
+        delays = [p.backoff(attempt) for _ in range(200)]
         assert all(0 <= d <= cap for d in delays)
         assert max(delays) > cap / 2  # spread over the whole range, not a fixed delay
 
 
-# -- one client per table ------------------------------------------------------------------
+# -- one client for the tables that connect alike -----------------------------------------
 def test_one_client_per_table_shared_by_threads(db: TestBackend) -> None:
+    """Threads racing to a table's first use get one client; (0.4) a table that connects
+    alike shares it."""
     table = Table("dynaorm-fresh", endpoint_url=db.endpoint_url)
     seen: list[Any] = []
     barrier = threading.Barrier(16)
@@ -229,8 +242,10 @@ def test_one_client_per_table_shared_by_threads(db: TestBackend) -> None:
     for t in threads:
         t.join()
     assert len({id(c) for c in seen}) == 1
-    assert table.client is seen[0] is table.client
+    assert table.client is seen[0] is table.db.botocore
     assert table.client.meta.config.max_pool_connections >= 64
+    alike = Table("dynaorm-fresh-too", endpoint_url=db.endpoint_url)
+    assert alike.db is table.db and alike.client is seen[0]
 
 
 def test_sessions_send_through_table_client(db: TestBackend, faults: Faults) -> None:
