@@ -40,7 +40,7 @@ PAGE = 100
 @pytest.fixture
 def local(ddb_local: str) -> Iterator[TestBackend]:
     with use_tables(mig, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        saved = (old.name, old.endpoint_url, old._transport)
+        saved = (old.name, old._binding())  # (use_tables' own seam: restored below)
         old.name = mig.name
         old.connect(ddb_local)
         tb.table.client  # noqa: B018 - one shared client before the threads race
@@ -48,7 +48,8 @@ def local(ddb_local: str) -> Iterator[TestBackend]:
         try:
             yield tb
         finally:
-            old.name, old.endpoint_url, old._transport = saved
+            old.name = saved[0]
+            old._restore(saved[1])
 
 
 def _seed(n: int) -> None:
