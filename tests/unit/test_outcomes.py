@@ -12,7 +12,7 @@ from dynaorm.protocol.events import Reason
 from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
-from tests.support.models import Note
+from tests.support.models import Note, app
 
 KEY: dict[str, str] = {"pk": "NOTE#n1", "sk": "NOTE"}
 ORIGIN = Origin(Note, KEY, Role.ROW, Fail.EXISTS)
@@ -103,7 +103,7 @@ def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
     try:
         next(proto)
     except StopIteration as stop:
-        assert asked == [(Note.__dynaorm_spec__.table, KEY)]  # the entity's table
+        assert asked == [(app, KEY)]  # read from the entity's table
         return stop.value
     raise AssertionError("read_back yields only through its read")  # pragma: no cover
 
