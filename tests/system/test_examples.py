@@ -337,7 +337,21 @@ def check_ttl_rules(run: Run) -> None:
     assert "dynaorm check: 0 problem(s)" in run.out
 
 
+def check_orders_and_audit(run: Run) -> None:
+    """(0.4) One commit across two tables of one client: both written by one transaction;
+    a refused commit leaves both unchanged."""
+    assert "commit: ['TransactWriteItems']" in run.out
+    shop = ["ORDER#o1 / ORDER", "order_number#2024-0001 / order_number#2024-0001"]
+    assert run.block("shop table") == shop
+    assert run.block("audit table") == ["orders #1: order o1 placed"]
+    assert "refused: UniqueConstraintError: field='number' value='2024-0001'" in run.out
+    assert run.block("shop table, after the refused commit") == shop
+    assert run.block("audit table, after the refused commit") == [
+        "orders #1: order o1 placed"]
+
+
 CHECKS = {
+    "orders_and_audit": check_orders_and_audit,
     "ttl_rules": check_ttl_rules,
     "pynamodb_bridge": check_pynamodb_bridge,
     "async_quickstart": check_async_quickstart,
