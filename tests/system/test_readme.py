@@ -11,6 +11,8 @@ its ``testing`` extra.
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,6 +25,23 @@ from tests.support.readme_snippets import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _python(tmp_path: Path) -> Path:
+    """This Python, importing the dynaorm under test: the new user's environment has no
+    ``PYTHONPATH`` (``clean_env()``), and the interpreter's own install of dynaorm may be
+    another checkout's (an editable install), so the checkout is put first on its path and
+    nothing else changes."""
+    wrapper = tmp_path / "bin" / "python"
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={shlex.quote(str(ROOT))} "
+                       f"exec {shlex.quote(sys.executable)} \"$@\"\n")
+    wrapper.chmod(0o755)
+    found = subprocess.run([str(wrapper), "-c", "import dynaorm; print(dynaorm.__file__)"],
+                           cwd=tmp_path, env={}, capture_output=True, text=True, timeout=60,
+                           check=True).stdout.strip()
+    assert Path(found).parent.parent == ROOT, found
+    return wrapper
 
 
 def _statements(text: str) -> list[str]:
@@ -76,7 +95,9 @@ def test_the_check_catches_a_drift() -> None:
 
 
 def test_the_quickstart_runs_as_written(tmp_path: Path) -> None:
-    check_quickstart_output(run_quickstart(sys.executable, tmp_path))
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    check_quickstart_output(run_quickstart(_python(tmp_path), workdir))
 
 
 def test_the_quickstart_runs_on_dynamodb_local_with_the_one_change(
@@ -86,7 +107,9 @@ def test_the_quickstart_runs_on_dynamodb_local_with_the_one_change(
     source = on_endpoint(quickstart_source(), ddb_local)
     table = Table("app", endpoint_url=ddb_local)  # the run's shared server: start clean
     table.delete()
+    workdir = tmp_path / "project"
+    workdir.mkdir()
     try:
-        check_quickstart_output(run_quickstart(sys.executable, tmp_path, source))
+        check_quickstart_output(run_quickstart(_python(tmp_path), workdir, source))
     finally:
         table.delete()
