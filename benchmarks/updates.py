@@ -272,8 +272,8 @@ def check(contenders: list[Contender], show: bool) -> None:
 def history_items_read(parts: int = 11, versions: int = 6) -> dict[str, int]:
     """Items read by ``history(...).limit(5)``, without and with ``Meta.history_index``."""
     from dynaorm import LSI, Entity, Table
-    from dynaorm.testing import use_tables
     from dynaorm.protocol.events import RequestEvent
+    from dynaorm.testing import use_tables
     from tests.support.ddb_local import DynamoDBLocal
 
     history_table = Table("dynaorm-bench-history", indexes=[LSI("lsi1", sk="lsi1sk")])

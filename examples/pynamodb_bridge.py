@@ -24,13 +24,13 @@ from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
 from dynaorm import ConditionFailedError, F
+from dynaorm.client.settings import local_credentials
 from dynaorm.pynamodb import (
     entity_from_pynamodb,
     table_from_pynamodb,
     utc_datetime_string,
     versioned_save,
 )
-from dynaorm.client.settings import local_credentials
 
 
 # -- the old service's PynamoDB model, unchanged -------------------------------------------
