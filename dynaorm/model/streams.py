@@ -270,8 +270,9 @@ def _expired(record: Mapping[str, Any]) -> bool:
 def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | None,
               sk: str | None) -> tuple[type[Any] | None, str | None] | None:
     """For a unique guard item, ``(its owner's class, the unique field)``; ``None`` for
-    any other item. A guard carries the guard type name, or (an item without a type name)
-    has a key (pk, and sk equal to it) whose shape fits exactly one unique rule."""
+    any other item. A guard carries the guard type name; an item without a type name is
+    one when its pk (equal to its sk, on a table with a sort key) has the guard key shape
+    of exactly one unique rule."""
     if type_name == GUARD_TYPE:
         return table.entities.get(_text(image, OWNER_TYPE) or ""), _text(image, UNIQUE_FIELD)
     if type_name is not None or pk is None or (table.sk is not None and pk != sk):

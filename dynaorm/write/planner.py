@@ -138,6 +138,9 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                ) -> tuple[list[Op], Outcome]:
+    """The ops of a save: an insert (no stored state), a versioned entity's next version,
+    or a loaded row moved to its new key or written in place; stamped with
+    ``Meta.timestamps`` when it writes, and followed by its guards."""
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
