@@ -292,6 +292,25 @@ def _element(of: type[Attribute[Any]], owner: str, name: str) -> Any:
     return _type(sample, owner, name, None)
 
 
+#: attribute kind -> the annotation of its field, for every kind whose annotation depends
+#: on nothing else (numbers, typed maps and lists: see :func:`_type`)
+_FIELD_TYPES: dict[type[Attribute[Any]], Any] = {
+    UnicodeAttribute: str,
+    VersionAttribute: int,
+    BinaryAttribute: bytes,
+    BooleanAttribute: bool,
+    UTCDateTimeAttribute: _DATETIME,
+    TTLAttribute: Annotated[datetime, BeforeValidator(_to_ttl)],
+    JSONAttribute: _JSON,
+    NullAttribute: None,
+    UnicodeSetAttribute: Annotated[set[str], PlainSerializer(_empty_set_out)],
+    NumberSetAttribute: Annotated[set[int | float], BeforeValidator(_plain),
+                                  PlainSerializer(_empty_set_out)],
+    BinarySetAttribute: Annotated[set[bytes], PlainSerializer(_empty_set_out)],
+    DynamicMapAttribute: dict[str, _ANY],
+}
+
+
 def _type(attr: Any, owner: str, name: str, key: str | None) -> Any:
     """The annotation of the field for ``attr`` (``key``: its key type, if a key)."""
     kind = _kind(attr, owner, name)
@@ -300,33 +319,10 @@ def _type(attr: Any, owner: str, name: str, key: str | None) -> Any:
         raise DynaormError(f"{owner}.{name}: legacy_encoding=True (PynamoDB 5's base64 "
                            "inside binary) is not supported: migrate it as PynamoDB's "
                            "'Upgrading Binary' guide says, then bridge it")
-    if kind is UnicodeAttribute:
-        return str
+    if kind in _FIELD_TYPES:
+        return _FIELD_TYPES[kind]
     if kind is NumberAttribute:
         return _KEY_NUMBER if key == "N" else _NUMBER
-    if kind is VersionAttribute:
-        return int
-    if kind is BinaryAttribute:
-        return bytes
-    if kind is BooleanAttribute:
-        return bool
-    if kind is UTCDateTimeAttribute:
-        return _DATETIME
-    if kind is TTLAttribute:
-        return Annotated[datetime, BeforeValidator(_to_ttl)]
-    if kind is JSONAttribute:
-        return _JSON
-    if kind is NullAttribute:
-        return None
-    if kind is UnicodeSetAttribute:
-        return Annotated[set[str], PlainSerializer(_empty_set_out)]
-    if kind is NumberSetAttribute:
-        return Annotated[set[int | float], BeforeValidator(_plain),
-                         PlainSerializer(_empty_set_out)]
-    if kind is BinarySetAttribute:
-        return Annotated[set[bytes], PlainSerializer(_empty_set_out)]
-    if kind is DynamicMapAttribute:
-        return dict[str, _ANY]
     if kind is MapAttribute:
         if type(attr).is_raw():
             return dict[str, _ANY]
@@ -433,10 +429,22 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
     hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
     if hash_key is None:
         raise DynaormError(f"{model.__name__} has no hash key")
-    key_types: dict[str, str] = {}
-    for attr in (hash_key, range_key):
-        if attr is not None:
-            key_types[attr.attr_name] = _key_type(attr)
+    key_types = {a.attr_name: _key_type(a) for a in (hash_key, range_key) if a is not None}
+    indexes = _table_indexes(model, key_types)
+    disc = _discriminator(model)
+    ttl = _ttl_attr(model)
+    options.update(_where(model, endpoint_url, region, options.get("client")))
+    return Table(name or meta.table_name, pk=hash_key.attr_name,
+                 sk=None if range_key is None else range_key.attr_name,
+                 indexes=list(indexes.values()),
+                 type_attribute=None if disc is None else disc.attr_name,
+                 key_types={a: t for a, t in key_types.items() if t != "S"} or None,
+                 ttl=None if ttl is None else ttl.attr_name, **options)
+
+
+def _table_indexes(model: type[Model], key_types: dict[str, str]) -> dict[str, GSI | LSI]:
+    """The GSIs and LSIs of ``model`` and its discriminated subclasses (their key
+    attributes' types added to ``key_types``)."""
     indexes: dict[str, GSI | LSI] = {}
     for klass in _models_of(model):
         for index_name, index in _indexes(klass).items():
@@ -452,20 +460,21 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
                 indexes[index_name] = GSI(index_name, pk=ih.attr_name,
                                           sk=None if ir is None else ir.attr_name,
                                           projection=_projection(index))
-    disc = _discriminator(model)
-    ttl = _ttl_attr(model)
-    if options.get("client") is None:  # where the model's Meta says, unless a client is given
-        options["endpoint_url"] = endpoint_url or getattr(meta, "host", None)
-        options["region"] = region or getattr(meta, "region", None)
-    elif endpoint_url is not None or region is not None:
+    return indexes
+
+
+def _where(model: type[Model], endpoint_url: str | None, region: str | None,
+           client: Any) -> dict[str, Any]:
+    """The endpoint and region a table of ``model`` connects to: the model's ``Meta``
+    (``host``, ``region``) unless given, none when a ``client`` says where (given both:
+    refused)."""
+    if client is None:
+        return {"endpoint_url": endpoint_url or getattr(model.Meta, "host", None),
+                "region": region or getattr(model.Meta, "region", None)}
+    if endpoint_url is not None or region is not None:
         raise DynaormError(f"{model.__name__}: client= and endpoint_url=/region= exclude each "
                            "other (the client says where requests go)")
-    return Table(name or meta.table_name, pk=hash_key.attr_name,
-                 sk=None if range_key is None else range_key.attr_name,
-                 indexes=list(indexes.values()),
-                 type_attribute=None if disc is None else disc.attr_name,
-                 key_types={a: t for a, t in key_types.items() if t != "S"} or None,
-                 ttl=None if ttl is None else ttl.attr_name, **options)
+    return {}
 
 
 def _check_table(model: type[Model], table: Table) -> None:
@@ -499,6 +508,85 @@ def _template(field: str, attr: Attribute[Any]) -> str:
     return "{" + field + "}"
 
 
+def _key_types(model: type[Model], table: Table) -> dict[str, str]:
+    """Key attribute name -> its key type, for the table's keys and the keys of the
+    model's indexes."""
+    key_types = {a: table.key_type(a) for a in (table.pk, table.sk) if a is not None}
+    for index_name in _indexes(model):
+        for a in table.key_attributes(index_name):
+            if a is not None:
+                key_types[a] = table.key_type(a)
+    return key_types
+
+
+def _entity_fields(model: type[Model], owner: str, key_types: Mapping[str, str],
+                   overrides: dict[str, Any], table_keys: tuple[Any, Any],
+                   disc: DiscriminatorAttribute | None
+                   ) -> tuple[dict[str, str], dict[str, Any], dict[str, Any], str | None]:
+    """A field for each attribute of the model but its discriminator: ``(attribute name
+    -> field name, annotations, pydantic FieldInfos, the field of the model's
+    VersionAttribute)``, fields by name. ``overrides`` (``fields=``) is emptied as its
+    entries are used; one left over names no attribute of the model. ``table_keys``: the
+    model's hash and range key attributes."""
+    by_attr: dict[str, str] = {}
+    annotations: dict[str, Any] = {}
+    infos: dict[str, Any] = {}
+    version: str | None = None
+    for py_name, attr in model.get_attributes().items():
+        if attr is disc:
+            continue
+        by_attr[attr.attr_name] = py_name
+        table_key = attr is table_keys[0] or attr is table_keys[1]
+        annotations[py_name], infos[py_name] = _field(
+            attr, owner, py_name, key_types.get(attr.attr_name), overrides.pop(py_name, None),
+            table_key)
+        if isinstance(attr, VersionAttribute):
+            version = py_name
+    if overrides:
+        raise DynaormError(f"{owner}: fields={sorted(overrides)} are not attributes of "
+                           f"{model.__name__}")
+    return by_attr, annotations, infos, version
+
+
+def _index_templates(model: type[Model], owner: str, by_attr: Mapping[str, str],
+                     pk: str) -> dict[str, tuple[str, str | None]]:
+    """``Meta.indexes``: each index of the model with templates that are exactly its key
+    fields (an LSI's partition key: the table's template ``pk``)."""
+    indexes: dict[str, tuple[str, str | None]] = {}
+    for index_name, index in _indexes(model).items():
+        ih, ir = _index_keys(index)
+        for index_key in (ih, ir):
+            if index_key is not None and index_key.attr_name not in by_attr:
+                raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
+                                   f"is no attribute of {model.__name__}")
+        local = isinstance(index, LocalSecondaryIndex)
+        indexes[index_name] = (pk if local else _template(by_attr[ih.attr_name], ih),
+                               None if ir is None else _template(by_attr[ir.attr_name], ir))
+    return indexes
+
+
+def _entity_meta(model: type[Model], owner: str, table: Table, by_attr: Mapping[str, str],
+                 hash_key: Attribute[Any], range_key: Attribute[Any] | None,
+                 disc: DiscriminatorAttribute | None) -> dict[str, Any]:
+    """The namespace of the entity's ``Meta``: its table, key templates that are exactly
+    the key fields, the class's discriminator value as its type name, its indexes."""
+    meta: dict[str, Any] = {"__module__": model.__module__, "__qualname__": f"{owner}.Meta",
+                            "table": table, "pk": _template(by_attr[hash_key.attr_name],
+                                                            hash_key)}
+    if range_key is not None:
+        meta["sk"] = _template(by_attr[range_key.attr_name], range_key)
+    if disc is not None:
+        value = disc.get_discriminator(model)
+        if value is None:
+            raise DynaormError(f"{model.__name__} has a discriminator but no value of its "
+                               "own (class X(Base, discriminator='x')): bridge its classes")
+        meta["type_name"] = str(value)
+    indexes = _index_templates(model, owner, by_attr, meta["pk"])
+    if indexes:
+        meta["indexes"] = indexes
+    return meta
+
+
 def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
                          name: str | None = None,
                          fields: Mapping[str, Any] | None = None) -> type[PynamoDBEntity]:
@@ -518,55 +606,15 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
     _check_table(model, table)
     overrides = dict(fields or {})
     hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
-    key_types = {a: table.key_type(a) for a in (table.pk, table.sk) if a is not None}
-    for index_name in _indexes(model):
-        for a in table.key_attributes(index_name):
-            if a is not None:
-                key_types[a] = table.key_type(a)
-    by_attr: dict[str, str] = {}
-    annotations: dict[str, Any] = {}
-    namespace: dict[str, Any] = {"__module__": model.__module__,
-                                 "__qualname__": owner}
-    version: str | None = None
+    key_types = _key_types(model, table)
     disc = _discriminator(model)
-    for py_name, attr in model.get_attributes().items():
-        if attr is disc:
-            continue
-        by_attr[attr.attr_name] = py_name
-        table_key = attr is hash_key or attr is range_key
-        annotations[py_name], namespace[py_name] = _field(
-            attr, owner, py_name, key_types.get(attr.attr_name), overrides.pop(py_name, None),
-            table_key)
-        if isinstance(attr, VersionAttribute):
-            version = py_name
-    if overrides:
-        raise DynaormError(f"{owner}: fields={sorted(overrides)} are not attributes of "
-                           f"{model.__name__}")
+    by_attr, annotations, infos, version = _entity_fields(
+        model, owner, key_types, overrides, (hash_key, range_key), disc)
     assert hash_key is not None
+    namespace: dict[str, Any] = {"__module__": model.__module__,
+                                 "__qualname__": owner, **infos}
 
-    meta: dict[str, Any] = {"__module__": model.__module__, "__qualname__": f"{owner}.Meta",
-                            "table": table, "pk": _template(by_attr[hash_key.attr_name],
-                                                            hash_key)}
-    if range_key is not None:
-        meta["sk"] = _template(by_attr[range_key.attr_name], range_key)
-    if disc is not None:
-        value = disc.get_discriminator(model)
-        if value is None:
-            raise DynaormError(f"{model.__name__} has a discriminator but no value of its "
-                               "own (class X(Base, discriminator='x')): bridge its classes")
-        meta["type_name"] = str(value)
-    indexes: dict[str, tuple[str, str | None]] = {}
-    for index_name, index in _indexes(model).items():
-        ih, ir = _index_keys(index)
-        for index_key in (ih, ir):
-            if index_key is not None and index_key.attr_name not in by_attr:
-                raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
-                                   f"is no attribute of {model.__name__}")
-        local = isinstance(index, LocalSecondaryIndex)
-        indexes[index_name] = (meta["pk"] if local else _template(by_attr[ih.attr_name], ih),
-                               None if ir is None else _template(by_attr[ir.attr_name], ir))
-    if indexes:
-        meta["indexes"] = indexes
+    meta = _entity_meta(model, owner, table, by_attr, hash_key, range_key, disc)
     # (a class whose qualified name is inside the entity's: pydantic leaves it alone)
     Meta = type("Meta", (), meta)
     namespace["Meta"] = Meta

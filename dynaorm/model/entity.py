@@ -182,12 +182,9 @@ def spec_of(cls: type[Any]) -> EntitySpec:
     return spec
 
 
-def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
-                  key: PlainKey | None = None) -> Item:
-    """The full stored item of ``obj`` (keys, index keys, discriminator, fields).
-
-    ``key`` is the primary key when the caller has rendered it already.
-    """
+def _field_data(obj: Entity, spec: EntitySpec, version: int | None) -> dict[str, Any]:
+    """The field values ``obj`` stores, by stored attribute name (plain Python, ``None``s
+    included): key-only fields left out, ``version`` and the TTL as stored."""
     data = obj.model_dump(mode="python")  # (exclude=True fields are left out here)
     for name in spec.key_only:  # Meta.key_only: stored inside the key only
         data.pop(name, None)
@@ -198,6 +195,26 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     renames = spec.renames
     if renames:
         data = {renames.get(k, k): v for k, v in data.items()}
+    return data
+
+
+def _store_nulls(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
+    """Store as NULL the ``None`` values of the fields whose ``None`` must be kept
+    (:attr:`EntitySpec.null_fields`; other ``None`` values are left out of the item)."""
+    renames = spec.renames
+    for name in spec.null_fields:
+        attr = renames.get(name, name) if renames else name
+        if data.get(attr, 0) is None:
+            item[attr] = {"NULL": True}
+
+
+def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
+                  key: PlainKey | None = None) -> Item:
+    """The full stored item of ``obj`` (keys, index keys, discriminator, fields).
+
+    ``key`` is the primary key when the caller has rendered it already.
+    """
+    data = _field_data(obj, spec, version)
     try:  # encode_fields' rule, a plain str (the common value) answered inline
         item = {k: {"S": v} if type(v) is str else encode_value(v)
                 for k, v in data.items() if v is not None}
@@ -205,10 +222,7 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
         encode_fields(data, spec.name)  # raises again, naming the field
         raise
     if len(item) != len(data):  # some value is None (the item leaves it out): NULLs
-        for name in spec.null_fields:
-            attr = renames.get(name, name) if renames else name
-            if data.get(attr, 0) is None:
-                item[attr] = {"NULL": True}
+        _store_nulls(item, data, spec)
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)

@@ -172,20 +172,10 @@ def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],
     return template
 
 
-def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: frozenset[str],
-                    pk: KeyTemplate, sk: KeyTemplate | None, type_name: str,
-                    renames: Mapping[str, str], versioned: bool, sharded: bool
-                    ) -> Layout | None:
-    """``Meta.previous`` checked into a :class:`Layout` (``None`` when not declared).
-
-    ``pk``/``sk``/``type_name``/``renames`` are the current layout's."""
-    if raw is None:
-        return None
-    if not isinstance(raw, Previous):
-        raise DynaormError(f"{owner}.Meta.previous must be dynaorm.Previous(...), got {raw!r}")
-    if sharded:
-        raise DynaormError(f"{owner}.Meta.previous: a sharded entity cannot declare a "
-                           "previous layout")
+def _old_keys(owner: str, raw: Previous, table: TableSchema, pk: KeyTemplate,
+              sk: KeyTemplate | None) -> tuple[KeyTemplate, KeyTemplate | None]:
+    """The old key templates ``(pk, sk)`` (the current ones where unchanged): each may
+    only name fields of the current key, and an old ``sk`` needs a table sort key."""
     lookup = tuple(dict.fromkeys((*pk.fields, *(sk.fields if sk else ()))))
     old_pk = pk if raw.pk is None else _old_template(raw.pk, "pk", owner, lookup,
                                                      table.key_type(table.pk))
@@ -194,10 +184,24 @@ def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: froze
                            "sort key")
     old_sk = sk if raw.sk is None else _old_template(raw.sk, "sk", owner, lookup,
                                                      table.key_type(table.sk))
+    return old_pk, old_sk
+
+
+def _old_type_name(owner: str, raw: Previous, table: TableSchema, type_name: str) -> str:
+    """The old type name (the current one when unchanged); one can only have been stored
+    on a table with a type attribute."""
     old_type = type_name if raw.type_name is None else str(raw.type_name)
     if raw.type_name is not None and table.type_attribute is None:
         raise DynaormError(f"{owner}.Meta.previous.type_name: table {table.name!r} stores no "
                            "type attribute, so a type name was never stored")
+    return old_type
+
+
+def _old_stored_names(owner: str, raw: Previous, table: TableSchema, field_names: frozenset[str],
+                      renames: Mapping[str, str]) -> dict[str, str]:
+    """Field name -> its old stored attribute name, for every field: ``stored_names``
+    checked (known fields, non-empty names other than the table's keys and type
+    attribute), the current stored name for the fields it leaves out."""
     if not isinstance(raw.stored_names, Mapping):
         raise DynaormError(f"{owner}.Meta.previous.stored_names must map field names to "
                            f"stored names, got {raw.stored_names!r}")
@@ -212,22 +216,53 @@ def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: froze
                                f"attribute name other than the table's keys and type "
                                f"attribute, got {stored!r}")
         old_names[name] = stored
-    by_attr = {stored: name for name, stored in old_names.items()}
-    if len(by_attr) != len(old_names):
-        raise DynaormError(f"{owner}.Meta.previous.stored_names stores two fields under one "
-                           "name")
-    same_keys = old_pk.source == pk.source and (
-        (old_sk is None and sk is None) or (old_sk is not None and sk is not None
-                                            and old_sk.source == sk.source))
-    same_names = all(old_names[n] == renames.get(n, n) for n in field_names)
-    if same_keys and same_names and old_type == type_name:
+    return old_names
+
+
+def _same_template(old: KeyTemplate | None, new: KeyTemplate | None) -> bool:
+    """Whether two key templates (either possibly absent) are the same."""
+    return (old is None and new is None) or (old is not None and new is not None
+                                             and old.source == new.source)
+
+
+def _check_changed(owner: str, same_keys: bool, same_names: bool, same_type: bool) -> None:
+    """Refuse a previous layout the reads could not tell from the current one: identical,
+    or differing in stored names only."""
+    if same_keys and same_names and same_type:
         raise DynaormError(f"{owner}.Meta.previous is identical to the current layout: "
                            "declare the key templates, type name or stored names that "
                            "changed (or remove Meta.previous once migrated)")
-    if same_keys and old_type == type_name:
+    if same_keys and same_type:
         raise DynaormError(f"{owner}.Meta.previous: only stored names changed; the old and "
                            "the new item share one key and one type, so a read could not "
                            "tell them apart (change the type name too, or rename the "
                            "fields with a model validator)")
+
+
+def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: frozenset[str],
+                    pk: KeyTemplate, sk: KeyTemplate | None, type_name: str,
+                    renames: Mapping[str, str], versioned: bool, sharded: bool
+                    ) -> Layout | None:
+    """``Meta.previous`` checked into a :class:`Layout` (``None`` when not declared).
+
+    ``pk``/``sk``/``type_name``/``renames`` are the current layout's."""
+    if raw is None:
+        return None
+    if not isinstance(raw, Previous):
+        raise DynaormError(f"{owner}.Meta.previous must be dynaorm.Previous(...), got {raw!r}")
+    if sharded:
+        raise DynaormError(f"{owner}.Meta.previous: a sharded entity cannot declare a "
+                           "previous layout")
+    old_pk, old_sk = _old_keys(owner, raw, table, pk, sk)
+    old_type = _old_type_name(owner, raw, table, type_name)
+    old_names = _old_stored_names(owner, raw, table, field_names, renames)
+    by_attr = {stored: name for name, stored in old_names.items()}
+    if len(by_attr) != len(old_names):
+        raise DynaormError(f"{owner}.Meta.previous.stored_names stores two fields under one "
+                           "name")
+    _check_changed(owner,
+                   same_keys=_same_template(old_pk, pk) and _same_template(old_sk, sk),
+                   same_names=all(old_names[n] == renames.get(n, n) for n in field_names),
+                   same_type=old_type == type_name)
     return Layout(old_pk, old_sk, old_type, by_attr, table, versioned,
                   {n: a for n, a in old_names.items() if a != n})

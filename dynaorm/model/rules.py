@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
@@ -90,11 +90,10 @@ def _key_templates(table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
     return pairs
 
 
-def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
-                  renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
-                  indexes: Iterable[IndexTemplates], cls: type[Any]) -> None:
-    """Stored names, key attributes and typed keys of one entity (raises when refused)."""
-    fields = getattr(cls, "model_fields", {})
+def _stored_attributes(owner: str, field_names: frozenset[str],
+                       renames: Mapping[str, str]) -> dict[str, str]:
+    """Stored attribute name -> field name, for every field: two fields stored under one
+    name, or a field renamed onto the name another field is stored under, are refused."""
     stored: dict[str, str] = {}
     for name in sorted(field_names):
         attr = renames.get(name, name)
@@ -106,7 +105,15 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
         if name in stored and stored[name] != name:
             raise DynaormError(f"{owner}: field {name!r} is stored as {attr!r}, and field "
                                f"{stored[name]!r} is stored as {name!r}: rename one")
-    templates = _key_templates(table, pk, sk, indexes)
+    return stored
+
+
+def _check_key_clash(owner: str, table: TableSchema, stored: Mapping[str, str],
+                     renames: Mapping[str, str],
+                     templates: list[tuple[str, KeyTemplate]]) -> None:
+    """Refuse a field stored under a key attribute of the table or of any of its indexes
+    (unless a key template that is exactly that field stores it as that key), and a
+    renamed field whose own name is such an attribute or the TTL attribute."""
     as_key = {attr for attr, t in templates if t.single is not None
               and renames.get(t.single, t.single) == attr}
     reserved: set[str | None] = {table.pk, table.sk, table.type_attribute}
@@ -118,6 +125,12 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
         raise DynaormError(f"{owner}: field(s) {clash} collide with key attributes of table "
                            f"{table.name!r} (a key template that is exactly that one field, "
                            "'{field}', stores the field as the key)")
+
+
+def _check_typed_keys(owner: str, table: TableSchema, templates: list[tuple[str, KeyTemplate]],
+                      fields: Mapping[str, Any]) -> None:
+    """Refuse a number (``N``) or binary (``B``) key attribute whose one-field template
+    names a field of another type."""
     for attr, template in templates:
         kind = table.key_type(attr)
         if kind == "S":
@@ -130,6 +143,17 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
             raise KeyTemplateError(f"{owner}: key attribute {attr!r} is {kind}; field "
                                    f"{single!r} of template {template.source!r} must be {want}, "
                                    f"not {info.annotation!r}")
+
+
+def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
+                  renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
+                  indexes: Iterable[IndexTemplates], cls: type[Any]) -> None:
+    """Stored names, key attributes and typed keys of one entity (raises when refused)."""
+    fields = getattr(cls, "model_fields", {})
+    stored = _stored_attributes(owner, field_names, renames)
+    templates = _key_templates(table, pk, sk, indexes)
+    _check_key_clash(owner, table, stored, renames, templates)
+    _check_typed_keys(owner, table, templates, fields)
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
@@ -235,18 +259,9 @@ def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: Key
                 f"has no type attribute, so items are told apart by key shape only ({why})")
 
 
-def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate | None,
-                    indexes: Iterable[IndexTemplates], unique_fields: Iterable[str]
-                    ) -> tuple[frozenset[str], frozenset[str]]:
-    """``Meta.key_only`` checked, and the fields no write stores as their own attribute:
-    ``(key_only, unstored)``, ``unstored`` adding the ``Field(exclude=True)`` fields.
-
-    A key-only field must be a field that the table's key templates (pk or sk) give back
-    exactly (:attr:`KeyTemplate.exact_fields`): reads fill it back from the key. An
-    excluded field that a unique rule or an index template uses must be one too (its
-    value would be lost)."""
-    owner = cls.__name__
-    fields = getattr(cls, "model_fields", {})
+def _key_only_names(owner: str, raw: Any) -> Collection[str]:
+    """``Meta.key_only`` as a collection of field names (``None``: none; one name alone
+    is allowed); anything but field names is refused."""
     if raw is None:
         raw = ()
     if isinstance(raw, str):
@@ -255,13 +270,17 @@ def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate |
             isinstance(n, str) for n in raw):
         raise DynaormError(f"{owner}.Meta.key_only must be a tuple of field names, "
                            f"got {raw!r}")
-    table_key = [t for t in (pk, sk) if t is not None]
-    index_templates = [t for idx in indexes for t in (idx.pk, idx.sk) if t is not None]
-    exact = frozenset().union(*(t.exact_fields for t in table_key))
+    return raw
+
+
+def _check_key_only(owner: str, names: Collection[str], fields: Mapping[str, Any],
+                    table_key: list[KeyTemplate], in_index: set[str],
+                    exact: frozenset[str]) -> None:
+    """Each key-only field must be a field that the table key templates (``table_key``)
+    hold and give back exactly (an index key alone is not enough: it is left off when a
+    field it needs is ``None``)."""
     in_table_key = {f for t in table_key for f in t.fields}
-    in_index = {f for t in index_templates for f in t.fields}
-    uniques = set(unique_fields)
-    for name in sorted(set(raw)):
+    for name in sorted(set(names)):
         if name not in fields:
             raise DynaormError(f"{owner}.Meta.key_only names {name!r}, which is not a field")
         if name not in in_table_key | in_index:
@@ -277,14 +296,42 @@ def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate |
                 f"{owner}.Meta.key_only: field {name!r} cannot be read back exactly from "
                 f"the key ({', '.join(repr(t.source) for t in table_key)}: a !u/!l "
                 "conversion or a format spec other than integer padding loses its value)")
-    excluded = {n for n, info in fields.items() if info.exclude}
+
+
+def _check_excluded(owner: str, excluded: set[str], uniques: set[str], in_index: set[str],
+                    exact: frozenset[str]) -> None:
+    """An ``exclude=True`` field that a unique rule or an index template uses must be
+    given back exactly by the table key (else its value would be lost)."""
     for name in sorted(excluded & (uniques | in_index) - exact):
         used = "a unique rule" if name in uniques else "an index key template"
         raise DynaormError(
             f"{owner}: field {name!r} has exclude=True (never stored) but {used} uses it, "
             "and the table key does not give it back exactly: declare it in the pk/sk "
             "template (a key-only field) or drop exclude=True")
-    key_only = frozenset(raw)
+
+
+def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate | None,
+                    indexes: Iterable[IndexTemplates], unique_fields: Iterable[str]
+                    ) -> tuple[frozenset[str], frozenset[str]]:
+    """``Meta.key_only`` checked, and the fields no write stores as their own attribute:
+    ``(key_only, unstored)``, ``unstored`` adding the ``Field(exclude=True)`` fields.
+
+    A key-only field must be a field that the table's key templates (pk or sk) give back
+    exactly (:attr:`KeyTemplate.exact_fields`): reads fill it back from the key. An
+    excluded field that a unique rule or an index template uses must be one too (its
+    value would be lost)."""
+    owner = cls.__name__
+    fields = getattr(cls, "model_fields", {})
+    names = _key_only_names(owner, raw)
+    table_key = [t for t in (pk, sk) if t is not None]
+    index_templates = [t for idx in indexes for t in (idx.pk, idx.sk) if t is not None]
+    exact = frozenset().union(*(t.exact_fields for t in table_key))
+    in_index = {f for t in index_templates for f in t.fields}
+    uniques = set(unique_fields)
+    _check_key_only(owner, names, fields, table_key, in_index, exact)
+    excluded = {n for n, info in fields.items() if info.exclude}
+    _check_excluded(owner, excluded, uniques, in_index, exact)
+    key_only = frozenset(names)
     return key_only, key_only | frozenset(excluded)
 
 

@@ -440,61 +440,128 @@ def _check_reused_keys(owner: str, name: str, table: TableSchema, pk: KeyTemplat
                     "(or leave the index out of Meta.indexes: it needs no templates)")
 
 
-def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
-    """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
-    meta = collect_meta(cls)
-    owner = cls.__name__
-    if meta.get("pk") is None:
-        return None
+def _meta_table(meta: Mapping[str, Any], owner: str) -> TableSchema:
+    """``Meta.table``, refused unless it is a dynaorm :class:`~dynaorm.Table`."""
     table = meta.get("table")
     if not isinstance(table, TableSchema):
         raise DynaormError(f"{owner}.Meta.table must be a dynaorm Table, got {table!r}")
+    return table
+
+
+def _shard_rules(meta: Mapping[str, Any], owner: str, table: TableSchema) -> dict[str, Shards]:
+    """``Meta.shards`` read into one rule per target (``"primary"`` or an index name); an
+    index target the table does not declare is refused (by ``table.index``)."""
     shard_rules = {target: as_shards(raw, owner, target)
                    for target, raw in dict(meta.get("shards") or {}).items()}
     for target in shard_rules:
         if target != "primary":
             table.index(target)
-    shards: dict[str, int] = {t: r.count for t, r in shard_rules.items()}
-    pk = _template(meta["pk"], "pk", owner, field_names, "primary" in shards,
-                   table.key_type(table.pk))
+    return shard_rules
+
+
+def _table_templates(meta: Mapping[str, Any], owner: str, table: TableSchema,
+                     field_names: frozenset[str], sharded: bool
+                     ) -> tuple[KeyTemplate, KeyTemplate | None]:
+    """The table key templates ``(pk, sk)``: ``Meta.sk`` is required exactly when the
+    table has a sort key; ``sharded``: ``Meta.shards`` shards the primary key."""
+    pk = _template(meta["pk"], "pk", owner, field_names, sharded, table.key_type(table.pk))
     sk_source = meta.get("sk")
     if table.sk is not None and sk_source is None:
         raise DynaormError(f"{owner}.Meta.sk is required: table {table.name!r} has a sort key")
     if table.sk is None and sk_source is not None:
         raise DynaormError(f"{owner}.Meta.sk given but table {table.name!r} has no sort key")
     sk = None if sk_source is None else _template(sk_source, "sk", owner, field_names,
-                                                  "primary" in shards, table.key_type(table.sk))
+                                                  sharded, table.key_type(table.sk))
+    return pk, sk
+
+
+def _declared_index(owner: str, table: TableSchema, field_names: frozenset[str], name: str,
+                templates: Any, sharded: bool, pk: KeyTemplate, sk: KeyTemplate | None
+                ) -> IndexKeys:
+    """One entry of ``Meta.indexes`` (``name: (pk_template, sk_template)``) checked against
+    the table's index: an LSI keeps the table's pk template, the sort key template is
+    given exactly when the index has a sort key, a sharded index's templates hold
+    ``{shard}``, and an attribute shared with the table key keeps the table's template."""
+    index = table.index(name)
+    if not isinstance(templates, tuple | list) or len(templates) != 2:
+        raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
+                           "(pk_template, sk_template)")
+    pk_src, sk_src = templates
+    pk_attr, sk_attr = table.key_attributes(name)
+    if isinstance(index, LSI):
+        if pk_src is not None and pk_src != pk.source:
+            raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: an LSI shares the table's "
+                               f"partition key; its pk template must be {pk.source!r}")
+        idx_pk = pk
+    else:
+        idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded,
+                           table.key_type(pk_attr))
+    if (sk_src is None) != (sk_attr is None):
+        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: the index "
+                           f"{'has' if sk_attr else 'has no'} sort key")
+    idx_sk = None if sk_src is None else _template(sk_src, f"index {name} sk", owner,
+                                                   field_names, sharded,
+                                                   table.key_type(sk_attr))
+    if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
+        raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
+    _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
+    return IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI))
+
+
+def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
+    """The fields of the table key templates, in order, without ``{shard}``: what
+    ``get()`` is called with."""
+    return tuple(dict.fromkeys(
+        f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
+
+
+def _check_shard_fields(owner: str, shard_rules: Mapping[str, Shards],
+                        field_names: frozenset[str], identity: tuple[str, ...]) -> None:
+    """Each ``Meta.shards`` rule's ``by=`` names a field, and the primary key's one of
+    the key fields (``get()`` computes the shard from those alone)."""
+    for target, rule in shard_rules.items():
+        if isinstance(rule.by, str) and rule.by not in field_names:
+            raise KeyTemplateError(f"{owner}.Meta.shards[{target!r}]: by={rule.by!r} is not "
+                                   "a field")
+        if target == "primary" and isinstance(rule.by, str) and rule.by not in identity:
+            raise KeyTemplateError(f"{owner}.Meta.shards['primary']: by={rule.by!r} must be a "
+                                   f"field of the primary-key templates {list(identity)}, so "
+                                   "that get() can compute the shard from the key fields")
+
+
+def _ttl_field(table: TableSchema, field_names: frozenset[str],
+               renames: Mapping[str, str]) -> str | None:
+    """The field stored as the table's TTL attribute, if any."""
+    return next((f for f in field_names if table.ttl is not None
+                 and renames.get(f, f) == table.ttl), None)
+
+
+def _null_fields(cls: type[Any]) -> frozenset[str]:
+    """The fields whose ``None`` must be stored as NULL: left out, they would reload as
+    their non-None default, or fail validation when required."""
+    return frozenset(
+        name for name, info in getattr(cls, "model_fields", {}).items()
+        if info.is_required() or info.default_factory is not None
+        or info.default is not None)
+
+
+def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
+    """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
+    meta = collect_meta(cls)
+    owner = cls.__name__
+    if meta.get("pk") is None:
+        return None
+    table = _meta_table(meta, owner)
+    shard_rules = _shard_rules(meta, owner, table)
+    shards: dict[str, int] = {t: r.count for t, r in shard_rules.items()}
+    pk, sk = _table_templates(meta, owner, table, field_names, "primary" in shards)
     versioned = bool(meta.get("versioned", False))
     if versioned and sk is None:
         raise DynaormError(f"{owner}: a versioned entity needs a table with a sort key")
 
-    indexes = []
-    for name, templates in dict(meta.get("indexes") or {}).items():
-        index = table.index(name)
-        if not isinstance(templates, tuple | list) or len(templates) != 2:
-            raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
-                               "(pk_template, sk_template)")
-        pk_src, sk_src = templates
-        pk_attr, sk_attr = table.key_attributes(name)
-        sharded = name in shards
-        if isinstance(index, LSI):
-            if pk_src is not None and pk_src != pk.source:
-                raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: an LSI shares the table's "
-                                   f"partition key; its pk template must be {pk.source!r}")
-            idx_pk = pk
-        else:
-            idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded,
-                               table.key_type(pk_attr))
-        if (sk_src is None) != (sk_attr is None):
-            raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: the index "
-                               f"{'has' if sk_attr else 'has no'} sort key")
-        idx_sk = None if sk_src is None else _template(sk_src, f"index {name} sk", owner,
-                                                       field_names, sharded,
-                                                       table.key_type(sk_attr))
-        if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
-            raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
-        _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
-        indexes.append(IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI)))
+    indexes = [_declared_index(owner, table, field_names, name, templates, name in shards,
+                               pk, sk)
+               for name, templates in dict(meta.get("indexes") or {}).items()]
     if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
 
@@ -506,16 +573,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
 
     history_index = _history_index(owner, meta.get("history_index"), table, versioned,
                                    indexes)
-    identity = tuple(dict.fromkeys(
-        f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
-    for target, rule in shard_rules.items():
-        if isinstance(rule.by, str) and rule.by not in field_names:
-            raise KeyTemplateError(f"{owner}.Meta.shards[{target!r}]: by={rule.by!r} is not "
-                                   "a field")
-        if target == "primary" and isinstance(rule.by, str) and rule.by not in identity:
-            raise KeyTemplateError(f"{owner}.Meta.shards['primary']: by={rule.by!r} must be a "
-                                   f"field of the primary-key templates {list(identity)}, so "
-                                   "that get() can compute the shard from the key fields")
+    identity = _identity(pk, sk)
+    _check_shard_fields(owner, shard_rules, field_names, identity)
     spec = EntitySpec(
         cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
         pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
@@ -524,12 +583,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
         history_index=history_index, renames=renames,
         timestamps=timestamp_fields(owner, meta.get("timestamps"), field_names),
-        ttl_field=next((f for f in field_names if table.ttl is not None
-                        and renames.get(f, f) == table.ttl), None),
-        null_fields=frozenset(
-            name for name, info in getattr(cls, "model_fields", {}).items()
-            if info.is_required() or info.default_factory is not None
-            or info.default is not None),
+        ttl_field=_ttl_field(table, field_names, renames),
+        null_fields=_null_fields(cls),
     )
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
@@ -540,4 +595,3 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
             versioned, bool(shards)))
     table.register(cls, spec.type_name)
     return spec
-

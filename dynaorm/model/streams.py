@@ -235,19 +235,83 @@ def _match_row(table: StreamTable, pk: str, sk: str | None) -> Any:
     return found[0] if len(found) == 1 else None
 
 
-def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
-    """Classify one stream record (either shape) of ``table``."""
-    event_id = record.get("eventID")
-    where = f"stream record {event_id or '?'}"
+def _kind(record: Mapping[str, Any], where: str) -> ChangeKind:
+    """What happened to the item: the record's ``eventName``, refused unless known."""
     name = record.get("eventName")
     kind = _KINDS.get(str(name))
     if kind is None:
         raise DynaormError(f"{where}: unknown eventName {name!r} (a DynamoDB Streams record "
                            "has INSERT, MODIFY or REMOVE)")
+    return kind
+
+
+def _check_source(table: StreamTable, record: Mapping[str, Any], where: str) -> None:
+    """Refuse a record whose ``eventSourceARN`` names another table."""
     arn = record.get("eventSourceARN")
     if isinstance(arn, str) and "/" in arn and arn.split("/")[1] != table.name:
         raise DynaormError(f"{where}: the record comes from table {arn.split('/')[1]!r}, "
                            f"not {table.name!r}")
+
+
+def _plain_key(table: StreamTable, keys: Item, image: Item) -> dict[str, Any]:
+    """The item's table key as plain values: the record's ``Keys``, else the key
+    attributes of its image."""
+    return {a: decode_value(av) for a, av in keys.items()} or {
+        a: decode_value(image[a]) for a in (table.pk, table.sk) if a and a in image}
+
+
+def _expired(record: Mapping[str, Any]) -> bool:
+    """Whether DynamoDB's TTL process (not a user) removed the item."""
+    identity = record.get("userIdentity") or {}
+    return bool(identity.get("type") == "Service"
+                and identity.get("principalId") == _TTL_PRINCIPAL)
+
+
+def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | None,
+              sk: str | None) -> tuple[type[Any] | None, str | None] | None:
+    """For a unique guard item, ``(its owner's class, the unique field)``; ``None`` for
+    any other item. A guard carries the guard type name; an item without a type name is
+    one when its pk (equal to its sk, on a table with a sort key) has the guard key shape
+    of exactly one unique rule."""
+    if type_name == GUARD_TYPE:
+        return table.entities.get(_text(image, OWNER_TYPE) or ""), _text(image, UNIQUE_FIELD)
+    if type_name is not None or pk is None or (table.sk is not None and pk != sk):
+        return None
+    matched = _match_guard(table, pk)
+    if matched is None:
+        return None
+    return matched[0].cls, matched[1]
+
+
+def _row_spec(table: StreamTable, type_name: str | None, pk: str | None,
+              sk: str | None) -> Any:
+    """The spec of the entity an item (not a guard) belongs to: by its type name, or, for
+    an item without one, the one entity whose key templates fit its key; ``None``: no
+    entity owns it."""
+    cls = table.entities.get(type_name) if type_name is not None else None
+    spec: Any = getattr(cls, "__dynaorm_spec__", None) if cls else None
+    if type_name is None and pk is not None:
+        spec = _match_row(table, pk, sk)
+    return spec
+
+
+def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:
+    """Which of the entity's items a sort key is, and the version it carries: a versioned
+    entity's latest copy (version 0) or a version row, else the entity's row."""
+    if spec.versioned and sk is not None:
+        parsed = parse_version_sk(sk)
+        if parsed is not None:
+            version: int = parsed[0]
+            return ("latest" if version == 0 else "version"), version
+    return "row", None
+
+
+def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
+    """Classify one stream record (either shape) of ``table``."""
+    event_id = record.get("eventID")
+    where = f"stream record {event_id or '?'}"
+    kind = _kind(record, where)
+    _check_source(table, record, where)
     data = record.get("dynamodb")
     if not isinstance(data, Mapping):
         raise DynaormError(f"{where}: no 'dynamodb' section")
@@ -256,43 +320,23 @@ def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
     new_item = normalize_item(data.get("NewImage") or None, f"{where} NewImage")
     keys = normalize_item(data.get("Keys"), f"{where} Keys") or {}
     image = new_item or old_item or keys
-    key = {a: decode_value(av) for a, av in keys.items()} or {
-        a: decode_value(image[a]) for a in (table.pk, table.sk) if a and a in image}
-    identity = record.get("userIdentity") or {}
     common: dict[str, Any] = {
-        "key": key, "old_item": old_item, "new_item": new_item,
+        "key": _plain_key(table, keys, image), "old_item": old_item, "new_item": new_item,
         "time": _time(data.get("ApproximateCreationDateTime")),
         "sequence_number": data.get("SequenceNumber"), "event_id": event_id,
-        "expired": identity.get("type") == "Service"
-        and identity.get("principalId") == _TTL_PRINCIPAL,
+        "expired": _expired(record),
     }
     pk = _key(image, table.pk)
     sk = _key(image, table.sk)
     type_name = _text(image, table.type_attribute)
-    if type_name == GUARD_TYPE or (type_name is None and pk is not None and (
-            table.sk is None or pk == sk) and _match_guard(table, pk) is not None):
-        if type_name == GUARD_TYPE:
-            owner = table.entities.get(_text(image, OWNER_TYPE) or "")
-            unique = _text(image, UNIQUE_FIELD)
-        else:
-            assert pk is not None
-            matched = _match_guard(table, pk)
-            assert matched is not None
-            owner, unique = matched[0].cls, matched[1]
+    guard = _guard_of(table, image, type_name, pk, sk)
+    if guard is not None:
+        owner, unique = guard
         return Change(kind, owner, "guard", field=unique, **common)
-    cls = table.entities.get(type_name) if type_name is not None else None
-    spec: Any = getattr(cls, "__dynaorm_spec__", None) if cls else None
-    if type_name is None and pk is not None:
-        spec = _match_row(table, pk, sk)
+    spec = _row_spec(table, type_name, pk, sk)
     if spec is None:
         return Change(kind, None, "row", **common)
-    role: ChangeRole = "row"
-    version = None
-    if spec.versioned and sk is not None:
-        parsed = parse_version_sk(sk)
-        if parsed is not None:
-            version = parsed[0]
-            role = "latest" if version == 0 else "version"
+    role, version = _role(spec, sk)
     return Change(kind, spec.cls, role, version=version, **common)
 
 

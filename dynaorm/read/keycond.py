@@ -123,106 +123,168 @@ def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:
     return plan
 
 
-def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-               cond: SortCondition | None, *, latest: bool = False,
-               history: bool = False, shard: int | None = None) -> KeyPlan:
-    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
+def _check_fields(spec: EntitySpec, fields: Mapping[str, Any], pk: KeyTemplate,
+                  sk: KeyTemplate | None) -> None:
+    """Refuse query keywords that are not fields of the key templates, and ``shard``
+    (computed, never passed)."""
     unknown = set(fields) - set(pk.fields) - set(sk.fields if sk else ())
     if SHARD_FIELD in fields or unknown:
         bad = sorted(unknown | ({SHARD_FIELD} & set(fields)))
         raise KeyTemplateError(f"{spec.name}: {bad} are not key template fields here "
                                "(the shard is computed, never passed)")
-    pk_values = partition_values(spec, index, fields, shard)
-    keywords = {k: v for k, v in fields.items() if k not in pk.fields}
-    if sk is None:
-        if keywords or cond:
-            raise DynaormError(f"{spec.name}: index {index!r} has no sort key to condition")
-        return KeyPlan(index, pk_attr, sk_attr, pk_values)
-    # sort-key fields known from the keywords, partition fields reused in the sort key too
+
+
+def _leading_fields(spec: EntitySpec, sk: KeyTemplate, fields: Mapping[str, Any],
+                    keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """The sort-key fields known from the query's fields (partition fields reused in the
+    sort key too), as far as they lead the template; the sort-key ``keywords`` must all
+    be among them."""
     given = {k: v for k, v in fields.items() if k in sk.fields}
     lead = sk.leading_fields(frozenset(given))
     if set(keywords) - set(lead):
         raise KeyTemplateError(f"{spec.name}: sort-key fields {sorted(keywords)} must be "
                                f"leading fields of {sk.source!r}")
-    sk_fields = {k: given[k] for k in lead}
-    whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
-    vprefix = LATEST_PREFIX if latest else ""
-    if history and spec.history_index is not None and index is None:
-        full = sk.render(fields, spec.name)  # Meta.history_index: only this entity's rows
-        name, attr = spec.history_index
-        return KeyPlan(name, pk_attr, attr, pk_values, "BETWEEN",
+    return {k: given[k] for k in lead}
+
+
+def _history_plan(spec: EntitySpec, index: str | None, sk: KeyTemplate,
+                  fields: Mapping[str, Any], base: KeyPlan) -> KeyPlan:
+    """The version rows (``n >= 1``) of one versioned entity: through
+    ``Meta.history_index`` when it has one (a query of the table), else by the range of
+    version-row sort keys in the partition (kept to the entity's by ``history_base``)."""
+    full = sk.render(fields, spec.name)
+    if spec.history_index is not None and index is None:
+        name, attr = spec.history_index  # Meta.history_index: only this entity's rows
+        return KeyPlan(name, base.pk_attr, attr, base.pk_values, "BETWEEN",
                        (history_sk(full, 1), history_sk(full, 10 ** VERSION_WIDTH - 1)),
                        history_base=full)
-    if history:
-        full = sk.render(fields, spec.name)
-        lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"
-        return KeyPlan(index, pk_attr, sk_attr, pk_values, "BETWEEN",
-                       (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
-    if cond is None:
-        if whole and keywords:  # the keywords name the whole sort key: one item, exactly
-            return KeyPlan(index, pk_attr, sk_attr, pk_values, "=",
-                           (_pre(vprefix, sk.render(sk_fields, spec.name)),))
-        prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
-        if not prefix:
-            return KeyPlan(index, pk_attr, sk_attr, pk_values)
-        return KeyPlan(index, pk_attr, sk_attr, pk_values, "begins_with", (prefix,))
-    prefix = _pre(vprefix, sk.render_prefix(sk_fields, spec.name))
+    lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"
+    return KeyPlan(index, base.pk_attr, base.sk_attr, base.pk_values, "BETWEEN",
+                   (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
 
-    def merged_with(values: Mapping[str, Any]) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class _SortQuery:
+    """The sort key of one query: its template, the query's fields, the leading sort-key
+    fields among them, the version prefix its keys carry (``latest``: ``v0_``) and the
+    plan without a sort-key condition. Turns a :class:`SortCondition` into a plan."""
+
+    spec: EntitySpec
+    sk: KeyTemplate
+    fields: Mapping[str, Any]
+    sk_fields: Mapping[str, Any]
+    vprefix: str
+    base: KeyPlan
+
+    def make(self, op: str, *vals: str, exclude: str | None = None) -> KeyPlan:
+        """The plan with the sort-key condition ``op`` on ``vals``."""
+        b = self.base
+        return KeyPlan(b.index, b.pk_attr, b.sk_attr, b.pk_values, op, vals, exclude)
+
+    def prefix(self) -> str:
+        """The sort-key prefix the leading fields give (empty: no prefix)."""
+        return _pre(self.vprefix, self.sk.render_prefix(self.sk_fields, self.spec.name))
+
+    def without_condition(self, exact: bool) -> KeyPlan:
+        """No condition: the one item the keywords name (``exact``: they name the whole
+        sort key), else every item under the leading fields' prefix."""
+        if exact:
+            return self.make("=", _pre(self.vprefix, self.sk.render(self.sk_fields,
+                                                                    self.spec.name)))
+        prefix = self.prefix()
+        if not prefix:
+            return self.base
+        return self.make("begins_with", prefix)
+
+    def merged_with(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The condition's fields after the keywords'; refuses anything else."""
+        sk, name = self.sk, self.spec.name
         extra = set(values) - set(sk.fields)
         if extra:
-            raise KeyTemplateError(f"{spec.name}: {sorted(extra)} are not fields of sort key "
+            raise KeyTemplateError(f"{name}: {sorted(extra)} are not fields of sort key "
                                    f"{sk.source!r}")
-        again = set(values) & (set(sk_fields) | set(fields))
+        again = set(values) & (set(self.sk_fields) | set(self.fields))
         if again:
-            raise KeyTemplateError(f"{spec.name}: {sorted(again)} already given to query(); "
+            raise KeyTemplateError(f"{name}: {sorted(again)} already given to query(); "
                                    "a condition takes the sort-key fields that follow")
-        merged = {**sk_fields, **values}
+        merged = {**self.sk_fields, **values}
         if not values or not set(values) <= set(sk.leading_fields(frozenset(merged))):
-            raise KeyTemplateError(f"{spec.name}: condition fields {sorted(values)} must "
+            raise KeyTemplateError(f"{name}: condition fields {sorted(values)} must "
                                    f"follow the leading fields of {sk.source!r}")
         return merged
 
-    def bound(values: Mapping[str, Any]) -> tuple[str, bool]:
-        merged = merged_with(values)
+    def bound(self, values: Mapping[str, Any]) -> tuple[str, bool]:
+        """A bound's sort key (or prefix), and whether it is the whole key."""
+        merged = self.merged_with(values)
+        sk = self.sk
         complete = all(f in merged for f in sk.fields if f != SHARD_FIELD)
-        text = _pre(vprefix, sk.render(merged, spec.name) if complete
-                    else sk.render_prefix(merged, spec.name))
+        text = _pre(self.vprefix, sk.render(merged, self.spec.name) if complete
+                    else sk.render_prefix(merged, self.spec.name))
         return text, complete
 
-    def make(op: str, *vals: str, exclude: str | None = None) -> KeyPlan:
-        return KeyPlan(index, pk_attr, sk_attr, pk_values, op, vals, exclude)
-
-    op = cond.op
-    if op == "begins_with":
+    def with_condition(self, cond: SortCondition) -> KeyPlan:
+        """The plan of a sort-key condition: ``begins_with``, ``between``, ``eq``, or a
+        comparison (:meth:`compare`)."""
+        prefix = self.prefix()
+        op = cond.op
+        if op == "begins_with":
+            (values,) = cond.args
+            merged = self.merged_with(values)
+            order = [f for f in self.sk.fields if f in values]
+            text = _pre(self.vprefix, self.sk.render_prefix(merged, self.spec.name,
+                                                            partial=order[-1]))
+            return self.make("begins_with", text)
+        if op == "between":
+            (lo, _), (hi, hi_complete) = self.bound(cond.args[0]), self.bound(cond.args[1])
+            return self.make("BETWEEN", lo, hi if hi_complete else hi + HIGH)
         (values,) = cond.args
-        merged = merged_with(values)
-        order = [f for f in sk.fields if f in values]
-        text = _pre(vprefix, sk.render_prefix(merged, spec.name, partial=order[-1]))
-        return make("begins_with", text)
-    if op == "between":
-        (lo, _), (hi, hi_complete) = bound(cond.args[0]), bound(cond.args[1])
-        return make("BETWEEN", lo, hi if hi_complete else hi + HIGH)
-    (values,) = cond.args
-    value, complete = bound(values)
-    if op == "eq":
-        return make("=", value) if complete else make("begins_with", value)
-    upper = value if complete else value + HIGH
-    if not prefix:  # nothing to keep inside: the native operators are exact
-        native = {"lt": ("<", value), "lte": ("<=", upper), "gt": (">", upper),
-                  "gte": (">=", value)}[op]
-        return make(*native)
-    top = prefix + HIGH
-    if op == "lt":
-        return make("BETWEEN", prefix, value, exclude=value)
-    if op == "lte":
-        return make("BETWEEN", prefix, upper)
-    if op == "gt":
-        return make("BETWEEN", upper, top, exclude=upper)
-    if op == "gte":
-        return make("BETWEEN", value, top)
-    raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover
+        value, complete = self.bound(values)
+        if op == "eq":
+            return self.make("=", value) if complete else self.make("begins_with", value)
+        return self.compare(op, prefix, value, complete)
+
+    def compare(self, op: str, prefix: str, value: str, complete: bool) -> KeyPlan:
+        """``lt``/``lte``/``gt``/``gte`` of ``value`` (a whole key, or a prefix when not
+        ``complete``): the native operator when the entity's keys have no prefix, else a
+        ``BETWEEN`` kept inside ``prefix`` (a strict bound's own key dropped client-side)."""
+        upper = value if complete else value + HIGH
+        if not prefix:  # nothing to keep inside: the native operators are exact
+            native = {"lt": ("<", value), "lte": ("<=", upper), "gt": (">", upper),
+                      "gte": (">=", value)}[op]
+            return self.make(*native)
+        top = prefix + HIGH
+        if op == "lt":
+            return self.make("BETWEEN", prefix, value, exclude=value)
+        if op == "lte":
+            return self.make("BETWEEN", prefix, upper)
+        if op == "gt":
+            return self.make("BETWEEN", upper, top, exclude=upper)
+        if op == "gte":
+            return self.make("BETWEEN", value, top)
+        raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover
+
+
+def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+               cond: SortCondition | None, *, latest: bool = False,
+               history: bool = False, shard: int | None = None) -> KeyPlan:
+    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
+    _check_fields(spec, fields, pk, sk)
+    pk_values = partition_values(spec, index, fields, shard)
+    base = KeyPlan(index, pk_attr, sk_attr, pk_values)
+    keywords = {k: v for k, v in fields.items() if k not in pk.fields}
+    if sk is None:
+        if keywords or cond:
+            raise DynaormError(f"{spec.name}: index {index!r} has no sort key to condition")
+        return base
+    sk_fields = _leading_fields(spec, sk, fields, keywords)
+    if history:
+        return _history_plan(spec, index, sk, fields, base)
+    query = _SortQuery(spec, sk, fields, sk_fields, LATEST_PREFIX if latest else "", base)
+    if cond is None:
+        whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
+        # the keywords name the whole sort key: one item, exactly
+        return query.without_condition(whole and bool(keywords))
+    return query.with_condition(cond)
 
 
 def widen(a: KeyPlan, b: KeyPlan) -> KeyPlan:

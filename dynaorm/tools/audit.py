@@ -228,6 +228,17 @@ class _Auditor:
 
     # checks
     def check_guards(self) -> None:
+        """The unique guards: each guard key's owners (:meth:`check_owners`), then each
+        guard item (:meth:`check_guard`)."""
+        expected = self.expected_guards()
+        for gkey, owners in sorted(expected.items()):
+            self.check_owners(gkey, owners)
+        for key, item in self.items.items():
+            if self.type_of(item) == GUARD_TYPE:
+                self.check_guard(key, item, expected.get(key, []))
+
+    def expected_guards(self) -> dict[Key, list[tuple[Item, EntitySpec, UniqueRule]]]:
+        """Guard key -> the owners (item, spec, unique rule) whose values render it."""
         expected: dict[Key, list[tuple[Item, EntitySpec, UniqueRule]]] = {}
         for item, spec, values in self.owners():
             for rule in spec.uniques:
@@ -237,30 +248,39 @@ class _Auditor:
                     continue
                 if text is not None:
                     expected.setdefault(self.guard_key(text), []).append((item, spec, rule))
-        for gkey, owners in sorted(expected.items()):
-            stored = self.items.get(gkey)
-            # (a guard whose TTL passed holds nothing: a claim takes it over)
-            guard = None if stored is not None and expired(stored, self.table.ttl) else stored
-            if guard is None and len(owners) == 1:
-                if not expired(owners[0][0], self.table.ttl):
-                    self.missing(gkey, *owners[0], stored)  # (an expired owner's is free)
+        return expected
+
+    def check_owners(self, gkey: Key,
+                     owners: list[tuple[Item, EntitySpec, UniqueRule]]) -> None:
+        """The owners of one guard key: ``missing-guard`` when one owner has no live guard;
+        ``duplicate`` for each owner the guard does not name (unless a single owner's
+        guard is an orphan that :meth:`check_guard` re-points to it)."""
+        stored = self.items.get(gkey)
+        # (a guard whose TTL passed holds nothing: a claim takes it over)
+        guard = None if stored is not None and expired(stored, self.table.ttl) else stored
+        if guard is None and len(owners) == 1:
+            if not expired(owners[0][0], self.table.ttl):
+                self.missing(gkey, *owners[0], stored)  # (an expired owner's is free)
+            return
+        holder = None if guard is None else self.holder(guard)
+        held = any(self.key_of(o) == holder[0] and r.field == holder[1]
+                   for o, _, r in owners) if holder else False
+        if holder is not None and not held and len(owners) == 1:
+            return  # an orphan guard that check_guard re-points to this owner
+        self.duplicates(gkey, owners, holder)
+
+    def duplicates(self, gkey: Key, owners: list[tuple[Item, EntitySpec, UniqueRule]],
+                   holder: tuple[Key, str] | None) -> None:
+        """``duplicate``: each live owner of guard key ``gkey`` other than the guard's
+        ``holder`` (to fix by hand)."""
+        for item, spec, rule in owners:
+            if holder is not None and self.key_of(item) == holder[0]:
                 continue
-            holder = None if guard is None else self.holder(guard)
-            held = any(self.key_of(o) == holder[0] and r.field == holder[1]
-                       for o, _, r in owners) if holder else False
-            if holder is not None and not held and len(owners) == 1:
-                continue  # an orphan guard that check_guard re-points to this owner
-            for item, spec, rule in owners:
-                if holder is not None and self.key_of(item) == holder[0]:
-                    continue
-                if expired(item, self.table.ttl):
-                    continue  # its TTL passed: DynamoDB deletes it; it holds nothing
-                self.problems.append(Problem("duplicate", self.key_of(item), (
-                    f"{spec.name}.{rule.field} value {gkey[0]!r} is also held by "
-                    f"{holder[0][0] if holder else 'another item'}; fix by hand")))
-        for key, item in self.items.items():
-            if self.type_of(item) == GUARD_TYPE:
-                self.check_guard(key, item, expected.get(key, []))
+            if expired(item, self.table.ttl):
+                continue  # its TTL passed: DynamoDB deletes it; it holds nothing
+            self.problems.append(Problem("duplicate", self.key_of(item), (
+                f"{spec.name}.{rule.field} value {gkey[0]!r} is also held by "
+                f"{holder[0][0] if holder else 'another item'}; fix by hand")))
 
     def holder(self, guard: Item) -> tuple[Key, str]:
         """(owner key, unique field) recorded on a guard item."""

@@ -169,10 +169,7 @@ def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
         key = auditor.key_of(item)
         parsed = parse_version_sk(key[1]) if spec.versioned else None
         if spec.versioned and parsed is not None and parsed[0] == 0:
-            number = item.get("version", {}).get("N")
-            if number is not None and number.isdigit():
-                n = int(number)
-                keys.update((key[0], version_sk(parsed[1], v)) for v in (n, n + 1) if v)
+            keys.update(_version_rows(item, key[0], parsed[1]))
         if not spec.uniques or (parsed is not None and parsed[0] != 0):
             continue
         values = auditor.values(spec, item)
@@ -184,6 +181,17 @@ def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
             if text is not None:
                 keys.add(auditor.guard_key(text))
     return keys
+
+
+def _version_rows(latest: Item, pk: str, base: str) -> set[Key]:
+    """The keys of the version rows a latest copy's check reads: the row of the version
+    the copy holds, and the next one (a repair checks it is still absent); none when the
+    copy holds no version number."""
+    number = latest.get("version", {}).get("N")
+    if number is None or not number.isdigit():
+        return set()
+    n = int(number)
+    return {(pk, version_sk(base, v)) for v in (n, n + 1) if v}
 
 
 def _get_many(table: Table, auditor: _Auditor, keys: set[Key]) -> list[Item]:

@@ -277,13 +277,9 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     from dynaorm.tools.migrate import migrate
 
     table = _connect(load_table(args.table), args)
-    for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages),
-                        ("--concurrency", args.concurrency)):
-        if value is not None and value < 1:
-            print(f"dynaorm migrate: error: {name} must be at least 1", file=sys.stderr)
-            return EXIT_USAGE
-    if args.rate is not None and args.rate <= 0:
-        print("dynaorm migrate: error: --rate must be positive", file=sys.stderr)
+    usage_error = _migrate_usage_error(args)
+    if usage_error is not None:
+        print(f"dynaorm migrate: error: {usage_error}", file=sys.stderr)
         return EXIT_USAGE
     bar = (ProgressBar(sys.stderr, item_count(table))
            if args.progress or sys.stderr.isatty() else None)
@@ -322,6 +318,17 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
         for line in report.problems:
             print(f"  {line}", file=out)
     return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _migrate_usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``migrate``'s numeric options, if anything (``None``: nothing)."""
+    for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages),
+                        ("--concurrency", args.concurrency)):
+        if value is not None and value < 1:
+            return f"{name} must be at least 1"
+    if args.rate is not None and args.rate <= 0:
+        return "--rate must be positive"
+    return None
 
 
 def cmd_demo(args: argparse.Namespace, out: TextIO) -> int:

@@ -221,10 +221,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     finished (``dynaorm check``, no repairs). ``progress`` gets the running count of
     scanned items.
     """
-    if concurrency < 1:
-        raise DynaormError(f"migrate: concurrency must be at least 1, got {concurrency!r}")
-    if rate is not None and rate <= 0:
-        raise DynaormError(f"migrate: rate must be positive, got {rate!r}")
+    _check_options(concurrency, rate)
     specs = _migrating(table)
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, dry_run, resume)
@@ -249,33 +246,11 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
     try:
         for page, last in scan_pages(table, state.last_key, page_size, "migrate"):
-            todo: list[tuple[EntitySpec, Item, PlainKey]] = []
-            for item in page:
-                spec = old_layout_entity(specs, item)
-                if spec is None:
-                    continue
-                old_key = _old_key(spec, item)
-                try:
-                    obj = load_old(spec, item)
-                except DynaormError as exc:
-                    state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
-                    continue
-                state.found[spec.name] = state.found.get(spec.name, 0) + 1
-                samples = state.samples.setdefault(spec.name, [])
-                if len(samples) < SAMPLES:
-                    samples.append([_key_text(old_key),
-                                    _key_text(spec.primary_key(obj.__dict__))])
-                if not dry_run:
-                    todo.append((spec, item, old_key))
+            found = _found_on_page(specs, page, state)
+            todo = [] if dry_run else found
             outcomes = (list(pool.map(lambda t: move_one(t[0], t[1]), todo)) if pool
                         else [move_one(spec, item) for spec, item, _ in todo])
-            for (spec, _, old_key), outcome in zip(todo, outcomes, strict=True):
-                if outcome == "moved":
-                    state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
-                elif outcome == "skipped":
-                    state.skipped += 1
-                else:
-                    state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
+            _count_outcomes(state, todo, outcomes)
             state.scanned += len(page)
             state.pages += 1
             state.last_key = last
@@ -295,6 +270,52 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     return MigrationReport(state.scanned, dict(state.found), dict(state.moved),
                            state.skipped, list(state.failed), dict(state.samples),
                            state.done, resumed, dry_run, problems)
+
+
+def _check_options(concurrency: int, rate: float | None) -> None:
+    """Refuse a ``concurrency`` below 1 and a ``rate`` that is not positive."""
+    if concurrency < 1:
+        raise DynaormError(f"migrate: concurrency must be at least 1, got {concurrency!r}")
+    if rate is not None and rate <= 0:
+        raise DynaormError(f"migrate: rate must be positive, got {rate!r}")
+
+
+def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
+                   ) -> list[tuple[EntitySpec, Item, PlainKey]]:
+    """The items of ``page`` stored in a previous layout, each with its entity and old
+    key, counted in ``state`` with a few sample keys (old -> new); an item that does not
+    load into its current class is recorded as failed instead."""
+    found: list[tuple[EntitySpec, Item, PlainKey]] = []
+    for item in page:
+        spec = old_layout_entity(specs, item)
+        if spec is None:
+            continue
+        old_key = _old_key(spec, item)
+        try:
+            obj = load_old(spec, item)
+        except DynaormError as exc:
+            state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
+            continue
+        state.found[spec.name] = state.found.get(spec.name, 0) + 1
+        samples = state.samples.setdefault(spec.name, [])
+        if len(samples) < SAMPLES:
+            samples.append([_key_text(old_key),
+                            _key_text(spec.primary_key(obj.__dict__))])
+        found.append((spec, item, old_key))
+    return found
+
+
+def _count_outcomes(state: _State, moves: list[tuple[EntitySpec, Item, PlainKey]],
+                    outcomes: list[str]) -> None:
+    """Record in ``state`` what each move came to: moved, skipped (a live writer moved
+    or deleted the item first), or failed (with its reason)."""
+    for (spec, _, old_key), outcome in zip(moves, outcomes, strict=True):
+        if outcome == "moved":
+            state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
+        elif outcome == "skipped":
+            state.skipped += 1
+        else:
+            state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
 
 
 def _old_key(spec: EntitySpec, item: Item) -> PlainKey:

@@ -50,32 +50,104 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
 
 
+def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
+                 ) -> tuple[list[Op], Outcome]:
+    """A new object: its row (a versioned entity's first version row and latest copy),
+    conditioned on no live item under its key (unless an overwrite of an entity without
+    rules), and its guards."""
+    obj = entry.obj
+    pairs = stamps(obj, spec, insert=True)
+    written = stamped(obj, pairs)  # the object as written; obj changes on success only
+    values = written.__dict__
+    version = entry.after_version + 1 if spec.versioned else None
+    key = spec.primary_key(values)
+    item = encode_entity(written, spec, version, key)
+    b = ActionBuilder(spec, key, index)
+    strict = not entry.overwrite
+    # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
+    cond = claimable(spec) if strict or spec.has_rules else None
+    if spec.versioned:
+        assert spec.table.sk is not None
+        first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
+        b.ops.append(Put(first, version_row(spec, item, first[spec.table.sk]), cond,
+                         b.origin(Role.VERSION, Fail.EXISTS)))
+        b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
+    else:
+        b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
+    b.guards(None, values, None, key)
+    written_state = Written(spec, key, item, values, version)
+    return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
+
+
+def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
+                   state: InstanceState, old_values: Mapping[str, Any], key: PlainKey,
+                   item: Item) -> None:
+    """A loaded object whose primary key changed: delete the old row (as read: its guard
+    values, and every attribute unless an overwrite) and put the new one where nothing
+    is."""
+    unique_fields = spec.unique_fields
+    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
+    if not entry.overwrite:  # the move copies every attribute: none may have changed
+        keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
+        guard += stored_as(state.item, set(state.item) - keys - unique_fields)
+    b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
+    b.owner = key
+    b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
+
+
+def _row_condition(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
+                   old_values: Mapping[str, Any], touched: set[str]
+                   ) -> tuple[Condition | None, Fail, Condition | None]:
+    """``(condition, fail, caller)`` of an in-place write of a loaded row that changes
+    the attributes ``touched``: what was read is still there (an overwrite: only its
+    guards' values), with the caller's condition ANDed in (``caller``: in stored names)."""
+    unique_fields = spec.unique_fields
+    if entry.overwrite:  # last writer wins: only the guards' stored values are kept
+        # exact (read by the commit just before planning)
+        cond = all_of([exists(spec.table.pk), *unchanged(
+            spec, old_values, unique_fields)]) if unique_fields else None
+    else:
+        cond = _update_condition(spec, state, old_values, touched)
+    caller = entry.condition
+    # (an unconditioned overwrite fails only on the caller's condition, if any)
+    fail = Fail.GONE if cond is not None else Fail.CALLER
+    if caller is not None:
+        # ANDed in here as with_condition does (this is the first row action):
+        # the action is not built twice (see plan_save)
+        caller = rename_paths(caller, spec.renames)
+        cond = caller if cond is None else all_of([cond, caller])
+    return cond, fail, caller
+
+
+def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
+                    old_values: Mapping[str, Any], old_item: Item, key: PlainKey,
+                    item: Item, index: int) -> Op | None:
+    """The write of a loaded object kept under its key: a Put (overwrite) or an Update
+    of the changed attributes, conditioned by :func:`_row_condition`; ``None`` when
+    nothing changed."""
+    to_set, to_remove = changed_attributes(old_item, item)
+    if spec.unstored and (to_set or to_remove):
+        to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
+    touched = to_set.keys() | to_remove
+    if not touched:
+        return None
+    cond, fail, caller = _row_condition(entry, spec, state, old_values, touched)
+    origin = Origin(entity=spec.cls, owner_key=state.key, role=Role.ROW, fail=fail,
+                    staged=index, caller=caller)
+    if entry.overwrite:
+        return Put(key, item, cond, origin)
+    return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item)
+
+
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
                ) -> tuple[list[Op], Outcome]:
+    """The ops of a save: an insert (no stored state), a versioned entity's next version,
+    or a loaded row moved to its new key or written in place; stamped with
+    ``Meta.timestamps`` when it writes, and followed by its guards."""
     obj, spec = entry.obj, spec_of(type(entry.obj))
     values = obj.__dict__
     if state is None:  # insert
-        pairs = stamps(obj, spec, insert=True)
-        written = stamped(obj, pairs)  # the object as written; obj changes on success only
-        values = written.__dict__
-        version = entry.after_version + 1 if spec.versioned else None
-        key = spec.primary_key(values)
-        item = encode_entity(written, spec, version, key)
-        b = ActionBuilder(spec, key, index)
-        strict = not entry.overwrite
-        # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
-        cond = claimable(spec) if strict or spec.has_rules else None
-        if spec.versioned:
-            assert spec.table.sk is not None
-            first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
-            b.ops.append(Put(first, version_row(spec, item, first[spec.table.sk]), cond,
-                             b.origin(Role.VERSION, Fail.EXISTS)))
-            b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
-        else:
-            b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
-        b.guards(None, values, None, key)
-        written_state = Written(spec, key, item, values, version)
-        return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
+        return _plan_insert(entry, spec, index)
 
     old_values, old_item = stored_values(spec, state)
     extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
@@ -93,43 +165,13 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         values = written.__dict__
         item = _with(encode_entity(written, spec, key=key), extra)
     b = ActionBuilder(spec, old_key, index)
-    unique_fields = spec.unique_fields
     if key != old_key:  # primary key moved: delete the old row, insert the new one
-        guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
-        if not entry.overwrite:  # the move copies every attribute: none may have changed
-            keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
-            guard += stored_as(state.item, set(state.item) - keys - unique_fields)
-        b.ops.append(Delete(old_key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
-        b.owner = key
-        b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
+        _plan_key_move(b, entry, spec, state, old_values, key, item)
     else:
-        to_set, to_remove = changed_attributes(old_item, item)
-        if spec.unstored and (to_set or to_remove):
-            to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
-        touched = to_set.keys() | to_remove
-        if not touched:
+        row = _plan_row_write(entry, spec, state, old_values, old_item, key, item, index)
+        if row is None:
             return [], Outcome(obj, Written(spec, key, item, values))
-        if entry.overwrite:  # last writer wins: only the guards' stored values are kept
-            # exact (read by the commit just before planning)
-            cond = all_of([exists(spec.table.pk), *unchanged(
-                spec, old_values, unique_fields)]) if unique_fields else None
-        else:
-            cond = _update_condition(spec, state, old_values, touched)
-        caller = entry.condition
-        # (an unconditioned overwrite fails only on the caller's condition, if any)
-        fail = Fail.GONE if cond is not None else Fail.CALLER
-        if caller is not None:
-            # ANDed in here as with_condition does (this is the first row action):
-            # the action is not built twice (see plan_save)
-            caller = rename_paths(caller, spec.renames)
-            cond = caller if cond is None else all_of([cond, caller])
-        origin = Origin(entity=spec.cls, owner_key=old_key, role=Role.ROW, fail=fail,
-                        staged=index, caller=caller)
-        if entry.overwrite:
-            b.ops.append(Put(key, item, cond, origin))
-        else:
-            b.ops.append(Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (),
-                                state.item))
+        b.ops.append(row)
     b.guards(old_values, values, old_key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 

@@ -315,13 +315,9 @@ class StagedUpdate(Generic[T]):
                 f"{self._spec.name} {self.key}: an upsert must give every required field; "
                 f"missing {sorted(missing)}")
 
-    def _plan_ops(self, state: InstanceState | None, index: int
-                 ) -> tuple[list[Op], Outcome | None]:
-        """The actions of this update (the session passes what ``_prepare`` returned)."""
-        if self.upsert and state is None:
-            self._check_required()
-        if self._needs_read:
-            return self._plan_as_save(state, index)
+    def _action_clauses(self) -> list[tuple[str, str, AttributeValue | None]]:
+        """The staged actions as update clauses, by stored attribute name: ``set(x=None)``
+        stores NULL where the field's ``None`` must be kept, else removes the attribute."""
         spec = self._spec
         clauses: list[tuple[str, str, AttributeValue | None]] = []
         for name, (method, value) in self._actions.items():
@@ -336,26 +332,53 @@ class StagedUpdate(Generic[T]):
                 clauses.append(("REMOVE", attr, None))
             else:
                 clauses.append((clause, attr, self._dump(name, value)))
+        return clauses
+
+    def _add_created_clauses(self, clauses: list[tuple[str, str, AttributeValue | None]]
+                             ) -> None:
+        """Add to ``clauses`` what an upsert's created item needs besides them: its key
+        fields stored as attributes (not those the key alone holds), its type attribute,
+        and the index keys the key fields render (those not set already)."""
+        spec = self._spec
         table = spec.table
         own_keys = {table.pk, table.sk}
+        for name in spec.lookup_fields:
+            if name in spec.unstored:  # Meta.key_only / exclude=True: the key holds it
+                continue
+            if spec.attr(name) not in own_keys:  # a field that is the key: it is there
+                clauses.append(("SET", spec.attr(name),
+                                self._dump(name, self._key_fields[name])))
+        if table.type_attribute is not None:
+            clauses.append(("SET", table.type_attribute, {"S": spec.type_name}))
+        set_attrs = {c[1] for c in clauses}
+        for attr, text in spec.index_keys(self._key_fields).items():
+            if attr not in set_attrs and attr not in own_keys:
+                clauses.append(("SET", attr, key_av(text)))
+
+    def _timestamp_clauses(self) -> list[tuple[str, str, AttributeValue | None]]:
+        """``Meta.timestamps``: the created time set if absent, the updated time set,
+        unless the update sets the field itself."""
+        spec = self._spec
+        clauses: list[tuple[str, str, AttributeValue | None]] = []
+        moment = now()
+        for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
+            if stamped is not None and stamped not in self._actions:
+                clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
+        return clauses
+
+    def _plan_ops(self, state: InstanceState | None, index: int
+                 ) -> tuple[list[Op], Outcome | None]:
+        """The actions of this update (the session passes what ``_prepare`` returned)."""
+        if self.upsert and state is None:
+            self._check_required()
+        if self._needs_read:
+            return self._plan_as_save(state, index)
+        spec = self._spec
+        clauses = self._action_clauses()
         if self.upsert:  # a created item needs its key fields, type and index keys too
-            for name in spec.lookup_fields:
-                if name in spec.unstored:  # Meta.key_only / exclude=True: the key holds it
-                    continue
-                if spec.attr(name) not in own_keys:  # a field that is the key: it is there
-                    clauses.append(("SET", spec.attr(name),
-                                    self._dump(name, self._key_fields[name])))
-            if table.type_attribute is not None:
-                clauses.append(("SET", table.type_attribute, {"S": spec.type_name}))
-            set_attrs = {c[1] for c in clauses}
-            for attr, text in spec.index_keys(self._key_fields).items():
-                if attr not in set_attrs and attr not in own_keys:
-                    clauses.append(("SET", attr, key_av(text)))
+            self._add_created_clauses(clauses)
         if spec.timestamps != (None, None):
-            moment = now()
-            for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
-                if stamped is not None and stamped not in self._actions:
-                    clauses.append((kind, spec.attr(stamped), self._dump(stamped, moment)))
+            clauses += self._timestamp_clauses()
         where = None if self._where is None else rename_paths(self._where, spec.renames)
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])

@@ -39,6 +39,7 @@ RUNTIME = {"botocore", "pydantic", "svix-ksuid"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
 EXTRAS = {"testing", "async", "pynamodb"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
+             "radon", "import-linter",
              "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel"}
 #: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
 #: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
