@@ -167,12 +167,16 @@ class OutcomeUnknownError(DynaormError):
     not tell). ``operation`` is the API name; ``keys`` the table keys it wrote."""
 
     def __init__(self, message: str, *, operation: str,
-                 keys: list[dict[str, Any]] | None = None) -> None:
+                 keys: list[dict[str, Any]] | None = None,
+                 tables: list[str] | None = None) -> None:
         super().__init__(message)
         self.operation = operation
         """The DynamoDB API name of the write (``"PutItem"``, ``"TransactWriteItems"``)."""
         self.keys = list(keys or [])
         """The table keys the write would have written (plain values)."""
+        self.tables = list(tables or [])
+        """The table of each key of :attr:`keys`, in the same order (a commit may write to
+        several tables)."""
 
 
 class RequestError(DynaormError):

@@ -59,6 +59,9 @@ INSTALL_HINT: Final = 'pip install "dynaorm[async]"'
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 _AnyHook = TypeVar("_AnyHook", bound=HookLike)
 _LIVE: weakref.WeakSet[Client] = weakref.WeakSet()  # for dynaorm.aio.close()
+#: clients tables left (rebound) while they held async connections: kept until
+#: ``dynaorm.aio.close()`` closes them, so none is collected with a connection open
+_RETIRED: set[Client] = set()
 _UNRESOLVED: Any = object()
 
 
@@ -157,6 +160,7 @@ class Client:
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
+        self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self.driver = SyncDriver(self)
         """The sync driver (what ``Session`` runs its protocols with)."""
         self.async_driver = AsyncDriver(self)
@@ -204,6 +208,29 @@ class Client:
                     max_attempts=self.max_attempts, max_wait=self.max_wait,
                     capacity=self.return_consumed_capacity, hooks=hooks)
         return policy
+
+    def _pointed_at(self, endpoint_url: str | None, region: str | None) -> Client:
+        """This client pointed at another endpoint (and region): the same settings and
+        the hooks and listeners attached now, one per endpoint (what ``Table.connect``
+        binds a table given this client to, so that test fixtures keep its settings)."""
+        with self._lock:
+            key = (endpoint_url, region or self.region)
+            found = self._pointed.get(key)
+            if found is None:
+                found = Client(endpoint_url, key[1], config=self.config, wire=self.wire,
+                               max_attempts=self._max_attempts, max_wait=self.max_wait,
+                               return_consumed_capacity=self.return_consumed_capacity)
+                found._hooks = self._hooks
+                found._listeners = list(self._listeners)
+                found._label = self._label
+                self._pointed[key] = found
+            return found
+
+    def _retire(self) -> None:
+        """A table left this client: keep it until ``dynaorm.aio.close()`` if it holds
+        async connections (collected with them open, they would warn)."""
+        if self._loops:
+            _RETIRED.add(self)
 
     # -- hooks -----------------------------------------------------------------------
     def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
@@ -456,6 +483,8 @@ class Client:
 
         loop = asyncio.get_running_loop()
         here = self._loops.pop(loop, None)
+        if not self._loops:
+            _RETIRED.discard(self)
         if here is not None:
             for closer in here.closers:
                 if hasattr(closer, "__aexit__"):
@@ -490,5 +519,6 @@ def session_target(target: object, kind: str) -> tuple[Any, Client]:
 
 
 def live_clients() -> list[Client]:
-    """Every client not yet collected (what ``dynaorm.aio.close()`` closes)."""
-    return list(_LIVE)
+    """Every client not yet collected, and every retired one holding async connections
+    (what ``dynaorm.aio.close()`` closes)."""
+    return list({*_LIVE, *_RETIRED})

@@ -8,6 +8,8 @@
 - ``Await`` (what a hook returned): refused in a sync session (``TypeError``) / awaited;
 - ``Emit``: yielded by ``iterate`` / by the async ``iterate``.
 
+A ``BaseException`` while a step is performed (a cancelled task, ``KeyboardInterrupt``) is
+thrown into the protocol before it goes on, so the phases it was in end with it.
 Both read the client's one :class:`~dynaorm.protocol.policy.Policy` when a protocol starts,
 so retries, waits, hooks and consumed-capacity reporting are the same for both kinds of
 session. A rule written in both would belong in the protocol.
@@ -70,6 +72,9 @@ class SyncDriver:
                     value = self._perform(step)
                 except Exception as exc:
                     error = exc
+                except BaseException as exc:  # interrupted: the protocol ends with it
+                    steps.throw(exc)
+                    raise
         finally:
             steps.close()
 
@@ -94,6 +99,9 @@ class SyncDriver:
                     value = self._perform(step)
                 except Exception as exc:
                     error = exc
+                except BaseException as exc:  # interrupted: the protocol ends with it
+                    steps.throw(exc)
+                    raise
         finally:
             steps.close()
 
@@ -155,6 +163,9 @@ class AsyncDriver:
                     value = await self._perform(step)
                 except Exception as exc:
                     error = exc
+                except BaseException as exc:  # cancelled: the protocol ends with it (its
+                    steps.throw(exc)  # hooks see the cancellation), then it goes on
+                    raise
         finally:
             steps.close()
 
@@ -178,6 +189,9 @@ class AsyncDriver:
                     value = await self._perform(step)
                 except Exception as exc:
                     error = exc
+                except BaseException as exc:  # cancelled: the protocol ends with it (its
+                    steps.throw(exc)  # hooks see the cancellation), then it goes on
+                    raise
         finally:
             steps.close()
 

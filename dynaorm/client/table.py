@@ -133,7 +133,13 @@ class Table(TableSchema):
         settings = {k: v for k, v in {**self._settings, **changes}.items() if v is not None}
         check_settings(f"table {self.name!r}", **settings)
         self._settings = settings
-        self._client = None
+        self._leave()
+
+    def _leave(self) -> None:
+        """Unbind from the current client (the next use binds again)."""
+        old, self._client = self._client, None
+        if old is not None:
+            old._retire()
 
     def _binding(self) -> tuple[Any, ...]:
         """What the table is bound to now (for :meth:`_restore`: test fixtures that point
@@ -141,6 +147,8 @@ class Table(TableSchema):
         return self._given, dict(self._settings), self._client
 
     def _restore(self, binding: tuple[Any, ...]) -> None:
+        if self._client is not None and self._client is not binding[2]:
+            self._client._retire()
         self._given, self._settings, self._client = binding
         if self._client is not None:
             self._attach(self._client)
@@ -155,10 +163,16 @@ class Table(TableSchema):
 
     def connect(self, endpoint_url: str | None = None, region: str | None = None) -> Table:
         """Point this table at another endpoint (DynamoDB Local, a test backend): it binds
-        to the shared client of its connection keywords with this endpoint (and region)."""
+        to the shared client of its connection keywords with this endpoint (and region).
+        A table given ``client=`` binds to that client pointed at the endpoint: its
+        ``Config``, wire, retries and the hooks attached now go with it (and tables of one
+        client, connected alike, still share one)."""
         if self._given is not None:
-            self._settings = {}
-            self._given = None
+            pointed = self._given._pointed_at(endpoint_url, region)
+            self._leave()
+            self._given = self._client = pointed
+            self._attach(pointed)
+            return self
         changes: dict[str, Any] = {"endpoint_url": endpoint_url}
         if region is not None:
             changes["region"] = region

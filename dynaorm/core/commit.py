@@ -97,7 +97,8 @@ class Commit:
                     # an overwrite planned on what it read: another writer changed the
                     # item in between (nothing was written); read and plan again
                     if round_ == OVERWRITE_ROUNDS or not any(
-                            entry._rereads(exc.key, state) for entry, state in self.prepared):
+                            entry._rereads(exc.table, exc.key, state)
+                            for entry, state in self.prepared):
                         raise
         yield from self.settle()
         return result if plan.ops else CommitResult()

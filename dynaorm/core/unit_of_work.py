@@ -180,10 +180,15 @@ class UnitOfWork(Staging):
     # -- commit ----------------------------------------------------------------------
     def _commit(self, observed: bool) -> Commit:
         """The commit of everything staged (the stage is taken: cleared either way);
-        ``observed``: hooks are attached (requests carry their actions' origins)."""
-        commit = self._new_commit(observed=observed)
-        self._staged.clear()
-        return commit
+        ``observed``: hooks are attached (requests carry their actions' origins). Every
+        staged entity's table is checked again to be bound to the session's client (a
+        table may have been rebound since it was staged: its writes would go elsewhere)."""
+        try:
+            for entry in self._staged.values():
+                self._spec(entry._entity)
+            return self._new_commit(observed=observed)
+        finally:
+            self._staged.clear()
 
     def _new_commit(self, staged: list[StagedWrite] | None = None, *,
                     observed: bool) -> Commit:

@@ -18,10 +18,11 @@ start in the order they were added and end in the reverse order, so an earlier h
 a later one. An attempt's hook may answer it without sending (set ``attempt.response`` or
 ``attempt.error`` in ``on_start``) or replace its outcome in ``on_end``; an ``on_end`` of
 an attempt run by an ``AsyncSession`` may return an awaitable, which is awaited before the
-attempt ends. A sync session cannot await it: it closes it and raises ``TypeError`` (a
-programming error, like calling a coroutine function from sync code; the attempt may have
-been sent by then). A hook that raises is logged and ignored: observing never turns a
-write into a failure.
+attempt ends. A sync session cannot await it: it closes it and logs the error (a
+programming error, like calling a coroutine function from sync code). A hook that raises,
+or whose awaitable raises, is logged and ignored: observing never turns a request into a
+failure. An operation or attempt that is cancelled (or abandoned) still ends: the
+operation with the exception as its ``error``, the attempt ``interrupted``.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ class Attempt:
     """Seconds from sending to the answer or failure (0 when a hook answered)."""
     sent: bool = False
     """Whether the attempt went to the wire (``False``: a hook answered it)."""
+    interrupted: bool = False
+    """Whether it ended without an answer or a failure: its task was cancelled, or its
+    read abandoned, while it was in flight (it may have been applied)."""
 
     @property
     def tables(self) -> tuple[str, ...]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -157,12 +157,8 @@ class _Operations:
     def end(self) -> None:
         """End the current operation (nothing is awaited for an operation)."""
         op, self.current = self.current, None
-        if op is None:
-            return
-        for awaitable in end(self.hooks, op, self.tokens):
-            close = getattr(awaitable, "close", None)
-            if close is not None:
-                close()  # a coroutine no one will await: closed, not left to warn
+        if op is not None:
+            _close_all(end(self.hooks, op, self.tokens))
 
 
 def expand(proto: Generator[Any, Any, R], policy: Policy,
@@ -203,6 +199,9 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
                     value = yield step
             except Exception as exc:  # thrown into the protocol, which may handle it
                 error = exc
+            except BaseException as exc:  # cancelled, or closed mid-way: the operation too
+                ops.failed(exc)
+                raise
     finally:
         proto.close()
         ops.end()
@@ -236,12 +235,34 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
             attempt.response = yield Send(step.operation, request)
         except RequestError as exc:
             attempt.error = exc
+        except BaseException:  # cancelled, or its read abandoned: it ends all the same
+            attempt.elapsed = time.perf_counter() - began
+            attempt.interrupted = True
+            _close_all(end(hooks, attempt, tokens))
+            raise
         attempt.elapsed = time.perf_counter() - began
-    for awaitable in end(hooks, attempt, tokens):
-        yield Await(awaitable)
+    ending = end(hooks, attempt, tokens)
+    for awaitable in ending:
+        try:
+            yield Await(awaitable)
+        except Exception:  # a faulty hook's awaitable: logged, the attempt stands
+            _logger.exception("an awaitable a hook returned at the end of %s failed",
+                              step.operation)
+        except BaseException:
+            _close_all(ending)  # every other hook still ends
+            raise
     if attempt.response is None and attempt.error is None:
         return {}, None  # a hook took both away: an empty answer
     return attempt.response, attempt.error
+
+
+def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
+    """Run what is left of the hooks' ``on_end`` without awaiting: what they return is
+    closed (a coroutine no one will await), not left to warn."""
+    for awaitable in awaitables:
+        close = getattr(awaitable, "close", None)
+        if close is not None:
+            close()
 
 
 def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, Any]]:

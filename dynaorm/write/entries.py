@@ -83,12 +83,13 @@ class SaveEntry:
                   ) -> tuple[list[Op], Outcome | None]:
         return plan_save(self, state, index)
 
-    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
-        if not (self.overwrite and spec_of(type(self.obj)).has_rules):
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
+        spec = spec_of(type(self.obj))
+        if not (self.overwrite and spec.has_rules) or table not in (None, spec.table.name):
             return False
         mine = state.key if state is not None else None
-        return key is None or key in (mine, spec_of(type(self.obj)).primary_key(
-            self.obj.__dict__))
+        return key is None or key in (mine, spec.primary_key(self.obj.__dict__))
 
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
                 ) -> Generator[Any, Any, None]:
@@ -134,7 +135,8 @@ class DeleteEntry:
                   ) -> tuple[list[Op], Outcome | None]:
         return plan_delete(self, state, index)
 
-    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
         return False
 
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads

@@ -146,7 +146,8 @@ def unknown(plan: WritePlan, exc: RequestError, seen: str | None = None
         f"{_names(plan)}: outcome unknown: an attempt may have been applied (its answer was "
         f"lost or was a server error), and after {exc.attempts} attempt(s) the last failed "
         f"with {exc.code}: {exc.message}{found}; read the items to see what is stored",
-        operation=operation, keys=[dict(op.key) for op in plan.ops])
+        operation=operation, keys=[dict(op.key) for op in plan.ops],
+        tables=[op.origin.table.name for op in plan.ops])
 
 
 def _condition_failures(plan: WritePlan, exc: RequestError

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import TransactionTooLargeError
+from dynaorm.errors import DynaormError, TransactionTooLargeError
 from dynaorm.model.expressions import (
     Placeholders,
     condition_values,
@@ -133,10 +133,22 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
 
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
-    :mod:`dynaorm.write.limits`); returns the bytes it adds to a request.
+    :mod:`dynaorm.write.limits`); returns the bytes it adds to a request. A refusal names
+    the action's table (a commit may write to several).
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
+    try:
+        return _check_write(op)
+    except DynaormError as exc:
+        table = getattr(getattr(op.origin.entity, "__dynaorm_spec__", None), "table", None)
+        if table is not None and exc.args and repr(table.name) not in str(exc.args[0]):
+            exc.args = (f"{exc.args[0]} (table {table.name!r})", *exc.args[1:])
+        raise
+
+
+def _check_write(op: Op) -> int:
+    """:func:`check_write` itself."""
     entity = op.origin.entity.__name__
     roles = key_roles(op.origin.entity, op.key)
     if isinstance(op, Put):  # the item's size, then its key, then every value
@@ -193,16 +205,17 @@ class WritePlan:
             first = self.ops[0].origin
             raise TransactionTooLargeError(
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
-                f"{first.owner_key}); DynamoDB allows {MAX_ACTIONS} per transaction")
+                f"{first.owner_key}; tables {', '.join(map(repr, self.tables))}); "
+                f"DynamoDB allows {MAX_ACTIONS} per transaction")
         total = 0
         for op in self.ops:
             total += check_write(op)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(
-                f"commit (first: {first.entity.__name__} {first.owner_key}) of {total} bytes "
-                f"exceeds DynamoDB's {MAX_REQUEST_BYTES} byte "
-                "request limit")
+                f"commit (first: {first.entity.__name__} {first.owner_key}; tables "
+                f"{', '.join(map(repr, self.tables))}) of {total} bytes exceeds DynamoDB's "
+                f"{MAX_REQUEST_BYTES} byte request limit")
 
     def __len__(self) -> int:
         return len(self.ops)

@@ -89,9 +89,10 @@ class StagedWrite(Protocol):
         its object becomes on success (pure)."""
         ...  # pragma: no cover
 
-    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
-        """Whether a conflict at ``key`` is planned again on a fresh read (an overwrite
-        planned on what it read) rather than reported."""
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
+        """Whether a conflict at ``key`` of ``table`` (``None``: not known) is planned again
+        on a fresh read (an overwrite planned on what it read) rather than reported."""
         ...  # pragma: no cover
 
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads

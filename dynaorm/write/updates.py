@@ -272,7 +272,8 @@ class StagedUpdate(Generic[T]):
     def _stage_key(self) -> Hashable:
         return id(self)  # never coalesced
 
-    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
         return False
 
     def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
@@ -468,7 +469,8 @@ class StagedCheck:
     def _stage_key(self) -> Hashable:
         return id(self)  # never coalesced
 
-    def _rereads(self, key: PlainKey | None, state: InstanceState | None) -> bool:
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
         return False
 
     def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from botocore.config import Config
 
-from dynaorm import AsyncSession, Client, DynaormError, Entity, Session, Table
+from dynaorm import AsyncSession, Client, DynaormError, Entity, Operation, Session, Table
 from dynaorm.testing import TestBackend
 from tests.support.models import Note, app
 
@@ -166,6 +166,9 @@ def test_one_client_serves_threads_and_both_kinds_of_session(db: TestBackend) ->
 
     with ThreadPoolExecutor(4) as pool:
         list(pool.map(write, range(8)))
+    assert len(db.scan()) == 8
+    if db.endpoint_url is None:
+        pytest.skip("threads checked; aiobotocore cannot reach moto's in-process mock")
 
     async def read() -> list[Any]:
         s = AsyncSession(app.db)
@@ -173,6 +176,39 @@ def test_one_client_serves_threads_and_both_kinds_of_session(db: TestBackend) ->
         await app.db.aclose()
         return found
 
-    if db.endpoint_url is None:
-        return  # aiobotocore cannot reach moto's in-process mock
     assert all(n is not None for n in asyncio.run(read()))
+
+
+def test_connect_keeps_the_given_clients_settings_and_hooks(db: TestBackend) -> None:
+    """``connect`` (what the pytest plugin's fixtures call) on a table given a client binds
+    it to that client pointed at the endpoint: its Config, wire, retries and hooks go
+    along, and the tables of one client, connected alike, still share one."""
+    from dynaorm import Hook
+
+    class Seen(Hook):
+        def __init__(self) -> None:
+            self.ops: list[str] = []
+
+        def on_end(self, phase: Any, token: Any) -> object:
+            if not isinstance(phase, Operation):
+                self.ops.append(phase.operation)
+            return None
+
+    seen = Seen()
+    given = Client(config=Config(read_timeout=3), max_attempts=2, max_wait=0,
+                   return_consumed_capacity="TOTAL")
+    given.add_hook(seen)
+    one = Table(app.name, client=given)
+    two = Table("dynaorm-other", client=given)
+    bound = one._binding()
+    one.connect(db.endpoint_url)
+    two.connect(db.endpoint_url)
+    try:
+        assert one.db is two.db and one.db is not given
+        assert (one.db.endpoint_url, one.db.config, one.db.max_attempts, one.db.max_wait,
+                one.db.return_consumed_capacity) == (db.endpoint_url, given.config, 2, 0.0,
+                                                     "TOTAL")
+        assert one.exists()
+        assert seen.ops == ["DescribeTable"]
+    finally:
+        one._restore(bound)

@@ -93,9 +93,8 @@ def test_each_page_of_a_read_is_one_operation(db: TestBackend,
     assert kinds == [("op", "start"), ("at", "start"), ("at", "end"), ("op", "end")] * 3
 
 
-def test_retries_are_numbered_attempts_of_one_operation(
-        db: TestBackend, journal: list[tuple[str, ...]]) -> None:
-    app.max_wait = 0  # (rebinds the table: the journal goes with the new client)
+def test_retries_are_numbered_attempts_of_one_operation(db: TestBackend) -> None:
+    app.max_wait = 0  # retries without waiting (rebinds the table: hook the new client)
     seen: list[tuple[str, ...]] = []
     app.db.add_hook(Journal("outer", seen))
     with inject_faults(app) as faults:
@@ -152,7 +151,7 @@ def test_a_faulty_hook_never_fails_a_request(db: TestBackend,
 
 @pytest.mark.sync_only
 def test_an_awaitable_from_a_hook_is_awaited_in_async_and_refused_in_sync(
-        db: TestBackend) -> None:
+        db: TestBackend, caplog: pytest.LogCaptureFixture) -> None:
     if db.endpoint_url is None:
         pytest.skip("aiobotocore cannot reach moto's in-process mock")
     awaited: list[str] = []
@@ -175,8 +174,9 @@ def test_an_awaitable_from_a_hook_is_awaited_in_async_and_refused_in_sync(
 
     asyncio.run(main())
     assert awaited == ["GetItem"]
-    with pytest.raises(TypeError, match="AsyncSession"):
-        Session(app).get(Note, note_id="n")
+    # a sync session cannot await it: closed and logged, and the request stands
+    assert Session(app).get(Note, note_id="n") is None
+    assert awaited == ["GetItem"] and "AsyncSession" in caplog.text
 
 
 def test_a_removed_hook_sees_nothing(db: TestBackend) -> None:
@@ -201,3 +201,79 @@ def test_on_request_of_a_table_and_of_its_client(db: TestBackend) -> None:
                                            "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}}))
     assert by_table == ["GetItem"]  # another table's request is not this table's
     assert by_client[0] == "GetItem" and len(by_client) >= 2
+
+
+def test_a_faulty_awaitable_never_fails_a_write(db: TestBackend,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    """A hook's awaitable that raises (a tracer's export, say) is logged; the write it
+    ended stands and is reported, and every other hook still ends the attempt."""
+    if db.endpoint_url is None:
+        pytest.skip("aiobotocore cannot reach moto's in-process mock")
+    seen: list[tuple[str, ...]] = []
+
+    class Failing(Hook):
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt):
+                async def export() -> None:
+                    raise RuntimeError("tracer export failed")
+                return export()
+            return None
+
+    app.db.add_hook(Journal("outer", seen))
+    app.db.add_hook(Failing())
+
+    async def main() -> None:
+        from dynaorm import AsyncSession
+
+        s = AsyncSession(app)
+        note = Note(note_id="n1")
+        s.save(note)
+        await s.commit()
+        from dynaorm import inspect
+
+        assert inspect(note).persisted
+        await app.db.aclose()
+
+    asyncio.run(main())
+    assert "tracer export failed" in caplog.text
+    assert ("outer", "end", "attempt:PutItem#1", "ok") in seen
+    assert [r["pk"] for r in db.scan()] == ["NOTE#n1"]
+
+
+def test_a_cancelled_operation_ends_with_its_attempt(db: TestBackend) -> None:
+    """Cancelled while its request is in flight: the attempt still ends (interrupted), and
+    the operation ends with the cancellation as its error."""
+    if db.endpoint_url is None:
+        pytest.skip("aiobotocore cannot reach moto's in-process mock")
+    ended: list[tuple[str, Any]] = []
+
+    class Slow(Hook):
+        def on_start(self, phase: Any) -> object:
+            return None
+
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt):
+                ended.append(("attempt", phase.interrupted))
+            else:
+                ended.append(("operation", type(phase.error).__name__))
+            return None
+
+    class Stall(Hook):  # holds the attempt: the task is cancelled meanwhile
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt):
+                return asyncio.sleep(5)
+            return None
+
+    slow, stall = app.db.add_hook(Slow()), app.db.add_hook(Stall())
+
+    async def main() -> None:
+        from dynaorm import AsyncSession
+
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(AsyncSession(app).get(Note, note_id="n"), 0.5)
+        await app.db.aclose()
+
+    asyncio.run(main())
+    app.db.remove_hook(stall)
+    app.db.remove_hook(slow)
+    assert ended == [("attempt", False), ("operation", "CancelledError")]

@@ -14,6 +14,7 @@ import pytest
 from dynaorm import (
     Client,
     ConcurrentModificationError,
+    ConditionFailedError,
     DynaormError,
     Entity,
     F,
@@ -44,6 +45,18 @@ class Entry(Entity):
     entry_id: str
     amount: int
     reference: str
+
+
+class Tally(Entity):
+    """A counter on the ledger table: an ``add`` applied twice would show."""
+
+    class Meta:
+        table = ledger
+        pk = "TALLY#{name}"
+        sk = "TALLY"
+
+    name: str
+    hits: int = 0
 
 
 class Balance(Entity):
@@ -166,8 +179,9 @@ def test_a_caller_condition_on_the_other_table_guards_the_commit(both: TestBacke
     s = both.session()
     s.save(Note(note_id="n1"))
     s.check(Balance, account="a1", condition=F("total") >= 100)
-    with pytest.raises(DynaormError):
+    with pytest.raises(ConditionFailedError) as err:
         s.commit()
+    assert err.value.entity is Balance and err.value.table == ledger.name
     assert [r["pk"] for r in both.scan(app)] == []
     s = both.session()
     s.save(Note(note_id="n1"))
@@ -214,17 +228,23 @@ def test_a_lost_answer_of_a_cross_table_commit_is_applied_once(
     """The answer of a commit across both tables is lost after DynamoDB applied it: the
     retry carries the same token, so it is applied once, and the commit succeeds."""
     if engine_of(request) == "moto":
-        pytest.skip("moto ignores ClientRequestToken: idempotency is proven on real engines")
+        pytest.skip("moto does not apply a ClientRequestToken at most once: a retry of an "
+                    "applied transaction applies again there")
+    with both.session() as s:
+        s.save(Tally(name="orders"))
+    seen = Requests(app)
     with inject_faults(ledger) as faults:
         faults.lose_answer("TransactWriteItems")
         s = both.session()
         s.save(User(user_id="u1", username="ada", email="ada@example.com"))
-        s.save(Entry(account="a1", entry_id="e1", amount=5, reference="INV-1"))
+        s.update(Tally, name="orders").add(hits=1)  # applied twice, it would read 2
         s.commit()
+    sent = seen.of("TransactWriteItems")
+    assert len(sent) == 2 and sent[0]["ClientRequestToken"] == sent[1]["ClientRequestToken"]
     assert faults.sent["TransactWriteItems"] == 2
-    assert len(both.scan(app)) == 3 and len(both.scan(ledger)) == 2
-    again = both.session().get(Entry, account="a1", entry_id="e1")
-    assert again is not None and again.amount == 5
+    assert len(both.scan(app)) == 3
+    tally = both.session().get(Tally, name="orders")
+    assert tally is not None and tally.hits == 1
 
 
 def test_a_server_error_after_a_cross_table_commit_applied_is_a_success(
@@ -233,15 +253,23 @@ def test_a_server_error_after_a_cross_table_commit_applied_is_a_success(
     token, so the commit is applied once and reported as the success it is (the fault
     planned on the app table's client sees the transaction naming both tables)."""
     if engine_of(request) == "moto":
-        pytest.skip("moto ignores ClientRequestToken: idempotency is proven on real engines")
+        pytest.skip("moto does not apply a ClientRequestToken at most once: a retry of an "
+                    "applied transaction applies again there")
+    with both.session() as s:
+        s.save(Tally(name="orders"))
+    seen = Requests(ledger)
     with inject_faults(app) as faults:
         faults.lose_answer("TransactWriteItems", how="500")
         s = both.session()
         s.save(Note(note_id="n1", body="x"))
         s.save(Entry(account="a1", entry_id="e1", amount=5, reference="INV-1"))
+        s.update(Tally, name="orders").add(hits=1)
         s.commit()
+    sent = seen.of("TransactWriteItems")
+    assert len(sent) == 2 and sent[0]["ClientRequestToken"] == sent[1]["ClientRequestToken"]
     assert [r["pk"] for r in both.scan(app)] == ["NOTE#n1"]
-    assert len(both.scan(ledger)) == 2
+    tally = both.session().get(Tally, name="orders")
+    assert tally is not None and tally.hits == 1
 
 
 def test_a_pynamodb_bridged_table_commits_with_the_single_table(both: TestBackend) -> None:
@@ -280,3 +308,25 @@ def test_a_pynamodb_bridged_table_commits_with_the_single_table(both: TestBacken
         assert [r["pk"] for r in both.scan(app)] == ["NOTE#n1"]
     finally:
         audit.delete()
+
+
+def test_a_table_rebound_after_staging_is_refused_at_commit(
+        both: TestBackend, request: pytest.FixtureRequest) -> None:
+    """A table staged in a session and then bound to another client (``connect``, a
+    changed keyword) would have its writes go elsewhere: the commit refuses it before
+    anything is sent, and drops the stage."""
+    seen = Requests(app)
+    s = both.session()
+    s.save(Note(note_id="n1"))
+    s.save(Entry(account="a", entry_id="e", amount=1, reference="R"))
+    bound = ledger._binding()
+    ledger.connect("http://127.0.0.1:9")
+    try:
+        with pytest.raises(DynaormError, match=ledger.name):
+            s.commit()
+    finally:
+        ledger._restore(bound)  # (the fixture deletes it where it was made)
+    assert seen.calls == [] and both.scan(app) == []
+    seen.clear()
+    s.commit()  # the stage was dropped: nothing left to send
+    assert seen.calls == []
