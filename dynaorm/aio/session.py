@@ -14,9 +14,9 @@ from types import TracebackType
 from typing import Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
-from dynaorm.client.client import Client, _aiobotocore, session_target
+from dynaorm.client.client import Client, _aiobotocore
+from dynaorm.client.sessions import ClientSession
 from dynaorm.client.table import Table
-from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.write.render import WritePlan
@@ -26,7 +26,7 @@ __all__ = ["AsyncSession"]
 T = TypeVar("T", bound=Entity)
 
 
-class AsyncSession(UnitOfWork):
+class AsyncSession(ClientSession):
     """A unit of work for asyncio (``AsyncSession(table)`` or ``AsyncSession(client)``),
     on the tables of one client. Reads may be awaited concurrently (``asyncio.gather``);
     staging and commit belong to one task."""
@@ -36,15 +36,7 @@ class AsyncSession(UnitOfWork):
 
     def __init__(self, target: Table | Client) -> None:
         _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
-        table, client = session_target(target, "AsyncSession")
-        super().__init__(table, client if table is None else None)
-
-    @property
-    def client(self) -> Client:
-        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
-        table is bound now, or the one it was made with)."""
-        found: Client = self._client
-        return found
+        super().__init__(target)
 
     @property
     def _driver(self) -> Any:

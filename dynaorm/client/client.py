@@ -20,7 +20,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.errors import map_error, method_name
@@ -83,6 +83,15 @@ def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object
             return_consumed_capacity not in CAPACITY_MODES):
         raise DynaormError(f"{owner}: return_consumed_capacity must be one of "
                            f"{list(CAPACITY_MODES)} or None, got {return_consumed_capacity!r}")
+
+
+def _raise_mapped(operation: str, request: dict[str, Any], exc: Exception) -> NoReturn:
+    """Raise what a failure of sending ``request`` is (:func:`~dynaorm.client.errors.
+    map_error`), chained to it; ``exc`` itself when it is not a failure of the request."""
+    mapped = map_error(operation, request, exc)
+    if mapped is exc:
+        raise exc
+    raise mapped from exc
 
 
 def _aiobotocore() -> Any:
@@ -359,10 +368,7 @@ class Client:
             answer = getattr(self.botocore, method_name(operation))(**request)
             return answer
         except Exception as exc:
-            mapped = map_error(operation, request, exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
+            _raise_mapped(operation, request, exc)
 
     # -- async requests ----------------------------------------------------------------
     def _loop(self) -> _Loop:
@@ -462,10 +468,7 @@ class Client:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            mapped = map_error(operation, request, exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
+            _raise_mapped(operation, request, exc)
 
     # -- closing -----------------------------------------------------------------------
     def close(self) -> None:

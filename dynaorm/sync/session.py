@@ -8,9 +8,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TypeVar, overload
 
-from dynaorm.client.client import Client, session_target
+from dynaorm.client.client import Client
+from dynaorm.client.sessions import ClientSession
 from dynaorm.client.table import Table
-from dynaorm.core.unit_of_work import UnitOfWork
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.sync.reads import Query, Scan
@@ -21,7 +21,7 @@ __all__ = ["Session"]
 T = TypeVar("T", bound=Entity)
 
 
-class Session(UnitOfWork):
+class Session(ClientSession):
     """A unit of work (``Session(table)``, or ``Session(client)``): it stages entities of
     any table bound to one :class:`~dynaorm.Client` and commits them together. Cheap to
     create; not to be shared between threads."""
@@ -30,15 +30,7 @@ class Session(UnitOfWork):
     _scan_class = Scan
 
     def __init__(self, target: Table | Client) -> None:
-        table, client = session_target(target, "Session")
-        super().__init__(table, client if table is None else None)
-
-    @property
-    def client(self) -> Client:
-        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
-        table is bound now, or the one it was made with)."""
-        found: Client = self._client
-        return found
+        super().__init__(target)
 
     @property
     def _driver(self) -> Any:

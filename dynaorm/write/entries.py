@@ -24,24 +24,11 @@ from dynaorm.write.staged import Outcome, Prepared, Reads
 __all__ = ["DeleteEntry", "SaveEntry"]
 
 
-def _stage_key(obj: Entity) -> Hashable:
-    """Which stored item ``obj`` stands for: where it is and where it goes (a key move and
-    an insert at the old key do not coalesce)."""
-    spec = spec_of(type(obj))
-    state = obj._dynaorm_state
-    new = key_id(spec.primary_key(obj.__dict__))
-    return spec.table.name, spec.type_name, new if state is None else key_id(state.key), new
+class _ObjectEntry:
+    """What a staged save or delete of one object shares as a staged write."""
 
-
-@dataclass(frozen=True, slots=True)
-class SaveEntry:
-    """``s.save(obj)``: an insert (new object) or an update (persisted object)."""
-
+    __slots__ = ()
     obj: Entity
-    overwrite: bool = False
-    condition: Condition | None = None  # the caller's own condition (``condition=``)
-    #: an insert of a versioned entity whose kept history ends at this version continues it
-    after_version: int = 0
 
     @property
     def _obj(self) -> Entity:
@@ -52,7 +39,26 @@ class SaveEntry:
         return type(self.obj)
 
     def _stage_key(self) -> Hashable:
-        return _stage_key(self.obj)
+        """Which stored item the object stands for: where it is and where it goes (a key
+        move and an insert at the old key do not coalesce)."""
+        obj = self.obj
+        spec = spec_of(type(obj))
+        state = obj._dynaorm_state
+        new = key_id(spec.primary_key(obj.__dict__))
+        return (spec.table.name, spec.type_name, new if state is None else key_id(state.key),
+                new)
+
+
+@dataclass(frozen=True, slots=True)
+class SaveEntry(_ObjectEntry):
+    """``s.save(obj)``: an insert (new object) or an update (persisted object)."""
+
+    obj: Entity
+    overwrite: bool = False
+    condition: Condition | None = None  # the caller's own condition (``condition=``)
+    #: an insert of a versioned entity whose kept history ends at this version continues it
+    after_version: int = 0
+
 
     def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
         """The stored state: the object's own, or, for an overwrite of an entity with
@@ -98,23 +104,13 @@ class SaveEntry:
 
 
 @dataclass(frozen=True, slots=True)
-class DeleteEntry:
+class DeleteEntry(_ObjectEntry):
     """``s.delete(obj)``; with ``history`` a versioned entity's version rows go too."""
 
     obj: Entity
     history: bool = False
     condition: Condition | None = None  # the caller's own condition (``condition=``)
 
-    @property
-    def _obj(self) -> Entity:
-        return self.obj
-
-    @property
-    def _entity(self) -> type[Entity]:
-        return type(self.obj)
-
-    def _stage_key(self) -> Hashable:
-        return _stage_key(self.obj)
 
     def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
         """The stored state: the object's own; an entity with rules deleted by key (never

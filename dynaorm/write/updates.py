@@ -113,9 +113,34 @@ def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
     return type(first)(set(first) | set(then))
 
 
-class StagedUpdate(Generic[T]):
+class _KeyedAction:
+    """What a staged action by key shares as a staged write: it settles no object (its
+    result, if any, is its own), is never coalesced with another, and is never planned
+    again after a conflict."""
+
+    entity: type[Entity]
+
+    @property
+    def _obj(self) -> None:
+        return None
+
+    @property
+    def _entity(self) -> type[Entity]:
+        return self.entity
+
+    def _stage_key(self) -> Hashable:
+        return id(self)  # never coalesced
+
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
+        return False
+
+
+class StagedUpdate(_KeyedAction, Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
     return it; ``result`` is the stored entity after the commit."""
+
+    entity: type[T]
 
     def __init__(self, entity: type[T], key_fields: Mapping[str, Any], loaded: T | None,
                  upsert: bool, key: PlainKey | None = None) -> None:
@@ -259,23 +284,7 @@ class StagedUpdate(Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    # -- the staged-write protocol (dynaorm.write.staged.StagedWrite) ------------------
-    @property
-    def _obj(self) -> None:
-        """An update settles no object's state (``result`` is its own)."""
-        return None
-
-    @property
-    def _entity(self) -> type[Entity]:
-        return self.entity
-
-    def _stage_key(self) -> Hashable:
-        return id(self)  # never coalesced
-
-    def _rereads(self, table: str | None, key: PlainKey | None,
-                 state: InstanceState | None) -> bool:
-        return False
-
+    # -- the staged-write protocol (dynaorm.write.staged.StagedWrite; see _KeyedAction) --
     def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
@@ -447,7 +456,7 @@ class StagedUpdate(Generic[T]):
             self._result, self._known = self.entity._from_item(item, self._spec), True
 
 
-class StagedCheck:
+class StagedCheck(_KeyedAction):
     """A ``ConditionCheck`` staged by ``s.check(...)``: the commit fails with
     ConditionFailedError unless ``condition`` holds on the stored item."""
 
@@ -457,21 +466,6 @@ class StagedCheck:
         self.entity = entity
         self.key = key
         self.condition = condition
-
-    @property
-    def _obj(self) -> None:
-        return None
-
-    @property
-    def _entity(self) -> type[Entity]:
-        return self.entity
-
-    def _stage_key(self) -> Hashable:
-        return id(self)  # never coalesced
-
-    def _rereads(self, table: str | None, key: PlainKey | None,
-                 state: InstanceState | None) -> bool:
-        return False
 
     def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
         """A check reads nothing before the commit."""

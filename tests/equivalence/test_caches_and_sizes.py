@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.caches import cache, caches, clear_caches
+from dynaorm.model.entity import spec_of
 from dynaorm.model.keys import wire_key
 from dynaorm.testing import TestBackend
 from dynaorm.write.entries import SaveEntry
@@ -172,8 +173,8 @@ def test_the_gate_sizes_and_checks_a_put_by_the_item_rule(attrs: dict[str, Any],
     try:
         expected: Any = check_item(item, entity="Note", key=key, key_roles=roles,
                                    key_item=wire_key(key))
-    except Exception as exc:
-        expected = type(exc), str(exc)
+    except Exception as exc:  # the gate's refusal names the action's table besides
+        expected = type(exc), f"{exc} (table {spec_of(Note).table.name!r})"
     assert _gate(Put(key, item, None, origin)) == expected
     if not isinstance(expected, tuple):
         assert expected == item_size(item) == sum(
