@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import Item
@@ -55,7 +55,24 @@ class SyncDriver:
 
     def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None) -> R:
         """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
-        steps = expand(proto, self._client.policy, operation)
+        drive = self._drive(expand(proto, self._client.policy, operation))
+        try:
+            next(drive)
+        except StopIteration as stop:
+            result: R = stop.value
+            return result
+        drive.close()
+        raise TypeError("run() drives protocols that emit no items; iterate a read")
+
+    def iterate(self, stream: Stream, operation: Operation | None = None
+                ) -> Iterator[Sequence[Item]]:
+        """The batches of items ``stream`` emits, in order, fetched lazily (each page one
+        ``operation`` for the hooks); closing the iterator closes the stream."""
+        return self._drive(expand(stream, self._client.policy, operation, paged=True))
+
+    def _drive(self, steps: Generator[Any, Any, R]) -> Generator[Sequence[Item], None, R]:
+        """The one loop: perform each step of the pumped protocol, yield the items it
+        emits, return its result; closed, it closes the protocol."""
         value: Any = None
         error: Exception | None = None
         try:
@@ -65,32 +82,6 @@ class SyncDriver:
                 except StopIteration as stop:
                     result: R = stop.value
                     return result
-                value = error = None
-                if type(step) is Emit:
-                    raise TypeError("run() drives protocols that emit no items; iterate a read")
-                try:
-                    value = self._perform(step)
-                except Exception as exc:
-                    error = exc
-                except BaseException as exc:  # interrupted: the protocol ends with it
-                    steps.throw(exc)
-                    raise
-        finally:
-            steps.close()
-
-    def iterate(self, stream: Stream, operation: Operation | None = None
-                ) -> Iterator[Sequence[Item]]:
-        """The batches of items ``stream`` emits, in order, fetched lazily (each page one
-        ``operation`` for the hooks); closing the iterator closes the stream."""
-        steps = expand(stream, self._client.policy, operation, paged=True)
-        value: Any = None
-        error: Exception | None = None
-        try:
-            while True:
-                try:
-                    step = steps.send(value) if error is None else steps.throw(error)
-                except StopIteration:
-                    return
                 value = error = None
                 if type(step) is Emit:
                     yield step.items
@@ -146,7 +137,23 @@ class AsyncDriver:
     async def run(self, proto: Generator[Any, Any, R],
                   operation: Operation | None = None) -> R:
         """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
-        steps = expand(proto, self._client.policy, operation)
+        box: list[R] = []
+        drive = self._drive(expand(proto, self._client.policy, operation), box)
+        async for _ in drive:
+            await drive.aclose()
+            raise TypeError("run() drives protocols that emit no items; iterate a read")
+        return box[0]
+
+    def iterate(self, stream: Stream, operation: Operation | None = None
+                ) -> AsyncGenerator[Sequence[Item], None]:
+        """The batches of items ``stream`` emits, in order, fetched lazily (each page one
+        ``operation`` for the hooks); closing the iterator closes the stream."""
+        return self._drive(expand(stream, self._client.policy, operation, paged=True), [])
+
+    async def _drive(self, steps: Generator[Any, Any, R], box: list[R]
+                     ) -> AsyncGenerator[Sequence[Item], None]:
+        """The one loop (the mirror of :meth:`SyncDriver._drive`; an async generator
+        returns nothing, so the result goes in ``box``)."""
         value: Any = None
         error: Exception | None = None
         try:
@@ -154,32 +161,7 @@ class AsyncDriver:
                 try:
                     step = steps.send(value) if error is None else steps.throw(error)
                 except StopIteration as stop:
-                    result: R = stop.value
-                    return result
-                value = error = None
-                if type(step) is Emit:
-                    raise TypeError("run() drives protocols that emit no items; iterate a read")
-                try:
-                    value = await self._perform(step)
-                except Exception as exc:
-                    error = exc
-                except BaseException as exc:  # cancelled: the protocol ends with it (its
-                    steps.throw(exc)  # hooks see the cancellation), then it goes on
-                    raise
-        finally:
-            steps.close()
-
-    async def iterate(self, stream: Stream, operation: Operation | None = None
-                      ) -> AsyncIterator[Sequence[Item]]:
-        """The batches of items ``stream`` emits, in order, fetched lazily."""
-        steps = expand(stream, self._client.policy, operation, paged=True)
-        value: Any = None
-        error: Exception | None = None
-        try:
-            while True:
-                try:
-                    step = steps.send(value) if error is None else steps.throw(error)
-                except StopIteration:
+                    box.append(stop.value)
                     return
                 value = error = None
                 if type(step) is Emit:
