@@ -168,9 +168,13 @@ def wire_of(request: pytest.FixtureRequest) -> str | None:
 @pytest.fixture(autouse=True)
 def _detached_hooks() -> Iterator[None]:
     """After each test, every hook and ``on_request`` listener it attached to a client is
-    detached: clients are shared by the tables that connect alike, so one test's recorder
-    must not see the next test's requests."""
+    detached (clients are shared by the tables that connect alike, so one test's recorder
+    must not see the next test's requests), and the suite's table is bound as it was
+    before the test (a module-level fixture that set ``app.max_wait`` outside
+    ``use_tables`` would leave it for every later module)."""
+    bound = app._binding()
     yield
+    app._restore(bound)
     from dynaorm.client.client import live_clients
 
     for client in live_clients():

@@ -172,8 +172,11 @@ class CrossTables(RuleBasedStateMachine):
 
 
 @pytest.fixture
-def tables(db: TestBackend) -> Iterator[TestBackend]:
-    with use_tables(second, endpoint_url=db.endpoint_url, name_suffix=worker_suffix()):
+def tables(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    from tests.conftest import wire_of
+
+    with use_tables(second, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
         assert second.db is app.db
         yield db
 
