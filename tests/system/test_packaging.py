@@ -1,6 +1,6 @@
 """What `pip install dynaorm` gives a user: the wheel is built from this checkout and
 installed into fresh virtual environments, without extras and with each extra
-(``testing``, ``async``, ``pynamodb``); the README's quickstart, as written, and
+(``testing``, ``async``, ``pynamodb``, ``otel``); the README's quickstart, as written, and
 ``dynaorm demo`` run in the ``testing`` one, and each install's size is measured.
 
 The environments are cached under ``.cache/packaging/<hash of the declared dependencies>``:
@@ -35,12 +35,13 @@ CACHE = ROOT / ".cache" / "packaging"
 NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cryptography",
                   "aiobotocore", "pynamodb"}
 #: The runtime dependencies: exactly what dynaorm/ imports.
-RUNTIME = {"botocore", "pydantic", "svix-ksuid"}
+RUNTIME = {"botocore", "pydantic", "svix-ksuid", "httptools"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
-EXTRAS = {"testing", "async", "pynamodb"}
+EXTRAS = {"testing", "async", "pynamodb", "otel"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
              "radon", "import-linter",
-             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel"}
+             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel",
+             "opentelemetry-sdk", "fastapi", "uvicorn", "httpx"}
 #: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
 #: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
 TESTING_LIMIT_MB = 150
@@ -82,7 +83,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 #: The environments: name -> what is installed after the wheel ("empty": nothing at all,
 #: the baseline of the sizes).
 VENVS = {"empty": None, "plain": "", "testing": "[testing]", "async": "[async]",
-         "pynamodb": "[pynamodb]"}
+         "pynamodb": "[pynamodb]", "otel": "[otel]"}
 
 
 def _venv(name: str, wheel: Path, extra: str | None) -> Path:
@@ -211,11 +212,12 @@ def test_the_wheel_publishes_only_runtime_needs(wheel: Path) -> None:
                                                    for s in pynamodb.specifier), pynamodb
 
 
-@pytest.mark.parametrize("extra", ["async", "pynamodb"])
+@pytest.mark.parametrize("extra", ["async", "pynamodb", "otel"])
 def test_each_extra_installs_and_imports(venvs: dict[str, Path], extra: str,
                                          tmp_path: Path) -> None:
     bin_dir = venvs[extra]
-    module = {"async": "aiobotocore", "pynamodb": "pynamodb"}[extra]
+    module = {"async": "aiobotocore", "pynamodb": "pynamodb",
+              "otel": "opentelemetry.trace"}[extra]
     out = _run(bin_dir / "python", "-c",
                f"import dynaorm, {module}; from dynaorm import AsyncSession; print('ok')",
                cwd=tmp_path)
