@@ -29,6 +29,7 @@ field type (optionally ``| None``)                         tag
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -45,6 +46,7 @@ _TAGS: Final[Mapping[str, str]] = {
     "int": "N", "float": "N", "decimal": "N", "bool": "BOOL",
 }
 _NUMBERS: Final = frozenset({"int", "float", "decimal"})
+_BUILDING: Final = threading.Lock()
 
 #: validates one item; validates a list of items (a page) in one call
 Fast = tuple[Callable[[Any], Any], Callable[[Any], list[Any]]]
@@ -65,9 +67,11 @@ def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
         return _fast[key]
     except KeyError:
         pass
-    built = _build(schema, renames) if eligible and isinstance(schema, dict) else None
-    _fast[key] = built
-    return built
+    with _BUILDING:  # one build at a time (see _build: the class reads as incomplete)
+        if key not in _fast:
+            _fast[key] = _build(schema, renames) if eligible and isinstance(schema, dict) else (
+                None)
+        return _fast[key]
 
 
 def _tag(schema: Mapping[str, Any]) -> str | None:
