@@ -10,7 +10,8 @@ first request pays no client; the botocore client is still made when something n
 (``wire="botocore"``, ``table.client``, event handlers).
 
 Only the plain cases are resolved here; anything else returns ``None`` and the caller
-builds the botocore client as before, so nothing a configuration can say is lost:
+builds the botocore client as before (which also raises what a malformed endpoint
+raises), so nothing a configuration can say is lost:
 
 - the endpoint: ``endpoint_url=`` or a configured one (``AWS_ENDPOINT_URL*``, the
   profile's), else AWS's regional endpoint ``https://dynamodb.<region>.amazonaws.com`` for a
@@ -100,7 +101,10 @@ def light_client(endpoint_url: str | None, region: str | None, *, owner: str, co
             return None  # (refreshable credentials may bring an account id later)
         endpoint = f"https://dynamodb.{name}.amazonaws.com"
     import botocore.config
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
 
+    if not (is_valid_endpoint_url(endpoint) or is_valid_ipv6_endpoint_url(endpoint)):
+        return None  # the client refuses it, and says why
     config_of: Any = botocore.config.Config  # (its options are keywords botocore checks)
     appid = options.get("user_agent_appid") or session.get_config_variable("user_agent_appid")
     made = config_of(**options)

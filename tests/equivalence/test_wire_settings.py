@@ -140,6 +140,13 @@ def test_other_partitions_and_account_ids_need_the_client() -> None:
                         session=session, credentials=refreshable) is not None
 
 
+@pytest.mark.parametrize("endpoint_url", ["localhost:8000", "http://", "not a url"])
+def test_malformed_endpoints_are_the_clients_to_refuse(endpoint_url: str) -> None:
+    session = botocore.session.get_session()
+    assert light_client(endpoint_url, "us-east-1", owner="t", config=None, session=session,
+                        credentials=_PLAIN) is None
+
+
 def test_the_own_wire_opens_without_a_botocore_client() -> None:
     from dynaorm import Client
 
