@@ -35,6 +35,8 @@ __all__ = ["LightClient", "light_client"]
 
 #: the regions of AWS's ``aws`` partition (botocore's partitions.json)
 _AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
+#: what botocore takes for a region (``botocore.utils.validate_region_name``)
+_HOST_LABEL: Final = re.compile(r"^(?![0-9]+$)(?!-)[a-zA-Z0-9-]{,63}(?<!-)$")
 #: configuration that changes the endpoint or the config (name, values that do not):
 #: any other value and the full client decides
 _USUAL: Final = (("use_fips_endpoint", (None, False)), ("use_dualstack_endpoint", (None, False)),
@@ -103,8 +105,9 @@ def light_client(endpoint_url: str | None, region: str | None, *, owner: str, co
     import botocore.config
     from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
 
-    if not (is_valid_endpoint_url(endpoint) or is_valid_ipv6_endpoint_url(endpoint)):
-        return None  # the client refuses it, and says why
+    if not (is_valid_endpoint_url(endpoint) or is_valid_ipv6_endpoint_url(endpoint)) or (
+            not _HOST_LABEL.match(name)):
+        return None  # the client refuses it (or the region), and says why
     config_of: Any = botocore.config.Config  # (its options are keywords botocore checks)
     appid = options.get("user_agent_appid") or session.get_config_variable("user_agent_appid")
     made = config_of(**options)

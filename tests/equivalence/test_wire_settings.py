@@ -140,11 +140,17 @@ def test_other_partitions_and_account_ids_need_the_client() -> None:
                         session=session, credentials=refreshable) is not None
 
 
-@pytest.mark.parametrize("endpoint_url", ["localhost:8000", "http://", "not a url"])
-def test_malformed_endpoints_are_the_clients_to_refuse(endpoint_url: str) -> None:
+@pytest.mark.parametrize("endpoint_url, region", [
+    ("localhost:8000", "us-east-1"), ("http://", "us-east-1"), ("not a url", "us-east-1"),
+    ("http://127.0.0.1:8000", "us east 1"), ("http://127.0.0.1:8000", "-bad"),
+])
+def test_malformed_endpoints_and_regions_are_the_clients_to_refuse(endpoint_url: str,
+                                                                    region: str) -> None:
     session = botocore.session.get_session()
-    assert light_client(endpoint_url, "us-east-1", owner="t", config=None, session=session,
+    assert light_client(endpoint_url, region, owner="t", config=None, session=session,
                         credentials=_PLAIN) is None
+    with pytest.raises(Exception):  # noqa: B017 (botocore's own refusal, whatever it is)
+        create_client(endpoint_url, region, session=session)
 
 
 def test_the_own_wire_opens_without_a_botocore_client() -> None:
