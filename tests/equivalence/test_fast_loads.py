@@ -11,12 +11,12 @@ from __future__ import annotations
 import uuid
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from dynaorm import Entity, ItemDecodeError, Versioned
 from dynaorm.model.entity import _fast, _load, _validator, raw_state, spec_of
@@ -114,15 +114,93 @@ class FListy(Entity):
     tags: list[str] = []
 
 
-ENTITIES: tuple[type[Entity], ...] = (FRow, FRenamed, FVersioned, FKeyed, FValidated, FListy)
+class FModelChecked(Entity):
+    """A model validator: never the fast way."""
+
+    class Meta:
+        table = app
+        pk = "FMOD#{mod_id}"
+        sk = "X"
+
+    mod_id: str
+    low: int = 0
+    high: int = 0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FModelChecked:
+        if self.low > self.high:
+            raise ValueError("low above high")
+        return self
+
+
+class FOwnValidate(Entity):
+    """Its own ``model_validate``: never the fast way (loads call it)."""
+
+    class Meta:
+        table = app
+        pk = "FOWN#{own_id}"
+        sk = "X"
+
+    own_id: str
+    calls: ClassVar[list[str]] = []
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> FOwnValidate:  # type: ignore[override]
+        cls.calls.append(obj["own_id"])
+        return super().model_validate(obj, **kwargs)
+
+
+ENTITIES: tuple[type[Entity], ...] = (FRow, FRenamed, FVersioned, FKeyed, FValidated, FListy,
+                                      FModelChecked)
 
 
 def test_which_entities_take_the_fast_way() -> None:
     assert _fast(FRow, spec_of(FRow)) is not None
     assert _fast(FRenamed, spec_of(FRenamed)) is not None
     assert _fast(FVersioned, spec_of(FVersioned)) is not None
-    assert _fast(FValidated, spec_of(FValidated)) is None
-    assert _fast(FListy, spec_of(FListy)) is None
+    for plain in (FValidated, FListy, FModelChecked, FOwnValidate):
+        assert _fast(plain, spec_of(plain)) is None, plain
+    assert FRow.__pydantic_complete__ is True  # (read as incomplete only while building)
+
+
+def test_an_entitys_own_model_validate_still_sees_every_load() -> None:
+    item = {"pk": {"S": "FOWN#a"}, "sk": {"S": "X"}, "_type": {"S": "FOwnValidate"},
+            "own_id": {"S": "a"}}
+    FOwnValidate.calls.clear()
+    list(FOwnValidate._from_items([item, item], spec_of(FOwnValidate)))
+    assert FOwnValidate.calls == ["a", "a"]
+
+
+def test_a_copy_that_cannot_be_built_means_plain_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dynaorm.model import fastload
+
+    class FUnbuilt(Entity):
+        class Meta:
+            table = app
+            pk = "FUNB#{unb_id}"
+            sk = "X"
+
+        unb_id: str
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no such schema")
+
+    monkeypatch.setattr(fastload, "SchemaValidator", refuse)
+    assert _fast(FUnbuilt, spec_of(FUnbuilt)) is None
+    assert FUnbuilt.__pydantic_complete__ is True  # restored after the failed build
+    item = {"pk": {"S": "FUNB#a"}, "sk": {"S": "X"}, "_type": {"S": "FUnbuilt"},
+            "unb_id": {"S": "a"}}
+    (obj,) = FUnbuilt._from_items([item], spec_of(FUnbuilt))
+    assert obj == FUnbuilt(unb_id="a") and raw_state(obj) is not None
+
+
+def test_cleared_caches_build_the_copy_again() -> None:
+    from dynaorm.caches import clear_caches
+
+    first = _fast(FRow, spec_of(FRow))
+    clear_caches()
+    again = _fast(FRow, spec_of(FRow))
+    assert first is not None and again is not None and again is not first
 
 
 # -- generated wire values: right, wrong and odd ------------------------------------------
@@ -176,6 +254,7 @@ _FIELDS: dict[type[Entity], dict[str, str]] = {
     FKeyed: {"qty": "N"},
     FValidated: {"name": "S"},
     FListy: {"tags": "S"},
+    FModelChecked: {"low": "N", "high": "N"},
 }
 
 
