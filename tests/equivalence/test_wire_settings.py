@@ -161,3 +161,20 @@ def test_the_own_wire_opens_without_a_botocore_client() -> None:
     assert wire is not None and wire.endpoint_url == "http://127.0.0.1:9"
     assert client._botocore is None  # made when something needs it
     assert client.botocore.meta.endpoint_url == "http://127.0.0.1:9"
+
+
+def test_the_async_wire_opens_without_a_botocore_client() -> None:
+    import asyncio
+
+    from dynaorm import Client
+
+    client = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
+
+    async def opened() -> Any:
+        wire = await client._async_wire(client._loop())
+        await client.aclose()
+        return wire
+
+    wire = asyncio.run(opened())
+    assert wire.endpoint_url == "http://127.0.0.1:9" and wire.region == "eu-west-1"
+    assert client._botocore is None
