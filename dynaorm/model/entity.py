@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -10,13 +11,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import decode_item, encode_fields, encode_value
-from dynaorm.model.fastload import Fast, fast_validator
+from dynaorm.model.fastload import Fast, fast_union, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.model.state import Deleted, InstanceState
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
-__all__ = ["Entity", "Versioned", "raw_state", "spec_of"]
+__all__ = ["Entity", "Versioned", "load_page", "raw_state", "spec_of"]
 
 
 class Entity(BaseModel):
@@ -88,6 +89,15 @@ class Entity(BaseModel):
         fast = _fast(cls, spec)
         obj: Self = _load(cls, spec, item, _validator(cls), None if fast is None else fast[0])
         return obj
+
+    @classmethod
+    def _loader(cls, spec: EntitySpec | None = None) -> Callable[[Item], Self]:
+        """:meth:`_from_item` with what it looks up read once (a page of several types
+        loads each item through its type's loader)."""
+        spec = spec_of(cls) if spec is None else spec
+        fast = _fast(cls, spec)
+        return functools.partial(_load, cls, spec, validate=_validator(cls),
+                                 fast=None if fast is None else fast[0])
 
     @classmethod
     def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
@@ -187,6 +197,25 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
                                          spec.type_name, key, version, checked))
     return obj
+
+
+def load_page(type_attr: str, types: Mapping[str, tuple[type[Any], EntitySpec]],
+              items: list[Item]) -> Iterator[Any] | None:
+    """The objects of a page of items of several entity types (``types``: type name ->
+    (class, spec), told apart by ``type_attr``), validated in one call the fast way and
+    handed out one at a time; ``None`` when some type or some item is not for the fast
+    way (then each item loads as :meth:`Entity._from_item` loads it)."""
+    fasts = {name: (cls, _fast(cls, spec)) for name, (cls, spec) in types.items()}
+    many = fast_union(type_attr, fasts)
+    if many is None:
+        return None
+    try:
+        objs = many(items)
+    except ValidationError:
+        return None
+    specs = {cls: spec for cls, spec in types.values()}
+    return (_mark_loaded(obj, specs[type(obj)], item, _values(obj, specs[type(obj)]),
+                         checked=True) for obj, item in zip(objs, items, strict=True))
 
 
 def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[Any]:

@@ -38,7 +38,7 @@ from pydantic_core import SchemaValidator
 
 from dynaorm.caches import cache
 
-__all__ = ["fast_validator"]
+__all__ = ["Fast", "fast_union", "fast_validator"]
 
 #: core schema types read from "S", "N" or "BOOL"
 _TAGS: Final[Mapping[str, str]] = {
@@ -48,30 +48,80 @@ _TAGS: Final[Mapping[str, str]] = {
 _NUMBERS: Final = frozenset({"int", "float", "decimal"})
 _BUILDING: Final = threading.Lock()
 
-#: validates one item; validates a list of items (a page) in one call
-Fast = tuple[Callable[[Any], Any], Callable[[Any], list[Any]]]
+#: validates one item; validates a list of items (a page) in one call; the copy's schema
+Fast = tuple[Callable[[Any], Any], Callable[[Any], list[Any]], dict[str, Any]]
 
-#: (entity class, its core schema's id) -> the fast validators, or None
-_fast: dict[tuple[type[Any], int], Fast | None] = cache("fastload.validators")
+#: (entity class, its core schema's id) -> the fast validators, or None; and
+#: (type attribute, (type name, entity class, its schema's id)...) -> a page of several
+#: types validated in one call, or None
+_fast: dict[tuple[Any, ...], Any] = cache("fastload.validators")
 
 
 def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
                    eligible: bool) -> Fast | None:
     """The fast validators of ``cls`` (fields stored under ``renames`` names): one item,
-    and a list of items; ``None`` when its items must be loaded the plain way.
+    and a list of items (and the copy's schema); ``None`` when its items must be loaded
+    the plain way.
     ``eligible``: what the entity's spec allows (no key-only or TTL field, the model's
     own ``model_validate``)."""
     schema = cls.__dict__.get("__pydantic_core_schema__")
     key = (cls, id(schema))
     try:
-        return _fast[key]
+        known: Fast | None = _fast[key]
+        return known
     except KeyError:
         pass
-    with _BUILDING:  # one build at a time (see _build: the class reads as incomplete)
+    with _BUILDING:  # one build at a time (see _built: the class reads as incomplete)
         if key not in _fast:
             _fast[key] = _build(schema, renames) if eligible and isinstance(schema, dict) else (
                 None)
-        return _fast[key]
+        found: Fast | None = _fast[key]
+        return found
+
+
+def fast_union(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
+               ) -> Callable[[Any], list[Any]] | None:
+    """A validator of a page whose items are of several entity types (``types``: type
+    name -> (class, its :func:`fast_validator`)), told apart by their ``type_attr``
+    string: one call for the page, each item validated as its type's fast validator
+    does (a tagged union on ``AliasPath(type_attr, "S")``); ``None`` when some type has
+    no fast validator."""
+    if any(fast is None for _, fast in types.values()):
+        return None
+    key = (type_attr, *sorted((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
+                              for name, (cls, _) in types.items()))
+    try:
+        found: Callable[[Any], list[Any]] | None = _fast[key]
+        return found
+    except KeyError:
+        pass
+    choices = {name: fast[2] for name, (_, fast) in types.items() if fast is not None}
+    page = {"type": "list", "items_schema": {
+        "type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}}
+    with _BUILDING:
+        if key not in _fast:
+            built = _built([cls for cls, _ in types.values()], page)
+            _fast[key] = None if built is None else built.validate_python
+        found = _fast[key]
+        return found
+
+
+def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator | None:
+    """``schema``'s validator, really built for the models of ``classes`` in it.
+
+    pydantic-core reuses a complete model's own validator for a "model" schema of its
+    class (its "prebuilt" shortcut, read from the class's ``__dict__``): for the moment the
+    copy is built, each class reads as incomplete, so that the copy is really built."""
+    complete = [(cls, cls.__dict__.get("__pydantic_complete__")) for cls in classes]
+    try:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", False)
+        return SchemaValidator(schema)
+    except Exception:  # a schema this copy cannot rebuild: plain loads, nothing lost
+        return None
+    finally:
+        for cls, was in complete:
+            type.__setattr__(cls, "__pydantic_complete__", was)
 
 
 def _tag(schema: Mapping[str, Any]) -> str | None:
@@ -137,18 +187,9 @@ def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
     model_fields.pop("extras_keys_schema", None)
     fast_config = {**config, "extra_fields_behavior": "ignore", "validate_by_alias": True,
                    "validate_by_name": False, "loc_by_alias": False}
-    cls = schema["cls"]
-    # pydantic-core reuses a complete model's own validator for a "model" schema of its
-    # class (its "prebuilt" shortcut, read from the class's __dict__): for the moment the
-    # copy is built, the class reads as incomplete, so that the copy is really built
-    complete = cls.__dict__.get("__pydantic_complete__")
-    try:
-        type.__setattr__(cls, "__pydantic_complete__", False)
-        model = {**schema, "schema": model_fields, "config": fast_config}
-        one = SchemaValidator(model)
-        many = SchemaValidator({"type": "list", "items_schema": model})
-    except Exception:  # a schema this copy cannot rebuild: plain loads, nothing lost
+    model = {**schema, "schema": model_fields, "config": fast_config}
+    one = _built([schema["cls"]], model)
+    many = _built([schema["cls"]], {"type": "list", "items_schema": model})
+    if one is None or many is None:
         return None
-    finally:
-        type.__setattr__(cls, "__pydantic_complete__", complete)
-    return one.validate_python, many.validate_python
+    return one.validate_python, many.validate_python, model
