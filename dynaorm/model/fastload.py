@@ -14,8 +14,9 @@ keys and every unusual shape stay the plain path's by construction:
 - a field missing from the item (default, key-only, ``None`` left out), stored ``NULL``
   or under another type tag than its type's: the item is refused;
 - an entity with a model validator, a field validator, a custom ``model_validate``, a
-  ``Meta.key_only`` or TTL field, strict numbers, or a field type outside the table below
-  never gets a fast validator (``None``): all its loads are plain.
+  ``Meta.key_only`` or TTL field, ``model_post_init`` or private attributes,
+  ``extra="allow"``, strict numbers, or a field type outside the table below never gets a
+  fast validator (``None``): all its loads are plain.
 
 ========================================================  ===
 field type (optionally ``| None``)                         tag
@@ -174,8 +175,9 @@ def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
     if (schema.get("type") != "model" or schema.get("custom_init") or schema.get("root_model")
             or schema.get("post_init") or not isinstance(inner, dict)
             or inner.get("type") != "model-fields" or config.get("strict")
-            or inner.get("strict")):
-        return None
+            or inner.get("strict") or "allow" in (config.get("extra_fields_behavior"),
+                                                  inner.get("extra_behavior"))):
+        return None  # (extra="allow": a plain load's objects hold an empty extra dict)
     fields: dict[str, Any] = {}
     for name, field in inner.get("fields", {}).items():
         fast = _field(name, field, renames)

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dynaorm import Entity, ItemDecodeError, Versioned
 from dynaorm.model.entity import _fast, _load, _validator, raw_state, spec_of
@@ -151,15 +151,28 @@ class FOwnValidate(Entity):
         return super().model_validate(obj, **kwargs)
 
 
+class FExtra(Entity):
+    """``extra="allow"``: never the fast way (its objects hold an extra dict)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    class Meta:
+        table = app
+        pk = "FEXT#{ext_id}"
+        sk = "X"
+
+    ext_id: str
+
+
 ENTITIES: tuple[type[Entity], ...] = (FRow, FRenamed, FVersioned, FKeyed, FValidated, FListy,
-                                      FModelChecked)
+                                      FModelChecked, FExtra)
 
 
 def test_which_entities_take_the_fast_way() -> None:
     assert _fast(FRow, spec_of(FRow)) is not None
     assert _fast(FRenamed, spec_of(FRenamed)) is not None
     assert _fast(FVersioned, spec_of(FVersioned)) is not None
-    for plain in (FValidated, FListy, FModelChecked, FOwnValidate):
+    for plain in (FValidated, FListy, FModelChecked, FOwnValidate, FExtra):
         assert _fast(plain, spec_of(plain)) is None, plain
     assert FRow.__pydantic_complete__ is True  # (read as incomplete only while building)
 
@@ -257,6 +270,7 @@ _FIELDS: dict[type[Entity], dict[str, str]] = {
     FValidated: {"name": "S"},
     FListy: {"tags": "S"},
     FModelChecked: {"low": "Nint", "high": "Nint"},
+    FExtra: {},
 }
 
 
