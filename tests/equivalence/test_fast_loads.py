@@ -9,6 +9,7 @@ write only what changed (a second writer's change to another attribute survives)
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any, ClassVar, Literal
@@ -319,6 +320,22 @@ def _seen(obj: Entity) -> Any:
             state.version)
 
 
+def _same_page(loads: Iterator[Entity], plain: list[Any]) -> None:
+    """``loads`` (a page's objects, one at a time as a read hands them out; an error ends
+    the page) are the ``plain`` outcomes of its items, up to the first error."""
+    fast: list[Any] = []
+    while True:
+        try:
+            fast.append(_seen(next(loads)))
+        except StopIteration:
+            break
+        except ItemDecodeError as exc:
+            fast.append(("error", str(exc), exc.key))
+            break
+    end = next((i for i, o in enumerate(plain) if o[0] == "error"), len(plain))
+    assert fast == plain[:end + 1]
+
+
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_one_item_loads_alike(data: st.DataObject) -> None:
@@ -335,18 +352,7 @@ def test_a_page_loads_alike(data: st.DataObject) -> None:
     plain: list[Any] = []
     for item in page:
         plain.append(_outcome(cls, item, fast=False))
-    fast: list[Any] = []
-    loads = cls._from_items(page, spec_of(cls))
-    while True:  # one at a time, as a read hands them out; an error ends the page
-        try:
-            fast.append(_seen(next(loads)))
-        except StopIteration:
-            break
-        except ItemDecodeError as exc:
-            fast.append(("error", str(exc), exc.key))
-            break
-    end = next((i for i, o in enumerate(plain) if o[0] == "error"), len(plain))
-    assert fast == plain[:end + 1]
+    _same_page(cls._from_items(page, spec_of(cls)), plain)
 
 
 @settings(max_examples=200, deadline=None)
@@ -360,18 +366,7 @@ def test_a_page_of_several_types_loads_alike(data: st.DataObject) -> None:
     read: Selection[Entity] = Selection(type_attr="_type", types=types, table_sk="sk",
                                         key_attrs=("pk", "sk"), order_attrs=("sk", "pk"))
     plain = [_outcome(cls, item, fast=False) for cls, item in zip(chosen, page, strict=True)]
-    fast: list[Any] = []
-    loads = iter(read.decoded(page))
-    while True:
-        try:
-            fast.append(_seen(next(loads)))
-        except StopIteration:
-            break
-        except ItemDecodeError as exc:
-            fast.append(("error", str(exc), exc.key))
-            break
-    end = next((i for i, o in enumerate(plain) if o[0] == "error"), len(plain))
-    assert fast == plain[:end + 1]
+    _same_page(iter(read.decoded(page)), plain)
 
 
 def test_numbers_in_odd_spellings_snapshot_as_a_plain_load_does() -> None:
