@@ -8,7 +8,9 @@ what the next use costs. Caches kept:
 - ``state.shapes``: the attribute names shared by every loaded item of one shape (a
   loaded object's state keeps its values only: memory, not speed);
 - ``selection.adapters`` and ``updates.adapters``: pydantic ``TypeAdapter``\\ s per
-  (entity class, field), each milliseconds to build.
+  (entity class, field), each milliseconds to build;
+- ``fastload.validators``: per entity class (and schema), the validators that load its
+  items straight from their wire form (:mod:`dynaorm.model.fastload`), or ``None``.
 
 A leaf module: it imports nothing of dynaorm.
 """

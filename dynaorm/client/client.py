@@ -332,8 +332,26 @@ class Client:
         return credentials_for(self.endpoint_url, self._botocore_session())
 
     # -- sync requests -----------------------------------------------------------------
+    def _wire_settings(self, credentials: Any) -> Any:
+        """What the own wire reads its settings from: the botocore client when it is made,
+        else the same settings resolved without one (:func:`~dynaorm.client.endpoint.
+        light_client`), else the botocore client, made now."""
+        made = self._botocore
+        if made is not None:
+            return made
+        from botocore.exceptions import BotoCoreError
+
+        from dynaorm.client.endpoint import light_client
+
+        try:
+            light = light_client(self.endpoint_url, self.region, owner=self._label,
+                                 config=self.config, session=self._botocore_session(),
+                                 credentials=credentials)
+        except (BotoCoreError, ValueError):  # the client says how it fails
+            light = None
+        return self.botocore if light is None else light
+
     def _open_sync_wire(self) -> Any:
-        client = self.botocore  # everything a configuration decides, resolved by botocore
         with self._lock:
             if self._sync_wire is None:
                 endpoint = self._configured_endpoint()
@@ -342,7 +360,10 @@ class Client:
                 else:
                     from dynaorm.wire import SyncWire
 
-                    self._sync_wire = SyncWire(client, self._credentials())
+                    credentials = self._credentials()
+                    # everything a configuration decides, resolved as botocore does
+                    client = self._wire_settings(credentials)
+                    self._sync_wire = SyncWire(client, credentials)
             return self._sync_wire
 
     @property
@@ -442,8 +463,11 @@ class Client:
                 _aiobotocore()  # AsyncSession needs dynaorm[async] whatever the wire
                 # the botocore client and the credential chain may read files or ask a
                 # metadata service: off the loop
-                client, creds = await asyncio.to_thread(
-                    lambda: (self.botocore, self._credentials()))
+                def settings() -> tuple[Any, Any]:
+                    creds = self._credentials()
+                    return self._wire_settings(creds), creds
+
+                client, creds = await asyncio.to_thread(settings)
                 here.wire = AsyncWire(client, creds)
                 here.closers.append(here.wire)
         return here.wire

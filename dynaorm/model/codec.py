@@ -18,7 +18,7 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError
 
-__all__ = ["decode_item", "decode_value", "encode_fields", "encode_value"]
+__all__ = ["decode_item", "decode_number", "decode_value", "encode_fields", "encode_value"]
 
 
 def _number(value: int | float | Decimal) -> str:
@@ -114,7 +114,8 @@ def encode_fields(data: Mapping[str, Any], owner: str = "") -> Item:
         raise
 
 
-def _decode_number(text: str) -> int | Decimal:
+def decode_number(text: str) -> int | Decimal:
+    """A number's text as ``int`` (whole) or ``Decimal``."""
     if "." in text or "e" in text or "E" in text:
         return Decimal(text)
     return int(text)
@@ -129,13 +130,13 @@ def decode_value(av: AttributeValue) -> Any:
 
 _DECODERS: dict[str, Any] = {
     "S": lambda raw: raw,
-    "N": _decode_number,
+    "N": decode_number,
     "BOOL": bool,
     "NULL": lambda raw: None,
     "M": lambda raw: {k: decode_value(v) for k, v in raw.items()},
     "L": lambda raw: [decode_value(v) for v in raw],
     "SS": set,
-    "NS": lambda raw: {_decode_number(v) for v in raw},
+    "NS": lambda raw: {decode_number(v) for v in raw},
     "B": bytes,
     "BS": lambda raw: {bytes(v) for v in raw},
 }

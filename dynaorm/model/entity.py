@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import functools
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -10,12 +11,13 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import decode_item, encode_fields, encode_value
+from dynaorm.model.fastload import Fast, fast_union, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.model.state import Deleted, InstanceState
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
-__all__ = ["Entity", "Versioned", "raw_state", "spec_of"]
+__all__ = ["Entity", "Versioned", "load_page", "raw_state", "spec_of"]
 
 
 class Entity(BaseModel):
@@ -83,17 +85,37 @@ class Entity(BaseModel):
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""
-        obj: Self = _load(cls, spec_of(cls) if spec is None else spec, item, _validator(cls))
+        spec = spec_of(cls) if spec is None else spec
+        fast = _fast(cls, spec)
+        obj: Self = _load(cls, spec, item, _validator(cls), None if fast is None else fast[0])
         return obj
+
+    @classmethod
+    def _loader(cls, spec: EntitySpec | None = None) -> Callable[[Item], Self]:
+        """:meth:`_from_item` with what it looks up read once (a page of several types
+        loads each item through its type's loader)."""
+        spec = spec_of(cls) if spec is None else spec
+        fast = _fast(cls, spec)
+        return functools.partial(_load, cls, spec, validate=_validator(cls),
+                                 fast=None if fast is None else fast[0])
 
     @classmethod
     def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
                     ) -> Iterator[Self]:
         """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
         spec = spec_of(cls) if spec is None else spec
-        validate = _validator(cls)
+        validate, fast = _validator(cls), _fast(cls, spec)
+        if fast is not None and type(items) is list:  # a page: validated in one call
+            try:
+                objs = fast[1](items)
+            except ValidationError:
+                pass  # some item is not for the fast way: each one its own way, below
+            else:
+                yield from _marked(objs, spec, items)
+                return
+        one = None if fast is None else fast[0]
         for item in items:
-            yield _load(cls, spec, item, validate)
+            yield _load(cls, spec, item, validate, one)
 
 
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
@@ -119,9 +141,27 @@ def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
     return cls.__pydantic_validator__.validate_python  # type: ignore[no-any-return]
 
 
+def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
+    """The validator reading ``cls``'s items straight from their wire form
+    (:mod:`dynaorm.model.fastload`), or ``None`` when every load is plain."""
+    eligible = (not spec.unstored and spec.ttl_field is None
+                and _validator(cls) == cls.__pydantic_validator__.validate_python)
+    return fast_validator(cls, spec.renames, eligible)
+
+
 def _load(cls: type[Any], spec: EntitySpec, item: Item,
-          validate: Callable[[dict[str, Any]], Any]) -> Any:
-    """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted."""
+          validate: Callable[[dict[str, Any]], Any],
+          fast: Callable[[Item], Any] | None = None) -> Any:
+    """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted:
+    through ``fast`` (from the wire form; the snapshot keeps the wire form of every
+    attribute that is not a string) where it takes the item, else decoded then validated."""
+    if fast is not None:
+        try:
+            obj = fast(item)
+        except ValidationError:
+            pass  # not expressible there (or does not fit): the plain way says which
+        else:
+            return _mark_loaded(obj, spec, item, _values(obj, spec), checked=True)
     plain_names = spec.plain_field_names
     decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
         plain_names is not None) else spec.decode_fields(item)
@@ -129,6 +169,24 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
         obj = validate(decoded)
     except ValidationError as exc:
         raise _decode_error(cls, spec, item, exc) from exc
+    if spec.renames:  # the snapshot shares values by stored attribute name
+        decoded = {spec.renames.get(n, n): v for n, v in decoded.items()}
+    return _mark_loaded(obj, spec, item, decoded)
+
+
+def _values(obj: Any, spec: EntitySpec) -> dict[str, Any]:
+    """``obj``'s field values by stored attribute name (as validated: the snapshot shares
+    those that render back to what was read)."""
+    values: dict[str, Any] = obj.__dict__
+    renames = spec.renames
+    return {renames.get(n, n): v for n, v in values.items()} if renames else values
+
+
+def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any],
+                 checked: bool = False) -> Any:
+    """``obj`` marked persisted as loaded from ``item`` (``decoded``: the values it was
+    validated from, by stored attribute name, shared with the snapshot; ``checked``: or
+    its validated values, see :meth:`InstanceState.loaded`)."""
     key_attrs = spec.table_key_attrs
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
@@ -136,11 +194,44 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
         version = obj.version
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
         key = {a: key_value(item[a]) for a in key_attrs}
-    if spec.renames:  # the snapshot shares values by stored attribute name
-        decoded = {spec.renames.get(n, n): v for n, v in decoded.items()}
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
-                                         spec.type_name, key, version))
+                                         spec.type_name, key, version, checked))
     return obj
+
+
+def load_page(type_attr: str, types: Mapping[str, tuple[type[Any], EntitySpec]],
+              items: list[Item]) -> Iterator[Any] | None:
+    """The objects of a page of items of several entity types (``types``: type name ->
+    (class, spec), told apart by ``type_attr``), validated in one call the fast way and
+    handed out one at a time; ``None`` when some type or some item is not for the fast
+    way (then each item loads as :meth:`Entity._from_item` loads it)."""
+    fasts = {name: (cls, _fast(cls, spec)) for name, (cls, spec) in types.items()}
+    many = fast_union(type_attr, fasts)
+    if many is None:
+        return None
+    try:
+        objs = many(items)
+    except ValidationError:
+        return None
+    specs = {cls: spec for cls, spec in types.values()}
+    return (_mark_loaded(obj, specs[type(obj)], item, _values(obj, specs[type(obj)]),
+                         checked=True) for obj, item in zip(objs, items, strict=True))
+
+
+def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[Any]:
+    """:func:`_mark_loaded` of each object validated from the same item, one at a time
+    (the spec's constants read once a page)."""
+    if spec.versioned or spec.table.key_types or spec.renames:
+        for obj, item in zip(objs, items, strict=True):
+            yield _mark_loaded(obj, spec, item, _values(obj, spec), checked=True)
+        return
+    key_attrs, type_attr, type_name = (spec.table_key_attrs, spec.table.type_attribute,
+                                       spec.type_name)
+    loaded, mark = InstanceState.loaded, object.__setattr__
+    for obj, item in zip(objs, items, strict=True):
+        mark(obj, "_dynaorm_slot", loaded(item, obj.__dict__, key_attrs, type_attr, type_name,
+                                          None, None, True))
+        yield obj
 
 
 def _decode_error(cls: type[Any], spec: EntitySpec, item: Item,

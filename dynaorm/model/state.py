@@ -22,6 +22,7 @@ from typing import Any, Final, final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
+from dynaorm.model.codec import decode_number
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "changed_attributes", "shape_of",
            "wire_values"]
@@ -80,6 +81,17 @@ def wire_values(item: Item) -> list[Any]:
     return list(map(dict.get, avs, _S, avs))
 
 
+def _number_read(value: Any, text: str) -> int | Decimal:
+    """A number field's validated ``value`` where it renders back to its stored ``text``
+    (an ``int`` or ``Decimal`` spelt so), else what decoding ``text`` gives (a loaded
+    snapshot holds what a plain load holds: :meth:`InstanceState.loaded`)."""
+    kind = type(value)
+    if (kind is int or (kind is Decimal and ("." in text or "e" in text or "E" in text))) and (
+            str(value) == text):
+        return value  # type: ignore[no-any-return]  # (renders back to ``text``)
+    return decode_number(text)  # (whole numbers' text decodes to an int, even "-0")
+
+
 def _render(value: Any) -> AttributeValue:
     t = type(value)
     if t is str:
@@ -122,22 +134,31 @@ class InstanceState:
     @classmethod
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
-               version: int | None = None) -> InstanceState:
+               version: int | None = None, checked: bool = False) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
         value objects are shared); ``key_attrs`` are the table's key attributes (the
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
         discriminator, whose stored string is replaced by the entity's own one.
+        ``checked``: ``decoded`` holds validated values (numbers validated from their text,
+        booleans), shared only where they render back to the very wire form read.
         """
-        values = wire_values(item)
-        shape = shape_of(item, key_attrs, type_attr)
-        names = shape.names
-        for at in shape.other_at:
-            if type(values[at]) is dict:
-                value = decoded.get(names[at], _MISSING)
-                if value is None or type(value) in _SCALARS:
-                    values[at] = value  # shared with the entity; stands for its wire form
+        avs = item.values()
+        values = list(map(dict.get, avs, _S, avs))  # (wire_values, inline)
+        shape = _shapes.get(tuple(item))
+        if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
+            shape = _shape(item, key_attrs, type_attr)
+        if decoded:  # (none: every non-string attribute keeps its wire form)
+            names = shape.names
+            for at in shape.other_at:
+                av = values[at]
+                if type(av) is dict:
+                    value = decoded.get(names[at], _MISSING)
+                    if checked and value is not _MISSING and "N" in av:
+                        value = _number_read(value, av["N"])
+                    if value is None or type(value) in _SCALARS:
+                        values[at] = value  # shared with the entity; stands for its wire form
         at = shape.type_at
         if at >= 0 and values[at] == type_name:
             values[at] = type_name  # one string for every item of the type

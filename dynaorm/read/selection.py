@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import functools
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
@@ -22,6 +22,7 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
+from dynaorm.model.entity import load_page
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
@@ -234,7 +235,21 @@ class Selection(Generic[T]):
         if self._single is not None:  # one type: every result is one of it
             cls, spec = self._single
             return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
-        return map(self.decode, items)
+        if not self.shapeless and type(items) is list:  # one call for the whole page
+            page = load_page(self.type_attr, self.types, items)
+            if page is not None:
+                return page
+        loaders: dict[str, Callable[[Item], T]] = {}  # each type's loader, made once a page
+
+        def load(item: Item) -> T:
+            name = (self.type_of(item) if self.shapeless else item[self.type_attr]["S"]) or ""
+            loader = loaders.get(name)
+            if loader is None:
+                cls, spec = self.types[name]
+                loader = loaders[name] = cls._loader(spec)  # type: ignore[attr-defined]
+            return loader(item)
+
+        return map(load, items)
 
     @functools.cached_property
     def _single(self) -> tuple[type[T], EntitySpec] | None:

@@ -1,0 +1,132 @@
+#!/usr/bin/env python
+"""Cold start: a fresh Python process imports the library, defines one entity (model) and
+makes its first ``get`` against DynamoDB Local -- what a Lambda function's first request
+pays -- for dynaorm, a boto3 resource (``Table.get_item``) and PynamoDB, in one run; and
+``import dynaorm`` against ``import pynamodb.models`` alone.
+
+Each figure is the wall time of a child process's work (measured inside the child, from
+before the first import to after the first answer: the interpreter's own start is left
+out), the median of ``--runs`` interleaved runs. DynamoDB Local is started once and one
+item is written first, so every contender reads the same item.
+
+Usage::
+
+    .venv/bin/python benchmarks/cold_start.py [--runs 7] [--json PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+TABLE = "cold-start"
+
+_CLOCK = "import time\n_t0 = time.perf_counter()\n"
+_DONE = "print(time.perf_counter() - _t0)\n"
+
+#: each contender's child program (the endpoint in ENDPOINT)
+PROGRAMS = {
+    "dynaorm": """
+from dynaorm import Entity, Table
+app = Table("cold-start", endpoint_url=ENDPOINT, region="us-east-1")
+class User(Entity):
+    class Meta:
+        table = app
+        pk = "USER#{user_id}"
+        sk = "PROFILE"
+    user_id: str
+    name: str = ""
+    logins: int = 0
+from dynaorm import Session
+user = Session(app).get(User, user_id="u1")
+assert user.name == "Alice", user
+""",
+    "boto3-resource": """
+import boto3
+table = boto3.resource("dynamodb", endpoint_url=ENDPOINT, region_name="us-east-1").Table(
+    "cold-start")
+item = table.get_item(Key={"pk": "USER#u1", "sk": "PROFILE"})["Item"]
+assert item["name"] == "Alice", item
+""",
+    "pynamodb": """
+from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+from pynamodb.models import Model
+class User(Model):
+    class Meta:
+        table_name = "cold-start"
+        host = ENDPOINT
+        region = "us-east-1"
+    pk = UnicodeAttribute(hash_key=True)
+    sk = UnicodeAttribute(range_key=True)
+    name = UnicodeAttribute(default="")
+    logins = NumberAttribute(default=0)
+user = User.get("USER#u1", "PROFILE")
+assert user.name == "Alice", user
+""",
+    "import dynaorm": "import dynaorm\n",
+    "import pynamodb.models": "import pynamodb.models\n",
+}
+
+
+def run_child(name: str, endpoint: str) -> float:
+    """Seconds the child spent on ``name``'s program (from its first import)."""
+    code = f"ENDPOINT = {endpoint!r}\n" + _CLOCK + PROGRAMS[name] + _DONE
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+           "AWS_EC2_METADATA_DISABLED": "true", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True)
+    return float(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    from tests.support.ddb_local import DynamoDBLocal
+
+    samples: dict[str, list[float]] = {name: [] for name in PROGRAMS}
+    with DynamoDBLocal() as ddb:
+        client = ddb.client()
+        client.create_table(
+            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                       {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "sk", "AttributeType": "S"}])
+        client.put_item(TableName=TABLE, Item={
+            "pk": {"S": "USER#u1"}, "sk": {"S": "PROFILE"}, "_type": {"S": "User"},
+            "user_id": {"S": "u1"}, "name": {"S": "Alice"}, "logins": {"N": "3"}})
+        for name in PROGRAMS:  # warm the file system cache once
+            run_child(name, ddb.endpoint_url)
+        for _ in range(args.runs):
+            for name in PROGRAMS:
+                samples[name].append(run_child(name, ddb.endpoint_url))
+    median = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"cold start, fresh process (ms, median of {args.runs}; min-max in brackets)")
+    print("| contender | ms | vs PynamoDB |")
+    print("| --- | ---: | ---: |")
+    for name in ("dynaorm", "boto3-resource", "pynamodb"):
+        print(f"| {name}: import + entity + first get | {median[name] * 1e3:.0f} "
+              f"[{min(samples[name]) * 1e3:.0f}-{max(samples[name]) * 1e3:.0f}] | "
+              f"{median[name] / median['pynamodb']:.2f}x |")
+    for name in ("import dynaorm", "import pynamodb.models"):
+        print(f"| {name} | {median[name] * 1e3:.0f} "
+              f"[{min(samples[name]) * 1e3:.0f}-{max(samples[name]) * 1e3:.0f}] | "
+              f"{median[name] / median['import pynamodb.models']:.2f}x |")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(median, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""A faster validator for loading entities: items validated in pydantic-core, in Rust,
+straight from DynamoDB's typed wire form (no Python decoding of the attributes first).
+
+For an entity whose fields all have a type this module can read exactly from one
+DynamoDB type tag, :func:`fast_validator` builds (once per class and schema, cached) a
+copy of the entity's own core schema where every field is read from its stored attribute's
+tag with an ``AliasPath`` (``AliasPath("email", "S")``, ``AliasPath("seq", "N")``: numbers
+validated from their text by pydantic's lax coercion, which gives the same value as
+decoding the text first) and every field is *required*. Whatever that copy cannot express
+exactly makes it refuse the item (a :class:`pydantic.ValidationError`), and the loader then
+decodes that item the plain way, so errors, defaults, ``NULL``\\ s, fields filled back from
+keys and every unusual shape stay the plain path's by construction:
+
+- a field missing from the item (default, key-only, ``None`` left out), stored ``NULL``
+  or under another type tag than its type's: the item is refused;
+- an entity with a model validator, a field validator, a custom ``model_validate``, a
+  ``Meta.key_only`` or TTL field, ``model_post_init`` or private attributes,
+  ``extra="allow"``, strict numbers, or a field type outside the table below never gets a
+  fast validator (``None``): all its loads are plain.
+
+========================================================  ===
+field type (optionally ``| None``)                         tag
+========================================================  ===
+``str`` (with constraints), ``Literal`` of strings,        ``S``
+``datetime``, ``date``, ``time``, ``UUID``
+``int``, ``float``, ``Decimal`` (lax, not strict)          ``N``
+``bool``                                                   ``BOOL``
+========================================================  ===
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from pydantic import BaseModel
+from pydantic_core import SchemaValidator
+
+from dynaorm.caches import cache
+
+__all__ = ["Fast", "fast_union", "fast_validator"]
+
+#: core schema types read from "S", "N" or "BOOL"
+_TAGS: Final[Mapping[str, str]] = {
+    "str": "S", "datetime": "S", "date": "S", "time": "S", "uuid": "S",
+    "int": "N", "float": "N", "decimal": "N", "bool": "BOOL",
+}
+_NUMBERS: Final = frozenset({"int", "float", "decimal"})
+_BUILDING: Final = threading.Lock()
+
+#: validates one item; validates a list of items (a page) in one call; the copy's schema
+Fast = tuple[Callable[[Any], Any], Callable[[Any], list[Any]], dict[str, Any]]
+
+#: (entity class, its core schema's id) -> the fast validators, or None; and
+#: (type attribute, (type name, entity class, its schema's id)...) -> a page of several
+#: types validated in one call, or None
+_fast: dict[tuple[Any, ...], Any] = cache("fastload.validators")
+
+
+def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
+                   eligible: bool) -> Fast | None:
+    """The fast validators of ``cls`` (fields stored under ``renames`` names): one item,
+    and a list of items (and the copy's schema); ``None`` when its items must be loaded
+    the plain way.
+    ``eligible``: what the entity's spec allows (no key-only or TTL field, the model's
+    own ``model_validate``)."""
+    schema = cls.__dict__.get("__pydantic_core_schema__")
+    key = (cls, id(schema))
+    try:
+        known: Fast | None = _fast[key]
+        return known
+    except KeyError:
+        pass
+    with _BUILDING:  # one build at a time (see _built: the class reads as incomplete)
+        if key not in _fast:
+            _fast[key] = _build(schema, renames) if eligible and isinstance(schema, dict) else (
+                None)
+        found: Fast | None = _fast[key]
+        return found
+
+
+def fast_union(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
+               ) -> Callable[[Any], list[Any]] | None:
+    """A validator of a page whose items are of several entity types (``types``: type
+    name -> (class, its :func:`fast_validator`)), told apart by their ``type_attr``
+    string: one call for the page, each item validated as its type's fast validator
+    does (a tagged union on ``AliasPath(type_attr, "S")``); ``None`` when some type has
+    no fast validator."""
+    if any(fast is None for _, fast in types.values()):
+        return None
+    key = (type_attr, *sorted((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
+                              for name, (cls, _) in types.items()))
+    try:
+        found: Callable[[Any], list[Any]] | None = _fast[key]
+        return found
+    except KeyError:
+        pass
+    choices = {name: fast[2] for name, (_, fast) in types.items() if fast is not None}
+    page = {"type": "list", "items_schema": {
+        "type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}}
+    with _BUILDING:
+        if key not in _fast:
+            built = _built([cls for cls, _ in types.values()], page)
+            _fast[key] = None if built is None else built.validate_python
+        found = _fast[key]
+        return found
+
+
+def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator | None:
+    """``schema``'s validator, really built for the models of ``classes`` in it.
+
+    pydantic-core reuses a complete model's own validator for a "model" schema of its
+    class (its "prebuilt" shortcut, read from the class's ``__dict__``): for the moment the
+    copy is built, each class reads as incomplete, so that the copy is really built."""
+    complete = [(cls, cls.__dict__.get("__pydantic_complete__")) for cls in classes]
+    try:
+        for cls in classes:
+            type.__setattr__(cls, "__pydantic_complete__", False)
+        return SchemaValidator(schema)
+    except Exception:  # a schema this copy cannot rebuild: plain loads, nothing lost
+        return None
+    finally:
+        for cls, was in complete:
+            type.__setattr__(cls, "__pydantic_complete__", was)
+
+
+def _tag(schema: Mapping[str, Any]) -> str | None:
+    """The type tag a field schema reads exactly from, else ``None``."""
+    kind = schema.get("type")
+    if kind == "nullable":
+        inner = schema.get("schema")
+        return _tag(inner) if isinstance(inner, dict) else None
+    if kind == "literal":
+        expected = schema.get("expected", ())
+        return "S" if expected and all(type(v) is str for v in expected) else None
+    if kind in _NUMBERS and schema.get("strict"):
+        return None
+    tag = _TAGS.get(str(kind))
+    if tag is None or set(schema) - {"type", "strict", "metadata", "max_length", "min_length",
+                                     "pattern", "strip_whitespace", "to_lower", "to_upper",
+                                     "gt", "ge", "lt", "le", "multiple_of", "max_digits",
+                                     "decimal_places", "allow_inf_nan", "coerce_numbers_to_str",
+                                     "ref", "serialization", "microseconds_precision",
+                                     "tz_constraint", "now_op", "now_utc_offset", "version",
+                                     "val_json_bytes", "ser_json_bytes"}:
+        return None  # (an unknown key might change what the value means: stay plain)
+    return tag
+
+
+def _field(name: str, field: Mapping[str, Any],
+           renames: Mapping[str, str]) -> dict[str, Any] | None:
+    """``field`` read from its stored attribute's tag, required; ``None``: not expressible."""
+    if field.get("type") != "model-field" or (field.get("validation_alias") is not None and (
+            field.get("validation_alias") != renames.get(name))):
+        return None
+    inner = field.get("schema")
+    if isinstance(inner, dict) and inner.get("type") == "default":
+        inner = inner.get("schema")  # required here: a missing field goes the plain way
+    if not isinstance(inner, dict):
+        return None
+    tag = _tag(inner)
+    if tag is None:
+        return None
+    out = {k: v for k, v in field.items() if k not in ("validation_alias", "schema")}
+    out["schema"] = inner
+    out["validation_alias"] = [renames.get(name, name), tag]
+    return out
+
+
+def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
+    """The fast validator for a model's core schema, or ``None``."""
+    inner = schema.get("schema")
+    config = schema.get("config") or {}
+    if (schema.get("type") != "model" or schema.get("custom_init") or schema.get("root_model")
+            or schema.get("post_init") or not isinstance(inner, dict)
+            or inner.get("type") != "model-fields" or config.get("strict")
+            or inner.get("strict") or "allow" in (config.get("extra_fields_behavior"),
+                                                  inner.get("extra_behavior"))):
+        return None  # (extra="allow": a plain load's objects hold an empty extra dict)
+    fields: dict[str, Any] = {}
+    for name, field in inner.get("fields", {}).items():
+        fast = _field(name, field, renames)
+        if fast is None:
+            return None
+        fields[name] = fast
+    model_fields = {**inner, "fields": fields, "extra_behavior": "ignore"}
+    model_fields.pop("extras_schema", None)
+    model_fields.pop("extras_keys_schema", None)
+    fast_config = {**config, "extra_fields_behavior": "ignore", "validate_by_alias": True,
+                   "validate_by_name": False, "loc_by_alias": False}
+    model = {**schema, "schema": model_fields, "config": fast_config}
+    one = _built([schema["cls"]], model)
+    many = _built([schema["cls"]], {"type": "list", "items_schema": model})
+    if one is None or many is None:
+        return None
+    return one.validate_python, many.validate_python, model

@@ -1,0 +1,433 @@
+"""Loading from the wire form in pydantic-core (:mod:`dynaorm.model.fastload`) gives exactly
+what decoding then validating gives: the same objects (values, types, fields set), the same
+loaded-state snapshot (key, stored item, version), the same :class:`ItemDecodeError`, on
+generated items of every attribute type and shape -- wrong tags, missing fields, ``NULL``\\ s,
+numbers in odd spellings, extra attributes, stored names, versioned rows, fields only in
+the key -- one at a time and as a page. On an engine: a query's objects, changed and saved,
+write only what changed (a second writer's change to another attribute survives)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any, ClassVar, Literal
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from dynaorm import Entity, ItemDecodeError, Versioned
+from dynaorm.model.entity import _fast, _load, _validator, raw_state, spec_of
+from dynaorm.model.state import InstanceState
+from dynaorm.read.selection import Selection
+from dynaorm.testing import TestBackend
+from tests.support.models import app
+
+
+class FRow(Entity):
+    """Every type the fast way reads, with defaults and optional fields."""
+
+    class Meta:
+        table = app
+        pk = "FROW#{group}"
+        sk = "{n}"
+
+    group: str
+    n: int
+    ratio: float = 0.5
+    price: Decimal = Decimal("0")
+    flag: bool = False
+    when: datetime | None = None
+    day: date | None = None
+    ident: uuid.UUID | None = None
+    kind: Literal["a", "b"] = "a"
+    short: str = Field(default="", max_length=8)
+    count: int | None = None
+
+
+class FRenamed(Entity):
+    """Fields stored under other names."""
+
+    class Meta:
+        table = app
+        pk = "FREN#{ren_id}"
+        sk = "X"
+
+    ren_id: str
+    title: str = Field(default="", alias="t")
+    size: int = Field(default=0, alias="sz")
+
+
+class FVersioned(Versioned):
+    """Versioned: the latest copy and version rows."""
+
+    class Meta:
+        table = app
+        pk = "FVER#{ver_id}"
+        sk = "V"
+
+    ver_id: str
+    body: str = ""
+    score: int = 0
+
+
+class FKeyed(Entity):
+    """A field that older items hold only in their key."""
+
+    class Meta:
+        table = app
+        pk = "FKEY#{owner}"
+        sk = "ITEM#{item_id}"
+
+    owner: str
+    item_id: str
+    qty: int = 1
+
+
+class FValidated(Entity):
+    """A field validator: never the fast way."""
+
+    class Meta:
+        table = app
+        pk = "FVAL#{val_id}"
+        sk = "X"
+
+    val_id: str
+    name: str = ""
+
+    @field_validator("name")
+    @classmethod
+    def _strip(cls, v: str) -> str:
+        return v.strip()
+
+
+class FListy(Entity):
+    """A list field: never the fast way."""
+
+    class Meta:
+        table = app
+        pk = "FLIST#{list_id}"
+        sk = "X"
+
+    list_id: str
+    tags: list[str] = []
+
+
+class FModelChecked(Entity):
+    """A model validator: never the fast way."""
+
+    class Meta:
+        table = app
+        pk = "FMOD#{mod_id}"
+        sk = "X"
+
+    mod_id: str
+    low: int = 0
+    high: int = 0
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FModelChecked:
+        if self.low > self.high:
+            raise ValueError("low above high")
+        return self
+
+
+class FOwnValidate(Entity):
+    """Its own ``model_validate``: never the fast way (loads call it)."""
+
+    class Meta:
+        table = app
+        pk = "FOWN#{own_id}"
+        sk = "X"
+
+    own_id: str
+    calls: ClassVar[list[str]] = []
+
+    @classmethod
+    def model_validate(cls, obj: Any, **kwargs: Any) -> FOwnValidate:  # type: ignore[override]
+        cls.calls.append(obj["own_id"])
+        return super().model_validate(obj, **kwargs)
+
+
+class FExtra(Entity):
+    """``extra="allow"``: never the fast way (its objects hold an extra dict)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    class Meta:
+        table = app
+        pk = "FEXT#{ext_id}"
+        sk = "X"
+
+    ext_id: str
+
+
+ENTITIES: tuple[type[Entity], ...] = (FRow, FRenamed, FVersioned, FKeyed, FValidated, FListy,
+                                      FModelChecked, FExtra)
+
+
+def test_which_entities_take_the_fast_way() -> None:
+    assert _fast(FRow, spec_of(FRow)) is not None
+    assert _fast(FRenamed, spec_of(FRenamed)) is not None
+    assert _fast(FVersioned, spec_of(FVersioned)) is not None
+    for plain in (FValidated, FListy, FModelChecked, FOwnValidate, FExtra):
+        assert _fast(plain, spec_of(plain)) is None, plain
+    assert FRow.__pydantic_complete__ is True  # (read as incomplete only while building)
+
+
+def test_an_entitys_own_model_validate_still_sees_every_load() -> None:
+    item = {"pk": {"S": "FOWN#a"}, "sk": {"S": "X"}, "_type": {"S": "FOwnValidate"},
+            "own_id": {"S": "a"}}
+    FOwnValidate.calls.clear()
+    list(FOwnValidate._from_items([item, item], spec_of(FOwnValidate)))
+    assert FOwnValidate.calls == ["a", "a"]
+
+
+def test_a_copy_that_cannot_be_built_means_plain_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    from dynaorm.model import fastload
+
+    class FUnbuilt(Entity):
+        class Meta:
+            table = app
+            pk = "FUNB#{unb_id}"
+            sk = "X"
+
+        unb_id: str
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("no such schema")
+
+    monkeypatch.setattr(fastload, "SchemaValidator", refuse)
+    assert _fast(FUnbuilt, spec_of(FUnbuilt)) is None
+    assert FUnbuilt.__pydantic_complete__ is True  # restored after the failed build
+    item = {"pk": {"S": "FUNB#a"}, "sk": {"S": "X"}, "_type": {"S": "FUnbuilt"},
+            "unb_id": {"S": "a"}}
+    (obj,) = FUnbuilt._from_items([item], spec_of(FUnbuilt))
+    assert obj == FUnbuilt(unb_id="a") and raw_state(obj) is not None
+
+
+def test_cleared_caches_build_the_copy_again() -> None:
+    from dynaorm.caches import clear_caches
+
+    first = _fast(FRow, spec_of(FRow))
+    clear_caches()
+    again = _fast(FRow, spec_of(FRow))
+    assert first is not None and again is not None and again is not first
+
+
+# -- generated wire values: right, wrong and odd ------------------------------------------
+_texts = st.text(max_size=12)
+_ints = st.integers(-10**20, 10**20)
+_numbers = st.one_of(
+    _ints.map(str),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3, min_value=-10**6,
+                max_value=10**6).map(str),
+    st.sampled_from(["1.0", "042", "+5", "-0", "1e3", "1E+3", "0.10", " 7", "1_000", "1.5"]),
+)
+_scalars = st.one_of(
+    _texts.map(lambda v: {"S": v}),
+    _numbers.map(lambda v: {"N": v}),
+    st.booleans().map(lambda v: {"BOOL": v}),
+    st.just({"NULL": True}),
+    st.just({"SS": ["x", "y"]}),
+    st.just({"L": [{"S": "x"}]}),
+    st.just({"M": {"a": {"N": "1"}}}),
+)
+_dates = st.one_of(
+    st.datetimes(min_value=datetime(1900, 1, 1)).map(lambda d: {"S": d.isoformat()}),
+    st.dates().map(lambda d: {"S": d.isoformat()}),
+    st.uuids().map(lambda u: {"S": str(u)}),
+    st.sampled_from([{"S": "a"}, {"S": "b"}, {"S": "c"}, {"S": "2024-01-01T00:00:00Z"}]),
+)
+
+
+def _value_for(kind: str, fitting: bool) -> st.SearchStrategy[dict[str, Any]]:
+    """The value a field of ``kind`` expects (``fitting``), else mostly so."""
+    right: st.SearchStrategy[dict[str, Any]] = {
+        "S": _texts.map(lambda v: {"S": v}), "N": _numbers.map(lambda v: {"N": v}),
+        "BOOL": st.booleans().map(lambda v: {"BOOL": v}), "D": _dates,
+        "datetime": st.datetimes(min_value=datetime(1900, 1, 1)).map(
+            lambda d: {"S": d.isoformat()}),
+        "date": st.dates().map(lambda d: {"S": d.isoformat()}),
+        "uuid": st.uuids().map(lambda u: {"S": str(u)}),
+        "ab": st.sampled_from([{"S": "a"}, {"S": "b"}]),
+        "short": st.text(max_size=8).map(lambda v: {"S": v}),
+        "Nint": (_ints.map(str) if fitting else _numbers).map(lambda v: {"N": v}),
+    }[kind]
+    if not fitting and kind in ("datetime", "date", "uuid", "ab"):
+        right = st.one_of(right, _dates)
+    return right if fitting else st.one_of(right, right, right, _scalars)
+
+
+_FIELDS: dict[type[Entity], dict[str, str]] = {
+    FRow: {"ratio": "N", "price": "N", "flag": "BOOL", "when": "datetime", "day": "date",
+           "ident": "uuid", "kind": "ab", "short": "short", "count": "Nint"},
+    FRenamed: {"t": "S", "sz": "Nint"},
+    FVersioned: {"body": "S", "score": "Nint", "version": "Nint"},
+    FKeyed: {"qty": "Nint"},
+    FValidated: {"name": "S"},
+    FListy: {"tags": "S"},
+    FModelChecked: {"low": "Nint", "high": "Nint"},
+    FExtra: {},
+}
+
+
+@st.composite
+def items(draw: st.DrawFn, cls: type[Entity], fits: bool | None = None) -> dict[str, Any]:
+    """A stored item of ``cls``: its keys, its type, some of its attributes (each mostly
+    right), sometimes an extra attribute."""
+    spec = spec_of(cls)
+    values: dict[str, Any] = {}
+    for name in spec.pk.fields + (spec.sk.fields if spec.sk else ()):
+        values[name] = draw(st.integers(0, 99) if name == "n" else
+                            st.text("abcxyz", min_size=1, max_size=4))
+    item: dict[str, Any] = {k: {"S": v} for k, v in spec.primary_key(values).items()}
+    if cls is FVersioned and draw(st.booleans()):  # a version row rather than the latest
+        item["sk"] = {"S": f"v{draw(st.integers(1, 99)):08d}_V"}
+    item["_type"] = {"S": spec.type_name}
+    keys_stored = draw(st.booleans()) or cls is not FKeyed
+    for name, value in values.items():
+        if keys_stored:
+            item[spec.attr(name)] = {"N": str(value)} if name == "n" else {"S": value}
+    # every field there, under its tag: the fast way's
+    fitting = draw(st.booleans()) if fits is None else fits
+    for attr, kind in _FIELDS[cls].items():
+        if fitting or draw(st.integers(0, 4)) > 0:
+            item[attr] = draw(_value_for(kind, fitting))
+    if draw(st.integers(0, 5)) == 0:
+        item["extra"] = draw(_scalars)
+    return item
+
+
+def _outcome(cls: type[Entity], item: dict[str, Any], fast: bool) -> Any:
+    """(type, dump, fields set, key, item, version) of the loaded object, or the error."""
+    spec = spec_of(cls)
+    found = _fast(cls, spec) if fast else None
+    try:
+        obj = _load(cls, spec, item, _validator(cls), None if found is None else found[0])
+    except ItemDecodeError as exc:
+        return ("error", str(exc), exc.key)
+    return _seen(obj)
+
+
+def _seen(obj: Entity) -> Any:
+    state = raw_state(obj)
+    assert isinstance(state, InstanceState)
+    return (type(obj), obj.model_dump(), obj.model_fields_set, state.key, state.item,
+            state.version)
+
+
+def _same_page(loads: Iterator[Entity], plain: list[Any]) -> None:
+    """``loads`` (a page's objects, one at a time as a read hands them out; an error ends
+    the page) are the ``plain`` outcomes of its items, up to the first error."""
+    fast: list[Any] = []
+    while True:
+        try:
+            fast.append(_seen(next(loads)))
+        except StopIteration:
+            break
+        except ItemDecodeError as exc:
+            fast.append(("error", str(exc), exc.key))
+            break
+    end = next((i for i, o in enumerate(plain) if o[0] == "error"), len(plain))
+    assert fast == plain[:end + 1]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_one_item_loads_alike(data: st.DataObject) -> None:
+    cls = data.draw(st.sampled_from(ENTITIES))
+    item = data.draw(items(cls))
+    assert _outcome(cls, item, fast=True) == _outcome(cls, item, fast=False)
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data())
+def test_a_page_loads_alike(data: st.DataObject) -> None:
+    cls = data.draw(st.sampled_from((FRow, FRenamed, FVersioned, FKeyed)))
+    page = data.draw(st.lists(items(cls), max_size=6))
+    plain: list[Any] = []
+    for item in page:
+        plain.append(_outcome(cls, item, fast=False))
+    _same_page(cls._from_items(page, spec_of(cls)), plain)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_a_page_of_several_types_loads_alike(data: st.DataObject) -> None:
+    kinds = (FRow, FRenamed, FVersioned, FKeyed, FModelChecked)
+    chosen = data.draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=6))
+    fits = data.draw(st.sampled_from([True, True, None]))  # (a whole page the fast way's)
+    page = [data.draw(items(cls, fits)) for cls in chosen]
+    types = {spec_of(cls).type_name: (cls, spec_of(cls)) for cls in chosen}
+    read: Selection[Entity] = Selection(type_attr="_type", types=types, table_sk="sk",
+                                        key_attrs=("pk", "sk"), order_attrs=("sk", "pk"))
+    plain = [_outcome(cls, item, fast=False) for cls, item in zip(chosen, page, strict=True)]
+    _same_page(iter(read.decoded(page)), plain)
+
+
+def test_numbers_in_odd_spellings_snapshot_as_a_plain_load_does() -> None:
+    item = {"pk": {"S": "FROW#g"}, "sk": {"S": "1"}, "_type": {"S": "FRow"},
+            "group": {"S": "g"}, "n": {"N": "1.0"}, "ratio": {"N": "0.10"},
+            "price": {"N": "1.50"}, "flag": {"BOOL": True}, "kind": {"S": "b"},
+            "short": {"S": "s"}, "count": {"N": "007"}, "when": {"S": "2024-01-01T00:00:00"},
+            "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=5))}}
+    fast = _outcome(FRow, item, fast=True)
+    assert fast == _outcome(FRow, item, fast=False)
+    assert fast[4]["n"] == {"N": "1.0"} and fast[4]["count"] == {"N": "7"}  # (as decoded)
+
+
+# -- on an engine: change tracking after a fast read -----------------------------------------
+def test_a_fast_read_then_a_save_writes_only_what_changed(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many([FRow(group="ct", n=i, ratio=0.25, price=Decimal("1.10"), count=i)
+                 for i in range(5)])
+    assert _fast(FRow, spec_of(FRow)) is not None
+    rows = db.session().query(FRow, group="ct").all()
+    assert [r.n for r in rows] == list(range(5))
+    assert all(raw_state(r) is not None for r in rows)
+    # a second writer changes another attribute of row 2 after our read
+    db.table.client.update_item(
+        TableName=db.table.name, Key={"pk": {"S": "FROW#ct"}, "sk": {"S": "2"}},
+        UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": "short"},
+        ExpressionAttributeValues={":v": {"S": "theirs"}})
+    mine = db.session()
+    rows[2].flag = True
+    mine.save(rows[2])
+    mine.commit()
+    again = {r.n: r for r in db.session().query(FRow, group="ct").all()}
+    assert again[2].flag is True and again[2].short == "theirs"  # their change survives
+    assert again[2].price == Decimal("1.10") and again[2].ratio == 0.25
+    assert again[1] == rows[1]
+
+
+def test_a_fast_read_of_a_versioned_entity_commits_the_next_version(db: TestBackend) -> None:
+    s = db.session()
+    s.save(FVersioned(ver_id="a", body="one", score=1))
+    s.commit()
+    (got,) = db.session().query(FVersioned, ver_id="a").all()
+    assert got.version == 1
+    got.body = "two"
+    s2 = db.session()
+    s2.save(got)
+    s2.commit()
+    assert db.session().get(FVersioned, ver_id="a").version == 2
+
+
+@pytest.mark.parametrize("cls", [FRow, FRenamed])
+def test_items_that_do_not_fit_are_the_plain_error(db: TestBackend, cls: type[Entity]) -> None:
+    pk = "FROW#bad" if cls is FRow else "FREN#bad"
+    sk = "1" if cls is FRow else "X"
+    db.table.client.put_item(TableName=db.table.name, Item={
+        "pk": {"S": pk}, "sk": {"S": sk}, "_type": {"S": cls.__name__},
+        "group": {"S": "bad"}, "n": {"N": "1"}, "ren_id": {"S": "bad"},
+        "ratio": {"S": "not a number"}, "sz": {"S": "not a number"}})
+    with pytest.raises(ItemDecodeError) as caught:
+        if cls is FRow:
+            db.session().query(FRow, group="bad").all()
+        else:
+            db.session().get(FRenamed, ren_id="bad")
+    assert caught.value.key == {"pk": pk, "sk": sk}
