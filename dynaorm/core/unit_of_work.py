@@ -26,6 +26,7 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.previous import previous_get_p, stored_now_p
+from dynaorm.read.unclaimed import note_unclaimed
 from dynaorm.write.render import WritePlan, check_read_key
 from dynaorm.write.staged import StagedWrite
 
@@ -104,6 +105,8 @@ class UnitOfWork(Staging):
             found: T | None = yield from previous_get_p(spec.table.name, spec, fields, key,
                                                          item)
             return found
+        if item is not None:
+            note_unclaimed(spec.table, item)  # a renamed class: say so, once
         return None
 
     def _get_many_p(self, entity: type[T], keys: Sequence[Mapping[str, Any]],

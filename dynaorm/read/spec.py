@@ -56,8 +56,9 @@ class Page(Generic[T]):
     cursor: str | None
     """The cursor of the next page (``None`` on the last page); pass it to ``page(cursor)``."""
     skipped: int = 0
-    """How many items of the read were skipped: items no entity of the table owns (a table
-    without a type attribute that holds other tools' items), and rows that fit a requested
+    """How many items of the read were skipped: items no entity of the table owns (a type
+    name no class claims, e.g. after a class was renamed, or on a table without a type
+    attribute other tools' items), and rows that fit a requested
     type's template but that another type's literal key claims (``Meta.overlaps``)."""
 
 
@@ -159,7 +160,7 @@ class ReadSpec(Generic[T]):
                     [self._request(i, sel, attrs=attrs) for i in range(len(positions))])
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
-                     foreign=sel.foreign if sel.shapeless else None)
+                     foreign=sel.foreign)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
              max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None

@@ -13,6 +13,7 @@ Exit codes scripts can rely on:
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
 import os
@@ -30,6 +31,7 @@ from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.read.unclaimed import fix_hint
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 
@@ -257,6 +259,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
           f"{len(result.problems)} problem(s)", file=out)
     for line in result.problems:
         print(f"  {line}", file=out)
+    _unclaimed_summary(result.problems, out)
     if not result.problems:
         return EXIT_OK
     if not args.repair:
@@ -271,6 +274,20 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     resolved = f"; {result.resolved} resolved by live writers" if result.resolved else ""
     print(f"repaired {result.repaired}{resolved}; {result.left} problem(s) left", file=out)
     return EXIT_OK if not result.left else EXIT_PROBLEMS
+
+
+_UNCLAIMED = re.compile(r"unclaimed-type .*\(type name ('(?:[^'\\]|\\.)*'|\"[^\"]*\")")
+
+
+def _unclaimed_summary(problems: Sequence[str], out: TextIO) -> None:
+    """One line per stored type name no class claims, with its count of items and the fix."""
+    counts: dict[str, int] = {}
+    for line in problems:
+        if m := _UNCLAIMED.match(line):
+            counts[m[1]] = counts.get(m[1], 0) + 1
+    for name, count in counts.items():
+        print(f"type name {name} is claimed by no class: {count} item(s) that every read "
+              f"skips; {fix_hint(ast.literal_eval(name))}", file=out)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
