@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 import dynaorm
 from dynaorm import (
@@ -15,7 +16,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
-from tests.support.update_models import Counter, Doc, Needy, Player
+from tests.support.update_models import Counter, Doc, Needy, Plain, Player, Product, Window
 
 
 def _seed(db: TestBackend, *objs: object) -> None:
@@ -205,3 +206,66 @@ def test_a_versioned_update_of_a_missing_item(db: TestBackend) -> None:
     u = s.update(Doc, doc_id="d1", upsert=True).add(views=3)
     s.commit()
     assert (u.result.views, u.result.version) == (3, 1)
+
+
+# -- updates never store what the model would refuse -----------------------------------------
+def test_update_runs_field_validators_and_constraints(db: TestBackend) -> None:
+    _seed(db, Plain(pid="p1"))
+    s = db.session()
+    sent = Requests(db.table)
+    u = s.update(Plain, pid="p1").set(sku="zz")
+    s.commit()
+    assert sent.operations == ["UpdateItem"]  # no rule across fields: still one request
+    assert u.result.sku == "ZZ"
+    assert db.scan_raw()[0]["sku"] == {"S": "ZZ"}  # stored as the model stores it
+    with pytest.raises(ValidationError):
+        s.update(Product, pid="p1").set(qty=-1)
+
+
+def test_update_refuses_a_frozen_field(db: TestBackend) -> None:
+    _seed(db, Plain(pid="p1", owner="ann"))
+    for stage in (lambda u: u.set(owner="bob"), lambda u: u.remove("owner")):
+        with pytest.raises(InvalidValueError, match="frozen"):
+            stage(db.session().update(Plain, pid="p1"))
+    s = db.session()
+    assert s.get(Plain, pid="p1") == Plain(pid="p1", owner="ann")
+    u = s.update(Plain, pid="p2", upsert=True).set_default(owner="cid")  # where none: fine
+    s.commit()
+    assert u.result.owner == "cid"
+
+
+def test_a_stored_computed_field_is_recomputed_by_an_update(db: TestBackend) -> None:
+    _seed(db, Product(pid="p1", price=1.5, qty=2))
+    assert float(db.scan_raw()[0]["total"]["N"]) == 3.0
+    s = db.session()
+    u = s.update(Product, pid="p1").set(qty=5)
+    s.commit()
+    assert u.result.total == 7.5
+    assert float(db.scan_raw()[0]["total"]["N"]) == 7.5
+    s.update(Product, pid="p1").add(qty=1).set(sku="ab")
+    s.commit()
+    stored = db.scan_raw()[0]
+    assert float(stored["total"]["N"]) == 9.0 and stored["sku"] == {"S": "AB"}
+
+
+def test_list_actions_run_the_field_validator_on_the_combined_value(db: TestBackend) -> None:
+    _seed(db, Product(pid="p1", tags=["a"]))
+    s = db.session()
+    s.update(Product, pid="p1").append(tags=["B"])
+    s.commit()
+    assert db.scan_raw()[0]["tags"] == {"L": [{"S": "a"}, {"S": "b"}]}
+
+
+def test_a_model_validator_refuses_an_update(db: TestBackend) -> None:
+    _seed(db, Window(wid="w1", start=1, end=5))
+    s = db.session()
+    s.update(Window, wid="w1").set(start=9)
+    sent = Requests(db.table)
+    with pytest.raises(InvalidValueError, match="refuses"):
+        s.commit()
+    assert "UpdateItem" not in sent.operations and "TransactWriteItems" not in sent.operations
+    assert db.session().get(Window, wid="w1") == Window(wid="w1", start=1, end=5)
+    s = db.session()
+    s.update(Window, wid="w1").set(start=4)
+    s.commit()
+    assert db.session().get(Window, wid="w1") == Window(wid="w1", start=4, end=5)
