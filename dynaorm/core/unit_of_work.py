@@ -22,11 +22,11 @@ from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
+from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.previous import previous_get_p, stored_now_p
-from dynaorm.read.unclaimed import note_unclaimed
 from dynaorm.write.render import WritePlan, check_read_key
 from dynaorm.write.staged import StagedWrite
 

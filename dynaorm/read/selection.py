@@ -29,8 +29,8 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired
+from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.read.pager import DONE
-from dynaorm.read.unclaimed import note_unclaimed
 
 __all__ = ["Selection", "projection_of", "selection"]
 

@@ -64,10 +64,10 @@ from dynaorm.model.rows import (
 from dynaorm.model.spec import EntitySpec, UniqueRule
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import expired
+from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.read.unclaimed import fix_hint, unclaimed_name
 from dynaorm.write.actions import version_row
 from dynaorm.write.guards import guard_item
 

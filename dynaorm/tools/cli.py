@@ -31,7 +31,7 @@ from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
-from dynaorm.read.unclaimed import fix_hint
+from dynaorm.model.unclaimed import fix_hint
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 

@@ -263,7 +263,7 @@ def _plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)
         b = ActionBuilder(spec, key, index)
-        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.GONE)))
+        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.MISSING)))
         return b.ops, Outcome(obj, None)
     old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
     b = ActionBuilder(spec, state.key, index)

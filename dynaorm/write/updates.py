@@ -267,20 +267,25 @@ class StagedUpdate(_KeyedAction, Generic[T]):
     def _where_err(self, field: str, message: str) -> InvalidValueError:
         return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
 
-    def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
+    def _check_writable(self, name: str) -> None:
+        """Refuse a field no update may write (unknown, in the key, never stored, the
+        version)."""
         spec = self._spec
+        if name not in spec.field_names:
+            raise self._where_err(name, f"{spec.name} has no such field")
+        if name in spec.lookup_fields:
+            raise self._where_err(name, "a primary-key template uses it: it cannot be "
+                                  "updated (load the object and save it to move it)")
+        if name in spec.unstored:
+            raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
+                                  "update cannot write it")
+        if spec.versioned and name == "version":
+            raise self._where_err(name, "the version of a versioned entity is dynaorm's")
+
+    def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         fits = _KINDS[method][1]
         for name, value in values.items():
-            if name not in spec.field_names:
-                raise self._where_err(name, f"{spec.name} has no such field")
-            if name in spec.lookup_fields:
-                raise self._where_err(name, "a primary-key template uses it: it cannot be "
-                                      "updated (load the object and save it to move it)")
-            if name in spec.unstored:
-                raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
-                                      "update cannot write it")
-            if spec.versioned and name == "version":
-                raise self._where_err(name, "the version of a versioned entity is dynaorm's")
+            self._check_writable(name)
             info = self.entity.model_fields[name]
             shape = _shape(info.annotation)
             if fits is not None and shape not in fits:
@@ -448,7 +453,10 @@ class StagedUpdate(_KeyedAction, Generic[T]):
         where = None if self._where is None else rename_paths(self._where, spec.renames)
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
-        fail = Fail.GONE if own is not None else Fail.CALLER
+        # by key without a read, an absent item is not found (it may never have existed);
+        # planned on a loaded object, it is gone: another writer deleted it (a conflict)
+        fail = Fail.CALLER if own is None else Fail.GONE if self._loaded is not None else (
+            Fail.MISSING)
         origin = Origin(self.entity, self.key, Role.ROW, fail, staged=index, caller=where)
         self._planned = None
         loaded_state = None if self._loaded is None else self._loaded._dynaorm_state

@@ -1,6 +1,6 @@
 """Stored type names that no class claims (a renamed class): never invisible. A query
 counts such items in ``Page.skipped``, a read that meets one logs one WARNING naming the
-fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.read.unclaimed.)"""
+fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.model.unclaimed.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from dynaorm.read import unclaimed
+from dynaorm.model import unclaimed
 from dynaorm.testing import TestBackend
 from dynaorm.tools.audit import audit_items
 from dynaorm.tools.cli import main
