@@ -1,4 +1,4 @@
-"""AsyncSession: the quickstart on asyncio (contract section 16).
+"""AsyncSession: the quickstart on asyncio (guide "Async").
 
 Runs on a moto server started for the run (moto's in-process mock cannot serve
 aiobotocore), or on any endpoint given with ``--endpoint-url`` / ``AWS_ENDPOINT_URL_DYNAMODB``

@@ -209,13 +209,16 @@ def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> N
     but the version it was loaded at is :class:`ConcurrentModificationError` (versions only
     grow, so the stored item is no longer the version the caller saw; or the object was
     loaded before the version the caller saw): nothing is sent."""
+    if getattr(obj, "_dynaorm_state", None) is None:
+        return  # not loaded (a delete by key, read at commit): nothing was expected
     expected = obj.__dict__.get("version")
     loaded = state.version or 0
     if isinstance(expected, int) and not isinstance(expected, bool) and expected != loaded:
         raise ConcurrentModificationError(
             f"{spec.name} {state.key}: expected version {expected} (obj.version, an "
             f"If-Match), but the object was loaded at version {loaded}: the stored item is "
-            "not the version expected; reload it", entity=spec.cls, key=state.key)
+            "not the version expected; reload it", entity=spec.cls, key=state.key,
+            item=spec.cls._from_item(state.item, spec))
 
 
 def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
