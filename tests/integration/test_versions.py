@@ -581,3 +581,18 @@ def test_an_expected_version_other_than_the_loaded_one_is_refused(db: TestBacken
     s.save(obj)
     s.commit()
     assert obj.version == 3
+
+
+def test_a_delete_by_key_expects_no_version(db: TestBackend) -> None:
+    """A delete by key reads the item at commit: its version is not an If-Match."""
+    with db.session() as s:
+        s.save(Audit(equipment_id="E8", part="P", notes="v1"))
+    with db.session() as s:
+        a = s.get(Audit, equipment_id="E8", part="P")
+        assert a is not None
+        a.notes = "v2"
+        s.save(a)
+    s = db.session()
+    s.delete(Audit, equipment_id="E8", part="P")
+    s.commit()
+    assert db.session().get(Audit, equipment_id="E8", part="P") is None
