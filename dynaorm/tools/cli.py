@@ -215,15 +215,19 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
 # -- commands ----------------------------------------------------------------------------
 def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
-    existed = table.exists()
+    before = table.index_status() if table.exists() else None
     table.create()
     where = table.endpoint_url or "the default endpoint"
-    definition = table.definition()
-    indexes = [i["IndexName"] for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes")
-               for i in definition.get(kind, [])]
-    verb = "already exists" if existed else "created"
+    status = table.index_status()
+    shown = [name if before is None or before.get(name) != "MISSING" else f"{name} (added)"
+             for name in status]
+    verb = "already exists" if before is not None else "created"
     print(f"table {table.name!r} {verb} at {where} (pk={table.pk}, sk={table.sk or '-'}, "
-          f"indexes: {', '.join(indexes) or '-'})", file=out)
+          f"indexes: {', '.join(shown) or '-'})", file=out)
+    for name, state in status.items():
+        if state != "ACTIVE":
+            print(f"  index {name!r} is {state}: queries on it fail until it is ACTIVE",
+                  file=out)
     return EXIT_OK
 
 
