@@ -39,7 +39,7 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
 from dynaorm.write.entries import SaveEntry
-from dynaorm.write.planner import plan_save
+from dynaorm.write.planner import expect_loaded_version, plan_save
 from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
 from dynaorm.write.staged import Outcome, Prepared, Reads
 
@@ -488,6 +488,9 @@ class StagedUpdate(_KeyedAction, Generic[T]):
     def _plan_as_save(self, state: InstanceState | None, index: int
                       ) -> tuple[list[Op], Outcome | None]:
         cls = self.entity
+        loaded = self._loaded
+        if loaded is not None and state is not None and self._spec.versioned:
+            expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields), None)
         else:

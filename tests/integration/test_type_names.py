@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from dynaorm import ItemExistsError
 from dynaorm.model import unclaimed
 from dynaorm.testing import TestBackend
 from dynaorm.tools.audit import audit_items
@@ -88,3 +89,11 @@ def test_check_command_lists_unclaimed_names_with_counts(
     assert code != 0
     assert "type name 'OldNote' is claimed by no class: 2 item(s)" in text
     assert "type name 'Gone' is claimed by no class: 1 item(s)" in text
+
+
+def test_an_insert_over_an_unclaimed_item_says_why(db: TestBackend) -> None:
+    _put_renamed(db, "n9")
+    s = db.session()
+    s.save(Note(note_id="n9"))
+    with pytest.raises(ItemExistsError, match="type name 'OldNote', which no class claims"):
+        s.commit()

@@ -269,3 +269,24 @@ def test_a_model_validator_refuses_an_update(db: TestBackend) -> None:
     s.update(Window, wid="w1").set(start=4)
     s.commit()
     assert db.session().get(Window, wid="w1") == Window(wid="w1", start=4, end=5)
+
+
+def test_an_upsert_of_a_class_with_rules_validates_the_created_item(db: TestBackend) -> None:
+    s = db.session()
+    u = s.update(Product, pid="p9", upsert=True).set(qty=3, price=2.0, sku="ab")
+    s.commit()
+    assert (u.result.sku, u.result.total) == ("AB", 6.0)
+    assert float(db.scan_raw()[0]["total"]["N"]) == 6.0
+
+
+def test_update_of_a_loaded_object_honours_its_expected_version(db: TestBackend) -> None:
+    from tests.support.models import Audit
+    with db.session() as s:
+        s.save(Audit(equipment_id="E7", part="P"))
+    s = db.session()
+    audit = s.get(Audit, equipment_id="E7", part="P")
+    assert audit is not None and audit.version == 1
+    audit.version = 5  # an If-Match the loaded object does not satisfy
+    s.update(audit).set(notes="x")
+    with pytest.raises(ConcurrentModificationError, match="expected version 5"):
+        s.commit()
