@@ -10,8 +10,6 @@ server started for the run, or on any endpoint given with ``--endpoint-url`` /
 
 from __future__ import annotations
 
-import argparse
-import os
 import socket
 import threading
 import time
@@ -22,6 +20,7 @@ from typing import Annotated, Any
 
 import httpx
 import uvicorn
+from _support import served
 from fastapi import Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
@@ -40,7 +39,6 @@ from dynaorm import (
     UniqueConstraintError,
     ksuid,
 )
-from dynaorm.testing import moto_server, use_tables
 
 table = Table("dynaorm-example-web")
 
@@ -257,22 +255,6 @@ def demo(url: str) -> None:
         show("GET ada again", http.get(one), "detail")
 
 
-@contextmanager
-def endpoint(url: str | None) -> Generator[str]:
-    """The given endpoint, else a moto server for the block (async sessions need one)."""
-    if url:
-        yield url
-    else:
-        with moto_server() as started:
-            yield started
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--endpoint-url",
-                        default=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None)
-    given: str | None = parser.parse_args().endpoint_url
-    with endpoint(given) as db_url, use_tables(table, endpoint_url=db_url), serving() as url:
-        print("# A FastAPI service on dynaorm")
-        print(f"# backend: {given or 'moto server'}; table: {table.name}")
+    with served(table, "A FastAPI service on dynaorm"), serving() as url:
         demo(url)

@@ -23,6 +23,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "web_service.py"
 
 
 def _load() -> ModuleType:
+    sys.path.insert(0, str(EXAMPLE.parent))  # (the example imports examples/_support.py)
     spec = importlib.util.spec_from_file_location("web_service_example", EXAMPLE)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
