@@ -352,3 +352,47 @@ def test_real_chains_still_cover_every_result(s: Session) -> None:
     sharded = s.query(KEvent, day="d1").page_size(4)
     assert list(chain(sharded)) == sorted(EVENTS, key=lambda e: e.at)
     assert len(list(chain(reads(s)["query"]))) == 6
+
+
+# -- sealed cursors (a secret configured) ------------------------------------------------------
+@pytest.fixture
+def sealed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("DYNAORM_CURSOR_SECRET", raising=False)
+    monkeypatch.setattr(app, "cursor_secret", b"the service's secret")
+    yield
+
+
+@pytest.mark.parametrize("name", ["query", "sharded"])
+def test_every_one_character_edit_of_a_sealed_cursor_is_refused(
+        s: Session, sealed: None, name: str) -> None:
+    q = reads(s)[name]
+    cursor = first_cursor(q)
+    assert q.page(cursor).items
+    rec = Requests(s.table)
+    alphabet = string.ascii_letters + string.digits + "-_."
+    edits = {cursor[:i] + cursor[i + 1:] for i in range(len(cursor))}
+    for i, c in itertools.product(range(len(cursor)), alphabet):
+        if c != cursor[i]:
+            edits.add(cursor[:i] + c + cursor[i + 1:])
+    for edited in edits:
+        with pytest.raises(InvalidCursorError):
+            q.page(edited)
+    assert rec.calls == []
+
+
+def test_sealed_garbage_and_leaked_secret_positions_never_widen(
+        s: Session, sealed: None) -> None:
+    for name in ["query", "range", "sharded", "scan"]:
+        q = reads(s)[name]
+        allowed = list(chain(q.limit(10**6) if q._limit else q))
+        secret = read_secret(q)
+        assert secret == b"the service's secret"
+        fp = _fp(q)
+        streams = q._streams()
+        for field_name, value in itertools.product(["q", "p", "n"], JSON_VALUES):
+            body: dict[str, Any] = {"q": fp, "p": [None] * streams, field_name: value}
+            contained(q, _sign(body, secret), allowed, q._limit)
+            refused(q, s, _sign(body, None))  # unsealed, while a secret is configured
+        for position in [["A-before"], ["Z-after"], ["POST#04"], ["E#99"]]:
+            contained(q, encode_cursor(fp, [position] * streams, 0, secret=secret), allowed,
+                      q._limit)
