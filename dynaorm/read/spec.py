@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
+
+from pydantic import Field as PydanticField
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
@@ -49,13 +51,14 @@ FAN_OUT = 64
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of results and the cursor of the next (``None`` on the last page)."""
+    """One page of results, and the cursor of the next page (null on the last page)."""
 
     items: list[T]
     """The page's entities, in read order."""
     cursor: str | None
     """The cursor of the next page (``None`` on the last page); pass it to ``page(cursor)``."""
-    skipped: int = 0
+    # a diagnostic, not an API's answer: left out of a web framework's response schema
+    skipped: Annotated[int, PydanticField(exclude=True)] = 0
     """How many items of the read were skipped: items no entity of the table owns (a type
     name no class claims, e.g. after a class was renamed, or on a table without a type
     attribute other tools' items), and rows that fit a requested

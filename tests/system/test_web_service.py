@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -81,3 +82,23 @@ def test_pages_and_bad_input(client: TestClient) -> None:
     gone = client.delete("/tenants/t2/customers/nobody")
     assert gone.status_code == 404
     assert gone.json()["key"] == {"tenant": "t2", "customer_id": "nobody"}
+
+
+def test_page_as_a_response_model_holds_items_and_cursor_only() -> None:
+    from fastapi import FastAPI
+
+    from dynaorm import Page
+
+    api = FastAPI()
+
+    @api.get("/page", response_model=Page[service.CustomerFields])
+    def page() -> Any:
+        return Page([service.CustomerFields(name="Ada", email="a@x.io")], "next", skipped=2)
+
+    with TestClient(api) as http:
+        assert http.get("/page").json() == {
+            "items": [{"name": "Ada", "email": "a@x.io"}], "cursor": "next"}
+    schema = api.openapi()["components"]["schemas"]
+    page_schema = next(v for k, v in schema.items() if k.startswith("Page"))
+    assert set(page_schema["properties"]) == {"items", "cursor"}
+    assert "``" not in page_schema.get("description", "")
