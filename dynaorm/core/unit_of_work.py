@@ -121,6 +121,9 @@ class UnitOfWork(Staging):
             found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                            consistent=consistent, concurrency=concurrency)
         items = [found.get(key_id(key)) for key in wanted]
+        for item in items:
+            if item is not None and not spec.owns(item):
+                note_unclaimed(spec.table, item)  # a renamed class: say so, once
         return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
                 for i in items]
 

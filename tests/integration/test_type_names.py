@@ -45,7 +45,7 @@ def test_query_counts_items_of_an_unclaimed_type_name(db: TestBackend,
     assert "'OldNote'" in warned[0] and "type_name = 'OldNote'" in warned[0]
 
 
-def test_get_warns_once_per_type_name(db: TestBackend,
+def test_get_and_get_many_warn_once_per_type_name(db: TestBackend,
                                       caplog: pytest.LogCaptureFixture) -> None:
     _put_renamed(db, "n2")
     _put_renamed(db, "n3")
@@ -53,6 +53,7 @@ def test_get_warns_once_per_type_name(db: TestBackend,
         s = db.session()
         assert s.get(Note, note_id="n2") is None
         assert s.get(Note, note_id="n3") is None
+        assert s.get_many(Note, [{"note_id": "n2"}, {"note_id": "n3"}]) == [None, None]
     warned = [r for r in caplog.records if "no class claims" in r.getMessage()]
     assert len(warned) == 1
 
