@@ -160,7 +160,9 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
 
 def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
-    rows: list[tuple[str, str]] = [("type name", spec.type_name)]
+    named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
+                              "it with Meta.type_name)" if spec.type_name == spec.name else "")
+    rows: list[tuple[str, str]] = [("type name", named)]
     key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
     rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
                                    if spec.versioned else "")))

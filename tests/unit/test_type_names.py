@@ -28,3 +28,14 @@ def test_other_names_are_unclaimed_and_nothing_else_is() -> None:
 def test_the_fix_names_both_ways() -> None:
     hint = fix_hint("Customer")
     assert "type_name = 'Customer'" in hint and "Previous(type_name='Customer')" in hint
+
+
+def test_describe_says_when_the_type_name_is_the_class_name() -> None:
+    from dynaorm.model.entity import spec_of
+    from dynaorm.tools.cli import describe_entity
+    from tests.support.migration_models import Account
+    from tests.support.models import Note
+
+    assert "Note   (the class name: renaming the class renames it" in describe_entity(
+        spec_of(Note))[0]
+    assert describe_entity(spec_of(Account))[0].rstrip().endswith("type name  account")
