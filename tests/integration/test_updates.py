@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 import dynaorm
@@ -290,3 +294,42 @@ def test_update_of_a_loaded_object_honours_its_expected_version(db: TestBackend)
     s.update(audit).set(notes="x")
     with pytest.raises(ConcurrentModificationError, match="expected version 5"):
         s.commit()
+
+
+# -- the adversary: random updates never store what the model would refuse ---------------------
+ACTIONS = st.lists(st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(["sku", "qty", "price", "owner"]),
+              st.one_of(st.integers(-3, 5), st.text("aZ9#", max_size=3),
+                        st.floats(-2, 4, allow_nan=False))),
+    st.tuples(st.just("add"), st.just("qty"), st.integers(-4, 4)),
+    st.tuples(st.just("append"), st.just("tags"), st.lists(st.text("aB", max_size=2),
+                                                           max_size=2))),
+    min_size=1, max_size=3, unique_by=lambda a: a[1])
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(actions=ACTIONS)
+def test_random_updates_store_only_what_the_model_accepts(
+        db: TestBackend, actions: list[tuple[str, str, Any]]) -> None:
+    with db.session() as s:
+        s.save(Product(pid="h1", sku="A", qty=2, price=1.5, tags=["x"]), overwrite=True)
+    before = db.scan_raw()
+    s = db.session()
+    try:
+        u = s.update(Product, pid="h1")
+        for method, name, value in actions:
+            getattr(u, method)(**{name: value})
+        s.commit()
+    except (ValidationError, InvalidValueError):
+        assert db.scan_raw() == before  # refused: nothing stored
+        return
+    stored = db.session().get(Product, pid="h1")
+    assert stored is not None
+    # what is stored is what the model makes of it: validating it again changes nothing
+    again = Product.model_validate(stored.model_dump(exclude={"total"}))
+    assert again == stored
+    raw = db.scan_raw()[0]
+    assert float(raw["total"]["N"]) == stored.price * stored.qty  # never stale
+    assert raw["sku"]["S"] == raw["sku"]["S"].upper() and stored.qty >= 0
+    assert all(t == t.lower() for t in stored.tags) and stored.owner == "nobody"
