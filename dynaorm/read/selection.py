@@ -114,7 +114,12 @@ class Selection(Generic[T]):
         a type attribute), or it fits a requested type's templates but another type's
         literal key claims it (``Meta.overlaps``)."""
         if not self.shapeless:
-            return self.table is not None and note_unclaimed(self.table, item)
+            if self.table is None:
+                return False
+            name = item.get(self.type_attr, _NO_VALUE).get("S")
+            if name is None or name in self.types or name in self.table.entities:
+                return False  # (most items: a class claims them, one dict lookup)
+            return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
             return True
         return self.type_of(item) is None and any(_matches(item, checks)
