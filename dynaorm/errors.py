@@ -33,7 +33,17 @@ class DynaormError(Exception):
 
 
 class KeyTemplateError(DynaormError, ValueError):
-    """A key template is malformed, names an unknown field, or a value cannot go into a key."""
+    """A key template is malformed, names an unknown field, or a value cannot go into a key.
+
+    ``field`` names the field at fault when there is one (a value holding ``#``, empty or
+    too long for a key): a web handler answers 400 naming it."""
+
+    field: str | None = None
+    """The field whose value cannot go into a key (``None``: a template is at fault)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def table_of(entity: type[Any] | None) -> str | None:
@@ -61,7 +71,23 @@ class _KeyedError(DynaormError):
         """The name of the table the item is stored in (``None`` when not known)."""
         super().__init__(_on_table(message, self.table))
         self.entity = entity
+        """The entity class of the item (``None`` when not known)."""
         self.key = key
+        """The item's stored table key (``{"pk": "TENANT#t", "sk": "CUSTOMER#c1"}``)."""
+
+    @property
+    def key_values(self) -> dict[str, Any]:
+        """The item's key as the entity's field values (``{"tenant": "t", "customer_id":
+        "c1"}``), parsed back from :attr:`key` through the key templates (typed as the
+        fields are); empty when unknown."""
+        spec = getattr(self.entity, "__dynaorm_spec__", None)
+        if spec is None or not self.key:
+            return {}
+        try:
+            values: dict[str, Any] = spec.key_values(self.key)
+        except Exception:  # a key that no longer fits the templates: nothing to say
+            return {}
+        return values
 
 
 class ConflictError(DynaormError):
@@ -76,22 +102,40 @@ class ConflictError(DynaormError):
 
 class ItemExistsError(_KeyedError, ConflictError):
     """An insert (or a key move) found an item with the same primary key already stored:
-    another writer stored it; nothing of this write was stored."""
+    another writer stored it; nothing of this write was stored. ``item`` is the stored
+    entity when DynamoDB returned it (``None``: not returned, or not of this class)."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, str] | None = None, item: Any = None) -> None:
+        super().__init__(message, entity=entity, key=key)
+        self.item = item
+        """The stored entity found at the key (``None``: not known, or not of this class)."""
 
 
 class ItemNotFoundError(_KeyedError, LookupError):
-    """An update or delete targeted an item that is gone, or ``Query.one()`` found nothing."""
+    """An update or delete by key found no item (it was never stored, or is gone: dynaorm
+    read nothing to tell), or ``Query.one()`` found nothing. Not a conflict: retrying
+    does not help (a web handler answers 404)."""
 
 
 class ItemGoneError(ItemNotFoundError, ConflictError):
-    """A write conditioned on the item being stored (an update or delete of a loaded
-    object, a delete by key) found it gone: another writer deleted it (or it never
-    existed); nothing of this write was stored. Also an :class:`ItemNotFoundError`."""
+    """A write planned on a read of the item (an update or delete of a loaded object, an
+    update that read the item first) found it gone: another writer deleted it since;
+    nothing of this write was stored. Also an :class:`ItemNotFoundError`."""
 
 
 class ConcurrentModificationError(_KeyedError, ConflictError):
     """Another writer changed the stored values that this write was conditioned on (the
-    optimistic condition on the loaded values or version failed); nothing was stored."""
+    optimistic condition on the loaded values or version failed, or an expected
+    ``version`` was not the loaded one); nothing was stored. ``item`` is the stored
+    entity when DynamoDB returned it with the failure (its current version: a 412's ETag),
+    else ``None``."""
+
+    def __init__(self, message: str, *, entity: type[Any] | None = None,
+                 key: dict[str, str] | None = None, item: Any = None) -> None:
+        super().__init__(message, entity=entity, key=key)
+        self.item = item
+        """The stored entity when the write failed (``None``: not returned, or not known)."""
 
 
 class UniqueConstraintError(DynaormError):

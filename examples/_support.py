@@ -15,9 +15,9 @@ from contextlib import ExitStack, contextmanager
 from typing import Any, TypeVar
 
 from dynaorm import Entity, Table
-from dynaorm.testing import TestBackend, moto_backend, use_tables
+from dynaorm.testing import TestBackend, moto_backend, moto_server, use_tables
 
-__all__ = ["keys", "run", "show", "table_keys"]
+__all__ = ["keys", "run", "served", "show", "table_keys"]
 
 T = TypeVar("T")
 
@@ -44,6 +44,21 @@ def run(table: Table, description: str, argv: Sequence[str] | None = None,
         if url is None:
             stack.enter_context(moto_backend())
         yield stack.enter_context(use_tables(table, *also, endpoint_url=url))
+
+
+@contextmanager
+def served(table: Table, description: str, argv: Sequence[str] | None = None
+           ) -> Generator[str]:
+    """Like :func:`run`, for code that needs an HTTP endpoint (async sessions): the
+    endpoint from the command line, else a moto server started for the block; ``table``
+    created fresh there. Yields the endpoint URL."""
+    url = _endpoint(description, argv)
+    print(f"# {description}")
+    print(f"# backend: {url or 'moto server'}; table: {table.name}")
+    with ExitStack() as stack:
+        endpoint = url or stack.enter_context(moto_server())
+        stack.enter_context(use_tables(table, endpoint_url=endpoint))
+        yield endpoint
 
 
 def show(code: str, rows: Iterable[T], fmt: Callable[[T], str] = repr) -> list[T]:

@@ -1,4 +1,4 @@
-"""AsyncSession: the quickstart on asyncio (contract section 16).
+"""AsyncSession: the quickstart on asyncio (guide "Async").
 
 Runs on a moto server started for the run (moto's in-process mock cannot serve
 aiobotocore), or on any endpoint given with ``--endpoint-url`` / ``AWS_ENDPOINT_URL_DYNAMODB``
@@ -7,17 +7,13 @@ aiobotocore), or on any endpoint given with ``--endpoint-url`` / ``AWS_ENDPOINT_
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import os
-from collections.abc import Generator
-from contextlib import contextmanager
 
+from _support import served
 from pydantic import Field
 
 from dynaorm import AsyncSession, Entity, Table, Unique, UniqueConstraintError, ksuid
 from dynaorm.aio import close
-from dynaorm.testing import moto_server, use_tables
 
 app = Table("dynaorm-example-async")
 
@@ -91,22 +87,6 @@ async def main() -> None:
     await close()  # this event loop's clients
 
 
-@contextmanager
-def endpoint(url: str | None) -> Generator[str]:
-    """The given endpoint, else a moto server for the block."""
-    if url:
-        yield url
-    else:
-        with moto_server() as started:
-            yield started
-
-
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    parser.add_argument("--endpoint-url",
-                        default=os.environ.get("AWS_ENDPOINT_URL_DYNAMODB") or None)
-    given: str | None = parser.parse_args().endpoint_url
-    with endpoint(given) as url, use_tables(app, endpoint_url=url):
-        print("# AsyncSession quickstart")
-        print(f"# backend: {given or 'moto server'}; table: {app.name}")
+    with served(app, "AsyncSession quickstart"):
         asyncio.run(main())

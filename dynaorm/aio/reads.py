@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from dynaorm.client.drivers import AsyncDriver
 from dynaorm.model.entity import Entity
+from dynaorm.read.grouped import Grouped, group
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
 from dynaorm.read.spec import Page, ReadSpec
@@ -33,6 +34,10 @@ class AsyncTerminals(ReadSpec[T]):
     async def all(self) -> list[T]:
         """Every result, as a list."""
         return [obj async for obj in self]
+
+    async def grouped(self) -> Grouped:
+        """Every result, grouped by entity class: ``g[Order]`` is a ``list[Order]``."""
+        return group(await self.all(), self._entities)
 
     async def first(self) -> T | None:
         """The first result, or ``None``."""

@@ -24,6 +24,9 @@ from dynaorm.write.render import WritePlan
 __all__ = ["AsyncSession"]
 
 T = TypeVar("T", bound=Entity)
+T2 = TypeVar("T2", bound=Entity)
+T3 = TypeVar("T3", bound=Entity)
+T4 = TypeVar("T4", bound=Entity)
 
 
 class AsyncSession(ClientSession):
@@ -103,6 +106,15 @@ class AsyncSession(ClientSession):
     def query(self, entity: type[T], /, *, index: str | None = None,
               **fields: Any) -> AsyncQuery[T]: ...
     @overload
+    def query(self, entity: type[T], other: type[T2], /, *, index: str | None = None,
+              **fields: Any) -> AsyncQuery[T | T2]: ...
+    @overload
+    def query(self, entity: type[T], other: type[T2], third: type[T3], /, *,
+              index: str | None = None, **fields: Any) -> AsyncQuery[T | T2 | T3]: ...
+    @overload
+    def query(self, entity: type[T], other: type[T2], third: type[T3], fourth: type[T4], /,
+              *, index: str | None = None, **fields: Any) -> AsyncQuery[T | T2 | T3 | T4]: ...
+    @overload
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> AsyncQuery[Any]: ...
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
@@ -115,6 +127,13 @@ class AsyncSession(ClientSession):
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
              segment: int | None = None, segments: int | None = None) -> AsyncScan[T]: ...
+    @overload
+    def scan(self, entity: type[T], other: type[T2], /, *, index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> AsyncScan[T | T2]: ...
+    @overload
+    def scan(self, entity: type[T], other: type[T2], third: type[T3], /, *,
+             index: str | None = None, segment: int | None = None,
+             segments: int | None = None) -> AsyncScan[T | T2 | T3]: ...
     @overload
     def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
              segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]: ...

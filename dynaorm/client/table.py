@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from dynaorm.client.client import Client, check_settings
 from dynaorm.client.shared import shared_client
-from dynaorm.core.admin import create_p, delete_p, status_p
+from dynaorm.core.admin import create_p, delete_p, index_status_p, status_p
 from dynaorm.errors import DynaormError
 from dynaorm.model.table import GSI, LSI, TableSchema
 from dynaorm.protocol.events import RequestEvent
@@ -195,8 +195,18 @@ class Table(TableSchema):
         return self.db.driver.run(status_p(self), self._admin("describe_table")) is not None
 
     def create(self, wait: float = 300.0) -> None:
-        """Create the table (on-demand billing) with every index; no error if it exists."""
+        """Create the table (on-demand billing) with every index; no error if it exists.
+        On an existing table it adds the declared global indexes the table lacks and waits
+        up to ``wait`` seconds for their backfill (:meth:`index_status` tells the rest)."""
         self.db.driver.run(create_p(self, wait), self._admin("create_table"))
+
+    def index_status(self) -> dict[str, str]:
+        """Each index by name: ``"ACTIVE"``, ``"CREATING"``, ``"BACKFILLING"`` (queries on
+        it fail until it is ACTIVE), ``"UPDATING"``, ``"DELETING"``, or ``"MISSING"`` (a
+        declared index the table lacks: ``create()`` adds a global one)."""
+        found: dict[str, str] = self.db.driver.run(index_status_p(self),
+                                                   self._admin("describe_table"))
+        return found
 
     def delete(self, wait: float = 300.0) -> None:
         """Delete the table; no error if it does not exist."""

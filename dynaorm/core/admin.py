@@ -12,7 +12,7 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.steps import Proto, Wait, call
 
-__all__ = ["create_p", "delete_p", "status_p"]
+__all__ = ["create_p", "delete_p", "index_status_p", "status_p"]
 
 
 def status_p(table: TableSchema) -> Proto[str | None]:
@@ -28,18 +28,83 @@ def status_p(table: TableSchema) -> Proto[str | None]:
 
 
 def create_p(table: TableSchema, wait: float) -> Proto[None]:
-    """CreateTable (on-demand billing) with every index; no error if it exists. Then the
-    declared stream and TTL, each enabled where it is not yet."""
+    """CreateTable (on-demand billing) with every index; if it exists, the global indexes
+    it lacks are added (UpdateTable, one at a time, then their backfill waited for within
+    ``wait``). Then the declared stream and TTL, each enabled where it is not yet."""
+    created = True
     try:
         yield from call("CreateTable", table.definition())
     except RequestError as exc:
         if exc.code != "ResourceInUseException":
             raise
+        created = False
     yield from _settle_p(table, lambda status: status == "ACTIVE", wait)
+    if not created:
+        yield from _add_indexes_p(table, wait)
     if table.stream is not None:
         yield from _enable_stream_p(table, wait)
     if table.ttl is not None:
         yield from _enable_ttl_p(table)
+
+
+def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
+    """Each secondary index of the table as it exists: ``"ACTIVE"``, ``"CREATING"``,
+    ``"BACKFILLING"`` (created, still reading the table's items: queries on it fail until
+    it is ``"ACTIVE"``), ``"UPDATING"`` or ``"DELETING"``; a declared index the table lacks
+    is ``"MISSING"`` (``create()`` adds a global one)."""
+    out = yield from call("DescribeTable", {"TableName": table.name})
+    found: dict[str, str] = {}
+    for gsi in out["Table"].get("GlobalSecondaryIndexes") or []:
+        status = str(gsi.get("IndexStatus", "ACTIVE"))
+        found[gsi["IndexName"]] = "BACKFILLING" if gsi.get("Backfilling") else status
+    for lsi in out["Table"].get("LocalSecondaryIndexes") or []:
+        found[lsi["IndexName"]] = "ACTIVE"
+    for name in table.indexes:
+        found.setdefault(name, "MISSING")
+    return found
+
+
+def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
+    """Add the declared global indexes an existing table lacks (a local index can only be
+    made with its table: refused with the way out), then wait for their backfill."""
+    definition = table.definition()
+    status = yield from index_status_p(table)
+    missing_local = sorted(i["IndexName"] for i in definition.get("LocalSecondaryIndexes", [])
+                           if status[i["IndexName"]] == "MISSING")
+    if missing_local:
+        raise DynaormError(
+            f"table {table.name!r} exists without local index(es) {missing_local}: a local "
+            "secondary index can only be created with its table (create a new table and "
+            "copy the items, or declare a global index instead)")
+    added = []
+    for gsi in definition.get("GlobalSecondaryIndexes", []):
+        if status[gsi["IndexName"]] != "MISSING":
+            continue
+        try:
+            yield from call("UpdateTable", {
+                "TableName": table.name,
+                "AttributeDefinitions": definition["AttributeDefinitions"],
+                "GlobalSecondaryIndexUpdates": [{"Create": gsi}]})
+        except RequestError as exc:
+            raise DynaormError(f"cannot add index {gsi['IndexName']!r} to table "
+                               f"{table.name!r}: {exc}") from exc
+        added.append(gsi["IndexName"])
+        yield from _settle_p(table, lambda s: s == "ACTIVE", wait)  # one at a time
+    if added:
+        yield from _backfill_p(table, added, wait)
+
+
+def _backfill_p(table: TableSchema, names: list[str], timeout: float) -> Proto[None]:
+    """Wait (polling) until the indexes ``names`` are ACTIVE; after ``timeout`` seconds
+    return anyway: a large table backfills for long (``Table.index_status()`` tells)."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while any(s != "ACTIVE" for n, s in (yield from index_status_p(table)).items()
+              if n in names):
+        if time.monotonic() > deadline:
+            return
+        yield Wait(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def delete_p(table: TableSchema, wait: float) -> Proto[None]:

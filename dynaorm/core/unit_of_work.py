@@ -22,6 +22,7 @@ from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
+from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
@@ -104,6 +105,8 @@ class UnitOfWork(Staging):
             found: T | None = yield from previous_get_p(spec.table.name, spec, fields, key,
                                                          item)
             return found
+        if item is not None:
+            note_unclaimed(spec.table, item)  # a renamed class: say so, once
         return None
 
     def _get_many_p(self, entity: type[T], keys: Sequence[Mapping[str, Any]],
@@ -118,6 +121,9 @@ class UnitOfWork(Staging):
             found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                            consistent=consistent, concurrency=concurrency)
         items = [found.get(key_id(key)) for key in wanted]
+        for item in items:
+            if item is not None and not spec.owns(item):
+                note_unclaimed(spec.table, item)  # a renamed class: say so, once
         return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
                 for i in items]
 

@@ -95,14 +95,16 @@ def key_order(value: str) -> Any:
 def number_key(value: Any, owner: str, field: str) -> NumberKey:
     """A field value (int, Decimal, or a numeric string) as a number key."""
     if isinstance(value, bool):
-        raise KeyTemplateError(f"{owner}: field {field!r} value {value!r} is not a number key")
+        raise KeyTemplateError(f"{owner}: field {field!r} value {value!r} is not a number key",
+                               field=field)
     try:
         number = Decimal(str(value))
     except InvalidOperation:
         raise KeyTemplateError(f"{owner}: field {field!r} value {value!r} is not a number "
-                           "and cannot be a number key") from None
+                           "and cannot be a number key", field=field) from None
     if not number.is_finite():
-        raise KeyTemplateError(f"{owner}: field {field!r} value {value!r} is not finite")
+        raise KeyTemplateError(f"{owner}: field {field!r} value {value!r} is not finite",
+                               field=field)
     if isinstance(value, int):
         return NumberKey(str(value))
     return NumberKey(str(number))

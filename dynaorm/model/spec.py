@@ -14,10 +14,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
-from dynaorm.model.keys import key_value
+from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.layouts import Layout, previous_layout
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
 from dynaorm.model.rules import (
@@ -100,6 +102,13 @@ class IndexKeys:
     @property
     def fields(self) -> tuple[str, ...]:
         return (*self.pk.fields, *(self.sk.fields if self.sk else ()))
+
+
+def _field_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
+    """A validator of field ``name`` of ``cls`` (its annotation, built on each call: errors
+    are rare)."""
+    info = cls.model_fields[name]
+    return TypeAdapter(info.annotation)
 
 
 @dataclass(frozen=True)
@@ -251,6 +260,22 @@ class EntitySpec:
                 sk = version_sk(sk, version)
             key[self.table.sk] = sk
         return key
+
+    def key_values(self, key: Mapping[str, Any]) -> dict[str, Any]:
+        """The lookup fields a table key holds, as field values (validated through each
+        field's type, as a read decodes them; the shard left out): the inverse of
+        :meth:`primary_key`. Fields the key does not hold are left out."""
+        item = {attr: key_av(text) for attr, text in key.items()}
+        raw = self.fill_from_keys(item, {})
+        out: dict[str, Any] = {}
+        for name, text in raw.items():
+            if name == SHARD_FIELD or name not in self.cls.model_fields:
+                continue
+            try:
+                out[name] = _field_adapter(self.cls, name).validate_python(str(text))
+            except ValueError:
+                out[name] = text
+        return out
 
     def index_keys(self, values: Mapping[str, Any]) -> dict[str, str]:
         """Key attributes of every index the item takes part in (sparse ones left off)."""

@@ -137,16 +137,18 @@ class KeyTemplate:
             value = values[seg.name]
         except KeyError:
             raise KeyTemplateError(
-                f"{owner}: key template {self.source!r} needs field {seg.name!r}") from None
+                f"{owner}: key template {self.source!r} needs field {seg.name!r}",
+                field=seg.name) from None
         if value is None:
             raise KeyTemplateError(
-                f"{owner}: field {seg.name!r} is None and cannot go into key {self.source!r}")
+                f"{owner}: field {seg.name!r} is None and cannot go into key {self.source!r}",
+                field=seg.name)
         try:
             text = render_value(value, seg.spec)
         except (ValueError, TypeError) as exc:
             raise KeyTemplateError(
                 f"{owner}: field {seg.name!r} value {value!r} does not fit format "
-                f"{seg.spec!r} of key {self.source!r}: {exc}") from exc
+                f"{seg.spec!r} of key {self.source!r}: {exc}", field=seg.name) from exc
         if seg.conversion:
             text = _CONVERSIONS[seg.conversion](text)
         if check and self.single is not None and text:
@@ -155,7 +157,7 @@ class KeyTemplate:
             why = "is empty" if not text else "contains '#'"
             raise KeyTemplateError(
                 f"{owner}: field {seg.name!r} value {value!r} {why}; "
-                f"it cannot go into key {self.source!r}")
+                f"it cannot go into key {self.source!r}", field=seg.name)
         return text
 
     def render(self, values: Mapping[str, Any], owner: str = "?") -> str:
@@ -209,12 +211,13 @@ class KeyTemplate:
         value = values.get(name)
         if value is None:
             raise KeyTemplateError(f"{owner}: field {name!r} is None and cannot go into key "
-                                   f"{self.source!r}")
+                                   f"{self.source!r}", field=name)
         if self.key_type == "N":
             return number_key(value, owner, name)
         if not isinstance(value, bytes | bytearray | memoryview) or not value:
             raise KeyTemplateError(f"{owner}: field {name!r} value {value!r} is not non-empty "
-                                   f"bytes and cannot go into binary key {self.source!r}")
+                                   f"bytes and cannot go into binary key {self.source!r}",
+                                   field=name)
         return BinaryKey(bytes(value))
 
     def render_prefix(self, values: Mapping[str, Any], owner: str = "?",

@@ -1,18 +1,25 @@
-"""Opaque, URL-safe, tamper-evident page cursors, and the checks a cursor must pass.
+"""URL-safe, tamper-evident page cursors, and the checks a cursor must pass.
 
 A cursor holds the resume positions of a read (one per shard or segment), how many results
-earlier pages served, and a fingerprint of the read it came from, signed with
-HMAC-SHA256. There is no key in the source: the key is ``Table(cursor_secret=...)``, else
-the ``DYNAORM_CURSOR_SECRET`` environment variable, else a random key made once per
-process (cursors then resume only within that process; one WARNING on the ``dynaorm``
-logger says how to share one).
+earlier pages served, and a fingerprint of the read it came from. Whatever it holds, it
+never widens a read: :func:`decode_cursor_state` refuses anything malformed, edited or
+taken from another read, and :func:`check_positions` (pure) refuses positions that lie
+outside the read's partitions or key condition, or that have the wrong shape, and served
+counts outside ``0..limit``. Every refusal is an :class:`~dynaorm.InvalidCursorError`.
 
-Whatever a client sends, a cursor never widens a read: :func:`decode_cursor_state` refuses
-anything malformed, edited, signed with another key or taken from another read, and
-:func:`check_positions` (pure) refuses positions that lie outside the read's partitions
-or key condition, or that have the wrong shape, and served counts outside ``0..limit``,
-even in a cursor signed with the right key (a leaked key). Every refusal is an
-:class:`~dynaorm.InvalidCursorError`.
+Two forms, chosen by whether a secret is configured (``Table(cursor_secret=...)``, else
+the ``DYNAORM_CURSOR_SECRET`` environment variable):
+
+- **No secret** (the default): the cursor is the base64 of its JSON and a checksum. It
+  resumes in any process and after a restart (two workers behind a load balancer need
+  no configuration); a client can read it, and an edit is caught by the checksum and,
+  whatever it holds, by the checks against the read: a client can only start the same
+  read at another key inside it.
+- **A secret**: the cursor is sealed with it, stdlib only: encrypted (HMAC-SHA256 in
+  counter mode, its nonce a MAC of the content, so a cursor stays deterministic) and then
+  authenticated (HMAC-SHA256, truncated to 16 bytes). Opaque to clients, and a cursor
+  sealed with another secret (or none) is refused. Keys are derived from the secret per
+  purpose; the source holds no key.
 """
 
 from __future__ import annotations
@@ -22,11 +29,8 @@ import binascii
 import hashlib
 import hmac
 import json
-import logging
 import os
 import re
-import secrets
-import threading
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -35,22 +39,22 @@ from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.write.limits import check_key_value
 
 __all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_cursor", "check_positions",
-           "decode_cursor_state", "encode_cursor", "fingerprint", "read_secret", "secret_of"]
+           "decode_cursor_state", "encode_cursor", "fingerprint", "open_sealed", "read_secret",
+           "seal", "secret_of"]
 
-#: The environment variable a shared cursor key is read from.
+#: The environment variable a shared cursor secret is read from.
 ENV_SECRET = "DYNAORM_CURSOR_SECRET"
 #: Longest cursor accepted (a real one holds a few keys: well under this).
 MAX_CURSOR_CHARS = 64 * 1024
 _MAC_BYTES = 16
+_NONCE_BYTES = 16
 _TEXT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
-_log = logging.getLogger("dynaorm")
-_lock = threading.Lock()
-_process_secret: list[bytes] = []
+_CHECKSUM_DOMAIN = b"dynaorm page cursor, unsealed\0"
 
 
-def secret_of(table: Any) -> bytes:
-    """The key cursors of ``table`` are signed with: its ``cursor_secret``, else
-    ``DYNAORM_CURSOR_SECRET``, else this process's random key (one WARNING, once)."""
+def secret_of(table: Any) -> bytes | None:
+    """The secret cursors of ``table`` are sealed with: its ``cursor_secret``, else
+    ``DYNAORM_CURSOR_SECRET``, else ``None`` (cursors are then checksummed, not sealed)."""
     configured = getattr(table, "cursor_secret", None)
     if configured:
         if isinstance(configured, str):
@@ -61,15 +65,7 @@ def secret_of(table: Any) -> bytes:
     env = os.environ.get(ENV_SECRET)
     if env:
         return env.encode("utf-8", "surrogatepass")
-    with _lock:
-        if not _process_secret:
-            _process_secret.append(secrets.token_bytes(32))
-            _log.warning(
-                "dynaorm: no cursor secret is set, so page cursors are signed with a random "
-                "key made for this process: they will not resume in another process or after "
-                "a restart. Set a shared secret with Table(cursor_secret=...) or the %s "
-                "environment variable.", ENV_SECRET)
-        return _process_secret[0]
+    return None
 
 
 def fingerprint(shape: Any) -> str:
@@ -89,38 +85,76 @@ def _unb64(text: str) -> bytes:
     return data
 
 
-def _mac(secret: bytes, body: bytes) -> bytes:
-    return hmac.new(secret, body, hashlib.sha256).digest()[:_MAC_BYTES]
+def _derive(secret: bytes, purpose: bytes) -> bytes:
+    return hmac.new(secret, b"dynaorm cursor key\0" + purpose, hashlib.sha256).digest()
 
 
-def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0, *,
-                  secret: bytes) -> str:
-    """A signed cursor: the read's fingerprint, each stream's position and the count of
-    results already served (so ``limit`` holds across pages)."""
-    data: dict[str, Any] = {"q": query_fingerprint, "p": positions}
-    if served:
-        data["n"] = served
-    body = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
-    return _b64(body) + "." + _b64(_mac(secret, body))
+def _keystream_xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
+    """``data`` XOR HMAC-SHA256(key, nonce || counter) blocks (a stream cipher)."""
+    out = bytearray()
+    for block in range(0, len(data), 32):
+        pad = hmac.new(key, nonce + block.to_bytes(8, "big"), hashlib.sha256).digest()
+        out += bytes(a ^ b for a, b in zip(data[block:block + 32], pad, strict=False))
+    return bytes(out)
 
 
-def decode_cursor_state(cursor: Any, query_fingerprint: str, shards: int, *,
-                        secret: bytes) -> tuple[list[Any], int]:
-    """Resume positions (still packed) and the count of results already served, from a
-    cursor this read signed; anything else is :class:`InvalidCursorError`."""
+def seal(body: bytes, secret: bytes | None) -> str:
+    """The cursor text of ``body``: checksummed (no secret) or encrypted then
+    authenticated with keys derived from ``secret``."""
+    if secret is None:
+        return _b64(body) + "." + _b64(hashlib.sha256(_CHECKSUM_DOMAIN + body).digest()[
+            :_MAC_BYTES])
+    nonce = hmac.new(_derive(secret, b"nonce"), body, hashlib.sha256).digest()[:_NONCE_BYTES]
+    sealed = nonce + _keystream_xor(_derive(secret, b"encrypt"), nonce, body)
+    tag = hmac.new(_derive(secret, b"mac"), sealed, hashlib.sha256).digest()[:_MAC_BYTES]
+    return _b64(sealed) + "." + _b64(tag)
+
+
+def open_sealed(cursor: Any, secret: bytes | None) -> bytes:
+    """The body of a cursor :func:`seal` made with ``secret``; anything else (malformed,
+    edited, sealed with another secret or none) is :class:`InvalidCursorError`."""
     if not isinstance(cursor, str) or len(cursor) > MAX_CURSOR_CHARS or not _TEXT.fullmatch(
             cursor):
         raise InvalidCursorError("malformed page cursor")
     body_text, mac_text = cursor.split(".")
     try:
-        body, mac = _unb64(body_text), _unb64(mac_text)
+        data, tag = _unb64(body_text), _unb64(mac_text)
     except (binascii.Error, ValueError) as exc:
         raise InvalidCursorError("malformed page cursor") from exc
-    if not hmac.compare_digest(mac, _mac(secret, body)):
-        raise InvalidCursorError("page cursor was altered or signed with another secret")
+    if secret is None:
+        want = hashlib.sha256(_CHECKSUM_DOMAIN + data).digest()[:_MAC_BYTES]
+        if not hmac.compare_digest(tag, want):
+            raise InvalidCursorError("page cursor was altered, or sealed with a secret this "
+                                     "process does not have (set the same cursor secret "
+                                     "everywhere: Table(cursor_secret=...) or "
+                                     f"{ENV_SECRET})")
+        return data
+    want = hmac.new(_derive(secret, b"mac"), data, hashlib.sha256).digest()[:_MAC_BYTES]
+    if len(data) < _NONCE_BYTES or not hmac.compare_digest(tag, want):
+        raise InvalidCursorError("page cursor was altered or sealed with another secret")
+    nonce = data[:_NONCE_BYTES]
+    return _keystream_xor(_derive(secret, b"encrypt"), nonce, data[_NONCE_BYTES:])
+
+
+def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0, *,
+                  secret: bytes | None) -> str:
+    """A cursor: the read's fingerprint, each stream's position and the count of results
+    already served (so ``limit`` holds across pages), as :func:`seal` makes it."""
+    data: dict[str, Any] = {"q": query_fingerprint, "p": positions}
+    if served:
+        data["n"] = served
+    body = json.dumps(data, separators=(",", ":"), sort_keys=True).encode()
+    return seal(body, secret)
+
+
+def decode_cursor_state(cursor: Any, query_fingerprint: str, shards: int, *,
+                        secret: bytes | None) -> tuple[list[Any], int]:
+    """Resume positions (still packed) and the count of results already served, from a
+    cursor of this read; anything else is :class:`InvalidCursorError`."""
+    body = open_sealed(cursor, secret)
     try:
         data = json.loads(body)
-    except (ValueError, RecursionError) as exc:  # signed, yet not ours: a leaked key
+    except (ValueError, RecursionError) as exc:  # checksummed or sealed, yet not ours
         raise InvalidCursorError("malformed page cursor") from exc
     if not isinstance(data, dict) or set(data) - {"q", "p", "n"}:
         raise InvalidCursorError("malformed page cursor")
@@ -226,7 +260,7 @@ def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
                                          "partition or key range")
 
 
-def read_secret(read: Any) -> bytes:
+def read_secret(read: Any) -> bytes | None:
     """:func:`secret_of` the table a read (a Query or Scan) reads."""
     from dynaorm.model.entity import spec_of
     return secret_of(spec_of(read._entities[0]).table)

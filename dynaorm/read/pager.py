@@ -96,9 +96,10 @@ class Pager:
     def feed(self, i: int, response: Mapping[str, Any]) -> None:
         """The answer to stream ``i``'s request."""
         items = response.get("Items", ())
-        self._buffers[i].extend(self.keep(items))
-        if self.foreign is not None:
-            self.skipped += sum(1 for item in items if self.foreign(item))
+        kept = self.keep(items)
+        self._buffers[i].extend(kept)
+        if self.foreign is not None and len(kept) < len(items):  # (a foreign item is
+            self.skipped += sum(1 for item in items if self.foreign(item))  # never kept)
         last = response.get("LastEvaluatedKey")
         self._resume[i] = last if last else DONE
         if not self._buffers[i]:

@@ -30,6 +30,7 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired
+from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.read.pager import DONE
 
 __all__ = ["Selection", "projection_of", "selection"]
@@ -105,13 +106,21 @@ class Selection(Generic[T]):
     shapeless: bool = False
     #: every entity of the table (to tell another type's item from a foreign one)
     table_specs: tuple[EntitySpec, ...] = ()
+    #: the table (on a table with a type attribute: to tell type names no class claims)
+    table: Any = None
 
     def foreign(self, item: Item) -> bool:
         """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
-        owns it, or it fits a requested type's templates but another type's literal key
-        claims it (``Meta.overlaps``)."""
+        owns it (a type name no class claims, or no fitting key shape on a table without
+        a type attribute), or it fits a requested type's templates but another type's
+        literal key claims it (``Meta.overlaps``)."""
         if not self.shapeless:
-            return False
+            if self.table is None:
+                return False
+            name = item.get(self.type_attr, _NO_VALUE).get("S")
+            if name is None or name in self.types or name in self.table.entities:
+                return False  # (most items: a class claims them, one dict lookup)
+            return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
             return True
         return self.type_of(item) is None and any(_matches(item, checks)
@@ -388,4 +397,5 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
         table_specs=tuple(sp for e in table.entities.values()
                           if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
         if shapeless else (),
+        table=table,
     )

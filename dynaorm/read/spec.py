@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Self, TypeVar
+from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
+
+from pydantic import Field as PydanticField
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
@@ -49,15 +51,17 @@ FAN_OUT = 64
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
-    """One page of results and the cursor of the next (``None`` on the last page)."""
+    """One page of results, and the cursor of the next page (null on the last page)."""
 
     items: list[T]
     """The page's entities, in read order."""
     cursor: str | None
     """The cursor of the next page (``None`` on the last page); pass it to ``page(cursor)``."""
-    skipped: int = 0
-    """How many items of the read were skipped: items no entity of the table owns (a table
-    without a type attribute that holds other tools' items), and rows that fit a requested
+    # a diagnostic, not an API's answer: left out of a web framework's response schema
+    skipped: Annotated[int, PydanticField(exclude=True)] = 0
+    """How many items of the read were skipped: items no entity of the table owns (a type
+    name no class claims, e.g. after a class was renamed, or on a table without a type
+    attribute other tools' items), and rows that fit a requested
     type's template but that another type's literal key claims (``Meta.overlaps``)."""
 
 
@@ -159,7 +163,7 @@ class ReadSpec(Generic[T]):
                     [self._request(i, sel, attrs=attrs) for i in range(len(positions))])
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
-                     foreign=sel.foreign if sel.shapeless else None)
+                     foreign=sel.foreign)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
              max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from dynaorm.client.drivers import SyncDriver
 from dynaorm.model.entity import Entity
+from dynaorm.read.grouped import Grouped, group
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
 from dynaorm.read.spec import Page, ReadSpec
@@ -32,6 +33,10 @@ class SyncTerminals(ReadSpec[T]):
     def all(self) -> list[T]:
         """Every result, as a list."""
         return list(self)
+
+    def grouped(self) -> Grouped:
+        """Every result, grouped by entity class: ``g[Order]`` is a ``list[Order]``."""
+        return group(self, self._entities)
 
     def first(self) -> T | None:
         """The first result, or ``None``."""

@@ -19,6 +19,9 @@ from dynaorm.write.render import WritePlan
 __all__ = ["Session"]
 
 T = TypeVar("T", bound=Entity)
+T2 = TypeVar("T2", bound=Entity)
+T3 = TypeVar("T3", bound=Entity)
+T4 = TypeVar("T4", bound=Entity)
 
 
 class Session(ClientSession):
@@ -87,6 +90,15 @@ class Session(ClientSession):
     def query(self, entity: type[T], /, *, index: str | None = None,
               **fields: Any) -> Query[T]: ...
     @overload
+    def query(self, entity: type[T], other: type[T2], /, *, index: str | None = None,
+              **fields: Any) -> Query[T | T2]: ...
+    @overload
+    def query(self, entity: type[T], other: type[T2], third: type[T3], /, *,
+              index: str | None = None, **fields: Any) -> Query[T | T2 | T3]: ...
+    @overload
+    def query(self, entity: type[T], other: type[T2], third: type[T3], fourth: type[T4], /,
+              *, index: str | None = None, **fields: Any) -> Query[T | T2 | T3 | T4]: ...
+    @overload
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> Query[Any]: ...
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
@@ -98,6 +110,13 @@ class Session(ClientSession):
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
              segment: int | None = None, segments: int | None = None) -> Scan[T]: ...
+    @overload
+    def scan(self, entity: type[T], other: type[T2], /, *, index: str | None = None,
+             segment: int | None = None, segments: int | None = None) -> Scan[T | T2]: ...
+    @overload
+    def scan(self, entity: type[T], other: type[T2], third: type[T3], /, *,
+             index: str | None = None, segment: int | None = None,
+             segments: int | None = None) -> Scan[T | T2 | T3]: ...
     @overload
     def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
              segment: int | None = None, segments: int | None = None) -> Scan[Any]: ...

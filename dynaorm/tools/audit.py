@@ -24,10 +24,13 @@ TTL on it) and ``history-ttl`` (a version row carrying the TTL attribute, writte
 DynamoDB would delete it alone, leaving a gap in the history; the fix moves the value
 aside). An item whose TTL has passed is never a finding: DynamoDB deletes it.
 
-Three more are reported but never repaired automatically, because a human must choose:
+More are reported but never repaired automatically, because a human must choose:
 ``duplicate`` (two owners hold one unique value), ``no-history`` (a latest copy without
-any version row) and ``stale-key`` (an item whose table key no longer matches
-its key templates: moving it changes its identity; load and save it under the new key).
+any version row), ``unclaimed-type`` (an item whose stored type name no class of the table
+claims, typically after a class was renamed: every read skips it; the fix is
+``Meta.type_name`` or ``Meta.previous``) and ``stale-key`` (an item whose table key no
+longer matches its key templates: moving it changes its identity; load and save it under
+the new key).
 Each repairable problem carries its fix as plain data: the
 ``TransactItems`` of one ``TransactWriteItems`` request, conditioned so that it only
 applies to the items as they were scanned. :func:`repair` sends them.
@@ -61,6 +64,7 @@ from dynaorm.model.rows import (
 from dynaorm.model.spec import EntitySpec, UniqueRule
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import expired
+from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
@@ -71,7 +75,7 @@ __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_it
            "scan_pages"]
 
 Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
-               "stale-index", "stale-key", "guard-ttl", "history-ttl"]
+               "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type"]
 Key = tuple[str, str]
 
 
@@ -417,6 +421,7 @@ class _Auditor:
                 continue
             spec = self.specs.get(self.type_of(item) or "")
             if spec is None:
+                self.check_claimed(key, item)
                 continue
             parsed = parse_version_sk(key[1]) if spec.versioned else None
             values = self.values(spec, item)
@@ -438,6 +443,15 @@ class _Auditor:
             if version:
                 continue  # version rows are kept out of every secondary index
             self.check_index(key, item, spec, index)
+
+    def check_claimed(self, key: Key, item: Item) -> None:
+        """An item whose stored type name no class of the table claims (a renamed class):
+        every read skips it. Never repaired: the fix is in the code."""
+        name = unclaimed_name(self.table, item)
+        if name is not None:
+            self.problems.append(Problem("unclaimed-type", key, (
+                f"type name {name!r} is claimed by no class, reads skip it: "
+                f"{fix_hint(name)}")))
 
     def check_index(self, key: Key, item: Item, spec: EntitySpec,
                     want: dict[str, str]) -> None:
@@ -557,7 +571,7 @@ def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:
 
 _KINDS_ORDER = {"orphan-guard": 0, "missing-guard": 1, "duplicate": 2, "stale-latest": 3,
                 "no-history": 4, "stale-index": 5, "stale-key": 6, "guard-ttl": 7,
-                "history-ttl": 8}
+                "history-ttl": 8, "unclaimed-type": 9}
 
 
 def problem_order(problem: Problem) -> tuple[int, Key]:

@@ -13,6 +13,7 @@ Exit codes scripts can rely on:
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib
 import importlib.util
 import os
@@ -30,6 +31,7 @@ from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.model.unclaimed import fix_hint
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 
@@ -158,7 +160,9 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
 
 def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
-    rows: list[tuple[str, str]] = [("type name", spec.type_name)]
+    named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
+                              "it with Meta.type_name)" if spec.type_name == spec.name else "")
+    rows: list[tuple[str, str]] = [("type name", named)]
     key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
     rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
                                    if spec.versioned else "")))
@@ -213,15 +217,19 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
 # -- commands ----------------------------------------------------------------------------
 def cmd_create_table(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
-    existed = table.exists()
+    before = table.index_status() if table.exists() else None
     table.create()
     where = table.endpoint_url or "the default endpoint"
-    definition = table.definition()
-    indexes = [i["IndexName"] for kind in ("GlobalSecondaryIndexes", "LocalSecondaryIndexes")
-               for i in definition.get(kind, [])]
-    verb = "already exists" if existed else "created"
+    status = table.index_status()
+    shown = [name if before is None or before.get(name) != "MISSING" else f"{name} (added)"
+             for name in status]
+    verb = "already exists" if before is not None else "created"
     print(f"table {table.name!r} {verb} at {where} (pk={table.pk}, sk={table.sk or '-'}, "
-          f"indexes: {', '.join(indexes) or '-'})", file=out)
+          f"indexes: {', '.join(shown) or '-'})", file=out)
+    for name, state in status.items():
+        if state != "ACTIVE":
+            print(f"  index {name!r} is {state}: queries on it fail until it is ACTIVE",
+                  file=out)
     return EXIT_OK
 
 
@@ -257,6 +265,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
           f"{len(result.problems)} problem(s)", file=out)
     for line in result.problems:
         print(f"  {line}", file=out)
+    _unclaimed_summary(result.problems, out)
     if not result.problems:
         return EXIT_OK
     if not args.repair:
@@ -271,6 +280,20 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     resolved = f"; {result.resolved} resolved by live writers" if result.resolved else ""
     print(f"repaired {result.repaired}{resolved}; {result.left} problem(s) left", file=out)
     return EXIT_OK if not result.left else EXIT_PROBLEMS
+
+
+_UNCLAIMED = re.compile(r"unclaimed-type .*\(type name ('(?:[^'\\]|\\.)*'|\"[^\"]*\")")
+
+
+def _unclaimed_summary(problems: Sequence[str], out: TextIO) -> None:
+    """One line per stored type name no class claims, with its count of items and the fix."""
+    counts: dict[str, int] = {}
+    for line in problems:
+        if m := _UNCLAIMED.match(line):
+            counts[m[1]] = counts.get(m[1], 0) + 1
+    for name, count in counts.items():
+        print(f"type name {name} is claimed by no class: {count} item(s) that every read "
+              f"skips; {fix_hint(ast.literal_eval(name))}", file=out)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:

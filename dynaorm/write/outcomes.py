@@ -46,6 +46,7 @@ from dynaorm.errors import (
     DynaormError,
     ItemExistsError,
     ItemGoneError,
+    ItemNotFoundError,
     OutcomeUnknownError,
     RequestError,
     TransactionConflictError,
@@ -53,10 +54,11 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
+from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.events import Reason
 from dynaorm.write.guards import STALE_GUARD, held_by_expired
 from dynaorm.write.moves import load_old
-from dynaorm.write.records import Delete, Fail, Op, Put, Update
+from dynaorm.write.records import Delete, Fail, Op, Put, Role, Update
 from dynaorm.write.render import WritePlan
 
 if TYPE_CHECKING:
@@ -291,6 +293,16 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
         return None
 
 
+def _exists_hint(entity: type[Any], item: Item | None) -> str:
+    """How to go on after an insert found an item at its key: replace it, or, when the
+    stored item's type name no class claims (a renamed class), restore that name."""
+    table = spec_of(entity).table
+    name = None if item is None else unclaimed_name(table, item)
+    if name is None:
+        return "save with overwrite=True to replace it"
+    return f"stored with type name {name!r}, which no class claims: {fix_hint(name)}"
+
+
 def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
     if _caller_failed(*failed[0]):
         failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
@@ -304,23 +316,40 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
             f"{entity.__name__} {key}: the condition given did not hold{more}",
             entity=entity, key=key, item=item, failures=failures)
     failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
-    for op, _ in failed:
+    for op, r in failed:
         o = op.origin
         if o.fail is Fail.EXISTS:
             return ItemExistsError(
-                f"{o.entity.__name__} {op.key} already exists (save with overwrite=True "
-                "to replace it)", entity=o.entity, key=op.key)
+                f"{o.entity.__name__} {op.key} already exists ({_exists_hint(o.entity, r.item)})",
+                entity=o.entity, key=op.key, item=_stored_entity(o.entity, r.item))
     uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
     if uniques:
         stale = yield from held_by_expired(failed, read)
         return UniqueConstraintError(uniques[0].entity,
                                      [(o.field or "?", o.value) for o in uniques],
                                      key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
+    error: DynaormError = yield from _gone_or_changed(failed, read)
+    return error
+
+
+def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
+    """The error of a failed dynaorm condition on the item itself: not found (by key),
+    gone (planned on a read) or changed by another writer (with the stored entity)."""
     op = failed[0][0]
     o = op.origin
+    if o.fail is Fail.MISSING:  # by key, never read: absent, maybe never stored
+        return ItemNotFoundError(f"{o.entity.__name__} {op.key} does not exist",
+                                 entity=o.entity, key=op.key)
     if o.fail is Fail.GONE and (yield from read(op.origin.table, op.key)) is None:
         return ItemGoneError(f"{o.entity.__name__} {op.key} no longer exists",
                              entity=o.entity, key=op.key)
+    # the stored item as the failure returned it (the row or latest copy's action), else
+    # read: a 412 answers with the current version without another request
+    found = [r.item for f, r in failed if f.origin.role in (Role.ROW, Role.LATEST)
+             and f.origin.entity is o.entity and f.key == o.owner_key and r.item is not None]
+    item = found[0] if found else (yield from read(o.table, o.owner_key))
+    stored = _stored_entity(o.entity, item)
     return ConcurrentModificationError(
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
-        "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key)
+        "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key,
+        item=stored)

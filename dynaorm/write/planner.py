@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, UniqueConstraintError
+from dynaorm.errors import ConcurrentModificationError, DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.model.layouts import MovedState
@@ -204,12 +204,31 @@ def _update_condition(spec: EntitySpec, state: InstanceState, old_values: Mappin
     return all_of(conds)
 
 
+def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> None:
+    """A caller's expected version (If-Match) is honoured: ``obj.version`` set to anything
+    but the version it was loaded at is :class:`ConcurrentModificationError` (versions only
+    grow, so the stored item is no longer the version the caller saw; or the object was
+    loaded before the version the caller saw): nothing is sent."""
+    if getattr(obj, "_dynaorm_state", None) is None:
+        return  # not loaded (a delete by key, read at commit): nothing was expected
+    expected = obj.__dict__.get("version")
+    loaded = state.version or 0
+    if isinstance(expected, int) and not isinstance(expected, bool) and expected != loaded:
+        raise ConcurrentModificationError(
+            f"{spec.name} {state.key}: expected version {expected} (obj.version, an "
+            f"If-Match), but the object was loaded at version {loaded}: the stored item is "
+            "not the version expected; reload it", entity=spec.cls, key=state.key,
+            item=spec.cls._from_item(state.item, spec))
+
+
 def _plan_versioned_update(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                            old_values: Mapping[str, Any], old_item: Item,
                            index: int, extra: Item) -> tuple[list[Op], Outcome]:
     obj = entry.obj
     values = obj.__dict__
     n = state.version or 0
+    if not entry.overwrite:  # (an overwrite replaces whatever version is stored)
+        expect_loaded_version(spec, obj, state)
     key = spec.primary_key(values)
     if key != state.key:
         raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
@@ -247,12 +266,13 @@ def _plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
     if state is None:  # a plain entity never loaded: delete by key, it must exist
         key = spec.primary_key(obj.__dict__)
         b = ActionBuilder(spec, key, index)
-        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.GONE)))
+        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.MISSING)))
         return b.ops, Outcome(obj, None)
     old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
     b = ActionBuilder(spec, state.key, index)
     conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields)]
     if spec.versioned:
+        expect_loaded_version(spec, obj, state)
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))
     b.ops.append(Delete(state.key, all_of(conds),
                         b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)))

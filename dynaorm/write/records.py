@@ -34,7 +34,8 @@ class Fail(enum.Enum):
     EXISTS = "exists"          # the item is already there -> ItemExistsError
     UNIQUE = "unique"          # a guard is taken -> UniqueConstraintError
     CONCURRENT = "concurrent"  # stored values moved -> ConcurrentModificationError
-    GONE = "gone"              # item gone (ItemNotFoundError) or changed (Concurrent...)
+    GONE = "gone"              # item gone (ItemGoneError) or changed (Concurrent...)
+    MISSING = "missing"        # by key, never read: absent -> ItemNotFoundError (no conflict)
     CALLER = "caller"          # only the caller's condition -> ConditionFailedError
 
 

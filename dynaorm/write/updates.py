@@ -25,7 +25,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar, Union
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
@@ -39,7 +39,7 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
 from dynaorm.write.entries import SaveEntry
-from dynaorm.write.planner import plan_save
+from dynaorm.write.planner import expect_loaded_version, plan_save
 from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
 from dynaorm.write.staged import Outcome, Prepared, Reads
 
@@ -95,6 +95,50 @@ def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
             ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
         found = _ADAPTERS[(cls, name)] = TypeAdapter(ann)  # type: ignore[arg-type]
     return found
+
+
+def _model_rules(cls: type[Entity]) -> bool:
+    """Whether values of ``cls`` obey rules across fields that an update by key cannot judge
+    alone: a model validator, a field validator that reads other fields (``info``), or a
+    ``@computed_field`` (stored, so it must be computed from the stored item). An update
+    of such a class reads the item first and validates the whole result."""
+    found = _MODEL_RULES.get(cls)
+    if found is None:
+        decorators = cls.__pydantic_decorators__
+        found = bool(decorators.model_validators or cls.model_computed_fields or any(
+            _takes_info(d.func) for d in decorators.field_validators.values()))
+        _MODEL_RULES[cls] = found
+    return found
+
+
+def _takes_info(func: Any) -> bool:
+    """Whether a field validator takes pydantic's ``ValidationInfo`` (other fields' data)."""
+    import inspect
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):  # pragma: no cover - a builtin: assume it may
+        return True
+    return len([p for p in params.values() if p.name not in ("cls", "self")]) > 1
+
+
+_MODEL_RULES: dict[type[Entity], bool] = cache("updates.model_rules")
+
+
+def _has_validator(cls: type[Entity], name: str) -> bool:
+    """Whether a field validator of ``cls`` applies to field ``name``."""
+    return any(name in d.info.fields or "*" in d.info.fields
+               for d in cls.__pydantic_decorators__.field_validators.values())
+
+
+def _validate_field(cls: type[Entity], name: str, value: Any) -> Any:
+    """``value`` as the model stores field ``name``: its type, constraints and field
+    validators (pydantic's assignment validation on a blank object); a class with rules
+    across fields (:func:`_model_rules`) is judged whole at planning."""
+    if _model_rules(cls) or cls.model_fields[name].frozen:  # (set_default of a frozen one)
+        return _adapter(cls, name).validate_python(value)
+    blank = cls.model_construct()
+    cls.__pydantic_validator__.validate_assignment(blank, name, value)
+    return blank.__dict__[name]
 
 
 def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
@@ -223,20 +267,25 @@ class StagedUpdate(_KeyedAction, Generic[T]):
     def _where_err(self, field: str, message: str) -> InvalidValueError:
         return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
 
-    def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
+    def _check_writable(self, name: str) -> None:
+        """Refuse a field no update may write (unknown, in the key, never stored, the
+        version)."""
         spec = self._spec
+        if name not in spec.field_names:
+            raise self._where_err(name, f"{spec.name} has no such field")
+        if name in spec.lookup_fields:
+            raise self._where_err(name, "a primary-key template uses it: it cannot be "
+                                  "updated (load the object and save it to move it)")
+        if name in spec.unstored:
+            raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
+                                  "update cannot write it")
+        if spec.versioned and name == "version":
+            raise self._where_err(name, "the version of a versioned entity is dynaorm's")
+
+    def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         fits = _KINDS[method][1]
         for name, value in values.items():
-            if name not in spec.field_names:
-                raise self._where_err(name, f"{spec.name} has no such field")
-            if name in spec.lookup_fields:
-                raise self._where_err(name, "a primary-key template uses it: it cannot be "
-                                      "updated (load the object and save it to move it)")
-            if name in spec.unstored:
-                raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
-                                      "update cannot write it")
-            if spec.versioned and name == "version":
-                raise self._where_err(name, "the version of a versioned entity is dynaorm's")
+            self._check_writable(name)
             info = self.entity.model_fields[name]
             shape = _shape(info.annotation)
             if fits is not None and shape not in fits:
@@ -248,11 +297,20 @@ class StagedUpdate(_KeyedAction, Generic[T]):
             if method == "remove":
                 if info.is_required():
                     raise self._where_err(name, "a required field cannot be removed")
+                if info.frozen:
+                    raise self._where_err(name, "it is frozen (Field(frozen=True)): an "
+                                          "update cannot remove it")
                 self._actions[name] = (method, None)
                 continue
             if value is None and method != "set":
                 raise self._where_err(name, f"{method}() needs a value, not None")
-            checked = _adapter(self.entity, name).validate_python(value)
+            if info.frozen and method != "set_default":
+                raise self._where_err(name, "it is frozen (Field(frozen=True)): an update "
+                                      "cannot change it (set_default() sets it where "
+                                      "the item has none)")
+            checked = (_validate_field(self.entity, name, value)
+                       if method in ("set", "set_default")
+                       else _adapter(self.entity, name).validate_python(value))
             if shape == "set" and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
@@ -266,8 +324,11 @@ class StagedUpdate(_KeyedAction, Generic[T]):
     def _needs_read(self) -> bool:
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
-        if spec.versioned:
+        if spec.versioned or _model_rules(self.entity):
             return True
+        if any(m not in ("set", "set_default", "remove") and _has_validator(self.entity, n)
+               for n, (m, _) in self._actions.items()):
+            return True  # a field validator judges the combined value, not the operand
         if not spec.unique_fields and not spec.indexes:
             return False  # no rule any update could touch
         touched = set(self._actions)
@@ -392,7 +453,10 @@ class StagedUpdate(_KeyedAction, Generic[T]):
         where = None if self._where is None else rename_paths(self._where, spec.renames)
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
-        fail = Fail.GONE if own is not None else Fail.CALLER
+        # by key without a read, an absent item is not found (it may never have existed);
+        # planned on a loaded object, it is gone: another writer deleted it (a conflict)
+        fail = Fail.CALLER if own is None else Fail.GONE if self._loaded is not None else (
+            Fail.MISSING)
         origin = Origin(self.entity, self.key, Role.ROW, fail, staged=index, caller=where)
         self._planned = None
         loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
@@ -424,6 +488,9 @@ class StagedUpdate(_KeyedAction, Generic[T]):
     def _plan_as_save(self, state: InstanceState | None, index: int
                       ) -> tuple[list[Op], Outcome | None]:
         cls = self.entity
+        loaded = self._loaded
+        if loaded is not None and state is not None and self._spec.versioned:
+            expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields), None)
         else:
@@ -431,7 +498,12 @@ class StagedUpdate(_KeyedAction, Generic[T]):
             values = self._apply(dict(old.__dict__), state.item)
             if self._spec.versioned:
                 values["version"] = state.version or 0
-        obj = cls.model_validate(values)
+        try:
+            obj = cls.model_validate(values)
+        except ValidationError as exc:
+            raise InvalidValueError(
+                f"{self._spec.name} {self.key}: the update would store what the model "
+                f"refuses; nothing was sent: {exc}") from exc
         entry = SaveEntry(obj, condition=self._where, after_version=self._after_version)
         ops, outcome = plan_save(entry, state, index)
         # the item was read (or found missing): any other outcome means it changed since

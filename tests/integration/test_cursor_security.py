@@ -22,7 +22,7 @@ import pytest
 
 from dynaorm import Entity, F, InvalidCursorError, Query, RequestError, Scan, Session
 from dynaorm.read import cursor as cursor_module
-from dynaorm.read.cursor import check_positions, encode_cursor, read_secret, secret_of
+from dynaorm.read.cursor import check_positions, encode_cursor, read_secret, seal, secret_of
 from dynaorm.testing import TestBackend
 from tests.support.models import app, unsaved
 from tests.support.recording import Requests
@@ -185,10 +185,37 @@ def test_a_cursor_signed_with_another_table_secret_is_refused(
     monkeypatch.setenv("DYNAORM_CURSOR_SECRET", "secret-three")
     refused(q, s, cursor)
     monkeypatch.delenv("DYNAORM_CURSOR_SECRET")
-    refused(q, s, cursor)  # the process's random key is another key again
+    refused(q, s, cursor)  # no secret: a sealed cursor does not open
+    plain = first_cursor(q)
+    assert len(q.page(plain).items) == 2
+    monkeypatch.setattr(app, "cursor_secret", "secret-one")
+    refused(q, s, plain)  # a secret configured: an unsealed cursor is refused
 
 
-def _sign(body: Any, key: bytes) -> str:
+def test_a_sealed_cursor_is_opaque_and_an_unsealed_one_is_not(
+        s: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    q = reads(s)["query"]
+    monkeypatch.delenv("DYNAORM_CURSOR_SECRET", raising=False)
+    monkeypatch.setattr(app, "cursor_secret", None)
+    plain = first_cursor(q)
+    assert b"POST#01" in base64.urlsafe_b64decode(plain.split(".")[0] + "==")
+    monkeypatch.setattr(app, "cursor_secret", "a shared secret")
+    sealed = first_cursor(q)
+    assert sealed == first_cursor(q)  # deterministic: the same page, the same cursor
+    raw = base64.urlsafe_b64decode(sealed.split(".")[0] + "==")
+    assert b"POST" not in raw and b'"q"' not in raw and b"b1" not in raw
+    assert len(q.page(sealed).items) == 2
+
+
+def _sign(body: Any, key: bytes | None) -> str:
+    """``body`` as a cursor of the module's own form (checksummed without a key, sealed
+    with one): what a client holding the key could forge."""
+    raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
+    return seal(raw, key)
+
+
+def _sign_v1(body: Any, key: bytes) -> str:
+    """0.1's form: the JSON body and its HMAC, in clear."""
     raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
     mac = hmac.new(key, raw, hashlib.sha256).digest()[:16]
 
@@ -209,7 +236,7 @@ def test_cursors_forged_with_the_old_key_are_refused(s: Session) -> None:
         for body in [{"q": _fp(q), "p": [None] * streams},
                      {"q": _fp(q), "p": [["POST#00"]] * streams, "n": -6},
                      {"q": _fp(q), "p": ["x"]}]:
-            refused(q, s, _sign(body, old))
+            refused(q, s, _sign_v1(body, old))
         assert secret_of(app) != old, name
 
 
@@ -268,6 +295,7 @@ def test_garbage_of_every_json_type_in_every_field(s: Session) -> None:
             for key in (secret, b"another key"):
                 contained(q, _sign(body, key), allowed, q._limit)
             refused(q, s, _sign(body, b"another key"))
+            refused(q, s, _sign_v1(body, b"another key"))
         for body_value in JSON_VALUES:  # a whole body that is not an object
             refused(q, s, _sign(body_value, secret))
             raw = json.dumps(body_value).encode("utf-8", "surrogatepass")
@@ -281,22 +309,13 @@ def test_garbage_of_every_json_type_in_every_field(s: Session) -> None:
 
 
 # -- the key ---------------------------------------------------------------------------------
-def test_no_secret_means_a_random_process_key_and_one_warning(
+def test_no_secret_means_checksummed_cursors_and_no_warning(
         monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     monkeypatch.delenv("DYNAORM_CURSOR_SECRET", raising=False)
     monkeypatch.setattr(app, "cursor_secret", None)
-    monkeypatch.setattr(cursor_module, "_process_secret", [])
     with caplog.at_level(logging.WARNING, logger="dynaorm"):
-        first = secret_of(app)
-        second = secret_of(app)
-    assert first == second and len(first) == 32
-    assert first != b"dynaorm-cursor-v1"
-    warnings = [r for r in caplog.records if r.name == "dynaorm"]
-    assert len(warnings) == 1
-    assert "cursor_secret" in warnings[0].getMessage()
-    assert "DYNAORM_CURSOR_SECRET" in warnings[0].getMessage()
-    monkeypatch.setattr(cursor_module, "_process_secret", [])
-    assert secret_of(app) != first  # another process, another key
+        assert secret_of(app) is None
+    assert [r for r in caplog.records if r.name == "dynaorm"] == []
     monkeypatch.setenv("DYNAORM_CURSOR_SECRET", "shared")
     assert secret_of(app) == b"shared"
     monkeypatch.setattr(app, "cursor_secret", "mine")
@@ -333,3 +352,47 @@ def test_real_chains_still_cover_every_result(s: Session) -> None:
     sharded = s.query(KEvent, day="d1").page_size(4)
     assert list(chain(sharded)) == sorted(EVENTS, key=lambda e: e.at)
     assert len(list(chain(reads(s)["query"]))) == 6
+
+
+# -- sealed cursors (a secret configured) ------------------------------------------------------
+@pytest.fixture
+def sealed(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("DYNAORM_CURSOR_SECRET", raising=False)
+    monkeypatch.setattr(app, "cursor_secret", b"the service's secret")
+    yield
+
+
+@pytest.mark.parametrize("name", ["query", "sharded"])
+def test_every_one_character_edit_of_a_sealed_cursor_is_refused(
+        s: Session, sealed: None, name: str) -> None:
+    q = reads(s)[name]
+    cursor = first_cursor(q)
+    assert q.page(cursor).items
+    rec = Requests(s.table)
+    alphabet = string.ascii_letters + string.digits + "-_."
+    edits = {cursor[:i] + cursor[i + 1:] for i in range(len(cursor))}
+    for i, c in itertools.product(range(len(cursor)), alphabet):
+        if c != cursor[i]:
+            edits.add(cursor[:i] + c + cursor[i + 1:])
+    for edited in edits:
+        with pytest.raises(InvalidCursorError):
+            q.page(edited)
+    assert rec.calls == []
+
+
+def test_sealed_garbage_and_leaked_secret_positions_never_widen(
+        s: Session, sealed: None) -> None:
+    for name in ["query", "range", "sharded", "scan"]:
+        q = reads(s)[name]
+        allowed = list(chain(q.limit(10**6) if q._limit else q))
+        secret = read_secret(q)
+        assert secret == b"the service's secret"
+        fp = _fp(q)
+        streams = q._streams()
+        for field_name, value in itertools.product(["q", "p", "n"], JSON_VALUES):
+            body: dict[str, Any] = {"q": fp, "p": [None] * streams, field_name: value}
+            contained(q, _sign(body, secret), allowed, q._limit)
+            refused(q, s, _sign(body, None))  # unsealed, while a secret is configured
+        for position in [["A-before"], ["Z-after"], ["POST#04"], ["E#99"]]:
+            contained(q, encode_cursor(fp, [position] * streams, 0, secret=secret), allowed,
+                      q._limit)

@@ -6,12 +6,14 @@ definition errors in tests/unit/test_definitions.py."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pydantic
 import pytest
 
 from dynaorm import (
     ConcurrentModificationError,
+    ConflictError,
     DynaormError,
     Entity,
     InvalidCursorError,
@@ -202,3 +204,77 @@ def test_errors_name_entity_and_key(db: TestBackend) -> None:
     assert "USER#u2" in str(err.value)
     with pytest.raises(InvalidCursorError, match="User"):
         s.query(User, index="gsi1", org_id="acme").page("not-a-cursor")
+
+
+# -- what a handler needs (0.4) ---------------------------------------------------------------
+NEVER_STORED: list[tuple[str, Callable[[Any], None], dict[str, Any]]] = [
+    ("update plain", lambda s: s.update(Note, note_id="zz").set(body="x"), {"note_id": "zz"}),
+    ("update unique", lambda s: s.update(User, user_id="zz").set(full_name="x"),
+     {"user_id": "zz"}),
+    ("update unique field", lambda s: s.update(User, user_id="zz").set(username="x"),
+     {"user_id": "zz"}),
+    ("update versioned", lambda s: s.update(Audit, equipment_id="zz", part="p").set(notes="x"),
+     {"equipment_id": "zz", "part": "p"}),
+    ("delete plain", lambda s: s.delete(Note, note_id="zz"), {"note_id": "zz"}),
+    ("delete unique", lambda s: s.delete(User, user_id="zz"), {"user_id": "zz"}),
+    ("delete versioned", lambda s: s.delete(Audit, equipment_id="zz", part="p"),
+     {"equipment_id": "zz", "part": "p"}),
+]
+
+
+@pytest.mark.parametrize("name", [n for n, _, _ in NEVER_STORED])
+def test_an_item_that_never_existed_is_not_found_never_a_conflict(
+        db: TestBackend, name: str) -> None:
+    _seed(db)
+    _, stage, key_values = next(x for x in NEVER_STORED if x[0] == name)
+    s = db.session()
+    stage(s)
+    with pytest.raises(ItemNotFoundError) as caught:
+        s.commit()
+    assert not isinstance(caught.value, ConflictError), type(caught.value)
+    assert caught.value.key_values == key_values
+    assert caught.value.entity is not None
+
+
+def test_errors_carry_key_values_typed_as_fields(db: TestBackend) -> None:
+    _seed(db)
+    s = db.session()
+    s.save(User(user_id="u2", username="bob", email="other@x.com"))
+    with pytest.raises(UniqueConstraintError):
+        s.commit()
+    s = db.session()
+    s.save(Note(note_id="n1"))
+    with pytest.raises(ItemExistsError) as caught:
+        s.commit()
+    assert caught.value.key == {"pk": "NOTE#n1", "sk": "NOTE"}
+    assert caught.value.key_values == {"note_id": "n1"}
+    assert caught.value.item == Note(note_id="n1", body="one")  # what is stored
+
+
+def test_a_concurrent_modification_carries_the_stored_item(db: TestBackend) -> None:
+    _seed(db)
+    s = db.session()
+    audit = s.get(Audit, equipment_id="E1", part="P1")
+    assert audit is not None
+    with db.session() as other:
+        theirs = other.get(Audit, equipment_id="E1", part="P1")
+        assert theirs is not None
+        theirs.notes = "theirs"
+        other.save(theirs)
+    audit.notes = "mine"
+    s.save(audit)
+    with pytest.raises(ConcurrentModificationError) as caught:
+        s.commit()
+    stored = caught.value.item
+    assert stored is not None and (stored.notes, stored.version) == ("theirs", 2)
+    assert caught.value.key_values == {"equipment_id": "E1", "part": "P1"}
+
+
+def test_key_template_error_names_the_field(db: TestBackend) -> None:
+    s = db.session()
+    with pytest.raises(KeyTemplateError) as caught:
+        s.get(Note, note_id="a#b")
+    assert caught.value.field == "note_id"
+    with pytest.raises(KeyTemplateError) as caught:
+        s.get(Note, note_id="")
+    assert caught.value.field == "note_id"

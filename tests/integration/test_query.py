@@ -601,3 +601,40 @@ def test_history_is_a_query(db: TestBackend) -> None:
     # the partition query returns the latest copy of every part
     latest = s.query(Audit, equipment_id="E1").all()
     assert [(a.part, ver(a)) for a in latest] == [("P1", 12), ("P2", 1)]
+
+
+# -- several types: typed as their union, and grouped by class -------------------------------
+class GRoom(Entity):
+    class Meta:
+        table = app
+        pk = "GROOM#{room}"
+        sk = "ROOM"
+
+    room: str
+    title: str = ""
+
+
+class GMsg(Entity):
+    class Meta:
+        table = app
+        pk = "GROOM#{room}"
+        sk = "MSG#{n}"
+
+    room: str
+    n: str
+    text: str = ""
+
+
+def test_a_read_of_several_types_grouped_by_class(db: TestBackend) -> None:
+    s = db.session()
+    s.save_many([GRoom(room="r1", title="general"),
+                 *[GMsg(room="r1", n=f"{i:02d}", text=f"t{i}") for i in range(3)]])
+    groups = s.query(GRoom, GMsg, room="r1").grouped()
+    assert list(groups) == [GRoom, GMsg]
+    assert groups[GRoom] == [GRoom(room="r1", title="general")]
+    assert [m.text for m in groups[GMsg]] == ["t0", "t1", "t2"]
+    only_rooms = s.query(GRoom, GMsg, room="r2").grouped()
+    assert only_rooms[GRoom] == [] and only_rooms[GMsg] == []
+    with pytest.raises(KeyError):
+        groups[EMsg]
+    assert s.scan(GMsg, GRoom).grouped()[GRoom] == groups[GRoom]

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 import dynaorm
 from dynaorm import (
@@ -15,7 +20,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
-from tests.support.update_models import Counter, Doc, Needy, Player
+from tests.support.update_models import Counter, Doc, Needy, Plain, Player, Product, Window
 
 
 def _seed(db: TestBackend, *objs: object) -> None:
@@ -205,3 +210,126 @@ def test_a_versioned_update_of_a_missing_item(db: TestBackend) -> None:
     u = s.update(Doc, doc_id="d1", upsert=True).add(views=3)
     s.commit()
     assert (u.result.views, u.result.version) == (3, 1)
+
+
+# -- updates never store what the model would refuse -----------------------------------------
+def test_update_runs_field_validators_and_constraints(db: TestBackend) -> None:
+    _seed(db, Plain(pid="p1"))
+    s = db.session()
+    sent = Requests(db.table)
+    u = s.update(Plain, pid="p1").set(sku="zz")
+    s.commit()
+    assert sent.operations == ["UpdateItem"]  # no rule across fields: still one request
+    assert u.result.sku == "ZZ"
+    assert db.scan_raw()[0]["sku"] == {"S": "ZZ"}  # stored as the model stores it
+    with pytest.raises(ValidationError):
+        s.update(Product, pid="p1").set(qty=-1)
+
+
+def test_update_refuses_a_frozen_field(db: TestBackend) -> None:
+    _seed(db, Plain(pid="p1", owner="ann"))
+    for stage in (lambda u: u.set(owner="bob"), lambda u: u.remove("owner")):
+        with pytest.raises(InvalidValueError, match="frozen"):
+            stage(db.session().update(Plain, pid="p1"))
+    s = db.session()
+    assert s.get(Plain, pid="p1") == Plain(pid="p1", owner="ann")
+    u = s.update(Plain, pid="p2", upsert=True).set_default(owner="cid")  # where none: fine
+    s.commit()
+    assert u.result.owner == "cid"
+
+
+def test_a_stored_computed_field_is_recomputed_by_an_update(db: TestBackend) -> None:
+    _seed(db, Product(pid="p1", price=1.5, qty=2))
+    assert float(db.scan_raw()[0]["total"]["N"]) == 3.0
+    s = db.session()
+    u = s.update(Product, pid="p1").set(qty=5)
+    s.commit()
+    assert u.result.total == 7.5
+    assert float(db.scan_raw()[0]["total"]["N"]) == 7.5
+    s.update(Product, pid="p1").add(qty=1).set(sku="ab")
+    s.commit()
+    stored = db.scan_raw()[0]
+    assert float(stored["total"]["N"]) == 9.0 and stored["sku"] == {"S": "AB"}
+
+
+def test_list_actions_run_the_field_validator_on_the_combined_value(db: TestBackend) -> None:
+    _seed(db, Product(pid="p1", tags=["a"]))
+    s = db.session()
+    s.update(Product, pid="p1").append(tags=["B"])
+    s.commit()
+    assert db.scan_raw()[0]["tags"] == {"L": [{"S": "a"}, {"S": "b"}]}
+
+
+def test_a_model_validator_refuses_an_update(db: TestBackend) -> None:
+    _seed(db, Window(wid="w1", start=1, end=5))
+    s = db.session()
+    s.update(Window, wid="w1").set(start=9)
+    sent = Requests(db.table)
+    with pytest.raises(InvalidValueError, match="refuses"):
+        s.commit()
+    assert "UpdateItem" not in sent.operations and "TransactWriteItems" not in sent.operations
+    assert db.session().get(Window, wid="w1") == Window(wid="w1", start=1, end=5)
+    s = db.session()
+    s.update(Window, wid="w1").set(start=4)
+    s.commit()
+    assert db.session().get(Window, wid="w1") == Window(wid="w1", start=4, end=5)
+
+
+def test_an_upsert_of_a_class_with_rules_validates_the_created_item(db: TestBackend) -> None:
+    s = db.session()
+    u = s.update(Product, pid="p9", upsert=True).set(qty=3, price=2.0, sku="ab")
+    s.commit()
+    assert (u.result.sku, u.result.total) == ("AB", 6.0)
+    assert float(db.scan_raw()[0]["total"]["N"]) == 6.0
+
+
+def test_update_of_a_loaded_object_honours_its_expected_version(db: TestBackend) -> None:
+    from tests.support.models import Audit
+    with db.session() as s:
+        s.save(Audit(equipment_id="E7", part="P"))
+    s = db.session()
+    audit = s.get(Audit, equipment_id="E7", part="P")
+    assert audit is not None and audit.version == 1
+    audit.version = 5  # an If-Match the loaded object does not satisfy
+    s.update(audit).set(notes="x")
+    with pytest.raises(ConcurrentModificationError, match="expected version 5"):
+        s.commit()
+
+
+# -- the adversary: random updates never store what the model would refuse ---------------------
+ACTIONS = st.lists(st.one_of(
+    st.tuples(st.just("set"), st.sampled_from(["sku", "qty", "price", "owner"]),
+              st.one_of(st.integers(-3, 5), st.text("aZ9#", max_size=3),
+                        st.floats(-2, 4, allow_nan=False))),
+    st.tuples(st.just("add"), st.just("qty"), st.integers(-4, 4)),
+    st.tuples(st.just("append"), st.just("tags"), st.lists(st.text("aB", max_size=2),
+                                                           max_size=2))),
+    min_size=1, max_size=3, unique_by=lambda a: a[1])
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(actions=ACTIONS)
+def test_random_updates_store_only_what_the_model_accepts(
+        db: TestBackend, actions: list[tuple[str, str, Any]]) -> None:
+    with db.session() as s:
+        s.save(Product(pid="h1", sku="A", qty=2, price=1.5, tags=["x"]), overwrite=True)
+    before = db.scan_raw()
+    s = db.session()
+    try:
+        u = s.update(Product, pid="h1")
+        for method, name, value in actions:
+            getattr(u, method)(**{name: value})
+        s.commit()
+    except (ValidationError, InvalidValueError):
+        assert db.scan_raw() == before  # refused: nothing stored
+        return
+    stored = db.session().get(Product, pid="h1")
+    assert stored is not None
+    # what is stored is what the model makes of it: validating it again changes nothing
+    again = Product.model_validate(stored.model_dump(exclude={"total"}))
+    assert again == stored
+    raw = db.scan_raw()[0]
+    assert float(raw["total"]["N"]) == stored.price * stored.qty  # never stale
+    assert raw["sku"]["S"] == raw["sku"]["S"].upper() and stored.qty >= 0
+    assert all(t == t.lower() for t in stored.tags) and stored.owner == "nobody"

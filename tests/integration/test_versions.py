@@ -24,7 +24,7 @@ from dynaorm.model.entity import spec_of
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Audit, app
-from tests.support.recording import send
+from tests.support.recording import Requests, send
 from tests.support.update_models import Doc
 
 
@@ -539,3 +539,60 @@ def test_index_queries_see_only_the_latest_copy(db: TestBackend) -> None:
     indexed = [i["sk"]["S"] for i in rows if "gsi1pk" in i or "lsi1sk" in i]
     assert indexed == ["v0_DOC"]
     assert [d.title for d in s.history(VDoc, doc_id="d1")] == ["draft", "review", "final"]
+
+
+# -- a caller's expected version (If-Match) -------------------------------------------------
+def test_an_expected_version_other_than_the_loaded_one_is_refused(db: TestBackend) -> None:
+    with db.session() as s:
+        s.save(Audit(equipment_id="E9", part="P", notes="v1"))
+    etag = db.session().get(Audit, equipment_id="E9", part="P")
+    assert etag is not None and etag.version == 1  # what a client saw (its ETag)
+    with db.session() as s:  # another writer: version 2
+        other = s.get(Audit, equipment_id="E9", part="P")
+        assert other is not None
+        other.notes = "v2"
+        s.save(other)
+    s = db.session()
+    fresh = s.get(Audit, equipment_id="E9", part="P")  # the handler's read: version 2
+    assert fresh is not None and fresh.version == 2
+    fresh.version = etag.version  # If-Match: "1"
+    fresh.notes = "from a stale client"
+    s.save(fresh)
+    sent = Requests(db.table)
+    with pytest.raises(ConcurrentModificationError, match="expected version 1") as caught:
+        s.commit()
+    assert sent.calls == []
+    assert caught.value.entity is Audit
+    stored = db.session().get(Audit, equipment_id="E9", part="P")
+    assert stored is not None and (stored.version, stored.notes) == (2, "v2")
+    for wrong in (1, 3):  # older or newer than loaded: both refused, deletes too
+        s = db.session()
+        obj = s.get(Audit, equipment_id="E9", part="P")
+        assert obj is not None
+        obj.version = wrong
+        s.delete(obj)
+        with pytest.raises(ConcurrentModificationError):
+            s.commit()
+    s = db.session()
+    obj = s.get(Audit, equipment_id="E9", part="P")
+    assert obj is not None
+    obj.version = 2  # If-Match matching: saved as version 3
+    obj.notes = "v3"
+    s.save(obj)
+    s.commit()
+    assert obj.version == 3
+
+
+def test_a_delete_by_key_expects_no_version(db: TestBackend) -> None:
+    """A delete by key reads the item at commit: its version is not an If-Match."""
+    with db.session() as s:
+        s.save(Audit(equipment_id="E8", part="P", notes="v1"))
+    with db.session() as s:
+        a = s.get(Audit, equipment_id="E8", part="P")
+        assert a is not None
+        a.notes = "v2"
+        s.save(a)
+    s = db.session()
+    s.delete(Audit, equipment_id="E8", part="P")
+    s.commit()
+    assert db.session().get(Audit, equipment_id="E8", part="P") is None

@@ -168,3 +168,22 @@ async def check_the_async_client() -> None:
         s = AsyncSession(db)
         assert_type(await s.get(Note, note_id="n"), Note | None)
         assert_type(await s.commit(), CommitResult)
+
+
+def check_multi_type_reads() -> None:
+    s = Session(app)
+    q = s.query(User, Note, user_id="u")
+    assert_type(q, Query[User | Note])
+    for obj in q:
+        assert_type(obj, User | Note)
+    assert_type(s.query(User, Note, Audit, user_id="u").all(), list[User | Note | Audit])
+    assert_type(s.scan(User, Note).page().items, list[User | Note])
+    groups = s.query(User, Note, user_id="u").grouped()
+    assert_type(groups[Note], list[Note])
+    assert_type(groups[User], list[User])
+
+
+async def check_async_multi_type_reads() -> None:
+    s = AsyncSession(app)
+    assert_type(await s.query(User, Note, user_id="u").all(), list[User | Note])
+    assert_type((await s.query(User, Note, user_id="u").grouped())[User], list[User])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, computed_field, field_validator, model_validator
 
 from dynaorm import Entity, Unique
 from tests.support.models import app
@@ -69,3 +69,72 @@ class Doc(Entity):
 
 
 __all__ = ["Counter", "Doc", "Needy", "Player", "Unique"]
+
+
+class Product(Entity):
+    """Field validation on updates: a validator that upper-cases, a constraint, a frozen
+    field and a stored computed field."""
+
+    class Meta:
+        table = app
+        pk = "PRODUCT#{pid}"
+        sk = "PRODUCT"
+
+    pid: str
+    sku: str = "NONE"
+    qty: int = Field(default=1, ge=0)
+    price: float = 1.0
+    owner: str = Field(default="nobody", frozen=True)
+    tags: list[str] = Field(default_factory=list)
+
+    @field_validator("sku")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+    @field_validator("tags")
+    @classmethod
+    def _lower_tags(cls, value: list[str]) -> list[str]:
+        return [t.lower() for t in value]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def total(self) -> float:
+        return self.price * self.qty
+
+
+class Plain(Entity):
+    """Field validation without rules across fields: updates stay one UpdateItem."""
+
+    class Meta:
+        table = app
+        pk = "PLAIN#{pid}"
+        sk = "PLAIN"
+
+    pid: str
+    sku: str = "NONE"
+    owner: str = Field(default="nobody", frozen=True)
+
+    @field_validator("sku")
+    @classmethod
+    def _upper(cls, value: str) -> str:
+        return value.upper()
+
+
+class Window(Entity):
+    """A model validator: ``start <= end``, which an update by key cannot judge alone."""
+
+    class Meta:
+        table = app
+        pk = "WINDOW#{wid}"
+        sk = "WINDOW"
+
+    wid: str
+    start: int = 0
+    end: int = 10
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Window:
+        if self.start > self.end:
+            raise ValueError("start after end")
+        return self

@@ -250,3 +250,32 @@ def test_8_racing_leaderboard_adds_keep_the_index_key_right(local: TestBackend) 
     assert row["gsi2sk"] == f"{sum(range(1, 9)):010d}#p1"
     audit = check_table(local.table)  # the whole table: no stale index key, no orphan
     assert audit.problems == [], audit.problems
+
+
+def test_racing_writers_with_one_if_match_exactly_one_wins(db: TestBackend) -> None:
+    """Eight handlers load the same version and save with the same expected version (an
+    If-Match): one is applied, every other is refused with the stored entity (the new
+    ETag), and the stored version moved by exactly one."""
+    with db.session() as s:
+        s.save(Audit(equipment_id="RACE", part="P", notes="v1"))
+
+    def handler(i: int) -> int:
+        s = db.session()
+        audit = s.get(Audit, equipment_id="RACE", part="P", consistent=True)
+        assert audit is not None
+        audit.version = 1  # the client's If-Match
+        audit.notes = f"writer {i}"
+        s.save(audit)
+        s.commit()
+        return audit.version
+
+    results = race(8, handler)
+    won = [r for r in results if not isinstance(r, BaseException)]
+    lost = [r for r in results if isinstance(r, BaseException)]
+    assert won == [2]
+    assert all(isinstance(e, ConcurrentModificationError) for e in lost), lost
+    stored = db.session().get(Audit, equipment_id="RACE", part="P", consistent=True)
+    assert stored is not None and stored.version == 2
+    for error in lost:  # the current ETag comes with every refusal
+        assert isinstance(error, ConcurrentModificationError)
+        assert error.item is not None and error.item.version == 2

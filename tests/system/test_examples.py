@@ -350,7 +350,44 @@ def check_orders_and_audit(run: Run) -> None:
         "orders #1: order o1 placed"]
 
 
+def check_web_service(run: Run) -> None:
+    """The FastAPI example's routes, called over HTTP (uvicorn in a thread, httpx)."""
+    assert run.block("POST ada") == ["201 name='Ada' version=1"]
+    assert run.block("POST eve with ada's email") == ["409 title='email already taken'"]
+    server_owned = run.block("POST with customer_id and version")[0]
+    assert "customer_id='chosen'" not in server_owned and server_owned.endswith("version=1")
+    assert run.block("GET ada") == ["200 name='Ada'", 'ETag "1"']
+    assert run.block("PUT ada If-Match current") == ["200 name='Ada L.' version=2"]
+    assert run.block("PUT ada If-Match stale") == ["412 title='precondition failed'",
+                                                   'ETag "2"']
+    assert run.block("GET page 1 (limit=4)") == ["200", "4 items, cursor set"]
+    assert run.block("GET page 2") == ["200", "2 items, cursor None"]
+    assert run.block("GET page with a tampered cursor") == ["400 title='bad request'"]
+    assert run.block("GET a missing customer")[0].startswith("404 ")
+    assert run.block("GET a customer id holding '#'") == [
+        "400 title='invalid customer_id' field='customer_id'"]
+    assert run.block("DELETE a missing customer") == [
+        "404 title='not found' key={'tenant': 't1', 'customer_id': 'nobody'}"]
+    assert run.block("DELETE ada") == ["204"]
+    assert run.block("GET ada again")[0].startswith("404 ")
+
+
+def check_lambda_handler(run: Run) -> None:
+    """The Lambda handler invoked with sample events, one client for every invocation."""
+    assert run.block("POST an order") == ["201 item='book' quantity=2"]
+    assert run.block("GET the order") == ["200 item='book'"]
+    assert run.block("GET page 1") == ["200", "2 items, cursor set"]
+    assert run.block("GET page 2") == ["200", "1 items, cursor None"]
+    assert run.block("POST quantity 0") == ["400 title='invalid body'"]
+    assert run.block("GET order id holding '#'") == ["400 title='invalid order_id'"]
+    assert run.block("DELETE a missing order") == [
+        "404 title='not found' key={'customer_id': 'c1', 'order_id': 'nope'}"]
+    assert run.block("9 invocations, one client") == ["same client: True"]
+
+
 CHECKS = {
+    "web_service": check_web_service,
+    "lambda_handler": check_lambda_handler,
     "orders_and_audit": check_orders_and_audit,
     "ttl_rules": check_ttl_rules,
     "pynamodb_bridge": check_pynamodb_bridge,

@@ -1,0 +1,100 @@
+"""Stored type names that no class claims (a renamed class): never invisible. A query
+counts such items in ``Page.skipped``, a read that meets one logs one WARNING naming the
+fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.model.unclaimed.)"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from dynaorm import ItemExistsError
+from dynaorm.model import unclaimed
+from dynaorm.testing import TestBackend
+from dynaorm.tools.audit import audit_items
+from dynaorm.tools.cli import main
+from tests.support.models import Note
+from tests.support.recording import send
+
+
+def _put_renamed(db: TestBackend, note_id: str, type_name: str = "OldNote") -> None:
+    """An item a class named ``type_name`` stored before it was renamed to ``Note``."""
+    item: dict[str, Any] = {"pk": {"S": f"NOTE#{note_id}"}, "sk": {"S": "NOTE"},
+                            "_type": {"S": type_name}, "note_id": {"S": note_id},
+                            "body": {"S": "kept"}}
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": item})
+
+
+@pytest.fixture(autouse=True)
+def _fresh_warnings() -> None:
+    unclaimed._warned.clear()
+
+
+def test_query_counts_items_of_an_unclaimed_type_name(db: TestBackend,
+                                                      caplog: pytest.LogCaptureFixture
+                                                      ) -> None:
+    _put_renamed(db, "n1")
+    with caplog.at_level(logging.WARNING, logger="dynaorm"):
+        s = db.session()
+        page = s.query(Note, note_id="n1").page()
+    assert page.items == []
+    assert page.skipped == 1
+    warned = [r.getMessage() for r in caplog.records if "no class claims" in r.getMessage()]
+    assert len(warned) == 1
+    assert "'OldNote'" in warned[0] and "type_name = 'OldNote'" in warned[0]
+
+
+def test_get_and_get_many_warn_once_per_type_name(db: TestBackend,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    _put_renamed(db, "n2")
+    _put_renamed(db, "n3")
+    with caplog.at_level(logging.WARNING, logger="dynaorm"):
+        s = db.session()
+        assert s.get(Note, note_id="n2") is None
+        assert s.get(Note, note_id="n3") is None
+        assert s.get_many(Note, [{"note_id": "n2"}, {"note_id": "n3"}]) == [None, None]
+    warned = [r for r in caplog.records if "no class claims" in r.getMessage()]
+    assert len(warned) == 1
+
+
+def test_claimed_names_are_not_skipped(db: TestBackend) -> None:
+    with db.session() as s:
+        s.save(Note(note_id="n4", body="x"))
+    page = db.session().query(Note, note_id="n4").page()
+    assert [n.note_id for n in page.items] == ["n4"]
+    assert page.skipped == 0
+
+
+@pytest.mark.sync_only
+def test_audit_reports_unclaimed_type_names(db: TestBackend) -> None:
+    _put_renamed(db, "n5")
+    problems = audit_items(db.table, db.scan_raw())
+    found = [p for p in problems if p.kind == "unclaimed-type"]
+    assert [p.key for p in found] == [("NOTE#n5", "NOTE")]
+    assert not found[0].repairable
+    assert "type_name = 'OldNote'" in found[0].detail
+
+
+@pytest.mark.sync_only
+def test_check_command_lists_unclaimed_names_with_counts(
+        db: TestBackend, capsys: pytest.CaptureFixture[str]) -> None:
+    _put_renamed(db, "n6")
+    _put_renamed(db, "n7")
+    _put_renamed(db, "n8", type_name="Gone")
+    args = ["check", "tests.support.models:app"]
+    if db.endpoint_url:
+        args += ["--endpoint-url", db.endpoint_url]
+    code = main(args)
+    text = capsys.readouterr().out
+    assert code != 0
+    assert "type name 'OldNote' is claimed by no class: 2 item(s)" in text
+    assert "type name 'Gone' is claimed by no class: 1 item(s)" in text
+
+
+def test_an_insert_over_an_unclaimed_item_says_why(db: TestBackend) -> None:
+    _put_renamed(db, "n9")
+    s = db.session()
+    s.save(Note(note_id="n9"))
+    with pytest.raises(ItemExistsError, match="type name 'OldNote', which no class claims"):
+        s.commit()
