@@ -172,7 +172,7 @@ class _Recorder(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     seen: list[dict[str, str]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         type(self).seen.append({k.lower(): v for k, v in self.headers.items()})
         body = json.dumps({}).encode()
