@@ -333,7 +333,8 @@ class Client:
     def botocore(self) -> Any:
         """The botocore DynamoDB client (made on first use; safe to share by threads).
         Requests go through it with ``wire="botocore"`` (register botocore event handlers
-        on ``client.botocore.meta.events`` then); dynaorm's own wire is configured from
+        on ``client.botocore.meta.events`` then: on dynaorm's own wire they see nothing;
+        :attr:`tracing` and hooks see every wire); dynaorm's own wire is configured from
         it."""
         made = self._botocore
         if made is not None:

@@ -30,6 +30,7 @@ See ``docs/guide/tracing.md`` for every span and attribute.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -48,6 +49,10 @@ ATTEMPT_OUTCOMES: Final = ("ok", "failed", "unknown", "interrupted")
 OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
 
 _TRACE: Final = "opentelemetry.trace"
+_UNKNOWN: Final = object()
+#: whether OpenTelemetry's API makes its global provider from the environment on first
+#: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
+_PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _CONTEXT: Final = "opentelemetry.context"
 _INSTRUMENTATION: Final = "opentelemetry.instrumentation.botocore"
 #: request parameters copied onto an attempt span, as the botocore instrumentation does
@@ -161,7 +166,13 @@ class Tracing(Hook):
             trace = sys.modules.get(_TRACE)
             if trace is None:
                 return False
-            provider = trace.get_tracer_provider()
+            # the global provider once set (what get_tracer_provider() returns then), read
+            # without its look into os.environ: the check stays a few attribute reads
+            provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+            if provider is None and not _PROVIDER_BY_ENVIRONMENT:
+                return False  # the API's proxy provider: nothing configured
+            if provider is None or provider is _UNKNOWN:
+                provider = trace.get_tracer_provider()
         if provider is not self._seen:
             self._tracer = self._tracer_of(provider)
             self._seen = provider
