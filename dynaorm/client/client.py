@@ -240,6 +240,7 @@ class Client:
     @tracing.setter
     def tracing(self, hook: Tracing) -> None:
         with self._lock:
+            hook.route(self._via_botocore)
             self._tracing = hook
             self._policy = None
 

@@ -156,6 +156,12 @@ class Tracing(Hook):
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
 
+    def route(self, routes: Callable[[str], bool]) -> None:
+        """Tell the hook how its client routes attempts (see the class), unless it was
+        made knowing it (a client does this when it is given the hook)."""
+        if self._routes is None:
+            self._routes = routes
+
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
         """Whether spans are made now: a real provider is configured (the check a client
@@ -332,7 +338,10 @@ def _answer_attributes(span: Any, attempt: Attempt) -> None:
         span.set_attribute("dynaorm.maybe_applied", error.maybe_applied)
         _failed(span, error, error.code)
     elif attempt.interrupted:
+        from opentelemetry.trace import Status, StatusCode
+
         span.set_attribute("error.type", "interrupted")
+        span.set_status(Status(StatusCode.ERROR, "interrupted in flight"))
 
 
 def _failed(span: Any, error: BaseException, kind: str) -> None:

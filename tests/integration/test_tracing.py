@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -16,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from dynaorm import OutcomeUnknownError, RequestError, Session
+from dynaorm import Attempt, OutcomeUnknownError, RequestError, Session
 from dynaorm.testing import TestBackend, inject_faults
 from tests.conftest import engine_of
 from tests.support.models import Note, User, app
@@ -354,3 +355,66 @@ def test_an_attempt_outside_any_operation_is_a_span_of_its_own(db: TestBackend,
     assert attempt.name == "DynamoDB.GetItem" and attempt.parent is None
     assert attempt.attributes is not None
     assert attempt.attributes["error.type"] == "ResourceNotFoundException"
+
+
+@pytest.mark.sync_only
+def test_a_cancelled_operation_ends_both_spans(db: TestBackend, spans: Spans) -> None:
+    """Cancelled while its attempt is in flight: the attempt span ends ``interrupted``,
+    the operation span ``cancelled``, and the caller's span is current again."""
+    if db.endpoint_url is None:
+        pytest.skip("aiobotocore cannot reach moto's in-process mock")
+    from opentelemetry import trace
+
+    from dynaorm import AsyncSession, Hook
+
+    class Stall(Hook):  # holds the attempt: the task is cancelled meanwhile
+        def on_end(self, phase: Any, token: Any) -> object:
+            return asyncio.sleep(5) if isinstance(phase, Attempt) else None
+
+    app.db.add_hook(Stall())
+
+    async def main() -> None:
+        with spans.tracer.start_as_current_span("caller") as caller:
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(AsyncSession(app).get(Note, note_id="n"), 0.5)
+            assert trace.get_current_span() is caller
+        await app.db.aclose()
+
+    asyncio.run(main())
+    op = _one(spans.named("dynaorm.get"))
+    attempt = _one(spans.children(op))
+    assert op.attributes is not None and attempt.attributes is not None
+    assert op.attributes["dynaorm.outcome"] == "cancelled"
+    assert op.attributes["error.type"] == "CancelledError"
+    assert attempt.attributes["dynaorm.outcome"] == "ok"  # answered; cancelled after
+
+
+def test_the_callers_span_stays_current(db: TestBackend, spans: Spans) -> None:
+    """Whatever the wire (the botocore one makes each attempt's span current while it is
+    sent) and however an operation ends, the caller's span is current after it."""
+    from opentelemetry import trace
+
+    app.max_wait = 0
+    spans.attach()
+    with spans.tracer.start_as_current_span("caller") as caller:
+        with inject_faults(app) as faults:
+            faults.throttle("GetItem", times=None)
+            with pytest.raises(RequestError):
+                db.session().get(Note, note_id="n")
+        assert trace.get_current_span() is caller
+        with db.session() as s:
+            s.save(Note(note_id="n1"))
+        assert trace.get_current_span() is caller
+        assert len(list(db.session().scan(Note).page_size(1))) == 1
+        assert trace.get_current_span() is caller
+    assert len(spans.named("DynamoDB.GetItem")) == app.db.max_attempts
+
+
+def test_a_hook_given_to_a_client_traces_it(db: TestBackend, spans: Spans) -> None:
+    """``client.tracing = Tracing(provider)``: the client's own hook, replaced."""
+    from dynaorm import Tracing
+
+    app.db.tracing = Tracing(spans.provider)
+    db.session().get(Note, note_id="n")
+    op = _one(spans.named("dynaorm.get"))
+    assert [s.name for s in spans.children(op)] == ["DynamoDB.GetItem"]

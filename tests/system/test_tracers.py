@@ -260,3 +260,114 @@ def test_outside_lambda_no_trace_header(recorder: str, credentials: None,
     monkeypatch.delenv("_X_AMZN_TRACE_ID")  # in a Lambda function, no trace
     assert _sent_header(recorder, wire, session) is None
 
+
+
+# -- the global provider, configured late, in a fresh process ----------------------------
+_LATE = """
+import sys
+from dynaorm import Entity, Table
+from dynaorm.testing import moto_backend, use_tables
+
+t = Table("dynaorm-late")
+
+class Thing(Entity):
+    class Meta:
+        table = t
+        pk = "T#{thing_id}"
+        sk = "T"
+    thing_id: str
+
+with moto_backend(), use_tables(t) as db:
+    db.session().get(Thing, thing_id="a")            # no provider yet: nothing traced
+    print("before:", "opentelemetry.trace" in sys.modules, t.db.tracing.active())
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    print("api alone:", t.db.tracing.active())
+    trace.set_tracer_provider(provider)              # the client exists, its policy made
+    db.session().get(Thing, thing_id="a")
+    print("after:", sorted(s.name for s in exporter.get_finished_spans()))
+"""
+
+_FROM_ENVIRONMENT = """
+import opentelemetry.trace
+from dynaorm import Client
+print("active:", Client("http://127.0.0.1:9", "us-east-1").tracing.active())
+"""
+
+
+def _python(code: str, **env: str) -> str:
+    import os
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, **env}, timeout=120, check=False)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_provider_configured_after_the_client_is_used_is_traced() -> None:
+    out = _python(_LATE).splitlines()
+    assert out == ["before: False False", "api alone: False",
+                   "after: ['DynamoDB.GetItem', 'dynaorm.get']"]
+
+
+def test_a_provider_made_from_the_environment_is_used() -> None:
+    """``OTEL_PYTHON_TRACER_PROVIDER`` (as auto-instrumentation sets it): the API makes
+    the global provider on first use; the check sees it."""
+    assert _python(_FROM_ENVIRONMENT, OTEL_PYTHON_TRACER_PROVIDER="sdk_tracer_provider"
+                   ).split() == ["active:", "True"]
+    assert _python(_FROM_ENVIRONMENT).split() == ["active:", "False"]
+
+
+# -- an attempt cut off in flight ----------------------------------------------------------
+class _Hanging(BaseHTTPRequestHandler):
+    """Never answers until the test releases it."""
+
+    protocol_version = "HTTP/1.1"
+    release = threading.Event()
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        type(self).release.wait(30)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_an_attempt_cancelled_in_flight_ends_interrupted(
+        credentials: None, exporter: InMemorySpanExporter, wire: str) -> None:
+    from dynaorm import Operation
+
+    _Hanging.release = threading.Event()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hanging)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = Client(f"http://127.0.0.1:{server.server_address[1]}", "us-east-1", wire=wire)
+    client.tracing.tracer_provider = exporter.provider  # type: ignore[attr-defined]
+
+    async def main() -> None:
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(client.async_driver.run(
+                call("GetItem", _GET), Operation("get", ("t",))), 0.3)
+        _Hanging.release.set()
+        await client.aclose()
+
+    try:
+        asyncio.run(main())
+    finally:
+        _Hanging.release.set()
+        server.shutdown()
+        server.server_close()
+    spans = {s.name: s for s in exporter.get_finished_spans()}
+    op, attempt = spans["dynaorm.get"], spans.get("DynamoDB.GetItem")
+    assert op.attributes is not None and op.attributes["dynaorm.outcome"] == "cancelled"
+    assert attempt is not None and attempt.attributes is not None
+    assert attempt.attributes["dynaorm.outcome"] == "interrupted"
+    assert attempt.parent is not None and op.context is not None
+    assert attempt.parent.span_id == op.context.span_id
