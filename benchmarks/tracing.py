@@ -36,40 +36,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.canned_http import ITERATIONS, arguments, canned_endpoint, dynaorm_models, ids
+from benchmarks.canned_http import ITERATIONS, arguments, canned_endpoint
+from benchmarks.wire import make_dynaorm
 
 OPS = ("get", "put", "tx3", "query25")
 STATES = ("off", "api", "sampled-out", "recorded")
 Op = Callable[[], object]
-
-
-def make_ops(app: Any, models: tuple[Any, Any, Any, Any]) -> dict[str, Op]:
-    from dynaorm import Session
-
-    _, User, PlainUser, Message = models
-    new_id = ids()
-
-    def new(cls: type[Any]) -> Any:
-        return cls(user_id=new_id(), org_id="o1", username="alice", email="alice@x.com",
-                   full_name="Alice Liddell")
-
-    def get() -> object:
-        return Session(app).get(User, user_id="u1")
-
-    def put() -> object:
-        session = Session(app)
-        session.save(new(PlainUser))
-        return session.commit()
-
-    def tx3() -> object:
-        session = Session(app)
-        session.save(new(User))
-        return session.commit()
-
-    def query25() -> object:
-        return list(Session(app).query(Message, room="r25"))
-
-    return {"get": get, "put": put, "tx3": tx3, "query25": query25}
 
 
 def timed(fn: Op, n: int) -> float:
@@ -79,10 +51,10 @@ def timed(fn: Op, n: int) -> float:
     return (time.process_time() - start) / n
 
 
-def check_cost(app: Any, n: int = 500_000) -> float:
+def check_cost(client: Any, n: int = 500_000) -> float:
     """Nanoseconds of one ``client.policy`` (what a session reads per operation, the
     check included)."""
-    return timeit.timeit("client.policy", globals={"client": app.db}, number=n) / n * 1e9
+    return timeit.timeit("client.policy", globals={"client": client}, number=n) / n * 1e9
 
 
 def provider_for(state: str) -> Any:
@@ -104,8 +76,8 @@ def provider_for(state: str) -> Any:
 
 def measure(ops: dict[str, Op], repeats: int, scale: float) -> dict[str, float]:
     samples: dict[str, list[float]] = {}
-    for fn in ops.values():
-        fn()  # warm
+    for op in OPS:
+        ops[op]()  # warm
     for _ in range(repeats):
         for op in OPS:
             samples.setdefault(op, []).append(
@@ -122,17 +94,19 @@ def main() -> int:
     results: dict[str, dict[str, float]] = {}
     checks: dict[str, float] = {}
     with canned_endpoint() as endpoint:
-        models = dynaorm_models(endpoint, "dynaorm")
-        app = models[0]
-        ops = make_ops(app, models)
+        ops = make_dynaorm(endpoint, "dynaorm")
+        ops["get"]()
+        from dynaorm.client.client import live_clients
+
+        (client,) = [c for c in live_clients() if c.endpoint_url == endpoint]
         for state in STATES:
             if state == "api":
                 import opentelemetry.trace  # noqa: F401 (what the state is)
             elif state != "off":
-                app.db.tracing.tracer_provider = provider_for(state)
+                client.tracing.tracer_provider = provider_for(state)
             if state in ("off", "api"):
-                assert not app.db.tracing.active()
-                checks[state] = check_cost(app)
+                assert not client.tracing.active()
+                checks[state] = check_cost(client)
             results[state] = measure(ops, args.repeats, args.scale)
     print(f"client CPU per operation (ms, median of {args.repeats}), ratio to 'off'; "
           "dynaorm's own wire, canned endpoint over loopback HTTP")
