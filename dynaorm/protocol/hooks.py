@@ -126,13 +126,17 @@ Phase = Operation | Attempt
 
 def _metadata(attempt: Attempt) -> dict[str, Any]:
     """The ``ResponseMetadata`` of an attempt's answer: of the response, else of the
-    failure's answer (botocore's ``ClientError`` the error was mapped from)."""
+    failure's error answer (its own ``response``, or that of the exception it was mapped
+    from: botocore's ``ClientError``, the own wire's error answer)."""
+    found: object = None
     if attempt.response is not None:
         found = attempt.response.get("ResponseMetadata")
-    else:
-        cause = None if attempt.error is None else attempt.error.__cause__
-        answer = getattr(cause, "response", None)
-        found = answer.get("ResponseMetadata") if isinstance(answer, dict) else None
+    elif attempt.error is not None:
+        for source in (attempt.error, attempt.error.__cause__):
+            answer = getattr(source, "response", None)
+            if isinstance(answer, dict) and "ResponseMetadata" in answer:
+                found = answer["ResponseMetadata"]
+                break
     return found if isinstance(found, dict) else {}
 
 
