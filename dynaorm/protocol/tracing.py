@@ -201,7 +201,11 @@ class Tracing(Hook):
         if tracer is None:
             return None
         if isinstance(phase, Operation):
-            return self._start_operation(tracer, phase)
+            return None if _suppressed() else self._start_operation(tracer, phase)
+        if phase.within is not None and id(phase.within) not in self._open:
+            return None  # its operation has no span (suppressed): neither has it
+        if phase.within is None and _suppressed():
+            return None
         return self._start_attempt(tracer, phase)
 
     def on_end(self, phase: Phase, token: Any) -> object:
@@ -290,6 +294,17 @@ class Tracing(Hook):
         if span.is_recording():
             _answer_attributes(span, attempt)
         span.end()
+
+
+def _suppressed() -> bool:
+    """Whether the caller suppressed instrumentation here, as OpenTelemetry's
+    instrumentations honour it (``opentelemetry.instrumentation.utils.
+    suppress_instrumentation``)."""
+    from opentelemetry import context
+
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    return bool((key is not None and context.get_value(key))
+                or context.get_value("suppress_instrumentation"))
 
 
 def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:

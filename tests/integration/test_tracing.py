@@ -437,3 +437,18 @@ def test_each_page_of_check_is_a_span(db: TestBackend, spans: Spans) -> None:
     assert scans
     for page in scans:
         assert [c.name for c in spans.children(page)] == ["DynamoDB.Scan"]
+
+
+def test_suppressed_instrumentation_makes_no_span(db: TestBackend, spans: Spans) -> None:
+    """As OpenTelemetry's own instrumentations: inside ``suppress_instrumentation()``
+    (an exporter's own calls, say) nothing is traced, the parts of a gathered operation
+    included."""
+    from opentelemetry.instrumentation.utils import suppress_instrumentation
+
+    with suppress_instrumentation():
+        db.session().get(Note, note_id="n")
+        db.session().get_many(Note, [{"note_id": f"n{i}"} for i in range(150)],
+                              concurrency=2)
+    assert spans.all == []
+    db.session().get(Note, note_id="n")
+    assert [s.name for s in spans.all] == ["DynamoDB.GetItem", "dynaorm.get"]
