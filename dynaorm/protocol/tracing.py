@@ -237,14 +237,16 @@ class Tracing(Hook):
         self._open.pop(id(op), None)
         span = opened.span
         if span.is_recording():
-            span.set_attribute("dynaorm.attempts", opened.attempts)
-            span.set_attribute("dynaorm.outcome", _operation_outcome(op.error))
+            attributes: dict[str, Any] = {
+                "dynaorm.attempts": opened.attempts,
+                "dynaorm.outcome": _operation_outcome(op.error)}
             if opened.capacity:
-                span.set_attribute("dynaorm.consumed_capacity", opened.capacity)
+                attributes["dynaorm.consumed_capacity"] = opened.capacity
             if len(opened.methods) == 1:
-                span.set_attribute("rpc.method", next(iter(opened.methods)))
+                attributes["rpc.method"] = next(iter(opened.methods))
             elif opened.methods:
-                span.set_attribute("dynaorm.rpc_methods", tuple(opened.methods))
+                attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
+            span.set_attributes(attributes)
             if op.error is not None:
                 _failed(span, op.error, type(op.error).__qualname__)
         span.end()
@@ -330,27 +332,28 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
 
 def _answer_attributes(span: Any, attempt: Attempt) -> None:
     """What an attempt span says at its end (the answer or the failure)."""
-    span.set_attribute("dynaorm.outcome", _attempt_outcome(attempt))
+    attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt)}
     if not attempt.sent:
-        span.set_attribute("dynaorm.sent", False)
+        attributes["dynaorm.sent"] = False
     request_id = attempt.request_id
     if request_id:
-        span.set_attribute("aws.request_id", request_id)
+        attributes["aws.request_id"] = request_id
     status = attempt.status_code
     if status is not None:
-        span.set_attribute("http.status_code", status)
-        span.set_attribute("http.response.status_code", status)
+        attributes["http.status_code"] = attributes["http.response.status_code"] = status
     capacity = _capacity_json(attempt.response)
     if capacity:
-        span.set_attribute("aws.dynamodb.consumed_capacity", capacity)
+        attributes["aws.dynamodb.consumed_capacity"] = capacity
     response = attempt.response or {}
     for key, name in _RESPONSE_ATTRIBUTES:
         value = response.get(key)
         if value is not None:
-            span.set_attribute(name, value)
+            attributes[name] = value
     error = attempt.error
     if error is not None:
-        span.set_attribute("dynaorm.maybe_applied", error.maybe_applied)
+        attributes["dynaorm.maybe_applied"] = error.maybe_applied
+    span.set_attributes(attributes)
+    if error is not None:
         _failed(span, error, error.code)
     elif attempt.interrupted:
         from opentelemetry.trace import Status, StatusCode
