@@ -369,3 +369,26 @@ def test_an_attempt_cancelled_in_flight_ends_interrupted(
     assert attempt.attributes["dynaorm.outcome"] == "interrupted"
     assert attempt.parent is not None and op.context is not None
     assert attempt.parent.span_id == op.context.span_id
+
+
+@pytest.mark.parametrize("session", ["sync", "async"])
+def test_botocore_spans_of_concurrent_parts_nest_under_their_operation(
+        ddb_local: str, exporter: InMemorySpanExporter, botocore_instrumented: None,
+        session: str) -> None:
+    """A get_many's BatchGetItem requests run in threads (sync) or tasks (async): each
+    of botocore's spans is a child of the one get_many span."""
+    keys = [{"note_id": f"n{i:03d}"} for i in range(250)]  # three requests
+
+    async def main() -> None:
+        await AsyncSession(app).get_many(Note, keys, concurrency=3)
+        await app.db.aclose()
+
+    with _on(ddb_local, "botocore"):
+        _traced(exporter)
+        if session == "sync":
+            Session(app).get_many(Note, keys, concurrency=3)
+        else:
+            asyncio.run(main())
+        spans = _untraced(exporter)
+    assert _tree(spans) == [("DynamoDB.BatchGetItem", "dynaorm.get_many", BOTOCORE_SCOPE)] * 3 + [
+        ("dynaorm.get_many", None, "dynaorm")]
