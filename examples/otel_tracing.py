@@ -82,7 +82,7 @@ def print_tree(spans: tuple[ReadableSpan, ...]) -> None:
 
     def show(span: ReadableSpan, depth: int) -> None:
         a = span.attributes or {}
-        facts = [f"{k.rpartition('.')[2]}={a[k]}" for k in (
+        facts = [f"{k.rpartition('.')[2]}={a[k]!s}" for k in (
             "dynaorm.attempt", "dynaorm.outcome", "error.type", "dynaorm.entity_types")
             if k in a]
         print(f"  {'  ' * depth}{span.name} [{span.kind.name}] {' '.join(facts)}".rstrip())
