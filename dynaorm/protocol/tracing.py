@@ -33,6 +33,7 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -85,11 +86,13 @@ class _Open:
 
 @dataclass(slots=True, eq=False)
 class _Sent:
-    """An attempt's span (``None``: botocore's instrumentation makes it) and the context
-    token to detach at its end (``None``: nothing was attached)."""
+    """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
+    is sent), the context token to detach at its end (``None``: nothing was attached),
+    and when it started (for the span of an attempt botocore never saw)."""
 
     span: Any
     token: object
+    started: int = 0
 
 
 def _enabled(module: Any, session: str) -> bool:
@@ -270,10 +273,8 @@ class Tracing(Hook):
         via, instrumented = self._delegated(attempt)
         if instrumented:  # botocore's span is the attempt's: under the operation's
             token = None if parent is None else context.attach(parent)
-            return _Sent(None, token)
-        span = tracer.start_span(f"DynamoDB.{attempt.operation}", context=parent,
-                                 kind=trace.SpanKind.CLIENT,
-                                 attributes=_attempt_attributes(attempt))
+            return _Sent(None, token, time.time_ns())
+        span = _attempt_span(tracer, attempt, parent)
         token = context.attach(trace.set_span_in_context(span)) if via else None
         return _Sent(span, token)
 
@@ -292,10 +293,26 @@ class Tracing(Hook):
                 opened.methods[attempt.operation] = None
         span = sent.span
         if span is None:
-            return
+            if attempt.sent:
+                return  # botocore's instrumentation made its span
+            # a hook answered it (an injected fault): botocore never saw it, dynaorm tells
+            from opentelemetry import trace
+
+            parent = None if opened is None else trace.set_span_in_context(opened.span)
+            span = _attempt_span(self._tracer, attempt, parent, sent.started)
         if span.is_recording():
             _answer_attributes(span, attempt)
         span.end()
+
+
+def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
+                  ) -> Any:
+    """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
+    from opentelemetry.trace import SpanKind
+
+    return tracer.start_span(f"DynamoDB.{attempt.operation}", context=parent,
+                             kind=SpanKind.CLIENT, attributes=_attempt_attributes(attempt),
+                             start_time=started)
 
 
 def _suppressed() -> bool:

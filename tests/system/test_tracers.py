@@ -392,3 +392,32 @@ def test_botocore_spans_of_concurrent_parts_nest_under_their_operation(
         spans = _untraced(exporter)
     assert _tree(spans) == [("DynamoDB.BatchGetItem", "dynaorm.get_many", BOTOCORE_SCOPE)] * 3 + [
         ("dynaorm.get_many", None, "dynaorm")]
+
+
+def test_an_attempt_botocore_never_saw_is_dynaorms_span(
+        ddb_local: str, exporter: InMemorySpanExporter, botocore_instrumented: None) -> None:
+    """A hook answered the first attempt (a throttle injected): botocore never sent it,
+    so dynaorm's span stands for it, beside botocore's span of the retry."""
+    from dynaorm.testing import inject_faults
+
+    with _on(ddb_local, "botocore"):
+        app.max_wait = 0
+        _traced(exporter)
+        with inject_faults(app) as faults:
+            faults.throttle("GetItem")
+            assert Session(app).get(Note, note_id="n1") is None
+        spans = _untraced(exporter)
+    assert _tree(spans) == [
+        ("DynamoDB.GetItem", "dynaorm.get", "dynaorm"),
+        ("DynamoDB.GetItem", "dynaorm.get", BOTOCORE_SCOPE),
+        ("dynaorm.get", None, "dynaorm")]
+    ours = next(s for s in spans if s.name == "DynamoDB.GetItem"
+                and s.instrumentation_scope is not None
+                and s.instrumentation_scope.name == "dynaorm")
+    assert ours.attributes is not None
+    assert ours.attributes["dynaorm.sent"] is False
+    assert ours.attributes["error.type"] == "ThrottlingException"
+    assert ours.attributes["dynaorm.attempt"] == 1
+    botocore_span = next(s for s in spans if s is not ours and s.name == "DynamoDB.GetItem")
+    assert ours.end_time is not None and botocore_span.start_time is not None
+    assert ours.end_time <= botocore_span.start_time
