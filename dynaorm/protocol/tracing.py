@@ -20,9 +20,11 @@ session operation is one span and each HTTP attempt one child span of it:
 
 On ``wire="botocore"`` with OpenTelemetry's botocore (or aiobotocore) instrumentation
 active, botocore's own span *is* the attempt's span: dynaorm makes none, and makes its
-operation's span current while the attempt is sent, so botocore's span is its child. On
-that wire an attempt's span (dynaorm's or botocore's) is the current span while it is
-sent, so HTTP-client instrumentation below it nests too.
+operation's span current while the attempt is sent, so botocore's span is its child (an
+attempt a hook answered never reaches botocore: dynaorm's span stands for it). On that
+wire an attempt's span (dynaorm's or botocore's) is the current span while it is sent,
+so HTTP-client instrumentation below it nests too. Inside OpenTelemetry's
+``suppress_instrumentation()`` no span is made.
 
 See ``docs/guide/tracing.md`` for every span and attribute.
 """
@@ -54,7 +56,6 @@ _UNKNOWN: Final = object()
 #: whether OpenTelemetry's API makes its global provider from the environment on first
 #: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
 _PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
-_CONTEXT: Final = "opentelemetry.context"
 _INSTRUMENTATION: Final = "opentelemetry.instrumentation.botocore"
 #: request parameters copied onto an attempt span, as the botocore instrumentation does
 _REQUEST_ATTRIBUTES: Final = (
