@@ -452,3 +452,17 @@ def test_suppressed_instrumentation_makes_no_span(db: TestBackend, spans: Spans)
     assert spans.all == []
     db.session().get(Note, note_id="n")
     assert [s.name for s in spans.all] == ["DynamoDB.GetItem", "dynaorm.get"]
+
+
+def test_a_client_pointed_elsewhere_keeps_its_tracing_settings() -> None:
+    """``Table.connect`` of a table given ``client=`` binds it to that client pointed at
+    another endpoint: the tracing provider (and switch) go with it, as its hooks do."""
+    from dynaorm import Client
+
+    provider = TracerProvider()
+    client = Client("http://127.0.0.1:9", "us-east-1")
+    client.tracing.tracer_provider = provider
+    client.tracing.enabled = False
+    pointed = client._pointed_at("http://127.0.0.1:10", None)
+    assert pointed is not client
+    assert pointed.tracing.tracer_provider is provider and not pointed.tracing.enabled
