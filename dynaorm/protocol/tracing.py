@@ -180,7 +180,8 @@ class Tracing(Hook):
             # the global provider once set (what get_tracer_provider() returns then), read
             # without its look into os.environ: the check stays a few attribute reads
             provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-            if provider is None and not _PROVIDER_BY_ENVIRONMENT:
+            if provider is None and not _PROVIDER_BY_ENVIRONMENT and (
+                    trace.get_tracer_provider.__module__ == _TRACE):  # (not a test's mock)
                 return False  # the API's proxy provider: nothing configured
             if provider is None or provider is _UNKNOWN:
                 provider = trace.get_tracer_provider()

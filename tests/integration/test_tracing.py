@@ -466,3 +466,14 @@ def test_a_client_pointed_elsewhere_keeps_its_tracing_settings() -> None:
     pointed = client._pointed_at("http://127.0.0.1:10", None)
     assert pointed is not client
     assert pointed.tracing.tracer_provider is provider and not pointed.tracing.enabled
+
+
+def test_a_patched_global_provider_is_honoured(db: TestBackend, spans: Spans) -> None:
+    """Tests that patch ``trace.get_tracer_provider`` (no global provider set) get their
+    provider: the check's shortcut reads the API's global only when the API is its own."""
+    from unittest import mock
+
+    app.db.tracing.tracer_provider = None
+    with mock.patch("opentelemetry.trace.get_tracer_provider", return_value=spans.provider):
+        db.session().get(Note, note_id="n")
+    assert [s.name for s in spans.all] == ["DynamoDB.GetItem", "dynaorm.get"]
