@@ -371,16 +371,24 @@ def test_a_cancelled_operation_ends_both_spans(db: TestBackend, spans: Spans) ->
 
     from dynaorm import AsyncSession, Hook
 
-    class Stall(Hook):  # holds the attempt: the task is cancelled meanwhile
+    holding = asyncio.Event()
+
+    class Stall(Hook):  # holds the answered attempt: the task is cancelled meanwhile
         def on_end(self, phase: Any, token: Any) -> object:
-            return asyncio.sleep(5) if isinstance(phase, Attempt) else None
+            if not isinstance(phase, Attempt):
+                return None
+            holding.set()
+            return asyncio.sleep(30)
 
     app.db.add_hook(Stall())
 
     async def main() -> None:
         with spans.tracer.start_as_current_span("caller") as caller:
-            with pytest.raises(asyncio.TimeoutError):
-                await asyncio.wait_for(AsyncSession(app).get(Note, note_id="n"), 0.5)
+            task = asyncio.ensure_future(AsyncSession(app).get(Note, note_id="n"))
+            await holding.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
             assert trace.get_current_span() is caller
         await app.db.aclose()
 
