@@ -171,7 +171,7 @@ class Client:
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
         self._traced: Policy | None = None  # the policy with the tracing hook
-        self._tracing = Tracing(routes=self._via_botocore)
+        self._tracing = Tracing(routes=self._via_botocore, where=self._where)
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self.driver = SyncDriver(self)
         """The sync driver (what ``Session`` runs its protocols with)."""
@@ -240,9 +240,24 @@ class Client:
     @tracing.setter
     def tracing(self, hook: Tracing) -> None:
         with self._lock:
-            hook.route(self._via_botocore)
+            hook.route(self._via_botocore, self._where)
             self._tracing = hook
             self._policy = None
+
+    def _where(self) -> tuple[str, str] | None:
+        """The endpoint URL and region requests go to, once a connection knows them (the
+        sync or an async wire, the botocore or an aiobotocore client); ``None`` before."""
+        sources = [self._sync_wire, *(here.wire for here in list(self._loops.values()))]
+        for wire in sources:
+            if wire:
+                return str(wire.endpoint_url), str(wire.region)
+        made = [self._botocore, *(here.aio.result() for here in list(self._loops.values())
+                                  if here.aio is not None and here.aio.done()
+                                  and here.aio.exception() is None)]
+        for client in made:
+            if client is not None:
+                return str(client.meta.endpoint_url), str(client.meta.region_name)
+        return None
 
     def _via_botocore(self, session: str) -> bool:
         """Whether attempts of a ``"sync"`` or ``"async"`` session go through botocore's
@@ -313,7 +328,7 @@ class Client:
         and put :attr:`tracing` back as it was made."""
         with self._lock:
             self._hooks = ()
-            self._tracing = Tracing(routes=self._via_botocore)
+            self._tracing = Tracing(routes=self._via_botocore, where=self._where)
             self._listeners.clear()
             for table in list(self._listening):
                 table._listeners.clear()

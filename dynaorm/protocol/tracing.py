@@ -144,27 +144,51 @@ class Tracing(Hook):
     ``client.tracing`` (see the module). ``tracer_provider``: the provider to trace with
     (``None``: OpenTelemetry's global one, whenever one is configured); ``enabled``:
     ``False`` turns it off. ``routes(session)`` tells whether attempts of a ``"sync"`` or
-    ``"async"`` session go through botocore's (or aiobotocore's) client."""
+    ``"async"`` session go through botocore's (or aiobotocore's) client; ``where()`` the
+    endpoint URL and region requests went to (``None`` until a connection was opened)."""
 
     wants_origins = False
     """Tracing reads no ``origins``: attached, it costs a commit no work computing them."""
 
     def __init__(self, tracer_provider: Any = None, *,
-                 routes: Callable[[str], bool] | None = None) -> None:
+                 routes: Callable[[str], bool] | None = None,
+                 where: Callable[[], tuple[str, str] | None] | None = None) -> None:
         self.tracer_provider: Any = tracer_provider
         """The provider spans are made with (``None``: OpenTelemetry's global one)."""
         self.enabled = True
         """Whether spans are made at all when a provider is configured."""
         self._routes = routes
+        self._where = where
+        self._destination: dict[str, Any] | None = None  # server.address, ... once known
         self._seen: Any = None  # the provider the tracer below was made with
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
 
-    def route(self, routes: Callable[[str], bool]) -> None:
-        """Tell the hook how its client routes attempts (see the class), unless it was
-        made knowing it (a client does this when it is given the hook)."""
+    def route(self, routes: Callable[[str], bool],
+              where: Callable[[], tuple[str, str] | None]) -> None:
+        """Tell the hook how its client routes attempts and where to (see the class),
+        unless it was made knowing it (a client does this when it is given the hook)."""
         if self._routes is None:
             self._routes = routes
+        if self._where is None:
+            self._where = where
+
+    def _server(self) -> dict[str, Any]:
+        """``server.address``, ``server.port`` and ``cloud.region`` of the endpoint, as
+        the botocore instrumentation sets them (read once the client knows them)."""
+        found = self._destination
+        if found is None and self._where is not None:
+            known = self._where()
+            if known is not None:
+                from urllib.parse import urlsplit
+
+                url, region = known
+                parts = urlsplit(url)
+                found = {"cloud.region": region, "server.address": parts.hostname or "",
+                         "server.port": parts.port or (443 if parts.scheme == "https"
+                                                       else 80)}
+                self._destination = found
+        return found or {}
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
@@ -303,7 +327,7 @@ class Tracing(Hook):
             parent = None if opened is None else trace.set_span_in_context(opened.span)
             span = _attempt_span(self._tracer, attempt, parent, sent.started)
         if span.is_recording():
-            _answer_attributes(span, attempt)
+            _answer_attributes(span, attempt, self._server())
         span.end()
 
 
@@ -349,9 +373,10 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
     return attributes
 
 
-def _answer_attributes(span: Any, attempt: Attempt) -> None:
-    """What an attempt span says at its end (the answer or the failure)."""
-    attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt)}
+def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:
+    """What an attempt span says at its end (the answer or the failure; ``server``: where
+    it went)."""
+    attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt), **server}
     if not attempt.sent:
         attributes["dynaorm.sent"] = False
     request_id = attempt.request_id

@@ -103,6 +103,12 @@ def test_a_commit_is_a_span_under_the_callers_with_a_child_per_attempt(
     assert a["dynaorm.entity_types"] == ("Note",)
     assert a["dynaorm.outcome"] == "ok"
     assert a["http.status_code"] == 200 and a["http.response.status_code"] == 200
+    if db.endpoint_url is not None:  # where it went, as botocore's instrumentation says
+        from urllib.parse import urlsplit
+
+        url = urlsplit(db.endpoint_url)
+        assert (a["server.address"], a["server.port"]) == (url.hostname, url.port)
+        assert a["cloud.region"]
     (capacity,) = a["aws.dynamodb.consumed_capacity"]  # type: ignore[misc]
     assert app.name in str(capacity)
     assert attempt.start_time is not None and op.start_time is not None
