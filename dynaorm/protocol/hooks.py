@@ -49,7 +49,7 @@ class Operation:
     name: str
     """What the session did: ``"commit"``, ``"get"``, ``"get_many"``, ``"find"``,
     ``"query"`` / ``"scan"`` (one page), ``"count"``, ``"save_many"``, ``"delete_many"``,
-    ``"create_table"``, ``"check"``, ``"migrate"``, ..."""
+    ``"plan"``, ``"create_table"``, ``"check"``, ``"migrate"``, ..."""
     tables: tuple[str, ...] = ()
     """The tables it is for (a commit across tables names each)."""
     entities: tuple[type[Any], ...] = ()

@@ -491,3 +491,17 @@ def test_a_patched_global_provider_is_honoured(db: TestBackend, spans: Spans) ->
     with mock.patch("opentelemetry.trace.get_tracer_provider", return_value=spans.provider):
         db.session().get(Note, note_id="n")
     assert [s.name for s in spans.all] == ["DynamoDB.GetItem", "dynaorm.get"]
+
+
+def test_a_plan_that_reads_is_a_span(db: TestBackend, spans: Spans) -> None:
+    """``Session.plan()`` reads what the commit would need (here: the stored guards of
+    a user deleted without being loaded): one ``dynaorm.plan`` span with its reads."""
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="ada@example.com"))
+    spans.clear()
+    s = db.session()
+    s.delete(User(user_id="u1", username="?", email="?"))
+    s.plan()
+    op = _one(spans.named("dynaorm.plan"))
+    assert op.attributes is not None and op.attributes["dynaorm.entity_types"] == ("User",)
+    assert [c.name for c in spans.children(op)] == ["DynamoDB.GetItem"]
