@@ -37,10 +37,11 @@ NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cry
 #: The runtime dependencies: exactly what dynaorm/ imports.
 RUNTIME = {"botocore", "pydantic", "svix-ksuid"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
-EXTRAS = {"testing", "async", "pynamodb"}
+EXTRAS = {"testing", "async", "pynamodb", "otel"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
              "radon", "import-linter",
-             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel"}
+             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel",
+             "opentelemetry-sdk", "opentelemetry-instrumentation-botocore"}
 #: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
 #: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
 TESTING_LIMIT_MB = 150
