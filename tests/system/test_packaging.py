@@ -35,7 +35,7 @@ CACHE = ROOT / ".cache" / "packaging"
 NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cryptography",
                   "aiobotocore", "pynamodb"}
 #: The runtime dependencies: exactly what dynaorm/ imports.
-RUNTIME = {"botocore", "pydantic", "svix-ksuid"}
+RUNTIME = {"botocore", "pydantic", "svix-ksuid", "httptools"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
 EXTRAS = {"testing", "async", "pynamodb", "otel"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
