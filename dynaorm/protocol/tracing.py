@@ -139,6 +139,16 @@ def _capacity_json(response: dict[str, Any] | None) -> list[str]:
     return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
 
 
+def _table_units(attempt: Attempt) -> float:
+    """The capacity units an attempt's answer reports for its tables (0 for an answer
+    whose ``ConsumedCapacity`` is not DynamoDB's shape)."""
+    try:
+        return sum(units for name, units in attempt.consumed_capacity.items()
+                   if "/" not in name)
+    except (AttributeError, TypeError, ValueError):
+        return 0.0
+
+
 class Tracing(Hook):
     """The OpenTelemetry hook every :class:`~dynaorm.Client` carries as
     ``client.tracing`` (see the module). ``tracer_provider``: the provider to trace with
@@ -265,20 +275,22 @@ class Tracing(Hook):
     def _end_operation(self, op: Operation, opened: _Open) -> None:
         self._open.pop(id(op), None)
         span = opened.span
-        if span.is_recording():
-            attributes: dict[str, Any] = {
-                "dynaorm.attempts": opened.attempts,
-                "dynaorm.outcome": _operation_outcome(op.error)}
-            if opened.capacity:
-                attributes["dynaorm.consumed_capacity"] = opened.capacity
-            if len(opened.methods) == 1:
-                attributes["rpc.method"] = next(iter(opened.methods))
-            elif opened.methods:
-                attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-            span.set_attributes(attributes)
-            if op.error is not None:
-                _failed(span, op.error, type(op.error).__qualname__)
-        span.end()
+        try:
+            if span.is_recording():
+                attributes: dict[str, Any] = {
+                    "dynaorm.attempts": opened.attempts,
+                    "dynaorm.outcome": _operation_outcome(op.error)}
+                if opened.capacity:
+                    attributes["dynaorm.consumed_capacity"] = opened.capacity
+                if len(opened.methods) == 1:
+                    attributes["rpc.method"] = next(iter(opened.methods))
+                elif opened.methods:
+                    attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
+                span.set_attributes(attributes)
+                if op.error is not None:
+                    _failed(span, op.error, type(op.error).__qualname__)
+        finally:
+            span.end()  # whatever the answer held
 
     # -- attempts ----------------------------------------------------------------------
     def _delegated(self, attempt: Attempt) -> tuple[bool, bool]:
@@ -311,11 +323,10 @@ class Tracing(Hook):
             context.detach(sent.token)  # type: ignore[arg-type]
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
+            units = _table_units(attempt)
             with opened.lock:
                 opened.attempts += 1
-                opened.capacity += sum(
-                    units for name, units in attempt.consumed_capacity.items()
-                    if "/" not in name)
+                opened.capacity += units
                 opened.methods[attempt.operation] = None
         span = sent.span
         if span is None:
@@ -326,9 +337,11 @@ class Tracing(Hook):
 
             parent = None if opened is None else trace.set_span_in_context(opened.span)
             span = _attempt_span(self._tracer, attempt, parent, sent.started)
-        if span.is_recording():
-            _answer_attributes(span, attempt, self._server())
-        span.end()
+        try:
+            if span.is_recording():
+                _answer_attributes(span, attempt, self._server())
+        finally:
+            span.end()  # whatever the answer held
 
 
 def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None

@@ -505,3 +505,25 @@ def test_a_plan_that_reads_is_a_span(db: TestBackend, spans: Spans) -> None:
     op = _one(spans.named("dynaorm.plan"))
     assert op.attributes is not None and op.attributes["dynaorm.entity_types"] == ("User",)
     assert [c.name for c in spans.children(op)] == ["DynamoDB.GetItem"]
+
+
+def test_a_hostile_answer_still_ends_every_span(db: TestBackend, spans: Spans) -> None:
+    """An answer whose ``ConsumedCapacity`` is not DynamoDB's shape (a hook's, a hostile
+    server's): the get stands, and both spans end with what could be read."""
+    from dynaorm import Hook
+
+    class Hostile(Hook):
+        def on_start(self, phase: Any) -> object:
+            if isinstance(phase, Attempt) and phase.operation == "GetItem":
+                phase.response = {"ConsumedCapacity": ["junk", 7], "Count": "many"}
+            return None
+
+    app.db.add_hook(Hostile())
+    assert db.session().get(Note, note_id="n") is None
+    op = _one(spans.named("dynaorm.get"))
+    attempt = _one(spans.children(op))
+    assert op.attributes is not None and attempt.attributes is not None
+    assert op.attributes["dynaorm.attempts"] == 1 and op.attributes["dynaorm.outcome"] == "ok"
+    assert "dynaorm.consumed_capacity" not in op.attributes
+    assert attempt.attributes["aws.dynamodb.consumed_capacity"] == ('"junk"', "7")
+    assert attempt.end_time is not None and not app.db.tracing._open
