@@ -93,7 +93,8 @@ class Attempt:
     def request_id(self) -> str | None:
         """DynamoDB's request id of the answer (``ResponseMetadata.RequestId``), of a
         success or of a failure; ``None`` when there was no answer (not sent, lost)."""
-        return _metadata(self).get("RequestId") or None
+        found = _metadata(self).get("RequestId")
+        return found if isinstance(found, str) and found else None
 
     @property
     def status_code(self) -> int | None:
@@ -102,7 +103,7 @@ class Attempt:
         status = _metadata(self).get("HTTPStatusCode")
         if status is None and self.sent and self.response is not None:
             return 200  # a wire returns an answer only for a 2xx; DynamoDB's is a 200
-        return int(status) if status else None
+        return status if isinstance(status, int) and not isinstance(status, bool) else None
 
     @property
     def tables(self) -> tuple[str, ...]:

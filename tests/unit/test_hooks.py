@@ -59,3 +59,11 @@ def test_an_answer_without_metadata_from_a_wire_is_a_200() -> None:
     """A wire returns an answer only for a 2xx, and DynamoDB's is a 200."""
     attempt = Attempt("GetItem", {}, 1, sent=True, response={})
     assert (attempt.request_id, attempt.status_code) == (None, 200)
+
+
+def test_metadata_not_of_botocores_shape_says_nothing() -> None:
+    for meta in ({"RequestId": 7, "HTTPStatusCode": "200"},
+                 {"RequestId": {"x": 1}, "HTTPStatusCode": True}):
+        attempt = Attempt("GetItem", {}, 1, sent=True,
+                          error=_failed(_ErrorAnswer({"ResponseMetadata": meta})))
+        assert (attempt.request_id, attempt.status_code) == (None, None)
