@@ -35,13 +35,12 @@ CACHE = ROOT / ".cache" / "packaging"
 NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cryptography",
                   "aiobotocore", "pynamodb"}
 #: The runtime dependencies: exactly what dynaorm/ imports.
-RUNTIME = {"botocore", "pydantic", "svix-ksuid", "httptools"}
+RUNTIME = {"botocore", "pydantic", "svix-ksuid"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
-EXTRAS = {"testing", "async", "pynamodb", "otel"}
+EXTRAS = {"testing", "async", "pynamodb"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
              "radon", "import-linter",
-             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel",
-             "opentelemetry-sdk", "opentelemetry-instrumentation-botocore"}
+             "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel"}
 #: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
 #: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
 TESTING_LIMIT_MB = 150
