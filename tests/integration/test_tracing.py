@@ -270,7 +270,7 @@ def test_a_lost_answer_not_read_back_is_outcome_unknown(db: TestBackend,
     assert [c.name for c in children].count("DynamoDB.GetItem") == app.db.max_attempts
 
 
-def test_no_provider_no_spans_and_no_hook(db: TestBackend) -> None:
+def test_no_provider_no_hook_in_the_policy(db: TestBackend) -> None:
     """With no tracer provider configured (the suite sets no global one), the tracing
     hook is not even in the policy the drivers read: nothing but the check."""
     from opentelemetry import trace
