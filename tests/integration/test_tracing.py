@@ -21,35 +21,7 @@ from dynaorm import Attempt, OutcomeUnknownError, RequestError, Session
 from dynaorm.testing import TestBackend, inject_faults
 from tests.conftest import engine_of
 from tests.support.models import Note, User, app
-
-
-class Spans:
-    """The spans a test's client exported, and the tracer of the test's own spans."""
-
-    def __init__(self) -> None:
-        self.exporter = InMemorySpanExporter()
-        self.provider = TracerProvider()
-        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
-        self.tracer = self.provider.get_tracer("tests")
-
-    def attach(self) -> None:
-        """Trace ``app``'s client now (again after a test rebinds the table)."""
-        app.db.tracing.tracer_provider = self.provider
-
-    @property
-    def all(self) -> list[ReadableSpan]:
-        return list(self.exporter.get_finished_spans())
-
-    def named(self, prefix: str) -> list[ReadableSpan]:
-        return [s for s in self.all if s.name.startswith(prefix)]
-
-    def children(self, parent: ReadableSpan) -> list[ReadableSpan]:
-        assert parent.context is not None
-        return [s for s in self.all
-                if s.parent is not None and s.parent.span_id == parent.context.span_id]
-
-    def clear(self) -> None:
-        self.exporter.clear()
+from tests.support.spans import Spans
 
 
 @pytest.fixture
@@ -526,3 +498,4 @@ def test_a_hostile_answer_still_ends_every_span(db: TestBackend, spans: Spans) -
     assert "dynaorm.consumed_capacity" not in op.attributes
     assert attempt.attributes["aws.dynamodb.consumed_capacity"] == ('"junk"', "7")
     assert attempt.end_time is not None and not app.db.tracing._open
+

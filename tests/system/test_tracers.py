@@ -25,8 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from dynaorm import AsyncSession, Client, Session
 from dynaorm.protocol.steps import call
-from dynaorm.testing import use_tables, worker_suffix
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.models import Note, app
+from tests.support.spans import Spans
 
 BOTOCORE_SCOPE = "opentelemetry.instrumentation.botocore.dynamodb"
 #: a commit of one item then a get, botocore's spans the attempts, under dynaorm's
@@ -421,3 +422,36 @@ def test_an_attempt_botocore_never_saw_is_dynaorms_span(
     botocore_span = next(s for s in spans if s is not ours and s.name == "DynamoDB.GetItem")
     assert ours.end_time is not None and botocore_span.start_time is not None
     assert ours.end_time <= botocore_span.start_time
+
+
+# -- threads sharing one client --------------------------------------------------------------
+@pytest.mark.sync_only  # threads sharing one client
+def test_threads_sharing_a_client_nest_under_their_own_callers(db: TestBackend) -> None:
+    """Eight threads share the client, each under its own span, its gets and commits
+    interleaving with the others': every operation span is its own thread's caller's
+    child, every attempt its own operation's (on the botocore wire, where each attempt's
+    span is made current while it is sent, too)."""
+    spans = Spans()
+    spans.attach()
+
+    def work(i: int) -> None:
+        with spans.tracer.start_as_current_span(f"caller{i}"):
+            for n in range(3):
+                with db.session() as s:
+                    s.save(Note(note_id=f"t{i}-{n}"))
+                db.session().get(Note, note_id=f"t{i}-{n}")
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i in range(8):
+        (caller,) = spans.named(f"caller{i}")
+        ops = spans.children(caller)
+        assert sorted(o.name for o in ops) == ["dynaorm.commit"] * 3 + ["dynaorm.get"] * 3
+        for op in ops:
+            assert [a.name for a in spans.children(op)] == [
+                "DynamoDB.PutItem" if op.name == "dynaorm.commit" else "DynamoDB.GetItem"]
+    assert len(spans.named("DynamoDB.")) == 48 and not app.db.tracing._open
+    app.db.tracing.tracer_provider = None
