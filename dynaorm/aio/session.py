@@ -58,7 +58,8 @@ class AsyncSession(ClientSession):
     # -- commit --------------------------------------------------------------------
     async def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        return await self.client.async_driver.run(self._plan_p())
+        op = self.client._operation("plan", (e._entity for e in self._staged.values()))
+        return await self.client.async_driver.run(self._plan_p(), op)
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.

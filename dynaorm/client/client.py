@@ -42,6 +42,7 @@ from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import Policy
+from dynaorm.protocol.tracing import Tracing
 
 if TYPE_CHECKING:  # asyncio is imported by the first async request, not by import dynaorm
     import asyncio
@@ -169,6 +170,8 @@ class Client:
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
+        self._traced: Policy | None = None  # the policy with the tracing hook
+        self._tracing = Tracing(routes=self._via_botocore, where=self._where)
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self.driver = SyncDriver(self)
         """The sync driver (what ``Session`` runs its protocols with)."""
@@ -206,17 +209,62 @@ class Client:
     @property
     def policy(self) -> Policy:
         """The one immutable :class:`~dynaorm.protocol.policy.Policy` both drivers read
-        (made anew when a hook or listener is added or removed)."""
+        (made anew when a hook or listener is added or removed); while an OpenTelemetry
+        tracer provider is configured, the one with :attr:`tracing` outermost."""
         policy = self._policy
         if policy is None:
             with self._lock:
                 hooks = self._hooks
                 if self._listeners or any(t._listeners for t in self._listening):
                     hooks = (Listeners(self._listeners, self._table_listeners), *hooks)
-                policy = self._policy = Policy(
-                    max_attempts=self.max_attempts, max_wait=self.max_wait,
-                    capacity=self.return_consumed_capacity, hooks=hooks)
+                policy = Policy(max_attempts=self.max_attempts, max_wait=self.max_wait,
+                                capacity=self.return_consumed_capacity, hooks=hooks)
+                self._traced = Policy(
+                    max_attempts=policy.max_attempts, max_wait=policy.max_wait,
+                    capacity=policy.capacity, hooks=(self._tracing, *hooks))
+                self._policy = policy
+        if self._tracing.active():  # the one check per operation while no provider is
+            traced = self._traced  # configured
+            if traced is not None:
+                return traced
         return policy
+
+    @property
+    def tracing(self) -> Tracing:
+        """The OpenTelemetry hook (:class:`~dynaorm.protocol.tracing.Tracing`): one span
+        per session operation and one per HTTP attempt while a tracer provider is
+        configured (``tracing.tracer_provider = provider`` for this client alone,
+        ``tracing.enabled = False`` to turn it off). Assign another to replace it."""
+        return self._tracing
+
+    @tracing.setter
+    def tracing(self, hook: Tracing) -> None:
+        with self._lock:
+            hook.route(self._via_botocore, self._where)
+            self._tracing = hook
+            self._policy = None
+
+    def _where(self) -> tuple[str, str] | None:
+        """The endpoint URL and region requests go to, once a connection knows them (the
+        sync or an async wire, the botocore or an aiobotocore client); ``None`` before."""
+        sources = [self._sync_wire, *(here.wire for here in list(self._loops.values()))]
+        for wire in sources:
+            if wire:
+                return str(wire.endpoint_url), str(wire.region)
+        made = [self._botocore, *(here.aio.result() for here in list(self._loops.values())
+                                  if here.aio is not None and here.aio.done()
+                                  and here.aio.exception() is None)]
+        for client in made:
+            if client is not None:
+                return str(client.meta.endpoint_url), str(client.meta.region_name)
+        return None
+
+    def _via_botocore(self, session: str) -> bool:
+        """Whether attempts of a ``"sync"`` or ``"async"`` session go through botocore's
+        (or aiobotocore's) client: what OpenTelemetry's botocore instrumentation sees."""
+        if session == "async":
+            return self._async_wire_name() == "botocore"
+        return self.sync_wire is None
 
     def _pointed_at(self, endpoint_url: str | None, region: str | None) -> Client:
         """This client pointed at another endpoint (and region): the same settings and
@@ -230,6 +278,8 @@ class Client:
                                max_attempts=self._max_attempts, max_wait=self.max_wait,
                                return_consumed_capacity=self.return_consumed_capacity)
                 found._hooks = self._hooks
+                found._tracing.tracer_provider = self._tracing.tracer_provider
+                found._tracing.enabled = self._tracing.enabled
                 found._listeners = list(self._listeners)
                 found._label = self._label
                 self._pointed[key] = found
@@ -274,9 +324,11 @@ class Client:
         return fn
 
     def _detach_all(self) -> None:
-        """Detach every hook and ``on_request`` listener (the client's and its tables')."""
+        """Detach every hook and ``on_request`` listener (the client's and its tables'),
+        and put :attr:`tracing` back as it was made."""
         with self._lock:
             self._hooks = ()
+            self._tracing = Tracing(routes=self._via_botocore, where=self._where)
             self._listeners.clear()
             for table in list(self._listening):
                 table._listeners.clear()
@@ -297,7 +349,8 @@ class Client:
     def botocore(self) -> Any:
         """The botocore DynamoDB client (made on first use; safe to share by threads).
         Requests go through it with ``wire="botocore"`` (register botocore event handlers
-        on ``client.botocore.meta.events`` then); dynaorm's own wire is configured from
+        on ``client.botocore.meta.events`` then: on dynaorm's own wire they see nothing;
+        :attr:`tracing` and hooks see every wire); dynaorm's own wire is configured from
         it."""
         made = self._botocore
         if made is not None:

@@ -53,9 +53,11 @@ class SyncDriver:
         #: how a ``Wait`` sleeps (``time.sleep``; a test may give a fake clock's)
         self.sleep: Callable[[float], object] = time.sleep
 
-    def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None) -> R:
-        """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
-        drive = self._drive(expand(proto, self._client.policy, operation))
+    def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None, *,
+            within: Operation | None = None) -> R:
+        """Drive ``proto`` to its result (``operation``: what the hooks are told it is;
+        ``within``: the operation it is a gathered part of)."""
+        drive = self._drive(expand(proto, self._client.policy, operation, within=within))
         try:
             next(drive)
         except StopIteration as stop:
@@ -109,6 +111,9 @@ class SyncDriver:
             _refuse(step)
         raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
 
+    def _part(self, proto: Generator[Any, Any, R], within: Operation | None) -> R:
+        return self.run(proto, within=within)
+
     def _gather(self, step: Gather) -> list[Any]:
         from concurrent.futures import ThreadPoolExecutor  # (threads only where gathered)
 
@@ -116,7 +121,7 @@ class SyncDriver:
         workers = min(step.concurrency, len(protos), MAX_CONCURRENCY)
         contexts = [contextvars.copy_context() for _ in protos]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(ctx.run, self.run, p)
+            futures = [pool.submit(ctx.run, self._part, p, step.within)
                        for ctx, p in zip(contexts, protos, strict=True)]
             try:
                 return [f.result() for f in futures]
@@ -135,10 +140,15 @@ class AsyncDriver:
         self._client = client
 
     async def run(self, proto: Generator[Any, Any, R],
-                  operation: Operation | None = None) -> R:
-        """Drive ``proto`` to its result (``operation``: what the hooks are told it is)."""
+                  operation: Operation | None = None, *,
+                  within: Operation | None = None) -> R:
+        """Drive ``proto`` to its result (``operation``: what the hooks are told it is;
+        ``within``: the operation it is a gathered part of)."""
+        if operation is not None:
+            operation.session = "async"
         box: list[R] = []
-        drive = self._drive(expand(proto, self._client.policy, operation), box)
+        drive = self._drive(expand(proto, self._client.policy, operation, within=within),
+                            box)
         async for _ in drive:
             await drive.aclose()
             raise TypeError("run() drives protocols that emit no items; iterate a read")
@@ -148,6 +158,8 @@ class AsyncDriver:
                 ) -> AsyncGenerator[Sequence[Item], None]:
         """The batches of items ``stream`` emits, in order, fetched lazily (each page one
         ``operation`` for the hooks); closing the iterator closes the stream."""
+        if operation is not None:
+            operation.session = "async"
         return self._drive(expand(stream, self._client.policy, operation, paged=True), [])
 
     async def _drive(self, steps: Generator[Any, Any, R], box: list[R]
@@ -199,7 +211,7 @@ class AsyncDriver:
 
         async def one(proto: Generator[Any, Any, Any]) -> Any:
             async with limit:
-                return await self.run(proto)
+                return await self.run(proto, within=step.within)
 
         tasks = [asyncio.ensure_future(one(p)) for p in step.protos]
         try:

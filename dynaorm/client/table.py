@@ -157,8 +157,9 @@ class Table(TableSchema):
     def client(self) -> Any:
         """The botocore client of the table's :class:`~dynaorm.Client` (made on first use).
         Requests go through it only with ``wire="botocore"``: botocore event handlers
-        registered on ``client.meta.events`` see nothing on dynaorm's own wire (use a
-        :class:`~dynaorm.Hook` or ``on_request`` for that)."""
+        registered on ``client.meta.events`` (and tracers that patch botocore) see nothing
+        on dynaorm's own wire (use its OpenTelemetry tracing, a :class:`~dynaorm.Hook` or
+        ``on_request`` for that)."""
         return self.db.botocore
 
     def connect(self, endpoint_url: str | None = None, region: str | None = None) -> Table:

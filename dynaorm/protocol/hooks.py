@@ -49,13 +49,15 @@ class Operation:
     name: str
     """What the session did: ``"commit"``, ``"get"``, ``"get_many"``, ``"find"``,
     ``"query"`` / ``"scan"`` (one page), ``"count"``, ``"save_many"``, ``"delete_many"``,
-    ``"create_table"``, ``"check"``, ``"migrate"``, ..."""
+    ``"plan"``, ``"create_table"``, ``"check"``, ``"migrate"``, ..."""
     tables: tuple[str, ...] = ()
     """The tables it is for (a commit across tables names each)."""
     entities: tuple[type[Any], ...] = ()
     """The entity classes it is for, when known."""
     error: BaseException | None = None
     """How it failed (set before ``on_end``; ``None``: it succeeded)."""
+    session: str = "sync"
+    """The kind of session running it: ``"sync"`` or ``"async"`` (set by the driver)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -83,6 +85,25 @@ class Attempt:
     interrupted: bool = False
     """Whether it ended without an answer or a failure: its task was cancelled, or its
     read abandoned, while it was in flight (it may have been applied)."""
+    within: Operation | None = None
+    """The session operation it is an attempt of (``None`` for a request sent outside
+    one); the same object its hooks saw start, so a tracer nests the attempt under it."""
+
+    @property
+    def request_id(self) -> str | None:
+        """DynamoDB's request id of the answer (``ResponseMetadata.RequestId``), of a
+        success or of a failure; ``None`` when there was no answer (not sent, lost)."""
+        found = _metadata(self).get("RequestId")
+        return found if isinstance(found, str) and found else None
+
+    @property
+    def status_code(self) -> int | None:
+        """The HTTP status of the answer, when there was one (``None``: not sent, lost,
+        or answered by a hook)."""
+        status = _metadata(self).get("HTTPStatusCode")
+        if status is None and self.sent and self.response is not None:
+            return 200  # a wire returns an answer only for a 2xx; DynamoDB's is a 200
+        return status if isinstance(status, int) and not isinstance(status, bool) else None
 
     @property
     def tables(self) -> tuple[str, ...]:
@@ -104,6 +125,22 @@ class Attempt:
 Phase = Operation | Attempt
 
 
+def _metadata(attempt: Attempt) -> dict[str, Any]:
+    """The ``ResponseMetadata`` of an attempt's answer: of the response, else of the
+    failure's error answer (its own ``response``, or that of the exception it was mapped
+    from: botocore's ``ClientError``, the own wire's error answer)."""
+    found: object = None
+    if attempt.response is not None:
+        found = attempt.response.get("ResponseMetadata")
+    elif attempt.error is not None:
+        for source in (attempt.error, attempt.error.__cause__):
+            answer = getattr(source, "response", None)
+            if isinstance(answer, dict) and "ResponseMetadata" in answer:
+                found = answer["ResponseMetadata"]
+                break
+    return found if isinstance(found, dict) else {}
+
+
 class HookLike(Protocol):
     """What a hook is: ``on_start`` and ``on_end`` of each phase."""
 
@@ -119,6 +156,10 @@ class HookLike(Protocol):
 
 class Hook:
     """A hook that does nothing: subclass it and override what you observe."""
+
+    wants_origins: bool = True
+    """Whether the hook reads an attempt's ``origins`` (a commit computes them only when
+    some attached hook does)."""
 
     def on_start(self, phase: Phase) -> object:
         """A phase starts (an :class:`Operation` or an :class:`Attempt`)."""
@@ -163,6 +204,8 @@ class LogHook(Hook):
     """One DEBUG record per attempt on the ``dynaorm`` logger: operation, table, actions,
     attempt, milliseconds, consumed capacity and outcome, in the message and as record
     attributes. Costs one level check per attempt when DEBUG is off."""
+
+    wants_origins = False
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """Log an attempt (nothing for an operation)."""

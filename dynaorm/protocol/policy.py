@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from dynaorm.errors import RequestError
-from dynaorm.protocol.hooks import HookLike, LogHook
+from dynaorm.protocol.hooks import HookLike
 
 __all__ = ["CAPACITY_OPERATIONS", "DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "Policy",
            "retryable", "with_capacity"]
@@ -63,8 +63,8 @@ class Policy:
     @property
     def observed(self) -> bool:
         """Whether a hook may look at a write's origins (then requests carry them): any
-        hook but the DEBUG log."""
-        return any(not isinstance(h, LogHook) for h in self.hooks)
+        hook that reads them (not the DEBUG log, not tracing: ``wants_origins``)."""
+        return any(getattr(h, "wants_origins", True) for h in self.hooks)
 
 
 #: the operations whose requests take ``ReturnConsumedCapacity``

@@ -91,10 +91,13 @@ class Wait:
 
 @dataclass(frozen=True, slots=True)
 class Gather:
-    """Run ``protos`` concurrently (at most ``concurrency`` at once); results in order."""
+    """Run ``protos`` concurrently (at most ``concurrency`` at once); results in order.
+    ``within``: the session operation they are part of (set by the pump; a driver runs
+    each with it, so that their attempts are the operation's)."""
 
     protos: Sequence[Generator[Any, Any, Any]]
     concurrency: int
+    within: Operation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,13 +127,14 @@ class _Operations:
     """The session operations one pump reports to the hooks: the whole protocol as one, or
     (``paged``) each page of a read, from its first request to the items it emits."""
 
-    __slots__ = ("current", "hooks", "paged", "template", "tokens")
+    __slots__ = ("current", "hooks", "paged", "template", "tokens", "within")
 
     def __init__(self, hooks: Sequence[HookLike], template: Operation | None,
-                 paged: bool) -> None:
+                 paged: bool, within: Operation | None = None) -> None:
         self.hooks = hooks if template is not None else ()
         self.template = template
         self.paged = paged
+        self.within = within
         self.current: Operation | None = None
         self.tokens: list[object] = []
         if self.hooks and not paged:
@@ -150,6 +154,11 @@ class _Operations:
         elif self.current is not None and kind is Emit:
             self.end()
 
+    def enclosing(self) -> Operation | None:
+        """The operation an attempt made now is part of: the current one (a page), else
+        the one the protocol runs within (a gathered part of an operation)."""
+        return self.current if self.current is not None else self.within
+
     def failed(self, exc: BaseException) -> None:
         if self.current is not None:
             self.current.error = exc
@@ -162,8 +171,8 @@ class _Operations:
 
 
 def expand(proto: Generator[Any, Any, R], policy: Policy,
-           operation: Operation | None = None, *, paged: bool = False
-           ) -> Generator[Primitive, Any, R]:
+           operation: Operation | None = None, *, paged: bool = False,
+           within: Operation | None = None) -> Generator[Primitive, Any, R]:
     """Drive ``proto``: a :class:`Call` runs the retry protocol :func:`attempts`, a
     :class:`Backoff` becomes a :class:`Wait` within the policy's ``max_wait``; every other
     step is yielded for the driver, and its result (or failure) passed back. Returns
@@ -171,10 +180,12 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
 
     ``operation``: the session operation ``proto`` is, reported to the policy's hooks
     (``on_start`` before it, ``on_end`` after it, with its error); ``paged``: each page of
-    a read is one operation (from its first request to the items it emits). Closed early
+    a read is one operation (from its first request to the items it emits); ``within``:
+    the operation ``proto`` is a part of (a gathered sub-protocol: its attempts, and
+    those of what it gathers, are that operation's). Closed early
     (a cancelled task, an abandoned read), it closes ``proto`` at once, in the closer's
     context (its ``finally`` blocks run there, not whenever it is collected)."""
-    ops = _Operations(policy.hooks, operation, paged)
+    ops = _Operations(policy.hooks, operation, paged, within)
     value: Any = None
     error: BaseException | None = None
     try:
@@ -192,9 +203,11 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
             ops.step(kind)
             try:
                 if kind is Call:
-                    value = yield from attempts(policy, step)
+                    value = yield from attempts(policy, step, ops.enclosing())
                 elif kind is Backoff:
                     value = yield from _backoff(policy, step)
+                elif kind is Gather and ops.enclosing() is not None:
+                    value = yield dataclasses.replace(step, within=ops.enclosing())
                 else:
                     value = yield step
             except Exception as exc:  # thrown into the protocol, which may handle it
@@ -216,7 +229,8 @@ def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
     return delay
 
 
-def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int
+def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int,
+             within: Operation | None = None
              ) -> Generator[Primitive, Any, tuple[dict[str, Any] | None, RequestError | None]]:
     """One attempt: its hooks' ``on_start`` (a hook may answer it), the :class:`Send`
     unless answered, and their ``on_end`` (awaiting what they return); the answer or the
@@ -226,7 +240,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
             return (yield Send(step.operation, request)), None
         except RequestError as exc:
             return None, exc
-    attempt = Attempt(step.operation, request, number, step.origins)
+    attempt = Attempt(step.operation, request, number, step.origins, within=within)
     tokens = start(hooks, attempt)
     if attempt.response is None and attempt.error is None:
         attempt.sent = True
@@ -265,7 +279,8 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
             close()
 
 
-def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, Any]]:
+def attempts(policy: Policy, step: Call, within: Operation | None = None
+             ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
     (:func:`_attempt`: each between its hooks' ``on_start`` and ``on_end``, the DEBUG log
     first when the ``dynaorm`` logger is at DEBUG), a :class:`Wait` of the policy's backoff
@@ -274,7 +289,8 @@ def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, 
     is not idempotent after an attempt that may have been applied. The request and its
     consumed capacity are recorded into the commit being recorded, if any. Returns the
     response, or raises the last :class:`~dynaorm.RequestError` (``maybe_applied`` and
-    ``attempts`` set)."""
+    ``attempts`` set). ``within``: the session operation the call is part of (each
+    :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
     request = with_capacity(step.operation, step.request, policy.capacity)
     recording = recorder()
     if recording is not None:
@@ -287,7 +303,7 @@ def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, 
     maybe_applied = False
     while True:
         number += 1
-        out, error = yield from _attempt(hooks, step, request, number)
+        out, error = yield from _attempt(hooks, step, request, number, within)
         if error is None:
             assert out is not None
             if recording is not None and "ConsumedCapacity" in out:

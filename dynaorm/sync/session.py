@@ -52,7 +52,8 @@ class Session(ClientSession):
     # -- commit --------------------------------------------------------------------
     def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        return self.client.driver.run(self._plan_p())
+        op = self.client._operation("plan", (e._entity for e in self._staged.values()))
+        return self.client.driver.run(self._plan_p(), op)
 
     def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.

@@ -148,7 +148,8 @@ class ProgressBar:
 def item_count(table: Table) -> int | None:
     """DescribeTable's approximate item count (refreshed by DynamoDB every few hours)."""
     try:
-        out = table.db.driver.run(call("DescribeTable", {"TableName": table.name}))
+        out = table.db.driver.run(call("DescribeTable", {"TableName": table.name}),
+                                  Operation("check.count", (table.name,)))
     except RequestError as exc:
         raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
     count = out["Table"].get("ItemCount")

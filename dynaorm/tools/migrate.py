@@ -236,7 +236,8 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         if session is None:
             session = local.session = Session(table)
         try:
-            history = table.db.driver.run(old_history_p(table.name, spec, item))
+            history = table.db.driver.run(old_history_p(table.name, spec, item),
+                                          Operation("migrate.read", (table.name,)))
             obj = from_previous(spec, item, history)
         except DynaormError as exc:
             return str(exc)

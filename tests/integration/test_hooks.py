@@ -2,7 +2,8 @@
 session operation (a commit, a get, each page of a query or scan, a bulk call) and of
 every HTTP attempt, with what a span needs; several attach at once and nest in the order
 they were added; a hook may answer an attempt without sending it; nothing a hook does
-wrong turns a request into a failure. The same on both kinds of session."""
+wrong turns a request into a failure. The same on both kinds of session. What an attempt
+says of its answer without a backend: ``unit/test_hooks.py``."""
 
 from __future__ import annotations
 

@@ -236,6 +236,26 @@ def check_observe(run: Run) -> None:
         "attempt 1" in logged[1]
 
 
+def check_otel_tracing(run: Run) -> None:
+    """The spans nest under the handler's; the throttled attempt is a failed child of the
+    get beside its retry; capacity is counted as a metric."""
+    lines = run.out.splitlines()
+    start = lines.index("  POST /customers [INTERNAL]")
+    assert lines[start + 1:start + 9] == [
+        "    dynaorm.commit [INTERNAL] outcome=ok entity_types=('Customer', 'Order')",
+        "      DynamoDB.TransactWriteItems [CLIENT] attempt=1 outcome=ok "
+        "entity_types=('Customer', 'Order')",
+        "    dynaorm.get [INTERNAL] outcome=ok entity_types=('Customer',)",
+        "      DynamoDB.GetItem [CLIENT] attempt=1 outcome=failed type=ThrottlingException "
+        "entity_types=('Customer',)",
+        "      DynamoDB.GetItem [CLIENT] attempt=2 outcome=ok entity_types=('Customer',)",
+        "    dynaorm.query [INTERNAL] outcome=ok entity_types=('Order',)",
+        "      DynamoDB.Query [CLIENT] attempt=1 outcome=ok entity_types=('Order',)",
+        "# consumed capacity counted for: " + (
+            "['GetItem', 'Query']" if "in-process moto" in run.out else
+            "['GetItem', 'Query', 'TransactWriteItems']")]
+
+
 def check_counter(run: Run) -> None:
     assert "after the first view: views=1 referrers=['google']" in run.out
     assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
@@ -411,4 +431,5 @@ CHECKS = {
     "audit_versions": check_audits,
     "stream_aggregate": check_stream_aggregate,
     "observe_requests": check_observe,
+    "otel_tracing": check_otel_tracing,
 }

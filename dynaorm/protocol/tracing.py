@@ -1,0 +1,428 @@
+"""OpenTelemetry tracing on the phase hooks (pure: no I/O; OpenTelemetry's API is only
+looked up, never imported by ``import dynaorm``).
+
+Every :class:`~dynaorm.Client` carries one :class:`Tracing` hook (``client.tracing``).
+While the program has no OpenTelemetry tracer provider configured (``opentelemetry`` not
+imported, or the API's default proxy / no-op provider), it is not attached at all: the
+client checks once per operation (:meth:`Tracing.active`, a dictionary lookup and a type
+check) and hands its drivers the policy without it. Once a provider is configured
+(``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provider = ...``), each
+session operation is one span and each HTTP attempt one child span of it:
+
+- an operation span, kind ``INTERNAL``, named ``dynaorm.<operation>`` (``dynaorm.commit``,
+  ``dynaorm.get``, ``dynaorm.query`` for each page, ...), a child of the caller's current
+  span when the operation starts;
+- an attempt span, kind ``CLIENT``, named as OpenTelemetry's botocore instrumentation
+  names it (``DynamoDB.PutItem``), with the attributes of its semantic conventions for
+  AWS SDK and DynamoDB calls, a child of its operation's span (explicit parent contexts:
+  nothing depends on a context variable surviving a generator's ``yield`` or a task
+  switch, so concurrent attempts of one operation, threads or tasks, all nest right).
+
+On ``wire="botocore"`` with OpenTelemetry's botocore (or aiobotocore) instrumentation
+active, botocore's own span *is* the attempt's span: dynaorm makes none, and makes its
+operation's span current while the attempt is sent, so botocore's span is its child (an
+attempt a hook answered never reaches botocore: dynaorm's span stands for it). On that
+wire an attempt's span (dynaorm's or botocore's) is the current span while it is sent,
+so HTTP-client instrumentation below it nests too. Inside OpenTelemetry's
+``suppress_instrumentation()`` no span is made.
+
+See ``docs/guide/tracing.md`` for every span and attribute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from dynaorm._version import __version__
+from dynaorm.protocol.hooks import Attempt, Hook, Operation, Phase
+
+__all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
+
+#: ``dynaorm.outcome`` of an attempt span: answered, refused (nothing applied), no
+#: answer that says (a lost answer or a 5xx: it may have been applied), or cut off
+ATTEMPT_OUTCOMES: Final = ("ok", "failed", "unknown", "interrupted")
+#: ``dynaorm.outcome`` of an operation span (``unknown``: ``OutcomeUnknownError``)
+OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
+
+_TRACE: Final = "opentelemetry.trace"
+_UNKNOWN: Final = object()
+#: whether OpenTelemetry's API makes its global provider from the environment on first
+#: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
+_PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+_INSTRUMENTATION: Final = "opentelemetry.instrumentation.botocore"
+#: request parameters copied onto an attempt span, as the botocore instrumentation does
+_REQUEST_ATTRIBUTES: Final = (
+    ("ConsistentRead", "aws.dynamodb.consistent_read"),
+    ("IndexName", "aws.dynamodb.index_name"),
+    ("Limit", "aws.dynamodb.limit"),
+    ("ProjectionExpression", "aws.dynamodb.projection"),
+    ("Select", "aws.dynamodb.select"),
+    ("ScanIndexForward", "aws.dynamodb.scan_forward"),
+    ("Segment", "aws.dynamodb.segment"),
+    ("TotalSegments", "aws.dynamodb.total_segments"),
+)
+_RESPONSE_ATTRIBUTES: Final = (
+    ("Count", "aws.dynamodb.count"),
+    ("ScannedCount", "aws.dynamodb.scanned_count"),
+)
+
+
+@dataclass(slots=True, eq=False)
+class _Open:
+    """An operation's span while it runs, and what its attempts add up to."""
+
+    span: Any
+    attempts: int = 0
+    capacity: float = 0.0
+    methods: dict[str, None] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(slots=True, eq=False)
+class _Sent:
+    """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
+    is sent), the context token to detach at its end (``None``: nothing was attached),
+    and when it started (for the span of an attempt botocore never saw)."""
+
+    span: Any
+    token: object
+    started: int = 0
+
+
+def _enabled(module: Any, session: str) -> bool:
+    """Whether OpenTelemetry's botocore (sync) or aiobotocore (async) instrumentation is
+    active (its instrumentor is a singleton; nothing is imported)."""
+    name = "AiobotocoreInstrumentor" if session == "async" else "BotocoreInstrumentor"
+    instance = getattr(getattr(module, name, None), "_instance", None)
+    return bool(instance is not None and instance.is_instrumented_by_opentelemetry)
+
+
+def _names(classes: Any) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(c.__name__ for c in classes if isinstance(c, type)))
+
+
+def _entity_names(attempt: Attempt) -> tuple[str, ...]:
+    """The entity types an attempt is for: its origins', else its operation's."""
+    found = _names(o[0] if isinstance(o, tuple) else o for o in attempt.origins)
+    if not found and attempt.within is not None:
+        found = _names(attempt.within.entities)
+    return found
+
+
+def _attempt_outcome(attempt: Attempt) -> str:
+    if attempt.interrupted:
+        return "interrupted"
+    if attempt.error is None:
+        return "ok"
+    return "unknown" if attempt.error.maybe_applied else "failed"
+
+
+def _operation_outcome(error: BaseException | None) -> str:
+    if error is None:
+        return "ok"
+    if not isinstance(error, Exception):
+        return "cancelled"
+    return "unknown" if type(error).__name__ == "OutcomeUnknownError" else "failed"
+
+
+def _capacity_json(response: dict[str, Any] | None) -> list[str]:
+    raw = (response or {}).get("ConsumedCapacity")
+    if not raw:
+        return []
+    return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
+
+
+def _table_units(attempt: Attempt) -> float:
+    """The capacity units an attempt's answer reports for its tables (0 for an answer
+    whose ``ConsumedCapacity`` is not DynamoDB's shape)."""
+    try:
+        return sum(units for name, units in attempt.consumed_capacity.items()
+                   if "/" not in name)
+    except (AttributeError, TypeError, ValueError):
+        return 0.0
+
+
+class Tracing(Hook):
+    """The OpenTelemetry hook every :class:`~dynaorm.Client` carries as
+    ``client.tracing`` (see the module). ``tracer_provider``: the provider to trace with
+    (``None``: OpenTelemetry's global one, whenever one is configured); ``enabled``:
+    ``False`` turns it off. ``routes(session)`` tells whether attempts of a ``"sync"`` or
+    ``"async"`` session go through botocore's (or aiobotocore's) client; ``where()`` the
+    endpoint URL and region requests went to (``None`` until a connection was opened)."""
+
+    wants_origins = False
+    """Tracing reads no ``origins``: attached, it costs a commit no work computing them."""
+
+    def __init__(self, tracer_provider: Any = None, *,
+                 routes: Callable[[str], bool] | None = None,
+                 where: Callable[[], tuple[str, str] | None] | None = None) -> None:
+        self.tracer_provider: Any = tracer_provider
+        """The provider spans are made with (``None``: OpenTelemetry's global one)."""
+        self.enabled = True
+        """Whether spans are made at all when a provider is configured."""
+        self._routes = routes
+        self._where = where
+        self._destination: dict[str, Any] | None = None  # server.address, ... once known
+        self._seen: Any = None  # the provider the tracer below was made with
+        self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
+        self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
+
+    def route(self, routes: Callable[[str], bool],
+              where: Callable[[], tuple[str, str] | None]) -> None:
+        """Tell the hook how its client routes attempts and where to (see the class),
+        unless it was made knowing it (a client does this when it is given the hook)."""
+        if self._routes is None:
+            self._routes = routes
+        if self._where is None:
+            self._where = where
+
+    def _server(self) -> dict[str, Any]:
+        """``server.address``, ``server.port`` and ``cloud.region`` of the endpoint, as
+        the botocore instrumentation sets them (read once the client knows them)."""
+        found = self._destination
+        if found is None and self._where is not None:
+            known = self._where()
+            if known is not None:
+                from urllib.parse import urlsplit
+
+                url, region = known
+                parts = urlsplit(url)
+                found = {"cloud.region": region, "server.address": parts.hostname or "",
+                         "server.port": parts.port or (443 if parts.scheme == "https"
+                                                       else 80)}
+                self._destination = found
+        return found or {}
+
+    # -- the check ---------------------------------------------------------------------
+    def active(self) -> bool:
+        """Whether spans are made now: a real provider is configured (the check a client
+        makes once per operation; OpenTelemetry is never imported here)."""
+        if not self.enabled:
+            return False
+        provider = self.tracer_provider
+        if provider is None:
+            trace = sys.modules.get(_TRACE)
+            if trace is None:
+                return False
+            # the global provider once set (what get_tracer_provider() returns then), read
+            # without its look into os.environ: the check stays a few attribute reads
+            provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+            if provider is None and not _PROVIDER_BY_ENVIRONMENT and (
+                    trace.get_tracer_provider.__module__ == _TRACE):  # (not a test's mock)
+                return False  # the API's proxy provider: nothing configured
+            if provider is None or provider is _UNKNOWN:
+                provider = trace.get_tracer_provider()
+        if provider is not self._seen:
+            self._tracer = self._tracer_of(provider)
+            self._seen = provider
+        return self._tracer is not None
+
+    @staticmethod
+    def _tracer_of(provider: Any) -> Any:
+        from opentelemetry import trace
+
+        if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+            return None
+        tracer = provider.get_tracer("dynaorm", __version__)
+        return None if isinstance(tracer, trace.NoOpTracer) else tracer
+
+    # -- the hook ----------------------------------------------------------------------
+    def on_start(self, phase: Phase) -> object:
+        """Start the span of an operation or of an attempt."""
+        tracer = self._tracer
+        if tracer is None:
+            return None
+        if isinstance(phase, Operation):
+            return None if _suppressed() else self._start_operation(tracer, phase)
+        if phase.within is not None and id(phase.within) not in self._open:
+            return None  # its operation has no span (suppressed): neither has it
+        if phase.within is None and _suppressed():
+            return None
+        return self._start_attempt(tracer, phase)
+
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """End the span ``on_start`` started, with the outcome on it."""
+        if isinstance(token, _Open):
+            self._end_operation(phase, token)  # type: ignore[arg-type]
+        elif isinstance(token, _Sent):
+            self._end_attempt(phase, token)  # type: ignore[arg-type]
+        return None
+
+    # -- operations --------------------------------------------------------------------
+    def _start_operation(self, tracer: Any, op: Operation) -> _Open:
+        from opentelemetry.trace import SpanKind
+
+        attributes: dict[str, Any] = {
+            "rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system": "dynamodb",
+            "dynaorm.operation": op.name, "dynaorm.session": op.session}
+        if op.tables:
+            attributes["aws.dynamodb.table_names"] = op.tables
+        entities = _names(op.entities)
+        if entities:
+            attributes["dynaorm.entity_types"] = entities
+        span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
+                                 attributes=attributes)
+        opened = self._open[id(op)] = _Open(span)
+        return opened
+
+    def _end_operation(self, op: Operation, opened: _Open) -> None:
+        self._open.pop(id(op), None)
+        span = opened.span
+        try:
+            if span.is_recording():
+                attributes: dict[str, Any] = {
+                    "dynaorm.attempts": opened.attempts,
+                    "dynaorm.outcome": _operation_outcome(op.error)}
+                if opened.capacity:
+                    attributes["dynaorm.consumed_capacity"] = opened.capacity
+                if len(opened.methods) == 1:
+                    attributes["rpc.method"] = next(iter(opened.methods))
+                elif opened.methods:
+                    attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
+                span.set_attributes(attributes)
+                if op.error is not None:
+                    _failed(span, op.error, type(op.error).__qualname__)
+        finally:
+            span.end()  # whatever the answer held
+
+    # -- attempts ----------------------------------------------------------------------
+    def _delegated(self, attempt: Attempt) -> tuple[bool, bool]:
+        """Whether the attempt goes through botocore's client, and whether OpenTelemetry's
+        instrumentation of that client makes its span."""
+        session = attempt.within.session if attempt.within is not None else "sync"
+        via = self._routes is not None and self._routes(session)
+        if not via:
+            return False, False
+        module = sys.modules.get(_INSTRUMENTATION)
+        return True, module is not None and _enabled(module, session)
+
+    def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
+        from opentelemetry import context, trace
+
+        opened = None if attempt.within is None else self._open.get(id(attempt.within))
+        parent = None if opened is None else trace.set_span_in_context(opened.span)
+        via, instrumented = self._delegated(attempt)
+        if instrumented:  # botocore's span is the attempt's: under the operation's
+            token = None if parent is None else context.attach(parent)
+            return _Sent(None, token, time.time_ns())
+        span = _attempt_span(tracer, attempt, parent)
+        token = context.attach(trace.set_span_in_context(span)) if via else None
+        return _Sent(span, token)
+
+    def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
+        if sent.token is not None:
+            from opentelemetry import context
+
+            context.detach(sent.token)  # type: ignore[arg-type]
+        opened = None if attempt.within is None else self._open.get(id(attempt.within))
+        if opened is not None:
+            units = _table_units(attempt)
+            with opened.lock:
+                opened.attempts += 1
+                opened.capacity += units
+                opened.methods[attempt.operation] = None
+        span = sent.span
+        if span is None:
+            if attempt.sent:
+                return  # botocore's instrumentation made its span
+            # a hook answered it (an injected fault): botocore never saw it, dynaorm tells
+            from opentelemetry import trace
+
+            parent = None if opened is None else trace.set_span_in_context(opened.span)
+            span = _attempt_span(self._tracer, attempt, parent, sent.started)
+        try:
+            if span.is_recording():
+                _answer_attributes(span, attempt, self._server())
+        finally:
+            span.end()  # whatever the answer held
+
+
+def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
+                  ) -> Any:
+    """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
+    from opentelemetry.trace import SpanKind
+
+    return tracer.start_span(f"DynamoDB.{attempt.operation}", context=parent,
+                             kind=SpanKind.CLIENT, attributes=_attempt_attributes(attempt),
+                             start_time=started)
+
+
+def _suppressed() -> bool:
+    """Whether the caller suppressed instrumentation here, as OpenTelemetry's
+    instrumentations honour it (``opentelemetry.instrumentation.utils.
+    suppress_instrumentation``)."""
+    from opentelemetry import context
+
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    return bool((key is not None and context.get_value(key))
+                or context.get_value("suppress_instrumentation"))
+
+
+def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
+    """What an attempt span says from its start (the request)."""
+    request = attempt.request
+    attributes: dict[str, Any] = {
+        "rpc.system": "aws-api", "rpc.service": "DynamoDB",
+        "rpc.method": attempt.operation, "db.system": "dynamodb",
+        "db.operation": attempt.operation, "dynaorm.attempt": attempt.number,
+        "dynaorm.actions": attempt.actions}
+    tables = attempt.tables
+    if tables:
+        attributes["aws.dynamodb.table_names"] = tables
+    entities = _entity_names(attempt)
+    if entities:
+        attributes["dynaorm.entity_types"] = entities
+    for key, name in _REQUEST_ATTRIBUTES:
+        value = request.get(key)
+        if value is not None:
+            attributes[name] = value
+    return attributes
+
+
+def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:
+    """What an attempt span says at its end (the answer or the failure; ``server``: where
+    it went)."""
+    attributes: dict[str, Any] = {"dynaorm.outcome": _attempt_outcome(attempt), **server}
+    if not attempt.sent:
+        attributes["dynaorm.sent"] = False
+    request_id = attempt.request_id
+    if request_id:
+        attributes["aws.request_id"] = request_id
+    status = attempt.status_code
+    if status is not None:
+        attributes["http.status_code"] = attributes["http.response.status_code"] = status
+    capacity = _capacity_json(attempt.response)
+    if capacity:
+        attributes["aws.dynamodb.consumed_capacity"] = capacity
+    response = attempt.response or {}
+    for key, name in _RESPONSE_ATTRIBUTES:
+        value = response.get(key)
+        if value is not None:
+            attributes[name] = value
+    error = attempt.error
+    if error is not None:
+        attributes["dynaorm.maybe_applied"] = error.maybe_applied
+    span.set_attributes(attributes)
+    if error is not None:
+        _failed(span, error, error.code)
+    elif attempt.interrupted:
+        from opentelemetry.trace import Status, StatusCode
+
+        span.set_attribute("error.type", "interrupted")
+        span.set_status(Status(StatusCode.ERROR, "interrupted in flight"))
+
+
+def _failed(span: Any, error: BaseException, kind: str) -> None:
+    """Mark ``span`` failed with ``error`` (``error.type``, an exception event, status)."""
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("error.type", kind)
+    span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, str(error)))
