@@ -43,8 +43,8 @@ from dynaorm.model.streams import Change
 from dynaorm.model.table import GSI, LSI
 from dynaorm.protocol.events import CommitResult, RequestEvent
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
-from dynaorm.read.grouped import Grouped
 from dynaorm.protocol.tracing import Tracing
+from dynaorm.read.grouped import Grouped
 from dynaorm.read.spec import Page
 from dynaorm.sync.reads import Query, Scan
 from dynaorm.sync.session import Session
