@@ -103,13 +103,13 @@ class Product(Entity):
         return self.price * self.qty
 
 
-class Plain(Entity):
+class Checked(Entity):
     """Field validation without rules across fields: updates stay one UpdateItem."""
 
     class Meta:
         table = app
-        pk = "PLAIN#{pid}"
-        sk = "PLAIN"
+        pk = "CHECKED#{pid}"
+        sk = "CHECKED"
 
     pid: str
     sku: str = "NONE"
