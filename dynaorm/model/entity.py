@@ -11,13 +11,14 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import decode_item, encode_fields, encode_value
-from dynaorm.model.fastload import Fast, fast_union, fast_validator
+from dynaorm.model.fastload import Fast, fast_answer, fast_union, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import Deleted, InstanceState
+from dynaorm.model.state import Deleted, InstanceState, LoadedPage
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
-__all__ = ["Entity", "Versioned", "load_page", "raw_state", "spec_of"]
+__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "load_page", "raw_state",
+           "spec_of"]
 
 
 class Entity(BaseModel):
@@ -216,6 +217,60 @@ def load_page(type_attr: str, types: Mapping[str, tuple[type[Any], EntitySpec]],
     specs = {cls: spec for cls, spec in types.values()}
     return (_mark_loaded(obj, specs[type(obj)], item, _values(obj, specs[type(obj)]),
                          checked=True) for obj, item in zip(objs, items, strict=True))
+
+
+class LoadedItems(list[Any]):
+    """The ``Items`` of an answer read by a reader of :func:`answer_reader`: the objects
+    themselves, validated and marked persisted (a read hands them on as they are)."""
+
+    __slots__ = ()
+
+
+def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
+                  ) -> Callable[[bytes], dict[str, Any] | None] | None:
+    """How one read of the entity ``types`` (type name -> (class, spec); every item of
+    its answers one of them, told apart by the type attribute) reads an answer's checked
+    bytes itself: the whole answer validated in one pydantic-core call
+    (:func:`~dynaorm.model.fastload.fast_answer`), each object marked persisted with a
+    state kept on the page's bytes (:meth:`InstanceState.on_page`); ``None`` for an
+    answer it declines (binary values anywhere, an item the fast way refuses: then that
+    answer and every later one of the read decode the plain way, so errors stay the
+    plain path's). ``None`` when some type is not for it (no fast validator, versioned,
+    number or binary keys, stored names)."""
+    specs = [spec for _, spec in types.values()]
+    if not specs or any(spec.versioned or spec.table.key_types or spec.renames
+                        for spec in specs):
+        return None
+    type_attr = specs[0].table.type_attribute
+    if type_attr is None:
+        return None
+    validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
+                                       for name, (cls, spec) in types.items()})
+    if validate is None:
+        return None
+    key_attrs = specs[0].table_key_attrs
+    fields = {name: frozenset(spec.field_names) for name, (_, spec) in types.items()}
+    refused = False
+
+    def read(data: bytes) -> dict[str, Any] | None:
+        nonlocal refused
+        if refused or b'"B"' in data or b'"BS"' in data:
+            return None
+        try:
+            answer = validate(data)
+        except ValidationError:
+            refused = True  # (its later pages most likely hold the same: not tried again)
+            return None
+        objs = answer.get("Items")
+        if objs:
+            page = LoadedPage(data, key_attrs, type_attr, fields)
+            on_page, mark = InstanceState.on_page, object.__setattr__
+            for at, obj in enumerate(objs):
+                mark(obj, "_dynaorm_slot", on_page(page, at))
+            answer["Items"] = LoadedItems(objs)
+        return answer
+
+    return read
 
 
 def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[Any]:

@@ -39,7 +39,7 @@ from pydantic_core import SchemaValidator
 
 from dynaorm.caches import cache
 
-__all__ = ["Fast", "fast_union", "fast_validator"]
+__all__ = ["Fast", "fast_answer", "fast_union", "fast_validator"]
 
 #: core schema types read from "S", "N" or "BOOL"
 _TAGS: Final[Mapping[str, str]] = {
@@ -103,6 +103,38 @@ def fast_union(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast |
         if key not in _fast:
             built = _built([cls for cls, _ in types.values()], page)
             _fast[key] = None if built is None else built.validate_python
+        found = _fast[key]
+        return found
+
+
+def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
+                ) -> Callable[[bytes], dict[str, Any]] | None:
+    """A validator of a whole Query or Scan answer's JSON bytes, in one pydantic-core
+    call: ``Items`` a list of objects of the ``types`` (type name -> (class, its
+    :func:`fast_validator`)), each item told apart by its ``type_attr`` string and
+    validated as its type's fast validator does (an item of another type is refused,
+    as every item the fast validators refuse), every other member of the answer
+    (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
+    :func:`json.loads` reads them; ``None`` when some type has no fast validator."""
+    if any(fast is None for _, fast in types.values()):
+        return None
+    key = ("answer", type_attr, *sorted(
+        (name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
+        for name, (cls, _) in types.items()))
+    try:
+        found: Callable[[bytes], dict[str, Any]] | None = _fast[key]
+        return found
+    except KeyError:
+        pass
+    choices = {name: fast[2] for name, (_, fast) in types.items() if fast is not None}
+    items = {"type": "list", "fail_fast": True, "items_schema": {  # (a refusal costs little)
+        "type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}}
+    answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": {
+        "Items": {"type": "typed-dict-field", "schema": items, "required": False}}}
+    with _BUILDING:
+        if key not in _fast:
+            built = _built([cls for cls, _ in types.values()], answer)
+            _fast[key] = None if built is None else built.validate_json
         found = _fast[key]
         return found
 

@@ -8,6 +8,8 @@ write only what changed (a second writer's change to another attribute survives)
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -20,8 +22,17 @@ from hypothesis import strategies as st
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dynaorm import Entity, ItemDecodeError, Versioned
-from dynaorm.model.entity import _fast, _load, _validator, raw_state, spec_of
-from dynaorm.model.state import InstanceState
+from dynaorm.model import state as state_module
+from dynaorm.model.entity import (
+    LoadedItems,
+    _fast,
+    _load,
+    _validator,
+    answer_reader,
+    raw_state,
+    spec_of,
+)
+from dynaorm.model.state import InstanceState, LoadedPage
 from dynaorm.read.selection import Selection
 from dynaorm.testing import TestBackend
 from tests.support.models import app
@@ -369,6 +380,89 @@ def test_a_page_of_several_types_loads_alike(data: st.DataObject) -> None:
     _same_page(iter(read.decoded(page)), plain)
 
 
+def _body(answer: dict[str, Any]) -> bytes:
+    """``answer`` as DynamoDB sends it (binary values base64 encoded)."""
+    def blob(value: object) -> str:
+        assert isinstance(value, bytes)
+        return base64.b64encode(value).decode()
+
+    return json.dumps(answer, default=blob).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_an_answers_bytes_load_alike(data: st.DataObject) -> None:
+    """The bytes path (:func:`answer_reader`: the whole answer validated from its JSON)
+    gives the plain path's objects, snapshots and answer, or declines the answer: exactly
+    when some item is not for the fast way (or a binary value is there)."""
+    kinds = (FRow, FRenamed, FVersioned, FKeyed, FModelChecked, FExtra)
+    chosen = data.draw(st.lists(st.sampled_from(kinds), min_size=0, max_size=6))
+    fits = data.draw(st.sampled_from([True, True, None]))
+    page = [data.draw(items(cls, fits)) for cls in chosen]
+    if data.draw(st.booleans()) and page:
+        page[0]["bin"] = {"B": b"\x00\xff"}  # (a binary value: declined)
+    types = {spec_of(cls).type_name: (cls, spec_of(cls)) for cls in chosen or (FRow,)}
+    answer = {"Items": page, "Count": len(page), "ScannedCount": len(page) + 2,
+              "LastEvaluatedKey": {"pk": {"S": "FROW#x"}, "sk": {"S": "é\u0000"}},
+              "ConsumedCapacity": {"TableName": "t", "CapacityUnits": 1.5}}
+    body = _body(answer)
+    reader = answer_reader(types)
+    eligible = all(not (s.versioned or s.renames or s.table.key_types) and
+                   _fast(c, s) is not None for c, s in types.values())
+    assert (reader is not None) == eligible
+    if reader is None:
+        return
+    read = reader(body)
+    fast_fits = all((found := _fast(cls, spec_of(cls))) is not None and _fits(found[0], item)
+                    for cls, item in zip(chosen, page, strict=True))
+    assert (read is not None) == (fast_fits and b'"B"' not in body)
+    if read is None:
+        return
+    plain = [_outcome(cls, item, fast=False) for cls, item in zip(chosen, page, strict=True)]
+    assert type(read["Items"]) is LoadedItems or read["Items"] == []
+    assert [_seen(obj) for obj in read["Items"]] == plain
+    assert {k: v for k, v in read.items() if k != "Items"} == {
+        k: v for k, v in json.loads(body).items() if k != "Items"}
+
+
+def _fits(fast: Any, item: dict[str, Any]) -> bool:
+    try:
+        fast(item)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_state_kept_on_the_page_is_the_plain_one_and_decodes_the_page_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object read from an answer's bytes keeps its state on the page until a write
+    or ``inspect`` needs it; then the page decodes once for all its objects."""
+    page = [{"pk": {"S": "FROW#g"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
+             "group": {"S": "g"}, "n": {"N": str(i)}, "ratio": {"N": "0.10"},
+             "price": {"N": "1.50"}, "flag": {"BOOL": True}, "kind": {"S": "b"},
+             "short": {"S": "s"}, "count": {"N": "007"}, "when": {"S": "2024-01-01T00:00:00"},
+             "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=5))},
+             "legacy": {"L": [{"N": "1"}]}} for i in range(3)]
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+    read = reader(_body({"Items": page, "Count": 3}))
+    assert read is not None
+    states = [raw_state(obj) for obj in read["Items"]]
+    assert all(isinstance(s, InstanceState) and isinstance(s._shape, LoadedPage)
+               for s in states)
+    decodes: list[bytes] = []
+
+    def loads(data: bytes) -> Any:
+        decodes.append(data)
+        return json.loads(data)
+
+    monkeypatch.setattr(state_module, "json", type("J", (), {"loads": staticmethod(loads)}))
+    plain = [_outcome(FRow, item, fast=False) for item in page]
+    assert [_seen(obj) for obj in read["Items"]] == plain
+    assert not any(isinstance(s._shape, LoadedPage) for s in states if s is not None)
+    assert len(decodes) == 1  # (the page once, for all its objects)
+
+
 def test_numbers_in_odd_spellings_snapshot_as_a_plain_load_does() -> None:
     item = {"pk": {"S": "FROW#g"}, "sk": {"S": "1"}, "_type": {"S": "FRow"},
             "group": {"S": "g"}, "n": {"N": "1.0"}, "ratio": {"N": "0.10"},
@@ -431,3 +525,57 @@ def test_items_that_do_not_fit_are_the_plain_error(db: TestBackend, cls: type[En
         else:
             db.session().get(FRenamed, ren_id="bad")
     assert caught.value.key == {"pk": pk, "sk": sk}
+
+
+def test_a_read_on_dynaorms_wire_loads_from_the_answers_bytes(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """On dynaorm's own wire an iterated read's objects come from each answer's bytes
+    (their states kept on the page); a page holding an item of another type decodes the
+    plain way (the same results); a hook on the client sees the answers as botocore
+    shapes them (then no bytes path); a change after a bytes read writes only itself."""
+    import os
+
+    from tests.support.recording import Requests
+
+    def row(i: int) -> FRow:  # every field stored: the fast way's
+        return FRow(group="bp", n=i, count=i, price=Decimal("0.50"),
+                    when=datetime(2024, 1, 2, 3, 4, 5), day=date(2024, 1, 2),
+                    ident=uuid.UUID(int=i))
+
+    s = db.session()
+    s.save_many([row(i) for i in range(7)])
+    expected = [row(i) for i in range(7)]
+    rows = db.session().query(FRow, group="bp").page_size(3).all()
+    assert rows == expected
+    backend = str(request.node.callspec.params["backend"])
+    own = backend.startswith("local") and os.environ.get("DYNAORM_WIRE") != "botocore"
+    on_pages = [isinstance(getattr(raw_state(r), "_shape", None), LoadedPage) for r in rows]
+    assert on_pages == [own] * 7
+    assert dynaorm_inspect_keys(rows) == [{"pk": "FROW#bp", "sk": str(i)} for i in range(7)]
+    # another type's item among them: not a result, and that page is read the plain way
+    db.table.client.put_item(TableName=db.table.name, Item={
+        "pk": {"S": "FROW#bp"}, "sk": {"S": "3a"}, "_type": {"S": "Nobody"}})
+    assert db.session().query(FRow, group="bp").page_size(3).all() == expected
+    assert db.session().query(FRow, group="bp").all() == expected
+    # a hook sees botocore-shaped answers: item dicts, not objects
+    seen = Requests(db.table)
+    assert db.session().query(FRow, group="bp").all() == expected
+    assert all(isinstance(item, dict) for _, answer in seen.responses
+               for item in answer.get("Items", ()))
+    # a change after a bytes read: only it is written, a second writer's change survives
+    db.table.client.update_item(
+        TableName=db.table.name, Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "4"}},
+        UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": "short"},
+        ExpressionAttributeValues={":v": {"S": "theirs"}})
+    rows[4].count = 40
+    mine = db.session()
+    mine.save(rows[4])
+    mine.commit()
+    got = db.session().get(FRow, group="bp", n=4)
+    assert got.count == 40 and got.short == "theirs" and got.price == Decimal("0.50")
+
+
+def dynaorm_inspect_keys(objs: list[Entity]) -> list[dict[str, Any]]:
+    import dynaorm
+
+    return [dict(dynaorm.inspect(obj).key) for obj in objs]
