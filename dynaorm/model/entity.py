@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -66,7 +68,7 @@ class Entity(BaseModel):
     def _dynaorm_state(self) -> InstanceState | None:
         """The stored state this object was loaded with or last written as (None: new,
         or deleted: a deleted object is written as a new one)."""
-        state: InstanceState | Deleted | None = getattr(self, "_dynaorm_slot", None)
+        state = raw_state(self)
         return None if isinstance(state, Deleted) else state
 
     @_dynaorm_state.setter
@@ -128,7 +130,12 @@ def raw_state(obj: Entity) -> InstanceState | Deleted | None:
     """What ``obj``'s state slot holds: its state, :data:`~dynaorm.model.state.DELETED`
     after a committed delete, or ``None`` (new); ``obj._dynaorm_state`` reads ``DELETED``
     as ``None``."""
-    state: InstanceState | Deleted | None = getattr(obj, "_dynaorm_slot", None)
+    state: InstanceState | Deleted | tuple[LoadedPage, int] | None = getattr(
+        obj, "_dynaorm_slot", None)
+    if type(state) is tuple:  # read from an answer's bytes: (its page, its place there)
+        state = InstanceState.on_page(*state)
+        object.__setattr__(obj, "_dynaorm_slot", state)
+    assert not isinstance(state, tuple)
     return state
 
 
@@ -263,10 +270,11 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
             return None
         objs = answer.get("Items")
         if objs:
+            # each object marked persisted, in C: (its page, its place), made its state
+            # (InstanceState.on_page) when first asked for (raw_state)
             page = LoadedPage(data, key_attrs, type_attr, fields)
-            on_page, mark = InstanceState.on_page, object.__setattr__
-            for at, obj in enumerate(objs):
-                mark(obj, "_dynaorm_slot", on_page(page, at))
+            deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
+                      zip(repeat(page), count())), maxlen=0)
             answer["Items"] = LoadedItems(objs)
         return answer
 
