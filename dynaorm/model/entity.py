@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError
-from dynaorm.model.codec import decode_item, encode_fields, encode_value
+from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
 from dynaorm.model.fastload import Fast, fast_answer, fast_union, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
@@ -240,7 +240,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
     bytes itself: the whole answer validated in one pydantic-core call
     (:func:`~dynaorm.model.fastload.fast_answer`), each object marked persisted with a
     state kept on the page's bytes (:meth:`InstanceState.on_page`); ``None`` for an
-    answer it declines (binary values anywhere, an item the fast way refuses: then that
+    answer it declines (an item the fast way refuses: then that
     answer and every later one of the read decode the plain way, so errors stay the
     plain path's). ``None`` when some type is not for it (no fast validator, versioned,
     number or binary keys, stored names)."""
@@ -261,7 +261,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
 
     def read(data: bytes) -> dict[str, Any] | None:
         nonlocal refused
-        if refused or b'"B"' in data or b'"BS"' in data:
+        if refused:
             return None
         try:
             answer = validate(data)
@@ -276,6 +276,9 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
                       zip(repeat(page), count())), maxlen=0)
             answer["Items"] = LoadedItems(objs)
+        last = answer.get("LastEvaluatedKey")
+        if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)
+            answer["LastEvaluatedKey"] = {k: binary_from_json(av) for k, av in last.items()}
         return answer
 
     return read

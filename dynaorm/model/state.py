@@ -24,7 +24,7 @@ from typing import Any, Final, final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
-from dynaorm.model.codec import decode_number
+from dynaorm.model.codec import binary_from_json, decode_number
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "changed_attributes",
            "shape_of", "wire_values"]
@@ -112,9 +112,9 @@ class LoadedPage:
     the loaded states of those objects keep this and their item's place in ``Items`` (no
     item dicts are built for a read that writes nothing), and the first to be needed
     (a write plans from it, :func:`dynaorm.inspect`) decodes the page again and takes
-    its compact form then (see :meth:`InstanceState.on_page`). The page holds no binary
-    attribute (its reader declines those). ``fields``: each type's field attributes
-    (type name -> names), whose numbers a snapshot holds decoded, as a plain load's."""
+    its compact form then (see :meth:`InstanceState.on_page`). ``fields``: each type's
+    field attributes (type name -> names), whose numbers a snapshot holds decoded, as a
+    plain load's."""
 
     __slots__ = ("data", "fields", "key_attrs", "type_attr")
 
@@ -143,6 +143,8 @@ class LoadedPage:
         if last is not None and last[0] is self:
             return last[1]
         items: list[Item] = json.loads(self.data).get("Items", [])
+        if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
+            items = [{k: binary_from_json(av) for k, av in item.items()} for item in items]
         _last_page = (self, items)
         return items
 
