@@ -228,7 +228,8 @@ def load_page(type_attr: str, types: Mapping[str, tuple[type[Any], EntitySpec]],
 
 class LoadedItems(list[Any]):
     """The ``Items`` of an answer read by a reader of :func:`answer_reader`: the objects
-    themselves, validated and marked persisted (a read hands them on as they are)."""
+    themselves, validated and marked persisted, items of other types left out (a read
+    hands them on as they are)."""
 
     __slots__ = ()
 
@@ -240,7 +241,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
     bytes itself: the whole answer validated in one pydantic-core call
     (:func:`~dynaorm.model.fastload.fast_answer`), each object marked persisted with a
     state kept on the page's bytes (:meth:`InstanceState.on_page`); ``None`` for an
-    answer it declines (an item the fast way refuses: then that
+    answer it declines (an item of its types the fast way refuses, an item whose type
+    attribute is not a string: then that
     answer and every later one of the read decode the plain way, so errors stay the
     plain path's). ``None`` when some type is not for it (no fast validator, versioned,
     number or binary keys, stored names)."""
@@ -270,11 +272,18 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
             return None
         objs = answer.get("Items")
         if objs:
+            page = LoadedPage(data, key_attrs, type_attr, fields)
+            places: Iterable[int] = count()
+            if dict in set(map(type, objs)):  # items of other types: not results
+                if any(type(o) is dict and o["type"] in types for o in objs):
+                    refused = True  # (an item of its types the fast way refuses)
+                    return None
+                places = [at for at, o in enumerate(objs) if type(o) is not dict]
+                objs = [objs[at] for at in places]
             # each object marked persisted, in C: (its page, its place), made its state
             # (InstanceState.on_page) when first asked for (raw_state)
-            page = LoadedPage(data, key_attrs, type_attr, fields)
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
-                      zip(repeat(page), count())), maxlen=0)
+                      zip(repeat(page), places)), maxlen=0)
             answer["Items"] = LoadedItems(objs)
         last = answer.get("LastEvaluatedKey")
         if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)

@@ -97,12 +97,18 @@ def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast 
     """A validator of a whole Query or Scan answer's JSON bytes, in one pydantic-core
     call: ``Items`` a list of objects of the ``types`` (type name -> (class, its
     :func:`fast_validator`)), each item told apart by its ``type_attr`` string and
-    validated as its type's fast validator does (an item of another type is refused,
-    as every item the fast validators refuse), every other member of the answer
+    validated as its type's fast validator does, an item of no such type read as
+    ``{"type": its type attribute's string}`` (as is an item of such a type that its fast
+    validator refuses: the caller tells them apart), every other member of the answer
     (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
     :func:`json.loads` reads them; ``None`` when some type has no fast validator."""
     def answer(union: dict[str, Any]) -> dict[str, Any]:
-        items = {"type": "list", "items_schema": union,
+        # an item of another type (its type attribute a string): {"type": that string}
+        other = {"type": "typed-dict", "extra_behavior": "ignore", "fields": {
+            "type": {"type": "typed-dict-field", "schema": {"type": "str"},
+                     "validation_alias": [type_attr, "S"]}}}
+        either = {"type": "union", "mode": "left_to_right", "choices": [union, other]}
+        items = {"type": "list", "items_schema": either,
                  "fail_fast": True}  # (a refused answer costs little)
         return {"type": "typed-dict", "extra_behavior": "allow", "fields": {
             "Items": {"type": "typed-dict-field", "schema": items, "required": False}}}
