@@ -622,3 +622,61 @@ def dynaorm_inspect_keys(objs: list[Entity]) -> list[dict[str, Any]]:
     import dynaorm
 
     return [dict(dynaorm.inspect(obj).key) for obj in objs]
+
+
+def _row_page(n: int) -> list[dict[str, Any]]:
+    return [{"pk": {"S": "FROW#t"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
+             "group": {"S": "t"}, "n": {"N": str(i)}, "ratio": {"N": "0.5"},
+             "price": {"N": "2"}, "flag": {"BOOL": False}, "kind": {"S": "a"},
+             "short": {"S": ""}, "count": {"N": "1"}, "when": {"S": "2024-01-01T00:00:00"},
+             "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=i))}}
+            for i in range(n)]
+
+
+def test_states_on_one_page_made_from_many_threads_at_once_are_the_plain_ones() -> None:
+    """Threads asking at once for the states of one page's objects (each state made
+    once, the page decoded again under a lock) all see the plain path's snapshots."""
+    import threading
+
+    page = _row_page(200)
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+    read = reader(_body({"Items": page}))
+    assert read is not None
+    objs = list(read["Items"])
+    plain = [_outcome(FRow, item, fast=False)[3:] for item in page]
+    start = threading.Barrier(6)
+    seen: list[list[Any]] = []
+
+    def ask() -> None:
+        start.wait()
+        states = [raw_state(obj) for obj in reversed(objs)]
+        seen.append([(s.key, s.item, s.version) for s in reversed(states)
+                     if isinstance(s, InstanceState)])
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 6 and all(states == plain for states in seen)
+
+
+@pytest.mark.parametrize("body", [b"{not json", b'{"Items": [1, 2]', b"", b'{"Items": {}}',
+                                  b'{"Items": [{"_type": {"S": "FRow"}}]}'])
+def test_an_answer_the_reader_declines_is_the_wires_own_decoding(body: bytes) -> None:
+    """A body that is not a Query answer of the read's items (malformed JSON, ``Items``
+    not a list, an item the fast way refuses) reaches the caller as the wire's own
+    decoding makes it: the same value, or the same error."""
+    from dynaorm.wire import checked_answer
+
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+
+    def outcome(with_reader: bool) -> Any:
+        try:
+            return checked_answer("Query", 200, {}, body, reader if with_reader else None)
+        except Exception as exc:  # (the plain path's error, whatever it is)
+            return (type(exc), str(exc))
+
+    assert outcome(True) == outcome(False)
