@@ -610,6 +610,11 @@ def test_a_read_on_dynaorms_wire_loads_from_the_answers_bytes(db: TestBackend) -
     stored = db.table.client.get_item(
         TableName=db.table.name, Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "5"}})["Item"]
     assert stored["blob"] == {"B": b"\x00\xff\"B\""} and stored["short"] == {"S": "mine"}
+    # a scan too (one segment), the table's other items left out
+    scanned = db.session().scan(FRow).page_size(4).all()
+    assert sorted(r.n for r in scanned) == list(range(7))
+    assert all(isinstance(getattr(raw_state(r), "_shape", None), LoadedPage) == own
+               for r in scanned)
     # a hook sees botocore-shaped answers: item dicts, not objects
     seen = Requests(db.table)
     assert len(db.session().query(FRow, group="bp").all()) == 7
