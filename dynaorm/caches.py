@@ -11,6 +11,9 @@ what the next use costs. Caches kept:
   (entity class, field), each milliseconds to build;
 - ``fastload.validators``: per entity class (and schema), the validators that load its
   items straight from their wire form (:mod:`dynaorm.model.fastload`), or ``None``.
+- ``entity.answer_readers``: per set of entity types read together, what reading an
+  answer's bytes into their objects needs (:func:`dynaorm.model.entity.answer_reader`),
+  or ``None``.
 
 A leaf module: it imports nothing of dynaorm.
 """

@@ -429,15 +429,18 @@ class Client:
             wire = self._open_sync_wire()
         return None if wire is False or moto_active() else wire
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+    def send(self, operation: str, request: dict[str, Any],
+             reader: Callable[[bytes], dict[str, Any] | None] | None = None
+             ) -> dict[str, Any]:
         """Send one request once (no retry; the drivers retry), blocking; a failure is
-        raised as a :class:`~dynaorm.RequestError`."""
+        raised as a :class:`~dynaorm.RequestError` (``reader``: see
+        :class:`~dynaorm.protocol.steps.Send`; dynaorm's wire only)."""
         try:
             wire = self._sync_wire
             if wire is None:
                 wire = self._open_sync_wire()
             if wire is not False and not moto_active():
-                answer: dict[str, Any] = wire.send(operation, request)
+                answer: dict[str, Any] = wire.send(operation, request, reader)
                 return answer
             answer = getattr(self.botocore, method_name(operation))(**request)
             return answer
@@ -525,19 +528,21 @@ class Client:
                 here.closers.append(here.wire)
         return here.wire
 
-    async def asend(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def asend(self, operation: str, request: dict[str, Any],
+                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                    ) -> dict[str, Any]:
         """Send one request once on the running event loop; a failure is raised as a
-        :class:`~dynaorm.RequestError`."""
+        :class:`~dynaorm.RequestError` (``reader``: as for :meth:`send`)."""
         import asyncio
 
         try:
             here = self._loops.get(asyncio.get_running_loop())
             wire = None if here is None else here.wire
             if wire is not None:  # the common case: this loop's wire is open
-                answer: dict[str, Any] = await wire.send(operation, request)
+                answer: dict[str, Any] = await wire.send(operation, request, reader)
             elif self._async_wire_name() == "dynaorm":
                 wire = await self._async_wire(self._loop())
-                answer = await wire.send(operation, request)
+                answer = await wire.send(operation, request, reader)
             else:
                 made = await self.aiobotocore()
                 answer = await getattr(made, method_name(operation))(**request)

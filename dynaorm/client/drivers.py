@@ -101,7 +101,7 @@ class SyncDriver:
     def _perform(self, step: Any) -> Any:
         kind = type(step)
         if kind is Send:
-            return self._client.send(step.operation, step.request)
+            return self._client.send(step.operation, step.request, step.reader)
         if kind is Wait:
             self.sleep(step.seconds)
             return step.seconds
@@ -192,7 +192,7 @@ class AsyncDriver:
     async def _perform(self, step: Any) -> Any:
         kind = type(step)
         if kind is Send:
-            return await self._client.asend(step.operation, step.request)
+            return await self._client.asend(step.operation, step.request, step.reader)
         if kind is Wait:
             import asyncio  # (loaded by whoever runs the loop; not by import dynaorm)
 

@@ -7,6 +7,7 @@ fractional numbers, ``int`` for whole ones, ISO strings for dates and datetimes)
 
 from __future__ import annotations
 
+import base64
 import enum
 import math
 import uuid
@@ -140,6 +141,24 @@ _DECODERS: dict[str, Any] = {
     "B": bytes,
     "BS": lambda raw: {bytes(v) for v in raw},
 }
+
+
+def binary_from_json(av: Any) -> Any:
+    """An attribute value as read from DynamoDB's JSON (binary values base64 text) with
+    its binary values as ``bytes``, as the wire's answers carry them (lists and maps
+    looked into; anything else as it is)."""
+    if type(av) is not dict or len(av) != 1:
+        return av
+    ((tag, value),) = av.items()
+    if tag == "B" and isinstance(value, str):
+        return {"B": base64.b64decode(value)}
+    if tag == "BS" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return {"BS": [base64.b64decode(v) for v in value]}
+    if tag == "L" and isinstance(value, list):
+        return {"L": [binary_from_json(v) for v in value]}
+    if tag == "M" and isinstance(value, dict):
+        return {"M": {k: binary_from_json(v) for k, v in value.items()}}
+    return av
 
 
 def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any]:

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import functools
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, ItemDecodeError
-from dynaorm.model.codec import decode_item, encode_fields, encode_value
-from dynaorm.model.fastload import Fast, fast_union, fast_validator
+from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
+from dynaorm.model.fastload import Fast, fast_answer, fast_union, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import Deleted, InstanceState
+from dynaorm.model.state import Deleted, InstanceState, LoadedPage
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
-__all__ = ["Entity", "Versioned", "load_page", "raw_state", "spec_of"]
+__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "load_page", "raw_state",
+           "spec_of"]
 
 
 class Entity(BaseModel):
@@ -65,7 +69,7 @@ class Entity(BaseModel):
     def _dynaorm_state(self) -> InstanceState | None:
         """The stored state this object was loaded with or last written as (None: new,
         or deleted: a deleted object is written as a new one)."""
-        state: InstanceState | Deleted | None = getattr(self, "_dynaorm_slot", None)
+        state = raw_state(self)
         return None if isinstance(state, Deleted) else state
 
     @_dynaorm_state.setter
@@ -127,7 +131,12 @@ def raw_state(obj: Entity) -> InstanceState | Deleted | None:
     """What ``obj``'s state slot holds: its state, :data:`~dynaorm.model.state.DELETED`
     after a committed delete, or ``None`` (new); ``obj._dynaorm_state`` reads ``DELETED``
     as ``None``."""
-    state: InstanceState | Deleted | None = getattr(obj, "_dynaorm_slot", None)
+    state: InstanceState | Deleted | tuple[LoadedPage, int] | None = getattr(
+        obj, "_dynaorm_slot", None)
+    if type(state) is tuple:  # read from an answer's bytes: (its page, its place there)
+        state = InstanceState.on_page(*state)
+        object.__setattr__(obj, "_dynaorm_slot", state)
+    assert not isinstance(state, tuple)
     return state
 
 
@@ -216,6 +225,93 @@ def load_page(type_attr: str, types: Mapping[str, tuple[type[Any], EntitySpec]],
     specs = {cls: spec for cls, spec in types.values()}
     return (_mark_loaded(obj, specs[type(obj)], item, _values(obj, specs[type(obj)]),
                          checked=True) for obj, item in zip(objs, items, strict=True))
+
+
+#: what answer_reader reads per set of types (validator, key attributes, type attribute,
+#: field names per type, the specs: kept so that their ids in the key stay theirs)
+_AnswerSetup = tuple[Callable[[bytes], dict[str, Any]], tuple[str, ...], str,
+                     dict[str, frozenset[str]], tuple[EntitySpec, ...]]
+_answers: dict[tuple[Any, ...], _AnswerSetup | None] = cache("entity.answer_readers")
+
+
+def _answer_setup(types: Mapping[str, tuple[type[Any], EntitySpec]]) -> _AnswerSetup | None:
+    """What :func:`answer_reader` needs for ``types``, or ``None`` (not for them)."""
+    specs = tuple(spec for _, spec in types.values())
+    if not specs or any(spec.versioned or spec.table.key_types or spec.renames
+                        for spec in specs):
+        return None
+    type_attr = specs[0].table.type_attribute
+    if type_attr is None:
+        return None
+    validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
+                                       for name, (cls, spec) in types.items()})
+    if validate is None:
+        return None
+    fields = {name: frozenset(spec.field_names) for name, (_, spec) in types.items()}
+    return validate, specs[0].table_key_attrs, type_attr, fields, specs
+
+
+class LoadedItems(list[Any]):
+    """The ``Items`` of an answer read by a reader of :func:`answer_reader`: the objects
+    themselves, validated and marked persisted, items of other types left out (a read
+    hands them on as they are)."""
+
+    __slots__ = ()
+
+
+def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
+                  ) -> Callable[[bytes], dict[str, Any] | None] | None:
+    """How one read of the entity ``types`` (type name -> (class, spec); every item of
+    its answers one of them, told apart by the type attribute) reads an answer's checked
+    bytes itself: the whole answer validated in one pydantic-core call
+    (:func:`~dynaorm.model.fastload.fast_answer`), each object marked persisted with a
+    state kept on the page's bytes (:meth:`InstanceState.on_page`); ``None`` for an
+    answer it declines (an item of its types the fast way refuses, an item whose type
+    attribute is not a string: then that
+    answer and every later one of the read decode the plain way, so errors stay the
+    plain path's). ``None`` when some type is not for it (no fast validator, versioned,
+    number or binary keys, stored names)."""
+    key = tuple((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")), id(spec))
+                for name, (cls, spec) in types.items())
+    try:
+        setup = _answers[key]
+    except KeyError:
+        setup = _answers[key] = _answer_setup(types)
+    if setup is None:
+        return None
+    validate, key_attrs, type_attr, fields, _ = setup
+    refused = False
+
+    def read(data: bytes) -> dict[str, Any] | None:
+        nonlocal refused
+        if refused:
+            return None
+        try:
+            answer = validate(data)
+        except ValidationError:
+            refused = True  # (its later pages most likely hold the same: not tried again)
+            return None
+        objs = answer.get("Items")
+        if objs:
+            page = LoadedPage(data, key_attrs, type_attr, fields)
+            places: Iterable[int] = count()
+            if dict in set(map(type, objs)):  # items of other types: not results
+                if any(type(o) is dict and o["type"] in types for o in objs):
+                    refused = True  # (an item of its types the fast way refuses)
+                    return None
+                places = [at for at, o in enumerate(objs) if type(o) is not dict]
+                objs = [objs[at] for at in places]
+            # each object marked persisted, in C: (its page, its place), made its state
+            # (InstanceState.on_page) when first asked for (raw_state)
+            deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
+                      zip(repeat(page), places)), maxlen=0)
+            answer["Items"] = LoadedItems(objs)
+        last = answer.get("LastEvaluatedKey")
+        if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)
+            answer["LastEvaluatedKey"] = {k: binary_from_json(av) for k, av in last.items()}
+        return answer
+
+    return read
 
 
 def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[Any]:

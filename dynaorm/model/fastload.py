@@ -39,7 +39,7 @@ from pydantic_core import SchemaValidator
 
 from dynaorm.caches import cache
 
-__all__ = ["Fast", "fast_union", "fast_validator"]
+__all__ = ["Fast", "fast_answer", "fast_union", "fast_validator"]
 
 #: core schema types read from "S", "N" or "BOOL"
 _TAGS: Final[Mapping[str, str]] = {
@@ -87,24 +87,60 @@ def fast_union(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast |
     string: one call for the page, each item validated as its type's fast validator
     does (a tagged union on ``AliasPath(type_attr, "S")``); ``None`` when some type has
     no fast validator."""
+    page: Callable[[Any], list[Any]] | None = _union(
+        "page", type_attr, types, lambda union: {"type": "list", "items_schema": union})
+    return page
+
+
+def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
+                ) -> Callable[[bytes], dict[str, Any]] | None:
+    """A validator of a whole Query or Scan answer's JSON bytes, in one pydantic-core
+    call: ``Items`` a list of objects of the ``types`` (type name -> (class, its
+    :func:`fast_validator`)), each item told apart by its ``type_attr`` string and
+    validated as its type's fast validator does, an item of no such type read as
+    ``{"type": its type attribute's string}`` (as is an item of such a type that its fast
+    validator refuses: the caller tells them apart), every other member of the answer
+    (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
+    :func:`json.loads` reads them; ``None`` when some type has no fast validator."""
+    def answer(union: dict[str, Any]) -> dict[str, Any]:
+        # an item of another type (its type attribute a string): {"type": that string}
+        other = {"type": "typed-dict", "extra_behavior": "ignore", "fields": {
+            "type": {"type": "typed-dict-field", "schema": {"type": "str"},
+                     "validation_alias": [type_attr, "S"]}}}
+        either = {"type": "union", "mode": "left_to_right", "choices": [union, other]}
+        items = {"type": "list", "items_schema": either,
+                 "fail_fast": True}  # (a refused answer costs little)
+        return {"type": "typed-dict", "extra_behavior": "allow", "fields": {
+            "Items": {"type": "typed-dict-field", "schema": items, "required": False}}}
+
+    read: Callable[[bytes], dict[str, Any]] | None = _union("answer", type_attr, types, answer)
+    return read
+
+
+def _union(kind: str, type_attr: str,
+           types: Mapping[str, tuple[type[BaseModel], Fast | None]],
+           schema: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
+    """The validator (built once, cached) of ``schema(union)``, ``union`` the tagged
+    union on ``AliasPath(type_attr, "S")`` of the ``types``' fast schemas: its
+    ``validate_json`` for an ``"answer"``, else its ``validate_python``; ``None`` when
+    some type has no fast validator (or the schema cannot be built)."""
     if any(fast is None for _, fast in types.values()):
         return None
-    key = (type_attr, *sorted((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
-                              for name, (cls, _) in types.items()))
+    key = (kind, type_attr, *sorted(
+        (name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
+        for name, (cls, _) in types.items()))
     try:
-        found: Callable[[Any], list[Any]] | None = _fast[key]
-        return found
+        return _fast[key]
     except KeyError:
         pass
     choices = {name: fast[2] for name, (_, fast) in types.items() if fast is not None}
-    page = {"type": "list", "items_schema": {
-        "type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}}
+    union = {"type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}
     with _BUILDING:
         if key not in _fast:
-            built = _built([cls for cls, _ in types.values()], page)
-            _fast[key] = None if built is None else built.validate_python
-        found = _fast[key]
-        return found
+            built = _built([cls for cls, _ in types.values()], schema(union))
+            _fast[key] = None if built is None else (
+                built.validate_json if kind == "answer" else built.validate_python)
+        return _fast[key]
 
 
 def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator | None:

@@ -15,17 +15,19 @@ binary) and attributes whose value the entity did not decode keep their raw wire
 from __future__ import annotations
 
 import itertools
+import json
 import sys
+import threading
 from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Final, final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
-from dynaorm.model.codec import decode_number
+from dynaorm.model.codec import binary_from_json, decode_number
 
-__all__ = ["DELETED", "Deleted", "InstanceState", "changed_attributes", "shape_of",
-           "wire_values"]
+__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "changed_attributes",
+           "shape_of", "wire_values"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -105,6 +107,54 @@ def _render(value: Any) -> AttributeValue:
     return {"N": str(value)}  # int or Decimal, decoded from this very text
 
 
+class LoadedPage:
+    """The checked bytes of one answer whose objects were validated straight from them:
+    the loaded states of those objects keep this and their item's place in ``Items`` (no
+    item dicts are built for a read that writes nothing), and the first to be needed
+    (a write plans from it, :func:`dynaorm.inspect`) decodes the page again and takes
+    its compact form then (see :meth:`InstanceState.on_page`). ``fields``: each type's
+    field attributes (type name -> names), whose numbers a snapshot holds decoded, as a
+    plain load's."""
+
+    __slots__ = ("data", "fields", "key_attrs", "type_attr")
+
+    def __init__(self, data: bytes, key_attrs: tuple[str, ...], type_attr: str,
+                 fields: Mapping[str, frozenset[str]]) -> None:
+        self.data = data
+        self.key_attrs = key_attrs
+        self.type_attr = type_attr
+        self.fields = fields
+
+    def state_of(self, at: int) -> InstanceState:
+        """The compact state (:meth:`InstanceState.loaded`) of item ``at``, as a plain
+        load of it makes it: its fields' numbers decoded, everything else as stored."""
+        item = self.items()[at]
+        kind = item[self.type_attr]["S"]
+        fields = self.fields[kind]
+        decoded = {name: decode_number(av["N"]) for name, av in item.items()
+                   if "N" in av and name in fields}
+        return InstanceState.loaded(item, decoded, self.key_attrs, self.type_attr, kind)
+
+    def items(self) -> list[Item]:
+        """The page's items as stored (decoded once for the last page asked: the objects
+        of one page are usually written together)."""
+        global _last_page
+        last = _last_page
+        if last is not None and last[0] is self:
+            return last[1]
+        items: list[Item] = json.loads(self.data).get("Items", [])
+        if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
+            items = [{k: binary_from_json(av) for k, av in item.items()} for item in items]
+        _last_page = (self, items)
+        return items
+
+
+#: the last page decoded again, and its items (one: it does not keep pages alive)
+_last_page: tuple[LoadedPage, list[Item]] | None = None
+#: one realization at a time (a state's two slots change together)
+_REALIZING: Final = threading.Lock()
+
+
 class InstanceState:
     """A persisted object's snapshot: stored primary key, stored item, version read.
 
@@ -115,16 +165,18 @@ class InstanceState:
     __slots__ = ("_data", "_key", "_rendered", "_shape", "version")
 
     _key: PlainKey | None
-    _data: Item | tuple[Any, ...]
-    _shape: _Shape | None
+    _data: Item | tuple[Any, ...] | int
+    _shape: _Shape | LoadedPage | None
     _rendered: Item | None
     #: the version read (versioned entities), else ``None``
     version: int | None
 
-    def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...],
-                 version: int | None = None, shape: _Shape | None = None) -> None:
+    def __init__(self, key: PlainKey | None, item: Item | tuple[Any, ...] | int,
+                 version: int | None = None, shape: _Shape | LoadedPage | None = None
+                 ) -> None:
         # (with ``shape``: the compact form, ``item`` the values in the shape's order and
-        # ``key`` None when the stored key is in them; see :meth:`loaded`)
+        # ``key`` None when the stored key is in them; see :meth:`loaded`. A LoadedPage
+        # shape: ``item`` is the item's place in it, see :meth:`on_page`)
         self._key = key
         self._data = item
         self._shape = shape
@@ -167,12 +219,36 @@ class InstanceState:
             values[at] = sys.intern(values[at])
         return InstanceState(key, tuple(values), version, shape)
 
+    @classmethod
+    def on_page(cls, page: LoadedPage, at: int) -> InstanceState:
+        """The state of an object validated from item ``at`` of ``page``'s bytes (its
+        table not versioned, its keys strings): what :meth:`loaded` gives for that item
+        (``page.state_of(at)``), made when first needed."""
+        return InstanceState(None, at, None, page)
+
+    def _compact(self) -> tuple[_Shape | None, Item | tuple[Any, ...]]:
+        """The shape and data of the state, in compact form once a page's state is
+        needed (:meth:`on_page`)."""
+        shape, data = self._shape, self._data
+        if type(shape) is LoadedPage:
+            with _REALIZING:
+                shape = self._shape
+                if type(shape) is LoadedPage:
+                    at = self._data
+                    assert type(at) is int
+                    found = shape.state_of(at)
+                    self._data = found._data  # (first: a reader that sees the shape
+                    self._shape = found._shape  # changed sees the data changed too)
+                shape, data = self._shape, self._data
+        assert not isinstance(shape, LoadedPage) and not isinstance(data, int)
+        return shape, data
+
     @property
     def key(self) -> PlainKey:
         """The stored primary key (attribute name -> string)."""
         if self._key is not None:
             return self._key
-        shape, data = self._shape, self._data
+        shape, data = self._compact()
         assert shape is not None and isinstance(data, tuple)
         return {attr: data[i] for attr, i in shape.key_at}
 
@@ -180,12 +256,13 @@ class InstanceState:
     def item(self) -> Item:
         """The stored item in wire form (rendered on first access: only objects a write
         plans from pay for it; do not mutate it)."""
-        shape, data = self._shape, self._data
+        shape, data = self._compact()
         if shape is None:
             assert isinstance(data, dict)
             return data
         rendered = self._rendered
         if rendered is None:
+            assert isinstance(data, tuple)
             rendered = self._rendered = {
                 name: _render(value) for name, value in zip(shape.names, data, strict=True)}
         return rendered
@@ -193,9 +270,10 @@ class InstanceState:
     def peek_item(self) -> Item:
         """:attr:`item` for a reader that needs it once (:func:`dynaorm.inspect`): rendered
         afresh and not kept, unless a write rendered it already (do not mutate it)."""
-        shape, data = self._shape, self._data
+        shape, data = self._compact()
         if shape is None or self._rendered is not None:
             return self.item
+        assert isinstance(data, tuple)
         return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
 
     def __eq__(self, other: object) -> bool:

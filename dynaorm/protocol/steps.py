@@ -62,15 +62,21 @@ class Call:
     request: dict[str, Any]
     origins: tuple[Any, ...] = ()
     idempotent: bool = True
+    #: how a wire that has the answer's bytes may read them itself (see :class:`Send`);
+    #: never used when hooks see the attempt (they get the answer as botocore shapes it)
+    reader: Callable[[bytes], dict[str, Any] | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Send:
     """Send ``request`` once; the step's result is the response (a failure is thrown in
-    as a :class:`~dynaorm.RequestError`)."""
+    as a :class:`~dynaorm.RequestError`). ``reader``: a wire holding the answer's checked
+    bytes may give what it returns instead (``None``: it declines; the answer decodes as
+    always); a wire without bytes ignores it."""
 
     operation: str
     request: dict[str, Any]
+    reader: Callable[[bytes], dict[str, Any] | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +243,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
     failure."""
     if not hooks:
         try:
-            return (yield Send(step.operation, request)), None
+            return (yield Send(step.operation, request, step.reader)), None
         except RequestError as exc:
             return None, exc
     attempt = Attempt(step.operation, request, number, step.origins, within=within)
@@ -324,9 +330,11 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,
-         idempotent: bool = True) -> Proto[dict[str, Any]]:
-    """The response to one request."""
-    out: dict[str, Any] = yield Call(operation, request, origins, idempotent)
+         idempotent: bool = True,
+         reader: Callable[[bytes], dict[str, Any] | None] | None = None
+         ) -> Proto[dict[str, Any]]:
+    """The response to one request (``reader``: see :class:`Send`)."""
+    out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader)
     return out
 
 

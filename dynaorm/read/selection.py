@@ -22,7 +22,7 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
-from dynaorm.model.entity import load_page
+from dynaorm.model.entity import LoadedItems, answer_reader, load_page
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
@@ -157,6 +157,8 @@ class Selection(Generic[T]):
 
     def kept(self, items: Sequence[Item]) -> list[Item]:
         """The results among a response's ``items``, in order (:meth:`keep` of each)."""
+        if type(items) is LoadedItems:  # objects read from the answer's bytes, all results
+            return items
         if self._by_type_only:
             # The common read: only the type attribute decides (no TTL, bound, history
             # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
@@ -241,6 +243,8 @@ class Selection(Generic[T]):
     def decoded(self, items: Sequence[Item]) -> Iterator[T]:
         """The entity objects of (whole) result items, in order, one at a time (as
         :meth:`decode` gives them)."""
+        if items and type(items[0]) is not dict:  # a batch of an answer_reader's objects
+            return iter(items)  # type: ignore[arg-type]
         if self._single is not None:  # one type: every result is one of it
             cls, spec = self._single
             return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
@@ -259,6 +263,14 @@ class Selection(Generic[T]):
             return loader(item)
 
         return map(load, items)
+
+    def reader(self) -> Callable[[bytes], dict[str, Any] | None] | None:
+        """How a read of whole items (one stream, no limit) may read each answer's bytes
+        into its objects itself (:func:`~dynaorm.model.entity.answer_reader`), or
+        ``None``: a read whose results are not decided by the type attribute alone."""
+        if self.shapeless or self.fetch or not self._by_type_only:
+            return None
+        return answer_reader(self.types)
 
     @functools.cached_property
     def _single(self) -> tuple[type[T], EntitySpec] | None:

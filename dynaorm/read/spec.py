@@ -166,14 +166,15 @@ class ReadSpec(Generic[T]):
                      foreign=sel.foreign)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
-             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None
-             ) -> Stream:
+             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None,
+             reader: Callable[[bytes], dict[str, Any] | None] | None = None) -> Stream:
         """Results in order, requests sent as the pager asks (several at once).
 
         Results go out in batches (what the pager holds), each at most ``room()``: how
         many the consumer still takes (``None``: any number; at least 1 whenever it
         resumes the stream). A consumer that stops once its room is filled so leaves
         the pager exactly where it would have item by item, and nothing more is read.
+        ``reader``: see :meth:`Selection.reader` (its batches are objects).
         """
         op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
@@ -184,7 +185,8 @@ class ReadSpec(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                outs = yield from gather([call(op, r, origins) for _, r in wanted], FAN_OUT)
+                outs = yield from gather([call(op, r, origins, reader=reader)
+                                          for _, r in wanted], FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)
                 continue
@@ -339,6 +341,12 @@ class ReadSpec(Generic[T]):
         """The stream of result items and how a batch of them decodes, one object at a
         time (what iteration drives)."""
         sel = self._selection()
+        if self._limit is None and not sel.fetch and self._streams() == 1:
+            reader = sel.reader()
+            if reader is not None:  # each answer's objects validated from its bytes
+                pager = self._pager(sel, [None])
+                return self._run(pager, self._iter_limit(lambda: None), reader=reader), (
+                    sel.decoded)
         return self._items(sel), sel.decoded
 
     def _page_operation(self) -> Operation:

@@ -23,7 +23,7 @@ import ipaddress
 import json
 import ssl
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -295,8 +295,10 @@ class SyncWire(WireSettings):
         self._manager = urllib3.ProxyManager(self.proxy, maxsize=self.pool_size,
                                              proxy_headers=self._proxy_headers, **tls)
 
-    def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send ``request`` once; the answer as a botocore client returns it."""
+    def send(self, operation: str, request: dict[str, Any],
+             reader: Callable[[bytes], dict[str, Any] | None] | None = None) -> dict[str, Any]:
+        """Send ``request`` once; the answer as a botocore client returns it (``reader``:
+        see :func:`checked_answer`)."""
         import urllib3
         from botocore.exceptions import (
             ConnectionClosedError,
@@ -314,7 +316,7 @@ class SyncWire(WireSettings):
                 status, answer, data = self._direct.post(self._path, body, headers)
             except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
                 raise as_botocore(exc, self.endpoint_url) from exc
-            return checked_answer(operation, status, answer, data)
+            return checked_answer(operation, status, answer, data, reader)
         try:
             resp = self._manager.urlopen("POST", self._url, body=body,
                                          headers=headers, timeout=self.timeout,
@@ -370,10 +372,13 @@ def as_botocore(exc: OSError, endpoint_url: str) -> Exception:
     return ConnectionClosedError(endpoint_url=endpoint_url)
 
 
-def checked_answer(operation: str, status: int, headers: dict[str, str], data: bytes
-            ) -> dict[str, Any]:
+def checked_answer(operation: str, status: int, headers: dict[str, str], data: bytes,
+                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   ) -> dict[str, Any]:
     """An answer checked against ``x-amz-crc32`` and decoded, as a botocore client returns
-    it (a failed one raised as botocore's ``ClientError``): both wires end here."""
+    it (a failed one raised as botocore's ``ClientError``): both wires end here.
+    ``reader``: what a read reads the checked body's bytes into itself (its objects
+    validated straight from them), else ``None`` (then the body decodes as always)."""
     from botocore.exceptions import ClientError
 
     crc = headers.get("x-amz-crc32")
@@ -384,4 +389,8 @@ def checked_answer(operation: str, status: int, headers: dict[str, str], data: b
     if status >= 300:
         raise ClientError(error_response(status, data, headers),  # type: ignore[arg-type]
                           operation)
+    if reader is not None:
+        read = reader(data)
+        if read is not None:
+            return read
     return decode(data)

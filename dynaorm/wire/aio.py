@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Any
 
 from dynaorm.errors import DynaormError
@@ -141,15 +142,18 @@ class AsyncWire(WireSettings):
         await self.close()
 
     # -- requests ----------------------------------------------------------------------
-    async def send(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
-        """Send ``request`` once; the answer as an aiobotocore client returns it."""
+    async def send(self, operation: str, request: dict[str, Any],
+                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   ) -> dict[str, Any]:
+        """Send ``request`` once; the answer as an aiobotocore client returns it
+        (``reader``: see :func:`~dynaorm.wire.checked_answer`)."""
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
             try:
                 status, answer, data = await self._direct.post(self._path, body, headers)
             except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
                 raise as_botocore(exc, self.endpoint_url) from exc
-            return checked_answer(operation, status, answer, data)
+            return checked_answer(operation, status, answer, data, reader)
         return await self._send_through_proxy(operation, body, headers)
 
     async def _send_through_proxy(self, operation: str, body: bytes,

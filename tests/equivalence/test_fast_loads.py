@@ -8,6 +8,8 @@ write only what changed (a second writer's change to another attribute survives)
 
 from __future__ import annotations
 
+import base64
+import json
 import uuid
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -20,10 +22,20 @@ from hypothesis import strategies as st
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dynaorm import Entity, ItemDecodeError, Versioned
-from dynaorm.model.entity import _fast, _load, _validator, raw_state, spec_of
-from dynaorm.model.state import InstanceState
+from dynaorm.model import state as state_module
+from dynaorm.model.entity import (
+    LoadedItems,
+    _fast,
+    _load,
+    _validator,
+    answer_reader,
+    raw_state,
+    spec_of,
+)
+from dynaorm.model.state import InstanceState, LoadedPage
 from dynaorm.read.selection import Selection
 from dynaorm.testing import TestBackend
+from dynaorm.wire import decode
 from tests.support.models import app
 
 
@@ -369,6 +381,101 @@ def test_a_page_of_several_types_loads_alike(data: st.DataObject) -> None:
     _same_page(iter(read.decoded(page)), plain)
 
 
+def _body(answer: dict[str, Any]) -> bytes:
+    """``answer`` as DynamoDB sends it (binary values base64 encoded)."""
+    def blob(value: object) -> str:
+        assert isinstance(value, bytes)
+        return base64.b64encode(value).decode()
+
+    return json.dumps(answer, default=blob).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_an_answers_bytes_load_alike(data: st.DataObject) -> None:
+    """The bytes path (:func:`answer_reader`: the whole answer validated from its JSON)
+    gives the plain path's objects, snapshots (binary values as bytes) and answer, or
+    declines the answer: exactly when some item is not for the fast way."""
+    kinds = (FRow, FRenamed, FVersioned, FKeyed, FModelChecked, FExtra)
+    chosen = data.draw(st.lists(st.sampled_from(kinds), min_size=0, max_size=6))
+    fits = data.draw(st.sampled_from([True, True, None]))
+    page = [data.draw(items(cls, fits)) for cls in chosen]
+    if data.draw(st.booleans()) and page:  # binary values: bytes in the snapshot
+        page[0]["bin"] = {"B": b"\x00\xff"}
+        page[-1]["bins"] = {"L": [{"BS": [b"\x01", b""]}, {"M": {"b": {"B": b"\x02"}}}]}
+    types = {spec_of(cls).type_name: (cls, spec_of(cls)) for cls in chosen or (FRow,)}
+    results = list(page)
+    for _ in range(data.draw(st.integers(0, 2))):  # items of other types: no results
+        other = {"pk": {"S": "X#1"}, "sk": {"S": "1"}, "group": {"S": "g"}, "n": {"N": "1"},
+                 "_type": data.draw(st.sampled_from(
+                     [{"S": "Nobody"}, {"S": "FValidated"}, {"N": "1"}]))}
+        if data.draw(st.booleans()):
+            del other["_type"]
+        page.insert(data.draw(st.integers(0, len(page))), other)
+    answer = {"Items": page, "Count": len(page), "ScannedCount": len(page) + 2,
+              "LastEvaluatedKey": {"pk": {"S": "FROW#x"}, "sk": {"S": "é\u0000"},
+                                   "gk": data.draw(st.sampled_from([{"B": b"\xfe"},
+                                                                    {"S": "B"}]))},
+              "ConsumedCapacity": {"TableName": "t", "CapacityUnits": 1.5}}
+    body = _body(answer)
+    reader = answer_reader(types)
+    eligible = all(not (s.versioned or s.renames or s.table.key_types) and
+                   _fast(c, s) is not None for c, s in types.values())
+    assert (reader is not None) == eligible
+    if reader is None:
+        return
+    read = reader(body)
+    fast_fits = all((found := _fast(cls, spec_of(cls))) is not None and _fits(found[0], item)
+                    for cls, item in zip(chosen, results, strict=True))
+    typed = all("S" in item.get("_type", {}) for item in page)  # (else: declined)
+    assert (read is not None) == (fast_fits and typed)
+    if read is None:
+        return
+    plain = [_outcome(cls, item, fast=False) for cls, item in zip(chosen, results, strict=True)]
+    assert type(read["Items"]) is LoadedItems or read["Items"] == []
+    assert [_seen(obj) for obj in read["Items"]] == plain
+    assert {k: v for k, v in read.items() if k != "Items"} == {
+        k: v for k, v in decode(body).items() if k != "Items"}  # (the wire's own decoding)
+
+
+def _fits(fast: Any, item: dict[str, Any]) -> bool:
+    try:
+        fast(item)
+    except ValueError:
+        return False
+    return True
+
+
+def test_a_state_kept_on_the_page_is_the_plain_one_and_decodes_the_page_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object read from an answer's bytes keeps its state on the page until a write
+    or ``inspect`` needs it; then the page decodes once for all its objects."""
+    page = [{"pk": {"S": "FROW#g"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
+             "group": {"S": "g"}, "n": {"N": str(i)}, "ratio": {"N": "0.10"},
+             "price": {"N": "1.50"}, "flag": {"BOOL": True}, "kind": {"S": "b"},
+             "short": {"S": "s"}, "count": {"N": "007"}, "when": {"S": "2024-01-01T00:00:00"},
+             "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=5))},
+             "legacy": {"L": [{"N": "1"}]}} for i in range(3)]
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+    read = reader(_body({"Items": page, "Count": 3}))
+    assert read is not None
+    states = [raw_state(obj) for obj in read["Items"]]
+    assert all(isinstance(s, InstanceState) and isinstance(s._shape, LoadedPage)
+               for s in states)
+    decodes: list[bytes] = []
+
+    def loads(data: bytes) -> Any:
+        decodes.append(data)
+        return json.loads(data)
+
+    monkeypatch.setattr(state_module, "json", type("J", (), {"loads": staticmethod(loads)}))
+    plain = [_outcome(FRow, item, fast=False) for item in page]
+    assert [_seen(obj) for obj in read["Items"]] == plain
+    assert not any(isinstance(s._shape, LoadedPage) for s in states if s is not None)
+    assert len(decodes) == 1  # (the page once, for all its objects)
+
+
 def test_numbers_in_odd_spellings_snapshot_as_a_plain_load_does() -> None:
     item = {"pk": {"S": "FROW#g"}, "sk": {"S": "1"}, "_type": {"S": "FRow"},
             "group": {"S": "g"}, "n": {"N": "1.0"}, "ratio": {"N": "0.10"},
@@ -431,3 +538,150 @@ def test_items_that_do_not_fit_are_the_plain_error(db: TestBackend, cls: type[En
         else:
             db.session().get(FRenamed, ren_id="bad")
     assert caught.value.key == {"pk": pk, "sk": sk}
+
+
+def test_a_read_on_dynaorms_wire_loads_from_the_answers_bytes(db: TestBackend) -> None:
+    """On dynaorm's own wire an iterated read's objects come from each answer's bytes
+    (their states kept on the page); a page holding an item of another type decodes the
+    plain way (the same results); a hook on the client sees the answers as botocore
+    shapes them (then no bytes path); a change after a bytes read writes only itself."""
+    from tests.support.recording import Requests
+
+    def row(i: int) -> FRow:  # every field stored: the fast way's
+        return FRow(group="bp", n=i, count=i, price=Decimal("0.50"),
+                    when=datetime(2024, 1, 2, 3, 4, 5), day=date(2024, 1, 2),
+                    ident=uuid.UUID(int=i))
+
+    s = db.session()
+    s.save_many([row(i) for i in range(7)])
+    expected = [row(i) for i in range(7)]
+    rows = db.session().query(FRow, group="bp").page_size(3).all()
+    assert rows == expected
+    own = db.table.db.sync_wire is not None  # (dynaorm's wire: the sessions' too)
+    on_pages = [isinstance(getattr(raw_state(r), "_shape", None), LoadedPage) for r in rows]
+    assert on_pages == [own] * 7
+    assert dynaorm_inspect_keys(rows) == [{"pk": "FROW#bp", "sk": str(i)} for i in range(7)]
+    # another type's item among them: not a result, the rest still from the bytes
+    db.table.client.put_item(TableName=db.table.name, Item={
+        "pk": {"S": "FROW#bp"}, "sk": {"S": "3a"}, "_type": {"S": "Nobody"}})
+    for size in (3, 1000):
+        got = db.session().query(FRow, group="bp").page_size(size).all()
+        assert got == expected
+        assert [isinstance(getattr(raw_state(r), "_shape", None), LoadedPage)
+                for r in got] == [own] * 7
+        assert dynaorm_inspect_keys(got) == dynaorm_inspect_keys(rows)
+    # an item of its type the fast way refuses (a field missing): that read goes the
+    # plain way from there (the same results)
+    db.table.client.put_item(TableName=db.table.name, Item={
+        "pk": {"S": "FROW#bp"}, "sk": {"S": "3b"}, "_type": {"S": "FRow"},
+        "group": {"S": "bp"}, "n": {"N": "3"}})
+    got = db.session().query(FRow, group="bp").page_size(3).all()
+    assert got == [*expected[:4], FRow(group="bp", n=3), *expected[4:]]
+    assert [isinstance(getattr(raw_state(r), "_shape", None), LoadedPage)
+            for r in got] == [own] * 3 + [False] * 5
+    db.table.client.delete_item(TableName=db.table.name,
+                                Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "3b"}})
+    db.table.client.delete_item(TableName=db.table.name,
+                                Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "3a"}})
+    # a change after a bytes read: only it is written, a second writer's change survives
+    db.table.client.update_item(
+        TableName=db.table.name, Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "4"}},
+        UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": "short"},
+        ExpressionAttributeValues={":v": {"S": "theirs"}})
+    rows[4].count = 40
+    mine = db.session()
+    mine.save(rows[4])
+    mine.commit()
+    got = db.session().get(FRow, group="bp", n=4)
+    assert got.count == 40 and got.short == "theirs" and got.price == Decimal("0.50")
+    # an attribute no field reads, binary: kept as bytes in the snapshot, left as it is
+    db.table.client.update_item(
+        TableName=db.table.name, Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "5"}},
+        UpdateExpression="SET #a = :v", ExpressionAttributeNames={"#a": "blob"},
+        ExpressionAttributeValues={":v": {"B": b"\x00\xff\"B\""}})
+    rows = db.session().query(FRow, group="bp").all()
+    state = raw_state(rows[5])
+    assert isinstance(state, InstanceState) and isinstance(state._shape, LoadedPage) == own
+    assert state.item["blob"] == {"B": b"\x00\xff\"B\""}
+    rows[5].short = "mine"
+    mine = db.session()
+    mine.save(rows[5])
+    mine.commit()
+    stored = db.table.client.get_item(
+        TableName=db.table.name, Key={"pk": {"S": "FROW#bp"}, "sk": {"S": "5"}})["Item"]
+    assert stored["blob"] == {"B": b"\x00\xff\"B\""} and stored["short"] == {"S": "mine"}
+    # a scan too (one segment), the table's other items left out
+    scanned = db.session().scan(FRow).page_size(4).all()
+    assert sorted(r.n for r in scanned) == list(range(7))
+    assert all(isinstance(getattr(raw_state(r), "_shape", None), LoadedPage) == own
+               for r in scanned)
+    # a hook sees botocore-shaped answers: item dicts, not objects
+    seen = Requests(db.table)
+    assert len(db.session().query(FRow, group="bp").all()) == 7
+    assert all(isinstance(item, dict) for _, answer in seen.responses
+               for item in answer.get("Items", ()))
+    assert seen.responses
+
+
+def dynaorm_inspect_keys(objs: list[Entity]) -> list[dict[str, Any]]:
+    import dynaorm
+
+    return [dict(dynaorm.inspect(obj).key) for obj in objs]
+
+
+def _row_page(n: int) -> list[dict[str, Any]]:
+    return [{"pk": {"S": "FROW#t"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
+             "group": {"S": "t"}, "n": {"N": str(i)}, "ratio": {"N": "0.5"},
+             "price": {"N": "2"}, "flag": {"BOOL": False}, "kind": {"S": "a"},
+             "short": {"S": ""}, "count": {"N": "1"}, "when": {"S": "2024-01-01T00:00:00"},
+             "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=i))}}
+            for i in range(n)]
+
+
+def test_states_on_one_page_made_from_many_threads_at_once_are_the_plain_ones() -> None:
+    """Threads asking at once for the states of one page's objects (each state made
+    once, the page decoded again under a lock) all see the plain path's snapshots."""
+    import threading
+
+    page = _row_page(200)
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+    read = reader(_body({"Items": page}))
+    assert read is not None
+    objs = list(read["Items"])
+    plain = [_outcome(FRow, item, fast=False)[3:] for item in page]
+    start = threading.Barrier(6)
+    seen: list[list[Any]] = []
+
+    def ask() -> None:
+        start.wait()
+        states = [raw_state(obj) for obj in reversed(objs)]
+        seen.append([(s.key, s.item, s.version) for s in reversed(states)
+                     if isinstance(s, InstanceState)])
+
+    threads = [threading.Thread(target=ask) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 6 and all(states == plain for states in seen)
+
+
+@pytest.mark.parametrize("body", [b"{not json", b'{"Items": [1, 2]', b"", b'{"Items": {}}',
+                                  b'{"Items": [{"_type": {"S": "FRow"}}]}'])
+def test_an_answer_the_reader_declines_is_the_wires_own_decoding(body: bytes) -> None:
+    """A body that is not a Query answer of the read's items (malformed JSON, ``Items``
+    not a list, an item the fast way refuses) reaches the caller as the wire's own
+    decoding makes it: the same value, or the same error."""
+    from dynaorm.wire import checked_answer
+
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+
+    def outcome(with_reader: bool) -> Any:
+        try:
+            return checked_answer("Query", 200, {}, body, reader if with_reader else None)
+        except Exception as exc:  # (the plain path's error, whatever it is)
+            return (type(exc), str(exc))
+
+    assert outcome(True) == outcome(False)
