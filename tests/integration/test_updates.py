@@ -20,7 +20,7 @@ from dynaorm import (
 )
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
-from tests.support.update_models import Checked, Counter, Doc, Needy, Player, Product, Window
+from tests.support.update_models import Counter, Doc, FieldRules, Needy, Player, Product, Window
 
 
 def _seed(db: TestBackend, *objs: object) -> None:
@@ -214,10 +214,10 @@ def test_a_versioned_update_of_a_missing_item(db: TestBackend) -> None:
 
 # -- updates never store what the model would refuse -----------------------------------------
 def test_update_runs_field_validators_and_constraints(db: TestBackend) -> None:
-    _seed(db, Checked(pid="p1"))
+    _seed(db, FieldRules(pid="p1"))
     s = db.session()
     sent = Requests(db.table)
-    u = s.update(Checked, pid="p1").set(sku="zz")
+    u = s.update(FieldRules, pid="p1").set(sku="zz")
     s.commit()
     assert sent.operations == ["UpdateItem"]  # no rule across fields: still one request
     assert u.result.sku == "ZZ"
@@ -227,13 +227,13 @@ def test_update_runs_field_validators_and_constraints(db: TestBackend) -> None:
 
 
 def test_update_refuses_a_frozen_field(db: TestBackend) -> None:
-    _seed(db, Checked(pid="p1", owner="ann"))
+    _seed(db, FieldRules(pid="p1", owner="ann"))
     for stage in (lambda u: u.set(owner="bob"), lambda u: u.remove("owner")):
         with pytest.raises(InvalidValueError, match="frozen"):
-            stage(db.session().update(Checked, pid="p1"))
+            stage(db.session().update(FieldRules, pid="p1"))
     s = db.session()
-    assert s.get(Checked, pid="p1") == Checked(pid="p1", owner="ann")
-    u = s.update(Checked, pid="p2", upsert=True).set_default(owner="cid")  # where none: fine
+    assert s.get(FieldRules, pid="p1") == FieldRules(pid="p1", owner="ann")
+    u = s.update(FieldRules, pid="p2", upsert=True).set_default(owner="cid")  # where none: fine
     s.commit()
     assert u.result.owner == "cid"
 

@@ -103,13 +103,13 @@ class Product(Entity):
         return self.price * self.qty
 
 
-class Checked(Entity):
+class FieldRules(Entity):
     """Field validation without rules across fields: updates stay one UpdateItem."""
 
     class Meta:
         table = app
-        pk = "CHECKED#{pid}"
-        sk = "CHECKED"
+        pk = "FIELDRULES#{pid}"
+        sk = "FIELDRULES"
 
     pid: str
     sku: str = "NONE"
