@@ -18,29 +18,25 @@ retry rules see the same things whichever wire is under them.
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import ipaddress
 import json
+import os
 import ssl
 import zlib
 from collections.abc import Mapping
+from http.client import responses as _REASONS
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from dynaorm.private_apis import botocore_verify
-from dynaorm.wire.http import (
-    AnswerTimeout,
-    ConnectFailed,
-    ConnectionLost,
-    Destination,
-    HTTPPool,
-    tls_context,
-)
+from dynaorm.wire.http import BadAnswer, Destination, HTTPPool, tls_context
 from dynaorm.wire.sigv4 import Signer
 
-__all__ = ["TARGET_PREFIX", "SyncWire", "WireSettings", "as_botocore", "checked_answer",
-           "decode", "error_response", "prepare", "proxy_tls_context",
-           "render", "tls_verify"]
+__all__ = ["TARGET_PREFIX", "ErrorAnswer", "SyncWire", "WireSettings", "checked_answer",
+           "decode", "error_response", "prepare", "proxy_tls_context", "render", "sanitized",
+           "tls_verify", "trace_header"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -77,29 +73,63 @@ def _unbin(value: Any) -> Any:
 
 def decode(body: bytes) -> dict[str, Any]:
     """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
-    numbers as strings)."""
+    numbers as strings); a body that is not a JSON object raises ``ValueError``."""
     if not body:
         return {}
-    data: dict[str, Any] = json.loads(body)
-    if b'"B"' in body or b'"BS"' in body:
-        data = _unbin(data)
+    try:
+        data = json.loads(body)
+        if b'"B"' in body or b'"BS"' in body:
+            data = _unbin(data)
+    except (binascii.Error, RecursionError) as exc:  # (a ValueError, or nesting too deep)
+        raise ValueError(f"not a DynamoDB answer: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"not a DynamoDB answer: a JSON {type(data).__name__}")
     return data
 
 
+def _metadata(status: int, headers: dict[str, str]) -> dict[str, Any]:
+    """The ``ResponseMetadata`` botocore puts in every answer (``RequestId`` when the
+    answer has ``x-amzn-requestid``; ``RetryAttempts`` 0: dynaorm retries, one attempt
+    per answer)."""
+    meta: dict[str, Any] = {"HTTPStatusCode": status, "HTTPHeaders": headers,
+                            "RetryAttempts": 0}
+    request_id = headers.get("x-amzn-requestid")
+    if request_id is not None:
+        meta["RequestId"] = request_id
+    return meta
+
+
+def _error_code(code: object) -> str:
+    """An error answer's ``__type`` as botocore's JSON parser reads it: the part before a
+    ``:`` (a ``:uri`` suffix), after the last ``#`` (a namespace)."""
+    text = str(code)
+    if ":" in text:
+        text = text.split(":", 1)[0]
+    if "#" in text:
+        text = text.rsplit("#", 1)[1]
+    return text
+
+
 def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    """The ``error_response`` botocore's ``ClientError`` carries for a failed answer."""
-    try:
-        data: dict[str, Any] = decode(body) if body else {}
-    except ValueError:
-        data = {}
-    code = str(data.pop("__type", "") or "").rpartition("#")[2] or (
-        "ServiceUnavailable" if status >= 500 else "Unknown")
-    message = str(data.pop("message", data.pop("Message", "")) or "")
-    response: dict[str, Any] = {"Error": {"Code": code, "Message": message}}
+    """The ``error_response`` botocore's ``ClientError`` carries for a failed answer:
+    a 5xx without a body or with an HTML page gets the status as code and its reason as
+    message; a body that is not JSON is the message, the status the code; else
+    ``__type`` (read as botocore reads it, the status when absent) and ``message``, the
+    modeled fields (``CancellationReasons``, ``Item``) kept."""
+    text = body.strip()
+    data: dict[str, Any] = {}
+    if status >= 500 and (not text or text.startswith(b"<html>")):
+        code, message = str(status), _REASONS.get(status, "")
+    else:
+        try:
+            data = decode(body)
+        except ValueError:  # (UnicodeDecodeError included) botocore: the page as message
+            data = {"message": body.decode("utf-8", "replace")}
+        message = data.pop("message", data.pop("Message", ""))
+        code = _error_code(data.pop("__type", status))
+    response: dict[str, Any] = {"Error": {"Code": code, "Message": str(message or "")}}
     response.update(data)  # modeled fields: CancellationReasons, Item
-    response["ResponseMetadata"] = {
-        "HTTPStatusCode": status, "RequestId": headers.get("x-amzn-requestid", ""),
-        "HTTPHeaders": headers}
+    response["ResponseMetadata"] = _metadata(status, headers)
     return response
 
 
@@ -116,20 +146,54 @@ def tls_verify(client: Any) -> bool | str:
     return str(get_cert_path(True if verify in (None, True) else verify))
 
 
+def sanitized(value: str, *, allow_hash: bool = False, spaces: bool = False) -> str:
+    """``value`` fit for a ``User-Agent`` header as botocore's
+    ``sanitize_user_agent_string_component`` makes it (every character outside ASCII
+    letters, digits and ``!$%&'*+-.^_`|~,`` becomes ``-``; ``#`` kept with
+    ``allow_hash``); ``spaces`` keeps spaces and ``/`` too (a ``user_agent_extra`` is
+    several ``name/version`` parts). No line break or non-latin-1 character survives."""
+    from botocore.useragent import sanitize_user_agent_string_component
+
+    if not spaces:
+        return str(sanitize_user_agent_string_component(value, allow_hash))
+    return " ".join("/".join(sanitize_user_agent_string_component(piece, True)
+                             for piece in part.split("/"))
+                    for part in value.split(" "))
+
+
 def _user_agent(config: Any) -> str:
     """dynaorm's name and version ahead of the ``User-Agent`` botocore made for the client
-    (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``)."""
+    (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``),
+    each part sanitized (:func:`sanitized`): configuration never writes a header line."""
     import botocore
 
     from dynaorm._version import __version__
 
     given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
-    agent = f"dynaorm/{__version__} {given}"
-    for prefix, name in (("app/", "user_agent_appid"), ("", "user_agent_extra")):
-        value = getattr(config, name, None)
-        if value and f"{prefix}{value}" not in agent:
-            agent += f" {prefix}{value}"
+    agent = f"dynaorm/{__version__} {sanitized(str(given), spaces=True)}"
+    appid = getattr(config, "user_agent_appid", None)
+    if appid:
+        agent += f" app/{sanitized(str(appid), allow_hash=True)}"
+    extra = getattr(config, "user_agent_extra", None)
+    if extra:
+        agent += f" {sanitized(str(extra), spaces=True)}"
     return agent
+
+
+#: the characters ``X-Amzn-Trace-Id`` keeps unquoted (botocore's
+#: ``add_recursion_detection_header``)
+_TRACE_SAFE = "-=;:+&[]{}\"',"
+
+
+def trace_header(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The ``X-Amzn-Trace-Id`` a request carries, as botocore's
+    ``add_recursion_detection_header`` decides it, read at each request: inside AWS
+    Lambda (``AWS_LAMBDA_FUNCTION_NAME`` set) with ``_X_AMZN_TRACE_ID`` set, that id
+    percent-quoted (no line break or non-ASCII character survives); else ``None``."""
+    if "AWS_LAMBDA_FUNCTION_NAME" not in environ:
+        return None
+    trace = environ.get("_X_AMZN_TRACE_ID")
+    return quote(trace, safe=_TRACE_SAFE) if trace else None
 
 
 def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, str]]:
@@ -179,17 +243,6 @@ def proxy_tls_context(proxy_url: str, proxies_config: Mapping[str, Any] | None,
     return context
 
 
-@functools.cache
-def _checksum_error() -> type[Any]:
-    from botocore.exceptions import ChecksumError, HTTPClientError
-
-    class ResponseChecksumError(ChecksumError, HTTPClientError):  # type: ignore[misc]
-        """An answer whose body does not match its ``x-amz-crc32``: a corrupted answer is a
-        lost one (botocore retries it; dynaorm maps it as a lost answer, retried)."""
-
-    return ResponseChecksumError
-
-
 def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
             request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     """The rendered body of ``request`` and its headers for ``operation``, signed by
@@ -203,7 +256,14 @@ def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
         raise NoCredentialsError()
     headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
                "User-Agent": user_agent}
-    return body, signer.sign(body, headers, credentials.get_frozen_credentials())
+    signed = signer.sign(body, headers, credentials.get_frozen_credentials())
+    # not signed, as botocore leaves them out of the signature: the encoding http.client
+    # asks for, the Lambda trace id
+    signed["Accept-Encoding"] = "identity"
+    trace = trace_header()
+    if trace is not None:
+        signed["X-Amzn-Trace-Id"] = trace
+    return body, signed
 
 
 class WireSettings:
@@ -310,11 +370,8 @@ class SyncWire(WireSettings):
 
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
-            try:
-                status, answer, data = self._direct.post(self._path, body, headers)
-            except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
-                raise as_botocore(exc, self.endpoint_url) from exc
-            return checked_answer(operation, status, answer, data)
+            status, answer, data = self._direct.post(self._path, body, headers)
+            return checked_answer(status, answer, data)
         try:
             resp = self._manager.urlopen("POST", self._url, body=body,
                                          headers=headers, timeout=self.timeout,
@@ -338,8 +395,8 @@ class SyncWire(WireSettings):
         except urllib3.exceptions.HTTPError as exc:
             raise EndpointConnectionError(endpoint_url=self.endpoint_url,
                                           error=exc) from exc
-        return checked_answer(operation, resp.status,
-                       {k.lower(): v for k, v in resp.headers.items()}, resp.data)
+        return checked_answer(resp.status,
+                              {k.lower(): v for k, v in resp.headers.items()}, resp.data)
 
     def close(self) -> None:
         """Close the wire's idle connections."""
@@ -349,39 +406,37 @@ class SyncWire(WireSettings):
             self._manager.clear()
 
 
-def as_botocore(exc: OSError, endpoint_url: str) -> Exception:
-    """The botocore exception a client raises for what :mod:`dynaorm.wire.http` found:
-    not sent (``EndpointConnectionError``; ``SSLError`` for a TLS failure), sent and no
-    answer in time (``ReadTimeoutError``), or lost in the middle
-    (``ConnectionClosedError``)."""
-    from botocore.exceptions import (
-        ConnectionClosedError,
-        EndpointConnectionError,
-        ReadTimeoutError,
-        SSLError,
-    )
+class ErrorAnswer(Exception):
+    """An error answer (status 300 or more) of the own wire: ``response`` is the
+    ``error_response`` botocore's ``ClientError`` would carry (:func:`error_response`);
+    :func:`~dynaorm.client.errors.map_error` maps it as it maps that ``ClientError``."""
 
-    if isinstance(exc, AnswerTimeout):
-        return ReadTimeoutError(endpoint_url=endpoint_url, error=exc)
-    if isinstance(exc, ConnectFailed):
-        if isinstance(exc.__cause__, ssl.SSLError):
-            return SSLError(endpoint_url=endpoint_url, error=exc)
-        return EndpointConnectionError(endpoint_url=endpoint_url, error=exc)
-    return ConnectionClosedError(endpoint_url=endpoint_url)
+    def __init__(self, response: dict[str, Any]) -> None:
+        error = response.get("Error", {})
+        super().__init__(f"{error.get('Code')}: {error.get('Message')}")
+        #: botocore's ``error_response`` shape: ``Error``, modeled fields, ``ResponseMetadata``
+        self.response = response
 
 
-def checked_answer(operation: str, status: int, headers: dict[str, str], data: bytes
-            ) -> dict[str, Any]:
-    """An answer checked against ``x-amz-crc32`` and decoded, as a botocore client returns
-    it (a failed one raised as botocore's ``ClientError``): both wires end here."""
-    from botocore.exceptions import ClientError
-
+def checked_answer(status: int, headers: dict[str, str], data: bytes) -> dict[str, Any]:
+    """An answer checked and decoded, as a botocore client returns it (with its
+    ``ResponseMetadata``): both wires end here. An answer whose body does not match its
+    ``x-amz-crc32`` (or whose header is not a number), a compressed one, or a successful
+    one that is not a JSON object raises :class:`~dynaorm.wire.http.BadAnswer`; an error
+    answer :class:`ErrorAnswer`."""
     crc = headers.get("x-amz-crc32")
-    if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
-        raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
-                                actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF),
-                                error="x-amz-crc32 mismatch")
+    if crc is not None:
+        actual = zlib.crc32(data) & 0xFFFFFFFF
+        if not (crc.isascii() and crc.isdigit()) or int(crc) != actual:
+            raise BadAnswer(f"x-amz-crc32 mismatch: {crc[:40]!r} != {actual}")
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", ""):
+        raise BadAnswer(f"an answer with Content-Encoding {encoding[:40]!r}")
     if status >= 300:
-        raise ClientError(error_response(status, data, headers),  # type: ignore[arg-type]
-                          operation)
-    return decode(data)
+        raise ErrorAnswer(error_response(status, data, headers))
+    try:
+        answer = decode(data)
+    except ValueError as exc:
+        raise BadAnswer(f"a {status} answer that is not DynamoDB JSON: {exc}") from exc
+    answer["ResponseMetadata"] = _metadata(status, headers)
+    return answer

@@ -376,15 +376,18 @@ def test_refreshable_credentials_are_frozen_at_each_request(aws: Path) -> None:
     assert "Credential=AKID1/" in first and "Credential=AKID2/" in second
 
 
-def test_a_crc32_mismatch_is_a_lost_answer_retried(aws: Path) -> None:
-    from dynaorm.wire import _checksum_error
+def test_a_crc32_mismatch_is_a_bad_answer_retried(aws: Path) -> None:
+    from botocore.exceptions import ChecksumError
+
+    from dynaorm.errors import BadAnswerError
 
     body = b'{"Item":{}}'
     crc = zlib.crc32(body) & 0xFFFFFFFF
-    exc = _checksum_error()(checksum_type="crc32", expected_checksum=str(crc + 1),
-                            actual_checksum=str(crc), error="x-amz-crc32 mismatch")
+    exc = ChecksumError(checksum_type="crc32", expected_checksum=str(crc + 1),
+                        actual_checksum=str(crc), error="x-amz-crc32 mismatch")
     err = map_error("GetItem", {}, exc)
-    assert err is not None and err.code == "ConnectionError" and err.maybe_applied
+    assert isinstance(err, BadAnswerError) and err.code == "ConnectionError"
+    assert err.maybe_applied
     assert retryable(err)
     assert "crc32" in str(err)
 

@@ -23,6 +23,7 @@ import pytest
 from dynaorm.wire.http import (
     AnswerTimeout,
     AsyncHTTPPool,
+    BadAnswer,
     ConnectFailed,
     ConnectionLost,
     Destination,
@@ -246,17 +247,17 @@ def test_a_close_in_the_middle_is_connection_lost(serve: Callable[..., Server], 
         p.post("/", b"{}", {})
 
 
-def test_garbage_is_connection_lost(serve: Callable[..., Server], kind: str) -> None:
+def test_garbage_is_a_bad_answer(serve: Callable[..., Server], kind: str) -> None:
     def garbage(conn: socket.socket, body: bytes, n: int) -> bool:
         conn.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
         return False
 
     p = pool(serve(garbage), kind)
-    with pytest.raises(ConnectionLost):
+    with pytest.raises(BadAnswer):
         p.post("/", b"{}", {})
 
 
-# -- through SyncWire: botocore's exceptions, as the error mapping expects ----------------
+# -- through SyncWire: each failure mapped once, as the botocore wire's are ------------------
 
 def wire_for(url: str, **config: Any) -> Any:
     import botocore.config
@@ -275,14 +276,13 @@ def wire_for(url: str, **config: Any) -> Any:
 
 def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server]) -> None:
     from botocore.exceptions import (
-        ClientError,
         ConnectionClosedError,
         EndpointConnectionError,
         ReadTimeoutError,
     )
 
     from dynaorm.client.errors import map_error
-    from dynaorm.errors import RequestError
+    from dynaorm.errors import AnswerLostError, RequestError, RequestNotSentError
 
     def failing(conn: socket.socket, body: bytes, n: int) -> bool:
         if n == 1:
@@ -296,26 +296,33 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         time.sleep(1.0)
         return False
 
+    def mapped(call: Callable[[], object]) -> Exception:
+        with pytest.raises(Exception) as caught:
+            call()
+        return map_error("GetItem", request, caught.value)
+
     server = serve(failing)
     wire = wire_for(f"http://127.0.0.1:{server.port}", read_timeout=0.3)
     request = {"TableName": "t", "Key": {"pk": {"S": "a"}}}
-    with pytest.raises(ClientError) as bad:
-        wire.send("GetItem", request)
-    assert bad.value.response["Error"] == {"Code": "ValidationException", "Message": "bad"}
-    with pytest.raises(ConnectionClosedError) as lost:
-        wire.send("GetItem", request)
-    with pytest.raises(ReadTimeoutError) as late:
-        wire.send("GetItem", request)
-    for exc, maybe in ((lost.value, True), (late.value, True)):
-        mapped = map_error("GetItem", request, exc)
-        assert isinstance(mapped, RequestError) and mapped.maybe_applied is maybe
+    bad = mapped(lambda: wire.send("GetItem", request))
+    assert isinstance(bad, RequestError) and not bad.maybe_applied
+    assert (bad.code, bad.message) == ("ValidationException", "bad")
+    lost = mapped(lambda: wire.send("GetItem", request))
+    late = mapped(lambda: wire.send("GetItem", request))
+    # the same classes botocore's exceptions map to
+    url = "http://x"
+    for own, theirs in ((lost, ConnectionClosedError(endpoint_url=url)),
+                        (late, ReadTimeoutError(endpoint_url=url))):
+        other = map_error("GetItem", request, theirs)
+        assert type(own) is type(other) is AnswerLostError
+        assert own.maybe_applied and other.maybe_applied and own.code == other.code
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    with pytest.raises(EndpointConnectionError) as refused:
-        wire_for(f"http://127.0.0.1:{port}").send("GetItem", request)
-    mapped = map_error("GetItem", request, refused.value)
-    assert isinstance(mapped, RequestError) and not mapped.maybe_applied
+    refused = mapped(lambda: wire_for(f"http://127.0.0.1:{port}").send("GetItem", request))
+    other = map_error("GetItem", request, EndpointConnectionError(endpoint_url=url))
+    assert type(refused) is type(other) is RequestNotSentError
+    assert not refused.maybe_applied and refused.code == other.code == "ConnectionError"
     wire.close()
 
 
@@ -335,7 +342,8 @@ def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
                                             tls_cert: tuple[str, str]) -> None:
-    from botocore.exceptions import SSLError
+    from dynaorm.client.errors import map_error
+    from dynaorm.errors import RequestNotSentError
 
     cert, key = tls_cert
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -344,7 +352,11 @@ def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
     url = f"https://127.0.0.1:{server.port}"
     for verify in (cert, False):  # the CA bundle given, or no verification
         wire = wire_for(url, verify=verify)
-        assert wire.send("GetItem", {"TableName": "t"}) == {"TableName": "t"}
+        answer = wire.send("GetItem", {"TableName": "t"})
+        assert answer.pop("ResponseMetadata")["HTTPStatusCode"] == 200
+        assert answer == {"TableName": "t"}
         wire.close()
-    with pytest.raises(SSLError):  # botocore's own bundle does not know this certificate
+    with pytest.raises(OSError) as refused:  # botocore's bundle does not know this certificate
         wire_for(url).send("GetItem", {"TableName": "t"})
+    mapped = map_error("GetItem", {}, refused.value)
+    assert isinstance(mapped, RequestNotSentError) and "CERTIFICATE_VERIFY_FAILED" in str(mapped)
