@@ -34,9 +34,22 @@ from dynaorm.private_apis import botocore_verify
 from dynaorm.wire.http import BadAnswer, Destination, HTTPPool, tls_context
 from dynaorm.wire.sigv4 import Signer
 
-__all__ = ["TARGET_PREFIX", "ErrorAnswer", "SyncWire", "WireSettings", "checked_answer",
-           "decode", "error_response", "prepare", "proxy_tls_context", "render", "sanitized",
-           "tls_verify", "trace_header"]
+__all__ = [
+    "TARGET_PREFIX",
+    "ErrorAnswer",
+    "SyncWire",
+    "WireSettings",
+    "answer_problem",
+    "checked_answer",
+    "decode",
+    "error_response",
+    "prepare",
+    "proxy_tls_context",
+    "render",
+    "sanitized",
+    "tls_verify",
+    "trace_header",
+]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -301,11 +314,12 @@ class WireSettings:
         self._credentials = credentials
         self._user_agent = _user_agent(config)
         self._signer = Signer(self.endpoint_url, self.region)
-        # the request target: the endpoint's path, "/" when it has none (as botocore sends)
-        self._path = urlsplit(self.endpoint_url).path or "/"
+        # the request target: the endpoint's path, "/" when it has none, and its query
+        # string (signed and sent as botocore signs and sends it)
+        parts = urlsplit(self.endpoint_url)
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         # the absolute URL a proxy is given: it must carry a path too
-        self._url = self.endpoint_url if urlsplit(self.endpoint_url).path else (
-            self.endpoint_url + "/")
+        self._url = self.endpoint_url if parts.path else parts._replace(path="/").geturl()
 
     def _destination(self) -> Destination:
         """Where dynaorm's own connections go (the endpoint, when no proxy is used)."""
@@ -370,8 +384,7 @@ class SyncWire(WireSettings):
 
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
-            status, answer, data = self._direct.post(self._path, body, headers)
-            return checked_answer(status, answer, data)
+            return self._direct.post(self._path, body, headers, checked_answer)
         try:
             resp = self._manager.urlopen("POST", self._url, body=body,
                                          headers=headers, timeout=self.timeout,
@@ -418,20 +431,37 @@ class ErrorAnswer(Exception):
         self.response = response
 
 
-def checked_answer(status: int, headers: dict[str, str], data: bytes) -> dict[str, Any]:
-    """An answer checked and decoded, as a botocore client returns it (with its
-    ``ResponseMetadata``): both wires end here. An answer whose body does not match its
-    ``x-amz-crc32`` (or whose header is not a number), a compressed one, or a successful
-    one that is not a JSON object raises :class:`~dynaorm.wire.http.BadAnswer`; an error
-    answer :class:`ErrorAnswer`."""
+def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str | None:
+    """What makes an answer untrustworthy, whichever HTTP stack read it (``None``:
+    nothing): a body that does not match its ``x-amz-crc32`` (or a header that is not a
+    number), a compressed body (dynaorm asks for ``identity``), an interim or protocol-
+    switching status as the final answer, or a body whose size is not its
+    ``Content-Length``."""
     crc = headers.get("x-amz-crc32")
     if crc is not None:
         actual = zlib.crc32(data) & 0xFFFFFFFF
         if not (crc.isascii() and crc.isdigit()) or int(crc) != actual:
-            raise BadAnswer(f"x-amz-crc32 mismatch: {crc[:40]!r} != {actual}")
+            return f"x-amz-crc32 mismatch: {crc[:40]!r} != {actual}"
     encoding = headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", ""):
-        raise BadAnswer(f"an answer with Content-Encoding {encoding[:40]!r}")
+        return f"an answer with Content-Encoding {encoding[:40]!r}"
+    if status < 200:
+        return f"a {status} answer as the final one"
+    length = headers.get("content-length")
+    if length is not None and not (length.isascii() and length.isdigit()
+                                   and int(length) == len(data)):
+        return f"a body of {len(data)} bytes with Content-Length {length[:40]!r}"
+    return None
+
+
+def checked_answer(status: int, headers: dict[str, str], data: bytes) -> dict[str, Any]:
+    """An answer checked (:func:`answer_problem`) and decoded, as a botocore client
+    returns it (with its ``ResponseMetadata``): both wires end here. An untrustworthy
+    answer, or a successful one that is not a JSON object, raises
+    :class:`~dynaorm.wire.http.BadAnswer`; an error answer :class:`ErrorAnswer`."""
+    problem = answer_problem(status, headers, data)
+    if problem is not None:
+        raise BadAnswer(problem)
     if status >= 300:
         raise ErrorAnswer(error_response(status, data, headers))
     try:

@@ -137,8 +137,7 @@ class AsyncWire(WireSettings):
         """Send ``request`` once; the answer as an aiobotocore client returns it."""
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
-            status, answer, data = await self._direct.post(self._path, body, headers)
-            return checked_answer(status, answer, data)
+            return await self._direct.post(self._path, body, headers, checked_answer)
         return await self._send_through_proxy(operation, body, headers)
 
     async def _send_through_proxy(self, operation: str, body: bytes,

@@ -47,14 +47,28 @@ class AnswerReader:
     names; a repeated header's values joined with ``", "``), :attr:`body` and
     :attr:`reusable` hold the answer."""
 
-    __slots__ = ("_body", "_done", "_extra", "_final", "_framed", "_head", "_keep",
-                 "_lines", "_parser", "_size", "headers", "status")
+    __slots__ = (
+        "_body",
+        "_done",
+        "_extra",
+        "_fed",
+        "_final",
+        "_framed",
+        "_head",
+        "_keep",
+        "_lines",
+        "_parser",
+        "_size",
+        "headers",
+        "status",
+    )
 
     def __init__(self) -> None:
         self._parser = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._size = 0  # body bytes so far
-        self._head = 0  # head bytes so far (while the head is read)
+        self._head = 0  # header bytes of the answer being read
+        self._fed = 0  # bytes fed before the final answer's head was complete
         self._lines = 0  # header lines of the answer being read
         self._final = False  # the headers of the final (non-1xx) answer are complete
         self._framed = False  # its body has a length or chunks (else: until the close)
@@ -73,6 +87,7 @@ class AnswerReader:
             return
         self.headers = {}
         self._lines = 0
+        self._head = 0
         self._body = []
         self._size = 0
 
@@ -80,6 +95,9 @@ class AnswerReader:
         if self._done:
             return
         self._lines += 1
+        self._head += len(name) + len(value)
+        if self._head > MAX_HEAD:
+            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
         if self._lines > MAX_HEADERS:
             raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
         key = name.decode("latin-1").lower()
@@ -96,7 +114,6 @@ class AnswerReader:
             return  # an interim answer (100 Continue, 103 Early Hints): skipped
         self.status = status
         self._final = True
-        self._head = 0
         headers = self.headers
         self._framed = "content-length" in headers or "chunked" in headers.get(
             "transfer-encoding", "").lower() or status in (204, 304)
@@ -126,7 +143,7 @@ class AnswerReader:
             self._extra = True
             return True
         if not self._final:
-            self._head += len(data)
+            self._fed += len(data)
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
@@ -139,7 +156,7 @@ class AnswerReader:
             if not self._done:  # garbage after a complete answer only spoils reuse
                 raise MalformedAnswer(f"a malformed answer: {exc}") from exc
             self._extra = True
-        if not self._final and self._head > MAX_HEAD:
+        if not self._final and self._fed > MAX_HEAD + MAX_HEADERS * 4 + 1024:
             raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
         return self._done
 

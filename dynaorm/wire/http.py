@@ -38,6 +38,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from dynaorm.errors import DynaormError
 from dynaorm.private_apis import stream_buffered
@@ -55,6 +56,8 @@ __all__ = [
     "WireFailure",
     "tls_context",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,10 +265,13 @@ class HTTPPool:
             conn.close()
 
     # -- one exchange ----------------------------------------------------------------
-    def post(self, path: str, body: bytes, headers: dict[str, str]
-             ) -> tuple[int, dict[str, str], bytes]:
+    def post(self, path: str, body: bytes, headers: dict[str, str],
+             accept: Callable[[int, dict[str, str], bytes], T]) -> T:
         """``POST`` ``body`` to ``path`` with ``headers`` (``Host`` and ``Content-Length``
-        added); the answer's status, headers (lower-case names) and body."""
+        added); what ``accept`` makes of the answer's status, headers (lower-case names)
+        and body. When ``accept`` raises a :class:`WireFailure` (an answer that cannot be
+        trusted) the connection is closed; anything else it raises (an error answer)
+        leaves a cleanly ended connection to the pool."""
         message = _message(path, self.destination.host_header, headers, body)
         conn = self._take()
         answer = AnswerReader()
@@ -273,14 +279,21 @@ class HTTPPool:
             self._send(conn.sock, message, answer)
             if not answer.done:
                 _receive(conn.sock, answer, self.destination.read_timeout)
-        except BaseException:
+            result = accept(answer.status, answer.headers, answer.body)
+        except WireFailure:
             conn.close()
             raise
-        if answer.reusable:
+        except BaseException:
+            self._finish(conn, answer.reusable)
+            raise
+        self._finish(conn, answer.reusable)
+        return result
+
+    def _finish(self, conn: _Connection, reusable: bool) -> None:
+        if reusable:
             self._give_back(conn)
         else:
             conn.close()
-        return answer.status, answer.headers, answer.body
 
     def _send(self, sock: socket.socket, message: bytes, answer: AnswerReader) -> None:
         """Send ``message`` (each wait bounded by the read timeout). A server may answer
@@ -404,8 +417,8 @@ class AsyncHTTPPool:
         for conn in idle:
             await conn.close()
 
-    async def post(self, path: str, body: bytes, headers: dict[str, str]
-                   ) -> tuple[int, dict[str, str], bytes]:
+    async def post(self, path: str, body: bytes, headers: dict[str, str],
+                   accept: Callable[[int, dict[str, str], bytes], T]) -> T:
         """As :meth:`HTTPPool.post`."""
         message = _message(path, self.destination.host_header, headers, body)
         conn = await self._take()
@@ -414,14 +427,21 @@ class AsyncHTTPPool:
             await self._send(conn, message, answer)
             if not answer.done:
                 await _receive_async(conn.reader, answer, self.destination.read_timeout)
-        except BaseException:
+            result = accept(answer.status, answer.headers, answer.body)
+        except WireFailure:
             conn.abort()
             raise
-        if answer.reusable and len(self._idle) < self.destination.maxsize:
+        except BaseException:
+            self._finish(conn, answer.reusable)
+            raise
+        self._finish(conn, answer.reusable)
+        return result
+
+    def _finish(self, conn: _AsyncConnection, reusable: bool) -> None:
+        if reusable and len(self._idle) < self.destination.maxsize:
             self._idle.append(conn)
         else:
             conn.abort()
-        return answer.status, answer.headers, answer.body
 
     async def _send(self, conn: _AsyncConnection, message: bytes,
                     answer: AnswerReader) -> None:

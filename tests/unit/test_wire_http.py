@@ -113,6 +113,24 @@ def echo(conn: socket.socket, body: bytes, n: int) -> bool:
     return True
 
 
+def _raw(status: int, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    return status, headers, body
+
+
+class _Sync:
+    """An :class:`HTTPPool` whose ``post`` returns the raw answer."""
+
+    def __init__(self, pool: HTTPPool) -> None:
+        self.pool = pool
+
+    def post(self, path: str, body: bytes, headers: dict[str, str]
+             ) -> tuple[int, dict[str, str], bytes]:
+        return self.pool.post(path, body, headers, _raw)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
 class _OnALoop:
     """An :class:`AsyncHTTPPool` driven from sync test code on one event loop of its own
     (its connections belong to that loop)."""
@@ -123,7 +141,7 @@ class _OnALoop:
 
     def post(self, path: str, body: bytes, headers: dict[str, str]
              ) -> tuple[int, dict[str, str], bytes]:
-        return self.loop.run_until_complete(self.pool.post(path, body, headers))
+        return self.loop.run_until_complete(self.pool.post(path, body, headers, _raw))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.pool.close())
@@ -148,7 +166,7 @@ def pool(server: Server, kind: str = "sync", **options: Any) -> Any:
                                 "connect_timeout": 2, "read_timeout": 2}
     settings.update(options)
     to = Destination("127.0.0.1", server.port, **settings)
-    opened: Any = HTTPPool(to) if kind == "sync" else _OnALoop(AsyncHTTPPool(to))
+    opened: Any = _Sync(HTTPPool(to)) if kind == "sync" else _OnALoop(AsyncHTTPPool(to))
     _OPENED.append(opened)
     return opened
 
