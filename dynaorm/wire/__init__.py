@@ -93,6 +93,8 @@ def decode(body: bytes) -> dict[str, Any]:
         data = json.loads(body)
         if b'"B"' in body or b'"BS"' in body:
             data = _unbin(data)
+        if b"null" in body and isinstance(data, dict):  # (botocore drops null members)
+            data = {k: v for k, v in data.items() if v is not None}
     except (binascii.Error, RecursionError) as exc:  # (a ValueError, or nesting too deep)
         raise ValueError(f"not a DynamoDB answer: {exc}") from exc
     if not isinstance(data, dict):
@@ -126,9 +128,10 @@ def _error_code(code: object) -> str:
 def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
     """The ``error_response`` botocore's ``ClientError`` carries for a failed answer:
     a 5xx without a body or with an HTML page gets the status as code and its reason as
-    message; a body that is not JSON is the message, the status the code; else
-    ``__type`` (read as botocore reads it, the status when absent) and ``message``, the
-    modeled fields (``CancellationReasons``, ``Item``) kept."""
+    message; a body that is not JSON is the message, the status the code; else the type
+    (the ``X-Amzn-Errortype`` header, the body's ``code`` or ``__type``, as awsJson1_0
+    resolves it; read as botocore reads ``__type``; the status when absent) and
+    ``message``, the modeled fields (``CancellationReasons``, ``Item``) kept."""
     text = body.strip()
     data: dict[str, Any] = {}
     if status >= 500 and (not text or text.startswith(b"<html>")):
@@ -139,7 +142,10 @@ def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[st
         except ValueError:  # (UnicodeDecodeError included) botocore: the page as message
             data = {"message": body.decode("utf-8", "replace")}
         message = data.pop("message", data.pop("Message", ""))
-        code = _error_code(data.pop("__type", status))
+        kind = data.pop("__type", None)
+        # awsJson1_0: the X-Amzn-Errortype header first, then "code", then "__type"
+        code = _error_code(headers.get("x-amzn-errortype") or data.get("code") or kind
+                           or status)
     response: dict[str, Any] = {"Error": {"Code": code, "Message": str(message or "")}}
     response.update(data)  # modeled fields: CancellationReasons, Item
     response["ResponseMetadata"] = _metadata(status, headers)
