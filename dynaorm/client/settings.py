@@ -256,8 +256,30 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
             has_credentials = session.get_credentials() is not None
         if not has_credentials:
             kwargs.update(_dummy())
-    options = {**CONFIG_DEFAULTS, **config_options(config), **_FORCED}
+    options = {**CONFIG_DEFAULTS, **_sanitized(given), **_FORCED}
     return kwargs, options
+
+
+#: the ``Config`` options that reach the ``User-Agent`` header
+_AGENT_OPTIONS = ("user_agent", "user_agent_extra", "user_agent_appid")
+
+
+def _sanitized(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the ``User-Agent`` parts sanitized as botocore sanitizes an app id
+    (:func:`dynaorm.wire.sanitized`): botocore writes ``user_agent`` and
+    ``user_agent_extra`` as given, and a line break there would be a header line of its
+    own (http.client refuses it with a raw ``ValueError``; a non-latin-1 one raises)."""
+    if not any(isinstance(options.get(name), str) for name in _AGENT_OPTIONS):
+        return options
+    from dynaorm.wire import sanitized
+
+    cleaned = dict(options)
+    for name in _AGENT_OPTIONS:
+        value = cleaned.get(name)
+        if isinstance(value, str):
+            cleaned[name] = sanitized(value, allow_hash=name == "user_agent_appid",
+                                      spaces=name != "user_agent_appid")
+    return cleaned
 
 
 def create_client(endpoint_url: str | None, region: str | None, *,

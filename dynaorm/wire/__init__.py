@@ -191,11 +191,11 @@ def _user_agent(config: Any) -> str:
     given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
     agent = f"dynaorm/{__version__} {sanitized(str(given), spaces=True)}"
     appid = getattr(config, "user_agent_appid", None)
-    if appid:
-        agent += f" app/{sanitized(str(appid), allow_hash=True)}"
     extra = getattr(config, "user_agent_extra", None)
-    if extra:
-        agent += f" {sanitized(str(extra), spaces=True)}"
+    for part in (f"app/{sanitized(str(appid), allow_hash=True)}" if appid else "",
+                 sanitized(str(extra), spaces=True) if extra else ""):
+        if part and part not in agent:  # (botocore's own agent may hold them already)
+            agent += f" {part}"
     return agent
 
 

@@ -83,6 +83,8 @@ class HostileServer:
         self.request_connections: list[int] = []
         #: each request's body
         self.bodies: list[bytes] = []
+        #: each request's head (request line and header lines)
+        self.heads: list[bytes] = []
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
         self._stop = threading.Event()
@@ -145,6 +147,7 @@ class HostileServer:
                     n = len(self.bodies) + 1
                     self.request_connections.append(number)
                     self.bodies.append(b"")
+                    self.heads.append(head)
                 if self.early:
                     reply = self.script(n, b"")
                     if reply.never_read:  # (until ``hold`` seconds passed)

@@ -492,3 +492,53 @@ def test_random_byte_streams(where: str, kind: str, tls_files: tuple[str, str],
             one()
         finally:
             db.close()
+
+
+# -- what goes out: headers ------------------------------------------------------------------
+def _header(head: bytes, name: str) -> list[str]:
+    lines = head.decode("latin-1").split("\r\n")[1:]
+    return [v.strip() for k, _, v in (line.partition(":") for line in lines)
+            if k.strip().lower() == name.lower()]
+
+
+def test_configuration_never_writes_a_header_line(wire: str, kind: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_SDK_UA_APP_ID", "env\r\nX-Evil-Env: 1")
+    config = Config(read_timeout=TIMEOUT, user_agent_appid="café\r\nX-Evil: 1",
+                    user_agent_extra="extra/1.0\nX-Evil-Extra: 2")
+    with serving(follow_up(Reply(GOOD))) as server:
+        db = Client(server.url, "us-east-1", wire=wire, max_attempts=1, config=config)
+        try:
+            (got,) = run(db, kind, [("GetItem", REQUEST)])
+        finally:
+            db.close()
+    Ok(ITEM).check(got)
+    (head,) = server.heads
+    assert b"X-Evil" not in head.replace(b"X-Evil-", b"").split(b"\r\n")[0]
+    names = [line.partition(b":")[0].lower() for line in head.split(b"\r\n")[1:]]
+    assert not any(name.startswith(b"x-evil") for name in names)
+    (agent,) = _header(head, "User-Agent")
+    assert agent.count("app/caf---X-Evil--1") == 1  # é, CR, LF, ":" and " " made "-"
+    assert "\r" not in agent and "\n" not in agent
+    assert _header(head, "Accept-Encoding") == ["identity"]
+
+
+def test_the_trace_id_under_lambda_as_botocore_sends_it(wire: str, kind: str,
+                                                        monkeypatch: pytest.MonkeyPatch
+                                                        ) -> None:
+    from urllib.parse import quote
+
+    trace = "Root=1-5759e988-bd862e3fe1be46a994272793;Sampled=1\r\nX-Evil: 1 é"
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    monkeypatch.setenv("_X_AMZN_TRACE_ID", trace)
+    with serving(follow_up(Reply(GOOD))) as server:
+        db = client(server.url, wire)
+        try:
+            run(db, kind, [("GetItem", REQUEST)])  # outside Lambda: none
+            monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "fn")  # read at each request
+            run(db, kind, [("GetItem", REQUEST)])
+        finally:
+            db.close()
+    outside, inside = server.heads
+    assert _header(outside, "X-Amzn-Trace-Id") == []
+    assert _header(inside, "X-Amzn-Trace-Id") == [quote(trace, safe="-=;:+&[]{}\"',")]
