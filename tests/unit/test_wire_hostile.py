@@ -542,3 +542,29 @@ def test_the_trace_id_under_lambda_as_botocore_sends_it(wire: str, kind: str,
     outside, inside = server.heads
     assert _header(outside, "X-Amzn-Trace-Id") == []
     assert _header(inside, "X-Amzn-Trace-Id") == [quote(trace, safe="-=;:+&[]{}\"',")]
+
+
+def test_keep_alive_holds_above_1024_open_files(kind: str) -> None:
+    """The idle check of a pooled connection works for any descriptor number (``select``
+    fails above 1,024: every connection would be dropped, or worse, judged idle)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"at most {hard} open files here")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [socket.socket() for _ in range(1100)]
+    try:
+        with serving(follow_up(Reply(GOOD))) as server:
+            db = client(server.url, "dynaorm")
+            try:
+                outcomes = run(db, kind, [("GetItem", REQUEST)] * 3)
+            finally:
+                db.close()
+    finally:
+        for sock in held:
+            sock.close()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    for outcome in outcomes:
+        Ok(ITEM).check(outcome)
+    assert server.request_connections == [1, 1, 1]
