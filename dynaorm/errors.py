@@ -220,9 +220,9 @@ class TableNotFoundError(RequestError):
 
 class RequestNotSentError(RequestError):
     """The request never reached DynamoDB whole: no connection (refused, DNS, TLS), or the
-    connection broke (or the server stopped reading) before all of it went out. It cannot
-    have been applied (``maybe_applied`` is false); it is retried. ``code`` is
-    ``"ConnectionError"``."""
+    connection broke (or the server stopped reading) before all of it went out. That
+    attempt cannot have been applied (``maybe_applied`` is false unless an earlier attempt
+    of the request may have been); it is retried. ``code`` is ``"ConnectionError"``."""
 
 
 class AnswerLostError(RequestError):
@@ -231,6 +231,7 @@ class AnswerLostError(RequestError):
     (``maybe_applied``); it is retried. ``code`` is ``"ConnectionError"``."""
 
     maybe_applied = True
+    """Always true: the request went out, and may have been applied."""
 
 
 class BadAnswerError(RequestError):
@@ -240,6 +241,7 @@ class BadAnswerError(RequestError):
     applied (``maybe_applied``); it is retried. ``code`` is ``"ConnectionError"``."""
 
     maybe_applied = True
+    """Always true: the request went out, and may have been applied."""
 
 
 # -- bulk writes ---------------------------------------------------------------------

@@ -38,6 +38,7 @@ DOCUMENTED |= {"BulkWriteError", "ConflictError", "ItemDecodeError", "ItemGoneEr
 DOCUMENTED |= {"Previous"}  # (0.3: migrations)
 DOCUMENTED |= {"inspect", "Inspection"}  # (0.4: inspection)
 DOCUMENTED |= {"Client", "Hook", "Operation", "Attempt"}  # (0.4: one client, many tables)
+DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0.4: the wire)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
