@@ -568,3 +568,35 @@ def test_keep_alive_holds_above_1024_open_files(kind: str) -> None:
     for outcome in outcomes:
         Ok(ITEM).check(outcome)
     assert server.request_connections == [1, 1, 1]
+
+
+def test_an_endpoint_with_a_query_string_is_signed_and_sent_with_it(
+        wire: str, kind: str) -> None:
+    """As botocore: the request target carries the endpoint's path and query string, and
+    the signature covers them."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    from dynaorm.client.settings import LOOPBACK_ACCESS_KEY, LOOPBACK_SECRET_KEY
+
+    with serving(follow_up(Reply(GOOD))) as server:
+        url = f"{server.url}/db?tenant=a%20b&x=1"
+        db = client(url, wire)
+        try:
+            (got,) = run(db, kind, [("GetItem", REQUEST)])
+        finally:
+            db.close()
+    Ok(ITEM).check(got)
+    (head,), (body,) = server.heads, server.bodies
+    assert head.split(b"\r\n")[0] == b"POST /db?tenant=a%20b&x=1 HTTP/1.1"
+    sent = {name: _header(head, name)[0] for name in ("Content-Type", "X-Amz-Target",
+                                                     "X-Amz-Date", "Authorization")}
+    request = AWSRequest("POST", url, data=body, headers={
+        k: sent[k] for k in ("Content-Type", "X-Amz-Target", "X-Amz-Date")})
+    request.context["timestamp"] = sent["X-Amz-Date"]
+    auth = SigV4Auth(Credentials(LOOPBACK_ACCESS_KEY, LOOPBACK_SECRET_KEY), "dynamodb",
+                     "us-east-1")
+    expected = auth.signature(auth.string_to_sign(request, auth.canonical_request(request)),
+                              request)
+    assert sent["Authorization"].endswith(f"Signature={expected}")
