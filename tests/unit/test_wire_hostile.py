@@ -18,6 +18,7 @@ default); ``make fuzz-wire`` runs many more.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 import ssl
@@ -600,3 +601,25 @@ def test_an_endpoint_with_a_query_string_is_signed_and_sent_with_it(
     expected = auth.signature(auth.string_to_sign(request, auth.canonical_request(request)),
                               request)
     assert sent["Authorization"].endswith(f"Signature={expected}")
+
+
+def test_a_connect_timeout_is_not_sent(wire: str, kind: str) -> None:
+    """A listener whose backlog is full drops the handshake: the client's
+    ``connect_timeout`` (the Config's) ends the attempt, not sent."""
+    listener = socket.create_server(("127.0.0.1", 0), backlog=0)
+    port = listener.getsockname()[1]
+    filling = []
+    for _ in range(4):
+        sock = socket.socket()
+        sock.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            sock.connect(("127.0.0.1", port))
+        filling.append(sock)
+    db = client(f"http://127.0.0.1:{port}", wire)
+    try:
+        (got,) = run(db, kind, [("GetItem", REQUEST)])
+    finally:
+        db.close()
+        for sock in [*filling, listener]:
+            sock.close()
+    NOT_SENT.check(got)

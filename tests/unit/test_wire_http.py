@@ -8,6 +8,7 @@ mapping expects, and TLS verified as the client says."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import shutil
 import socket
 import ssl
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dynaorm.wire.http import (
     AnswerTimeout,
@@ -378,3 +381,33 @@ def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
         wire_for(url).send("GetItem", {"TableName": "t"})
     mapped = map_error("GetItem", {}, refused.value)
     assert isinstance(mapped, RequestNotSentError) and "CERTIFICATE_VERIFY_FAILED" in str(mapped)
+
+
+# -- the answer state machine alone: any split of the bytes reads the same -----------------
+_ANSWERS = [
+    answer(b'{"Item":{"pk":{"S":"A"}}}'),
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"3\r\n{\"b\r\n5;x=y\r\n\":22}\r\n0\r\nTrailer: t\r\n\r\n",
+    answer(b'{"a":1}', extra="Connection: keep-alive, close\r\n"),
+    answer(b"{}", status="400 Bad Request"),
+]
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(which=st.integers(0, len(_ANSWERS) - 1), cuts=st.lists(st.integers(0, 400),
+                                                             max_size=12))
+def test_any_split_of_an_answer_reads_the_same(which: int, cuts: list[int]) -> None:
+    from dynaorm.wire.connection import AnswerReader
+
+    data = _ANSWERS[which]
+    whole = AnswerReader()
+    assert whole.feed(data)
+    split = AnswerReader()
+    edges = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    done = False
+    for start, end in itertools.pairwise(edges):
+        assert not done
+        done = split.feed(data[start:end])
+    assert done
+    assert (split.status, split.headers, split.body, split.reusable) == (
+        whole.status, whole.headers, whole.body, whole.reusable)
