@@ -41,6 +41,7 @@ from dynaorm.aio import close
 from dynaorm.client.errors import map_error
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.wire.aio import AsyncWire
+from tests.support.hostile import certificate
 from tests.support.models import Note, User, app
 
 pytestmark = pytest.mark.sync_only  # each test drives both async wires itself
@@ -435,19 +436,8 @@ def test_requests_go_through_the_configured_proxy() -> None:
 
 @pytest.fixture(scope="module")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (openssl) and its key."""
-    import shutil
-    import subprocess
-
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    where = tmp_path_factory.mktemp("tls")
-    cert, key = str(where / "cert.pem"), str(where / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
-                   capture_output=True)
-    return cert, key
+    """A self-signed certificate for 127.0.0.1 and its key."""
+    return certificate(tmp_path_factory)
 
 
 def test_tls_is_verified_as_the_client_says(tls_cert: tuple[str, str]) -> None:

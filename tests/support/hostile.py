@@ -22,7 +22,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["HostileServer", "Reply", "answer", "json_body", "self_signed", "serving"]
+import pytest
+
+__all__ = [
+    "HostileServer",
+    "Reply",
+    "accepting",
+    "answer",
+    "certificate",
+    "json_body",
+    "read_head",
+    "self_signed",
+    "serving",
+]
 
 
 def answer(body: bytes = b"{}", *, status: str = "200 OK", headers: str = "",
@@ -109,19 +121,10 @@ class HostileServer:
                 conn.close()
 
     def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
+        for conn in accepting(self.listener, self.tls):
+            if self._stop.is_set():
+                conn.close()
                 return
-            if self.tls is not None:
-                try:
-                    conn.settimeout(5)
-                    conn = self.tls.wrap_socket(conn, server_side=True)
-                    conn.settimeout(None)
-                except (OSError, ssl.SSLError):
-                    conn.close()
-                    continue
             with self._lock:
                 self.connections += 1
                 number = self.connections
@@ -132,12 +135,10 @@ class HostileServer:
         buffered = b""
         try:
             while not self._stop.is_set():
-                while b"\r\n\r\n" not in buffered:
-                    chunk = conn.recv(65536)
-                    if not chunk:
-                        return
-                    buffered += chunk
-                head, _, buffered = buffered.partition(b"\r\n\r\n")
+                read = read_head(conn, buffered)
+                if read is None:
+                    return
+                head, buffered = read
                 length = 0
                 for line in head.split(b"\r\n")[1:]:
                     name, _, value = line.partition(b":")
@@ -194,6 +195,38 @@ class HostileServer:
             conn.sendall(reply.later)
 
 
+def accepting(listener: socket.socket, tls: ssl.SSLContext | None
+              ) -> Iterator[socket.socket]:
+    """The connections ``listener`` accepts (wrapped in ``tls`` when given; a failed
+    handshake is dropped), until it is closed."""
+    while True:
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            return
+        if tls is not None:
+            try:
+                conn.settimeout(5)
+                conn = tls.wrap_socket(conn, server_side=True)
+                conn.settimeout(None)
+            except (OSError, ssl.SSLError):
+                conn.close()
+                continue
+        yield conn
+
+
+def read_head(conn: socket.socket, buffered: bytes) -> tuple[bytes, bytes] | None:
+    """The next request head read from ``conn`` (after what is ``buffered``) and the bytes
+    read after it; ``None`` when the connection closes first."""
+    while b"\r\n\r\n" not in buffered:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        buffered += chunk
+    head, _, rest = buffered.partition(b"\r\n\r\n")
+    return head, rest
+
+
 def json_body(value: object) -> bytes:
     """``value`` as a compact JSON body."""
     return json.dumps(value, separators=(",", ":")).encode()
@@ -208,6 +241,15 @@ def serving(script: Script, tls: ssl.SSLContext | None = None, *, early: bool = 
         yield server
     finally:
         server.close()
+
+
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """For a module's fixture: a self-signed certificate for 127.0.0.1 and its key in a
+    new temporary directory (the test skips without ``openssl``)."""
+    made = self_signed(Path(tmp_path_factory.mktemp("tls")))
+    if made is None:
+        pytest.skip("openssl is not installed")
+    return made
 
 
 def self_signed(where: Path) -> tuple[str, str] | None:

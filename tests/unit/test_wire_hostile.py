@@ -26,7 +26,6 @@ import time
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -42,7 +41,7 @@ from dynaorm import (
     RequestNotSentError,
 )
 from dynaorm.wire.connection import MAX_HEAD
-from tests.support.hostile import Reply, answer, json_body, self_signed, serving
+from tests.support.hostile import Reply, answer, certificate, json_body, serving
 
 #: random byte streams per run (``make fuzz-wire`` raises it)
 FUZZ_EXAMPLES = int(os.environ.get("DYNAORM_FUZZ_EXAMPLES", "20"))
@@ -174,21 +173,19 @@ def wire(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="module")
-def tls_files(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    made = self_signed(Path(tmp_path_factory.mktemp("tls")))
-    if made is None:
-        pytest.skip("openssl is not installed")
-    return made
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and its key."""
+    return certificate(tmp_path_factory)
 
 
 @pytest.fixture(params=["tcp", "tls"])
-def transport(request: pytest.FixtureRequest, tls_files: tuple[str, str],
+def transport(request: pytest.FixtureRequest, tls_cert: tuple[str, str],
               monkeypatch: pytest.MonkeyPatch) -> ssl.SSLContext | None:
     """Plain TCP, or TLS with a self-signed certificate the clients trust
     (``AWS_CA_BUNDLE``, read by botocore's configuration)."""
     if request.param == "tcp":
         return None
-    cert, key = tls_files
+    cert, key = tls_cert
     monkeypatch.setenv("AWS_CA_BUNDLE", cert)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
@@ -461,7 +458,7 @@ def hostile_bytes(draw: st.DrawFn) -> bytes:
 
 
 @pytest.mark.parametrize("where", ["tcp-dynaorm", "tcp-botocore", "tls-dynaorm"])
-def test_random_byte_streams(where: str, kind: str, tls_files: tuple[str, str],
+def test_random_byte_streams(where: str, kind: str, tls_cert: tuple[str, str],
                              monkeypatch: pytest.MonkeyPatch) -> None:
     """Whatever bytes come back: the first request ends as an answer or one RequestError;
     the next one (on a connection the client judged reusable, or a new one) gets its own
@@ -469,7 +466,7 @@ def test_random_byte_streams(where: str, kind: str, tls_files: tuple[str, str],
     layer, wire = where.split("-")
     tls = None
     if layer == "tls":
-        cert, key = tls_files
+        cert, key = tls_cert
         monkeypatch.setenv("AWS_CA_BUNDLE", cert)
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(cert, key)

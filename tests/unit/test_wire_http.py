@@ -9,14 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import shutil
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +29,7 @@ from dynaorm.wire.http import (
     Destination,
     HTTPPool,
 )
+from tests.support.hostile import accepting, certificate
 
 Handler = Callable[[socket.socket, bytes, int], bool]  # (conn, request body, n) -> keep open
 
@@ -51,17 +49,7 @@ class Server:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.tls is not None:
-                try:
-                    conn = self.tls.wrap_socket(conn, server_side=True)
-                except (OSError, ssl.SSLError):
-                    conn.close()
-                    continue
+        for conn in accepting(self.listener, self.tls):
             self.connections += 1
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
@@ -349,16 +337,8 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
 
 @pytest.fixture(scope="module")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (openssl) and its key."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    where = Path(tmp_path_factory.mktemp("tls"))
-    cert, key = str(where / "cert.pem"), str(where / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
-                   capture_output=True)
-    return cert, key
+    """A self-signed certificate for 127.0.0.1 and its key."""
+    return certificate(tmp_path_factory)
 
 
 def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],

@@ -35,6 +35,7 @@ from dynaorm import Client, DynaormError, RequestError
 from dynaorm.protocol.policy import retryable
 from dynaorm.wire import SyncWire, proxy_tls_context
 from dynaorm.wire.aio import AsyncWire
+from tests.support.hostile import read_head
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
 KEY = {"TableName": "app", "Key": {"pk": {"S": "a"}}}
@@ -147,12 +148,10 @@ class Proxy:
                 conn.settimeout(5)
                 buffer = b""
                 while True:
-                    while b"\r\n\r\n" not in buffer:
-                        chunk = conn.recv(65536)
-                        if not chunk:
-                            return
-                        buffer += chunk
-                    head, _, buffer = buffer.partition(b"\r\n\r\n")
+                    read = read_head(conn, buffer)
+                    if read is None:
+                        return
+                    head, buffer = read
                     method, target = head.split(b"\r\n")[0].decode().split()[:2]
                     self.seen.append(f"{method} {target}")
                     if method == "CONNECT":
