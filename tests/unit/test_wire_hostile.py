@@ -346,7 +346,7 @@ def test_a_connection_is_never_reused_after_an_unclean_answer(
             db.close()
     case.own.check(first)
     Ok(SECOND).check(second)
-    assert server.request_connections == [1, 2]
+    assert server.request_connections == [1, 1, 2]
 
 
 def test_a_clean_answer_keeps_its_connection(kind: str, transport: ssl.SSLContext | None
@@ -480,11 +480,15 @@ def test_random_byte_streams(where: str, kind: str, tls_cert: tuple[str, str],
         @given(data=hostile_bytes(), close=st.booleans())
         def one(data: bytes, close: bool) -> None:
             current[0] = Reply(data, close=close)
+            before = len(server.request_connections)
             first, second = run(db, kind, [("GetItem", REQUEST), ("GetItem", FOLLOW)])
             assert isinstance(first, dict | RequestError)
             if isinstance(first, dict):
                 assert first.get("Item") != SECOND["Item"]
             Ok(SECOND).check(second)
+            connections = server.request_connections[before:]
+            if wire == "dynaorm" and isinstance(first, AnswerLostError | BadAnswerError):
+                assert connections[0] != connections[-1]  # never reused after garbage
 
         try:
             one()
@@ -620,3 +624,28 @@ def test_a_connect_timeout_is_not_sent(wire: str, kind: str) -> None:
         for sock in [*filling, listener]:
             sock.close()
     NOT_SENT.check(got)
+
+
+def test_a_cancelled_request_never_leaves_its_answer_to_the_next() -> None:
+    """An async request cancelled while its answer is on the way: the connection is
+    dropped, the next request gets its own answer on a new one."""
+    def script(n: int, body: bytes) -> Reply:
+        if b"SECOND" in body:
+            return Reply(answer(json_body(SECOND)))
+        return Reply(GOOD, hold=0.5)
+
+    async def go(db: Client) -> object:
+        try:
+            Ok(SECOND).check(await db.asend("GetItem", FOLLOW))  # the wire is open
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(db.asend("GetItem", REQUEST), 0.1)
+            await asyncio.sleep(0.8)  # the late answer arrives on the old connection
+            return await db.asend("GetItem", FOLLOW)
+        finally:
+            await db.aclose()
+
+    with serving(script) as server:
+        db = client(server.url, "dynaorm")
+        second = asyncio.run(go(db))
+    Ok(SECOND).check(second)
+    assert server.request_connections == [1, 1, 2]
