@@ -445,9 +445,10 @@ class AsyncHTTPPool:
 
     async def _send(self, conn: _AsyncConnection, message: bytes,
                     answer: AnswerReader) -> None:
-        """As :meth:`HTTPPool._send`: the whole send bounded by the read timeout. Whether a
-        failed send went out whole is what the transport still holds: nothing (it all
-        reached the socket) is a lost answer, else :class:`SendFailed`."""
+        """As :meth:`HTTPPool._send`: the whole send bounded by the read timeout. ``drain``
+        fails only while the transport still holds bytes of the request (a transport that
+        handed everything to the socket returns from it), or on a connection that was
+        already dead: either way the request did not go out whole (:class:`SendFailed`)."""
         writer = conn.writer
         try:
             async with asyncio.timeout(self.destination.read_timeout):
@@ -456,9 +457,6 @@ class AsyncHTTPPool:
         except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
             if await _early_answer_async(conn.reader, answer):
                 return
-            if writer.transport.get_write_buffer_size() == 0 and not isinstance(
-                    exc, TimeoutError):
-                raise ConnectionLost(f"sending to {self.destination}: {exc}") from exc
             raise SendFailed(f"sending to {self.destination}: "
                              f"{exc or type(exc).__name__}") from exc
 

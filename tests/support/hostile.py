@@ -66,6 +66,10 @@ class Reply:
     head_only: bool = False
     """Answer after reading the request's head only, then read and drop the body (an early
     refusal with a lingering close: the client sees the answer, not a reset)."""
+    drain: bool = True
+    """With :attr:`head_only`: read and drop the body after answering (a lingering close);
+    ``False``: close at once with the body unread (the client's kernel gets a reset,
+    which may discard the answer)."""
     never_read: bool = False
     """Read nothing of the request and never answer (a server that stops reading)."""
     hold: float = 0.0
@@ -158,7 +162,7 @@ class HostileServer:
                         self._send(conn, reply)
                         with contextlib.suppress(OSError):
                             conn.shutdown(socket.SHUT_WR)
-                            while conn.recv(65536):  # a lingering close: the body is dropped
+                            while reply.drain and conn.recv(65536):  # a lingering close
                                 pass
                         return
                 while len(buffered) < length:
