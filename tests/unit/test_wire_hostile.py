@@ -666,3 +666,69 @@ def test_a_cancelled_request_never_leaves_its_answer_to_the_next() -> None:
         second = asyncio.run(go(db))
     Ok(SECOND).check(second)
     assert server.request_connections == [1, 1, 2]
+
+
+def test_concurrent_requests_never_get_each_others_answers(kind: str) -> None:
+    """16 threads (or 48 tasks) share one client; the server answers each request with its
+    own key, and with two answers of three sends another key's answer or garbage right
+    after it (in the same write: bytes sent after the next request went out cannot be told
+    from its answer by any HTTP/1.1 client): each request gets its own key's item or a RequestError, never
+    another's."""
+    import json
+    import threading
+
+    def script(n: int, body: bytes) -> Reply:
+        key = json.loads(body)["Key"]["pk"]["S"]
+        own = answer(json_body({"Item": {"pk": {"S": key}}}))
+        if n % 3 == 0:
+            return Reply(own + answer(json_body({"Item": {"pk": {"S": "stray"}}})))
+        if n % 3 == 1:
+            return Reply(own + b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}garbage")
+        return Reply(own)
+
+    def request(key: str) -> dict[str, Any]:
+        return {"TableName": "t", "Key": {"pk": {"S": key}}}
+
+    keys = [f"k{i}" for i in range(48 * 4)]
+    outcomes: dict[str, object] = {}
+    with serving(script) as server:
+        db = client(server.url, "dynaorm")
+        try:
+            if kind == "sync":
+                def worker(mine: list[str]) -> None:
+                    for key, got in zip(mine, run(db, "sync", [("GetItem", request(k))
+                                                               for k in mine]), strict=True):
+                        outcomes[key] = got
+
+                threads = [threading.Thread(target=worker, args=(keys[i::16],))
+                           for i in range(16)]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            else:
+                async def one(key: str) -> None:
+                    try:
+                        outcomes[key] = await db.asend("GetItem", request(key))
+                    except RequestError as exc:
+                        outcomes[key] = exc
+
+                async def every() -> None:
+                    try:
+                        for start in range(0, len(keys), 48):
+                            await asyncio.gather(*(one(k) for k in keys[start:start + 48]))
+                    finally:
+                        await db.aclose()
+
+                asyncio.run(every())
+        finally:
+            db.close()
+    assert set(outcomes) == set(keys)
+    answered = 0
+    for key, got in outcomes.items():
+        if isinstance(got, dict):
+            assert got["Item"]["pk"]["S"] == key
+            answered += 1
+        else:
+            assert isinstance(got, RequestError)
+    assert answered >= len(keys) // 2
