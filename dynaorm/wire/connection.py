@@ -171,6 +171,11 @@ class AnswerReader:
             return True
         return False
 
+    def forbid_reuse(self) -> None:
+        """The connection must not carry another request, however the answer ended (the
+        request could not be sent whole on it)."""
+        self._extra = True
+
     @property
     def done(self) -> bool:
         """Whether the answer is complete."""

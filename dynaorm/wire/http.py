@@ -304,6 +304,7 @@ class HTTPPool:
             sock.settimeout(self.destination.read_timeout)
             sock.sendall(message)
         except (OSError, ssl.SSLError) as exc:
+            answer.forbid_reuse()
             if _early_answer(sock, answer):
                 return
             raise SendFailed(f"sending to {self.destination}: {exc}") from exc
@@ -455,6 +456,7 @@ class AsyncHTTPPool:
                 writer.write(message)
                 await writer.drain()
         except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
+            answer.forbid_reuse()
             if await _early_answer_async(conn.reader, answer):
                 return
             raise SendFailed(f"sending to {self.destination}: "
