@@ -301,7 +301,7 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
     (:func:`dynaorm.wire.answer_problem`: ``x-amz-crc32``, encoding, status, length), and
     a successful answer must be a DynamoDB JSON object (an empty one only when framed); else
     a :class:`~dynaorm.BadAnswerError`, before botocore parses what it cannot trust."""
-    from dynaorm.wire import answer_problem, decode
+    from dynaorm.wire import answer_problem, decode, shape_problem
 
     status = int(response_dict.get("status_code") or 0)
     headers = response_dict.get("headers") or {}
@@ -317,7 +317,7 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
             problem = "an empty answer framed by nothing (cut in its head?)"
         else:
             try:
-                decode(data)
+                problem = shape_problem(decode(data))
             except ValueError as exc:
                 problem = f"a {status} answer that is not DynamoDB JSON: {exc}"
     if problem is not None:

@@ -47,6 +47,7 @@ __all__ = [
     "proxy_tls_context",
     "render",
     "sanitized",
+    "shape_problem",
     "tls_verify",
     "trace_header",
 ]
@@ -460,10 +461,34 @@ def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str 
     return None
 
 
+#: the JSON type of each top-level member of DynamoDB's answers that dynaorm reads
+_MEMBERS: dict[str, type | tuple[type, ...]] = {
+    "Item": dict, "Attributes": dict, "Items": list, "LastEvaluatedKey": dict,
+    "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
+    "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
+    "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
+    "TimeToLiveDescription": dict, "TableNames": list}
+
+
+def shape_problem(answer: Mapping[str, Any]) -> str | None:
+    """What makes a decoded successful answer not DynamoDB's (``None``: nothing): a
+    top-level member of another JSON type than DynamoDB sends (``"Item": "x"``), or an
+    ``Items`` entry that is not an object. Deeper shapes are the readers' to judge."""
+    for name, kind in _MEMBERS.items():
+        value = answer.get(name)
+        if value is not None and not isinstance(value, kind):
+            return f"a {type(value).__name__} as {name}"
+    items = answer.get("Items")
+    if items and not all(isinstance(item, dict) for item in items):
+        return "an entry of Items that is not an object"
+    return None
+
+
 def checked_answer(status: int, headers: dict[str, str], data: bytes) -> dict[str, Any]:
     """An answer checked (:func:`answer_problem`) and decoded, as a botocore client
     returns it (with its ``ResponseMetadata``): both wires end here. An untrustworthy
-    answer, or a successful one that is not a JSON object, raises
+    answer, or a successful one that is not a JSON object of DynamoDB's shape
+    (:func:`shape_problem`), raises
     :class:`~dynaorm.wire.http.BadAnswer`; an error answer :class:`ErrorAnswer`."""
     problem = answer_problem(status, headers, data)
     if problem is not None:
@@ -474,5 +499,8 @@ def checked_answer(status: int, headers: dict[str, str], data: bytes) -> dict[st
         answer = decode(data)
     except ValueError as exc:
         raise BadAnswer(f"a {status} answer that is not DynamoDB JSON: {exc}") from exc
+    problem = shape_problem(answer)
+    if problem is not None:
+        raise BadAnswer(f"a {status} answer that is not DynamoDB's: {problem}")
     answer["ResponseMetadata"] = _metadata(status, headers)
     return answer
