@@ -675,8 +675,8 @@ def test_concurrent_requests_never_get_each_others_answers(kind: str) -> None:
     """16 threads (or 48 tasks) share one client; the server answers each request with its
     own key, and with two answers of three sends another key's answer or garbage right
     after it (in the same write: bytes sent after the next request went out cannot be told
-    from its answer by any HTTP/1.1 client): each request gets its own key's item or a RequestError, never
-    another's."""
+    from its answer by any HTTP/1.1 client): each request gets its own key's item or a
+    RequestError, never another's."""
     import json
     import threading
 
