@@ -330,12 +330,16 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
 
 def _error_body_as_object(response_dict: dict[str, Any], data: bytes) -> None:
     """An error answer whose body is JSON but not an object (``null``, a list, nested too
-    deep) made what botocore makes of a body that is not JSON (the text as message, the
-    status as code), instead of the ``AttributeError`` botocore's parser raises."""
+    deep) or not UTF-8 made what botocore makes of a body that is not JSON (the text as
+    message, the status as code), instead of the ``AttributeError`` or
+    ``UnicodeDecodeError`` botocore's parser raises."""
     import json
 
     try:
+        data.decode("utf-8")
         parsed = json.loads(data) if data.strip() else {}
+    except UnicodeDecodeError:  # (botocore decodes the body first, and raises)
+        parsed = None
     except (ValueError, RecursionError):
         parsed = None if data.lstrip()[:1] in (b"[", b"{") else {}
     if not isinstance(parsed, dict):

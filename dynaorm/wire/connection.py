@@ -7,9 +7,11 @@ with ``Transfer-Encoding``, malformed chunking and bare-LF line ends, and it rea
 ``close`` anywhere in a ``Connection`` list. :class:`AnswerReader` adds what a client of
 one service needs on top:
 
-- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines) and body
-  (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends without
-  end;
+- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines, trailers included)
+  and body (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends
+  without end;
+- no transfer coding but ``chunked`` (the body must be the JSON sent), and trailers never
+  taken for headers;
 - ``1xx`` interim answers skipped;
 - reuse decided once, when the answer ends: the connection may serve another request only
   if the answer ended cleanly, the server did not ask to close, and nothing came after the
@@ -100,6 +102,8 @@ class AnswerReader:
             raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
         if self._lines > MAX_HEADERS:
             raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
+        if self._final:
+            return  # a trailer of a chunked body: counted, never taken for a header
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         old = self.headers.get(key)
@@ -115,8 +119,13 @@ class AnswerReader:
         self.status = status
         self._final = True
         headers = self.headers
-        self._framed = "content-length" in headers or "chunked" in headers.get(
-            "transfer-encoding", "").lower() or status in (204, 304)
+        coding = headers.get("transfer-encoding")
+        if coding is not None and coding.strip().lower() != "chunked":
+            # gzip and the like under or over chunked: the body would not be the JSON
+            # sent (and "chunked, gzip" would run to the close)
+            raise MalformedAnswer(f"an answer with Transfer-Encoding {coding[:40]!r}")
+        self._framed = ("content-length" in headers or coding is not None
+                        or status in (204, 304))
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > MAX_BODY:
             raise MalformedAnswer(f"an answer of {length} bytes (at most {MAX_BODY})")
