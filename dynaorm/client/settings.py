@@ -299,7 +299,7 @@ def create_client(endpoint_url: str | None, region: str | None, *,
 def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: Any) -> None:
     """botocore's ``before-parse`` handler: the checks of dynaorm's own wire
     (:func:`dynaorm.wire.answer_problem`: ``x-amz-crc32``, encoding, status, length), and
-    a successful answer must be a DynamoDB JSON object (an empty one only when framed); else
+    a successful answer must be a DynamoDB JSON object (:func:`dynaorm.wire.shape_problem`); else
     a :class:`~dynaorm.BadAnswerError`, before botocore parses what it cannot trust."""
     from dynaorm.wire import answer_problem, decode, shape_problem
 
@@ -311,15 +311,10 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
     if problem is None and status >= 300:
         _error_body_as_object(response_dict, data)
     elif problem is None and 200 <= status < 300:
-        framed = "content-length" in headers or "chunked" in str(
-            headers.get("transfer-encoding", "")).lower()
-        if not data and not framed:
-            problem = "an empty answer framed by nothing (cut in its head?)"
-        else:
-            try:
-                problem = shape_problem(decode(data))
-            except ValueError as exc:
-                problem = f"a {status} answer that is not DynamoDB JSON: {exc}"
+        try:
+            problem = shape_problem(decode(data))
+        except ValueError as exc:
+            problem = f"a {status} answer that is not DynamoDB JSON: {exc}"
     if problem is not None:
         from dynaorm.client.errors import CONNECTION_ERROR
         from dynaorm.errors import BadAnswerError

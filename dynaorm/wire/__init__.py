@@ -442,8 +442,9 @@ def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str 
     """What makes an answer untrustworthy, whichever HTTP stack read it (``None``:
     nothing): a body that does not match its ``x-amz-crc32`` (or a header that is not a
     number), a compressed body (dynaorm asks for ``identity``), an interim or protocol-
-    switching status as the final answer, or a body whose size is not its
-    ``Content-Length``."""
+    switching status as the final answer, a body whose size is not its
+    ``Content-Length``, or an empty successful answer framed by nothing (a close: DynamoDB
+    always sends a length, and a head cut short reads so)."""
     crc = headers.get("x-amz-crc32")
     if crc is not None:
         actual = zlib.crc32(data) & 0xFFFFFFFF
@@ -458,6 +459,9 @@ def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str 
     if length is not None and not (length.isascii() and length.isdigit()
                                    and int(length) == len(data)):
         return f"a body of {len(data)} bytes with Content-Length {length[:40]!r}"
+    if (not data and status < 300 and length is None
+            and "chunked" not in str(headers.get("transfer-encoding", "")).lower()):
+        return "an empty answer framed by nothing (cut in its head?)"
     return None
 
 
