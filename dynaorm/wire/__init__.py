@@ -478,9 +478,9 @@ def shape_problem(answer: Mapping[str, Any]) -> str | None:
     """What makes a decoded successful answer not DynamoDB's (``None``: nothing): a
     top-level member of another JSON type than DynamoDB sends (``"Item": "x"``), or an
     ``Items`` entry that is not an object. Deeper shapes are the readers' to judge."""
-    for name, kind in _MEMBERS.items():
-        value = answer.get(name)
-        if value is not None and not isinstance(value, kind):
+    for name, value in answer.items():  # (an answer has a few members: walk those)
+        kind = _MEMBERS.get(name)
+        if kind is not None and value is not None and not isinstance(value, kind):
             return f"a {type(value).__name__} as {name}"
     items = answer.get("Items")
     if items and not all(isinstance(item, dict) for item in items):

@@ -191,10 +191,16 @@ def _quiet(sock: socket.socket) -> bool:
 
 
 class _Connection:
-    __slots__ = ("sock",)
+    __slots__ = ("poller", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
+        #: asks whether the idle socket has something to read (made once: one syscall
+        #: per check); ``None`` where ``poll`` does not exist
+        self.poller: select.poll | None = None
+        if hasattr(select, "poll"):
+            self.poller = select.poll()
+            self.poller.register(sock, select.POLLIN | select.POLLPRI)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -208,6 +214,11 @@ class _Connection:
             return False
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             return False
+        if self.poller is not None:
+            try:
+                return not self.poller.poll(0)
+            except OSError:
+                return False
         return _quiet(sock)
 
 
