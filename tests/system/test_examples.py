@@ -236,6 +236,15 @@ def check_observe(run: Run) -> None:
         "attempt 1" in logged[1]
 
 
+def check_wire_failures(run: Run) -> None:
+    assert run.block("db.session().get(") == ["'hello'"]
+    assert run.block("a 200 HTML page") == ["('BadAnswerError', 'ConnectionError', True)"]
+    assert run.block("an answer cut") == ["('AnswerLostError', 'ConnectionError', True)"]
+    assert run.block("a 503 page") == ["('RequestError', '503', True)"]
+    assert run.block("nothing listening") == [
+        "('RequestNotSentError', 'ConnectionError', False)"]
+
+
 def check_counter(run: Run) -> None:
     assert "after the first view: views=1 referrers=['google']" in run.out
     assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
@@ -374,4 +383,5 @@ CHECKS = {
     "audit_versions": check_audits,
     "stream_aggregate": check_stream_aggregate,
     "observe_requests": check_observe,
+    "wire_failures": check_wire_failures,
 }
