@@ -9,10 +9,12 @@ urllib3 through a proxy), answers checked against ``x-amz-crc32`` and decoded wi
 Everything a configuration decides (endpoint, region, timeouts, proxies, TLS verification,
 credentials, ``User-Agent``) is read once from a botocore client created as the botocore
 path creates it, so a configuration that works with the client works here. Failures are
-raised as the same botocore exceptions a client raises (``ClientError`` with the same
-``error_response`` shape, ``EndpointConnectionError``, ``ReadTimeoutError``,
-``ConnectionClosedError``), so the one :func:`~dynaorm.client.errors.map_error` and the
-retry rules see the same things whichever wire is under them.
+raised as what is known of them: :mod:`dynaorm.wire.http`'s failed exchanges (not sent,
+answer lost, answer not to be trusted: :func:`checked_answer` adds the checks of the
+answer itself), an error answer as :class:`ErrorAnswer` (botocore's ``error_response``
+shape); through a proxy, botocore's exceptions. The one
+:func:`~dynaorm.client.errors.map_error` turns each into the same
+:class:`~dynaorm.RequestError` class whichever wire is under it.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ answered by a status, headers and a body, over keep-alive connections (TCP or TL
 
 DynamoDB's requests never need what a general client carries (redirects, cookies,
 compression, multipart, ``Expect``), so :class:`HTTPPool` writes the request in one
-``sendall`` and reads the answer with a buffered reader: about a tenth of the client CPU
+``sendall`` and feeds what ``recv`` returns to a parser: about a tenth of the client CPU
 urllib3 and ``http.client`` spend on the same exchange (``email``-based header parsing,
 per-request pool and timeout objects). Requests through a proxy keep urllib3
 (:class:`~dynaorm.wire.SyncWire` chooses).
