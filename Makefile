@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 
-.PHONY: demo test test-botocore-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
+.PHONY: demo test test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
@@ -60,6 +60,13 @@ test: $(STAMP) engines lint typecheck docs
 test-botocore-wire: $(STAMP) engines
 	DYNAORM_WIRE=botocore DYNAORM_BACKENDS=local DYNAORM_REQUIRE_LOCAL=1 \
 		$(BIN)/pytest -q -p no:cacheprovider tests/integration
+
+# The wires against random byte streams from a hostile server, long (the test suite runs
+# 20 examples per variant; DYNAORM_FUZZ_EXAMPLES=N make fuzz-wire for another count)
+DYNAORM_FUZZ_EXAMPLES ?= 2000
+fuzz-wire: $(STAMP)
+	DYNAORM_FUZZ_EXAMPLES=$(DYNAORM_FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider \
+		tests/unit/test_wire_hostile.py -k random_byte_streams
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/overhead.py

@@ -11,6 +11,8 @@ from dynaorm._version import __version__ as __version__
 from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import (
+    AnswerLostError,
+    BadAnswerError,
     BulkWriteError,
     ConcurrentModificationError,
     ConditionFailedError,
@@ -27,6 +29,7 @@ from dynaorm.errors import (
     MultipleResultsError,
     OutcomeUnknownError,
     RequestError,
+    RequestNotSentError,
     TableNotFoundError,
     TransactionConflictError,
     TransactionTooLargeError,
@@ -58,8 +61,10 @@ if TYPE_CHECKING:
 __all__ = [
     "GSI",
     "LSI",
+    "AnswerLostError",
     "AsyncSession",
     "Attempt",
+    "BadAnswerError",
     "BulkWriteError",
     "Change",
     "Client",
@@ -90,6 +95,7 @@ __all__ = [
     "Query",
     "RequestError",
     "RequestEvent",
+    "RequestNotSentError",
     "Scan",
     "Session",
     "Shards",

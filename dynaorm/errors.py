@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AnswerLostError",
+    "BadAnswerError",
     "BulkWriteError",
     "ConcurrentModificationError",
     "ConditionFailedError",
@@ -21,6 +23,7 @@ __all__ = [
     "MultipleResultsError",
     "OutcomeUnknownError",
     "RequestError",
+    "RequestNotSentError",
     "TableNotFoundError",
     "TransactionConflictError",
     "TransactionTooLargeError",
@@ -257,6 +260,32 @@ class RequestError(DynaormError):
 
 class TableNotFoundError(RequestError):
     """The table (or index) does not exist on the endpoint."""
+
+
+class RequestNotSentError(RequestError):
+    """The request never reached DynamoDB whole: no connection (refused, DNS, TLS), or the
+    connection broke (or the server stopped reading) before all of it went out. That
+    attempt cannot have been applied (``maybe_applied`` is false unless an earlier attempt
+    of the request may have been); it is retried. ``code`` is ``"ConnectionError"``."""
+
+
+class AnswerLostError(RequestError):
+    """The request went out and no complete answer came back (the read timeout passed, or
+    the connection broke in the middle of the answer): it may have been applied
+    (``maybe_applied``); it is retried. ``code`` is ``"ConnectionError"``."""
+
+    maybe_applied = True
+    """Always true: the request went out, and may have been applied."""
+
+
+class BadAnswerError(RequestError):
+    """The request went out and the answer cannot be trusted: malformed HTTP framing, a
+    head or body over the limits, a checksum (``x-amz-crc32``) that does not match, a
+    compressed body, or a successful answer that is not a JSON object. It may have been
+    applied (``maybe_applied``); it is retried. ``code`` is ``"ConnectionError"``."""
+
+    maybe_applied = True
+    """Always true: the request went out, and may have been applied."""
 
 
 # -- bulk writes ---------------------------------------------------------------------

@@ -26,6 +26,7 @@ from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.errors import map_error, method_name
 from dynaorm.client.settings import (
     CONFIG_DEFAULTS,
+    check_checksums,
     client_settings,
     configured_endpoint,
     create_client,
@@ -502,7 +503,7 @@ class Client:
         try:
             context = session.create_client("dynamodb", config=aio.config.AioConfig(
                 **options), **kwargs)
-            made = await context.__aenter__()
+            made = check_checksums(await context.__aenter__())
         except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
             raise DynaormError(f"{self._label}: cannot create a DynamoDB client for "
                                f"endpoint {self.endpoint_url!r}: {exc}") from exc

@@ -44,6 +44,7 @@ __all__ = [
     "LOOPBACK_ACCESS_KEY",
     "LOOPBACK_REGION",
     "LOOPBACK_SECRET_KEY",
+    "check_checksums",
     "client_settings",
     "configured_endpoint",
     "configured_region",
@@ -255,8 +256,30 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
             has_credentials = session.get_credentials() is not None
         if not has_credentials:
             kwargs.update(_dummy())
-    options = {**CONFIG_DEFAULTS, **config_options(config), **_FORCED}
+    options = {**CONFIG_DEFAULTS, **_sanitized(given), **_FORCED}
     return kwargs, options
+
+
+#: the ``Config`` options that reach the ``User-Agent`` header
+_AGENT_OPTIONS = ("user_agent", "user_agent_extra", "user_agent_appid")
+
+
+def _sanitized(options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with the ``User-Agent`` parts sanitized as botocore sanitizes an app id
+    (:func:`dynaorm.wire.sanitized`): botocore writes ``user_agent`` and
+    ``user_agent_extra`` as given, and a line break there would be a header line of its
+    own (http.client refuses it with a raw ``ValueError``; a non-latin-1 one raises)."""
+    if not any(isinstance(options.get(name), str) for name in _AGENT_OPTIONS):
+        return options
+    from dynaorm.wire import sanitized
+
+    cleaned = dict(options)
+    for name in _AGENT_OPTIONS:
+        value = cleaned.get(name)
+        if isinstance(value, str):
+            cleaned[name] = sanitized(value, allow_hash=name == "user_agent_appid",
+                                      spaces=name != "user_agent_appid")
+    return cleaned
 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
@@ -269,8 +292,65 @@ def create_client(endpoint_url: str | None, region: str | None, *,
                                       config=config)
     import botocore.config
 
-    return session.create_client("dynamodb", config=botocore.config.Config(**options),
-                                 **kwargs)
+    return check_checksums(session.create_client(
+        "dynamodb", config=botocore.config.Config(**options), **kwargs))
+
+
+def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: Any) -> None:
+    """botocore's ``before-parse`` handler: the checks of dynaorm's own wire
+    (:func:`dynaorm.wire.answer_problem`: ``x-amz-crc32``, encoding, status, length), and
+    a successful answer must be a DynamoDB JSON object (:func:`dynaorm.wire.shape_problem`); else
+    a :class:`~dynaorm.BadAnswerError`, before botocore parses what it cannot trust."""
+    from dynaorm.wire import answer_problem, decode, shape_problem
+
+    status = int(response_dict.get("status_code") or 0)
+    headers = response_dict.get("headers") or {}
+    body = response_dict.get("body")
+    data = body if isinstance(body, bytes) else b""
+    problem = answer_problem(status, headers, data)
+    if problem is None and status >= 300:
+        _error_body_as_object(response_dict, data)
+    elif problem is None and 200 <= status < 300:
+        try:
+            problem = shape_problem(decode(data))
+        except ValueError as exc:
+            problem = f"a {status} answer that is not DynamoDB JSON: {exc}"
+    if problem is not None:
+        from dynaorm.client.errors import CONNECTION_ERROR
+        from dynaorm.errors import BadAnswerError
+
+        name = str(getattr(operation_model, "name", "") or "")
+        raise BadAnswerError(name, CONNECTION_ERROR, problem)
+
+
+def _error_body_as_object(response_dict: dict[str, Any], data: bytes) -> None:
+    """An error answer whose body is JSON but not an object (``null``, a list, nested too
+    deep) or not UTF-8 made what botocore makes of a body that is not JSON (the text as
+    message, the status as code), instead of the ``AttributeError`` or
+    ``UnicodeDecodeError`` botocore's parser raises."""
+    import json
+
+    try:
+        data.decode("utf-8")
+        parsed = json.loads(data) if data.strip() else {}
+    except UnicodeDecodeError:  # (botocore decodes the body first, and raises)
+        parsed = None
+    except (ValueError, RecursionError):
+        parsed = None if data.lstrip()[:1] in (b"[", b"{") else {}
+    if not isinstance(parsed, dict):
+        text = data.decode("utf-8", "replace")
+        response_dict["body"] = json.dumps({"message": text}).encode()
+
+
+def check_checksums(client: Any) -> Any:
+    """``client`` (a botocore or aiobotocore DynamoDB client) checking every answer as
+    dynaorm's own wire does: against its ``x-amz-crc32`` first. botocore checks the crc32
+    only as a retry condition, and dynaorm turns botocore's retries off (dynaorm retries):
+    without this a cut or corrupted answer would be parsed. An answer that fails raises
+    :class:`~dynaorm.BadAnswerError` (retried), as on dynaorm's own wire."""
+    client.meta.events.register("before-parse.dynamodb", _checked,
+                                unique_id="dynaorm-checked")
+    return client
 
 
 def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:

@@ -9,38 +9,50 @@ urllib3 through a proxy), answers checked against ``x-amz-crc32`` and decoded wi
 Everything a configuration decides (endpoint, region, timeouts, proxies, TLS verification,
 credentials, ``User-Agent``) is read once from a botocore client created as the botocore
 path creates it, so a configuration that works with the client works here. Failures are
-raised as the same botocore exceptions a client raises (``ClientError`` with the same
-``error_response`` shape, ``EndpointConnectionError``, ``ReadTimeoutError``,
-``ConnectionClosedError``), so the one :func:`~dynaorm.client.errors.map_error` and the
-retry rules see the same things whichever wire is under them.
+raised as what is known of them: :mod:`dynaorm.wire.http`'s failed exchanges (not sent,
+answer lost, answer not to be trusted: :func:`checked_answer` adds the checks of the
+answer itself), an error answer as :class:`ErrorAnswer` (botocore's ``error_response``
+shape); through a proxy, botocore's exceptions. The one
+:func:`~dynaorm.client.errors.map_error` turns each into the same
+:class:`~dynaorm.RequestError` class whichever wire is under it.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import functools
 import ipaddress
 import json
+import os
 import ssl
 import zlib
 from collections.abc import Callable, Mapping
+from http.client import responses as _REASONS
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from dynaorm.private_apis import botocore_verify
-from dynaorm.wire.http import (
-    AnswerTimeout,
-    ConnectFailed,
-    ConnectionLost,
-    Destination,
-    HTTPPool,
-    tls_context,
-)
+from dynaorm.wire.http import BadAnswer, Destination, HTTPPool, tls_context
 from dynaorm.wire.sigv4 import Signer
 
-__all__ = ["TARGET_PREFIX", "SyncWire", "WireSettings", "as_botocore", "checked_answer",
-           "decode", "error_response", "prepare", "proxy_tls_context",
-           "render", "tls_verify"]
+__all__ = [
+    "TARGET_PREFIX",
+    "ErrorAnswer",
+    "SyncWire",
+    "WireSettings",
+    "answer_problem",
+    "checked_answer",
+    "decode",
+    "error_response",
+    "prepare",
+    "proxy_tls_context",
+    "render",
+    "sanitized",
+    "shape_problem",
+    "tls_verify",
+    "trace_header",
+]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -77,29 +89,69 @@ def _unbin(value: Any) -> Any:
 
 def decode(body: bytes) -> dict[str, Any]:
     """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
-    numbers as strings)."""
+    numbers as strings); a body that is not a JSON object raises ``ValueError``."""
     if not body:
         return {}
-    data: dict[str, Any] = json.loads(body)
-    if b'"B"' in body or b'"BS"' in body:
-        data = _unbin(data)
+    try:
+        data = json.loads(body)
+        if b'"B"' in body or b'"BS"' in body:
+            data = _unbin(data)
+        if b"null" in body and isinstance(data, dict):  # (botocore drops null members)
+            data = {k: v for k, v in data.items() if v is not None}
+    except (binascii.Error, RecursionError) as exc:  # (a ValueError, or nesting too deep)
+        raise ValueError(f"not a DynamoDB answer: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"not a DynamoDB answer: a JSON {type(data).__name__}")
     return data
 
 
+def _metadata(status: int, headers: dict[str, str]) -> dict[str, Any]:
+    """The ``ResponseMetadata`` botocore puts in every answer (``RequestId`` when the
+    answer has ``x-amzn-requestid``; ``RetryAttempts`` 0: dynaorm retries, one attempt
+    per answer)."""
+    meta: dict[str, Any] = {"HTTPStatusCode": status, "HTTPHeaders": headers,
+                            "RetryAttempts": 0}
+    request_id = headers.get("x-amzn-requestid")
+    if request_id is not None:
+        meta["RequestId"] = request_id
+    return meta
+
+
+def _error_code(code: object) -> str:
+    """An error answer's ``__type`` as botocore's JSON parser reads it: the part before a
+    ``:`` (a ``:uri`` suffix), after the last ``#`` (a namespace)."""
+    text = str(code)
+    if ":" in text:
+        text = text.split(":", 1)[0]
+    if "#" in text:
+        text = text.rsplit("#", 1)[1]
+    return text
+
+
 def error_response(status: int, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
-    """The ``error_response`` botocore's ``ClientError`` carries for a failed answer."""
-    try:
-        data: dict[str, Any] = decode(body) if body else {}
-    except ValueError:
-        data = {}
-    code = str(data.pop("__type", "") or "").rpartition("#")[2] or (
-        "ServiceUnavailable" if status >= 500 else "Unknown")
-    message = str(data.pop("message", data.pop("Message", "")) or "")
-    response: dict[str, Any] = {"Error": {"Code": code, "Message": message}}
+    """The ``error_response`` botocore's ``ClientError`` carries for a failed answer:
+    a 5xx without a body or with an HTML page gets the status as code and its reason as
+    message; a body that is not JSON is the message, the status the code; else the type
+    (the ``X-Amzn-Errortype`` header, the body's ``code`` or ``__type``, as awsJson1_0
+    resolves it; read as botocore reads ``__type``; the status when absent) and
+    ``message``, the modeled fields (``CancellationReasons``, ``Item``) kept."""
+    text = body.strip()
+    data: dict[str, Any] = {}
+    if status >= 500 and (not text or text.startswith(b"<html>")):
+        code, message = str(status), _REASONS.get(status, "")
+    else:
+        try:
+            data = decode(body)
+        except ValueError:  # (UnicodeDecodeError included) botocore: the page as message
+            data = {"message": body.decode("utf-8", "replace")}
+        message = data.pop("message", data.pop("Message", ""))
+        kind = data.pop("__type", None)
+        # awsJson1_0: the X-Amzn-Errortype header first, then "code", then "__type"
+        code = _error_code(headers.get("x-amzn-errortype") or data.get("code") or kind
+                           or status)
+    response: dict[str, Any] = {"Error": {"Code": code, "Message": str(message or "")}}
     response.update(data)  # modeled fields: CancellationReasons, Item
-    response["ResponseMetadata"] = {
-        "HTTPStatusCode": status, "RequestId": headers.get("x-amzn-requestid", ""),
-        "HTTPHeaders": headers}
+    response["ResponseMetadata"] = _metadata(status, headers)
     return response
 
 
@@ -116,20 +168,54 @@ def tls_verify(client: Any) -> bool | str:
     return str(get_cert_path(True if verify in (None, True) else verify))
 
 
+def sanitized(value: str, *, allow_hash: bool = False, spaces: bool = False) -> str:
+    """``value`` fit for a ``User-Agent`` header as botocore's
+    ``sanitize_user_agent_string_component`` makes it (every character outside ASCII
+    letters, digits and ``!$%&'*+-.^_`|~,`` becomes ``-``; ``#`` kept with
+    ``allow_hash``); ``spaces`` keeps spaces and ``/`` too (a ``user_agent_extra`` is
+    several ``name/version`` parts). No line break or non-latin-1 character survives."""
+    from botocore.useragent import sanitize_user_agent_string_component
+
+    if not spaces:
+        return str(sanitize_user_agent_string_component(value, allow_hash))
+    return " ".join("/".join(sanitize_user_agent_string_component(piece, True)
+                             for piece in part.split("/"))
+                    for part in value.split(" "))
+
+
 def _user_agent(config: Any) -> str:
     """dynaorm's name and version ahead of the ``User-Agent`` botocore made for the client
-    (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``)."""
+    (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``),
+    each part sanitized (:func:`sanitized`): configuration never writes a header line."""
     import botocore
 
     from dynaorm._version import __version__
 
     given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
-    agent = f"dynaorm/{__version__} {given}"
-    for prefix, name in (("app/", "user_agent_appid"), ("", "user_agent_extra")):
-        value = getattr(config, name, None)
-        if value and f"{prefix}{value}" not in agent:
-            agent += f" {prefix}{value}"
+    agent = f"dynaorm/{__version__} {sanitized(str(given), spaces=True)}"
+    appid = getattr(config, "user_agent_appid", None)
+    extra = getattr(config, "user_agent_extra", None)
+    for part in (f"app/{sanitized(str(appid), allow_hash=True)}" if appid else "",
+                 sanitized(str(extra), spaces=True) if extra else ""):
+        if part and part not in agent:  # (botocore's own agent may hold them already)
+            agent += f" {part}"
     return agent
+
+
+#: the characters ``X-Amzn-Trace-Id`` keeps unquoted (botocore's
+#: ``add_recursion_detection_header``)
+_TRACE_SAFE = "-=;:+&[]{}\"',"
+
+
+def trace_header(environ: Mapping[str, str] = os.environ) -> str | None:
+    """The ``X-Amzn-Trace-Id`` a request carries, as botocore's
+    ``add_recursion_detection_header`` decides it, read at each request: inside AWS
+    Lambda (``AWS_LAMBDA_FUNCTION_NAME`` set) with ``_X_AMZN_TRACE_ID`` set, that id
+    percent-quoted (no line break or non-ASCII character survives); else ``None``."""
+    if "AWS_LAMBDA_FUNCTION_NAME" not in environ:
+        return None
+    trace = environ.get("_X_AMZN_TRACE_ID")
+    return quote(trace, safe=_TRACE_SAFE) if trace else None
 
 
 def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, str]]:
@@ -179,17 +265,6 @@ def proxy_tls_context(proxy_url: str, proxies_config: Mapping[str, Any] | None,
     return context
 
 
-@functools.cache
-def _checksum_error() -> type[Any]:
-    from botocore.exceptions import ChecksumError, HTTPClientError
-
-    class ResponseChecksumError(ChecksumError, HTTPClientError):  # type: ignore[misc]
-        """An answer whose body does not match its ``x-amz-crc32``: a corrupted answer is a
-        lost one (botocore retries it; dynaorm maps it as a lost answer, retried)."""
-
-    return ResponseChecksumError
-
-
 def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
             request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
     """The rendered body of ``request`` and its headers for ``operation``, signed by
@@ -203,7 +278,14 @@ def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
         raise NoCredentialsError()
     headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
                "User-Agent": user_agent}
-    return body, signer.sign(body, headers, credentials.get_frozen_credentials())
+    signed = signer.sign(body, headers, credentials.get_frozen_credentials())
+    # not signed, as botocore leaves them out of the signature: the encoding http.client
+    # asks for, the Lambda trace id
+    signed["Accept-Encoding"] = "identity"
+    trace = trace_header()
+    if trace is not None:
+        signed["X-Amzn-Trace-Id"] = trace
+    return body, signed
 
 
 class WireSettings:
@@ -241,11 +323,12 @@ class WireSettings:
         self._credentials = credentials
         self._user_agent = _user_agent(config)
         self._signer = Signer(self.endpoint_url, self.region)
-        # the request target: the endpoint's path, "/" when it has none (as botocore sends)
-        self._path = urlsplit(self.endpoint_url).path or "/"
+        # the request target: the endpoint's path, "/" when it has none, and its query
+        # string (signed and sent as botocore signs and sends it)
+        parts = urlsplit(self.endpoint_url)
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         # the absolute URL a proxy is given: it must carry a path too
-        self._url = self.endpoint_url if urlsplit(self.endpoint_url).path else (
-            self.endpoint_url + "/")
+        self._url = self.endpoint_url if parts.path else parts._replace(path="/").geturl()
 
     def _destination(self) -> Destination:
         """Where dynaorm's own connections go (the endpoint, when no proxy is used)."""
@@ -312,11 +395,9 @@ class SyncWire(WireSettings):
 
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
-            try:
-                status, answer, data = self._direct.post(self._path, body, headers)
-            except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
-                raise as_botocore(exc, self.endpoint_url) from exc
-            return checked_answer(operation, status, answer, data, reader)
+            accept = checked_answer if reader is None else functools.partial(
+                checked_answer, reader=reader)
+            return self._direct.post(self._path, body, headers, accept)
         try:
             resp = self._manager.urlopen("POST", self._url, body=body,
                                          headers=headers, timeout=self.timeout,
@@ -340,8 +421,8 @@ class SyncWire(WireSettings):
         except urllib3.exceptions.HTTPError as exc:
             raise EndpointConnectionError(endpoint_url=self.endpoint_url,
                                           error=exc) from exc
-        return checked_answer(operation, resp.status,
-                       {k.lower(): v for k, v in resp.headers.items()}, resp.data)
+        return checked_answer(resp.status,
+                              {k.lower(): v for k, v in resp.headers.items()}, resp.data)
 
     def close(self) -> None:
         """Close the wire's idle connections."""
@@ -351,46 +432,94 @@ class SyncWire(WireSettings):
             self._manager.clear()
 
 
-def as_botocore(exc: OSError, endpoint_url: str) -> Exception:
-    """The botocore exception a client raises for what :mod:`dynaorm.wire.http` found:
-    not sent (``EndpointConnectionError``; ``SSLError`` for a TLS failure), sent and no
-    answer in time (``ReadTimeoutError``), or lost in the middle
-    (``ConnectionClosedError``)."""
-    from botocore.exceptions import (
-        ConnectionClosedError,
-        EndpointConnectionError,
-        ReadTimeoutError,
-        SSLError,
-    )
+class ErrorAnswer(Exception):
+    """An error answer (status 300 or more) of the own wire: ``response`` is the
+    ``error_response`` botocore's ``ClientError`` would carry (:func:`error_response`);
+    :func:`~dynaorm.client.errors.map_error` maps it as it maps that ``ClientError``."""
 
-    if isinstance(exc, AnswerTimeout):
-        return ReadTimeoutError(endpoint_url=endpoint_url, error=exc)
-    if isinstance(exc, ConnectFailed):
-        if isinstance(exc.__cause__, ssl.SSLError):
-            return SSLError(endpoint_url=endpoint_url, error=exc)
-        return EndpointConnectionError(endpoint_url=endpoint_url, error=exc)
-    return ConnectionClosedError(endpoint_url=endpoint_url)
+    def __init__(self, response: dict[str, Any]) -> None:
+        error = response.get("Error", {})
+        super().__init__(f"{error.get('Code')}: {error.get('Message')}")
+        #: botocore's ``error_response`` shape: ``Error``, modeled fields, ``ResponseMetadata``
+        self.response = response
 
 
-def checked_answer(operation: str, status: int, headers: dict[str, str], data: bytes,
+def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str | None:
+    """What makes an answer untrustworthy, whichever HTTP stack read it (``None``:
+    nothing): a body that does not match its ``x-amz-crc32`` (or a header that is not a
+    number), a compressed body (dynaorm asks for ``identity``), an interim or protocol-
+    switching status as the final answer, a body whose size is not its
+    ``Content-Length``, or an empty successful answer framed by nothing (a close: DynamoDB
+    always sends a length, and a head cut short reads so)."""
+    crc = headers.get("x-amz-crc32")
+    if crc is not None:
+        actual = zlib.crc32(data) & 0xFFFFFFFF
+        if not (crc.isascii() and crc.isdigit()) or int(crc) != actual:
+            return f"x-amz-crc32 mismatch: {crc[:40]!r} != {actual}"
+    encoding = headers.get("content-encoding", "identity").strip().lower()
+    if encoding not in ("identity", ""):
+        return f"an answer with Content-Encoding {encoding[:40]!r}"
+    if status < 200:
+        return f"a {status} answer as the final one"
+    length = headers.get("content-length")
+    if length is not None and not (length.isascii() and length.isdigit()
+                                   and int(length) == len(data)):
+        return f"a body of {len(data)} bytes with Content-Length {length[:40]!r}"
+    if (not data and status < 300 and length is None
+            and "chunked" not in str(headers.get("transfer-encoding", "")).lower()):
+        return "an empty answer framed by nothing (cut in its head?)"
+    return None
+
+
+#: the JSON type of each top-level member of DynamoDB's answers that dynaorm reads
+_MEMBERS: dict[str, type | tuple[type, ...]] = {
+    "Item": dict, "Attributes": dict, "Items": list, "LastEvaluatedKey": dict,
+    "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
+    "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
+    "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
+    "TimeToLiveDescription": dict, "TableNames": list}
+
+
+def shape_problem(answer: Mapping[str, Any]) -> str | None:
+    """What makes a decoded successful answer not DynamoDB's (``None``: nothing): a
+    top-level member of another JSON type than DynamoDB sends (``"Item": "x"``), or an
+    ``Items`` entry that is not an object. Deeper shapes are the readers' to judge."""
+    for name, value in answer.items():  # (an answer has a few members: walk those)
+        kind = _MEMBERS.get(name)
+        if kind is not None and value is not None and not isinstance(value, kind):
+            return f"a {type(value).__name__} as {name}"
+    items = answer.get("Items")
+    if items and not all(isinstance(item, dict) for item in items):
+        return "an entry of Items that is not an object"
+    return None
+
+
+def checked_answer(status: int, headers: dict[str, str], data: bytes,
                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
                    ) -> dict[str, Any]:
-    """An answer checked against ``x-amz-crc32`` and decoded, as a botocore client returns
-    it (a failed one raised as botocore's ``ClientError``): both wires end here.
+    """An answer checked (:func:`answer_problem`) and decoded, as a botocore client
+    returns it (with its ``ResponseMetadata``): both wires end here. An untrustworthy
+    answer, or a successful one that is not a JSON object of DynamoDB's shape
+    (:func:`shape_problem`), raises
+    :class:`~dynaorm.wire.http.BadAnswer`; an error answer :class:`ErrorAnswer`.
     ``reader``: what a read reads the checked body's bytes into itself (its objects
     validated straight from them), else ``None`` (then the body decodes as always)."""
-    from botocore.exceptions import ClientError
-
-    crc = headers.get("x-amz-crc32")
-    if crc is not None and int(crc) != zlib.crc32(data) & 0xFFFFFFFF:
-        raise _checksum_error()(checksum_type="crc32", expected_checksum=crc,
-                                actual_checksum=str(zlib.crc32(data) & 0xFFFFFFFF),
-                                error="x-amz-crc32 mismatch")
+    problem = answer_problem(status, headers, data)
+    if problem is not None:
+        raise BadAnswer(problem)
     if status >= 300:
-        raise ClientError(error_response(status, data, headers),  # type: ignore[arg-type]
-                          operation)
+        raise ErrorAnswer(error_response(status, data, headers))
     if reader is not None:
         read = reader(data)
         if read is not None:
+            read["ResponseMetadata"] = _metadata(status, headers)
             return read
-    return decode(data)
+    try:
+        answer = decode(data)
+    except ValueError as exc:
+        raise BadAnswer(f"a {status} answer that is not DynamoDB JSON: {exc}") from exc
+    problem = shape_problem(answer)
+    if problem is not None:
+        raise BadAnswer(f"a {status} answer that is not DynamoDB's: {problem}")
+    answer["ResponseMetadata"] = _metadata(status, headers)
+    return answer

@@ -8,17 +8,16 @@ one aiohttp ``ClientSession``), its answer checked and decoded by
 :func:`dynaorm.wire.checked_answer`. Endpoint, region, timeouts, proxies, TLS verification
 and ``User-Agent`` are read once from the botocore client of the :class:`~dynaorm.Client`,
 as the sync wire reads them, so a configuration that works with that client
-works here. Failures are raised as the botocore exceptions aiobotocore raises for them
-(``ClientError`` with the same ``error_response``, ``EndpointConnectionError``,
-``ReadTimeoutError``, ``ConnectionClosedError``, ``SSLError``, ``ProxyConnectionError``; a
-crc32 mismatch as the sync wire's checksum error, a lost answer), so
-:func:`~dynaorm.client.errors.map_error` and the retry rules see the same failures
-whichever wire is under them.
+works here. Failures are raised as the sync wire raises them (:mod:`dynaorm.wire.http`'s failures,
+:class:`~dynaorm.wire.ErrorAnswer`; through a proxy, the botocore exceptions aiobotocore
+raises), so :func:`~dynaorm.client.errors.map_error`, the one mapping, and the retry
+rules see the same failures whichever wire is under them.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
 import ssl
 from collections.abc import Callable
@@ -26,14 +25,8 @@ from typing import Any
 
 from dynaorm.errors import DynaormError
 from dynaorm.private_apis import PROXY_HOOK, proxy_tls_connector
-from dynaorm.wire import WireSettings, as_botocore, checked_answer, proxy_tls_context
-from dynaorm.wire.http import (
-    AnswerTimeout,
-    AsyncHTTPPool,
-    ConnectFailed,
-    ConnectionLost,
-    tls_context,
-)
+from dynaorm.wire import WireSettings, checked_answer, proxy_tls_context
+from dynaorm.wire.http import AsyncHTTPPool, tls_context
 
 __all__ = ["KEEPALIVE_SECONDS", "AsyncWire"]
 
@@ -149,11 +142,9 @@ class AsyncWire(WireSettings):
         (``reader``: see :func:`~dynaorm.wire.checked_answer`)."""
         body, headers = self.prepare(operation, request)
         if self._direct is not None:
-            try:
-                status, answer, data = await self._direct.post(self._path, body, headers)
-            except (AnswerTimeout, ConnectionLost, ConnectFailed) as exc:
-                raise as_botocore(exc, self.endpoint_url) from exc
-            return checked_answer(operation, status, answer, data, reader)
+            accept = checked_answer if reader is None else functools.partial(
+                checked_answer, reader=reader)
+            return await self._direct.post(self._path, body, headers, accept)
         return await self._send_through_proxy(operation, body, headers)
 
     async def _send_through_proxy(self, operation: str, body: bytes,
@@ -170,7 +161,6 @@ class AsyncWire(WireSettings):
         )
         from botocore.httpsession import mask_proxy_url
 
-        headers["Accept-Encoding"] = "identity"
         session = self._session
         if session is None or session.closed:
             session = await self._open()
@@ -202,4 +192,4 @@ class AsyncWire(WireSettings):
             raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
         except aiohttp.ClientError as exc:  # a malformed answer, ...
             raise HTTPClientError(error=exc) from exc
-        return checked_answer(operation, status, answer_headers, data)
+        return checked_answer(status, answer_headers, data)

@@ -3,19 +3,27 @@ answered by a status, headers and a body, over keep-alive connections (TCP or TL
 
 DynamoDB's requests never need what a general client carries (redirects, cookies,
 compression, multipart, ``Expect``), so :class:`HTTPPool` writes the request in one
-``sendall`` and reads the answer with a buffered reader: about a tenth of the client CPU
+``sendall`` and feeds what ``recv`` returns to a parser: about a tenth of the client CPU
 urllib3 and ``http.client`` spend on the same exchange (``email``-based header parsing,
 per-request pool and timeout objects). Requests through a proxy keep urllib3
 (:class:`~dynaorm.wire.SyncWire` chooses).
 
-Failures are raised as three exceptions, each saying what is known of the request:
+The answer is framed by one sans-I/O state machine both pools feed
+(:class:`~dynaorm.wire.connection.AnswerReader`, llhttp through ``httptools``). Failures are
+raised as five exceptions, each saying what is known of the request:
 
 - :class:`ConnectFailed`: no connection (refused, DNS, TLS handshake): nothing was sent;
-- :class:`AnswerTimeout`: sent, and no complete answer within the read timeout;
-- :class:`ConnectionLost`: the connection broke while sending or reading the answer.
+- :class:`SendFailed`: the request could not be sent whole (the connection broke, or the
+  server stopped reading for longer than the read timeout): it cannot have been applied;
+- :class:`AnswerTimeout`: sent, and no complete answer within the read timeout (a deadline
+  for the whole answer);
+- :class:`ConnectionLost`: sent, and the connection broke before the answer was complete;
+- :class:`BadAnswer`: sent, and answered with bytes that are not an acceptable HTTP/1.1
+  answer (malformed framing, a head or body over the limits).
 
-A pooled connection is reused only while it is idle and unread (a server that closed it
-makes it readable: it is dropped before use, as urllib3 does).
+A pooled connection is reused only when its last answer ended cleanly, the server did not
+ask to close, nothing came after the answer, and it is still idle and unread when taken
+(a server that closed it makes it readable: it is dropped before use).
 """
 
 from __future__ import annotations
@@ -23,29 +31,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import select
+import selectors
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
+from typing import TypeVar
 
+from dynaorm.errors import DynaormError
 from dynaorm.private_apis import stream_buffered
+from dynaorm.wire.connection import AnswerReader, MalformedAnswer
 
 __all__ = [
     "AnswerTimeout",
     "AsyncHTTPPool",
+    "BadAnswer",
     "ConnectFailed",
     "ConnectionLost",
     "Destination",
     "HTTPPool",
+    "SendFailed",
+    "WireFailure",
     "tls_context",
 ]
 
-#: the longest status or header line read (an answer with a longer one is refused)
-MAX_LINE = 65536
-#: the most header lines an answer may have
-MAX_HEADERS = 100
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +76,8 @@ class Destination:
     connect_timeout: float | None
     """Seconds to connect (``None``: no limit)."""
     read_timeout: float | None
-    """Seconds to wait for a complete answer (``None``: no limit)."""
+    """Seconds a request may take to send (without progress) and, from then, its whole
+    answer (``None``: no limit)."""
     maxsize: int = 10
     """Idle connections kept at most."""
 
@@ -72,16 +85,43 @@ class Destination:
         return f"{self.host}:{self.port}"
 
 
-class ConnectFailed(OSError):
+class WireFailure(OSError):
+    """A failure of an exchange; :attr:`outcome` says what is known of the request."""
+
+    outcome = "lost"
+    """``"not sent"`` (it cannot have been applied), ``"lost"`` (sent, no complete
+    answer) or ``"bad"`` (sent, answered with something that cannot be read)."""
+
+
+class ConnectFailed(WireFailure):
     """No connection could be made: the request was not sent."""
 
+    outcome = "not sent"
 
-class AnswerTimeout(OSError):
+
+class AnswerTimeout(WireFailure):
     """The request was sent and no complete answer came within the read timeout."""
 
+    outcome = "lost"
 
-class ConnectionLost(OSError):
-    """The connection broke after the request started to go out: it may have arrived."""
+
+class SendFailed(WireFailure):
+    """The request could not be sent whole: it cannot have been applied."""
+
+    outcome = "not sent"
+
+
+class ConnectionLost(WireFailure):
+    """The connection broke after the request went out: it may have been applied."""
+
+    outcome = "lost"
+
+
+class BadAnswer(WireFailure):
+    """The request went out and the answer is not an acceptable HTTP/1.1 answer: it may
+    have been applied."""
+
+    outcome = "bad"
 
 
 def tls_context(verify: bool | str, client_cert: str | tuple[str, str] | None = None
@@ -112,72 +152,59 @@ def tls_context(verify: bool | str, client_cert: str | tuple[str, str] | None = 
 
 def _message(path: str, host_header: str, headers: dict[str, str], body: bytes) -> bytes:
     """The request as it goes out: request line, ``Host``, ``headers``,
-    ``Content-Length``, body."""
+    ``Content-Length``, body. A header value holding a line break (or anything not
+    latin-1) is refused: no configuration or credential ever writes a header line."""
     head = [f"POST {path} HTTP/1.1", f"Host: {host_header}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     head.append(f"Content-Length: {len(body)}")
-    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+    text = "\r\n".join(head)
+    if text.count("\n") != len(head) - 1 or text.count("\r") != len(head) - 1:
+        raise DynaormError("a request header holds a line break: refused")
+    try:
+        return (text + "\r\n\r\n").encode("latin-1") + body
+    except UnicodeEncodeError as exc:
+        raise DynaormError(f"a request header is not latin-1: {exc}") from exc
 
 
-def _status(line: bytes) -> tuple[bytes, int]:
-    """The HTTP version and status code of a status line."""
-    parts = line.split(None, 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-        raise ConnectionLost(f"not an HTTP answer: {line[:80]!r}")
-    return parts[0], int(parts[1])
-
-
-def _head(block: bytes) -> tuple[bytes, int, dict[str, str]]:
-    """The HTTP version, status and headers (lower-case names) of an answer's head: its
-    status line and header lines, up to the empty line."""
-    lines = block.splitlines()
-    version, status = _status(lines[0] if lines else b"")
-    headers: dict[str, str] = {}
-    for line in lines[1:]:
-        if not line:
-            break
-        name, _, value = line.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if len(headers) > MAX_HEADERS:
-        raise ConnectionLost("too many header lines in the answer")
-    return version, status, headers
-
-
-def _framing(version: bytes, status: int, headers: dict[str, str]) -> tuple[str, int, bool]:
-    """How the body of an answer is framed: ``("chunked", 0, keep)``, ``("length", n,
-    keep)``, ``("none", 0, keep)`` or ``("close", 0, False)`` (it runs to the end of the
-    connection), and whether the connection may serve another request."""
-    keep = version == b"HTTP/1.1" and headers.get("connection", "").lower() != "close"
-    if "chunked" in headers.get("transfer-encoding", "").lower():
-        return "chunked", 0, keep
-    if "content-length" in headers:
-        return "length", int(headers["content-length"]), keep
-    if status in (204, 304):
-        return "none", 0, keep
-    return "close", 0, False
+if hasattr(select, "poll"):
+    def _readable(sock: socket.socket) -> bool:
+        """Whether ``sock`` has something to read (or was closed), asked without waiting
+        (``poll``: no limit on descriptor numbers, unlike ``select``)."""
+        poller = select.poll()
+        poller.register(sock, select.POLLIN | select.POLLPRI)
+        return bool(poller.poll(0))
+else:  # pragma: no cover - Windows
+    def _readable(sock: socket.socket) -> bool:
+        """Whether ``sock`` has something to read (or was closed), asked without waiting."""
+        with selectors.DefaultSelector() as chooser:
+            chooser.register(sock, selectors.EVENT_READ)
+            return bool(chooser.select(0))
 
 
 def _quiet(sock: socket.socket) -> bool:
     """Nothing to read on the idle ``sock``: a keep-alive socket the server closed (or
     wrote to unasked) is readable, and must not carry another request."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
+        return not _readable(sock)
     except (OSError, ValueError):
         return False
-    return not readable
 
 
 class _Connection:
-    __slots__ = ("reader", "sock")
+    __slots__ = ("poller", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        self.reader: IO[bytes] = sock.makefile("rb")
+        #: asks whether the idle socket has something to read (made once: one syscall
+        #: per check); ``None`` where ``poll`` does not exist
+        self.poller: select.poll | None = None
+        if hasattr(select, "poll"):
+            self.poller = select.poll()
+            self.poller.register(sock, select.POLLIN | select.POLLPRI)
 
     def close(self) -> None:
-        for part in (self.reader, self.sock):
-            with contextlib.suppress(OSError):
-                part.close()
+        with contextlib.suppress(OSError):
+            self.sock.close()
 
     def idle(self) -> bool:
         """Still usable: open and with nothing to read (a closed or talking peer makes
@@ -187,7 +214,16 @@ class _Connection:
             return False
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             return False
+        if self.poller is not None:
+            try:
+                return not self.poller.poll(0)
+            except OSError:
+                return False
         return _quiet(sock)
+
+
+#: bytes asked of the socket per read
+_CHUNK = 65536
 
 
 class HTTPPool:
@@ -213,7 +249,6 @@ class HTTPPool:
                 sock = self._context.wrap_socket(sock, server_hostname=dest.host)
         except (OSError, ssl.SSLError) as exc:
             raise ConnectFailed(f"cannot connect to {dest}: {exc}") from exc
-        sock.settimeout(dest.read_timeout)
         return _Connection(sock)
 
     def _take(self) -> _Connection:
@@ -241,83 +276,94 @@ class HTTPPool:
             conn.close()
 
     # -- one exchange ----------------------------------------------------------------
-    def post(self, path: str, body: bytes, headers: dict[str, str]
-             ) -> tuple[int, dict[str, str], bytes]:
+    def post(self, path: str, body: bytes, headers: dict[str, str],
+             accept: Callable[[int, dict[str, str], bytes], T]) -> T:
         """``POST`` ``body`` to ``path`` with ``headers`` (``Host`` and ``Content-Length``
-        added); the answer's status, headers (lower-case names) and body."""
+        added); what ``accept`` makes of the answer's status, headers (lower-case names)
+        and body. When ``accept`` raises a :class:`WireFailure` (an answer that cannot be
+        trusted) the connection is closed; anything else it raises (an error answer)
+        leaves a cleanly ended connection to the pool."""
         message = _message(path, self.destination.host_header, headers, body)
         conn = self._take()
+        answer = AnswerReader()
         try:
-            try:
-                conn.sock.sendall(message)
-            except OSError as exc:
-                raise ConnectionLost(f"sending to {self.destination}: {exc}") from exc
-            status, answer, data, keep = _read_answer(conn.reader)
-        except BaseException:
+            self._send(conn.sock, message, answer)
+            if not answer.done:
+                _receive(conn.sock, answer, self.destination.read_timeout)
+            result = accept(answer.status, answer.headers, answer.body)
+        except WireFailure:
             conn.close()
             raise
-        if keep:
+        except BaseException:
+            self._finish(conn, answer.reusable)
+            raise
+        self._finish(conn, answer.reusable)
+        return result
+
+    def _finish(self, conn: _Connection, reusable: bool) -> None:
+        if reusable:
             self._give_back(conn)
         else:
             conn.close()
-        return status, answer, data
 
-def _line(reader: IO[bytes]) -> bytes:
-    line = reader.readline(MAX_LINE + 1)
-    if len(line) > MAX_LINE:
-        raise ConnectionLost("an answer line is too long")
-    if not line:
-        raise ConnectionLost("the connection closed before the answer was complete")
-    return line
+    def _send(self, sock: socket.socket, message: bytes, answer: AnswerReader) -> None:
+        """Send ``message`` (each wait bounded by the read timeout). A server may answer
+        and close before reading the whole request (an early ``413``): that answer is
+        read; otherwise a send that failed is :class:`SendFailed` (the request did not go
+        out whole: it cannot have been applied)."""
+        try:
+            sock.settimeout(self.destination.read_timeout)
+            sock.sendall(message)
+        except (OSError, ssl.SSLError) as exc:
+            answer.forbid_reuse()
+            if _early_answer(sock, answer):
+                return
+            raise SendFailed(f"sending to {self.destination}: {exc}") from exc
 
 
-def _read_answer(reader: IO[bytes]) -> tuple[int, dict[str, str], bytes, bool]:
-    """One answer: status, headers, body and whether the connection may be reused."""
+def _early_answer(sock: socket.socket, answer: AnswerReader) -> bool:
+    """Whether an answer the server sent before the request went out whole can be read
+    from ``sock`` now, without waiting (then ``answer`` holds it)."""
+    with contextlib.suppress(OSError, ssl.SSLError, MalformedAnswer):
+        sock.settimeout(0)
+        while True:
+            data = sock.recv(_CHUNK)
+            if not data:
+                return answer.eof()
+            if answer.feed(data):
+                return True
+    return False
+
+
+def _receive(sock: socket.socket, answer: AnswerReader, timeout: float | None) -> None:
+    """Read the answer from ``sock`` into ``answer``: complete within ``timeout`` seconds
+    in all (a deadline for the whole answer, not for each read), else
+    :class:`AnswerTimeout`; a connection that breaks or closes before the answer is
+    complete is :class:`ConnectionLost`; bytes that are not an acceptable answer are
+    :class:`BadAnswer`."""
+    deadline = None if timeout is None else time.monotonic() + timeout
     try:
-        while True:  # (1xx answers are skipped)
-            lines = [_line(reader)]
-            while lines[-1] not in (b"\r\n", b"\n") and len(lines) <= MAX_HEADERS + 1:
-                lines.append(_line(reader))
-            version, status, headers = _head(b"".join(lines))
-            if status >= 200:
-                break
-        framing, length, keep = _framing(version, status, headers)
-        if framing == "chunked":
-            data = _read_chunked(reader)
-        elif framing == "length":
-            data = reader.read(length)
-            if len(data) != length:
-                raise ConnectionLost("the connection closed in the middle of the answer")
-        elif framing == "none":
-            data = b""
-        else:
-            data = reader.read()
+        while True:
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("the answer did not end in time")
+                sock.settimeout(left)
+            data = sock.recv(_CHUNK)
+            if not data:
+                if answer.eof():
+                    return
+                raise ConnectionLost("the connection closed before the answer was complete")
+            if answer.feed(data):
+                return
     except TimeoutError as exc:  # (socket.timeout)
-        raise AnswerTimeout(f"no complete answer in time: {exc}") from exc
-    except ValueError as exc:  # a malformed status or length
-        raise ConnectionLost(f"a malformed answer: {exc}") from exc
-    except (ssl.SSLError, ConnectionError) as exc:
-        raise ConnectionLost(str(exc)) from exc
-    except OSError as exc:
-        if isinstance(exc, ConnectionLost):
-            raise
-        raise ConnectionLost(str(exc)) from exc
-    return status, headers, data, keep
-
-
-def _read_chunked(reader: IO[bytes]) -> bytes:
-    parts: list[bytes] = []
-    while True:
-        size = int(_line(reader).split(b";", 1)[0].strip(), 16)
-        if size == 0:
-            while _line(reader) not in (b"\r\n", b"\n"):  # trailers
-                pass
-            return b"".join(parts)
-        chunk = reader.read(size)
-        if len(chunk) != size:
-            raise ConnectionLost("the connection closed in the middle of a chunk")
-        parts.append(chunk)
-        _line(reader)  # the chunk's CRLF
+        raise AnswerTimeout(f"no complete answer in {timeout} s: {exc}") from exc
+    except MalformedAnswer as exc:
+        raise BadAnswer(str(exc)) from exc
+    except (ConnectionLost, BadAnswer):
+        raise
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectionLost(f"{type(exc).__name__}: {exc}") from exc
 
 
 # -- the same on asyncio ------------------------------------------------------------------
@@ -364,8 +410,7 @@ class AsyncHTTPPool:
             async with asyncio.timeout(dest.connect_timeout):
                 reader, writer = await asyncio.open_connection(
                     dest.host, dest.port, ssl=self._context,
-                    server_hostname=dest.host if self._context is not None else None,
-                    limit=MAX_LINE + 2)
+                    server_hostname=dest.host if self._context is not None else None)
         except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
             raise ConnectFailed(f"cannot connect to {dest}: {exc}") from exc
         return _AsyncConnection(reader, writer)
@@ -384,72 +429,80 @@ class AsyncHTTPPool:
         for conn in idle:
             await conn.close()
 
-    async def post(self, path: str, body: bytes, headers: dict[str, str]
-                   ) -> tuple[int, dict[str, str], bytes]:
+    async def post(self, path: str, body: bytes, headers: dict[str, str],
+                   accept: Callable[[int, dict[str, str], bytes], T]) -> T:
         """As :meth:`HTTPPool.post`."""
         message = _message(path, self.destination.host_header, headers, body)
         conn = await self._take()
+        answer = AnswerReader()
         try:
-            try:
-                conn.writer.write(message)
-                await conn.writer.drain()
-            except (OSError, ssl.SSLError) as exc:
-                raise ConnectionLost(f"sending to {self.destination}: {exc}") from exc
-            try:
-                async with asyncio.timeout(self.destination.read_timeout):
-                    status, answer, data, keep = await _read_answer_async(conn.reader)
-            except TimeoutError as exc:
-                raise AnswerTimeout(f"no complete answer in time: {exc}") from exc
-        except BaseException:
+            await self._send(conn, message, answer)
+            if not answer.done:
+                await _receive_async(conn.reader, answer, self.destination.read_timeout)
+            result = accept(answer.status, answer.headers, answer.body)
+        except WireFailure:
             conn.abort()
             raise
-        if keep and len(self._idle) < self.destination.maxsize:
+        except BaseException:
+            self._finish(conn, answer.reusable)
+            raise
+        self._finish(conn, answer.reusable)
+        return result
+
+    def _finish(self, conn: _AsyncConnection, reusable: bool) -> None:
+        if reusable and len(self._idle) < self.destination.maxsize:
             self._idle.append(conn)
         else:
             conn.abort()
-        return status, answer, data
+
+    async def _send(self, conn: _AsyncConnection, message: bytes,
+                    answer: AnswerReader) -> None:
+        """As :meth:`HTTPPool._send`: the whole send bounded by the read timeout. ``drain``
+        fails only while the transport still holds bytes of the request (a transport that
+        handed everything to the socket returns from it), or on a connection that was
+        already dead: either way the request did not go out whole (:class:`SendFailed`)."""
+        writer = conn.writer
+        try:
+            async with asyncio.timeout(self.destination.read_timeout):
+                writer.write(message)
+                await writer.drain()
+        except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
+            answer.forbid_reuse()
+            if await _early_answer_async(conn.reader, answer):
+                return
+            raise SendFailed(f"sending to {self.destination}: "
+                             f"{exc or type(exc).__name__}") from exc
 
 
-async def _line_async(reader: asyncio.StreamReader, end: bytes = b"\n") -> bytes:
+async def _early_answer_async(reader: asyncio.StreamReader, answer: AnswerReader) -> bool:
+    """:func:`_early_answer` on a stream: what it holds already."""
+    with contextlib.suppress(OSError, ssl.SSLError, MalformedAnswer):
+        while stream_buffered(reader):
+            if answer.feed(await reader.read(_CHUNK)):
+                return True
+        return reader.at_eof() and answer.eof()
+    return False
+
+
+async def _receive_async(reader: asyncio.StreamReader, answer: AnswerReader,
+                         timeout: float | None) -> None:
+    """:func:`_receive` on an asyncio stream."""
     try:
-        line = await reader.readuntil(end)
-    except asyncio.IncompleteReadError as exc:
-        raise ConnectionLost("the connection closed before the answer was complete") from exc
-    except asyncio.LimitOverrunError as exc:
-        raise ConnectionLost("an answer line is too long") from exc
-    return line
-
-
-async def _read_answer_async(reader: asyncio.StreamReader
-                             ) -> tuple[int, dict[str, str], bytes, bool]:
-    """:func:`_read_answer` on an asyncio stream (the caller bounds it in time)."""
-    try:
-        while True:  # (1xx answers are skipped)
-            version, status, headers = _head(await _line_async(reader, b"\r\n\r\n"))
-            if status >= 200:
-                break
-        framing, length, keep = _framing(version, status, headers)
-        if framing == "chunked":
-            parts: list[bytes] = []
+        async with asyncio.timeout(timeout):
             while True:
-                size = int((await _line_async(reader)).split(b";", 1)[0].strip(), 16)
-                if size == 0:
-                    while await _line_async(reader) not in (b"\r\n", b"\n"):  # trailers
-                        pass
-                    break
-                parts.append(await reader.readexactly(size))
-                await _line_async(reader)
-            data = b"".join(parts)
-        elif framing == "length":
-            data = await reader.readexactly(length)
-        elif framing == "none":
-            data = b""
-        else:
-            data = await reader.read()
-    except asyncio.IncompleteReadError as exc:
-        raise ConnectionLost("the connection closed in the middle of the answer") from exc
-    except ValueError as exc:  # a malformed status or length
-        raise ConnectionLost(f"a malformed answer: {exc}") from exc
-    except (ssl.SSLError, ConnectionError) as exc:
-        raise ConnectionLost(str(exc)) from exc
-    return status, headers, data, keep
+                data = await reader.read(_CHUNK)
+                if not data:
+                    if answer.eof():
+                        return
+                    raise ConnectionLost(
+                        "the connection closed before the answer was complete")
+                if answer.feed(data):
+                    return
+    except TimeoutError as exc:
+        raise AnswerTimeout(f"no complete answer in {timeout} s") from exc
+    except MalformedAnswer as exc:
+        raise BadAnswer(str(exc)) from exc
+    except ConnectionLost:
+        raise
+    except (OSError, ssl.SSLError) as exc:
+        raise ConnectionLost(f"{type(exc).__name__}: {exc}") from exc

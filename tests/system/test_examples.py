@@ -254,6 +254,13 @@ def check_otel_tracing(run: Run) -> None:
         "# consumed capacity counted for: " + (
             "['GetItem', 'Query']" if "in-process moto" in run.out else
             "['GetItem', 'Query', 'TransactWriteItems']")]
+def check_wire_failures(run: Run) -> None:
+    assert run.block("db.session().get(") == ["'hello'"]
+    assert run.block("a 200 HTML page") == ["('BadAnswerError', 'ConnectionError', True)"]
+    assert run.block("an answer cut") == ["('AnswerLostError', 'ConnectionError', True)"]
+    assert run.block("a 503 page") == ["('RequestError', '503', True)"]
+    assert run.block("nothing listening") == [
+        "('RequestNotSentError', 'ConnectionError', False)"]
 
 
 def check_counter(run: Run) -> None:
@@ -432,4 +439,5 @@ CHECKS = {
     "stream_aggregate": check_stream_aggregate,
     "observe_requests": check_observe,
     "otel_tracing": check_otel_tracing,
+    "wire_failures": check_wire_failures,
 }

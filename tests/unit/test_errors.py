@@ -40,6 +40,7 @@ DOCUMENTED |= {"inspect", "Inspection"}  # (0.4: inspection)
 DOCUMENTED |= {"Client", "Hook", "Operation", "Attempt"}  # (0.4: one client, many tables)
 DOCUMENTED |= {"Grouped"}  # (0.4: reads of several types, grouped by class)
 DOCUMENTED |= {"Tracing"}  # (0.4: OpenTelemetry tracing)
+DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0.4: the wire)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

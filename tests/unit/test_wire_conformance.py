@@ -376,15 +376,18 @@ def test_refreshable_credentials_are_frozen_at_each_request(aws: Path) -> None:
     assert "Credential=AKID1/" in first and "Credential=AKID2/" in second
 
 
-def test_a_crc32_mismatch_is_a_lost_answer_retried(aws: Path) -> None:
-    from dynaorm.wire import _checksum_error
+def test_a_crc32_mismatch_is_a_bad_answer_retried(aws: Path) -> None:
+    from botocore.exceptions import ChecksumError
+
+    from dynaorm.errors import BadAnswerError
 
     body = b'{"Item":{}}'
     crc = zlib.crc32(body) & 0xFFFFFFFF
-    exc = _checksum_error()(checksum_type="crc32", expected_checksum=str(crc + 1),
-                            actual_checksum=str(crc), error="x-amz-crc32 mismatch")
+    exc = ChecksumError(checksum_type="crc32", expected_checksum=str(crc + 1),
+                        actual_checksum=str(crc), error="x-amz-crc32 mismatch")
     err = map_error("GetItem", {}, exc)
-    assert err is not None and err.code == "ConnectionError" and err.maybe_applied
+    assert isinstance(err, BadAnswerError) and err.code == "ConnectionError"
+    assert err.maybe_applied
     assert retryable(err)
     assert "crc32" in str(err)
 
@@ -554,3 +557,89 @@ def test_user_agent_names_dynaorm_and_the_app(aws: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("AWS_SDK_UA_APP_ID", "shop")
     headers = wire_of(Table("app", region="eu-west-1")).prepare("GetItem", {})[1]
     assert headers["User-Agent"].startswith("dynaorm/") and "app/shop" in headers["User-Agent"]
+
+
+# -- awsJson1_0 protocol cases (DynamoDB-shaped) ---------------------------------------------
+# Written for this project from the Smithy awsJson1_0 protocol-test definitions (error type
+# resolution, nulls, empty bodies) that botocore's JSON-protocol test data is generated from;
+# none of that data is copied here. Each case: status, headers, body, what a client must
+# make of it (an answer, or the error code and message).
+_URI = ":http://internal.amazon.com/coral/com.amazon.coral.validate/"
+_NS = "aws.protocoltests.restjson#"
+PROTOCOL_CASES: list[tuple[str, int, dict[str, str], bytes, dict[str, Any]]] = [
+    ("type from the header", 400, {"x-amzn-errortype": "FooError"}, b"{}",
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from the header with a uri", 400, {"x-amzn-errortype": "FooError" + _URI}, b"{}",
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from the header with a uri and namespace", 400,
+     {"x-amzn-errortype": _NS + "FooError" + _URI}, b"{}",
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from code", 400, {}, b'{"code": "FooError"}',
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from code with a namespace", 400, {}, b'{"code": "%sFooError"}' % _NS.encode(),
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from code with a uri and namespace", 400, {},
+     b'{"code": "%sFooError%s"}' % (_NS.encode(), _URI.encode()),
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from __type", 400, {}, b'{"__type": "FooError"}',
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from __type with a namespace", 400, {},
+     b'{"__type": "%sFooError"}' % _NS.encode(), {"Error": {"Code": "FooError", "Message": ""}}),
+    ("type from __type with a uri and namespace", 400, {},
+     b'{"__type": "%sFooError%s"}' % (_NS.encode(), _URI.encode()),
+     {"Error": {"Code": "FooError", "Message": ""}}),
+    ("a throttle with a uri", 400, {},
+     b'{"__type": "com.amazon.coral.availability#ThrottlingException%s", "message": "x"}'
+     % _URI.encode(), {"Error": {"Code": "ThrottlingException", "Message": "x"}}),
+    ("Message spelled with a capital", 500, {},
+     b'{"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError", "Message": "m"}',
+     {"Error": {"Code": "InternalServerError", "Message": "m"}}),
+    ("an error body that is not JSON", 400, {}, b"Bad Request",
+     {"Error": {"Code": "400", "Message": "Bad Request"}}),
+    ("an HTML 502", 502, {}, b"<html>bad gateway</html>",
+     {"Error": {"Code": "502", "Message": "Bad Gateway"}}),
+    ("an empty 503", 503, {}, b"", {"Error": {"Code": "503", "Message": "Service Unavailable"}}),
+    ("an empty output", 200, {}, b"", {}),
+    ("an empty object output", 200, {}, b"{}", {}),
+    ("null members dropped", 200, {}, b'{"Item": null, "ConsumedCapacity": null}', {}),
+    ("sparse lists kept", 200, {}, b'{"Items": [{"pk": {"S": "a"}}, null], "Count": 2}',
+     {"Items": [{"pk": {"S": "a"}}, None], "Count": 2}),
+    ("numbers stay strings", 200, {}, b'{"Item": {"n": {"N": "1.50"}}}',
+     {"Item": {"n": {"N": "1.50"}}}),
+    ("binary decoded", 200, {}, b'{"Item": {"b": {"B": "aGkh"}}}', {"Item": {"b": {"B": b"hi!"}}}),
+]
+
+
+def _ours(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    if status >= 300:
+        got = error_response(status, body, headers)
+        return {"Error": got["Error"]}
+    return decode(body)
+
+
+def _theirs(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    got = botocore_parse("GetItem" if b'"Item"' in body else "Query", status, body, headers)
+    got.pop("ResponseMetadata", None)
+    return {"Error": got["Error"]} if status >= 300 else got
+
+
+def _passes(read: Any, case: tuple[str, int, dict[str, str], bytes, dict[str, Any]]) -> bool:
+    _, status, headers, body, expected = case
+    try:
+        return bool(read(status, headers, body) == expected)
+    except Exception:  # a parser that raises fails the case
+        return False
+
+
+@pytest.mark.parametrize("case", PROTOCOL_CASES, ids=[c[0] for c in PROTOCOL_CASES])
+def test_awsjson_protocol_cases(case: tuple[str, int, dict[str, str], bytes, dict[str, Any]]
+                                ) -> None:
+    _, status, headers, body, expected = case
+    assert _ours(status, headers, body) == expected
+
+
+def test_the_wire_passes_at_least_the_protocol_cases_botocore_passes() -> None:
+    ours = [c[0] for c in PROTOCOL_CASES if _passes(_ours, c)]
+    theirs = [c[0] for c in PROTOCOL_CASES if _passes(_theirs, c)]
+    assert set(theirs) <= set(ours)
+    assert len(ours) == len(PROTOCOL_CASES)

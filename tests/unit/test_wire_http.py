@@ -8,26 +8,28 @@ mapping expects, and TLS verified as the client says."""
 from __future__ import annotations
 
 import asyncio
-import shutil
+import itertools
 import socket
 import ssl
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dynaorm.wire.http import (
     AnswerTimeout,
     AsyncHTTPPool,
+    BadAnswer,
     ConnectFailed,
     ConnectionLost,
     Destination,
     HTTPPool,
 )
+from tests.support.hostile import accepting, certificate
 
 Handler = Callable[[socket.socket, bytes, int], bool]  # (conn, request body, n) -> keep open
 
@@ -47,17 +49,7 @@ class Server:
         threading.Thread(target=self._accept, daemon=True).start()
 
     def _accept(self) -> None:
-        while True:
-            try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            if self.tls is not None:
-                try:
-                    conn = self.tls.wrap_socket(conn, server_side=True)
-                except (OSError, ssl.SSLError):
-                    conn.close()
-                    continue
+        for conn in accepting(self.listener, self.tls):
             self.connections += 1
             threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
 
@@ -112,6 +104,24 @@ def echo(conn: socket.socket, body: bytes, n: int) -> bool:
     return True
 
 
+def _raw(status: int, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    return status, headers, body
+
+
+class _Sync:
+    """An :class:`HTTPPool` whose ``post`` returns the raw answer."""
+
+    def __init__(self, pool: HTTPPool) -> None:
+        self.pool = pool
+
+    def post(self, path: str, body: bytes, headers: dict[str, str]
+             ) -> tuple[int, dict[str, str], bytes]:
+        return self.pool.post(path, body, headers, _raw)
+
+    def close(self) -> None:
+        self.pool.close()
+
+
 class _OnALoop:
     """An :class:`AsyncHTTPPool` driven from sync test code on one event loop of its own
     (its connections belong to that loop)."""
@@ -122,7 +132,7 @@ class _OnALoop:
 
     def post(self, path: str, body: bytes, headers: dict[str, str]
              ) -> tuple[int, dict[str, str], bytes]:
-        return self.loop.run_until_complete(self.pool.post(path, body, headers))
+        return self.loop.run_until_complete(self.pool.post(path, body, headers, _raw))
 
     def close(self) -> None:
         self.loop.run_until_complete(self.pool.close())
@@ -147,7 +157,7 @@ def pool(server: Server, kind: str = "sync", **options: Any) -> Any:
                                 "connect_timeout": 2, "read_timeout": 2}
     settings.update(options)
     to = Destination("127.0.0.1", server.port, **settings)
-    opened: Any = HTTPPool(to) if kind == "sync" else _OnALoop(AsyncHTTPPool(to))
+    opened: Any = _Sync(HTTPPool(to)) if kind == "sync" else _OnALoop(AsyncHTTPPool(to))
     _OPENED.append(opened)
     return opened
 
@@ -246,17 +256,17 @@ def test_a_close_in_the_middle_is_connection_lost(serve: Callable[..., Server], 
         p.post("/", b"{}", {})
 
 
-def test_garbage_is_connection_lost(serve: Callable[..., Server], kind: str) -> None:
+def test_garbage_is_a_bad_answer(serve: Callable[..., Server], kind: str) -> None:
     def garbage(conn: socket.socket, body: bytes, n: int) -> bool:
         conn.sendall(b"SSH-2.0-OpenSSH\r\n\r\n")
         return False
 
     p = pool(serve(garbage), kind)
-    with pytest.raises(ConnectionLost):
+    with pytest.raises(BadAnswer):
         p.post("/", b"{}", {})
 
 
-# -- through SyncWire: botocore's exceptions, as the error mapping expects ----------------
+# -- through SyncWire: each failure mapped once, as the botocore wire's are ------------------
 
 def wire_for(url: str, **config: Any) -> Any:
     import botocore.config
@@ -275,14 +285,13 @@ def wire_for(url: str, **config: Any) -> Any:
 
 def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server]) -> None:
     from botocore.exceptions import (
-        ClientError,
         ConnectionClosedError,
         EndpointConnectionError,
         ReadTimeoutError,
     )
 
     from dynaorm.client.errors import map_error
-    from dynaorm.errors import RequestError
+    from dynaorm.errors import AnswerLostError, RequestError, RequestNotSentError
 
     def failing(conn: socket.socket, body: bytes, n: int) -> bool:
         if n == 1:
@@ -296,46 +305,46 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         time.sleep(1.0)
         return False
 
+    def mapped(call: Callable[[], object]) -> Exception:
+        with pytest.raises(Exception) as caught:
+            call()
+        return map_error("GetItem", request, caught.value)
+
     server = serve(failing)
     wire = wire_for(f"http://127.0.0.1:{server.port}", read_timeout=0.3)
     request = {"TableName": "t", "Key": {"pk": {"S": "a"}}}
-    with pytest.raises(ClientError) as bad:
-        wire.send("GetItem", request)
-    assert bad.value.response["Error"] == {"Code": "ValidationException", "Message": "bad"}
-    with pytest.raises(ConnectionClosedError) as lost:
-        wire.send("GetItem", request)
-    with pytest.raises(ReadTimeoutError) as late:
-        wire.send("GetItem", request)
-    for exc, maybe in ((lost.value, True), (late.value, True)):
-        mapped = map_error("GetItem", request, exc)
-        assert isinstance(mapped, RequestError) and mapped.maybe_applied is maybe
+    bad = mapped(lambda: wire.send("GetItem", request))
+    assert isinstance(bad, RequestError) and not bad.maybe_applied
+    assert (bad.code, bad.message) == ("ValidationException", "bad")
+    lost = mapped(lambda: wire.send("GetItem", request))
+    late = mapped(lambda: wire.send("GetItem", request))
+    # the same classes botocore's exceptions map to
+    url = "http://x"
+    for own, theirs in ((lost, ConnectionClosedError(endpoint_url=url)),
+                        (late, ReadTimeoutError(endpoint_url=url))):
+        other = map_error("GetItem", request, theirs)
+        assert type(own) is type(other) is AnswerLostError
+        assert own.maybe_applied and other.maybe_applied and own.code == other.code
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    with pytest.raises(EndpointConnectionError) as refused:
-        wire_for(f"http://127.0.0.1:{port}").send("GetItem", request)
-    mapped = map_error("GetItem", request, refused.value)
-    assert isinstance(mapped, RequestError) and not mapped.maybe_applied
+    refused = mapped(lambda: wire_for(f"http://127.0.0.1:{port}").send("GetItem", request))
+    other = map_error("GetItem", request, EndpointConnectionError(endpoint_url=url))
+    assert type(refused) is type(other) is RequestNotSentError
+    assert not refused.maybe_applied and refused.code == other.code == "ConnectionError"
     wire.close()
 
 
 @pytest.fixture(scope="module")
 def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
-    """A self-signed certificate for 127.0.0.1 (openssl) and its key."""
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed")
-    where = Path(tmp_path_factory.mktemp("tls"))
-    cert, key = str(where / "cert.pem"), str(where / "key.pem")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
-                    key, "-out", cert, "-days", "1", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True,
-                   capture_output=True)
-    return cert, key
+    """A self-signed certificate for 127.0.0.1 and its key."""
+    return certificate(tmp_path_factory)
 
 
 def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
                                             tls_cert: tuple[str, str]) -> None:
-    from botocore.exceptions import SSLError
+    from dynaorm.client.errors import map_error
+    from dynaorm.errors import RequestNotSentError
 
     cert, key = tls_cert
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -344,7 +353,41 @@ def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
     url = f"https://127.0.0.1:{server.port}"
     for verify in (cert, False):  # the CA bundle given, or no verification
         wire = wire_for(url, verify=verify)
-        assert wire.send("GetItem", {"TableName": "t"}) == {"TableName": "t"}
+        answer = wire.send("GetItem", {"TableName": "t"})
+        assert answer.pop("ResponseMetadata")["HTTPStatusCode"] == 200
+        assert answer == {"TableName": "t"}
         wire.close()
-    with pytest.raises(SSLError):  # botocore's own bundle does not know this certificate
+    with pytest.raises(OSError) as refused:  # botocore's bundle does not know this certificate
         wire_for(url).send("GetItem", {"TableName": "t"})
+    mapped = map_error("GetItem", {}, refused.value)
+    assert isinstance(mapped, RequestNotSentError) and "CERTIFICATE_VERIFY_FAILED" in str(mapped)
+
+
+# -- the answer state machine alone: any split of the bytes reads the same -----------------
+_ANSWERS = [
+    answer(b'{"Item":{"pk":{"S":"A"}}}'),
+    b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    b"3\r\n{\"b\r\n5;x=y\r\n\":22}\r\n0\r\nTrailer: t\r\n\r\n",
+    answer(b'{"a":1}', extra="Connection: keep-alive, close\r\n"),
+    answer(b"{}", status="400 Bad Request"),
+]
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(which=st.integers(0, len(_ANSWERS) - 1), cuts=st.lists(st.integers(0, 400),
+                                                             max_size=12))
+def test_any_split_of_an_answer_reads_the_same(which: int, cuts: list[int]) -> None:
+    from dynaorm.wire.connection import AnswerReader
+
+    data = _ANSWERS[which]
+    whole = AnswerReader()
+    assert whole.feed(data)
+    split = AnswerReader()
+    edges = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    done = False
+    for start, end in itertools.pairwise(edges):
+        assert not done
+        done = split.feed(data[start:end])
+    assert done
+    assert (split.status, split.headers, split.body, split.reusable) == (
+        whole.status, whole.headers, whole.body, whole.reusable)

@@ -1,0 +1,208 @@
+"""One HTTP/1.1 answer read from bytes, without I/O: the state machine both connection
+pools of :mod:`dynaorm.wire.http` (sync sockets and asyncio streams) feed.
+
+The framing is llhttp's (Node.js's HTTP parser, through ``httptools``, as uvicorn uses
+it): it refuses conflicting or overflowing ``Content-Length`` headers, ``Content-Length``
+with ``Transfer-Encoding``, malformed chunking and bare-LF line ends, and it reads
+``close`` anywhere in a ``Connection`` list. :class:`AnswerReader` adds what a client of
+one service needs on top:
+
+- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines, trailers included)
+  and body (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends
+  without end;
+- no transfer coding but ``chunked`` (the body must be the JSON sent), and trailers never
+  taken for headers;
+- ``1xx`` interim answers skipped;
+- reuse decided once, when the answer ends: the connection may serve another request only
+  if the answer ended cleanly, the server did not ask to close, and nothing came after the
+  answer (a second answer, or any other byte, discards the connection: it is never handed
+  to the next request).
+
+Every refusal is a :class:`MalformedAnswer`; the driver maps it (the request was sent and
+answered with something that cannot be read: it may have been applied).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import httptools
+
+__all__ = ["MAX_BODY", "MAX_HEAD", "MAX_HEADERS", "AnswerReader", "MalformedAnswer"]
+
+#: the most bytes of an answer's status line and headers
+MAX_HEAD: Final = 65536
+#: the most header lines an answer may have (``http.client``'s limit)
+MAX_HEADERS: Final = 100
+#: the most bytes of an answer's body (DynamoDB's largest answer, a 16 MB
+#: ``BatchGetItem``, is far below: JSON and base64 included)
+MAX_BODY: Final = 64 * 1024 * 1024
+
+
+class MalformedAnswer(ValueError):
+    """The bytes received are not one acceptable HTTP/1.1 answer."""
+
+
+class AnswerReader:
+    """Reads one answer from the bytes given to :meth:`feed` (and :meth:`eof` when the
+    connection closes). Once :attr:`done`, :attr:`status`, :attr:`headers` (lower-case
+    names; a repeated header's values joined with ``", "``), :attr:`body` and
+    :attr:`reusable` hold the answer."""
+
+    __slots__ = (
+        "_body",
+        "_done",
+        "_extra",
+        "_fed",
+        "_final",
+        "_framed",
+        "_head",
+        "_keep",
+        "_lines",
+        "_parser",
+        "_size",
+        "headers",
+        "status",
+    )
+
+    def __init__(self) -> None:
+        self._parser = httptools.HttpResponseParser(self)
+        self._body: list[bytes] = []
+        self._size = 0  # body bytes so far
+        self._head = 0  # header bytes of the answer being read
+        self._fed = 0  # bytes fed before the final answer's head was complete
+        self._lines = 0  # header lines of the answer being read
+        self._final = False  # the headers of the final (non-1xx) answer are complete
+        self._framed = False  # its body has a length or chunks (else: until the close)
+        self._done = False
+        self._keep = False
+        self._extra = False  # something came after the answer
+        #: the answer's status code
+        self.status = 0
+        #: the answer's headers, names in lower case
+        self.headers: dict[str, str] = {}
+
+    # -- llhttp's callbacks ---------------------------------------------------------------
+    def on_message_begin(self) -> None:
+        if self._done:
+            self._extra = True  # a second answer: discard the connection after this one
+            return
+        self.headers = {}
+        self._lines = 0
+        self._head = 0
+        self._body = []
+        self._size = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._done:
+            return
+        self._lines += 1
+        self._head += len(name) + len(value)
+        if self._head > MAX_HEAD:
+            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
+        if self._lines > MAX_HEADERS:
+            raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
+        if self._final:
+            return  # a trailer of a chunked body: counted, never taken for a header
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        old = self.headers.get(key)
+        self.headers[key] = text if old is None else f"{old}, {text}"
+
+    def on_headers_complete(self) -> None:
+        if self._done:
+            return
+        parser = self._parser
+        status = parser.get_status_code()
+        if status < 200:
+            return  # an interim answer (100 Continue, 103 Early Hints): skipped
+        self.status = status
+        self._final = True
+        headers = self.headers
+        coding = headers.get("transfer-encoding")
+        if coding is not None and coding.strip().lower() != "chunked":
+            # gzip and the like under or over chunked: the body would not be the JSON
+            # sent (and "chunked, gzip" would run to the close)
+            raise MalformedAnswer(f"an answer with Transfer-Encoding {coding[:40]!r}")
+        self._framed = ("content-length" in headers or coding is not None
+                        or status in (204, 304))
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY:
+            raise MalformedAnswer(f"an answer of {length} bytes (at most {MAX_BODY})")
+
+    def on_body(self, data: bytes) -> None:
+        if self._done:
+            return
+        self._size += len(data)
+        if self._size > MAX_BODY:
+            raise MalformedAnswer(f"an answer body over {MAX_BODY} bytes")
+        self._body.append(data)
+
+    def on_message_complete(self) -> None:
+        if self._done or not self._final:
+            return
+        self._done = True
+        self._keep = bool(self._parser.should_keep_alive()) and self._framed
+
+    # -- fed by a driver ------------------------------------------------------------------
+    def feed(self, data: bytes) -> bool:
+        """Read ``data`` (the next bytes received); whether the answer is complete (then
+        the connection's bytes after it, if any, made it not :attr:`reusable`)."""
+        if self._done:
+            self._extra = True
+            return True
+        if not self._final:
+            self._fed += len(data)
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserUpgrade as exc:
+            if not self._done:
+                raise MalformedAnswer("an answer switching protocols") from exc
+            self._extra = True
+        except httptools.HttpParserError as exc:
+            if isinstance(exc.__context__, MalformedAnswer):  # raised by a callback
+                raise exc.__context__ from None
+            if not self._done:  # garbage after a complete answer only spoils reuse
+                raise MalformedAnswer(f"a malformed answer: {exc}") from exc
+            self._extra = True
+        if not self._final and self._fed > MAX_HEAD + MAX_HEADERS * 4 + 1024:
+            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
+        return self._done
+
+    def eof(self) -> bool:
+        """The connection closed: whether that completed the answer (a body that runs to
+        the close); ``False`` when the answer was cut short (the caller raises)."""
+        if self._done:
+            return True
+        if self._final and not self._framed:
+            self._done = True
+            self._keep = False
+            return True
+        return False
+
+    def forbid_reuse(self) -> None:
+        """The connection must not carry another request, however the answer ended (the
+        request could not be sent whole on it)."""
+        self._extra = True
+
+    @property
+    def done(self) -> bool:
+        """Whether the answer is complete."""
+        return self._done
+
+    @property
+    def started(self) -> bool:
+        """Whether any part of the final answer's head is complete (else nothing or only
+        an interim answer was read)."""
+        return self._final
+
+    @property
+    def body(self) -> bytes:
+        """The answer's body (dechunked)."""
+        return b"".join(self._body) if len(self._body) != 1 else self._body[0]
+
+    @property
+    def reusable(self) -> bool:
+        """Whether the connection may carry another request: the answer ended cleanly, the
+        server did not ask to close, nothing came after it."""
+        return self._done and self._keep and not self._extra
