@@ -132,15 +132,42 @@ def decode_value(av: AttributeValue) -> Any:
 _DECODERS: dict[str, Any] = {
     "S": lambda raw: raw,
     "N": decode_number,
-    "BOOL": bool,
+    "BOOL": lambda raw: _boolean(raw),
     "NULL": lambda raw: None,
     "M": lambda raw: {k: decode_value(v) for k, v in raw.items()},
     "L": lambda raw: [decode_value(v) for v in raw],
-    "SS": set,
-    "NS": lambda raw: {decode_number(v) for v in raw},
-    "B": bytes,
-    "BS": lambda raw: {bytes(v) for v in raw},
+    "SS": lambda raw: {_text(v) for v in _listed(raw)},
+    "NS": lambda raw: {decode_number(v) for v in _listed(raw)},
+    "B": lambda raw: _binary(raw),
+    "BS": lambda raw: {_binary(v) for v in _listed(raw)},
 }
+
+
+def _boolean(raw: Any) -> bool:
+    if type(raw) is bool:
+        return raw
+    raise TypeError(f"a BOOL value that is not a boolean: {type(raw).__name__}")
+
+
+def _text(raw: Any) -> str:
+    if type(raw) is str:
+        return raw
+    raise TypeError(f"a set member that is not a string: {type(raw).__name__}")
+
+
+def _listed(raw: Any) -> list[Any]:
+    """A set's members as read (a JSON list; a string would read as its characters)."""
+    if type(raw) is list:
+        return raw
+    raise TypeError(f"a set value that is not a list: {type(raw).__name__}")
+
+
+def _binary(raw: Any) -> bytes:
+    """A binary value as read (``bytes``); anything else is not one (``bytes(5)`` would
+    read a number as five zero bytes)."""
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        return bytes(raw)
+    raise TypeError(f"a binary value that is not bytes: {type(raw).__name__}")
 
 
 def binary_from_json(av: Any) -> Any:

@@ -172,8 +172,13 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
         else:
             return _mark_loaded(obj, spec, item, _values(obj, spec), checked=True)
     plain_names = spec.plain_field_names
-    decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
-        plain_names is not None) else spec.decode_fields(item)
+    try:
+        decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
+            plain_names is not None) else spec.decode_fields(item)
+    except ItemDecodeError:
+        raise
+    except _MALFORMED as exc:  # an attribute value that is not DynamoDB's: never raw
+        raise _decode_error(cls, spec, item, exc) from exc
     try:
         obj = validate(decoded)
     except ValidationError as exc:
@@ -330,12 +335,21 @@ def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[An
         yield obj
 
 
+#: what decoding an attribute value that is not of DynamoDB's shapes raises (``{"N":
+#: "abc"}``, ``{"L": 5}``, an unknown tag, a bare string): an ItemDecodeError instead
+_MALFORMED = (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, DynaormError)
+
+
 def _decode_error(cls: type[Any], spec: EntitySpec, item: Item,
-                  exc: ValidationError) -> ItemDecodeError:
+                  exc: ValidationError | Exception) -> ItemDecodeError:
     """The typed error for a stored item that does not fit ``cls``, naming its key."""
-    key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
-    problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: {e['msg']}"
-                         for e in exc.errors()[:3])
+    try:
+        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+    except _MALFORMED:  # (a malformed key attribute: named as it was read)
+        key = {a: repr(item[a]) for a in spec.table_key_attrs if a in item}
+    problems = ("; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: {e['msg']}"
+                          for e in exc.errors()[:3]) if isinstance(exc, ValidationError)
+                else f"a malformed attribute value ({type(exc).__name__}: {exc})")
     return ItemDecodeError(f"the stored item {key} does not fit {cls.__name__}: {problems}",
                            entity=cls, key=key)
 

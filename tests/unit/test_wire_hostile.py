@@ -752,13 +752,10 @@ def test_concurrent_requests_never_get_each_others_answers(kind: str) -> None:
 # -- past the wire: malformed attribute values in a well-formed answer ---------------------
 _STORED = {"pk": {"S": "USER#1"}, "sk": {"S": "PROFILE"}, "_type": {"S": "Hostile"}}
 _MALFORMED = [{"n": {"N": "abc"}}, {"tags": {"L": 5}}, {"tags": {"X": 1}}, {"name": "x"},
-              {"name": {}}, {"user_id": {"M": 5}}, {"tags": {"L": [{"B": 5}]}}]
+              {"name": {}}, {"user_id": {"M": 5}}, {"tags": {"L": [{"B": 5}]}},
+              {"tags": {"SS": "ab"}}, {"name": {"S": 5}}, {"tags": {"L": [{"BOOL": "no"}]}}]
 
 
-@pytest.mark.xfail(strict=True, reason="the read decode side (issue 31's files: "
-                   "model/codec.py decode, model/rows.py) raises raw exceptions for, or "
-                   "accepts, malformed attribute values; the wire checks only the answer's "
-                   "top-level shape (a full walk here would double the decode's cost)")
 @pytest.mark.parametrize("extra", _MALFORMED, ids=[json_body(e).decode() for e in _MALFORMED])
 def test_a_malformed_attribute_value_is_a_dynaorm_error(extra: dict[str, Any]) -> None:
     from dynaorm import DynaormError, Entity, Session, Table
