@@ -25,15 +25,16 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, encode_entity, spec_of
-from dynaorm.model.expressions import Condition, all_of
+from dynaorm.model.expressions import all_of
 from dynaorm.model.keys import key_id, wire_key
 from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
-from dynaorm.write.conditions import stored_as
+from dynaorm.write.conditions import as_loaded
 from dynaorm.write.entries import DeleteEntry, SaveEntry
+from dynaorm.write.outcomes import same_item
 from dynaorm.write.render import check_batch_delete, check_batch_put
 
 if TYPE_CHECKING:
@@ -181,7 +182,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
             ident = (spec.table.name, key_id(state.key))
             _refuse_twice(ident in seen, spec.name, state.key)
             seen.add(ident)
-            entry = DeleteEntry(obj, condition=_still_as_loaded(state.item))
+            entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
             loaded.append(_single_commit(uow, entry, state, observed))
         for _, cls, k in targets:
             _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
@@ -252,6 +253,11 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
         yield from commit.settle()
         result.written.append(obj)
         return
+    if isinstance(entry, DeleteEntry):
+        changed = yield from _changed_since_load(commit, obj)
+        if changed is not None:
+            result.failed(obj, changed, unknown=False)
+            return
     try:
         yield from commit.send()
     except ItemNotFoundError as exc:
@@ -263,10 +269,7 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
     except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
         state = obj._dynaorm_state
         key = exc.key if state is None else state.key
-        result.failed(obj, ConcurrentModificationError(
-            f"{type(obj).__name__} {key}: changed by another writer since it was "
-            "loaded; not deleted (reload it to delete the newer state)",
-            entity=type(obj), key=key), unknown=False)
+        result.failed(obj, _changed(obj, key), unknown=False)
         return
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
         unknown = isinstance(exc, OutcomeUnknownError) or (
@@ -277,10 +280,25 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
     result.written.append(obj)
 
 
-def _still_as_loaded(item: Item) -> Condition | None:
-    """The condition of a bulk delete of a loaded object: every attribute it was loaded
-    with is still stored as loaded (an item already gone counts as deleted)."""
-    return all_of(stored_as(item, frozenset(item)))
+def _changed_since_load(commit: Commit, obj: Entity
+                        ) -> Proto[ConcurrentModificationError | None]:
+    """A bulk delete of a loaded object reads the item first (consistently): a condition
+    can name only the attributes the class declares, so an attribute another writer (a
+    newer model) added after the load is seen here; such an item is not deleted."""
+    state = obj._dynaorm_state
+    assert state is not None
+    spec = spec_of(type(obj))
+    stored = yield from commit._reads.item(spec.table, state.key)
+    if stored is None or same_item(stored, state.item):
+        return None  # (gone: deleted as asked; as loaded: the conditioned delete decides)
+    return _changed(obj, state.key)
+
+
+def _changed(obj: Entity, key: PlainKey) -> ConcurrentModificationError:
+    return ConcurrentModificationError(
+        f"{type(obj).__name__} {key}: changed by another writer since it was "
+        "loaded; not deleted (reload it to delete the newer state)",
+        entity=type(obj), key=key)
 
 
 def _refuse_twice(twice: bool, name: str, key: PlainKey) -> None:

@@ -18,7 +18,7 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
 from dynaorm.write.records import Delete, Fail, Op, Origin, Role
 
-__all__ = ["ActionBuilder", "undeclared", "version_row"]
+__all__ = ["ActionBuilder", "declared", "undeclared", "version_row"]
 
 
 class ActionBuilder:
@@ -104,13 +104,14 @@ def undeclared(spec: EntitySpec, stored: Item) -> Item:
     wrote them: rolling deploys): every write that rewrites the item carries them over.
     Not the entity's fields (by stored name), table keys, its own index keys, the
     discriminator, nor the version of a versioned entity or its history key."""
-    known = _declared(spec)
+    known = declared(spec)
     if len(stored) <= len(known) and stored.keys() <= known:
         return {}
     return {k: v for k, v in stored.items() if k not in known}
 
 
-def _declared(spec: EntitySpec) -> frozenset[str]:
+def declared(spec: EntitySpec) -> frozenset[str]:
+    """Every attribute a stored item of ``spec`` may hold that the class writes."""
     found = _DECLARED.get(spec.cls)
     if found is None:
         table = spec.table

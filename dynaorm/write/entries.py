@@ -17,6 +17,7 @@ from dynaorm.model.expressions import Condition
 from dynaorm.model.keys import key_id
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.state import InstanceState
+from dynaorm.write.actions import undeclared
 from dynaorm.write.planner import plan_delete, plan_save
 from dynaorm.write.records import Op
 from dynaorm.write.staged import Outcome, Prepared, Reads
@@ -78,6 +79,9 @@ class SaveEntry(_ObjectEntry):
                 key = spec.primary_key(obj.__dict__) if state is None else state.key
                 item = yield from reads.item(spec.table, key)
                 state = None if item is None else type(obj)._from_item(item)._dynaorm_state
+        elif (state is not None and not isinstance(state, MovedState)
+              and not spec.versioned and spec.primary_key(obj.__dict__) != state.key):
+            state = yield from _with_unknown(spec, state, reads)
         entry = self
         if state is None and spec.versioned:
             last = yield from reads.last_version(obj)  # a deleted entity's kept history
@@ -101,6 +105,21 @@ class SaveEntry(_ObjectEntry):
                 ) -> Generator[Any, Any, None]:
         return
         yield  # (a protocol that asks for nothing: the commit settles the object)
+
+
+def _with_unknown(spec: Any, state: InstanceState, reads: Reads
+                  ) -> Generator[Any, Any, InstanceState]:
+    """A key move copies the whole item to its new key: the attributes no class here
+    declares that another writer (a newer model) set after the load are read now and
+    carried, conditioned like the rest (the declared ones are conditioned on the load)."""
+    stored = yield from reads.item(spec.table, state.key)
+    if stored is None:
+        return state  # (gone: the move's conditioned delete fails and says so)
+    loaded = state.item
+    new = {k: v for k, v in undeclared(spec, stored).items() if k not in loaded}
+    if not new:
+        return state
+    return InstanceState(state.key, {**loaded, **new}, state.version)
 
 
 @dataclass(frozen=True, slots=True)

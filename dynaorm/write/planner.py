@@ -22,7 +22,7 @@ from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.actions import ActionBuilder, undeclared, version_row
 from dynaorm.write.committed import Written, stored_values
-from dynaorm.write.conditions import stored_as, unchanged, with_condition
+from dynaorm.write.conditions import as_loaded, stored_as, unchanged, with_condition
 from dynaorm.write.guards import claimable
 from dynaorm.write.moves import plan_move_delete, plan_move_save
 from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
@@ -87,9 +87,11 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     is."""
     unique_fields = spec.unique_fields
     guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
-    if not entry.overwrite:  # the move copies every attribute: none may have changed
+    if not entry.overwrite:  # the move copies every attribute: none may have changed,
+        # and none the class writes may have appeared (a value set after the load)
         keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
-        guard += stored_as(state.item, set(state.item) - keys - unique_fields)
+        guard += as_loaded(spec, state.item, {k for k in keys if k} | {
+            spec.attr(f) for f in unique_fields})
     b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
     b.owner = key
     b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
