@@ -294,7 +294,7 @@ def _changed_since_load(commit: Commit, obj: Entity
     return _changed(obj, state.key)
 
 
-def _changed(obj: Entity, key: PlainKey) -> ConcurrentModificationError:
+def _changed(obj: Entity, key: PlainKey | None) -> ConcurrentModificationError:
     return ConcurrentModificationError(
         f"{type(obj).__name__} {key}: changed by another writer since it was "
         "loaded; not deleted (reload it to delete the newer state)",
