@@ -191,7 +191,8 @@ class Commit:
             _PENDING.pop(id(outcome.obj), None)
             _finalize(outcome)
         plan = self._planned()
-        single = len(plan.ops) == 1 and bool(self.response)
+        # (alone: a lost answer resolved as applied leaves no response: read back then)
+        single = len(plan.ops) == 1
         for entry in self.staged:
             yield from entry._finish(self.response, single, self._reads)
 

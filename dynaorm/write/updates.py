@@ -450,7 +450,8 @@ class StagedUpdate(_KeyedAction, Generic[T]):
             self._result, self._known = self._planned, True
             return
         item: Item | None = response.get("Attributes") if single else None
-        if item is None and self._returning:
+        # (alone and answered: ALL_NEW; alone with its answer lost but applied: read back)
+        if item is None and (self._returning or single):
             item = yield from reads.item(self._spec.table, self.key)
         if item is not None:
             self._result, self._known = self.entity._from_item(item, self._spec), True

@@ -210,6 +210,19 @@ def test_lost_staged_update_with_where_is_a_success(db: TestBackend) -> None:
     assert _notes(db) == [("n1", "sent", [])]
 
 
+def test_lost_lone_update_resolved_as_applied_has_its_result(db: TestBackend) -> None:
+    """(0.4) its answer carried the result (ALL_NEW): with the answer lost and the update
+    read back as applied, ``u.result`` raised although the update was reported applied."""
+    _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        s = db.session()
+        u = s.update(Note, note_id="n1").set(body="sent")
+        s.commit()
+    assert u.result.body == "sent" and u.result.note_id == "n1"
+    assert _notes(db) == [("n1", "sent", [])]
+
+
 def test_lost_staged_update_then_reverted_is_unknown(db: TestBackend) -> None:
     _stored(db)
 
