@@ -159,6 +159,46 @@ def test_previous_errors_for_tables_and_sharding() -> None:
         _define(Previous(sk="OLD#{missing}"))
 
 
+@pytest.mark.parametrize("retiring_first", [True, False])
+def test_a_retired_type_name_belongs_to_the_class_that_declares_it(
+        retiring_first: bool) -> None:
+    """(0.4) ``Previous(type_name="user")`` did not reserve ``"user"``: a new class took
+    it, ``get(Account)`` returned that class's items and ``migrate`` converted them.
+    Whichever class is defined first, the second is a definition error."""
+    t = Table(f"dynaorm-migrations-names-{retiring_first}")
+
+    def retiring() -> None:
+        class Retiring(Entity):
+            class Meta:
+                table = t
+                pk = "ACCOUNT#{id}"
+                sk = "PROFILE"
+                type_name = "account"
+                previous = Previous(type_name="user")
+
+            id: str
+
+        spec_of(Retiring)
+
+    def squatter() -> None:
+        class Squatter(Entity):
+            class Meta:
+                table = t
+                pk = "USER#{id}"
+                sk = "PROFILE"
+                type_name = "user"
+
+            id: str
+
+        spec_of(Squatter)
+
+    first, second = (retiring, squatter) if retiring_first else (squatter, retiring)
+    first()
+    with pytest.raises(DynaormError, match="type name 'user' is taken by .*"
+                       + ("Retiring" if retiring_first else "Squatter")):
+        second()
+
+
 def test_too_much_history_to_move_atomically() -> None:
     obj = Ledger(id="l9", code="C9", version=49)
     row = {"pk": {"S": "BOOK#l9"}, "sk": {"S": "v0_LEDGER"}, "_type": {"S": "Ledger"},
