@@ -38,7 +38,12 @@ class ActionBuilder:
                       field=field, value=value, staged=self.index)
 
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-               old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
+               old_owner: PlainKey | None, new_owner: PlainKey | None,
+               retyped: bool = False) -> None:
+        """The guard writes that follow the change from ``old`` values owned at
+        ``old_owner`` to ``new`` ones at ``new_owner`` (``retyped``: the owner's type name
+        changed, a move from a previous layout in place: every guard kept is rewritten
+        to name the new type, or finds and checks would not see it)."""
         spec = self.spec
         # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
         ttl = owner_ttl(spec, new)
@@ -46,7 +51,7 @@ class ActionBuilder:
         for rule in spec.uniques:
             old_key = None if old is None else rule.guard_key(old, spec.name)
             new_key = None if new is None else rule.guard_key(new, spec.name)
-            moved = old_owner != new_owner
+            moved = old_owner != new_owner or retyped
             if old_key == new_key and not moved and (same_ttl or new_key is None):
                 continue
             value = None if new is None else new.get(rule.field)

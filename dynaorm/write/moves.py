@@ -157,7 +157,7 @@ def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
             new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
             ) -> None:
     b = ActionBuilder(spec, old_key, index)
-    b.guards(old, new, old_key, new_key)
+    b.guards(old, new, old_key, new_key, retyped=_layout(spec).type_name != spec.type_name)
     ops.extend(b.ops)
 
 

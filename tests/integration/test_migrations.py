@@ -31,7 +31,16 @@ from dynaorm.tools.migrate import migrate
 from dynaorm.write.entries import SaveEntry
 from dynaorm.write.moves import plan_move_save
 from tests.conftest import session_kind, wire_of
-from tests.support.migration_models import Account, Ledger, OldAccount, OldLedger, mig, old
+from tests.support.migration_models import (
+    Account,
+    Badge,
+    Ledger,
+    OldAccount,
+    OldBadge,
+    OldLedger,
+    mig,
+    old,
+)
 
 
 class OldNote(Entity):
@@ -233,6 +242,27 @@ def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
 
 
 # -- reads ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["save", "migrate"])
+def test_a_move_in_place_rewrites_its_guards_to_name_the_new_type(db: TestBackend,
+                                                                 how: str) -> None:
+    """(0.4) only the type name changed: the guards kept naming the old type, ``find``
+    returned None forever and ``check`` was clean."""
+    with Session(old) as s:
+        s.save(OldBadge(id="b1", code="GOLD"))
+    if how == "save":
+        s2 = db.session()
+        badge = s2.get(Badge, id="b1")
+        assert badge is not None
+        s2.save(badge)
+        s2.commit()
+    else:
+        assert migrate(mig).ok
+    guard = _by_key(db)[("code#GOLD", "code#GOLD")]
+    assert guard["owner_type"] == "badge"
+    assert db.session().find(Badge, code="GOLD", consistent=True) == Badge(id="b1",
+                                                                           code="GOLD")
+
+
 def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
     _old_data()
     s = db.session()

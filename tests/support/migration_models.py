@@ -79,3 +79,32 @@ class Ledger(Versioned):
     org: str = "acme"
     code: str
     balance: int = 0
+
+
+class OldBadge(Entity):
+    """``Badge`` before the change: only its type name differs (a move in place)."""
+
+    class Meta:
+        table = old
+        pk = "BADGE#{id}"
+        sk = "BADGE"
+        type_name = "badge_v1"
+        unique = ("code",)
+
+    id: str
+    code: str
+
+
+class Badge(Entity):
+    """A plain entity whose type name alone changed: it moves in place."""
+
+    class Meta:
+        table = mig
+        pk = "BADGE#{id}"
+        sk = "BADGE"
+        type_name = "badge"
+        unique = ("code",)
+        previous = Previous(type_name="badge_v1")
+
+    id: str
+    code: str
