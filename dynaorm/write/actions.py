@@ -13,6 +13,7 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
+from dynaorm.model.expressions import not_exists
 from dynaorm.model.rows import VERSION_TTL, history_sk, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
@@ -57,13 +58,18 @@ class ActionBuilder:
             value = None if new is None else new.get(rule.field)
             if old_key is not None and old_key == new_key and new_owner is not None:
                 assert old_owner is not None
+                # (re-pointed; or claimed: an owner stored before its rule, or its
+                # normalisation, was declared has no guard there, which is no conflict)
                 self.ops.append(guard_put(
-                    spec, rule, new_key, new_owner, value, owned_by(spec, old_owner),
+                    spec, rule, new_key, new_owner, value,
+                    owned_by(spec, old_owner) | claimable(spec),
                     self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value), ttl))
                 continue
             if old_key is not None and old_owner is not None:
                 old_value = None if old is None else old.get(rule.field)
-                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner),
+                # (released if still its owner's; no guard at all is released already)
+                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner)
+                                       | not_exists(spec.table.pk),
                                        self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
                                                    old_value)))
             if new_key is not None and new_owner is not None:

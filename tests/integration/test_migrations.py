@@ -26,6 +26,7 @@ from dynaorm import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.layouts import MovedState
+from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
 from dynaorm.write.entries import SaveEntry
@@ -261,6 +262,29 @@ def test_a_move_in_place_rewrites_its_guards_to_name_the_new_type(db: TestBacken
     assert guard["owner_type"] == "badge"
     assert db.session().find(Badge, code="GOLD", consistent=True) == Badge(id="b1",
                                                                            code="GOLD")
+
+
+@pytest.mark.parametrize("how", ["save", "delete", "migrate"])
+def test_a_unique_rule_new_in_the_release_that_declares_previous(db: TestBackend,
+                                                                 how: str) -> None:
+    """(0.4) the old rows have no guard for a rule (or a normalisation) the new release
+    adds: moving or deleting them raised ConcurrentModificationError with no other
+    writer. Now the move claims the value, the delete has nothing to release."""
+    _old_data()
+    db.table.db.driver.run(call("DeleteItem", {"TableName": mig.name, "Key": {
+        "pk": {"S": "email#ann@x.io"}, "sk": {"S": "email#ann@x.io"}}}))
+    s = db.session()
+    account = s.get(Account, id="a1")
+    assert account is not None
+    if how == "migrate":
+        assert migrate(mig).ok
+    else:
+        (s.save if how == "save" else s.delete)(account)
+        s.commit()
+    keys = _keys(db)
+    assert ("USER#a1", "PROFILE") not in keys
+    assert (("ACCOUNT#a1", "PROFILE") in keys) == (how != "delete")
+    assert (("email#ann@x.io", "email#ann@x.io") in keys) == (how != "delete")
 
 
 def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
