@@ -32,7 +32,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from dynaorm.errors import ConcurrentModificationError, ItemExistsError, RequestError
+from dynaorm.errors import (
+    ConcurrentModificationError,
+    ItemExistsError,
+    ItemGoneError,
+    RequestError,
+)
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.state import DELETED
 from dynaorm.model.timestamps import apply_stamps
@@ -93,9 +98,10 @@ class Commit:
                 try:
                     yield from self.send()
                     break
-                except (ConcurrentModificationError, ItemExistsError) as exc:
-                    # an overwrite planned on what it read: another writer changed the
-                    # item in between (nothing was written); read and plan again
+                except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
+                    # an overwrite planned on what it read: another writer changed (or
+                    # deleted) the item in between (nothing was written); read and plan
+                    # again: last writer wins, a deleted item is recreated
                     if round_ == OVERWRITE_ROUNDS or not any(
                             entry._rereads(exc.table, exc.key, state)
                             for entry, state in self.prepared):
