@@ -163,10 +163,15 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
     check_concurrency(concurrency)
     targets: list[tuple[Any, type[Entity], PlainKey]] = []
     loaded: list[Commit] = []
+    by_key: list[tuple[Any, Commit]] = []  # (a migration window: read under both layouts)
     if isinstance(objs, type):
         spec = uow._spec(objs)
         refuse_rules(spec, "delete_many")
         targets = [(k, objs, uow._lookup_key(spec, k)) for k in keys or ()]
+        if spec.previous is not None:
+            by_key = [(k, uow._new_commit([DeleteEntry(objs.model_construct(**k))],
+                                          observed=observed)) for k in keys or ()]
+            targets = []
     else:
         if keys is not None:
             raise DynaormError("delete_many(objs) takes no keys; "
@@ -201,6 +206,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
                                      for t, k in c], result)
               for table, c in _chunks(by_table)]
     protos += [_single_p(commit, result) for commit in loaded]
+    protos += [_by_key_p(commit, key, result) for key, commit in by_key]
     yield from gather(protos, concurrency)
     for target in result.written:
         if isinstance(target, Entity):
@@ -278,6 +284,26 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
         return
     yield from commit.settle()
     result.written.append(obj)
+
+
+def _by_key_p(commit: Commit, key: Any, result: BulkResult) -> Proto[None]:
+    """Delete by ``key`` an entity declaring ``Meta.previous`` (in its migration window):
+    read under both layouts, then deleted where it is (its old row, guards and all), or
+    already gone (deleted, as asked); reported as ``key``."""
+    try:
+        yield from commit.prepare()
+        commit.plan()
+        yield from commit.send()
+    except ItemNotFoundError:
+        result.written.append(key)  # (gone under both layouts: deleted, as asked)
+        return
+    except DynaormError as exc:
+        unknown = isinstance(exc, OutcomeUnknownError) or (
+            isinstance(exc, RequestError) and exc.maybe_applied)
+        result.failed(key, exc, unknown=unknown)
+        return
+    yield from commit.settle()
+    result.written.append(key)
 
 
 def _changed_since_load(commit: Commit, obj: Entity

@@ -22,7 +22,7 @@ from dynaorm.write.planner import plan_delete, plan_save
 from dynaorm.write.records import Op
 from dynaorm.write.staged import Outcome, Prepared, Reads
 
-__all__ = ["DeleteEntry", "SaveEntry"]
+__all__ = ["DeleteEntry", "SaveEntry", "either_layout"]
 
 
 class _ObjectEntry:
@@ -122,6 +122,18 @@ def _with_unknown(spec: Any, state: InstanceState, reads: Reads
     return InstanceState(state.key, {**loaded, **new}, state.version)
 
 
+def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
+                  ) -> Generator[Any, Any, InstanceState | None]:
+    """The stored state of the entity with key ``fields`` of an entity declaring
+    ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
+    (neither; an expired item counts as gone)."""
+    assert spec.previous is not None
+    old_key = spec.previous.key(fields, spec.name)
+    state: InstanceState | None = yield from reads.stored_now(
+        spec, MovedState(old_key, {}, None), spec.primary_key(fields))
+    return state
+
+
 @dataclass(frozen=True, slots=True)
 class DeleteEntry(_ObjectEntry):
     """``s.delete(obj)``; with ``history`` a versioned entity's version rows go too."""
@@ -137,7 +149,15 @@ class DeleteEntry(_ObjectEntry):
         obj = self.obj
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
-        if spec.has_rules and state is None:
+        if state is None and spec.previous is not None:
+            # by key in a migration window: the entity under either layout (its old row
+            # too, with its guards and version rows), read together, consistently
+            state = yield from either_layout(spec, obj.__dict__, reads)
+            if state is None:
+                key = spec.primary_key(obj.__dict__)
+                raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "
+                                        "layout)", entity=spec.cls, key=key)
+        elif spec.has_rules and state is None:
             key = spec.primary_key(obj.__dict__)
             item = yield from reads.item(spec.table, key)
             if item is None:

@@ -108,3 +108,38 @@ class Badge(Entity):
 
     id: str
     code: str
+
+
+#: a table with a TTL attribute, in both designs (expired old-layout items)
+mig_ttl = Table("dynaorm-migrations-ttl", ttl="expires")
+old_ttl = Table("dynaorm-migrations-ttl", ttl="expires")
+
+
+class OldPass(Entity):
+    """``Pass`` before the change: ``TICKET#{id}``, type ``ticket``."""
+
+    class Meta:
+        table = old_ttl
+        pk = "TICKET#{id}"
+        sk = "PASS"
+        type_name = "ticket"
+        unique = ("seat",)
+
+    id: str
+    seat: str
+    expires: int | None = None
+
+
+class Pass(Entity):
+    """An entity with a unique value and a TTL whose key template changed."""
+
+    class Meta:
+        table = mig_ttl
+        pk = "PASS#{id}"
+        sk = "PASS"
+        unique = ("seat",)
+        previous = Previous(pk="TICKET#{id}", type_name="ticket")
+
+    id: str
+    seat: str
+    expires: int | None = None
