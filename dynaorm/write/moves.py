@@ -245,7 +245,13 @@ def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
     if spec.versioned and entry.history:
         assert spec.table.sk is not None
         base = _layout(spec).base_sk(old, spec.name)
+        # a version row not read under the old key was moved ahead of its entity (a
+        # history batch of `dynaorm migrate`): it is deleted under the current key
+        read = {parse_version_sk(key_value(row[spec.table.sk])) for row in state.history}
         for n in range(1, (state.version or 0) + 1):
-            ops.append(Delete({**old_key, spec.table.sk: version_sk(base, n)}, None,
+            key = {**old_key, spec.table.sk: version_sk(base, n)}
+            if (n, base) not in read:
+                key = spec.primary_key({**old, "version": n}, n)
+            ops.append(Delete(key, None,
                               _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
     return ops, Outcome(obj, None)

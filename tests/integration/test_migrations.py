@@ -30,7 +30,8 @@ from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
 from dynaorm.write.entries import SaveEntry
-from dynaorm.write.moves import plan_move_save
+from dynaorm.write.moves import history_batches, plan_move_save
+from dynaorm.write.render import WritePlan
 from tests.conftest import session_kind, wire_of
 from tests.support.migration_models import (
     Account,
@@ -244,6 +245,32 @@ def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
     assert not [k for k in keys if k[0].startswith("BOOK#")]
     assert len([k for k in keys if k[0] == "LEDGER#long"]) == 61
     assert [v.balance for v in s.history(Ledger, id="long").all()] == list(range(60))
+
+
+@pytest.mark.sync_only
+def test_delete_with_history_between_two_history_batches_leaves_nothing(
+        db: TestBackend) -> None:
+    """(0.4) migrate moved a first batch of 24 version rows ahead of the entity; a delete
+    with ``history=True`` read the rest under the old key and deleted versions 1..n there
+    only: the 24 moved rows stayed under the current key."""
+    o = Session(old)
+    ledger = OldLedger(id="long", code="LONG")
+    for n in range(30):
+        ledger.balance = n
+        o.save(ledger)
+        o.commit()
+    s = db.session()
+    got = s.get(Ledger, id="long")
+    assert got is not None and isinstance(got._dynaorm_state, MovedState)
+    first, *_ = history_batches(spec_of(Ledger), got._dynaorm_state)
+    request = WritePlan(tuple(first)).transaction_request("batch-one-of-two-0000000000")
+    db.table.db.driver.run(call("TransactWriteItems", request))
+    assert len([k for k in _keys(db) if k[0] == "LEDGER#long"]) == 24
+    again = s.get(Ledger, id="long")
+    assert again is not None
+    s.delete(again, history=True)
+    s.commit()
+    assert [k for k in _keys(db) if "long" in k[0] or k[0] == "code#LONG"] == []
 
 
 # -- reads ---------------------------------------------------------------------------------
