@@ -273,6 +273,22 @@ def test_delete_with_history_between_two_history_batches_leaves_nothing(
     assert [k for k in _keys(db) if "long" in k[0] or k[0] == "code#LONG"] == []
 
 
+def test_a_new_object_at_the_current_key_of_an_old_row_is_refused(db: TestBackend
+                                                                   ) -> None:
+    """(0.4) saving a new ``Account(id="a1")`` while ``a1`` was still stored in the old
+    layout succeeded: the old row and its guards stayed for good (the value could never
+    be claimed again) and migrate said ok."""
+    _old_data()
+    s = db.session()
+    s.save(Account(id="a1", email="other@x.io"))
+    with pytest.raises(dynaorm.ItemExistsError):
+        s.commit()
+    assert _keys(db) == OLD_KEYS
+    report = migrate(mig)
+    assert report.ok, report
+    assert _keys(db) == NEW_KEYS
+
+
 # -- reads ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("how", ["save", "migrate"])
 def test_a_move_in_place_rewrites_its_guards_to_name_the_new_type(db: TestBackend,
@@ -684,8 +700,8 @@ def test_overwrite_of_a_moved_object_held_under_both_layouts(db: TestBackend) ->
     _old_data()
     s = db.session()
     account = _fresh_account(s)
-    with Session(mig) as other:
-        other.save(Account(id="a1", email="twin@x.io"))
+    with Session(mig) as other:  # (0.4: an insert is refused there; an overwrite is not)
+        other.save(Account(id="a1", email="twin@x.io"), overwrite=True)
     before = db.scan_raw()
     account.name = "mine"
     s.save(account, overwrite=True)
