@@ -36,7 +36,8 @@ from dynaorm.write.staged import Outcome
 if TYPE_CHECKING:
     from dynaorm.write.entries import DeleteEntry, SaveEntry
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "load_old",
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "kept_row_move",
+           "load_old",
            "move_actions", "needs_history_batches", "old_values", "plan_move_delete",
            "plan_move_save"]
 
@@ -122,6 +123,33 @@ def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BAT
                 spec, state.key, Role.VERSION, Fail.EXISTS, 0)))
         out.append(ops)
     return out
+
+
+def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
+    """Move one old version row whose entity is gone (history kept by a delete without
+    ``history=True``) to the current layout, in one transaction: put under its current
+    key if absent, deleted under its old one if present, on the condition that its old
+    latest copy is still absent (an entity stored there again moves its history itself).
+    """
+    assert spec.table.sk is not None
+    parsed = parse_version_sk(key_value(row[spec.table.sk]))
+    assert parsed is not None
+    latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
+    latest[spec.table.sk] = version_sk(parsed[1], 0)
+    state = MovedState(latest, {}, None, (row,))
+    ops: list[Op] = [ConditionCheck(latest, not_exists(spec.table.pk), _origin(
+        spec, latest, Role.LATEST, Fail.EXISTS, 0))]
+    for _, old_key, moved in _history_rows(spec, state):
+        new_key = {a: moved[a]["S"] for a in spec.table_key_attrs}
+        if new_key == old_key:  # (only the type or stored names changed)
+            ops.append(Put(new_key, moved, exists(spec.table.pk), _origin(
+                spec, latest, Role.VERSION, Fail.GONE, 0)))
+            continue
+        ops.append(Delete(old_key, exists(spec.table.pk), _origin(
+            spec, latest, Role.VERSION, Fail.GONE, 0)))
+        ops.append(Put(new_key, moved, not_exists(spec.table.pk), _origin(
+            spec, latest, Role.VERSION, Fail.EXISTS, 0)))
+    return ops
 
 
 def _row_condition(spec: EntitySpec, state: MovedState) -> Any:

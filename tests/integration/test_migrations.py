@@ -289,6 +289,35 @@ def test_a_new_object_at_the_current_key_of_an_old_row_is_refused(db: TestBacken
     assert _keys(db) == NEW_KEYS
 
 
+def test_migrate_moves_the_kept_history_of_a_deleted_entity(db: TestBackend) -> None:
+    """(0.4) a versioned entity deleted without ``history=True`` keeps its version rows;
+    in the old layout they stayed there after migrate said ok: ``history()`` was empty."""
+    _old_data()
+    with Session(old) as o:
+        o.delete(OldLedger, id="l1")  # its history kept
+    report = migrate(mig)
+    assert report.ok, report
+    assert report.moved == {"Account": 1, "Ledger (kept history)": 2}
+    assert not [k for k in _keys(db) if k[0].startswith("BOOK#")]
+    s = db.session()
+    assert [v.balance for v in s.history(Ledger, id="l1").all()] == [0, 5]
+
+
+@pytest.mark.sync_only
+def test_migrate_is_ok_only_when_nothing_is_left_in_a_previous_layout(
+        db: TestBackend) -> None:
+    """(0.4) migrate said ok with guards naming an old type, old version rows and kept
+    history left behind. Whatever it could not move, a last look finds and reports."""
+    _old_data()
+    with Session(old) as o:  # a guard naming the old type whose owner is elsewhere
+        o.save(OldBadge(id="b9", code="LOST"))
+    db.table.db.driver.run(call("DeleteItem", {"TableName": mig.name, "Key": {
+        "pk": {"S": "BADGE#b9"}, "sk": {"S": "BADGE"}}}))
+    report = migrate(mig, check=False)
+    assert not report.ok
+    assert report.left == ["guard code#LOST/code#LOST: names an owner in a previous layout"]
+
+
 # -- reads ---------------------------------------------------------------------------------
 @pytest.mark.parametrize("how", ["save", "migrate"])
 def test_a_move_in_place_rewrites_its_guards_to_name_the_new_type(db: TestBackend,
