@@ -303,6 +303,25 @@ def test_migrate_moves_the_kept_history_of_a_deleted_entity(db: TestBackend) -> 
     assert [v.balance for v in s.history(Ledger, id="l1").all()] == [0, 5]
 
 
+def test_a_new_versioned_object_continues_history_kept_in_the_old_layout(
+        db: TestBackend) -> None:
+    """(0.4) a new object saved during the window at the key of an entity deleted in the
+    old layout (its history kept) restarted at version 1; migrate then could not move the
+    kept rows."""
+    _old_data()
+    with Session(old) as o:
+        o.delete(OldLedger, id="l1")  # its history (versions 1, 2) kept
+    s = db.session()
+    fresh = Ledger(id="l1", code="C9", balance=7)
+    s.save(fresh)
+    s.commit()
+    assert fresh.version == 3
+    report = migrate(mig)
+    assert report.ok, report
+    assert [(v.version, v.balance) for v in s.history(Ledger, id="l1").all()] == [
+        (1, 0), (2, 5), (3, 7)]
+
+
 @pytest.mark.sync_only
 def test_migrate_is_ok_only_when_nothing_is_left_in_a_previous_layout(
         db: TestBackend) -> None:
