@@ -236,6 +236,13 @@ class BulkResult:
         (self.unknown if unknown else self.not_written).append(target)
         self.errors.append((target, error))
 
+    def failed_by(self, target: Any, error: DynaormError) -> None:
+        """``target``'s write raised ``error``: unknown when it may have been applied
+        (``OutcomeUnknownError``, a request error after an attempt that may have been),
+        else not written."""
+        self.failed(target, error, unknown=isinstance(error, OutcomeUnknownError) or (
+            isinstance(error, RequestError) and error.maybe_applied))
+
     def raise_if_failed(self, what: str) -> None:
         """:class:`~dynaorm.BulkWriteError` unless everything was written."""
         if not self.not_written and not self.unknown:
@@ -278,9 +285,7 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
         result.failed(obj, _changed(obj, key), unknown=False)
         return
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
-        unknown = isinstance(exc, OutcomeUnknownError) or (
-            isinstance(exc, RequestError) and exc.maybe_applied)
-        result.failed(obj, exc, unknown=unknown)
+        result.failed_by(obj, exc)
         return
     yield from commit.settle()
     result.written.append(obj)
@@ -298,9 +303,7 @@ def _by_key_p(commit: Commit, key: Any, result: BulkResult) -> Proto[None]:
         result.written.append(key)  # (gone under both layouts: deleted, as asked)
         return
     except DynaormError as exc:
-        unknown = isinstance(exc, OutcomeUnknownError) or (
-            isinstance(exc, RequestError) and exc.maybe_applied)
-        result.failed(key, exc, unknown=unknown)
+        result.failed_by(key, exc)
         return
     yield from commit.settle()
     result.written.append(key)

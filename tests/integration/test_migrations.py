@@ -76,24 +76,30 @@ class Note(Entity):
     text: str = ""
 
 
-@pytest.fixture
-def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+def _both_designs(current: Table, previous: Table, backend: str | None,
+                  request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     wire = wire_of(request)
-    with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix(), wire=wire) as tb:
+    with use_tables(current, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire) as tb:
         if session_kind(request) == "async":
             tb.session_kind = "async"
-        # the previous design's table is the same table: pointed where ``mig`` is, over the
-        # same wire (so both share one client), and put back afterwards
-        saved = (old.name, old._binding())
-        old.name = mig.name
-        old.connect(mig.endpoint_url)
+        # the previous design's table is the same table: pointed where ``current`` is,
+        # over the same wire (so both share one client), and put back afterwards
+        saved = (previous.name, previous._binding())
+        previous.name = current.name
+        previous.connect(current.endpoint_url)
         if wire is not None:
-            old.wire = wire
+            previous.wire = wire
         try:
             yield tb
         finally:
-            old.name = saved[0]
-            old._restore(saved[1])
+            previous.name = saved[0]
+            previous._restore(saved[1])
+
+
+@pytest.fixture
+def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    yield from _both_designs(mig, old, backend, request)
 
 
 def _old_data() -> None:
@@ -409,19 +415,7 @@ def test_delete_by_key_finds_the_entity_under_its_old_layout(db: TestBackend,
 @pytest.fixture
 def ttl_db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     """The TTL table, in both designs (see :func:`db`)."""
-    wire = wire_of(request)
-    with use_tables(mig_ttl, endpoint_url=backend, name_suffix=worker_suffix(),
-                    wire=wire) as tb:
-        saved = (old_ttl.name, old_ttl._binding())
-        old_ttl.name = mig_ttl.name
-        old_ttl.connect(mig_ttl.endpoint_url)
-        if wire is not None:
-            old_ttl.wire = wire
-        try:
-            yield tb
-        finally:
-            old_ttl.name = saved[0]
-            old_ttl._restore(saved[1])
+    yield from _both_designs(mig_ttl, old_ttl, backend, request)
 
 
 def test_an_expired_old_layout_item_is_gone_for_every_read_and_write(
