@@ -32,6 +32,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
@@ -39,11 +40,13 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.keys import wire_key
 from dynaorm.model.state import DELETED
+from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.write.outcomes import failure, same_item
+from dynaorm.write.outcomes import failure, same_item, unapplied_by
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan
@@ -84,6 +87,8 @@ class Commit:
         #: whether the request was handed to the driver, and whether objects settled
         self._sent = False
         self._settled = False
+        #: what a probe read after the last attempt, when it proved nothing
+        self._probed: list[Item | None] = []
 
     def run(self) -> Proto[CommitResult]:
         """Every phase; returns the requests sent (reads to prepare included)."""
@@ -170,17 +175,37 @@ class Commit:
         # an attempt that may have been applied it is never resent (a resend could apply
         # twice, or over what another writer committed meanwhile), it is read back instead
         # (dynaorm.write.outcomes.read_back)
-        return Call(operation, request, origins, operation == "TransactWriteItems")
+        if not plan.single_item:
+            return Call(operation, request, origins, True)
+        op = plan.ops[0]  # (a 5xx it proves unapplied is retried: see the outcomes)
+        probe = Call("GetItem", {"TableName": op.origin.table.name, "Key": wire_key(op.key),
+                                 "ConsistentRead": True}, origins)
+        return Call(operation, request, origins, False, probe, self._judge_probe)
+
+    def _judge_probe(self, item: dict[str, Any] | None) -> bool:
+        """Whether the item read after a 5xx proves the single-item write unapplied; one
+        that proves nothing ends the attempts at once, and the read back after them
+        takes it (no second read)."""
+        unapplied = unapplied_by(self._planned().ops[0], item)
+        self._probed = [] if unapplied else [item]
+        return unapplied
+
+    def _read(self, table: TableSchema, key: PlainKey) -> Proto[Item | None]:
+        """The read back after a failure: the probe's item when it was the last read."""
+        if self._probed:
+            return self._probed.pop()
+        return (yield from self._reads.item(table, key))
 
     def send(self) -> Proto[None]:
         """Send the plan; after a failure, the error it means is raised (reading what
         that needs), unless an attempt that may have been applied was."""
+        self._probed = []
         call = self.request()
         self._sent = True
         try:
             self.response = yield call
         except RequestError as exc:
-            error = yield from failure(self._planned(), exc, self._reads.item)
+            error = yield from failure(self._planned(), exc, self._read)
             if error is None:  # applied: the commit succeeded, its answer was lost
                 self.response = {}
                 return

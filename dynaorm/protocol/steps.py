@@ -62,6 +62,11 @@ class Call:
     request: dict[str, Any]
     origins: tuple[Any, ...] = ()
     idempotent: bool = True
+    #: a request that is not idempotent, met by a server error (5xx) that may have been
+    #: applied: the read (``probe``) that may prove it was not, and the judgment of what
+    #: it read (``unapplied(item)``): proved, it is retried within the attempts left
+    probe: Call | None = None
+    unapplied: Callable[[dict[str, Any] | None], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +270,22 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
             close()
 
 
+#: the failures a server answers when it could not finish a request (it may have been
+#: applied first): what a probe (:attr:`Call.probe`) may prove unapplied
+SERVER_ERRORS = frozenset({"InternalServerError", "InternalFailure", "ServiceUnavailable"})
+
+
+def _unapplied(policy: Policy, step: Call) -> Generator[Primitive, Any, bool]:
+    """Whether ``step``'s probe proves its failed attempt was not applied (a probe that
+    fails proves nothing)."""
+    assert step.probe is not None and step.unapplied is not None
+    try:
+        out = yield from attempts(policy, step.probe)
+    except RequestError:
+        return False
+    return step.unapplied(out.get("Item"))
+
+
 def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
     (:func:`_attempt`: each between its hooks' ``on_start`` and ``on_end``, the DEBUG log
@@ -293,6 +314,10 @@ def attempts(policy: Policy, step: Call) -> Generator[Primitive, Any, dict[str, 
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
+        if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
+                and error.code in SERVER_ERRORS and step.probe is not None):
+            # (a 5xx: read what is stored; a write it proves unapplied is retried)
+            error.maybe_applied = not (yield from _unapplied(policy, step))
         maybe_applied = maybe_applied or error.maybe_applied
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from dynaorm.model.table import TableSchema
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
-           "written_by"]
+           "unapplied_by", "written_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -180,6 +180,22 @@ def written_by(op: Op, stored: Item | None) -> bool:
         return (all(k in stored and same_value(stored[k], v) for k, v in op.set.items())
                 and not any(k in stored for k in op.remove)
                 and all(_clause_written(c, stored) for c in op.clauses))
+    return False
+
+
+def unapplied_by(op: Op, stored: Item | None) -> bool:
+    """Whether ``stored`` (read after a 5xx) proves that ``op``, a single-item write, was
+    not applied, so that resending it is the retry every SDK makes: an insert with no
+    item stored (applied, it would have left its item), a delete whose condition still
+    holds on the item stored (applied, it would have left none). An update or a blind
+    put proves nothing: another writer may have reverted or replaced what it wrote.
+    (Applied and then undone by another writer in that instant, a delete's item put back
+    or an insert's item deleted, the resend would apply again: the cost of retrying
+    5xx, documented in the failure-semantics guide.)"""
+    if isinstance(op, Put):
+        return op.origin.fail is Fail.EXISTS and op.condition is not None and stored is None
+    if isinstance(op, Delete):
+        return stored is not None and (op.condition is None or holds(op.condition, stored))
     return False
 
 
