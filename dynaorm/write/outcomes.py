@@ -53,6 +53,7 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
+from dynaorm.model.rows import OWNER_PK, OWNER_SK
 from dynaorm.protocol.events import Reason
 from dynaorm.write.guards import STALE_GUARD, held_by_expired
 from dynaorm.write.moves import load_old
@@ -307,6 +308,16 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
         return None
 
 
+def _held_by_owner(op: Op, reason: Reason) -> bool:
+    """Whether the guard that refused ``op``'s claim names the claiming owner itself."""
+    guard, table = reason.item, op.origin.table
+    if guard is None or OWNER_PK not in guard:
+        return False
+    owner = op.origin.owner_key
+    return guard[OWNER_PK].get("S") == owner.get(table.pk) and (
+        table.sk is None or guard.get(OWNER_SK, {}).get("S") == owner.get(table.sk))
+
+
 def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
     if _caller_failed(*failed[0]):
         failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
@@ -326,7 +337,10 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
             return ItemExistsError(
                 f"{o.entity.__name__} {op.key} already exists (save with overwrite=True "
                 "to replace it)", entity=o.entity, key=op.key)
-    uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
+    # (a value refused because the guard names this very owner: another writer gave the
+    # owner that value since it was loaded, a change of the row, not a taken value)
+    uniques = [op.origin for op, r in failed if op.origin.fail is Fail.UNIQUE
+               and not _held_by_owner(op, r)]
     if uniques:
         stale = yield from held_by_expired(failed, read)
         return UniqueConstraintError(uniques[0].entity,

@@ -419,3 +419,25 @@ def test_an_owner_stored_before_its_rule_saves_and_deletes_without_conflict(
     assert_guards_consistent(db)
     if change != "delete":
         assert s.find(User, email=user.email, consistent=True) == user
+
+
+def test_a_stale_change_to_the_value_another_writer_just_gave_it_is_a_conflict(
+        db: TestBackend) -> None:
+    """Found by the adversary (tests/system/test_adversary.py): both load, one changes the
+    email to X, the other (stale) changes it to X too. The guard refusing the second
+    names the same owner: the row changed, nobody else holds X. (0.4)
+    ConcurrentModificationError, a ConflictError (it was UniqueConstraintError)."""
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="ada@x.io"))
+    s1, s2 = db.session(), db.session()
+    a = s1.get(User, user_id="u1", consistent=True)
+    b = s2.get(User, user_id="u1", consistent=True)
+    assert a is not None and b is not None
+    a.email = "ada@y.io"
+    s1.save(a)
+    s1.commit()
+    b.email = "ada@y.io"
+    s2.save(b)
+    with pytest.raises(ConcurrentModificationError):
+        s2.commit()
+    assert_guards_consistent(db)

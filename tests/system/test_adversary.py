@@ -239,6 +239,8 @@ class Adversary(RuleBasedStateMachine):
         self._judge(kind, key, before, before if noop else text, error,
                     held[2] if held else None)
         self._forget(kind, key, s, error)
+        if error is None and held is not None and not noop:  # it stands for what it wrote
+            self.loaded[s][(kind, key)] = (obj, text, self.changes[(kind, key)])
 
     def _forget(self, kind: str, key: str, s: int, error: BaseException | None) -> None:
         """After a failed or unknown write, the session reloads before using it again."""
