@@ -150,8 +150,15 @@ class UnitOfWork(Staging):
             found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                            consistent=consistent, concurrency=concurrency)
         items = [found.get(key_id(key)) for key in wanted]
-        return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
-                for i in items]
+        out = [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
+               for i in items]
+        if spec.previous is not None and not snapshot:
+            # a migration window: a miss is looked up under either layout, as get does
+            for at, obj in enumerate(out):
+                if obj is None:
+                    out[at] = yield from previous_get_p(spec.table.name, spec, keys[at],
+                                                        wanted[at], items[at])
+        return out
 
     def _snapshot_p(self, spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Item]]:
         unique = list({key_id(k): k for k in wanted}.values())

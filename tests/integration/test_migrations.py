@@ -452,6 +452,21 @@ def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
     assert _keys(db) == OLD_KEYS  # reading moves nothing
 
 
+def test_get_many_finds_entities_under_either_layout(db: TestBackend) -> None:
+    """(0.4) get_many read the current layout only: an old-layout entity was None."""
+    _old_data()
+    s = db.session()
+    with Session(mig) as other:
+        other.save(Account(id="a2", email="bob@x.io"))
+    got = s.get_many(Account, [{"id": "a1"}, {"id": "nobody"}, {"id": "a2"}])
+    assert got == [Account(id="a1", email="Ann@X.io", name="Ann"), None,
+                   Account(id="a2", email="bob@x.io")]
+    assert got[0] is not None and isinstance(got[0]._dynaorm_state, MovedState)
+    s.save(got[0])
+    s.commit()
+    assert ("ACCOUNT#a1", "PROFILE") in _keys(db)
+
+
 def test_query_over_new_key_does_not_see_old_items(db: TestBackend) -> None:
     _old_data()
     s = db.session()
