@@ -114,10 +114,14 @@ def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
             raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
                                "cannot keep them; use Session.save and commit")
         state = obj._dynaorm_state
-        if state is not None:  # loaded: the conditioned single write of save + commit
-            ident = (spec.table.name, key_id(state.key))
+        if state is not None or spec.previous is not None:
+            # loaded: the conditioned single write of save + commit; new, of an entity in
+            # its migration window: the insert save + commit sends (refused where either
+            # layout holds the entity: a blind put would store it twice)
+            at = spec.primary_key(obj.__dict__) if state is None else state.key
+            ident = (spec.table.name, key_id(at))
             commit = _single_commit(uow, SaveEntry(obj), state, observed)
-            _refuse_twice(ident in rows or ident in loaded, spec.name, state.key)
+            _refuse_twice(ident in rows or ident in loaded, spec.name, at)
             loaded[ident] = commit
             continue
         pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)

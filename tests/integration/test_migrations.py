@@ -452,6 +452,21 @@ def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
     assert _keys(db) == OLD_KEYS  # reading moves nothing
 
 
+def test_save_many_of_a_new_object_honours_the_old_layout(db: TestBackend) -> None:
+    """(0.4) save_many put a new object blindly at its current key while the entity was
+    still stored in the old layout: it was stored twice. Now each new object of an entity
+    in its window is the insert a save sends: refused there, written elsewhere."""
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    s = db.session()
+    with pytest.raises(dynaorm.BulkWriteError) as err:
+        s.save_many([Note(id="n1", text="twin"), Note(id="n2", text="new")])
+    assert [n.id for n in err.value.not_written] == ["n1"]
+    assert [n.id for n in err.value.written] == ["n2"]
+    assert {k for k in _keys(db) if "#n" in k[0]} == {("MEMO#n1", "NOTE"),
+                                                       ("NOTE#n2", "NOTE")}
+
+
 def test_get_many_finds_entities_under_either_layout(db: TestBackend) -> None:
     """(0.4) get_many read the current layout only: an old-layout entity was None."""
     _old_data()
