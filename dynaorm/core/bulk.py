@@ -85,10 +85,10 @@ def _chunks(by_table: dict[str, tuple[TableSchema, list[Any]]]
             for i in range(0, len(rows), BATCH_WRITE)]
 
 
-def _single_commit(uow: UnitOfWork, entry: SaveEntry | DeleteEntry, state: InstanceState,
-                   observed: bool) -> Commit:
-    """The planned commit of one loaded object of a bulk call (a plain entity: planned on
-    its own state, nothing to read), checked before anything is sent."""
+def _single_commit(uow: UnitOfWork, entry: SaveEntry | DeleteEntry,
+                   state: InstanceState | None, observed: bool) -> Commit:
+    """The planned commit of one object of a bulk call (a plain entity: planned on its
+    own state, or as an insert, nothing to read), checked before anything is sent."""
     commit = uow._new_commit([entry], observed=observed)
     commit.prepared = [(entry, state)]
     commit.plan()  # (limits, values: raises here, before anything is sent)

@@ -878,6 +878,25 @@ def test_condition_and_overwrite_of_a_move_in_place(db: TestBackend) -> None:
         {"pk": "TAG#t2", "sk": "TAG", "_type": "label", "id": "t2", "label": "mine"}]
 
 
+@pytest.mark.parametrize("upsert", [False, True])
+def test_update_by_key_of_an_old_layout_entity_is_refused(db: TestBackend,
+                                                          upsert: bool) -> None:
+    """(0.4) s.update(Entity, key) targeted the current key only: it missed an entity
+    still in its old layout (ItemNotFoundError), or with upsert stored it twice."""
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    s = db.session()
+    s.update(Note, id="n1", upsert=upsert).set(text="changed")
+    with pytest.raises(DynaormError, match="previous layout"):
+        s.commit()
+    assert {k for k in _keys(db) if "#n1" in k[0]} == {("MEMO#n1", "NOTE")}
+    s.rollback()
+    with Session(mig) as other:  # an entity in the current layout updates as always
+        other.save(Note(id="n2", text="one"))
+    s.update(Note, id="n2").set(text="two")
+    s.commit()
+
+
 def test_update_of_a_moved_object_is_refused(db: TestBackend) -> None:
     _old_data()
     s = db.session()
