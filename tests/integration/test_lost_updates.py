@@ -158,18 +158,28 @@ class Memo(Entity):
     note: str | None = None  # (absent from the stored item while None)
 
 
+def _memo_moved(db: TestBackend, before_load: bool, **theirs: str) -> Session:
+    """Memo m1 stored, ``theirs`` set by another writer (before or after the load), and
+    the loaded object staged to move to m2; the session to commit it."""
+    with db.session() as s:
+        s.save(Memo(memo_id="m1", body="v0"))
+    if before_load:
+        raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, **theirs)
+    s = db.session()
+    m = s.get(Memo, memo_id="m1", consistent=True)
+    assert m is not None
+    if not before_load:
+        raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, **theirs)
+    m.memo_id = "m2"
+    s.save(m)
+    return s
+
+
 def test_moving_a_key_never_drops_a_value_set_after_the_load(db: TestBackend) -> None:
     # (0.4) the move was conditioned on the attributes present at load only: a value
     # another writer set where the loaded item had none was dropped, and the move
     # reported success
-    with db.session() as s:
-        s.save(Memo(memo_id="m1", body="v0"))
-    s = db.session()
-    m = s.get(Memo, memo_id="m1", consistent=True)
-    assert m is not None
-    raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, note="theirs")
-    m.memo_id = "m2"
-    s.save(m)
+    s = _memo_moved(db, False, note="theirs")
     before = db.scan_raw()
     with pytest.raises(ConcurrentModificationError):
         s.commit()
@@ -177,15 +187,7 @@ def test_moving_a_key_never_drops_a_value_set_after_the_load(db: TestBackend) ->
 
 
 def test_moving_a_key_carries_a_newer_models_attribute(db: TestBackend) -> None:
-    with db.session() as s:
-        s.save(Memo(memo_id="m1", body="v0"))
-    raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, newer_attr="kept")
-    s = db.session()
-    m = s.get(Memo, memo_id="m1", consistent=True)
-    assert m is not None
-    m.memo_id = "m2"
-    s.save(m)
-    s.commit()
+    _memo_moved(db, True, newer_attr="kept").commit()
     moved = raw_get(db.table, {"pk": "MEMO#m2", "sk": "MEMO"})
     assert moved is not None and moved["newer_attr"] == {"S": "kept"}
     assert raw_get(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}) is None
@@ -196,14 +198,6 @@ def test_moving_a_key_carries_an_attribute_a_newer_model_set_after_the_load(
     # (0.4) the move copied the item as loaded: an attribute a newer model set after the
     # load was dropped, and the move reported success. A condition cannot name what no
     # class here declares: the move reads it and carries it
-    with db.session() as s:
-        s.save(Memo(memo_id="m1", body="v0"))
-    s = db.session()
-    m = s.get(Memo, memo_id="m1", consistent=True)
-    assert m is not None
-    raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, newer_attr="theirs")
-    m.memo_id = "m2"
-    s.save(m)
-    s.commit()
+    _memo_moved(db, False, newer_attr="theirs").commit()
     moved = raw_get(db.table, {"pk": "MEMO#m2", "sk": "MEMO"})
     assert moved is not None and moved["newer_attr"] == {"S": "theirs"}

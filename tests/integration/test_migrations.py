@@ -231,14 +231,19 @@ def test_too_much_history_to_move_atomically() -> None:
         plan_move_save(SaveEntry(obj), state, 0)
 
 
-@pytest.mark.sync_only
-def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
+def _old_history(versions: int) -> None:
+    """Ledger ``long`` in the old layout with ``versions`` versions."""
     o = Session(old)
     ledger = OldLedger(id="long", code="LONG")
-    for n in range(60):
+    for n in range(versions):
         ledger.balance = n
         o.save(ledger)
         o.commit()
+
+
+@pytest.mark.sync_only
+def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
+    _old_history(60)
     s = db.session()
     got = s.get(Ledger, id="long")
     assert got is not None and got.version == 60
@@ -259,12 +264,7 @@ def test_delete_with_history_between_two_history_batches_leaves_nothing(
     """(0.4) migrate moved a first batch of 24 version rows ahead of the entity; a delete
     with ``history=True`` read the rest under the old key and deleted versions 1..n there
     only: the 24 moved rows stayed under the current key."""
-    o = Session(old)
-    ledger = OldLedger(id="long", code="LONG")
-    for n in range(30):
-        ledger.balance = n
-        o.save(ledger)
-        o.commit()
+    _old_history(30)
     s = db.session()
     got = s.get(Ledger, id="long")
     assert got is not None and isinstance(got._dynaorm_state, MovedState)
