@@ -387,7 +387,7 @@ class Adversary(RuleBasedStateMachine):
 
 def _examples() -> int:
     """Examples of one run: ``DYNAORM_SOAK`` (``make soak``), else a bounded few."""
-    return int(os.environ.get("DYNAORM_SOAK", "0")) or 12
+    return int(os.environ.get("DYNAORM_SOAK", "0")) or 60
 
 
 @pytest.fixture
