@@ -180,7 +180,8 @@ class Commit:
         op = plan.ops[0]  # (a 5xx it proves unapplied is retried: see the outcomes)
         probe = Call("GetItem", {"TableName": op.origin.table.name, "Key": wire_key(op.key),
                                  "ConsistentRead": True}, origins)
-        return Call(operation, request, origins, False, probe, self._judge_probe)
+        return Call(operation, request, origins, False, probe=probe,
+                    unapplied=self._judge_probe)
 
     def _judge_probe(self, item: dict[str, Any] | None) -> bool:
         """Whether the item read after a 5xx proves the single-item write unapplied; one
