@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 
-.PHONY: demo test test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean
+.PHONY: demo test test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
@@ -93,3 +93,10 @@ bench-all: $(STAMP) ddb-local
 
 clean:
 	rm -rf $(VENV) $(DEMO_VENV) .cache .mypy_cache .ruff_cache .pytest_cache .hypothesis build
+
+# The adversary (tests/system/test_adversary.py) for a long run on DynamoDB Local:
+# SOAK examples of the state machine, its figures printed at the end.
+SOAK ?= 300
+soak: $(STAMP) ddb-local
+	DYNAORM_SOAK=$(SOAK) DYNAORM_BACKENDS=local DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -s \
+		-p no:cacheprovider tests/system/test_adversary.py

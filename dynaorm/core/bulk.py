@@ -25,15 +25,16 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, encode_entity, spec_of
-from dynaorm.model.expressions import Condition, all_of
+from dynaorm.model.expressions import all_of
 from dynaorm.model.keys import key_id, wire_key
 from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
-from dynaorm.write.conditions import stored_as
+from dynaorm.write.conditions import as_loaded
 from dynaorm.write.entries import DeleteEntry, SaveEntry
+from dynaorm.write.outcomes import same_item
 from dynaorm.write.render import check_batch_delete, check_batch_put
 
 if TYPE_CHECKING:
@@ -84,10 +85,10 @@ def _chunks(by_table: dict[str, tuple[TableSchema, list[Any]]]
             for i in range(0, len(rows), BATCH_WRITE)]
 
 
-def _single_commit(uow: UnitOfWork, entry: SaveEntry | DeleteEntry, state: InstanceState,
-                   observed: bool) -> Commit:
-    """The planned commit of one loaded object of a bulk call (a plain entity: planned on
-    its own state, nothing to read), checked before anything is sent."""
+def _single_commit(uow: UnitOfWork, entry: SaveEntry | DeleteEntry,
+                   state: InstanceState | None, observed: bool) -> Commit:
+    """The planned commit of one object of a bulk call (a plain entity: planned on its
+    own state, or as an insert, nothing to read), checked before anything is sent."""
     commit = uow._new_commit([entry], observed=observed)
     commit.prepared = [(entry, state)]
     commit.plan()  # (limits, values: raises here, before anything is sent)
@@ -113,10 +114,14 @@ def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
             raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
                                "cannot keep them; use Session.save and commit")
         state = obj._dynaorm_state
-        if state is not None:  # loaded: the conditioned single write of save + commit
-            ident = (spec.table.name, key_id(state.key))
+        if state is not None or spec.previous is not None:
+            # loaded: the conditioned single write of save + commit; new, of an entity in
+            # its migration window: the insert save + commit sends (refused where either
+            # layout holds the entity: a blind put would store it twice)
+            at = spec.primary_key(obj.__dict__) if state is None else state.key
+            ident = (spec.table.name, key_id(at))
             commit = _single_commit(uow, SaveEntry(obj), state, observed)
-            _refuse_twice(ident in rows or ident in loaded, spec.name, state.key)
+            _refuse_twice(ident in rows or ident in loaded, spec.name, at)
             loaded[ident] = commit
             continue
         pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
@@ -162,10 +167,15 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
     check_concurrency(concurrency)
     targets: list[tuple[Any, type[Entity], PlainKey]] = []
     loaded: list[Commit] = []
+    by_key: list[tuple[Any, Commit]] = []  # (a migration window: read under both layouts)
     if isinstance(objs, type):
         spec = uow._spec(objs)
         refuse_rules(spec, "delete_many")
         targets = [(k, objs, uow._lookup_key(spec, k)) for k in keys or ()]
+        if spec.previous is not None:
+            by_key = [(k, uow._new_commit([DeleteEntry(objs.model_construct(**k))],
+                                          observed=observed)) for k in keys or ()]
+            targets = []
     else:
         if keys is not None:
             raise DynaormError("delete_many(objs) takes no keys; "
@@ -181,7 +191,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
             ident = (spec.table.name, key_id(state.key))
             _refuse_twice(ident in seen, spec.name, state.key)
             seen.add(ident)
-            entry = DeleteEntry(obj, condition=_still_as_loaded(state.item))
+            entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
             loaded.append(_single_commit(uow, entry, state, observed))
         for _, cls, k in targets:
             _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
@@ -200,6 +210,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
                                      for t, k in c], result)
               for table, c in _chunks(by_table)]
     protos += [_single_p(commit, result) for commit in loaded]
+    protos += [_by_key_p(commit, key, result) for key, commit in by_key]
     yield from gather(protos, concurrency)
     for target in result.written:
         if isinstance(target, Entity):
@@ -229,6 +240,13 @@ class BulkResult:
         (self.unknown if unknown else self.not_written).append(target)
         self.errors.append((target, error))
 
+    def failed_by(self, target: Any, error: DynaormError) -> None:
+        """``target``'s write raised ``error``: unknown when it may have been applied
+        (``OutcomeUnknownError``, a request error after an attempt that may have been),
+        else not written."""
+        self.failed(target, error, unknown=isinstance(error, OutcomeUnknownError) or (
+            isinstance(error, RequestError) and error.maybe_applied))
+
     def raise_if_failed(self, what: str) -> None:
         """:class:`~dynaorm.BulkWriteError` unless everything was written."""
         if not self.not_written and not self.unknown:
@@ -252,6 +270,11 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
         yield from commit.settle()
         result.written.append(obj)
         return
+    if isinstance(entry, DeleteEntry):
+        changed = yield from _changed_since_load(commit, obj)
+        if changed is not None:
+            result.failed(obj, changed, unknown=False)
+            return
     try:
         yield from commit.send()
     except ItemNotFoundError as exc:
@@ -263,24 +286,52 @@ def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
     except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
         state = obj._dynaorm_state
         key = exc.key if state is None else state.key
-        result.failed(obj, ConcurrentModificationError(
-            f"{type(obj).__name__} {key}: changed by another writer since it was "
-            "loaded; not deleted (reload it to delete the newer state)",
-            entity=type(obj), key=key), unknown=False)
+        result.failed(obj, _changed(obj, key), unknown=False)
         return
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
-        unknown = isinstance(exc, OutcomeUnknownError) or (
-            isinstance(exc, RequestError) and exc.maybe_applied)
-        result.failed(obj, exc, unknown=unknown)
+        result.failed_by(obj, exc)
         return
     yield from commit.settle()
     result.written.append(obj)
 
 
-def _still_as_loaded(item: Item) -> Condition | None:
-    """The condition of a bulk delete of a loaded object: every attribute it was loaded
-    with is still stored as loaded (an item already gone counts as deleted)."""
-    return all_of(stored_as(item, frozenset(item)))
+def _by_key_p(commit: Commit, key: Any, result: BulkResult) -> Proto[None]:
+    """Delete by ``key`` an entity declaring ``Meta.previous`` (in its migration window):
+    read under both layouts, then deleted where it is (its old row, guards and all), or
+    already gone (deleted, as asked); reported as ``key``."""
+    try:
+        yield from commit.prepare()
+        commit.plan()
+        yield from commit.send()
+    except ItemNotFoundError:
+        result.written.append(key)  # (gone under both layouts: deleted, as asked)
+        return
+    except DynaormError as exc:
+        result.failed_by(key, exc)
+        return
+    yield from commit.settle()
+    result.written.append(key)
+
+
+def _changed_since_load(commit: Commit, obj: Entity
+                        ) -> Proto[ConcurrentModificationError | None]:
+    """A bulk delete of a loaded object reads the item first (consistently): a condition
+    can name only the attributes the class declares, so an attribute another writer (a
+    newer model) added after the load is seen here; such an item is not deleted."""
+    state = obj._dynaorm_state
+    assert state is not None
+    spec = spec_of(type(obj))
+    stored = yield from commit._reads.item(spec.table, state.key)
+    if stored is None or same_item(stored, state.item):
+        return None  # (gone: deleted as asked; as loaded: the conditioned delete decides)
+    return _changed(obj, state.key)
+
+
+def _changed(obj: Entity, key: PlainKey | None) -> ConcurrentModificationError:
+    return ConcurrentModificationError(
+        f"{type(obj).__name__} {key}: changed by another writer since it was "
+        "loaded; not deleted (reload it to delete the newer state)",
+        entity=type(obj), key=key)
 
 
 def _refuse_twice(twice: bool, name: str, key: PlainKey) -> None:

@@ -32,13 +32,21 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from dynaorm.errors import ConcurrentModificationError, ItemExistsError, RequestError
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import (
+    ConcurrentModificationError,
+    ItemExistsError,
+    ItemGoneError,
+    RequestError,
+)
 from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.keys import wire_key
 from dynaorm.model.state import DELETED
+from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto
-from dynaorm.write.outcomes import failure, same_item
+from dynaorm.write.outcomes import failure, same_item, unapplied_by
 from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import ConditionCheck
 from dynaorm.write.render import WritePlan
@@ -79,6 +87,8 @@ class Commit:
         #: whether the request was handed to the driver, and whether objects settled
         self._sent = False
         self._settled = False
+        #: what a probe read after the last attempt, when it proved nothing
+        self._probed: list[Item | None] = []
 
     def run(self) -> Proto[CommitResult]:
         """Every phase; returns the requests sent (reads to prepare included)."""
@@ -93,9 +103,10 @@ class Commit:
                 try:
                     yield from self.send()
                     break
-                except (ConcurrentModificationError, ItemExistsError) as exc:
-                    # an overwrite planned on what it read: another writer changed the
-                    # item in between (nothing was written); read and plan again
+                except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
+                    # an overwrite planned on what it read: another writer changed (or
+                    # deleted) the item in between (nothing was written); read and plan
+                    # again: last writer wins, a deleted item is recreated
                     if round_ == OVERWRITE_ROUNDS or not any(
                             entry._rereads(exc.table, exc.key, state)
                             for entry, state in self.prepared):
@@ -164,17 +175,38 @@ class Commit:
         # an attempt that may have been applied it is never resent (a resend could apply
         # twice, or over what another writer committed meanwhile), it is read back instead
         # (dynaorm.write.outcomes.read_back)
-        return Call(operation, request, origins, operation == "TransactWriteItems")
+        if not plan.single_item:
+            return Call(operation, request, origins, True)
+        op = plan.ops[0]  # (a 5xx it proves unapplied is retried: see the outcomes)
+        probe = Call("GetItem", {"TableName": op.origin.table.name, "Key": wire_key(op.key),
+                                 "ConsistentRead": True}, origins)
+        return Call(operation, request, origins, False, probe=probe,
+                    unapplied=self._judge_probe)
+
+    def _judge_probe(self, item: dict[str, Any] | None) -> bool:
+        """Whether the item read after a 5xx proves the single-item write unapplied; one
+        that proves nothing ends the attempts at once, and the read back after them
+        takes it (no second read)."""
+        unapplied = unapplied_by(self._planned().ops[0], item)
+        self._probed = [] if unapplied else [item]
+        return unapplied
+
+    def _read(self, table: TableSchema, key: PlainKey) -> Proto[Item | None]:
+        """The read back after a failure: the probe's item when it was the last read."""
+        if self._probed:
+            return self._probed.pop()
+        return (yield from self._reads.item(table, key))
 
     def send(self) -> Proto[None]:
         """Send the plan; after a failure, the error it means is raised (reading what
         that needs), unless an attempt that may have been applied was."""
+        self._probed = []
         call = self.request()
         self._sent = True
         try:
             self.response = yield call
         except RequestError as exc:
-            error = yield from failure(self._planned(), exc, self._reads.item)
+            error = yield from failure(self._planned(), exc, self._read)
             if error is None:  # applied: the commit succeeded, its answer was lost
                 self.response = {}
                 return
@@ -191,7 +223,8 @@ class Commit:
             _PENDING.pop(id(outcome.obj), None)
             _finalize(outcome)
         plan = self._planned()
-        single = len(plan.ops) == 1 and bool(self.response)
+        # (alone: a lost answer resolved as applied leaves no response: read back then)
+        single = len(plan.ops) == 1
         for entry in self.staged:
             yield from entry._finish(self.response, single, self._reads)
 

@@ -16,9 +16,9 @@ from dynaorm.core.commit import Commit
 from dynaorm.core.staging import Staging, check_concurrency, history_spec
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
+from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
@@ -52,6 +52,36 @@ def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
     return item
 
 
+def _old_last_version_p(spec: EntitySpec, fields: dict[str, Any]) -> Proto[int]:
+    """The highest version row kept under the previous layout's key of the entity with
+    ``fields`` (a deleted entity's history not moved yet: a new object continues it, as
+    it would once ``migrate`` moves it): a reverse, consistent query of the old
+    partition's version rows, filtered to that entity's sort key and old type name."""
+    layout = spec.previous
+    assert layout is not None and spec.table.sk is not None
+    pk, sk = spec.table.pk, spec.table.sk
+    first = layout.key(fields, spec.name, 1)
+    base = parse_version_sk(first[sk])
+    assert base is not None
+    type_attr = spec.table.type_attribute
+    request: dict[str, Any] = {
+        "TableName": spec.table.name, "ConsistentRead": True, "ScanIndexForward": False,
+        "KeyConditionExpression": "#p = :p AND begins_with(#s, :v)",
+        "ExpressionAttributeNames": {"#p": pk, "#s": sk},
+        "ExpressionAttributeValues": {":p": {"S": first[pk]}, ":v": {"S": "v"}}}
+    while True:
+        out = yield from call("Query", request, (spec.cls,))
+        for item in out.get("Items", []):
+            parsed = parse_version_sk(key_value(item[sk]))
+            if parsed is None or parsed[0] == 0 or parsed[1] != base[1]:
+                continue
+            if type_attr is None or item.get(type_attr, {}).get("S") == layout.type_name:
+                return parsed[0]
+        if not out.get("LastEvaluatedKey"):
+            return 0
+        request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
+
 class _Reads:
     """The reads a commit's staged writes ask for (:class:`dynaorm.write.staged.Reads`):
     consistent, as protocols."""
@@ -68,9 +98,11 @@ class _Reads:
         q = history_spec(type(obj), fields).reverse().consistent().limit(1)
         sel = q._selection()
         found = yield from q._collect_p(sel)
-        if not found:
+        if found:
+            return int(sel.decode(found[0]).version)  # type: ignore[attr-defined]
+        if spec.previous is None:
             return 0
-        return int(sel.decode(found[0]).version)  # type: ignore[attr-defined]
+        return (yield from _old_last_version_p(spec, fields))
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Generator[Any, Any, InstanceState | None]:
@@ -124,8 +156,15 @@ class UnitOfWork(Staging):
         for item in items:
             if item is not None and not spec.owns(item):
                 note_unclaimed(spec.table, item)  # a renamed class: say so, once
-        return [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
-                for i in items]
+        out = [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
+               for i in items]
+        if spec.previous is not None and not snapshot:
+            # a migration window: a miss is looked up under either layout, as get does
+            for at, obj in enumerate(out):
+                if obj is None:
+                    out[at] = yield from previous_get_p(spec.table.name, spec, keys[at],
+                                                        wanted[at], items[at])
+        return out
 
     def _snapshot_p(self, spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Item]]:
         unique = list({key_id(k): k for k in wanted}.values())

@@ -38,7 +38,7 @@ def encode_value(value: Any) -> AttributeValue:
     """Encode one Python value. A value DynamoDB cannot store raises
     :class:`~dynaorm.InvalidValueError` before anything is sent: NaN and infinities (float
     or ``Decimal``), a type with no DynamoDB form, maps and lists nested far beyond
-    DynamoDB's 32 levels."""
+    DynamoDB's 32 levels, a map with a key that is not a string."""
     try:
         return _encode(value)
     except RecursionError:
@@ -71,13 +71,32 @@ def _encode(value: Any) -> AttributeValue:
     if isinstance(value, uuid.UUID | timedelta):
         return {"S": str(value)}
     if isinstance(value, Mapping):
-        return {"M": {str(k): _encode(v) for k, v in value.items()}}
+        return {"M": _encode_map(value)}
     if isinstance(value, set | frozenset):
         return _encode_set(value)
     if isinstance(value, list | tuple):
         return {"L": [_encode(v) for v in value]}
     raise InvalidValueError(f"cannot store a value of type {t.__name__} in DynamoDB: "
                             f"{_short(value)}")
+
+
+def _encode_map(value: Mapping[Any, Any]) -> dict[str, AttributeValue]:
+    """A map's entries: every key a string (a ``str``, or an enum member whose value is
+    one), each stored once. Any other key (``1``, ``(2, 3)``, ``None``, ``b"k"``) raises
+    :class:`~dynaorm.InvalidValueError`: turning it into a string would change the value
+    silently (``{1: "a", "1": "b"}`` would be stored as ``{"1": "b"}``)."""
+    out: dict[str, AttributeValue] = {}
+    for k, v in value.items():
+        name = k.value if isinstance(k, enum.Enum) else k
+        if not isinstance(name, str):
+            raise InvalidValueError(f"a map key must be a string, not {type(k).__name__} "
+                                    f"{_short(k)}: DynamoDB's map keys are strings")
+        name = str.__str__(name)  # (a str subclass: its text, not its __str__)
+        if name in out:
+            raise InvalidValueError(f"the map key {_short(k)} is stored as {name!r}, "
+                                    "which another key of the map is stored as already")
+        out[name] = _encode(v)
+    return out
 
 
 def _short(value: Any) -> str:

@@ -618,5 +618,6 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         spec = dataclasses.replace(spec, previous=previous_layout(
             owner, meta["previous"], table, field_names, pk, sk, spec.type_name, renames,
             versioned, bool(shards)))
-    table.register(cls, spec.type_name)
+    table.register(cls, spec.type_name,
+                   None if spec.previous is None else spec.previous.type_name)
     return spec

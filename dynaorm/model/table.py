@@ -114,6 +114,8 @@ class TableSchema:
         """The TTL attribute ``create()`` enables (UpdateTimeToLive), if any."""
         self.entities: dict[str, type[Any]] = {}
         """The entity classes mapped onto this table, by type name."""
+        self.retired: dict[str, type[Any]] = {}
+        """Type names retired by a ``Meta.previous``: the class that declares each."""
         self._client: Any = None
 
     @property
@@ -131,18 +133,27 @@ class TableSchema:
         return None
 
     # -- entity registry -----------------------------------------------------------
-    def register(self, entity: type[Any], type_name: str) -> None:
-        """Record ``entity`` under ``type_name`` (called when an entity class is defined)."""
-        other = self.entities.get(type_name)
-        if other is not None and (other.__module__, other.__qualname__) != (
-                entity.__module__, entity.__qualname__):
-            raise DynaormError(
-                f"table {self.name!r}: type name {type_name!r} is taken by "
-                f"{other.__module__}.{other.__qualname__}; give "
-                f"{entity.__module__}.{entity.__qualname__} its own type name with "
-                f"'class Meta: type_name = \"...\"' (re-defining a class of the same "
-                f"module replaces it)")
+    def register(self, entity: type[Any], type_name: str, previous: str | None = None
+                 ) -> None:
+        """Record ``entity`` under ``type_name`` (called when an entity class is defined),
+        and reserve ``previous``, the type name its ``Meta.previous`` declares: a type name
+        used by a class or retired by one belongs to that class on this table (another
+        class taking it would read, and ``migrate`` convert, the other's items)."""
+        for name in (type_name, previous):
+            other = None if name is None else self.entities.get(name) or self.retired.get(name)
+            if other is not None and _qualified(other) != _qualified(entity):
+                retired = name in self.retired and name not in self.entities
+                raise DynaormError(
+                    f"table {self.name!r}: type name {name!r} is taken by "
+                    f"{_qualified(other)}"
+                    f"{' (retired by its Meta.previous)' if retired else ''}; give "
+                    f"{_qualified(entity)} its own type name with 'class Meta: type_name "
+                    "= \"...\"' (re-defining a class of the same module replaces it)"
+                    + ("" if name == type_name else "; a previous type name belongs to "
+                       "the class that used it"))
         self.entities[type_name] = entity
+        if previous is not None and previous != type_name:
+            self.retired[previous] = entity
 
     def key_type(self, attr: str | None) -> str:
         """The DynamoDB type of a key attribute: ``"S"`` unless ``key_types`` says ``N``/``B``."""
@@ -262,3 +273,7 @@ def _key_types(table: str, key_types: Mapping[str, str] | None, key_attrs: set[s
         if kind != "S":
             found[attr] = kind
     return found
+
+
+def _qualified(cls: type[Any]) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"

@@ -65,6 +65,11 @@ class Call:
     #: how a wire that has the answer's bytes may read them itself (see :class:`Send`);
     #: never used when hooks see the attempt (they get the answer as botocore shapes it)
     reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    #: a request that is not idempotent, met by a server error (5xx) that may have been
+    #: applied: the read (``probe``) that may prove it was not, and the judgment of what
+    #: it read (``unapplied(item)``): proved, it is retried within the attempts left
+    probe: Call | None = None
+    unapplied: Callable[[dict[str, Any] | None], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +290,24 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
             close()
 
 
+#: the failures a server answers when it could not finish a request (it may have been
+#: applied first): what a probe (:attr:`Call.probe`) may prove unapplied
+SERVER_ERRORS = frozenset({"InternalServerError", "InternalFailure", "ServiceUnavailable",
+                           "500", "502", "503", "504"})  # (a page, not JSON: its status)
+
+
+def _unapplied(policy: Policy, step: Call, within: Operation | None
+               ) -> Generator[Primitive, Any, bool]:
+    """Whether ``step``'s probe proves its failed attempt was not applied (a probe that
+    fails proves nothing)."""
+    assert step.probe is not None and step.unapplied is not None
+    try:
+        out = yield from attempts(policy, step.probe, within)
+    except RequestError:
+        return False
+    return step.unapplied(out.get("Item"))
+
+
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
@@ -315,6 +338,10 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
+        if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
+                and error.code in SERVER_ERRORS and step.probe is not None):
+            # (a 5xx: read what is stored; a write it proves unapplied is retried)
+            error.maybe_applied = not (yield from _unapplied(policy, step, within))
         maybe_applied = maybe_applied or error.maybe_applied
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):

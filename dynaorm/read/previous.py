@@ -24,6 +24,7 @@ from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
+from dynaorm.model.timestamps import expired
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.write.moves import load_old
@@ -66,12 +67,23 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
         item = found
     else:
         current, item = yield from _both_p(table, spec, new_key, old_key)
+        current = _live(spec, current)
         if current is not None and spec.owns(current):
             return spec.cls._from_item(current, spec)
+    item = _live(spec, item)
     if item is None or not layout.owns(item):
         return None
     history = yield from old_history_p(table, spec, item)
     return from_previous(spec, item, history)
+
+
+def _live(spec: EntitySpec, item: Item | None) -> Item | None:
+    """``item``, or ``None`` when its TTL has passed (expired, not yet deleted by
+    DynamoDB: every read treats it as gone, under either layout)."""
+    ttl = spec.table.ttl
+    if item is not None and ttl is not None and expired(item, ttl):
+        return None
+    return item
 
 
 def _both_p(table: str, spec: EntitySpec, first: PlainKey, second: PlainKey
@@ -103,6 +115,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
         old = current = out.get("Item")
     else:
         old, current = yield from _both_p(table, spec, old_key, new_key)
+    old, current = _live(spec, old), _live(spec, current)
     if old is not None and layout.owns(old):
         if current is not old and current is not None and spec.owns(current):
             raise DynaormError(

@@ -33,7 +33,16 @@ from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, Reque
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import MovedState
+from dynaorm.model.rows import (
+    GUARD_TYPE,
+    OWNER_PK,
+    OWNER_SK,
+    OWNER_TYPE,
+    parse_version_sk,
+    version_sk,
+)
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
@@ -41,10 +50,15 @@ from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
 from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
-from dynaorm.write.moves import history_batches, load_old, needs_history_batches
+from dynaorm.write.moves import (
+    history_batches,
+    kept_row_move,
+    load_old,
+    needs_history_batches,
+)
 from dynaorm.write.render import WritePlan
 
-__all__ = ["MigrationReport", "migrate", "old_layout_entity"]
+__all__ = ["MigrationReport", "migrate", "old_layout_entity", "old_version_row"]
 
 #: how many times a move that lost its condition is judged again and retried
 MOVE_ROUNDS = 5
@@ -96,11 +110,16 @@ class MigrationReport:
     dry_run: bool
     #: the findings of ``dynaorm check`` after a finished run (``None``: not run)
     problems: list[str] | None = None
+    #: what a finished run found still in a previous layout when it looked again (rows,
+    #: version rows, guards naming a previous type or owner): each one's key and kind
+    left: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        """Finished, nothing failed, ``check`` clean (a dry run: finished)."""
-        return self.done and not self.failed and not self.problems
+        """Finished, nothing failed, ``check`` clean, and nothing of any entity (row,
+        guard, version row, kept history) left in a previous layout (a dry run:
+        finished)."""
+        return self.done and not self.failed and not self.problems and not self.left
 
 
 def _migrating(table: Table) -> list[EntitySpec]:
@@ -117,6 +136,59 @@ def old_layout_entity(specs: list[EntitySpec], item: Item) -> EntitySpec | None:
         if spec.previous.owns(item) and not (spec.owns(item) and spec.fits(item)):
             return spec
     return None
+
+
+def old_version_row(specs: list[EntitySpec], item: Item) -> EntitySpec | None:
+    """The versioned entity whose previous layout the version row ``item`` (version 1
+    or later) is stored in, or ``None``."""
+    for spec in specs:
+        layout, sk = spec.previous, spec.table.sk
+        if not spec.versioned or layout is None or sk is None or sk not in item:
+            continue
+        parsed = parse_version_sk(key_value(item[sk]))
+        if parsed is None or parsed[0] == 0:
+            continue
+        latest = {**item, sk: {"S": version_sk(parsed[1], 0)}}
+        if layout.owns(latest) and not (spec.owns(latest) and spec.fits(latest)):
+            return spec
+    return None
+
+
+def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
+    """Whether the guard ``item`` names a previous type or an owner key stored in a
+    previous layout (a move re-points it: one left means a move left it)."""
+    table = specs[0].table if specs else None
+    if table is None or item.get(table.type_attr, {}).get("S") != GUARD_TYPE:
+        return False
+    owner_type = item.get(OWNER_TYPE, {}).get("S")
+    owner: Item = {table.pk: item.get(OWNER_PK, {"S": ""})}
+    if table.sk is not None:
+        owner[table.sk] = item.get(OWNER_SK, {"S": ""})
+    if table.type_attribute is not None and owner_type is not None:
+        owner[table.type_attribute] = {"S": owner_type}
+    return any(s.previous is not None and s.previous.type_name != s.type_name
+               and owner_type == s.previous.type_name for s in specs) or (
+        old_layout_entity(specs, owner) is not None)
+
+
+def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None) -> list[str]:
+    """Everything still in a previous layout, found by one more scan: old rows (not
+    expired), old version rows, guards naming an old type or owner."""
+    left: list[str] = []
+    ttl = table.ttl
+    for page, _ in scan_pages(table, None, page_size, "migrate"):
+        for item in page:
+            if ttl is not None and expired(item, ttl):
+                continue
+            key = _key_text(_old_key(specs[0], item)) if specs else ""
+            spec = old_layout_entity(specs, item)
+            if spec is not None:
+                left.append(f"{spec.name} {key}: its row is in the previous layout")
+            elif (spec := old_version_row(specs, item)) is not None:
+                left.append(f"{spec.name} {key}: a version row in the previous layout")
+            elif _old_guard(specs, item):
+                left.append(f"guard {key}: names an owner in a previous layout")
+    return left
 
 
 def _key_text(key: PlainKey) -> str:
@@ -167,6 +239,24 @@ def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
             session.rollback()
         current = session.get(spec.cls, consistent=True, **fields)  # judged again
     return f"still changing after {MOVE_ROUNDS} attempts"
+
+
+def _move_kept(table: Table, spec: EntitySpec, row: Item) -> str:
+    """Move one kept version row (its entity deleted without its history) to the current
+    layout; ``"skipped"`` when its entity is stored again in the old layout (its move
+    takes the row) or a writer moved or deleted the row first."""
+    try:
+        ops = kept_row_move(spec, row)
+        request = WritePlan(tuple(ops)).transaction_request(os.urandom(16).hex())
+        table.db.driver.run(call("TransactWriteItems", request),
+                            Operation("migrate.history", (spec.table.name,)))
+    except RequestError as exc:
+        if exc.code == "TransactionCanceledException":
+            return "skipped"
+        return str(exc)
+    except DynaormError as exc:
+        return str(exc)
+    return "moved"
 
 
 def _move_history(client: Client, spec: EntitySpec, state: MovedState) -> None:
@@ -232,6 +322,8 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     local = threading.local()
 
     def move_one(spec: EntitySpec, item: Item) -> str:
+        if old_layout_entity(specs, item) is None:  # a kept version row (entity gone)
+            return _move_kept(table, spec, item)
         session = getattr(local, "session", None)
         if session is None:
             session = local.session = Session(table)
@@ -266,11 +358,14 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         if pool is not None:
             pool.shutdown()
     problems = None
-    if state.done and check and not dry_run:
-        problems = check_table(table).problems
+    left: list[str] = []
+    if state.done and not dry_run:
+        left = _leftovers(table, specs, page_size)
+        if check:
+            problems = check_table(table).problems
     return MigrationReport(state.scanned, dict(state.found), dict(state.moved),
                            state.skipped, list(state.failed), dict(state.samples),
-                           state.done, resumed, dry_run, problems)
+                           state.done, resumed, dry_run, problems, left)
 
 
 def _check_options(concurrency: int, rate: float | None) -> None:
@@ -290,6 +385,9 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
     for item in page:
         spec = old_layout_entity(specs, item)
         if spec is None:
+            kept = old_version_row(specs, item)  # (moved alone if its entity is gone)
+            if kept is not None:
+                found.append((kept, item, _old_key(kept, item)))
             continue
         old_key = _old_key(spec, item)
         try:
@@ -310,13 +408,29 @@ def _count_outcomes(state: _State, moves: list[tuple[EntitySpec, Item, PlainKey]
                     outcomes: list[str]) -> None:
     """Record in ``state`` what each move came to: moved, skipped (a live writer moved
     or deleted the item first), or failed (with its reason)."""
-    for (spec, _, old_key), outcome in zip(moves, outcomes, strict=True):
+    for (spec, item, old_key), outcome in zip(moves, outcomes, strict=True):
+        if _kept_row(spec, item):  # a kept version row: counted apart, skipped silently
+            if outcome == "moved":
+                name = f"{spec.name} (kept history)"
+                state.moved[name] = state.moved.get(name, 0) + 1
+            elif outcome != "skipped":
+                state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
+            continue
         if outcome == "moved":
             state.moved[spec.name] = state.moved.get(spec.name, 0) + 1
         elif outcome == "skipped":
             state.skipped += 1
         else:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
+
+
+def _kept_row(spec: EntitySpec, item: Item) -> bool:
+    """Whether ``item`` is a version row (version 1 or later) of versioned ``spec``."""
+    sk = spec.table.sk
+    if not spec.versioned or sk is None or sk not in item:
+        return False
+    parsed = parse_version_sk(key_value(item[sk]))
+    return parsed is not None and parsed[0] > 0
 
 
 def _old_key(spec: EntitySpec, item: Item) -> PlainKey:

@@ -13,12 +13,13 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
+from dynaorm.model.expressions import not_exists
 from dynaorm.model.rows import VERSION_TTL, history_sk, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
 from dynaorm.write.records import Delete, Fail, Op, Origin, Role
 
-__all__ = ["ActionBuilder", "undeclared", "version_row"]
+__all__ = ["ActionBuilder", "declared", "undeclared", "version_row"]
 
 
 class ActionBuilder:
@@ -38,7 +39,12 @@ class ActionBuilder:
                       field=field, value=value, staged=self.index)
 
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-               old_owner: PlainKey | None, new_owner: PlainKey | None) -> None:
+               old_owner: PlainKey | None, new_owner: PlainKey | None,
+               retyped: bool = False) -> None:
+        """The guard writes that follow the change from ``old`` values owned at
+        ``old_owner`` to ``new`` ones at ``new_owner`` (``retyped``: the owner's type name
+        changed, a move from a previous layout in place: every guard kept is rewritten
+        to name the new type, or finds and checks would not see it)."""
         spec = self.spec
         # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
         ttl = owner_ttl(spec, new)
@@ -46,19 +52,24 @@ class ActionBuilder:
         for rule in spec.uniques:
             old_key = None if old is None else rule.guard_key(old, spec.name)
             new_key = None if new is None else rule.guard_key(new, spec.name)
-            moved = old_owner != new_owner
+            moved = old_owner != new_owner or retyped
             if old_key == new_key and not moved and (same_ttl or new_key is None):
                 continue
             value = None if new is None else new.get(rule.field)
             if old_key is not None and old_key == new_key and new_owner is not None:
                 assert old_owner is not None
+                # (re-pointed; or claimed: an owner stored before its rule, or its
+                # normalisation, was declared has no guard there, which is no conflict)
                 self.ops.append(guard_put(
-                    spec, rule, new_key, new_owner, value, owned_by(spec, old_owner),
+                    spec, rule, new_key, new_owner, value,
+                    owned_by(spec, old_owner) | claimable(spec),
                     self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value), ttl))
                 continue
             if old_key is not None and old_owner is not None:
                 old_value = None if old is None else old.get(rule.field)
-                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner),
+                # (released if still its owner's; no guard at all is released already)
+                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner)
+                                       | not_exists(spec.table.pk),
                                        self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
                                                    old_value)))
             if new_key is not None and new_owner is not None:
@@ -104,13 +115,14 @@ def undeclared(spec: EntitySpec, stored: Item) -> Item:
     wrote them: rolling deploys): every write that rewrites the item carries them over.
     Not the entity's fields (by stored name), table keys, its own index keys, the
     discriminator, nor the version of a versioned entity or its history key."""
-    known = _declared(spec)
+    known = declared(spec)
     if len(stored) <= len(known) and stored.keys() <= known:
         return {}
     return {k: v for k, v in stored.items() if k not in known}
 
 
-def _declared(spec: EntitySpec) -> frozenset[str]:
+def declared(spec: EntitySpec) -> frozenset[str]:
+    """Every attribute a stored item of ``spec`` may hold that the class writes."""
     found = _DECLARED.get(spec.cls)
     if found is None:
         table = spec.table

@@ -16,13 +16,13 @@ from dynaorm.model.codec import encode_value
 from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, rename_paths
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.timestamps import encode_ttl
+from dynaorm.write.actions import declared
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
 if TYPE_CHECKING:
     from dynaorm.write.entries import DeleteEntry, SaveEntry
 
-__all__ = ["conditioned", "stored_as", "unchanged", "with_condition"]
-
+__all__ = ["as_loaded", "conditioned", "stored_as", "unchanged", "with_condition"]
 
 
 def unchanged(spec: EntitySpec, old: Mapping[str, Any],
@@ -51,6 +51,20 @@ def stored_as(stored: Item, attrs: set[str] | frozenset[str]) -> list[Condition]
         av = stored.get(name)
         conds.append(not_exists(name) if av is None else raw_eq(name, av))
     return conds
+
+
+def as_loaded(spec: EntitySpec, stored: Item, leave: set[str] | frozenset[str] = frozenset()
+              ) -> list[Condition]:
+    """Conditions that the item is still exactly as loaded (``stored``, raw), for a write
+    that replaces or removes the whole item (a bulk delete, a key move): every attribute it
+    held still holds its value, and every attribute the class writes that it did not hold
+    (a field left out while ``None``, a sparse index key) is still absent, so a value
+    another writer set after the load is never dropped. ``leave``: attributes the caller
+    conditions otherwise. (An attribute no class here declares, added after the load, is
+    beyond what a condition can name: see failure-semantics.md.)"""
+    absent = declared(spec) - stored.keys() - leave
+    return [*stored_as(stored, set(stored) - leave),
+            *(not_exists(a) for a in sorted(absent))]
 
 
 def with_condition(ops: list[Op], entry: SaveEntry | DeleteEntry, spec: EntitySpec,

@@ -17,11 +17,12 @@ from dynaorm.model.expressions import Condition
 from dynaorm.model.keys import key_id
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.state import InstanceState
+from dynaorm.write.actions import undeclared
 from dynaorm.write.planner import plan_delete, plan_save
 from dynaorm.write.records import Op
 from dynaorm.write.staged import Outcome, Prepared, Reads
 
-__all__ = ["DeleteEntry", "SaveEntry"]
+__all__ = ["DeleteEntry", "SaveEntry", "either_layout"]
 
 
 class _ObjectEntry:
@@ -78,6 +79,9 @@ class SaveEntry(_ObjectEntry):
                 key = spec.primary_key(obj.__dict__) if state is None else state.key
                 item = yield from reads.item(spec.table, key)
                 state = None if item is None else type(obj)._from_item(item)._dynaorm_state
+        elif (state is not None and not isinstance(state, MovedState)
+              and not spec.versioned and spec.primary_key(obj.__dict__) != state.key):
+            state = yield from _with_unknown(spec, state, reads)
         entry = self
         if state is None and spec.versioned:
             last = yield from reads.last_version(obj)  # a deleted entity's kept history
@@ -103,6 +107,33 @@ class SaveEntry(_ObjectEntry):
         yield  # (a protocol that asks for nothing: the commit settles the object)
 
 
+def _with_unknown(spec: Any, state: InstanceState, reads: Reads
+                  ) -> Generator[Any, Any, InstanceState]:
+    """A key move copies the whole item to its new key: the attributes no class here
+    declares that another writer (a newer model) set after the load are read now and
+    carried, conditioned like the rest (the declared ones are conditioned on the load)."""
+    stored = yield from reads.item(spec.table, state.key)
+    if stored is None:
+        return state  # (gone: the move's conditioned delete fails and says so)
+    loaded = state.item
+    new = {k: v for k, v in undeclared(spec, stored).items() if k not in loaded}
+    if not new:
+        return state
+    return InstanceState(state.key, {**loaded, **new}, state.version)
+
+
+def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
+                  ) -> Generator[Any, Any, InstanceState | None]:
+    """The stored state of the entity with key ``fields`` of an entity declaring
+    ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
+    (neither; an expired item counts as gone)."""
+    assert spec.previous is not None
+    old_key = spec.previous.key(fields, spec.name)
+    state: InstanceState | None = yield from reads.stored_now(
+        spec, MovedState(old_key, {}, None), spec.primary_key(fields))
+    return state
+
+
 @dataclass(frozen=True, slots=True)
 class DeleteEntry(_ObjectEntry):
     """``s.delete(obj)``; with ``history`` a versioned entity's version rows go too."""
@@ -118,7 +149,15 @@ class DeleteEntry(_ObjectEntry):
         obj = self.obj
         spec = spec_of(type(obj))
         state = obj._dynaorm_state
-        if spec.has_rules and state is None:
+        if state is None and spec.previous is not None:
+            # by key in a migration window: the entity under either layout (its old row
+            # too, with its guards and version rows), read together, consistently
+            state = yield from either_layout(spec, obj.__dict__, reads)
+            if state is None:
+                key = spec.primary_key(obj.__dict__)
+                raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "
+                                        "layout)", entity=spec.cls, key=key)
+        elif spec.has_rules and state is None:
             key = spec.primary_key(obj.__dict__)
             item = yield from reads.item(spec.table, key)
             if item is None:

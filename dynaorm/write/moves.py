@@ -36,7 +36,8 @@ from dynaorm.write.staged import Outcome
 if TYPE_CHECKING:
     from dynaorm.write.entries import DeleteEntry, SaveEntry
 
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "load_old",
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "kept_row_move",
+           "load_old",
            "move_actions", "needs_history_batches", "old_values", "plan_move_delete",
            "plan_move_save"]
 
@@ -124,6 +125,33 @@ def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BAT
     return out
 
 
+def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
+    """Move one old version row whose entity is gone (history kept by a delete without
+    ``history=True``) to the current layout, in one transaction: put under its current
+    key if absent, deleted under its old one if present, on the condition that its old
+    latest copy is still absent (an entity stored there again moves its history itself).
+    """
+    assert spec.table.sk is not None
+    parsed = parse_version_sk(key_value(row[spec.table.sk]))
+    assert parsed is not None
+    latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
+    latest[spec.table.sk] = version_sk(parsed[1], 0)
+    state = MovedState(latest, {}, None, (row,))
+    ops: list[Op] = [ConditionCheck(latest, not_exists(spec.table.pk), _origin(
+        spec, latest, Role.LATEST, Fail.EXISTS, 0))]
+    for _, old_key, moved in _history_rows(spec, state):
+        new_key = {a: moved[a]["S"] for a in spec.table_key_attrs}
+        if new_key == old_key:  # (only the type or stored names changed)
+            ops.append(Put(new_key, moved, exists(spec.table.pk), _origin(
+                spec, latest, Role.VERSION, Fail.GONE, 0)))
+            continue
+        ops.append(Delete(old_key, exists(spec.table.pk), _origin(
+            spec, latest, Role.VERSION, Fail.GONE, 0)))
+        ops.append(Put(new_key, moved, not_exists(spec.table.pk), _origin(
+            spec, latest, Role.VERSION, Fail.EXISTS, 0)))
+    return ops
+
+
 def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
     """The old row exists and is exactly as read (every attribute but its key)."""
     keys = set(spec.table_key_attrs)
@@ -157,7 +185,7 @@ def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
             new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
             ) -> None:
     b = ActionBuilder(spec, old_key, index)
-    b.guards(old, new, old_key, new_key)
+    b.guards(old, new, old_key, new_key, retyped=_layout(spec).type_name != spec.type_name)
     ops.extend(b.ops)
 
 
@@ -245,7 +273,13 @@ def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
     if spec.versioned and entry.history:
         assert spec.table.sk is not None
         base = _layout(spec).base_sk(old, spec.name)
+        # a version row not read under the old key was moved ahead of its entity (a
+        # history batch of `dynaorm migrate`): it is deleted under the current key
+        read = {parse_version_sk(key_value(row[spec.table.sk])) for row in state.history}
         for n in range(1, (state.version or 0) + 1):
-            ops.append(Delete({**old_key, spec.table.sk: version_sk(base, n)}, None,
+            key = {**old_key, spec.table.sk: version_sk(base, n)}
+            if (n, base) not in read:
+                key = spec.primary_key({**old, "version": n}, n)
+            ops.append(Delete(key, None,
                               _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
     return ops, Outcome(obj, None)

@@ -54,6 +54,7 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
+from dynaorm.model.rows import OWNER_PK, OWNER_SK
 from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.events import Reason
 from dynaorm.write.guards import STALE_GUARD, held_by_expired
@@ -65,7 +66,7 @@ if TYPE_CHECKING:
     from dynaorm.model.table import TableSchema
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
-           "written_by"]
+           "unapplied_by", "written_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -182,6 +183,22 @@ def written_by(op: Op, stored: Item | None) -> bool:
         return (all(k in stored and same_value(stored[k], v) for k, v in op.set.items())
                 and not any(k in stored for k in op.remove)
                 and all(_clause_written(c, stored) for c in op.clauses))
+    return False
+
+
+def unapplied_by(op: Op, stored: Item | None) -> bool:
+    """Whether ``stored`` (read after a 5xx) proves that ``op``, a single-item write, was
+    not applied, so that resending it is the retry every SDK makes: an insert with no
+    item stored (applied, it would have left its item), a delete whose condition still
+    holds on the item stored (applied, it would have left none). An update or a blind
+    put proves nothing: another writer may have reverted or replaced what it wrote.
+    (Applied and then undone by another writer in that instant, a delete's item put back
+    or an insert's item deleted, the resend would apply again: the cost of retrying
+    5xx, documented in the failure-semantics guide.)"""
+    if isinstance(op, Put):
+        return op.origin.fail is Fail.EXISTS and op.condition is not None and stored is None
+    if isinstance(op, Delete):
+        return stored is not None and (op.condition is None or holds(op.condition, stored))
     return False
 
 
@@ -303,6 +320,16 @@ def _exists_hint(entity: type[Any], item: Item | None) -> str:
     return f"stored with type name {name!r}, which no class claims: {fix_hint(name)}"
 
 
+def _held_by_owner(op: Op, reason: Reason) -> bool:
+    """Whether the guard that refused ``op``'s claim names the claiming owner itself."""
+    guard, table = reason.item, op.origin.table
+    if guard is None or OWNER_PK not in guard:
+        return False
+    owner = op.origin.owner_key
+    return guard[OWNER_PK].get("S") == owner.get(table.pk) and (
+        table.sk is None or guard.get(OWNER_SK, {}).get("S") == owner.get(table.sk))
+
+
 def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
     if _caller_failed(*failed[0]):
         failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
@@ -322,7 +349,10 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
             return ItemExistsError(
                 f"{o.entity.__name__} {op.key} already exists ({_exists_hint(o.entity, r.item)})",
                 entity=o.entity, key=op.key, item=_stored_entity(o.entity, r.item))
-    uniques = [op.origin for op, _ in failed if op.origin.fail is Fail.UNIQUE]
+    # (a value refused because the guard names this very owner: another writer gave the
+    # owner that value since it was loaded, a change of the row, not a taken value)
+    uniques = [op.origin for op, r in failed if op.origin.fail is Fail.UNIQUE
+               and not _held_by_owner(op, r)]
     if uniques:
         stale = yield from held_by_expired(failed, read)
         return UniqueConstraintError(uniques[0].entity,

@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING, Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import ConcurrentModificationError, DynaormError, UniqueConstraintError
 from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.expressions import (
+    Condition,
+    F,
+    all_of,
+    exists,
+    not_exists,
+    raw_eq,
+    rename_paths,
+)
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import version_sk
 from dynaorm.model.spec import EntitySpec
@@ -22,10 +30,10 @@ from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.actions import ActionBuilder, undeclared, version_row
 from dynaorm.write.committed import Written, stored_values
-from dynaorm.write.conditions import stored_as, unchanged, with_condition
+from dynaorm.write.conditions import as_loaded, stored_as, unchanged, with_condition
 from dynaorm.write.guards import claimable
 from dynaorm.write.moves import plan_move_delete, plan_move_save
-from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.write.render import WritePlan
 from dynaorm.write.staged import Outcome, Prepared
 
@@ -75,8 +83,28 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     else:
         b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
     b.guards(None, values, None, key)
+    if spec.previous is not None and strict:
+        _no_old_row(b, spec, values, key)
     written_state = Written(spec, key, item, values, version)
     return b.ops, Outcome(obj, written_state, version=version, stamps=pairs)
+
+
+def _no_old_row(b: ActionBuilder, spec: EntitySpec, values: Mapping[str, Any],
+                key: PlainKey) -> None:
+    """A new object of an entity in its migration window (``Meta.previous``): no live
+    entity may be stored at its old key either (it would be the same entity twice, its
+    old row and guards left behind for good); the insert fails with ItemExistsError as
+    on its current key."""
+    layout = spec.previous
+    assert layout is not None
+    old_key = layout.key(values, spec.name)
+    if old_key == key:  # (a move in place: the insert's own condition covers it)
+        return
+    free = claimable(spec)
+    type_attr = spec.table.type_attribute
+    if type_attr is not None:  # (another entity's item at that key is no conflict)
+        free = free | (F(type_attr) != layout.type_name)
+    b.ops.append(ConditionCheck(old_key, free, b.origin(Role.ROW, Fail.EXISTS)))
 
 
 def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
@@ -87,9 +115,11 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     is."""
     unique_fields = spec.unique_fields
     guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
-    if not entry.overwrite:  # the move copies every attribute: none may have changed
+    if not entry.overwrite:  # the move copies every attribute: none may have changed,
+        # and none the class writes may have appeared (a value set after the load)
         keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
-        guard += stored_as(state.item, set(state.item) - keys - unique_fields)
+        guard += as_loaded(spec, state.item, {k for k in keys if k} | {
+            spec.attr(f) for f in unique_fields})
     b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
     b.owner = key
     b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))

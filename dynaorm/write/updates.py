@@ -34,11 +34,12 @@ from dynaorm.model.codec import encode_value
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
 from dynaorm.model.keys import key_av
+from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
-from dynaorm.write.entries import SaveEntry
+from dynaorm.write.entries import SaveEntry, either_layout
 from dynaorm.write.planner import expect_loaded_version, plan_save
 from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
 from dynaorm.write.staged import Outcome, Prepared, Reads
@@ -350,7 +351,11 @@ class StagedUpdate(_KeyedAction, Generic[T]):
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
         versioned entity, continues the kept history ``reads.last_version`` finds). Asks
-        for no read when the update touches no rule."""
+        for no read when the update touches no rule, and its entity is not in a migration
+        window (``Meta.previous``: an entity still stored in its old layout is refused,
+        an update cannot move it)."""
+        if self._spec.previous is not None and self._loaded is None:
+            yield from self._refuse_old_layout(reads)
         if not self._needs_read:
             return self, None
         if self._loaded is not None and self._loaded._dynaorm_state is not None:
@@ -366,6 +371,17 @@ class StagedUpdate(_KeyedAction, Generic[T]):
                                     "(s.update(..., upsert=True) creates it)",
                                     entity=self.entity, key=self.key)
         return self, self.entity._from_item(item, self._spec)._dynaorm_state
+
+    def _refuse_old_layout(self, reads: Reads) -> Generator[Any, Any, None]:
+        """By key in a migration window: the entity read under either layout; one still
+        in its old layout raises (the update would miss it, or an upsert store it
+        twice)."""
+        state = yield from either_layout(self._spec, self._key_fields, reads)
+        if isinstance(state, MovedState):
+            raise DynaormError(
+                f"{self._spec.name} {self.key} is still stored in its previous layout "
+                f"({state.key}): an update cannot move it; read it and save it, or run "
+                "`dynaorm migrate` first")
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
         python = _adapter(self.entity, name).dump_python(value, mode="python")
@@ -522,7 +538,8 @@ class StagedUpdate(_KeyedAction, Generic[T]):
             self._result, self._known = self._planned, True
             return
         item: Item | None = response.get("Attributes") if single else None
-        if item is None and self._returning:
+        # (alone and answered: ALL_NEW; alone with its answer lost but applied: read back)
+        if item is None and (self._returning or single):
             item = yield from reads.item(self._spec.table, self.key)
         if item is not None:
             self._result, self._known = self.entity._from_item(item, self._spec), True

@@ -33,6 +33,7 @@ from dynaorm import (
 from dynaorm.testing import TestBackend
 from tests.support.faults import Faults
 from tests.support.models import Audit, EMsg, EReading, Note, User, app
+from tests.support.raw import raw_get, raw_set
 from tests.support.recording import FlakyBatches, Requests
 
 
@@ -45,6 +46,7 @@ class BItem(Entity):
     group: str
     n: int
     label: str = ""
+    note: str | None = None  # (absent from the stored item while None)
 
 
 class Flaky(FlakyBatches):
@@ -359,6 +361,24 @@ def test_delete_many_never_deletes_a_newer_state_of_a_loaded_object(db: TestBack
     assert {i["n"]: i["label"] for i in stored(db)} == {1: "theirs"}
     assert dynaorm.inspect(a).deleted and dynaorm.inspect(c).deleted  # deleted, as asked
     assert dynaorm.inspect(b).persisted  # not written: as loaded
+
+
+@pytest.mark.parametrize("attr", ["note", "newer_model_attr"])
+def test_delete_many_never_deletes_an_attribute_set_after_the_load(
+        db: TestBackend, attr: str) -> None:
+    # (0.4) the condition covered only the attributes present at load: a value another
+    # writer set where the loaded item had none (a declared field left out while None,
+    # or an attribute only a newer model writes) was deleted with the row
+    db.session().save_many(items("g", 1))
+    (a,) = _load(db, 0)
+    key = {"pk": "BGROUP#g", "sk": "ITEM#0000"}
+    raw_set(db.table, key, **{attr: "theirs"})
+    with pytest.raises(BulkWriteError) as err:
+        db.session().delete_many([a])
+    assert (err.value.written, err.value.not_written) == ([], [a])
+    stored_item = raw_get(db.table, key)
+    assert stored_item is not None and stored_item[attr] == {"S": "theirs"}
+    assert dynaorm.inspect(a).persisted
 
 
 @pytest.fixture

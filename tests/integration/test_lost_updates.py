@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 import dynaorm
-from dynaorm import ConcurrentModificationError, Session
+from dynaorm import ConcurrentModificationError, Entity, Session
 from dynaorm.testing import TestBackend
-from tests.support.models import Note
+from tests.support.models import Note, app
+from tests.support.raw import raw_get, raw_set
 from tests.support.recording import send
 
 
@@ -144,3 +145,59 @@ def test_model_copy_of_a_loaded_object_saves_as_an_update(db: TestBackend) -> No
     assert db.scan()[0]["body"] == "copied"
     deep = copy.model_copy(deep=True)
     assert dynaorm.inspect(deep).persisted
+
+
+class Memo(Entity):
+    class Meta:
+        table = app
+        pk = "MEMO#{memo_id}"
+        sk = "MEMO"
+
+    memo_id: str
+    body: str = ""
+    note: str | None = None  # (absent from the stored item while None)
+
+
+def _memo_moved(db: TestBackend, before_load: bool, **theirs: str) -> Session:
+    """Memo m1 stored, ``theirs`` set by another writer (before or after the load), and
+    the loaded object staged to move to m2; the session to commit it."""
+    with db.session() as s:
+        s.save(Memo(memo_id="m1", body="v0"))
+    if before_load:
+        raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, **theirs)
+    s = db.session()
+    m = s.get(Memo, memo_id="m1", consistent=True)
+    assert m is not None
+    if not before_load:
+        raw_set(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}, **theirs)
+    m.memo_id = "m2"
+    s.save(m)
+    return s
+
+
+def test_moving_a_key_never_drops_a_value_set_after_the_load(db: TestBackend) -> None:
+    # (0.4) the move was conditioned on the attributes present at load only: a value
+    # another writer set where the loaded item had none was dropped, and the move
+    # reported success
+    s = _memo_moved(db, False, note="theirs")
+    before = db.scan_raw()
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    assert db.scan_raw() == before
+
+
+def test_moving_a_key_carries_a_newer_models_attribute(db: TestBackend) -> None:
+    _memo_moved(db, True, newer_attr="kept").commit()
+    moved = raw_get(db.table, {"pk": "MEMO#m2", "sk": "MEMO"})
+    assert moved is not None and moved["newer_attr"] == {"S": "kept"}
+    assert raw_get(db.table, {"pk": "MEMO#m1", "sk": "MEMO"}) is None
+
+
+def test_moving_a_key_carries_an_attribute_a_newer_model_set_after_the_load(
+        db: TestBackend) -> None:
+    # (0.4) the move copied the item as loaded: an attribute a newer model set after the
+    # load was dropped, and the move reported success. A condition cannot name what no
+    # class here declares: the move reads it and carries it
+    _memo_moved(db, False, newer_attr="theirs").commit()
+    moved = raw_get(db.table, {"pk": "MEMO#m2", "sk": "MEMO"})
+    assert moved is not None and moved["newer_attr"] == {"S": "theirs"}

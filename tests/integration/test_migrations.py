@@ -26,12 +26,27 @@ from dynaorm import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.layouts import MovedState
+from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
 from dynaorm.write.entries import SaveEntry
-from dynaorm.write.moves import plan_move_save
+from dynaorm.write.moves import history_batches, plan_move_save
+from dynaorm.write.render import WritePlan
 from tests.conftest import session_kind, wire_of
-from tests.support.migration_models import Account, Ledger, OldAccount, OldLedger, mig, old
+from tests.support.migration_models import (
+    Account,
+    Badge,
+    Ledger,
+    OldAccount,
+    OldBadge,
+    OldLedger,
+    OldPass,
+    Pass,
+    mig,
+    mig_ttl,
+    old,
+    old_ttl,
+)
 
 
 class OldNote(Entity):
@@ -61,24 +76,30 @@ class Note(Entity):
     text: str = ""
 
 
-@pytest.fixture
-def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+def _both_designs(current: Table, previous: Table, backend: str | None,
+                  request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     wire = wire_of(request)
-    with use_tables(mig, endpoint_url=backend, name_suffix=worker_suffix(), wire=wire) as tb:
+    with use_tables(current, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire) as tb:
         if session_kind(request) == "async":
             tb.session_kind = "async"
-        # the previous design's table is the same table: pointed where ``mig`` is, over the
-        # same wire (so both share one client), and put back afterwards
-        saved = (old.name, old._binding())
-        old.name = mig.name
-        old.connect(mig.endpoint_url)
+        # the previous design's table is the same table: pointed where ``current`` is,
+        # over the same wire (so both share one client), and put back afterwards
+        saved = (previous.name, previous._binding())
+        previous.name = current.name
+        previous.connect(current.endpoint_url)
         if wire is not None:
-            old.wire = wire
+            previous.wire = wire
         try:
             yield tb
         finally:
-            old.name = saved[0]
-            old._restore(saved[1])
+            previous.name = saved[0]
+            previous._restore(saved[1])
+
+
+@pytest.fixture
+def db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    yield from _both_designs(mig, old, backend, request)
 
 
 def _old_data() -> None:
@@ -159,6 +180,46 @@ def test_previous_errors_for_tables_and_sharding() -> None:
         _define(Previous(sk="OLD#{missing}"))
 
 
+@pytest.mark.parametrize("retiring_first", [True, False])
+def test_a_retired_type_name_belongs_to_the_class_that_declares_it(
+        retiring_first: bool) -> None:
+    """(0.4) ``Previous(type_name="user")`` did not reserve ``"user"``: a new class took
+    it, ``get(Account)`` returned that class's items and ``migrate`` converted them.
+    Whichever class is defined first, the second is a definition error."""
+    t = Table(f"dynaorm-migrations-names-{retiring_first}")
+
+    def retiring() -> None:
+        class Retiring(Entity):
+            class Meta:
+                table = t
+                pk = "ACCOUNT#{id}"
+                sk = "PROFILE"
+                type_name = "account"
+                previous = Previous(type_name="user")
+
+            id: str
+
+        spec_of(Retiring)
+
+    def squatter() -> None:
+        class Squatter(Entity):
+            class Meta:
+                table = t
+                pk = "USER#{id}"
+                sk = "PROFILE"
+                type_name = "user"
+
+            id: str
+
+        spec_of(Squatter)
+
+    first, second = (retiring, squatter) if retiring_first else (squatter, retiring)
+    first()
+    with pytest.raises(DynaormError, match="type name 'user' is taken by .*"
+                       + ("Retiring" if retiring_first else "Squatter")):
+        second()
+
+
 def test_too_much_history_to_move_atomically() -> None:
     obj = Ledger(id="l9", code="C9", version=49)
     row = {"pk": {"S": "BOOK#l9"}, "sk": {"S": "v0_LEDGER"}, "_type": {"S": "Ledger"},
@@ -170,14 +231,19 @@ def test_too_much_history_to_move_atomically() -> None:
         plan_move_save(SaveEntry(obj), state, 0)
 
 
-@pytest.mark.sync_only
-def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
+def _old_history(versions: int) -> None:
+    """Ledger ``long`` in the old layout with ``versions`` versions."""
     o = Session(old)
     ledger = OldLedger(id="long", code="LONG")
-    for n in range(60):
+    for n in range(versions):
         ledger.balance = n
         o.save(ledger)
         o.commit()
+
+
+@pytest.mark.sync_only
+def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
+    _old_history(60)
     s = db.session()
     got = s.get(Ledger, id="long")
     assert got is not None and got.version == 60
@@ -192,7 +258,188 @@ def test_long_history_moves_in_batches_by_migrate(db: TestBackend) -> None:
     assert [v.balance for v in s.history(Ledger, id="long").all()] == list(range(60))
 
 
+@pytest.mark.sync_only
+def test_delete_with_history_between_two_history_batches_leaves_nothing(
+        db: TestBackend) -> None:
+    """(0.4) migrate moved a first batch of 24 version rows ahead of the entity; a delete
+    with ``history=True`` read the rest under the old key and deleted versions 1..n there
+    only: the 24 moved rows stayed under the current key."""
+    _old_history(30)
+    s = db.session()
+    got = s.get(Ledger, id="long")
+    assert got is not None and isinstance(got._dynaorm_state, MovedState)
+    first, *_ = history_batches(spec_of(Ledger), got._dynaorm_state)
+    request = WritePlan(tuple(first)).transaction_request("batch-one-of-two-0000000000")
+    db.table.db.driver.run(call("TransactWriteItems", request))
+    assert len([k for k in _keys(db) if k[0] == "LEDGER#long"]) == 24
+    again = s.get(Ledger, id="long")
+    assert again is not None
+    s.delete(again, history=True)
+    s.commit()
+    assert [k for k in _keys(db) if "long" in k[0] or k[0] == "code#LONG"] == []
+
+
+def test_a_new_object_at_the_current_key_of_an_old_row_is_refused(db: TestBackend
+                                                                   ) -> None:
+    """(0.4) saving a new ``Account(id="a1")`` while ``a1`` was still stored in the old
+    layout succeeded: the old row and its guards stayed for good (the value could never
+    be claimed again) and migrate said ok."""
+    _old_data()
+    s = db.session()
+    s.save(Account(id="a1", email="other@x.io"))
+    with pytest.raises(dynaorm.ItemExistsError):
+        s.commit()
+    assert _keys(db) == OLD_KEYS
+    report = migrate(mig)
+    assert report.ok, report
+    assert _keys(db) == NEW_KEYS
+
+
+def test_migrate_moves_the_kept_history_of_a_deleted_entity(db: TestBackend) -> None:
+    """(0.4) a versioned entity deleted without ``history=True`` keeps its version rows;
+    in the old layout they stayed there after migrate said ok: ``history()`` was empty."""
+    _old_data()
+    with Session(old) as o:
+        o.delete(OldLedger, id="l1")  # its history kept
+    report = migrate(mig)
+    assert report.ok, report
+    assert report.moved == {"Account": 1, "Ledger (kept history)": 2}
+    assert not [k for k in _keys(db) if k[0].startswith("BOOK#")]
+    s = db.session()
+    assert [v.balance for v in s.history(Ledger, id="l1").all()] == [0, 5]
+
+
+def test_a_new_versioned_object_continues_history_kept_in_the_old_layout(
+        db: TestBackend) -> None:
+    """(0.4) a new object saved during the window at the key of an entity deleted in the
+    old layout (its history kept) restarted at version 1; migrate then could not move the
+    kept rows."""
+    _old_data()
+    with Session(old) as o:
+        o.delete(OldLedger, id="l1")  # its history (versions 1, 2) kept
+    s = db.session()
+    fresh = Ledger(id="l1", code="C9", balance=7)
+    s.save(fresh)
+    s.commit()
+    assert fresh.version == 3
+    report = migrate(mig)
+    assert report.ok, report
+    assert [(v.version, v.balance) for v in s.history(Ledger, id="l1").all()] == [
+        (1, 0), (2, 5), (3, 7)]
+
+
+@pytest.mark.sync_only
+def test_migrate_is_ok_only_when_nothing_is_left_in_a_previous_layout(
+        db: TestBackend) -> None:
+    """(0.4) migrate said ok with guards naming an old type, old version rows and kept
+    history left behind. Whatever it could not move, a last look finds and reports."""
+    _old_data()
+    with Session(old) as o:  # a guard naming the old type whose owner is elsewhere
+        o.save(OldBadge(id="b9", code="LOST"))
+    db.table.db.driver.run(call("DeleteItem", {"TableName": mig.name, "Key": {
+        "pk": {"S": "BADGE#b9"}, "sk": {"S": "BADGE"}}}))
+    report = migrate(mig, check=False)
+    assert not report.ok
+    assert report.left == ["guard code#LOST/code#LOST: names an owner in a previous layout"]
+
+
 # -- reads ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("how", ["save", "migrate"])
+def test_a_move_in_place_rewrites_its_guards_to_name_the_new_type(db: TestBackend,
+                                                                 how: str) -> None:
+    """(0.4) only the type name changed: the guards kept naming the old type, ``find``
+    returned None forever and ``check`` was clean."""
+    with Session(old) as s:
+        s.save(OldBadge(id="b1", code="GOLD"))
+    if how == "save":
+        s2 = db.session()
+        badge = s2.get(Badge, id="b1")
+        assert badge is not None
+        s2.save(badge)
+        s2.commit()
+    else:
+        assert migrate(mig).ok
+    guard = _by_key(db)[("code#GOLD", "code#GOLD")]
+    assert guard["owner_type"] == "badge"
+    assert db.session().find(Badge, code="GOLD", consistent=True) == Badge(id="b1",
+                                                                           code="GOLD")
+
+
+@pytest.mark.parametrize("how", ["save", "delete", "migrate"])
+def test_a_unique_rule_new_in_the_release_that_declares_previous(db: TestBackend,
+                                                                 how: str) -> None:
+    """(0.4) the old rows have no guard for a rule (or a normalisation) the new release
+    adds: moving or deleting them raised ConcurrentModificationError with no other
+    writer. Now the move claims the value, the delete has nothing to release."""
+    _old_data()
+    db.table.db.driver.run(call("DeleteItem", {"TableName": mig.name, "Key": {
+        "pk": {"S": "email#ann@x.io"}, "sk": {"S": "email#ann@x.io"}}}))
+    s = db.session()
+    account = s.get(Account, id="a1")
+    assert account is not None
+    if how == "migrate":
+        assert migrate(mig).ok
+    else:
+        (s.save if how == "save" else s.delete)(account)
+        s.commit()
+    keys = _keys(db)
+    assert ("USER#a1", "PROFILE") not in keys
+    assert (("ACCOUNT#a1", "PROFILE") in keys) == (how != "delete")
+    assert (("email#ann@x.io", "email#ann@x.io") in keys) == (how != "delete")
+
+
+@pytest.mark.parametrize("how", ["delete", "delete history", "delete_many"])
+def test_delete_by_key_finds_the_entity_under_its_old_layout(db: TestBackend,
+                                                             how: str) -> None:
+    """(0.4) delete by key looked only at the current key: ItemNotFoundError, and
+    delete_many(Entity, keys) reported deletes it did not do."""
+    _old_data()
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    s = db.session()
+    if how == "delete_many":
+        s.delete_many(Note, [{"id": "n1"}, {"id": "nobody"}])
+        assert not [k for k in _keys(db) if k[0] == "MEMO#n1"]
+        return
+    s.delete(Account, id="a1")
+    s.delete(Ledger, id="l1", history=how == "delete history")
+    s.commit()
+    left = {k for k in _keys(db) if k[0] != "MEMO#n1"}
+    assert left == (set() if how == "delete history" else {
+        ("BOOK#l1", "v00000001_LEDGER"), ("BOOK#l1", "v00000002_LEDGER")})
+    with pytest.raises(dynaorm.ItemNotFoundError):
+        s.delete(Account, id="a1")
+        s.commit()
+
+
+@pytest.fixture
+def ttl_db(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """The TTL table, in both designs (see :func:`db`)."""
+    yield from _both_designs(mig_ttl, old_ttl, backend, request)
+
+
+def test_an_expired_old_layout_item_is_gone_for_every_read_and_write(
+        ttl_db: TestBackend) -> None:
+    """(0.4) get returned an expired old-layout item (the current layout's reads treat
+    an expired item as gone); migrate failed on an expired owner whose value a live
+    owner had claimed meanwhile."""
+    import time
+
+    with Session(old_ttl) as o:
+        o.save(OldPass(id="p1", seat="A1", expires=int(time.time()) - 60))
+    s = Session(mig_ttl)
+    assert s.get(Pass, id="p1", consistent=True) is None
+    with pytest.raises(dynaorm.ItemNotFoundError):
+        s.delete(Pass, id="p1")
+        s.commit()
+    s.rollback()
+    s.save(Pass(id="p2", seat="A1"))  # the expired owner's value is free
+    s.commit()
+    report = migrate(mig_ttl)
+    assert not report.failed, report.failed
+    assert s.find(Pass, seat="A1", consistent=True) == Pass(id="p2", seat="A1")
+
+
 def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
     _old_data()
     s = db.session()
@@ -203,6 +450,36 @@ def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:
     assert s.get(Account, id="nobody") is None
     assert s.get(Ledger, id="nobody") is None
     assert _keys(db) == OLD_KEYS  # reading moves nothing
+
+
+def test_save_many_of_a_new_object_honours_the_old_layout(db: TestBackend) -> None:
+    """(0.4) save_many put a new object blindly at its current key while the entity was
+    still stored in the old layout: it was stored twice. Now each new object of an entity
+    in its window is the insert a save sends: refused there, written elsewhere."""
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    s = db.session()
+    with pytest.raises(dynaorm.BulkWriteError) as err:
+        s.save_many([Note(id="n1", text="twin"), Note(id="n2", text="new")])
+    assert [n.id for n in err.value.not_written] == ["n1"]
+    assert [n.id for n in err.value.written] == ["n2"]
+    assert {k for k in _keys(db) if "#n" in k[0]} == {("MEMO#n1", "NOTE"),
+                                                       ("NOTE#n2", "NOTE")}
+
+
+def test_get_many_finds_entities_under_either_layout(db: TestBackend) -> None:
+    """(0.4) get_many read the current layout only: an old-layout entity was None."""
+    _old_data()
+    s = db.session()
+    with Session(mig) as other:
+        other.save(Account(id="a2", email="bob@x.io"))
+    got = s.get_many(Account, [{"id": "a1"}, {"id": "nobody"}, {"id": "a2"}])
+    assert got == [Account(id="a1", email="Ann@X.io", name="Ann"), None,
+                   Account(id="a2", email="bob@x.io")]
+    assert got[0] is not None and isinstance(got[0]._dynaorm_state, MovedState)
+    s.save(got[0])
+    s.commit()
+    assert ("ACCOUNT#a1", "PROFILE") in _keys(db)
 
 
 def test_query_over_new_key_does_not_see_old_items(db: TestBackend) -> None:
@@ -495,8 +772,8 @@ def test_overwrite_of_a_moved_object_held_under_both_layouts(db: TestBackend) ->
     _old_data()
     s = db.session()
     account = _fresh_account(s)
-    with Session(mig) as other:
-        other.save(Account(id="a1", email="twin@x.io"))
+    with Session(mig) as other:  # (0.4: an insert is refused there; an overwrite is not)
+        other.save(Account(id="a1", email="twin@x.io"), overwrite=True)
     before = db.scan_raw()
     account.name = "mine"
     s.save(account, overwrite=True)
@@ -599,6 +876,25 @@ def test_condition_and_overwrite_of_a_move_in_place(db: TestBackend) -> None:
     s.commit()
     assert [i for i in db.scan() if i["pk"] == "TAG#t2"] == [
         {"pk": "TAG#t2", "sk": "TAG", "_type": "label", "id": "t2", "label": "mine"}]
+
+
+@pytest.mark.parametrize("upsert", [False, True])
+def test_update_by_key_of_an_old_layout_entity_is_refused(db: TestBackend,
+                                                          upsert: bool) -> None:
+    """(0.4) s.update(Entity, key) targeted the current key only: it missed an entity
+    still in its old layout (ItemNotFoundError), or with upsert stored it twice."""
+    with Session(old) as o:
+        o.save(OldNote(id="n1", body="hello"))
+    s = db.session()
+    s.update(Note, id="n1", upsert=upsert).set(text="changed")
+    with pytest.raises(DynaormError, match="previous layout"):
+        s.commit()
+    assert {k for k in _keys(db) if "#n1" in k[0]} == {("MEMO#n1", "NOTE")}
+    s.rollback()
+    with Session(mig) as other:  # an entity in the current layout updates as always
+        other.save(Note(id="n2", text="one"))
+    s.update(Note, id="n2").set(text="two")
+    s.commit()
 
 
 def test_update_of_a_moved_object_is_refused(db: TestBackend) -> None:

@@ -165,3 +165,46 @@ def test_overwrite_reads_again_when_another_writer_slips_in_before_it_lands(
     assert stored is not None and (stored.email, stored.full_name) == ("ann@x.com", "Mine")
     assert set(guards(db)) == {"email#ann@x.com", "username#ann"}
     assert_guards_consistent(db)
+
+
+@pytest.mark.sync_only
+@pytest.mark.parametrize(("entity", "operation"), [("User", "PutItem"),
+                                                  ("Audit", "TransactWriteItems")])
+def test_overwrite_recreates_an_item_deleted_between_its_read_and_its_write(
+        db: TestBackend, entity: str, operation: str) -> None:
+    """(0.4) another writer deleted the item after the overwrite read it: ItemGoneError.
+    An overwrite is last writer wins: it reads again and recreates the item."""
+    mine: User | Audit
+    if entity == "User":
+        mine = _user(db)
+        mine.full_name = "Back"
+        key: dict[str, str] = {"user_id": "u1"}
+    else:
+        with db.session() as s:
+            s.save(Audit(equipment_id="E1", part="P1", auditor="a"))
+        key = {"equipment_id": "E1", "part": "P1"}
+        loaded = db.session().get(Audit, consistent=True, **key)
+        assert loaded is not None
+        mine = loaded
+        mine.auditor = "Back"
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
+    events = db.table.client.meta.events
+    fired: list[str] = []
+
+    def slip_in(**_: Any) -> None:
+        if not fired:
+            fired.append("other writer")
+            with db.session() as other:
+                other.delete(type(mine), **key)
+
+    events.register(f"before-call.dynamodb.{operation}", slip_in)
+    try:
+        with db.session() as s:
+            s.save(mine, overwrite=True)
+    finally:
+        events.unregister(f"before-call.dynamodb.{operation}", slip_in)
+    assert fired == ["other writer"]
+    stored = db.session().get(type(mine), consistent=True, **key)
+    assert stored is not None
+    assert getattr(stored, "full_name" if entity == "User" else "auditor") == "Back"
+    assert_guards_consistent(db)

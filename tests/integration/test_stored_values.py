@@ -11,6 +11,7 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
+import pytest
 from pydantic import BaseModel, Field
 
 from dynaorm import Entity
@@ -199,3 +200,29 @@ def test_updates_of_collections_round_trip(db: TestBackend) -> None:
     assert loaded == thing
     (raw,) = db.scan_raw()
     assert "at" not in raw
+
+
+class LooseMap(Entity):
+    class Meta:
+        table = app
+        pk = "LOOSEMAP#{lid}"
+        sk = "L"
+
+    lid: str
+    data: dict[Any, Any] = Field(default_factory=dict)
+
+
+def test_a_map_with_non_string_keys_is_refused_before_sending(db: TestBackend) -> None:
+    # (0.4) {1: "a", "1": "b"} was stored as {"1": "b"}; (2, 3), None and b"k" keys
+    # became strings. Now nothing is sent, by save, save_many or update.
+    from dynaorm import InvalidValueError
+
+    s = db.session()
+    for bad in ({1: "a", "1": "b"}, {(2, 3): "x"}, {None: "x"}, {b"k": "x"}):
+        s.save(LooseMap(lid="m1", data=bad))
+        with pytest.raises(InvalidValueError, match="map key"):
+            s.commit()
+        s.rollback()
+        with pytest.raises(InvalidValueError, match="map key"):
+            s.save_many([LooseMap(lid="m2", data=bad)])
+    assert [i for i in db.scan_raw() if i["pk"]["S"].startswith("LOOSEMAP#")] == []

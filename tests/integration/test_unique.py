@@ -384,3 +384,60 @@ def test_user_registration_duplicate_email_change_and_delete(db: TestBackend) ->
     s.delete(bob)
     s.commit()
     assert db.scan_raw() == []
+
+
+def _drop_guard(db: TestBackend, key: str) -> None:
+    """The guard was never written: the owner was stored before its rule was declared
+    (or before its normalisation changed the guard's key)."""
+    from dynaorm.protocol.steps import call
+
+    db.table.db.driver.run(call("DeleteItem", {
+        "TableName": db.table.name, "Key": {"pk": {"S": key}, "sk": {"S": key}}}))
+
+
+@pytest.mark.parametrize("change", ["email", "delete", "move"])
+def test_an_owner_stored_before_its_rule_saves_and_deletes_without_conflict(
+        db: TestBackend, change: str) -> None:
+    """(0.4) adding a unique rule to live data as the check guide says (deploy, then
+    ``check --repair``): until the backfill, changing or deleting an owner without its
+    guard raised ConcurrentModificationError although no one else wrote."""
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="Ada@X.io"))
+    _drop_guard(db, "email#ada@x.io")
+    s = db.session()
+    user = s.get(User, user_id="u1", consistent=True)
+    assert user is not None
+    if change == "email":
+        user.email = "ada@y.io"
+        s.save(user)
+    elif change == "move":
+        user.user_id = "u2"
+        s.save(user)
+    else:
+        s.delete(user)
+    s.commit()
+    assert_guards_consistent(db)
+    if change != "delete":
+        assert s.find(User, email=user.email, consistent=True) == user
+
+
+def test_a_stale_change_to_the_value_another_writer_just_gave_it_is_a_conflict(
+        db: TestBackend) -> None:
+    """Found by the adversary (tests/system/test_adversary.py): both load, one changes the
+    email to X, the other (stale) changes it to X too. The guard refusing the second
+    names the same owner: the row changed, nobody else holds X. (0.4)
+    ConcurrentModificationError, a ConflictError (it was UniqueConstraintError)."""
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="ada@x.io"))
+    s1, s2 = db.session(), db.session()
+    a = s1.get(User, user_id="u1", consistent=True)
+    b = s2.get(User, user_id="u1", consistent=True)
+    assert a is not None and b is not None
+    a.email = "ada@y.io"
+    s1.save(a)
+    s1.commit()
+    b.email = "ada@y.io"
+    s2.save(b)
+    with pytest.raises(ConcurrentModificationError):
+        s2.commit()
+    assert_guards_consistent(db)

@@ -79,3 +79,67 @@ class Ledger(Versioned):
     org: str = "acme"
     code: str
     balance: int = 0
+
+
+class OldBadge(Entity):
+    """``Badge`` before the change: only its type name differs (a move in place)."""
+
+    class Meta:
+        table = old
+        pk = "BADGE#{id}"
+        sk = "BADGE"
+        type_name = "badge_v1"
+        unique = ("code",)
+
+    id: str
+    code: str
+
+
+class Badge(Entity):
+    """A plain entity whose type name alone changed: it moves in place."""
+
+    class Meta:
+        table = mig
+        pk = "BADGE#{id}"
+        sk = "BADGE"
+        type_name = "badge"
+        unique = ("code",)
+        previous = Previous(type_name="badge_v1")
+
+    id: str
+    code: str
+
+
+#: a table with a TTL attribute, in both designs (expired old-layout items)
+mig_ttl = Table("dynaorm-migrations-ttl", ttl="expires")
+old_ttl = Table("dynaorm-migrations-ttl", ttl="expires")
+
+
+class OldPass(Entity):
+    """``Pass`` before the change: ``TICKET#{id}``, type ``ticket``."""
+
+    class Meta:
+        table = old_ttl
+        pk = "TICKET#{id}"
+        sk = "PASS"
+        type_name = "ticket"
+        unique = ("seat",)
+
+    id: str
+    seat: str
+    expires: int | None = None
+
+
+class Pass(Entity):
+    """An entity with a unique value and a TTL whose key template changed."""
+
+    class Meta:
+        table = mig_ttl
+        pk = "PASS#{id}"
+        sk = "PASS"
+        unique = ("seat",)
+        previous = Previous(pk="TICKET#{id}", type_name="ticket")
+
+    id: str
+    seat: str
+    expires: int | None = None

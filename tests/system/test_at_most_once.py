@@ -210,6 +210,19 @@ def test_lost_staged_update_with_where_is_a_success(db: TestBackend) -> None:
     assert _notes(db) == [("n1", "sent", [])]
 
 
+def test_lost_lone_update_resolved_as_applied_has_its_result(db: TestBackend) -> None:
+    """(0.4) its answer carried the result (ALL_NEW): with the answer lost and the update
+    read back as applied, ``u.result`` raised although the update was reported applied."""
+    _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("UpdateItem")
+        s = db.session()
+        u = s.update(Note, note_id="n1").set(body="sent")
+        s.commit()
+    assert u.result.body == "sent" and u.result.note_id == "n1"
+    assert _notes(db) == [("n1", "sent", [])]
+
+
 def test_lost_staged_update_then_reverted_is_unknown(db: TestBackend) -> None:
     _stored(db)
 
@@ -406,14 +419,52 @@ def test_throttled_to_the_end_is_a_definite_request_error(db: TestBackend) -> No
     assert _notes(db) == []
 
 
-def test_a_server_error_on_a_single_item_write_is_read_back(db: TestBackend) -> None:
-    """A 5xx may come after the server applied the write: it is read back, not resent;
-    here it was not applied, and nobody can tell that from a 5xx: unknown."""
+def test_a_server_error_on_a_single_item_insert_proved_unapplied_is_retried(
+        db: TestBackend) -> None:
+    """A 5xx may come after the server applied the write: it is read back first. (0.4)
+    An insert that left no item was not applied: it is resent within the attempts, as
+    every SDK retries a 5xx (0.3: OutcomeUnknownError at once)."""
     with inject_faults(db.table) as faults:
         faults.server_error("PutItem")
-        _commit_raises(db, lambda s: s.save(Note(note_id="n1")), OutcomeUnknownError)
-    assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (1, 1)
+        with db.session() as s:
+            s.save(Note(note_id="n1", body="mine"))
+    assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (2, 1)
+    assert _notes(db) == [("n1", "mine", [])]
+
+
+@pytest.mark.parametrize("by_key", [False, True])
+def test_a_server_error_on_a_delete_proved_unapplied_is_retried(db: TestBackend,
+                                                                by_key: bool) -> None:
+    note = _stored(db)
+    with inject_faults(db.table) as faults:
+        faults.server_error("DeleteItem", times=2)
+        with db.session() as s:
+            if by_key:
+                s.delete(Note, note_id="n1")
+            else:
+                s.delete(note)
+    assert (faults.sent["DeleteItem"], faults.sent["GetItem"]) == (3, 2)
     assert _notes(db) == []
+
+
+def test_server_errors_to_the_last_attempt_are_unknown(db: TestBackend) -> None:
+    with inject_faults(db.table) as faults:
+        faults.server_error("PutItem", times=None)
+        _commit_raises(db, lambda s: s.save(Note(note_id="n1")), OutcomeUnknownError)
+    assert faults.sent["PutItem"] == db.table.max_attempts
+    assert _notes(db) == []
+
+
+def test_a_server_error_on_an_update_is_not_resent(db: TestBackend) -> None:
+    """An update the read back shows unapplied may have been applied and reverted by
+    another writer (the revert would be lost): it stays OutcomeUnknownError."""
+    note = _stored(db)
+    note.body = "sent"
+    with inject_faults(db.table) as faults:
+        faults.server_error("UpdateItem")
+        _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
+    assert faults.sent["UpdateItem"] == 1
+    assert _notes(db) == [("n1", "draft", [])]
 
 
 def test_a_server_error_on_a_transaction_is_resent(db: TestBackend) -> None:

@@ -4,6 +4,7 @@ on the engines is in tests/integration/test_stored_values.py."""
 
 from __future__ import annotations
 
+import enum
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
@@ -109,3 +110,32 @@ def test_datetime_encodes_as_iso_string() -> None:
     at = datetime(2024, 1, 2, 3, 4, 5, tzinfo=UTC)
     assert encode_value(at) == {"S": "2024-01-02T03:04:05+00:00"}
     assert encode_value(date(2024, 1, 2)) == {"S": "2024-01-02"}
+
+
+class _Colour(enum.Enum):
+    RED = "red"
+
+
+@pytest.mark.parametrize("bad", [
+    {1: "a", "1": "b"},       # two keys one string: one would be lost
+    {(2, 3): "x"},
+    {None: "x"},
+    {b"k": "x"},
+    {"outer": {1: "x"}},      # nested in a map
+    [{2.5: "x"}],             # nested in a list
+    {_Colour.RED: 1, "red": 2},  # an enum key and its value: one stored key twice
+])
+def test_a_map_with_a_key_that_is_not_a_string_is_refused(bad: Any) -> None:
+    # (0.4) DynamoDB's map keys are strings; turning another key into one changed the
+    # value silently ({1: "a", "1": "b"} was stored as {"1": "b"})
+    with pytest.raises(InvalidValueError, match="map key"):
+        encode_value(bad)
+
+
+def test_string_and_string_enum_map_keys_are_stored_as_their_text() -> None:
+    class Name(str):
+        def __str__(self) -> str:
+            return "not the text"
+
+    assert encode_value({Name("a"): 1, _Colour.RED: 2}) == {
+        "M": {"a": {"N": "1"}, "red": {"N": "2"}}}

@@ -75,9 +75,12 @@ ABSENT = {"ConditionExpression": "attribute_not_exists(#n0)",
 
 
 def _owned_by(owner_pk: str, owner_sk: str = "PROFILE") -> dict[str, Any]:
-    return {"ConditionExpression": "(#n0 = :v0) AND (#n1 = :v1)",
+    """A guard release: still the owner's, or no guard at all (an owner stored before
+    its rule was declared has none: no conflict, 0.4)."""
+    return {"ConditionExpression": "((#n0 = :v0) AND (#n1 = :v1)) OR "
+                                   "(attribute_not_exists(#n2))",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": {"#n0": "owner_pk", "#n1": "owner_sk"},
+            "ExpressionAttributeNames": {"#n0": "owner_pk", "#n1": "owner_sk", "#n2": "pk"},
             "ExpressionAttributeValues": {":v0": {"S": owner_pk}, ":v1": {"S": owner_sk}}}
 
 
@@ -369,7 +372,7 @@ def test_hostile_values_never_enter_expression_text() -> None:
     assert texts
     for text in texts:
         assert HOSTILE not in text and "#x" not in text and ":v " not in text
-        assert "@" not in text and "OR" not in text
+        assert "@" not in text and "OR" not in text.replace(") OR (", ") | (")
     dumped = json.dumps(req)
     assert HOSTILE in dumped  # the values do travel, as placeholders
 

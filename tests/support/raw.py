@@ -1,0 +1,33 @@
+"""Another writer that is not dynaorm: raw ``UpdateItem`` / ``GetItem`` on a table's
+client, for tests where a value or an attribute appears that the model did not load (a
+newer model version, another tool)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dynaorm._types import Item
+from dynaorm.client.table import Table
+from dynaorm.model.codec import encode_value
+from dynaorm.protocol.steps import call
+
+__all__ = ["raw_get", "raw_set"]
+
+
+def raw_set(table: Table, key: dict[str, str], **values: Any) -> None:
+    """Set attributes of the item at ``key`` (string key values) as another writer."""
+    names = {f"#a{i}": k for i, k in enumerate(values)}
+    vals = {f":v{i}": encode_value(v) for i, v in enumerate(values.values())}
+    table.db.driver.run(call("UpdateItem", {
+        "TableName": table.name, "Key": {k: {"S": v} for k, v in key.items()},
+        "UpdateExpression": "SET " + ", ".join(f"#a{i} = :v{i}" for i in range(len(values))),
+        "ExpressionAttributeNames": names, "ExpressionAttributeValues": vals}))
+
+
+def raw_get(table: Table, key: dict[str, str]) -> Item | None:
+    """The item at ``key`` as stored (consistent read), or ``None``."""
+    out = table.db.driver.run(call("GetItem", {
+        "TableName": table.name, "Key": {k: {"S": v} for k, v in key.items()},
+        "ConsistentRead": True}))
+    item: Item | None = out.get("Item")
+    return item

@@ -1,0 +1,416 @@
+"""The adversary (contract 19): a hypothesis state machine drives random sequences of
+saves, updates, conditional updates, deletes by object and by key, unique changes,
+versioned saves, overwrites, bulk calls, ``check`` and ``migrate`` runs from two sessions
+that hold objects loaded at different times, with the public fault injector
+(``dynaorm.testing.inject_faults``) losing answers, answering 500 and throttling at
+random. After every step the table is compared with a reference model, and every
+reported outcome with what the table shows:
+
+- every entity exactly once, as the model says; one guard per held unique value,
+  naming its owner; a versioned entity's history contiguous (1..n, the latest copy n);
+- success only for a write that landed (the table holds what it wrote), a definite
+  failure only for one that did not (the table holds what it held before), and
+  ``OutcomeUnknownError`` only with one of the two stored;
+- a ``ConflictError`` only when another writer changed the item since it was loaded.
+
+Deterministic: the seed is derived from the test (``derandomize``), a failing sequence
+is shrunk and printed by hypothesis. Bounded in CI (a few examples on DynamoDB Local, the
+reference engine); ``make soak`` runs ``DYNAORM_SOAK`` examples and prints the figures
+(operations, faults injected, invariants checked).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from dynaorm import (
+    BulkWriteError,
+    ConditionFailedError,
+    ConflictError,
+    Entity,
+    F,
+    ItemNotFoundError,
+    OutcomeUnknownError,
+    RequestError,
+    Session,
+    Unique,
+    UniqueConstraintError,
+)
+from dynaorm.testing import TestBackend, inject_faults
+from dynaorm.tools.check import check_table
+from dynaorm.tools.migrate import migrate
+from tests.support.models import app
+
+pytestmark = pytest.mark.sync_only  # the machine drives its own sync sessions
+
+IDS = st.sampled_from(["1", "2"])
+TEXTS = st.sampled_from(["a", "b", "c"])
+KINDS = st.sampled_from(["note", "member", "doc"])
+SESSIONS = st.sampled_from([0, 1])
+FAULTS = st.sampled_from(["none", "none", "none", "none", "throttle", "500", "lose", "lose500"])
+WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
+
+#: what every run of the machine did, for ``make soak``'s figures
+FIGURES: Counter[str] = Counter()
+
+
+class ANote(Entity):
+    """A plain entity."""
+
+    class Meta:
+        table = app
+        pk = "ANOTE#{run}#{key}"
+        sk = "ANOTE"
+
+    run: str
+    key: str
+    text: str = ""
+
+
+class AMember(Entity):
+    """An entity with a unique value (scoped to the run)."""
+
+    class Meta:
+        table = app
+        pk = "AMEMBER#{run}#{key}"
+        sk = "AMEMBER"
+        unique = (Unique("text", scope="ARUN#{run}"),)
+
+    run: str
+    key: str
+    text: str = ""
+
+
+class ADoc(Entity):
+    """A versioned entity."""
+
+    class Meta:
+        table = app
+        pk = "ADOC#{run}#{key}"
+        sk = "ADOC"
+        versioned = True
+
+    run: str
+    key: str
+    text: str = ""
+
+
+CLASSES: dict[str, type[Entity]] = {"note": ANote, "member": AMember, "doc": ADoc}
+#: model state of one entity: its text, or None (absent)
+State = str | None
+
+
+class Adversary(RuleBasedStateMachine):
+    """One run: the model (kind, key) -> text, two sessions with what each loaded."""
+
+    db: TestBackend
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.run = uuid.uuid4().hex[:8]
+        self.model: dict[tuple[str, str], str] = {}
+        #: landed changes per entity (another writer changed it since a load: more)
+        self.changes: Counter[tuple[str, str]] = Counter()
+        self.sessions = [self.db.session(), self.db.session()]
+        #: per session: (kind, key) -> (object, its text and changes when loaded)
+        self.loaded: list[dict[tuple[str, str], tuple[Entity, State, int]]] = [{}, {}]
+
+    # -- helpers ---------------------------------------------------------------------
+    def _key(self, kind: str, key: str) -> dict[str, Any]:
+        return {"run": self.run, "key": key}
+
+    def _stored(self, kind: str, key: str) -> State:
+        obj = Session(app).get(CLASSES[kind], consistent=True, **self._key(kind, key))
+        return None if obj is None else str(obj.text)  # type: ignore[attr-defined]
+
+    def _text_taken(self, text: str, owner: tuple[str, str]) -> bool:
+        return any(k[0] == "member" and k != owner and v == text
+                   for k, v in self.model.items())
+
+    def _judge(self, kind: str, key: str, before: State, intended: State,
+               error: BaseException | None, loaded: int | None = None) -> None:
+        """Compare the outcome reported with what is stored, then adopt what is stored."""
+        after = self._stored(kind, key)
+        FIGURES["outcomes judged"] += 1
+        if error is None:
+            assert after == intended, f"success reported, stored {after!r} != {intended!r}"
+        elif isinstance(error, OutcomeUnknownError):
+            FIGURES["outcomes unknown"] += 1
+            assert after in (before, intended), f"unknown, stored {after!r}"
+        else:
+            assert after == before, (
+                f"{type(error).__name__} reported, but stored {after!r} != {before!r}")
+            if isinstance(error, ConflictError) and loaded is not None:
+                # a conflict only when another writer changed it since the load
+                assert self.changes[(kind, key)] != loaded, (
+                    f"{type(error).__name__} with no other writer")
+        self._adopt(kind, key, after)
+
+    def _adopt(self, kind: str, key: str, after: State) -> None:
+        if after != self.model.get((kind, key)):
+            self.changes[(kind, key)] += 1
+        if after is None:
+            self.model.pop((kind, key), None)
+        else:
+            self.model[(kind, key)] = after
+
+    def _faulted(self, fault: str) -> Any:
+        injector = inject_faults(app)
+        faults = injector.__enter__()
+        FIGURES[f"fault {fault}"] += 1
+        for operation in WRITES:
+            if fault == "throttle":
+                faults.throttle(operation)
+            elif fault == "500":
+                faults.server_error(operation)
+            elif fault == "lose":
+                faults.lose_answer(operation)
+            elif fault == "lose500":
+                faults.lose_answer(operation, how="500")
+        return injector
+
+    def _commit(self, s: Session, fault: str) -> BaseException | None:
+        FIGURES["operations"] += 1
+        injector = self._faulted(fault)
+        try:
+            s.commit()
+        except (ConflictError, ConditionFailedError, UniqueConstraintError,
+                OutcomeUnknownError, RequestError, ItemNotFoundError) as exc:
+            s.rollback()
+            return exc
+        finally:
+            injector.__exit__(None, None, None)
+        return None
+
+    # -- rules -----------------------------------------------------------------------
+    @rule(s=SESSIONS, kind=KINDS, key=IDS)
+    def load(self, s: int, kind: str, key: str) -> None:
+        obj = self.sessions[s].get(CLASSES[kind], consistent=True, **self._key(kind, key))
+        FIGURES["loads"] += 1
+        if obj is None:
+            self.loaded[s].pop((kind, key), None)
+        else:
+            FIGURES["loads found"] += 1
+            self.loaded[s][(kind, key)] = (obj, self.model.get((kind, key)),
+                                           self.changes[(kind, key)])
+
+    @rule(s=SESSIONS, kind=KINDS, key=IDS, text=TEXTS, overwrite=st.booleans(),
+          fault=FAULTS)
+    def save(self, s: int, kind: str, key: str, text: str, overwrite: bool,
+             fault: str) -> None:
+        """A save of the loaded object (an update; a key unchanged), or of a new one."""
+        held = self.loaded[s].get((kind, key))
+        before = self.model.get((kind, key))
+        obj: Any = held[0] if held else CLASSES[kind](**self._key(kind, key))
+        FIGURES["stale saves"] += held is not None and held[2] != self.changes[(kind, key)]
+        old_text = obj.text
+        obj.text = text
+        session = self.sessions[s]
+        session.save(obj, overwrite=overwrite)
+        error = self._commit(session, fault)
+        FIGURES[f"save -> {type(error).__name__ if error else 'ok'}"] += 1
+        if error is not None:
+            obj.text = old_text  # (the object keeps what it was loaded with)
+        if isinstance(error, UniqueConstraintError):
+            assert self._text_taken(text, (kind, key)), "unique error, value free"
+        # a loaded object saved unchanged sends nothing (an overwrite of an entity
+        # with rules reads what is stored and plans on it: it writes)
+        noop = held is not None and held[1] == text and not (overwrite and kind != "note")
+        if error is None and not overwrite and not noop:  # no lost update
+            if fault != "none" and fault != "throttle" and before == text and (
+                    before != (held[1] if held else None)):
+                # OPEN (failure-semantics guide): another writer stored exactly this
+                # write's values while its attempt failed with a 5xx or a lost answer;
+                # the read back cannot tell whose write it was, both are told success
+                FIGURES["two winners of one write (open, counted)"] += 1
+            else:
+                assert before == (held[1] if held else None), (
+                    f"a save over another writer's {before!r} (loaded "
+                    f"{held and held[1]!r})")
+        self._judge(kind, key, before, before if noop else text, error,
+                    held[2] if held else None)
+        self._forget(kind, key, s, error)
+        if error is None and held is not None and not noop:  # it stands for what it wrote
+            self.loaded[s][(kind, key)] = (obj, text, self.changes[(kind, key)])
+
+    def _forget(self, kind: str, key: str, s: int, error: BaseException | None) -> None:
+        """After a failed or unknown write, the session reloads before using it again."""
+        if error is not None:
+            self.loaded[s].pop((kind, key), None)
+
+    @rule(s=SESSIONS, kind=KINDS, key=IDS, by_key=st.booleans(), fault=FAULTS)
+    def delete(self, s: int, kind: str, key: str, by_key: bool, fault: str) -> None:
+        held = self.loaded[s].get((kind, key))
+        before = self.model.get((kind, key))
+        session = self.sessions[s]
+        if by_key or held is None:
+            session.delete(CLASSES[kind], history=True, **self._key(kind, key))
+        else:
+            session.delete(held[0], history=True)
+        error = self._commit(session, fault)
+        FIGURES[f"delete -> {type(error).__name__ if error else 'ok'}"] += 1
+        if isinstance(error, ItemNotFoundError) and not isinstance(error, ConflictError):
+            assert before is None, "ItemNotFoundError for a stored item"
+            error = None  # (by key, nothing there: nothing to do)
+        self._judge(kind, key, before, None, error,
+                    None if by_key or held is None else held[2])
+        self.loaded[s].pop((kind, key), None)
+
+    @rule(s=SESSIONS, key=IDS, expect=TEXTS, text=TEXTS, fault=FAULTS)
+    def conditional_update(self, s: int, key: str, expect: str, text: str,
+                           fault: str) -> None:
+        before = self.model.get(("note", key))
+        session = self.sessions[s]
+        session.update(ANote, **self._key("note", key)).set(text=text).where(
+            F("text") == expect)
+        error = self._commit(session, fault)
+        if isinstance(error, ConditionFailedError):
+            assert before != expect, "condition failed, but it held"
+        self._judge("note", key, before, text, error)
+        self.loaded[s].pop(("note", key), None)
+
+    @rule(s=SESSIONS, keys=st.lists(IDS, min_size=1, max_size=3, unique=True),
+          text=TEXTS, delete=st.booleans(), fault=FAULTS)
+    def bulk(self, s: int, keys: list[str], text: str, delete: bool, fault: str) -> None:
+        """save_many of new or loaded notes, or delete_many by key."""
+        session = self.sessions[s]
+        before = {k: self.model.get(("note", k)) for k in keys}
+        FIGURES["operations"] += 1
+        injector = self._faulted(fault)
+        error: BulkWriteError | None = None
+        unchanged: set[str] = set()
+        try:
+            if delete:
+                session.delete_many(ANote, [self._key("note", k) for k in keys])
+            else:
+                objs = []
+                unchanged.clear()
+                for k in keys:
+                    held = self.loaded[s].get(("note", k))
+                    obj: Any = held[0] if held else ANote(**self._key("note", k), text=text)
+                    if held is not None and held[1] == text:
+                        unchanged.add(k)  # (saved unchanged: nothing sent)
+                    obj.text = text
+                    objs.append(obj)
+                session.save_many(objs)
+        except BulkWriteError as exc:
+            error = exc
+        finally:
+            injector.__exit__(None, None, None)
+        for k in keys:
+            after = self._stored("note", k)
+            intended = None if delete else before[k] if k in unchanged else text
+            FIGURES["outcomes judged"] += 1
+            if error is None:
+                assert after == intended, f"bulk success, stored {after!r}"
+            else:
+                assert after in (before[k], intended), f"bulk: stored {after!r}"
+            self._adopt("note", k, after)
+            self.loaded[s].pop(("note", k), None)
+
+    @rule(kind=KINDS, key=IDS)
+    def both_load(self, kind: str, key: str) -> None:
+        """Both sessions load the entity (each then writes from what it loaded)."""
+        self.load(0, kind, key)
+        self.load(1, kind, key)
+
+    @rule(kind=KINDS, key=IDS, first=TEXTS, second=TEXTS, overwrite=st.booleans(),
+          fault=FAULTS)
+    def race(self, kind: str, key: str, first: str, second: str, overwrite: bool,
+             fault: str) -> None:
+        """A second writer in the window: both sessions load, session 1 writes, then
+        session 0 writes from what it loaded (under a fault)."""
+        if (kind, key) not in self.model:
+            self.loaded[1].pop((kind, key), None)
+            self.save(1, kind, key, second, False, "none")
+        self.both_load(kind, key)
+        self.save(1, kind, key, first, False, "none")
+        self.save(0, kind, key, second, overwrite, fault)
+
+    @rule(dice=st.integers(0, 7))
+    def check_runs_clean(self, dice: int) -> None:
+        if dice != 7:  # (now and then: a whole-table scan)
+            return
+        FIGURES["check runs"] += 1
+        problems = [p for p in check_table(app).problems if self.run in p]
+        assert problems == [], problems
+
+    @rule(dice=st.integers(0, 7))
+    def migrate_runs_ok(self, dice: int) -> None:
+        if dice != 7:  # (now and then: a whole-table scan)
+            return
+        FIGURES["migrate runs"] += 1
+        report = migrate(app, check=False)
+        assert report.ok and report.found == {}, report
+
+    # -- invariants ------------------------------------------------------------------
+    @invariant()
+    def the_table_holds_the_model(self) -> None:
+        FIGURES["invariants checked"] += 1
+        mine = f"#{self.run}#"
+        items = [i for i in self.db.scan() if mine in i["pk"] or
+                 i["pk"].startswith(f"ARUN#{self.run}#")]
+        rows: dict[tuple[str, str], str] = {}
+        versions: dict[str, list[int]] = {}
+        guards: dict[str, str] = {}
+        for i in items:
+            prefix = i["pk"].split("#", 1)[0]
+            if prefix == "ARUN":
+                guards[i["pk"].rsplit("#", 1)[1]] = i["owner_pk"].rsplit("#", 1)[1]
+                continue
+            kind = {"ANOTE": "note", "AMEMBER": "member", "ADOC": "doc"}[prefix]
+            key = i["pk"].rsplit("#", 1)[1]
+            if kind == "doc" and not i["sk"].startswith("v0_"):
+                versions.setdefault(key, []).append(int(i["version"]))
+                continue
+            assert (kind, key) not in rows, "an entity stored twice"
+            rows[(kind, key)] = i.get("text", "")
+        assert rows == self.model
+        assert guards == {text: key for (kind, key), text in self.model.items()
+                          if kind == "member"}
+        for key, found in versions.items():  # history contiguous, latest copy the last
+            assert sorted(found) == list(range(1, len(found) + 1)), found
+            if ("doc", key) in self.model:
+                latest = [i for i in items if i["pk"].endswith(f"#{key}")
+                          and i["pk"].startswith("ADOC") and i["sk"].startswith("v0_")]
+                assert [int(i["version"]) for i in latest] == [len(found)]
+
+
+def _examples() -> int:
+    """Examples of one run: ``DYNAORM_SOAK`` (``make soak``), else a bounded few."""
+    return int(os.environ.get("DYNAORM_SOAK", "0")) or 60
+
+
+@pytest.fixture
+def local(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    from tests.conftest import engine_of
+
+    if engine_of(request) != "local":
+        pytest.skip("the adversary runs on DynamoDB Local, the reference engine")
+    before = app._binding()
+    app.max_wait = 0  # faults are retried without waiting
+    yield db
+    app._restore(before)
+
+
+def test_the_adversary_finds_nothing(local: TestBackend) -> None:
+    machine = type("Machine", (Adversary,), {"db": local})
+    machine.TestCase.settings = settings(  # type: ignore[attr-defined]
+        max_examples=_examples(), stateful_step_count=30, deadline=None,
+        derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True)
+    FIGURES.clear()
+    try:
+        machine.TestCase().runTest()  # type: ignore[attr-defined]
+    finally:
+        print("\nadversary figures: " + ", ".join(
+            f"{k}={v}" for k, v in sorted(FIGURES.items())))
+    assert FIGURES["operations"] > 0 and FIGURES["invariants checked"] > 0
