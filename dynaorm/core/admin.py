@@ -76,22 +76,26 @@ def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
             f"table {table.name!r} exists without local index(es) {missing_local}: a local "
             "secondary index can only be created with its table (create a new table and "
             "copy the items, or declare a global index instead)")
-    added = []
+    deadline = time.monotonic() + wait
+    building: str | None = None
     for gsi in definition.get("GlobalSecondaryIndexes", []):
         if status[gsi["IndexName"]] != "MISSING":
             continue
+        if building is not None:  # DynamoDB builds one new index of a table at a time
+            yield from _backfill_p(table, [building], deadline - time.monotonic())
         try:
             yield from call("UpdateTable", {
                 "TableName": table.name,
                 "AttributeDefinitions": definition["AttributeDefinitions"],
                 "GlobalSecondaryIndexUpdates": [{"Create": gsi}]})
         except RequestError as exc:
+            more = (f" (index {building!r} is still being built: call create() again once "
+                    "index_status() shows it ACTIVE)" if building is not None else "")
             raise DynaormError(f"cannot add index {gsi['IndexName']!r} to table "
-                               f"{table.name!r}: {exc}") from exc
-        added.append(gsi["IndexName"])
-        yield from _settle_p(table, lambda s: s == "ACTIVE", wait)  # one at a time
-    if added:
-        yield from _backfill_p(table, added, wait)
+                               f"{table.name!r}: {exc}{more}") from exc
+        building = gsi["IndexName"]
+    if building is not None:
+        yield from _backfill_p(table, [building], deadline - time.monotonic())
 
 
 def _backfill_p(table: TableSchema, names: list[str], timeout: float) -> Proto[None]:

@@ -56,13 +56,12 @@ class Entity(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        spec = build_spec(cls, frozenset(cls.model_fields))
-        if spec is not None and spec.versioned:
-            ann = cls.model_fields["version"].annotation
-            if ann is not int:
-                raise DynaormError(f"{cls.__name__}: a versioned entity's 'version' field "
-                                   f"must be an int, not {ann!r}")
-        cls.__dynaorm_spec__ = spec
+        version = cls.model_fields.get("version")
+        if collect_meta(cls).get("versioned") and version is not None and (
+                version.annotation is not int):  # (refused before the table records it)
+            raise DynaormError(f"{cls.__name__}: a versioned entity's 'version' field "
+                               f"must be an int, not {version.annotation!r}")
+        cls.__dynaorm_spec__ = build_spec(cls, frozenset(cls.model_fields))
 
     # -- persistence bookkeeping (internal) ---------------------------------------------
     @property

@@ -596,3 +596,19 @@ def test_a_delete_by_key_expects_no_version(db: TestBackend) -> None:
     s.delete(Audit, equipment_id="E8", part="P")
     s.commit()
     assert db.session().get(Audit, equipment_id="E8", part="P") is None
+
+
+def test_a_refused_definition_leaves_nothing_on_its_table() -> None:
+    """A class whose definition is refused is not recorded by its table (a later
+    ``migrate`` or ``check`` over the table's classes met it as an abstract class)."""
+    with pytest.raises(DynaormError, match="version"):
+        class VerRefused(Entity):
+            class Meta:
+                table = app
+                pk = "VR#{x}"
+                sk = "VR"
+                versioned = True
+
+            x: str
+            version: str = "0"
+    assert "VerRefused" not in app.entities
