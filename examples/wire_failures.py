@@ -96,9 +96,9 @@ def main() -> None:
                 client.send("GetItem", {"TableName": notes.name,
                                         "Key": {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}}})
             except RequestError as error:
-                kind = next(k.__name__ for k in (RequestNotSentError, AnswerLostError,
-                                                 BadAnswerError, RequestError)
-                            if isinstance(error, k))
+                kinds = (RequestNotSentError, AnswerLostError, BadAnswerError)
+                kind = next((k.__name__ for k in kinds if isinstance(error, k)),
+                            "RequestError")
                 show(f"{title}: error class, code, maybe_applied",
                      [(kind, error.code, error.maybe_applied)])
 
