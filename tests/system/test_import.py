@@ -39,14 +39,17 @@ def test_import_dynaorm_loads_no_wire_or_async_machinery() -> None:
 
 
 def test_first_sync_request_loads_no_asyncio() -> None:
-    """A sync process's first request (here one refused by a closed port: the request is
-    rendered, signed and sent on dynaorm's own wire) imports the wire but never asyncio."""
+    """A sync process's first request (here one refused by a port bound but not listening:
+    the request is rendered and signed on dynaorm's own wire, its connection refused)
+    imports the wire but never asyncio."""
     loaded = _modules_after(
-        "import os\n"
+        "import os, socket\n"
         "os.environ.update(AWS_ACCESS_KEY_ID='x', AWS_SECRET_ACCESS_KEY='x')\n"
+        "closed = socket.socket()\n"
+        "closed.bind(('127.0.0.1', 0))\n"
+        "url = 'http://127.0.0.1:%d' % closed.getsockname()[1]\n"
         "import dynaorm\n"
-        "app = dynaorm.Table('things', endpoint_url='http://127.0.0.1:9', region='eu-west-1',"
-        " max_attempts=1)\n"
+        "app = dynaorm.Table('things', endpoint_url=url, region='eu-west-1', max_attempts=1)\n"
         "class Thing(dynaorm.Entity):\n"
         "    class Meta:\n"
         "        table = app\n"
@@ -56,6 +59,8 @@ def test_first_sync_request_loads_no_asyncio() -> None:
         "try:\n"
         "    dynaorm.Session(app).get(Thing, thing_id='t1')\n"
         "except dynaorm.RequestNotSentError:\n"
-        "    pass\n")
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('the request was answered')\n")
     assert "dynaorm.wire.http" in loaded
     assert not {m for m in loaded if m.split(".")[0] == "asyncio"}, sorted(loaded)
