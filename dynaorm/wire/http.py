@@ -28,7 +28,6 @@ ask to close, nothing came after the answer, and it is still idle and unread whe
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import select
 import selectors
@@ -38,11 +37,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from dynaorm.errors import DynaormError
 from dynaorm.private_apis import stream_buffered
 from dynaorm.wire.connection import AnswerReader, MalformedAnswer
+
+if TYPE_CHECKING:  # asyncio loads with the first async request: a sync process never pays it
+    import asyncio
 
 __all__ = [
     "AnswerTimeout",
@@ -403,6 +405,8 @@ class AsyncHTTPPool:
         self._idle: list[_AsyncConnection] = []
 
     async def _connect(self) -> _AsyncConnection:
+        import asyncio
+
         dest = self.destination
         try:
             if dest.tls is not None and self._context is None:
@@ -461,6 +465,8 @@ class AsyncHTTPPool:
         fails only while the transport still holds bytes of the request (a transport that
         handed everything to the socket returns from it), or on a connection that was
         already dead: either way the request did not go out whole (:class:`SendFailed`)."""
+        import asyncio
+
         writer = conn.writer
         try:
             async with asyncio.timeout(self.destination.read_timeout):
@@ -487,6 +493,8 @@ async def _early_answer_async(reader: asyncio.StreamReader, answer: AnswerReader
 async def _receive_async(reader: asyncio.StreamReader, answer: AnswerReader,
                          timeout: float | None) -> None:
     """:func:`_receive` on an asyncio stream."""
+    import asyncio
+
     try:
         async with asyncio.timeout(timeout):
             while True:

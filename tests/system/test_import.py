@@ -26,3 +26,41 @@ def test_first_table_use_loads_it() -> None:
         "import dynaorm\n"
         "dynaorm.Table('things', endpoint_url='http://127.0.0.1:9', region='eu-west-1').client")
     assert {"botocore.session", "botocore.client"} <= loaded
+
+
+def test_import_dynaorm_loads_no_wire_or_async_machinery() -> None:
+    """The wire, asyncio, the async session, the tools and the PynamoDB bridge load when
+    used: ``import dynaorm`` pays for none of them."""
+    loaded = _modules_after("import dynaorm")
+    deferred = {m for m in loaded if m.split(".")[0] in ("asyncio", "ssl", "http", "httptools")
+                or m.startswith(("dynaorm.wire", "dynaorm.aio", "dynaorm.tools",
+                                 "dynaorm.testing", "dynaorm.pynamodb"))}
+    assert not deferred, sorted(deferred)
+
+
+def test_first_sync_request_loads_no_asyncio() -> None:
+    """A sync process's first request (here one refused by a port bound but not listening:
+    the request is rendered and signed on dynaorm's own wire, its connection refused)
+    imports the wire but never asyncio."""
+    loaded = _modules_after(
+        "import os, socket\n"
+        "os.environ.update(AWS_ACCESS_KEY_ID='x', AWS_SECRET_ACCESS_KEY='x')\n"
+        "closed = socket.socket()\n"
+        "closed.bind(('127.0.0.1', 0))\n"
+        "url = 'http://127.0.0.1:%d' % closed.getsockname()[1]\n"
+        "import dynaorm\n"
+        "app = dynaorm.Table('things', endpoint_url=url, region='eu-west-1', max_attempts=1)\n"
+        "class Thing(dynaorm.Entity):\n"
+        "    class Meta:\n"
+        "        table = app\n"
+        "        pk = 'THING#{thing_id}'\n"
+        "        sk = 'THING'\n"
+        "    thing_id: str\n"
+        "try:\n"
+        "    dynaorm.Session(app).get(Thing, thing_id='t1')\n"
+        "except dynaorm.RequestNotSentError:\n"
+        "    pass\n"
+        "else:\n"
+        "    raise AssertionError('the request was answered')\n")
+    assert "dynaorm.wire.http" in loaded
+    assert not {m for m in loaded if m.split(".")[0] == "asyncio"}, sorted(loaded)
