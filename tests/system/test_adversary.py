@@ -48,6 +48,7 @@ from dynaorm import (
 from dynaorm.testing import TestBackend, inject_faults
 from dynaorm.tools.check import check_table
 from dynaorm.tools.migrate import migrate
+from tests.support.fault_kinds import arm
 from tests.support.models import app
 
 pytestmark = pytest.mark.sync_only  # the machine drives its own sync sessions
@@ -167,15 +168,7 @@ class Adversary(RuleBasedStateMachine):
         injector = inject_faults(app)
         faults = injector.__enter__()
         FIGURES[f"fault {fault}"] += 1
-        for operation in WRITES:
-            if fault == "throttle":
-                faults.throttle(operation)
-            elif fault == "500":
-                faults.server_error(operation)
-            elif fault == "lose":
-                faults.lose_answer(operation)
-            elif fault == "lose500":
-                faults.lose_answer(operation, how="500")
+        arm(faults, WRITES, fault)
         return injector
 
     def _commit(self, s: Session, fault: str) -> BaseException | None:

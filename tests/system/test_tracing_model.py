@@ -25,6 +25,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from dynaorm import Attempt, DynaormError, Hook, Operation, OutcomeUnknownError
 from dynaorm.testing import TestBackend, inject_faults
+from tests.support.fault_kinds import arm
 from tests.support.models import Note, app
 
 IDS = st.sampled_from(["1", "2", "3", "4", "5"])
@@ -78,13 +79,7 @@ class Traced(RuleBasedStateMachine):
         raised: BaseException | None = None
         with self.tracer.start_as_current_span("step") as step, \
                 inject_faults(app) as faults:
-            for operation in operations:
-                if fault == "throttle":
-                    faults.throttle(operation)
-                elif fault == "500":
-                    faults.server_error(operation)
-                elif fault == "lose":
-                    faults.lose_answer(operation)
+            arm(faults, operations, fault)
             try:
                 act()
             except DynaormError as exc:
