@@ -283,7 +283,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
         setup = _answers[key] = _answer_setup(types)
     if setup is None:
         return None
-    validate, key_attrs, type_attr, fields, _ = setup
+    validate, key_attrs, type_attr, fields, specs = setup
+    table = specs[0].table
     refused = False
 
     def read(data: bytes) -> dict[str, Any] | None:
@@ -303,6 +304,8 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
                 if any(type(o) is dict and o["type"] in types for o in objs):
                     refused = True  # (an item of its types the fast way refuses)
                     return None
+                if any(type(o) is dict and o["type"] not in table.entities for o in objs):
+                    return None  # (a type name no class may claim: the plain read tells)
                 places = [at for at, o in enumerate(objs) if type(o) is not dict]
                 objs = [objs[at] for at in places]
             # each object marked persisted, in C: (its page, its place), made its state
