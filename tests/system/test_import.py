@@ -39,34 +39,6 @@ def test_import_dynaorm_loads_no_wire_or_async_machinery() -> None:
     assert not deferred, sorted(deferred)
 
 
-def test_first_sync_request_loads_no_asyncio() -> None:
-    """A sync process's first request (here one refused by a port bound but not listening:
-    the request is rendered and signed on dynaorm's own wire, its connection refused)
-    imports the wire but never asyncio."""
-    loaded = _modules_after(
-        "import os, socket\n"
-        "os.environ.update(AWS_ACCESS_KEY_ID='x', AWS_SECRET_ACCESS_KEY='x')\n"
-        "closed = socket.socket()\n"
-        "closed.bind(('127.0.0.1', 0))\n"
-        "url = 'http://127.0.0.1:%d' % closed.getsockname()[1]\n"
-        "import dynaorm\n"
-        "app = dynaorm.Table('things', endpoint_url=url, region='eu-west-1', max_attempts=1)\n"
-        "class Thing(dynaorm.Entity):\n"
-        "    class Meta:\n"
-        "        table = app\n"
-        "        pk = 'THING#{thing_id}'\n"
-        "        sk = 'THING'\n"
-        "    thing_id: str\n"
-        "try:\n"
-        "    dynaorm.Session(app).get(Thing, thing_id='t1')\n"
-        "except dynaorm.RequestNotSentError:\n"
-        "    pass\n"
-        "else:\n"
-        "    raise AssertionError('the request was answered')\n")
-    assert "dynaorm.wire.http" in loaded
-    assert not {m for m in loaded if m.split(".")[0] == "asyncio"}, sorted(loaded)
-
-
 _FIRST_GET = (
     "import os, socket, sys\n"
     "closed = socket.socket()\n"
@@ -123,3 +95,18 @@ def test_a_first_request_in_the_plain_environment_imports_no_botocore_session(
     (tmp_path / ".aws" / "config").write_text("[default]\nregion = eu-west-1\n")
     with_config = _first_get_modules("http", str(tmp_path))
     assert {"botocore.session", "botocore.credentials"} <= with_config
+
+
+def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
+    """A sync process's first request (here one refused by a port bound but not listening:
+    the request is rendered and signed on dynaorm's own wire, its connection refused)
+    imports the wire but never asyncio, whether botocore's session resolved its settings
+    (a shared config file present) or not."""
+    plain = _first_get_modules("http", str(tmp_path))
+    (tmp_path / "config").write_text("[default]\n")
+    with_session = _first_get_modules("http", str(tmp_path),
+                                      AWS_CONFIG_FILE=str(tmp_path / "config"))
+    assert "botocore.session" in with_session and "botocore.session" not in plain
+    for loaded in (plain, with_session):
+        assert "dynaorm.wire.http" in loaded
+        assert not {m for m in loaded if m.split(".")[0] == "asyncio"}, sorted(loaded)
