@@ -328,3 +328,30 @@ def test_the_tls_context_is_botocores(monkeypatch: pytest.MonkeyPatch, tmp_path:
                 context.verify_flags)
 
     assert seen(own) == seen(theirs)
+
+
+def test_the_signers_own_clock_when_botocore_auth_is_not_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``botocore.auth`` loaded (the plain environment's first request) the signer
+    reads the time itself: the same request signed at the same instant is the same."""
+    import sys
+
+    from dynaorm.wire import sigv4
+
+    class _Clock:
+        UTC = datetime.UTC
+
+        class datetime:  # (stands in for the module's ``datetime.datetime``)
+            @staticmethod
+            def now(tz: Any) -> datetime.datetime:
+                assert tz is datetime.UTC
+                return FROZEN
+
+    signer = sigv4.Signer("http://127.0.0.1:8000", "eu-west-1")
+    creds = PlainCredentials("AKID", "SECRET", "TOKEN")
+    headers = {"Content-Type": "application/x-amz-json-1.0",
+               "X-Amz-Target": "DynamoDB_20120810.GetItem", "User-Agent": "ua"}
+    with_botocore = signer.sign(b"{}", headers, creds)  # (botocore.auth's frozen clock)
+    monkeypatch.delitem(sys.modules, "botocore.auth")
+    monkeypatch.setattr(sigv4, "datetime", _Clock)
+    assert signer.sign(b"{}", headers, creds) == with_botocore
