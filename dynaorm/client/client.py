@@ -395,7 +395,7 @@ class Client:
         found = self._configured
         if found is _UNRESOLVED and self._plain() is not None:
             # (no AWS_ENDPOINT_URL*, no profile: only the argument)
-            found = self._configured = self.endpoint_url
+            found = self._configured = self.endpoint_url or None
         if found is _UNRESOLVED:
             found = self._configured = configured_endpoint(self.endpoint_url,
                                                            self._botocore_session())
