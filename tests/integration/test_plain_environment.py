@@ -14,21 +14,10 @@ from typing import Any
 import botocore.session
 import pytest
 
-from dynaorm import AsyncSession, Entity, Session, Table
+from dynaorm import AsyncSession, Session
 from dynaorm.client.plain import PlainCredentials
-
-
-def _note(app: Table) -> type[Entity]:
-    class Note(Entity):
-        class Meta:
-            table = app
-            pk = "NOTE#{note_id}"
-            sk = "NOTE"
-
-        note_id: str
-        text: str = ""
-
-    return Note
+from dynaorm.testing import use_tables
+from tests.support.models import Note, app
 
 
 @pytest.fixture
@@ -56,9 +45,12 @@ def _stored(endpoint: str, table: str, note_id: str) -> dict[str, object] | None
 
 def test_sync_requests_in_the_plain_environment(plain: None, ddb_local: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    table = Table("dynaorm-plain-env", endpoint_url=ddb_local)
-    Note: Any = _note(table)
-    table.create(wait=30)
+    with use_tables(app, endpoint_url=ddb_local, name_suffix="-plain-env"):
+        _sync_requests(ddb_local, monkeypatch)
+
+
+def _sync_requests(ddb_local: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    table = app
     wire = table.db.sync_wire
     sent: list[dict[str, str]] = []
     prepare = wire.prepare
@@ -70,9 +62,9 @@ def test_sync_requests_in_the_plain_environment(plain: None, ddb_local: str,
 
     monkeypatch.setattr(wire, "prepare", spy)
     s = Session(table)
-    s.save(Note(note_id="n1", text="hello"))
+    s.save(Note(note_id="n1", body="hello"))
     s.commit()
-    assert Session(table).get(Note, note_id="n1").text == "hello"
+    assert Session(table).get(Note, note_id="n1").body == "hello"
     client = table.db
     assert client._session is None  # no botocore session was ever made
     assert isinstance(client._plain().credentials, PlainCredentials)
@@ -85,25 +77,28 @@ def test_sync_requests_in_the_plain_environment(plain: None, ddb_local: str,
         assert headers["X-Amz-Security-Token"] == "plain-session-token"
         assert headers["X-Amzn-Trace-Id"] == "Root=1-5759e988-bd862e3fe1be46a994272793"
     item = _stored(ddb_local, table.name, "n1")
-    assert item is not None and item["text"] == {"S": "hello"}
+    assert item is not None and item["body"] == {"S": "hello"}
 
 
 def test_async_requests_in_the_plain_environment(plain: None, ddb_local: str) -> None:
     pytest.importorskip("aiobotocore")
-    table = Table("dynaorm-plain-env-async", endpoint_url=ddb_local)
-    Note: Any = _note(table)
-    table.create(wait=30)
+    with use_tables(app, endpoint_url=ddb_local, name_suffix="-plain-env-async"):
+        _async_requests(ddb_local)
+
+
+def _async_requests(ddb_local: str) -> None:
+    table = app
 
     async def run() -> str:
         async with AsyncSession(table) as s:
-            s.save(Note(note_id="a1", text="async"))
+            s.save(Note(note_id="a1", body="async"))
             await s.commit()
         async with AsyncSession(table) as s:
             found = await s.get(Note, note_id="a1")
         await table.db.aclose()
-        return found.text
+        return str(found.body)
 
     assert asyncio.run(run()) == "async"
     assert table.db._session is None
     item = _stored(ddb_local, table.name, "a1")
-    assert item is not None and item["text"] == {"S": "async"}
+    assert item is not None and item["body"] == {"S": "async"}
