@@ -355,3 +355,30 @@ def test_the_signers_own_clock_when_botocore_auth_is_not_loaded(
     monkeypatch.delitem(sys.modules, "botocore.auth")
     monkeypatch.setattr(sigv4, "datetime", _Clock)
     assert signer.sign(b"{}", headers, creds) == with_botocore
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "ALL_PROXY",
+                                        "all_proxy", "NO_PROXY", "no_proxy", "Ftp_Proxy",
+                                        "REQUEST_METHOD", "PROXY"]),
+                       st.sampled_from(["", "http://proxy.test:3128", "*", "GET"]), max_size=4),
+       st.sampled_from(["https://dynamodb.eu-west-1.amazonaws.com", "http://127.0.0.1:8000"]))
+def test_no_proxy_shortcut_is_botocores(variables: dict[str, str], url: str) -> None:
+    """Where the wire skips botocore's proxy lookup (no ``*_proxy`` variable with a value),
+    botocore's finds no proxy either."""
+    from botocore.httpsession import ProxyConfiguration
+    from botocore.utils import get_environ_proxies
+
+    from dynaorm.wire import _no_environ_proxies
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.lower().endswith("_proxy") or name == "REQUEST_METHOD":
+                patch.delenv(name)
+        for name, value in variables.items():
+            patch.setenv(name, value)
+        if _no_environ_proxies():
+            found = get_environ_proxies(url)
+            assert ProxyConfiguration(proxies=found).proxy_url_for(url) is None
+        else:
+            assert any(v and k.lower().endswith("_proxy") for k, v in variables.items())
