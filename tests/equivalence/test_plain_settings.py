@@ -382,3 +382,26 @@ def test_no_proxy_shortcut_is_botocores(variables: dict[str, str], url: str) -> 
             assert ProxyConfiguration(proxies=found).proxy_url_for(url) is None
         else:
             assert any(v and k.lower().endswith("_proxy") for k, v in variables.items())
+
+
+def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import botocore.config
+
+    from dynaorm import Client
+
+    for name in os.environ:
+        if name not in _clear():
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+    plain = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
+    assert plain._plain() is not None and plain.max_attempts == 1
+    assert plain.sync_wire is not None and plain._session is None
+    assert Client(region="eu-west-1").max_attempts == DEFAULT_MAX_ATTEMPTS
+    assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain() is None
+    configured = Client("http://127.0.0.1:9", region="eu-west-1",
+                        config=botocore.config.Config(read_timeout=3))
+    assert configured._plain() is None
+    assert configured.sync_wire.read_timeout == 3 and configured._session is not None
