@@ -28,6 +28,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,16 +78,32 @@ class User(Model):
 user = User.get("USER#u1", "PROFILE")
 assert user.name == "Alice", user
 """,
+    "dynaorm, session path": "",  # (the dynaorm program, a shared config file present)
     "import dynaorm": "import dynaorm\n",
     "import pynamodb.models": "import pynamodb.models\n",
 }
 
 
-def run_child(name: str, endpoint: str) -> float:
+def _environment(config_file: Path | None) -> dict[str, str]:
+    """The children's environment, as on AWS Lambda: credentials in the environment, no
+    other AWS setting (this machine's ``AWS_CA_BUNDLE`` / ``REQUESTS_CA_BUNDLE`` and any
+    proxy left out: DynamoDB Local is plain HTTP on loopback), no shared files unless
+    ``config_file`` (an empty shared config file: every contender reads it; dynaorm then
+    resolves its settings through botocore's session, its path before the fourth pass)."""
+    env = {k: v for k, v in os.environ.items() if not (
+        k.startswith(("AWS_", "BOTO")) or k.lower().endswith("_proxy")
+        or k == "REQUESTS_CA_BUNDLE")}
+    env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", PYTHONPATH=str(ROOT),
+               AWS_CONFIG_FILE=str(config_file or "/nonexistent/aws-config"),
+               AWS_SHARED_CREDENTIALS_FILE="/nonexistent/aws-credentials")
+    return env
+
+
+def run_child(name: str, endpoint: str, config_file: Path | None = None) -> float:
     """Seconds the child spent on ``name``'s program (from its first import)."""
-    code = f"ENDPOINT = {endpoint!r}\n" + _CLOCK + PROGRAMS[name] + _DONE
-    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
-           "AWS_EC2_METADATA_DISABLED": "true", "PYTHONPATH": str(ROOT)}
+    program = PROGRAMS[name] or PROGRAMS["dynaorm"]
+    code = f"ENDPOINT = {endpoint!r}\n" + _CLOCK + program + _DONE
+    env = _environment(config_file if not PROGRAMS[name] else None)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True)
     return float(out.stdout.strip().splitlines()[-1])
@@ -101,6 +118,8 @@ def main() -> int:
     from tests.support.ddb_local import DynamoDBLocal
 
     samples: dict[str, list[float]] = {name: [] for name in PROGRAMS}
+    empty = Path(tempfile.mkdtemp()) / "config"
+    empty.write_text("")
     with DynamoDBLocal() as ddb:
         client = ddb.client()
         client.create_table(
@@ -113,15 +132,15 @@ def main() -> int:
             "pk": {"S": "USER#u1"}, "sk": {"S": "PROFILE"}, "_type": {"S": "User"},
             "user_id": {"S": "u1"}, "name": {"S": "Alice"}, "logins": {"N": "3"}})
         for name in PROGRAMS:  # warm the file system cache once
-            run_child(name, ddb.endpoint_url)
+            run_child(name, ddb.endpoint_url, empty)
         for _ in range(args.runs):
             for name in PROGRAMS:
-                samples[name].append(run_child(name, ddb.endpoint_url))
+                samples[name].append(run_child(name, ddb.endpoint_url, empty))
     median = {k: statistics.median(v) for k, v in samples.items()}
     print(f"cold start, fresh process (ms, median of {args.runs}; min-max in brackets)")
     print("| contender | ms | vs PynamoDB |")
     print("| --- | ---: | ---: |")
-    for name in ("dynaorm", "boto3-resource", "pynamodb"):
+    for name in ("dynaorm", "dynaorm, session path", "boto3-resource", "pynamodb"):
         print(f"| {name}: import + entity + first get | {median[name] * 1e3:.0f} "
               f"[{min(samples[name]) * 1e3:.0f}-{max(samples[name]) * 1e3:.0f}] | "
               f"{median[name] / median['pynamodb']:.2f}x |")

@@ -42,7 +42,7 @@ from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
-from dynaorm.protocol.policy import Policy
+from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy
 from dynaorm.protocol.tracing import Tracing
 
 if TYPE_CHECKING:  # asyncio is imported by the first async request, not by import dynaorm
@@ -163,6 +163,7 @@ class Client:
         self._lock = threading.RLock()
         self._session: Any = None  # the botocore session the configuration is read from
         self._configured: Any = _UNRESOLVED
+        self._plain_found: Any = _UNRESOLVED  # plain_settings(), read once
         self._botocore: Any = None
         self._sync_wire: Any = None  # None: not opened yet; False: requests need botocore
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Loop] = (
@@ -191,11 +192,30 @@ class Client:
                 self._session = default_session()
             return self._session
 
+    def _plain(self) -> Any:
+        """The settings and credentials of the plain environment, resolved without a
+        botocore session (:func:`~dynaorm.client.plain.plain_settings`), or ``None`` when
+        the botocore session decides (read once)."""
+        found = self._plain_found
+        if found is _UNRESOLVED:
+            with self._lock:
+                if self._plain_found is _UNRESOLVED:
+                    from dynaorm.client.plain import plain_settings
+
+                    self._plain_found = (plain_settings(self.endpoint_url, self.region,
+                                                        self.config)
+                                         if self.wire == "dynaorm" else None)
+                found = self._plain_found
+        return found
+
     @property
     def max_attempts(self) -> int:
         """Every request is attempted at most this many times in all (one retry layer):
         ``max_attempts=``, else ``AWS_MAX_ATTEMPTS`` / the profile's ``max_attempts`` (read
         as botocore reads them), else 5."""
+        if self._max_attempts is None and self._plain() is not None:
+            # (no AWS_MAX_ATTEMPTS, no profile: botocore's is None)
+            self._max_attempts = DEFAULT_MAX_ATTEMPTS
         if self._max_attempts is None:
             self._max_attempts = resolve_max_attempts(None, self._botocore_session(),
                                                       self._label)
@@ -373,6 +393,9 @@ class Client:
     def _configured_endpoint(self) -> str | None:
         """The endpoint botocore resolves (read once: a botocore session is not cheap)."""
         found = self._configured
+        if found is _UNRESOLVED and self._plain() is not None:
+            # (no AWS_ENDPOINT_URL*, no profile: only the argument)
+            found = self._configured = self.endpoint_url or None
         if found is _UNRESOLVED:
             found = self._configured = configured_endpoint(self.endpoint_url,
                                                            self._botocore_session())
@@ -405,6 +428,15 @@ class Client:
             light = None
         return self.botocore if light is None else light
 
+    def _settings_and_credentials(self) -> tuple[Any, Any]:
+        """Everything a configuration decides for a wire, resolved as botocore does: in
+        the plain environment without a botocore session, else through it."""
+        plain = self._plain()
+        if plain is not None:
+            return plain.client, plain.credentials
+        credentials = self._credentials()
+        return self._wire_settings(credentials), credentials
+
     def _open_sync_wire(self) -> Any:
         with self._lock:
             if self._sync_wire is None:
@@ -414,9 +446,7 @@ class Client:
                 else:
                     from dynaorm.wire import SyncWire
 
-                    credentials = self._credentials()
-                    # everything a configuration decides, resolved as botocore does
-                    client = self._wire_settings(credentials)
+                    client, credentials = self._settings_and_credentials()
                     self._sync_wire = SyncWire(client, credentials)
             return self._sync_wire
 
@@ -520,11 +550,7 @@ class Client:
                 _aiobotocore()  # AsyncSession needs dynaorm[async] whatever the wire
                 # the botocore client and the credential chain may read files or ask a
                 # metadata service: off the loop
-                def settings() -> tuple[Any, Any]:
-                    creds = self._credentials()
-                    return self._wire_settings(creds), creds
-
-                client, creds = await asyncio.to_thread(settings)
+                client, creds = await asyncio.to_thread(self._settings_and_credentials)
                 here.wire = AsyncWire(client, creds)
                 here.closers.append(here.wire)
         return here.wire

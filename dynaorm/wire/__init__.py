@@ -26,6 +26,7 @@ import ipaddress
 import json
 import os
 import ssl
+import sys
 import zlib
 from collections.abc import Callable, Mapping
 from http.client import responses as _REASONS
@@ -160,12 +161,25 @@ def tls_verify(client: Any) -> bool | str:
     CA bundle path it trusts (``Table``'s client: ``AWS_CA_BUNDLE``, the profile's
     ``ca_bundle``, ``REQUESTS_CA_BUNDLE``, else certifi's bundle), read from the client's
     HTTP session so that whatever botocore decided holds on this wire too."""
-    from botocore.httpsession import get_cert_path
-
     verify = botocore_verify(client)
     if verify is False:
         return False
-    return str(get_cert_path(True if verify in (None, True) else verify))
+    if isinstance(verify, str):  # (botocore's get_cert_path keeps a path as it is)
+        return verify
+    from botocore.httpsession import get_cert_path
+
+    return str(get_cert_path(True))
+
+
+#: the characters botocore keeps in a ``User-Agent`` component
+_UA_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+                     "!$%&'*+-.^_`|~,")
+
+
+def _ua_component(raw: str, allow_hash: bool) -> str:
+    """botocore's ``sanitize_user_agent_string_component`` (without importing
+    ``botocore.useragent``, which imports urllib3: a cold start's cost)."""
+    return "".join(c if c in _UA_SAFE or (allow_hash and c == "#") else "-" for c in raw)
 
 
 def sanitized(value: str, *, allow_hash: bool = False, spaces: bool = False) -> str:
@@ -174,11 +188,9 @@ def sanitized(value: str, *, allow_hash: bool = False, spaces: bool = False) -> 
     letters, digits and ``!$%&'*+-.^_`|~,`` becomes ``-``; ``#`` kept with
     ``allow_hash``); ``spaces`` keeps spaces and ``/`` too (a ``user_agent_extra`` is
     several ``name/version`` parts). No line break or non-latin-1 character survives."""
-    from botocore.useragent import sanitize_user_agent_string_component
-
     if not spaces:
-        return str(sanitize_user_agent_string_component(value, allow_hash))
-    return " ".join("/".join(sanitize_user_agent_string_component(piece, True)
+        return _ua_component(value, allow_hash)
+    return " ".join("/".join(_ua_component(piece, True)
                              for piece in part.split("/"))
                     for part in value.split(" "))
 
@@ -187,11 +199,13 @@ def _user_agent(config: Any) -> str:
     """dynaorm's name and version ahead of the ``User-Agent`` botocore made for the client
     (``Config(user_agent=, user_agent_extra=)``, the app id of ``AWS_SDK_UA_APP_ID``),
     each part sanitized (:func:`sanitized`): configuration never writes a header line."""
-    import botocore
-
     from dynaorm._version import __version__
 
-    given = getattr(config, "user_agent", None) or f"botocore/{botocore.__version__}"
+    given = getattr(config, "user_agent", None)
+    if not given:
+        import botocore
+
+        given = f"botocore/{botocore.__version__}"
     agent = f"dynaorm/{__version__} {sanitized(str(given), spaces=True)}"
     appid = getattr(config, "user_agent_appid", None)
     extra = getattr(config, "user_agent_extra", None)
@@ -218,12 +232,24 @@ def trace_header(environ: Mapping[str, str] = os.environ) -> str | None:
     return quote(trace, safe=_TRACE_SAFE) if trace else None
 
 
+def _no_environ_proxies() -> bool:
+    """Whether ``urllib.request.getproxies()`` (botocore's ``get_environ_proxies``) finds
+    none: where it reads only the environment (not macOS, not Windows), no ``*_proxy``
+    variable with a value."""
+    if sys.platform == "darwin" or os.name == "nt":
+        return False
+    return not any(value and name.lower().endswith("_proxy")
+                   for name, value in os.environ.items())
+
+
 def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, str]]:
     """The proxy URL (and its ``Proxy-Authorization``) botocore's HTTP session would use."""
+    proxies = getattr(config, "proxies", None)
+    if proxies is None and _no_environ_proxies():
+        return None, {}  # (botocore: no proxies at all, so no proxy URL)
     from botocore.httpsession import ProxyConfiguration
     from botocore.utils import get_environ_proxies
 
-    proxies = getattr(config, "proxies", None)
     if proxies is None:
         proxies = get_environ_proxies(endpoint_url)
     found = ProxyConfiguration(proxies=proxies,
@@ -271,10 +297,10 @@ def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
     ``signer`` with ``credentials`` frozen now (a refreshable set refreshes here when due,
     as botocore's signer does; ``None``: botocore's ``NoCredentialsError``). The one
     signing path of :class:`SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`."""
-    from botocore.exceptions import NoCredentialsError
-
     body = render(request)
     if credentials is None:
+        from botocore.exceptions import NoCredentialsError
+
         raise NoCredentialsError()
     headers = {"X-Amz-Target": TARGET_PREFIX + operation, "Content-Type": CONTENT_TYPE,
                "User-Agent": user_agent}
@@ -352,8 +378,6 @@ class SyncWire(WireSettings):
     client), thread-safe (each connection serves one request at a time)."""
 
     def __init__(self, client: Any, credentials: Any) -> None:
-        import urllib3
-
         super().__init__(client, credentials)
         # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
         # through one: urllib3's ProxyManager (CONNECT tunnels, proxy authentication)
@@ -362,6 +386,8 @@ class SyncWire(WireSettings):
         if self.proxy is None:
             self._direct = HTTPPool(self._destination())
             return
+        import urllib3
+
         self.timeout = urllib3.Timeout(connect=self.connect_timeout, read=self.read_timeout)
         tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if self.verify is False else
                                {"cert_reqs": "CERT_REQUIRED", "ca_certs": self.verify})
@@ -382,6 +408,15 @@ class SyncWire(WireSettings):
              reader: Callable[[bytes], dict[str, Any] | None] | None = None) -> dict[str, Any]:
         """Send ``request`` once; the answer as a botocore client returns it (``reader``:
         see :func:`checked_answer`)."""
+        body, headers = self.prepare(operation, request)
+        if self._direct is not None:
+            accept = checked_answer if reader is None else functools.partial(
+                checked_answer, reader=reader)
+            return self._direct.post(self._path, body, headers, accept)
+        return self._via_proxy(body, headers)
+
+    def _via_proxy(self, body: bytes, headers: dict[str, str]) -> dict[str, Any]:
+        """Send through the proxy (urllib3), its failures raised as botocore raises them."""
         import urllib3
         from botocore.exceptions import (
             ConnectionClosedError,
@@ -393,11 +428,6 @@ class SyncWire(WireSettings):
         )
         from botocore.httpsession import mask_proxy_url
 
-        body, headers = self.prepare(operation, request)
-        if self._direct is not None:
-            accept = checked_answer if reader is None else functools.partial(
-                checked_answer, reader=reader)
-            return self._direct.post(self._path, body, headers, accept)
         try:
             resp = self._manager.urlopen("POST", self._url, body=body,
                                          headers=headers, timeout=self.timeout,

@@ -29,10 +29,12 @@ ask to close, nothing came after the answer, and it is still idle and unread whe
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import selectors
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -126,14 +128,55 @@ class BadAnswer(WireFailure):
     outcome = "bad"
 
 
+def _urllib3_major() -> int | None:
+    """The major version of the urllib3 an import would load (read from its
+    ``_version.py`` without importing it: importing it is ~40 ms of a cold start), or
+    ``None`` when it cannot be told."""
+    import importlib.util
+    import re
+
+    try:
+        spec = importlib.util.find_spec("urllib3")
+        origin = spec.origin if spec is not None else None
+        if not origin:
+            return None
+        with open(os.path.join(os.path.dirname(origin), "_version.py"), encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, ValueError, ImportError):
+        return None
+    found = re.search(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"](\d+)\.""", text, re.M)
+    return int(found.group(1)) if found else None
+
+
+def _base_context() -> ssl.SSLContext:
+    """botocore's ``create_urllib3_context()``; with urllib3 2 (no ``DEFAULT_CIPHERS``)
+    made here as it makes it, without importing ``botocore.httpsession`` (urllib3 and
+    botocore's compat: most of a cold start's first request). Compared with botocore's in
+    ``tests/equivalence/test_plain_settings.py``."""
+    if "botocore.httpsession" in sys.modules or _urllib3_major() in (None, 0, 1):
+        from botocore.httpsession import create_urllib3_context
+
+        made: ssl.SSLContext = create_urllib3_context()
+        return made
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.options |= ssl.OP_NO_SSLv2 | ssl.OP_NO_SSLv3 | ssl.OP_NO_COMPRESSION | (
+        ssl.OP_NO_TICKET)
+    if getattr(context, "post_handshake_auth", None) is not None:
+        context.post_handshake_auth = True
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.check_hostname = False
+    keylog = os.environ.get("SSLKEYLOGFILE")
+    if keylog and not sys.flags.ignore_environment and hasattr(context, "keylog_filename"):
+        context.keylog_filename = keylog
+    return context
+
+
 def tls_context(verify: bool | str, client_cert: str | tuple[str, str] | None = None
                 ) -> ssl.SSLContext:
     """A TLS context made as botocore makes its own (``create_urllib3_context``): verified
     against the CA bundle ``verify`` (``False``: no verification), with an optional client
     certificate (a file, or ``(cert, key)``)."""
-    from botocore.httpsession import create_urllib3_context
-
-    context: ssl.SSLContext = create_urllib3_context()
+    context = _base_context()
     if verify is False:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE

@@ -13,8 +13,11 @@ client's signature.
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import hmac
+import re
+import sys
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,23 +30,47 @@ def _hmac(key: bytes, text: str) -> bytes:
     return hmac.new(key, text.encode("utf-8"), hashlib.sha256).digest()
 
 
+#: an endpoint whose ``host`` is read without botocore: scheme, host name, port
+_PLAIN = re.compile(r"^https?://[a-z0-9.-]+(:[0-9]{1,5})?/?$")
+
+
+def _plain_host(endpoint_url: str) -> str | None:
+    """botocore's ``_host_from_url`` for a plain endpoint (no IPv6 literal, user info,
+    path or query), else ``None``: the host name, and the port unless the scheme's own."""
+    if not _PLAIN.match(endpoint_url):
+        return None
+    parts = urlsplit(endpoint_url)
+    try:
+        port = parts.port
+    except ValueError:
+        return None
+    host = parts.hostname or ""
+    if port is not None and port != {"http": 80, "https": 443}[parts.scheme]:
+        return f"{host}:{port}"
+    return host
+
+
+def _botocore_host(endpoint_url: str, region: str) -> str:
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    probe = SigV4Auth(Credentials("k", "s"), _SERVICE, region)
+    return str(probe.headers_to_sign(AWSRequest("POST", endpoint_url))["host"])
+
+
 class Signer:
     """Signs DynamoDB requests to one endpoint and region (thread-safe: the key cache is
     a dict replaced whole)."""
 
     def __init__(self, endpoint_url: str, region: str) -> None:
-        from botocore.auth import SigV4Auth
-        from botocore.awsrequest import AWSRequest
-        from botocore.credentials import Credentials
-
         self.endpoint_url = endpoint_url
         self.region = region
         parts = urlsplit(endpoint_url)
         #: whether the direct path applies (else botocore's SigV4Auth signs)
         self.fast = parts.path in ("", "/") and not parts.query
-        probe = SigV4Auth(Credentials("k", "s"), _SERVICE, region)
         #: the ``host`` value botocore signs for this endpoint (default ports dropped)
-        self.host = str(probe.headers_to_sign(AWSRequest("POST", endpoint_url))["host"])
+        self.host = _plain_host(endpoint_url) or _botocore_host(endpoint_url, region)
         self._scope_tail = f"/{region}/{_SERVICE}/aws4_request"
         self._keys: tuple[str, str, bytes] | None = None  # (secret, day, signing key)
 
@@ -60,11 +87,11 @@ class Signer:
         """``headers`` (``Content-Type``, ``X-Amz-Target``, ``User-Agent``) with
         ``X-Amz-Date``, ``X-Amz-Security-Token`` (temporary credentials) and
         ``Authorization`` added, for ``body`` signed with frozen ``credentials``."""
-        import botocore.auth
-
         if not self.fast:
             return self._botocore(body, headers, credentials)
-        now = botocore.auth.get_current_datetime()  # type: ignore[attr-defined]
+        auth = sys.modules.get("botocore.auth")  # (its clock, when loaded: tests fix it)
+        now = (auth.get_current_datetime() if auth is not None
+               else datetime.datetime.now(datetime.UTC))
         stamp = now.strftime("%Y%m%dT%H%M%SZ")
         day = stamp[:8]
         token = credentials.token

@@ -1,0 +1,239 @@
+"""The plain environment (AWS Lambda, a container with credentials in its environment),
+resolved without importing botocore's session.
+
+Importing ``botocore.session`` (with the credential chain, ``botocore.auth`` and
+``botocore.httpsession`` the wire needed) is most of a process's first request. In one
+environment the outcome of all of it is known without it: :func:`plain_settings`
+resolves the endpoint, the region, the credentials, TLS verification and the
+``User-Agent`` there, and returns ``None`` whenever anything else could have a say, so that
+the botocore session decides as before. It accepts only when all of these hold:
+
+- no ``Config`` given, dynaorm's own wire, no in-process mock;
+- ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` set (``AWS_SECURITY_TOKEN`` /
+  ``AWS_SESSION_TOKEN`` optional): botocore's environment provider comes first in its chain;
+- the region from the argument, else ``AWS_REGION``, else ``AWS_DEFAULT_REGION`` (for a
+  loopback endpoint without one, :data:`~dynaorm.client.settings.LOOPBACK_REGION`);
+- the endpoint the argument (a plain ``http(s)://host[:port][/]``), else AWS's regional one
+  for a region of the ``aws`` partition;
+- no shared config file, no shared credentials file and no ``~/.aws/models``;
+- every ``AWS_*`` / ``BOTO*`` variable set is in :data:`ALLOWED` (or starts with
+  ``AWS_LAMBDA_``): none that changes the endpoint, credentials, TLS or config; no
+  ``*_proxy`` variable, no ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the environment
+  only); no ``awscrt`` (botocore would name it in the ``User-Agent``).
+
+``tests/equivalence/test_plain_settings.py`` compares the outcome (settings and the signed
+request) with the botocore session's over generated environments.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import Any, Final, NamedTuple
+from urllib.parse import urlsplit
+
+from dynaorm.client.endpoint import _AWS_REGION, _HOST_LABEL, LightClient
+from dynaorm.client.settings import CONFIG_DEFAULTS, LOOPBACK_REGION, is_loopback
+
+__all__ = ["ALLOWED", "PlainCredentials", "PlainSettings", "plain_settings"]
+
+#: the ``AWS_*`` variables the plain environment may set: credentials, region, the paths of
+#: files that must not exist, and what AWS Lambda, X-Ray and the CLI set (none of which
+#: botocore reads for the endpoint, credentials, TLS or config; ``AWS_EXECUTION_ENV``
+#: reaches the ``User-Agent``, ``AWS_LAMBDA_FUNCTION_NAME`` the trace header, both read
+#: alike on either path)
+ALLOWED: Final = frozenset({
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+    "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_EXECUTION_ENV", "AWS_XRAY_CONTEXT_MISSING", "AWS_XRAY_DAEMON_ADDRESS",
+    "AWS_DEFAULT_OUTPUT", "AWS_PAGER"})
+#: an endpoint argument taken as it is: scheme, lower-case host name, port, at most a "/"
+_PLAIN_URL: Final = re.compile(r"^https?://[a-z0-9.-]+(:[0-9]{1,5})?/?$")
+#: botocore's host-name check (``botocore.utils.is_valid_endpoint_url``)
+_HOSTNAME: Final = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))$",
+                              re.IGNORECASE)
+_UA_SAFE: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                            "0123456789!$%&'*+-.^_`|~,")
+
+
+class PlainCredentials(NamedTuple):
+    """Credentials from the environment, frozen: what botocore's ``Credentials`` of its
+    environment provider hold, with the attributes the signer reads."""
+
+    access_key: str
+    secret_key: str
+    token: str | None
+    account_id: str | None = None
+    method: str = "env"
+
+    def get_frozen_credentials(self) -> PlainCredentials:
+        """These credentials (they never change)."""
+        return self
+
+
+class _Config:
+    """The ``Config`` options :class:`~dynaorm.wire.WireSettings` reads, as a client made
+    with no ``Config`` has them (:data:`~dynaorm.client.settings.CONFIG_DEFAULTS`)."""
+
+    __slots__ = ("user_agent",)
+    connect_timeout: Final = CONFIG_DEFAULTS["connect_timeout"]
+    read_timeout: Final = CONFIG_DEFAULTS["read_timeout"]
+    max_pool_connections: Final = CONFIG_DEFAULTS["max_pool_connections"]
+    client_cert = proxies = proxies_config = user_agent_appid = user_agent_extra = None
+
+    def __init__(self, user_agent: str) -> None:
+        self.user_agent = user_agent
+
+
+class PlainSettings(NamedTuple):
+    """What :func:`plain_settings` resolved: a client's settings in its shape, and the
+    credentials."""
+
+    client: LightClient
+    credentials: PlainCredentials
+
+
+def _declined_variable(environ: dict[str, str] | os._Environ[str]) -> bool:
+    for name, value in environ.items():
+        if name.lower().endswith("_proxy") and value:
+            return True
+        if name.startswith("AWS_") and name not in ALLOWED and not name.startswith(
+                "AWS_LAMBDA_"):
+            return True
+        if name.startswith(("BOTO", "REQUESTS_CA_BUNDLE")):
+            return True
+    return False
+
+
+def _exists(path: str) -> bool:
+    return os.path.exists(os.path.expanduser(os.path.expandvars(path)))
+
+
+def _files_exist(environ: dict[str, str] | os._Environ[str]) -> bool:
+    return (_exists(environ.get("AWS_CONFIG_FILE", "~/.aws/config"))
+            or _exists(environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"))
+            or _exists("~/.aws/models"))
+
+
+def _plain_endpoint(endpoint_url: str) -> bool:
+    if not _PLAIN_URL.match(endpoint_url):
+        return False
+    parts = urlsplit(endpoint_url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port
+    except ValueError:  # out of range
+        return False
+    return (0 < len(host) <= 255 and host[-1] != "." and _HOSTNAME.match(host) is not None
+            and (port is None or port > 0))
+
+
+def _component(raw: str, allow_hash: bool) -> str:
+    """botocore's ``sanitize_user_agent_string_component``."""
+    return "".join(c if c in _UA_SAFE or (allow_hash and c == "#") else "-" for c in raw)
+
+
+def _part(prefix: str, name: str, value: str | None = None) -> str:
+    """botocore's ``UserAgentComponent.to_string``."""
+    text = f"{_component(prefix, True)}/{_component(name, False)}"
+    return f"{text}#{_component(value, True)}" if value else text
+
+
+def user_agent(environ: dict[str, str] | os._Environ[str]) -> str:
+    """The ``User-Agent`` botocore's session makes for a DynamoDB client with dynaorm's
+    options (``UserAgentString.from_environment().with_client_config(...)``), less the
+    business-metrics token (``m/...``: which features making a client used, none here)."""
+    import platform
+
+    import botocore
+
+    version = str(botocore.__version__)
+    system = platform.system()
+    lowered = system.lower()
+    family = {"darwin": "macos"}.get(lowered, lowered)
+    parts = [_part("Botocore", version), "ua/2.1"]
+    if family in ("windows", "linux", "macos", "android", "ios", "watchos", "tvos", "other"):
+        parts.append(_part("os", family, platform.release()))
+    else:
+        parts += [_part("os", "other"), _part("md", system, platform.release())]
+    machine = platform.machine()
+    if machine:
+        parts.append(_part("md", "arch", machine.lower()))
+    parts.append(_part("lang", "python", platform.python_version()))
+    implementation = platform.python_implementation()
+    if implementation:
+        parts.append(_part("md", "pyimpl", implementation))
+    execution = environ.get("AWS_EXECUTION_ENV")
+    if execution:
+        parts.append(_part("exec-env", execution))
+    parts.append(_part("cfg", "retry-mode", "standard"))
+    return " ".join(p for p in parts if p)
+
+
+def _unusual_install() -> bool:
+    """Whether botocore's ``User-Agent`` could say more than :func:`user_agent` knows
+    (``awscrt`` installed, botocore's own customizations) or proxies could come from
+    anywhere but the environment (macOS, Windows)."""
+    import importlib.util
+
+    import botocore
+
+    if sys.platform == "darwin" or os.name == "nt":
+        return True
+    here = os.path.dirname(botocore.__file__ or "")
+    return (importlib.util.find_spec("awscrt") is not None
+            or os.path.exists(os.path.join(here, "customizations")))
+
+
+def _verify() -> str:
+    """The CA bundle botocore verifies against when nothing configures one."""
+    try:
+        from certifi import where
+    except ImportError:  # pragma: no cover - (certifi is botocore's dependency here)
+        import botocore
+
+        return os.path.join(os.path.dirname(botocore.__file__ or ""), "cacert.pem")
+    return str(where())
+
+
+def _credentials(environ: dict[str, str] | os._Environ[str]) -> PlainCredentials | None:
+    access = environ.get("AWS_ACCESS_KEY_ID", "")
+    secret = environ.get("AWS_SECRET_ACCESS_KEY", "")
+    if not access or not secret:
+        return None  # none (another provider) or partial (botocore raises)
+    token = environ.get("AWS_SECURITY_TOKEN") or environ.get("AWS_SESSION_TOKEN") or None
+    return PlainCredentials(access, secret, token)
+
+
+def plain_settings(endpoint_url: str | None, region: str | None, config: Any = None, *,
+                   environ: dict[str, str] | os._Environ[str] | None = None,
+                   ) -> PlainSettings | None:
+    """The settings and credentials botocore's session would resolve for a client of
+    these arguments, when the environment is the plain one (see the module's docstring);
+    else ``None``. ``environ``: the environment (``os.environ``)."""
+    from dynaorm.client.settings import in_process_mock_depth
+    from dynaorm.private_apis import moto_active
+
+    env = os.environ if environ is None else environ
+    if config is not None or in_process_mock_depth() or moto_active():
+        return None
+    credentials = _credentials(env)
+    if credentials is None or _declined_variable(env) or _files_exist(env):
+        return None
+    name = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    if endpoint_url:
+        if not _plain_endpoint(endpoint_url):
+            return None
+        endpoint = endpoint_url
+        name = name or (LOOPBACK_REGION if is_loopback(endpoint_url) else None)
+        if not name or not _HOST_LABEL.match(name):
+            return None
+    elif name and _AWS_REGION.match(name) and _HOST_LABEL.match(name):
+        endpoint = f"https://dynamodb.{name}.amazonaws.com"
+    else:
+        return None
+    if _unusual_install():
+        return None
+    client = LightClient(endpoint, name, _Config(user_agent(env)), _verify())
+    return PlainSettings(client, credentials)

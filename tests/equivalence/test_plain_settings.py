@@ -1,0 +1,407 @@
+"""The plain environment's fast path (:func:`dynaorm.client.plain.plain_settings`: no
+botocore session) against the botocore session, over generated environments: random
+subsets of the variables botocore reads (credentials, regions, endpoints, profiles, CA
+bundles, proxies, Lambda's), shared config and credentials files present or not. Whenever
+the fast path declines, fine; whenever it accepts, the wire's settings, the credentials,
+``max_attempts``, the configured endpoint and the request it signs (every header,
+``Authorization`` included, for a fixed clock) are those of the session's path, and the
+signature is the one botocore's own ``SigV4Auth`` computes."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import botocore.auth
+import botocore.session
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from dynaorm.client.endpoint import light_client
+from dynaorm.client.plain import ALLOWED, PlainCredentials, plain_settings, user_agent
+from dynaorm.client.settings import (
+    configured_endpoint,
+    create_client,
+    credentials_for,
+    resolve_max_attempts,
+)
+from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
+from dynaorm.wire import WireSettings, prepare
+
+FROZEN = datetime.datetime(2026, 11, 24, 8, 30, 15, tzinfo=datetime.UTC)
+
+#: variables and the values they may take (the first ones the plain environment's)
+_VARIABLES: dict[str, list[str]] = {
+    "AWS_ACCESS_KEY_ID": ["AKIDEXAMPLE", "", "AKID WITH SPACE"],
+    "AWS_SECRET_ACCESS_KEY": ["wJalrXUtnFEMI/K7MDENG", ""],
+    "AWS_SESSION_TOKEN": ["IQoJb3JpZ2luX2VjEJr//////////wEaCXVzLWVhc3QtMSJGMEQ", ""],
+    "AWS_SECURITY_TOKEN": ["legacy-token", ""],
+    "AWS_REGION": ["eu-west-1", "", "cn-north-1", "us-gov-west-1", "us east 1", "il-central-1"],
+    "AWS_DEFAULT_REGION": ["us-east-2", "", "ap-southeast-4", "-bad"],
+    "AWS_EXECUTION_ENV": ["AWS_Lambda_python3.11", "odd env/1 #x", ""],
+    "AWS_LAMBDA_FUNCTION_NAME": ["orders"],
+    "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": ["512"],
+    "AWS_XRAY_CONTEXT_MISSING": ["LOG_ERROR"],
+    "_X_AMZN_TRACE_ID": ["Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8"],
+    "AWS_ENDPOINT_URL_DYNAMODB": ["http://127.0.0.1:8123"],
+    "AWS_ENDPOINT_URL": ["http://127.0.0.1:8124"],
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": ["true"],
+    "AWS_CA_BUNDLE": ["/nonexistent/ca.pem"],
+    "REQUESTS_CA_BUNDLE": ["/nonexistent/requests.pem"],
+    "HTTPS_PROXY": ["http://proxy.test:3128", ""],
+    "no_proxy": ["*"],
+    "AWS_PROFILE": ["other"],
+    "AWS_DEFAULT_PROFILE": ["other"],
+    "AWS_CREDENTIAL_EXPIRATION": ["2999-01-01T00:00:00Z"],
+    "AWS_ACCOUNT_ID": ["123456789012"],
+    "AWS_USE_FIPS_ENDPOINT": ["true"],
+    "AWS_USE_DUALSTACK_ENDPOINT": ["true"],
+    "AWS_DEFAULTS_MODE": ["standard"],
+    "AWS_MAX_ATTEMPTS": ["2"],
+    "AWS_SDK_UA_APP_ID": ["myapp"],
+    "AWS_SOMETHING_NEW": ["1"],
+    "BOTO_DISABLE_CRT": ["true"],
+}
+_CONFIG = ["[default]\nregion = sa-east-1\n", "[default]\nendpoint_url = http://127.0.0.1:9\n",
+           "[other]\nregion = eu-north-1\n"]
+_CREDENTIALS = ["[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n"]
+_ENDPOINTS = [None, "http://localhost:8000", "http://127.0.0.1:8000/", "https://dynamodb.example.test",
+              "https://dynamodb.example.test:4443", "http://example.test:80",
+              "https://Example.test", "http://[::1]:8000", "https://db.example.test/path",
+              "http://localhost:99999", "https://user@db.example.test"]
+_REGIONS = [None, "eu-central-1", "us-east-1", "cn-northwest-1"]
+
+
+def _clear() -> dict[str, str]:
+    """The environment without anything botocore or urllib reads."""
+    return {k: v for k, v in os.environ.items() if not (
+        k.startswith(("AWS_", "BOTO", "_X_AMZN")) or k.lower().endswith("_proxy")
+        or k == "REQUESTS_CA_BUNDLE")}
+
+
+def _seen(settings: WireSettings) -> dict[str, Any]:
+    return ({k: v for k, v in vars(settings).items() if k not in ("_credentials", "_signer")}
+            | {"signer": (settings._signer.host, settings._signer.region,
+                          settings._signer.fast)})
+
+
+def _signed(settings: WireSettings) -> dict[str, str]:
+    request = {"TableName": "things", "Key": {"pk": {"S": "A#1"}, "sk": {"S": "A"}},
+               "ConsistentRead": True}
+    return prepare(settings._signer, settings._credentials, settings._user_agent, "GetItem",
+                   request)[1]
+
+
+def _botocore_signed(settings: WireSettings, credentials: Any,
+                     headers: dict[str, str], body: bytes) -> dict[str, str]:
+    sent = {k: v for k, v in headers.items()
+            if k in ("Content-Type", "X-Amz-Target", "User-Agent")}
+    request = AWSRequest(method="POST", url=settings.endpoint_url, data=body, headers=sent)
+    SigV4Auth(credentials, "dynamodb", settings.region).add_auth(request)
+    return {str(k): str(v) for k, v in request.headers.items()}
+
+
+def _compare(endpoint_url: str | None, region: str | None) -> bool:
+    """Whether the fast path accepted; when it did, assert it matches the session's."""
+    fast = plain_settings(endpoint_url, region)
+    if fast is None:
+        return False
+    session = botocore.session.get_session()
+    credentials = credentials_for(endpoint_url, session)
+    assert type(credentials).__name__ == "Credentials"  # not refreshable
+    assert fast.credentials == PlainCredentials(*credentials.get_frozen_credentials()[:3])
+    assert credentials.account_id is None and fast.credentials.account_id is None
+    assert resolve_max_attempts(None, session) == DEFAULT_MAX_ATTEMPTS
+    assert configured_endpoint(endpoint_url, session) == endpoint_url
+    light = light_client(endpoint_url, region, owner="t", config=None, session=session,
+                         credentials=credentials)
+    assert light is not None  # the session's path makes no client either
+    slow_settings = WireSettings(light, credentials)
+    fast_settings = WireSettings(fast.client, fast.credentials)
+    assert _seen(fast_settings) == _seen(slow_settings)
+    # the botocore client itself: the same endpoint, region, and (but for botocore's
+    # business-metrics token, which names features making a client used) User-Agent
+    client = create_client(endpoint_url, region, session=botocore.session.get_session())
+    assert (client.meta.endpoint_url, client.meta.region_name) == (
+        fast_settings.endpoint_url, fast_settings.region)
+    assert fast.client.meta.config.user_agent == " ".join(
+        t for t in client.meta.config.user_agent.split() if not t.startswith("m/"))
+    signed = _signed(fast_settings)
+    assert signed == _signed(slow_settings)
+    body = prepare(fast_settings._signer, fast.credentials, fast_settings._user_agent,
+                   "GetItem", {"TableName": "things", "Key": {"pk": {"S": "A#1"},
+                               "sk": {"S": "A"}}, "ConsistentRead": True})[0]
+    own = _botocore_signed(slow_settings, credentials, signed, body)
+    for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
+        assert signed.get(name) == own.get(name), name
+    return True
+
+
+@pytest.fixture(autouse=True)
+def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: FROZEN)
+
+
+_TAKEN = sorted(n for n in _VARIABLES if n in ALLOWED or n.startswith(("AWS_LAMBDA_", "_X")))
+_OTHERS = sorted(set(_VARIABLES) - set(_TAKEN))
+
+
+@settings(max_examples=300, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(taken=st.dictionaries(st.sampled_from(_TAKEN), st.integers(0, 5), max_size=8),
+       others=st.just({}) | st.dictionaries(st.sampled_from(_OTHERS), st.integers(0, 5),
+                                            max_size=4),
+       plain=st.booleans(), config=st.sampled_from([None, None, *_CONFIG]),
+       shared=st.sampled_from([None, None, *_CREDENTIALS]), named=st.booleans(),
+       endpoint_url=st.sampled_from(_ENDPOINTS), region=st.sampled_from(_REGIONS))
+def test_the_fast_path_resolves_what_botocore_resolves(
+        taken: dict[str, int], others: dict[str, int], plain: bool, config: str | None,
+        shared: str | None, named: bool, endpoint_url: str | None, region: str | None,
+        ) -> None:
+    _run(taken | others, plain, config, shared, named, endpoint_url, region)
+
+
+@settings(max_examples=200, deadline=None)
+@given(taken=st.dictionaries(st.sampled_from(_TAKEN), st.integers(0, 5), max_size=10),
+       named=st.booleans(), endpoint_url=st.sampled_from(_ENDPOINTS[:6]),
+       region=st.sampled_from(_REGIONS))
+def test_the_fast_path_resolves_what_botocore_resolves_in_plain_environments(
+        taken: dict[str, int], named: bool, endpoint_url: str | None, region: str | None,
+        ) -> None:
+    """The same, over environments made of the allowed variables only (most accepted)."""
+    _run(taken, True, None, None, named, endpoint_url, region)
+
+
+def _run(variables: dict[str, int], plain: bool, config: str | None, shared: str | None,
+         named: bool, endpoint_url: str | None, region: str | None) -> None:
+    environ = _clear()
+    if plain:  # half the examples start from the plain environment
+        environ.update(AWS_ACCESS_KEY_ID="AKIDPLAIN", AWS_SECRET_ACCESS_KEY="secretplain",
+                       AWS_DEFAULT_REGION="eu-west-3")
+    for name, pick in variables.items():
+        values = _VARIABLES[name]
+        environ[name] = values[pick % len(values)]
+    with tempfile.TemporaryDirectory() as home, pytest.MonkeyPatch.context() as patch:
+        environ["HOME"] = home
+        aws = Path(home) / ".aws"
+        if named:  # the files' paths given by variables, else the defaults under ~/.aws
+            environ["AWS_CONFIG_FILE"] = str(Path(home) / "cfg")
+            environ["AWS_SHARED_CREDENTIALS_FILE"] = str(Path(home) / "creds")
+        for text, name, default in ((config, "AWS_CONFIG_FILE", aws / "config"),
+                                    (shared, "AWS_SHARED_CREDENTIALS_FILE",
+                                     aws / "credentials")):
+            if text is not None:
+                path = Path(environ.get(name, str(default)))
+                path.parent.mkdir(exist_ok=True)
+                path.write_text(text)
+        for name in list(os.environ):
+            patch.delenv(name)
+        for name, value in environ.items():
+            patch.setenv(name, value)
+        accepted = _compare(endpoint_url, region)
+    event("accepted" if accepted else "declined")
+    if accepted:  # what the fast path may accept at all
+        assert config is None and shared is None
+        assert all(name in ALLOWED or name.startswith(("AWS_LAMBDA_", "_X_AMZN"))
+                   or name == "HTTPS_PROXY" for name in variables)
+
+
+@pytest.mark.parametrize("endpoint_url, region, extra", [
+    (None, None, {}),
+    ("http://localhost:8000", None, {"AWS_DEFAULT_REGION": ""}),
+    ("http://127.0.0.1:8000/", "us-west-2", {"AWS_SESSION_TOKEN": "tok"}),
+    ("https://dynamodb.example.test:4443", None, {"AWS_EXECUTION_ENV": "AWS_Lambda_python3.12",
+                                                  "AWS_LAMBDA_FUNCTION_NAME": "f",
+                                                  "_X_AMZN_TRACE_ID": "Root=1-a-b"}),
+    (None, "ap-northeast-3", {"AWS_SECURITY_TOKEN": "old", "AWS_SESSION_TOKEN": "new"}),
+])
+def test_the_plain_environments_are_taken(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                          endpoint_url: str | None, region: str | None,
+                                          extra: dict[str, str]) -> None:
+    """The environments the fast path exists for are accepted (and match botocore)."""
+    for name in os.environ:
+        if name not in _clear():
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name, value in {"AWS_ACCESS_KEY_ID": "AKID", "AWS_SECRET_ACCESS_KEY": "SECRET",
+                        "AWS_REGION": "eu-west-1", **extra}.items():
+        monkeypatch.setenv(name, value)
+    assert _compare(endpoint_url, region)
+
+
+@pytest.mark.parametrize("change", [
+    {"AWS_PROFILE": "default"}, {"AWS_DEFAULT_PROFILE": "x"}, {"AWS_CA_BUNDLE": "/x"},
+    {"REQUESTS_CA_BUNDLE": "/x"}, {"https_proxy": "http://p:1"}, {"ALL_PROXY": "http://p:1"},
+    {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, {"AWS_ROLE_ARN": "arn:aws:iam::1:role/r"},
+    {"AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}, {"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "/v2"},
+    {"AWS_DATA_PATH": "/models"}, {"BOTOCORE_EXPERIMENTAL__PLUGINS": "x=y"},
+    {"AWS_CREDENTIAL_EXPIRATION": "2999-01-01T00:00:00Z"}, {"AWS_ACCOUNT_ID": "1"},
+    {"AWS_SECRET_ACCESS_KEY": ""}, {"AWS_ACCESS_KEY_ID": ""}, {"AWS_REGION": "cn-north-1"},
+    {"AWS_REGION": ""}, {"AWS_UNKNOWN": "1"},
+])
+def test_anything_else_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                change: dict[str, str]) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
+               "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
+    assert plain_settings(None, None, environ=environ) is not None
+    assert plain_settings(None, None, environ=environ | change) is None
+
+
+@pytest.mark.parametrize("path", [".aws/config", ".aws/credentials", ".aws/models"])
+def test_a_file_under_aws_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                   path: str) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
+               "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
+    (tmp_path / ".aws").mkdir()
+    assert plain_settings(None, None, environ=environ) is not None
+    (tmp_path / path).write_text("")  # (even empty: the session's to read)
+    assert plain_settings(None, None, environ=environ) is None
+
+
+def test_a_config_or_a_mock_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import botocore.config
+
+    from dynaorm.client.settings import in_process_mock
+
+    environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
+               "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
+    assert plain_settings(None, None, botocore.config.Config(), environ=environ) is None
+    with in_process_mock():
+        assert plain_settings(None, None, environ=environ) is None
+
+
+@given(st.text(max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_the_user_agent_sanitizing_is_botocores(raw: str) -> None:
+    from botocore.useragent import sanitize_user_agent_string_component
+
+    from dynaorm.wire import sanitized
+
+    for allow in (False, True):
+        assert sanitized(raw, allow_hash=allow) == sanitize_user_agent_string_component(
+            raw, allow)
+
+
+def test_the_user_agent_is_botocores(monkeypatch: pytest.MonkeyPatch) -> None:
+    from botocore.config import Config
+    from botocore.useragent import UserAgentString
+
+    from dynaorm.client.settings import CONFIG_DEFAULTS
+
+    config = Config(**CONFIG_DEFAULTS, retries={"total_max_attempts": 1, "mode": "standard"},
+                    parameter_validation=False)
+    for env in ("", "AWS_Lambda_python3.11", "we?rd/#1 x"):
+        monkeypatch.setenv("AWS_EXECUTION_ENV", env)
+        made = UserAgentString.from_environment().set_session_config(
+            "Botocore", botocore.__version__, "").with_client_config(config).to_string()
+        assert user_agent(os.environ) == made
+
+
+@pytest.mark.parametrize("keylog", [None, "keys.log"])
+def test_the_tls_context_is_botocores(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                      keylog: str | None) -> None:
+    """The TLS context made without ``botocore.httpsession`` is the one botocore's
+    ``create_urllib3_context`` makes (with the urllib3 installed here)."""
+    from botocore.httpsession import create_urllib3_context
+
+    from dynaorm.wire import http
+
+    if keylog is not None:
+        monkeypatch.setenv("SSLKEYLOGFILE", str(tmp_path / keylog))
+    assert http._urllib3_major() is not None and http._urllib3_major() >= 2
+    monkeypatch.delitem(__import__("sys").modules, "botocore.httpsession")
+    own = http._base_context()
+    theirs = create_urllib3_context()
+
+    def seen(context: Any) -> tuple[Any, ...]:
+        return (context.protocol, context.options, context.verify_mode, context.check_hostname,
+                context.post_handshake_auth, context.minimum_version, context.maximum_version,
+                [c["name"] for c in context.get_ciphers()], context.keylog_filename,
+                context.verify_flags)
+
+    assert seen(own) == seen(theirs)
+
+
+def test_the_signers_own_clock_when_botocore_auth_is_not_loaded(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``botocore.auth`` loaded (the plain environment's first request) the signer
+    reads the time itself: the same request signed at the same instant is the same."""
+    import sys
+
+    from dynaorm.wire import sigv4
+
+    class _Clock:
+        UTC = datetime.UTC
+
+        class datetime:  # (stands in for the module's ``datetime.datetime``)
+            @staticmethod
+            def now(tz: Any) -> datetime.datetime:
+                assert tz is datetime.UTC
+                return FROZEN
+
+    signer = sigv4.Signer("http://127.0.0.1:8000", "eu-west-1")
+    creds = PlainCredentials("AKID", "SECRET", "TOKEN")
+    headers = {"Content-Type": "application/x-amz-json-1.0",
+               "X-Amz-Target": "DynamoDB_20120810.GetItem", "User-Agent": "ua"}
+    with_botocore = signer.sign(b"{}", headers, creds)  # (botocore.auth's frozen clock)
+    monkeypatch.delitem(sys.modules, "botocore.auth")
+    monkeypatch.setattr(sigv4, "datetime", _Clock)
+    assert signer.sign(b"{}", headers, creds) == with_botocore
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.dictionaries(st.sampled_from(["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "ALL_PROXY",
+                                        "all_proxy", "NO_PROXY", "no_proxy", "Ftp_Proxy",
+                                        "REQUEST_METHOD", "PROXY"]),
+                       st.sampled_from(["", "http://proxy.test:3128", "*", "GET"]), max_size=4),
+       st.sampled_from(["https://dynamodb.eu-west-1.amazonaws.com", "http://127.0.0.1:8000"]))
+def test_no_proxy_shortcut_is_botocores(variables: dict[str, str], url: str) -> None:
+    """Where the wire skips botocore's proxy lookup (no ``*_proxy`` variable with a value),
+    botocore's finds no proxy either."""
+    from botocore.httpsession import ProxyConfiguration
+    from botocore.utils import get_environ_proxies
+
+    from dynaorm.wire import _no_environ_proxies
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.lower().endswith("_proxy") or name == "REQUEST_METHOD":
+                patch.delenv(name)
+        for name, value in variables.items():
+            patch.setenv(name, value)
+        if _no_environ_proxies():
+            found = get_environ_proxies(url)
+            assert ProxyConfiguration(proxies=found).proxy_url_for(url) is None
+        else:
+            assert any(v and k.lower().endswith("_proxy") for k, v in variables.items())
+
+
+def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import botocore.config
+
+    from dynaorm import Client
+
+    for name in os.environ:
+        if name not in _clear():
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+    plain = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
+    assert plain._plain() is not None and plain.max_attempts == 1
+    assert plain.sync_wire is not None and plain._session is None
+    assert Client(region="eu-west-1").max_attempts == DEFAULT_MAX_ATTEMPTS
+    assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain() is None
+    configured = Client("http://127.0.0.1:9", region="eu-west-1",
+                        config=botocore.config.Config(read_timeout=3))
+    assert configured._plain() is None
+    assert configured.sync_wire.read_timeout == 3 and configured._session is not None
