@@ -241,6 +241,10 @@ class RequestError(DynaormError):
     sending, a 5xx)."""
     attempts: int = 1
     """How many attempts were made."""
+    request_id: str | None = None
+    """The request id DynamoDB gave the answer that refused the request (its
+    ``x-amzn-requestid``), on either wire; ``None`` when no answer came (a connection
+    failure, a lost answer)."""
 
     def __init__(self, operation: str, code: str, message: str,
                  reasons: list[Any] | None = None, item: dict[str, Any] | None = None

@@ -135,7 +135,9 @@ def answer_error(operation: str, request: dict[str, Any], response: dict[str, An
     else:
         err = RequestError(operation, code, message, reasons,
                            item=item if isinstance(item, dict) else None)
-    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+    metadata = response.get("ResponseMetadata", {})
+    err.request_id = str(metadata.get("RequestId") or "") or None
+    status = int(metadata.get("HTTPStatusCode", 0) or 0)
     # a 5xx may come after the server applied the request; a 4xx was refused (throttling
     # included), except that an attempt of this token is still in progress
     err.maybe_applied = status >= 500 or code == "TransactionInProgressException"

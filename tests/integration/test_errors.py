@@ -23,6 +23,7 @@ from dynaorm import (
     ItemTooLargeError,
     KeyTemplateError,
     MultipleResultsError,
+    RequestError,
     Table,
     TransactionConflictError,
     TransactionTooLargeError,
@@ -191,6 +192,15 @@ def test_request_failures_are_dynaorm_errors(db: TestBackend) -> None:
         s.get_many(EGhost, [{"gid": "g"}])
     with pytest.raises(DynaormError):
         s.save_many([EGhost(gid="g")])
+
+
+def test_a_refused_request_carries_its_request_id(db: TestBackend) -> None:
+    """A request DynamoDB refused says which request it was (``request_id``, from the
+    answer's ``x-amzn-requestid``), on every wire: what a support case or a trace needs."""
+    with pytest.raises(RequestError) as caught:
+        send(db.table, "GetItem", {"TableName": db.table.name, "Key": {"nope": {"S": "x"}}})
+    assert caught.value.code == "ValidationException"
+    assert isinstance(caught.value.request_id, str) and caught.value.request_id
 
 
 def test_errors_name_entity_and_key(db: TestBackend) -> None:
