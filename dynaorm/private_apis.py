@@ -11,8 +11,8 @@ import functools
 import sys
 from typing import Any
 
-__all__ = ["PROXY_HOOK", "botocore_verify", "config_options", "moto_active", "moto_nested",
-           "proxy_tls_connector", "stream_buffered"]
+__all__ = ["PROXY_HOOK", "botocore_verify", "checked_aiohttp_session", "config_options",
+           "moto_active", "moto_nested", "proxy_tls_connector", "stream_buffered"]
 
 #: aiohttp's hook (3.13.3 and later) that builds the request to a proxy; overriding it is
 #: the only way to give the connection to the proxy its own TLS context (aiobotocore's
@@ -108,3 +108,37 @@ def proxy_tls_connector() -> type[Any]:
                 raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
 
     return ProxyTLSConnector
+
+
+def checked_aiohttp_session() -> type[Any]:
+    """aiobotocore's ``AIOHTTPSession`` whose connector never hands a pooled connection
+    to the next request while it holds bytes no request asked for (an extra answer, the
+    rest of a short one): aiohttp checks only that the socket is open, so those bytes
+    became the next request's answer (``wire="botocore"`` under ``AsyncSession``).
+
+    aiobotocore: overrides ``AIOHTTPSession._create_connector`` (the one place its
+    connector is made; ``AioConfig(http_session_cls=...)`` is public). aiohttp: wraps the
+    connector's ``_get`` (which takes a pooled connection) to drop, first, every pooled
+    protocol whose public ``should_close`` says it holds unread data, reading the pool
+    ``_conns``."""
+    from aiobotocore.httpsession import AIOHTTPSession
+
+    class CheckedSession(AIOHTTPSession):  # type: ignore[misc]
+        async def _create_connector(self, proxy_url: Any) -> Any:
+            connector = await super()._create_connector(proxy_url)
+            take = connector._get
+
+            async def _get(key: Any, traces: Any) -> Any:
+                pooled = connector._conns.get(key)
+                if pooled:
+                    for entry in [e for e in pooled if e[0].should_close]:
+                        pooled.remove(entry)
+                        entry[0].close()
+                    if not pooled:
+                        del connector._conns[key]
+                return await take(key, traces)
+
+            connector._get = _get
+            return connector
+
+    return CheckedSession

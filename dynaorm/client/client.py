@@ -39,7 +39,7 @@ from dynaorm.client.settings import (
 from dynaorm.core.unit_of_work import describe
 from dynaorm.errors import DynaormError
 from dynaorm.model.table import TableSchema
-from dynaorm.private_apis import config_options, moto_active
+from dynaorm.private_apis import checked_aiohttp_session, config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy
@@ -532,7 +532,7 @@ class Client:
                                           has_credentials=has)
         try:
             context = session.create_client("dynamodb", config=aio.config.AioConfig(
-                **options), **kwargs)
+                **options, http_session_cls=checked_aiohttp_session()), **kwargs)
             made = check_checksums(await context.__aenter__())
         except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
             raise DynaormError(f"{self._label}: cannot create a DynamoDB client for "

@@ -206,7 +206,9 @@ class Case:
     aiohttp_fails: bool = False
     """aiohttp (under aiobotocore: the async botocore wire) reuses the connection after
     this answer: the next request reads what followed it (an xfail there; dynaorm's own
-    wires and botocore's urllib3 do not)."""
+    wires and botocore's urllib3 do not). Bytes that came after an answer in its own
+    packet stay inside aiohttp's parser, where nothing public shows them; bytes that came
+    later are seen (``private_apis.checked_aiohttp_session``): not a failure."""
 
     @property
     def follow(self) -> Expect:
@@ -247,8 +249,7 @@ CASES = [
     # (an extra answer that comes only after the next request went out cannot be told
     # from that request's own answer by any HTTP/1.1 client: it must come before)
     Case("an extra answer a moment later",
-         Reply(GOOD, later=answer(json_body(EXTRA))), Ok(ITEM), pause=0.3,
-         aiohttp_fails=True),
+         Reply(GOOD, later=answer(json_body(EXTRA))), Ok(ITEM), pause=0.3),
     Case("leftover bytes after a short answer",
          Reply(answer(BODY) + b"leftover"), Ok(ITEM), aiohttp_fails=True),
     Case("a 200 with HTML", Reply(answer(b"<html>oops</html>"), close=True), BAD),
@@ -331,7 +332,7 @@ CASES = [
 def test_each_misbehaviour_ends_as_its_own_answer_or_one_request_error(
         case: Case, wire: str, kind: str) -> None:
     if case.aiohttp_fails and (wire, kind) == ("botocore", "async"):
-        pytest.xfail("aiohttp reuses a connection with bytes after the answer")
+        pytest.xfail("aiohttp's parser keeps bytes that followed an answer in its packet")
     with serving(follow_up(case.reply)) as server:
         db = client(server.url, wire)
         try:
