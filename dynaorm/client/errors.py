@@ -82,20 +82,16 @@ def map_error(operation: str, request: dict[str, Any], exc: Exception) -> Except
 
 def _wire_error(operation: str, request: dict[str, Any], exc: Exception) -> Exception:
     """The :class:`~dynaorm.RequestError` of a failure of dynaorm's own wire: an error
-    answer as botocore's ``ClientError`` would be, a failed exchange by its outcome."""
+    answer as botocore's ``ClientError`` would be, a failed exchange as the error its
+    class names."""
     from dynaorm.wire import ErrorAnswer
     from dynaorm.wire.http import WireFailure
 
     if isinstance(exc, ErrorAnswer):
         return answer_error(operation, request, exc.response)
     if isinstance(exc, WireFailure):
-        return connection_error(operation, _OUTCOMES[exc.outcome], str(exc))
+        return connection_error(operation, exc.error, str(exc))
     return exc
-
-
-#: the error of each outcome of :class:`dynaorm.wire.http.WireFailure`
-_OUTCOMES: dict[str, type[RequestError]] = {
-    "not sent": RequestNotSentError, "lost": AnswerLostError, "bad": BadAnswerError}
 
 
 def _is_foreign_http(exc: Exception) -> bool:

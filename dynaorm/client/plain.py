@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from dynaorm.client.endpoint import _AWS_REGION, _HOST_LABEL, LightClient
 from dynaorm.client.settings import CONFIG_DEFAULTS, LOOPBACK_REGION, is_loopback
+from dynaorm.wire import sanitized
 
 __all__ = ["ALLOWED", "PlainCredentials", "PlainSettings", "plain_settings"]
 
@@ -53,8 +54,6 @@ _PLAIN_URL: Final = re.compile(r"^https?://[a-z0-9.-]+(:[0-9]{1,5})?/?$")
 #: botocore's host-name check (``botocore.utils.is_valid_endpoint_url``)
 _HOSTNAME: Final = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))$",
                               re.IGNORECASE)
-_UA_SAFE: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                            "0123456789!$%&'*+-.^_`|~,")
 
 
 class PlainCredentials(NamedTuple):
@@ -129,15 +128,10 @@ def _plain_endpoint(endpoint_url: str) -> bool:
             and (port is None or port > 0))
 
 
-def _component(raw: str, allow_hash: bool) -> str:
-    """botocore's ``sanitize_user_agent_string_component``."""
-    return "".join(c if c in _UA_SAFE or (allow_hash and c == "#") else "-" for c in raw)
-
-
 def _part(prefix: str, name: str, value: str | None = None) -> str:
     """botocore's ``UserAgentComponent.to_string``."""
-    text = f"{_component(prefix, True)}/{_component(name, False)}"
-    return f"{text}#{_component(value, True)}" if value else text
+    text = f"{sanitized(prefix, allow_hash=True)}/{sanitized(name)}"
+    return f"{text}#{sanitized(value, allow_hash=True)}" if value else text
 
 
 def user_agent(environ: dict[str, str] | os._Environ[str]) -> str:

@@ -191,12 +191,6 @@ class AnswerReader:
         return self._done
 
     @property
-    def started(self) -> bool:
-        """Whether any part of the final answer's head is complete (else nothing or only
-        an interim answer was read)."""
-        return self._final
-
-    @property
     def body(self) -> bytes:
         """The answer's body (dechunked)."""
         return b"".join(self._body) if len(self._body) != 1 else self._body[0]

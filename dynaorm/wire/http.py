@@ -41,7 +41,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from dynaorm.errors import DynaormError
+from dynaorm.errors import (
+    AnswerLostError,
+    BadAnswerError,
+    DynaormError,
+    RequestError,
+    RequestNotSentError,
+)
 from dynaorm.private_apis import stream_buffered
 from dynaorm.wire.connection import AnswerReader, MalformedAnswer
 
@@ -90,42 +96,44 @@ class Destination:
 
 
 class WireFailure(OSError):
-    """A failure of an exchange; :attr:`outcome` says what is known of the request."""
+    """A failure of an exchange; :attr:`error` says what is known of the request."""
 
-    outcome = "lost"
-    """``"not sent"`` (it cannot have been applied), ``"lost"`` (sent, no complete
-    answer) or ``"bad"`` (sent, answered with something that cannot be read)."""
+    error: type[RequestError] = AnswerLostError
+    """The :class:`~dynaorm.RequestError` it is raised as: :class:`~dynaorm.RequestNotSentError`
+    (it cannot have been applied), :class:`~dynaorm.AnswerLostError` (sent, no complete
+    answer) or :class:`~dynaorm.BadAnswerError` (sent, answered with something that
+    cannot be read)."""
 
 
 class ConnectFailed(WireFailure):
     """No connection could be made: the request was not sent."""
 
-    outcome = "not sent"
+    error = RequestNotSentError
 
 
 class AnswerTimeout(WireFailure):
     """The request was sent and no complete answer came within the read timeout."""
 
-    outcome = "lost"
+    error = AnswerLostError
 
 
 class SendFailed(WireFailure):
     """The request could not be sent whole: it cannot have been applied."""
 
-    outcome = "not sent"
+    error = RequestNotSentError
 
 
 class ConnectionLost(WireFailure):
     """The connection broke after the request went out: it may have been applied."""
 
-    outcome = "lost"
+    error = AnswerLostError
 
 
 class BadAnswer(WireFailure):
     """The request went out and the answer is not an acceptable HTTP/1.1 answer: it may
     have been applied."""
 
-    outcome = "bad"
+    error = BadAnswerError
 
 
 def _urllib3_major() -> int | None:
