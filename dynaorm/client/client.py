@@ -16,6 +16,7 @@ botocore exception.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from collections.abc import Callable, Iterable
@@ -240,9 +241,7 @@ class Client:
                     hooks = (Listeners(self._listeners, self._table_listeners), *hooks)
                 policy = Policy(max_attempts=self.max_attempts, max_wait=self.max_wait,
                                 capacity=self.return_consumed_capacity, hooks=hooks)
-                self._traced = Policy(
-                    max_attempts=policy.max_attempts, max_wait=policy.max_wait,
-                    capacity=policy.capacity, hooks=(self._tracing, *hooks))
+                self._traced = dataclasses.replace(policy, hooks=(self._tracing, *hooks))
                 self._policy = policy
         if self._tracing.active():  # the one check per operation while no provider is
             traced = self._traced  # configured

@@ -153,11 +153,14 @@ class UnitOfWork(Staging):
             found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                            consistent=consistent, concurrency=concurrency)
         items = [found.get(key_id(key)) for key in wanted]
+        out: list[T | None] = []
         for item in items:
-            if item is not None and not spec.owns(item):
+            if item is not None and spec.owns(item):
+                out.append(entity._from_item(item, spec))
+                continue
+            if item is not None:
                 note_unclaimed(spec.table, item)  # a renamed class: say so, once
-        out = [entity._from_item(i, spec) if i is not None and spec.owns(i) else None
-               for i in items]
+            out.append(None)
         if spec.previous is not None and not snapshot:
             # a migration window: a miss is looked up under either layout, as get does
             for at, obj in enumerate(out):

@@ -152,9 +152,9 @@ def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
 def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     """The validator reading ``cls``'s items straight from their wire form
     (:mod:`dynaorm.model.fastload`), or ``None`` when every load is plain."""
-    eligible = (not spec.unstored and spec.ttl_field is None
-                and _validator(cls) == cls.__pydantic_validator__.validate_python)
-    return fast_validator(cls, spec.renames, eligible)
+    return fast_validator(cls, spec.renames, lambda: (
+        not spec.unstored and spec.ttl_field is None
+        and _validator(cls) == cls.__pydantic_validator__.validate_python))
 
 
 def _load(cls: type[Any], spec: EntitySpec, item: Item,

@@ -59,12 +59,12 @@ _fast: dict[tuple[Any, ...], Any] = cache("fastload.validators")
 
 
 def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
-                   eligible: bool) -> Fast | None:
+                   eligible: Callable[[], bool]) -> Fast | None:
     """The fast validators of ``cls`` (fields stored under ``renames`` names): one item,
     and a list of items (and the copy's schema); ``None`` when its items must be loaded
     the plain way.
     ``eligible``: what the entity's spec allows (no key-only or TTL field, the model's
-    own ``model_validate``)."""
+    own ``model_validate``), asked only when the validators are built (once a class)."""
     schema = cls.__dict__.get("__pydantic_core_schema__")
     key = (cls, id(schema))
     try:
@@ -74,7 +74,7 @@ def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
         pass
     with _BUILDING:  # one build at a time (see _built: the class reads as incomplete)
         if key not in _fast:
-            _fast[key] = _build(schema, renames) if eligible and isinstance(schema, dict) else (
+            _fast[key] = _build(schema, renames) if isinstance(schema, dict) and eligible() else (
                 None)
         found: Fast | None = _fast[key]
         return found

@@ -27,7 +27,7 @@ from dynaorm.caches import cache
 from dynaorm.model.codec import binary_from_json, decode_number
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "changed_attributes",
-           "shape_of", "wire_values"]
+]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -67,20 +67,6 @@ def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Sh
     found = _Shape(item, key_attrs, type_attr)
     _shapes[found.names] = found
     return found
-
-
-def shape_of(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
-    """The shape of ``item`` (shared by every item with the same attribute names)."""
-    shape = _shapes.get(tuple(item))
-    if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
-        shape = _shape(item, key_attrs, type_attr)
-    return shape
-
-
-def wire_values(item: Item) -> list[Any]:
-    """``item``'s values in order: the string of a string attribute, else its wire form."""
-    avs = item.values()
-    return list(map(dict.get, avs, _S, avs))
 
 
 def _number_read(value: Any, text: str) -> int | Decimal:

@@ -46,8 +46,8 @@ def unclaimed_name(table: Any, item: Item) -> str | None:
         return None
     value = item.get(attr)
     name = value.get("S") if isinstance(value, dict) else None
-    if not isinstance(name, str) or name in table.entities:
-        return None
+    if not isinstance(name, str) or name in table.entities or name == GUARD_TYPE:
+        return None  # (most items: a class's or a guard; the rest looks at every class)
     return None if name in claimed_names(table) else name
 
 

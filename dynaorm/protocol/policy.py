@@ -18,9 +18,14 @@ from typing import Any, Final
 from dynaorm.errors import RequestError
 from dynaorm.protocol.hooks import HookLike
 
-__all__ = ["CAPACITY_OPERATIONS", "DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "Policy",
-           "retryable", "with_capacity"]
+__all__ = ["CAPACITY_OPERATIONS", "DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS",
+           "Policy", "retryable", "with_capacity"]
 
+#: the failures a server answers when it could not finish a request (it may have been
+#: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
+#: unapplied ("500"...: a page, not JSON, is known by its status)
+SERVER_ERRORS = frozenset({"InternalServerError", "InternalFailure", "ServiceUnavailable",
+                           "500", "502", "503", "504"})
 _TRANSIENT = frozenset({
     "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
     "InternalServerError", "InternalFailure", "ServiceUnavailable",

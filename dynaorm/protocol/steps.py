@@ -41,7 +41,7 @@ from dynaorm._types import Item
 from dynaorm.errors import RequestError
 from dynaorm.protocol.events import capacity_of, recorder
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, start
-from dynaorm.protocol.policy import Policy, retryable, with_capacity
+from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable, with_capacity
 
 __all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step",
            "Stream", "Wait", "attempts", "call", "consume", "expand", "forward", "gather",
@@ -288,12 +288,6 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
         close = getattr(awaitable, "close", None)
         if close is not None:
             close()
-
-
-#: the failures a server answers when it could not finish a request (it may have been
-#: applied first): what a probe (:attr:`Call.probe`) may prove unapplied
-SERVER_ERRORS = frozenset({"InternalServerError", "InternalFailure", "ServiceUnavailable",
-                           "500", "502", "503", "504"})  # (a page, not JSON: its status)
 
 
 def _unapplied(policy: Policy, step: Call, within: Operation | None
