@@ -301,7 +301,8 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
     (:func:`dynaorm.wire.answer_problem`: ``x-amz-crc32``, encoding, status, length), and
     a successful answer must be a DynamoDB JSON object (:func:`dynaorm.wire.shape_problem`); else
     a :class:`~dynaorm.BadAnswerError`, before botocore parses what it cannot trust."""
-    from dynaorm.wire import answer_problem, decode, shape_problem
+    from dynaorm.wire import answer_problem, decoded_success
+    from dynaorm.wire.http import BadAnswer
 
     status = int(response_dict.get("status_code") or 0)
     headers = response_dict.get("headers") or {}
@@ -312,15 +313,15 @@ def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: An
         _error_body_as_object(response_dict, data)
     elif problem is None and 200 <= status < 300:
         try:
-            problem = shape_problem(decode(data))
-        except ValueError as exc:
-            problem = f"a {status} answer that is not DynamoDB JSON: {exc}"
+            decoded_success(status, data)
+        except BadAnswer as exc:
+            problem = str(exc)
     if problem is not None:
-        from dynaorm.client.errors import CONNECTION_ERROR
+        from dynaorm.client.errors import connection_error
         from dynaorm.errors import BadAnswerError
 
         name = str(getattr(operation_model, "name", "") or "")
-        raise BadAnswerError(name, CONNECTION_ERROR, problem)
+        raise connection_error(name, BadAnswerError, problem)
 
 
 def _error_body_as_object(response_dict: dict[str, Any], data: bytes) -> None:

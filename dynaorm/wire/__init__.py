@@ -45,6 +45,7 @@ __all__ = [
     "answer_problem",
     "checked_answer",
     "decode",
+    "decoded_success",
     "error_response",
     "prepare",
     "proxy_tls_context",
@@ -544,6 +545,15 @@ def checked_answer(status: int, headers: dict[str, str], data: bytes,
         if read is not None:
             read["ResponseMetadata"] = _metadata(status, headers)
             return read
+    answer = decoded_success(status, data)
+    answer["ResponseMetadata"] = _metadata(status, headers)
+    return answer
+
+
+def decoded_success(status: int, data: bytes) -> dict[str, Any]:
+    """A successful answer's body decoded (:func:`decode`), or :class:`BadAnswer` when it
+    is not JSON or not an object of DynamoDB's shape (:func:`shape_problem`): the check
+    both wires make of a success (botocore's through its ``before-parse`` handler)."""
     try:
         answer = decode(data)
     except ValueError as exc:
@@ -551,5 +561,4 @@ def checked_answer(status: int, headers: dict[str, str], data: bytes,
     problem = shape_problem(answer)
     if problem is not None:
         raise BadAnswer(f"a {status} answer that is not DynamoDB's: {problem}")
-    answer["ResponseMetadata"] = _metadata(status, headers)
     return answer
