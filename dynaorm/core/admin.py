@@ -82,7 +82,7 @@ def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
         if status[gsi["IndexName"]] != "MISSING":
             continue
         if building is not None:  # DynamoDB builds one new index of a table at a time
-            yield from _backfill_p(table, [building], deadline - time.monotonic())
+            yield from _backfill_p(table, building, deadline)
         try:
             yield from call("UpdateTable", {
                 "TableName": table.name,
@@ -95,20 +95,17 @@ def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
                                f"{table.name!r}: {exc}{more}") from exc
         building = gsi["IndexName"]
     if building is not None:
-        yield from _backfill_p(table, [building], deadline - time.monotonic())
+        yield from _backfill_p(table, building, deadline)
 
 
-def _backfill_p(table: TableSchema, names: list[str], timeout: float) -> Proto[None]:
-    """Wait (polling) until the indexes ``names`` are ACTIVE; after ``timeout`` seconds
-    return anyway: a large table backfills for long (``Table.index_status()`` tells)."""
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while any(s != "ACTIVE" for n, s in (yield from index_status_p(table)).items()
-              if n in names):
-        if time.monotonic() > deadline:
-            return
-        yield Wait(delay)
-        delay = min(delay * 2, 2.0)
+def _backfill_p(table: TableSchema, name: str, deadline: float) -> Proto[None]:
+    """Wait (polling) until the index ``name`` is ACTIVE; past ``deadline`` (a
+    ``time.monotonic()``) return anyway: a large table backfills for long
+    (``Table.index_status()`` tells)."""
+    def active() -> Proto[bool]:
+        return (yield from index_status_p(table)).get(name) == "ACTIVE"
+
+    yield from _until_p(active, deadline)
 
 
 def delete_p(table: TableSchema, wait: float) -> Proto[None]:
@@ -159,10 +156,20 @@ def _enable_stream_p(table: TableSchema, wait: float) -> Proto[None]:
 def _settle_p(table: TableSchema, done: Callable[[str | None], bool], timeout: float
               ) -> Proto[None]:
     """Wait, polling with a growing delay, until the table's status is ``done``."""
-    deadline = time.monotonic() + timeout
+    def settled() -> Proto[bool]:
+        return done((yield from status_p(table)))
+
+    if not (yield from _until_p(settled, time.monotonic() + timeout)):
+        raise DynaormError(f"table {table.name!r} did not settle in {timeout}s")
+
+
+def _until_p(ready: Callable[[], Proto[bool]], deadline: float) -> Proto[bool]:
+    """Poll ``ready`` with a growing delay (50 ms doubling to 2 s) until it holds (True)
+    or ``deadline`` (a ``time.monotonic()``) has passed (False)."""
     delay = 0.05
-    while not done((yield from status_p(table))):
+    while not (yield from ready()):
         if time.monotonic() > deadline:
-            raise DynaormError(f"table {table.name!r} did not settle in {timeout}s")
+            return False
         yield Wait(delay)
         delay = min(delay * 2, 2.0)
+    return True
