@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 from dynaorm.client.endpoint import _AWS_REGION, _HOST_LABEL, LightClient
 from dynaorm.client.settings import CONFIG_DEFAULTS, LOOPBACK_REGION, is_loopback
 from dynaorm.wire import sanitized
+from dynaorm.wire.sigv4 import plain_host
 
 __all__ = ["ALLOWED", "PlainCredentials", "PlainSettings", "plain_settings"]
 
@@ -49,8 +50,6 @@ ALLOWED: Final = frozenset({
     "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_EXECUTION_ENV", "AWS_XRAY_CONTEXT_MISSING", "AWS_XRAY_DAEMON_ADDRESS",
     "AWS_DEFAULT_OUTPUT", "AWS_PAGER"})
-#: an endpoint argument taken as it is: scheme, lower-case host name, port, at most a "/"
-_PLAIN_URL: Final = re.compile(r"^https?://[a-z0-9.-]+(:[0-9]{1,5})?/?$")
 #: botocore's host-name check (``botocore.utils.is_valid_endpoint_url``)
 _HOSTNAME: Final = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))$",
                               re.IGNORECASE)
@@ -116,14 +115,13 @@ def _files_exist(environ: dict[str, str] | os._Environ[str]) -> bool:
 
 
 def _plain_endpoint(endpoint_url: str) -> bool:
-    if not _PLAIN_URL.match(endpoint_url):
+    """An endpoint argument taken as it is (scheme, lower-case host name, port, at most a
+    ``/``: :func:`~dynaorm.wire.sigv4.plain_host`) whose host botocore accepts."""
+    if plain_host(endpoint_url) is None:  # (the port, if any, is in range there)
         return False
     parts = urlsplit(endpoint_url)
     host = parts.hostname or ""
-    try:
-        port = parts.port
-    except ValueError:  # out of range
-        return False
+    port = parts.port
     return (0 < len(host) <= 255 and host[-1] != "." and _HOSTNAME.match(host) is not None
             and (port is None or port > 0))
 

@@ -98,16 +98,22 @@ def _keystream_xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
     return bytes(out)
 
 
+def _tag(data: bytes, secret: bytes | None) -> bytes:
+    """The check of a cursor's bytes ``data`` (as sent): a checksum without a secret, a
+    MAC with one (what :func:`seal` appends and :func:`open_sealed` compares)."""
+    if secret is None:
+        return hashlib.sha256(_CHECKSUM_DOMAIN + data).digest()[:_MAC_BYTES]
+    return hmac.new(_derive(secret, b"mac"), data, hashlib.sha256).digest()[:_MAC_BYTES]
+
+
 def seal(body: bytes, secret: bytes | None) -> str:
     """The cursor text of ``body``: checksummed (no secret) or encrypted then
     authenticated with keys derived from ``secret``."""
     if secret is None:
-        return _b64(body) + "." + _b64(hashlib.sha256(_CHECKSUM_DOMAIN + body).digest()[
-            :_MAC_BYTES])
+        return _b64(body) + "." + _b64(_tag(body, None))
     nonce = hmac.new(_derive(secret, b"nonce"), body, hashlib.sha256).digest()[:_NONCE_BYTES]
     sealed = nonce + _keystream_xor(_derive(secret, b"encrypt"), nonce, body)
-    tag = hmac.new(_derive(secret, b"mac"), sealed, hashlib.sha256).digest()[:_MAC_BYTES]
-    return _b64(sealed) + "." + _b64(tag)
+    return _b64(sealed) + "." + _b64(_tag(sealed, secret))
 
 
 def open_sealed(cursor: Any, secret: bytes | None) -> bytes:
@@ -121,15 +127,14 @@ def open_sealed(cursor: Any, secret: bytes | None) -> bytes:
         data, tag = _unb64(body_text), _unb64(mac_text)
     except (binascii.Error, ValueError) as exc:
         raise InvalidCursorError("malformed page cursor") from exc
+    want = _tag(data, secret)
     if secret is None:
-        want = hashlib.sha256(_CHECKSUM_DOMAIN + data).digest()[:_MAC_BYTES]
         if not hmac.compare_digest(tag, want):
             raise InvalidCursorError("page cursor was altered, or sealed with a secret this "
                                      "process does not have (set the same cursor secret "
                                      "everywhere: Table(cursor_secret=...) or "
                                      f"{ENV_SECRET})")
         return data
-    want = hmac.new(_derive(secret, b"mac"), data, hashlib.sha256).digest()[:_MAC_BYTES]
     if len(data) < _NONCE_BYTES or not hmac.compare_digest(tag, want):
         raise InvalidCursorError("page cursor was altered or sealed with another secret")
     nonce = data[:_NONCE_BYTES]

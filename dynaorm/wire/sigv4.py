@@ -21,7 +21,7 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["Signer"]
+__all__ = ["Signer", "plain_host"]
 
 _SERVICE = "dynamodb"
 
@@ -34,7 +34,7 @@ def _hmac(key: bytes, text: str) -> bytes:
 _PLAIN = re.compile(r"^https?://[a-z0-9.-]+(:[0-9]{1,5})?/?$")
 
 
-def _plain_host(endpoint_url: str) -> str | None:
+def plain_host(endpoint_url: str) -> str | None:
     """botocore's ``_host_from_url`` for a plain endpoint (no IPv6 literal, user info,
     path or query), else ``None``: the host name, and the port unless the scheme's own."""
     if not _PLAIN.match(endpoint_url):
@@ -70,7 +70,7 @@ class Signer:
         #: whether the direct path applies (else botocore's SigV4Auth signs)
         self.fast = parts.path in ("", "/") and not parts.query
         #: the ``host`` value botocore signs for this endpoint (default ports dropped)
-        self.host = _plain_host(endpoint_url) or _botocore_host(endpoint_url, region)
+        self.host = plain_host(endpoint_url) or _botocore_host(endpoint_url, region)
         self._scope_tail = f"/{region}/{_SERVICE}/aws4_request"
         self._keys: tuple[str, str, bytes] | None = None  # (secret, day, signing key)
 
