@@ -286,6 +286,8 @@ class _Connection:
 
 #: bytes asked of the socket per read
 _CHUNK = 65536
+#: bytes of a long request written at a time over TLS on asyncio (see _AsyncConnection)
+_PIECE = 65536
 
 
 class HTTPPool:
@@ -443,11 +445,16 @@ class _AsyncConnection(_Protocol):
 
     Flow control says when the send is done: ``pause_writing`` is called as soon as the
     transport holds a byte of the request the kernel did not take, ``resume_writing`` when
-    it holds none (:attr:`held`). Between requests (no :attr:`answer`) any byte or end of
-    the stream makes the connection :attr:`dead`: it never carries another request."""
+    it holds none (:attr:`held`). On TLS it sees only the bytes above the encryption (the
+    TLS layer hands its TCP transport all it has): a long request is written in pieces, the
+    next one when nothing is held, so a server that stops reading pauses it too; up to the
+    TCP transport's buffer and one piece of the request's end can be lost unseen, then read
+    as a lost answer (maybe applied: the safe side). Between requests (no :attr:`answer`)
+    any byte or end of the stream makes the connection :attr:`dead`: it never carries
+    another request."""
 
     __slots__ = ("answer", "closed", "dead", "destination", "failure", "fd", "held", "loop",
-                 "poller", "timer", "transport", "waiter")
+                 "poller", "timer", "transport", "unsent", "waiter")
 
     transport: asyncio.Transport
 
@@ -464,6 +471,8 @@ class _AsyncConnection(_Protocol):
         self.timer: asyncio.TimerHandle | None = None
         #: the transport holds bytes of the request the kernel has not taken
         self.held = False
+        #: the pieces of a long request over TLS not yet written
+        self.unsent: memoryview | None = None
         #: closed, closing, or spoken to while idle
         self.dead = False
         #: set when the transport is closed
@@ -473,7 +482,7 @@ class _AsyncConnection(_Protocol):
 
     # -- asyncio's callbacks ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport = cast("asyncio.Transport", transport)  # (a stream's)
+        self.transport = transport = cast("asyncio.Transport", transport)  # (a TCP or TLS one)
         # pause at the first byte held, resume at none: the selector transport pauses above
         # its high mark, the TLS one at it (TCP_NODELAY: asyncio sets it on TCP transports)
         transport.set_write_buffer_limits(high=0 if self.destination.tls is None else 1, low=0)
@@ -514,8 +523,11 @@ class _AsyncConnection(_Protocol):
 
     def resume_writing(self) -> None:
         self.held = False
+        if self.unsent is not None:
+            self._write_more()
         waiter = self.waiter
-        if self.timer is not None and waiter is not None and not waiter.done():
+        if (self.timer is not None and waiter is not None and not waiter.done()
+                and not self._sending()):
             self._arm()  # sent whole: the whole answer's deadline runs from here
 
     # -- one request -----------------------------------------------------------------------
@@ -528,16 +540,31 @@ class _AsyncConnection(_Protocol):
             self._settle(SendFailed(f"sending to {self.destination}: the connection "
                                     f"closed before the request was written"))
             return waiter
-        self.transport.write(message)
+        if self.destination.tls is None or len(message) <= _PIECE:
+            self.transport.write(message)
+        else:
+            self.unsent = memoryview(message)
+            self._write_more()
         self._arm()
         return waiter
+
+    def _write_more(self) -> None:
+        unsent = self.unsent
+        while unsent is not None and not self.held:
+            self.transport.write(unsent[:_PIECE])
+            unsent = unsent[_PIECE:] or None
+        self.unsent = unsent
+
+    def _sending(self) -> bool:
+        """Part of the request is still held by the transport, or not yet written."""
+        return self.held or self.unsent is not None
 
     def outcome(self) -> None:
         """After the request's future was set: raise its failure, if it failed. An answer
         read before the request went out whole (a refusal that did not wait for the body)
         is the answer, and the connection is not reused."""
         self._disarm()
-        if self.held and self.answer is not None:
+        if self._sending() and self.answer is not None:
             self.answer.forbid_reuse()
         failure, self.failure = self.failure, None
         if failure is not None:
@@ -548,7 +575,9 @@ class _AsyncConnection(_Protocol):
         ended cleanly with nothing after it, and the connection is open and sent whole."""
         answer, self.answer, self.waiter = self.answer, None, None
         self._disarm()
-        return answer is not None and answer.reusable and not self.held and not self.dead
+        sent, self.unsent = self.unsent is None, None
+        return (answer is not None and answer.reusable and sent and not self.held
+                and not self.dead)
 
     def idle(self) -> bool:
         """Still usable: not closed, never spoken to since its last answer, and a socket
@@ -580,7 +609,7 @@ class _AsyncConnection(_Protocol):
             return
         if exc is None and answer.eof():
             self._settle(None)
-        elif self.held:
+        elif self._sending():
             if lost:
                 self._settle(SendFailed(f"sending to {self.destination}: "
                                         f"{exc or 'the connection closed'}"))
@@ -607,7 +636,7 @@ class _AsyncConnection(_Protocol):
     def _expired(self) -> None:
         self.timer = None
         timeout = self.destination.read_timeout
-        if self.held:
+        if self._sending():
             self._settle(SendFailed(f"sending to {self.destination}: the request was not "
                                     f"taken whole in {timeout} s"))
         else:

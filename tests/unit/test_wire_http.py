@@ -351,15 +351,25 @@ def test_a_request_cancelled_mid_answer_leaves_nothing_to_the_next(
 BIG = b"x" * (32 << 20)  # more than loopback's socket buffers take at once
 
 
-def test_a_server_that_never_reads_is_send_failed_not_reused(kind: str) -> None:
+@pytest.mark.parametrize("layer", ["tcp", "tls"])
+def test_a_server_that_never_reads_is_send_failed_not_reused(
+        kind: str, layer: str, tls_cert: tuple[str, str]) -> None:
     """The send is bounded by the read timeout: a request the server stops reading is not
     sent (it cannot have been applied) and its connection is dropped; a small one the
-    kernel takes whole is sent, and gets no answer in time."""
-    from dynaorm.wire.http import SendFailed
+    kernel takes whole is sent, and gets no answer in time. Over TLS too (on asyncio the
+    TLS layer hands its TCP transport all it is given: a long request goes in pieces)."""
+    from dynaorm.wire.http import SendFailed, tls_context
     from tests.support.hostile import Reply, serving
 
-    with serving(lambda n, body: Reply(never_read=True, hold=5), early=True) as server:
-        p = pool(server, kind, read_timeout=0.3)  # type: ignore[arg-type]
+    cert, key = tls_cert
+    server_tls = None
+    if layer == "tls":
+        server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_tls.load_cert_chain(cert, key)
+    with serving(lambda n, body: Reply(never_read=True, hold=5), server_tls,
+                 early=True) as server:
+        p = pool(server, kind, read_timeout=0.3,  # type: ignore[arg-type]
+                 tls=None if layer == "tcp" else lambda: tls_context(cert))
         with pytest.raises(SendFailed):
             p.post("/", BIG, {})
         assert p.pool._idle == []
