@@ -13,6 +13,7 @@ import socket
 import ssl
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -376,6 +377,32 @@ def test_a_server_that_never_reads_is_send_failed_not_reused(
         with pytest.raises(AnswerTimeout):
             p.post("/", b"{}", {})
         assert server.connections == 2
+
+
+@pytest.mark.parametrize("layer", ["tcp", "tls"])
+def test_a_long_request_goes_out_whole_and_in_order(serve: Callable[..., Server], kind: str,
+                                                    layer: str,
+                                                    tls_cert: tuple[str, str]) -> None:
+    """Requests of several MB (over TLS on asyncio: written piece by piece as the transport
+    drains) reach the server whole and in order, and the connection is kept."""
+    from dynaorm.wire.http import tls_context
+
+    cert, key = tls_cert
+    server_tls = None
+    if layer == "tls":
+        server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_tls.load_cert_chain(cert, key)
+
+    def length(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(b'{"n":%d,"crc":%d}' % (len(body), zlib.crc32(body))))
+        return True
+
+    server = serve(length, tls=server_tls)
+    p = pool(server, kind, tls=None if layer == "tcp" else lambda: tls_context(cert))
+    for size in (6 << 20, 100, 3 << 20):
+        body = bytes(range(256)) * (size // 256)
+        assert p.post("/", body, {})[2] == b'{"n":%d,"crc":%d}' % (len(body), zlib.crc32(body))
+    assert server.connections == 1
 
 
 def test_a_reset_with_the_request_partly_sent_is_send_failed(kind: str) -> None:
