@@ -12,7 +12,7 @@ import sys
 from typing import Any
 
 __all__ = ["PROXY_HOOK", "botocore_verify", "checked_aiohttp_session", "config_options",
-           "moto_active", "moto_nested", "proxy_tls_connector", "stream_buffered"]
+           "moto_active", "moto_nested", "proxy_tls_connector"]
 
 #: aiohttp's hook (3.13.3 and later) that builds the request to a proxy; overriding it is
 #: the only way to give the connection to the proxy its own TLS context (aiobotocore's
@@ -40,15 +40,6 @@ def botocore_verify(client: Any) -> Any:
     only into its HTTP session; reading it there keeps dynaorm's wire on the same decision."""
     endpoint = getattr(client, "_endpoint", None)
     return getattr(getattr(endpoint, "http_session", None), "_verify", True)
-
-
-def stream_buffered(reader: Any) -> int:
-    """Bytes an ``asyncio.StreamReader`` holds unread.
-
-    asyncio: ``StreamReader._buffer``; a reused keep-alive connection must hold nothing
-    unread (else an earlier answer's excess would be read as the next one), and the
-    stream has no public way to ask without consuming."""
-    return len(getattr(reader, "_buffer", b""))
 
 
 def moto_active() -> bool:

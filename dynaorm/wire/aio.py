@@ -3,8 +3,8 @@
 
 A request is rendered and signed by :func:`dynaorm.wire.prepare` (the one signing path of
 both wires: :class:`dynaorm.wire.sigv4.Signer`), sent over keep-alive connections of the
-running loop (:class:`dynaorm.wire.http.AsyncHTTPPool`, asyncio streams; through a proxy,
-one aiohttp ``ClientSession``), its answer checked and decoded by
+running loop (:class:`dynaorm.wire.http.AsyncHTTPPool`, an ``asyncio.Protocol`` per connection;
+through a proxy, one aiohttp ``ClientSession``), its answer checked and decoded by
 :func:`dynaorm.wire.checked_answer`. Endpoint, region, timeouts, proxies, TLS verification
 and ``User-Agent`` are read once from the botocore client of the :class:`~dynaorm.Client`,
 as the sync wire reads them, so a configuration that works with that client

@@ -1,5 +1,5 @@
 """One HTTP/1.1 answer read from bytes, without I/O: the state machine both connection
-pools of :mod:`dynaorm.wire.http` (sync sockets and asyncio streams) feed.
+pools of :mod:`dynaorm.wire.http` (sync sockets and asyncio protocols) feed.
 
 The framing is llhttp's (Node.js's HTTP parser, through ``httptools``, as uvicorn uses
 it): it refuses conflicting or overflowing ``Content-Length`` headers, ``Content-Length``

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from dynaorm.errors import (
     AnswerLostError,
@@ -48,7 +48,6 @@ from dynaorm.errors import (
     RequestError,
     RequestNotSentError,
 )
-from dynaorm.private_apis import stream_buffered
 from dynaorm.wire.connection import AnswerReader, MalformedAnswer
 
 if TYPE_CHECKING:  # asyncio loads with the first async request: a sync process never pays it
@@ -220,21 +219,21 @@ def _message(path: str, host_header: str, headers: dict[str, str], body: bytes) 
 
 
 if hasattr(select, "poll"):
-    def _readable(sock: socket.socket) -> bool:
+    def _readable(sock: socket.socket | int) -> bool:
         """Whether ``sock`` has something to read (or was closed), asked without waiting
         (``poll``: no limit on descriptor numbers, unlike ``select``)."""
         poller = select.poll()
         poller.register(sock, select.POLLIN | select.POLLPRI)
         return bool(poller.poll(0))
 else:  # pragma: no cover - Windows
-    def _readable(sock: socket.socket) -> bool:
+    def _readable(sock: socket.socket | int) -> bool:
         """Whether ``sock`` has something to read (or was closed), asked without waiting."""
         with selectors.DefaultSelector() as chooser:
             chooser.register(sock, selectors.EVENT_READ)
             return bool(chooser.select(0))
 
 
-def _quiet(sock: socket.socket) -> bool:
+def _quiet(sock: socket.socket | int) -> bool:
     """Nothing to read on the idle ``sock``: a keep-alive socket the server closed (or
     wrote to unasked) is readable, and must not carry another request."""
     try:
@@ -243,17 +242,32 @@ def _quiet(sock: socket.socket) -> bool:
         return False
 
 
+def _poller(sock: socket.socket | int) -> select.poll | None:
+    """Asks whether ``sock`` has something to read, made once per connection (then one
+    syscall per check); ``None`` where ``poll`` does not exist."""
+    if not hasattr(select, "poll"):  # pragma: no cover - Windows
+        return None
+    poller = select.poll()
+    poller.register(sock, select.POLLIN | select.POLLPRI)
+    return poller
+
+
+def _still_quiet(poller: select.poll | None, sock: socket.socket | int) -> bool:
+    """:func:`_quiet`, through the connection's ``poller`` when it has one."""
+    if poller is None:
+        return _quiet(sock)
+    try:
+        return not poller.poll(0)
+    except OSError:
+        return False
+
+
 class _Connection:
     __slots__ = ("poller", "sock")
 
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
-        #: asks whether the idle socket has something to read (made once: one syscall
-        #: per check); ``None`` where ``poll`` does not exist
-        self.poller: select.poll | None = None
-        if hasattr(select, "poll"):
-            self.poller = select.poll()
-            self.poller.register(sock, select.POLLIN | select.POLLPRI)
+        self.poller = _poller(sock)
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -267,16 +281,13 @@ class _Connection:
             return False
         if isinstance(sock, ssl.SSLSocket) and sock.pending():
             return False
-        if self.poller is not None:
-            try:
-                return not self.poller.poll(0)
-            except OSError:
-                return False
-        return _quiet(sock)
+        return _still_quiet(self.poller, sock)
 
 
 #: bytes asked of the socket per read
 _CHUNK = 65536
+#: bytes of a long request written at a time over TLS on asyncio (see _AsyncConnection)
+_PIECE = 65536
 
 
 class HTTPPool:
@@ -420,34 +431,222 @@ def _receive(sock: socket.socket, answer: AnswerReader, timeout: float | None) -
 
 
 # -- the same on asyncio ------------------------------------------------------------------
-class _AsyncConnection:
-    __slots__ = ("reader", "writer")
+if TYPE_CHECKING:
+    _Protocol = asyncio.Protocol
+else:  # asyncio calls a protocol's methods; the base class only names them
+    _Protocol = object
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+
+class _AsyncConnection(_Protocol):
+    """One keep-alive connection on an event loop, as its ``asyncio`` protocol: the bytes
+    the transport hands to :meth:`data_received` go straight to the :class:`AnswerReader` of
+    the request on it, and the request ends by one future (:attr:`waiter`) and one deadline
+    (a ``call_at`` timer), with no stream buffering, copying or waiting in between.
+
+    Flow control says when the send is done: ``pause_writing`` is called as soon as the
+    transport holds a byte of the request the kernel did not take, ``resume_writing`` when
+    it holds none (:attr:`held`). On TLS it sees only the bytes above the encryption (the
+    TLS layer hands its TCP transport all it has): a long request is written in pieces, the
+    next one when nothing is held, so a server that stops reading pauses it too; up to the
+    TCP transport's buffer and one piece of the request's end can be lost unseen, then read
+    as a lost answer (maybe applied: the safe side). Between requests (no :attr:`answer`)
+    any byte or end of the stream makes the connection :attr:`dead`: it never carries
+    another request."""
+
+    __slots__ = ("answer", "closed", "dead", "destination", "failure", "fd", "held", "loop",
+                 "poller", "timer", "transport", "unsent", "waiter")
+
+    transport: asyncio.Transport
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, destination: Destination) -> None:
+        self.loop = loop
+        self.destination = destination
+        #: the answer of the request on the connection (``None``: idle)
+        self.answer: AnswerReader | None = None
+        #: set when that request ends (answered, failed): its outcome is :attr:`failure`
+        self.waiter: asyncio.Future[None] | None = None
+        self.failure: WireFailure | None = None
+        #: the request's deadline: for the send, then from the end of the send for the
+        #: whole answer (``None``: no read timeout)
+        self.timer: asyncio.TimerHandle | None = None
+        #: the transport holds bytes of the request the kernel has not taken
+        self.held = False
+        #: the pieces of a long request over TLS not yet written
+        self.unsent: memoryview | None = None
+        #: closed, closing, or spoken to while idle
+        self.dead = False
+        #: set when the transport is closed
+        self.closed: asyncio.Future[None] = loop.create_future()
+        self.fd = -1
+        self.poller: select.poll | None = None
+
+    # -- asyncio's callbacks ---------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport = cast("asyncio.Transport", transport)  # (a TCP or TLS one)
+        # pause at the first byte held, resume at none: the selector transport pauses above
+        # its high mark, the TLS one at it (TCP_NODELAY: asyncio sets it on TCP transports)
+        transport.set_write_buffer_limits(high=0 if self.destination.tls is None else 1, low=0)
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            self.fd = sock.fileno()
+            self.poller = _poller(self.fd)
+
+    def data_received(self, data: bytes) -> None:
+        answer = self.answer
+        if answer is None:  # bytes nobody asked for: never the next request's answer
+            self.dead = True
+            self.transport.abort()
+            return
+        try:
+            if answer.feed(data):
+                self._settle(None)
+        except MalformedAnswer as exc:
+            failure = BadAnswer(str(exc))
+            failure.__cause__ = exc
+            self._settle(failure)
+
+    def eof_received(self) -> None:
+        # (returns None: the transport closes, once it handed the kernel what it holds)
+        self.dead = True
+        if self.answer is not None:
+            self._ended(None, lost=False)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.dead = True
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self.answer is not None:
+            self._ended(exc, lost=True)
+
+    def pause_writing(self) -> None:
+        self.held = True
+
+    def resume_writing(self) -> None:
+        self.held = False
+        if self.unsent is not None:
+            self._write_more()
+        waiter = self.waiter
+        if (self.timer is not None and waiter is not None and not waiter.done()
+                and not self._sending()):
+            self._arm()  # sent whole: the whole answer's deadline runs from here
+
+    # -- one request -----------------------------------------------------------------------
+    def send(self, message: bytes, answer: AnswerReader) -> asyncio.Future[None]:
+        """Write ``message`` and read its answer into ``answer``; the future is set when the
+        request ends (then :meth:`outcome`)."""
+        self.answer = answer
+        waiter = self.waiter = self.loop.create_future()
+        if self.dead:  # closed since it was made or taken: nothing was written
+            self._settle(SendFailed(f"sending to {self.destination}: the connection "
+                                    f"closed before the request was written"))
+            return waiter
+        if self.destination.tls is None or len(message) <= _PIECE:
+            self.transport.write(message)
+        else:
+            self.unsent = memoryview(message)
+            self._write_more()
+        self._arm()
+        return waiter
+
+    def _write_more(self) -> None:
+        unsent = self.unsent
+        while unsent is not None and not self.held:
+            self.transport.write(unsent[:_PIECE])
+            unsent = unsent[_PIECE:] or None
+        self.unsent = unsent
+
+    def _sending(self) -> bool:
+        """Part of the request is still held by the transport, or not yet written."""
+        return self.held or self.unsent is not None
+
+    def outcome(self) -> None:
+        """After the request's future was set: raise its failure, if it failed. An answer
+        read before the request went out whole (a refusal that did not wait for the body)
+        is the answer, and the connection is not reused."""
+        self._disarm()
+        if self._sending() and self.answer is not None:
+            self.answer.forbid_reuse()
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            raise failure
+
+    def rest(self) -> bool:
+        """End the request on the connection; whether it may carry another one: its answer
+        ended cleanly with nothing after it, and the connection is open and sent whole."""
+        answer, self.answer, self.waiter = self.answer, None, None
+        self._disarm()
+        sent, self.unsent = self.unsent is None, None
+        return (answer is not None and answer.reusable and sent and not self.held
+                and not self.dead)
 
     def idle(self) -> bool:
-        """Still usable: open, not at its end, nothing unread, and a socket with nothing to
-        read (the loop may not have run since the server closed it: its FIN is seen on the
-        socket before the stream knows)."""
-        if self.writer.is_closing() or self.reader.at_eof() or stream_buffered(self.reader):
-            return False
-        sock = self.writer.get_extra_info("socket")
-        return sock is None or _quiet(sock)
+        """Still usable: not closed, never spoken to since its last answer, and a socket
+        with nothing to read (the loop may not have run since the server wrote or closed:
+        the socket knows before the protocol)."""
+        return not (self.dead or self.transport.is_closing()) and _still_quiet(
+            self.poller, self.fd)
 
     def abort(self) -> None:
-        self.writer.transport.abort()
+        """Drop the connection at once (a request failed or was cancelled on it)."""
+        self.dead = True
+        self._disarm()
+        self.transport.abort()
 
-    async def close(self) -> None:
-        self.writer.close()
-        with contextlib.suppress(OSError, ssl.SSLError):
-            await self.writer.wait_closed()
+    # -- how a request ends ----------------------------------------------------------------
+    def _settle(self, failure: WireFailure | None) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            self.failure = failure
+            waiter.set_result(None)
+
+    def _ended(self, exc: Exception | None, *, lost: bool) -> None:
+        """The connection closed (``exc``: how, when it broke) during a request: an answer
+        that runs to the close is complete; a request the transport still held bytes of
+        was not sent whole (once the transport is gone: a close from the server first lets
+        it hand over the rest); else the answer is lost."""
+        answer = self.answer
+        if answer is None or self.waiter is None or self.waiter.done():
+            return
+        if exc is None and answer.eof():
+            self._settle(None)
+        elif self._sending():
+            if lost:
+                self._settle(SendFailed(f"sending to {self.destination}: "
+                                        f"{exc or 'the connection closed'}"))
+        else:
+            failure = ConnectionLost(
+                f"{type(exc).__name__}: {exc}" if exc is not None
+                else "the connection closed before the answer was complete")
+            failure.__cause__ = exc
+            self._settle(failure)
+
+    def _arm(self) -> None:
+        timeout = self.destination.read_timeout
+        if timeout is not None:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.timer = self.loop.call_at(self.loop.time() + timeout, self._expired)
+
+    def _disarm(self) -> None:
+        timer = self.timer
+        if timer is not None:
+            timer.cancel()
+            self.timer = None
+
+    def _expired(self) -> None:
+        self.timer = None
+        timeout = self.destination.read_timeout
+        if self._sending():
+            self._settle(SendFailed(f"sending to {self.destination}: the request was not "
+                                    f"taken whole in {timeout} s"))
+        else:
+            self._settle(AnswerTimeout(f"no complete answer in {timeout} s"))
 
 
 class AsyncHTTPPool:
-    """:class:`HTTPPool` on asyncio streams, for one event loop (the connections belong to
-    the loop that opened them)."""
+    """:class:`HTTPPool` on asyncio, for one event loop (the connections belong to the loop
+    that opened them): each connection is the transport's protocol
+    (:class:`_AsyncConnection`), no streams in between."""
 
     def __init__(self, destination: Destination) -> None:
         #: where the connections go
@@ -459,109 +658,59 @@ class AsyncHTTPPool:
         import asyncio
 
         dest = self.destination
+        loop = asyncio.get_running_loop()
         try:
             if dest.tls is not None and self._context is None:
                 self._context = await asyncio.to_thread(dest.tls)  # (reads a CA bundle)
             async with asyncio.timeout(dest.connect_timeout):
-                reader, writer = await asyncio.open_connection(
-                    dest.host, dest.port, ssl=self._context,
+                _, conn = await loop.create_connection(
+                    lambda: _AsyncConnection(loop, dest), dest.host, dest.port,
+                    ssl=self._context,
                     server_hostname=dest.host if self._context is not None else None)
         except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
             raise ConnectFailed(f"cannot connect to {dest}: {exc}") from exc
-        return _AsyncConnection(reader, writer)
+        return conn
 
-    async def _take(self) -> _AsyncConnection:
-        while self._idle:
-            conn = self._idle.pop()
+    def _take(self) -> _AsyncConnection | None:
+        idle = self._idle
+        while idle:
+            conn = idle.pop()
             if conn.idle():
                 return conn
             conn.abort()
-        return await self._connect()
+        return None
 
     async def close(self) -> None:
         """Close every idle connection."""
         idle, self._idle = self._idle, []
         for conn in idle:
-            await conn.close()
+            conn.transport.close()
+        for conn in idle:
+            await conn.closed
 
     async def post(self, path: str, body: bytes, headers: dict[str, str],
                    accept: Callable[[int, dict[str, str], bytes], T]) -> T:
-        """As :meth:`HTTPPool.post`."""
+        """As :meth:`HTTPPool.post`. The request's send is bounded by the read timeout
+        (a server that stops reading: :class:`SendFailed`), then its whole answer. A
+        request cancelled before its answer ended drops its connection."""
         message = _message(path, self.destination.host_header, headers, body)
-        conn = await self._take()
+        conn = self._take() or await self._connect()
         answer = AnswerReader()
         try:
-            await self._send(conn, message, answer)
-            if not answer.done:
-                await _receive_async(conn.reader, answer, self.destination.read_timeout)
+            await conn.send(message, answer)
+            conn.outcome()
             result = accept(answer.status, answer.headers, answer.body)
         except WireFailure:
             conn.abort()
             raise
         except BaseException:
-            self._finish(conn, answer.reusable)
+            self._finish(conn)
             raise
-        self._finish(conn, answer.reusable)
+        self._finish(conn)
         return result
 
-    def _finish(self, conn: _AsyncConnection, reusable: bool) -> None:
-        if reusable and len(self._idle) < self.destination.maxsize:
+    def _finish(self, conn: _AsyncConnection) -> None:
+        if conn.rest() and len(self._idle) < self.destination.maxsize:
             self._idle.append(conn)
         else:
             conn.abort()
-
-    async def _send(self, conn: _AsyncConnection, message: bytes,
-                    answer: AnswerReader) -> None:
-        """As :meth:`HTTPPool._send`: the whole send bounded by the read timeout. ``drain``
-        fails only while the transport still holds bytes of the request (a transport that
-        handed everything to the socket returns from it), or on a connection that was
-        already dead: either way the request did not go out whole (:class:`SendFailed`)."""
-        import asyncio
-
-        writer = conn.writer
-        try:
-            async with asyncio.timeout(self.destination.read_timeout):
-                writer.write(message)
-                await writer.drain()
-        except (OSError, ssl.SSLError) as exc:  # (TimeoutError included)
-            answer.forbid_reuse()
-            if await _early_answer_async(conn.reader, answer):
-                return
-            raise SendFailed(f"sending to {self.destination}: "
-                             f"{exc or type(exc).__name__}") from exc
-
-
-async def _early_answer_async(reader: asyncio.StreamReader, answer: AnswerReader) -> bool:
-    """:func:`_early_answer` on a stream: what it holds already."""
-    with contextlib.suppress(OSError, ssl.SSLError, MalformedAnswer):
-        while stream_buffered(reader):
-            if answer.feed(await reader.read(_CHUNK)):
-                return True
-        return reader.at_eof() and answer.eof()
-    return False
-
-
-async def _receive_async(reader: asyncio.StreamReader, answer: AnswerReader,
-                         timeout: float | None) -> None:
-    """:func:`_receive` on an asyncio stream."""
-    import asyncio
-
-    try:
-        async with asyncio.timeout(timeout):
-            while True:
-                data = await reader.read(_CHUNK)
-                if not data:
-                    if answer.eof():
-                        return
-                    raise ConnectionLost(
-                        "the connection closed before the answer was complete")
-                if answer.feed(data):
-                    return
-    except TimeoutError as exc:
-        raise AnswerTimeout(f"no complete answer in {timeout} s") from exc
-    except MalformedAnswer as exc:
-        raise BadAnswer(str(exc)) from exc
-    except ConnectionLost:
-        raise
-    except (OSError, ssl.SSLError) as exc:
-        raise ConnectionLost(f"{type(exc).__name__}: {exc}") from exc

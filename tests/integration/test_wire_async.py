@@ -493,7 +493,8 @@ def test_close_closes_the_connections(ddb_local: str) -> None:
         connections = list(wire._direct._idle)  # the keep-alive connection it used
         await close(table)
         assert wire.closed and client.async_wire is None
-        assert connections and all(c.writer.is_closing() for c in connections)
+        assert connections and all(c.closed.done() and c.transport.is_closing()
+                                   for c in connections)
         return wire
 
     with warnings.catch_warnings(record=True) as caught:

@@ -13,6 +13,7 @@ import socket
 import ssl
 import threading
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -264,6 +265,167 @@ def test_garbage_is_a_bad_answer(serve: Callable[..., Server], kind: str) -> Non
     p = pool(serve(garbage), kind)
     with pytest.raises(BadAnswer):
         p.post("/", b"{}", {})
+
+
+def test_an_answer_with_garbage_in_the_same_packet_is_not_reused(
+        serve: Callable[..., Server], kind: str) -> None:
+    """The answer and bytes after it come in one read (one ``data_received`` on asyncio):
+    the answer is the request's, the connection is not reused."""
+    def trailing(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(body) + (b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n"
+                                     b'{"n":-1}x' if n == 1 else b""))
+        return True
+
+    server = serve(trailing)
+    p = pool(server, kind)
+    assert p.post("/", b'{"n":1}', {})[2] == b'{"n":1}'
+    assert p.post("/", b'{"n":2}', {})[2] == b'{"n":2}'
+    assert server.connections == 2
+
+
+def _destination(port: int, **options: Any) -> Destination:
+    settings: dict[str, Any] = {"host_header": f"127.0.0.1:{port}", "tls": None,
+                                "connect_timeout": 2, "read_timeout": 2}
+    settings.update(options)
+    return Destination("127.0.0.1", port, **settings)
+
+
+@pytest.mark.parametrize("spoken", ["bytes", "close"])
+def test_a_connection_spoken_to_while_idle_is_dropped(serve: Callable[..., Server],
+                                                      spoken: str) -> None:
+    """The loop runs while the connection sits in the pool and the server writes to it
+    (an answer nobody asked for) or closes it: the protocol sees it then (the socket is
+    quiet again by the next request), and the next request goes on a new connection."""
+    def unasked(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(body))
+        time.sleep(0.05)
+        if spoken == "bytes":
+            conn.sendall(answer(b'{"n":-1}'))
+            return True
+        return False  # closed without saying so
+
+    server = serve(unasked)
+
+    async def main() -> list[bytes]:
+        p = AsyncHTTPPool(_destination(server.port))
+        try:
+            first = await p.post("/", b'{"n":1}', {}, _raw)
+            await asyncio.sleep(0.3)  # the unasked bytes (or the close) come meanwhile
+            second = await p.post("/", b'{"n":2}', {}, _raw)
+            return [first[2], second[2]]
+        finally:
+            await p.close()
+
+    assert asyncio.run(main()) == [b'{"n":1}', b'{"n":2}']
+    assert server.connections == 2
+
+
+def test_a_request_cancelled_mid_answer_leaves_nothing_to_the_next(
+        serve: Callable[..., Server]) -> None:
+    """Half an answer arrived when the request is cancelled; the rest comes later on that
+    connection: the next request on the pool gets its own answer, on a new connection."""
+    def halting(conn: socket.socket, body: bytes, n: int) -> bool:
+        whole = answer(body)
+        if n == 1:
+            conn.sendall(whole[:len(whole) // 2])
+            time.sleep(0.4)
+        conn.sendall(whole[len(whole) // 2:] if n == 1 else whole)
+        return True
+
+    server = serve(halting)
+
+    async def main() -> bytes:
+        p = AsyncHTTPPool(_destination(server.port))
+        try:
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(p.post("/", b'{"n":1}', {}, _raw), 0.2)
+            assert p._idle == []
+            await asyncio.sleep(0.4)  # the rest of the first answer has come
+            return (await p.post("/", b'{"n":2}', {}, _raw))[2]
+        finally:
+            await p.close()
+
+    assert asyncio.run(main()) == b'{"n":2}'
+    assert server.connections == 2
+
+
+BIG = b"x" * (32 << 20)  # more than loopback's socket buffers take at once
+
+
+@pytest.mark.parametrize("layer", ["tcp", "tls"])
+def test_a_server_that_never_reads_is_send_failed_not_reused(
+        kind: str, layer: str, tls_cert: tuple[str, str]) -> None:
+    """The send is bounded by the read timeout: a request the server stops reading is not
+    sent (it cannot have been applied) and its connection is dropped; a small one the
+    kernel takes whole is sent, and gets no answer in time. Over TLS too (on asyncio the
+    TLS layer hands its TCP transport all it is given: a long request goes in pieces)."""
+    from dynaorm.wire.http import SendFailed, tls_context
+    from tests.support.hostile import Reply, serving
+
+    cert, key = tls_cert
+    server_tls = None
+    if layer == "tls":
+        server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_tls.load_cert_chain(cert, key)
+    with serving(lambda n, body: Reply(never_read=True, hold=5), server_tls,
+                 early=True) as server:
+        p = pool(server, kind, read_timeout=0.3,  # type: ignore[arg-type]
+                 tls=None if layer == "tcp" else lambda: tls_context(cert))
+        with pytest.raises(SendFailed):
+            p.post("/", BIG, {})
+        assert p.pool._idle == []
+        with pytest.raises(AnswerTimeout):
+            p.post("/", b"{}", {})
+        assert server.connections == 2
+
+
+@pytest.mark.parametrize("layer", ["tcp", "tls"])
+def test_a_long_request_goes_out_whole_and_in_order(serve: Callable[..., Server], kind: str,
+                                                    layer: str,
+                                                    tls_cert: tuple[str, str]) -> None:
+    """Requests of several MB (over TLS on asyncio: written piece by piece as the transport
+    drains) reach the server whole and in order, and the connection is kept."""
+    from dynaorm.wire.http import tls_context
+
+    cert, key = tls_cert
+    server_tls = None
+    if layer == "tls":
+        server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_tls.load_cert_chain(cert, key)
+
+    def length(conn: socket.socket, body: bytes, n: int) -> bool:
+        conn.sendall(answer(b'{"n":%d,"crc":%d}' % (len(body), zlib.crc32(body))))
+        return True
+
+    server = serve(length, tls=server_tls)
+    p = pool(server, kind, tls=None if layer == "tcp" else lambda: tls_context(cert))
+    for size in (6 << 20, 100, 3 << 20):
+        body = bytes(range(256)) * (size // 256)
+        assert p.post("/", body, {})[2] == b'{"n":%d,"crc":%d}' % (len(body), zlib.crc32(body))
+    assert server.connections == 1
+
+
+def test_a_reset_with_the_request_partly_sent_is_send_failed(kind: str) -> None:
+    """The server reads the head, then closes with the body unread (a reset): the
+    transport (or ``sendall``) still held bytes of the request, so it was not sent."""
+    from dynaorm.wire.http import SendFailed
+    from tests.support.hostile import Reply, serving
+
+    with serving(lambda n, body: Reply(head_only=True, drain=False), early=True) as server:
+        p = pool(server, kind)  # type: ignore[arg-type]
+        with pytest.raises(SendFailed):
+            p.post("/", BIG, {})
+        assert p.pool._idle == []
+
+
+def test_connections_send_without_delay(serve: Callable[..., Server], kind: str) -> None:
+    """TCP_NODELAY on every pooled connection: a request written in one piece is not held
+    back waiting for the previous one's acknowledgement."""
+    p = pool(serve(echo), kind)
+    p.post("/", b"{}", {})
+    (conn,) = p.pool._idle
+    sock = conn.sock if kind == "sync" else conn.transport.get_extra_info("socket")
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)
 
 
 # -- through SyncWire: each failure mapped once, as the botocore wire's are ------------------
