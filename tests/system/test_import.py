@@ -160,6 +160,13 @@ _READ_THEN_WRITE = (
     "s = Session(app)\n"
     "assert s.get(Thing, thing_id='t1') is None\n"
     "assert list(s.query(Thing, thing_id='t1')) == [] and list(s.scan(Thing)) == []\n"
+    "import asyncio\n"
+    "async def reads():\n"
+    "    a = dynaorm.AsyncSession(app)\n"
+    "    assert await a.get(Thing, thing_id='t1') is None\n"
+    "    assert [x async for x in a.query(Thing, thing_id='t1')] == []\n"
+    "    assert [x async for x in a.scan(Thing)] == []\n"
+    "asyncio.run(reads())\n"
     "seen['read'] = loaded()\n"
     "s.save(Thing(thing_id='t1', label='first'))\n"
     "s.commit()\n"
@@ -176,8 +183,9 @@ _READ_THEN_WRITE = (
 def test_defining_entities_and_reading_loads_no_write_path(
         dynaorm_moto_server: str, tmp_path: Path) -> None:
     """``import dynaorm``, an entity and ``from dynaorm import Session`` load none of
-    :data:`DEFERRED`, and neither do a get, a query and a scan on dynaorm's own wire (a
-    moto server; :mod:`logging` aside: see :data:`_READ_LOADS`); the first commit imports
+    :data:`DEFERRED`, and neither do a get, a query and a scan of a ``Session`` and of an
+    ``AsyncSession`` on dynaorm's own wire (a moto server; :mod:`logging` aside: see
+    :data:`_READ_LOADS`); the first commit imports
     the write path, and it works: the saved item reads back, and a change of it is
     written."""
     import json
