@@ -14,9 +14,13 @@ does for the other contenders in site-packages): in a checkout with
 ``PYTHONDONTWRITEBYTECODE`` set nothing else writes them, and every child would compile
 ~75 modules from source (about 60 ms here), which no installed package pays.
 
+``--baseline DIR`` also runs dynaorm's programs on another checkout's ``dynaorm`` (its
+bytecode compiled the same way), interleaved with this one's, so the two compare within
+one run (rows marked "baseline").
+
 Usage::
 
-    .venv/bin/python benchmarks/cold_start.py [--runs 7] [--json PATH]
+    .venv/bin/python benchmarks/cold_start.py [--runs 7] [--json PATH] [--baseline DIR]
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ _DONE = "print(time.perf_counter() - _t0)\n"
 #: each contender's child program (the endpoint in ENDPOINT)
 PROGRAMS = {
     "dynaorm": """
-from dynaorm import Entity, Table
+from dynaorm import Client, Entity, Session, Table
 app = Table("cold-start", endpoint_url=ENDPOINT, region="us-east-1")
 class User(Entity):
     class Meta:
@@ -52,7 +56,6 @@ class User(Entity):
     user_id: str
     name: str = ""
     logins: int = 0
-from dynaorm import Session
 user = Session(app).get(User, user_id="u1")
 assert user.name == "Alice", user
 """,
@@ -82,9 +85,40 @@ assert user.name == "Alice", user
     "import dynaorm": "import dynaorm\n",
     "import pynamodb.models": "import pynamodb.models\n",
 }
+#: the dynaorm program, then a first save and commit of what it read (the write path's
+#: modules load here: the row against "dynaorm" is what the first save costs)
+PROGRAMS["dynaorm + first save"] = PROGRAMS["dynaorm"] + """
+s = Session(app)
+user.logins += 1
+s.save(user)
+s.commit()
+"""
+#: import and definition alone, no request
+PROGRAMS["import dynaorm + one entity"] = PROGRAMS["dynaorm"].split("user = ")[0]
+PROGRAMS["import pynamodb.models + one Model"] = PROGRAMS["pynamodb"].split("user = ")[0]
 
 
-def _environment(config_file: Path | None) -> dict[str, str]:
+#: the programs run on the ``--baseline`` checkout too
+DYNAORM_PROGRAMS = ("dynaorm", "dynaorm + first save", "import dynaorm",
+                    "import dynaorm + one entity")
+#: what each row is, and the row it is compared with
+ROWS = (
+    ("dynaorm", "dynaorm: import + entity + first get", "pynamodb"),
+    ("dynaorm, session path", "dynaorm, session path: the same", "pynamodb"),
+    ("boto3-resource", "boto3 resource: import + first get_item", "pynamodb"),
+    ("pynamodb", "PynamoDB: import + Model + first get", "pynamodb"),
+    ("dynaorm + first save", "dynaorm: import + entity + first get + first save", "pynamodb"),
+    ("import dynaorm", "import dynaorm", "import pynamodb.models"),
+    ("import pynamodb.models", "import pynamodb.models", "import pynamodb.models"),
+    ("import dynaorm + one entity", "import dynaorm + one entity",
+     "import pynamodb.models + one Model"),
+    ("import pynamodb.models + one Model", "import pynamodb.models + one Model",
+     "import pynamodb.models + one Model"),
+)
+BASELINE = " [baseline]"
+
+
+def _environment(config_file: Path | None, root: Path = ROOT) -> dict[str, str]:
     """The children's environment, as on AWS Lambda: credentials in the environment, no
     other AWS setting (this machine's ``AWS_CA_BUNDLE`` / ``REQUESTS_CA_BUNDLE`` and any
     proxy left out: DynamoDB Local is plain HTTP on loopback), no shared files unless
@@ -93,31 +127,49 @@ def _environment(config_file: Path | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not (
         k.startswith(("AWS_", "BOTO")) or k.lower().endswith("_proxy")
         or k == "REQUESTS_CA_BUNDLE")}
-    env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", PYTHONPATH=str(ROOT),
+    env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x", PYTHONPATH=str(root),
                AWS_CONFIG_FILE=str(config_file or "/nonexistent/aws-config"),
                AWS_SHARED_CREDENTIALS_FILE="/nonexistent/aws-credentials")
     return env
 
 
-def run_child(name: str, endpoint: str, config_file: Path | None = None) -> float:
-    """Seconds the child spent on ``name``'s program (from its first import)."""
+def run_child(name: str, endpoint: str, config_file: Path | None = None,
+              root: Path = ROOT) -> float:
+    """Seconds the child spent on ``name``'s program (from its first import), importing
+    dynaorm from ``root``."""
     program = PROGRAMS[name] or PROGRAMS["dynaorm"]
     code = f"ENDPOINT = {endpoint!r}\n" + _CLOCK + program + _DONE
-    env = _environment(config_file if not PROGRAMS[name] else None)
+    env = _environment(config_file if not PROGRAMS[name] else None, root)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, check=True)
+                         text=True, check=True, cwd=root)  # (``-c`` puts the cwd first)
     return float(out.stdout.strip().splitlines()[-1])
+
+
+def _check_roots(roots: list[Path]) -> None:
+    """Each root's children import that root's ``dynaorm``."""
+    for root in roots:
+        out = subprocess.run([sys.executable, "-c", "import dynaorm; print(dynaorm.__file__)"],
+                             env=_environment(None, root), capture_output=True, text=True,
+                             check=True, cwd=root).stdout.strip()
+        assert Path(out).resolve() == (root / "dynaorm" / "__init__.py").resolve(), out
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--baseline", type=Path, help="another checkout to compare with")
     args = parser.parse_args()
+    runs: list[tuple[str, str, Path]] = [(name, name, ROOT) for name in PROGRAMS]
     compileall.compile_dir(str(ROOT / "dynaorm"), quiet=1)  # (see the module's docstring)
+    if args.baseline is not None:
+        baseline = args.baseline.resolve()
+        compileall.compile_dir(str(baseline / "dynaorm"), quiet=1)
+        runs += [(name + BASELINE, name, baseline) for name in DYNAORM_PROGRAMS]
+    _check_roots(sorted({root for _, _, root in runs}))
     from tests.support.ddb_local import DynamoDBLocal
 
-    samples: dict[str, list[float]] = {name: [] for name in PROGRAMS}
+    samples: dict[str, list[float]] = {label: [] for label, _, _ in runs}
     empty = Path(tempfile.mkdtemp()) / "config"
     empty.write_text("")
     with DynamoDBLocal() as ddb:
@@ -131,23 +183,25 @@ def main() -> int:
         client.put_item(TableName=TABLE, Item={
             "pk": {"S": "USER#u1"}, "sk": {"S": "PROFILE"}, "_type": {"S": "User"},
             "user_id": {"S": "u1"}, "name": {"S": "Alice"}, "logins": {"N": "3"}})
-        for name in PROGRAMS:  # warm the file system cache once
-            run_child(name, ddb.endpoint_url, empty)
+        for _, name, root in runs:  # warm the file system cache once
+            run_child(name, ddb.endpoint_url, empty, root)
         for _ in range(args.runs):
-            for name in PROGRAMS:
-                samples[name].append(run_child(name, ddb.endpoint_url, empty))
+            for label, name, root in runs:
+                samples[label].append(run_child(name, ddb.endpoint_url, empty, root))
     median = {k: statistics.median(v) for k, v in samples.items()}
     print(f"cold start, fresh process (ms, median of {args.runs}; min-max in brackets)")
     print("| contender | ms | vs PynamoDB |")
     print("| --- | ---: | ---: |")
-    for name in ("dynaorm", "dynaorm, session path", "boto3-resource", "pynamodb"):
-        print(f"| {name}: import + entity + first get | {median[name] * 1e3:.0f} "
-              f"[{min(samples[name]) * 1e3:.0f}-{max(samples[name]) * 1e3:.0f}] | "
-              f"{median[name] / median['pynamodb']:.2f}x |")
-    for name in ("import dynaorm", "import pynamodb.models"):
-        print(f"| {name} | {median[name] * 1e3:.0f} "
-              f"[{min(samples[name]) * 1e3:.0f}-{max(samples[name]) * 1e3:.0f}] | "
-              f"{median[name] / median['import pynamodb.models']:.2f}x |")
+    for name, text, base in ROWS:
+        for label in (name, name + BASELINE):
+            if label in samples:
+                print(f"| {text}{label[len(name):]} | {median[label] * 1e3:.0f} "
+                      f"[{min(samples[label]) * 1e3:.0f}-{max(samples[label]) * 1e3:.0f}] | "
+                      f"{median[label] / median[base]:.2f}x |")
+    for suffix in ("", BASELINE) if args.baseline is not None else ("",):
+        saved = median["dynaorm + first save" + suffix] - median["dynaorm" + suffix]
+        print(f"first save and commit after the first get{suffix}: {saved * 1e3:.1f} ms "
+              "(difference of the medians)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(median, indent=2))

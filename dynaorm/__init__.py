@@ -38,11 +38,8 @@ from dynaorm.errors import (
 from dynaorm.ksuid import ksuid
 from dynaorm.model.entity import Entity, Versioned
 from dynaorm.model.expressions import Condition, F
-from dynaorm.model.inspection import Inspection, inspect
-from dynaorm.model.layouts import Previous
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import Unique
-from dynaorm.model.streams import Change
 from dynaorm.model.table import GSI, LSI
 from dynaorm.protocol.events import CommitResult, RequestEvent
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
@@ -51,12 +48,13 @@ from dynaorm.read.grouped import Grouped
 from dynaorm.read.spec import Page
 from dynaorm.sync.reads import Query, Scan
 from dynaorm.sync.session import Session
-from dynaorm.write.updates import StagedUpdate
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
-
-
+    from dynaorm.model.inspection import Inspection, inspect
+    from dynaorm.model.layouts import Previous
+    from dynaorm.model.streams import Change
+    from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
     "GSI",
@@ -113,10 +111,32 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """``AsyncSession`` is imported on first use (it needs ``dynaorm[async]`` only then)."""
-    if name == "AsyncSession":
-        from dynaorm.aio.session import AsyncSession
+#: public names whose modules a program that only defines entities and reads does not need:
+#: each is imported on first use (PEP 562), and the first write, stream read, inspection or
+#: async session pays for its module (``AsyncSession`` also needs ``dynaorm[async]`` only
+#: then); ``tests/system/test_import.py`` holds ``import dynaorm`` to it
+_LAZY = {
+    "AsyncSession": "dynaorm.aio.session",
+    "Change": "dynaorm.model.streams",
+    "Inspection": "dynaorm.model.inspection",
+    "Previous": "dynaorm.model.layouts",
+    "StagedUpdate": "dynaorm.write.updates",
+    "inspect": "dynaorm.model.inspection",
+}
 
-        return AsyncSession
-    raise AttributeError(f"module 'dynaorm' has no attribute {name!r}")
+
+def __getattr__(name: str) -> Any:
+    """A name of :data:`_LAZY`, imported on first use (then kept as a module attribute)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'dynaorm' has no attribute {name!r}")
+    import importlib
+
+    found = getattr(importlib.import_module(module), name)
+    globals()[name] = found
+    return found
+
+
+def __dir__() -> list[str]:
+    """The module's names, the lazy ones included."""
+    return sorted({*globals(), *_LAZY})

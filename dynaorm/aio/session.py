@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
 from dynaorm.client.client import Client, _aiobotocore
@@ -19,7 +19,9 @@ from dynaorm.client.sessions import ClientSession
 from dynaorm.client.table import Table
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
-from dynaorm.write.render import WritePlan
+
+if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
+    from dynaorm.write.render import WritePlan
 
 __all__ = ["AsyncSession"]
 

@@ -24,7 +24,6 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
-from dynaorm.client.errors import map_error, method_name
 from dynaorm.client.settings import (
     CONFIG_DEFAULTS,
     check_checksums,
@@ -91,6 +90,8 @@ def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object
 def _raise_mapped(operation: str, request: dict[str, Any], exc: Exception) -> NoReturn:
     """Raise what a failure of sending ``request`` is (:func:`~dynaorm.client.errors.
     map_error`), chained to it; ``exc`` itself when it is not a failure of the request."""
+    from dynaorm.client.errors import map_error  # (loaded by the first failure)
+
     mapped = map_error(operation, request, exc)
     if mapped is exc:
         raise exc
@@ -472,6 +473,8 @@ class Client:
             if wire is not False and not moto_active():
                 answer: dict[str, Any] = wire.send(operation, request, reader)
                 return answer
+            from dynaorm.client.errors import method_name
+
             answer = getattr(self.botocore, method_name(operation))(**request)
             return answer
         except Exception as exc:
@@ -570,6 +573,8 @@ class Client:
                 wire = await self._async_wire(self._loop())
                 answer = await wire.send(operation, request, reader)
             else:
+                from dynaorm.client.errors import method_name
+
                 made = await self.aiobotocore()
                 answer = await getattr(made, method_name(operation))(**request)
             return answer

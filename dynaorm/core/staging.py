@@ -5,21 +5,23 @@ stored item, key lookups, and building queries and scans."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition
-from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec, check_segments
-from dynaorm.write.entries import DeleteEntry, SaveEntry
-from dynaorm.write.staged import StagedWrite
-from dynaorm.write.updates import StagedCheck, StagedUpdate
+
+if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
+    # only reads never pays for it: tests/system/test_import.py)
+    from dynaorm.write.entries import DeleteEntry, SaveEntry
+    from dynaorm.write.staged import StagedWrite
+    from dynaorm.write.updates import StagedUpdate
 
 __all__ = ["Staging"]
 
@@ -71,12 +73,16 @@ class Staging:
              condition: Condition | None = None) -> None:
         """Stage an insert (new object) or an update (persisted object); with
         ``condition=`` the commit also requires it on the stored item."""
+        from dynaorm.write.entries import SaveEntry
+
         self._stage(SaveEntry(obj, overwrite, _condition(condition)))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
         """Stage a delete of an object, or by key: ``s.delete(User, user_id="u1")`` (with
         ``history=True`` a versioned entity's rows go too; ``condition=`` must hold)."""
+        from dynaorm.write.entries import DeleteEntry
+
         if isinstance(obj, type):
             spec = self._spec(obj)
             self._lookup_key(spec, fields)
@@ -95,6 +101,9 @@ class Staging:
                **fields: Any) -> StagedUpdate[T]:
         """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
         loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
+        from dynaorm.model.layouts import MovedState
+        from dynaorm.write.updates import StagedUpdate
+
         if isinstance(target, type):
             spec = self._spec(target)
             key = self._lookup_key(spec, fields)
@@ -119,6 +128,8 @@ class Staging:
               **fields: Any) -> None:
         """Stage a ConditionCheck: the commit fails (ConditionFailedError) and writes
         nothing unless ``condition`` holds on that stored item."""
+        from dynaorm.write.updates import StagedCheck
+
         spec = self._spec(entity)
         check = StagedCheck(entity, self._lookup_key(spec, fields), condition)
         self._staged[id(check)] = check

@@ -8,16 +8,13 @@ through the async one; neither decides anything itself."""
 from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.bulk import delete_many_p, save_many_p
-from dynaorm.core.commit import Commit
 from dynaorm.core.staging import Staging, check_concurrency, history_spec
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.keys import key_id, key_value, wire_key
-from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
@@ -26,9 +23,14 @@ from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.read.previous import previous_get_p, stored_now_p
-from dynaorm.write.render import WritePlan, check_read_key
-from dynaorm.write.staged import StagedWrite
+from dynaorm.write.limits import check_read_key
+
+if TYPE_CHECKING:  # the write path loads with the first commit, plan or bulk write: a
+    # program that only reads never pays for it (tests/system/test_import.py)
+    from dynaorm.core.commit import Commit
+    from dynaorm.model.layouts import MovedState
+    from dynaorm.write.render import WritePlan
+    from dynaorm.write.staged import StagedWrite
 
 __all__ = ["FIND_ROUNDS", "READS", "UnitOfWork", "describe", "get_item_p"]
 
@@ -107,6 +109,8 @@ class _Reads:
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Generator[Any, Any, InstanceState | None]:
         """What an object read from its previous layout stands for now."""
+        from dynaorm.read.previous import stored_now_p
+
         return stored_now_p(spec.table.name, spec, state, new_key)
 
 
@@ -134,6 +138,8 @@ class UnitOfWork(Staging):
         if item is not None and spec.owns(item):
             return entity._from_item(item, spec)
         if spec.previous is not None and version is None:  # a migration window
+            from dynaorm.read.previous import previous_get_p
+
             found: T | None = yield from previous_get_p(spec.table.name, spec, fields, key,
                                                          item)
             return found
@@ -159,9 +165,11 @@ class UnitOfWork(Staging):
                 out.append(entity._from_item(item, spec))
                 continue
             if item is not None:
-                note_unclaimed(spec.table, item)  # a renamed class: say so, once
+                    note_unclaimed(spec.table, item)  # a renamed class: say so, once
             out.append(None)
         if spec.previous is not None and not snapshot:
+            from dynaorm.read.previous import previous_get_p
+
             # a migration window: a miss is looked up under either layout, as get does
             for at, obj in enumerate(out):
                 if obj is None:
@@ -242,6 +250,8 @@ class UnitOfWork(Staging):
                     observed: bool) -> Commit:
         """A commit of ``staged`` writes (default: what is staged now; the stage is left
         as it is)."""
+        from dynaorm.core.commit import Commit
+
         return Commit(self._coalesced() if staged is None else staged, READS,
                       observed=observed)
 
@@ -255,9 +265,13 @@ class UnitOfWork(Staging):
     # -- bulk ------------------------------------------------------------------------
     def _save_many_p(self, objs: Iterable[Entity], concurrency: int,
                      observed: bool) -> Proto[None]:
+        from dynaorm.core.bulk import save_many_p
+
         return save_many_p(self, objs, concurrency, observed)
 
     def _delete_many_p(self, objs: Iterable[Entity] | type[Entity],
                        keys: Iterable[Mapping[str, Any]] | None, concurrency: int,
                        observed: bool) -> Proto[None]:
+        from dynaorm.core.bulk import delete_many_p
+
         return delete_many_p(self, objs, keys, concurrency, observed)

@@ -12,7 +12,7 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
@@ -20,7 +20,6 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_av, key_value
-from dynaorm.model.layouts import Layout, previous_layout
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
 from dynaorm.model.rules import (
     check_mapping,
@@ -35,6 +34,9 @@ from dynaorm.model.shards import Shards, as_shards
 from dynaorm.model.table import LSI, TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate, render_value
 from dynaorm.model.timestamps import expired
+
+if TYPE_CHECKING:  # (loaded by the first entity that declares ``Meta.previous``)
+    from dynaorm.model.layouts import Layout
 
 __all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
 
@@ -615,6 +617,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
     if meta.get("previous") is not None:
+        from dynaorm.model.layouts import previous_layout
+
         spec = dataclasses.replace(spec, previous=previous_layout(
             owner, meta["previous"], table, field_names, pk, sk, spec.type_name, renames,
             versioned, bool(shards)))

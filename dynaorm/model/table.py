@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaorm.errors import DynaormError
-from dynaorm.model.streams import Change, iter_changes
+
+if TYPE_CHECKING:  # (loaded by the first stream read)
+    from dynaorm.model.streams import Change
 
 __all__ = ["GSI", "LSI", "TableSchema", "check_name"]
 
@@ -239,6 +241,8 @@ class TableSchema:
                 ) -> Iterator[Change]:
         """Classify DynamoDB Streams records of this table (a Lambda event's
         ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
+        from dynaorm.model.streams import iter_changes
+
         return iter_changes(self, records)
 
     def __repr__(self) -> str:

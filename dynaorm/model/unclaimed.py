@@ -7,21 +7,21 @@ an item is never silently dropped: a query counts it in ``Page.skipped``, a read
 one logs one WARNING per table and type name on the ``dynaorm`` logger (naming the fix),
 and ``dynaorm check`` reports every such item as ``unclaimed-type``.
 
-Pure apart from the once-per-name warning (the logging module).
+Pure apart from the once-per-name warning (the logging module, imported by the first
+warning).
 """
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.model.rows import GUARD_TYPE
+from dynaorm.protocol.hooks import logger
 
 __all__ = ["claimed_names", "fix_hint", "note_unclaimed", "unclaimed_name"]
 
-_log = logging.getLogger("dynaorm")
 _lock = threading.Lock()
 _warned: set[tuple[str, str]] = set()
 
@@ -69,7 +69,7 @@ def note_unclaimed(table: Any, item: Item) -> bool:
         if mark in _warned:
             return True
         _warned.add(mark)
-    _log.warning("dynaorm: table %r holds items of type name %r that no class claims, so "
-                 "reads skip them (counted in Page.skipped; 'dynaorm check' lists them): %s",
-                 table.name, name, fix_hint(name))
+    logger().warning("dynaorm: table %r holds items of type name %r that no class claims, so "
+                     "reads skip them (counted in Page.skipped; 'dynaorm check' lists them): %s",
+                     table.name, name, fix_hint(name))
     return True

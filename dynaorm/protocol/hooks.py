@@ -27,18 +27,41 @@ operation with the exception as its ``error``, the attempt ``interrupted``.
 
 from __future__ import annotations
 
-import logging
+import functools
+import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dynaorm.errors import RequestError
 from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 
-__all__ = ["Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation", "Phase", "end",
-           "start"]
+if TYPE_CHECKING:
+    import logging
 
-logger = logging.getLogger("dynaorm")
+__all__ = ["Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation", "Phase",
+           "debug_logged", "end", "logger", "start"]
+
+#: the level of :data:`logging.DEBUG` (without importing :mod:`logging` to read it)
+_DEBUG = 10
+
+
+@functools.cache
+def logger() -> logging.Logger:
+    """The ``dynaorm`` logger. :mod:`logging` is imported when a record is about to be
+    emitted (a WARNING or an error is handled even where nothing configured logging),
+    never by ``import dynaorm`` or a request that logs nothing."""
+    import logging
+
+    return logging.getLogger("dynaorm")
+
+
+def debug_logged() -> bool:
+    """Whether a DEBUG record on the ``dynaorm`` logger would be emitted: never while
+    nothing has imported :mod:`logging` (nothing can have lowered a level or attached a
+    handler, and DEBUG is below the last-resort handler's WARNING), so a program that
+    configures no logging does not load it for this check."""
+    return "logging" in sys.modules and logger().isEnabledFor(_DEBUG)
 
 
 @dataclass(slots=True, eq=False)
@@ -177,7 +200,7 @@ def start(hooks: Sequence[HookLike], phase: Phase) -> list[object]:
         try:
             tokens.append(hook.on_start(phase))
         except Exception:
-            logger.exception("hook %r failed at the start of %s", hook, _name(phase))
+            logger().exception("hook %r failed at the start of %s", hook, _name(phase))
             tokens.append(None)
     return tokens
 
@@ -190,7 +213,7 @@ def end(hooks: Sequence[HookLike], phase: Phase, tokens: Sequence[object]
         try:
             result = hook.on_end(phase, token)
         except Exception:
-            logger.exception("hook %r failed at the end of %s", hook, _name(phase))
+            logger().exception("hook %r failed at the end of %s", hook, _name(phase))
             continue
         if result is not None and hasattr(result, "__await__"):
             yield result
@@ -209,7 +232,7 @@ class LogHook(Hook):
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """Log an attempt (nothing for an operation)."""
-        if not isinstance(phase, Attempt) or not logger.isEnabledFor(logging.DEBUG):
+        if not isinstance(phase, Attempt) or not debug_logged():
             return None
         tables = phase.tables
         table = tables[0] if tables else None
@@ -217,7 +240,7 @@ class LogHook(Hook):
         error = phase.error
         outcome = "ok" if error is None else f"failed: {error.code}"
         ms = phase.elapsed * 1000
-        logger.debug(
+        logger().debug(
             "%s on %s: %d action(s), attempt %d, %.1f ms, consumed capacity %s, %s",
             phase.operation, table, phase.actions, phase.number, ms, capacity or "-",
             outcome,
@@ -253,5 +276,5 @@ class Listeners(Hook):
             try:
                 listener(event)
             except Exception:  # a faulty hook must not turn a write into a failure
-                logger.exception("on_request hook %r failed", listener)
+                logger().exception("on_request hook %r failed", listener)
         return None

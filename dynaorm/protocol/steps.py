@@ -31,7 +31,6 @@ No rule lives in a driver.
 from __future__ import annotations
 
 import dataclasses
-import logging
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
@@ -40,7 +39,16 @@ from typing import Any, TypeVar
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
 from dynaorm.protocol.events import capacity_of, recorder
-from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, start
+from dynaorm.protocol.hooks import (
+    Attempt,
+    HookLike,
+    LogHook,
+    Operation,
+    debug_logged,
+    end,
+    logger,
+    start,
+)
 from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable, with_capacity
 
 __all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step",
@@ -49,7 +57,6 @@ __all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "
 
 R = TypeVar("R")
 _LOG = LogHook()
-_logger = logging.getLogger("dynaorm")
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,7 +278,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         try:
             yield Await(awaitable)
         except Exception:  # a faulty hook's awaitable: logged, the attempt stands
-            _logger.exception("an awaitable a hook returned at the end of %s failed",
+            logger().exception("an awaitable a hook returned at the end of %s failed",
                               step.operation)
         except BaseException:
             _close_all(ending)  # every other hook still ends
@@ -319,7 +326,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     if recording is not None:
         recording._add(step.operation, request)
     hooks: Sequence[HookLike] = policy.hooks
-    if _logger.isEnabledFor(logging.DEBUG):
+    if debug_logged():
         hooks = (_LOG, *hooks)
     number = 0
     waited = 0.0

@@ -26,13 +26,6 @@ from dynaorm.model.keys import key_id
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
 from dynaorm.read.batches import batch_get_p
-from dynaorm.read.cursor import (
-    check_cursor,
-    decode_cursor_state,
-    encode_cursor,
-    fingerprint,
-    read_secret,
-)
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
 
@@ -366,6 +359,8 @@ class ReadSpec(Generic[T]):
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
+        from dynaorm.read.cursor import fingerprint  # (loaded by the first page)
+
         probe = self._request(0, sel) if self._streams() else None
         types = sorted(sel.types)
         return fingerprint({"o": self._operation, "r": probe, "t": types, "x": sel.exclude,
@@ -375,6 +370,8 @@ class ReadSpec(Generic[T]):
             list[Any], int]:
         """THE place where a client's cursor is accepted: decoded, verified, and its
         positions checked against this read. Returns (positions, results served)."""
+        from dynaorm.read.cursor import check_cursor, decode_cursor_state, read_secret
+
         n = self._streams()
         if cursor is None:
             return [None] * n, 0
@@ -425,6 +422,8 @@ class ReadSpec(Generic[T]):
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
         if done:
             return Page(items, None, pager.skipped)
+        from dynaorm.read.cursor import encode_cursor, read_secret
+
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
         return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)),
                     pager.skipped)

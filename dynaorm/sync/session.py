@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.client.client import Client
 from dynaorm.client.sessions import ClientSession
@@ -14,7 +14,9 @@ from dynaorm.client.table import Table
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.sync.reads import Query, Scan
-from dynaorm.write.render import WritePlan
+
+if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
+    from dynaorm.write.render import WritePlan
 
 __all__ = ["Session"]
 

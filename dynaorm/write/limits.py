@@ -29,8 +29,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
-from dynaorm._types import AttributeValue, Item
+from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
+from dynaorm.model.keys import wire_key
 
 __all__ = [
     "MAX_DIGITS",
@@ -40,6 +41,7 @@ __all__ = [
     "MAX_SORT_KEY_BYTES",
     "check_item",
     "check_key_value",
+    "check_read_key",
     "check_size",
     "check_values",
     "describe_key",
@@ -362,3 +364,13 @@ def check_size(size: int, *, entity: str, key: Mapping[str, Any], what: str = "i
                                 f"DynamoDB's {MAX_ITEM_BYTES} byte item limit")
     return size
 
+
+def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
+    """A key read by GetItem (also to plan a write): valid and within DynamoDB's key
+    limits, else :class:`~dynaorm.KeyTemplateError` (DynamoDB would refuse the read).
+    (Here, not in :mod:`dynaorm.write.render`: a read checks its key without loading the
+    write path.)"""
+    roles = {table.pk: "partition"}
+    if table.sk:
+        roles[table.sk] = "sort"
+    check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)

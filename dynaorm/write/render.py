@@ -30,7 +30,7 @@ from dynaorm.write.limits import (
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
-           "check_read_key", "check_write", "key_roles"]
+           "check_write", "key_roles"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -182,15 +182,6 @@ def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     """:func:`check_write` of a bulk delete (``delete_many``)."""
     origin = Origin(entity=entity, owner_key=key, role=Role.ROW, fail=Fail.GONE)
     return check_write(Delete(key, None, origin))
-
-
-def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
-    """A key read by GetItem (also to plan a write): valid and within DynamoDB's key
-    limits, else :class:`~dynaorm.KeyTemplateError` (DynamoDB would refuse the read)."""
-    roles = {table.pk: "partition"}
-    if table.sk:
-        roles[table.sk] = "sort"
-    check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,15 @@ def test_import_dynaorm_loads_no_wire_or_async_machinery() -> None:
     assert not deferred, sorted(deferred)
 
 
+#: the entity the child programs define (on ``app``; a template: ``.format()`` it)
+_THING = (
+    "class Thing(dynaorm.Entity):\n"
+    "    class Meta:\n"
+    "        table = app\n"
+    "        pk = 'THING#{{thing_id}}'\n"
+    "        sk = 'THING'\n"
+    "    thing_id: str\n")
+
 _FIRST_GET = (
     "import os, socket, sys\n"
     "closed = socket.socket()\n"
@@ -46,12 +55,7 @@ _FIRST_GET = (
     "url = '{scheme}://127.0.0.1:%d' % closed.getsockname()[1]\n"
     "import dynaorm\n"
     "app = dynaorm.Table('things', endpoint_url=url, max_attempts=1)\n"
-    "class Thing(dynaorm.Entity):\n"
-    "    class Meta:\n"
-    "        table = app\n"
-    "        pk = 'THING#{{thing_id}}'\n"
-    "        sk = 'THING'\n"
-    "    thing_id: str\n"
+    + _THING +
     "try:\n"
     "    dynaorm.Session(app).get(Thing, thing_id='t1')\n"
     "except dynaorm.RequestNotSentError:\n"
@@ -67,6 +71,14 @@ _SESSION_MODULES = {"botocore.session", "botocore.credentials", "botocore.auth",
 
 
 def _first_get_modules(scheme: str, home: str, **extra: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-c", _FIRST_GET.format(scheme=scheme)], check=True,
+                         capture_output=True, text=True, env=_plain_environ(home, **extra)).stdout
+    return set(out.split())
+
+
+def _plain_environ(home: str, **extra: str) -> dict[str, str]:
+    """The plain environment (as on AWS Lambda): credentials and region in it, no shared
+    files under ``home``, no other AWS setting."""
     import os
 
     environ = {k: v for k, v in os.environ.items() if not (
@@ -76,9 +88,7 @@ def _first_get_modules(scheme: str, home: str, **extra: str) -> set[str]:
                    AWS_SESSION_TOKEN="TOKEN", AWS_REGION="eu-west-1",
                    AWS_LAMBDA_FUNCTION_NAME="f", AWS_EXECUTION_ENV="AWS_Lambda_python3.11",
                    **extra)
-    out = subprocess.run([sys.executable, "-c", _FIRST_GET.format(scheme=scheme)], check=True,
-                         capture_output=True, text=True, env=environ).stdout
-    return set(out.split())
+    return environ
 
 
 def test_a_first_request_in_the_plain_environment_imports_no_botocore_session(
@@ -110,3 +120,142 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
     for loaded in (plain, with_session):
         assert "dynaorm.wire.http" in loaded
         assert not {m for m in loaded if m.split(".")[0] == "asyncio"}, sorted(loaded)
+
+
+#: what ``import dynaorm``, an entity and ``Session``'s reads (get, query, scan) never load:
+#: the write path (staging a write, planning, rendering, sending and settling a commit, the
+#: bulk writes), the previous-layout reads, page cursors, inspection, streams, the failure
+#: mapping and :mod:`logging` (loaded when a record is emitted); each is imported by the
+#: first operation that needs it
+DEFERRED = frozenset({
+    "dynaorm.client.errors", "dynaorm.core.bulk", "dynaorm.core.commit",
+    "dynaorm.model.evaluate", "dynaorm.model.inspection", "dynaorm.model.layouts",
+    "dynaorm.model.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
+    "dynaorm.write.actions", "dynaorm.write.committed", "dynaorm.write.conditions",
+    "dynaorm.write.entries", "dynaorm.write.guards", "dynaorm.write.moves",
+    "dynaorm.write.outcomes", "dynaorm.write.planner", "dynaorm.write.records",
+    "dynaorm.write.render", "dynaorm.write.staged", "dynaorm.write.updates", "logging"})
+#: of those, what a first request loads all the same: :mod:`logging`, imported by
+#: ``import botocore`` (the own wire's ``User-Agent`` names botocore's version)
+_READ_LOADS = {"logging"}
+#: of those, what the first save and commit load (not: the bulk writes, ``s.update()``, a
+#: failure's mapping, inspection, streams, page cursors, the previous-layout reads)
+_COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.client.errors",
+                      "dynaorm.model.inspection", "dynaorm.model.streams",
+                      "dynaorm.read.cursor", "dynaorm.read.previous"}
+
+_READ_THEN_WRITE = (
+    "import json, sys\n"
+    "def loaded():\n"
+    "    return sorted(m for m in sys.modules if m in DEFERRED)\n"
+    "seen = {{}}\n"
+    "import dynaorm\n"
+    "app = dynaorm.Table({table!r}, endpoint_url={url!r}, region='eu-west-1')\n"
+    + _THING +
+    "    label: str = ''\n"
+    "from dynaorm import Session\n"
+    "seen['defined'] = loaded()\n"
+    "app.create()\n"
+    "s = Session(app)\n"
+    "assert s.get(Thing, thing_id='t1') is None\n"
+    "assert list(s.query(Thing, thing_id='t1')) == [] and list(s.scan(Thing)) == []\n"
+    "import asyncio\n"
+    "async def reads():\n"
+    "    a = dynaorm.AsyncSession(app)\n"
+    "    assert await a.get(Thing, thing_id='t1') is None\n"
+    "    assert [x async for x in a.query(Thing, thing_id='t1')] == []\n"
+    "    assert [x async for x in a.scan(Thing)] == []\n"
+    "asyncio.run(reads())\n"
+    "seen['read'] = loaded()\n"
+    "s.save(Thing(thing_id='t1', label='first'))\n"
+    "s.commit()\n"
+    "seen['committed'] = loaded()\n"
+    "found = Session(app).get(Thing, thing_id='t1')\n"
+    "seen['label'] = found.label\n"
+    "found.label = 'second'\n"
+    "s.save(found)\n"
+    "s.commit()\n"
+    "seen['again'] = Session(app).get(Thing, thing_id='t1').label\n"
+    "print(json.dumps(seen))\n")
+
+
+def test_defining_entities_and_reading_loads_no_write_path(
+        dynaorm_moto_server: str, tmp_path: Path) -> None:
+    """``import dynaorm``, an entity and ``from dynaorm import Session`` load none of
+    :data:`DEFERRED`, and neither do a get, a query and a scan of a ``Session`` and of an
+    ``AsyncSession`` on dynaorm's own wire (a moto server; :mod:`logging` aside: see
+    :data:`_READ_LOADS`); the first commit imports
+    the write path, and it works: the saved item reads back, and a change of it is
+    written."""
+    import json
+    import uuid
+
+    code = f"DEFERRED = {sorted(DEFERRED)!r}\n" + _READ_THEN_WRITE.format(
+        table=f"imports-{uuid.uuid4().hex[:8]}", url=dynaorm_moto_server)
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=_plain_environ(str(tmp_path))).stdout
+    seen = json.loads(out.splitlines()[-1])
+    assert seen["defined"] == []
+    assert set(seen["read"]) <= _READ_LOADS, seen["read"]
+    assert set(seen["committed"]) >= _COMMIT, sorted(_COMMIT - set(seen["committed"]))
+    assert (seen["label"], seen["again"]) == ("first", "second")
+
+
+def test_import_dynaorm_loads_none_of_the_deferred_modules() -> None:
+    """Nor does ``import dynaorm`` alone, whose lazy public names (``StagedUpdate``,
+    ``Change``, ``Previous``, ``inspect``, ``Inspection``, ``AsyncSession``) import their
+    modules on first use, stay listed by ``dir()`` and ``__all__``, and an unknown name is
+    still an AttributeError."""
+    assert not _modules_after("import dynaorm") & DEFERRED
+    code = ("import dynaorm, sys\n"
+            "lazy = ['StagedUpdate', 'Change', 'Previous', 'inspect', 'Inspection']\n"
+            "assert set(lazy) <= set(dir(dynaorm)) & set(dynaorm.__all__)\n"
+            "assert 'dynaorm.write.updates' not in sys.modules\n"
+            "from dynaorm import StagedUpdate, Change, Previous, inspect, Inspection\n"
+            "from dynaorm.write.updates import StagedUpdate as S\n"
+            "assert StagedUpdate is S and dynaorm.StagedUpdate is S\n"
+            "try:\n"
+            "    dynaorm.NoSuchName\n"
+            "except AttributeError as exc:\n"
+            "    assert 'NoSuchName' in str(exc)\n"
+            "else:\n"
+            "    raise AssertionError('an unknown name was found')\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_warning_with_no_logging_configured_still_reaches_stderr() -> None:
+    """:mod:`logging` loads with the first record, not before: a program that configured
+    no logging still gets a WARNING (here: items of a type name no class claims, met by
+    a read) on stderr through logging's last-resort handler."""
+    code = ("import sys\n"
+            "import dynaorm\n"
+            "from dynaorm.model.unclaimed import note_unclaimed\n"
+            "class Table:\n"
+            "    name = 'things'\n"
+            "    type_attribute = '_type'\n"
+            "    entities = {}\n"
+            "assert 'logging' not in sys.modules\n"
+            "assert note_unclaimed(Table(), {'_type': {'S': 'OldName'}})\n"
+            "assert 'logging' in sys.modules\n")
+    err = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stderr
+    assert "type name 'OldName' that no class claims" in err, err
+
+
+def test_logging_configured_after_import_dynaorm_gets_the_debug_records(
+        dynaorm_moto_server: str, tmp_path: Path) -> None:
+    """The DEBUG check costs no :mod:`logging` import while nothing imported it, and a
+    program that configures logging after ``import dynaorm`` (and after its first
+    request) still gets one DEBUG record per attempt."""
+    code = ("import dynaorm\n"
+            f"app = dynaorm.Table('imports-debug', endpoint_url={dynaorm_moto_server!r})\n"
+            + _THING.format() +
+            "app.create()\n"
+            "dynaorm.Session(app).get(Thing, thing_id='before')\n"
+            "import logging\n"
+            "logging.basicConfig(level=logging.WARNING)\n"
+            "logging.getLogger('dynaorm').setLevel(logging.DEBUG)\n"
+            "dynaorm.Session(app).get(Thing, thing_id='after')\n")
+    err = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, env=_plain_environ(str(tmp_path))).stderr
+    assert err.count("GetItem on imports-debug") == 1, err
