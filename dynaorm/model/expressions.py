@@ -8,11 +8,12 @@ and every value as ``:vX``: nothing from the caller is ever spliced into express
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.model.codec import encode_value
+from dynaorm.records import record
 
 __all__ = ["Condition", "F", "Placeholders", "rename_paths"]
 
@@ -112,7 +113,7 @@ def _val(ph: Placeholders, value: Any) -> str:
     return ph.value(value)
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Compare(Condition):
     path: str
     op: str
@@ -122,7 +123,7 @@ class _Compare(Condition):
         return f"{ph.name(self.path)} {self.op} {_val(ph, self.value)}"
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Between(Condition):
     path: str
     low: Any
@@ -132,7 +133,7 @@ class _Between(Condition):
         return f"{ph.name(self.path)} BETWEEN {_val(ph, self.low)} AND {_val(ph, self.high)}"
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Func(Condition):
     func: str
     path: str
@@ -145,7 +146,7 @@ class _Func(Condition):
         return f"{self.func}({', '.join(rendered)})"
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _In(Condition):
     path: str
     values: tuple[Any, ...]
@@ -155,7 +156,7 @@ class _In(Condition):
         return f"{ph.name(self.path)} IN ({vals})"
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Bool(Condition):
     op: str
     parts: tuple[Condition, ...]
@@ -164,7 +165,7 @@ class _Bool(Condition):
         return f" {self.op} ".join([f"({p.render(ph)})" for p in self.parts])
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class _Not(Condition):
     inner: Condition
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
+from dynaorm.records import record
 
 __all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
            "capacity_of", "recorder", "recording", "table_of", "tables_of"]
@@ -24,7 +25,7 @@ __all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of"
 EventOrigin = tuple[type[Any], dict[str, Any], str]
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Reason:
     """One cancellation reason of a transaction: DynamoDB's code and, when returned, the
     stored item."""
@@ -34,7 +35,7 @@ class Reason:
     item: Item | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class RequestEvent:
     """One attempt of one request, as ``table.on_request`` hooks see it.
 
@@ -70,7 +71,7 @@ class RequestEvent:
         return table_of(self.request)
 
 
-@dataclass(slots=True)
+@record(slots=True)
 class CommitResult:
     """What ``Session.commit()`` sent.
 

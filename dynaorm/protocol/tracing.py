@@ -37,11 +37,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.protocol.hooks import Attempt, Hook, Operation, Phase
+from dynaorm.records import record
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
 
@@ -74,7 +75,7 @@ _RESPONSE_ATTRIBUTES: Final = (
 )
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class _Open:
     """An operation's span while it runs, and what its attempts add up to."""
 
@@ -85,7 +86,7 @@ class _Open:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-@dataclass(slots=True, eq=False)
+@record(slots=True, eq=False)
 class _Sent:
     """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
     is sent), the context token to detach at its end (``None``: nothing was attached),

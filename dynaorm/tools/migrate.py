@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from dynaorm._types import Item, PlainKey
@@ -46,6 +46,7 @@ from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
+from dynaorm.records import record
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
@@ -66,7 +67,7 @@ MOVE_ROUNDS = 5
 SAMPLES = 3
 
 
-@dataclass
+@record
 class _State:
     table: str
     dry_run: bool
@@ -87,7 +88,7 @@ _TYPES: dict[str, type] = {
     "moved": dict, "skipped": int, "failed": list, "samples": dict, "done": bool}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class MigrationReport:
     """What a (possibly resumed) ``migrate`` run covered and did."""
 

@@ -7,11 +7,12 @@ Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.model.expressions import Condition
+from dynaorm.records import record
 
 if TYPE_CHECKING:
     from dynaorm.model.table import TableSchema
@@ -61,7 +62,7 @@ class Origin(NamedTuple):
         return table
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Put:
     """Write a whole item (PutItem)."""
 
@@ -71,7 +72,7 @@ class Put:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Update:
     """Change some attributes of an item (UpdateItem)."""
 
@@ -88,7 +89,7 @@ class Update:
     known: Item | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Delete:
     """Delete an item (DeleteItem)."""
 
@@ -97,7 +98,7 @@ class Delete:
     origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class ConditionCheck:
     """Require a condition on an item, writing nothing."""
 

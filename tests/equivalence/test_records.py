@@ -1,0 +1,279 @@
+"""The record helper (:func:`dynaorm.records.record`) against ``@dataclass``, the plain
+path it replaces: every record of dynaorm, and generated classes of every field shape and
+option, compared with the dataclass ``@dataclass`` makes of the same class (fields,
+``__init__`` signature, which methods exist, ``repr``, equality, hashing, freezing,
+``replace``, ``asdict``, slots, pickling); and what it refuses."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import inspect
+import os
+import pickle
+import pkgutil
+import re
+from dataclasses import FrozenInstanceError
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import dynaorm
+from dynaorm.records import MADE, record
+
+
+class Value:
+    """A distinct, hashable, picklable field value with a stable repr."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __repr__(self) -> str:
+        return f"Value({self.n})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Value) and other.n == self.n
+
+    def __hash__(self) -> int:
+        return hash(("Value", self.n))
+
+
+def _load_every_module() -> None:
+    for info in pkgutil.walk_packages(dynaorm.__path__, "dynaorm."):
+        if info.name.endswith("__main__"):
+            continue
+        try:
+            importlib.import_module(info.name)
+        except ImportError:  # an optional dependency not installed here
+            continue
+
+
+def _twin(made: type, namespace: dict[str, Any], options: dict[str, bool]) -> type:
+    """The dataclass ``@dataclass`` makes of the class ``made`` was made from."""
+    space = {k: v for k, v in namespace.items() if k not in ("__dict__", "__weakref__")}
+    space = {k: (dataclasses.field(**{a: getattr(v, a) for a in (
+        "default", "default_factory", "init", "repr", "hash", "compare", "metadata")})
+                 if isinstance(v, dataclasses.Field) else v) for k, v in space.items()}
+    cls = type(made)(made.__name__, made.__bases__, space)
+    return dataclasses.dataclass(**options)(cls)
+
+
+def _field_facts(cls: type) -> list[tuple[Any, ...]]:
+    return [(f.name, f.type, f.default, f.default_factory, f.init, f.repr, f.hash, f.compare,
+             f.kw_only, dict(f.metadata)) for f in dataclasses.fields(cls)]
+
+
+def _class_facts(cls: type) -> dict[str, Any]:
+    params = cls.__dataclass_params__  # type: ignore[attr-defined]
+    return {
+        "fields": _field_facts(cls),
+        "init": str(inspect.signature(cls.__init__)),  # type: ignore[misc]
+        "own": sorted(m for m in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__",
+                                  "__delattr__", "__match_args__", "__getstate__",
+                                  "__setstate__") if m in vars(cls)),
+        "unhashable": cls.__hash__ is None,
+        "slots": vars(cls).get("__slots__"),
+        "match_args": getattr(cls, "__match_args__", None),
+        "doc": cls.__doc__,
+        "params": [getattr(params, a) for a in ("init", "repr", "eq", "order", "unsafe_hash",
+                                                "frozen")],
+        "qualname": cls.__qualname__,
+    }
+
+
+def _outcome(action: Any) -> tuple[str, Any]:
+    try:
+        return "ok", action()
+    except Exception as exc:  # both paths must fail the same way
+        return "raised", (type(exc), str(exc))
+
+
+def _shown(obj: Any) -> tuple[str, Any]:
+    """``repr(obj)``, an object's address left out (``object.__repr__``)."""
+    return _outcome(lambda: re.sub(r" at 0x[0-9a-f]+", "", repr(obj)))
+
+
+def _behaviour(cls: type, values: dict[str, Any], other: dict[str, Any]) -> list[Any]:
+    """What a caller sees of instances of ``cls`` built from ``values`` (and ``other``)."""
+    made = _outcome(lambda: cls(**values))
+    if made[0] != "ok":
+        return [made]
+    a, b = made[1], cls(**values)
+    c = _outcome(lambda: cls(**other))
+    seen: list[Any] = [_shown(a), _outcome(lambda: a == b), _outcome(lambda: a != b),
+                       c[0] == "ok" and _outcome(lambda: a == c[1])]
+    seen.append(_outcome(lambda: hash(a) == hash(b)))
+    names = [f.name for f in dataclasses.fields(a)]
+    if names:
+        seen.append(_outcome(lambda: setattr(a, names[0], Value(99))))
+        seen.append(_outcome(lambda: delattr(b, names[-1])))
+        seen.append(_shown(a))
+    # (refused alike; the exception differs on a frozen slots class, where @dataclass's
+    # __setattr__ names the class before slots and raises TypeError: a CPython bug)
+    seen.append(_outcome(lambda: setattr(cls(**values), "not_a_field", 1))[0])
+    seen.append(_shown(_outcome(lambda: dataclasses.replace(cls(**values), **other))))
+    seen.append(_outcome(lambda: dataclasses.asdict(cls(**values))))
+    seen.append(dataclasses.is_dataclass(a))
+    return seen
+
+
+# -- every record of dynaorm -------------------------------------------------------------------
+_load_every_module()
+RECORDS = [made for made in MADE if made[0].__module__.startswith("dynaorm.")]
+
+
+def test_dynaorm_makes_its_value_classes_with_the_record_helper() -> None:
+    assert len(RECORDS) >= 55
+    import sys
+
+    records = {id(m[0]) for m in RECORDS}
+    found = [f"{module}.{name}" for module, loaded in list(sys.modules.items())
+             if module.startswith("dynaorm.") for name, obj in vars(loaded).items()
+             if isinstance(obj, type) and obj.__module__ == module
+             and "__dataclass_fields__" in vars(obj) and id(obj) not in records
+             and module != "dynaorm.records"]
+    assert found == []  # no dataclass of dynaorm's own but through the record helper
+
+
+@pytest.mark.parametrize("made", RECORDS, ids=[m[0].__qualname__ for m in RECORDS])
+def test_each_record_is_the_dataclass_its_class_would_make(
+        made: tuple[type, dict[str, Any], dict[str, bool]]) -> None:
+    cls, namespace, options = made
+    twin = _twin(cls, namespace, options)
+    assert _class_facts(cls) == _class_facts(twin)
+    init = [f for f in dataclasses.fields(cls) if f.init]
+    values = {f.name: Value(i) for i, f in enumerate(init)}
+    other = {f.name: Value(100 + i) for i, f in enumerate(init)}
+    assert _behaviour(cls, values, other) == _behaviour(twin, values, other)
+
+
+def test_a_pickled_record_comes_back_equal() -> None:
+    pickled = 0
+    for cls, _, _ in RECORDS:
+        if cls.__qualname__ != cls.__name__:  # (nested: not importable by name)
+            continue
+        init = [f for f in dataclasses.fields(cls) if f.init]
+        made = _outcome(lambda cls=cls, init=init: cls(**{f.name: Value(i) for i, f in
+                                                         enumerate(init)}))
+        if made[0] != "ok":
+            continue
+        back = _outcome(lambda made=made: pickle.loads(pickle.dumps(made[1])))
+        if back[0] != "ok":  # a field holding something unpicklable (a lock, a function)
+            continue
+        assert [getattr(back[1], f.name) for f in dataclasses.fields(cls)] == [
+            getattr(made[1], f.name) for f in dataclasses.fields(cls)]
+        pickled += 1
+    assert pickled >= 30
+
+
+# -- generated classes ---------------------------------------------------------------------------
+KINDS = ("required", "default", "factory")
+field_specs = st.lists(st.tuples(st.sampled_from(KINDS), st.booleans(), st.booleans(),
+                                 st.booleans(), st.sampled_from((None, True, False))),
+                       max_size=6)
+options_st = st.fixed_dictionaries({"frozen": st.booleans(), "eq": st.booleans(),
+                                    "repr": st.booleans(), "slots": st.booleans()})
+
+
+def _namespace(specs: list[tuple[str, bool, bool, bool, bool | None]], post_init: bool,
+               own: str | None) -> dict[str, Any]:
+    # required fields first (a default may not come before a required argument)
+    specs = sorted(specs, key=lambda s: (s[0] != "required" or not s[1]))
+    annotations: dict[str, Any] = {}
+    space: dict[str, Any] = {"__annotations__": annotations, "__module__": __name__,
+                             "__qualname__": "Generated"}
+    for i, (kind, init, show, compare, hashed) in enumerate(specs):
+        name = f"f{i}"
+        annotations[name] = "Any"
+        if kind == "required" and init and show and compare and hashed is None:
+            continue
+        options: dict[str, Any] = {"init": init, "repr": show, "compare": compare,
+                                   "hash": hashed}
+        if kind == "default":
+            options["default"] = Value(50 + i)
+        elif kind == "factory":
+            options["default_factory"] = lambda i=i: [Value(70 + i)]
+        space[name] = dataclasses.field(**options)
+    if post_init:
+        def __post_init__(self: Any) -> None:
+            object.__setattr__(self, "seen", True) if not hasattr(self, "__slots__") else None
+        space["__post_init__"] = __post_init__
+    if own == "eq":
+        space["__eq__"] = lambda self, other: self is other
+    elif own == "hash":
+        space["__hash__"] = lambda self: 7
+    return space
+
+
+@settings(max_examples=int(os.environ.get("DYNAORM_RECORD_EXAMPLES", "150")), deadline=None)
+@given(specs=field_specs, options=options_st, post_init=st.booleans(),
+       own=st.sampled_from((None, "eq", "hash")), data=st.data())
+def test_generated_classes_are_the_same_as_with_dataclass(
+        specs: list[tuple[str, bool, bool, bool, bool | None]], options: dict[str, bool],
+        post_init: bool, own: str | None, data: st.DataObject) -> None:
+    space = _namespace(specs, post_init, own)  # (both classes share its fields' factories)
+    made = _outcome(lambda: record(**options)(type("Generated", (), dict(space))))
+    plain = _outcome(lambda: dataclasses.dataclass(**options)(type("Generated", (), dict(
+        space))))
+    assert made[0] == plain[0], (made, plain)
+    if made[0] != "ok":
+        assert made[1][0] is plain[1][0]
+        return
+    mine, theirs = made[1], plain[1]
+    assert _class_facts(mine) == _class_facts(theirs)
+    init = [f for f in dataclasses.fields(mine) if f.init]
+    given_ = [f for f in init if data.draw(st.booleans())
+              or (f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)]
+    values = {f.name: Value(i) for i, f in enumerate(given_)}
+    other = {f.name: Value(200 + i) for i, f in enumerate(given_)}
+    assert _behaviour(mine, values, other) == _behaviour(theirs, values, other)
+
+
+def test_a_subclass_of_a_frozen_record_may_set_its_own_attributes() -> None:
+    @record(frozen=True, eq=False)
+    class Spec:
+        a: int
+        b: int = 2
+
+    class Built(Spec):
+        pass
+
+    built = Built(1)
+    built.extra = 3  # type: ignore[attr-defined]  # (a subclass's own attribute: allowed)
+    assert built.extra == 3  # type: ignore[attr-defined]
+    with pytest.raises(FrozenInstanceError):
+        built.a = 5  # type: ignore[misc]
+    with pytest.raises(FrozenInstanceError):
+        Spec(1).extra = 3  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("annotation", ["ClassVar[int]", "InitVar[int]", "KW_ONLY"])
+def test_what_it_does_not_take_is_refused(annotation: str) -> None:
+    with pytest.raises(TypeError, match="not supported"):
+        record(type("Odd", (), {"__annotations__": {"x": annotation}}))
+
+
+def test_keyword_only_fields_and_dataclass_bases_are_refused() -> None:
+    with pytest.raises(TypeError, match="kw_only"):
+        record(type("Odd", (), {"__annotations__": {"x": "int"},
+                                "x": dataclasses.field(kw_only=True)}))
+
+    @dataclasses.dataclass
+    class Base:
+        a: int
+
+    with pytest.raises(TypeError, match="dataclass base"):
+        record(type("Odd", (Base,), {"__annotations__": {"x": "int"}}))
+
+
+def test_a_frozen_record_that_defines_setattr_is_refused_as_dataclass_refuses_it() -> None:
+    def space() -> dict[str, Any]:
+        return {"__annotations__": {"x": "int"}, "__setattr__": lambda s, n, v: None}
+
+    with pytest.raises(TypeError) as mine:
+        record(frozen=True)(type("Odd", (), space()))
+    with pytest.raises(TypeError) as theirs:
+        dataclasses.dataclass(frozen=True)(type("Odd", (), space()))
+    assert str(mine.value) == str(theirs.value)
