@@ -240,9 +240,12 @@ def main() -> int:
         ratio = median[("dynaorm", op)] / base
         verdict = "met" if ratio <= TARGETS[op] else "MISSED"
         floor = median.get(("json", op))
-        versus = "-" if floor is None else (
-            f"{median[('dynaorm', op)] / floor:.2f}x (<={JSON_TARGET}x "
-            f"{'met' if median[('dynaorm', op)] / floor <= JSON_TARGET else 'MISSED'})")
+        versus = "-"
+        if floor is not None:
+            times = median[("dynaorm", op)] / floor
+            versus = f"{times:.2f}x"
+            if op == "query1000":  # (the bound is on the 1,000-item page)
+                versus += f" (<={JSON_TARGET}x {'met' if times <= JSON_TARGET else 'MISSED'})"
         print(f"| {op} | {' | '.join(cells)} | <={TARGETS[op]}x {verdict} | {versus} |")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
