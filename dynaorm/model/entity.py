@@ -14,7 +14,13 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
-from dynaorm.model.fastload import Fast, fast_answer, fast_union, fast_validator
+from dynaorm.model.fastload import (
+    Fast,
+    collector_paused,
+    fast_answer,
+    fast_union,
+    fast_validator,
+)
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.model.state import Deleted, InstanceState, LoadedPage
@@ -318,7 +324,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
             answer["LastEvaluatedKey"] = {k: binary_from_json(av) for k, av in last.items()}
         return answer
 
-    return read
+    return collector_paused(read)  # (see there: the page's objects made at once)
 
 
 def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[Any]:

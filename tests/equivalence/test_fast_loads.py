@@ -691,3 +691,54 @@ def test_an_answer_the_reader_declines_is_the_wires_own_decoding(body: bytes) ->
             return (type(exc), str(exc))
 
     assert outcome(True) == outcome(False)
+
+
+def _row_page(size: int) -> list[dict[str, Any]]:
+    return [{"pk": {"S": "FROW#g"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
+             "group": {"S": "g"}, "n": {"N": str(i)}, "ratio": {"N": "0.10"},
+             "price": {"N": "1.50"}, "flag": {"BOOL": True}, "kind": {"S": "b"},
+             "short": {"S": "s"}, "count": {"N": "7"}, "when": {"S": "2024-01-01T00:00:00"},
+             "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=5))},
+             "legacy": {"L": [{"N": "1"}]}} for i in range(size)]
+
+
+def test_a_page_is_validated_without_collections_and_the_collector_is_left_as_found(
+        ) -> None:
+    """The bytes path validates an answer with the cyclic collector paused (no
+    collection walks the page's objects while they are being made: ``collector_paused``),
+    and leaves the collector on or off as it found it, also after an answer it refuses."""
+    import gc
+
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+    body = _body({"Items": _row_page(3000), "Count": 3000})
+    made = []
+
+    def collections() -> int:
+        return sum(generation["collections"] for generation in gc.get_stats())
+
+    assert gc.isenabled()
+    gc.collect()
+    before = collections()
+    read = reader(body)
+    assert read is not None
+    made.append(read)
+    # 3,000 objects of ~4 tracked containers each, with the collector on, would start
+    # more than ten collections; paused, none start until the objects exist
+    assert collections() - before <= 1 and len(made[0]["Items"]) == 3000
+    assert gc.isenabled()
+
+    gc.disable()
+    try:
+        assert answer_reader({"FRow": (FRow, spec_of(FRow))}) is not None
+        assert reader(body) is not None
+        assert not gc.isenabled()  # (off as the caller left it)
+    finally:
+        gc.enable()
+
+    refusing = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert refusing is not None
+    bad = _row_page(2)
+    bad[1]["n"] = {"S": "not a number"}
+    assert refusing(_body({"Items": bad, "Count": 2})) is None  # (declined: plain way)
+    assert gc.isenabled()
