@@ -22,9 +22,13 @@ What it does not take (a :class:`TypeError`, never a silent difference): ``Class
 
 from __future__ import annotations
 
+import _thread
+import abc
 import copy
 import dataclasses
 import inspect
+import sys
+import types
 from collections.abc import Callable
 from dataclasses import MISSING, Field, FrozenInstanceError
 from operator import attrgetter
@@ -64,31 +68,44 @@ _HAS_FACTORY = _Factory()
 #: test that compares each with the dataclass ``@dataclass`` would make of the same class
 MADE: list[tuple[type, dict[str, Any], dict[str, bool]]] = []
 
+#: the records whose ``__repr__`` runs now, by thread: an object met again inside its own
+#: repr shows as ``...`` (``@dataclass``'s repr is guarded the same way)
+_SHOWING: set[tuple[int, int]] = set()
+
 
 # -- the methods every record shares ----------------------------------------------------------
+# (what they read of a record's class is kept under dunder names, which no field takes: a
+# field may be named anything ``@dataclass`` takes, ``_record_key`` too)
 def _repr(self: Any) -> str:
-    names = type(self)._record_repr
-    inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-    return f"{type(self).__qualname__}({inner})"
+    running = (id(self), _thread.get_ident())
+    if running in _SHOWING:
+        return "..."
+    _SHOWING.add(running)
+    try:
+        names = type(self).__record_repr__
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
+    finally:
+        _SHOWING.discard(running)
+    return f"{self.__class__.__qualname__}({inner})"
 
 
 def _eq(self: Any, other: Any) -> Any:
     if other.__class__ is self.__class__:
-        key = type(self)._record_key
+        key = type(self).__record_key__
         return key(self) == key(other)
     return NotImplemented
 
 
 def _hash(self: Any) -> int:
-    return hash(type(self)._record_hash(self))
+    return hash(type(self).__record_hash__(self))
 
 
 def _getstate(self: Any) -> list[Any]:
-    return [getattr(self, name) for name in type(self)._record_names]
+    return [getattr(self, name) for name in type(self).__record_names__]
 
 
 def _setstate(self: Any, state: list[Any]) -> None:
-    for name, value in zip(type(self)._record_names, state, strict=False):
+    for name, value in zip(type(self).__record_names__, state, strict=False):
         object.__setattr__(self, name, value)
 
 
@@ -124,11 +141,16 @@ def _fields(cls: type) -> dict[str, Field[Any]]:
         if "__dataclass_fields__" in base.__dict__:
             raise TypeError(f"record {cls.__qualname__}: a dataclass base is not supported")
     fields: dict[str, Field[Any]] = {}
-    for name, annotation in inspect.get_annotations(cls).items():
+    annotations = inspect.get_annotations(cls)
+    for name, annotation in annotations.items():
         text = annotation if isinstance(annotation, str) else repr(annotation)
         if any(mark in text for mark in ("ClassVar", "InitVar", "KW_ONLY")):
             raise TypeError(f"record {cls.__qualname__}.{name}: {text} is not supported")
-        given = cls.__dict__.get(name, MISSING)
+        # (read as @dataclass reads it: a base's class attribute, or what a descriptor
+        # gives the class, is the default too; a slot is none)
+        given = getattr(cls, name, MISSING)
+        if isinstance(given, types.MemberDescriptorType):
+            given = MISSING
         made = copy.copy(_FIELD)
         made.name = name
         made.type = annotation
@@ -142,14 +164,22 @@ def _fields(cls: type) -> dict[str, Field[Any]]:
             made.default = given
         if made.default is not MISSING and made.default_factory is not MISSING:
             raise ValueError("cannot specify both default and default_factory")
+        if made.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(made.default)} for field {name} is not "
+                             "allowed: use default_factory")
         fields[name] = made
+    for name, value in cls.__dict__.items():
+        if isinstance(value, Field) and name not in annotations:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
     return fields
 
 
 def _init(cls: type, fields: dict[str, Field[Any]], frozen: bool, slots: bool
           ) -> Callable[..., None]:
-    """``__init__`` as ``@dataclass`` writes it (one compilation)."""
+    """``__init__`` as ``@dataclass`` writes it (one compilation): a function of the class's
+    module (its globals: ``typing.get_type_hints`` resolves its annotations there)."""
     scope: dict[str, Any] = {"__setter": object.__setattr__, "__FACTORY": _HAS_FACTORY}
+    me = "__dataclass_self__" if "self" in fields else "self"
     params: list[str] = []
     body: list[str] = []
     seen_default = False
@@ -178,14 +208,17 @@ def _init(cls: type, fields: dict[str, Field[Any]], frozen: bool, slots: bool
             else:
                 params.append(name)
         if value is not None:
-            body.append(f"    __setter(self, {name!r}, {value})" if frozen
-                        else f"    self.{name} = {value}")
+            body.append(f"  __setter({me}, {name!r}, {value})" if frozen
+                        else f"  {me}.{name} = {value}")
     if hasattr(cls, "__post_init__"):
-        body.append("    self.__post_init__()")
-    source = "def __init__(self{}):\n{}\n".format(
-        "".join(f", {p}" for p in params), "\n".join(body) or "    pass")
-    exec(source, scope)  # (the source is made above from field names only)
-    init: Callable[..., None] = scope["__init__"]
+        body.append(f"  {me}.__post_init__()")
+    source = "def __make__({}):\n def __init__({}{}):\n{}\n return __init__\n".format(
+        ", ".join(scope), me, "".join(f", {p}" for p in params),
+        "\n".join(body) or "  pass")
+    module = sys.modules.get(cls.__module__)
+    made: dict[str, Any] = {}
+    exec(source, module.__dict__ if module else {}, made)  # (made from field names only)
+    init: Callable[..., None] = made["__make__"](**scope)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {**{n: f.type for n, f in fields.items() if f.init},
                             "return": None}
@@ -223,7 +256,7 @@ def _prepare(cls: type, fields: dict[str, Field[Any]], frozen: bool) -> None:
             if attr in cls.__dict__:
                 raise TypeError(f"Cannot overwrite attribute {attr} in class {cls.__name__}")
     for name, f in fields.items():
-        if isinstance(cls.__dict__.get(name), Field):
+        if isinstance(getattr(cls, name, None), Field):
             if f.default is MISSING:
                 delattr(cls, name)
             else:
@@ -235,12 +268,12 @@ def _compare(made: Any, fields: dict[str, Field[Any]], frozen: bool) -> None:
     unfrozen record with ``__eq__`` is unhashable)."""
     own_hash = made.__dict__.get("__hash__", MISSING)
     explicit_hash = not (own_hash is MISSING or (own_hash is None and "__eq__" in made.__dict__))
-    made._record_key = staticmethod(_getter([n for n, f in fields.items() if f.compare]))
+    made.__record_key__ = staticmethod(_getter([n for n, f in fields.items() if f.compare]))
     _set(made, "__eq__", _eq)
     if explicit_hash:
         return
     if frozen:
-        made._record_hash = staticmethod(_getter(
+        made.__record_hash__ = staticmethod(_getter(
             [n for n, f in fields.items() if (f.compare if f.hash is None else f.hash)]))
         made.__hash__ = _hash
     else:
@@ -260,8 +293,7 @@ def _document(made: Any) -> None:
 def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
     """The record of ``cls``, in ``@dataclass``'s order: fields, class attributes,
     methods (a method the class defines itself is kept), the docstring, then slots."""
-    MADE.append((cls, dict(cls.__dict__),
-                 {"frozen": frozen, "eq": eq, "repr": repr, "slots": slots}))
+    written = dict(cls.__dict__)
     fields = _fields(cls)
     names = tuple(fields)
     _prepare(cls, fields, frozen)
@@ -272,10 +304,10 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
     if hasattr(params, "slots"):  # (Python 3.12 and later record it)
         params.slots = slots
     made.__dataclass_params__ = params
-    made._record_names = names
+    made.__record_names__ = names
     _set(made, "__init__", _init(cls, fields, frozen, slots))
     if repr:
-        made._record_repr = tuple(n for n, f in fields.items() if f.repr)
+        made.__record_repr__ = tuple(n for n, f in fields.items() if f.repr)
         _set(made, "__repr__", _repr)
     if eq:
         _compare(made, fields, frozen)
@@ -283,12 +315,14 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
     _set(made, "__match_args__", tuple(n for n, f in fields.items() if f.init))
     if slots:
         made = _slotted(made, names)
-        MADE[-1] = (made, *MADE[-1][1:])
         if frozen:
             _set(made, "__getstate__", _getstate)
             _set(made, "__setstate__", _setstate)
     if frozen:
         made.__setattr__, made.__delattr__ = _frozen(made, frozenset(names))
+    abc.update_abstractmethods(made)  # (a method made here may be one a base left abstract)
+    # (one append, the record made: records made at once in threads each keep their class)
+    MADE.append((made, written, {"frozen": frozen, "eq": eq, "repr": repr, "slots": slots}))
     return made  # type: ignore[no-any-return]
 
 

@@ -6,6 +6,7 @@ option, compared with the dataclass ``@dataclass`` makes of the same class (fiel
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import importlib
 import inspect
@@ -277,3 +278,140 @@ def test_a_frozen_record_that_defines_setattr_is_refused_as_dataclass_refuses_it
     with pytest.raises(TypeError) as theirs:
         dataclasses.dataclass(frozen=True)(type("Odd", (), space()))
     assert str(mine.value) == str(theirs.value)
+
+
+# -- counterexamples: classes where a record once differed from the dataclass ----------------------
+def _both(body: Any) -> tuple[tuple[str, Any], tuple[str, Any]]:
+    """``body(decorator)``'s outcome with ``@record`` and with ``@dataclass``."""
+    return _outcome(lambda: body(record)), _outcome(lambda: body(dataclasses.dataclass))
+
+
+class Hinted:
+    """A name the annotations below resolve in this module only."""
+
+
+def test_init_annotations_resolve_in_the_class_module_as_with_dataclass() -> None:
+    import typing
+
+    def body(deco: Any) -> Any:
+        made = deco(type("R", (), {"__module__": __name__, "__annotations__": {"x": "Hinted"}}))
+        return made.__init__.__module__, typing.get_type_hints(made.__init__)
+
+    mine, theirs = _both(body)
+    assert mine == theirs == ("ok", (__name__, {"x": Hinted, "return": type(None)}))
+
+
+@pytest.mark.parametrize("made", RECORDS, ids=[m[0].__qualname__ for m in RECORDS])
+def test_each_record_init_has_its_module_globals(
+        made: tuple[type, dict[str, Any], dict[str, bool]]) -> None:
+    import typing
+
+    cls, namespace, options = made
+    twin = _twin(cls, namespace, options)
+    seen = [(c.__init__.__module__, _outcome(  # type: ignore[misc]
+        lambda c=c: typing.get_type_hints(c.__init__)))  # type: ignore[misc]
+        for c in (cls, twin)]
+    assert seen[0] == seen[1]
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"slots": True}])
+def test_a_record_that_holds_itself_shows_as_dataclass_shows_it(options: dict[str, bool]) -> None:
+    def body(deco: Any) -> str:
+        made = deco(**options)(type("Node", (), {"__annotations__": {"nxt": "Any", "items":
+                                                                       "list[Any]"}}))
+        node = made(None, [])
+        node.items.append(node)
+        object.__setattr__(node, "nxt", node)
+        return repr(node)
+
+    mine, theirs = _both(body)
+    assert mine == theirs
+
+
+def test_defaults_are_read_as_dataclass_reads_them() -> None:
+    class Base:
+        inherited = 5
+
+    class Descriptor:
+        def __get__(self, obj: Any, owner: Any = None) -> Any:
+            return 42 if obj is None else obj.__dict__.get("_d", 7)
+
+        def __set__(self, obj: Any, value: Any) -> None:
+            obj.__dict__["_d"] = value
+
+    def body(deco: Any) -> Any:
+        made = deco(type("R", (Base,), {"__annotations__": {"inherited": "int", "d": "int"},
+                                        "d": Descriptor()}))
+        return str(inspect.signature(made)), repr(made()), repr(made(1, 2))
+
+    mine, theirs = _both(body)
+    assert mine == theirs
+    assert theirs[0] == "ok"
+
+
+@pytest.mark.parametrize("space", [
+    {"__annotations__": {"x": "list[int]"}, "x": []},
+    {"__annotations__": {"x": "dict[str, int]"}, "x": dataclasses.field(default={})},
+    {"__annotations__": {"x": "int"}, "y": dataclasses.field(default=1)},
+], ids=["mutable default", "mutable field default", "field without annotation"])
+def test_what_dataclass_refuses_a_record_refuses_alike(space: dict[str, Any]) -> None:
+    mine, theirs = _both(lambda deco: deco(type("Odd", (), dict(space))))
+    assert theirs[0] == "raised"
+    assert mine == theirs
+
+
+def test_methods_made_for_an_abstract_base_count_as_with_dataclass() -> None:
+    import abc
+
+    class Shown(abc.ABC):
+        @abc.abstractmethod
+        def __repr__(self) -> str: ...
+
+    mine, theirs = _both(lambda deco: repr(deco(type("R", (Shown,), {
+        "__annotations__": {"x": "int"}}))(1)))
+    assert mine == theirs == ("ok", "R(x=1)")
+
+
+@pytest.mark.parametrize("name", ["self", "_record_key", "_record_names", "_record_repr",
+                                  "_record_hash"])
+@pytest.mark.parametrize("options", [{}, {"frozen": True, "slots": True}])
+def test_any_field_name_dataclass_takes_works(name: str, options: dict[str, bool]) -> None:
+    def body(deco: Any) -> Any:
+        made = deco(**options)(type("R", (), {"__annotations__": {"a": "int", name: "int"},
+                                              name: 0, "__module__": __name__}))
+        a, b = made(1), made(1, 2)
+        return (repr(a), repr(b), a == made(1), a == b, options and hash(a) == hash(made(1)),
+                repr(getattr(made, name, "none")), vars(made).get("__slots__"),
+                dataclasses.replace(a, a=3) == made(3), copy.deepcopy(b) == b)
+
+    mine, theirs = _both(body)
+    assert mine == theirs
+    assert theirs[0] == "ok"
+
+
+def test_records_made_at_once_in_threads_are_each_kept_with_their_class() -> None:
+    import sys
+    import threading
+
+    barrier = threading.Barrier(4)
+    start = len(MADE)
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # (threads switch often: the race shows in a few classes)
+
+    def make(i: int) -> None:
+        barrier.wait()
+        for _ in range(50):
+            record(slots=True)(type(f"T{i}", (), {"__annotations__": {"x": "int"}, "tag": i}))
+
+    threads = [threading.Thread(target=make, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    try:
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    made = MADE[start:]
+    assert len(made) == 200
+    assert all(cls.__name__ == f"T{space['tag']}" for cls, space, _ in made)
+    assert all("__slots__" in vars(cls) for cls, _, _ in made)
