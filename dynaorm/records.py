@@ -96,6 +96,23 @@ def _eq(self: Any, other: Any) -> Any:
     return NotImplemented
 
 
+if sys.version_info >= (3, 13):  # (its @dataclass compares field by field, ``a == a`` first)
+    def _eq(self: Any, other: Any) -> Any:
+        if self is other:
+            return True
+        if other.__class__ is self.__class__:
+            same: Any = True  # (what ``x == y and ...`` gives: the first false answer)
+            for name in type(self).__record_compared__:
+                same = getattr(self, name) == getattr(other, name)
+                if not same:
+                    return same
+            return same
+        return NotImplemented
+
+#: ``copy.replace``'s hook, which ``@dataclass`` sets from Python 3.13 on
+_REPLACE = getattr(dataclasses, "_replace", None)
+
+
 def _hash(self: Any) -> int:
     return hash(type(self).__record_hash__(self))
 
@@ -227,6 +244,8 @@ def _init(cls: type, fields: dict[str, Field[Any]], frozen: bool, slots: bool
 
 def _slotted(cls: type, names: tuple[str, ...]) -> type:
     """``cls`` made again with ``__slots__`` (as ``@dataclass(slots=True)`` does)."""
+    if "__slots__" in cls.__dict__:
+        raise TypeError(f"{cls.__name__} already specifies __slots__")
     inherited: set[str] = set()
     for base in cls.__mro__[1:-1]:
         slots = base.__dict__.get("__slots__", ())
@@ -268,7 +287,9 @@ def _compare(made: Any, fields: dict[str, Field[Any]], frozen: bool) -> None:
     unfrozen record with ``__eq__`` is unhashable)."""
     own_hash = made.__dict__.get("__hash__", MISSING)
     explicit_hash = not (own_hash is MISSING or (own_hash is None and "__eq__" in made.__dict__))
-    made.__record_key__ = staticmethod(_getter([n for n, f in fields.items() if f.compare]))
+    compared = [n for n, f in fields.items() if f.compare]
+    made.__record_key__ = staticmethod(_getter(compared))
+    made.__record_compared__ = tuple(compared)
     _set(made, "__eq__", _eq)
     if explicit_hash:
         return
@@ -306,6 +327,8 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
     made.__dataclass_params__ = params
     made.__record_names__ = names
     _set(made, "__init__", _init(cls, fields, frozen, slots))
+    if _REPLACE is not None:
+        _set(made, "__replace__", _REPLACE)
     if repr:
         made.__record_repr__ = tuple(n for n, f in fields.items() if f.repr)
         _set(made, "__repr__", _repr)

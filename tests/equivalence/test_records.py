@@ -73,7 +73,7 @@ def _class_facts(cls: type) -> dict[str, Any]:
         "init": str(inspect.signature(cls.__init__)),  # type: ignore[misc]
         "own": sorted(m for m in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__",
                                   "__delattr__", "__match_args__", "__getstate__",
-                                  "__setstate__") if m in vars(cls)),
+                                  "__setstate__", "__replace__") if m in vars(cls)),
         "unhashable": cls.__hash__ is None,
         "slots": vars(cls).get("__slots__"),
         "match_args": getattr(cls, "__match_args__", None),
@@ -415,3 +415,53 @@ def test_records_made_at_once_in_threads_are_each_kept_with_their_class() -> Non
     assert len(made) == 200
     assert all(cls.__name__ == f"T{space['tag']}" for cls, space, _ in made)
     assert all("__slots__" in vars(cls) for cls, _, _ in made)
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True}, {"slots": True},
+                                     {"frozen": True, "slots": True}])
+def test_copy_replace_takes_a_record_where_it_takes_a_dataclass(options: dict[str, bool]) -> None:
+    replace = getattr(copy, "replace", None)  # (Python 3.13 and later)
+
+    def body(deco: Any) -> Any:
+        made = deco(**options)(type("R", (), {"__annotations__": {"a": "int", "b": "int"},
+                                              "b": 2}))
+        return replace(made(1), b=3) == made(1, 3) if replace else "__replace__" in vars(made)
+
+    mine, theirs = _both(body)
+    assert mine == theirs
+
+
+def test_slots_over_a_class_that_has_slots_is_refused_alike() -> None:
+    mine, theirs = _both(lambda deco: deco(slots=True)(type("Odd", (), {
+        "__annotations__": {"x": "int"}, "__slots__": ("x",)})))
+    assert theirs[0] == "raised"
+    assert mine == theirs
+
+
+class Vague:
+    """A value whose ``==`` answers neither True nor False, and is never equal to itself."""
+
+    def __eq__(self, other: object) -> Any:
+        return "vague"
+
+    def __ne__(self, other: object) -> Any:
+        return "vague"
+
+    __hash__ = object.__hash__
+
+
+@pytest.mark.parametrize("options", [{}, {"frozen": True, "slots": True}])
+def test_equality_asks_each_field_as_the_running_pythons_dataclass_does(
+        options: dict[str, bool]) -> None:
+    # (Python 3.12 and earlier compare tuples of the fields, a field's own object equal to
+    # itself; 3.13 and later compare field by field, ``a == a`` short-circuited)
+    nan, vague = float("nan"), Vague()
+
+    def body(deco: Any) -> Any:
+        made = deco(**options)(type("R", (), {"__annotations__": {"a": "Any", "b": "Any"}}))
+        x, y = made(nan, vague), made(nan, vague)
+        return [x == x, x == y, x != y, made(1, vague) == made(1, vague),
+                made(vague, 1) == made(vague, 2), made(nan, 1) == made(float("nan"), 1)]
+
+    mine, theirs = _both(body)
+    assert mine == theirs
