@@ -229,13 +229,13 @@ def _init(cls: type, fields: dict[str, Field[Any]], frozen: bool, slots: bool
                         else f"  {me}.{name} = {value}")
     if hasattr(cls, "__post_init__"):
         body.append(f"  {me}.__post_init__()")
-    source = "def __make__({}):\n def __init__({}{}):\n{}\n return __init__\n".format(
+    source = "def __create_fn__({}):\n def __init__({}{}):\n{}\n return __init__\n".format(
         ", ".join(scope), me, "".join(f", {p}" for p in params),
         "\n".join(body) or "  pass")
     module = sys.modules.get(cls.__module__)
     made: dict[str, Any] = {}
     exec(source, module.__dict__ if module else {}, made)  # (made from field names only)
-    init: Callable[..., None] = made["__make__"](**scope)
+    init: Callable[..., None] = made["__create_fn__"](**scope)
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__annotations__ = {**{n: f.type for n, f in fields.items() if f.init},
                             "return": None}

@@ -116,7 +116,14 @@ def _behaviour(cls: type, values: dict[str, Any], other: dict[str, Any]) -> list
     seen.append(_outcome(lambda: setattr(cls(**values), "not_a_field", 1))[0])
     seen.append(_shown(_outcome(lambda: dataclasses.replace(cls(**values), **other))))
     seen.append(_outcome(lambda: dataclasses.asdict(cls(**values))))
+    seen.append(_outcome(lambda: dataclasses.astuple(cls(**values))))
     seen.append(dataclasses.is_dataclass(a))
+    fresh = cls(**values)
+    seen += [_shown(_outcome(lambda: copy.copy(fresh))),
+             _shown(_outcome(lambda: copy.deepcopy(fresh))),
+             _outcome(lambda: copy.deepcopy(fresh) == fresh),
+             _shown(_outcome(lambda: cls(*values.values()))),
+             _outcome(lambda: cls(**values, not_a_field=1))]
     return seen
 
 
