@@ -117,13 +117,14 @@ def _hash(self: Any) -> int:
     return hash(type(self).__record_hash__(self))
 
 
+# (the instance's fields, as @dataclass's: a dataclass subclass of a record adds its own)
 def _getstate(self: Any) -> list[Any]:
-    return [getattr(self, name) for name in type(self).__record_names__]
+    return [getattr(self, f.name) for f in dataclasses.fields(self)]
 
 
 def _setstate(self: Any, state: list[Any]) -> None:
-    for name, value in zip(type(self).__record_names__, state, strict=False):
-        object.__setattr__(self, name, value)
+    for f, value in zip(dataclasses.fields(self), state, strict=False):
+        object.__setattr__(self, f.name, value)
 
 
 def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -325,7 +326,6 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
     if hasattr(params, "slots"):  # (Python 3.12 and later record it)
         params.slots = slots
     made.__dataclass_params__ = params
-    made.__record_names__ = names
     _set(made, "__init__", _init(cls, fields, frozen, slots))
     if _REPLACE is not None:
         _set(made, "__replace__", _REPLACE)

@@ -472,3 +472,18 @@ def test_equality_asks_each_field_as_the_running_pythons_dataclass_does(
 
     mine, theirs = _both(body)
     assert mine == theirs
+
+
+@pytest.mark.parametrize("sub", [{"frozen": True}, {"frozen": True, "slots": True}])
+def test_a_dataclass_subclass_of_a_frozen_slots_record_copies_its_own_fields(
+        sub: dict[str, bool]) -> None:
+    def body(deco: Any) -> Any:
+        base = deco(frozen=True, slots=True)(type("Base", (), {"__annotations__": {"a": "int"}}))
+        made = dataclasses.dataclass(**sub)(type("Sub", (base,), {
+            "__annotations__": {"x": "int"}, "x": 0}))
+        one = made(1, 3)
+        return [repr(copy.copy(one)), repr(copy.deepcopy(one)), one.__getstate__()]
+
+    mine, theirs = _both(body)
+    assert mine == theirs
+    assert theirs[1][0].endswith("Sub(a=1, x=3)")
