@@ -62,7 +62,9 @@ class _Factory:
         return "<factory>"
 
 
-_HAS_FACTORY = _Factory()
+#: (``@dataclass``'s own marker where the running Python has it: a caller testing an
+#: ``inspect.signature`` default for it finds it on a record too)
+_HAS_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None) or _Factory()
 
 #: every record made: (the record, its class's namespace as written, its options), for the
 #: test that compares each with the dataclass ``@dataclass`` would make of the same class

@@ -487,3 +487,14 @@ def test_a_dataclass_subclass_of_a_frozen_slots_record_copies_its_own_fields(
     mine, theirs = _both(body)
     assert mine == theirs
     assert theirs[1][0].endswith("Sub(a=1, x=3)")
+
+
+def test_init_defaults_are_the_objects_dataclass_shows() -> None:
+    def body(deco: Any) -> Any:
+        made = deco(type("R", (), {"__annotations__": {"a": "int", "b": "list[int]"}, "a": 1,
+                                   "b": dataclasses.field(default_factory=list)}))
+        return [p.default for p in inspect.signature(made).parameters.values()]
+
+    mine, theirs = _both(body)
+    assert mine[0] == theirs[0] == "ok"
+    assert [id(d) for d in mine[1]] == [id(d) for d in theirs[1]]
