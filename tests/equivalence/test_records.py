@@ -6,6 +6,7 @@ option, compared with the dataclass ``@dataclass`` makes of the same class (fiel
 
 from __future__ import annotations
 
+import abc
 import copy
 import dataclasses
 import importlib
@@ -212,18 +213,51 @@ def _namespace(specs: list[tuple[str, bool, bool, bool, bool | None]], post_init
         space["__eq__"] = lambda self, other: self is other
     elif own == "hash":
         space["__hash__"] = lambda self: 7
+    elif own == "no hash":
+        space["__hash__"] = None
+    elif own == "eq and hash":
+        space["__eq__"] = lambda self, other: self is other
+        space["__hash__"] = lambda self: 7
+    elif own == "repr":
+        space["__repr__"] = lambda self: "mine"
+    elif own == "setattr":  # (refused on a frozen class, as @dataclass refuses it)
+        space["__setattr__"] = object.__setattr__
     return space
+
+
+class _Plain:
+    """A base that is no dataclass: its class attributes are defaults of fields so named."""
+
+    f0 = Value(40)
+    f2 = Value(42)
+
+
+class _Abstract(abc.ABC):
+    """A base whose ``__repr__`` and ``__eq__`` the made methods implement."""
+
+    @abc.abstractmethod
+    def __repr__(self) -> str: ...
+
+    @abc.abstractmethod
+    def __eq__(self, other: object) -> bool: ...
+
+
+class _Slotted:
+    """A base with slots: a field of the same name has no default from it."""
+
+    __slots__ = ("f1",)
 
 
 @settings(max_examples=int(os.environ.get("DYNAORM_RECORD_EXAMPLES", "150")), deadline=None)
 @given(specs=field_specs, options=options_st, post_init=st.booleans(),
-       own=st.sampled_from((None, "eq", "hash")), data=st.data())
+       own=st.sampled_from((None, "eq", "hash", "no hash", "eq and hash", "repr", "setattr")),
+       base=st.sampled_from((object, _Plain, _Abstract, _Slotted)), data=st.data())
 def test_generated_classes_are_the_same_as_with_dataclass(
         specs: list[tuple[str, bool, bool, bool, bool | None]], options: dict[str, bool],
-        post_init: bool, own: str | None, data: st.DataObject) -> None:
+        post_init: bool, own: str | None, base: type, data: st.DataObject) -> None:
     space = _namespace(specs, post_init, own)  # (both classes share its fields' factories)
-    made = _outcome(lambda: record(**options)(type("Generated", (), dict(space))))
-    plain = _outcome(lambda: dataclasses.dataclass(**options)(type("Generated", (), dict(
+    made = _outcome(lambda: record(**options)(type("Generated", (base,), dict(space))))
+    plain = _outcome(lambda: dataclasses.dataclass(**options)(type("Generated", (base,), dict(
         space))))
     assert made[0] == plain[0], (made, plain)
     if made[0] != "ok":
