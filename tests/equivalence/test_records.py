@@ -532,3 +532,26 @@ def test_init_defaults_are_the_objects_dataclass_shows() -> None:
     mine, theirs = _both(body)
     assert mine[0] == theirs[0] == "ok"
     assert [id(d) for d in mine[1]] == [id(d) for d in theirs[1]]
+
+
+def test_the_api_reference_shows_each_record_with_the_signature_it_has() -> None:
+    """Griffe (mkdocstrings, reading the source) knows ``@dataclass`` only: the extension
+    ``mkdocs.yml`` loads gives each record the ``__init__`` a dataclass would show there."""
+    griffe = pytest.importorskip("griffe")
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    assert "scripts/griffe_records.py" in (root / "mkdocs.yml").read_text()
+    extensions = griffe.load_extensions(str(root / "scripts" / "griffe_records.py"))
+    package = griffe.load("dynaorm", search_paths=[str(root)], extensions=extensions)
+    shown = {}
+    for cls, _, _ in RECORDS:
+        if "<locals>" in cls.__qualname__:
+            continue
+        found = package[f"{cls.__module__.removeprefix('dynaorm.')}.{cls.__qualname__}"]
+        init = found.members.get("__init__")
+        shown[cls.__qualname__] = (
+            "dataclass" in found.labels,
+            init and [p.name for p in init.parameters][1:])
+    assert shown == {cls.__qualname__: (True, list(inspect.signature(cls).parameters))
+                     for cls, _, _ in RECORDS if "<locals>" not in cls.__qualname__}
