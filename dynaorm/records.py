@@ -120,13 +120,28 @@ def _hash(self: Any) -> int:
 
 
 # (the instance's fields, as @dataclass's: a dataclass subclass of a record adds its own)
-def _getstate(self: Any) -> list[Any]:
+def _dataclass_getstate(self: Any) -> list[Any]:
     return [getattr(self, f.name) for f in dataclasses.fields(self)]
 
 
-def _setstate(self: Any, state: list[Any]) -> None:
+def _dataclass_setstate(self: Any, state: list[Any]) -> None:
     for f, value in zip(dataclasses.fields(self), state, strict=False):
         object.__setattr__(self, f.name, value)
+
+
+#: (``@dataclass``'s own where the running Python has them, as it shares them too)
+_getstate: Any = getattr(dataclasses, "_dataclass_getstate", _dataclass_getstate)
+_setstate: Any = getattr(dataclasses, "_dataclass_setstate", _dataclass_setstate)
+
+
+def _method(cls: type, shared: Any, name: str) -> Any:
+    """``shared`` as ``cls``'s method ``name`` (its code shared, nothing compiled): named as
+    ``@dataclass`` names its methods, so a bound method shows and pickles as one of
+    ``cls`` (``<bound method GSI.__eq__ of ...>``)."""
+    made = types.FunctionType(shared.__code__, shared.__globals__, name, shared.__defaults__,
+                              shared.__closure__)
+    made.__qualname__ = f"{cls.__qualname__}.{name}"
+    return made
 
 
 def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
@@ -141,7 +156,7 @@ def _getter(names: list[str]) -> Callable[[Any], tuple[Any, ...]]:
 
 def _frozen(cls: type, names: frozenset[str]) -> tuple[Callable[..., None], Callable[..., None]]:
     """``@dataclass(frozen=True)``'s ``__setattr__`` and ``__delattr__`` for ``cls``."""
-    def __setattr__(self: Any, name: str, value: Any) -> None:
+    def __setattr__(self: Any, name: str, value: Any) -> None:  # (named as @dataclass's)
         if type(self) is cls or name in names:
             raise FrozenInstanceError(f"cannot assign to field {name!r}")
         super(cls, self).__setattr__(name, value)  # type: ignore[arg-type]
@@ -151,6 +166,8 @@ def _frozen(cls: type, names: frozenset[str]) -> tuple[Callable[..., None], Call
             raise FrozenInstanceError(f"cannot delete field {name!r}")
         super(cls, self).__delattr__(name)  # type: ignore[arg-type]
 
+    __setattr__.__qualname__ = f"{cls.__qualname__}.__setattr__"
+    __delattr__.__qualname__ = f"{cls.__qualname__}.__delattr__"
     return __setattr__, __delattr__
 
 
@@ -293,13 +310,13 @@ def _compare(made: Any, fields: dict[str, Field[Any]], frozen: bool) -> None:
     compared = [n for n, f in fields.items() if f.compare]
     made.__record_key__ = staticmethod(_getter(compared))
     made.__record_compared__ = tuple(compared)
-    _set(made, "__eq__", _eq)
+    _set(made, "__eq__", _method(made, _eq, "__eq__"))
     if explicit_hash:
         return
     if frozen:
         made.__record_hash__ = staticmethod(_getter(
             [n for n, f in fields.items() if (f.compare if f.hash is None else f.hash)]))
-        made.__hash__ = _hash
+        made.__hash__ = _method(made, _hash, "__hash__")
     else:
         made.__hash__ = None
 
@@ -333,7 +350,7 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
         _set(made, "__replace__", _REPLACE)
     if repr:
         made.__record_repr__ = tuple(n for n, f in fields.items() if f.repr)
-        _set(made, "__repr__", _repr)
+        _set(made, "__repr__", _method(made, _repr, "__repr__"))
     if eq:
         _compare(made, fields, frozen)
     _document(made)

@@ -75,6 +75,10 @@ def _class_facts(cls: type) -> dict[str, Any]:
         "own": sorted(m for m in ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__",
                                   "__delattr__", "__match_args__", "__getstate__",
                                   "__setstate__", "__replace__") if m in vars(cls)),
+        # (what a bound method shows and pickles by: ``<bound method GSI.__eq__ of ...>``)
+        "names": {m: (getattr(v, "__name__", None), getattr(v, "__qualname__", None))
+                  for m, v in vars(cls).items() if callable(v) and m.startswith("__")
+                  and m != "__class_getitem__" and not m.startswith("__record_")},
         "unhashable": cls.__hash__ is None,
         "slots": vars(cls).get("__slots__"),
         "match_args": getattr(cls, "__match_args__", None),
@@ -555,3 +559,31 @@ def test_the_api_reference_shows_each_record_with_the_signature_it_has() -> None
             init and [p.name for p in init.parameters][1:])
     assert shown == {cls.__qualname__: (True, list(inspect.signature(cls).parameters))
                      for cls, _, _ in RECORDS if "<locals>" not in cls.__qualname__}
+
+
+def test_a_bound_method_of_a_record_pickles_as_a_dataclass_one() -> None:
+    def body(deco: Any) -> Any:
+        made = deco(frozen=True)(type("R", (), {"__annotations__": {"a": "int"}}))
+        one = made(1)
+        return [repr(pickle.loads(pickle.dumps(m))).split(" of ")[0] for m in (
+            one.__repr__, one.__eq__, one.__hash__, one.__init__, one.__setattr__)]
+
+    globals()["R"] = None  # (pickle finds the instance's class by name: made per call)
+    try:
+        mine, theirs = _outcome(lambda: _pickled(record, body)), _outcome(
+            lambda: _pickled(dataclasses.dataclass, body))
+    finally:
+        del globals()["R"]
+    assert mine == theirs
+    assert theirs[0] == "ok"
+
+
+def _pickled(deco: Any, body: Any) -> Any:
+    def made(options: Any = None, **kw: Any) -> Any:
+        def wrap(cls: type) -> type:
+            cls.__module__, cls.__qualname__ = __name__, "R"
+            out = deco(**kw)(cls)
+            globals()["R"] = out
+            return out
+        return wrap
+    return body(made)
