@@ -136,6 +136,13 @@ _getstate: Any = getattr(dataclasses, "_dataclass_getstate", _dataclass_getstate
 _setstate: Any = getattr(dataclasses, "_dataclass_setstate", _dataclass_setstate)
 
 
+#: what a record's ``__repr__`` wraps, as ``@dataclass``'s wraps the function it compiled:
+#: ``pprint`` (and pytest's diffs) lay a dataclass out field by field only when its repr's
+#: ``__wrapped__`` was made in ``__create_fn__``
+_REPR_WRAPPED = types.FunctionType(_repr.__code__, _repr.__globals__, "__repr__")
+_REPR_WRAPPED.__qualname__ = "__create_fn__.<locals>.__repr__"
+
+
 def _method(cls: type, shared: Any, name: str) -> Any:
     """``shared`` as ``cls``'s method ``name`` (its code shared, nothing compiled): named as
     ``@dataclass`` names its methods, so a bound method shows and pickles as one of
@@ -352,7 +359,9 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
         _set(made, "__replace__", _REPLACE)
     if repr:
         made.__record_repr__ = tuple(n for n, f in fields.items() if f.repr)
-        _set(made, "__repr__", _method(made, _repr, "__repr__"))
+        shown = _method(made, _repr, "__repr__")
+        shown.__wrapped__ = _REPR_WRAPPED
+        _set(made, "__repr__", shown)
     if eq:
         _compare(made, fields, frozen)
     _document(made)
