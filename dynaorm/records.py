@@ -24,11 +24,11 @@ What it does not take (a :class:`TypeError`, never a silent difference): ``Class
 
 from __future__ import annotations
 
-import _thread
 import abc
 import copy
 import dataclasses
 import inspect
+import reprlib
 import sys
 import types
 from collections.abc import Callable
@@ -72,24 +72,13 @@ _HAS_FACTORY: Any = getattr(dataclasses, "_HAS_DEFAULT_FACTORY", None) or _Facto
 #: test that compares each with the dataclass ``@dataclass`` would make of the same class
 MADE: list[tuple[type, dict[str, Any], dict[str, bool]]] = []
 
-#: the records whose ``__repr__`` runs now, by thread: an object met again inside its own
-#: repr shows as ``...`` (``@dataclass``'s repr is guarded the same way)
-_SHOWING: set[tuple[int, int]] = set()
-
 
 # -- the methods every record shares ----------------------------------------------------------
 # (what they read of a record's class is kept under dunder names, which no field takes: a
 # field may be named anything ``@dataclass`` takes, ``_record_key`` too)
 def _repr(self: Any) -> str:
-    running = (id(self), _thread.get_ident())
-    if running in _SHOWING:
-        return "..."
-    _SHOWING.add(running)
-    try:
-        names = type(self).__record_repr__
-        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
-    finally:
-        _SHOWING.discard(running)
+    names = type(self).__record_repr__
+    inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in names)
     return f"{self.__class__.__qualname__}({inner})"
 
 
@@ -136,11 +125,23 @@ _getstate: Any = getattr(dataclasses, "_dataclass_getstate", _dataclass_getstate
 _setstate: Any = getattr(dataclasses, "_dataclass_setstate", _dataclass_setstate)
 
 
-#: what a record's ``__repr__`` wraps, as ``@dataclass``'s wraps the function it compiled:
-#: ``pprint`` (and pytest's diffs) lay a dataclass out field by field only when its repr's
-#: ``__wrapped__`` was made in ``__create_fn__``
-_REPR_WRAPPED = types.FunctionType(_repr.__code__, _repr.__globals__, "__repr__")
-_REPR_WRAPPED.__qualname__ = "__create_fn__.<locals>.__repr__"
+# How tools tell @dataclass's own methods from a class's, and lay a dataclass out field by
+# field only for its own: pytest's assertion diff wants __eq__'s code from "<string>" (what
+# @dataclass compiles); pprint wants a __repr__ whose __wrapped__ was made in __create_fn__,
+# rich one whose code is in reprlib (or dataclasses): a record's are named alike (the shared
+# code of __eq__ said where it comes from, as dataclasses' would).
+_eq.__code__ = _eq.__code__.replace(co_filename="<string>")
+_REPR_INNER = types.FunctionType(_repr.__code__, _repr.__globals__, "__repr__")
+_REPR_INNER.__qualname__ = "__create_fn__.<locals>.__repr__"
+
+
+def _shown(cls: type) -> Any:
+    """``cls``'s ``__repr__``, as ``@dataclass`` makes it: the shared one under
+    :func:`reprlib.recursive_repr` (an object met again in its own repr shows as ``...``)."""
+    made: Any = reprlib.recursive_repr()(_REPR_INNER)
+    made.__qualname__ = f"{cls.__qualname__}.__repr__"
+    made.__wrapped__ = _REPR_INNER  # (as functools.wraps leaves it on @dataclass's)
+    return made
 
 
 def _method(cls: type, shared: Any, name: str) -> Any:
@@ -359,9 +360,7 @@ def _make(cls: C, frozen: bool, eq: bool, repr: bool, slots: bool) -> C:
         _set(made, "__replace__", _REPLACE)
     if repr:
         made.__record_repr__ = tuple(n for n, f in fields.items() if f.repr)
-        shown = _method(made, _repr, "__repr__")
-        shown.__wrapped__ = _REPR_WRAPPED
-        _set(made, "__repr__", shown)
+        _set(made, "__repr__", _shown(made))
     if eq:
         _compare(made, fields, frozen)
     _document(made)

@@ -10,12 +10,14 @@ import abc
 import copy
 import dataclasses
 import importlib
+import importlib.util
 import inspect
 import os
 import pickle
 import pkgutil
 import pprint
 import re
+import reprlib
 from dataclasses import FrozenInstanceError
 from typing import Any
 
@@ -80,6 +82,13 @@ def _class_facts(cls: type) -> dict[str, Any]:
         "names": {m: (getattr(v, "__name__", None), getattr(v, "__qualname__", None))
                   for m, v in vars(cls).items() if callable(v) and m.startswith("__")
                   and m != "__class_getitem__" and not m.startswith("__record_")},
+        # (how tools tell @dataclass's own methods from a class's: pytest diffs field by
+        # field when __eq__'s code is "<string>"; rich lays out when __repr__'s code is in
+        # dataclasses or reprlib)
+        "made eq": getattr(getattr(cls.__eq__, "__code__", None), "co_filename", None)
+        == "<string>",
+        "made repr": getattr(getattr(cls.__repr__, "__code__", None), "co_filename", None)
+        in (dataclasses.__file__, reprlib.__file__),
         "unhashable": cls.__hash__ is None,
         "slots": vars(cls).get("__slots__"),
         "match_args": getattr(cls, "__match_args__", None),
@@ -590,3 +599,20 @@ def _pickled(deco: Any, body: Any) -> Any:
             return out
         return wrap
     return body(made)
+
+
+def test_pytest_and_rich_show_a_record_as_a_dataclass() -> None:
+    rich_pretty = pytest.importorskip("rich.pretty")
+    guards = [importlib.import_module(m) for m in ("_pytest.assertion.util",
+                                                  "_pytest.assertion._guards")
+              if importlib.util.find_spec(m)]
+    has_default_eq = next(g.has_default_eq for g in guards if hasattr(g, "has_default_eq"))
+
+    def body(deco: Any) -> Any:
+        made = deco(frozen=True)(type("R", (), {"__annotations__": {"a": "int", "b": "Any"}}))
+        return (has_default_eq(made(1, 2)),
+                rich_pretty.pretty_repr(made(1, [2] * 30), max_width=20))
+
+    mine, theirs = _both(body)
+    assert mine == theirs
+    assert theirs[1][0] is True
