@@ -34,7 +34,7 @@ import types
 from collections.abc import Callable
 from dataclasses import MISSING, Field, FrozenInstanceError
 from operator import attrgetter
-from typing import Any, TypeVar, dataclass_transform, overload
+from typing import Any, ClassVar, TypeVar, dataclass_transform, overload
 
 __all__ = ["MADE", "record"]
 
@@ -182,6 +182,16 @@ def _frozen(cls: type, names: frozenset[str]) -> tuple[Callable[..., None], Call
 
 
 # -- making a record ---------------------------------------------------------------------------
+def _marked(annotation: str, module: Any) -> bool:
+    """Whether the written annotation names ``ClassVar``, ``InitVar`` or ``KW_ONLY`` under
+    another name of the class's module (``CV[int]``: ``@dataclass`` looks it up there)."""
+    head = annotation.split("[", 1)[0].strip().split(".")
+    found: Any = vars(module).get(head[0]) if module else None
+    for part in head[1:]:
+        found = getattr(found, part, None)
+    return any(found is mark for mark in (ClassVar, dataclasses.InitVar, dataclasses.KW_ONLY))
+
+
 def _fields(cls: type) -> dict[str, Field[Any]]:
     """The class's fields, from its own annotations (as ``@dataclass`` reads them)."""
     for base in cls.__mro__[1:]:
@@ -189,9 +199,11 @@ def _fields(cls: type) -> dict[str, Field[Any]]:
             raise TypeError(f"record {cls.__qualname__}: a dataclass base is not supported")
     fields: dict[str, Field[Any]] = {}
     annotations = inspect.get_annotations(cls)
+    module = sys.modules.get(cls.__module__)
     for name, annotation in annotations.items():
         text = annotation if isinstance(annotation, str) else repr(annotation)
-        if any(mark in text for mark in ("ClassVar", "InitVar", "KW_ONLY")):
+        if any(mark in text for mark in ("ClassVar", "InitVar", "KW_ONLY")) or (
+                isinstance(annotation, str) and _marked(annotation, module)):
             raise TypeError(f"record {cls.__qualname__}.{name}: {text} is not supported")
         # (read as @dataclass reads it: a base's class attribute, or what a descriptor
         # gives the class, is the default too; a slot is none)
