@@ -37,7 +37,7 @@ class _Collections:
 
     def __init__(self) -> None:
         self.seconds = 0.0
-        self.count = 0
+        self.by_generation = [0, 0, 0]
         self._began = 0.0
 
     def __call__(self, phase: str, info: dict[str, Any]) -> None:
@@ -45,11 +45,12 @@ class _Collections:
             self._began = time.process_time()
         else:
             self.seconds += time.process_time() - self._began
-            self.count += 1
+            self.by_generation[info["generation"]] += 1
 
-    def run(self, fn: Any, n: int) -> tuple[float, float, float]:
-        """Per query: CPU seconds, the collector's seconds, collections."""
-        self.seconds, self.count = 0.0, 0
+    def run(self, fn: Any, n: int) -> tuple[float, float, list[float]]:
+        """Per query: CPU seconds, the collector's seconds; collections of each
+        generation per 100 queries (a full one, generation 2, walks the whole heap)."""
+        self.seconds, self.by_generation = 0.0, [0, 0, 0]
         gc.callbacks.append(self)
         try:
             began = time.process_time()
@@ -58,7 +59,7 @@ class _Collections:
             spent = time.process_time() - began
         finally:
             gc.callbacks.remove(self)
-        return spent / n, self.seconds / n, self.count / n
+        return spent / n, self.seconds / n, [c * 100 / n for c in self.by_generation]
 
 
 def child(queries: int, keep: int) -> dict[str, Any]:
@@ -105,8 +106,8 @@ def main() -> int:
                                          if args.baseline else [])
     print(f"1,000-item query, steady state ({args.queries} in a row, {args.keep} pages held), "
           "ms of client CPU a query; one line per process")
-    print("| tree | dynaorm | of which collector | collections | botocore | dynaorm / botocore "
-          "| heap objects |")
+    print("| tree | dynaorm | of which collector | collections / 100 queries (gen 0/1/2) | "
+          "botocore | dynaorm / botocore | heap objects |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for _ in range(args.rounds):
         for label, tree in trees:
@@ -118,7 +119,8 @@ def main() -> int:
             got = json.loads(ran.stdout.strip().splitlines()[-1])
             assert str(got["module"]).startswith(str(tree)), got["module"]
             mine, theirs = got["dynaorm"], got["botocore"]
-            print(f"| {label} | {mine[0] * 1e3:.2f} | {mine[1] * 1e3:.2f} | {mine[2]:.1f} | "
+            made = "/".join(f"{c:.1f}" for c in mine[2])
+            print(f"| {label} | {mine[0] * 1e3:.2f} | {mine[1] * 1e3:.2f} | {made} | "
                   f"{theirs[0] * 1e3:.2f} | {mine[0] / theirs[0]:.3f}x | {got['heap']} |")
     return 0
 
