@@ -165,7 +165,7 @@ class UnitOfWork(Staging):
                 out.append(entity._from_item(item, spec))
                 continue
             if item is not None:
-                    note_unclaimed(spec.table, item)  # a renamed class: say so, once
+                note_unclaimed(spec.table, item)  # a renamed class: say so, once
             out.append(None)
         if spec.previous is not None and not snapshot:
             from dynaorm.read.previous import previous_get_p
