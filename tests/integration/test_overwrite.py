@@ -5,6 +5,8 @@ exactly those of the values it wrote (the other writer's are released)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -34,6 +36,28 @@ def _other_writer(db: TestBackend, **changes: Any) -> None:
         for name, value in changes.items():
             setattr(theirs, name, value)
         other.save(theirs)
+
+
+@contextmanager
+def _other_writer_before(db: TestBackend, operation: str,
+                         write: Callable[[], None]) -> Iterator[list[str]]:
+    """Another writer's ``write``, once, just before this table's first ``operation``
+    (a botocore ``before-call`` hook: the table sends through botocore's wire meanwhile);
+    the list it yields says whether it ran."""
+    db.table.wire = "botocore"  # hooks botocore's client: its wire
+    events = db.table.client.meta.events
+    fired: list[str] = []
+
+    def slip_in(**_: Any) -> None:
+        if not fired:
+            fired.append("other writer")
+            write()
+
+    events.register(f"before-call.dynamodb.{operation}", slip_in)
+    try:
+        yield fired
+    finally:
+        events.unregister(f"before-call.dynamodb.{operation}", slip_in)
 
 
 def test_overwrite_wins_over_another_writers_unique_change(db: TestBackend) -> None:
@@ -144,22 +168,11 @@ def test_overwrite_reads_again_when_another_writer_slips_in_before_it_lands(
     a unique value in between: the conditioned write fails (nothing written), the commit
     reads and plans again, and succeeds with exact guards."""
     mine = _user(db)
-    db.table.wire = "botocore"  # hooks botocore's client: its wire
-    events = db.table.client.meta.events
-    fired: list[str] = []
-
-    def slip_in(**_: Any) -> None:
-        if not fired:
-            fired.append("other writer")
-            _other_writer(db, email="ann@other.com")
-
-    events.register("before-call.dynamodb.PutItem", slip_in)
-    try:
+    with _other_writer_before(db, "PutItem",
+                              lambda: _other_writer(db, email="ann@other.com")) as fired:
         mine.full_name = "Mine"
         with db.session() as s:
             s.save(mine, overwrite=True)
-    finally:
-        events.unregister("before-call.dynamodb.PutItem", slip_in)
     assert fired == ["other writer"]
     stored = db.session().get(User, user_id="u1", consistent=True)
     assert stored is not None and (stored.email, stored.full_name) == ("ann@x.com", "Mine")
@@ -187,22 +200,12 @@ def test_overwrite_recreates_an_item_deleted_between_its_read_and_its_write(
         assert loaded is not None
         mine = loaded
         mine.auditor = "Back"
-    db.table.wire = "botocore"  # hooks botocore's client: its wire
-    events = db.table.client.meta.events
-    fired: list[str] = []
+    def delete() -> None:
+        with db.session() as other:
+            other.delete(type(mine), **key)
 
-    def slip_in(**_: Any) -> None:
-        if not fired:
-            fired.append("other writer")
-            with db.session() as other:
-                other.delete(type(mine), **key)
-
-    events.register(f"before-call.dynamodb.{operation}", slip_in)
-    try:
-        with db.session() as s:
-            s.save(mine, overwrite=True)
-    finally:
-        events.unregister(f"before-call.dynamodb.{operation}", slip_in)
+    with _other_writer_before(db, operation, delete) as fired, db.session() as s:
+        s.save(mine, overwrite=True)
     assert fired == ["other writer"]
     stored = db.session().get(type(mine), consistent=True, **key)
     assert stored is not None
