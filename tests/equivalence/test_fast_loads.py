@@ -450,16 +450,21 @@ def _fits(fast: Any, item: dict[str, Any]) -> bool:
     return True
 
 
-def test_a_state_kept_on_the_page_is_the_plain_one_and_decodes_the_page_once(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """An object read from an answer's bytes keeps its state on the page until a write
-    or ``inspect`` needs it; then the page decodes once for all its objects."""
-    page = [{"pk": {"S": "FROW#g"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
+def _row_page(size: int) -> list[dict[str, Any]]:
+    """``size`` stored ``FRow`` items of one group (numbers in odd spellings: ``007``)."""
+    return [{"pk": {"S": "FROW#g"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
              "group": {"S": "g"}, "n": {"N": str(i)}, "ratio": {"N": "0.10"},
              "price": {"N": "1.50"}, "flag": {"BOOL": True}, "kind": {"S": "b"},
              "short": {"S": "s"}, "count": {"N": "007"}, "when": {"S": "2024-01-01T00:00:00"},
              "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=5))},
-             "legacy": {"L": [{"N": "1"}]}} for i in range(3)]
+             "legacy": {"L": [{"N": "1"}]}} for i in range(size)]
+
+
+def test_a_state_kept_on_the_page_is_the_plain_one_and_decodes_the_page_once(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """An object read from an answer's bytes keeps its state on the page until a write
+    or ``inspect`` needs it; then the page decodes once for all its objects."""
+    page = _row_page(3)
     reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
     assert reader is not None
     read = reader(_body({"Items": page, "Count": 3}))
@@ -691,15 +696,6 @@ def test_an_answer_the_reader_declines_is_the_wires_own_decoding(body: bytes) ->
             return (type(exc), str(exc))
 
     assert outcome(True) == outcome(False)
-
-
-def _row_page(size: int) -> list[dict[str, Any]]:
-    return [{"pk": {"S": "FROW#g"}, "sk": {"S": str(i)}, "_type": {"S": "FRow"},
-             "group": {"S": "g"}, "n": {"N": str(i)}, "ratio": {"N": "0.10"},
-             "price": {"N": "1.50"}, "flag": {"BOOL": True}, "kind": {"S": "b"},
-             "short": {"S": "s"}, "count": {"N": "7"}, "when": {"S": "2024-01-01T00:00:00"},
-             "day": {"S": "2024-01-02"}, "ident": {"S": str(uuid.UUID(int=5))},
-             "legacy": {"L": [{"N": "1"}]}} for i in range(size)]
 
 
 def test_a_page_is_validated_without_collections_and_the_collector_is_left_as_found(
