@@ -279,7 +279,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
             yield Await(awaitable)
         except Exception:  # a faulty hook's awaitable: logged, the attempt stands
             logger().exception("an awaitable a hook returned at the end of %s failed",
-                              step.operation)
+                               step.operation)
         except BaseException:
             _close_all(ending)  # every other hook still ends
             raise
