@@ -25,6 +25,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import field
 from pathlib import Path
+from typing import NamedTuple
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.client.client import Client
@@ -322,8 +323,9 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     pages = 0
     local = threading.local()
 
-    def move_one(spec: EntitySpec, item: Item) -> str:
-        if old_layout_entity(specs, item) is None:  # a kept version row (entity gone)
+    def move_one(found: _Found) -> str:
+        spec, item = found.spec, found.item
+        if found.kept:  # a version row moved alone (its entity is gone)
             return _move_kept(table, spec, item)
         session = getattr(local, "session", None)
         if session is None:
@@ -342,8 +344,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
         for page, last in scan_pages(table, state.last_key, page_size, "migrate"):
             found = _found_on_page(specs, page, state)
             todo = [] if dry_run else found
-            outcomes = (list(pool.map(lambda t: move_one(t[0], t[1]), todo)) if pool
-                        else [move_one(spec, item) for spec, item, _ in todo])
+            outcomes = list(pool.map(move_one, todo)) if pool else [move_one(f) for f in todo]
             _count_outcomes(state, todo, outcomes)
             state.scanned += len(page)
             state.pages += 1
@@ -377,18 +378,29 @@ def _check_options(concurrency: int, rate: float | None) -> None:
         raise DynaormError(f"migrate: rate must be positive, got {rate!r}")
 
 
+class _Found(NamedTuple):
+    """An item found in a previous layout, with what the migration does with it."""
+
+    spec: EntitySpec
+    item: Item
+    old_key: PlainKey
+    kept: bool
+    """A version row (version 1 or later), moved alone if its entity is gone, counted
+    apart; else the entity's own row (its latest copy), loaded and saved anew."""
+
+
 def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
-                   ) -> list[tuple[EntitySpec, Item, PlainKey]]:
+                   ) -> list[_Found]:
     """The items of ``page`` stored in a previous layout, each with its entity and old
     key, counted in ``state`` with a few sample keys (old -> new); an item that does not
     load into its current class is recorded as failed instead."""
-    found: list[tuple[EntitySpec, Item, PlainKey]] = []
+    found: list[_Found] = []
     for item in page:
         spec = old_layout_entity(specs, item)
         if spec is None:
             kept = old_version_row(specs, item)  # (moved alone if its entity is gone)
             if kept is not None:
-                found.append((kept, item, _old_key(kept, item)))
+                found.append(_Found(kept, item, _old_key(kept, item), kept=True))
             continue
         old_key = _old_key(spec, item)
         try:
@@ -401,16 +413,15 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         if len(samples) < SAMPLES:
             samples.append([_key_text(old_key),
                             _key_text(spec.primary_key(obj.__dict__))])
-        found.append((spec, item, old_key))
+        found.append(_Found(spec, item, old_key, kept=False))
     return found
 
 
-def _count_outcomes(state: _State, moves: list[tuple[EntitySpec, Item, PlainKey]],
-                    outcomes: list[str]) -> None:
+def _count_outcomes(state: _State, moves: list[_Found], outcomes: list[str]) -> None:
     """Record in ``state`` what each move came to: moved, skipped (a live writer moved
     or deleted the item first), or failed (with its reason)."""
-    for (spec, item, old_key), outcome in zip(moves, outcomes, strict=True):
-        if _kept_row(spec, item):  # a kept version row: counted apart, skipped silently
+    for (spec, _, old_key, kept), outcome in zip(moves, outcomes, strict=True):
+        if kept:  # a kept version row: counted apart, skipped silently
             if outcome == "moved":
                 name = f"{spec.name} (kept history)"
                 state.moved[name] = state.moved.get(name, 0) + 1
@@ -423,15 +434,6 @@ def _count_outcomes(state: _State, moves: list[tuple[EntitySpec, Item, PlainKey]
             state.skipped += 1
         else:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
-
-
-def _kept_row(spec: EntitySpec, item: Item) -> bool:
-    """Whether ``item`` is a version row (version 1 or later) of versioned ``spec``."""
-    sk = spec.table.sk
-    if not spec.versioned or sk is None or sk not in item:
-        return False
-    parsed = parse_version_sk(key_value(item[sk]))
-    return parsed is not None and parsed[0] > 0
 
 
 def _old_key(spec: EntitySpec, item: Item) -> PlainKey:
