@@ -738,3 +738,42 @@ def test_a_page_is_validated_without_collections_and_the_collector_is_left_as_fo
     bad[1]["n"] = {"S": "not a number"}
     assert refusing(_body({"Items": bad, "Count": 2})) is None  # (declined: plain way)
     assert gc.isenabled()
+
+
+def test_pages_read_in_many_threads_at_once_leave_the_collector_on() -> None:
+    """Threads reading pages at once each pause the collector or find it paused; whatever
+    the interleaving (a switch interval of ten microseconds), it ends on, and every page
+    reads the same objects."""
+    import gc
+    import sys
+    import threading
+
+    reader = answer_reader({"FRow": (FRow, spec_of(FRow))})
+    assert reader is not None
+    body = _body({"Items": _row_page(200), "Count": 200})
+    expected = [_seen(obj) for obj in reader(body)["Items"]]  # type: ignore[index]
+    seen: list[list[Any]] = []
+    errors: list[BaseException] = []
+
+    def read_pages() -> None:
+        try:
+            for _ in range(8):
+                read = reader(body)
+                assert read is not None
+                seen.append([_seen(obj) for obj in read["Items"]])
+        except BaseException as exc:  # (reported by the test thread)
+            errors.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        threads = [threading.Thread(target=read_pages) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert errors == []
+    assert gc.isenabled()
+    assert len(seen) == 32 and all(page == expected for page in seen)
