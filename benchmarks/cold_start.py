@@ -81,7 +81,10 @@ class User(Model):
 user = User.get("USER#u1", "PROFILE")
 assert user.name == "Alice", user
 """,
-    "dynaorm, session path": "",  # (the dynaorm program, a shared config file present)
+    # the dynaorm program with a shared config file (CONFIGS): one the plain path reads, and
+    # one with a setting it leaves to botocore's session
+    "dynaorm, shared config file": "",
+    "dynaorm, session path": "",
     "import dynaorm": "import dynaorm\n",
     "import pynamodb.models": "import pynamodb.models\n",
 }
@@ -98,13 +101,19 @@ PROGRAMS["import dynaorm + one entity"] = PROGRAMS["dynaorm"].split("user = ")[0
 PROGRAMS["import pynamodb.models + one Model"] = PROGRAMS["pynamodb"].split("user = ")[0]
 
 
+#: the shared config file of the programs that run with one
+CONFIGS = {"dynaorm, shared config file": "[default]\nregion = us-east-1\noutput = json\n",
+           "dynaorm, session path": "[default]\nregion = us-east-1\nretry_mode = standard\n"}
 #: the programs run on the ``--baseline`` checkout too
 DYNAORM_PROGRAMS = ("dynaorm", "dynaorm + first save", "import dynaorm",
                     "import dynaorm + one entity")
 #: what each row is, and the row it is compared with
 ROWS = (
     ("dynaorm", "dynaorm: import + entity + first get", "pynamodb"),
-    ("dynaorm, session path", "dynaorm, session path: the same", "pynamodb"),
+    ("dynaorm, shared config file", "dynaorm, a shared config file (region, output): the same",
+     "pynamodb"),
+    ("dynaorm, session path", "dynaorm, session path (a config file with retry_mode): the same",
+     "pynamodb"),
     ("boto3-resource", "boto3 resource: import + first get_item", "pynamodb"),
     ("pynamodb", "PynamoDB: import + Model + first get", "pynamodb"),
     ("dynaorm + first save", "dynaorm: import + entity + first get + first save", "pynamodb"),
@@ -122,8 +131,7 @@ def _environment(config_file: Path | None, root: Path = ROOT) -> dict[str, str]:
     """The children's environment, as on AWS Lambda: credentials in the environment, no
     other AWS setting (this machine's ``AWS_CA_BUNDLE`` / ``REQUESTS_CA_BUNDLE`` and any
     proxy left out: DynamoDB Local is plain HTTP on loopback), no shared files unless
-    ``config_file`` (an empty shared config file: every contender reads it; dynaorm then
-    resolves its settings through botocore's session, its path before the fourth pass)."""
+    ``config_file`` (a shared config file, :data:`CONFIGS`)."""
     env = {k: v for k, v in os.environ.items() if not (
         k.startswith(("AWS_", "BOTO")) or k.lower().endswith("_proxy")
         or k == "REQUESTS_CA_BUNDLE")}
@@ -133,13 +141,12 @@ def _environment(config_file: Path | None, root: Path = ROOT) -> dict[str, str]:
     return env
 
 
-def run_child(name: str, endpoint: str, config_file: Path | None = None,
-              root: Path = ROOT) -> float:
+def run_child(name: str, endpoint: str, configs: dict[str, Path], root: Path = ROOT) -> float:
     """Seconds the child spent on ``name``'s program (from its first import), importing
-    dynaorm from ``root``."""
+    dynaorm from ``root`` (with ``configs[name]`` as its shared config file, if any)."""
     program = PROGRAMS[name] or PROGRAMS["dynaorm"]
     code = f"ENDPOINT = {endpoint!r}\n" + _CLOCK + program + _DONE
-    env = _environment(config_file if not PROGRAMS[name] else None, root)
+    env = _environment(configs.get(name), root)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, cwd=root)  # (``-c`` puts the cwd first)
     return float(out.stdout.strip().splitlines()[-1])
@@ -170,8 +177,9 @@ def main() -> int:
     from tests.support.ddb_local import DynamoDBLocal
 
     samples: dict[str, list[float]] = {label: [] for label, _, _ in runs}
-    empty = Path(tempfile.mkdtemp()) / "config"
-    empty.write_text("")
+    configs = {name: Path(tempfile.mkdtemp()) / "config" for name in CONFIGS}
+    for name, path in configs.items():
+        path.write_text(CONFIGS[name])
     with DynamoDBLocal() as ddb:
         client = ddb.client()
         client.create_table(
@@ -184,10 +192,10 @@ def main() -> int:
             "pk": {"S": "USER#u1"}, "sk": {"S": "PROFILE"}, "_type": {"S": "User"},
             "user_id": {"S": "u1"}, "name": {"S": "Alice"}, "logins": {"N": "3"}})
         for _, name, root in runs:  # warm the file system cache once
-            run_child(name, ddb.endpoint_url, empty, root)
+            run_child(name, ddb.endpoint_url, configs, root)
         for _ in range(args.runs):
             for label, name, root in runs:
-                samples[label].append(run_child(name, ddb.endpoint_url, empty, root))
+                samples[label].append(run_child(name, ddb.endpoint_url, configs, root))
     median = {k: statistics.median(v) for k, v in samples.items()}
     print(f"cold start, fresh process (ms, median of {args.runs}; min-max in brackets)")
     print("| contender | ms | vs PynamoDB |")

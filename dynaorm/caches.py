@@ -13,7 +13,12 @@ what the next use costs. Caches kept:
   items straight from their wire form (:mod:`dynaorm.model.fastload`), or ``None``.
 - ``entity.answer_readers``: per set of entity types read together, what reading an
   answer's bytes into their objects needs (:func:`dynaorm.model.entity.answer_reader`),
-  or ``None``.
+  or ``None``;
+- ``keycond.shapes``: per entity, index, the names of a query's fields (and whether it
+  reads latest copies), what planning its key condition decides from the names alone
+  (:func:`dynaorm.read.keycond.plan_keys`; the values are rendered for each query);
+- ``read.selections``: per kind of read (entity types, source), the
+  :class:`~dynaorm.read.selection.Selection` every such read shares.
 
 A leaf module: it imports nothing of dynaorm.
 """

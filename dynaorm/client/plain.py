@@ -15,7 +15,10 @@ the botocore session decides as before. It accepts only when all of these hold:
   loopback endpoint without one, :data:`~dynaorm.client.settings.LOOPBACK_REGION`);
 - the endpoint the argument (a plain ``http(s)://host[:port][/]``), else AWS's regional one
   for a region of the ``aws`` partition;
-- no shared config file, no shared credentials file and no ``~/.aws/models``;
+- no shared config or credentials file, or files whose ``default`` profile (the one
+  read: ``AWS_PROFILE`` is not in :data:`ALLOWED`) holds only :data:`PROFILE_KEYS` (a
+  region, read after the environment's, the CLI's output format, credentials); no
+  ``~/.aws/models``;
 - every ``AWS_*`` / ``BOTO*`` variable set is in :data:`ALLOWED` (or starts with
   ``AWS_LAMBDA_``): none that changes the endpoint, credentials, TLS or config; no
   ``*_proxy`` variable, no ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the environment
@@ -38,7 +41,7 @@ from dynaorm.client.settings import CONFIG_DEFAULTS, LOOPBACK_REGION, is_loopbac
 from dynaorm.wire import sanitized
 from dynaorm.wire.sigv4 import plain_host
 
-__all__ = ["ALLOWED", "PlainCredentials", "PlainSettings", "plain_settings"]
+__all__ = ["ALLOWED", "PROFILE_KEYS", "PlainCredentials", "PlainSettings", "plain_settings"]
 
 #: the ``AWS_*`` variables the plain environment may set: credentials, region, the paths of
 #: files that must not exist, and what AWS Lambda, X-Ray and the CLI set (none of which
@@ -108,10 +111,37 @@ def _exists(path: str) -> bool:
     return os.path.exists(os.path.expanduser(os.path.expandvars(path)))
 
 
-def _files_exist(environ: dict[str, str] | os._Environ[str]) -> bool:
-    return (_exists(environ.get("AWS_CONFIG_FILE", "~/.aws/config"))
-            or _exists(environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"))
-            or _exists("~/.aws/models"))
+#: what the shared files' ``default`` profile may hold in the plain environment: the region
+#: (read as botocore reads it), the CLI's output format (no client reads it) and
+#: credentials (the environment's come first in botocore's chain)
+PROFILE_KEYS: Final = frozenset({"region", "output", "aws_access_key_id",
+                                 "aws_secret_access_key", "aws_session_token",
+                                 "aws_security_token"})
+
+
+def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | None:
+    """The ``default`` profile of the shared config and credentials files as botocore's
+    session merges them (read by botocore's own ``configloader``; ``{}`` without files),
+    or ``None`` when something there could have a say: a key outside
+    :data:`PROFILE_KEYS`, a file that does not read, or ``~/.aws/models``."""
+    config = environ.get("AWS_CONFIG_FILE", "~/.aws/config")
+    shared = environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
+    if _exists("~/.aws/models"):
+        return None
+    if not (_exists(config) or _exists(shared)):
+        return {}
+    from botocore.configloader import load_config, raw_config_parse
+
+    try:  # (botocore's Session.full_config: the credentials file's keys merged in last)
+        profile = dict(load_config(config)["profiles"].get("default", {})) if _exists(
+            config) else {}
+        if _exists(shared):
+            profile.update(raw_config_parse(shared).get("default", {}))
+    except Exception:  # (what the session would raise, it raises there)
+        return None
+    if not set(profile) <= PROFILE_KEYS or not isinstance(profile.get("region", ""), str):
+        return None
+    return profile
 
 
 def _plain_endpoint(endpoint_url: str) -> bool:
@@ -211,9 +241,13 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     if config is not None or in_process_mock_depth() or moto_active():
         return None
     credentials = _credentials(env)
-    if credentials is None or _declined_variable(env) or _files_exist(env):
+    if credentials is None or _declined_variable(env):
         return None
-    name = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+    profile = _profile(env)
+    if profile is None:
+        return None
+    name = region or env.get("AWS_REGION") or (
+        env["AWS_DEFAULT_REGION"] if "AWS_DEFAULT_REGION" in env else profile.get("region"))
     if endpoint_url:
         if not _plain_endpoint(endpoint_url):
             return None

@@ -377,10 +377,37 @@ def _field_value(cls: type[Any] | None, name: str, av: Any, filled: Any = None) 
         return raw
 
 
+#: (entity classes, index, sort attribute, latest-only types) -> the Selection of their
+#: reads: what a read of the same types from the same source selects and decodes the same
+#: way (a frozen record, shared by every such read; its cached properties filled once)
+_SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
+
+
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
               latest_only: frozenset[str] = frozenset()) -> Selection[T]:
-    """The :class:`Selection` of a read of ``entities`` from the table or ``index``."""
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``: one
+    per kind of read, kept (``read.selections``), except where it holds a key value
+    (``exclude``, ``history_base``) or snapshots the table's entities (a table without a
+    type attribute, whose later classes change what its reads skip): those are built for
+    each read."""
+    if exclude is not None or history_base is not None:
+        return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
+    key = (tuple(entities), index, sk_attr, latest_only)
+    try:
+        return _SELECTIONS[key]
+    except KeyError:
+        pass
+    found = _selection(entities, index, sk_attr, None, None, latest_only)
+    if not found.shapeless:
+        _SELECTIONS[key] = found
+    return found
+
+
+def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | None,
+               exclude: str | None, history_base: str | None,
+               latest_only: frozenset[str]) -> Selection[T]:
+    """A new :class:`Selection` (see :func:`selection`)."""
     from dynaorm.model.entity import spec_of
 
     specs = [(e, spec_of(e)) for e in entities]

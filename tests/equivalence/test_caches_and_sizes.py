@@ -90,6 +90,47 @@ def test_clear_caches_empties_every_cache_and_changes_no_result(db: TestBackend)
     assert cold == warm == again
 
 
+def test_a_reads_selection_is_kept_per_kind_of_read_and_sees_later_classes_where_it_must(
+        ) -> None:
+    """A read's Selection is one per kind of read (types, source), equal to a new one;
+    one holding a key value is made per read; on a table without a type attribute it is
+    made per read, so a class defined after a first read owns its items in later reads."""
+    from dynaorm import Entity, Table
+    from dynaorm.read.selection import _selection, selection
+
+    kept = selection((User,), None, sk_attr="sk")
+    assert selection((User,), None, sk_attr="sk") is kept
+    assert kept == _selection((User,), None, "sk", None, None, frozenset())
+    assert selection((User,), None, sk_attr="sk", exclude="PROFILE") is not selection(
+        (User,), None, sk_attr="sk", exclude="PROFILE")
+
+    loose = Table("dynaorm-selections-shapeless", type_attribute=None)
+
+    class SelLooseA(Entity):
+        a: str
+        b: str
+
+        class Meta:
+            table = loose
+            pk = "SELA#{a}"
+            sk = "{b}"
+
+    item = {"pk": {"S": "SELB#1"}, "sk": {"S": "x"}}
+    assert selection((SelLooseA,), None, sk_attr="sk").foreign(item)  # no class owns it
+
+    class SelLooseB(Entity):
+        o: str
+        x: str
+
+        class Meta:
+            table = loose
+            pk = "SELB#{o}"
+            sk = "{x}"
+
+    assert not selection((SelLooseA,), None, sk_attr="sk").foreign(item)  # SelLooseB's now
+    assert selection((SelLooseB,), None, sk_attr="sk").type_of(item) == "SelLooseB"
+
+
 def test_a_cache_name_is_declared_once() -> None:
     name = next(iter(caches()))
     with pytest.raises(ValueError, match=name):

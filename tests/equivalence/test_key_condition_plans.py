@@ -1,13 +1,154 @@
-"""plan_keys refuses field names that are not the query's key template fields."""
+"""How a query plans its key condition: refused field names stay refused, and a query
+without a sort-key condition, planned by its shape (:func:`plan_keys` keeps what the
+field *names* decide, per entity, index and names, and renders the values each time),
+plans exactly what the plain planning plans -- the same :class:`KeyPlan`, or the same
+error -- for generated queries of every kind of template, cold and warm, whatever values
+the shape was first planned with."""
 
 from __future__ import annotations
 
-import pytest
+from typing import Any
 
-from dynaorm.errors import KeyTemplateError
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynaorm import GSI, Entity, Table, Versioned
+from dynaorm.caches import caches, clear_caches
+from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import spec_of
-from dynaorm.read.keycond import plan_keys
-from tests.support.models import User
+from dynaorm.read.keycond import KeyPlan, _plan_keys, plan_keys, skip_literals
+from tests.support.models import SEvent, User
+
+#: a table with a type attribute, an index and a number sort key on another table
+plans = Table("dynaorm-plans", indexes=[GSI("pgsi", pk="gpk", sk="gsk")])
+numbered = Table("dynaorm-plans-n", key_types={"sk": "N"})
+#: a table without a type attribute: a literal sort key outranks a template there
+shapeless = Table("dynaorm-plans-shapeless", type_attribute=None)
+#: a table without a sort key
+flat = Table("dynaorm-plans-flat", sk=None)
+
+
+class PlanRoomMsg(Entity):
+    room: str
+    day: str
+    seq: int
+    author: str
+
+    class Meta:
+        table = plans
+        pk = "PROOM#{room}"
+        sk = "MSG#{day}#{seq:05d}"
+        indexes = {"pgsi": ("PAUTHOR#{author}", "{day}#{room}")}
+
+
+class PlanDoc(Versioned):
+    doc: str
+    part: str
+
+    class Meta:
+        table = plans
+        pk = "PDOC#{doc}"
+        sk = "PART#{part}"
+
+
+class PlanReading(Entity):
+    group: str
+    n: int
+
+    class Meta:
+        table = numbered
+        pk = "PNUM#{group}"
+        sk = "{n}"
+
+
+class PlanShapeProfile(Entity):
+    a: str
+
+    class Meta:
+        table = shapeless
+        pk = "PSHAPE#{a}"
+        sk = "PROFILE"
+
+
+class PlanShapeAny(Entity):
+    a: str
+    b: str
+
+    class Meta:
+        table = shapeless
+        pk = "PSHAPE#{a}"
+        sk = "{b}"
+
+
+class PlanFlat(Entity):
+    key: str
+
+    class Meta:
+        table = flat
+        pk = "PFLAT#{key}"
+
+
+ENTITIES: list[tuple[type[Entity], list[str | None]]] = [
+    (PlanRoomMsg, [None, "pgsi"]), (PlanDoc, [None]), (PlanReading, [None]),
+    (PlanShapeProfile, [None]), (PlanShapeAny, [None]), (PlanFlat, [None]),
+    (SEvent, [None]), (User, [None, "gsi1"]),
+]
+
+
+def _names(entity: type[Entity]) -> list[str]:
+    """The key template fields of ``entity`` (all its keys), ``shard`` and a stranger."""
+    spec = spec_of(entity)
+    templates = [spec.pk, spec.sk, *(t for i in spec.indexes for t in (i.pk, i.sk))]
+    return sorted({f for t in templates if t is not None for f in t.fields} | {"shard",
+                                                                                "other"})
+
+VALUES = st.one_of(st.sampled_from(["r1", "2024-01", "PROFILE", "x#y", "", "v0_a"]),
+                   st.text(max_size=4), st.integers(-3, 100_000), st.none())
+
+
+def _reference(entity: type[Entity], index: str | None, fields: dict[str, Any],
+               latest: bool) -> KeyPlan:
+    """The plain planning of ``plan_keys`` (no shape kept)."""
+    spec = spec_of(entity)
+    plan = _plan_keys(spec, index, fields, None, latest=latest)
+    if index is None and spec.table.type_attribute is None and spec.outranked_by():
+        return skip_literals(spec, plan)
+    return plan
+
+
+def _outcome(plan: Any) -> Any:
+    """A plan, or the error it raised (class and message)."""
+    try:
+        return plan()
+    except (DynaormError, TypeError, ValueError) as exc:
+        return type(exc), str(exc)
+
+
+@settings(max_examples=600, deadline=None)
+@given(data=st.data())
+def test_a_query_planned_by_its_shape_plans_what_the_plain_planning_plans(
+        data: st.DataObject) -> None:
+    entity, indexes = data.draw(st.sampled_from(ENTITIES))
+    index = data.draw(st.sampled_from(indexes))
+    fields = data.draw(st.dictionaries(st.sampled_from(_names(entity)), VALUES, max_size=4))
+    latest = data.draw(st.booleans()) and spec_of(entity).versioned
+    spec = spec_of(entity)
+    expected = _outcome(lambda: _reference(entity, index, fields, latest))
+    for _ in range(2):  # cold (the shape made now, or by an earlier example), then warm
+        assert _outcome(lambda: plan_keys(spec, index, fields, None, latest=latest)) == (
+            expected)
+
+
+def test_shapes_are_kept_per_names_not_values() -> None:
+    spec = spec_of(PlanRoomMsg)
+    clear_caches()
+    kept = caches()["keycond.shapes"]
+    for room in ("r1", "r2", "r3"):
+        plan = plan_keys(spec, None, {"room": room, "day": "2024-01"}, None)
+        assert plan.pk_values == (f"PROOM#{room}",)
+        assert (plan.sk_op, plan.sk_values) == ("begins_with", ("MSG#2024-01#",))
+    assert list(kept) == [(PlanRoomMsg, None, ("room", "day"), False)]
 
 
 def test_refused_field_names_stay_refused() -> None:

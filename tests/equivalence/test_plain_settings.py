@@ -9,6 +9,7 @@ signature is the one botocore's own ``SigV4Auth`` computes."""
 
 from __future__ import annotations
 
+import configparser
 import datetime
 import os
 import tempfile
@@ -24,7 +25,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from dynaorm.client.endpoint import light_client
-from dynaorm.client.plain import ALLOWED, PlainCredentials, plain_settings, user_agent
+from dynaorm.client.plain import (
+    ALLOWED,
+    PROFILE_KEYS,
+    PlainCredentials,
+    plain_settings,
+    user_agent,
+)
 from dynaorm.client.settings import (
     configured_endpoint,
     create_client,
@@ -69,8 +76,15 @@ _VARIABLES: dict[str, list[str]] = {
     "BOTO_DISABLE_CRT": ["true"],
 }
 _CONFIG = ["[default]\nregion = sa-east-1\n", "[default]\nendpoint_url = http://127.0.0.1:9\n",
-           "[other]\nregion = eu-north-1\n"]
-_CREDENTIALS = ["[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n"]
+           "[other]\nregion = eu-north-1\n", "", "[default]\nregion = ap-south-1\noutput = json\n",
+           "[profile default]\nRegion = eu-south-1\n", "[default]\nmax_attempts = 3\n",
+           "[default]\nregion =\n  nested = x\n", "[default]\nregion = us west\n",
+           "[default]\nregion = us-west-1\n[profile other]\nendpoint_url = http://x:1\n",
+           "[default]\nregion = eu-west-2\nservices = mine\n[services mine]\ndynamodb =\n"
+           "  endpoint_url = http://127.0.0.1:9\n", "not an ini file [", "[default]\nregion\n"]
+_CREDENTIALS = ["[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n",
+                "[default]\nregion = me-south-1\n", "",
+                "[default]\naws_session_token = FILETOKEN\n", "[default]\nca_bundle = /x.pem\n"]
 _ENDPOINTS = [None, "http://localhost:8000", "http://127.0.0.1:8000/", "https://dynamodb.example.test",
               "https://dynamodb.example.test:4443", "http://example.test:80",
               "https://Example.test", "http://[::1]:8000", "https://db.example.test/path",
@@ -178,6 +192,21 @@ def test_the_fast_path_resolves_what_botocore_resolves_in_plain_environments(
     _run(taken, True, None, None, named, endpoint_url, region)
 
 
+@settings(max_examples=200, deadline=None)
+@given(config=st.sampled_from([None, *_CONFIG]), shared=st.sampled_from([None, *_CREDENTIALS]),
+       regions=st.dictionaries(st.sampled_from(["AWS_REGION", "AWS_DEFAULT_REGION"]),
+                               st.integers(0, 5), max_size=2),
+       named=st.booleans(), endpoint_url=st.sampled_from(_ENDPOINTS[:6]),
+       region=st.sampled_from(_REGIONS))
+def test_the_fast_path_resolves_what_botocore_resolves_with_shared_files(
+        config: str | None, shared: str | None, regions: dict[str, int], named: bool,
+        endpoint_url: str | None, region: str | None) -> None:
+    """The same, with credentials in the environment and shared files of every kind (the
+    profile's region read where the environment names none)."""
+    credentials = {"AWS_ACCESS_KEY_ID": 0, "AWS_SECRET_ACCESS_KEY": 0}
+    _run(credentials | regions, False, config, shared, named, endpoint_url, region)
+
+
 def _run(variables: dict[str, int], plain: bool, config: str | None, shared: str | None,
          named: bool, endpoint_url: str | None, region: str | None) -> None:
     environ = _clear()
@@ -205,11 +234,22 @@ def _run(variables: dict[str, int], plain: bool, config: str | None, shared: str
         for name, value in environ.items():
             patch.setenv(name, value)
         accepted = _compare(endpoint_url, region)
-    event("accepted" if accepted else "declined")
-    if accepted:  # what the fast path may accept at all
-        assert config is None and shared is None
+    event(("accepted" if accepted else "declined")
+          + (" with a shared file" if (config, shared) != (None, None) else ""))
+    if accepted:  # what the fast path may accept at all: files of a plain default profile
+        for text in (config, shared):
+            assert text is None or _default_keys(text) <= PROFILE_KEYS, text
         assert all(name in ALLOWED or name.startswith(("AWS_LAMBDA_", "_X_AMZN"))
                    or name == "HTTPS_PROXY" for name in variables)
+
+
+def _default_keys(text: str) -> set[str]:
+    """The keys of the ``default`` profile of a shared file's ``text``."""
+    parser = configparser.RawConfigParser()
+    parser.read_string(text)
+    return {key for section in ("default", "profile default") if parser.has_section(section)
+            for key in parser.options(section)}
+
 
 
 @pytest.mark.parametrize("endpoint_url, region, extra", [
@@ -254,16 +294,45 @@ def test_anything_else_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     assert plain_settings(None, None, environ=environ | change) is None
 
 
-@pytest.mark.parametrize("path", [".aws/config", ".aws/credentials", ".aws/models"])
-def test_a_file_under_aws_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
-                                   path: str) -> None:
+@pytest.mark.parametrize("path, plain, declined", [
+    (".aws/config", "[default]\nregion = eu-west-2\noutput = json\n",
+     "[default]\nregion = eu-west-2\nretry_mode = adaptive\n"),
+    (".aws/credentials", "[default]\naws_access_key_id = A\naws_secret_access_key = S\n",
+     "[default]\naws_access_key_id = A\ncredential_process = /bin/creds\n"),
+    (".aws/config", "", "[default\nregion = eu-west-2\n"),
+    (".aws/models", None, ""),
+])
+def test_a_file_under_aws_declines_unless_its_default_profile_is_plain(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, path: str, plain: str | None,
+        declined: str) -> None:
+    """A shared file is read: its ``default`` profile may hold a region, the output format
+    and credentials; any other key, a file that does not parse, or ``~/.aws/models``
+    (even empty) leaves the environment to the session."""
     monkeypatch.setenv("HOME", str(tmp_path))
     environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
                "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
     (tmp_path / ".aws").mkdir()
     assert plain_settings(None, None, environ=environ) is not None
-    (tmp_path / path).write_text("")  # (even empty: the session's to read)
+    if plain is not None:
+        (tmp_path / path).write_text(plain)
+        assert plain_settings(None, None, environ=environ) is not None
+    (tmp_path / path).write_text(declined)
     assert plain_settings(None, None, environ=environ) is None
+
+
+def test_the_profiles_region_comes_after_the_environments(monkeypatch: pytest.MonkeyPatch,
+                                                          tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "config").write_text("[default]\nregion = ap-south-1\n")
+    environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
+               "AWS_SECRET_ACCESS_KEY": "SECRET"}
+    for extra, region in (({}, "ap-south-1"), ({"AWS_DEFAULT_REGION": "eu-west-3"}, "eu-west-3"),
+                          ({"AWS_REGION": "us-west-2"}, "us-west-2")):
+        found = plain_settings(None, None, environ=environ | extra)
+        assert found is not None and found.client.meta.region_name == region
+    # (an empty AWS_DEFAULT_REGION is botocore's region: the profile's is not read)
+    assert plain_settings(None, None, environ=environ | {"AWS_DEFAULT_REGION": ""}) is None
 
 
 def test_a_config_or_a_mock_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -93,16 +93,23 @@ def _plain_environ(home: str, **extra: str) -> dict[str, str]:
 
 def test_a_first_request_in_the_plain_environment_imports_no_botocore_session(
         tmp_path: Path) -> None:
-    """Credentials and region in the environment, no shared files (as on AWS Lambda): the
-    first request is resolved, signed and sent without botocore's session (an ``https://``
-    endpoint's TLS context included); in any other environment the session decides."""
+    """Credentials and region in the environment, no shared files (as on AWS Lambda) or
+    files whose default profile holds only a region, the output format and credentials:
+    the first request is resolved, signed and sent without botocore's session (an
+    ``https://`` endpoint's TLS context included); in any other environment the session
+    decides."""
     for scheme in ("http", "https"):
         loaded = _first_get_modules(scheme, str(tmp_path))
         assert "dynaorm.wire.http" in loaded
         assert not loaded & _SESSION_MODULES, sorted(loaded & _SESSION_MODULES)
         assert not {m for m in loaded if m.split(".")[0] == "urllib3"}
     (tmp_path / ".aws").mkdir()
-    (tmp_path / ".aws" / "config").write_text("[default]\nregion = eu-west-1\n")
+    config = tmp_path / ".aws" / "config"
+    config.write_text("[default]\nregion = eu-west-1\noutput = json\n")
+    with_plain_config = _first_get_modules("http", str(tmp_path))
+    assert "botocore.configloader" in with_plain_config
+    assert not with_plain_config & _SESSION_MODULES, sorted(with_plain_config & _SESSION_MODULES)
+    config.write_text("[default]\nregion = eu-west-1\nretry_mode = standard\n")
     with_config = _first_get_modules("http", str(tmp_path))
     assert {"botocore.session", "botocore.credentials"} <= with_config
 
@@ -111,9 +118,9 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
     """A sync process's first request (here one refused by a port bound but not listening:
     the request is rendered and signed on dynaorm's own wire, its connection refused)
     imports the wire but never asyncio, whether botocore's session resolved its settings
-    (a shared config file present) or not."""
+    (a shared config file with a setting the plain path does not read) or not."""
     plain = _first_get_modules("http", str(tmp_path))
-    (tmp_path / "config").write_text("[default]\n")
+    (tmp_path / "config").write_text("[default]\nretry_mode = standard\n")
     with_session = _first_get_modules("http", str(tmp_path),
                                       AWS_CONFIG_FILE=str(tmp_path / "config"))
     assert "botocore.session" in with_session and "botocore.session" not in plain
