@@ -33,7 +33,11 @@ class AsyncTerminals(ReadSpec[T]):
 
     async def all(self) -> list[T]:
         """Every result, as a list."""
-        return [obj async for obj in self]
+        stream, decode = self._decoded()
+        found: list[T] = []
+        await self._driver.collect(stream, self._page_operation(),
+                                   lambda batch: found.extend(decode(batch)))
+        return found
 
     async def grouped(self) -> Grouped:
         """Every result, grouped by entity class: ``g[Order]`` is a ``list[Order]``."""

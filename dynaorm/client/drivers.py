@@ -6,7 +6,8 @@
 - ``Gather``: threads, each in a copy of the caller's context / tasks, at most the
   client's pool size at once;
 - ``Await`` (what a hook returned): refused in a sync session (``TypeError``) / awaited;
-- ``Emit``: yielded by ``iterate`` / by the async ``iterate``.
+- ``Emit``: yielded by ``iterate`` / by the async ``iterate``, or handed to
+  ``collect``'s callback (``all()``: no async generator on a request's way).
 
 A ``BaseException`` while a step is performed (a cancelled task, ``KeyboardInterrupt``) is
 thrown into the protocol before it goes on, so the phases it was in end with it.
@@ -146,48 +147,73 @@ class AsyncDriver:
         ``within``: the operation it is a gathered part of)."""
         if operation is not None:
             operation.session = "async"
+        steps = expand(proto, self._client.policy, operation, within=within)
         box: list[R] = []
-        drive = self._drive(expand(proto, self._client.policy, operation, within=within),
-                            box)
-        async for _ in drive:
-            await drive.aclose()
-            raise TypeError("run() drives protocols that emit no items; iterate a read")
+        try:
+            if await self._until_emit(steps, box) is not None:
+                raise TypeError("run() drives protocols that emit no items; iterate a read")
+        finally:
+            steps.close()
         return box[0]
 
     def iterate(self, stream: Stream, operation: Operation | None = None
                 ) -> AsyncGenerator[Sequence[Item], None]:
         """The batches of items ``stream`` emits, in order, fetched lazily (each page one
         ``operation`` for the hooks); closing the iterator closes the stream."""
-        if operation is not None:
-            operation.session = "async"
-        return self._drive(expand(stream, self._client.policy, operation, paged=True), [])
+        return self._batches(self._pages(stream, operation))
 
-    async def _drive(self, steps: Generator[Any, Any, R], box: list[R]
-                     ) -> AsyncGenerator[Sequence[Item], None]:
-        """The one loop (the mirror of :meth:`SyncDriver._drive`; an async generator
-        returns nothing, so the result goes in ``box``)."""
-        value: Any = None
-        error: Exception | None = None
+    async def collect(self, stream: Stream, operation: Operation | None,
+                      take: Callable[[Sequence[Item]], object]) -> None:
+        """Hand every batch of items ``stream`` emits to ``take``, in order, as it comes
+        (what :meth:`iterate` yields, without an async generator between the pages and the
+        caller: ``all()``). An exception ``take`` raises closes the stream."""
+        steps = self._pages(stream, operation)
+        box: list[None] = []
         try:
-            while True:
-                try:
-                    step = steps.send(value) if error is None else steps.throw(error)
-                except StopIteration as stop:
-                    box.append(stop.value)
-                    return
-                value = error = None
-                if type(step) is Emit:
-                    yield step.items
-                    continue
-                try:
-                    value = await self._perform(step)
-                except Exception as exc:
-                    error = exc
-                except BaseException as exc:  # cancelled: the protocol ends with it (its
-                    steps.throw(exc)  # hooks see the cancellation), then it goes on
-                    raise
+            while (items := await self._until_emit(steps, box)) is not None:
+                take(items)
         finally:
             steps.close()
+
+    def _pages(self, stream: Stream, operation: Operation | None
+               ) -> Generator[Any, Any, None]:
+        if operation is not None:
+            operation.session = "async"
+        return expand(stream, self._client.policy, operation, paged=True)
+
+    async def _batches(self, steps: Generator[Any, Any, None]
+                       ) -> AsyncGenerator[Sequence[Item], None]:
+        box: list[None] = []
+        try:
+            while (items := await self._until_emit(steps, box)) is not None:
+                yield items
+        finally:
+            steps.close()
+
+    async def _until_emit(self, steps: Generator[Any, Any, R], box: list[R]
+                          ) -> Sequence[Item] | None:
+        """The one loop (the mirror of :meth:`SyncDriver._drive`): perform each step of
+        the pumped protocol until it emits items (returned) or ends (``None``; its result
+        put in ``box``). A plain coroutine, so that a request's await passes through no
+        async generator; the caller closes ``steps``."""
+        value: Any = None
+        error: Exception | None = None
+        while True:
+            try:
+                step = steps.send(value) if error is None else steps.throw(error)
+            except StopIteration as stop:
+                box.append(stop.value)
+                return None
+            value = error = None
+            if type(step) is Emit:
+                return step.items
+            try:
+                value = await self._perform(step)
+            except Exception as exc:
+                error = exc
+            except BaseException as exc:  # cancelled: the protocol ends with it (its
+                steps.throw(exc)  # hooks see the cancellation), then it goes on
+                raise
 
     async def _perform(self, step: Any) -> Any:
         kind = type(step)

@@ -441,7 +441,8 @@ class _AsyncConnection(_Protocol):
     """One keep-alive connection on an event loop, as its ``asyncio`` protocol: the bytes
     the transport hands to :meth:`data_received` go straight to the :class:`AnswerReader` of
     the request on it, and the request ends by one future (:attr:`waiter`) and one deadline
-    (a ``call_at`` timer), with no stream buffering, copying or waiting in between.
+    (:attr:`deadline`, watched by a ``call_at`` timer the connection's requests share), with
+    no stream buffering, copying or waiting in between.
 
     Flow control says when the send is done: ``pause_writing`` is called as soon as the
     transport holds a byte of the request the kernel did not take, ``resume_writing`` when
@@ -453,8 +454,8 @@ class _AsyncConnection(_Protocol):
     any byte or end of the stream makes the connection :attr:`dead`: it never carries
     another request."""
 
-    __slots__ = ("answer", "closed", "dead", "destination", "failure", "fd", "held", "loop",
-                 "poller", "timer", "transport", "unsent", "waiter")
+    __slots__ = ("answer", "closed", "dead", "deadline", "destination", "failure", "fd", "held",
+                 "loop", "poller", "timer", "transport", "unsent", "waiter")
 
     transport: asyncio.Transport
 
@@ -466,8 +467,10 @@ class _AsyncConnection(_Protocol):
         #: set when that request ends (answered, failed): its outcome is :attr:`failure`
         self.waiter: asyncio.Future[None] | None = None
         self.failure: WireFailure | None = None
-        #: the request's deadline: for the send, then from the end of the send for the
-        #: whole answer (``None``: no read timeout)
+        #: the request's deadline (the loop's clock): for the send, then from the end of
+        #: the send for the whole answer (``None``: no request, or no read timeout)
+        self.deadline: float | None = None
+        #: the timer that watches :attr:`deadline`, due at or before it (see :meth:`_arm`)
         self.timer: asyncio.TimerHandle | None = None
         #: the transport holds bytes of the request the kernel has not taken
         self.held = False
@@ -513,6 +516,7 @@ class _AsyncConnection(_Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.dead = True
+        self._stop_timer()
         if not self.closed.done():
             self.closed.set_result(None)
         if self.answer is not None:
@@ -526,7 +530,7 @@ class _AsyncConnection(_Protocol):
         if self.unsent is not None:
             self._write_more()
         waiter = self.waiter
-        if (self.timer is not None and waiter is not None and not waiter.done()
+        if (self.deadline is not None and waiter is not None and not waiter.done()
                 and not self._sending()):
             self._arm()  # sent whole: the whole answer's deadline runs from here
 
@@ -590,6 +594,7 @@ class _AsyncConnection(_Protocol):
         """Drop the connection at once (a request failed or was cancelled on it)."""
         self.dead = True
         self._disarm()
+        self._stop_timer()
         self.transport.abort()
 
     # -- how a request ends ----------------------------------------------------------------
@@ -621,20 +626,34 @@ class _AsyncConnection(_Protocol):
             self._settle(failure)
 
     def _arm(self) -> None:
+        """Start the request's deadline (now + the read timeout). One timer serves the
+        connection's requests: made when none is pending, it is moved on to the deadline
+        only when it fires before it (requests end long before their timeout: no timer
+        made, cancelled and left in the loop's heap per request)."""
         timeout = self.destination.read_timeout
         if timeout is not None:
-            if self.timer is not None:
-                self.timer.cancel()
-            self.timer = self.loop.call_at(self.loop.time() + timeout, self._expired)
+            deadline = self.deadline = self.loop.time() + timeout
+            if self.timer is None:
+                self.timer = self.loop.call_at(deadline, self._expired)
 
     def _disarm(self) -> None:
-        timer = self.timer
+        """The request ended: no deadline (a pending timer lapses when it fires)."""
+        self.deadline = None
+
+    def _stop_timer(self) -> None:
+        timer, self.timer = self.timer, None
         if timer is not None:
             timer.cancel()
-            self.timer = None
 
     def _expired(self) -> None:
-        self.timer = None
+        timer, self.timer = self.timer, None
+        deadline = self.deadline
+        if deadline is None:  # no request (the one it was made for ended): lapses
+            return
+        if timer is not None and deadline > timer.when():  # a later request's deadline
+            self.timer = self.loop.call_at(deadline, self._expired)
+            return
+        self.deadline = None
         timeout = self.destination.read_timeout
         if self._sending():
             self._settle(SendFailed(f"sending to {self.destination}: the request was not "

@@ -247,6 +247,33 @@ def test_no_answer_in_time_is_answer_timeout(serve: Callable[..., Server], kind:
         p.post("/", b"{}", {})
 
 
+def test_each_request_on_a_kept_connection_gets_its_whole_read_timeout(
+        serve: Callable[..., Server], kind: str) -> None:
+    """The asyncio pool watches its requests' deadlines with one timer per connection,
+    moved on only when it fires: the timer a quick request left behind (due 1 s after it)
+    must neither leave the next request, never answered, without a deadline, nor cut short
+    one answered 0.7 s into its own timeout (each starts 0.6 s after a quick one)."""
+    def later(conn: socket.socket, body: bytes, n: int) -> bool:
+        if n == 2:
+            time.sleep(3)  # never answered
+            return False
+        if n == 4:
+            time.sleep(0.7)
+        conn.sendall(answer(body))
+        return True
+
+    server = serve(later)
+    p = pool(server, kind, read_timeout=1.0)
+    assert p.post("/", b'{"n":1}', {})[2] == b'{"n":1}'
+    time.sleep(0.6)
+    with pytest.raises(AnswerTimeout):
+        p.post("/", b'{"n":2}', {})
+    assert p.post("/", b'{"n":3}', {})[2] == b'{"n":3}'
+    time.sleep(0.6)
+    assert p.post("/", b'{"n":4}', {})[2] == b'{"n":4}'
+    assert server.connections == 2
+
+
 def test_a_close_in_the_middle_is_connection_lost(serve: Callable[..., Server], kind: str) -> None:
     def cut(conn: socket.socket, body: bytes, n: int) -> bool:
         conn.sendall(answer(b'{"long": "answer"}')[:-5])
