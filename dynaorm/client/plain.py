@@ -144,6 +144,18 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | Non
     return profile
 
 
+def _region(region: str | None, environ: dict[str, str] | os._Environ[str],
+            profile: dict[str, Any]) -> str | None:
+    """The region: the argument, else ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``
+    when set, even empty, else the profile's)."""
+    if region or environ.get("AWS_REGION"):
+        return region or environ["AWS_REGION"]
+    if "AWS_DEFAULT_REGION" in environ:
+        return environ["AWS_DEFAULT_REGION"]
+    found: str | None = profile.get("region")
+    return found
+
+
 def _plain_endpoint(endpoint_url: str) -> bool:
     """An endpoint argument taken as it is (scheme, lower-case host name, port, at most a
     ``/``: :func:`~dynaorm.wire.sigv4.plain_host`) whose host botocore accepts."""
@@ -246,8 +258,7 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     profile = _profile(env)
     if profile is None:
         return None
-    name = region or env.get("AWS_REGION") or (
-        env["AWS_DEFAULT_REGION"] if "AWS_DEFAULT_REGION" in env else profile.get("region"))
+    name = _region(region, env, profile)
     if endpoint_url:
         if not _plain_endpoint(endpoint_url):
             return None
