@@ -44,10 +44,10 @@ from dynaorm.wire.sigv4 import plain_host
 __all__ = ["ALLOWED", "PROFILE_KEYS", "PlainCredentials", "PlainSettings", "plain_settings"]
 
 #: the ``AWS_*`` variables the plain environment may set: credentials, region, the paths of
-#: files that must not exist, and what AWS Lambda, X-Ray and the CLI set (none of which
-#: botocore reads for the endpoint, credentials, TLS or config; ``AWS_EXECUTION_ENV``
-#: reaches the ``User-Agent``, ``AWS_LAMBDA_FUNCTION_NAME`` the trace header, both read
-#: alike on either path)
+#: the shared files (read by :func:`_profile`), and what AWS Lambda, X-Ray and the CLI set
+#: (none of which botocore reads for the endpoint, credentials, TLS or config;
+#: ``AWS_EXECUTION_ENV`` reaches the ``User-Agent``, ``AWS_LAMBDA_FUNCTION_NAME`` the trace
+#: header, both read alike on either path)
 ALLOWED: Final = frozenset({
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
     "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
