@@ -32,7 +32,9 @@ def status_p(table: TableSchema) -> Proto[str | None]:
 def create_p(table: TableSchema, wait: float) -> Proto[None]:
     """CreateTable (on-demand billing) with every index; if it exists, the global indexes
     it lacks are added (UpdateTable, one at a time, then their backfill waited for within
-    ``wait``). Then the declared stream and TTL, each enabled where it is not yet."""
+    ``wait``). Then the declared stream and TTL, each enabled where it is not yet. Another
+    creator may run at once: what it has done or is doing is progress (see
+    :func:`_apply_p`)."""
     created = True
     try:
         yield from call("CreateTable", table.definition())
