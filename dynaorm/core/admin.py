@@ -117,18 +117,18 @@ def _idle_p(table: TableSchema, deadline: float, adding: str) -> Proto[dict[str,
     """Wait until no index of the table is being built or deleted (by this creator or
     another), then return the indexes' status; past ``deadline`` refuse to add
     ``adding``, saying which index is still being built."""
-    status = yield from index_status_p(table)
-    delay = 0.05
-    while busy := sorted(n for n, s in status.items() if s in _BUSY):
-        if time.monotonic() > deadline:
+    while True:
+        idle = yield from _until_p(functools.partial(_no_index_busy_p, table), deadline)
+        status = yield from index_status_p(table)
+        busy = sorted(n for n, s in status.items() if s in _BUSY)
+        if not busy:
+            return status
+        if not idle:
             raise DynaormError(
                 f"cannot add index {adding!r} to table {table.name!r}: index(es) {busy} "
                 "still being built (DynamoDB builds one at a time): call create() again "
                 "once index_status() shows them ACTIVE")
-        yield Wait(delay)
-        delay = min(delay * 2, 2.0)
-        status = yield from index_status_p(table)
-    return status
+        # else another creator started building one since: wait for it too
 
 
 def _index_added_p(table: TableSchema, name: str) -> Proto[bool]:
