@@ -198,7 +198,9 @@ class Table(TableSchema):
     def create(self, wait: float = 300.0) -> None:
         """Create the table (on-demand billing) with every index; no error if it exists.
         On an existing table it adds the declared global indexes the table lacks and waits
-        up to ``wait`` seconds for their backfill (:meth:`index_status` tells the rest)."""
+        up to ``wait`` seconds for their backfill (:meth:`index_status` tells the rest).
+        Safe to call from several processes at once: what another caller has done or is
+        doing (an index, the stream, TTL) is waited for, not an error."""
         self.db.driver.run(create_p(self, wait), self._admin("create_table"))
 
     def index_status(self) -> dict[str, str]:

@@ -5,8 +5,10 @@ the table's client."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
+from typing import Any
 
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.model.table import TableSchema
@@ -30,7 +32,9 @@ def status_p(table: TableSchema) -> Proto[str | None]:
 def create_p(table: TableSchema, wait: float) -> Proto[None]:
     """CreateTable (on-demand billing) with every index; if it exists, the global indexes
     it lacks are added (UpdateTable, one at a time, then their backfill waited for within
-    ``wait``). Then the declared stream and TTL, each enabled where it is not yet."""
+    ``wait``). Then the declared stream and TTL, each enabled where it is not yet. Another
+    creator may run at once: what it has done or is doing is progress (see
+    :func:`_apply_p`)."""
     created = True
     try:
         yield from call("CreateTable", table.definition())
@@ -44,7 +48,7 @@ def create_p(table: TableSchema, wait: float) -> Proto[None]:
     if table.stream is not None:
         yield from _enable_stream_p(table, wait)
     if table.ttl is not None:
-        yield from _enable_ttl_p(table)
+        yield from _enable_ttl_p(table, wait)
 
 
 def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
@@ -66,7 +70,12 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
 
 def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
     """Add the declared global indexes an existing table lacks (a local index can only be
-    made with its table: refused with the way out), then wait for their backfill."""
+    made with its table: refused with the way out), then wait for their backfill.
+
+    Another creator may be adding the same indexes at once (two cold starts, two deploy
+    jobs): an index it has added or is building is progress, waited for like ours, and as
+    DynamoDB builds one new index of a table at a time, each addition first waits for any
+    index of the table being built or deleted, by whoever."""
     definition = table.definition()
     status = yield from index_status_p(table)
     missing_local = sorted(i["IndexName"] for i in definition.get("LocalSecondaryIndexes", [])
@@ -77,35 +86,80 @@ def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
             "secondary index can only be created with its table (create a new table and "
             "copy the items, or declare a global index instead)")
     deadline = time.monotonic() + wait
-    building: str | None = None
     for gsi in definition.get("GlobalSecondaryIndexes", []):
-        if status[gsi["IndexName"]] != "MISSING":
+        name = gsi["IndexName"]
+        if status[name] != "MISSING":
             continue
-        if building is not None:  # DynamoDB builds one new index of a table at a time
-            yield from _backfill_p(table, building, deadline)
+        status = yield from _idle_p(table, deadline, name)
+        if status[name] != "MISSING":
+            continue  # added meanwhile by another creator
         try:
-            yield from call("UpdateTable", {
+            yield from _apply_p("UpdateTable", {
                 "TableName": table.name,
                 "AttributeDefinitions": definition["AttributeDefinitions"],
-                "GlobalSecondaryIndexUpdates": [{"Create": gsi}]})
+                "GlobalSecondaryIndexUpdates": [{"Create": gsi}]},
+                functools.partial(_index_added_p, table, name), deadline)
         except RequestError as exc:
-            more = (f" (index {building!r} is still being built: call create() again once "
-                    "index_status() shows it ACTIVE)" if building is not None else "")
-            raise DynaormError(f"cannot add index {gsi['IndexName']!r} to table "
-                               f"{table.name!r}: {exc}{more}") from exc
-        building = gsi["IndexName"]
-    if building is not None:
-        yield from _backfill_p(table, building, deadline)
+            raise DynaormError(f"cannot add index {name!r} to table {table.name!r}: "
+                               f"{exc}") from exc
+    yield from _until_p(functools.partial(_no_index_busy_p, table), deadline)
 
 
-def _backfill_p(table: TableSchema, name: str, deadline: float) -> Proto[None]:
-    """Wait (polling) until the index ``name`` is ACTIVE; past ``deadline`` (a
-    ``time.monotonic()``) return anyway: a large table backfills for long
-    (``Table.index_status()`` tells)."""
-    def active() -> Proto[bool]:
-        return (yield from index_status_p(table)).get(name) == "ACTIVE"
+#: refusals of a table change while another change of it is under way (an index being
+#: built: "Only 1 online index can be created or deleted simultaneously", the table being
+#: updated): retried once that change has had time to end
+_CONTENDED = frozenset({"ResourceInUseException", "LimitExceededException"})
+#: an index status of a change under way (one at a time per table)
+_BUSY = frozenset({"CREATING", "BACKFILLING", "UPDATING", "DELETING"})
 
-    yield from _until_p(active, deadline)
+
+def _idle_p(table: TableSchema, deadline: float, adding: str) -> Proto[dict[str, str]]:
+    """Wait until no index of the table is being built or deleted (by this creator or
+    another), then return the indexes' status; past ``deadline`` refuse to add
+    ``adding``, saying which index is still being built."""
+    while True:
+        idle = yield from _until_p(functools.partial(_no_index_busy_p, table), deadline)
+        status = yield from index_status_p(table)
+        busy = sorted(n for n, s in status.items() if s in _BUSY)
+        if not busy:
+            return status
+        if not idle:
+            raise DynaormError(
+                f"cannot add index {adding!r} to table {table.name!r}: index(es) {busy} "
+                "still being built (DynamoDB builds one at a time): call create() again "
+                "once index_status() shows them ACTIVE")
+        # else another creator started building one since: wait for it too
+
+
+def _index_added_p(table: TableSchema, name: str) -> Proto[bool]:
+    """Whether the table has the index ``name`` (in any state)."""
+    return (yield from index_status_p(table))[name] != "MISSING"
+
+
+def _no_index_busy_p(table: TableSchema) -> Proto[bool]:
+    """Whether no index of the table is being built or deleted."""
+    return not _BUSY.intersection((yield from index_status_p(table)).values())
+
+
+def _apply_p(operation: str, request: dict[str, Any], done: Callable[[], Proto[bool]],
+             deadline: float) -> Proto[None]:
+    """Send a table change that another creator may be making at once. A refusal is that
+    creator's progress when ``done()`` then holds (the change is made or under way: the
+    answer was "already exists", "already enabled", "being created"); a refusal for a
+    change of the table still under way (:data:`_CONTENDED`) is retried, with a growing
+    delay, until ``deadline``. Any other refusal raises its :class:`RequestError`."""
+    delay = 0.05
+    while True:
+        try:
+            yield from call(operation, request)
+            return
+        except RequestError as exc:
+            if (yield from done()):
+                return
+            if exc.code not in _CONTENDED or time.monotonic() > deadline:
+                raise
+        yield Wait(delay)
+        delay = min(delay * 2, 2.0)
 
 
 def delete_p(table: TableSchema, wait: float) -> Proto[None]:
@@ -118,39 +172,55 @@ def delete_p(table: TableSchema, wait: float) -> Proto[None]:
     yield from _settle_p(table, lambda status: status is None, wait)
 
 
-def _enable_ttl_p(table: TableSchema) -> Proto[None]:
-    """Enable TTL on the declared attribute (nothing to do when it already is)."""
+def _enable_ttl_p(table: TableSchema, wait: float) -> Proto[None]:
+    """Enable TTL on the declared attribute (nothing to do when it already is, by this
+    creator or another)."""
     try:
-        out = yield from call("DescribeTimeToLive", {"TableName": table.name})
-        current = out.get("TimeToLiveDescription") or {}
-        if current.get("AttributeName") == table.ttl and current.get(
-                "TimeToLiveStatus") in ("ENABLED", "ENABLING"):
+        if (yield from _ttl_enabled_p(table)):
             return
-        yield from call("UpdateTimeToLive", {
+        yield from _apply_p("UpdateTimeToLive", {
             "TableName": table.name,
-            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": table.ttl}})
+            "TimeToLiveSpecification": {"Enabled": True, "AttributeName": table.ttl}},
+            functools.partial(_ttl_enabled_p, table), time.monotonic() + wait)
     except RequestError as exc:
         raise DynaormError(f"cannot enable TTL on attribute {table.ttl!r} of table "
                            f"{table.name!r}: {exc}") from exc
 
 
+def _ttl_enabled_p(table: TableSchema) -> Proto[bool]:
+    """Whether TTL is enabled (or being enabled) on the declared attribute."""
+    out = yield from call("DescribeTimeToLive", {"TableName": table.name})
+    current = out.get("TimeToLiveDescription") or {}
+    return bool(current.get("AttributeName") == table.ttl
+                and current.get("TimeToLiveStatus") in ("ENABLED", "ENABLING"))
+
+
 def _enable_stream_p(table: TableSchema, wait: float) -> Proto[None]:
-    """Enable the declared stream on a table that existed without one."""
-    out = yield from call("DescribeTable", {"TableName": table.name})
-    current = out["Table"].get("StreamSpecification") or {}
-    if current.get("StreamEnabled"):
-        if current.get("StreamViewType") != table.stream:
-            raise DynaormError(
-                f"table {table.name!r} has a {current.get('StreamViewType')} stream, not "
-                f"{table.stream}: disable it first (UpdateTable) to change its view type")
+    """Enable the declared stream on a table that existed without one (another creator
+    may enable it at once: then it is checked like one found enabled)."""
+    if (yield from _stream_enabled_p(table)):
         return
     spec = {"StreamEnabled": True, "StreamViewType": table.stream}
     try:
-        yield from call("UpdateTable", {"TableName": table.name, "StreamSpecification": spec})
+        yield from _apply_p("UpdateTable", {"TableName": table.name, "StreamSpecification": spec},
+                            functools.partial(_stream_enabled_p, table), time.monotonic() + wait)
     except RequestError as exc:
-        raise DynaormError(f"cannot enable the stream of table {table.name!r}: {exc}"
-                           ) from exc
+        raise DynaormError(f"cannot enable the stream of table {table.name!r}: {exc}") from exc
     yield from _settle_p(table, lambda status: status == "ACTIVE", wait)
+
+
+def _stream_enabled_p(table: TableSchema) -> Proto[bool]:
+    """Whether the table has its stream enabled; one of another view type than declared
+    is refused (it must be disabled first)."""
+    out = yield from call("DescribeTable", {"TableName": table.name})
+    current = out["Table"].get("StreamSpecification") or {}
+    if not current.get("StreamEnabled"):
+        return False
+    if current.get("StreamViewType") != table.stream:
+        raise DynaormError(
+            f"table {table.name!r} has a {current.get('StreamViewType')} stream, not "
+            f"{table.stream}: disable it first (UpdateTable) to change its view type")
+    return True
 
 
 def _settle_p(table: TableSchema, done: Callable[[str | None], bool], timeout: float
