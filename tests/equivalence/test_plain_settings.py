@@ -350,6 +350,15 @@ _ODD_FILES: list[tuple[bytes, bytes | None, str | None]] = [
 ]
 
 
+def _credentials_only(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """The environment of credentials alone, ``home`` its home directory."""
+    for name in set(os.environ) - set(_clear()):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+
+
 @pytest.mark.parametrize("config, shared, region", _ODD_FILES)
 def test_odd_shared_files_resolve_as_the_session_resolves_them(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, config: bytes, shared: bytes | None,
@@ -357,11 +366,7 @@ def test_odd_shared_files_resolve_as_the_session_resolves_them(
     """Shared files botocore parses in its own way: what the fast path accepts, it
     resolves as the session does (its region, the request it signs); what it cannot
     tell, it declines."""
-    for name in set(os.environ) - set(_clear()):
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+    _credentials_only(monkeypatch, tmp_path)
     (tmp_path / ".aws").mkdir()
     (tmp_path / ".aws" / "config").write_bytes(config)
     if shared is not None:
@@ -375,11 +380,7 @@ def test_shared_files_are_found_where_the_session_finds_them(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A variable in a file's path is expanded as botocore expands it; a directory at the
     config file's path (botocore reads no config there) declines."""
-    for name in set(os.environ) - set(_clear()):
-        monkeypatch.delenv(name)
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+    _credentials_only(monkeypatch, tmp_path)
     (tmp_path / "conf").mkdir()
     (tmp_path / "conf" / "cfg").write_text("[default]\nregion = sa-east-1\n")
     monkeypatch.setenv("CONFDIR", str(tmp_path / "conf"))
