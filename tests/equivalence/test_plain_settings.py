@@ -320,6 +320,81 @@ def test_a_file_under_aws_declines_unless_its_default_profile_is_plain(
     assert plain_settings(None, None, environ=environ) is None
 
 
+#: shared files botocore reads in its own way, and the region each resolves to (``None``:
+#: the fast path leaves it to the session): the profile named two ways (the later section
+#: is the profile), keys in capitals, comments, a value continued or nested, a byte order
+#: mark, a duplicate key or section, a region botocore would refuse
+_ODD_FILES: list[tuple[bytes, bytes | None, str | None]] = [
+    (b"[default]\nregion = eu-west-1\n[profile default]\nregion = eu-north-1\n", None,
+     "eu-north-1"),
+    (b"[profile default]\nregion = eu-north-1\n[default]\nregion = eu-west-1\n", None,
+     "eu-west-1"),
+    (b"[profile default]\nregion = eu-north-1\n[default]\noutput = json\n", None, None),
+    (b'[profile "default"]\nregion = eu-north-1\n', None, "eu-north-1"),
+    (b"[default]\nREGION = eu-west-1\nOutput = json\n", None, "eu-west-1"),
+    (b"# c\n[default]\n; c\nregion: eu-west-1\n# region = us-east-1\n", None, "eu-west-1"),
+    (b"[default]\nregion = eu-west-1 ; not a comment here\n", None, None),
+    (b"[default]\nregion = eu-west-1\n  continued\n", None, None),
+    (b"[default]\nregion = eu-west-1\noutput =\n  nested = x\n", None, "eu-west-1"),
+    (b"\xef\xbb\xbf[default]\nregion = eu-west-1\n", None, None),
+    (b"[default]\nregion = eu-west-1\nregion = eu-north-1\n", None, None),
+    (b"[default]\nregion = eu-west-1\n[default]\noutput = json\n", None, None),
+    ("[default]\nregion = eu-west-\u0661\n".encode(), None, None),
+    (b"[default]\nregion = EU-WEST-1\n", None, None),
+    (b"[default]\nregion = eu-west-1\n", b"[default]\nregion = me-south-1\n", "me-south-1"),
+    (b"[default]\nregion = eu-west-1\n", b"[profile default]\nregion = me-south-1\n",
+     "eu-west-1"),
+    (b"[default]\nregion = eu-west-1\n", b"[default]\nregion =\n", None),
+    (b"[default]\nregion = eu-west-1\n", b"[default]\naws_account_id = 123456789012\n",
+     None),
+]
+
+
+def _credentials_only(monkeypatch: pytest.MonkeyPatch, home: Path) -> None:
+    """The environment of credentials alone, ``home`` its home directory."""
+    for name in set(os.environ) - set(_clear()):
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
+
+
+@pytest.mark.parametrize("config, shared, region", _ODD_FILES)
+def test_odd_shared_files_resolve_as_the_session_resolves_them(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, config: bytes, shared: bytes | None,
+        region: str | None) -> None:
+    """Shared files botocore parses in its own way: what the fast path accepts, it
+    resolves as the session does (its region, the request it signs); what it cannot
+    tell, it declines."""
+    _credentials_only(monkeypatch, tmp_path)
+    (tmp_path / ".aws").mkdir()
+    (tmp_path / ".aws" / "config").write_bytes(config)
+    if shared is not None:
+        (tmp_path / ".aws" / "credentials").write_bytes(shared)
+    assert _compare(None, None) is (region is not None)
+    found = plain_settings(None, None)
+    assert (found and found.client.meta.region_name) == region
+
+
+def test_shared_files_are_found_where_the_session_finds_them(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A variable in a file's path is expanded as botocore expands it; a directory at the
+    config file's path (botocore reads no config there) declines."""
+    _credentials_only(monkeypatch, tmp_path)
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "cfg").write_text("[default]\nregion = sa-east-1\n")
+    monkeypatch.setenv("CONFDIR", str(tmp_path / "conf"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", "$CONFDIR/cfg")
+    assert _compare(None, None)
+    found = plain_settings(None, None)
+    assert found is not None and found.client.meta.region_name == "sa-east-1"
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "conf"))
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert plain_settings(None, None) is None
+    assert create_client(None, None, session=botocore.session.get_session()).meta.region_name == (
+        "eu-west-1")
+
+
 def test_the_profiles_region_comes_after_the_environments(monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))

@@ -4,14 +4,15 @@ fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.mode
 
 from __future__ import annotations
 
+import itertools
 import logging
 from typing import Any
 
 import pytest
 
-from dynaorm import ItemExistsError
+from dynaorm import Entity, ItemExistsError, Previous, Table
 from dynaorm.model import unclaimed
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_items
 from dynaorm.tools.cli import main
 from tests.support.models import EMsg, Note
@@ -116,3 +117,63 @@ def test_an_insert_over_an_unclaimed_item_says_why(db: TestBackend) -> None:
     s.save(Note(note_id="n9"))
     with pytest.raises(ItemExistsError, match="type name 'OldNote', which no class claims"):
         s.commit()
+
+
+#: a table of its own: the classes a test defines on it claim type names for good
+later = Table("type-names-later")
+_runs = itertools.count()
+
+
+class Kept(Entity):
+    class Meta:
+        table = later
+        pk = "KEPT#{k}"
+        sk = "ITEM#{i}"
+
+    k: str
+    i: str
+
+
+def test_a_class_defined_later_claims_its_names_for_reads_already_made(
+        backend: str | None) -> None:
+    """A query's Selection is kept per kind of read (``read.selections``): a class defined
+    after it, claiming a type name by its own or by ``Meta.previous``, is seen by the next
+    read as by a read made afresh (its items are another type's, not skipped)."""
+    run = next(_runs)
+    names = (f"LaterOwn{run}", f"LaterRetired{run}")
+    with use_tables(later, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        with tb.session() as s:
+            s.save(Kept(k="k", i="0"))
+        for n, name in enumerate(names, 1):
+            send(later, "PutItem", {"TableName": later.name, "Item": {
+                "pk": {"S": "KEPT#k"}, "sk": {"S": f"ITEM#{n}"}, "_type": {"S": name},
+                "k": {"S": "k"}, "i": {"S": str(n)}}})
+
+        def read() -> tuple[list[str], int]:
+            page = tb.session().query(Kept, k="k").page()
+            return [x.i for x in page.items], page.skipped
+
+        assert read() == (["0"], 2)
+
+        class LaterOwn(Entity):
+            class Meta:
+                table = later
+                type_name = names[0]
+                pk = "LATER#{x}"
+                sk = "OWN"
+
+            x: str
+
+        assert read() == (["0"], 1)
+
+        class LaterRetiring(Entity):
+            class Meta:
+                table = later
+                type_name = f"LaterNew{run}"
+                pk = "LATER#{x}"
+                sk = "NEW"
+                previous = Previous(type_name=names[1])
+
+            x: str
+
+        assert read() == (["0"], 0)
