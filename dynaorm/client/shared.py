@@ -30,8 +30,10 @@ _VARIABLES = ("AWS_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "ht
 
 
 def _file(path: str) -> tuple[str, int, int]:
+    """A shared file's (path, modification time, size), the path expanded as botocore
+    expands it (variables, then ``~``); (path, -1, -1) when there is no file."""
     try:
-        found = os.stat(os.path.expanduser(path))
+        found = os.stat(os.path.expanduser(os.path.expandvars(path)))
     except OSError:
         return (path, -1, -1)
     return (path, found.st_mtime_ns, found.st_size)

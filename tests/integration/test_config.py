@@ -93,6 +93,17 @@ def test_profile_region_from_the_config_file(aws: Aws) -> None:
     assert region_of(Table("dynaorm-cfg")) == "eu-west-1"
 
 
+def test_an_edited_config_file_is_read_again_at_a_path_with_a_variable(
+        aws: Aws, tmp_path: Path) -> None:
+    """``AWS_CONFIG_FILE`` may name its file through a variable (botocore expands it): the
+    file is watched there, so an edit gives tables made after it the new configuration."""
+    aws.env(DYNAORM_TEST_AWS_DIR=str(tmp_path), AWS_CONFIG_FILE="$DYNAORM_TEST_AWS_DIR/config")
+    aws.config.write_text("[default]\nregion = eu-west-1\n")
+    assert region_of(Table("dynaorm-cfg-var")) == "eu-west-1"
+    aws.config.write_text("[default]\nregion = eu-central-1\n")  # (the other file untouched)
+    assert region_of(Table("dynaorm-cfg-var")) == "eu-central-1"
+
+
 def test_named_profile_region(aws: Aws) -> None:
     aws.profile("[default]\nregion = eu-west-1\n[profile work]\nregion = ap-south-1\n")
     aws.env(AWS_PROFILE="work")
