@@ -37,7 +37,13 @@ from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
 from dynaorm.client.endpoint import _AWS_REGION, _HOST_LABEL, LightClient
-from dynaorm.client.settings import CONFIG_DEFAULTS, LOOPBACK_REGION, is_loopback
+from dynaorm.client.settings import (
+    CONFIG_DEFAULTS,
+    LOOPBACK_REGION,
+    expanded_path,
+    is_loopback,
+    shared_files,
+)
 from dynaorm.wire import sanitized
 from dynaorm.wire.sigv4 import plain_host
 
@@ -108,7 +114,7 @@ def _declined_variable(environ: dict[str, str] | os._Environ[str]) -> bool:
 
 
 def _exists(path: str) -> bool:
-    return os.path.exists(os.path.expanduser(os.path.expandvars(path)))
+    return os.path.exists(expanded_path(path))
 
 
 #: what the shared files' ``default`` profile may hold in the plain environment: the region
@@ -124,18 +130,17 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | Non
     session merges them (read by botocore's own ``configloader``; ``{}`` without files),
     or ``None`` when something there could have a say: a key outside
     :data:`PROFILE_KEYS`, a file that does not read, or ``~/.aws/models``."""
-    config = environ.get("AWS_CONFIG_FILE", "~/.aws/config")
-    shared = environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")
     if _exists("~/.aws/models"):
         return None
-    if not (_exists(config) or _exists(shared)):
+    config, shared = shared_files(environ)
+    has_config, has_shared = _exists(config), _exists(shared)
+    if not (has_config or has_shared):
         return {}
     from botocore.configloader import load_config, raw_config_parse
 
     try:  # (botocore's Session.full_config: the credentials file's keys merged in last)
-        profile = dict(load_config(config)["profiles"].get("default", {})) if _exists(
-            config) else {}
-        if _exists(shared):
+        profile = dict(load_config(config)["profiles"].get("default", {})) if has_config else {}
+        if has_shared:
             profile.update(raw_config_parse(shared).get("default", {}))
     except Exception:  # (what the session would raise, it raises there)
         return None

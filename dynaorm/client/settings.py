@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
@@ -51,6 +51,7 @@ __all__ = [
     "create_client",
     "credentials_for",
     "default_session",
+    "expanded_path",
     "in_process",
     "in_process_mock",
     "in_process_mock_depth",
@@ -60,6 +61,7 @@ __all__ = [
     "local_only",
     "resolve_max_attempts",
     "resolve_region",
+    "shared_files",
 ]
 
 #: the access key every local engine gets where no credentials are configured
@@ -139,6 +141,19 @@ def configured_endpoint(endpoint_url: str | None, session: Any | None = None) ->
         full_config=session.full_config, scoped_config=session.get_scoped_config(),
         client_name=_SERVICE).provide()
     return str(found) if found else None
+
+
+def shared_files(environ: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """The shared config and credentials files botocore reads, as configured:
+    ``AWS_CONFIG_FILE`` (else ``~/.aws/config``) and ``AWS_SHARED_CREDENTIALS_FILE`` (else
+    ``~/.aws/credentials``), unexpanded (see :func:`expanded_path`)."""
+    return (environ.get("AWS_CONFIG_FILE", "~/.aws/config"),
+            environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials"))
+
+
+def expanded_path(path: str) -> str:
+    """A configured file path as botocore expands it: variables, then ``~``."""
+    return os.path.expanduser(os.path.expandvars(path))
 
 
 def in_process_mock_depth() -> int:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dynaorm.client.client import Client
-from dynaorm.client.settings import in_process_mock_depth
+from dynaorm.client.settings import expanded_path, in_process_mock_depth, shared_files
 
 __all__ = ["configuration_fingerprint", "shared_client"]
 
@@ -30,10 +30,10 @@ _VARIABLES = ("AWS_", "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "ht
 
 
 def _file(path: str) -> tuple[str, int, int]:
-    """A shared file's (path, modification time, size), the path expanded as botocore
-    expands it (variables, then ``~``); (path, -1, -1) when there is no file."""
+    """A shared file's (path, modification time, size), found where botocore looks
+    (:func:`~dynaorm.client.settings.expanded_path`); (path, -1, -1) when there is none."""
     try:
-        found = os.stat(os.path.expanduser(os.path.expandvars(path)))
+        found = os.stat(expanded_path(path))
     except OSError:
         return (path, -1, -1)
     return (path, found.st_mtime_ns, found.st_size)
@@ -44,8 +44,7 @@ def configuration_fingerprint() -> tuple[Any, ...]:
     config and credentials files (path, modification time, size), and whether an
     in-process mock is on."""
     env = tuple(sorted((k, v) for k, v in os.environ.items() if k.startswith(_VARIABLES)))
-    files = (_file(os.environ.get("AWS_CONFIG_FILE", "~/.aws/config")),
-             _file(os.environ.get("AWS_SHARED_CREDENTIALS_FILE", "~/.aws/credentials")))
+    files = tuple(_file(path) for path in shared_files())
     return (env, files, in_process_mock_depth() > 0)
 
 
