@@ -103,10 +103,12 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     where another entity's literal sort key outranks this one's template in the partition
     (a table without a type attribute), the condition leaves it out when it is one of its
     ends (:func:`skip_literals`; elsewhere in the range the read drops it). A query
-    without a sort-key condition, history or shard is planned by its shape (:func:`_shaped`:
+    without a sort-key condition, history or shard is planned by its shape (:func:`_shape`:
     what the field names decide is worked out once per entity, index and names)."""
     if cond is None and not history and shard is None:  # most queries: planned by shape
-        return _shaped(spec, index, fields, latest)
+        shape = _shape(spec, index, fields, latest)
+        if shape is not None:
+            return shape.plan(fields)
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
     if index is None and spec.table.type_attribute is None and spec.outranked_by():
         return skip_literals(spec, plan)
@@ -152,24 +154,19 @@ class _Shape:
 _SHAPES: dict[tuple[Any, ...], _Shape | None] = cache("keycond.shapes")
 
 
-def _shaped(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-            latest: bool) -> KeyPlan:
-    """:func:`plan_keys` of a query without a sort-key condition, history or shard, by its
-    :class:`_Shape` (made by the plain planning on the shape's first query: a shape it
-    refuses is refused each time, as the plain way). Planned the plain way: a sharded
+def _shape(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
+           latest: bool) -> _Shape | None:
+    """The :class:`_Shape` of a query without a sort-key condition, history or shard (made
+    by the plain planning on the shape's first query: a shape it refuses is refused each
+    time, as the plain way), or ``None`` where it is planned the plain way: a sharded
     partition key, and a table without a type attribute (what outranks a template there
     changes with the table's classes)."""
     key = (spec.cls, index, tuple(fields), latest)
     try:
-        shape = _SHAPES[key]
+        return _SHAPES[key]
     except KeyError:
         shape = _SHAPES[key] = _shape_of(spec, index, fields, latest)
-    if shape is None:
-        plan = _plan_keys(spec, index, fields, None, latest=latest)
-        if index is None and spec.table.type_attribute is None and spec.outranked_by():
-            return skip_literals(spec, plan)
-        return plan
-    return shape.plan(fields)
+        return shape
 
 
 def _shape_of(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
@@ -177,9 +174,9 @@ def _shape_of(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     """The shape of a query of ``fields`` (their names), after planning it the plain way
     once (which raises what the names make wrong); ``None`` where it is planned so."""
     pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
-    plan = _plan_keys(spec, index, fields, None, latest=latest)
     if SHARD_FIELD in pk.fields or (index is None and spec.table.type_attribute is None):
         return None
+    plan = _plan_keys(spec, index, fields, None, latest=latest)
     vprefix = LATEST_PREFIX if latest else ""
     if sk is None or plan.sk_op is None:
         return _Shape(spec.name, index, pk_attr, sk_attr, pk, sk, (), None, vprefix, None)
