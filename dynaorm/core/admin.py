@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from dynaorm.errors import DynaormError, RequestError
@@ -117,18 +117,18 @@ def _idle_p(table: TableSchema, deadline: float, adding: str) -> Proto[dict[str,
     """Wait until no index of the table is being built or deleted (by this creator or
     another), then return the indexes' status; past ``deadline`` refuse to add
     ``adding``, saying which index is still being built."""
+    delays = _delays()
     while True:
-        idle = yield from _until_p(functools.partial(_no_index_busy_p, table), deadline)
         status = yield from index_status_p(table)
         busy = sorted(n for n, s in status.items() if s in _BUSY)
         if not busy:
             return status
-        if not idle:
+        if time.monotonic() > deadline:
             raise DynaormError(
                 f"cannot add index {adding!r} to table {table.name!r}: index(es) {busy} "
                 "still being built (DynamoDB builds one at a time): call create() again "
                 "once index_status() shows them ACTIVE")
-        # else another creator started building one since: wait for it too
+        yield Wait(next(delays))
 
 
 def _index_added_p(table: TableSchema, name: str) -> Proto[bool]:
@@ -148,7 +148,7 @@ def _apply_p(operation: str, request: dict[str, Any], done: Callable[[], Proto[b
     answer was "already exists", "already enabled", "being created"); a refusal for a
     change of the table still under way (:data:`_CONTENDED`) is retried, with a growing
     delay, until ``deadline``. Any other refusal raises its :class:`RequestError`."""
-    delay = 0.05
+    delays = _delays()
     while True:
         try:
             yield from call(operation, request)
@@ -158,8 +158,7 @@ def _apply_p(operation: str, request: dict[str, Any], done: Callable[[], Proto[b
                 return
             if exc.code not in _CONTENDED or time.monotonic() > deadline:
                 raise
-        yield Wait(delay)
-        delay = min(delay * 2, 2.0)
+        yield Wait(next(delays))
 
 
 def delete_p(table: TableSchema, wait: float) -> Proto[None]:
@@ -234,12 +233,20 @@ def _settle_p(table: TableSchema, done: Callable[[str | None], bool], timeout: f
 
 
 def _until_p(ready: Callable[[], Proto[bool]], deadline: float) -> Proto[bool]:
-    """Poll ``ready`` with a growing delay (50 ms doubling to 2 s) until it holds (True)
+    """Poll ``ready`` with the growing delays of :func:`_delays` until it holds (True)
     or ``deadline`` (a ``time.monotonic()``) has passed (False)."""
-    delay = 0.05
+    delays = _delays()
     while not (yield from ready()):
         if time.monotonic() > deadline:
             return False
-        yield Wait(delay)
-        delay = min(delay * 2, 2.0)
+        yield Wait(next(delays))
     return True
+
+
+def _delays() -> Iterator[float]:
+    """The delays between polls and between retries of a contended change: 50 ms,
+    doubling, at most 2 s."""
+    delay = 0.05
+    while True:
+        yield delay
+        delay = min(delay * 2, 2.0)
