@@ -627,3 +627,23 @@ def test_a_class_variable_under_another_name_is_no_field(annotation: str) -> Non
         "__module__": __name__, "__annotations__": {"a": "int", "b": annotation}, "b": 0})))])
     assert theirs[0] == "ok"
     assert mine == theirs or (mine[0] == "raised" and "not supported" in mine[1][1])
+
+
+def test_a_records_init_shows_its_source_in_tracebacks_and_inspect() -> None:
+    """The compiled ``__init__``'s source is registered with linecache (DESIGN: generated
+    code registers its source): a traceback through it quotes its line, and
+    ``inspect.getsource`` reads it."""
+    import traceback
+
+    @record(frozen=True)
+    class Traced:
+        n: int
+
+        def __post_init__(self) -> None:
+            raise ValueError("refused")
+
+    with pytest.raises(ValueError) as caught:
+        Traced(1)
+    text = "".join(traceback.format_exception(caught.value))
+    assert "Traced.__init__>" in text and "self.__post_init__()" in text
+    assert "__setter(self, 'n', n)" in inspect.getsource(Traced.__init__)
