@@ -68,10 +68,15 @@ def _blob(value: object) -> str:
     raise TypeError(f"cannot render {type(value).__name__} to DynamoDB JSON")
 
 
+#: one encoder for every request (``json.dumps`` with options builds one per call); a
+#: request is a tree built by dynaorm, never cyclic: no check for cycles
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_blob, check_circular=False)
+
+
 def render(request: dict[str, Any]) -> bytes:
     """The JSON body of ``request`` (botocore-shaped parameters), binary values base64
     encoded as botocore encodes them."""
-    return json.dumps(request, separators=(",", ":"), default=_blob).encode("utf-8")
+    return _ENCODER.encode(request).encode("utf-8")
 
 
 def _unbin(value: Any) -> Any:

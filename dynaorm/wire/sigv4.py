@@ -13,17 +13,24 @@ client's signature.
 
 from __future__ import annotations
 
-import datetime
 import hashlib
 import hmac
 import re
-import sys
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 __all__ = ["Signer", "plain_host"]
 
 _SERVICE = "dynamodb"
+
+
+def _stamp() -> str:
+    """Now as SigV4's ``X-Amz-Date``: UTC, whole seconds (botocore's format). Read from
+    :mod:`time` directly: a datetime made, stripped of its zone and formatted (botocore's
+    ``get_current_datetime`` then ``strftime``) cost a 25-item query about 4% of its
+    client CPU."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
 
 
 def _hmac(key: bytes, text: str) -> bytes:
@@ -89,10 +96,7 @@ class Signer:
         ``Authorization`` added, for ``body`` signed with frozen ``credentials``."""
         if not self.fast:
             return self._botocore(body, headers, credentials)
-        auth = sys.modules.get("botocore.auth")  # (its clock, when loaded: tests fix it)
-        now = (auth.get_current_datetime() if auth is not None
-               else datetime.datetime.now(datetime.UTC))
-        stamp = now.strftime("%Y%m%dT%H%M%SZ")
+        stamp = _stamp()
         day = stamp[:8]
         token = credentials.token
         signed = ("content-type;host;x-amz-date;x-amz-security-token;x-amz-target" if token
