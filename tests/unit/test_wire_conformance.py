@@ -30,8 +30,7 @@ from botocore.exceptions import ClientError
 from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
 from dynaorm.client.errors import map_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render
-from dynaorm.wire import sigv4
+from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render, sigv4
 from tests.support.recording import send
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
