@@ -19,7 +19,7 @@ from pydantic import Field as PydanticField
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
-from dynaorm.model.entity import Entity
+from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
 from dynaorm.protocol.hooks import Operation
@@ -115,8 +115,6 @@ class ReadSpec(Generic[T]):
 
     def consistent(self) -> Self:
         """Strongly consistent reads (the table or an LSI; a GSI cannot be)."""
-        from dynaorm.model.entity import spec_of
-
         table = spec_of(self._entities[0]).table
         if self._index is not None and not table.index(self._index).is_local:
             raise DynaormError(f"index {self._index!r} is global; a GSI cannot be read "
@@ -347,8 +345,6 @@ class ReadSpec(Generic[T]):
         return Operation(self._operation.lower(), (self._table_name(),), self._entities)
 
     def _table_name(self) -> str:
-        from dynaorm.model.entity import spec_of
-
         return spec_of(self._entities[0]).table.name
 
     def _one_operation(self, name: str) -> Operation:

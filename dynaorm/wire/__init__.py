@@ -68,10 +68,15 @@ def _blob(value: object) -> str:
     raise TypeError(f"cannot render {type(value).__name__} to DynamoDB JSON")
 
 
+#: one encoder for every request (``json.dumps`` with options builds one per call); a
+#: request is a tree built by dynaorm, never cyclic: no check for cycles
+_ENCODER = json.JSONEncoder(separators=(",", ":"), default=_blob, check_circular=False)
+
+
 def render(request: dict[str, Any]) -> bytes:
     """The JSON body of ``request`` (botocore-shaped parameters), binary values base64
     encoded as botocore encodes them."""
-    return json.dumps(request, separators=(",", ":"), default=_blob).encode("utf-8")
+    return _ENCODER.encode(request).encode("utf-8")
 
 
 def _unbin(value: Any) -> Any:
@@ -224,7 +229,8 @@ _TRACE_SAFE = "-=;:+&[]{}\"',"
 
 def trace_header(environ: Mapping[str, str] = os.environ) -> str | None:
     """The ``X-Amzn-Trace-Id`` a request carries, as botocore's
-    ``add_recursion_detection_header`` decides it, read at each request: inside AWS
+    ``add_recursion_detection_header`` decides it, read at each request (a wire knows
+    once whether it runs in AWS Lambda: :class:`WireSettings`): inside AWS
     Lambda (``AWS_LAMBDA_FUNCTION_NAME`` set) with ``_X_AMZN_TRACE_ID`` set, that id
     percent-quoted (no line break or non-ASCII character survives); else ``None``."""
     if "AWS_LAMBDA_FUNCTION_NAME" not in environ:
@@ -293,11 +299,14 @@ def proxy_tls_context(proxy_url: str, proxies_config: Mapping[str, Any] | None,
 
 
 def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
-            request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
+            request: dict[str, Any], *, in_lambda: bool = True
+            ) -> tuple[bytes, dict[str, str]]:
     """The rendered body of ``request`` and its headers for ``operation``, signed by
     ``signer`` with ``credentials`` frozen now (a refreshable set refreshes here when due,
     as botocore's signer does; ``None``: botocore's ``NoCredentialsError``). The one
-    signing path of :class:`SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`."""
+    signing path of :class:`SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`.
+    ``in_lambda=False``: the process is known not to run in AWS Lambda, no
+    :func:`trace_header` is looked for."""
     body = render(request)
     if credentials is None:
         from botocore.exceptions import NoCredentialsError
@@ -309,7 +318,7 @@ def prepare(signer: Signer, credentials: Any, user_agent: str, operation: str,
     # not signed, as botocore leaves them out of the signature: the encoding http.client
     # asks for, the Lambda trace id
     signed["Accept-Encoding"] = "identity"
-    trace = trace_header()
+    trace = trace_header() if in_lambda else None
     if trace is not None:
         signed["X-Amzn-Trace-Id"] = trace
     return body, signed
@@ -350,6 +359,10 @@ class WireSettings:
         self._credentials = credentials
         self._user_agent = _user_agent(config)
         self._signer = Signer(self.endpoint_url, self.region)
+        # AWS Lambda sets its variables before the process starts: whether this one runs
+        # in a Lambda function is read once, here (outside Lambda, no request pays for
+        # looking up a variable that is not there); the trace id, per request
+        self._in_lambda = "AWS_LAMBDA_FUNCTION_NAME" in os.environ
         # the request target: the endpoint's path, "/" when it has none, and its query
         # string (signed and sent as botocore signs and sends it)
         parts = urlsplit(self.endpoint_url)
@@ -371,7 +384,8 @@ class WireSettings:
     def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
         """The body and the signed headers of ``request`` (credentials frozen now: a
         refreshable set refreshes here when due, as botocore's signer does)."""
-        return prepare(self._signer, self._credentials, self._user_agent, operation, request)
+        return prepare(self._signer, self._credentials, self._user_agent, operation, request,
+                       in_lambda=self._in_lambda)
 
 
 class SyncWire(WireSettings):

@@ -66,7 +66,10 @@ class AnswerReader:
     )
 
     def __init__(self) -> None:
-        self._parser = httptools.HttpResponseParser(self)
+        # (the parser holds this reader's callbacks: it is let go when the answer ends,
+        # so that a read answer is freed at once, its body with it, not left in a
+        # reference cycle for the garbage collector)
+        self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._size = 0  # body bytes so far
         self._head = 0  # header bytes of the answer being read
@@ -113,6 +116,7 @@ class AnswerReader:
         if self._done:
             return
         parser = self._parser
+        assert parser is not None  # (let go only once the answer ended)
         status = parser.get_status_code()
         if status < 200:
             return  # an interim answer (100 Continue, 103 Early Hints): skipped
@@ -142,19 +146,21 @@ class AnswerReader:
         if self._done or not self._final:
             return
         self._done = True
-        self._keep = bool(self._parser.should_keep_alive()) and self._framed
+        parser, self._parser = self._parser, None
+        self._keep = parser is not None and bool(parser.should_keep_alive()) and self._framed
 
     # -- fed by a driver ------------------------------------------------------------------
     def feed(self, data: bytes) -> bool:
         """Read ``data`` (the next bytes received); whether the answer is complete (then
         the connection's bytes after it, if any, made it not :attr:`reusable`)."""
-        if self._done:
+        parser = self._parser
+        if self._done or parser is None:
             self._extra = True
             return True
         if not self._final:
             self._fed += len(data)
         try:
-            self._parser.feed_data(data)
+            parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
             if not self._done:
                 raise MalformedAnswer("an answer switching protocols") from exc
@@ -177,6 +183,7 @@ class AnswerReader:
         if self._final and not self._framed:
             self._done = True
             self._keep = False
+            self._parser = None
             return True
         return False
 

@@ -159,7 +159,12 @@ def _compare(endpoint_url: str | None, region: str | None) -> bool:
 
 @pytest.fixture(autouse=True)
 def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both signers at one instant: botocore's (its ``get_current_datetime``) and
+    dynaorm's own (:func:`dynaorm.wire.sigv4._stamp`)."""
+    from dynaorm.wire import sigv4
+
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: FROZEN)
+    monkeypatch.setattr(sigv4, "_stamp", lambda: FROZEN.strftime("%Y%m%dT%H%M%SZ"))
 
 
 _TAKEN = sorted(n for n in _VARIABLES if n in ALLOWED or n.startswith(("AWS_LAMBDA_", "_X")))
@@ -474,31 +479,33 @@ def test_the_tls_context_is_botocores(monkeypatch: pytest.MonkeyPatch, tmp_path:
     assert seen(own) == seen(theirs)
 
 
-def test_the_signers_own_clock_when_botocore_auth_is_not_loaded(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without ``botocore.auth`` loaded (the plain environment's first request) the signer
-    reads the time itself: the same request signed at the same instant is the same."""
+def test_the_signer_stamps_the_current_utc_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The signer reads the time itself, with or without ``botocore.auth`` loaded (the
+    plain environment's first request): ``X-Amz-Date`` is now, in UTC, whatever the
+    local zone (botocore's ``get_current_datetime`` is UTC too)."""
     import sys
+    import time
 
     from dynaorm.wire import sigv4
 
-    class _Clock:
-        UTC = datetime.UTC
-
-        class datetime:  # (stands in for the module's ``datetime.datetime``)
-            @staticmethod
-            def now(tz: Any) -> datetime.datetime:
-                assert tz is datetime.UTC
-                return FROZEN
-
+    monkeypatch.undo()  # (the real clock, not the frozen one)
+    monkeypatch.setenv("TZ", "America/St_Johns")  # (UTC-3:30: an error shows in minutes)
+    time.tzset()
+    monkeypatch.delitem(sys.modules, "botocore.auth")
     signer = sigv4.Signer("http://127.0.0.1:8000", "eu-west-1")
-    creds = PlainCredentials("AKID", "SECRET", "TOKEN")
     headers = {"Content-Type": "application/x-amz-json-1.0",
                "X-Amz-Target": "DynamoDB_20120810.GetItem", "User-Agent": "ua"}
-    with_botocore = signer.sign(b"{}", headers, creds)  # (botocore.auth's frozen clock)
-    monkeypatch.delitem(sys.modules, "botocore.auth")
-    monkeypatch.setattr(sigv4, "datetime", _Clock)
-    assert signer.sign(b"{}", headers, creds) == with_botocore
+    try:
+        before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+        signed = signer.sign(b"{}", headers, PlainCredentials("AKID", "SECRET", "TOKEN"))
+        after = datetime.datetime.now(datetime.UTC)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    stamp = datetime.datetime.strptime(signed["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(
+        tzinfo=datetime.UTC)
+    assert before <= stamp <= after
+    assert f"/{stamp:%Y%m%d}/eu-west-1/dynamodb/aws4_request" in signed["Authorization"]
 
 
 @settings(max_examples=100, deadline=None)

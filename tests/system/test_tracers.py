@@ -261,6 +261,42 @@ def test_outside_lambda_no_trace_header(recorder: str, credentials: None,
 
 
 
+def test_a_lambda_wire_reads_each_invocations_trace_id(
+        recorder: str, credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """In Lambda a client outlives invocations, and each invocation has its own trace id:
+    the wire reads it at each request (only whether it runs in Lambda is read once, when
+    the wire is made)."""
+    monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "handler")
+    client = Client(recorder, "us-east-1", wire="dynaorm")
+    try:
+        for trace_id in ("Root=1-a;Sampled=1", "Root=1-b;Sampled=0"):
+            monkeypatch.setenv("_X_AMZN_TRACE_ID", trace_id)
+            client.driver.run(call("GetItem", _GET))
+        monkeypatch.delenv("_X_AMZN_TRACE_ID")
+        client.driver.run(call("GetItem", _GET))
+    finally:
+        client.close()
+    sent = [headers.get("x-amzn-trace-id") for headers in _Recorder.seen]
+    assert sent == ["Root=1-a;Sampled=1", "Root=1-b;Sampled=0", None]
+
+
+def test_a_wire_made_outside_lambda_stays_outside(
+        recorder: str, credentials: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lambda sets its variables before the process starts: a wire made without
+    ``AWS_LAMBDA_FUNCTION_NAME`` looks for no trace id later (botocore's wire reads both
+    at each request)."""
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME", raising=False)
+    client = Client(recorder, "us-east-1", wire="dynaorm")
+    try:
+        client.driver.run(call("GetItem", _GET))  # (the wire is made here)
+        monkeypatch.setenv("AWS_LAMBDA_FUNCTION_NAME", "handler")
+        monkeypatch.setenv("_X_AMZN_TRACE_ID", TRACE_ID)
+        client.driver.run(call("GetItem", _GET))
+    finally:
+        client.close()
+    assert [headers.get("x-amzn-trace-id") for headers in _Recorder.seen] == [None, None]
+
+
 # -- the global provider, configured late, in a fresh process ----------------------------
 _LATE = """
 import sys

@@ -30,7 +30,7 @@ from botocore.exceptions import ClientError
 from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
 from dynaorm.client.errors import map_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render
+from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render, sigv4
 from tests.support.recording import send
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
@@ -329,6 +329,7 @@ def test_requests_are_signed_as_the_botocore_client_signs_them(
     if session_token:
         monkeypatch.setenv("AWS_SESSION_TOKEN", session_token)
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: FROZEN)
+    monkeypatch.setattr(sigv4, "_stamp", lambda: FROZEN.strftime("%Y%m%dT%H%M%SZ"))
     table = Table("app", region="eu-west-1", endpoint_url=endpoint)
     request = REQUESTS["PutItem"][0]
     body, ours = wire_of(table).prepare("PutItem", request)
