@@ -39,7 +39,7 @@ from dynaorm.client.settings import (
     resolve_max_attempts,
 )
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
-from dynaorm.wire import WireSettings, prepare
+from dynaorm.wire import WireSettings, prepare, sigv4
 
 FROZEN = datetime.datetime(2026, 11, 24, 8, 30, 15, tzinfo=datetime.UTC)
 
@@ -157,12 +157,14 @@ def _compare(endpoint_url: str | None, region: str | None) -> bool:
     return True
 
 
+#: the signer's own clock, before a test freezes it
+_REAL_STAMP = sigv4._stamp
+
+
 @pytest.fixture(autouse=True)
 def _frozen_clock(monkeypatch: pytest.MonkeyPatch) -> None:
     """Both signers at one instant: botocore's (its ``get_current_datetime``) and
     dynaorm's own (:func:`dynaorm.wire.sigv4._stamp`)."""
-    from dynaorm.wire import sigv4
-
     monkeypatch.setattr(botocore.auth, "get_current_datetime", lambda *a, **k: FROZEN)
     monkeypatch.setattr(sigv4, "_stamp", lambda: FROZEN.strftime("%Y%m%dT%H%M%SZ"))
 
@@ -486,21 +488,23 @@ def test_the_signer_stamps_the_current_utc_time(monkeypatch: pytest.MonkeyPatch)
     import sys
     import time
 
-    from dynaorm.wire import sigv4
-
-    monkeypatch.undo()  # (the real clock, not the frozen one)
+    zone = os.environ.get("TZ")
+    monkeypatch.setattr(sigv4, "_stamp", _REAL_STAMP)  # (not the frozen clock)
     monkeypatch.setenv("TZ", "America/St_Johns")  # (UTC-3:30: an error shows in minutes)
-    time.tzset()
     monkeypatch.delitem(sys.modules, "botocore.auth")
     signer = sigv4.Signer("http://127.0.0.1:8000", "eu-west-1")
     headers = {"Content-Type": "application/x-amz-json-1.0",
                "X-Amz-Target": "DynamoDB_20120810.GetItem", "User-Agent": "ua"}
+    time.tzset()
     try:
         before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
         signed = signer.sign(b"{}", headers, PlainCredentials("AKID", "SECRET", "TOKEN"))
         after = datetime.datetime.now(datetime.UTC)
     finally:
-        monkeypatch.undo()
+        if zone is None:  # (the process's zone back, for the next tests)
+            monkeypatch.delenv("TZ")
+        else:
+            monkeypatch.setenv("TZ", zone)
         time.tzset()
     stamp = datetime.datetime.strptime(signed["X-Amz-Date"], "%Y%m%dT%H%M%SZ").replace(
         tzinfo=datetime.UTC)
