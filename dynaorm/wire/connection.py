@@ -16,7 +16,9 @@ one service needs on top:
 - reuse decided once, when the answer ends: the connection may serve another request only
   if the answer ended cleanly, the server did not ask to close, and nothing came after the
   answer (a second answer, or any other byte, discards the connection: it is never handed
-  to the next request).
+  to the next request). Blank lines alone in the read that ends the answer are the one
+  exception: llhttp skips them, as HTTP/1.1 lets empty lines precede a message, and
+  nothing is left over.
 
 Every refusal is a :class:`MalformedAnswer`; the driver maps it (the request was sent and
 answered with something that cannot be read: it may have been applied).

@@ -580,3 +580,30 @@ def test_any_split_of_an_answer_reads_the_same(which: int, cuts: list[int]) -> N
     assert done
     assert (split.status, split.headers, split.body, split.reusable) == (
         whole.status, whole.headers, whole.body, whole.reusable)
+
+
+@settings(max_examples=80, deadline=None, database=None)
+@given(which=st.integers(0, len(_ANSWERS) - 1),
+       tail=st.sampled_from([b"x", b"\r\n", b"HTTP/1.1 200 OK\r\n", _ANSWERS[0]]) | st.binary(
+           min_size=1, max_size=40),
+       cuts=st.lists(st.integers(0, 800), max_size=12))
+def test_bytes_after_an_answer_spoil_its_connection_however_split(
+        which: int, tail: bytes, cuts: list[int]) -> None:
+    """Whatever follows an answer, in the piece that ends it or in a later one (after the
+    reader has let its parser go), is never read as a next answer: the answer reads as it
+    does alone, and its connection is not reusable. Except blank lines alone in the piece
+    that ends the answer: llhttp skips them, as HTTP/1.1 lets empty lines precede a
+    message (nothing is left over: the connection stays usable)."""
+    from dynaorm.wire.connection import AnswerReader
+
+    alone = AnswerReader()
+    assert alone.feed(_ANSWERS[which])
+    data = _ANSWERS[which] + tail
+    split = AnswerReader()
+    edges = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    ended = [split.feed(data[start:end]) for start, end in itertools.pairwise(edges)]
+    assert ended[-1] and ended == sorted(ended)  # (once ended, every later feed says so)
+    assert (split.status, split.headers, split.body) == (alone.status, alone.headers,
+                                                         alone.body)
+    if tail.strip(b"\r\n"):
+        assert not split.reusable
