@@ -149,7 +149,8 @@ class AnswerReader:
             return
         self._done = True
         parser, self._parser = self._parser, None
-        self._keep = parser is not None and bool(parser.should_keep_alive()) and self._framed
+        assert parser is not None  # (let go here, or by eof(): the answer ends once)
+        self._keep = bool(parser.should_keep_alive()) and self._framed
 
     # -- fed by a driver ------------------------------------------------------------------
     def feed(self, data: bytes) -> bool:

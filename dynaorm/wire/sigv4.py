@@ -79,9 +79,9 @@ class Signer:
         #: the ``host`` value botocore signs for this endpoint (default ports dropped)
         self.host = plain_host(endpoint_url) or _botocore_host(endpoint_url, region)
         self._scope_tail = f"/{region}/{_SERVICE}/aws4_request"
-        self._keys: tuple[str, str, Any] | None = None  # (secret, day, keyed HMAC)
+        self._keys: tuple[str, str, hmac.HMAC] | None = None  # (secret, day, keyed HMAC)
 
-    def _mac(self, secret: str, day: str) -> Any:
+    def _mac(self, secret: str, day: str) -> hmac.HMAC:
         """An HMAC-SHA256 keyed with the signing key of ``secret`` on ``day``, nothing fed
         yet: each request feeds a copy (the key derived and set once a day, not per
         request)."""
