@@ -16,8 +16,8 @@ of one ``__repr__``, ``__eq__`` and ``__hash__`` among all records (each record'
 object, named as ``@dataclass`` names it, reading its class's field names): about 0.1 ms a
 class, against 0.29-0.32 ms. The compiled ``__init__``'s source is registered with
 :mod:`linecache` (tracebacks and :func:`inspect.getsource` show it). (The API reference's
-Griffe knows ``@dataclass`` only:
-``scripts/griffe_records.py`` documents a record as one.)
+Griffe knows ``@dataclass`` only: ``scripts/griffe_records.py`` documents a record as
+one.)
 
 What it does not take (a :class:`TypeError`, never a silent difference): ``ClassVar``,
 ``InitVar`` or ``KW_ONLY`` annotations, keyword-only fields, ``order``,

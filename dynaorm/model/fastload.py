@@ -134,11 +134,10 @@ def collector_paused(read: Callable[[bytes], R]) -> Callable[[bytes], R]:
     (``benchmarks/steady_reads.py``: 400 in a row, a 154,000-object heap, the same code
     with and without the pause): 2.65-2.92 -> 2.20-2.34 ms a query, young collections a
     quarter as many, full ones a third; ``wire.py``, which collects before each short
-    batch, shows 2-4%. The
-    validation holds the GIL from start to end (pydantic-core builds the objects in Rust
-    as it goes), so other threads hardly run inside the pause; one that reads a page
-    meanwhile finds the collector off and leaves it so, and only a ``gc.disable()`` made
-    by another thread inside the pause would be undone by its end."""
+    batch, shows 2-4%. The validation holds the GIL from start to end (pydantic-core
+    builds the objects in Rust as it goes), so other threads hardly run inside the pause;
+    one that reads a page meanwhile finds the collector off and leaves it so, and only a
+    ``gc.disable()`` made by another thread inside the pause would be undone by its end."""
     def paused(data: bytes) -> R:
         if not gc.isenabled():
             return read(data)
