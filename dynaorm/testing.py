@@ -32,6 +32,7 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, cast
 
 from dynaorm._types import Item
@@ -43,7 +44,6 @@ from dynaorm.model.keys import key_order, key_value
 from dynaorm.private_apis import moto_nested
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
-from dynaorm.records import record
 from dynaorm.sync.session import Session
 
 __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
@@ -215,7 +215,7 @@ def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any
 Callback = Callable[[], Any]
 
 
-@record
+@dataclass
 class _Rule:
     operation: str
     kind: str  # "throttle" | "server_error" | "lose_answer"

@@ -9,7 +9,7 @@ been."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item, PlainKey
@@ -32,7 +32,6 @@ from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
-from dynaorm.records import record
 from dynaorm.write.conditions import as_loaded
 from dynaorm.write.entries import DeleteEntry, SaveEntry
 from dynaorm.write.outcomes import same_item
@@ -219,7 +218,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
     result.raise_if_failed("delete_many")
 
 
-@record
+@dataclass
 class BulkResult:
     """What a bulk call did so far: objects (or keys) written, not written, unknown, and
     the error behind each that was not written or is unknown."""

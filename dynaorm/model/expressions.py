@@ -8,12 +8,11 @@ and every value as ``:vX``: nothing from the caller is ever spliced into express
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.model.codec import encode_value
-from dynaorm.records import record
 
 __all__ = ["Condition", "F", "Placeholders", "rename_paths"]
 
@@ -113,7 +112,7 @@ def _val(ph: Placeholders, value: Any) -> str:
     return ph.value(value)
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class _Compare(Condition):
     path: str
     op: str
@@ -123,7 +122,7 @@ class _Compare(Condition):
         return f"{ph.name(self.path)} {self.op} {_val(ph, self.value)}"
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class _Between(Condition):
     path: str
     low: Any
@@ -133,7 +132,7 @@ class _Between(Condition):
         return f"{ph.name(self.path)} BETWEEN {_val(ph, self.low)} AND {_val(ph, self.high)}"
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class _Func(Condition):
     func: str
     path: str
@@ -146,7 +145,7 @@ class _Func(Condition):
         return f"{self.func}({', '.join(rendered)})"
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class _In(Condition):
     path: str
     values: tuple[Any, ...]
@@ -156,7 +155,7 @@ class _In(Condition):
         return f"{ph.name(self.path)} IN ({vals})"
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class _Bool(Condition):
     op: str
     parts: tuple[Condition, ...]
@@ -165,7 +164,7 @@ class _Bool(Condition):
         return f" {self.op} ".join([f"({p.render(ph)})" for p in self.parts])
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class _Not(Condition):
     inner: Condition
 

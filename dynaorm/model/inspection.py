@@ -13,6 +13,7 @@ Pure: it reads the object's own state, sends nothing and changes nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -22,14 +23,13 @@ from dynaorm.model.layouts import MovedState, old_values
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import Deleted, InstanceState
 from dynaorm.model.table import TableSchema
-from dynaorm.records import record
 
 __all__ = ["Inspection", "inspect"]
 
 _MISSING: Any = object()
 
 
-@record(frozen=True, slots=True, repr=False)
+@dataclass(frozen=True, slots=True, repr=False)
 class Inspection:
     """An entity object's persistence state, as :func:`dynaorm.inspect` found it.
 

@@ -12,7 +12,7 @@ frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: reads
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import Item, PlainKey
@@ -23,7 +23,6 @@ from dynaorm.model.rows import LATEST_PREFIX, version_sk
 from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
-from dynaorm.records import record
 
 if TYPE_CHECKING:
     from dynaorm.model.spec import EntitySpec
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["Layout", "MovedState", "Previous", "old_values", "previous_layout"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Previous:
     """``Meta.previous``: what changed in an entity's layout, the old values only.
 
@@ -51,7 +50,7 @@ class Previous:
     """Field name -> the attribute name it was stored under (fields left out kept their name)."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Layout:
     """A checked :class:`Previous`: the old layout in full (unchanged parts filled in)."""
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.templates import render_value
-from dynaorm.records import record
 
 __all__ = ["Shards"]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Shards:
     """How a key is write-sharded: ``count`` values from ``first``, chosen by ``by``.
 

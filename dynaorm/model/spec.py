@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
@@ -34,7 +34,6 @@ from dynaorm.model.shards import Shards, as_shards
 from dynaorm.model.table import LSI, TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate, render_value
 from dynaorm.model.timestamps import expired
-from dynaorm.records import record
 
 if TYPE_CHECKING:  # (loaded by the first entity that declares ``Meta.previous``)
     from dynaorm.model.layouts import Layout
@@ -45,7 +44,7 @@ META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexe
                 "history_index", "timestamps", "overlaps", "key_only", "previous")
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Unique:
     """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
 
@@ -62,7 +61,7 @@ class Unique:
     organisation); ``None``: unique in the whole table."""
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class UniqueRule:
     """A compiled :class:`Unique`: knows how to render its guard item's key."""
 
@@ -91,7 +90,7 @@ class UniqueRule:
         return (self.field, *(self.scope.fields if self.scope else ()))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class IndexKeys:
     """An entity's key templates for one secondary index."""
 
@@ -114,7 +113,7 @@ def _field_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
     return TypeAdapter(info.annotation)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class EntitySpec:
     """Everything dynaorm knows about one concrete entity class."""
 

@@ -18,6 +18,7 @@ import base64
 import binascii
 import functools
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from dataclasses import field as _field
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -28,7 +29,6 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
 from dynaorm.model.codec import decode_value
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD, parse_version_sk
-from dynaorm.records import record as value_class  # (a "record" here is a stream record)
 
 __all__ = ["Change", "ChangeKind", "ChangeRole", "iter_changes", "normalize_item",
            "parse_change"]
@@ -52,7 +52,7 @@ class StreamTable(Protocol):
     entities: dict[str, type[Any]]
 
 
-@value_class(frozen=True)
+@dataclass(frozen=True)
 class Change:
     """One stream record, classified.
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from dynaorm.errors import DynaormError
-from dynaorm.records import record
 
 if TYPE_CHECKING:  # (loaded by the first stream read)
     from dynaorm.model.streams import Change
@@ -39,7 +39,7 @@ def _projection(projection: Projection, type_attribute: Sequence[str] = ()) -> d
     return {"ProjectionType": "INCLUDE", "NonKeyAttributes": [*projection, *extra]}
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class GSI:
     """A global secondary index: its own partition key and optional sort key attributes."""
 
@@ -58,7 +58,7 @@ class GSI:
         return False
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class LSI:
     """A local secondary index: the table's partition key with another sort key attribute."""
 

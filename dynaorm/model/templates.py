@@ -12,12 +12,12 @@ import functools
 import re
 import string
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
 from dynaorm.errors import KeyTemplateError
 from dynaorm.model.keys import BinaryKey, NumberKey, number_key
-from dynaorm.records import record
 
 __all__ = ["SHARD_FIELD", "KeyTemplate", "render_value"]
 
@@ -49,14 +49,14 @@ def render_value(value: Any, spec: str = "") -> str:
     return str(value)
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Field:
     name: str
     spec: str
     conversion: str | None
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class KeyTemplate:
     """A parsed key template. Build with :meth:`parse`."""
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from collections.abc import Iterator
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
-from dynaorm.records import record
 
 __all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
            "capacity_of", "recorder", "recording", "table_of", "tables_of"]
@@ -25,7 +24,7 @@ __all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of"
 EventOrigin = tuple[type[Any], dict[str, Any], str]
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Reason:
     """One cancellation reason of a transaction: DynamoDB's code and, when returned, the
     stored item."""
@@ -35,7 +34,7 @@ class Reason:
     item: Item | None = None
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class RequestEvent:
     """One attempt of one request, as ``table.on_request`` hooks see it.
 
@@ -71,7 +70,7 @@ class RequestEvent:
         return table_of(self.request)
 
 
-@record(slots=True)
+@dataclass(slots=True)
 class CommitResult:
     """What ``Session.commit()`` sent.
 

@@ -30,12 +30,11 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynaorm.errors import RequestError
 from dynaorm.protocol.events import actions_of, capacity_of, tables_of
-from dynaorm.records import record
 
 if TYPE_CHECKING:
     import logging
@@ -65,7 +64,7 @@ def debug_logged() -> bool:
     return "logging" in sys.modules and logger().isEnabledFor(_DEBUG)
 
 
-@record(slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Operation:
     """One session operation, as hooks see it (``on_start``: what it is; ``on_end``:
     also how it ended)."""
@@ -84,7 +83,7 @@ class Operation:
     """The kind of session running it: ``"sync"`` or ``"async"`` (set by the driver)."""
 
 
-@record(slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class Attempt:
     """One HTTP attempt of one request, as hooks see it."""
 
@@ -251,7 +250,7 @@ class LogHook(Hook):
         return None
 
 
-@record(eq=False)
+@dataclass(eq=False)
 class Listeners(Hook):
     """The ``on_request`` hooks (:class:`~dynaorm.RequestEvent` after every attempt):
     ``everywhere`` sees every request, ``by_table`` those naming one of its tables."""

@@ -12,11 +12,11 @@ nothing else, so a sync and an async session on one client follow the same rules
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from typing import Any, Final
 
 from dynaorm.errors import RequestError
 from dynaorm.protocol.hooks import HookLike
-from dynaorm.records import record
 
 __all__ = ["CAPACITY_OPERATIONS", "DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS",
            "Policy", "retryable", "with_capacity"]
@@ -43,7 +43,7 @@ DEFAULT_MAX_ATTEMPTS: Final = 5
 MAX_CONCURRENCY: Final = 16
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Policy:
     """How every request of one client is attempted and observed."""
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dynaorm._types import Item
@@ -49,7 +50,6 @@ from dynaorm.protocol.hooks import (
     start,
 )
 from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable, with_capacity
-from dynaorm.records import record
 
 __all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step",
            "Stream", "Wait", "attempts", "call", "consume", "expand", "forward", "gather",
@@ -59,7 +59,7 @@ R = TypeVar("R")
 _LOG = LogHook()
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Call:
     """Send ``request`` with the retry rules; the step's result is the response. A
     request that is not ``idempotent`` is never resent after an attempt that may have
@@ -79,7 +79,7 @@ class Call:
     unapplied: Callable[[dict[str, Any] | None], bool] | None = None
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Send:
     """Send ``request`` once; the step's result is the response (a failure is thrown in
     as a :class:`~dynaorm.RequestError`). ``reader``: a wire holding the answer's checked
@@ -91,7 +91,7 @@ class Send:
     reader: Callable[[bytes], dict[str, Any] | None] | None = None
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Backoff:
     """Wait the policy's backoff before retry round ``attempt``, within what is left of
     its ``max_wait`` after ``waited`` seconds; the step's result is the seconds waited."""
@@ -100,14 +100,14 @@ class Backoff:
     waited: float
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Wait:
     """Sleep ``seconds``."""
 
     seconds: float
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Gather:
     """Run ``protos`` concurrently (at most ``concurrency`` at once); results in order.
     ``within``: the session operation they are part of (set by the pump; a driver runs
@@ -118,14 +118,14 @@ class Gather:
     within: Operation | None = None
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Emit:
     """Result items of a read, in order (a page's worth in one step)."""
 
     items: Sequence[Item]
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Await:
     """Await ``awaitable`` (what a hook's ``on_end`` returned)."""
 

@@ -37,12 +37,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.protocol.hooks import Attempt, Hook, Operation, Phase
-from dynaorm.records import record
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
 
@@ -75,7 +74,7 @@ _RESPONSE_ATTRIBUTES: Final = (
 )
 
 
-@record(slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class _Open:
     """An operation's span while it runs, and what its attempts add up to."""
 
@@ -86,7 +85,7 @@ class _Open:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-@record(slots=True, eq=False)
+@dataclass(slots=True, eq=False)
 class _Sent:
     """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
     is sent), the context token to detach at its end (``None``: nothing was attached),

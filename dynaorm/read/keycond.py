@@ -9,7 +9,7 @@ name key attributes).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from dynaorm.caches import cache
@@ -19,7 +19,6 @@ from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import EntitySpec, IndexKeys
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
-from dynaorm.records import record
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
 
@@ -27,13 +26,13 @@ __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "wi
 HIGH = "\U0010ffff"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class SortCondition:
     op: str  # eq, lt, lte, gt, gte, between, begins_with
     args: tuple[Mapping[str, Any], ...]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class KeyPlan:
     """What one query reads: partition values (one per shard) and a sort-key condition."""
 
@@ -115,7 +114,7 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     return plan
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class _Shape:
     """How every query of one shape -- entity, index, the names of its fields, no sort-key
     condition -- plans its keys: what :func:`_plan_keys` decides from the names alone
@@ -243,7 +242,7 @@ def _history_plan(spec: EntitySpec, index: str | None, sk: KeyTemplate,
                    (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class _SortQuery:
     """The sort key of one query: its template, the query's fields, the leading sort-key
     fields among them, the version prefix its keys carry (``latest``: ``v0_``) and the

@@ -13,13 +13,12 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.model.keys import key_order, key_value
-from dynaorm.records import record
 
 __all__ = ["DONE", "Pager", "per_request_limit"]
 
@@ -35,7 +34,7 @@ def per_request_limit(remaining: int, live: int) -> int:
     return math.ceil(remaining / live) + 1
 
 
-@record
+@dataclass
 class Pager:
     """Paging state over streams (pure). ``positions[i]``: ``None`` (start), a key
     (resume after it) or :data:`DONE`."""

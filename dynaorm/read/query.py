@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
 from dynaorm.errors import DynaormError, ItemNotFoundError, MultipleResultsError
@@ -16,14 +16,13 @@ from dynaorm.model.keys import key_av
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
-from dynaorm.records import record
 
 __all__ = ["QuerySpec"]
 
 T = TypeVar("T", bound=Entity)
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class QuerySpec(ReadSpec[T]):
     """A query over one partition (or all shards of one), as data. Build one with
     ``Session.query`` (a :class:`dynaorm.Query`) or ``AsyncSession.query``."""

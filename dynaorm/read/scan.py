@@ -11,7 +11,7 @@ segment, for one worker of a distributed job. Cursors hold one position per segm
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
 from dynaorm.errors import DynaormError
@@ -19,7 +19,6 @@ from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
-from dynaorm.records import record
 
 __all__ = ["ScanSpec", "check_segments"]
 
@@ -46,7 +45,7 @@ def check_segments(segment: int | None, segments: int | None) -> tuple[int, ...]
     return (segment,)
 
 
-@record(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False)
 class ScanSpec(ReadSpec[T]):
     """A scan of some entity types, as data. Build one with ``Session.scan`` (a
     :class:`dynaorm.Scan`) or ``AsyncSession.scan``."""

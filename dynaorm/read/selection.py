@@ -13,7 +13,7 @@ import base64
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -32,7 +32,6 @@ from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired
 from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.read.pager import DONE
-from dynaorm.records import record
 
 __all__ = ["Selection", "projection_of", "selection"]
 
@@ -83,7 +82,7 @@ def _matches(item: Item, checks: tuple[tuple[str, KeyTemplate, bool], ...]) -> b
     return True
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Selection(Generic[T]):
     """Which returned items are results of a read, and how they decode."""
 

@@ -13,6 +13,7 @@ a cursor from either kind of session resumes in the other.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 
 from pydantic import Field as PydanticField
@@ -27,7 +28,6 @@ from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, 
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
-from dynaorm.records import record
 
 __all__ = ["Page", "ReadSpec"]
 
@@ -42,7 +42,7 @@ ITER_PAGE_ITEMS = 1000
 FAN_OUT = 64
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Page(Generic[T]):
     """One page of results, and the cursor of the next page (null on the last page)."""
 

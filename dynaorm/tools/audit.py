@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from dynaorm._types import Item
@@ -68,7 +68,6 @@ from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.records import record
 from dynaorm.write.actions import version_row
 from dynaorm.write.guards import guard_item
 
@@ -80,7 +79,7 @@ Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no
 Key = tuple[str, str]
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Problem:
     """One inconsistency: what, which item, why, and the transaction that fixes it."""
 
@@ -98,7 +97,7 @@ class Problem:
         return f"{self.kind:<14} {where}  ({self.detail})"
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class Repair:
     """The outcome of one fix: ``ok`` False when its conditions no longer held."""
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,6 @@ from dynaorm.model.rows import GUARD_TYPE, parse_version_sk, version_sk
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.records import record
 from dynaorm.tools.audit import (
     Key,
     Problem,
@@ -42,7 +41,7 @@ __all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_coun
            "progress_line"]
 
 
-@record
+@dataclass
 class _State:
     table: str
     repair: bool
@@ -71,7 +70,7 @@ _TYPES: dict[str, type] = {
     "seen": list}
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class CheckResult:
     """What a (possibly resumed) check covered and found."""
 

@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -47,7 +47,6 @@ from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
-from dynaorm.records import record
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
@@ -68,7 +67,7 @@ MOVE_ROUNDS = 5
 SAMPLES = 3
 
 
-@record
+@dataclass
 class _State:
     table: str
     dry_run: bool
@@ -89,7 +88,7 @@ _TYPES: dict[str, type] = {
     "moved": dict, "skipped": int, "failed": list, "samples": dict, "done": bool}
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class MigrationReport:
     """What a (possibly resumed) ``migrate`` run covered and did."""
 

@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
 from dynaorm.errors import (
@@ -47,7 +48,6 @@ from dynaorm.errors import (
     RequestError,
     RequestNotSentError,
 )
-from dynaorm.records import record
 from dynaorm.wire.connection import AnswerReader, MalformedAnswer
 
 if TYPE_CHECKING:  # asyncio loads with the first async request: a sync process never pays it
@@ -69,7 +69,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Destination:
     """Where a pool's connections go and how they behave (both pools take one)."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Generator, Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import PlainKey
@@ -16,7 +17,6 @@ from dynaorm.model.expressions import Condition
 from dynaorm.model.keys import key_id
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.state import InstanceState
-from dynaorm.records import record
 from dynaorm.write.actions import undeclared
 from dynaorm.write.planner import plan_delete, plan_save
 from dynaorm.write.records import Op
@@ -50,7 +50,7 @@ class _ObjectEntry:
                 new)
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class SaveEntry(_ObjectEntry):
     """``s.save(obj)``: an insert (new object) or an update (persisted object)."""
 
@@ -134,7 +134,7 @@ def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
     return state
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class DeleteEntry(_ObjectEntry):
     """``s.delete(obj)``; with ``history`` a versioned entity's version rows go too."""
 

@@ -7,12 +7,11 @@ Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them.
 from __future__ import annotations
 
 import enum
-from dataclasses import field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.model.expressions import Condition
-from dynaorm.records import record
 
 if TYPE_CHECKING:
     from dynaorm.model.table import TableSchema
@@ -62,7 +61,7 @@ class Origin(NamedTuple):
         return table
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Put:
     """Write a whole item (PutItem)."""
 
@@ -72,7 +71,7 @@ class Put:
     origin: Origin
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Update:
     """Change some attributes of an item (UpdateItem)."""
 
@@ -89,7 +88,7 @@ class Update:
     known: Item | None = field(default=None, compare=False)
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class Delete:
     """Delete an item (DeleteItem)."""
 
@@ -98,7 +97,7 @@ class Delete:
     origin: Origin
 
 
-@record(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True)
 class ConditionCheck:
     """Require a condition on an item, writing nothing."""
 

@@ -8,6 +8,7 @@ a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -17,7 +18,6 @@ from dynaorm.model.expressions import (
     condition_values,
 )
 from dynaorm.model.keys import wire_key
-from dynaorm.records import record
 from dynaorm.write.limits import (
     check_item,
     check_size,
@@ -184,7 +184,7 @@ def check_batch_delete(entity: type[Any], key: PlainKey) -> int:
     return check_write(Delete(key, None, origin))
 
 
-@record(frozen=True)
+@dataclass(frozen=True)
 class WritePlan:
     """An ordered, limit-checked tuple of write actions, each on its entity's table (one
     commit may write to several tables of one client); the limits count the whole plan."""
