@@ -33,8 +33,8 @@ from typing import Any
 
 __all__ = ["ITERATIONS", "JSON_TARGET", "OPS", "REGION", "TABLE", "TARGETS", "RawMessage",
            "RawUser", "arguments", "canned_endpoint", "check_answer", "dynaorm_models",
-           "floor_ops", "ids", "json_ops", "message_item", "messages_of", "raw_requests",
-           "serve", "user_item", "user_of"]
+           "floor_ops", "ids", "json_ops", "message_item", "messages_of", "pydynox_models",
+           "raw_requests", "serve", "user_item", "user_of"]
 
 TABLE = "app"
 REGION = "us-east-1"
@@ -274,6 +274,52 @@ def floor_ops() -> dict[str, Callable[[], object]]:
 
     return {"get": page("GetItem", User), "query25": page("Query:r25", Message),
             "query1000": page("Query:r1000", Message)}
+
+
+def pydynox_models(endpoint: str) -> tuple[Any, Any, Any, Any]:
+    """pydynox's client and models for the pydynox contenders (its sync and its async API
+    share them): ``(client, User, Guard, Message)``, each model given the client in its
+    ``ModelConfig``, as pydynox's docs show. ``User`` and ``Guard`` write the items the
+    hand-written contenders send (``_type`` included); ``Message`` reads the query pages."""
+    from pydynox import DynamoDBClient, Model, ModelConfig
+    from pydynox.attributes import NumberAttribute, StringAttribute
+
+    client = DynamoDBClient(endpoint_url=endpoint, region=REGION, access_key="x",
+                            secret_key="x")
+
+    class User(Model):
+        model_config = ModelConfig(table=TABLE, client=client)
+        pk = StringAttribute(partition_key=True)
+        sk = StringAttribute(sort_key=True)
+        type = StringAttribute(alias="_type", default="User")
+        user_id = StringAttribute()
+        org_id = StringAttribute()
+        username = StringAttribute()
+        email = StringAttribute()
+        full_name = StringAttribute(default="")
+        logins = NumberAttribute(default=0)
+
+    class Guard(Model):
+        model_config = ModelConfig(table=TABLE, client=client)
+        pk = StringAttribute(partition_key=True)
+        sk = StringAttribute(sort_key=True)
+        type = StringAttribute(alias="_type", default="dynaorm:unique")
+        owner_pk = StringAttribute()
+        owner_sk = StringAttribute()
+        owner_type = StringAttribute()
+        unique_field = StringAttribute()
+
+    class Message(Model):
+        model_config = ModelConfig(table=TABLE, client=client)
+        pk = StringAttribute(partition_key=True)
+        sk = StringAttribute(sort_key=True)
+        room = StringAttribute()
+        msg_id = StringAttribute()
+        author = StringAttribute()
+        seq = NumberAttribute()
+        body = StringAttribute()
+
+    return client, User, Guard, Message
 
 
 def ids() -> Callable[[], str]:

@@ -1,18 +1,25 @@
 #!/usr/bin/env python
-"""Client CPU per operation over real HTTP, async: raw aiobotocore vs dynaorm's
-AsyncSession on aiobotocore (``wire="botocore"``) and on its own wire (``wire="dynaorm"``,
-:class:`dynaorm.wire.aio.AsyncWire`).
+"""Client CPU per operation over real HTTP, async: raw aiobotocore vs pydynox's async API vs
+dynaorm's AsyncSession on aiobotocore (``wire="botocore"``) and on its own wire
+(``wire="dynaorm"``, :class:`dynaorm.wire.aio.AsyncWire`).
 
 The endpoint is canned (``benchmarks/canned_http.py``: ``http.server`` in a child process,
 HTTP/1.1 keep-alive, fixed JSON with a correct ``x-amz-crc32``), so every contender pays its
 whole client path (render, SigV4, the socket, read, parse, build objects) and only the client
-process's CPU is timed (``time.process_time``). Operations run one after another in one event
-loop (no concurrency: the CPU per operation is what is measured).
+process's CPU is timed (``time.process_time``, which counts every thread of the process: what
+we want, since pydynox's Rust client does its I/O on tokio's threads of its own and hands the
+result back to the event loop). Operations run one after another in one event loop (no
+concurrency: the CPU per operation is what is measured).
 
 Contenders (interleaved repeats, median per operation):
 
 ``aiobotocore``       a raw aiobotocore client (dynaorm's settings: no parameter validation,
                       one attempt); items unmarshalled by hand into slots dataclasses
+``pydynox``           pydynox models through its async API (the default one: ``await
+                      Model.get``, ``await model.save(condition=...)``, ``Transaction``,
+                      ``async for`` over ``Model.query``); it asks for
+                      ``ReturnConsumedCapacity`` on every request and sends a
+                      ``ClientRequestToken`` with each transaction (its defaults)
 ``dynaorm-botocore``  ``AsyncSession`` on ``Table(wire="botocore")``: aiobotocore
 ``dynaorm``           ``AsyncSession`` on ``Table(wire="dynaorm")`` (the default): AsyncWire
 ``asyncwire-raw``     (for reference) the same requests as ``aiobotocore`` sent by hand through
@@ -21,7 +28,8 @@ Contenders (interleaved repeats, median per operation):
 
 Operations: ``get`` (GetItem into an object), ``put`` (a new item, conditional PutItem),
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
-through a commit), ``query25`` / ``query1000`` (a Query page of 25 / 1,000 items into
+through a commit, pydynox by hand with ``Transaction.save_model``, each Put conditioned on
+absence), ``query25`` / ``query1000`` (a Query page of 25 / 1,000 items into
 objects).
 
 Usage::
@@ -55,11 +63,12 @@ from benchmarks.canned_http import (
     dynaorm_models,
     ids,
     messages_of,
+    pydynox_models,
     raw_requests,
     user_of,
 )
 
-CONTENDERS = ("aiobotocore", "dynaorm-botocore", "dynaorm", "asyncwire-raw")
+CONTENDERS = ("aiobotocore", "pydynox", "dynaorm-botocore", "dynaorm", "asyncwire-raw")
 Op = Callable[[], Awaitable[object]]
 
 
@@ -95,6 +104,44 @@ async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
         return answer
 
     return raw_ops(send), context
+
+
+def make_pydynox(endpoint: str) -> dict[str, Op]:
+    """pydynox's models through its async API (its methods without the ``sync_`` prefix)."""
+    from pydynox import Transaction
+
+    client, User, Guard, Message = pydynox_models(endpoint)
+    new_id = ids()
+
+    def new_user() -> Any:
+        uid = new_id()
+        return User(pk=f"USER#{uid}", sk="PROFILE", user_id=uid, org_id="o1",
+                    username="alice", email="alice@x.com", full_name="Alice Liddell")
+
+    async def get() -> object:
+        return await User.get(pk="USER#u1", sk="PROFILE")
+
+    async def put() -> object:
+        return await new_user().save(condition=User.pk.not_exists())
+
+    async def tx3() -> object:
+        user = new_user()
+        async with Transaction(client) as tx:
+            tx.save_model(user, condition=User.pk.not_exists())
+            for a in ("username", "email"):
+                token = f"{a}#{getattr(user, a)}"
+                tx.save_model(Guard(pk=token, sk=token, owner_pk=user.pk, owner_sk=user.sk,
+                                    owner_type="User", unique_field=a),
+                              condition=Guard.pk.not_exists())
+        return tx
+
+    def query(room: str) -> Op:
+        async def run() -> object:
+            return [m async for m in Message.query(partition_key=f"ROOM#{room}")]
+        return run
+
+    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
+            "query1000": query("r1000")}
 
 
 def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
@@ -144,7 +191,8 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
     botocore_ops, table_b = make_dynaorm(endpoint, "botocore")
     dynaorm_ops, table_d = make_dynaorm(endpoint, "dynaorm")
     wire = await table_d.db._async_wire(table_d.db._loop())
-    contenders = {"aiobotocore": raw, "dynaorm-botocore": botocore_ops,
+    contenders = {"aiobotocore": raw, "pydynox": make_pydynox(endpoint),
+                  "dynaorm-botocore": botocore_ops,
                   "dynaorm": dynaorm_ops, "asyncwire-raw": raw_ops(wire.send)}
     try:
         for name, ops in contenders.items():
@@ -167,9 +215,9 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
 
 
 def report(medians: dict[tuple[str, str], float]) -> tuple[str, bool]:
-    lines = ["| op | aiobotocore | dynaorm wire=botocore | dynaorm wire=dynaorm | "
+    lines = ["| op | aiobotocore | pydynox | dynaorm wire=botocore | dynaorm wire=dynaorm | "
              "dynaorm / aiobotocore | target | AsyncWire raw (no entities) |",
-             "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     ok = True
     for op in OPS:
         base = medians[("aiobotocore", op)]
@@ -178,6 +226,8 @@ def report(medians: dict[tuple[str, str], float]) -> tuple[str, bool]:
         ok &= ratio <= TARGETS[op]
         lines.append(
             f"| {op} | {base * 1e3:.3f} ms | "
+            f"{medians[('pydynox', op)] * 1e3:.3f} ms "
+            f"({medians[('pydynox', op)] / base:.2f}x) | "
             f"{medians[('dynaorm-botocore', op)] * 1e3:.3f} ms "
             f"({medians[('dynaorm-botocore', op)] / base:.2f}x) | {mine * 1e3:.3f} ms | "
             f"{ratio:.2f}x | <= {TARGETS[op]}x {'ok' if ratio <= TARGETS[op] else 'MISSED'} | "
