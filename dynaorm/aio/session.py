@@ -2,21 +2,21 @@
 
 Staging (``save``, ``delete``, ``update``, ``check``, ``rollback``) is shared with
 :class:`~dynaorm.Session` as is; every method that does I/O is a coroutine running the
-same protocol (:mod:`dynaorm.core.unit_of_work`) through its client's async driver (the
-mirror of the sync one, on the same client and the same policy).
+same protocol of :mod:`dynaorm.core` through its client's async driver (the mirror of the
+sync one, on the same client and the same policy).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
 from dynaorm.client.client import Client, _aiobotocore
-from dynaorm.client.sessions import ClientSession
+from dynaorm.client.sessions import BaseSession
 from dynaorm.client.table import Table
+from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 
@@ -31,21 +31,14 @@ T3 = TypeVar("T3", bound=Entity)
 T4 = TypeVar("T4", bound=Entity)
 
 
-class AsyncSession(ClientSession):
+class AsyncSession(BaseSession):
     """A unit of work for asyncio (``AsyncSession(table)`` or ``AsyncSession(client)``),
     on the tables of one client. Reads may be awaited concurrently (``asyncio.gather``);
     staging and commit belong to one task."""
 
-    _query_class = AsyncQuery
-    _scan_class = AsyncScan
-
     def __init__(self, target: Table | Client) -> None:
         _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
         super().__init__(target)
-
-    @property
-    def _driver(self) -> Any:
-        return self.client.async_driver
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -60,8 +53,10 @@ class AsyncSession(ClientSession):
     # -- commit --------------------------------------------------------------------
     async def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        op = self.client._operation("plan", (e._entity for e in self._staged.values()))
-        return await self.client.async_driver.run(self._plan_p(), op)
+        from dynaorm.core.commit import plan_p
+
+        op = self._operation("plan", (e._entity for e in self._stage.writes.values()))
+        return await self.client.async_driver.run(plan_p(self._stage.coalesced()), op)
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
@@ -71,22 +66,20 @@ class AsyncSession(ClientSession):
         would have written first reads that object's key once; when the cancelled write
         landed, the object takes the state it wrote (saving it again updates it, never
         ``ItemExistsError``)."""
-        client = self.client
-        commit = self._commit(client.policy.observed)
-        op = client._operation("commit", (e._entity for e in commit.staged))
-        try:
-            return await client.async_driver.run(commit.run(), op)
-        except asyncio.CancelledError:
-            commit.abandon()
-            raise
+        from dynaorm.core.commit import commit_p
+
+        staged = self._stage.take()
+        op = self._operation("commit", (e._entity for e in staged))
+        return await self.client.async_driver.run(
+            commit_p(staged, self.client.policy.observed), op)
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,
                   version: int | None = None, **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
         return await self.client.async_driver.run(
-            self._get_p(entity, consistent, version, fields),
-            self.client._operation("get", (entity,)))
+            get_p(self._stage, entity, consistent, version, fields),
+            self._operation("get", (entity,)))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
@@ -94,15 +87,14 @@ class AsyncSession(ClientSession):
         """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
         TransactGetItems)."""
         return await self.client.async_driver.run(
-            self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            self.client._operation("get_many", (entity,)))
+            get_many_p(self._stage, entity, keys, consistent, snapshot, concurrency),
+            self._operation("get_many", (entity,)))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
         return await self.client.async_driver.run(
-            self._find_p(entity, consistent, fields),
-            self.client._operation("find", (entity,)))
+            find_p(self._stage, entity, consistent, fields), self._operation("find", (entity,)))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -124,7 +116,8 @@ class AsyncSession(ClientSession):
               **fields: Any) -> AsyncQuery[Any]:
         """A lazy query over the partition named by ``fields`` (``async for``, ``await
         q.all()``, ``await q.page(cursor)``, ...)."""
-        found: AsyncQuery[Any] = self._query((entity, *more), index, dict(fields), self._driver)
+        found: AsyncQuery[Any] = self._stage.query(AsyncQuery, (entity, *more), index,
+                                                   dict(fields), self.client.async_driver)
         return found
 
     @overload
@@ -144,12 +137,14 @@ class AsyncSession(ClientSession):
              segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        found: AsyncScan[Any] = self._scan((entity, *more), index, segment, segments, self._driver)
+        found: AsyncScan[Any] = self._stage.scan(AsyncScan, (entity, *more), index, segment,
+                                                 segments, self.client.async_driver)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: AsyncQuery[T] = self._history(entity, dict(fields), self._driver)
+        found: AsyncQuery[T] = self._stage.history(AsyncQuery, entity, dict(fields),
+                                                   self.client.async_driver)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -157,10 +152,12 @@ class AsyncSession(ClientSession):
         """Bulk save, as :meth:`dynaorm.Session.save_many`: new objects in BatchWriteItem
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
+        from dynaorm.core.bulk import save_many_p
+
         found = list(objs)
-        op = self.client._operation("save_many", (type(o) for o in found))
         await self.client.async_driver.run(
-            self._save_many_p(found, concurrency, self.client.policy.observed), op)
+            save_many_p(self._stage, found, concurrency, self.client.policy.observed),
+            self._operation("save_many", (type(o) for o in found)))
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -168,8 +165,10 @@ class AsyncSession(ClientSession):
         """Bulk delete of objects, or of one entity's keys, as
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
+        from dynaorm.core.bulk import delete_many_p
+
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = self.client._operation("delete_many",
-                       (found,) if isinstance(found, type) else (type(o) for o in found))
         await self.client.async_driver.run(
-            self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)
+            delete_many_p(self._stage, found, keys, concurrency, self.client.policy.observed),
+            self._operation("delete_many", (found,) if isinstance(found, type)
+                            else (type(o) for o in found)))

@@ -13,8 +13,8 @@ plan moves here: there is one move.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -26,20 +26,26 @@ from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, MovedState, old_values
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import stamped, stamps
-from dynaorm.write.actions import ActionBuilder, undeclared, version_row
-from dynaorm.write.committed import Written
 from dynaorm.write.conditions import stored_as
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
-from dynaorm.write.staged import Outcome
+from dynaorm.write.records import (
+    ConditionCheck,
+    Delete,
+    Fail,
+    Op,
+    Origin,
+    Outcome,
+    Put,
+    Reads,
+    Role,
+    Written,
+)
+from dynaorm.write.rows import ActionBuilder, undeclared, version_row
 
-if TYPE_CHECKING:
-    from dynaorm.write.entries import DeleteEntry, SaveEntry
-
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "kept_row_move",
-           "load_old",
-           "move_actions", "needs_history_batches", "old_values", "plan_move_delete",
-           "plan_move_save"]
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
+           "kept_row_move", "load_old", "move_actions", "needs_history_batches",
+           "old_values", "plan_move_delete", "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -107,22 +113,10 @@ def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BAT
     check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
     assert check is not None
     rows = _history_rows(spec, state)
-    out: list[list[Op]] = []
-    for at in range(0, len(rows), size):
-        ops: list[Op] = [ConditionCheck(state.key, check, _origin(
-            spec, state.key, Role.LATEST, Fail.GONE, 0))]
-        for _, old_key, row in rows[at:at + size]:
-            new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
-            if new_key == old_key:  # (only the type or stored names changed)
-                ops.append(Put(new_key, row, exists(spec.table.pk), _origin(
-                    spec, state.key, Role.VERSION, Fail.GONE, 0)))
-                continue
-            ops.append(Delete(old_key, exists(spec.table.pk), _origin(
-                spec, state.key, Role.VERSION, Fail.GONE, 0)))
-            ops.append(Put(new_key, row, not_exists(spec.table.pk), _origin(
-                spec, state.key, Role.VERSION, Fail.EXISTS, 0)))
-        out.append(ops)
-    return out
+    return [[ConditionCheck(state.key, check, _origin(spec, state.key, Role.LATEST,
+                                                      Fail.GONE, 0)),
+             *_row_moves(spec, state.key, rows[at:at + size])]
+            for at in range(0, len(rows), size)]
 
 
 def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
@@ -136,20 +130,39 @@ def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
     assert parsed is not None
     latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
     latest[spec.table.sk] = version_sk(parsed[1], 0)
-    state = MovedState(latest, {}, None, (row,))
-    ops: list[Op] = [ConditionCheck(latest, not_exists(spec.table.pk), _origin(
-        spec, latest, Role.LATEST, Fail.EXISTS, 0))]
-    for _, old_key, moved in _history_rows(spec, state):
-        new_key = {a: moved[a]["S"] for a in spec.table_key_attrs}
-        if new_key == old_key:  # (only the type or stored names changed)
-            ops.append(Put(new_key, moved, exists(spec.table.pk), _origin(
-                spec, latest, Role.VERSION, Fail.GONE, 0)))
+    rows = _history_rows(spec, MovedState(latest, {}, None, (row,)))
+    return [ConditionCheck(latest, not_exists(spec.table.pk), _origin(
+        spec, latest, Role.LATEST, Fail.EXISTS, 0)), *_row_moves(spec, latest, rows)]
+
+
+def _row_moves(spec: EntitySpec, owner: PlainKey,
+               rows: list[tuple[int, PlainKey, Item]]) -> list[Op]:
+    """Each version row put under its current key if absent and deleted under its old
+    one if present (only its type or stored names changed: put where it is)."""
+    ops: list[Op] = []
+    for _, old_key, row in rows:
+        new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
+        if new_key == old_key:
+            ops.append(Put(new_key, row, exists(spec.table.pk), _origin(
+                spec, owner, Role.VERSION, Fail.GONE, 0)))
             continue
         ops.append(Delete(old_key, exists(spec.table.pk), _origin(
-            spec, latest, Role.VERSION, Fail.GONE, 0)))
-        ops.append(Put(new_key, moved, not_exists(spec.table.pk), _origin(
-            spec, latest, Role.VERSION, Fail.EXISTS, 0)))
+            spec, owner, Role.VERSION, Fail.GONE, 0)))
+        ops.append(Put(new_key, row, not_exists(spec.table.pk), _origin(
+            spec, owner, Role.VERSION, Fail.EXISTS, 0)))
     return ops
+
+
+def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
+                  ) -> Generator[Any, Any, InstanceState | None]:
+    """The stored state of the entity with key ``fields`` of an entity declaring
+    ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
+    (neither; an expired item counts as gone)."""
+    assert spec.previous is not None
+    old_key = spec.previous.key(fields, spec.name)
+    state: InstanceState | None = yield from reads.stored_now(
+        spec, MovedState(old_key, {}, None), spec.primary_key(fields))
+    return state
 
 
 def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
@@ -212,7 +225,7 @@ def _history_rows(spec: EntitySpec, state: MovedState
     return sorted(out, key=lambda t: t[0])
 
 
-def plan_move_save(entry: SaveEntry, state: MovedState, index: int
+def plan_move_save(entry: Any, state: MovedState, index: int
                    ) -> tuple[list[Op], Outcome]:
     """Save an object read from the previous layout: move it (see the module)."""
     obj = entry.obj
@@ -221,13 +234,11 @@ def plan_move_save(entry: SaveEntry, state: MovedState, index: int
     _check_size(spec, old_key, len(state.history))
     old = old_values(spec, state.item)
     loaded = spec.cls.model_validate(old).__dict__
-    values = obj.__dict__
-    changed = any(values.get(f) != loaded.get(f) for f in spec.field_names
+    changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
                   if f != "version")
     pairs = stamps(obj, spec, insert=False) if changed else ()
-    if pairs:
-        values = stamped(obj, pairs).__dict__
-    written_obj = stamped(obj, pairs) if pairs else obj
+    written_obj = stamped(obj, pairs)
+    values = written_obj.__dict__
     ops: list[Op] = []
     version: int | None = None
     if spec.versioned:
@@ -260,7 +271,7 @@ def plan_move_save(entry: SaveEntry, state: MovedState, index: int
                         stamps=pairs)
 
 
-def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
+def plan_move_delete(entry: Any, state: MovedState, index: int
                      ) -> tuple[list[Op], Outcome]:
     """Delete an object read from the previous layout: its old row (as read), its guards
     and, with ``history=True``, its old version rows."""

@@ -1,22 +1,22 @@
-"""Write plans: an ordered tuple of frozen write records, rendered to DynamoDB requests.
+"""Write plans: the staged writes of a commit compiled into an ordered tuple of frozen
+write records (:func:`compile_commit`: each write's actions in staging order, two actions
+on one item folded into one or refused), checked against DynamoDB's limits (every action
+passes :func:`check_write`, the gate), and rendered either as one ``TransactWriteItems``
+request (in the plan's own order, so cancellation reason ``i`` belongs to ``ops[i]``) or,
+when it holds a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
 
-A plan is plain data. It is built without I/O (see :mod:`dynaorm.write.planner`), checked
-against DynamoDB's limits, and rendered either as one ``TransactWriteItems`` request (in
-the plan's own order, so cancellation reason ``i`` belongs to ``ops[i]``) or, when it holds
-a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
+Pure: a plan is plain data, built and checked without I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import DynaormError, TransactionTooLargeError
-from dynaorm.model.expressions import (
-    Placeholders,
-    condition_values,
-)
+from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
+from dynaorm.model.expressions import Placeholders, condition_values
 from dynaorm.model.keys import wire_key
 from dynaorm.write.limits import (
     check_item,
@@ -27,10 +27,21 @@ from dynaorm.write.limits import (
     updated_item,
     value_size,
 )
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import (
+    ConditionCheck,
+    Delete,
+    Fail,
+    Op,
+    Origin,
+    Outcome,
+    Prepared,
+    Put,
+    Role,
+    Update,
+)
 
-__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
-           "check_write", "key_roles"]
+__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
+           "check_batch_put", "check_write", "compile_commit", "key_roles"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -239,3 +250,62 @@ class WritePlan:
             name, body = render_op(op)
             items.append({_TRANSACT_NAME[name]: body})
         return {"TransactItems": items, "ClientRequestToken": token}
+
+
+def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome]]:
+    """Plan a whole commit (each staged write with the state it is planned on, in staging
+    order; the tables are its entities'). Raises before anything is sent when the plan is
+    impossible.
+
+    Outcomes are one per write that settles an object (an ``s.update()`` or ``s.check()``
+    has one only when it produces an object)."""
+    ops: list[Op] = []
+    outcomes: list[Outcome] = []
+    at: dict[tuple[Any, ...], int] = {}
+    for index, (entry, state) in enumerate(entries):
+        entry_ops, outcome = entry._plan_ops(state, index)
+        if outcome is not None:
+            outcomes.append(outcome)
+        for op in entry_ops:
+            if not ops:  # the first action: nothing to merge with (identified lazily)
+                ops.append(op)
+                continue
+            if not at:
+                at[_op_id(ops[0])] = 0
+            ident = _op_id(op)
+            prev = at.get(ident)
+            if prev is None:
+                at[ident] = len(ops)
+                ops.append(op)
+                continue
+            ops[prev] = _merge(ops[prev], op)
+    return WritePlan(tuple(ops)), outcomes
+
+
+def _op_id(op: Op) -> tuple[Any, ...]:
+    """The identity of the item an action writes: its table and key, whatever its
+    attributes' order (a table's two-attribute key, the common one, without sorting)."""
+    key = op.key
+    if len(key) == 2:
+        (a, x), (b, y) = key.items()
+        ident: tuple[Any, ...] = (a, x, b, y) if a < b else (b, y, a, x)
+    else:
+        ident = tuple(sorted(key.items()))
+    return op.origin.table.name, ident
+
+
+def _merge(first: Op, second: Op) -> Op:
+    """Two actions on one item in one commit: fold them into one, or refuse."""
+    release, claim = (first, second) if isinstance(first, Delete) else (second, first)
+    if isinstance(release, Delete) and isinstance(claim, Put):
+        # one object releases the item (a delete, a key move, a changed unique value) and
+        # another claims it, in either staging order: one Put, conditioned like the release
+        return Put(claim.key, claim.item, release.condition, release.origin)
+    if isinstance(first, Put) and isinstance(second, Put) and (
+            first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
+        o = second.origin
+        raise UniqueConstraintError(o.entity, [(o.field or "?", o.value)], key=o.owner_key)
+    raise DynaormError(
+        f"commit writes item {first.key} twice ({first.origin.entity.__name__} "
+        f"{first.origin.role.value} and {second.origin.entity.__name__} "
+        f"{second.origin.role.value}); stage one object per item")

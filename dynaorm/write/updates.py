@@ -11,7 +11,7 @@ validated through the entity's field types when the action is added. Planning is
   entity is versioned, or an upsert cannot render every index key): the stored item is
   read first (one consistent GetItem, or the loaded object's state), the actions are
   applied to it in Python, and the result is planned as a save of a persisted object
-  (:func:`dynaorm.write.planner.plan_save`): guard swaps, re-rendered index keys, version rows
+  (:func:`dynaorm.write.save.plan_save`): guard swaps, re-rendered index keys, version rows
   and the conditions on what was read come from there.
 """
 
@@ -39,10 +39,20 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
-from dynaorm.write.entries import SaveEntry, either_layout
-from dynaorm.write.planner import expect_loaded_version, plan_save
-from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
-from dynaorm.write.staged import Outcome, Prepared, Reads
+from dynaorm.write.conditions import expect_loaded_version
+from dynaorm.write.moves import either_layout
+from dynaorm.write.records import (
+    ConditionCheck,
+    Fail,
+    Op,
+    Origin,
+    Outcome,
+    Prepared,
+    Reads,
+    Role,
+    Update,
+)
+from dynaorm.write.save import SaveEntry, plan_save
 
 __all__ = ["StagedCheck", "StagedUpdate"]
 
@@ -346,8 +356,8 @@ class StagedUpdate(_KeyedAction, Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    # -- the staged-write protocol (dynaorm.write.staged.StagedWrite; see _KeyedAction) --
-    def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
+    # -- the staged-write protocol (dynaorm.write.records.StagedWrite; see _KeyedAction) --
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
         versioned entity, continues the kept history ``reads.last_version`` finds). Asks
@@ -556,7 +566,7 @@ class StagedCheck(_KeyedAction):
         self.key = key
         self.condition = condition
 
-    def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """A check reads nothing before the commit."""
         return self, None
         yield  # (a protocol that asks for nothing)

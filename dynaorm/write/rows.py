@@ -1,29 +1,106 @@
-"""The actions one entity's write consists of besides its row: unique guard items and
-version rows.
+"""The rows a write adds beside an entity's own (pure): unique guard items (the item that
+claims a unique value for its owner row) and version rows, collected with their origins by
+an :class:`ActionBuilder`; and which attributes an entity class writes (what every write
+that rewrites an item carries over besides: :func:`undeclared`). Every kind of write
+(:mod:`dynaorm.write.save`, :mod:`~dynaorm.write.delete`, :mod:`~dynaorm.write.moves`)
+builds its guards and version rows here, so they are written the same way whatever the
+write that needs them.
 
-Pure. The planner (:mod:`dynaorm.write.planner`) and the layout moves
-(:mod:`dynaorm.write.moves`) both build their plans from these, so a guard or a version
-row is written the same way whatever the write that needs it.
+TTL: on a table with ``Table(ttl=...)``, a guard carries its owner's TTL value (the
+same epoch seconds, rewritten in the transaction that changes the owner's TTL), so
+DynamoDB expires it with its owner; and a claim is conditioned :func:`claimable`: the
+value is free when no guard exists *or* the guard's TTL has passed (an expired owner,
+not yet deleted by DynamoDB, never blocks its unique values).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
-from dynaorm.model.expressions import not_exists
-from dynaorm.model.rows import VERSION_TTL, history_sk, parse_version_sk
-from dynaorm.model.spec import EntitySpec
-from dynaorm.write.guards import claimable, guard_key, guard_put, owned_by, owner_ttl
-from dynaorm.write.records import Delete, Fail, Op, Origin, Role
+from dynaorm.model.expressions import Condition, F, all_of, not_exists, raw_eq
+from dynaorm.model.rows import (
+    GUARD_TYPE,
+    OWNER_PK,
+    OWNER_SK,
+    OWNER_TYPE,
+    UNIQUE_FIELD,
+    VERSION_TTL,
+    history_sk,
+    parse_version_sk,
+)
+from dynaorm.model.spec import EntitySpec, UniqueRule
+from dynaorm.model.timestamps import encode_ttl
+from dynaorm.write.records import Delete, Fail, Op, Origin, Put, Role
 
-__all__ = ["ActionBuilder", "declared", "undeclared", "version_row"]
+__all__ = ["ActionBuilder", "claimable", "declared", "guard_item", "guard_key", "owned_by",
+           "undeclared", "version_row"]
+
+
+def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
+               value: Any, ttl: int | None = None) -> Item:
+    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``
+    (attributes in order: key, type, owner, field, and the owner's TTL ``ttl`` on a
+    table with a TTL attribute)."""
+    table = spec.table
+    item = {table.pk: {"S": key}}
+    if table.sk is not None:
+        item[table.sk] = {"S": key}
+    item[table.type_attr] = {"S": GUARD_TYPE}
+    item[OWNER_PK] = {"S": owner[table.pk]}
+    if table.sk is not None:
+        item[OWNER_SK] = {"S": owner[table.sk]}
+    item[OWNER_TYPE] = {"S": spec.type_name}
+    item[UNIQUE_FIELD] = {"S": rule.field}
+    if ttl is not None and table.ttl is not None:
+        item[table.ttl] = {"N": str(ttl)}
+    return item
+
+
+def _owner_ttl(spec: EntitySpec, values: Mapping[str, Any] | None) -> int | None:
+    """The TTL (epoch seconds) an owner with field ``values`` gives its guards: ``None``
+    without a TTL field, or on a table without a TTL attribute."""
+    field = spec.ttl_field
+    if field is None or values is None or spec.table.ttl is None:
+        return None
+    return encode_ttl(values.get(field), spec.name, field)
+
+
+def claimable(spec: EntitySpec, at: float | None = None) -> Condition:
+    """The condition of a guard claim: no guard item exists, or (a table with a TTL
+    attribute) the one stored has a TTL that has passed at ``at`` (default: now), its
+    owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.model.timestamps`
+    uses the same ``<=``), so a claim does too. One condition, no read."""
+    free = not_exists(spec.table.pk)
+    if spec.table.ttl is None:
+        return free
+    now = int(time.time() if at is None else at)
+    return free | (F(spec.table.ttl) <= now)
+
+
+def guard_key(spec: EntitySpec, key: str) -> PlainKey:
+    """The primary key of the guard item at ``key`` (the same text in both key parts)."""
+    out = {spec.table.pk: key}
+    if spec.table.sk is not None:
+        out[spec.table.sk] = key
+    return out
+
+
+def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
+    """The condition that a guard item still belongs to the row at ``owner``."""
+    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
+    if spec.table.sk is not None:
+        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
+    cond = all_of(conds)
+    assert cond is not None
+    return cond
 
 
 class ActionBuilder:
-    """Collects the actions of one staged entry: each with its origin, and the unique
+    """Collects the actions of one staged write: each with its origin, and the unique
     guards that follow a change of the entity's values, owner key or TTL."""
 
     def __init__(self, spec: EntitySpec, owner: PlainKey, index: int) -> None:
@@ -34,9 +111,8 @@ class ActionBuilder:
 
     def origin(self, role: Role, fail: Fail, field: str | None = None,
                value: Any = None) -> Origin:
-        """The origin of one of this entry's actions."""
-        return Origin(entity=self.spec.cls, owner_key=self.owner, role=role, fail=fail,
-                      field=field, value=value, staged=self.index)
+        """The origin of one of this write's actions."""
+        return Origin(self.spec.cls, self.owner, role, fail, field, value, self.index)
 
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
                old_owner: PlainKey | None, new_owner: PlainKey | None,
@@ -47,12 +123,12 @@ class ActionBuilder:
         to name the new type, or finds and checks would not see it)."""
         spec = self.spec
         # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
-        ttl = owner_ttl(spec, new)
-        same_ttl = spec.ttl_field is None or ttl == owner_ttl(spec, old)
+        ttl = _owner_ttl(spec, new)
+        same_ttl = spec.ttl_field is None or ttl == _owner_ttl(spec, old)
+        moved = old_owner != new_owner or retyped
         for rule in spec.uniques:
             old_key = None if old is None else rule.guard_key(old, spec.name)
             new_key = None if new is None else rule.guard_key(new, spec.name)
-            moved = old_owner != new_owner or retyped
             if old_key == new_key and not moved and (same_ttl or new_key is None):
                 continue
             value = None if new is None else new.get(rule.field)
@@ -60,10 +136,8 @@ class ActionBuilder:
                 assert old_owner is not None
                 # (re-pointed; or claimed: an owner stored before its rule, or its
                 # normalisation, was declared has no guard there, which is no conflict)
-                self.ops.append(guard_put(
-                    spec, rule, new_key, new_owner, value,
-                    owned_by(spec, old_owner) | claimable(spec),
-                    self.origin(Role.GUARD, Fail.CONCURRENT, rule.field, value), ttl))
+                self._put_guard(rule, new_key, new_owner, value, Fail.CONCURRENT,
+                                owned_by(spec, old_owner) | claimable(spec), ttl)
                 continue
             if old_key is not None and old_owner is not None:
                 old_value = None if old is None else old.get(rule.field)
@@ -72,10 +146,15 @@ class ActionBuilder:
                                        | not_exists(spec.table.pk),
                                        self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
                                                    old_value)))
-            if new_key is not None and new_owner is not None:
-                self.ops.append(guard_put(  # free, or held by an expired owner
-                    spec, rule, new_key, new_owner, value, claimable(spec),
-                    self.origin(Role.GUARD, Fail.UNIQUE, rule.field, value), ttl))
+            if new_key is not None and new_owner is not None:  # free, or held by an
+                self._put_guard(rule, new_key, new_owner, value, Fail.UNIQUE,  # expired
+                                claimable(spec), ttl)  # owner
+
+    def _put_guard(self, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
+                   fail: Fail, condition: Condition, ttl: int | None) -> None:
+        self.ops.append(Put(guard_key(self.spec, key),
+                            guard_item(self.spec, rule, key, owner, value, ttl), condition,
+                            self.origin(Role.GUARD, fail, rule.field, value)))
 
 
 def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
@@ -139,4 +218,4 @@ def declared(spec: EntitySpec) -> frozenset[str]:
 
 
 #: the attributes each entity class writes, by class
-_DECLARED: dict[type[Any], frozenset[str]] = cache("actions.declared")
+_DECLARED: dict[type[Any], frozenset[str]] = cache("rows.declared")
