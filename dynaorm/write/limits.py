@@ -319,8 +319,8 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
 def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
                key_roles: Mapping[str, str], key_item: Item | None = None) -> int:
     """Check a whole item: its size, then ``key_item``'s values (a key problem is
-    reported as such first), then the item's, with :func:`check_values`; returns its
-    size.
+    reported as such first; without one, the item's attributes that ``key`` names come
+    first), then the item's, with :func:`check_values`; returns its size.
 
     One pass over the item. An ASCII string under a non-empty ASCII name (a key
     attribute's only within its key limit and not empty: nearly every attribute) holds
@@ -345,6 +345,9 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     check_size(size, entity=entity, key=key)
     if key_item is not None:
         check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
+    elif len(rest) > 1:  # the item's own key attributes first, in the key's order
+        order = {name: at for at, name in enumerate(key)}
+        rest.sort(key=lambda attr: order.get(attr[0], len(order)))
     check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
 

@@ -149,38 +149,32 @@ def check_write(op: Op) -> int:
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
+    entity, key = op.origin.entity.__name__, op.key
     try:
-        return _check_write(op)
+        roles = key_roles(op.origin.entity, key)
+        if isinstance(op, Put):  # the item's size, then its key, then every value
+            size = check_item(op.item, entity=entity, key=key, key_roles=roles)
+        else:
+            size = check_item(wire_key(key), entity=entity, key=key, key_roles=roles)
+        if isinstance(op, Update):  # set values, then clause values (the first refusal)
+            values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+            check_values(values, entity=entity, key=key, key_roles=roles)
+            size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
+                              entity=entity, key=key, what="update")
+            if op.known is not None:  # the item it makes of the stored item must fit too
+                after = updated_item(op.known, op.set, op.remove, op.clauses)
+                check_size(item_size(after), entity=entity, key=key,
+                           what="item after the update")
+        if op.condition is not None:  # the values the condition carries, checked
+            carried = [("condition", av) for av in condition_values(op.condition)]
+            check_values(carried, entity=entity, key=key, key_roles={})
+            size += sum(value_size(av) for _, av in carried)
+        return size
     except DynaormError as exc:
         table = getattr(getattr(op.origin.entity, "__dynaorm_spec__", None), "table", None)
         if table is not None and exc.args and repr(table.name) not in str(exc.args[0]):
             exc.args = (f"{exc.args[0]} (table {table.name!r})", *exc.args[1:])
         raise
-
-
-def _check_write(op: Op) -> int:
-    """:func:`check_write` itself."""
-    entity = op.origin.entity.__name__
-    roles = key_roles(op.origin.entity, op.key)
-    if isinstance(op, Put):  # the item's size, then its key, then every value
-        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
-                          key_item=wire_key(op.key))
-    else:
-        size = check_item(wire_key(op.key), entity=entity, key=op.key, key_roles=roles)
-    if isinstance(op, Update):  # set values, then clause values (the first refusal)
-        values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
-        check_values(values, entity=entity, key=op.key, key_roles=roles)
-        size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
-                          entity=entity, key=op.key, what="update")
-        if op.known is not None:  # the item it makes of the stored item must fit too
-            after = updated_item(op.known, op.set, op.remove, op.clauses)
-            check_size(item_size(after), entity=entity, key=op.key,
-                       what="item after the update")
-    if op.condition is not None:  # the values the condition carries, checked
-        carried = [("condition", av) for av in condition_values(op.condition)]
-        check_values(carried, entity=entity, key=op.key, key_roles={})
-        size += sum(value_size(av) for _, av in carried)
-    return size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
