@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.commit import READS, commit_p, send_p, settle
@@ -42,6 +42,7 @@ from dynaorm.write.save import SaveEntry
 
 __all__ = ["BATCH_WRITE", "BulkResult", "delete_many_p", "save_many_p"]
 
+R = TypeVar("R")
 #: Requests one BatchWriteItem carries, at most.
 BATCH_WRITE = 25
 #: what a BatchWriteItem request stands for (the objects or keys), and the request
@@ -78,11 +79,13 @@ def _batch_write_p(table: TableSchema, targets: list[Target], result: BulkResult
         result.fail(pending, exc, unknown=False)
 
 
-def _chunks(by_table: dict[str, tuple[TableSchema, list[Any]]]
-            ) -> list[tuple[TableSchema, list[Any]]]:
-    """Each table's rows in chunks of :data:`BATCH_WRITE` (one request each)."""
-    return [(table, rows[i:i + BATCH_WRITE]) for table, rows in by_table.values()
-            for i in range(0, len(rows), BATCH_WRITE)]
+def _chunks(rows: Iterable[tuple[TableSchema, R]]) -> list[tuple[TableSchema, list[R]]]:
+    """``rows`` by table, in chunks of :data:`BATCH_WRITE` (one request each)."""
+    by_table: dict[str, tuple[TableSchema, list[R]]] = {}
+    for table, row in rows:
+        by_table.setdefault(table.name, (table, []))[1].append(row)
+    return [(table, each[i:i + BATCH_WRITE]) for table, each in by_table.values()
+            for i in range(0, len(each), BATCH_WRITE)]
 
 
 #: a loaded object's write of a bulk call, planned (on its own state: nothing to read)
@@ -139,9 +142,6 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         _refuse_twice(ident in loaded, spec.name, key)
         same = rows.pop(ident, None)  # one key twice: the last object wins
         rows[ident] = (spec.table, ([*(same[1][0] if same else []), (obj, pairs)], item, key))
-    by_table: dict[str, tuple[TableSchema, list[Row]]] = {}
-    for table, row in rows.values():
-        by_table.setdefault(table.name, (table, []))[1].append(row)
     result = BulkResult()
 
     def write(table: TableSchema, chunk: list[Row]) -> Proto[None]:
@@ -156,7 +156,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
                     apply_stamps(obj, pairs)
                     obj._dynaorm_state = InstanceState(key, item)
 
-    protos = [write(table, c) for table, c in _chunks(by_table)]
+    protos = [write(table, c) for table, c in _chunks(rows.values())]
     protos += [_single_p(single, observed, result) for single in loaded.values()]
     yield from gather(protos, concurrency)
     result.raise_if_failed("save_many")
@@ -207,13 +207,10 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
     for target, cls, k in targets:
         table = spec_of(cls).table
         grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
-    by_table: dict[str, tuple[TableSchema, list[tuple[list[Any], PlainKey]]]] = {}
-    for table, each, k in grouped.values():
-        by_table.setdefault(table.name, (table, []))[1].append((each, k))
     result = BulkResult()
     protos = [_batch_write_p(table, [(t, {"DeleteRequest": {"Key": wire_key(k)}})
                                      for t, k in c], result)
-              for table, c in _chunks(by_table)]
+              for table, c in _chunks((table, (each, k)) for table, each, k in grouped.values())]
     protos += [_single_p(single, observed, result) for single in loaded]
     protos += [_by_key_p(entry, key, observed, result) for key, entry in by_key]
     yield from gather(protos, concurrency)

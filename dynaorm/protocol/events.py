@@ -93,17 +93,7 @@ class CommitResult:
 
 def table_of(request: dict[str, Any]) -> str | None:
     """The table a request is for (the first, for transactions and batches)."""
-    name = request.get("TableName")
-    if name is not None:
-        return str(name)
-    items = request.get("TransactItems")
-    if items:
-        (body,) = items[0].values()
-        return str(body.get("TableName"))
-    batch = request.get("RequestItems")
-    if batch:
-        return str(next(iter(batch)))
-    return None
+    return next(iter(tables_of(request)), None)
 
 
 def tables_of(request: dict[str, Any]) -> tuple[str, ...]:

@@ -157,12 +157,10 @@ class HookLike(Protocol):
 
     def on_start(self, phase: Phase) -> object:
         """A phase starts; the value returned comes back to :meth:`on_end`."""
-        ...  # pragma: no cover
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """The phase ended (its outcome is on it); for an attempt of an async session, an
         awaitable returned is awaited before the attempt ends."""
-        ...  # pragma: no cover
 
 
 class Hook:

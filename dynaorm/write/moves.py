@@ -34,7 +34,6 @@ from dynaorm.write.records import (
     Delete,
     Fail,
     Op,
-    Origin,
     Outcome,
     Put,
     Reads,
@@ -88,16 +87,6 @@ def move_actions(spec: EntitySpec, versions: int) -> int:
     return 2 + len(spec.uniques) + (2 * versions + 1 if spec.versioned else 0)
 
 
-def _check_size(spec: EntitySpec, key: PlainKey, versions: int) -> None:
-    needed = move_actions(spec, versions)
-    if needed > MAX_MOVE_ACTIONS:
-        raise TransactionTooLargeError(
-            f"{spec.name} {key}: moving it to its current layout with its {versions} version "
-            f"rows takes {needed} actions, more than the {MAX_MOVE_ACTIONS} one transaction "
-            "holds: run `dynaorm migrate`, which moves a long history in conditioned "
-            "batches first and then the entity")
-
-
 def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
     """Whether moving the object of ``state`` in one transaction exceeds the limit."""
     return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
@@ -113,10 +102,13 @@ def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BAT
     check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
     assert check is not None
     rows = _history_rows(spec, state)
-    return [[ConditionCheck(state.key, check, _origin(spec, state.key, Role.LATEST,
-                                                      Fail.GONE, 0)),
-             *_row_moves(spec, state.key, rows[at:at + size])]
-            for at in range(0, len(rows), size)]
+    out: list[list[Op]] = []
+    for at in range(0, len(rows), size):
+        b = ActionBuilder(spec, state.key, 0)
+        b.ops.append(ConditionCheck(state.key, check, b.origin(Role.LATEST, Fail.GONE)))
+        _row_moves(b, rows[at:at + size])
+        out.append(b.ops)
+    return out
 
 
 def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
@@ -130,27 +122,26 @@ def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
     assert parsed is not None
     latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
     latest[spec.table.sk] = version_sk(parsed[1], 0)
-    rows = _history_rows(spec, MovedState(latest, {}, None, (row,)))
-    return [ConditionCheck(latest, not_exists(spec.table.pk), _origin(
-        spec, latest, Role.LATEST, Fail.EXISTS, 0)), *_row_moves(spec, latest, rows)]
+    b = ActionBuilder(spec, latest, 0)
+    b.ops.append(ConditionCheck(latest, not_exists(spec.table.pk),
+                                b.origin(Role.LATEST, Fail.EXISTS)))
+    _row_moves(b, _history_rows(spec, MovedState(latest, {}, None, (row,))))
+    return b.ops
 
 
-def _row_moves(spec: EntitySpec, owner: PlainKey,
-               rows: list[tuple[int, PlainKey, Item]]) -> list[Op]:
+def _row_moves(b: ActionBuilder, rows: list[tuple[int, PlainKey, Item]],
+               in_place: bool = True) -> None:
     """Each version row put under its current key if absent and deleted under its old
-    one if present (only its type or stored names changed: put where it is)."""
-    ops: list[Op] = []
+    one if present (``in_place``: a row whose key did not change, only its type or stored
+    names, is put where it is)."""
+    pk = b.spec.table.pk
     for _, old_key, row in rows:
-        new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
-        if new_key == old_key:
-            ops.append(Put(new_key, row, exists(spec.table.pk), _origin(
-                spec, owner, Role.VERSION, Fail.GONE, 0)))
+        new_key = {a: row[a]["S"] for a in b.spec.table_key_attrs}
+        if in_place and new_key == old_key:
+            b.ops.append(Put(new_key, row, exists(pk), b.origin(Role.VERSION, Fail.GONE)))
             continue
-        ops.append(Delete(old_key, exists(spec.table.pk), _origin(
-            spec, owner, Role.VERSION, Fail.GONE, 0)))
-        ops.append(Put(new_key, row, not_exists(spec.table.pk), _origin(
-            spec, owner, Role.VERSION, Fail.EXISTS, 0)))
-    return ops
+        b.ops.append(Delete(old_key, exists(pk), b.origin(Role.VERSION, Fail.GONE)))
+        b.ops.append(Put(new_key, row, not_exists(pk), b.origin(Role.VERSION, Fail.EXISTS)))
 
 
 def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
@@ -165,45 +156,26 @@ def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
     return state
 
 
-def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
-    """The old row exists and is exactly as read (every attribute but its key)."""
-    keys = set(spec.table_key_attrs)
-    conds = [exists(spec.table.pk), *stored_as(state.item, set(state.item) - keys)]
-    if spec.versioned:
-        conds.append(raw_eq("version", {"N": str(state.version or 0)}))
-    return all_of(conds)
-
-
-def _row_delete(spec: EntitySpec, state: MovedState, caller: Condition | None, index: int,
-                loose: bool) -> Delete:
+def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
+                loose: bool) -> None:
     """The delete of the old row: conditioned on it being exactly as read (``loose``: not
     at all, an overwrite), and on the caller's own ``condition=``. The caller writes that
     condition in field names, which mean the same on either layout: on the old row it is
     judged through the old stored names (``Previous.stored_names``), so it guards the row
     the move replaces, and a failure is a ``ConditionFailedError`` as on any row."""
-    own = None if loose else _row_condition(spec, state)
-    origin = _origin(spec, state.key, Role.LATEST if spec.versioned else Role.ROW,
-                     Fail.GONE, index)
-    if caller is None:
-        return Delete(state.key, own, origin)
-    caller = _layout(spec).condition(caller)
-    origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
-                             caller=caller)
-    cond = caller if own is None else all_of([own, caller])
-    assert cond is not None
-    return Delete(state.key, cond, origin)
-
-
-def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
-            new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
-            ) -> None:
-    b = ActionBuilder(spec, old_key, index)
-    b.guards(old, new, old_key, new_key, retyped=_layout(spec).type_name != spec.type_name)
-    ops.extend(b.ops)
-
-
-def _origin(spec: EntitySpec, owner: PlainKey, role: Role, fail: Fail, index: int) -> Origin:
-    return Origin(entity=spec.cls, owner_key=owner, role=role, fail=fail, staged=index)
+    spec = b.spec
+    own = None
+    if not loose:  # every attribute but its key as read
+        own = all_of([exists(spec.table.pk), *stored_as(
+            state.item, set(state.item) - set(spec.table_key_attrs)), *(
+            [raw_eq("version", {"N": str(state.version or 0)})] if spec.versioned else [])])
+    origin = b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)
+    if caller is not None:
+        caller = _layout(spec).condition(caller)
+        origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
+                                 caller=caller)
+        own = caller if own is None else all_of([own, caller])
+    b.ops.append(Delete(state.key, own, origin))
 
 
 def _history_rows(spec: EntitySpec, state: MovedState
@@ -231,44 +203,41 @@ def plan_move_save(entry: Any, state: MovedState, index: int
     obj = entry.obj
     spec = spec_of(type(obj))
     old_key = state.key
-    _check_size(spec, old_key, len(state.history))
-    old = old_values(spec, state.item)
-    loaded = spec.cls.model_validate(old).__dict__
+    needed = move_actions(spec, len(state.history))
+    if needed > MAX_MOVE_ACTIONS:
+        raise TransactionTooLargeError(
+            f"{spec.name} {old_key}: moving it to its current layout with its "
+            f"{len(state.history)} version rows takes {needed} actions, more than the "
+            f"{MAX_MOVE_ACTIONS} one transaction holds: run `dynaorm migrate`, which moves "
+            "a long history in conditioned batches first and then the entity")
+    loaded = spec.cls.model_validate(old_values(spec, state.item)).__dict__
     changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
                   if f != "version")
     pairs = stamps(obj, spec, insert=False) if changed else ()
     written_obj = stamped(obj, pairs)
     values = written_obj.__dict__
-    ops: list[Op] = []
+    b = ActionBuilder(spec, old_key, index)
     version: int | None = None
     if spec.versioned:
         n = state.version or 0
         version = n + 1 if changed else n
-        for _, key_k, row in _history_rows(spec, state):
-            new_key_k = {a: row[a]["S"] for a in spec.table_key_attrs}
-            ops.append(Delete(key_k, exists(spec.table.pk),
-                              _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
-            ops.append(Put(new_key_k, row, not_exists(spec.table.pk),
-                           _origin(spec, old_key, Role.VERSION, Fail.EXISTS, index)))
+        _row_moves(b, _history_rows(spec, state), in_place=False)
     key = spec.primary_key(values)
     item = {**kept(spec, state.item), **encode_entity(written_obj, spec, version, key)}
     # an overwrite of an entity without rules is last writer wins: the old row goes and the
     # new one is put whatever either holds now (with rules, the commit has just read what
     # is stored, under either layout, and the move is planned on that: see the module)
     loose = entry.overwrite and not spec.has_rules
-    ops.append(_row_delete(spec, state, entry.condition, index, loose))
-    if spec.versioned and changed:
-        assert spec.table.sk is not None
-        row_sk = version_sk(spec.base_sk(values) or "", version)
-        ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
-                       not_exists(spec.table.pk),
-                       _origin(spec, key, Role.VERSION, Fail.CONCURRENT, index)))
-    ops.append(Put(key, item, None if loose else not_exists(spec.table.pk),
-                   _origin(spec, key, Role.LATEST if spec.versioned else Role.ROW,
-                           Fail.EXISTS, index)))
-    _guards(spec, ops, index, loaded, values, old_key, key)
-    return ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
-                        stamps=pairs)
+    _row_delete(b, state, entry.condition, loose)
+    b.owner = key
+    if version is not None and changed:
+        b.version(key, values, item, version, not_exists(spec.table.pk), Fail.CONCURRENT)
+    b.ops.append(Put(key, item, None if loose else not_exists(spec.table.pk),
+                     b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.EXISTS)))
+    b.owner = old_key
+    b.guards(loaded, values, old_key, key, retyped=_layout(spec).type_name != spec.type_name)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
+                          stamps=pairs)
 
 
 def plan_move_delete(entry: Any, state: MovedState, index: int
@@ -279,8 +248,9 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
     spec = spec_of(type(obj))
     old_key = state.key
     old = spec.cls.model_validate(old_values(spec, state.item)).__dict__
-    ops: list[Op] = [_row_delete(spec, state, entry.condition, index, False)]
-    _guards(spec, ops, index, old, None, old_key, None)
+    b = ActionBuilder(spec, old_key, index)
+    _row_delete(b, state, entry.condition, False)
+    b.guards(old, None, old_key, None, retyped=_layout(spec).type_name != spec.type_name)
     if spec.versioned and entry.history:
         assert spec.table.sk is not None
         base = _layout(spec).base_sk(old, spec.name)
@@ -291,6 +261,5 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
             key = {**old_key, spec.table.sk: version_sk(base, n)}
             if (n, base) not in read:
                 key = spec.primary_key({**old, "version": n}, n)
-            ops.append(Delete(key, None,
-                              _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
-    return ops, Outcome(obj, None)
+            b.ops.append(Delete(key, None, b.origin(Role.VERSION, Fail.GONE)))
+    return b.ops, Outcome(obj, None)

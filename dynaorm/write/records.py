@@ -149,17 +149,14 @@ class Reads(Protocol):
 
     def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
         """The item stored at ``key`` in ``table``, read consistently (``None``: none)."""
-        ...  # pragma: no cover
 
     def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
         """The highest stored version row of ``obj``'s key (0: no kept history)."""
-        ...  # pragma: no cover
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Generator[Any, Any, InstanceState | None]:
         """What an object read from its previous layout stands for now (see
         :func:`dynaorm.read.previous.stored_now_p`)."""
-        ...  # pragma: no cover
 
 
 class StagedWrite(Protocol):
@@ -168,42 +165,35 @@ class StagedWrite(Protocol):
     @property
     def _obj(self) -> Entity | None:
         """The object whose state a successful commit settles (``None``: none)."""
-        ...  # pragma: no cover
 
     @property
     def _entity(self) -> type[Entity]:
         """The entity class it writes."""
-        ...  # pragma: no cover
 
     def _stage_key(self) -> Hashable:
         """Which stored item it stands for: staged writes with equal keys coalesce (the
         one staged last wins)."""
-        ...  # pragma: no cover
 
     def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """The write as it will be planned, and the stored state it is planned on (reading
         where its rules need: a protocol). ``again``: a conflict of the commit's last
         round was this write's to plan again (:meth:`_rereads`)."""
-        ...  # pragma: no cover
 
     def _plan_ops(self, state: InstanceState | None, index: int
                   ) -> tuple[list[Op], Outcome | None]:
         """Its actions (origins tagged with ``index``, its place in the commit) and what
         its object becomes on success (pure)."""
-        ...  # pragma: no cover
 
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         """Whether a conflict at ``key`` of ``table`` (``None``: not known) is planned again
         on a fresh read rather than reported."""
-        ...  # pragma: no cover
 
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
                 ) -> Generator[Any, Any, None]:
         """After the commit succeeded: take its results (``response``: the answer of a
         ``single`` item write, or of the transaction; ``{}`` when a lost answer's write
         was applied)."""
-        ...  # pragma: no cover
 
 
 #: a staged write with the stored state it is planned on

@@ -56,19 +56,11 @@ def render_op(op: Op) -> tuple[str, dict[str, Any]]:
         body["Item"] = op.item
     else:
         body["Key"] = wire_key(op.key)
-        if isinstance(op, Update) and op.clauses:
+        if isinstance(op, Update):  # (a save's changes: SET and REMOVE clauses)
             name = "UpdateItem"
-            body["UpdateExpression"] = render_clauses(op.clauses, ph)
-        elif isinstance(op, Update):
-            name = "UpdateItem"
-            parts = []
-            if op.set:
-                assigns = ", ".join([f"{ph.name(k)} = {ph.value_av(v)}"
-                                     for k, v in op.set.items()])
-                parts.append(f"SET {assigns}")
-            if op.remove:
-                parts.append("REMOVE " + ", ".join(ph.name(k) for k in op.remove))
-            body["UpdateExpression"] = " ".join(parts)
+            body["UpdateExpression"] = render_clauses(op.clauses or (
+                *[("SET", k, v) for k, v in op.set.items()],
+                *[("REMOVE", k, None) for k in op.remove]), ph)
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
@@ -90,7 +82,7 @@ _SET_FORMS = {
 }
 
 
-def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
+def render_clauses(clauses: Sequence[tuple[str, str, AttributeValue | None]],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
     their call order within each clause."""

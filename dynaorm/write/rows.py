@@ -31,6 +31,7 @@ from dynaorm.model.rows import (
     VERSION_TTL,
     history_sk,
     parse_version_sk,
+    version_sk,
 )
 from dynaorm.model.spec import EntitySpec, UniqueRule
 from dynaorm.model.timestamps import encode_ttl
@@ -113,6 +114,14 @@ class ActionBuilder:
                value: Any = None) -> Origin:
         """The origin of one of this write's actions."""
         return Origin(self.spec.cls, self.owner, role, fail, field, value, self.index)
+
+    def version(self, key: PlainKey, values: Mapping[str, Any], item: Item, n: int,
+                condition: Condition, fail: Fail) -> None:
+        """The Put of version ``n``'s row: ``item`` under the version key of ``key``."""
+        sk = version_sk(self.spec.base_sk(values) or "", n)
+        assert self.spec.table.sk is not None
+        self.ops.append(Put({**key, self.spec.table.sk: sk}, version_row(self.spec, item, sk),
+                            condition, self.origin(Role.VERSION, fail)))
 
     def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
                old_owner: PlainKey | None, new_owner: PlainKey | None,

@@ -59,7 +59,7 @@ from dynaorm.write.records import (
     Written,
     stored_values,
 )
-from dynaorm.write.rows import ActionBuilder, claimable, undeclared, version_row
+from dynaorm.write.rows import ActionBuilder, claimable, undeclared
 
 __all__ = ["SaveEntry", "plan_save"]
 
@@ -212,10 +212,8 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
     cond = claimable(spec) if strict or spec.has_rules else None
     if spec.versioned:
-        assert spec.table.sk is not None
-        first = {**key, spec.table.sk: version_sk(spec.base_sk(values) or "", version)}
-        b.ops.append(Put(first, version_row(spec, item, first[spec.table.sk]), cond,
-                         b.origin(Role.VERSION, Fail.EXISTS)))
+        assert version is not None and cond is not None
+        b.version(key, values, item, version, cond, Fail.EXISTS)
         b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
     else:
         b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
@@ -320,11 +318,8 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     written = stamped(obj, pairs)
     values = written.__dict__
     item = _with(encode_entity(written, spec, n + 1), extra)
-    assert spec.table.sk is not None
     b = ActionBuilder(spec, key, index)
-    row_sk = version_sk(spec.base_sk(values) or "", n + 1)
-    b.ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
-                     not_exists(spec.table.pk), b.origin(Role.VERSION, Fail.CONCURRENT)))
+    b.version(key, values, item, n + 1, not_exists(spec.table.pk), Fail.CONCURRENT)
     cond = all_of([raw_eq("version", {"N": str(n)}),
                    *unchanged(spec, old_values, spec.unique_fields)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
