@@ -33,26 +33,10 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.model.keys import wire_key
 
-__all__ = [
-    "MAX_DIGITS",
-    "MAX_ITEM_BYTES",
-    "MAX_NESTING",
-    "MAX_PARTITION_KEY_BYTES",
-    "MAX_SORT_KEY_BYTES",
-    "check_item",
-    "check_key_value",
-    "check_read_key",
-    "check_size",
-    "check_values",
-    "describe_key",
-    "item_size",
-    "number_problem",
-    "number_size",
-    "text_size",
-    "updated_item",
-    "value_problem",
-    "value_size",
-]
+__all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
+           "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
+           "check_values", "describe_key", "item_size", "number_problem", "number_size",
+           "text_size", "updated_item", "value_problem", "value_size"]
 
 #: Bytes of a partition key value (table or index), at most.
 MAX_PARTITION_KEY_BYTES: Final = 2048
