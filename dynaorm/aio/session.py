@@ -8,7 +8,7 @@ sync one, on the same client and the same policy).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -29,6 +29,7 @@ T = TypeVar("T", bound=Entity)
 T2 = TypeVar("T2", bound=Entity)
 T3 = TypeVar("T3", bound=Entity)
 T4 = TypeVar("T4", bound=Entity)
+R = TypeVar("R")
 
 
 class AsyncSession(BaseSession):
@@ -36,9 +37,16 @@ class AsyncSession(BaseSession):
     on the tables of one client. Reads may be awaited concurrently (``asyncio.gather``);
     staging and commit belong to one task."""
 
+    _async = True
+
     def __init__(self, target: Table | Client) -> None:
         _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
         super().__init__(target)
+
+    def _run(self, proto: Generator[Any, Any, R], name: str,
+             entities: Iterable[type[Any]]) -> Awaitable[R]:
+        """``proto`` run as the session operation ``name`` on ``entities`` (awaitable)."""
+        return self.client.async_driver.run(proto, self._operation(name, entities))
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -55,8 +63,8 @@ class AsyncSession(BaseSession):
         """The write plan the next commit would send (reads stored state where needed)."""
         from dynaorm.core.commit import plan_p
 
-        op = self._operation("plan", (e._entity for e in self._stage.writes.values()))
-        return await self.client.async_driver.run(plan_p(self._stage.coalesced()), op)
+        return await self._run(plan_p(self._stage.coalesced()), "plan",
+                              (e._entity for e in self._stage.writes.values()))
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
@@ -69,32 +77,29 @@ class AsyncSession(BaseSession):
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
-        op = self._operation("commit", (e._entity for e in staged))
-        return await self.client.async_driver.run(
-            commit_p(staged, self.client.policy.observed), op)
+        return await self._run(commit_p(staged, self.client.policy.observed), "commit",
+                              (e._entity for e in staged))
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,
                   version: int | None = None, **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return await self.client.async_driver.run(
-            get_p(self._stage, entity, consistent, version, fields),
-            self._operation("get", (entity,)))
+        return await self._run(get_p(self._stage, entity, consistent, version, fields), "get",
+                               (entity,))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
                        concurrency: int = 4) -> list[T | None]:
         """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
         TransactGetItems)."""
-        return await self.client.async_driver.run(
-            get_many_p(self._stage, entity, keys, consistent, snapshot, concurrency),
-            self._operation("get_many", (entity,)))
+        return await self._run(get_many_p(self._stage, entity, keys, consistent, snapshot,
+                                          concurrency), "get_many", (entity,))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
-        return await self.client.async_driver.run(
-            find_p(self._stage, entity, consistent, fields), self._operation("find", (entity,)))
+        return await self._run(find_p(self._stage, entity, consistent, fields), "find",
+                               (entity,))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -116,8 +121,7 @@ class AsyncSession(BaseSession):
               **fields: Any) -> AsyncQuery[Any]:
         """A lazy query over the partition named by ``fields`` (``async for``, ``await
         q.all()``, ``await q.page(cursor)``, ...)."""
-        found: AsyncQuery[Any] = self._stage.query(AsyncQuery, (entity, *more), index,
-                                                   dict(fields), self.client.async_driver)
+        found: AsyncQuery[Any] = self._query(AsyncQuery, (entity, *more), index, fields)
         return found
 
     @overload
@@ -137,14 +141,12 @@ class AsyncSession(BaseSession):
              segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        found: AsyncScan[Any] = self._stage.scan(AsyncScan, (entity, *more), index, segment,
-                                                 segments, self.client.async_driver)
+        found: AsyncScan[Any] = self._scan(AsyncScan, (entity, *more), index, segment, segments)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: AsyncQuery[T] = self._stage.history(AsyncQuery, entity, dict(fields),
-                                                   self.client.async_driver)
+        found: AsyncQuery[T] = self._history(AsyncQuery, entity, fields)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -155,9 +157,9 @@ class AsyncSession(BaseSession):
         from dynaorm.core.bulk import save_many_p
 
         found = list(objs)
-        await self.client.async_driver.run(
-            save_many_p(self._stage, found, concurrency, self.client.policy.observed),
-            self._operation("save_many", (type(o) for o in found)))
+        await self._run(save_many_p(self._stage, found, concurrency,
+                                    self.client.policy.observed),
+                        "save_many", (type(o) for o in found))
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -168,7 +170,6 @@ class AsyncSession(BaseSession):
         from dynaorm.core.bulk import delete_many_p
 
         found: Any = objs if isinstance(objs, type) else list(objs)
-        await self.client.async_driver.run(
-            delete_many_p(self._stage, found, keys, concurrency, self.client.policy.observed),
-            self._operation("delete_many", (found,) if isinstance(found, type)
-                            else (type(o) for o in found)))
+        await self._run(delete_many_p(self._stage, found, keys, concurrency,
+                                      self.client.policy.observed), "delete_many",
+                        (found,) if isinstance(found, type) else (type(o) for o in found))

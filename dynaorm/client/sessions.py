@@ -6,15 +6,17 @@ do I/O, each one named protocol of :mod:`dynaorm.core` run through their driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from dynaorm.client.client import Client, session_target
 from dynaorm.core.stage import Stage, describe
+from dynaorm.errors import DynaormError
 from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
+from dynaorm.read.scan import check_segments
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.updates import StagedUpdate
@@ -27,6 +29,9 @@ T = TypeVar("T", bound=Entity)
 class BaseSession:
     """A unit of work on one client's tables: its stage and its client (the base of both
     kinds of session)."""
+
+    #: whether the session runs its protocols through the client's async driver
+    _async: ClassVar[bool] = False
 
     def __init__(self, target: Any) -> None:
         table, client = session_target(target, type(self).__name__)
@@ -44,6 +49,10 @@ class BaseSession:
         found: Client = self._stage.client
         return found
 
+    @property
+    def _driver(self) -> Any:
+        return self.client.async_driver if self._async else self.client.driver
+
     def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
         """What the hooks are told a session operation is (``None``: no hook to tell)."""
         return describe(name, entities) if self.client.policy.hooks else None
@@ -53,13 +62,23 @@ class BaseSession:
              condition: Condition | None = None) -> None:
         """Stage an insert (new object) or an update (persisted object); with
         ``condition=`` the commit also requires it on the stored item."""
-        self._stage.save(obj, overwrite, condition)
+        from dynaorm.write.save import SaveEntry
+
+        self._stage.add(SaveEntry(obj, overwrite, _condition(condition)))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
         """Stage a delete of an object, or by key: ``s.delete(User, user_id="u1")`` (with
         ``history=True`` a versioned entity's rows go too; ``condition=`` must hold)."""
-        self._stage.delete(obj, history, condition, fields)
+        from dynaorm.write.delete import DeleteEntry
+
+        if isinstance(obj, type):
+            self._stage.key(self._stage.spec(obj), fields)
+            obj = obj.model_construct(**fields)  # only its key: entities with rules are
+            # read at commit (consistently), like any never-loaded object
+        elif fields:
+            raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
+        self._stage.add(DeleteEntry(obj, history, _condition(condition)))
 
     @overload
     def update(self, target: type[T], /, *, upsert: bool = False,
@@ -70,14 +89,67 @@ class BaseSession:
                **fields: Any) -> StagedUpdate[T]:
         """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
         loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
-        return self._stage.update(target, upsert, fields)
+        from dynaorm.model.layouts import MovedState
+        from dynaorm.write.updates import StagedUpdate
+
+        if isinstance(target, type):
+            key = self._stage.key(self._stage.spec(target), fields)
+            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
+        else:
+            if fields:
+                raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
+                                   "does")
+            spec = self._stage.spec(target)
+            if isinstance(target._dynaorm_state, MovedState):  # (it would update the old
+                # row under the current names: a row of neither layout)
+                raise DynaormError(
+                    f"{spec.name} {target._dynaorm_state.key} was read from its previous "
+                    "layout (Meta.previous): update() cannot move it; change the object "
+                    "and save it (the save moves it), or run dynaorm migrate first")
+            key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
+            staged = StagedUpdate(type(target), key_fields, target, upsert)
+        self._stage.add(staged)
+        return staged
 
     def check(self, entity: type[Entity], /, *, condition: Condition,
               **fields: Any) -> None:
         """Stage a ConditionCheck: the commit fails (ConditionFailedError) and writes
         nothing unless ``condition`` holds on that stored item."""
-        self._stage.check(entity, condition, fields)
+        from dynaorm.write.updates import StagedCheck
+
+        key = self._stage.key(self._stage.spec(entity), fields)
+        self._stage.add(StagedCheck(entity, key, condition))
 
     def rollback(self) -> None:
         """Drop everything staged."""
         self._stage.writes.clear()
+
+    # -- reads' builders (the session's kind of terminals over one scope) ---------------
+    def _query(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
+               fields: Mapping[str, Any]) -> Any:
+        self._stage.same_table(entities, "query")
+        fields = dict(fields)
+        shard = fields.pop("shard", None)
+        return kind(entities, fields, index, _shard=shard, _driver=self._driver)
+
+    def _scan(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
+              segment: int | None, segments: int | None) -> Any:
+        table = self._stage.same_table(entities, "scan")
+        if index is not None:
+            table.index(index)
+        chosen = check_segments(segment, segments)
+        return kind(entities, index, chosen, segments, _driver=self._driver)
+
+    def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
+                 ) -> Any:
+        spec = self._stage.spec(entity)
+        if not spec.versioned:
+            raise DynaormError(f"{spec.name} is not versioned")
+        self._stage.key(spec, fields)
+        return kind((entity,), dict(fields), None, _history=True, _driver=self._driver)
+
+
+def _condition(condition: Condition | None) -> Condition | None:
+    if condition is not None and not isinstance(condition, Condition):
+        raise DynaormError(f"condition= takes a condition built with F, got {condition!r}")
+    return condition

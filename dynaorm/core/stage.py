@@ -1,33 +1,28 @@
 """What a session holds before any I/O (pure): its :class:`Stage`, the writes it staged
 (saves, deletes, updates and checks of entities of any table bound to its client, one per
 stored item once coalesced) and the scope it stages and reads in (a table, or a client);
-key lookups, the queries and scans it builds, and what the hooks are told an operation
-is. Both kinds of session hold a stage; the protocols of :mod:`dynaorm.core.lookups`,
-:mod:`dynaorm.core.commit` and :mod:`dynaorm.core.bulk` take it."""
+key lookups, and what the hooks are told an operation is. Both kinds of session hold a
+stage; the protocols of :mod:`dynaorm.core.lookups`, :mod:`dynaorm.core.commit` and
+:mod:`dynaorm.core.bulk` take it."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY
-from dynaorm.read.scan import check_segments
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
     from dynaorm.write.records import StagedWrite
-    from dynaorm.write.updates import StagedCheck, StagedUpdate
 
 __all__ = ["Stage", "check_concurrency", "describe"]
-
-T = TypeVar("T", bound=Entity)
 
 
 class Stage:
@@ -79,66 +74,16 @@ class Stage:
             raise DynaormError(f"{spec.name} is not versioned; get() takes no version")
         return spec.primary_key(fields, version)
 
-    # -- staging -----------------------------------------------------------------------
-    def _stage(self, entry: Any) -> None:
-        spec = self.spec(entry.obj)
-        spec.primary_key(entry.obj.__dict__)  # a key that cannot render fails here, not later
-        self.writes.pop(id(entry.obj), None)  # restaged: its last staging wins
-        self.writes[id(entry.obj)] = entry
-
-    def save(self, obj: Entity, overwrite: bool, condition: Condition | None) -> None:
-        """Stage a save of ``obj`` (see ``Session.save``)."""
-        from dynaorm.write.save import SaveEntry
-
-        self._stage(SaveEntry(obj, overwrite, _condition(condition)))
-
-    def delete(self, obj: Entity | type[Entity], history: bool, condition: Condition | None,
-               fields: Mapping[str, Any]) -> None:
-        """Stage a delete of ``obj``, or by key (see ``Session.delete``)."""
-        from dynaorm.write.delete import DeleteEntry
-
-        if isinstance(obj, type):
-            self.key(self.spec(obj), fields)
-            obj = obj.model_construct(**fields)  # only its key: entities with rules are
-            # read at commit (consistently), like any never-loaded object
-        elif fields:
-            raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
-        self._stage(DeleteEntry(obj, history, _condition(condition)))
-
-    def update(self, target: type[T] | T, upsert: bool, fields: Mapping[str, Any]
-               ) -> StagedUpdate[T]:
-        """Stage an update by key or of a loaded object (see ``Session.update``)."""
-        from dynaorm.model.layouts import MovedState
-        from dynaorm.write.updates import StagedUpdate
-
-        if isinstance(target, type):
-            spec = self.spec(target)
-            key = self.key(spec, fields)
-            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
-        else:
-            if fields:
-                raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
-                                   "does")
-            spec = self.spec(target)
-            if isinstance(target._dynaorm_state, MovedState):  # (it would update the old
-                # row under the current names: a row of neither layout)
-                raise DynaormError(
-                    f"{spec.name} {target._dynaorm_state.key} was read from its previous "
-                    "layout (Meta.previous): update() cannot move it; change the object "
-                    "and save it (the save moves it), or run dynaorm migrate first")
-            key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
-            staged = StagedUpdate(type(target), key_fields, target, upsert)
-        self.writes[id(staged)] = staged
-        return staged
-
-    def check(self, entity: type[Entity], condition: Condition,
-              fields: Mapping[str, Any]) -> None:
-        """Stage a ConditionCheck (see ``Session.check``)."""
-        from dynaorm.write.updates import StagedCheck
-
-        check: StagedCheck = StagedCheck(entity, self.key(self.spec(entity), fields),
-                                         condition)
-        self.writes[id(check)] = check
+    def add(self, entry: StagedWrite) -> None:
+        """Stage ``entry`` (one of an object: its key must render, and a write of the same
+        object staged before is replaced)."""
+        obj = entry._obj
+        if obj is None:  # (an update or a check by key: its own)
+            self.writes[id(entry)] = entry
+            return
+        self.spec(obj).primary_key(obj.__dict__)  # a key that cannot render fails now
+        self.writes.pop(id(obj), None)  # restaged: its last staging wins
+        self.writes[id(obj)] = entry
 
     def coalesced(self) -> list[StagedWrite]:
         """The staged work, one write per stored item: when two objects stand for the same
@@ -164,33 +109,7 @@ class Stage:
         finally:
             self.writes.clear()
 
-    # -- reads' builders ---------------------------------------------------------------
-    def query(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
-              fields: dict[str, Any], driver: object) -> Any:
-        """A query of ``kind`` (a session's sync or async terminals) over ``entities``."""
-        self._same_table(entities, "query")
-        shard = fields.pop("shard", None)
-        return kind(entities, fields, index, _shard=shard, _driver=driver)
-
-    def scan(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
-             segment: int | None, segments: int | None, driver: object) -> Any:
-        """A scan of ``kind`` (a session's sync or async terminals) over ``entities``."""
-        table = self._same_table(entities, "scan")
-        if index is not None:
-            table.index(index)
-        chosen = check_segments(segment, segments)
-        return kind(entities, index, chosen, segments, _driver=driver)
-
-    def history(self, kind: type[Any], entity: type[Entity], fields: dict[str, Any],
-                driver: object) -> Any:
-        """The query of ``kind`` over one versioned entity's stored versions."""
-        spec = self.spec(entity)
-        if not spec.versioned:
-            raise DynaormError(f"{spec.name} is not versioned")
-        self.key(spec, fields)
-        return kind((entity,), fields, None, _history=True, _driver=driver)
-
-    def _same_table(self, entities: tuple[type[Entity], ...], what: str) -> TableSchema:
+    def same_table(self, entities: tuple[type[Entity], ...], what: str) -> TableSchema:
         """The one table a query or scan of ``entities`` reads (a read is of one table)."""
         specs = [self.spec(e) for e in entities]
         table = specs[0].table
@@ -216,9 +135,3 @@ def check_concurrency(concurrency: int) -> None:
             1 <= concurrency <= MAX_CONCURRENCY):
         raise DynaormError(f"concurrency must be an int in 1..{MAX_CONCURRENCY}, "
                            f"got {concurrency!r}")
-
-
-def _condition(condition: Condition | None) -> Condition | None:
-    if condition is not None and not isinstance(condition, Condition):
-        raise DynaormError(f"condition= takes a condition built with F, got {condition!r}")
-    return condition

@@ -4,7 +4,7 @@ sync driver, as one operation for the hooks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -25,6 +25,7 @@ T = TypeVar("T", bound=Entity)
 T2 = TypeVar("T2", bound=Entity)
 T3 = TypeVar("T3", bound=Entity)
 T4 = TypeVar("T4", bound=Entity)
+R = TypeVar("R")
 
 
 class Session(BaseSession):
@@ -34,6 +35,11 @@ class Session(BaseSession):
 
     def __init__(self, target: Table | Client) -> None:
         super().__init__(target)
+
+    def _run(self, proto: Generator[Any, Any, R], name: str,
+             entities: Iterable[type[Any]]) -> R:
+        """``proto`` run as the session operation ``name`` on ``entities``."""
+        return self.client.driver.run(proto, self._operation(name, entities))
 
     def __enter__(self) -> Session:
         return self
@@ -50,8 +56,8 @@ class Session(BaseSession):
         """The write plan the next commit would send (reads stored state where needed)."""
         from dynaorm.core.commit import plan_p
 
-        op = self._operation("plan", (e._entity for e in self._stage.writes.values()))
-        return self.client.driver.run(plan_p(self._stage.coalesced()), op)
+        return self._run(plan_p(self._stage.coalesced()), "plan",
+                              (e._entity for e in self._stage.writes.values()))
 
     def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
@@ -59,15 +65,15 @@ class Session(BaseSession):
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
-        op = self._operation("commit", (e._entity for e in staged))
-        return self.client.driver.run(commit_p(staged, self.client.policy.observed), op)
+        return self._run(commit_p(staged, self.client.policy.observed), "commit",
+                              (e._entity for e in staged))
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return self.client.driver.run(get_p(self._stage, entity, consistent, version, fields),
-                                      self._operation("get", (entity,)))
+        return self._run(get_p(self._stage, entity, consistent, version, fields), "get",
+                         (entity,))
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False, snapshot: bool = False,
@@ -75,15 +81,13 @@ class Session(BaseSession):
         """Read many entities; results in input order. BatchGetItem, 100 keys a request,
         ``concurrency`` requests in flight; ``snapshot=True``: one TransactGetItems (a
         consistent snapshot of at most 100 distinct items; repeated keys read once)."""
-        return self.client.driver.run(
-            get_many_p(self._stage, entity, keys, consistent, snapshot, concurrency),
-            self._operation("get_many", (entity,)))
+        return self._run(get_many_p(self._stage, entity, keys, consistent, snapshot,
+                                    concurrency), "get_many", (entity,))
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item); ``None``
         unless the owner, when read, still holds the value looked up."""
-        return self.client.driver.run(find_p(self._stage, entity, consistent, fields),
-                                      self._operation("find", (entity,)))
+        return self._run(find_p(self._stage, entity, consistent, fields), "find", (entity,))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -104,8 +108,7 @@ class Session(BaseSession):
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> Query[Any]:
         """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
-        found: Query[Any] = self._stage.query(Query, (entity, *more), index, dict(fields),
-                                              self.client.driver)
+        found: Query[Any] = self._query(Query, (entity, *more), index, fields)
         return found
 
     @overload
@@ -125,13 +128,12 @@ class Session(BaseSession):
              segment: int | None = None, segments: int | None = None) -> Scan[Any]:
         """Every item of the given entity types in the table or ``index`` (section 13 of
         the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one."""
-        found: Scan[Any] = self._stage.scan(Scan, (entity, *more), index, segment, segments,
-                                            self.client.driver)
+        found: Scan[Any] = self._scan(Scan, (entity, *more), index, segment, segments)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: Query[T] = self._stage.history(Query, entity, dict(fields), self.client.driver)
+        found: Query[T] = self._history(Query, entity, fields)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -145,9 +147,8 @@ class Session(BaseSession):
         from dynaorm.core.bulk import save_many_p
 
         found = list(objs)
-        self.client.driver.run(
-            save_many_p(self._stage, found, concurrency, self.client.policy.observed),
-            self._operation("save_many", (type(o) for o in found)))
+        self._run(save_many_p(self._stage, found, concurrency, self.client.policy.observed),
+                  "save_many", (type(o) for o in found))
 
     def delete_many(self, objs: Iterable[Entity] | type[Entity],
                     keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -161,7 +162,6 @@ class Session(BaseSession):
         from dynaorm.core.bulk import delete_many_p
 
         found: Any = objs if isinstance(objs, type) else list(objs)
-        self.client.driver.run(
-            delete_many_p(self._stage, found, keys, concurrency, self.client.policy.observed),
-            self._operation("delete_many", (found,) if isinstance(found, type)
-                            else (type(o) for o in found)))
+        self._run(delete_many_p(self._stage, found, keys, concurrency,
+                                self.client.policy.observed), "delete_many",
+                  (found,) if isinstance(found, type) else (type(o) for o in found))
