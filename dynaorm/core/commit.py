@@ -69,9 +69,6 @@ ROUNDS = 3
 #: commit of the object
 _PENDING: dict[int, tuple[weakref.ref[Entity], Outcome]] = {}
 
-_ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
-          "CHECK": "check"}
-
 
 class _Reads:
     """The reads staged writes ask for while they are prepared
@@ -278,11 +275,9 @@ def _resolve_abandoned(obj: Entity) -> Proto[None]:
 def write_origins(plan: WritePlan) -> tuple[EventOrigin, ...]:
     """One ``(entity_class, key, role)`` per action of ``plan``, in request order (what
     ``on_request`` hooks see as ``event.origins``)."""
-    return tuple(
-        (op.origin.entity, dict(op.origin.owner_key),
-         "check" if isinstance(op, ConditionCheck) else
-         _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
-        for op in plan.ops)
+    return tuple((op.origin.entity, dict(op.origin.owner_key),
+                  "check" if isinstance(op, ConditionCheck) else op.origin.role.name.lower())
+                 for op in plan.ops)
 
 
 def pending(obj: Entity) -> bool:

@@ -50,13 +50,19 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
     spec = stage.spec(entity)
     key = stage.key(spec, fields, version)
     item = yield from get_item_p(spec.table, key, consistent, (entity,))
-    if item is not None and spec.owns(item):
-        return entity._from_item(item, spec)
-    if spec.previous is not None and version is None:  # a migration window
-        from dynaorm.read.previous import previous_get_p
+    if spec.previous is not None and version is None and not spec.owns(item):
+        from dynaorm.read.previous import previous_get_p  # (a migration window)
 
         found: T | None = yield from previous_get_p(spec.table.name, spec, fields, key, item)
         return found
+    return _owned(entity, spec, item)
+
+
+def _owned(entity: type[T], spec: EntitySpec, item: Item | None) -> T | None:
+    """``item`` as an ``entity`` when it is one of its items (one of a class no more
+    declared is noted, once)."""
+    if item is not None and spec.owns(item):
+        return entity._from_item(item, spec)
     if item is not None:
         note_unclaimed(spec.table, item)  # a renamed class: say so, once
     return None
@@ -74,14 +80,7 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
         found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                        consistent=consistent, concurrency=concurrency)
     items = [found.get(key_id(key)) for key in wanted]
-    out: list[T | None] = []
-    for item in items:
-        if item is not None and spec.owns(item):
-            out.append(entity._from_item(item, spec))
-            continue
-        if item is not None:
-            note_unclaimed(spec.table, item)  # a renamed class: say so, once
-        out.append(None)
+    out = [_owned(entity, spec, item) for item in items]
     if spec.previous is not None and not snapshot:
         from dynaorm.read.previous import previous_get_p
 

@@ -12,7 +12,6 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from dynaorm._types import PlainKey
 from dynaorm.errors import ItemNotFoundError
 from dynaorm.model.entity import spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, raw_eq
@@ -61,10 +60,6 @@ class DeleteEntry(ObjectWrite):
     def _plan_ops(self, state: InstanceState | None, index: int
                   ) -> tuple[list[Op], Outcome | None]:
         return plan_delete(self, state, index)
-
-    def _rereads(self, table: str | None, key: PlainKey | None,
-                 state: InstanceState | None) -> bool:
-        return False
 
 
 def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int

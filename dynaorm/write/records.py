@@ -159,50 +159,64 @@ class Reads(Protocol):
         :func:`dynaorm.read.previous.stored_now_p`)."""
 
 
-class StagedWrite(Protocol):
-    """One staged write of a unit of work (a save, a delete, an update, a check)."""
+class StagedWrite:
+    """One staged write of a unit of work (a save, a delete, an update, a check): the
+    protocol a commit drives, with what most kinds share as defaults (no object to settle,
+    never coalesced, never planned again, nothing to take after the commit)."""
+
+    __slots__ = ()
+    #: the entity class it writes (a write by key: its own)
+    entity: type[Entity]
 
     @property
     def _obj(self) -> Entity | None:
         """The object whose state a successful commit settles (``None``: none)."""
+        return None
 
     @property
     def _entity(self) -> type[Entity]:
         """The entity class it writes."""
+        return self.entity
 
     def _stage_key(self) -> Hashable:
         """Which stored item it stands for: staged writes with equal keys coalesce (the
         one staged last wins)."""
+        return id(self)
 
     def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """The write as it will be planned, and the stored state it is planned on (reading
         where its rules need: a protocol). ``again``: a conflict of the commit's last
         round was this write's to plan again (:meth:`_rereads`)."""
+        raise NotImplementedError
 
     def _plan_ops(self, state: InstanceState | None, index: int
                   ) -> tuple[list[Op], Outcome | None]:
         """Its actions (origins tagged with ``index``, its place in the commit) and what
         its object becomes on success (pure)."""
+        raise NotImplementedError
 
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         """Whether a conflict at ``key`` of ``table`` (``None``: not known) is planned again
         on a fresh read rather than reported."""
+        return False
 
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
                 ) -> Generator[Any, Any, None]:
         """After the commit succeeded: take its results (``response``: the answer of a
         ``single`` item write, or of the transaction; ``{}`` when a lost answer's write
         was applied)."""
+        return
+        yield  # (a protocol that asks for nothing)
 
 
 #: a staged write with the stored state it is planned on
 Prepared = tuple[StagedWrite, InstanceState | None]
 
 
-class ObjectWrite:
-    """What a staged save or delete of one object shares as a staged write: the object it
-    settles, where it is stored, and nothing to take after the commit."""
+class ObjectWrite(StagedWrite):
+    """What a staged save or delete of one object shares: the object it settles, and
+    where it is stored."""
 
     __slots__ = ()
     obj: Entity
@@ -225,11 +239,6 @@ class ObjectWrite:
         new = key_id(spec.primary_key(obj.__dict__))
         return (spec.table.name, spec.type_name, new if state is None else key_id(state.key),
                 new)
-
-    def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
-                ) -> Generator[Any, Any, None]:
-        return
-        yield  # (a protocol that asks for nothing: the commit settles the object)
 
 
 class Written(InstanceState):
