@@ -46,7 +46,7 @@ from dynaorm.errors import (
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.keys import key_value, wire_key
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import parse_version_sk
+from dynaorm.model.rows import VERSION_WIDTH, history_sk, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
@@ -79,21 +79,19 @@ class _Reads:
         return get_item_p(table, key, True)
 
     def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
-        """The highest stored version row of ``obj``'s key (0: no history): one reverse,
-        consistent query of the entity's version rows."""
-        from dynaorm.read.query import QuerySpec
-
+        """The highest stored version row of ``obj``'s key (0: no history); in a
+        migration window, else the highest kept under the previous layout's key (a
+        deleted entity's history not moved yet: a new object continues it, as it would
+        once ``migrate`` moves it)."""
         spec = spec_of(type(obj))
         fields = {n: obj.__dict__[n] for n in spec.lookup_fields}
-        q = QuerySpec((type(obj),), fields, None, _history=True).reverse().consistent(
-            ).limit(1)
-        sel = q._selection()
-        found = yield from q._collect_p(sel)
-        if found:
-            return int(sel.decode(found[0]).version)  # type: ignore[attr-defined]
-        if spec.previous is None:
-            return 0
-        return (yield from _old_last_version_p(spec, fields))
+        assert spec.table.sk is not None
+        key = spec.primary_key(fields)
+        found = yield from _last_version_p(spec, key, spec.type_name, spec.history_index)
+        if found or spec.previous is None:
+            return found
+        old = spec.previous.key(fields, spec.name, 1)
+        return (yield from _last_version_p(spec, old, spec.previous.type_name, None))
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Generator[Any, Any, InstanceState | None]:
@@ -107,31 +105,38 @@ class _Reads:
 READS = _Reads()
 
 
-def _old_last_version_p(spec: EntitySpec, fields: dict[str, Any]) -> Proto[int]:
-    """The highest version row kept under the previous layout's key of the entity with
-    ``fields`` (a deleted entity's history not moved yet: a new object continues it, as
-    it would once ``migrate`` moves it): a reverse, consistent query of the old
-    partition's version rows, filtered to that entity's sort key and old type name."""
-    layout = spec.previous
-    assert layout is not None and spec.table.sk is not None
+def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
+                    index: tuple[str, str] | None) -> Proto[int]:
+    """The highest version row of type ``type_name`` kept at ``key``'s partition for its
+    sort key: a reverse, consistent query of the partition's version rows (or of
+    ``index``, ``Meta.history_index``: only that entity's), first match."""
     pk, sk = spec.table.pk, spec.table.sk
-    first = layout.key(fields, spec.name, 1)
-    base = parse_version_sk(first[sk])
-    assert base is not None
+    assert sk is not None
+    parsed = parse_version_sk(key[sk])
+    assert parsed is not None
+    base, top = parsed[1], 10 ** VERSION_WIDTH - 1
+    # (every version row of the partition: from v00000001_ to v99999999_ and beyond)
+    attr, low, high = sk, "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH
+    high += "_\U0010ffff"
+    request: dict[str, Any] = {"TableName": spec.table.name, "ConsistentRead": True,
+                               "ScanIndexForward": False}
+    if index is not None:  # this entity's version rows only
+        request["IndexName"], attr = index
+        low, high = history_sk(base, 1), history_sk(base, top)
+    request.update({
+        "KeyConditionExpression": "#p = :p AND #s BETWEEN :a AND :b",
+        "ExpressionAttributeNames": {"#p": pk, "#s": attr},
+        "ExpressionAttributeValues": {":p": {"S": key[pk]}, ":a": {"S": low},
+                                      ":b": {"S": high}}})
     type_attr = spec.table.type_attribute
-    request: dict[str, Any] = {
-        "TableName": spec.table.name, "ConsistentRead": True, "ScanIndexForward": False,
-        "KeyConditionExpression": "#p = :p AND begins_with(#s, :v)",
-        "ExpressionAttributeNames": {"#p": pk, "#s": sk},
-        "ExpressionAttributeValues": {":p": {"S": first[pk]}, ":v": {"S": "v"}}}
     while True:
         out = yield from call("Query", request, (spec.cls,))
         for item in out.get("Items", []):
-            parsed = parse_version_sk(key_value(item[sk]))
-            if parsed is None or parsed[0] == 0 or parsed[1] != base[1]:
+            found = parse_version_sk(key_value(item[sk]))
+            if found is None or found[0] == 0 or found[1] != base:
                 continue
-            if type_attr is None or item.get(type_attr, {}).get("S") == layout.type_name:
-                return parsed[0]
+            if item.get(type_attr or "", {"S": type_name}).get("S") == type_name:
+                return found[0]
         if not out.get("LastEvaluatedKey"):
             return 0
         request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
