@@ -278,18 +278,13 @@ def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]
             return
     try:
         yield from send_p(plan, outcomes, observed)
-    except ItemNotFoundError as exc:
-        if isinstance(entry, DeleteEntry):  # already gone: deleted, as asked
-            result.written.append(obj)
-        else:
-            result.failed(obj, exc, unknown=False)
-        return
-    except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
-        state = obj._dynaorm_state
-        key = exc.key if state is None else state.key
-        result.failed(obj, _changed(obj, key), unknown=False)
-        return
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
+        if isinstance(exc, ItemNotFoundError) and isinstance(entry, DeleteEntry):
+            result.written.append(obj)  # already gone: deleted, as asked
+            return
+        if isinstance(exc, ConditionFailedError):  # (a delete's own "as loaded" one)
+            state = obj._dynaorm_state
+            exc = _changed(obj, exc.key if state is None else state.key)
         result.failed_by(obj, exc)
         return
     settle(outcomes)
