@@ -13,10 +13,10 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
-from dynaorm.client.client import Client, _aiobotocore
-from dynaorm.client.sessions import BaseSession
+from dynaorm.client.client import Client, _aiobotocore, session_target
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
+from dynaorm.core.stage import BaseSession
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 
@@ -41,7 +41,14 @@ class AsyncSession(BaseSession):
 
     def __init__(self, target: Table | Client) -> None:
         _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
-        super().__init__(target)
+        super().__init__(*session_target(target, type(self).__name__))
+
+    @property
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        found: Client = self._stage.client
+        return found
 
     def _run(self, proto: Generator[Any, Any, R], name: str,
              entities: Iterable[type[Any]]) -> Awaitable[R]:

@@ -8,10 +8,10 @@ from collections.abc import Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from dynaorm.client.client import Client
-from dynaorm.client.sessions import BaseSession
+from dynaorm.client.client import Client, session_target
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
+from dynaorm.core.stage import BaseSession
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.sync.reads import Query, Scan
@@ -34,7 +34,14 @@ class Session(BaseSession):
     create; not to be shared between threads."""
 
     def __init__(self, target: Table | Client) -> None:
-        super().__init__(target)
+        super().__init__(*session_target(target, type(self).__name__))
+
+    @property
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        found: Client = self._stage.client
+        return found
 
     def _run(self, proto: Generator[Any, Any, R], name: str,
              entities: Iterable[type[Any]]) -> R:
