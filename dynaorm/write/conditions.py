@@ -1,7 +1,10 @@
 """The conditions that keep a write from losing another's (pure): that the stored values a
 write depends on are still the ones it read (no lost updates), that a versioned entity is
 still at the version it was loaded at, and the caller's own ``condition=`` ANDed into the
-action on the entity's row. Every kind of write builds its conditions here.
+action on the entity's row; and which attributes an entity class writes, so that every
+write that rewrites an item carries over the others (:func:`undeclared`) and a write that
+replaces it conditions on them (:func:`as_loaded`). Every kind of write builds its
+conditions here.
 """
 
 from __future__ import annotations
@@ -10,18 +13,19 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from dynaorm._types import Item
+from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
 from dynaorm.model.codec import encode_value
 from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.rows import VERSION_TTL
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import encode_ttl
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.write.rows import declared
 
-__all__ = ["Conditioned", "as_loaded", "conditioned", "expect_loaded_version", "stored_as",
-           "unchanged", "update_condition", "with_condition"]
+__all__ = ["Conditioned", "as_loaded", "conditioned", "declared", "expect_loaded_version",
+           "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
 
 
 class Conditioned(Protocol):
@@ -148,3 +152,35 @@ def conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     if isinstance(op, Delete):
         return Delete(op.key, cond, origin)
     return ConditionCheck(op.key, cond, origin)
+
+
+def undeclared(spec: EntitySpec, stored: Item) -> Item:
+    """The attributes of a stored item that ``spec`` does not write (a newer model version
+    wrote them: rolling deploys): every write that rewrites the item carries them over.
+    Not the entity's fields (by stored name), table keys, its own index keys, the
+    discriminator, nor the version of a versioned entity or its history key."""
+    known = declared(spec)
+    if len(stored) <= len(known) and stored.keys() <= known:
+        return {}
+    return {k: v for k, v in stored.items() if k not in known}
+
+
+def declared(spec: EntitySpec) -> frozenset[str]:
+    """Every attribute a stored item of ``spec`` may hold that the class writes."""
+    found = _DECLARED.get(spec.cls)
+    if found is None:
+        table = spec.table
+        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        if table.type_attribute is not None:
+            names.add(table.type_attribute)
+        if spec.versioned:
+            names.add("version")
+            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
+        if spec.history_index is not None:
+            names.add(spec.history_index[1])
+        found = _DECLARED[spec.cls] = frozenset(names)
+    return found
+
+
+#: the attributes each entity class writes, by class
+_DECLARED: dict[type[Any], frozenset[str]] = cache("records.declared")

@@ -20,8 +20,17 @@ from dynaorm.model.rows import version_sk
 from dynaorm.model.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version, unchanged, with_condition
 from dynaorm.write.moves import either_layout, plan_move_delete
-from dynaorm.write.records import Delete, Fail, ObjectWrite, Op, Outcome, Prepared, Reads, Role
-from dynaorm.write.rows import ActionBuilder
+from dynaorm.write.records import (
+    ActionBuilder,
+    Delete,
+    Fail,
+    ObjectWrite,
+    Op,
+    Outcome,
+    Prepared,
+    Reads,
+    Role,
+)
 
 __all__ = ["DeleteEntry", "plan_delete"]
 

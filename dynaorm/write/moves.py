@@ -28,8 +28,9 @@ from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import stamped, stamps
-from dynaorm.write.conditions import stored_as
+from dynaorm.write.conditions import stored_as, undeclared
 from dynaorm.write.records import (
+    ActionBuilder,
     ConditionCheck,
     Delete,
     Fail,
@@ -39,8 +40,8 @@ from dynaorm.write.records import (
     Reads,
     Role,
     Written,
+    version_row,
 )
-from dynaorm.write.rows import ActionBuilder, undeclared, version_row
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
            "kept_row_move", "load_old", "move_actions", "needs_history_batches",
@@ -60,7 +61,7 @@ def _layout(spec: EntitySpec) -> Layout:
 def kept(spec: EntitySpec, item: Item) -> Item:
     """The attributes of an old-layout row that neither layout declares (written by a
     newer model, or by another tool): a move carries them to the new row, as every write
-    of an item keeps them (:func:`~dynaorm.write.actions.undeclared`). Not the old fields
+    of an item keeps them (:func:`~dynaorm.write.conditions.undeclared`). Not the old fields
     by their old names either, nor any index key of the table (rendered anew)."""
     table = spec.table
     old = _layout(spec).fields_by_attr

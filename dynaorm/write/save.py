@@ -39,11 +39,13 @@ from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,
     unchanged,
+    undeclared,
     update_condition,
     with_condition,
 )
 from dynaorm.write.moves import plan_move_save
 from dynaorm.write.records import (
+    ActionBuilder,
     ConditionCheck,
     Delete,
     Fail,
@@ -57,9 +59,9 @@ from dynaorm.write.records import (
     Role,
     Update,
     Written,
+    claimable,
     stored_values,
 )
-from dynaorm.write.rows import ActionBuilder, claimable, undeclared
 
 __all__ = ["SaveEntry", "plan_save"]
 

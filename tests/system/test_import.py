@@ -140,7 +140,7 @@ DEFERRED = frozenset({
     "dynaorm.model.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
     "dynaorm.write.conditions", "dynaorm.write.delete", "dynaorm.write.moves",
     "dynaorm.write.outcomes", "dynaorm.write.records", "dynaorm.write.render",
-    "dynaorm.write.rows", "dynaorm.write.save", "dynaorm.write.updates", "logging"})
+    "dynaorm.write.save", "dynaorm.write.updates", "logging"})
 #: of those, what a first request loads all the same: :mod:`logging`, imported by
 #: ``import botocore`` (the own wire's ``User-Agent`` names botocore's version)
 _READ_LOADS = {"logging"}
