@@ -10,13 +10,12 @@ conditions here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
 from dynaorm.model.codec import encode_value
-from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.model.rows import VERSION_TTL
 from dynaorm.model.spec import EntitySpec
@@ -24,17 +23,8 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import encode_ttl
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
-__all__ = ["Conditioned", "as_loaded", "conditioned", "declared", "expect_loaded_version",
+__all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
            "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
-
-
-class Conditioned(Protocol):
-    """A staged write of one object that may carry the caller's ``condition=``."""
-
-    @property
-    def obj(self) -> Entity: ...
-    @property
-    def condition(self) -> Condition | None: ...
 
 
 def unchanged(spec: EntitySpec, old: Mapping[str, Any],
@@ -117,11 +107,12 @@ def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> N
             item=spec.cls._from_item(state.item, spec))
 
 
-def with_condition(ops: list[Op], entry: Conditioned, spec: EntitySpec,
+def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
                    index: int) -> list[Op]:
-    """AND the caller's ``condition=`` into the action on the entity's own row (the first
-    row/latest-copy action: the delete of the old row when the key moves). With nothing to
-    write, the condition is still checked (a ConditionCheck)."""
+    """AND the caller's ``condition=`` of ``entry`` (a save or a delete of one object) into
+    the action on the entity's own row (the first row/latest-copy action: the delete of
+    the old row when the key moves). With nothing to write, the condition is still
+    checked (a ConditionCheck)."""
     caller = entry.condition
     if caller is None:
         return ops
