@@ -168,44 +168,53 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
             except StopIteration as stop:
                 result: R = stop.value
                 return result
-            except BaseException as exc:
-                if current is not None:
-                    current.error = exc
-                raise
             value = error = None
             kind = type(step)
             if hooks and paged:
-                if current is None and kind in (Call, Gather):
-                    assert operation is not None
-                    current = dataclasses.replace(operation)
-                    tokens = start(hooks, current)
-                elif current is not None and kind is Emit:  # the page's items: it ends
-                    ending: Operation = current
-                    current = None
-                    _close_all(end(hooks, ending, tokens))
+                assert operation is not None
+                current, tokens = _page(hooks, operation, current, tokens, kind)
             part_of = current if current is not None else within
             try:
                 if kind is Call:
                     value = yield from attempts(policy, step, part_of)
-                elif kind is Backoff:  # the policy's backoff, within its max_wait
-                    value = max(0.0, min(policy.backoff(step.attempt),
-                                         policy.max_wait - step.waited))
-                    if value:
-                        yield Wait(value)
+                elif kind is Backoff:
+                    value = yield from _backoff(policy, step)
                 elif kind is Gather and part_of is not None:
                     value = yield dataclasses.replace(step, within=part_of)
                 else:
                     value = yield step
             except Exception as exc:  # thrown into the protocol, which may handle it
                 error = exc
-            except BaseException as exc:  # cancelled, or closed mid-way: the operation too
-                if current is not None:
-                    current.error = exc
-                raise
+    except BaseException as exc:  # the protocol failed, or was cancelled or closed mid-way:
+        if current is not None:  # the operation with it
+            current.error = exc
+        raise
     finally:
         proto.close()
         if current is not None:
             _close_all(end(hooks, current, tokens))
+
+
+def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | None,
+          tokens: list[object], kind: type) -> tuple[Operation | None, list[object]]:
+    """The page of a read open after a step of ``kind``: a page starts at its first request
+    (a Call or a Gather) and ends with its items."""
+    if current is None and kind in (Call, Gather):
+        current = dataclasses.replace(operation)
+        return current, start(hooks, current)
+    if current is not None and kind is Emit:
+        _close_all(end(hooks, current, tokens))
+        return None, []
+    return current, tokens
+
+
+def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
+    """A :class:`Backoff` as the :class:`Wait` it is (within ``max_wait``): the seconds."""
+    delay = min(policy.backoff(step.attempt), policy.max_wait - step.waited)
+    if delay <= 0:
+        return 0.0
+    yield Wait(delay)
+    return delay
 
 
 def debug_logged() -> bool:
@@ -270,6 +279,33 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
             close()
 
 
+def _judged(policy: Policy, step: Call, error: RequestError, number: int,
+            maybe_applied: bool, within: Operation | None) -> Generator[Primitive, Any, bool]:
+    """Whether ``step``'s request may have been applied after ``error`` failed attempt
+    ``number``: an earlier attempt may have been, or this one, unless it was a server error
+    (5xx) its probe proves unapplied (then it is retried; a probe that fails proves
+    nothing)."""
+    if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
+            and error.code in SERVER_ERRORS and step.probe is not None):
+        assert step.unapplied is not None
+        try:
+            out = yield from attempts(policy, step.probe, within)
+        except RequestError:
+            pass
+        else:
+            error.maybe_applied = not step.unapplied(out.get("Item"))
+    return maybe_applied or error.maybe_applied
+
+
+def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError:
+    """``error`` as the last of ``number`` attempts (said in its message after several)."""
+    error.maybe_applied = maybe_applied
+    error.attempts = number
+    if number > 1:
+        error.args = (f"{error.args[0]} (after {number} attempts)", *error.args[1:])
+    return error
+
+
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
@@ -305,24 +341,10 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
-        if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
-                and error.code in SERVER_ERRORS and step.probe is not None):
-            # (a 5xx: read what is stored; a write it proves unapplied is retried)
-            assert step.unapplied is not None
-            try:
-                stored = (yield from attempts(policy, step.probe, within)).get("Item")
-            except RequestError:  # (a probe that fails proves nothing)
-                error.maybe_applied = True
-            else:
-                error.maybe_applied = not step.unapplied(stored)
-        maybe_applied = maybe_applied or error.maybe_applied
+        maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):
-            error.maybe_applied = maybe_applied
-            error.attempts = number
-            if number > 1:
-                error.args = (f"{error.args[0]} (after {number} attempts)", *error.args[1:])
-            raise error
+            raise _last(error, number, maybe_applied)
         delay = min(policy.backoff(number), policy.max_wait - waited)
         if delay > 0:
             yield Wait(delay)
