@@ -31,7 +31,7 @@ from dynaorm.model.expressions import (
     rename_paths,
 )
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import version_sk
+from dynaorm.model.rows import parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
@@ -112,21 +112,16 @@ class SaveEntry(ObjectWrite):
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         spec = spec_of(type(self.obj))
-        if table not in (None, spec.table.name):
-            return False
-        if (state is None and spec.versioned and self.after_version is None
-                and key is not None and key == _first_version_key(spec, self.obj.__dict__)):
-            return True  # planned as version 1, and that version row is taken: history
-        if not (self.overwrite and spec.has_rules):
+        if state is None and spec.versioned and self.after_version is None and key:
+            # planned as version 1, and a version 1 row of the commit is taken (a kept
+            # history: this write's, or another's; every such insert reads its own)
+            found = parse_version_sk(str(key.get(spec.table.sk or "", "")))
+            if found is not None and found[0] == 1:
+                return True
+        if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):
             return False
         mine = state.key if state is not None else None
         return key is None or key in (mine, spec.primary_key(self.obj.__dict__))
-
-
-def _first_version_key(spec: EntitySpec, values: Mapping[str, Any]) -> PlainKey:
-    assert spec.table.sk is not None
-    return {**spec.primary_key(values),
-            spec.table.sk: version_sk(spec.base_sk(values) or "", 1)}
 
 
 def _with_unknown(spec: Any, state: InstanceState, reads: Reads

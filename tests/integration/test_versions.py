@@ -381,6 +381,28 @@ def test_a_new_versioned_entity_reads_a_kept_history_only_when_it_meets_one(
         (1, "a"), (2, "b")]
 
 
+def test_one_commit_recreating_several_entities_continues_each_kept_history(
+        db: TestBackend) -> None:
+    """Several new objects whose deleted predecessors kept their histories, beside one
+    without: one commit continues each history (a refused version row has every such
+    insert read its own, once)."""
+    s = db.session()
+    for doc_id in ("d1", "d2", "d3"):
+        s.save(Doc(doc_id=doc_id, title="a"))
+    s.commit()
+    for doc_id in ("d1", "d2", "d3"):
+        s.update(Doc, doc_id=doc_id).set(title="b")
+        s.commit()
+        s.delete(Doc, doc_id=doc_id)
+        s.commit()
+    again = [Doc(doc_id=doc_id, title="c") for doc_id in ("d1", "d2", "d3", "d4")]
+    for doc in again:
+        s.save(doc)
+    s.commit()
+    assert [doc.version for doc in again] == [3, 3, 3, 1]
+    assert [h.version for h in s.history(Doc, doc_id="d3").all()] == [1, 2, 3]
+
+
 def test_recreating_after_deleting_the_history_starts_at_one(db: TestBackend) -> None:
     s = db.session()
     s.save(Doc(doc_id="d1"))
