@@ -13,7 +13,6 @@ from types import TracebackType
 from typing import Any
 
 from dynaorm.aio.reads import AsyncTerminals
-from dynaorm.aio.session import AsyncSession
 
 __all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
 
@@ -43,28 +42,32 @@ def _run(awaitable: Any) -> Any:
     return loop().run_until_complete(awaitable)
 
 
-def _blocking(value: Any) -> Any:
-    if isinstance(value, AsyncTerminals):
-        return BlockingRead(value)
-    return value
+class _Blocking:
+    """What an async object of dynaorm answers, run to completion: a coroutine method
+    runs on this thread's loop, a builder returns an adapter too."""
 
-
-class BlockingRead:
-    """An async query or scan whose terminals block (builders return adapters too)."""
-
-    def __init__(self, read: AsyncTerminals[Any]) -> None:
-        self._aread = read
+    def __init__(self, target: Any) -> None:
+        self._target = target
 
     def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._aread, name)
+        attr = getattr(self._target, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *a, **k: _run(attr(*a, **k))
-        if callable(attr):
+        if callable(attr) and (isinstance(self._target, AsyncTerminals)
+                               or name in ("query", "scan", "history")):
             return lambda *a, **k: _blocking(attr(*a, **k))
         return attr
 
+
+def _blocking(value: Any) -> Any:
+    return BlockingRead(value) if isinstance(value, AsyncTerminals) else value
+
+
+class BlockingRead(_Blocking):
+    """An async query or scan whose terminals block (builders return adapters too)."""
+
     def __iter__(self) -> Iterator[Any]:
-        agen = self._aread.__aiter__()
+        agen = self._target.__aiter__()
         try:
             while True:
                 try:
@@ -72,26 +75,15 @@ class BlockingRead:
                 except StopAsyncIteration:
                     return
         finally:
-            _run(agen.aclose())  # type: ignore[attr-defined]
+            _run(agen.aclose())
 
 
-class BlockingAsyncSession:
+class BlockingAsyncSession(_Blocking):
     """Session-shaped: ``s.get(...)`` runs ``await AsyncSession.get(...)`` to completion."""
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._asession = session
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._asession, name)
-        if inspect.iscoroutinefunction(attr):
-            return lambda *a, **k: _run(attr(*a, **k))
-        if callable(attr) and name in ("query", "scan", "history"):
-            return lambda *a, **k: _blocking(attr(*a, **k))
-        return attr
 
     def __enter__(self) -> BlockingAsyncSession:
         return self
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        _run(self._asession.__aexit__(exc_type, exc, tb))
+        _run(self._target.__aexit__(exc_type, exc, tb))

@@ -2,21 +2,21 @@
 
 Staging (``save``, ``delete``, ``update``, ``check``, ``rollback``) is shared with
 :class:`~dynaorm.Session` as is; every method that does I/O is a coroutine running the
-same protocol (:mod:`dynaorm.core.unit_of_work`) through its client's async driver (the
-mirror of the sync one, on the same client and the same policy).
+same protocol of :mod:`dynaorm.core` through its client's async driver (the mirror of the
+sync one, on the same client and the same policy).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
-from dynaorm.client.client import Client, _aiobotocore
-from dynaorm.client.sessions import ClientSession
+from dynaorm.client.client import Client, _aiobotocore, session_target
 from dynaorm.client.table import Table
+from dynaorm.core.lookups import find_p, get_many_p, get_p
+from dynaorm.core.stage import BaseSession
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 
@@ -29,23 +29,31 @@ T = TypeVar("T", bound=Entity)
 T2 = TypeVar("T2", bound=Entity)
 T3 = TypeVar("T3", bound=Entity)
 T4 = TypeVar("T4", bound=Entity)
+R = TypeVar("R")
 
 
-class AsyncSession(ClientSession):
+class AsyncSession(BaseSession):
     """A unit of work for asyncio (``AsyncSession(table)`` or ``AsyncSession(client)``),
     on the tables of one client. Reads may be awaited concurrently (``asyncio.gather``);
     staging and commit belong to one task."""
 
-    _query_class = AsyncQuery
-    _scan_class = AsyncScan
+    _async = True
 
     def __init__(self, target: Table | Client) -> None:
         _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
-        super().__init__(target)
+        super().__init__(*session_target(target, type(self).__name__))
 
     @property
-    def _driver(self) -> Any:
-        return self.client.async_driver
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        found: Client = self._stage.client
+        return found
+
+    def _run(self, proto: Generator[Any, Any, R], name: str,
+             entities: Iterable[type[Any]]) -> Awaitable[R]:
+        """``proto`` run as the session operation ``name`` on ``entities`` (awaitable)."""
+        return self.client.async_driver.run(proto, self._operation(name, entities))
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -60,8 +68,10 @@ class AsyncSession(ClientSession):
     # -- commit --------------------------------------------------------------------
     async def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        op = self.client._operation("plan", (e._entity for e in self._staged.values()))
-        return await self.client.async_driver.run(self._plan_p(), op)
+        from dynaorm.core.commit import plan_p
+
+        return await self._run(plan_p(self._stage.coalesced()), "plan",
+                              (e._entity for e in self._stage.writes.values()))
 
     async def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
@@ -71,38 +81,32 @@ class AsyncSession(ClientSession):
         would have written first reads that object's key once; when the cancelled write
         landed, the object takes the state it wrote (saving it again updates it, never
         ``ItemExistsError``)."""
-        client = self.client
-        commit = self._commit(client.policy.observed)
-        op = client._operation("commit", (e._entity for e in commit.staged))
-        try:
-            return await client.async_driver.run(commit.run(), op)
-        except asyncio.CancelledError:
-            commit.abandon()
-            raise
+        from dynaorm.core.commit import commit_p
+
+        staged = self._stage.take()
+        return await self._run(commit_p(staged, self.client.policy.observed), "commit",
+                              (e._entity for e in staged))
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,
                   version: int | None = None, **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return await self.client.async_driver.run(
-            self._get_p(entity, consistent, version, fields),
-            self.client._operation("get", (entity,)))
+        return await self._run(get_p(self._stage, entity, consistent, version, fields), "get",
+                               (entity,))
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
                        concurrency: int = 4) -> list[T | None]:
         """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
         TransactGetItems)."""
-        return await self.client.async_driver.run(
-            self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            self.client._operation("get_many", (entity,)))
+        return await self._run(get_many_p(self._stage, entity, keys, consistent, snapshot,
+                                          concurrency), "get_many", (entity,))
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item)."""
-        return await self.client.async_driver.run(
-            self._find_p(entity, consistent, fields),
-            self.client._operation("find", (entity,)))
+        return await self._run(find_p(self._stage, entity, consistent, fields), "find",
+                               (entity,))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -124,7 +128,7 @@ class AsyncSession(ClientSession):
               **fields: Any) -> AsyncQuery[Any]:
         """A lazy query over the partition named by ``fields`` (``async for``, ``await
         q.all()``, ``await q.page(cursor)``, ...)."""
-        found: AsyncQuery[Any] = self._query((entity, *more), index, dict(fields), self._driver)
+        found: AsyncQuery[Any] = self._query(AsyncQuery, (entity, *more), index, fields)
         return found
 
     @overload
@@ -144,12 +148,12 @@ class AsyncSession(ClientSession):
              segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        found: AsyncScan[Any] = self._scan((entity, *more), index, segment, segments, self._driver)
+        found: AsyncScan[Any] = self._scan(AsyncScan, (entity, *more), index, segment, segments)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: AsyncQuery[T] = self._history(entity, dict(fields), self._driver)
+        found: AsyncQuery[T] = self._history(AsyncQuery, entity, fields)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -157,10 +161,12 @@ class AsyncSession(ClientSession):
         """Bulk save, as :meth:`dynaorm.Session.save_many`: new objects in BatchWriteItem
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
+        from dynaorm.core.bulk import save_many_p
+
         found = list(objs)
-        op = self.client._operation("save_many", (type(o) for o in found))
-        await self.client.async_driver.run(
-            self._save_many_p(found, concurrency, self.client.policy.observed), op)
+        await self._run(save_many_p(self._stage, found, concurrency,
+                                    self.client.policy.observed),
+                        "save_many", (type(o) for o in found))
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -168,8 +174,9 @@ class AsyncSession(ClientSession):
         """Bulk delete of objects, or of one entity's keys, as
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
+        from dynaorm.core.bulk import delete_many_p
+
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = self.client._operation("delete_many",
-                       (found,) if isinstance(found, type) else (type(o) for o in found))
-        await self.client.async_driver.run(
-            self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)
+        await self._run(delete_many_p(self._stage, found, keys, concurrency,
+                                      self.client.policy.observed), "delete_many",
+                        (found,) if isinstance(found, type) else (type(o) for o in found))

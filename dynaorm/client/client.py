@@ -36,7 +36,7 @@ from dynaorm.client.settings import (
     local_only,
     resolve_max_attempts,
 )
-from dynaorm.core.unit_of_work import describe
+from dynaorm.core.stage import describe
 from dynaorm.errors import DynaormError
 from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import checked_aiohttp_session, config_options, moto_active

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.commit import Commit
-from dynaorm.core.staging import check_concurrency, refuse_rules
+from dynaorm.core.commit import READS, commit_p, send_p, settle
+from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import (
     BulkWriteError,
     ConcurrentModificationError,
@@ -27,21 +27,22 @@ from dynaorm.errors import (
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.expressions import all_of
 from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.write.conditions import as_loaded
-from dynaorm.write.entries import DeleteEntry, SaveEntry
+from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.outcomes import same_item
-from dynaorm.write.render import check_batch_delete, check_batch_put
-
-if TYPE_CHECKING:
-    from dynaorm.core.unit_of_work import UnitOfWork
+from dynaorm.write.records import Outcome
+from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, compile_commit
+from dynaorm.write.save import SaveEntry
 
 __all__ = ["BATCH_WRITE", "BulkResult", "delete_many_p", "save_many_p"]
 
+R = TypeVar("R")
 #: Requests one BatchWriteItem carries, at most.
 BATCH_WRITE = 25
 #: what a BatchWriteItem request stands for (the objects or keys), and the request
@@ -78,27 +79,37 @@ def _batch_write_p(table: TableSchema, targets: list[Target], result: BulkResult
         result.fail(pending, exc, unknown=False)
 
 
-def _chunks(by_table: dict[str, tuple[TableSchema, list[Any]]]
-            ) -> list[tuple[TableSchema, list[Any]]]:
-    """Each table's rows in chunks of :data:`BATCH_WRITE` (one request each)."""
-    return [(table, rows[i:i + BATCH_WRITE]) for table, rows in by_table.values()
-            for i in range(0, len(rows), BATCH_WRITE)]
+def _chunks(rows: Iterable[tuple[TableSchema, R]]) -> list[tuple[TableSchema, list[R]]]:
+    """``rows`` by table, in chunks of :data:`BATCH_WRITE` (one request each)."""
+    by_table: dict[str, tuple[TableSchema, list[R]]] = {}
+    for table, row in rows:
+        by_table.setdefault(table.name, (table, []))[1].append(row)
+    return [(table, each[i:i + BATCH_WRITE]) for table, each in by_table.values()
+            for i in range(0, len(each), BATCH_WRITE)]
 
 
-def _single_commit(uow: UnitOfWork, entry: SaveEntry | DeleteEntry,
-                   state: InstanceState | None, observed: bool) -> Commit:
-    """The planned commit of one object of a bulk call (a plain entity: planned on its
-    own state, or as an insert, nothing to read), checked before anything is sent."""
-    commit = uow._new_commit([entry], observed=observed)
-    commit.prepared = [(entry, state)]
-    commit.plan()  # (limits, values: raises here, before anything is sent)
-    return commit
+#: a loaded object's write of a bulk call, planned (on its own state: nothing to read)
+Single = tuple[SaveEntry | DeleteEntry, WritePlan, list[Outcome]]
+
+
+def _single(entry: SaveEntry | DeleteEntry, state: InstanceState | None) -> Single:
+    """The planned write of one object of a bulk call (a plain entity: planned on its
+    own state, or as an insert), checked before anything is sent."""
+    plan, outcomes = compile_commit([(entry, state)])  # (limits, values: raises here)
+    return entry, plan, outcomes
+
+
+def _refuse_rules(spec: EntitySpec, what: str, instead: str) -> None:
+    """Bulk operations cannot keep unique or versioned rules."""
+    if spec.has_rules:
+        raise DynaormError(f"{spec.name} has unique or versioned rules; {what} cannot keep "
+                           f"them; use Session.{instead} and commit")
 
 
 Row = tuple[list[tuple[Entity, Stamps]], Item, PlainKey]
 
 
-def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
+def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
                 observed: bool) -> Proto[None]:
     """New objects go in BatchWriteItem puts (25 a request, per table); loaded (persisted)
     ones as the conditioned write ``save`` + ``commit`` sends (a lost update is refused,
@@ -107,12 +118,10 @@ def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
     :class:`~dynaorm.BulkWriteError`."""
     check_concurrency(concurrency)
     rows: dict[Any, tuple[TableSchema, Row]] = {}
-    loaded: dict[Any, Commit] = {}
+    loaded: dict[Any, Single] = {}
     for obj in objs:
-        spec = uow._spec(obj)
-        if spec.has_rules:
-            raise DynaormError(f"{spec.name} has unique or versioned rules; save_many "
-                               "cannot keep them; use Session.save and commit")
+        spec = stage.spec(obj)
+        _refuse_rules(spec, "save_many", "save")
         state = obj._dynaorm_state
         if state is not None or spec.previous is not None:
             # loaded: the conditioned single write of save + commit; new, of an entity in
@@ -120,9 +129,9 @@ def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
             # layout holds the entity: a blind put would store it twice)
             at = spec.primary_key(obj.__dict__) if state is None else state.key
             ident = (spec.table.name, key_id(at))
-            commit = _single_commit(uow, SaveEntry(obj), state, observed)
+            single = _single(SaveEntry(obj), state)
             _refuse_twice(ident in rows or ident in loaded, spec.name, at)
-            loaded[ident] = commit
+            loaded[ident] = single
             continue
         pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
         written = stamped(obj, pairs)
@@ -133,9 +142,6 @@ def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
         _refuse_twice(ident in loaded, spec.name, key)
         same = rows.pop(ident, None)  # one key twice: the last object wins
         rows[ident] = (spec.table, ([*(same[1][0] if same else []), (obj, pairs)], item, key))
-    by_table: dict[str, tuple[TableSchema, list[Row]]] = {}
-    for table, row in rows.values():
-        by_table.setdefault(table.name, (table, []))[1].append(row)
     result = BulkResult()
 
     def write(table: TableSchema, chunk: list[Row]) -> Proto[None]:
@@ -150,13 +156,13 @@ def save_many_p(uow: UnitOfWork, objs: Iterable[Entity], concurrency: int,
                     apply_stamps(obj, pairs)
                     obj._dynaorm_state = InstanceState(key, item)
 
-    protos = [write(table, c) for table, c in _chunks(by_table)]
-    protos += [_single_p(commit, result) for commit in loaded.values()]
+    protos = [write(table, c) for table, c in _chunks(rows.values())]
+    protos += [_single_p(single, observed, result) for single in loaded.values()]
     yield from gather(protos, concurrency)
     result.raise_if_failed("save_many")
 
 
-def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
+def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
                   keys: Iterable[Mapping[str, Any]] | None, concurrency: int,
                   observed: bool) -> Proto[None]:
     """Keys and never-loaded objects go in BatchWriteItem deletes (25 a request, per
@@ -166,15 +172,14 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
     given)."""
     check_concurrency(concurrency)
     targets: list[tuple[Any, type[Entity], PlainKey]] = []
-    loaded: list[Commit] = []
-    by_key: list[tuple[Any, Commit]] = []  # (a migration window: read under both layouts)
+    loaded: list[Single] = []
+    by_key: list[tuple[Any, DeleteEntry]] = []  # (a migration window: both layouts read)
     if isinstance(objs, type):
-        spec = uow._spec(objs)
-        refuse_rules(spec, "delete_many")
-        targets = [(k, objs, uow._lookup_key(spec, k)) for k in keys or ()]
+        spec = stage.spec(objs)
+        _refuse_rules(spec, "delete_many", "delete")
+        targets = [(k, objs, stage.key(spec, k)) for k in keys or ()]
         if spec.previous is not None:
-            by_key = [(k, uow._new_commit([DeleteEntry(objs.model_construct(**k))],
-                                          observed=observed)) for k in keys or ()]
+            by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k in keys or ()]
             targets = []
     else:
         if keys is not None:
@@ -182,8 +187,8 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
                                "delete_many(Entity, keys) does")
         seen: set[Any] = set()
         for obj in objs:
-            spec = uow._spec(obj)
-            refuse_rules(spec, "delete_many")
+            spec = stage.spec(obj)
+            _refuse_rules(spec, "delete_many", "delete")
             state = obj._dynaorm_state
             if state is None:
                 targets.append((obj, type(obj), spec.primary_key(obj.__dict__)))
@@ -192,7 +197,7 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
             _refuse_twice(ident in seen, spec.name, state.key)
             seen.add(ident)
             entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
-            loaded.append(_single_commit(uow, entry, state, observed))
+            loaded.append(_single(entry, state))
         for _, cls, k in targets:
             _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
                           "delete_many", k)
@@ -202,15 +207,12 @@ def delete_many_p(uow: UnitOfWork, objs: Iterable[Entity] | type[Entity],
     for target, cls, k in targets:
         table = spec_of(cls).table
         grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
-    by_table: dict[str, tuple[TableSchema, list[tuple[list[Any], PlainKey]]]] = {}
-    for table, each, k in grouped.values():
-        by_table.setdefault(table.name, (table, []))[1].append((each, k))
     result = BulkResult()
     protos = [_batch_write_p(table, [(t, {"DeleteRequest": {"Key": wire_key(k)}})
                                      for t, k in c], result)
-              for table, c in _chunks(by_table)]
-    protos += [_single_p(commit, result) for commit in loaded]
-    protos += [_by_key_p(commit, key, result) for key, commit in by_key]
+              for table, c in _chunks((table, (each, k)) for table, each, k in grouped.values())]
+    protos += [_single_p(single, observed, result) for single in loaded]
+    protos += [_by_key_p(entry, key, observed, result) for key, entry in by_key]
     yield from gather(protos, concurrency)
     for target in result.written:
         if isinstance(target, Entity):
@@ -260,68 +262,58 @@ class BulkResult:
             errors=self.errors) from first
 
 
-def _single_p(commit: Commit, result: BulkResult) -> Proto[None]:
-    """Send one planned single-object commit of a bulk call, recording its outcome (a
+def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]:
+    """Send one planned single-object write of a bulk call, recording its outcome (a
     definite failure: not written; ``OutcomeUnknownError``: unknown)."""
-    (entry, _), = commit.prepared
-    obj = entry._obj
-    assert obj is not None  # (a save or a delete of an object)
-    if not commit._planned().ops:  # nothing changed: nothing to send
-        yield from commit.settle()
+    entry, plan, outcomes = single
+    obj = entry.obj
+    if not plan.ops:  # nothing changed: nothing to send
+        settle(outcomes)
         result.written.append(obj)
         return
     if isinstance(entry, DeleteEntry):
-        changed = yield from _changed_since_load(commit, obj)
+        changed = yield from _changed_since_load(obj)
         if changed is not None:
             result.failed(obj, changed, unknown=False)
             return
     try:
-        yield from commit.send()
-    except ItemNotFoundError as exc:
-        if isinstance(entry, DeleteEntry):  # already gone: deleted, as asked
-            result.written.append(obj)
-        else:
-            result.failed(obj, exc, unknown=False)
-        return
-    except ConditionFailedError as exc:  # (a delete's own "as loaded" condition)
-        state = obj._dynaorm_state
-        key = exc.key if state is None else state.key
-        result.failed(obj, _changed(obj, key), unknown=False)
-        return
+        yield from send_p(plan, outcomes, observed)
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
+        if isinstance(exc, ItemNotFoundError) and isinstance(entry, DeleteEntry):
+            result.written.append(obj)  # already gone: deleted, as asked
+            return
+        if isinstance(exc, ConditionFailedError):  # (a delete's own "as loaded" one)
+            state = obj._dynaorm_state
+            exc = _changed(obj, exc.key if state is None else state.key)
         result.failed_by(obj, exc)
         return
-    yield from commit.settle()
+    settle(outcomes)
     result.written.append(obj)
 
 
-def _by_key_p(commit: Commit, key: Any, result: BulkResult) -> Proto[None]:
+def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult
+              ) -> Proto[None]:
     """Delete by ``key`` an entity declaring ``Meta.previous`` (in its migration window):
     read under both layouts, then deleted where it is (its old row, guards and all), or
     already gone (deleted, as asked); reported as ``key``."""
     try:
-        yield from commit.prepare()
-        commit.plan()
-        yield from commit.send()
+        yield from commit_p([entry], observed)
     except ItemNotFoundError:
         result.written.append(key)  # (gone under both layouts: deleted, as asked)
         return
     except DynaormError as exc:
         result.failed_by(key, exc)
         return
-    yield from commit.settle()
     result.written.append(key)
 
 
-def _changed_since_load(commit: Commit, obj: Entity
-                        ) -> Proto[ConcurrentModificationError | None]:
+def _changed_since_load(obj: Entity) -> Proto[ConcurrentModificationError | None]:
     """A bulk delete of a loaded object reads the item first (consistently): a condition
     can name only the attributes the class declares, so an attribute another writer (a
     newer model) added after the load is seen here; such an item is not deleted."""
     state = obj._dynaorm_state
     assert state is not None
-    spec = spec_of(type(obj))
-    stored = yield from commit._reads.item(spec.table, state.key)
+    stored = yield from READS.item(spec_of(type(obj)).table, state.key)
     if stored is None or same_item(stored, state.item):
         return None  # (gone: deleted as asked; as loaded: the conditioned delete decides)
     return _changed(obj, state.key)

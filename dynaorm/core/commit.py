@@ -1,38 +1,42 @@
-"""A commit of a unit of work: one object, four named phases, written once as a protocol
-that both kinds of session run through their client's driver (``Session.commit`` with
-:meth:`dynaorm.client.drivers.SyncDriver.run`, ``AsyncSession.commit`` with
-:meth:`dynaorm.client.drivers.AsyncDriver.run`). It knows no kind of write: each staged
-write implements :class:`dynaorm.write.staged.StagedWrite`, and its entities may live in
-several tables of one client.
+"""A commit of a session's staged writes, written once as a protocol (:func:`commit_p`)
+that both kinds of session run through their client's driver. It knows no kind of write:
+each staged write implements :class:`dynaorm.write.records.StagedWrite`, and its entities
+may live in several tables of one client. Four phases:
 
-1. **prepare** -- the stored state each staged write is planned on (its ``_prepare``): an
-   object's own (persisted objects remember what they were loaded with), or read first
-   where rules need it (an entity with unique or versioned rules saved with
-   ``overwrite=True`` or deleted by key, a new versioned entity whose deleted predecessor
-   kept its history, an ``s.update()`` that touches a rule). A commit that needs no read
-   makes no request here.
-2. **plan** -- pure: :func:`dynaorm.write.planner.compile_commit` turns the entries into a
+1. **prepare** (:func:`prepare_p`) -- the stored state each staged write is planned on
+   (its ``_prepare``): an object's own (persisted objects remember what they were loaded
+   with), or read first where rules need it (an entity with unique or versioned rules
+   saved with ``overwrite=True`` or deleted by key, an ``s.update()`` that touches a rule).
+   A commit that needs no read makes no request here.
+2. **plan** -- pure: :func:`dynaorm.write.render.compile_commit` turns the writes into a
    :class:`~dynaorm.write.render.WritePlan` (row writes, unique guards, version rows, each
    with its condition), checked against DynamoDB's limits before anything is sent.
-3. **send** -- one request: ``PutItem``/``UpdateItem``/``DeleteItem`` for a plan of one
-   action (never resent after an attempt that may have been applied: read back instead),
-   else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept across retries,
-   which DynamoDB applies at most once). A failure is explained by
+3. **send** (:func:`send_p`) -- one request: ``PutItem``/``UpdateItem``/``DeleteItem`` for
+   a plan of one action (never resent after an attempt that may have been applied: read
+   back instead), else ``TransactWriteItems`` with a fresh ``ClientRequestToken`` (kept
+   across retries, which DynamoDB applies at most once). A failure is explained by
    :func:`dynaorm.write.outcomes.failure`: an attempt that may have been applied and was,
-   a typed error, or ``OutcomeUnknownError``.
-4. **settle** -- only after success: objects take the states the plan promised (new
-   snapshots, versions, timestamps), staged updates their results (read back when a lost
-   answer left them out). After a failure nothing changes on any object.
+   a typed error, or ``OutcomeUnknownError``. A conflict that a staged write plans again
+   on a fresh read (an overwrite planned on what it read; a new versioned entity whose
+   first version row is taken by a kept history) runs the phases again.
+4. **settle** (:func:`settle`) -- only after success: objects take the states the plan
+   promised (new snapshots, versions, timestamps), staged updates their results (read
+   back when a lost answer left them out). After a failure nothing changes on any object.
+
+A commit closed while its request may be on its way (an ``AsyncSession.commit`` cancelled
+or timed out by ``asyncio.wait_for``) changes no object, and remembers what each would
+have become: the next commit of such an object reads its key once first (:func:`pending`).
 """
 
 from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Generator
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.core.lookups import get_item_p
 from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
@@ -40,212 +44,249 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.keys import wire_key
-from dynaorm.model.state import DELETED
+from dynaorm.model.keys import key_value, wire_key
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.rows import VERSION_WIDTH, history_sk, parse_version_sk
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
-from dynaorm.protocol.steps import Call, Proto
+from dynaorm.protocol.steps import Call, Proto, call
 from dynaorm.write.outcomes import failure, same_item, unapplied_by
-from dynaorm.write.planner import compile_commit
-from dynaorm.write.records import ConditionCheck
-from dynaorm.write.render import WritePlan
-from dynaorm.write.staged import Outcome, Prepared, Reads, StagedWrite
+from dynaorm.write.records import ConditionCheck, Outcome, Prepared, StagedWrite
+from dynaorm.write.render import WritePlan, compile_commit
 
-__all__ = ["Commit", "pending", "write_origins"]
+__all__ = ["READS", "commit_p", "pending", "plan_p", "prepare_p", "send_p", "settle",
+           "write_origins"]
 
-#: times a commit with an overwrite of an entity with rules reads, plans and sends when
-#: another writer keeps changing the item between its read and its write
-OVERWRITE_ROUNDS = 3
+#: rounds of a commit whose conflict a staged write plans again on a fresh read (an
+#: overwrite while another writer keeps changing the item; a kept history found)
+ROUNDS = 3
 
-#: objects of a commit abandoned after its request was sent (an ``AsyncSession.commit``
-#: cancelled, or timed out by ``asyncio.wait_for``): what each would have become, keyed by
-#: ``id(obj)`` (entries leave with their object); resolved by the next commit of the object
+#: objects of a commit closed after its request may have been sent: what each would have
+#: become, keyed by ``id(obj)`` (entries leave with their object); resolved by the next
+#: commit of the object
 _PENDING: dict[int, tuple[weakref.ref[Entity], Outcome]] = {}
 
-_ROLES = {"ROW": "row", "LATEST": "latest", "VERSION": "version", "GUARD": "guard",
-          "CHECK": "check"}
+
+class _Reads:
+    """The reads staged writes ask for while they are prepared
+    (:class:`dynaorm.write.records.Reads`): consistent, as protocols."""
+
+    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
+        """One item by key, read consistently."""
+        return get_item_p(table, key, True)
+
+    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+        """The highest stored version row of ``obj``'s key (0: no history); in a
+        migration window, else the highest kept under the previous layout's key (a
+        deleted entity's history not moved yet: a new object continues it, as it would
+        once ``migrate`` moves it)."""
+        spec = spec_of(type(obj))
+        fields = {n: obj.__dict__[n] for n in spec.lookup_fields}
+        assert spec.table.sk is not None
+        key = spec.primary_key(fields)
+        found = yield from _last_version_p(spec, key, spec.type_name, spec.history_index)
+        if found or spec.previous is None:
+            return found
+        old = spec.previous.key(fields, spec.name, 1)
+        return (yield from _last_version_p(spec, old, spec.previous.type_name, None))
+
+    def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
+                   ) -> Generator[Any, Any, InstanceState | None]:
+        """What an object read from its previous layout stands for now."""
+        from dynaorm.read.previous import stored_now_p
+
+        return stored_now_p(spec.table.name, spec, state, new_key)
 
 
-class Commit:
-    """One commit of ``staged`` writes (see the module), reading through ``reads``:
-    :meth:`run` is the whole protocol; :meth:`prepare`, :meth:`plan`, :meth:`send` and
-    :meth:`settle` its phases, in that order."""
+#: the reads of every commit
+READS = _Reads()
 
-    def __init__(self, staged: list[StagedWrite], reads: Reads, *, observed: bool) -> None:
-        self.staged = staged
-        self._reads = reads
-        #: whether hooks are attached (then the request carries its actions' origins)
-        self._observed = observed
-        #: each write with the stored state it is planned on (after :meth:`prepare`)
-        self.prepared: list[Prepared] = []
-        #: the plan and what each object becomes on success (after :meth:`plan`)
-        self.write_plan: WritePlan | None = None
-        self.outcomes: list[Outcome] = []
-        #: the successful response (``{}`` when a lost answer's write was applied)
-        self.response: dict[str, Any] = {}
-        #: whether the request was handed to the driver, and whether objects settled
-        self._sent = False
-        self._settled = False
-        #: what a probe read after the last attempt, when it proved nothing
-        self._probed: list[Item | None] = []
 
-    def run(self) -> Proto[CommitResult]:
-        """Every phase; returns the requests sent (reads to prepare included)."""
-        if not self.staged:
-            return CommitResult()
-        with recording() as result:
-            for round_ in range(1, OVERWRITE_ROUNDS + 1):
-                yield from self.prepare()
-                plan = self.plan()
-                if not plan.ops:
-                    break
-                try:
-                    yield from self.send()
-                    break
-                except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
-                    # an overwrite planned on what it read: another writer changed (or
-                    # deleted) the item in between (nothing was written); read and plan
-                    # again: last writer wins, a deleted item is recreated
-                    if round_ == OVERWRITE_ROUNDS or not any(
-                            entry._rereads(exc.table, exc.key, state)
-                            for entry, state in self.prepared):
-                        raise
-        yield from self.settle()
-        return result if plan.ops else CommitResult()
-
-    # -- 1. prepare ------------------------------------------------------------------
-    def prepare(self) -> Proto[None]:
-        """The stored state of every staged write, read where its rules need it."""
-        self.prepared = []
-        for entry in self.staged:
-            obj = entry._obj
-            if obj is not None:
-                yield from self._resolve_abandoned(obj)
-            self.prepared.append((yield from entry._prepare(self._reads)))
-
-    def _resolve_abandoned(self, obj: Entity) -> Proto[None]:
-        """An object whose last commit was abandoned after sending (see :meth:`abandon`):
-        read what is stored at the key it was written to; when it is what that commit
-        wrote, the write landed and the object takes the state it promised (so saving it
-        again is an update, not an insert that fails with ``ItemExistsError``)."""
-        entry = _PENDING.pop(id(obj), None)
-        if entry is None or entry[0]() is not obj:
-            return
-        outcome = entry[1]
-        assert outcome.state is not None
-        table = spec_of(type(obj)).table
-        stored = yield from self._reads.item(table, outcome.state.key)
-        if stored is not None and same_item(stored, outcome.state.item):
-            _finalize(outcome)
-
-    def abandon(self) -> None:
-        """The commit was abandoned (its task cancelled) after its request may have been
-        sent: no object changed, and every object it would have written is remembered;
-        the next commit of such an object reads its key once and, if the abandoned write
-        landed, takes its state first."""
-        if not self._sent or self._settled:
-            return
-        for outcome in self.outcomes:
-            if outcome.state is None:
+def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
+                    index: tuple[str, str] | None) -> Proto[int]:
+    """The highest version row of type ``type_name`` kept at ``key``'s partition for its
+    sort key: a reverse, consistent query of the partition's version rows (or of
+    ``index``, ``Meta.history_index``: only that entity's), first match."""
+    pk, sk = spec.table.pk, spec.table.sk
+    assert sk is not None
+    parsed = parse_version_sk(key[sk])
+    assert parsed is not None
+    base, top = parsed[1], 10 ** VERSION_WIDTH - 1
+    # (every version row of the partition: from v00000001_ to v99999999_ and beyond)
+    attr, low, high = sk, "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH
+    high += "_\U0010ffff"
+    request: dict[str, Any] = {"TableName": spec.table.name, "ConsistentRead": True,
+                               "ScanIndexForward": False}
+    if index is not None:  # this entity's version rows only
+        request["IndexName"], attr = index
+        low, high = history_sk(base, 1), history_sk(base, top)
+    request.update({
+        "KeyConditionExpression": "#p = :p AND #s BETWEEN :a AND :b",
+        "ExpressionAttributeNames": {"#p": pk, "#s": attr},
+        "ExpressionAttributeValues": {":p": {"S": key[pk]}, ":a": {"S": low},
+                                      ":b": {"S": high}}})
+    type_attr = spec.table.type_attribute
+    while True:
+        out = yield from call("Query", request, (spec.cls,))
+        for item in out.get("Items", []):
+            found = parse_version_sk(key_value(item[sk]))
+            if found is None or found[0] == 0 or found[1] != base:
                 continue
-            key = id(outcome.obj)
-            _PENDING[key] = (weakref.ref(outcome.obj, _forgetter(key)), outcome)
+            if item.get(type_attr or "", {"S": type_name}).get("S") == type_name:
+                return found[0]
+        if not out.get("LastEvaluatedKey"):
+            return 0
+        request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
-    # -- 2. plan ---------------------------------------------------------------------
-    def plan(self) -> WritePlan:
-        """The write plan of the prepared entries (pure; raises before anything is sent
-        when the plan is impossible)."""
-        self.write_plan, self.outcomes = compile_commit(self.prepared)
-        return self.write_plan
 
-    # -- 3. send ---------------------------------------------------------------------
-    def request(self) -> Call:
-        """The one request that sends the plan."""
-        plan = self._planned()
-        if plan.single_item:
-            operation, request = plan.single_request()
-        else:
-            operation = "TransactWriteItems"
-            # a fresh token per commit: 128 random bits, 32 of DynamoDB's 36 characters
-            request = plan.transaction_request(os.urandom(16).hex())
+def commit_p(staged: list[StagedWrite], observed: bool) -> Proto[CommitResult]:
+    """Every phase of a commit of ``staged`` (see the module); returns the requests sent
+    (reads to prepare included). ``observed``: hooks are attached (requests carry their
+    actions' origins)."""
+    if not staged:
+        return CommitResult()
+    again: Collection[int] = ()
+    response: dict[str, Any] = {}
+    with recording() as result:
+        for round_ in range(1, ROUNDS + 1):
+            prepared = yield from prepare_p(staged, again)
+            plan, outcomes = compile_commit(prepared)
+            if not plan.ops:
+                break
+            try:
+                response = yield from send_p(plan, outcomes, observed)
+                break
+            except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
+                # nothing was written: a write planned on what it read (an overwrite: last
+                # writer wins, a deleted item is recreated; a versioned insert: the kept
+                # history continued) reads and plans again, any other conflict is raised
+                again = {at for at, (entry, state) in enumerate(prepared)
+                         if entry._rereads(exc.table, exc.key, state)}
+                if round_ == ROUNDS or not again:
+                    raise
+    settle(outcomes)
+    for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
+        yield from entry._finish(response, len(plan.ops) == 1, READS)
+    return result if plan.ops else CommitResult()
+
+
+def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
+    """The write plan a commit of ``staged`` would send (reading what rules need)."""
+    prepared = yield from prepare_p(staged)
+    return compile_commit(prepared)[0]
+
+
+def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
+              ) -> Proto[list[Prepared]]:
+    """Every staged write with the stored state it is planned on, read where its rules
+    need it (``again``: the indexes of the writes that plan a conflict again)."""
+    prepared: list[Prepared] = []
+    for at, entry in enumerate(staged):
+        obj = entry._obj
+        if obj is not None and _PENDING:
+            yield from _resolve_abandoned(obj)
+        prepared.append((yield from entry._prepare(READS, at in again)))
+    return prepared
+
+
+def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
+           ) -> Proto[dict[str, Any]]:
+    """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
+    was applied). After a failure, the error it means is raised (reading what that
+    needs), unless an attempt that may have been applied was. Closed on its way, the
+    objects of ``outcomes`` are remembered (:func:`pending`)."""
+    origins = write_origins(plan) if observed else ()
+    probed: list[Item | None] = []  # what a probe read after the last attempt, when it
+    # proved nothing: the read back after a failure takes it (no second read)
+    if plan.single_item:
+        op = plan.ops[0]
+        operation, request = plan.single_request()
         request["ReturnConsumedCapacity"] = "INDEXES"
-        origins = write_origins(plan) if self._observed else ()
-        # a transaction's token dedupes its retries; a single-item write has no token: after
-        # an attempt that may have been applied it is never resent (a resend could apply
-        # twice, or over what another writer committed meanwhile), it is read back instead
-        # (dynaorm.write.outcomes.read_back)
-        if not plan.single_item:
-            return Call(operation, request, origins, True)
-        op = plan.ops[0]  # (a 5xx it proves unapplied is retried: see the outcomes)
-        probe = Call("GetItem", {"TableName": op.origin.table.name, "Key": wire_key(op.key),
-                                 "ConsistentRead": True}, origins)
-        return Call(operation, request, origins, False, probe=probe,
-                    unapplied=self._judge_probe)
 
-    def _judge_probe(self, item: dict[str, Any] | None) -> bool:
-        """Whether the item read after a 5xx proves the single-item write unapplied; one
-        that proves nothing ends the attempts at once, and the read back after them
-        takes it (no second read)."""
-        unapplied = unapplied_by(self._planned().ops[0], item)
-        self._probed = [] if unapplied else [item]
-        return unapplied
+        def unapplied(item: Item | None) -> bool:
+            """Whether the item read after a 5xx proves the single-item write unapplied
+            (then it is retried); one that proves nothing ends the attempts at once."""
+            proved = unapplied_by(op, item)
+            probed[:] = [] if proved else [item]
+            return proved
 
-    def _read(self, table: TableSchema, key: PlainKey) -> Proto[Item | None]:
-        """The read back after a failure: the probe's item when it was the last read."""
-        if self._probed:
-            return self._probed.pop()
-        return (yield from self._reads.item(table, key))
+        # no token: after an attempt that may have been applied it is never resent (a
+        # resend could apply twice, or over what another writer committed meanwhile), it is
+        # read back instead (dynaorm.write.outcomes.read_back); a 5xx it proves unapplied
+        # is retried (its probe)
+        step = Call(operation, request, origins, False, probe=Call("GetItem", {
+            "TableName": op.origin.table.name, "Key": wire_key(op.key),
+            "ConsistentRead": True}, origins), unapplied=unapplied)
+    else:
+        # a fresh token per commit: 128 random bits, 32 of DynamoDB's 36 characters
+        request = plan.transaction_request(os.urandom(16).hex())
+        request["ReturnConsumedCapacity"] = "INDEXES"
+        step = Call("TransactWriteItems", request, origins, True)
 
-    def send(self) -> Proto[None]:
-        """Send the plan; after a failure, the error it means is raised (reading what
-        that needs), unless an attempt that may have been applied was."""
-        self._probed = []
-        call = self.request()
-        self._sent = True
+    def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
+        if probed:
+            return probed.pop()
+        return (yield from READS.item(table, key))
+
+    try:
         try:
-            self.response = yield call
+            response: dict[str, Any] = yield step
+            return response
         except RequestError as exc:
-            error = yield from failure(self._planned(), exc, self._read)
+            error = yield from failure(plan, exc, read)
             if error is None:  # applied: the commit succeeded, its answer was lost
-                self.response = {}
-                return
+                return {}
             if error is exc:
                 raise
             raise error from exc
+    except GeneratorExit:  # closed (a task cancelled) after the request may have gone
+        for outcome in outcomes:
+            if outcome.state is not None:
+                key = id(outcome.obj)
+                _PENDING[key] = (weakref.ref(outcome.obj, _forgetter(key)), outcome)
+        raise
 
-    # -- 4. settle -------------------------------------------------------------------
-    def settle(self) -> Proto[None]:
-        """After success: objects take their new states, staged actions their results
-        (in staging order, reading back what a lost answer left out)."""
-        self._settled = True
-        for outcome in self.outcomes:
-            _PENDING.pop(id(outcome.obj), None)
-            _finalize(outcome)
-        plan = self._planned()
-        # (alone: a lost answer resolved as applied leaves no response: read back then)
-        single = len(plan.ops) == 1
-        for entry in self.staged:
-            yield from entry._finish(self.response, single, self._reads)
 
-    def _planned(self) -> WritePlan:
-        if self.write_plan is None:
-            raise RuntimeError("Commit.plan() comes before send and settle")
-        return self.write_plan
+def settle(outcomes: list[Outcome]) -> None:
+    """After success: every object takes the state the plan promised it."""
+    for outcome in outcomes:
+        _PENDING.pop(id(outcome.obj), None)
+        obj = outcome.obj
+        if outcome.stamps:
+            apply_stamps(obj, outcome.stamps)
+        obj._dynaorm_state = DELETED if outcome.state is None else outcome.state
+        if outcome.version is not None:
+            obj.version = outcome.version  # type: ignore[attr-defined]
+
+
+def _resolve_abandoned(obj: Entity) -> Proto[None]:
+    """An object whose last commit was closed after sending (see :func:`send_p`): read
+    what is stored at the key it was written to; when it is what that commit wrote, the
+    write landed and the object takes the state it promised (so saving it again is an
+    update, not an insert that fails with ``ItemExistsError``)."""
+    entry = _PENDING.pop(id(obj), None)
+    if entry is None or entry[0]() is not obj:
+        return
+    outcome = entry[1]
+    assert outcome.state is not None
+    stored = yield from READS.item(spec_of(type(obj)).table, outcome.state.key)
+    if stored is not None and same_item(stored, outcome.state.item):
+        settle([outcome])
 
 
 def write_origins(plan: WritePlan) -> tuple[EventOrigin, ...]:
     """One ``(entity_class, key, role)`` per action of ``plan``, in request order (what
     ``on_request`` hooks see as ``event.origins``)."""
-    return tuple(
-        (op.origin.entity, dict(op.origin.owner_key),
-         "check" if isinstance(op, ConditionCheck) else
-         _ROLES.get(op.origin.role.name, op.origin.role.name.lower()))
-        for op in plan.ops)
+    return tuple((op.origin.entity, dict(op.origin.owner_key),
+                  "check" if isinstance(op, ConditionCheck) else op.origin.role.name.lower())
+                 for op in plan.ops)
 
 
 def pending(obj: Entity) -> bool:
-    """Whether ``obj`` was in a commit abandoned after sending and not resolved since."""
+    """Whether ``obj`` was in a commit closed after sending and not resolved since."""
     entry = _PENDING.get(id(obj))
     return entry is not None and entry[0]() is obj
 
@@ -255,12 +296,3 @@ def _forgetter(key: int) -> Callable[[object], None]:
     def forget(_: object, pending: dict[int, Any] = _PENDING) -> None:
         pending.pop(key, None)  # (bound now: at interpreter exit the global may be gone)
     return forget
-
-
-def _finalize(outcome: Outcome) -> None:
-    obj = outcome.obj
-    if outcome.stamps:
-        apply_stamps(obj, outcome.stamps)
-    obj._dynaorm_state = DELETED if outcome.state is None else outcome.state  # None: deleted
-    if outcome.version is not None:
-        obj.version = outcome.version  # type: ignore[attr-defined]

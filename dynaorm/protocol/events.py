@@ -15,8 +15,8 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
 
-__all__ = ["CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
-           "capacity_of", "recorder", "recording", "table_of", "tables_of"]
+__all__ = ["RECORDER", "CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
+           "capacity_of", "recording", "table_of", "tables_of"]
 
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
 #: table key of the entity object the action is for, ``role`` one of ``"row"``,
@@ -86,9 +86,6 @@ class CommitResult:
     consumed_capacity: dict[str, float] = field(default_factory=dict)
     """Capacity units the commit's writes consumed, by table (and index) name."""
 
-    def _add(self, operation: str, request: dict[str, Any]) -> None:
-        self.requests.append((operation, request))
-
     def _consumed(self, capacity: dict[str, float]) -> None:
         for name, units in capacity.items():
             self.consumed_capacity[name] = self.consumed_capacity.get(name, 0.0) + units
@@ -96,17 +93,7 @@ class CommitResult:
 
 def table_of(request: dict[str, Any]) -> str | None:
     """The table a request is for (the first, for transactions and batches)."""
-    name = request.get("TableName")
-    if name is not None:
-        return str(name)
-    items = request.get("TransactItems")
-    if items:
-        (body,) = items[0].values()
-        return str(body.get("TableName"))
-    batch = request.get("RequestItems")
-    if batch:
-        return str(next(iter(batch)))
-    return None
+    return next(iter(tables_of(request)), None)
 
 
 def tables_of(request: dict[str, Any]) -> tuple[str, ...]:
@@ -163,7 +150,7 @@ def capacity_of(response: dict[str, Any] | None) -> dict[str, float]:
 
 
 #: the commit being recorded in this context, if any (see :func:`recording`)
-_RECORDER: contextvars.ContextVar[CommitResult | None] = contextvars.ContextVar(
+RECORDER: contextvars.ContextVar[CommitResult | None] = contextvars.ContextVar(
     "dynaorm_recorder", default=None)
 
 
@@ -171,13 +158,8 @@ _RECORDER: contextvars.ContextVar[CommitResult | None] = contextvars.ContextVar(
 def recording() -> Iterator[CommitResult]:
     """Record every request sent in this context during the block into a CommitResult."""
     result = CommitResult()
-    token = _RECORDER.set(result)
+    token = RECORDER.set(result)
     try:
         yield result
     finally:
-        _RECORDER.reset(token)
-
-
-def recorder() -> CommitResult | None:
-    """The commit being recorded in this context, if any."""
-    return _RECORDER.get()
+        RECORDER.reset(token)

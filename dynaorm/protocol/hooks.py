@@ -28,7 +28,6 @@ operation with the exception as its ``error``, the attempt ``interrupted``.
 from __future__ import annotations
 
 import functools
-import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -39,11 +38,8 @@ from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation", "Phase",
-           "debug_logged", "end", "logger", "start"]
-
-#: the level of :data:`logging.DEBUG` (without importing :mod:`logging` to read it)
-_DEBUG = 10
+__all__ = ["Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation", "Phase", "end",
+           "logger", "start"]
 
 
 @functools.cache
@@ -54,14 +50,6 @@ def logger() -> logging.Logger:
     import logging
 
     return logging.getLogger("dynaorm")
-
-
-def debug_logged() -> bool:
-    """Whether a DEBUG record on the ``dynaorm`` logger would be emitted: never while
-    nothing has imported :mod:`logging` (nothing can have lowered a level or attached a
-    handler, and DEBUG is below the last-resort handler's WARNING), so a program that
-    configures no logging does not load it for this check."""
-    return "logging" in sys.modules and logger().isEnabledFor(_DEBUG)
 
 
 @dataclass(slots=True, eq=False)
@@ -169,12 +157,10 @@ class HookLike(Protocol):
 
     def on_start(self, phase: Phase) -> object:
         """A phase starts; the value returned comes back to :meth:`on_end`."""
-        ...  # pragma: no cover
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """The phase ended (its outcome is on it); for an attempt of an async session, an
         awaitable returned is awaited before the attempt ends."""
-        ...  # pragma: no cover
 
 
 class Hook:
@@ -226,13 +212,14 @@ def _name(phase: Phase) -> str:
 class LogHook(Hook):
     """One DEBUG record per attempt on the ``dynaorm`` logger: operation, table, actions,
     attempt, milliseconds, consumed capacity and outcome, in the message and as record
-    attributes. Costs one level check per attempt when DEBUG is off."""
+    attributes. The pump attaches it to an attempt only while the ``dynaorm`` logger is at
+    DEBUG (:func:`dynaorm.protocol.steps.debug_logged`)."""
 
     wants_origins = False
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """Log an attempt (nothing for an operation)."""
-        if not isinstance(phase, Attempt) or not debug_logged():
+        if not isinstance(phase, Attempt):
             return None
         tables = phase.tables
         table = tables[0] if tables else None

@@ -1,7 +1,6 @@
 """The policy a client hands to both of its drivers: one immutable record of how requests
-are retried and observed, and the retry rules it applies (pure: no I/O): which failures
-are retried (:func:`retryable`) and which requests take ``ReturnConsumedCapacity``
-(:func:`with_capacity`).
+are retried and observed, and the retry rule it applies (pure: no I/O): which failures
+are retried (:func:`retryable`).
 
 A :class:`~dynaorm.Client` resolves its settings once into a :class:`Policy` (attempts,
 waits, backoff, consumed-capacity reporting, the phase hooks) and replaces it with a new
@@ -12,14 +11,13 @@ nothing else, so a sync and an async session on one client follow the same rules
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Final
 
 from dynaorm.errors import RequestError
 from dynaorm.protocol.hooks import HookLike
 
-__all__ = ["CAPACITY_OPERATIONS", "DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS",
-           "Policy", "retryable", "with_capacity"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS", "Policy", "retryable"]
 
 #: the failures a server answers when it could not finish a request (it may have been
 #: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
@@ -65,26 +63,13 @@ class Policy:
         uniform(0, min(max_delay, base_delay * 2**attempt)) seconds."""
         return random.uniform(0, min(self.max_delay, self.base_delay * (2 ** attempt)))
 
-    @property
-    def observed(self) -> bool:
-        """Whether a hook may look at a write's origins (then requests carry them): any
-        hook that reads them (not the DEBUG log, not tracing: ``wants_origins``)."""
-        return any(getattr(h, "wants_origins", True) for h in self.hooks)
+    observed: bool = field(init=False, repr=False, compare=False)
+    """Whether a hook may look at a write's origins (then requests carry them): any
+    hook that reads them (not the DEBUG log, not tracing: ``wants_origins``)."""
 
-
-#: the operations whose requests take ``ReturnConsumedCapacity``
-CAPACITY_OPERATIONS: Final = frozenset({
-    "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
-    "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
-
-
-def with_capacity(operation: str, request: dict[str, Any], mode: str | None
-                  ) -> dict[str, Any]:
-    """``request`` asking for consumed capacity ``mode`` (``None``: as it is)."""
-    if mode is None or operation not in CAPACITY_OPERATIONS or (
-            request.get("ReturnConsumedCapacity") == mode):
-        return request
-    return {**request, "ReturnConsumedCapacity": mode}
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "observed",
+                           any(getattr(h, "wants_origins", True) for h in self.hooks))
 
 
 def retryable(exc: RequestError) -> bool:

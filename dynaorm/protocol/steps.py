@@ -31,32 +31,30 @@ No rule lives in a driver.
 from __future__ import annotations
 
 import dataclasses
+import sys
 import time
 from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
-from dynaorm.protocol.events import capacity_of, recorder
-from dynaorm.protocol.hooks import (
-    Attempt,
-    HookLike,
-    LogHook,
-    Operation,
-    debug_logged,
-    end,
-    logger,
-    start,
-)
-from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable, with_capacity
+from dynaorm.protocol.events import RECORDER, capacity_of
+from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
+from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable
 
-__all__ = ["Await", "Backoff", "Call", "Emit", "Gather", "Primitive", "Proto", "Send", "Step",
-           "Stream", "Wait", "attempts", "call", "consume", "expand", "forward", "gather",
-           "pull"]
+__all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
+           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "call", "consume",
+           "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
 
 R = TypeVar("R")
 _LOG = LogHook()
+#: the level of :data:`logging.DEBUG` (without importing :mod:`logging` to read it)
+_DEBUG = 10
+#: the operations whose requests take ``ReturnConsumedCapacity``
+CAPACITY_OPERATIONS: Final = frozenset({
+    "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
+    "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,53 +139,6 @@ Proto = Generator[Step, Any, R]
 Stream = Generator[Step, Any, None]
 
 
-class _Operations:
-    """The session operations one pump reports to the hooks: the whole protocol as one, or
-    (``paged``) each page of a read, from its first request to the items it emits."""
-
-    __slots__ = ("current", "hooks", "paged", "template", "tokens", "within")
-
-    def __init__(self, hooks: Sequence[HookLike], template: Operation | None,
-                 paged: bool, within: Operation | None = None) -> None:
-        self.hooks = hooks if template is not None else ()
-        self.template = template
-        self.paged = paged
-        self.within = within
-        self.current: Operation | None = None
-        self.tokens: list[object] = []
-        if self.hooks and not paged:
-            self._begin()
-
-    def _begin(self) -> None:
-        assert self.template is not None
-        op = self.template if not self.paged else dataclasses.replace(self.template)
-        self.current, self.tokens = op, start(self.hooks, op)
-
-    def step(self, kind: type) -> None:
-        """A page starts at its first request (a Call or a Gather) and ends with its items."""
-        if not (self.hooks and self.paged):
-            return
-        if self.current is None and kind in (Call, Gather):
-            self._begin()
-        elif self.current is not None and kind is Emit:
-            self.end()
-
-    def enclosing(self) -> Operation | None:
-        """The operation an attempt made now is part of: the current one (a page), else
-        the one the protocol runs within (a gathered part of an operation)."""
-        return self.current if self.current is not None else self.within
-
-    def failed(self, exc: BaseException) -> None:
-        if self.current is not None:
-            self.current.error = exc
-
-    def end(self) -> None:
-        """End the current operation (nothing is awaited for an operation)."""
-        op, self.current = self.current, None
-        if op is not None:
-            _close_all(end(self.hooks, op, self.tokens))
-
-
 def expand(proto: Generator[Any, Any, R], policy: Policy,
            operation: Operation | None = None, *, paged: bool = False,
            within: Operation | None = None) -> Generator[Primitive, Any, R]:
@@ -198,12 +149,16 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
 
     ``operation``: the session operation ``proto`` is, reported to the policy's hooks
     (``on_start`` before it, ``on_end`` after it, with its error); ``paged``: each page of
-    a read is one operation (from its first request to the items it emits); ``within``:
-    the operation ``proto`` is a part of (a gathered sub-protocol: its attempts, and
-    those of what it gathers, are that operation's). Closed early
-    (a cancelled task, an abandoned read), it closes ``proto`` at once, in the closer's
+    a read is one operation (from its first request, a Call or a Gather, to the items it
+    emits); ``within``: the operation ``proto`` is a part of (a gathered sub-protocol: its
+    attempts, and those of what it gathers, are that operation's). Closed early (a
+    cancelled task, an abandoned read), it closes ``proto`` at once, in the closer's
     context (its ``finally`` blocks run there, not whenever it is collected)."""
-    ops = _Operations(policy.hooks, operation, paged, within)
+    hooks = policy.hooks if operation is not None else ()
+    current: Operation | None = None  # the operation open now (a page, or the whole)
+    tokens: list[object] = []
+    if hooks and not paged:
+        current, tokens = operation, start(hooks, operation)  # type: ignore[arg-type]
     value: Any = None
     error: BaseException | None = None
     try:
@@ -213,29 +168,44 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
             except StopIteration as stop:
                 result: R = stop.value
                 return result
-            except BaseException as exc:
-                ops.failed(exc)
-                raise
             value = error = None
             kind = type(step)
-            ops.step(kind)
+            if hooks and paged:
+                assert operation is not None
+                current, tokens = _page(hooks, operation, current, tokens, kind)
+            part_of = current if current is not None else within
             try:
                 if kind is Call:
-                    value = yield from attempts(policy, step, ops.enclosing())
+                    value = yield from attempts(policy, step, part_of)
                 elif kind is Backoff:
                     value = yield from _backoff(policy, step)
-                elif kind is Gather and ops.enclosing() is not None:
-                    value = yield dataclasses.replace(step, within=ops.enclosing())
+                elif kind is Gather and part_of is not None:
+                    value = yield dataclasses.replace(step, within=part_of)
                 else:
                     value = yield step
             except Exception as exc:  # thrown into the protocol, which may handle it
                 error = exc
-            except BaseException as exc:  # cancelled, or closed mid-way: the operation too
-                ops.failed(exc)
-                raise
+    except BaseException as exc:  # the protocol failed, or was cancelled or closed mid-way:
+        if current is not None:  # the operation with it
+            current.error = exc
+        raise
     finally:
         proto.close()
-        ops.end()
+        if current is not None:
+            _close_all(end(hooks, current, tokens))
+
+
+def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | None,
+          tokens: list[object], kind: type) -> tuple[Operation | None, list[object]]:
+    """The page of a read open after a step of ``kind``: a page starts at its first request
+    (a Call or a Gather) and ends with its items."""
+    if current is None and kind in (Call, Gather):
+        current = dataclasses.replace(operation)
+        return current, start(hooks, current)
+    if current is not None and kind is Emit:
+        _close_all(end(hooks, current, tokens))
+        return None, []
+    return current, tokens
 
 
 def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
@@ -247,17 +217,29 @@ def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
     return delay
 
 
+def debug_logged() -> bool:
+    """Whether a DEBUG record on the ``dynaorm`` logger would be emitted (then each attempt
+    is logged): never while nothing has imported :mod:`logging` (nothing can have lowered
+    a level or attached a handler, and DEBUG is below the last-resort handler's WARNING),
+    so a program that configures no logging does not load it for this check."""
+    return "logging" in sys.modules and logger().isEnabledFor(_DEBUG)
+
+
+def with_capacity(operation: str, request: dict[str, Any], mode: str | None
+                  ) -> dict[str, Any]:
+    """``request`` asking for consumed capacity ``mode`` (``None``: as it is)."""
+    if mode is None or operation not in CAPACITY_OPERATIONS or (
+            request.get("ReturnConsumedCapacity") == mode):
+        return request
+    return {**request, "ReturnConsumedCapacity": mode}
+
+
 def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int,
-             within: Operation | None = None
+             within: Operation | None
              ) -> Generator[Primitive, Any, tuple[dict[str, Any] | None, RequestError | None]]:
-    """One attempt: its hooks' ``on_start`` (a hook may answer it), the :class:`Send`
-    unless answered, and their ``on_end`` (awaiting what they return); the answer or the
-    failure."""
-    if not hooks:
-        try:
-            return (yield Send(step.operation, request, step.reader)), None
-        except RequestError as exc:
-            return None, exc
+    """One attempt with hooks: their ``on_start`` (a hook may answer it), the
+    :class:`Send` unless answered, and their ``on_end`` (awaiting what they return); the
+    answer or the failure."""
     attempt = Attempt(step.operation, request, number, step.origins, within=within)
     tokens = start(hooks, attempt)
     if attempt.response is None and attempt.error is None:
@@ -297,60 +279,72 @@ def _close_all(awaitables: Iterator[Awaitable[Any]]) -> None:
             close()
 
 
-def _unapplied(policy: Policy, step: Call, within: Operation | None
-               ) -> Generator[Primitive, Any, bool]:
-    """Whether ``step``'s probe proves its failed attempt was not applied (a probe that
-    fails proves nothing)."""
-    assert step.probe is not None and step.unapplied is not None
-    try:
-        out = yield from attempts(policy, step.probe, within)
-    except RequestError:
-        return False
-    return step.unapplied(out.get("Item"))
+def _judged(policy: Policy, step: Call, error: RequestError, number: int,
+            maybe_applied: bool, within: Operation | None) -> Generator[Primitive, Any, bool]:
+    """Whether ``step``'s request may have been applied after ``error`` failed attempt
+    ``number``: an earlier attempt may have been, or this one, unless it was a server error
+    (5xx) its probe proves unapplied (then it is retried; a probe that fails proves
+    nothing)."""
+    if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
+            and error.code in SERVER_ERRORS and step.probe is not None):
+        assert step.unapplied is not None
+        try:
+            out = yield from attempts(policy, step.probe, within)
+        except RequestError:
+            pass
+        else:
+            error.maybe_applied = not step.unapplied(out.get("Item"))
+    return maybe_applied or error.maybe_applied
+
+
+def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError:
+    """``error`` as the last of ``number`` attempts (said in its message after several)."""
+    error.maybe_applied = maybe_applied
+    error.attempts = number
+    if number > 1:
+        error.args = (f"{error.args[0]} (after {number} attempts)", *error.args[1:])
+    return error
 
 
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
-    (:func:`_attempt`: each between its hooks' ``on_start`` and ``on_end``, the DEBUG log
-    first when the ``dynaorm`` logger is at DEBUG), a :class:`Wait` of the policy's backoff
-    before each retry (within ``max_wait`` in all), only failures that
+    (each between its hooks' ``on_start`` and ``on_end``, the DEBUG log first when the
+    ``dynaorm`` logger is at DEBUG), a :class:`Wait` of the policy's backoff before each
+    retry (within ``max_wait`` in all), only failures that
     :func:`~dynaorm.protocol.policy.retryable` allows, and never a resend of a request that
-    is not idempotent after an attempt that may have been applied. The request and its
-    consumed capacity are recorded into the commit being recorded, if any. Returns the
-    response, or raises the last :class:`~dynaorm.RequestError` (``maybe_applied`` and
-    ``attempts`` set). ``within``: the session operation the call is part of (each
+    is not idempotent after an attempt that may have been applied (a server error its
+    ``probe`` proves unapplied is retried). The request and its consumed capacity are
+    recorded into the commit being recorded, if any. Returns the response, or raises the
+    last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
+    ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
     request = with_capacity(step.operation, step.request, policy.capacity)
-    recording = recorder()
+    recording = RECORDER.get()
     if recording is not None:
-        recording._add(step.operation, request)
-    hooks: Sequence[HookLike] = policy.hooks
-    if debug_logged():
-        hooks = (_LOG, *hooks)
+        recording.requests.append((step.operation, request))
+    hooks: Sequence[HookLike] = (_LOG, *policy.hooks) if debug_logged() else policy.hooks
     number = 0
     waited = 0.0
     maybe_applied = False
     while True:
         number += 1
-        out, error = yield from _attempt(hooks, step, request, number, within)
+        if hooks:
+            out, error = yield from _attempt(hooks, step, request, number, within)
+        else:
+            try:
+                out, error = (yield Send(step.operation, request, step.reader)), None
+            except RequestError as exc:
+                out, error = None, exc
         if error is None:
             assert out is not None
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
-        if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
-                and error.code in SERVER_ERRORS and step.probe is not None):
-            # (a 5xx: read what is stored; a write it proves unapplied is retried)
-            error.maybe_applied = not (yield from _unapplied(policy, step, within))
-        maybe_applied = maybe_applied or error.maybe_applied
+        maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):
-            error.maybe_applied = maybe_applied
-            error.attempts = number
-            if number > 1:
-                error.args = (f"{error.args[0]} (after {number} attempts)", *error.args[1:])
-            raise error
+            raise _last(error, number, maybe_applied)
         delay = min(policy.backoff(number), policy.max_wait - waited)
         if delay > 0:
             yield Wait(delay)

@@ -1,16 +1,17 @@
-"""The sync edge: :class:`Session`, the unit of work of :mod:`dynaorm.core.unit_of_work` run
-through its client's sync driver (each method that does I/O runs one protocol, as one
-operation for the hooks; staging is :mod:`dynaorm.core.staging`)."""
+"""The sync edge: :class:`Session`, a stage (:mod:`dynaorm.core.stage`) and its client:
+each method that does I/O runs one protocol of :mod:`dynaorm.core` through the client's
+sync driver, as one operation for the hooks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from dynaorm.client.client import Client
-from dynaorm.client.sessions import ClientSession
+from dynaorm.client.client import Client, session_target
 from dynaorm.client.table import Table
+from dynaorm.core.lookups import find_p, get_many_p, get_p
+from dynaorm.core.stage import BaseSession
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.sync.reads import Query, Scan
@@ -24,22 +25,28 @@ T = TypeVar("T", bound=Entity)
 T2 = TypeVar("T2", bound=Entity)
 T3 = TypeVar("T3", bound=Entity)
 T4 = TypeVar("T4", bound=Entity)
+R = TypeVar("R")
 
 
-class Session(ClientSession):
+class Session(BaseSession):
     """A unit of work (``Session(table)``, or ``Session(client)``): it stages entities of
     any table bound to one :class:`~dynaorm.Client` and commits them together. Cheap to
     create; not to be shared between threads."""
 
-    _query_class = Query
-    _scan_class = Scan
-
     def __init__(self, target: Table | Client) -> None:
-        super().__init__(target)
+        super().__init__(*session_target(target, type(self).__name__))
 
     @property
-    def _driver(self) -> Any:
-        return self.client.driver
+    def client(self) -> Client:
+        """The :class:`~dynaorm.Client` the session sends through (its table's, as the
+        table is bound now, or the one it was made with)."""
+        found: Client = self._stage.client
+        return found
+
+    def _run(self, proto: Generator[Any, Any, R], name: str,
+             entities: Iterable[type[Any]]) -> R:
+        """``proto`` run as the session operation ``name`` on ``entities``."""
+        return self.client.driver.run(proto, self._operation(name, entities))
 
     def __enter__(self) -> Session:
         return self
@@ -54,23 +61,26 @@ class Session(ClientSession):
     # -- commit --------------------------------------------------------------------
     def plan(self) -> WritePlan:
         """The write plan the next commit would send (reads stored state where needed)."""
-        op = self.client._operation("plan", (e._entity for e in self._staged.values()))
-        return self.client.driver.run(self._plan_p(), op)
+        from dynaorm.core.commit import plan_p
+
+        return self._run(plan_p(self._stage.coalesced()), "plan",
+                              (e._entity for e in self._stage.writes.values()))
 
     def commit(self) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
         Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
-        client = self.client
-        commit = self._commit(client.policy.observed)
-        op = client._operation("commit", (e._entity for e in commit.staged))
-        return client.driver.run(commit.run(), op)
+        from dynaorm.core.commit import commit_p
+
+        staged = self._stage.take()
+        return self._run(commit_p(staged, self.client.policy.observed), "commit",
+                              (e._entity for e in staged))
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,
             **fields: Any) -> T | None:
         """Read one entity by its key fields (``None`` if absent)."""
-        return self.client.driver.run(self._get_p(entity, consistent, version, fields),
-                                      self.client._operation("get", (entity,)))
+        return self._run(get_p(self._stage, entity, consistent, version, fields), "get",
+                         (entity,))
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False, snapshot: bool = False,
@@ -78,15 +88,13 @@ class Session(ClientSession):
         """Read many entities; results in input order. BatchGetItem, 100 keys a request,
         ``concurrency`` requests in flight; ``snapshot=True``: one TransactGetItems (a
         consistent snapshot of at most 100 distinct items; repeated keys read once)."""
-        return self.client.driver.run(
-            self._get_many_p(entity, keys, consistent, snapshot, concurrency),
-            self.client._operation("get_many", (entity,)))
+        return self._run(get_many_p(self._stage, entity, keys, consistent, snapshot,
+                                    concurrency), "get_many", (entity,))
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item); ``None``
         unless the owner, when read, still holds the value looked up."""
-        return self.client.driver.run(self._find_p(entity, consistent, fields),
-                                      self.client._operation("find", (entity,)))
+        return self._run(find_p(self._stage, entity, consistent, fields), "find", (entity,))
 
     # -- queries -------------------------------------------------------------------
     @overload
@@ -107,7 +115,7 @@ class Session(ClientSession):
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> Query[Any]:
         """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
-        found: Query[Any] = self._query((entity, *more), index, dict(fields), self._driver)
+        found: Query[Any] = self._query(Query, (entity, *more), index, fields)
         return found
 
     @overload
@@ -127,12 +135,12 @@ class Session(ClientSession):
              segment: int | None = None, segments: int | None = None) -> Scan[Any]:
         """Every item of the given entity types in the table or ``index`` (section 13 of
         the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one."""
-        found: Scan[Any] = self._scan((entity, *more), index, segment, segments, self._driver)
+        found: Scan[Any] = self._scan(Scan, (entity, *more), index, segment, segments)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: Query[T] = self._history(entity, dict(fields), self._driver)
+        found: Query[T] = self._history(Query, entity, fields)
         return found
 
     # -- bulk ----------------------------------------------------------------------
@@ -143,10 +151,11 @@ class Session(ClientSession):
         conditioned on their loaded values: another writer's newer state is never
         overwritten). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`
         with what was written, what was not and what may have been."""
+        from dynaorm.core.bulk import save_many_p
+
         found = list(objs)
-        op = self.client._operation("save_many", (type(o) for o in found))
-        self.client.driver.run(
-            self._save_many_p(found, concurrency, self.client.policy.observed), op)
+        self._run(save_many_p(self._stage, found, concurrency, self.client.policy.observed),
+                  "save_many", (type(o) for o in found))
 
     def delete_many(self, objs: Iterable[Entity] | type[Entity],
                     keys: Iterable[Mapping[str, Any]] | None = None, *,
@@ -157,8 +166,9 @@ class Session(ClientSession):
         ``save_many``). A loaded object goes as one DeleteItem conditioned on the item
         being as loaded (a newer state is never deleted silently; one already gone counts
         as deleted). A call that cannot finish raises :class:`~dynaorm.BulkWriteError`."""
+        from dynaorm.core.bulk import delete_many_p
+
         found: Any = objs if isinstance(objs, type) else list(objs)
-        op = self.client._operation("delete_many",
-                       (found,) if isinstance(found, type) else (type(o) for o in found))
-        self.client.driver.run(
-            self._delete_many_p(found, keys, concurrency, self.client.policy.observed), op)
+        self._run(delete_many_p(self._stage, found, keys, concurrency,
+                                self.client.policy.observed), "delete_many",
+                  (found,) if isinstance(found, type) else (type(o) for o in found))

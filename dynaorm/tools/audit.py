@@ -68,8 +68,7 @@ from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.write.actions import version_row
-from dynaorm.write.guards import guard_item
+from dynaorm.write.records import guard_item, version_row
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
            "scan_pages"]

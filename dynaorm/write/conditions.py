@@ -1,32 +1,34 @@
-"""The conditions that keep a write from losing another's: that the stored values a
-write depends on are still the ones it read (no lost updates), and the caller's own
-``condition=`` ANDed into the action on the entity's row.
-
-Pure: builds :class:`~dynaorm.model.expressions.Condition` trees and conditioned actions for
-:mod:`dynaorm.write.planner`.
+"""The conditions that keep a write from losing another's (pure): that the stored values a
+write depends on are still the ones it read (no lost updates), that a versioned entity is
+still at the version it was loaded at, and the caller's own ``condition=`` ANDed into the
+action on the entity's row; and which attributes an entity class writes, so that every
+write that rewrites an item carries over the others (:func:`undeclared`) and a write that
+replaces it conditions on them (:func:`as_loaded`). Every kind of write builds its
+conditions here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dynaorm._types import Item
+from dynaorm.caches import cache
+from dynaorm.errors import ConcurrentModificationError
 from dynaorm.model.codec import encode_value
-from dynaorm.model.expressions import Condition, all_of, not_exists, raw_eq, rename_paths
+from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.rows import VERSION_TTL
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import encode_ttl
-from dynaorm.write.actions import declared
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
-if TYPE_CHECKING:
-    from dynaorm.write.entries import DeleteEntry, SaveEntry
-
-__all__ = ["as_loaded", "conditioned", "stored_as", "unchanged", "with_condition"]
+__all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
+           "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
 
 
 def unchanged(spec: EntitySpec, old: Mapping[str, Any],
-               attrs: set[str] | frozenset[str]) -> list[Condition]:
+              attrs: set[str] | frozenset[str]) -> list[Condition]:
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
     for name in sorted(attrs):
@@ -67,11 +69,50 @@ def as_loaded(spec: EntitySpec, stored: Item, leave: set[str] | frozenset[str] =
             *(not_exists(a) for a in sorted(absent))]
 
 
-def with_condition(ops: list[Op], entry: SaveEntry | DeleteEntry, spec: EntitySpec,
+def update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping[str, Any],
+                     touched: set[str]) -> Condition | None:
+    """An update of a loaded item: it exists, the values its guards and index keys are
+    built from are as read, and what it writes is still what it read (no lost updates)."""
+    unique_fields = spec.unique_fields
+    depends = set(unique_fields)
+    if spec.indexes:
+        for attr in touched:
+            depends.update(spec.derived_fields(attr))
+    if depends:
+        stored = spec.stored_fields
+        touched_fields = {stored.get(a, a) for a in touched}
+        depends -= touched_fields - unique_fields  # unique values read stay conditioned
+    conds = [exists(spec.table.pk)]
+    if depends:  # (a plain entity's update depends on none)
+        conds += unchanged(spec, old_values, depends)
+    conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
+                       if depends else touched)
+    return all_of(conds)
+
+
+def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> None:
+    """A caller's expected version (If-Match) is honoured: ``obj.version`` set to anything
+    but the version it was loaded at is :class:`ConcurrentModificationError` (versions only
+    grow, so the stored item is no longer the version the caller saw; or the object was
+    loaded before the version the caller saw): nothing is sent."""
+    if getattr(obj, "_dynaorm_state", None) is None:
+        return  # not loaded (a delete by key, read at commit): nothing was expected
+    expected = obj.__dict__.get("version")
+    loaded = state.version or 0
+    if isinstance(expected, int) and not isinstance(expected, bool) and expected != loaded:
+        raise ConcurrentModificationError(
+            f"{spec.name} {state.key}: expected version {expected} (obj.version, an "
+            f"If-Match), but the object was loaded at version {loaded}: the stored item is "
+            "not the version expected; reload it", entity=spec.cls, key=state.key,
+            item=spec.cls._from_item(state.item, spec))
+
+
+def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
                    index: int) -> list[Op]:
-    """AND the caller's ``condition=`` into the action on the entity's own row (the first
-    row/latest-copy action: the delete of the old row when the key moves). With nothing to
-    write, the condition is still checked (a ConditionCheck)."""
+    """AND the caller's ``condition=`` of ``entry`` (a save or a delete of one object) into
+    the action on the entity's own row (the first row/latest-copy action: the delete of
+    the old row when the key moves). With nothing to write, the condition is still
+    checked (a ConditionCheck)."""
     caller = entry.condition
     if caller is None:
         return ops
@@ -102,3 +143,35 @@ def conditioned(op: Op, cond: Condition, origin: Origin) -> Op:
     if isinstance(op, Delete):
         return Delete(op.key, cond, origin)
     return ConditionCheck(op.key, cond, origin)
+
+
+def undeclared(spec: EntitySpec, stored: Item) -> Item:
+    """The attributes of a stored item that ``spec`` does not write (a newer model version
+    wrote them: rolling deploys): every write that rewrites the item carries them over.
+    Not the entity's fields (by stored name), table keys, its own index keys, the
+    discriminator, nor the version of a versioned entity or its history key."""
+    known = declared(spec)
+    if len(stored) <= len(known) and stored.keys() <= known:
+        return {}
+    return {k: v for k, v in stored.items() if k not in known}
+
+
+def declared(spec: EntitySpec) -> frozenset[str]:
+    """Every attribute a stored item of ``spec`` may hold that the class writes."""
+    found = _DECLARED.get(spec.cls)
+    if found is None:
+        table = spec.table
+        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
+        if table.type_attribute is not None:
+            names.add(table.type_attribute)
+        if spec.versioned:
+            names.add("version")
+            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
+        if spec.history_index is not None:
+            names.add(spec.history_index[1])
+        found = _DECLARED[spec.cls] = frozenset(names)
+    return found
+
+
+#: the attributes each entity class writes, by class
+_DECLARED: dict[type[Any], frozenset[str]] = cache("records.declared")

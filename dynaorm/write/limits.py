@@ -33,26 +33,10 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.model.keys import wire_key
 
-__all__ = [
-    "MAX_DIGITS",
-    "MAX_ITEM_BYTES",
-    "MAX_NESTING",
-    "MAX_PARTITION_KEY_BYTES",
-    "MAX_SORT_KEY_BYTES",
-    "check_item",
-    "check_key_value",
-    "check_read_key",
-    "check_size",
-    "check_values",
-    "describe_key",
-    "item_size",
-    "number_problem",
-    "number_size",
-    "text_size",
-    "updated_item",
-    "value_problem",
-    "value_size",
-]
+__all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
+           "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
+           "check_values", "describe_key", "item_size", "number_problem", "number_size",
+           "text_size", "updated_item", "value_problem", "value_size"]
 
 #: Bytes of a partition key value (table or index), at most.
 MAX_PARTITION_KEY_BYTES: Final = 2048
@@ -319,8 +303,8 @@ def check_values(values: Iterable[tuple[str, AttributeValue]], *, entity: str,
 def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
                key_roles: Mapping[str, str], key_item: Item | None = None) -> int:
     """Check a whole item: its size, then ``key_item``'s values (a key problem is
-    reported as such first), then the item's, with :func:`check_values`; returns its
-    size.
+    reported as such first; without one, the item's attributes that ``key`` names come
+    first), then the item's, with :func:`check_values`; returns its size.
 
     One pass over the item. An ASCII string under a non-empty ASCII name (a key
     attribute's only within its key limit and not empty: nearly every attribute) holds
@@ -345,6 +329,9 @@ def check_item(item: Item, *, entity: str, key: Mapping[str, Any],
     check_size(size, entity=entity, key=key)
     if key_item is not None:
         check_values(key_item.items(), entity=entity, key=key, key_roles=key_roles)
+    elif len(rest) > 1:  # the item's own key attributes first, in the key's order
+        order = {name: at for at, name in enumerate(key)}
+        rest.sort(key=lambda attr: order.get(attr[0], len(order)))
     check_values(rest, entity=entity, key=key, key_roles=key_roles)
     return size
 

@@ -13,8 +13,8 @@ plan moves here: there is one move.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Generator, Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -26,20 +26,26 @@ from dynaorm.model.keys import key_value
 from dynaorm.model.layouts import Layout, MovedState, old_values
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import stamped, stamps
-from dynaorm.write.actions import ActionBuilder, undeclared, version_row
-from dynaorm.write.committed import Written
-from dynaorm.write.conditions import stored_as
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role
-from dynaorm.write.staged import Outcome
+from dynaorm.write.conditions import stored_as, undeclared
+from dynaorm.write.records import (
+    ActionBuilder,
+    ConditionCheck,
+    Delete,
+    Fail,
+    Op,
+    Outcome,
+    Put,
+    Reads,
+    Role,
+    Written,
+    version_row,
+)
 
-if TYPE_CHECKING:
-    from dynaorm.write.entries import DeleteEntry, SaveEntry
-
-__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "history_batches", "kept", "kept_row_move",
-           "load_old",
-           "move_actions", "needs_history_batches", "old_values", "plan_move_delete",
-           "plan_move_save"]
+__all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
+           "kept_row_move", "load_old", "move_actions", "needs_history_batches",
+           "old_values", "plan_move_delete", "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -55,7 +61,7 @@ def _layout(spec: EntitySpec) -> Layout:
 def kept(spec: EntitySpec, item: Item) -> Item:
     """The attributes of an old-layout row that neither layout declares (written by a
     newer model, or by another tool): a move carries them to the new row, as every write
-    of an item keeps them (:func:`~dynaorm.write.actions.undeclared`). Not the old fields
+    of an item keeps them (:func:`~dynaorm.write.conditions.undeclared`). Not the old fields
     by their old names either, nor any index key of the table (rendered anew)."""
     table = spec.table
     old = _layout(spec).fields_by_attr
@@ -82,16 +88,6 @@ def move_actions(spec: EntitySpec, versions: int) -> int:
     return 2 + len(spec.uniques) + (2 * versions + 1 if spec.versioned else 0)
 
 
-def _check_size(spec: EntitySpec, key: PlainKey, versions: int) -> None:
-    needed = move_actions(spec, versions)
-    if needed > MAX_MOVE_ACTIONS:
-        raise TransactionTooLargeError(
-            f"{spec.name} {key}: moving it to its current layout with its {versions} version "
-            f"rows takes {needed} actions, more than the {MAX_MOVE_ACTIONS} one transaction "
-            "holds: run `dynaorm migrate`, which moves a long history in conditioned "
-            "batches first and then the entity")
-
-
 def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
     """Whether moving the object of ``state`` in one transaction exceeds the limit."""
     return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
@@ -109,19 +105,10 @@ def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BAT
     rows = _history_rows(spec, state)
     out: list[list[Op]] = []
     for at in range(0, len(rows), size):
-        ops: list[Op] = [ConditionCheck(state.key, check, _origin(
-            spec, state.key, Role.LATEST, Fail.GONE, 0))]
-        for _, old_key, row in rows[at:at + size]:
-            new_key = {a: row[a]["S"] for a in spec.table_key_attrs}
-            if new_key == old_key:  # (only the type or stored names changed)
-                ops.append(Put(new_key, row, exists(spec.table.pk), _origin(
-                    spec, state.key, Role.VERSION, Fail.GONE, 0)))
-                continue
-            ops.append(Delete(old_key, exists(spec.table.pk), _origin(
-                spec, state.key, Role.VERSION, Fail.GONE, 0)))
-            ops.append(Put(new_key, row, not_exists(spec.table.pk), _origin(
-                spec, state.key, Role.VERSION, Fail.EXISTS, 0)))
-        out.append(ops)
+        b = ActionBuilder(spec, state.key, 0)
+        b.ops.append(ConditionCheck(state.key, check, b.origin(Role.LATEST, Fail.GONE)))
+        _row_moves(b, rows[at:at + size])
+        out.append(b.ops)
     return out
 
 
@@ -136,61 +123,60 @@ def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
     assert parsed is not None
     latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
     latest[spec.table.sk] = version_sk(parsed[1], 0)
-    state = MovedState(latest, {}, None, (row,))
-    ops: list[Op] = [ConditionCheck(latest, not_exists(spec.table.pk), _origin(
-        spec, latest, Role.LATEST, Fail.EXISTS, 0))]
-    for _, old_key, moved in _history_rows(spec, state):
-        new_key = {a: moved[a]["S"] for a in spec.table_key_attrs}
-        if new_key == old_key:  # (only the type or stored names changed)
-            ops.append(Put(new_key, moved, exists(spec.table.pk), _origin(
-                spec, latest, Role.VERSION, Fail.GONE, 0)))
+    b = ActionBuilder(spec, latest, 0)
+    b.ops.append(ConditionCheck(latest, not_exists(spec.table.pk),
+                                b.origin(Role.LATEST, Fail.EXISTS)))
+    _row_moves(b, _history_rows(spec, MovedState(latest, {}, None, (row,))))
+    return b.ops
+
+
+def _row_moves(b: ActionBuilder, rows: list[tuple[int, PlainKey, Item]],
+               in_place: bool = True) -> None:
+    """Each version row put under its current key if absent and deleted under its old
+    one if present (``in_place``: a row whose key did not change, only its type or stored
+    names, is put where it is)."""
+    pk = b.spec.table.pk
+    for _, old_key, row in rows:
+        new_key = {a: row[a]["S"] for a in b.spec.table_key_attrs}
+        if in_place and new_key == old_key:
+            b.ops.append(Put(new_key, row, exists(pk), b.origin(Role.VERSION, Fail.GONE)))
             continue
-        ops.append(Delete(old_key, exists(spec.table.pk), _origin(
-            spec, latest, Role.VERSION, Fail.GONE, 0)))
-        ops.append(Put(new_key, moved, not_exists(spec.table.pk), _origin(
-            spec, latest, Role.VERSION, Fail.EXISTS, 0)))
-    return ops
+        b.ops.append(Delete(old_key, exists(pk), b.origin(Role.VERSION, Fail.GONE)))
+        b.ops.append(Put(new_key, row, not_exists(pk), b.origin(Role.VERSION, Fail.EXISTS)))
 
 
-def _row_condition(spec: EntitySpec, state: MovedState) -> Any:
-    """The old row exists and is exactly as read (every attribute but its key)."""
-    keys = set(spec.table_key_attrs)
-    conds = [exists(spec.table.pk), *stored_as(state.item, set(state.item) - keys)]
-    if spec.versioned:
-        conds.append(raw_eq("version", {"N": str(state.version or 0)}))
-    return all_of(conds)
+def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
+                  ) -> Generator[Any, Any, InstanceState | None]:
+    """The stored state of the entity with key ``fields`` of an entity declaring
+    ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
+    (neither; an expired item counts as gone)."""
+    assert spec.previous is not None
+    old_key = spec.previous.key(fields, spec.name)
+    state: InstanceState | None = yield from reads.stored_now(
+        spec, MovedState(old_key, {}, None), spec.primary_key(fields))
+    return state
 
 
-def _row_delete(spec: EntitySpec, state: MovedState, caller: Condition | None, index: int,
-                loose: bool) -> Delete:
+def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
+                loose: bool) -> None:
     """The delete of the old row: conditioned on it being exactly as read (``loose``: not
     at all, an overwrite), and on the caller's own ``condition=``. The caller writes that
     condition in field names, which mean the same on either layout: on the old row it is
     judged through the old stored names (``Previous.stored_names``), so it guards the row
     the move replaces, and a failure is a ``ConditionFailedError`` as on any row."""
-    own = None if loose else _row_condition(spec, state)
-    origin = _origin(spec, state.key, Role.LATEST if spec.versioned else Role.ROW,
-                     Fail.GONE, index)
-    if caller is None:
-        return Delete(state.key, own, origin)
-    caller = _layout(spec).condition(caller)
-    origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
-                             caller=caller)
-    cond = caller if own is None else all_of([own, caller])
-    assert cond is not None
-    return Delete(state.key, cond, origin)
-
-
-def _guards(spec: EntitySpec, ops: list[Op], index: int, old: Mapping[str, Any],
-            new: Mapping[str, Any] | None, old_key: PlainKey, new_key: PlainKey | None
-            ) -> None:
-    b = ActionBuilder(spec, old_key, index)
-    b.guards(old, new, old_key, new_key, retyped=_layout(spec).type_name != spec.type_name)
-    ops.extend(b.ops)
-
-
-def _origin(spec: EntitySpec, owner: PlainKey, role: Role, fail: Fail, index: int) -> Origin:
-    return Origin(entity=spec.cls, owner_key=owner, role=role, fail=fail, staged=index)
+    spec = b.spec
+    own = None
+    if not loose:  # every attribute but its key as read
+        own = all_of([exists(spec.table.pk), *stored_as(
+            state.item, set(state.item) - set(spec.table_key_attrs)), *(
+            [raw_eq("version", {"N": str(state.version or 0)})] if spec.versioned else [])])
+    origin = b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)
+    if caller is not None:
+        caller = _layout(spec).condition(caller)
+        origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
+                                 caller=caller)
+        own = caller if own is None else all_of([own, caller])
+    b.ops.append(Delete(state.key, own, origin))
 
 
 def _history_rows(spec: EntitySpec, state: MovedState
@@ -212,55 +198,50 @@ def _history_rows(spec: EntitySpec, state: MovedState
     return sorted(out, key=lambda t: t[0])
 
 
-def plan_move_save(entry: SaveEntry, state: MovedState, index: int
+def plan_move_save(entry: Any, state: MovedState, index: int
                    ) -> tuple[list[Op], Outcome]:
     """Save an object read from the previous layout: move it (see the module)."""
     obj = entry.obj
     spec = spec_of(type(obj))
     old_key = state.key
-    _check_size(spec, old_key, len(state.history))
-    old = old_values(spec, state.item)
-    loaded = spec.cls.model_validate(old).__dict__
-    values = obj.__dict__
-    changed = any(values.get(f) != loaded.get(f) for f in spec.field_names
+    needed = move_actions(spec, len(state.history))
+    if needed > MAX_MOVE_ACTIONS:
+        raise TransactionTooLargeError(
+            f"{spec.name} {old_key}: moving it to its current layout with its "
+            f"{len(state.history)} version rows takes {needed} actions, more than the "
+            f"{MAX_MOVE_ACTIONS} one transaction holds: run `dynaorm migrate`, which moves "
+            "a long history in conditioned batches first and then the entity")
+    loaded = spec.cls.model_validate(old_values(spec, state.item)).__dict__
+    changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
                   if f != "version")
     pairs = stamps(obj, spec, insert=False) if changed else ()
-    if pairs:
-        values = stamped(obj, pairs).__dict__
-    written_obj = stamped(obj, pairs) if pairs else obj
-    ops: list[Op] = []
+    written_obj = stamped(obj, pairs)
+    values = written_obj.__dict__
+    b = ActionBuilder(spec, old_key, index)
     version: int | None = None
     if spec.versioned:
         n = state.version or 0
         version = n + 1 if changed else n
-        for _, key_k, row in _history_rows(spec, state):
-            new_key_k = {a: row[a]["S"] for a in spec.table_key_attrs}
-            ops.append(Delete(key_k, exists(spec.table.pk),
-                              _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
-            ops.append(Put(new_key_k, row, not_exists(spec.table.pk),
-                           _origin(spec, old_key, Role.VERSION, Fail.EXISTS, index)))
+        _row_moves(b, _history_rows(spec, state), in_place=False)
     key = spec.primary_key(values)
     item = {**kept(spec, state.item), **encode_entity(written_obj, spec, version, key)}
     # an overwrite of an entity without rules is last writer wins: the old row goes and the
     # new one is put whatever either holds now (with rules, the commit has just read what
     # is stored, under either layout, and the move is planned on that: see the module)
     loose = entry.overwrite and not spec.has_rules
-    ops.append(_row_delete(spec, state, entry.condition, index, loose))
-    if spec.versioned and changed:
-        assert spec.table.sk is not None
-        row_sk = version_sk(spec.base_sk(values) or "", version)
-        ops.append(Put({**key, spec.table.sk: row_sk}, version_row(spec, item, row_sk),
-                       not_exists(spec.table.pk),
-                       _origin(spec, key, Role.VERSION, Fail.CONCURRENT, index)))
-    ops.append(Put(key, item, None if loose else not_exists(spec.table.pk),
-                   _origin(spec, key, Role.LATEST if spec.versioned else Role.ROW,
-                           Fail.EXISTS, index)))
-    _guards(spec, ops, index, loaded, values, old_key, key)
-    return ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
-                        stamps=pairs)
+    _row_delete(b, state, entry.condition, loose)
+    b.owner = key
+    if version is not None and changed:
+        b.version(key, values, item, version, not_exists(spec.table.pk), Fail.CONCURRENT)
+    b.ops.append(Put(key, item, None if loose else not_exists(spec.table.pk),
+                     b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.EXISTS)))
+    b.owner = old_key
+    b.guards(loaded, values, old_key, key, retyped=_layout(spec).type_name != spec.type_name)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
+                          stamps=pairs)
 
 
-def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
+def plan_move_delete(entry: Any, state: MovedState, index: int
                      ) -> tuple[list[Op], Outcome]:
     """Delete an object read from the previous layout: its old row (as read), its guards
     and, with ``history=True``, its old version rows."""
@@ -268,8 +249,9 @@ def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
     spec = spec_of(type(obj))
     old_key = state.key
     old = spec.cls.model_validate(old_values(spec, state.item)).__dict__
-    ops: list[Op] = [_row_delete(spec, state, entry.condition, index, False)]
-    _guards(spec, ops, index, old, None, old_key, None)
+    b = ActionBuilder(spec, old_key, index)
+    _row_delete(b, state, entry.condition, False)
+    b.guards(old, None, old_key, None, retyped=_layout(spec).type_name != spec.type_name)
     if spec.versioned and entry.history:
         assert spec.table.sk is not None
         base = _layout(spec).base_sk(old, spec.name)
@@ -280,6 +262,5 @@ def plan_move_delete(entry: DeleteEntry, state: MovedState, index: int
             key = {**old_key, spec.table.sk: version_sk(base, n)}
             if (n, base) not in read:
                 key = spec.primary_key({**old, "version": n}, n)
-            ops.append(Delete(key, None,
-                              _origin(spec, old_key, Role.VERSION, Fail.GONE, index)))
-    return ops, Outcome(obj, None)
+            b.ops.append(Delete(key, None, b.origin(Role.VERSION, Fail.GONE)))
+    return b.ops, Outcome(obj, None)

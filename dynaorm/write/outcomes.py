@@ -34,8 +34,7 @@ nothing, so its failure is never explained by this commit.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -54,11 +53,11 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
+from dynaorm.model.layouts import old_values
 from dynaorm.model.rows import OWNER_PK, OWNER_SK
+from dynaorm.model.timestamps import expired
 from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.events import Reason
-from dynaorm.write.guards import STALE_GUARD, held_by_expired
-from dynaorm.write.moves import load_old
 from dynaorm.write.records import Delete, Fail, Op, Put, Role, Update
 from dynaorm.write.render import WritePlan
 
@@ -78,8 +77,6 @@ Read = Callable[["TableSchema", PlainKey], Reading[Item | None]]
 APPLIED: Final = "applied"
 
 _CONDITION = frozenset({"ConditionalCheckFailed", "ConditionalCheckFailedException"})
-_UPDATE_FIELDS = frozenset({"key", "set", "remove", "condition", "origin", "known",
-                            "clauses"})
 
 
 def failure(plan: WritePlan, exc: RequestError, read: Read
@@ -178,7 +175,7 @@ def written_by(op: Op, stored: Item | None) -> bool:
     if isinstance(op, Delete):
         return stored is None
     if isinstance(op, Update):
-        if stored is None or _other_update_parts(op):
+        if stored is None:
             return False
         return (all(k in stored and same_value(stored[k], v) for k, v in op.set.items())
                 and not any(k in stored for k in op.remove)
@@ -213,13 +210,6 @@ def _clause_written(clause: tuple[str, str, Any], stored: Item) -> bool:
     if kind == "DEFAULT":
         return attr in stored
     return False
-
-
-def _other_update_parts(op: Update) -> bool:
-    """An update that does more than SET values and REMOVE attributes (counters, list
-    appends): its result cannot be told from the stored item, so it is never 'written'."""
-    return any(getattr(op, f.name) for f in dataclasses.fields(op)
-               if f.name not in _UPDATE_FIELDS)
 
 
 def same_item(a: Item, b: Item) -> bool:
@@ -304,7 +294,8 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
         spec = spec_of(entity)
         if spec.previous is not None and spec.previous.owns(item) and not (
                 spec.owns(item) and spec.fits_shape(item)):
-            return load_old(spec, item)  # a row in Meta.previous's layout (a move's)
+            # a row in Meta.previous's layout (a move's)
+            return spec.cls.model_validate(old_values(spec, item))
         return entity._from_item(item, spec) if spec.owns(item) else None
     except Exception:  # an item that does not validate any more: report it raw
         return None
@@ -383,3 +374,38 @@ def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
         f"{o.entity.__name__} {o.owner_key}: the stored {o.role.value} was changed by another "
         "writer since it was read; reload and retry", entity=o.entity, key=o.owner_key,
         item=stored)
+
+
+#: what a :class:`~dynaorm.UniqueConstraintError` adds when the guard that refused the
+#: claim names an owner that has expired (or is gone): a guard without the owner's TTL
+#: (written before 0.3, or by another tool) or with a stale one
+STALE_GUARD = ("the guard's owner has expired or is gone, but the guard does not carry "
+               "its TTL (written before dynaorm 0.3?): run `dynaorm check --repair` to "
+               "release the value")
+
+
+def held_by_expired(failed: Sequence[tuple[Op, Reason]], read: Read) -> Reading[bool]:
+    """Whether a refused unique claim of ``failed`` (a table with a TTL attribute only)
+    was refused by a guard whose owner has expired or is gone: the guard does not carry
+    its owner's TTL (a guard that does would have let the claim through), so only
+    ``dynaorm check --repair`` releases the value. A protocol: reads the guard when the
+    cancellation reason did not return it, and its owner (consistent reads, only after
+    a refused claim)."""
+    for op, reason in failed:
+        origin = op.origin
+        if origin.fail is not Fail.UNIQUE:
+            continue
+        table = spec_of(origin.entity).table
+        if table.ttl is None:
+            continue
+        guard = reason.item if reason.item is not None else (
+            yield from read(table, op.key))
+        if guard is None or OWNER_PK not in guard:
+            continue
+        owner = {table.pk: guard[OWNER_PK].get("S", "")}
+        if table.sk is not None:
+            owner[table.sk] = guard.get(OWNER_SK, {}).get("S", "")
+        held = yield from read(table, owner)
+        if held is None or expired(held, table.ttl):
+            return True
+    return False

@@ -1,22 +1,70 @@
-"""The write actions a plan is made of: frozen records of one write each (a Put, an
-Update, a Delete or a ConditionCheck), with the :class:`Origin` that says why it is there.
+"""The vocabulary of a commit (pure, no I/O): the write records a plan is made of (a
+:class:`Put`, an :class:`Update`, a :class:`Delete` or a :class:`ConditionCheck`, each with
+the :class:`Origin` that says why it is there), the staged-write protocol every kind of
+write implements (:class:`StagedWrite`, with the :class:`Reads` it may ask for), what an
+object becomes when the commit succeeds (:class:`Outcome`), and the state a commit leaves
+on it (:class:`Written`); and the rows every kind of write adds beside an entity's own,
+the same way whatever the write: unique guard items (the item that claims a unique value
+for its owner row) and version rows, collected with their origins by an
+:class:`ActionBuilder`.
 
-Plain data, no I/O; :mod:`dynaorm.write.render` checks and renders them.
+TTL: on a table with ``Table(ttl=...)``, a guard carries its owner's TTL value (the same
+epoch seconds, rewritten in the transaction that changes the owner's TTL), so DynamoDB
+expires it with its owner; and a claim is conditioned :func:`claimable`: the value is free
+when no guard exists *or* the guard's TTL has passed (an expired owner, not yet deleted by
+DynamoDB, never blocks its unique values).
+
+A commit (:mod:`dynaorm.core.commit`) knows no kind of write: for each staged write it asks
+for ``_prepare`` (the stored state it is planned on, reading where its rules need),
+``_plan_ops`` (its actions and outcome, pure) and, after success, ``_finish``. Saves
+(:mod:`dynaorm.write.save`), deletes (:mod:`dynaorm.write.delete`), ``s.update()`` and
+``s.check()`` (:mod:`dynaorm.write.updates`) implement it, moves between layouts
+(:mod:`dynaorm.write.moves`) are planned for the first two; a new kind of write implements
+it too, and nothing else changes. The methods are underscored so that the objects users
+hold (``StagedUpdate``) show only their own API.
 """
 
 from __future__ import annotations
 
+import copy
 import enum
+import time
+from collections.abc import Generator, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NamedTuple
+from decimal import Decimal
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.model.expressions import Condition
+from dynaorm.model.entity import Entity, encode_entity, spec_of
+from dynaorm.model.expressions import Condition, F, all_of, not_exists, raw_eq
+from dynaorm.model.keys import key_id
+from dynaorm.model.rows import (
+    GUARD_TYPE,
+    OWNER_PK,
+    OWNER_SK,
+    OWNER_TYPE,
+    UNIQUE_FIELD,
+    VERSION_TTL,
+    history_sk,
+    parse_version_sk,
+    version_sk,
+)
+from dynaorm.model.state import InstanceState
+from dynaorm.model.timestamps import encode_ttl
 
 if TYPE_CHECKING:
+    from dynaorm.model.layouts import MovedState
+    from dynaorm.model.spec import EntitySpec, UniqueRule
     from dynaorm.model.table import TableSchema
 
-__all__ = ["ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role", "Update"]
+__all__ = ["ActionBuilder", "ConditionCheck", "Delete", "Fail", "ObjectWrite", "Op", "Origin",
+           "Outcome", "Prepared", "Put", "Reading", "Reads", "Role", "StagedWrite", "Update",
+           "Written", "claimable", "guard_item", "guard_key", "owned_by", "stored_values",
+           "version_row"]
+
+#: a protocol's result (its steps are whatever the reads yield)
+Reading = Generator[Any, Any, Any]
 
 
 class Role(enum.Enum):
@@ -107,3 +155,302 @@ class ConditionCheck:
 
 
 Op = Put | Update | Delete | ConditionCheck
+
+
+class Outcome(NamedTuple):
+    """What an object becomes if the commit succeeds (``state=None``: deleted)."""
+
+    obj: Entity
+    state: InstanceState | None
+    version: int | None = None
+    #: ``Meta.timestamps`` the write set: ``(field, value)`` pairs, put on ``obj`` on success
+    stamps: tuple[tuple[str, Any], ...] = ()
+
+
+class Reads(Protocol):
+    """The reads a staged write may ask for (protocols: a driver performs them)."""
+
+    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
+        """The item stored at ``key`` in ``table``, read consistently (``None``: none)."""
+
+    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+        """The highest stored version row of ``obj``'s key (0: no kept history)."""
+
+    def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
+                   ) -> Generator[Any, Any, InstanceState | None]:
+        """What an object read from its previous layout stands for now (see
+        :func:`dynaorm.read.previous.stored_now_p`)."""
+
+
+class StagedWrite:
+    """One staged write of a unit of work (a save, a delete, an update, a check): the
+    protocol a commit drives, with what most kinds share as defaults (no object to settle,
+    never coalesced, never planned again, nothing to take after the commit)."""
+
+    __slots__ = ()
+    #: the entity class it writes (a write by key: its own)
+    entity: type[Entity]
+
+    @property
+    def _obj(self) -> Entity | None:
+        """The object whose state a successful commit settles (``None``: none)."""
+        return None
+
+    @property
+    def _entity(self) -> type[Entity]:
+        """The entity class it writes."""
+        return self.entity
+
+    def _stage_key(self) -> Hashable:
+        """Which stored item it stands for: staged writes with equal keys coalesce (the
+        one staged last wins)."""
+        return id(self)
+
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+        """The write as it will be planned, and the stored state it is planned on (reading
+        where its rules need: a protocol). ``again``: a conflict of the commit's last
+        round was this write's to plan again (:meth:`_rereads`)."""
+        raise NotImplementedError
+
+    def _plan_ops(self, state: InstanceState | None, index: int
+                  ) -> tuple[list[Op], Outcome | None]:
+        """Its actions (origins tagged with ``index``, its place in the commit) and what
+        its object becomes on success (pure)."""
+        raise NotImplementedError
+
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
+        """Whether a conflict at ``key`` of ``table`` (``None``: not known) is planned again
+        on a fresh read rather than reported."""
+        return False
+
+    def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
+                ) -> Generator[Any, Any, None]:
+        """After the commit succeeded: take its results (``response``: the answer of a
+        ``single`` item write, or of the transaction; ``{}`` when a lost answer's write
+        was applied)."""
+        return
+        yield  # (a protocol that asks for nothing)
+
+
+#: a staged write with the stored state it is planned on
+Prepared = tuple[StagedWrite, InstanceState | None]
+
+
+class ObjectWrite(StagedWrite):
+    """What a staged save or delete of one object shares: the object it settles, and
+    where it is stored."""
+
+    __slots__ = ()
+    obj: Entity
+    condition: Condition | None
+
+    @property
+    def _obj(self) -> Entity:
+        return self.obj
+
+    @property
+    def _entity(self) -> type[Entity]:
+        return type(self.obj)
+
+    def _stage_key(self) -> Hashable:
+        """Which stored item the object stands for: where it is and where it goes (a key
+        move and an insert at the old key do not coalesce)."""
+        obj = self.obj
+        spec = spec_of(type(obj))
+        state = obj._dynaorm_state
+        new = key_id(spec.primary_key(obj.__dict__))
+        return (spec.table.name, spec.type_name, new if state is None else key_id(state.key),
+                new)
+
+
+class Written(InstanceState):
+    """The state a commit leaves on an object: its item is exactly ``encode_entity`` of
+    the values written, so the next write of the object plans from it without validating
+    the stored item back into an object and encoding that again (:func:`stored_values`).
+    It keeps the written values planning reads (unique fields and index-key fields),
+    copied: the object's own may change in place before that next write."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, spec: EntitySpec, key: PlainKey, item: Item,
+                 values: Mapping[str, Any], version: int | None = None) -> None:
+        super().__init__(key, item, version)
+        planned = spec.unique_fields | frozenset(f for idx in spec.indexes
+                                                 for f in idx.fields)
+        self.values: Mapping[str, Any] = {
+            f: v if type(v) in _IMMUTABLE else copy.deepcopy(v)
+            for f in planned if f in values for v in (values[f],)} if planned else _NO_VALUES
+
+
+_IMMUTABLE = frozenset({str, int, bool, float, Decimal, type(None)})
+_NO_VALUES: Mapping[str, Any] = MappingProxyType({})  # shared by states that keep none
+
+
+def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, Any], Item]:
+    """The stored field values and the item as dynaorm writes them (the diff's base) of
+    the state an update plans from: a loaded item is validated back into an object and
+    encoded again (the stored item may hold what the entity does not, or lack defaults);
+    a state a commit left has both already."""
+    if isinstance(state, Written):
+        return state.values, state.item
+    old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
+    return old_obj.__dict__, encode_entity(old_obj, spec, state.version)
+
+
+# -- the rows beside an entity's own: unique guards and version rows ----------------------
+def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
+               value: Any, ttl: int | None = None) -> Item:
+    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``
+    (attributes in order: key, type, owner, field, and the owner's TTL ``ttl`` on a
+    table with a TTL attribute)."""
+    table = spec.table
+    item = {table.pk: {"S": key}}
+    if table.sk is not None:
+        item[table.sk] = {"S": key}
+    item[table.type_attr] = {"S": GUARD_TYPE}
+    item[OWNER_PK] = {"S": owner[table.pk]}
+    if table.sk is not None:
+        item[OWNER_SK] = {"S": owner[table.sk]}
+    item[OWNER_TYPE] = {"S": spec.type_name}
+    item[UNIQUE_FIELD] = {"S": rule.field}
+    if ttl is not None and table.ttl is not None:
+        item[table.ttl] = {"N": str(ttl)}
+    return item
+
+
+def _owner_ttl(spec: EntitySpec, values: Mapping[str, Any] | None) -> int | None:
+    """The TTL (epoch seconds) an owner with field ``values`` gives its guards: ``None``
+    without a TTL field, or on a table without a TTL attribute."""
+    field = spec.ttl_field
+    if field is None or values is None or spec.table.ttl is None:
+        return None
+    return encode_ttl(values.get(field), spec.name, field)
+
+
+def claimable(spec: EntitySpec, at: float | None = None) -> Condition:
+    """The condition of a guard claim: no guard item exists, or (a table with a TTL
+    attribute) the one stored has a TTL that has passed at ``at`` (default: now), its
+    owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.model.timestamps`
+    uses the same ``<=``), so a claim does too. One condition, no read."""
+    free = not_exists(spec.table.pk)
+    if spec.table.ttl is None:
+        return free
+    now = int(time.time() if at is None else at)
+    return free | (F(spec.table.ttl) <= now)
+
+
+def guard_key(spec: EntitySpec, key: str) -> PlainKey:
+    """The primary key of the guard item at ``key`` (the same text in both key parts)."""
+    out = {spec.table.pk: key}
+    if spec.table.sk is not None:
+        out[spec.table.sk] = key
+    return out
+
+
+def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
+    """The condition that a guard item still belongs to the row at ``owner``."""
+    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
+    if spec.table.sk is not None:
+        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
+    cond = all_of(conds)
+    assert cond is not None
+    return cond
+
+
+class ActionBuilder:
+    """Collects the actions of one staged write: each with its origin, and the unique
+    guards that follow a change of the entity's values, owner key or TTL."""
+
+    def __init__(self, spec: EntitySpec, owner: PlainKey, index: int) -> None:
+        self.spec = spec
+        self.owner = owner
+        self.index = index
+        self.ops: list[Op] = []
+
+    def origin(self, role: Role, fail: Fail, field: str | None = None,
+               value: Any = None) -> Origin:
+        """The origin of one of this write's actions."""
+        return Origin(self.spec.cls, self.owner, role, fail, field, value, self.index)
+
+    def version(self, key: PlainKey, values: Mapping[str, Any], item: Item, n: int,
+                condition: Condition, fail: Fail) -> None:
+        """The Put of version ``n``'s row: ``item`` under the version key of ``key``."""
+        sk = version_sk(self.spec.base_sk(values) or "", n)
+        assert self.spec.table.sk is not None
+        self.ops.append(Put({**key, self.spec.table.sk: sk}, version_row(self.spec, item, sk),
+                            condition, self.origin(Role.VERSION, fail)))
+
+    def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
+               old_owner: PlainKey | None, new_owner: PlainKey | None,
+               retyped: bool = False) -> None:
+        """The guard writes that follow the change from ``old`` values owned at
+        ``old_owner`` to ``new`` ones at ``new_owner`` (``retyped``: the owner's type name
+        changed, a move from a previous layout in place: every guard kept is rewritten
+        to name the new type, or finds and checks would not see it)."""
+        spec = self.spec
+        # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
+        ttl = _owner_ttl(spec, new)
+        same_ttl = spec.ttl_field is None or ttl == _owner_ttl(spec, old)
+        moved = old_owner != new_owner or retyped
+        for rule in spec.uniques:
+            old_key = None if old is None else rule.guard_key(old, spec.name)
+            new_key = None if new is None else rule.guard_key(new, spec.name)
+            if old_key == new_key and not moved and (same_ttl or new_key is None):
+                continue
+            value = None if new is None else new.get(rule.field)
+            if old_key is not None and old_key == new_key and new_owner is not None:
+                assert old_owner is not None
+                # (re-pointed; or claimed: an owner stored before its rule, or its
+                # normalisation, was declared has no guard there, which is no conflict)
+                self._put_guard(rule, new_key, new_owner, value, Fail.CONCURRENT,
+                                owned_by(spec, old_owner) | claimable(spec), ttl)
+                continue
+            if old_key is not None and old_owner is not None:
+                old_value = None if old is None else old.get(rule.field)
+                # (released if still its owner's; no guard at all is released already)
+                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner)
+                                       | not_exists(spec.table.pk),
+                                       self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
+                                                   old_value)))
+            if new_key is not None and new_owner is not None:  # free, or held by an
+                self._put_guard(rule, new_key, new_owner, value, Fail.UNIQUE,  # expired
+                                claimable(spec), ttl)  # owner
+
+    def _put_guard(self, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
+                   fail: Fail, condition: Condition, ttl: int | None) -> None:
+        self.ops.append(Put(guard_key(self.spec, key),
+                            guard_item(self.spec, rule, key, owner, value, ttl), condition,
+                            self.origin(Role.GUARD, fail, rule.field, value)))
+
+
+def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
+    """A version row: the item under its version key, left out of every secondary index
+    (only the latest copy is indexed, or index queries would return every version) except
+    one whose keys are the table's own: a table key attribute always stays.
+
+    A version row never carries the table's TTL attribute (history outlives its entity
+    until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
+    kept aside under ``VERSION_TTL``, which reads put back (``EntitySpec.decode_fields``)."""
+    keys = (spec.table.pk, spec.table.sk)
+    indexed = _table_index_attributes(spec)
+    row = {k: v for k, v in item.items() if k not in indexed or k in keys}
+    ttl = spec.table.ttl
+    if ttl is not None and ttl in row:
+        row[VERSION_TTL] = row.pop(ttl)
+    assert spec.table.sk is not None
+    row[spec.table.sk] = {"S": sk}
+    if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
+        parsed = parse_version_sk(sk)
+        assert parsed is not None
+        row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
+    return row
+
+
+def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
+    """Every secondary-index key attribute of the table (an undeclared one a newer model
+    writes included): version rows stay out of every index."""
+    table_wide = {a for idx in spec.table.indexes.values()
+                  for a in (getattr(idx, "pk", None), idx.sk) if a}
+    # (a field stored under an index's key attribute the entity does not use is a field)
+    return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))

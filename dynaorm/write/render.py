@@ -1,22 +1,22 @@
-"""Write plans: an ordered tuple of frozen write records, rendered to DynamoDB requests.
+"""Write plans: the staged writes of a commit compiled into an ordered tuple of frozen
+write records (:func:`compile_commit`: each write's actions in staging order, two actions
+on one item folded into one or refused), checked against DynamoDB's limits (every action
+passes :func:`check_write`, the gate), and rendered either as one ``TransactWriteItems``
+request (in the plan's own order, so cancellation reason ``i`` belongs to ``ops[i]``) or,
+when it holds a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
 
-A plan is plain data. It is built without I/O (see :mod:`dynaorm.write.planner`), checked
-against DynamoDB's limits, and rendered either as one ``TransactWriteItems`` request (in
-the plan's own order, so cancellation reason ``i`` belongs to ``ops[i]``) or, when it holds
-a single action, as one ``PutItem``/``UpdateItem``/``DeleteItem``.
+Pure: a plan is plain data, built and checked without I/O.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import DynaormError, TransactionTooLargeError
-from dynaorm.model.expressions import (
-    Placeholders,
-    condition_values,
-)
+from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
+from dynaorm.model.expressions import Placeholders, condition_values
 from dynaorm.model.keys import wire_key
 from dynaorm.write.limits import (
     check_item,
@@ -27,10 +27,21 @@ from dynaorm.write.limits import (
     updated_item,
     value_size,
 )
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import (
+    ConditionCheck,
+    Delete,
+    Fail,
+    Op,
+    Origin,
+    Outcome,
+    Prepared,
+    Put,
+    Role,
+    Update,
+)
 
-__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete", "check_batch_put",
-           "check_write", "key_roles"]
+__all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
+           "check_batch_put", "check_write", "compile_commit", "key_roles"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -45,19 +56,11 @@ def render_op(op: Op) -> tuple[str, dict[str, Any]]:
         body["Item"] = op.item
     else:
         body["Key"] = wire_key(op.key)
-        if isinstance(op, Update) and op.clauses:
+        if isinstance(op, Update):  # (a save's changes: SET and REMOVE clauses)
             name = "UpdateItem"
-            body["UpdateExpression"] = render_clauses(op.clauses, ph)
-        elif isinstance(op, Update):
-            name = "UpdateItem"
-            parts = []
-            if op.set:
-                assigns = ", ".join([f"{ph.name(k)} = {ph.value_av(v)}"
-                                     for k, v in op.set.items()])
-                parts.append(f"SET {assigns}")
-            if op.remove:
-                parts.append("REMOVE " + ", ".join(ph.name(k) for k in op.remove))
-            body["UpdateExpression"] = " ".join(parts)
+            body["UpdateExpression"] = render_clauses(op.clauses or (
+                *[("SET", k, v) for k, v in op.set.items()],
+                *[("REMOVE", k, None) for k in op.remove]), ph)
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
@@ -79,7 +82,7 @@ _SET_FORMS = {
 }
 
 
-def render_clauses(clauses: tuple[tuple[str, str, AttributeValue | None], ...],
+def render_clauses(clauses: Sequence[tuple[str, str, AttributeValue | None]],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
     their call order within each clause."""
@@ -138,38 +141,32 @@ def check_write(op: Op) -> int:
 
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
+    entity, key = op.origin.entity.__name__, op.key
     try:
-        return _check_write(op)
+        roles = key_roles(op.origin.entity, key)
+        if isinstance(op, Put):  # the item's size, then its key, then every value
+            size = check_item(op.item, entity=entity, key=key, key_roles=roles)
+        else:
+            size = check_item(wire_key(key), entity=entity, key=key, key_roles=roles)
+        if isinstance(op, Update):  # set values, then clause values (the first refusal)
+            values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+            check_values(values, entity=entity, key=key, key_roles=roles)
+            size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
+                              entity=entity, key=key, what="update")
+            if op.known is not None:  # the item it makes of the stored item must fit too
+                after = updated_item(op.known, op.set, op.remove, op.clauses)
+                check_size(item_size(after), entity=entity, key=key,
+                           what="item after the update")
+        if op.condition is not None:  # the values the condition carries, checked
+            carried = [("condition", av) for av in condition_values(op.condition)]
+            check_values(carried, entity=entity, key=key, key_roles={})
+            size += sum(value_size(av) for _, av in carried)
+        return size
     except DynaormError as exc:
         table = getattr(getattr(op.origin.entity, "__dynaorm_spec__", None), "table", None)
         if table is not None and exc.args and repr(table.name) not in str(exc.args[0]):
             exc.args = (f"{exc.args[0]} (table {table.name!r})", *exc.args[1:])
         raise
-
-
-def _check_write(op: Op) -> int:
-    """:func:`check_write` itself."""
-    entity = op.origin.entity.__name__
-    roles = key_roles(op.origin.entity, op.key)
-    if isinstance(op, Put):  # the item's size, then its key, then every value
-        size = check_item(op.item, entity=entity, key=op.key, key_roles=roles,
-                          key_item=wire_key(op.key))
-    else:
-        size = check_item(wire_key(op.key), entity=entity, key=op.key, key_roles=roles)
-    if isinstance(op, Update):  # set values, then clause values (the first refusal)
-        values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
-        check_values(values, entity=entity, key=op.key, key_roles=roles)
-        size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
-                          entity=entity, key=op.key, what="update")
-        if op.known is not None:  # the item it makes of the stored item must fit too
-            after = updated_item(op.known, op.set, op.remove, op.clauses)
-            check_size(item_size(after), entity=entity, key=op.key,
-                       what="item after the update")
-    if op.condition is not None:  # the values the condition carries, checked
-        carried = [("condition", av) for av in condition_values(op.condition)]
-        check_values(carried, entity=entity, key=op.key, key_roles={})
-        size += sum(value_size(av) for _, av in carried)
-    return size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
@@ -239,3 +236,62 @@ class WritePlan:
             name, body = render_op(op)
             items.append({_TRANSACT_NAME[name]: body})
         return {"TransactItems": items, "ClientRequestToken": token}
+
+
+def compile_commit(entries: Sequence[Prepared]) -> tuple[WritePlan, list[Outcome]]:
+    """Plan a whole commit (each staged write with the state it is planned on, in staging
+    order; the tables are its entities'). Raises before anything is sent when the plan is
+    impossible.
+
+    Outcomes are one per write that settles an object (an ``s.update()`` or ``s.check()``
+    has one only when it produces an object)."""
+    ops: list[Op] = []
+    outcomes: list[Outcome] = []
+    at: dict[tuple[Any, ...], int] = {}
+    for index, (entry, state) in enumerate(entries):
+        entry_ops, outcome = entry._plan_ops(state, index)
+        if outcome is not None:
+            outcomes.append(outcome)
+        for op in entry_ops:
+            if not ops:  # the first action: nothing to merge with (identified lazily)
+                ops.append(op)
+                continue
+            if not at:
+                at[_op_id(ops[0])] = 0
+            ident = _op_id(op)
+            prev = at.get(ident)
+            if prev is None:
+                at[ident] = len(ops)
+                ops.append(op)
+                continue
+            ops[prev] = _merge(ops[prev], op)
+    return WritePlan(tuple(ops)), outcomes
+
+
+def _op_id(op: Op) -> tuple[Any, ...]:
+    """The identity of the item an action writes: its table and key, whatever its
+    attributes' order (a table's two-attribute key, the common one, without sorting)."""
+    key = op.key
+    if len(key) == 2:
+        (a, x), (b, y) = key.items()
+        ident: tuple[Any, ...] = (a, x, b, y) if a < b else (b, y, a, x)
+    else:
+        ident = tuple(sorted(key.items()))
+    return op.origin.table.name, ident
+
+
+def _merge(first: Op, second: Op) -> Op:
+    """Two actions on one item in one commit: fold them into one, or refuse."""
+    release, claim = (first, second) if isinstance(first, Delete) else (second, first)
+    if isinstance(release, Delete) and isinstance(claim, Put):
+        # one object releases the item (a delete, a key move, a changed unique value) and
+        # another claims it, in either staging order: one Put, conditioned like the release
+        return Put(claim.key, claim.item, release.condition, release.origin)
+    if isinstance(first, Put) and isinstance(second, Put) and (
+            first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
+        o = second.origin
+        raise UniqueConstraintError(o.entity, [(o.field or "?", o.value)], key=o.owner_key)
+    raise DynaormError(
+        f"commit writes item {first.key} twice ({first.origin.entity.__name__} "
+        f"{first.origin.role.value} and {second.origin.entity.__name__} "
+        f"{second.origin.role.value}); stage one object per item")

@@ -11,7 +11,7 @@ validated through the entity's field types when the action is added. Planning is
   entity is versioned, or an upsert cannot render every index key): the stored item is
   read first (one consistent GetItem, or the loaded object's state), the actions are
   applied to it in Python, and the result is planned as a save of a persisted object
-  (:func:`dynaorm.write.planner.plan_save`): guard swaps, re-rendered index keys, version rows
+  (:func:`dynaorm.write.save.plan_save`): guard swaps, re-rendered index keys, version rows
   and the conditions on what was read come from there.
 """
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import types
 import typing
-from collections.abc import Generator, Hashable, Mapping, MutableSequence, MutableSet, Sequence
+from collections.abc import Generator, Mapping, MutableSequence, MutableSet, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from decimal import Decimal
@@ -39,10 +39,21 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
 from dynaorm.model.timestamps import encode_ttl, now
-from dynaorm.write.entries import SaveEntry, either_layout
-from dynaorm.write.planner import expect_loaded_version, plan_save
-from dynaorm.write.records import ConditionCheck, Fail, Op, Origin, Role, Update
-from dynaorm.write.staged import Outcome, Prepared, Reads
+from dynaorm.write.conditions import expect_loaded_version
+from dynaorm.write.moves import either_layout
+from dynaorm.write.records import (
+    ConditionCheck,
+    Fail,
+    Op,
+    Origin,
+    Outcome,
+    Prepared,
+    Reads,
+    Role,
+    StagedWrite,
+    Update,
+)
+from dynaorm.write.save import SaveEntry, plan_save
 
 __all__ = ["StagedCheck", "StagedUpdate"]
 
@@ -158,30 +169,7 @@ def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
     return type(first)(set(first) | set(then))
 
 
-class _KeyedAction:
-    """What a staged action by key shares as a staged write: it settles no object (its
-    result, if any, is its own), is never coalesced with another, and is never planned
-    again after a conflict."""
-
-    entity: type[Entity]
-
-    @property
-    def _obj(self) -> None:
-        return None
-
-    @property
-    def _entity(self) -> type[Entity]:
-        return self.entity
-
-    def _stage_key(self) -> Hashable:
-        return id(self)  # never coalesced
-
-    def _rereads(self, table: str | None, key: PlainKey | None,
-                 state: InstanceState | None) -> bool:
-        return False
-
-
-class StagedUpdate(_KeyedAction, Generic[T]):
+class StagedUpdate(StagedWrite, Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
     return it; ``result`` is the stored entity after the commit."""
 
@@ -346,8 +334,9 @@ class StagedUpdate(_KeyedAction, Generic[T]):
                 return True  # a created item would miss that index key
         return False
 
-    # -- the staged-write protocol (dynaorm.write.staged.StagedWrite; see _KeyedAction) --
-    def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
+    # -- the staged-write protocol (dynaorm.write.records.StagedWrite: by key, it settles
+    # -- no object, is never coalesced with another, nor planned again after a conflict)
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
         versioned entity, continues the kept history ``reads.last_version`` finds). Asks
@@ -482,23 +471,17 @@ class StagedUpdate(_KeyedAction, Generic[T]):
     def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
         for name, (method, value) in self._actions.items():
             old = values.get(name)
-            if method == "set":
+            if method == "set" or (method == "set_default" and (
+                    stored is None or name not in stored)):
                 values[name] = value
-            elif method == "set_default":
-                if stored is None or name not in stored:
-                    values[name] = value
             elif method == "remove":
                 values.pop(name, None)
-            elif method == "add":
-                shape = _shape(self.entity.model_fields[name].annotation)
-                values[name] = (old or 0) + value if shape == "number" else (
-                    set(old or ()) | set(value))
             elif method == "discard":
                 values[name] = set(old or ()) - set(value)
-            elif method == "append":
-                values[name] = [*(old or ()), *value]
-            else:  # prepend
-                values[name] = [*value, *(old or ())]
+            elif method != "set_default":  # add, append, prepend: onto the stored value
+                shape = _shape(self.entity.model_fields[name].annotation)
+                values[name] = _combine(method, shape, old or (0 if shape == "number" else (
+                    set() if shape == "set" else [])), value)
         return values
 
     def _plan_as_save(self, state: InstanceState | None, index: int
@@ -545,7 +528,7 @@ class StagedUpdate(_KeyedAction, Generic[T]):
             self._result, self._known = self.entity._from_item(item, self._spec), True
 
 
-class StagedCheck(_KeyedAction):
+class StagedCheck(StagedWrite):
     """A ``ConditionCheck`` staged by ``s.check(...)``: the commit fails with
     ConditionFailedError unless ``condition`` holds on the stored item."""
 
@@ -556,7 +539,7 @@ class StagedCheck(_KeyedAction):
         self.key = key
         self.condition = condition
 
-    def _prepare(self, reads: Reads) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """A check reads nothing before the commit."""
         return self, None
         yield  # (a protocol that asks for nothing)
@@ -568,8 +551,3 @@ class StagedCheck(_KeyedAction):
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 
-    def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
-                ) -> Generator[Any, Any, None]:
-        """Nothing to report after the commit."""
-        return
-        yield  # (a protocol that asks for nothing)

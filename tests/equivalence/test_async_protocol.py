@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from dynaorm import DynaormError, Session
+from dynaorm.core.lookups import find_p
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.protocol.steps import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
 from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_rounds
@@ -29,7 +30,7 @@ def step(proto: Proto[Any], answer: Any) -> Any:
 
 
 def test_find_reads_the_guard_then_the_owner() -> None:
-    proto = Session(app)._find_p(User, False, {"email": "Ada@Example.com"})
+    proto = find_p(Session(app)._stage, User, False, {"email": "Ada@Example.com"})
     first = step(proto, None)
     assert first == Call("GetItem", {"TableName": app.name, "Key": first.request["Key"]},
                          (User,))
@@ -43,7 +44,7 @@ def test_find_reads_the_guard_then_the_owner() -> None:
 
 
 def test_find_rereads_a_guard_that_moved_and_gives_up_after_three_rounds() -> None:
-    proto = Session(app)._find_p(User, False, {"email": "ada@example.com"})
+    proto = find_p(Session(app)._stage, User, False, {"email": "ada@example.com"})
     calls = [step(proto, None)]
     guard_key = calls[0].request["Key"]
     guard = {**guard_key, **guard_item("u1")}

@@ -24,7 +24,6 @@ from dynaorm.caches import cache, caches, clear_caches
 from dynaorm.model.entity import spec_of
 from dynaorm.model.keys import wire_key
 from dynaorm.testing import TestBackend
-from dynaorm.write.entries import SaveEntry
 from dynaorm.write.limits import (
     MAX_ITEM_BYTES,
     MAX_PARTITION_KEY_BYTES,
@@ -39,9 +38,9 @@ from dynaorm.write.limits import (
     value_problem,
     value_size,
 )
-from dynaorm.write.planner import compile_commit
 from dynaorm.write.records import Delete, Fail, Origin, Put, Role, Update
-from dynaorm.write.render import check_write, key_roles
+from dynaorm.write.render import check_write, compile_commit, key_roles
+from dynaorm.write.save import SaveEntry
 from tests.support.models import Note, User
 from tests.support.recording import Requests
 

@@ -15,8 +15,8 @@ import pytest
 
 from dynaorm import F, InvalidValueError
 from dynaorm.model.entity import Entity
-from dynaorm.write.entries import SaveEntry
-from dynaorm.write.planner import compile_commit
+from dynaorm.write.render import compile_commit
+from dynaorm.write.save import SaveEntry
 from tests.support.models import Audit, Note, User
 
 T = "dynaorm-tests"
@@ -333,8 +333,8 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
     (not rebuilt by with_condition afterwards): the same request, the same origin."""
     from dynaorm.model.entity import spec_of
     from dynaorm.write.conditions import with_condition
-    from dynaorm.write.planner import _plan_save, plan_save
     from dynaorm.write.render import WritePlan
+    from dynaorm.write.save import _plan_save, plan_save
     from tests.support.alias_models import Player
 
     obj: Entity = Player(player_id="p1", full_name="A", email="a@x") if renamed else (

@@ -66,6 +66,23 @@ def test_history_through_the_index_reads_about_k_items(db: TestBackend) -> None:
     assert without > 5 * with_index
 
 
+def test_a_recreated_entity_continues_the_history_its_index_holds(db: TestBackend) -> None:
+    """The kept history a new object continues is found through ``Meta.history_index``
+    too, whatever its neighbours' versions."""
+    _fill(db, Inspection, "site", parts=3, versions=3)
+    s = db.session()
+    gone = s.get(Inspection, site="E1", part="p01")
+    assert gone is not None and gone.version == 3
+    s.delete(gone)
+    s.commit()
+    again = Inspection(site="E1", part="p01", notes="again")
+    s.save(again)
+    s.commit()
+    assert again.version == 4
+    assert [h.version for h in s.history(Inspection, site="E1", part="p01").all()] == [
+        1, 2, 3, 4]
+
+
 def test_history_index_rows_hold_only_versions(db: TestBackend) -> None:
     _fill(db, Inspection, "site", parts=1, versions=2)
     rows = db.scan()

@@ -29,9 +29,9 @@ from dynaorm.model.layouts import MovedState
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
-from dynaorm.write.entries import SaveEntry
 from dynaorm.write.moves import history_batches, plan_move_save
 from dynaorm.write.render import WritePlan
+from dynaorm.write.save import SaveEntry
 from tests.conftest import session_kind, wire_of
 from tests.support.migration_models import (
     Account,

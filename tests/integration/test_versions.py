@@ -360,6 +360,49 @@ def test_recreating_a_deleted_entity_continues_its_history(db: TestBackend) -> N
     assert [h.version for h in s.history(Doc, doc_id="d1").all()] == [1, 2, 3, 4, 5]
 
 
+def test_a_new_versioned_entity_reads_a_kept_history_only_when_it_meets_one(
+        db: TestBackend) -> None:
+    """A new versioned entity is planned as version 1: one request, no history read first;
+    only when that version row is taken (a deleted predecessor kept its history) is the
+    history read and the insert sent again as the next version (issue 39)."""
+    s = db.session()
+    s.save(Doc(doc_id="d1", title="a"))
+    assert [op for op, _ in s.commit().requests] == ["TransactWriteItems"]
+    d = s.get(Doc, doc_id="d1")
+    assert d is not None
+    s.delete(d)
+    s.commit()
+    again = Doc(doc_id="d1", title="b")
+    s.save(again)
+    assert [op for op, _ in s.commit().requests] == [
+        "TransactWriteItems", "Query", "TransactWriteItems"]
+    assert again.version == 2
+    assert [(h.version, h.title) for h in s.history(Doc, doc_id="d1").all()] == [
+        (1, "a"), (2, "b")]
+
+
+def test_one_commit_recreating_several_entities_continues_each_kept_history(
+        db: TestBackend) -> None:
+    """Several new objects whose deleted predecessors kept their histories, beside one
+    without: one commit continues each history (a refused version row has every such
+    insert read its own, once)."""
+    s = db.session()
+    for doc_id in ("d1", "d2", "d3"):
+        s.save(Doc(doc_id=doc_id, title="a"))
+    s.commit()
+    for doc_id in ("d1", "d2", "d3"):
+        s.update(Doc, doc_id=doc_id).set(title="b")
+        s.commit()
+        s.delete(Doc, doc_id=doc_id)
+        s.commit()
+    again = [Doc(doc_id=doc_id, title="c") for doc_id in ("d1", "d2", "d3", "d4")]
+    for doc in again:
+        s.save(doc)
+    s.commit()
+    assert [doc.version for doc in again] == [3, 3, 3, 1]
+    assert [h.version for h in s.history(Doc, doc_id="d3").all()] == [1, 2, 3]
+
+
 def test_recreating_after_deleting_the_history_starts_at_one(db: TestBackend) -> None:
     s = db.session()
     s.save(Doc(doc_id="d1"))

@@ -138,16 +138,16 @@ DEFERRED = frozenset({
     "dynaorm.client.errors", "dynaorm.core.bulk", "dynaorm.core.commit",
     "dynaorm.model.evaluate", "dynaorm.model.inspection", "dynaorm.model.layouts",
     "dynaorm.model.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
-    "dynaorm.write.actions", "dynaorm.write.committed", "dynaorm.write.conditions",
-    "dynaorm.write.entries", "dynaorm.write.guards", "dynaorm.write.moves",
-    "dynaorm.write.outcomes", "dynaorm.write.planner", "dynaorm.write.records",
-    "dynaorm.write.render", "dynaorm.write.staged", "dynaorm.write.updates", "logging"})
+    "dynaorm.write.conditions", "dynaorm.write.delete", "dynaorm.write.moves",
+    "dynaorm.write.outcomes", "dynaorm.write.records", "dynaorm.write.render",
+    "dynaorm.write.save", "dynaorm.write.updates", "logging"})
 #: of those, what a first request loads all the same: :mod:`logging`, imported by
 #: ``import botocore`` (the own wire's ``User-Agent`` names botocore's version)
 _READ_LOADS = {"logging"}
 #: of those, what the first save and commit load (not: the bulk writes, ``s.update()``, a
-#: failure's mapping, inspection, streams, page cursors, the previous-layout reads)
-_COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.client.errors",
+#: delete, a failure's mapping, inspection, streams, page cursors, the previous-layout reads)
+_COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.write.delete",
+                      "dynaorm.client.errors",
                       "dynaorm.model.inspection", "dynaorm.model.streams",
                       "dynaorm.read.cursor", "dynaorm.read.previous"}
 

@@ -25,8 +25,7 @@ from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_table
 from dynaorm.tools.cli import main
-from dynaorm.write.actions import version_row
-from dynaorm.write.guards import guard_item
+from dynaorm.write.records import guard_item, version_row
 from tests.support.migration_models import Ledger, OldLedger, mig, old
 
 pytestmark = pytest.mark.sync_only

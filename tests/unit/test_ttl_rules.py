@@ -11,10 +11,9 @@ from typing import Any
 from dynaorm import Entity, Table
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Placeholders
-from dynaorm.write.entries import SaveEntry
-from dynaorm.write.guards import claimable
-from dynaorm.write.planner import compile_commit
-from dynaorm.write.records import Put, Role, Update
+from dynaorm.write.records import Put, Role, Update, claimable
+from dynaorm.write.render import compile_commit
+from dynaorm.write.save import SaveEntry
 
 plans = Table("ttl-plans", ttl="expires")
 T = "ttl-plans"

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from dynaorm import DynaormError, F, InvalidValueError
-from dynaorm.write.planner import compile_commit
+from dynaorm.write.render import compile_commit
 from dynaorm.write.updates import StagedCheck, StagedUpdate
 from tests.support.models import Note
 from tests.support.update_models import Counter, Doc, Needy, Player

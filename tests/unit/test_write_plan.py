@@ -10,10 +10,10 @@ import pytest
 
 from dynaorm import Entity, ItemTooLargeError, TransactionTooLargeError, Unique
 from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.write.entries import DeleteEntry, SaveEntry
-from dynaorm.write.planner import compile_commit
+from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.records import Delete, Put, Role, Update
-from dynaorm.write.render import WritePlan
+from dynaorm.write.render import WritePlan, compile_commit
+from dynaorm.write.save import SaveEntry
 from tests.support.models import Audit, Note, User, app
 
 T = "dynaorm-tests"

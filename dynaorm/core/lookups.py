@@ -1,0 +1,149 @@
+"""Reads by key, as protocols (pure: a driver performs them): ``get`` (GetItem), ``find``
+(through a unique guard to its owner), ``get_many`` (BatchGetItem, or one TransactGetItems
+for a snapshot), each on the entities of a session's :class:`~dynaorm.core.stage.Stage`;
+and the one GetItem every read by key and every read a write needs goes through."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.core.stage import Stage, check_concurrency
+from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
+from dynaorm.model.entity import Entity
+from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.table import TableSchema
+from dynaorm.model.unclaimed import note_unclaimed
+from dynaorm.protocol.steps import Proto, call
+from dynaorm.read.batches import batch_get_p
+from dynaorm.write.limits import check_read_key
+
+__all__ = ["FIND_ROUNDS", "MAX_SNAPSHOT", "find_p", "get_item_p", "get_many_p", "get_p"]
+
+T = TypeVar("T", bound=Entity)
+#: Items one TransactGetItems reads, at most.
+MAX_SNAPSHOT = 100
+#: Times ``find`` reads a guard and its owner before concluding nobody holds the value.
+FIND_ROUNDS = 3
+
+
+def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
+               origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
+    """The item at ``key`` in ``table`` (GetItem; a key DynamoDB would refuse raises
+    before anything is sent)."""
+    check_read_key(table, key, "/".join(o.__name__ for o in origins) or "item")
+    request: dict[str, Any] = {"TableName": table.name, "Key": wire_key(key)}
+    if consistent:
+        request["ConsistentRead"] = True
+    out = yield from call("GetItem", request, origins)
+    item: Item | None = out.get("Item")
+    return item
+
+
+def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
+          fields: Mapping[str, Any]) -> Proto[T | None]:
+    """One entity by its key fields (``None`` if absent); in a migration window, under
+    either layout."""
+    spec = stage.spec(entity)
+    key = stage.key(spec, fields, version)
+    item = yield from get_item_p(spec.table, key, consistent, (entity,))
+    if spec.previous is not None and version is None and not spec.owns(item):
+        from dynaorm.read.previous import previous_get_p  # (a migration window)
+
+        found: T | None = yield from previous_get_p(spec.table.name, spec, fields, key, item)
+        return found
+    return _owned(entity, spec, item)
+
+
+def _owned(entity: type[T], spec: EntitySpec, item: Item | None) -> T | None:
+    """``item`` as an ``entity`` when it is one of its items (one of a class no more
+    declared is noted, once)."""
+    if item is not None and spec.owns(item):
+        return entity._from_item(item, spec)
+    if item is not None:
+        note_unclaimed(spec.table, item)  # a renamed class: say so, once
+    return None
+
+
+def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
+               consistent: bool, snapshot: bool, concurrency: int) -> Proto[list[T | None]]:
+    """Many entities, in input order (BatchGetItem; ``snapshot``: one TransactGetItems)."""
+    spec = stage.spec(entity)
+    check_concurrency(concurrency)
+    wanted = [stage.key(spec, k) for k in keys]
+    if snapshot:
+        found = yield from _snapshot_p(spec, wanted)
+    else:
+        found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
+                                       consistent=consistent, concurrency=concurrency)
+    items = [found.get(key_id(key)) for key in wanted]
+    out = [_owned(entity, spec, item) for item in items]
+    if spec.previous is not None and not snapshot:
+        from dynaorm.read.previous import previous_get_p
+
+        # a migration window: a miss is looked up under either layout, as get does
+        for at, obj in enumerate(out):
+            if obj is None:
+                out[at] = yield from previous_get_p(spec.table.name, spec, keys[at],
+                                                    wanted[at], items[at])
+    return out
+
+
+def _snapshot_p(spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Item]]:
+    unique = list({key_id(k): k for k in wanted}.values())
+    if len(unique) > MAX_SNAPSHOT:
+        raise TransactionTooLargeError(
+            f"{spec.name}: get_many(snapshot=True) reads at most {MAX_SNAPSHOT} distinct "
+            f"items in one TransactGetItems, got {len(unique)}")
+    if not unique:
+        return {}
+    request = {"TransactItems": [{"Get": {"TableName": spec.table.name,
+                                          "Key": wire_key(k)}} for k in unique]}
+    out = yield from call("TransactGetItems", request)
+    found: dict[Any, Item] = {}
+    for key, response in zip(unique, out.get("Responses", []), strict=False):
+        item = response.get("Item")
+        if item is not None:
+            found[key_id(key)] = item
+    return found
+
+
+def find_p(stage: Stage, entity: type[T], consistent: bool,
+           fields: Mapping[str, Any]) -> Proto[T | None]:
+    """The owner of a unique value: the guard names it, and the owner, when read, must
+    still hold the value (a guard can be re-pointed between the two reads); else the
+    guard is read again (consistently), up to :data:`FIND_ROUNDS` times."""
+    spec = stage.spec(entity)
+    rule = next((r for r in spec.uniques if r.field in fields), None)
+    if rule is None:
+        names = [r.field for r in spec.uniques]
+        raise DynaormError(f"{spec.name}: find() takes one unique field ({names}), "
+                           f"got {sorted(fields)}")
+    if set(fields) != set(rule.fields):
+        raise KeyTemplateError(f"{spec.name}: find() by {rule.field!r} takes "
+                               f"exactly {sorted(rule.fields)}")
+    key = rule.guard_key(fields, spec.name)
+    if key is None:  # no value, no guard: nothing can be found by it
+        return None
+    table = spec.table
+    guard_key = {table.pk: key}
+    if table.sk:
+        guard_key[table.sk] = key
+    for _ in range(FIND_ROUNDS):
+        guard = yield from get_item_p(table, guard_key, consistent, (entity,))
+        if guard is None or guard.get(OWNER_TYPE, {}).get("S") != spec.type_name:
+            return None
+        owner = {table.pk: guard[OWNER_PK]["S"]}
+        if table.sk:
+            owner[table.sk] = guard[OWNER_SK]["S"]
+        item = yield from get_item_p(table, owner, consistent, (entity,))
+        if item is not None and spec.owns(item):
+            obj = entity._from_item(item, spec)
+            held = rule.guard_key({f: obj.__dict__.get(f) for f in rule.fields}, spec.name)
+            if held == key:
+                return obj
+        consistent = True  # the guard moved under us: read the latest state
+    return None

@@ -1,0 +1,101 @@
+"""``s.delete(obj)`` as a staged write (:class:`DeleteEntry`): what it reads before
+planning where its rules need it (an entity with rules deleted by key is read first, so
+that its guards and history go too), and how it plans (pure, :func:`plan_delete`): the
+row (or latest copy) conditioned on what was read, its guards released, a versioned
+entity's version rows with ``history=True``; an object read from its previous layout is
+deleted there (:mod:`dynaorm.write.moves`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from typing import Any
+
+from dynaorm.errors import ItemNotFoundError
+from dynaorm.model.entity import spec_of
+from dynaorm.model.expressions import Condition, all_of, exists, raw_eq
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.rows import version_sk
+from dynaorm.model.state import InstanceState
+from dynaorm.write.conditions import expect_loaded_version, unchanged, with_condition
+from dynaorm.write.moves import either_layout, plan_move_delete
+from dynaorm.write.records import (
+    ActionBuilder,
+    Delete,
+    Fail,
+    ObjectWrite,
+    Op,
+    Outcome,
+    Prepared,
+    Reads,
+    Role,
+)
+
+__all__ = ["DeleteEntry", "plan_delete"]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteEntry(ObjectWrite):
+    """``s.delete(obj)``; with ``history`` a versioned entity's version rows go too."""
+
+    obj: Any
+    history: bool = False
+    condition: Condition | None = None  # the caller's own condition (``condition=``)
+
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+        """The stored state: the object's own; an entity with rules deleted by key (never
+        loaded) is read first, consistently, so that its guards and history go too."""
+        obj = self.obj
+        spec = spec_of(type(obj))
+        state = obj._dynaorm_state
+        if state is None and spec.previous is not None:
+            # by key in a migration window: the entity under either layout (its old row
+            # too, with its guards and version rows), read together, consistently
+            state = yield from either_layout(spec, obj.__dict__, reads)
+            if state is None:
+                key = spec.primary_key(obj.__dict__)
+                raise ItemNotFoundError(f"{spec.name} {key} does not exist (under either "
+                                        "layout)", entity=spec.cls, key=key)
+        elif spec.has_rules and state is None:
+            key = spec.primary_key(obj.__dict__)
+            item = yield from reads.item(spec.table, key)
+            if item is None:
+                raise ItemNotFoundError(f"{spec.name} {key} does not exist",
+                                        entity=spec.cls, key=key)
+            state = type(obj)._from_item(item)._dynaorm_state
+        return self, state
+
+    def _plan_ops(self, state: InstanceState | None, index: int
+                  ) -> tuple[list[Op], Outcome | None]:
+        return plan_delete(self, state, index)
+
+
+def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
+                ) -> tuple[list[Op], Outcome]:
+    """The actions of a delete planned on ``state`` (``None``: by key, never read), the
+    caller's condition included; the object becomes deleted."""
+    obj, spec = entry.obj, spec_of(type(entry.obj))
+    if isinstance(state, MovedState):  # read from Meta.previous's layout (the caller's
+        return plan_move_delete(entry, state, index)  # condition in its old names)
+    if state is None:  # a plain entity never loaded: delete by key, it must exist
+        key = spec.primary_key(obj.__dict__)
+        b = ActionBuilder(spec, key, index)
+        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.MISSING)))
+        return with_condition(b.ops, entry, spec, index), Outcome(obj, None)
+    old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
+    b = ActionBuilder(spec, state.key, index)
+    conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields)]
+    if spec.versioned:
+        expect_loaded_version(spec, obj, state)
+        conds.append(raw_eq("version", {"N": str(state.version or 0)}))
+    b.ops.append(Delete(state.key, all_of(conds),
+                        b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)))
+    b.guards(old_values, None, state.key, None)
+    if spec.versioned and entry.history:
+        assert spec.table.sk is not None
+        base = spec.base_sk(old_values) or ""
+        for n in range(1, (state.version or 0) + 1):
+            b.ops.append(Delete({**state.key, spec.table.sk: version_sk(base, n)}, None,
+                                b.origin(Role.VERSION, Fail.GONE)))
+    return with_condition(b.ops, entry, spec, index), Outcome(obj, None)

@@ -1,0 +1,325 @@
+"""``s.save(obj)`` as a staged write (:class:`SaveEntry`): what it reads before planning
+where its rules need it, and how it plans (pure, :func:`plan_save`): an insert (the row, a
+versioned entity's first version row and latest copy, its unique guards), an update of a
+loaded row in place (only what changed, conditioned on what it read), a move of a loaded
+row to its new key, a versioned entity's next version, or a move from the previous
+layout (:mod:`dynaorm.write.moves`).
+
+A new versioned entity is planned optimistically as version 1 (its version row and latest
+copy conditioned on absence): only when that version row's condition is refused (a
+deleted predecessor kept its history) is the history read and the insert planned again
+as the next version (:meth:`SaveEntry._rereads`). The common insert reads nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError
+from dynaorm.model.entity import encode_entity, spec_of
+from dynaorm.model.expressions import (
+    Condition,
+    F,
+    all_of,
+    exists,
+    not_exists,
+    raw_eq,
+    rename_paths,
+)
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.rows import parse_version_sk
+from dynaorm.model.spec import EntitySpec
+from dynaorm.model.state import InstanceState, changed_attributes
+from dynaorm.model.timestamps import stamped, stamps
+from dynaorm.write.conditions import (
+    as_loaded,
+    expect_loaded_version,
+    unchanged,
+    undeclared,
+    update_condition,
+    with_condition,
+)
+from dynaorm.write.moves import plan_move_save
+from dynaorm.write.records import (
+    ActionBuilder,
+    ConditionCheck,
+    Delete,
+    Fail,
+    ObjectWrite,
+    Op,
+    Origin,
+    Outcome,
+    Prepared,
+    Put,
+    Reads,
+    Role,
+    Update,
+    Written,
+    claimable,
+    stored_values,
+)
+
+__all__ = ["SaveEntry", "plan_save"]
+
+
+@dataclass(frozen=True, slots=True)
+class SaveEntry(ObjectWrite):
+    """``s.save(obj)``: an insert (new object) or an update (persisted object)."""
+
+    obj: Any
+    overwrite: bool = False
+    condition: Condition | None = None  # the caller's own condition (``condition=``)
+    #: a new versioned entity continues the kept history that ends at this version
+    #: (``None``: not read, planned as version 1 until its version row is refused)
+    after_version: int | None = None
+
+    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+        """The stored state: the object's own, or, for an overwrite of an entity with
+        rules, what is stored now (last writer wins, and its guards are planned from
+        what is stored, not from what was loaded); a new versioned entity whose first
+        version row was refused (``again``), or one in its migration window, continues
+        the history a deleted predecessor kept."""
+        obj = self.obj
+        spec = spec_of(type(obj))
+        state = obj._dynaorm_state
+        if self.overwrite and spec.has_rules:
+            if isinstance(state, MovedState):
+                # read from Meta.previous's layout: planned on what is stored now, under
+                # either layout (the old row again, or the row another writer moved)
+                state = yield from reads.stored_now(spec, state,
+                                                    spec.primary_key(obj.__dict__))
+            else:
+                key = spec.primary_key(obj.__dict__) if state is None else state.key
+                item = yield from reads.item(spec.table, key)
+                state = None if item is None else type(obj)._from_item(item)._dynaorm_state
+        elif (state is not None and not isinstance(state, MovedState)
+              and not spec.versioned and spec.primary_key(obj.__dict__) != state.key):
+            state = yield from _with_unknown(spec, state, reads)
+        if state is None and spec.versioned and self.after_version is None and (
+                again or spec.previous is not None):
+            last = yield from reads.last_version(obj)  # a deleted entity's kept history
+            return dataclasses.replace(self, after_version=last), state
+        return self, state
+
+    def _plan_ops(self, state: InstanceState | None, index: int
+                  ) -> tuple[list[Op], Outcome | None]:
+        return plan_save(self, state, index)
+
+    def _rereads(self, table: str | None, key: PlainKey | None,
+                 state: InstanceState | None) -> bool:
+        spec = spec_of(type(self.obj))
+        if state is None and spec.versioned and self.after_version is None and key:
+            # planned as version 1, and a version 1 row of the commit is taken (a kept
+            # history: this write's, or another's; every such insert reads its own)
+            found = parse_version_sk(str(key.get(spec.table.sk or "", "")))
+            if found is not None and found[0] == 1:
+                return True
+        if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):
+            return False
+        mine = state.key if state is not None else None
+        return key is None or key in (mine, spec.primary_key(self.obj.__dict__))
+
+
+def _with_unknown(spec: Any, state: InstanceState, reads: Reads
+                  ) -> Generator[Any, Any, InstanceState]:
+    """A key move copies the whole item to its new key: the attributes no class here
+    declares that another writer (a newer model) set after the load are read now and
+    carried, conditioned like the rest (the declared ones are conditioned on the load)."""
+    stored = yield from reads.item(spec.table, state.key)
+    if stored is None:
+        return state  # (gone: the move's conditioned delete fails and says so)
+    loaded = state.item
+    new = {k: v for k, v in undeclared(spec, stored).items() if k not in loaded}
+    if not new:
+        return state
+    return InstanceState(state.key, {**loaded, **new}, state.version)
+
+
+def _with(item: Item, extra: Item) -> Item:
+    """``item`` plus the undeclared attributes ``extra`` (the item itself when none)."""
+    return {**extra, **item} if extra else item
+
+
+def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
+              ) -> tuple[list[Op], Outcome]:
+    """The actions of a save planned on ``state`` (``None``: an insert), the caller's
+    condition included, and what the object becomes."""
+    if isinstance(state, MovedState):  # read from Meta.previous's layout: move it (the
+        return plan_move_save(entry, state, index)  # caller's condition in its old names)
+    ops, outcome = _plan_save(entry, state, index)
+    if entry.condition is None or (ops and ops[0].origin.caller is not None):
+        return ops, outcome  # (an update of the row itself carries it already)
+    return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
+
+
+def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
+               ) -> tuple[list[Op], Outcome]:
+    """The ops of a save: an insert (no stored state), a versioned entity's next version,
+    or a loaded row moved to its new key or written in place; stamped with
+    ``Meta.timestamps`` when it writes, and followed by its guards."""
+    obj, spec = entry.obj, spec_of(type(entry.obj))
+    if state is None:
+        return _plan_insert(entry, spec, index)
+    old_values, old_item = stored_values(spec, state)
+    extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
+    if spec.versioned:
+        return _plan_next_version(entry, spec, state, old_values, old_item, index, extra)
+    old_key = state.key
+    old_item = _with(old_item, extra)
+    values = obj.__dict__
+    key = spec.primary_key(values)
+    item = _with(encode_entity(obj, spec, key=key), extra)
+    writes = spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
+        old_item, item)))
+    pairs = stamps(obj, spec, insert=False) if writes else ()  # the updated time moves
+    if pairs:
+        written = stamped(obj, pairs)
+        values = written.__dict__
+        item = _with(encode_entity(written, spec, key=key), extra)
+    b = ActionBuilder(spec, old_key, index)
+    if key != old_key:  # primary key moved: delete the old row, insert the new one
+        _plan_key_move(b, entry, spec, state, old_values, key, item)
+    else:
+        row = _plan_row_write(entry, spec, state, old_values, old_item, key, item, index)
+        if row is None:
+            return [], Outcome(obj, Written(spec, key, item, values))
+        b.ops.append(row)
+    b.guards(old_values, values, old_key, key)
+    return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
+
+
+def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
+                 ) -> tuple[list[Op], Outcome]:
+    """A new object: its row (a versioned entity's next version row and latest copy),
+    conditioned on no live item under its key (unless an overwrite of an entity without
+    rules), and its guards."""
+    obj = entry.obj
+    pairs = stamps(obj, spec, insert=True) if spec.timestamps != (None, None) else ()
+    written = stamped(obj, pairs) if pairs else obj  # obj changes on success only
+    values = written.__dict__
+    version = (entry.after_version or 0) + 1 if spec.versioned else None
+    key = spec.primary_key(values)
+    item = encode_entity(written, spec, version, key)
+    b = ActionBuilder(spec, key, index)
+    strict = not entry.overwrite
+    # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
+    cond = claimable(spec) if strict or spec.has_rules else None
+    if spec.versioned:
+        assert version is not None and cond is not None
+        b.version(key, values, item, version, cond, Fail.EXISTS)
+        b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
+    else:
+        b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
+    b.guards(None, values, None, key)
+    if spec.previous is not None and strict:
+        _no_old_row(b, spec, values, key)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
+                          stamps=pairs)
+
+
+def _no_old_row(b: ActionBuilder, spec: EntitySpec, values: Mapping[str, Any],
+                key: PlainKey) -> None:
+    """A new object of an entity in its migration window (``Meta.previous``): no live
+    entity may be stored at its old key either (it would be the same entity twice, its
+    old row and guards left behind for good); the insert fails with ItemExistsError as
+    on its current key."""
+    layout = spec.previous
+    assert layout is not None
+    old_key = layout.key(values, spec.name)
+    if old_key == key:  # (a move in place: the insert's own condition covers it)
+        return
+    free = claimable(spec)
+    type_attr = spec.table.type_attribute
+    if type_attr is not None:  # (another entity's item at that key is no conflict)
+        free = free | (F(type_attr) != layout.type_name)
+    b.ops.append(ConditionCheck(old_key, free, b.origin(Role.ROW, Fail.EXISTS)))
+
+
+def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
+                   state: InstanceState, old_values: Mapping[str, Any], key: PlainKey,
+                   item: Item) -> None:
+    """A loaded object whose primary key changed: delete the old row (as read: its guard
+    values, and every attribute unless an overwrite) and put the new one where nothing
+    is."""
+    unique_fields = spec.unique_fields
+    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
+    if not entry.overwrite:  # the move copies every attribute: none may have changed,
+        # and none the class writes may have appeared (a value set after the load)
+        keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
+        guard += as_loaded(spec, state.item, {k for k in keys if k} | {
+            spec.attr(f) for f in unique_fields})
+    b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
+    b.owner = key
+    b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
+
+
+def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
+                    old_values: Mapping[str, Any], old_item: Item, key: PlainKey,
+                    item: Item, index: int) -> Op | None:
+    """The write of a loaded object kept under its key: a Put (overwrite) or an Update
+    of the changed attributes, conditioned on what was read (an overwrite: only its
+    guards' values) with the caller's condition ANDed in; ``None`` when nothing
+    changed."""
+    to_set, to_remove = changed_attributes(old_item, item)
+    if spec.unstored and (to_set or to_remove):
+        to_remove = [*to_remove, *_unstored_left(spec, state.item, item)]
+    touched = to_set.keys() | to_remove
+    if not touched:
+        return None
+    unique_fields = spec.unique_fields
+    if entry.overwrite:  # last writer wins: only the guards' stored values are kept
+        # exact (read by the commit just before planning)
+        cond = all_of([exists(spec.table.pk), *unchanged(
+            spec, old_values, unique_fields)]) if unique_fields else None
+    else:
+        cond = update_condition(spec, state, old_values, touched)
+    caller = entry.condition
+    # (an unconditioned overwrite fails only on the caller's condition, if any)
+    fail = Fail.GONE if cond is not None else Fail.CALLER
+    if caller is not None:  # ANDed in here as with_condition does (this is the first row
+        caller = rename_paths(caller, spec.renames)  # action): the action is not built
+        cond = caller if cond is None else all_of([cond, caller])  # twice (plan_save)
+    origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
+    if entry.overwrite:
+        return Put(key, item, cond, origin)
+    return Update(key, to_set, tuple(sorted(to_remove)), cond, origin, (), state.item)
+
+
+def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
+    """Attributes of key-only (or excluded) fields that a stored item still holds (written
+    before the field became key-only): an update of the item removes them."""
+    return [a for n in sorted(spec.unstored) if (a := spec.attr(n)) in stored
+            and a not in item]
+
+
+def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
+                       old_values: Mapping[str, Any], old_item: Item,
+                       index: int, extra: Item) -> tuple[list[Op], Outcome]:
+    """A loaded versioned entity: the next version row (where nothing is) and the latest
+    copy replaced on the condition that it is still at the version read."""
+    obj = entry.obj
+    n = state.version or 0
+    if not entry.overwrite:  # (an overwrite replaces whatever version is stored)
+        expect_loaded_version(spec, obj, state)
+    key = spec.primary_key(obj.__dict__)
+    if key != state.key:
+        raise DynaormError(f"{spec.name}: the key of a versioned entity cannot change "
+                           f"({state.key} -> {key}); delete it and save a new one")
+    if _with(encode_entity(obj, spec, n), extra) == _with(old_item, extra):
+        return [], Outcome(obj, state, version=n)
+    pairs = stamps(obj, spec, insert=False)
+    written = stamped(obj, pairs)
+    values = written.__dict__
+    item = _with(encode_entity(written, spec, n + 1), extra)
+    b = ActionBuilder(spec, key, index)
+    b.version(key, values, item, n + 1, not_exists(spec.table.pk), Fail.CONCURRENT)
+    cond = all_of([raw_eq("version", {"N": str(n)}),
+                   *unchanged(spec, old_values, spec.unique_fields)])
+    b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
+    b.guards(old_values, values, key, key)
+    return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
+                          stamps=pairs)
