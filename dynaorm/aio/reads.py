@@ -26,17 +26,17 @@ class AsyncTerminals(ReadSpec[T]):
     _driver: AsyncDriver
 
     async def __aiter__(self) -> AsyncIterator[T]:
-        stream, decode = self._decoded()
-        async for batch in self._driver.iterate(stream, self._page_operation()):
-            for obj in decode(batch):  # one at a time: a loop may stop early
+        sel = self._selection()
+        async for batch in self._driver.iterate(self._items(sel), self._page_operation()):
+            for obj in sel.decoded(batch):  # one at a time: a loop may stop early
                 yield obj
 
     async def all(self) -> list[T]:
         """Every result, as a list."""
-        stream, decode = self._decoded()
+        sel = self._selection()
         found: list[T] = []
-        await self._driver.collect(stream, self._page_operation(),
-                                   lambda batch: found.extend(decode(batch)))
+        await self._driver.collect(self._items(sel), self._page_operation(),
+                                   lambda batch: found.extend(sel.decoded(batch)))
         return found
 
     async def grouped(self) -> Grouped:

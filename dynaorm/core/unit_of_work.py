@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.staging import Staging, check_concurrency, history_spec
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
-from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.entity import Entity, answer_reader, spec_of
 from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE, parse_version_sk
 from dynaorm.model.spec import EntitySpec
@@ -42,14 +42,16 @@ FIND_ROUNDS = 3
 
 
 def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
-               origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
+               origins: tuple[type[Entity], ...] = (), reader: Any = None
+               ) -> Proto[Item | None]:
     """The item at ``key`` in ``table`` (GetItem; a key DynamoDB would refuse raises
-    before anything is sent)."""
+    before anything is sent); with ``reader`` (:func:`~dynaorm.model.entity.answer_reader`),
+    the object it read from the answer's bytes where it could."""
     check_read_key(table, key, "/".join(o.__name__ for o in origins) or "item")
     request: dict[str, Any] = {"TableName": table.name, "Key": wire_key(key)}
     if consistent:
         request["ConsistentRead"] = True
-    out = yield from call("GetItem", request, origins)
+    out = yield from call("GetItem", request, origins, reader=reader)
     item: Item | None = out.get("Item")
     return item
 
@@ -134,7 +136,10 @@ class UnitOfWork(Staging):
                fields: Mapping[str, Any]) -> Proto[T | None]:
         spec = self._spec(entity)
         key = self._lookup_key(spec, fields, version)
-        item = yield from get_item_p(spec.table, key, consistent, (entity,))
+        item = yield from get_item_p(spec.table, key, consistent, (entity,),
+                                     answer_reader({spec.type_name: (entity, spec)}))
+        if isinstance(item, entity):  # (read from the answer's bytes)
+            return item
         if item is not None and spec.owns(item):
             return entity._from_item(item, spec)
         if spec.previous is not None and version is None:  # a migration window

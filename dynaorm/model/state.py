@@ -128,7 +128,8 @@ class LoadedPage:
         last = _last_page
         if last is not None and last[0] is self:
             return last[1]
-        items: list[Item] = json.loads(self.data).get("Items", [])
+        answer = json.loads(self.data)  # (a GetItem's: its one Item)
+        items: list[Item] = answer["Items"] if "Items" in answer else [answer["Item"]]
         if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
             items = [{k: binary_from_json(av) for k, av in item.items()} for item in items]
         _last_page = (self, items)

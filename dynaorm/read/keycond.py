@@ -12,9 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from dynaorm._types import AttributeValue
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.keys import key_order
+from dynaorm.model.keys import key_av, key_order
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import EntitySpec, IndexKeys
@@ -45,6 +46,16 @@ class KeyPlan:
     exclude: str | None = None        # drop the item whose sort key equals this
     history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
     nothing: bool = False             # the condition names only rows another type's key wins
+
+    def conditions(self, i: int) -> list[tuple[str, str, tuple[AttributeValue, ...]]]:
+        """Stream ``i``'s key condition as data, what the request renders and what a
+        cursor's position is checked against: ``(attribute, operator, values)``, the
+        partition's ``=`` first, then the sort key's condition if any."""
+        out: list[tuple[str, str, tuple[AttributeValue, ...]]] = [
+            (self.pk_attr, "=", (key_av(self.pk_values[i]),))]
+        if self.sk_op is not None and self.sk_attr is not None:
+            out.append((self.sk_attr, self.sk_op, tuple(key_av(v) for v in self.sk_values)))
+        return out
 
     @property
     def empty(self) -> bool:

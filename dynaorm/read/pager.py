@@ -49,6 +49,10 @@ class Pager:
     order_attrs: tuple[str | None, str] = (None, "pk")
     #: tells items no entity owns (counted in ``skipped``); None: nothing is foreign
     foreign: Callable[[Item], bool] | None = None
+    #: how the answers may be read from their bytes into objects (see
+    #: :meth:`~dynaorm.read.selection.Selection.reader`); a merge of several ordered
+    #: streams has none (it orders the items by their stored keys)
+    reader: Callable[[bytes], dict[str, Any] | None] | None = None
     #: items read that no entity owns
     skipped: int = 0
     _buffers: list[deque[Item]] = field(init=False)

@@ -22,7 +22,7 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
-from dynaorm.model.entity import LoadedItems, answer_reader, load_page
+from dynaorm.model.entity import LoadedItems, answer_reader, raw_state
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
@@ -188,8 +188,11 @@ class Selection(Generic[T]):
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
-    def position(self, item: Item) -> Item:
-        """The ExclusiveStartKey that resumes right after ``item``."""
+    def position(self, item: Item | T) -> Item:
+        """The ExclusiveStartKey that resumes right after ``item`` (of an object read from
+        the answer's bytes, its stored item's: its page decodes again, once)."""
+        if type(item) is not dict:
+            item = raw_state(item).peek_item()  # type: ignore[arg-type,union-attr]
         return {a: item[a] for a in self.key_attrs if a in item}
 
     def pack(self, position: Any, fixed: Mapping[str, Any]) -> Any:
@@ -233,51 +236,32 @@ class Selection(Generic[T]):
                 raise InvalidCursorError("page cursor holds a malformed position")
         return position
 
-    def decode(self, item: Item) -> T:
-        """The entity object of a (whole) result item."""
+    def decode(self, item: Item | T) -> T:
+        """The entity object of a (whole) result item (an object read from the answer's
+        bytes is one already)."""
+        if type(item) is not dict:
+            return item  # type: ignore[return-value]
         name = self.type_of(item) if self.shapeless else item[self.type_attr]["S"]
         cls, spec = self.types[name or ""]
         obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
         return obj
 
-    def decoded(self, items: Sequence[Item]) -> Iterator[T]:
-        """The entity objects of (whole) result items, in order, one at a time (as
-        :meth:`decode` gives them)."""
-        if items and type(items[0]) is not dict:  # a batch of an answer_reader's objects
+    def decoded(self, items: Sequence[Item | T]) -> Iterator[T]:
+        """The entity objects of (whole) result items, in order, one at a time (a loop
+        may stop early: the rest are not decoded)."""
+        if dict not in map(type, items):  # objects read from the answers' bytes
             return iter(items)  # type: ignore[arg-type]
-        if self._single is not None:  # one type: every result is one of it
-            cls, spec = self._single
-            return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
-        if not self.shapeless and type(items) is list:  # one call for the whole page
-            page = load_page(self.type_attr, self.types, items)
-            if page is not None:
-                return page
-        loaders: dict[str, Callable[[Item], T]] = {}  # each type's loader, made once a page
-
-        def load(item: Item) -> T:
-            name = (self.type_of(item) if self.shapeless else item[self.type_attr]["S"]) or ""
-            loader = loaders.get(name)
-            if loader is None:
-                cls, spec = self.types[name]
-                loader = loaders[name] = cls._loader(spec)  # type: ignore[attr-defined]
-            return loader(item)
-
-        return map(load, items)
+        return map(self.decode, items)
 
     def reader(self) -> Callable[[bytes], dict[str, Any] | None] | None:
-        """How a read of whole items (one stream, no limit) may read each answer's bytes
-        into its objects itself (:func:`~dynaorm.model.entity.answer_reader`), or
-        ``None``: a read whose results are not decided by the type attribute alone."""
+        """How a read of whole items may read each answer's bytes into its objects
+        itself (:func:`~dynaorm.model.entity.answer_reader`), or ``None``: a read whose
+        results are not decided by the type attribute alone (key shapes, a TTL, a
+        strict bound, history, latest copies among several types), or whose items are
+        read again by key."""
         if self.shapeless or self.fetch or not self._by_type_only:
             return None
         return answer_reader(self.types)
-
-    @functools.cached_property
-    def _single(self) -> tuple[type[T], EntitySpec] | None:
-        """The requested type, when there is one and results need not be told apart."""
-        if len(self.types) != 1 or self.shapeless:
-            return None
-        return next(iter(self.types.values()))
 
     @property
     def server_filterable(self) -> bool:

@@ -12,7 +12,7 @@ a cursor from either kind of session resumes in the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 
@@ -89,6 +89,11 @@ class ReadSpec(Generic[T]):
         left out of cursors, and imposed on the positions a cursor brings back."""
         return {}
 
+    def _key_conditions(self, i: int) -> list[tuple[str, str, tuple[Any, ...]]]:
+        """Stream ``i``'s key condition as data (none for a scan): what a cursor's
+        position must satisfy (:func:`~dynaorm.read.cursor.check_positions`)."""
+        return []
+
     def _describe(self) -> str:
         raise NotImplementedError  # pragma: no cover
 
@@ -150,22 +155,27 @@ class ReadSpec(Generic[T]):
 
     def _pager(self, sel: Selection[T], positions: list[Any],
                attrs: Sequence[str] = ()) -> Pager:
-        requests = ([self._request(0, sel, attrs=attrs)] if len(positions) == 1 else
-                    [self._request(i, sel, attrs=attrs) for i in range(len(positions))])
+        """The paging state of this read from ``positions``; its answers read from their
+        bytes into objects where they can be (whole items, not a merge of ordered
+        streams: :meth:`Selection.reader`), else as items (decoded later)."""
+        n = len(positions)
+        requests = ([self._request(0, sel, attrs=attrs)] if n == 1 else
+                    [self._request(i, sel, attrs=attrs) for i in range(n)])
+        reader = None if attrs or (n > 1 and self._ordered) else sel.reader()
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
-                     foreign=sel.foreign)
+                     foreign=sel.foreign, reader=reader)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
-             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None,
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None) -> Stream:
-        """Results in order, requests sent as the pager asks (several at once).
+             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None
+             ) -> Stream:
+        """Results in order (items, or objects read from the answers' bytes), requests
+        sent as the pager asks (several at once).
 
         Results go out in batches (what the pager holds), each at most ``room()``: how
         many the consumer still takes (``None``: any number; at least 1 whenever it
         resumes the stream). A consumer that stops once its room is filled so leaves
         the pager exactly where it would have item by item, and nothing more is read.
-        ``reader``: see :meth:`Selection.reader` (its batches are objects).
         """
         op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
@@ -176,7 +186,7 @@ class ReadSpec(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                outs = yield from gather([call(op, r, origins, reader=reader)
+                outs = yield from gather([call(op, r, origins, reader=pager.reader)
                                           for _, r in wanted], FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)
@@ -236,33 +246,24 @@ class ReadSpec(Generic[T]):
         return limit
 
     def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Stream:
-        """Result items (projected to ``attrs`` when given), up to ``limit``."""
-        if self._limit is None and not sel.fetch:  # the common read: _run's stream itself
-            pager = self._pager(sel, [None] * self._streams(), attrs)
-            return self._run(pager, self._iter_limit(lambda: None))
-        return self._limited_items(sel, attrs)
-
-    def _limited_items(self, sel: Selection[T], attrs: Sequence[str]) -> Stream:
-        """:meth:`_items` of a read with a ``limit`` or whose items are read by key."""
+        """Results (projected to ``attrs`` when given), up to ``limit``: what iteration
+        and every terminal reading to the end drive."""
         pager = self._pager(sel, [None] * self._streams(), attrs)
-        count = 0
         want = self._limit
-
-        def remaining() -> int | None:
-            return None if want is None else want - count
-
-        stream = self._results(sel, pager, want, self._iter_limit(remaining),
-                               room=remaining)
         if want is None:
-            yield from stream
-            return
+            return self._results(sel, pager, None, self._iter_limit(lambda: None))
+        count = 0
+
+        def remaining() -> int:
+            return want - count
 
         def seen(batch: Sequence[Item]) -> bool:
             nonlocal count
             count += len(batch)
             return count >= want
 
-        yield from forward(stream, seen)
+        return forward(self._results(sel, pager, want, self._iter_limit(remaining),
+                                     room=remaining), seen)
 
     # -- protocols of the terminals (both session kinds drive these) -----------------
     def _collect_p(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Proto[list[Item]]:
@@ -328,18 +329,6 @@ class ReadSpec(Generic[T]):
             items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
         return [sel.lookup_of(item) for item in items]
 
-    def _decoded(self) -> tuple[Stream, Callable[[Sequence[Item]], Iterator[T]]]:
-        """The stream of result items and how a batch of them decodes, one object at a
-        time (what iteration drives)."""
-        sel = self._selection()
-        if self._limit is None and not sel.fetch and self._streams() == 1:
-            reader = sel.reader()
-            if reader is not None:  # each answer's objects validated from its bytes
-                pager = self._pager(sel, [None])
-                return self._run(pager, self._iter_limit(lambda: None), reader=reader), (
-                    sel.decoded)
-        return self._items(sel), sel.decoded
-
     def _page_operation(self) -> Operation:
         """What the hooks are told each page of this read is."""
         return Operation(self._operation.lower(), (self._table_name(),), self._entities)
@@ -362,29 +351,32 @@ class ReadSpec(Generic[T]):
         return fingerprint({"o": self._operation, "r": probe, "t": types, "x": sel.exclude,
                             "h": sel.history_base, "n": self._streams()})
 
-    def _accept_cursor(self, cursor: str | None, fp: str, sel: Selection[T]) -> tuple[
-            list[Any], int]:
+    def _accept_cursor(self, cursor: str, fp: str, sel: Selection[T]) -> tuple[list[Any], int]:
         """THE place where a client's cursor is accepted: decoded, verified, and its
-        positions checked against this read. Returns (positions, results served)."""
-        from dynaorm.read.cursor import check_cursor, decode_cursor_state, read_secret
+        positions checked against this read's plan (its partitions and key conditions).
+        Returns (positions, results served)."""
+        from dynaorm.read.cursor import check_positions, decode_cursor_state, read_secret
 
         n = self._streams()
-        if cursor is None:
-            return [None] * n, 0
         try:
             packed, served = decode_cursor_state(cursor, fp, n, secret=read_secret(self))
             positions = [sel.unpack(p, self._fixed(i)) for i, p in enumerate(packed)]
-            check_cursor(self, sel, positions, served)  # inside the read's partitions and range
-            if served < 0 or (self._limit is not None and served > self._limit):
-                raise InvalidCursorError("page cursor does not fit this query")
+            check_positions(positions, served, limit=self._limit,
+                            conditions=[self._key_conditions(i) for i in range(n)],
+                            key_attrs=sel.key_attrs,
+                            roles=spec_of(self._entities[0]).table.key_roles())
         except InvalidCursorError as exc:
             raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
         return positions, served
 
     def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
         sel = self._selection()
-        fp = self._fingerprint(sel)
-        positions, served = self._accept_cursor(cursor, fp, sel)
+        fp = None  # the read's fingerprint: made only when a cursor comes in or goes out
+        positions: list[Any] = [None] * self._streams()
+        served = 0
+        if cursor is not None:
+            fp = self._fingerprint(sel)
+            positions, served = self._accept_cursor(cursor, fp, sel)
         pager = self._pager(sel, positions)
         items: list[T] = []
         if self._ordered:
@@ -421,6 +413,6 @@ class ReadSpec(Generic[T]):
         from dynaorm.read.cursor import encode_cursor, read_secret
 
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
-        return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)),
-                    pager.skipped)
+        return Page(items, encode_cursor(fp or self._fingerprint(sel), packed, served,
+                                         secret=read_secret(self)), pager.skipped)
 

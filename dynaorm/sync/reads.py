@@ -26,9 +26,9 @@ class SyncTerminals(ReadSpec[T]):
     _driver: SyncDriver
 
     def __iter__(self) -> Iterator[T]:
-        stream, decode = self._decoded()
-        for batch in self._driver.iterate(stream, self._page_operation()):
-            yield from decode(batch)  # one at a time: a loop may stop early
+        sel = self._selection()
+        for batch in self._driver.iterate(self._items(sel), self._page_operation()):
+            yield from sel.decoded(batch)  # one at a time: a loop may stop early
 
     def all(self) -> list[T]:
         """Every result, as a list."""
