@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from dynaorm._types import AttributeValue
-from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.keys import key_av, key_order
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
@@ -112,89 +111,11 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``;
     where another entity's literal sort key outranks this one's template in the partition
     (a table without a type attribute), the condition leaves it out when it is one of its
-    ends (:func:`skip_literals`; elsewhere in the range the read drops it). A query
-    without a sort-key condition, history or shard is planned by its shape (:func:`_shape`:
-    what the field names decide is worked out once per entity, index and names)."""
-    if cond is None and not history and shard is None:  # most queries: planned by shape
-        shape = _shape(spec, index, fields, latest)
-        if shape is not None:
-            return shape.plan(fields)
+    ends (:func:`skip_literals`; elsewhere in the range the read drops it)."""
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
     if index is None and spec.table.type_attribute is None and spec.outranked_by():
         return skip_literals(spec, plan)
     return plan
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """How every query of one shape -- entity, index, the names of its fields, no sort-key
-    condition -- plans its keys: what :func:`_plan_keys` decides from the names alone
-    (checks, templates, the sort-key operator), kept; only the values are rendered for
-    each query (:meth:`plan`)."""
-
-    owner: str
-    index: str | None
-    pk_attr: str
-    sk_attr: str | None
-    pk: KeyTemplate
-    sk: KeyTemplate | None
-    #: the leading sort-key fields the query names
-    sk_names: tuple[str, ...]
-    #: ``"="`` (they name the whole sort key), ``"begins_with"``, or ``None`` (no condition)
-    op: str | None
-    vprefix: str
-    #: the sort-key value of a query naming no sort-key field (its template's prefix)
-    constant: str | None
-
-    def plan(self, fields: Mapping[str, Any]) -> KeyPlan:
-        """The plan of a query of this shape with these field values."""
-        pk_values = (self.pk.render(fields, self.owner),)
-        if self.op is None or self.sk is None:
-            return KeyPlan(self.index, self.pk_attr, self.sk_attr, pk_values)
-        value = self.constant
-        if value is None:  # (a rendered prefix is never empty: a field's value is not)
-            values = {name: fields[name] for name in self.sk_names}
-            value = _pre(self.vprefix, self.sk.render(values, self.owner) if self.op == "="
-                         else self.sk.render_prefix(values, self.owner))
-        return KeyPlan(self.index, self.pk_attr, self.sk_attr, pk_values, self.op, (value,))
-
-
-#: (entity class, index, the query's field names, latest) -> the :class:`_Shape` of its
-#: queries without a sort-key condition (``None``: a shape planned the plain way)
-_SHAPES: dict[tuple[Any, ...], _Shape | None] = cache("keycond.shapes")
-
-
-def _shape(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-           latest: bool) -> _Shape | None:
-    """The :class:`_Shape` of a query without a sort-key condition, history or shard (made
-    by the plain planning on the shape's first query: a shape it refuses is refused each
-    time, as the plain way), or ``None`` where it is planned the plain way: a sharded
-    partition key, and a table without a type attribute (what outranks a template there
-    changes with the table's classes)."""
-    key = (spec.cls, index, tuple(fields), latest)
-    try:
-        return _SHAPES[key]
-    except KeyError:
-        shape = _SHAPES[key] = _shape_of(spec, index, fields, latest)
-        return shape
-
-
-def _shape_of(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-              latest: bool) -> _Shape | None:
-    """The shape of a query of ``fields`` (their names), after planning it the plain way
-    once (which raises what the names make wrong); ``None`` where it is planned so."""
-    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
-    if SHARD_FIELD in pk.fields or (index is None and spec.table.type_attribute is None):
-        return None
-    plan = _plan_keys(spec, index, fields, None, latest=latest)
-    vprefix = LATEST_PREFIX if latest else ""
-    if sk is None or plan.sk_op is None:
-        return _Shape(spec.name, index, pk_attr, sk_attr, pk, sk, (), None, vprefix, None)
-    keywords = [k for k in fields if k not in pk.fields]
-    names = _leading_fields(spec, sk, fields, dict.fromkeys(keywords))
-    constant = None if names else plan.sk_values[0]
-    return _Shape(spec.name, index, pk_attr, sk_attr, pk, sk, tuple(names), plan.sk_op,
-                  vprefix, constant)
 
 
 def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:
