@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm._types import Item
-from dynaorm.errors import DynaormError
 from dynaorm.model.keys import key_order, key_value
 
 __all__ = ["DONE", "Pager", "per_request_limit"]
@@ -59,8 +58,6 @@ class Pager:
     _resume: list[Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        if len(self.positions) != len(self.requests):
-            raise DynaormError("a read's positions do not match its streams")  # pragma: no cover
         self.positions = list(self.positions)
         self._buffers = [deque() for _ in self.requests]
         self._resume = list(self.positions)
@@ -73,19 +70,10 @@ class Pager:
         """Requests to answer before the next result can be chosen (empty: call
         :meth:`take`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
         buffers, resume = self._buffers, self._resume
-        if len(buffers) == 1:  # one stream (the common read): the same tests, unrolled
-            if buffers[0] or resume[0] is DONE:
-                return []
-            empty = [0]
-            size = limit(0 if self.positions[0] is DONE else 1)
-        else:
-            empty = [i for i in range(len(buffers))
-                     if not buffers[i] and resume[i] is not DONE]
-            if not empty:
-                return []
-            if not self.ordered and any(buffers):
-                return []  # a scan hands out what it holds before reading on
-            size = limit(len(self.live()))
+        empty = [i for i in range(len(buffers)) if not buffers[i] and resume[i] is not DONE]
+        if not empty or (not self.ordered and any(buffers)):
+            return []  # (a scan hands out what it holds before reading on)
+        size = limit(len(self.live()))
         out = []
         for i in empty:
             request = dict(self.requests[i])

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import base64
-import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -159,20 +158,7 @@ class Selection(Generic[T]):
         """The results among a response's ``items``, in order (:meth:`keep` of each)."""
         if type(items) is LoadedItems:  # objects read from the answer's bytes, all results
             return items
-        if self._by_type_only:
-            # The common read: only the type attribute decides (no TTL, bound, history
-            # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
-            # (an absent type attribute reads as _NO_VALUE, which holds no "S": dropped)
-            attr, types, no_value = self.type_attr, self.types, _NO_VALUE
-            return [item for item in items if item.get(attr, no_value).get("S") in types]
-        keep = self.keep
-        return [item for item in items if keep(item)]
-
-    @functools.cached_property
-    def _by_type_only(self) -> bool:
-        """Whether :meth:`keep` is decided by the type attribute alone."""
-        return not (self.by_shape or self.ttl_attr is not None or self.exclude is not None
-                    or self.history_base is not None or self.latest_only)
+        return [item for item in items if self.keep(item)]
 
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
@@ -259,7 +245,9 @@ class Selection(Generic[T]):
         results are not decided by the type attribute alone (key shapes, a TTL, a
         strict bound, history, latest copies among several types), or whose items are
         read again by key."""
-        if self.shapeless or self.fetch or not self._by_type_only:
+        if (self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
+                or self.exclude is not None or self.history_base is not None
+                or self.latest_only):
             return None
         return answer_reader(self.types)
 
@@ -283,55 +271,37 @@ class Selection(Generic[T]):
         for extra in parts[1:]:
             cond = cond | extra
         if ttl and self.ttl_attr is not None:  # expired, not yet deleted: not a result
-            cond = cond & self.ttl_cutoff()
+            ttl_attr = F(self.ttl_attr)  # (no TTL, or one still ahead)
+            cond = cond & (ttl_attr.not_exists() | (ttl_attr > int(time.time())))
         return cond
 
-    def ttl_cutoff(self) -> Condition:
-        """Items without a TTL, or whose TTL is still ahead."""
-        assert self.ttl_attr is not None
-        return F(self.ttl_attr).not_exists() | (F(self.ttl_attr) > int(time.time()))
-
-    @property
-    def client_rules(self) -> bool:
-        """Rules only the client can apply (a strict bound, history, latest copies among
-        several types): a server-side count cannot see them."""
-        return bool(self.exclude or self.history_base or self.latest_only)
-
     def counts_on_client(self, latest_on_server: bool) -> bool:
-        """Whether a count must read keys and apply :attr:`client_rules` itself. With
+        """Whether a count must read keys and apply the rules only the client can (a
+        strict bound, history, latest copies among several types) itself. With
         ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``) the latest-copy
         rule is part of the server's filter, so it alone does not need the client."""
         latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
         return bool(self.exclude or self.history_base or latest_on_client)
 
     # -- partial reads -----------------------------------------------------------------
-    def field_names(self) -> frozenset[str]:
-        return frozenset().union(*(s.field_names for _, s in self.types.values()))
-
     def check_fields(self, names: Iterable[str]) -> None:
-        known = self.field_names()
+        known = frozenset().union(*(s.field_names for _, s in self.types.values()))
         unknown = sorted(set(names) - known)
         if unknown:
             owners = "/".join(sorted(self.types))
             raise DynaormError(f"{owners} has no field(s) {unknown}")
 
-    def values_of(self, item: Item, names: Sequence[str]) -> dict[str, Any]:
+    def values_of(self, item: Item, names: Sequence[str] | None = None) -> dict[str, Any]:
         """``{name: value}`` of ``names`` from ``item`` (typed like the entity's field;
-        ``None`` for a field the item lacks)."""
+        ``None`` for a field the item lacks); ``None``: the fields ``get`` takes."""
         name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
-        cls = self.types[name][0] if name is not None and name in self.types else None
-        spec = self.types[name][1] if cls is not None and name is not None else None
+        cls, spec = self.types.get(name or "", (None, None))
         data = spec.decode_fields(item) if spec is not None else {}
+        if names is None:
+            assert spec is not None
+            names = spec.lookup_fields
         return {n: _field_value(cls, n, item.get(self.renames.get(n, n)), data.get(n))
                 for n in names}
-
-    def lookup_of(self, item: Item) -> dict[str, Any]:
-        """The fields ``get`` takes, from ``item``."""
-        name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
-        cls, spec = self.types[name or ""]
-        data = spec.decode_fields(item)
-        return {n: _field_value(cls, n, item.get(spec.attr(n)), data.get(n))
-                for n in spec.lookup_fields}
 
 
 #: per (entity class, field): a TypeAdapter takes milliseconds to build

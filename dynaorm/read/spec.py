@@ -327,7 +327,7 @@ class ReadSpec(Generic[T]):
             lookup = [f for _, s in sel.types.values() for f in s.lookup_fields]
             attrs = [*lookup, *sel.key_attrs, sel.type_attr]
             items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
-        return [sel.lookup_of(item) for item in items]
+        return [sel.values_of(item) for item in items]
 
     def _page_operation(self) -> Operation:
         """What the hooks are told each page of this read is."""
