@@ -16,7 +16,7 @@ from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, en
 from dynaorm.model.fastload import Fast, collector_paused, fast_answer, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import Deleted, InstanceState, LoadedPage
+from dynaorm.model.state import Deleted, InstanceState, LoadedPage, decoded_numbers
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
 __all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "raw_state", "spec_of"]
@@ -148,7 +148,7 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
         except ValidationError:
             pass  # not expressible there (or does not fit): the plain way says which
         else:
-            return _mark_loaded(obj, spec, item, _values(obj, spec), checked=True)
+            return _mark_loaded(obj, spec, item, decoded_numbers(item, spec.stored_fields))
     plain_names = spec.plain_field_names
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
@@ -166,19 +166,10 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     return _mark_loaded(obj, spec, item, decoded)
 
 
-def _values(obj: Any, spec: EntitySpec) -> dict[str, Any]:
-    """``obj``'s field values by stored attribute name (as validated: the snapshot shares
-    those that render back to what was read)."""
-    values: dict[str, Any] = obj.__dict__
-    renames = spec.renames
-    return {renames.get(n, n): v for n, v in values.items()} if renames else values
-
-
-def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any],
-                 checked: bool = False) -> Any:
+def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]) -> Any:
     """``obj`` marked persisted as loaded from ``item`` (``decoded``: the values it was
-    validated from, by stored attribute name, shared with the snapshot; ``checked``: or
-    its validated values, see :meth:`InstanceState.loaded`)."""
+    validated from, by stored attribute name, shared with the snapshot; see
+    :meth:`InstanceState.loaded`)."""
     key_attrs = spec.table_key_attrs
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
@@ -187,7 +178,7 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
         key = {a: key_value(item[a]) for a in key_attrs}
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
-                                         spec.type_name, key, version, checked))
+                                         spec.type_name, key, version))
     return obj
 
 

@@ -18,7 +18,7 @@ import itertools
 import json
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from decimal import Decimal
 from typing import Any, Final, final
 
@@ -27,7 +27,7 @@ from dynaorm.caches import cache
 from dynaorm.model.codec import binary_from_json, decode_number
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "changed_attributes",
-]
+           "decoded_numbers"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -69,15 +69,12 @@ def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Sh
     return found
 
 
-def _number_read(value: Any, text: str) -> int | Decimal:
-    """A number field's validated ``value`` where it renders back to its stored ``text``
-    (an ``int`` or ``Decimal`` spelt so), else what decoding ``text`` gives (a loaded
-    snapshot holds what a plain load holds: :meth:`InstanceState.loaded`)."""
-    kind = type(value)
-    if (kind is int or (kind is Decimal and ("." in text or "e" in text or "E" in text))) and (
-            str(value) == text):
-        return value  # type: ignore[no-any-return]  # (renders back to ``text``)
-    return decode_number(text)  # (whole numbers' text decodes to an int, even "-0")
+def decoded_numbers(item: Item, fields: Container[str]) -> dict[str, Any]:
+    """The number attributes of ``item`` that store ``fields`` (stored names), decoded:
+    the values a plain load's snapshot shares (:meth:`InstanceState.loaded`; every other
+    attribute keeps its wire form), for an object validated from the wire form itself."""
+    return {name: decode_number(av["N"]) for name, av in item.items()
+            if "N" in av and name in fields}
 
 
 def _render(value: Any) -> AttributeValue:
@@ -116,10 +113,8 @@ class LoadedPage:
         load of it makes it: its fields' numbers decoded, everything else as stored."""
         item = self.items()[at]
         kind = item[self.type_attr]["S"]
-        fields = self.fields[kind]
-        decoded = {name: decode_number(av["N"]) for name, av in item.items()
-                   if "N" in av and name in fields}
-        return InstanceState.loaded(item, decoded, self.key_attrs, self.type_attr, kind)
+        return InstanceState.loaded(item, decoded_numbers(item, self.fields[kind]),
+                                    self.key_attrs, self.type_attr, kind)
 
     def items(self) -> list[Item]:
         """The page's items as stored (decoded once for the last page asked: the objects
@@ -173,15 +168,13 @@ class InstanceState:
     @classmethod
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
-               version: int | None = None, checked: bool = False) -> InstanceState:
+               version: int | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
         value objects are shared); ``key_attrs`` are the table's key attributes (the
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
         discriminator, whose stored string is replaced by the entity's own one.
-        ``checked``: ``decoded`` holds validated values (numbers validated from their text,
-        booleans), shared only where they render back to the very wire form read.
         """
         avs = item.values()
         values = list(map(dict.get, avs, _S, avs))  # (wire_values, inline)
@@ -194,8 +187,6 @@ class InstanceState:
                 av = values[at]
                 if type(av) is dict:
                     value = decoded.get(names[at], _MISSING)
-                    if checked and value is not _MISSING and "N" in av:
-                        value = _number_read(value, av["N"])
                     if value is None or type(value) in _SCALARS:
                         values[at] = value  # shared with the entity; stands for its wire form
         at = shape.type_at
