@@ -29,9 +29,10 @@ import binascii
 import hashlib
 import hmac
 import json
+import operator
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -183,20 +184,22 @@ def _scalar(av: Mapping[str, Any]) -> tuple[str, Any]:
     return tag, raw
 
 
+#: a key condition's comparisons (``begins_with`` and ``BETWEEN`` are :func:`_holds`' own)
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
 def _holds(value: Mapping[str, Any], op: str, bounds: Sequence[Any]) -> bool:
     tag, got = _scalar(value)
     parsed = [_scalar(b) for b in bounds]
     if any(t != tag for t, _ in parsed):
         return False
     ends = [v for _, v in parsed]
-    if op == "=":
-        return bool(got == ends[0])
     if op == "begins_with":
         return isinstance(got, str | bytes) and got[:len(ends[0])] == ends[0]
     if op == "BETWEEN":
         return bool(ends[0] <= got <= ends[1])
-    return bool({"<": got < ends[0], "<=": got <= ends[0], ">": got > ends[0],
-                 ">=": got >= ends[0]}[op])
+    return _COMPARE[op](got, ends[0])
 
 
 def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,

@@ -17,7 +17,7 @@ from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.keys import key_av, key_order
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
-from dynaorm.model.spec import EntitySpec, IndexKeys
+from dynaorm.model.spec import EntitySpec
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
@@ -77,14 +77,9 @@ def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTem
         return spec.pk, spec.sk, spec.table.pk, spec.table.sk, "primary"
     for idx in spec.indexes:
         if idx.name == index:
-            return _index_templates(idx)
+            return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
     raise DynaormError(f"{spec.name} declares no keys for index {index!r} "
                        f"(Meta.indexes has: {', '.join(i.name for i in spec.indexes) or 'none'})")
-
-
-def _index_templates(idx: IndexKeys) -> tuple[KeyTemplate, KeyTemplate | None, str,
-                                              str | None, str]:
-    return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
 
 
 def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],

@@ -312,35 +312,29 @@ class ReadSpec(Generic[T]):
         sel = self._selection()
         sel.check_fields(fields)
         names = list(dict.fromkeys(fields))
-        if sel.fetch:
-            items = yield from self._collect_p(sel)
-        else:
-            attrs = [*names, *sel.key_attrs, sel.type_attr]
-            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        items = yield from self._holding_p(sel, names)
         return [sel.values_of(item, names) for item in items]
 
     def _keys_p(self) -> Proto[list[dict[str, Any]]]:
         sel = self._selection()
-        if sel.fetch:
-            items = yield from self._collect_p(sel)
-        else:
-            lookup = [f for _, s in sel.types.values() for f in s.lookup_fields]
-            attrs = [*lookup, *sel.key_attrs, sel.type_attr]
-            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        items = yield from self._holding_p(sel, [f for _, s in sel.types.values()
+                                                 for f in s.lookup_fields])
         return [sel.values_of(item) for item in items]
 
-    def _page_operation(self) -> Operation:
-        """What the hooks are told each page of this read is."""
-        return Operation(self._operation.lower(), (self._table_name(),), self._entities)
+    def _holding_p(self, sel: Selection[T], names: Sequence[str]) -> Proto[list[Item]]:
+        """The result items holding ``names``: projected to them (and to what tells the
+        items apart), or whole where they are read by key."""
+        attrs = () if sel.fetch else dict.fromkeys([*names, *sel.key_attrs, sel.type_attr])
+        return (yield from self._collect_p(sel, list(attrs)))
+
+    def _operation_of(self, terminal: str | None = None) -> Operation:
+        """What the hooks are told this read is: each page of an iteration, or (named)
+        a terminal that reads to its end (``count``, ``values``, ``keys``, ``page``)."""
+        name = self._operation.lower() + ("" if terminal is None else f".{terminal}")
+        return Operation(name, (self._table_name(),), self._entities)
 
     def _table_name(self) -> str:
         return spec_of(self._entities[0]).table.name
-
-    def _one_operation(self, name: str) -> Operation:
-        """What the hooks are told a terminal that reads to its end (``count``,
-        ``values``, ``keys``, ``page``) is."""
-        return Operation(f"{self._operation.lower()}.{name}", (self._table_name(),),
-                         self._entities)
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
@@ -379,33 +373,27 @@ class ReadSpec(Generic[T]):
             positions, served = self._accept_cursor(cursor, fp, sel)
         pager = self._pager(sel, positions)
         items: list[T] = []
-        if self._ordered:
-            size = self._page_size or self._limit or DEFAULT_PAGE_SIZE
-            rounds = None
-
-            def per_request(live: int) -> int | None:
-                return per_request_limit(size - len(items), live)
-        else:
-            size = -1
-            rounds = 1
-
-            def per_request(live: int) -> int | None:
-                return self._page_size or DEFAULT_PAGE_SIZE
+        ordered = self._ordered  # (a scan's page: one request per segment still reading)
+        want = (self._page_size or self._limit or DEFAULT_PAGE_SIZE) if ordered else None
         if self._limit is not None:
             left = self._limit - served
-            size = left if size < 0 else min(size, left)
-        if size != 0:
-            want = None if size < 0 else size
+            want = left if want is None else min(want, left)
 
-            def take(batch: Sequence[Item]) -> bool:
-                items.extend(sel.decoded(batch))
-                return len(items) == size
+        def per_request(live: int) -> int | None:
+            if not ordered or want is None:
+                return self._page_size or DEFAULT_PAGE_SIZE
+            return per_request_limit(want - len(items), live)
 
-            def room() -> int | None:
-                return None if want is None else want - len(items)
+        def room() -> int | None:
+            return None if want is None else want - len(items)
 
-            yield from consume(self._results(sel, pager, want, per_request, rounds, room),
-                               take)
+        def take(batch: Sequence[Item]) -> bool:
+            items.extend(sel.decoded(batch))
+            return len(items) == want
+
+        if want != 0:
+            yield from consume(self._results(sel, pager, want, per_request,
+                                             None if ordered else 1, room), take)
         served += len(items)
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
         if done:
