@@ -12,9 +12,6 @@ what the next use costs. Caches kept:
 - ``fastload.validators``: per entity class (and schema), the validator that loads its
   items straight from their wire form, and per set of types the validator of a whole
   answer's bytes (:mod:`dynaorm.model.fastload`), or ``None``;
-- ``entity.answer_readers``: per set of entity types read together, what reading an
-  answer's bytes into their objects needs (:func:`dynaorm.model.entity.answer_reader`),
-  or ``None``;
 - ``read.selections``: per kind of read (entity types, source), the
   :class:`~dynaorm.read.selection.Selection` every such read shares.
 

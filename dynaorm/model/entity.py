@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
 from dynaorm.model.fastload import Fast, collector_paused, fast_answer, fast_validator
@@ -182,30 +181,6 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     return obj
 
 
-#: what answer_reader reads per set of types (validator, key attributes, type attribute,
-#: field names per type, the specs: kept so that their ids in the key stay theirs)
-_AnswerSetup = tuple[Callable[[bytes], dict[str, Any]], tuple[str, ...], str,
-                     dict[str, frozenset[str]], tuple[EntitySpec, ...]]
-_answers: dict[tuple[Any, ...], _AnswerSetup | None] = cache("entity.answer_readers")
-
-
-def _answer_setup(types: Mapping[str, tuple[type[Any], EntitySpec]]) -> _AnswerSetup | None:
-    """What :func:`answer_reader` needs for ``types``, or ``None`` (not for them)."""
-    specs = tuple(spec for _, spec in types.values())
-    if not specs or any(spec.versioned or spec.table.key_types or spec.renames
-                        or spec.table.ttl for spec in specs):
-        return None
-    type_attr = specs[0].table.type_attribute
-    if type_attr is None:
-        return None
-    validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
-                                       for name, (cls, spec) in types.items()})
-    if validate is None:
-        return None
-    fields = {name: frozenset(spec.field_names) for name, (_, spec) in types.items()}
-    return validate, specs[0].table_key_attrs, type_attr, fields, specs
-
-
 class LoadedItems(list[Any]):
     """The ``Items`` of an answer read by a reader of :func:`answer_reader`: the objects
     themselves, validated and marked persisted, items of other types left out (a read
@@ -226,16 +201,17 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
     item of another type: then that answer and every later one of the read decode the
     plain way, so errors stay the plain path's). ``None`` when some type is not for it
     (no fast validator, versioned, number or binary keys, stored names, a TTL)."""
-    key = tuple((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")), id(spec))
-                for name, (cls, spec) in types.items())
-    try:
-        setup = _answers[key]
-    except KeyError:
-        setup = _answers[key] = _answer_setup(types)
-    if setup is None:
+    specs = [spec for _, spec in types.values()]
+    type_attr = specs[0].table.type_attribute if specs else None
+    if type_attr is None or any(spec.versioned or spec.table.key_types or spec.renames
+                                or spec.table.ttl for spec in specs):
         return None
-    validate, key_attrs, type_attr, fields, specs = setup
-    table = specs[0].table
+    validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
+                                       for name, (cls, spec) in types.items()})
+    if validate is None:
+        return None
+    key_attrs, table = specs[0].table_key_attrs, specs[0].table
+    fields = {name: spec.field_names for name, (_, spec) in types.items()}
     refused = False
 
     def read(data: bytes) -> dict[str, Any] | None:
