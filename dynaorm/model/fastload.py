@@ -66,18 +66,22 @@ def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
     ``eligible``: what the entity's spec allows (no key-only or TTL field, the model's
     own ``model_validate``), asked only when the validators are built (once a class)."""
     schema = cls.__dict__.get("__pydantic_core_schema__")
-    key = (cls, id(schema))
+    found: Fast | None = _cached((cls, id(schema)), lambda: _build(schema, renames) if (
+        isinstance(schema, dict) and eligible()) else None)
+    return found
+
+
+def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """``_fast[key]``, built by ``build()`` the first time (one build at a time: see
+    :func:`_built`, the classes read as incomplete meanwhile)."""
     try:
-        known: Fast | None = _fast[key]
-        return known
+        return _fast[key]
     except KeyError:
         pass
-    with _BUILDING:  # one build at a time (see _built: the class reads as incomplete)
+    with _BUILDING:
         if key not in _fast:
-            _fast[key] = _build(schema, renames) if isinstance(schema, dict) and eligible() else (
-                None)
-        found: Fast | None = _fast[key]
-        return found
+            _fast[key] = build()
+        return _fast[key]
 
 
 def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
@@ -95,11 +99,14 @@ def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast 
         return None
     key = (type_attr, *sorted((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
                               for name, (cls, _) in types.items()))
-    try:
-        found: Callable[[bytes], dict[str, Any]] | None = _fast[key]
-        return found
-    except KeyError:
-        pass
+    found: Callable[[bytes], dict[str, Any]] | None = _cached(key, lambda: _answer(
+        type_attr, types))
+    return found
+
+
+def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
+            ) -> Callable[[bytes], dict[str, Any]] | None:
+    """The validator :func:`fast_answer` keeps, built."""
     choices = {name: fast[1] for name, (_, fast) in types.items() if fast is not None}
     union = {"type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}
     # an item of another type (its type attribute a string): {"type": that string}
@@ -112,12 +119,8 @@ def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast 
     answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": {
         "Items": {"type": "typed-dict-field", "schema": items, "required": False},
         "Item": {"type": "typed-dict-field", "schema": either, "required": False}}}
-    with _BUILDING:
-        if key not in _fast:
-            built = _built([cls for cls, _ in types.values()], answer)
-            _fast[key] = None if built is None else built.validate_json
-        found = _fast[key]
-        return found
+    built = _built([cls for cls, _ in types.values()], answer)
+    return None if built is None else built.validate_json
 
 
 R = TypeVar("R")

@@ -37,6 +37,7 @@ from decimal import Decimal
 from typing import Any
 
 from dynaorm.errors import DynaormError, InvalidCursorError
+from dynaorm.model.entity import spec_of
 from dynaorm.model.limits import check_key_value
 
 __all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_positions",
@@ -243,5 +244,4 @@ def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
 
 def read_secret(read: Any) -> bytes | None:
     """:func:`secret_of` the table a read (a Query or Scan) reads."""
-    from dynaorm.model.entity import spec_of
     return secret_of(spec_of(read._entities[0]).table)

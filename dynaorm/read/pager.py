@@ -62,10 +62,6 @@ class Pager:
         self._buffers = [deque() for _ in self.requests]
         self._resume = list(self.positions)
 
-    def live(self) -> list[int]:
-        """Streams that may still give items."""
-        return [i for i, p in enumerate(self.positions) if p is not DONE]
-
     def wants(self, limit: Callable[[int], int | None]) -> list[tuple[int, dict[str, Any]]]:
         """Requests to answer before the next result can be chosen (empty: call
         :meth:`take`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
@@ -73,7 +69,7 @@ class Pager:
         empty = [i for i in range(len(buffers)) if not buffers[i] and resume[i] is not DONE]
         if not empty or (not self.ordered and any(buffers)):
             return []  # (a scan hands out what it holds before reading on)
-        size = limit(len(self.live()))
+        size = limit(sum(p is not DONE for p in self.positions))  # (streams still live)
         out = []
         for i in empty:
             request = dict(self.requests[i])

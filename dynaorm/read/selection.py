@@ -21,7 +21,7 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
-from dynaorm.model.entity import LoadedItems, answer_reader, raw_state
+from dynaorm.model.entity import LoadedItems, answer_reader, raw_state, spec_of
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
@@ -134,16 +134,13 @@ class Selection(Generic[T]):
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
-        kind = item.get(self.type_attr)
-        name: str | None = None if kind is None else kind.get("S")
+        name: str | None = item.get(self.type_attr, _NO_VALUE).get("S")
         return name if name in self.types else None
 
     def keep(self, item: Item) -> bool:
         """Whether a returned item is one of the requested results."""
         name = self.type_of(item)
-        if name is None:
-            return False
-        if self.ttl_attr is not None and expired(item, self.ttl_attr):
+        if name is None or expired(item, self.ttl_attr):
             return False
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
@@ -162,13 +159,9 @@ class Selection(Generic[T]):
 
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
-        if self.ttl_attr is not None and expired(item, self.ttl_attr):
-            return False
-        if self.shapeless:
-            return self.type_of(item) is not None
-        kind = item.get(self.type_attr)
-        name: str | None = None if kind is None else kind.get("S")
-        if name is None or name not in self.types:
+        name = (self.type_of(item) if self.shapeless else
+                item.get(self.type_attr, _NO_VALUE).get("S"))
+        if name is None or name not in self.types or expired(item, self.ttl_attr):
             return False
         if self.types[name][1].versioned and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
@@ -250,11 +243,6 @@ class Selection(Generic[T]):
                 or self.latest_only):
             return None
         return answer_reader(self.types)
-
-    @property
-    def server_filterable(self) -> bool:
-        """Whether the type selection can be a FilterExpression (the type is projected)."""
-        return not self.by_shape
 
     def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
@@ -361,8 +349,6 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
                exclude: str | None, history_base: str | None,
                latest_only: frozenset[str]) -> Selection[T]:
     """A new :class:`Selection` (see :func:`selection`)."""
-    from dynaorm.model.entity import spec_of
-
     specs = [(e, spec_of(e)) for e in entities]
     table = specs[0][1].table
     projection = projection_of(table, index)

@@ -25,6 +25,7 @@ from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
+from dynaorm.read import cursor as cursors
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
@@ -139,7 +140,7 @@ class ReadSpec(Generic[T]):
         ph = Placeholders(sel.renames)
         request = self._source(i, ph)
         cond = self._filter
-        if (self._types_on_server if types is None else types) and sel.server_filterable:
+        if (self._types_on_server if types is None else types) and not sel.by_shape:  # (projected)
             selected = sel.type_condition(latest=self._types_on_server, ttl=count)
             cond = selected if cond is None else selected & cond
         if cond is not None:
@@ -272,10 +273,9 @@ class ReadSpec(Generic[T]):
     def _count_p(self) -> Proto[int]:
         sel = self._selection()
         n = self._streams()
-        if sel.server_filterable and not sel.counts_on_client(self._types_on_server):
+        if not sel.by_shape and not sel.counts_on_client(self._types_on_server):
             requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
-            totals = yield from gather([self._count_stream(r) for r in requests], FAN_OUT)
-            total = sum(totals)
+            total = sum((yield from gather([self._count_stream(r) for r in requests], FAN_OUT)))
             return total if self._limit is None else min(total, self._limit)
         attrs = list(sel.key_attrs)
         if not sel.by_shape:
@@ -338,27 +338,24 @@ class ReadSpec(Generic[T]):
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
-        from dynaorm.read.cursor import fingerprint  # (loaded by the first page)
-
         probe = self._request(0, sel) if self._streams() else None
-        types = sorted(sel.types)
-        return fingerprint({"o": self._operation, "r": probe, "t": types, "x": sel.exclude,
-                            "h": sel.history_base, "n": self._streams()})
+        return cursors.fingerprint({"o": self._operation, "r": probe, "t": sorted(sel.types),
+                                    "x": sel.exclude, "h": sel.history_base,
+                                    "n": self._streams()})
 
     def _accept_cursor(self, cursor: str, fp: str, sel: Selection[T]) -> tuple[list[Any], int]:
         """THE place where a client's cursor is accepted: decoded, verified, and its
         positions checked against this read's plan (its partitions and key conditions).
         Returns (positions, results served)."""
-        from dynaorm.read.cursor import check_positions, decode_cursor_state, read_secret
-
         n = self._streams()
         try:
-            packed, served = decode_cursor_state(cursor, fp, n, secret=read_secret(self))
+            packed, served = cursors.decode_cursor_state(cursor, fp, n,
+                                                         secret=cursors.read_secret(self))
             positions = [sel.unpack(p, self._fixed(i)) for i, p in enumerate(packed)]
-            check_positions(positions, served, limit=self._limit,
-                            conditions=[self._key_conditions(i) for i in range(n)],
-                            key_attrs=sel.key_attrs,
-                            roles=spec_of(self._entities[0]).table.key_roles())
+            cursors.check_positions(positions, served, limit=self._limit,
+                                    conditions=[self._key_conditions(i) for i in range(n)],
+                                    key_attrs=sel.key_attrs,
+                                    roles=spec_of(self._entities[0]).table.key_roles())
         except InvalidCursorError as exc:
             raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
         return positions, served
@@ -398,9 +395,8 @@ class ReadSpec(Generic[T]):
         done = pager.exhausted or (self._limit is not None and served >= self._limit)
         if done:
             return Page(items, None, pager.skipped)
-        from dynaorm.read.cursor import encode_cursor, read_secret
-
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
-        return Page(items, encode_cursor(fp or self._fingerprint(sel), packed, served,
-                                         secret=read_secret(self)), pager.skipped)
+        cursor = cursors.encode_cursor(fp or self._fingerprint(sel), packed, served,
+                                       secret=cursors.read_secret(self))
+        return Page(items, cursor, pager.skipped)
 
