@@ -42,7 +42,8 @@ class Pager:
     positions: list[Any]
     #: the results among a response's items, in order (:meth:`Selection.kept`)
     keep: Callable[[Sequence[Item]], list[Item]]
-    position_of: Callable[[Item], Item]
+    #: the position after an item (or what gives it, when asked: see Selection.position)
+    position_of: Callable[[Item], Any]
     ordered: bool = True
     reverse: bool = False
     order_attrs: tuple[str | None, str] = (None, "pk")

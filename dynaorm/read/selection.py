@@ -167,11 +167,12 @@ class Selection(Generic[T]):
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
-    def position(self, item: Item | T) -> Item:
-        """The ExclusiveStartKey that resumes right after ``item`` (of an object read from
-        the answer's bytes, its stored item's: its page decodes again, once)."""
+    def position(self, item: Item | T) -> Item | Callable[[], Item]:
+        """The ExclusiveStartKey that resumes right after ``item``; after an object read
+        from the answer's bytes, what gives it from its stored item when a cursor asks
+        (:meth:`pack`: its page decodes again)."""
         if type(item) is not dict:
-            item = raw_state(item).peek_item()  # type: ignore[arg-type,union-attr]
+            return lambda: self.position(raw_state(item).peek_item())  # type: ignore[arg-type,union-attr,return-value]
         return {a: item[a] for a in self.key_attrs if a in item}
 
     def pack(self, position: Any, fixed: Mapping[str, Any]) -> Any:
@@ -179,6 +180,8 @@ class Selection(Generic[T]):
         without the attributes the stream fixes (a shard's partition key)."""
         if position is None or position is DONE:
             return position
+        if callable(position):  # (after an object read from the answer's bytes)
+            position = position()
         out: list[Any] = []
         for attr in self.key_attrs:
             if attr in fixed:

@@ -157,12 +157,17 @@ class ReadSpec(Generic[T]):
     def _pager(self, sel: Selection[T], positions: list[Any],
                attrs: Sequence[str] = ()) -> Pager:
         """The paging state of this read from ``positions``; its answers read from their
-        bytes into objects where they can be (whole items, not a merge of ordered
-        streams: :meth:`Selection.reader`), else as items (decoded later)."""
+        bytes into objects where they can be (:meth:`Selection.reader`), else as items
+        (decoded when taken). Not where items are projected, nor for a merge of ordered
+        streams (it orders items by their stored keys), nor for a scan with a limit (a
+        scan's ``Limit`` counts items evaluated, so an answer may hold far more results
+        than such a read takes: only those it takes are decoded)."""
         n = len(positions)
         requests = ([self._request(0, sel, attrs=attrs)] if n == 1 else
                     [self._request(i, sel, attrs=attrs) for i in range(n)])
-        reader = None if attrs or (n > 1 and self._ordered) else sel.reader()
+        ordered = self._ordered
+        reader = None if attrs or (n > 1 if ordered else self._limit is not None) else (
+            sel.reader())
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
                      foreign=sel.foreign, reader=reader)
