@@ -8,6 +8,7 @@ name key attributes).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -296,11 +297,8 @@ def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
 def widen(a: KeyPlan, b: KeyPlan) -> KeyPlan:
     """A plan of ``a``'s partition that reads what both plans read (multi-entity queries
     carry no sort condition: each plan is a ``begins_with`` of its type's prefix or none)."""
-    first, second = (p.sk_values[0] if p.sk_op == "begins_with" else "" for p in (a, b))
-    n = 0
-    while n < min(len(first), len(second)) and first[n] == second[n]:
-        n += 1
-    common = first[:n]
+    common = os.path.commonprefix(  # noqa: RUF071 (of the text: character by character)
+        [p.sk_values[0] if p.sk_op == "begins_with" else "" for p in (a, b)])
     if common:
         return replace(a, sk_op="begins_with", sk_values=(common,))
     return replace(a, sk_op=None, sk_values=())

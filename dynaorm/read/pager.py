@@ -70,7 +70,7 @@ class Pager:
         empty = [i for i in range(len(buffers)) if not buffers[i] and resume[i] is not DONE]
         if not empty or (not self.ordered and any(buffers)):
             return []  # (a scan hands out what it holds before reading on)
-        size = limit(sum(p is not DONE for p in self.positions))  # (streams still live)
+        size = limit(len(self.positions) - self.positions.count(DONE))  # (streams live)
         out = []
         for i in empty:
             request = dict(self.requests[i])

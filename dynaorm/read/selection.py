@@ -225,8 +225,7 @@ class Selection(Generic[T]):
             return item  # type: ignore[return-value]
         name = self.type_of(item) if self.shapeless else item[self.type_attr]["S"]
         cls, spec = self.types[name or ""]
-        obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
-        return obj
+        return cls._from_item(item, spec)  # type: ignore[attr-defined,no-any-return]
 
     def decoded(self, items: Sequence[Item | T]) -> Iterator[T]:
         """The entity objects of (whole) result items, in order, one at a time (a loop

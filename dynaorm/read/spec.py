@@ -211,8 +211,7 @@ class ReadSpec(Generic[T]):
         if not sel.fetch:
             yield from self._run(pager, limit, max_rounds, room)
             return
-        table = sel.types[next(iter(sel.types))][1].table
-        attrs = [a for a in (table.pk, table.sk) if a]
+        attrs = spec_of(self._entities[0]).table_key_attrs
         produced = 0
         n = 0
         chunk: list[Item] = []
@@ -232,7 +231,7 @@ class ReadSpec(Generic[T]):
             if not chunk:
                 return
             keys = [{a: c[a] for a in attrs} for c in chunk]
-            found = yield from batch_get_p(table.name, keys, consistent=self._consistent)
+            found = yield from batch_get_p(self._table_name(), keys, consistent=self._consistent)
             owned = [item for key in keys
                      if (item := found.get(key_id(key))) is not None and sel.owns(item)]
             if owned:  # at most n, within the consumer's room
