@@ -7,6 +7,7 @@ through the async one; neither decides anything itself."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -162,10 +163,14 @@ class UnitOfWork(Staging):
             found = yield from self._snapshot_p(spec, wanted)
         else:
             found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
-                                           consistent=consistent, concurrency=concurrency)
+                                           consistent=consistent, concurrency=concurrency,
+                                           reader=answer_reader({spec.type_name: (entity, spec)}))
         items = [found.get(key_id(key)) for key in wanted]
         out: list[T | None] = []
         for item in items:
+            if isinstance(item, entity):  # (read from the answer's bytes; asked again: a copy)
+                out.append(copy.deepcopy(item) if any(o is item for o in out) else item)
+                continue
             if item is not None and spec.owns(item):
                 out.append(entity._from_item(item, spec))
                 continue

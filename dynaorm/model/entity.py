@@ -15,7 +15,13 @@ from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, en
 from dynaorm.model.fastload import Fast, collector_paused, fast_answer, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import Deleted, InstanceState, LoadedPage, decoded_numbers
+from dynaorm.model.state import (
+    Deleted,
+    InstanceState,
+    LoadedPage,
+    answer_items,
+    decoded_numbers,
+)
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
 __all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "raw_state", "spec_of"]
@@ -193,24 +199,25 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
                   ) -> Callable[[bytes], dict[str, Any] | None] | None:
     """How one read of the entity ``types`` (type name -> (class, spec); every item of
     its answers one of them, told apart by the type attribute) reads an answer's checked
-    bytes itself (a Query's or Scan's ``Items``, a GetItem's ``Item``): the whole answer
-    validated in one pydantic-core call (:func:`~dynaorm.model.fastload.fast_answer`),
-    each object marked persisted with a state kept on the page's bytes
-    (:meth:`InstanceState.on_page`); ``None`` for an answer it declines (an item of its
-    types the fast way refuses, an item whose type attribute is not a string, a GetItem's
-    item of another type: then that answer and every later one of the read decode the
-    plain way, so errors stay the plain path's). ``None`` when some type is not for it
-    (no fast validator, versioned, number or binary keys, stored names, a TTL)."""
+    bytes itself (a Query's or Scan's ``Items``, a GetItem's ``Item``, a BatchGetItem's
+    ``Responses``, with their stored ``Keys``): the whole answer validated in one
+    pydantic-core call (:func:`~dynaorm.model.fastload.fast_answer`), each object marked
+    persisted with a state kept on the page's bytes (:meth:`InstanceState.on_page`);
+    ``None`` for an answer it declines (an item of its types the fast way refuses, an
+    item whose type attribute is not a string, an item of another type read by key: then
+    that answer and every later one of the read decode the plain way, so errors stay the
+    plain path's). ``None`` when some type is not for it (no fast validator, versioned,
+    number or binary keys, stored names, a TTL)."""
     specs = [spec for _, spec in types.values()]
     type_attr = specs[0].table.type_attribute if specs else None
     if type_attr is None or any(spec.versioned or spec.table.key_types or spec.renames
                                 or spec.table.ttl for spec in specs):
         return None
+    key_attrs, table = specs[0].table_key_attrs, specs[0].table
     validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
-                                       for name, (cls, spec) in types.items()})
+                                       for name, (cls, spec) in types.items()}, key_attrs)
     if validate is None:
         return None
-    key_attrs, table = specs[0].table_key_attrs, specs[0].table
     fields = {name: spec.field_names for name, (_, spec) in types.items()}
     refused = False
 
@@ -223,14 +230,14 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
         except ValidationError:
             refused = True  # (its later pages most likely hold the same: not tried again)
             return None
-        single = "Item" in answer  # (a GetItem's)
-        objs = [answer["Item"]] if single else answer.get("Items")
+        objs = answer_items(answer)
         if objs:
             page = LoadedPage(data, key_attrs, type_attr, fields)
             places: Iterable[int] = count()
-            if dict in map(type, objs):  # items of other types: not results
-                if single or any(type(o) is dict and o["type"] in types for o in objs):
-                    refused = True  # (an item of its types the fast way refuses)
+            if dict in map(type, objs):  # items of other types: not results of a query
+                if "Items" not in answer or any(type(o) is dict and o["type"] in types
+                                                for o in objs):
+                    refused = True  # (or an item of its types the fast way refuses)
                     return None
                 if any(type(o) is dict and o["type"] not in table.entities for o in objs):
                     return None  # (a type name no class may claim: the plain read tells)
@@ -240,7 +247,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
             # (InstanceState.on_page) when first asked for (raw_state)
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
                       zip(repeat(page), places)), maxlen=0)
-            if not single:
+            if "Items" in answer:
                 answer["Items"] = LoadedItems(objs)
         last = answer.get("LastEvaluatedKey")
         if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)

@@ -84,28 +84,31 @@ def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
         return _fast[key]
 
 
-def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
-                ) -> Callable[[bytes], dict[str, Any]] | None:
-    """A validator of a whole answer's JSON bytes (Query, Scan or GetItem), in one
-    pydantic-core call: ``Items`` a list of objects of the ``types`` (type name ->
-    (class, its :func:`fast_validator`)), ``Item`` one, each item told apart by its
-    ``type_attr`` string and validated as its type's fast validator does, an item of no
-    such type read as ``{"type": its type attribute's string}`` (as is an item of such a
-    type that its fast validator refuses: the caller tells them apart), every other
-    member of the answer (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as
-    plain JSON values, as :func:`json.loads` reads them; ``None`` when some type has no
-    fast validator (or the schema cannot be built). Built once per set of types."""
+def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
+                key_attrs: tuple[str, ...]) -> Callable[[bytes], dict[str, Any]] | None:
+    """A validator of a whole answer's JSON bytes (Query, Scan, GetItem or BatchGetItem),
+    in one pydantic-core call: ``Items`` a list of objects of the ``types`` (type name ->
+    (class, its :func:`fast_validator`)), ``Item`` one, ``Responses`` a list per table
+    (and ``Keys`` beside it: each item's ``key_attrs`` as stored, to match it to the key
+    asked for), each item told apart by its ``type_attr`` string and validated as its
+    type's fast validator does, an item of no such type read as ``{"type": its type
+    attribute's string}`` (as is an item of such a type that its fast validator refuses:
+    the caller tells them apart), every other member of the answer
+    (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
+    :func:`json.loads` reads them; ``None`` when some type has no fast validator (or the
+    schema cannot be built). Built once per set of types."""
     if any(fast is None for _, fast in types.values()):
         return None
-    key = (type_attr, *sorted((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
-                              for name, (cls, _) in types.items()))
+    key = (type_attr, key_attrs, *sorted(
+        (name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
+        for name, (cls, _) in types.items()))
     found: Callable[[bytes], dict[str, Any]] | None = _cached(key, lambda: _answer(
-        type_attr, types))
+        type_attr, types, key_attrs))
     return found
 
 
-def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
-            ) -> Callable[[bytes], dict[str, Any]] | None:
+def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
+            key_attrs: tuple[str, ...]) -> Callable[[bytes], dict[str, Any]] | None:
     """The validator :func:`fast_answer` keeps, built."""
     choices = {name: fast[1] for name, (_, fast) in types.items() if fast is not None}
     union = {"type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}
@@ -116,9 +119,15 @@ def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | No
     either = {"type": "union", "mode": "left_to_right", "choices": [union, other]}
     items = {"type": "list", "items_schema": either,
              "fail_fast": True}  # (a refused answer costs little)
+    keys = {"type": "list", "items_schema": {"type": "typed-dict", "fields": {
+        attr: {"type": "typed-dict-field", "schema": {"type": "any"}} for attr in key_attrs}}}
     answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": {
         "Items": {"type": "typed-dict-field", "schema": items, "required": False},
-        "Item": {"type": "typed-dict-field", "schema": either, "required": False}}}
+        "Item": {"type": "typed-dict-field", "schema": either, "required": False},
+        "Responses": {"type": "typed-dict-field", "required": False,
+                      "schema": {"type": "dict", "values_schema": items}},
+        "Keys": {"type": "typed-dict-field", "required": False, "validation_alias": "Responses",
+                 "schema": {"type": "dict", "values_schema": keys}}}}
     built = _built([cls for cls, _ in types.values()], answer)
     return None if built is None else built.validate_json
 

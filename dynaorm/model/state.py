@@ -26,8 +26,8 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.model.codec import binary_from_json, decode_number
 
-__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "changed_attributes",
-           "decoded_numbers"]
+__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "answer_items",
+           "changed_attributes", "decoded_numbers"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -67,6 +67,16 @@ def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Sh
     found = _Shape(item, key_attrs, type_attr)
     _shapes[found.names] = found
     return found
+
+
+def answer_items(answer: Mapping[str, Any]) -> list[Any]:
+    """The items of an answer, in order: a Query's or Scan's ``Items``, a GetItem's
+    ``Item``, a BatchGetItem's ``Responses`` (each table's in turn)."""
+    if "Item" in answer:
+        return [answer["Item"]]
+    if "Responses" in answer:
+        return [item for items in answer["Responses"].values() for item in items]
+    return answer.get("Items") or []
 
 
 def decoded_numbers(item: Item, fields: Container[str]) -> dict[str, Any]:
@@ -123,8 +133,7 @@ class LoadedPage:
         last = _last_page
         if last is not None and last[0] is self:
             return last[1]
-        answer = json.loads(self.data)  # (a GetItem's: its one Item)
-        items: list[Item] = answer["Items"] if "Items" in answer else [answer["Item"]]
+        items: list[Item] = answer_items(json.loads(self.data))
         if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
             items = [{k: binary_from_json(av) for k, av in item.items()} for item in items]
         _last_page = (self, items)

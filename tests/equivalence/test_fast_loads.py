@@ -786,7 +786,8 @@ def _on_pages(objs: list[Any]) -> list[bool]:
 
 def test_every_read_terminal_loads_from_the_answers_bytes(db: TestBackend) -> None:
     """On dynaorm's own wire every terminal reading whole items -- a page and the page
-    its cursor resumes, a limited read, ``first``, ``one``, ``get``, a scan's pages --
+    its cursor resumes, a limited read, ``first``, ``one``, ``get``, ``get_many`` (a
+    key asked twice: two objects), a scan's pages --
     reads each answer's bytes into its objects; objects, snapshots and cursors are the
     plain path's (the same reads with a hook attached: botocore-shaped answers); a
     limited scan and a read cut short inside an answer hold the same objects too (the
@@ -807,16 +808,17 @@ def test_every_read_terminal_loads_from_the_answers_bytes(db: TestBackend) -> No
         scan = s.scan(FRow).filter(F("group") == "tb").page_size(4)
         scanned = scan.page()
         got = s.get(FRow, group="tb", n=3)
-        assert got is not None
+        many = s.get_many(FRow, [{"group": "tb", "n": n} for n in (5, 1, 9, 5)])
+        assert got is not None and many[2] is None and many[0] is not many[3]
         return ({"page": first.items, "resumed": second.items, "limited": q.limit(4).all(),
                  "first": [q.first()], "one": [s.query(FRow, group="tb", n=2).one()],
-                 "get": [got], "scan": scanned.items,
+                 "get": [got], "get_many": [many[0], many[1], many[3]], "scan": scanned.items,
                  "scan resumed": scan.page(scanned.cursor).items,
                  "limited scan": scan.limit(3).all(), "cut short": q.page_size(5).limit(2).all()},
                 [first.cursor, second.cursor, scanned.cursor])
 
     fast, fast_cursors = reads()
-    assert [len(objs) for objs in fast.values()] == [3, 2, 4, 1, 1, 1, 4, 3, 3, 2]
+    assert [len(objs) for objs in fast.values()] == [3, 2, 4, 1, 1, 1, 3, 4, 3, 3, 2]
     assert {name: _on_pages(objs) for name, objs in fast.items()} == {
         name: [own and name != "limited scan"] * len(objs) for name, objs in fast.items()}
     Requests(db.table)  # a hook sees botocore-shaped answers: the plain path
