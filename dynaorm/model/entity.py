@@ -324,9 +324,8 @@ def _field_data(obj: Entity, spec: EntitySpec, version: int | None) -> dict[str,
 def _store_nulls(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
     """Store as NULL the ``None`` values of the fields whose ``None`` must be kept
     (:attr:`EntitySpec.null_fields`; other ``None`` values are left out of the item)."""
-    renames = spec.renames
     for name in spec.null_fields:
-        attr = renames.get(name, name) if renames else name
+        attr = spec.attr(name)
         if data.get(attr, 0) is None:
             item[attr] = {"NULL": True}
 

@@ -19,6 +19,7 @@ import json
 import sys
 import threading
 from collections.abc import Container, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, final
 
@@ -60,15 +61,6 @@ class _Shape:
 _shapes: dict[tuple[str, ...], _Shape] = cache("state.shapes")
 
 
-def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
-    """A new shape for ``item`` (the caller looked for a known one first)."""
-    if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
-        _shapes.clear()
-    found = _Shape(item, key_attrs, type_attr)
-    _shapes[found.names] = found
-    return found
-
-
 def answer_items(answer: Mapping[str, Any]) -> list[Any]:
     """The items of an answer, in order: a Query's or Scan's ``Items``, a GetItem's
     ``Item``, a BatchGetItem's ``Responses`` (each table's in turn)."""
@@ -100,6 +92,7 @@ def _render(value: Any) -> AttributeValue:
     return {"N": str(value)}  # int or Decimal, decoded from this very text
 
 
+@dataclass(slots=True, eq=False)
 class LoadedPage:
     """The checked bytes of one answer whose objects were validated straight from them:
     the loaded states of those objects keep this and their item's place in ``Items`` (no
@@ -109,14 +102,10 @@ class LoadedPage:
     field attributes (type name -> names), whose numbers a snapshot holds decoded, as a
     plain load's."""
 
-    __slots__ = ("data", "fields", "key_attrs", "type_attr")
-
-    def __init__(self, data: bytes, key_attrs: tuple[str, ...], type_attr: str,
-                 fields: Mapping[str, frozenset[str]]) -> None:
-        self.data = data
-        self.key_attrs = key_attrs
-        self.type_attr = type_attr
-        self.fields = fields
+    data: bytes
+    key_attrs: tuple[str, ...]
+    type_attr: str
+    fields: Mapping[str, frozenset[str]]
 
     def state_of(self, at: int) -> InstanceState:
         """The compact state (:meth:`InstanceState.loaded`) of item ``at``, as a plain
@@ -189,7 +178,10 @@ class InstanceState:
         values = list(map(dict.get, avs, _S, avs))  # (wire_values, inline)
         shape = _shapes.get(tuple(item))
         if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
-            shape = _shape(item, key_attrs, type_attr)
+            if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
+                _shapes.clear()
+            shape = _Shape(item, key_attrs, type_attr)
+            _shapes[shape.names] = shape
         if decoded:  # (none: every non-string attribute keeps its wire form)
             names = shape.names
             for at in shape.other_at:

@@ -65,9 +65,7 @@ def secret_of(table: Any) -> bytes | None:
             return configured
         raise DynaormError(f"cursor_secret must be str or bytes, got {type(configured).__name__}")
     env = os.environ.get(ENV_SECRET)
-    if env:
-        return env.encode("utf-8", "surrogatepass")
-    return None
+    return env.encode("utf-8", "surrogatepass") if env else None
 
 
 def fingerprint(shape: Any) -> str:

@@ -59,12 +59,8 @@ class KeyPlan:
 
     @property
     def empty(self) -> bool:
-        if self.nothing:
-            return True
-        if self.sk_op != "BETWEEN":
-            return False
-        low, high = self.sk_values
-        return bool(key_order(low) > key_order(high))
+        return self.nothing or (self.sk_op == "BETWEEN" and bool(
+            key_order(self.sk_values[0]) > key_order(self.sk_values[1])))
 
 
 def _pre(prefix: str, text: str) -> str:
@@ -83,10 +79,10 @@ def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTem
                        f"(Meta.indexes has: {', '.join(i.name for i in spec.indexes) or 'none'})")
 
 
-def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-                     shard: int | None = None) -> tuple[str, ...]:
-    """The partition key values a query reads: one, or one per shard (``shard``: just it)."""
-    pk, _, _, _, target = _templates(spec, index)
+def partition_values(spec: EntitySpec, pk: KeyTemplate, target: str, index: str | None,
+                     fields: Mapping[str, Any], shard: int | None = None) -> tuple[str, ...]:
+    """The partition key values a query of ``pk`` (the template of ``index``, the
+    ``target`` of its shards) reads: one, or one per shard (``shard``: just it)."""
     missing = [f for f in pk.fields if f != SHARD_FIELD and f not in fields]
     if missing:
         raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
@@ -266,17 +262,15 @@ class _SortQuery:
             return self.make("BETWEEN", prefix, upper)
         if op == "gt":
             return self.make("BETWEEN", upper, top, exclude=upper)
-        if op == "gte":
-            return self.make("BETWEEN", value, top)
-        raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover
+        return self.make("BETWEEN", value, top)  # gte
 
 
 def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
                cond: SortCondition | None, *, latest: bool = False,
                history: bool = False, shard: int | None = None) -> KeyPlan:
-    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
+    pk, sk, pk_attr, sk_attr, target = _templates(spec, index)
     _check_fields(spec, fields, pk, sk)
-    pk_values = partition_values(spec, index, fields, shard)
+    pk_values = partition_values(spec, pk, target, index, fields, shard)
     base = KeyPlan(index, pk_attr, sk_attr, pk_values)
     keywords = {k: v for k, v in fields.items() if k not in pk.fields}
     if sk is None:

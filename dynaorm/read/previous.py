@@ -66,8 +66,7 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
         item = found
     else:
         current, item = yield from _both_p(table, spec, new_key, old_key)
-        current = _live(spec, current)
-        if current is not None and spec.owns(current):
+        if spec.owns(current):  # (and its TTL not passed)
             return spec.cls._from_item(current, spec)
     item = _live(spec, item)
     if item is None or not layout.owns(item):

@@ -45,10 +45,8 @@ def projection_of(table: TableSchema, index: str | None) -> str:
     """``"ALL"``, ``"KEYS_ONLY"`` or ``"INCLUDE"`` for the table (ALL) or one index."""
     if index is None:
         return "ALL"
-    proj = table.index(index).projection
-    if isinstance(proj, str):
-        return proj.upper()
-    return "INCLUDE"
+    projection = table.index(index).projection
+    return projection.upper() if isinstance(projection, str) else "INCLUDE"
 
 
 def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTemplate, bool],
@@ -337,11 +335,8 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
     key = (tuple(entities), index, sk_attr, latest_only)
-    try:
-        return _SELECTIONS[key]
-    except KeyError:
-        pass
-    found = _selection(entities, index, sk_attr, None, None, latest_only)
+    found = _SELECTIONS.get(key) or _selection(entities, index, sk_attr, None, None,
+                                               latest_only)
     if not found.shapeless:
         _SELECTIONS[key] = found
     return found
@@ -355,7 +350,6 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
     table = specs[0][1].table
     projection = projection_of(table, index)
     pk_attr, source_sk = table.key_attributes(index)
-    attrs = (table.pk, table.sk, pk_attr, source_sk)
     shapeless = table.type_attribute is None
     by_shape = projection == "KEYS_ONLY" or shapeless
     renames: dict[str, str] = {}
@@ -368,7 +362,7 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         type_attr=table.type_attribute or "",
         types={s.type_name: (e, s) for e, s in specs},
         table_sk=table.sk,
-        key_attrs=tuple(dict.fromkeys(a for a in attrs if a)),
+        key_attrs=tuple(a for a in dict.fromkeys((table.pk, table.sk, pk_attr, source_sk)) if a),
         order_attrs=(source_sk, pk_attr),
         sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
         by_shape=by_shape, fetch=projection != "ALL",

@@ -347,11 +347,16 @@ class ReadSpec(Generic[T]):
                                     "x": sel.exclude, "h": sel.history_base,
                                     "n": self._streams()})
 
-    def _accept_cursor(self, cursor: str, fp: str, sel: Selection[T]) -> tuple[list[Any], int]:
+    def _accept_cursor(self, cursor: str | None, sel: Selection[T]) -> tuple[
+            list[Any], int, str | None]:
         """THE place where a client's cursor is accepted: decoded, verified, and its
         positions checked against this read's plan (its partitions and key conditions).
-        Returns (positions, results served)."""
+        Returns (positions, results served, the read's fingerprint: made only when a
+        cursor comes in, or later when one goes out)."""
         n = self._streams()
+        if cursor is None:
+            return [None] * n, 0, None
+        fp = self._fingerprint(sel)
         try:
             packed, served = cursors.decode_cursor_state(cursor, fp, n,
                                                          secret=cursors.read_secret(self))
@@ -362,16 +367,11 @@ class ReadSpec(Generic[T]):
                                     roles=spec_of(self._entities[0]).table.key_roles())
         except InvalidCursorError as exc:
             raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
-        return positions, served
+        return positions, served, fp
 
     def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
         sel = self._selection()
-        fp = None  # the read's fingerprint: made only when a cursor comes in or goes out
-        positions: list[Any] = [None] * self._streams()
-        served = 0
-        if cursor is not None:
-            fp = self._fingerprint(sel)
-            positions, served = self._accept_cursor(cursor, fp, sel)
+        positions, served, fp = self._accept_cursor(cursor, sel)
         pager = self._pager(sel, positions)
         items: list[T] = []
         ordered = self._ordered  # (a scan's page: one request per segment still reading)
@@ -396,8 +396,7 @@ class ReadSpec(Generic[T]):
             yield from consume(self._results(sel, pager, want, per_request,
                                              None if ordered else 1, room), take)
         served += len(items)
-        done = pager.exhausted or (self._limit is not None and served >= self._limit)
-        if done:
+        if pager.exhausted or (self._limit is not None and served >= self._limit):
             return Page(items, None, pager.skipped)
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
         cursor = cursors.encode_cursor(fp or self._fingerprint(sel), packed, served,
