@@ -33,7 +33,8 @@ Operations: ``get`` (GetItem into an object), ``put`` (a new item, PutItem),
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
 through a Session commit, the others by hand: PynamoDB's ``TransactWrite``, pydynox's
 ``SyncTransaction.save_model``, each Put conditioned on absence), ``query25`` and
-``query1000`` (a Query page of 25 / 1,000 items into objects).
+``query1000`` (a Query page of 25 / 1,000 items into objects; dynaorm reads it as a web
+service reads a page, ``.limit(n).page()``).
 
 Usage::
 

@@ -30,7 +30,7 @@ Operations: ``get`` (GetItem into an object), ``put`` (a new item, conditional P
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
 through a commit, pydynox by hand with ``Transaction.save_model``, each Put conditioned on
 absence), ``query25`` / ``query1000`` (a Query page of 25 / 1,000 items into
-objects).
+objects; dynaorm reads it as a web service reads a page, ``.limit(n).page()``).
 
 Usage::
 
