@@ -235,23 +235,19 @@ class InstanceState:
     def item(self) -> Item:
         """The stored item in wire form (rendered on first access: only objects a write
         plans from pay for it; do not mutate it)."""
-        shape, data = self._compact()
-        if shape is None:
-            assert isinstance(data, dict)
-            return data
-        rendered = self._rendered
-        if rendered is None:
-            assert isinstance(data, tuple)
-            rendered = self._rendered = {
-                name: _render(value) for name, value in zip(shape.names, data, strict=True)}
-        return rendered
+        if self._rendered is None:
+            self._rendered = self.peek_item()
+        return self._rendered
 
     def peek_item(self) -> Item:
         """:attr:`item` for a reader that needs it once (:func:`dynaorm.inspect`): rendered
         afresh and not kept, unless a write rendered it already (do not mutate it)."""
         shape, data = self._compact()
-        if shape is None or self._rendered is not None:
-            return self.item
+        if shape is None:
+            assert isinstance(data, dict)
+            return data
+        if self._rendered is not None:
+            return self._rendered
         assert isinstance(data, tuple)
         return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
 

@@ -195,9 +195,7 @@ class _SortQuery:
             return self.make("=", _pre(self.vprefix, self.sk.render(self.sk_fields,
                                                                     self.spec.name)))
         prefix = self.prefix()
-        if not prefix:
-            return self.base
-        return self.make("begins_with", prefix)
+        return self.make("begins_with", prefix) if prefix else self.base
 
     def merged_with(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The condition's fields after the keywords'; refuses anything else."""

@@ -25,7 +25,6 @@ from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
-from dynaorm.read import cursor as cursors
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
@@ -342,6 +341,8 @@ class ReadSpec(Generic[T]):
 
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
+        from dynaorm.read import cursor as cursors  # (loaded by the first page's cursor)
+
         probe = self._request(0, sel) if self._streams() else None
         return cursors.fingerprint({"o": self._operation, "r": probe, "t": sorted(sel.types),
                                     "x": sel.exclude, "h": sel.history_base,
@@ -356,6 +357,8 @@ class ReadSpec(Generic[T]):
         n = self._streams()
         if cursor is None:
             return [None] * n, 0, None
+        from dynaorm.read import cursor as cursors
+
         fp = self._fingerprint(sel)
         try:
             packed, served = cursors.decode_cursor_state(cursor, fp, n,
@@ -398,6 +401,8 @@ class ReadSpec(Generic[T]):
         served += len(items)
         if pager.exhausted or (self._limit is not None and served >= self._limit):
             return Page(items, None, pager.skipped)
+        from dynaorm.read import cursor as cursors
+
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
         cursor = cursors.encode_cursor(fp or self._fingerprint(sel), packed, served,
                                        secret=cursors.read_secret(self))
