@@ -54,7 +54,7 @@ class KeyPlan:
         out: list[tuple[str, str, tuple[AttributeValue, ...]]] = [
             (self.pk_attr, "=", (key_av(self.pk_values[i]),))]
         if self.sk_op is not None and self.sk_attr is not None:
-            out.append((self.sk_attr, self.sk_op, tuple(key_av(v) for v in self.sk_values)))
+            out.append((self.sk_attr, self.sk_op, tuple(map(key_av, self.sk_values))))
         return out
 
     @property
@@ -280,7 +280,7 @@ def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
         return _history_plan(spec, index, sk, fields, base)
     query = _SortQuery(spec, sk, fields, sk_fields, LATEST_PREFIX if latest else "", base)
     if cond is None:
-        whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
+        whole = set(sk.fields) - {SHARD_FIELD} <= sk_fields.keys()
         # the keywords name the whole sort key: one item, exactly
         return query.without_condition(whole and bool(keywords))
     return query.with_condition(cond)

@@ -165,4 +165,4 @@ class Pager:
 
     @property
     def exhausted(self) -> bool:
-        return all(p is DONE for p in self.positions)
+        return self.positions.count(DONE) == len(self.positions)  # (DONE: False)
