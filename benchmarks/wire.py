@@ -33,7 +33,8 @@ Operations: ``get`` (GetItem into an object), ``put`` (a new item, PutItem),
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
 through a Session commit, the others by hand: PynamoDB's ``TransactWrite``, pydynox's
 ``SyncTransaction.save_model``, each Put conditioned on absence), ``query25`` and
-``query1000`` (a Query page of 25 / 1,000 items into objects).
+``query1000`` (a Query page of 25 / 1,000 items into objects; dynaorm reads it as a web
+service reads a page, ``.limit(n).page()``).
 
 Usage::
 
@@ -238,11 +239,11 @@ def make_dynaorm(endpoint: str, wire: str) -> dict[str, Op]:
         session.save(new(User))
         return session.commit()
 
-    def query(room: str) -> Op:
-        return lambda: list(Session(app).query(Message, room=room))
+    def query(room: str, n: int) -> Op:  # a web service's page: .limit(n).page()
+        return lambda: Session(app).query(Message, room=room).limit(n).page().items
 
-    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
-            "query1000": query("r1000")}
+    return {"get": get, "put": put, "tx3": tx3, "query25": query("r25", 25),
+            "query1000": query("r1000", 1000)}
 
 
 def timed(fn: Op, n: int) -> float:

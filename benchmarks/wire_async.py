@@ -30,7 +30,7 @@ Operations: ``get`` (GetItem into an object), ``put`` (a new item, conditional P
 ``tx3`` (an entity with two unique attributes: one TransactWriteItems of 3 Puts; dynaorm
 through a commit, pydynox by hand with ``Transaction.save_model``, each Put conditioned on
 absence), ``query25`` / ``query1000`` (a Query page of 25 / 1,000 items into
-objects).
+objects; dynaorm reads it as a web service reads a page, ``.limit(n).page()``).
 
 Usage::
 
@@ -167,13 +167,13 @@ def make_dynaorm(endpoint: str, wire: str) -> tuple[dict[str, Op], Any]:
         session.save(new(User))
         return await session.commit()
 
-    def query(room: str) -> Op:
+    def query(room: str, n: int) -> Op:  # a web service's page: .limit(n).page()
         async def run() -> object:
-            return await AsyncSession(app).query(Message, room=room).all()
+            return (await AsyncSession(app).query(Message, room=room).limit(n).page()).items
         return run
 
-    return ({"get": get, "put": put, "tx3": tx3, "query25": query("r25"),
-             "query1000": query("r1000")}, app)
+    return ({"get": get, "put": put, "tx3": tx3, "query25": query("r25", 25),
+             "query1000": query("r1000", 1000)}, app)
 
 
 async def timed(fn: Op, n: int) -> float:

@@ -9,14 +9,9 @@ what the next use costs. Caches kept:
   loaded object's state keeps its values only: memory, not speed);
 - ``selection.adapters`` and ``updates.adapters``: pydantic ``TypeAdapter``\\ s per
   (entity class, field), each milliseconds to build;
-- ``fastload.validators``: per entity class (and schema), the validators that load its
-  items straight from their wire form (:mod:`dynaorm.model.fastload`), or ``None``.
-- ``entity.answer_readers``: per set of entity types read together, what reading an
-  answer's bytes into their objects needs (:func:`dynaorm.model.entity.answer_reader`),
-  or ``None``;
-- ``keycond.shapes``: per entity, index, the names of a query's fields (and whether it
-  reads latest copies), what planning its key condition decides from the names alone
-  (:func:`dynaorm.read.keycond.plan_keys`; the values are rendered for each query);
+- ``fastload.validators``: per entity class (and schema), the validator that loads its
+  items straight from their wire form, and per set of types the validator of a whole
+  answer's bytes (:mod:`dynaorm.model.fastload`), or ``None``;
 - ``read.selections``: per kind of read (entity types, source), the
   :class:`~dynaorm.read.selection.Selection` every such read shares.
 

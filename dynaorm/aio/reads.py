@@ -26,17 +26,17 @@ class AsyncTerminals(ReadSpec[T]):
     _driver: AsyncDriver
 
     async def __aiter__(self) -> AsyncIterator[T]:
-        stream, decode = self._decoded()
-        async for batch in self._driver.iterate(stream, self._page_operation()):
-            for obj in decode(batch):  # one at a time: a loop may stop early
+        sel = self._selection()
+        async for batch in self._driver.iterate(self._items(sel), self._operation_of()):
+            for obj in sel.decoded(batch):  # one at a time: a loop may stop early
                 yield obj
 
     async def all(self) -> list[T]:
         """Every result, as a list."""
-        stream, decode = self._decoded()
+        sel = self._selection()
         found: list[T] = []
-        await self._driver.collect(stream, self._page_operation(),
-                                   lambda batch: found.extend(decode(batch)))
+        await self._driver.collect(self._items(sel), self._operation_of(),
+                                   lambda batch: found.extend(sel.decoded(batch)))
         return found
 
     async def grouped(self) -> Grouped:
@@ -51,20 +51,20 @@ class AsyncTerminals(ReadSpec[T]):
     async def count(self) -> int:
         """How many results (``Select=COUNT`` where the types can be selected on the
         server), capped by ``limit``."""
-        return await self._driver.run(self._count_p(), self._one_operation("count"))
+        return await self._driver.run(self._count_p(), self._operation_of("count"))
 
     async def values(self, *fields: str) -> list[dict[str, Any]]:
         """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        return await self._driver.run(self._values_p(fields), self._one_operation("values"))
+        return await self._driver.run(self._values_p(fields), self._operation_of("values"))
 
     async def keys(self) -> list[dict[str, Any]]:
         """The key fields of each result: what ``get`` takes."""
-        return await self._driver.run(self._keys_p(), self._one_operation("keys"))
+        return await self._driver.run(self._keys_p(), self._operation_of("keys"))
 
     async def page(self, cursor: str | None = None) -> Page[T]:
         """One page of results and the cursor that resumes after them (``None`` at the
         end); cursors are those of the sync ``page()``."""
-        return await self._driver.run(self._page_p(cursor), self._one_operation("page"))
+        return await self._driver.run(self._page_p(cursor), self._operation_of("page"))
 
 
 class AsyncQuery(QuerySpec[T], AsyncTerminals[T]):

@@ -5,21 +5,22 @@ and the one GetItem every read by key and every read a write needs goes through.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
-from dynaorm.model.entity import Entity
+from dynaorm.model.entity import Entity, answer_reader
 from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.limits import check_read_key
 from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.write.limits import check_read_key
 
 __all__ = ["FIND_ROUNDS", "MAX_SNAPSHOT", "find_p", "get_item_p", "get_many_p", "get_p"]
 
@@ -31,14 +32,16 @@ FIND_ROUNDS = 3
 
 
 def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
-               origins: tuple[type[Entity], ...] = ()) -> Proto[Item | None]:
+               origins: tuple[type[Entity], ...] = (), reader: Any = None
+               ) -> Proto[Item | None]:
     """The item at ``key`` in ``table`` (GetItem; a key DynamoDB would refuse raises
-    before anything is sent)."""
+    before anything is sent); with ``reader`` (:func:`~dynaorm.model.entity.answer_reader`),
+    the object it read from the answer's bytes where it could."""
     check_read_key(table, key, "/".join(o.__name__ for o in origins) or "item")
     request: dict[str, Any] = {"TableName": table.name, "Key": wire_key(key)}
     if consistent:
         request["ConsistentRead"] = True
-    out = yield from call("GetItem", request, origins)
+    out = yield from call("GetItem", request, origins, reader=reader)
     item: Item | None = out.get("Item")
     return item
 
@@ -49,7 +52,10 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
     either layout."""
     spec = stage.spec(entity)
     key = stage.key(spec, fields, version)
-    item = yield from get_item_p(spec.table, key, consistent, (entity,))
+    item = yield from get_item_p(spec.table, key, consistent, (entity,),
+                                 answer_reader({spec.type_name: (entity, spec)}))
+    if isinstance(item, entity):  # (read from the answer's bytes)
+        return item
     if spec.previous is not None and version is None and not spec.owns(item):
         from dynaorm.read.previous import previous_get_p  # (a migration window)
 
@@ -78,9 +84,15 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
         found = yield from _snapshot_p(spec, wanted)
     else:
         found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
-                                       consistent=consistent, concurrency=concurrency)
+                                       consistent=consistent, concurrency=concurrency,
+                                       reader=answer_reader({spec.type_name: (entity, spec)}))
     items = [found.get(key_id(key)) for key in wanted]
-    out = [_owned(entity, spec, item) for item in items]
+    out: list[T | None] = []
+    for item in items:
+        if isinstance(item, entity):  # (read from the answer's bytes; asked again: a copy)
+            out.append(copy.deepcopy(item) if any(o is item for o in out) else item)
+        else:
+            out.append(_owned(entity, spec, item))
     if spec.previous is not None and not snapshot:
         from dynaorm.read.previous import previous_get_p
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from itertools import count, repeat
@@ -11,23 +10,21 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, ItemDecodeError
 from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
-from dynaorm.model.fastload import (
-    Fast,
-    collector_paused,
-    fast_answer,
-    fast_union,
-    fast_validator,
-)
+from dynaorm.model.fastload import Fast, collector_paused, fast_answer, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import Deleted, InstanceState, LoadedPage
+from dynaorm.model.state import (
+    Deleted,
+    InstanceState,
+    LoadedPage,
+    answer_items,
+    decoded_numbers,
+)
 from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
-__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "load_page", "raw_state",
-           "spec_of"]
+__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "raw_state", "spec_of"]
 
 
 class Entity(BaseModel):
@@ -100,31 +97,12 @@ class Entity(BaseModel):
         return obj
 
     @classmethod
-    def _loader(cls, spec: EntitySpec | None = None) -> Callable[[Item], Self]:
-        """:meth:`_from_item` with what it looks up read once (a page of several types
-        loads each item through its type's loader)."""
-        spec = spec_of(cls) if spec is None else spec
-        fast = _fast(cls, spec)
-        return functools.partial(_load, cls, spec, validate=_validator(cls),
-                                 fast=None if fast is None else fast[0])
-
-    @classmethod
     def _from_items(cls, items: Iterable[Item], spec: EntitySpec | None = None
                     ) -> Iterator[Self]:
         """Objects from stored items, one at a time, each as :meth:`_from_item` builds it."""
         spec = spec_of(cls) if spec is None else spec
-        validate, fast = _validator(cls), _fast(cls, spec)
-        if fast is not None and type(items) is list:  # a page: validated in one call
-            try:
-                objs = fast[1](items)
-            except ValidationError:
-                pass  # some item is not for the fast way: each one its own way, below
-            else:
-                yield from _marked(objs, spec, items)
-                return
-        one = None if fast is None else fast[0]
         for item in items:
-            yield _load(cls, spec, item, validate, one)
+            yield cls._from_item(item, spec)
 
 
 def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
@@ -175,7 +153,7 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
         except ValidationError:
             pass  # not expressible there (or does not fit): the plain way says which
         else:
-            return _mark_loaded(obj, spec, item, _values(obj, spec), checked=True)
+            return _mark_loaded(obj, spec, item, decoded_numbers(item, spec.stored_fields))
     plain_names = spec.plain_field_names
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
@@ -193,19 +171,10 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     return _mark_loaded(obj, spec, item, decoded)
 
 
-def _values(obj: Any, spec: EntitySpec) -> dict[str, Any]:
-    """``obj``'s field values by stored attribute name (as validated: the snapshot shares
-    those that render back to what was read)."""
-    values: dict[str, Any] = obj.__dict__
-    renames = spec.renames
-    return {renames.get(n, n): v for n, v in values.items()} if renames else values
-
-
-def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any],
-                 checked: bool = False) -> Any:
+def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]) -> Any:
     """``obj`` marked persisted as loaded from ``item`` (``decoded``: the values it was
-    validated from, by stored attribute name, shared with the snapshot; ``checked``: or
-    its validated values, see :meth:`InstanceState.loaded`)."""
+    validated from, by stored attribute name, shared with the snapshot; see
+    :meth:`InstanceState.loaded`)."""
     key_attrs = spec.table_key_attrs
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
@@ -214,51 +183,8 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
         key = {a: key_value(item[a]) for a in key_attrs}
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
-                                         spec.type_name, key, version, checked))
+                                         spec.type_name, key, version))
     return obj
-
-
-def load_page(type_attr: str, types: Mapping[str, tuple[type[Any], EntitySpec]],
-              items: list[Item]) -> Iterator[Any] | None:
-    """The objects of a page of items of several entity types (``types``: type name ->
-    (class, spec), told apart by ``type_attr``), validated in one call the fast way and
-    handed out one at a time; ``None`` when some type or some item is not for the fast
-    way (then each item loads as :meth:`Entity._from_item` loads it)."""
-    fasts = {name: (cls, _fast(cls, spec)) for name, (cls, spec) in types.items()}
-    many = fast_union(type_attr, fasts)
-    if many is None:
-        return None
-    try:
-        objs = many(items)
-    except ValidationError:
-        return None
-    specs = {cls: spec for cls, spec in types.values()}
-    return (_mark_loaded(obj, specs[type(obj)], item, _values(obj, specs[type(obj)]),
-                         checked=True) for obj, item in zip(objs, items, strict=True))
-
-
-#: what answer_reader reads per set of types (validator, key attributes, type attribute,
-#: field names per type, the specs: kept so that their ids in the key stay theirs)
-_AnswerSetup = tuple[Callable[[bytes], dict[str, Any]], tuple[str, ...], str,
-                     dict[str, frozenset[str]], tuple[EntitySpec, ...]]
-_answers: dict[tuple[Any, ...], _AnswerSetup | None] = cache("entity.answer_readers")
-
-
-def _answer_setup(types: Mapping[str, tuple[type[Any], EntitySpec]]) -> _AnswerSetup | None:
-    """What :func:`answer_reader` needs for ``types``, or ``None`` (not for them)."""
-    specs = tuple(spec for _, spec in types.values())
-    if not specs or any(spec.versioned or spec.table.key_types or spec.renames
-                        for spec in specs):
-        return None
-    type_attr = specs[0].table.type_attribute
-    if type_attr is None:
-        return None
-    validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
-                                       for name, (cls, spec) in types.items()})
-    if validate is None:
-        return None
-    fields = {name: frozenset(spec.field_names) for name, (_, spec) in types.items()}
-    return validate, specs[0].table_key_attrs, type_attr, fields, specs
 
 
 class LoadedItems(list[Any]):
@@ -273,24 +199,26 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
                   ) -> Callable[[bytes], dict[str, Any] | None] | None:
     """How one read of the entity ``types`` (type name -> (class, spec); every item of
     its answers one of them, told apart by the type attribute) reads an answer's checked
-    bytes itself: the whole answer validated in one pydantic-core call
-    (:func:`~dynaorm.model.fastload.fast_answer`), each object marked persisted with a
-    state kept on the page's bytes (:meth:`InstanceState.on_page`); ``None`` for an
-    answer it declines (an item of its types the fast way refuses, an item whose type
-    attribute is not a string: then that
-    answer and every later one of the read decode the plain way, so errors stay the
+    bytes itself (a Query's or Scan's ``Items``, a GetItem's ``Item``, a BatchGetItem's
+    ``Responses``, with their stored ``Keys``): the whole answer validated in one
+    pydantic-core call (:func:`~dynaorm.model.fastload.fast_answer`), each object marked
+    persisted with a state kept on the page's bytes (:meth:`InstanceState.on_page`);
+    ``None`` for an answer it declines (an item of its types the fast way refuses, an
+    item whose type attribute is not a string, an item of another type read by key: then
+    that answer and every later one of the read decode the plain way, so errors stay the
     plain path's). ``None`` when some type is not for it (no fast validator, versioned,
-    number or binary keys, stored names)."""
-    key = tuple((name, cls, id(cls.__dict__.get("__pydantic_core_schema__")), id(spec))
-                for name, (cls, spec) in types.items())
-    try:
-        setup = _answers[key]
-    except KeyError:
-        setup = _answers[key] = _answer_setup(types)
-    if setup is None:
+    number or binary keys, stored names, a TTL)."""
+    specs = [spec for _, spec in types.values()]
+    type_attr = specs[0].table.type_attribute if specs else None
+    if type_attr is None or any(spec.versioned or spec.table.key_types or spec.renames
+                                or spec.table.ttl for spec in specs):
         return None
-    validate, key_attrs, type_attr, fields, specs = setup
-    table = specs[0].table
+    key_attrs, table = specs[0].table_key_attrs, specs[0].table
+    validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
+                                       for name, (cls, spec) in types.items()}, key_attrs)
+    if validate is None:
+        return None
+    fields = {name: spec.field_names for name, (_, spec) in types.items()}
     refused = False
 
     def read(data: bytes) -> dict[str, Any] | None:
@@ -302,13 +230,14 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
         except ValidationError:
             refused = True  # (its later pages most likely hold the same: not tried again)
             return None
-        objs = answer.get("Items")
+        objs = answer_items(answer)
         if objs:
             page = LoadedPage(data, key_attrs, type_attr, fields)
             places: Iterable[int] = count()
-            if dict in set(map(type, objs)):  # items of other types: not results
-                if any(type(o) is dict and o["type"] in types for o in objs):
-                    refused = True  # (an item of its types the fast way refuses)
+            if dict in map(type, objs):  # items of other types: not results of a query
+                if "Items" not in answer or any(type(o) is dict and o["type"] in types
+                                                for o in objs):
+                    refused = True  # (or an item of its types the fast way refuses)
                     return None
                 if any(type(o) is dict and o["type"] not in table.entities for o in objs):
                     return None  # (a type name no class may claim: the plain read tells)
@@ -318,29 +247,14 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
             # (InstanceState.on_page) when first asked for (raw_state)
             deque(map(object.__setattr__, objs, repeat("_dynaorm_slot"),
                       zip(repeat(page), places)), maxlen=0)
-            answer["Items"] = LoadedItems(objs)
+            if "Items" in answer:
+                answer["Items"] = LoadedItems(objs)
         last = answer.get("LastEvaluatedKey")
         if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)
             answer["LastEvaluatedKey"] = {k: binary_from_json(av) for k, av in last.items()}
         return answer
 
     return collector_paused(read)  # (see there: the page's objects made at once)
-
-
-def _marked(objs: list[Any], spec: EntitySpec, items: list[Item]) -> Iterator[Any]:
-    """:func:`_mark_loaded` of each object validated from the same item, one at a time
-    (the spec's constants read once a page)."""
-    if spec.versioned or spec.table.key_types or spec.renames:
-        for obj, item in zip(objs, items, strict=True):
-            yield _mark_loaded(obj, spec, item, _values(obj, spec), checked=True)
-        return
-    key_attrs, type_attr, type_name = (spec.table_key_attrs, spec.table.type_attribute,
-                                       spec.type_name)
-    loaded, mark = InstanceState.loaded, object.__setattr__
-    for obj, item in zip(objs, items, strict=True):
-        mark(obj, "_dynaorm_slot", loaded(item, obj.__dict__, key_attrs, type_attr, type_name,
-                                          None, None, True))
-        yield obj
 
 
 #: what decoding an attribute value that is not of DynamoDB's shapes raises (``{"N":
@@ -410,9 +324,8 @@ def _field_data(obj: Entity, spec: EntitySpec, version: int | None) -> dict[str,
 def _store_nulls(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
     """Store as NULL the ``None`` values of the fields whose ``None`` must be kept
     (:attr:`EntitySpec.null_fields`; other ``None`` values are left out of the item)."""
-    renames = spec.renames
     for name in spec.null_fields:
-        attr = renames.get(name, name) if renames else name
+        attr = spec.attr(name)
         if data.get(attr, 0) is None:
             item[attr] = {"NULL": True}
 

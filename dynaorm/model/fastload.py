@@ -40,7 +40,7 @@ from pydantic_core import SchemaValidator
 
 from dynaorm.caches import cache
 
-__all__ = ["Fast", "fast_answer", "fast_union", "fast_validator"]
+__all__ = ["Fast", "collector_paused", "fast_answer", "fast_validator"]
 
 #: core schema types read from "S", "N" or "BOOL"
 _TAGS: Final[Mapping[str, str]] = {
@@ -50,72 +50,86 @@ _TAGS: Final[Mapping[str, str]] = {
 _NUMBERS: Final = frozenset({"int", "float", "decimal"})
 _BUILDING: Final = threading.Lock()
 
-#: validates one item; validates a list of items (a page) in one call; the copy's schema
-Fast = tuple[Callable[[Any], Any], Callable[[Any], list[Any]], dict[str, Any]]
+#: validates one item; the copy's schema
+Fast = tuple[Callable[[Any], Any], dict[str, Any]]
 
-#: (entity class, its core schema's id) -> the fast validators, or None; and
-#: (type attribute, (type name, entity class, its schema's id)...) -> a page of several
-#: types validated in one call, or None
+#: (entity class, its core schema's id) -> the fast validator, or None; and
+#: (type attribute, (type name, entity class, its schema's id)...) -> a whole answer of
+#: those types validated in one call, or None
 _fast: dict[tuple[Any, ...], Any] = cache("fastload.validators")
 
 
 def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
                    eligible: Callable[[], bool]) -> Fast | None:
-    """The fast validators of ``cls`` (fields stored under ``renames`` names): one item,
-    and a list of items (and the copy's schema); ``None`` when its items must be loaded
-    the plain way.
+    """The fast validator of ``cls`` (fields stored under ``renames`` names): one item
+    (and the copy's schema); ``None`` when its items must be loaded the plain way.
     ``eligible``: what the entity's spec allows (no key-only or TTL field, the model's
     own ``model_validate``), asked only when the validators are built (once a class)."""
     schema = cls.__dict__.get("__pydantic_core_schema__")
-    key = (cls, id(schema))
+    found: Fast | None = _cached((cls, id(schema)), lambda: _build(schema, renames) if (
+        isinstance(schema, dict) and eligible()) else None)
+    return found
+
+
+def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    """``_fast[key]``, built by ``build()`` the first time (one build at a time: see
+    :func:`_built`, the classes read as incomplete meanwhile)."""
     try:
-        known: Fast | None = _fast[key]
-        return known
+        return _fast[key]
     except KeyError:
         pass
-    with _BUILDING:  # one build at a time (see _built: the class reads as incomplete)
+    with _BUILDING:
         if key not in _fast:
-            _fast[key] = _build(schema, renames) if isinstance(schema, dict) and eligible() else (
-                None)
-        found: Fast | None = _fast[key]
-        return found
+            _fast[key] = build()
+        return _fast[key]
 
 
-def fast_union(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
-               ) -> Callable[[Any], list[Any]] | None:
-    """A validator of a page whose items are of several entity types (``types``: type
-    name -> (class, its :func:`fast_validator`)), told apart by their ``type_attr``
-    string: one call for the page, each item validated as its type's fast validator
-    does (a tagged union on ``AliasPath(type_attr, "S")``); ``None`` when some type has
-    no fast validator."""
-    page: Callable[[Any], list[Any]] | None = _union(
-        "page", type_attr, types, lambda union: {"type": "list", "items_schema": union})
-    return page
-
-
-def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]]
-                ) -> Callable[[bytes], dict[str, Any]] | None:
-    """A validator of a whole Query or Scan answer's JSON bytes, in one pydantic-core
-    call: ``Items`` a list of objects of the ``types`` (type name -> (class, its
-    :func:`fast_validator`)), each item told apart by its ``type_attr`` string and
-    validated as its type's fast validator does, an item of no such type read as
-    ``{"type": its type attribute's string}`` (as is an item of such a type that its fast
-    validator refuses: the caller tells them apart), every other member of the answer
+def fast_answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
+                key_attrs: tuple[str, ...]) -> Callable[[bytes], dict[str, Any]] | None:
+    """A validator of a whole answer's JSON bytes (Query, Scan, GetItem or BatchGetItem),
+    in one pydantic-core call: ``Items`` a list of objects of the ``types`` (type name ->
+    (class, its :func:`fast_validator`)), ``Item`` one, ``Responses`` a list per table
+    (and ``Keys`` beside it: each item's ``key_attrs`` as stored, to match it to the key
+    asked for), each item told apart by its ``type_attr`` string and validated as its
+    type's fast validator does, an item of no such type read as ``{"type": its type
+    attribute's string}`` (as is an item of such a type that its fast validator refuses:
+    the caller tells them apart), every other member of the answer
     (``LastEvaluatedKey``, ``Count``, ``ConsumedCapacity``...) as plain JSON values, as
-    :func:`json.loads` reads them; ``None`` when some type has no fast validator."""
-    def answer(union: dict[str, Any]) -> dict[str, Any]:
-        # an item of another type (its type attribute a string): {"type": that string}
-        other = {"type": "typed-dict", "extra_behavior": "ignore", "fields": {
-            "type": {"type": "typed-dict-field", "schema": {"type": "str"},
-                     "validation_alias": [type_attr, "S"]}}}
-        either = {"type": "union", "mode": "left_to_right", "choices": [union, other]}
-        items = {"type": "list", "items_schema": either,
-                 "fail_fast": True}  # (a refused answer costs little)
-        return {"type": "typed-dict", "extra_behavior": "allow", "fields": {
-            "Items": {"type": "typed-dict-field", "schema": items, "required": False}}}
+    :func:`json.loads` reads them; ``None`` when some type has no fast validator (or the
+    schema cannot be built). Built once per set of types."""
+    if any(fast is None for _, fast in types.values()):
+        return None
+    key = (type_attr, key_attrs, *sorted(
+        (name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
+        for name, (cls, _) in types.items()))
+    found: Callable[[bytes], dict[str, Any]] | None = _cached(key, lambda: _answer(
+        type_attr, types, key_attrs))
+    return found
 
-    read: Callable[[bytes], dict[str, Any]] | None = _union("answer", type_attr, types, answer)
-    return read
+
+def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | None]],
+            key_attrs: tuple[str, ...]) -> Callable[[bytes], dict[str, Any]] | None:
+    """The validator :func:`fast_answer` keeps, built."""
+    choices = {name: fast[1] for name, (_, fast) in types.items() if fast is not None}
+    union = {"type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}
+    # an item of another type (its type attribute a string): {"type": that string}
+    other = {"type": "typed-dict", "extra_behavior": "ignore", "fields": {
+        "type": {"type": "typed-dict-field", "schema": {"type": "str"},
+                 "validation_alias": [type_attr, "S"]}}}
+    either = {"type": "union", "mode": "left_to_right", "choices": [union, other]}
+    items = {"type": "list", "items_schema": either,
+             "fail_fast": True}  # (a refused answer costs little)
+    keys = {"type": "list", "items_schema": {"type": "typed-dict", "fields": {
+        attr: {"type": "typed-dict-field", "schema": {"type": "any"}} for attr in key_attrs}}}
+    answer = {"type": "typed-dict", "extra_behavior": "allow", "fields": {
+        "Items": {"type": "typed-dict-field", "schema": items, "required": False},
+        "Item": {"type": "typed-dict-field", "schema": either, "required": False},
+        "Responses": {"type": "typed-dict-field", "required": False,
+                      "schema": {"type": "dict", "values_schema": items}},
+        "Keys": {"type": "typed-dict-field", "required": False, "validation_alias": "Responses",
+                 "schema": {"type": "dict", "values_schema": keys}}}}
+    built = _built([cls for cls, _ in types.values()], answer)
+    return None if built is None else built.validate_json
 
 
 R = TypeVar("R")
@@ -148,32 +162,6 @@ def collector_paused(read: Callable[[bytes], R]) -> Callable[[bytes], R]:
             gc.enable()
 
     return paused
-
-
-def _union(kind: str, type_attr: str,
-           types: Mapping[str, tuple[type[BaseModel], Fast | None]],
-           schema: Callable[[dict[str, Any]], dict[str, Any]]) -> Any:
-    """The validator (built once, cached) of ``schema(union)``, ``union`` the tagged
-    union on ``AliasPath(type_attr, "S")`` of the ``types``' fast schemas: its
-    ``validate_json`` for an ``"answer"``, else its ``validate_python``; ``None`` when
-    some type has no fast validator (or the schema cannot be built)."""
-    if any(fast is None for _, fast in types.values()):
-        return None
-    key = (kind, type_attr, *sorted(
-        (name, cls, id(cls.__dict__.get("__pydantic_core_schema__")))
-        for name, (cls, _) in types.items()))
-    try:
-        return _fast[key]
-    except KeyError:
-        pass
-    choices = {name: fast[2] for name, (_, fast) in types.items() if fast is not None}
-    union = {"type": "tagged-union", "choices": choices, "discriminator": [type_attr, "S"]}
-    with _BUILDING:
-        if key not in _fast:
-            built = _built([cls for cls, _ in types.values()], schema(union))
-            _fast[key] = None if built is None else (
-                built.validate_json if kind == "answer" else built.validate_python)
-        return _fast[key]
 
 
 def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator | None:
@@ -260,7 +248,4 @@ def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
                    "validate_by_name": False, "loc_by_alias": False}
     model = {**schema, "schema": model_fields, "config": fast_config}
     one = _built([schema["cls"]], model)
-    many = _built([schema["cls"]], {"type": "list", "items_schema": model})
-    if one is None or many is None:
-        return None
-    return one.validate_python, many.validate_python, model
+    return None if one is None else (one.validate_python, model)

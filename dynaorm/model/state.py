@@ -18,7 +18,8 @@ import itertools
 import json
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final, final
 
@@ -26,8 +27,8 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.model.codec import binary_from_json, decode_number
 
-__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "changed_attributes",
-]
+__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "answer_items",
+           "changed_attributes", "decoded_numbers"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
 _SCALARS = frozenset({str, int, Decimal, bool})
@@ -60,24 +61,22 @@ class _Shape:
 _shapes: dict[tuple[str, ...], _Shape] = cache("state.shapes")
 
 
-def _shape(item: Item, key_attrs: tuple[str, ...], type_attr: str | None) -> _Shape:
-    """A new shape for ``item`` (the caller looked for a known one first)."""
-    if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
-        _shapes.clear()
-    found = _Shape(item, key_attrs, type_attr)
-    _shapes[found.names] = found
-    return found
+def answer_items(answer: Mapping[str, Any]) -> list[Any]:
+    """The items of an answer, in order: a Query's or Scan's ``Items``, a GetItem's
+    ``Item``, a BatchGetItem's ``Responses`` (each table's in turn)."""
+    if "Item" in answer:
+        return [answer["Item"]]
+    if "Responses" in answer:
+        return [item for items in answer["Responses"].values() for item in items]
+    return answer.get("Items") or []
 
 
-def _number_read(value: Any, text: str) -> int | Decimal:
-    """A number field's validated ``value`` where it renders back to its stored ``text``
-    (an ``int`` or ``Decimal`` spelt so), else what decoding ``text`` gives (a loaded
-    snapshot holds what a plain load holds: :meth:`InstanceState.loaded`)."""
-    kind = type(value)
-    if (kind is int or (kind is Decimal and ("." in text or "e" in text or "E" in text))) and (
-            str(value) == text):
-        return value  # type: ignore[no-any-return]  # (renders back to ``text``)
-    return decode_number(text)  # (whole numbers' text decodes to an int, even "-0")
+def decoded_numbers(item: Item, fields: Container[str]) -> dict[str, Any]:
+    """The number attributes of ``item`` that store ``fields`` (stored names), decoded:
+    the values a plain load's snapshot shares (:meth:`InstanceState.loaded`; every other
+    attribute keeps its wire form), for an object validated from the wire form itself."""
+    return {name: decode_number(av["N"]) for name, av in item.items()
+            if "N" in av and name in fields}
 
 
 def _render(value: Any) -> AttributeValue:
@@ -93,6 +92,7 @@ def _render(value: Any) -> AttributeValue:
     return {"N": str(value)}  # int or Decimal, decoded from this very text
 
 
+@dataclass(slots=True, eq=False)
 class LoadedPage:
     """The checked bytes of one answer whose objects were validated straight from them:
     the loaded states of those objects keep this and their item's place in ``Items`` (no
@@ -102,24 +102,18 @@ class LoadedPage:
     field attributes (type name -> names), whose numbers a snapshot holds decoded, as a
     plain load's."""
 
-    __slots__ = ("data", "fields", "key_attrs", "type_attr")
-
-    def __init__(self, data: bytes, key_attrs: tuple[str, ...], type_attr: str,
-                 fields: Mapping[str, frozenset[str]]) -> None:
-        self.data = data
-        self.key_attrs = key_attrs
-        self.type_attr = type_attr
-        self.fields = fields
+    data: bytes
+    key_attrs: tuple[str, ...]
+    type_attr: str
+    fields: Mapping[str, frozenset[str]]
 
     def state_of(self, at: int) -> InstanceState:
         """The compact state (:meth:`InstanceState.loaded`) of item ``at``, as a plain
         load of it makes it: its fields' numbers decoded, everything else as stored."""
         item = self.items()[at]
         kind = item[self.type_attr]["S"]
-        fields = self.fields[kind]
-        decoded = {name: decode_number(av["N"]) for name, av in item.items()
-                   if "N" in av and name in fields}
-        return InstanceState.loaded(item, decoded, self.key_attrs, self.type_attr, kind)
+        return InstanceState.loaded(item, decoded_numbers(item, self.fields[kind]),
+                                    self.key_attrs, self.type_attr, kind)
 
     def items(self) -> list[Item]:
         """The page's items as stored (decoded once for the last page asked: the objects
@@ -128,7 +122,7 @@ class LoadedPage:
         last = _last_page
         if last is not None and last[0] is self:
             return last[1]
-        items: list[Item] = json.loads(self.data).get("Items", [])
+        items: list[Item] = answer_items(json.loads(self.data))
         if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
             items = [{k: binary_from_json(av) for k, av in item.items()} for item in items]
         _last_page = (self, items)
@@ -172,29 +166,28 @@ class InstanceState:
     @classmethod
     def loaded(cls, item: Item, decoded: Mapping[str, Any], key_attrs: tuple[str, ...],
                type_attr: str | None, type_name: str, key: PlainKey | None = None,
-               version: int | None = None, checked: bool = False) -> InstanceState:
+               version: int | None = None) -> InstanceState:
         """The state of an object loaded from ``item``.
 
         ``decoded`` holds the item's field values as the object was validated from (their
         value objects are shared); ``key_attrs`` are the table's key attributes (the
         stored key, unless ``key`` gives it); ``type_attr`` / ``type_name``: the
         discriminator, whose stored string is replaced by the entity's own one.
-        ``checked``: ``decoded`` holds validated values (numbers validated from their text,
-        booleans), shared only where they render back to the very wire form read.
         """
         avs = item.values()
         values = list(map(dict.get, avs, _S, avs))  # (wire_values, inline)
         shape = _shapes.get(tuple(item))
         if shape is None or shape.key_attrs != key_attrs or shape.type_attr != type_attr:
-            shape = _shape(item, key_attrs, type_attr)
+            if len(_shapes) >= _SHAPES_MAX:  # many shapes (sparse attributes): start over
+                _shapes.clear()
+            shape = _Shape(item, key_attrs, type_attr)
+            _shapes[shape.names] = shape
         if decoded:  # (none: every non-string attribute keeps its wire form)
             names = shape.names
             for at in shape.other_at:
                 av = values[at]
                 if type(av) is dict:
                     value = decoded.get(names[at], _MISSING)
-                    if checked and value is not _MISSING and "N" in av:
-                        value = _number_read(value, av["N"])
                     if value is None or type(value) in _SCALARS:
                         values[at] = value  # shared with the entity; stands for its wire form
         at = shape.type_at
@@ -242,23 +235,19 @@ class InstanceState:
     def item(self) -> Item:
         """The stored item in wire form (rendered on first access: only objects a write
         plans from pay for it; do not mutate it)."""
-        shape, data = self._compact()
-        if shape is None:
-            assert isinstance(data, dict)
-            return data
-        rendered = self._rendered
-        if rendered is None:
-            assert isinstance(data, tuple)
-            rendered = self._rendered = {
-                name: _render(value) for name, value in zip(shape.names, data, strict=True)}
-        return rendered
+        if self._rendered is None:
+            self._rendered = self.peek_item()
+        return self._rendered
 
     def peek_item(self) -> Item:
         """:attr:`item` for a reader that needs it once (:func:`dynaorm.inspect`): rendered
         afresh and not kept, unless a write rendered it already (do not mutate it)."""
         shape, data = self._compact()
-        if shape is None or self._rendered is not None:
-            return self.item
+        if shape is None:
+            assert isinstance(data, dict)
+            return data
+        if self._rendered is not None:
+            return self._rendered
         assert isinstance(data, tuple)
         return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
 

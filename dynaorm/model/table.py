@@ -185,6 +185,19 @@ class TableSchema:
             return self.pk, spec.sk
         return spec.pk, spec.sk
 
+    def key_roles(self) -> dict[str, str]:
+        """Every key attribute of the table and of its indexes: name -> ``"partition"`` or
+        ``"sort"`` (for DynamoDB's key limits)."""
+        roles = {self.pk: "partition"}
+        if self.sk:
+            roles[self.sk] = "sort"
+        for index in self.indexes.values():
+            if isinstance(index, GSI):
+                roles.setdefault(index.pk, "partition")
+            if index.sk:
+                roles.setdefault(index.sk, "sort")
+        return roles
+
     # -- schema --------------------------------------------------------------------
     def definition(self) -> dict[str, Any]:
         """The CreateTable request for this table and all its indexes."""

@@ -16,6 +16,9 @@ from dynaorm.read.selection import BATCH_GET
 
 __all__ = ["MAX_BATCH_ROUNDS", "batch_get_p", "batch_rounds"]
 
+#: what reads an answer's bytes itself (see :class:`~dynaorm.protocol.steps.Send`)
+Reader = Callable[[bytes], dict[str, Any] | None]
+
 #: Rounds of a batch request before unprocessed keys are an error.
 MAX_BATCH_ROUNDS = 12
 
@@ -23,11 +26,12 @@ MAX_BATCH_ROUNDS = 12
 def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                  unprocessed: str,
                  collect: Callable[[dict[str, Any]], object] = lambda out: None, *,
-                 idempotent: bool = True) -> Proto[None]:
+                 idempotent: bool = True, reader: Reader | None = None) -> Proto[None]:
     """Send a batch request until nothing is left unprocessed (backoff with jitter between
     rounds, the rounds' waits within the policy's ``max_wait``); ``collect`` sees each
-    round's answer. ``idempotent=False``: a round is not resent after an attempt that may
-    have been applied (the :class:`~dynaorm.RequestError` is raised instead)."""
+    round's answer (``reader``: see :class:`~dynaorm.protocol.steps.Send`).
+    ``idempotent=False``: a round is not resent after an attempt that may have been
+    applied (the :class:`~dynaorm.RequestError` is raised instead)."""
     rounds = 0
     waited = 0.0
     while pending:
@@ -37,28 +41,36 @@ def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                                f"after {MAX_BATCH_ROUNDS} rounds")
         if rounds > 1:
             waited += yield Backoff(rounds - 1, waited)
-        out = yield from call(operation, {"RequestItems": pending}, idempotent=idempotent)
+        out = yield from call(operation, {"RequestItems": pending}, idempotent=idempotent,
+                              reader=reader)
         collect(out)
         pending = out.get(unprocessed) or None
 
 
 def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
-                concurrency: int = 1) -> Proto[dict[Any, Item]]:
+                concurrency: int = 1, reader: Reader | None = None) -> Proto[dict[Any, Any]]:
     """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
-    flight; unprocessed keys retried with backoff), by their key's identity."""
+    flight; unprocessed keys retried with backoff), by their key's identity; with
+    ``reader`` (:func:`~dynaorm.model.entity.answer_reader`), the objects it read from
+    an answer's bytes where it could (matched by the stored keys read beside them)."""
     unique = list({key_id(k): k for k in keys}.values())
     chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]
 
-    def one(chunk: list[Item]) -> Proto[list[Item]]:
+    def one(chunk: list[Item]) -> Proto[list[tuple[Item, Any]]]:
         request: dict[str, Any] = {"Keys": chunk}
         if consistent:
             request["ConsistentRead"] = True
-        items: list[Item] = []
+        items: list[tuple[Item, Any]] = []  # (its stored key, the item or its object)
+
+        def collect(out: dict[str, Any]) -> None:
+            got = out.get("Responses", {}).get(table, [])
+            items.extend(zip(out.get("Keys", {}).get(table, got), got, strict=True))
+
         yield from batch_rounds("BatchGetItem", table, {table: request}, "UnprocessedKeys",
-                                lambda out: items.extend(out.get("Responses", {}).get(
-                                    table, [])))
+                                collect, reader=reader)
         return items
 
     results = yield from gather([one(c) for c in chunks], concurrency)
     key_attrs = list(unique[0]) if unique else []
-    return {key_id({a: item[a] for a in key_attrs}): item for got in results for item in got}
+    return {key_id({a: key[a] for a in key_attrs}): item for got in results
+            for key, item in got}

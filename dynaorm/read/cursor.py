@@ -29,16 +29,18 @@ import binascii
 import hashlib
 import hmac
 import json
+import operator
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from dynaorm.errors import DynaormError, InvalidCursorError
-from dynaorm.write.limits import check_key_value
+from dynaorm.model.entity import spec_of
+from dynaorm.model.limits import check_key_value
 
-__all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_cursor", "check_positions",
+__all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_positions",
            "decode_cursor_state", "encode_cursor", "fingerprint", "open_sealed", "read_secret",
            "seal", "secret_of"]
 
@@ -63,9 +65,7 @@ def secret_of(table: Any) -> bytes | None:
             return configured
         raise DynaormError(f"cursor_secret must be str or bytes, got {type(configured).__name__}")
     env = os.environ.get(ENV_SECRET)
-    if env:
-        return env.encode("utf-8", "surrogatepass")
-    return None
+    return env.encode("utf-8", "surrogatepass") if env else None
 
 
 def fingerprint(shape: Any) -> str:
@@ -174,35 +174,6 @@ def decode_cursor_state(cursor: Any, query_fingerprint: str, shards: int, *,
 
 
 # -- positions against the read ------------------------------------------------------------
-_EQ = re.compile(r"(#\w+) = (:\w+)")
-_BETWEEN = re.compile(r"(#\w+) BETWEEN (:\w+) AND (:\w+)")
-_BEGINS = re.compile(r"begins_with\((#\w+), (:\w+)\)")
-_CMP = re.compile(r"(#\w+) (<=|>=|<|>) (:\w+)")
-
-
-def _key_conditions(request: Mapping[str, Any]) -> list[tuple[str, str, list[Any]]]:
-    """``(attribute, operator, [AttributeValue...])`` of a request's key condition."""
-    text = request.get("KeyConditionExpression")
-    if not text:
-        return []
-    names = request.get("ExpressionAttributeNames", {})
-    values = request.get("ExpressionAttributeValues", {})
-    out: list[tuple[str, str, list[Any]]] = []
-    for part in text.split(" AND ", 1):  # the partition, then the sort key's condition
-        part = part.strip()
-        if m := _BETWEEN.fullmatch(part):
-            out.append((names[m[1]], "BETWEEN", [values[m[2]], values[m[3]]]))
-        elif m := _BEGINS.fullmatch(part):
-            out.append((names[m[1]], "begins_with", [values[m[2]]]))
-        elif m := _EQ.fullmatch(part):
-            out.append((names[m[1]], "=", [values[m[2]]]))
-        elif m := _CMP.fullmatch(part):
-            out.append((names[m[1]], m[2], [values[m[3]]]))
-        else:  # pragma: no cover - dynaorm writes every key condition itself
-            raise InvalidCursorError(f"cannot check a cursor against {text!r}")
-    return out
-
-
 def _scalar(av: Mapping[str, Any]) -> tuple[str, Any]:
     (tag, raw), = av.items()
     if tag == "N":
@@ -212,27 +183,31 @@ def _scalar(av: Mapping[str, Any]) -> tuple[str, Any]:
     return tag, raw
 
 
-def _holds(value: Mapping[str, Any], op: str, bounds: list[Any]) -> bool:
+#: a key condition's comparisons (``begins_with`` and ``BETWEEN`` are :func:`_holds`' own)
+_COMPARE: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+
+
+def _holds(value: Mapping[str, Any], op: str, bounds: Sequence[Any]) -> bool:
     tag, got = _scalar(value)
     parsed = [_scalar(b) for b in bounds]
     if any(t != tag for t, _ in parsed):
         return False
     ends = [v for _, v in parsed]
-    if op == "=":
-        return bool(got == ends[0])
     if op == "begins_with":
         return isinstance(got, str | bytes) and got[:len(ends[0])] == ends[0]
     if op == "BETWEEN":
         return bool(ends[0] <= got <= ends[1])
-    return bool({"<": got < ends[0], "<=": got <= ends[0], ">": got > ends[0],
-                 ">=": got >= ends[0]}[op])
+    return _COMPARE[op](got, ends[0])
 
 
 def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
-                    requests: Sequence[Mapping[str, Any]], key_attrs: Sequence[str],
-                    roles: Mapping[str, str]) -> None:
-    """Refuse (:class:`InvalidCursorError`) resume positions that a read of ``requests``
-    (one per stream, as sent without a start key) could not have produced.
+                    conditions: Sequence[Sequence[tuple[str, str, Sequence[Any]]]],
+                    key_attrs: Sequence[str], roles: Mapping[str, str]) -> None:
+    """Refuse (:class:`InvalidCursorError`) resume positions that a read could not have
+    produced. ``conditions``: each stream's key condition as the read's plan states it
+    (``(attribute, operator, [AttributeValue...])``, see
+    :meth:`~dynaorm.read.keycond.KeyPlan.conditions`; none for a scan).
 
     A position is ``None`` (start), ``False`` (stream done) or an ExclusiveStartKey
     holding exactly ``key_attrs``, each a valid key value of a key type (``roles``:
@@ -241,9 +216,9 @@ def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
     if not isinstance(served, int) or isinstance(served, bool) or served < 0 or (
             limit is not None and served > limit):
         raise InvalidCursorError("page cursor holds an impossible count of served results")
-    if len(positions) != len(requests):
+    if len(positions) != len(conditions):
         raise InvalidCursorError("page cursor does not fit this query")
-    for position, request in zip(positions, requests, strict=True):
+    for position, condition in zip(positions, conditions, strict=True):
         if position is None or position is False:
             continue
         if not isinstance(position, dict) or set(position) != set(key_attrs):
@@ -259,7 +234,7 @@ def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
                 _scalar(value)
             except (DynaormError, ArithmeticError, ValueError, TypeError) as exc:
                 raise InvalidCursorError("page cursor holds an invalid key value") from exc
-        for attr, op, bounds in _key_conditions(request):
+        for attr, op, bounds in condition:
             if not _holds(position[attr], op, bounds):
                 raise InvalidCursorError("page cursor holds a position outside this query's "
                                          "partition or key range")
@@ -267,14 +242,4 @@ def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
 
 def read_secret(read: Any) -> bytes | None:
     """:func:`secret_of` the table a read (a Query or Scan) reads."""
-    from dynaorm.model.entity import spec_of
     return secret_of(spec_of(read._entities[0]).table)
-
-
-def check_cursor(read: Any, sel: Any, positions: Sequence[Any], served: int) -> None:
-    """:func:`check_positions` of a decoded cursor against the read it was given to."""
-    from dynaorm.write.render import key_roles
-    n = read._streams()
-    check_positions(positions, served, limit=read._limit,
-                    requests=[read._request(i, sel) for i in range(n)],
-                    key_attrs=sel.key_attrs, roles=key_roles(read._entities[0], {}))

@@ -8,16 +8,17 @@ name key attributes).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from dynaorm.caches import cache
+from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.keys import key_order
+from dynaorm.model.keys import key_av, key_order
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
-from dynaorm.model.spec import EntitySpec, IndexKeys
+from dynaorm.model.spec import EntitySpec
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
@@ -46,14 +47,20 @@ class KeyPlan:
     history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
     nothing: bool = False             # the condition names only rows another type's key wins
 
+    def conditions(self, i: int) -> list[tuple[str, str, tuple[AttributeValue, ...]]]:
+        """Stream ``i``'s key condition as data, what the request renders and what a
+        cursor's position is checked against: ``(attribute, operator, values)``, the
+        partition's ``=`` first, then the sort key's condition if any."""
+        out: list[tuple[str, str, tuple[AttributeValue, ...]]] = [
+            (self.pk_attr, "=", (key_av(self.pk_values[i]),))]
+        if self.sk_op is not None and self.sk_attr is not None:
+            out.append((self.sk_attr, self.sk_op, tuple(map(key_av, self.sk_values))))
+        return out
+
     @property
     def empty(self) -> bool:
-        if self.nothing:
-            return True
-        if self.sk_op != "BETWEEN":
-            return False
-        low, high = self.sk_values
-        return bool(key_order(low) > key_order(high))
+        return self.nothing or (self.sk_op == "BETWEEN" and bool(
+            key_order(self.sk_values[0]) > key_order(self.sk_values[1])))
 
 
 def _pre(prefix: str, text: str) -> str:
@@ -67,20 +74,15 @@ def _templates(spec: EntitySpec, index: str | None) -> tuple[KeyTemplate, KeyTem
         return spec.pk, spec.sk, spec.table.pk, spec.table.sk, "primary"
     for idx in spec.indexes:
         if idx.name == index:
-            return _index_templates(idx)
+            return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
     raise DynaormError(f"{spec.name} declares no keys for index {index!r} "
                        f"(Meta.indexes has: {', '.join(i.name for i in spec.indexes) or 'none'})")
 
 
-def _index_templates(idx: IndexKeys) -> tuple[KeyTemplate, KeyTemplate | None, str,
-                                              str | None, str]:
-    return idx.pk, idx.sk, idx.pk_attr, idx.sk_attr, idx.name
-
-
-def partition_values(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-                     shard: int | None = None) -> tuple[str, ...]:
-    """The partition key values a query reads: one, or one per shard (``shard``: just it)."""
-    pk, _, _, _, target = _templates(spec, index)
+def partition_values(spec: EntitySpec, pk: KeyTemplate, target: str, index: str | None,
+                     fields: Mapping[str, Any], shard: int | None = None) -> tuple[str, ...]:
+    """The partition key values a query of ``pk`` (the template of ``index``, the
+    ``target`` of its shards) reads: one, or one per shard (``shard``: just it)."""
     missing = [f for f in pk.fields if f != SHARD_FIELD and f not in fields]
     if missing:
         raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
@@ -101,89 +103,11 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     """Plan the key condition of ``s.query(Entity, index=..., **fields)`` plus ``cond``;
     where another entity's literal sort key outranks this one's template in the partition
     (a table without a type attribute), the condition leaves it out when it is one of its
-    ends (:func:`skip_literals`; elsewhere in the range the read drops it). A query
-    without a sort-key condition, history or shard is planned by its shape (:func:`_shape`:
-    what the field names decide is worked out once per entity, index and names)."""
-    if cond is None and not history and shard is None:  # most queries: planned by shape
-        shape = _shape(spec, index, fields, latest)
-        if shape is not None:
-            return shape.plan(fields)
+    ends (:func:`skip_literals`; elsewhere in the range the read drops it)."""
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
     if index is None and spec.table.type_attribute is None and spec.outranked_by():
         return skip_literals(spec, plan)
     return plan
-
-
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """How every query of one shape -- entity, index, the names of its fields, no sort-key
-    condition -- plans its keys: what :func:`_plan_keys` decides from the names alone
-    (checks, templates, the sort-key operator), kept; only the values are rendered for
-    each query (:meth:`plan`)."""
-
-    owner: str
-    index: str | None
-    pk_attr: str
-    sk_attr: str | None
-    pk: KeyTemplate
-    sk: KeyTemplate | None
-    #: the leading sort-key fields the query names
-    sk_names: tuple[str, ...]
-    #: ``"="`` (they name the whole sort key), ``"begins_with"``, or ``None`` (no condition)
-    op: str | None
-    vprefix: str
-    #: the sort-key value of a query naming no sort-key field (its template's prefix)
-    constant: str | None
-
-    def plan(self, fields: Mapping[str, Any]) -> KeyPlan:
-        """The plan of a query of this shape with these field values."""
-        pk_values = (self.pk.render(fields, self.owner),)
-        if self.op is None or self.sk is None:
-            return KeyPlan(self.index, self.pk_attr, self.sk_attr, pk_values)
-        value = self.constant
-        if value is None:  # (a rendered prefix is never empty: a field's value is not)
-            values = {name: fields[name] for name in self.sk_names}
-            value = _pre(self.vprefix, self.sk.render(values, self.owner) if self.op == "="
-                         else self.sk.render_prefix(values, self.owner))
-        return KeyPlan(self.index, self.pk_attr, self.sk_attr, pk_values, self.op, (value,))
-
-
-#: (entity class, index, the query's field names, latest) -> the :class:`_Shape` of its
-#: queries without a sort-key condition (``None``: a shape planned the plain way)
-_SHAPES: dict[tuple[Any, ...], _Shape | None] = cache("keycond.shapes")
-
-
-def _shape(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-           latest: bool) -> _Shape | None:
-    """The :class:`_Shape` of a query without a sort-key condition, history or shard (made
-    by the plain planning on the shape's first query: a shape it refuses is refused each
-    time, as the plain way), or ``None`` where it is planned the plain way: a sharded
-    partition key, and a table without a type attribute (what outranks a template there
-    changes with the table's classes)."""
-    key = (spec.cls, index, tuple(fields), latest)
-    try:
-        return _SHAPES[key]
-    except KeyError:
-        shape = _SHAPES[key] = _shape_of(spec, index, fields, latest)
-        return shape
-
-
-def _shape_of(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
-              latest: bool) -> _Shape | None:
-    """The shape of a query of ``fields`` (their names), after planning it the plain way
-    once (which raises what the names make wrong); ``None`` where it is planned so."""
-    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
-    if SHARD_FIELD in pk.fields or (index is None and spec.table.type_attribute is None):
-        return None
-    plan = _plan_keys(spec, index, fields, None, latest=latest)
-    vprefix = LATEST_PREFIX if latest else ""
-    if sk is None or plan.sk_op is None:
-        return _Shape(spec.name, index, pk_attr, sk_attr, pk, sk, (), None, vprefix, None)
-    keywords = [k for k in fields if k not in pk.fields]
-    names = _leading_fields(spec, sk, fields, dict.fromkeys(keywords))
-    constant = None if names else plan.sk_values[0]
-    return _Shape(spec.name, index, pk_attr, sk_attr, pk, sk, tuple(names), plan.sk_op,
-                  vprefix, constant)
 
 
 def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:
@@ -271,9 +195,7 @@ class _SortQuery:
             return self.make("=", _pre(self.vprefix, self.sk.render(self.sk_fields,
                                                                     self.spec.name)))
         prefix = self.prefix()
-        if not prefix:
-            return self.base
-        return self.make("begins_with", prefix)
+        return self.make("begins_with", prefix) if prefix else self.base
 
     def merged_with(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """The condition's fields after the keywords'; refuses anything else."""
@@ -338,17 +260,15 @@ class _SortQuery:
             return self.make("BETWEEN", prefix, upper)
         if op == "gt":
             return self.make("BETWEEN", upper, top, exclude=upper)
-        if op == "gte":
-            return self.make("BETWEEN", value, top)
-        raise DynaormError(f"unknown sort-key operator {op!r}")  # pragma: no cover
+        return self.make("BETWEEN", value, top)  # gte
 
 
 def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
                cond: SortCondition | None, *, latest: bool = False,
                history: bool = False, shard: int | None = None) -> KeyPlan:
-    pk, sk, pk_attr, sk_attr, _ = _templates(spec, index)
+    pk, sk, pk_attr, sk_attr, target = _templates(spec, index)
     _check_fields(spec, fields, pk, sk)
-    pk_values = partition_values(spec, index, fields, shard)
+    pk_values = partition_values(spec, pk, target, index, fields, shard)
     base = KeyPlan(index, pk_attr, sk_attr, pk_values)
     keywords = {k: v for k, v in fields.items() if k not in pk.fields}
     if sk is None:
@@ -360,7 +280,7 @@ def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
         return _history_plan(spec, index, sk, fields, base)
     query = _SortQuery(spec, sk, fields, sk_fields, LATEST_PREFIX if latest else "", base)
     if cond is None:
-        whole = all(f in sk_fields for f in sk.fields if f != SHARD_FIELD)
+        whole = set(sk.fields) - {SHARD_FIELD} <= sk_fields.keys()
         # the keywords name the whole sort key: one item, exactly
         return query.without_condition(whole and bool(keywords))
     return query.with_condition(cond)
@@ -369,11 +289,8 @@ def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
 def widen(a: KeyPlan, b: KeyPlan) -> KeyPlan:
     """A plan of ``a``'s partition that reads what both plans read (multi-entity queries
     carry no sort condition: each plan is a ``begins_with`` of its type's prefix or none)."""
-    first, second = (p.sk_values[0] if p.sk_op == "begins_with" else "" for p in (a, b))
-    n = 0
-    while n < min(len(first), len(second)) and first[n] == second[n]:
-        n += 1
-    common = first[:n]
+    common = os.path.commonprefix(  # noqa: RUF071 (of the text: character by character)
+        [p.sk_values[0] if p.sk_op == "begins_with" else "" for p in (a, b)])
     if common:
         return replace(a, sk_op="begins_with", sk_values=(common,))
     return replace(a, sk_op=None, sk_values=())

@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm._types import Item
-from dynaorm.errors import DynaormError
 from dynaorm.model.keys import key_order, key_value
 
 __all__ = ["DONE", "Pager", "per_request_limit"]
@@ -43,45 +42,35 @@ class Pager:
     positions: list[Any]
     #: the results among a response's items, in order (:meth:`Selection.kept`)
     keep: Callable[[Sequence[Item]], list[Item]]
-    position_of: Callable[[Item], Item]
+    #: the position after an item (or what gives it, when asked: see Selection.position)
+    position_of: Callable[[Item], Any]
     ordered: bool = True
     reverse: bool = False
     order_attrs: tuple[str | None, str] = (None, "pk")
     #: tells items no entity owns (counted in ``skipped``); None: nothing is foreign
     foreign: Callable[[Item], bool] | None = None
+    #: how the answers may be read from their bytes into objects (see
+    #: :meth:`~dynaorm.read.selection.Selection.reader`); a merge of several ordered
+    #: streams has none (it orders the items by their stored keys)
+    reader: Callable[[bytes], dict[str, Any] | None] | None = None
     #: items read that no entity owns
     skipped: int = 0
     _buffers: list[deque[Item]] = field(init=False)
     _resume: list[Any] = field(init=False)
 
     def __post_init__(self) -> None:
-        if len(self.positions) != len(self.requests):
-            raise DynaormError("a read's positions do not match its streams")  # pragma: no cover
         self.positions = list(self.positions)
         self._buffers = [deque() for _ in self.requests]
         self._resume = list(self.positions)
-
-    def live(self) -> list[int]:
-        """Streams that may still give items."""
-        return [i for i, p in enumerate(self.positions) if p is not DONE]
 
     def wants(self, limit: Callable[[int], int | None]) -> list[tuple[int, dict[str, Any]]]:
         """Requests to answer before the next result can be chosen (empty: call
         :meth:`take`). ``limit(live)`` gives each request's ``Limit`` (``None``: no Limit)."""
         buffers, resume = self._buffers, self._resume
-        if len(buffers) == 1:  # one stream (the common read): the same tests, unrolled
-            if buffers[0] or resume[0] is DONE:
-                return []
-            empty = [0]
-            size = limit(0 if self.positions[0] is DONE else 1)
-        else:
-            empty = [i for i in range(len(buffers))
-                     if not buffers[i] and resume[i] is not DONE]
-            if not empty:
-                return []
-            if not self.ordered and any(buffers):
-                return []  # a scan hands out what it holds before reading on
-            size = limit(len(self.live()))
+        empty = [i for i in range(len(buffers)) if not buffers[i] and resume[i] is not DONE]
+        if not empty or (not self.ordered and any(buffers)):
+            return []  # (a scan hands out what it holds before reading on)
+        size = limit(len(self.positions) - self.positions.count(DONE))  # (streams live)
         out = []
         for i in empty:
             request = dict(self.requests[i])
@@ -176,4 +165,4 @@ class Pager:
 
     @property
     def exhausted(self) -> bool:
-        return all(p is DONE for p in self.positions)
+        return self.positions.count(DONE) == len(self.positions)  # (DONE: False)

@@ -21,13 +21,12 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
 from dynaorm.model.entity import _set_state
 from dynaorm.model.keys import key_id, key_value, wire_key
-from dynaorm.model.layouts import MovedState
+from dynaorm.model.layouts import MovedState, load_old
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import expired
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.write.moves import load_old
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
 
@@ -67,8 +66,7 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
         item = found
     else:
         current, item = yield from _both_p(table, spec, new_key, old_key)
-        current = _live(spec, current)
-        if current is not None and spec.owns(current):
+        if spec.owns(current):  # (and its TTL not passed)
             return spec.cls._from_item(current, spec)
     item = _live(spec, item)
     if item is None or not layout.owns(item):

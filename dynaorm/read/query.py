@@ -118,18 +118,14 @@ class QuerySpec(ReadSpec[T]):
 
     def _source(self, i: int, ph: Placeholders) -> dict[str, Any]:
         plan = self._plan()
-        spec = spec_of(self._entities[0])
-        expr = f"{ph.name(plan.pk_attr)} = {ph.value_av(key_av(plan.pk_values[i]))}"
-        if plan.sk_op is not None and plan.sk_attr is not None:
-            name = ph.name(plan.sk_attr)
-            vals = [ph.value_av(key_av(v)) for v in plan.sk_values]
-            if plan.sk_op == "BETWEEN":
-                expr += f" AND {name} BETWEEN {vals[0]} AND {vals[1]}"
-            elif plan.sk_op == "begins_with":
-                expr += f" AND begins_with({name}, {vals[0]})"
-            else:
-                expr += f" AND {name} {plan.sk_op} {vals[0]}"
-        request: dict[str, Any] = {"TableName": spec.table.name, "KeyConditionExpression": expr,
+        parts = []
+        for attr, op, values in plan.conditions(i):
+            name, vals = ph.name(attr), [ph.value_av(v) for v in values]
+            parts.append(f"begins_with({name}, {vals[0]})" if op == "begins_with" else
+                         f"{name} BETWEEN {vals[0]} AND {vals[1]}" if op == "BETWEEN" else
+                         f"{name} {op} {vals[0]}")
+        request: dict[str, Any] = {"TableName": self._table_name(),
+                                   "KeyConditionExpression": " AND ".join(parts),
                                    "ScanIndexForward": not self._reverse}
         if plan.index is not None:  # the query's index, or Meta.history_index for history
             request["IndexName"] = plan.index
@@ -138,6 +134,9 @@ class QuerySpec(ReadSpec[T]):
     def _fixed(self, i: int) -> dict[str, Any]:
         plan = self._plan()
         return {plan.pk_attr: key_av(plan.pk_values[i])}
+
+    def _key_conditions(self, i: int) -> list[tuple[str, str, tuple[Any, ...]]]:
+        return self._plan().conditions(i)
 
     def _selection(self) -> Selection[T]:
         plan = self._plan()

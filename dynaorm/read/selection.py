@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import base64
-import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +21,7 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
-from dynaorm.model.entity import LoadedItems, answer_reader, load_page
+from dynaorm.model.entity import LoadedItems, answer_reader, raw_state, spec_of
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
@@ -46,10 +45,8 @@ def projection_of(table: TableSchema, index: str | None) -> str:
     """``"ALL"``, ``"KEYS_ONLY"`` or ``"INCLUDE"`` for the table (ALL) or one index."""
     if index is None:
         return "ALL"
-    proj = table.index(index).projection
-    if isinstance(proj, str):
-        return proj.upper()
-    return "INCLUDE"
+    projection = table.index(index).projection
+    return projection.upper() if isinstance(projection, str) else "INCLUDE"
 
 
 def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTemplate, bool],
@@ -135,16 +132,13 @@ class Selection(Generic[T]):
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
-        kind = item.get(self.type_attr)
-        name: str | None = None if kind is None else kind.get("S")
+        name: str | None = item.get(self.type_attr, _NO_VALUE).get("S")
         return name if name in self.types else None
 
     def keep(self, item: Item) -> bool:
         """Whether a returned item is one of the requested results."""
         name = self.type_of(item)
-        if name is None:
-            return False
-        if self.ttl_attr is not None and expired(item, self.ttl_attr):
+        if name is None or expired(item, self.ttl_attr):
             return False
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
@@ -159,37 +153,24 @@ class Selection(Generic[T]):
         """The results among a response's ``items``, in order (:meth:`keep` of each)."""
         if type(items) is LoadedItems:  # objects read from the answer's bytes, all results
             return items
-        if self._by_type_only:
-            # The common read: only the type attribute decides (no TTL, bound, history
-            # or latest-copy rule applies), so :meth:`keep` reduces to its first test.
-            # (an absent type attribute reads as _NO_VALUE, which holds no "S": dropped)
-            attr, types, no_value = self.type_attr, self.types, _NO_VALUE
-            return [item for item in items if item.get(attr, no_value).get("S") in types]
-        keep = self.keep
-        return [item for item in items if keep(item)]
-
-    @functools.cached_property
-    def _by_type_only(self) -> bool:
-        """Whether :meth:`keep` is decided by the type attribute alone."""
-        return not (self.by_shape or self.ttl_attr is not None or self.exclude is not None
-                    or self.history_base is not None or self.latest_only)
+        return [item for item in items if self.keep(item)]
 
     def owns(self, item: Item) -> bool:
         """Whether a whole item read by key is still one of the requested results."""
-        if self.ttl_attr is not None and expired(item, self.ttl_attr):
-            return False
-        if self.shapeless:
-            return self.type_of(item) is not None
-        kind = item.get(self.type_attr)
-        name: str | None = None if kind is None else kind.get("S")
-        if name is None or name not in self.types:
+        name = (self.type_of(item) if self.shapeless else
+                item.get(self.type_attr, _NO_VALUE).get("S"))
+        if name is None or name not in self.types or expired(item, self.ttl_attr):
             return False
         if self.types[name][1].versioned and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
-    def position(self, item: Item) -> Item:
-        """The ExclusiveStartKey that resumes right after ``item``."""
+    def position(self, item: Item | T) -> Item | Callable[[], Item]:
+        """The ExclusiveStartKey that resumes right after ``item``; after an object read
+        from the answer's bytes, what gives it from its stored item when a cursor asks
+        (:meth:`pack`: its page decodes again)."""
+        if type(item) is not dict:
+            return lambda: self.position(raw_state(item).peek_item())  # type: ignore[arg-type,union-attr,return-value]
         return {a: item[a] for a in self.key_attrs if a in item}
 
     def pack(self, position: Any, fixed: Mapping[str, Any]) -> Any:
@@ -197,6 +178,8 @@ class Selection(Generic[T]):
         without the attributes the stream fixes (a shard's partition key)."""
         if position is None or position is DONE:
             return position
+        if callable(position):  # (after an object read from the answer's bytes)
+            position = position()
         out: list[Any] = []
         for attr in self.key_attrs:
             if attr in fixed:
@@ -233,56 +216,33 @@ class Selection(Generic[T]):
                 raise InvalidCursorError("page cursor holds a malformed position")
         return position
 
-    def decode(self, item: Item) -> T:
-        """The entity object of a (whole) result item."""
+    def decode(self, item: Item | T) -> T:
+        """The entity object of a (whole) result item (an object read from the answer's
+        bytes is one already)."""
+        if type(item) is not dict:
+            return item  # type: ignore[return-value]
         name = self.type_of(item) if self.shapeless else item[self.type_attr]["S"]
         cls, spec = self.types[name or ""]
-        obj: T = cls._from_item(item, spec)  # type: ignore[attr-defined]
-        return obj
+        return cls._from_item(item, spec)  # type: ignore[attr-defined,no-any-return]
 
-    def decoded(self, items: Sequence[Item]) -> Iterator[T]:
-        """The entity objects of (whole) result items, in order, one at a time (as
-        :meth:`decode` gives them)."""
-        if items and type(items[0]) is not dict:  # a batch of an answer_reader's objects
+    def decoded(self, items: Sequence[Item | T]) -> Iterator[T]:
+        """The entity objects of (whole) result items, in order, one at a time (a loop
+        may stop early: the rest are not decoded)."""
+        if dict not in map(type, items):  # objects read from the answers' bytes
             return iter(items)  # type: ignore[arg-type]
-        if self._single is not None:  # one type: every result is one of it
-            cls, spec = self._single
-            return cls._from_items(items, spec)  # type: ignore[attr-defined,no-any-return]
-        if not self.shapeless and type(items) is list:  # one call for the whole page
-            page = load_page(self.type_attr, self.types, items)
-            if page is not None:
-                return page
-        loaders: dict[str, Callable[[Item], T]] = {}  # each type's loader, made once a page
-
-        def load(item: Item) -> T:
-            name = (self.type_of(item) if self.shapeless else item[self.type_attr]["S"]) or ""
-            loader = loaders.get(name)
-            if loader is None:
-                cls, spec = self.types[name]
-                loader = loaders[name] = cls._loader(spec)  # type: ignore[attr-defined]
-            return loader(item)
-
-        return map(load, items)
+        return map(self.decode, items)
 
     def reader(self) -> Callable[[bytes], dict[str, Any] | None] | None:
-        """How a read of whole items (one stream, no limit) may read each answer's bytes
-        into its objects itself (:func:`~dynaorm.model.entity.answer_reader`), or
-        ``None``: a read whose results are not decided by the type attribute alone."""
-        if self.shapeless or self.fetch or not self._by_type_only:
+        """How a read of whole items may read each answer's bytes into its objects
+        itself (:func:`~dynaorm.model.entity.answer_reader`), or ``None``: a read whose
+        results are not decided by the type attribute alone (key shapes, a TTL, a
+        strict bound, history, latest copies among several types), or whose items are
+        read again by key."""
+        if (self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
+                or self.exclude is not None or self.history_base is not None
+                or self.latest_only):
             return None
         return answer_reader(self.types)
-
-    @functools.cached_property
-    def _single(self) -> tuple[type[T], EntitySpec] | None:
-        """The requested type, when there is one and results need not be told apart."""
-        if len(self.types) != 1 or self.shapeless:
-            return None
-        return next(iter(self.types.values()))
-
-    @property
-    def server_filterable(self) -> bool:
-        """Whether the type selection can be a FilterExpression (the type is projected)."""
-        return not self.by_shape
 
     def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
@@ -299,55 +259,37 @@ class Selection(Generic[T]):
         for extra in parts[1:]:
             cond = cond | extra
         if ttl and self.ttl_attr is not None:  # expired, not yet deleted: not a result
-            cond = cond & self.ttl_cutoff()
+            ttl_attr = F(self.ttl_attr)  # (no TTL, or one still ahead)
+            cond = cond & (ttl_attr.not_exists() | (ttl_attr > int(time.time())))
         return cond
 
-    def ttl_cutoff(self) -> Condition:
-        """Items without a TTL, or whose TTL is still ahead."""
-        assert self.ttl_attr is not None
-        return F(self.ttl_attr).not_exists() | (F(self.ttl_attr) > int(time.time()))
-
-    @property
-    def client_rules(self) -> bool:
-        """Rules only the client can apply (a strict bound, history, latest copies among
-        several types): a server-side count cannot see them."""
-        return bool(self.exclude or self.history_base or self.latest_only)
-
     def counts_on_client(self, latest_on_server: bool) -> bool:
-        """Whether a count must read keys and apply :attr:`client_rules` itself. With
+        """Whether a count must read keys and apply the rules only the client can (a
+        strict bound, history, latest copies among several types) itself. With
         ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``) the latest-copy
         rule is part of the server's filter, so it alone does not need the client."""
         latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
         return bool(self.exclude or self.history_base or latest_on_client)
 
     # -- partial reads -----------------------------------------------------------------
-    def field_names(self) -> frozenset[str]:
-        return frozenset().union(*(s.field_names for _, s in self.types.values()))
-
     def check_fields(self, names: Iterable[str]) -> None:
-        known = self.field_names()
+        known = frozenset().union(*(s.field_names for _, s in self.types.values()))
         unknown = sorted(set(names) - known)
         if unknown:
             owners = "/".join(sorted(self.types))
             raise DynaormError(f"{owners} has no field(s) {unknown}")
 
-    def values_of(self, item: Item, names: Sequence[str]) -> dict[str, Any]:
+    def values_of(self, item: Item, names: Sequence[str] | None = None) -> dict[str, Any]:
         """``{name: value}`` of ``names`` from ``item`` (typed like the entity's field;
-        ``None`` for a field the item lacks)."""
+        ``None`` for a field the item lacks); ``None``: the fields ``get`` takes."""
         name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
-        cls = self.types[name][0] if name is not None and name in self.types else None
-        spec = self.types[name][1] if cls is not None and name is not None else None
+        cls, spec = self.types.get(name or "", (None, None))
         data = spec.decode_fields(item) if spec is not None else {}
+        if names is None:
+            assert spec is not None
+            names = spec.lookup_fields
         return {n: _field_value(cls, n, item.get(self.renames.get(n, n)), data.get(n))
                 for n in names}
-
-    def lookup_of(self, item: Item) -> dict[str, Any]:
-        """The fields ``get`` takes, from ``item``."""
-        name = self.type_of(item) if self.by_shape else str(item[self.type_attr]["S"])
-        cls, spec = self.types[name or ""]
-        data = spec.decode_fields(item)
-        return {n: _field_value(cls, n, item.get(spec.attr(n)), data.get(n))
-                for n in spec.lookup_fields}
 
 
 #: per (entity class, field): a TypeAdapter takes milliseconds to build
@@ -393,11 +335,8 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
     key = (tuple(entities), index, sk_attr, latest_only)
-    try:
-        return _SELECTIONS[key]
-    except KeyError:
-        pass
-    found = _selection(entities, index, sk_attr, None, None, latest_only)
+    found = _SELECTIONS.get(key) or _selection(entities, index, sk_attr, None, None,
+                                               latest_only)
     if not found.shapeless:
         _SELECTIONS[key] = found
     return found
@@ -407,13 +346,10 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
                exclude: str | None, history_base: str | None,
                latest_only: frozenset[str]) -> Selection[T]:
     """A new :class:`Selection` (see :func:`selection`)."""
-    from dynaorm.model.entity import spec_of
-
     specs = [(e, spec_of(e)) for e in entities]
     table = specs[0][1].table
     projection = projection_of(table, index)
     pk_attr, source_sk = table.key_attributes(index)
-    attrs = (table.pk, table.sk, pk_attr, source_sk)
     shapeless = table.type_attribute is None
     by_shape = projection == "KEYS_ONLY" or shapeless
     renames: dict[str, str] = {}
@@ -426,7 +362,7 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         type_attr=table.type_attribute or "",
         types={s.type_name: (e, s) for e, s in specs},
         table_sk=table.sk,
-        key_attrs=tuple(dict.fromkeys(a for a in attrs if a)),
+        key_attrs=tuple(a for a in dict.fromkeys((table.pk, table.sk, pk_attr, source_sk)) if a),
         order_attrs=(source_sk, pk_attr),
         sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
         by_shape=by_shape, fetch=projection != "ALL",

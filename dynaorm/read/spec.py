@@ -12,7 +12,7 @@ a cursor from either kind of session resumes in the other.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, Generic, Self, TypeVar
 
@@ -89,6 +89,11 @@ class ReadSpec(Generic[T]):
         left out of cursors, and imposed on the positions a cursor brings back."""
         return {}
 
+    def _key_conditions(self, i: int) -> list[tuple[str, str, tuple[Any, ...]]]:
+        """Stream ``i``'s key condition as data (none for a scan): what a cursor's
+        position must satisfy (:func:`~dynaorm.read.cursor.check_positions`)."""
+        return []
+
     def _describe(self) -> str:
         raise NotImplementedError  # pragma: no cover
 
@@ -134,7 +139,7 @@ class ReadSpec(Generic[T]):
         ph = Placeholders(sel.renames)
         request = self._source(i, ph)
         cond = self._filter
-        if (self._types_on_server if types is None else types) and sel.server_filterable:
+        if (self._types_on_server if types is None else types) and not sel.by_shape:  # (projected)
             selected = sel.type_condition(latest=self._types_on_server, ttl=count)
             cond = selected if cond is None else selected & cond
         if cond is not None:
@@ -150,22 +155,32 @@ class ReadSpec(Generic[T]):
 
     def _pager(self, sel: Selection[T], positions: list[Any],
                attrs: Sequence[str] = ()) -> Pager:
-        requests = ([self._request(0, sel, attrs=attrs)] if len(positions) == 1 else
-                    [self._request(i, sel, attrs=attrs) for i in range(len(positions))])
+        """The paging state of this read from ``positions``; its answers read from their
+        bytes into objects where they can be (:meth:`Selection.reader`), else as items
+        (decoded when taken). Not where items are projected, nor for a merge of ordered
+        streams (it orders items by their stored keys), nor for a scan with a limit (a
+        scan's ``Limit`` counts items evaluated, so an answer may hold far more results
+        than such a read takes: only those it takes are decoded)."""
+        n = len(positions)
+        requests = ([self._request(0, sel, attrs=attrs)] if n == 1 else
+                    [self._request(i, sel, attrs=attrs) for i in range(n)])
+        ordered = self._ordered
+        reader = None if attrs or (n > 1 if ordered else self._limit is not None) else (
+            sel.reader())
         return Pager(requests, positions, sel.kept, sel.position, ordered=self._ordered,
                      reverse=self._reverse, order_attrs=sel.order_attrs,
-                     foreign=sel.foreign)
+                     foreign=sel.foreign, reader=reader)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
-             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None,
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None) -> Stream:
-        """Results in order, requests sent as the pager asks (several at once).
+             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None
+             ) -> Stream:
+        """Results in order (items, or objects read from the answers' bytes), requests
+        sent as the pager asks (several at once).
 
         Results go out in batches (what the pager holds), each at most ``room()``: how
         many the consumer still takes (``None``: any number; at least 1 whenever it
         resumes the stream). A consumer that stops once its room is filled so leaves
         the pager exactly where it would have item by item, and nothing more is read.
-        ``reader``: see :meth:`Selection.reader` (its batches are objects).
         """
         op = self._operation
         origins = tuple(self._entities)  # on_request hooks see which entities a read was for
@@ -176,7 +191,7 @@ class ReadSpec(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                outs = yield from gather([call(op, r, origins, reader=reader)
+                outs = yield from gather([call(op, r, origins, reader=pager.reader)
                                           for _, r in wanted], FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)
@@ -195,8 +210,7 @@ class ReadSpec(Generic[T]):
         if not sel.fetch:
             yield from self._run(pager, limit, max_rounds, room)
             return
-        table = sel.types[next(iter(sel.types))][1].table
-        attrs = [a for a in (table.pk, table.sk) if a]
+        attrs = spec_of(self._entities[0]).table_key_attrs
         produced = 0
         n = 0
         chunk: list[Item] = []
@@ -216,7 +230,7 @@ class ReadSpec(Generic[T]):
             if not chunk:
                 return
             keys = [{a: c[a] for a in attrs} for c in chunk]
-            found = yield from batch_get_p(table.name, keys, consistent=self._consistent)
+            found = yield from batch_get_p(self._table_name(), keys, consistent=self._consistent)
             owned = [item for key in keys
                      if (item := found.get(key_id(key))) is not None and sel.owns(item)]
             if owned:  # at most n, within the consumer's room
@@ -236,33 +250,24 @@ class ReadSpec(Generic[T]):
         return limit
 
     def _items(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Stream:
-        """Result items (projected to ``attrs`` when given), up to ``limit``."""
-        if self._limit is None and not sel.fetch:  # the common read: _run's stream itself
-            pager = self._pager(sel, [None] * self._streams(), attrs)
-            return self._run(pager, self._iter_limit(lambda: None))
-        return self._limited_items(sel, attrs)
-
-    def _limited_items(self, sel: Selection[T], attrs: Sequence[str]) -> Stream:
-        """:meth:`_items` of a read with a ``limit`` or whose items are read by key."""
+        """Results (projected to ``attrs`` when given), up to ``limit``: what iteration
+        and every terminal reading to the end drive."""
         pager = self._pager(sel, [None] * self._streams(), attrs)
-        count = 0
         want = self._limit
-
-        def remaining() -> int | None:
-            return None if want is None else want - count
-
-        stream = self._results(sel, pager, want, self._iter_limit(remaining),
-                               room=remaining)
         if want is None:
-            yield from stream
-            return
+            return self._results(sel, pager, None, self._iter_limit(lambda: None))
+        count = 0
+
+        def remaining() -> int:
+            return want - count
 
         def seen(batch: Sequence[Item]) -> bool:
             nonlocal count
             count += len(batch)
             return count >= want
 
-        yield from forward(stream, seen)
+        return forward(self._results(sel, pager, want, self._iter_limit(remaining),
+                                     room=remaining), seen)
 
     # -- protocols of the terminals (both session kinds drive these) -----------------
     def _collect_p(self, sel: Selection[T], attrs: Sequence[str] = ()) -> Proto[list[Item]]:
@@ -271,10 +276,9 @@ class ReadSpec(Generic[T]):
     def _count_p(self) -> Proto[int]:
         sel = self._selection()
         n = self._streams()
-        if sel.server_filterable and not sel.counts_on_client(self._types_on_server):
+        if not sel.by_shape and not sel.counts_on_client(self._types_on_server):
             requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
-            totals = yield from gather([self._count_stream(r) for r in requests], FAN_OUT)
-            total = sum(totals)
+            total = sum((yield from gather([self._count_stream(r) for r in requests], FAN_OUT)))
             return total if self._limit is None else min(total, self._limit)
         attrs = list(sel.key_attrs)
         if not sel.by_shape:
@@ -311,116 +315,96 @@ class ReadSpec(Generic[T]):
         sel = self._selection()
         sel.check_fields(fields)
         names = list(dict.fromkeys(fields))
-        if sel.fetch:
-            items = yield from self._collect_p(sel)
-        else:
-            attrs = [*names, *sel.key_attrs, sel.type_attr]
-            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
+        items = yield from self._holding_p(sel, names)
         return [sel.values_of(item, names) for item in items]
 
     def _keys_p(self) -> Proto[list[dict[str, Any]]]:
         sel = self._selection()
-        if sel.fetch:
-            items = yield from self._collect_p(sel)
-        else:
-            lookup = [f for _, s in sel.types.values() for f in s.lookup_fields]
-            attrs = [*lookup, *sel.key_attrs, sel.type_attr]
-            items = yield from self._collect_p(sel, list(dict.fromkeys(attrs)))
-        return [sel.lookup_of(item) for item in items]
+        items = yield from self._holding_p(sel, [f for _, s in sel.types.values()
+                                                 for f in s.lookup_fields])
+        return [sel.values_of(item) for item in items]
 
-    def _decoded(self) -> tuple[Stream, Callable[[Sequence[Item]], Iterator[T]]]:
-        """The stream of result items and how a batch of them decodes, one object at a
-        time (what iteration drives)."""
-        sel = self._selection()
-        if self._limit is None and not sel.fetch and self._streams() == 1:
-            reader = sel.reader()
-            if reader is not None:  # each answer's objects validated from its bytes
-                pager = self._pager(sel, [None])
-                return self._run(pager, self._iter_limit(lambda: None), reader=reader), (
-                    sel.decoded)
-        return self._items(sel), sel.decoded
+    def _holding_p(self, sel: Selection[T], names: Sequence[str]) -> Proto[list[Item]]:
+        """The result items holding ``names``: projected to them (and to what tells the
+        items apart), or whole where they are read by key."""
+        attrs = () if sel.fetch else dict.fromkeys([*names, *sel.key_attrs, sel.type_attr])
+        return (yield from self._collect_p(sel, list(attrs)))
 
-    def _page_operation(self) -> Operation:
-        """What the hooks are told each page of this read is."""
-        return Operation(self._operation.lower(), (self._table_name(),), self._entities)
+    def _operation_of(self, terminal: str | None = None) -> Operation:
+        """What the hooks are told this read is: each page of an iteration, or (named)
+        a terminal that reads to its end (``count``, ``values``, ``keys``, ``page``)."""
+        name = self._operation.lower() + ("" if terminal is None else f".{terminal}")
+        return Operation(name, (self._table_name(),), self._entities)
 
     def _table_name(self) -> str:
         return spec_of(self._entities[0]).table.name
 
-    def _one_operation(self, name: str) -> Operation:
-        """What the hooks are told a terminal that reads to its end (``count``,
-        ``values``, ``keys``, ``page``) is."""
-        return Operation(f"{self._operation.lower()}.{name}", (self._table_name(),),
-                         self._entities)
-
     # -- pages -----------------------------------------------------------------------
     def _fingerprint(self, sel: Selection[T]) -> str:
-        from dynaorm.read.cursor import fingerprint  # (loaded by the first page)
+        from dynaorm.read import cursor as cursors  # (loaded by the first page's cursor)
 
         probe = self._request(0, sel) if self._streams() else None
-        types = sorted(sel.types)
-        return fingerprint({"o": self._operation, "r": probe, "t": types, "x": sel.exclude,
-                            "h": sel.history_base, "n": self._streams()})
+        return cursors.fingerprint({"o": self._operation, "r": probe, "t": sorted(sel.types),
+                                    "x": sel.exclude, "h": sel.history_base,
+                                    "n": self._streams()})
 
-    def _accept_cursor(self, cursor: str | None, fp: str, sel: Selection[T]) -> tuple[
-            list[Any], int]:
+    def _accept_cursor(self, cursor: str | None, sel: Selection[T]) -> tuple[
+            list[Any], int, str | None]:
         """THE place where a client's cursor is accepted: decoded, verified, and its
-        positions checked against this read. Returns (positions, results served)."""
-        from dynaorm.read.cursor import check_cursor, decode_cursor_state, read_secret
-
+        positions checked against this read's plan (its partitions and key conditions).
+        Returns (positions, results served, the read's fingerprint: made only when a
+        cursor comes in, or later when one goes out)."""
         n = self._streams()
         if cursor is None:
-            return [None] * n, 0
+            return [None] * n, 0, None
+        from dynaorm.read import cursor as cursors
+
+        fp = self._fingerprint(sel)
         try:
-            packed, served = decode_cursor_state(cursor, fp, n, secret=read_secret(self))
+            packed, served = cursors.decode_cursor_state(cursor, fp, n,
+                                                         secret=cursors.read_secret(self))
             positions = [sel.unpack(p, self._fixed(i)) for i, p in enumerate(packed)]
-            check_cursor(self, sel, positions, served)  # inside the read's partitions and range
-            if served < 0 or (self._limit is not None and served > self._limit):
-                raise InvalidCursorError("page cursor does not fit this query")
+            cursors.check_positions(positions, served, limit=self._limit,
+                                    conditions=[self._key_conditions(i) for i in range(n)],
+                                    key_attrs=sel.key_attrs,
+                                    roles=spec_of(self._entities[0]).table.key_roles())
         except InvalidCursorError as exc:
             raise InvalidCursorError(f"{self._describe()}: {exc}") from exc
-        return positions, served
+        return positions, served, fp
 
     def _page_p(self, cursor: str | None) -> Proto[Page[T]]:
         sel = self._selection()
-        fp = self._fingerprint(sel)
-        positions, served = self._accept_cursor(cursor, fp, sel)
+        positions, served, fp = self._accept_cursor(cursor, sel)
         pager = self._pager(sel, positions)
         items: list[T] = []
-        if self._ordered:
-            size = self._page_size or self._limit or DEFAULT_PAGE_SIZE
-            rounds = None
-
-            def per_request(live: int) -> int | None:
-                return per_request_limit(size - len(items), live)
-        else:
-            size = -1
-            rounds = 1
-
-            def per_request(live: int) -> int | None:
-                return self._page_size or DEFAULT_PAGE_SIZE
+        ordered = self._ordered  # (a scan's page: one request per segment still reading)
+        want = (self._page_size or self._limit or DEFAULT_PAGE_SIZE) if ordered else None
         if self._limit is not None:
             left = self._limit - served
-            size = left if size < 0 else min(size, left)
-        if size != 0:
-            want = None if size < 0 else size
+            want = left if want is None else min(want, left)
 
-            def take(batch: Sequence[Item]) -> bool:
-                items.extend(sel.decoded(batch))
-                return len(items) == size
+        def per_request(live: int) -> int | None:
+            if not ordered or want is None:
+                return self._page_size or DEFAULT_PAGE_SIZE
+            return per_request_limit(want - len(items), live)
 
-            def room() -> int | None:
-                return None if want is None else want - len(items)
+        def room() -> int | None:
+            return None if want is None else want - len(items)
 
-            yield from consume(self._results(sel, pager, want, per_request, rounds, room),
-                               take)
+        def take(batch: Sequence[Item]) -> bool:
+            items.extend(sel.decoded(batch))
+            return len(items) == want
+
+        if want != 0:
+            yield from consume(self._results(sel, pager, want, per_request,
+                                             None if ordered else 1, room), take)
         served += len(items)
-        done = pager.exhausted or (self._limit is not None and served >= self._limit)
-        if done:
+        if pager.exhausted or (self._limit is not None and served >= self._limit):
             return Page(items, None, pager.skipped)
-        from dynaorm.read.cursor import encode_cursor, read_secret
+        from dynaorm.read import cursor as cursors
 
         packed = [sel.pack(p, self._fixed(i)) for i, p in enumerate(pager.positions)]
-        return Page(items, encode_cursor(fp, packed, served, secret=read_secret(self)),
-                    pager.skipped)
+        cursor = cursors.encode_cursor(fp or self._fingerprint(sel), packed, served,
+                                       secret=cursors.read_secret(self))
+        return Page(items, cursor, pager.skipped)
 

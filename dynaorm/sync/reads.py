@@ -26,9 +26,9 @@ class SyncTerminals(ReadSpec[T]):
     _driver: SyncDriver
 
     def __iter__(self) -> Iterator[T]:
-        stream, decode = self._decoded()
-        for batch in self._driver.iterate(stream, self._page_operation()):
-            yield from decode(batch)  # one at a time: a loop may stop early
+        sel = self._selection()
+        for batch in self._driver.iterate(self._items(sel), self._operation_of()):
+            yield from sel.decoded(batch)  # one at a time: a loop may stop early
 
     def all(self) -> list[T]:
         """Every result, as a list."""
@@ -47,15 +47,15 @@ class SyncTerminals(ReadSpec[T]):
     def count(self) -> int:
         """How many results (``Select=COUNT``: no item is sent or decoded), capped by
         ``limit``. Where the type selection cannot be a filter, keys are read and counted."""
-        return self._driver.run(self._count_p(), self._one_operation("count"))
+        return self._driver.run(self._count_p(), self._operation_of("count"))
 
     def values(self, *fields: str) -> list[dict[str, Any]]:
         """Just ``fields`` of each result (``ProjectionExpression``; absent: ``None``)."""
-        return self._driver.run(self._values_p(fields), self._one_operation("values"))
+        return self._driver.run(self._values_p(fields), self._operation_of("values"))
 
     def keys(self) -> list[dict[str, Any]]:
         """The key fields of each result: what ``Session.get`` takes."""
-        return self._driver.run(self._keys_p(), self._one_operation("keys"))
+        return self._driver.run(self._keys_p(), self._operation_of("keys"))
 
     def page(self, cursor: str | None = None) -> Page[T]:
         """One page of results and the cursor that resumes after them (``None`` at the end).
@@ -64,7 +64,7 @@ class SyncTerminals(ReadSpec[T]):
         request when unsharded; a scan's page is one request per segment still reading,
         each evaluating ``page_size`` items (default 100), so it may hold fewer.
         """
-        return self._driver.run(self._page_p(cursor), self._one_operation("page"))
+        return self._driver.run(self._page_p(cursor), self._operation_of("page"))
 
 
 class Query(QuerySpec[T], SyncTerminals[T]):

@@ -16,14 +16,12 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from typing import Any
 
-from pydantic import ValidationError
-
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import ItemDecodeError, TransactionTooLargeError
+from dynaorm.errors import TransactionTooLargeError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
-from dynaorm.model.layouts import Layout, MovedState, old_values
+from dynaorm.model.layouts import Layout, MovedState, load_old, old_values
 from dynaorm.model.rows import parse_version_sk, version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
@@ -44,7 +42,7 @@ from dynaorm.write.records import (
 )
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
-           "kept_row_move", "load_old", "move_actions", "needs_history_batches",
+           "kept_row_move", "move_actions", "needs_history_batches",
            "old_values", "plan_move_delete", "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
@@ -68,17 +66,6 @@ def kept(spec: EntitySpec, item: Item) -> Item:
     index_keys = {a for name in table.indexes for a in table.key_attributes(name)}
     return {k: v for k, v in undeclared(spec, item).items()
             if k not in old and k not in index_keys}
-
-
-def load_old(spec: EntitySpec, item: Item) -> Any:
-    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
-    try:
-        return spec.cls.model_validate(old_values(spec, item))
-    except ValidationError as exc:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
-        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
-                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
-                              key=key) from exc
 
 
 def move_actions(spec: EntitySpec, versions: int) -> int:

@@ -18,7 +18,7 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.model.expressions import Placeholders, condition_values
 from dynaorm.model.keys import wire_key
-from dynaorm.write.limits import (
+from dynaorm.model.limits import (
     check_item,
     check_size,
     check_values,
@@ -118,25 +118,17 @@ _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delet
 # -- the gate every write passes ---------------------------------------------------------
 def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
-    (the table's and every index's)."""
+    (the table's and every index's; for what is not an entity, the key's own, pk first)."""
     spec = getattr(entity, "__dynaorm_spec__", None)
-    if spec is None or spec.cls is not entity:  # not an entity: the key's own, pk first
+    if spec is None or spec.cls is not entity:
         return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
-    table = spec.table
-    roles = {table.pk: "partition"}
-    if table.sk:
-        roles[table.sk] = "sort"
-    for index in table.indexes.values():
-        if not index.is_local:
-            roles.setdefault(index.pk, "partition")
-        if index.sk:
-            roles.setdefault(index.sk, "sort")
+    roles: dict[str, str] = spec.table.key_roles()
     return roles
 
 
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
-    :mod:`dynaorm.write.limits`); returns the bytes it adds to a request. A refusal names
+    :mod:`dynaorm.model.limits`); returns the bytes it adds to a request. A refusal names
     the action's table (a commit may write to several).
 
     Keys, item attributes, update values and condition values are all checked; a Put's

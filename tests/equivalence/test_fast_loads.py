@@ -777,3 +777,67 @@ def test_pages_read_in_many_threads_at_once_leave_the_collector_on() -> None:
     assert errors == []
     assert gc.isenabled()
     assert len(seen) == 32 and all(page == expected for page in seen)
+
+
+def _on_pages(objs: list[Any]) -> list[bool]:
+    """Whether each object's state is kept on its answer's bytes (the bytes path)."""
+    return [isinstance(getattr(raw_state(obj), "_shape", None), LoadedPage) for obj in objs]
+
+
+def test_every_read_terminal_loads_from_the_answers_bytes(db: TestBackend) -> None:
+    """On dynaorm's own wire every terminal reading whole items -- a page and the page
+    its cursor resumes, a limited read, ``first``, ``one``, ``get``, ``get_many`` (a
+    key asked twice: two objects), a scan's pages --
+    reads each answer's bytes into its objects; objects, snapshots and cursors are the
+    plain path's (the same reads with a hook attached: botocore-shaped answers); a
+    limited scan and a read cut short inside an answer hold the same objects too (the
+    latter's stop worked out lazily: no page decodes again for it)."""
+    from dynaorm import F
+    from tests.support.recording import Requests
+
+    db.session().save_many([FRow(group="tb", n=i, count=i, price=Decimal("0.50"),
+                                 when=datetime(2024, 1, 2, 3, 4, 5), day=date(2024, 1, 2),
+                                 ident=uuid.UUID(int=i)) for i in range(7)])
+    own = db.table.db.sync_wire is not None  # (dynaorm's wire: the sessions' too)
+
+    def reads() -> tuple[dict[str, list[Any]], list[str | None]]:
+        s = db.session()
+        q = s.query(FRow, group="tb")
+        first = q.limit(5).page_size(3).page()
+        second = q.limit(5).page_size(3).page(first.cursor)
+        scan = s.scan(FRow).filter(F("group") == "tb").page_size(4)
+        scanned = scan.page()
+        got = s.get(FRow, group="tb", n=3)
+        many = s.get_many(FRow, [{"group": "tb", "n": n} for n in (5, 1, 9, 5)])
+        assert got is not None and many[2] is None and many[0] is not many[3]
+        return ({"page": first.items, "resumed": second.items, "limited": q.limit(4).all(),
+                 "first": [q.first()], "one": [s.query(FRow, group="tb", n=2).one()],
+                 "get": [got], "get_many": [many[0], many[1], many[3]], "scan": scanned.items,
+                 "scan resumed": scan.page(scanned.cursor).items,
+                 "limited scan": scan.limit(3).all(), "cut short": q.page_size(5).limit(2).all()},
+                [first.cursor, second.cursor, scanned.cursor])
+
+    fast, fast_cursors = reads()
+    assert [len(objs) for objs in fast.values()] == [3, 2, 4, 1, 1, 1, 3, 4, 3, 3, 2]
+    assert {name: _on_pages(objs) for name, objs in fast.items()} == {
+        name: [own and name != "limited scan"] * len(objs) for name, objs in fast.items()}
+    Requests(db.table)  # a hook sees botocore-shaped answers: the plain path
+    plain, plain_cursors = reads()
+    assert not any(any(_on_pages(objs)) for objs in plain.values())
+    assert {name: [_seen(obj) for obj in objs] for name, objs in fast.items()} == {
+        name: [_seen(obj) for obj in objs] for name, objs in plain.items()}
+    assert fast_cursors == plain_cursors and fast_cursors[1] is None
+
+
+def test_a_get_the_bytes_path_declines_loads_the_plain_way(db: TestBackend) -> None:
+    """``get`` of an item its fast schema refuses (a field missing) loads it the plain
+    way; of a key holding another type's item, finds nothing."""
+    client, name = db.table.client, db.table.name
+    client.put_item(TableName=name, Item={"pk": {"S": "FROW#gd"}, "sk": {"S": "1"},
+                                          "_type": {"S": "FRow"}, "group": {"S": "gd"},
+                                          "n": {"N": "1"}})
+    client.put_item(TableName=name, Item={"pk": {"S": "FROW#gd"}, "sk": {"S": "2"},
+                                          "_type": {"S": "FValidated"}, "val_id": {"S": "x"}})
+    got = db.session().get(FRow, group="gd", n=1)
+    assert got == FRow(group="gd", n=1) and _on_pages([got]) == [False]
+    assert db.session().get(FRow, group="gd", n=2) is None

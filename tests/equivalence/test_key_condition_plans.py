@@ -14,7 +14,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynaorm import GSI, Entity, Table, Versioned
-from dynaorm.caches import caches, clear_caches
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import spec_of
 from dynaorm.read.keycond import KeyPlan, _plan_keys, plan_keys, skip_literals
@@ -190,17 +189,6 @@ def test_a_query_planned_by_its_shape_plans_what_the_plain_planning_plans(
     for _ in range(2):  # cold (the shape made now, or by an earlier example), then warm
         assert _outcome(lambda: plan_keys(spec, index, fields, None, latest=latest)) == (
             expected)
-
-
-def test_shapes_are_kept_per_names_not_values() -> None:
-    spec = spec_of(PlanRoomMsg)
-    clear_caches()
-    kept = caches()["keycond.shapes"]
-    for room in ("r1", "r2", "r3"):
-        plan = plan_keys(spec, None, {"room": room, "day": "2024-01"}, None)
-        assert plan.pk_values == (f"PROOM#{room}",)
-        assert (plan.sk_op, plan.sk_values) == ("begins_with", ("MSG#2024-01#",))
-    assert list(kept) == [(PlanRoomMsg, None, ("room", "day"), False)]
 
 
 def test_refused_field_names_stay_refused() -> None:

@@ -107,7 +107,7 @@ def _number_size_by_decimal(text: str) -> int:
     "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
     "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
 def test_an_integer_is_sized_like_any_number(text: str) -> None:
-    from dynaorm.write.limits import number_size
+    from dynaorm.model.limits import number_size
     assert number_size(text) == _number_size_by_decimal(text)
 
 
@@ -153,7 +153,7 @@ ITEMS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
-    from dynaorm.write.limits import check_item, item_size
+    from dynaorm.model.limits import check_item, item_size
     roles = {"pk": "partition", "sk": "sort"}
     key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
@@ -168,7 +168,7 @@ LONE_SURROGATE = json.loads('"\\ud800"')  # as JSON from a client can carry
 ])
 def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
         members: list[Any]) -> None:
-    from dynaorm.write.limits import check_item
+    from dynaorm.model.limits import check_item
     item: dict[str, Any] = {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": members}}
     with pytest.raises(InvalidValueError, match="tags"):
         check_item(item, entity="E", key={"pk": "p", "sk": "s"},

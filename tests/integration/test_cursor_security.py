@@ -329,12 +329,10 @@ def test_the_source_holds_no_key() -> None:
 
 
 def test_check_positions_is_pure_and_exact() -> None:
-    request = {"KeyConditionExpression": "#n0 = :v0 AND #n1 BETWEEN :v1 AND :v2",
-               "ExpressionAttributeNames": {"#n0": "pk", "#n1": "sk"},
-               "ExpressionAttributeValues": {":v0": {"S": "P"}, ":v1": {"S": "b"},
-                                             ":v2": {"S": "d"}}}
+    # the key condition as the read's plan states it (KeyPlan.conditions), not as text
+    condition = [("pk", "=", ({"S": "P"},)), ("sk", "BETWEEN", ({"S": "b"}, {"S": "d"}))]
     ok = {"pk": {"S": "P"}, "sk": {"S": "c"}}
-    kw: dict[str, Any] = {"limit": 5, "requests": [request], "key_attrs": ("pk", "sk"),
+    kw: dict[str, Any] = {"limit": 5, "conditions": [condition], "key_attrs": ("pk", "sk"),
                           "roles": {"pk": "partition", "sk": "sort"}}
     check_positions([ok], 0, **kw)
     check_positions([None], 5, **kw)

@@ -1,6 +1,6 @@
 """Values DynamoDB would refuse are refused before sending, at DynamoDB's exact boundary.
 
-The pure rules (dynaorm.write.limits) get unit tests; the boundaries are then checked on the
+The pure rules (dynaorm.model.limits) get unit tests; the boundaries are then checked on the
 backends: just inside is stored and reads back equal, just outside raises the typed error
 with entity, field and key named, no request is sent and the table is unchanged.
 """
@@ -22,8 +22,7 @@ from dynaorm import (
     KeyTemplateError,
     Session,
 )
-from dynaorm.testing import TestBackend
-from dynaorm.write.limits import (
+from dynaorm.model.limits import (
     MAX_NESTING,
     item_size,
     number_problem,
@@ -32,6 +31,7 @@ from dynaorm.write.limits import (
     value_problem,
     value_size,
 )
+from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
 from tests.support.models import app
 from tests.support.recording import Requests
