@@ -19,8 +19,8 @@ from typing import Any, Literal
 
 from dynaorm.errors import DynaormError
 from dynaorm.model.entity import Entity, encode_entity, raw_state, spec_of
-from dynaorm.model.layouts import MovedState, old_values
-from dynaorm.model.spec import EntitySpec
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.spec import EntitySpec, old_values
 from dynaorm.model.state import Deleted, InstanceState
 from dynaorm.model.table import TableSchema
 

@@ -13,12 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from pydantic import ValidationError
+from typing import Any
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
+from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.expressions import Condition, rename_paths
 from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, version_sk
@@ -26,10 +24,7 @@ from dynaorm.model.state import InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
-if TYPE_CHECKING:
-    from dynaorm.model.spec import EntitySpec
-
-__all__ = ["Layout", "MovedState", "Previous", "load_old", "old_values", "previous_layout"]
+__all__ = ["Layout", "MovedState", "Previous", "previous_layout"]
 
 
 @dataclass(frozen=True)
@@ -147,27 +142,8 @@ class MovedState(InstanceState):
         self.history = history
 
 
-def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
-    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
-    class reads them (plain Python, to validate): attributes under their current names,
-    the key fields parsed back from the old key."""
-    layout = spec.previous
-    assert layout is not None
-    data = spec.decode_fields(layout.translate(item, spec.renames))
-    for name, value in (layout.parse_key(item) or {}).items():
-        data.setdefault(name, value)
-    return data
 
 
-def load_old(spec: EntitySpec, item: Item) -> Any:
-    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
-    try:
-        return spec.cls.model_validate(old_values(spec, item))
-    except ValidationError as exc:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
-        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
-                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
-                              key=key) from exc
 
 
 def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],

@@ -14,10 +14,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.model.codec import decode_item
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
@@ -38,7 +38,8 @@ from dynaorm.model.timestamps import expired
 if TYPE_CHECKING:  # (loaded by the first entity that declares ``Meta.previous``)
     from dynaorm.model.layouts import Layout
 
-__all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec"]
+__all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec",
+           "load_old", "old_values"]
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
                 "history_index", "timestamps", "overlaps", "key_only", "previous")
@@ -625,3 +626,26 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     table.register(cls, spec.type_name,
                    None if spec.previous is None else spec.previous.type_name)
     return spec
+
+
+def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
+    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
+    class reads them (plain Python, to validate): attributes under their current names,
+    the key fields parsed back from the old key."""
+    layout = spec.previous
+    assert layout is not None
+    data = spec.decode_fields(layout.translate(item, spec.renames))
+    for name, value in (layout.parse_key(item) or {}).items():
+        data.setdefault(name, value)
+    return data
+
+
+def load_old(spec: EntitySpec, item: Item) -> Any:
+    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
+    try:
+        return spec.cls.model_validate(old_values(spec, item))
+    except ValidationError as exc:
+        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
+                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
+                              key=key) from exc

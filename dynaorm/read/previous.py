@@ -21,8 +21,8 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
 from dynaorm.model.entity import _set_state
 from dynaorm.model.keys import key_id, key_value, wire_key
-from dynaorm.model.layouts import MovedState, load_old
-from dynaorm.model.spec import EntitySpec
+from dynaorm.model.layouts import MovedState
+from dynaorm.model.spec import EntitySpec, load_old
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import expired
 from dynaorm.protocol.steps import Proto, call

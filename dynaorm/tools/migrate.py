@@ -42,7 +42,7 @@ from dynaorm.model.rows import (
     parse_version_sk,
     version_sk,
 )
-from dynaorm.model.spec import EntitySpec
+from dynaorm.model.spec import EntitySpec, load_old
 from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
@@ -54,7 +54,6 @@ from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
 from dynaorm.write.moves import (
     history_batches,
     kept_row_move,
-    load_old,
     needs_history_batches,
 )
 from dynaorm.write.render import WritePlan

@@ -21,9 +21,9 @@ from dynaorm.errors import TransactionTooLargeError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.keys import key_value
-from dynaorm.model.layouts import Layout, MovedState, load_old, old_values
+from dynaorm.model.layouts import Layout, MovedState
 from dynaorm.model.rows import parse_version_sk, version_sk
-from dynaorm.model.spec import EntitySpec
+from dynaorm.model.spec import EntitySpec, load_old, old_values
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.conditions import stored_as, undeclared

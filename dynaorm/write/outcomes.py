@@ -53,8 +53,8 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.evaluate import holds
-from dynaorm.model.layouts import old_values
 from dynaorm.model.rows import OWNER_PK, OWNER_SK
+from dynaorm.model.spec import old_values
 from dynaorm.model.timestamps import expired
 from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.events import Reason
