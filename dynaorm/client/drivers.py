@@ -1,7 +1,7 @@
 """The two drivers of a :class:`~dynaorm.Client`: they perform what the pump
 (:func:`dynaorm.protocol.steps.expand`) leaves, and nothing else.
 
-- ``Send``: ``client.send`` (blocking) / ``await client.asend``;
+- ``Send``: the client's transport's ``send`` (blocking) / ``await client.asend``;
 - ``Wait``: ``time.sleep`` / ``await asyncio.sleep``;
 - ``Gather``: threads, each in a copy of the caller's context / tasks, at most the
   client's pool size at once;
@@ -102,7 +102,9 @@ class SyncDriver:
     def _perform(self, step: Any) -> Any:
         kind = type(step)
         if kind is Send:
-            return self._client.send(step.operation, step.request, step.reader)
+            client = self._client
+            transport = client._transport or client._transport_for(step.operation)
+            return transport.send(step.operation, step.request, step.reader)
         if kind is Wait:
             self.sleep(step.seconds)
             return step.seconds

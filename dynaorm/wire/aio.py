@@ -1,32 +1,34 @@
 """dynaorm's own DynamoDB wire on asyncio: the async counterpart of
-:class:`dynaorm.wire.SyncWire`.
+:class:`dynaorm.wire.SyncWire`, one per client and event loop (:class:`dynaorm.wire.Wire`
+opens it with the loop's first request).
 
-A request is rendered and signed by :func:`dynaorm.wire.prepare` (the one signing path of
-both wires: :class:`dynaorm.wire.sigv4.Signer`), sent over keep-alive connections of the
-running loop (:class:`dynaorm.wire.http.AsyncHTTPPool`, an ``asyncio.Protocol`` per connection;
-through a proxy, one aiohttp ``ClientSession``), its answer checked and decoded by
-:func:`dynaorm.wire.checked_answer`. Endpoint, region, timeouts, proxies, TLS verification
-and ``User-Agent`` are read once from the botocore client of the :class:`~dynaorm.Client`,
-as the sync wire reads them, so a configuration that works with that client
-works here. Failures are raised as the sync wire raises them (:mod:`dynaorm.wire.http`'s failures,
-:class:`~dynaorm.wire.ErrorAnswer`; through a proxy, the botocore exceptions aiobotocore
-raises), so :func:`~dynaorm.client.errors.map_error`, the one mapping, and the retry
-rules see the same failures whichever wire is under them.
+A request is rendered and signed as on the sync wire (:meth:`dynaorm.wire.WireSettings.
+prepare`), sent over keep-alive connections of the running loop
+(:class:`dynaorm.wire.http.AsyncHTTPPool`, an ``asyncio.Protocol`` per connection; through
+a proxy, one aiohttp ``ClientSession``), its answer checked and decoded by
+:func:`dynaorm.wire.checked_answer`. Failures are raised as the sync wire raises them:
+:class:`~dynaorm.RequestError` classes that say whether the request was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import socket
 import ssl
 from collections.abc import Callable
 from typing import Any
 
-from dynaorm.errors import DynaormError
+from dynaorm.errors import AnswerLostError, DynaormError, RequestError, RequestNotSentError
 from dynaorm.private_apis import PROXY_HOOK, proxy_tls_connector
-from dynaorm.wire import WireSettings, checked_answer, proxy_tls_context
-from dynaorm.wire.http import AsyncHTTPPool, tls_context
+from dynaorm.wire import (
+    CONNECTION_ERROR,
+    Endpoint,
+    WireSettings,
+    checked_answer,
+    failed,
+    proxy_tls_context,
+)
+from dynaorm.wire.http import AsyncHTTPPool, WireFailure, tls_context
 
 __all__ = ["KEEPALIVE_SECONDS", "AsyncWire"]
 
@@ -35,9 +37,8 @@ KEEPALIVE_SECONDS = 12.0
 
 
 class AsyncWire(WireSettings):
-    """Sends DynamoDB requests of one client in one event loop: resolved once from
-    ``client`` (an aiobotocore or botocore client: its endpoint, region and config) and
-    ``credentials`` (botocore credentials, :func:`dynaorm.client.settings.credentials_for`).
+    """Sends one client's DynamoDB requests to its :class:`~dynaorm.wire.Endpoint` in one
+    event loop.
 
     Connections (or, through a proxy, the aiohttp session) are opened by :meth:`send`
     inside the running loop and closed by :meth:`close` (the client's ``aclose``;
@@ -49,8 +50,8 @@ class AsyncWire(WireSettings):
     credential providers. Between refreshes it is a lock and a few attribute reads.
     """
 
-    def __init__(self, client: Any, credentials: Any) -> None:
-        super().__init__(client, credentials)
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(endpoint)
         self._session: Any = None
         self._lock: asyncio.Lock | None = None
         # without a proxy: dynaorm's own keep-alive connections (dynaorm.wire.http);
@@ -139,57 +140,48 @@ class AsyncWire(WireSettings):
                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
                    ) -> dict[str, Any]:
         """Send ``request`` once; the answer as an aiobotocore client returns it
-        (``reader``: see :func:`~dynaorm.wire.checked_answer`)."""
+        (``reader``: see :func:`~dynaorm.wire.checked_answer`), or its
+        :class:`~dynaorm.RequestError`."""
         body, headers = self.prepare(operation, request)
-        if self._direct is not None:
-            accept = checked_answer if reader is None else functools.partial(
-                checked_answer, reader=reader)
-            return await self._direct.post(self._path, body, headers, accept)
-        return await self._send_through_proxy(operation, body, headers)
+        try:
+            if self._direct is not None:
+                return await self._direct.post(self._path, body, headers, checked_answer,
+                                               operation, request, reader)
+            return await self._via_proxy(operation, request, body, headers)
+        except WireFailure as exc:
+            raise failed(operation, exc) from exc
 
-    async def _send_through_proxy(self, operation: str, body: bytes,
-                                  headers: dict[str, str]) -> dict[str, Any]:
+    async def _via_proxy(self, operation: str, request: dict[str, Any], body: bytes,
+                         headers: dict[str, str]) -> dict[str, Any]:
+        """Send through the proxy (aiohttp): no connection (refused, DNS, the proxy or TLS
+        refused, a connect timeout) left the request unsent; a connection that broke or an
+        answer that timed out after sending is a lost answer."""
         import aiohttp
-        from botocore.exceptions import (
-            ConnectionClosedError,
-            ConnectTimeoutError,
-            EndpointConnectionError,
-            HTTPClientError,
-            ProxyConnectionError,
-            ReadTimeoutError,
-            SSLError,
-        )
-        from botocore.httpsession import mask_proxy_url
 
         session = self._session
         if session is None or session.closed:
-            session = await self._open()
-        url = self._url
+            try:
+                session = await self._open()
+            except Exception as exc:  # its TLS files do not load: nothing was sent
+                raise RequestError(operation, type(exc).__name__, str(exc)) from exc
         try:
-            async with session.post(url, data=body, headers=headers, proxy=self.proxy,
+            async with session.post(self._url, data=body, headers=headers, proxy=self.proxy,
                                     proxy_headers=self._proxy_headers or None) as resp:
                 data = await resp.read()
                 status = resp.status
                 answer_headers = {k.lower(): v for k, v in resp.headers.items()}
-        except aiohttp.ClientSSLError as exc:
-            raise SSLError(endpoint_url=url, error=exc) from exc
-        except (aiohttp.ClientProxyConnectionError, aiohttp.ClientHttpProxyError) as exc:
-            raise ProxyConnectionError(proxy_url=mask_proxy_url(str(self.proxy)),
-                                       error=exc) from exc
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
-            raise ConnectionClosedError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ConnectionTimeoutError as exc:
-            raise ConnectTimeoutError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ServerTimeoutError as exc:  # the read timeout
-            raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ClientConnectorError as exc:  # not sent: refused, no route, DNS
-            raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ClientOSError as exc:  # sent, then the connection failed
-            raise ConnectionClosedError(endpoint_url=url, error=exc) from exc
-        except (aiohttp.ClientConnectionError, socket.gaierror) as exc:
-            raise EndpointConnectionError(endpoint_url=url, error=exc) from exc
-        except TimeoutError as exc:
-            raise ReadTimeoutError(endpoint_url=url, error=exc) from exc
-        except aiohttp.ClientError as exc:  # a malformed answer, ...
-            raise HTTPClientError(error=exc) from exc
-        return checked_answer(status, answer_headers, data)
+        except (aiohttp.ClientConnectorError, aiohttp.ClientHttpProxyError,
+                aiohttp.ConnectionTimeoutError, socket.gaierror) as exc:
+            raise RequestNotSentError(operation, CONNECTION_ERROR, _text(exc)) from exc
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError,
+                aiohttp.ServerTimeoutError, aiohttp.ClientOSError) as exc:
+            raise AnswerLostError(operation, CONNECTION_ERROR, _text(exc)) from exc
+        except aiohttp.ClientConnectionError as exc:  # (written to a connection found closed)
+            raise RequestNotSentError(operation, CONNECTION_ERROR, _text(exc)) from exc
+        except (aiohttp.ClientError, TimeoutError) as exc:  # a malformed answer, a timeout
+            raise AnswerLostError(operation, CONNECTION_ERROR, _text(exc)) from exc
+        return checked_answer(status, answer_headers, data, operation, request)
+
+
+def _text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"

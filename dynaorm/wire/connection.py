@@ -53,7 +53,6 @@ class AnswerReader:
 
     __slots__ = (
         "_body",
-        "_done",
         "_extra",
         "_fed",
         "_final",
@@ -63,6 +62,8 @@ class AnswerReader:
         "_lines",
         "_parser",
         "_size",
+        "body",
+        "done",
         "headers",
         "status",
     )
@@ -79,17 +80,20 @@ class AnswerReader:
         self._lines = 0  # header lines of the answer being read
         self._final = False  # the headers of the final (non-1xx) answer are complete
         self._framed = False  # its body has a length or chunks (else: until the close)
-        self._done = False
+        #: whether the answer is complete
+        self.done = False
         self._keep = False
         self._extra = False  # something came after the answer
         #: the answer's status code
         self.status = 0
         #: the answer's headers, names in lower case
         self.headers: dict[str, str] = {}
+        #: the answer's body (dechunked), once it is complete
+        self.body = b""
 
     # -- llhttp's callbacks ---------------------------------------------------------------
     def on_message_begin(self) -> None:
-        if self._done:
+        if self.done:
             self._extra = True  # a second answer: discard the connection after this one
             return
         self.headers = {}
@@ -99,7 +103,7 @@ class AnswerReader:
         self._size = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self._done:
+        if self.done:
             return
         self._lines += 1
         self._head += len(name) + len(value)
@@ -115,7 +119,7 @@ class AnswerReader:
         self.headers[key] = text if old is None else f"{old}, {text}"
 
     def on_headers_complete(self) -> None:
-        if self._done:
+        if self.done:
             return
         parser = self._parser
         assert parser is not None  # (let go only once the answer ended)
@@ -137,7 +141,7 @@ class AnswerReader:
             raise MalformedAnswer(f"an answer of {length} bytes (at most {MAX_BODY})")
 
     def on_body(self, data: bytes) -> None:
-        if self._done:
+        if self.done:
             return
         self._size += len(data)
         if self._size > MAX_BODY:
@@ -145,19 +149,21 @@ class AnswerReader:
         self._body.append(data)
 
     def on_message_complete(self) -> None:
-        if self._done or not self._final:
+        if self.done or not self._final:
             return
-        self._done = True
+        self.done = True
         parser, self._parser = self._parser, None
         assert parser is not None  # (let go here, or by eof(): the answer ends once)
         self._keep = bool(parser.should_keep_alive()) and self._framed
+        chunks = self._body
+        self.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # -- fed by a driver ------------------------------------------------------------------
     def feed(self, data: bytes) -> bool:
         """Read ``data`` (the next bytes received); whether the answer is complete (then
         the connection's bytes after it, if any, made it not :attr:`reusable`)."""
         parser = self._parser
-        if self._done or parser is None:
+        if self.done or parser is None:
             self._extra = True
             return True
         if not self._final:
@@ -165,28 +171,29 @@ class AnswerReader:
         try:
             parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
-            if not self._done:
+            if not self.done:
                 raise MalformedAnswer("an answer switching protocols") from exc
             self._extra = True
         except httptools.HttpParserError as exc:
             if isinstance(exc.__context__, MalformedAnswer):  # raised by a callback
                 raise exc.__context__ from None
-            if not self._done:  # garbage after a complete answer only spoils reuse
+            if not self.done:  # garbage after a complete answer only spoils reuse
                 raise MalformedAnswer(f"a malformed answer: {exc}") from exc
             self._extra = True
         if not self._final and self._fed > MAX_HEAD + MAX_HEADERS * 4 + 1024:
             raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
-        return self._done
+        return self.done
 
     def eof(self) -> bool:
         """The connection closed: whether that completed the answer (a body that runs to
         the close); ``False`` when the answer was cut short (the caller raises)."""
-        if self._done:
+        if self.done:
             return True
         if self._final and not self._framed:
-            self._done = True
+            self.done = True
             self._keep = False
             self._parser = None
+            self.body = b"".join(self._body)
             return True
         return False
 
@@ -196,17 +203,7 @@ class AnswerReader:
         self._extra = True
 
     @property
-    def done(self) -> bool:
-        """Whether the answer is complete."""
-        return self._done
-
-    @property
-    def body(self) -> bytes:
-        """The answer's body (dechunked)."""
-        return b"".join(self._body) if len(self._body) != 1 else self._body[0]
-
-    @property
     def reusable(self) -> bool:
         """Whether the connection may carry another request: the answer ended cleanly, the
         server did not ask to close, nothing came after it."""
-        return self._done and self._keep and not self._extra
+        return self.done and self._keep and not self._extra

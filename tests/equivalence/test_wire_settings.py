@@ -1,5 +1,5 @@
 """The own wire's settings resolved without a botocore client
-(:func:`dynaorm.client.endpoint.light_client`) are those a botocore client resolves, for
+(:func:`dynaorm.client.plain.light_settings`) are those a botocore client resolves, for
 every configuration source the wire reads (endpoint arguments, ``AWS_ENDPOINT_URL*``,
 regions, profiles, CA bundles, proxies, timeouts, the app id); where only a client can
 tell (FIPS, dual-stack, account-id endpoints, ``defaults_mode``, refreshable credentials,
@@ -15,9 +15,9 @@ import botocore.session
 import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
 
-from dynaorm.client.endpoint import light_client
-from dynaorm.client.settings import create_client
-from dynaorm.wire import WireSettings
+from dynaorm.client.botocore import create_client
+from dynaorm.client.plain import light_settings as light_client
+from dynaorm.wire import WireSettings, client_endpoint
 
 _CLEAR = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DEFAULT_REGION",
           "AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "AWS_USE_FIPS_ENDPOINT",
@@ -41,7 +41,8 @@ def _seen(settings: WireSettings) -> dict[str, Any]:
     """The settings; of the ``User-Agent``, all but botocore's business-metrics token
     (``m/...``: which features making a client used -- where its credentials came from, an
     endpoint override -- which light settings, making no client, do not report)."""
-    seen = {k: v for k, v in vars(settings).items() if k not in ("_credentials", "_signer")}
+    seen = {k: v for k, v in vars(settings).items()
+            if k not in ("_credentials", "_signer", "endpoint")}
     seen["_user_agent"] = " ".join(t for t in seen["_user_agent"].split()
                                    if not t.startswith("m/"))
     return seen | {"signer": (settings._signer.host, settings._signer.region)}
@@ -54,8 +55,8 @@ def _both(endpoint_url: str | None, region: str | None, config: Any = None,
                          credentials=credentials)
     client = create_client(endpoint_url, region, config=config,
                            session=botocore.session.get_session())
-    full = _seen(WireSettings(client, credentials))
-    return (None if light is None else _seen(WireSettings(light, credentials))), full
+    full = _seen(WireSettings(client_endpoint(client, credentials)))
+    return (None if light is None else _seen(WireSettings(light))), full
 
 
 @pytest.mark.parametrize("endpoint_url, region", [
@@ -159,7 +160,7 @@ def test_the_own_wire_opens_without_a_botocore_client() -> None:
     client = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
     wire = client.sync_wire
     assert wire is not None and wire.endpoint_url == "http://127.0.0.1:9"
-    assert client._botocore is None  # made when something needs it
+    assert client._boto._client is None  # made when something needs it
     assert client.botocore.meta.endpoint_url == "http://127.0.0.1:9"
 
 
@@ -171,10 +172,10 @@ def test_the_async_wire_opens_without_a_botocore_client() -> None:
     client = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
 
     async def opened() -> Any:
-        wire = await client._async_wire(client._loop())
+        transport = await asyncio.to_thread(lambda: client.transport)  # (as asend does)
         await client.aclose()
-        return wire
+        return transport
 
     wire = asyncio.run(opened())
     assert wire.endpoint_url == "http://127.0.0.1:9" and wire.region == "eu-west-1"
-    assert client._botocore is None
+    assert client._boto._client is None

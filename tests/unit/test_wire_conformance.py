@@ -28,9 +28,9 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
-from dynaorm.client.errors import map_error
+from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render, sigv4
+from dynaorm.wire import TARGET_PREFIX, SyncWire, answer_error, decode, render, sigv4
 from tests.support.recording import send
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
@@ -252,9 +252,12 @@ ERRORS: list[tuple[int, str, dict[str, Any]]] = [
 ]
 
 
-def _mapped(operation: str, request: dict[str, Any], response: dict[str, Any]
+def _mapped(operation: str, request: dict[str, Any], response: dict[str, Any] | RequestError
             ) -> tuple[Any, ...]:
-    err = map_error(operation, request, ClientError(response, operation))  # type: ignore[arg-type]
+    """What a wire raises for an error answer: dynaorm's own (the RequestError it made),
+    or botocore's (``response``: its parsed answer, raised as ``ClientError``)."""
+    err = response if isinstance(response, RequestError) else botocore_error(
+        operation, request, ClientError(response, operation))  # type: ignore[arg-type]
     assert isinstance(err, RequestError)
     return (type(err), err.code, str(err), err.maybe_applied, err.item, retryable(err),
             [None if r is None else (r.code, r.message, r.item) for r in err.reasons])
@@ -270,10 +273,12 @@ def test_errors_map_as_through_botocore(status: int, kind: str, extra: dict[str,
     request = REQUESTS[operation][0]
     body = json.dumps({"__type": kind, message_key: "it failed", **extra}).encode()
     headers = {"x-amzn-requestid": "RID", "content-type": "application/x-amz-json-1.0"}
-    ours = error_response(status, body, headers)
+    ours = answer_error(operation, request, status, headers, body)
     theirs = botocore_parse(operation, status, body, headers)
-    assert ours["Error"]["Code"] == theirs["Error"]["Code"] == kind.rpartition("#")[2]
-    assert ours["Error"]["Message"] == theirs["Error"]["Message"] == "it failed"
+    assert ours.code == theirs["Error"]["Code"] == kind.rpartition("#")[2]
+    assert theirs["Error"]["Message"] == "it failed"
+    assert ours.message == botocore_error(operation, request, ClientError(
+        theirs, operation)).message  # type: ignore[arg-type, attr-defined]
     assert _mapped(operation, request, ours) == _mapped(operation, request, theirs)
     if kind.endswith("ResourceNotFoundException"):
         assert _mapped(operation, request, ours)[0] is TableNotFoundError
@@ -281,8 +286,7 @@ def test_errors_map_as_through_botocore(status: int, kind: str, extra: dict[str,
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
 def test_a_bodyless_server_error_is_a_retryable_maybe_applied_one(status: int) -> None:
-    err = map_error("PutItem", {}, ClientError(error_response(status, b"<html>", {}),  # type: ignore[arg-type]
-                                               "PutItem"))
+    err = answer_error("PutItem", {}, status, {}, b"<html>")
     assert err is not None and err.maybe_applied and retryable(err)
 
 
@@ -386,7 +390,7 @@ def test_a_crc32_mismatch_is_a_bad_answer_retried(aws: Path) -> None:
     crc = zlib.crc32(body) & 0xFFFFFFFF
     exc = ChecksumError(checksum_type="crc32", expected_checksum=str(crc + 1),
                         actual_checksum=str(crc), error="x-amz-crc32 mismatch")
-    err = map_error("GetItem", {}, exc)
+    err = botocore_error("GetItem", {}, exc)
     assert isinstance(err, BadAnswerError) and err.code == "ConnectionError"
     assert err.maybe_applied
     assert retryable(err)
@@ -516,7 +520,7 @@ def test_wire_parameter(aws: Path) -> None:
 
 
 def test_the_in_process_mock_keeps_the_botocore_client(aws: Path) -> None:
-    from dynaorm.client.settings import in_process_mock
+    from dynaorm.client.client import in_process_mock
 
     with in_process_mock():
         assert Table("app").db.sync_wire is None
@@ -613,8 +617,8 @@ PROTOCOL_CASES: list[tuple[str, int, dict[str, str], bytes, dict[str, Any]]] = [
 
 def _ours(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     if status >= 300:
-        got = error_response(status, body, headers)
-        return {"Error": got["Error"]}
+        got = answer_error("GetItem", {}, status, headers, body)
+        return {"Error": {"Code": got.code, "Message": got.message}}
     return decode(body)
 
 

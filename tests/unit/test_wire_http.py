@@ -2,8 +2,8 @@
 servers:
 keep-alive reuse, a server that drops idle connections, every way an answer can be framed,
 and each failure raised as what it means for the request (not sent, sent and no answer in
-time, lost in the middle); then through SyncWire, the botocore exceptions the error
-mapping expects, and TLS verified as the client says."""
+time, lost in the middle); then through SyncWire, each failure raised as the
+RequestError class botocore's exception maps to, and TLS verified as the client says."""
 
 from __future__ import annotations
 
@@ -462,14 +462,14 @@ def wire_for(url: str, **config: Any) -> Any:
     import botocore.session
     from botocore.credentials import Credentials
 
-    from dynaorm.wire import SyncWire
+    from dynaorm.wire import SyncWire, client_endpoint
 
     client = botocore.session.get_session().create_client(
         "dynamodb", region_name="eu-west-1", endpoint_url=url,
         aws_access_key_id="AKID", aws_secret_access_key="secret",
         verify=config.pop("verify", None),
         config=botocore.config.Config(**config))
-    return SyncWire(client, Credentials("AKID", "secret"))
+    return SyncWire(client_endpoint(client, Credentials("AKID", "secret")))
 
 
 def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server]) -> None:
@@ -479,7 +479,7 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         ReadTimeoutError,
     )
 
-    from dynaorm.client.errors import map_error
+    from dynaorm.client.botocore import botocore_error
     from dynaorm.errors import AnswerLostError, RequestError, RequestNotSentError
 
     def failing(conn: socket.socket, body: bytes, n: int) -> bool:
@@ -495,9 +495,9 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         return False
 
     def mapped(call: Callable[[], object]) -> Exception:
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(RequestError) as caught:  # (the wire's own errors)
             call()
-        return map_error("GetItem", request, caught.value)
+        return caught.value
 
     server = serve(failing)
     wire = wire_for(f"http://127.0.0.1:{server.port}", read_timeout=0.3)
@@ -511,14 +511,14 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
     url = "http://x"
     for own, theirs in ((lost, ConnectionClosedError(endpoint_url=url)),
                         (late, ReadTimeoutError(endpoint_url=url))):
-        other = map_error("GetItem", request, theirs)
+        other = botocore_error("GetItem", request, theirs)
         assert type(own) is type(other) is AnswerLostError
         assert own.maybe_applied and other.maybe_applied and own.code == other.code
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
     refused = mapped(lambda: wire_for(f"http://127.0.0.1:{port}").send("GetItem", request))
-    other = map_error("GetItem", request, EndpointConnectionError(endpoint_url=url))
+    other = botocore_error("GetItem", request, EndpointConnectionError(endpoint_url=url))
     assert type(refused) is type(other) is RequestNotSentError
     assert not refused.maybe_applied and refused.code == other.code == "ConnectionError"
     wire.close()
@@ -532,7 +532,6 @@ def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
                                             tls_cert: tuple[str, str]) -> None:
-    from dynaorm.client.errors import map_error
     from dynaorm.errors import RequestNotSentError
 
     cert, key = tls_cert
@@ -546,10 +545,9 @@ def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
         assert answer.pop("ResponseMetadata")["HTTPStatusCode"] == 200
         assert answer == {"TableName": "t"}
         wire.close()
-    with pytest.raises(OSError) as refused:  # botocore's bundle does not know this certificate
+    with pytest.raises(RequestNotSentError) as refused:  # botocore's bundle does not know it
         wire_for(url).send("GetItem", {"TableName": "t"})
-    mapped = map_error("GetItem", {}, refused.value)
-    assert isinstance(mapped, RequestNotSentError) and "CERTIFICATE_VERIFY_FAILED" in str(mapped)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
 
 
 # -- the answer state machine alone: any split of the bytes reads the same -----------------
