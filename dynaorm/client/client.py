@@ -48,7 +48,8 @@ from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy
 from dynaorm.protocol.tracing import Tracing
 
 if TYPE_CHECKING:
-    from dynaorm.wire import Endpoint, Transport
+    from dynaorm.wire import Transport
+    from dynaorm.wire.endpoint import Endpoint
 
 __all__ = ["CAPACITY_MODES", "INSTALL_HINT", "TRACERS", "WIRES", "Client", "check_settings",
            "in_process_mock", "live_clients", "session_target"]
@@ -202,7 +203,7 @@ class Client:
         from botocore.exceptions import BotoCoreError
 
         from dynaorm.client.plain import light_settings
-        from dynaorm.wire import client_endpoint
+        from dynaorm.wire.endpoint import client_endpoint
 
         credentials = credentials_for(self.endpoint_url, self._botocore_session())
         try:

@@ -58,7 +58,7 @@ from dynaorm.client.settings import (
     is_loopback,
     shared_files,
 )
-from dynaorm.wire import Endpoint, endpoint_of, sanitized
+from dynaorm.wire.endpoint import Endpoint, endpoint_of, sanitized
 from dynaorm.wire.sigv4 import plain_host
 
 __all__ = ["ALLOWED", "PROFILE_KEYS", "PlainCredentials", "light_settings", "plain_settings"]

@@ -278,7 +278,7 @@ def _sanitized(options: dict[str, Any]) -> dict[str, Any]:
     own (http.client refuses it with a raw ``ValueError``; a non-latin-1 one raises)."""
     if not any(isinstance(options.get(name), str) for name in _AGENT_OPTIONS):
         return options
-    from dynaorm.wire import sanitized
+    from dynaorm.wire.endpoint import sanitized
 
     cleaned = dict(options)
     for name in _AGENT_OPTIONS:

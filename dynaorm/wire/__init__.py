@@ -9,10 +9,10 @@ whichever wire is under them.
 
 dynaorm's own wire renders requests straight to JSON, signs them with SigV4
 (:class:`~dynaorm.wire.sigv4.Signer`), sends them over keep-alive connections
-(:mod:`dynaorm.wire.http`; urllib3 through a proxy, and aiohttp on asyncio), checks each
-answer (:func:`answer_problem`) and decodes it with :func:`json.loads`. Where and how it
-connects is one :class:`Endpoint`, resolved once per client
-(:mod:`dynaorm.client.settings`). Failures are raised as dynaorm's own: an error answer
+(:mod:`dynaorm.wire.http`; urllib3 through a proxy), checks each answer
+(:func:`answer_problem`) and decodes it with :func:`json.loads`. Where and how it connects
+is one :class:`~dynaorm.wire.endpoint.Endpoint`, resolved once per client
+(:meth:`dynaorm.Client._endpoint`). Failures are raised as dynaorm's own: an error answer
 as the :class:`~dynaorm.RequestError` its status, headers and body make
 (:func:`answer_error`), a failed exchange as what :mod:`dynaorm.wire.http` knows of it
 (not sent, answer lost, answer not to be trusted). See ``docs/guide/wire.md``.
@@ -23,18 +23,14 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-import ipaddress
 import json
 import os
-import ssl
-import sys
 import weakref
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from http.client import responses as _REASONS
 from typing import TYPE_CHECKING, Any, Final, Protocol
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from dynaorm.errors import (
     AnswerLostError,
@@ -42,8 +38,8 @@ from dynaorm.errors import (
     RequestNotSentError,
     TableNotFoundError,
 )
-from dynaorm.private_apis import botocore_verify
 from dynaorm.protocol.events import Reason, table_of
+from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
 from dynaorm.wire.http import BadAnswer, Destination, HTTPPool, WireFailure, tls_context
 from dynaorm.wire.sigv4 import Signer
 
@@ -52,27 +48,9 @@ if TYPE_CHECKING:
 
     from dynaorm.wire.aio import AsyncWire
 
-__all__ = [
-    "CONNECTION_ERROR",
-    "TARGET_PREFIX",
-    "Endpoint",
-    "SyncWire",
-    "Transport",
-    "Wire",
-    "WireSettings",
-    "answer_error",
-    "answer_problem",
-    "checked_answer",
-    "decode",
-    "decoded_success",
-    "endpoint_of",
-    "proxy_tls_context",
-    "render",
-    "request_error",
-    "sanitized",
-    "tls_verify",
-    "trace_header",
-]
+__all__ = ["CONNECTION_ERROR", "TARGET_PREFIX", "SyncWire", "Transport", "Wire", "WireSettings",
+           "answer_error", "answer_problem", "checked_answer", "decode", "decoded_success",
+           "failed", "render", "request_error"]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -319,249 +297,38 @@ def failed(operation: str, exc: WireFailure) -> RequestError:
     return exc.error(operation, CONNECTION_ERROR, str(exc))
 
 
-# -- where and how: one endpoint --------------------------------------------------------------
-#: the characters botocore keeps in a ``User-Agent`` component
-_UA_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
-                     "!$%&'*+-.^_`|~,")
-
-
-def _ua_component(raw: str, allow_hash: bool) -> str:
-    """botocore's ``sanitize_user_agent_string_component`` (without importing
-    ``botocore.useragent``, which imports urllib3: a cold start's cost)."""
-    return "".join(c if c in _UA_SAFE or (allow_hash and c == "#") else "-" for c in raw)
-
-
-def sanitized(value: str, *, allow_hash: bool = False, spaces: bool = False) -> str:
-    """``value`` fit for a ``User-Agent`` header as botocore's
-    ``sanitize_user_agent_string_component`` makes it (every character outside ASCII
-    letters, digits and ``!$%&'*+-.^_`|~,`` becomes ``-``; ``#`` kept with
-    ``allow_hash``); ``spaces`` keeps spaces and ``/`` too (a ``user_agent_extra`` is
-    several ``name/version`` parts). No line break or non-latin-1 character survives."""
-    if not spaces:
-        return _ua_component(value, allow_hash)
-    return " ".join("/".join(_ua_component(piece, True)
-                             for piece in part.split("/"))
-                    for part in value.split(" "))
-
-
-def _user_agent(config: Any, given: str | None) -> str:
-    """dynaorm's name and version ahead of the ``User-Agent`` botocore makes for a client
-    (``given``, else the config's ``user_agent``), with ``Config(user_agent_extra=)`` and
-    the app id, each part sanitized (:func:`sanitized`): configuration never writes a
-    header line."""
-    from dynaorm._version import __version__
-
-    given = given or getattr(config, "user_agent", None)
-    if not given:
-        import botocore
-
-        given = f"botocore/{botocore.__version__}"
-    agent = f"dynaorm/{__version__} {sanitized(str(given), spaces=True)}"
-    appid = getattr(config, "user_agent_appid", None)
-    extra = getattr(config, "user_agent_extra", None)
-    for part in (f"app/{sanitized(str(appid), allow_hash=True)}" if appid else "",
-                 sanitized(str(extra), spaces=True) if extra else ""):
-        if part and part not in agent:  # (botocore's own agent may hold them already)
-            agent += f" {part}"
-    return agent
-
-
-#: the characters ``X-Amzn-Trace-Id`` keeps unquoted (botocore's
-#: ``add_recursion_detection_header``)
-_TRACE_SAFE = "-=;:+&[]{}\"',"
-
-
-def trace_header(environ: Mapping[str, str] = os.environ) -> str | None:
-    """The ``X-Amzn-Trace-Id`` a request carries, as botocore's
-    ``add_recursion_detection_header`` decides it, read at each request (a wire knows
-    once whether it runs in AWS Lambda): inside AWS Lambda (``AWS_LAMBDA_FUNCTION_NAME``
-    set) with ``_X_AMZN_TRACE_ID`` set, that id percent-quoted (no line break or non-ASCII
-    character survives); else ``None``."""
-    if "AWS_LAMBDA_FUNCTION_NAME" not in environ:
-        return None
-    trace = environ.get("_X_AMZN_TRACE_ID")
-    return quote(trace, safe=_TRACE_SAFE) if trace else None
-
-
-def _no_environ_proxies() -> bool:
-    """Whether ``urllib.request.getproxies()`` (botocore's ``get_environ_proxies``) finds
-    none: where it reads only the environment (not macOS, not Windows), no ``*_proxy``
-    variable with a value."""
-    if sys.platform == "darwin" or os.name == "nt":
-        return False
-    return not any(value and name.lower().endswith("_proxy")
-                   for name, value in os.environ.items())
-
-
-def _proxy_for(endpoint_url: str, config: Any) -> tuple[str | None, dict[str, str]]:
-    """The proxy URL (and its ``Proxy-Authorization``) botocore's HTTP session would use."""
-    proxies = getattr(config, "proxies", None)
-    if proxies is None and _no_environ_proxies():
-        return None, {}  # (botocore: no proxies at all, so no proxy URL)
-    from botocore.httpsession import ProxyConfiguration
-    from botocore.utils import get_environ_proxies
-
-    if proxies is None:
-        proxies = get_environ_proxies(endpoint_url)
-    found = ProxyConfiguration(proxies=proxies,
-                               proxies_settings=getattr(config, "proxies_config", None))
-    url = found.proxy_url_for(endpoint_url)
-    return (str(url), dict(found.proxy_headers_for(url))) if url else (None, {})
-
-
-def tls_verify(client: Any) -> bool | str:
-    """How ``client`` (a botocore client) verifies TLS: ``False`` (``verify=False``), or the
-    CA bundle path it trusts (``AWS_CA_BUNDLE``, the profile's ``ca_bundle``,
-    ``REQUESTS_CA_BUNDLE``, else certifi's bundle), read from the client's HTTP session so
-    that whatever botocore decided holds on this wire too."""
-    verify = botocore_verify(client)
-    if verify is False:
-        return False
-    if isinstance(verify, str):  # (botocore's get_cert_path keeps a path as it is)
-        return verify
-    from botocore.httpsession import get_cert_path
-
-    return str(get_cert_path(True))
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where and how a client's requests go, resolved once (:func:`endpoint_of`): what
-    dynaorm's own wire reads of a configuration, the same for its sync and async sides."""
-
-    url: str
-    """The endpoint requests go to."""
-    region: str
-    """The region requests are signed for."""
-    credentials: Any
-    """botocore credentials (refreshable ones refresh on ``get_frozen_credentials``), or
-    ``None`` (every request then fails as botocore's ``NoCredentialsError``)."""
-    verify: bool | str
-    """``False``, or the CA bundle TLS connections are verified against."""
-    user_agent: str
-    """The ``User-Agent`` header (sanitized)."""
-    connect_timeout: float | None
-    """Seconds to connect."""
-    read_timeout: float | None
-    """Seconds to send, then for a whole answer."""
-    pool_size: int
-    """Connections kept open at most."""
-    client_cert: str | tuple[str, str] | None = None
-    """The client certificate offered to the endpoint (a file, or ``(cert, key)``)."""
-    proxy: str | None = None
-    """The proxy requests go through (``None``: none)."""
-    proxy_headers: Mapping[str, str] = field(default_factory=dict)
-    """Headers for the proxy (``Proxy-Authorization``)."""
-    proxies_config: Mapping[str, Any] = field(default_factory=dict)
-    """botocore's ``proxies_config`` (see :func:`proxy_tls_context`)."""
-
-
-def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, config: Any,
-                user_agent: str | None = None) -> Endpoint:
-    """The :class:`Endpoint` of a configuration: ``url``, ``region``, ``credentials`` and
-    ``verify`` as resolved, and what a ``Config`` (or an object of its options) says of
-    timeouts, the pool, the client certificate, proxies (``Config(proxies=)``, else
-    ``HTTPS_PROXY`` / ``HTTP_PROXY`` unless ``NO_PROXY`` covers the endpoint, as botocore
-    decides) and the ``User-Agent`` (``user_agent``: botocore's, when the config does not
-    hold it)."""
-    proxy, headers = _proxy_for(url, config)
-    return Endpoint(
-        url, region, credentials, verify, _user_agent(config, user_agent),
-        config.connect_timeout, config.read_timeout,
-        int(getattr(config, "max_pool_connections", 10) or 10),
-        getattr(config, "client_cert", None), proxy, headers,
-        dict(getattr(config, "proxies_config", None) or {}))
-
-
-def client_endpoint(client: Any, credentials: Any) -> Endpoint:
-    """The :class:`Endpoint` of a botocore client (its resolved endpoint, region,
-    ``Config`` and TLS verification) signing with ``credentials``."""
-    meta = client.meta
-    return endpoint_of(meta.endpoint_url, meta.region_name, credentials, tls_verify(client),
-                       meta.config)
-
-
-def proxy_tls_context(proxy_url: str, proxies_config: Mapping[str, Any] | None,
-                      verify: bool | str) -> ssl.SSLContext:
-    """The TLS context of the connection *to* the proxy ``proxy_url`` (used when it is an
-    ``https://`` one), from botocore's ``proxies_config``; the one rule of both wires.
-
-    - ``proxy_ca_bundle``: the proxy is verified against this bundle alone, whatever
-      ``verify`` says (as botocore's ``URLLib3Session`` does); without it, as the endpoint
-      is (``verify``: its CA bundle, or no verification for ``False``);
-    - ``proxy_client_cert`` (a file, or ``(cert, key)``): the certificate offered to the
-      proxy; the endpoint's ``client_cert`` never is (as botocore and aiobotocore);
-    - the context checks the proxy's host name unless the proxy is an IP address (as
-      botocore: urllib3 matches an IP itself and cannot have the context do it).
-
-    A file that cannot be read or is not a certificate raises botocore's
-    ``InvalidProxiesConfigError``, as botocore does. ``proxy_use_forwarding_for_https`` is
-    not a TLS setting: :class:`SyncWire` passes it to urllib3."""
-    from botocore.exceptions import InvalidProxiesConfigError
-
-    settings = proxies_config or {}
-    bundle = settings.get("proxy_ca_bundle")
-    cert = settings.get("proxy_client_cert")
-    try:
-        context = tls_context(verify if bundle is None else str(bundle), cert)
-    except OSError as exc:  # ssl.SSLError included: not a certificate, a wrong key
-        raise InvalidProxiesConfigError(error=exc) from exc
-    try:
-        ipaddress.ip_address(urlsplit(proxy_url).hostname or "")
-    except ValueError:
-        return context
-    context.check_hostname = False
-    return context
-
-
+# -- the wires -------------------------------------------------------------------------------
 class WireSettings:
-    """An :class:`Endpoint` as a wire uses it, with its signer: the one base of
-    :class:`SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire` (each adds its pool)."""
+    """An :class:`~dynaorm.wire.endpoint.Endpoint` as a wire sends to it, with its signer:
+    the one base of :class:`SyncWire` and :class:`AsyncWire` (each adds its pool)."""
 
     def __init__(self, endpoint: Endpoint) -> None:
-        #: what the wire was made from
+        #: where and how the wire sends
         self.endpoint = endpoint
-        #: the endpoint requests go to
-        self.endpoint_url: str = endpoint.url
-        #: the region requests are signed for
-        self.region: str = endpoint.region
-        #: seconds to connect and to wait for an answer
-        self.connect_timeout = endpoint.connect_timeout
-        self.read_timeout = endpoint.read_timeout
-        #: connections kept open at most
-        self.pool_size = endpoint.pool_size
-        #: ``False`` or the CA bundle TLS connections are verified against
-        self.verify = endpoint.verify
-        self._client_cert = endpoint.client_cert
-        #: the proxy requests go through
-        self.proxy = endpoint.proxy
-        self._proxy_headers = dict(endpoint.proxy_headers)
-        #: botocore's ``proxies_config``: see :func:`proxy_tls_context`
-        self.proxies_config: dict[str, Any] = dict(endpoint.proxies_config)
         self._credentials = endpoint.credentials
         self._user_agent = endpoint.user_agent
-        self._signer = Signer(self.endpoint_url, self.region)
+        self._signer = Signer(endpoint.url, endpoint.region)
         # AWS Lambda sets its variables before the process starts: whether this one runs
         # in a Lambda function is read once, here (outside Lambda, no request pays for
         # looking up a variable that is not there); the trace id, per request
         self._in_lambda = "AWS_LAMBDA_FUNCTION_NAME" in os.environ
         # the request target: the endpoint's path, "/" when it has none, and its query
         # string (signed and sent as botocore signs and sends it)
-        parts = urlsplit(self.endpoint_url)
+        parts = urlsplit(endpoint.url)
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         # the absolute URL a proxy is given: it must carry a path too
-        self._url = self.endpoint_url if parts.path else parts._replace(path="/").geturl()
+        self._url = endpoint.url if parts.path else parts._replace(path="/").geturl()
 
     def _destination(self) -> Destination:
         """Where dynaorm's own connections go (the endpoint, when no proxy is used)."""
-        parts = urlsplit(self.endpoint_url)
+        end = self.endpoint
+        parts = urlsplit(end.url)
         https = parts.scheme == "https"
         return Destination(parts.hostname or "", parts.port or (443 if https else 80),
                            host_header=self._signer.host,
-                           tls=functools.partial(tls_context, self.verify, self._client_cert)
-                           if https else None,
-                           connect_timeout=self.connect_timeout,
-                           read_timeout=self.read_timeout, maxsize=self.pool_size)
+                           tls=functools.partial(tls_context, end.verify, end.client_cert)
+                           if https else None, connect_timeout=end.connect_timeout,
+                           read_timeout=end.read_timeout, maxsize=end.pool_size)
 
     def prepare(self, operation: str, request: dict[str, Any]) -> tuple[bytes, dict[str, str]]:
         """The rendered body of ``request`` and its signed headers, credentials frozen now
@@ -585,8 +352,8 @@ class WireSettings:
 
 
 class SyncWire(WireSettings):
-    """Sends one client's DynamoDB requests, blocking, to its :class:`Endpoint` (thread-
-    safe: each connection serves one request at a time)."""
+    """Sends one client's DynamoDB requests, blocking, to its endpoint (thread-safe: each
+    connection serves one request at a time)."""
 
     def __init__(self, endpoint: Endpoint) -> None:
         super().__init__(endpoint)
@@ -594,26 +361,26 @@ class SyncWire(WireSettings):
         # through one: urllib3's ProxyManager (CONNECT tunnels, proxy authentication)
         self._direct: HTTPPool | None = None
         self._manager: Any = None
-        if self.proxy is None:
+        end = endpoint
+        if end.proxy is None:
             self._direct = HTTPPool(self._destination())
             return
         import urllib3
 
-        self.timeout = urllib3.Timeout(connect=self.connect_timeout, read=self.read_timeout)
-        tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if self.verify is False else
-                               {"cert_reqs": "CERT_REQUIRED", "ca_certs": self.verify})
-        cert = self._client_cert
+        self.timeout = urllib3.Timeout(connect=end.connect_timeout, read=end.read_timeout)
+        tls: dict[str, Any] = ({"cert_reqs": "CERT_NONE"} if end.verify is False else
+                               {"cert_reqs": "CERT_REQUIRED", "ca_certs": end.verify})
+        cert = end.client_cert
         if cert:
             tls.update({"cert_file": cert} if isinstance(cert, str) else
                        {"cert_file": cert[0], "key_file": cert[1]})
         # the connection to the proxy: its own TLS context, as botocore builds it
-        tls["proxy_ssl_context"] = proxy_tls_context(self.proxy, self.proxies_config,
-                                                     self.verify)
-        forwarding = self.proxies_config.get("proxy_use_forwarding_for_https")
+        tls["proxy_ssl_context"] = proxy_tls_context(end.proxy, end.proxies_config, end.verify)
+        forwarding = end.proxies_config.get("proxy_use_forwarding_for_https")
         if forwarding is not None:  # an https:// proxy gets the absolute URL, no CONNECT
             tls["use_forwarding_for_https"] = bool(forwarding)
-        self._manager = urllib3.ProxyManager(self.proxy, maxsize=self.pool_size,
-                                             proxy_headers=self._proxy_headers, **tls)
+        self._manager = urllib3.ProxyManager(end.proxy, maxsize=end.pool_size,
+                                             proxy_headers=dict(end.proxy_headers), **tls)
 
     def send(self, operation: str, request: dict[str, Any],
              reader: Callable[[bytes], dict[str, Any] | None] | None = None
@@ -663,7 +430,9 @@ def _text(exc: BaseException) -> str:
 class Wire(SyncWire):
     """dynaorm's own wire as a client's :class:`Transport`: the sync connections (it is the
     :class:`SyncWire`) and, per event loop, an :class:`~dynaorm.wire.aio.AsyncWire` opened
-    by the loop's first request (connections belong to the loop that opened them)."""
+    by the loop's first request (connections belong to the loop that opened them). Through
+    a proxy, an async request is sent by the sync wire on a worker thread (urllib3's
+    ``ProxyManager``): one way through proxies for both kinds of session."""
 
     botocore = False
 
@@ -674,7 +443,7 @@ class Wire(SyncWire):
 
     def where(self) -> tuple[str, str]:
         """The endpoint URL and region requests go to."""
-        return self.endpoint_url, self.region
+        return self.endpoint.url, self.endpoint.region
 
     def async_wire(self) -> AsyncWire | None:
         """The running loop's :class:`~dynaorm.wire.aio.AsyncWire`, if a request opened it."""
@@ -693,6 +462,8 @@ class Wire(SyncWire):
         """Send ``request`` once on the running event loop (see :meth:`send`)."""
         import asyncio
 
+        if self._direct is None:  # through a proxy
+            return await asyncio.to_thread(self.send, operation, request, reader)
         loop = asyncio.get_running_loop()
         wire = self._loops.get(loop)
         if wire is None:

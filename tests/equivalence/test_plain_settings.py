@@ -39,7 +39,8 @@ from dynaorm.client.settings import (
     resolve_max_attempts,
 )
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
-from dynaorm.wire import WireSettings, client_endpoint, sigv4
+from dynaorm.wire import WireSettings, sigv4
+from dynaorm.wire.endpoint import client_endpoint
 
 FROZEN = datetime.datetime(2026, 11, 24, 8, 30, 15, tzinfo=datetime.UTC)
 
@@ -102,6 +103,7 @@ def _clear() -> dict[str, str]:
 def _seen(settings: WireSettings) -> dict[str, Any]:
     return ({k: v for k, v in vars(settings).items()
              if k not in ("_credentials", "_signer", "endpoint")}
+            | {k: v for k, v in vars(settings.endpoint).items() if k != "credentials"}
             | {"signer": (settings._signer.host, settings._signer.region,
                           settings._signer.fast)})
 
@@ -116,8 +118,8 @@ def _botocore_signed(settings: WireSettings, credentials: Any,
                      headers: dict[str, str], body: bytes) -> dict[str, str]:
     sent = {k: v for k, v in headers.items()
             if k in ("Content-Type", "X-Amz-Target", "User-Agent")}
-    request = AWSRequest(method="POST", url=settings.endpoint_url, data=body, headers=sent)
-    SigV4Auth(credentials, "dynamodb", settings.region).add_auth(request)
+    request = AWSRequest(method="POST", url=settings.endpoint.url, data=body, headers=sent)
+    SigV4Auth(credentials, "dynamodb", settings.endpoint.region).add_auth(request)
     return {str(k): str(v) for k, v in request.headers.items()}
 
 
@@ -143,7 +145,7 @@ def _compare(endpoint_url: str | None, region: str | None) -> bool:
     # business-metrics token, which names features making a client used) User-Agent
     client = create_client(endpoint_url, region, session=botocore.session.get_session())
     assert (client.meta.endpoint_url, client.meta.region_name) == (
-        fast_settings.endpoint_url, fast_settings.region)
+        fast_settings.endpoint.url, fast_settings.endpoint.region)
     assert fast.user_agent.split() == [
         t for t in client_endpoint(client, credentials).user_agent.split()
         if not t.startswith("m/")]
@@ -434,7 +436,7 @@ def test_a_config_or_a_mock_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def test_the_user_agent_sanitizing_is_botocores(raw: str) -> None:
     from botocore.useragent import sanitize_user_agent_string_component
 
-    from dynaorm.wire import sanitized
+    from dynaorm.wire.endpoint import sanitized
 
     for allow in (False, True):
         assert sanitized(raw, allow_hash=allow) == sanitize_user_agent_string_component(
@@ -523,7 +525,7 @@ def test_no_proxy_shortcut_is_botocores(variables: dict[str, str], url: str) -> 
     from botocore.httpsession import ProxyConfiguration
     from botocore.utils import get_environ_proxies
 
-    from dynaorm.wire import _no_environ_proxies
+    from dynaorm.wire.endpoint import _no_environ_proxies
 
     with pytest.MonkeyPatch.context() as patch:
         for name in list(os.environ):
@@ -558,4 +560,4 @@ def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
     configured = Client("http://127.0.0.1:9", region="eu-west-1",
                         config=botocore.config.Config(read_timeout=3))
     assert configured._plain() is None
-    assert configured.sync_wire.read_timeout == 3 and configured._session is not None
+    assert configured.sync_wire.endpoint.read_timeout == 3 and configured._session is not None

@@ -40,8 +40,8 @@ from dynaorm import (
 from dynaorm.aio import close
 from dynaorm.client.botocore import botocore_error
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.wire import client_endpoint
 from dynaorm.wire.aio import AsyncWire
+from dynaorm.wire.endpoint import client_endpoint
 from tests.support.hostile import certificate
 from tests.support.models import Note, User, app
 
@@ -363,7 +363,7 @@ def test_read_timeout_from_the_config_is_a_lost_answer() -> None:
         try:
             endpoint = client_endpoint(client_for(url, read_timeout=0.3), CREDS)
             async with AsyncWire(endpoint) as wire:
-                assert wire.read_timeout == 0.3
+                assert wire.endpoint.read_timeout == 0.3
                 with pytest.raises(AnswerLostError):
                     await wire.send("GetItem", {"TableName": "t"})
         finally:
@@ -425,7 +425,7 @@ def test_requests_go_through_the_configured_proxy() -> None:
             # the endpoint does not resolve: only the proxy can answer
             client = client_for("http://dynamodb.invalid:8000", proxies={"http": url})
             async with AsyncWire(client_endpoint(client, CREDS)) as wire:
-                assert wire.proxy == url
+                assert wire.endpoint.proxy == url
                 assert _bare(await wire.send("GetItem", {"TableName": "t"})) == {}
         finally:
             await runner.cleanup()

@@ -441,14 +441,14 @@ def _botocore_endpoint(**config: Any) -> str:
 
 def test_endpoint_explicit(aws: Path) -> None:
     table = Table("app", region="eu-west-1", endpoint_url="https://ddb.example.test:8443")
-    assert wire_of(table).endpoint_url == "https://ddb.example.test:8443"
+    assert wire_of(table).endpoint.url == "https://ddb.example.test:8443"
 
 
 @pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"])
 def test_endpoint_from_environment(aws: Path, monkeypatch: pytest.MonkeyPatch,
                                    variable: str) -> None:
     monkeypatch.setenv(variable, "https://env.example.test")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://env.example.test")
 
 
@@ -456,27 +456,27 @@ def test_endpoint_service_specific_variable_wins(aws: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://general.example.test")
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://ddb.example.test")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://ddb.example.test")
 
 
 def test_endpoint_from_profile(aws: Path) -> None:
     aws.write_text("[default]\nendpoint_url = https://profile.example.test\n")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://profile.example.test")
 
 
 def test_endpoint_from_profile_services_section(aws: Path) -> None:
     aws.write_text("[default]\nservices = mine\n\n[services mine]\ndynamodb =\n"
                    "  endpoint_url = https://services.example.test\n")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://services.example.test")
 
 
 def test_endpoint_from_region_only(aws: Path) -> None:
     wire = wire_of(Table("app", region="ap-southeast-2"))
-    assert wire.endpoint_url == "https://dynamodb.ap-southeast-2.amazonaws.com"
-    assert wire.region == "ap-southeast-2"
+    assert wire.endpoint.url == "https://dynamodb.ap-southeast-2.amazonaws.com"
+    assert wire.endpoint.region == "ap-southeast-2"
 
 
 @pytest.mark.parametrize(("variable", "option", "expected"), [
@@ -487,11 +487,11 @@ def test_endpoint_from_region_only(aws: Path) -> None:
 def test_endpoint_fips_and_dualstack(aws: Path, monkeypatch: pytest.MonkeyPatch,
                                      variable: str, option: str, expected: str) -> None:
     monkeypatch.setenv(variable, "true")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == expected
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == expected
     monkeypatch.delenv(variable)
     assert _botocore_endpoint(**{option: True}) == expected
     aws.write_text(f"[default]\n{option} = true\n")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == expected
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == expected
 
 
 def test_tls_verification_follows_the_client(aws: Path, monkeypatch: pytest.MonkeyPatch,
@@ -499,12 +499,12 @@ def test_tls_verification_follows_the_client(aws: Path, monkeypatch: pytest.Monk
     bundle = tmp_path / "ca.pem"
     bundle.write_text("")
     monkeypatch.setenv("AWS_CA_BUNDLE", str(bundle))
-    assert wire_of(Table("app", region="eu-west-1")).verify == str(bundle)
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.verify == str(bundle)
     monkeypatch.delenv("AWS_CA_BUNDLE")
     aws.write_text(f"[default]\nca_bundle = {bundle}\n")
-    assert wire_of(Table("app", region="eu-west-1")).verify == str(bundle)
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.verify == str(bundle)
     aws.write_text("[default]\n")
-    default = wire_of(Table("app", region="eu-west-1")).verify
+    default = wire_of(Table("app", region="eu-west-1")).endpoint.verify
     assert isinstance(default, str) and default.endswith(".pem") and default != str(bundle)
 
 
@@ -531,10 +531,10 @@ def test_proxies_follow_botocore(aws: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     wire = wire_of(Table("app", region="eu-west-1"))
-    assert wire.proxy == "http://user:pw@proxy.test:3128"
+    assert wire.endpoint.proxy == "http://user:pw@proxy.test:3128"
     assert wire._manager.proxy_headers["Proxy-Authorization"].startswith("Basic ")
     monkeypatch.setenv("NO_PROXY", "amazonaws.com")
-    assert wire_of(Table("app", region="eu-west-1")).proxy is None
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.proxy is None
 
 
 def test_proxies_config_follows_botocore(aws: Path) -> None:
@@ -548,11 +548,11 @@ def test_proxies_config_follows_botocore(aws: Path) -> None:
                         "proxy_use_forwarding_for_https": True}))
     table = Table("app", client=client)
     wire = wire_of(table)
-    assert wire.proxies_config == table.client.meta.config.proxies_config
+    assert wire.endpoint.proxies_config == table.client.meta.config.proxies_config
     proxy_config = wire._manager.proxy_config
     assert proxy_config.use_forwarding_for_https is True
     ours = proxy_config.ssl_context
-    theirs = table.client._endpoint.http_session._setup_proxy_ssl_context(wire.proxy)
+    theirs = table.client._endpoint.http_session._setup_proxy_ssl_context(wire.endpoint.proxy)
     assert ours.get_ca_certs() == theirs.get_ca_certs() and ours.get_ca_certs()
     assert (ours.verify_mode, ours.check_hostname) == (theirs.verify_mode,
                                                        theirs.check_hostname)

@@ -462,7 +462,8 @@ def wire_for(url: str, **config: Any) -> Any:
     import botocore.session
     from botocore.credentials import Credentials
 
-    from dynaorm.wire import SyncWire, client_endpoint
+    from dynaorm.wire import SyncWire
+    from dynaorm.wire.endpoint import client_endpoint
 
     client = botocore.session.get_session().create_client(
         "dynamodb", region_name="eu-west-1", endpoint_url=url,

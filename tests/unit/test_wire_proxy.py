@@ -32,11 +32,12 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import InvalidProxiesConfigError
 
-from dynaorm import Client, DynaormError, RequestError
+from dynaorm import Client, RequestError
 from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import SyncWire, client_endpoint, proxy_tls_context
+from dynaorm.wire import SyncWire
 from dynaorm.wire.aio import AsyncWire
+from dynaorm.wire.endpoint import client_endpoint, proxy_tls_context
 from tests.support.hostile import read_head
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
@@ -357,15 +358,16 @@ def test_the_proxy_client_certificate_is_offered(
 def test_forwarding_for_https(pki: PKI, endpoint: str, proxies: Callable[..., Proxy],
                               through: Callable[..., tuple[str, str]]) -> None:
     """botocore (urllib3) sends the absolute URL to an https:// proxy, which answers;
-    aiohttp cannot, so the async wire tunnels with CONNECT as aiobotocore does."""
+    aiobotocore (aiohttp) cannot and tunnels with CONNECT; dynaorm's async wire sends
+    through proxies as its sync wire does, so it forwards too."""
     proxy = proxies()
     config = {"proxy_ca_bundle": pki.ca, "proxy_use_forwarding_for_https": True}
     assert through(endpoint, pki.endpoint, proxy.url, config) == ("ok", "ok")
     port = endpoint.rsplit(":", 1)[1]
     if through is through_sync:
         assert proxy.seen == [f"POST https://localhost:{port}/"] * 2
-    else:
-        assert proxy.seen == [f"CONNECT localhost:{port}"] * 2
+    else:  # the async wire sends through a proxy as the sync one: forwarding, not aiohttp
+        assert proxy.seen == [f"POST https://localhost:{port}/", f"CONNECT localhost:{port}"]
 
 
 def test_an_unreadable_proxy_file_is_a_typed_error(pki: PKI, tmp_path: Path) -> None:
@@ -402,22 +404,3 @@ def test_the_proxy_context_follows_botocore(pki: PKI) -> None:
     assert [c["subject"] for c in endpoint_only.get_ca_certs()] == [
         ((("commonName", "localhost"),),)]
     assert not proxy_tls_context("https://127.0.0.1:1", given, False).check_hostname
-
-
-def test_an_aiohttp_without_the_proxy_hook_is_refused(
-        pki: PKI, monkeypatch: pytest.MonkeyPatch) -> None:
-    aiohttp = pytest.importorskip("aiohttp")
-    from dynaorm.private_apis import PROXY_HOOK as _PROXY_HOOK
-
-    monkeypatch.delattr(aiohttp.connector.BaseConnector, _PROXY_HOOK)
-
-    async def make(config: dict[str, Any]) -> None:
-        args = _client_args("https://localhost:1", pki.endpoint, "https://proxy.test:3128",
-                            config)
-        async with _aio_session().create_client("dynamodb",
-                                                                   **args) as client:
-            AsyncWire(client_endpoint(client, CREDENTIALS))
-
-    with pytest.raises(DynaormError, match="proxies_config 'proxy_ca_bundle' needs aiohttp"):
-        asyncio.run(make({"proxy_ca_bundle": pki.ca}))
-    asyncio.run(make({}))  # nothing to honour: the proxy gets the endpoint's settings
