@@ -186,10 +186,10 @@ def decoded_success(status: int, data: bytes) -> dict[str, Any]:
         if kind is not None and value is not None and not isinstance(value, kind):
             raise BadAnswer(f"a {status} answer that is not DynamoDB's: a "
                             f"{type(value).__name__} as {name}")
-    items = answer.get("Items")
-    if items and not all(isinstance(item, dict) for item in items):
-        raise BadAnswer(f"a {status} answer that is not DynamoDB's: an entry of Items "
-                        f"that is not an object")
+    for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
+        if not isinstance(item, dict):
+            raise BadAnswer(f"a {status} answer that is not DynamoDB's: an entry of Items "
+                            f"that is not an object")
     return answer
 
 

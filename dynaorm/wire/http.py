@@ -319,15 +319,23 @@ class HTTPPool:
                 break
             conn.close()
         answer = AnswerReader()
+        sock = conn.sock
         try:
-            self._send(conn.sock, message, answer)
+            try:  # (each wait bounded by the read timeout, the socket's)
+                sock.sendall(message)
+            except (OSError, ssl.SSLError) as exc:
+                # a server may answer and close before reading the whole request (an early
+                # 413): that answer is read; else the request did not go out whole
+                answer.forbid_reuse()
+                if not _early_answer(sock, answer):
+                    raise SendFailed(f"sending to {self.destination}: {exc}") from exc
             if not answer.done:
-                _receive(conn.sock, answer, self.destination.read_timeout)
+                _receive(sock, answer, self.destination.read_timeout)
             result = accept(answer.status, answer.headers, answer.body, *args)
         except WireFailure:
             conn.close()
             raise
-        except BaseException:
+        except BaseException:  # (an error answer: its connection ended cleanly)
             self._finish(conn, answer)
             raise
         self._finish(conn, answer)
@@ -340,19 +348,6 @@ class HTTPPool:
                     self._idle.append(conn)
                     return
         conn.close()
-
-    def _send(self, sock: socket.socket, message: bytes, answer: AnswerReader) -> None:
-        """Send ``message`` (each wait bounded by the read timeout, the socket's). A server
-        may answer and close before reading the whole request (an early ``413``): that
-        answer is read; otherwise a send that failed is :class:`SendFailed` (the request
-        did not go out whole: it cannot have been applied)."""
-        try:
-            sock.sendall(message)
-        except (OSError, ssl.SSLError) as exc:
-            answer.forbid_reuse()
-            if _early_answer(sock, answer):
-                return
-            raise SendFailed(f"sending to {self.destination}: {exc}") from exc
 
 
 def _early_answer(sock: socket.socket, answer: AnswerReader) -> bool:
