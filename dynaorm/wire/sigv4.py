@@ -81,6 +81,8 @@ class Signer:
         #: the ``host`` value botocore signs for this endpoint (default ports dropped)
         self.host = plain_host(endpoint_url) or _botocore_host(endpoint_url, region)
         self._scope_tail = f"/{region}/{_SERVICE}/aws4_request"
+        # the canonical request's start: method, path, no query, the constant headers
+        self._head = f"POST\n/\n\ncontent-type:{CONTENT_TYPE}\nhost:{self.host}\nx-amz-date:"
         self._keys: tuple[str, str, hmac.HMAC] | None = None  # (secret, day, keyed HMAC)
 
     def sign(self, body: bytes, target: str, user_agent: str, credentials: Any
@@ -99,16 +101,16 @@ class Signer:
         stamp = _stamp()
         day = stamp[:8]
         token = credentials.token
-        signed = ("content-type;host;x-amz-date;x-amz-security-token;x-amz-target" if token
-                  else "content-type;host;x-amz-date;x-amz-target")
-        lines = ["POST", "/", "", "content-type:" + CONTENT_TYPE, "host:" + self.host,
-                 "x-amz-date:" + stamp]
         if token:
-            lines.append("x-amz-security-token:" + " ".join(token.split()))
-        lines += ["x-amz-target:" + target, "", signed, hashlib.sha256(body).hexdigest()]
+            signed = "content-type;host;x-amz-date;x-amz-security-token;x-amz-target"
+            extra = "x-amz-security-token:" + " ".join(token.split()) + "\n"
+        else:
+            signed, extra = "content-type;host;x-amz-date;x-amz-target", ""
+        canonical = (f"{self._head}{stamp}\n{extra}x-amz-target:{target}\n\n{signed}\n"
+                     f"{hashlib.sha256(body).hexdigest()}")
         scope = day + self._scope_tail
-        to_sign = "\n".join(("AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(
-            "\n".join(lines).encode("utf-8")).hexdigest()))
+        to_sign = (f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n"
+                   f"{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}")
         secret = credentials.secret_key
         keyed = self._keys  # (secret, day, keyed HMAC): the signing key derived once a day
         if keyed is None or keyed[0] != secret or keyed[1] != day:
