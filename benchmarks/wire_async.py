@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Client CPU per operation over real HTTP, async: raw aiobotocore vs dynaorm's
 AsyncSession on aiobotocore (``wire="botocore"``) and on its own wire (``wire="dynaorm"``,
-:class:`dynaorm.wire.aio.AsyncWire`).
+:class:`dynaorm.wire.AsyncWire`).
 
 The endpoint is canned (``benchmarks/canned_http.py``: ``http.server`` in a child process,
 HTTP/1.1 keep-alive, fixed JSON with a correct ``x-amz-crc32``), so every contender pays its
@@ -143,7 +143,7 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
     raw, context = await make_aiobotocore(endpoint)
     botocore_ops, table_b = make_dynaorm(endpoint, "botocore")
     dynaorm_ops, table_d = make_dynaorm(endpoint, "dynaorm")
-    from dynaorm.wire.aio import AsyncWire
+    from dynaorm.wire import AsyncWire
 
     wire = AsyncWire(table_d.db._endpoint())  # (the wire the client's transport opens per loop)
     contenders = {"aiobotocore": raw, "dynaorm-botocore": botocore_ops,

@@ -425,7 +425,7 @@ class Client:
 
     @property
     def async_wire(self) -> Any:
-        """The running event loop's :class:`~dynaorm.wire.aio.AsyncWire`, once a request
+        """The running event loop's :class:`~dynaorm.wire.AsyncWire`, once a request
         opened it (``None`` before, after :meth:`aclose`, or when requests go through
         aiobotocore)."""
         from dynaorm.wire import Wire

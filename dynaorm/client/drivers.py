@@ -21,15 +21,12 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Await, Emit, Gather, Send, Stream, Wait, expand
-
-if TYPE_CHECKING:
-    from dynaorm.client.client import Client
 
 __all__ = ["AsyncDriver", "SyncDriver"]
 
@@ -49,7 +46,7 @@ class SyncDriver:
 
     __slots__ = ("_client", "sleep")
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
         self._client = client
         #: how a ``Wait`` sleeps (``time.sleep``; a test may give a fake clock's)
         self.sleep: Callable[[float], object] = time.sleep
@@ -139,7 +136,7 @@ class AsyncDriver:
 
     __slots__ = ("_client",)
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
         self._client = client
 
     async def run(self, proto: Generator[Any, Any, R],

@@ -40,15 +40,21 @@ from dynaorm.errors import (
 )
 from dynaorm.protocol.events import Reason, table_of
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
-from dynaorm.wire.http import BadAnswer, Destination, HTTPPool, WireFailure, tls_context
+from dynaorm.wire.http import (
+    AsyncHTTPPool,
+    BadAnswer,
+    Destination,
+    HTTPPool,
+    WireFailure,
+    tls_context,
+)
 from dynaorm.wire.sigv4 import Signer
 
 if TYPE_CHECKING:
     import asyncio
 
-    from dynaorm.wire.aio import AsyncWire
-
-__all__ = ["CONNECTION_ERROR", "TARGET_PREFIX", "SyncWire", "Transport", "Wire", "WireSettings",
+__all__ = ["CONNECTION_ERROR", "TARGET_PREFIX", "AsyncWire", "SyncWire", "Transport", "Wire",
+           "WireSettings",
            "answer_error", "answer_problem", "checked_answer", "decode", "decoded_success",
            "failed", "render", "request_error"]
 
@@ -427,9 +433,64 @@ def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+class AsyncWire(WireSettings):
+    """Sends one client's DynamoDB requests to its endpoint in one event loop: connections
+    opened by :meth:`send` inside the running loop, closed by :meth:`close` (the client's
+    ``aclose``; ``async with`` works too).
+
+    Credentials are frozen for every request with the sync ``get_frozen_credentials()``:
+    a refreshable set refreshes there when due, which may block the loop for the refresh
+    (an STS or metadata call), as aiobotocore's own path does for botocore's non-async
+    credential providers. Between refreshes it is a lock and a few attribute reads.
+    """
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(endpoint)
+        self._proxied = None if endpoint.proxy is None else SyncWire(endpoint)
+        self._direct = AsyncHTTPPool(self._destination()) if self._proxied is None else None
+
+    @property
+    def closed(self) -> bool:
+        """Whether no connection is kept open (none made yet, or closed)."""
+        if self._direct is not None:
+            return not self._direct._idle
+        return not len(self._proxied._manager.pools)  # type: ignore[union-attr]
+
+    async def close(self) -> None:
+        """Close the wire's connections (a later :meth:`send` opens new ones)."""
+        if self._direct is not None:
+            await self._direct.close()
+        if self._proxied is not None:
+            self._proxied.close()
+
+    async def __aenter__(self) -> AsyncWire:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def send(self, operation: str, request: dict[str, Any],
+                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   ) -> dict[str, Any]:
+        """Send ``request`` once; the answer as an aiobotocore client returns it
+        (``reader``: see :func:`~dynaorm.wire.checked_answer`), or its
+        :class:`~dynaorm.RequestError`."""
+        if self._direct is None:  # through a proxy: the sync wire, on a worker thread
+            import asyncio
+
+            return await asyncio.to_thread(self._proxied.send,  # type: ignore[union-attr]
+                                           operation, request, reader)
+        body, headers = self.prepare(operation, request)
+        try:
+            return await self._direct.post(self._path, body, headers, checked_answer,
+                                           operation, request, reader)
+        except WireFailure as exc:
+            raise failed(operation, exc) from exc
+
+
 class Wire(SyncWire):
     """dynaorm's own wire as a client's :class:`Transport`: the sync connections (it is the
-    :class:`SyncWire`) and, per event loop, an :class:`~dynaorm.wire.aio.AsyncWire` opened
+    :class:`SyncWire`) and, per event loop, an :class:`AsyncWire` opened
     by the loop's first request (connections belong to the loop that opened them). Through
     a proxy, an async request is sent by the sync wire on a worker thread (urllib3's
     ``ProxyManager``): one way through proxies for both kinds of session."""
@@ -446,7 +507,7 @@ class Wire(SyncWire):
         return self.endpoint.url, self.endpoint.region
 
     def async_wire(self) -> AsyncWire | None:
-        """The running loop's :class:`~dynaorm.wire.aio.AsyncWire`, if a request opened it."""
+        """The running loop's :class:`AsyncWire`, if a request opened it."""
         import asyncio
 
         return self._loops.get(asyncio.get_running_loop())
@@ -467,8 +528,6 @@ class Wire(SyncWire):
         loop = asyncio.get_running_loop()
         wire = self._loops.get(loop)
         if wire is None:
-            from dynaorm.wire.aio import AsyncWire
-
             wire = self._loops[loop] = AsyncWire(self.endpoint)
         return await wire.send(operation, request, reader)
 

@@ -1,4 +1,4 @@
-"""The async wire (:class:`dynaorm.wire.aio.AsyncWire`, a client's ``wire="dynaorm"``)
+"""The async wire (:class:`dynaorm.wire.AsyncWire`, a client's ``wire="dynaorm"``)
 against aiobotocore (``wire="botocore"``) on DynamoDB Local and dynoxide: the same requests
 get the same answers and the same errors (a conditional failure with its item, transaction
 cancellation reasons, paged queries, a batch get with unprocessed keys, scans); a crc32
@@ -40,7 +40,7 @@ from dynaorm import (
 from dynaorm.aio import close
 from dynaorm.client.botocore import botocore_error
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.wire.aio import AsyncWire
+from dynaorm.wire import AsyncWire
 from dynaorm.wire.endpoint import client_endpoint
 from tests.support.hostile import certificate
 from tests.support.models import Note, User, app

@@ -1,6 +1,6 @@
 """The wires through a real HTTPS proxy: botocore's ``proxies_config`` keys
 (``proxy_ca_bundle``, ``proxy_client_cert``, ``proxy_use_forwarding_for_https``) on
-:class:`~dynaorm.wire.SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`, each outcome
+:class:`~dynaorm.wire.SyncWire` and :class:`~dynaorm.wire.AsyncWire`, each outcome
 compared with what the botocore (sync) or aiobotocore (async) client of the same
 configuration does through the same proxy (the library's failure as the RequestError class
 dynaorm maps it to, :func:`dynaorm.client.botocore.botocore_error`).
@@ -35,8 +35,7 @@ from botocore.exceptions import InvalidProxiesConfigError
 from dynaorm import Client, RequestError
 from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import SyncWire
-from dynaorm.wire.aio import AsyncWire
+from dynaorm.wire import AsyncWire, SyncWire
 from dynaorm.wire.endpoint import client_endpoint, proxy_tls_context
 from tests.support.hostile import read_head
 
