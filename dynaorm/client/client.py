@@ -19,6 +19,7 @@ outermost, only while its ``active()`` says so: OpenTelemetry's :class:`~dynaorm
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -84,7 +85,6 @@ _LIVE: weakref.WeakSet[Client] = weakref.WeakSet()  # for dynaorm.aio.close()
 #: clients tables left (rebound) while they held async connections: kept until
 #: ``dynaorm.aio.close()`` closes them, so none is collected with a connection open
 _RETIRED: set[Client] = set()
-_UNRESOLVED: Any = object()
 _SWAP = threading.Lock()
 
 
@@ -150,7 +150,6 @@ class Client:
         self._label = "Client"
         self._lock = threading.RLock()
         self._session: Any = None  # the botocore session the configuration is read from
-        self._plain_found: Any = _UNRESOLVED  # plain_settings(), read once
         self._transport: Transport | None = None  # chosen by the first request
         self._boto: BotocoreWire = BotocoreWire(self)  # botocore's client and aiobotocore's
         self._hooks: tuple[HookLike, ...] = ()
@@ -177,27 +176,22 @@ class Client:
                 self._session = default_session()
             return self._session
 
+    @functools.cached_property
     def _plain(self) -> Endpoint | None:
         """The endpoint of the plain environment, resolved without a botocore session
         (:func:`~dynaorm.client.plain.plain_settings`), or ``None`` when the botocore
         session decides (read once)."""
-        found = self._plain_found
-        if found is _UNRESOLVED:
-            with self._lock:
-                if self._plain_found is _UNRESOLVED:
-                    from dynaorm.client.plain import plain_settings
+        from dynaorm.client.plain import plain_settings
 
-                    self._plain_found = (plain_settings(self.endpoint_url, self.region,
-                                                        self.config)
-                                         if self.wire == "dynaorm" else None)
-                found = self._plain_found
-        return found  # type: ignore[no-any-return]
+        if self.wire != "dynaorm":
+            return None
+        return plain_settings(self.endpoint_url, self.region, self.config)
 
     def _endpoint(self) -> Endpoint:
         """Where and how dynaorm's own wire sends: the plain environment's endpoint, else
         the one a botocore session tells without a client (:func:`~dynaorm.client.plain.
         light_settings`), else the botocore client's, made now."""
-        plain = self._plain()
+        plain = self._plain
         if plain is not None:
             return plain
         from botocore.exceptions import BotoCoreError
@@ -219,7 +213,7 @@ class Client:
         """Every request is attempted at most this many times in all (one retry layer):
         ``max_attempts=``, else ``AWS_MAX_ATTEMPTS`` / the profile's ``max_attempts`` (read
         as botocore reads them), else 5."""
-        if self._max_attempts is None and self._plain() is not None:
+        if self._max_attempts is None and self._plain is not None:
             # (no AWS_MAX_ATTEMPTS, no profile: botocore's is None)
             self._max_attempts = DEFAULT_MAX_ATTEMPTS
         if self._max_attempts is None:

@@ -553,11 +553,11 @@ def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
     plain = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
-    assert plain._plain() is not None and plain.max_attempts == 1
+    assert plain._plain is not None and plain.max_attempts == 1
     assert plain.sync_wire is not None and plain._session is None
     assert Client(region="eu-west-1").max_attempts == DEFAULT_MAX_ATTEMPTS
-    assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain() is None
+    assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain is None
     configured = Client("http://127.0.0.1:9", region="eu-west-1",
                         config=botocore.config.Config(read_timeout=3))
-    assert configured._plain() is None
+    assert configured._plain is None
     assert configured.sync_wire.endpoint.read_timeout == 3 and configured._session is not None
