@@ -7,11 +7,12 @@ with ``Transfer-Encoding``, malformed chunking and bare-LF line ends, and it rea
 ``close`` anywhere in a ``Connection`` list. :class:`AnswerReader` adds what a client of
 one service needs on top:
 
-- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines, trailers included)
-  and body (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends
-  without end;
+- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines) and body
+  (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends without
+  end; the head's header lines are read at once when llhttp has validated it (no callback
+  per line), as llhttp reads them (``tests/unit/test_wire_http.py`` compares the two);
 - no transfer coding but ``chunked`` (the body must be the JSON sent), and trailers never
-  taken for headers;
+  taken for headers (llhttp parses them; nothing keeps them);
 - ``1xx`` interim answers skipped;
 - reuse decided once, when the answer ends: the connection may serve another request only
   if the answer ended cleanly, the server did not ask to close, and nothing came after the
@@ -57,11 +58,11 @@ class AnswerReader:
         "_fed",
         "_final",
         "_framed",
-        "_head",
         "_keep",
-        "_lines",
         "_parser",
+        "_pending",
         "_size",
+        "_start",
         "body",
         "done",
         "headers",
@@ -75,9 +76,9 @@ class AnswerReader:
         self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._size = 0  # body bytes so far
-        self._head = 0  # header bytes of the answer being read
         self._fed = 0  # bytes fed before the final answer's head was complete
-        self._lines = 0  # header lines of the answer being read
+        self._pending = b""  # those bytes, the heads read from them when complete
+        self._start = 0  # where in them the next head begins
         self._final = False  # the headers of the final (non-1xx) answer are complete
         self._framed = False  # its body has a length or chunks (else: until the close)
         #: whether the answer is complete
@@ -96,27 +97,8 @@ class AnswerReader:
         if self.done:
             self._extra = True  # a second answer: discard the connection after this one
             return
-        self.headers = {}
-        self._lines = 0
-        self._head = 0
         self._body = []
         self._size = 0
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self.done:
-            return
-        self._lines += 1
-        self._head += len(name) + len(value)
-        if self._head > MAX_HEAD:
-            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
-        if self._lines > MAX_HEADERS:
-            raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
-        if self._final:
-            return  # a trailer of a chunked body: counted, never taken for a header
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        old = self.headers.get(key)
-        self.headers[key] = text if old is None else f"{old}, {text}"
 
     def on_headers_complete(self) -> None:
         if self.done:
@@ -124,11 +106,35 @@ class AnswerReader:
         parser = self._parser
         assert parser is not None  # (let go only once the answer ended)
         status = parser.get_status_code()
+        # the head as llhttp validated it (CRLF lines, no folding, no space in a name; the
+        # empty lines it skips before a message skipped): its header lines read here, at
+        # once, not one callback each; the headers of an interim answer are dropped
+        pending, begin = self._pending, self._start
+        while pending[begin] in b"\r\n":
+            begin += 1
+        end = pending.index(b"\r\n\r\n", begin)
+        self._start = end + 4
         if status < 200:
             return  # an interim answer (100 Continue, 103 Early Hints): skipped
+        lines = pending[begin:end].split(b"\r\n")[1:]  # (after the status line)
+        if len(lines) > MAX_HEADERS:
+            raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
+        headers: dict[str, str] = {}
+        size = 0
+        for line in lines:
+            name, _, value = line.partition(b":")
+            value = value.lstrip(b" \t")  # (llhttp keeps the trailing whitespace)
+            size += len(name) + len(value)
+            key = name.decode("latin-1").lower()
+            text = value.decode("latin-1")
+            old = headers.get(key)
+            headers[key] = text if old is None else f"{old}, {text}"
+        if size > MAX_HEAD:
+            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
+        self.headers = headers
+        self._pending = b""
         self.status = status
         self._final = True
-        headers = self.headers
         coding = headers.get("transfer-encoding")
         if coding is not None and coding.strip().lower() != "chunked":
             # gzip and the like under or over chunked: the body would not be the JSON
@@ -168,6 +174,7 @@ class AnswerReader:
             return True
         if not self._final:
             self._fed += len(data)
+            self._pending += data
         try:
             parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:

@@ -606,3 +606,52 @@ def test_bytes_after_an_answer_spoil_its_connection_however_split(
                                                          alone.body)
     if tail.strip(b"\r\n"):
         assert not split.reusable
+
+
+class _LlhttpHeaders:
+    """The plain path: llhttp's own ``on_header`` callback for each header line, joined as
+    the reader joins repeated ones (the final answer's, after any interim ones)."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, str] = {}
+
+    def on_message_begin(self) -> None:
+        self.headers = {}
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        old = self.headers.get(key)
+        self.headers[key] = text if old is None else f"{old}, {text}"
+
+
+_NAMES = st.sampled_from(["Content-Type", "x-amz-crc32", "X-Amzn-RequestId", "Date", "X-A",
+                          "x-a", "Server", "Vary", "X-Amz-Id-2", "Cache-Control"])
+_VALUES = st.text(st.sampled_from("ab 1,;=/\t\x80\xe9"), max_size=12).map(
+    lambda v: v.lstrip(" \t"))  # (no leading whitespace: llhttp strips it, and so do we)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(lines=st.lists(st.tuples(_NAMES, _VALUES, st.sampled_from(["", " ", "  ", "\t"])),
+                      max_size=12),
+       interim=st.booleans(), blank=st.sampled_from([b"", b"\r\n", b"\r\n\r\n"]),
+       cuts=st.lists(st.integers(0, 600), max_size=6))
+def test_the_head_is_read_as_llhttp_reads_its_header_lines(
+        lines: list[tuple[str, str, str]], interim: bool, blank: bytes,
+        cuts: list[int]) -> None:
+    """The reader takes the final answer's headers from its head at once (no callback per
+    line): the same names and values, repeated ones joined, as llhttp's own ``on_header``
+    gives them (leading whitespace dropped, trailing kept), however the bytes arrive."""
+    import httptools
+
+    from dynaorm.wire.connection import AnswerReader
+
+    head = "".join(f"{n}:{pad}{v}\r\n" for n, v, pad in lines).encode("latin-1")
+    data = (blank + (b"HTTP/1.1 100 Continue\r\nX-A: interim\r\n\r\n" if interim else b"")
+            + b"HTTP/1.1 200 OK\r\n" + head + b"Content-Length: 2\r\n\r\n{}")
+    plain = _LlhttpHeaders()
+    httptools.HttpResponseParser(plain).feed_data(data)
+    reader = AnswerReader()
+    edges = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    for start, end in itertools.pairwise(edges):
+        reader.feed(data[start:end])
+    assert reader.done and reader.headers == plain.headers
