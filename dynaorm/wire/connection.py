@@ -116,21 +116,18 @@ class AnswerReader:
         self._start = end + 4
         if status < 200:
             return  # an interim answer (100 Continue, 103 Early Hints): skipped
-        lines = pending[begin:end].split(b"\r\n")[1:]  # (after the status line)
+        lines = pending[begin:end].decode("latin-1").split("\r\n")[1:]  # (no status line)
         if len(lines) > MAX_HEADERS:
             raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
-        headers: dict[str, str] = {}
-        size = 0
-        for line in lines:
-            name, _, value = line.partition(b":")
-            value = value.lstrip(b" \t")  # (llhttp keeps the trailing whitespace)
-            size += len(name) + len(value)
-            key = name.decode("latin-1").lower()
-            text = value.decode("latin-1")
-            old = headers.get(key)
-            headers[key] = text if old is None else f"{old}, {text}"
-        if size > MAX_HEAD:
+        if sum(map(len, lines)) > MAX_HEAD:
             raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
+        headers: dict[str, str] = {}
+        for line in lines:
+            name, _, value = line.partition(":")
+            key = name.lower()
+            value = value.lstrip(" \t")  # (llhttp keeps the trailing whitespace)
+            old = headers.get(key)
+            headers[key] = value if old is None else f"{old}, {value}"
         self.headers = headers
         self._pending = b""
         self.status = status
