@@ -129,7 +129,7 @@ def decode(body: bytes) -> dict[str, Any]:
     if not body:
         return {}
     try:
-        data = json.loads(body)
+        data = json.loads(body.decode("utf-8"))  # (as botocore reads it: UTF-8, no sniffing)
         if b'"B"' in body or b'"BS"' in body:
             data = _unbin(data)
         if b"null" in body and isinstance(data, dict):  # (botocore drops null members)
