@@ -84,7 +84,7 @@ def make_botocore(endpoint: str) -> dict[str, Op]:
     import botocore.config
     import botocore.session
 
-    from dynaorm.client.errors import method_name
+    from dynaorm.client.botocore import method_name
 
     client: Any = botocore.session.get_session().create_client(
         "dynamodb", region_name=REGION, endpoint_url=endpoint,

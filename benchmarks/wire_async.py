@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Client CPU per operation over real HTTP, async: raw aiobotocore vs pydynox's async API vs
 dynaorm's AsyncSession on aiobotocore (``wire="botocore"``) and on its own wire
-(``wire="dynaorm"``, :class:`dynaorm.wire.aio.AsyncWire`).
+(``wire="dynaorm"``, :class:`dynaorm.wire.AsyncWire`).
 
 The endpoint is canned (``benchmarks/canned_http.py``: ``http.server`` in a child process,
 HTTP/1.1 keep-alive, fixed JSON with a correct ``x-amz-crc32``), so every contender pays its
@@ -97,7 +97,7 @@ async def make_aiobotocore(endpoint: str) -> tuple[dict[str, Op], Any]:
             parameter_validation=False, max_pool_connections=64,
             retries={"total_max_attempts": 1, "mode": "standard"}))
     client: Any = await context.__aenter__()
-    from dynaorm.client.errors import method_name
+    from dynaorm.client.botocore import method_name
 
     async def send(operation: str, request: dict[str, Any]) -> dict[str, Any]:
         answer: dict[str, Any] = await getattr(client, method_name(operation))(**request)
@@ -190,7 +190,9 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
     raw, context = await make_aiobotocore(endpoint)
     botocore_ops, table_b = make_dynaorm(endpoint, "botocore")
     dynaorm_ops, table_d = make_dynaorm(endpoint, "dynaorm")
-    wire = await table_d.db._async_wire(table_d.db._loop())
+    from dynaorm.wire import AsyncWire
+
+    wire = AsyncWire(table_d.db._endpoint())  # (the wire the client's transport opens per loop)
     contenders = {"aiobotocore": raw, "pydynox": make_pydynox(endpoint),
                   "dynaorm-botocore": botocore_ops,
                   "dynaorm": dynaorm_ops, "asyncwire-raw": raw_ops(wire.send)}
@@ -210,6 +212,7 @@ async def run(endpoint: str, repeats: int, scale: float) -> dict[tuple[str, str]
                         await timed(contenders[name][op], n))
     finally:
         await context.__aexit__(None, None, None)
+        await wire.close()
         await close()
     return {k: statistics.median(v) for k, v in samples.items()}
 

@@ -245,6 +245,10 @@ class RequestError(DynaormError):
     """The request id DynamoDB gave the answer that refused the request (its
     ``x-amzn-requestid``), on either wire; ``None`` when no answer came (a connection
     failure, a lost answer)."""
+    response: dict[str, Any] | None = None
+    """The refusing answer's ``ResponseMetadata`` (``HTTPStatusCode``, ``RequestId``,
+    ``HTTPHeaders``), as successful answers carry it, when dynaorm's own wire read one
+    (on ``wire="botocore"`` botocore's ``ClientError``, the error's cause, holds it)."""
 
     def __init__(self, operation: str, code: str, message: str,
                  reasons: list[Any] | None = None, item: dict[str, Any] | None = None

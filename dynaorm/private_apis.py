@@ -7,17 +7,11 @@ imported when a function is called (``import dynaorm`` loads none of them).
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import Any
 
-__all__ = ["PROXY_HOOK", "botocore_verify", "checked_aiohttp_session", "config_options",
-           "moto_active", "moto_nested", "proxy_tls_connector"]
-
-#: aiohttp's hook (3.13.3 and later) that builds the request to a proxy; overriding it is
-#: the only way to give the connection to the proxy its own TLS context (aiobotocore's
-#: ``AIOHTTPSession`` overrides it the same way)
-PROXY_HOOK = "_update_proxy_auth_header_and_build_proxy_req"
+__all__ = ["botocore_verify", "checked_aiohttp_session", "config_options", "moto_active",
+           "moto_nested"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -60,45 +54,6 @@ def moto_nested() -> bool:
     from moto.core.models import MockAWS
 
     return bool(getattr(MockAWS, "_nested_count", 0))
-
-
-@functools.cache
-def proxy_tls_connector() -> type[Any]:
-    """An aiohttp ``TCPConnector`` whose connection to the proxy uses its own TLS context
-    (the ``proxy_ssl`` it is given): aiohttp otherwise builds the proxy request with the
-    endpoint's, so the endpoint's CA bundle would verify the proxy and its client
-    certificate would be offered to it. A connection the proxy drops before the tunnel is
-    up is aiohttp's ``ClientProxyConnectionError`` (not sent), not a connection lost after
-    sending.
-
-    aiohttp: overrides :data:`PROXY_HOOK` and ``_create_proxy_connection`` and sets the
-    proxy request's ``_ssl``; the same private hook aiobotocore's ``AIOHTTPSession`` uses."""
-    import ssl
-
-    import aiohttp
-
-    class ProxyTLSConnector(aiohttp.TCPConnector):
-        def __init__(self, *args: Any, proxy_ssl: ssl.SSLContext, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._proxy_ssl = proxy_ssl
-
-        def _update_proxy_auth_header_and_build_proxy_req(self, req: Any) -> Any:
-            proxy_req = super()._update_proxy_auth_header_and_build_proxy_req(req)
-            proxy_req._ssl = self._proxy_ssl
-            return proxy_req
-
-        async def _create_proxy_connection(self, req: Any, traces: Any,
-                                           timeout: Any) -> Any:
-            try:
-                return await super()._create_proxy_connection(req, traces, timeout)
-            except (aiohttp.ClientConnectorError, TimeoutError):
-                raise  # already "not sent": refused, TLS refused, a connect timeout
-            except OSError as exc:
-                # the proxy dropped the connection before the tunnel was up (under TLS
-                # 1.3 a refused client certificate shows here): the request was not sent
-                raise aiohttp.ClientProxyConnectionError(req.connection_key, exc) from exc
-
-    return ProxyTLSConnector
 
 
 def checked_aiohttp_session() -> type[Any]:

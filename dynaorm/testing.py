@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from dynaorm._types import Item
-from dynaorm.client.settings import in_process_mock
+from dynaorm.client.client import in_process_mock
 from dynaorm.client.table import Table
 from dynaorm.errors import RequestError
 from dynaorm.model.codec import decode_item
@@ -55,12 +55,13 @@ INSTALL_HINT = 'pip install "dynaorm[testing]"'
 
 @contextmanager
 def moto_backend() -> Iterator[None]:
-    """An in-process moto DynamoDB for the block's duration.
-
-    No environment variable is set (moto's own credential variables are switched off):
-    dynaorm's clients for tables without an endpoint get dummy credentials and, where none
-    is configured, the region ``us-east-1`` (:func:`dynaorm.client.settings.in_process_mock`).
-    Give your own clients ``**local_credentials(None)`` from that module to reach it.
+    """An in-process moto DynamoDB for the block's duration, installed as the transport of
+    every client (those made before the block included) for tables without an endpoint:
+    botocore's client, which moto answers, with dummy credentials and, where none is
+    configured, the region ``us-east-1`` (:func:`dynaorm.client.client.in_process_mock`).
+    When the block ends, every client goes back to the transport it had. No environment
+    variable is set (moto's own credential variables are switched off). Give your own
+    clients ``**local_credentials(None)`` (:mod:`dynaorm.client.settings`) to reach it.
     """
     try:
         from moto import mock_aws
@@ -327,7 +328,7 @@ class FaultInjector(Hook):
 
 
 def _error(operation: str, kind: str, how: str = "timeout") -> RequestError:
-    """The error a real fault of ``kind`` maps to (:mod:`dynaorm.client.errors`)."""
+    """The error a real fault of ``kind`` is raised as (by either wire)."""
     if kind == "throttle":
         return RequestError(operation, "ThrottlingException", "injected throttling")
     if kind == "server_error" or how == "500":

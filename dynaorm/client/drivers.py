@@ -1,7 +1,7 @@
 """The two drivers of a :class:`~dynaorm.Client`: they perform what the pump
 (:func:`dynaorm.protocol.steps.expand`) leaves, and nothing else.
 
-- ``Send``: ``client.send`` (blocking) / ``await client.asend``;
+- ``Send``: the client's transport's ``send`` (blocking) / ``await client.asend``;
 - ``Wait``: ``time.sleep`` / ``await asyncio.sleep``;
 - ``Gather``: threads, each in a copy of the caller's context / tasks, at most the
   client's pool size at once;
@@ -21,15 +21,12 @@ from __future__ import annotations
 import contextvars
 import time
 from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY
 from dynaorm.protocol.steps import Await, Emit, Gather, Send, Stream, Wait, expand
-
-if TYPE_CHECKING:
-    from dynaorm.client.client import Client
 
 __all__ = ["AsyncDriver", "SyncDriver"]
 
@@ -49,7 +46,7 @@ class SyncDriver:
 
     __slots__ = ("_client", "sleep")
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
         self._client = client
         #: how a ``Wait`` sleeps (``time.sleep``; a test may give a fake clock's)
         self.sleep: Callable[[float], object] = time.sleep
@@ -102,7 +99,9 @@ class SyncDriver:
     def _perform(self, step: Any) -> Any:
         kind = type(step)
         if kind is Send:
-            return self._client.send(step.operation, step.request, step.reader)
+            client = self._client
+            transport = client._transport or client._transport_for(step.operation)
+            return transport.send(step.operation, step.request, step.reader)
         if kind is Wait:
             self.sleep(step.seconds)
             return step.seconds
@@ -137,7 +136,7 @@ class AsyncDriver:
 
     __slots__ = ("_client",)
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
         self._client = client
 
     async def run(self, proto: Generator[Any, Any, R],

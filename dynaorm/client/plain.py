@@ -1,12 +1,16 @@
-"""The plain environment (AWS Lambda, a container with credentials in its environment),
-resolved without importing botocore's session.
+"""Settings resolved without a botocore client: the own wire's :class:`~dynaorm.wire.
+Endpoint` in the environments where botocore's outcome is known without building one.
 
 Importing ``botocore.session`` (with the credential chain, ``botocore.auth`` and
-``botocore.httpsession`` the wire needed) is most of a process's first request. In one
-environment the outcome of all of it is known without it: :func:`plain_settings`
-resolves the endpoint, the region, the credentials, TLS verification and the
-``User-Agent`` there, and returns ``None`` whenever anything else could have a say, so that
-the botocore session decides as before. It accepts only when all of these hold:
+``botocore.httpsession`` the wire needed) is most of a process's first request, and
+building a botocore client costs tens of milliseconds more (its service model and
+endpoint rules are loaded and a client class is made), while the own wire uses none of
+its pipeline. Two readings spare them, each returning ``None`` whenever anything else
+could have a say, so that the botocore client decides as before (raising what a
+malformed endpoint raises):
+
+:func:`plain_settings`, the plain environment (AWS Lambda, a container with credentials
+in its environment), without a botocore session. It accepts only when all of these hold:
 
 - no ``Config`` given, dynaorm's own wire, no in-process mock;
 - ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` set (``AWS_SECURITY_TOKEN`` /
@@ -24,8 +28,16 @@ the botocore session decides as before. It accepts only when all of these hold:
   ``*_proxy`` variable, no ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the environment
   only); no ``awscrt`` (botocore would name it in the ``User-Agent``).
 
-``tests/equivalence/test_plain_settings.py`` compares the outcome (settings and the signed
-request) with the botocore session's over generated environments.
+:func:`light_settings`, any environment, through a botocore session but no client: the
+endpoint given or configured (``AWS_ENDPOINT_URL*``, the profile's), else AWS's regional
+one for a region of the ``aws`` partition when neither FIPS nor dual-stack endpoints are
+asked for, ``account_id_endpoint_mode`` is not ``required`` and the credentials are plain
+ones (not refreshable) carrying no account id; no ``defaults_mode`` but ``legacy`` (the
+others change timeouts); TLS verified by botocore's own rule (the profile's ``ca_bundle``
+/ ``AWS_CA_BUNDLE``, else ``REQUESTS_CA_BUNDLE``, else the default bundle).
+
+``tests/equivalence/test_plain_settings.py`` compares both with the botocore session's and
+client's outcome (settings and the signed request) over generated environments.
 """
 
 from __future__ import annotations
@@ -33,21 +45,33 @@ from __future__ import annotations
 import os
 import re
 import sys
+from types import SimpleNamespace
 from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
-from dynaorm.client.endpoint import _AWS_REGION, _HOST_LABEL, LightClient
 from dynaorm.client.settings import (
     CONFIG_DEFAULTS,
     LOOPBACK_REGION,
+    client_settings,
+    configured_endpoint,
     expanded_path,
     is_loopback,
     shared_files,
 )
-from dynaorm.wire import sanitized
+from dynaorm.wire.endpoint import Endpoint, endpoint_of, sanitized
 from dynaorm.wire.sigv4 import plain_host
 
-__all__ = ["ALLOWED", "PROFILE_KEYS", "PlainCredentials", "PlainSettings", "plain_settings"]
+__all__ = ["ALLOWED", "PROFILE_KEYS", "PlainCredentials", "light_settings", "plain_settings"]
+
+#: the regions of AWS's ``aws`` partition (botocore's partitions.json)
+_AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
+#: what botocore takes for a region (``botocore.utils.validate_region_name``)
+_HOST_LABEL: Final = re.compile(r"^(?![0-9]+$)(?!-)[a-zA-Z0-9-]{,63}(?<!-)$")
+#: configuration that changes the endpoint or the config (name, values that do not):
+#: any other value and the botocore client decides
+_USUAL: Final = (("use_fips_endpoint", (None, False)), ("use_dualstack_endpoint", (None, False)),
+                 ("defaults_mode", (None, "legacy")),
+                 ("account_id_endpoint_mode", (None, "preferred", "disabled")))
 
 #: the ``AWS_*`` variables the plain environment may set: credentials, region, the paths of
 #: the shared files (read by :func:`_profile`), and what AWS Lambda, X-Ray and the CLI set
@@ -77,28 +101,6 @@ class PlainCredentials(NamedTuple):
     def get_frozen_credentials(self) -> PlainCredentials:
         """These credentials (they never change)."""
         return self
-
-
-class _Config:
-    """The ``Config`` options :class:`~dynaorm.wire.WireSettings` reads, as a client made
-    with no ``Config`` has them (:data:`~dynaorm.client.settings.CONFIG_DEFAULTS`)."""
-
-    __slots__ = ("user_agent",)
-    connect_timeout: Final = CONFIG_DEFAULTS["connect_timeout"]
-    read_timeout: Final = CONFIG_DEFAULTS["read_timeout"]
-    max_pool_connections: Final = CONFIG_DEFAULTS["max_pool_connections"]
-    client_cert = proxies = proxies_config = user_agent_appid = user_agent_extra = None
-
-    def __init__(self, user_agent: str) -> None:
-        self.user_agent = user_agent
-
-
-class PlainSettings(NamedTuple):
-    """What :func:`plain_settings` resolved: a client's settings in its shape, and the
-    credentials."""
-
-    client: LightClient
-    credentials: PlainCredentials
 
 
 def _declined_variable(environ: dict[str, str] | os._Environ[str]) -> bool:
@@ -247,8 +249,8 @@ def _credentials(environ: dict[str, str] | os._Environ[str]) -> PlainCredentials
 
 def plain_settings(endpoint_url: str | None, region: str | None, config: Any = None, *,
                    environ: dict[str, str] | os._Environ[str] | None = None,
-                   ) -> PlainSettings | None:
-    """The settings and credentials botocore's session would resolve for a client of
+                   ) -> Endpoint | None:
+    """The endpoint and credentials botocore's session would resolve for a client of
     these arguments, when the environment is the plain one (see the module's docstring);
     else ``None``. ``environ``: the environment (``os.environ``)."""
     from dynaorm.client.settings import in_process_mock_depth
@@ -277,5 +279,51 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
         return None
     if _unusual_install():
         return None
-    client = LightClient(endpoint, name, _Config(user_agent(env)), _verify())
-    return PlainSettings(client, credentials)
+    return endpoint_of(endpoint, name, credentials, _verify(), SimpleNamespace(**CONFIG_DEFAULTS),
+                       user_agent(env))
+
+
+def _session_verify(session: Any) -> Any:
+    """How botocore's HTTP session verifies TLS for a client created with ``verify=None``."""
+    bundle = session.get_config_variable("ca_bundle")
+    if bundle:
+        return bundle
+    return os.environ.get("REQUESTS_CA_BUNDLE", True)
+
+
+def light_settings(endpoint_url: str | None, region: str | None, *, owner: str, config: Any,
+                   session: Any, credentials: Any) -> Endpoint | None:
+    """The endpoint a botocore client of these arguments would have, read from the botocore
+    ``session`` without making the client, or ``None`` when only the client itself can
+    tell (see the module's docstring). ``credentials``: the ones the wire signs with."""
+    if any(session.get_config_variable(name) not in usual for name, usual in _USUAL):
+        return None
+    kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
+                                      config=config)
+    name: str = kwargs["region_name"]
+    endpoint = configured_endpoint(endpoint_url, session)
+    if endpoint is None:
+        if not _AWS_REGION.match(name) or getattr(credentials, "account_id", None) or (
+                type(credentials).__name__ != "Credentials"):
+            return None  # (refreshable credentials may bring an account id later)
+        endpoint = f"https://dynamodb.{name}.amazonaws.com"
+    import botocore.config
+    from botocore.utils import is_valid_endpoint_url, is_valid_ipv6_endpoint_url
+
+    if not (is_valid_endpoint_url(endpoint) or is_valid_ipv6_endpoint_url(endpoint)) or (
+            not _HOST_LABEL.match(name)):
+        return None  # the client refuses it (or the region), and says why
+    config_of: Any = botocore.config.Config  # (its options are keywords botocore checks)
+    appid = options.get("user_agent_appid") or session.get_config_variable("user_agent_appid")
+    made = config_of(**options)
+    if appid is not None and getattr(made, "user_agent_appid", None) is None:
+        made = made.merge(config_of(user_agent_appid=appid))
+    if getattr(made, "user_agent", None) is None:  # a client's meta.config: botocore's own
+        agent = session.get_component("user_agent_creator").with_client_config(made)
+        made = made.merge(config_of(user_agent=agent.to_string()))
+    verify = _session_verify(session)
+    if verify is True:  # (botocore's get_cert_path: the default bundle)
+        from botocore.httpsession import get_cert_path
+
+        verify = str(get_cert_path(True))
+    return endpoint_of(endpoint, name, credentials, verify, made)

@@ -19,7 +19,8 @@ sets no environment variable. See ``docs/guide/configuration.md`` for the preced
   dynaorm's defaults (:data:`CONFIG_DEFAULTS`).
 
 dynaorm only fills gaps for a *local* engine (a loopback endpoint from any of those sources:
-DynamoDB Local, a moto server; or the in-process moto of :func:`in_process_mock`): a region
+DynamoDB Local, a moto server; or the in-process moto of
+:func:`dynaorm.client.client.in_process_mock`): a region
 when none is configured, and :data:`LOOPBACK_ACCESS_KEY` / :data:`LOOPBACK_SECRET_KEY` when
 no credentials are configured, passed to the client it creates. Configured credentials are
 never replaced, so the CLI, the pytest plugin and an application using the same profile see
@@ -30,8 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -44,16 +44,14 @@ __all__ = [
     "LOOPBACK_ACCESS_KEY",
     "LOOPBACK_REGION",
     "LOOPBACK_SECRET_KEY",
-    "check_checksums",
     "client_settings",
     "configured_endpoint",
     "configured_region",
-    "create_client",
     "credentials_for",
     "default_session",
+    "enter_mock",
     "expanded_path",
     "in_process",
-    "in_process_mock",
     "in_process_mock_depth",
     "is_local",
     "is_loopback",
@@ -83,7 +81,7 @@ _LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 _SERVICE = "dynamodb"
 
 _mock_lock = threading.Lock()
-_mock_depth = 0  # how many in_process_mock() blocks are open
+_mock_depth = 0  # how many in-process mock blocks are open
 
 
 def is_loopback(endpoint_url: str | None) -> bool:
@@ -97,19 +95,13 @@ def is_loopback(endpoint_url: str | None) -> bool:
     return host in _LOOPBACK_HOSTS or host.startswith("127.")
 
 
-@contextmanager
-def in_process_mock() -> Iterator[None]:
-    """For the block, requests without an endpoint go to an in-process mock (moto's
-    ``mock_aws``): dynaorm's clients for them are local (dummy credentials, always, so no
-    credential provider is asked; :data:`LOOPBACK_REGION` if no region is configured)."""
+def enter_mock(by: int) -> int:
+    """Open (``by=1``) or close (``-1``) an in-process mock block; the blocks open now (see
+    :func:`dynaorm.client.client.in_process_mock`)."""
     global _mock_depth
     with _mock_lock:
-        _mock_depth += 1
-    try:
-        yield
-    finally:
-        with _mock_lock:
-            _mock_depth -= 1
+        _mock_depth += by
+        return _mock_depth
 
 
 def default_session() -> Any:
@@ -157,19 +149,19 @@ def expanded_path(path: str) -> str:
 
 
 def in_process_mock_depth() -> int:
-    """How many :func:`in_process_mock` blocks are open."""
+    """How many in-process mock blocks are open."""
     return _mock_depth
 
 
 def in_process(endpoint: str | None) -> bool:
     """Whether requests to the configured ``endpoint`` go to the in-process mock (no
-    endpoint, inside :func:`in_process_mock`)."""
+    endpoint, inside an in-process mock block)."""
     return endpoint is None and _mock_depth > 0
 
 
 def is_local(endpoint_url: str | None, session: Any | None = None) -> bool:
     """Whether requests for ``endpoint_url`` (with the configured endpoints) go to a local
-    engine: a loopback endpoint, or no endpoint inside :func:`in_process_mock`."""
+    engine: a loopback endpoint, or no endpoint inside an in-process mock block."""
     endpoint = configured_endpoint(endpoint_url, session)
     return is_loopback(endpoint) or in_process(endpoint)
 
@@ -286,7 +278,7 @@ def _sanitized(options: dict[str, Any]) -> dict[str, Any]:
     own (http.client refuses it with a raw ``ValueError``; a non-latin-1 one raises)."""
     if not any(isinstance(options.get(name), str) for name in _AGENT_OPTIONS):
         return options
-    from dynaorm.wire import sanitized
+    from dynaorm.wire.endpoint import sanitized
 
     cleaned = dict(options)
     for name in _AGENT_OPTIONS:
@@ -295,78 +287,6 @@ def _sanitized(options: dict[str, Any]) -> dict[str, Any]:
             cleaned[name] = sanitized(value, allow_hash=name == "user_agent_appid",
                                       spaces=name != "user_agent_appid")
     return cleaned
-
-
-def create_client(endpoint_url: str | None, region: str | None, *,
-                  owner: str = "Client", config: Any = None, session: Any | None = None) -> Any:
-    """A DynamoDB botocore client with botocore's own retries off (dynaorm retries);
-    see :func:`client_settings`. ``session``: the botocore session to use (default: a new
-    one, which reads the configuration as it is now)."""
-    session = _session(session)
-    kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
-                                      config=config)
-    import botocore.config
-
-    return check_checksums(session.create_client(
-        "dynamodb", config=botocore.config.Config(**options), **kwargs))
-
-
-def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: Any) -> None:
-    """botocore's ``before-parse`` handler: the checks of dynaorm's own wire
-    (:func:`dynaorm.wire.answer_problem`: ``x-amz-crc32``, encoding, status, length), and
-    a successful answer must be a DynamoDB JSON object (:func:`dynaorm.wire.shape_problem`); else
-    a :class:`~dynaorm.BadAnswerError`, before botocore parses what it cannot trust."""
-    from dynaorm.wire import answer_problem, decoded_success
-    from dynaorm.wire.http import BadAnswer
-
-    status = int(response_dict.get("status_code") or 0)
-    headers = response_dict.get("headers") or {}
-    body = response_dict.get("body")
-    data = body if isinstance(body, bytes) else b""
-    problem = answer_problem(status, headers, data)
-    if problem is None and status >= 300:
-        _error_body_as_object(response_dict, data)
-    elif problem is None and 200 <= status < 300:
-        try:
-            decoded_success(status, data)
-        except BadAnswer as exc:
-            problem = str(exc)
-    if problem is not None:
-        from dynaorm.client.errors import connection_error
-        from dynaorm.errors import BadAnswerError
-
-        name = str(getattr(operation_model, "name", "") or "")
-        raise connection_error(name, BadAnswerError, problem)
-
-
-def _error_body_as_object(response_dict: dict[str, Any], data: bytes) -> None:
-    """An error answer whose body is JSON but not an object (``null``, a list, nested too
-    deep) or not UTF-8 made what botocore makes of a body that is not JSON (the text as
-    message, the status as code), instead of the ``AttributeError`` or
-    ``UnicodeDecodeError`` botocore's parser raises."""
-    import json
-
-    try:
-        data.decode("utf-8")
-        parsed = json.loads(data) if data.strip() else {}
-    except UnicodeDecodeError:  # (botocore decodes the body first, and raises)
-        parsed = None
-    except (ValueError, RecursionError):
-        parsed = None if data.lstrip()[:1] in (b"[", b"{") else {}
-    if not isinstance(parsed, dict):
-        text = data.decode("utf-8", "replace")
-        response_dict["body"] = json.dumps({"message": text}).encode()
-
-
-def check_checksums(client: Any) -> Any:
-    """``client`` (a botocore or aiobotocore DynamoDB client) checking every answer as
-    dynaorm's own wire does: against its ``x-amz-crc32`` first. botocore checks the crc32
-    only as a retry condition, and dynaorm turns botocore's retries off (dynaorm retries):
-    without this a cut or corrupted answer would be parsed. An answer that fails raises
-    :class:`~dynaorm.BadAnswerError` (retried), as on dynaorm's own wire."""
-    client.meta.events.register("before-parse.dynamodb", _checked,
-                                unique_id="dynaorm-checked")
-    return client
 
 
 def credentials_for(endpoint_url: str | None, session: Any | None = None) -> Any:

@@ -7,11 +7,12 @@ with ``Transfer-Encoding``, malformed chunking and bare-LF line ends, and it rea
 ``close`` anywhere in a ``Connection`` list. :class:`AnswerReader` adds what a client of
 one service needs on top:
 
-- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines, trailers included)
-  and body (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends
-  without end;
+- a bounded head (:data:`MAX_HEAD` bytes, :data:`MAX_HEADERS` lines) and body
+  (:data:`MAX_BODY` bytes), so that no server makes the client hold what it sends without
+  end; the head's header lines are read at once when llhttp has validated it (no callback
+  per line), as llhttp reads them (``tests/unit/test_wire_http.py`` compares the two);
 - no transfer coding but ``chunked`` (the body must be the JSON sent), and trailers never
-  taken for headers;
+  taken for headers (llhttp parses them; nothing keeps them);
 - ``1xx`` interim answers skipped;
 - reuse decided once, when the answer ends: the connection may serve another request only
   if the answer ended cleanly, the server did not ask to close, and nothing came after the
@@ -53,16 +54,17 @@ class AnswerReader:
 
     __slots__ = (
         "_body",
-        "_done",
         "_extra",
         "_fed",
         "_final",
         "_framed",
-        "_head",
         "_keep",
-        "_lines",
         "_parser",
+        "_pending",
         "_size",
+        "_start",
+        "body",
+        "done",
         "headers",
         "status",
     )
@@ -74,57 +76,62 @@ class AnswerReader:
         self._parser: httptools.HttpResponseParser | None = httptools.HttpResponseParser(self)
         self._body: list[bytes] = []
         self._size = 0  # body bytes so far
-        self._head = 0  # header bytes of the answer being read
         self._fed = 0  # bytes fed before the final answer's head was complete
-        self._lines = 0  # header lines of the answer being read
+        self._pending = b""  # those bytes, the heads read from them when complete
+        self._start = 0  # where in them the next head begins
         self._final = False  # the headers of the final (non-1xx) answer are complete
         self._framed = False  # its body has a length or chunks (else: until the close)
-        self._done = False
+        #: whether the answer is complete
+        self.done = False
         self._keep = False
         self._extra = False  # something came after the answer
         #: the answer's status code
         self.status = 0
         #: the answer's headers, names in lower case
         self.headers: dict[str, str] = {}
+        #: the answer's body (dechunked), once it is complete
+        self.body = b""
 
     # -- llhttp's callbacks ---------------------------------------------------------------
     def on_message_begin(self) -> None:
-        if self._done:
+        if self.done:
             self._extra = True  # a second answer: discard the connection after this one
             return
-        self.headers = {}
-        self._lines = 0
-        self._head = 0
         self._body = []
         self._size = 0
 
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if self._done:
-            return
-        self._lines += 1
-        self._head += len(name) + len(value)
-        if self._head > MAX_HEAD:
-            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
-        if self._lines > MAX_HEADERS:
-            raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
-        if self._final:
-            return  # a trailer of a chunked body: counted, never taken for a header
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        old = self.headers.get(key)
-        self.headers[key] = text if old is None else f"{old}, {text}"
-
     def on_headers_complete(self) -> None:
-        if self._done:
+        if self.done:
             return
         parser = self._parser
         assert parser is not None  # (let go only once the answer ended)
         status = parser.get_status_code()
+        # the head as llhttp validated it (CRLF lines, no folding, no space in a name; the
+        # empty lines it skips before a message skipped): its header lines read here, at
+        # once, not one callback each; the headers of an interim answer are dropped
+        pending, begin = self._pending, self._start
+        while pending[begin] in b"\r\n":
+            begin += 1
+        end = pending.index(b"\r\n\r\n", begin)
+        self._start = end + 4
         if status < 200:
             return  # an interim answer (100 Continue, 103 Early Hints): skipped
+        lines = pending[begin:end].decode("latin-1").split("\r\n")[1:]  # (no status line)
+        if len(lines) > MAX_HEADERS:
+            raise MalformedAnswer(f"more than {MAX_HEADERS} header lines in the answer")
+        if sum(map(len, lines)) > MAX_HEAD:
+            raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
+        headers: dict[str, str] = {}
+        for line in lines:
+            name, _, value = line.partition(":")
+            key = name.lower()
+            value = value.lstrip(" \t")  # (llhttp keeps the trailing whitespace)
+            old = headers.get(key)
+            headers[key] = value if old is None else f"{old}, {value}"
+        self.headers = headers
+        self._pending = b""
         self.status = status
         self._final = True
-        headers = self.headers
         coding = headers.get("transfer-encoding")
         if coding is not None and coding.strip().lower() != "chunked":
             # gzip and the like under or over chunked: the body would not be the JSON
@@ -137,7 +144,7 @@ class AnswerReader:
             raise MalformedAnswer(f"an answer of {length} bytes (at most {MAX_BODY})")
 
     def on_body(self, data: bytes) -> None:
-        if self._done:
+        if self.done:
             return
         self._size += len(data)
         if self._size > MAX_BODY:
@@ -145,48 +152,52 @@ class AnswerReader:
         self._body.append(data)
 
     def on_message_complete(self) -> None:
-        if self._done or not self._final:
+        if self.done or not self._final:
             return
-        self._done = True
+        self.done = True
         parser, self._parser = self._parser, None
         assert parser is not None  # (let go here, or by eof(): the answer ends once)
         self._keep = bool(parser.should_keep_alive()) and self._framed
+        chunks = self._body
+        self.body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
     # -- fed by a driver ------------------------------------------------------------------
     def feed(self, data: bytes) -> bool:
         """Read ``data`` (the next bytes received); whether the answer is complete (then
         the connection's bytes after it, if any, made it not :attr:`reusable`)."""
         parser = self._parser
-        if self._done or parser is None:
+        if self.done or parser is None:
             self._extra = True
             return True
         if not self._final:
             self._fed += len(data)
+            self._pending += data
         try:
             parser.feed_data(data)
         except httptools.HttpParserUpgrade as exc:
-            if not self._done:
+            if not self.done:
                 raise MalformedAnswer("an answer switching protocols") from exc
             self._extra = True
         except httptools.HttpParserError as exc:
             if isinstance(exc.__context__, MalformedAnswer):  # raised by a callback
                 raise exc.__context__ from None
-            if not self._done:  # garbage after a complete answer only spoils reuse
+            if not self.done:  # garbage after a complete answer only spoils reuse
                 raise MalformedAnswer(f"a malformed answer: {exc}") from exc
             self._extra = True
         if not self._final and self._fed > MAX_HEAD + MAX_HEADERS * 4 + 1024:
             raise MalformedAnswer(f"an answer head over {MAX_HEAD} bytes")
-        return self._done
+        return self.done
 
     def eof(self) -> bool:
         """The connection closed: whether that completed the answer (a body that runs to
         the close); ``False`` when the answer was cut short (the caller raises)."""
-        if self._done:
+        if self.done:
             return True
         if self._final and not self._framed:
-            self._done = True
+            self.done = True
             self._keep = False
             self._parser = None
+            self.body = b"".join(self._body)
             return True
         return False
 
@@ -196,17 +207,7 @@ class AnswerReader:
         self._extra = True
 
     @property
-    def done(self) -> bool:
-        """Whether the answer is complete."""
-        return self._done
-
-    @property
-    def body(self) -> bytes:
-        """The answer's body (dechunked)."""
-        return b"".join(self._body) if len(self._body) != 1 else self._body[0]
-
-    @property
     def reusable(self) -> bool:
         """Whether the connection may carry another request: the answer ended cleanly, the
         server did not ask to close, nothing came after it."""
-        return self._done and self._keep and not self._extra
+        return self.done and self._keep and not self._extra

@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from dynaorm.errors import (
     AnswerLostError,
@@ -206,59 +206,46 @@ def _message(path: str, host_header: str, headers: dict[str, str], body: bytes) 
     """The request as it goes out: request line, ``Host``, ``headers``,
     ``Content-Length``, body. A header value holding a line break (or anything not
     latin-1) is refused: no configuration or credential ever writes a header line."""
-    head = [f"POST {path} HTTP/1.1", f"Host: {host_header}"]
-    head += [f"{k}: {v}" for k, v in headers.items()]
-    head.append(f"Content-Length: {len(body)}")
-    text = "\r\n".join(head)
-    if text.count("\n") != len(head) - 1 or text.count("\r") != len(head) - 1:
+    text = f"POST {path} HTTP/1.1\r\nHost: {host_header}\r\n"
+    for name, value in headers.items():
+        text += f"{name}: {value}\r\n"
+    text += f"Content-Length: {len(body)}\r\n\r\n"
+    lines = len(headers) + 4
+    if text.count("\n") != lines or text.count("\r") != lines:
         raise DynaormError("a request header holds a line break: refused")
     try:
-        return (text + "\r\n\r\n").encode("latin-1") + body
+        return text.encode("latin-1") + body
     except UnicodeEncodeError as exc:
         raise DynaormError(f"a request header is not latin-1: {exc}") from exc
 
 
-if hasattr(select, "poll"):
-    def _readable(sock: socket.socket | int) -> bool:
-        """Whether ``sock`` has something to read (or was closed), asked without waiting
-        (``poll``: no limit on descriptor numbers, unlike ``select``)."""
-        poller = select.poll()
-        poller.register(sock, select.POLLIN | select.POLLPRI)
-        return bool(poller.poll(0))
-else:  # pragma: no cover - Windows
-    def _readable(sock: socket.socket | int) -> bool:
-        """Whether ``sock`` has something to read (or was closed), asked without waiting."""
-        with selectors.DefaultSelector() as chooser:
-            chooser.register(sock, selectors.EVENT_READ)
-            return bool(chooser.select(0))
+class _Selector:  # pragma: no cover - Windows: no poll
+    """What :func:`_poller` uses of ``select.poll``, on a selector."""
+
+    def __init__(self) -> None:
+        self._chooser = selectors.DefaultSelector()
+
+    def register(self, sock: socket.socket | int, events: int) -> None:
+        self._chooser.register(sock, selectors.EVENT_READ)
+
+    def poll(self, timeout: float) -> list[Any]:
+        return self._chooser.select(timeout)
 
 
-def _quiet(sock: socket.socket | int) -> bool:
-    """Nothing to read on the idle ``sock``: a keep-alive socket the server closed (or
-    wrote to unasked) is readable, and must not carry another request."""
-    try:
-        return not _readable(sock)
-    except (OSError, ValueError):
-        return False
-
-
-def _poller(sock: socket.socket | int) -> select.poll | None:
+def _poller(sock: socket.socket | int) -> Any:
     """Asks whether ``sock`` has something to read, made once per connection (then one
-    syscall per check); ``None`` where ``poll`` does not exist."""
-    if not hasattr(select, "poll"):  # pragma: no cover - Windows
-        return None
-    poller = select.poll()
+    syscall per check): ``poll`` (no limit on descriptor numbers, unlike ``select``)."""
+    poller = select.poll() if hasattr(select, "poll") else _Selector()
     poller.register(sock, select.POLLIN | select.POLLPRI)
     return poller
 
 
-def _still_quiet(poller: select.poll | None, sock: socket.socket | int) -> bool:
-    """:func:`_quiet`, through the connection's ``poller`` when it has one."""
-    if poller is None:
-        return _quiet(sock)
+def _quiet(poller: Any) -> bool:
+    """Nothing to read on an idle connection: a keep-alive socket the server closed (or
+    wrote to unasked) is readable, and must not carry another request."""
     try:
         return not poller.poll(0)
-    except OSError:
+    except (AttributeError, OSError, ValueError):  # (None: no socket to ask)
         return False
 
 
@@ -272,16 +259,6 @@ class _Connection:
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
-
-    def idle(self) -> bool:
-        """Still usable: open and with nothing to read (a closed or talking peer makes
-        the socket readable)."""
-        sock = self.sock
-        if sock.fileno() < 0:
-            return False
-        if isinstance(sock, ssl.SSLSocket) and sock.pending():
-            return False
-        return _still_quiet(self.poller, sock)
 
 
 #: bytes asked of the socket per read
@@ -301,7 +278,6 @@ class HTTPPool:
         self._idle: list[_Connection] = []
         self._lock = threading.Lock()
 
-    # -- connections -----------------------------------------------------------------
     def _connect(self) -> _Connection:
         dest = self.destination
         try:
@@ -311,26 +287,10 @@ class HTTPPool:
                 if self._context is None:
                     self._context = dest.tls()
                 sock = self._context.wrap_socket(sock, server_hostname=dest.host)
+            sock.settimeout(dest.read_timeout)  # (each send's wait, and the first read's)
         except (OSError, ssl.SSLError) as exc:
             raise ConnectFailed(f"cannot connect to {dest}: {exc}") from exc
         return _Connection(sock)
-
-    def _take(self) -> _Connection:
-        while True:
-            with self._lock:
-                conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                return self._connect()
-            if conn.idle():
-                return conn
-            conn.close()
-
-    def _give_back(self, conn: _Connection) -> None:
-        with self._lock:
-            if len(self._idle) < self.destination.maxsize:
-                self._idle.append(conn)
-                return
-        conn.close()
 
     def close(self) -> None:
         """Close every idle connection."""
@@ -339,50 +299,55 @@ class HTTPPool:
         for conn in idle:
             conn.close()
 
-    # -- one exchange ----------------------------------------------------------------
     def post(self, path: str, body: bytes, headers: dict[str, str],
-             accept: Callable[[int, dict[str, str], bytes], T]) -> T:
+             accept: Callable[..., T], *args: Any) -> T:
         """``POST`` ``body`` to ``path`` with ``headers`` (``Host`` and ``Content-Length``
-        added); what ``accept`` makes of the answer's status, headers (lower-case names)
-        and body. When ``accept`` raises a :class:`WireFailure` (an answer that cannot be
-        trusted) the connection is closed; anything else it raises (an error answer)
-        leaves a cleanly ended connection to the pool."""
+        added); what ``accept(status, headers, body, *args)`` makes of the answer (headers:
+        lower-case names). When ``accept`` raises a :class:`WireFailure` (an answer that
+        cannot be trusted) the connection is closed; anything else it raises (an error
+        answer) leaves a cleanly ended connection to the pool."""
         message = _message(path, self.destination.host_header, headers, body)
-        conn = self._take()
+        while True:  # an idle connection still quiet (a closed one is readable), else a new one
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = self._connect()
+                break
+            sock = conn.sock
+            if sock.fileno() >= 0 and not (isinstance(sock, ssl.SSLSocket) and sock.pending()
+                                           ) and _quiet(conn.poller):
+                break
+            conn.close()
         answer = AnswerReader()
+        sock = conn.sock
         try:
-            self._send(conn.sock, message, answer)
+            try:  # (each wait bounded by the read timeout, the socket's)
+                sock.sendall(message)
+            except (OSError, ssl.SSLError) as exc:
+                # a server may answer and close before reading the whole request (an early
+                # 413): that answer is read; else the request did not go out whole
+                answer.forbid_reuse()
+                if not _early_answer(sock, answer):
+                    raise SendFailed(f"sending to {self.destination}: {exc}") from exc
             if not answer.done:
-                _receive(conn.sock, answer, self.destination.read_timeout)
-            result = accept(answer.status, answer.headers, answer.body)
+                _receive(sock, answer, self.destination.read_timeout)
+            result = accept(answer.status, answer.headers, answer.body, *args)
         except WireFailure:
             conn.close()
             raise
-        except BaseException:
-            self._finish(conn, answer.reusable)
+        except BaseException:  # (an error answer: its connection ended cleanly)
+            self._finish(conn, answer)
             raise
-        self._finish(conn, answer.reusable)
+        self._finish(conn, answer)
         return result
 
-    def _finish(self, conn: _Connection, reusable: bool) -> None:
-        if reusable:
-            self._give_back(conn)
-        else:
-            conn.close()
-
-    def _send(self, sock: socket.socket, message: bytes, answer: AnswerReader) -> None:
-        """Send ``message`` (each wait bounded by the read timeout). A server may answer
-        and close before reading the whole request (an early ``413``): that answer is
-        read; otherwise a send that failed is :class:`SendFailed` (the request did not go
-        out whole: it cannot have been applied)."""
-        try:
-            sock.settimeout(self.destination.read_timeout)
-            sock.sendall(message)
-        except (OSError, ssl.SSLError) as exc:
-            answer.forbid_reuse()
-            if _early_answer(sock, answer):
-                return
-            raise SendFailed(f"sending to {self.destination}: {exc}") from exc
+    def _finish(self, conn: _Connection, answer: AnswerReader) -> None:
+        if answer.reusable:
+            with self._lock:
+                if len(self._idle) < self.destination.maxsize:
+                    self._idle.append(conn)
+                    return
+        conn.close()
 
 
 def _early_answer(sock: socket.socket, answer: AnswerReader) -> bool:
@@ -401,25 +366,28 @@ def _early_answer(sock: socket.socket, answer: AnswerReader) -> bool:
 
 def _receive(sock: socket.socket, answer: AnswerReader, timeout: float | None) -> None:
     """Read the answer from ``sock`` into ``answer``: complete within ``timeout`` seconds
-    in all (a deadline for the whole answer, not for each read), else
-    :class:`AnswerTimeout`; a connection that breaks or closes before the answer is
-    complete is :class:`ConnectionLost`; bytes that are not an acceptable answer are
-    :class:`BadAnswer`."""
+    in all (a deadline for the whole answer, not for each read; the socket's timeout is
+    ``timeout`` when called, and is put back before a read that needs a shorter one
+    returns), else :class:`AnswerTimeout`; a connection that breaks or closes before the
+    answer is complete is :class:`ConnectionLost`; bytes that are not an acceptable answer
+    are :class:`BadAnswer`."""
     deadline = None if timeout is None else time.monotonic() + timeout
+    shortened = False
     try:
         while True:
+            data = sock.recv(_CHUNK)
+            if not data:
+                if answer.eof():
+                    break
+                raise ConnectionLost("the connection closed before the answer was complete")
+            if answer.feed(data):
+                break
             if deadline is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise TimeoutError("the answer did not end in time")
                 sock.settimeout(left)
-            data = sock.recv(_CHUNK)
-            if not data:
-                if answer.eof():
-                    return
-                raise ConnectionLost("the connection closed before the answer was complete")
-            if answer.feed(data):
-                return
+                shortened = True
     except TimeoutError as exc:  # (socket.timeout)
         raise AnswerTimeout(f"no complete answer in {timeout} s: {exc}") from exc
     except MalformedAnswer as exc:
@@ -428,6 +396,8 @@ def _receive(sock: socket.socket, answer: AnswerReader, timeout: float | None) -
         raise
     except (OSError, ssl.SSLError) as exc:
         raise ConnectionLost(f"{type(exc).__name__}: {exc}") from exc
+    if shortened:
+        sock.settimeout(timeout)
 
 
 # -- the same on asyncio ------------------------------------------------------------------
@@ -454,7 +424,7 @@ class _AsyncConnection(_Protocol):
     any byte or end of the stream makes the connection :attr:`dead`: it never carries
     another request."""
 
-    __slots__ = ("answer", "closed", "dead", "deadline", "destination", "failure", "fd", "held",
+    __slots__ = ("answer", "closed", "dead", "deadline", "destination", "failure", "held",
                  "loop", "poller", "timer", "transport", "unsent", "waiter")
 
     transport: asyncio.Transport
@@ -480,8 +450,7 @@ class _AsyncConnection(_Protocol):
         self.dead = False
         #: set when the transport is closed
         self.closed: asyncio.Future[None] = loop.create_future()
-        self.fd = -1
-        self.poller: select.poll | None = None
+        self.poller: Any = None
 
     # -- asyncio's callbacks ---------------------------------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -491,8 +460,7 @@ class _AsyncConnection(_Protocol):
         transport.set_write_buffer_limits(high=0 if self.destination.tls is None else 1, low=0)
         sock = transport.get_extra_info("socket")
         if sock is not None:
-            self.fd = sock.fileno()
-            self.poller = _poller(self.fd)
+            self.poller = _poller(sock.fileno())
 
     def data_received(self, data: bytes) -> None:
         answer = self.answer
@@ -587,8 +555,7 @@ class _AsyncConnection(_Protocol):
         """Still usable: not closed, never spoken to since its last answer, and a socket
         with nothing to read (the loop may not have run since the server wrote or closed:
         the socket knows before the protocol)."""
-        return not (self.dead or self.transport.is_closing()) and _still_quiet(
-            self.poller, self.fd)
+        return not (self.dead or self.transport.is_closing()) and _quiet(self.poller)
 
     def abort(self) -> None:
         """Drop the connection at once (a request failed or was cancelled on it)."""
@@ -708,7 +675,7 @@ class AsyncHTTPPool:
             await conn.closed
 
     async def post(self, path: str, body: bytes, headers: dict[str, str],
-                   accept: Callable[[int, dict[str, str], bytes], T]) -> T:
+                   accept: Callable[..., T], *args: Any) -> T:
         """As :meth:`HTTPPool.post`. The request's send is bounded by the read timeout
         (a server that stops reading: :class:`SendFailed`), then its whole answer. A
         request cancelled before its answer ended drops its connection."""
@@ -718,7 +685,7 @@ class AsyncHTTPPool:
         try:
             await conn.send(message, answer)
             conn.outcome()
-            result = accept(answer.status, answer.headers, answer.body)
+            result = accept(answer.status, answer.headers, answer.body, *args)
         except WireFailure:
             conn.abort()
             raise

@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 __all__ = ["Signer", "plain_host"]
 
 _SERVICE = "dynamodb"
+#: the ``Content-Type`` of every DynamoDB request (JSON 1.0)
+CONTENT_TYPE = "application/x-amz-json-1.0"
 
 
 def _stamp() -> str:
@@ -79,51 +81,52 @@ class Signer:
         #: the ``host`` value botocore signs for this endpoint (default ports dropped)
         self.host = plain_host(endpoint_url) or _botocore_host(endpoint_url, region)
         self._scope_tail = f"/{region}/{_SERVICE}/aws4_request"
+        # the canonical request's start: method, path, no query, the constant headers
+        self._head = f"POST\n/\n\ncontent-type:{CONTENT_TYPE}\nhost:{self.host}\nx-amz-date:"
         self._keys: tuple[str, str, hmac.HMAC] | None = None  # (secret, day, keyed HMAC)
 
-    def _mac(self, secret: str, day: str) -> hmac.HMAC:
-        """An HMAC-SHA256 keyed with the signing key of ``secret`` on ``day``, nothing fed
-        yet: each request feeds a copy (the key derived and set once a day, not per
-        request)."""
-        cached = self._keys
-        if cached is not None and cached[0] == secret and cached[1] == day:
-            return cached[2]
-        key = _hmac(_hmac(_hmac(_hmac(("AWS4" + secret).encode("utf-8"), day), self.region),
-                          _SERVICE), "aws4_request")
-        mac = hmac.new(key, digestmod=hashlib.sha256)
-        self._keys = (secret, day, mac)
-        return mac
-
-    def sign(self, body: bytes, headers: dict[str, str], credentials: Any) -> dict[str, str]:
-        """``headers`` (``Content-Type``, ``X-Amz-Target``, ``User-Agent``) with
-        ``X-Amz-Date``, ``X-Amz-Security-Token`` (temporary credentials) and
-        ``Authorization`` added, for ``body`` signed with frozen ``credentials``."""
+    def sign(self, body: bytes, target: str, user_agent: str, credentials: Any
+             ) -> dict[str, str]:
+        """The headers of a request for ``target`` (``X-Amz-Target``) with ``body``:
+        ``Content-Type``, ``User-Agent``, ``X-Amz-Date``, ``X-Amz-Security-Token``
+        (temporary credentials) and ``Authorization``, signed with frozen
+        ``credentials``, then ``Accept-Encoding: identity`` (what http.client asks for,
+        not signed, as botocore leaves it out of the signature)."""
+        headers = {"X-Amz-Target": target, "Content-Type": CONTENT_TYPE,
+                   "User-Agent": user_agent}
         if not self.fast:
-            return self._botocore(body, headers, credentials)
+            headers = self._botocore(body, headers, credentials)
+            headers["Accept-Encoding"] = "identity"
+            return headers
         stamp = _stamp()
         day = stamp[:8]
         token = credentials.token
-        signed = ("content-type;host;x-amz-date;x-amz-security-token;x-amz-target" if token
-                  else "content-type;host;x-amz-date;x-amz-target")
-        lines = ["POST", "/", "", "content-type:" + " ".join(headers["Content-Type"].split()),
-                 "host:" + self.host, "x-amz-date:" + stamp]
         if token:
-            lines.append("x-amz-security-token:" + " ".join(token.split()))
-        lines += ["x-amz-target:" + headers["X-Amz-Target"], "", signed,
-                  hashlib.sha256(body).hexdigest()]
+            signed = "content-type;host;x-amz-date;x-amz-security-token;x-amz-target"
+            extra = "x-amz-security-token:" + " ".join(token.split()) + "\n"
+        else:
+            signed, extra = "content-type;host;x-amz-date;x-amz-target", ""
+        canonical = (f"{self._head}{stamp}\n{extra}x-amz-target:{target}\n\n{signed}\n"
+                     f"{hashlib.sha256(body).hexdigest()}")
         scope = day + self._scope_tail
-        to_sign = "\n".join(("AWS4-HMAC-SHA256", stamp, scope, hashlib.sha256(
-            "\n".join(lines).encode("utf-8")).hexdigest()))
-        mac = self._mac(credentials.secret_key, day).copy()
+        to_sign = (f"AWS4-HMAC-SHA256\n{stamp}\n{scope}\n"
+                   f"{hashlib.sha256(canonical.encode('utf-8')).hexdigest()}")
+        secret = credentials.secret_key
+        keyed = self._keys  # (secret, day, keyed HMAC): the signing key derived once a day
+        if keyed is None or keyed[0] != secret or keyed[1] != day:
+            key = _hmac(_hmac(_hmac(_hmac(("AWS4" + secret).encode("utf-8"), day),
+                                    self.region), _SERVICE), "aws4_request")
+            keyed = self._keys = (secret, day, hmac.new(key, digestmod=hashlib.sha256))
+        mac = keyed[2].copy()  # (each request feeds its own copy: thread-safe)
         mac.update(to_sign.encode("utf-8"))
-        signature = mac.hexdigest()
-        out = dict(headers)
-        out["X-Amz-Date"] = stamp
+        headers["X-Amz-Date"] = stamp
         if token:
-            out["X-Amz-Security-Token"] = token
-        out["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
-                                f"SignedHeaders={signed}, Signature={signature}")
-        return out
+            headers["X-Amz-Security-Token"] = token
+        headers["Authorization"] = (
+            f"AWS4-HMAC-SHA256 Credential={credentials.access_key}/{scope}, "
+            f"SignedHeaders={signed}, Signature={mac.hexdigest()}")
+        headers["Accept-Encoding"] = "identity"
+        return headers
 
     def _botocore(self, body: bytes, headers: dict[str, str], credentials: Any
                   ) -> dict[str, str]:

@@ -24,7 +24,7 @@ from botocore.awsrequest import AWSRequest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from dynaorm.client.endpoint import light_client
+from dynaorm.client.botocore import create_client
 from dynaorm.client.plain import (
     ALLOWED,
     PROFILE_KEYS,
@@ -32,14 +32,15 @@ from dynaorm.client.plain import (
     plain_settings,
     user_agent,
 )
+from dynaorm.client.plain import light_settings as light_client
 from dynaorm.client.settings import (
     configured_endpoint,
-    create_client,
     credentials_for,
     resolve_max_attempts,
 )
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
-from dynaorm.wire import WireSettings, prepare, sigv4
+from dynaorm.wire import WireSettings, sigv4
+from dynaorm.wire.endpoint import client_endpoint
 
 FROZEN = datetime.datetime(2026, 11, 24, 8, 30, 15, tzinfo=datetime.UTC)
 
@@ -100,7 +101,9 @@ def _clear() -> dict[str, str]:
 
 
 def _seen(settings: WireSettings) -> dict[str, Any]:
-    return ({k: v for k, v in vars(settings).items() if k not in ("_credentials", "_signer")}
+    return ({k: v for k, v in vars(settings).items()
+             if k not in ("_credentials", "_signer", "endpoint")}
+            | {k: v for k, v in vars(settings.endpoint).items() if k != "credentials"}
             | {"signer": (settings._signer.host, settings._signer.region,
                           settings._signer.fast)})
 
@@ -108,16 +111,15 @@ def _seen(settings: WireSettings) -> dict[str, Any]:
 def _signed(settings: WireSettings) -> dict[str, str]:
     request = {"TableName": "things", "Key": {"pk": {"S": "A#1"}, "sk": {"S": "A"}},
                "ConsistentRead": True}
-    return prepare(settings._signer, settings._credentials, settings._user_agent, "GetItem",
-                   request)[1]
+    return settings.prepare("GetItem", request)[1]
 
 
 def _botocore_signed(settings: WireSettings, credentials: Any,
                      headers: dict[str, str], body: bytes) -> dict[str, str]:
     sent = {k: v for k, v in headers.items()
             if k in ("Content-Type", "X-Amz-Target", "User-Agent")}
-    request = AWSRequest(method="POST", url=settings.endpoint_url, data=body, headers=sent)
-    SigV4Auth(credentials, "dynamodb", settings.region).add_auth(request)
+    request = AWSRequest(method="POST", url=settings.endpoint.url, data=body, headers=sent)
+    SigV4Auth(credentials, "dynamodb", settings.endpoint.region).add_auth(request)
     return {str(k): str(v) for k, v in request.headers.items()}
 
 
@@ -136,21 +138,21 @@ def _compare(endpoint_url: str | None, region: str | None) -> bool:
     light = light_client(endpoint_url, region, owner="t", config=None, session=session,
                          credentials=credentials)
     assert light is not None  # the session's path makes no client either
-    slow_settings = WireSettings(light, credentials)
-    fast_settings = WireSettings(fast.client, fast.credentials)
+    slow_settings = WireSettings(light)
+    fast_settings = WireSettings(fast)
     assert _seen(fast_settings) == _seen(slow_settings)
     # the botocore client itself: the same endpoint, region, and (but for botocore's
     # business-metrics token, which names features making a client used) User-Agent
     client = create_client(endpoint_url, region, session=botocore.session.get_session())
     assert (client.meta.endpoint_url, client.meta.region_name) == (
-        fast_settings.endpoint_url, fast_settings.region)
-    assert fast.client.meta.config.user_agent == " ".join(
-        t for t in client.meta.config.user_agent.split() if not t.startswith("m/"))
+        fast_settings.endpoint.url, fast_settings.endpoint.region)
+    assert fast.user_agent.split() == [
+        t for t in client_endpoint(client, credentials).user_agent.split()
+        if not t.startswith("m/")]
     signed = _signed(fast_settings)
     assert signed == _signed(slow_settings)
-    body = prepare(fast_settings._signer, fast.credentials, fast_settings._user_agent,
-                   "GetItem", {"TableName": "things", "Key": {"pk": {"S": "A#1"},
-                               "sk": {"S": "A"}}, "ConsistentRead": True})[0]
+    body = fast_settings.prepare("GetItem", {"TableName": "things", "Key": {
+        "pk": {"S": "A#1"}, "sk": {"S": "A"}}, "ConsistentRead": True})[0]
     own = _botocore_signed(slow_settings, credentials, signed, body)
     for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
         assert signed.get(name) == own.get(name), name
@@ -380,7 +382,7 @@ def test_odd_shared_files_resolve_as_the_session_resolves_them(
         (tmp_path / ".aws" / "credentials").write_bytes(shared)
     assert _compare(None, None) is (region is not None)
     found = plain_settings(None, None)
-    assert (found and found.client.meta.region_name) == region
+    assert (found and found.region) == region
 
 
 def test_shared_files_are_found_where_the_session_finds_them(
@@ -394,7 +396,7 @@ def test_shared_files_are_found_where_the_session_finds_them(
     monkeypatch.setenv("AWS_CONFIG_FILE", "$CONFDIR/cfg")
     assert _compare(None, None)
     found = plain_settings(None, None)
-    assert found is not None and found.client.meta.region_name == "sa-east-1"
+    assert found is not None and found.region == "sa-east-1"
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "conf"))
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
     assert plain_settings(None, None) is None
@@ -412,7 +414,7 @@ def test_the_profiles_region_comes_after_the_environments(monkeypatch: pytest.Mo
     for extra, region in (({}, "ap-south-1"), ({"AWS_DEFAULT_REGION": "eu-west-3"}, "eu-west-3"),
                           ({"AWS_REGION": "us-west-2"}, "us-west-2")):
         found = plain_settings(None, None, environ=environ | extra)
-        assert found is not None and found.client.meta.region_name == region
+        assert found is not None and found.region == region
     # (an empty AWS_DEFAULT_REGION is botocore's region: the profile's is not read)
     assert plain_settings(None, None, environ=environ | {"AWS_DEFAULT_REGION": ""}) is None
 
@@ -420,7 +422,7 @@ def test_the_profiles_region_comes_after_the_environments(monkeypatch: pytest.Mo
 def test_a_config_or_a_mock_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import botocore.config
 
-    from dynaorm.client.settings import in_process_mock
+    from dynaorm.client.client import in_process_mock
 
     environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
                "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
@@ -434,7 +436,7 @@ def test_a_config_or_a_mock_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 def test_the_user_agent_sanitizing_is_botocores(raw: str) -> None:
     from botocore.useragent import sanitize_user_agent_string_component
 
-    from dynaorm.wire import sanitized
+    from dynaorm.wire.endpoint import sanitized
 
     for allow in (False, True):
         assert sanitized(raw, allow_hash=allow) == sanitize_user_agent_string_component(
@@ -493,12 +495,11 @@ def test_the_signer_stamps_the_current_utc_time(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("TZ", "America/St_Johns")  # (UTC-3:30: an error shows in minutes)
     monkeypatch.delitem(sys.modules, "botocore.auth")
     signer = sigv4.Signer("http://127.0.0.1:8000", "eu-west-1")
-    headers = {"Content-Type": "application/x-amz-json-1.0",
-               "X-Amz-Target": "DynamoDB_20120810.GetItem", "User-Agent": "ua"}
     time.tzset()
     try:
         before = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
-        signed = signer.sign(b"{}", headers, PlainCredentials("AKID", "SECRET", "TOKEN"))
+        signed = signer.sign(b"{}", "DynamoDB_20120810.GetItem", "ua",
+                             PlainCredentials("AKID", "SECRET", "TOKEN"))
         after = datetime.datetime.now(datetime.UTC)
     finally:
         if zone is None:  # (the process's zone back, for the next tests)
@@ -524,7 +525,7 @@ def test_no_proxy_shortcut_is_botocores(variables: dict[str, str], url: str) -> 
     from botocore.httpsession import ProxyConfiguration
     from botocore.utils import get_environ_proxies
 
-    from dynaorm.wire import _no_environ_proxies
+    from dynaorm.wire.endpoint import _no_environ_proxies
 
     with pytest.MonkeyPatch.context() as patch:
         for name in list(os.environ):
@@ -552,11 +553,11 @@ def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKID")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "SECRET")
     plain = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
-    assert plain._plain() is not None and plain.max_attempts == 1
+    assert plain._plain is not None and plain.max_attempts == 1
     assert plain.sync_wire is not None and plain._session is None
     assert Client(region="eu-west-1").max_attempts == DEFAULT_MAX_ATTEMPTS
-    assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain() is None
+    assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain is None
     configured = Client("http://127.0.0.1:9", region="eu-west-1",
                         config=botocore.config.Config(read_timeout=3))
-    assert configured._plain() is None
-    assert configured.sync_wire.read_timeout == 3 and configured._session is not None
+    assert configured._plain is None
+    assert configured.sync_wire.endpoint.read_timeout == 3 and configured._session is not None

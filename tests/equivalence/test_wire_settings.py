@@ -1,5 +1,5 @@
 """The own wire's settings resolved without a botocore client
-(:func:`dynaorm.client.endpoint.light_client`) are those a botocore client resolves, for
+(:func:`dynaorm.client.plain.light_settings`) are those a botocore client resolves, for
 every configuration source the wire reads (endpoint arguments, ``AWS_ENDPOINT_URL*``,
 regions, profiles, CA bundles, proxies, timeouts, the app id); where only a client can
 tell (FIPS, dual-stack, account-id endpoints, ``defaults_mode``, refreshable credentials,
@@ -15,9 +15,10 @@ import botocore.session
 import pytest
 from botocore.credentials import Credentials, RefreshableCredentials
 
-from dynaorm.client.endpoint import light_client
-from dynaorm.client.settings import create_client
+from dynaorm.client.botocore import create_client
+from dynaorm.client.plain import light_settings as light_client
 from dynaorm.wire import WireSettings
+from dynaorm.wire.endpoint import client_endpoint
 
 _CLEAR = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_REGION", "AWS_DEFAULT_REGION",
           "AWS_CA_BUNDLE", "REQUESTS_CA_BUNDLE", "AWS_USE_FIPS_ENDPOINT",
@@ -41,9 +42,10 @@ def _seen(settings: WireSettings) -> dict[str, Any]:
     """The settings; of the ``User-Agent``, all but botocore's business-metrics token
     (``m/...``: which features making a client used -- where its credentials came from, an
     endpoint override -- which light settings, making no client, do not report)."""
-    seen = {k: v for k, v in vars(settings).items() if k not in ("_credentials", "_signer")}
-    seen["_user_agent"] = " ".join(t for t in seen["_user_agent"].split()
-                                   if not t.startswith("m/"))
+    seen = {k: v for k, v in {**vars(settings), **vars(settings.endpoint)}.items()
+            if k not in ("_credentials", "_signer", "endpoint", "credentials")}
+    for name in ("_user_agent", "user_agent"):
+        seen[name] = " ".join(t for t in seen[name].split() if not t.startswith("m/"))
     return seen | {"signer": (settings._signer.host, settings._signer.region)}
 
 
@@ -54,8 +56,8 @@ def _both(endpoint_url: str | None, region: str | None, config: Any = None,
                          credentials=credentials)
     client = create_client(endpoint_url, region, config=config,
                            session=botocore.session.get_session())
-    full = _seen(WireSettings(client, credentials))
-    return (None if light is None else _seen(WireSettings(light, credentials))), full
+    full = _seen(WireSettings(client_endpoint(client, credentials)))
+    return (None if light is None else _seen(WireSettings(light))), full
 
 
 @pytest.mark.parametrize("endpoint_url, region", [
@@ -76,7 +78,7 @@ def test_configured_endpoint_and_region(monkeypatch: pytest.MonkeyPatch,
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://127.0.0.1:8123")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "ap-south-1")
     light, full = _both(None, None)
-    assert light == full and full["endpoint_url"] == "http://127.0.0.1:8123"
+    assert light == full and full["url"] == "http://127.0.0.1:8123"
     monkeypatch.delenv("AWS_ENDPOINT_URL_DYNAMODB")
     monkeypatch.delenv("AWS_DEFAULT_REGION")
     (tmp_path / "config").write_text("[default]\nregion = sa-east-1\n"
@@ -158,8 +160,8 @@ def test_the_own_wire_opens_without_a_botocore_client() -> None:
 
     client = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
     wire = client.sync_wire
-    assert wire is not None and wire.endpoint_url == "http://127.0.0.1:9"
-    assert client._botocore is None  # made when something needs it
+    assert wire is not None and wire.endpoint.url == "http://127.0.0.1:9"
+    assert client._boto._client is None  # made when something needs it
     assert client.botocore.meta.endpoint_url == "http://127.0.0.1:9"
 
 
@@ -171,10 +173,10 @@ def test_the_async_wire_opens_without_a_botocore_client() -> None:
     client = Client("http://127.0.0.1:9", region="eu-west-1", max_attempts=1)
 
     async def opened() -> Any:
-        wire = await client._async_wire(client._loop())
+        transport = await asyncio.to_thread(lambda: client.transport)  # (as asend does)
         await client.aclose()
-        return wire
+        return transport
 
     wire = asyncio.run(opened())
-    assert wire.endpoint_url == "http://127.0.0.1:9" and wire.region == "eu-west-1"
-    assert client._botocore is None
+    assert wire.endpoint.url == "http://127.0.0.1:9" and wire.endpoint.region == "eu-west-1"
+    assert client._boto._client is None

@@ -108,7 +108,7 @@ def test_the_configs_options_are_honoured_on_both_wires(ddb_local: str) -> None:
 
     def settings(c: Client) -> tuple[Any, ...]:
         wire = c.sync_wire
-        return wire.connect_timeout, wire.read_timeout, wire.pool_size
+        return wire.endpoint.connect_timeout, wire.endpoint.read_timeout, wire.endpoint.pool_size
 
     assert settings(given) == (3, 4, 7)
     assert settings(plain) == (15, 30, 64)
@@ -120,7 +120,7 @@ def test_the_configs_options_are_honoured_on_both_wires(ddb_local: str) -> None:
         with contextlib.suppress(DynaormError):  # no such table: a real round trip
             await AsyncSession(table).get(note_on(table), note_id="x")
         wire = given.async_wire
-        found = (wire.connect_timeout, wire.read_timeout, wire.pool_size)
+        found = (wire.endpoint.connect_timeout, wire.endpoint.read_timeout, wire.endpoint.pool_size)
         await given.aclose()
         return found
 

@@ -363,6 +363,37 @@ def test_in_process_backend_needs_no_configuration_and_sets_nothing(aws: Aws) ->
     assert not unchanged(lambda: is_local(None))  # the block is over
 
 
+def test_in_process_backend_is_every_clients_transport_for_the_block(aws: Aws) -> None:
+    """moto's in-process backend is installed as the transport of every client for the
+    block, clients made (and used) before it included (a table defined at import, ``main()``
+    in the block); after it, each client made before gets back the transport it had, and
+    one made inside chooses again (its own wire, not botocore's with the block's dummy
+    credentials)."""
+    from dynaorm import Client, Session
+    from dynaorm.wire import Wire
+
+    aws.env(AWS_ACCESS_KEY_ID="AKID", AWS_SECRET_ACCESS_KEY="SECRET", AWS_REGION="us-east-1")
+    before = Client()
+    own = before.transport  # chosen before the block: dynaorm's own wire, to AWS
+    assert isinstance(own, Wire)
+    table = Table("dynaorm-cfg-before", client=before)
+
+    def run() -> tuple[Any, Any]:
+        with moto_backend():
+            inside = Client()
+            assert before.transport.botocore and inside.transport.botocore
+            table.create()
+            before.send("PutItem", {"TableName": table.name,
+                                    "Item": {"pk": {"S": "a"}, "sk": {"S": "b"}}})
+            assert Session(table).client.send("GetItem", {
+                "TableName": table.name, "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}})["Item"]
+        return before.transport, inside
+
+    after, inside = unchanged(run)
+    assert after is own  # back to the one it had
+    assert isinstance(inside.transport, Wire) and inside.transport is not own
+
+
 def test_in_process_backend_keeps_the_configured_region(aws: Aws) -> None:
     aws.profile("[default]\nregion = eu-west-3\n")
     table = Table("dynaorm-cfg-moto")

@@ -67,8 +67,8 @@ def _sync_requests(ddb_local: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert Session(table).get(Note, note_id="n1").body == "hello"
     client = table.db
     assert client._session is None  # no botocore session was ever made
-    assert isinstance(client._plain().credentials, PlainCredentials)
-    assert client.sync_wire.region == "eu-north-1" and len(sent) == 2
+    assert isinstance(client._plain.credentials, PlainCredentials)
+    assert client.sync_wire.endpoint.region == "eu-north-1" and len(sent) == 2
     for headers in sent:
         scope = headers["Authorization"].split("Credential=", 1)[1].split(",")[0].split("/")
         assert scope[0] == "plainenvkey" and scope[2:] == ["eu-north-1", "dynamodb",

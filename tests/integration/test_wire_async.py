@@ -1,4 +1,4 @@
-"""The async wire (:class:`dynaorm.wire.aio.AsyncWire`, a client's ``wire="dynaorm"``)
+"""The async wire (:class:`dynaorm.wire.AsyncWire`, a client's ``wire="dynaorm"``)
 against aiobotocore (``wire="botocore"``) on DynamoDB Local and dynoxide: the same requests
 get the same answers and the same errors (a conditional failure with its item, transaction
 cancellation reasons, paged queries, a batch get with unprocessed keys, scans); a crc32
@@ -38,9 +38,10 @@ from dynaorm import (
     Table,
 )
 from dynaorm.aio import close
-from dynaorm.client.errors import map_error
+from dynaorm.client.botocore import botocore_error
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from dynaorm.wire.aio import AsyncWire
+from dynaorm.wire import AsyncWire
+from dynaorm.wire.endpoint import client_endpoint
 from tests.support.hostile import certificate
 from tests.support.models import Note, User, app
 
@@ -290,7 +291,7 @@ def test_connection_refused_maps_as_through_aiobotocore() -> None:
         y = await one("dynaorm")
         assert (type(x), x.code, x.maybe_applied) == (type(y), y.code, y.maybe_applied)
         assert y.code == "ConnectionError" and not y.maybe_applied
-        assert table.db._async_wire_name() == "dynaorm"
+        assert table.db.transport.botocore is False
 
     arun(main())
 
@@ -335,15 +336,15 @@ def test_crc32_mismatch_raises() -> None:
     async def main() -> None:
         runner, url = await serve(handler)
         try:
-            async with AsyncWire(client_for(url), CREDS) as wire:
+            async with AsyncWire(client_endpoint(client_for(url), CREDS)) as wire:
                 assert _bare(await wire.send("GetItem", {"TableName": "t"})) == {
                     "Item": {"pk": {"S": "a"}}}
-                with pytest.raises(OSError) as info:
+                with pytest.raises(RequestError) as info:
                     await wire.send("GetItem", {"TableName": "t"})
                 # as on the sync wire and botocore's: an answer not to be trusted (retried)
-                mapped = map_error("GetItem", {}, info.value)
+                mapped = info.value
                 assert isinstance(mapped, BadAnswerError) and mapped.maybe_applied
-                assert isinstance(map_error("GetItem", {}, ChecksumError(
+                assert isinstance(botocore_error("GetItem", {}, ChecksumError(
                     checksum_type="crc32", expected_checksum="1", actual_checksum="2")),
                     BadAnswerError)
         finally:
@@ -360,11 +361,11 @@ def test_read_timeout_from_the_config_is_a_lost_answer() -> None:
     async def main() -> None:
         runner, url = await serve(handler)
         try:
-            async with AsyncWire(client_for(url, read_timeout=0.3), CREDS) as wire:
-                assert wire.read_timeout == 0.3
-                with pytest.raises(OSError) as info:
+            endpoint = client_endpoint(client_for(url, read_timeout=0.3), CREDS)
+            async with AsyncWire(endpoint) as wire:
+                assert wire.endpoint.read_timeout == 0.3
+                with pytest.raises(AnswerLostError):
                     await wire.send("GetItem", {"TableName": "t"})
-                assert isinstance(map_error("GetItem", {}, info.value), AnswerLostError)
         finally:
             await runner.cleanup()
 
@@ -391,7 +392,7 @@ def test_credentials_are_frozen_per_request() -> None:
     async def main() -> None:
         runner, url = await serve(handler)
         try:
-            async with AsyncWire(client_for(url), Rotating()) as wire:
+            async with AsyncWire(client_endpoint(client_for(url), Rotating())) as wire:
                 await wire.send("GetItem", {"TableName": "t"})
                 await wire.send("GetItem", {"TableName": "t"})
         finally:
@@ -402,12 +403,11 @@ def test_credentials_are_frozen_per_request() -> None:
 
 
 def test_no_credentials_is_botocores_error() -> None:
-    from botocore.exceptions import NoCredentialsError
-
     async def main() -> None:
-        async with AsyncWire(client_for("http://127.0.0.1:9"), None) as wire:
-            with pytest.raises(NoCredentialsError):
+        async with AsyncWire(client_endpoint(client_for("http://127.0.0.1:9"), None)) as wire:
+            with pytest.raises(RequestError) as info:
                 await wire.send("GetItem", {"TableName": "t"})
+            assert info.value.code == "NoCredentialsError" and not info.value.maybe_applied
 
     asyncio.run(main())
 
@@ -424,8 +424,8 @@ def test_requests_go_through_the_configured_proxy() -> None:
         try:
             # the endpoint does not resolve: only the proxy can answer
             client = client_for("http://dynamodb.invalid:8000", proxies={"http": url})
-            async with AsyncWire(client, CREDS) as wire:
-                assert wire.proxy == url
+            async with AsyncWire(client_endpoint(client, CREDS)) as wire:
+                assert wire.endpoint.proxy == url
                 assert _bare(await wire.send("GetItem", {"TableName": "t"})) == {}
         finally:
             await runner.cleanup()
@@ -460,12 +460,13 @@ def test_tls_is_verified_as_the_client_says(tls_cert: tuple[str, str]) -> None:
         url = f"https://127.0.0.1:{runner.addresses[0][1]}"
         try:
             for verify in (cert, False):  # the CA bundle given, or no verification
-                async with AsyncWire(client_for(url, verify=verify), CREDS) as wire:
+                endpoint = client_endpoint(client_for(url, verify=verify), CREDS)
+                async with AsyncWire(endpoint) as wire:
                     assert _bare(await wire.send("GetItem", {"TableName": "t"})) == {}
-            async with AsyncWire(client_for(url), CREDS) as wire:  # botocore's bundle
-                with pytest.raises(OSError) as info:
+            # botocore's bundle
+            async with AsyncWire(client_endpoint(client_for(url), CREDS)) as wire:
+                with pytest.raises(RequestNotSentError):
                     await wire.send("GetItem", {"TableName": "t"})
-                assert isinstance(map_error("GetItem", {}, info.value), RequestNotSentError)
         finally:
             await runner.cleanup()
 
@@ -510,12 +511,12 @@ def test_close_closes_the_connections(ddb_local: str) -> None:
 def test_one_client_one_wire_for_both_kinds_of_session() -> None:
     """The wire is the client's, for sync and async sessions alike (0.3's async transport
     borrowed the sync one's setting); a bad one is refused when the client is made."""
-    assert Client("http://127.0.0.1:9")._async_wire_name() == "dynaorm"
-    assert Client("http://127.0.0.1:9", wire="botocore")._async_wire_name() == "botocore"
+    assert Client("http://127.0.0.1:9").transport.botocore is False
+    assert Client("http://127.0.0.1:9", wire="botocore").transport.botocore is True
     table = Table("dynaorm-wire-choice", endpoint_url="http://127.0.0.1:9")
-    assert table.db._async_wire_name() == "dynaorm"
+    assert table.db.transport.botocore is False
     table.wire = "botocore"  # rebinds the table: both kinds of session follow
-    assert table.db._async_wire_name() == "botocore"
+    assert table.db.transport.botocore is True
     with pytest.raises(DynaormError, match="wire must be one of"):
         Client(wire="http2")
     with pytest.raises(DynaormError, match="wire must be one of"):
@@ -524,7 +525,7 @@ def test_one_client_one_wire_for_both_kinds_of_session() -> None:
 
 def test_in_process_moto_keeps_aiobotocore() -> None:
     with moto_backend():
-        assert Client(wire="dynaorm")._async_wire_name() == "botocore"
+        assert Client(wire="dynaorm").transport.botocore is True
 
 
 @pytest.mark.parametrize("configured", [True, False], ids=["env-credentials", "none"])

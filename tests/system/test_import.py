@@ -131,11 +131,11 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
 
 #: what ``import dynaorm``, an entity and ``Session``'s reads (get, query, scan) never load:
 #: the write path (staging a write, planning, rendering, sending and settling a commit, the
-#: bulk writes), the previous-layout reads, page cursors, inspection, streams, the failure
-#: mapping and :mod:`logging` (loaded when a record is emitted); each is imported by the
+#: bulk writes), the previous-layout reads, page cursors, inspection, streams and
+#: :mod:`logging` (loaded when a record is emitted); each is imported by the
 #: first operation that needs it
 DEFERRED = frozenset({
-    "dynaorm.client.errors", "dynaorm.core.bulk", "dynaorm.core.commit",
+    "dynaorm.core.bulk", "dynaorm.core.commit",
     "dynaorm.model.evaluate", "dynaorm.model.inspection", "dynaorm.model.layouts",
     "dynaorm.model.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
     "dynaorm.write.conditions", "dynaorm.write.delete", "dynaorm.write.moves",
@@ -145,9 +145,8 @@ DEFERRED = frozenset({
 #: ``import botocore`` (the own wire's ``User-Agent`` names botocore's version)
 _READ_LOADS = {"logging"}
 #: of those, what the first save and commit load (not: the bulk writes, ``s.update()``, a
-#: delete, a failure's mapping, inspection, streams, page cursors, the previous-layout reads)
+#: delete, inspection, streams, page cursors, the previous-layout reads)
 _COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.write.delete",
-                      "dynaorm.client.errors",
                       "dynaorm.model.inspection", "dynaorm.model.streams",
                       "dynaorm.read.cursor", "dynaorm.read.previous"}
 

@@ -45,7 +45,7 @@ def client(request: pytest.FixtureRequest, dynaorm_endpoint: str | None) -> Iter
 
 def test_create_read_and_conflicts(client: TestClient) -> None:
     # a moto server in this process, over the default wire (dynaorm's own HTTP)
-    assert service.table.db._async_wire_name() == "dynaorm"
+    assert service.table.db.transport.botocore is False
     created = client.post("/tenants/t1/customers", json={"name": "Ada", "email": "a@x.io"})
     assert created.status_code == 201 and created.headers["etag"] == '"1"'
     body = created.json()

@@ -28,9 +28,9 @@ from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
 from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
-from dynaorm.client.errors import map_error
+from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import TARGET_PREFIX, SyncWire, decode, error_response, render, sigv4
+from dynaorm.wire import TARGET_PREFIX, SyncWire, answer_error, decode, render, sigv4
 from tests.support.recording import send
 
 MODEL = botocore.session.get_session().get_service_model("dynamodb")
@@ -252,9 +252,12 @@ ERRORS: list[tuple[int, str, dict[str, Any]]] = [
 ]
 
 
-def _mapped(operation: str, request: dict[str, Any], response: dict[str, Any]
+def _mapped(operation: str, request: dict[str, Any], response: dict[str, Any] | RequestError
             ) -> tuple[Any, ...]:
-    err = map_error(operation, request, ClientError(response, operation))  # type: ignore[arg-type]
+    """What a wire raises for an error answer: dynaorm's own (the RequestError it made),
+    or botocore's (``response``: its parsed answer, raised as ``ClientError``)."""
+    err = response if isinstance(response, RequestError) else botocore_error(
+        operation, request, ClientError(response, operation))  # type: ignore[arg-type]
     assert isinstance(err, RequestError)
     return (type(err), err.code, str(err), err.maybe_applied, err.item, retryable(err),
             [None if r is None else (r.code, r.message, r.item) for r in err.reasons])
@@ -270,10 +273,12 @@ def test_errors_map_as_through_botocore(status: int, kind: str, extra: dict[str,
     request = REQUESTS[operation][0]
     body = json.dumps({"__type": kind, message_key: "it failed", **extra}).encode()
     headers = {"x-amzn-requestid": "RID", "content-type": "application/x-amz-json-1.0"}
-    ours = error_response(status, body, headers)
+    ours = answer_error(operation, request, status, headers, body)
     theirs = botocore_parse(operation, status, body, headers)
-    assert ours["Error"]["Code"] == theirs["Error"]["Code"] == kind.rpartition("#")[2]
-    assert ours["Error"]["Message"] == theirs["Error"]["Message"] == "it failed"
+    assert ours.code == theirs["Error"]["Code"] == kind.rpartition("#")[2]
+    assert theirs["Error"]["Message"] == "it failed"
+    assert ours.message == botocore_error(operation, request, ClientError(
+        theirs, operation)).message  # type: ignore[arg-type, attr-defined]
     assert _mapped(operation, request, ours) == _mapped(operation, request, theirs)
     if kind.endswith("ResourceNotFoundException"):
         assert _mapped(operation, request, ours)[0] is TableNotFoundError
@@ -281,8 +286,7 @@ def test_errors_map_as_through_botocore(status: int, kind: str, extra: dict[str,
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])
 def test_a_bodyless_server_error_is_a_retryable_maybe_applied_one(status: int) -> None:
-    err = map_error("PutItem", {}, ClientError(error_response(status, b"<html>", {}),  # type: ignore[arg-type]
-                                               "PutItem"))
+    err = answer_error("PutItem", {}, status, {}, b"<html>")
     assert err is not None and err.maybe_applied and retryable(err)
 
 
@@ -386,7 +390,7 @@ def test_a_crc32_mismatch_is_a_bad_answer_retried(aws: Path) -> None:
     crc = zlib.crc32(body) & 0xFFFFFFFF
     exc = ChecksumError(checksum_type="crc32", expected_checksum=str(crc + 1),
                         actual_checksum=str(crc), error="x-amz-crc32 mismatch")
-    err = map_error("GetItem", {}, exc)
+    err = botocore_error("GetItem", {}, exc)
     assert isinstance(err, BadAnswerError) and err.code == "ConnectionError"
     assert err.maybe_applied
     assert retryable(err)
@@ -437,14 +441,14 @@ def _botocore_endpoint(**config: Any) -> str:
 
 def test_endpoint_explicit(aws: Path) -> None:
     table = Table("app", region="eu-west-1", endpoint_url="https://ddb.example.test:8443")
-    assert wire_of(table).endpoint_url == "https://ddb.example.test:8443"
+    assert wire_of(table).endpoint.url == "https://ddb.example.test:8443"
 
 
 @pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB"])
 def test_endpoint_from_environment(aws: Path, monkeypatch: pytest.MonkeyPatch,
                                    variable: str) -> None:
     monkeypatch.setenv(variable, "https://env.example.test")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://env.example.test")
 
 
@@ -452,27 +456,27 @@ def test_endpoint_service_specific_variable_wins(aws: Path,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://general.example.test")
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", "https://ddb.example.test")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://ddb.example.test")
 
 
 def test_endpoint_from_profile(aws: Path) -> None:
     aws.write_text("[default]\nendpoint_url = https://profile.example.test\n")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://profile.example.test")
 
 
 def test_endpoint_from_profile_services_section(aws: Path) -> None:
     aws.write_text("[default]\nservices = mine\n\n[services mine]\ndynamodb =\n"
                    "  endpoint_url = https://services.example.test\n")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == _botocore_endpoint() == (
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == _botocore_endpoint() == (
         "https://services.example.test")
 
 
 def test_endpoint_from_region_only(aws: Path) -> None:
     wire = wire_of(Table("app", region="ap-southeast-2"))
-    assert wire.endpoint_url == "https://dynamodb.ap-southeast-2.amazonaws.com"
-    assert wire.region == "ap-southeast-2"
+    assert wire.endpoint.url == "https://dynamodb.ap-southeast-2.amazonaws.com"
+    assert wire.endpoint.region == "ap-southeast-2"
 
 
 @pytest.mark.parametrize(("variable", "option", "expected"), [
@@ -483,11 +487,11 @@ def test_endpoint_from_region_only(aws: Path) -> None:
 def test_endpoint_fips_and_dualstack(aws: Path, monkeypatch: pytest.MonkeyPatch,
                                      variable: str, option: str, expected: str) -> None:
     monkeypatch.setenv(variable, "true")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == expected
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == expected
     monkeypatch.delenv(variable)
     assert _botocore_endpoint(**{option: True}) == expected
     aws.write_text(f"[default]\n{option} = true\n")
-    assert wire_of(Table("app", region="eu-west-1")).endpoint_url == expected
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.url == expected
 
 
 def test_tls_verification_follows_the_client(aws: Path, monkeypatch: pytest.MonkeyPatch,
@@ -495,12 +499,12 @@ def test_tls_verification_follows_the_client(aws: Path, monkeypatch: pytest.Monk
     bundle = tmp_path / "ca.pem"
     bundle.write_text("")
     monkeypatch.setenv("AWS_CA_BUNDLE", str(bundle))
-    assert wire_of(Table("app", region="eu-west-1")).verify == str(bundle)
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.verify == str(bundle)
     monkeypatch.delenv("AWS_CA_BUNDLE")
     aws.write_text(f"[default]\nca_bundle = {bundle}\n")
-    assert wire_of(Table("app", region="eu-west-1")).verify == str(bundle)
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.verify == str(bundle)
     aws.write_text("[default]\n")
-    default = wire_of(Table("app", region="eu-west-1")).verify
+    default = wire_of(Table("app", region="eu-west-1")).endpoint.verify
     assert isinstance(default, str) and default.endswith(".pem") and default != str(bundle)
 
 
@@ -516,7 +520,7 @@ def test_wire_parameter(aws: Path) -> None:
 
 
 def test_the_in_process_mock_keeps_the_botocore_client(aws: Path) -> None:
-    from dynaorm.client.settings import in_process_mock
+    from dynaorm.client.client import in_process_mock
 
     with in_process_mock():
         assert Table("app").db.sync_wire is None
@@ -527,10 +531,10 @@ def test_proxies_follow_botocore(aws: Path, monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("NO_PROXY", raising=False)
     monkeypatch.delenv("no_proxy", raising=False)
     wire = wire_of(Table("app", region="eu-west-1"))
-    assert wire.proxy == "http://user:pw@proxy.test:3128"
+    assert wire.endpoint.proxy == "http://user:pw@proxy.test:3128"
     assert wire._manager.proxy_headers["Proxy-Authorization"].startswith("Basic ")
     monkeypatch.setenv("NO_PROXY", "amazonaws.com")
-    assert wire_of(Table("app", region="eu-west-1")).proxy is None
+    assert wire_of(Table("app", region="eu-west-1")).endpoint.proxy is None
 
 
 def test_proxies_config_follows_botocore(aws: Path) -> None:
@@ -544,11 +548,11 @@ def test_proxies_config_follows_botocore(aws: Path) -> None:
                         "proxy_use_forwarding_for_https": True}))
     table = Table("app", client=client)
     wire = wire_of(table)
-    assert wire.proxies_config == table.client.meta.config.proxies_config
+    assert wire.endpoint.proxies_config == table.client.meta.config.proxies_config
     proxy_config = wire._manager.proxy_config
     assert proxy_config.use_forwarding_for_https is True
     ours = proxy_config.ssl_context
-    theirs = table.client._endpoint.http_session._setup_proxy_ssl_context(wire.proxy)
+    theirs = table.client._endpoint.http_session._setup_proxy_ssl_context(wire.endpoint.proxy)
     assert ours.get_ca_certs() == theirs.get_ca_certs() and ours.get_ca_certs()
     assert (ours.verify_mode, ours.check_hostname) == (theirs.verify_mode,
                                                        theirs.check_hostname)
@@ -613,8 +617,8 @@ PROTOCOL_CASES: list[tuple[str, int, dict[str, str], bytes, dict[str, Any]]] = [
 
 def _ours(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
     if status >= 300:
-        got = error_response(status, body, headers)
-        return {"Error": got["Error"]}
+        got = answer_error("GetItem", {}, status, headers, body)
+        return {"Error": {"Code": got.code, "Message": got.message}}
     return decode(body)
 
 

@@ -2,8 +2,8 @@
 servers:
 keep-alive reuse, a server that drops idle connections, every way an answer can be framed,
 and each failure raised as what it means for the request (not sent, sent and no answer in
-time, lost in the middle); then through SyncWire, the botocore exceptions the error
-mapping expects, and TLS verified as the client says."""
+time, lost in the middle); then through SyncWire, each failure raised as the
+RequestError class botocore's exception maps to, and TLS verified as the client says."""
 
 from __future__ import annotations
 
@@ -463,13 +463,14 @@ def wire_for(url: str, **config: Any) -> Any:
     from botocore.credentials import Credentials
 
     from dynaorm.wire import SyncWire
+    from dynaorm.wire.endpoint import client_endpoint
 
     client = botocore.session.get_session().create_client(
         "dynamodb", region_name="eu-west-1", endpoint_url=url,
         aws_access_key_id="AKID", aws_secret_access_key="secret",
         verify=config.pop("verify", None),
         config=botocore.config.Config(**config))
-    return SyncWire(client, Credentials("AKID", "secret"))
+    return SyncWire(client_endpoint(client, Credentials("AKID", "secret")))
 
 
 def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server]) -> None:
@@ -479,7 +480,7 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         ReadTimeoutError,
     )
 
-    from dynaorm.client.errors import map_error
+    from dynaorm.client.botocore import botocore_error
     from dynaorm.errors import AnswerLostError, RequestError, RequestNotSentError
 
     def failing(conn: socket.socket, body: bytes, n: int) -> bool:
@@ -495,9 +496,9 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
         return False
 
     def mapped(call: Callable[[], object]) -> Exception:
-        with pytest.raises(Exception) as caught:
+        with pytest.raises(RequestError) as caught:  # (the wire's own errors)
             call()
-        return map_error("GetItem", request, caught.value)
+        return caught.value
 
     server = serve(failing)
     wire = wire_for(f"http://127.0.0.1:{server.port}", read_timeout=0.3)
@@ -511,14 +512,14 @@ def test_the_wire_maps_each_failure_as_botocore_does(serve: Callable[..., Server
     url = "http://x"
     for own, theirs in ((lost, ConnectionClosedError(endpoint_url=url)),
                         (late, ReadTimeoutError(endpoint_url=url))):
-        other = map_error("GetItem", request, theirs)
+        other = botocore_error("GetItem", request, theirs)
         assert type(own) is type(other) is AnswerLostError
         assert own.maybe_applied and other.maybe_applied and own.code == other.code
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
     refused = mapped(lambda: wire_for(f"http://127.0.0.1:{port}").send("GetItem", request))
-    other = map_error("GetItem", request, EndpointConnectionError(endpoint_url=url))
+    other = botocore_error("GetItem", request, EndpointConnectionError(endpoint_url=url))
     assert type(refused) is type(other) is RequestNotSentError
     assert not refused.maybe_applied and refused.code == other.code == "ConnectionError"
     wire.close()
@@ -532,7 +533,6 @@ def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
                                             tls_cert: tuple[str, str]) -> None:
-    from dynaorm.client.errors import map_error
     from dynaorm.errors import RequestNotSentError
 
     cert, key = tls_cert
@@ -546,10 +546,9 @@ def test_tls_is_verified_as_the_client_says(serve: Callable[..., Server],
         assert answer.pop("ResponseMetadata")["HTTPStatusCode"] == 200
         assert answer == {"TableName": "t"}
         wire.close()
-    with pytest.raises(OSError) as refused:  # botocore's bundle does not know this certificate
+    with pytest.raises(RequestNotSentError) as refused:  # botocore's bundle does not know it
         wire_for(url).send("GetItem", {"TableName": "t"})
-    mapped = map_error("GetItem", {}, refused.value)
-    assert isinstance(mapped, RequestNotSentError) and "CERTIFICATE_VERIFY_FAILED" in str(mapped)
+    assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
 
 
 # -- the answer state machine alone: any split of the bytes reads the same -----------------
@@ -607,3 +606,52 @@ def test_bytes_after_an_answer_spoil_its_connection_however_split(
                                                          alone.body)
     if tail.strip(b"\r\n"):
         assert not split.reusable
+
+
+class _LlhttpHeaders:
+    """The plain path: llhttp's own ``on_header`` callback for each header line, joined as
+    the reader joins repeated ones (the final answer's, after any interim ones)."""
+
+    def __init__(self) -> None:
+        self.headers: dict[str, str] = {}
+
+    def on_message_begin(self) -> None:
+        self.headers = {}
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")
+        old = self.headers.get(key)
+        self.headers[key] = text if old is None else f"{old}, {text}"
+
+
+_NAMES = st.sampled_from(["Content-Type", "x-amz-crc32", "X-Amzn-RequestId", "Date", "X-A",
+                          "x-a", "Server", "Vary", "X-Amz-Id-2", "Cache-Control"])
+_VALUES = st.text(st.sampled_from("ab 1,;=/\t\x80\xe9"), max_size=12).map(
+    lambda v: v.lstrip(" \t"))  # (no leading whitespace: llhttp strips it, and so do we)
+
+
+@settings(max_examples=150, deadline=None, database=None)
+@given(lines=st.lists(st.tuples(_NAMES, _VALUES, st.sampled_from(["", " ", "  ", "\t"])),
+                      max_size=12),
+       interim=st.booleans(), blank=st.sampled_from([b"", b"\r\n", b"\r\n\r\n"]),
+       cuts=st.lists(st.integers(0, 600), max_size=6))
+def test_the_head_is_read_as_llhttp_reads_its_header_lines(
+        lines: list[tuple[str, str, str]], interim: bool, blank: bytes,
+        cuts: list[int]) -> None:
+    """The reader takes the final answer's headers from its head at once (no callback per
+    line): the same names and values, repeated ones joined, as llhttp's own ``on_header``
+    gives them (leading whitespace dropped, trailing kept), however the bytes arrive."""
+    import httptools
+
+    from dynaorm.wire.connection import AnswerReader
+
+    head = "".join(f"{n}:{pad}{v}\r\n" for n, v, pad in lines).encode("latin-1")
+    data = (blank + (b"HTTP/1.1 100 Continue\r\nX-A: interim\r\n\r\n" if interim else b"")
+            + b"HTTP/1.1 200 OK\r\n" + head + b"Content-Length: 2\r\n\r\n{}")
+    plain = _LlhttpHeaders()
+    httptools.HttpResponseParser(plain).feed_data(data)
+    reader = AnswerReader()
+    edges = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
+    for start, end in itertools.pairwise(edges):
+        reader.feed(data[start:end])
+    assert reader.done and reader.headers == plain.headers

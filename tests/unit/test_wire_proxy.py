@@ -1,8 +1,9 @@
 """The wires through a real HTTPS proxy: botocore's ``proxies_config`` keys
 (``proxy_ca_bundle``, ``proxy_client_cert``, ``proxy_use_forwarding_for_https``) on
-:class:`~dynaorm.wire.SyncWire` and :class:`~dynaorm.wire.aio.AsyncWire`, each outcome
+:class:`~dynaorm.wire.SyncWire` and :class:`~dynaorm.wire.AsyncWire`, each outcome
 compared with what the botocore (sync) or aiobotocore (async) client of the same
-configuration does through the same proxy.
+configuration does through the same proxy (the library's failure as the RequestError class
+dynaorm maps it to, :func:`dynaorm.client.botocore.botocore_error`).
 
 The proxy is a small loopback CONNECT proxy over TLS whose certificate is signed by a
 private CA (made with ``openssl``); the endpoint behind it is a TLS server with a
@@ -31,10 +32,11 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import InvalidProxiesConfigError
 
-from dynaorm import Client, DynaormError, RequestError
+from dynaorm import Client, RequestError
+from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
-from dynaorm.wire import SyncWire, proxy_tls_context
-from dynaorm.wire.aio import AsyncWire
+from dynaorm.wire import AsyncWire, SyncWire
+from dynaorm.wire.endpoint import client_endpoint, proxy_tls_context
 from tests.support.hostile import read_head
 
 CREDENTIALS = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
@@ -246,11 +248,12 @@ def _bare(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def _outcome(call: Callable[[], Any]) -> str:
-    """``"ok"`` or the name of the exception ``call`` raised."""
+    """``"ok"`` or the name of the RequestError class the exception ``call`` raised is (a
+    library's exception mapped as the botocore wire maps it; the own wire's as it is)."""
     try:
         call()
     except Exception as exc:
-        return type(exc).__name__
+        return type(botocore_error("GetItem", KEY, exc)).__name__
     return "ok"
 
 
@@ -261,7 +264,7 @@ def through_sync(endpoint: str, verify: str | bool, proxy: str,
     client = _session().create_client("dynamodb", **args)
     try:
         def ours() -> None:
-            wire = SyncWire(client, CREDENTIALS)
+            wire = SyncWire(client_endpoint(client, CREDENTIALS))
             try:
                 assert _bare(wire.send("GetItem", dict(KEY))) == {}
             finally:
@@ -280,7 +283,7 @@ def through_async(endpoint: str, verify: str | bool, proxy: str,
         async with _aio_session().create_client("dynamodb",
                                                                    **args) as client:
             async def ours() -> None:
-                wire = AsyncWire(client, CREDENTIALS)
+                wire = AsyncWire(client_endpoint(client, CREDENTIALS))
                 try:
                     assert _bare(await wire.send("GetItem", dict(KEY))) == {}
                 finally:
@@ -298,7 +301,7 @@ async def _aoutcome(call: Callable[[], Any]) -> str:
     try:
         await call()
     except Exception as exc:
-        return type(exc).__name__
+        return type(botocore_error("GetItem", KEY, exc)).__name__
     return "ok"
 
 
@@ -319,7 +322,7 @@ def test_a_private_ca_proxy_is_trusted_with_proxy_ca_bundle(
     proxy = proxies()
     # the endpoint's CA bundle does not cover the proxy: refused, as the library refuses it
     ours, theirs = through(endpoint, pki.endpoint, proxy.url, {})
-    assert ours == theirs and ours in ("ProxyConnectionError", "SSLError")
+    assert ours == theirs == "RequestNotSentError"  # (a ProxyConnectionError or SSLError)
     assert proxy.seen == []  # no request line got through the handshake
     ours, theirs = through(endpoint, pki.endpoint, proxy.url, {"proxy_ca_bundle": pki.ca})
     assert (ours, theirs) == ("ok", "ok")
@@ -335,13 +338,12 @@ def test_the_proxy_client_certificate_is_offered(
     # no proxy_client_cert: refused, even when the endpoint's client certificate
     # (Config(client_cert=)) is one the proxy would accept, as botocore never offers it
     # to the proxy. Under TLS 1.3 the client learns of the refusal after its handshake,
-    # as an alert or a reset connection depending on timing: either way "not sent" (the
-    # async wire's ProxyConnectionError where aiobotocore says EndpointConnectionError),
-    # never a lost answer
+    # as an alert or a reset connection depending on timing: either way "not sent" (as
+    # aiobotocore's EndpointConnectionError), never a lost answer
     for config in ({}, {"client_cert": pki.client}):
         ours, theirs = through(endpoint, pki.endpoint, proxy.url, trusted, **config)
         assert theirs != "ok"
-        assert ours in ("SSLError", "ProxyConnectionError")
+        assert ours == "RequestNotSentError"
     for cert in (pki.client, pki.client_pem):  # (cert, key), or one file holding both
         ours, theirs = through(endpoint, pki.endpoint, proxy.url,
                                {**trusted, "proxy_client_cert": cert})
@@ -355,15 +357,16 @@ def test_the_proxy_client_certificate_is_offered(
 def test_forwarding_for_https(pki: PKI, endpoint: str, proxies: Callable[..., Proxy],
                               through: Callable[..., tuple[str, str]]) -> None:
     """botocore (urllib3) sends the absolute URL to an https:// proxy, which answers;
-    aiohttp cannot, so the async wire tunnels with CONNECT as aiobotocore does."""
+    aiobotocore (aiohttp) cannot and tunnels with CONNECT; dynaorm's async wire sends
+    through proxies as its sync wire does, so it forwards too."""
     proxy = proxies()
     config = {"proxy_ca_bundle": pki.ca, "proxy_use_forwarding_for_https": True}
     assert through(endpoint, pki.endpoint, proxy.url, config) == ("ok", "ok")
     port = endpoint.rsplit(":", 1)[1]
     if through is through_sync:
         assert proxy.seen == [f"POST https://localhost:{port}/"] * 2
-    else:
-        assert proxy.seen == [f"CONNECT localhost:{port}"] * 2
+    else:  # the async wire sends through a proxy as the sync one: forwarding, not aiohttp
+        assert proxy.seen == [f"POST https://localhost:{port}/", f"CONNECT localhost:{port}"]
 
 
 def test_an_unreadable_proxy_file_is_a_typed_error(pki: PKI, tmp_path: Path) -> None:
@@ -375,7 +378,7 @@ def test_an_unreadable_proxy_file_is_a_typed_error(pki: PKI, tmp_path: Path) -> 
                         {"proxy_ca_bundle": str(tmp_path / "missing.pem")})
     client = _session().create_client("dynamodb", **args)
     with pytest.raises(InvalidProxiesConfigError):
-        SyncWire(client, CREDENTIALS)  # when the wire is made: the table's first request
+        SyncWire(client_endpoint(client, CREDENTIALS))  # made by the table's first request
     # through a client: a request error that was not sent and is not retried (botocore's
     # own session wraps it into HTTPClientError, a lost answer it would retry)
     client = Client("https://localhost:1", "eu-west-1", config=args["config"])
@@ -400,22 +403,3 @@ def test_the_proxy_context_follows_botocore(pki: PKI) -> None:
     assert [c["subject"] for c in endpoint_only.get_ca_certs()] == [
         ((("commonName", "localhost"),),)]
     assert not proxy_tls_context("https://127.0.0.1:1", given, False).check_hostname
-
-
-def test_an_aiohttp_without_the_proxy_hook_is_refused(
-        pki: PKI, monkeypatch: pytest.MonkeyPatch) -> None:
-    aiohttp = pytest.importorskip("aiohttp")
-    from dynaorm.private_apis import PROXY_HOOK as _PROXY_HOOK
-
-    monkeypatch.delattr(aiohttp.connector.BaseConnector, _PROXY_HOOK)
-
-    async def make(config: dict[str, Any]) -> None:
-        args = _client_args("https://localhost:1", pki.endpoint, "https://proxy.test:3128",
-                            config)
-        async with _aio_session().create_client("dynamodb",
-                                                                   **args) as client:
-            AsyncWire(client, CREDENTIALS)
-
-    with pytest.raises(DynaormError, match="proxies_config 'proxy_ca_bundle' needs aiohttp"):
-        asyncio.run(make({"proxy_ca_bundle": pki.ca}))
-    asyncio.run(make({}))  # nothing to honour: the proxy gets the endpoint's settings

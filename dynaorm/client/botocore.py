@@ -1,0 +1,331 @@
+"""botocore's wire: a client's requests through botocore's client methods (sync) and each
+event loop's aiobotocore client (async), as ``Client(wire="botocore")`` sends them and
+moto's in-process backend answers them (:func:`dynaorm.client.client.in_process_mock`).
+
+The clients are made as every dynaorm client is (:func:`dynaorm.client.settings.
+client_settings`: botocore's retries off, parameter validation off) and check each answer
+as dynaorm's own wire does (:func:`check_checksums`). Their failures are mapped here, once,
+to :class:`~dynaorm.RequestError` (:func:`botocore_error`): an error answer as its code,
+message and modeled fields say; a failure without an answer as one of three classes, the
+same as on dynaorm's own wire (:class:`~dynaorm.RequestNotSentError`,
+:class:`~dynaorm.AnswerLostError`, :class:`~dynaorm.BadAnswerError`). botocore's modules
+are imported when a table first sends, not by ``import dynaorm`` (nor is
+:mod:`dynaorm.wire`, whose checks and error records this module shares).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from dynaorm.client.settings import client_settings, default_session, local_only
+from dynaorm.errors import (
+    AnswerLostError,
+    BadAnswerError,
+    DynaormError,
+    RequestError,
+    RequestNotSentError,
+)
+from dynaorm.private_apis import checked_aiohttp_session
+
+if TYPE_CHECKING:
+    import asyncio
+
+__all__ = ["INSTALL_HINT", "BotocoreWire", "aiobotocore", "botocore_error", "check_checksums",
+           "create_client", "method_name"]
+
+#: What to install for AsyncSession.
+INSTALL_HINT = 'pip install "dynaorm[async]"'
+
+
+@functools.cache
+def method_name(operation: str) -> str:
+    """The botocore client method of a DynamoDB operation (``PutItem`` -> ``put_item``),
+    the public way requests go through botocore's client."""
+    from botocore import xform_name
+
+    return str(xform_name(operation))
+
+
+def aiobotocore() -> Any:
+    """The ``aiobotocore`` package (``dynaorm[async]``), or a :class:`~dynaorm.DynaormError`
+    saying what to install."""
+    try:
+        import aiobotocore.config
+        import aiobotocore.session
+    except ModuleNotFoundError as exc:
+        raise DynaormError(f"AsyncSession needs aiobotocore: {INSTALL_HINT}") from exc
+    return aiobotocore
+
+
+def botocore_error(operation: str, request: dict[str, Any], exc: Exception) -> Exception:
+    """What a failure of sending ``request`` once through botocore's (or aiobotocore's)
+    client is: a :class:`~dynaorm.RequestError` as it is; an error answer
+    (``ClientError``) as its code, message and modeled fields; a checksum that does not
+    match, a bad answer; no connection (``EndpointConnectionError``, a connect timeout, a
+    proxy refused: TLS included), not sent; an answer lost after sending (a read timeout,
+    a dropped line: ``HTTPClientError``), maybe applied; another botocore error (no
+    credentials, ...) a request error with its class as code; an ``OSError`` (or an
+    urllib3 or aiohttp failure) that no library wrapped, a lost answer; anything else (a
+    bug, not a failure of the request) as it is."""
+    from botocore.exceptions import (
+        BotoCoreError,
+        ChecksumError,
+        ClientError,
+        ConnectTimeoutError,
+        EndpointConnectionError,
+        HTTPClientError,
+        ProxyConnectionError,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
+
+    from dynaorm.wire import CONNECTION_ERROR, request_error
+
+    if isinstance(exc, RequestError):
+        return exc
+    if isinstance(exc, ClientError):
+        response: dict[str, Any] = dict(exc.response)
+        error = response.get("Error", {})
+        metadata = response.get("ResponseMetadata", {})
+        return request_error(operation, request, str(error.get("Code", "Unknown")),
+                             str(error.get("Message", "")), response,
+                             int(metadata.get("HTTPStatusCode", 0) or 0),
+                             str(metadata.get("RequestId") or ""))
+    text = str(exc)
+    if isinstance(exc, ChecksumError):
+        return BadAnswerError(operation, CONNECTION_ERROR, text)
+    if isinstance(exc, EndpointConnectionError | ConnectTimeoutError | ProxyConnectionError
+                  | BotoConnectionError):  # (SSLError is an EndpointConnectionError)
+        return RequestNotSentError(operation, CONNECTION_ERROR, text)
+    if isinstance(exc, HTTPClientError):  # sent, answer lost: a read timeout, a dropped line
+        return AnswerLostError(operation, CONNECTION_ERROR, text)
+    if isinstance(exc, BotoCoreError):  # not sent: no credentials, ...
+        return RequestError(operation, type(exc).__name__, text)
+    if isinstance(exc, OSError) or _is_foreign_http(exc):  # sent or not: no one can say
+        return AnswerLostError(operation, CONNECTION_ERROR, f"{type(exc).__name__}: {exc}")
+    return exc
+
+
+def _raise(operation: str, request: dict[str, Any], exc: Exception) -> NoReturn:
+    mapped = botocore_error(operation, request, exc)
+    if mapped is exc:
+        raise exc
+    raise mapped from exc
+
+
+def _is_foreign_http(exc: Exception) -> bool:
+    """Whether ``exc`` is an aiohttp client failure or a urllib3 one (a body cut short
+    under botocore's reader), each library imported only if it is."""
+    module = type(exc).__module__
+    if module.startswith("aiohttp"):
+        import aiohttp
+
+        return isinstance(exc, aiohttp.ClientError)
+    if module.startswith("urllib3"):
+        import urllib3
+
+        return isinstance(exc, urllib3.exceptions.HTTPError)
+    return False
+
+
+# -- answers checked as dynaorm's own wire checks them --------------------------------------
+def _checked(response_dict: dict[str, Any], operation_model: Any = None, **_: Any) -> None:
+    """botocore's ``before-parse`` handler: the checks of dynaorm's own wire
+    (:func:`dynaorm.wire.answer_problem`: ``x-amz-crc32``, encoding, status, length), and
+    a successful answer must be a DynamoDB JSON object (:func:`dynaorm.wire.
+    decoded_success`); else a :class:`~dynaorm.BadAnswerError`, before botocore parses
+    what it cannot trust."""
+    from dynaorm.wire import CONNECTION_ERROR, answer_problem, decoded_success
+    from dynaorm.wire.http import BadAnswer
+
+    status = int(response_dict.get("status_code") or 0)
+    headers = response_dict.get("headers") or {}
+    body = response_dict.get("body")
+    data = body if isinstance(body, bytes) else b""
+    problem = answer_problem(status, headers, data)
+    if problem is None and status >= 300:
+        _error_body_as_object(response_dict, data)
+    elif problem is None and 200 <= status < 300:
+        try:
+            decoded_success(status, data)
+        except BadAnswer as exc:
+            problem = str(exc)
+    if problem is not None:
+        name = str(getattr(operation_model, "name", "") or "")
+        raise BadAnswerError(name, CONNECTION_ERROR, problem)
+
+
+def _error_body_as_object(response_dict: dict[str, Any], data: bytes) -> None:
+    """An error answer whose body is JSON but not an object (``null``, a list, nested too
+    deep) or not UTF-8 made what botocore makes of a body that is not JSON (the text as
+    message, the status as code), instead of the ``AttributeError`` or
+    ``UnicodeDecodeError`` botocore's parser raises."""
+    import json
+
+    try:
+        data.decode("utf-8")
+        parsed = json.loads(data) if data.strip() else {}
+    except UnicodeDecodeError:  # (botocore decodes the body first, and raises)
+        parsed = None
+    except (ValueError, RecursionError):
+        parsed = None if data.lstrip()[:1] in (b"[", b"{") else {}
+    if not isinstance(parsed, dict):
+        text = data.decode("utf-8", "replace")
+        response_dict["body"] = json.dumps({"message": text}).encode()
+
+
+def check_checksums(client: Any) -> Any:
+    """``client`` (a botocore or aiobotocore DynamoDB client) checking every answer as
+    dynaorm's own wire does: against its ``x-amz-crc32`` first. botocore checks the crc32
+    only as a retry condition, and dynaorm turns botocore's retries off (dynaorm retries):
+    without this a cut or corrupted answer would be parsed. An answer that fails raises
+    :class:`~dynaorm.BadAnswerError` (retried), as on dynaorm's own wire."""
+    client.meta.events.register("before-parse.dynamodb", _checked,
+                                unique_id="dynaorm-checked")
+    return client
+
+
+def create_client(endpoint_url: str | None, region: str | None, *,
+                  owner: str = "Client", config: Any = None, session: Any | None = None) -> Any:
+    """A DynamoDB botocore client as dynaorm makes them (see
+    :func:`~dynaorm.client.settings.client_settings`), checking its answers
+    (:func:`check_checksums`). ``session``: the botocore session to use (default: a new
+    one, which reads the configuration as it is now)."""
+    session = default_session() if session is None else session
+    kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
+                                      config=config)
+    import botocore.config
+
+    return check_checksums(session.create_client(
+        "dynamodb", config=botocore.config.Config(**options), **kwargs))
+
+
+# -- the wire ------------------------------------------------------------------------------
+class BotocoreWire:
+    """The botocore wire of one :class:`~dynaorm.Client` (``owner``: its endpoint, region,
+    ``Config``, name and botocore session): its botocore client, made on first use (what
+    ``table.client`` returns, whichever wire the client sends over), and each event
+    loop's aiobotocore client, made by the loop's first request."""
+
+    botocore = True
+
+    def __init__(self, owner: Any) -> None:
+        self._owner = owner
+        self._client: Any = None
+        self._lock = threading.Lock()
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
+                                               asyncio.Future[Any]] = (
+            weakref.WeakKeyDictionary())
+        self._contexts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+            weakref.WeakKeyDictionary())
+
+    @property
+    def client(self) -> Any:
+        """The botocore DynamoDB client (made on first use; safe to share by threads)."""
+        made = self._client
+        if made is None:
+            from botocore.exceptions import BotoCoreError
+
+            with self._lock:
+                if self._client is None:
+                    owner = self._owner
+                    try:
+                        self._client = create_client(
+                            owner.endpoint_url, owner.region, owner=owner._label,
+                            config=owner.config, session=owner._botocore_session())
+                    except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
+                        raise DynaormError(
+                            f"{owner._label}: cannot create a DynamoDB client for endpoint "
+                            f"{owner.endpoint_url!r}: {exc}") from exc
+                made = self._client
+        return made
+
+    def where(self) -> tuple[str, str] | None:
+        """The endpoint URL and region of a client made so far (``None``: none yet)."""
+        made = [self._client, *(f.result() for f in list(self._loops.values())
+                                if f.done() and f.exception() is None)]
+        for client in made:
+            if client is not None:
+                return str(client.meta.endpoint_url), str(client.meta.region_name)
+        return None
+
+    @property
+    def loops(self) -> int:
+        """How many event loops hold an aiobotocore client of this wire."""
+        return len(self._loops)
+
+    def send(self, operation: str, request: dict[str, Any], reader: Any = None
+             ) -> dict[str, Any]:
+        """Send ``request`` once through the botocore client (``reader`` is ignored)."""
+        try:
+            answer: dict[str, Any] = getattr(self.client, method_name(operation))(**request)
+            return answer
+        except Exception as exc:
+            _raise(operation, request, exc)
+
+    async def aio(self) -> Any:
+        """This event loop's aiobotocore client (made once per loop; closed by
+        :meth:`aclose`)."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        future = self._loops.get(loop)
+        if future is None:
+            future = self._loops[loop] = loop.create_future()
+            try:
+                future.set_result(await self._make_aio(loop))
+            except BaseException as exc:
+                del self._loops[loop]
+                future.set_exception(exc)
+                future.exception()  # retrieved: no "never retrieved" warning
+                raise
+        return await asyncio.shield(future) if not future.done() else future.result()
+
+    async def _make_aio(self, loop: asyncio.AbstractEventLoop) -> Any:
+        aio = aiobotocore()
+        owner = self._owner
+        session = aio.session.get_session()
+        has = None
+        if local_only(session, owner.endpoint_url):
+            has = await session.get_credentials() is not None
+        kwargs, options = client_settings(session, owner.endpoint_url, owner.region,
+                                          owner=owner._label, config=owner.config,
+                                          has_credentials=has)
+        try:
+            context = session.create_client("dynamodb", config=aio.config.AioConfig(
+                **options, http_session_cls=checked_aiohttp_session()), **kwargs)
+            made = check_checksums(await context.__aenter__())
+        except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
+            raise DynaormError(f"{owner._label}: cannot create a DynamoDB client for "
+                               f"endpoint {owner.endpoint_url!r}: {exc}") from exc
+        self._contexts[loop] = context
+        return made
+
+    async def asend(self, operation: str, request: dict[str, Any], reader: Any = None
+                    ) -> dict[str, Any]:
+        """Send ``request`` once through this loop's aiobotocore client."""
+        import asyncio
+
+        try:
+            made = await self.aio()
+            answer: dict[str, Any] = await getattr(made, method_name(operation))(**request)
+            return answer
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            _raise(operation, request, exc)
+
+    def close(self) -> None:
+        """Nothing to close: the botocore client keeps its own pool."""
+
+    async def aclose(self) -> None:
+        """Close this event loop's aiobotocore client."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        self._loops.pop(loop, None)
+        context = self._contexts.pop(loop, None)
+        if context is not None:
+            await context.__aexit__(None, None, None)
