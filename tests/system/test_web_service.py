@@ -7,6 +7,7 @@ test a service: through dynaorm's pytest plugin (``dynaorm_endpoint``, else the
 from __future__ import annotations
 
 import importlib.util
+import string
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dynaorm.testing import use_tables
 
@@ -84,6 +87,26 @@ def test_pages_and_bad_input(client: TestClient) -> None:
     gone = client.delete("/tenants/t2/customers/nobody")
     assert gone.status_code == 404
     assert gone.json()["key"] == {"tenant": "t2", "customer_id": "nobody"}
+
+
+@given(st.text(alphabet=string.ascii_letters + string.digits + "-_", min_size=1,
+               max_size=200))
+def test_the_demo_tampers_with_bits_that_count(cursor: str) -> None:
+    """The demo's tampered cursor always differs in a character whose bits all count:
+    never the cursor itself, never only its last character (base64 padding bits)."""
+    changed = service.tampered(cursor)
+    assert len(changed) == len(cursor) and changed != cursor
+    (at,) = [i for i, (a, b) in enumerate(zip(cursor, changed, strict=True)) if a != b]
+    assert at < len(cursor) - 1 or len(cursor) == 1
+
+
+def test_a_tampered_cursor_is_refused(client: TestClient) -> None:
+    for i in range(3):
+        client.post("/tenants/t3/customers", json={"name": f"u{i}", "email": f"{i}@x.io"})
+    first = client.get("/tenants/t3/customers", params={"limit": 2}).json()
+    bad = client.get("/tenants/t3/customers",
+                     params={"cursor": service.tampered(first["cursor"])})
+    assert bad.status_code == 400
 
 
 def test_page_as_a_response_model_holds_items_and_cursor_only() -> None:
