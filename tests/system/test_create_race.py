@@ -29,6 +29,7 @@ import pytest
 from dynaorm import GSI, Attempt, DynaormError, Hook, Table
 from dynaorm.errors import RequestError
 from dynaorm.testing import worker_suffix
+from tests.conftest import engine_of
 from tests.support.concurrency import race
 from tests.support.recording import Recorder, send
 
@@ -59,8 +60,10 @@ def _fresh(backend: str | None, name: str, **declared: Any) -> Table:
 
 
 def _not_on(request: pytest.FixtureRequest, engine: str, why: str) -> None:
-    """Skip on ``engine``, which answers otherwise than DynamoDB: ``why``."""
-    if request.node.callspec.params.get("backend") == engine:
+    """Skip on ``engine``, which answers otherwise than DynamoDB: ``why`` (the engine as
+    probed behind the endpoint, not the name of the parameter: under
+    ``--dynaorm-endpoint`` every engine is called ``endpoint``)."""
+    if engine_of(request) == engine:
         pytest.skip(f"{engine}: {why}")
 
 
