@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
 from dynaorm.client.client import Client, _aiobotocore, session_target
+from dynaorm.client.session import BaseSession
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
-from dynaorm.core.stage import BaseSession
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 

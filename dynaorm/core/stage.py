@@ -1,15 +1,14 @@
 """What a session is before any I/O (pure): its :class:`Stage`, the writes it staged
 (saves, deletes, updates and checks of entities of any table bound to its client, one per
 stored item once coalesced) and the scope it stages and reads in (a table, or a client);
-key lookups, and what the hooks are told an operation is; and :class:`BaseSession`, the
-staging methods both kinds of session share over their stage. The protocols of
+key lookups, and what the hooks are told an operation is. The protocols of
 :mod:`dynaorm.core.lookups`, :mod:`dynaorm.core.commit` and :mod:`dynaorm.core.bulk`
-take the stage."""
+take the stage; :class:`dynaorm.client.session.BaseSession` holds one for each session."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
@@ -19,14 +18,12 @@ from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY
-from dynaorm.read.scan import check_segments
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
     from dynaorm.write.records import StagedWrite
-    from dynaorm.write.updates import StagedUpdate
 
-__all__ = ["BaseSession", "Stage", "check_concurrency", "describe"]
+__all__ = ["Stage", "check_concurrency", "condition_given", "describe"]
 
 T = TypeVar("T", bound=Entity)
 
@@ -127,126 +124,6 @@ class Stage:
         return table
 
 
-class BaseSession:
-    """What both kinds of session are besides their I/O: a :class:`Stage` (what they
-    staged, on a table and every table bound to its client, or on every table of a
-    client) and the staging methods, the same plain methods in both (``save``,
-    ``delete``, ``update``, ``check``, ``rollback``). :class:`~dynaorm.Session` and
-    ``AsyncSession`` add their client and the methods that do I/O, each one named
-    protocol of :mod:`dynaorm.core` run through the client's driver."""
-
-    #: whether the session runs its protocols through the client's async driver
-    _async: ClassVar[bool] = False
-
-    def __init__(self, table: TableSchema | None, client: object) -> None:
-        self._stage = Stage(table, client if table is None else None)
-
-    @property
-    def table(self) -> TableSchema | None:
-        """The table the session was made with (``None``: made with a client)."""
-        return self._stage.table
-
-    @property
-    def _driver(self) -> Any:
-        client = self._stage.client
-        return client.async_driver if self._async else client.driver
-
-    def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
-        """What the hooks are told a session operation is (``None``: no hook to tell)."""
-        return describe(name, entities) if self._stage.client.policy.hooks else None
-
-    # -- staging (no I/O) --------------------------------------------------------------
-    def save(self, obj: Entity, *, overwrite: bool = False,
-             condition: Condition | None = None) -> None:
-        """Stage an insert (new object) or an update (persisted object); with
-        ``condition=`` the commit also requires it on the stored item."""
-        from dynaorm.write.save import SaveEntry
-
-        self._stage.add(SaveEntry(obj, overwrite, _condition(condition)))
-
-    def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
-               condition: Condition | None = None, **fields: Any) -> None:
-        """Stage a delete of an object, or by key: ``s.delete(User, user_id="u1")`` (with
-        ``history=True`` a versioned entity's rows go too; ``condition=`` must hold)."""
-        from dynaorm.write.delete import DeleteEntry
-
-        if isinstance(obj, type):
-            self._stage.key(self._stage.spec(obj), fields)
-            obj = obj.model_construct(**fields)  # only its key: entities with rules are
-            # read at commit (consistently), like any never-loaded object
-        elif fields:
-            raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
-        self._stage.add(DeleteEntry(obj, history, _condition(condition)))
-
-    @overload
-    def update(self, target: type[T], /, *, upsert: bool = False,
-               **fields: Any) -> StagedUpdate[T]: ...
-    @overload
-    def update(self, target: T, /, *, upsert: bool = False) -> StagedUpdate[T]: ...
-    def update(self, target: type[T] | T, /, *, upsert: bool = False,
-               **fields: Any) -> StagedUpdate[T]:
-        """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
-        loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
-        from dynaorm.model.layouts import MovedState
-        from dynaorm.write.updates import StagedUpdate
-
-        if isinstance(target, type):
-            key = self._stage.key(self._stage.spec(target), fields)
-            staged: StagedUpdate[T] = StagedUpdate(target, fields, None, upsert, key)
-        else:
-            if fields:
-                raise DynaormError("update(obj) takes no key fields; update(Entity, **key) "
-                                   "does")
-            spec = self._stage.spec(target)
-            if isinstance(target._dynaorm_state, MovedState):  # (it would update the old
-                # row under the current names: a row of neither layout)
-                raise DynaormError(
-                    f"{spec.name} {target._dynaorm_state.key} was read from its previous "
-                    "layout (Meta.previous): update() cannot move it; change the object "
-                    "and save it (the save moves it), or run dynaorm migrate first")
-            key_fields = {n: target.__dict__[n] for n in spec.lookup_fields}
-            staged = StagedUpdate(type(target), key_fields, target, upsert)
-        self._stage.add(staged)
-        return staged
-
-    def check(self, entity: type[Entity], /, *, condition: Condition,
-              **fields: Any) -> None:
-        """Stage a ConditionCheck: the commit fails (ConditionFailedError) and writes
-        nothing unless ``condition`` holds on that stored item."""
-        from dynaorm.write.updates import StagedCheck
-
-        key = self._stage.key(self._stage.spec(entity), fields)
-        self._stage.add(StagedCheck(entity, key, condition))
-
-    def rollback(self) -> None:
-        """Drop everything staged."""
-        self._stage.writes.clear()
-
-    # -- reads' builders (the session's kind of terminals over one scope) ---------------
-    def _query(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
-               fields: Mapping[str, Any]) -> Any:
-        self._stage.same_table(entities, "query")
-        fields = dict(fields)
-        shard = fields.pop("shard", None)
-        return kind(entities, fields, index, _shard=shard, _driver=self._driver)
-
-    def _scan(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
-              segment: int | None, segments: int | None) -> Any:
-        table = self._stage.same_table(entities, "scan")
-        if index is not None:
-            table.index(index)
-        chosen = check_segments(segment, segments)
-        return kind(entities, index, chosen, segments, _driver=self._driver)
-
-    def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
-                 ) -> Any:
-        spec = self._stage.spec(entity)
-        if not spec.versioned:
-            raise DynaormError(f"{spec.name} is not versioned")
-        self._stage.key(spec, fields)
-        return kind((entity,), dict(fields), None, _history=True, _driver=self._driver)
-
-
 def describe(name: str, entities: Iterable[type[Entity]]) -> Operation:
     """What the hooks are told a session operation on ``entities`` is: its name, the
     tables it is for, the entity classes."""
@@ -263,7 +140,7 @@ def check_concurrency(concurrency: int) -> None:
                            f"got {concurrency!r}")
 
 
-def _condition(condition: Condition | None) -> Condition | None:
+def condition_given(condition: Condition | None) -> Condition | None:
     if condition is not None and not isinstance(condition, Condition):
         raise DynaormError(f"condition= takes a condition built with F, got {condition!r}")
     return condition

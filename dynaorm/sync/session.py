@@ -9,9 +9,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from dynaorm.client.client import Client, session_target
+from dynaorm.client.session import BaseSession
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
-from dynaorm.core.stage import BaseSession
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.sync.reads import Query, Scan
