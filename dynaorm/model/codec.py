@@ -1,8 +1,41 @@
-"""Python values <-> DynamoDB AttributeValues (wire form).
+"""The attribute types: every kind of Python value dynaorm stores, in one registry, and the
+codec that asks it (Python values <-> DynamoDB AttributeValues, the wire form).
 
-Encoding works on ``model_dump(mode="python")`` output; decoding produces plain Python
-values that pydantic validates back into the declared field types (``Decimal`` for
-fractional numbers, ``int`` for whole ones, ISO strings for dates and datetimes).
+A :class:`Kind` holds, in one record, all that dynaorm decides by a value's type:
+
+- ``python``: the classes of its values (their subclasses too: a value is of the first
+  kind in the registry's order that takes it), and ``annotations``: the field
+  annotations whose fields hold it (``Optional`` and ``Annotated`` seen through; by
+  default ``python``, compared exactly: ``bool`` is no number here);
+- ``tag`` and ``encode``: the DynamoDB type it is stored as (empty: its values' own, as
+  an enum's or a set's) and the function from a value to its AttributeValue;
+- ``schemas``: the pydantic-core schema types that the fast read path
+  (:mod:`dynaorm.model.fastload`) validates straight from ``tag``'s wire form, giving
+  what validating the decoded value gives (an ``N`` is text: lax numbers only);
+- ``actions``: the update methods a field of the kind takes besides ``set``,
+  ``set_default`` and ``remove`` (``add``, ``discard``, ``append``, ``prepend``), each
+  with how it combines the stored value and the operand in Python (the read-first update
+  path, and repeated actions of one update), and ``zero``: what an absent attribute
+  counts as for them (DynamoDB's own rule: ``ADD`` onto nothing adds to 0);
+- ``pynamodb``: the PynamoDB attribute classes (by name) whose items hold the kind as
+  dynaorm stores it, which :mod:`dynaorm.pynamodb` maps onto its fields.
+
+Comparisons are DynamoDB's, by stored type (:mod:`dynaorm.model.evaluate`): numbers,
+strings and binaries order, ``contains`` looks into strings, sets and lists,
+``begins_with`` into strings.
+
+**Adding a kind.** A built-in kind is one more :class:`Kind` in :data:`_KINDS`, in the
+order it must be tried. A class of your own is registered once, before the entities that
+use it are defined::
+
+    register(stored_as(Money, Decimal, to=lambda m: m.amount, back=Money))
+
+:func:`stored_as` makes the kind of a class stored as another kind's values (the
+number's tag, encoding, fast reading and actions, through ``to`` and ``back``) and gives
+the class a pydantic schema of that form; :func:`register` puts a kind ahead of those
+already there. Decoding needs nothing: a stored value decodes to plain Python (``Decimal``
+for fractional numbers, ``int`` for whole ones, ISO strings for dates and datetimes) that
+pydantic validates back into the declared field types.
 """
 
 from __future__ import annotations
@@ -10,77 +43,64 @@ from __future__ import annotations
 import base64
 import enum
 import math
+import operator
+import types
+import typing
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, MutableSequence, MutableSet, Sequence
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any, TypeVar, Union
+
+from pydantic_core import core_schema
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError
 
-__all__ = ["decode_item", "decode_number", "decode_value", "encode_fields", "encode_value"]
+__all__ = ["Kind", "decode_item", "decode_number", "decode_value", "encode_fields",
+           "encode_value", "kind_of", "kind_of_schema", "register", "stored_as"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, eq=False)
+class Kind:
+    """One kind of stored value (see the module's docstring for each member)."""
+
+    name: str
+    python: tuple[type[Any], ...]
+    tag: str
+    encode: Callable[[Any], AttributeValue]
+    schemas: frozenset[str] = frozenset()
+    actions: Mapping[str, Callable[[Any, Any], Any]] = field(default_factory=dict)
+    zero: Any = None
+    annotations: tuple[Any, ...] = ()
+    pynamodb: tuple[str, ...] = ()
 
 
 def _number(value: int | float | Decimal) -> str:
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise InvalidValueError(f"DynamoDB cannot store the number {value!r}")
-        return repr(value)
-    if isinstance(value, Decimal):
-        if not value.is_finite():
-            raise InvalidValueError(f"DynamoDB cannot store the number {value!r}")
-        return str(value)
-    return str(value)
+    if (isinstance(value, float) and not math.isfinite(value)) or (
+            isinstance(value, Decimal) and not value.is_finite()):
+        raise InvalidValueError(f"DynamoDB cannot store the number {value!r}")
+    return repr(value) if isinstance(value, float) else str(value)
 
 
-def encode_value(value: Any) -> AttributeValue:
-    """Encode one Python value. A value DynamoDB cannot store raises
-    :class:`~dynaorm.InvalidValueError` before anything is sent: NaN and infinities (float
-    or ``Decimal``), a type with no DynamoDB form, maps and lists nested far beyond
-    DynamoDB's 32 levels, a map with a key that is not a string."""
-    try:
-        return _encode(value)
-    except RecursionError:
-        raise InvalidValueError("maps and lists nested far deeper than DynamoDB's limit "
-                                "of 32 levels") from None
+def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
+    if not value:  # DynamoDB has no empty sets: an empty list validates back into a set
+        return {"L": []}
+    items = [v.value if isinstance(v, enum.Enum) else v for v in value]
+    if all(isinstance(v, str) for v in items):
+        return {"SS": sorted(items)}
+    if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in items):
+        return {"NS": sorted(_number(v) for v in items)}
+    if all(isinstance(v, bytes) for v in items):
+        return {"BS": sorted(items)}
+    return {"L": [_encode(v) for v in items]}
 
 
-def _encode(value: Any) -> AttributeValue:
-    if value is None:
-        return {"NULL": True}
-    t = type(value)
-    if t is str:
-        return {"S": value}
-    if t is bool:
-        return {"BOOL": value}
-    if t is int or t is float or t is Decimal:
-        return {"N": _number(value)}
-    if isinstance(value, enum.Enum):
-        return _encode(value.value)
-    if isinstance(value, bool):
-        return {"BOOL": bool(value)}
-    if isinstance(value, int | float | Decimal):
-        return {"N": _number(value)}
-    if isinstance(value, str):
-        return {"S": str(value)}
-    if isinstance(value, bytes | bytearray | memoryview):
-        return {"B": bytes(value)}
-    if isinstance(value, datetime | date | time):
-        return {"S": value.isoformat()}
-    if isinstance(value, uuid.UUID | timedelta):
-        return {"S": str(value)}
-    if isinstance(value, Mapping):
-        return {"M": _encode_map(value)}
-    if isinstance(value, set | frozenset):
-        return _encode_set(value)
-    if isinstance(value, list | tuple):
-        return {"L": [_encode(v) for v in value]}
-    raise InvalidValueError(f"cannot store a value of type {t.__name__} in DynamoDB: "
-                            f"{_short(value)}")
-
-
-def _encode_map(value: Mapping[Any, Any]) -> dict[str, AttributeValue]:
+def _encode_map(value: Mapping[Any, Any]) -> AttributeValue:
     """A map's entries: every key a string (a ``str``, or an enum member whose value is
     one), each stored once. Any other key (``1``, ``(2, 3)``, ``None``, ``b"k"``) raises
     :class:`~dynaorm.InvalidValueError`: turning it into a string would change the value
@@ -96,7 +116,138 @@ def _encode_map(value: Mapping[Any, Any]) -> dict[str, AttributeValue]:
             raise InvalidValueError(f"the map key {_short(k)} is stored as {name!r}, "
                                     "which another key of the map is stored as already")
         out[name] = _encode(v)
-    return out
+    return {"M": out}
+
+
+def _union(first: Any, then: Any) -> Any:
+    return type(first)(set(first) | set(then))
+
+
+#: the registry, in the order a value's kind is looked for (a value of the first that
+#: takes it); :func:`register` puts a kind first
+_KINDS: tuple[Kind, ...] = (
+    Kind("none", (type(None),), "NULL", lambda v: {"NULL": True}, pynamodb=("NullAttribute",)),
+    Kind("enum", (enum.Enum,), "", lambda v: _encode(v.value)),
+    Kind("bool", (bool,), "BOOL", lambda v: {"BOOL": bool(v)}, frozenset({"bool"}),
+         pynamodb=("BooleanAttribute",)),
+    NUMBER := Kind("number", (int, float, Decimal), "N", lambda v: {"N": _number(v)},
+                   frozenset({"int", "float", "decimal"}), {"add": operator.add}, 0,
+                   pynamodb=("NumberAttribute", "VersionAttribute")),
+    Kind("string", (str,), "S", lambda v: {"S": str(v)}, frozenset({"str"}),
+         pynamodb=("UnicodeAttribute",)),
+    Kind("binary", (bytes, bytearray, memoryview), "B", lambda v: {"B": bytes(v)},
+         pynamodb=("BinaryAttribute",)),
+    Kind("time", (datetime, date, time), "S", lambda v: {"S": v.isoformat()},
+         frozenset({"datetime", "date", "time"})),
+    Kind("text", (uuid.UUID, timedelta), "S", lambda v: {"S": str(v)}, frozenset({"uuid"})),
+    Kind("map", (Mapping,), "M", _encode_map, pynamodb=("MapAttribute", "DynamicMapAttribute")),
+    SET := Kind("set", (set, frozenset), "", _encode_set, zero=set(),
+                actions={"add": _union, "discard": lambda a, b: set(a) - set(b)},
+                annotations=(set, frozenset, AbstractSet, MutableSet)),
+    Kind("list", (list, tuple), "L", lambda v: {"L": [_encode(x) for x in v]}, zero=[],
+         actions={"append": lambda a, b: [*a, *b], "prepend": lambda a, b: [*b, *a]},
+         annotations=(list, Sequence, MutableSequence), pynamodb=("ListAttribute",)),
+)
+#: where a custom kind's pydantic schema names it (:func:`stored_as`)
+_MARK = "dynaorm.kind"
+
+
+def _kind_of_class(cls: type[Any]) -> Kind | None:
+    return next((k for k in _KINDS if issubclass(cls, k.python)), None)
+
+
+def _common() -> dict[type[Any], Kind]:
+    """The kind of each common class, found at once (no class of the caller is kept)."""
+    found = {c: _kind_of_class(c) for c in (str, int, float, bool, Decimal, type(None), dict,
+                                             list, set, bytes, datetime, date, uuid.UUID)}
+    return {c: k for c, k in found.items() if k is not None}
+
+
+_BY_CLASS = _common()
+
+
+def register(kind: Kind) -> Kind:
+    """Add ``kind`` to the registry ahead of every kind there (its classes, subclasses
+    included, are its own from now on; register before defining the entities that use
+    it). Returns ``kind``."""
+    global _KINDS
+    _KINDS = (kind, *(k for k in _KINDS if k.name != kind.name))
+    _BY_CLASS.clear()
+    _BY_CLASS.update(_common())
+    return kind
+
+
+def stored_as(cls: type[T], base: type[Any], to: Callable[[T], Any],
+              back: Callable[[Any], T], *, pynamodb: tuple[str, ...] = ()) -> Kind:
+    """The kind of ``cls``, a class of your own, stored as ``base``'s kind stores its
+    values (``to`` turns an object into such a value, ``back`` makes one from it): that
+    kind's tag, encoding, fast reading and update actions (``add`` of two objects is
+    ``back(to(a) + to(b))``). Unless ``cls`` has its own ``__get_pydantic_core_schema__``,
+    it gets one: an object validates as itself, anything else as ``base`` then ``back``,
+    and an object dumps as ``to(obj)`` (what is stored). Register it with
+    :func:`register`."""
+    inner = _kind_of_class(base)
+    if inner is None:
+        raise DynaormError(f"{base.__name__} is no kind of stored value")
+    kind = Kind(cls.__name__, (cls,), inner.tag, lambda v: inner.encode(to(v)),
+                actions={m: _through(f, to, back) for m, f in inner.actions.items()},
+                zero=None if inner.zero is None else back(inner.zero), pynamodb=pynamodb)
+    if "__get_pydantic_core_schema__" not in cls.__dict__:
+        def schema(source: Any, handler: Any) -> core_schema.CoreSchema:
+            return core_schema.no_info_wrap_validator_function(
+                lambda v, h: v if isinstance(v, cls) else back(h(v)),
+                handler.generate_schema(base), metadata={_MARK: kind.name},
+                serialization=core_schema.plain_serializer_function_ser_schema(to))
+        type.__setattr__(cls, "__get_pydantic_core_schema__", schema)
+    return kind
+
+
+def _through(action: Callable[[Any, Any], Any], to: Callable[[Any], Any],
+             back: Callable[[Any], Any]) -> Callable[[Any, Any], Any]:
+    return lambda a, b: back(action(to(a), to(b)))
+
+
+def kind_of(annotation: Any) -> Kind | None:
+    """The kind of a field annotated ``annotation`` (``Optional`` and ``Annotated`` seen
+    through, a :class:`Kind` in ``Annotated`` winning; a union of numbers is a number),
+    or ``None`` (another type, or a union of several)."""
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        args = typing.get_args(annotation)
+        return next((m for m in args[1:] if isinstance(m, Kind)), None) or kind_of(args[0])
+    if origin is Union or origin is types.UnionType:
+        found = [kind_of(a) for a in typing.get_args(annotation) if a is not type(None)]
+        return found[0] if len(found) == 1 or all(k is NUMBER for k in found) else None
+    base = origin or annotation
+    return next((k for k in _KINDS if base in (k.annotations or k.python)), None)
+
+
+def kind_of_schema(schema: Mapping[str, Any]) -> Kind | None:
+    """The kind whose values a pydantic-core schema validates: by the schema's type
+    (:attr:`Kind.schemas`), or the kind a :func:`stored_as` schema names."""
+    name = (schema.get("metadata") or {}).get(_MARK)
+    kind = schema.get("type")
+    return next((k for k in _KINDS if (k.name == name if name else kind in k.schemas)), None)
+
+
+def encode_value(value: Any) -> AttributeValue:
+    """Encode one Python value. A value DynamoDB cannot store raises
+    :class:`~dynaorm.InvalidValueError` before anything is sent: NaN and infinities (float
+    or ``Decimal``), a type with no DynamoDB form, maps and lists nested far beyond
+    DynamoDB's 32 levels, a map with a key that is not a string."""
+    try:
+        return _encode(value)
+    except RecursionError:
+        raise InvalidValueError("maps and lists nested far deeper than DynamoDB's limit "
+                                "of 32 levels") from None
+
+
+def _encode(value: Any) -> AttributeValue:
+    kind = _BY_CLASS.get(type(value)) or _kind_of_class(type(value))
+    if kind is None:
+        raise InvalidValueError(f"cannot store a value of type {type(value).__name__} in "
+                                f"DynamoDB: {_short(value)}")
+    return kind.encode(value)
 
 
 def _short(value: Any) -> str:
@@ -106,19 +257,6 @@ def _short(value: Any) -> str:
     except Exception:  # a hostile __repr__ must not hide the real error
         text = f"<{type(value).__name__} object>"
     return text if len(text) <= 80 else text[:77] + "..."
-
-
-def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
-    if not value:  # DynamoDB has no empty sets: an empty list validates back into a set
-        return {"L": []}
-    items = [v.value if isinstance(v, enum.Enum) else v for v in value]
-    if all(isinstance(v, str) for v in items):
-        return {"SS": sorted(items)}
-    if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in items):
-        return {"NS": sorted(_number(v) for v in items)}
-    if all(isinstance(v, bytes) for v in items):
-        return {"BS": sorted(items)}
-    return {"L": [_encode(v) for v in items]}
 
 
 def encode_fields(data: Mapping[str, Any], owner: str = "") -> Item:
@@ -148,37 +286,13 @@ def decode_value(av: AttributeValue) -> Any:
     raise TypeError("empty AttributeValue")
 
 
-_DECODERS: dict[str, Any] = {
-    "S": lambda raw: raw,
-    "N": decode_number,
-    "BOOL": lambda raw: _boolean(raw),
-    "NULL": lambda raw: None,
-    "M": lambda raw: {k: decode_value(v) for k, v in raw.items()},
-    "L": lambda raw: [decode_value(v) for v in raw],
-    "SS": lambda raw: {_text(v) for v in _listed(raw)},
-    "NS": lambda raw: {decode_number(v) for v in _listed(raw)},
-    "B": lambda raw: _binary(raw),
-    "BS": lambda raw: {_binary(v) for v in _listed(raw)},
-}
-
-
-def _boolean(raw: Any) -> bool:
-    if type(raw) is bool:
-        return raw
-    raise TypeError(f"a BOOL value that is not a boolean: {type(raw).__name__}")
-
-
-def _text(raw: Any) -> str:
-    if type(raw) is str:
-        return raw
-    raise TypeError(f"a set member that is not a string: {type(raw).__name__}")
-
-
-def _listed(raw: Any) -> list[Any]:
-    """A set's members as read (a JSON list; a string would read as its characters)."""
-    if type(raw) is list:
-        return raw
-    raise TypeError(f"a set value that is not a list: {type(raw).__name__}")
+def _exactly(kind: type[Any], what: str) -> Callable[[Any], Any]:
+    """A check that a value read is of exactly ``kind`` (else ``what``, a TypeError)."""
+    def check(raw: Any) -> Any:
+        if type(raw) is kind:
+            return raw
+        raise TypeError(f"{what}: {type(raw).__name__}")
+    return check
 
 
 def _binary(raw: Any) -> bytes:
@@ -187,6 +301,24 @@ def _binary(raw: Any) -> bytes:
     if isinstance(raw, (bytes, bytearray, memoryview)):
         return bytes(raw)
     raise TypeError(f"a binary value that is not bytes: {type(raw).__name__}")
+
+
+_boolean = _exactly(bool, "a BOOL value that is not a boolean")
+_text = _exactly(str, "a set member that is not a string")
+_listed = _exactly(list, "a set value that is not a list")  # (a string: its characters)
+#: DynamoDB's types: tag -> its wire value decoded
+_DECODERS: dict[str, Callable[[Any], Any]] = {
+    "S": lambda raw: raw,
+    "N": decode_number,
+    "BOOL": _boolean,
+    "NULL": lambda raw: None,
+    "M": lambda raw: {k: decode_value(v) for k, v in raw.items()},
+    "L": lambda raw: [decode_value(v) for v in raw],
+    "SS": lambda raw: {_text(v) for v in _listed(raw)},
+    "NS": lambda raw: {decode_number(v) for v in _listed(raw)},
+    "B": _binary,
+    "BS": lambda raw: {_binary(v) for v in _listed(raw)},
+}
 
 
 def binary_from_json(av: Any) -> Any:

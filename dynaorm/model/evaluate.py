@@ -15,7 +15,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.model.codec import encode_value
-from dynaorm.model.expressions import Condition, _Between, _Bool, _Compare, _Func, _In, _Not, _Raw
+from dynaorm.model.expressions import Condition, _Bool, _Not, _Raw, _Test
 
 __all__ = ["holds"]
 
@@ -99,25 +99,19 @@ def _eval(cond: Condition, item: Item) -> bool:
         return all(parts) if cond.op == "AND" else any(parts)
     if isinstance(cond, _Not):
         return not _eval(cond.inner, item)
-    if isinstance(cond, _Compare):
-        return _compare(_path(item, cond.path), cond.op, _av(cond.value))
-    if isinstance(cond, _Between):
-        stored = _path(item, cond.path)
-        return _compare(stored, ">=", _av(cond.low)) and _compare(stored, "<=", _av(cond.high))
-    if isinstance(cond, _In):
-        stored = _path(item, cond.path)
-        return any(_compare(stored, "=", _av(v)) for v in cond.values)
-    if isinstance(cond, _Func):
-        stored = _path(item, cond.path)
-        if cond.func == "attribute_exists":
-            return stored is not None
-        if cond.func == "attribute_not_exists":
-            return stored is None
-        if stored is None:
-            return False
-        arg = _av(cond.args[0])
-        if cond.func == "begins_with":
-            return "S" in stored and "S" in arg and str(stored["S"]).startswith(arg["S"])
-        if cond.func == "contains":
-            return _contains(stored, arg)
-    raise TypeError(f"cannot evaluate condition {cond!r}")
+    if not isinstance(cond, _Test):
+        raise TypeError(f"cannot evaluate condition {cond!r}")
+    op, stored, args = cond.op, _path(item, cond.path), cond.args
+    if op == "BETWEEN":
+        return _compare(stored, ">=", _av(args[0])) and _compare(stored, "<=", _av(args[1]))
+    if op == "IN":
+        return any(_compare(stored, "=", _av(v)) for v in args)
+    if op in ("attribute_exists", "attribute_not_exists"):
+        return (stored is None) is (op == "attribute_not_exists")
+    if op == "begins_with":
+        arg = _av(args[0])
+        return stored is not None and "S" in stored and "S" in arg and str(
+            stored["S"]).startswith(arg["S"])
+    if op == "contains":
+        return stored is not None and _contains(stored, _av(args[0]))
+    return _compare(stored, op, _av(args[0]))

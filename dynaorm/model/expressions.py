@@ -112,47 +112,30 @@ def _val(ph: Placeholders, value: Any) -> str:
     return ph.value(value)
 
 
+#: the comparisons a test renders between its path and its value
+_COMPARISONS = frozenset({"=", "<>", "<", "<=", ">", ">="})
+
+
 @dataclass(frozen=True, eq=False)
-class _Compare(Condition):
-    path: str
+class _Test(Condition):
+    """One test of one attribute: a comparison (:data:`_COMPARISONS`), ``BETWEEN``,
+    ``IN``, or a function (``begins_with``, ``contains``, ``attribute_exists``,
+    ``attribute_not_exists``) of the attribute and ``args``, its values."""
+
     op: str
-    value: Any
-
-    def render(self, ph: Placeholders) -> str:
-        return f"{ph.name(self.path)} {self.op} {_val(ph, self.value)}"
-
-
-@dataclass(frozen=True, eq=False)
-class _Between(Condition):
-    path: str
-    low: Any
-    high: Any
-
-    def render(self, ph: Placeholders) -> str:
-        return f"{ph.name(self.path)} BETWEEN {_val(ph, self.low)} AND {_val(ph, self.high)}"
-
-
-@dataclass(frozen=True, eq=False)
-class _Func(Condition):
-    func: str
     path: str
     args: tuple[Any, ...] = ()
 
     def render(self, ph: Placeholders) -> str:
-        if not self.args:  # attribute_(not_)exists: no values to join
-            return f"{self.func}({ph.name(self.path)})"
+        op = self.op
+        if op in _COMPARISONS:
+            return f"{ph.name(self.path)} {op} {_val(ph, self.args[0])}"
         rendered = [ph.name(self.path), *[_val(ph, a) for a in self.args]]
-        return f"{self.func}({', '.join(rendered)})"
-
-
-@dataclass(frozen=True, eq=False)
-class _In(Condition):
-    path: str
-    values: tuple[Any, ...]
-
-    def render(self, ph: Placeholders) -> str:
-        vals = ", ".join(_val(ph, v) for v in self.values)
-        return f"{ph.name(self.path)} IN ({vals})"
+        if op == "BETWEEN":
+            return f"{rendered[0]} BETWEEN {rendered[1]} AND {rendered[2]}"
+        if op == "IN":
+            return f"{rendered[0]} IN ({', '.join(rendered[1:])})"
+        return f"{op}({', '.join(rendered)})"
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,42 +168,42 @@ class F:
         """The attribute path (``"a.b"``: attribute ``b`` of map ``a``)."""
 
     def __eq__(self, value: object) -> Condition:  # type: ignore[override]
-        return _Compare(self.path, "=", value)
+        return _Test("=", self.path, (value,))
 
     def __ne__(self, value: object) -> Condition:  # type: ignore[override]
-        return _Compare(self.path, "<>", value)
+        return _Test("<>", self.path, (value,))
 
     def __lt__(self, value: Any) -> Condition:
-        return _Compare(self.path, "<", value)
+        return _Test("<", self.path, (value,))
 
     def __le__(self, value: Any) -> Condition:
-        return _Compare(self.path, "<=", value)
+        return _Test("<=", self.path, (value,))
 
     def __gt__(self, value: Any) -> Condition:
-        return _Compare(self.path, ">", value)
+        return _Test(">", self.path, (value,))
 
     def __ge__(self, value: Any) -> Condition:
-        return _Compare(self.path, ">=", value)
+        return _Test(">=", self.path, (value,))
 
     def between(self, low: Any, high: Any) -> Condition:
         """``low <= attribute <= high``."""
-        return _Between(self.path, low, high)
+        return _Test("BETWEEN", self.path, (low, high))
 
     def begins_with(self, prefix: str) -> Condition:
         """The attribute (a string) starts with ``prefix``."""
-        return _Func("begins_with", self.path, (prefix,))
+        return _Test("begins_with", self.path, (prefix,))
 
     def contains(self, value: Any) -> Condition:
         """The attribute (a string, set or list) contains ``value``."""
-        return _Func("contains", self.path, (value,))
+        return _Test("contains", self.path, (value,))
 
     def exists(self) -> Condition:
         """The item has the attribute."""
-        return _Func("attribute_exists", self.path)
+        return _Test("attribute_exists", self.path)
 
     def not_exists(self) -> Condition:
         """The item lacks the attribute."""
-        return _Func("attribute_not_exists", self.path)
+        return _Test("attribute_not_exists", self.path)
 
     def is_in(self, *values: Any) -> Condition:
         """The attribute equals one of ``values`` (given as arguments or one collection)."""
@@ -228,7 +211,7 @@ class F:
             values = tuple(values[0])
         if not values:
             raise ValueError(f"F({self.path!r}).is_in() needs at least one value")
-        return _In(self.path, tuple(values))
+        return _Test("IN", self.path, tuple(values))
 
     def __repr__(self) -> str:
         return f"F({self.path!r})"
@@ -238,17 +221,17 @@ class F:
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes
     one per attribute it writes: no lost updates)."""
-    return _Compare(attr, "=", _Raw(av))
+    return _Test("=", attr, (_Raw(av),))
 
 
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)``."""
-    return _Func("attribute_not_exists", attr)
+    return _Test("attribute_not_exists", attr)
 
 
 def exists(attr: str) -> Condition:
     """``attribute_exists(attr)``."""
-    return _Func("attribute_exists", attr)
+    return _Test("attribute_exists", attr)
 
 
 def all_of(conditions: list[Condition]) -> Condition | None:
@@ -262,37 +245,13 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
-    if type(cond) is _Func and not cond.args:  # attribute_(not_)exists: the common one
-        return []
-    if type(cond) is _Compare:  # one comparison (nearly every caller's condition): no walk
-        value = cond.value
-        return [value.av if type(value) is _Raw else encode_value(value)]
-    out: list[AttributeValue] = []
-    stack: list[Condition] = [cond]
-    while stack:
-        node = stack.pop()
-        raw: tuple[Any, ...] = ()
-        if type(node) is _Compare:  # (the exact node types first: subclasses below)
-            raw = (node.value,)
-        elif type(node) is _Bool:
-            stack.extend(node.parts)
-        elif type(node) is _Func:
-            raw = node.args
-        elif isinstance(node, _Bool):
-            stack.extend(node.parts)
-        elif isinstance(node, _Not):
-            stack.append(node.inner)
-        elif isinstance(node, _Compare):
-            raw = (node.value,)
-        elif isinstance(node, _Between):
-            raw = (node.low, node.high)
-        elif isinstance(node, _Func):
-            raw = node.args
-        elif isinstance(node, _In):
-            raw = node.values
-        for v in raw:
-            out.append(v.av if type(v) is _Raw else encode_value(v))
-    return out
+    if type(cond) is _Test:  # (nearly every caller's condition: one test)
+        return [v.av if type(v) is _Raw else encode_value(v) for v in cond.args]
+    if isinstance(cond, _Bool):
+        return [v for part in reversed(cond.parts) for v in condition_values(part)]
+    if isinstance(cond, _Not):
+        return condition_values(cond.inner)
+    return [v.av if type(v) is _Raw else encode_value(v) for v in getattr(cond, "args", ())]
 
 
 def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
@@ -304,10 +263,7 @@ def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
         return _Bool(cond.op, tuple(rename_paths(p, names) for p in cond.parts))
     if isinstance(cond, _Not):
         return _Not(rename_paths(cond.inner, names))
-    path: str | None = getattr(cond, "path", None)
-    if path is None:
+    if not isinstance(cond, _Test):
         return cond
-    head, dot, rest = path.partition(".")
-    if head not in names:
-        return cond
-    return replace(cond, path=names[head] + dot + rest)  # type: ignore[type-var]
+    head, dot, rest = cond.path.partition(".")
+    return replace(cond, path=names[head] + dot + rest) if head in names else cond

@@ -25,7 +25,10 @@ field type (optionally ``| None``)                         tag
 ``datetime``, ``date``, ``time``, ``UUID``
 ``int``, ``float``, ``Decimal`` (lax, not strict)          ``N``
 ``bool``                                                   ``BOOL``
+a class registered with ``stored_as``                      its base's
 ========================================================  ===
+
+(the :attr:`~dynaorm.model.codec.Kind.schemas` of the registry's kinds).
 """
 
 from __future__ import annotations
@@ -39,15 +42,17 @@ from pydantic import BaseModel
 from pydantic_core import SchemaValidator
 
 from dynaorm.caches import cache
+from dynaorm.model.codec import kind_of_schema
 
 __all__ = ["Fast", "collector_paused", "fast_answer", "fast_validator"]
 
-#: core schema types read from "S", "N" or "BOOL"
-_TAGS: Final[Mapping[str, str]] = {
-    "str": "S", "datetime": "S", "date": "S", "time": "S", "uuid": "S",
-    "int": "N", "float": "N", "decimal": "N", "bool": "BOOL",
-}
-_NUMBERS: Final = frozenset({"int", "float", "decimal"})
+#: the keys of a field schema the fast way reads as the plain way does (constraints)
+_KEYS: Final = frozenset({
+    "type", "strict", "metadata", "max_length", "min_length", "pattern", "strip_whitespace",
+    "to_lower", "to_upper", "gt", "ge", "lt", "le", "multiple_of", "max_digits",
+    "decimal_places", "allow_inf_nan", "coerce_numbers_to_str", "ref", "serialization",
+    "microseconds_precision", "tz_constraint", "now_op", "now_utc_offset", "version",
+    "val_json_bytes", "ser_json_bytes"})
 _BUILDING: Final = threading.Lock()
 
 #: validates one item; the copy's schema
@@ -183,7 +188,8 @@ def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator 
 
 
 def _tag(schema: Mapping[str, Any]) -> str | None:
-    """The type tag a field schema reads exactly from, else ``None``."""
+    """The type tag a field schema reads exactly from (its kind's, asked of the registry:
+    :func:`~dynaorm.model.codec.kind_of_schema`), else ``None``."""
     kind = schema.get("type")
     if kind == "nullable":
         inner = schema.get("schema")
@@ -191,18 +197,15 @@ def _tag(schema: Mapping[str, Any]) -> str | None:
     if kind == "literal":
         expected = schema.get("expected", ())
         return "S" if expected and all(type(v) is str for v in expected) else None
-    if kind in _NUMBERS and schema.get("strict"):
-        return None
-    tag = _TAGS.get(str(kind))
-    if tag is None or set(schema) - {"type", "strict", "metadata", "max_length", "min_length",
-                                     "pattern", "strip_whitespace", "to_lower", "to_upper",
-                                     "gt", "ge", "lt", "le", "multiple_of", "max_digits",
-                                     "decimal_places", "allow_inf_nan", "coerce_numbers_to_str",
-                                     "ref", "serialization", "microseconds_precision",
-                                     "tz_constraint", "now_op", "now_utc_offset", "version",
-                                     "val_json_bytes", "ser_json_bytes"}:
+    found = kind_of_schema(schema)
+    if found is None or (found.tag == "N" and schema.get("strict")):
+        return None  # (an N is text on the wire: numbers validate from it when lax only)
+    if kind == "function-wrap":  # a stored_as kind's: its base read from the same tag
+        inner = schema.get("schema")
+        return found.tag if isinstance(inner, dict) and _tag(inner) == found.tag else None
+    if set(schema) - _KEYS:
         return None  # (an unknown key might change what the value means: stay plain)
-    return tag
+    return found.tag
 
 
 def _field(name: str, field: Mapping[str, Any],

@@ -17,20 +17,16 @@ validated through the entity's field types when the action is added. Planning is
 
 from __future__ import annotations
 
-import types
-import typing
-from collections.abc import Generator, Mapping, MutableSequence, MutableSet, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Generator, Mapping
 from dataclasses import replace
-from decimal import Decimal
-from typing import Annotated, Any, Generic, TypeVar, Union
+from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
-from dynaorm.model.codec import encode_value
+from dynaorm.model.codec import SET, Kind, encode_value, kind_of
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
 from dynaorm.model.keys import key_av
@@ -59,37 +55,10 @@ __all__ = ["StagedCheck", "StagedUpdate"]
 
 T = TypeVar("T", bound=Entity)
 
-#: method name -> (clause, shapes it fits: None = any)
-_KINDS: dict[str, tuple[str, frozenset[str] | None]] = {
-    "set": ("SET", None),
-    "set_default": ("DEFAULT", None),
-    "add": ("ADD", frozenset({"number", "set"})),
-    "discard": ("DELETE", frozenset({"set"})),
-    "append": ("APPEND", frozenset({"list"})),
-    "prepend": ("PREPEND", frozenset({"list"})),
-    "remove": ("REMOVE", None),
-}
+#: method name -> its update clause
+_CLAUSES = {"set": "SET", "set_default": "DEFAULT", "add": "ADD", "discard": "DELETE",
+            "append": "APPEND", "prepend": "PREPEND", "remove": "REMOVE"}
 _UNSET: Any = object()
-
-
-def _shape(annotation: Any) -> str:
-    """"number", "set", "list" or "other" for a field annotation (Optional stripped)."""
-    origin = typing.get_origin(annotation)
-    if origin is Annotated:
-        return _shape(typing.get_args(annotation)[0])
-    if origin is Union or origin is types.UnionType:
-        args = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(args) > 1 and all(_shape(a) == "number" for a in args):
-            return "number"  # int | float, int | Decimal
-        return _shape(args[0]) if len(args) == 1 else "other"
-    base = origin or annotation
-    if base in (set, frozenset, AbstractSet, MutableSet):
-        return "set"
-    if base in (list, Sequence, MutableSequence):
-        return "list"
-    if base in (int, float, Decimal):
-        return "number"
-    return "other"
 
 
 #: per (entity class, field): a TypeAdapter takes milliseconds to build
@@ -159,14 +128,9 @@ def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
     return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
 
 
-def _combine(method: str, shape: str, first: Any, then: Any) -> Any:
-    if method == "append":
-        return [*first, *then]
-    if method == "prepend":
-        return [*then, *first]
-    if shape == "number":
-        return first + then
-    return type(first)(set(first) | set(then))
+def _combine(method: str, kind: Kind, first: Any, then: Any) -> Any:
+    """Two operands of one action as one (discarding both: discarding their union)."""
+    return kind.actions["add" if method == "discard" else method](first, then)
 
 
 class StagedUpdate(StagedWrite, Generic[T]):
@@ -272,12 +236,12 @@ class StagedUpdate(StagedWrite, Generic[T]):
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
 
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
-        fits = _KINDS[method][1]
         for name, value in values.items():
             self._check_writable(name)
             info = self.entity.model_fields[name]
-            shape = _shape(info.annotation)
-            if fits is not None and shape not in fits:
+            kind = kind_of(info.annotation)
+            if method not in ("set", "set_default", "remove") and (
+                    kind is None or method not in kind.actions):
                 raise self._where_err(name, f"{method}() does not fit a field of type "
                                       f"{info.annotation!r}")
             if name in self._actions and self._actions[name][0] != method:
@@ -300,11 +264,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
             checked = (_validate_field(self.entity, name, value)
                        if method in ("set", "set_default")
                        else _adapter(self.entity, name).validate_python(value))
-            if shape == "set" and method in ("add", "discard") and not checked:
+            if kind is SET and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
-            if prev is not None and method in ("add", "discard", "append", "prepend"):
-                checked = _combine(method, shape, prev[1], checked)  # they accumulate
+            if prev is not None and kind is not None and method in kind.actions:
+                checked = _combine(method, kind, prev[1], checked)  # they accumulate
             self._actions[name] = (method, checked)
         return self
 
@@ -397,7 +361,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         spec = self._spec
         clauses: list[tuple[str, str, AttributeValue | None]] = []
         for name, (method, value) in self._actions.items():
-            clause = _KINDS[method][0]
+            clause = _CLAUSES[method]
             attr = spec.attr(name)
             if method == "set" and value is None:
                 if name in spec.null_fields:
@@ -476,12 +440,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 values[name] = value
             elif method == "remove":
                 values.pop(name, None)
-            elif method == "discard":
-                values[name] = set(old or ()) - set(value)
-            elif method != "set_default":  # add, append, prepend: onto the stored value
-                shape = _shape(self.entity.model_fields[name].annotation)
-                values[name] = _combine(method, shape, old or (0 if shape == "number" else (
-                    set() if shape == "set" else [])), value)
+            elif method != "set_default":  # add, discard, append, prepend: the stored value
+                kind = kind_of(self.entity.model_fields[name].annotation)
+                assert kind is not None
+                values[name] = kind.actions[method](old or kind.zero, value)
         return values
 
     def _plan_as_save(self, state: InstanceState | None, index: int
