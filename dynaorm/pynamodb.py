@@ -43,10 +43,10 @@ its GSIs and LSIs become the table's indexes with the same one-field templates.
 from __future__ import annotations
 
 import inspect
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from types import FunctionType
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, cast
 
 from pydantic import (
@@ -60,8 +60,10 @@ from pydantic import (
 
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
+from dynaorm.model.codec import Kind, kinds
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, F
+from dynaorm.model.keys import KEY_TYPES
 from dynaorm.model.table import GSI, LSI
 
 try:
@@ -69,7 +71,6 @@ try:
         Attribute,
         BinaryAttribute,
         BinarySetAttribute,
-        BooleanAttribute,
         DiscriminatorAttribute,
         DynamicMapAttribute,
         JSONAttribute,
@@ -79,7 +80,6 @@ try:
         NumberAttribute,
         NumberSetAttribute,
         TTLAttribute,
-        UnicodeAttribute,
         UnicodeSetAttribute,
         UTCDateTimeAttribute,
         VersionAttribute,
@@ -98,10 +98,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PynamoDBEntity", "entity_from_pynamodb", "table_from_pynamodb",
            "utc_datetime_string", "versioned_delete", "versioned_save", "versioned_update"]
-
-#: DynamoDB's attribute type letter -> a key type for ``Table(key_types=...)``
-_KEY_TYPES = {"S": "S", "N": "N", "B": "B"}
-
 
 class PynamoDBEntity(Entity):
     """Base class of the entities :func:`entity_from_pynamodb` makes (abstract: no ``pk``).
@@ -142,12 +138,13 @@ def utc_datetime_string(value: datetime) -> str:
     """A datetime as PynamoDB's ``UTCDateTimeAttribute`` stores it
     (``2024-01-02T03:04:05.000006+0000``; naive means UTC): compare such a field in ``F``
     conditions and filters with this string."""
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime(DATETIME_FORMAT).zfill(31)
+    return str(_UTC_DATETIME.serialize(value))
 
 
-_UTC_DATETIME: Any = UTCDateTimeAttribute()  # (its methods are untyped)
+#: PynamoDB's own encodings, asked (their methods are untyped)
+_UTC_DATETIME: Any = UTCDateTimeAttribute()
+_NUMBER_ATTR: Any = NumberAttribute()
+_JSON_ATTR: Any = JSONAttribute()
 
 
 def _to_datetime(value: Any) -> Any:
@@ -172,10 +169,7 @@ def _to_ttl(value: Any) -> Any:
 def _plain_number(value: Any) -> Any:
     """A stored number as PynamoDB reads it (``json.loads``): an int when written without
     a fraction or exponent, else a float (dynaorm decodes those as ``Decimal``)."""
-    if isinstance(value, Decimal):
-        text = str(value)
-        return float(value) if "." in text or "E" in text.upper() else int(value)
-    return value
+    return _NUMBER_ATTR.deserialize(str(value)) if isinstance(value, Decimal) else value
 
 
 def _key_number(value: Any) -> Any:
@@ -202,14 +196,10 @@ def _json_in(value: Any) -> Any:
     JSON field is JSON text, as PynamoDB stores it."""
     if isinstance(value, str | bytes):
         try:
-            return json.loads(value, strict=False)
+            return _JSON_ATTR.deserialize(value)
         except ValueError:
             return value
     return value
-
-
-def _json_out(value: Any) -> str | None:
-    return None if value is None else json.dumps(value)
 
 
 def _empty_set_out(value: Any) -> Any:
@@ -224,34 +214,30 @@ _DATETIME = Annotated[datetime, BeforeValidator(_to_datetime), AfterValidator(_u
                       PlainSerializer(utc_datetime_string, when_used="unless-none")]
 _NUMBER = Annotated[int | float, BeforeValidator(_plain_number)]
 _KEY_NUMBER = Annotated[int | Decimal, BeforeValidator(_key_number)]
-_JSON = Annotated[Any, BeforeValidator(_json_in), PlainSerializer(_json_out)]
+_JSON = Annotated[Any, BeforeValidator(_json_in), PlainSerializer(_JSON_ATTR.serialize)]
 _ANY = Annotated[Any, BeforeValidator(_plain)]
 
 
 # -- attribute -> field --------------------------------------------------------------------
-_KNOWN: tuple[type[Attribute[Any]], ...] = (
-    VersionAttribute, TTLAttribute, DiscriminatorAttribute, UTCDateTimeAttribute,
-    JSONAttribute, NullAttribute, UnicodeSetAttribute, NumberSetAttribute,
-    BinarySetAttribute, DynamicMapAttribute, MapAttribute, ListAttribute, UnicodeAttribute,
-    NumberAttribute, BinaryAttribute, BooleanAttribute)
-
-
 def _kind(attr: Any, owner: str, name: str) -> type[Attribute[Any]]:
-    """The PynamoDB attribute class whose encoding ``attr`` uses (a subclass that keeps
-    its parent's serialize/deserialize counts as the parent; typed maps as MapAttribute)."""
+    """The attribute class whose encoding ``attr`` uses: one of :data:`_FIELD_TYPES`, or
+    a class a registered kind names (:attr:`dynaorm.model.codec.Kind.pynamodb`); a
+    subclass that keeps its serialize/deserialize counts as it, typed maps as MapAttribute."""
     cls = type(attr)
     if isinstance(attr, MapAttribute) and not isinstance(attr, DynamicMapAttribute):
         return MapAttribute
-    for known in _KNOWN:
-        if cls is known:
-            return known
-    for known in _KNOWN:
+    for known in (*_FIELD_TYPES, *(c for c in cls.__mro__ if _named(c) is not None)):
         if isinstance(attr, known) and all(
                 getattr(cls, m) is getattr(known, m) for m in ("serialize", "deserialize")):
             return known
     raise DynaormError(f"{owner}.{name}: {cls.__name__} has its own encoding; dynaorm's "
                        "bridge maps PynamoDB's built-in attribute types only (pass "
                        f"fields={{{name!r}: <annotation>}} to map it by hand)")
+
+
+def _named(cls: type[Any]) -> Kind | None:
+    """The registered kind that names attribute class ``cls`` (stored as dynaorm does)."""
+    return next((k for k in kinds() if cls.__name__ in k.pynamodb), None)
 
 
 #: where a typed MapAttribute class keeps its pydantic model (made once, at definition)
@@ -278,29 +264,38 @@ def _nested_model(map_cls: type[MapAttribute[Any, Any]], owner: str) -> type[Bas
     return model
 
 
-def _element(of: type[Attribute[Any]], owner: str, name: str) -> Any:
-    """The Python type of one element of a ``ListAttribute(of=...)``."""
-    if issubclass(of, MapAttribute) and not issubclass(of, DynamicMapAttribute):
-        if of is MapAttribute:
-            return dict[str, _ANY]
-        model = _nested_model(of, owner)
-        return Annotated[model, PlainSerializer(_map_out)]
-    if issubclass(of, BinaryAttribute | BinarySetAttribute):
-        sample: Any = of(legacy_encoding=False)
-    else:
-        sample = of()
-    return _type(sample, owner, name, None)
+def _number(attr: Any, owner: str, name: str, key: str | None) -> Any:
+    return _KEY_NUMBER if key == "N" else _NUMBER
 
 
-#: attribute kind -> the annotation of its field, for every kind whose annotation depends
-#: on nothing else (numbers, typed maps and lists: see :func:`_type`)
+def _map(attr: Any, owner: str, name: str, key: str | None) -> Any:
+    if type(attr).is_raw():
+        return dict[str, _ANY]
+    return Annotated[_nested_model(type(attr), owner), PlainSerializer(_map_out)]
+
+
+def _list(attr: Any, owner: str, name: str, key: str | None) -> Any:
+    of = attr.element_type
+    if of is None:
+        return list[_ANY]
+    sample = of(legacy_encoding=False) if issubclass(of, BinaryAttribute | BinarySetAttribute
+                                                     ) else of()
+    return list[_type(sample, owner, name, None)]  # type: ignore[misc]
+
+
+def _no_field(attr: Any, owner: str, name: str, key: str | None) -> Any:
+    raise DynaormError(f"{owner}.{name}: {type(attr).__name__} has no field type")
+
+
+#: PynamoDB's attribute classes the bridge maps itself (subclasses before their bases):
+#: each with its field's annotation, or the function that makes it of the attribute (its
+#: owner's and field's names, its key type); PynamoDB's own encodings of datetimes,
+#: numbers, JSON, sets and TTLs, the containers, the discriminator. A class a registered
+#: kind names (UnicodeAttribute, BinaryAttribute, BooleanAttribute) is that kind's.
 _FIELD_TYPES: dict[type[Attribute[Any]], Any] = {
-    UnicodeAttribute: str,
     VersionAttribute: int,
-    BinaryAttribute: bytes,
-    BooleanAttribute: bool,
-    UTCDateTimeAttribute: _DATETIME,
     TTLAttribute: Annotated[datetime, BeforeValidator(_to_ttl)],
+    UTCDateTimeAttribute: _DATETIME,
     JSONAttribute: _JSON,
     NullAttribute: None,
     UnicodeSetAttribute: Annotated[set[str], PlainSerializer(_empty_set_out)],
@@ -308,6 +303,10 @@ _FIELD_TYPES: dict[type[Attribute[Any]], Any] = {
                                   PlainSerializer(_empty_set_out)],
     BinarySetAttribute: Annotated[set[bytes], PlainSerializer(_empty_set_out)],
     DynamicMapAttribute: dict[str, _ANY],
+    MapAttribute: _map,
+    ListAttribute: _list,
+    NumberAttribute: _number,
+    DiscriminatorAttribute: _no_field,
 }
 
 
@@ -319,18 +318,10 @@ def _type(attr: Any, owner: str, name: str, key: str | None) -> Any:
         raise DynaormError(f"{owner}.{name}: legacy_encoding=True (PynamoDB 5's base64 "
                            "inside binary) is not supported: migrate it as PynamoDB's "
                            "'Upgrading Binary' guide says, then bridge it")
-    if kind in _FIELD_TYPES:
-        return _FIELD_TYPES[kind]
-    if kind is NumberAttribute:
-        return _KEY_NUMBER if key == "N" else _NUMBER
-    if kind is MapAttribute:
-        if type(attr).is_raw():
-            return dict[str, _ANY]
-        return Annotated[_nested_model(type(attr), owner), PlainSerializer(_map_out)]
-    if kind is ListAttribute:
-        of = attr.element_type
-        return list[_ANY] if of is None else list[_element(of, owner, name)]  # type: ignore[misc]
-    raise DynaormError(f"{owner}.{name}: {kind.__name__} has no field type")  # discriminator
+    found = _FIELD_TYPES.get(kind, _named(kind))
+    if isinstance(found, Kind):
+        return found.python[0]
+    return found(attr, owner, name, key) if isinstance(found, FunctionType) else found
 
 
 def _field(attr: Any, owner: str, name: str, key: str | None,
@@ -367,10 +358,14 @@ def _discriminator(model: type[Model]) -> DiscriminatorAttribute | None:
     return found if isinstance(found, DiscriminatorAttribute) else None
 
 
-def _key_attr(model: type[Model], which: str) -> Attribute[Any] | None:
-    if which == "hash":
-        return _find(model, lambda a: a.is_hash_key)
-    return _find(model, lambda a: a.is_range_key)
+def _keys(attrs: Iterable[Attribute[Any]], owner: str
+          ) -> tuple[Attribute[Any], Attribute[Any] | None]:
+    """The hash and range key attributes among ``attrs`` (of a model or an index)."""
+    found = list(attrs)
+    hash_key = next((a for a in found if a.is_hash_key), None)
+    if hash_key is None:
+        raise DynaormError(f"{owner} has no hash key")
+    return hash_key, next((a for a in found if a.is_range_key), None)
 
 
 def _ttl_attr(model: type[Model]) -> Attribute[Any] | None:
@@ -384,18 +379,10 @@ def _indexes(model: type[Model]) -> dict[str, Index[Any]]:
 
 
 def _key_type(attr: Attribute[Any]) -> str:
-    kind = _KEY_TYPES.get(attr.attr_type)
-    if kind is None:
+    if attr.attr_type not in KEY_TYPES:
         raise DynaormError(f"key attribute {attr.attr_name!r} of type {attr.attr_type} "
                            "cannot be a DynamoDB key")
-    return kind
-
-
-def _index_keys(index: Index[Any]) -> tuple[Attribute[Any], Attribute[Any] | None]:
-    attrs = list(index.Meta.attributes.values())
-    hash_key = next(a for a in attrs if a.is_hash_key)
-    range_key = next((a for a in attrs if a.is_range_key), None)
-    return hash_key, range_key
+    return str(attr.attr_type)
 
 
 def _projection(index: Index[Any]) -> Any:
@@ -426,9 +413,7 @@ def table_from_pynamodb(model: type[Model], *, name: str | None = None,
     ``Table`` (``client=`` to bind it to a :class:`~dynaorm.Client`, so that its entities
     commit together with other tables' in one transaction; or ``max_attempts``, ...)."""
     meta = model.Meta
-    hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
-    if hash_key is None:
-        raise DynaormError(f"{model.__name__} has no hash key")
+    hash_key, range_key = _keys(model.get_attributes().values(), model.__name__)
     key_types = {a.attr_name: _key_type(a) for a in (hash_key, range_key) if a is not None}
     indexes = _table_indexes(model, key_types)
     disc = _discriminator(model)
@@ -448,7 +433,7 @@ def _table_indexes(model: type[Model], key_types: dict[str, str]) -> dict[str, G
     indexes: dict[str, GSI | LSI] = {}
     for klass in _models_of(model):
         for index_name, index in _indexes(klass).items():
-            ih, ir = _index_keys(index)
+            ih, ir = _keys(index.Meta.attributes.values(), index_name)
             for attr in (ih, ir):
                 if attr is not None:
                     key_types[attr.attr_name] = _key_type(attr)
@@ -480,8 +465,7 @@ def _where(model: type[Model], endpoint_url: str | None, region: str | None,
 def _check_table(model: type[Model], table: Table) -> None:
     """Refuse a table whose layout is not the model's (reads would miss its items)."""
     owner = model.__name__
-    hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
-    assert hash_key is not None
+    hash_key, range_key = _keys(model.get_attributes().values(), model.__name__)
     want = (hash_key.attr_name, None if range_key is None else range_key.attr_name)
     if (table.pk, table.sk) != want:
         raise DynaormError(f"{owner}: its keys are {want}, table {table.name!r} has "
@@ -554,7 +538,7 @@ def _index_templates(model: type[Model], owner: str, by_attr: Mapping[str, str],
     fields (an LSI's partition key: the table's template ``pk``)."""
     indexes: dict[str, tuple[str, str | None]] = {}
     for index_name, index in _indexes(model).items():
-        ih, ir = _index_keys(index)
+        ih, ir = _keys(index.Meta.attributes.values(), index_name)
         for index_key in (ih, ir):
             if index_key is not None and index_key.attr_name not in by_attr:
                 raise DynaormError(f"{owner}: index {index_name!r} key {index_key.attr_name!r} "
@@ -605,12 +589,11 @@ def entity_from_pynamodb(model: type[Model], *, table: Table | None = None,
     table = table_from_pynamodb(model) if table is None else table
     _check_table(model, table)
     overrides = dict(fields or {})
-    hash_key, range_key = _key_attr(model, "hash"), _key_attr(model, "range")
+    hash_key, range_key = _keys(model.get_attributes().values(), model.__name__)
     key_types = _key_types(model, table)
     disc = _discriminator(model)
     by_attr, annotations, infos, version = _entity_fields(
         model, owner, key_types, overrides, (hash_key, range_key), disc)
-    assert hash_key is not None
     namespace: dict[str, Any] = {"__module__": model.__module__,
                                  "__qualname__": owner, **infos}
 

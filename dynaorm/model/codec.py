@@ -20,7 +20,7 @@ A :class:`Kind` holds, in one record, all that dynaorm decides by a value's type
 - ``pynamodb``: the PynamoDB attribute classes (by name) whose items hold the kind as
   dynaorm stores it, which :mod:`dynaorm.pynamodb` maps onto its fields.
 
-Comparisons are DynamoDB's, by stored type (:mod:`dynaorm.model.evaluate`): numbers,
+Comparisons are DynamoDB's, by stored type (:func:`dynaorm.model.expressions.holds`): numbers,
 strings and binaries order, ``contains`` looks into strings, sets and lists,
 ``begins_with`` into strings.
 
@@ -60,7 +60,7 @@ from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError
 
 __all__ = ["Kind", "decode_item", "decode_number", "decode_value", "encode_fields",
-           "encode_value", "kind_of", "kind_of_schema", "register", "stored_as"]
+           "encode_value", "kind_of", "kind_of_schema", "kinds", "register", "stored_as"]
 
 T = TypeVar("T")
 
@@ -126,13 +126,12 @@ def _union(first: Any, then: Any) -> Any:
 #: the registry, in the order a value's kind is looked for (a value of the first that
 #: takes it); :func:`register` puts a kind first
 _KINDS: tuple[Kind, ...] = (
-    Kind("none", (type(None),), "NULL", lambda v: {"NULL": True}, pynamodb=("NullAttribute",)),
+    Kind("none", (type(None),), "NULL", lambda v: {"NULL": True}),
     Kind("enum", (enum.Enum,), "", lambda v: _encode(v.value)),
     Kind("bool", (bool,), "BOOL", lambda v: {"BOOL": bool(v)}, frozenset({"bool"}),
          pynamodb=("BooleanAttribute",)),
     NUMBER := Kind("number", (int, float, Decimal), "N", lambda v: {"N": _number(v)},
-                   frozenset({"int", "float", "decimal"}), {"add": operator.add}, 0,
-                   pynamodb=("NumberAttribute", "VersionAttribute")),
+                   frozenset({"int", "float", "decimal"}), {"add": operator.add}, 0),
     Kind("string", (str,), "S", lambda v: {"S": str(v)}, frozenset({"str"}),
          pynamodb=("UnicodeAttribute",)),
     Kind("binary", (bytes, bytearray, memoryview), "B", lambda v: {"B": bytes(v)},
@@ -140,13 +139,13 @@ _KINDS: tuple[Kind, ...] = (
     Kind("time", (datetime, date, time), "S", lambda v: {"S": v.isoformat()},
          frozenset({"datetime", "date", "time"})),
     Kind("text", (uuid.UUID, timedelta), "S", lambda v: {"S": str(v)}, frozenset({"uuid"})),
-    Kind("map", (Mapping,), "M", _encode_map, pynamodb=("MapAttribute", "DynamicMapAttribute")),
+    Kind("map", (Mapping,), "M", _encode_map),
     SET := Kind("set", (set, frozenset), "", _encode_set, zero=set(),
                 actions={"add": _union, "discard": lambda a, b: set(a) - set(b)},
                 annotations=(set, frozenset, AbstractSet, MutableSet)),
     Kind("list", (list, tuple), "L", lambda v: {"L": [_encode(x) for x in v]}, zero=[],
          actions={"append": lambda a, b: [*a, *b], "prepend": lambda a, b: [*b, *a]},
-         annotations=(list, Sequence, MutableSequence), pynamodb=("ListAttribute",)),
+         annotations=(list, Sequence, MutableSequence)),
 )
 #: where a custom kind's pydantic schema names it (:func:`stored_as`)
 _MARK = "dynaorm.kind"
@@ -164,6 +163,11 @@ def _common() -> dict[type[Any], Kind]:
 
 
 _BY_CLASS = _common()
+
+
+def kinds() -> tuple[Kind, ...]:
+    """The registry's kinds, in the order a value's kind is looked for."""
+    return _KINDS
 
 
 def register(kind: Kind) -> Kind:
@@ -342,12 +346,7 @@ def binary_from_json(av: Any) -> Any:
 def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any]:
     """Decode an item; with ``names``, only those attributes."""
     out: dict[str, Any] = {}
-    if names is None:
-        for k, av in item.items():
-            text = av.get("S")
-            out[k] = text if text is not None else decode_value(av)
-        return out
-    for k in names:
+    for k in item if names is None else names:
         got = item.get(k)
         if got is not None:
             text = got.get("S")

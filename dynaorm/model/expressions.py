@@ -3,18 +3,27 @@
 ``F("status") == "open"`` builds a :class:`Condition`; ``&``, ``|`` and ``~`` combine them.
 Rendering goes through :class:`Placeholders`, so every attribute name travels as ``#nX``
 and every value as ``:vX``: nothing from the caller is ever spliced into expression text.
+
+A tree is also evaluated in Python against a stored item (:func:`holds`): when one action
+carries both the caller's condition and dynaorm's own, DynamoDB only says "the condition
+failed" and returns the stored item (``ALL_OLD``); evaluating the caller's condition on
+that item tells which of the two failed. The semantics follow DynamoDB's condition
+expressions: comparisons only between values of the same type (else false),
+``attribute_exists``/``attribute_not_exists``, ``begins_with``, ``contains``; ``size`` is
+not supported by :class:`F` and so never needed here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from decimal import Decimal
 from typing import Any
 
-from dynaorm._types import AttributeValue
+from dynaorm._types import AttributeValue, Item
 from dynaorm.model.codec import encode_value
 
-__all__ = ["Condition", "F", "Placeholders", "rename_paths"]
+__all__ = ["Condition", "F", "Placeholders", "holds", "rename_paths"]
 
 
 class Placeholders:
@@ -32,12 +41,6 @@ class Placeholders:
     def name(self, attr: str) -> str:
         """The placeholder of an attribute path (its first segment translated to the
         stored name when it is a renamed field)."""
-        if not self._renames and "." not in attr:  # one segment: its own placeholder
-            ph = self._by_name.get(attr)
-            if ph is None:
-                ph = self._by_name[attr] = f"#n{len(self._by_name)}"
-                self.names[ph] = attr
-            return ph
         parts = []
         if self._renames:
             head, dot, rest = attr.partition(".")
@@ -87,6 +90,10 @@ class Condition:
         """The expression text, with names and values added to ``ph`` as placeholders."""
         raise NotImplementedError
 
+    def holds(self, item: Item) -> bool:
+        """Whether the condition is true on the stored ``item`` (``{}``: no item)."""
+        raise TypeError(f"cannot evaluate condition {self!r}")
+
     def __and__(self, other: Condition) -> Condition:
         return _Bool("AND", (self, _check(other)))
 
@@ -110,6 +117,10 @@ def _val(ph: Placeholders, value: Any) -> str:
     if type(value) is _Raw:  # (internal: never subclassed)
         return ph.value_av(value.av)
     return ph.value(value)
+
+
+def _av(value: Any) -> AttributeValue:
+    return value.av if type(value) is _Raw else encode_value(value)
 
 
 #: the comparisons a test renders between its path and its value
@@ -137,6 +148,22 @@ class _Test(Condition):
             return f"{rendered[0]} IN ({', '.join(rendered[1:])})"
         return f"{op}({', '.join(rendered)})"
 
+    def holds(self, item: Item) -> bool:
+        op, stored, args = self.op, _path(item, self.path), self.args
+        if op == "BETWEEN":
+            return _compare(stored, ">=", _av(args[0])) and _compare(stored, "<=", _av(args[1]))
+        if op == "IN":
+            return any(_compare(stored, "=", _av(v)) for v in args)
+        if op in ("attribute_exists", "attribute_not_exists"):
+            return (stored is None) is (op == "attribute_not_exists")
+        if op == "begins_with":
+            arg = _av(args[0])
+            return stored is not None and "S" in stored and "S" in arg and str(
+                stored["S"]).startswith(arg["S"])
+        if op == "contains":
+            return stored is not None and _contains(stored, _av(args[0]))
+        return _compare(stored, op, _av(args[0]))
+
 
 @dataclass(frozen=True, eq=False)
 class _Bool(Condition):
@@ -146,6 +173,10 @@ class _Bool(Condition):
     def render(self, ph: Placeholders) -> str:
         return f" {self.op} ".join([f"({p.render(ph)})" for p in self.parts])
 
+    def holds(self, item: Item) -> bool:
+        parts = (p.holds(item) for p in self.parts)
+        return all(parts) if self.op == "AND" else any(parts)
+
 
 @dataclass(frozen=True, eq=False)
 class _Not(Condition):
@@ -153,6 +184,9 @@ class _Not(Condition):
 
     def render(self, ph: Placeholders) -> str:
         return f"NOT ({self.inner.render(ph)})"
+
+    def holds(self, item: Item) -> bool:
+        return not self.inner.holds(item)
 
 
 class F:
@@ -245,13 +279,11 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
-    if type(cond) is _Test:  # (nearly every caller's condition: one test)
-        return [v.av if type(v) is _Raw else encode_value(v) for v in cond.args]
     if isinstance(cond, _Bool):
         return [v for part in reversed(cond.parts) for v in condition_values(part)]
     if isinstance(cond, _Not):
         return condition_values(cond.inner)
-    return [v.av if type(v) is _Raw else encode_value(v) for v in getattr(cond, "args", ())]
+    return [_av(v) for v in getattr(cond, "args", ())]
 
 
 def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
@@ -267,3 +299,73 @@ def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
         return cond
     head, dot, rest = cond.path.partition(".")
     return replace(cond, path=names[head] + dot + rest) if head in names else cond
+
+
+# -- evaluation against a stored item (DynamoDB's semantics) ------------------------
+def holds(cond: Condition, item: Item | None) -> bool:
+    """Whether ``cond`` is true on the stored ``item`` (``None``: no item)."""
+    return cond.holds(item or {})
+
+
+def _path(item: Item, path: str) -> AttributeValue | None:
+    current: AttributeValue | None = None
+    scope: Any = item
+    for segment in path.split("."):
+        if not isinstance(scope, dict) or segment not in scope:
+            return None
+        current = scope[segment]
+        assert current is not None
+        scope = current.get("M")
+    return current
+
+
+def _key(av: AttributeValue) -> tuple[str, Any] | None:
+    """A comparable form of a scalar (N, S, B), else None (not orderable)."""
+    (tag, raw), = av.items()
+    if tag == "N":
+        return tag, Decimal(raw)
+    if tag in ("S", "B"):
+        return tag, raw
+    return None
+
+
+def _equal(a: AttributeValue, b: AttributeValue) -> bool:
+    ka, kb = _key(a), _key(b)
+    if ka is not None and kb is not None:
+        return ka == kb
+    (ta, ra), = a.items()
+    (tb, rb), = b.items()
+    if ta != tb:
+        return False
+    if ta in ("SS", "NS", "BS"):
+        return {_key({ta[0]: x}) for x in ra} == {_key({tb[0]: x}) for x in rb}
+    return bool(ra == rb)
+
+
+_ORDER = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
+          ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+
+
+def _compare(stored: AttributeValue | None, op: str, value: AttributeValue) -> bool:
+    if stored is None:  # a missing attribute equals nothing, so it differs from anything
+        return op == "<>"
+    if op == "=":
+        return _equal(stored, value)
+    if op == "<>":
+        return not _equal(stored, value)
+    ks, kv = _key(stored), _key(value)
+    if ks is None or kv is None or ks[0] != kv[0]:
+        return False
+    return bool(_ORDER[op](ks[1], kv[1]))
+
+
+def _contains(stored: AttributeValue, value: AttributeValue) -> bool:
+    (tag, raw), = stored.items()
+    if tag == "S":
+        return "S" in value and value["S"] in raw
+    if tag in ("SS", "NS", "BS"):
+        k = _key(value)
+        return k is not None and k in {_key({tag[0]: x}) for x in raw}
+    if tag == "L":
+        return any(_equal(x, value) for x in raw)
+    return False

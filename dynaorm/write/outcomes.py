@@ -52,7 +52,7 @@ from dynaorm.errors import (
     UniqueConstraintError,
 )
 from dynaorm.model.entity import spec_of
-from dynaorm.model.evaluate import holds
+from dynaorm.model.expressions import holds
 from dynaorm.model.rows import OWNER_PK, OWNER_SK
 from dynaorm.model.spec import old_values
 from dynaorm.model.timestamps import expired

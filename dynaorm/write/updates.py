@@ -26,7 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
-from dynaorm.model.codec import SET, Kind, encode_value, kind_of
+from dynaorm.model.codec import SET, encode_value, kind_of
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
 from dynaorm.model.keys import key_av
@@ -58,7 +58,6 @@ T = TypeVar("T", bound=Entity)
 #: method name -> its update clause
 _CLAUSES = {"set": "SET", "set_default": "DEFAULT", "add": "ADD", "discard": "DELETE",
             "append": "APPEND", "prepend": "PREPEND", "remove": "REMOVE"}
-_UNSET: Any = object()
 
 
 #: per (entity class, field): a TypeAdapter takes milliseconds to build
@@ -128,11 +127,6 @@ def _same(validated: Mapping[str, Any], given: Mapping[str, Any]) -> bool:
     return all(type(v) is type(given[n]) and v == given[n] for n, v in validated.items())
 
 
-def _combine(method: str, kind: Kind, first: Any, then: Any) -> Any:
-    """Two operands of one action as one (discarding both: discarding their union)."""
-    return kind.actions["add" if method == "discard" else method](first, then)
-
-
 class StagedUpdate(StagedWrite, Generic[T]):
     """An update staged in a session by ``s.update(...)``. Its methods add actions and
     return it; ``result`` is the stored entity after the commit."""
@@ -193,7 +187,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     def remove(self, *names: str) -> StagedUpdate[T]:
         """REMOVE fields (they load back as their default); required fields cannot go."""
-        return self._add("remove", dict.fromkeys(names, _UNSET))
+        return self._add("remove", dict.fromkeys(names))
 
     def where(self, condition: Condition) -> StagedUpdate[T]:
         """An extra condition (ANDed with earlier ones); if false: ConditionFailedError."""
@@ -268,7 +262,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
             if prev is not None and kind is not None and method in kind.actions:
-                checked = _combine(method, kind, prev[1], checked)  # they accumulate
+                # they accumulate (discarding both: discarding their union)
+                checked = kind.actions["add" if method == "discard" else method](prev[1], checked)
             self._actions[name] = (method, checked)
         return self
 

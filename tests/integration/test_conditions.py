@@ -17,7 +17,7 @@ from dynaorm import (
     ItemExistsError,
     ItemNotFoundError,
 )
-from dynaorm.model.evaluate import holds
+from dynaorm.model.expressions import holds
 from dynaorm.testing import TestBackend
 from tests.support.models import Note, User
 from tests.support.recording import Requests

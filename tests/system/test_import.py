@@ -136,7 +136,7 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
 #: first operation that needs it
 DEFERRED = frozenset({
     "dynaorm.core.bulk", "dynaorm.core.commit",
-    "dynaorm.model.evaluate", "dynaorm.model.inspection", "dynaorm.model.layouts",
+    "dynaorm.model.inspection", "dynaorm.model.layouts",
     "dynaorm.model.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
     "dynaorm.write.conditions", "dynaorm.write.delete", "dynaorm.write.moves",
     "dynaorm.write.outcomes", "dynaorm.write.records", "dynaorm.write.render",
