@@ -338,6 +338,32 @@ def test_a_custom_attribute_needs_a_field_of_its_own() -> None:
         entity_from_pynamodb(Custom, name="CustomBridged2", fields={"shout": str, "nope": str})
 
 
+def test_a_custom_attribute_a_registered_kind_names_maps_to_that_kind() -> None:
+    # Money is registered once (tests/support/money.py), naming PynamoDB's MoneyAttribute:
+    # the bridge maps such an attribute to a Money field, stored alike on both sides
+    from tests.support.money import Money
+
+    class MoneyAttribute(NumberAttribute):  # PynamoDB's own Money: its cents
+        def serialize(self, value: Money) -> str:
+            return str(super().serialize(value.cents))
+
+        def deserialize(self, value: str) -> Money:
+            return Money(super().deserialize(value))
+
+    class Shop(Model):
+        class Meta:
+            table_name = "shop"
+
+        k = UnicodeAttribute(hash_key=True)
+        price = MoneyAttribute()
+
+    Bridged = entity_from_pynamodb(Shop, name="ShopBridged")
+    assert Bridged.model_fields["price"].annotation is Money
+    assert Bridged(k="a", price=Money(1250)).to_pynamodb().price == Money(1250)
+    assert Bridged.from_pynamodb(Shop(k="b", price=Money(7))).price == Money(7)
+    assert Shop(k="b", price=Money(7)).serialize()["price"] == {"N": "7"}
+
+
 def test_models_the_bridge_cannot_map_are_refused() -> None:
     class Shape(MapAttribute[str, Any]):
         kind = DiscriminatorAttribute()

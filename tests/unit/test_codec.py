@@ -139,3 +139,26 @@ def test_string_and_string_enum_map_keys_are_stored_as_their_text() -> None:
 
     assert encode_value({Name("a"): 1, _Colour.RED: 2}) == {
         "M": {"a": {"N": "1"}, "red": {"N": "2"}}}
+
+
+def test_the_registry_finds_a_kind_by_value_and_by_annotation() -> None:
+    # (0.5) one registry of kinds (dynaorm.model.codec): a value's kind encodes it, a
+    # field annotation's kind says which update actions fit; a registered type is found
+    # both ways, Optional and Annotated seen through
+    from collections.abc import Sequence
+    from typing import Annotated
+
+    from dynaorm.model.codec import kind_of
+    from tests.support.money import MONEY, Money
+
+    assert encode_value(Money(5)) == {"N": "5"}
+    assert encode_value([Money(1), {"m": Money(2)}]) == {
+        "L": [{"N": "1"}, {"M": {"m": {"N": "2"}}}]}
+    assert kind_of(Money) is MONEY and kind_of(Money | None) is MONEY
+    assert kind_of(Annotated[Money | None, "x"]) is MONEY and "add" in MONEY.actions
+    number = kind_of(int)
+    assert number is not None and kind_of(int | Decimal | None) is number
+    assert kind_of(bool) is not number and kind_of(str | int) is None
+    assert set(kind_of(frozenset[str]).actions) == {"add", "discard"}  # type: ignore[union-attr]
+    assert set(kind_of(Sequence[int]).actions) == {"append", "prepend"}  # type: ignore[union-attr]
+    assert kind_of(tuple[int, ...]) is None  # (stored as a list, but no list actions)
