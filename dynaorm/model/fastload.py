@@ -203,7 +203,7 @@ def _tag(schema: Mapping[str, Any]) -> str | None:
     if kind == "function-wrap":  # a stored_as kind's: its base read from the same tag
         inner = schema.get("schema")
         return found.tag if isinstance(inner, dict) and _tag(inner) == found.tag else None
-    if set(schema) - _KEYS:
+    if kind not in found.schemas or set(schema) - _KEYS:
         return None  # (an unknown key might change what the value means: stay plain)
     return found.tag
 
