@@ -61,7 +61,7 @@ from pydantic import (
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 from dynaorm.model.codec import Kind, kinds
-from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.expressions import Condition, F
 from dynaorm.model.keys import KEY_TYPES
 from dynaorm.model.table import GSI, LSI
@@ -118,8 +118,6 @@ class PynamoDBEntity(Entity):
 
     def to_pynamodb(self) -> Model:
         """This object as an instance of its PynamoDB model (the item it is stored as)."""
-        from dynaorm.model.entity import encode_entity
-
         spec = spec_of(type(self))
         item = encode_entity(self, spec)
         model = type(self).__pynamodb_model__

@@ -113,14 +113,9 @@ def _check(other: object) -> Condition:
     return other
 
 
-def _val(ph: Placeholders, value: Any) -> str:
-    if type(value) is _Raw:  # (internal: never subclassed)
-        return ph.value_av(value.av)
-    return ph.value(value)
-
-
 def _av(value: Any) -> AttributeValue:
-    return value.av if type(value) is _Raw else encode_value(value)
+    """A condition's value encoded (one already encoded, internal, as it is)."""
+    return value.av if type(value) is _Raw else encode_value(value)  # (never subclassed)
 
 
 #: the comparisons a test renders between its path and its value
@@ -140,8 +135,8 @@ class _Test(Condition):
     def render(self, ph: Placeholders) -> str:
         op = self.op
         if op in _COMPARISONS:
-            return f"{ph.name(self.path)} {op} {_val(ph, self.args[0])}"
-        rendered = [ph.name(self.path), *[_val(ph, a) for a in self.args]]
+            return f"{ph.name(self.path)} {op} {ph.value_av(_av(self.args[0]))}"
+        rendered = [ph.name(self.path), *[ph.value_av(_av(a)) for a in self.args]]
         if op == "BETWEEN":
             return f"{rendered[0]} BETWEEN {rendered[1]} AND {rendered[2]}"
         if op == "IN":
