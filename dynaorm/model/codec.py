@@ -80,11 +80,11 @@ class Kind:
     pynamodb: tuple[str, ...] = ()
 
 
-def _number(value: int | float | Decimal) -> str:
+def _number(value: int | float | Decimal) -> AttributeValue:
     if (isinstance(value, float) and not math.isfinite(value)) or (
             isinstance(value, Decimal) and not value.is_finite()):
         raise InvalidValueError(f"DynamoDB cannot store the number {value!r}")
-    return repr(value) if isinstance(value, float) else str(value)
+    return {"N": repr(value) if isinstance(value, float) else str(value)}
 
 
 def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
@@ -94,7 +94,7 @@ def _encode_set(value: set[Any] | frozenset[Any]) -> AttributeValue:
     if all(isinstance(v, str) for v in items):
         return {"SS": sorted(items)}
     if all(isinstance(v, int | float | Decimal) and not isinstance(v, bool) for v in items):
-        return {"NS": sorted(_number(v) for v in items)}
+        return {"NS": sorted(_number(v)["N"] for v in items)}
     if all(isinstance(v, bytes) for v in items):
         return {"BS": sorted(items)}
     return {"L": [_encode(v) for v in items]}
@@ -130,7 +130,7 @@ _KINDS: tuple[Kind, ...] = (
     Kind("enum", (enum.Enum,), "", lambda v: _encode(v.value)),
     Kind("bool", (bool,), "BOOL", lambda v: {"BOOL": bool(v)}, frozenset({"bool"}),
          pynamodb=("BooleanAttribute",)),
-    NUMBER := Kind("number", (int, float, Decimal), "N", lambda v: {"N": _number(v)},
+    NUMBER := Kind("number", (int, float, Decimal), "N", _number,
                    frozenset({"int", "float", "decimal"}), {"add": operator.add}, 0),
     Kind("string", (str,), "S", lambda v: {"S": str(v)}, frozenset({"str"}),
          pynamodb=("UnicodeAttribute",)),

@@ -136,7 +136,7 @@ class _Test(Condition):
         op = self.op
         if op in _COMPARISONS:
             return f"{ph.name(self.path)} {op} {ph.value_av(_av(self.args[0]))}"
-        rendered = [ph.name(self.path), *[ph.value_av(_av(a)) for a in self.args]]
+        rendered = [ph.name(self.path), *map(ph.value_av, map(_av, self.args))]
         if op == "BETWEEN":
             return f"{rendered[0]} BETWEEN {rendered[1]} AND {rendered[2]}"
         if op == "IN":
@@ -274,11 +274,18 @@ def all_of(conditions: list[Condition]) -> Condition | None:
 
 def condition_values(cond: Condition) -> list[AttributeValue]:
     """Every value a condition tree carries, encoded (for request size estimates)."""
-    if isinstance(cond, _Bool):
-        return [v for part in reversed(cond.parts) for v in condition_values(part)]
-    if isinstance(cond, _Not):
-        return condition_values(cond.inner)
-    return [_av(v) for v in getattr(cond, "args", ())]
+    out: list[AttributeValue] = []
+    stack = [cond]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _Bool):
+            stack.extend(node.parts)
+        elif isinstance(node, _Not):
+            stack.append(node.inner)
+        else:
+            for v in getattr(node, "args", ()):
+                out.append(v.av if type(v) is _Raw else encode_value(v))
+    return out
 
 
 def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
