@@ -171,9 +171,9 @@ def kinds() -> tuple[Kind, ...]:
 
 
 def register(kind: Kind) -> Kind:
-    """Add ``kind`` to the registry ahead of every kind there (its classes, subclasses
-    included, are its own from now on; register before defining the entities that use
-    it). Returns ``kind``."""
+    """Add ``kind`` to the registry ahead of every kind there, in place of one of its
+    name (its classes, subclasses included, are its own from now on; register before
+    defining the entities that use it). Returns ``kind``."""
     global _KINDS
     _KINDS = (kind, *(k for k in _KINDS if k.name != kind.name))
     _BY_CLASS.clear()
