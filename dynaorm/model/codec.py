@@ -20,6 +20,13 @@ A :class:`Kind` holds, in one record, all that dynaorm decides by a value's type
 - ``pynamodb``: the PynamoDB attribute classes (by name) whose items hold the kind as
   dynaorm stores it, which :mod:`dynaorm.pynamodb` maps onto its fields.
 
+What asks: the codec below (a value's kind encodes it), the fast read path
+(:func:`kind_of_schema`), updates (:func:`kind_of` a field's annotation: which actions fit,
+how they accumulate and apply), the PynamoDB bridge (:func:`kinds`). A kind given in a
+field's ``Annotated`` metadata is that field's own (a field-level kind, whatever the
+value's class), and a schema whose metadata names a kind reads fast only as that kind
+says.
+
 Comparisons are DynamoDB's, by stored type (:func:`dynaorm.model.expressions.holds`): numbers,
 strings and binaries order, ``contains`` looks into strings, sets and lists,
 ``begins_with`` into strings.
