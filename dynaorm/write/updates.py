@@ -26,7 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
-from dynaorm.model.codec import SET, encode_value, kind_of
+from dynaorm.model.codec import SET, Kind, encode_value, kind_of
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
 from dynaorm.model.keys import key_av
@@ -214,9 +214,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _where_err(self, field: str, message: str) -> InvalidValueError:
         return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
 
-    def _check_writable(self, name: str) -> None:
-        """Refuse a field no update may write (unknown, in the key, never stored, the
-        version)."""
+    def _check_writable(self, name: str, method: str) -> Kind | None:
+        """The kind of field ``name`` (:func:`~dynaorm.model.codec.kind_of`); refused when
+        no update may write it (unknown, in the key, never stored, the version) or the
+        kind takes no ``method``."""
         spec = self._spec
         if name not in spec.field_names:
             raise self._where_err(name, f"{spec.name} has no such field")
@@ -228,16 +229,18 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   "update cannot write it")
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
+        annotation = self.entity.model_fields[name].annotation
+        kind = kind_of(annotation)
+        if method not in ("set", "set_default", "remove") and (
+                kind is None or method not in kind.actions):
+            raise self._where_err(name, f"{method}() does not fit a field of type "
+                                  f"{annotation!r}")
+        return kind
 
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         for name, value in values.items():
-            self._check_writable(name)
+            kind = self._check_writable(name, method)
             info = self.entity.model_fields[name]
-            kind = kind_of(info.annotation)
-            if method not in ("set", "set_default", "remove") and (
-                    kind is None or method not in kind.actions):
-                raise self._where_err(name, f"{method}() does not fit a field of type "
-                                      f"{info.annotation!r}")
             if name in self._actions and self._actions[name][0] != method:
                 raise self._where_err(name, f"already has a {self._actions[name][0]}() "
                                       "in this update")
