@@ -1,27 +1,30 @@
 #!/usr/bin/env python
-"""What a save, a query and an async commit cross inside dynaorm: calls, modules, wing
-switches, and climbs back down from a pure floor into an I/O one.
+"""What the everyday paths cross inside dynaorm: calls, modules, wing switches, and climbs
+back down from a pure floor into an I/O one; and the budgets they must keep.
 
-Each path runs once to warm caches, then once under ``sys.setprofile``, against a moto
-server on loopback (dynaorm's own wire). Only calls into dynaorm's own functions count
-(generator resumptions included: each is a frame entered). A *wing* is a sub-package
-(``dynaorm.write``) or a top-level module (``dynaorm.errors``); a *wing switch* is a call
-whose caller is in another wing; a *climb down* is a call from a pure floor (``protocol``,
-``model``, ``write``, ``read``, ``core``; ``transport`` steps/retry/events before 0.4)
-into an I/O one (the drivers, the client, the wire, the sessions).
+Each path runs once to warm caches, then once under ``sys.setprofile`` with the garbage
+collector off, against the canned endpoint of the wire benchmarks (``canned_http.py``: a
+loopback server in a child process answering fixed bodies), over dynaorm's own wire. The
+answers never vary, so neither do the figures. Only calls into dynaorm's own functions
+count (generator resumptions included: each is a frame entered). A *wing* is a
+sub-package (``dynaorm.write``) or a top-level module (``dynaorm.errors``); a *wing switch*
+is a call whose caller is in another wing; a *climb down* is a call from a pure floor
+(``protocol``, ``model``, ``write``, ``read``, ``core``) into an I/O one (``client``,
+``wire``, ``sync``, ``aio``).
 
 Usage::
 
     .venv/bin/python benchmarks/traces.py [--json PATH]
 
-The same script runs on 0.3 (it uses only ``Table(endpoint_url=)``, ``Session``,
-``AsyncSession``), so the figures of both can be set side by side.
+``tests/system/test_budgets.py`` runs :func:`measure` and checks the figures against
+:data:`BUDGETS` and against the table in ``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import sys
 from collections import Counter
@@ -31,27 +34,29 @@ from types import FrameType
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-PURE = ("protocol", "model", "write", "read", "core", "transport.steps", "transport.retry",
-        "transport.events")
-IO = ("client", "wire", "sync", "aio", "transport.sync", "transport.aio")
-_TABLE: Any = None  # the table the traced entities map onto
+from canned_http import canned_endpoint, dynaorm_models
+
+PURE = ("protocol", "model", "write", "read", "core")
+IO = ("client", "wire", "sync", "aio")
+
+#: issue 39's budgets: at most this many calls (and modules) on each path
+BUDGETS: dict[str, dict[str, int]] = {
+    "save + commit": {"calls": 300, "modules": 25},
+    "query page 25": {"calls": 200},
+}
 
 
 def wing(module: str) -> str:
-    """``dynaorm.write.planner`` -> ``write``; ``dynaorm.errors`` -> ``errors``."""
+    """``dynaorm.write.save`` -> ``write``; ``dynaorm.errors`` -> ``errors``."""
     parts = module.split(".")
-    if len(parts) > 2 and parts[1] == "transport":  # 0.3: one wing held both kinds
-        return f"transport.{parts[2]}"
     return parts[1] if len(parts) > 1 else parts[0]
 
 
 def floor(w: str) -> str:
-    if any(w == p or w.startswith(p + ".") for p in PURE):
-        return "pure"
-    if any(w == p or w.startswith(p + ".") for p in IO):
-        return "io"
-    return "edge"
+    """``pure``, ``io`` or ``edge`` (the package's top-level modules)."""
+    return "pure" if w in PURE else "io" if w in IO else "edge"
 
 
 class Trace:
@@ -91,98 +96,92 @@ class Trace:
 
 
 def traced(fn: Callable[[], Any]) -> dict[str, Any]:
+    """``fn`` run once warm, then once traced."""
     fn()  # warm: caches, connections
     trace = Trace()
+    gc.disable()
     sys.setprofile(trace)
     try:
         fn()
     finally:
         sys.setprofile(None)
+        gc.enable()
     return trace.report()
 
 
-async def _close() -> None:
+def measure() -> dict[str, dict[str, Any]]:
+    """The figures of every path, by name."""
+    from dynaorm import AsyncSession, Entity, Session, Unique
     from dynaorm.aio import close
 
-    await close()
+    with canned_endpoint() as url:
+        app, user, _, message = dynaorm_models(url, "dynaorm")
 
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", help="also write the figures here")
-    args = parser.parse_args()
-
-    from pydantic import Field
-
-    from dynaorm import AsyncSession, Entity, Session, Table, Unique, ksuid
-    from dynaorm.testing import moto_server
-
-    with moto_server() as url:
-        table = Table("traces", endpoint_url=url)
-        table.create()
-        global _TABLE
-        _TABLE = table
-
-        class TUser(Entity):
+        class Account(Entity):
             class Meta:
-                table = _TABLE
-                pk = "USER#{user_id}"
+                table = app
+                pk = "ACCOUNT#{account_id}"
                 sk = "PROFILE"
                 unique = ("username", Unique("email", normalize=str.lower))
+                versioned = True
 
-            user_id: str = Field(default_factory=ksuid)
+            account_id: str
             username: str
             email: str
 
-        class TMessage(Entity):
-            class Meta:
-                table = _TABLE
-                pk = "ROOM#{room}"
-                sk = "MSG#{sent}#{message_id}"
-
-            room: str
-            sent: str
-            message_id: str
-            body: str = ""
-
-        Session(table).save_many([TMessage(room="lobby", sent=f"2024-01-{i % 28 + 1:02d}",
-                                           message_id=f"m{i:03d}", body="hello")
-                                  for i in range(30)])
         n = iter(range(1_000_000))
 
         def save() -> None:
             i = next(n)
-            s = Session(table)
-            s.save(TUser(username=f"u{i}", email=f"U{i}@example.com"))
+            s = Session(app)
+            s.save(Account(account_id=f"a{i}", username=f"u{i}", email=f"U{i}@x.com"))
             s.commit()
 
-        def query() -> None:
-            found = Session(table).query(TMessage, room="lobby").limit(25).all()
-            assert len(found) == 25
+        def page() -> None:
+            found = Session(app).query(message, room="r25").limit(25).page()
+            assert len(found.items) == 25
+
+        def get() -> None:
+            assert Session(app).get(user, user_id="u1") is not None
 
         loop = asyncio.new_event_loop()  # one loop: the warm run opens its connections
 
         def async_commit() -> None:
             async def run() -> None:
                 i = next(n)
-                s = AsyncSession(table)
-                s.save(TUser(username=f"a{i}", email=f"A{i}@example.com"))
+                s = AsyncSession(app)
+                s.save(Account(account_id=f"b{i}", username=f"v{i}", email=f"V{i}@x.com"))
                 await s.commit()
             loop.run_until_complete(run())
 
-        figures = {"save + commit": traced(save), "query 25": traced(query),
-                   "async commit": traced(async_commit)}
-        loop.run_until_complete(_close())
+        figures = {"save + commit": traced(save), "query page 25": traced(page),
+                   "get": traced(get), "async commit": traced(async_commit)}
+        loop.run_until_complete(close())
         loop.close()
-        table.delete()
-    print("| path | calls | modules | wing switches | climbs down to I/O |")
-    print("| --- | ---: | ---: | ---: | ---: |")
-    for name, f in figures.items():
-        print(f"| {name} | {f['calls']} | {f['modules']} | {f['wing_switches']} | "
-              f"{f['climbs_down']} |")
+    return figures
+
+
+def table(figures: dict[str, dict[str, Any]]) -> str:
+    """The figures as the Markdown table ``docs/architecture.md`` holds."""
+    lines = ["| path | calls | modules | wing switches | climbs down to I/O |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {name} | {f['calls']} | {f['modules']} | {f['wing_switches']} | "
+              f"{f['climbs_down']} |" for name, f in figures.items()]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    figures = measure()
+    print(table(figures))
     for name, f in figures.items():
         if f["climbs"]:
             print(f"{name}: {f['climbs']}")
+        for key, most in BUDGETS.get(name, {}).items():
+            if f[key] > most:
+                print(f"{name}: {f[key]} {key}, over the budget of {most}")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
 
