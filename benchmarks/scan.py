@@ -29,11 +29,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dynaorm.read.terminals import ITER_PAGE_ITEMS
 from pynamodb.attributes import NumberAttribute, UnicodeAttribute
 from pynamodb.models import Model
 
 from dynaorm import Entity, Session, Table
+from dynaorm.read.spec import ITER_PAGE_ITEMS
 from dynaorm.testing import use_tables
 from tests.support.ddb_local import DynamoDBLocal
 
