@@ -86,6 +86,8 @@ class Problem:
     key: Key
     detail: str
     fix: tuple[dict[str, Any], ...] = field(default=(), compare=False, repr=False)
+    #: the stored type name no class claims (``unclaimed-type`` only)
+    type_name: str = field(default="", compare=False)
 
     @property
     def repairable(self) -> bool:
@@ -450,7 +452,7 @@ class _Auditor:
         if name is not None:
             self.problems.append(Problem("unclaimed-type", key, (
                 f"type name {name!r} is claimed by no class, reads skip it: "
-                f"{fix_hint(name)}")))
+                f"{fix_hint(name)}"), type_name=name))
 
     def check_index(self, key: Key, item: Item, spec: EntitySpec,
                     want: dict[str, str]) -> None:

@@ -49,6 +49,8 @@ class _State:
     scanned: int = 0
     pages: int = 0
     problems: list[str] = field(default_factory=list)
+    #: items per stored type name no class claims
+    unclaimed: dict[str, int] = field(default_factory=dict)
     seen: list[list[str]] = field(default_factory=list)
     unrepairable: int = 0
     repaired: int = 0
@@ -59,15 +61,17 @@ class _State:
     def check_items(self) -> None:
         """TypeError unless ``problems`` and ``seen`` hold strings (a hand-edited file)."""
         if not all(isinstance(p, str) for p in self.problems) or not all(
+                isinstance(n, str) and type(c) is int for n, c in self.unclaimed.items()
+        ) or not all(
                 isinstance(k, list) and all(isinstance(x, str) for x in k) for k in self.seen):
-            raise TypeError("problems and seen must hold strings")
+            raise TypeError("problems and seen must hold strings, unclaimed counts by name")
 
 
 #: the type each field of a check checkpoint must have
 _TYPES: dict[str, type] = {
     "table": str, "repair": bool, "done": bool, "scanned": int, "pages": int,
     "unrepairable": int, "repaired": int, "failed": int, "resolved": int, "problems": list,
-    "seen": list}
+    "unclaimed": dict, "seen": list}
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,8 @@ class CheckResult:
     resumed: bool
     #: problems a live writer resolved between the audit and their repair
     resolved: int = 0
+    #: items (earlier runs included) per stored type name no class claims
+    unclaimed: dict[str, int] = field(default_factory=dict)
 
     @property
     def left(self) -> int:
@@ -362,6 +368,9 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
                 problems.append(problem)
                 state.seen.append(list(mark))
                 state.problems.append(str(problem))
+                if problem.type_name:
+                    state.unclaimed[problem.type_name] = (
+                        state.unclaimed.get(problem.type_name, 0) + 1)
         state.unrepairable += sum(not p.repairable for p in problems)
         if fix:
             done, resolved = _repair(table, problems)
@@ -377,4 +386,5 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         if progress is not None:
             progress(state.scanned)
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
-                       state.repaired, state.failed, resumed, state.resolved)
+                       state.repaired, state.failed, resumed, state.resolved,
+                       dict(state.unclaimed))

@@ -13,7 +13,6 @@ Exit codes scripts can rely on:
 from __future__ import annotations
 
 import argparse
-import ast
 import importlib
 import importlib.util
 import os
@@ -265,7 +264,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
           f"{len(result.problems)} problem(s)", file=out)
     for line in result.problems:
         print(f"  {line}", file=out)
-    _unclaimed_summary(result.problems, out)
+    _unclaimed_summary(result.unclaimed, out)
     if not result.problems:
         return EXIT_OK
     if not args.repair:
@@ -282,18 +281,11 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if not result.left else EXIT_PROBLEMS
 
 
-_UNCLAIMED = re.compile(r"unclaimed-type .*\(type name ('(?:[^'\\]|\\.)*'|\"[^\"]*\")")
-
-
-def _unclaimed_summary(problems: Sequence[str], out: TextIO) -> None:
+def _unclaimed_summary(unclaimed: dict[str, int], out: TextIO) -> None:
     """One line per stored type name no class claims, with its count of items and the fix."""
-    counts: dict[str, int] = {}
-    for line in problems:
-        if m := _UNCLAIMED.match(line):
-            counts[m[1]] = counts.get(m[1], 0) + 1
-    for name, count in counts.items():
-        print(f"type name {name} is claimed by no class: {count} item(s) that every read "
-              f"skips; {fix_hint(ast.literal_eval(name))}", file=out)
+    for name, count in unclaimed.items():
+        print(f"type name {name!r} is claimed by no class: {count} item(s) that every read "
+              f"skips; {fix_hint(name)}", file=out)
 
 
 def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
