@@ -5,7 +5,9 @@ fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.mode
 from __future__ import annotations
 
 import itertools
+import json
 import logging
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +16,8 @@ from dynaorm import Entity, ItemExistsError, Previous, Table
 from dynaorm.model import unclaimed
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_items
+from dynaorm.tools.check import check_table
+from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.cli import main
 from tests.support.models import EMsg, Note
 from tests.support.recording import send
@@ -177,3 +181,41 @@ def test_a_class_defined_later_claims_its_names_for_reads_already_made(
             x: str
 
         assert read() == (["0"], 0)
+
+
+@pytest.mark.sync_only
+def test_a_resumed_check_counts_unclaimed_names_of_its_earlier_runs(
+        db: TestBackend, tmp_path: Path) -> None:
+    """The counts of the summary are kept with the checkpoint: a run stopped after its
+    first page and resumed reports every unclaimed item once, whichever run found it."""
+    for n in range(4):
+        _put_renamed(db, f"r{n}")
+    _put_renamed(db, "r4", type_name="Gone")
+    checkpoint = tmp_path / "check.json"
+    stopped: dict[str, Any] = {}
+
+    def stop_after_first_page(scanned: int) -> None:
+        if scanned and not stopped:
+            stopped["at"] = scanned
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        check_table(db.table, checkpoint=checkpoint, page_size=2,
+                    progress=stop_after_first_page)
+    kept = json.loads(checkpoint.read_text())["unclaimed"]
+    assert sum(kept.values()) <= stopped["at"]
+    result = check_table(db.table, checkpoint=checkpoint, page_size=2)
+    assert result.resumed
+    assert result.unclaimed == {"OldNote": 4, "Gone": 1}
+    assert check_table(db.table).unclaimed == {"OldNote": 4, "Gone": 1}
+
+
+@pytest.mark.sync_only
+def test_a_checkpoint_with_unclaimed_counts_that_are_not_counts_is_refused(
+        db: TestBackend, tmp_path: Path) -> None:
+    path = tmp_path / "edited.json"
+    for bad in ({"OldNote": "2"}, {"OldNote": True}, ["OldNote"]):
+        path.write_text(json.dumps({"table": db.table.name, "repair": False, "scanned": 1,
+                                    "unclaimed": bad}))
+        with pytest.raises(CheckpointError, match="not a dynaorm check checkpoint"):
+            check_table(db.table, checkpoint=path)
