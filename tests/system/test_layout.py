@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import importlib
 import textwrap
-from collections import deque
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -80,29 +79,14 @@ def components(graph: Mapping[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
-def circle_through(graph: Mapping[str, set[str]], members: Sequence[str]) -> list[str]:
-    """One chain of imports around a circle: from its first module back to it, through
-    modules of ``members`` only (breadth first: a shortest one)."""
-    start, inside = members[0], set(members)
-    came_from: dict[str, str] = {}
-    queue = deque(sorted(graph[start] & inside))
-    for first in queue:
-        came_from[first] = start
-    while queue:
-        node = queue.popleft()
-        if node == start:
-            break
-        for nxt in sorted(graph[node] & inside):
-            if nxt not in came_from:
-                came_from[nxt] = node
-                queue.append(nxt)
-    chain = [start]
-    node = came_from[start]
-    while node != start:
-        chain.append(node)
-        node = came_from[node]
-    chain.append(start)
-    return list(reversed(chain))
+def circle_through(built: grimp.ImportGraph, members: Sequence[str]) -> list[str]:
+    """One chain of imports around a circle: from its first module back to it (a shortest
+    one, by grimp). A chain back to the first module cannot leave the circle's members:
+    every module on it would belong to the circle."""
+    start = members[0]
+    back = [built.find_shortest_chain(importer=first, imported=start)
+            for first in sorted(built.find_modules_directly_imported_by(start) & set(members))]
+    return [start, *min((chain for chain in back if chain), key=len)]
 
 
 def _link(built: grimp.ImportGraph, importer: str, imported: str) -> str:
@@ -122,7 +106,7 @@ def circles(package: str) -> list[str]:
     for members in components(graph):
         if len(members) < 2:
             continue
-        chain = circle_through(graph, members)
+        chain = circle_through(built, members)
         links = "\n    ".join(_link(built, a, b) for a, b in pairwise(chain))
         out.append(f"a circle of {len(members)} modules: {', '.join(members)}\n"
                    f"  one chain around it:\n    {links}")
@@ -175,7 +159,7 @@ def test_the_check_sees_circles_made_by_deferred_and_type_only_imports(
     })
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
-    graph, _ = import_graph("circled_probe")
+    graph, built = import_graph("circled_probe")
     assert components(graph) == [
         ["circled_probe"], ["circled_probe.a", "circled_probe.b"],
         ["circled_probe.c", "circled_probe.d", "circled_probe.e"], ["circled_probe.f"]]
@@ -188,7 +172,7 @@ def test_the_check_sees_circles_made_by_deferred_and_type_only_imports(
             "b_module)" in found[0])
     assert found[1].startswith("a circle of 3 modules: circled_probe.c, circled_probe.d, "
                                "circled_probe.e")
-    assert circle_through(graph, ["circled_probe.c", "circled_probe.d", "circled_probe.e"]
+    assert circle_through(built, ["circled_probe.c", "circled_probe.d", "circled_probe.e"]
                           ) == ["circled_probe.c", "circled_probe.d", "circled_probe.e",
                                 "circled_probe.c"]
 
