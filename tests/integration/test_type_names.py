@@ -186,28 +186,37 @@ def test_a_class_defined_later_claims_its_names_for_reads_already_made(
 @pytest.mark.sync_only
 def test_a_resumed_check_counts_unclaimed_names_of_its_earlier_runs(
         db: TestBackend, tmp_path: Path) -> None:
-    """The counts of the summary are kept with the checkpoint: a run stopped after its
-    first page and resumed reports every unclaimed item once, whichever run found it."""
+    """The counts of the summary are kept with the checkpoint: a run stopped after any
+    page (or after every page) and resumed reports every unclaimed item once, whichever
+    run found it, as a run never stopped does."""
     for n in range(4):
         _put_renamed(db, f"r{n}")
     _put_renamed(db, "r4", type_name="Gone")
-    checkpoint = tmp_path / "check.json"
-    stopped: dict[str, Any] = {}
+    whole = check_table(db.table, page_size=2)
+    assert whole.unclaimed == {"OldNote": 4, "Gone": 1}
+    pages = -(-whole.scanned // 2)
+    for stops in [{k} for k in range(1, pages)] + [set(range(1, pages))]:
+        checkpoint = tmp_path / f"check-{min(stops)}-{len(stops)}.json"
+        left, runs = set(stops), 0
 
-    def stop_after_first_page(scanned: int) -> None:
-        if scanned and not stopped:
-            stopped["at"] = scanned
-            raise KeyboardInterrupt
+        def stop_at(scanned: int, path: Path = checkpoint, left: set[int] = left) -> None:
+            state = json.loads(path.read_text())  # (written before each call)
+            if state["pages"] in left:
+                left.discard(state["pages"])
+                assert sum(state["unclaimed"].values()) <= scanned
+                raise KeyboardInterrupt
 
-    with pytest.raises(KeyboardInterrupt):
-        check_table(db.table, checkpoint=checkpoint, page_size=2,
-                    progress=stop_after_first_page)
-    kept = json.loads(checkpoint.read_text())["unclaimed"]
-    assert sum(kept.values()) <= stopped["at"]
-    result = check_table(db.table, checkpoint=checkpoint, page_size=2)
-    assert result.resumed
-    assert result.unclaimed == {"OldNote": 4, "Gone": 1}
-    assert check_table(db.table).unclaimed == {"OldNote": 4, "Gone": 1}
+        while True:
+            runs += 1
+            try:
+                result = check_table(db.table, checkpoint=checkpoint, page_size=2,
+                                     progress=stop_at)
+            except KeyboardInterrupt:
+                continue
+            break
+        assert runs > 1 and result.resumed, stops
+        assert result.unclaimed == whole.unclaimed, stops
+        assert result.problems == whole.problems, stops
 
 
 @pytest.mark.sync_only
