@@ -8,12 +8,13 @@ been."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.commit import READS, commit_p, send_p, settle
+from dynaorm.core.commit import commit_p, send_p, settle
 from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import (
     BulkWriteError,
@@ -27,6 +28,7 @@ from dynaorm.errors import (
 from dynaorm.model.entity import Entity, encode_entity, spec_of
 from dynaorm.model.expressions import all_of
 from dynaorm.model.keys import key_id, wire_key
+from dynaorm.model.rows import REVISION
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
@@ -35,7 +37,6 @@ from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.write.conditions import as_loaded
 from dynaorm.write.delete import DeleteEntry
-from dynaorm.write.outcomes import same_item
 from dynaorm.write.records import Outcome
 from dynaorm.write.render import WritePlan, check_batch_delete, check_batch_put, compile_commit
 from dynaorm.write.save import SaveEntry
@@ -137,6 +138,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         written = stamped(obj, pairs)
         key = spec.primary_key(written.__dict__)
         item = encode_entity(written, spec, key=key)  # (the key rendered once)
+        item[REVISION] = {"S": os.urandom(8).hex()}  # (as every write: see write/outcomes)
         check_batch_put(spec.cls, key, item)  # the gate every write passes
         ident = (spec.table.name, key_id(key))
         _refuse_twice(ident in loaded, spec.name, key)
@@ -166,8 +168,10 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
                   keys: Iterable[Mapping[str, Any]] | None, concurrency: int,
                   observed: bool) -> Proto[None]:
     """Keys and never-loaded objects go in BatchWriteItem deletes (25 a request, per
-    table); loaded objects as a DeleteItem conditioned on the item being gone or still as
-    loaded (a newer state is never deleted silently). A call that cannot finish raises
+    table); loaded objects as one DeleteItem each, conditioned on the item being gone or
+    still as loaded: every attribute it held (its revision among them, so anything
+    another dynaorm writer stored since the load), every declared one it lacked still
+    absent (a newer state is never deleted silently). A call that cannot finish raises
     :class:`~dynaorm.BulkWriteError` (``delete_many(Entity, keys)`` reports the keys as
     given)."""
     check_concurrency(concurrency)
@@ -271,11 +275,6 @@ def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]
         settle(outcomes)
         result.written.append(obj)
         return
-    if isinstance(entry, DeleteEntry):
-        changed = yield from _changed_since_load(obj)
-        if changed is not None:
-            result.failed(obj, changed, unknown=False)
-            return
     try:
         yield from send_p(plan, outcomes, observed)
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
@@ -305,18 +304,6 @@ def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult
         result.failed_by(key, exc)
         return
     result.written.append(key)
-
-
-def _changed_since_load(obj: Entity) -> Proto[ConcurrentModificationError | None]:
-    """A bulk delete of a loaded object reads the item first (consistently): a condition
-    can name only the attributes the class declares, so an attribute another writer (a
-    newer model) added after the load is seen here; such an item is not deleted."""
-    state = obj._dynaorm_state
-    assert state is not None
-    stored = yield from READS.item(spec_of(type(obj)).table, state.key)
-    if stored is None or same_item(stored, state.item):
-        return None  # (gone: deleted as asked; as loaded: the conditioned delete decides)
-    return _changed(obj, state.key)
 
 
 def _changed(obj: Entity, key: PlainKey | None) -> ConcurrentModificationError:

@@ -44,18 +44,18 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.keys import key_value, wire_key
+from dynaorm.model.keys import key_id, key_value, wire_key
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import VERSION_WIDTH, history_sk, parse_version_sk
+from dynaorm.model.rows import REVISION, VERSION_WIDTH, history_sk, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import DELETED, InstanceState
 from dynaorm.model.table import TableSchema
 from dynaorm.model.timestamps import apply_stamps
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
-from dynaorm.write.outcomes import failure, same_item, unapplied_by
+from dynaorm.write.outcomes import failure, revision, unapplied_by
 from dynaorm.write.records import ConditionCheck, Outcome, Prepared, StagedWrite
-from dynaorm.write.render import WritePlan, compile_commit
+from dynaorm.write.render import WritePlan, compile_commit, stamps
 
 __all__ = ["READS", "commit_p", "pending", "plan_p", "prepare_p", "send_p", "settle",
            "write_origins"]
@@ -201,15 +201,19 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
     origins = write_origins(plan) if observed else ()
     probed: list[Item | None] = []  # what a probe read after the last attempt, when it
     # proved nothing: the read back after a failure takes it (no second read)
+    token = os.urandom(16).hex()  # 128 random bits, 32 of DynamoDB's 36 characters
+    rev = token[:16]  # the revision the plan's rows are stamped with (64 random bits)
+    _stamp(plan, outcomes, rev)
     if plan.single_item:
         op = plan.ops[0]
-        operation, request = plan.single_request()
+        operation, request = plan.single_request(rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
+        loaded = _loaded_revision(op.origin.table, op.key, outcomes)
 
         def unapplied(item: Item | None) -> bool:
             """Whether the item read after a 5xx proves the single-item write unapplied
             (then it is retried); one that proves nothing ends the attempts at once."""
-            proved = unapplied_by(op, item)
+            proved = unapplied_by(item, loaded)
             probed[:] = [] if proved else [item]
             return proved
 
@@ -221,8 +225,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
             "TableName": op.origin.table.name, "Key": wire_key(op.key),
             "ConsistentRead": True}, origins), unapplied=unapplied)
     else:
-        # a fresh token per commit: 128 random bits, 32 of DynamoDB's 36 characters
-        request = plan.transaction_request(os.urandom(16).hex())
+        request = plan.transaction_request(token, rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
         step = Call("TransactWriteItems", request, origins, True)
 
@@ -236,7 +239,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
             response: dict[str, Any] = yield step
             return response
         except RequestError as exc:
-            error = yield from failure(plan, exc, read)
+            error = yield from failure(plan, exc, read, rev)
             if error is None:  # applied: the commit succeeded, its answer was lost
                 return {}
             if error is exc:
@@ -248,6 +251,27 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
                 key = id(outcome.obj)
                 _PENDING[key] = (weakref.ref(outcome.obj, _forgetter(key)), outcome)
         raise
+
+
+def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:
+    """The states ``outcomes`` promise, with the revision ``rev`` their rows will hold."""
+    rows = {(op.origin.table.name, key_id(op.key)) for op in plan.ops if stamps(op)}
+    for at, outcome in enumerate(outcomes):
+        state = outcome.state
+        if state is not None and (spec_of(type(outcome.obj)).table.name,
+                                  key_id(state.key)) in rows:
+            outcomes[at] = outcome._replace(state=state.revised({REVISION: {"S": rev}}))
+
+
+def _loaded_revision(table: TableSchema, key: PlainKey, outcomes: list[Outcome]
+                     ) -> str | None:
+    """The revision the object written at ``key`` was loaded with (``None``: none)."""
+    for outcome in outcomes:
+        state = outcome.obj._dynaorm_state
+        if state is not None and spec_of(type(outcome.obj)).table is table and (
+                key_id(state.key) == key_id(key)):
+            return revision(state.item)
+    return None
 
 
 def settle(outcomes: list[Outcome]) -> None:
@@ -264,7 +288,7 @@ def settle(outcomes: list[Outcome]) -> None:
 
 def _resolve_abandoned(obj: Entity) -> Proto[None]:
     """An object whose last commit was closed after sending (see :func:`send_p`): read
-    what is stored at the key it was written to; when it is what that commit wrote, the
+    what is stored at the key it was written to; when it holds that commit's revision, the
     write landed and the object takes the state it promised (so saving it again is an
     update, not an insert that fails with ``ItemExistsError``)."""
     entry = _PENDING.pop(id(obj), None)
@@ -273,7 +297,8 @@ def _resolve_abandoned(obj: Entity) -> Proto[None]:
     outcome = entry[1]
     assert outcome.state is not None
     stored = yield from READS.item(spec_of(type(obj)).table, outcome.state.key)
-    if stored is not None and same_item(stored, outcome.state.item):
+    if revision(outcome.state.item) is not None and (
+            revision(stored) == revision(outcome.state.item)):
         settle([outcome])
 
 

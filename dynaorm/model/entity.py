@@ -88,6 +88,16 @@ class Entity(BaseModel):
         _set_state(copy, raw_state(self))  # immutable: shared
         return copy
 
+    def __getstate__(self) -> dict[Any, Any]:
+        # pickled with its persistence state (a loaded object stays loaded: a task queue,
+        # another process); the state pickles as its plain form (InstanceState.__reduce__)
+        return {**super().__getstate__(), "_dynaorm_slot": raw_state(self)}
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        slot = state.pop("_dynaorm_slot", None)
+        super().__setstate__(state)
+        _set_state(self, slot)
+
     @classmethod
     def _from_item(cls, item: Item, spec: EntitySpec | None = None) -> Self:
         """Build an object from a stored item and mark it persisted."""

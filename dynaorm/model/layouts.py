@@ -141,6 +141,9 @@ class MovedState(InstanceState):
         super().__init__(key, item, version)
         self.history = history
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MovedState, (self.key, self.item, self.version, self.history)
+
 
 
 

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dynaorm.errors import DynaormError
 
-__all__ = ["GUARD_TYPE", "LATEST_PREFIX", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD",
-           "VERSION_TTL", "VERSION_WIDTH", "history_sk", "parse_version_sk", "version_sk"]
+__all__ = ["GUARD_TYPE", "LATEST_PREFIX", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "REVISION",
+           "UNIQUE_FIELD", "VERSION_TTL", "VERSION_WIDTH", "history_sk", "parse_version_sk",
+           "version_sk"]
 
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
@@ -21,6 +22,11 @@ GUARD_TYPE = "dynaorm:unique"
 #: where a version row keeps the TTL value its entity had (never under the table's TTL
 #: attribute: DynamoDB would expire history rows one by one, leaving gaps)
 VERSION_TTL = "_version_ttl"
+#: the revision every dynaorm write stamps on an entity's row (a fresh random value per
+#: request): after an answer that may have been lost, a consistent read proves the write
+#: applied (the row holds this write's revision) or not applied (it still holds the one
+#: the object was loaded with: revisions never recur). See write/outcomes.py.
+REVISION = "_rev"
 
 
 def version_sk(base: str, version: int | None) -> str:

@@ -251,6 +251,19 @@ class InstanceState:
         assert isinstance(data, tuple)
         return {name: _render(value) for name, value in zip(shape.names, data, strict=True)}
 
+    def revised(self, attrs: Item) -> InstanceState:
+        """This state with ``attrs`` set on its item (a copy, of the same kind)."""
+        new = object.__new__(type(self))
+        for name in (n for c in type(self).__mro__ for n in getattr(c, "__slots__", ())):
+            object.__setattr__(new, name, getattr(self, name))
+        new._key, new._data, new._shape = self.key, {**self.item, **attrs}, None
+        new._rendered = None
+        return new
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # (pickled as its plain form: a page's bytes and a shape stay behind)
+        return InstanceState, (self.key, self.item, self.version)
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, InstanceState):
             return NotImplemented

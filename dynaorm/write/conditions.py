@@ -17,13 +17,14 @@ from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
 from dynaorm.model.codec import encode_value
 from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
-from dynaorm.model.rows import VERSION_TTL
+from dynaorm.model.rows import REVISION, VERSION_TTL
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.timestamps import encode_ttl
 from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 
 __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
+           "expect_stored_version",
            "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
 
 
@@ -62,9 +63,10 @@ def as_loaded(spec: EntitySpec, stored: Item, leave: set[str] | frozenset[str] =
     held still holds its value, and every attribute the class writes that it did not hold
     (a field left out while ``None``, a sparse index key) is still absent, so a value
     another writer set after the load is never dropped. ``leave``: attributes the caller
-    conditions otherwise. (An attribute no class here declares, added after the load, is
-    beyond what a condition can name: see failure-semantics.md.)"""
-    absent = declared(spec) - stored.keys() - leave
+    conditions otherwise. Every dynaorm write stamps the row's revision, so one since the
+    load fails this, whatever it wrote. (An attribute a writer outside dynaorm added after
+    the load is beyond what a condition can name: see failure-semantics.md.)"""
+    absent = (declared(spec) | {REVISION}) - stored.keys() - leave
     return [*stored_as(stored, set(stored) - leave),
             *(not_exists(a) for a in sorted(absent))]
 
@@ -105,6 +107,23 @@ def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> N
             f"If-Match), but the object was loaded at version {loaded}: the stored item is "
             "not the version expected; reload it", entity=spec.cls, key=state.key,
             item=spec.cls._from_item(state.item, spec))
+
+
+def expect_stored_version(spec: EntitySpec, obj: Any, stored: InstanceState | None) -> None:
+    """An overwrite honours a version the caller set (If-Match: ``obj.version`` other than
+    the version the object was loaded at, or any for a new object): the stored item, read
+    just before planning (``None``: none), must be at that version, else
+    :class:`ConcurrentModificationError` and nothing is sent."""
+    expected, own = obj.__dict__.get("version"), obj._dynaorm_state
+    if expected == (0 if own is None else own.version or 0):
+        return  # no version set by the caller: last writer wins
+    version = 0 if stored is None else stored.version or 0
+    if expected != version:
+        raise ConcurrentModificationError(
+            f"{spec.name} {spec.primary_key(obj.__dict__)}: expected version {expected} "
+            f"(obj.version, an If-Match), but version {version} is stored; not overwritten",
+            entity=spec.cls, key=spec.primary_key(obj.__dict__),
+            item=None if stored is None else spec.cls._from_item(stored.item, spec))
 
 
 def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,

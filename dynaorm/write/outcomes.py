@@ -7,35 +7,33 @@ session's own order, so reason ``i`` is explained by ``plan.ops[i].origin``
 (:func:`map_failure`).
 
 When an attempt of a write may have been applied (a timeout or a dropped connection after
-sending, a 5xx), the failure alone does not say what is stored. Two cases:
+sending, a 5xx), the failure alone does not say what is stored, and neither do equal
+values (another writer may have made the same change), absence (another may have deleted
+what this write inserted) or presence (another may have put back what it deleted). What
+proves an outcome is the revision (:data:`~dynaorm.model.rows.REVISION`): every request
+stamps a fresh random one on the rows it puts or updates, so a row holding this request's
+revision was written by it (and once: nothing is resent unless proved unapplied), and a row
+still holding the revision its object was loaded with was not (a revision never recurs).
 
 - a single-item write (``PutItem``, ``UpdateItem``, ``DeleteItem``) carries no idempotency
-  token, so it is never resent after such an attempt (a resend could apply over a state
-  another writer committed in between, or apply twice). :func:`failure` reads the item
-  back consistently instead (:func:`read_back`): when it holds what this write writes, the
-  write succeeded; otherwise :class:`~dynaorm.OutcomeUnknownError` -- never a definite
-  error, since the attempt may have been applied and then overwritten;
+  token. After a 5xx, a consistent read (the step's probe) that finds the loaded revision
+  proves it unapplied: it is resent (:func:`unapplied_by`). Otherwise it is never resent;
+  :func:`read_back` reports it applied when the row holds this write's revision, else
+  :class:`~dynaorm.OutcomeUnknownError` (so a delete, which leaves nothing to hold a
+  revision, or an insert whose row is gone, is unknown);
 - a transaction carries its ``ClientRequestToken`` on every attempt, and DynamoDB applies a
-  token at most once (10 minutes): it is resent, and :func:`resolve` decides from the
-  failed request's own evidence: the retried condition failed, and every failed action's
-  stored item (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) is what this commit wrote:
-  the earlier attempt was applied (:data:`APPLIED`; engines that ignore tokens, like moto);
-  the retried condition failed on a state this commit did not write: a definite failure,
-  mapped as usual (``None``: DynamoDB answers a replayed token with success, so a
-  condition failure means the token was never applied); anything else (attempts ran out
-  on throttling, 5xx or timeouts): :class:`~dynaorm.OutcomeUnknownError`.
-
-"What this commit wrote" is: for a put, the same item; for a delete, no item; for an
-update, every attribute it sets holds the value set, every attribute it removes is absent
-and every ``set_default`` attribute is there (an update that adds, appends, prepends or
-discards cannot be told from the stored item: never "written"). A condition check writes
-nothing, so its failure is never explained by this commit.
+  token at most once (10 minutes), answering a replay with success: it is resent, and
+  :func:`resolve` decides from the failed request's own evidence: a failed condition whose
+  stored item holds this commit's revision means an earlier attempt was applied
+  (:data:`APPLIED`; engines that ignore tokens, like moto); any other failed condition is
+  a definite failure (the token was never applied), mapped as usual (``None``); anything
+  else (attempts ran out on throttling, 5xx or timeouts):
+  :class:`~dynaorm.OutcomeUnknownError`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
-from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from dynaorm._types import Item, PlainKey
@@ -53,19 +51,19 @@ from dynaorm.errors import (
 )
 from dynaorm.model.entity import spec_of
 from dynaorm.model.expressions import holds
-from dynaorm.model.rows import OWNER_PK, OWNER_SK
+from dynaorm.model.rows import OWNER_PK, OWNER_SK, REVISION
 from dynaorm.model.spec import old_values
 from dynaorm.model.timestamps import expired
 from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.events import Reason
-from dynaorm.write.records import Delete, Fail, Op, Put, Role, Update
-from dynaorm.write.render import WritePlan
+from dynaorm.write.records import Fail, Op, Role
+from dynaorm.write.render import WritePlan, stamps
 
 if TYPE_CHECKING:
     from dynaorm.model.table import TableSchema
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
-           "unapplied_by", "written_by"]
+           "revision", "unapplied_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -79,15 +77,15 @@ APPLIED: Final = "applied"
 _CONDITION = frozenset({"ConditionalCheckFailed", "ConditionalCheckFailedException"})
 
 
-def failure(plan: WritePlan, exc: RequestError, read: Read
+def failure(plan: WritePlan, exc: RequestError, read: Read, rev: str | None = None
             ) -> Reading[DynaormError | None]:
-    """What the failed send of ``plan`` means: ``None`` when an attempt that may have been
-    applied was (the write succeeded), else the error to raise: an
-    :class:`~dynaorm.OutcomeUnknownError`, the typed error of a definite failure, or
-    ``exc`` itself when no typed error says more."""
+    """What the failed send of ``plan`` (stamped with revision ``rev``) means: ``None``
+    when an attempt that may have been applied provably was (the write succeeded), else
+    the error to raise: an :class:`~dynaorm.OutcomeUnknownError`, the typed error of a
+    definite failure, or ``exc`` itself when no typed error says more."""
     if exc.maybe_applied and plan.single_item and exc.code != "ResourceNotFoundException":
-        return (yield from read_back(plan, exc, read))
-    outcome = resolve(plan, exc)
+        return (yield from read_back(plan, exc, read, rev))
+    outcome = resolve(plan, exc, rev)
     if outcome == APPLIED:
         return None
     if isinstance(outcome, DynaormError):
@@ -95,32 +93,47 @@ def failure(plan: WritePlan, exc: RequestError, read: Read
     return (yield from map_failure(plan, exc, read))
 
 
-def read_back(plan: WritePlan, exc: RequestError, read: Read
+def revision(item: Item | None) -> str | None:
+    """The revision a stored item holds (``None``: no item, or none stamped)."""
+    av = None if item is None else item.get(REVISION)
+    return None if av is None else av.get("S")
+
+
+def read_back(plan: WritePlan, exc: RequestError, read: Read, rev: str | None
               ) -> Reading[OutcomeUnknownError | None]:
     """After a single-item write's attempt that may have been applied (and was not
-    resent): ``None`` when a consistent read shows the item holds what the write writes
-    (it succeeded), else an :class:`~dynaorm.OutcomeUnknownError` saying what is stored."""
+    resent): ``None`` when a consistent read shows the row holds this write's revision
+    ``rev`` (it succeeded), else an :class:`~dynaorm.OutcomeUnknownError` saying what is
+    stored."""
     op = plan.ops[0]
     try:
         stored = yield from read(op.origin.table, op.key)
     except RequestError as err:
         return unknown(plan, exc, f"reading the item back failed too ({err.code})")
-    if written_by(op, stored):
+    if rev is not None and stamps(op) and revision(stored) == rev:
         return None
-    return unknown(plan, exc, "the item read back does not hold what this write writes "
-                   "(another writer may have changed it since)" if stored is not None
-                   else "no item is stored now")
+    return unknown(plan, exc, "no item is stored now" if stored is None else
+                   "the item read back does not hold this write's revision")
 
 
-def resolve(plan: WritePlan, exc: RequestError) -> str | OutcomeUnknownError | None:
+def unapplied_by(stored: Item | None, loaded: str | None) -> bool:
+    """Whether ``stored`` (read after a 5xx) proves a single-item write not applied, so
+    that resending it is the retry every SDK makes: it still holds ``loaded``, the
+    revision the written object was loaded with (applied, the write would have replaced
+    it, and no revision recurs). Nothing else proves it: not absence, not equal values."""
+    return loaded is not None and revision(stored) == loaded
+
+
+def resolve(plan: WritePlan, exc: RequestError, rev: str | None = None
+            ) -> str | OutcomeUnknownError | None:
     """:data:`APPLIED`, an :class:`OutcomeUnknownError`, or ``None`` (the failure is
-    definite: map it as usual) for a failed send of ``plan``."""
+    definite: map it as usual) for a failed send of ``plan`` stamped with ``rev``."""
     if not exc.maybe_applied or exc.code == "ResourceNotFoundException":
         return None
     failed = _condition_failures(plan, exc)
     if failed is None:
         return unknown(plan, exc)
-    if failed and all(written_by(op, item) for op, item in failed):
+    if rev is not None and any(stamps(op) and revision(item) == rev for op, item in failed):
         return APPLIED
     return None
 
@@ -166,91 +179,6 @@ def _condition_failures(plan: WritePlan, exc: RequestError
             return None
         failed.append((op, reason.item))
     return failed
-
-
-def written_by(op: Op, stored: Item | None) -> bool:
-    """Whether ``stored`` (an item in wire form, or ``None``) is what ``op`` writes."""
-    if isinstance(op, Put):
-        return stored is not None and same_item(stored, op.item)
-    if isinstance(op, Delete):
-        return stored is None
-    if isinstance(op, Update):
-        if stored is None:
-            return False
-        return (all(k in stored and same_value(stored[k], v) for k, v in op.set.items())
-                and not any(k in stored for k in op.remove)
-                and all(_clause_written(c, stored) for c in op.clauses))
-    return False
-
-
-def unapplied_by(op: Op, stored: Item | None) -> bool:
-    """Whether ``stored`` (read after a 5xx) proves that ``op``, a single-item write, was
-    not applied, so that resending it is the retry every SDK makes: an insert with no
-    item stored (applied, it would have left its item), a delete whose condition still
-    holds on the item stored (applied, it would have left none). An update or a blind
-    put proves nothing: another writer may have reverted or replaced what it wrote.
-    (Applied and then undone by another writer in that instant, a delete's item put back
-    or an insert's item deleted, the resend would apply again: the cost of retrying
-    5xx, documented in the failure-semantics guide.)"""
-    if isinstance(op, Put):
-        return op.origin.fail is Fail.EXISTS and op.condition is not None and stored is None
-    if isinstance(op, Delete):
-        return stored is not None and (op.condition is None or holds(op.condition, stored))
-    return False
-
-
-def _clause_written(clause: tuple[str, str, Any], stored: Item) -> bool:
-    """Whether ``stored`` holds what one clause of an ``s.update()`` writes (``False`` for
-    clauses whose result depends on the value before: ADD, DELETE, APPEND, PREPEND)."""
-    kind, attr, value = clause
-    if kind == "SET":
-        return attr in stored and same_value(stored[attr], value)
-    if kind == "REMOVE":
-        return attr not in stored
-    if kind == "DEFAULT":
-        return attr in stored
-    return False
-
-
-def same_item(a: Item, b: Item) -> bool:
-    """Two items in wire form hold the same values (numbers compared as numbers)."""
-    return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Two AttributeValues are equal as DynamoDB stores them."""
-    if not isinstance(a, dict) or not isinstance(b, dict) or len(a) != 1 or len(b) != 1:
-        return bool(a == b)
-    (ta, va), = a.items()
-    (tb, vb), = b.items()
-    if ta != tb:
-        return False
-    if ta == "N":
-        return _number(va) == _number(vb)
-    if ta == "NS":
-        return {_number(v) for v in va} == {_number(v) for v in vb}
-    if ta == "SS":
-        return set(va) == set(vb)
-    if ta == "BS":
-        return {_bytes(v) for v in va} == {_bytes(v) for v in vb}
-    if ta == "B":
-        return _bytes(va) == _bytes(vb)
-    if ta == "L":
-        return len(va) == len(vb) and all(same_value(x, y) for x, y in zip(va, vb, strict=True))
-    if ta == "M":
-        return same_item(va, vb)
-    return bool(va == vb)
-
-
-def _bytes(value: Any) -> bytes:
-    return value.encode() if isinstance(value, str) else bytes(value)
-
-
-def _number(text: Any) -> Decimal | str:
-    try:
-        return Decimal(str(text)).normalize()
-    except InvalidOperation:
-        return str(text)
 
 
 def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[DynaormError]:

@@ -27,6 +27,7 @@ from dynaorm.model.limits import (
     updated_item,
     value_size,
 )
+from dynaorm.model.rows import REVISION
 from dynaorm.write.records import (
     ConditionCheck,
     Delete,
@@ -41,26 +42,35 @@ from dynaorm.write.records import (
 )
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
-           "check_batch_put", "check_write", "compile_commit", "key_roles"]
+           "check_batch_put", "check_write", "compile_commit", "key_roles", "stamps"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
 
 
-def render_op(op: Op) -> tuple[str, dict[str, Any]]:
-    """(operation name for a single request, request body) of one action."""
+def stamps(op: Op) -> bool:
+    """Whether ``op`` stamps its request's revision: a put or update of an entity's row
+    (or latest copy); guards and version rows carry none."""
+    return isinstance(op, Put | Update) and op.origin.role in (Role.ROW, Role.LATEST)
+
+
+def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
+    """(operation name for a single request, request body) of one action; ``rev``: the
+    revision a row's put or update stamps (:data:`~dynaorm.model.rows.REVISION`)."""
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": op.origin.table.name}
+    stamp = {REVISION: {"S": rev}} if rev is not None and stamps(op) else {}
     if isinstance(op, Put):
         name = "PutItem"
-        body["Item"] = op.item
+        body["Item"] = {**op.item, **stamp} if stamp else op.item
     else:
         body["Key"] = wire_key(op.key)
         if isinstance(op, Update):  # (a save's changes: SET and REMOVE clauses)
             name = "UpdateItem"
-            body["UpdateExpression"] = render_clauses(op.clauses or (
+            body["UpdateExpression"] = render_clauses((*(op.clauses or (
                 *[("SET", k, v) for k, v in op.set.items()],
-                *[("REMOVE", k, None) for k in op.remove]), ph)
+                *[("REMOVE", k, None) for k in op.remove])),
+                *[("SET", k, v) for k, v in stamp.items()]), ph)
         elif isinstance(op, Delete):
             name = "DeleteItem"
         else:
@@ -213,19 +223,21 @@ class WritePlan:
         it is read back (:func:`dynaorm.write.outcomes.read_back`)."""
         return len(self.ops) == 1 and not isinstance(self.ops[0], ConditionCheck)
 
-    def single_request(self) -> tuple[str, dict[str, Any]]:
-        """The one-item request (PutItem/UpdateItem/DeleteItem) of a one-action plan."""
+    def single_request(self, rev: str | None = None) -> tuple[str, dict[str, Any]]:
+        """The one-item request (PutItem/UpdateItem/DeleteItem) of a one-action plan
+        (``rev``: the revision it stamps, see :func:`render_op`)."""
         (op,) = self.ops
-        name, body = render_op(op)
+        name, body = render_op(op, rev)
         if isinstance(op, Update) and op.clauses:
             body["ReturnValues"] = "ALL_NEW"  # s.update(): the stored entity afterwards
         return name, body
 
-    def transaction_request(self, token: str) -> dict[str, Any]:
-        """The TransactWriteItems request, actions in plan order."""
+    def transaction_request(self, token: str, rev: str | None = None) -> dict[str, Any]:
+        """The TransactWriteItems request, actions in plan order (``rev``: the revision
+        its rows' writes stamp)."""
         items = []
         for op in self.ops:
-            name, body = render_op(op)
+            name, body = render_op(op, rev)
             items.append({_TRANSACT_NAME[name]: body})
         return {"TransactItems": items, "ClientRequestToken": token}
 

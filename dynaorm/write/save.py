@@ -38,6 +38,7 @@ from dynaorm.model.timestamps import stamped, stamps
 from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,
+    expect_stored_version,
     unchanged,
     undeclared,
     update_condition,
@@ -162,6 +163,8 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     or a loaded row moved to its new key or written in place; stamped with
     ``Meta.timestamps`` when it writes, and followed by its guards."""
     obj, spec = entry.obj, spec_of(type(entry.obj))
+    if entry.overwrite and spec.versioned:  # (planned on what is stored now)
+        expect_stored_version(spec, obj, state)
     if state is None:
         return _plan_insert(entry, spec, index)
     old_values, old_item = stored_values(spec, state)

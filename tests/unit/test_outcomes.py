@@ -1,16 +1,16 @@
 """Honest outcomes (contract 4, 0.2), the pure decision (``dynaorm.write.outcomes``): whether
-a write whose answer was lost or refused was in fact applied, from the stored item the
-failure carries. No I/O: the faults injected on the engines are in
+a write whose answer was lost or refused was in fact applied, from the revision the
+stored item holds (0.5: equal values, absence and presence prove nothing). No I/O: the faults injected on the engines are in
 tests/system/test_faults.py."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dynaorm import F, OutcomeUnknownError, RequestError
+from dynaorm import OutcomeUnknownError, RequestError
 from dynaorm.protocol.events import Reason
-from dynaorm.write.outcomes import APPLIED, resolve, same_item, same_value, written_by
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
+from dynaorm.write.outcomes import APPLIED, resolve, revision, unapplied_by
+from dynaorm.write.records import Delete, Fail, Origin, Put, Role
 from dynaorm.write.render import WritePlan
 from tests.support.models import Note, app
 
@@ -28,62 +28,46 @@ def _failed(code: str, *, item: Any = None, reasons: Any = None,
     return exc
 
 
-def test_same_value_compares_as_dynamodb_stores() -> None:
-    stored = {**ITEM, "n": {"N": "1.5"}, "m": {"M": {"x": {"NS": ["2", "1"]}}}}
-    assert same_item(stored, ITEM)
-    assert not same_item({**stored, "n": {"N": "1.51"}}, ITEM)
-    assert not same_item({**stored, "extra": {"S": "x"}}, ITEM)
-    assert not same_value({"S": "1"}, {"N": "1"})
-    assert same_value({"B": b"ab"}, {"B": b"ab"}) and not same_value({"B": b"a"}, {"B": b"b"})
+REV = "r1"
+MINE: dict[str, Any] = {**ITEM, "_rev": {"S": REV}}  # the row as this write stamps it
 
 
-def test_written_by_each_kind_of_action() -> None:
-    put = Put(KEY, ITEM, None, ORIGIN)
-    assert written_by(put, dict(ITEM)) and not written_by(put, None)
-    delete = Delete(KEY, None, ORIGIN)
-    assert written_by(delete, None) and not written_by(delete, ITEM)
-    update = Update(KEY, {"n": {"N": "1.5"}}, ("gone",), None, ORIGIN)
-    assert written_by(update, ITEM)
-    assert not written_by(update, {**ITEM, "gone": {"S": "still here"}})
-    assert not written_by(update, {**ITEM, "n": {"N": "2"}}) and not written_by(update, None)
-    check = ConditionCheck(KEY, F("n") == 1, ORIGIN)
-    assert not written_by(check, ITEM)  # a check writes nothing
+def test_equal_values_absence_and_presence_prove_nothing() -> None:
+    """(0.5, contract 20) Only a revision proves: the loaded one still stored proves a
+    write unapplied; nothing else does (an equal item, no item, an item of another
+    revision: another writer may have made them)."""
+    assert unapplied_by({**ITEM, "_rev": {"S": "loaded"}}, "loaded")
+    assert not unapplied_by({**ITEM, "_rev": {"S": "other"}}, "loaded")
+    assert not unapplied_by(None, "loaded") and not unapplied_by(ITEM, None)
+    assert not unapplied_by(ITEM, "loaded")  # equal values, no revision: no proof
+    assert revision(MINE) == REV and revision(None) is None and revision(ITEM) is None
 
 
 def test_resolve_decisions() -> None:
     plan = WritePlan((Put(KEY, ITEM, None, ORIGIN),))
     ccf = "ConditionalCheckFailedException"
-    assert resolve(plan, _failed(ccf, item=ITEM)) == APPLIED
-    assert resolve(plan, _failed(ccf, item={**ITEM, "n": {"N": "9"}})) is None
-    assert resolve(plan, _failed(ccf, item=ITEM, maybe_applied=False)) is None
-    unknown = resolve(plan, _failed("ThrottlingException"))
+    assert resolve(plan, _failed(ccf, item=MINE), REV) == APPLIED
+    assert resolve(plan, _failed(ccf, item=ITEM), REV) is None  # equal values: no proof
+    assert resolve(plan, _failed(ccf, item=MINE), "another") is None
+    assert resolve(plan, _failed(ccf, item=MINE), None) is None
+    assert resolve(plan, _failed(ccf, item=MINE, maybe_applied=False), REV) is None
+    unknown = resolve(plan, _failed("ThrottlingException"), REV)
     assert isinstance(unknown, OutcomeUnknownError)
     assert unknown.operation == "PutItem" and unknown.keys == [KEY]
-    assert resolve(plan, _failed("ResourceNotFoundException")) is None
+    assert resolve(plan, _failed("ResourceNotFoundException"), REV) is None
 
     two = WritePlan((Put(KEY, ITEM, None, ORIGIN), Delete({"pk": "g", "sk": "g"}, None,
                                                           ORIGIN)))
     cancelled = "TransactionCanceledException"
-    own = [Reason("ConditionalCheckFailed", item=ITEM), Reason("ConditionalCheckFailed")]
-    assert resolve(two, _failed(cancelled, reasons=own)) == APPLIED
+    own = [Reason("ConditionalCheckFailed", item=MINE), Reason("ConditionalCheckFailed")]
+    assert resolve(two, _failed(cancelled, reasons=own), REV) == APPLIED
     assert resolve(two, _failed(cancelled, reasons=[None, Reason("ConditionalCheckFailed",
-                                                                 item=ITEM)])) is None
+                                                                 item=MINE)]), REV) is None
     conflict = [None, Reason("TransactionConflict")]
-    assert isinstance(resolve(two, _failed(cancelled, reasons=conflict)), OutcomeUnknownError)
-
-
-def test_written_by_the_clauses_of_a_staged_update() -> None:
-    """(0.3) s.update() clauses: SET and REMOVE are recognised, set_default needs the
-    attribute there, and clauses whose result depends on the value before never are."""
-    sets = Update(KEY, {}, (), None, ORIGIN, clauses=(
-        ("SET", "n", {"N": "1.5"}), ("REMOVE", "gone", None), ("DEFAULT", "tags", {"L": []})))
-    assert written_by(sets, ITEM)
-    assert not written_by(sets, {**ITEM, "gone": {"S": "x"}})
-    assert not written_by(sets, {k: v for k, v in ITEM.items() if k != "tags"})
-    assert not written_by(sets, None)
-    for kind in ("ADD", "DELETE", "APPEND", "PREPEND"):
-        other = Update(KEY, {}, (), None, ORIGIN, clauses=((kind, "n", {"N": "1"}),))
-        assert not written_by(other, ITEM)
+    assert isinstance(resolve(two, _failed(cancelled, reasons=conflict), REV),
+                      OutcomeUnknownError)
+    guard = Put(KEY, ITEM, None, ORIGIN._replace(role=Role.GUARD))  # stamps no revision
+    assert resolve(WritePlan((guard,)), _failed(ccf, item=MINE), REV) is None
 
 
 def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
@@ -99,7 +83,7 @@ def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
         return stored
         yield  # a protocol
 
-    proto = failure(plan, exc, read)
+    proto = failure(plan, exc, read, REV)
     try:
         next(proto)
     except StopIteration as stop:
@@ -109,16 +93,17 @@ def _read_back(plan: WritePlan, exc: RequestError, stored: Any) -> Any:
 
 
 def test_a_single_item_write_that_may_have_been_applied_is_read_back() -> None:
-    """(0.3) Never resent, never a definite error: success or OutcomeUnknownError."""
+    """(0.5) Never resent, never a definite error: success only when the row holds this
+    write's revision, else OutcomeUnknownError (a delete: always, it leaves no row)."""
     put = WritePlan((Put(KEY, ITEM, None, ORIGIN),))
     lost = _failed("ConnectionError")
-    assert _read_back(put, lost, dict(ITEM)) is None  # applied: success
-    other = _read_back(put, lost, {**ITEM, "n": {"N": "9"}})
-    assert isinstance(other, OutcomeUnknownError) and "does not hold" in str(other)
+    assert _read_back(put, lost, dict(MINE)) is None  # applied: success
+    same = _read_back(put, lost, dict(ITEM))  # the same values, written by another
+    assert isinstance(same, OutcomeUnknownError) and "revision" in str(same)
     gone = _read_back(put, lost, None)
     assert isinstance(gone, OutcomeUnknownError) and "no item" in str(gone)
     failed = _read_back(put, lost, _failed("ThrottlingException"))
     assert isinstance(failed, OutcomeUnknownError) and "reading the item back" in str(failed)
     delete = WritePlan((Delete(KEY, None, ORIGIN),))
-    assert _read_back(delete, lost, None) is None
-    assert isinstance(_read_back(delete, lost, ITEM), OutcomeUnknownError)
+    assert isinstance(_read_back(delete, lost, None), OutcomeUnknownError)  # absence
+    assert isinstance(_read_back(delete, lost, MINE), OutcomeUnknownError)
