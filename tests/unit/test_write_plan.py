@@ -320,12 +320,13 @@ def test_primary_key_move_deletes_old_and_puts_new() -> None:
     items = _request(SaveEntry(n))["TransactItems"]
     assert items[0] == {"Delete": {
         "TableName": T, "Key": {"pk": {"S": "NOTE#n1"}, "sk": {"S": "NOTE"}},
-        # the move copies every attribute: each must still hold what was loaded
+        # the move copies every attribute: each must still hold what was loaded (and no
+        # dynaorm writer stamped a revision since: the loaded item held none)
         "ConditionExpression": "(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1) "
-                               "AND (#n3 = :v2)",
+                               "AND (#n3 = :v2) AND (attribute_not_exists(#n4))",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ExpressionAttributeNames": {"#n0": "pk", "#n1": "body", "#n2": "note_id",
-                                     "#n3": "tags"},
+                                     "#n3": "tags", "#n4": "_rev"},
         "ExpressionAttributeValues": {":v0": {"S": "hi"}, ":v1": {"S": "n1"},
                                       ":v2": {"L": []}}}}
     assert items[1]["Put"]["Item"]["pk"] == {"S": "NOTE#n2"}
