@@ -368,14 +368,20 @@ def test_delete_many_never_deletes_an_attribute_set_after_the_load(
         db: TestBackend, attr: str) -> None:
     # (0.4) the condition covered only the attributes present at load: a value another
     # writer set where the loaded item had none (a declared field left out while None,
-    # or an attribute only a newer model writes) was deleted with the row
+    # or an attribute only a newer model writes) was deleted with the row. (0.5) A newer
+    # model's dynaorm writes its attribute with a fresh revision, as every dynaorm write
+    # does: the one request's condition names the loaded revision (contract 20)
     db.session().save_many(items("g", 1))
     (a,) = _load(db, 0)
     key = {"pk": "BGROUP#g", "sk": "ITEM#0000"}
-    raw_set(db.table, key, **{attr: "theirs"})
+    newer = {"_rev": "a-newer-model-wrote"} if attr == "newer_model_attr" else {}
+    raw_set(db.table, key, **{attr: "theirs"}, **newer)
+    rec = Requests(db.table) if db.session_kind == "sync" else None
     with pytest.raises(BulkWriteError) as err:
         db.session().delete_many([a])
     assert (err.value.written, err.value.not_written) == ([], [a])
+    if rec is not None:  # one request: no read first
+        assert [op for op, _ in rec.calls] == ["DeleteItem"]
     stored_item = raw_get(db.table, key)
     assert stored_item is not None and stored_item[attr] == {"S": "theirs"}
     assert dynaorm.inspect(a).persisted

@@ -169,9 +169,10 @@ def test_only_changed_attributes_are_written(db: TestBackend, rec: Recorder) -> 
     note.body = "v2"
     commit(db, note)
     ((op, req),) = rec.writes
-    assert op == "UpdateItem"
-    assert req["UpdateExpression"] == "SET #n0 = :v0"
+    assert op == "UpdateItem"  # the changed attribute, and the write's fresh revision
+    assert req["UpdateExpression"] == "SET #n0 = :v0, #n1 = :v1"
     assert req["ExpressionAttributeNames"]["#n0"] == "body"
+    assert req["ExpressionAttributeNames"]["#n1"] == "_rev"
     assert req["ExpressionAttributeValues"][":v0"] == {"S": "v2"}
     assert "tags" not in str(req)
     rec.clear()
@@ -189,7 +190,7 @@ def test_update_of_user_touches_only_the_row(db: TestBackend, rec: Recorder) -> 
     ((op, req),) = rec.writes
     assert op == "UpdateItem"
     assert req["Key"] == {"pk": {"S": "USER#u1"}, "sk": {"S": "PROFILE"}}
-    assert req["UpdateExpression"] == "SET #n0 = :v0"
+    assert req["UpdateExpression"] == "SET #n0 = :v0, #n1 = :v1"  # (#n1: the revision)
 
 
 def test_primary_key_move(db: TestBackend, rec: Recorder) -> None:
