@@ -165,9 +165,11 @@ def test_lost_update_then_reverted_keeps_the_revert(db: TestBackend, how: str) -
     assert _notes(db) == [("n1", "draft", [])]
 
 
-def test_lost_update_then_built_on_is_a_success_and_keeps_theirs(db: TestBackend) -> None:
+def test_lost_update_then_built_on_is_unknown_and_keeps_theirs(db: TestBackend) -> None:
     """0.2 resent it, the condition failed on B's state: ConcurrentModificationError
-    ("nothing written") for a write that was applied."""
+    ("nothing written") for a write that was applied. (0.5) 0.3-0.4 reported success from
+    the stored values, which prove nothing (B could have written them): the row holds B's
+    revision, so OutcomeUnknownError, never resent."""
     note = _stored(db)
 
     def build() -> None:
@@ -180,8 +182,7 @@ def test_lost_update_then_built_on_is_a_success_and_keeps_theirs(db: TestBackend
     note.body = "sent"
     with inject_faults(db.table) as faults:
         faults.lose_answer("UpdateItem", after=build)
-        with db.session() as s:
-            s.save(note)
+        _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
     assert _notes(db) == [("n1", "sent", ["b"])]
 
 
@@ -237,27 +238,33 @@ def test_lost_staged_update_then_reverted_is_unknown(db: TestBackend) -> None:
     assert _notes(db) == [("n1", "draft", [])]
 
 
-def test_lost_append_is_applied_once_and_unknown(db: TestBackend) -> None:
+def test_lost_append_is_applied_once_and_a_success(db: TestBackend) -> None:
+    """(0.5) The row holds the append's own revision: applied, once (0.4: unknown)."""
     _stored(db)
     with inject_faults(db.table) as faults:
         faults.lose_answer("UpdateItem")
-        _commit_raises(db, lambda s: s.update(Note, note_id="n1").append(
-            tags=["once"]), OutcomeUnknownError)
+        with db.session() as s:
+            s.update(Note, note_id="n1").append(tags=["once"])
     assert faults.sent["UpdateItem"] == 1
     assert _notes(db) == [("n1", "draft", ["once"])]
 
 
 # -- deletes ------------------------------------------------------------------------------
 @pytest.mark.parametrize("by_key", [False, True])
-def test_lost_delete_alone_is_a_success(db: TestBackend, by_key: bool) -> None:
+def test_lost_delete_alone_is_unknown(db: TestBackend, by_key: bool) -> None:
+    """(0.5) 0.3-0.4: a success, from no item stored; absence proves nothing (another
+    writer may have deleted it): OutcomeUnknownError, never resent."""
     note = _stored(db)
+
+    def delete(s: Any) -> None:
+        if by_key:
+            s.delete(Note, note_id="n1")
+        else:
+            s.delete(note)
+
     with inject_faults(db.table) as faults:
         faults.lose_answer("DeleteItem")
-        with db.session() as s:
-            if by_key:
-                s.delete(Note, note_id="n1")
-            else:
-                s.delete(note)
+        _commit_raises(db, delete, OutcomeUnknownError)
     assert faults.sent["DeleteItem"] == 1
     assert _notes(db) == []
 
@@ -419,52 +426,57 @@ def test_throttled_to_the_end_is_a_definite_request_error(db: TestBackend) -> No
     assert _notes(db) == []
 
 
-def test_a_server_error_on_a_single_item_insert_proved_unapplied_is_retried(
-        db: TestBackend) -> None:
-    """A 5xx may come after the server applied the write: it is read back first. (0.4)
-    An insert that left no item was not applied: it is resent within the attempts, as
-    every SDK retries a 5xx (0.3: OutcomeUnknownError at once)."""
+def test_a_server_error_on_an_insert_proves_nothing_and_is_unknown(db: TestBackend) -> None:
+    """A 5xx may come after the server applied the write: it is read back first. (0.5)
+    No item stored proves nothing (0.4 resent it: counterexample 1), so the insert is
+    not resent: OutcomeUnknownError after one attempt and one read."""
     with inject_faults(db.table) as faults:
         faults.server_error("PutItem")
-        with db.session() as s:
-            s.save(Note(note_id="n1", body="mine"))
-    assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (2, 1)
-    assert _notes(db) == [("n1", "mine", [])]
+        _commit_raises(db, lambda s: s.save(Note(note_id="n1", body="mine")),
+                       OutcomeUnknownError)
+    assert (faults.sent["PutItem"], faults.sent["GetItem"]) == (1, 1)
+    assert _notes(db) == []
 
 
 @pytest.mark.parametrize("by_key", [False, True])
 def test_a_server_error_on_a_delete_proved_unapplied_is_retried(db: TestBackend,
                                                                 by_key: bool) -> None:
+    """A loaded object's row still holding the revision it was loaded with proves its
+    delete unapplied: resent (availability). By key, nothing was loaded: no proof."""
     note = _stored(db)
     with inject_faults(db.table) as faults:
         faults.server_error("DeleteItem", times=2)
-        with db.session() as s:
-            if by_key:
-                s.delete(Note, note_id="n1")
-            else:
+        if by_key:
+            _commit_raises(db, lambda s: s.delete(Note, note_id="n1"), OutcomeUnknownError)
+        else:
+            with db.session() as s:
                 s.delete(note)
-    assert (faults.sent["DeleteItem"], faults.sent["GetItem"]) == (3, 2)
-    assert _notes(db) == []
+    assert (faults.sent["DeleteItem"], faults.sent["GetItem"]) == ((1, 1) if by_key else (3, 2))
+    assert _notes(db) == ([("n1", "draft", [])] if by_key else [])
 
 
 def test_server_errors_to_the_last_attempt_are_unknown(db: TestBackend) -> None:
+    note = _stored(db)
+    note.body = "sent"
     with inject_faults(db.table) as faults:
-        faults.server_error("PutItem", times=None)
-        _commit_raises(db, lambda s: s.save(Note(note_id="n1")), OutcomeUnknownError)
-    assert faults.sent["PutItem"] == db.table.max_attempts
-    assert _notes(db) == []
+        faults.server_error("UpdateItem", times=None)
+        _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
+    assert faults.sent["UpdateItem"] == db.table.max_attempts  # each proved unapplied
+    assert _notes(db) == [("n1", "draft", [])]
 
 
-def test_a_server_error_on_an_update_is_not_resent(db: TestBackend) -> None:
-    """An update the read back shows unapplied may have been applied and reverted by
-    another writer (the revert would be lost): it stays OutcomeUnknownError."""
+def test_a_server_error_on_an_update_proved_unapplied_is_retried(db: TestBackend) -> None:
+    """(0.5) The row still holds the revision the object was loaded with: the update was
+    not applied, and it is resent (0.4: OutcomeUnknownError, equal values proving
+    nothing)."""
     note = _stored(db)
     note.body = "sent"
     with inject_faults(db.table) as faults:
         faults.server_error("UpdateItem")
-        _commit_raises(db, lambda s: s.save(note), OutcomeUnknownError)
-    assert faults.sent["UpdateItem"] == 1
-    assert _notes(db) == [("n1", "draft", [])]
+        with db.session() as s:
+            s.save(note)
+    assert (faults.sent["UpdateItem"], faults.sent["GetItem"]) == (2, 1)
+    assert _notes(db) == [("n1", "sent", [])]
 
 
 def test_a_server_error_on_a_transaction_is_resent(db: TestBackend) -> None:
