@@ -248,11 +248,13 @@ class FaultInjector(Hook):
         server: nothing is applied."""
         self._add(_Rule(operation, "throttle", times, skip))
 
-    def server_error(self, operation: str, *, times: int | None = 1, skip: int = 0) -> None:
+    def server_error(self, operation: str, *, times: int | None = 1, skip: int = 0,
+                     after: Callback | None = None) -> None:
         """The next ``times`` attempts of ``operation`` are answered with an
         ``InternalServerError`` (HTTP 500) without reaching the server. A 5xx may come
-        after the server applied a request, so dynaorm treats it as possibly applied."""
-        self._add(_Rule(operation, "server_error", times, skip))
+        after the server applied a request, so dynaorm treats it as possibly applied.
+        ``after()`` runs in the window (another writer), as for :meth:`lose_answer`."""
+        self._add(_Rule(operation, "server_error", times, skip, after))
 
     def lose_answer(self, operation: str, *, times: int | None = 1, skip: int = 0,
                     after: Callback | None = None, how: str = "timeout") -> None:
@@ -306,7 +308,7 @@ class FaultInjector(Hook):
             return None
         if rule.kind != "lose_answer":
             phase.error = _error(phase.operation, rule.kind)
-            return None
+            return rule if rule.after is not None else None
         return rule
 
     def on_end(self, phase: Phase, token: Any) -> object:
@@ -316,10 +318,11 @@ class FaultInjector(Hook):
         server refused keeps its answer."""
         if not isinstance(token, _Rule) or not isinstance(phase, Attempt):
             return None
-        if phase.error is not None:
-            return None  # refused by the server: that is the answer
-        phase.response = None
-        phase.error = _error(phase.operation, token.kind, token.how)
+        if token.kind == "lose_answer":
+            if phase.error is not None:
+                return None  # refused by the server: that is the answer
+            phase.response = None
+            phase.error = _error(phase.operation, token.kind, token.how)
         if token.after is not None:
             result = token.after()
             if inspect.isawaitable(result):
