@@ -50,6 +50,7 @@ from dynaorm.tools.check import check_table
 from dynaorm.tools.migrate import migrate
 from tests.support.fault_kinds import arm
 from tests.support.models import app
+from tests.support.raw import raw_get, raw_set
 
 pytestmark = pytest.mark.sync_only  # the machine drives its own sync sessions
 
@@ -58,6 +59,8 @@ TEXTS = st.sampled_from(["a", "b", "c"])
 KINDS = st.sampled_from(["note", "member", "doc"])
 SESSIONS = st.sampled_from([0, 1])
 FAULTS = st.sampled_from(["none", "none", "none", "none", "throttle", "500", "lose", "lose500"])
+#: what a second writer does inside the window of a 500 or a lost answer (issue 40)
+MOVES = st.sampled_from(["none", "undo", "repeat", "delete", "reinsert", "add_attribute"])
 WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
 
 #: what every run of the machine did, for ``make soak``'s figures
@@ -164,16 +167,95 @@ class Adversary(RuleBasedStateMachine):
         else:
             self.model[(kind, key)] = after
 
-    def _faulted(self, fault: str) -> Any:
+    def _faulted(self, fault: str, window: Any = None) -> Any:
         injector = inject_faults(app)
         faults = injector.__enter__()
         FIGURES[f"fault {fault}"] += 1
-        arm(faults, WRITES, fault)
+        self.seen: dict[str, Any] | None = None
+
+        def after() -> None:
+            faults.clear()  # (the second writer's own requests are not faulted)
+            window()
+
+        arm(faults, WRITES, fault, None if window is None else after)
         return injector
 
-    def _commit(self, s: Session, fault: str) -> BaseException | None:
+    def _raw(self, kind: str, key: str) -> Any:
+        """The entity's row (a versioned one's latest copy) as stored, revision and all."""
+        spec = CLASSES[kind].__dynaorm_spec__
+        return raw_get(app, spec.primary_key(self._key(kind, key)))
+
+    def _window(self, kind: str, key: str, move: str, before: State,
+                intended: State) -> Any:
+        """The second writer of a fault's window: it undoes the write (stores what was
+        there before), repeats it (stores the same values, as a write of its own),
+        deletes the entity, deletes and re-inserts it, or adds an attribute (as a newer
+        model's dynaorm writer: with a revision of its own). What is stored after it is
+        kept in ``self.seen["after"]``."""
+        if move == "none":
+            return None
+        cls = CLASSES[kind]
+
+        def act() -> None:
+            FIGURES[f"window {move}"] += 1
+            self.seen = {}
+            try:
+                self._move(cls, kind, key, move, before, intended)
+            except (ConflictError, UniqueConstraintError, ItemNotFoundError):
+                FIGURES["window move refused"] += 1  # (definite: nothing written)
+            self.seen["after"] = self._raw(kind, key)
+
+        return act
+
+    def _move(self, cls: type[Any], kind: str, key: str, move: str, before: State,
+              intended: State) -> None:
+        w = Session(app)
+        found: Any = w.get(cls, consistent=True, **self._key(kind, key))
+        if move == "add_attribute" and kind == "note" and found is not None:
+            raw_set(app, cls.__dynaorm_spec__.primary_key(self._key(kind, key)),
+                    newer="x", _rev=uuid.uuid4().hex[:16])
+            return
+        if move in ("delete", "reinsert") and found is not None:
+            w.delete(found, history=True)
+            w.commit()
+            found = None
+        text = {"undo": before, "repeat": intended, "delete": None}.get(move, "w")
+        if text is None:
+            return
+        if found is None:
+            found = cls(**self._key(kind, key))
+        found.text = text
+        w.save(found)
+        w.commit()
+
+    def _judge_window(self, kind: str, key: str, fault: str,
+                      error: BaseException | None) -> None:
+        """The outcome of a write with a second writer in its fault's window: a lost
+        answer's attempt was applied (the window runs only then), a 500's was not. A
+        resend never lands over the window's writer (only a write that was not applied may
+        land after it, as its first application: a transaction resent with its token);
+        success only for a write that applied; a definite failure only for one that did
+        not; else OutcomeUnknownError (counted)."""
+        assert self.seen is not None
+        FIGURES["outcomes judged"] += 1
+        FIGURES["windows"] += 1
+        applied = fault != "500"
+        landed_after = self._raw(kind, key) != self.seen["after"]
+        if landed_after:
+            assert not applied, "a resend landed over the window writer's commit"
+            assert error is None, "landed after the window, but not reported applied"
+        if error is None:
+            assert applied or landed_after, "two winners: success for a write not applied"
+        elif isinstance(error, OutcomeUnknownError):
+            FIGURES["outcomes unknown"] += 1
+            FIGURES["window outcomes unknown"] += 1
+        else:
+            assert not applied, f"{type(error).__name__} reported for an applied write"
+        self._adopt(kind, key, self._stored(kind, key))
+
+    def _commit(self, s: Session, fault: str, window: Any = None) -> BaseException | None:
         FIGURES["operations"] += 1
-        injector = self._faulted(fault)
+        injector = self._faulted(fault, window)
         try:
             s.commit()
         except (ConflictError, ConditionFailedError, UniqueConstraintError,
@@ -197,9 +279,9 @@ class Adversary(RuleBasedStateMachine):
                                            self.changes[(kind, key)])
 
     @rule(s=SESSIONS, kind=KINDS, key=IDS, text=TEXTS, overwrite=st.booleans(),
-          fault=FAULTS)
+          fault=FAULTS, move=MOVES)
     def save(self, s: int, kind: str, key: str, text: str, overwrite: bool,
-             fault: str) -> None:
+             fault: str, move: str = "none") -> None:
         """A save of the loaded object (an update; a key unchanged), or of a new one."""
         held = self.loaded[s].get((kind, key))
         before = self.model.get((kind, key))
@@ -209,7 +291,7 @@ class Adversary(RuleBasedStateMachine):
         obj.text = text
         session = self.sessions[s]
         session.save(obj, overwrite=overwrite)
-        error = self._commit(session, fault)
+        error = self._commit(session, fault, self._window(kind, key, move, before, text))
         FIGURES[f"save -> {type(error).__name__ if error else 'ok'}"] += 1
         if error is not None:
             obj.text = old_text  # (the object keeps what it was loaded with)
@@ -218,17 +300,16 @@ class Adversary(RuleBasedStateMachine):
         # a loaded object saved unchanged sends nothing (an overwrite of an entity
         # with rules reads what is stored and plans on it: it writes)
         noop = held is not None and held[1] == text and not (overwrite and kind != "note")
+        if self.seen is not None:  # a second writer acted in the fault's window
+            self._judge_window(kind, key, fault, error)
+            self._forget(kind, key, s, error or ConflictError("moved"))
+            return
         if error is None and not overwrite and not noop:  # no lost update
-            if fault != "none" and fault != "throttle" and before == text and (
-                    before != (held[1] if held else None)):
-                # OPEN (failure-semantics guide): another writer stored exactly this
-                # write's values while its attempt failed with a 5xx or a lost answer;
-                # the read back cannot tell whose write it was, both are told success
-                FIGURES["two winners of one write (open, counted)"] += 1
-            else:
-                assert before == (held[1] if held else None), (
-                    f"a save over another writer's {before!r} (loaded "
-                    f"{held and held[1]!r})")
+            # (0.4 left one case open: another writer stored exactly this write's values
+            # while its attempt failed; the read back told both success. The revision
+            # closes it: it is a violation like any other lost update)
+            assert before == (held[1] if held else None), (
+                f"a save over another writer's {before!r} (loaded {held and held[1]!r})")
         self._judge(kind, key, before, before if noop else text, error,
                     held[2] if held else None)
         self._forget(kind, key, s, error)
@@ -240,8 +321,9 @@ class Adversary(RuleBasedStateMachine):
         if error is not None:
             self.loaded[s].pop((kind, key), None)
 
-    @rule(s=SESSIONS, kind=KINDS, key=IDS, by_key=st.booleans(), fault=FAULTS)
-    def delete(self, s: int, kind: str, key: str, by_key: bool, fault: str) -> None:
+    @rule(s=SESSIONS, kind=KINDS, key=IDS, by_key=st.booleans(), fault=FAULTS, move=MOVES)
+    def delete(self, s: int, kind: str, key: str, by_key: bool, fault: str,
+               move: str) -> None:
         held = self.loaded[s].get((kind, key))
         before = self.model.get((kind, key))
         session = self.sessions[s]
@@ -249,8 +331,12 @@ class Adversary(RuleBasedStateMachine):
             session.delete(CLASSES[kind], history=True, **self._key(kind, key))
         else:
             session.delete(held[0], history=True)
-        error = self._commit(session, fault)
+        error = self._commit(session, fault, self._window(kind, key, move, before, None))
         FIGURES[f"delete -> {type(error).__name__ if error else 'ok'}"] += 1
+        if self.seen is not None:
+            self._judge_window(kind, key, fault, error)
+            self.loaded[s].pop((kind, key), None)
+            return
         if isinstance(error, ItemNotFoundError) and not isinstance(error, ConflictError):
             assert before is None, "ItemNotFoundError for a stored item"
             error = None  # (by key, nothing there: nothing to do)
@@ -258,14 +344,18 @@ class Adversary(RuleBasedStateMachine):
                     None if by_key or held is None else held[2])
         self.loaded[s].pop((kind, key), None)
 
-    @rule(s=SESSIONS, key=IDS, expect=TEXTS, text=TEXTS, fault=FAULTS)
+    @rule(s=SESSIONS, key=IDS, expect=TEXTS, text=TEXTS, fault=FAULTS, move=MOVES)
     def conditional_update(self, s: int, key: str, expect: str, text: str,
-                           fault: str) -> None:
+                           fault: str, move: str) -> None:
         before = self.model.get(("note", key))
         session = self.sessions[s]
         session.update(ANote, **self._key("note", key)).set(text=text).where(
             F("text") == expect)
-        error = self._commit(session, fault)
+        error = self._commit(session, fault, self._window("note", key, move, before, text))
+        if self.seen is not None:
+            self._judge_window("note", key, fault, error)
+            self.loaded[s].pop(("note", key), None)
+            return
         if isinstance(error, ConditionFailedError):
             assert before != expect, "condition failed, but it held"
         self._judge("note", key, before, text, error)
@@ -401,9 +491,19 @@ def test_the_adversary_finds_nothing(local: TestBackend) -> None:
         max_examples=_examples(), stateful_step_count=30, deadline=None,
         derandomize=True, suppress_health_check=list(HealthCheck), print_blob=True)
     FIGURES.clear()
+    violated = 1  # (a violation fails the run at once: hypothesis shrinks and raises it)
     try:
         machine.TestCase().runTest()  # type: ignore[attr-defined]
+        violated = 0
     finally:
+        faults = sum(v for k, v in FIGURES.items() if k.startswith("fault ")
+                     and k != "fault none")
         print("\nadversary figures: " + ", ".join(
             f"{k}={v}" for k, v in sorted(FIGURES.items())))
+        # (issue 40) how often a fault ended unknown (lower is better), beside the
+        # violations (zero, or the run fails with the first, shrunk)
+        print(f"faults ended unknown: {FIGURES['outcomes unknown']} of {faults} injected "
+              f"({FIGURES['outcomes unknown'] / max(faults, 1):.1%}); in a second "
+              f"writer's window: {FIGURES['window outcomes unknown']} of "
+              f"{FIGURES['windows']}; violations: {violated}")
     assert FIGURES["operations"] > 0 and FIGURES["invariants checked"] > 0
