@@ -263,6 +263,18 @@ def check_wire_failures(run: Run) -> None:
         "('RequestNotSentError', 'ConnectionError', False)"]
 
 
+def check_outcome_proofs(run: Run) -> None:
+    assert run.block("insert lost, then deleted") == [
+        "('OutcomeUnknownError', [{'pk': 'WALLET#w2', 'sk': 'WALLET'}])"]
+    assert run.block("stored w2") == ["None"]
+    assert run.block("the first withdrawal is told") == ["'OutcomeUnknownError'"]
+    assert run.block("after a 500 proved unapplied") == ["(2, 85)"]
+    assert run.block("after pickle") == ["(True, 86)"]
+    assert run.block("delete_many: written") == ["(['m0', 'm2'], ['m1'])"]
+    assert run.block("overwrite expecting version 1") == ["'ConcurrentModificationError'"]
+    assert run.block("stored ledger") == ["(2, 5)"]
+
+
 def check_counter(run: Run) -> None:
     assert "after the first view: views=1 referrers=['google']" in run.out
     assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
@@ -440,4 +452,5 @@ CHECKS = {
     "observe_requests": check_observe,
     "otel_tracing": check_otel_tracing,
     "wire_failures": check_wire_failures,
+    "outcome_proofs": check_outcome_proofs,
 }
