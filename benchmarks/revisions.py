@@ -27,12 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from dynaorm import Entity, Table  # noqa: E402
-from dynaorm.model.limits import item_size  # noqa: E402
-from dynaorm.model.rows import REVISION  # noqa: E402
-from dynaorm.model.state import InstanceState  # noqa: E402
-from dynaorm.write.render import compile_commit  # noqa: E402
-from dynaorm.write.save import SaveEntry  # noqa: E402
+from dynaorm import Entity, Table
+from dynaorm.model.limits import item_size
+from dynaorm.model.rows import REVISION
+from dynaorm.model.state import InstanceState
+from dynaorm.write.render import compile_commit
+from dynaorm.write.save import SaveEntry
 
 table = Table("bench-revisions")
 

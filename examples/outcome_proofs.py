@@ -22,6 +22,7 @@ from dynaorm import (
     OutcomeUnknownError,
     Session,
     Table,
+    Versioned,
 )
 from dynaorm.testing import inject_faults
 
@@ -38,12 +39,11 @@ class Wallet(Entity):
     balance: int = 100
 
 
-class Ledger(Entity):
+class Ledger(Versioned):
     class Meta:
         table = wallets
         pk = "LEDGER#{ledger_id}"
         sk = "LEDGER"
-        versioned = True
 
     ledger_id: str
     total: int = 0

@@ -1,7 +1,7 @@
 """Honest outcomes (contract 4, 0.2), the pure decision (``dynaorm.write.outcomes``): whether
 a write whose answer was lost or refused was in fact applied, from the revision the
-stored item holds (0.5: equal values, absence and presence prove nothing). No I/O: the faults injected on the engines are in
-tests/system/test_faults.py."""
+stored item holds (0.5: equal values, absence and presence prove nothing). No I/O: the
+faults injected on the engines are in tests/system/test_faults.py."""
 
 from __future__ import annotations
 
