@@ -119,7 +119,15 @@ def _keys(db: TestBackend) -> set[tuple[str, str]]:
 
 
 def _by_key(db: TestBackend) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(i["pk"], i["sk"]): i for i in db.scan()}
+    return {(i["pk"], i["sk"]): i for i in _unstamped(db)}
+
+
+def _unstamped(db: TestBackend) -> list[dict[str, Any]]:
+    """The stored items without the revision a 0.5 write stamps on a row (a move, a save)."""
+    items = db.scan()
+    for i in items:
+        assert len(i.pop("_rev", "0" * 16)) == 16
+    return items
 
 
 OLD_KEYS = {("USER#a1", "PROFILE"), ("email#ann@x.io", "email#ann@x.io"),
@@ -863,8 +871,8 @@ def test_condition_and_overwrite_of_a_move_in_place(db: TestBackend) -> None:
     assert caught.value.item == Tag(id="t1", label="red")
     s.save(tag, condition=F("label") == "red")
     s.commit()
-    assert db.scan() == [{"pk": "TAG#t1", "sk": "TAG", "_type": "label", "id": "t1",
-                          "label": "blue"}]
+    assert _unstamped(db) == [{"pk": "TAG#t1", "sk": "TAG", "_type": "label", "id": "t1",
+                               "label": "blue"}]
     with Session(old) as o:
         o.save(OldTag(id="t2", name="old"))
     again = s.get(Tag, id="t2")
@@ -874,7 +882,7 @@ def test_condition_and_overwrite_of_a_move_in_place(db: TestBackend) -> None:
     again.label = "mine"
     s.save(again, overwrite=True)
     s.commit()
-    assert [i for i in db.scan() if i["pk"] == "TAG#t2"] == [
+    assert [i for i in _unstamped(db) if i["pk"] == "TAG#t2"] == [
         {"pk": "TAG#t2", "sk": "TAG", "_type": "label", "id": "t2", "label": "mine"}]
 
 

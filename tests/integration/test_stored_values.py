@@ -170,8 +170,10 @@ def test_stored_item_shape(db: TestBackend) -> None:
     assert raw["rank"] == {"N": "2"}
     assert raw["uid"] == {"S": "12345678-1234-5678-1234-567812345678"}
     assert set(raw["address"]["M"]) == {"street", "zip", "since", "tags"}
-    expected_attrs = {"pk", "sk", "_type", *CodecThing.model_fields} - {"maybe"}
+    # (0.5) and the row's revision: 16 hex characters, fresh per request
+    expected_attrs = {"pk", "sk", "_type", "_rev", *CodecThing.model_fields} - {"maybe"}
     assert set(raw) == expected_attrs
+    assert len(raw["_rev"]["S"]) == 16
 
 
 def test_empty_collections_round_trip(db: TestBackend) -> None:
