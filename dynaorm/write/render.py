@@ -136,6 +136,10 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     return roles
 
 
+#: a revision, as its size counts toward the row's 400 KB
+_SIZED: Item = {REVISION: {"S": "0" * 16}}
+
+
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
     :mod:`dynaorm.model.limits`); returns the bytes it adds to a request. A refusal names
@@ -144,10 +148,12 @@ def check_write(op: Op) -> int:
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     entity, key = op.origin.entity.__name__, op.key
+    stamp = _SIZED if stamps(op) else None  # (the revision the request will add)
     try:
         roles = key_roles(op.origin.entity, key)
         if isinstance(op, Put):  # the item's size, then its key, then every value
-            size = check_item(op.item, entity=entity, key=key, key_roles=roles)
+            size = check_item({**op.item, **stamp} if stamp else op.item, entity=entity,
+                              key=key, key_roles=roles)
         else:
             size = check_item(wire_key(key), entity=entity, key=key, key_roles=roles)
         if isinstance(op, Update):  # set values, then clause values (the first refusal)
@@ -156,7 +162,8 @@ def check_write(op: Op) -> int:
             size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
                               entity=entity, key=key, what="update")
             if op.known is not None:  # the item it makes of the stored item must fit too
-                after = updated_item(op.known, op.set, op.remove, op.clauses)
+                after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove,
+                                     op.clauses)
                 check_size(item_size(after), entity=entity, key=key,
                            what="item after the update")
         if op.condition is not None:  # the values the condition carries, checked
