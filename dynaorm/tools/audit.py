@@ -598,7 +598,8 @@ def repair(table: Table, problems: Iterable[Problem]) -> list[Repair]:
                                 Operation("check.repair", (table.name,)))
         except RequestError as exc:
             why = ("changed since the scan" if exc.code == "TransactionCanceledException"
-                   else exc.message or exc.code)
+                   else ("outcome unknown (may have been applied): " if exc.maybe_applied
+                         else "") + (exc.message or exc.code))
             done.append(Repair(problem, False, why))
             continue
         done.append(Repair(problem, True))

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from dynaorm import GSI, LSI, DynaormError, Entity, Session, Table, Unique
 from dynaorm.read.batches import MAX_BATCH_ROUNDS
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from dynaorm.tools.audit import (
     Problem,
     audit_items,
@@ -635,6 +635,23 @@ def test_describe_and_repair_requests_retry_by_the_shared_rules(db: TestBackend)
     ((sent, _),) = wire.ops("TransactWriteItems")
     assert sent == wire.refused[1][1]  # its ClientRequestToken too: applied once
     assert check_table(app).problems == []
+
+
+def test_a_repair_that_may_have_applied_says_its_outcome_is_unknown(db: TestBackend) -> None:
+    """(0.5) Outcomes are proofs for check --repair too: a fix whose attempts all met a
+    500 may have been applied; it is reported failed as unknown, never as refused."""
+    _users(db, 4)
+    before = app._binding()
+    app.max_wait = 0
+    try:
+        with inject_faults(app) as faults:
+            faults.server_error("TransactWriteItems", times=None)
+            result = check_table(app, fix=True)
+    finally:
+        app._restore(before)
+    assert (result.repaired, result.failed) == (0, 1)
+    (repair,) = result.repairs
+    assert not repair.ok and repair.message.startswith("outcome unknown (may have been")
 
 
 def test_scan_pages_resume_from_any_position(seeded: TestBackend) -> None:
