@@ -135,6 +135,10 @@ _last_page: tuple[LoadedPage, list[Item]] | None = None
 _REALIZING: Final = threading.Lock()
 
 
+#: the slots a state's subclass adds, by class (see :meth:`InstanceState.revised`)
+_SLOTS: dict[type[Any], tuple[str, ...]] = {}
+
+
 class InstanceState:
     """A persisted object's snapshot: stored primary key, stored item, version read.
 
@@ -253,11 +257,17 @@ class InstanceState:
 
     def revised(self, attrs: Item) -> InstanceState:
         """This state with ``attrs`` set on its item (a copy, of the same kind)."""
-        new = object.__new__(type(self))
-        for name in (n for c in type(self).__mro__ for n in getattr(c, "__slots__", ())):
-            object.__setattr__(new, name, getattr(self, name))
+        cls = type(self)
+        names = _SLOTS.get(cls)
+        if names is None:  # (a subclass's own slots: Written's values, MovedState's history)
+            names = _SLOTS[cls] = tuple(n for c in cls.__mro__[:cls.__mro__.index(
+                InstanceState)] for n in getattr(c, "__slots__", ()))
+        new = object.__new__(cls)
+        for name in names:
+            setattr(new, name, getattr(self, name))
         new._key, new._data, new._shape = self.key, {**self.item, **attrs}, None
         new._rendered = None
+        new.version = self.version
         return new
 
     def __reduce__(self) -> tuple[Any, ...]:
