@@ -170,7 +170,7 @@ def test_number_keyed_catalog(db: TestBackend) -> None:
                  for i in range(100, 130)])
     raw = {int(i["Id"]["N"]): i for i in raw_scan(catalog)}
     assert set(raw) == set(range(100, 130))
-    assert sorted(raw[101]) == ["Id", "Price", "ProductCategory", "Title", "_type"]
+    assert sorted(raw[101]) == ["Id", "Price", "ProductCategory", "Title", "_rev", "_type"]
     got = s.get(Product, Id=101)
     assert got is not None and got.Title == "Book 101" and got.Price == Decimal("101.5")
     many = s.get_many(Product, [{"Id": 105}, {"Id": 999}, {"Id": 100}])
