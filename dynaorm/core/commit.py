@@ -44,7 +44,7 @@ from dynaorm.errors import (
     RequestError,
 )
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.keys import key_id, key_value, wire_key
+from dynaorm.model.keys import key_value, wire_key
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import REVISION, VERSION_WIDTH, history_sk, parse_version_sk
 from dynaorm.model.spec import EntitySpec
@@ -255,11 +255,10 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
 
 def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:
     """The states ``outcomes`` promise, with the revision ``rev`` their rows will hold."""
-    rows = {(op.origin.table.name, key_id(op.key)) for op in plan.ops if stamps(op)}
+    rows = [(op.origin.table, op.key) for op in plan.ops if stamps(op)]
     for at, outcome in enumerate(outcomes):
         state = outcome.state
-        if state is not None and (spec_of(type(outcome.obj)).table.name,
-                                  key_id(state.key)) in rows:
+        if state is not None and (spec_of(type(outcome.obj)).table, state.key) in rows:
             outcomes[at] = outcome._replace(state=state.revised({REVISION: {"S": rev}}))
 
 
@@ -269,7 +268,7 @@ def _loaded_revision(table: TableSchema, key: PlainKey, outcomes: list[Outcome]
     for outcome in outcomes:
         state = outcome.obj._dynaorm_state
         if state is not None and spec_of(type(outcome.obj)).table is table and (
-                key_id(state.key) == key_id(key)):
+                state.key == key):
             return revision(state.item)
     return None
 
