@@ -51,7 +51,7 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 def stamps(op: Op) -> bool:
     """Whether ``op`` stamps its request's revision: a put or update of an entity's row
     (or latest copy); guards and version rows carry none."""
-    return isinstance(op, Put | Update) and op.origin.role in (Role.ROW, Role.LATEST)
+    return isinstance(op, (Put, Update)) and op.origin.role in (Role.ROW, Role.LATEST)
 
 
 def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
