@@ -208,12 +208,11 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
         op = plan.ops[0]
         operation, request = plan.single_request(rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
-        loaded = _loaded_revision(op.origin.table, op.key, outcomes)
 
         def unapplied(item: Item | None) -> bool:
             """Whether the item read after a 5xx proves the single-item write unapplied
             (then it is retried); one that proves nothing ends the attempts at once."""
-            proved = unapplied_by(item, loaded)
+            proved = unapplied_by(item, _loaded_revision(op.origin.table, op.key, outcomes))
             probed[:] = [] if proved else [item]
             return proved
 
