@@ -362,13 +362,17 @@ class Adversary(RuleBasedStateMachine):
         self.loaded[s].pop(("note", key), None)
 
     @rule(s=SESSIONS, keys=st.lists(IDS, min_size=1, max_size=3, unique=True),
-          text=TEXTS, delete=st.booleans(), fault=FAULTS)
-    def bulk(self, s: int, keys: list[str], text: str, delete: bool, fault: str) -> None:
-        """save_many of new or loaded notes, or delete_many by key."""
+          text=TEXTS, delete=st.booleans(), fault=FAULTS, move=MOVES)
+    def bulk(self, s: int, keys: list[str], text: str, delete: bool, fault: str,
+             move: str) -> None:
+        """save_many of new or loaded notes, or delete_many by key (then with a second
+        writer moving the first key inside the window of its one BatchWriteItem round)."""
         session = self.sessions[s]
         before = {k: self.model.get(("note", k)) for k in keys}
         FIGURES["operations"] += 1
-        injector = self._faulted(fault)
+        first = keys[0]
+        injector = self._faulted(fault, self._window("note", first, move, before[first], None)
+                                 if delete else None)
         error: BulkWriteError | None = None
         unchanged: set[str] = set()
         try:
@@ -389,10 +393,21 @@ class Adversary(RuleBasedStateMachine):
             error = exc
         finally:
             injector.__exit__(None, None, None)
+        if self.seen is not None:  # the round (every key) may have applied: unknown
+            FIGURES["windows"] += 1
+            assert self._raw("note", first) == self.seen["after"], (
+                "a bulk round resent over the window writer's commit")
+            assert error is not None and self._key("note", first) in error.unknown, (
+                "a bulk round whose answer was lost reported")
+            FIGURES["window outcomes unknown"] += 1
         for k in keys:
             after = self._stored("note", k)
             intended = None if delete else before[k] if k in unchanged else text
             FIGURES["outcomes judged"] += 1
+            if self.seen is not None and k == first:
+                FIGURES["outcomes unknown"] += 1
+                self._adopt("note", k, after)
+                continue
             if error is None:
                 assert after == intended, f"bulk success, stored {after!r}"
             else:
