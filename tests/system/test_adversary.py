@@ -11,12 +11,17 @@ reported outcome with what the table shows:
 - success only for a write that landed (the table holds what it wrote), a definite
   failure only for one that did not (the table holds what it held before), and
   ``OutcomeUnknownError`` only with one of the two stored;
-- a ``ConflictError`` only when another writer changed the item since it was loaded.
+- a ``ConflictError`` only when another writer changed the item since it was loaded;
+- (0.5, issue 40) with a second writer acting *inside* the window of a 500 or a lost
+  answer (undo, repeat, delete, re-insert, add an attribute): nothing of the write lands
+  over that writer's commit (a resend), success only for a write that applied, no
+  definite error for one that did.
 
 Deterministic: the seed is derived from the test (``derandomize``), a failing sequence
 is shrunk and printed by hypothesis. Bounded in CI (a few examples on DynamoDB Local, the
 reference engine); ``make soak`` runs ``DYNAORM_SOAK`` examples and prints the figures
-(operations, faults injected, invariants checked).
+(operations, faults injected, invariants checked) and the share of faults that ended
+unknown beside the violations.
 """
 
 from __future__ import annotations
