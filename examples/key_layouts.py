@@ -58,8 +58,8 @@ def main() -> None:
               f"{s.get(Order, store_id='s1', timestamp='METADATA')}")
         print(f"order count: {s.query(Order, store_id='s1').count()}")
 
-        show("stored items", db.scan(), lambda i: " ".join(
-            f"{k}={i[k]!r}" for k in sorted(i)))
+        show("stored items", db.scan(), lambda i: " ".join(  # (_rev: a fresh random
+            f"{k}={'<revision>' if k == '_rev' else repr(i[k])}" for k in sorted(i)))  # value)
 
 
 if __name__ == "__main__":
