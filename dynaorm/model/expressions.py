@@ -9,8 +9,9 @@ carries both the caller's condition and dynaorm's own, DynamoDB only says "the c
 failed" and returns the stored item (``ALL_OLD``); evaluating the caller's condition on
 that item tells which of the two failed. The semantics follow DynamoDB's condition
 expressions: comparisons only between values of the same type (else false),
-``attribute_exists``/``attribute_not_exists``, ``begins_with``, ``contains``; ``size`` is
-not supported by :class:`F` and so never needed here.
+``attribute_exists``/``attribute_not_exists``, ``begins_with``, ``contains``, and the
+``size`` of a list, map or set (dynaorm's own conditions on an update's result:
+:class:`Rule`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item
 from dynaorm.model.codec import encode_value
 
-__all__ = ["Condition", "F", "Placeholders", "holds", "rename_paths"]
+__all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
 
 
 class Placeholders:
@@ -161,6 +162,55 @@ class _Test(Condition):
 
 
 @dataclass(frozen=True, eq=False)
+class _Size(_Test):
+    """``size(path) op n``: the number of elements of a stored list, map or set."""
+
+    def render(self, ph: Placeholders) -> str:
+        return f"size({ph.name(self.path)}) {self.op} {ph.value_av(_av(self.args[0]))}"
+
+    def holds(self, item: Item) -> bool:
+        stored = _path(item, self.path)
+        if stored is None:
+            return False
+        ((tag, raw),) = stored.items()
+        if tag not in ("L", "M", "SS", "NS", "BS"):
+            return False
+        return _compare({"N": str(len(raw))}, self.op, _av(self.args[0]))
+
+
+@dataclass(frozen=True, eq=False)
+class Rule(Condition):
+    """A condition dynaorm derives from a field's rule; ``what`` names the field and the
+    rule when it fails (:func:`broken_rules`)."""
+
+    inner: Condition
+    what: str
+
+    def render(self, ph: Placeholders) -> str:
+        return self.inner.render(ph)
+
+    def holds(self, item: Item) -> bool:
+        return self.inner.holds(item)
+
+
+def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
+    """What the :class:`Rule` nodes of ``cond`` (ANDed in) that fail on ``item`` name."""
+    if isinstance(cond, _Bool) and cond.op == "AND":
+        return [w for p in cond.parts for w in broken_rules(p, item)]
+    return [cond.what] if isinstance(cond, Rule) and not cond.holds(item or {}) else []
+
+
+def size_is(path: str, op: str, n: int) -> Condition:
+    """``size(path) op n``."""
+    return _Size(op, path, (n,))
+
+
+def compare(path: str, op: str, value: Any) -> Condition:
+    """``path op value`` (a comparison of :data:`_COMPARISONS`)."""
+    return _Test(op, path, (value,))
+
+
+@dataclass(frozen=True, eq=False)
 class _Bool(Condition):
     op: str
     parts: tuple[Condition, ...]
@@ -280,7 +330,7 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
         node = stack.pop()
         if isinstance(node, _Bool):
             stack.extend(node.parts)
-        elif isinstance(node, _Not):
+        elif isinstance(node, _Not | Rule):
             stack.append(node.inner)
         else:
             for v in getattr(node, "args", ()):

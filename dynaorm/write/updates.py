@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Mapping
 from dataclasses import replace
+from decimal import Decimal
 from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
@@ -28,7 +29,17 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.model.codec import SET, Kind, encode_value, kind_of
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
+from dynaorm.model.expressions import (
+    Condition,
+    Rule,
+    all_of,
+    compare,
+    exists,
+    holds,
+    not_exists,
+    rename_paths,
+    size_is,
+)
 from dynaorm.model.keys import key_av
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.spec import EntitySpec
@@ -64,17 +75,33 @@ _CLAUSES = {"set": "SET", "set_default": "DEFAULT", "add": "ADD", "discard": "DE
 _ADAPTERS: dict[tuple[type[Entity], str], TypeAdapter[Any]] = cache("updates.adapters")
 
 
-def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
+def _adapter(cls: type[Entity], name: str, operand: bool = False) -> TypeAdapter[Any]:
     """A validator of one field's type, its constraints included (cached per class and
-    field)."""
-    found = _ADAPTERS.get((cls, name))
+    field); ``operand``: without the bounds an update holds its *result* to
+    (:func:`_bounds`), for the operand of ``add``, ``append``, ``prepend``, ``discard``."""
+    found = _ADAPTERS.get((cls, name + "+" * operand))
     if found is None:
         info = cls.model_fields[name]
         ann = info.annotation
-        if info.metadata:
-            ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
-        found = _ADAPTERS[(cls, name)] = TypeAdapter(ann)  # type: ignore[arg-type]
+        meta = [m for m in info.metadata if not (operand and _bounds_of(m))]
+        if meta:
+            ann = Annotated[(ann, *meta)]  # type: ignore[assignment]
+        found = _ADAPTERS[(cls, name + "+" * operand)] = TypeAdapter(ann)  # type: ignore[arg-type]
     return found
+
+
+#: the constraints an update's result is held to (amends 12: not its operand)
+_BOUND_NAMES = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
+_BOUND_OPS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+def _bounds_of(meta: Any) -> dict[str, Any]:
+    return {b: v for b in _BOUND_NAMES if (v := getattr(meta, b, None)) is not None}
+
+
+def _bounds(cls: type[Entity], name: str) -> dict[str, Any]:
+    """Field ``name``'s bounds (``Field(ge=0, max_length=3)``: ``{"ge": 0, ...}``)."""
+    return {b: v for m in cls.model_fields[name].metadata for b, v in _bounds_of(m).items()}
 
 
 def _model_rules(cls: type[Entity]) -> bool:
@@ -260,7 +287,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                       "the item has none)")
             checked = (_validate_field(self.entity, name, value)
                        if method in ("set", "set_default")
-                       else _adapter(self.entity, name).validate_python(value))
+                       else _adapter(self.entity, name, True).validate_python(value))
             if kind is SET and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
@@ -277,9 +304,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
         spec = self._spec
         if spec.versioned or _model_rules(self.entity):
             return True
-        if any(m not in ("set", "set_default", "remove") and _has_validator(self.entity, n)
+        if any(m not in ("set", "set_default", "remove") and (
+                _has_validator(self.entity, n) or (m in ("add", "discard") and {
+                    "min_length", "max_length"} & set(_bounds(self.entity, n))))
                for n, (m, _) in self._actions.items()):
-            return True  # a field validator judges the combined value, not the operand
+            return True  # a field validator (or a set's size) judges the combined value
         if not spec.unique_fields and not spec.indexes:
             return False  # no rule any update could touch
         touched = set(self._actions)
@@ -418,6 +447,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if spec.timestamps != (None, None):
             clauses += self._timestamp_clauses()
         where = None if self._where is None else rename_paths(self._where, spec.renames)
+        where = all_of([c for c in (where, *self._result_rules()) if c is not None])
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
         # by key without a read, an absent item is not found (it may never have existed);
@@ -429,6 +459,41 @@ class StagedUpdate(StagedWrite, Generic[T]):
         loaded_state = None if self._loaded is None else self._loaded._dynaorm_state
         known = None if loaded_state is None else loaded_state.item
         return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
+
+    def _result_rules(self) -> list[Condition]:
+        """Conditions on the stored values that hold the result of each ``add``,
+        ``append`` and ``prepend`` to its field's bounds (:func:`_bounds`) in the same
+        request; a result decided by the operand alone is refused here. (A set's size
+        after ``add``/``discard`` is judged on the read-first path: :attr:`_needs_read`.)"""
+        rules: list[Condition] = []
+        for name, (method, value) in self._actions.items():
+            if method not in ("add", "append", "prepend"):
+                continue
+            attr = self._spec.attr(name)
+            for rule, limit in _bounds(self.entity, name).items():
+                if method == "add":  # a number: stored + d <op> limit, i.e. stored <op> limit - d
+                    d, lim = Decimal(str(value)), Decimal(str(limit))
+                    if rule == "multiple_of":  # (the stored value is one): decided here
+                        if d % lim:
+                            raise self._where_err(name, f"adding {value} breaks {rule}="
+                                                  f"{limit}; nothing was sent")
+                        continue
+                    op = _BOUND_OPS[rule]
+                    alone = holds(compare("n", op, lim), {"n": {"N": str(d)}})
+                    cond = compare(attr, op, lim - d)
+                else:  # a list: size(stored) + k <op> limit
+                    op, k = ("<=" if rule == "max_length" else ">="), len(value)
+                    alone = k <= limit if op == "<=" else k >= limit
+                    if op == ">=" and alone:
+                        continue  # never shorter than the operand
+                    if not alone and op == "<=":
+                        raise self._where_err(name, f"{method}() of {k} items breaks "
+                                              f"{rule}={limit}; nothing was sent")
+                    cond = size_is(attr, op, limit - k)
+                rules.append(Rule(not_exists(attr) | cond if alone else cond,
+                                  f"field {name!r}: the result of {method}() must keep "
+                                  f"{rule}={limit}"))
+        return rules
 
     def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
         for name, (method, value) in self._actions.items():

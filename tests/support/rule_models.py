@@ -1,0 +1,27 @@
+"""Entities whose fields carry bounds: an update's *result* is held to them."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from dynaorm import Entity
+from tests.support.models import app
+
+
+class Account(Entity):
+    """Bounded numbers, lists and sets."""
+
+    class Meta:
+        table = app
+        pk = "ACCOUNT#{aid}"
+        sk = "ACCOUNT"
+
+    aid: str
+    balance: int = Field(0, ge=0)
+    n: int = Field(0, le=6)
+    even: int = Field(0, multiple_of=2)
+    ratio: float = Field(0.0, gt=-1.0, lt=1.0)
+    recent: list[str] = Field(default_factory=list, max_length=2)
+    pair: list[int] = Field(default_factory=lambda: [0, 0], min_length=2)
+    badges: set[str] = Field(default_factory=set, max_length=2)
+    flags: set[str] = Field(default_factory=lambda: {"a"}, min_length=1)
