@@ -20,9 +20,12 @@ import typing
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
 
-from dynaorm.errors import DynaormError, KeyTemplateError
+from pydantic import TypeAdapter, ValidationError
+
+from dynaorm.caches import cache
+from dynaorm.errors import DynaormError, InvalidValueError, KeyTemplateError
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 
@@ -381,3 +384,52 @@ def could_overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
     if len(pa) != len(pb):
         return False
     return all(_part_overlap(x, y) for x, y in zip(pa, pb, strict=True))
+
+
+# -- a field's rules on every write (contract 20) -------------------------------------
+#: per (entity class, field[+]): a TypeAdapter takes milliseconds to build
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = cache("updates.adapters")
+#: the constraints an update's result is held to (amends 12: not its operand)
+_BOUND_NAMES = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
+BOUND_OPS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+
+
+def field_adapter(cls: type[Any], name: str, operand: bool = False) -> TypeAdapter[Any]:
+    """A validator of one field's type, its constraints included (cached per class and
+    field); ``operand``: without the bounds an update holds its *result* to
+    (:func:`bounds`), for the operand of ``add``, ``append``, ``prepend``, ``discard``."""
+    found = _ADAPTERS.get((cls, name + "+" * operand))
+    if found is None:
+        info = cls.model_fields[name]
+        ann = info.annotation
+        meta = [m for m in info.metadata if not (operand and _bounds_of(m))]
+        if meta:
+            ann = Annotated[(ann, *meta)]
+        found = _ADAPTERS[(cls, name + "+" * operand)] = TypeAdapter(ann)
+    return found
+
+
+def _bounds_of(meta: Any) -> dict[str, Any]:
+    return {b: v for b in _BOUND_NAMES if (v := getattr(meta, b, None)) is not None}
+
+
+def bounds(cls: type[Any], name: str) -> dict[str, Any]:
+    """Field ``name``'s bounds (``Field(ge=0, max_length=3)``: ``{"ge": 0, ...}``)."""
+    return {b: v for m in cls.model_fields[name].metadata for b, v in _bounds_of(m).items()}
+
+
+def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
+    """What ``save`` checks before sending: every field value of ``obj`` that differs
+    from ``before`` (the values it was loaded or last written with; ``None``: a new
+    object, every field) as its field's type and constraints take it (an assignment,
+    or a list changed in place, is not validated by pydantic)."""
+    fields = type(obj).model_fields
+    for name, value in obj.__dict__.items():
+        if name in fields and (before is None or before.get(name, obj) != value):
+            try:
+                field_adapter(type(obj), name).validate_python(value)
+            except ValidationError as exc:
+                problem = "; ".join(e["msg"] for e in exc.errors()[:3])
+                raise InvalidValueError(f"{type(obj).__name__} field {name!r}: {value!r} "
+                                        f"breaks its rules ({problem}); nothing was sent"
+                                        ) from exc

@@ -32,6 +32,7 @@ from dynaorm.model.expressions import (
 )
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import parse_version_sk
+from dynaorm.model.rules import check_fields
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
@@ -163,8 +164,10 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     ``Meta.timestamps`` when it writes, and followed by its guards."""
     obj, spec = entry.obj, spec_of(type(entry.obj))
     if state is None:
+        check_fields(obj, None)
         return _plan_insert(entry, spec, index)
     old_values, old_item = stored_values(spec, state)
+    check_fields(obj, old_values)
     extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
     if spec.versioned:
         return _plan_next_version(entry, spec, state, old_values, old_item, index, extra)

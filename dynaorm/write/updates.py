@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from decimal import Decimal
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
@@ -42,6 +42,7 @@ from dynaorm.model.expressions import (
 )
 from dynaorm.model.keys import key_av
 from dynaorm.model.layouts import MovedState
+from dynaorm.model.rules import BOUND_OPS, bounds, field_adapter
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
@@ -69,39 +70,6 @@ T = TypeVar("T", bound=Entity)
 #: method name -> its update clause
 _CLAUSES = {"set": "SET", "set_default": "DEFAULT", "add": "ADD", "discard": "DELETE",
             "append": "APPEND", "prepend": "PREPEND", "remove": "REMOVE"}
-
-
-#: per (entity class, field): a TypeAdapter takes milliseconds to build
-_ADAPTERS: dict[tuple[type[Entity], str], TypeAdapter[Any]] = cache("updates.adapters")
-
-
-def _adapter(cls: type[Entity], name: str, operand: bool = False) -> TypeAdapter[Any]:
-    """A validator of one field's type, its constraints included (cached per class and
-    field); ``operand``: without the bounds an update holds its *result* to
-    (:func:`_bounds`), for the operand of ``add``, ``append``, ``prepend``, ``discard``."""
-    found = _ADAPTERS.get((cls, name + "+" * operand))
-    if found is None:
-        info = cls.model_fields[name]
-        ann = info.annotation
-        meta = [m for m in info.metadata if not (operand and _bounds_of(m))]
-        if meta:
-            ann = Annotated[(ann, *meta)]  # type: ignore[assignment]
-        found = _ADAPTERS[(cls, name + "+" * operand)] = TypeAdapter(ann)  # type: ignore[arg-type]
-    return found
-
-
-#: the constraints an update's result is held to (amends 12: not its operand)
-_BOUND_NAMES = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
-_BOUND_OPS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-
-
-def _bounds_of(meta: Any) -> dict[str, Any]:
-    return {b: v for b in _BOUND_NAMES if (v := getattr(meta, b, None)) is not None}
-
-
-def _bounds(cls: type[Entity], name: str) -> dict[str, Any]:
-    """Field ``name``'s bounds (``Field(ge=0, max_length=3)``: ``{"ge": 0, ...}``)."""
-    return {b: v for m in cls.model_fields[name].metadata for b, v in _bounds_of(m).items()}
 
 
 def _model_rules(cls: type[Entity]) -> bool:
@@ -142,7 +110,7 @@ def _validate_field(cls: type[Entity], name: str, value: Any) -> Any:
     validators (pydantic's assignment validation on a blank object); a class with rules
     across fields (:func:`_model_rules`) is judged whole at planning."""
     if _model_rules(cls) or cls.model_fields[name].frozen:  # (set_default of a frozen one)
-        return _adapter(cls, name).validate_python(value)
+        return field_adapter(cls, name).validate_python(value)
     blank = cls.model_construct()
     cls.__pydantic_validator__.validate_assignment(blank, name, value)
     return blank.__dict__[name]
@@ -167,7 +135,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self.upsert = upsert
         """True: the update creates the item when it is absent (``upsert=True``)."""
         self._spec: EntitySpec = spec_of(entity)
-        self._key_fields = {n: _adapter(entity, n).validate_python(v)
+        self._key_fields = {n: field_adapter(entity, n).validate_python(v)
                             for n, v in key_fields.items()}
         self._loaded = loaded
         self._actions: dict[str, tuple[str, Any]] = {}  # field -> (method, python value)
@@ -287,7 +255,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                       "the item has none)")
             checked = (_validate_field(self.entity, name, value)
                        if method in ("set", "set_default")
-                       else _adapter(self.entity, name, True).validate_python(value))
+                       else field_adapter(self.entity, name, True).validate_python(value))
             if kind is SET and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
@@ -306,7 +274,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             return True
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, n) or (m in ("add", "discard") and {
-                    "min_length", "max_length"} & set(_bounds(self.entity, n))))
+                    "min_length", "max_length"} & set(bounds(self.entity, n))))
                for n, (m, _) in self._actions.items()):
             return True  # a field validator (or a set's size) judges the combined value
         if not spec.unique_fields and not spec.indexes:
@@ -364,7 +332,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 "`dynaorm migrate` first")
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
-        python = _adapter(self.entity, name).dump_python(value, mode="python")
+        python = field_adapter(self.entity, name).dump_python(value, mode="python")
         try:
             if name == self._spec.ttl_field:
                 python = encode_ttl(python, self._spec.name, name)
@@ -470,7 +438,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             if method not in ("add", "append", "prepend"):
                 continue
             attr = self._spec.attr(name)
-            for rule, limit in _bounds(self.entity, name).items():
+            for rule, limit in bounds(self.entity, name).items():
                 if method == "add":  # a number: stored + d <op> limit, i.e. stored <op> limit - d
                     d, lim = Decimal(str(value)), Decimal(str(limit))
                     if rule == "multiple_of":  # (the stored value is one): decided here
@@ -478,7 +446,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                             raise self._where_err(name, f"adding {value} breaks {rule}="
                                                   f"{limit}; nothing was sent")
                         continue
-                    op = _BOUND_OPS[rule]
+                    op = BOUND_OPS[rule]
                     alone = holds(compare("n", op, lim), {"n": {"N": str(d)}})
                     cond = compare(attr, op, lim - d)
                 else:  # a list: size(stored) + k <op> limit

@@ -114,3 +114,25 @@ def test_a_discard_is_held_to_min_length(db: TestBackend) -> None:
     assert _update(db, discard={"flags": {"a"}}).flags == {"b"}
     with pytest.raises(InvalidValueError, match="flags"):
         _update(db, discard={"flags": {"b"}})
+
+
+def test_save_refuses_an_assignment_the_model_refuses(db: TestBackend) -> None:
+    _seed(db, Account(aid="a1", balance=3))
+    s = db.session()
+    obj = s.get(Account, aid="a1")
+    obj.balance = -7  # pydantic does not validate assignment
+    sent = Requests(db.table)
+    with pytest.raises(InvalidValueError, match=r"'balance'.*-7"):
+        s.save(obj)
+        s.commit()
+    assert sent.operations == []
+    new = Account(aid="a2")
+    new.recent.extend(["x", "y", "z"])  # changed in place
+    with pytest.raises(InvalidValueError, match="'recent'"):
+        with db.session() as s2:
+            s2.save(new)
+    assert sent.operations == []
+    obj.balance = 4  # a valid change goes through
+    with db.session() as s3:
+        s3.save(obj)
+    assert db.session().get(Account, aid="a1").balance == 4
