@@ -3,12 +3,16 @@ the field's bounds, by a condition in the same request or on the read-first path
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from uuid import uuid4
+
 import pytest
 
+import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests
-from tests.support.rule_models import Account
+from tests.support.rule_models import Account, Stamp
 
 
 def _seed(db: TestBackend, obj: Account) -> None:
@@ -128,11 +132,32 @@ def test_save_refuses_an_assignment_the_model_refuses(db: TestBackend) -> None:
     assert sent.operations == []
     new = Account(aid="a2")
     new.recent.extend(["x", "y", "z"])  # changed in place
-    with pytest.raises(InvalidValueError, match="'recent'"):
-        with db.session() as s2:
-            s2.save(new)
+    with pytest.raises(InvalidValueError, match="'recent'"), db.session() as s2:
+        s2.save(new)
     assert sent.operations == []
     obj.balance = 4  # a valid change goes through
     with db.session() as s3:
         s3.save(obj)
     assert db.session().get(Account, aid="a1").balance == 4
+
+
+@pytest.mark.parametrize("how", ["all", "get", "page", "first", "update"])
+def test_strict_fields_round_trip_on_every_read_path(db: TestBackend, how: str) -> None:
+    made = Stamp(sid="x", at=datetime.now(UTC), ref=uuid4())
+    with db.session() as s:
+        s.save(made)
+    s = db.session()
+    q = s.query(Stamp, sid="x")
+    if how == "update":
+        u = s.update(Stamp, sid="x").set(at=made.at)
+        s.commit()
+        obj = u.result
+    else:
+        obj = {"all": lambda: q.all()[0], "get": lambda: s.get(Stamp, sid="x"),
+               "page": lambda: q.page().items[0], "first": q.first}[how]()
+    assert obj == made
+    assert dynaorm.inspect(obj).persisted
+    obj.ref = uuid4()
+    with db.session() as s2:
+        s2.save(obj)
+    assert db.session().get(Stamp, sid="x") == obj

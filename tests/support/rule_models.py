@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+from uuid import UUID
+
 from pydantic import Field
 
 from dynaorm import Entity
@@ -25,3 +28,16 @@ class Account(Entity):
     pair: list[int] = Field(default_factory=lambda: [0, 0], min_length=2)
     badges: set[str] = Field(default_factory=set, max_length=2)
     flags: set[str] = Field(default_factory=lambda: {"a"}, min_length=1)
+
+
+class Stamp(Entity):
+    """Strict datetime and UUID fields."""
+
+    class Meta:
+        table = app
+        pk = "STAMP#{sid}"
+        sk = "STAMP"
+
+    sid: str
+    at: datetime = Field(strict=True)
+    ref: UUID = Field(strict=True)
