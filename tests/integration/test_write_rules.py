@@ -11,8 +11,9 @@ import pytest
 import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
 from dynaorm.testing import TestBackend
-from tests.support.recording import Requests
+from tests.support.recording import Requests, send
 from tests.support.rule_models import Account, Stamp
+from tests.support.update_models import Player
 
 
 def _seed(db: TestBackend, obj: Account) -> None:
@@ -161,3 +162,29 @@ def test_strict_fields_round_trip_on_every_read_path(db: TestBackend, how: str) 
     with db.session() as s2:
         s2.save(obj)
     assert db.session().get(Stamp, sid="x") == obj
+
+
+def _before_its_index(db: TestBackend) -> None:
+    """A Player row as a writer before ``gsi2`` existed stored it: no index key."""
+    with db.session() as s:
+        s.save(Player(player_id="p1", handle="ann", score=5))
+    row = next(r for r in db.scan_raw() if r["_type"] == {"S": "Player"})
+    del row["gsi2pk"], row["gsi2sk"]
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": row})
+
+
+@pytest.mark.parametrize("how", ["save", "update"])
+def test_an_indexed_change_of_an_item_older_than_its_index_writes_the_whole_key(
+        db: TestBackend, how: str) -> None:
+    _before_its_index(db)
+    s = db.session()
+    if how == "save":
+        obj = s.get(Player, player_id="p1")
+        obj.score = 7
+        s.save(obj)
+    else:
+        s.update(Player, player_id="p1").set(score=7)
+    s.commit()
+    row = next(r for r in db.scan() if r["_type"] == "Player")
+    assert (row["gsi2pk"], row["gsi2sk"]) == ("BOARD#main", "0000000007#p1")
+    assert [p.score for p in s.query(Player, index="gsi2", board="main").all()] == [7]
