@@ -16,6 +16,7 @@ expressions: comparisons only between values of the same type (else false),
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -47,12 +48,13 @@ class Placeholders:
             head, dot, rest = attr.partition(".")
             attr = self._renames.get(head, head) + dot + rest
         for segment in attr.split("."):
+            segment, bracket, index = segment.partition("[")  # a list index: tags[0]
             ph = self._by_name.get(segment)
             if ph is None:
                 ph = f"#n{len(self._by_name)}"
                 self._by_name[segment] = ph
                 self.names[ph] = segment
-            parts.append(ph)
+            parts.append(ph + bracket + index)
         return ".".join(parts)
 
     def value(self, value: Any) -> str:
@@ -292,8 +294,25 @@ class F:
             raise ValueError(f"F({self.path!r}).is_in() needs at least one value")
         return _Test("IN", self.path, tuple(values))
 
+    def __getitem__(self, key: int | str) -> F:
+        """A list element (``F("tags")[0]``) or a map's key (``F("prefs")["theme"]``)."""
+        if isinstance(key, int) and key >= 0:
+            return F(f"{self.path}[{key}]")
+        if isinstance(key, str) and key and not set(key) & set(".[]"):
+            return F(f"{self.path}.{key}")
+        raise ValueError(f"F({self.path!r})[{key!r}]: a list index (an int >= 0) or a "
+                         "map key (a name without '.', '[', ']')")
+
     def __repr__(self) -> str:
         return f"F({self.path!r})"
+
+
+def paths(cond: Condition) -> list[str]:
+    """The attribute paths a condition tree names (not those of dynaorm's :class:`Rule`)."""
+    if isinstance(cond, _Bool):
+        return [p for part in cond.parts for p in paths(part)]
+    return paths(cond.inner) if isinstance(cond, _Not) else (
+        [cond.path] if isinstance(cond, _Test) else [])
 
 
 # -- internal helpers for write conditions (values already encoded) --------------------
@@ -362,10 +381,16 @@ def holds(cond: Condition, item: Item | None) -> bool:
 def _path(item: Item, path: str) -> AttributeValue | None:
     current: AttributeValue | None = None
     scope: Any = item
-    for segment in path.split("."):
-        if not isinstance(scope, dict) or segment not in scope:
+    for segment in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if segment[0] == "[":  # a list index
+            at = int(segment[1:-1])
+            if current is None or "L" not in current or at >= len(current["L"]):
+                return None
+            current = current["L"][at]
+        elif not isinstance(scope, dict) or segment not in scope:
             return None
-        current = scope[segment]
+        else:
+            current = scope[segment]
         assert current is not None
         scope = current.get("M")
     return current

@@ -26,6 +26,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, KeyTemplateError
+from dynaorm.model.expressions import paths
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 
@@ -433,3 +434,57 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
                 raise InvalidValueError(f"{type(obj).__name__} field {name!r}: {value!r} "
                                         f"breaks its rules ({problem}); nothing was sent"
                                         ) from exc
+
+
+def path_type(cls: type[Any], path: str) -> tuple[Any, type[Any] | None, str]:
+    """What the attribute ``path`` (``"address.city"``, ``"tags[0]"``) of an object of
+    ``cls`` holds: (its annotation, the model declaring it, its name there; or for a map's
+    value or a list's element, ``None`` and the segment). ``InvalidValueError`` for an
+    unknown name, an index on what is not a list, a key on what is not a dict."""
+    ann: Any = cls
+    owner: type[Any] | None = None
+    part: Any = ""
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
+        part = name or int(index)
+        args = [a for a in typing.get_args(ann) if a is not type(None)]
+        if typing.get_origin(ann) in (typing.Union, types.UnionType, typing.Annotated):
+            ann = args[0] if len(args) == 1 or typing.get_origin(ann) is typing.Annotated else Any
+        origin, inner = typing.get_origin(ann) or ann, typing.get_args(ann)
+        if ann is Any:
+            return Any, None, str(part)
+        fields = getattr(ann, "model_fields", None) if isinstance(ann, type) else None
+        if fields is not None and name:
+            found = [n for n, i in fields.items() if name in (n, i.alias)]
+            if not found:
+                raise InvalidValueError(f"{cls.__name__}: {path!r}: {ann.__name__} has no "
+                                        f"field {name!r}")
+            owner, part, ann = ann, found[0], fields[found[0]].annotation
+        elif index and origin in (list, tuple) and inner:
+            owner, ann = None, inner[0]
+        elif name and origin in (dict, Mapping) and len(inner) == 2:
+            owner, ann = None, inner[1]
+        else:
+            raise InvalidValueError(f"{cls.__name__}: {path!r}: "
+                                    f"{'an index' if index else 'a key'} on {ann!r}")
+    return ann, owner, str(part)
+
+
+def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
+    """Refuse a condition or filter naming an attribute path none of the entity
+    ``classes`` declares (a typo matches nothing, silently); the table's key, type and
+    TTL attributes may be named too."""
+    for path in paths(cond):
+        errors = []
+        for cls in classes:
+            spec = cls.__dynaorm_spec__
+            if re.split(r"[.\[]", path)[0] in {*spec.table.key_roles(), spec.table.ttl,
+                                                  spec.table.type_attribute}:
+                break
+            try:
+                path_type(cls, path)
+                break
+            except InvalidValueError as exc:
+                errors.append(str(exc))
+        else:
+            raise InvalidValueError(f"F({path!r}) names nothing it could match: "
+                                    + "; ".join(errors))

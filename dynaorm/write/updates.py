@@ -17,12 +17,14 @@ validated through the entity's field types when the action is added. Planning is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Mapping
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
@@ -31,6 +33,7 @@ from dynaorm.model.codec import SET, Kind, encode_value, kind_of
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import (
     Condition,
+    F,
     Rule,
     all_of,
     compare,
@@ -42,7 +45,7 @@ from dynaorm.model.expressions import (
 )
 from dynaorm.model.keys import key_av
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rules import BOUND_OPS, bounds, field_adapter
+from dynaorm.model.rules import BOUND_OPS, bounds, check_names, field_adapter, path_type
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
@@ -156,38 +159,43 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
 
     # -- actions -------------------------------------------------------------------------
-    def set(self, **values: Any) -> StagedUpdate[T]:
-        """SET each field to a value (``None`` removes an optional field)."""
-        return self._add("set", values)
+    def set(self, *path: Any, **values: Any) -> StagedUpdate[T]:
+        """SET each field to a value (``None`` removes an optional field); a nested
+        attribute by path, positionally: ``set(F("address.city"), "Paris")`` (every
+        action takes a path so)."""
+        return self._add("set", _given(path, values))
 
-    def add(self, **values: Any) -> StagedUpdate[T]:
+    def add(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """ADD: atomic increment of a number field, or union into a set field."""
-        return self._add("add", values)
+        return self._add("add", _given(path, values))
 
-    def discard(self, **values: Any) -> StagedUpdate[T]:
+    def discard(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """DELETE the given elements from a set field."""
-        return self._add("discard", values)
+        return self._add("discard", _given(path, values))
 
-    def append(self, **values: Any) -> StagedUpdate[T]:
+    def append(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """Append the given items at the end of a list field (``list_append``)."""
-        return self._add("append", values)
+        return self._add("append", _given(path, values))
 
-    def prepend(self, **values: Any) -> StagedUpdate[T]:
+    def prepend(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """Insert the given items at the front of a list field (``list_append``)."""
-        return self._add("prepend", values)
+        return self._add("prepend", _given(path, values))
 
-    def set_default(self, **values: Any) -> StagedUpdate[T]:
+    def set_default(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """SET each field only if the stored item does not have it (``if_not_exists``)."""
-        return self._add("set_default", values)
+        return self._add("set_default", _given(path, values))
 
-    def remove(self, *names: str) -> StagedUpdate[T]:
-        """REMOVE fields (they load back as their default); required fields cannot go."""
-        return self._add("remove", dict.fromkeys(names))
+    def remove(self, *names: str | F) -> StagedUpdate[T]:
+        """REMOVE fields (they load back as their default), or nested paths
+        (``F("address.zip")``); required fields cannot go."""
+        return self._add("remove", dict.fromkeys(n.path if isinstance(n, F) else n
+                                                 for n in names))
 
     def where(self, condition: Condition) -> StagedUpdate[T]:
         """An extra condition (ANDed with earlier ones); if false: ConditionFailedError."""
         if not isinstance(condition, Condition):
             raise DynaormError(f"where() takes a condition built with F, got {condition!r}")
+        check_names([self.entity], condition)
         self._where = condition if self._where is None else self._where & condition
         return self
 
@@ -209,11 +217,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _where_err(self, field: str, message: str) -> InvalidValueError:
         return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
 
-    def _check_writable(self, name: str, method: str) -> Kind | None:
-        """The kind of field ``name`` (:func:`~dynaorm.model.codec.kind_of`); refused when
-        no update may write it (unknown, in the key, never stored, the version) or the
-        kind takes no ``method``."""
-        spec = self._spec
+    def _check_writable(self, path: str, method: str) -> Kind | None:
+        """The kind of field (or nested path) ``path`` (:func:`~dynaorm.model.codec.kind_of`);
+        refused when no update may write it (unknown, in the key, never stored, the
+        version) or the kind takes no ``method``."""
+        spec, name = self._spec, _head(path)
         if name not in spec.field_names:
             raise self._where_err(name, f"{spec.name} has no such field")
         if name in spec.lookup_fields:
@@ -224,38 +232,42 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   "update cannot write it")
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
-        annotation = self.entity.model_fields[name].annotation
+        annotation = _at(self.entity, path)[2]
         kind = kind_of(annotation)
         if method not in ("set", "set_default", "remove") and (
                 kind is None or method not in kind.actions):
-            raise self._where_err(name, f"{method}() does not fit a field of type "
+            raise self._where_err(path, f"{method}() does not fit a field of type "
                                   f"{annotation!r}")
         return kind
 
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         for name, value in values.items():
             kind = self._check_writable(name, method)
-            info = self.entity.model_fields[name]
+            owner, leaf, ann = _at(self.entity, name)
+            info = owner.model_fields[leaf] if owner else FieldInfo()
+            frozen = info.frozen or self.entity.model_fields[_head(name)].frozen
+            if any(_overlap(name, n) for n in self._actions):
+                raise self._where_err(name, "overlaps another path of this update")
             if name in self._actions and self._actions[name][0] != method:
                 raise self._where_err(name, f"already has a {self._actions[name][0]}() "
                                       "in this update")
             if method == "remove":
-                if info.is_required():
+                if owner is not None and info.is_required():
                     raise self._where_err(name, "a required field cannot be removed")
-                if info.frozen:
+                if frozen:
                     raise self._where_err(name, "it is frozen (Field(frozen=True)): an "
                                           "update cannot remove it")
                 self._actions[name] = (method, None)
                 continue
             if value is None and method != "set":
                 raise self._where_err(name, f"{method}() needs a value, not None")
-            if info.frozen and method != "set_default":
+            if frozen and method != "set_default":
                 raise self._where_err(name, "it is frozen (Field(frozen=True)): an update "
                                       "cannot change it (set_default() sets it where "
                                       "the item has none)")
-            checked = (_validate_field(self.entity, name, value)
-                       if method in ("set", "set_default")
-                       else field_adapter(self.entity, name, True).validate_python(value))
+            checked = (_adapter(ann).validate_python(value) if owner is None else
+                       _validate_field(owner, leaf, value) if method in ("set", "set_default")
+                       else field_adapter(owner, leaf, True).validate_python(value))
             if kind is SET and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
@@ -273,13 +285,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if spec.versioned or _model_rules(self.entity):
             return True
         if any(m not in ("set", "set_default", "remove") and (
-                _has_validator(self.entity, n) or (m in ("add", "discard") and {
-                    "min_length", "max_length"} & set(bounds(self.entity, n))))
+                _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
+                    "min_length", "max_length"} & set(_bounds_at(self.entity, n))))
                for n, (m, _) in self._actions.items()):
             return True  # a field validator (or a set's size) judges the combined value
         if not spec.unique_fields and not spec.indexes:
             return False  # no rule any update could touch
-        touched = set(self._actions)
+        touched = set(map(_head, self._actions))
         if touched & spec.unique_fields:
             return True
         if spec.uniques and spec.ttl_field in touched:
@@ -332,7 +344,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 "`dynaorm migrate` first")
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
-        python = field_adapter(self.entity, name).dump_python(value, mode="python")
+        owner, leaf, ann = _at(self.entity, name)
+        adapter = _adapter(ann) if owner is None else field_adapter(owner, leaf)
+        python = adapter.dump_python(value, mode="python")
         try:
             if name == self._spec.ttl_field:
                 python = encode_ttl(python, self._spec.name, name)
@@ -342,7 +356,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     def _check_required(self) -> None:
         given = set(self._spec.lookup_fields) | {
-            f for f, (m, _) in self._actions.items() if m in ("set", "set_default", "add")}
+            f for f, (m, _) in self._actions.items() if m in ("set", "set_default", "add")
+            and f in self.entity.model_fields}
         missing = [n for n, info in self.entity.model_fields.items()
                    if info.is_required() and n not in given]
         if missing:
@@ -357,9 +372,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         clauses: list[tuple[str, str, AttributeValue | None]] = []
         for name, (method, value) in self._actions.items():
             clause = _CLAUSES[method]
-            attr = spec.attr(name)
+            attr = self._attr(name)
             if method == "set" and value is None:
-                if name in spec.null_fields:
+                if name in spec.null_fields or name not in spec.field_names:  # (a path)
                     clauses.append(("SET", attr, {"NULL": True}))
                 else:
                     clauses.append(("REMOVE", attr, None))
@@ -435,10 +450,16 @@ class StagedUpdate(StagedWrite, Generic[T]):
         after ``add``/``discard`` is judged on the read-first path: :attr:`_needs_read`.)"""
         rules: list[Condition] = []
         for name, (method, value) in self._actions.items():
+            attr = self._attr(name)
+            parent, _, index = attr.rpartition("[")
+            if name not in self._spec.field_names:  # a path: where its parent is (DynamoDB
+                # refuses a path into nothing, and sets an index past the end at the end)
+                rules.append(Rule(size_is(parent, ">", int(index[:-1])) if attr[-1] == "]"
+                                  else exists(attr.rpartition(".")[0]),
+                                  f"{name!r}: its parent is not stored"))
             if method not in ("add", "append", "prepend"):
                 continue
-            attr = self._spec.attr(name)
-            for rule, limit in bounds(self.entity, name).items():
+            for rule, limit in _bounds_at(self.entity, name).items():
                 if method == "add":  # a number: stored + d <op> limit, i.e. stored <op> limit - d
                     d, lim = Decimal(str(value)), Decimal(str(limit))
                     if rule == "multiple_of":  # (the stored value is one): decided here
@@ -463,18 +484,38 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   f"{rule}={limit}"))
         return rules
 
+    def _attr(self, path: str) -> str:
+        """The stored attribute path of a field or nested path."""
+        head = _head(path)
+        return self._spec.attr(head) + path[len(head):]
+
     def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
+        """The actions applied to ``values`` (field values; a nested path's field in its
+        plain form, validated again whole by the caller)."""
         for name, (method, value) in self._actions.items():
-            old = values.get(name)
-            if method == "set" or (method == "set_default" and (
-                    stored is None or name not in stored)):
-                values[name] = value
-            elif method == "remove":
-                values.pop(name, None)
-            elif method != "set_default":  # add, discard, append, prepend: the stored value
-                kind = kind_of(self.entity.model_fields[name].annotation)
+            *parents, last = [int(i) if i else n for n, i in re.findall(
+                r"([^.\[\]]+)|\[(\d+)\]", name)]
+            scope: Any = values
+            try:
+                if parents:  # the field in its plain form (a nested model: a dict)
+                    head = _head(name)
+                    values[head] = field_adapter(self.entity, head).dump_python(values[head])
+                for part in parents:
+                    scope = scope[part]
+                has = last in scope if isinstance(scope, dict) else last < len(scope)
+                if not (has or isinstance(scope, dict) or method == "remove"):
+                    raise IndexError(last)  # (DynamoDB: a SET past the end appends)
+            except (KeyError, IndexError, TypeError) as exc:
+                raise self._where_err(name, "its parent is not stored") from exc
+            old = scope[last] if has else None
+            if method == "set" or (method == "set_default" and not has):
+                scope[last] = value
+            elif method == "remove" and has:
+                del scope[last]
+            elif method not in ("set_default", "remove"):  # add, discard, append, prepend
+                kind = kind_of(_at(self.entity, name)[2])
                 assert kind is not None
-                values[name] = kind.actions[method](old or kind.zero, value)
+                scope[last] = kind.actions[method](old or kind.zero, value)
         return values
 
     def _plan_as_save(self, state: InstanceState | None, index: int
@@ -528,6 +569,7 @@ class StagedCheck(StagedWrite):
     def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition) -> None:
         if not isinstance(condition, Condition):
             raise DynaormError(f"check() takes a condition built with F, got {condition!r}")
+        check_names([entity], condition)
         self.entity = entity
         self.key = key
         self.condition = condition
@@ -544,3 +586,49 @@ class StagedCheck(StagedWrite):
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 
+
+
+def _head(path: str) -> str:
+    """The field a path starts at (``"address.city"``: ``"address"``)."""
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two different paths overlap (one inside the other): DynamoDB refuses it."""
+    return a != b and any(y.startswith(x) and y[len(x)] in ".[" for x, y in ((a, b), (b, a))
+                          if len(y) > len(x))
+
+
+def _at(cls: type[Entity], path: str) -> tuple[Any, str, Any]:
+    """(the model declaring ``path``'s attribute, or ``None`` for a map's value or list's
+    element; its name there; its annotation)."""
+    if path in cls.model_fields:
+        return cls, path, cls.model_fields[path].annotation
+    ann, owner, leaf = path_type(cls, path)
+    return owner, leaf, ann
+
+
+def _bounds_at(cls: type[Entity], path: str) -> dict[str, Any]:
+    """The bounds (:func:`~dynaorm.model.rules.bounds`) of a field or nested path."""
+    owner, leaf, _ = _at(cls, path)
+    return {} if owner is None else bounds(owner, leaf)
+
+
+def _adapter(ann: Any) -> TypeAdapter[Any]:
+    """A validator of a map's value or a list's element (cached per annotation)."""
+    found = _ADAPTERS.get(ann)
+    if found is None:
+        found = _ADAPTERS[ann] = TypeAdapter(ann)
+    return found
+
+
+_ADAPTERS: dict[Any, TypeAdapter[Any]] = cache("updates.path_adapters")
+
+
+def _given(path: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """An action's ``(F(path), value)`` and keyword values as one mapping."""
+    if not path:
+        return values
+    if len(path) != 2 or not isinstance(path[0], F):
+        raise DynaormError(f"an update action takes F(path), value positionally, got {path!r}")
+    return {path[0].path: path[1], **values}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import BaseModel, Field
 
 from dynaorm import Entity
 from tests.support.models import app
@@ -41,3 +41,49 @@ class Stamp(Entity):
     sid: str
     at: datetime = Field(strict=True)
     ref: UUID = Field(strict=True)
+
+
+class Address(BaseModel):
+    city: str
+    zip: str | None = None
+
+
+class Stats(BaseModel):
+    logins: int = Field(0, ge=0, le=3)
+
+
+class Event(BaseModel):
+    kind: str = Field(min_length=1)
+    at: int = 0
+
+
+class ProfileFields(Entity):
+    """Nested models, a list of models, a list and a map (no Meta: abstract)."""
+
+    pid: str
+    address: Address
+    stats: Stats | None = None
+    history: list[Event] = Field(default_factory=list, max_length=2)
+    tags: list[str] = Field(default_factory=list)
+    prefs: dict[str, str] = Field(default_factory=dict)
+
+
+class Profile(ProfileFields):
+    """Updated by key without a read."""
+
+    class Meta:
+        table = app
+        pk = "PROFILE#{pid}"
+        sk = "PROFILE"
+
+
+class VProfile(ProfileFields):
+    """Versioned: its updates are read first and planned as saves."""
+
+    class Meta:
+        table = app
+        pk = "VPROFILE#{pid}"
+        sk = "VPROFILE"
+        versioned = True
+
+    version: int = 0
