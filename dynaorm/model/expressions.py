@@ -57,11 +57,6 @@ class Placeholders:
             parts.append(ph + bracket + index)
         return ".".join(parts)
 
-    def value(self, value: Any) -> str:
-        ph = f":v{len(self.values)}"
-        self.values[ph] = encode_value(value)
-        return ph
-
     def value_av(self, av: AttributeValue) -> str:
         """A placeholder for a value already in AttributeValue form."""
         ph = f":v{len(self.values)}"
@@ -171,13 +166,9 @@ class _Size(_Test):
         return f"size({ph.name(self.path)}) {self.op} {ph.value_av(_av(self.args[0]))}"
 
     def holds(self, item: Item) -> bool:
-        stored = _path(item, self.path)
-        if stored is None:
-            return False
-        ((tag, raw),) = stored.items()
-        if tag not in ("L", "M", "SS", "NS", "BS"):
-            return False
-        return _compare({"N": str(len(raw))}, self.op, _av(self.args[0]))
+        ((tag, raw),) = (_path(item, self.path) or {"S": ""}).items()
+        return tag in ("L", "M", "SS", "NS", "BS") and _compare(
+            {"N": str(len(raw))}, self.op, _av(self.args[0]))
 
 
 @dataclass(frozen=True, eq=False)
@@ -205,11 +196,6 @@ def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
 def size_is(path: str, op: str, n: int) -> Condition:
     """``size(path) op n``."""
     return _Size(op, path, (n,))
-
-
-def compare(path: str, op: str, value: Any) -> Condition:
-    """``path op value`` (a comparison of :data:`_COMPARISONS`)."""
-    return _Test(op, path, (value,))
 
 
 @dataclass(frozen=True, eq=False)

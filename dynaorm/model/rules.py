@@ -392,31 +392,33 @@ def could_overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
 _ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = cache("updates.adapters")
 #: the constraints an update's result is held to (amends 12: not its operand)
 _BOUND_NAMES = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
-BOUND_OPS = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
+#: a number's bound as the comparison it makes (of Decimal, and of :class:`F`)
+BOUND_OPS = {"ge": "__ge__", "gt": "__gt__", "le": "__le__", "lt": "__lt__"}
 
 
-def field_adapter(cls: type[Any], name: str, operand: bool = False) -> TypeAdapter[Any]:
-    """A validator of one field's type, its constraints included (cached per class and
-    field); ``operand``: without the bounds an update holds its *result* to
-    (:func:`bounds`), for the operand of ``add``, ``append``, ``prepend``, ``discard``."""
-    found = _ADAPTERS.get((cls, name + "+" * operand))
-    if found is None:
-        info = cls.model_fields[name]
-        ann = info.annotation
-        meta = [m for m in info.metadata if not (operand and _bounds_of(m))]
-        if meta:
-            ann = Annotated[(ann, *meta)]
-        found = _ADAPTERS[(cls, name + "+" * operand)] = TypeAdapter(ann)
-    return found
+def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapter[Any]:
+    """A validator of a field's type (or a nested path's: :func:`path_type`), its
+    constraints included (cached per class and path, any list index alike); ``operand``:
+    without the bounds an update holds its *result* to (:func:`bounds`), for the operand
+    of ``add``, ``append``, ``prepend``, ``discard``."""
+    key = (cls, re.sub(r"\[\d+\]", "[]", path) + "+" * operand)
+    if key not in _ADAPTERS:
+        owner, leaf, ann = path_type(cls, path)
+        meta = [m for m in owner.model_fields[leaf].metadata
+                if not (operand and _bounds_of(m))] if owner is not None else []
+        _ADAPTERS[key] = TypeAdapter(Annotated[(ann, *meta)] if meta else ann)
+    return _ADAPTERS[key]
 
 
 def _bounds_of(meta: Any) -> dict[str, Any]:
     return {b: v for b in _BOUND_NAMES if (v := getattr(meta, b, None)) is not None}
 
 
-def bounds(cls: type[Any], name: str) -> dict[str, Any]:
-    """Field ``name``'s bounds (``Field(ge=0, max_length=3)``: ``{"ge": 0, ...}``)."""
-    return {b: v for m in cls.model_fields[name].metadata for b, v in _bounds_of(m).items()}
+def bounds(cls: type[Any] | None, name: str) -> dict[str, Any]:
+    """Field ``name``'s bounds (``Field(ge=0, max_length=3)``: ``{"ge": 0, ...}``; none
+    where ``cls`` is ``None``: a map's value or a list's element, see :func:`path_type`)."""
+    return {} if cls is None else {
+        b: v for m in cls.model_fields[name].metadata for b, v in _bounds_of(m).items()}
 
 
 def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
@@ -430,43 +432,45 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
             try:
                 field_adapter(type(obj), name).validate_python(value)
             except ValidationError as exc:
-                problem = "; ".join(e["msg"] for e in exc.errors()[:3])
-                raise InvalidValueError(f"{type(obj).__name__} field {name!r}: {value!r} "
-                                        f"breaks its rules ({problem}); nothing was sent"
-                                        ) from exc
+                raise InvalidValueError(f"{type(obj).__name__} field {name!r}: {value!r} breaks "
+                                        f"its rules ({exc.errors()[0]['msg']})") from exc
 
 
-def path_type(cls: type[Any], path: str) -> tuple[Any, type[Any] | None, str]:
+def path_parts(path: str) -> list[str | int]:
+    """An attribute path's parts: ``"a.b[0]"``: ``["a", "b", 0]``."""
+    return [name or int(index) for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
+
+
+def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
     """What the attribute ``path`` (``"address.city"``, ``"tags[0]"``) of an object of
-    ``cls`` holds: (its annotation, the model declaring it, its name there; or for a map's
-    value or a list's element, ``None`` and the segment). ``InvalidValueError`` for an
+    ``cls`` is: (the model declaring it, its name there, its annotation; for a map's value
+    or a list's element, ``None``, the part, its annotation). ``InvalidValueError`` for an
     unknown name, an index on what is not a list, a key on what is not a dict."""
     ann: Any = cls
     owner: type[Any] | None = None
     part: Any = ""
-    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path):
-        part = name or int(index)
+    for part in path_parts(path):
         args = [a for a in typing.get_args(ann) if a is not type(None)]
         if typing.get_origin(ann) in (typing.Union, types.UnionType, typing.Annotated):
             ann = args[0] if len(args) == 1 or typing.get_origin(ann) is typing.Annotated else Any
         origin, inner = typing.get_origin(ann) or ann, typing.get_args(ann)
         if ann is Any:
-            return Any, None, str(part)
+            return None, str(part), Any
         fields = getattr(ann, "model_fields", None) if isinstance(ann, type) else None
-        if fields is not None and name:
-            found = [n for n, i in fields.items() if name in (n, i.alias)]
+        if fields is not None and isinstance(part, str):
+            found = [n for n, i in fields.items() if part in (n, i.alias)]
             if not found:
                 raise InvalidValueError(f"{cls.__name__}: {path!r}: {ann.__name__} has no "
-                                        f"field {name!r}")
+                                        f"field {part!r}")
             owner, part, ann = ann, found[0], fields[found[0]].annotation
-        elif index and origin in (list, tuple) and inner:
+        elif isinstance(part, int) and origin in (list, tuple) and inner:
             owner, ann = None, inner[0]
-        elif name and origin in (dict, Mapping) and len(inner) == 2:
+        elif isinstance(part, str) and origin in (dict, Mapping) and len(inner) == 2:
             owner, ann = None, inner[1]
         else:
-            raise InvalidValueError(f"{cls.__name__}: {path!r}: "
-                                    f"{'an index' if index else 'a key'} on {ann!r}")
-    return ann, owner, str(part)
+            what = "an index" if isinstance(part, int) else "a key"
+            raise InvalidValueError(f"{cls.__name__}: {path!r}: {what} on {ann!r}")
+    return owner, str(part), ann
 
 
 def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
@@ -476,12 +480,11 @@ def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
     for path in paths(cond):
         errors = []
         for cls in classes:
-            spec = cls.__dynaorm_spec__
-            if re.split(r"[.\[]", path)[0] in {*spec.table.key_roles(), spec.table.ttl,
-                                                  spec.table.type_attribute}:
-                break
+            table = cls.__dynaorm_spec__.table
             try:
-                path_type(cls, path)
+                if path_parts(path)[0] not in {*table.key_roles(), table.ttl,
+                                               table.type_attribute}:
+                    path_type(cls, path)
                 break
             except InvalidValueError as exc:
                 errors.append(str(exc))

@@ -23,7 +23,7 @@ from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 from pydantic.fields import FieldInfo
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -36,16 +36,21 @@ from dynaorm.model.expressions import (
     F,
     Rule,
     all_of,
-    compare,
     exists,
-    holds,
     not_exists,
     rename_paths,
     size_is,
 )
 from dynaorm.model.keys import key_av
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rules import BOUND_OPS, bounds, check_names, field_adapter, path_type
+from dynaorm.model.rules import (
+    BOUND_OPS,
+    bounds,
+    check_names,
+    field_adapter,
+    path_parts,
+    path_type,
+)
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
@@ -232,7 +237,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   "update cannot write it")
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
-        annotation = _at(self.entity, path)[2]
+        annotation = path_type(self.entity, path)[2]
         kind = kind_of(annotation)
         if method not in ("set", "set_default", "remove") and (
                 kind is None or method not in kind.actions):
@@ -243,7 +248,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         for name, value in values.items():
             kind = self._check_writable(name, method)
-            owner, leaf, ann = _at(self.entity, name)
+            owner, leaf, _ = path_type(self.entity, name)
             info = owner.model_fields[leaf] if owner else FieldInfo()
             frozen = info.frozen or self.entity.model_fields[_head(name)].frozen
             if any(_overlap(name, n) for n in self._actions):
@@ -265,9 +270,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 raise self._where_err(name, "it is frozen (Field(frozen=True)): an update "
                                       "cannot change it (set_default() sets it where "
                                       "the item has none)")
-            checked = (_adapter(ann).validate_python(value) if owner is None else
-                       _validate_field(owner, leaf, value) if method in ("set", "set_default")
-                       else field_adapter(owner, leaf, True).validate_python(value))
+            checked = (_validate_field(owner, leaf, value) if owner is not None and method in (
+                "set", "set_default") else field_adapter(self.entity, name, method not in (
+                    "set", "set_default")).validate_python(value))
             if kind is SET and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
@@ -286,7 +291,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             return True
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
-                    "min_length", "max_length"} & set(_bounds_at(self.entity, n))))
+                    "min_length", "max_length"} & set(bounds(*path_type(self.entity, n)[:2]))))
                for n, (m, _) in self._actions.items()):
             return True  # a field validator (or a set's size) judges the combined value
         if not spec.unique_fields and not spec.indexes:
@@ -344,9 +349,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 "`dynaorm migrate` first")
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
-        owner, leaf, ann = _at(self.entity, name)
-        adapter = _adapter(ann) if owner is None else field_adapter(owner, leaf)
-        python = adapter.dump_python(value, mode="python")
+        python = field_adapter(self.entity, name).dump_python(value, mode="python")
         try:
             if name == self._spec.ttl_field:
                 python = encode_ttl(python, self._spec.name, name)
@@ -459,7 +462,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   f"{name!r}: its parent is not stored"))
             if method not in ("add", "append", "prepend"):
                 continue
-            for rule, limit in _bounds_at(self.entity, name).items():
+            for rule, limit in bounds(*path_type(self.entity, name)[:2]).items():
                 if method == "add":  # a number: stored + d <op> limit, i.e. stored <op> limit - d
                     d, lim = Decimal(str(value)), Decimal(str(limit))
                     if rule == "multiple_of":  # (the stored value is one): decided here
@@ -467,9 +470,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
                             raise self._where_err(name, f"adding {value} breaks {rule}="
                                                   f"{limit}; nothing was sent")
                         continue
-                    op = BOUND_OPS[rule]
-                    alone = holds(compare("n", op, lim), {"n": {"N": str(d)}})
-                    cond = compare(attr, op, lim - d)
+                    alone = getattr(d, BOUND_OPS[rule])(lim)  # (the attribute absent)
+                    cond = getattr(F(attr), BOUND_OPS[rule])(lim - d)
                 else:  # a list: size(stored) + k <op> limit
                     op, k = ("<=" if rule == "max_length" else ">="), len(value)
                     alone = k <= limit if op == "<=" else k >= limit
@@ -493,8 +495,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """The actions applied to ``values`` (field values; a nested path's field in its
         plain form, validated again whole by the caller)."""
         for name, (method, value) in self._actions.items():
-            *parents, last = [int(i) if i else n for n, i in re.findall(
-                r"([^.\[\]]+)|\[(\d+)\]", name)]
+            *parents, last = path_parts(name)
             scope: Any = values
             try:
                 if parents:  # the field in its plain form (a nested model: a dict)
@@ -502,10 +503,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
                     values[head] = field_adapter(self.entity, head).dump_python(values[head])
                 for part in parents:
                     scope = scope[part]
-                has = last in scope if isinstance(scope, dict) else last < len(scope)
+                has = last in scope if isinstance(scope, dict) else int(last) < len(scope)
                 if not (has or isinstance(scope, dict) or method == "remove"):
                     raise IndexError(last)  # (DynamoDB: a SET past the end appends)
-            except (KeyError, IndexError, TypeError) as exc:
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
                 raise self._where_err(name, "its parent is not stored") from exc
             old = scope[last] if has else None
             if method == "set" or (method == "set_default" and not has):
@@ -513,7 +514,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             elif method == "remove" and has:
                 del scope[last]
             elif method not in ("set_default", "remove"):  # add, discard, append, prepend
-                kind = kind_of(_at(self.entity, name)[2])
+                kind = kind_of(path_type(self.entity, name)[2])
                 assert kind is not None
                 scope[last] = kind.actions[method](old or kind.zero, value)
         return values
@@ -599,36 +600,8 @@ def _overlap(a: str, b: str) -> bool:
                           if len(y) > len(x))
 
 
-def _at(cls: type[Entity], path: str) -> tuple[Any, str, Any]:
-    """(the model declaring ``path``'s attribute, or ``None`` for a map's value or list's
-    element; its name there; its annotation)."""
-    if path in cls.model_fields:
-        return cls, path, cls.model_fields[path].annotation
-    ann, owner, leaf = path_type(cls, path)
-    return owner, leaf, ann
-
-
-def _bounds_at(cls: type[Entity], path: str) -> dict[str, Any]:
-    """The bounds (:func:`~dynaorm.model.rules.bounds`) of a field or nested path."""
-    owner, leaf, _ = _at(cls, path)
-    return {} if owner is None else bounds(owner, leaf)
-
-
-def _adapter(ann: Any) -> TypeAdapter[Any]:
-    """A validator of a map's value or a list's element (cached per annotation)."""
-    found = _ADAPTERS.get(ann)
-    if found is None:
-        found = _ADAPTERS[ann] = TypeAdapter(ann)
-    return found
-
-
-_ADAPTERS: dict[Any, TypeAdapter[Any]] = cache("updates.path_adapters")
-
-
 def _given(path: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
     """An action's ``(F(path), value)`` and keyword values as one mapping."""
-    if not path:
-        return values
-    if len(path) != 2 or not isinstance(path[0], F):
+    if path and (len(path) != 2 or not isinstance(path[0], F)):
         raise DynaormError(f"an update action takes F(path), value positionally, got {path!r}")
-    return {path[0].path: path[1], **values}
+    return {path[0].path: path[1], **values} if path else values
