@@ -188,9 +188,8 @@ class Rule(Condition):
 
 def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
     """What the :class:`Rule` nodes of ``cond`` (ANDed in) that fail on ``item`` name."""
-    if isinstance(cond, _Bool) and cond.op == "AND":
-        return [w for p in cond.parts for w in broken_rules(p, item)]
-    return [cond.what] if isinstance(cond, Rule) and not cond.holds(item or {}) else []
+    parts = cond.parts if isinstance(cond, _Bool) and cond.op == "AND" else (cond,)
+    return [p.what for p in parts if isinstance(p, Rule) and not p.holds(item or {})]
 
 
 def size_is(path: str, op: str, n: int) -> Condition:
@@ -286,8 +285,7 @@ class F:
             return F(f"{self.path}[{key}]")
         if isinstance(key, str) and key and not set(key) & set(".[]"):
             return F(f"{self.path}.{key}")
-        raise ValueError(f"F({self.path!r})[{key!r}]: a list index (an int >= 0) or a "
-                         "map key (a name without '.', '[', ']')")
+        raise ValueError(f"F({self.path!r})[{key!r}]: an index >= 0, or a key without .[]")
 
     def __repr__(self) -> str:
         return f"F({self.path!r})"

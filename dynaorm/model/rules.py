@@ -20,9 +20,10 @@ import typing
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, NotRequired, Protocol
 
 from pydantic import TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # (pydantic takes typing's from Python 3.12)
 
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, KeyTemplateError
@@ -389,7 +390,7 @@ def could_overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
 
 # -- a field's rules on every write (contract 20) -------------------------------------
 #: per (entity class, field[+]): a TypeAdapter takes milliseconds to build
-_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = cache("updates.adapters")
+_ADAPTERS: dict[tuple[type[Any], str, bool], TypeAdapter[Any]] = cache("updates.adapters")
 #: the constraints an update's result is held to (amends 12: not its operand)
 _BOUND_NAMES = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
 #: a number's bound as the comparison it makes (of Decimal, and of :class:`F`)
@@ -401,7 +402,7 @@ def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapt
     constraints included (cached per class and path, any list index alike); ``operand``:
     without the bounds an update holds its *result* to (:func:`bounds`), for the operand
     of ``add``, ``append``, ``prepend``, ``discard``."""
-    key = (cls, re.sub(r"\[\d+\]", "[]", path) + "+" * operand)
+    key = (cls, path if "[" not in path else re.sub(r"\[\d+\]", "[]", path), operand)
     if key not in _ADAPTERS:
         owner, leaf, ann = path_type(cls, path)
         meta = [m for m in owner.model_fields[leaf].metadata
@@ -426,14 +427,21 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
     from ``before`` (the values it was loaded or last written with; ``None``: a new
     object, every field) as its field's type and constraints take it (an assignment,
     or a list changed in place, is not validated by pydantic)."""
-    fields = type(obj).model_fields
-    for name, value in obj.__dict__.items():
-        if name in fields and (before is None or before.get(name, obj) != value):
-            try:
-                field_adapter(type(obj), name).validate_python(value)
-            except ValidationError as exc:
-                raise InvalidValueError(f"{type(obj).__name__} field {name!r}: {value!r} breaks "
-                                        f"its rules ({exc.errors()[0]['msg']})") from exc
+    cls, data = type(obj), obj.__dict__
+    if before is not None:
+        data = {n: v for n, v in data.items() if n not in before or before[n] != v}
+    check = _ADAPTERS.get((cls, "*", False))
+    if check is None:  # every field's type and constraints, each optional
+        check = _ADAPTERS[cls, "*", False] = TypeAdapter(TypedDict(  # type: ignore[operator]
+            f"{cls.__name__}Fields", {n: NotRequired[Annotated[(i.annotation, *i.metadata)]
+                                                     if i.metadata else i.annotation]
+                                      for n, i in cls.model_fields.items()}))
+    try:
+        check.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InvalidValueError(f"{cls.__name__} field {error['loc'][0]!r}: "
+                                f"{error['input']!r} breaks its rules ({error['msg']})") from exc
 
 
 def path_parts(path: str) -> list[str | int]:

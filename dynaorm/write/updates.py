@@ -359,8 +359,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     def _check_required(self) -> None:
         given = set(self._spec.lookup_fields) | {
-            f for f, (m, _) in self._actions.items() if m in ("set", "set_default", "add")
-            and f in self.entity.model_fields}
+            f for f, (m, _) in self._actions.items() if m in ("set", "set_default", "add")}
         missing = [n for n, info in self.entity.model_fields.items()
                    if info.is_required() and n not in given]
         if missing:
@@ -467,8 +466,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                     d, lim = Decimal(str(value)), Decimal(str(limit))
                     if rule == "multiple_of":  # (the stored value is one): decided here
                         if d % lim:
-                            raise self._where_err(name, f"adding {value} breaks {rule}="
-                                                  f"{limit}; nothing was sent")
+                            raise self._where_err(name, f"adding {value} breaks {rule}={limit}")
                         continue
                     alone = getattr(d, BOUND_OPS[rule])(lim)  # (the attribute absent)
                     cond = getattr(F(attr), BOUND_OPS[rule])(lim - d)
@@ -478,8 +476,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                     if op == ">=" and alone:
                         continue  # never shorter than the operand
                     if not alone and op == "<=":
-                        raise self._where_err(name, f"{method}() of {k} items breaks "
-                                              f"{rule}={limit}; nothing was sent")
+                        raise self._where_err(name, f"{method}() of {k} breaks {rule}={limit}")
                     cond = size_is(attr, op, limit - k)
                 rules.append(Rule(not_exists(attr) | cond if alone else cond,
                                   f"field {name!r}: the result of {method}() must keep "
