@@ -171,27 +171,6 @@ class _Size(_Test):
             {"N": str(len(raw))}, self.op, _av(self.args[0]))
 
 
-@dataclass(frozen=True, eq=False)
-class Rule(Condition):
-    """A condition dynaorm derives from a field's rule; ``what`` names the field and the
-    rule when it fails (:func:`broken_rules`)."""
-
-    inner: Condition
-    what: str
-
-    def render(self, ph: Placeholders) -> str:
-        return self.inner.render(ph)
-
-    def holds(self, item: Item) -> bool:
-        return self.inner.holds(item)
-
-
-def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
-    """What the :class:`Rule` nodes of ``cond`` (ANDed in) that fail on ``item`` name."""
-    parts = cond.parts if isinstance(cond, _Bool) and cond.op == "AND" else (cond,)
-    return [p.what for p in parts if isinstance(p, Rule) and not p.holds(item or {})]
-
-
 def size_is(path: str, op: str, n: int) -> Condition:
     """``size(path) op n``."""
     return _Size(op, path, (n,))
@@ -219,6 +198,23 @@ class _Not(Condition):
 
     def holds(self, item: Item) -> bool:
         return not self.inner.holds(item)
+
+
+@dataclass(frozen=True, eq=False)
+class Rule(_Bool):
+    """A condition dynaorm derives from a field's rule (``Rule("AND", (condition,),
+    what)``); ``what`` names the field and the rule when it fails (:func:`broken_rules`)."""
+
+    what: str = ""
+
+    def render(self, ph: Placeholders) -> str:
+        return self.parts[0].render(ph)  # (DynamoDB refuses redundant parentheses)
+
+
+def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
+    """What the :class:`Rule` nodes of ``cond`` (ANDed in) that fail on ``item`` name."""
+    parts = cond.parts if type(cond) is _Bool and cond.op == "AND" else (cond,)
+    return [p.what for p in parts if isinstance(p, Rule) and not p.holds(item or {})]
 
 
 class F:
@@ -333,7 +329,7 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
         node = stack.pop()
         if isinstance(node, _Bool):
             stack.extend(node.parts)
-        elif isinstance(node, _Not | Rule):
+        elif isinstance(node, _Not):
             stack.append(node.inner)
         else:
             for v in getattr(node, "args", ()):

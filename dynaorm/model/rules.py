@@ -405,6 +405,8 @@ def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapt
     key = (cls, path if "[" not in path else re.sub(r"\[\d+\]", "[]", path), operand)
     if key not in _ADAPTERS:
         owner, leaf, ann = path_type(cls, path)
+        if owner is None and operand and typing.get_origin(ann) is Annotated:  # (an element)
+            ann = typing.get_args(ann)[0]  # (its bounds are held on the result)
         meta = [m for m in owner.model_fields[leaf].metadata
                 if not (operand and _bounds_of(m))] if owner is not None else []
         _ADAPTERS[key] = TypeAdapter(Annotated[(ann, *meta)] if meta else ann)
@@ -415,11 +417,14 @@ def _bounds_of(meta: Any) -> dict[str, Any]:
     return {b: v for b in _BOUND_NAMES if (v := getattr(meta, b, None)) is not None}
 
 
-def bounds(cls: type[Any] | None, name: str) -> dict[str, Any]:
-    """Field ``name``'s bounds (``Field(ge=0, max_length=3)``: ``{"ge": 0, ...}``; none
-    where ``cls`` is ``None``: a map's value or a list's element, see :func:`path_type`)."""
-    return {} if cls is None else {
-        b: v for m in cls.model_fields[name].metadata for b, v in _bounds_of(m).items()}
+def bounds(cls: type[Any], path: str) -> dict[str, Any]:
+    """The bounds of a field or nested path (``Field(ge=0, max_length=3)``: ``{"ge": 0,
+    ...}``; a map's value or list's element: those its ``Annotated`` type carries)."""
+    owner, leaf, ann = path_type(cls, path)
+    meta = owner.model_fields[leaf].metadata if owner is not None else (
+        typing.get_args(ann)[1:] if typing.get_origin(ann) is Annotated else ())
+    flat = [x for m in meta for x in getattr(m, "metadata", [m])]  # (a Field(...): its own)
+    return {b: v for m in flat for b, v in _bounds_of(m).items()}
 
 
 def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
@@ -488,10 +493,9 @@ def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
     for path in paths(cond):
         errors = []
         for cls in classes:
-            table = cls.__dynaorm_spec__.table
+            t = cls.__dynaorm_spec__.table  # (its key, type and TTL attributes may be named)
             try:
-                if path_parts(path)[0] not in {*table.key_roles(), table.ttl,
-                                               table.type_attribute}:
+                if path_parts(path)[0] not in {*t.key_roles(), t.ttl, t.type_attribute}:
                     path_type(cls, path)
                 break
             except InvalidValueError as exc:

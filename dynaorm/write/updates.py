@@ -291,7 +291,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             return True
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
-                    "min_length", "max_length"} & set(bounds(*path_type(self.entity, n)[:2]))))
+                    "min_length", "max_length"} & set(bounds(self.entity, n))))
                for n, (m, _) in self._actions.items()):
             return True  # a field validator (or a set's size) judges the combined value
         if not spec.unique_fields and not spec.indexes:
@@ -456,12 +456,12 @@ class StagedUpdate(StagedWrite, Generic[T]):
             parent, _, index = attr.rpartition("[")
             if name not in self._spec.field_names:  # a path: where its parent is (DynamoDB
                 # refuses a path into nothing, and sets an index past the end at the end)
-                rules.append(Rule(size_is(parent, ">", int(index[:-1])) if attr[-1] == "]"
-                                  else exists(attr.rpartition(".")[0]),
+                rules.append(Rule("AND", (size_is(parent, ">", int(index[:-1])) if attr[-1] == "]"
+                                          else exists(attr.rpartition(".")[0]),),
                                   f"{name!r}: its parent is not stored"))
             if method not in ("add", "append", "prepend"):
                 continue
-            for rule, limit in bounds(*path_type(self.entity, name)[:2]).items():
+            for rule, limit in bounds(self.entity, name).items():
                 if method == "add":  # a number: stored + d <op> limit, i.e. stored <op> limit - d
                     d, lim = Decimal(str(value)), Decimal(str(limit))
                     if rule == "multiple_of":  # (the stored value is one): decided here
@@ -478,7 +478,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                     if not alone and op == "<=":
                         raise self._where_err(name, f"{method}() of {k} breaks {rule}={limit}")
                     cond = size_is(attr, op, limit - k)
-                rules.append(Rule(not_exists(attr) | cond if alone else cond,
+                rules.append(Rule("AND", (not_exists(attr) | cond if alone else cond,),
                                   f"field {name!r}: the result of {method}() must keep "
                                   f"{rule}={limit}"))
         return rules
@@ -593,8 +593,7 @@ def _head(path: str) -> str:
 
 def _overlap(a: str, b: str) -> bool:
     """Whether two different paths overlap (one inside the other): DynamoDB refuses it."""
-    return a != b and any(y.startswith(x) and y[len(x)] in ".[" for x, y in ((a, b), (b, a))
-                          if len(y) > len(x))
+    return a != b and any(y[:len(x) + 1] in (x + ".", x + "[") for x, y in ((a, b), (b, a)))
 
 
 def _given(path: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
