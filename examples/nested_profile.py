@@ -8,7 +8,6 @@ Run: ``python examples/nested_profile.py [--endpoint-url URL]``
 from __future__ import annotations
 
 from _support import run
-
 from pydantic import BaseModel, Field
 
 from dynaorm import ConditionFailedError, Entity, F, InvalidValueError, Table
@@ -22,8 +21,8 @@ class Address(BaseModel):
 
 
 class Stats(BaseModel):
-    logins: int = Field(0, ge=0)
-    credits: int = Field(0, ge=0, le=100)
+    logins: int = Field(default=0, ge=0)
+    credits: int = Field(default=0, ge=0, le=100)
 
 
 class Event(BaseModel):

@@ -20,10 +20,9 @@ import typing
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, NotRequired, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import TypeAdapter, ValidationError
-from typing_extensions import TypedDict  # (pydantic takes typing's from Python 3.12)
+from pydantic import TypeAdapter
 
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, KeyTemplateError
@@ -427,33 +426,14 @@ def bounds(cls: type[Any], path: str) -> dict[str, Any]:
     return {b: v for m in flat for b, v in _bounds_of(m).items()}
 
 
-def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
-    """What ``save`` checks before sending: every field value of ``obj`` that differs
-    from ``before`` (the values it was loaded or last written with; ``None``: a new
-    object, every field) as its field's type and constraints take it (an assignment,
-    or a list changed in place, is not validated by pydantic)."""
-    cls, data = type(obj), obj.__dict__
-    if before is not None:
-        data = {n: v for n, v in data.items() if n not in before or before[n] != v}
-    check = _ADAPTERS.get((cls, "*", False))
-    if check is None:  # every field's type and constraints, each optional
-        check = _ADAPTERS[cls, "*", False] = TypeAdapter(TypedDict(  # type: ignore[operator]
-            f"{cls.__name__}Fields", {n: NotRequired[Annotated[(i.annotation, *i.metadata)]
-                                                     if i.metadata else i.annotation]
-                                      for n, i in cls.model_fields.items()}))
-    try:
-        check.validate_python(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        raise InvalidValueError(f"{cls.__name__} field {error['loc'][0]!r}: "
-                                f"{error['input']!r} breaks its rules ({error['msg']})") from exc
-
-
 def path_parts(path: str) -> list[str | int]:
     """An attribute path's parts: ``"a.b[0]"``: ``["a", "b", 0]``."""
     return [name or int(index) for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
 
 
+# A walk down a path: a branch for each kind of step (an Optional or Annotated unwrapped, a
+# model's field, a list's index, a map's key) and for each refusal.
+# complexity: one walk, a branch per kind of step and per refusal (see above)
 def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
     """What the attribute ``path`` (``"address.city"``, ``"tags[0]"``) of an object of
     ``cls`` is: (the model declaring it, its name there, its annotation; for a map's value

@@ -330,10 +330,9 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
         entity, key, item = failures[0]
         assert entity is not None
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        rules = broken_rules(failed[0][0].origin.caller, failed[0][1].item)
+        why = "; ".join(broken_rules(failed[0][0].origin.caller, failed[0][1].item))
         return ConditionFailedError(
-            f"{entity.__name__} {key}: " + ("; ".join(rules) if rules else
-                                            "the condition given did not hold") + more,
+            f"{entity.__name__} {key}: {why or 'the condition given did not hold'}{more}",
             entity=entity, key=key, item=item, failures=failures)
     failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
     for op, r in failed:

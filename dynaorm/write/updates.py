@@ -245,6 +245,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   f"{annotation!r}")
         return kind
 
+    # Each refusal of an action is its own rule, checked in the order the guide lists them
+    # (the path, overlaps, required, frozen, None), then the value's validation.
+    # complexity: one rule after another, as the guide lists them (see above)
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         for name, value in values.items():
             kind = self._check_writable(name, method)
