@@ -218,7 +218,10 @@ def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
 
 
 class F:
-    """An attribute path for filters: ``F("status") == "open"``, ``F("a.b").exists()``."""
+    """An attribute path for filters, conditions and update actions: ``F("status") ==
+    "open"``, ``F("address.city").exists()``, a list element ``F("tags")[0]``, a map's key
+    ``F("prefs")["theme"]``. The path is checked against the entities of the read or
+    write it is given to (a name none declares is ``InvalidValueError``)."""
 
     __slots__ = ("path",)
     __hash__ = None  # type: ignore[assignment]
