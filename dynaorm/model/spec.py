@@ -200,11 +200,12 @@ class EntitySpec:
 
     @functools.cached_property
     def _strict(self) -> dict[str, TypeAdapter[Any]]:
-        """The fields declared strict (``Field(strict=True)``), each with a lax validator
-        of its type: what they store (an ISO date, a UUID's text) read back as they take
-        it, on every read path."""
-        return {n: _field_adapter(self.cls, n) for n, info in self.cls.model_fields.items()
-                if any(getattr(m, "strict", False) for m in info.metadata)}
+        """Where the class's schema is strict anywhere (``Field(strict=True)``, a nested
+        model's strict field, ``ConfigDict(strict=True)``), every field with a lax
+        validator of its type: what it stores (an ISO date, a UUID's text) read back as
+        it takes it, on every read path (else none)."""
+        strict = "'strict': True" in repr(self.cls.__pydantic_core_schema__)
+        return {n: _field_adapter(self.cls, n) for n in self.cls.model_fields if strict}
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
@@ -217,7 +218,7 @@ class EntitySpec:
             data = {stored[k]: v for k, v in decode_item(item, stored).items()}
         for name, lax in self._strict.items():
             if data.get(name) is not None:
-                data[name] = lax.validate_python(data[name])
+                data[name] = lax.validate_python(data[name], strict=False)
         return self.fill_from_keys(item, data)
 
     @functools.cached_property

@@ -12,7 +12,7 @@ import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
-from tests.support.rule_models import Account, Stamp
+from tests.support.rule_models import Account, Stamp, StrictAll, StrictWhen
 from tests.support.update_models import Player
 
 
@@ -188,3 +188,21 @@ def test_an_indexed_change_of_an_item_older_than_its_index_writes_the_whole_key(
     row = next(r for r in db.scan() if r["_type"] == "Player")
     assert (row["gsi2pk"], row["gsi2sk"]) == ("BOARD#main", "0000000007#p1")
     assert [p.score for p in s.query(Player, index="gsi2", board="main").all()] == [7]
+
+
+@pytest.mark.parametrize("how", ["all", "get", "page", "first"])
+def test_a_strict_config_and_a_nested_strict_field_round_trip(db: TestBackend, how: str) -> None:
+    made = StrictAll(sid="x", at=datetime.now(UTC), ref=uuid4(),
+                     inner=StrictWhen(at=datetime.now(UTC)))
+    with db.session() as s:
+        s.save(made)
+    s = db.session()
+    q = s.query(StrictAll, sid="x")
+    obj = {"all": lambda: q.all()[0], "get": lambda: s.get(StrictAll, sid="x"),
+           "page": lambda: q.page().items[0], "first": q.first}[how]()
+    assert obj == made
+    assert dynaorm.inspect(obj).persisted
+    obj.ref = uuid4()
+    with db.session() as s2:
+        s2.save(obj)
+    assert db.session().get(StrictAll, sid="x") == obj

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from uuid import UUID
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from dynaorm import Entity
 from tests.support.models import app
@@ -87,3 +87,23 @@ class VProfile(ProfileFields):
         versioned = True
 
     version: int = 0
+
+
+class StrictWhen(BaseModel):
+    at: datetime = Field(strict=True)
+
+
+class StrictAll(Entity):
+    """Strict by its config, and a nested model with a strict field."""
+
+    model_config = ConfigDict(strict=True, populate_by_name=True)
+
+    class Meta:
+        table = app
+        pk = "STRICTALL#{sid}"
+        sk = "STRICTALL"
+
+    sid: str
+    at: datetime
+    ref: UUID
+    inner: StrictWhen
