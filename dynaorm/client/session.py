@@ -60,7 +60,7 @@ class BaseSession:
         ``condition=`` the commit also requires it on the stored item."""
         from dynaorm.write.save import SaveEntry
 
-        self._stage.add(SaveEntry(obj, overwrite, condition_given(condition)))
+        self._stage.add(SaveEntry(obj, overwrite, condition_given(condition, obj)))
 
     def delete(self, obj: Entity | type[Entity], /, *, history: bool = False,
                condition: Condition | None = None, **fields: Any) -> None:
@@ -74,7 +74,7 @@ class BaseSession:
             # read at commit (consistently), like any never-loaded object
         elif fields:
             raise DynaormError("delete(obj) takes no key fields; delete(Entity, **key) does")
-        self._stage.add(DeleteEntry(obj, history, condition_given(condition)))
+        self._stage.add(DeleteEntry(obj, history, condition_given(condition, obj)))
 
     @overload
     def update(self, target: type[T], /, *, upsert: bool = False,

@@ -14,6 +14,7 @@ from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition
+from dynaorm.model.rules import check_names
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
@@ -140,7 +141,9 @@ def check_concurrency(concurrency: int) -> None:
                            f"got {concurrency!r}")
 
 
-def condition_given(condition: Condition | None) -> Condition | None:
+def condition_given(condition: Condition | None, obj: Entity) -> Condition | None:
     if condition is not None and not isinstance(condition, Condition):
         raise DynaormError(f"condition= takes a condition built with F, got {condition!r}")
+    if condition is not None:
+        check_names([type(obj)], condition)
     return condition

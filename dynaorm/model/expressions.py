@@ -9,12 +9,14 @@ carries both the caller's condition and dynaorm's own, DynamoDB only says "the c
 failed" and returns the stored item (``ALL_OLD``); evaluating the caller's condition on
 that item tells which of the two failed. The semantics follow DynamoDB's condition
 expressions: comparisons only between values of the same type (else false),
-``attribute_exists``/``attribute_not_exists``, ``begins_with``, ``contains``; ``size`` is
-not supported by :class:`F` and so never needed here.
+``attribute_exists``/``attribute_not_exists``, ``begins_with``, ``contains``, and the
+``size`` of a list, map or set (dynaorm's own conditions on an update's result:
+:class:`Rule`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -23,7 +25,7 @@ from typing import Any
 from dynaorm._types import AttributeValue, Item
 from dynaorm.model.codec import encode_value
 
-__all__ = ["Condition", "F", "Placeholders", "holds", "rename_paths"]
+__all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
 
 
 class Placeholders:
@@ -46,18 +48,14 @@ class Placeholders:
             head, dot, rest = attr.partition(".")
             attr = self._renames.get(head, head) + dot + rest
         for segment in attr.split("."):
+            segment, bracket, index = segment.partition("[")  # a list index: tags[0]
             ph = self._by_name.get(segment)
             if ph is None:
                 ph = f"#n{len(self._by_name)}"
                 self._by_name[segment] = ph
                 self.names[ph] = segment
-            parts.append(ph)
+            parts.append(ph + bracket + index)
         return ".".join(parts)
-
-    def value(self, value: Any) -> str:
-        ph = f":v{len(self.values)}"
-        self.values[ph] = encode_value(value)
-        return ph
 
     def value_av(self, av: AttributeValue) -> str:
         """A placeholder for a value already in AttributeValue form."""
@@ -161,6 +159,24 @@ class _Test(Condition):
 
 
 @dataclass(frozen=True, eq=False)
+class _Size(_Test):
+    """``size(path) op n``: the number of elements of a stored list, map or set."""
+
+    def render(self, ph: Placeholders) -> str:
+        return f"size({ph.name(self.path)}) {self.op} {ph.value_av(_av(self.args[0]))}"
+
+    def holds(self, item: Item) -> bool:
+        ((tag, raw),) = (_path(item, self.path) or {"S": ""}).items()
+        return tag in ("L", "M", "SS", "NS", "BS") and _compare(
+            {"N": str(len(raw))}, self.op, _av(self.args[0]))
+
+
+def size_is(path: str, op: str, n: int) -> Condition:
+    """``size(path) op n``."""
+    return _Size(op, path, (n,))
+
+
+@dataclass(frozen=True, eq=False)
 class _Bool(Condition):
     op: str
     parts: tuple[Condition, ...]
@@ -184,8 +200,28 @@ class _Not(Condition):
         return not self.inner.holds(item)
 
 
+@dataclass(frozen=True, eq=False)
+class Rule(_Bool):
+    """A condition dynaorm derives from a field's rule (``Rule("AND", (condition,),
+    what)``); ``what`` names the field and the rule when it fails (:func:`broken_rules`)."""
+
+    what: str = ""
+
+    def render(self, ph: Placeholders) -> str:
+        return self.parts[0].render(ph)  # (DynamoDB refuses redundant parentheses)
+
+
+def broken_rules(cond: Condition | None, item: Item | None) -> list[str]:
+    """What the :class:`Rule` nodes of ``cond`` (ANDed in) that fail on ``item`` name."""
+    parts = cond.parts if type(cond) is _Bool and cond.op == "AND" else (cond,)
+    return [p.what for p in parts if isinstance(p, Rule) and not p.holds(item or {})]
+
+
 class F:
-    """An attribute path for filters: ``F("status") == "open"``, ``F("a.b").exists()``."""
+    """An attribute path for filters, conditions and update actions: ``F("status") ==
+    "open"``, ``F("address.city").exists()``, a list element ``F("tags")[0]``, a map's key
+    ``F("prefs")["theme"]``. The path is checked against the entities of the read or
+    write it is given to (a name none declares is ``InvalidValueError``)."""
 
     __slots__ = ("path",)
     __hash__ = None  # type: ignore[assignment]
@@ -242,8 +278,24 @@ class F:
             raise ValueError(f"F({self.path!r}).is_in() needs at least one value")
         return _Test("IN", self.path, tuple(values))
 
+    def __getitem__(self, key: int | str) -> F:
+        """A list element (``F("tags")[0]``) or a map's key (``F("prefs")["theme"]``)."""
+        if isinstance(key, int) and key >= 0:
+            return F(f"{self.path}[{key}]")
+        if isinstance(key, str) and key and not set(key) & set(".[]"):
+            return F(f"{self.path}.{key}")
+        raise ValueError(f"F({self.path!r})[{key!r}]: an index >= 0, or a key without .[]")
+
     def __repr__(self) -> str:
         return f"F({self.path!r})"
+
+
+def paths(cond: Condition) -> list[str]:
+    """The attribute paths a condition tree names (not those of dynaorm's :class:`Rule`)."""
+    if isinstance(cond, _Bool):
+        return [p for part in cond.parts for p in paths(part)]
+    return paths(cond.inner) if isinstance(cond, _Not) else (
+        [cond.path] if isinstance(cond, _Test) else [])
 
 
 # -- internal helpers for write conditions (values already encoded) --------------------
@@ -312,10 +364,16 @@ def holds(cond: Condition, item: Item | None) -> bool:
 def _path(item: Item, path: str) -> AttributeValue | None:
     current: AttributeValue | None = None
     scope: Any = item
-    for segment in path.split("."):
-        if not isinstance(scope, dict) or segment not in scope:
+    for segment in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if segment[0] == "[":  # a list index
+            at = int(segment[1:-1])
+            if current is None or "L" not in current or at >= len(current["L"]):
+                return None
+            current = current["L"][at]
+        elif not isinstance(scope, dict) or segment not in scope:
             return None
-        current = scope[segment]
+        else:
+            current = scope[segment]
         assert current is not None
         scope = current.get("M")
     return current

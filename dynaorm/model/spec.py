@@ -196,18 +196,29 @@ class EntitySpec:
         ``None`` (a loader may call ``decode_item`` itself: one call less per item; not
         for a versioned entity with a TTL field, whose version rows keep the TTL aside)."""
         plain = self._plain_names and not (self.versioned and self.ttl_field is not None)
-        return self.field_names if plain else None
+        return self.field_names if plain and not self._strict else None
+
+    @functools.cached_property
+    def _strict(self) -> dict[str, TypeAdapter[Any]]:
+        """Where the class's schema is strict anywhere (``Field(strict=True)``, a nested
+        model's strict field, ``ConfigDict(strict=True)``), every field with a lax
+        validator of its type: what it stores (an ISO date, a UUID's text) read back as
+        it takes it, on every read path (else none)."""
+        strict = "'strict': True" in repr(self.cls.__pydantic_core_schema__)
+        return {n: _field_adapter(self.cls, n) for n in self.cls.model_fields if strict}
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
         if self.ttl_field is not None and VERSION_TTL in item:  # a version row's kept TTL
             item = {**item, self.table.ttl or "": item[VERSION_TTL]}
         if self._plain_names:
-            return self.fill_from_keys(item, decode_item(item, self.field_names))
-        stored = self.stored_fields
-        data = decode_item(item, stored)
-        if self.renames:
-            data = {stored[k]: v for k, v in data.items()}
+            data = decode_item(item, self.field_names)
+        else:
+            stored = self.stored_fields
+            data = {stored[k]: v for k, v in decode_item(item, stored).items()}
+        for name, lax in self._strict.items():
+            if data.get(name) is not None:
+                data[name] = lax.validate_python(data[name], strict=False)
         return self.fill_from_keys(item, data)
 
     @functools.cached_property

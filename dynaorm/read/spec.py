@@ -23,6 +23,7 @@ from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
+from dynaorm.model.rules import check_names
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
 from dynaorm.read.batches import batch_get_p
@@ -130,6 +131,7 @@ class ReadSpec(Generic[T]):
         """Keep results matching ``condition`` (a FilterExpression; several are ANDed)."""
         if not isinstance(condition, Condition):
             raise TypeError("filter() takes a condition built from F(...)")
+        check_names(self._entities, condition)
         combined = condition if self._filter is None else self._filter & condition
         return self._with(_filter=combined)
 

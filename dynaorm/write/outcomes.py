@@ -50,7 +50,7 @@ from dynaorm.errors import (
     UniqueConstraintError,
 )
 from dynaorm.model.entity import spec_of
-from dynaorm.model.expressions import holds
+from dynaorm.model.expressions import broken_rules, holds
 from dynaorm.model.rows import OWNER_PK, OWNER_SK, REVISION
 from dynaorm.model.spec import old_values
 from dynaorm.model.timestamps import expired
@@ -258,8 +258,9 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
         entity, key, item = failures[0]
         assert entity is not None
         more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+        why = "; ".join(broken_rules(failed[0][0].origin.caller, failed[0][1].item))
         return ConditionFailedError(
-            f"{entity.__name__} {key}: the condition given did not hold{more}",
+            f"{entity.__name__} {key}: {why or 'the condition given did not hold'}{more}",
             entity=entity, key=key, item=item, failures=failures)
     failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
     for op, r in failed:

@@ -295,7 +295,10 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     if isinstance(state, Written):
         return state.values, state.item
     old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
-    return old_obj.__dict__, encode_entity(old_obj, spec, state.version)
+    item = encode_entity(old_obj, spec, state.version)
+    for attr in spec.table.key_roles().keys() - state.item.keys():
+        item.pop(attr, None)  # an index key written before its index: a change writes it whole
+    return old_obj.__dict__, item
 
 
 # -- the rows beside an entity's own: unique guards and version rows ----------------------

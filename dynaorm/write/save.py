@@ -16,10 +16,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, NotRequired
+
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import TypedDict  # (pydantic takes typing's from Python 3.12)
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError
+from dynaorm.caches import cache
+from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import (
     Condition,
@@ -166,8 +170,10 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     if entry.overwrite and spec.versioned:  # (planned on what is stored now)
         expect_stored_version(spec, obj, state)
     if state is None:
+        check_fields(obj, None)
         return _plan_insert(entry, spec, index)
     old_values, old_item = stored_values(spec, state)
+    check_fields(obj, old_values)
     extra = undeclared(spec, state.item)  # (a newer model's attributes: kept)
     if spec.versioned:
         return _plan_next_version(entry, spec, state, old_values, old_item, index, extra)
@@ -326,3 +332,28 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     b.guards(old_values, values, key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
                           stamps=pairs)
+
+
+#: per entity class: the validator of :func:`check_fields`
+_CHECKS: dict[type[Any], TypeAdapter[Any]] = cache("save.checks")
+
+
+def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
+    """What ``save`` checks before sending: every field value of ``obj`` that differs
+    from ``before`` (the values it was loaded or last written with; ``None``: a new
+    object, every field) as its field's type and constraints take it (an assignment,
+    or a list changed in place, is not validated by pydantic)."""
+    cls, data = type(obj), obj.__dict__ if before is None else {
+        n: v for n, v in obj.__dict__.items() if n not in before or before[n] != v}
+    check = _CHECKS.get(cls)
+    if check is None:  # every field's type and constraints, each optional
+        check = _CHECKS[cls] = TypeAdapter(TypedDict(  # type: ignore[operator]
+            f"{cls.__name__}Fields", {n: NotRequired[Annotated[(i.annotation, *i.metadata)]
+                                                     if i.metadata else i.annotation]
+                                      for n, i in cls.model_fields.items()}))
+    try:
+        check.validate_python(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise InvalidValueError(f"{cls.__name__} field {error['loc'][0]!r}: "
+                                f"{error['input']!r} breaks its rules ({error['msg']})") from exc

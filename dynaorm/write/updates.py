@@ -17,20 +17,40 @@ validated through the entity's field types when the action is added. Planning is
 
 from __future__ import annotations
 
+import re
 from collections.abc import Generator, Mapping
 from dataclasses import replace
-from typing import Annotated, Any, Generic, TypeVar
+from decimal import Decimal
+from typing import Any, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
+from pydantic.fields import FieldInfo
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.model.codec import SET, Kind, encode_value, kind_of
 from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition, all_of, exists, rename_paths
+from dynaorm.model.expressions import (
+    Condition,
+    F,
+    Rule,
+    all_of,
+    exists,
+    not_exists,
+    rename_paths,
+    size_is,
+)
 from dynaorm.model.keys import key_av
 from dynaorm.model.layouts import MovedState
+from dynaorm.model.rules import (
+    BOUND_OPS,
+    bounds,
+    check_names,
+    field_adapter,
+    path_parts,
+    path_type,
+)
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
 from dynaorm.model.templates import SHARD_FIELD
@@ -58,23 +78,6 @@ T = TypeVar("T", bound=Entity)
 #: method name -> its update clause
 _CLAUSES = {"set": "SET", "set_default": "DEFAULT", "add": "ADD", "discard": "DELETE",
             "append": "APPEND", "prepend": "PREPEND", "remove": "REMOVE"}
-
-
-#: per (entity class, field): a TypeAdapter takes milliseconds to build
-_ADAPTERS: dict[tuple[type[Entity], str], TypeAdapter[Any]] = cache("updates.adapters")
-
-
-def _adapter(cls: type[Entity], name: str) -> TypeAdapter[Any]:
-    """A validator of one field's type, its constraints included (cached per class and
-    field)."""
-    found = _ADAPTERS.get((cls, name))
-    if found is None:
-        info = cls.model_fields[name]
-        ann = info.annotation
-        if info.metadata:
-            ann = Annotated[(ann, *info.metadata)]  # type: ignore[assignment]
-        found = _ADAPTERS[(cls, name)] = TypeAdapter(ann)  # type: ignore[arg-type]
-    return found
 
 
 def _model_rules(cls: type[Entity]) -> bool:
@@ -115,7 +118,7 @@ def _validate_field(cls: type[Entity], name: str, value: Any) -> Any:
     validators (pydantic's assignment validation on a blank object); a class with rules
     across fields (:func:`_model_rules`) is judged whole at planning."""
     if _model_rules(cls) or cls.model_fields[name].frozen:  # (set_default of a frozen one)
-        return _adapter(cls, name).validate_python(value)
+        return field_adapter(cls, name).validate_python(value)
     blank = cls.model_construct()
     cls.__pydantic_validator__.validate_assignment(blank, name, value)
     return blank.__dict__[name]
@@ -140,7 +143,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self.upsert = upsert
         """True: the update creates the item when it is absent (``upsert=True``)."""
         self._spec: EntitySpec = spec_of(entity)
-        self._key_fields = {n: _adapter(entity, n).validate_python(v)
+        self._key_fields = {n: field_adapter(entity, n).validate_python(v)
                             for n, v in key_fields.items()}
         self._loaded = loaded
         self._actions: dict[str, tuple[str, Any]] = {}  # field -> (method, python value)
@@ -161,38 +164,43 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return f"<StagedUpdate {self._spec.name} {self.key} {list(self._actions)}>"
 
     # -- actions -------------------------------------------------------------------------
-    def set(self, **values: Any) -> StagedUpdate[T]:
-        """SET each field to a value (``None`` removes an optional field)."""
-        return self._add("set", values)
+    def set(self, *path: Any, **values: Any) -> StagedUpdate[T]:
+        """SET each field to a value (``None`` removes an optional field); a nested
+        attribute by path, positionally: ``set(F("address.city"), "Paris")`` (every
+        action takes a path so)."""
+        return self._add("set", _given(path, values))
 
-    def add(self, **values: Any) -> StagedUpdate[T]:
+    def add(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """ADD: atomic increment of a number field, or union into a set field."""
-        return self._add("add", values)
+        return self._add("add", _given(path, values))
 
-    def discard(self, **values: Any) -> StagedUpdate[T]:
+    def discard(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """DELETE the given elements from a set field."""
-        return self._add("discard", values)
+        return self._add("discard", _given(path, values))
 
-    def append(self, **values: Any) -> StagedUpdate[T]:
+    def append(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """Append the given items at the end of a list field (``list_append``)."""
-        return self._add("append", values)
+        return self._add("append", _given(path, values))
 
-    def prepend(self, **values: Any) -> StagedUpdate[T]:
+    def prepend(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """Insert the given items at the front of a list field (``list_append``)."""
-        return self._add("prepend", values)
+        return self._add("prepend", _given(path, values))
 
-    def set_default(self, **values: Any) -> StagedUpdate[T]:
+    def set_default(self, *path: Any, **values: Any) -> StagedUpdate[T]:
         """SET each field only if the stored item does not have it (``if_not_exists``)."""
-        return self._add("set_default", values)
+        return self._add("set_default", _given(path, values))
 
-    def remove(self, *names: str) -> StagedUpdate[T]:
-        """REMOVE fields (they load back as their default); required fields cannot go."""
-        return self._add("remove", dict.fromkeys(names))
+    def remove(self, *names: str | F) -> StagedUpdate[T]:
+        """REMOVE fields (they load back as their default), or nested paths
+        (``F("address.zip")``); required fields cannot go."""
+        return self._add("remove", dict.fromkeys(n.path if isinstance(n, F) else n
+                                                 for n in names))
 
     def where(self, condition: Condition) -> StagedUpdate[T]:
         """An extra condition (ANDed with earlier ones); if false: ConditionFailedError."""
         if not isinstance(condition, Condition):
             raise DynaormError(f"where() takes a condition built with F, got {condition!r}")
+        check_names([self.entity], condition)
         self._where = condition if self._where is None else self._where & condition
         return self
 
@@ -214,11 +222,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _where_err(self, field: str, message: str) -> InvalidValueError:
         return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
 
-    def _check_writable(self, name: str, method: str) -> Kind | None:
-        """The kind of field ``name`` (:func:`~dynaorm.model.codec.kind_of`); refused when
-        no update may write it (unknown, in the key, never stored, the version) or the
-        kind takes no ``method``."""
-        spec = self._spec
+    def _check_writable(self, path: str, method: str) -> Kind | None:
+        """The kind of field (or nested path) ``path`` (:func:`~dynaorm.model.codec.kind_of`);
+        refused when no update may write it (unknown, in the key, never stored, the
+        version) or the kind takes no ``method``."""
+        spec, name = self._spec, _head(path)
         if name not in spec.field_names:
             raise self._where_err(name, f"{spec.name} has no such field")
         if name in spec.lookup_fields:
@@ -229,38 +237,45 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   "update cannot write it")
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
-        annotation = self.entity.model_fields[name].annotation
+        annotation = path_type(self.entity, path)[2]
         kind = kind_of(annotation)
         if method not in ("set", "set_default", "remove") and (
                 kind is None or method not in kind.actions):
-            raise self._where_err(name, f"{method}() does not fit a field of type "
+            raise self._where_err(path, f"{method}() does not fit a field of type "
                                   f"{annotation!r}")
         return kind
 
+    # Each refusal of an action is its own rule, checked in the order the guide lists them
+    # (the path, overlaps, required, frozen, None), then the value's validation.
+    # complexity: one rule after another, as the guide lists them (see above)
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
         for name, value in values.items():
             kind = self._check_writable(name, method)
-            info = self.entity.model_fields[name]
+            owner, leaf, _ = path_type(self.entity, name)
+            info = owner.model_fields[leaf] if owner else FieldInfo()
+            frozen = info.frozen or self.entity.model_fields[_head(name)].frozen
+            if any(_overlap(name, n) for n in self._actions):
+                raise self._where_err(name, "overlaps another path of this update")
             if name in self._actions and self._actions[name][0] != method:
                 raise self._where_err(name, f"already has a {self._actions[name][0]}() "
                                       "in this update")
             if method == "remove":
-                if info.is_required():
+                if owner is not None and info.is_required():
                     raise self._where_err(name, "a required field cannot be removed")
-                if info.frozen:
+                if frozen:
                     raise self._where_err(name, "it is frozen (Field(frozen=True)): an "
                                           "update cannot remove it")
                 self._actions[name] = (method, None)
                 continue
             if value is None and method != "set":
                 raise self._where_err(name, f"{method}() needs a value, not None")
-            if info.frozen and method != "set_default":
+            if frozen and method != "set_default":
                 raise self._where_err(name, "it is frozen (Field(frozen=True)): an update "
                                       "cannot change it (set_default() sets it where "
                                       "the item has none)")
-            checked = (_validate_field(self.entity, name, value)
-                       if method in ("set", "set_default")
-                       else _adapter(self.entity, name).validate_python(value))
+            checked = (_validate_field(owner, leaf, value) if owner is not None and method in (
+                "set", "set_default") else field_adapter(self.entity, name, method not in (
+                    "set", "set_default")).validate_python(value))
             if kind is SET and method in ("add", "discard") and not checked:
                 raise self._where_err(name, f"{method}() needs a non-empty set")
             prev = self._actions.get(name)
@@ -277,12 +292,14 @@ class StagedUpdate(StagedWrite, Generic[T]):
         spec = self._spec
         if spec.versioned or _model_rules(self.entity):
             return True
-        if any(m not in ("set", "set_default", "remove") and _has_validator(self.entity, n)
+        if any(m not in ("set", "set_default", "remove") and (
+                _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
+                    "min_length", "max_length"} & set(bounds(self.entity, n))))
                for n, (m, _) in self._actions.items()):
-            return True  # a field validator judges the combined value, not the operand
+            return True  # a field validator (or a set's size) judges the combined value
         if not spec.unique_fields and not spec.indexes:
             return False  # no rule any update could touch
-        touched = set(self._actions)
+        touched = set(map(_head, self._actions))
         if touched & spec.unique_fields:
             return True
         if spec.uniques and spec.ttl_field in touched:
@@ -335,7 +352,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 "`dynaorm migrate` first")
 
     def _dump(self, name: str, value: Any) -> AttributeValue:
-        python = _adapter(self.entity, name).dump_python(value, mode="python")
+        python = field_adapter(self.entity, name).dump_python(value, mode="python")
         try:
             if name == self._spec.ttl_field:
                 python = encode_ttl(python, self._spec.name, name)
@@ -360,9 +377,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         clauses: list[tuple[str, str, AttributeValue | None]] = []
         for name, (method, value) in self._actions.items():
             clause = _CLAUSES[method]
-            attr = spec.attr(name)
+            attr = self._attr(name)
             if method == "set" and value is None:
-                if name in spec.null_fields:
+                if name in spec.null_fields or name not in spec.field_names:  # (a path)
                     clauses.append(("SET", attr, {"NULL": True}))
                 else:
                     clauses.append(("REMOVE", attr, None))
@@ -418,6 +435,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if spec.timestamps != (None, None):
             clauses += self._timestamp_clauses()
         where = None if self._where is None else rename_paths(self._where, spec.renames)
+        where = all_of([c for c in (where, *self._result_rules()) if c is not None])
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
         # by key without a read, an absent item is not found (it may never have existed);
@@ -430,18 +448,75 @@ class StagedUpdate(StagedWrite, Generic[T]):
         known = None if loaded_state is None else loaded_state.item
         return [Update(self.key, {}, (), cond, origin, tuple(clauses), known)], None
 
-    def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
+    def _result_rules(self) -> list[Condition]:
+        """Conditions on the stored values that hold the result of each ``add``,
+        ``append`` and ``prepend`` to its field's bounds (:func:`_bounds`) in the same
+        request; a result decided by the operand alone is refused here. (A set's size
+        after ``add``/``discard`` is judged on the read-first path: :attr:`_needs_read`.)"""
+        rules: list[Condition] = []
         for name, (method, value) in self._actions.items():
-            old = values.get(name)
-            if method == "set" or (method == "set_default" and (
-                    stored is None or name not in stored)):
-                values[name] = value
-            elif method == "remove":
-                values.pop(name, None)
-            elif method != "set_default":  # add, discard, append, prepend: the stored value
-                kind = kind_of(self.entity.model_fields[name].annotation)
+            attr = self._attr(name)
+            parent, _, index = attr.rpartition("[")
+            if name not in self._spec.field_names:  # a path: where its parent is (DynamoDB
+                # refuses a path into nothing, and sets an index past the end at the end)
+                rules.append(Rule("AND", (size_is(parent, ">", int(index[:-1])) if attr[-1] == "]"
+                                          else exists(attr.rpartition(".")[0]),),
+                                  f"{name!r}: its parent is not stored"))
+            if method not in ("add", "append", "prepend"):
+                continue
+            for rule, limit in bounds(self.entity, name).items():
+                if method == "add":  # a number: stored + d <op> limit, i.e. stored <op> limit - d
+                    d, lim = Decimal(str(value)), Decimal(str(limit))
+                    if rule == "multiple_of":  # (the stored value is one): decided here
+                        if d % lim:
+                            raise self._where_err(name, f"adding {value} breaks {rule}={limit}")
+                        continue
+                    alone = getattr(d, BOUND_OPS[rule])(lim)  # (the attribute absent)
+                    cond = getattr(F(attr), BOUND_OPS[rule])(lim - d)
+                else:  # a list: size(stored) + k <op> limit
+                    op, k = ("<=" if rule == "max_length" else ">="), len(value)
+                    alone = k <= limit if op == "<=" else k >= limit
+                    if op == ">=" and alone:
+                        continue  # never shorter than the operand
+                    if not alone and op == "<=":
+                        raise self._where_err(name, f"{method}() of {k} breaks {rule}={limit}")
+                    cond = size_is(attr, op, limit - k)
+                rules.append(Rule("AND", (not_exists(attr) | cond if alone else cond,),
+                                  f"field {name!r}: the result of {method}() must keep "
+                                  f"{rule}={limit}"))
+        return rules
+
+    def _attr(self, path: str) -> str:
+        """The stored attribute path of a field or nested path."""
+        head = _head(path)
+        return self._spec.attr(head) + path[len(head):]
+
+    def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
+        """The actions applied to ``values`` (field values; a nested path's field in its
+        plain form, validated again whole by the caller)."""
+        for name, (method, value) in self._actions.items():
+            *parents, last = path_parts(name)
+            scope: Any = values
+            try:
+                if parents:  # the field in its plain form (a nested model: a dict)
+                    head = _head(name)
+                    values[head] = field_adapter(self.entity, head).dump_python(values[head])
+                for part in parents:
+                    scope = scope[part]
+                has = last in scope if isinstance(scope, dict) else int(last) < len(scope)
+                if not (has or isinstance(scope, dict) or method == "remove"):
+                    raise IndexError(last)  # (DynamoDB: a SET past the end appends)
+            except (KeyError, IndexError, TypeError, ValueError) as exc:
+                raise self._where_err(name, "its parent is not stored") from exc
+            old = scope[last] if has else None
+            if method == "set" or (method == "set_default" and not has):
+                scope[last] = value
+            elif method == "remove" and has:
+                del scope[last]
+            elif method not in ("set_default", "remove"):  # add, discard, append, prepend
+                kind = kind_of(path_type(self.entity, name)[2])
                 assert kind is not None
-                values[name] = kind.actions[method](old or kind.zero, value)
+                scope[last] = kind.actions[method](old or kind.zero, value)
         return values
 
     def _plan_as_save(self, state: InstanceState | None, index: int
@@ -495,6 +570,7 @@ class StagedCheck(StagedWrite):
     def __init__(self, entity: type[Entity], key: PlainKey, condition: Condition) -> None:
         if not isinstance(condition, Condition):
             raise DynaormError(f"check() takes a condition built with F, got {condition!r}")
+        check_names([entity], condition)
         self.entity = entity
         self.key = key
         self.condition = condition
@@ -511,3 +587,20 @@ class StagedCheck(StagedWrite):
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 
+
+
+def _head(path: str) -> str:
+    """The field a path starts at (``"address.city"``: ``"address"``)."""
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
+
+
+def _overlap(a: str, b: str) -> bool:
+    """Whether two different paths overlap (one inside the other): DynamoDB refuses it."""
+    return a != b and any(y[:len(x) + 1] in (x + ".", x + "[") for x, y in ((a, b), (b, a)))
+
+
+def _given(path: tuple[Any, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """An action's ``(F(path), value)`` and keyword values as one mapping."""
+    if path and (len(path) != 2 or not isinstance(path[0], F)):
+        raise DynaormError(f"an update action takes F(path), value positionally, got {path!r}")
+    return {path[0].path: path[1], **values} if path else values

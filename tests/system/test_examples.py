@@ -282,6 +282,16 @@ def check_counter(run: Run) -> None:
     assert "final views: 114" in run.out
 
 
+def check_nested_profile(run: Run) -> None:
+    assert ("address: Bergen 0150; logins=1; history=['login']; prefs={'theme': 'dark'}"
+            in run.out)
+    assert "field 'stats.credits': the result of add() must keep ge=0" in run.out
+    assert "field 'history': the result of append() must keep max_length=3" in run.out
+    assert "history=['signup', 'view', 'view']; prefs={}; credits=0" in run.out
+    assert "typo: F('adress.city') names nothing" in run.out
+    assert "typo: Profile: 'address.town': Address has no field 'town'" in run.out
+
+
 def check_migration(run: Run) -> None:
     assert "read under the old layout: Ann <Ann@example.com>" in run.out
     assert "    ACCOUNT#u0 | PROFILE | account" in run.out
@@ -435,6 +445,7 @@ CHECKS = {
     "existing_table": check_existing_table,
     "key_layouts": check_key_layouts,
     "counter": check_counter,
+    "nested_profile": check_nested_profile,
     "migration": check_migration,
     "state_machine": check_state_machine,
     "game_lobby": check_game_lobby,
