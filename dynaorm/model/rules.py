@@ -23,7 +23,8 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.table import TableSchema
+from dynaorm.model.codec import kind_of
+from dynaorm.model.table import GSI, TableSchema
 from dynaorm.model.templates import KeyTemplate
 
 
@@ -118,7 +119,8 @@ def _check_key_clash(owner: str, table: TableSchema, stored: Mapping[str, str],
               and renames.get(t.single, t.single) == attr}
     reserved: set[str | None] = {table.pk, table.sk, table.type_attribute}
     for index_name in table.indexes:  # every index: a field must not leak into one
-        reserved.update(table.key_attributes(index_name))
+        if table.native(index_name) is None:  # (a native index's keys are fields)
+            reserved.update(table.key_attributes(index_name))
     clash = sorted(a for a in stored if a in reserved and a not in as_key)
     clash += sorted(n for n in renames if (n in reserved or n == table.ttl) and n not in stored)
     if clash:
@@ -154,6 +156,15 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
     templates = _key_templates(table, pk, sk, indexes)
     _check_key_clash(owner, table, stored, renames, templates)
     _check_typed_keys(owner, table, templates, fields)
+    for attr, name in stored.items():  # a native index's attribute: the field stores its type
+        native = [i.name for i in table.indexes.values() if isinstance(i, GSI) and i.native
+                  and attr in (*i.hash_keys, *i.range_keys)]
+        kind = kind_of(fields[name].annotation) if native and name in fields else None
+        if native and (kind is None or kind.tag != table.key_type(attr)):
+            raise DynaormError(f"{owner}: field {name!r} is stored as {attr!r}, a key of "
+                               f"native index {native[0]!r} of type "
+                               f"{table.key_type(attr)} (Table key_types=); the field stores "
+                               f"{kind.tag if kind else fields[name].annotation!r}")
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]

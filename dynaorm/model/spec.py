@@ -159,6 +159,11 @@ class EntitySpec:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
 
+    def dump_field(self, name: str, value: Any) -> Any:
+        """``value`` validated as field ``name`` and dumped as a stored item holds it."""
+        adapter = _field_adapter(self.cls, name)
+        return adapter.dump_python(adapter.validate_python(value))
+
     @functools.cached_property
     def table_key_attrs(self) -> tuple[str, ...]:
         """The table's key attributes: (pk,) or (pk, sk)."""
@@ -511,6 +516,9 @@ def _declared_index(owner: str, table: TableSchema, field_names: frozenset[str],
     given exactly when the index has a sort key, a sharded index's templates hold
     ``{shard}``, and an attribute shared with the table key keeps the table's template."""
     index = table.index(name)
+    if table.native(name) is not None:
+        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: a native index is keyed on the "
+                           "entity's attributes as stored; it takes no templates")
     if not isinstance(templates, tuple | list) or len(templates) != 2:
         raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
                            "(pk_template, sk_template)")

@@ -8,6 +8,7 @@ name key attributes).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -15,10 +16,12 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.keys import key_av, key_order
+from dynaorm.model.codec import encode_value
+from dynaorm.model.keys import key_av, key_order, key_value
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.table import GSI
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
@@ -46,6 +49,7 @@ class KeyPlan:
     exclude: str | None = None        # drop the item whose sort key equals this
     history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
     nothing: bool = False             # the condition names only rows another type's key wins
+    extra: tuple[tuple[str, str], ...] = ()  # a native index: more attributes, each ``=``
 
     def conditions(self, i: int) -> list[tuple[str, str, tuple[AttributeValue, ...]]]:
         """Stream ``i``'s key condition as data, what the request renders and what a
@@ -53,6 +57,7 @@ class KeyPlan:
         partition's ``=`` first, then the sort key's condition if any."""
         out: list[tuple[str, str, tuple[AttributeValue, ...]]] = [
             (self.pk_attr, "=", (key_av(self.pk_values[i]),))]
+        out += [(attr, "=", (key_av(value),)) for attr, value in self.extra]
         if self.sk_op is not None and self.sk_attr is not None:
             out.append((self.sk_attr, self.sk_op, tuple(map(key_av, self.sk_values))))
         return out
@@ -104,10 +109,60 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     where another entity's literal sort key outranks this one's template in the partition
     (a table without a type attribute), the condition leaves it out when it is one of its
     ends (:func:`skip_literals`; elsewhere in the range the read drops it)."""
+    gsi = spec.table.native(index)
+    if gsi is not None:
+        if history or shard is not None:
+            raise DynaormError(f"{spec.name}: native index {index!r} has no history or shards")
+        return _native_plan(spec, gsi, fields, cond)
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
     if index is None and spec.table.type_attribute is None and spec.outranked_by():
         return skip_literals(spec, plan)
     return plan
+
+
+def _native_value(spec: EntitySpec, attr: str, name: str, value: Any) -> str:
+    """A query's value of field ``name`` (stored as ``attr``), as its key value."""
+    try:
+        stored = encode_value(spec.dump_field(name, value))
+    except (ValueError, DynaormError) as exc:
+        raise KeyTemplateError(f"{spec.name}: {name}={value!r}: {exc}", field=name) from exc
+    if set(stored) != {spec.table.key_type(attr)}:
+        raise KeyTemplateError(f"{spec.name}: {name}={value!r} is not a key value of type "
+                               f"{spec.table.key_type(attr)}", field=name)
+    return key_value(stored)
+
+
+def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
+                 cond: SortCondition | None) -> KeyPlan:
+    """The key condition of a query of a native index: ``=`` on every partition attribute
+    and on a leading run of sort attributes (``fields``, by field name), then ``cond`` on
+    the sort attribute after them. Anything DynamoDB would refuse is refused here."""
+    by_attr = {spec.attr(f): f for f in fields if f in spec.field_names}
+    run = len(list(itertools.takewhile(by_attr.__contains__, gsi.range_keys)))
+    given = (*gsi.hash_keys, *gsi.range_keys[:run])
+    after = gsi.range_keys[run] if run < len(gsi.range_keys) else None
+    bounds = [] if cond is None else [{spec.attr(f): v for f, v in b.items()} for b in cond.args]
+    if (not set(gsi.hash_keys) <= by_attr.keys() or len(fields) != len(given)
+            or any(set(b) != {after} for b in bounds)
+            or (cond is not None and cond.op == "begins_with"
+                and spec.table.key_type(after) != "S")):
+        raise KeyTemplateError(
+            f"{spec.name}: a query of native index {gsi.name!r} takes the fields stored as "
+            f"{list(gsi.hash_keys)}, then a leading run of {list(gsi.range_keys)}, and a "
+            "condition on the one sort attribute after them (begins_with: a string); got "
+            f"{sorted(fields)}{'' if cond is None else f' and {cond.op} {bounds}'}")
+    values = [_native_value(spec, a, by_attr[a], fields[by_attr[a]]) for a in given]
+    plan = KeyPlan(gsi.name, given[0], after, (values[0],),
+                   extra=tuple(zip(given[1:], values[1:], strict=True)))
+    if cond is None or after is None:
+        return plan
+    name = next(f for f in spec.field_names if spec.attr(f) == after)
+    return replace(plan, sk_op=_OPS[cond.op], sk_values=tuple(
+        _native_value(spec, after, name, b[after]) for b in bounds))
+
+
+_OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN",
+        "begins_with": "begins_with"}
 
 
 def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:

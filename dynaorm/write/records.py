@@ -450,7 +450,7 @@ def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
 def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
     """Every secondary-index key attribute of the table (an undeclared one a newer model
     writes included): version rows stay out of every index."""
-    table_wide = {a for idx in spec.table.indexes.values()
-                  for a in (getattr(idx, "pk", None), idx.sk) if a}
+    table_wide = set().union(*(spec.table.key_names(name) for name in spec.table.indexes)
+                             ) - {spec.table.pk, spec.table.sk}
     # (a field stored under an index's key attribute the entity does not use is a field)
     return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))
