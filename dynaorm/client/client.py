@@ -128,13 +128,16 @@ class Client:
 
     def __init__(self, endpoint_url: str | None = None, region: str | None = None, *,
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
-                 max_wait: float = 10.0, return_consumed_capacity: str | None = None) -> None:
+                 max_wait: float = 10.0, return_consumed_capacity: str | None = None,
+                 keyring: Any = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         self.endpoint_url = endpoint_url
         """The endpoint given (``None``: the configured one, or AWS's for the region)."""
         self.region = region
         """The region given (``None``: the configured one)."""
+        self.keyring = keyring
+        """The keyring of ``Encrypted`` fields of its tables without one of their own."""
         self.config = config
         """The ``botocore.config.Config`` given (``None``: none)."""
         self.wire = wire

@@ -104,7 +104,7 @@ class TableSchema:
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  cursor_secret: str | bytes | None = None,
-                 stream: str | None = None) -> None:
+                 stream: str | None = None, keyring: Any = None) -> None:
         check_name("table", name)
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
@@ -121,6 +121,8 @@ class TableSchema:
         """The key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)."""
         self.stream = stream
         """The stream view type ``create()`` enables, if any."""
+        self.keyring = keyring
+        """The keyring of its ``Encrypted`` fields (``None``: its client's)."""
         self.indexes: dict[str, GSI | LSI] = _indexes(name, sk, indexes)
         """The secondary indexes, by name."""
         key_attrs = {pk, sk} | {a for i in self.indexes.values() for a in

@@ -20,6 +20,7 @@ from pydantic import Field as PydanticField
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
+from dynaorm.model.crypto import renamed
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
@@ -130,6 +131,8 @@ class ReadSpec(Generic[T]):
         """Keep results matching ``condition`` (a FilterExpression; several are ANDed)."""
         if not isinstance(condition, Condition):
             raise TypeError("filter() takes a condition built from F(...)")
+        for entity in self._entities:
+            renamed(spec_of(entity), condition)  # (refuses Encrypted fields)
         combined = condition if self._filter is None else self._filter & condition
         return self._with(_filter=combined)
 

@@ -16,7 +16,8 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
 from dynaorm.model.codec import encode_value
-from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.crypto import renamed
+from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.rows import VERSION_TTL
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
@@ -32,8 +33,8 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any],
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
     for name in sorted(attrs):
-        if name in spec.unstored:  # key-only: the row's own key holds it (no attribute)
-            continue
+        if name in spec.unstored or spec.attr(name) in spec.encrypted:  # key-only: the row's
+            continue  # key holds it; encrypted: the ciphertext differs (the guard checks)
         value = old.get(name)
         attr = spec.attr(name)
         if name == spec.ttl_field:
@@ -116,7 +117,7 @@ def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
     caller = entry.condition
     if caller is None:
         return ops
-    caller = rename_paths(caller, spec.renames)
+    caller = renamed(spec, caller)
     for i, op in enumerate(ops):
         o = op.origin
         if o.role in (Role.ROW, Role.LATEST):

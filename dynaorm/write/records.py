@@ -295,7 +295,8 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     if isinstance(state, Written):
         return state.values, state.item
     old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
-    return old_obj.__dict__, encode_entity(old_obj, spec, state.version)
+    item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
+    return old_obj.__dict__, {**item, **{a: state.item[a] for a in spec.encrypted if a in item}}
 
 
 # -- the rows beside an entity's own: unique guards and version rows ----------------------

@@ -20,6 +20,7 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
+from dynaorm.model.crypto import renamed
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import (
     Condition,
@@ -28,7 +29,6 @@ from dynaorm.model.expressions import (
     exists,
     not_exists,
     raw_eq,
-    rename_paths,
 )
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import parse_version_sk
@@ -281,7 +281,7 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     # (an unconditioned overwrite fails only on the caller's condition, if any)
     fail = Fail.GONE if cond is not None else Fail.CALLER
     if caller is not None:  # ANDed in here as with_condition does (this is the first row
-        caller = rename_paths(caller, spec.renames)  # action): the action is not built
+        caller = renamed(spec, caller)  # action): the action is not built
         cond = caller if cond is None else all_of([cond, caller])  # twice (plan_save)
     origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
     if entry.overwrite:

@@ -1,0 +1,274 @@
+"""Field-level encryption (contract 20): ``Encrypted[T]`` fields stored as AES-GCM
+ciphertext bound to table, item key and field, on every engine; keyrings (static, and
+KMS through moto's KMS), rotation, unique encrypted fields, refusals, and an adversary
+that copies, swaps and flips: always :class:`DecryptionError`, never a wrong value.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from datetime import date
+from typing import Any
+
+import boto3
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from moto import mock_aws
+
+from dynaorm import (
+    GSI,
+    DecryptionError,
+    DynaormError,
+    Encrypted,
+    Entity,
+    F,
+    KmsKeyring,
+    Session,
+    StaticKeyring,
+    Table,
+    Unique,
+    UniqueConstraintError,
+)
+from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
+from tests.conftest import wire_of
+
+KEY, OLD, OTHER = b"k" * 32, b"o" * 32, b"x" * 32
+vault = Table("enc_vault", keyring=StaticKeyring(KEY))
+
+
+class Patient(Entity):
+    class Meta:
+        table = vault
+        pk = "PATIENT#{patient_id}"
+        sk = "PATIENT"
+        unique = [Unique("ssn")]
+
+    patient_id: str
+    name: str
+    ssn: Encrypted[str]
+    born: Encrypted[date] | None = None
+    notes: Encrypted[dict[str, Any]] = {}
+    score: Encrypted[int] = 0
+
+
+@pytest.fixture
+def eb(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    vault.keyring = StaticKeyring(KEY)
+    with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        yield tb
+
+
+def _save(s: Session, *objs: Entity) -> None:
+    for obj in objs:
+        s.save(obj)
+    s.commit()
+
+
+def _raw(tb: TestBackend, pid: str) -> dict[str, Any]:
+    return next(i for i in tb.scan_raw() if i["pk"]["S"] == f"PATIENT#{pid}")
+
+
+def test_values_are_stored_as_ciphertext_and_read_back(eb: TestBackend) -> None:
+    s = eb.session()
+    p = Patient(patient_id="p1", name="Ada", ssn="123-45-6789", born=date(1990, 5, 1),
+                notes={"allergy": "nuts", "n": 3}, score=7)
+    _save(s, p)
+    raw = _raw(eb, "p1")
+    for attr in ("ssn", "born", "notes", "score"):
+        assert set(raw[attr]) == {"B"}
+    blob = b"".join(bytes(v) for item in eb.scan_raw() for v in (
+        a.get("B", b"") if isinstance(a, dict) else b"" for a in item.values()))
+    texts = str(eb.scan_raw())
+    assert "123-45-6789" not in texts and b"123-45-6789" not in blob and "nuts" not in texts
+    got = s.get(Patient, patient_id="p1")
+    assert got == p
+    assert s.query(Patient, patient_id="p1").one() == p
+    assert [x.patient_id for x in s.scan(Patient)] == ["p1"]
+    # saving an unchanged object writes nothing new: its ciphertexts are kept
+    got.name = "Ada L."
+    _save(s, got)
+    after = _raw(eb, "p1")
+    assert after["ssn"] == raw["ssn"] and after["name"] == {"S": "Ada L."}
+    got.ssn = "999-99-9999"
+    _save(s, got)
+    assert _raw(eb, "p1")["ssn"] != raw["ssn"]
+    assert s.get(Patient, patient_id="p1").ssn == "999-99-9999"
+
+
+def test_unique_encrypted_field_guard_holds_a_mac_and_find_works(eb: TestBackend) -> None:
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111"))
+    assert "111" not in str([i["pk"] for i in eb.scan_raw()])
+    assert s.find(Patient, ssn="111").patient_id == "p1"
+    assert s.find(Patient, ssn="222") is None
+    with pytest.raises(UniqueConstraintError):
+        _save(s, Patient(patient_id="p2", name="Bob", ssn="111"))
+    p = s.get(Patient, patient_id="p1")
+    p.ssn = "222"
+    _save(s, p)
+    assert s.find(Patient, ssn="222").patient_id == "p1"
+    _save(s, Patient(patient_id="p2", name="Bob", ssn="111"))  # released
+
+
+def test_rotation_reads_old_values_and_writes_new_ones(eb: TestBackend) -> None:
+    vault.keyring = StaticKeyring(OLD)
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111"))
+    vault.keyring = StaticKeyring(KEY, previous=[OLD])
+    s = eb.session()
+    p = s.get(Patient, patient_id="p1")
+    assert p.ssn == "111"
+    assert s.find(Patient, ssn="111") == p  # the MAC key is the oldest key's
+    _save(s, Patient(patient_id="p2", name="Bob", ssn="222"))
+    vault.keyring = StaticKeyring(KEY)  # the old key dropped: old values do not read
+    s = eb.session()
+    assert s.get(Patient, patient_id="p2").ssn == "222"
+    with pytest.raises(DecryptionError) as info:
+        s.get(Patient, patient_id="p1")
+    assert info.value.field == "ssn" and info.value.key_id == StaticKeyring(OLD).key_id
+
+
+def test_refusals(eb: TestBackend) -> None:
+    with pytest.raises(DynaormError, match="Encrypted"):
+        class InKey(Entity):
+            class Meta:
+                table = vault
+                pk = "K#{secret}"
+                sk = "K"
+
+            secret: Encrypted[str]
+    indexed = Table("enc_indexed", indexes=[GSI("by_secret", pk=("secret",))],
+                    keyring=StaticKeyring(KEY))
+    with pytest.raises(DynaormError, match="Encrypted"):
+        class InIndex(Entity):
+            class Meta:
+                table = indexed
+                pk = "K#{k}"
+                sk = "K"
+
+            k: str
+            secret: Encrypted[str]
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111"))
+    with pytest.raises(DynaormError, match="Encrypted"):
+        s.scan(Patient).filter(F("ssn") == "111").all()
+    p = s.get(Patient, patient_id="p1")
+    with pytest.raises(DynaormError, match="Encrypted"):
+        s.save(p, condition=F("ssn") == "111")
+        s.commit()
+    with pytest.raises(DynaormError, match="Encrypted"):
+        s.update(p).set(ssn="x")
+        s.commit()
+
+
+def test_no_keyring_is_refused(eb: TestBackend) -> None:
+    vault.keyring = None
+    with pytest.raises(DynaormError, match="keyring"):
+        _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
+
+
+# -- the adversary -----------------------------------------------------------------------
+def _put_raw(tb: TestBackend, item: dict[str, Any]) -> None:
+    tb.table.db.driver  # noqa: B018 (bound)
+    client = boto3.client("dynamodb", endpoint_url=tb.table.endpoint_url,
+                          region_name="us-east-1", aws_access_key_id="x",
+                          aws_secret_access_key="x")
+    client.put_item(TableName=tb.table.name, Item=item)
+
+
+def test_copied_swapped_and_flipped_ciphertexts_never_decrypt(eb: TestBackend) -> None:
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111", score=1),
+          Patient(patient_id="p2", name="Bob", ssn="222", score=2))
+    one, two = _raw(eb, "p1"), _raw(eb, "p2")
+    cases = [
+        {**two, "ssn": one["ssn"]},                       # another item's value
+        {**one, "ssn": one["score"]},                     # another field's value
+        {**one, "ssn": {"B": bytes(one["ssn"]["B"])[:-1]}},  # cut
+    ]
+    blob = bytes(one["ssn"]["B"])
+    for i in range(len(blob)):  # every byte flipped
+        flipped = bytearray(blob)
+        flipped[i] ^= 0x01
+        cases.append({**one, "ssn": {"B": bytes(flipped)}})
+    for item in cases:
+        _put_raw(eb, item)
+        with pytest.raises(DecryptionError) as info:
+            eb.session().get(Patient, patient_id=item["patient_id"]["S"])
+        assert info.value.field == "ssn"
+    _put_raw(eb, one)
+    vault.keyring = StaticKeyring(OTHER)  # another keyring entirely
+    with pytest.raises(DecryptionError):
+        eb.session().get(Patient, patient_id="p1")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(value=st.text(max_size=40), where=st.integers(min_value=0), bit=st.integers(0, 7))
+def test_no_edit_of_a_sealed_value_opens(value: str, where: int, bit: int) -> None:
+    from dynaorm.model.crypto import open_value, seal_value
+
+    ring = StaticKeyring(os.urandom(32))
+    av = seal_value(ring, {"S": value}, "t", {"pk": {"S": "a"}}, "f")
+    assert open_value(ring, av, "t", {"pk": {"S": "a"}}, "f", "f") == {"S": value}
+    blob = bytearray(av["B"])
+    blob[where % len(blob)] ^= 1 << bit
+    for args in [({"B": bytes(blob)}, "t", {"pk": {"S": "a"}}, "f"),
+                 (av, "t2", {"pk": {"S": "a"}}, "f"), (av, "t", {"pk": {"S": "b"}}, "f"),
+                 (av, "t", {"pk": {"S": "a"}}, "g")]:
+        with pytest.raises(DecryptionError):
+            open_value(ring, *args, "f")
+    with pytest.raises(DecryptionError):
+        open_value(StaticKeyring(os.urandom(32)), av, "t", {"pk": {"S": "a"}}, "f", "f")
+
+
+# -- KMS (moto's) --------------------------------------------------------------------------
+def test_kms_keyring_caches_data_keys_and_rotates() -> None:
+    with mock_aws():
+        kms = boto3.client("kms", region_name="us-east-1", aws_access_key_id="x",
+                           aws_secret_access_key="x")
+        first = kms.create_key()["KeyMetadata"]["KeyId"]
+        second = kms.create_key()["KeyMetadata"]["KeyId"]
+        mac_key = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")[
+            "KeyMetadata"]["KeyId"]
+        calls: list[str] = []
+        kms.meta.events.register("before-call.kms.*",
+                                 lambda model, **_: calls.append(model.name))
+        ring = KmsKeyring(first, client=kms, mac_key_id=mac_key)
+        from dynaorm.model.crypto import open_value, seal_value
+
+        key = {"pk": {"S": "a"}}
+        sealed = [seal_value(ring, {"N": str(i)}, "t", key, "f") for i in range(50)]
+        assert [open_value(ring, av, "t", key, "f", "f") for av in sealed] == [
+            {"N": str(i)} for i in range(50)]
+        assert calls.count("GenerateDataKey") == 1 and calls.count("Decrypt") == 1
+        assert ring.mac("v") == ring.mac("v") != ring.mac("w")
+        rotated = KmsKeyring(second, previous=[first], client=kms)
+        assert open_value(rotated, sealed[3], "t", key, "f", "f") == {"N": "3"}
+        assert open_value(rotated, seal_value(rotated, {"S": "x"}, "t", key, "f"), "t", key,
+                          "f", "f") == {"S": "x"}
+        with pytest.raises(DecryptionError) as info:
+            open_value(KmsKeyring(second, client=kms), sealed[0], "t", key, "f", "f")
+        assert info.value.key_id == first
+        ring = KmsKeyring(first, client=kms)
+        ring.max_uses = 2
+        for _ in range(5):
+            seal_value(ring, {"S": "x"}, "t", key, "f")
+        assert calls.count("GenerateDataKey") == 5  # bounded by use: 1 + 3 (of 5 values)
+
+
+def test_entities_through_kms_on_moto() -> None:
+    with moto_backend():
+        kms = boto3.client("kms", region_name="us-east-1", aws_access_key_id="x",
+                           aws_secret_access_key="x")
+        key_id = kms.create_key()["KeyMetadata"]["KeyId"]
+        mac_key = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")[
+            "KeyMetadata"]["KeyId"]
+        vault.keyring = KmsKeyring(key_id, client=kms, mac_key_id=mac_key)
+        with use_tables(vault, name_suffix=worker_suffix()) as tb:
+            s = tb.session()
+            _save(s, Patient(patient_id="p1", name="Ada", ssn="111", score=5))
+            assert s.get(Patient, patient_id="p1").score == 5
+            assert s.find(Patient, ssn="111").patient_id == "p1"
