@@ -13,14 +13,15 @@ data keys it unwrapped, so a steady-state commit or read makes no KMS call.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import json
 import os
 import time
 import typing
-from collections.abc import Iterable, Mapping
-from typing import Annotated, Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DecryptionError, DynaormError
@@ -32,15 +33,8 @@ __all__ = ["ENCRYPTED", "Encrypted", "Keyring", "KmsKeyring", "StaticKeyring", "
            "unique_mac"]
 
 T = TypeVar("T")
-
-
-class _Marker:
-    def __repr__(self) -> str:
-        return "ENCRYPTED"
-
-
 #: The metadata that marks a field encrypted (``Encrypted[T]`` is ``Annotated[T, ENCRYPTED]``).
-ENCRYPTED = _Marker()
+ENCRYPTED = "dynaorm:encrypted"
 Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
 
@@ -52,29 +46,29 @@ def is_encrypted(info: Any) -> bool:
 
 
 def _aesgcm(key: bytes) -> Any:
-    try:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-    except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
-        raise DynaormError("Encrypted fields need the cryptography package: "
-                           "pip install 'dynaorm[encryption]'") from exc
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # dynaorm[encryption]
+
     return AESGCM(key)
 
 
 class Keyring:
-    """Wraps and unwraps data keys; a subclass gives :attr:`key_id`, ``_new`` (a new data
-    key and its wrapped form) and ``_unwrap``. Keys of ``previous`` (by id) still unwrap."""
+    """Wraps and unwraps data keys. A data key encrypts new values for ``max_age`` seconds
+    and ``max_uses`` values; unwrapped ones are cached. ``key_id`` names the key new data
+    keys are wrapped under; keys of ``previous`` still unwrap. ``mac(text)`` is a keyed
+    HMAC-SHA256 (hex), stable across rotations: what the guard of a unique encrypted field
+    holds. A subclass gives ``key_id``, ``mac``, ``_new`` (a data key and its wrapped
+    form) and ``_unwrap``."""
 
-    max_age = 300.0
-    """Seconds a data key encrypts new values before a new one is made."""
-    max_uses = 100_000
-    """Values a data key encrypts before a new one is made."""
+    max_age, max_uses = 300.0, 100_000
     key_id: str
-    """The id of the key new data keys are wrapped under."""
+    mac: Callable[[str], str]
+    _new: Callable[[], tuple[bytes, bytes]]
+    _unwrap: Callable[[str, bytes], bytes]
 
     def __init__(self, previous: Iterable[Any] = ()) -> None:
         self.previous = tuple(previous)
         self._current: list[Any] = []
-        self._known: dict[bytes, bytes] = {}
+        self.unwrap = functools.lru_cache(1024)(lambda kid, wrapped: self._unwrap(kid, wrapped))
 
     def data_key(self) -> tuple[bytes, bytes]:
         """(data key, header) for the next value: the cached one within its bounds."""
@@ -86,41 +80,17 @@ class Keyring:
         self._current[2] -= 1
         return self._current[0], self._current[1]
 
-    def unwrap(self, key_id: str, wrapped: bytes) -> bytes:
-        """The data key ``wrapped`` holds (cached; any failure raises)."""
-        found = self._known.get(wrapped)
-        if found is None:
-            found = self._unwrap(key_id, wrapped)
-            if len(self._known) >= 1024:
-                self._known.clear()
-            self._known[wrapped] = found
-        return found
-
-    def mac(self, text: str) -> str:  # pragma: no cover - abstract
-        """The keyed HMAC-SHA256 of ``text`` (hex), stable across rotations: what the
-        guard of a unique encrypted field holds in place of the value."""
-        raise NotImplementedError
-
-    def _new(self) -> tuple[bytes, bytes]:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def _unwrap(self, key_id: str, wrapped: bytes) -> bytes:  # pragma: no cover - abstract
-        raise NotImplementedError
-
 
 class StaticKeyring(Keyring):
     """Data keys wrapped (AES-GCM) under a key held in memory: for tests and local use.
-    ``previous``: older keys, still read."""
+    ``previous``: older keys, still read; the last of them (the oldest) keys ``mac``."""
 
     def __init__(self, key: bytes, previous: Iterable[bytes] = ()) -> None:
         super().__init__(previous)
         self._keys = {hashlib.sha256(k).hexdigest()[:16]: k for k in (*self.previous, key)}
         self.key_id = hashlib.sha256(key).hexdigest()[:16]
-        self._mac_key = hmac.new((key, *self.previous)[-1], b"unique", "sha256").digest()
-
-    def mac(self, text: str) -> str:
-        """HMAC-SHA256 under a key derived from the oldest key (the last of ``previous``)."""
-        return hmac.new(self._mac_key, text.encode(), "sha256").hexdigest()
+        mac_key = hmac.new((key, *self.previous)[-1], b"unique", "sha256").digest()
+        self.mac = lambda text: hmac.new(mac_key, text.encode(), "sha256").hexdigest()
 
     def _new(self) -> tuple[bytes, bytes]:
         key, nonce = os.urandom(32), os.urandom(12)
@@ -132,30 +102,21 @@ class StaticKeyring(Keyring):
 
 class KmsKeyring(Keyring):
     """Data keys from AWS KMS (GenerateDataKey, Decrypt) through botocore's KMS client
-    (``client``, else one for ``region``). ``previous``: older key ids, still read."""
+    (``client``, else one for ``region``). ``previous``: older key ids, still read.
+    ``mac`` (unique encrypted fields) is KMS GenerateMac under ``mac_key_id``, an
+    HMAC_256 key, cached."""
 
     def __init__(self, key_id: str, previous: Iterable[str] = (), *, client: Any = None,
                  region: str | None = None, mac_key_id: str | None = None) -> None:
         super().__init__(previous)
         self.key_id, self.mac_key_id = key_id, mac_key_id
-        self._macs: dict[str, str] = {}
         if client is None:
             import botocore.session
 
             client = botocore.session.get_session().create_client("kms", region_name=region)
         self.client = client
-
-    def mac(self, text: str) -> str:
-        """KMS GenerateMac (HMAC_SHA_256) under ``mac_key_id``, an HMAC key (cached)."""
-        if text not in self._macs:
-            if self.mac_key_id is None:
-                raise DynaormError("a unique Encrypted field needs KmsKeyring(mac_key_id=...)")
-            if len(self._macs) >= 1024:
-                self._macs.clear()
-            self._macs[text] = bytes(self.client.generate_mac(
-                KeyId=self.mac_key_id, Message=text.encode(),
-                MacAlgorithm="HMAC_SHA_256")["Mac"]).hex()
-        return self._macs[text]
+        self.mac = functools.lru_cache(1024)(lambda text: bytes(client.generate_mac(
+            KeyId=mac_key_id, Message=text.encode(), MacAlgorithm="HMAC_SHA_256")["Mac"]).hex())
 
     def _new(self) -> tuple[bytes, bytes]:
         out = self.client.generate_data_key(KeyId=self.key_id, KeySpec="AES_256")
@@ -187,18 +148,13 @@ def open_value(keyring: Keyring | None, av: AttributeValue, table: str,
     """The value :func:`seal_value` sealed; anything else is :class:`DecryptionError`."""
     key_id = "?"
     try:
-        blob = bytes(av["B"])
-        n = blob[1]
-        key_id = blob[2:2 + n].decode()
-        size = int.from_bytes(blob[2 + n:4 + n], "big")
-        end = 4 + n + size
+        blob, n = bytes(av["B"]), av["B"][1]
+        key_id, end = blob[2:2 + n].decode(), 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
         if blob[0] != 1 or len(blob) < end + 28 or keyring is None:
             raise ValueError("not a ciphertext of this version, or no keyring")
-        data_key = keyring.unwrap(key_id, blob[4 + n:end])
-        text = _aesgcm(data_key).decrypt(blob[end:end + 12], blob[end + 12:],
-                                         _aad(table, key, attr, blob[:end]))
-        found: AttributeValue = binary_from_json(json.loads(text))
-        return found
+        text = _aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
+            blob[end:end + 12], blob[end + 12:], _aad(table, key, attr, blob[:end]))
+        return cast(AttributeValue, binary_from_json(json.loads(text)))
     except Exception as exc:
         raise DecryptionError(f"field {field!r} does not decrypt under key {key_id!r} "
                               f"(missing or wrong key, or a value not written here: "
@@ -207,10 +163,8 @@ def open_value(keyring: Keyring | None, av: AttributeValue, table: str,
 
 def keyring_of(table: Any) -> Keyring:
     """The keyring of ``table`` (``Table(keyring=)``, else its client's)."""
-    found = table.keyring or getattr(table.db, "keyring", None)
-    if not isinstance(found, Keyring):
-        raise DynaormError(f"table {table.name!r} has Encrypted fields but no keyring: "
-                           "Table(keyring=...) or Client(keyring=...)")
+    if not isinstance(found := table.keyring or getattr(table.db, "keyring", None), Keyring):
+        raise DynaormError(f"table {table.name!r}: Encrypted fields need a Table/Client keyring=")
     return found
 
 
@@ -235,9 +189,8 @@ def unique_mac(table: Any, text: str) -> str:
 def _bound_key(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
     """The item's key a ciphertext is bound to (a version row's: its entity's)."""
     key = {a: item[a] for a in (spec.table.pk, spec.table.sk) if a}
-    if spec.versioned and spec.table.sk:
-        key[spec.table.sk] = {"S": str(item[spec.table.sk]["S"]).partition("_")[2]}
-    return key
+    return {**key, spec.table.sk: {"S": str(item[spec.table.sk]["S"]).partition("_")[2]}} if (
+        spec.versioned) else key
 
 
 def seal_fields(spec: Any, item: dict[str, AttributeValue], stored: Any) -> None:
@@ -246,13 +199,12 @@ def seal_fields(spec: Any, item: dict[str, AttributeValue], stored: Any) -> None
     keyring, key = keyring_of(spec.table), _bound_key(spec, item)
     same = stored is not None and _bound_key(spec, stored) == key
     for attr, name in spec.encrypted.items():
-        if attr in item:
-            old = stored.get(attr) if same else None
-            if old is not None and open_value(keyring, old, spec.table.name, key, attr,
-                                              name) == item[attr]:
-                item[attr] = old
-            else:
-                item[attr] = seal_value(keyring, item[attr], spec.table.name, key, attr)
+        old = stored.get(attr) if same else None
+        if attr in item and old is not None and open_value(
+                keyring, old, spec.table.name, key, attr, name) == item[attr]:
+            item[attr] = old
+        elif attr in item:
+            item[attr] = seal_value(keyring, item[attr], spec.table.name, key, attr)
 
 
 def open_fields(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import kind_of
-from dynaorm.model.table import GSI, TableSchema
+from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 
 
@@ -157,14 +157,11 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
     _check_key_clash(owner, table, stored, renames, templates)
     _check_typed_keys(owner, table, templates, fields)
     for attr, name in stored.items():  # a native index's attribute: the field stores its type
-        native = [i.name for i in table.indexes.values() if isinstance(i, GSI) and i.native
-                  and attr in (*i.hash_keys, *i.range_keys)]
-        kind = kind_of(fields[name].annotation) if native and name in fields else None
-        if native and (kind is None or kind.tag != table.key_type(attr)):
-            raise DynaormError(f"{owner}: field {name!r} is stored as {attr!r}, a key of "
-                               f"native index {native[0]!r} of type "
-                               f"{table.key_type(attr)} (Table key_types=); the field stores "
-                               f"{kind.tag if kind else fields[name].annotation!r}")
+        kind = kind_of(fields[name].annotation) if name in fields else None
+        if any(table.native(i) and attr in table.key_names(i) for i in table.indexes) and (
+                kind is None or kind.tag != table.key_type(attr)):
+            raise DynaormError(f"{owner}: field {name!r} is stored as {attr!r}, a native index"
+                               f" key of type {table.key_type(attr)} (Table key_types=)")
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]

@@ -167,8 +167,8 @@ class EntitySpec:
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
-        adapter = _field_adapter(self.cls, name)
-        return adapter.dump_python(adapter.validate_python(value))
+        return (adapter := _field_adapter(self.cls, name)).dump_python(
+            adapter.validate_python(value))
 
     @functools.cached_property
     def table_key_attrs(self) -> tuple[str, ...]:
@@ -525,8 +525,7 @@ def _declared_index(owner: str, table: TableSchema, field_names: frozenset[str],
     ``{shard}``, and an attribute shared with the table key keeps the table's template."""
     index = table.index(name)
     if table.native(name) is not None:
-        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: a native index is keyed on the "
-                           "entity's attributes as stored; it takes no templates")
+        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: a native index takes no templates")
     if not isinstance(templates, tuple | list) or len(templates) != 2:
         raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
                            "(pk_template, sk_template)")
@@ -619,12 +618,10 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                                    indexes)
     encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
                  if is_encrypted(info)}
-    keys = {*pk.fields, *(sk.fields if sk else ()), *(f for i in indexes for f in i.fields),
-            *(f for i in table.indexes if table.native(i) for f in field_names
-              if renames.get(f, f) in table.key_names(i))}
-    if keys & set(encrypted.values()):
-        raise DynaormError(f"{owner}: Encrypted field(s) {sorted(keys & set(encrypted.values()))}"
-                           " cannot be in a key template or an index")
+    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
+            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
+            i) for a, n in encrypted.items() if a in table.key_names(i))}:
+        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
     uniques = tuple(dataclasses.replace(r, mac=functools.partial(unique_mac, table))
                     if r.field in encrypted.values() else r for r in uniques)
     identity = _identity(pk, sk)

@@ -62,11 +62,6 @@ class GSI:
         return False
 
     @property
-    def native(self) -> bool:
-        """Whether the index is keyed on entity attributes as stored (``pk`` a tuple)."""
-        return isinstance(self.pk, tuple)
-
-    @property
     def hash_keys(self) -> tuple[str, ...]:
         """The partition key attribute(s), in order."""
         return self.pk if isinstance(self.pk, tuple) else (self.pk,)
@@ -216,7 +211,7 @@ class TableSchema:
     def native(self, index: str | None) -> GSI | None:
         """The native index ``index`` names (see :class:`GSI`), else ``None``."""
         found = None if index is None else self.index(index)
-        return found if isinstance(found, GSI) and found.native else None
+        return found if isinstance(found, GSI) and isinstance(found.pk, tuple) else None
 
     def key_roles(self) -> dict[str, str]:
         """Every key attribute of the table and of its indexes: name -> ``"partition"`` or
@@ -302,11 +297,10 @@ def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[s
             raise DynaormError(f"table {table!r}: index {index.name!r} declared twice")
         if isinstance(index, LSI) and sk is None:
             raise DynaormError(f"table {table!r}: an LSI needs a table with a sort key")
-        if isinstance(index, GSI) and (index.native or isinstance(index.sk, tuple)) and not (
-                isinstance(index.pk, tuple) and 1 <= len(index.pk) <= 4
-                and isinstance(index.sk, tuple | None) and len(index.range_keys) <= 4
-                and len(set(index.hash_keys + index.range_keys))
-                == len(index.hash_keys + index.range_keys)):
+        pk = index.pk if isinstance(index, GSI) else ""
+        keys = (*index.hash_keys, *index.range_keys) if isinstance(index, GSI) else ()
+        if tuple in map(type, (pk, index.sk)) and not (type(pk) is tuple and type(index.sk) is not
+                str and 0 < len(pk) <= 4 >= len(keys) - len(pk) and len(set(keys)) == len(keys)):
             raise DynaormError(f"table {table!r}: native index {index.name!r} takes pk= a "
                                "tuple of 1 to 4 attributes and sk= a tuple of up to 4 "
                                "(or None), no attribute twice")

@@ -110,9 +110,7 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     (a table without a type attribute), the condition leaves it out when it is one of its
     ends (:func:`skip_literals`; elsewhere in the range the read drops it)."""
     gsi = spec.table.native(index)
-    if gsi is not None:
-        if history or shard is not None:
-            raise DynaormError(f"{spec.name}: native index {index!r} has no history or shards")
+    if gsi is not None and not history and shard is None:  # (else: refused, no templates)
         return _native_plan(spec, gsi, fields, cond)
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
     if index is None and spec.table.type_attribute is None and spec.outranked_by():
@@ -120,16 +118,12 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     return plan
 
 
-def _native_value(spec: EntitySpec, attr: str, name: str, value: Any) -> str:
-    """A query's value of field ``name`` (stored as ``attr``), as its key value."""
+def _native_value(spec: EntitySpec, name: str, value: Any) -> str:
+    """A query's value of field ``name``, as its key value."""
     try:
-        stored = encode_value(spec.dump_field(name, value))
+        return key_value(encode_value(spec.dump_field(name, value)))
     except (ValueError, DynaormError) as exc:
         raise KeyTemplateError(f"{spec.name}: {name}={value!r}: {exc}", field=name) from exc
-    if set(stored) != {spec.table.key_type(attr)}:
-        raise KeyTemplateError(f"{spec.name}: {name}={value!r} is not a key value of type "
-                               f"{spec.table.key_type(attr)}", field=name)
-    return key_value(stored)
 
 
 def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
@@ -137,28 +131,24 @@ def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
     """The key condition of a query of a native index: ``=`` on every partition attribute
     and on a leading run of sort attributes (``fields``, by field name), then ``cond`` on
     the sort attribute after them. Anything DynamoDB would refuse is refused here."""
-    by_attr = {spec.attr(f): f for f in fields if f in spec.field_names}
-    run = len(list(itertools.takewhile(by_attr.__contains__, gsi.range_keys)))
-    given = (*gsi.hash_keys, *gsi.range_keys[:run])
-    after = gsi.range_keys[run] if run < len(gsi.range_keys) else None
+    names = {spec.attr(f): f for f in spec.field_names}
+    attrs = [spec.attr(f) for f in fields if f in spec.field_names]
+    run = len(list(itertools.takewhile(attrs.__contains__, gsi.range_keys)))
+    given, after = (*gsi.hash_keys, *gsi.range_keys[:run]), (*gsi.range_keys, None)[run]
     bounds = [] if cond is None else [{spec.attr(f): v for f, v in b.items()} for b in cond.args]
-    if (not set(gsi.hash_keys) <= by_attr.keys() or len(fields) != len(given)
-            or any(set(b) != {after} for b in bounds)
-            or (cond is not None and cond.op == "begins_with"
-                and spec.table.key_type(after) != "S")):
-        raise KeyTemplateError(
-            f"{spec.name}: a query of native index {gsi.name!r} takes the fields stored as "
-            f"{list(gsi.hash_keys)}, then a leading run of {list(gsi.range_keys)}, and a "
-            "condition on the one sort attribute after them (begins_with: a string); got "
-            f"{sorted(fields)}{'' if cond is None else f' and {cond.op} {bounds}'}")
-    values = [_native_value(spec, a, by_attr[a], fields[by_attr[a]]) for a in given]
+    if len(fields) != len(given) or set(attrs) != set(given) or any(
+            set(b) != {after} for b in bounds) or (cond is not None and cond.op == "begins_with"
+                                                   and spec.table.key_type(after) != "S"):
+        raise KeyTemplateError(f"{spec.name}: a query of native index {gsi.name!r} takes "
+                               f"{list(gsi.hash_keys)}, a leading run of {list(gsi.range_keys)}"
+                               " and a condition on the next one (begins_with: a string)")
+    values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
     plan = KeyPlan(gsi.name, given[0], after, (values[0],),
                    extra=tuple(zip(given[1:], values[1:], strict=True)))
     if cond is None or after is None:
         return plan
-    name = next(f for f in spec.field_names if spec.attr(f) == after)
     return replace(plan, sk_op=_OPS[cond.op], sk_values=tuple(
-        _native_value(spec, after, name, b[after]) for b in bounds))
+        _native_value(spec, names[after], b[after]) for b in bounds))
 
 
 _OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN",
