@@ -52,7 +52,8 @@ from dynaorm.sync.session import Session
 
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
-    from dynaorm.model.crypto import Encrypted, KmsKeyring, StaticKeyring
+    from dynaorm.client.keyrings import KmsKeyring, StaticKeyring
+    from dynaorm.model.crypto import Encrypted
     from dynaorm.model.inspection import Inspection, inspect
     from dynaorm.model.layouts import Previous
     from dynaorm.model.streams import Change
@@ -125,8 +126,8 @@ _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
     "Change": "dynaorm.model.streams",
     "Encrypted": "dynaorm.model.crypto",
-    "KmsKeyring": "dynaorm.model.crypto",
-    "StaticKeyring": "dynaorm.model.crypto",
+    "KmsKeyring": "dynaorm.client.keyrings",
+    "StaticKeyring": "dynaorm.client.keyrings",
     "Inspection": "dynaorm.model.inspection",
     "Previous": "dynaorm.model.layouts",
     "StagedUpdate": "dynaorm.write.updates",

@@ -6,21 +6,17 @@ A stored value is ``B``: ``1 | len(key id) | key id | len(wrapped) (2) | wrapped
 nonce (12) | AES-GCM of the value's DynamoDB JSON``; the additional data is the table name,
 the item key, the attribute and everything before the nonce, so a ciphertext copied to
 another item, field or table, or edited anywhere, is :class:`~dynaorm.DecryptionError`.
-A keyring caches its current data key (``max_age`` seconds, ``max_uses`` values) and the
-data keys it unwrapped, so a steady-state commit or read makes no KMS call.
+The keyrings (:mod:`dynaorm.client.keyrings`) cache their data keys, so a steady-state
+commit or read makes no KMS call.
 """
 
 from __future__ import annotations
 
 import base64
-import functools
-import hashlib
-import hmac
 import json
 import os
-import time
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue
@@ -28,9 +24,8 @@ from dynaorm.errors import DecryptionError, DynaormError
 from dynaorm.model.codec import binary_from_json
 from dynaorm.model.expressions import Condition, rename_paths
 
-__all__ = ["ENCRYPTED", "Encrypted", "Keyring", "KmsKeyring", "StaticKeyring", "is_encrypted",
-           "keyring_of", "open_fields", "open_value", "renamed", "seal_fields", "seal_value",
-           "unique_mac"]
+__all__ = ["ENCRYPTED", "Encrypted", "aesgcm", "is_encrypted", "keyring_of", "open_fields",
+           "open_value", "renamed", "seal_fields", "seal_value", "unique_mac"]
 
 T = TypeVar("T")
 #: The metadata that marks a field encrypted (``Encrypted[T]`` is ``Annotated[T, ENCRYPTED]``).
@@ -45,87 +40,11 @@ def is_encrypted(info: Any) -> bool:
                                            for m in getattr(a, "__metadata__", ())))
 
 
-def _aesgcm(key: bytes) -> Any:
+def aesgcm(key: bytes) -> Any:
+    """AES-GCM under ``key`` (``cryptography``: the extra ``dynaorm[encryption]``)."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # dynaorm[encryption]
 
     return AESGCM(key)
-
-
-class Keyring:
-    """Wraps and unwraps data keys. A data key encrypts new values for ``max_age`` seconds
-    and ``max_uses`` values; unwrapped ones are cached. ``key_id`` names the key new data
-    keys are wrapped under; keys of ``previous`` still unwrap. ``mac(text)`` is a keyed
-    HMAC-SHA256 (hex), stable across rotations: what the guard of a unique encrypted field
-    holds. A subclass gives ``key_id``, ``mac``, ``_new`` (a data key and its wrapped
-    form) and ``_unwrap``."""
-
-    max_age, max_uses = 300.0, 100_000
-    key_id: str
-    mac: Callable[[str], str]
-    _new: Callable[[], tuple[bytes, bytes]]
-    _unwrap: Callable[[str, bytes], bytes]
-
-    def __init__(self, previous: Iterable[Any] = ()) -> None:
-        self.previous = tuple(previous)
-        self._current: list[Any] = []
-        self.unwrap = functools.lru_cache(1024)(lambda kid, wrapped: self._unwrap(kid, wrapped))
-
-    def data_key(self) -> tuple[bytes, bytes]:
-        """(data key, header) for the next value: the cached one within its bounds."""
-        if not self._current or self._current[2] <= 0 or time.monotonic() > self._current[3]:
-            key, wrapped = self._new()
-            kid = self.key_id.encode()
-            header = bytes([1, len(kid)]) + kid + len(wrapped).to_bytes(2, "big") + wrapped
-            self._current = [key, header, self.max_uses, time.monotonic() + self.max_age]
-        self._current[2] -= 1
-        return self._current[0], self._current[1]
-
-
-class StaticKeyring(Keyring):
-    """Data keys wrapped (AES-GCM) under a key held in memory: for tests and local use.
-    ``previous``: older keys, still read; the last of them (the oldest) keys ``mac``."""
-
-    def __init__(self, key: bytes, previous: Iterable[bytes] = ()) -> None:
-        super().__init__(previous)
-        self._keys = {hashlib.sha256(k).hexdigest()[:16]: k for k in (*self.previous, key)}
-        self.key_id = hashlib.sha256(key).hexdigest()[:16]
-        mac_key = hmac.new((key, *self.previous)[-1], b"unique", "sha256").digest()
-        self.mac = lambda text: hmac.new(mac_key, text.encode(), "sha256").hexdigest()
-
-    def _new(self) -> tuple[bytes, bytes]:
-        key, nonce = os.urandom(32), os.urandom(12)
-        return key, nonce + _aesgcm(self._keys[self.key_id]).encrypt(nonce, key, b"dk")
-
-    def _unwrap(self, key_id: str, wrapped: bytes) -> bytes:
-        return bytes(_aesgcm(self._keys[key_id]).decrypt(wrapped[:12], wrapped[12:], b"dk"))
-
-
-class KmsKeyring(Keyring):
-    """Data keys from AWS KMS (GenerateDataKey, Decrypt) through botocore's KMS client
-    (``client``, else one for ``region``). ``previous``: older key ids, still read.
-    ``mac`` (unique encrypted fields) is KMS GenerateMac under ``mac_key_id``, an
-    HMAC_256 key, cached."""
-
-    def __init__(self, key_id: str, previous: Iterable[str] = (), *, client: Any = None,
-                 region: str | None = None, mac_key_id: str | None = None) -> None:
-        super().__init__(previous)
-        self.key_id, self.mac_key_id = key_id, mac_key_id
-        if client is None:
-            import botocore.session
-
-            client = botocore.session.get_session().create_client("kms", region_name=region)
-        self.client = client
-        self.mac = functools.lru_cache(1024)(lambda text: bytes(client.generate_mac(
-            KeyId=mac_key_id, Message=text.encode(), MacAlgorithm="HMAC_SHA_256")["Mac"]).hex())
-
-    def _new(self) -> tuple[bytes, bytes]:
-        out = self.client.generate_data_key(KeyId=self.key_id, KeySpec="AES_256")
-        return bytes(out["Plaintext"]), bytes(out["CiphertextBlob"])
-
-    def _unwrap(self, key_id: str, wrapped: bytes) -> bytes:
-        if key_id not in (self.key_id, *self.previous):
-            raise KeyError(key_id)
-        return bytes(self.client.decrypt(CiphertextBlob=wrapped, KeyId=key_id)["Plaintext"])
 
 
 def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
@@ -133,17 +52,17 @@ def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
     return bound.encode() + b"\0" + header
 
 
-def seal_value(keyring: Keyring, av: AttributeValue, table: str, key: Mapping[str, Any],
+def seal_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, Any],
                attr: str) -> AttributeValue:
     """``av`` encrypted for attribute ``attr`` of the item ``key`` of ``table``."""
     data_key, header = keyring.data_key()
     nonce = os.urandom(12)
     text = json.dumps(av, default=lambda b: base64.b64encode(b).decode()).encode()
-    sealed = _aesgcm(data_key).encrypt(nonce, text, _aad(table, key, attr, header))
+    sealed = aesgcm(data_key).encrypt(nonce, text, _aad(table, key, attr, header))
     return {"B": header + nonce + sealed}
 
 
-def open_value(keyring: Keyring | None, av: AttributeValue, table: str,
+def open_value(keyring: Any, av: AttributeValue, table: str,
                key: Mapping[str, Any], attr: str, field: str) -> AttributeValue:
     """The value :func:`seal_value` sealed; anything else is :class:`DecryptionError`."""
     key_id = "?"
@@ -152,7 +71,7 @@ def open_value(keyring: Keyring | None, av: AttributeValue, table: str,
         key_id, end = blob[2:2 + n].decode(), 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
         if blob[0] != 1 or len(blob) < end + 28 or keyring is None:
             raise ValueError("not a ciphertext of this version, or no keyring")
-        text = _aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
+        text = aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
             blob[end:end + 12], blob[end + 12:], _aad(table, key, attr, blob[:end]))
         return cast(AttributeValue, binary_from_json(json.loads(text)))
     except Exception as exc:
@@ -161,9 +80,9 @@ def open_value(keyring: Keyring | None, av: AttributeValue, table: str,
                               f"{type(exc).__name__})", field=field, key_id=key_id) from exc
 
 
-def keyring_of(table: Any) -> Keyring:
+def keyring_of(table: Any) -> Any:
     """The keyring of ``table`` (``Table(keyring=)``, else its client's)."""
-    if not isinstance(found := table.keyring or getattr(table.db, "keyring", None), Keyring):
+    if not hasattr(found := table.keyring or getattr(table.db, "keyring", None), "data_key"):
         raise DynaormError(f"table {table.name!r}: Encrypted fields need a Table/Client keyring=")
     return found
 
@@ -183,7 +102,7 @@ def renamed(spec: Any, cond: Condition) -> Condition:
 
 def unique_mac(table: Any, text: str) -> str:
     """The guard text of a unique encrypted field's value: its keyring's MAC."""
-    return keyring_of(table).mac(text)
+    return str(keyring_of(table).mac(text))
 
 
 def _bound_key(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
