@@ -26,7 +26,7 @@ class Keyring:
 
     max_age, max_uses = 300.0, 100_000
     key_id: str
-    mac: Callable[[str], str]
+    _mac: Callable[[str], str]
     _new: Callable[[], tuple[bytes, bytes]]
     _unwrap: Callable[[str, bytes], bytes]
 
@@ -45,6 +45,10 @@ class Keyring:
         self._current[2] -= 1
         return self._current[0], self._current[1]
 
+    def mac(self, text: str) -> str:
+        """The keyed HMAC-SHA256 of ``text`` (hex) a unique encrypted field's guard holds."""
+        return self._mac(text)
+
 
 class StaticKeyring(Keyring):
     """Data keys wrapped (AES-GCM) under a key held in memory: for tests and local use.
@@ -54,8 +58,9 @@ class StaticKeyring(Keyring):
         super().__init__(previous)
         self._keys = {hashlib.sha256(k).hexdigest()[:16]: k for k in (*self.previous, key)}
         self.key_id = hashlib.sha256(key).hexdigest()[:16]
+        """The id of ``key``: the first 16 hex digits of its SHA-256."""
         mac_key = hmac.new((key, *self.previous)[-1], b"unique", "sha256").digest()
-        self.mac = lambda text: hmac.new(mac_key, text.encode(), "sha256").hexdigest()
+        self._mac = lambda text: hmac.new(mac_key, text.encode(), "sha256").hexdigest()
 
     def _new(self) -> tuple[bytes, bytes]:
         key, nonce = os.urandom(32), os.urandom(12)
@@ -79,15 +84,15 @@ class KmsKeyring(Keyring):
             import botocore.session
 
             client = botocore.session.get_session().create_client("kms", region_name=region)
-        self.client = client
-        self.mac = functools.lru_cache(1024)(lambda text: bytes(client.generate_mac(
+        self._kms = client
+        self._mac = functools.lru_cache(1024)(lambda text: bytes(client.generate_mac(
             KeyId=mac_key_id, Message=text.encode(), MacAlgorithm="HMAC_SHA_256")["Mac"]).hex())
 
     def _new(self) -> tuple[bytes, bytes]:
-        out = self.client.generate_data_key(KeyId=self.key_id, KeySpec="AES_256")
+        out = self._kms.generate_data_key(KeyId=self.key_id, KeySpec="AES_256")
         return bytes(out["Plaintext"]), bytes(out["CiphertextBlob"])
 
     def _unwrap(self, key_id: str, wrapped: bytes) -> bytes:
         if key_id not in (self.key_id, *self.previous):
             raise KeyError(key_id)
-        return bytes(self.client.decrypt(CiphertextBlob=wrapped, KeyId=key_id)["Plaintext"])
+        return bytes(self._kms.decrypt(CiphertextBlob=wrapped, KeyId=key_id)["Plaintext"])

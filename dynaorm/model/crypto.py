@@ -55,11 +55,10 @@ def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
 def seal_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, Any],
                attr: str) -> AttributeValue:
     """``av`` encrypted for attribute ``attr`` of the item ``key`` of ``table``."""
-    data_key, header = keyring.data_key()
-    nonce = os.urandom(12)
+    (data_key, header), nonce = keyring.data_key(), os.urandom(12)
     text = json.dumps(av, default=lambda b: base64.b64encode(b).decode()).encode()
-    sealed = aesgcm(data_key).encrypt(nonce, text, _aad(table, key, attr, header))
-    return {"B": header + nonce + sealed}
+    return {"B": header + nonce + aesgcm(data_key).encrypt(nonce, text, _aad(
+        table, key, attr, header))}
 
 
 def open_value(keyring: Any, av: AttributeValue, table: str,
@@ -75,9 +74,9 @@ def open_value(keyring: Any, av: AttributeValue, table: str,
             blob[end:end + 12], blob[end + 12:], _aad(table, key, attr, blob[:end]))
         return cast(AttributeValue, binary_from_json(json.loads(text)))
     except Exception as exc:
-        raise DecryptionError(f"field {field!r} does not decrypt under key {key_id!r} "
-                              f"(missing or wrong key, or a value not written here: "
-                              f"{type(exc).__name__})", field=field, key_id=key_id) from exc
+        raise DecryptionError(f"field {field!r} does not decrypt under key {key_id!r} (missing "
+                              f"or wrong key, or a value not written here: {exc!r})",
+                              field=field, key_id=key_id) from exc
 
 
 def keyring_of(table: Any) -> Any:
@@ -128,8 +127,6 @@ def seal_fields(spec: Any, item: dict[str, AttributeValue], stored: Any) -> None
 
 def open_fields(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
     """``item`` with its encrypted attributes decrypted (:class:`DecryptionError`)."""
-    keyring, key, out = keyring_of(spec.table), _bound_key(spec, item), dict(item)
-    for attr, name in spec.encrypted.items():
-        if attr in out:
-            out[attr] = open_value(keyring, out[attr], spec.table.name, key, attr, name)
-    return out
+    keyring, key, names = keyring_of(spec.table), _bound_key(spec, item), spec.encrypted
+    return {a: v if a not in names else open_value(keyring, v, spec.table.name, key, a, names[a])
+            for a, v in item.items()}

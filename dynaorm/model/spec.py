@@ -588,6 +588,20 @@ def _null_fields(cls: type[Any]) -> frozenset[str]:
         or info.default is not None)
 
 
+def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
+               pk: KeyTemplate, sk: KeyTemplate | None, indexes: list[IndexKeys]
+               ) -> dict[str, str]:
+    """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
+    native index."""
+    encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
+                 if is_encrypted(info)}
+    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
+            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
+            i) for a, n in encrypted.items() if a in table.key_names(i))}:
+        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
+    return encrypted
+
+
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
     """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
     meta = collect_meta(cls)
@@ -616,12 +630,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
 
     history_index = _history_index(owner, meta.get("history_index"), table, versioned,
                                    indexes)
-    encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
-                 if is_encrypted(info)}
-    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
-            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
-            i) for a, n in encrypted.items() if a in table.key_names(i))}:
-        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
+    encrypted = _encrypted(cls, owner, table, renames, pk, sk, indexes)
     uniques = tuple(dataclasses.replace(r, mac=functools.partial(unique_mac, table))
                     if r.field in encrypted.values() else r for r in uniques)
     identity = _identity(pk, sk)

@@ -57,15 +57,12 @@ _AAD = b"dynaorm page cursor"
 def secret_of(table: Any) -> bytes | None:
     """The secret cursors of ``table`` are sealed with: its ``cursor_secret``, else
     ``DYNAORM_CURSOR_SECRET``, else ``None`` (cursors are then checksummed, not sealed)."""
-    configured = getattr(table, "cursor_secret", None)
-    if configured:
-        if isinstance(configured, str):
-            return configured.encode("utf-8", "surrogatepass")
-        if isinstance(configured, bytes):
-            return configured
-        raise DynaormError(f"cursor_secret must be str or bytes, got {type(configured).__name__}")
-    env = os.environ.get(ENV_SECRET)
-    return env.encode("utf-8", "surrogatepass") if env else None
+    found = getattr(table, "cursor_secret", None) or os.environ.get(ENV_SECRET) or None
+    if found is None or isinstance(found, bytes):
+        return found
+    if isinstance(found, str):
+        return found.encode("utf-8", "surrogatepass")
+    raise DynaormError(f"cursor_secret must be str or bytes, got {type(found).__name__}")
 
 
 def fingerprint(shape: Any) -> str:

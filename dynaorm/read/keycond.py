@@ -145,10 +145,8 @@ def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
     values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
     plan = KeyPlan(gsi.name, given[0], after, (values[0],),
                    extra=tuple(zip(given[1:], values[1:], strict=True)))
-    if cond is None or after is None:
-        return plan
-    return replace(plan, sk_op=_OPS[cond.op], sk_values=tuple(
-        _native_value(spec, names[after], b[after]) for b in bounds))
+    return plan if cond is None or after is None else replace(plan, sk_op=_OPS[cond.op], sk_values=(
+        tuple(_native_value(spec, names[after], b[after]) for b in bounds)))
 
 
 _OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN",
