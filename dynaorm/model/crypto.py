@@ -13,6 +13,7 @@ commit or read makes no KMS call.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import typing
@@ -40,6 +41,7 @@ def is_encrypted(info: Any) -> bool:
                                            for m in getattr(a, "__metadata__", ())))
 
 
+@functools.lru_cache(64)
 def aesgcm(key: bytes) -> Any:
     """AES-GCM under ``key`` (``cryptography``: the extra ``dynaorm[encryption]``)."""
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM  # dynaorm[encryption]
@@ -68,8 +70,6 @@ def open_value(keyring: Any, av: AttributeValue, table: str,
     try:
         blob, n = bytes(av["B"]), av["B"][1]
         key_id, end = blob[2:2 + n].decode(), 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
-        if blob[0] != 1 or len(blob) < end + 28 or keyring is None:
-            raise ValueError("not a ciphertext of this version, or no keyring")
         text = aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
             blob[end:end + 12], blob[end + 12:], _aad(table, key, attr, blob[:end]))
         return cast(AttributeValue, binary_from_json(json.loads(text)))
