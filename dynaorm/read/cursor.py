@@ -99,8 +99,7 @@ def seal(body: bytes, secret: bytes | None) -> str:
     """The cursor text of ``body``: checksummed (no secret, as ``body.check``) or sealed by
     AES-SIV under a key derived from ``secret`` (as ``ciphertext.tag``)."""
     if secret is None:
-        tag = hashlib.sha256(_CHECKSUM_DOMAIN + body).digest()[:_MAC_BYTES]
-        return _b64(body) + "." + _b64(tag)
+        return f"{_b64(body)}.{_b64(hashlib.sha256(_CHECKSUM_DOMAIN + body).digest()[:_MAC_BYTES])}"
     sealed = _siv(secret).encrypt(body, [_AAD])
     return _b64(sealed[_MAC_BYTES:]) + "." + _b64(sealed[:_MAC_BYTES])
 

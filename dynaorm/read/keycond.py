@@ -131,7 +131,7 @@ def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
     """The key condition of a query of a native index: ``=`` on every partition attribute
     and on a leading run of sort attributes (``fields``, by field name), then ``cond`` on
     the sort attribute after them. Anything DynamoDB would refuse is refused here."""
-    names = {spec.attr(f): f for f in spec.field_names}
+    names = spec.stored_fields
     attrs = [spec.attr(f) for f in fields if f in spec.field_names]
     run = len(list(itertools.takewhile(attrs.__contains__, gsi.range_keys)))
     given, after = (*gsi.hash_keys, *gsi.range_keys[:run]), (*gsi.range_keys, None)[run]
@@ -143,14 +143,12 @@ def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
                                f"{list(gsi.hash_keys)}, a leading run of {list(gsi.range_keys)}"
                                " and a condition on the next one (begins_with: a string)")
     values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
-    plan = KeyPlan(gsi.name, given[0], after, (values[0],),
-                   extra=tuple(zip(given[1:], values[1:], strict=True)))
-    return plan if cond is None or after is None else replace(plan, sk_op=_OPS[cond.op], sk_values=(
-        tuple(_native_value(spec, names[after], b[after]) for b in bounds)))
+    ends = tuple(_native_value(spec, names[a], b[a]) for b in bounds for a in b)
+    return KeyPlan(gsi.name, given[0], after, (values[0],), None if cond is None else _OPS.get(
+        cond.op, cond.op), ends, extra=tuple(zip(given[1:], values[1:], strict=True)))
 
 
-_OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN",
-        "begins_with": "begins_with"}
+_OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN"}
 
 
 def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:

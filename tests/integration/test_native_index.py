@@ -193,6 +193,15 @@ def test_a_query_that_cannot_be_served_is_refused_before_sending(nb: TestBackend
         s.query(Order, index="by_place", tenant_id="acme").all()
 
 
+def test_describe_shows_the_native_indexes_an_entity_is_in() -> None:
+    from dynaorm.model.entity import spec_of
+    from dynaorm.tools.cli import describe_entity
+
+    lines = "\n".join(describe_entity(spec_of(Order)))
+    assert "by_place" in lines and "native GSI pk ('tenant_id', 'place')" in lines
+    assert "by_rank" in lines and "native GSI pk ('rank',)" in lines
+
+
 def test_definitions_that_cannot_work_are_refused() -> None:
     with pytest.raises(DynaormError, match="native index"):
         Table("native_bad", indexes=[GSI("too_many", pk=("a", "b", "c", "d", "e"))])
