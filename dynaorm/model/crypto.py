@@ -118,11 +118,10 @@ def seal_fields(spec: Any, item: dict[str, AttributeValue], stored: Any) -> None
     same = stored is not None and _bound_key(spec, stored) == key
     for attr, name in spec.encrypted.items():
         old = stored.get(attr) if same else None
-        if attr in item and old is not None and open_value(
-                keyring, old, spec.table.name, key, attr, name) == item[attr]:
-            item[attr] = old
-        elif attr in item:
-            item[attr] = seal_value(keyring, item[attr], spec.table.name, key, attr)
+        if attr in item:  # (the stored value opened: equal, it stays)
+            item[attr] = old if old is not None and open_value(keyring, old, spec.table.name, key,
+                attr, name) == item[attr] else seal_value(keyring, item[attr], spec.table.name,
+                                                          key, attr)
 
 
 def open_fields(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:

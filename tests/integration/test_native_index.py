@@ -248,3 +248,41 @@ def test_optional_attributes_are_sparse(nb: TestBackend, request: pytest.Fixture
         s.save_many([Memo(m="1"), Memo(m="2", note="x")])
         assert [m.m for m in s.query(Memo, index="by_note", note="x").all()] == ["2"]
     assert engine_of(request)
+
+
+def test_pynamodb_bridge_maps_a_model_onto_a_native_index(
+        nb: TestBackend, request: pytest.FixtureRequest) -> None:
+    """A PynamoDB model whose GSI the dynaorm table declares natively: the bridged entity
+    takes no templates for it, and its items are queried through it."""
+    pytest.importorskip("pynamodb")
+    from pynamodb.attributes import NumberAttribute, UnicodeAttribute
+    from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
+    from pynamodb.models import Model
+
+    from dynaorm.pynamodb import entity_from_pynamodb
+
+    class ByRank(GlobalSecondaryIndex["Legacy"]):
+        class Meta:
+            index_name = "by_rank"
+            projection = AllProjection()
+
+        rank = NumberAttribute(hash_key=True)
+
+    class Legacy(Model):
+        class Meta:
+            table_name = "native_legacy"
+
+        pk = UnicodeAttribute(hash_key=True)
+        sk = UnicodeAttribute(range_key=True)
+        rank = NumberAttribute()
+        by_rank = ByRank()
+
+    legacy = Table("native_legacy", type_attribute=None, key_types={"rank": "N"},
+                   indexes=[GSI("by_rank", pk=("rank",))])
+    bridged = entity_from_pynamodb(Legacy, table=legacy, name="LegacyBridged")
+    with use_tables(legacy, endpoint_url=nb.table.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        s = tb.session()
+        s.save(bridged(pk="L#1", sk="L", rank=42))
+        s.commit()
+        assert [x.pk for x in s.query(bridged, index="by_rank", rank=42).all()] == ["L#1"]
