@@ -38,8 +38,7 @@ class Keyring:
     def data_key(self) -> tuple[bytes, bytes]:
         """(data key, header) for the next value: the cached one within its bounds."""
         if not self._current or self._current[2] <= 0 or time.monotonic() > self._current[3]:
-            key, wrapped = self._new()
-            kid = self.key_id.encode()
+            (key, wrapped), kid = self._new(), self.key_id.encode()
             header = bytes([1, len(kid)]) + kid + len(wrapped).to_bytes(2, "big") + wrapped
             self._current = [key, header, self.max_uses, time.monotonic() + self.max_age]
         self._current[2] -= 1

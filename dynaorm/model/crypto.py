@@ -93,9 +93,8 @@ def renamed(spec: Any, cond: Condition) -> Condition:
     while stack:
         c = stack.pop()
         stack += [*getattr(c, "parts", ()), *filter(None, [getattr(c, "inner", None)])]
-        if spec.attr(str(getattr(c, "path", "")).partition(".")[0]) in spec.encrypted:
-            raise DynaormError(f"{spec.name}: an Encrypted field cannot be in a condition "
-                               f"or filter ({c.path!r})")  # type: ignore[attr-defined]
+        if spec.attr(name := str(getattr(c, "path", "")).partition(".")[0]) in spec.encrypted:
+            raise DynaormError(f"{spec.name}: Encrypted {name!r} cannot be in a condition")
     return rename_paths(cond, spec.renames)
 
 

@@ -28,15 +28,16 @@ __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
            "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
 
 
-def unchanged(spec: EntitySpec, old: Mapping[str, Any],
-              attrs: set[str] | frozenset[str]) -> list[Condition]:
+def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozenset[str],
+              stored: Item | None = None) -> list[Condition]:
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
     for name in sorted(attrs):
-        if name in spec.unstored or spec.attr(name) in spec.encrypted:  # key-only: the row's
-            continue  # key holds it; encrypted: the ciphertext differs (the guard checks)
-        value = old.get(name)
         attr = spec.attr(name)
+        if name in spec.unstored or attr in spec.encrypted:  # key-only: its key holds it;
+            conds += [] if stored is None or name in spec.unstored else stored_as(stored, {attr})
+            continue  # Encrypted: its ciphertext as read (``stored``: the loaded item)
+        value = old.get(name)
         if name == spec.ttl_field:
             value = encode_ttl(value, spec.name, name)
         if value is None:
@@ -85,7 +86,7 @@ def update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping
         depends -= touched_fields - unique_fields  # unique values read stay conditioned
     conds = [exists(spec.table.pk)]
     if depends:  # (a plain entity's update depends on none)
-        conds += unchanged(spec, old_values, depends)
+        conds += unchanged(spec, old_values, depends, state.item)
     conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
                        if depends else touched)
     return all_of(conds)

@@ -246,7 +246,7 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     values, and every attribute unless an overwrite) and put the new one where nothing
     is."""
     unique_fields = spec.unique_fields
-    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
+    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields, state.item)]
     if not entry.overwrite:  # the move copies every attribute: none may have changed,
         # and none the class writes may have appeared (a value set after the load)
         keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
@@ -274,7 +274,7 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if entry.overwrite:  # last writer wins: only the guards' stored values are kept
         # exact (read by the commit just before planning)
         cond = all_of([exists(spec.table.pk), *unchanged(
-            spec, old_values, unique_fields)]) if unique_fields else None
+            spec, old_values, unique_fields, state.item)]) if unique_fields else None
     else:
         cond = update_condition(spec, state, old_values, touched)
     caller = entry.condition
