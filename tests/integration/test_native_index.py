@@ -286,3 +286,19 @@ def test_pynamodb_bridge_maps_a_model_onto_a_native_index(
         s.save(bridged(pk="L#1", sk="L", rank=42))
         s.commit()
         assert [x.pk for x in s.query(bridged, index="by_rank", rank=42).all()] == ["L#1"]
+
+
+def test_async_query_of_a_native_index(nb: TestBackend, request: pytest.FixtureRequest) -> None:
+    if engine_of(request) != "local":
+        pytest.skip("an AsyncSession over HTTP, with a partial sort key: DynamoDB Local")
+    import asyncio
+
+    from dynaorm import AsyncSession
+
+    _orders(nb)
+
+    async def main() -> list[str]:
+        q = AsyncSession(native).query(Order, index="by_place", tenant_id="acme", region="eu")
+        return [o.order_id for o in await q.gte(created=T0.replace(day=2)).all()]
+
+    assert asyncio.run(main()) == ["o2", "o3", "o4"]
