@@ -54,6 +54,21 @@ class Patient(Entity):
     score: Encrypted[int] = 0
 
 
+class Record(Entity):
+    """A versioned entity: its version rows carry the same ciphertexts, bound to the
+    entity's key (not to the row's version key)."""
+
+    class Meta:
+        table = vault
+        pk = "RECORD#{record_id}"
+        sk = "RECORD"
+        versioned = True
+
+    record_id: str
+    diagnosis: Encrypted[str]
+    version: int = 0
+
+
 @pytest.fixture
 def eb(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     vault.keyring = StaticKeyring(KEY)
@@ -97,6 +112,17 @@ def test_values_are_stored_as_ciphertext_and_read_back(eb: TestBackend) -> None:
     _save(s, got)
     assert _raw(eb, "p1")["ssn"] != raw["ssn"]
     assert s.get(Patient, patient_id="p1").ssn == "999-99-9999"
+
+
+def test_versioned_entities_read_every_version(eb: TestBackend) -> None:
+    s = eb.session()
+    _save(s, Record(record_id="r1", diagnosis="flu"))
+    r = s.get(Record, record_id="r1")
+    r.diagnosis = "cold"
+    _save(s, r)
+    assert s.get(Record, record_id="r1").diagnosis == "cold"
+    assert sorted(x.diagnosis for x in s.history(Record, record_id="r1")) == ["cold", "flu"]
+    assert "flu" not in str(eb.scan_raw()) and "cold" not in str(eb.scan_raw())
 
 
 def test_unique_encrypted_field_guard_holds_a_mac_and_find_works(eb: TestBackend) -> None:
@@ -281,6 +307,11 @@ def test_kms_keyring_caches_data_keys_and_rotates() -> None:
         for _ in range(5):
             seal_value(ring, {"S": "x"}, "t", key, "f")
         assert calls.count("GenerateDataKey") == 5  # bounded by use: 1 + 3 (of 5 values)
+        ring = KmsKeyring(first, client=kms)
+        ring.max_age = -1.0  # bounded by age: every value past it gets a new data key
+        for _ in range(3):
+            seal_value(ring, {"S": "x"}, "t", key, "f")
+        assert calls.count("GenerateDataKey") == 8
 
 
 def test_entities_through_kms_on_moto() -> None:
