@@ -35,8 +35,10 @@ def main() -> None:
         s.commit()
         raw = next(i for i in db.scan_raw() if i["pk"]["S"] == "PATIENT#p1")
         print("stored ssn is ciphertext:", "123-45-6789" not in str(raw), sorted(raw["ssn"]))
-        print("read back:", s.get(Patient, patient_id="p1").ssn)
-        print("found by value:", s.find(Patient, ssn="123-45-6789").patient_id)
+        got, found = s.get(Patient, patient_id="p1"), s.find(Patient, ssn="123-45-6789")
+        assert got is not None and found is not None
+        print("read back:", got.ssn)
+        print("found by value:", found.patient_id)
         old = clinic.keyring
         clinic.keyring = StaticKeyring(os.urandom(32), previous=[])  # another key entirely
         try:

@@ -6,7 +6,7 @@ Run: ``python examples/native_index.py [--endpoint-url URL]``
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from _support import run
 
@@ -33,7 +33,7 @@ class Order(Entity):
 def main() -> None:
     with run(shop, "a native multi-attribute index") as db:
         s = db.session()
-        day = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        day = datetime(2026, 3, 1, tzinfo=UTC)
         for i, (region, total) in enumerate([("eu", 30), ("eu", 12), ("us", 99), ("eu", 45)]):
             s.save(Order(order_id=f"o{i}", tenant_id="acme", region=region,
                          placed=day.replace(hour=9 + i), total=total))

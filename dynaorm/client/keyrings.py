@@ -24,7 +24,8 @@ class Keyring:
     holds. A subclass gives ``key_id``, ``mac``, ``_new`` (a data key and its wrapped
     form) and ``_unwrap``."""
 
-    max_age, max_uses = 300.0, 100_000
+    max_age: float = 300.0
+    max_uses: int = 100_000
     key_id: str
     _mac: Callable[[str], str]
     _new: Callable[[], tuple[bytes, bytes]]

@@ -160,8 +160,7 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
         kind = kind_of(fields[name].annotation) if name in fields else None
         if any(table.native(i) and attr in table.key_names(i) for i in table.indexes) and (
                 kind is None or kind.tag != table.key_type(attr)):
-            raise DynaormError(f"{owner}: field {name!r} is stored as {attr!r}, a native index"
-                               f" key of type {table.key_type(attr)} (Table key_types=)")
+            raise DynaormError(f"{owner}.{name}: not {table.key_type(attr)} as native key {attr!r}")
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]

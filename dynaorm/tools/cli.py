@@ -157,6 +157,7 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
             ("", f"stored names {renamed or 'unchanged'}")]
 
 
+# complexity: one row per kind of key (primary, template and native indexes, unique rules)
 def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
