@@ -2,7 +2,8 @@
 """An encrypted get and put beside a plain one (contract 20): client time per operation of
 an entity with three ``Encrypted`` fields against the same entity without, on an
 in-process moto (DynamoDB and KMS: nothing leaves the process), and the KMS calls the
-steady state makes (none: the keyring's data key is cached, ``max_age``/``max_uses``).
+steady state makes (none: the keyring's data key is cached, ``max_age``/``max_uses``), and
+the client's own share without the backend (encoding an item, loading one).
 
 Both entities hold the same values; the timed loop saves a new object (one PutItem) and
 gets one by key (one GetItem). What differs is the AES-GCM work and the keyring.
@@ -31,6 +32,7 @@ for _name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
 import boto3  # noqa: E402
 
 from dynaorm import Encrypted, Entity, KmsKeyring, StaticKeyring, Table  # noqa: E402
+from dynaorm.model.entity import encode_entity, spec_of  # noqa: E402
 from dynaorm.testing import moto_backend, use_tables  # noqa: E402
 
 plain_table = Table("bench-plain")
@@ -106,6 +108,14 @@ def main() -> None:
                 figures[f"{name} put us"] = _time(lambda i, p=put: p(i % 1000 + 1), args.ops)
                 figures[f"{name} get us"] = _time(get, args.ops)
                 figures[f"{name} KMS calls in the timed loops"] = len(calls) - before
+                # the client's own share, without the backend: encode an item, load one
+                obj = cls(pid="7", name="Ada", ssn="123-45-6789", notes="nuts", score=7)
+                spec = spec_of(cls)
+                item = encode_entity(obj, spec)
+                figures[f"{name} encode us"] = _time(lambda i, o=obj, sp=spec: encode_entity(
+                    o, sp), args.ops * 10)
+                figures[f"{name} load us"] = _time(lambda i, c=cls, it=item, sp=spec: c._from_item(
+                    it, sp), args.ops * 10)
     for key, value in figures.items():
         print(f"{key:40} {value:10.1f}")
     if args.json:

@@ -50,7 +50,7 @@ def aesgcm(key: bytes) -> Any:
 
 
 def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
-    bound = json.dumps([table, sorted((k, str(v)) for k, v in key.items()), attr])
+    bound = repr((table, sorted(key.items(), key=str), attr))  # (str, dicts of str or bytes)
     return bound.encode() + b"\0" + header
 
 
