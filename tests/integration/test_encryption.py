@@ -359,3 +359,36 @@ def test_async_session_seals_opens_and_finds(eb: TestBackend,
 
     with pytest.raises(DecryptionError):
         asyncio.run(read())
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(moves=st.lists(st.tuples(st.integers(0, 3), st.sampled_from(["ssn", "notes", "score"]),
+                                st.integers(0, 3), st.sampled_from(["ssn", "notes", "score"])),
+                      min_size=1, max_size=6),
+       rotate=st.booleans())
+def test_never_a_wrong_value_whatever_is_copied_where(
+        moves: list[tuple[int, str, int, str]], rotate: bool) -> None:
+    """Items encoded, then ciphertexts copied between items and fields at random (and the
+    keyring rotated or not): every field decodes to its own value or is DecryptionError,
+    never another item's or field's value."""
+    from dynaorm.model.entity import encode_entity, spec_of
+
+    vault.keyring = StaticKeyring(KEY)
+    spec = spec_of(Patient)
+    objs = [Patient(patient_id=f"p{i}", name="n", ssn=f"ssn-{i}", notes={"i": i}, score=i)
+            for i in range(4)]
+    items = [encode_entity(o, spec) for o in objs]
+    for src, src_attr, dst, dst_attr in moves:
+        items[dst] = {**items[dst], dst_attr: items[src][src_attr]}
+    if rotate:
+        vault.keyring = StaticKeyring(OTHER, previous=[KEY])
+    for i, item in enumerate(items):
+        for attr in ("ssn", "notes", "score"):
+            try:
+                value = spec.decode_fields({k: v for k, v in item.items()
+                                            if k not in {"ssn", "notes", "score"} - {attr}})
+            except DecryptionError as exc:
+                assert exc.field == attr
+                continue
+            assert value[attr] == getattr(objs[i], attr)
+    vault.keyring = StaticKeyring(KEY)
