@@ -214,10 +214,20 @@ def test_refusals(eb: TestBackend) -> None:
         s.commit()
 
 
-def test_no_keyring_is_refused(eb: TestBackend) -> None:
+def test_no_keyring_is_refused_and_the_clients_is_used(eb: TestBackend) -> None:
     vault.keyring = None
     with pytest.raises(DynaormError, match="keyring"):
         _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
+    client = vault.db
+    client.keyring = StaticKeyring(OTHER)  # Client(keyring=...): for its tables without one
+    try:
+        _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
+        assert eb.session().get(Patient, patient_id="p1").ssn == "111"
+        vault.keyring = StaticKeyring(KEY)  # the table's own comes first
+        with pytest.raises(DecryptionError):
+            eb.session().get(Patient, patient_id="p1")
+    finally:
+        client.keyring = None
 
 
 # -- the adversary -----------------------------------------------------------------------
