@@ -121,6 +121,8 @@ class Client:
     profile's ``max_attempts``, else 5); ``max_wait``: seconds all retries of one request
     may wait; ``return_consumed_capacity``: ``"INDEXES"``, ``"TOTAL"`` or ``"NONE"`` for
     every request that takes one (``None``: writes ask for ``INDEXES``, reads for nothing).
+    ``keyring``: the keyring (:class:`~dynaorm.StaticKeyring`, :class:`~dynaorm.KmsKeyring`)
+    of the ``Encrypted`` fields of its tables that have none of their own.
 
     ``with Client() as db`` / ``async with Client() as db`` close its connections at the
     end (:meth:`close`, :meth:`aclose`); a later request opens new ones.

@@ -60,7 +60,9 @@ class Table(TableSchema):
     (``endpoint_url``, ``region``, ``wire``, ``max_attempts``, ``max_wait``,
     ``return_consumed_capacity``: :class:`~dynaorm.Client`'s) choose a client shared by
     every table that gives the same ones; none at all: the process's default client.
-    ``client=`` and connection keywords exclude each other.
+    ``client=`` and connection keywords exclude each other. ``keyring``: the keyring of its
+    ``Encrypted`` fields (``None``: its client's); ``indexes`` may hold native
+    multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``).
     """
 
     endpoint_url = _Setting()
