@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from botocore.session import get_session
+
 from dynaorm.model.crypto import aesgcm
 
 __all__ = ["Keyring", "KmsKeyring", "StaticKeyring"]
@@ -80,12 +82,8 @@ class KmsKeyring(Keyring):
                  region: str | None = None, mac_key_id: str | None = None) -> None:
         super().__init__(previous)
         self.key_id, self.mac_key_id = key_id, mac_key_id
-        if client is None:
-            import botocore.session
-
-            client = botocore.session.get_session().create_client("kms", region_name=region)
-        self._kms = client
-        self._mac = functools.lru_cache(1024)(lambda text: bytes(client.generate_mac(
+        self._kms: Any = client or get_session().create_client("kms", region_name=region)
+        self._mac = functools.lru_cache(1024)(lambda text: bytes(self._kms.generate_mac(
             KeyId=mac_key_id, Message=text.encode(), MacAlgorithm="HMAC_SHA_256")["Mac"]).hex())
 
     def _new(self) -> tuple[bytes, bytes]:

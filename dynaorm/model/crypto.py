@@ -50,8 +50,7 @@ def aesgcm(key: bytes) -> Any:
 
 
 def _aad(table: str, key: Mapping[str, Any], attr: str, header: bytes) -> bytes:
-    bound = repr((table, sorted(key.items(), key=str), attr))  # (str, dicts of str or bytes)
-    return bound.encode() + b"\0" + header
+    return repr((table, sorted(key.items(), key=str), attr)).encode() + b"\0" + header
 
 
 def seal_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, Any],

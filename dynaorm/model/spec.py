@@ -167,8 +167,7 @@ class EntitySpec:
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
-        return (adapter := _field_adapter(self.cls, name)).dump_python(
-            adapter.validate_python(value))
+        return (a := _field_adapter(self.cls, name)).dump_python(a.validate_python(value))
 
     @functools.cached_property
     def table_key_attrs(self) -> tuple[str, ...]:

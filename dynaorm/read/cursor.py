@@ -91,8 +91,7 @@ def _siv(secret: bytes) -> Any:
     except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
         raise DynaormError("sealed page cursors need the cryptography package: "
                            "pip install 'dynaorm[encryption]'") from exc
-    key = HKDF(hashes.SHA256(), 64, None, b"dynaorm page cursor key").derive(secret)
-    return AESSIV(key)
+    return AESSIV(HKDF(hashes.SHA256(), 64, None, b"dynaorm page cursor key").derive(secret))
 
 
 def seal(body: bytes, secret: bytes | None) -> str:
