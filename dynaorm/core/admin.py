@@ -64,9 +64,9 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
                 for g in table.definition().get("GlobalSecondaryIndexes", [])}
     for gsi in out["Table"].get("GlobalSecondaryIndexes") or []:
         status = str(gsi.get("IndexStatus", "ACTIVE"))
-        if declared.get(name := gsi["IndexName"], gsi.get("KeySchema")) != gsi.get("KeySchema"):
+        if (keys := gsi.get("KeySchema")) and declared.get(gsi["IndexName"], keys) != keys:
             status = "MISMATCHED"
-        found[name] = "BACKFILLING" if gsi.get("Backfilling") else status
+        found[gsi["IndexName"]] = "BACKFILLING" if gsi.get("Backfilling") else status
     for lsi in out["Table"].get("LocalSecondaryIndexes") or []:
         found[lsi["IndexName"]] = "ACTIVE"
     for name in table.indexes:
