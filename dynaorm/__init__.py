@@ -17,6 +17,7 @@ from dynaorm.errors import (
     ConcurrentModificationError,
     ConditionFailedError,
     ConflictError,
+    DecryptionError,
     DynaormError,
     InvalidCursorError,
     InvalidValueError,
@@ -51,6 +52,8 @@ from dynaorm.sync.session import Session
 
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
+    from dynaorm.client.keyrings import KmsKeyring, StaticKeyring
+    from dynaorm.model.crypto import Encrypted
     from dynaorm.model.inspection import Inspection, inspect
     from dynaorm.model.layouts import Previous
     from dynaorm.model.streams import Change
@@ -71,7 +74,9 @@ __all__ = [
     "Condition",
     "ConditionFailedError",
     "ConflictError",
+    "DecryptionError",
     "DynaormError",
+    "Encrypted",
     "Entity",
     "F",
     "Grouped",
@@ -85,6 +90,7 @@ __all__ = [
     "ItemNotFoundError",
     "ItemTooLargeError",
     "KeyTemplateError",
+    "KmsKeyring",
     "MultipleResultsError",
     "Operation",
     "OutcomeUnknownError",
@@ -98,6 +104,7 @@ __all__ = [
     "Session",
     "Shards",
     "StagedUpdate",
+    "StaticKeyring",
     "Table",
     "TableNotFoundError",
     "Tracing",
@@ -118,6 +125,9 @@ __all__ = [
 _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
     "Change": "dynaorm.model.streams",
+    "Encrypted": "dynaorm.model.crypto",
+    "KmsKeyring": "dynaorm.client.keyrings",
+    "StaticKeyring": "dynaorm.client.keyrings",
     "Inspection": "dynaorm.model.inspection",
     "Previous": "dynaorm.model.layouts",
     "StagedUpdate": "dynaorm.write.updates",

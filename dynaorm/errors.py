@@ -11,6 +11,7 @@ __all__ = [
     "ConcurrentModificationError",
     "ConditionFailedError",
     "ConflictError",
+    "DecryptionError",
     "DynaormError",
     "InvalidCursorError",
     "InvalidValueError",
@@ -33,6 +34,19 @@ __all__ = [
 
 class DynaormError(Exception):
     """Base class of every dynaorm error."""
+
+
+class DecryptionError(DynaormError):
+    """An encrypted field's stored value does not decrypt: its key is missing or wrong, or
+    the value was edited or copied from another item or field. ``field`` and ``key_id``
+    name them; no value is ever returned in its place."""
+
+    def __init__(self, message: str, *, field: str, key_id: str) -> None:
+        super().__init__(message)
+        self.field = field
+        """The field whose value did not decrypt."""
+        self.key_id = key_id
+        """The id of the key the value was written under (``"?"``: unreadable)."""
 
 
 class KeyTemplateError(DynaormError, ValueError):

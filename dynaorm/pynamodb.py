@@ -563,7 +563,8 @@ def _entity_meta(model: type[Model], owner: str, table: Table, by_attr: Mapping[
             raise DynaormError(f"{model.__name__} has a discriminator but no value of its "
                                "own (class X(Base, discriminator='x')): bridge its classes")
         meta["type_name"] = str(value)
-    indexes = _index_templates(model, owner, by_attr, meta["pk"])
+    indexes = {n: t for n, t in _index_templates(model, owner, by_attr, meta["pk"]).items()
+               if not table.native(n)}  # (a native index of the table: no templates)
     if indexes:
         meta["indexes"] = indexes
     return meta

@@ -121,6 +121,8 @@ class Client:
     profile's ``max_attempts``, else 5); ``max_wait``: seconds all retries of one request
     may wait; ``return_consumed_capacity``: ``"INDEXES"``, ``"TOTAL"`` or ``"NONE"`` for
     every request that takes one (``None``: writes ask for ``INDEXES``, reads for nothing).
+    ``keyring``: the keyring (:class:`~dynaorm.StaticKeyring`, :class:`~dynaorm.KmsKeyring`)
+    of the ``Encrypted`` fields of its tables that have none of their own.
 
     ``with Client() as db`` / ``async with Client() as db`` close its connections at the
     end (:meth:`close`, :meth:`aclose`); a later request opens new ones.
@@ -128,13 +130,16 @@ class Client:
 
     def __init__(self, endpoint_url: str | None = None, region: str | None = None, *,
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
-                 max_wait: float = 10.0, return_consumed_capacity: str | None = None) -> None:
+                 max_wait: float = 10.0, return_consumed_capacity: str | None = None,
+                 keyring: Any = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         self.endpoint_url = endpoint_url
         """The endpoint given (``None``: the configured one, or AWS's for the region)."""
         self.region = region
         """The region given (``None``: the configured one)."""
+        self.keyring = keyring
+        """The keyring of ``Encrypted`` fields of its tables without one of their own."""
         self.config = config
         """The ``botocore.config.Config`` given (``None``: none)."""
         self.wire = wire

@@ -60,7 +60,9 @@ class Table(TableSchema):
     (``endpoint_url``, ``region``, ``wire``, ``max_attempts``, ``max_wait``,
     ``return_consumed_capacity``: :class:`~dynaorm.Client`'s) choose a client shared by
     every table that gives the same ones; none at all: the process's default client.
-    ``client=`` and connection keywords exclude each other.
+    ``client=`` and connection keywords exclude each other. ``keyring``: the keyring of its
+    ``Encrypted`` fields (``None``: its client's); ``indexes`` may hold native
+    multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``).
     """
 
     endpoint_url = _Setting()
@@ -80,13 +82,13 @@ class Table(TableSchema):
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  cursor_secret: str | bytes | None = None, stream: str | None = None,
-                 client: Client | None = None, endpoint_url: str | None = None,
+                 keyring: Any = None, client: Client | None = None, endpoint_url: str | None = None,
                  region: str | None = None, wire: str | None = None,
                  max_attempts: int | None = None, max_wait: float | None = None,
                  return_consumed_capacity: str | None = None) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
-                         stream=stream)
+                         stream=stream, keyring=keyring)
         given = {k: v for k, v in (("endpoint_url", endpoint_url), ("region", region),
                                    ("wire", wire), ("max_attempts", max_attempts),
                                    ("max_wait", max_wait),

@@ -55,11 +55,17 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
     """Each secondary index of the table as it exists: ``"ACTIVE"``, ``"CREATING"``,
     ``"BACKFILLING"`` (created, still reading the table's items: queries on it fail until
     it is ``"ACTIVE"``), ``"UPDATING"`` or ``"DELETING"``; a declared index the table lacks
-    is ``"MISSING"`` (``create()`` adds a global one)."""
+    is ``"MISSING"`` (``create()`` adds a global one); a global one keyed otherwise than
+    declared (other key attributes, or a template index where a native one is declared) is
+    ``"MISMATCHED"`` (queries of it would be refused: give the new index another name)."""
     out = yield from call("DescribeTable", {"TableName": table.name})
     found: dict[str, str] = {}
+    declared = {g["IndexName"]: g["KeySchema"]
+                for g in table.definition().get("GlobalSecondaryIndexes", [])}
     for gsi in out["Table"].get("GlobalSecondaryIndexes") or []:
         status = str(gsi.get("IndexStatus", "ACTIVE"))
+        if (keys := gsi.get("KeySchema")) and declared.get(gsi["IndexName"], keys) != keys:
+            status = "MISMATCHED"
         found[gsi["IndexName"]] = "BACKFILLING" if gsi.get("Backfilling") else status
     for lsi in out["Table"].get("LocalSecondaryIndexes") or []:
         found[lsi["IndexName"]] = "ACTIVE"

@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, ItemDecodeError
+from dynaorm.errors import DecryptionError, DynaormError, ItemDecodeError
 from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
+from dynaorm.model.crypto import seal_fields
 from dynaorm.model.fastload import Fast, collector_paused, fast_answer, fast_validator
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
@@ -147,7 +148,7 @@ def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     """The validator reading ``cls``'s items straight from their wire form
     (:mod:`dynaorm.model.fastload`), or ``None`` when every load is plain."""
     return fast_validator(cls, spec.renames, lambda: (
-        not spec.unstored and spec.ttl_field is None
+        not spec.unstored and spec.ttl_field is None and not spec.encrypted
         and _validator(cls) == cls.__pydantic_validator__.validate_python))
 
 
@@ -168,7 +169,7 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
             plain_names is not None) else spec.decode_fields(item)
-    except ItemDecodeError:
+    except (ItemDecodeError, DecryptionError):
         raise
     except _MALFORMED as exc:  # an attribute value that is not DynamoDB's: never raw
         raise _decode_error(cls, spec, item, exc) from exc
@@ -186,6 +187,8 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     validated from, by stored attribute name, shared with the snapshot; see
     :meth:`InstanceState.loaded`)."""
     key_attrs = spec.table_key_attrs
+    if spec.encrypted:  # the snapshot keeps their ciphertexts
+        decoded = {k: v for k, v in decoded.items() if k not in spec.encrypted}
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
         key = spec.primary_key(obj.__dict__)
@@ -221,7 +224,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
     specs = [spec for _, spec in types.values()]
     type_attr = specs[0].table.type_attribute if specs else None
     if type_attr is None or any(spec.versioned or spec.table.key_types or spec.renames
-                                or spec.table.ttl for spec in specs):
+                                or spec.table.ttl or spec.encrypted for spec in specs):
         return None
     key_attrs, table = specs[0].table_key_attrs, specs[0].table
     validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))
@@ -366,4 +369,7 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     type_attribute = spec.table.type_attribute
     if type_attribute is not None:
         item[type_attribute] = {"S": spec.type_name}
+    if spec.encrypted:
+        state = raw_state(obj)
+        seal_fields(spec, item, state.item if isinstance(state, InstanceState) else None)
     return item

@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, KeyTemplateError
+from dynaorm.model.codec import kind_of
 from dynaorm.model.expressions import paths
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
@@ -122,7 +123,8 @@ def _check_key_clash(owner: str, table: TableSchema, stored: Mapping[str, str],
               and renames.get(t.single, t.single) == attr}
     reserved: set[str | None] = {table.pk, table.sk, table.type_attribute}
     for index_name in table.indexes:  # every index: a field must not leak into one
-        reserved.update(table.key_attributes(index_name))
+        if table.native(index_name) is None:  # (a native index's keys are fields)
+            reserved.update(table.key_attributes(index_name))
     clash = sorted(a for a in stored if a in reserved and a not in as_key)
     clash += sorted(n for n in renames if (n in reserved or n == table.ttl) and n not in stored)
     if clash:
@@ -158,6 +160,11 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
     templates = _key_templates(table, pk, sk, indexes)
     _check_key_clash(owner, table, stored, renames, templates)
     _check_typed_keys(owner, table, templates, fields)
+    for attr, name in stored.items():  # a native index's attribute: the field stores its type
+        kind = kind_of(fields[name].annotation) if name in fields else None
+        if any(table.native(i) and attr in table.key_names(i) for i in table.indexes) and (
+                kind is None or kind.tag != table.key_type(attr)):
+            raise DynaormError(f"{owner}.{name}: not {table.key_type(attr)} as native key {attr!r}")
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]

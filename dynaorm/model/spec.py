@@ -19,6 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.model.codec import decode_item
+from dynaorm.model.crypto import is_encrypted, open_fields, unique_mac
 from dynaorm.model.keys import key_av, key_value
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
 from dynaorm.model.rules import (
@@ -70,6 +71,7 @@ class UniqueRule:
     prefix: str
     normalize: Callable[[Any], Any] | None
     scope: KeyTemplate | None
+    mac: Callable[[str], str] | None = None  # an encrypted field's: the guard holds a MAC
 
     def guard_key(self, values: Mapping[str, Any], owner: str) -> str | None:
         """``[scope#]prefix#value``, or ``None`` when the field is ``None``."""
@@ -81,6 +83,8 @@ class UniqueRule:
         text = render_value(value)
         if not text:
             raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
+        if self.mac is not None:
+            text = self.mac(text)
         key = f"{self.prefix}#{text}"
         if self.scope is not None:
             key = f"{self.scope.render(values, owner)}#{key}"
@@ -153,11 +157,17 @@ class EntitySpec:
     unstored: frozenset[str] = frozenset()
     #: ``Meta.previous``: the layout its items had before a design change (migrations)
     previous: Layout | None = None
+    #: ``Encrypted`` fields: stored attribute name -> field name
+    encrypted: Mapping[str, str] = field(default_factory=dict)
 
     # -- stored names --------------------------------------------------------------
     def attr(self, name: str) -> str:
         """The stored attribute name of field ``name``."""
         return self.renames.get(name, name)
+
+    def dump_field(self, name: str, value: Any) -> Any:
+        """``value`` validated as field ``name`` and dumped as a stored item holds it."""
+        return (a := _field_adapter(self.cls, name)).dump_python(a.validate_python(value))
 
     @functools.cached_property
     def table_key_attrs(self) -> tuple[str, ...]:
@@ -187,7 +197,7 @@ class EntitySpec:
     def _plain_names(self) -> bool:
         """Every field stored under its name: the fast path (fields missing from the item
         are still filled back from its keys, see :meth:`fill_from_keys`)."""
-        return not self.renames
+        return not self.renames and not self.encrypted
 
     @functools.cached_property
     def plain_field_names(self) -> frozenset[str] | None:
@@ -209,6 +219,8 @@ class EntitySpec:
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
+        if self.encrypted:
+            item = open_fields(self, item)
         if self.ttl_field is not None and VERSION_TTL in item:  # a version row's kept TTL
             item = {**item, self.table.ttl or "": item[VERSION_TTL]}
         if self._plain_names:
@@ -522,6 +534,8 @@ def _declared_index(owner: str, table: TableSchema, field_names: frozenset[str],
     given exactly when the index has a sort key, a sharded index's templates hold
     ``{shard}``, and an attribute shared with the table key keeps the table's template."""
     index = table.index(name)
+    if table.native(name) is not None:
+        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: a native index takes no templates")
     if not isinstance(templates, tuple | list) or len(templates) != 2:
         raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
                            "(pk_template, sk_template)")
@@ -584,6 +598,20 @@ def _null_fields(cls: type[Any]) -> frozenset[str]:
         or info.default is not None)
 
 
+def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
+               pk: KeyTemplate, sk: KeyTemplate | None, indexes: list[IndexKeys]
+               ) -> dict[str, str]:
+    """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
+    native index."""
+    encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
+                 if is_encrypted(info)}
+    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
+            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
+            i) for a, n in encrypted.items() if a in table.key_names(i))}:
+        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
+    return encrypted
+
+
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
     """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
     meta = collect_meta(cls)
@@ -612,6 +640,9 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
 
     history_index = _history_index(owner, meta.get("history_index"), table, versioned,
                                    indexes)
+    encrypted = _encrypted(cls, owner, table, renames, pk, sk, indexes)
+    uniques = tuple(dataclasses.replace(r, mac=functools.partial(unique_mac, table))
+                    if r.field in encrypted.values() else r for r in uniques)
     identity = _identity(pk, sk)
     _check_shard_fields(owner, shard_rules, field_names, identity)
     spec = EntitySpec(
@@ -623,7 +654,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         history_index=history_index, renames=renames,
         timestamps=timestamp_fields(owner, meta.get("timestamps"), field_names),
         ttl_field=_ttl_field(table, field_names, renames),
-        null_fields=_null_fields(cls),
+        null_fields=_null_fields(cls), encrypted=encrypted,
     )
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

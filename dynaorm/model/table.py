@@ -41,14 +41,18 @@ def _projection(projection: Projection, type_attribute: Sequence[str] = ()) -> d
 
 @dataclass(frozen=True)
 class GSI:
-    """A global secondary index: its own partition key and optional sort key attributes."""
+    """A global secondary index: its own partition key and optional sort key attributes.
+
+    Given as tuples (``pk=("tenant_id", "region"), sk=("created_at",)``), the index is
+    *native*: keyed on up to four entity attributes each, as stored (no template renders
+    them; every item that has them is in the index)."""
 
     name: str
     """The index name."""
-    pk: str
-    """The index's partition key attribute."""
-    sk: str | None = None
-    """The index's sort key attribute (``None``: partition key only)."""
+    pk: str | tuple[str, ...]
+    """The index's partition key attribute (a tuple: a native index's attributes)."""
+    sk: str | tuple[str, ...] | None = None
+    """The index's sort key attribute(s) (``None``: partition key only)."""
     projection: Projection = "ALL"
     """What the index holds: ``"ALL"``, ``"KEYS_ONLY"`` or the attribute names it includes."""
 
@@ -56,6 +60,16 @@ class GSI:
     def is_local(self) -> bool:
         """``False``: a GSI has its own partition key."""
         return False
+
+    @property
+    def hash_keys(self) -> tuple[str, ...]:
+        """The partition key attribute(s), in order."""
+        return self.pk if isinstance(self.pk, tuple) else (self.pk,)
+
+    @property
+    def range_keys(self) -> tuple[str, ...]:
+        """The sort key attribute(s), in order (none: partition key only)."""
+        return () if self.sk is None else self.sk if isinstance(self.sk, tuple) else (self.sk,)
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,7 @@ class TableSchema:
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  cursor_secret: str | bytes | None = None,
-                 stream: str | None = None) -> None:
+                 stream: str | None = None, keyring: Any = None) -> None:
         check_name("table", name)
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
@@ -102,10 +116,12 @@ class TableSchema:
         """The key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)."""
         self.stream = stream
         """The stream view type ``create()`` enables, if any."""
+        self.keyring = keyring
+        """The keyring of its ``Encrypted`` fields (``None``: its client's)."""
         self.indexes: dict[str, GSI | LSI] = _indexes(name, sk, indexes)
         """The secondary indexes, by name."""
-        key_attrs = {pk, sk} | {a for i in self.indexes.values()
-                                for a in ((i.sk,) if isinstance(i, LSI) else (i.pk, i.sk))}
+        key_attrs = {pk, sk} | {a for i in self.indexes.values() for a in
+                                ((i.sk,) if isinstance(i, LSI) else (*i.hash_keys, *i.range_keys))}
         self.key_types: dict[str, str] = _key_types(name, key_types, key_attrs)
         """Key attribute -> ``"N"`` or ``"B"``, for the key attributes that are not strings."""
         if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
@@ -183,7 +199,19 @@ class TableSchema:
         spec = self.index(index)
         if isinstance(spec, LSI):
             return self.pk, spec.sk
-        return spec.pk, spec.sk
+        return spec.hash_keys[0], (spec.range_keys or (None,))[-1]
+
+    def key_names(self, index: str | None = None) -> tuple[str, ...]:
+        """Every key attribute of the table and (given) of one index, each once."""
+        spec = None if index is None else self.index(index)
+        more = () if spec is None else (spec.sk,) if isinstance(spec, LSI) else (
+            *spec.hash_keys, *spec.range_keys)
+        return tuple(a for a in dict.fromkeys((self.pk, self.sk, *more)) if a)
+
+    def native(self, index: str | None) -> GSI | None:
+        """The native index ``index`` names (see :class:`GSI`), else ``None``."""
+        found = None if index is None else self.index(index)
+        return found if isinstance(found, GSI) and isinstance(found.pk, tuple) else None
 
     def key_roles(self) -> dict[str, str]:
         """Every key attribute of the table and of its indexes: name -> ``"partition"`` or
@@ -193,9 +221,9 @@ class TableSchema:
             roles[self.sk] = "sort"
         for index in self.indexes.values():
             if isinstance(index, GSI):
-                roles.setdefault(index.pk, "partition")
-            if index.sk:
-                roles.setdefault(index.sk, "sort")
+                roles.update({a: "partition" for a in index.hash_keys if a not in roles})
+            for a in (index.range_keys if isinstance(index, GSI) else (index.sk,)):
+                roles.setdefault(a, "sort")
         return roles
 
     # -- schema --------------------------------------------------------------------
@@ -210,11 +238,9 @@ class TableSchema:
         lsis: list[dict[str, Any]] = []
         for index in self.indexes.values():
             if isinstance(index, GSI):
-                keys = [{"AttributeName": index.pk, "KeyType": "HASH"}]
-                attrs.add(index.pk)
-                if index.sk:
-                    keys.append({"AttributeName": index.sk, "KeyType": "RANGE"})
-                    attrs.add(index.sk)
+                keys = [{"AttributeName": a, "KeyType": "HASH"} for a in index.hash_keys] + [
+                    {"AttributeName": a, "KeyType": "RANGE"} for a in index.range_keys]
+                attrs.update(index.hash_keys, index.range_keys)
                 gsis.append({"IndexName": index.name, "KeySchema": keys,
                              "Projection": _projection(index.projection,
                                                        self._carried)})
@@ -271,6 +297,13 @@ def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[s
             raise DynaormError(f"table {table!r}: index {index.name!r} declared twice")
         if isinstance(index, LSI) and sk is None:
             raise DynaormError(f"table {table!r}: an LSI needs a table with a sort key")
+        pk = index.pk if isinstance(index, GSI) else ""
+        keys = (*index.hash_keys, *index.range_keys) if isinstance(index, GSI) else ()
+        if tuple in map(type, (pk, index.sk)) and not (type(pk) is tuple and type(index.sk) is not
+                str and 0 < len(pk) <= 4 >= len(keys) - len(pk) and len(set(keys)) == len(keys)):
+            raise DynaormError(f"table {table!r}: native index {index.name!r} takes pk= a "
+                               "tuple of 1 to 4 attributes and sk= a tuple of up to 4 "
+                               "(or None), no attribute twice")
         found[index.name] = index
     return found
 

@@ -15,11 +15,11 @@ the ``DYNAORM_CURSOR_SECRET`` environment variable):
   no configuration); a client can read it, and an edit is caught by the checksum and,
   whatever it holds, by the checks against the read: a client can only start the same
   read at another key inside it.
-- **A secret**: the cursor is sealed with it, stdlib only: encrypted (HMAC-SHA256 in
-  counter mode, its nonce a MAC of the content, so a cursor stays deterministic) and then
-  authenticated (HMAC-SHA256, truncated to 16 bytes). Opaque to clients, and a cursor
-  sealed with another secret (or none) is refused. Keys are derived from the secret per
-  purpose; the source holds no key.
+- **A secret**: the cursor is sealed with it by AES-SIV (RFC 5297, the ``cryptography``
+  package: extra ``dynaorm[encryption]``), a standard deterministic AEAD, so the same
+  page gives the same cursor. Opaque to clients, and a cursor sealed with another secret
+  (or none) is refused. The key is derived from the secret by HKDF-SHA256; the source
+  holds no key.
 """
 
 from __future__ import annotations
@@ -49,23 +49,20 @@ ENV_SECRET = "DYNAORM_CURSOR_SECRET"
 #: Longest cursor accepted (a real one holds a few keys: well under this).
 MAX_CURSOR_CHARS = 64 * 1024
 _MAC_BYTES = 16
-_NONCE_BYTES = 16
 _TEXT = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _CHECKSUM_DOMAIN = b"dynaorm page cursor, unsealed\0"
+_AAD = b"dynaorm page cursor"
 
 
 def secret_of(table: Any) -> bytes | None:
     """The secret cursors of ``table`` are sealed with: its ``cursor_secret``, else
     ``DYNAORM_CURSOR_SECRET``, else ``None`` (cursors are then checksummed, not sealed)."""
-    configured = getattr(table, "cursor_secret", None)
-    if configured:
-        if isinstance(configured, str):
-            return configured.encode("utf-8", "surrogatepass")
-        if isinstance(configured, bytes):
-            return configured
-        raise DynaormError(f"cursor_secret must be str or bytes, got {type(configured).__name__}")
-    env = os.environ.get(ENV_SECRET)
-    return env.encode("utf-8", "surrogatepass") if env else None
+    found = getattr(table, "cursor_secret", None) or os.environ.get(ENV_SECRET) or None
+    if found is None or isinstance(found, bytes):
+        return found
+    if isinstance(found, str):
+        return found.encode("utf-8", "surrogatepass")
+    raise DynaormError(f"cursor_secret must be str or bytes, got {type(found).__name__}")
 
 
 def fingerprint(shape: Any) -> str:
@@ -85,35 +82,25 @@ def _unb64(text: str) -> bytes:
     return data
 
 
-def _derive(secret: bytes, purpose: bytes) -> bytes:
-    return hmac.new(secret, b"dynaorm cursor key\0" + purpose, hashlib.sha256).digest()
-
-
-def _keystream_xor(key: bytes, nonce: bytes, data: bytes) -> bytes:
-    """``data`` XOR HMAC-SHA256(key, nonce || counter) blocks (a stream cipher)."""
-    out = bytearray()
-    for block in range(0, len(data), 32):
-        pad = hmac.new(key, nonce + block.to_bytes(8, "big"), hashlib.sha256).digest()
-        out += bytes(a ^ b for a, b in zip(data[block:block + 32], pad, strict=False))
-    return bytes(out)
-
-
-def _tag(data: bytes, secret: bytes | None) -> bytes:
-    """The check of a cursor's bytes ``data`` (as sent): a checksum without a secret, a
-    MAC with one (what :func:`seal` appends and :func:`open_sealed` compares)."""
-    if secret is None:
-        return hashlib.sha256(_CHECKSUM_DOMAIN + data).digest()[:_MAC_BYTES]
-    return hmac.new(_derive(secret, b"mac"), data, hashlib.sha256).digest()[:_MAC_BYTES]
+def _siv(secret: bytes) -> Any:
+    """AES-256-SIV under a key HKDF derives from ``secret``."""
+    try:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.ciphers.aead import AESSIV
+        from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+    except ImportError as exc:  # pragma: no cover - the extra is part of the dev install
+        raise DynaormError("sealed page cursors need the cryptography package: "
+                           "pip install 'dynaorm[encryption]'") from exc
+    return AESSIV(HKDF(hashes.SHA256(), 64, None, b"dynaorm page cursor key").derive(secret))
 
 
 def seal(body: bytes, secret: bytes | None) -> str:
-    """The cursor text of ``body``: checksummed (no secret) or encrypted then
-    authenticated with keys derived from ``secret``."""
+    """The cursor text of ``body``: checksummed (no secret, as ``body.check``) or sealed by
+    AES-SIV under a key derived from ``secret`` (as ``ciphertext.tag``)."""
     if secret is None:
-        return _b64(body) + "." + _b64(_tag(body, None))
-    nonce = hmac.new(_derive(secret, b"nonce"), body, hashlib.sha256).digest()[:_NONCE_BYTES]
-    sealed = nonce + _keystream_xor(_derive(secret, b"encrypt"), nonce, body)
-    return _b64(sealed) + "." + _b64(_tag(sealed, secret))
+        return f"{_b64(body)}.{_b64(hashlib.sha256(_CHECKSUM_DOMAIN + body).digest()[:_MAC_BYTES])}"
+    sealed = _siv(secret).encrypt(body, [_AAD])
+    return _b64(sealed[_MAC_BYTES:]) + "." + _b64(sealed[:_MAC_BYTES])
 
 
 def open_sealed(cursor: Any, secret: bytes | None) -> bytes:
@@ -127,18 +114,20 @@ def open_sealed(cursor: Any, secret: bytes | None) -> bytes:
         data, tag = _unb64(body_text), _unb64(mac_text)
     except (binascii.Error, ValueError) as exc:
         raise InvalidCursorError("malformed page cursor") from exc
-    want = _tag(data, secret)
     if secret is None:
-        if not hmac.compare_digest(tag, want):
+        if not hmac.compare_digest(tag, hashlib.sha256(_CHECKSUM_DOMAIN + data).digest()[
+                :_MAC_BYTES]):
             raise InvalidCursorError("page cursor was altered, or sealed with a secret this "
                                      "process does not have (set the same cursor secret "
                                      "everywhere: Table(cursor_secret=...) or "
                                      f"{ENV_SECRET})")
         return data
-    if len(data) < _NONCE_BYTES or not hmac.compare_digest(tag, want):
-        raise InvalidCursorError("page cursor was altered or sealed with another secret")
-    nonce = data[:_NONCE_BYTES]
-    return _keystream_xor(_derive(secret, b"encrypt"), nonce, data[_NONCE_BYTES:])
+    from cryptography.exceptions import InvalidTag
+    try:
+        return bytes(_siv(secret).decrypt(tag + data, [_AAD]))
+    except (InvalidTag, ValueError) as exc:
+        raise InvalidCursorError("page cursor was altered or sealed with another secret"
+                                 ) from exc
 
 
 def encode_cursor(query_fingerprint: str, positions: list[Any], served: int = 0, *,

@@ -8,6 +8,7 @@ name key attributes).
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -15,10 +16,12 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.keys import key_av, key_order
+from dynaorm.model.codec import encode_value
+from dynaorm.model.keys import key_av, key_order, key_value
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import EntitySpec
+from dynaorm.model.table import GSI
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
@@ -46,6 +49,7 @@ class KeyPlan:
     exclude: str | None = None        # drop the item whose sort key equals this
     history_base: str | None = None   # history: keep only v<n>_<base> rows, n >= 1
     nothing: bool = False             # the condition names only rows another type's key wins
+    extra: tuple[tuple[str, str], ...] = ()  # a native index: more attributes, each ``=``
 
     def conditions(self, i: int) -> list[tuple[str, str, tuple[AttributeValue, ...]]]:
         """Stream ``i``'s key condition as data, what the request renders and what a
@@ -53,6 +57,7 @@ class KeyPlan:
         partition's ``=`` first, then the sort key's condition if any."""
         out: list[tuple[str, str, tuple[AttributeValue, ...]]] = [
             (self.pk_attr, "=", (key_av(self.pk_values[i]),))]
+        out += [(attr, "=", (key_av(value),)) for attr, value in self.extra]
         if self.sk_op is not None and self.sk_attr is not None:
             out.append((self.sk_attr, self.sk_op, tuple(map(key_av, self.sk_values))))
         return out
@@ -104,10 +109,46 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     where another entity's literal sort key outranks this one's template in the partition
     (a table without a type attribute), the condition leaves it out when it is one of its
     ends (:func:`skip_literals`; elsewhere in the range the read drops it)."""
+    gsi = spec.table.native(index)
+    if gsi is not None and not history and shard is None:  # (else: refused, no templates)
+        return _native_plan(spec, gsi, fields, cond)
     plan = _plan_keys(spec, index, fields, cond, latest=latest, history=history, shard=shard)
     if index is None and spec.table.type_attribute is None and spec.outranked_by():
         return skip_literals(spec, plan)
     return plan
+
+
+def _native_value(spec: EntitySpec, name: str, value: Any) -> str:
+    """A query's value of field ``name``, as its key value."""
+    try:
+        return key_value(encode_value(spec.dump_field(name, value)))
+    except (ValueError, DynaormError) as exc:
+        raise KeyTemplateError(f"{spec.name}: {name}={value!r}: {exc}", field=name) from exc
+
+
+def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
+                 cond: SortCondition | None) -> KeyPlan:
+    """The key condition of a query of a native index: ``=`` on every partition attribute
+    and on a leading run of sort attributes (``fields``, by field name), then ``cond`` on
+    the sort attribute after them. Anything DynamoDB would refuse is refused here."""
+    names = spec.stored_fields
+    attrs = [spec.attr(f) for f in fields if f in spec.field_names]
+    run = len(list(itertools.takewhile(attrs.__contains__, gsi.range_keys)))
+    given, after = (*gsi.hash_keys, *gsi.range_keys[:run]), (*gsi.range_keys, None)[run]
+    bounds = [] if cond is None else [{spec.attr(f): v for f, v in b.items()} for b in cond.args]
+    if len(fields) != len(given) or set(attrs) != set(given) or any(
+            set(b) != {after} for b in bounds) or (cond is not None and cond.op == "begins_with"
+                                                   and spec.table.key_type(after) != "S"):
+        raise KeyTemplateError(f"{spec.name}: a query of native index {gsi.name!r} takes "
+                               f"{list(gsi.hash_keys)}, a leading run of {list(gsi.range_keys)}"
+                               " and a condition on the next one (begins_with: a string)")
+    values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
+    ends = tuple(_native_value(spec, names[a], b[a]) for b in bounds for a in b)
+    return KeyPlan(gsi.name, given[0], after, (values[0],), None if cond is None else _OPS.get(
+        cond.op, cond.op), ends, extra=tuple(zip(given[1:], values[1:], strict=True)))
+
+
+_OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN"}
 
 
 def skip_literals(spec: EntitySpec, plan: KeyPlan) -> KeyPlan:

@@ -141,7 +141,8 @@ class QuerySpec(ReadSpec[T]):
     def _selection(self) -> Selection[T]:
         plan = self._plan()
         latest_only: frozenset[str] = frozenset()
-        if len(self._entities) > 1 and plan.index is None:
+        table = spec_of(self._entities[0]).table
+        if (len(self._entities) > 1 and plan.index is None) or table.native(plan.index):
             latest_only = frozenset(spec_of(e).type_name for e in self._entities
                                     if spec_of(e).versioned)
         return selection(self._entities, plan.index, sk_attr=plan.sk_attr,

@@ -362,7 +362,7 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         type_attr=table.type_attribute or "",
         types={s.type_name: (e, s) for e, s in specs},
         table_sk=table.sk,
-        key_attrs=tuple(a for a in dict.fromkeys((table.pk, table.sk, pk_attr, source_sk)) if a),
+        key_attrs=table.key_names(index),
         order_attrs=(source_sk, pk_attr),
         sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
         by_shape=by_shape, fetch=projection != "ALL",

@@ -157,6 +157,7 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
             ("", f"stored names {renamed or 'unchanged'}")]
 
 
+# complexity: one row per kind of key (primary, template and native indexes, unique rules)
 def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
@@ -169,6 +170,9 @@ def describe_entity(spec: EntitySpec) -> list[str]:
         kind = "LSI" if idx.local else "GSI"
         rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
                                                          else "") + f"   ({kind})"))
+    for name in spec.table.indexes:  # a native index: every entity with its attributes
+        if (gsi := spec.table.native(name)) and set(gsi.hash_keys) <= spec.stored_fields.keys():
+            rows.append((name, f"native GSI pk {gsi.hash_keys}   sk {gsi.range_keys}"))
     for i, rule in enumerate(spec.uniques):
         scope = f", scope {rule.scope.source}" if rule.scope else ""
         rows.append(("unique" if i == 0 else "", f"{rule.field} (prefix {rule.prefix}"

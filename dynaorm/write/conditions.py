@@ -16,7 +16,8 @@ from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
 from dynaorm.model.codec import encode_value
-from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
+from dynaorm.model.crypto import renamed
+from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.model.rows import REVISION, VERSION_TTL
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState
@@ -28,15 +29,16 @@ __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
            "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
 
 
-def unchanged(spec: EntitySpec, old: Mapping[str, Any],
-              attrs: set[str] | frozenset[str]) -> list[Condition]:
+def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozenset[str],
+              stored: Item | None = None) -> list[Condition]:
     """Conditions that the stored values of ``attrs`` are still what ``old`` says."""
     conds: list[Condition] = []
     for name in sorted(attrs):
-        if name in spec.unstored:  # key-only: the row's own key holds it (no attribute)
-            continue
-        value = old.get(name)
         attr = spec.attr(name)
+        if name in spec.unstored or attr in spec.encrypted:  # key-only: its key holds it;
+            conds += [] if stored is None or name in spec.unstored else stored_as(stored, {attr})
+            continue  # Encrypted: its ciphertext as read (``stored``: the loaded item)
+        value = old.get(name)
         if name == spec.ttl_field:
             value = encode_ttl(value, spec.name, name)
         if value is None:
@@ -86,7 +88,7 @@ def update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping
         depends -= touched_fields - unique_fields  # unique values read stay conditioned
     conds = [exists(spec.table.pk)]
     if depends:  # (a plain entity's update depends on none)
-        conds += unchanged(spec, old_values, depends)
+        conds += unchanged(spec, old_values, depends, state.item)
     conds += stored_as(state.item, touched - {spec.attr(d) for d in depends}
                        if depends else touched)
     return all_of(conds)
@@ -135,7 +137,7 @@ def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
     caller = entry.condition
     if caller is None:
         return ops
-    caller = rename_paths(caller, spec.renames)
+    caller = renamed(spec, caller)
     for i, op in enumerate(ops):
         o = op.origin
         if o.role in (Role.ROW, Role.LATEST):

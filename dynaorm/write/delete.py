@@ -85,7 +85,8 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
         return with_condition(b.ops, entry, spec, index), Outcome(obj, None)
     old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
     b = ActionBuilder(spec, state.key, index)
-    conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields)]
+    conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields,
+                                               state.item)]
     if spec.versioned:
         expect_loaded_version(spec, obj, state)
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))

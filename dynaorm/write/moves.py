@@ -63,7 +63,8 @@ def kept(spec: EntitySpec, item: Item) -> Item:
     by their old names either, nor any index key of the table (rendered anew)."""
     table = spec.table
     old = _layout(spec).fields_by_attr
-    index_keys = {a for name in table.indexes for a in table.key_attributes(name)}
+    index_keys = {a for name in table.indexes if table.native(name) is None
+                  for a in table.key_attributes(name)}
     return {k: v for k, v in undeclared(spec, item).items()
             if k not in old and k not in index_keys}
 

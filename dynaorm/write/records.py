@@ -295,10 +295,10 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     if isinstance(state, Written):
         return state.values, state.item
     old_obj = spec.cls.model_validate(spec.decode_fields(state.item))
-    item = encode_entity(old_obj, spec, state.version)
+    item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
     for attr in spec.table.key_roles().keys() - state.item.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
-    return old_obj.__dict__, item
+    return old_obj.__dict__, {**item, **{a: state.item[a] for a in spec.encrypted if a in item}}
 
 
 # -- the rows beside an entity's own: unique guards and version rows ----------------------
@@ -453,7 +453,7 @@ def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
 def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
     """Every secondary-index key attribute of the table (an undeclared one a newer model
     writes included): version rows stay out of every index."""
-    table_wide = {a for idx in spec.table.indexes.values()
-                  for a in (getattr(idx, "pk", None), idx.sk) if a}
+    table_wide = set().union(*(spec.table.key_names(name) for name in spec.table.indexes)
+                             ) - {spec.table.pk, spec.table.sk}
     # (a field stored under an index's key attribute the entity does not use is a field)
     return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))

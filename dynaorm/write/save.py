@@ -24,6 +24,7 @@ from typing_extensions import TypedDict  # (pydantic takes typing's from Python 
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.model.crypto import renamed
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.model.expressions import (
     Condition,
@@ -32,7 +33,6 @@ from dynaorm.model.expressions import (
     exists,
     not_exists,
     raw_eq,
-    rename_paths,
 )
 from dynaorm.model.layouts import MovedState
 from dynaorm.model.rows import parse_version_sk
@@ -255,7 +255,7 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
     values, and every attribute unless an overwrite) and put the new one where nothing
     is."""
     unique_fields = spec.unique_fields
-    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields)]
+    guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields, state.item)]
     if not entry.overwrite:  # the move copies every attribute: none may have changed,
         # and none the class writes may have appeared (a value set after the load)
         keys = {spec.table.pk, spec.table.sk, spec.table.type_attr}
@@ -283,14 +283,14 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     if entry.overwrite:  # last writer wins: only the guards' stored values are kept
         # exact (read by the commit just before planning)
         cond = all_of([exists(spec.table.pk), *unchanged(
-            spec, old_values, unique_fields)]) if unique_fields else None
+            spec, old_values, unique_fields, state.item)]) if unique_fields else None
     else:
         cond = update_condition(spec, state, old_values, touched)
     caller = entry.condition
     # (an unconditioned overwrite fails only on the caller's condition, if any)
     fail = Fail.GONE if cond is not None else Fail.CALLER
     if caller is not None:  # ANDed in here as with_condition does (this is the first row
-        caller = rename_paths(caller, spec.renames)  # action): the action is not built
+        caller = renamed(spec, caller)  # action): the action is not built
         cond = caller if cond is None else all_of([cond, caller])  # twice (plan_save)
     origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
     if entry.overwrite:

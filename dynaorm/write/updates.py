@@ -30,6 +30,7 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.model.codec import SET, Kind, encode_value, kind_of
+from dynaorm.model.crypto import renamed
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import (
     Condition,
@@ -38,7 +39,6 @@ from dynaorm.model.expressions import (
     all_of,
     exists,
     not_exists,
-    rename_paths,
     size_is,
 )
 from dynaorm.model.keys import key_av
@@ -232,9 +232,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if name in spec.lookup_fields:
             raise self._where_err(name, "a primary-key template uses it: it cannot be "
                                   "updated (load the object and save it to move it)")
-        if name in spec.unstored:
-            raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
-                                  "update cannot write it")
+        if name in spec.unstored or spec.attr(name) in spec.encrypted:
+            raise self._where_err(name, "it is never stored (Field(exclude=True)) or "
+                                  "Encrypted: an update cannot write it (save the object)")
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
         annotation = path_type(self.entity, path)[2]
@@ -434,7 +434,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             self._add_created_clauses(clauses)
         if spec.timestamps != (None, None):
             clauses += self._timestamp_clauses()
-        where = None if self._where is None else rename_paths(self._where, spec.renames)
+        where = None if self._where is None else renamed(spec, self._where)
         where = all_of([c for c in (where, *self._result_rules()) if c is not None])
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
@@ -583,7 +583,7 @@ class StagedCheck(StagedWrite):
     def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
         """One ConditionCheck action."""
-        cond = rename_paths(self.condition, spec_of(self.entity).renames)
+        cond = renamed(spec_of(self.entity), self.condition)
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 

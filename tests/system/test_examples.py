@@ -113,6 +113,19 @@ def test_example_honours_the_endpoint_environment_variable(ddb_local: str) -> No
 # -- what each example must print --------------------------------------------------------
 
 
+def check_native_index(run: Run) -> None:
+    assert "acme/eu newest first: ['o3', 'o1', 'o0']" in run.out
+    assert "acme/eu from 10:00: ['o1', 'o3']" in run.out
+    assert "acme/eu at 09:00 over 20: ['o0']" in run.out
+    assert "refused before sending" in run.out
+
+
+def check_encrypted_fields(run: Run) -> None:
+    assert "stored ssn is ciphertext: True ['B']" in run.out
+    assert "read back: 123-45-6789" in run.out and "found by value: p1" in run.out
+    assert "another keyring: DecryptionError on field 'ssn'" in run.out
+
+
 def check_chat(run: Run) -> None:
     august = run.block('s.query(Message, room="seattle", user="amsg").begins_with(sent="2018-08")')
     assert len(august) == 2 and all("2018-08" in x and "amsg" in x for x in august)
@@ -465,4 +478,6 @@ CHECKS = {
     "otel_tracing": check_otel_tracing,
     "wire_failures": check_wire_failures,
     "outcome_proofs": check_outcome_proofs,
+    "native_index": check_native_index,
+    "encrypted_fields": check_encrypted_fields,
 }

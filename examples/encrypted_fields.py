@@ -1,0 +1,52 @@
+"""Patients whose social security numbers are stored encrypted (AES-GCM, a keyring's data
+keys), unique by a keyed HMAC, found by value, and never readable with another key.
+
+Run: ``python examples/encrypted_fields.py [--endpoint-url URL]``
+(needs ``dynaorm[encryption]``)
+"""
+
+from __future__ import annotations
+
+import os
+
+from _support import run
+
+from dynaorm import DecryptionError, Encrypted, Entity, StaticKeyring, Table, Unique
+
+clinic = Table("dynaorm-example-encrypted", keyring=StaticKeyring(os.urandom(32)))
+
+
+class Patient(Entity):
+    class Meta:
+        table = clinic
+        pk = "PATIENT#{patient_id}"
+        sk = "PATIENT"
+        unique = [Unique("ssn")]
+
+    patient_id: str
+    name: str
+    ssn: Encrypted[str]
+
+
+def main() -> None:
+    with run(clinic, "encrypted fields") as db:
+        s = db.session()
+        s.save(Patient(patient_id="p1", name="Ada", ssn="123-45-6789"))
+        s.commit()
+        raw = next(i for i in db.scan_raw() if i["pk"]["S"] == "PATIENT#p1")
+        print("stored ssn is ciphertext:", "123-45-6789" not in str(raw), sorted(raw["ssn"]))
+        got, found = s.get(Patient, patient_id="p1"), s.find(Patient, ssn="123-45-6789")
+        assert got is not None and found is not None
+        print("read back:", got.ssn)
+        print("found by value:", found.patient_id)
+        old = clinic.keyring
+        clinic.keyring = StaticKeyring(os.urandom(32), previous=[])  # another key entirely
+        try:
+            db.session().get(Patient, patient_id="p1")
+        except DecryptionError as exc:
+            print(f"another keyring: DecryptionError on field {exc.field!r}")
+        clinic.keyring = old
+
+
+if __name__ == "__main__":
+    main()
