@@ -45,7 +45,7 @@ from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
-from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy
+from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Budget, Policy, Rate
 from dynaorm.protocol.tracing import Tracing
 
 if TYPE_CHECKING:
@@ -128,7 +128,8 @@ class Client:
 
     def __init__(self, endpoint_url: str | None = None, region: str | None = None, *,
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
-                 max_wait: float = 10.0, return_consumed_capacity: str | None = None) -> None:
+                 max_wait: float = 10.0, return_consumed_capacity: str | None = None,
+                 rate: Rate | None = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         self.endpoint_url = endpoint_url
@@ -157,6 +158,7 @@ class Client:
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
+        self.rate = rate
         self._traced: dict[tuple[Any, ...], Policy] = {}  # by the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self.driver = SyncDriver(self)
@@ -241,7 +243,8 @@ class Client:
                     hooks = (Listeners(self._listeners, self._table_listeners), *hooks)
                 policy = self._policy = Policy(
                     max_attempts=self.max_attempts, max_wait=self.max_wait,
-                    capacity=self.return_consumed_capacity, hooks=hooks)
+                    capacity=self.return_consumed_capacity, hooks=hooks,
+                    budget=self._budget)
                 self._traced = {}
         for tracer in self._tracers:  # the one check per operation while none is active
             if tracer.active():
@@ -252,6 +255,20 @@ class Client:
                     self._traced[active] = traced
                 return traced
         return policy
+
+    @property
+    def rate(self) -> Rate | None:
+        """The capacity budget of every request (``dynaorm.Rate``; ``None``: none), held
+        from each response's ``ConsumedCapacity`` and adapting down on throttles."""
+        return self._rate
+
+    @rate.setter
+    def rate(self, rate: Rate | None) -> None:
+        if rate is not None and not isinstance(rate, Rate):
+            raise DynaormError(f"{self._label}: rate= takes a dynaorm.Rate, got {rate!r}")
+        with self._lock:
+            self._rate, self._budget = rate, None if rate is None else Budget(rate)
+            self._policy = None
 
     @property
     def tracing(self) -> Tracing:

@@ -319,7 +319,9 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    request = with_capacity(step.operation, step.request, policy.capacity)
+    budget = policy.budget
+    request = with_capacity(step.operation, step.request, policy.capacity or (
+        "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
@@ -329,6 +331,8 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     maybe_applied = False
     while True:
         number += 1
+        if budget is not None and (pause := budget.wait(step.operation)) > 0:
+            yield Wait(pause)
         if hooks:
             out, error = yield from _attempt(hooks, step, request, number, within)
         else:
@@ -338,9 +342,13 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
                 out, error = None, exc
         if error is None:
             assert out is not None
+            if budget is not None:
+                budget.spent(step.operation, sum(capacity_of(out).values()))
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
+        if budget is not None:
+            budget.judge(error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):

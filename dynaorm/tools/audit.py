@@ -130,13 +130,17 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
 
 
 def scan_pages(table: Table, start: Item | None = None, page_size: int | None = None,
-               operation: str = "check") -> Iterator[tuple[list[Item], Item | None]]:
+               operation: str = "check", segment: tuple[int, int] | None = None
+               ) -> Iterator[tuple[list[Item], Item | None]]:
     """The pages of a consistent scan of every item of ``table``, from ``start`` (a
     ``LastEvaluatedKey``; ``None``: the beginning), fetched lazily: ``(items, position)``
     where ``position`` resumes the scan after the page (``None`` after the last page).
-    Each page is one ``operation`` (``"check"``, ``"migrate"``) for the hooks."""
+    Each page is one ``operation`` (``"check"``, ``"migrate"``) for the hooks.
+    ``segment``: ``(i, n)``, only segment ``i`` of ``n`` (one task of a job)."""
     attrs = [a for a in (table.pk, table.sk) if a]
-    pager = Pager([{"TableName": table.name, "ConsistentRead": True}], [start], keep=list,
+    where = {} if segment is None else {"Segment": segment[0], "TotalSegments": segment[1]}
+    pager = Pager([{"TableName": table.name, "ConsistentRead": True, **where}], [start],
+                  keep=list,
                   position_of=lambda item: {a: item[a] for a in attrs}, ordered=False)
     for page in table.db.driver.iterate(_scan_p(table, pager, page_size),
                                         Operation(operation, (table.name,))):

@@ -171,12 +171,13 @@ def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
         old_layout_entity(specs, owner) is not None)
 
 
-def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None) -> list[str]:
+def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
+               segment: tuple[int, int] | None) -> list[str]:
     """Everything still in a previous layout, found by one more scan: old rows (not
     expired), old version rows, guards naming an old type or owner."""
     left: list[str] = []
     ttl = table.ttl
-    for page, _ in scan_pages(table, None, page_size, "migrate"):
+    for page, _ in scan_pages(table, None, page_size, "migrate", segment):
         for item in page:
             if ttl is not None and expired(item, ttl):
                 continue
@@ -300,7 +301,8 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
             max_pages: int | None = None, check: bool = True, concurrency: int = 1,
             progress: Callable[[int], None] | None = None,
             clock: Callable[[], float] = time.monotonic,
-            sleep: Callable[[float], None] = time.sleep) -> MigrationReport:
+            sleep: Callable[[float], None] = time.sleep,
+            segment: tuple[int, int] | None = None) -> MigrationReport:
     """Move every item of ``table`` stored in a previous layout to its current one.
 
     ``dry_run``: count and sample only, write nothing. ``checkpoint``: record the scan
@@ -309,7 +311,8 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     many pages of this run (resume later). ``concurrency``: moves of one page in flight
     at once (each its own transaction). ``check``: audit the table once the run is
     finished (``dynaorm check``, no repairs). ``progress`` gets the running count of
-    scanned items.
+    scanned items. ``segment``: ``(i, n)``, only scan segment ``i`` of ``n`` (a task of
+    :func:`dynaorm.jobs.migrate`).
     """
     _check_options(concurrency, rate)
     specs = _migrating(table)
@@ -339,7 +342,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
 
     pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
     try:
-        for page, last in scan_pages(table, state.last_key, page_size, "migrate"):
+        for page, last in scan_pages(table, state.last_key, page_size, "migrate", segment):
             found = _found_on_page(specs, page, state)
             todo = [] if dry_run else found
             outcomes = list(pool.map(move_one, todo)) if pool else [move_one(f) for f in todo]
@@ -360,7 +363,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     problems = None
     left: list[str] = []
     if state.done and not dry_run:
-        left = _leftovers(table, specs, page_size)
+        left = _leftovers(table, specs, page_size, segment)
         if check:
             problems = check_table(table).problems
     return MigrationReport(state.scanned, dict(state.found), dict(state.moved),

@@ -1,0 +1,260 @@
+"""Whole-table work as jobs an engine runs (:mod:`dynaorm.jobs`, :mod:`dynaorm.spark`).
+
+A :class:`Job` is split into picklable :class:`Task` objects, one per scan segment. A
+task carries no client and no credentials: the entity class (by reference), the table's
+name, endpoint and region, and its share of the job's :class:`~dynaorm.Rate`; a worker
+(a process, a Spark executor) points the table there and signs with its own credentials
+(an instance or Glue role). ``job.run(task)`` is the segment's result; running a task
+again (after a kill, or twice at once) loses and duplicates nothing:
+
+- a backfill writes a marker attribute (:data:`MARK`, the job's name) with each change,
+  conditioned on its absence and on ``save``'s conditions: an item already marked is
+  counted, never changed again, and a change another writer got to first is made again
+  from the fresh state;
+- a migration moves only what is still in the previous layout, each move conditioned on
+  the item as read; a check only reads (its repairs are conditioned on what they read).
+
+Every run of a task scans its whole segment, so its result is whole: ``job.merge`` keeps
+one result per segment and adds them up.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import uuid
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+from dynaorm.client.table import Table
+from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
+from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.expressions import raw_eq
+from dynaorm.protocol.policy import Rate
+from dynaorm.read.scan import check_segments
+from dynaorm.sync.session import Session
+from dynaorm.tools.check import CheckResult, check_table
+from dynaorm.tools.migrate import SAMPLES, MigrationReport
+from dynaorm.tools.migrate import migrate as migrate_table
+from dynaorm.write.save import SaveEntry
+
+__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "migrate",
+           "run_local", "run_spark"]
+
+#: the attribute a backfill marks each item it changed with (the job's name)
+MARK = "_dynaorm_job"
+#: how many times one item's change is made again after another writer changed it first
+ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class Task:
+    """One scan segment of a job: all a worker needs, picklable."""
+
+    job: str  # "backfill", "migrate" or "check"
+    entity: type[Entity]
+    segment: int
+    segments: int
+    table: str
+    endpoint_url: str | None
+    region: str | None
+    rate: Rate | None = None  # this task's share of the job's budget
+    fn: Callable[[Any], Any] | None = None
+    name: str = ""
+    options: tuple[tuple[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class BackfillReport:
+    """What a backfill did (merged: over all segments)."""
+
+    #: items the job changed (by this run of a task or an earlier one)
+    changed: int = 0
+    #: changes another writer got to first, made again from its new state
+    conflicts: int = 0
+    #: items not changed: their keys and why
+    failed: list[str] = field(default_factory=list)
+    scanned: int = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """Whole-table work split into tasks: :meth:`tasks`, :meth:`run`, :meth:`merge`."""
+
+    template: Task
+    rate: Rate | None = None
+
+    def tasks(self, parallel: int | None = None) -> list[Task]:
+        """One task per segment, each with its share of the budget when ``parallel``
+        tasks run at once (``None``: all of them)."""
+        n = self.template.segments
+        share = self.rate and self.rate.share(min(parallel or n, n))
+        return [replace(self.template, segment=i, rate=share) for i in range(n)]
+
+    def run(self, task: Task) -> tuple[int, Any]:
+        """Run one task here: ``(segment, its result)``."""
+        table = cast(Table, spec_of(task.entity).table)
+        if table.name != task.table:
+            table.name = task.table
+        if (table.endpoint_url, table.region) != (task.endpoint_url, task.region):
+            table.connect(task.endpoint_url, task.region)
+        saved = table.db.rate
+        if task.rate is not None:
+            table.db.rate = task.rate
+        try:
+            return task.segment, _RUN[task.job](task, table)
+        finally:
+            table.db.rate = saved
+
+    def merge(self, results: Iterable[tuple[int, Any]]) -> Any:
+        """One report from the tasks' results (one per segment: a task run twice gives
+        a whole result each time, the last is kept)."""
+        found = dict(results)
+        missing = sorted(set(range(self.template.segments)) - found.keys())
+        if missing:
+            raise DynaormError(f"{self.template.job} job: no result for segments {missing}; "
+                               "run their tasks (again)")
+        return _MERGE[self.template.job](list(found.values()))
+
+
+def _job(kind: str, entity: type[Entity], segments: int, rate: Rate | None,
+         **more: Any) -> Job:
+    check_segments(0, segments)
+    if rate is not None and not isinstance(rate, Rate):
+        raise DynaormError(f"{kind} job: rate= takes a dynaorm.Rate, got {rate!r}")
+    table = cast(Table, spec_of(entity).table)
+    return Job(Task(kind, entity, 0, segments, table.name, table.endpoint_url, table.region,
+                    **more), rate)
+
+
+def _entity_of(table: Table, kind: str) -> type[Entity]:
+    """An entity class of ``table``: what a task names the table by."""
+    if not table.entities:
+        raise DynaormError(f"{kind} job: table {table.name!r} has no entity classes")
+    return next(iter(table.entities.values()))
+
+
+def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 1,
+             rate: Rate | None = None, name: str | None = None) -> Job:
+    """Every item of ``entity`` passed to ``fn(obj) -> obj | None`` and the object it
+    returns saved with ``save``'s conditions (``None``: left alone). ``name``: the
+    marker the job writes (a fresh one by default; the same name resumes the job)."""
+    return _job("backfill", entity, segments, rate, fn=fn, name=name or uuid.uuid4().hex)
+
+
+def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
+            dry_run: bool = False, page_size: int | None = None) -> Job:
+    """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
+    return _job("migrate", _entity_of(table, "migrate"), segments, rate,
+                options=(("dry_run", dry_run), ("page_size", page_size)))
+
+
+def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: bool = False,
+          page_size: int | None = None) -> Job:
+    """``dynaorm check`` as a job: a :class:`~dynaorm.tools.check.CheckResult`."""
+    return _job("check", _entity_of(table, "check"), segments, rate,
+                options=(("fix", fix), ("page_size", page_size)))
+
+
+def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]:
+    """Change one item: ``("changed" | "unchanged" | "gone" | why not, conflicts)``."""
+    spec, mark = spec_of(task.entity), {MARK: {"S": task.name}}
+    assert task.fn is not None
+    for conflicts in range(ROUNDS):
+        if obj is None:
+            return "gone", conflicts
+        if getattr(obj._dynaorm_state, "item", {}).get(MARK) == mark[MARK]:
+            return "changed", conflicts  # (by an earlier or a concurrent run)
+        key = {f: obj.__dict__[f] for f in spec.lookup_fields}
+        new = task.fn(obj)
+        if new is None:
+            return "unchanged", conflicts
+        session._stage.add(SaveEntry(new, condition=~raw_eq(MARK, mark[MARK]), mark=mark))
+        try:
+            session.commit()
+            return "changed", conflicts
+        except (ConflictError, ConditionFailedError, ItemNotFoundError):
+            session.rollback()
+        except DynaormError as exc:
+            session.rollback()
+            return str(exc), conflicts
+        obj = session.get(task.entity, consistent=True, **key)
+    return f"still changing after {ROUNDS} attempts", ROUNDS
+
+
+def _backfill(task: Task, table: Table) -> BackfillReport:
+    session = Session(table)
+    changed = conflicts = scanned = 0
+    failed: list[str] = []
+    scan = session.scan(task.entity, segment=task.segment, segments=task.segments)
+    for obj in scan.consistent():
+        scanned += 1
+        outcome, lost = _change(session, obj, task)
+        conflicts += lost
+        changed += outcome == "changed"
+        if outcome not in ("changed", "unchanged", "gone"):
+            failed.append(f"{task.entity.__name__} {obj.__dict__}: {outcome}")
+    return BackfillReport(changed, conflicts, failed, scanned)
+
+
+def _merge_backfill(parts: list[BackfillReport]) -> BackfillReport:
+    return BackfillReport(sum(p.changed for p in parts), sum(p.conflicts for p in parts),
+                          [f for p in parts for f in p.failed], sum(p.scanned for p in parts))
+
+
+def _counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for d in dicts:
+        for k, v in d.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+def _merge_migrate(parts: list[MigrationReport]) -> MigrationReport:
+    samples: dict[str, list[list[str]]] = {}
+    for p in parts:
+        for name, pairs in p.samples.items():
+            samples[name] = [*samples.get(name, []), *pairs][:SAMPLES]
+    return MigrationReport(
+        sum(p.scanned for p in parts), _counts(p.found for p in parts),
+        _counts(p.moved for p in parts), sum(p.skipped for p in parts),
+        [f for p in parts for f in p.failed], samples, all(p.done for p in parts), False,
+        parts[0].dry_run, None, [x for p in parts for x in p.left])
+
+
+def _merge_check(parts: list[CheckResult]) -> CheckResult:
+    return CheckResult(
+        sum(p.scanned for p in parts), [x for p in parts for x in p.problems],
+        sum(p.unrepairable for p in parts), [r for p in parts for r in p.repairs],
+        sum(p.repaired for p in parts), sum(p.failed for p in parts), False,
+        sum(p.resolved for p in parts), _counts(p.unclaimed for p in parts))
+
+
+_RUN: dict[str, Callable[[Task, Table], Any]] = {
+    "backfill": _backfill,
+    "migrate": lambda t, table: migrate_table(
+        table, check=False, segment=(t.segment, t.segments), **dict(t.options)),
+    "check": lambda t, table: check_table(
+        table, segment=(t.segment, t.segments), **dict(t.options)),
+}
+_MERGE: dict[str, Callable[[list[Any]], Any]] = {
+    "backfill": _merge_backfill, "migrate": _merge_migrate, "check": _merge_check}
+
+
+def run_local(job: Job, workers: int = 1) -> Any:
+    """Run every task of ``job`` in ``workers`` processes (started afresh, as an engine's
+    workers are: each task carries what it needs) and merge their results."""
+    if workers == 1:
+        return job.merge(job.run(task) for task in job.tasks(1))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return job.merge(pool.map(job.run, job.tasks(workers)))
+
+
+def run_spark(job: Job, spark: Any) -> Any:
+    """Run every task of ``job`` on Apache Spark (a ``SparkSession``: AWS Glue, EMR, or
+    local mode), one Spark task per segment, and merge their results."""
+    context = spark.sparkContext
+    tasks = job.tasks(context.defaultParallelism)
+    return job.merge(context.parallelize(tasks, len(tasks)).map(job.run).collect())

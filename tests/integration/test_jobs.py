@@ -1,0 +1,243 @@
+"""Jobs (contract 20, "Beyond one machine"): ``dynaorm.jobs`` backfill, migrate and check
+split into picklable tasks, run in processes, on DynamoDB Local (moto is not atomic: the
+races here need a real engine). The adversary kills tasks at random points, runs them
+twice at once and changes items during the job: every item is changed exactly once, no
+newer state is overwritten, and the merged report is exact."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import multiprocessing
+import os
+import pickle
+import random
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import dynaorm
+from dynaorm import DynaormError, Rate, Session
+from dynaorm.errors import ConflictError
+from dynaorm.jobs import MARK, BackfillReport, Job, backfill, run_local
+from dynaorm.protocol.policy import Budget
+from dynaorm.protocol.steps import call
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.job_models import STEP, Counter, Doc, add_step, add_step_to_even, jobs_table
+
+pytestmark = pytest.mark.sync_only  # processes and threads of the sync client
+
+
+@pytest.fixture
+def db(ddb_local: str) -> Iterator[TestBackend]:
+    with use_tables(jobs_table, endpoint_url=ddb_local, name_suffix=worker_suffix()) as b:
+        yield b
+
+
+def _fill(count: int, cls: type[Any] = Counter) -> dict[str, int]:
+    s = Session(jobs_table)
+    values = {f"c{i:03}": i for i in range(count)}
+    objs = [cls(id=k, n=v) for k, v in values.items()]
+    s.save_many(objs)
+    return values
+
+
+def _stored(cls: type[Any] = Counter) -> dict[str, Any]:
+    return {o.id: o for o in Session(jobs_table).scan(cls).consistent()}
+
+
+def _marks(db: TestBackend) -> dict[str, str]:
+    return {i["pk"]["S"]: i[MARK]["S"] for i in db.scan_raw() if MARK in i}
+
+
+def test_a_backfill_changes_every_item_once_in_processes(db: TestBackend) -> None:
+    values = _fill(40)
+    job = backfill(Counter, add_step, segments=4, name="add-1")
+    assert pickle.loads(pickle.dumps(job.tasks())) == job.tasks()
+    report = run_local(job, workers=2)
+    assert report == BackfillReport(changed=40, conflicts=0, failed=[], scanned=40)
+    assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
+    assert set(_marks(db).values()) == {"add-1"} and len(_marks(db)) == 40
+    again = run_local(job, workers=1)  # the same job again: counted, changed no more
+    assert again == report
+    assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
+
+
+def test_fn_none_leaves_an_item_alone_and_a_versioned_entity_gets_its_next_version(
+        db: TestBackend) -> None:
+    s = Session(jobs_table)
+    for i in range(6):
+        s.save(Doc(id=f"d{i}", n=i))
+    s.commit()
+    report = run_local(backfill(Doc, add_step_to_even, segments=2), workers=1)
+    assert (report.changed, report.scanned, report.failed) == (3, 6, [])
+    docs = _stored(Doc)
+    assert {k: (d.n, d.version) for k, d in docs.items()} == {
+        f"d{i}": (i + STEP, 2) if i % 2 == 0 else (i, 1) for i in range(6)}
+    assert [v.n for v in Session(jobs_table).history(Doc, id="d0").all()] == [0, STEP]
+
+
+class Killed(BaseException):
+    """A worker dying in the middle of a task (not an Exception: nothing catches it)."""
+
+
+def _killing(after: int) -> Any:
+    calls = iter(range(10**9))
+
+    def fn(obj: Counter) -> Counter:
+        if next(calls) == after:
+            raise Killed
+        return add_step(obj)
+    return fn
+
+
+def _bump(stop: threading.Event, bumps: dict[str, int], seed: int) -> None:
+    """A second writer: ``n += 1`` on random items (save's conditions; lost races
+    retried from a fresh read) until ``stop``; counts what it committed."""
+    rng = random.Random(seed)
+    s = Session(jobs_table)
+    while not stop.is_set():
+        key = f"c{rng.randrange(12):03}"
+        for _ in range(20):
+            obj = s.get(Counter, id=key, consistent=True)
+            obj.n += 1
+            s.save(obj)
+            try:
+                s.commit()
+            except ConflictError:
+                s.rollback()
+                continue
+            bumps[key] = bumps.get(key, 0) + 1
+            break
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10**6), kills=st.lists(st.integers(0, 5), min_size=1, max_size=3))
+def test_adversary_kills_twice_run_tasks_and_a_second_writer(
+        db: TestBackend, seed: int, kills: list[int]) -> None:
+    """Tasks killed at random points and run again, every task run twice at once, and a
+    second writer bumping items all along: each item ends at its value + the writer's
+    bumps + STEP exactly once, and the merged report counts every item once."""
+    for item in db.scan_raw():  # (hypothesis reuses the fixture's table: start empty)
+        jobs_table.db.driver.run(call("DeleteItem", {"TableName": jobs_table.name, "Key": {
+            "pk": item["pk"], "sk": item["sk"]}}))
+    values = _fill(12)
+    job = backfill(Counter, add_step, segments=3, name=f"adv-{seed}")
+    rng = random.Random(seed)
+    for after in kills:  # a killed run of a random task: some items done, others not
+        task = rng.choice(job.tasks())
+        with contextlib.suppress(Killed):  # (a kill point past its items: it finishes)
+            job.run(dataclasses.replace(task, fn=_killing(after)))
+    stop, bumps = threading.Event(), {}  # type: ignore[var-annotated]
+    writer = threading.Thread(target=_bump, args=(stop, bumps, seed))
+    writer.start()
+    results: list[tuple[int, Any]] = []
+    try:
+        runs = [threading.Thread(target=lambda t=t: results.append(job.run(t)))
+                for t in job.tasks() * 2]  # every task twice, at once
+        for r in runs:
+            r.start()
+        for r in runs:
+            r.join()
+    finally:
+        stop.set()
+        writer.join()
+    report = job.merge(results)
+    assert report.changed == 12 and report.failed == [] and report.scanned == 12
+    stored = _stored()
+    assert {k: o.n for k, o in stored.items()} == {
+        k: v + bumps.get(k, 0) + STEP for k, v in values.items()}
+    assert set(_marks(db).values()) == {f"adv-{seed}"} and len(_marks(db)) == 12
+
+
+def _run_task(job: Job, segment: int) -> None:
+    job.run(job.tasks()[segment])
+
+
+def test_a_task_killed_by_sigkill_at_a_random_point_then_run_again(db: TestBackend) -> None:
+    values = _fill(60)
+    job = backfill(Counter, add_step, segments=2, name="sigkill")
+    context = multiprocessing.get_context("spawn")
+    for segment, delay in ((0, 2.0), (1, 2.6)):
+        proc = context.Process(target=_run_task, args=(job, segment))
+        proc.start()
+        time.sleep(delay + random.random())  # (past the worker's imports, into its items)
+        if proc.pid is not None and proc.is_alive():
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.join()
+    partly = len(_marks(db))
+    report = run_local(job, workers=2)
+    assert report == BackfillReport(changed=60, conflicts=0, failed=[], scanned=60)
+    assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
+    assert 0 <= partly <= 60
+
+
+def test_merge_needs_every_segment_and_keeps_one_result_per_segment(db: TestBackend) -> None:
+    job = backfill(Counter, add_step, segments=3)
+    part = BackfillReport(changed=2, scanned=2)
+    with pytest.raises(DynaormError, match=r"no result for segments \[2\]"):
+        job.merge([(0, part), (1, part)])
+    assert job.merge([(0, part), (1, part), (2, part), (2, part)]).changed == 6
+
+
+def test_options_are_checked() -> None:
+    with pytest.raises(DynaormError, match="rate= takes a dynaorm.Rate"):
+        backfill(Counter, add_step, rate=5)  # type: ignore[arg-type]
+    with pytest.raises(DynaormError, match="segments= must be"):
+        backfill(Counter, add_step, segments=0)
+    with pytest.raises(DynaormError, match="positive number"):
+        Rate(write=0)
+    with pytest.raises(DynaormError, match="rate= takes a dynaorm.Rate"):
+        dynaorm.Client(rate={"write": 5})  # type: ignore[arg-type]
+    with pytest.raises(DynaormError, match="has no entity classes"):
+        dynaorm.jobs.migrate(dynaorm.Table("empty"))
+
+
+# -- capacity budgets -----------------------------------------------------------------------
+def test_budget_waits_for_consumed_units_and_adapts_down_on_throttles() -> None:
+    now = [0.0]
+    budget = Budget(Rate(write=10), clock=lambda: now[0])
+    assert budget.wait("PutItem") == 0 and budget.wait("Query") == 0
+    budget.spent("PutItem", 5.0)
+    assert budget.wait("PutItem") == pytest.approx(0.5) and budget.wait("GetItem") == 0
+    budget.judge(dynaorm.RequestError("PutItem", "ThrottlingException", "slow down"))
+    budget.spent("PutItem", 5.0)  # (now at half the rate)
+    assert budget.wait("PutItem") == pytest.approx(0.5 + 1.0)
+    budget.judge(dynaorm.RequestError("PutItem", "ValidationException", "no"))
+    assert budget.scale == pytest.approx(0.5 * 1.02)
+
+
+def test_a_job_budget_holds_across_its_workers(db: TestBackend) -> None:
+    _fill(30)
+    started = time.monotonic()
+    report = run_local(backfill(Counter, add_step, segments=2, rate=Rate(write=15)),
+                       workers=2)
+    elapsed = time.monotonic() - started
+    assert report.changed == 30
+    assert elapsed >= 30 / 15 - 0.5  # 30 write units at 15 a second, both workers together
+
+
+def test_client_rate_holds_reads_to_the_budget(db: TestBackend) -> None:
+    _fill(20)
+    client = jobs_table.db
+    seen: list[float] = []
+    client.rate = Rate(read=4)
+    try:
+        started = time.monotonic()
+        for _ in range(4):  # each: one page of 20 small items
+            seen.append(len(Session(jobs_table).scan(Counter).consistent().all()))
+        elapsed = time.monotonic() - started
+    finally:
+        client.rate = None
+    units = jobs_table.db.driver.run(call("Scan", {
+        "TableName": jobs_table.name, "ConsistentRead": True,
+        "ReturnConsumedCapacity": "TOTAL"}))["ConsumedCapacity"]["CapacityUnits"]
+    assert seen == [20] * 4 and units > 0
+    assert elapsed >= 3 * units / 4 - 0.1  # (the first scan is free: the next wait for it)
