@@ -58,11 +58,10 @@ class Rate:
     write: float | None = None
 
     def __post_init__(self) -> None:
-        for kind in (self.read, self.write):
-            if kind is not None and (isinstance(kind, bool) or not isinstance(
-                    kind, int | float) or not kind > 0):
-                raise DynaormError(f"Rate: read= and write= take a positive number of "
-                                   f"capacity units a second, or None; got {kind!r}")
+        units = (self.read, self.write)
+        if not all(u is None or (type(u) in (int, float) and u > 0) for u in units):
+            raise DynaormError(f"Rate: read= and write= take a positive number of capacity "
+                               f"units a second, or None; got {self!r}")
 
     def share(self, n: int) -> Rate:
         """This budget split evenly between ``n`` workers running at once."""
@@ -76,22 +75,19 @@ class Budget:
 
     def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
         self.rate, self.clock, self.scale = rate, clock, 1.0
-        self.free = {True: 0.0, False: 0.0}  # (write?) -> when the next request may go
+        self.free = {True: 0.0, False: 0.0}  # (a write?) -> when the next request may go
         self.lock = threading.Lock()
-
-    def _limit(self, operation: str) -> tuple[bool, float | None]:
-        write = operation in _WRITES
-        return write, self.rate.write if write else self.rate.read
 
     def wait(self, operation: str) -> float:
         """Seconds a request of ``operation`` waits before it is sent."""
-        write, limit = self._limit(operation)
+        write = operation in _WRITES
+        limit = self.rate.write if write else self.rate.read
         return max(0.0, self.free[write] - self.clock()) if limit else 0.0
 
     def spent(self, operation: str, units: float) -> None:
         """Record ``units`` consumed by a request of ``operation``."""
-        write, limit = self._limit(operation)
-        if limit:
+        write = operation in _WRITES
+        if limit := self.rate.write if write else self.rate.read:
             with self.lock:
                 due = max(self.free[write], self.clock())
                 self.free[write] = due + (units or 1.0) / (limit * self.scale)
@@ -99,7 +95,7 @@ class Budget:
 
     def judge(self, exc: RequestError) -> None:
         """Adapt down after a throttle (``exc`` or a transaction reason is one)."""
-        if exc.code in _THROTTLES or {r.code for r in exc.reasons if r} & _THROTTLES:
+        if {exc.code, *(r.code for r in exc.reasons if r)} & _THROTTLES:
             with self.lock:
                 self.scale = max(0.02, self.scale / 2)
 

@@ -40,7 +40,7 @@ applies to the items as they were scanned. :func:`repair` sends them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -70,7 +70,7 @@ from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.write.records import guard_item, version_row
 
-__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
+__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair",
            "scan_pages"]
 
 Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
@@ -148,21 +148,9 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
         yield list(page), None if position is DONE else position
 
 
-def scan_items(table: Table, on_page: Callable[[int], None] | None = None,
-               page_size: int | None = None) -> Iterator[Item]:
-    """Every item of ``table`` (consistent, paged scan). ``on_page`` gets the running count."""
-    seen = 0
-    for page, _ in scan_pages(table, page_size=page_size):
-        seen += len(page)
-        yield from page
-        if on_page is not None:
-            on_page(seen)
-
-
-def audit_table(table: Table, on_page: Callable[[int], None] | None = None
-                ) -> tuple[int, list[Problem]]:
+def audit_table(table: Table) -> tuple[int, list[Problem]]:
     """Scan ``table`` and audit it: ``(items scanned, problems)``."""
-    items = list(scan_items(table, on_page))
+    items = [item for page, _ in scan_pages(table) for item in page]
     return len(items), audit_items(table, items)
 
 

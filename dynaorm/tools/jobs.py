@@ -20,6 +20,7 @@ one result per segment and adds them up.
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import uuid
 from collections.abc import Callable, Iterable
@@ -34,8 +35,7 @@ from dynaorm.model.expressions import raw_eq
 from dynaorm.protocol.policy import Rate
 from dynaorm.read.scan import check_segments
 from dynaorm.sync.session import Session
-from dynaorm.tools.check import CheckResult, check_table
-from dynaorm.tools.migrate import SAMPLES, MigrationReport
+from dynaorm.tools.check import check_table
 from dynaorm.tools.migrate import migrate as migrate_table
 from dynaorm.write.save import SaveEntry
 
@@ -103,7 +103,7 @@ class Job:
         if task.rate is not None:
             table.db.rate = task.rate
         try:
-            return task.segment, _RUN[task.job](task, table)
+            return task.segment, _run(task, table)
         finally:
             table.db.rate = saved
 
@@ -115,7 +115,7 @@ class Job:
         if missing:
             raise DynaormError(f"{self.template.job} job: no result for segments {missing}; "
                                "run their tasks (again)")
-        return _MERGE[self.template.job](list(found.values()))
+        return _merged(list(found.values()))
 
 
 def _job(kind: str, entity: type[Entity], segments: int, rate: Rate | None,
@@ -130,9 +130,9 @@ def _job(kind: str, entity: type[Entity], segments: int, rate: Rate | None,
 
 def _entity_of(table: Table, kind: str) -> type[Entity]:
     """An entity class of ``table``: what a task names the table by."""
-    if not table.entities:
-        raise DynaormError(f"{kind} job: table {table.name!r} has no entity classes")
-    return next(iter(table.entities.values()))
+    for cls in table.entities.values():
+        return cls
+    raise DynaormError(f"{kind} job: table {table.name!r} has no entity classes")
 
 
 def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 1,
@@ -198,48 +198,29 @@ def _backfill(task: Task, table: Table) -> BackfillReport:
     return BackfillReport(changed, conflicts, failed, scanned)
 
 
-def _merge_backfill(parts: list[BackfillReport]) -> BackfillReport:
-    return BackfillReport(sum(p.changed for p in parts), sum(p.conflicts for p in parts),
-                          [f for p in parts for f in p.failed], sum(p.scanned for p in parts))
+def _merged(parts: list[Any]) -> Any:
+    """One report of the parts' class: numbers added, lists joined, counts (or lists) by
+    name added up, flags true when true in every part, anything else the first part's."""
+    def join(values: list[Any]) -> Any:
+        if isinstance(values[0], bool):
+            return all(values)
+        if isinstance(values[0], int | list):
+            return sum(values[1:], values[0])
+        if isinstance(values[0], dict):
+            out: dict[str, Any] = {}
+            for d in values:
+                out.update({k: out[k] + v if k in out else v for k, v in d.items()})
+            return out
+        return values[0]
+    return type(parts[0])(**{f.name: join([getattr(p, f.name) for p in parts])
+                             for f in dataclasses.fields(parts[0])})
 
 
-def _counts(dicts: Iterable[dict[str, int]]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for d in dicts:
-        for k, v in d.items():
-            out[k] = out.get(k, 0) + v
-    return out
-
-
-def _merge_migrate(parts: list[MigrationReport]) -> MigrationReport:
-    samples: dict[str, list[list[str]]] = {}
-    for p in parts:
-        for name, pairs in p.samples.items():
-            samples[name] = [*samples.get(name, []), *pairs][:SAMPLES]
-    return MigrationReport(
-        sum(p.scanned for p in parts), _counts(p.found for p in parts),
-        _counts(p.moved for p in parts), sum(p.skipped for p in parts),
-        [f for p in parts for f in p.failed], samples, all(p.done for p in parts), False,
-        parts[0].dry_run, None, [x for p in parts for x in p.left])
-
-
-def _merge_check(parts: list[CheckResult]) -> CheckResult:
-    return CheckResult(
-        sum(p.scanned for p in parts), [x for p in parts for x in p.problems],
-        sum(p.unrepairable for p in parts), [r for p in parts for r in p.repairs],
-        sum(p.repaired for p in parts), sum(p.failed for p in parts), False,
-        sum(p.resolved for p in parts), _counts(p.unclaimed for p in parts))
-
-
-_RUN: dict[str, Callable[[Task, Table], Any]] = {
-    "backfill": _backfill,
-    "migrate": lambda t, table: migrate_table(
-        table, check=False, segment=(t.segment, t.segments), **dict(t.options)),
-    "check": lambda t, table: check_table(
-        table, segment=(t.segment, t.segments), **dict(t.options)),
-}
-_MERGE: dict[str, Callable[[list[Any]], Any]] = {
-    "backfill": _merge_backfill, "migrate": _merge_migrate, "check": _merge_check}
+def _run(task: Task, table: Table) -> Any:
+    where = {"segment": (task.segment, task.segments), **dict(task.options)}
+    if task.job == "migrate":
+        return migrate_table(table, check=False, **where)
+    return check_table(table, **where) if task.job == "check" else _backfill(task, table)
 
 
 def run_local(job: Job, workers: int = 1) -> Any:

@@ -45,6 +45,7 @@ from dynaorm.model.rows import (
 from dynaorm.model.spec import EntitySpec, load_old
 from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
@@ -196,28 +197,6 @@ def _key_text(key: PlainKey) -> str:
     return "/".join(str(v) for v in key.values())
 
 
-class _Pacer:
-    """At most ``rate`` moves a second (``None``: unlimited)."""
-
-    def __init__(self, rate: float | None, clock: Callable[[], float],
-                 sleep: Callable[[float], None]) -> None:
-        self.rate, self.clock, self.sleep = rate, clock, sleep
-        self.start = clock()
-        self.count = 0
-
-        self.lock = threading.Lock()
-
-    def __call__(self) -> None:
-        if not self.rate:
-            return
-        with self.lock:  # (moves in flight at once share the budget)
-            due = self.start + self.count / self.rate
-            self.count += 1
-        now = self.clock()
-        if due > now:
-            self.sleep(due - now)
-
-
 def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
     """Move ``obj`` (read from its old layout); ``"moved"``, ``"skipped"`` (a writer moved
     or deleted it first) or the reason it could not be moved."""
@@ -318,7 +297,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     specs = _migrating(table)
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, dry_run, resume)
-    pace = _Pacer(rate, clock, sleep)
+    pace = Budget(Rate(write=rate), clock) if rate else None  # (a move: one unit)
     if progress is not None:
         progress(state.scanned)
     pages = 0
@@ -337,7 +316,9 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
             obj = from_previous(spec, item, history)
         except DynaormError as exc:
             return str(exc)
-        pace()
+        if pace is not None:
+            sleep(pace.wait("PutItem"))
+            pace.spent("PutItem", 1.0)
         return _move(session, spec, obj)
 
     pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
