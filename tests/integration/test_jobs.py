@@ -29,7 +29,10 @@ from dynaorm.jobs import MARK, BackfillReport, Job, backfill, run_local
 from dynaorm.protocol.policy import Budget
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.tools.check import check_table
+from dynaorm.tools.cli import main
 from tests.support.job_models import STEP, Counter, Doc, add_step, add_step_to_even, jobs_table
+from tests.support.migration_models import Account, OldAccount, OldLedger, mig, old
 
 pytestmark = pytest.mark.sync_only  # processes and threads of the sync client
 
@@ -188,13 +191,13 @@ def test_merge_needs_every_segment_and_keeps_one_result_per_segment(db: TestBack
 
 
 def test_options_are_checked() -> None:
-    with pytest.raises(DynaormError, match="rate= takes a dynaorm.Rate"):
+    with pytest.raises(DynaormError, match=r"rate= takes a dynaorm\.Rate"):
         backfill(Counter, add_step, rate=5)  # type: ignore[arg-type]
     with pytest.raises(DynaormError, match="segments= must be"):
         backfill(Counter, add_step, segments=0)
     with pytest.raises(DynaormError, match="positive number"):
         Rate(write=0)
-    with pytest.raises(DynaormError, match="rate= takes a dynaorm.Rate"):
+    with pytest.raises(DynaormError, match=r"rate= takes a dynaorm\.Rate"):
         dynaorm.Client(rate={"write": 5})  # type: ignore[arg-type]
     with pytest.raises(DynaormError, match="has no entity classes"):
         dynaorm.jobs.migrate(dynaorm.Table("empty"))
@@ -241,3 +244,66 @@ def test_client_rate_holds_reads_to_the_budget(db: TestBackend) -> None:
         "ReturnConsumedCapacity": "TOTAL"}))["ConsumedCapacity"]["CapacityUnits"]
     assert seen == [20] * 4 and units > 0
     assert elapsed >= 3 * units / 4 - 0.1  # (the first scan is free: the next wait for it)
+
+
+# -- migrate and check as jobs ----------------------------------------------------------------
+@pytest.fixture
+def mig_db(ddb_local: str) -> Iterator[TestBackend]:
+    """``mig`` on DynamoDB Local, with ``old`` (its previous design) naming the same table."""
+    with use_tables(mig, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
+        saved = (old.name, old._binding())
+        old.name = mig.name
+        old.connect(mig.endpoint_url)
+        try:
+            yield tb
+        finally:
+            old.name = saved[0]
+            old._restore(saved[1])
+
+
+def test_migrate_and_check_as_jobs_in_processes(mig_db: TestBackend) -> None:
+    s = Session(old)
+    for n in range(12):
+        s.save(OldAccount(id=f"a{n}", mail=f"u{n}@x.io"))
+    ledger = OldLedger(id="l1", code="C1")
+    s.save(ledger)
+    s.commit()
+    ledger.balance = 5
+    s.save(ledger)
+    s.commit()
+    dry = run_local(dynaorm.jobs.migrate(mig, segments=3, dry_run=True), workers=2)
+    assert dry.found == {"Account": 12, "Ledger": 1} and dry.moved == {} and dry.done
+    report = run_local(dynaorm.jobs.migrate(mig, segments=3), workers=2)
+    assert report.moved == {"Account": 12, "Ledger": 1} and report.left == [] and report.ok
+    assert report.failed == [] and report.scanned >= dry.scanned  # (moved rows: seen again)
+    again = run_local(dynaorm.jobs.migrate(mig, segments=3), workers=1)
+    assert again.found == {} and again.ok  # nothing left to move: a re-run changes nothing
+    # a problem: an account's row deleted behind dynaorm's back leaves its guard orphaned
+    row = Session(mig).get(Account, id="a3")
+    mig.db.driver.run(call("DeleteItem", {"TableName": mig.name, "Key": {
+        "pk": {"S": "ACCOUNT#a3"}, "sk": {"S": "PROFILE"}}}))
+    whole = check_table(mig)
+    found = run_local(dynaorm.jobs.check(mig, segments=4), workers=2)
+    assert row is not None and len(whole.problems) == 1 and "orphan" in whole.problems[0]
+    assert sorted(found.problems) == sorted(whole.problems)
+    assert found.scanned == whole.scanned and found.left == 1
+    fixed = run_local(dynaorm.jobs.check(mig, segments=4, fix=True), workers=1)
+    assert fixed.repaired == 1 and fixed.left == 0
+    assert run_local(dynaorm.jobs.check(mig, segments=2), workers=1).problems == []
+
+
+def test_the_commands_take_engine_local(mig_db: TestBackend,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    s = Session(old)
+    for n in range(5):
+        s.save(OldAccount(id=f"a{n}", mail=f"u{n}@x.io"))
+    s.commit()
+    ref, where = "tests.support.migration_models:mig", ["--endpoint-url", str(mig.endpoint_url)]
+    job = ["--engine", "local", "--segments", "3", "--workers", "2", "--write-units", "50"]
+    assert main(["migrate", ref, *job, *where]) == 0
+    assert "Account: 5 in the previous layout, moved 5" in capsys.readouterr().out
+    assert main(["check", ref, *job, *where]) == 0
+    assert "0 problem(s)" in capsys.readouterr().out
+    assert main(["backfill", "tests.support.migration_models:Account",
+                 "tests.support.job_models:nothing", *where]) == 2
+    assert "has no attribute 'nothing'" in capsys.readouterr().err
