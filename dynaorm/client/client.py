@@ -45,7 +45,7 @@ from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
-from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Budget, Policy, Rate
+from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy, Rate, budget_of
 from dynaorm.protocol.tracing import Tracing
 
 if TYPE_CHECKING:
@@ -264,11 +264,8 @@ class Client:
 
     @rate.setter
     def rate(self, rate: Rate | None) -> None:
-        if rate is not None and not isinstance(rate, Rate):
-            raise DynaormError(f"{self._label}: rate= takes a dynaorm.Rate, got {rate!r}")
         with self._lock:
-            self._rate, self._budget = rate, None if rate is None else Budget(rate)
-            self._policy = None
+            self._rate, self._budget, self._policy = rate, budget_of(rate), None
 
     @property
     def tracing(self) -> Tracing:

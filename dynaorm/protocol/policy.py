@@ -21,7 +21,7 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import HookLike
 
 __all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS", "Budget", "Policy", "Rate",
-           "retryable"]
+           "budget_of", "retryable"]
 
 #: the failures a server answers when it could not finish a request (it may have been
 #: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
@@ -98,6 +98,13 @@ class Budget:
         if {exc.code, *(r.code for r in exc.reasons if r)} & _THROTTLES:
             with self.lock:
                 self.scale = max(0.02, self.scale / 2)
+
+
+def budget_of(rate: object) -> Budget | None:
+    """A new budget holding ``rate`` (``None``: none); anything but a Rate is refused."""
+    if rate is not None and not isinstance(rate, Rate):
+        raise DynaormError(f"rate= takes a dynaorm.Rate, got {rate!r}")
+    return None if rate is None else Budget(rate)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,11 +41,32 @@ from dynaorm._types import Item
 from dynaorm.errors import RequestError
 from dynaorm.protocol.events import RECORDER, capacity_of
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
-from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable
+from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
 
-__all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
-           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "call", "consume",
-           "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
+__all__ = [
+    "CAPACITY_OPERATIONS",
+    "Await",
+    "Backoff",
+    "Call",
+    "Emit",
+    "Gather",
+    "Primitive",
+    "Proto",
+    "Send",
+    "Step",
+    "Stream",
+    "Wait",
+    "attempts",
+    "budgeted",
+    "call",
+    "consume",
+    "debug_logged",
+    "expand",
+    "forward",
+    "gather",
+    "pull",
+    "with_capacity",
+]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -75,6 +96,8 @@ class Call:
     #: it read (``unapplied(item)``): proved, it is retried within the attempts left
     probe: Call | None = None
     unapplied: Callable[[dict[str, Any] | None], bool] | None = None
+    #: the capacity budget of the read or bulk call it is part of (``None``: the client's)
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +342,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = policy.budget
+    budget = step.budget or policy.budget
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
@@ -361,11 +384,36 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,
          idempotent: bool = True,
-         reader: Callable[[bytes], dict[str, Any] | None] | None = None
-         ) -> Proto[dict[str, Any]]:
+         reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+         budget: Budget | None = None) -> Proto[dict[str, Any]]:
     """The response to one request (``reader``: see :class:`Send`)."""
-    out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader)
+    out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader,
+                                     budget=budget)
     return out
+
+
+def budgeted(proto: Proto[R], budget: Budget | None) -> Proto[R]:
+    """``proto`` with every request it sends (gathered ones too) held to ``budget``."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = proto.send(value) if error is None else proto.throw(error)
+            except StopIteration as stop:
+                result: R = stop.value
+                return result
+            if isinstance(step, Call | Gather) and budget is not None:
+                step = dataclasses.replace(step, budget=budget) if isinstance(
+                    step, Call) else dataclasses.replace(
+                    step, protos=[budgeted(p, budget) for p in step.protos])
+            value = error = None
+            try:
+                value = yield step
+            except Exception as exc:
+                error = exc
+    finally:
+        proto.close()
 
 
 def gather(protos: Sequence[Proto[R]], concurrency: int) -> Proto[list[R]]:

@@ -32,7 +32,7 @@ from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import raw_eq
-from dynaorm.protocol.policy import Rate
+from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.read.scan import check_segments
 from dynaorm.sync.session import Session
 from dynaorm.tools.check import check_table
@@ -121,8 +121,7 @@ class Job:
 def _job(kind: str, entity: type[Entity], segments: int, rate: Rate | None,
          **more: Any) -> Job:
     check_segments(0, segments)
-    if rate is not None and not isinstance(rate, Rate):
-        raise DynaormError(f"{kind} job: rate= takes a dynaorm.Rate, got {rate!r}")
+    budget_of(rate)  # (refuses anything but a Rate)
     table = cast(Table, spec_of(entity).table)
     return Job(Task(kind, entity, 0, segments, table.name, table.endpoint_url, table.region,
                     **more), rate)

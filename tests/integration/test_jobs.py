@@ -6,6 +6,7 @@ newer state is overwritten, and the merged report is exact."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import multiprocessing
@@ -307,3 +308,31 @@ def test_the_commands_take_engine_local(mig_db: TestBackend,
     assert main(["backfill", "tests.support.migration_models:Account",
                  "tests.support.job_models:nothing", *where]) == 2
     assert "has no attribute 'nothing'" in capsys.readouterr().err
+
+
+def test_rate_on_a_scan_and_on_bulk_calls_sync_and_async(db: TestBackend) -> None:
+    started = time.monotonic()
+    Session(jobs_table).save_many([Counter(id=f"c{i:03}", n=i) for i in range(40)],
+                                  rate=Rate(write=20), concurrency=1)
+    wrote = time.monotonic() - started  # 25 units at once, then 15 once they are paid for
+    # (requests sent at once go before any answer says what they cost: concurrency=1)
+    assert wrote >= 25 / 20 - 0.1
+    started = time.monotonic()
+    pages = [len(Session(jobs_table).scan(Counter, rate=Rate(read=2)).page_size(10)
+                 .consistent().all()) for _ in range(2)]
+    read = time.monotonic() - started  # 8 pages of about 1 unit each, at 2 a second
+    assert pages == [40, 40] and read >= 7 * 0.5 - 0.2
+
+    async def run() -> tuple[int, float]:
+        from dynaorm import AsyncSession
+
+        s = AsyncSession(jobs_table)
+        begun = time.monotonic()
+        found = await s.scan(Counter, rate=Rate(read=2)).page_size(20).consistent().all()
+        await s.delete_many(found, rate=Rate(write=20))  # 40 loaded: 40 conditioned deletes
+        return len(found), time.monotonic() - begun
+
+    count, took = asyncio.run(run())
+    assert count == 40 and took >= 0.5 + (40 - 4) / 20 - 0.3  # (4 deletes in flight)
+    assert Session(jobs_table).scan(Counter).consistent().all() == []
+    assert jobs_table.db.rate is None  # (a call's budget is its own, not the client's)
