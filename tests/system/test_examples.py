@@ -263,6 +263,13 @@ def check_wire_failures(run: Run) -> None:
         "('RequestNotSentError', 'ConnectionError', False)"]
 
 
+def check_backfill_job(run: Run) -> None:
+    assert "tasks: 4 (picklable: one per scan segment)" in run.out
+    assert "changed 20 of 30, failed 0" in run.out
+    assert "run again: changed 20" in run.out
+    assert "credits now held: [0, 100]" in run.out
+
+
 def check_counter(run: Run) -> None:
     assert "after the first view: views=1 referrers=['google']" in run.out
     assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
@@ -421,6 +428,7 @@ CHECKS = {
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
     "key_layouts": check_key_layouts,
+    "backfill_job": check_backfill_job,
     "counter": check_counter,
     "migration": check_migration,
     "state_machine": check_state_machine,
