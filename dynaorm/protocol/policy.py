@@ -55,7 +55,9 @@ class Rate:
     a second (``None``: no limit of that kind). See :doc:`the jobs guide </guide/jobs>`."""
 
     read: float | None = None
+    """Read capacity units a second, at most (``None``: no limit)."""
     write: float | None = None
+    """Write capacity units a second, at most (``None``: no limit)."""
 
     def __post_init__(self) -> None:
         units = (self.read, self.write)
