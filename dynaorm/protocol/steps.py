@@ -43,30 +43,9 @@ from dynaorm.protocol.events import RECORDER, capacity_of
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
 
-__all__ = [
-    "CAPACITY_OPERATIONS",
-    "Await",
-    "Backoff",
-    "Call",
-    "Emit",
-    "Gather",
-    "Primitive",
-    "Proto",
-    "Send",
-    "Step",
-    "Stream",
-    "Wait",
-    "attempts",
-    "budgeted",
-    "call",
-    "consume",
-    "debug_logged",
-    "expand",
-    "forward",
-    "gather",
-    "pull",
-    "with_capacity",
-]
+__all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
+           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "budgeted", "call",
+           "consume", "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
 
 R = TypeVar("R")
 _LOG = LogHook()
