@@ -56,9 +56,7 @@ class Task:
     entity: type[Entity]
     segment: int
     segments: int
-    table: str
-    endpoint_url: str | None
-    region: str | None
+    where: tuple[str, str | None, str | None]  # the table's name, endpoint and region
     rate: Rate | None = None  # this task's share of the job's budget
     fn: Callable[[Any], Any] | None = None
     name: str = ""
@@ -95,10 +93,9 @@ class Job:
     def run(self, task: Task) -> tuple[int, Any]:
         """Run one task here: ``(segment, its result)``."""
         table = cast(Table, spec_of(task.entity).table)
-        if table.name != task.table:
-            table.name = task.table
-        if (table.endpoint_url, table.region) != (task.endpoint_url, task.region):
-            table.connect(task.endpoint_url, task.region)
+        if (table.name, table.endpoint_url, table.region) != task.where:
+            table.name = task.where[0]
+            table.connect(*task.where[1:])
         saved = table.db.rate
         if task.rate is not None:
             table.db.rate = task.rate
@@ -118,20 +115,20 @@ class Job:
         return _merged(list(found.values()))
 
 
-def _job(kind: str, entity: type[Entity], segments: int, rate: Rate | None,
+def _job(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
          **more: Any) -> Job:
+    """A job of ``kind`` on an entity, or on a table (named in a task by one of its
+    entity classes)."""
     check_segments(0, segments)
     budget_of(rate)  # (refuses anything but a Rate)
+    entity = target if isinstance(target, type) else next(iter(target.entities.values()),
+                                                          None)
+    if entity is None:
+        raise DynaormError(f"{kind} job: table {cast(Table, target).name!r} has no entity "
+                           "classes")
     table = cast(Table, spec_of(entity).table)
-    return Job(Task(kind, entity, 0, segments, table.name, table.endpoint_url, table.region,
-                    **more), rate)
-
-
-def _entity_of(table: Table, kind: str) -> type[Entity]:
-    """An entity class of ``table``: what a task names the table by."""
-    for cls in table.entities.values():
-        return cls
-    raise DynaormError(f"{kind} job: table {table.name!r} has no entity classes")
+    where = (table.name, table.endpoint_url, table.region)
+    return Job(Task(kind, entity, 0, segments, where, **more), rate)
 
 
 def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 1,
@@ -145,14 +142,14 @@ def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 
 def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
             dry_run: bool = False, page_size: int | None = None) -> Job:
     """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
-    return _job("migrate", _entity_of(table, "migrate"), segments, rate,
+    return _job("migrate", table, segments, rate,
                 options=(("dry_run", dry_run), ("page_size", page_size)))
 
 
 def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: bool = False,
           page_size: int | None = None) -> Job:
     """``dynaorm check`` as a job: a :class:`~dynaorm.tools.check.CheckResult`."""
-    return _job("check", _entity_of(table, "check"), segments, rate,
+    return _job("check", table, segments, rate,
                 options=(("fix", fix), ("page_size", page_size)))
 
 
@@ -166,7 +163,10 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
         if getattr(obj._dynaorm_state, "item", {}).get(MARK) == mark[MARK]:
             return "changed", conflicts  # (by an earlier or a concurrent run)
         key = {f: obj.__dict__[f] for f in spec.lookup_fields}
-        new = task.fn(obj)
+        try:
+            new = task.fn(obj)
+        except Exception as exc:  # (one item's bad data does not stop its segment)
+            return f"{task.fn.__name__} raised {exc!r}", conflicts
         if new is None:
             return "unchanged", conflicts
         session._stage.add(SaveEntry(new, condition=~raw_eq(MARK, mark[MARK]), mark=mark))
@@ -193,7 +193,8 @@ def _backfill(task: Task, table: Table) -> BackfillReport:
         conflicts += lost
         changed += outcome == "changed"
         if outcome not in ("changed", "unchanged", "gone"):
-            failed.append(f"{task.entity.__name__} {obj.__dict__}: {outcome}")
+            key = spec_of(task.entity).primary_key(obj.__dict__)
+            failed.append(f"{task.entity.__name__} {key}: {outcome}")
     return BackfillReport(changed, conflicts, failed, scanned)
 
 

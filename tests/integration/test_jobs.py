@@ -29,10 +29,18 @@ from dynaorm.errors import ConflictError
 from dynaorm.jobs import MARK, BackfillReport, Job, backfill, run_local
 from dynaorm.protocol.policy import Budget
 from dynaorm.protocol.steps import call
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
 from dynaorm.tools.cli import main
-from tests.support.job_models import STEP, Counter, Doc, add_step, add_step_to_even, jobs_table
+from tests.support.job_models import (
+    STEP,
+    Counter,
+    Doc,
+    add_step,
+    add_step_or_fail,
+    add_step_to_even,
+    jobs_table,
+)
 from tests.support.migration_models import Account, OldAccount, OldLedger, mig, old
 
 pytestmark = pytest.mark.sync_only  # processes and threads of the sync client
@@ -181,6 +189,32 @@ def test_a_task_killed_by_sigkill_at_a_random_point_then_run_again(db: TestBacke
     assert report == BackfillReport(changed=60, conflicts=0, failed=[], scanned=60)
     assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
     assert 0 <= partly <= 60
+
+
+def test_a_failing_fn_is_listed_and_the_other_items_are_changed(db: TestBackend) -> None:
+    values = _fill(8)
+    report = run_local(backfill(Counter, add_step_or_fail, segments=2), workers=1)
+    assert report.changed == 7 and report.scanned == 8
+    assert report.failed == ["Counter {'pk': 'COUNTER#c003', 'sk': 'C'}: add_step_or_fail "
+                             "raised ValueError('bad data')"]
+    assert {k: o.n for k, o in _stored().items()} == {
+        k: v + (STEP if k != "c003" else 0) for k, v in values.items()}
+
+
+def test_a_throttle_halves_the_budget(db: TestBackend) -> None:
+    client = jobs_table.db
+    client.rate = Rate(write=1000)
+    try:
+        with inject_faults(jobs_table) as faults:
+            faults.throttle("PutItem", times=2)
+            s = Session(jobs_table)
+            s.save(Counter(id="t1"))
+            s.commit()  # throttled twice, then written
+        budget = client.policy.budget
+        assert budget is not None and budget.scale == pytest.approx(0.25 * 1.02)
+        assert Session(jobs_table).get(Counter, id="t1") is not None
+    finally:
+        client.rate = None
 
 
 def test_merge_needs_every_segment_and_keeps_one_result_per_segment(db: TestBackend) -> None:

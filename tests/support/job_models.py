@@ -47,3 +47,10 @@ def add_step(obj: Counter | Doc) -> Counter | Doc:
 def add_step_to_even(obj: Counter | Doc) -> Counter | Doc | None:
     """``n += 1000`` on even ``n``, others left alone (``None``)."""
     return add_step(obj) if obj.n % 2 == 0 else None
+
+
+def add_step_or_fail(obj: Counter) -> Counter:
+    """``n += 1000``, except on ``c003``: a bug in the backfill's function."""
+    if obj.id == "c003":
+        raise ValueError("bad data")
+    return add_step(obj)  # type: ignore[return-value]

@@ -41,6 +41,7 @@ DOCUMENTED |= {"Client", "Hook", "Operation", "Attempt"}  # (0.4: one client, ma
 DOCUMENTED |= {"Grouped"}  # (0.4: reads of several types, grouped by class)
 DOCUMENTED |= {"Tracing"}  # (0.4: OpenTelemetry tracing)
 DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0.4: the wire)
+DOCUMENTED |= {"Rate"}  # (0.5: capacity budgets)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
