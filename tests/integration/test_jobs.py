@@ -169,26 +169,30 @@ def test_adversary_kills_twice_run_tasks_and_a_second_writer(
     assert set(_marks(db).values()) == {f"adv-{seed}"} and len(_marks(db)) == 12
 
 
-def _run_task(job: Job, segment: int) -> None:
-    job.run(job.tasks()[segment])
+def _run_all(job: Job) -> None:
+    for task in job.tasks(parallel=1):
+        job.run(task)
 
 
-def test_a_task_killed_by_sigkill_at_a_random_point_then_run_again(db: TestBackend) -> None:
+def test_a_worker_killed_by_sigkill_mid_job_then_the_job_run_again(db: TestBackend) -> None:
+    """A worker process killed (SIGKILL: no cleanup at all) once it has changed some of
+    the items, at a random count; the job run again changes the rest, each item once."""
     values = _fill(60)
-    job = backfill(Counter, add_step, segments=2, name="sigkill")
-    context = multiprocessing.get_context("spawn")
-    for segment, delay in ((0, 2.0), (1, 2.6)):
-        proc = context.Process(target=_run_task, args=(job, segment))
-        proc.start()
-        time.sleep(delay + random.random())  # (past the worker's imports, into its items)
-        if proc.pid is not None and proc.is_alive():
-            os.kill(proc.pid, signal.SIGKILL)
-        proc.join()
+    job = backfill(Counter, add_step, segments=2, rate=Rate(write=40), name="sigkill")
+    proc = multiprocessing.get_context("spawn").Process(target=_run_all, args=(job,))
+    proc.start()
+    at = random.randrange(5, 40)
+    deadline = time.monotonic() + 60
+    while len(_marks(db)) < at and proc.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert proc.pid is not None
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
     partly = len(_marks(db))
+    assert at <= partly < 60  # killed in the middle (40 a second: 60 items take 1.5 s)
     report = run_local(job, workers=2)
     assert report == BackfillReport(changed=60, conflicts=0, failed=[], scanned=60)
     assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
-    assert 0 <= partly <= 60
 
 
 def test_a_failing_fn_is_listed_and_the_other_items_are_changed(db: TestBackend) -> None:
