@@ -247,8 +247,9 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
-    if args.page_size is not None and args.page_size < 1:
-        print("dynaorm check: error: --page-size must be at least 1", file=sys.stderr)
+    if (args.page_size is not None and args.page_size < 1) or (args.engine and args.checkpoint):
+        print("dynaorm check: error: --page-size must be at least 1, and --checkpoint goes "
+              "without --engine", file=sys.stderr)
         return EXIT_USAGE
     bar = (ProgressBar(sys.stderr, item_count(table))
            if (args.progress or sys.stderr.isatty()) and not args.engine else None)
@@ -397,6 +398,8 @@ def _migrate_usage_error(args: argparse.Namespace) -> str | None:
             return f"{name} must be at least 1"
     if args.rate is not None and args.rate <= 0:
         return "--rate must be positive"
+    if args.engine and (args.checkpoint or args.resume or args.max_pages or args.rate):
+        return "--checkpoint, --resume, --max-pages and --rate are the sequential run's"
     return None
 
 

@@ -343,6 +343,9 @@ def test_the_commands_take_engine_local(mig_db: TestBackend,
     assert "Account: 5 in the previous layout, moved 5" in capsys.readouterr().out
     assert main(["check", ref, *job, *where]) == 0
     assert "0 problem(s)" in capsys.readouterr().out
+    assert main(["migrate", ref, *job, "--checkpoint", "m.json", *where]) == 2
+    assert main(["check", ref, *job, "--checkpoint", "c.json", *where]) == 2
+    assert "--checkpoint goes without --engine" in capsys.readouterr().err
     assert main(["backfill", "tests.support.migration_models:Account",
                  "tests.support.job_models:nothing", *where]) == 2
     assert "has no attribute 'nothing'" in capsys.readouterr().err
