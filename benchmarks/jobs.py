@@ -12,7 +12,7 @@ Then the estimate on paper for a billion items on Glue (see docs/guide/jobs.md):
 writes one item at a time, so on DynamoDB its rate is 1 / the write latency
 (``--latency-ms``); tasks at once = 4 per G.1X worker.
 
-    python benchmarks/jobs.py [--items 4000] [--segments 16] [--workers 1,2,4,8]
+    python benchmarks/jobs.py [--items 3000] [--segments 16] [--workers 1,2,4,8]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def one_run(items: int, segments: int, workers: int) -> tuple[float, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--items", type=int, default=4000)
+    parser.add_argument("--items", type=int, default=3000)
     parser.add_argument("--segments", type=int, default=16)
     parser.add_argument("--workers", default="1,2,4,8")
     parser.add_argument("--latency-ms", type=float, default=8.0,
