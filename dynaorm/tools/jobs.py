@@ -21,9 +21,11 @@ one result per segment and adds them up.
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import json
 import multiprocessing
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -32,6 +34,9 @@ from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import raw_eq
+from dynaorm.model.keys import key_value
+from dynaorm.model.rows import parse_version_sk
+from dynaorm.model.streams import normalize_item
 from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.read.scan import check_segments
 from dynaorm.sync.session import Session
@@ -61,6 +66,7 @@ class Task:
     fn: Callable[[Any], Any] | None = None
     name: str = ""
     options: tuple[tuple[str, Any], ...] = ()
+    files: tuple[str, ...] = ()  # a backfill's export data files (its segment's: one)
 
 
 @dataclass(frozen=True)
@@ -88,7 +94,8 @@ class Job:
         tasks run at once (``None``: all of them)."""
         n = self.template.segments
         share = self.rate and self.rate.share(min(parallel or n, n))
-        return [replace(self.template, segment=i, rate=share) for i in range(n)]
+        return [replace(self.template, segment=i, rate=share,
+                        files=self.template.files[i:i + 1]) for i in range(n)]
 
     def run(self, task: Task) -> tuple[int, Any]:
         """Run one task here: ``(segment, its result)``."""
@@ -132,11 +139,49 @@ def _job(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | No
 
 
 def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 1,
-             rate: Rate | None = None, name: str | None = None) -> Job:
+             rate: Rate | None = None, name: str | None = None,
+             export: str | None = None) -> Job:
     """Every item of ``entity`` passed to ``fn(obj) -> obj | None`` and the object it
     returns saved with ``save``'s conditions (``None``: left alone). ``name``: the
-    marker the job writes (a fresh one by default; the same name resumes the job)."""
-    return _job("backfill", entity, segments, rate, fn=fn, name=name or uuid.uuid4().hex)
+    marker the job writes (a fresh one by default; the same name resumes the job).
+    ``export``: a DynamoDB export to S3 (``s3://bucket/prefix/AWSDynamoDB/ID/``, DynamoDB
+    JSON): one task per data file instead of per segment, each item read again live."""
+    files = () if export is None else _export_files(export)
+    return _job("backfill", entity, len(files) or segments, rate, fn=fn, files=files,
+                name=name or uuid.uuid4().hex)
+
+
+def _s3(region: str | None) -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().create_client("s3", region_name=region)
+
+
+def _export_files(export: str) -> tuple[str, ...]:
+    """The data files of a DynamoDB export to S3 (``.../data/*.gz``)."""
+    bucket, _, prefix = export.removeprefix("s3://").partition("/")
+    pages = _s3(None).get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=f"{prefix.rstrip('/')}/data/")
+    files = tuple(f"s3://{bucket}/{o['Key']}" for page in pages
+                  for o in page.get("Contents", ()) if o["Key"].endswith(".gz"))
+    if not files:
+        raise DynaormError(f"backfill job: no data files under {export}")
+    return files
+
+
+def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
+    """The live state of each item of the task's entity in its export data file, read
+    again consistently (the export is older than the table)."""
+    spec = spec_of(task.entity)
+    bucket, _, key = task.files[0].removeprefix("s3://").partition("/")
+    body = _s3(task.where[2]).get_object(Bucket=bucket, Key=key)["Body"].read()
+    for line in gzip.decompress(body).splitlines():
+        item = normalize_item(json.loads(line)["Item"]) or {}
+        row = parse_version_sk(key_value(item.get(spec.table.sk or "", {"S": ""})))
+        if spec.owns(item) and not (spec.versioned and row is not None and row[0]):
+            obj = task.entity._from_item(item)
+            yield session.get(task.entity, consistent=True,
+                              **{f: obj.__dict__[f] for f in spec.lookup_fields})
 
 
 def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
@@ -187,12 +232,12 @@ def _backfill(task: Task, table: Table) -> BackfillReport:
     changed = conflicts = scanned = 0
     failed: list[str] = []
     scan = session.scan(task.entity, segment=task.segment, segments=task.segments)
-    for obj in scan.consistent():
+    for obj in _exported(task, session) if task.files else scan.consistent():
         scanned += 1
         outcome, lost = _change(session, obj, task)
         conflicts += lost
         changed += outcome == "changed"
-        if outcome not in ("changed", "unchanged", "gone"):
+        if obj is not None and outcome not in ("changed", "unchanged", "gone"):
             key = spec_of(task.entity).primary_key(obj.__dict__)
             failed.append(f"{task.entity.__name__} {key}: {outcome}")
     return BackfillReport(changed, conflicts, failed, scanned)

@@ -377,3 +377,54 @@ def test_rate_on_a_scan_and_on_bulk_calls_sync_and_async(db: TestBackend) -> Non
     assert count == 40 and took >= 0.5 + (40 - 4) / 20 - 0.3  # (4 deletes in flight)
     assert Session(jobs_table).scan(Counter).consistent().all() == []
     assert jobs_table.db.rate is None  # (a call's budget is its own, not the client's)
+
+
+def test_a_backfill_from_an_export_to_s3_rejudges_each_item_live(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """One task per data file of a DynamoDB export (moto in-process writes one): each
+    exported item is read again live, so a change made after the export is kept, a
+    deleted item is skipped, and an item made after the export is not in it."""
+    from moto import mock_aws
+
+    from dynaorm.testing import moto_backend
+    from dynaorm.tools.jobs import _s3
+
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(name, value)
+    with mock_aws(), moto_backend(), use_tables(jobs_table, name_suffix=worker_suffix()):
+        values = _fill(6)
+        s3 = _s3("us-east-1")
+        s3.create_bucket(Bucket="exports")
+        arn = jobs_table.db.driver.run(call("DescribeTable", {"TableName": jobs_table.name}))[
+            "Table"]["TableArn"]
+        jobs_table.db.driver.run(call("UpdateContinuousBackups", {
+            "TableName": jobs_table.name,
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}))
+        jobs_table.db.driver.run(call("ExportTableToPointInTime", {
+            "TableArn": arn, "S3Bucket": "exports", "S3Prefix": "snap",
+            "ExportFormat": "DYNAMODB_JSON"}))
+        for _ in range(200):  # (moto writes the export on a thread of its own)
+            if "Contents" in (listed := s3.list_objects_v2(Bucket="exports")):
+                break
+            time.sleep(0.05)
+        (key,) = [o["Key"] for o in listed["Contents"]]
+        s = Session(jobs_table)
+        later = s.get(Counter, id="c001")
+        assert later is not None
+        later.n = 500  # changed after the export: the backfill starts from 500
+        s.save(later)
+        s.delete(Counter, id="c002")
+        s.save(Counter(id="new", n=7))  # not in the export
+        s.commit()
+        export = "s3://exports/" + key.split("/data/")[0] + "/"
+        job = backfill(Counter, add_step, export=export, name="from-export")
+        assert len(job.tasks()) == 1 and job.tasks()[0].files == (
+            f"s3://exports/{key}",)
+        report = run_local(job, workers=1)
+        assert report == BackfillReport(changed=5, conflicts=0, failed=[], scanned=6)
+        stored = {k: o.n for k, o in _stored().items()}
+        assert stored == {**{k: v + STEP for k, v in values.items() if k != "c002"},
+                          "c001": 500 + STEP, "new": 7}
+        with pytest.raises(DynaormError, match="no data files under"):
+            backfill(Counter, add_step, export="s3://exports/nothing/")
