@@ -79,6 +79,7 @@ def test_a_backfill_changes_every_item_once_in_processes(db: TestBackend) -> Non
     again = run_local(job, workers=1)  # the same job again: counted, changed no more
     assert again == report
     assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
+    assert check_table(jobs_table).problems == []  # (the marker is no problem to check)
 
 
 def test_fn_none_leaves_an_item_alone_and_a_versioned_entity_gets_its_next_version(
