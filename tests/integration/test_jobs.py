@@ -135,8 +135,9 @@ def _bump(stop: threading.Event, bumps: dict[str, int], seed: int) -> None:
 @given(seed=st.integers(0, 10**6), kills=st.lists(st.integers(0, 5), min_size=1, max_size=3))
 def test_adversary_kills_twice_run_tasks_and_a_second_writer(
         db: TestBackend, seed: int, kills: list[int]) -> None:
-    """Tasks killed at random points and run again, every task run twice at once, and a
-    second writer bumping items all along: each item ends at its value + the writer's
+    """Tasks killed at random points (one change's answer lost, with another writer
+    bumping an item after DynamoDB applied it), run again, every task run twice at once,
+    and a second writer bumping items all along: each item ends at its value + the writer's
     bumps + STEP exactly once, and the merged report counts every item once."""
     for item in db.scan_raw():  # (hypothesis reuses the fixture's table: start empty)
         jobs_table.db.driver.run(call("DeleteItem", {"TableName": jobs_table.name, "Key": {
@@ -144,11 +145,24 @@ def test_adversary_kills_twice_run_tasks_and_a_second_writer(
     values = _fill(12)
     job = backfill(Counter, add_step, segments=3, name=f"adv-{seed}")
     rng = random.Random(seed)
-    for after in kills:  # a killed run of a random task: some items done, others not
-        task = rng.choice(job.tasks())
-        with contextlib.suppress(Killed):  # (a kill point past its items: it finishes)
+    bumps: dict[str, int] = {}
+
+    def bump_in_the_window() -> None:  # another writer, after a change applied, before
+        key = f"c{rng.randrange(12):03}"  # its answer (lost) arrives
+        s = Session(jobs_table)
+        obj = s.get(Counter, id=key, consistent=True)
+        assert obj is not None
+        obj.n += 1
+        s.save(obj)
+        s.commit()
+        bumps[key] = bumps.get(key, 0) + 1
+
+    for after in kills:  # a killed run of a random task: some items done, others not; one
+        task = rng.choice(job.tasks())  # change's answer lost with a writer in its window
+        with inject_faults(jobs_table) as faults, contextlib.suppress(Killed):
+            faults.lose_answer("UpdateItem", skip=rng.randrange(3), after=bump_in_the_window)
             job.run(dataclasses.replace(task, fn=_killing(after)))
-    stop, bumps = threading.Event(), {}  # type: ignore[var-annotated]
+    stop = threading.Event()
     writer = threading.Thread(target=_bump, args=(stop, bumps, seed))
     writer.start()
     results: list[tuple[int, Any]] = []
