@@ -258,9 +258,6 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
                                  fix=args.repair, page_size=args.page_size), args) if (
             args.engine) else check_table(table, fix=args.repair, checkpoint=args.checkpoint,
                                           page_size=args.page_size, progress=bar)
-    except CheckpointError as exc:
-        print(f"dynaorm check: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     finally:
         if bar is not None:
             bar.close()
@@ -311,9 +308,6 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
                          resume=args.resume, rate=args.rate, page_size=args.page_size,
                          max_pages=args.max_pages, concurrency=args.concurrency,
                          progress=bar)
-    except CheckpointError as exc:
-        print(f"dynaorm migrate: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     finally:
         if bar is not None:
             bar.close()
@@ -555,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     try:
         code: int = args.run(args, out)
-    except BadReference as exc:
+    except (BadReference, CheckpointError) as exc:
         print(f"dynaorm {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (DynaormError, RequestError, BotoCoreError, OSError) as exc:
