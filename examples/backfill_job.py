@@ -1,6 +1,7 @@
 """A backfill as a job: every item passed through a function and saved (never over a
 newer state), split into one task per scan segment and run in worker processes under a
-capacity budget shared by all of them; run again, it changes nothing twice.
+capacity budget shared by all of them; run again, it changes nothing twice. A scan with a
+budget of its own reads the result.
 
 The same job runs on Apache Spark (AWS Glue, EMR) with ``dynaorm.spark.run(job, spark)``.
 
@@ -47,7 +48,8 @@ def main() -> None:
         print(f"changed {report.changed} of {report.scanned}, failed {len(report.failed)}")
         again = jobs.run_local(job, workers=2)  # the same job: counted, not changed again
         print(f"run again: changed {again.changed}")
-        credits = sorted({a.credits for a in s.scan(Account).consistent()})
+        # a budget of its own on one scan (or bulk call): 50 read units a second at most
+        credits = sorted({a.credits for a in s.scan(Account, rate=Rate(read=50)).consistent()})
         print(f"credits now held: {credits}")
 
 
