@@ -343,7 +343,7 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:
         raise BadReference(f"{args.entity} is no entity class or {args.fn} no function")
     _connect(cast(Table, spec_of(entity).table), args)
     report = _job(jobs.backfill(entity, fn, segments=args.segments, rate=_rate(args),
-                                name=args.name), args)
+                                name=args.name, export=args.export), args)
     print(f"backfill {entity.__name__}: scanned {report.scanned} items, changed "
           f"{report.changed}, {report.conflicts} conflict(s) retried", file=out)
     for line in report.failed:
@@ -376,7 +376,7 @@ def _job(job: jobs.Job, args: argparse.Namespace) -> Any:
 def _engine(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default=None,
                    help="run as a job of --segments tasks: in --workers local processes, "
-                        "or on Apache Spark (default: one sequential scan)")
+                        "or on Apache Spark (check, migrate without it: one sequential scan)")
     p.add_argument("--segments", metavar="N", type=int, default=1)
     p.add_argument("--workers", metavar="N", type=int, default=1)
     p.add_argument("--read-units", metavar="R", type=float, default=None,
@@ -530,6 +530,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("fn", metavar="MODULE:FUNCTION", help="e.g. myapp.fixes:add_plan")
     p.add_argument("--name", default=None,
                    help="the job's marker (run again with the same name to resume)")
+    p.add_argument("--export", metavar="S3URI", help="a DynamoDB export: a task per file")
     _common(p)
     _engine(p)
     p.set_defaults(run=cmd_backfill, engine="local")
