@@ -321,7 +321,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = step.budget or policy.budget
+    budget = (step.budget or policy.budget) if step.operation in CAPACITY_OPERATIONS else None
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
