@@ -89,6 +89,7 @@ bench-all: $(STAMP) ddb-local
 	$(BIN)/python benchmarks/projections.py --json $(BENCH_OUT)/projections.json
 	$(BIN)/python benchmarks/scan.py
 	$(BIN)/python benchmarks/async_gets.py
+	$(BIN)/python benchmarks/jobs.py
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:

@@ -44,6 +44,7 @@ from dynaorm.model.spec import Unique
 from dynaorm.model.table import GSI, LSI
 from dynaorm.protocol.events import CommitResult, RequestEvent
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
+from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.read.grouped import Grouped
 from dynaorm.read.spec import Page
@@ -97,6 +98,7 @@ __all__ = [
     "Page",
     "Previous",
     "Query",
+    "Rate",
     "RequestError",
     "RequestEvent",
     "RequestNotSentError",

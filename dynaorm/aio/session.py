@@ -19,6 +19,8 @@ from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
+from dynaorm.protocol.policy import Rate, budget_of
+from dynaorm.protocol.steps import budgeted
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.render import WritePlan
@@ -51,9 +53,11 @@ class AsyncSession(BaseSession):
         return found
 
     def _run(self, proto: Generator[Any, Any, R], name: str,
-             entities: Iterable[type[Any]]) -> Awaitable[R]:
-        """``proto`` run as the session operation ``name`` on ``entities`` (awaitable)."""
-        return self.client.async_driver.run(proto, self._operation(name, entities))
+             entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:
+        """``proto`` run as the session operation ``name`` on ``entities`` (awaitable),
+        held to ``rate``."""
+        run = budgeted(proto, budget_of(rate)) if rate else proto
+        return self.client.async_driver.run(run, self._operation(name, entities))
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -96,11 +100,11 @@ class AsyncSession(BaseSession):
 
     async def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                        consistent: bool = False, snapshot: bool = False,
-                       concurrency: int = 4) -> list[T | None]:
+                       concurrency: int = 4, rate: Rate | None = None) -> list[T | None]:
         """Read many entities, in input order (BatchGetItem; ``snapshot=True``: one
         TransactGetItems)."""
         return await self._run(get_many_p(self._stage, entity, keys, consistent, snapshot,
-                                          concurrency), "get_many", (entity,))
+                                          concurrency), "get_many", (entity,), rate)
 
     async def find(self, entity: type[T], *, consistent: bool = False,
                    **fields: Any) -> T | None:
@@ -133,22 +137,28 @@ class AsyncSession(BaseSession):
 
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> AsyncScan[T]: ...
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> AsyncScan[T]: ...
     @overload
     def scan(self, entity: type[T], other: type[T2], /, *, index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> AsyncScan[T | T2]: ...
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> AsyncScan[T | T2]: ...
     @overload
     def scan(self, entity: type[T], other: type[T2], third: type[T3], /, *,
              index: str | None = None, segment: int | None = None,
-             segments: int | None = None) -> AsyncScan[T | T2 | T3]: ...
+             segments: int | None = None, rate: Rate | None = None
+             ) -> AsyncScan[T | T2 | T3]: ...
     @overload
     def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]: ...
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> AsyncScan[Any]: ...
     def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> AsyncScan[Any]:
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        found: AsyncScan[Any] = self._scan(AsyncScan, (entity, *more), index, segment, segments)
+        found: AsyncScan[Any] = self._scan(AsyncScan, (entity, *more), index, segment,
+                                                segments, rate)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
@@ -157,7 +167,8 @@ class AsyncSession(BaseSession):
         return found
 
     # -- bulk ----------------------------------------------------------------------
-    async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
+    async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4,
+                        rate: Rate | None = None) -> None:
         """Bulk save, as :meth:`dynaorm.Session.save_many`: new objects in BatchWriteItem
         puts (25 a request, ``concurrency`` in flight), loaded ones as conditioned single
         writes; :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
@@ -166,11 +177,11 @@ class AsyncSession(BaseSession):
         found = list(objs)
         await self._run(save_many_p(self._stage, found, concurrency,
                                     self.client.policy.observed),
-                        "save_many", (type(o) for o in found))
+                        "save_many", (type(o) for o in found), rate)
 
     async def delete_many(self, objs: Iterable[Entity] | type[Entity],
                           keys: Iterable[Mapping[str, Any]] | None = None, *,
-                          concurrency: int = 4) -> None:
+                          concurrency: int = 4, rate: Rate | None = None) -> None:
         """Bulk delete of objects, or of one entity's keys, as
         :meth:`dynaorm.Session.delete_many` (BatchWriteItem; loaded objects as conditioned
         single deletes); :class:`~dynaorm.BulkWriteError` when the call cannot finish."""
@@ -179,4 +190,4 @@ class AsyncSession(BaseSession):
         found: Any = objs if isinstance(objs, type) else list(objs)
         await self._run(delete_many_p(self._stage, found, keys, concurrency,
                                       self.client.policy.observed), "delete_many",
-                        (found,) if isinstance(found, type) else (type(o) for o in found))
+                        (found,) if isinstance(found, type) else (type(o) for o in found), rate)

@@ -45,7 +45,7 @@ from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
-from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy
+from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy, Rate, budget_of
 from dynaorm.protocol.tracing import Tracing
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class Client:
     def __init__(self, endpoint_url: str | None = None, region: str | None = None, *,
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
                  max_wait: float = 10.0, return_consumed_capacity: str | None = None,
-                 keyring: Any = None) -> None:
+                 keyring: Any = None, rate: Rate | None = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
         self.endpoint_url = endpoint_url
@@ -162,6 +162,7 @@ class Client:
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
+        self.rate = rate
         self._traced: dict[tuple[Any, ...], Policy] = {}  # by the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self.driver = SyncDriver(self)
@@ -246,7 +247,8 @@ class Client:
                     hooks = (Listeners(self._listeners, self._table_listeners), *hooks)
                 policy = self._policy = Policy(
                     max_attempts=self.max_attempts, max_wait=self.max_wait,
-                    capacity=self.return_consumed_capacity, hooks=hooks)
+                    capacity=self.return_consumed_capacity, hooks=hooks,
+                    budget=self._budget)
                 self._traced = {}
         for tracer in self._tracers:  # the one check per operation while none is active
             if tracer.active():
@@ -257,6 +259,17 @@ class Client:
                     self._traced[active] = traced
                 return traced
         return policy
+
+    @property
+    def rate(self) -> Rate | None:
+        """The capacity budget of every request (``dynaorm.Rate``; ``None``: none), held
+        from each response's ``ConsumedCapacity`` and adapting down on throttles."""
+        return self._rate
+
+    @rate.setter
+    def rate(self, rate: Rate | None) -> None:
+        with self._lock:
+            self._rate, self._budget, self._policy = rate, budget_of(rate), None
 
     @property
     def tracing(self) -> Tracing:

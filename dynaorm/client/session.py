@@ -14,6 +14,7 @@ from dynaorm.model.entity import Entity
 from dynaorm.model.expressions import Condition
 from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.read.scan import check_segments
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
@@ -129,12 +130,13 @@ class BaseSession:
         return kind(entities, fields, index, _shard=shard, _driver=self._driver)
 
     def _scan(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
-              segment: int | None, segments: int | None) -> Any:
+              segment: int | None, segments: int | None, rate: Rate | None = None) -> Any:
         table = self._stage.same_table(entities, "scan")
         if index is not None:
             table.index(index)
         chosen = check_segments(segment, segments)
-        return kind(entities, index, chosen, segments, _driver=self._driver)
+        return kind(entities, index, chosen, segments, _driver=self._driver,
+                    _budget=budget_of(rate))
 
     def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
                  ) -> Any:

@@ -11,13 +11,17 @@ nothing else, so a sync and an async session on one client follow the same rules
 from __future__ import annotations
 
 import random
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final
 
-from dynaorm.errors import RequestError
+from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import HookLike
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS", "Policy", "retryable"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS", "Budget", "Policy", "Rate",
+           "budget_of", "retryable"]
 
 #: the failures a server answers when it could not finish a request (it may have been
 #: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
@@ -30,6 +34,10 @@ _TRANSIENT = frozenset({
     "TransactionInProgressException", "LimitExceededException",
     "TransactionConflictException", "ConnectionError",
 })
+_THROTTLES = frozenset({"ThrottlingException", "ProvisionedThroughputExceededException",
+                        "RequestLimitExceeded", "ThrottlingError", "ProvisionedThroughputExceeded"})
+_WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem",
+                     "TransactWriteItems"})
 _THROTTLED_REASONS = frozenset({"TransactionConflict", "ThrottlingError",
                                 "ProvisionedThroughputExceeded"})
 
@@ -39,6 +47,66 @@ DEFAULT_MAX_ATTEMPTS: Final = 5
 #: the most requests one operation runs at once (``concurrency=`` of the bulk calls, the
 #: threads of a sync session's scatter-gather reads)
 MAX_CONCURRENCY: Final = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """A capacity budget: at most ``read`` read units and ``write`` write units consumed
+    a second (``None``: no limit of that kind). See :doc:`the jobs guide </guide/jobs>`."""
+
+    read: float | None = None
+    """Read capacity units a second, at most (``None``: no limit)."""
+    write: float | None = None
+    """Write capacity units a second, at most (``None``: no limit)."""
+
+    def __post_init__(self) -> None:
+        units = (self.read, self.write)
+        if not all(u is None or (type(u) in (int, float) and u > 0) for u in units):
+            raise DynaormError(f"Rate: read= and write= take a positive number of capacity "
+                               f"units a second, or None; got {self!r}")
+
+    def share(self, n: int) -> Rate:
+        """This budget split evenly between ``n`` workers running at once."""
+        return Rate(self.read and self.read / n, self.write and self.write / n)
+
+
+class Budget:
+    """A :class:`Rate` held by one client: each kind's next request waits until the units
+    already consumed (``ConsumedCapacity``; 1 when a response says none) are paid for at
+    the rate, scaled down by half on each throttle and back up slowly after successes."""
+
+    def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.clock, self.scale = rate, clock, 1.0
+        self.free = {True: 0.0, False: 0.0}  # (a write?) -> when the next request may go
+        self.lock = threading.Lock()
+
+    def wait(self, operation: str) -> float:
+        """Seconds a request of ``operation`` waits before it is sent."""
+        write = operation in _WRITES
+        limit = self.rate.write if write else self.rate.read
+        return max(0.0, self.free[write] - self.clock()) if limit else 0.0
+
+    def spent(self, operation: str, units: float) -> None:
+        """Record ``units`` consumed by a request of ``operation``."""
+        write = operation in _WRITES
+        if limit := self.rate.write if write else self.rate.read:
+            with self.lock:
+                due = max(self.free[write], self.clock())
+                self.free[write] = due + (units or 1.0) / (limit * self.scale)
+                self.scale = min(1.0, self.scale * 1.02)
+
+    def judge(self, exc: RequestError) -> None:
+        """Adapt down after a throttle (``exc`` or a transaction reason is one)."""
+        if {exc.code, *(r.code for r in exc.reasons if r)} & _THROTTLES:
+            with self.lock:
+                self.scale = max(0.02, self.scale / 2)
+
+
+def budget_of(rate: object) -> Budget | None:
+    """A new budget holding ``rate`` (``None``: none); anything but a Rate is refused."""
+    if rate is not None and not isinstance(rate, Rate):
+        raise DynaormError(f"rate= takes a dynaorm.Rate, got {rate!r}")
+    return None if rate is None else Budget(rate)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +125,8 @@ class Policy:
     """The first retry's backoff ceiling, in seconds (doubled each retry)."""
     max_delay: float = 5.0
     """The largest backoff ceiling of one retry, in seconds."""
+    budget: Budget | None = field(default=None, compare=False)
+    """The client's capacity budget (``Client(rate=)``), or ``None``."""
 
     def backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff before retry ``attempt`` (1-based):

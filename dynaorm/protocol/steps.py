@@ -41,11 +41,11 @@ from dynaorm._types import Item
 from dynaorm.errors import RequestError
 from dynaorm.protocol.events import RECORDER, capacity_of
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
-from dynaorm.protocol.policy import SERVER_ERRORS, Policy, retryable
+from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
 
 __all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
-           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "call", "consume",
-           "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
+           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "budgeted", "call",
+           "consume", "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -75,6 +75,8 @@ class Call:
     #: it read (``unapplied(item)``): proved, it is retried within the attempts left
     probe: Call | None = None
     unapplied: Callable[[dict[str, Any] | None], bool] | None = None
+    #: the capacity budget of the read or bulk call it is part of (``None``: the client's)
+    budget: Budget | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +321,9 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    request = with_capacity(step.operation, step.request, policy.capacity)
+    budget = (step.budget or policy.budget) if step.operation in CAPACITY_OPERATIONS else None
+    request = with_capacity(step.operation, step.request, policy.capacity or (
+        "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
@@ -329,6 +333,8 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     maybe_applied = False
     while True:
         number += 1
+        if budget is not None and (pause := budget.wait(step.operation)) > 0:
+            yield Wait(pause)
         if hooks:
             out, error = yield from _attempt(hooks, step, request, number, within)
         else:
@@ -338,9 +344,13 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
                 out, error = None, exc
         if error is None:
             assert out is not None
+            if budget is not None:
+                budget.spent(step.operation, sum(capacity_of(out).values()))
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
+        if budget is not None:
+            budget.judge(error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):
@@ -353,11 +363,36 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,
          idempotent: bool = True,
-         reader: Callable[[bytes], dict[str, Any] | None] | None = None
-         ) -> Proto[dict[str, Any]]:
+         reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+         budget: Budget | None = None) -> Proto[dict[str, Any]]:
     """The response to one request (``reader``: see :class:`Send`)."""
-    out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader)
+    out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader,
+                                     budget=budget)
     return out
+
+
+def budgeted(proto: Proto[R], budget: Budget | None) -> Proto[R]:
+    """``proto`` with every request it sends (gathered ones too) held to ``budget``."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            try:
+                step = proto.send(value) if error is None else proto.throw(error)
+            except StopIteration as stop:
+                result: R = stop.value
+                return result
+            if isinstance(step, Call | Gather) and budget is not None:
+                step = dataclasses.replace(step, budget=budget) if isinstance(
+                    step, Call) else dataclasses.replace(
+                    step, protos=[budgeted(p, budget) for p in step.protos])
+            value = error = None
+            try:
+                value = yield step
+            except Exception as exc:
+                error = exc
+    finally:
+        proto.close()
 
 
 def gather(protos: Sequence[Proto[R]], concurrency: int) -> Proto[list[R]]:

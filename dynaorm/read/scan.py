@@ -63,6 +63,7 @@ class ScanSpec(ReadSpec[T]):
     _consistent: bool = False
     _filter: Condition | None = None
     _driver: Any = field(default=None, compare=False, repr=False)
+    _budget: Any = field(default=None, compare=False, repr=False)
 
     def _with(self, **changes: Any) -> Self:
         return dataclasses.replace(self, **changes)

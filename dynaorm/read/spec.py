@@ -74,6 +74,7 @@ class ReadSpec(Generic[T]):
     _page_size: int | None
     _consistent: bool
     _filter: Condition | None
+    _budget: Any = None  # a scan's ``rate=`` (a Budget; ``None``: the client's)
 
     # -- what a subclass gives ------------------------------------------------------
     def _streams(self) -> int:
@@ -196,8 +197,9 @@ class ReadSpec(Generic[T]):
                 if max_rounds is not None and rounds >= max_rounds:
                     return
                 rounds += 1
-                outs = yield from gather([call(op, r, origins, reader=pager.reader)
-                                          for _, r in wanted], FAN_OUT)
+                outs = yield from gather([call(op, r, origins, reader=pager.reader,
+                                               budget=self._budget) for _, r in wanted],
+                                         FAN_OUT)
                 for (i, _), out in zip(wanted, outs, strict=True):
                     pager.feed(i, out)
                 continue
@@ -307,7 +309,8 @@ class ReadSpec(Generic[T]):
     def _count_stream(self, request: dict[str, Any]) -> Proto[int]:
         total = 0
         while True:
-            out = yield from call(self._operation, request, tuple(self._entities))
+            out = yield from call(self._operation, request, tuple(self._entities),
+                                 budget=self._budget)
             total += int(out.get("Count", 0))
             last = out.get("LastEvaluatedKey")
             if not last or (self._limit is not None and total >= self._limit):

@@ -14,6 +14,8 @@ from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
+from dynaorm.protocol.policy import Rate, budget_of
+from dynaorm.protocol.steps import budgeted
 from dynaorm.sync.reads import Query, Scan
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
@@ -44,9 +46,11 @@ class Session(BaseSession):
         return found
 
     def _run(self, proto: Generator[Any, Any, R], name: str,
-             entities: Iterable[type[Any]]) -> R:
-        """``proto`` run as the session operation ``name`` on ``entities``."""
-        return self.client.driver.run(proto, self._operation(name, entities))
+             entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
+        """``proto`` run as the session operation ``name`` on ``entities``, held to
+        ``rate``."""
+        run = budgeted(proto, budget_of(rate)) if rate else proto
+        return self.client.driver.run(run, self._operation(name, entities))
 
     def __enter__(self) -> Session:
         return self
@@ -84,12 +88,12 @@ class Session(BaseSession):
 
     def get_many(self, entity: type[T], keys: Sequence[Mapping[str, Any]], *,
                  consistent: bool = False, snapshot: bool = False,
-                 concurrency: int = 4) -> list[T | None]:
+                 concurrency: int = 4, rate: Rate | None = None) -> list[T | None]:
         """Read many entities; results in input order. BatchGetItem, 100 keys a request,
         ``concurrency`` requests in flight; ``snapshot=True``: one TransactGetItems (a
         consistent snapshot of at most 100 distinct items; repeated keys read once)."""
         return self._run(get_many_p(self._stage, entity, keys, consistent, snapshot,
-                                    concurrency), "get_many", (entity,))
+                                    concurrency), "get_many", (entity,), rate)
 
     def find(self, entity: type[T], *, consistent: bool = False, **fields: Any) -> T | None:
         """Read an entity through one of its unique attributes (the guard item); ``None``
@@ -120,22 +124,27 @@ class Session(BaseSession):
 
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> Scan[T]: ...
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> Scan[T]: ...
     @overload
     def scan(self, entity: type[T], other: type[T2], /, *, index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> Scan[T | T2]: ...
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> Scan[T | T2]: ...
     @overload
     def scan(self, entity: type[T], other: type[T2], third: type[T3], /, *,
              index: str | None = None, segment: int | None = None,
-             segments: int | None = None) -> Scan[T | T2 | T3]: ...
+             segments: int | None = None, rate: Rate | None = None) -> Scan[T | T2 | T3]: ...
     @overload
     def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> Scan[Any]: ...
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> Scan[Any]: ...
     def scan(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
-             segment: int | None = None, segments: int | None = None) -> Scan[Any]:
+             segment: int | None = None, segments: int | None = None,
+             rate: Rate | None = None) -> Scan[Any]:
         """Every item of the given entity types in the table or ``index`` (section 13 of
-        the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one."""
-        found: Scan[Any] = self._scan(Scan, (entity, *more), index, segment, segments)
+        the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one; ``rate=``
+        holds it to a capacity budget (a :class:`~dynaorm.Rate`)."""
+        found: Scan[Any] = self._scan(Scan, (entity, *more), index, segment, segments, rate)
         return found
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
@@ -144,7 +153,8 @@ class Session(BaseSession):
         return found
 
     # -- bulk ----------------------------------------------------------------------
-    def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4) -> None:
+    def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4,
+                  rate: Rate | None = None) -> None:
         """Bulk save: fast, not atomic, no rules. New objects go in BatchWriteItem puts
         (25 a request, ``concurrency`` requests in flight); loaded (persisted) objects go
         one request each, as ``save`` + ``commit`` sends them (only changed attributes,
@@ -155,11 +165,11 @@ class Session(BaseSession):
 
         found = list(objs)
         self._run(save_many_p(self._stage, found, concurrency, self.client.policy.observed),
-                  "save_many", (type(o) for o in found))
+                  "save_many", (type(o) for o in found), rate)
 
     def delete_many(self, objs: Iterable[Entity] | type[Entity],
                     keys: Iterable[Mapping[str, Any]] | None = None, *,
-                    concurrency: int = 4) -> None:
+                    concurrency: int = 4, rate: Rate | None = None) -> None:
         """Bulk delete (BatchWriteItem, 25 a request, ``concurrency`` requests in flight)
         of objects, or of one entity's keys: ``s.delete_many(User, [{"user_id": "u1"}])``.
         Not atomic, no rules (entities with unique or versioned rules are refused, as by
@@ -171,4 +181,4 @@ class Session(BaseSession):
         found: Any = objs if isinstance(objs, type) else list(objs)
         self._run(delete_many_p(self._stage, found, keys, concurrency,
                                 self.client.policy.observed), "delete_many",
-                  (found,) if isinstance(found, type) else (type(o) for o in found))
+                  (found,) if isinstance(found, type) else (type(o) for o in found), rate)

@@ -40,7 +40,7 @@ applies to the items as they were scanned. :func:`repair` sends them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -70,7 +70,7 @@ from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.write.records import guard_item, version_row
 
-__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair", "scan_items",
+__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair",
            "scan_pages"]
 
 Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
@@ -130,13 +130,17 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
 
 
 def scan_pages(table: Table, start: Item | None = None, page_size: int | None = None,
-               operation: str = "check") -> Iterator[tuple[list[Item], Item | None]]:
+               operation: str = "check", segment: tuple[int, int] | None = None
+               ) -> Iterator[tuple[list[Item], Item | None]]:
     """The pages of a consistent scan of every item of ``table``, from ``start`` (a
     ``LastEvaluatedKey``; ``None``: the beginning), fetched lazily: ``(items, position)``
     where ``position`` resumes the scan after the page (``None`` after the last page).
-    Each page is one ``operation`` (``"check"``, ``"migrate"``) for the hooks."""
+    Each page is one ``operation`` (``"check"``, ``"migrate"``) for the hooks.
+    ``segment``: ``(i, n)``, only segment ``i`` of ``n`` (one task of a job)."""
     attrs = [a for a in (table.pk, table.sk) if a]
-    pager = Pager([{"TableName": table.name, "ConsistentRead": True}], [start], keep=list,
+    where = {} if segment is None else {"Segment": segment[0], "TotalSegments": segment[1]}
+    pager = Pager([{"TableName": table.name, "ConsistentRead": True, **where}], [start],
+                  keep=list,
                   position_of=lambda item: {a: item[a] for a in attrs}, ordered=False)
     for page in table.db.driver.iterate(_scan_p(table, pager, page_size),
                                         Operation(operation, (table.name,))):
@@ -144,21 +148,9 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
         yield list(page), None if position is DONE else position
 
 
-def scan_items(table: Table, on_page: Callable[[int], None] | None = None,
-               page_size: int | None = None) -> Iterator[Item]:
-    """Every item of ``table`` (consistent, paged scan). ``on_page`` gets the running count."""
-    seen = 0
-    for page, _ in scan_pages(table, page_size=page_size):
-        seen += len(page)
-        yield from page
-        if on_page is not None:
-            on_page(seen)
-
-
-def audit_table(table: Table, on_page: Callable[[int], None] | None = None
-                ) -> tuple[int, list[Problem]]:
+def audit_table(table: Table) -> tuple[int, list[Problem]]:
     """Scan ``table`` and audit it: ``(items scanned, problems)``."""
-    items = list(scan_items(table, on_page))
+    items = [item for page, _ in scan_pages(table) for item in page]
     return len(items), audit_items(table, items)
 
 

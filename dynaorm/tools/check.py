@@ -345,12 +345,14 @@ def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
 
 
 def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | None = None,
-                page_size: int | None = None,
-                progress: Callable[[int], None] | None = None) -> CheckResult:
+                page_size: int | None = None, progress: Callable[[int], None] | None = None,
+                segment: tuple[int, int] | None = None) -> CheckResult:
     """Audit ``table`` page by page (and repair each page when ``fix``).
 
     With ``checkpoint``, progress is recorded after every page and an unfinished run
     recorded there is continued; ``progress`` gets the running count of scanned items.
+    ``segment``: ``(i, n)``, only scan segment ``i`` of ``n`` (a task of
+    :func:`dynaorm.jobs.check`).
     """
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, fix)
@@ -358,7 +360,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
     repairs: list[Repair] = []
     if progress is not None:
         progress(state.scanned)
-    for page, last in scan_pages(table, state.last_key, page_size):
+    for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         problems = []
         judged = audit_page(table, page, _context(table, page) if page else [])
         for problem in _confirm(table, judged) if judged else []:

@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, cast
 from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
@@ -28,9 +28,12 @@ from botocore.exceptions import BotoCoreError
 from dynaorm import __version__
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
+from dynaorm.model.entity import spec_of
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.model.unclaimed import fix_hint
+from dynaorm.protocol.policy import Rate
+from dynaorm.tools import jobs
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 
@@ -248,17 +251,17 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
-    if args.page_size is not None and args.page_size < 1:
-        print("dynaorm check: error: --page-size must be at least 1", file=sys.stderr)
+    if (args.page_size is not None and args.page_size < 1) or (args.engine and args.checkpoint):
+        print("dynaorm check: error: --page-size must be at least 1, and --checkpoint goes "
+              "without --engine", file=sys.stderr)
         return EXIT_USAGE
     bar = (ProgressBar(sys.stderr, item_count(table))
-           if args.progress or sys.stderr.isatty() else None)
+           if (args.progress or sys.stderr.isatty()) and not args.engine else None)
     try:
-        result = check_table(table, fix=args.repair, checkpoint=args.checkpoint,
-                             page_size=args.page_size, progress=bar)
-    except CheckpointError as exc:
-        print(f"dynaorm check: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        result = _job(jobs.check(table, segments=args.segments, rate=_rate(args),
+                                 fix=args.repair, page_size=args.page_size), args) if (
+            args.engine) else check_table(table, fix=args.repair, checkpoint=args.checkpoint,
+                                          page_size=args.page_size, progress=bar)
     finally:
         if bar is not None:
             bar.close()
@@ -301,15 +304,14 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
         print(f"dynaorm migrate: error: {usage_error}", file=sys.stderr)
         return EXIT_USAGE
     bar = (ProgressBar(sys.stderr, item_count(table))
-           if args.progress or sys.stderr.isatty() else None)
+           if (args.progress or sys.stderr.isatty()) and not args.engine else None)
     try:
-        report = migrate(table, dry_run=args.dry_run, checkpoint=args.checkpoint,
+        report = _job(jobs.migrate(table, segments=args.segments, rate=_rate(args),
+                                   dry_run=args.dry_run, page_size=args.page_size), args) if (
+            args.engine) else migrate(table, dry_run=args.dry_run, checkpoint=args.checkpoint,
                          resume=args.resume, rate=args.rate, page_size=args.page_size,
                          max_pages=args.max_pages, concurrency=args.concurrency,
                          progress=bar)
-    except CheckpointError as exc:
-        print(f"dynaorm migrate: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     finally:
         if bar is not None:
             bar.close()
@@ -339,6 +341,53 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK if report.ok else EXIT_PROBLEMS
 
 
+def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:
+    entity, fn = _attr(args.entity), _attr(args.fn)
+    if not isinstance(entity, type) or not callable(fn):
+        raise BadReference(f"{args.entity} is no entity class or {args.fn} no function")
+    _connect(cast(Table, spec_of(entity).table), args)
+    report = _job(jobs.backfill(entity, fn, segments=args.segments, rate=_rate(args),
+                                name=args.name, export=args.export), args)
+    print(f"backfill {entity.__name__}: scanned {report.scanned} items, changed "
+          f"{report.changed}, {report.conflicts} conflict(s) retried", file=out)
+    for line in report.failed:
+        print(f"  failed: {line}", file=out)
+    return EXIT_PROBLEMS if report.failed else EXIT_OK
+
+
+def _attr(reference: str) -> object:
+    module, _, attr = reference.partition(":")
+    if not hasattr(found := _import(module), attr):
+        raise BadReference(f"module {module!r} has no attribute {attr!r}")
+    return getattr(found, attr)
+
+
+def _rate(args: argparse.Namespace) -> Rate | None:
+    units = (args.read_units, args.write_units)
+    return None if units == (None, None) else Rate(*units)
+
+
+def _job(job: jobs.Job, args: argparse.Namespace) -> Any:
+    """Run ``job`` on ``--engine``: local processes, or Spark (the session the
+    environment gives: a Glue or EMR job's, else a local one)."""
+    if args.engine == "local":
+        return jobs.run_local(job, workers=args.workers)
+    from pyspark.sql import SparkSession
+
+    return jobs.run_spark(job, SparkSession.builder.getOrCreate())
+
+
+def _engine(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--engine", choices=("local", "spark"), default=None,
+                   help="run as a job of --segments tasks: in --workers local processes, "
+                        "or on Apache Spark (check, migrate without it: one sequential scan)")
+    p.add_argument("--segments", metavar="N", type=int, default=1)
+    p.add_argument("--workers", metavar="N", type=int, default=1)
+    p.add_argument("--read-units", metavar="R", type=float, default=None,
+                   help="the job's read capacity units a second, all workers together")
+    p.add_argument("--write-units", metavar="W", type=float, default=None)
+
+
 def _migrate_usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with ``migrate``'s numeric options, if anything (``None``: nothing)."""
     for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages),
@@ -347,6 +396,8 @@ def _migrate_usage_error(args: argparse.Namespace) -> str | None:
             return f"{name} must be at least 1"
     if args.rate is not None and args.rate <= 0:
         return "--rate must be positive"
+    if args.engine and (args.checkpoint or args.resume or args.max_pages or args.rate):
+        return "--checkpoint, --resume, --max-pages and --rate are the sequential run's"
     return None
 
 
@@ -442,6 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show a progress bar (total, rate, ETA) on stderr even when it is "
                         "not a terminal (default: only on a terminal)")
     _common(p)
+    _engine(p)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("migrate", help="move items from previous layouts (Meta.previous)",
                        description="Scan the table page by page and move every item stored "
@@ -471,7 +523,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show a progress bar (total, rate, ETA) on stderr even when it is "
                         "not a terminal (default: only on a terminal)")
     _common(p)
+    _engine(p)
     p.set_defaults(run=cmd_migrate)
+    p = sub.add_parser("backfill", help="save FUNCTION(obj) for every item of ENTITY",
+                       description="Pass every item of ENTITY to FUNCTION(obj) -> obj | None "
+                                   "and save what it returns, never over a newer state, as "
+                                   "a job (dynaorm.jobs.backfill). Exit 1 when an item "
+                                   "failed.")
+    p.add_argument("entity", metavar="MODULE:ENTITY", help="e.g. myapp.models:User")
+    p.add_argument("fn", metavar="MODULE:FUNCTION", help="e.g. myapp.fixes:add_plan")
+    p.add_argument("--name", default=None,
+                   help="the job's marker (run again with the same name to resume)")
+    p.add_argument("--export", metavar="S3URI", help="a DynamoDB export: a task per file")
+    _common(p)
+    _engine(p)
+    p.set_defaults(run=cmd_backfill, engine="local")
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
                        description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "
@@ -488,7 +554,7 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     try:
         code: int = args.run(args, out)
-    except BadReference as exc:
+    except (BadReference, CheckpointError) as exc:
         print(f"dynaorm {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (DynaormError, RequestError, BotoCoreError, OSError) as exc:

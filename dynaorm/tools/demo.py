@@ -15,7 +15,7 @@ from pydantic import Field
 
 from dynaorm import GSI, Entity, Session, Table, Unique, UniqueConstraintError, ksuid
 from dynaorm.testing import TestBackend, moto_backend, use_tables
-from dynaorm.tools.audit import audit_table
+from dynaorm.tools.check import check_table
 
 __all__ = ["Document", "User", "demo_table", "run_demo"]
 
@@ -103,9 +103,9 @@ def run_demo(endpoint_url: str | None = None, *, region: str | None = None,
         _users(n)
         _versions(n)
         n.heading("Audit (what `dynaorm check` does)")
-        count, problems = audit_table(demo_table)
-        n.say(f"   scanned {count} items: {len(problems)} problem(s)")
-        for problem in problems:
+        checked = check_table(demo_table)
+        n.say(f"   scanned {checked.scanned} items: {len(checked.problems)} problem(s)")
+        for problem in checked.problems:
             n.say(f"   {problem}")
         n.say("\nDone: the table is deleted again.")
 

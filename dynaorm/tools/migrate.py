@@ -45,6 +45,7 @@ from dynaorm.model.rows import (
 from dynaorm.model.spec import EntitySpec, load_old
 from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
@@ -171,12 +172,13 @@ def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
         old_layout_entity(specs, owner) is not None)
 
 
-def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None) -> list[str]:
+def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
+               segment: tuple[int, int] | None) -> list[str]:
     """Everything still in a previous layout, found by one more scan: old rows (not
     expired), old version rows, guards naming an old type or owner."""
     left: list[str] = []
     ttl = table.ttl
-    for page, _ in scan_pages(table, None, page_size, "migrate"):
+    for page, _ in scan_pages(table, None, page_size, "migrate", segment):
         for item in page:
             if ttl is not None and expired(item, ttl):
                 continue
@@ -186,35 +188,14 @@ def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None) -> 
                 left.append(f"{spec.name} {key}: its row is in the previous layout")
             elif (spec := old_version_row(specs, item)) is not None:
                 left.append(f"{spec.name} {key}: a version row in the previous layout")
-            elif _old_guard(specs, item):
+            elif segment is None and _old_guard(specs, item):  # (a segment's moves may
+                # re-point guards of any segment: the check job covers them)
                 left.append(f"guard {key}: names an owner in a previous layout")
     return left
 
 
 def _key_text(key: PlainKey) -> str:
     return "/".join(str(v) for v in key.values())
-
-
-class _Pacer:
-    """At most ``rate`` moves a second (``None``: unlimited)."""
-
-    def __init__(self, rate: float | None, clock: Callable[[], float],
-                 sleep: Callable[[float], None]) -> None:
-        self.rate, self.clock, self.sleep = rate, clock, sleep
-        self.start = clock()
-        self.count = 0
-
-        self.lock = threading.Lock()
-
-    def __call__(self) -> None:
-        if not self.rate:
-            return
-        with self.lock:  # (moves in flight at once share the budget)
-            due = self.start + self.count / self.rate
-            self.count += 1
-        now = self.clock()
-        if due > now:
-            self.sleep(due - now)
 
 
 def _move(session: Session, spec: EntitySpec, obj: Entity) -> str:
@@ -300,7 +281,8 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
             max_pages: int | None = None, check: bool = True, concurrency: int = 1,
             progress: Callable[[int], None] | None = None,
             clock: Callable[[], float] = time.monotonic,
-            sleep: Callable[[float], None] = time.sleep) -> MigrationReport:
+            sleep: Callable[[float], None] = time.sleep,
+            segment: tuple[int, int] | None = None) -> MigrationReport:
     """Move every item of ``table`` stored in a previous layout to its current one.
 
     ``dry_run``: count and sample only, write nothing. ``checkpoint``: record the scan
@@ -309,13 +291,14 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     many pages of this run (resume later). ``concurrency``: moves of one page in flight
     at once (each its own transaction). ``check``: audit the table once the run is
     finished (``dynaorm check``, no repairs). ``progress`` gets the running count of
-    scanned items.
+    scanned items. ``segment``: ``(i, n)``, only scan segment ``i`` of ``n`` (a task of
+    :func:`dynaorm.jobs.migrate`).
     """
     _check_options(concurrency, rate)
     specs = _migrating(table)
     path = None if checkpoint is None else Path(checkpoint)
     state, resumed = _load(path, table, dry_run, resume)
-    pace = _Pacer(rate, clock, sleep)
+    pace = Budget(Rate(write=rate), clock) if rate else None  # (a move: one unit)
     if progress is not None:
         progress(state.scanned)
     pages = 0
@@ -334,12 +317,14 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
             obj = from_previous(spec, item, history)
         except DynaormError as exc:
             return str(exc)
-        pace()
+        if pace is not None:
+            sleep(pace.wait("PutItem"))
+            pace.spent("PutItem", 1.0)
         return _move(session, spec, obj)
 
     pool = ThreadPoolExecutor(concurrency) if concurrency > 1 and not dry_run else None
     try:
-        for page, last in scan_pages(table, state.last_key, page_size, "migrate"):
+        for page, last in scan_pages(table, state.last_key, page_size, "migrate", segment):
             found = _found_on_page(specs, page, state)
             todo = [] if dry_run else found
             outcomes = list(pool.map(move_one, todo)) if pool else [move_one(f) for f in todo]
@@ -360,7 +345,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
     problems = None
     left: list[str] = []
     if state.done and not dry_run:
-        left = _leftovers(table, specs, page_size)
+        left = _leftovers(table, specs, page_size, segment)
         if check:
             problems = check_table(table).problems
     return MigrationReport(state.scanned, dict(state.found), dict(state.moved),

@@ -81,6 +81,8 @@ class SaveEntry(ObjectWrite):
     #: a new versioned entity continues the kept history that ends at this version
     #: (``None``: not read, planned as version 1 until its version row is refused)
     after_version: int | None = None
+    #: attributes written with the row (or latest copy) when it changes: a job's marker
+    mark: Item | None = None
 
     def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
         """The stored state: the object's own, or, for an overwrite of an entity with
@@ -156,9 +158,20 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     if isinstance(state, MovedState):  # read from Meta.previous's layout: move it (the
         return plan_move_save(entry, state, index)  # caller's condition in its old names)
     ops, outcome = _plan_save(entry, state, index)
+    if entry.mark:
+        ops = [_marked(op, entry.mark) for op in ops]
     if entry.condition is None or (ops and ops[0].origin.caller is not None):
         return ops, outcome  # (an update of the row itself carries it already)
     return with_condition(ops, entry, spec_of(type(entry.obj)), index), outcome
+
+
+def _marked(op: Op, mark: Item) -> Op:
+    """``op`` writing ``mark`` too, if it writes the entity's row or latest copy."""
+    if op.origin.role not in (Role.ROW, Role.LATEST):
+        return op
+    if isinstance(op, Put):
+        return dataclasses.replace(op, item={**op.item, **mark})
+    return dataclasses.replace(op, set={**op.set, **mark}) if isinstance(op, Update) else op
 
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int

@@ -286,6 +286,11 @@ def check_outcome_proofs(run: Run) -> None:
     assert run.block("delete_many: written") == ["(['m0', 'm2'], ['m1'])"]
     assert run.block("overwrite expecting version 1") == ["'ConcurrentModificationError'"]
     assert run.block("stored ledger") == ["(2, 5)"]
+def check_backfill_job(run: Run) -> None:
+    assert "tasks: 4 (picklable: one per scan segment)" in run.out
+    assert "changed 20 of 30, failed 0" in run.out
+    assert "run again: changed 20" in run.out
+    assert "credits now held: [0, 100]" in run.out
 
 
 def check_counter(run: Run) -> None:
@@ -457,6 +462,7 @@ CHECKS = {
     "async_quickstart": check_async_quickstart,
     "existing_table": check_existing_table,
     "key_layouts": check_key_layouts,
+    "backfill_job": check_backfill_job,
     "counter": check_counter,
     "nested_profile": check_nested_profile,
     "migration": check_migration,

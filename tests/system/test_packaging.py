@@ -37,7 +37,7 @@ NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cry
 #: The runtime dependencies: exactly what dynaorm/ imports.
 RUNTIME = {"botocore", "pydantic", "svix-ksuid", "httptools"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
-EXTRAS = {"testing", "async", "pynamodb", "otel", "encryption"}
+EXTRAS = {"testing", "async", "pynamodb", "otel", "encryption", "spark"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
              "radon", "import-linter",
              "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel",

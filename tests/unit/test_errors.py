@@ -42,6 +42,7 @@ DOCUMENTED |= {"Grouped"}  # (0.4: reads of several types, grouped by class)
 DOCUMENTED |= {"Tracing"}  # (0.4: OpenTelemetry tracing)
 DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0.4: the wire)
 DOCUMENTED |= {"Encrypted", "StaticKeyring", "KmsKeyring", "DecryptionError"}  # (0.5: encryption)
+DOCUMENTED |= {"Rate"}  # (0.5: capacity budgets)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

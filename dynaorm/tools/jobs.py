@@ -1,0 +1,286 @@
+"""Whole-table work as jobs an engine runs (:mod:`dynaorm.jobs`, :mod:`dynaorm.spark`).
+
+A :class:`Job` is split into picklable :class:`Task` objects, one per scan segment. A
+task carries no client and no credentials: the entity class (by reference), the table's
+name, endpoint and region, and its share of the job's :class:`~dynaorm.Rate`; a worker
+(a process, a Spark executor) points the table there and signs with its own credentials
+(an instance or Glue role). ``job.run(task)`` is the segment's result; running a task
+again (after a kill, or twice at once) loses and duplicates nothing:
+
+- a backfill writes a marker attribute (:data:`MARK`, the job's name) with each change,
+  conditioned on its absence and on ``save``'s conditions: an item already marked is
+  counted, never changed again, and a change another writer got to first is made again
+  from the fresh state;
+- a migration moves only what is still in the previous layout, each move conditioned on
+  the item as read; a check only reads (its repairs are conditioned on what they read).
+
+Every run of a task scans its whole segment, so its result is whole: ``job.merge`` keeps
+one result per segment and adds them up.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gzip
+import json
+import multiprocessing
+import uuid
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+from dynaorm.client.table import Table
+from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
+from dynaorm.model.entity import Entity, spec_of
+from dynaorm.model.expressions import raw_eq
+from dynaorm.model.keys import key_value
+from dynaorm.model.rows import parse_version_sk
+from dynaorm.model.streams import normalize_item
+from dynaorm.protocol.policy import Rate, budget_of
+from dynaorm.read.scan import check_segments
+from dynaorm.sync.session import Session
+from dynaorm.tools.check import check_table
+from dynaorm.tools.migrate import migrate as migrate_table
+from dynaorm.write.save import SaveEntry
+
+__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "migrate",
+           "run_local", "run_spark"]
+
+#: the attribute a backfill marks each item it changed with (the job's name)
+MARK = "_dynaorm_job"
+#: how many times one item's change is made again after another writer changed it first
+ROUNDS = 5
+
+
+@dataclass(frozen=True)
+class Task:
+    """One scan segment of a job: all a worker needs, picklable."""
+
+    job: str  # "backfill", "migrate" or "check"
+    entity: type[Entity]
+    segment: int
+    segments: int
+    where: tuple[str, str | None, str | None]  # the table's name, endpoint and region
+    rate: Rate | None = None  # this task's share of the job's budget
+    fn: Callable[[Any], Any] | None = None
+    name: str = ""
+    options: tuple[tuple[str, Any], ...] = ()
+    files: tuple[str, ...] = ()  # a backfill's export data files (its segment's: one)
+
+
+@dataclass(frozen=True)
+class BackfillReport:
+    """What a backfill did (merged: over all segments)."""
+
+    #: items the job changed (by this run of a task or an earlier one)
+    changed: int = 0
+    #: changes another writer got to first, made again from its new state
+    conflicts: int = 0
+    #: items not changed: their keys and why
+    failed: list[str] = field(default_factory=list)
+    scanned: int = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """Whole-table work split into tasks: :meth:`tasks`, :meth:`run`, :meth:`merge`."""
+
+    template: Task
+    rate: Rate | None = None
+
+    def tasks(self, parallel: int | None = None) -> list[Task]:
+        """One task per segment, each with its share of the budget when ``parallel``
+        tasks run at once (``None``: all of them)."""
+        n = self.template.segments
+        share = self.rate and self.rate.share(min(parallel or n, n))
+        return [replace(self.template, segment=i, rate=share,
+                        files=self.template.files[i:i + 1]) for i in range(n)]
+
+    def run(self, task: Task) -> tuple[int, Any]:
+        """Run one task here: ``(segment, its result)``."""
+        table = cast(Table, spec_of(task.entity).table)
+        if (table.name, table.endpoint_url, table.region) != task.where:
+            table.name = task.where[0]
+            table.connect(*task.where[1:])
+        saved = table.db.rate
+        if task.rate is not None:
+            table.db.rate = task.rate
+        try:
+            return task.segment, _run(task, table)
+        finally:
+            table.db.rate = saved
+
+    def merge(self, results: Iterable[tuple[int, Any]]) -> Any:
+        """One report from the tasks' results (one per segment: a task run twice gives
+        a whole result each time, the last is kept)."""
+        found = dict(results)
+        missing = sorted(set(range(self.template.segments)) - found.keys())
+        if missing:
+            raise DynaormError(f"{self.template.job} job: no result for segments {missing}; "
+                               "run their tasks (again)")
+        return _merged(list(found.values()))
+
+
+def _job(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
+         **more: Any) -> Job:
+    """A job of ``kind`` on an entity, or on a table (named in a task by one of its
+    entity classes)."""
+    check_segments(0, segments)
+    budget_of(rate)  # (refuses anything but a Rate)
+    entity = target if isinstance(target, type) else next(iter(target.entities.values()),
+                                                          None)
+    if entity is None:
+        raise DynaormError(f"{kind} job: table {cast(Table, target).name!r} has no entity "
+                           "classes")
+    table = cast(Table, spec_of(entity).table)
+    where = (table.name, table.endpoint_url, table.region)
+    return Job(Task(kind, entity, 0, segments, where, **more), rate)
+
+
+def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 1,
+             rate: Rate | None = None, name: str | None = None,
+             export: str | None = None) -> Job:
+    """Every item of ``entity`` passed to ``fn(obj) -> obj | None`` and the object it
+    returns saved with ``save``'s conditions (``None``: left alone). ``name``: the
+    marker the job writes (a fresh one by default; the same name resumes the job).
+    ``export``: a DynamoDB export to S3 (``s3://bucket/prefix/AWSDynamoDB/ID/``, DynamoDB
+    JSON): one task per data file instead of per segment, each item read again live."""
+    files = () if export is None else _export_files(export)
+    return _job("backfill", entity, len(files) or segments, rate, fn=fn, files=files,
+                name=name or uuid.uuid4().hex)
+
+
+def _s3(region: str | None) -> Any:
+    import botocore.session
+
+    return botocore.session.get_session().create_client("s3", region_name=region)
+
+
+def _export_files(export: str) -> tuple[str, ...]:
+    """The data files of a DynamoDB export to S3 (``.../data/*.gz``)."""
+    bucket, _, prefix = export.removeprefix("s3://").partition("/")
+    pages = _s3(None).get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=f"{prefix.rstrip('/')}/data/")
+    files = tuple(f"s3://{bucket}/{o['Key']}" for page in pages
+                  for o in page.get("Contents", ()) if o["Key"].endswith(".gz"))
+    if not files:
+        raise DynaormError(f"backfill job: no data files under {export}")
+    return files
+
+
+def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
+    """The live state of each item of the task's entity in its export data file, read
+    again consistently (the export is older than the table)."""
+    spec = spec_of(task.entity)
+    bucket, _, key = task.files[0].removeprefix("s3://").partition("/")
+    body = _s3(task.where[2]).get_object(Bucket=bucket, Key=key)["Body"].read()
+    for line in gzip.decompress(body).splitlines():
+        item = normalize_item(json.loads(line)["Item"]) or {}
+        row = parse_version_sk(key_value(item.get(spec.table.sk or "", {"S": ""})))
+        if spec.owns(item) and not (spec.versioned and row is not None and row[0]):
+            obj = task.entity._from_item(item)
+            yield session.get(task.entity, consistent=True,
+                              **{f: obj.__dict__[f] for f in spec.lookup_fields})
+
+
+def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
+            dry_run: bool = False, page_size: int | None = None) -> Job:
+    """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
+    return _job("migrate", table, segments, rate,
+                options=(("dry_run", dry_run), ("page_size", page_size)))
+
+
+def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: bool = False,
+          page_size: int | None = None) -> Job:
+    """``dynaorm check`` as a job: a :class:`~dynaorm.tools.check.CheckResult`."""
+    return _job("check", table, segments, rate,
+                options=(("fix", fix), ("page_size", page_size)))
+
+
+def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]:
+    """Change one item: ``("changed" | "unchanged" | "gone" | why not, conflicts)``."""
+    spec, mark = spec_of(task.entity), {MARK: {"S": task.name}}
+    assert task.fn is not None
+    for conflicts in range(ROUNDS):
+        if obj is None:
+            return "gone", conflicts
+        if getattr(obj._dynaorm_state, "item", {}).get(MARK) == mark[MARK]:
+            return "changed", conflicts  # (by an earlier or a concurrent run)
+        key = {f: obj.__dict__[f] for f in spec.lookup_fields}
+        try:
+            new = task.fn(obj)
+        except Exception as exc:  # (one item's bad data does not stop its segment)
+            return f"{task.fn.__name__} raised {exc!r}", conflicts
+        if new is None:
+            return "unchanged", conflicts
+        session._stage.add(SaveEntry(new, condition=~raw_eq(MARK, mark[MARK]), mark=mark))
+        try:
+            session.commit()
+            return "changed", conflicts
+        except (ConflictError, ConditionFailedError, ItemNotFoundError):
+            session.rollback()
+        except DynaormError as exc:
+            session.rollback()
+            return str(exc), conflicts
+        obj = session.get(task.entity, consistent=True, **key)
+    return f"still changing after {ROUNDS} attempts", ROUNDS
+
+
+def _backfill(task: Task, table: Table) -> BackfillReport:
+    session = Session(table)
+    changed = conflicts = scanned = 0
+    failed: list[str] = []
+    scan = session.scan(task.entity, segment=task.segment, segments=task.segments)
+    for obj in _exported(task, session) if task.files else scan.consistent():
+        scanned += 1
+        outcome, lost = _change(session, obj, task)
+        conflicts += lost
+        changed += outcome == "changed"
+        if obj is not None and outcome not in ("changed", "unchanged", "gone"):
+            key = spec_of(task.entity).primary_key(obj.__dict__)
+            failed.append(f"{task.entity.__name__} {key}: {outcome}")
+    return BackfillReport(changed, conflicts, failed, scanned)
+
+
+def _merged(parts: list[Any]) -> Any:
+    """One report of the parts' class: numbers added, lists joined, counts (or lists) by
+    name added up, flags true when true in every part, anything else the first part's."""
+    def join(values: list[Any]) -> Any:
+        if isinstance(values[0], bool):
+            return all(values)
+        if isinstance(values[0], int | list):
+            return sum(values[1:], values[0])
+        if isinstance(values[0], dict):
+            out: dict[str, Any] = {}
+            for d in values:
+                out.update({k: out[k] + v if k in out else v for k, v in d.items()})
+            return out
+        return values[0]
+    return type(parts[0])(**{f.name: join([getattr(p, f.name) for p in parts])
+                             for f in dataclasses.fields(parts[0])})
+
+
+def _run(task: Task, table: Table) -> Any:
+    where = {"segment": (task.segment, task.segments), **dict(task.options)}
+    if task.job == "migrate":
+        return migrate_table(table, check=False, **where)
+    return check_table(table, **where) if task.job == "check" else _backfill(task, table)
+
+
+def run_local(job: Job, workers: int = 1) -> Any:
+    """Run every task of ``job`` in ``workers`` processes (started afresh, as an engine's
+    workers are: each task carries what it needs) and merge their results."""
+    if workers == 1:
+        return job.merge(job.run(task) for task in job.tasks(1))
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+        return job.merge(pool.map(job.run, job.tasks(workers)))
+
+
+def run_spark(job: Job, spark: Any) -> Any:
+    """Run every task of ``job`` on Apache Spark (a ``SparkSession``: AWS Glue, EMR, or
+    local mode), one Spark task per segment, and merge their results."""
+    context = spark.sparkContext
+    tasks = job.tasks(context.defaultParallelism)
+    return job.merge(context.parallelize(tasks, len(tasks)).map(job.run).collect())
