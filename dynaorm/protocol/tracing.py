@@ -96,14 +96,6 @@ class _Sent:
     started: int = 0
 
 
-def _enabled(module: Any, session: str) -> bool:
-    """Whether OpenTelemetry's botocore (sync) or aiobotocore (async) instrumentation is
-    active (its instrumentor is a singleton; nothing is imported)."""
-    name = "AiobotocoreInstrumentor" if session == "async" else "BotocoreInstrumentor"
-    instance = getattr(getattr(module, name, None), "_instance", None)
-    return bool(instance is not None and instance.is_instrumented_by_opentelemetry)
-
-
 def _names(classes: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c.__name__ for c in classes if isinstance(c, type)))
 
@@ -290,13 +282,15 @@ class Tracing(Hook):
     # -- attempts ----------------------------------------------------------------------
     def _delegated(self, attempt: Attempt) -> tuple[bool, bool]:
         """Whether the attempt goes through botocore's client, and whether OpenTelemetry's
-        instrumentation of that client makes its span."""
+        botocore (sync) or aiobotocore (async) instrumentation of that client makes its
+        span (the instrumentor is a singleton, looked up, never imported)."""
         session = attempt.within.session if attempt.within is not None else "sync"
-        via = self._routes is not None and self._routes(session)
-        if not via:
+        if self._routes is None or not self._routes(session):
             return False, False
-        module = sys.modules.get(_INSTRUMENTATION)
-        return True, module is not None and _enabled(module, session)
+        name = "AiobotocoreInstrumentor" if session == "async" else "BotocoreInstrumentor"
+        instrumentor = getattr(sys.modules.get(_INSTRUMENTATION), name, None)
+        instance = getattr(instrumentor, "_instance", None)
+        return True, bool(instance is not None and instance.is_instrumented_by_opentelemetry)
 
     def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
         from opentelemetry import context, trace
