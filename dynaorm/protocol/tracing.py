@@ -178,19 +178,17 @@ class Tracing(Hook):
     def _server(self) -> dict[str, Any]:
         """``server.address``, ``server.port`` and ``cloud.region`` of the endpoint, as
         the botocore instrumentation sets them (read once the client knows them)."""
-        found = self._destination
-        if found is None and self._where is not None:
+        if self._destination is None and self._where is not None:
             known = self._where()
             if known is not None:
                 from urllib.parse import urlsplit
 
                 url, region = known
                 parts = urlsplit(url)
-                found = {"cloud.region": region, "server.address": parts.hostname or "",
-                         "server.port": parts.port or (443 if parts.scheme == "https"
-                                                       else 80)}
-                self._destination = found
-        return found or {}
+                self._destination = {
+                    "cloud.region": region, "server.address": parts.hostname or "",
+                    "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
+        return self._destination or {}
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
