@@ -115,12 +115,8 @@ def _snapshot_p(spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Ite
     request = {"TransactItems": [{"Get": {"TableName": spec.table.name,
                                           "Key": wire_key(k)}} for k in unique]}
     out = yield from call("TransactGetItems", request)
-    found: dict[Any, Item] = {}
-    for key, response in zip(unique, out.get("Responses", []), strict=False):
-        item = response.get("Item")
-        if item is not None:
-            found[key_id(key)] = item
-    return found
+    responses = zip(unique, out.get("Responses", []), strict=False)
+    return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}
 
 
 def find_p(stage: Stage, entity: type[T], consistent: bool,

@@ -153,8 +153,6 @@ def _changed(spec: EntitySpec, obj: Entity, before: Any) -> frozenset[str]:
     differ = [n for n in spec.field_names  # (not fields no write stores: exclude=True)
               if (n not in spec.unstored or n in spec.key_only)
               and now.get(n, _MISSING) != then.get(n, _MISSING)]
-    if not differ:
-        return frozenset()
     in_key = [n for n in differ if n in spec.key_only]  # (a different key: the item moves)
     stored = [n for n in differ if n not in spec.key_only]
     if stored:

@@ -105,6 +105,4 @@ def number_key(value: Any, owner: str, field: str) -> NumberKey:
     if not number.is_finite():
         raise KeyTemplateError(f"{owner}: field {field!r} value {value!r} is not finite",
                                field=field)
-    if isinstance(value, int):
-        return NumberKey(str(value))
     return NumberKey(str(number))

@@ -189,16 +189,12 @@ def _key(item: Item | None, attr: str | None) -> str | None:
 
 def _specs(table: StreamTable) -> list[Any]:
     """The specs of the table's entities (each class's own ``__dynaorm_spec__``)."""
-    out = []
-    for cls in table.entities.values():
-        spec = getattr(cls, "__dynaorm_spec__", None)
-        if spec is not None and spec.cls is cls:
-            out.append(spec)
-    return out
+    return [spec for cls in table.entities.values()
+            if (spec := getattr(cls, "__dynaorm_spec__", None)) is not None and spec.cls is cls]
 
 
-def _match_guard(table: StreamTable, pk: str) -> tuple[Any, str] | None:
-    """The (owner spec, unique field) whose guard key shape fits ``pk``, if exactly one."""
+def _match_guard(table: StreamTable, pk: str) -> tuple[type[Any], str] | None:
+    """The (owner class, unique field) whose guard key shape fits ``pk``, if exactly one."""
     found = []
     for spec in _specs(table):
         for rule in spec.uniques:
@@ -210,7 +206,7 @@ def _match_guard(table: StreamTable, pk: str) -> tuple[Any, str] | None:
                     continue
                 rest = "#".join(parts[n:])
             if rest.startswith(rule.prefix + "#") and len(rest) > len(rule.prefix) + 1:
-                found.append((spec, rule.field))
+                found.append((spec.cls, rule.field))
     return found[0] if len(found) == 1 else None
 
 
@@ -277,10 +273,7 @@ def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | 
         return table.entities.get(_text(image, OWNER_TYPE) or ""), _text(image, UNIQUE_FIELD)
     if type_name is not None or pk is None or (table.sk is not None and pk != sk):
         return None
-    matched = _match_guard(table, pk)
-    if matched is None:
-        return None
-    return matched[0].cls, matched[1]
+    return _match_guard(table, pk)
 
 
 def _row_spec(table: StreamTable, type_name: str | None, pk: str | None,
@@ -288,11 +281,9 @@ def _row_spec(table: StreamTable, type_name: str | None, pk: str | None,
     """The spec of the entity an item (not a guard) belongs to: by its type name, or, for
     an item without one, the one entity whose key templates fit its key; ``None``: no
     entity owns it."""
-    cls = table.entities.get(type_name) if type_name is not None else None
-    spec: Any = getattr(cls, "__dynaorm_spec__", None) if cls else None
-    if type_name is None and pk is not None:
-        spec = _match_row(table, pk, sk)
-    return spec
+    if type_name is None:
+        return None if pk is None else _match_row(table, pk, sk)
+    return getattr(table.entities.get(type_name), "__dynaorm_spec__", None)
 
 
 def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:

@@ -96,14 +96,6 @@ class _Sent:
     started: int = 0
 
 
-def _enabled(module: Any, session: str) -> bool:
-    """Whether OpenTelemetry's botocore (sync) or aiobotocore (async) instrumentation is
-    active (its instrumentor is a singleton; nothing is imported)."""
-    name = "AiobotocoreInstrumentor" if session == "async" else "BotocoreInstrumentor"
-    instance = getattr(getattr(module, name, None), "_instance", None)
-    return bool(instance is not None and instance.is_instrumented_by_opentelemetry)
-
-
 def _names(classes: Any) -> tuple[str, ...]:
     return tuple(dict.fromkeys(c.__name__ for c in classes if isinstance(c, type)))
 
@@ -186,19 +178,17 @@ class Tracing(Hook):
     def _server(self) -> dict[str, Any]:
         """``server.address``, ``server.port`` and ``cloud.region`` of the endpoint, as
         the botocore instrumentation sets them (read once the client knows them)."""
-        found = self._destination
-        if found is None and self._where is not None:
+        if self._destination is None and self._where is not None:
             known = self._where()
             if known is not None:
                 from urllib.parse import urlsplit
 
                 url, region = known
                 parts = urlsplit(url)
-                found = {"cloud.region": region, "server.address": parts.hostname or "",
-                         "server.port": parts.port or (443 if parts.scheme == "https"
-                                                       else 80)}
-                self._destination = found
-        return found or {}
+                self._destination = {
+                    "cloud.region": region, "server.address": parts.hostname or "",
+                    "server.port": parts.port or (443 if parts.scheme == "https" else 80)}
+        return self._destination or {}
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
@@ -259,14 +249,9 @@ class Tracing(Hook):
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
         from opentelemetry.trace import SpanKind
 
-        attributes: dict[str, Any] = {
-            "rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system": "dynamodb",
-            "dynaorm.operation": op.name, "dynaorm.session": op.session}
-        if op.tables:
-            attributes["aws.dynamodb.table_names"] = op.tables
-        entities = _names(op.entities)
-        if entities:
-            attributes["dynaorm.entity_types"] = entities
+        attributes = _span_attributes(
+            {"dynaorm.operation": op.name, "dynaorm.session": op.session}, op.tables,
+            _names(op.entities))
         span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
                                  attributes=attributes)
         opened = self._open[id(op)] = _Open(span)
@@ -288,20 +273,22 @@ class Tracing(Hook):
                     attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
                 span.set_attributes(attributes)
                 if op.error is not None:
-                    _failed(span, op.error, type(op.error).__qualname__)
+                    _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
             span.end()  # whatever the answer held
 
     # -- attempts ----------------------------------------------------------------------
     def _delegated(self, attempt: Attempt) -> tuple[bool, bool]:
         """Whether the attempt goes through botocore's client, and whether OpenTelemetry's
-        instrumentation of that client makes its span."""
+        botocore (sync) or aiobotocore (async) instrumentation of that client makes its
+        span (the instrumentor is a singleton, looked up, never imported)."""
         session = attempt.within.session if attempt.within is not None else "sync"
-        via = self._routes is not None and self._routes(session)
-        if not via:
+        if self._routes is None or not self._routes(session):
             return False, False
-        module = sys.modules.get(_INSTRUMENTATION)
-        return True, module is not None and _enabled(module, session)
+        name = "AiobotocoreInstrumentor" if session == "async" else "BotocoreInstrumentor"
+        instrumentor = getattr(sys.modules.get(_INSTRUMENTATION), name, None)
+        instance = getattr(instrumentor, "_instance", None)
+        return True, bool(instance is not None and instance.is_instrumented_by_opentelemetry)
 
     def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
         from opentelemetry import context, trace
@@ -365,25 +352,31 @@ def _suppressed() -> bool:
                 or context.get_value("suppress_instrumentation"))
 
 
-def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
-    """What an attempt span says from its start (the request)."""
-    request = attempt.request
-    attributes: dict[str, Any] = {
-        "rpc.system": "aws-api", "rpc.service": "DynamoDB",
-        "rpc.method": attempt.operation, "db.system": "dynamodb",
-        "db.operation": attempt.operation, "dynaorm.attempt": attempt.number,
-        "dynaorm.actions": attempt.actions}
-    tables = attempt.tables
+def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
+                     ) -> dict[str, Any]:
+    """What a span says from its start: the service, ``own``, its tables and entity types
+    (each when there are any)."""
+    attributes = {"rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system": "dynamodb",
+                  **own}
     if tables:
         attributes["aws.dynamodb.table_names"] = tables
-    entities = _entity_names(attempt)
     if entities:
         attributes["dynaorm.entity_types"] = entities
-    for key, name in _REQUEST_ATTRIBUTES:
-        value = request.get(key)
-        if value is not None:
-            attributes[name] = value
     return attributes
+
+
+def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The values ``source`` holds (not ``None``) of ``names`` (key, attribute name), under
+    their attribute names."""
+    return {name: source[key] for key, name in names if source.get(key) is not None}
+
+
+def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
+    """What an attempt span says from its start (the request)."""
+    own = {"rpc.method": attempt.operation, "db.operation": attempt.operation,
+           "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
+           **_present(attempt.request, _REQUEST_ATTRIBUTES)}
+    return _span_attributes(own, attempt.tables, _entity_names(attempt))
 
 
 def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:
@@ -401,28 +394,23 @@ def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> N
     capacity = _capacity_json(attempt.response)
     if capacity:
         attributes["aws.dynamodb.consumed_capacity"] = capacity
-    response = attempt.response or {}
-    for key, name in _RESPONSE_ATTRIBUTES:
-        value = response.get(key)
-        if value is not None:
-            attributes[name] = value
+    attributes.update(_present(attempt.response or {}, _RESPONSE_ATTRIBUTES))
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied
     span.set_attributes(attributes)
     if error is not None:
-        _failed(span, error, error.code)
+        _failed(span, error.code, str(error), error)
     elif attempt.interrupted:
-        from opentelemetry.trace import Status, StatusCode
-
-        span.set_attribute("error.type", "interrupted")
-        span.set_status(Status(StatusCode.ERROR, "interrupted in flight"))
+        _failed(span, "interrupted", "interrupted in flight")
 
 
-def _failed(span: Any, error: BaseException, kind: str) -> None:
-    """Mark ``span`` failed with ``error`` (``error.type``, an exception event, status)."""
+def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:
+    """Mark ``span`` failed: ``error.type`` ``kind``, an exception event of ``error`` (if
+    any), an error status saying ``message``."""
     from opentelemetry.trace import Status, StatusCode
 
     span.set_attribute("error.type", kind)
-    span.record_exception(error)
-    span.set_status(Status(StatusCode.ERROR, str(error)))
+    if error is not None:
+        span.record_exception(error)
+    span.set_status(Status(StatusCode.ERROR, message))

@@ -47,8 +47,6 @@ def old_history_p(table: str, spec: EntitySpec, item: Item) -> Proto[tuple[Item,
     if layout is None or not spec.versioned:
         return ()
     n = int(item.get("version", {}).get("N", "0"))
-    if n <= 0:
-        return ()
     values = layout.parse_key(item) or {}
     keys = [wire_key(layout.key(values, spec.name, v)) for v in range(1, n + 1)]
     found = yield from batch_get_p(table, keys, consistent=True)

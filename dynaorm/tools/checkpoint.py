@@ -30,13 +30,9 @@ class CheckpointError(DynaormError):
 
 
 def dump(state: Any) -> str:
-    """``state`` (a dataclass) as the checkpoint file's text."""
-    data = asdict(state)
-    last_key = data.get("last_key")
-    data["last_key"] = None if last_key is None else {
-        k: {t: base64.b64encode(v).decode() if t == "B" else v for t, v in av.items()}
-        for k, av in last_key.items()}
-    return json.dumps(data, indent=1)
+    """``state`` (a dataclass) as the checkpoint file's text (binary key values base64)."""
+    return json.dumps(asdict(state), indent=1,
+                      default=lambda raw: base64.b64encode(raw).decode())
 
 
 def parse(cls: type[S], text: str, where: str, command: str,

@@ -95,9 +95,7 @@ class Signer:
         headers = {"X-Amz-Target": target, "Content-Type": CONTENT_TYPE,
                    "User-Agent": user_agent}
         if not self.fast:
-            headers = self._botocore(body, headers, credentials)
-            headers["Accept-Encoding"] = "identity"
-            return headers
+            return {**self._botocore(body, headers, credentials), "Accept-Encoding": "identity"}
         stamp = _stamp()
         day = stamp[:8]
         token = credentials.token
