@@ -308,6 +308,7 @@ def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError
     return error
 
 
+# complexity: one loop holds the retry rules, the hooks and the capacity budget in order
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
