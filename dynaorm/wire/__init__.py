@@ -38,7 +38,7 @@ from dynaorm.errors import (
     RequestNotSentError,
     TableNotFoundError,
 )
-from dynaorm.protocol.events import Reason, table_of
+from dynaorm.protocol.events import Reason, shape_problem, table_of
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
 from dynaorm.wire.http import (
     AsyncHTTPPool,
@@ -168,15 +168,6 @@ def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str 
     return None
 
 
-#: the JSON type of each top-level member of DynamoDB's answers that dynaorm reads
-_MEMBERS: dict[str, type | tuple[type, ...]] = {
-    "Item": dict, "Attributes": dict, "Items": list, "LastEvaluatedKey": dict,
-    "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
-    "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
-    "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
-    "TimeToLiveDescription": dict, "TableNames": list}
-
-
 def decoded_success(status: int, data: bytes) -> dict[str, Any]:
     """A successful answer's body decoded (:func:`decode`), or :class:`~dynaorm.wire.http.
     BadAnswer` when it is not JSON, or not an object of DynamoDB's shape: a top-level
@@ -187,15 +178,9 @@ def decoded_success(status: int, data: bytes) -> dict[str, Any]:
         answer = decode(data)
     except ValueError as exc:
         raise BadAnswer(f"a {status} answer that is not DynamoDB JSON: {exc}") from exc
-    for name, value in answer.items():  # (an answer has a few members: walk those)
-        kind = _MEMBERS.get(name)
-        if kind is not None and value is not None and not isinstance(value, kind):
-            raise BadAnswer(f"a {status} answer that is not DynamoDB's: a "
-                            f"{type(value).__name__} as {name}")
-    for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
-        if not isinstance(item, dict):
-            raise BadAnswer(f"a {status} answer that is not DynamoDB's: an entry of Items "
-                            f"that is not an object")
+    problem = shape_problem(answer)
+    if problem is not None:
+        raise BadAnswer(f"a {status} answer that is not DynamoDB's: {problem}")
     return answer
 
 
