@@ -218,7 +218,8 @@ class BotocoreWire:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
                                                asyncio.Future[Any]] = (
             weakref.WeakKeyDictionary())
-        self._contexts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+        #: per loop, what closes its aiobotocore client when the loop ends
+        self._keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
 
     @property
@@ -273,6 +274,11 @@ class BotocoreWire:
         loop = asyncio.get_running_loop()
         future = self._loops.get(loop)
         if future is None:
+            from dynaorm.wire.http import let_go
+
+            for ended in [old for old in self._loops if old.is_closed()]:
+                del self._loops[ended]  # (closed without ending its async generators)
+                let_go(self._keepers.pop(ended, None))
             future = self._loops[loop] = loop.create_future()
             try:
                 future.set_result(await self._make_aio(loop))
@@ -300,7 +306,16 @@ class BotocoreWire:
         except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
             raise DynaormError(f"{owner._label}: cannot create a DynamoDB client for "
                                f"endpoint {owner.endpoint_url!r}: {exc}") from exc
-        self._contexts[loop] = context
+        from dynaorm.wire.http import loop_keeper
+
+        async def end() -> None:
+            if self._loops.get(loop) is future:
+                del self._loops[loop]
+            self._keepers.pop(loop, None)
+            await context.__aexit__(None, None, None)
+
+        future = self._loops[loop]
+        self._keepers[loop] = await loop_keeper(end)
         return made
 
     async def asend(self, operation: str, request: dict[str, Any], reader: Any = None
@@ -320,12 +335,21 @@ class BotocoreWire:
     def close(self) -> None:
         """Nothing to close: the botocore client keeps its own pool."""
 
+    def forked(self) -> None:
+        """In a child of ``os.fork()``: the parent's botocore and aiobotocore clients (and
+        their connections) are never used here; the next request makes new ones."""
+        from dynaorm.wire.http import let_go
+
+        self._lock = threading.Lock()
+        self._client = None
+        for keeper in self._keepers.values():
+            let_go(keeper)
+        self._loops, self._keepers = weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary()
+
     async def aclose(self) -> None:
         """Close this event loop's aiobotocore client."""
         import asyncio
 
-        loop = asyncio.get_running_loop()
-        self._loops.pop(loop, None)
-        context = self._contexts.pop(loop, None)
-        if context is not None:
-            await context.__aexit__(None, None, None)
+        keeper = self._keepers.get(asyncio.get_running_loop())
+        if keeper is not None:
+            await keeper.aclose()

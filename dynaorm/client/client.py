@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -485,6 +486,21 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+def _forked() -> None:
+    """In a child of ``os.fork()``: no client uses (or closes) a connection its parent
+    opened, on either wire; each opens its own at its next request."""
+    global _SWAP
+    _SWAP = threading.Lock()
+    for client in live_clients():
+        client._lock = threading.RLock()
+        for transport in {client._transport, client._boto} - {None}:
+            transport.forked()  # type: ignore[union-attr]
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows)
+    os.register_at_fork(after_in_child=_forked)
 
 
 def session_target(target: object, kind: str) -> tuple[Any, Client]:

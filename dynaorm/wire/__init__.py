@@ -46,6 +46,8 @@ from dynaorm.wire.http import (
     Destination,
     HTTPPool,
     WireFailure,
+    let_go,
+    loop_keeper,
     tls_context,
 )
 from dynaorm.wire.sigv4 import Signer
@@ -68,7 +70,8 @@ class Transport(Protocol):
     """How one client's requests go, chosen once per client: ``send`` one request once
     (blocking) or ``asend`` it on the running event loop, the answer as a botocore client
     returns it, every failure a :class:`~dynaorm.RequestError`; ``close`` the sync
-    connections, ``aclose`` the running loop's. ``botocore``: whether requests go through
+    connections, ``aclose`` the running loop's; ``forked`` (in a child of ``os.fork()``)
+    forget the parent's. ``botocore``: whether requests go through
     botocore's (or aiobotocore's) client, where its event handlers and OpenTelemetry's
     botocore instrumentation see them; ``where()``: the endpoint URL and region requests
     go to, once known."""
@@ -86,6 +89,8 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
     async def aclose(self) -> None: ...
+
+    def forked(self) -> None: ...
 
     def where(self) -> tuple[str, str] | None: ...
 
@@ -413,6 +418,14 @@ class SyncWire(WireSettings):
         if self._manager is not None:
             self._manager.clear()
 
+    def forked(self) -> None:
+        """In a child of ``os.fork()``: never use a connection the parent opened (see
+        :meth:`~dynaorm.wire.http.HTTPPool.forked`)."""
+        if self._direct is not None:
+            self._direct.forked()
+        if self._manager is not None:
+            self._manager.clear()
+
 
 def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
@@ -433,6 +446,9 @@ class AsyncWire(WireSettings):
         super().__init__(endpoint)
         self._proxied = None if endpoint.proxy is None else SyncWire(endpoint)
         self._direct = AsyncHTTPPool(self._destination()) if self._proxied is None else None
+        #: what closes it when its loop ends (:func:`~dynaorm.wire.http.loop_keeper`), once
+        #: a :class:`Wire` opened it
+        self.keeper: Any = None
 
     @property
     def closed(self) -> bool:
@@ -513,14 +529,37 @@ class Wire(SyncWire):
         loop = asyncio.get_running_loop()
         wire = self._loops.get(loop)
         if wire is None:
-            wire = self._loops[loop] = AsyncWire(self.endpoint)
+            wire = await self._open(loop)
         return await wire.send(operation, request, reader)
+
+    async def _open(self, loop: asyncio.AbstractEventLoop) -> AsyncWire:
+        """``loop``'s wire, closed when the loop ends; the wires of loops closed without
+        ending their async generators are let go (:func:`~dynaorm.wire.http.let_go`)."""
+        for ended in [old for old in self._loops if old.is_closed()]:
+            let_go(self._loops.pop(ended).keeper)
+        wire = self._loops[loop] = AsyncWire(self.endpoint)
+
+        async def end() -> None:
+            if self._loops.get(loop) is wire:
+                del self._loops[loop]
+            await wire.close()
+
+        wire.keeper = await loop_keeper(end)
+        return wire
+
+    def forked(self) -> None:
+        """In a child of ``os.fork()``: the parent's connections, sync and of every event
+        loop, are never used here."""
+        super().forked()
+        for wire in self._loops.values():
+            let_go(wire.keeper)
+        self._loops = weakref.WeakKeyDictionary()
 
     async def aclose(self) -> None:
         """Close the running loop's connections, then the sync ones."""
         import asyncio
 
-        wire = self._loops.pop(asyncio.get_running_loop(), None)
+        wire = self._loops.get(asyncio.get_running_loop())
         if wire is not None:
-            await wire.close()
+            await wire.keeper.aclose()
         self.close()

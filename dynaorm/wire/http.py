@@ -37,7 +37,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -63,6 +63,8 @@ __all__ = [
     "HTTPPool",
     "SendFailed",
     "WireFailure",
+    "let_go",
+    "loop_keeper",
     "tls_context",
 ]
 
@@ -267,6 +269,39 @@ _CHUNK = 65536
 _PIECE = 65536
 
 
+async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable[object]]
+                  ) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        import asyncio
+
+        with contextlib.suppress(RuntimeError):  # (no loop runs here)
+            if asyncio.get_running_loop() is loop:
+                await close()
+
+
+async def loop_keeper(close: Callable[[], Awaitable[object]]) -> AsyncGenerator[None, None]:
+    """An async generator, suspended in the running loop, that awaits ``close()`` when
+    the loop ends (``asyncio.run``, ``asyncio.Runner`` and every loop that shuts its
+    async generators down, while it still runs), or when it is closed itself (``await
+    keeper.aclose()``): what a wire holds of a loop is never kept after it."""
+    import asyncio
+
+    keeper = _keeper(asyncio.get_running_loop(), close)
+    await keeper.__anext__()  # (registered with the loop, by its async generator hooks)
+    return keeper
+
+
+def let_go(keeper: AsyncGenerator[None, None] | None) -> None:
+    """End ``keeper`` outside its loop (a loop closed without ending its async generators,
+    or a parent's in a forked child), closing nothing: what it kept is freed (its
+    sockets closed as they are collected); its loop is never asked to run anything."""
+    with contextlib.suppress(StopIteration, RuntimeError):
+        if keeper is not None:
+            keeper.aclose().send(None)
+
+
 class HTTPPool:
     """Keep-alive connections to one ``host:port`` (thread-safe: a connection serves one
     exchange at a time; at most ``maxsize`` idle ones are kept)."""
@@ -298,6 +333,12 @@ class HTTPPool:
             idle, self._idle = self._idle, []
         for conn in idle:
             conn.close()
+
+    def forked(self) -> None:
+        """In a child of ``os.fork()``: the parent's connections are never used here (this
+        process's copies of their descriptors are closed: that writes nothing)."""
+        self._lock = threading.Lock()  # (held, maybe, by a thread the child has not)
+        self.close()
 
     def post(self, path: str, body: bytes, headers: dict[str, str],
              accept: Callable[..., T], *args: Any) -> T:

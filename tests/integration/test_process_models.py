@@ -6,19 +6,29 @@ several ``Table`` objects of one table on one client."""
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import warnings
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from dynaorm import (
+    AsyncSession,
+    Client,
     DynaormError,
     Hook,
     ItemDecodeError,
     Operation,
     RequestError,
+    Session,
 )
-from dynaorm.testing import TestBackend
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.models import Note, app
 from tests.support.recording import send
 from tests.support.spans import Spans
@@ -157,3 +167,129 @@ def test_a_hook_s_request_error_fails_the_attempt_as_any_failure(db: TestBackend
     with pytest.raises(RequestError, match="ValidationException"):
         db.session().get(Note, note_id="n1")
     app.db.remove_hook(hook)
+
+
+# -- fork ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_a_forked_child_never_shares_a_connection_with_its_parent(
+        ddb_local: str, wire: str) -> None:
+    """Parent and child read at once after the fork, each its own item, on the client the
+    parent had pooled a keep-alive connection on: neither ever gets the other's answer,
+    and the child does not close the parent's connection."""
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix(), wire=wire):
+        with Session(app) as s:
+            s.save(Note(note_id="parent", body="parent"))
+            s.save(Note(note_id="child", body="child"))
+        found = Session(app).get(Note, note_id="parent")  # a pooled connection now
+        assert found is not None and found.body == "parent"
+        pooled = _pooled(app.db)
+        assert wire == "botocore" or pooled
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - (the child reports through its exit code)
+            code = 3
+            try:
+                assert not _pooled(app.db)  # (nothing of the parent's to use)
+                code = _misread(app.db, "child")
+            finally:
+                os._exit(code)
+        misread = _misread(app.db, "parent")
+        _, status = os.waitpid(pid, 0)
+        assert (misread, os.waitstatus_to_exitcode(status)) == (0, 0)
+        assert wire == "botocore" or _pooled(app.db) & pooled  # the same socket, open
+
+
+def _pooled(client: Client) -> set[int]:
+    """The descriptors of the own wire's idle sync connections."""
+    wire = client.sync_wire
+    return set() if wire is None else {c.sock.fileno() for c in wire._direct._idle}
+
+
+def _misread(client: Client, note_id: str) -> int:
+    """How many of 300 gets of ``note_id`` answered another item (a failure raises)."""
+    session = Session(client)
+    misread = 0
+    for _ in range(300):
+        found = session.get(Note, note_id=note_id)
+        misread += found is None or found.body != note_id
+    return misread
+
+
+# -- event loops ----------------------------------------------------------------------------
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_nothing_of_an_ended_event_loop_is_kept(ddb_local: str, wire: str) -> None:
+    """100 ``asyncio.run()`` (an async Lambda handler's life, a test suite's), each reading
+    through one client: no descriptor, loop or connection of an ended loop is kept."""
+    runs = 100 if wire == "dynaorm" else 25  # (an aiobotocore client per loop: slower)
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix(), wire=wire):
+        Session(app).save_many([Note(note_id="n1")])
+
+        async def read() -> Note | None:
+            return await AsyncSession(app).get(Note, note_id="n1")
+
+        asyncio.run(read())  # (imports, credentials: what stays for the process)
+        gc.collect()
+        before = _fds()
+        loops = []
+        for _ in range(runs):
+            with asyncio.Runner() as runner:
+                assert runner.run(read()) is not None
+                loops.append(weakref.ref(runner.get_loop()))
+        gc.collect()
+        assert (_fds(), sum(ref() is not None for ref in loops)) == (before, 0)
+        assert (app.db._transport.loops, app.db._boto.loops) == (0, 0)  # type: ignore[union-attr]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_a_loop_closed_without_ending_its_generators_is_let_go(ddb_local: str) -> None:
+    """Loops closed by hand (``loop.close()`` without ``shutdown_asyncgens``): each is let
+    go, with its connections, at the next loop's first request."""
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()):
+        Session(app).save_many([Note(note_id="n1")])
+        asyncio.run(AsyncSession(app).get(Note, note_id="n1"))
+        gc.collect()
+        before = _fds()
+        loops = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)  # (collected, not closed)
+            for _ in range(20):
+                loop = asyncio.new_event_loop()
+                assert loop.run_until_complete(AsyncSession(app).get(Note, note_id="n1"))
+                loop.close()
+                loops.append(weakref.ref(loop))
+                del loop
+            gc.collect()
+        assert sum(ref() is not None for ref in loops) <= 1  # the last, until a next loop
+        assert _fds() <= before + 1  # (its connection)
+
+
+def test_an_async_session_on_the_own_wire_imports_no_aiobotocore(ddb_local: str) -> None:
+    script = f"""
+import asyncio, sys
+from dynaorm import AsyncSession, Client, Entity, Table
+table = Table("dynaorm-noaio", client=Client({ddb_local!r}))
+class Thing(Entity):
+    class Meta:
+        table = table
+        pk = "T#{{tid}}"
+        sk = "T"
+    tid: str
+async def main():
+    table.create(wait=10) if not table.exists() else None
+    s = AsyncSession(table)
+    s.save(Thing(tid="1"))
+    await s.commit()
+    assert (await AsyncSession(table).get(Thing, tid="1")) is not None
+    table.delete(wait=10)
+asyncio.run(main())
+print(sorted(m for m in sys.modules if m.split(".")[0] in ("aiobotocore", "aiohttp")))
+"""
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+           "AWS_REGION": "us-east-1"}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         env=env, check=True, timeout=120)
+    assert out.stdout.strip() == "[]", out.stderr
