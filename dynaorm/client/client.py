@@ -160,6 +160,8 @@ class Client:
         self._policy: Policy | None = None
         self._traced: dict[tuple[Any, ...], Policy] = {}  # by the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
+        #: per table name, the type-name registry its Table objects bound here share
+        self._registries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.driver = SyncDriver(self)
         """The sync driver (what ``Session`` runs its protocols with)."""
         self.async_driver = AsyncDriver(self)
@@ -332,6 +334,12 @@ class Client:
 
     def _table_listeners(self, name: str) -> list[Callable[[RequestEvent], object]]:
         return [fn for t in list(self._listening) if t.name == name for fn in t._listeners]
+
+    def _registry(self, table: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The type-name registry (``entities``, ``retired``) every Table object of
+        ``table`` bound to this client shares."""
+        with self._lock:
+            return self._registries.setdefault(table, ({}, {}))
 
     def _pointed_at(self, endpoint_url: str | None, region: str | None) -> Client:
         """This client pointed at another endpoint (and region): the same settings and

@@ -22,11 +22,13 @@ from dynaorm import (
     AsyncSession,
     Client,
     DynaormError,
+    Entity,
     Hook,
     ItemDecodeError,
     Operation,
     RequestError,
     Session,
+    Table,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.models import Note, app
@@ -293,3 +295,94 @@ print(sorted(m for m in sys.modules if m.split(".")[0] in ("aiobotocore", "aioht
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                          env=env, check=True, timeout=120)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+# -- redefinition, reloads, several Table objects -----------------------------------------
+def _define(table: Table, type_name: str, field: str = "body") -> type[Entity]:
+    """The class ``Reloaded`` of this module, as a notebook cell or a reload defines it
+    again (same module and name: a redefinition)."""
+    cell = f"""
+class Reloaded(Entity):
+    class Meta:
+        table = table
+        pk = "R#{{rid}}"
+        sk = "R"
+        type_name = {type_name!r}
+
+    rid: str
+    {field}: str = ""
+"""
+    namespace: dict[str, Any] = {"Entity": Entity, "table": table, "__name__": __name__}
+    exec(cell, namespace)  # (a notebook cell, run again)
+    made: type[Entity] = namespace["Reloaded"]
+    return made
+
+
+def test_a_redefined_class_replaces_the_old_one_everywhere(ddb_local: str) -> None:
+    table = Table("dynaorm-reloads" + worker_suffix(), client=Client(ddb_local))
+    table.create()
+    try:
+        first = _define(table, "reloaded")
+        with Session(table) as s:
+            s.save(first(rid="1", body="old"))
+        assert Session(table).query(first, rid="1").all()  # (its read caches filled)
+        gone = weakref.ref(first)
+        del first, s
+        second = _define(table, "renamed")  # a new type name: the old one is not kept
+        assert set(table.entities) == {"renamed"}
+        page = Session(table).query(second, rid="1").page()
+        assert (page.items, page.skipped) == ([], 1)  # the old items: counted, not hidden
+        gc.collect()
+        assert gone() is None  # no registry or cache keeps the replaced class
+        third = _define(table, "reloaded", field="text")  # back to the stored name
+        assert set(table.entities) == {"reloaded"}
+        found = Session(table).query(third, rid="1").one()
+        assert type(found) is third and found.rid == "1"
+    finally:
+        table.delete()
+
+
+def test_several_table_objects_of_one_table_on_one_client_share_one_registry(
+        ddb_local: str) -> None:
+    client = Client(ddb_local)
+    name = "dynaorm-two-objects" + worker_suffix()
+    first, second = Table(name, client=client), Table(name, client=client)
+
+    class User(Entity):  # a first module's
+        class Meta:
+            table = first
+            pk = "U#{uid}"
+            sk = "U"
+
+        uid: str
+
+    assert second.entities == {"User": User}
+    cell = """
+class User(Entity):
+    class Meta:
+        table = second
+        pk = "USER#{uid}"
+        sk = "USER"
+
+    uid: str
+"""
+    with pytest.raises(DynaormError, match="type name 'User' is taken"):  # another module's
+        exec(cell, {"Entity": Entity, "second": second, "__name__": "elsewhere"})
+
+    other = Table(name, client=Client(ddb_local))  # another client: its own registry
+    assert other.entities == {}
+    late = Table(name)  # bound later (on first use) to the same client: shares it then
+    late._given = late._client = None
+
+    class Account(Entity):
+        class Meta:
+            table = late
+            pk = "A#{aid}"
+            sk = "A"
+
+        aid: str
+
+    late._attach(client)
+    assert set(first.entities) == {"User", "Account"} and late.entities is first.entities
+    late._share(None)  # it leaves the client: takes its classes with it
+    assert set(first.entities) == {"User"} and set(late.entities) == {"Account"}
