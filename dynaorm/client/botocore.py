@@ -188,14 +188,15 @@ def check_checksums(client: Any) -> Any:
 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
-                  owner: str = "Client", config: Any = None, session: Any | None = None) -> Any:
+                  owner: str = "Client", config: Any = None, session: Any | None = None,
+                  verify: bool | str | None = None) -> Any:
     """A DynamoDB botocore client as dynaorm makes them (see
     :func:`~dynaorm.client.settings.client_settings`), checking its answers
     (:func:`check_checksums`). ``session``: the botocore session to use (default: a new
     one, which reads the configuration as it is now)."""
     session = default_session() if session is None else session
     kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
-                                      config=config)
+                                      config=config, verify=verify)
     import botocore.config
 
     return check_checksums(session.create_client(
@@ -235,7 +236,8 @@ class BotocoreWire:
                     try:
                         self._client = create_client(
                             owner.endpoint_url, owner.region, owner=owner._label,
-                            config=owner.config, session=owner._botocore_session())
+                            config=owner.config, session=owner._botocore_session(),
+                            verify=owner.verify)
                     except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
                         raise DynaormError(
                             f"{owner._label}: cannot create a DynamoDB client for endpoint "
@@ -298,7 +300,7 @@ class BotocoreWire:
             has = await session.get_credentials() is not None
         kwargs, options = client_settings(session, owner.endpoint_url, owner.region,
                                           owner=owner._label, config=owner.config,
-                                          has_credentials=has)
+                                          has_credentials=has, verify=owner.verify)
         try:
             context = session.create_client("dynamodb", config=aio.config.AioConfig(
                 **options, http_session_cls=checked_aiohttp_session()), **kwargs)

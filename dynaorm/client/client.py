@@ -129,9 +129,16 @@ class Client:
 
     def __init__(self, endpoint_url: str | None = None, region: str | None = None, *,
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
-                 max_wait: float = 10.0, return_consumed_capacity: str | None = None) -> None:
+                 max_wait: float = 10.0, return_consumed_capacity: str | None = None,
+                 verify: bool | str | None = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
+        if verify is not None and not isinstance(verify, bool | str) or verify == "":
+            raise DynaormError(f"Client: verify must be False, True, None or the path of a "
+                               f"CA bundle, got {verify!r}")
+        self.verify = verify
+        """How TLS is verified, as botocore's ``verify``: ``False`` (not at all), the path
+        of a CA bundle, or ``None`` / ``True`` (as configured, else the default bundle)."""
         self.endpoint_url = endpoint_url
         """The endpoint given (``None``: the configured one, or AWS's for the region)."""
         self.region = region
@@ -196,7 +203,7 @@ class Client:
         light_settings`), else the botocore client's, made now."""
         plain = self._plain
         if plain is not None:
-            return plain
+            return self._verified(plain)
         from botocore.exceptions import BotoCoreError
 
         from dynaorm.client.plain import light_settings
@@ -209,7 +216,13 @@ class Client:
                                    credentials=credentials)
         except (BotoCoreError, ValueError):  # the client says how it fails
             light = None
-        return light or client_endpoint(self.botocore, credentials)
+        return self._verified(light) if light else client_endpoint(self.botocore, credentials)
+
+    def _verified(self, endpoint: Endpoint) -> Endpoint:
+        """``endpoint`` verified as ``verify=`` says (the botocore client is made so)."""
+        verify = self.verify
+        return endpoint if verify in (None, True) else dataclasses.replace(endpoint,
+                                                                         verify=verify)
 
     @property
     def max_attempts(self) -> int:
@@ -352,7 +365,8 @@ class Client:
             if found is None:
                 found = Client(endpoint_url, key[1], config=self.config, wire=self.wire,
                                max_attempts=self._max_attempts, max_wait=self.max_wait,
-                               return_consumed_capacity=self.return_consumed_capacity)
+                               return_consumed_capacity=self.return_consumed_capacity,
+                               verify=self.verify)
                 found._hooks = self._hooks
                 for mine, theirs in zip(self._tracers, found._tracers, strict=True):
                     vars(theirs).update({k: v for k, v in vars(mine).items()

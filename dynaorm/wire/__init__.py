@@ -186,7 +186,21 @@ def decoded_success(status: int, data: bytes) -> dict[str, Any]:
     problem = shape_problem(answer)
     if problem is not None:
         raise BadAnswer(f"a {status} answer that is not DynamoDB's: {problem}")
+    if "Table" in answer or "TableDescription" in answer:  # (administration only)
+        _timestamps(answer)
     return answer
+
+
+def _timestamps(value: Any) -> None:
+    """Every ``...DateTime`` number in ``value`` made the ``datetime`` botocore's parser
+    makes of it (``botocore.utils.parse_timestamp``): one shape on both wires."""
+    from botocore.utils import parse_timestamp
+
+    for key, member in (value.items() if isinstance(value, dict) else enumerate(value)):
+        if isinstance(member, int | float) and str(key).endswith("DateTime"):
+            value[key] = parse_timestamp(member)
+        elif isinstance(member, dict | list):
+            _timestamps(member)
 
 
 def request_error(operation: str, request: dict[str, Any], code: str, message: str,

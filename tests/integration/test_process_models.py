@@ -7,10 +7,14 @@ several ``Table`` objects of one table on one client."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import gc
+import http.server
 import os
+import ssl
 import subprocess
 import sys
+import threading
 import warnings
 import weakref
 from collections.abc import Iterator
@@ -27,10 +31,12 @@ from dynaorm import (
     ItemDecodeError,
     Operation,
     RequestError,
+    RequestNotSentError,
     Session,
     Table,
 )
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.support.hostile import certificate
 from tests.support.models import Note, app
 from tests.support.recording import send
 from tests.support.spans import Spans
@@ -386,3 +392,87 @@ class User(Entity):
     assert set(first.entities) == {"User", "Account"} and late.entities is first.entities
     late._share(None)  # it leaves the client: takes its classes with it
     assert set(first.entities) == {"User"} and set(late.entities) == {"Account"}
+
+
+# -- TLS: Client(verify=...) ------------------------------------------------------------------
+class _Answers(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with an empty DynamoDB answer (a GetItem that found nothing)."""
+
+    def do_POST(self) -> None:  # noqa: N802 - (http.server's name)
+        self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-amz-json-1.0")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def tls_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """An HTTPS endpoint with a self-signed certificate, and that certificate's path."""
+    cert, key = certificate(tmp_path_factory)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answers)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"https://127.0.0.1:{server.server_address[1]}", cert
+    server.shutdown()
+
+
+GET = {"TableName": "t", "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}}
+
+
+@pytest.mark.filterwarnings("ignore:Unverified HTTPS request")
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_verify_false_or_a_ca_bundle_per_client(tls_endpoint: tuple[str, str], wire: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
+        monkeypatch.setenv(name, value)
+    url, cert = tls_endpoint
+    with pytest.raises(RequestNotSentError, match="(?i)certificate"):
+        Client(url, "us-east-1", wire=wire).send("GetItem", GET)  # self-signed: refused
+    for verify in (False, cert):
+        client = Client(url, "us-east-1", wire=wire, verify=verify)
+        assert strip(client.send("GetItem", GET)) == {}
+
+        async def both_sides(client: Client = client) -> dict[str, Any]:
+            try:
+                return await client.asend("GetItem", GET)
+            finally:
+                await client.aclose()
+
+        assert strip(asyncio.run(both_sides())) == {}
+    assert Client(url, "us-east-1", wire=wire, verify=True).verify is True
+
+
+@pytest.mark.parametrize("verify", [0, 1.5, "", b"/ca.pem", ["x"]])
+def test_verify_of_another_kind_is_refused(verify: Any) -> None:
+    with pytest.raises(DynaormError, match="verify must be False, True, None or the path"):
+        Client(verify=verify)
+
+
+def strip(answer: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+
+
+# -- one shape for event data -------------------------------------------------------------------
+def test_describe_table_answers_in_one_shape_on_both_wires(ddb_local: str) -> None:
+    shapes = []
+    for wire in ("dynaorm", "botocore"):
+        table = Table("dynaorm-shape" + worker_suffix(), client=Client(ddb_local, wire=wire))
+        seen: list[Any] = []
+        table.db.on_request(seen.append)
+        table.create()
+        try:
+            table.exists()
+        finally:
+            table.delete()
+        described = [e.response for e in seen if e.operation == "DescribeTable" and e.response]
+        created = described[0]["Table"]["CreationDateTime"]
+        assert isinstance(created, datetime.datetime) and created.tzinfo is not None
+        shapes.append({k: type(v) for k, v in described[0]["Table"].items()})
+    assert shapes[0] == shapes[1]
