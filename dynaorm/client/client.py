@@ -133,7 +133,7 @@ class Client:
                  verify: bool | str | None = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
-        if verify is not None and not isinstance(verify, bool | str) or verify == "":
+        if (verify is not None and not isinstance(verify, bool | str)) or verify == "":
             raise DynaormError(f"Client: verify must be False, True, None or the path of a "
                                f"CA bundle, got {verify!r}")
         self.verify = verify

@@ -398,7 +398,7 @@ class User(Entity):
 class _Answers(http.server.BaseHTTPRequestHandler):
     """Answers every POST with an empty DynamoDB answer (a GetItem that found nothing)."""
 
-    def do_POST(self) -> None:  # noqa: N802 - (http.server's name)
+    def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
         self.send_response(200)
         self.send_header("Content-Type", "application/x-amz-json-1.0")
@@ -433,7 +433,7 @@ def test_verify_false_or_a_ca_bundle_per_client(tls_endpoint: tuple[str, str], w
     for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x")):
         monkeypatch.setenv(name, value)
     url, cert = tls_endpoint
-    with pytest.raises(RequestNotSentError, match="(?i)certificate"):
+    with pytest.raises(RequestNotSentError, match=r"(?i)certificate"):
         Client(url, "us-east-1", wire=wire).send("GetItem", GET)  # self-signed: refused
     for verify in (False, cert):
         client = Client(url, "us-east-1", wire=wire, verify=verify)
