@@ -340,12 +340,8 @@ class BotocoreWire:
     def forked(self) -> None:
         """In a child of ``os.fork()``: the parent's botocore and aiobotocore clients (and
         their connections) are never used here; the next request makes new ones."""
-        from dynaorm.wire.http import let_go
-
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # (the loops' keepers are let go: dynaorm.wire.http)
         self._client = None
-        for keeper in self._keepers.values():
-            let_go(keeper)
         self._loops, self._keepers = weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary()
 
     async def aclose(self) -> None:

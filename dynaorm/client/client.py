@@ -83,9 +83,6 @@ CAPACITY_MODES: Final = ("INDEXES", "TOTAL", "NONE")
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 _AnyHook = TypeVar("_AnyHook", bound=HookLike)
 _LIVE: weakref.WeakSet[Client] = weakref.WeakSet()  # for dynaorm.aio.close()
-#: clients tables left (rebound) while they held async connections: kept until
-#: ``dynaorm.aio.close()`` closes them, so none is collected with a connection open
-_RETIRED: set[Client] = set()
 _SWAP = threading.Lock()
 
 
@@ -472,12 +469,6 @@ class Client:
         return await transport.asend(operation, request, reader)
 
     # -- closing -----------------------------------------------------------------------
-    def _retire(self) -> None:
-        """A table left this client: keep it until ``dynaorm.aio.close()`` if it holds
-        async connections (collected with them open, they would warn)."""
-        if getattr(self._transport, "loops", 0) or self._boto.loops:
-            _RETIRED.add(self)
-
     def close(self) -> None:
         """Close the sync connections (a later request opens new ones). Async
         connections belong to their event loop: close them with :meth:`aclose`."""
@@ -492,8 +483,6 @@ class Client:
             await transport.aclose()
         await self._boto.aclose()
         self.close()
-        if not (getattr(self._transport, "loops", 0) or self._boto.loops):
-            _RETIRED.discard(self)
 
     def __enter__(self) -> Client:
         return self
@@ -536,9 +525,9 @@ def session_target(target: object, kind: str) -> tuple[Any, Client]:
 
 
 def live_clients() -> list[Client]:
-    """Every client not yet collected, and every retired one holding async connections
-    (what ``dynaorm.aio.close()`` closes)."""
-    return list({*_LIVE, *_RETIRED})
+    """Every client not yet collected (what ``dynaorm.aio.close()`` closes; a client let
+    go with async connections open has them closed when their loop ends)."""
+    return list(_LIVE)
 
 
 @contextmanager

@@ -175,15 +175,8 @@ class AsyncDriver:
         (what :meth:`iterate` yields, without an async generator between the pages and the
         caller: ``all()``). An exception ``take`` raises fails the page and the stream."""
         steps = self._pages(stream, operation)
-        box: list[None] = []
-        error: Exception | None = None
         try:
-            while (items := await self._until_emit(steps, box, error)) is not None:
-                error = None
-                try:
-                    take(items)
-                except Exception as exc:  # the items failed their consumer: the page too
-                    error = exc
+            await self._until_emit(steps, [], take=take)
         finally:
             steps.close()
 
@@ -209,11 +202,14 @@ class AsyncDriver:
             steps.close()
 
     async def _until_emit(self, steps: Generator[Any, Any, R], box: list[R],
-                          error: Exception | None = None) -> Sequence[Item] | None:
+                          error: Exception | None = None,
+                          take: Callable[[Sequence[Item]], object] | None = None
+                          ) -> Sequence[Item] | None:
         """The one loop (the mirror of :meth:`SyncDriver._drive`): perform each step of
-        the pumped protocol (``error`` thrown in first) until it emits items (returned)
-        or ends (``None``; its result put in ``box``). A plain coroutine, so that a
-        request's await passes through no async generator; the caller closes ``steps``."""
+        the pumped protocol (``error`` thrown in first) until it emits items (returned,
+        or handed to ``take``: a failure there is the page's) or ends (``None``; its
+        result put in ``box``). A plain coroutine, so that a request's await passes
+        through no async generator; the caller closes ``steps``."""
         value: Any = None
         while True:
             try:
@@ -223,7 +219,13 @@ class AsyncDriver:
                 return None
             value = error = None
             if type(step) is Emit:
-                return step.items
+                if take is None:
+                    return step.items
+                try:
+                    take(step.items)
+                except Exception as exc:  # the items failed their consumer: the page too
+                    error = exc
+                continue
             try:
                 value = await self._perform(step)
             except Exception as exc:

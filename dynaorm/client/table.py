@@ -141,10 +141,8 @@ class Table(TableSchema):
 
     def _leave(self) -> None:
         """Unbind from the current client (the next use binds again)."""
-        old, self._client = self._client, None
+        self._client = None
         self._share(None)
-        if old is not None:
-            old._retire()
 
     def _binding(self) -> tuple[Any, ...]:
         """What the table is bound to now (for :meth:`_restore`: test fixtures that point
@@ -152,8 +150,6 @@ class Table(TableSchema):
         return self._given, dict(self._settings), self._client
 
     def _restore(self, binding: tuple[Any, ...]) -> None:
-        if self._client is not None and self._client is not binding[2]:
-            self._client._retire()
         self._share(None)
         self._given, self._settings, self._client = binding
         if self._client is not None:

@@ -194,11 +194,11 @@ def decoded_success(status: int, data: bytes) -> dict[str, Any]:
 def _timestamps(value: Any) -> None:
     """Every ``...DateTime`` number in ``value`` made the ``datetime`` botocore's parser
     makes of it (``botocore.utils.parse_timestamp``): one shape on both wires."""
-    from botocore.utils import parse_timestamp
+    from botocore.utils import parse_timestamp as parse  # (typed for strings alone)
 
     for key, member in (value.items() if isinstance(value, dict) else enumerate(value)):
         if isinstance(member, int | float) and str(key).endswith("DateTime"):
-            value[key] = parse_timestamp(member)
+            value[key] = parse(str(member))
         elif isinstance(member, dict | list):
             _timestamps(member)
 
@@ -564,9 +564,7 @@ class Wire(SyncWire):
     def forked(self) -> None:
         """In a child of ``os.fork()``: the parent's connections, sync and of every event
         loop, are never used here."""
-        super().forked()
-        for wire in self._loops.values():
-            let_go(wire.keeper)
+        super().forked()  # (the loops' keepers are let go: dynaorm.wire.http)
         self._loops = weakref.WeakKeyDictionary()
 
     async def aclose(self) -> None:

@@ -269,6 +269,11 @@ _CHUNK = 65536
 _PIECE = 65536
 
 
+#: every keeper not yet ended: its loop and itself, by what it closes (held here, so that
+#: what it closes outlives its owner, a client collected mid-loop, until the loop ends)
+_KEPT: dict[Callable[[], Awaitable[object]], tuple[Any, AsyncGenerator[None, None]]] = {}
+
+
 async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable[object]]
                   ) -> AsyncGenerator[None, None]:
     try:
@@ -276,6 +281,7 @@ async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable
     finally:
         import asyncio
 
+        _KEPT.pop(close, None)
         with contextlib.suppress(RuntimeError):  # (no loop runs here)
             if asyncio.get_running_loop() is loop:
                 await close()
@@ -285,10 +291,16 @@ async def loop_keeper(close: Callable[[], Awaitable[object]]) -> AsyncGenerator[
     """An async generator, suspended in the running loop, that awaits ``close()`` when
     the loop ends (``asyncio.run``, ``asyncio.Runner`` and every loop that shuts its
     async generators down, while it still runs), or when it is closed itself (``await
-    keeper.aclose()``): what a wire holds of a loop is never kept after it."""
+    keeper.aclose()``): what a wire holds of a loop is never kept after it. The keepers
+    of loops closed without ending their async generators are let go (:func:`let_go`)."""
     import asyncio
 
-    keeper = _keeper(asyncio.get_running_loop(), close)
+    for old, kept in list(_KEPT.values()):
+        if old.is_closed():
+            let_go(kept)
+    loop = asyncio.get_running_loop()
+    keeper = _keeper(loop, close)
+    _KEPT[close] = (loop, keeper)
     await keeper.__anext__()  # (registered with the loop, by its async generator hooks)
     return keeper
 
@@ -300,6 +312,10 @@ def let_go(keeper: AsyncGenerator[None, None] | None) -> None:
     with contextlib.suppress(StopIteration, RuntimeError):
         if keeper is not None:
             keeper.aclose().send(None)
+
+
+if hasattr(os, "register_at_fork"):  # a forked child: no keeper of the parent's loops
+    os.register_at_fork(after_in_child=lambda: [let_go(k) for _, k in list(_KEPT.values())])
 
 
 class HTTPPool:

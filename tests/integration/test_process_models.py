@@ -273,6 +273,11 @@ def test_a_loop_closed_without_ending_its_generators_is_let_go(ddb_local: str) -
             gc.collect()
         assert sum(ref() is not None for ref in loops) <= 1  # the last, until a next loop
         assert _fds() <= before + 1  # (its connection)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ResourceWarning)
+            asyncio.run(AsyncSession(app).get(Note, note_id="n1"))
+            gc.collect()
+        assert (sum(ref() is not None for ref in loops), _fds()) == (0, before)
 
 
 def test_an_async_session_on_the_own_wire_imports_no_aiobotocore(ddb_local: str) -> None:
@@ -421,6 +426,7 @@ def tls_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"https://127.0.0.1:{server.server_address[1]}", cert
     server.shutdown()
+    server.server_close()
 
 
 GET = {"TableName": "t", "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}}
@@ -476,3 +482,24 @@ def test_describe_table_answers_in_one_shape_on_both_wires(ddb_local: str) -> No
         assert isinstance(created, datetime.datetime) and created.tzinfo is not None
         shapes.append({k: type(v) for k, v in described[0]["Table"].items()})
     assert shapes[0] == shapes[1]
+
+
+@pytest.mark.filterwarnings("error::ResourceWarning")
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_a_client_let_go_mid_loop_has_its_connections_closed_with_the_loop(
+        ddb_local: str, wire: str) -> None:
+    """A client collected while its loop still runs (a table rebound, a client made per
+    request): its connections close when the loop ends, and nothing warns."""
+    async def main() -> None:
+        client = Client(ddb_local, wire=wire)
+        await client.asend("ListTables", {})
+        del client
+        gc.collect()
+        await asyncio.sleep(0)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(3):
+            asyncio.run(main())
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
