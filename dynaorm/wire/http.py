@@ -314,8 +314,13 @@ def let_go(keeper: AsyncGenerator[None, None] | None) -> None:
             keeper.aclose().send(None)
 
 
-if hasattr(os, "register_at_fork"):  # a forked child: no keeper of the parent's loops
-    os.register_at_fork(after_in_child=lambda: [let_go(k) for _, k in list(_KEPT.values())])
+def _forked() -> None:
+    for _, keeper in list(_KEPT.values()):  # a forked child: no keeper of the parent's loops
+        let_go(keeper)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class HTTPPool:
