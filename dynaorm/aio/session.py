@@ -54,7 +54,8 @@ class AsyncSession(BaseSession):
     def _run(self, proto: Generator[Any, Any, R], name: str,
              entities: Iterable[type[Any]]) -> Awaitable[R]:
         """``proto`` run as the session operation ``name`` on ``entities`` (awaitable)."""
-        return self.client.async_driver.run(proto, self._operation(name, entities))
+        operation = self._operation(name, entities)  # (first: it may point the session)
+        return self.client.async_driver.run(proto, operation)
 
     async def __aenter__(self) -> AsyncSession:
         return self

@@ -46,7 +46,8 @@ class Session(BaseSession):
     def _run(self, proto: Generator[Any, Any, R], name: str,
              entities: Iterable[type[Any]]) -> R:
         """``proto`` run as the session operation ``name`` on ``entities``."""
-        return self.client.driver.run(proto, self._operation(name, entities))
+        operation = self._operation(name, entities)  # (first: it may point the session)
+        return self.client.driver.run(proto, operation)
 
     def __enter__(self) -> Session:
         return self

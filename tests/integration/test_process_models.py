@@ -503,3 +503,41 @@ def test_a_client_let_go_mid_loop_has_its_connections_closed_with_the_loop(
             asyncio.run(main())
         gc.collect()
     assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+
+
+# -- the docs' idioms under the pytest fixtures --------------------------------------------
+def test_the_readme_session_of_a_client_works_under_the_fixtures(ddb_local: str) -> None:
+    """README: ``db = Client(...)``, tables given ``client=db``, ``Session(db)`` commits
+    across them. A fixture pointing the tables at a test endpoint (``use_tables``) points
+    the session too (was: every read and write refused, "bind both tables to one
+    Client")."""
+    db = Client(region="eu-west-1", max_attempts=3)
+    app_table = Table("dynaorm-readme-app" + worker_suffix(), client=db)
+    audit = Table("dynaorm-readme-audit" + worker_suffix(), pk="stream", sk="seq",
+                  type_attribute=None, key_types={"seq": "N"}, client=db)
+
+    class Order(Entity):
+        class Meta:
+            table = app_table
+            pk = "ORDER#{order_id}"
+            sk = "ORDER"
+
+        order_id: str
+
+    class AuditRow(Entity):
+        class Meta:
+            table = audit
+            pk = "{stream}"
+            sk = "{seq}"
+
+        stream: str
+        seq: int
+        what: str = ""
+
+    with use_tables(app_table, audit, endpoint_url=ddb_local):
+        with Session(db) as s:
+            s.save(Order(order_id="o1"))
+            s.save(AuditRow(stream="orders", seq=42, what="order placed"))
+        assert Session(db).get(Order, order_id="o1") is not None
+        assert Session(db).get(AuditRow, stream="orders", seq=42) is not None
+        assert db._transport is None  # (nothing went to the client's own endpoint)
