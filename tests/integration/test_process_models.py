@@ -541,3 +541,43 @@ def test_the_readme_session_of_a_client_works_under_the_fixtures(ddb_local: str)
         assert Session(db).get(Order, order_id="o1") is not None
         assert Session(db).get(AuditRow, stream="orders", seq=42) is not None
         assert db._transport is None  # (nothing went to the client's own endpoint)
+
+
+AGENT = """
+import importlib.abc, importlib.util, sys
+class Agent(importlib.abc.MetaPathFinder):  # ddtrace's way: configure OpenTelemetry's
+    def find_spec(self, name, path, target=None):  # provider when its API is imported
+        if name != "opentelemetry.trace":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        run = spec.loader.exec_module
+        def exec_module(module):
+            run(module)
+            from opentelemetry.sdk.trace import TracerProvider
+            module.set_tracer_provider(TracerProvider())
+        spec.loader.exec_module = exec_module
+        return spec
+sys.meta_path.insert(0, Agent())
+from dynaorm import Client
+client = Client("http://127.0.0.1:9")
+assert "opentelemetry.trace" not in sys.modules
+print(client.tracing.active(), "opentelemetry.trace" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("variable", "found"), [
+    ("DD_TRACE_OTEL_ENABLED=true", "True True"),
+    ("OTEL_PYTHON_TRACER_PROVIDER=sdk_tracer_provider", "True True"),
+    ("DD_TRACE_OTEL_ENABLED=false", "False False")])
+def test_an_agent_s_provider_is_found_without_the_app_importing_opentelemetry(
+        variable: str, found: str) -> None:
+    """The tracing guide's Datadog path, "nothing to write": an agent (ddtrace under
+    ``DD_TRACE_OTEL_ENABLED``) sets OpenTelemetry's provider when its API is imported.
+    An application that never imports it still gets spans: the first operation imports
+    it. Without such an agent, OpenTelemetry is never imported."""
+    name, value = variable.split("=")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "DD_"))}
+    out = subprocess.run([sys.executable, "-c", AGENT], capture_output=True, text=True,
+                         env={**env, name: value}, check=True, timeout=60)
+    assert out.stdout.strip() == found, out.stderr
