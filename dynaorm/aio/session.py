@@ -40,8 +40,9 @@ class AsyncSession(BaseSession):
     _async = True
 
     def __init__(self, target: Table | Client) -> None:
-        super().__init__(*session_target(target, type(self).__name__))
-        if self.client.wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
+        table, client = session_target(target, type(self).__name__)
+        super().__init__(table, client)
+        if client.wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
             _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
     @property

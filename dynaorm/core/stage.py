@@ -52,10 +52,10 @@ class Stage:
         cls = obj_or_cls if isinstance(obj_or_cls, type) else type(obj_or_cls)
         spec = spec_of(cls)
         table = spec.table
-        if self.table is None and getattr(table.db, "_origin", None) is self.client:
-            self._given = table.db  # (its table, given this client, was pointed elsewhere
-            # by a test fixture: the session follows, as the table does)
         if table is not self.table and table.db is not self.client:
+            if self.table is None and getattr(table.db, "_origin", None) is self.client:
+                self._given = table.db  # (its table, given this client, was pointed
+                return spec  # elsewhere by a test fixture: the session follows it)
             mine = (f"this session's table {self.table.name!r}" if self.table is not None
                     else f"this session's client ({self.client!r})")
             raise DynaormError(

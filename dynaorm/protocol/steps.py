@@ -139,6 +139,7 @@ Proto = Generator[Step, Any, R]
 Stream = Generator[Step, Any, None]
 
 
+# complexity: the one pump of every protocol: steps, pages and how each ends, in one loop
 def expand(proto: Generator[Any, Any, R], policy: Policy,
            operation: Operation | None = None, *, paged: bool = False,
            within: Operation | None = None) -> Generator[Primitive, Any, R]:
@@ -173,8 +174,8 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
             kind = type(step)
             if hooks and paged:
                 assert operation is not None
-                current, tokens = _page(hooks, operation, current, tokens, kind, emitted)
-                emitted = current is not None and kind is Emit
+                current, tokens, emitted = _page(hooks, operation, current, tokens, kind,
+                                                 emitted)
             part_of = current if current is not None else within
             try:
                 if kind is Call:
@@ -199,17 +200,18 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
 
 def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | None,
           tokens: list[object], kind: type, emitted: bool
-          ) -> tuple[Operation | None, list[object]]:
-    """The page of a read open after a step of ``kind``: a page starts at its first request
-    (a Call or a Gather) and ends when its consumer, given its items, asks for more (what
-    it makes of them, a decoding that fails, is the page's outcome)."""
+          ) -> tuple[Operation | None, list[object], bool]:
+    """The page of a read open after a step of ``kind``, and whether its items are with
+    their consumer: a page starts at its first request (a Call or a Gather) and ends when
+    its consumer, given its items, asks for more (what it makes of them, a decoding that
+    fails, is the page's outcome)."""
     if emitted and kind is not Emit:
         _close_all(end(hooks, current, tokens))  # type: ignore[arg-type]
         current, tokens = None, []
     if current is None and kind in (Call, Gather):
         current = dataclasses.replace(operation)
-        return current, start(hooks, current)
-    return current, tokens
+        return current, start(hooks, current), False
+    return current, tokens, current is not None and kind is Emit
 
 
 def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
