@@ -254,11 +254,6 @@ class BotocoreWire:
                 return str(client.meta.endpoint_url), str(client.meta.region_name)
         return None
 
-    @property
-    def loops(self) -> int:
-        """How many event loops hold an aiobotocore client of this wire."""
-        return len(self._loops)
-
     def send(self, operation: str, request: dict[str, Any], reader: Any = None
              ) -> dict[str, Any]:
         """Send ``request`` once through the botocore client (``reader`` is ignored)."""

@@ -503,8 +503,6 @@ class Client:
 def _forked() -> None:
     """In a child of ``os.fork()``: no client uses (or closes) a connection its parent
     opened, on either wire; each opens its own at its next request."""
-    global _SWAP
-    _SWAP = threading.Lock()
     for client in live_clients():
         client._lock = threading.RLock()
         for transport in {client._transport, client._boto} - {None}:

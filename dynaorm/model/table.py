@@ -181,17 +181,15 @@ class TableSchema:
         this table on a client, this object's classes claimed in it (one of another's type
         names: a :class:`DynaormError`); ``None``: leave it (its classes taken out), and
         use this object's own again."""
-        shared, own = (self.entities, self.retired), self._own
-        if shared[0] is not own[0]:
-            for mine, theirs in zip(own, shared, strict=True):
-                for name, cls in mine.items():
-                    if theirs.get(name) is cls:
-                        del theirs[name]
+        own = self._own
+        for mine, theirs in zip(own, (self.entities, self.retired), strict=True):
+            for name in [n for n, c in mine.items() if theirs is not mine and theirs.get(n) is c]:
+                del theirs[name]
         self.entities, self.retired = own
-        if registry is not None and registry[0] is not own[0]:
+        if registry is not None:
             for name, cls in own[0].items():
-                previous = next((p for p, c in own[1].items() if c is cls), None)
-                self._claim(*registry, cls, name, previous)
+                self._claim(*registry, cls, name, next((p for p, c in own[1].items() if c is cls),
+                                                       None))
             self.entities, self.retired = registry
 
     def key_type(self, attr: str | None) -> str:

@@ -527,11 +527,6 @@ class Wire(SyncWire):
 
         return self._loops.get(asyncio.get_running_loop())
 
-    @property
-    def loops(self) -> int:
-        """How many event loops hold connections of this wire."""
-        return len(self._loops)
-
     async def asend(self, operation: str, request: dict[str, Any],
                     reader: Callable[[bytes], dict[str, Any] | None] | None = None
                     ) -> dict[str, Any]:

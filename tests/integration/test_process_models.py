@@ -249,7 +249,7 @@ def test_nothing_of_an_ended_event_loop_is_kept(ddb_local: str, wire: str) -> No
                 loops.append(weakref.ref(runner.get_loop()))
         gc.collect()
         assert (_fds(), sum(ref() is not None for ref in loops)) == (before, 0)
-        assert (app.db._transport.loops, app.db._boto.loops) == (0, 0)  # type: ignore[union-attr]
+        assert (len(app.db._transport._loops), len(app.db._boto._loops)) == (0, 0)  # type: ignore[union-attr]
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
