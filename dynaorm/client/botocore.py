@@ -332,13 +332,6 @@ class BotocoreWire:
     def close(self) -> None:
         """Nothing to close: the botocore client keeps its own pool."""
 
-    def forked(self) -> None:
-        """In a child of ``os.fork()``: the parent's botocore and aiobotocore clients (and
-        their connections) are never used here; the next request makes new ones."""
-        self._lock = threading.Lock()  # (the loops' keepers are let go: dynaorm.wire.http)
-        self._client = None
-        self._loops, self._keepers = weakref.WeakKeyDictionary(), weakref.WeakKeyDictionary()
-
     async def aclose(self) -> None:
         """Close this event loop's aiobotocore client."""
         import asyncio

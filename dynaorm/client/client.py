@@ -501,12 +501,14 @@ class Client:
 
 
 def _forked() -> None:
-    """In a child of ``os.fork()``: no client uses (or closes) a connection its parent
-    opened, on either wire; each opens its own at its next request."""
+    """In a child of ``os.fork()``: no client uses a connection (or a botocore client) its
+    parent opened, on either wire; each chooses its transport again, and opens its own
+    connections, at its next request. What it let go is collected: the child's copies of
+    the parent's sockets closed, which sends nothing (their loops' keepers let go too:
+    :mod:`dynaorm.wire.http`)."""
     for client in live_clients():
-        client._lock = threading.RLock()
-        for transport in {client._transport, client._boto} - {None}:
-            transport.forked()  # type: ignore[union-attr]
+        client._lock = threading.RLock()  # (held, maybe, by a thread the child has not)
+        client._transport, client._boto = None, BotocoreWire(client)
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows)

@@ -70,8 +70,7 @@ class Transport(Protocol):
     """How one client's requests go, chosen once per client: ``send`` one request once
     (blocking) or ``asend`` it on the running event loop, the answer as a botocore client
     returns it, every failure a :class:`~dynaorm.RequestError`; ``close`` the sync
-    connections, ``aclose`` the running loop's; ``forked`` (in a child of ``os.fork()``)
-    forget the parent's. ``botocore``: whether requests go through
+    connections, ``aclose`` the running loop's. ``botocore``: whether requests go through
     botocore's (or aiobotocore's) client, where its event handlers and OpenTelemetry's
     botocore instrumentation see them; ``where()``: the endpoint URL and region requests
     go to, once known."""
@@ -89,8 +88,6 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
     async def aclose(self) -> None: ...
-
-    def forked(self) -> None: ...
 
     def where(self) -> tuple[str, str] | None: ...
 
@@ -432,14 +429,6 @@ class SyncWire(WireSettings):
         if self._manager is not None:
             self._manager.clear()
 
-    def forked(self) -> None:
-        """In a child of ``os.fork()``: never use a connection the parent opened (see
-        :meth:`~dynaorm.wire.http.HTTPPool.forked`)."""
-        if self._direct is not None:
-            self._direct.forked()
-        if self._manager is not None:
-            self._manager.clear()
-
 
 def _text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
@@ -555,12 +544,6 @@ class Wire(SyncWire):
 
         wire.keeper = await loop_keeper(end)
         return wire
-
-    def forked(self) -> None:
-        """In a child of ``os.fork()``: the parent's connections, sync and of every event
-        loop, are never used here."""
-        super().forked()  # (the loops' keepers are let go: dynaorm.wire.http)
-        self._loops = weakref.WeakKeyDictionary()
 
     async def aclose(self) -> None:
         """Close the running loop's connections, then the sync ones."""

@@ -355,12 +355,6 @@ class HTTPPool:
         for conn in idle:
             conn.close()
 
-    def forked(self) -> None:
-        """In a child of ``os.fork()``: the parent's connections are never used here (this
-        process's copies of their descriptors are closed: that writes nothing)."""
-        self._lock = threading.Lock()  # (held, maybe, by a thread the child has not)
-        self.close()
-
     def post(self, path: str, body: bytes, headers: dict[str, str],
              accept: Callable[..., T], *args: Any) -> T:
         """``POST`` ``body`` to ``path`` with ``headers`` (``Host`` and ``Content-Length``
