@@ -271,11 +271,6 @@ class BotocoreWire:
         loop = asyncio.get_running_loop()
         future = self._loops.get(loop)
         if future is None:
-            from dynaorm.wire.http import let_go
-
-            for ended in [old for old in self._loops if old.is_closed()]:
-                del self._loops[ended]  # (closed without ending its async generators)
-                let_go(self._keepers.pop(ended, None))
             future = self._loops[loop] = loop.create_future()
             try:
                 future.set_result(await self._make_aio(loop))
@@ -305,13 +300,11 @@ class BotocoreWire:
                                f"endpoint {owner.endpoint_url!r}: {exc}") from exc
         from dynaorm.wire.http import loop_keeper
 
-        async def end() -> None:
-            if self._loops.get(loop) is future:
-                del self._loops[loop]
+        def end() -> Any:
+            self._loops.pop(loop, None)  # (also when let go: see loop_keeper)
             self._keepers.pop(loop, None)
-            await context.__aexit__(None, None, None)
+            return context.__aexit__(None, None, None)
 
-        future = self._loops[loop]
         self._keepers[loop] = await loop_keeper(end)
         return made
 

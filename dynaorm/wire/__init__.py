@@ -27,7 +27,7 @@ import json
 import os
 import weakref
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from http.client import responses as _REASONS
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
@@ -46,7 +46,6 @@ from dynaorm.wire.http import (
     Destination,
     HTTPPool,
     WireFailure,
-    let_go,
     loop_keeper,
     tls_context,
 )
@@ -449,9 +448,6 @@ class AsyncWire(WireSettings):
         super().__init__(endpoint)
         self._proxied = None if endpoint.proxy is None else SyncWire(endpoint)
         self._direct = AsyncHTTPPool(self._destination()) if self._proxied is None else None
-        #: what closes it when its loop ends (:func:`~dynaorm.wire.http.loop_keeper`), once
-        #: a :class:`Wire` opened it
-        self.keeper: Any = None
 
     @property
     def closed(self) -> bool:
@@ -526,30 +522,21 @@ class Wire(SyncWire):
             return await asyncio.to_thread(self.send, operation, request, reader)
         loop = asyncio.get_running_loop()
         wire = self._loops.get(loop)
-        if wire is None:
-            wire = await self._open(loop)
+        if wire is None:  # the loop's first request: its wire, closed when the loop ends
+            wire = self._loops[loop] = AsyncWire(self.endpoint)
+
+            def end(wire: AsyncWire = wire) -> Awaitable[None]:
+                self._loops.pop(loop, None)  # (also when let go: see loop_keeper)
+                return wire.close()
+
+            await loop_keeper(end)
         return await wire.send(operation, request, reader)
-
-    async def _open(self, loop: asyncio.AbstractEventLoop) -> AsyncWire:
-        """``loop``'s wire, closed when the loop ends; the wires of loops closed without
-        ending their async generators are let go (:func:`~dynaorm.wire.http.let_go`)."""
-        for ended in [old for old in self._loops if old.is_closed()]:
-            let_go(self._loops.pop(ended).keeper)
-        wire = self._loops[loop] = AsyncWire(self.endpoint)
-
-        async def end() -> None:
-            if self._loops.get(loop) is wire:
-                del self._loops[loop]
-            await wire.close()
-
-        wire.keeper = await loop_keeper(end)
-        return wire
 
     async def aclose(self) -> None:
         """Close the running loop's connections, then the sync ones."""
         import asyncio
 
-        wire = self._loops.get(asyncio.get_running_loop())
-        if wire is not None:
-            await wire.keeper.aclose()
+        wire = self._loops.pop(asyncio.get_running_loop(), None)
+        if wire is not None:  # (its keeper, when the loop ends, finds it closed)
+            await wire.close()
         self.close()

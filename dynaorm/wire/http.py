@@ -37,7 +37,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -271,10 +271,10 @@ _PIECE = 65536
 
 #: every keeper not yet ended: its loop and itself, by what it closes (held here, so that
 #: what it closes outlives its owner, a client collected mid-loop, until the loop ends)
-_KEPT: dict[Callable[[], Awaitable[object]], tuple[Any, AsyncGenerator[None, None]]] = {}
+_KEPT: dict[Callable[[], Any], tuple[Any, AsyncGenerator[None, None]]] = {}
 
 
-async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable[object]]
+async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Any]
                   ) -> AsyncGenerator[None, None]:
     try:
         yield
@@ -282,17 +282,25 @@ async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Awaitable
         import asyncio
 
         _KEPT.pop(close, None)
-        with contextlib.suppress(RuntimeError):  # (no loop runs here)
-            if asyncio.get_running_loop() is loop:
-                await close()
+        closing = close()  # (what it holds is let go now; closed if the loop runs)
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:  # (no loop runs here)
+            here = False
+        if here:
+            await closing
+        else:
+            closing.close()  # (a coroutine: never awaited)
 
 
-async def loop_keeper(close: Callable[[], Awaitable[object]]) -> AsyncGenerator[None, None]:
-    """An async generator, suspended in the running loop, that awaits ``close()`` when
-    the loop ends (``asyncio.run``, ``asyncio.Runner`` and every loop that shuts its
-    async generators down, while it still runs), or when it is closed itself (``await
-    keeper.aclose()``): what a wire holds of a loop is never kept after it. The keepers
-    of loops closed without ending their async generators are let go (:func:`let_go`)."""
+async def loop_keeper(close: Callable[[], Any]) -> AsyncGenerator[None, None]:
+    """An async generator, suspended in the running loop, that calls ``close()`` when it
+    ends and awaits the coroutine it returns while the loop still runs: when the loop ends
+    (``asyncio.run``, ``asyncio.Runner`` and every loop that shuts its async generators
+    down), or when it is closed itself (``await keeper.aclose()``). What a wire holds of a
+    loop is never kept after it: the keepers of loops closed without ending their async
+    generators are let go (:func:`let_go`: ``close()`` is called, its coroutine closed
+    unawaited), so ``close()`` drops what it holds before its first await."""
     import asyncio
 
     for old, kept in list(_KEPT.values()):
