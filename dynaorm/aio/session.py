@@ -40,9 +40,8 @@ class AsyncSession(BaseSession):
     _async = True
 
     def __init__(self, target: Table | Client) -> None:
-        table, client = session_target(target, type(self).__name__)
-        super().__init__(table, client)
-        if client.wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
+        super().__init__(*(found := session_target(target, type(self).__name__)))
+        if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
             _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
     @property

@@ -346,12 +346,6 @@ class Client:
     def _table_listeners(self, name: str) -> list[Callable[[RequestEvent], object]]:
         return [fn for t in list(self._listening) if t.name == name for fn in t._listeners]
 
-    def _registry(self, table: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The type-name registry (``entities``, ``retired``) every Table object of
-        ``table`` bound to this client shares."""
-        with self._lock:
-            return self._registries.setdefault(table, ({}, {}))
-
     def _pointed_at(self, endpoint_url: str | None, region: str | None) -> Client:
         """This client pointed at another endpoint (and region): the same settings and
         the hooks, tracer settings and listeners attached now, one per endpoint (what

@@ -126,7 +126,7 @@ class Table(TableSchema):
         of the client's other Table objects of this table."""
         if self._listeners:
             client._listen(self)
-        self._share(client._registry(self.name))
+        self._share(client._registries.setdefault(self.name, ({}, {})))  # (one, by name)
 
     def _rebind(self, changes: Mapping[str, Any]) -> None:
         """Bind to the shared client of this table's keywords with ``changes``."""

@@ -147,9 +147,9 @@ class TableSchema:
         class taking it would read, and ``migrate`` convert, the other's items). A class
         redefined (same module and name: a reload, a notebook) replaces the old one under
         every name it had."""
-        self._claim(self.entities, self.retired, entity, type_name, previous)
-        if self._own[0] is not self.entities:
-            self._claim(*self._own, entity, type_name, previous)
+        for entities, retired in {id(self.entities): (self.entities, self.retired),
+                                  id(self._own[0]): self._own}.values():  # (shared, own)
+            self._claim(entities, retired, entity, type_name, previous)
 
     def _claim(self, entities: dict[str, type[Any]], retired: dict[str, type[Any]],
                entity: type[Any], type_name: str, previous: str | None) -> None:

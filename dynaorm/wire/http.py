@@ -63,7 +63,6 @@ __all__ = [
     "HTTPPool",
     "SendFailed",
     "WireFailure",
-    "let_go",
     "loop_keeper",
     "tls_context",
 ]
@@ -313,13 +312,12 @@ async def loop_keeper(close: Callable[[], Any]) -> AsyncGenerator[None, None]:
     return keeper
 
 
-def let_go(keeper: AsyncGenerator[None, None] | None) -> None:
+def let_go(keeper: AsyncGenerator[None, None]) -> None:
     """End ``keeper`` outside its loop (a loop closed without ending its async generators,
     or a parent's in a forked child), closing nothing: what it kept is freed (its
     sockets closed as they are collected); its loop is never asked to run anything."""
     with contextlib.suppress(StopIteration, RuntimeError):
-        if keeper is not None:
-            keeper.aclose().send(None)
+        keeper.aclose().send(None)
 
 
 def _forked() -> None:
