@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dynaorm import (
     AsyncSession,
@@ -584,3 +586,41 @@ def test_an_agent_s_provider_is_found_without_the_app_importing_opentelemetry(
     out = subprocess.run([sys.executable, "-c", AGENT], capture_output=True, text=True,
                          env={**env, name: value}, check=True, timeout=60)
     assert out.stdout.strip() == found, out.stderr
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5)
+    | st.sampled_from(["1", "x", "S", "N", "NOTE#n1", "NOTE", "Note"]),
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(["S", "N", "L", "M", "pk", "sk", "_type", "note_id",
+                                       "tags", "body", "x"]), inner, max_size=3),
+    max_leaves=12)
+_ANSWERS = st.dictionaries(
+    st.sampled_from(["Item", "Items", "Count", "ScannedCount", "LastEvaluatedKey",
+                     "ConsumedCapacity", "Responses", "UnprocessedKeys", "Attributes"]),
+    _JSON, max_size=3) | _JSON
+
+
+@pytest.mark.sync_only
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(answer=_ANSWERS, read=st.sampled_from(["get", "query", "scan", "count", "first"]))
+def test_a_hook_s_answer_of_any_shape_never_escapes_as_a_raw_error(
+        backend: str | None, answer: Any, read: str) -> None:
+    """Whatever JSON a hook answers with, a read returns or raises a DynaormError: never a
+    raw TypeError, AttributeError, KeyError ... from deep inside."""
+    if backend is not None:
+        pytest.skip("a hook answers: no backend is asked (moto's run suffices)")
+    hook = app.db.add_hook(Setting("response", answer))
+    s = Session(app)
+    reads = {"get": lambda: s.get(Note, note_id="n1"),
+             "query": lambda: s.query(Note, note_id="n1").all(),
+             "scan": lambda: s.scan(Note).limit(3).all(),
+             "count": lambda: s.scan(Note).count(),
+             "first": lambda: s.query(Note, note_id="n1").first()}
+    try:
+        reads[read]()
+    except DynaormError:
+        pass
+    finally:
+        app.db.remove_hook(hook)
