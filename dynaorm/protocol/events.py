@@ -42,7 +42,7 @@ def shape_problem(answer: object) -> str | None:
         return f"a {type(answer).__name__}, not an object"
     for name, value in answer.items():  # (an answer has a few members: walk those)
         kind = _MEMBERS.get(name)
-        if kind is not None and value is not None and not isinstance(value, kind):
+        if kind is not None and not isinstance(value, kind):  # (a wire drops nulls first)
             return f"a {type(value).__name__} as {name}"
     for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
         if not isinstance(item, dict):
