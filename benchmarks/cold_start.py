@@ -104,6 +104,40 @@ PROGRAMS["import pynamodb.models + one Model"] = PROGRAMS["pynamodb"].split("use
 #: the shared config file of the programs that run with one
 CONFIGS = {"dynaorm, shared config file": "[default]\nregion = us-east-1\noutput = json\n",
            "dynaorm, session path": "[default]\nregion = us-east-1\nretry_mode = standard\n"}
+#: the first get of an AsyncSession (dynaorm's own wire: no aiobotocore)
+PROGRAMS["dynaorm, AsyncSession"] = PROGRAMS["dynaorm"].replace(
+    "from dynaorm import Client, Entity, Session, Table",
+    "import asyncio\nfrom dynaorm import AsyncSession, Client, Entity, Table").replace(
+    'user = Session(app).get(User, user_id="u1")',
+    'user = asyncio.run(AsyncSession(app).get(User, user_id="u1"))')
+#: settings a Lambda function may carry, each for dynaorm, boto3 and PynamoDB alike: the
+#: environment variables it adds (``CA_BUNDLE``: botocore's default bundle, the path
+#: written in), the shared config file it reads, and a botocore ``Config`` given
+SETTINGS: dict[str, tuple[dict[str, str], str | None, bool]] = {
+    "AWS_CA_BUNDLE": ({"AWS_CA_BUNDLE": "CA_BUNDLE"}, None, False),
+    "REQUESTS_CA_BUNDLE": ({"REQUESTS_CA_BUNDLE": "CA_BUNDLE"}, None, False),
+    "AWS_PROFILE": ({"AWS_PROFILE": "app"}, "[profile app]\nregion = us-east-1\n", False),
+    "a Config": ({}, None, True),
+}
+_CONFIGURED = {  # each contender's program with a botocore Config (read_timeout=5)
+    "dynaorm": ('app = Table("cold-start", endpoint_url=ENDPOINT, region="us-east-1")',
+                "from botocore.config import Config\napp = Table(\"cold-start\", client=Client("
+                "ENDPOINT, \"us-east-1\", config=Config(read_timeout=5)))"),
+    "boto3-resource": ('region_name="us-east-1")', 'region_name="us-east-1", '
+                       "config=__import__('botocore.config').config.Config(read_timeout=5))"),
+    "pynamodb": ('        region = "us-east-1"',
+                 '        region = "us-east-1"\n        read_timeout_seconds = 5'),
+}
+#: the environment variables of each program that runs with settings
+EXTRA_ENV: dict[str, dict[str, str]] = {}
+for _setting, (_env, _config, _configured) in SETTINGS.items():
+    for _name in ("dynaorm", "boto3-resource", "pynamodb"):
+        _label = f"{_name} [{_setting}]"
+        _old, _new = _CONFIGURED[_name] if _configured else ("", "")
+        PROGRAMS[_label] = PROGRAMS[_name].replace(_old, _new) if _old else PROGRAMS[_name]
+        EXTRA_ENV[_label] = _env
+        if _config is not None:
+            CONFIGS[_label] = _config
 #: the programs run on the ``--baseline`` checkout too
 DYNAORM_PROGRAMS = ("dynaorm", "dynaorm + first save", "import dynaorm",
                     "import dynaorm + one entity")
@@ -123,6 +157,11 @@ ROWS = (
      "import pynamodb.models + one Model"),
     ("import pynamodb.models + one Model", "import pynamodb.models + one Model",
      "import pynamodb.models + one Model"),
+    ("dynaorm, AsyncSession", "dynaorm: import + entity + first AsyncSession get", "pynamodb"),
+    *((f"{name} [{setting}]", f"{text} [{setting}]", f"pynamodb [{setting}]")
+      for setting in SETTINGS for name, text in (
+          ("dynaorm", "dynaorm: first get"), ("boto3-resource", "boto3 resource: first get"),
+          ("pynamodb", "PynamoDB: first get"))),
 )
 BASELINE = " [baseline]"
 
@@ -147,6 +186,10 @@ def run_child(name: str, endpoint: str, configs: dict[str, Path], root: Path = R
     program = PROGRAMS[name] or PROGRAMS["dynaorm"]
     code = f"ENDPOINT = {endpoint!r}\n" + _CLOCK + program + _DONE
     env = _environment(configs.get(name), root)
+    from botocore.httpsession import get_cert_path
+
+    env.update({k: str(get_cert_path(True)) if v == "CA_BUNDLE" else v
+                for k, v in EXTRA_ENV.get(name, {}).items()})
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, check=True, cwd=root)  # (``-c`` puts the cwd first)
     return float(out.stdout.strip().splitlines()[-1])

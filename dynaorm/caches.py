@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ["cache", "caches", "clear_caches"]
+__all__ = ["cache", "caches", "clear_caches", "forget"]
 
 _REGISTRY: dict[str, dict[Any, Any]] = {}
 
@@ -48,3 +48,15 @@ def clear_caches() -> None:
     """Empty every registered cache."""
     for memo in _REGISTRY.values():
         memo.clear()
+
+
+def forget(obj: object) -> None:
+    """Drop every cached entry whose key holds ``obj`` (in a tuple, at any depth): a class
+    replaced by its redefinition is let go (nothing here keeps it alive)."""
+    for memo in _REGISTRY.values():
+        for key in [k for k in list(memo) if _holds(k, obj)]:
+            memo.pop(key, None)
+
+
+def _holds(key: object, obj: object) -> bool:
+    return key is obj or (isinstance(key, tuple) and any(_holds(k, obj) for k in key))

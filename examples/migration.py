@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from _support import run, table_keys
 
-from dynaorm import Entity, Previous, Session, Table, Unique
+from dynaorm import Client, Entity, Previous, Session, Table, Unique
 from dynaorm.tools.migrate import migrate
 
 accounts = Table("dynaorm-example-migration")
-#: the same DynamoDB table as the previous release of the code saw it
-before = Table("dynaorm-example-migration")
+#: the same DynamoDB table as the previous release of the code saw it, from its own process
+#: (a client of its own: one client's Table objects of a table share one registry of type
+#: names, and the two releases' classes claim the same one, "user")
+before = Table("dynaorm-example-migration", client=Client())
 
 
 class OldUser(Entity):
@@ -53,7 +55,8 @@ class Account(Entity):
 
 def main() -> None:
     with run(accounts, "changing a key template on a live table") as db:
-        before.name, before.endpoint_url = accounts.name, accounts.endpoint_url
+        before.name = accounts.name
+        before.connect(accounts.endpoint_url)
         old = Session(before)
         for n, name in enumerate(["Ann", "Bob", "Cat"]):
             old.save(OldUser(id=f"u{n}", mail=f"{name}@example.com", name=name))

@@ -23,39 +23,39 @@ import uvicorn
 from _support import served
 from fastapi import Depends, FastAPI, Header, HTTPException, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from dynaorm import (
     AsyncSession,
+    Client,
     ConcurrentModificationError,
+    ConditionFailedError,
     ConflictError,
     Entity,
     InvalidCursorError,
     InvalidValueError,
     ItemNotFoundError,
+    ItemTooLargeError,
     KeyTemplateError,
+    OutcomeUnknownError,
     Table,
+    TransactionConflictError,
+    TransactionTooLargeError,
     Unique,
     UniqueConstraintError,
     ksuid,
 )
 
-table = Table("dynaorm-example-web")
+db = Client()                                # from the environment, connects on first use
+table = Table("dynaorm-example-web", client=db)
 
 
 # -- models: the abstract base is what a client may send ------------------------------------
-class CustomerFields(Entity):
-    """The fields a client sets: an entity without a key template is an abstract base,
-    and a plain pydantic model for FastAPI (request bodies cannot set server-owned fields
-    such as ids, timestamps or the version)."""
-
+class CustomerFields(Entity):                # what a client may send
     name: str = Field(min_length=1)
     email: str
 
-
-class Customer(CustomerFields):
-    """The stored entity (and the response model): server-owned fields added."""
-
+class Customer(CustomerFields):              # what is stored and returned
     class Meta:
         table = table
         pk = "TENANT#{tenant}"
@@ -70,68 +70,60 @@ class Customer(CustomerFields):
     updated_at: datetime | None = None
     version: int = 0
 
-
 class CustomerPage(BaseModel):
-    """One page of customers and the cursor of the next (``null`` on the last page)."""
-
     items: list[Customer]
     cursor: str | None
 
 
 # -- a session per request ----------------------------------------------------------------
 async def session() -> AsyncIterator[AsyncSession]:
-    """One unit of work per request (FastAPI dependency); nothing is committed unless the
-    route commits."""
-    yield AsyncSession(table)
-
+    yield AsyncSession(table)                # nothing is written unless a route commits
 
 Db = Annotated[AsyncSession, Depends(session)]
-app = FastAPI(title="customers")
+app = FastAPI()
 
 
 # -- errors as HTTP statuses ----------------------------------------------------------------
-def _problem(status: int, title: str, exc: Exception, **extra: Any) -> JSONResponse:
+def problem(status: int, title: str, exc: Exception, **extra: Any) -> JSONResponse:
     return JSONResponse({"title": title, "detail": str(exc), **extra}, status_code=status)
 
-
-@app.exception_handler(ItemNotFoundError)
+@app.exception_handler(ItemNotFoundError)        # ItemGoneError too: deleted since read
 async def not_found(request: Request, exc: ItemNotFoundError) -> JSONResponse:
-    """404 (an ``ItemGoneError`` is one too: deleted since it was read)."""
-    return _problem(404, "not found", exc, key=exc.key_values)
-
+    return problem(404, "not found", exc, key=exc.key_values)
 
 @app.exception_handler(UniqueConstraintError)
 async def taken(request: Request, exc: UniqueConstraintError) -> JSONResponse:
-    """409: a unique value is already claimed."""
-    return _problem(409, f"{exc.field} already taken", exc, field=exc.field)
-
+    return problem(409, f"{exc.field} already taken", exc, field=exc.field)
 
 @app.exception_handler(ConcurrentModificationError)
 async def stale(request: Request, exc: ConcurrentModificationError) -> JSONResponse:
-    """412 with the current ETag (the stored item came with the error)."""
-    response = _problem(412, "precondition failed", exc)
-    if exc.item is not None:
+    response = problem(412, "precondition failed", exc)
+    if exc.item is not None:                     # the stored item: its version, the ETag
         response.headers["ETag"] = f'"{exc.item.version}"'
     return response
 
-
-@app.exception_handler(ConflictError)
-async def conflict(request: Request, exc: ConflictError) -> JSONResponse:
-    """409: another writer got there first (an insert over an existing item)."""
-    return _problem(409, "conflict", exc)
-
-
-@app.exception_handler(KeyTemplateError)
+@app.exception_handler(KeyTemplateError)         # a '#' in a path, an empty key value
 async def bad_key(request: Request, exc: KeyTemplateError) -> JSONResponse:
-    """400 naming the field whose value cannot be part of a key (a ``#`` in a path)."""
-    return _problem(400, f"invalid {exc.field or 'key'}", exc, field=exc.field)
+    return problem(400, f"invalid {exc.field or 'key'}", exc, field=exc.field)
 
+STATUSES: dict[type[Exception], tuple[int, str]] = {
+    ConflictError: (409, "conflict"),            # ItemExistsError, any other conflict
+    ConditionFailedError: (412, "precondition failed"),  # your condition= / where
+    TransactionConflictError: (409, "conflict: try again"),
+    InvalidCursorError: (400, "bad request"),    # a tampered, foreign or garbage cursor
+    InvalidValueError: (400, "bad request"),     # a value DynamoDB would refuse
+    ValidationError: (422, "invalid entity"),    # an entity the route built
+    ItemTooLargeError: (413, "too large"),       # over 400 KB
+    TransactionTooLargeError: (413, "too large"),  # over 100 actions or 4 MB
+    OutcomeUnknownError: (503, "outcome unknown: read before retrying"),
+}
 
-@app.exception_handler(InvalidCursorError)
-@app.exception_handler(InvalidValueError)
-async def bad_input(request: Request, exc: Exception) -> JSONResponse:
-    """400: a tampered or foreign cursor, a value DynamoDB would refuse."""
-    return _problem(400, "bad request", exc)
+async def by_status(request: Request, exc: Exception) -> JSONResponse:
+    status, title = next(v for k, v in STATUSES.items() if isinstance(exc, k))
+    return problem(status, title, exc)
+
+for error in STATUSES:
+    app.add_exception_handler(error, by_status)
 
 
 # -- routes -----------------------------------------------------------------------------------
@@ -153,16 +145,28 @@ async def read(tenant: str, customer_id: str, s: Db, response: Response) -> Cust
     return customer
 
 
+def expected_version(if_match: str) -> int | None:
+    """The version an ``If-Match`` header expects: ``None`` for ``*`` (any), else the
+    ETag's number; a header that is no ETag of ours matches nothing (412)."""
+    if if_match.strip() == "*":
+        return None
+    tag = if_match.strip().removeprefix("W/").strip('"')
+    if not tag.isdigit():
+        raise HTTPException(412, f"If-Match {if_match!r} matches no version")
+    return int(tag)
+
 @app.put("/tenants/{tenant}/customers/{customer_id}")
 async def replace(tenant: str, customer_id: str, body: CustomerFields, s: Db,
                   response: Response, if_match: Annotated[str, Header()]) -> Customer:
     customer = await s.get(Customer, tenant=tenant, customer_id=customer_id)
     if customer is None:
         raise HTTPException(404, f"customer {customer_id} does not exist")
-    customer.version = int(if_match.strip('W/"'))  # the client's expected version
+    version = expected_version(if_match)
+    if version is not None:
+        customer.version = version               # a stale one: 412 at the commit
     customer.name, customer.email = body.name, body.email
     s.save(customer)
-    await s.commit()  # ConcurrentModificationError -> 412
+    await s.commit()
     response.headers["ETag"] = f'"{customer.version}"'
     return customer
 
@@ -249,6 +253,8 @@ def demo(url: str) -> None:
                          headers={"If-Match": got.headers["etag"]})
         show("PUT ada If-Match stale", stale, "title")
         print(f"    ETag {stale.headers.get('etag')}")
+        show("PUT ada If-Match *", http.put(one, json={"name": "Ada Any", "email": "ada@x.io"},
+                                            headers={"If-Match": "*"}), "name", "version")
         first = show("GET page 1 (limit=4)", http.get(base, params={"limit": 4}))
         print(f"    {len(first['items'])} items, cursor {'set' if first['cursor'] else None}")
         second = show("GET page 2", http.get(base, params={"limit": 4,

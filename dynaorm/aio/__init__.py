@@ -20,8 +20,8 @@ async def client(table: Any) -> Any:
 
 async def close(table: Any = None) -> None:
     """Close the connections made in the running event loop by ``table``'s client
-    (default: by every client); call it before the loop ends (a later request opens new
-    ones). ``await client.aclose()`` does the same for one :class:`~dynaorm.Client`."""
+    (default: by every client) now, rather than when the loop ends (a later request opens
+    new ones). ``await client.aclose()`` does the same for one :class:`~dynaorm.Client`."""
     clients = [table.db] if table is not None else live_clients()
     for each in clients:
         await each.aclose()

@@ -25,11 +25,9 @@ class AsyncTerminals(ReadSpec[T]):
 
     _driver: AsyncDriver
 
-    async def __aiter__(self) -> AsyncIterator[T]:
-        sel = self._selection()
-        async for batch in self._driver.iterate(self._items(sel), self._operation_of()):
-            for obj in sel.decoded(batch):  # one at a time: a loop may stop early
-                yield obj
+    def __aiter__(self) -> AsyncIterator[T]:
+        sel = self._selection()  # (decoded one at a time: a loop may stop early)
+        return self._driver.iterate(self._items(sel), self._operation_of(), sel.decoded)
 
     async def all(self) -> list[T]:
         """Every result, as a list."""

@@ -42,8 +42,9 @@ class AsyncSession(BaseSession):
     _async = True
 
     def __init__(self, target: Table | Client) -> None:
-        _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
-        super().__init__(*session_target(target, type(self).__name__))
+        super().__init__(*(found := session_target(target, type(self).__name__)))
+        if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
+            _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
     @property
     def client(self) -> Client:
@@ -56,8 +57,9 @@ class AsyncSession(BaseSession):
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:
         """``proto`` run as the session operation ``name`` on ``entities`` (awaitable),
         held to ``rate``."""
+        operation = self._operation(name, entities)  # (first: it may point the session)
         run = budgeted(proto, budget_of(rate)) if rate else proto
-        return self.client.async_driver.run(run, self._operation(name, entities))
+        return self.client.async_driver.run(run, operation)
 
     async def __aenter__(self) -> AsyncSession:
         return self

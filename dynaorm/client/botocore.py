@@ -188,14 +188,15 @@ def check_checksums(client: Any) -> Any:
 
 
 def create_client(endpoint_url: str | None, region: str | None, *,
-                  owner: str = "Client", config: Any = None, session: Any | None = None) -> Any:
+                  owner: str = "Client", config: Any = None, session: Any | None = None,
+                  verify: bool | str | None = None) -> Any:
     """A DynamoDB botocore client as dynaorm makes them (see
     :func:`~dynaorm.client.settings.client_settings`), checking its answers
     (:func:`check_checksums`). ``session``: the botocore session to use (default: a new
     one, which reads the configuration as it is now)."""
     session = default_session() if session is None else session
     kwargs, options = client_settings(session, endpoint_url, region, owner=owner,
-                                      config=config)
+                                      config=config, verify=verify)
     import botocore.config
 
     return check_checksums(session.create_client(
@@ -218,7 +219,8 @@ class BotocoreWire:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop,
                                                asyncio.Future[Any]] = (
             weakref.WeakKeyDictionary())
-        self._contexts: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
+        #: per loop, what closes its aiobotocore client when the loop ends
+        self._keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
 
     @property
@@ -234,7 +236,8 @@ class BotocoreWire:
                     try:
                         self._client = create_client(
                             owner.endpoint_url, owner.region, owner=owner._label,
-                            config=owner.config, session=owner._botocore_session())
+                            config=owner.config, session=owner._botocore_session(),
+                            verify=owner.verify)
                     except (BotoCoreError, ValueError) as exc:  # a malformed endpoint, ...
                         raise DynaormError(
                             f"{owner._label}: cannot create a DynamoDB client for endpoint "
@@ -250,11 +253,6 @@ class BotocoreWire:
             if client is not None:
                 return str(client.meta.endpoint_url), str(client.meta.region_name)
         return None
-
-    @property
-    def loops(self) -> int:
-        """How many event loops hold an aiobotocore client of this wire."""
-        return len(self._loops)
 
     def send(self, operation: str, request: dict[str, Any], reader: Any = None
              ) -> dict[str, Any]:
@@ -292,7 +290,7 @@ class BotocoreWire:
             has = await session.get_credentials() is not None
         kwargs, options = client_settings(session, owner.endpoint_url, owner.region,
                                           owner=owner._label, config=owner.config,
-                                          has_credentials=has)
+                                          has_credentials=has, verify=owner.verify)
         try:
             context = session.create_client("dynamodb", config=aio.config.AioConfig(
                 **options, http_session_cls=checked_aiohttp_session()), **kwargs)
@@ -300,7 +298,14 @@ class BotocoreWire:
         except Exception as exc:  # a malformed endpoint, ...: never a botocore exception
             raise DynaormError(f"{owner._label}: cannot create a DynamoDB client for "
                                f"endpoint {owner.endpoint_url!r}: {exc}") from exc
-        self._contexts[loop] = context
+        from dynaorm.wire.http import loop_keeper
+
+        def end() -> Any:
+            self._loops.pop(loop, None)  # (also when let go: see loop_keeper)
+            self._keepers.pop(loop, None)
+            return context.__aexit__(None, None, None)
+
+        self._keepers[loop] = await loop_keeper(end)
         return made
 
     async def asend(self, operation: str, request: dict[str, Any], reader: Any = None
@@ -324,8 +329,6 @@ class BotocoreWire:
         """Close this event loop's aiobotocore client."""
         import asyncio
 
-        loop = asyncio.get_running_loop()
-        self._loops.pop(loop, None)
-        context = self._contexts.pop(loop, None)
-        if context is not None:
-            await context.__aexit__(None, None, None)
+        keeper = self._keepers.get(asyncio.get_running_loop())
+        if keeper is not None:
+            await keeper.aclose()

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Iterator
@@ -82,9 +83,6 @@ CAPACITY_MODES: Final = ("INDEXES", "TOTAL", "NONE")
 _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 _AnyHook = TypeVar("_AnyHook", bound=HookLike)
 _LIVE: weakref.WeakSet[Client] = weakref.WeakSet()  # for dynaorm.aio.close()
-#: clients tables left (rebound) while they held async connections: kept until
-#: ``dynaorm.aio.close()`` closes them, so none is collected with a connection open
-_RETIRED: set[Client] = set()
 _SWAP = threading.Lock()
 
 
@@ -131,9 +129,16 @@ class Client:
     def __init__(self, endpoint_url: str | None = None, region: str | None = None, *,
                  config: Any = None, wire: str = "dynaorm", max_attempts: int | None = None,
                  max_wait: float = 10.0, return_consumed_capacity: str | None = None,
-                 keyring: Any = None, rate: Rate | None = None) -> None:
+                 keyring: Any = None, rate: Rate | None = None,
+                 verify: bool | str | None = None) -> None:
         check_settings("Client", wire=wire, max_attempts=max_attempts, max_wait=max_wait,
                        return_consumed_capacity=return_consumed_capacity)
+        if (verify is not None and not isinstance(verify, bool | str)) or verify == "":
+            raise DynaormError(f"Client: verify must be False, True, None or the path of a "
+                               f"CA bundle, got {verify!r}")
+        self.verify = verify
+        """How TLS is verified, as botocore's ``verify``: ``False`` (not at all), the path
+        of a CA bundle, or ``None`` / ``True`` (as configured, else the default bundle)."""
         self.endpoint_url = endpoint_url
         """The endpoint given (``None``: the configured one, or AWS's for the region)."""
         self.region = region
@@ -165,6 +170,9 @@ class Client:
         self.rate = rate
         self._traced: dict[tuple[Any, ...], Policy] = {}  # by the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
+        self._origin: Client | None = None  # the client this one is pointed from
+        #: per table name, the type-name registry its Table objects bound here share
+        self._registries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.driver = SyncDriver(self)
         """The sync driver (what ``Session`` runs its protocols with)."""
         self.async_driver = AsyncDriver(self)
@@ -199,7 +207,7 @@ class Client:
         light_settings`), else the botocore client's, made now."""
         plain = self._plain
         if plain is not None:
-            return plain
+            return self._verified(plain)
         from botocore.exceptions import BotoCoreError
 
         from dynaorm.client.plain import light_settings
@@ -212,7 +220,13 @@ class Client:
                                    credentials=credentials)
         except (BotoCoreError, ValueError):  # the client says how it fails
             light = None
-        return light or client_endpoint(self.botocore, credentials)
+        return self._verified(light) if light else client_endpoint(self.botocore, credentials)
+
+    def _verified(self, endpoint: Endpoint) -> Endpoint:
+        """``endpoint`` verified as ``verify=`` says (the botocore client is made so)."""
+        verify = self.verify
+        return endpoint if verify in (None, True) else dataclasses.replace(endpoint,
+                                                                         verify=verify)
 
     @property
     def max_attempts(self) -> int:
@@ -361,13 +375,14 @@ class Client:
             if found is None:
                 found = Client(endpoint_url, key[1], config=self.config, wire=self.wire,
                                max_attempts=self._max_attempts, max_wait=self.max_wait,
-                               return_consumed_capacity=self.return_consumed_capacity)
+                               return_consumed_capacity=self.return_consumed_capacity,
+                               verify=self.verify)
                 found._hooks = self._hooks
                 for mine, theirs in zip(self._tracers, found._tracers, strict=True):
                     vars(theirs).update({k: v for k, v in vars(mine).items()
                                          if not k.startswith("_")})  # (their settings)
                 found._listeners = list(self._listeners)
-                found._label = self._label
+                found._label, found._origin = self._label, self
                 self._pointed[key] = found
             return found
 
@@ -467,12 +482,6 @@ class Client:
         return await transport.asend(operation, request, reader)
 
     # -- closing -----------------------------------------------------------------------
-    def _retire(self) -> None:
-        """A table left this client: keep it until ``dynaorm.aio.close()`` if it holds
-        async connections (collected with them open, they would warn)."""
-        if getattr(self._transport, "loops", 0) or self._boto.loops:
-            _RETIRED.add(self)
-
     def close(self) -> None:
         """Close the sync connections (a later request opens new ones). Async
         connections belong to their event loop: close them with :meth:`aclose`."""
@@ -487,8 +496,6 @@ class Client:
             await transport.aclose()
         await self._boto.aclose()
         self.close()
-        if not (getattr(self._transport, "loops", 0) or self._boto.loops):
-            _RETIRED.discard(self)
 
     def __enter__(self) -> Client:
         return self
@@ -505,6 +512,21 @@ class Client:
         await self.aclose()
 
 
+def _forked() -> None:
+    """In a child of ``os.fork()``: no client uses a connection (or a botocore client) its
+    parent opened, on either wire; each chooses its transport again, and opens its own
+    connections, at its next request. What it let go is collected: the child's copies of
+    the parent's sockets closed, which sends nothing (their loops' keepers let go too:
+    :mod:`dynaorm.wire.http`)."""
+    for client in live_clients():
+        client._lock = threading.RLock()  # (held, maybe, by a thread the child has not)
+        client._transport, client._boto = None, BotocoreWire(client)
+
+
+if hasattr(os, "register_at_fork"):  # (not on Windows)
+    os.register_at_fork(after_in_child=_forked)
+
+
 def session_target(target: object, kind: str) -> tuple[Any, Client]:
     """What a session is made with: a :class:`~dynaorm.Table` (its client; entities of the
     client's other tables may be staged too) or a :class:`Client` (any of its tables)."""
@@ -516,9 +538,9 @@ def session_target(target: object, kind: str) -> tuple[Any, Client]:
 
 
 def live_clients() -> list[Client]:
-    """Every client not yet collected, and every retired one holding async connections
-    (what ``dynaorm.aio.close()`` closes)."""
-    return list({*_LIVE, *_RETIRED})
+    """Every client not yet collected (what ``dynaorm.aio.close()`` closes; a client let
+    go with async connections open has them closed when their loop ends)."""
+    return list(_LIVE)
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import AsyncGenerator, Callable, Generator, Iterator, Sequence
+from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from dynaorm._types import Item
@@ -31,6 +31,8 @@ from dynaorm.protocol.steps import Await, Emit, Gather, Send, Stream, Wait, expa
 __all__ = ["AsyncDriver", "SyncDriver"]
 
 R = TypeVar("R")
+#: what a read's consumer makes of each batch of items (``None``: the batch as it is)
+Decode = Callable[[Sequence[Item]], Iterable[Any]] | None
 
 
 def _refuse(step: Await) -> None:
@@ -64,15 +66,18 @@ class SyncDriver:
         drive.close()
         raise TypeError("run() drives protocols that emit no items; iterate a read")
 
-    def iterate(self, stream: Stream, operation: Operation | None = None
-                ) -> Iterator[Sequence[Item]]:
+    def iterate(self, stream: Stream, operation: Operation | None = None,
+                decode: Decode = None) -> Iterator[Any]:
         """The batches of items ``stream`` emits, in order, fetched lazily (each page one
-        ``operation`` for the hooks); closing the iterator closes the stream."""
-        return self._drive(expand(stream, self._client.policy, operation, paged=True))
+        ``operation`` for the hooks), or what ``decode`` makes of each, one at a time (a
+        failure there fails the page: hooks and spans see what the caller sees); closing
+        the iterator closes the stream."""
+        return self._drive(expand(stream, self._client.policy, operation, paged=True), decode)
 
-    def _drive(self, steps: Generator[Any, Any, R]) -> Generator[Sequence[Item], None, R]:
+    def _drive(self, steps: Generator[Any, Any, R], decode: Decode = None
+               ) -> Generator[Any, None, R]:
         """The one loop: perform each step of the pumped protocol, yield the items it
-        emits, return its result; closed, it closes the protocol."""
+        emits (decoded), return its result; closed, it closes the protocol."""
         value: Any = None
         error: Exception | None = None
         try:
@@ -84,7 +89,10 @@ class SyncDriver:
                     return result
                 value = error = None
                 if type(step) is Emit:
-                    yield step.items
+                    try:
+                        yield from (step.items,) if decode is None else decode(step.items)
+                    except Exception as exc:  # the items failed their consumer
+                        error = exc
                     continue
                 try:
                     value = self._perform(step)
@@ -155,22 +163,20 @@ class AsyncDriver:
             steps.close()
         return box[0]
 
-    def iterate(self, stream: Stream, operation: Operation | None = None
-                ) -> AsyncGenerator[Sequence[Item], None]:
-        """The batches of items ``stream`` emits, in order, fetched lazily (each page one
-        ``operation`` for the hooks); closing the iterator closes the stream."""
-        return self._batches(self._pages(stream, operation))
+    def iterate(self, stream: Stream, operation: Operation | None = None,
+                decode: Decode = None) -> AsyncGenerator[Any, None]:
+        """As :meth:`SyncDriver.iterate`: the batches ``stream`` emits, or what ``decode``
+        makes of each, one at a time; closing the iterator closes the stream."""
+        return self._batches(self._pages(stream, operation), decode)
 
     async def collect(self, stream: Stream, operation: Operation | None,
                       take: Callable[[Sequence[Item]], object]) -> None:
         """Hand every batch of items ``stream`` emits to ``take``, in order, as it comes
         (what :meth:`iterate` yields, without an async generator between the pages and the
-        caller: ``all()``). An exception ``take`` raises closes the stream."""
+        caller: ``all()``). An exception ``take`` raises fails the page and the stream."""
         steps = self._pages(stream, operation)
-        box: list[None] = []
         try:
-            while (items := await self._until_emit(steps, box)) is not None:
-                take(items)
+            await self._until_emit(steps, [], take=take)
         finally:
             steps.close()
 
@@ -180,23 +186,31 @@ class AsyncDriver:
             operation.session = "async"
         return expand(stream, self._client.policy, operation, paged=True)
 
-    async def _batches(self, steps: Generator[Any, Any, None]
-                       ) -> AsyncGenerator[Sequence[Item], None]:
+    async def _batches(self, steps: Generator[Any, Any, None], decode: Decode
+                       ) -> AsyncGenerator[Any, None]:
         box: list[None] = []
+        error: Exception | None = None
         try:
-            while (items := await self._until_emit(steps, box)) is not None:
-                yield items
+            while (items := await self._until_emit(steps, box, error)) is not None:
+                error = None
+                try:
+                    for obj in (items,) if decode is None else decode(items):
+                        yield obj
+                except Exception as exc:  # the items failed their consumer: the page too
+                    error = exc
         finally:
             steps.close()
 
-    async def _until_emit(self, steps: Generator[Any, Any, R], box: list[R]
+    async def _until_emit(self, steps: Generator[Any, Any, R], box: list[R],
+                          error: Exception | None = None,
+                          take: Callable[[Sequence[Item]], object] | None = None
                           ) -> Sequence[Item] | None:
         """The one loop (the mirror of :meth:`SyncDriver._drive`): perform each step of
-        the pumped protocol until it emits items (returned) or ends (``None``; its result
-        put in ``box``). A plain coroutine, so that a request's await passes through no
-        async generator; the caller closes ``steps``."""
+        the pumped protocol (``error`` thrown in first) until it emits items (returned,
+        or handed to ``take``: a failure there is the page's) or ends (``None``; its
+        result put in ``box``). A plain coroutine, so that a request's await passes
+        through no async generator; the caller closes ``steps``."""
         value: Any = None
-        error: Exception | None = None
         while True:
             try:
                 step = steps.send(value) if error is None else steps.throw(error)
@@ -205,7 +219,13 @@ class AsyncDriver:
                 return None
             value = error = None
             if type(step) is Emit:
-                return step.items
+                if take is None:
+                    return step.items
+                try:
+                    take(step.items)
+                except Exception as exc:  # the items failed their consumer: the page too
+                    error = exc
+                continue
             try:
                 value = await self._perform(step)
             except Exception as exc:

@@ -19,14 +19,15 @@ in its environment), without a botocore session. It accepts only when all of the
   loopback endpoint without one, :data:`~dynaorm.client.settings.LOOPBACK_REGION`);
 - the endpoint the argument (a plain ``http(s)://host[:port][/]``), else AWS's regional one
   for a region of the ``aws`` partition;
-- no shared config or credentials file, or files whose ``default`` profile (the one
-  read: ``AWS_PROFILE`` is not in :data:`ALLOWED`) holds only :data:`PROFILE_KEYS` (a
-  region, read after the environment's, the CLI's output format, credentials); no
-  ``~/.aws/models``;
+- no shared config or credentials file, or files whose profile (``AWS_PROFILE``'s, which
+  must exist then, else ``default``) holds only :data:`PROFILE_KEYS` (a region, read after
+  the environment's, the CLI's output format, credentials); no ``~/.aws/models``;
 - every ``AWS_*`` / ``BOTO*`` variable set is in :data:`ALLOWED` (or starts with
   ``AWS_LAMBDA_``): none that changes the endpoint, credentials, TLS or config; no
-  ``*_proxy`` variable, no ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the environment
-  only); no ``awscrt`` (botocore would name it in the ``User-Agent``).
+  ``*_proxy`` variable, no empty ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the
+  environment only); no ``awscrt`` (botocore would name it in the ``User-Agent``);
+- TLS verified against ``AWS_CA_BUNDLE``, else ``REQUESTS_CA_BUNDLE``, else the default
+  bundle (as botocore's session decides).
 
 :func:`light_settings`, any environment, through a botocore session but no client: the
 endpoint given or configured (``AWS_ENDPOINT_URL*``, the profile's), else AWS's regional
@@ -82,7 +83,7 @@ ALLOWED: Final = frozenset({
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
     "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_EXECUTION_ENV", "AWS_XRAY_CONTEXT_MISSING", "AWS_XRAY_DAEMON_ADDRESS",
-    "AWS_DEFAULT_OUTPUT", "AWS_PAGER"})
+    "AWS_DEFAULT_OUTPUT", "AWS_PAGER", "AWS_CA_BUNDLE", "AWS_PROFILE"})
 #: botocore's host-name check (``botocore.utils.is_valid_endpoint_url``)
 _HOSTNAME: Final = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))$",
                               re.IGNORECASE)
@@ -110,7 +111,8 @@ def _declined_variable(environ: dict[str, str] | os._Environ[str]) -> bool:
         if name.startswith("AWS_") and name not in ALLOWED and not name.startswith(
                 "AWS_LAMBDA_"):
             return True
-        if name.startswith(("BOTO", "REQUESTS_CA_BUNDLE")):
+        if name.startswith("BOTO") or (name in ("REQUESTS_CA_BUNDLE", "AWS_PROFILE")
+                                       and not value):
             return True
     return False
 
@@ -136,17 +138,20 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | Non
         return None
     config, shared = shared_files(environ)
     has_config, has_shared = _exists(config), _exists(shared)
+    named = environ.get("AWS_PROFILE")  # (one named must exist, even "default")
+    name = named or "default"
     if not (has_config or has_shared):
-        return {}
+        return None if named else {}
     from botocore.configloader import load_config, raw_config_parse
 
     try:  # (botocore's Session.full_config: the credentials file's keys merged in last)
-        profile = dict(load_config(config)["profiles"].get("default", {})) if has_config else {}
-        if has_shared:
-            profile.update(raw_config_parse(shared).get("default", {}))
+        found = [load_config(config)["profiles"] if has_config else {},
+                 raw_config_parse(shared) if has_shared else {}]
     except Exception:  # (what the session would raise, it raises there)
         return None
-    if not set(profile) <= PROFILE_KEYS or not isinstance(profile.get("region", ""), str):
+    profile = {**found[0].get(name, {}), **found[1].get(name, {})}
+    if not set(profile) <= PROFILE_KEYS or not isinstance(profile.get("region", ""), str) or (
+            named and not any(name in each for each in found)):
         return None
     return profile
 
@@ -279,7 +284,8 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
         return None
     if _unusual_install():
         return None
-    return endpoint_of(endpoint, name, credentials, _verify(), SimpleNamespace(**CONFIG_DEFAULTS),
+    verify = env.get("AWS_CA_BUNDLE") or env.get("REQUESTS_CA_BUNDLE") or _verify()
+    return endpoint_of(endpoint, name, credentials, verify, SimpleNamespace(**CONFIG_DEFAULTS),
                        user_agent(env))
 
 

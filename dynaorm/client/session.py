@@ -51,7 +51,11 @@ class BaseSession:
         return client.async_driver if self._async else client.driver
 
     def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
-        """What the hooks are told a session operation is (``None``: no hook to tell)."""
+        """What the hooks are told a session operation is (``None``: no hook to tell);
+        the entities' tables checked first (a session of a client follows a table a test
+        fixture pointed elsewhere: :meth:`~dynaorm.core.stage.Stage.spec`)."""
+        if self._stage.table is None:
+            entities = [self._stage.spec(e).cls for e in entities]
         return describe(name, entities) if self._stage.client.policy.hooks else None
 
     # -- staging (no I/O) --------------------------------------------------------------

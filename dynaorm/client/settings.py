@@ -242,7 +242,7 @@ def local_credentials(endpoint_url: str | None, session: Any | None = None) -> d
 
 def client_settings(session: Any, endpoint_url: str | None, region: str | None, *,
                     owner: str = "Client", config: Any = None, has_credentials: bool | None = None,
-                    ) -> tuple[dict[str, Any], dict[str, Any]]:
+                    verify: bool | str | None = None) -> tuple[dict[str, Any], dict[str, Any]]:
     """What every dynaorm client is created with, sync or async: ``create_client``'s
     keyword arguments (region, endpoint, local credentials) and ``Config``'s options.
 
@@ -251,11 +251,12 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
     botocore's retries are off (dynaorm retries) and so is parameter validation (dynaorm
     builds the requests). ``has_credentials``: whether the session has credentials (asked
     of the session when ``None``; an async session's caller awaits it after
-    :func:`local_only`).
+    :func:`local_only`). ``verify``: the client's (botocore's ``verify``).
     """
     given = config_options(config)
     name = resolve_region(region or given.get("region_name"), session, endpoint_url, owner)
-    kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url}
+    kwargs: dict[str, Any] = {"region_name": name, "endpoint_url": endpoint_url,
+                              "verify": verify}
     if in_process(configured_endpoint(endpoint_url, session)):
         kwargs.update(_dummy())
     elif local_only(session, endpoint_url):

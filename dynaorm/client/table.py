@@ -117,14 +117,18 @@ class Table(TableSchema):
     def _bind(self) -> Client:
         with self._bind_lock:  # threads racing to the first use get one client
             if self._client is None:
-                self._client = shared_client(self._settings, self.name)
-                self._attach(self._client)
+                client = shared_client(self._settings, self.name)
+                self._attach(client)
+                self._client = client
             found: Client = self._client
             return found
 
     def _attach(self, client: Client) -> None:
+        """Bound to ``client``: tell it of the listeners, and share the type-name registry
+        of the client's other Table objects of this table."""
         if self._listeners:
             client._listen(self)
+        self._share(client._registries.setdefault(self.name, ({}, {})))  # (one, by name)
 
     def _rebind(self, changes: Mapping[str, Any]) -> None:
         """Bind to the shared client of this table's keywords with ``changes``."""
@@ -139,9 +143,8 @@ class Table(TableSchema):
 
     def _leave(self) -> None:
         """Unbind from the current client (the next use binds again)."""
-        old, self._client = self._client, None
-        if old is not None:
-            old._retire()
+        self._client = None
+        self._share(None)
 
     def _binding(self) -> tuple[Any, ...]:
         """What the table is bound to now (for :meth:`_restore`: test fixtures that point
@@ -149,8 +152,7 @@ class Table(TableSchema):
         return self._given, dict(self._settings), self._client
 
     def _restore(self, binding: tuple[Any, ...]) -> None:
-        if self._client is not None and self._client is not binding[2]:
-            self._client._retire()
+        self._share(None)
         self._given, self._settings, self._client = binding
         if self._client is not None:
             self._attach(self._client)

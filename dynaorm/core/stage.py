@@ -54,6 +54,9 @@ class Stage:
         spec = spec_of(cls)
         table = spec.table
         if table is not self.table and table.db is not self.client:
+            if self.table is None and getattr(table.db, "_origin", None) is self.client:
+                self._given = table.db  # (its table, given this client, was pointed
+                return spec  # elsewhere by a test fixture: the session follows it)
             mine = (f"this session's table {self.table.name!r}" if self.table is not None
                     else f"this session's client ({self.client!r})")
             raise DynaormError(

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 
 if TYPE_CHECKING:  # (loaded by the first stream read)
@@ -134,6 +135,9 @@ class TableSchema:
         """The entity classes mapped onto this table, by type name."""
         self.retired: dict[str, type[Any]] = {}
         """Type names retired by a ``Meta.previous``: the class that declares each."""
+        #: the classes declared on this object (``entities``, ``retired``): the same dicts,
+        #: unless a client shares one registry between its Table objects of this table
+        self._own = (self.entities, self.retired)
         self._client: Any = None
 
     @property
@@ -156,22 +160,53 @@ class TableSchema:
         """Record ``entity`` under ``type_name`` (called when an entity class is defined),
         and reserve ``previous``, the type name its ``Meta.previous`` declares: a type name
         used by a class or retired by one belongs to that class on this table (another
-        class taking it would read, and ``migrate`` convert, the other's items)."""
+        class taking it would read, and ``migrate`` convert, the other's items). A class
+        redefined (same module and name: a reload, a notebook) replaces the old one under
+        every name it had."""
+        for entities, retired in {id(self.entities): (self.entities, self.retired),
+                                  id(self._own[0]): self._own}.values():  # (shared, own)
+            self._claim(entities, retired, entity, type_name, previous)
+
+    def _claim(self, entities: dict[str, type[Any]], retired: dict[str, type[Any]],
+               entity: type[Any], type_name: str, previous: str | None) -> None:
+        """:meth:`register` in the registry ``entities`` / ``retired``."""
         for name in (type_name, previous):
-            other = None if name is None else self.entities.get(name) or self.retired.get(name)
+            other = None if name is None else entities.get(name) or retired.get(name)
             if other is not None and _qualified(other) != _qualified(entity):
-                retired = name in self.retired and name not in self.entities
+                gone = name in retired and name not in entities
                 raise DynaormError(
                     f"table {self.name!r}: type name {name!r} is taken by "
                     f"{_qualified(other)}"
-                    f"{' (retired by its Meta.previous)' if retired else ''}; give "
+                    f"{' (retired by its Meta.previous)' if gone else ''}; give "
                     f"{_qualified(entity)} its own type name with 'class Meta: type_name "
                     "= \"...\"' (re-defining a class of the same module replaces it)"
                     + ("" if name == type_name else "; a previous type name belongs to "
                        "the class that used it"))
-        self.entities[type_name] = entity
+        for names in (entities, retired):  # a redefinition replaces the class everywhere,
+            for name, old in list(names.items()):  # under its old names too
+                if old is not entity and _qualified(old) == _qualified(entity):
+                    del names[name]
+                    forget(old)
+        entities[type_name] = entity
         if previous is not None and previous != type_name:
-            self.retired[previous] = entity
+            retired[previous] = entity
+
+    def _share(self, registry: tuple[dict[str, type[Any]], dict[str, type[Any]]] | None
+               ) -> None:
+        """Use ``registry`` (``entities``, ``retired``), the one of every Table object of
+        this table on a client, this object's classes claimed in it (one of another's type
+        names: a :class:`DynaormError`); ``None``: leave it (its classes taken out), and
+        use this object's own again."""
+        own = self._own
+        for mine, theirs in zip(own, (self.entities, self.retired), strict=True):
+            for name in [n for n, c in mine.items() if theirs is not mine and theirs.get(n) is c]:
+                del theirs[name]
+        self.entities, self.retired = own
+        if registry is not None:
+            for name, cls in own[0].items():
+                self._claim(*registry, cls, name, next((p for p, c in own[1].items() if c is cls),
+                                                       None))
+            self.entities, self.retired = registry
 
     def key_type(self, attr: str | None) -> str:
         """The DynamoDB type of a key attribute: ``"S"`` unless ``key_types`` says ``N``/``B``."""

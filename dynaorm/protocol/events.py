@@ -16,12 +16,38 @@ from dynaorm._types import Item
 from dynaorm.errors import RequestError
 
 __all__ = ["RECORDER", "CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
-           "capacity_of", "recording", "table_of", "tables_of"]
+           "capacity_of", "recording", "shape_problem", "table_of", "tables_of"]
 
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
 #: table key of the entity object the action is for, ``role`` one of ``"row"``,
 #: ``"latest"``, ``"version"``, ``"guard"``, ``"check"``.
 EventOrigin = tuple[type[Any], dict[str, Any], str]
+
+
+#: the JSON type of each top-level member of DynamoDB's answers that dynaorm reads
+_MEMBERS: dict[str, type | tuple[type, ...]] = {
+    "Item": dict, "Attributes": dict, "Items": list, "LastEvaluatedKey": dict,
+    "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
+    "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
+    "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
+    "TimeToLiveDescription": dict, "TableNames": list}
+
+
+def shape_problem(answer: object) -> str | None:
+    """What makes ``answer`` (a decoded answer, or one a hook supplied) not of DynamoDB's
+    shape (``None``: nothing): not an object, a top-level member of another JSON type
+    than DynamoDB sends (``"Item": "x"``), or an ``Items`` entry that is not an object
+    (deeper shapes are the readers' to judge)."""
+    if not isinstance(answer, dict):
+        return f"a {type(answer).__name__}, not an object"
+    for name, value in answer.items():  # (an answer has a few members: walk those)
+        kind = _MEMBERS.get(name)
+        if kind is not None and not isinstance(value, kind):  # (a wire drops nulls first)
+            return f"a {type(value).__name__} as {name}"
+    for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
+        if not isinstance(item, dict):
+            return "an entry of Items that is not an object"
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,8 +38,8 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from dynaorm._types import Item
-from dynaorm.errors import RequestError
-from dynaorm.protocol.events import RECORDER, capacity_of
+from dynaorm.errors import DynaormError, RequestError
+from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
 
@@ -141,6 +141,7 @@ Proto = Generator[Step, Any, R]
 Stream = Generator[Step, Any, None]
 
 
+# complexity: the one pump of every protocol: steps, pages and how each ends, in one loop
 def expand(proto: Generator[Any, Any, R], policy: Policy,
            operation: Operation | None = None, *, paged: bool = False,
            within: Operation | None = None) -> Generator[Primitive, Any, R]:
@@ -159,6 +160,7 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
     hooks = policy.hooks if operation is not None else ()
     current: Operation | None = None  # the operation open now (a page, or the whole)
     tokens: list[object] = []
+    emitted = False  # the open page's items are with its consumer (who may fail on them)
     if hooks and not paged:
         current, tokens = operation, start(hooks, operation)  # type: ignore[arg-type]
     value: Any = None
@@ -174,7 +176,8 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
             kind = type(step)
             if hooks and paged:
                 assert operation is not None
-                current, tokens = _page(hooks, operation, current, tokens, kind)
+                current, tokens, emitted = _page(hooks, operation, current, tokens, kind,
+                                                 emitted)
             part_of = current if current is not None else within
             try:
                 if kind is Call:
@@ -188,8 +191,8 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
             except Exception as exc:  # thrown into the protocol, which may handle it
                 error = exc
     except BaseException as exc:  # the protocol failed, or was cancelled or closed mid-way:
-        if current is not None:  # the operation with it
-            current.error = exc
+        if current is not None and not (emitted and type(exc) is GeneratorExit):
+            current.error = exc  # the operation with it (not a consumer that had enough)
         raise
     finally:
         proto.close()
@@ -198,16 +201,19 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
 
 
 def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | None,
-          tokens: list[object], kind: type) -> tuple[Operation | None, list[object]]:
-    """The page of a read open after a step of ``kind``: a page starts at its first request
-    (a Call or a Gather) and ends with its items."""
+          tokens: list[object], kind: type, emitted: bool
+          ) -> tuple[Operation | None, list[object], bool]:
+    """The page of a read open after a step of ``kind``, and whether its items are with
+    their consumer: a page starts at its first request (a Call or a Gather) and ends when
+    its consumer, given its items, asks for more (what it makes of them, a decoding that
+    fails, is the page's outcome)."""
+    if emitted and kind is not Emit:
+        _close_all(end(hooks, current, tokens))  # type: ignore[arg-type]
+        current, tokens = None, []
     if current is None and kind in (Call, Gather):
         current = dataclasses.replace(operation)
-        return current, start(hooks, current)
-    if current is not None and kind is Emit:
-        _close_all(end(hooks, current, tokens))
-        return None, []
-    return current, tokens
+        return current, start(hooks, current), False
+    return current, tokens, current is not None and kind is Emit
 
 
 def _backoff(policy: Policy, step: Backoff) -> Generator[Primitive, Any, float]:
@@ -244,11 +250,12 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
     answer or the failure."""
     attempt = Attempt(step.operation, request, number, step.origins, within=within)
     tokens = start(hooks, attempt)
+    answer = None  # the wire's (a hook's answer instead is checked: see below)
     if attempt.response is None and attempt.error is None:
         attempt.sent = True
         began = time.perf_counter()
         try:
-            attempt.response = yield Send(step.operation, request)
+            attempt.response = answer = yield Send(step.operation, request)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
@@ -269,6 +276,14 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
             raise
     if attempt.response is None and attempt.error is None:
         return {}, None  # a hook took both away: an empty answer
+    if attempt.error is not None and not isinstance(attempt.error, RequestError):
+        raise DynaormError(f"a hook set {step.operation}'s attempt.error to "
+                           f"{attempt.error!r}: it takes a dynaorm.RequestError or None")
+    problem = (None if attempt.error is not None or attempt.response is answer
+               else shape_problem(attempt.response))
+    if problem is not None:
+        raise DynaormError(f"a hook set {step.operation}'s attempt.response to "
+                           f"{problem}: it takes a DynamoDB answer (a dict) or None")
     return attempt.response, attempt.error
 
 

@@ -31,6 +31,7 @@ See ``docs/guide/tracing.md`` for every span and attribute.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -56,6 +57,11 @@ _UNKNOWN: Final = object()
 #: whether OpenTelemetry's API makes its global provider from the environment on first
 #: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
 _PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
+#: whether an agent configures OpenTelemetry's provider when its API is imported (ddtrace
+#: with ``DD_TRACE_OTEL_ENABLED``, or the environment's provider): then the first check
+#: imports it, whether the application does or not
+_IMPORT_API: Final = _PROVIDER_BY_ENVIRONMENT or os.environ.get(
+    "DD_TRACE_OTEL_ENABLED", "").lower() in ("1", "true")
 _INSTRUMENTATION: Final = "opentelemetry.instrumentation.botocore"
 #: request parameters copied onto an attempt span, as the botocore instrumentation does
 _REQUEST_ATTRIBUTES: Final = (
@@ -199,6 +205,9 @@ class Tracing(Hook):
         provider = self.tracer_provider
         if provider is None:
             trace = sys.modules.get(_TRACE)
+            if trace is None and _IMPORT_API:
+                with contextlib.suppress(ImportError):
+                    import opentelemetry.trace as trace
             if trace is None:
                 return False
             # the global provider once set (what get_tracer_provider() returns then), read

@@ -26,9 +26,8 @@ class SyncTerminals(ReadSpec[T]):
     _driver: SyncDriver
 
     def __iter__(self) -> Iterator[T]:
-        sel = self._selection()
-        for batch in self._driver.iterate(self._items(sel), self._operation_of()):
-            yield from sel.decoded(batch)  # one at a time: a loop may stop early
+        sel = self._selection()  # (decoded one at a time: a loop may stop early)
+        return self._driver.iterate(self._items(sel), self._operation_of(), sel.decoded)
 
     def all(self) -> list[T]:
         """Every result, as a list."""

@@ -49,8 +49,9 @@ class Session(BaseSession):
              entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
         """``proto`` run as the session operation ``name`` on ``entities``, held to
         ``rate``."""
+        operation = self._operation(name, entities)  # (first: it may point the session)
         run = budgeted(proto, budget_of(rate)) if rate else proto
-        return self.client.driver.run(run, self._operation(name, entities))
+        return self.client.driver.run(run, operation)
 
     def __enter__(self) -> Session:
         return self

@@ -27,7 +27,7 @@ import json
 import os
 import weakref
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from http.client import responses as _REASONS
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
@@ -38,7 +38,7 @@ from dynaorm.errors import (
     RequestNotSentError,
     TableNotFoundError,
 )
-from dynaorm.protocol.events import Reason, table_of
+from dynaorm.protocol.events import Reason, shape_problem, table_of
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
 from dynaorm.wire.http import (
     AsyncHTTPPool,
@@ -46,6 +46,7 @@ from dynaorm.wire.http import (
     Destination,
     HTTPPool,
     WireFailure,
+    loop_keeper,
     tls_context,
 )
 from dynaorm.wire.sigv4 import Signer
@@ -168,15 +169,6 @@ def answer_problem(status: int, headers: Mapping[str, str], data: bytes) -> str 
     return None
 
 
-#: the JSON type of each top-level member of DynamoDB's answers that dynaorm reads
-_MEMBERS: dict[str, type | tuple[type, ...]] = {
-    "Item": dict, "Attributes": dict, "Items": list, "LastEvaluatedKey": dict,
-    "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
-    "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
-    "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
-    "TimeToLiveDescription": dict, "TableNames": list}
-
-
 def decoded_success(status: int, data: bytes) -> dict[str, Any]:
     """A successful answer's body decoded (:func:`decode`), or :class:`~dynaorm.wire.http.
     BadAnswer` when it is not JSON, or not an object of DynamoDB's shape: a top-level
@@ -187,16 +179,24 @@ def decoded_success(status: int, data: bytes) -> dict[str, Any]:
         answer = decode(data)
     except ValueError as exc:
         raise BadAnswer(f"a {status} answer that is not DynamoDB JSON: {exc}") from exc
-    for name, value in answer.items():  # (an answer has a few members: walk those)
-        kind = _MEMBERS.get(name)
-        if kind is not None and value is not None and not isinstance(value, kind):
-            raise BadAnswer(f"a {status} answer that is not DynamoDB's: a "
-                            f"{type(value).__name__} as {name}")
-    for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
-        if not isinstance(item, dict):
-            raise BadAnswer(f"a {status} answer that is not DynamoDB's: an entry of Items "
-                            f"that is not an object")
+    problem = shape_problem(answer)
+    if problem is not None:
+        raise BadAnswer(f"a {status} answer that is not DynamoDB's: {problem}")
+    if "Table" in answer or "TableDescription" in answer:  # (administration only)
+        _timestamps(answer)
     return answer
+
+
+def _timestamps(value: Any) -> None:
+    """Every ``...DateTime`` number in ``value`` made the ``datetime`` botocore's parser
+    makes of it (``botocore.utils.parse_timestamp``): one shape on both wires."""
+    from botocore.utils import parse_timestamp as parse  # (typed for strings alone)
+
+    for key, member in (value.items() if isinstance(value, dict) else enumerate(value)):
+        if isinstance(member, int | float) and str(key).endswith("DateTime"):
+            value[key] = parse(str(member))
+        elif isinstance(member, dict | list):
+            _timestamps(member)
 
 
 def request_error(operation: str, request: dict[str, Any], code: str, message: str,
@@ -512,11 +512,6 @@ class Wire(SyncWire):
 
         return self._loops.get(asyncio.get_running_loop())
 
-    @property
-    def loops(self) -> int:
-        """How many event loops hold connections of this wire."""
-        return len(self._loops)
-
     async def asend(self, operation: str, request: dict[str, Any],
                     reader: Callable[[bytes], dict[str, Any] | None] | None = None
                     ) -> dict[str, Any]:
@@ -527,8 +522,14 @@ class Wire(SyncWire):
             return await asyncio.to_thread(self.send, operation, request, reader)
         loop = asyncio.get_running_loop()
         wire = self._loops.get(loop)
-        if wire is None:
+        if wire is None:  # the loop's first request: its wire, closed when the loop ends
             wire = self._loops[loop] = AsyncWire(self.endpoint)
+
+            def end(wire: AsyncWire = wire) -> Awaitable[None]:
+                self._loops.pop(loop, None)  # (also when let go: see loop_keeper)
+                return wire.close()
+
+            await loop_keeper(end)
         return await wire.send(operation, request, reader)
 
     async def aclose(self) -> None:
@@ -536,6 +537,6 @@ class Wire(SyncWire):
         import asyncio
 
         wire = self._loops.pop(asyncio.get_running_loop(), None)
-        if wire is not None:
+        if wire is not None:  # (its keeper, when the loop ends, finds it closed)
             await wire.close()
         self.close()

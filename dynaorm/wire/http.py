@@ -37,7 +37,7 @@ import ssl
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -63,6 +63,7 @@ __all__ = [
     "HTTPPool",
     "SendFailed",
     "WireFailure",
+    "loop_keeper",
     "tls_context",
 ]
 
@@ -265,6 +266,67 @@ class _Connection:
 _CHUNK = 65536
 #: bytes of a long request written at a time over TLS on asyncio (see _AsyncConnection)
 _PIECE = 65536
+
+
+#: every keeper not yet ended: its loop and itself, by what it closes (held here, so that
+#: what it closes outlives its owner, a client collected mid-loop, until the loop ends)
+_KEPT: dict[Callable[[], Any], tuple[Any, AsyncGenerator[None, None]]] = {}
+
+
+async def _keeper(loop: asyncio.AbstractEventLoop, close: Callable[[], Any]
+                  ) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        import asyncio
+
+        _KEPT.pop(close, None)
+        closing = close()  # (what it holds is let go now; closed if the loop runs)
+        try:
+            here = asyncio.get_running_loop() is loop
+        except RuntimeError:  # (no loop runs here)
+            here = False
+        if here:
+            await closing
+        else:
+            closing.close()  # (a coroutine: never awaited)
+
+
+async def loop_keeper(close: Callable[[], Any]) -> AsyncGenerator[None, None]:
+    """An async generator, suspended in the running loop, that calls ``close()`` when it
+    ends and awaits the coroutine it returns while the loop still runs: when the loop ends
+    (``asyncio.run``, ``asyncio.Runner`` and every loop that shuts its async generators
+    down), or when it is closed itself (``await keeper.aclose()``). What a wire holds of a
+    loop is never kept after it: the keepers of loops closed without ending their async
+    generators are let go (:func:`let_go`: ``close()`` is called, its coroutine closed
+    unawaited), so ``close()`` drops what it holds before its first await."""
+    import asyncio
+
+    for old, kept in list(_KEPT.values()):
+        if old.is_closed():
+            let_go(kept)
+    loop = asyncio.get_running_loop()
+    keeper = _keeper(loop, close)
+    _KEPT[close] = (loop, keeper)
+    await keeper.__anext__()  # (registered with the loop, by its async generator hooks)
+    return keeper
+
+
+def let_go(keeper: AsyncGenerator[None, None]) -> None:
+    """End ``keeper`` outside its loop (a loop closed without ending its async generators,
+    or a parent's in a forked child), closing nothing: what it kept is freed (its
+    sockets closed as they are collected); its loop is never asked to run anything."""
+    with contextlib.suppress(StopIteration, RuntimeError):
+        keeper.aclose().send(None)
+
+
+def _forked() -> None:
+    for _, keeper in list(_KEPT.values()):  # a forked child: no keeper of the parent's loops
+        let_go(keeper)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 class HTTPPool:

@@ -269,6 +269,9 @@ def _default_keys(text: str) -> set[str]:
                                                   "AWS_LAMBDA_FUNCTION_NAME": "f",
                                                   "_X_AMZN_TRACE_ID": "Root=1-a-b"}),
     (None, "ap-northeast-3", {"AWS_SECURITY_TOKEN": "old", "AWS_SESSION_TOKEN": "new"}),
+    (None, None, {"AWS_CA_BUNDLE": "/etc/ssl/corporate.pem"}),  # (a Lambda's, a proxy's CA)
+    (None, None, {"REQUESTS_CA_BUNDLE": "/etc/ssl/requests.pem"}),
+    (None, None, {"AWS_CA_BUNDLE": "/a.pem", "REQUESTS_CA_BUNDLE": "/b.pem"}),
 ])
 def test_the_plain_environments_are_taken(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                           endpoint_url: str | None, region: str | None,
@@ -285,8 +288,8 @@ def test_the_plain_environments_are_taken(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 @pytest.mark.parametrize("change", [
-    {"AWS_PROFILE": "default"}, {"AWS_DEFAULT_PROFILE": "x"}, {"AWS_CA_BUNDLE": "/x"},
-    {"REQUESTS_CA_BUNDLE": "/x"}, {"https_proxy": "http://p:1"}, {"ALL_PROXY": "http://p:1"},
+    {"AWS_PROFILE": "missing"}, {"AWS_PROFILE": "default"}, {"AWS_PROFILE": ""}, {"AWS_DEFAULT_PROFILE": "x"},
+    {"REQUESTS_CA_BUNDLE": ""}, {"https_proxy": "http://p:1"}, {"ALL_PROXY": "http://p:1"},
     {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, {"AWS_ROLE_ARN": "arn:aws:iam::1:role/r"},
     {"AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}, {"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "/v2"},
     {"AWS_DATA_PATH": "/models"}, {"BOTOCORE_EXPERIMENTAL__PLUGINS": "x=y"},

@@ -264,7 +264,8 @@ def test_without_aiobotocore_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setitem(sys.modules, "aiobotocore.session", None)
     monkeypatch.setitem(sys.modules, "aiobotocore.config", None)
     with pytest.raises(DynaormError, match=r'pip install "dynaorm\[async\]"'):
-        AsyncSession(Table("dynaorm-aio-absent"))
+        AsyncSession(Table("dynaorm-aio-absent", wire="botocore"))
+    AsyncSession(Table("dynaorm-aio-absent"))  # dynaorm's own wire needs none
 
 
 def test_no_connection_is_a_request_error_as_for_the_sync_session() -> None:

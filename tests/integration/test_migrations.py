@@ -12,6 +12,7 @@ import pytest
 
 import dynaorm
 from dynaorm import (
+    Client,
     ConditionFailedError,
     ConflictError,
     DynaormError,
@@ -83,13 +84,13 @@ def _both_designs(current: Table, previous: Table, backend: str | None,
                     wire=wire) as tb:
         if session_kind(request) == "async":
             tb.session_kind = "async"
-        # the previous design's table is the same table: pointed where ``current`` is,
-        # over the same wire (so both share one client), and put back afterwards
+        # the previous design's table is the same table, pointed where ``current`` is,
+        # over the same wire, on a client of its own (the previous release ran in another
+        # process: one client's Table objects of one table share one type-name registry,
+        # where the two designs' classes would claim each other's names), put back after
         saved = (previous.name, previous._binding())
         previous.name = current.name
-        previous.connect(current.endpoint_url)
-        if wire is not None:
-            previous.wire = wire
+        previous._restore((None, {}, Client(current.endpoint_url, wire=wire or "dynaorm")))
         try:
             yield tb
         finally:

@@ -428,6 +428,7 @@ def check_web_service(run: Run) -> None:
     assert run.block("PUT ada If-Match current") == ["200 name='Ada L.' version=2"]
     assert run.block("PUT ada If-Match stale") == ["412 title='precondition failed'",
                                                    'ETag "2"']
+    assert run.block("PUT ada If-Match *") == ["200 name='Ada Any' version=3"]
     assert run.block("GET page 1 (limit=4)") == ["200", "4 items, cursor set"]
     assert run.block("GET page 2") == ["200", "2 items, cursor None"]
     assert run.block("GET page with a tampered cursor") == ["400 title='bad request'"]

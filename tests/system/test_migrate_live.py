@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from dynaorm import ConflictError, Session
+from dynaorm import Client, ConflictError, Session
 from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_table
@@ -40,8 +40,8 @@ PAGE = 100
 def local(ddb_local: str) -> Iterator[TestBackend]:
     with use_tables(mig, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
         saved = (old.name, old._binding())  # (use_tables' own seam: restored below)
-        old.name = mig.name
-        old.connect(ddb_local)
+        old.name = mig.name  # (on a client of its own: the old release's process)
+        old._restore((None, {}, Client(ddb_local)))
         tb.table.client  # noqa: B018 - one shared client before the threads race
         old.client  # noqa: B018
         try:

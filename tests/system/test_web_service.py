@@ -127,3 +127,76 @@ def test_page_as_a_response_model_holds_items_and_cursor_only() -> None:
     page_schema = next(v for k, v in schema.items() if k.startswith("Page"))
     assert set(page_schema["properties"]) == {"items", "cursor"}
     assert "``" not in page_schema.get("description", "")
+
+
+GUIDE = EXAMPLE.parents[1] / "docs" / "guide" / "web-services.md"
+
+
+def test_the_guide_s_code_is_the_tested_code_line_for_line() -> None:
+    """Every Python block of the web-services guide is a run of lines of the example, of
+    the Lambda example or of this test module: what the guide shows is what runs."""
+    import re
+
+    sources = [EXAMPLE.read_text(), (EXAMPLE.parent / "lambda_handler.py").read_text(),
+               Path(__file__).read_text()]
+    blocks = re.findall(r"```python\n(.*?)```", GUIDE.read_text(), re.S)
+    assert len(blocks) >= 6
+    for block in blocks:
+        assert any(block in source for source in sources), block
+
+
+def test_if_match_star_and_garbage(client: TestClient) -> None:
+    made = client.post("/tenants/t4/customers", json={"name": "Ada", "email": "s@x.io"})
+    one = f"/tenants/t4/customers/{made.json()['customer_id']}"
+    ok = client.put(one, json={"name": "Any", "email": "s@x.io"}, headers={"If-Match": "*"})
+    assert ok.status_code == 200 and ok.headers["etag"] == '"2"'
+    for garbage in ('"abc"', "W/", "", '"1" junk'):
+        assert client.put(one, json={"name": "x", "email": "s@x.io"},
+                          headers={"If-Match": garbage}).status_code in (412, 422)
+    assert client.get(one).json()["name"] == "Any"
+
+
+@pytest.mark.parametrize("cursor", ["garbage", "x" * 300, "eyJ9", ""])
+def test_a_foreign_or_garbage_cursor_is_a_400(client: TestClient, cursor: str) -> None:
+    client.post("/tenants/t5/customers", json={"name": "Ada", "email": "c@x.io"})
+    answer = client.get("/tenants/t5/customers", params={"cursor": cursor})
+    assert answer.status_code == 400, answer.text
+
+
+def test_a_cursor_of_another_tenant_is_a_400(client: TestClient) -> None:
+    for i in range(3):
+        client.post("/tenants/t6/customers", json={"name": f"u{i}", "email": f"t6{i}@x.io"})
+    cursor = client.get("/tenants/t6/customers", params={"limit": 1}).json()["cursor"]
+    assert client.get("/tenants/t7/customers", params={"cursor": cursor}).status_code == 400
+
+
+def test_a_hash_in_a_path_is_a_400(client: TestClient) -> None:
+    answer = client.get("/tenants/t8/customers/a%23b")
+    assert answer.status_code == 400 and answer.json()["field"] == "customer_id"
+
+
+def test_every_error_of_the_guide_s_table_has_its_status() -> None:
+    from dynaorm import (
+        ConcurrentModificationError,
+        ConditionFailedError,
+        ConflictError,
+        InvalidCursorError,
+        InvalidValueError,
+        ItemExistsError,
+        ItemNotFoundError,
+        ItemTooLargeError,
+        KeyTemplateError,
+        OutcomeUnknownError,
+        TransactionConflictError,
+        TransactionTooLargeError,
+        UniqueConstraintError,
+    )
+
+    handled = set(service.app.exception_handlers)
+    for error in (ConcurrentModificationError, ConditionFailedError, ConflictError,
+                  InvalidCursorError, InvalidValueError, ItemNotFoundError, KeyTemplateError,
+                  OutcomeUnknownError, TransactionConflictError, ItemTooLargeError,
+                  TransactionTooLargeError, UniqueConstraintError):
+        assert error in handled, error
+    assert any(issubclass(ItemExistsError, h) for h in handled if isinstance(h, type))
+    assert "ValidationError" in {getattr(h, "__name__", "") for h in handled}
