@@ -376,7 +376,7 @@ class Client:
                 found = Client(endpoint_url, key[1], config=self.config, wire=self.wire,
                                max_attempts=self._max_attempts, max_wait=self.max_wait,
                                return_consumed_capacity=self.return_consumed_capacity,
-                               verify=self.verify)
+                               verify=self.verify, keyring=self.keyring, rate=self.rate)
                 found._hooks = self._hooks
                 for mine, theirs in zip(self._tracers, found._tracers, strict=True):
                     vars(theirs).update({k: v for k, v in vars(mine).items()
