@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -388,20 +388,8 @@ class EntitySpec:
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
-        for attr, template in ((self.table.pk, self.pk), (self.table.sk, self.sk)):
-            if attr is None or template is None:
-                continue
-            av = item.get(attr)
-            if av is None:
-                return False
-            text = key_value(av)
-            if self.versioned and attr == self.table.sk:
-                if not text.startswith(LATEST_PREFIX):
-                    return False
-                text = text[len(LATEST_PREFIX):]
-            if template.parse_key(text) is None:
-                return False
-        return True
+        return fits_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
+            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t])
 
 
 # -- building a spec from Meta -------------------------------------------------------------
@@ -691,3 +679,20 @@ def load_old(spec: EntitySpec, item: Item) -> Any:
         raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
                               f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
                               key=key) from exc
+
+
+def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bool:
+    """Whether ``item`` holds each (attribute, template, versioned latest copy?) of
+    ``checks`` in the template's shape."""
+    for attr, template, latest in checks:
+        av = item.get(attr)
+        if av is None:
+            return False
+        text = key_value(av)
+        if latest:
+            if not text.startswith(LATEST_PREFIX):
+                return False
+            text = text[len(LATEST_PREFIX):]
+        if template.parse_key(text) is None:
+            return False
+    return True

@@ -23,9 +23,8 @@ from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.model.codec import decode_value
 from dynaorm.model.entity import LoadedItems, answer_reader, raw_state, spec_of
 from dynaorm.model.expressions import Condition, F
-from dynaorm.model.keys import key_value
 from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
-from dynaorm.model.spec import EntitySpec
+from dynaorm.model.spec import EntitySpec, fits_keys
 from dynaorm.model.table import TableSchema
 from dynaorm.model.templates import KeyTemplate
 from dynaorm.model.timestamps import expired
@@ -62,21 +61,6 @@ def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTe
             if idx.sk is not None and idx.sk_attr is not None:
                 checks.append((idx.sk_attr, idx.sk, False))
     return tuple(dict.fromkeys(checks))
-
-
-def _matches(item: Item, checks: tuple[tuple[str, KeyTemplate, bool], ...]) -> bool:
-    for attr, template, latest in checks:
-        av = item.get(attr)
-        if av is None:
-            return False
-        text = key_value(av)
-        if latest:
-            if not text.startswith(LATEST_PREFIX):
-                return False
-            text = text[len(LATEST_PREFIX):]
-        if template.parse_key(text) is None:
-            return False
-    return True
 
 
 @dataclass(frozen=True)
@@ -120,7 +104,7 @@ class Selection(Generic[T]):
             return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
             return True
-        return self.type_of(item) is None and any(_matches(item, checks)
+        return self.type_of(item) is None and any(fits_keys(item, checks)
                                                   for _, checks in self.shapes)
 
     def type_of(self, item: Item) -> str | None:
@@ -128,7 +112,7 @@ class Selection(Generic[T]):
         without a type attribute, a literal key outranks a template where both fit."""
         if self.by_shape:
             for shaped, checks in self.shapes:
-                if _matches(item, checks) and not (
+                if fits_keys(item, checks) and not (
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None

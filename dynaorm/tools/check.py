@@ -35,7 +35,7 @@ from dynaorm.tools.audit import (
     repair,
     scan_pages,
 )
-from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
+from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
 
 __all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_count",
            "progress_line"]
@@ -380,13 +380,7 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
             state.repaired += sum(r.ok for r in done)
             state.failed += sum(not r.ok for r in done)
             state.resolved += resolved
-        state.scanned += len(page)
-        state.pages += 1
-        state.last_key = last
-        state.done = last is None
-        save(path, state)
-        if progress is not None:
-            progress(state.scanned)
+        advance(path, state, len(page), last, progress)
     return CheckResult(state.scanned, list(state.problems), state.unrepairable, repairs,
                        state.repaired, state.failed, resumed, state.resolved,
                        dict(state.unclaimed))

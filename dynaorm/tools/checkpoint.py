@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -62,6 +62,19 @@ def save(path: Path | None, state: Any) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(dump(state))
     os.replace(tmp, path)
+
+
+def advance(path: Path | None, state: Any, scanned: int, last: Any,
+            progress: Callable[[int], object] | None) -> None:
+    """Count a page of ``scanned`` items ending at ``last`` (``None``: the scan's end)
+    into ``state``, record it at ``path`` and tell ``progress``."""
+    state.scanned += scanned
+    state.pages += 1
+    state.last_key = last
+    state.done = last is None
+    save(path, state)
+    if progress is not None:
+        progress(state.scanned)
 
 
 def existing(path: Path, fresh: Any, *, create: bool) -> str | None:

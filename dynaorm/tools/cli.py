@@ -388,6 +388,17 @@ def _engine(p: argparse.ArgumentParser) -> None:
     p.add_argument("--write-units", metavar="W", type=float, default=None)
 
 
+def _scanning(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that scan the table (check, migrate)."""
+    p.add_argument("--page-size", metavar="N", type=int, default=None,
+                   help="items per Scan request (default: DynamoDB's 1 MB pages)")
+    p.add_argument("--progress", action="store_true",
+                   help="show a progress bar (total, rate, ETA) on stderr even when it is "
+                        "not a terminal (default: only on a terminal)")
+    _common(p)
+    _engine(p)
+
+
 def _migrate_usage_error(args: argparse.Namespace) -> str | None:
     """What is wrong with ``migrate``'s numeric options, if anything (``None``: nothing)."""
     for name, value in (("--page-size", args.page_size), ("--max-pages", args.max_pages),
@@ -487,13 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint", metavar="FILE", default=None,
                    help="record progress in FILE after every page; an unfinished run "
                         "recorded there continues where it stopped")
-    p.add_argument("--page-size", metavar="N", type=int, default=None,
-                   help="items per Scan request (default: DynamoDB's 1 MB pages)")
-    p.add_argument("--progress", action="store_true",
-                   help="show a progress bar (total, rate, ETA) on stderr even when it is "
-                        "not a terminal (default: only on a terminal)")
-    _common(p)
-    _engine(p)
+    _scanning(p)
     p.set_defaults(run=cmd_check)
     p = sub.add_parser("migrate", help="move items from previous layouts (Meta.previous)",
                        description="Scan the table page by page and move every item stored "
@@ -513,17 +518,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="continue the unfinished run recorded in --checkpoint FILE")
     p.add_argument("--rate", metavar="N", type=float, default=None,
                    help="at most N moves per second (default: as fast as it goes)")
-    p.add_argument("--page-size", metavar="N", type=int, default=None,
-                   help="items per Scan request (default: DynamoDB's 1 MB pages)")
     p.add_argument("--concurrency", metavar="N", type=int, default=1,
                    help="moves in flight at once, each its own transaction (default 1)")
     p.add_argument("--max-pages", metavar="N", type=int, default=None,
                    help="stop after N pages (continue later with --resume)")
-    p.add_argument("--progress", action="store_true",
-                   help="show a progress bar (total, rate, ETA) on stderr even when it is "
-                        "not a terminal (default: only on a terminal)")
-    _common(p)
-    _engine(p)
+    _scanning(p)
     p.set_defaults(run=cmd_migrate)
     p = sub.add_parser("backfill", help="save FUNCTION(obj) for every item of ENTITY",
                        description="Pass every item of ENTITY to FUNCTION(obj) -> obj | None "

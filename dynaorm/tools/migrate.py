@@ -51,7 +51,7 @@ from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
-from dynaorm.tools.checkpoint import CheckpointError, existing, parse, save
+from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
 from dynaorm.write.moves import (
     history_batches,
     kept_row_move,
@@ -329,13 +329,7 @@ def migrate(table: Table, *, dry_run: bool = False, checkpoint: str | Path | Non
             todo = [] if dry_run else found
             outcomes = list(pool.map(move_one, todo)) if pool else [move_one(f) for f in todo]
             _count_outcomes(state, todo, outcomes)
-            state.scanned += len(page)
-            state.pages += 1
-            state.last_key = last
-            state.done = last is None
-            save(path, state)
-            if progress is not None:
-                progress(state.scanned)
+            advance(path, state, len(page), last, progress)
             pages += 1
             if max_pages is not None and pages >= max_pages and not state.done:
                 break
