@@ -288,7 +288,8 @@ def test_the_plain_environments_are_taken(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 @pytest.mark.parametrize("change", [
-    {"AWS_PROFILE": "missing"}, {"AWS_PROFILE": "default"}, {"AWS_PROFILE": ""}, {"AWS_DEFAULT_PROFILE": "x"},
+    {"AWS_PROFILE": "missing"}, {"AWS_PROFILE": "default"}, {"AWS_PROFILE": ""},
+    {"AWS_DEFAULT_PROFILE": "x"},
     {"REQUESTS_CA_BUNDLE": ""}, {"https_proxy": "http://p:1"}, {"ALL_PROXY": "http://p:1"},
     {"AWS_ENDPOINT_URL": "http://127.0.0.1:1"}, {"AWS_ROLE_ARN": "arn:aws:iam::1:role/r"},
     {"AWS_WEB_IDENTITY_TOKEN_FILE": "/t"}, {"AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "/v2"},
