@@ -306,8 +306,8 @@ def mig_db(ddb_local: str) -> Iterator[TestBackend]:
     """``mig`` on DynamoDB Local, with ``old`` (its previous design) naming the same table."""
     with use_tables(mig, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
         saved = (old.name, old._binding())
-        old.name = mig.name
-        old.connect(mig.endpoint_url)
+        old.name = mig.name  # (the previous release: another process, a client of its own)
+        old._restore((None, {}, dynaorm.Client(mig.endpoint_url)))
         try:
             yield tb
         finally:
