@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Generator, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from dynaorm.aio.reads import AsyncQuery, AsyncScan
 from dynaorm.client.client import Client, _aiobotocore, session_target
@@ -50,8 +50,7 @@ class AsyncSession(BaseSession):
     def client(self) -> Client:
         """The :class:`~dynaorm.Client` the session sends through (its table's, as the
         table is bound now, or the one it was made with)."""
-        found: Client = self._stage.client
-        return found
+        return cast(Client, self._stage.client)
 
     def _run(self, proto: Generator[Any, Any, R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:
@@ -134,8 +133,7 @@ class AsyncSession(BaseSession):
               **fields: Any) -> AsyncQuery[Any]:
         """A lazy query over the partition named by ``fields`` (``async for``, ``await
         q.all()``, ``await q.page(cursor)``, ...)."""
-        found: AsyncQuery[Any] = self._query(AsyncQuery, (entity, *more), index, fields)
-        return found
+        return cast(AsyncQuery[Any], self._query(AsyncQuery, (entity, *more), index, fields))
 
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
@@ -159,14 +157,12 @@ class AsyncSession(BaseSession):
              rate: Rate | None = None) -> AsyncScan[Any]:
         """Every item of the given entity types; ``segments=N`` reads N segments
         concurrently."""
-        found: AsyncScan[Any] = self._scan(AsyncScan, (entity, *more), index, segment,
-                                                segments, rate)
-        return found
+        return cast(AsyncScan[Any], self._scan(AsyncScan, (entity, *more), index, segment,
+                                               segments, rate))
 
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: AsyncQuery[T] = self._history(AsyncQuery, entity, fields)
-        return found
+        return cast(AsyncQuery[T], self._history(AsyncQuery, entity, fields))
 
     # -- bulk ----------------------------------------------------------------------
     async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4,

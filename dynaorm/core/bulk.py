@@ -205,10 +205,9 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
         for _, cls, k in targets:
             _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
                           "delete_many", k)
-    for _, cls, k in targets:  # the gate every write passes
-        check_batch_delete(cls, k)
     grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
     for target, cls, k in targets:
+        check_batch_delete(cls, k)  # the gate every write passes
         table = spec_of(cls).table
         grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
     result = BulkResult()
@@ -271,12 +270,9 @@ def _single_p(single: Single, observed: bool, result: BulkResult) -> Proto[None]
     definite failure: not written; ``OutcomeUnknownError``: unknown)."""
     entry, plan, outcomes = single
     obj = entry.obj
-    if not plan.ops:  # nothing changed: nothing to send
-        settle(outcomes)
-        result.written.append(obj)
-        return
     try:
-        yield from send_p(plan, outcomes, observed)
+        if plan.ops:  # (nothing changed: nothing to send)
+            yield from send_p(plan, outcomes, observed)
     except DynaormError as exc:  # unknown, a failed request, or another writer's change
         if isinstance(exc, ItemNotFoundError) and isinstance(entry, DeleteEntry):
             result.written.append(obj)  # already gone: deleted, as asked
@@ -298,8 +294,7 @@ def _by_key_p(entry: DeleteEntry, key: Any, observed: bool, result: BulkResult
     try:
         yield from commit_p([entry], observed)
     except ItemNotFoundError:
-        result.written.append(key)  # (gone under both layouts: deleted, as asked)
-        return
+        pass  # (gone under both layouts: deleted, as asked)
     except DynaormError as exc:
         result.failed_by(key, exc)
         return

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 from dynaorm.client.client import Client, session_target
 from dynaorm.client.session import BaseSession
@@ -42,8 +42,7 @@ class Session(BaseSession):
     def client(self) -> Client:
         """The :class:`~dynaorm.Client` the session sends through (its table's, as the
         table is bound now, or the one it was made with)."""
-        found: Client = self._stage.client
-        return found
+        return cast(Client, self._stage.client)
 
     def _run(self, proto: Generator[Any, Any, R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
@@ -120,8 +119,7 @@ class Session(BaseSession):
     def query(self, entity: type[T], /, *more: type[Entity], index: str | None = None,
               **fields: Any) -> Query[Any]:
         """A lazy query over the partition named by ``fields`` (section 6 of the docs)."""
-        found: Query[Any] = self._query(Query, (entity, *more), index, fields)
-        return found
+        return cast(Query[Any], self._query(Query, (entity, *more), index, fields))
 
     @overload
     def scan(self, entity: type[T], /, *, index: str | None = None,
@@ -145,13 +143,11 @@ class Session(BaseSession):
         """Every item of the given entity types in the table or ``index`` (section 13 of
         the docs); ``segments=N`` reads N segments concurrently, ``segment=i`` only one; ``rate=``
         holds it to a capacity budget (a :class:`~dynaorm.Rate`)."""
-        found: Scan[Any] = self._scan(Scan, (entity, *more), index, segment, segments, rate)
-        return found
+        return cast(Scan[Any], self._scan(Scan, (entity, *more), index, segment, segments, rate))
 
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
-        found: Query[T] = self._history(Query, entity, fields)
-        return found
+        return cast(Query[T], self._history(Query, entity, fields))
 
     # -- bulk ----------------------------------------------------------------------
     def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4,

@@ -215,13 +215,12 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
         if new is None:
             return "unchanged", conflicts
         session._stage.add(SaveEntry(new, condition=~raw_eq(MARK, mark[MARK]), mark=mark))
-        try:
+        try:  # (a commit clears the stage, sent or not)
             session.commit()
             return "changed", conflicts
         except (ConflictError, ConditionFailedError, ItemNotFoundError):
-            session.rollback()
+            pass  # another writer got to it first: made again from its fresh state
         except DynaormError as exc:
-            session.rollback()
             return str(exc), conflicts
         obj = session.get(task.entity, consistent=True, **key)
     return f"still changing after {ROUNDS} attempts", ROUNDS

@@ -167,30 +167,29 @@ def _condition_failures(plan: WritePlan, exc: RequestError
                         ) -> list[tuple[Op, Item | None]] | None:
     """(action, stored item) for every action whose condition failed, or ``None`` when
     the failure was not (only) failed conditions."""
-    if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
-        return [(plan.ops[0], exc.item)]
-    if exc.code != "TransactionCanceledException" or not exc.reasons:
+    reasons = _reasons(plan, exc)
+    if exc.code not in ("ConditionalCheckFailedException", "TransactionCanceledException"
+                        ) or not reasons:
         return None
-    failed: list[tuple[Op, Item | None]] = []
-    for op, reason in zip(plan.ops, exc.reasons, strict=False):
-        if reason is None:
-            continue
-        if reason.code not in _CONDITION:
-            return None
-        failed.append((op, reason.item))
-    return failed
+    failed = [(op, r) for op, r in zip(plan.ops, reasons, strict=False) if r is not None]
+    if any(r.code not in _CONDITION for _, r in failed):
+        return None
+    return [(op, r.item) for op, r in failed]
+
+
+def _reasons(plan: WritePlan, exc: RequestError) -> list[Reason | None]:
+    """The cancellation reasons of ``exc`` (a single write's failed condition as one)."""
+    if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
+        return [Reason("ConditionalCheckFailed", exc.message, exc.item)]
+    return exc.reasons
 
 
 def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[DynaormError]:
     """The typed error for a definite failure of ``plan``'s request (a protocol: ``read``
     reads one key consistently, to tell "item gone" from "item changed" for conditions
     that cover both)."""
-    if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
-        reasons: list[Reason | None] = [Reason("ConditionalCheckFailed", exc.message,
-                                               exc.item)]
-    else:
-        reasons = exc.reasons
-    failed = [(plan.ops[i], r) for i, r in enumerate(reasons[:len(plan.ops)])
+    reasons = _reasons(plan, exc)
+    failed = [(op, r) for op, r in zip(plan.ops, reasons, strict=False)
               if r is not None and r.code in _CONDITION]
     if failed:
         return (yield from _condition_error(failed, read))
@@ -278,8 +277,7 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
         return UniqueConstraintError(uniques[0].entity,
                                      [(o.field or "?", o.value) for o in uniques],
                                      key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
-    error: DynaormError = yield from _gone_or_changed(failed, read)
-    return error
+    return (yield from _gone_or_changed(failed, read))
 
 
 def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:

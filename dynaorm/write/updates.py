@@ -300,17 +300,15 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if not spec.unique_fields and not spec.indexes:
             return False  # no rule any update could touch
         touched = set(map(_head, self._actions))
-        if touched & spec.unique_fields:
+        # (the guards carry the owner's TTL: they follow it)
+        if touched & spec.unique_fields or (spec.uniques and spec.ttl_field in touched):
             return True
-        if spec.uniques and spec.ttl_field in touched:
-            return True  # the guards carry the owner's TTL: they follow it
         known = set(spec.lookup_fields) | touched
         for idx in spec.indexes:
             fields = set(idx.fields) - {SHARD_FIELD}
-            if fields & touched:
+            # (an upsert's created item would miss an index key it cannot render)
+            if fields & touched or (self.upsert and not fields <= known):
                 return True
-            if self.upsert and not fields <= known:
-                return True  # a created item would miss that index key
         return False
 
     # -- the staged-write protocol (dynaorm.write.records.StagedWrite: by key, it settles
@@ -378,12 +376,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
         for name, (method, value) in self._actions.items():
             clause = _CLAUSES[method]
             attr = self._attr(name)
-            if method == "set" and value is None:
-                if name in spec.null_fields or name not in spec.field_names:  # (a path)
-                    clauses.append(("SET", attr, {"NULL": True}))
-                else:
-                    clauses.append(("REMOVE", attr, None))
-            elif clause == "REMOVE":
+            null = method == "set" and value is None
+            if null and (name in spec.null_fields or name not in spec.field_names):  # (a path)
+                clauses.append(("SET", attr, {"NULL": True}))
+            elif null or clause == "REMOVE":
                 clauses.append(("REMOVE", attr, None))
             else:
                 clauses.append((clause, attr, self._dump(name, value)))
@@ -398,9 +394,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         table = spec.table
         own_keys = {table.pk, table.sk}
         for name in spec.lookup_fields:
-            if name in spec.unstored:  # Meta.key_only / exclude=True: the key holds it
-                continue
-            if spec.attr(name) not in own_keys:  # a field that is the key: it is there
+            # (Meta.key_only / exclude=True, or a field that is the key: the key holds it)
+            if name not in spec.unstored and spec.attr(name) not in own_keys:
                 clauses.append(("SET", spec.attr(name),
                                 self._dump(name, self._key_fields[name])))
         if table.type_attribute is not None:
@@ -491,7 +486,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         head = _head(path)
         return self._spec.attr(head) + path[len(head):]
 
-    def _apply(self, values: dict[str, Any], stored: Item | None) -> dict[str, Any]:
+    def _apply(self, values: dict[str, Any]) -> dict[str, Any]:
         """The actions applied to ``values`` (field values; a nested path's field in its
         plain form, validated again whole by the caller)."""
         for name, (method, value) in self._actions.items():
@@ -526,10 +521,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if loaded is not None and state is not None and self._spec.versioned:
             expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         if state is None:  # upsert of a missing item: an insert
-            values = self._apply(dict(self._key_fields), None)
+            values = self._apply(dict(self._key_fields))
         else:
-            old = cls._from_item(state.item, self._spec)
-            values = self._apply(dict(old.__dict__), state.item)
+            values = self._apply(dict(cls._from_item(state.item, self._spec).__dict__))
             if self._spec.versioned:
                 values["version"] = state.version or 0
         try:
