@@ -18,6 +18,7 @@ from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.model.codec import encode_value
 from dynaorm.model.keys import key_av, key_order, key_value
+from dynaorm.model.limits import check_key_value
 from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.model.shards import Shards
 from dynaorm.model.spec import EntitySpec
@@ -144,6 +145,10 @@ def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
                                " and a condition on the next one (begins_with: a string)")
     values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
     ends = tuple(_native_value(spec, names[a], b[a]) for b in bounds for a in b)
+    keyed = zip((*given, *(a for b in bounds for a in b)), (*values, *ends), strict=True)
+    for attr, value in keyed:  # each value, as DynamoDB Local refuses it (not their sum)
+        check_key_value(names[attr], key_av(value), "sort" if attr in gsi.range_keys else
+                        "partition", entity=f"{spec.name} (index {gsi.name!r})", key=fields)
     return KeyPlan(gsi.name, given[0], after, (values[0],), None if cond is None else _OPS.get(
         cond.op, cond.op), ends, extra=tuple(zip(given[1:], values[1:], strict=True)))
 
