@@ -169,9 +169,11 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | Non
 
 
 def _region(region: str | None, environ: dict[str, str] | os._Environ[str],
-            profile: dict[str, Any]) -> str | None:
-    """The region: the argument, else ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``
-    when set, even empty, else the profile's)."""
+            profile: dict[str, Any], given: dict[str, Any]) -> str | None:
+    """The region: the argument, else the ``Config``'s (``given``: its options), else
+    ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION`` when set, even empty, else the
+    profile's)."""
+    region = region or given.get("region_name")
     if region or environ.get("AWS_REGION"):
         return region or environ["AWS_REGION"]
     if "AWS_DEFAULT_REGION" in environ:
@@ -284,7 +286,7 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     profile = _profile(env)
     if profile is None:
         return None
-    name = _region(region or given.get("region_name"), env, profile)
+    name = _region(region, env, profile, given)
     if endpoint_url:
         if not _plain_endpoint(endpoint_url):
             return None
