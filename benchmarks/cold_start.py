@@ -140,7 +140,7 @@ for _setting, (_env, _config, _configured) in SETTINGS.items():
             CONFIGS[_label] = _config
 #: the programs run on the ``--baseline`` checkout too
 DYNAORM_PROGRAMS = ("dynaorm", "dynaorm + first save", "import dynaorm",
-                    "import dynaorm + one entity")
+                    "import dynaorm + one entity", "dynaorm [a Config]")
 #: what each row is, and the row it is compared with
 ROWS = (
     ("dynaorm", "dynaorm: import + entity + first get", "pynamodb"),

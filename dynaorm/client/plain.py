@@ -12,7 +12,10 @@ malformed endpoint raises):
 :func:`plain_settings`, the plain environment (AWS Lambda, a container with credentials
 in its environment), without a botocore session. It accepts only when all of these hold:
 
-- no ``Config`` given, dynaorm's own wire, no in-process mock;
+- dynaorm's own wire, no in-process mock, and no ``Config`` or one that sets only
+  :data:`PLAIN_OPTIONS` (what the own wire reads of a ``Config`` itself: timeouts, pool,
+  proxies, client certificate, ``user_agent_extra``; its region; retries and parameter
+  validation, which dynaorm overrides);
 - ``AWS_ACCESS_KEY_ID`` and ``AWS_SECRET_ACCESS_KEY`` set (``AWS_SECURITY_TOKEN`` /
   ``AWS_SESSION_TOKEN`` optional): botocore's environment provider comes first in its chain;
 - the region from the argument, else ``AWS_REGION``, else ``AWS_DEFAULT_REGION`` (for a
@@ -51,8 +54,8 @@ from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
 
 from dynaorm.client.settings import (
-    CONFIG_DEFAULTS,
     LOOPBACK_REGION,
+    client_options,
     client_settings,
     configured_endpoint,
     expanded_path,
@@ -62,7 +65,8 @@ from dynaorm.client.settings import (
 from dynaorm.wire.endpoint import Endpoint, endpoint_of, sanitized
 from dynaorm.wire.sigv4 import plain_host
 
-__all__ = ["ALLOWED", "PROFILE_KEYS", "PlainCredentials", "light_settings", "plain_settings"]
+__all__ = ["ALLOWED", "PLAIN_OPTIONS", "PROFILE_KEYS", "PlainCredentials", "light_settings",
+           "plain_settings"]
 
 #: the regions of AWS's ``aws`` partition (botocore's partitions.json)
 _AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
@@ -84,6 +88,14 @@ ALLOWED: Final = frozenset({
     "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_EXECUTION_ENV", "AWS_XRAY_CONTEXT_MISSING", "AWS_XRAY_DAEMON_ADDRESS",
     "AWS_DEFAULT_OUTPUT", "AWS_PAGER", "AWS_CA_BUNDLE", "AWS_PROFILE"})
+#: the ``Config`` options the plain environment takes: those the own wire reads of the
+#: ``Config`` as given (:func:`~dynaorm.wire.endpoint.endpoint_of`, ``user_agent_extra``
+#: last in botocore's ``User-Agent``), the region (read as the session path reads it), and
+#: those dynaorm overrides; any other (``user_agent``, ``tcp_keepalive``, ...) and the
+#: session decides
+PLAIN_OPTIONS: Final = frozenset({
+    "connect_timeout", "read_timeout", "max_pool_connections", "proxies", "proxies_config",
+    "client_cert", "user_agent_extra", "region_name", "retries", "parameter_validation"})
 #: botocore's host-name check (``botocore.utils.is_valid_endpoint_url``)
 _HOSTNAME: Final = re.compile(r"^((?!-)[A-Z\d-]{1,63}(?<!-)\.)*((?!-)[A-Z\d-]{1,63}(?<!-))$",
                               re.IGNORECASE)
@@ -157,9 +169,11 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | Non
 
 
 def _region(region: str | None, environ: dict[str, str] | os._Environ[str],
-            profile: dict[str, Any]) -> str | None:
-    """The region: the argument, else ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION``
-    when set, even empty, else the profile's)."""
+            profile: dict[str, Any], given: dict[str, Any]) -> str | None:
+    """The region: the argument, else the ``Config``'s (``given``: its options), else
+    ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION`` when set, even empty, else the
+    profile's)."""
+    region = region or given.get("region_name")
     if region or environ.get("AWS_REGION"):
         return region or environ["AWS_REGION"]
     if "AWS_DEFAULT_REGION" in environ:
@@ -186,10 +200,11 @@ def _part(prefix: str, name: str, value: str | None = None) -> str:
     return f"{text}#{sanitized(value, allow_hash=True)}" if value else text
 
 
-def user_agent(environ: dict[str, str] | os._Environ[str]) -> str:
+def user_agent(environ: dict[str, str] | os._Environ[str], extra: str | None = None) -> str:
     """The ``User-Agent`` botocore's session makes for a DynamoDB client with dynaorm's
     options (``UserAgentString.from_environment().with_client_config(...)``), less the
-    business-metrics token (``m/...``: which features making a client used, none here)."""
+    business-metrics token (``m/...``: which features making a client used, none here);
+    ``extra``: the ``Config``'s ``user_agent_extra`` (sanitized), last as botocore puts it."""
     import platform
 
     import botocore
@@ -213,7 +228,7 @@ def user_agent(environ: dict[str, str] | os._Environ[str]) -> str:
     execution = environ.get("AWS_EXECUTION_ENV")
     if execution:
         parts.append(_part("exec-env", execution))
-    parts.append(_part("cfg", "retry-mode", "standard"))
+    parts += [_part("cfg", "retry-mode", "standard"), extra or ""]
     return " ".join(p for p in parts if p)
 
 
@@ -259,10 +274,11 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     these arguments, when the environment is the plain one (see the module's docstring);
     else ``None``. ``environ``: the environment (``os.environ``)."""
     from dynaorm.client.settings import in_process_mock_depth
-    from dynaorm.private_apis import moto_active
+    from dynaorm.private_apis import config_options, moto_active
 
     env = os.environ if environ is None else environ
-    if config is not None or in_process_mock_depth() or moto_active():
+    given = config_options(config)
+    if not set(given) <= PLAIN_OPTIONS or in_process_mock_depth() or moto_active():
         return None
     credentials = _credentials(env)
     if credentials is None or _declined_variable(env):
@@ -270,7 +286,7 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     profile = _profile(env)
     if profile is None:
         return None
-    name = _region(region, env, profile)
+    name = _region(region, env, profile, given)
     if endpoint_url:
         if not _plain_endpoint(endpoint_url):
             return None
@@ -285,8 +301,9 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     if _unusual_install():
         return None
     verify = env.get("AWS_CA_BUNDLE") or env.get("REQUESTS_CA_BUNDLE") or _verify()
-    return endpoint_of(endpoint, name, credentials, verify, SimpleNamespace(**CONFIG_DEFAULTS),
-                       user_agent(env))
+    options = client_options(given)
+    return endpoint_of(endpoint, name, credentials, verify, SimpleNamespace(**options),
+                       user_agent(env, options.get("user_agent_extra")))
 
 
 def _session_verify(session: Any) -> Any:

@@ -44,6 +44,7 @@ __all__ = [
     "LOOPBACK_ACCESS_KEY",
     "LOOPBACK_REGION",
     "LOOPBACK_SECRET_KEY",
+    "client_options",
     "client_settings",
     "configured_endpoint",
     "configured_region",
@@ -264,8 +265,14 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
             has_credentials = session.get_credentials() is not None
         if not has_credentials:
             kwargs.update(_dummy())
-    options = {**CONFIG_DEFAULTS, **_sanitized(given), **_FORCED}
-    return kwargs, options
+    return kwargs, client_options(given)
+
+
+def client_options(given: dict[str, Any]) -> dict[str, Any]:
+    """The ``Config`` options of a client whose ``Config`` sets ``given``: those, with the
+    ``User-Agent`` parts sanitized, over :data:`CONFIG_DEFAULTS`; retries off and no
+    parameter validation (dynaorm retries and builds the requests)."""
+    return {**CONFIG_DEFAULTS, **_sanitized(given), **_FORCED}
 
 
 #: the ``Config`` options that reach the ``User-Agent`` header

@@ -10,6 +10,7 @@ signature is the one botocore's own ``SigV4Auth`` computes."""
 from __future__ import annotations
 
 import configparser
+import dataclasses
 import datetime
 import os
 import tempfile
@@ -123,9 +124,10 @@ def _botocore_signed(settings: WireSettings, credentials: Any,
     return {str(k): str(v) for k, v in request.headers.items()}
 
 
-def _compare(endpoint_url: str | None, region: str | None) -> bool:
-    """Whether the fast path accepted; when it did, assert it matches the session's."""
-    fast = plain_settings(endpoint_url, region)
+def _compare(endpoint_url: str | None, region: str | None, config: Any = None) -> bool:
+    """Whether the fast path accepted; when it did, assert it matches the session's (and,
+    but for the ``User-Agent``'s business metrics, the botocore client's)."""
+    fast = plain_settings(endpoint_url, region, config)
     if fast is None:
         return False
     session = botocore.session.get_session()
@@ -135,7 +137,7 @@ def _compare(endpoint_url: str | None, region: str | None) -> bool:
     assert credentials.account_id is None and fast.credentials.account_id is None
     assert resolve_max_attempts(None, session) == DEFAULT_MAX_ATTEMPTS
     assert configured_endpoint(endpoint_url, session) == endpoint_url
-    light = light_client(endpoint_url, region, owner="t", config=None, session=session,
+    light = light_client(endpoint_url, region, owner="t", config=config, session=session,
                          credentials=credentials)
     assert light is not None  # the session's path makes no client either
     slow_settings = WireSettings(light)
@@ -143,19 +145,22 @@ def _compare(endpoint_url: str | None, region: str | None) -> bool:
     assert _seen(fast_settings) == _seen(slow_settings)
     # the botocore client itself: the same endpoint, region, and (but for botocore's
     # business-metrics token, which names features making a client used) User-Agent
-    client = create_client(endpoint_url, region, session=botocore.session.get_session())
+    client = create_client(endpoint_url, region, config=config,
+                           session=botocore.session.get_session())
+    own = client_endpoint(client, credentials)
     assert (client.meta.endpoint_url, client.meta.region_name) == (
         fast_settings.endpoint.url, fast_settings.endpoint.region)
-    assert fast.user_agent.split() == [
-        t for t in client_endpoint(client, credentials).user_agent.split()
-        if not t.startswith("m/")]
+    assert fast.user_agent.split() == [t for t in own.user_agent.split()
+                                       if not t.startswith("m/")]
+    assert dataclasses.replace(fast, user_agent="", credentials=None) == (
+        dataclasses.replace(own, user_agent="", credentials=None))
     signed = _signed(fast_settings)
     assert signed == _signed(slow_settings)
     body = fast_settings.prepare("GetItem", {"TableName": "things", "Key": {
         "pk": {"S": "A#1"}, "sk": {"S": "A"}}, "ConsistentRead": True})[0]
-    own = _botocore_signed(slow_settings, credentials, signed, body)
+    theirs = _botocore_signed(slow_settings, credentials, signed, body)
     for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
-        assert signed.get(name) == own.get(name), name
+        assert signed.get(name) == theirs.get(name), name
     return True
 
 
@@ -430,9 +435,59 @@ def test_a_config_or_a_mock_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: 
 
     environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
                "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
-    assert plain_settings(None, None, botocore.config.Config(), environ=environ) is None
+    assert plain_settings(None, None, botocore.config.Config(), environ=environ) is not None
+    for declined in ({"tcp_keepalive": True}, {"user_agent": "mine/1"},
+                     {"signature_version": "v4"}, {"user_agent_appid": "app"},
+                     {"defaults_mode": "standard"}, {"read_timeout": 5, "tcp_keepalive": False}):
+        config = botocore.config.Config(**declined)
+        assert plain_settings(None, None, config, environ=environ) is None, declined
     with in_process_mock():
         assert plain_settings(None, None, environ=environ) is None
+
+
+#: ``Config`` options the fast path takes (:data:`~dynaorm.client.plain.PLAIN_OPTIONS`)
+_PLAIN_CONFIGS: list[dict[str, Any]] = [
+    {"connect_timeout": 3, "read_timeout": 7.5, "max_pool_connections": 5},
+    {"read_timeout": 5},
+    {"connect_timeout": None, "read_timeout": None, "max_pool_connections": 0},
+    {"retries": {"max_attempts": 2, "mode": "adaptive"}},
+    {"retries": {"total_max_attempts": 9, "mode": "legacy"}, "parameter_validation": True},
+    {"region_name": "ap-southeast-2"},
+    {"region_name": "cn-north-1"},
+    {"user_agent_extra": "myapp/1.2 framework/x"},
+    {"user_agent_extra": "ua/2.1"},  # (already in botocore's agent: there twice)
+    {"user_agent_extra": "bad\r\nX-Injected: 1 caf\u00e9/2#x"},
+    {"proxies": {"https": "http://user:p%40ss@proxy.test:3128"},
+     "proxies_config": {"proxy_use_forwarding_for_https": True}},
+    {"proxies": {"http": "http://proxy.test:3128"}},
+    {"client_cert": ("/certs/client.pem", "/certs/client.key"), "read_timeout": 1},
+]
+
+
+@pytest.mark.parametrize("endpoint_url", [None, "http://127.0.0.1:8000", "https://db.test"])
+@pytest.mark.parametrize("options", _PLAIN_CONFIGS)
+def test_a_config_of_plain_options_resolves_what_botocore_resolves(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, options: dict[str, Any],
+        endpoint_url: str | None) -> None:
+    """A ``Config`` setting only options the own wire reads itself keeps the fast path,
+    and resolves the endpoint, region, timeouts, pool, proxy, client certificate,
+    ``User-Agent``, attempts and signature botocore's session and client resolve."""
+    import botocore.config
+
+    from dynaorm import Client
+
+    _credentials_only(monkeypatch, tmp_path)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    config = botocore.config.Config(**options)
+    accepted = _compare(endpoint_url, None, config)
+    assert accepted is (endpoint_url is not None or options.get("region_name") != "cn-north-1")
+    client = Client(endpoint_url, config=config)
+    assert (client._plain is not None) is accepted
+    assert client.max_attempts == DEFAULT_MAX_ATTEMPTS  # (a Config's retries are botocore's)
+    if accepted:
+        assert client._plain is not None and client._plain.connect_timeout == options.get(
+            "connect_timeout", 15) and client._plain.read_timeout == options.get(
+            "read_timeout", 30)
 
 
 @given(st.text(max_size=30))
@@ -544,7 +599,7 @@ def test_no_proxy_shortcut_is_botocores(variables: dict[str, str], url: str) -> 
             assert any(v and k.lower().endswith("_proxy") for k, v in variables.items())
 
 
-def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
+def test_a_client_takes_the_fast_path_only_for_its_own_wire_and_a_plain_config(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     import botocore.config
 
@@ -563,5 +618,9 @@ def test_a_client_takes_the_fast_path_only_for_its_own_wire_without_a_config(
     assert Client("http://127.0.0.1:9", region="eu-west-1", wire="botocore")._plain is None
     configured = Client("http://127.0.0.1:9", region="eu-west-1",
                         config=botocore.config.Config(read_timeout=3))
-    assert configured._plain is None
-    assert configured.sync_wire.endpoint.read_timeout == 3 and configured._session is not None
+    assert configured._plain is not None
+    assert configured.sync_wire.endpoint.read_timeout == 3 and configured._session is None
+    kept = Client("http://127.0.0.1:9", region="eu-west-1",
+                  config=botocore.config.Config(read_timeout=3, tcp_keepalive=True))
+    assert kept._plain is None
+    assert kept.sync_wire.endpoint.read_timeout == 3 and kept._session is not None

@@ -127,6 +127,42 @@ def test_the_configs_options_are_honoured_on_both_wires(ddb_local: str) -> None:
     assert asyncio.run(async_settings()) == (3, 4, 7)
 
 
+def test_a_plain_config_serves_without_a_botocore_session(
+        ddb_local: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """In the plain environment (credentials in the environment, no shared files), a
+    ``Config`` of options the own wire reads itself keeps the path without a botocore
+    session (issue 41's cold start): a real round trip on DynamoDB Local uses its timeouts,
+    pool and ``user_agent_extra``, and no session is ever made; a ``Config`` with another
+    option (``tcp_keepalive``) takes the session."""
+    import os
+
+    for name in [n for n in os.environ if n.startswith(("AWS_", "BOTO"))
+                 or n.lower().endswith("_proxy") or n == "REQUESTS_CA_BUNDLE"]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "plainconfig")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "secret")
+    sent: list[str] = []
+    db = Client(ddb_local, "eu-west-1", config=Config(
+        connect_timeout=2, read_timeout=6, max_pool_connections=3,
+        retries={"max_attempts": 9}, user_agent_extra="orders/1.0"))
+    db.on_request(lambda event: sent.append(event.operation))
+    table = Table("dynaorm-plain-config", client=db)
+    entity = note_on(table)
+    table.create()
+    with Session(table) as s:
+        s.save(entity(note_id="n1", body="hello"))
+    assert Session(table).get(entity, note_id="n1").body == "hello"
+    assert db._session is None and "GetItem" in sent  # (requests sent, no session made)
+    end = db.sync_wire.endpoint
+    assert (end.connect_timeout, end.read_timeout, end.pool_size) == (2, 6, 3)
+    assert end.user_agent.endswith(" orders/1.0") and db.max_attempts == 5
+    other = Client(ddb_local, "eu-west-1", config=Config(read_timeout=6, tcp_keepalive=True))
+    other_table = Table("dynaorm-plain-config", client=other)
+    assert Session(other_table).get(note_on(other_table), note_id="n1").body == "hello"
+    assert other._session is not None and other.sync_wire.endpoint.read_timeout == 6
+
+
 def test_close_and_reopen(db: TestBackend) -> None:
     if db.endpoint_url is None:
         pytest.skip("the in-process mock has no connections")
