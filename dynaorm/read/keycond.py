@@ -127,6 +127,7 @@ def _native_value(spec: EntitySpec, name: str, value: Any) -> str:
         raise KeyTemplateError(f"{spec.name}: {name}={value!r}: {exc}", field=name) from exc
 
 
+# complexity: DynamoDB's rules for such a query, each checked once (shape, types, limits)
 def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
                  cond: SortCondition | None) -> KeyPlan:
     """The key condition of a query of a native index: ``=`` on every partition attribute
