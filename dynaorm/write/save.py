@@ -340,7 +340,7 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     b = ActionBuilder(spec, key, index)
     b.version(key, values, item, n + 1, not_exists(spec.table.pk), Fail.CONCURRENT)
     cond = all_of([raw_eq("version", {"N": str(n)}),
-                   *unchanged(spec, old_values, spec.unique_fields)])
+                   *unchanged(spec, old_values, spec.unique_fields, state.item)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
