@@ -244,7 +244,8 @@ class Adversary(RuleBasedStateMachine):
         w.commit()
 
     def _judge_window(self, kind: str, key: str, fault: str,
-                      error: BaseException | None) -> None:
+                      error: BaseException | None, overwrite: bool = False,
+                      intended: State = None) -> None:
         """The outcome of a write with a second writer in its fault's window: a lost
         answer's attempt was applied (the window runs only then), a 500's was not. A
         resend never lands over the window's writer (only a write that was not applied may
@@ -260,7 +261,11 @@ class Adversary(RuleBasedStateMachine):
             assert not applied, "a resend landed over the window writer's commit"
             assert error is None, "landed after the window, but not reported applied"
         if error is None:
-            assert applied or landed_after, "two winners: success for a write not applied"
+            # (an overwrite is last writer wins: cancelled, it is planned again on what is
+            # stored after the window, and writes nothing when that is what it would write)
+            assert applied or landed_after or (
+                overwrite and self._stored(kind, key) == intended), (
+                "two winners: success for a write not applied")
         elif isinstance(error, OutcomeUnknownError):
             FIGURES["outcomes unknown"] += 1
             FIGURES["window outcomes unknown"] += 1
@@ -316,7 +321,7 @@ class Adversary(RuleBasedStateMachine):
         # with rules reads what is stored and plans on it: it writes)
         noop = held is not None and held[1] == text and not (overwrite and kind != "note")
         if self.seen is not None:  # a second writer acted in the fault's window
-            self._judge_window(kind, key, fault, error)
+            self._judge_window(kind, key, fault, error, overwrite, text)
             self._forget(kind, key, s, error or ConflictError("moved"))
             return
         if error is None and not overwrite and not noop:  # no lost update
