@@ -35,7 +35,7 @@ from dynaorm.model.expressions import (
     raw_eq,
 )
 from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import parse_version_sk
+from dynaorm.model.rows import REVISION, parse_version_sk
 from dynaorm.model.spec import EntitySpec
 from dynaorm.model.state import InstanceState, changed_attributes
 from dynaorm.model.timestamps import stamped, stamps
@@ -43,6 +43,7 @@ from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,
     expect_stored_version,
+    stored_as,
     unchanged,
     undeclared,
     update_condition,
@@ -97,8 +98,7 @@ class SaveEntry(ObjectWrite):
             if isinstance(state, MovedState):
                 # read from Meta.previous's layout: planned on what is stored now, under
                 # either layout (the old row again, or the row another writer moved)
-                state = yield from reads.stored_now(spec, state,
-                                                    spec.primary_key(obj.__dict__))
+                state = yield from reads.stored_now(spec, state, spec.primary_key(obj.__dict__))
             else:
                 key = spec.primary_key(obj.__dict__) if state is None else state.key
                 item = yield from reads.item(spec.table, key)
@@ -322,7 +322,8 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                        old_values: Mapping[str, Any], old_item: Item,
                        index: int, extra: Item) -> tuple[list[Op], Outcome]:
     """A loaded versioned entity: the next version row (where nothing is) and the latest
-    copy replaced on the condition that it is still at the version read."""
+    copy replaced on the condition that it is still at the version and the revision read
+    (deleted with its history and re-inserted, it is at version 1 again: another row)."""
     obj = entry.obj
     n = state.version or 0
     if not entry.overwrite:  # (an overwrite replaces whatever version is stored)
@@ -339,8 +340,8 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     item = _with(encode_entity(written, spec, n + 1), extra)
     b = ActionBuilder(spec, key, index)
     b.version(key, values, item, n + 1, not_exists(spec.table.pk), Fail.CONCURRENT)
-    cond = all_of([raw_eq("version", {"N": str(n)}),
-                   *unchanged(spec, old_values, spec.unique_fields)])
+    cond = all_of([raw_eq("version", {"N": str(n)}), *stored_as(state.item, {REVISION}),
+                   *unchanged(spec, old_values, spec.unique_fields, state.item)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,

@@ -259,6 +259,29 @@ def test_delete_with_history(db: TestBackend) -> None:
     assert [r["sk"] for r in audit_rows(db)] == ["v00000001_P2", "v0_P2"]
 
 
+def test_a_copy_loaded_before_a_delete_and_reinsert_is_refused(db: TestBackend) -> None:
+    """Deleted with its history and re-inserted, the entity is at version 1 again: the
+    version alone cannot tell the re-insert from what was loaded. The latest copy is also
+    conditioned on the revision it was loaded with (0.5: every write stamps a fresh one),
+    so a stale copy no longer replaces the re-insert (a lost update before)."""
+    with db.session() as s:
+        s.save(Doc(doc_id="d1", title="first"))
+    stale = db.session().get(Doc, doc_id="d1", consistent=True)
+    current = db.session().get(Doc, doc_id="d1", consistent=True)
+    assert stale is not None and current is not None
+    with db.session() as s:
+        s.delete(current, history=True)
+    with db.session() as s:
+        s.save(Doc(doc_id="d1", title="re-inserted"))
+    stale.title = "stale"
+    s = db.session()
+    s.save(stale)
+    with pytest.raises(ConcurrentModificationError):
+        s.commit()
+    stored = db.session().get(Doc, doc_id="d1", consistent=True)
+    assert stored is not None and (stored.title, stored.version) == ("re-inserted", 1)
+
+
 def test_stale_delete_is_refused(db: TestBackend) -> None:
     make_versions(db, 2)
     stale = db.session().get(Audit, equipment_id="E1", part="P1", consistent=True)

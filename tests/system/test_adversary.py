@@ -15,7 +15,10 @@ reported outcome with what the table shows:
 - (0.5, issue 40) with a second writer acting *inside* the window of a 500 or a lost
   answer (undo, repeat, delete, re-insert, add an attribute): nothing of the write lands
   over that writer's commit (a resend), success only for a write that applied, no
-  definite error for one that did.
+  definite error for one that did. The writes so faulted: saves, deletes, conditional
+  updates, ``delete_many`` and ``save_many`` rounds (new objects in a BatchWriteItem, a
+  loaded object's own UpdateItem), and key moves (the mover at the source or at the
+  destination).
 
 Deterministic: the seed is derived from the test (``derandomize``), a failing sequence
 is shrunk and printed by hypothesis. Bounded in CI (a few examples on DynamoDB Local, the
@@ -37,12 +40,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
+import dynaorm
 from dynaorm import (
     BulkWriteError,
     ConditionFailedError,
     ConflictError,
     Entity,
     F,
+    ItemExistsError,
     ItemNotFoundError,
     OutcomeUnknownError,
     RequestError,
@@ -172,7 +177,8 @@ class Adversary(RuleBasedStateMachine):
         else:
             self.model[(kind, key)] = after
 
-    def _faulted(self, fault: str, window: Any = None) -> Any:
+    def _faulted(self, fault: str, window: Any = None,
+                 operations: tuple[str, ...] = WRITES) -> Any:
         injector = inject_faults(app)
         faults = injector.__enter__()
         FIGURES[f"fault {fault}"] += 1
@@ -182,7 +188,7 @@ class Adversary(RuleBasedStateMachine):
             faults.clear()  # (the second writer's own requests are not faulted)
             window()
 
-        arm(faults, WRITES, fault, None if window is None else after)
+        arm(faults, operations, fault, None if window is None else after)
         return injector
 
     def _raw(self, kind: str, key: str) -> Any:
@@ -220,12 +226,16 @@ class Adversary(RuleBasedStateMachine):
             raw_set(app, cls.__dynaorm_spec__.primary_key(self._key(kind, key)),
                     newer="x", _rev=uuid.uuid4().hex[:16])
             return
-        if move in ("delete", "reinsert") and found is not None:
-            w.delete(found, history=True)
+        text = {"undo": before, "repeat": intended, "delete": None}.get(move, "w")
+        if found is not None and (move in ("delete", "reinsert") or text is None):
+            w.delete(found, history=True)  # (the undo or repeat of a delete too)
             w.commit()
             found = None
-        text = {"undo": before, "repeat": intended, "delete": None}.get(move, "w")
         if text is None:
+            return
+        if move == "repeat" and kind == "note" and found is not None and found.text == text:
+            w.update(cls, **self._key(kind, key)).set(text=text)  # (a write of its own)
+            w.commit()
             return
         if found is None:
             found = cls(**self._key(kind, key))
@@ -234,7 +244,8 @@ class Adversary(RuleBasedStateMachine):
         w.commit()
 
     def _judge_window(self, kind: str, key: str, fault: str,
-                      error: BaseException | None) -> None:
+                      error: BaseException | None, overwrite: bool = False,
+                      intended: State = None) -> None:
         """The outcome of a write with a second writer in its fault's window: a lost
         answer's attempt was applied (the window runs only then), a 500's was not. A
         resend never lands over the window's writer (only a write that was not applied may
@@ -250,7 +261,11 @@ class Adversary(RuleBasedStateMachine):
             assert not applied, "a resend landed over the window writer's commit"
             assert error is None, "landed after the window, but not reported applied"
         if error is None:
-            assert applied or landed_after, "two winners: success for a write not applied"
+            # (an overwrite is last writer wins: cancelled, it is planned again on what is
+            # stored after the window, and writes nothing when that is what it would write)
+            assert applied or landed_after or (
+                overwrite and self._stored(kind, key) == intended), (
+                "two winners: success for a write not applied")
         elif isinstance(error, OutcomeUnknownError):
             FIGURES["outcomes unknown"] += 1
             FIGURES["window outcomes unknown"] += 1
@@ -306,7 +321,7 @@ class Adversary(RuleBasedStateMachine):
         # with rules reads what is stored and plans on it: it writes)
         noop = held is not None and held[1] == text and not (overwrite and kind != "note")
         if self.seen is not None:  # a second writer acted in the fault's window
-            self._judge_window(kind, key, fault, error)
+            self._judge_window(kind, key, fault, error, overwrite, text)
             self._forget(kind, key, s, error or ConflictError("moved"))
             return
         if error is None and not overwrite and not noop:  # no lost update
@@ -370,55 +385,144 @@ class Adversary(RuleBasedStateMachine):
           text=TEXTS, delete=st.booleans(), fault=FAULTS, move=MOVES)
     def bulk(self, s: int, keys: list[str], text: str, delete: bool, fault: str,
              move: str) -> None:
-        """save_many of new or loaded notes, or delete_many by key (then with a second
-        writer moving the first key inside the window of its one BatchWriteItem round)."""
+        """save_many of new or loaded notes, or delete_many by key, with a second writer
+        moving the first key inside the window of the request that carries it: the one
+        BatchWriteItem round (new objects, keys), or the first object's own conditioned
+        UpdateItem when it is loaded (then the others go as new objects, in the round)."""
         session = self.sessions[s]
         before = {k: self.model.get(("note", k)) for k in keys}
         FIGURES["operations"] += 1
         first = keys[0]
-        injector = self._faulted(fault, self._window("note", first, move, before[first], None)
-                                 if delete else None)
-        error: BulkWriteError | None = None
+        objs: list[Any] = []
         unchanged: set[str] = set()
+        for k in [] if delete else keys:
+            held = self.loaded[s].get(("note", k))
+            if held is not None and (k == first or move == "none"):
+                if held[1] == text:
+                    unchanged.add(k)  # (saved unchanged: nothing sent)
+                mine: Any = held[0]
+                mine.text = text
+                objs.append(mine)
+            else:
+                objs.append(ANote(**self._key("note", k), text=text))
+        loaded_first = not delete and dynaorm.inspect(objs[0]).persisted
+        operation = "UpdateItem" if loaded_first else "BatchWriteItem"
+        window = None
+        if first not in unchanged:  # (the window only around a request carrying it)
+            window = self._window("note", first, move, before[first],
+                                  None if delete else text)
+        injector = self._faulted(fault, window, WRITES if window is None else (operation,))
+        error: BulkWriteError | None = None
         try:
             if delete:
                 session.delete_many(ANote, [self._key("note", k) for k in keys])
             else:
-                objs = []
-                unchanged.clear()
-                for k in keys:
-                    held = self.loaded[s].get(("note", k))
-                    obj: Any = held[0] if held else ANote(**self._key("note", k), text=text)
-                    if held is not None and held[1] == text:
-                        unchanged.add(k)  # (saved unchanged: nothing sent)
-                    obj.text = text
-                    objs.append(obj)
                 session.save_many(objs)
         except BulkWriteError as exc:
             error = exc
         finally:
             injector.__exit__(None, None, None)
-        if self.seen is not None:  # the round (every key) may have applied: unknown
-            FIGURES["windows"] += 1
-            assert self._raw("note", first) == self.seen["after"], (
-                "a bulk round resent over the window writer's commit")
-            assert error is not None and self._key("note", first) in error.unknown, (
-                "a bulk round whose answer was lost reported")
-            FIGURES["window outcomes unknown"] += 1
+        FIGURES[f"bulk {'delete' if delete else 'save'} -> "
+                f"{'BulkWriteError' if error else 'ok'}"] += 1
+        if self.seen is not None:
+            FIGURES[f"bulk window {operation}"] += 1
+            self._judge_bulk_window(first, fault, error,
+                                    self._key("note", first) if delete else objs[0],
+                                    batched=not loaded_first)
         for k in keys:
+            self.loaded[s].pop(("note", k), None)
+            if self.seen is not None and k == first:
+                continue
             after = self._stored("note", k)
             intended = None if delete else before[k] if k in unchanged else text
             FIGURES["outcomes judged"] += 1
-            if self.seen is not None and k == first:
-                FIGURES["outcomes unknown"] += 1
-                self._adopt("note", k, after)
-                continue
             if error is None:
                 assert after == intended, f"bulk success, stored {after!r}"
             else:
                 assert after in (before[k], intended), f"bulk: stored {after!r}"
             self._adopt("note", k, after)
-            self.loaded[s].pop(("note", k), None)
+
+    def _judge_bulk_window(self, first: str, fault: str, error: BulkWriteError | None,
+                           item: Any, batched: bool) -> None:
+        """A bulk call with a second writer in its first key's window. A BatchWriteItem
+        round whose attempt may have been applied is never resent: its keys are unknown.
+        A loaded object's UpdateItem is judged as a save (by its revision): reported
+        written, unknown, or not written, as ``_judge_window`` holds it."""
+        def among(found: list[Any]) -> bool:
+            return any(x is item or x == item for x in found)
+
+        if batched:
+            FIGURES["windows"] += 1
+            FIGURES["outcomes judged"] += 1
+            assert self._raw("note", first) == self.seen["after"], (  # type: ignore[index]
+                "a bulk round resent over the window writer's commit")
+            assert error is not None and among(error.unknown), (
+                "a bulk round whose answer was lost reported")
+            FIGURES["window outcomes unknown"] += 1
+            FIGURES["outcomes unknown"] += 1
+            self._adopt("note", first, self._stored("note", first))
+            return
+        outcome: BaseException | None = None
+        if error is not None and among(error.unknown):
+            outcome = OutcomeUnknownError("unknown", operation="UpdateItem")
+        elif error is not None and not among(error.written):
+            assert among(error.not_written), "an object neither written, unknown nor not"
+            outcome = ConflictError("not written")
+        self._judge_window("note", first, fault, outcome)
+
+    @rule(s=SESSIONS, kind=st.sampled_from(["note", "member"]), src=IDS, text=TEXTS,
+          fault=FAULTS, move=MOVES, at_source=st.booleans())
+    def move_key(self, s: int, kind: str, src: str, text: str, fault: str, move: str,
+                 at_source: bool) -> None:
+        """A key move of a loaded object (its key field changed: the old row deleted and
+        the new one put in one transaction), with a second writer moving the source or
+        the destination inside the window: a resend never lands over it, success only
+        for a move that applied, no definite error for one that did."""
+        if (kind, src) not in self.model:  # (the move of a stored, loaded object)
+            self.save(s, kind, src, text, False, "none")
+        if (kind, src) not in self.loaded[s]:
+            self.load(s, kind, src)
+        held = self.loaded[s].get((kind, src))
+        if held is None:
+            return
+        dst = "2" if src == "1" else "1"
+        before = {k: self.model.get((kind, k)) for k in (src, dst)}
+        obj: Any = held[0]
+        obj.key = dst
+        obj.text = text
+        session = self.sessions[s]
+        session.save(obj)
+        side = src if at_source else dst
+        window = self._window(kind, side, move, before[side], None if at_source else text)
+        error = self._commit(session, fault, window)
+        FIGURES[f"move_key -> {type(error).__name__ if error else 'ok'}"] += 1
+        self.loaded[s].pop((kind, src), None)
+        self.loaded[s].pop((kind, dst), None)
+        if self.seen is not None:
+            FIGURES["key move windows"] += 1
+            self._judge_window(kind, side, fault, error)
+            other = dst if at_source else src
+            self._adopt(kind, other, self._stored(kind, other))
+            return
+        after = (self._stored(kind, src), self._stored(kind, dst))
+        FIGURES["outcomes judged"] += 1
+        if error is None:
+            assert after == (None, text), f"key move success, stored {after!r}"
+            assert before[src] == held[1], "a key move over another writer's change"
+        elif isinstance(error, OutcomeUnknownError):
+            FIGURES["outcomes unknown"] += 1
+            assert after in ((before[src], before[dst]), (None, text)), after
+        else:
+            assert after == (before[src], before[dst]), (
+                f"{type(error).__name__} reported, but stored {after!r}")
+            if isinstance(error, ItemExistsError):
+                assert before[dst] is not None, "ItemExistsError, destination free"
+            elif isinstance(error, ConflictError):
+                assert self.changes[(kind, src)] != held[2], "conflict with no other writer"
+            elif isinstance(error, UniqueConstraintError):
+                assert self._text_taken(text, (kind, src)), "unique error, value free"
+        self._adopt(kind, src, after[0])
+        self._adopt(kind, dst, after[1])
 
     @rule(kind=KINDS, key=IDS)
     def both_load(self, kind: str, key: str) -> None:

@@ -267,9 +267,10 @@ def test_versioned_update() -> None:
     assert _request(SaveEntry(a))["TransactItems"] == [
         {"Put": {"TableName": T, "Item": _audit_item("v00000008_P1", 8, HOSTILE), **ABSENT}},
         {"Put": {"TableName": T, "Item": _audit_item("v0_P1", 8, HOSTILE),
-                 "ConditionExpression": "#n0 = :v0",
+                 # at the version and the revision loaded (none: a row before 0.5)
+                 "ConditionExpression": "(#n0 = :v0) AND (attribute_not_exists(#n1))",
                  "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                 "ExpressionAttributeNames": {"#n0": "version"},
+                 "ExpressionAttributeNames": {"#n0": "version", "#n1": "_rev"},
                  "ExpressionAttributeValues": {":v0": {"N": "7"}}}},
     ]
 
