@@ -27,7 +27,8 @@ from dynaorm.model.codec import binary_from_json
 from dynaorm.model.expressions import Condition, paths, rename_paths
 
 __all__ = ["ENCRYPTED", "Encrypted", "aesgcm", "is_encrypted", "keyring_of", "open_fields",
-           "open_value", "renamed", "seal_fields", "seal_value", "unique_mac"]
+           "open_value", "refuse_encrypted", "renamed", "seal_fields", "seal_value",
+           "unique_mac"]
 
 T = TypeVar("T")
 #: The metadata that marks a field encrypted (``Encrypted[T]`` is ``Annotated[T, ENCRYPTED]``).
@@ -86,12 +87,18 @@ def keyring_of(table: Any) -> Any:
     return found
 
 
-def renamed(spec: Any, cond: Condition) -> Condition:
-    """``cond`` on stored names (:func:`rename_paths`); an ``Encrypted`` field in it is
-    refused (its stored value is ciphertext: nothing can be compared with it)."""
+def refuse_encrypted(spec: Any, cond: Condition) -> None:
+    """Refuse ``cond`` if it names an ``Encrypted`` field of ``spec`` (its stored value is
+    ciphertext: nothing can be compared with it)."""
     for path in paths(cond) if spec.encrypted else ():
         if spec.attr(name := re.split(r"[.\[]", path)[0]) in spec.encrypted:
             raise DynaormError(f"{spec.name}: Encrypted {name!r} cannot be in a condition")
+
+
+def renamed(spec: Any, cond: Condition) -> Condition:
+    """``cond`` on stored names (:func:`rename_paths`), refused if it names an
+    ``Encrypted`` field (:func:`refuse_encrypted`)."""
+    refuse_encrypted(spec, cond)
     return rename_paths(cond, spec.renames)
 
 

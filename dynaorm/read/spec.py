@@ -20,7 +20,7 @@ from pydantic import Field as PydanticField
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
-from dynaorm.model.crypto import renamed
+from dynaorm.model.crypto import refuse_encrypted
 from dynaorm.model.entity import Entity, spec_of
 from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.model.keys import key_id
@@ -135,7 +135,7 @@ class ReadSpec(Generic[T]):
             raise TypeError("filter() takes a condition built from F(...)")
         check_names(self._entities, condition)
         for entity in self._entities:
-            renamed(spec_of(entity), condition)  # (refuses Encrypted fields)
+            refuse_encrypted(spec_of(entity), condition)
         combined = condition if self._filter is None else self._filter & condition
         return self._with(_filter=combined)
 
