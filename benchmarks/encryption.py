@@ -32,7 +32,7 @@ for _name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
 import boto3  # noqa: E402
 
 from dynaorm import Encrypted, Entity, KmsKeyring, StaticKeyring, Table  # noqa: E402
-from dynaorm.model.entity import encode_entity, spec_of  # noqa: E402
+from dynaorm.schema.entity import encode_entity, spec_of  # noqa: E402
 from dynaorm.testing import moto_backend, use_tables  # noqa: E402
 
 plain_table = Table("bench-plain")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """What ``save`` checking what changed costs (issue 42, contract 20): the planning of a
 save (pure: :func:`dynaorm.write.save.plan_save`, the code that runs on every save) with
-the field check (:func:`dynaorm.model.rules.check_fields`) and with it replaced by a no-op,
+the field check (:func:`dynaorm.schema.checks.check_fields`) and with it replaced by a no-op,
 for a new object (every field is checked) and a loaded one with one field changed (that
 field is checked). Microseconds per plan, best of ``--repeats`` runs.
 
@@ -21,7 +21,7 @@ from pydantic import Field
 
 import dynaorm.write.save as save_module
 from dynaorm import Entity, Table
-from dynaorm.model.entity import encode_entity, spec_of
+from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.write.records import stored_values
 from dynaorm.write.save import SaveEntry, plan_save
 

@@ -37,27 +37,27 @@ from dynaorm.errors import (
     UniqueConstraintError,
 )
 from dynaorm.ksuid import ksuid
-from dynaorm.model.entity import Entity, Versioned
-from dynaorm.model.expressions import Condition, F
-from dynaorm.model.shards import Shards
-from dynaorm.model.spec import Unique
-from dynaorm.model.table import GSI, LSI
 from dynaorm.protocol.events import CommitResult, RequestEvent
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.read.grouped import Grouped
 from dynaorm.read.spec import Page
+from dynaorm.schema.entity import Entity, Versioned
+from dynaorm.schema.rules.shards import Shards
+from dynaorm.schema.rules.unique import Unique
+from dynaorm.schema.table import GSI, LSI
 from dynaorm.sync.reads import Query, Scan
 from dynaorm.sync.session import Session
+from dynaorm.values.expressions import Condition, F
 
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
     from dynaorm.client.keyrings import KmsKeyring, StaticKeyring
-    from dynaorm.model.crypto import Encrypted
-    from dynaorm.model.inspection import Inspection, inspect
-    from dynaorm.model.layouts import Previous
-    from dynaorm.model.streams import Change
+    from dynaorm.schema.inspection import Inspection, inspect
+    from dynaorm.schema.rules.encrypted import Encrypted
+    from dynaorm.schema.rules.previous import Previous
+    from dynaorm.schema.streams import Change
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = [
@@ -126,14 +126,14 @@ __all__ = [
 #: then); ``tests/system/test_import.py`` holds ``import dynaorm`` to it
 _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
-    "Change": "dynaorm.model.streams",
-    "Encrypted": "dynaorm.model.crypto",
+    "Change": "dynaorm.schema.streams",
+    "Encrypted": "dynaorm.schema.rules.encrypted",
     "KmsKeyring": "dynaorm.client.keyrings",
     "StaticKeyring": "dynaorm.client.keyrings",
-    "Inspection": "dynaorm.model.inspection",
-    "Previous": "dynaorm.model.layouts",
+    "Inspection": "dynaorm.schema.inspection",
+    "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
-    "inspect": "dynaorm.model.inspection",
+    "inspect": "dynaorm.schema.inspection",
 }
 
 

@@ -12,7 +12,7 @@ what the next use costs. Caches kept:
   entity class, the validator of every field's type and constraints a save checks;
 - ``fastload.validators``: per entity class (and schema), the validator that loads its
   items straight from their wire form, and per set of types the validator of a whole
-  answer's bytes (:mod:`dynaorm.model.fastload`), or ``None``;
+  answer's bytes (:mod:`dynaorm.values.fastload`), or ``None``;
 - ``read.selections``: per kind of read (entity types, source), the
   :class:`~dynaorm.read.selection.Selection` every such read shares.
 

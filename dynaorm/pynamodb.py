@@ -60,11 +60,11 @@ from pydantic import (
 
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
-from dynaorm.model.codec import Kind, kinds
-from dynaorm.model.entity import Entity, encode_entity, spec_of
-from dynaorm.model.expressions import Condition, F
-from dynaorm.model.keys import KEY_TYPES
-from dynaorm.model.table import GSI, LSI
+from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.table import GSI, LSI
+from dynaorm.values.codec import Kind, kinds
+from dynaorm.values.expressions import Condition, F
+from dynaorm.values.keys import KEY_TYPES
 
 try:
     from pynamodb.attributes import (
@@ -219,7 +219,7 @@ _ANY = Annotated[Any, BeforeValidator(_plain)]
 # -- attribute -> field --------------------------------------------------------------------
 def _kind(attr: Any, owner: str, name: str) -> type[Attribute[Any]]:
     """The attribute class whose encoding ``attr`` uses: one of :data:`_FIELD_TYPES`, or
-    a class a registered kind names (:attr:`dynaorm.model.codec.Kind.pynamodb`); a
+    a class a registered kind names (:attr:`dynaorm.values.codec.Kind.pynamodb`); a
     subclass that keeps its serialize/deserialize counts as it, typed maps as MapAttribute."""
     cls = type(attr)
     if isinstance(attr, MapAttribute) and not isinstance(attr, DynamicMapAttribute):

@@ -39,12 +39,12 @@ from dynaorm._types import Item
 from dynaorm.client.client import in_process_mock
 from dynaorm.client.table import Table
 from dynaorm.errors import RequestError
-from dynaorm.model.codec import decode_item
-from dynaorm.model.keys import key_order, key_value
 from dynaorm.private_apis import moto_nested
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
 from dynaorm.sync.session import Session
+from dynaorm.values.codec import decode_item
+from dynaorm.values.keys import key_order, key_value
 
 __all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
            "worker_suffix"]

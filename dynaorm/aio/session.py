@@ -17,10 +17,10 @@ from dynaorm.client.client import Client, _aiobotocore, session_target
 from dynaorm.client.session import BaseSession
 from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
-from dynaorm.model.entity import Entity
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.protocol.steps import budgeted
+from dynaorm.schema.entity import Entity
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.render import WritePlan

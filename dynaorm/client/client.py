@@ -42,12 +42,12 @@ from dynaorm.client.settings import (
 )
 from dynaorm.core.stage import describe
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.model.table import TableSchema
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy, Rate, budget_of
 from dynaorm.protocol.tracing import Tracing
+from dynaorm.schema.table import TableSchema
 
 if TYPE_CHECKING:
     from dynaorm.wire import Transport

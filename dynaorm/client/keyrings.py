@@ -1,4 +1,4 @@
-"""Keyrings of ``Encrypted`` fields (:mod:`dynaorm.model.crypto`): they wrap and unwrap
+"""Keyrings of ``Encrypted`` fields (:mod:`dynaorm.schema.rules.encrypted`): they wrap and unwrap
 data keys, the KMS one through botocore's KMS client (I/O: this floor's)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from botocore.session import get_session
 
-from dynaorm.model.crypto import aesgcm
+from dynaorm.schema.rules.encrypted import aesgcm
 
 __all__ = ["Keyring", "KmsKeyring", "StaticKeyring"]
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError
-from dynaorm.model.entity import Entity
-from dynaorm.model.expressions import Condition
-from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.read.scan import check_segments
+from dynaorm.schema.entity import Entity
+from dynaorm.schema.table import TableSchema
+from dynaorm.values.expressions import Condition
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
@@ -90,7 +90,7 @@ class BaseSession:
                **fields: Any) -> StagedUpdate[T]:
         """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
         loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
-        from dynaorm.model.layouts import MovedState
+        from dynaorm.schema.rules.previous import MovedState
         from dynaorm.write.updates import StagedUpdate
 
         if isinstance(target, type):

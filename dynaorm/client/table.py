@@ -19,9 +19,9 @@ from dynaorm.client.client import Client, check_settings
 from dynaorm.client.shared import shared_client
 from dynaorm.core.admin import create_p, delete_p, index_status_p, status_p
 from dynaorm.errors import DynaormError
-from dynaorm.model.table import GSI, LSI, TableSchema
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
+from dynaorm.schema.table import GSI, LSI, TableSchema
 
 __all__ = ["CONNECTION_KEYWORDS", "Table"]
 

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.model.table import TableSchema
 from dynaorm.protocol.steps import Proto, Wait, call
+from dynaorm.schema.table import TableSchema
 
 __all__ = ["create_p", "delete_p", "index_status_p", "status_p"]
 

@@ -25,16 +25,16 @@ from dynaorm.errors import (
     OutcomeUnknownError,
     RequestError,
 )
-from dynaorm.model.entity import Entity, encode_entity, spec_of
-from dynaorm.model.expressions import all_of
-from dynaorm.model.keys import key_id, wire_key
-from dynaorm.model.rows import REVISION
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.state import DELETED, InstanceState
-from dynaorm.model.table import TableSchema
-from dynaorm.model.timestamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
+from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.stamps import Stamps, apply_stamps, stamped, stamps
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.table import TableSchema
+from dynaorm.values.expressions import all_of
+from dynaorm.values.keys import key_id, wire_key
+from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.conditions import as_loaded
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.records import Outcome

@@ -43,18 +43,20 @@ from dynaorm.errors import (
     ItemGoneError,
     RequestError,
 )
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.keys import key_value, wire_key
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import REVISION, VERSION_WIDTH, history_sk, parse_version_sk
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.state import DELETED, InstanceState
-from dynaorm.model.table import TableSchema
-from dynaorm.model.timestamps import apply_stamps
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.rules.previous import MovedState
+from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.stamps import apply_stamps
+from dynaorm.schema.rules.versioned import VERSION_WIDTH, history_sk, parse_version_sk
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.table import TableSchema
+from dynaorm.values.keys import key_value, wire_key
+from dynaorm.values.records import ConditionCheck
+from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.outcomes import failure, revision, unapplied_by
-from dynaorm.write.records import ConditionCheck, Outcome, Prepared, StagedWrite
+from dynaorm.write.records import Outcome, Prepared, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit, stamps
 
 __all__ = ["READS", "commit_p", "pending", "plan_p", "prepare_p", "send_p", "settle",

@@ -12,15 +12,15 @@ from typing import Any, TypeVar
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
-from dynaorm.model.entity import Entity, answer_reader
-from dynaorm.model.keys import key_id, wire_key
-from dynaorm.model.limits import check_read_key
-from dynaorm.model.rows import OWNER_PK, OWNER_SK, OWNER_TYPE
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import TableSchema
-from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
+from dynaorm.schema.entity import Entity, answer_reader
+from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK, OWNER_TYPE
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.unclaimed import note_unclaimed
+from dynaorm.values.keys import key_id, wire_key
+from dynaorm.values.limits import check_read_key
 
 __all__ = ["FIND_ROUNDS", "MAX_SNAPSHOT", "find_p", "get_item_p", "get_many_p", "get_p"]
 
@@ -35,7 +35,7 @@ def get_item_p(table: TableSchema, key: PlainKey, consistent: bool = False,
                origins: tuple[type[Entity], ...] = (), reader: Any = None
                ) -> Proto[Item | None]:
     """The item at ``key`` in ``table`` (GetItem; a key DynamoDB would refuse raises
-    before anything is sent); with ``reader`` (:func:`~dynaorm.model.entity.answer_reader`),
+    before anything is sent); with ``reader`` (:func:`~dynaorm.schema.entity.answer_reader`),
     the object it read from the answer's bytes where it could."""
     check_read_key(table, key, "/".join(o.__name__ for o in origins) or "item")
     request: dict[str, Any] = {"TableName": table.name, "Key": wire_key(key)}

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition
-from dynaorm.model.rules import check_names
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import TableSchema
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.paths import check_names
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.table import TableSchema
+from dynaorm.values.expressions import Condition
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)

@@ -10,9 +10,9 @@ from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
-from dynaorm.model.keys import key_id
 from dynaorm.protocol.steps import Backoff, Proto, call, gather
 from dynaorm.read.selection import BATCH_GET
+from dynaorm.values.keys import key_id
 
 __all__ = ["MAX_BATCH_ROUNDS", "batch_get_p", "batch_rounds"]
 
@@ -51,7 +51,7 @@ def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
                 concurrency: int = 1, reader: Reader | None = None) -> Proto[dict[Any, Any]]:
     """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
     flight; unprocessed keys retried with backoff), by their key's identity; with
-    ``reader`` (:func:`~dynaorm.model.entity.answer_reader`), the objects it read from
+    ``reader`` (:func:`~dynaorm.schema.entity.answer_reader`), the objects it read from
     an answer's bytes where it could (matched by the stored keys read beside them)."""
     unique = list({key_id(k): k for k in keys}.values())
     chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]

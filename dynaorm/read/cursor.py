@@ -37,8 +37,8 @@ from decimal import Decimal
 from typing import Any
 
 from dynaorm.errors import DynaormError, InvalidCursorError
-from dynaorm.model.entity import spec_of
-from dynaorm.model.limits import check_key_value
+from dynaorm.schema.entity import spec_of
+from dynaorm.values.limits import check_key_value
 
 __all__ = ["ENV_SECRET", "MAX_CURSOR_CHARS", "check_positions",
            "decode_cursor_state", "encode_cursor", "fingerprint", "open_sealed", "read_secret",

@@ -16,14 +16,14 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.codec import encode_value
-from dynaorm.model.keys import key_av, key_order, key_value
-from dynaorm.model.limits import check_key_value
-from dynaorm.model.rows import LATEST_PREFIX, VERSION_WIDTH, history_sk
-from dynaorm.model.shards import Shards
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.table import GSI
-from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.schema.rules.shards import Shards
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, VERSION_WIDTH, history_sk
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.table import GSI
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.values.codec import encode_value
+from dynaorm.values.keys import key_av, key_order, key_value
+from dynaorm.values.limits import check_key_value
 
 __all__ = ["HIGH", "KeyPlan", "SortCondition", "plan_keys", "skip_literals", "widen"]
 

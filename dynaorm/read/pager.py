@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm._types import Item
-from dynaorm.model.keys import key_order, key_value
+from dynaorm.values.keys import key_order, key_value
 
 __all__ = ["DONE", "Pager", "per_request_limit"]
 

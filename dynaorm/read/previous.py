@@ -19,21 +19,21 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
-from dynaorm.model.entity import _set_state
-from dynaorm.model.keys import key_id, key_value, wire_key
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.spec import EntitySpec, load_old
-from dynaorm.model.state import InstanceState
-from dynaorm.model.timestamps import expired
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
+from dynaorm.schema.entity import _set_state
+from dynaorm.schema.rules.previous import MovedState, load_old
+from dynaorm.schema.rules.stamps import expired
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.values.keys import key_id, key_value, wire_key
+from dynaorm.values.state import InstanceState
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
     """An object of ``spec.cls`` read from an item in the previous layout, marked so that
-    any write of it moves it (:class:`~dynaorm.model.layouts.MovedState`)."""
+    any write of it moves it (:class:`~dynaorm.schema.rules.previous.MovedState`)."""
     obj = load_old(spec, item)
     key = {a: key_value(item[a]) for a in spec.table_key_attrs}
     version = obj.__dict__.get("version") if spec.versioned else None
@@ -99,7 +99,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
     overwrite planned on what is stored (an entity with rules, whose guards and history
     must follow the stored values, not the loaded ones): its old row and the key it moves
     to (``new_key``) read together, consistently. The old row, still there: a fresh
-    :class:`~dynaorm.model.layouts.MovedState` (with its version rows), so the overwrite
+    :class:`~dynaorm.schema.rules.previous.MovedState` (with its version rows), so the overwrite
     moves it; else the current row (another writer moved it): its plain state, so the
     overwrite replaces it; else ``None`` (deleted meanwhile: the overwrite inserts)."""
     layout = spec.previous

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
 from dynaorm.errors import DynaormError, ItemNotFoundError, MultipleResultsError
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition, Placeholders
-from dynaorm.model.keys import key_av
 from dynaorm.read.keycond import KeyPlan, SortCondition, plan_keys, widen
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.values.expressions import Condition, Placeholders
+from dynaorm.values.keys import key_av
 
 __all__ = ["QuerySpec"]
 

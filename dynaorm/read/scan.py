@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any, Self, TypeVar
 
 from dynaorm.errors import DynaormError
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition, Placeholders
 from dynaorm.read.selection import Selection, selection
 from dynaorm.read.spec import ReadSpec
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.values.expressions import Condition, Placeholders
 
 __all__ = ["ScanSpec", "check_segments"]
 

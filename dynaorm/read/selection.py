@@ -20,16 +20,16 @@ from pydantic import TypeAdapter, ValidationError
 from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
-from dynaorm.model.codec import decode_value
-from dynaorm.model.entity import LoadedItems, answer_reader, raw_state, spec_of
-from dynaorm.model.expressions import Condition, F
-from dynaorm.model.rows import LATEST_PREFIX, parse_version_sk
-from dynaorm.model.spec import EntitySpec, fits_keys
-from dynaorm.model.table import TableSchema
-from dynaorm.model.templates import KeyTemplate
-from dynaorm.model.timestamps import expired
-from dynaorm.model.unclaimed import note_unclaimed
 from dynaorm.read.pager import DONE
+from dynaorm.schema.entity import LoadedItems, answer_reader, raw_state, spec_of
+from dynaorm.schema.rules.stamps import expired
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk
+from dynaorm.schema.spec import EntitySpec, fits_keys
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.templates import KeyTemplate
+from dynaorm.schema.unclaimed import note_unclaimed
+from dynaorm.values.codec import decode_value
+from dynaorm.values.expressions import Condition, F
 
 __all__ = ["Selection", "projection_of", "selection"]
 
@@ -218,7 +218,7 @@ class Selection(Generic[T]):
 
     def reader(self) -> Callable[[bytes], dict[str, Any] | None] | None:
         """How a read of whole items may read each answer's bytes into its objects
-        itself (:func:`~dynaorm.model.entity.answer_reader`), or ``None``: a read whose
+        itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a
         strict bound, history, latest copies among several types), or whose items are
         read again by key."""

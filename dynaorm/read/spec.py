@@ -20,16 +20,16 @@ from pydantic import Field as PydanticField
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidCursorError
-from dynaorm.model.crypto import refuse_encrypted
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import Condition, Placeholders
-from dynaorm.model.keys import key_id
-from dynaorm.model.rules import check_names
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, gather, pull
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.paths import check_names
+from dynaorm.schema.rules.encrypted import refuse_encrypted
+from dynaorm.values.expressions import Condition, Placeholders
+from dynaorm.values.keys import key_id
 
 __all__ = ["Page", "ReadSpec"]
 

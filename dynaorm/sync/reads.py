@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from dynaorm.client.drivers import SyncDriver
-from dynaorm.model.entity import Entity
 from dynaorm.read.grouped import Grouped, group
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
 from dynaorm.read.spec import Page, ReadSpec
+from dynaorm.schema.entity import Entity
 
 __all__ = ["Query", "Scan", "SyncTerminals"]
 

@@ -47,28 +47,34 @@ from typing import Any, Literal
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.model.codec import decode_item
-from dynaorm.model.entity import spec_of
-from dynaorm.model.expressions import Condition, Placeholders, all_of, exists, not_exists, raw_eq
-from dynaorm.model.keys import key_av, key_value
-from dynaorm.model.rows import (
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.steps import Emit, Stream, call
+from dynaorm.read.pager import DONE, Pager
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.stamps import expired
+from dynaorm.schema.rules.unique import (
     GUARD_TYPE,
     OWNER_PK,
     OWNER_SK,
     OWNER_TYPE,
     UNIQUE_FIELD,
-    VERSION_TTL,
-    parse_version_sk,
-    version_sk,
+    UniqueRule,
+    guard_item,
 )
-from dynaorm.model.spec import EntitySpec, UniqueRule
-from dynaorm.model.templates import SHARD_FIELD
-from dynaorm.model.timestamps import expired
-from dynaorm.model.unclaimed import fix_hint, unclaimed_name
-from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.steps import Emit, Stream, call
-from dynaorm.read.pager import DONE, Pager
-from dynaorm.write.records import guard_item, version_row
+from dynaorm.schema.rules.versioned import VERSION_TTL, parse_version_sk, version_row, version_sk
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.templates import SHARD_FIELD
+from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
+from dynaorm.values.codec import decode_item
+from dynaorm.values.expressions import (
+    Condition,
+    Placeholders,
+    all_of,
+    exists,
+    not_exists,
+    raw_eq,
+)
+from dynaorm.values.keys import key_av, key_value
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair",
            "scan_pages"]

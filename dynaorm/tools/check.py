@@ -21,11 +21,11 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.model.keys import key_value
-from dynaorm.model.rows import GUARD_TYPE, parse_version_sk, version_sk
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
+from dynaorm.schema.rules.unique import GUARD_TYPE
+from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
 from dynaorm.tools.audit import (
     Key,
     Problem,
@@ -36,6 +36,7 @@ from dynaorm.tools.audit import (
     scan_pages,
 )
 from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
+from dynaorm.values.keys import key_value
 
 __all__ = ["CheckResult", "ProgressBar", "audit_page", "check_table", "item_count",
            "progress_line"]

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from dynaorm.errors import DynaormError
-from dynaorm.model.streams import normalize_item
+from dynaorm.schema.streams import normalize_item
 
 __all__ = ["CheckpointError", "dump", "existing", "parse", "save"]
 

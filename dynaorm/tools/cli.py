@@ -28,11 +28,11 @@ from botocore.exceptions import BotoCoreError
 from dynaorm import __version__
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.model.entity import spec_of
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
-from dynaorm.model.unclaimed import fix_hint
 from dynaorm.protocol.policy import Rate
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.schema.unclaimed import fix_hint
 from dynaorm.tools import jobs
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError

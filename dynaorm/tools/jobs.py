@@ -32,16 +32,16 @@ from typing import Any, cast
 
 from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import raw_eq
-from dynaorm.model.keys import key_value
-from dynaorm.model.rows import parse_version_sk
-from dynaorm.model.streams import normalize_item
 from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.read.scan import check_segments
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.rules.versioned import parse_version_sk
+from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
 from dynaorm.tools.check import check_table
 from dynaorm.tools.migrate import migrate as migrate_table
+from dynaorm.values.expressions import raw_eq
+from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
 __all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "migrate",

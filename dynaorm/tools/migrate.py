@@ -31,27 +31,21 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.client.client import Client
 from dynaorm.client.table import Table
 from dynaorm.errors import ConflictError, DynaormError, ItemNotFoundError, RequestError
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.keys import key_value
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import (
-    GUARD_TYPE,
-    OWNER_PK,
-    OWNER_SK,
-    OWNER_TYPE,
-    parse_version_sk,
-    version_sk,
-)
-from dynaorm.model.spec import EntitySpec, load_old
-from dynaorm.model.timestamps import expired
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.rules.previous import MovedState, load_old
+from dynaorm.schema.rules.stamps import expired
+from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE
+from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
+from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
 from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
+from dynaorm.values.keys import key_value
 from dynaorm.write.moves import (
     history_batches,
     kept_row_move,

@@ -15,14 +15,15 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
-from dynaorm.model.codec import encode_value
-from dynaorm.model.crypto import renamed
-from dynaorm.model.expressions import Condition, all_of, exists, not_exists, raw_eq
-from dynaorm.model.rows import REVISION, VERSION_TTL
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.state import InstanceState
-from dynaorm.model.timestamps import encode_ttl
-from dynaorm.write.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.schema.rules.encrypted import renamed
+from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.stamps import encode_ttl
+from dynaorm.schema.rules.versioned import VERSION_TTL
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.values.codec import encode_value
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq
+from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.values.state import InstanceState
 
 __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
            "expect_stored_version",

@@ -13,24 +13,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynaorm.errors import ItemNotFoundError
-from dynaorm.model.entity import spec_of
-from dynaorm.model.expressions import Condition, all_of, exists, raw_eq
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import version_sk
-from dynaorm.model.state import InstanceState
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.previous import MovedState
+from dynaorm.schema.rules.versioned import version_sk
+from dynaorm.values.expressions import Condition, all_of, exists, raw_eq
+from dynaorm.values.records import Delete, Fail, Op, Role
+from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version, unchanged, with_condition
 from dynaorm.write.moves import either_layout, plan_move_delete
-from dynaorm.write.records import (
-    ActionBuilder,
-    Delete,
-    Fail,
-    ObjectWrite,
-    Op,
-    Outcome,
-    Prepared,
-    Reads,
-    Role,
-)
+from dynaorm.write.records import ActionBuilder, ObjectWrite, Outcome, Prepared, Reads
 
 __all__ = ["DeleteEntry", "plan_delete"]
 

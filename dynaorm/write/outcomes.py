@@ -10,7 +10,7 @@ When an attempt of a write may have been applied (a timeout or a dropped connect
 sending, a 5xx), the failure alone does not say what is stored, and neither do equal
 values (another writer may have made the same change), absence (another may have deleted
 what this write inserted) or presence (another may have put back what it deleted). What
-proves an outcome is the revision (:data:`~dynaorm.model.rows.REVISION`): every request
+proves an outcome is the revision (:data:`~dynaorm.schema.rules.versioned.REVISION`): every request
 stamps a fresh random one on the rows it puts or updates, so a row holding this request's
 revision was written by it (and once: nothing is resent unless proved unapplied), and a row
 still holding the revision its object was loaded with was not (a revision never recurs).
@@ -49,18 +49,19 @@ from dynaorm.errors import (
     TransactionConflictError,
     UniqueConstraintError,
 )
-from dynaorm.model.entity import spec_of
-from dynaorm.model.expressions import broken_rules, holds
-from dynaorm.model.rows import OWNER_PK, OWNER_SK, REVISION
-from dynaorm.model.spec import old_values
-from dynaorm.model.timestamps import expired
-from dynaorm.model.unclaimed import fix_hint, unclaimed_name
 from dynaorm.protocol.events import Reason
-from dynaorm.write.records import Fail, Op, Role
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.previous import old_values
+from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.stamps import expired
+from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK
+from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
+from dynaorm.values.expressions import broken_rules, holds
+from dynaorm.values.records import Fail, Op, Role
 from dynaorm.write.render import WritePlan, stamps
 
 if TYPE_CHECKING:
-    from dynaorm.model.table import TableSchema
+    from dynaorm.schema.table import TableSchema
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
            "revision", "unapplied_by"]

@@ -27,134 +27,50 @@ hold (``StagedUpdate``) show only their own API.
 from __future__ import annotations
 
 import copy
-import enum
-import time
 from collections.abc import Generator, Hashable, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.model.entity import Entity, encode_entity, spec_of
-from dynaorm.model.expressions import Condition, F, all_of, not_exists, raw_eq
-from dynaorm.model.keys import key_id
-from dynaorm.model.rows import (
-    GUARD_TYPE,
-    OWNER_PK,
-    OWNER_SK,
-    OWNER_TYPE,
-    UNIQUE_FIELD,
-    VERSION_TTL,
-    history_sk,
-    parse_version_sk,
+from dynaorm._types import Item, PlainKey
+from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.rules.unique import _owner_ttl, claimable, guard_item, guard_key, owned_by
+from dynaorm.schema.rules.versioned import (
+    version_row,
     version_sk,
 )
-from dynaorm.model.state import InstanceState
-from dynaorm.model.timestamps import encode_ttl
+from dynaorm.values.expressions import Condition, not_exists
+from dynaorm.values.keys import key_id
+from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
+from dynaorm.values.state import InstanceState
 
 if TYPE_CHECKING:
-    from dynaorm.model.layouts import MovedState
-    from dynaorm.model.spec import EntitySpec, UniqueRule
-    from dynaorm.model.table import TableSchema
+    from dynaorm.schema.rules.previous import MovedState
+    from dynaorm.schema.rules.unique import UniqueRule
+    from dynaorm.schema.spec import EntitySpec
+    from dynaorm.schema.table import TableSchema
 
-__all__ = ["ActionBuilder", "ConditionCheck", "Delete", "Fail", "ObjectWrite", "Op", "Origin",
-           "Outcome", "Prepared", "Put", "Reading", "Reads", "Role", "StagedWrite", "Update",
-           "Written", "claimable", "guard_item", "guard_key", "owned_by", "stored_values",
-           "version_row"]
+__all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Prepared", "Reading", "Reads",
+           "StagedWrite", "Written", "stored_values"]
 
 #: a protocol's result (its steps are whatever the reads yield)
 Reading = Generator[Any, Any, Any]
 
 
-class Role(enum.Enum):
-    """Which item of an entity an action writes."""
-
-    ROW = "row"
-    GUARD = "unique guard"
-    VERSION = "version row"
-    LATEST = "latest copy"
 
 
-class Fail(enum.Enum):
-    """What a failed condition on an action means."""
-
-    EXISTS = "exists"          # the item is already there -> ItemExistsError
-    UNIQUE = "unique"          # a guard is taken -> UniqueConstraintError
-    CONCURRENT = "concurrent"  # stored values moved -> ConcurrentModificationError
-    GONE = "gone"              # item gone (ItemGoneError) or changed (Concurrent...)
-    MISSING = "missing"        # by key, never read: absent -> ItemNotFoundError (no conflict)
-    CALLER = "caller"          # only the caller's condition -> ConditionFailedError
 
 
-class Origin(NamedTuple):
-    """Why an action is in the plan: which entity and object, which role."""
-
-    entity: type[Any]
-    owner_key: PlainKey
-    role: Role
-    fail: Fail
-    field: str | None = None
-    value: Any = None
-    staged: int = 0  # index of the staged entry that produced it
-    #: the caller's own condition (``condition=``, ``where``), ANDed into the action's:
-    #: the stored item returned on failure tells whose condition failed
-    caller: Condition | None = None
-
-    @property
-    def table(self) -> TableSchema:
-        """The table the action writes to: its entity's (guards and version rows live
-        beside their owner)."""
-        table: TableSchema = self.entity.__dynaorm_spec__.table
-        return table
 
 
-@dataclass(frozen=True, slots=True)
-class Put:
-    """Write a whole item (PutItem)."""
-
-    key: PlainKey
-    item: Item
-    condition: Condition | None
-    origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
-class Update:
-    """Change some attributes of an item (UpdateItem)."""
-
-    key: PlainKey
-    set: Item
-    remove: tuple[str, ...]
-    condition: Condition | None
-    origin: Origin
-    #: an update expression built by ``s.update()`` (see :mod:`dynaorm.write.updates`); when
-    #: given it replaces ``set``/``remove``: ``(clause, attribute, value)`` in call order
-    clauses: tuple[tuple[str, str, AttributeValue | None], ...] = ()
-    #: the stored item the update applies to, when known (a loaded object's snapshot):
-    #: the item it makes must fit in 400 KB too
-    known: Item | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
-class Delete:
-    """Delete an item (DeleteItem)."""
-
-    key: PlainKey
-    condition: Condition | None
-    origin: Origin
 
 
-@dataclass(frozen=True, slots=True)
-class ConditionCheck:
-    """Require a condition on an item, writing nothing."""
-
-    key: PlainKey
-    condition: Condition
-    origin: Origin
 
 
-Op = Put | Update | Delete | ConditionCheck
 
 
 class Outcome(NamedTuple):
@@ -301,64 +217,14 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     return old_obj.__dict__, {**item, **{a: state.item[a] for a in spec.encrypted if a in item}}
 
 
-# -- the rows beside an entity's own: unique guards and version rows ----------------------
-def guard_item(spec: EntitySpec, rule: UniqueRule, key: str, owner: PlainKey,
-               value: Any, ttl: int | None = None) -> Item:
-    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``
-    (attributes in order: key, type, owner, field, and the owner's TTL ``ttl`` on a
-    table with a TTL attribute)."""
-    table = spec.table
-    item = {table.pk: {"S": key}}
-    if table.sk is not None:
-        item[table.sk] = {"S": key}
-    item[table.type_attr] = {"S": GUARD_TYPE}
-    item[OWNER_PK] = {"S": owner[table.pk]}
-    if table.sk is not None:
-        item[OWNER_SK] = {"S": owner[table.sk]}
-    item[OWNER_TYPE] = {"S": spec.type_name}
-    item[UNIQUE_FIELD] = {"S": rule.field}
-    if ttl is not None and table.ttl is not None:
-        item[table.ttl] = {"N": str(ttl)}
-    return item
 
 
-def _owner_ttl(spec: EntitySpec, values: Mapping[str, Any] | None) -> int | None:
-    """The TTL (epoch seconds) an owner with field ``values`` gives its guards: ``None``
-    without a TTL field, or on a table without a TTL attribute."""
-    field = spec.ttl_field
-    if field is None or values is None or spec.table.ttl is None:
-        return None
-    return encode_ttl(values.get(field), spec.name, field)
 
 
-def claimable(spec: EntitySpec, at: float | None = None) -> Condition:
-    """The condition of a guard claim: no guard item exists, or (a table with a TTL
-    attribute) the one stored has a TTL that has passed at ``at`` (default: now), its
-    owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.model.timestamps`
-    uses the same ``<=``), so a claim does too. One condition, no read."""
-    free = not_exists(spec.table.pk)
-    if spec.table.ttl is None:
-        return free
-    now = int(time.time() if at is None else at)
-    return free | (F(spec.table.ttl) <= now)
 
 
-def guard_key(spec: EntitySpec, key: str) -> PlainKey:
-    """The primary key of the guard item at ``key`` (the same text in both key parts)."""
-    out = {spec.table.pk: key}
-    if spec.table.sk is not None:
-        out[spec.table.sk] = key
-    return out
 
 
-def owned_by(spec: EntitySpec, owner: PlainKey) -> Condition:
-    """The condition that a guard item still belongs to the row at ``owner``."""
-    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
-    if spec.table.sk is not None:
-        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
-    cond = all_of(conds)
-    assert cond is not None
-    return cond
 
 
 class ActionBuilder:
@@ -427,33 +293,5 @@ class ActionBuilder:
                             self.origin(Role.GUARD, fail, rule.field, value)))
 
 
-def version_row(spec: EntitySpec, item: Item, sk: str) -> Item:
-    """A version row: the item under its version key, left out of every secondary index
-    (only the latest copy is indexed, or index queries would return every version) except
-    one whose keys are the table's own: a table key attribute always stays.
-
-    A version row never carries the table's TTL attribute (history outlives its entity
-    until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
-    kept aside under ``VERSION_TTL``, which reads put back (``EntitySpec.decode_fields``)."""
-    keys = (spec.table.pk, spec.table.sk)
-    indexed = _table_index_attributes(spec)
-    row = {k: v for k, v in item.items() if k not in indexed or k in keys}
-    ttl = spec.table.ttl
-    if ttl is not None and ttl in row:
-        row[VERSION_TTL] = row.pop(ttl)
-    assert spec.table.sk is not None
-    row[spec.table.sk] = {"S": sk}
-    if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
-        parsed = parse_version_sk(sk)
-        assert parsed is not None
-        row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
-    return row
 
 
-def _table_index_attributes(spec: EntitySpec) -> frozenset[str]:
-    """Every secondary-index key attribute of the table (an undeclared one a newer model
-    writes included): version rows stay out of every index."""
-    table_wide = set().union(*(spec.table.key_names(name) for name in spec.table.indexes)
-                             ) - {spec.table.pk, spec.table.sk}
-    # (a field stored under an index's key attribute the entity does not use is a field)
-    return spec.index_attributes | frozenset(table_wide - set(spec.stored_fields))

@@ -16,9 +16,10 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
-from dynaorm.model.expressions import Placeholders, condition_values
-from dynaorm.model.keys import wire_key
-from dynaorm.model.limits import (
+from dynaorm.schema.rules.revision import REVISION
+from dynaorm.values.expressions import Placeholders, condition_values
+from dynaorm.values.keys import wire_key
+from dynaorm.values.limits import (
     check_item,
     check_size,
     check_values,
@@ -27,19 +28,8 @@ from dynaorm.model.limits import (
     updated_item,
     value_size,
 )
-from dynaorm.model.rows import REVISION
-from dynaorm.write.records import (
-    ConditionCheck,
-    Delete,
-    Fail,
-    Op,
-    Origin,
-    Outcome,
-    Prepared,
-    Put,
-    Role,
-    Update,
-)
+from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
            "check_batch_put", "check_write", "compile_commit", "key_roles", "stamps"]
@@ -56,7 +46,7 @@ def stamps(op: Op) -> bool:
 
 def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action; ``rev``: the
-    revision a row's put or update stamps (:data:`~dynaorm.model.rows.REVISION`)."""
+    revision a row's put or update stamps (:data:`~dynaorm.schema.rules.versioned.REVISION`)."""
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": op.origin.table.name}
     stamp = {REVISION: {"S": rev}} if rev is not None and stamps(op) else {}
@@ -142,7 +132,7 @@ _SIZED: Item = {REVISION: {"S": "0" * 16}}
 
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
-    :mod:`dynaorm.model.limits`); returns the bytes it adds to a request. A refusal names
+    :mod:`dynaorm.values.limits`); returns the bytes it adds to a request. A refusal names
     the action's table (a commit may write to several).
 
     Keys, item attributes, update values and condition values are all checked; a Put's

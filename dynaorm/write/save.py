@@ -24,21 +24,17 @@ from typing_extensions import TypedDict  # (pydantic takes typing's from Python 
 from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
-from dynaorm.model.crypto import renamed
-from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.model.expressions import (
-    Condition,
-    F,
-    all_of,
-    exists,
-    not_exists,
-    raw_eq,
-)
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.rows import REVISION, parse_version_sk
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.state import InstanceState, changed_attributes
-from dynaorm.model.timestamps import stamped, stamps
+from dynaorm.schema.entity import encode_entity, spec_of
+from dynaorm.schema.rules.encrypted import renamed
+from dynaorm.schema.rules.previous import MovedState
+from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.stamps import stamped, stamps
+from dynaorm.schema.rules.unique import claimable
+from dynaorm.schema.rules.versioned import parse_version_sk
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.values.expressions import Condition, F, all_of, exists, not_exists, raw_eq
+from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.values.state import InstanceState, changed_attributes
 from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,
@@ -52,20 +48,11 @@ from dynaorm.write.conditions import (
 from dynaorm.write.moves import plan_move_save
 from dynaorm.write.records import (
     ActionBuilder,
-    ConditionCheck,
-    Delete,
-    Fail,
     ObjectWrite,
-    Op,
-    Origin,
     Outcome,
     Prepared,
-    Put,
     Reads,
-    Role,
-    Update,
     Written,
-    claimable,
     stored_values,
 )
 

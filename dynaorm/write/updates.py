@@ -29,46 +29,22 @@ from pydantic.fields import FieldInfo
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
-from dynaorm.model.codec import SET, Kind, encode_value, kind_of
-from dynaorm.model.crypto import renamed
-from dynaorm.model.entity import Entity, spec_of
-from dynaorm.model.expressions import (
-    Condition,
-    F,
-    Rule,
-    all_of,
-    exists,
-    not_exists,
-    size_is,
-)
-from dynaorm.model.keys import key_av
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.rules import (
-    BOUND_OPS,
-    bounds,
-    check_names,
-    field_adapter,
-    path_parts,
-    path_type,
-)
-from dynaorm.model.spec import EntitySpec
-from dynaorm.model.state import InstanceState
-from dynaorm.model.templates import SHARD_FIELD
-from dynaorm.model.timestamps import encode_ttl, now
+from dynaorm.schema.checks import BOUND_OPS
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.paths import bounds, check_names, field_adapter, path_parts, path_type
+from dynaorm.schema.rules.encrypted import renamed
+from dynaorm.schema.rules.previous import MovedState
+from dynaorm.schema.rules.stamps import encode_ttl, now
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.templates import SHARD_FIELD
+from dynaorm.values.codec import SET, Kind, encode_value, kind_of
+from dynaorm.values.expressions import Condition, F, Rule, all_of, exists, not_exists, size_is
+from dynaorm.values.keys import key_av
+from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
-from dynaorm.write.records import (
-    ConditionCheck,
-    Fail,
-    Op,
-    Origin,
-    Outcome,
-    Prepared,
-    Reads,
-    Role,
-    StagedWrite,
-    Update,
-)
+from dynaorm.write.records import Outcome, Prepared, Reads, StagedWrite
 from dynaorm.write.save import SaveEntry, plan_save
 
 __all__ = ["StagedCheck", "StagedUpdate"]
@@ -223,7 +199,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return InvalidValueError(f"{self._spec.name} {self.key} field {field!r}: {message}")
 
     def _check_writable(self, path: str, method: str) -> Kind | None:
-        """The kind of field (or nested path) ``path`` (:func:`~dynaorm.model.codec.kind_of`);
+        """The kind of field (or nested path) ``path`` (:func:`~dynaorm.values.codec.kind_of`);
         refused when no update may write it (unknown, in the key, never stored, the
         version) or the kind takes no ``method``."""
         spec, name = self._spec, _head(path)

@@ -9,9 +9,9 @@ import pytest
 
 from dynaorm import DynaormError, Session
 from dynaorm.core.lookups import find_p
-from dynaorm.model.entity import encode_entity, spec_of
 from dynaorm.protocol.steps import Backoff, Call, Emit, Gather, Proto, consume, gather, pull
 from dynaorm.read.batches import MAX_BATCH_ROUNDS, batch_rounds
+from dynaorm.schema.entity import encode_entity, spec_of
 from tests.support.models import User, app
 
 

@@ -3,7 +3,7 @@
 - :func:`dynaorm.caches.clear_caches` empties every registered cache, and the same
   saves, queries and updates send the same requests and decode the same objects with
   the caches cold (just cleared) and warm.
-- The write gate sizes what it checks with :mod:`dynaorm.model.limits`' own rules: a
+- The write gate sizes what it checks with :mod:`dynaorm.values.limits`' own rules: a
   Put is its item's :func:`item_size`, an action by key its key's, an update adds its
   values' sizes; generated items are sized and refused as the rules say.
 """
@@ -22,9 +22,10 @@ from hypothesis import strategies as st
 
 from dynaorm import F, InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.caches import cache, caches, clear_caches
-from dynaorm.model.entity import spec_of
-from dynaorm.model.keys import wire_key
-from dynaorm.model.limits import (
+from dynaorm.schema.entity import spec_of
+from dynaorm.testing import TestBackend
+from dynaorm.values.keys import wire_key
+from dynaorm.values.limits import (
     MAX_ITEM_BYTES,
     MAX_PARTITION_KEY_BYTES,
     MAX_SORT_KEY_BYTES,
@@ -38,8 +39,7 @@ from dynaorm.model.limits import (
     value_problem,
     value_size,
 )
-from dynaorm.testing import TestBackend
-from dynaorm.write.records import Delete, Fail, Origin, Put, Role, Update
+from dynaorm.values.records import Delete, Fail, Origin, Put, Role, Update
 from dynaorm.write.render import check_write, compile_commit, key_roles
 from dynaorm.write.save import SaveEntry
 from tests.support.models import Note, User

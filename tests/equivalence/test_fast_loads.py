@@ -1,4 +1,4 @@
-"""Loading from the wire form in pydantic-core (:mod:`dynaorm.model.fastload`) gives exactly
+"""Loading from the wire form in pydantic-core (:mod:`dynaorm.values.fastload`) gives exactly
 what decoding then validating gives: the same objects (values, types, fields set), the same
 loaded-state snapshot (key, stored item, version), the same :class:`ItemDecodeError`, on
 generated items of every attribute type and shape -- wrong tags, missing fields, ``NULL``\\ s,
@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from dynaorm import Entity, ItemDecodeError, Versioned
-from dynaorm.model import state as state_module
-from dynaorm.model.entity import (
+from dynaorm.read.selection import Selection
+from dynaorm.schema.entity import (
     LoadedItems,
     _fast,
     _load,
@@ -32,9 +32,9 @@ from dynaorm.model.entity import (
     raw_state,
     spec_of,
 )
-from dynaorm.model.state import InstanceState, LoadedPage
-from dynaorm.read.selection import Selection
 from dynaorm.testing import TestBackend
+from dynaorm.values import state as state_module
+from dynaorm.values.state import InstanceState, LoadedPage
 from dynaorm.wire import decode
 from tests.support.models import app
 
@@ -199,7 +199,7 @@ def test_an_entitys_own_model_validate_still_sees_every_load() -> None:
 
 
 def test_a_copy_that_cannot_be_built_means_plain_loads(monkeypatch: pytest.MonkeyPatch) -> None:
-    from dynaorm.model import fastload
+    from dynaorm.values import fastload
 
     class FUnbuilt(Entity):
         class Meta:

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from dynaorm import GSI, Entity, Table, Versioned
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.entity import spec_of
 from dynaorm.read.keycond import KeyPlan, _plan_keys, plan_keys, skip_literals
+from dynaorm.schema.entity import spec_of
 from tests.support.alias_models import Game
 from tests.support.models import SEvent, SOrder, User
 

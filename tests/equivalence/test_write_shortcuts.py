@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from dynaorm import F, InvalidValueError
-from dynaorm.model.entity import Entity
+from dynaorm.schema.entity import Entity
 from dynaorm.write.render import compile_commit
 from dynaorm.write.save import SaveEntry
 from tests.support.models import Audit, Note, User
@@ -107,13 +107,13 @@ def _number_size_by_decimal(text: str) -> int:
     "0", "00", "1", "7", "10", "99", "100", "101", "1000", "1200", "12345", "007", "0700",
     "9" * 38, "1" + "0" * 37, "12" + "0" * 30 + "34", "5" * 45])
 def test_an_integer_is_sized_like_any_number(text: str) -> None:
-    from dynaorm.model.limits import number_size
+    from dynaorm.values.limits import number_size
     assert number_size(text) == _number_size_by_decimal(text)
 
 
 def test_a_key_problem_is_reported_first_even_when_the_item_carries_the_key() -> None:
     from dynaorm import InvalidValueError, KeyTemplateError
-    from dynaorm.write.records import Fail, Origin, Put, Role
+    from dynaorm.values.records import Fail, Origin, Put, Role
     from dynaorm.write.render import check_write
 
     def put(item: dict[str, Any], key: dict[str, str]) -> Put:
@@ -154,7 +154,7 @@ ITEMS: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("item", ITEMS)
 def test_the_one_pass_gate_sizes_items_as_item_size_does(item: dict[str, Any]) -> None:
-    from dynaorm.model.limits import check_item, item_size
+    from dynaorm.values.limits import check_item, item_size
     roles = {"pk": "partition", "sk": "sort"}
     key = {"pk": item["pk"]["S"], "sk": item["sk"]["S"]}
     assert check_item(item, entity="E", key=key, key_roles=roles) == item_size(item)
@@ -169,7 +169,7 @@ LONE_SURROGATE = json.loads('"\\ud800"')  # as JSON from a client can carry
 ])
 def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
         members: list[Any]) -> None:
-    from dynaorm.model.limits import check_item
+    from dynaorm.values.limits import check_item
     item: dict[str, Any] = {"pk": {"S": "p"}, "sk": {"S": "s"}, "tags": {"L": members}}
     with pytest.raises(InvalidValueError, match="tags"):
         check_item(item, entity="E", key={"pk": "p", "sk": "s"},
@@ -179,7 +179,7 @@ def test_a_list_the_one_pass_cannot_answer_is_walked_and_refused(
 @pytest.mark.parametrize(("source", "key"), [("PROFILE", "PROFILE"), ("{{x}}", "{x}"),
                                              ("a}}b", "a}b")])
 def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
-    from dynaorm.model.templates import KeyTemplate
+    from dynaorm.schema.templates import KeyTemplate
     template = KeyTemplate.parse(source)
     assert template.render({}) == template.render({"x": "1"}) == key
 
@@ -188,8 +188,8 @@ def test_a_constant_key_renders_as_its_segments(source: str, key: str) -> None:
 def test_an_action_with_a_cached_condition_renders_the_long_way_s_body(path: str) -> None:
     """render_op's shortcut (text and names whole from the cache) gives the same body,
     key order included, as rendering through Placeholders."""
-    from dynaorm.model.expressions import Placeholders, exists, not_exists
-    from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role
+    from dynaorm.values.expressions import Placeholders, exists, not_exists
+    from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role
     from dynaorm.write.render import render_op
     key = {"pk": "A#1", "sk": "B"}
     origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
@@ -288,7 +288,7 @@ def test_the_retry_protocol_never_resends_what_may_have_been_applied_and_accumul
 
 def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exactly() -> None:
     from dynaorm import ItemTooLargeError
-    from dynaorm.write.records import Update
+    from dynaorm.values.records import Update
 
     obj = Note(note_id="n1", body="a" * 150_000)
     _commit(SaveEntry(obj))
@@ -312,7 +312,7 @@ def test_a_committed_state_bounds_the_stored_size_and_the_gate_still_sizes_exact
 @pytest.mark.parametrize("value", ["u1", "a#b", "", 7, None, "ü", "x" * 2000])
 @pytest.mark.parametrize("source", ["USER#{id}", "U{id}", "#{id}", "USER#{id:>4}"])
 def test_a_prefixed_key_renders_as_the_loop_does(source: str, value: Any) -> None:
-    from dynaorm.model.templates import KeyTemplate
+    from dynaorm.schema.templates import KeyTemplate
 
     def render(template: KeyTemplate) -> Any:
         try:
@@ -333,7 +333,7 @@ def test_a_conditional_update_is_planned_as_with_condition_would(overwrite: bool
                                                                  renamed: bool) -> None:
     """The update of a persisted row ANDs the caller's condition in as it plans the action
     (not rebuilt by with_condition afterwards): the same request, the same origin."""
-    from dynaorm.model.entity import spec_of
+    from dynaorm.schema.entity import spec_of
     from dynaorm.write.conditions import with_condition
     from dynaorm.write.render import WritePlan
     from dynaorm.write.save import _plan_save, plan_save

@@ -9,9 +9,9 @@ import pytest
 from pydantic import Field
 
 from dynaorm import DynaormError, Entity, F, Session
-from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.model.expressions import Placeholders
+from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.values.expressions import Placeholders
 from tests.support.alias_models import Game, Player, games
 from tests.support.recording import Requests
 

@@ -17,8 +17,8 @@ from dynaorm import (
     ItemExistsError,
     ItemNotFoundError,
 )
-from dynaorm.model.expressions import holds
 from dynaorm.testing import TestBackend
+from dynaorm.values.expressions import holds
 from tests.support.models import Note, User
 from tests.support.recording import Requests
 from tests.support.update_models import Counter

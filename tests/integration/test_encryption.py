@@ -268,7 +268,7 @@ def test_copied_swapped_and_flipped_ciphertexts_never_decrypt(eb: TestBackend) -
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=st.text(max_size=40), where=st.integers(min_value=0), bit=st.integers(0, 7))
 def test_no_edit_of_a_sealed_value_opens(value: str, where: int, bit: int) -> None:
-    from dynaorm.model.crypto import open_value, seal_value
+    from dynaorm.schema.rules.encrypted import open_value, seal_value
 
     ring = StaticKeyring(os.urandom(32))
     av = seal_value(ring, {"S": value}, "t", {"pk": {"S": "a"}}, "f")
@@ -297,7 +297,7 @@ def test_kms_keyring_caches_data_keys_and_rotates() -> None:
         kms.meta.events.register("before-call.kms.*",
                                  lambda model, **_: calls.append(model.name))
         ring = KmsKeyring(first, client=kms, mac_key_id=mac_key)
-        from dynaorm.model.crypto import open_value, seal_value
+        from dynaorm.schema.rules.encrypted import open_value, seal_value
 
         key = {"pk": {"S": "a"}}
         sealed = [seal_value(ring, {"N": str(i)}, "t", key, "f") for i in range(50)]
@@ -381,7 +381,7 @@ def test_never_a_wrong_value_whatever_is_copied_where(
     """Items encoded, then ciphertexts copied between items and fields at random (and the
     keyring rotated or not): every field decodes to its own value or is DecryptionError,
     never another item's or field's value."""
-    from dynaorm.model.entity import encode_entity, spec_of
+    from dynaorm.schema.entity import encode_entity, spec_of
 
     vault.keyring = StaticKeyring(KEY)
     spec = spec_of(Patient)

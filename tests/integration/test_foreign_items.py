@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dynaorm import GSI, DynaormError, Entity, F, Table
-from dynaorm.model.rules import could_overlap
-from dynaorm.model.templates import KeyTemplate
+from dynaorm.schema.checks import could_overlap
+from dynaorm.schema.templates import KeyTemplate
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.recording import Requests
 

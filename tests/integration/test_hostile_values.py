@@ -185,8 +185,8 @@ def test_hostile_documents(db: TestBackend, data: Any, how: str) -> None:
 def test_hostile_sizes(db: TestBackend, request: pytest.FixtureRequest, size: int,
                        how: str) -> None:
     """Items around 400 KB (exactly at the limit where the engine is DynamoDB Local)."""
-    from dynaorm.model.entity import encode_entity, spec_of
-    from dynaorm.model.limits import item_size
+    from dynaorm.schema.entity import encode_entity, spec_of
+    from dynaorm.values.limits import item_size
     obj = HDoc(doc="é" * 300, run=str(next(RUN)))
     base = item_size(encode_entity(obj, spec_of(HDoc)))
     obj.text = "t" * (size - base)

@@ -1,6 +1,6 @@
 """Values DynamoDB would refuse are refused before sending, at DynamoDB's exact boundary.
 
-The pure rules (dynaorm.model.limits) get unit tests; the boundaries are then checked on the
+The pure rules (dynaorm.values.limits) get unit tests; the boundaries are then checked on the
 backends: just inside is stored and reads back equal, just outside raises the typed error
 with entity, field and key named, no request is sent and the table is unchanged.
 """
@@ -22,7 +22,8 @@ from dynaorm import (
     KeyTemplateError,
     Session,
 )
-from dynaorm.model.limits import (
+from dynaorm.testing import TestBackend
+from dynaorm.values.limits import (
     MAX_NESTING,
     item_size,
     number_problem,
@@ -31,7 +32,6 @@ from dynaorm.model.limits import (
     value_problem,
     value_size,
 )
-from dynaorm.testing import TestBackend
 from tests.conftest import engine_of
 from tests.support.models import app
 from tests.support.recording import Requests
@@ -101,7 +101,7 @@ def test_sizes_of_documents_match_dynamodb() -> None:
 
 
 def test_nesting_limit_is_dynamodbs() -> None:
-    from dynaorm.model.codec import encode_value
+    from dynaorm.values.codec import encode_value
     assert value_problem(encode_value(nested(MAX_NESTING))) is None  # 31 maps, a string in
     assert value_problem(encode_value(nested(MAX_NESTING - 1, {}))) is None
     assert value_problem(encode_value(nested(MAX_NESTING, None))) is None
@@ -268,7 +268,7 @@ ITEM_LIMIT = 400 * 1024 - REVISION_BYTES  # the most an entity's own attributes 
 
 def _fill(obj: VDoc, total: int) -> VDoc:
     """``obj`` with ``text`` grown so the stored item is exactly ``total`` bytes."""
-    from dynaorm.model.entity import encode_entity, spec_of
+    from dynaorm.schema.entity import encode_entity, spec_of
     base = item_size(encode_entity(obj.model_copy(update={"text": ""}), spec_of(VDoc)))
     return obj.model_copy(update={"text": "t" * (total - base)})
 
@@ -313,12 +313,12 @@ def test_an_update_that_grows_a_known_item_past_400_kb(
 
 
 def _encoded(obj: VDoc) -> dict[str, Any]:
-    from dynaorm.model.entity import encode_entity, spec_of
+    from dynaorm.schema.entity import encode_entity, spec_of
     return encode_entity(obj, spec_of(VDoc))
 
 
 def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
-    from dynaorm.write.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
+    from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role, Update
     from dynaorm.write.render import WritePlan, key_roles
     assert key_roles(VDoc, {}) == {"pk": "partition", "sk": "sort", "gsi1pk": "partition",
                                    "gsi1sk": "sort", "gsi2pk": "partition",

@@ -20,8 +20,8 @@ from pydantic import BaseModel
 import dynaorm
 from dynaorm import ConcurrentModificationError, Entity, Table
 from dynaorm._types import Item
-from dynaorm.model.state import InstanceState
 from dynaorm.testing import TestBackend
+from dynaorm.values.state import InstanceState
 from tests.support.models import Note, app
 
 _t = Table("dynaorm-state-unit")

@@ -25,9 +25,9 @@ from dynaorm import (
     Table,
     TransactionTooLargeError,
 )
-from dynaorm.model.entity import spec_of
-from dynaorm.model.layouts import MovedState
 from dynaorm.protocol.steps import call
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.previous import MovedState
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.migrate import migrate
 from dynaorm.write.moves import history_batches, plan_move_save

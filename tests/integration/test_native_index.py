@@ -244,7 +244,7 @@ def test_key_values_at_the_limits_are_sent(nb: TestBackend,
 
 
 def test_describe_shows_the_native_indexes_an_entity_is_in() -> None:
-    from dynaorm.model.entity import spec_of
+    from dynaorm.schema.entity import spec_of
     from dynaorm.tools.cli import describe_entity
 
     lines = "\n".join(describe_entity(spec_of(Order)))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from dynaorm import DynaormError, Entity, F, KeyTemplateError, Query, Session, Shards, Table
-from dynaorm.model.entity import spec_of
+from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend
 from tests.support.models import SHARDS, SEvent, SOrder, app, unsaved
 from tests.support.recording import Requests

@@ -236,7 +236,7 @@ def test_a_registered_type_is_saved_read_both_ways_updated_and_compared(
     # Money (whole cents) is registered once, as stored like an int: nothing else of
     # dynaorm knows it, yet every path below takes it
     from dynaorm import ConditionFailedError, F
-    from dynaorm.model.entity import _fast, _load, _validator, spec_of
+    from dynaorm.schema.entity import _fast, _load, _validator, spec_of
     from tests.support.money import Money, Priced, PricedChecked
 
     s = db.session()

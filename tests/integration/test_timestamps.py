@@ -114,7 +114,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     ``Table``/``Session`` ``clock=``), so the module-level ``now`` is replaced where the
     planner and ``s.update()`` look it up."""
     fake = Clock()
-    monkeypatch.setattr("dynaorm.model.timestamps.now", fake)
+    monkeypatch.setattr("dynaorm.schema.rules.stamps.now", fake)
     monkeypatch.setattr("dynaorm.write.updates.now", fake)
     return fake
 

@@ -1,6 +1,6 @@
 """Stored type names that no class claims (a renamed class): never invisible. A query
 counts such items in ``Page.skipped``, a read that meets one logs one WARNING naming the
-fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.model.unclaimed.)"""
+fix, and ``dynaorm check`` lists them with a count. (The pure side: dynaorm.schema.unclaimed.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, ItemExistsError, Previous, Table
-from dynaorm.model import unclaimed
+from dynaorm.schema import unclaimed
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from dynaorm.tools.audit import audit_items
 from dynaorm.tools.check import check_table

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from dynaorm import GSI, DynaormError, Entity, F, KeyTemplateError, Session, Shards, Table
-from dynaorm.model.keys import BinaryKey, NumberKey, key_av
-from dynaorm.model.spec import EntitySpec
 from dynaorm.read.keycond import SortCondition, plan_keys
+from dynaorm.schema.spec import EntitySpec
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.values.keys import BinaryKey, NumberKey, key_av
 from tests.support.recording import Requests
 
 catalog = Table("typed-catalog", pk="Id", sk=None, key_types={"Id": "N"})

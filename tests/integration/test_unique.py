@@ -11,7 +11,7 @@ import dynaorm
 from dynaorm import ConcurrentModificationError, Entity, Unique, UniqueConstraintError
 from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
-from dynaorm.write.records import Put, Role
+from dynaorm.values.records import Put, Role
 from tests.support.guards import GUARD, assert_guards_consistent
 from tests.support.models import User, app
 

@@ -20,8 +20,8 @@ from dynaorm import (
     Table,
     Versioned,
 )
-from dynaorm.model.entity import spec_of
-from dynaorm.model.rows import parse_version_sk, version_sk
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
 from dynaorm.testing import TestBackend, use_tables
 from tests.support.models import Audit, app
 from tests.support.recording import Requests, send

@@ -8,8 +8,8 @@ from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.client.table import Table
-from dynaorm.model.codec import encode_value
 from dynaorm.protocol.steps import call
+from dynaorm.values.codec import encode_value
 
 __all__ = ["raw_get", "raw_set"]
 

@@ -136,8 +136,8 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
 #: first operation that needs it
 DEFERRED = frozenset({
     "dynaorm.core.bulk", "dynaorm.core.commit",
-    "dynaorm.model.inspection", "dynaorm.model.layouts",
-    "dynaorm.model.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
+    "dynaorm.schema.inspection", "dynaorm.schema.rules.previous",
+    "dynaorm.schema.streams", "dynaorm.read.cursor", "dynaorm.read.previous",
     "dynaorm.write.conditions", "dynaorm.write.delete", "dynaorm.write.moves",
     "dynaorm.write.outcomes", "dynaorm.write.records", "dynaorm.write.render",
     "dynaorm.write.save", "dynaorm.write.updates", "logging"})
@@ -147,7 +147,7 @@ _READ_LOADS = {"logging"}
 #: of those, what the first save and commit load (not: the bulk writes, ``s.update()``, a
 #: delete, inspection, streams, page cursors, the previous-layout reads)
 _COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.write.delete",
-                      "dynaorm.model.inspection", "dynaorm.model.streams",
+                      "dynaorm.schema.inspection", "dynaorm.schema.streams",
                       "dynaorm.read.cursor", "dynaorm.read.previous"}
 
 _READ_THEN_WRITE = (
@@ -235,7 +235,7 @@ def test_a_warning_with_no_logging_configured_still_reaches_stderr() -> None:
     a read) on stderr through logging's last-resort handler."""
     code = ("import sys\n"
             "import dynaorm\n"
-            "from dynaorm.model.unclaimed import note_unclaimed\n"
+            "from dynaorm.schema.unclaimed import note_unclaimed\n"
             "class Table:\n"
             "    name = 'things'\n"
             "    type_attribute = '_type'\n"

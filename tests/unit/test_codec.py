@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynaorm.errors import InvalidValueError
-from dynaorm.model.codec import decode_item, decode_value, encode_fields, encode_value
+from dynaorm.values.codec import decode_item, decode_value, encode_fields, encode_value
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(min_value=-10**30, max_value=10**30)
@@ -142,13 +142,13 @@ def test_string_and_string_enum_map_keys_are_stored_as_their_text() -> None:
 
 
 def test_the_registry_finds_a_kind_by_value_and_by_annotation() -> None:
-    # (0.5) one registry of kinds (dynaorm.model.codec): a value's kind encodes it, a
+    # (0.5) one registry of kinds (dynaorm.values.codec): a value's kind encodes it, a
     # field annotation's kind says which update actions fit; a registered type is found
     # both ways, Optional and Annotated seen through
     from collections.abc import Sequence
     from typing import Annotated
 
-    from dynaorm.model.codec import kind_of
+    from dynaorm.values.codec import kind_of
     from tests.support.money import MONEY, Money
 
     assert encode_value(Money(5)) == {"N": "5"}

@@ -1,4 +1,4 @@
-"""The condition evaluator (``dynaorm.model.expressions.holds``) follows DynamoDB's rules on an
+"""The condition evaluator (``dynaorm.values.expressions.holds``) follows DynamoDB's rules on an
 encoded item. No I/O: that it agrees with the engines is in
 tests/integration/test_conditions.py."""
 
@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from dynaorm import F
-from dynaorm.model.codec import encode_value
-from dynaorm.model.expressions import holds
+from dynaorm.values.codec import encode_value
+from dynaorm.values.expressions import holds
 
 ITEM = {k: encode_value(v) for k, v in {
     "n": 5, "s": "hello", "tags": {"a", "b"}, "l": ["x", 1], "m": {"k": "v"}, "z": None}.items()}

@@ -11,11 +11,11 @@ import pytest
 from pydantic import BaseModel, Field
 
 from dynaorm import F, InvalidValueError, KeyTemplateError
-from dynaorm.model.expressions import Placeholders, rename_paths
-from dynaorm.model.keys import BinaryKey, NumberKey, key_av, key_order, key_value
-from dynaorm.model.rules import literal_outranks, stored_names
-from dynaorm.model.templates import KeyTemplate
-from dynaorm.model.timestamps import encode_ttl, expired
+from dynaorm.schema.checks import literal_outranks, stored_names
+from dynaorm.schema.rules.stamps import encode_ttl, expired
+from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.expressions import Placeholders, rename_paths
+from dynaorm.values.keys import BinaryKey, NumberKey, key_av, key_order, key_value
 
 
 def test_a_one_field_template_may_hold_hash() -> None:

@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dynaorm import Entity, KeyTemplateError
-from dynaorm.model.entity import spec_of
-from dynaorm.model.templates import KeyTemplate, render_value
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.templates import KeyTemplate, render_value
 from tests.support.models import app
 
 

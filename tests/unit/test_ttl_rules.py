@@ -9,9 +9,10 @@ import time
 from typing import Any
 
 from dynaorm import Entity, Table
-from dynaorm.model.entity import encode_entity, spec_of
-from dynaorm.model.expressions import Placeholders
-from dynaorm.write.records import Put, Role, Update, claimable
+from dynaorm.schema.entity import encode_entity, spec_of
+from dynaorm.schema.rules.unique import claimable
+from dynaorm.values.expressions import Placeholders
+from dynaorm.values.records import Put, Role, Update
 from dynaorm.write.render import compile_commit
 from dynaorm.write.save import SaveEntry
 
@@ -70,7 +71,7 @@ def test_a_claim_carries_the_ttl_and_lets_an_expired_guard_go() -> None:
 
 
 def test_claimable_without_a_table_ttl_is_attribute_not_exists() -> None:
-    from dynaorm.model.expressions import Placeholders
+    from dynaorm.values.expressions import Placeholders
     from tests.support.models import User
     assert claimable(spec_of(User)).render(Placeholders()) == "attribute_not_exists(#n0)"
 

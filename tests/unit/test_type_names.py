@@ -1,12 +1,12 @@
-"""Which stored type names a table's classes claim (dynaorm.model.unclaimed), pure: a
+"""Which stored type names a table's classes claim (dynaorm.schema.unclaimed), pure: a
 class's own name, the name its ``Meta.previous`` declares, dynaorm's guards. (On an
 engine: integration/test_type_names.py.)"""
 
 from __future__ import annotations
 
 from dynaorm import Table
-from dynaorm.model.rows import GUARD_TYPE
-from dynaorm.model.unclaimed import claimed_names, fix_hint, unclaimed_name
+from dynaorm.schema.rules.unique import GUARD_TYPE
+from dynaorm.schema.unclaimed import claimed_names, fix_hint, unclaimed_name
 from tests.support.migration_models import mig
 
 
@@ -31,7 +31,7 @@ def test_the_fix_names_both_ways() -> None:
 
 
 def test_describe_says_when_the_type_name_is_the_class_name() -> None:
-    from dynaorm.model.entity import spec_of
+    from dynaorm.schema.entity import spec_of
     from dynaorm.tools.cli import describe_entity
     from tests.support.migration_models import Account
     from tests.support.models import Note

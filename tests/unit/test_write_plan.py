@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from dynaorm import Entity, ItemTooLargeError, TransactionTooLargeError, Unique
-from dynaorm.model.entity import encode_entity, spec_of
+from dynaorm.schema.entity import encode_entity, spec_of
+from dynaorm.values.records import Delete, Put, Role, Update
 from dynaorm.write.delete import DeleteEntry
-from dynaorm.write.records import Delete, Put, Role, Update
 from dynaorm.write.render import WritePlan, compile_commit
 from dynaorm.write.save import SaveEntry
 from tests.support.models import Audit, Note, User, app

@@ -23,7 +23,7 @@ from decimal import Decimal
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item
-from dynaorm.model.codec import encode_value
+from dynaorm.values.codec import encode_value
 
 __all__ = ["Condition", "F", "Placeholders", "Rule", "broken_rules", "holds", "rename_paths"]
 

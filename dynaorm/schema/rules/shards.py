@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.templates import render_value
+from dynaorm.schema.templates import render_value
 
 __all__ = ["Shards"]
 

@@ -15,16 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.model.expressions import Condition, rename_paths
-from dynaorm.model.keys import key_value
-from dynaorm.model.rows import LATEST_PREFIX, version_sk
-from dynaorm.model.state import InstanceState
-from dynaorm.model.table import TableSchema
-from dynaorm.model.templates import SHARD_FIELD, KeyTemplate
+from pydantic import ValidationError
 
-__all__ = ["Layout", "MovedState", "Previous", "previous_layout"]
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, version_sk
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.values.expressions import Condition, rename_paths
+from dynaorm.values.keys import key_value
+from dynaorm.values.state import InstanceState
+
+__all__ = ["Layout", "MovedState", "Previous", "load_old", "old_values", "previous_layout"]
 
 
 @dataclass(frozen=True)
@@ -258,3 +260,26 @@ def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: froze
                    same_type=old_type == type_name)
     return Layout(old_pk, old_sk, old_type, by_attr, table, versioned,
                   {n: a for n, a in old_names.items() if a != n})
+
+
+def old_values(spec: Any, item: Item) -> dict[str, Any]:
+    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
+    class reads them (plain Python, to validate): attributes under their current names,
+    the key fields parsed back from the old key."""
+    layout = spec.previous
+    assert layout is not None
+    data: dict[str, Any] = spec.decode_fields(layout.translate(item, spec.renames))
+    for name, value in (layout.parse_key(item) or {}).items():
+        data.setdefault(name, value)
+    return data
+
+
+def load_old(spec: Any, item: Item) -> Any:
+    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
+    try:
+        return spec.cls.model_validate(old_values(spec, item))
+    except ValidationError as exc:
+        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
+                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
+                              key=key) from exc

@@ -10,105 +10,51 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import TypeAdapter
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
-from dynaorm.model.codec import decode_item
-from dynaorm.model.crypto import is_encrypted, open_fields, unique_mac
-from dynaorm.model.keys import key_av, key_value
-from dynaorm.model.rows import LATEST_PREFIX, VERSION_TTL, parse_version_sk, version_sk
-from dynaorm.model.rules import (
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.schema.checks import (
     check_mapping,
     check_rules,
     literal_outranks,
     overlap_policy,
     stored_names,
-    timestamp_fields,
     unstored_fields,
 )
-from dynaorm.model.shards import Shards, as_shards
-from dynaorm.model.table import LSI, TableSchema
-from dynaorm.model.templates import SHARD_FIELD, KeyTemplate, render_value
-from dynaorm.model.timestamps import expired
+from dynaorm.schema.rules.encrypted import is_encrypted, open_fields, unique_mac
+from dynaorm.schema.rules.indexes import IndexKeys
+from dynaorm.schema.rules.shards import Shards, as_shards
+from dynaorm.schema.rules.stamps import expired, timestamp_fields
+from dynaorm.schema.rules.unique import Unique, UniqueRule
+from dynaorm.schema.rules.versioned import (
+    LATEST_PREFIX,
+    VERSION_TTL,
+    parse_version_sk,
+    version_sk,
+)
+from dynaorm.schema.table import LSI, TableSchema
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.values.codec import decode_item
+from dynaorm.values.keys import key_av, key_value
 
 if TYPE_CHECKING:  # (loaded by the first entity that declares ``Meta.previous``)
-    from dynaorm.model.layouts import Layout
+    from dynaorm.schema.rules.previous import Layout
 
-__all__ = ["META_OPTIONS", "EntitySpec", "IndexKeys", "Unique", "UniqueRule", "build_spec",
-           "load_old", "old_values"]
+__all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
 
 META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexes", "shards",
                 "history_index", "timestamps", "overlaps", "key_only", "previous")
 
 
-@dataclass(frozen=True)
-class Unique:
-    """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
-
-    field: str
-    """The unique field's name."""
-    prefix: str | None = None
-    """The guard key's prefix (default: the field's name): ``"member_badge"`` gives
-    ``"member_badge#1234"``."""
-    normalize: Callable[[Any], Any] | None = None
-    """Applied to the value before it goes into the guard key (``str.lower``: one value, any
-    case)."""
-    scope: str | None = None
-    """A key template the value is unique within (``"ORG#{org_id}"``: one username per
-    organisation); ``None``: unique in the whole table."""
 
 
-@dataclass(frozen=True)
-class UniqueRule:
-    """A compiled :class:`Unique`: knows how to render its guard item's key."""
-
-    field: str
-    prefix: str
-    normalize: Callable[[Any], Any] | None
-    scope: KeyTemplate | None
-    mac: Callable[[str], str] | None = None  # an encrypted field's: the guard holds a MAC
-
-    def guard_key(self, values: Mapping[str, Any], owner: str) -> str | None:
-        """``[scope#]prefix#value``, or ``None`` when the field is ``None``."""
-        value = values.get(self.field)
-        if value is None:
-            return None
-        if self.normalize is not None:
-            value = self.normalize(value)
-        text = render_value(value)
-        if not text:
-            raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
-        if self.mac is not None:
-            text = self.mac(text)
-        key = f"{self.prefix}#{text}"
-        if self.scope is not None:
-            key = f"{self.scope.render(values, owner)}#{key}"
-        return key
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        return (self.field, *(self.scope.fields if self.scope else ()))
 
 
-@dataclass(frozen=True)
-class IndexKeys:
-    """An entity's key templates for one secondary index."""
-
-    name: str
-    pk_attr: str
-    sk_attr: str | None
-    pk: KeyTemplate
-    sk: KeyTemplate | None
-    local: bool
-
-    @property
-    def fields(self) -> tuple[str, ...]:
-        return (*self.pk.fields, *(self.sk.fields if self.sk else ()))
 
 
 def _field_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
@@ -372,7 +318,7 @@ class EntitySpec:
 
     def outranked_by(self) -> tuple[EntitySpec, ...]:
         """The table's other entities whose literal keys win over this one's templates
-        (see :func:`~dynaorm.model.rules.literal_outranks`), as the table is now."""
+        (see :func:`~dynaorm.schema.checks.literal_outranks`), as the table is now."""
         if not self._templated:
             return ()  # literal keys only: nothing outranks them
         # (not memoised: the table's entities may change; asked only where keys decide)
@@ -427,21 +373,6 @@ def _template(source: Any, what: str, owner: str, fields: frozenset[str],
     return template
 
 
-def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueRule, ...]:
-    if isinstance(raw, str | Unique):
-        raw = (raw,)
-    rules = []
-    for item in raw or ():
-        spec = Unique(item) if isinstance(item, str) else item
-        if not isinstance(spec, Unique):
-            raise DynaormError(f"{owner}.Meta.unique: expected field names or Unique(...), "
-                               f"got {item!r}")
-        if spec.field not in fields:
-            raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
-        scope = None if spec.scope is None else _template(spec.scope, "unique scope", owner,
-                                                          fields, False)
-        rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope))
-    return tuple(rules)
 
 
 def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
@@ -648,7 +579,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
     if meta.get("previous") is not None:
-        from dynaorm.model.layouts import previous_layout
+        from dynaorm.schema.rules.previous import previous_layout
 
         spec = dataclasses.replace(spec, previous=previous_layout(
             owner, meta["previous"], table, field_names, pk, sk, spec.type_name, renames,
@@ -658,27 +589,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     return spec
 
 
-def old_values(spec: EntitySpec, item: Item) -> dict[str, Any]:
-    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
-    class reads them (plain Python, to validate): attributes under their current names,
-    the key fields parsed back from the old key."""
-    layout = spec.previous
-    assert layout is not None
-    data = spec.decode_fields(layout.translate(item, spec.renames))
-    for name, value in (layout.parse_key(item) or {}).items():
-        data.setdefault(name, value)
-    return data
 
 
-def load_old(spec: EntitySpec, item: Item) -> Any:
-    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
-    try:
-        return spec.cls.model_validate(old_values(spec, item))
-    except ValidationError as exc:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
-        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
-                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
-                              key=key) from exc
 
 
 def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bool:
@@ -696,3 +608,20 @@ def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bo
         if template.parse_key(text) is None:
             return False
     return True
+
+
+def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueRule, ...]:
+    if isinstance(raw, str | Unique):
+        raw = (raw,)
+    rules = []
+    for item in raw or ():
+        spec = Unique(item) if isinstance(item, str) else item
+        if not isinstance(spec, Unique):
+            raise DynaormError(f"{owner}.Meta.unique: expected field names or Unique(...), "
+                               f"got {item!r}")
+        if spec.field not in fields:
+            raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
+        scope = None if spec.scope is None else _template(spec.scope, "unique scope", owner,
+                                                          fields, False)
+        rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope))
+    return tuple(rules)

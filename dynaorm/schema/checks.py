@@ -20,21 +20,17 @@ import typing
 from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Annotated, Any, Protocol
+from typing import Any, Protocol
 
-from pydantic import TypeAdapter
-
-from dynaorm.caches import cache
-from dynaorm.errors import DynaormError, InvalidValueError, KeyTemplateError
-from dynaorm.model.codec import kind_of
-from dynaorm.model.expressions import paths
-from dynaorm.model.table import TableSchema
-from dynaorm.model.templates import KeyTemplate
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.codec import kind_of
 
 
 class IndexTemplates(Protocol):
     """What the mapping rules read of an entity's templates for one secondary index
-    (:class:`~dynaorm.model.spec.IndexKeys`)."""
+    (:class:`~dynaorm.schema.spec.IndexKeys`)."""
 
     @property
     def pk_attr(self) -> str: ...
@@ -45,9 +41,17 @@ class IndexTemplates(Protocol):
     @property
     def sk(self) -> KeyTemplate | None: ...
 
-__all__ = ["OVERLAP_POLICIES", "IndexTemplates", "check_mapping", "check_rules", "could_overlap",
-           "literal_outranks", "overlap_policy", "stored_names", "timestamp_fields",
-           "unstored_fields"]
+__all__ = [
+    "OVERLAP_POLICIES",
+    "IndexTemplates",
+    "check_mapping",
+    "check_rules",
+    "could_overlap",
+    "literal_outranks",
+    "overlap_policy",
+    "stored_names",
+    "unstored_fields",
+]
 
 #: ``Meta.overlaps``: "literal" (default) lets a literal key win over another entity's
 #: template on a table without a type attribute; "refuse" keeps 0.2's strict check
@@ -167,22 +171,6 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
             raise DynaormError(f"{owner}.{name}: not {table.key_type(attr)} as native key {attr!r}")
 
 
-def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
-                     ) -> tuple[str | None, str | None]:
-    """``Meta.timestamps`` checked: (created field or None, updated field or None)."""
-    if raw is None:
-        return None, None
-    if not isinstance(raw, tuple | list) or len(raw) != 2 or not all(
-            v is None or isinstance(v, str) for v in raw):
-        raise DynaormError(f"{owner}.Meta.timestamps must be (created_field, updated_field), "
-                           f"either None, got {raw!r}")
-    created, updated = raw
-    for name in (created, updated):
-        if name is not None and name not in field_names:
-            raise DynaormError(f"{owner}.Meta.timestamps names unknown field {name!r}")
-    if created is not None and created == updated:
-        raise DynaormError(f"{owner}.Meta.timestamps: created and updated are both {created!r}")
-    return created, updated
 
 
 def check_rules(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None, *,
@@ -394,99 +382,17 @@ def could_overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
     return all(_part_overlap(x, y) for x, y in zip(pa, pb, strict=True))
 
 
-# -- a field's rules on every write (contract 20) -------------------------------------
-#: per (entity class, field[+]): a TypeAdapter takes milliseconds to build
-_ADAPTERS: dict[tuple[type[Any], str, bool], TypeAdapter[Any]] = cache("updates.adapters")
-#: the constraints an update's result is held to (amends 12: not its operand)
-_BOUND_NAMES = ("ge", "gt", "le", "lt", "multiple_of", "min_length", "max_length")
 #: a number's bound as the comparison it makes (of Decimal, and of :class:`F`)
 BOUND_OPS = {"ge": "__ge__", "gt": "__gt__", "le": "__le__", "lt": "__lt__"}
 
 
-def field_adapter(cls: type[Any], path: str, operand: bool = False) -> TypeAdapter[Any]:
-    """A validator of a field's type (or a nested path's: :func:`path_type`), its
-    constraints included (cached per class and path, any list index alike); ``operand``:
-    without the bounds an update holds its *result* to (:func:`bounds`), for the operand
-    of ``add``, ``append``, ``prepend``, ``discard``."""
-    key = (cls, path if "[" not in path else re.sub(r"\[\d+\]", "[]", path), operand)
-    if key not in _ADAPTERS:
-        owner, leaf, ann = path_type(cls, path)
-        if owner is None and operand and typing.get_origin(ann) is Annotated:  # (an element)
-            ann = typing.get_args(ann)[0]  # (its bounds are held on the result)
-        meta = [m for m in owner.model_fields[leaf].metadata
-                if not (operand and _bounds_of(m))] if owner is not None else []
-        _ADAPTERS[key] = TypeAdapter(Annotated[(ann, *meta)] if meta else ann)
-    return _ADAPTERS[key]
 
 
-def _bounds_of(meta: Any) -> dict[str, Any]:
-    return {b: v for b in _BOUND_NAMES if (v := getattr(meta, b, None)) is not None}
 
 
-def bounds(cls: type[Any], path: str) -> dict[str, Any]:
-    """The bounds of a field or nested path (``Field(ge=0, max_length=3)``: ``{"ge": 0,
-    ...}``; a map's value or list's element: those its ``Annotated`` type carries)."""
-    owner, leaf, ann = path_type(cls, path)
-    meta = owner.model_fields[leaf].metadata if owner is not None else (
-        typing.get_args(ann)[1:] if typing.get_origin(ann) is Annotated else ())
-    flat = [x for m in meta for x in getattr(m, "metadata", [m])]  # (a Field(...): its own)
-    return {b: v for m in flat for b, v in _bounds_of(m).items()}
 
 
-def path_parts(path: str) -> list[str | int]:
-    """An attribute path's parts: ``"a.b[0]"``: ``["a", "b", 0]``."""
-    return [name or int(index) for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
 
 
-# A walk down a path: a branch for each kind of step (an Optional or Annotated unwrapped, a
-# model's field, a list's index, a map's key) and for each refusal.
-# complexity: one walk, a branch per kind of step and per refusal (see above)
-def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
-    """What the attribute ``path`` (``"address.city"``, ``"tags[0]"``) of an object of
-    ``cls`` is: (the model declaring it, its name there, its annotation; for a map's value
-    or a list's element, ``None``, the part, its annotation). ``InvalidValueError`` for an
-    unknown name, an index on what is not a list, a key on what is not a dict."""
-    ann: Any = cls
-    owner: type[Any] | None = None
-    part: Any = ""
-    for part in path_parts(path):
-        args = [a for a in typing.get_args(ann) if a is not type(None)]
-        if typing.get_origin(ann) in (typing.Union, types.UnionType, typing.Annotated):
-            ann = args[0] if len(args) == 1 or typing.get_origin(ann) is typing.Annotated else Any
-        origin, inner = typing.get_origin(ann) or ann, typing.get_args(ann)
-        if ann is Any:
-            return None, str(part), Any
-        fields = getattr(ann, "model_fields", None) if isinstance(ann, type) else None
-        if fields is not None and isinstance(part, str):
-            found = [n for n, i in fields.items() if part in (n, i.alias)]
-            if not found:
-                raise InvalidValueError(f"{cls.__name__}: {path!r}: {ann.__name__} has no "
-                                        f"field {part!r}")
-            owner, part, ann = ann, found[0], fields[found[0]].annotation
-        elif isinstance(part, int) and origin in (list, tuple) and inner:
-            owner, ann = None, inner[0]
-        elif isinstance(part, str) and origin in (dict, Mapping) and len(inner) == 2:
-            owner, ann = None, inner[1]
-        else:
-            what = "an index" if isinstance(part, int) else "a key"
-            raise InvalidValueError(f"{cls.__name__}: {path!r}: {what} on {ann!r}")
-    return owner, str(part), ann
 
 
-def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
-    """Refuse a condition or filter naming an attribute path none of the entity
-    ``classes`` declares (a typo matches nothing, silently); the table's key, type and
-    TTL attributes may be named too."""
-    for path in paths(cond):
-        errors = []
-        for cls in classes:
-            t = cls.__dynaorm_spec__.table  # (its key, type and TTL attributes may be named)
-            try:
-                if path_parts(path)[0] not in {*t.key_roles(), t.ttl, t.type_attribute}:
-                    path_type(cls, path)
-                break
-            except InvalidValueError as exc:
-                errors.append(str(exc))
-        else:
-            raise InvalidValueError(f"F({path!r}) names nothing it could match: "
-                                    + "; ".join(errors))

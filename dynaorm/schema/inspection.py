@@ -18,11 +18,11 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from dynaorm.errors import DynaormError
-from dynaorm.model.entity import Entity, encode_entity, raw_state, spec_of
-from dynaorm.model.layouts import MovedState
-from dynaorm.model.spec import EntitySpec, old_values
-from dynaorm.model.state import Deleted, InstanceState
-from dynaorm.model.table import TableSchema
+from dynaorm.schema.entity import Entity, encode_entity, raw_state, spec_of
+from dynaorm.schema.rules.previous import MovedState, old_values
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.table import TableSchema
+from dynaorm.values.state import Deleted, InstanceState
 
 __all__ = ["Inspection", "inspect"]
 

@@ -25,7 +25,7 @@ from typing import Any, Final, final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
-from dynaorm.model.codec import binary_from_json, decode_number
+from dynaorm.values.codec import binary_from_json, decode_number
 
 __all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "answer_items",
            "changed_attributes", "decoded_numbers"]

@@ -26,9 +26,10 @@ from typing import Any, Literal, Protocol
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
-from dynaorm.model.codec import decode_value
-from dynaorm.model.keys import key_value
-from dynaorm.model.rows import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD, parse_version_sk
+from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
+from dynaorm.schema.rules.versioned import parse_version_sk
+from dynaorm.values.codec import decode_value
+from dynaorm.values.keys import key_value
 
 __all__ = ["Change", "ChangeKind", "ChangeRole", "iter_changes", "normalize_item",
            "parse_change"]

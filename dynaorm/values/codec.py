@@ -10,7 +10,7 @@ A :class:`Kind` holds, in one record, all that dynaorm decides by a value's type
 - ``tag`` and ``encode``: the DynamoDB type it is stored as (empty: its values' own, as
   an enum's or a set's) and the function from a value to its AttributeValue;
 - ``schemas``: the pydantic-core schema types that the fast read path
-  (:mod:`dynaorm.model.fastload`) validates straight from ``tag``'s wire form, giving
+  (:mod:`dynaorm.values.fastload`) validates straight from ``tag``'s wire form, giving
   what validating the decoded value gives (an ``N`` is text: lax numbers only);
 - ``actions``: the update methods a field of the kind takes besides ``set``,
   ``set_default`` and ``remove`` (``add``, ``discard``, ``append``, ``prepend``), each
@@ -27,7 +27,7 @@ field's ``Annotated`` metadata is that field's own (a field-level kind, whatever
 value's class), and a schema whose metadata names a kind reads fast only as that kind
 says.
 
-Comparisons are DynamoDB's, by stored type (:func:`dynaorm.model.expressions.holds`): numbers,
+Comparisons are DynamoDB's, by stored type (:func:`dynaorm.values.expressions.holds`): numbers,
 strings and binaries order, ``contains`` looks into strings, sets and lists,
 ``begins_with`` into strings.
 

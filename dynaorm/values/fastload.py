@@ -28,7 +28,7 @@ field type (optionally ``| None``)                         tag
 a class registered with ``stored_as``                      its base's
 ========================================================  ===
 
-(the :attr:`~dynaorm.model.codec.Kind.schemas` of the registry's kinds).
+(the :attr:`~dynaorm.values.codec.Kind.schemas` of the registry's kinds).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from pydantic import BaseModel
 from pydantic_core import SchemaValidator
 
 from dynaorm.caches import cache
-from dynaorm.model.codec import kind_of_schema
+from dynaorm.values.codec import kind_of_schema
 
 __all__ = ["Fast", "collector_paused", "fast_answer", "fast_validator"]
 
@@ -189,7 +189,7 @@ def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator 
 
 def _tag(schema: Mapping[str, Any]) -> str | None:
     """The type tag a field schema reads exactly from (its kind's, asked of the registry:
-    :func:`~dynaorm.model.codec.kind_of_schema`), else ``None``."""
+    :func:`~dynaorm.values.codec.kind_of_schema`), else ``None``."""
     kind = schema.get("type")
     if kind == "nullable":
         inner = schema.get("schema")

@@ -12,7 +12,7 @@ from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 
 if TYPE_CHECKING:  # (loaded by the first stream read)
-    from dynaorm.model.streams import Change
+    from dynaorm.schema.streams import Change
 
 __all__ = ["GSI", "LSI", "TableSchema", "check_name"]
 
@@ -315,7 +315,7 @@ class TableSchema:
                 ) -> Iterator[Change]:
         """Classify DynamoDB Streams records of this table (a Lambda event's
         ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
-        from dynaorm.model.streams import iter_changes
+        from dynaorm.schema.streams import iter_changes
 
         return iter_changes(self, records)
 

@@ -17,8 +17,8 @@ import threading
 from typing import Any
 
 from dynaorm._types import Item
-from dynaorm.model.rows import GUARD_TYPE
 from dynaorm.protocol.hooks import logger
+from dynaorm.schema.rules.unique import GUARD_TYPE
 
 __all__ = ["claimed_names", "fix_hint", "note_unclaimed", "unclaimed_name"]
 

@@ -11,19 +11,19 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError, ItemDecodeError
-from dynaorm.model.codec import binary_from_json, decode_item, encode_fields, encode_value
-from dynaorm.model.crypto import seal_fields
-from dynaorm.model.fastload import Fast, collector_paused, fast_answer, fast_validator
-from dynaorm.model.keys import key_av, key_value
-from dynaorm.model.spec import EntitySpec, build_spec, collect_meta
-from dynaorm.model.state import (
+from dynaorm.schema.rules.encrypted import seal_fields
+from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
+from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
+from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
+from dynaorm.values.fastload import Fast, collector_paused, fast_answer, fast_validator
+from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.state import (
     Deleted,
     InstanceState,
     LoadedPage,
     answer_items,
     decoded_numbers,
 )
-from dynaorm.model.timestamps import declare_timestamps, encode_ttl
 
 __all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "raw_state", "spec_of"]
 
@@ -122,7 +122,7 @@ def _set_state(obj: Entity, state: InstanceState | Deleted | None) -> None:
 
 
 def raw_state(obj: Entity) -> InstanceState | Deleted | None:
-    """What ``obj``'s state slot holds: its state, :data:`~dynaorm.model.state.DELETED`
+    """What ``obj``'s state slot holds: its state, :data:`~dynaorm.values.state.DELETED`
     after a committed delete, or ``None`` (new); ``obj._dynaorm_state`` reads ``DELETED``
     as ``None``."""
     state: InstanceState | Deleted | tuple[LoadedPage, int] | None = getattr(
@@ -146,7 +146,7 @@ def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
 
 def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     """The validator reading ``cls``'s items straight from their wire form
-    (:mod:`dynaorm.model.fastload`), or ``None`` when every load is plain."""
+    (:mod:`dynaorm.values.fastload`), or ``None`` when every load is plain."""
     return fast_validator(cls, spec.renames, lambda: (
         not spec.unstored and spec.ttl_field is None and not spec.encrypted
         and _validator(cls) == cls.__pydantic_validator__.validate_python))
@@ -214,7 +214,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
     its answers one of them, told apart by the type attribute) reads an answer's checked
     bytes itself (a Query's or Scan's ``Items``, a GetItem's ``Item``, a BatchGetItem's
     ``Responses``, with their stored ``Keys``): the whole answer validated in one
-    pydantic-core call (:func:`~dynaorm.model.fastload.fast_answer`), each object marked
+    pydantic-core call (:func:`~dynaorm.values.fastload.fast_answer`), each object marked
     persisted with a state kept on the page's bytes (:meth:`InstanceState.on_page`);
     ``None`` for an answer it declines (an item of its types the fast way refuses, an
     item whose type attribute is not a string, an item of another type read by key: then

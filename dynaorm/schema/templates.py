@@ -17,7 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from dynaorm.errors import KeyTemplateError
-from dynaorm.model.keys import BinaryKey, NumberKey, number_key
+from dynaorm.values.keys import BinaryKey, NumberKey, number_key
 
 __all__ = ["SHARD_FIELD", "KeyTemplate", "render_value"]
 

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from dynaorm._types import Item
-from dynaorm.errors import InvalidValueError
+from dynaorm.errors import DynaormError, InvalidValueError
 
 __all__ = ["Stamps", "Timestamped", "apply_stamps", "declare_timestamps", "encode_ttl",
-           "expired", "now", "stamped", "stamps"]
+           "expired", "now", "stamped", "stamps", "timestamp_fields"]
 
 
 def now() -> datetime:
@@ -108,3 +108,21 @@ def expired(item: Item, attr: str | None, at: float | None = None) -> bool:
         return float(av["N"]) <= (time.time() if at is None else at)
     except ValueError:
         return False
+
+
+def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
+                     ) -> tuple[str | None, str | None]:
+    """``Meta.timestamps`` checked: (created field or None, updated field or None)."""
+    if raw is None:
+        return None, None
+    if not isinstance(raw, tuple | list) or len(raw) != 2 or not all(
+            v is None or isinstance(v, str) for v in raw):
+        raise DynaormError(f"{owner}.Meta.timestamps must be (created_field, updated_field), "
+                           f"either None, got {raw!r}")
+    created, updated = raw
+    for name in (created, updated):
+        if name is not None and name not in field_names:
+            raise DynaormError(f"{owner}.Meta.timestamps names unknown field {name!r}")
+    if created is not None and created == updated:
+        raise DynaormError(f"{owner}.Meta.timestamps: created and updated are both {created!r}")
+    return created, updated

@@ -23,8 +23,8 @@ from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DecryptionError, DynaormError
-from dynaorm.model.codec import binary_from_json
-from dynaorm.model.expressions import Condition, paths, rename_paths
+from dynaorm.values.codec import binary_from_json
+from dynaorm.values.expressions import Condition, paths, rename_paths
 
 __all__ = ["ENCRYPTED", "Encrypted", "aesgcm", "is_encrypted", "keyring_of", "open_fields",
            "open_value", "refuse_encrypted", "renamed", "seal_fields", "seal_value",

@@ -1,0 +1,145 @@
+"""The unique rule (``Meta.unique``): one guard item per unique value, claimed, re-pointed
+and released in the same transaction as its owner's row (contract 5).
+
+A guard lives at ``[scope#]prefix#value`` (both key parts), names its owner row
+(:data:`OWNER_PK`, :data:`OWNER_SK`, :data:`OWNER_TYPE`) and the field it guards
+(:data:`UNIQUE_FIELD`), carries its owner's TTL on a table with one (so DynamoDB expires it
+with its owner), and is claimed on the condition :func:`claimable` (free, or held by an
+expired owner). An encrypted unique field's guard holds a keyed MAC of the value, never the
+value (:mod:`dynaorm.schema.rules.encrypted`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import KeyTemplateError
+from dynaorm.schema.rules.stamps import encode_ttl
+from dynaorm.schema.templates import KeyTemplate, render_value
+from dynaorm.values.expressions import Condition, F, all_of, not_exists, raw_eq
+
+__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Unique",
+           "UniqueRule", "claimable", "guard_item", "guard_key", "owned_by"]
+
+#: the attributes of a guard item naming its owner row and the field it guards
+@dataclass(frozen=True)
+class Unique:
+    """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
+
+    field: str
+    """The unique field's name."""
+    prefix: str | None = None
+    """The guard key's prefix (default: the field's name): ``"member_badge"`` gives
+    ``"member_badge#1234"``."""
+    normalize: Callable[[Any], Any] | None = None
+    """Applied to the value before it goes into the guard key (``str.lower``: one value, any
+    case)."""
+    scope: str | None = None
+    """A key template the value is unique within (``"ORG#{org_id}"``: one username per
+    organisation); ``None``: unique in the whole table."""
+
+
+@dataclass(frozen=True)
+class UniqueRule:
+    """A compiled :class:`Unique`: knows how to render its guard item's key."""
+
+    field: str
+    prefix: str
+    normalize: Callable[[Any], Any] | None
+    scope: KeyTemplate | None
+    mac: Callable[[str], str] | None = None  # an encrypted field's: the guard holds a MAC
+
+    def guard_key(self, values: Mapping[str, Any], owner: str) -> str | None:
+        """``[scope#]prefix#value``, or ``None`` when the field is ``None``."""
+        value = values.get(self.field)
+        if value is None:
+            return None
+        if self.normalize is not None:
+            value = self.normalize(value)
+        text = render_value(value)
+        if not text:
+            raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
+        if self.mac is not None:
+            text = self.mac(text)
+        key = f"{self.prefix}#{text}"
+        if self.scope is not None:
+            key = f"{self.scope.render(values, owner)}#{key}"
+        return key
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return (self.field, *(self.scope.fields if self.scope else ()))
+
+
+
+
+#: the attributes of a guard item naming its owner row and the field it guards
+OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_type", "unique_field"
+
+
+#: a guard item's type attribute value
+GUARD_TYPE = "dynaorm:unique"
+
+
+# -- the rows beside an entity's own: unique guards and version rows ----------------------
+def guard_item(spec: Any, rule: UniqueRule, key: str, owner: PlainKey,
+               value: Any, ttl: int | None = None) -> Item:
+    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``
+    (attributes in order: key, type, owner, field, and the owner's TTL ``ttl`` on a
+    table with a TTL attribute)."""
+    table = spec.table
+    item = {table.pk: {"S": key}}
+    if table.sk is not None:
+        item[table.sk] = {"S": key}
+    item[table.type_attr] = {"S": GUARD_TYPE}
+    item[OWNER_PK] = {"S": owner[table.pk]}
+    if table.sk is not None:
+        item[OWNER_SK] = {"S": owner[table.sk]}
+    item[OWNER_TYPE] = {"S": spec.type_name}
+    item[UNIQUE_FIELD] = {"S": rule.field}
+    if ttl is not None and table.ttl is not None:
+        item[table.ttl] = {"N": str(ttl)}
+    return item
+
+
+def _owner_ttl(spec: Any, values: Mapping[str, Any] | None) -> int | None:
+    """The TTL (epoch seconds) an owner with field ``values`` gives its guards: ``None``
+    without a TTL field, or on a table without a TTL attribute."""
+    field = spec.ttl_field
+    if field is None or values is None or spec.table.ttl is None:
+        return None
+    return encode_ttl(values.get(field), spec.name, field)
+
+
+def claimable(spec: Any, at: float | None = None) -> Condition:
+    """The condition of a guard claim: no guard item exists, or (a table with a TTL
+    attribute) the one stored has a TTL that has passed at ``at`` (default: now), its
+    owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.schema.rules.stamps`
+    uses the same ``<=``), so a claim does too. One condition, no read."""
+    free = not_exists(spec.table.pk)
+    if spec.table.ttl is None:
+        return free
+    now = int(time.time() if at is None else at)
+    return free | (F(spec.table.ttl) <= now)
+
+
+def guard_key(spec: Any, key: str) -> PlainKey:
+    """The primary key of the guard item at ``key`` (the same text in both key parts)."""
+    out = {spec.table.pk: key}
+    if spec.table.sk is not None:
+        out[spec.table.sk] = key
+    return out
+
+
+def owned_by(spec: Any, owner: PlainKey) -> Condition:
+    """The condition that a guard item still belongs to the row at ``owner``."""
+    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
+    if spec.table.sk is not None:
+        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
+    cond = all_of(conds)
+    assert cond is not None
+    return cond
