@@ -82,13 +82,15 @@ class Table(TableSchema):
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  cursor_secret: str | bytes | None = None, stream: str | None = None,
-                 keyring: Any = None, client: Client | None = None, endpoint_url: str | None = None,
+                 keyring: Any = None, revision_attribute: str | None = "_rev",
+                 client: Client | None = None, endpoint_url: str | None = None,
                  region: str | None = None, wire: str | None = None,
                  max_attempts: int | None = None, max_wait: float | None = None,
                  return_consumed_capacity: str | None = None) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
-                         stream=stream, keyring=keyring)
+                         stream=stream, keyring=keyring,
+                         revision_attribute=revision_attribute)
         given = {k: v for k, v in (("endpoint_url", endpoint_url), ("region", region),
                                    ("wire", wire), ("max_attempts", max_attempts),
                                    ("max_wait", max_wait),

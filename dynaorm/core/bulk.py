@@ -8,7 +8,6 @@ been."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -28,7 +27,7 @@ from dynaorm.errors import (
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.revision import new_revision, stamp_of
 from dynaorm.schema.rules.stamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
@@ -138,7 +137,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         written = stamped(obj, pairs)
         key = spec.primary_key(written.__dict__)
         item = encode_entity(written, spec, key=key)  # (the key rendered once)
-        item[REVISION] = {"S": os.urandom(8).hex()}  # (as every write: see write/outcomes)
+        item.update(stamp_of(spec.table, new_revision()))  # (as every write: write/outcomes)
         check_batch_put(spec.cls, key, item)  # the gate every write passes
         ident = (spec.table.name, key_id(key))
         _refuse_twice(ident in loaded, spec.name, key)

@@ -47,7 +47,7 @@ from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.revision import revision_of, stamp_of
 from dynaorm.schema.rules.stamps import apply_stamps
 from dynaorm.schema.rules.versioned import VERSION_WIDTH, history_sk, parse_version_sk
 from dynaorm.schema.spec import EntitySpec
@@ -55,7 +55,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.state import DELETED, InstanceState
-from dynaorm.write.outcomes import failure, revision, unapplied_by
+from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit, stamps
 
@@ -214,7 +214,8 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
         def unapplied(item: Item | None) -> bool:
             """Whether the item read after a 5xx proves the single-item write unapplied
             (then it is retried); one that proves nothing ends the attempts at once."""
-            proved = unapplied_by(item, _loaded_revision(op.origin.table, op.key, outcomes))
+            proved = unapplied_by(op.origin.table, item,
+                                  _loaded_revision(op.origin.table, op.key, outcomes))
             probed[:] = [] if proved else [item]
             return proved
 
@@ -259,8 +260,9 @@ def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:
     rows = [(op.origin.table, op.key) for op in plan.ops if stamps(op)]
     for at, outcome in enumerate(outcomes):
         state = outcome.state
-        if state is not None and (spec_of(type(outcome.obj)).table, state.key) in rows:
-            outcomes[at] = outcome._replace(state=state.revised({REVISION: {"S": rev}}))
+        table = spec_of(type(outcome.obj)).table
+        if state is not None and (table, state.key) in rows:
+            outcomes[at] = outcome._replace(state=state.revised(stamp_of(table, rev)))
 
 
 def _loaded_revision(table: TableSchema, key: PlainKey, outcomes: list[Outcome]
@@ -270,7 +272,7 @@ def _loaded_revision(table: TableSchema, key: PlainKey, outcomes: list[Outcome]
         state = outcome.obj._dynaorm_state
         if state is not None and spec_of(type(outcome.obj)).table is table and (
                 state.key == key):
-            return revision(state.item)
+            return revision_of(table, state.item)
     return None
 
 
@@ -296,9 +298,10 @@ def _resolve_abandoned(obj: Entity) -> Proto[None]:
         return
     outcome = entry[1]
     assert outcome.state is not None
-    stored = yield from READS.item(spec_of(type(obj)).table, outcome.state.key)
-    if revision(outcome.state.item) is not None and (
-            revision(stored) == revision(outcome.state.item)):
+    table = spec_of(type(obj)).table
+    stored = yield from READS.item(table, outcome.state.key)
+    written = revision_of(table, outcome.state.item)
+    if written is not None and revision_of(table, stored) == written:
         settle([outcome])
 
 

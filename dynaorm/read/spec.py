@@ -27,7 +27,6 @@ from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import check_names
-from dynaorm.schema.rules.encrypted import refuse_encrypted
 from dynaorm.values.expressions import Condition, Placeholders
 from dynaorm.values.keys import key_id
 
@@ -134,8 +133,6 @@ class ReadSpec(Generic[T]):
         if not isinstance(condition, Condition):
             raise TypeError("filter() takes a condition built from F(...)")
         check_names(self._entities, condition)
-        for entity in self._entities:
-            refuse_encrypted(spec_of(entity), condition)
         combined = condition if self._filter is None else self._filter & condition
         return self._with(_filter=combined)
 

@@ -42,9 +42,11 @@ class IndexTemplates(Protocol):
     def sk(self) -> KeyTemplate | None: ...
 
 __all__ = [
+    "JOB_MARK",
     "OVERLAP_POLICIES",
     "IndexTemplates",
     "check_mapping",
+    "check_reserved",
     "check_rules",
     "could_overlap",
     "literal_outranks",
@@ -386,13 +388,21 @@ def could_overlap(a: KeyTemplate, b: KeyTemplate) -> bool:
 BOUND_OPS = {"ge": "__ge__", "gt": "__gt__", "le": "__le__", "lt": "__lt__"}
 
 
+#: the attribute a backfill (:mod:`dynaorm.jobs`) marks the items it changed with
+JOB_MARK = "_dynaorm_job"
 
 
-
-
-
-
-
-
-
-
+def check_reserved(owner: str, table: TableSchema, renames: Mapping[str, str],
+                   field_names: frozenset[str], rules: Any) -> None:
+    """Refuse a field stored under an attribute dynaorm writes itself on the entity's
+    rows (contract 21): the row revision, a rule's own attributes (a version row's kept
+    TTL and native index keys, a history index's key), a backfill's marker. (The key
+    attributes and the type attribute: :func:`check_mapping`.)"""
+    own = rules.attributes | {JOB_MARK}
+    clash = sorted({renames.get(n, n) for n in field_names} & own)
+    if clash:
+        raise DynaormError(
+            f"{owner}: field(s) stored as {clash}: dynaorm writes "
+            f"{'that attribute' if len(clash) == 1 else 'those attributes'} itself on table "
+            f"{table.name!r} (the row revision: Table(revision_attribute=...); store the "
+            "field under another name with Field(alias=...))")

@@ -11,7 +11,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError, ItemDecodeError
-from dynaorm.schema.rules.encrypted import seal_fields
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
@@ -369,7 +368,8 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     type_attribute = spec.table.type_attribute
     if type_attribute is not None:
         item[type_attribute] = {"S": spec.type_name}
-    if spec.encrypted:
+    if spec.rules.encoders:  # (a plain entity's rules encode nothing)
         state = raw_state(obj)
-        seal_fields(spec, item, state.item if isinstance(state, InstanceState) else None)
+        spec.rules.encode(item, key or spec.primary_key(values),
+                          state.item if isinstance(state, InstanceState) else None)
     return item

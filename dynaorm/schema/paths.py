@@ -93,15 +93,19 @@ def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
 
 def check_names(classes: Iterable[type[Any]], cond: Any) -> None:
     """Refuse a condition or filter naming an attribute path none of the entity
-    ``classes`` declares (a typo matches nothing, silently); the table's key, type and
-    TTL attributes may be named too."""
+    ``classes`` declares (a typo matches nothing, silently), or a field a rule of theirs
+    keeps out of conditions (an encrypted one); the table's key, type and TTL attributes
+    may be named too."""
     for path in paths(cond):
         errors = []
         for cls in classes:
-            t = cls.__dynaorm_spec__.table  # (its key, type and TTL attributes may be named)
+            spec = cls.__dynaorm_spec__
+            t = spec.table  # (its key, type and TTL attributes may be named)
             try:
-                if path_parts(path)[0] not in {*t.key_roles(), t.ttl, t.type_attribute}:
+                root = path_parts(path)[0]
+                if root not in {*t.key_roles(), t.ttl, t.type_attribute}:
                     path_type(cls, path)
+                    spec.rules.refuse("condition", spec.stored_fields.get(root, root))
                 break
             except InvalidValueError as exc:
                 errors.append(str(exc))

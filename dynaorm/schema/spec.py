@@ -8,7 +8,6 @@ version-row keys and shard numbers from a mapping of field values.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -17,33 +16,36 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.errors import DynaormError
 from dynaorm.schema.checks import (
     check_mapping,
+    check_reserved,
     check_rules,
     literal_outranks,
     overlap_policy,
     stored_names,
     unstored_fields,
 )
-from dynaorm.schema.rules.encrypted import is_encrypted, open_fields, unique_mac
-from dynaorm.schema.rules.indexes import IndexKeys
-from dynaorm.schema.rules.shards import Shards, as_shards
-from dynaorm.schema.rules.stamps import expired, timestamp_fields
-from dynaorm.schema.rules.unique import Unique, UniqueRule
-from dynaorm.schema.rules.versioned import (
-    LATEST_PREFIX,
-    VERSION_TTL,
-    parse_version_sk,
-    version_sk,
-)
-from dynaorm.schema.table import LSI, TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.schema.rules import NO_RULES, Declaration, Rules, build_rules
+from dynaorm.schema.rules.encrypted import Encryption
+from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
+from dynaorm.schema.rules.previous import PreviousLayout
+from dynaorm.schema.rules.revision import Revision
+from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
+from dynaorm.schema.rules.stamps import Stamping, expired
+from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, Versioning, parse_version_sk, version_sk
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
 from dynaorm.values.codec import decode_item
 from dynaorm.values.keys import key_av, key_value
 
-if TYPE_CHECKING:  # (loaded by the first entity that declares ``Meta.previous``)
+if TYPE_CHECKING:
     from dynaorm.schema.rules.previous import Layout
+
+#: the rule modules, imported for their registration (every one builds for every entity)
+_RULES = (Encryption, Membership, PreviousLayout, Revision, Sharding, Stamping, Uniqueness,
+          Versioning)
 
 __all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
 
@@ -105,6 +107,8 @@ class EntitySpec:
     previous: Layout | None = None
     #: ``Encrypted`` fields: stored attribute name -> field name
     encrypted: Mapping[str, str] = field(default_factory=dict)
+    #: the entity's rules, one tuple per hook (:class:`~dynaorm.schema.rules.Rules`)
+    rules: Rules = NO_RULES
 
     # -- stored names --------------------------------------------------------------
     def attr(self, name: str) -> str:
@@ -143,7 +147,7 @@ class EntitySpec:
     def _plain_names(self) -> bool:
         """Every field stored under its name: the fast path (fields missing from the item
         are still filled back from its keys, see :meth:`fill_from_keys`)."""
-        return not self.renames and not self.encrypted
+        return not self.renames and not self.rules.decoders
 
     @functools.cached_property
     def plain_field_names(self) -> frozenset[str] | None:
@@ -151,8 +155,7 @@ class EntitySpec:
         decode_item(item, field_names))`` (every field stored under its name), else
         ``None`` (a loader may call ``decode_item`` itself: one call less per item; not
         for a versioned entity with a TTL field, whose version rows keep the TTL aside)."""
-        plain = self._plain_names and not (self.versioned and self.ttl_field is not None)
-        return self.field_names if plain and not self._strict else None
+        return self.field_names if self._plain_names and not self._strict else None
 
     @functools.cached_property
     def _strict(self) -> dict[str, TypeAdapter[Any]]:
@@ -165,10 +168,8 @@ class EntitySpec:
 
     def decode_fields(self, item: Item) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate)."""
-        if self.encrypted:
-            item = open_fields(self, item)
-        if self.ttl_field is not None and VERSION_TTL in item:  # a version row's kept TTL
-            item = {**item, self.table.ttl or "": item[VERSION_TTL]}
+        for decode in self.rules.decoders:  # (a plain entity has none)
+            item = decode(item)
         if self._plain_names:
             data = decode_item(item, self.field_names)
         else:
@@ -358,56 +359,12 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
     return options
 
 
-def _template(source: Any, what: str, owner: str, fields: frozenset[str],
-              shard_ok: bool, key_type: str = "S") -> KeyTemplate:
-    template = KeyTemplate.parse(source, owner=owner, key_type=key_type)
-    for name in template.fields:
-        if name == SHARD_FIELD and shard_ok:
-            continue
-        if name == SHARD_FIELD:
-            raise KeyTemplateError(f"{owner}: {what} template {source!r} uses {{shard}} but "
-                                   "Meta.shards does not shard it")
-        if name not in fields:
-            raise KeyTemplateError(f"{owner}: {what} template {source!r} names unknown "
-                                   f"field {name!r}")
-    return template
 
 
 
 
-def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
-                   indexes: list[IndexKeys]) -> tuple[str, str] | None:
-    if name is None:
-        return None
-    if not versioned:
-        raise DynaormError(f"{owner}.Meta.history_index needs a versioned entity")
-    index = table.index(name) if isinstance(name, str) else None
-    if not isinstance(index, LSI):
-        raise DynaormError(f"{owner}.Meta.history_index must name an LSI of table "
-                           f"{table.name!r}, got {name!r}")
-    if any(idx.name == name for idx in indexes):
-        raise DynaormError(f"{owner}.Meta.history_index {name!r} is also in Meta.indexes; "
-                           "the history index holds version rows only")
-    sk_attr = table.key_attributes(name)[1]
-    assert sk_attr is not None
-    return name, sk_attr
 
 
-def _check_reused_keys(owner: str, name: str, table: TableSchema, pk: KeyTemplate,
-                       sk: KeyTemplate | None,
-                       *pairs: tuple[str | None, KeyTemplate | None]) -> None:
-    """An index key attribute that is a table key attribute (an inverted index) holds the
-    table key as stored: a template given for it must be the table's own, else refused."""
-    own = {table.pk: pk, table.sk: sk}
-    for attr, template in pairs:
-        if attr in own and template is not None:
-            table_template = own[attr]
-            if table_template is None or template.source != table_template.source:
-                expected = None if table_template is None else table_template.source
-                raise DynaormError(
-                    f"{owner}.Meta.indexes[{name!r}]: attribute {attr!r} is a table key; its "
-                    f"template must be the table's ({expected!r}), not {template.source!r} "
-                    "(or leave the index out of Meta.indexes: it needs no templates)")
 
 
 def _meta_table(meta: Mapping[str, Any], owner: str) -> TableSchema:
@@ -418,15 +375,6 @@ def _meta_table(meta: Mapping[str, Any], owner: str) -> TableSchema:
     return table
 
 
-def _shard_rules(meta: Mapping[str, Any], owner: str, table: TableSchema) -> dict[str, Shards]:
-    """``Meta.shards`` read into one rule per target (``"primary"`` or an index name); an
-    index target the table does not declare is refused (by ``table.index``)."""
-    shard_rules = {target: as_shards(raw, owner, target)
-                   for target, raw in dict(meta.get("shards") or {}).items()}
-    for target in shard_rules:
-        if target != "primary":
-            table.index(target)
-    return shard_rules
 
 
 def _table_templates(meta: Mapping[str, Any], owner: str, table: TableSchema,
@@ -434,50 +382,17 @@ def _table_templates(meta: Mapping[str, Any], owner: str, table: TableSchema,
                      ) -> tuple[KeyTemplate, KeyTemplate | None]:
     """The table key templates ``(pk, sk)``: ``Meta.sk`` is required exactly when the
     table has a sort key; ``sharded``: ``Meta.shards`` shards the primary key."""
-    pk = _template(meta["pk"], "pk", owner, field_names, sharded, table.key_type(table.pk))
+    pk = field_template(meta["pk"], "pk", owner, field_names, sharded, table.key_type(table.pk))
     sk_source = meta.get("sk")
     if table.sk is not None and sk_source is None:
         raise DynaormError(f"{owner}.Meta.sk is required: table {table.name!r} has a sort key")
     if table.sk is None and sk_source is not None:
         raise DynaormError(f"{owner}.Meta.sk given but table {table.name!r} has no sort key")
-    sk = None if sk_source is None else _template(sk_source, "sk", owner, field_names,
+    sk = None if sk_source is None else field_template(sk_source, "sk", owner, field_names,
                                                   sharded, table.key_type(table.sk))
     return pk, sk
 
 
-def _declared_index(owner: str, table: TableSchema, field_names: frozenset[str], name: str,
-                templates: Any, sharded: bool, pk: KeyTemplate, sk: KeyTemplate | None
-                ) -> IndexKeys:
-    """One entry of ``Meta.indexes`` (``name: (pk_template, sk_template)``) checked against
-    the table's index: an LSI keeps the table's pk template, the sort key template is
-    given exactly when the index has a sort key, a sharded index's templates hold
-    ``{shard}``, and an attribute shared with the table key keeps the table's template."""
-    index = table.index(name)
-    if table.native(name) is not None:
-        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: a native index takes no templates")
-    if not isinstance(templates, tuple | list) or len(templates) != 2:
-        raise DynaormError(f"{owner}.Meta.indexes[{name!r}] must be "
-                           "(pk_template, sk_template)")
-    pk_src, sk_src = templates
-    pk_attr, sk_attr = table.key_attributes(name)
-    if isinstance(index, LSI):
-        if pk_src is not None and pk_src != pk.source:
-            raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: an LSI shares the table's "
-                               f"partition key; its pk template must be {pk.source!r}")
-        idx_pk = pk
-    else:
-        idx_pk = _template(pk_src, f"index {name} pk", owner, field_names, sharded,
-                           table.key_type(pk_attr))
-    if (sk_src is None) != (sk_attr is None):
-        raise DynaormError(f"{owner}.Meta.indexes[{name!r}]: the index "
-                           f"{'has' if sk_attr else 'has no'} sort key")
-    idx_sk = None if sk_src is None else _template(sk_src, f"index {name} sk", owner,
-                                                   field_names, sharded,
-                                                   table.key_type(sk_attr))
-    if sharded and SHARD_FIELD not in (*idx_pk.fields, *(idx_sk.fields if idx_sk else ())):
-        raise DynaormError(f"{owner}.Meta.shards[{name!r}]: its templates need {{shard}}")
-    _check_reused_keys(owner, name, table, pk, sk, (pk_attr, idx_pk), (sk_attr, idx_sk))
-    return IndexKeys(name, pk_attr, sk_attr, idx_pk, idx_sk, isinstance(index, LSI))
 
 
 def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
@@ -487,25 +402,8 @@ def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
         f for f in (*pk.fields, *(sk.fields if sk else ())) if f != SHARD_FIELD))
 
 
-def _check_shard_fields(owner: str, shard_rules: Mapping[str, Shards],
-                        field_names: frozenset[str], identity: tuple[str, ...]) -> None:
-    """Each ``Meta.shards`` rule's ``by=`` names a field, and the primary key's one of
-    the key fields (``get()`` computes the shard from those alone)."""
-    for target, rule in shard_rules.items():
-        if isinstance(rule.by, str) and rule.by not in field_names:
-            raise KeyTemplateError(f"{owner}.Meta.shards[{target!r}]: by={rule.by!r} is not "
-                                   "a field")
-        if target == "primary" and isinstance(rule.by, str) and rule.by not in identity:
-            raise KeyTemplateError(f"{owner}.Meta.shards['primary']: by={rule.by!r} must be a "
-                                   f"field of the primary-key templates {list(identity)}, so "
-                                   "that get() can compute the shard from the key fields")
 
 
-def _ttl_field(table: TableSchema, field_names: frozenset[str],
-               renames: Mapping[str, str]) -> str | None:
-    """The field stored as the table's TTL attribute, if any."""
-    return next((f for f in field_names if table.ttl is not None
-                 and renames.get(f, f) == table.ttl), None)
 
 
 def _null_fields(cls: type[Any]) -> frozenset[str]:
@@ -517,80 +415,58 @@ def _null_fields(cls: type[Any]) -> frozenset[str]:
         or info.default is not None)
 
 
-def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
-               pk: KeyTemplate, sk: KeyTemplate | None, indexes: list[IndexKeys]
-               ) -> dict[str, str]:
-    """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
-    native index."""
-    encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
-                 if is_encrypted(info)}
-    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
-            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
-            i) for a, n in encrypted.items() if a in table.key_names(i))}:
-        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
-    return encrypted
 
 
 def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None:
-    """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``)."""
+    """Build the spec of ``cls``; ``None`` for an abstract entity (no ``pk``). The keys and
+    stored names are read here; each rule of :data:`~dynaorm.schema.rules.RULES` reads its
+    own ``Meta`` options (:meth:`~dynaorm.schema.rules.Rule.build`)."""
     meta = collect_meta(cls)
     owner = cls.__name__
     if meta.get("pk") is None:
         return None
     table = _meta_table(meta, owner)
-    shard_rules = _shard_rules(meta, owner, table)
-    shards: dict[str, int] = {t: r.count for t, r in shard_rules.items()}
+    shards = shard_rules(meta, owner, table)
     pk, sk = _table_templates(meta, owner, table, field_names, "primary" in shards)
-    versioned = bool(meta.get("versioned", False))
-    if versioned and sk is None:
-        raise DynaormError(f"{owner}: a versioned entity needs a table with a sort key")
-
-    indexes = [_declared_index(owner, table, field_names, name, templates, name in shards,
-                               pk, sk)
-               for name, templates in dict(meta.get("indexes") or {}).items()]
+    indexes = tuple(declared_index(owner, table, field_names, name, templates, name in shards,
+                                   pk, sk)
+                    for name, templates in dict(meta.get("indexes") or {}).items())
     if "primary" in shards and SHARD_FIELD not in (*pk.fields, *(sk.fields if sk else ())):
         raise DynaormError(f"{owner}.Meta.shards['primary']: pk or sk template needs {{shard}}")
-
     renames = stored_names(cls)
-    check_mapping(owner, table, field_names, renames, pk, sk, indexes, cls)
-    uniques = _unique_rules(meta.get("unique"), owner, field_names)
-    key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, indexes,
+    check_mapping(owner, table, field_names, renames, pk, sk, list(indexes), cls)
+    type_name = str(meta.get("type_name") or owner)
+    rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
+                                    type_name, indexes, shards))
+    check_reserved(owner, table, renames, field_names, rules)
+    unique = rules.get(Uniqueness)
+    uniques = () if unique is None else unique.rules
+    key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
                                          {f for rule in uniques for f in rule.fields})
-
-    history_index = _history_index(owner, meta.get("history_index"), table, versioned,
-                                   indexes)
-    encrypted = _encrypted(cls, owner, table, renames, pk, sk, indexes)
-    uniques = tuple(dataclasses.replace(r, mac=functools.partial(unique_mac, table))
-                    if r.field in encrypted.values() else r for r in uniques)
     identity = _identity(pk, sk)
-    _check_shard_fields(owner, shard_rules, field_names, identity)
+    check_shard_fields(owner, shards, field_names, identity)
+    versioning, stamping = rules.get(Versioning), rules.get(Stamping)
+    encryption, previous = rules.get(Encryption), rules.get(PreviousLayout)
     spec = EntitySpec(
-        cls=cls, name=owner, type_name=str(meta.get("type_name") or owner), table=table,
+        cls=cls, name=owner, type_name=type_name, table=table,
         pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
-        key_only=key_only, unstored=unstored,
-        versioned=versioned, indexes=tuple(indexes), shards=shards,
-        field_names=field_names, identity_fields=identity, shard_rules=shard_rules,
-        history_index=history_index, renames=renames,
-        timestamps=timestamp_fields(owner, meta.get("timestamps"), field_names),
-        ttl_field=_ttl_field(table, field_names, renames),
-        null_fields=_null_fields(cls), encrypted=encrypted,
+        key_only=key_only, unstored=unstored, versioned=versioning is not None,
+        indexes=indexes, shards={t: r.count for t, r in shards.items()},
+        field_names=field_names, identity_fields=identity, shard_rules=shards,
+        history_index=None if versioning is None else versioning.history_index,
+        renames=renames,
+        timestamps=(None, None) if stamping is None else stamping.fields,
+        ttl_field=None if stamping is None else stamping.ttl_field,
+        null_fields=_null_fields(cls),
+        encrypted={} if encryption is None else encryption.fields,
+        previous=None if previous is None else previous.layout, rules=rules,
     )
-    check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=versioned,
+    check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
-    if meta.get("previous") is not None:
-        from dynaorm.schema.rules.previous import previous_layout
-
-        spec = dataclasses.replace(spec, previous=previous_layout(
-            owner, meta["previous"], table, field_names, pk, sk, spec.type_name, renames,
-            versioned, bool(shards)))
     table.register(cls, spec.type_name,
                    None if spec.previous is None else spec.previous.type_name)
     return spec
-
-
-
-
 
 
 def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bool:
@@ -610,18 +486,3 @@ def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bo
     return True
 
 
-def _unique_rules(raw: Any, owner: str, fields: frozenset[str]) -> tuple[UniqueRule, ...]:
-    if isinstance(raw, str | Unique):
-        raw = (raw,)
-    rules = []
-    for item in raw or ():
-        spec = Unique(item) if isinstance(item, str) else item
-        if not isinstance(spec, Unique):
-            raise DynaormError(f"{owner}.Meta.unique: expected field names or Unique(...), "
-                               f"got {item!r}")
-        if spec.field not in fields:
-            raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
-        scope = None if spec.scope is None else _template(spec.scope, "unique scope", owner,
-                                                          fields, False)
-        rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope))
-    return tuple(rules)

@@ -100,7 +100,8 @@ class TableSchema:
                  indexes: Sequence[GSI | LSI] = (), type_attribute: str | None = "_type",
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  cursor_secret: str | bytes | None = None,
-                 stream: str | None = None, keyring: Any = None) -> None:
+                 stream: str | None = None, keyring: Any = None,
+                 revision_attribute: str | None = "_rev") -> None:
         check_name("table", name)
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
@@ -119,6 +120,15 @@ class TableSchema:
         """The stream view type ``create()`` enables, if any."""
         self.keyring = keyring
         """The keyring of its ``Encrypted`` fields (``None``: its client's)."""
+        if revision_attribute is not None and (not isinstance(revision_attribute, str) or not
+                                               revision_attribute or revision_attribute in {
+                                                   pk, sk, type_attribute}):
+            raise DynaormError(f"table {name!r}: revision_attribute must name an attribute "
+                               f"other than the keys and the type attribute, or be None; got "
+                               f"{revision_attribute!r}")
+        self.revision_attribute = revision_attribute
+        """The attribute every write stamps with a fresh revision, which proves a lost
+        answer's outcome (``None``: none is written; see failure-semantics.md)."""
         self.indexes: dict[str, GSI | LSI] = _indexes(name, sk, indexes)
         """The secondary indexes, by name."""
         key_attrs = {pk, sk} | {a for i in self.indexes.values() for a in

@@ -19,7 +19,7 @@ from typing import Any
 from dynaorm.errors import KeyTemplateError
 from dynaorm.values.keys import BinaryKey, NumberKey, number_key
 
-__all__ = ["SHARD_FIELD", "KeyTemplate", "render_value"]
+__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "render_value"]
 
 #: The pseudo-field that write sharding fills in (never an entity field).
 SHARD_FIELD = "shard"
@@ -290,3 +290,20 @@ class KeyTemplate:
 
     def __str__(self) -> str:
         return self.source
+
+
+def field_template(source: Any, what: str, owner: str, fields: frozenset[str],
+                   shard_ok: bool, key_type: str = "S") -> KeyTemplate:
+    """A declared template (``what`` of ``owner``), refused if it names a field that is
+    not in ``fields``, or ``{shard}`` where it is not sharded (``shard_ok``)."""
+    template = KeyTemplate.parse(source, owner=owner, key_type=key_type)
+    for name in template.fields:
+        if name == SHARD_FIELD and shard_ok:
+            continue
+        if name == SHARD_FIELD:
+            raise KeyTemplateError(f"{owner}: {what} template {source!r} uses {{shard}} but "
+                                   "Meta.shards does not shard it")
+        if name not in fields:
+            raise KeyTemplateError(f"{owner}: {what} template {source!r} names unknown "
+                                   f"field {name!r}")
+    return template

@@ -34,6 +34,7 @@ from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
 from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.read.scan import check_segments
+from dynaorm.schema.checks import JOB_MARK
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.streams import normalize_item
@@ -48,7 +49,7 @@ __all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "migrat
            "run_local", "run_spark"]
 
 #: the attribute a backfill marks each item it changed with (the job's name)
-MARK = "_dynaorm_job"
+MARK = JOB_MARK
 #: how many times one item's change is made again after another writer changed it first
 ROUNDS = 5
 

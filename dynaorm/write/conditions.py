@@ -15,13 +15,10 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
-from dynaorm.schema.rules.encrypted import renamed
-from dynaorm.schema.rules.revision import REVISION
 from dynaorm.schema.rules.stamps import encode_ttl
-from dynaorm.schema.rules.versioned import VERSION_TTL
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.codec import encode_value
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
 
@@ -69,7 +66,8 @@ def as_loaded(spec: EntitySpec, stored: Item, leave: set[str] | frozenset[str] =
     conditions otherwise. Every dynaorm write stamps the row's revision, so one since the
     load fails this, whatever it wrote. (An attribute a writer outside dynaorm added after
     the load is beyond what a condition can name: see failure-semantics.md.)"""
-    absent = (declared(spec) | {REVISION}) - stored.keys() - leave
+    own = declared(spec) | {a for a in (spec.table.revision_attribute,) if a}
+    absent = own - stored.keys() - leave
     return [*stored_as(stored, set(stored) - leave),
             *(not_exists(a) for a in sorted(absent))]
 
@@ -138,7 +136,7 @@ def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
     caller = entry.condition
     if caller is None:
         return ops
-    caller = renamed(spec, caller)
+    caller = rename_paths(caller, spec.renames)
     for i, op in enumerate(ops):
         o = op.origin
         if o.role in (Role.ROW, Role.LATEST):
@@ -188,9 +186,8 @@ def declared(spec: EntitySpec) -> frozenset[str]:
             names.add(table.type_attribute)
         if spec.versioned:
             names.add("version")
-            names.add(VERSION_TTL)  # (a version row's kept TTL: never carried over)
-        if spec.history_index is not None:
-            names.add(spec.history_index[1])
+        # (a version row's kept TTL, ...; the revision is carried: each write stamps anew)
+        names |= spec.rules.attributes - {table.revision_attribute}
         found = _DECLARED[spec.cls] = frozenset(names)
     return found
 

@@ -10,7 +10,7 @@ When an attempt of a write may have been applied (a timeout or a dropped connect
 sending, a 5xx), the failure alone does not say what is stored, and neither do equal
 values (another writer may have made the same change), absence (another may have deleted
 what this write inserted) or presence (another may have put back what it deleted). What
-proves an outcome is the revision (:data:`~dynaorm.schema.rules.versioned.REVISION`): every request
+proves an outcome is the revision (:mod:`~dynaorm.schema.rules.revision`): every request
 stamps a fresh random one on the rows it puts or updates, so a row holding this request's
 revision was written by it (and once: nothing is resent unless proved unapplied), and a row
 still holding the revision its object was loaded with was not (a revision never recurs).
@@ -52,7 +52,7 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import Reason
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import old_values
-from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.revision import revision_of
 from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from dynaorm.schema.table import TableSchema
 
 __all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
-           "revision", "unapplied_by"]
+           "unapplied_by"]
 
 T = TypeVar("T")
 #: a protocol's result (its steps are whatever the reads yield)
@@ -94,12 +94,6 @@ def failure(plan: WritePlan, exc: RequestError, read: Read, rev: str | None = No
     return (yield from map_failure(plan, exc, read))
 
 
-def revision(item: Item | None) -> str | None:
-    """The revision a stored item holds (``None``: no item, or none stamped)."""
-    av = None if item is None else item.get(REVISION)
-    return None if av is None else av.get("S")
-
-
 def read_back(plan: WritePlan, exc: RequestError, read: Read, rev: str | None
               ) -> Reading[OutcomeUnknownError | None]:
     """After a single-item write's attempt that may have been applied (and was not
@@ -111,18 +105,18 @@ def read_back(plan: WritePlan, exc: RequestError, read: Read, rev: str | None
         stored = yield from read(op.origin.table, op.key)
     except RequestError as err:
         return unknown(plan, exc, f"reading the item back failed too ({err.code})")
-    if rev is not None and stamps(op) and revision(stored) == rev:
+    if rev is not None and stamps(op) and revision_of(op.origin.table, stored) == rev:
         return None
     return unknown(plan, exc, "no item is stored now" if stored is None else
                    "the item read back does not hold this write's revision")
 
 
-def unapplied_by(stored: Item | None, loaded: str | None) -> bool:
+def unapplied_by(table: TableSchema, stored: Item | None, loaded: str | None) -> bool:
     """Whether ``stored`` (read after a 5xx) proves a single-item write not applied, so
     that resending it is the retry every SDK makes: it still holds ``loaded``, the
     revision the written object was loaded with (applied, the write would have replaced
     it, and no revision recurs). Nothing else proves it: not absence, not equal values."""
-    return loaded is not None and revision(stored) == loaded
+    return loaded is not None and revision_of(table, stored) == loaded
 
 
 def resolve(plan: WritePlan, exc: RequestError, rev: str | None = None
@@ -134,7 +128,8 @@ def resolve(plan: WritePlan, exc: RequestError, rev: str | None = None
     failed = _condition_failures(plan, exc)
     if failed is None:
         return unknown(plan, exc)
-    if rev is not None and any(stamps(op) and revision(item) == rev for op, item in failed):
+    if rev is not None and any(stamps(op) and revision_of(op.origin.table, item) == rev
+                               for op, item in failed):
         return APPLIED
     return None
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
-from dynaorm.schema.rules.revision import REVISION
+from dynaorm.schema.rules.revision import stamp_of
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
@@ -41,15 +41,16 @@ MAX_REQUEST_BYTES = 4 * 1024 * 1024
 def stamps(op: Op) -> bool:
     """Whether ``op`` stamps its request's revision: a put or update of an entity's row
     (or latest copy); guards and version rows carry none."""
-    return isinstance(op, (Put, Update)) and op.origin.role in (Role.ROW, Role.LATEST)
+    return isinstance(op, (Put, Update)) and op.origin.role in (Role.ROW, Role.LATEST) and (
+        op.origin.table.revision_attribute is not None)
 
 
 def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action; ``rev``: the
-    revision a row's put or update stamps (:data:`~dynaorm.schema.rules.versioned.REVISION`)."""
+    revision a row's put or update stamps (:mod:`~dynaorm.schema.rules.revision`)."""
     ph = Placeholders()
     body: dict[str, Any] = {"TableName": op.origin.table.name}
-    stamp = {REVISION: {"S": rev}} if rev is not None and stamps(op) else {}
+    stamp = stamp_of(op.origin.table, rev) if stamps(op) else {}
     if isinstance(op, Put):
         name = "PutItem"
         body["Item"] = {**op.item, **stamp} if stamp else op.item
@@ -126,10 +127,6 @@ def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
     return roles
 
 
-#: a revision, as its size counts toward the row's 400 KB
-_SIZED: Item = {REVISION: {"S": "0" * 16}}
-
-
 def check_write(op: Op) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
     :mod:`dynaorm.values.limits`); returns the bytes it adds to a request. A refusal names
@@ -138,7 +135,8 @@ def check_write(op: Op) -> int:
     Keys, item attributes, update values and condition values are all checked; a Put's
     item, and an update's result when the stored item is known, must fit in 400 KB."""
     entity, key = op.origin.entity.__name__, op.key
-    stamp = _SIZED if stamps(op) else None  # (the revision the request will add)
+    # (the revision the request will add: its size counts toward the row's 400 KB)
+    stamp = stamp_of(op.origin.table, "0" * 16) if stamps(op) else None
     try:
         roles = key_roles(op.origin.entity, key)
         if isinstance(op, Put):  # the item's size, then its key, then every value

@@ -25,14 +25,20 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.encrypted import renamed
 from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.revision import REVISION
 from dynaorm.schema.rules.stamps import stamped, stamps
 from dynaorm.schema.rules.unique import claimable
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.expressions import Condition, F, all_of, exists, not_exists, raw_eq
+from dynaorm.values.expressions import (
+    Condition,
+    F,
+    all_of,
+    exists,
+    not_exists,
+    raw_eq,
+    rename_paths,
+)
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState, changed_attributes
 from dynaorm.write.conditions import (
@@ -290,7 +296,7 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     # (an unconditioned overwrite fails only on the caller's condition, if any)
     fail = Fail.GONE if cond is not None else Fail.CALLER
     if caller is not None:  # ANDed in here as with_condition does (this is the first row
-        caller = renamed(spec, caller)  # action): the action is not built
+        caller = rename_paths(caller, spec.renames)  # action): the action is not built
         cond = caller if cond is None else all_of([cond, caller])  # twice (plan_save)
     origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
     if entry.overwrite:
@@ -327,7 +333,8 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     item = _with(encode_entity(written, spec, n + 1), extra)
     b = ActionBuilder(spec, key, index)
     b.version(key, values, item, n + 1, not_exists(spec.table.pk), Fail.CONCURRENT)
-    cond = all_of([raw_eq("version", {"N": str(n)}), *stored_as(state.item, {REVISION}),
+    revision = {a for a in (spec.table.revision_attribute,) if a}
+    cond = all_of([raw_eq("version", {"N": str(n)}), *stored_as(state.item, revision),
                    *unchanged(spec, old_values, spec.unique_fields, state.item)])
     b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     b.guards(old_values, values, key, key)

@@ -32,13 +32,21 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.schema.checks import BOUND_OPS
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import bounds, check_names, field_adapter, path_parts, path_type
-from dynaorm.schema.rules.encrypted import renamed
 from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.stamps import encode_ttl, now
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
 from dynaorm.values.codec import SET, Kind, encode_value, kind_of
-from dynaorm.values.expressions import Condition, F, Rule, all_of, exists, not_exists, size_is
+from dynaorm.values.expressions import (
+    Condition,
+    F,
+    Rule,
+    all_of,
+    exists,
+    not_exists,
+    rename_paths,
+    size_is,
+)
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Role, Update
 from dynaorm.values.state import InstanceState
@@ -405,7 +413,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
             self._add_created_clauses(clauses)
         if spec.timestamps != (None, None):
             clauses += self._timestamp_clauses()
-        where = None if self._where is None else renamed(spec, self._where)
+        where = None if self._where is None else rename_paths(self._where, spec.renames)
         where = all_of([c for c in (where, *self._result_rules()) if c is not None])
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
@@ -553,7 +561,7 @@ class StagedCheck(StagedWrite):
     def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
         """One ConditionCheck action."""
-        cond = renamed(spec_of(self.entity), self.condition)
+        cond = rename_paths(self.condition, spec_of(self.entity).renames)
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 

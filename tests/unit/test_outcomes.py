@@ -9,8 +9,9 @@ from typing import Any
 
 from dynaorm import OutcomeUnknownError, RequestError
 from dynaorm.protocol.events import Reason
+from dynaorm.schema.rules.revision import revision_of
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role
-from dynaorm.write.outcomes import APPLIED, resolve, revision, unapplied_by
+from dynaorm.write.outcomes import APPLIED, resolve, unapplied_by
 from dynaorm.write.render import WritePlan
 from tests.support.models import Note, app
 
@@ -36,11 +37,12 @@ def test_equal_values_absence_and_presence_prove_nothing() -> None:
     """(0.5, contract 20) Only a revision proves: the loaded one still stored proves a
     write unapplied; nothing else does (an equal item, no item, an item of another
     revision: another writer may have made them)."""
-    assert unapplied_by({**ITEM, "_rev": {"S": "loaded"}}, "loaded")
-    assert not unapplied_by({**ITEM, "_rev": {"S": "other"}}, "loaded")
-    assert not unapplied_by(None, "loaded") and not unapplied_by(ITEM, None)
-    assert not unapplied_by(ITEM, "loaded")  # equal values, no revision: no proof
-    assert revision(MINE) == REV and revision(None) is None and revision(ITEM) is None
+    assert unapplied_by(app, {**ITEM, "_rev": {"S": "loaded"}}, "loaded")
+    assert not unapplied_by(app, {**ITEM, "_rev": {"S": "other"}}, "loaded")
+    assert not unapplied_by(app, None, "loaded") and not unapplied_by(app, ITEM, None)
+    assert not unapplied_by(app, ITEM, "loaded")  # equal values, no revision: no proof
+    assert revision_of(app, MINE) == REV and revision_of(app, None) is None
+    assert revision_of(app, ITEM) is None
 
 
 def test_resolve_decisions() -> None:

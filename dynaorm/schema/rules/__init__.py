@@ -1,3 +1,252 @@
-"""The entity rules: one module per feature an entity declares in ``Meta`` (unique
-attributes, versioning, encryption, a previous layout, timestamps and TTL, write sharding,
-index membership, the row revision)."""
+"""The entity rules: one module per feature an entity declares in ``Meta`` -- unique
+attributes (:mod:`~dynaorm.schema.rules.unique`), versioning
+(:mod:`~dynaorm.schema.rules.versioned`), encryption (:mod:`~dynaorm.schema.rules.encrypted`),
+a previous layout (:mod:`~dynaorm.schema.rules.previous`), timestamps and TTL
+(:mod:`~dynaorm.schema.rules.stamps`), write sharding (:mod:`~dynaorm.schema.rules.shards`),
+index membership (:mod:`~dynaorm.schema.rules.indexes`) and the row revision
+(:mod:`~dynaorm.schema.rules.revision`).
+
+A rule is a :class:`Rule`: built once per entity class from its declaration
+(:meth:`Rule.build`, where its definition errors are raised), it answers for its feature at
+fixed hook points, each a no-op on :class:`Rule`:
+
+======================  ==============================================================
+hook                    what the rule does there
+======================  ==============================================================
+``attributes``          the attributes it writes on the entity's own rows (a field
+                        stored under one is refused when the class is defined)
+``encode``              a row about to be written, at the key it is stored under
+``rebind``              a row copied to another key (a version row from the latest copy)
+``decode``              a stored row about to be read into an object
+``keeps``               whether a row a read returned is one of the entity's results
+``refuse``              a use of a field it cannot allow (a condition, an update action,
+                        a projection): raises
+``redact``              a field value about to go into a message, a log record or a span
+``prepare``             what it needs before rows are encoded or decoded (key material),
+                        as protocol steps, so that each is a request of the client
+``cost``                the rows a write of the entity adds, by role (for ``explain``)
+``export``              what an export writes of a stored row (``None``: not a row to
+                        export)
+======================  ==============================================================
+
+:class:`Rules` resolves an entity's rules once into one tuple per hook, holding only the
+rules that override it: a plain entity's tuples are empty, so the hot paths make no call.
+
+Every rule also says, in :attr:`Rule.answers`, what it means on every surface of
+:data:`SURFACES` (a save, a query, ``values()``, a stream, a migration, an export, an
+error message...). The interaction matrix test (``tests/system/test_rule_matrix.py``)
+checks every registered rule has an answer for every surface, and runs every rule alone
+and in pairs on each: a new rule gets its row there by existing.
+
+A rule module imports only from :mod:`dynaorm.values`, the schema's leaves
+(:mod:`~dynaorm.schema.table`, :mod:`~dynaorm.schema.templates`) and other rules; it is
+handed what it needs of its entity when it is built, so the spec and the entity, which
+import the rules, are never imported back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final, TypeVar
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.templates import KeyTemplate
+
+__all__ = ["HOOKS", "NO_RULES", "RULES", "SURFACES", "Declaration", "Rule", "Rules", "build_rules",
+           "register"]
+
+R = TypeVar("R", bound="Rule")
+
+#: every surface a rule answers for (its :attr:`Rule.answers`)
+SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan", "stream",
+                   "history", "migrate", "backfill", "check", "export", "search", "messages",
+                   "logs", "spans")
+#: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
+HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
+                "prepare", "cost", "export")
+#: every rule class by name, in the order an entity's rules run (registration order)
+RULES: dict[str, type[Rule]] = {}
+
+
+def register(cls: type[R]) -> type[R]:
+    """Register a rule class (a class decorator): every entity class defined from now on
+    asks it to build."""
+    RULES[cls.name] = cls
+    return cls
+
+
+def build_rules(decl: Declaration) -> Rules:
+    """The rules of the entity ``decl`` declares, built in order."""
+    built: dict[str, Rule] = {}
+    for kind in sorted(RULES.values(), key=lambda k: k.order):
+        rule = kind.build(dataclasses.replace(decl, built=built))
+        if rule is not None:
+            built[rule.name] = rule
+    return Rules(tuple(built.values())) if built else NO_RULES
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What an entity class declares, as a rule reads it when it is built."""
+
+    cls: type[Any]
+    owner: str
+    meta: Mapping[str, Any]
+    table: TableSchema
+    field_names: frozenset[str]
+    #: field name -> stored attribute name, for the fields stored under an alias
+    renames: Mapping[str, str]
+    pk: KeyTemplate
+    sk: KeyTemplate | None
+    type_name: str
+    #: the entity's template indexes (:class:`~dynaorm.schema.rules.indexes.IndexKeys`)
+    indexes: tuple[Any, ...] = ()
+    #: ``Meta.shards`` read into one rule per target (see :mod:`~dynaorm.schema.rules.shards`)
+    shard_rules: Mapping[str, Any] = field(default_factory=dict)
+    #: rules built before this one, by name
+    built: Mapping[str, Rule] = field(default_factory=dict)
+
+    def attr(self, name: str) -> str:
+        """The stored attribute name of field ``name``."""
+        return self.renames.get(name, name)
+
+
+class Rule:
+    """One entity feature: built from an entity's declaration, answering at fixed hook
+    points (each a no-op here; see the module's table)."""
+
+    __slots__ = ()
+    #: the rule's name (``Meta`` option it reads, where there is one)
+    name: ClassVar[str]
+    #: what the rule means on each surface of :data:`SURFACES`
+    answers: ClassVar[Mapping[str, str]] = {}
+    #: where it is built and runs among an entity's rules (lower first): a rule may read
+    #: the rules built before it (:attr:`Declaration.built`)
+    order: ClassVar[int] = 50
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Rule | None:
+        """The rule of the entity ``decl`` declares (``None``: the entity does not use
+        it); a definition error raises here."""
+        return None
+
+    def attributes(self) -> frozenset[str]:
+        """The attributes this rule writes on the entity's own rows."""
+        return frozenset()
+
+    def encode(self, item: Item, key: PlainKey, stored: Item | None) -> None:
+        """Change ``item``, about to be written at ``key``, in place (``stored``: the
+        item as loaded, at the same key, where known)."""
+
+    def rebind(self, row: Item, source: Item) -> None:
+        """Change ``row``, a copy of the encoded ``source`` under another key (a version
+        row of a latest copy), in place."""
+
+    def decode(self, item: Item) -> Item:
+        """``item``, a stored row, as the fields are read from it."""
+        return item
+
+    def keeps(self, item: Item) -> bool:
+        """Whether a row a read returned is a result."""
+        return True
+
+    def refuse(self, use: str, name: str) -> None:
+        """Raise if field ``name`` cannot be used as ``use`` (``"condition"``,
+        ``"projection"``, ``"key"``, or an update action: ``"set"``, ``"add"``, ...)."""
+
+    def redact(self, name: str, value: Any) -> Any:
+        """``value`` of field ``name`` as a message, log record or span may show it."""
+        return value
+
+    def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
+        """What this rule needs before ``items`` are decoded (``writing``: before rows of
+        the entity are encoded), asked for as protocol steps."""
+        return
+        yield  # (asks for nothing)
+
+    def cost(self, role: str) -> Mapping[str, int]:
+        """The rows a write of role ``role`` (``"insert"``, ``"update"``, ``"delete"``)
+        adds beside the entity's own row, by row role."""
+        return {}
+
+    def export(self, item: Item) -> Item | None:
+        """What an export writes of the stored row ``item`` (``None``: nothing)."""
+        return item
+
+
+class Rules:
+    """An entity's rules, resolved once into one tuple per hook (``encoders``,
+    ``decoders``, ...): only the rules whose class overrides a hook are in its tuple."""
+
+    __slots__ = ("all", "attributes", "by_name", "costs", "decoders", "encoders", "exporters",
+                 "keepers", "preparers", "rebinders", "redactors", "refusers")
+
+    def __init__(self, rules: tuple[Rule, ...]) -> None:
+        self.all = rules
+        self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
+        self.attributes: frozenset[str] = frozenset().union(*(r.attributes() for r in rules))
+        self.encoders = self._hooked("encode")
+        self.rebinders = self._hooked("rebind")
+        self.decoders = self._hooked("decode")
+        self.keepers = self._hooked("keeps")
+        self.refusers = self._hooked("refuse")
+        self.redactors = self._hooked("redact")
+        self.preparers = self._hooked("prepare")
+        self.costs = self._hooked("cost")
+        self.exporters = self._hooked("export")
+
+    def _hooked(self, hook: str) -> tuple[Callable[..., Any], ...]:
+        base = getattr(Rule, hook)
+        return tuple(getattr(r, hook) for r in self.all if getattr(type(r), hook) is not base)
+
+    def get(self, kind: type[R]) -> R | None:
+        """The entity's rule of class ``kind``, if it has one."""
+        found = self.by_name.get(kind.name)
+        return found if isinstance(found, kind) else None
+
+    def __bool__(self) -> bool:
+        return bool(self.all)
+
+    def encode(self, item: Item, key: PlainKey, stored: Item | None = None) -> None:
+        """Every rule's :meth:`Rule.encode` of ``item``, in order."""
+        for encode in self.encoders:
+            encode(item, key, stored)
+
+    def rebind(self, row: Item, source: Item) -> None:
+        """Every rule's :meth:`Rule.rebind` of ``row``, copied from ``source``."""
+        for rebind in self.rebinders:
+            rebind(row, source)
+
+    def decode(self, item: Item) -> Item:
+        """``item`` through every rule's :meth:`Rule.decode`, in order."""
+        for decode in self.decoders:
+            item = decode(item)
+        return item
+
+    def keeps(self, item: Item) -> bool:
+        """Whether every rule keeps ``item`` as a result."""
+        return all(keep(item) for keep in self.keepers)
+
+    def refuse(self, use: str, name: str) -> None:
+        """Every rule's :meth:`Rule.refuse` of ``name`` used as ``use``."""
+        for refuse in self.refusers:
+            refuse(use, name)
+
+    def redact(self, name: str, value: Any) -> Any:
+        """``value`` of field ``name`` as every rule lets a message show it."""
+        for redact in self.redactors:
+            value = redact(name, value)
+        return value
+
+    def prepare(self, items: tuple[Item, ...] = (), writing: bool = False
+                ) -> Generator[Any, Any, None]:
+        """Every rule's :meth:`Rule.prepare` (a protocol)."""
+        for prepare in self.preparers:
+            yield from prepare(items, writing)
+
+
+#: a plain entity's rules (none): shared
+NO_RULES: Final = Rules(())

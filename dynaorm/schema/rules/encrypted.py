@@ -16,21 +16,25 @@ import base64
 import functools
 import json
 import os
-import re
 import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, TypeVar, cast
 
-from dynaorm._types import AttributeValue
+from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError
+from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.table import TableSchema
+from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
-from dynaorm.values.expressions import Condition, paths, rename_paths
 
-__all__ = ["ENCRYPTED", "Encrypted", "aesgcm", "is_encrypted", "keyring_of", "open_fields",
-           "open_value", "refuse_encrypted", "renamed", "seal_fields", "seal_value",
-           "unique_mac"]
+__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "aesgcm", "is_encrypted",
+           "keyring_of", "open_value", "seal_value", "unique_mac"]
 
 T = TypeVar("T")
+#: the format of a sealed value bound to the row it is stored in (0.6): a version row's
+#: ciphertext does not decrypt as its latest copy's. Format 1 (0.5) was bound to the
+#: entity's key, shared by its latest copy and version rows; it still reads.
+ROW_BOUND = 2
 #: The metadata that marks a field encrypted (``Encrypted[T]`` is ``Annotated[T, ENCRYPTED]``).
 ENCRYPTED = "dynaorm:encrypted"
 Encrypted = Annotated[T, ENCRYPTED]
@@ -59,20 +63,25 @@ def seal_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, A
                attr: str) -> AttributeValue:
     """``av`` encrypted for attribute ``attr`` of the item ``key`` of ``table``."""
     (data_key, header), nonce = keyring.data_key(), os.urandom(12)
+    header = bytes([ROW_BOUND]) + header[1:]  # (the keyring's header, in this format)
     text = json.dumps(av, default=lambda b: base64.b64encode(b).decode()).encode()
     return {"B": header + nonce + aesgcm(data_key).encrypt(nonce, text, _aad(
         table, key, attr, header))}
 
 
-def open_value(keyring: Any, av: AttributeValue, table: str,
-               key: Mapping[str, Any], attr: str, field: str) -> AttributeValue:
-    """The value :func:`seal_value` sealed; anything else is :class:`DecryptionError`."""
+def open_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, Any],
+               attr: str, field: str, legacy: Mapping[str, Any] | None = None
+               ) -> AttributeValue:
+    """The value :func:`seal_value` sealed for the row ``key``; a value of format 1
+    (0.5's) was bound to its entity's key ``legacy`` (a version row's: its latest copy's);
+    anything else is :class:`DecryptionError`."""
     key_id = "?"
     try:
         blob, n = bytes(av["B"]), av["B"][1]
         key_id, end = blob[2:2 + n].decode(), 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
+        bound = key if blob[0] == ROW_BOUND else legacy or key
         text = aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
-            blob[end:end + 12], blob[end + 12:], _aad(table, key, attr, blob[:end]))
+            blob[end:end + 12], blob[end + 12:], _aad(table, bound, attr, blob[:end]))
         return cast(AttributeValue, binary_from_json(json.loads(text)))
     except Exception as exc:
         raise DecryptionError(f"field {field!r} does not decrypt under key {key_id!r} (missing "
@@ -87,48 +96,124 @@ def keyring_of(table: Any) -> Any:
     return found
 
 
-def refuse_encrypted(spec: Any, cond: Condition) -> None:
-    """Refuse ``cond`` if it names an ``Encrypted`` field of ``spec`` (its stored value is
-    ciphertext: nothing can be compared with it)."""
-    for path in paths(cond) if spec.encrypted else ():
-        if spec.attr(name := re.split(r"[.\[]", path)[0]) in spec.encrypted:
-            raise DynaormError(f"{spec.name}: Encrypted {name!r} cannot be in a condition")
-
-
-def renamed(spec: Any, cond: Condition) -> Condition:
-    """``cond`` on stored names (:func:`rename_paths`), refused if it names an
-    ``Encrypted`` field (:func:`refuse_encrypted`)."""
-    refuse_encrypted(spec, cond)
-    return rename_paths(cond, spec.renames)
-
-
 def unique_mac(table: Any, text: str) -> str:
     """The guard text of a unique encrypted field's value: its keyring's MAC."""
     return str(keyring_of(table).mac(text))
 
 
-def _bound_key(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
-    """The item's key a ciphertext is bound to (a version row's: its entity's)."""
-    key = {a: item[a] for a in (spec.table.pk, spec.table.sk) if a}
-    return {**key, spec.table.sk: {"S": str(item[spec.table.sk]["S"]).partition("_")[2]}} if (
-        spec.versioned) else key
+def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
+               pk: KeyTemplate, sk: KeyTemplate | None, indexes: tuple[Any, ...]
+               ) -> dict[str, str]:
+    """The ``Encrypted`` fields (stored name -> field name); refused in a key template or a
+    native index."""
+    encrypted = {renames.get(n, n): n for n, info in cls.model_fields.items()
+                 if is_encrypted(info)}
+    if bad := set(encrypted.values()) & {*pk.fields, *(sk.fields if sk else ()), *(
+            f for i in indexes for f in i.fields), *(n for i in table.indexes if table.native(
+            i) for a, n in encrypted.items() if a in table.key_names(i))}:
+        raise DynaormError(f"{owner}: Encrypted {sorted(bad)} cannot be in a key or index")
+    return encrypted
 
 
-def seal_fields(spec: Any, item: dict[str, AttributeValue], stored: Any) -> None:
-    """Encrypt ``item``'s encrypted attributes in place; a value equal to the stored one
-    (``stored``: the loaded item, under the same key) keeps its ciphertext."""
-    keyring, key = keyring_of(spec.table), _bound_key(spec, item)
-    same = stored is not None and _bound_key(spec, stored) == key
-    for attr, name in spec.encrypted.items():
-        old = stored.get(attr) if same else None
-        if attr in item:  # (the stored value opened: equal, it stays)
-            item[attr] = old if old is not None and open_value(keyring, old, spec.table.name, key,
-                attr, name) == item[attr] else seal_value(keyring, item[attr], spec.table.name,
-                                                          key, attr)
+@register
+class Encryption(Rule):
+    """``Encrypted[T]`` fields: sealed on every row written (bound to that row's key),
+    opened on every row read, refused where a ciphertext cannot be compared (conditions,
+    keys, indexes, ``add``/``append``), and never shown in a message."""
+
+    __slots__ = ("fields", "names", "table", "versioned")
+    name = "encrypted"
+    order = 50
+    answers = {
+        "save": "each encrypted attribute sealed (AES-GCM) bound to the table, the row's own "
+                "key and the attribute; an unchanged value keeps its ciphertext",
+        "update": "set() of an encrypted field is sealed bound to the item's key; add, "
+                  "append and conditions on it are refused before sending",
+        "delete": "nothing of its own (a unique encrypted field's guard goes, by its MAC)",
+        "get": "opened with the table's keyring; a missing or wrong key is DecryptionError",
+        "query": "filters naming it are refused; results are opened",
+        "values": "values() of an encrypted field are the plaintext, opened",
+        "scan": "as query",
+        "stream": "images are opened where the keyring is at hand (Change.entity)",
+        "history": "each version row's ciphertext is bound to that version row: it does "
+                   "not decrypt as the latest copy's",
+        "migrate": "a row moved to a new key is sealed anew for it",
+        "backfill": "fn sees plaintext; a changed value is sealed anew",
+        "check": "never compares ciphertexts with plaintext",
+        "export": "left out (encrypted='omit'), or written as plaintext ('decrypt')",
+        "search": "a vector field cannot be encrypted (refused at class definition)",
+        "messages": "an encrypted field's value is shown as <encrypted>",
+        "logs": "as messages",
+        "spans": "as messages: no span attribute holds a plaintext",
+    }
+
+    def __init__(self, fields: Mapping[str, str], table: Any, versioned: bool) -> None:
+        self.fields, self.table, self.versioned = fields, table, versioned
+        self.names = frozenset(fields.values())
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Encryption | None:
+        fields = _encrypted(decl.cls, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
+                            decl.indexes)
+        return cls(fields, decl.table, bool(decl.meta.get("versioned"))) if fields else None
+
+    def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
+        """The row key a ciphertext stored in ``item`` is bound to."""
+        return {a: item[a] for a in (self.table.pk, self.table.sk) if a}
+
+    def _legacy(self, bound: dict[str, Any]) -> dict[str, Any]:
+        """The key a 0.5 ciphertext in the row ``bound`` was bound to (its entity's)."""
+        sk = self.table.sk
+        if not self.versioned or sk is None:
+            return bound
+        return {**bound, sk: {"S": str(bound[sk]["S"]).partition("_")[2]}}
+
+    def _open(self, keyring: Any, av: AttributeValue, bound: dict[str, Any], attr: str
+              ) -> AttributeValue:
+        return open_value(keyring, av, self.table.name, bound, attr, self.fields[attr],
+                          self._legacy(bound))
+
+    def encode(self, item: Item, key: PlainKey, stored: Item | None) -> None:
+        keyring, bound = keyring_of(self.table), self._bound(item)
+        same = stored is not None and self._bound(stored) == bound
+        for attr in self.fields.keys() & item.keys():
+            old = stored.get(attr) if same and stored is not None else None
+            if old is None or not _current(keyring, old) or self._open(
+                    keyring, old, bound, attr) != item[attr]:
+                old = seal_value(keyring, item[attr], self.table.name, bound, attr)
+            item[attr] = old
+
+    def rebind(self, row: Item, source: Item) -> None:
+        keyring, bound, was = keyring_of(self.table), self._bound(row), self._bound(source)
+        for attr in self.fields.keys() & row.keys():
+            row[attr] = seal_value(keyring, self._open(keyring, row[attr], was, attr),
+                                   self.table.name, bound, attr)
+
+    def decode(self, item: Item) -> Item:
+        keyring, bound = keyring_of(self.table), self._bound(item)
+        return {a: v if a not in self.fields else self._open(keyring, v, bound, a)
+                for a, v in item.items()}
+
+    def refuse(self, use: str, name: str) -> None:
+        if name in self.names and use != "set":
+            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES.get(use, use)} (its "
+                               "stored value is ciphertext)")
+
+    def redact(self, name: str, value: Any) -> Any:
+        return "<encrypted>" if name in self.names and value is not None else value
+
+    def export(self, item: Item) -> Item | None:
+        return {k: v for k, v in item.items() if k not in self.fields}
 
 
-def open_fields(spec: Any, item: Mapping[str, AttributeValue]) -> dict[str, AttributeValue]:
-    """``item`` with its encrypted attributes decrypted (:class:`DecryptionError`)."""
-    keyring, key, names = keyring_of(spec.table), _bound_key(spec, item), spec.encrypted
-    return {a: v if a not in names else open_value(keyring, v, spec.table.name, key, a, names[a])
-            for a, v in item.items()}
+#: how :meth:`Encryption.refuse` names a use
+_USES = {"condition": "a condition or filter", "key": "a key or index",
+         "projection": "a projection"}
+
+
+def _current(keyring: Any, av: AttributeValue) -> bool:
+    """Whether a stored ciphertext is of this format and under the keyring's current key
+    (else a write seals the value anew: rotation moves values to the new key)."""
+    blob = bytes(av.get("B") or b"\0\0")
+    return blob[0] == ROW_BOUND and blob[2:2 + blob[1]].decode(errors="replace") == str(
+        keyring.key_id)

@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
+from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
@@ -26,7 +27,8 @@ from dynaorm.values.expressions import Condition, rename_paths
 from dynaorm.values.keys import key_value
 from dynaorm.values.state import InstanceState
 
-__all__ = ["Layout", "MovedState", "Previous", "load_old", "old_values", "previous_layout"]
+__all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "load_old", "old_values",
+           "previous_layout"]
 
 
 @dataclass(frozen=True)
@@ -283,3 +285,44 @@ def load_old(spec: Any, item: Item) -> Any:
         raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
                               f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
                               key=key) from exc
+
+
+@register
+class PreviousLayout(Rule):
+    """``Meta.previous``: the layout an entity's items had before a design change, read
+    alongside the current one until ``dynaorm migrate`` has moved every item."""
+
+    __slots__ = ("layout",)
+    name = "previous"
+    order = 80
+    answers = {
+        "save": "a loaded old-layout object is moved: old row deleted as read, new row put, "
+                "guards and version rows moved, in one transaction",
+        "update": "an update of an old-layout item moves it first (planned as a save)",
+        "delete": "deletes the row in whichever layout it is stored",
+        "get": "a miss at the current key reads the old key too (one TransactGetItems)",
+        "query": "old-layout items under the queried key are results, read as current",
+        "values": "as query",
+        "scan": "old-layout items are results, read as current",
+        "stream": "an old-layout row's change is a Change of its entity",
+        "history": "old-layout version rows read as history",
+        "migrate": "moves every old-layout item to the current layout, page by page",
+        "backfill": "fn sees the current layout; the change moves the item",
+        "check": "an item in both layouts is a problem",
+        "export": "old-layout items are exported in the current layout",
+        "search": "as scan",
+        "messages": "names the old key where it is read from",
+        "logs": "as messages",
+        "spans": "as messages",
+    }
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+
+    @classmethod
+    def build(cls, decl: Declaration) -> PreviousLayout | None:
+        layout = previous_layout(decl.owner, decl.meta.get("previous"), decl.table,
+                                 decl.field_names, decl.pk, decl.sk, decl.type_name,
+                                 decl.renames, "versioned" in decl.built,
+                                 "shards" in decl.built)
+        return None if layout is None else cls(layout)

@@ -7,10 +7,78 @@ loaded with: revisions never recur). See :mod:`dynaorm.write.outcomes`.
 
 from __future__ import annotations
 
-__all__ = ["REVISION"]
+import os
+from typing import Any
 
-#: the revision every dynaorm write stamps on an entity's row (a fresh random value per
+from dynaorm._types import Item
+from dynaorm.schema.rules import Declaration, Rule, register
+
+__all__ = ["REVISION", "Revision", "new_revision", "revision_of", "stamp_of"]
+
+#: the default revision attribute (``Table(revision_attribute=...)``): the revision every
+#: dynaorm write stamps on an entity's row (a fresh random value per
 #: request): after an answer that may have been lost, a consistent read proves the write
 #: applied (the row holds this write's revision) or not applied (it still holds the one
 #: the object was loaded with: revisions never recur). See write/outcomes.py.
 REVISION = "_rev"
+
+
+@register
+class Revision(Rule):
+    """The row revision of a table that keeps one (``Table(revision_attribute=...)``)."""
+
+    __slots__ = ("attribute",)
+    name = "revision"
+    order = 10
+    answers = {
+        "save": "stamps a fresh revision on the row or latest copy a write puts or updates",
+        "update": "stamps a fresh revision on the updated row",
+        "delete": "conditions a loaded object's delete on the revision it was loaded with",
+        "get": "read as an attribute of the row, never a field",
+        "query": "never a field; a cursor never holds it",
+        "values": "never a field: values() cannot name it",
+        "scan": "never a field",
+        "stream": "an attribute of the images, never a field",
+        "history": "version rows carry none (only the row or latest copy is stamped)",
+        "migrate": "a moved row gets a fresh revision",
+        "backfill": "each change stamps a fresh revision, conditioned on the one read",
+        "check": "a repair stamps a fresh revision",
+        "export": "left out of exported rows",
+        "search": "never a field",
+        "messages": "an opaque random value, safe to show",
+        "logs": "as messages",
+        "spans": "as messages",
+    }
+
+    def __init__(self, attribute: str) -> None:
+        self.attribute = attribute
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Revision | None:
+        attribute = decl.table.revision_attribute
+        return None if attribute is None else cls(attribute)
+
+    def attributes(self) -> frozenset[str]:
+        return frozenset({self.attribute})
+
+    def export(self, item: Item) -> Item | None:
+        return {k: v for k, v in item.items() if k != self.attribute}
+
+
+def new_revision() -> str:
+    """A fresh revision: 16 random hex digits (never recurs)."""
+    return os.urandom(8).hex()
+
+
+def revision_of(table: Any, item: Item | None) -> str | None:
+    """The revision ``item``, a stored row of ``table``, holds (``None``: no item, none
+    stamped, or a table that keeps none)."""
+    attribute = table.revision_attribute
+    av = None if item is None or attribute is None else item.get(attribute)
+    return None if av is None else av.get("S")
+
+
+def stamp_of(table: Any, rev: str | None) -> Item:
+    """The attribute a write to ``table`` stamps with revision ``rev`` (empty: none)."""
+    attribute = table.revision_attribute
+    return {} if attribute is None or rev is None else {attribute: {"S": rev}}

@@ -15,9 +15,11 @@ from types import SimpleNamespace
 from typing import Any
 
 from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import render_value
 
-__all__ = ["Shards"]
+__all__ = ["Sharding", "Shards", "as_shards", "check_shard_fields", "shard_rules"]
 
 
 @dataclass(frozen=True)
@@ -88,3 +90,65 @@ def as_shards(raw: Any, owner: str, target: str) -> Shards:
     if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
         raise DynaormError(f"{owner}.Meta.shards[{target!r}] must be an int >= 1 or Shards(...)")
     return Shards(raw)
+
+
+def shard_rules(meta: Mapping[str, Any], owner: str, table: TableSchema) -> dict[str, Shards]:
+    """``Meta.shards`` read into one rule per target (``"primary"`` or an index name); an
+    index target the table does not declare is refused (by ``table.index``)."""
+    shard_rules = {target: as_shards(raw, owner, target)
+                   for target, raw in dict(meta.get("shards") or {}).items()}
+    for target in shard_rules:
+        if target != "primary":
+            table.index(target)
+    return shard_rules
+
+
+def check_shard_fields(owner: str, shard_rules: Mapping[str, Shards],
+                        field_names: frozenset[str], identity: tuple[str, ...]) -> None:
+    """Each ``Meta.shards`` rule's ``by=`` names a field, and the primary key's one of
+    the key fields (``get()`` computes the shard from those alone)."""
+    for target, rule in shard_rules.items():
+        if isinstance(rule.by, str) and rule.by not in field_names:
+            raise KeyTemplateError(f"{owner}.Meta.shards[{target!r}]: by={rule.by!r} is not "
+                                   "a field")
+        if target == "primary" and isinstance(rule.by, str) and rule.by not in identity:
+            raise KeyTemplateError(f"{owner}.Meta.shards['primary']: by={rule.by!r} must be a "
+                                   f"field of the primary-key templates {list(identity)}, so "
+                                   "that get() can compute the shard from the key fields")
+
+
+@register
+class Sharding(Rule):
+    """``Meta.shards``: the primary key or an index key spread over N partitions."""
+
+    __slots__ = ("rules",)
+    name = "shards"
+    order = 30
+    answers = {
+        "save": "renders {shard} into the sharded keys (a stable bucket, or by=)",
+        "update": "a change of a field the shard is chosen by moves the item (primary) or "
+                  "rewrites the index key",
+        "delete": "deletes at the shard the key fields give",
+        "get": "computes the shard from the key fields",
+        "query": "fans out over every shard and merges in key order (shard= reads one)",
+        "values": "as query",
+        "scan": "the shard is part of the stored key, never a field",
+        "stream": "the shard is parsed out of the key, never a field",
+        "history": "versioned entities cannot be sharded on their primary key's history",
+        "migrate": "a sharded entity cannot declare a previous layout",
+        "backfill": "segments scan every shard",
+        "check": "shard values outside first..first+count-1 are problems",
+        "export": "the shard is left out (a key detail, not a field)",
+        "search": "a vector index's partition is a field, not a shard",
+        "messages": "shown as the key shows it",
+        "logs": "as messages",
+        "spans": "as messages",
+    }
+
+    def __init__(self, rules: Mapping[str, Shards]) -> None:
+        self.rules = rules
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Sharding | None:
+        rules = decl.shard_rules
+        return None if not rules else cls(rules)

@@ -11,14 +11,28 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.table import TableSchema
 
-__all__ = ["Stamps", "Timestamped", "apply_stamps", "declare_timestamps", "encode_ttl",
-           "expired", "now", "stamped", "stamps", "timestamp_fields"]
+__all__ = [
+    "Stamping",
+    "Stamps",
+    "Timestamped",
+    "apply_stamps",
+    "declare_timestamps",
+    "encode_ttl",
+    "expired",
+    "now",
+    "stamped",
+    "stamps",
+    "timestamp_fields",
+]
 
 
 def now() -> datetime:
@@ -126,3 +140,56 @@ def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
     if created is not None and created == updated:
         raise DynaormError(f"{owner}.Meta.timestamps: created and updated are both {created!r}")
     return created, updated
+
+
+def _ttl_field(table: TableSchema, field_names: frozenset[str],
+               renames: Mapping[str, str]) -> str | None:
+    """The field stored as the table's TTL attribute, if any."""
+    return next((f for f in field_names if table.ttl is not None
+                 and renames.get(f, f) == table.ttl), None)
+
+
+@register
+class Stamping(Rule):
+    """``Meta.timestamps`` (created and updated times a commit sets) and the TTL field (the
+    one stored under the table's ``ttl`` attribute, as epoch seconds)."""
+
+    __slots__ = ("fields", "ttl", "ttl_field")
+    name = "stamps"
+    order = 20
+    answers = {
+        "save": "sets the created time on insert and the updated time on every write that "
+                "changes the item; a TTL field is stored as epoch seconds",
+        "update": "sets the updated time; a TTL field's new value is stored as epoch seconds",
+        "delete": "nothing of its own",
+        "get": "an item whose TTL has passed reads as gone",
+        "query": "items whose TTL has passed are not results",
+        "values": "values() of a TTL field are its datetime; expired items are skipped",
+        "scan": "items whose TTL has passed are not results (filtered on the server)",
+        "stream": "a TTL deletion is a change of kind 'expired'",
+        "history": "a version row keeps its TTL aside (never expires history one row at a "
+                   "time)",
+        "migrate": "times and TTL move with the row",
+        "backfill": "a change sets the updated time",
+        "check": "expired guards and rows are neither orphans nor conflicts",
+        "export": "times as UTC timestamps; the TTL as a timestamp",
+        "search": "expired items are not hits",
+        "messages": "times are not secrets: shown",
+        "logs": "as messages",
+        "spans": "as messages",
+    }
+
+    def __init__(self, fields: tuple[str | None, str | None], ttl: str | None,
+                 ttl_field: str | None) -> None:
+        self.fields, self.ttl, self.ttl_field = fields, ttl, ttl_field
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Stamping | None:
+        fields = timestamp_fields(decl.owner, decl.meta.get("timestamps"), decl.field_names)
+        ttl_field = _ttl_field(decl.table, decl.field_names, decl.renames)
+        if fields == (None, None) and ttl_field is None:
+            return None
+        return cls(fields, decl.table.ttl, ttl_field)
+
+    def keeps(self, item: Item) -> bool:
+        return not expired(item, self.ttl)

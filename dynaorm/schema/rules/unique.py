@@ -11,19 +11,23 @@ value (:mod:`dynaorm.schema.rules.encrypted`).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.errors import KeyTemplateError
+from dynaorm.errors import DynaormError, KeyTemplateError
+from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.rules.encrypted import unique_mac
 from dynaorm.schema.rules.stamps import encode_ttl
-from dynaorm.schema.templates import KeyTemplate, render_value
+from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, F, all_of, not_exists, raw_eq
 
 __all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Unique",
-           "UniqueRule", "claimable", "guard_item", "guard_key", "owned_by"]
+           "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key", "owned_by",
+           "unique_rules"]
 
 #: the attributes of a guard item naming its owner row and the field it guards
 @dataclass(frozen=True)
@@ -143,3 +147,69 @@ def owned_by(spec: Any, owner: PlainKey) -> Condition:
     cond = all_of(conds)
     assert cond is not None
     return cond
+
+
+@register
+class Uniqueness(Rule):
+    """``Meta.unique``: the entity's :class:`UniqueRule` s (one guard item per value)."""
+
+    __slots__ = ("fields", "rules")
+    name = "unique"
+    order = 60
+    answers = {
+        "save": "claims a guard per unique value in the same transaction (conditioned on "
+                "absence, or on an expired owner); a changed value releases the old guard",
+        "update": "an update touching a unique field is planned as a save (guards moved)",
+        "delete": "releases the entity's guards in the same transaction",
+        "get": "guards are never entities; find() reads a guard, then its owner",
+        "query": "guard items are skipped (their type is dynaorm:unique)",
+        "values": "as query",
+        "scan": "guard items are skipped",
+        "stream": "a guard change is a Change of role 'unique guard'",
+        "history": "guards belong to the latest copy, never to version rows",
+        "migrate": "guards are re-pointed to the moved row in the same transaction",
+        "backfill": "a change of a unique value moves its guard with the change",
+        "check": "orphan, missing and foreign guards are problems (--repair fixes them)",
+        "export": "guard items are never exported",
+        "search": "guard items never hold a vector: never hits",
+        "messages": "UniqueConstraintError names field and value (an encrypted field's "
+                    "value redacted)",
+        "logs": "as messages",
+        "spans": "as messages",
+    }
+
+    def __init__(self, rules: tuple[UniqueRule, ...]) -> None:
+        self.rules = rules
+        self.fields = frozenset(f for rule in rules for f in rule.fields)
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Uniqueness | None:
+        rules = unique_rules(decl)
+        return cls(rules) if rules else None
+
+    def cost(self, role: str) -> Mapping[str, int]:
+        return {"unique guard": len(self.rules) * (2 if role == "update" else 1)}
+
+
+def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
+    """``Meta.unique`` read into its rules; an encrypted unique field's guard holds the
+    MAC of its value (:func:`~dynaorm.schema.rules.encrypted.unique_mac`)."""
+    raw, owner, fields = decl.meta.get("unique"), decl.owner, decl.field_names
+    encryption = decl.built.get("encrypted")
+    encrypted: frozenset[str] = getattr(encryption, "names", frozenset())
+    if isinstance(raw, str | Unique):
+        raw = (raw,)
+    rules = []
+    for item in raw or ():
+        spec = Unique(item) if isinstance(item, str) else item
+        if not isinstance(spec, Unique):
+            raise DynaormError(f"{owner}.Meta.unique: expected field names or Unique(...), "
+                               f"got {item!r}")
+        if spec.field not in fields:
+            raise DynaormError(f"{owner}.Meta.unique names unknown field {spec.field!r}")
+        scope = None if spec.scope is None else field_template(spec.scope, "unique scope",
+                                                               owner, fields, False)
+        mac = functools.partial(unique_mac, decl.table) if spec.field in encrypted else None
+        rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope,
+                                mac))
+    return tuple(rules)

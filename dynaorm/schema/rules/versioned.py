@@ -1,18 +1,26 @@
-"""The layout of the rows dynaorm writes besides an entity's own: the sort keys of a
-versioned entity's version rows (and of its ``Meta.history_index``), and the attributes of
-a unique guard item. Streams, reads, the planner and the tools all read these, so they sit
-below the entity spec.
+"""The versioned rule (``Meta.versioned``, contract 5): a latest copy at ``v0_X`` and one
+immutable version row per saved version at ``v<n>_X`` (zero-padded, so key order is
+version order), optionally kept contiguous in a ``Meta.history_index`` LSI.
+
+Only the latest copy is indexed: a version row leaves every secondary-index key attribute
+out, and keeps aside (under :data:`VERSION_KEYS`) the fields a native index is keyed on,
+and (under :data:`VERSION_TTL`) the TTL its entity had, so that history never lands in an
+index and never expires a row at a time; reads put both back (:meth:`Versioning.decode`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
+from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.rules.indexes import IndexKeys
+from dynaorm.schema.table import LSI, TableSchema
 
-__all__ = ["LATEST_PREFIX", "VERSION_TTL", "VERSION_WIDTH", "history_sk", "parse_version_sk",
-           "version_row", "version_sk"]
+__all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
+           "history_sk", "parse_version_sk", "version_row", "version_sk"]
 
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
@@ -20,6 +28,9 @@ LATEST_PREFIX = "v0_"
 #: where a version row keeps the TTL value its entity had (never under the table's TTL
 #: attribute: DynamoDB would expire history rows one by one, leaving gaps)
 VERSION_TTL = "_version_ttl"
+#: where a version row keeps the fields a native index is keyed on (a map): under their own
+#: names they would put every version into the index
+VERSION_KEYS = "_version_keys"
 
 
 def version_sk(base: str, version: int | None) -> str:
@@ -54,15 +65,22 @@ def version_row(spec: Any, item: Item, sk: str) -> Item:
 
     A version row never carries the table's TTL attribute (history outlives its entity
     until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
-    kept aside under ``VERSION_TTL``, which reads put back (``EntitySpec.decode_fields``)."""
+    kept aside under ``VERSION_TTL``, and the fields a native index is keyed on under
+    ``VERSION_KEYS``, which reads put back (:meth:`Versioning.decode`). Each rule that binds
+    a value to its row (encryption) binds it to the version row anew."""
     keys = (spec.table.pk, spec.table.sk)
     indexed = _table_index_attributes(spec)
     row = {k: v for k, v in item.items() if k not in indexed or k in keys}
     ttl = spec.table.ttl
     if ttl is not None and ttl in row:
         row[VERSION_TTL] = row.pop(ttl)
+    versioning = spec.rules.get(Versioning)
+    aside = {a: row.pop(a) for a in versioning.native if a in row} if versioning else {}
+    if aside:
+        row[VERSION_KEYS] = {"M": aside}
     assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
+    spec.rules.rebind(row, item)
     if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
         parsed = parse_version_sk(sk)
         assert parsed is not None
@@ -78,3 +96,84 @@ def _table_index_attributes(spec: Any) -> frozenset[str]:
     # (a field stored under an index's key attribute the entity does not use is a field)
     own: frozenset[str] = spec.index_attributes
     return own | frozenset(table_wide - set(spec.stored_fields))
+
+
+def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
+                   indexes: list[IndexKeys]) -> tuple[str, str] | None:
+    if name is None:
+        return None
+    if not versioned:
+        raise DynaormError(f"{owner}.Meta.history_index needs a versioned entity")
+    index = table.index(name) if isinstance(name, str) else None
+    if not isinstance(index, LSI):
+        raise DynaormError(f"{owner}.Meta.history_index must name an LSI of table "
+                           f"{table.name!r}, got {name!r}")
+    if any(idx.name == name for idx in indexes):
+        raise DynaormError(f"{owner}.Meta.history_index {name!r} is also in Meta.indexes; "
+                           "the history index holds version rows only")
+    sk_attr = table.key_attributes(name)[1]
+    assert sk_attr is not None
+    return name, sk_attr
+
+
+@register
+class Versioning(Rule):
+    """``Meta.versioned`` (and ``Meta.history_index``): the latest copy and the version
+    rows."""
+
+    __slots__ = ("history_index", "native", "ttl")
+    name = "versioned"
+    order = 70
+    answers = {
+        "save": "puts version n+1 (where none is) and replaces the latest copy on the "
+                "condition that it is still at version n and the revision read",
+        "update": "an update of a versioned entity is planned as a save (a new version)",
+        "delete": "deletes the latest copy; history stays unless delete(history=True)",
+        "get": "reads the latest copy (version=n: that version row)",
+        "query": "only latest copies are results (begins_with v0_ on the table)",
+        "values": "as query",
+        "scan": "only latest copies (filtered on the server)",
+        "stream": "a version row's change is a Change of role 'version row' with its number",
+        "history": "history() reads version rows 1..n in order; never the latest copy",
+        "migrate": "the latest copy and every version row move together",
+        "backfill": "a change is a new version",
+        "check": "a latest copy without its version row, or gaps, are problems",
+        "export": "latest copies only; history=True writes <Entity>.history with version",
+        "search": "version rows never carry the vector attribute: never hits",
+        "messages": "version numbers are shown",
+        "logs": "as messages",
+        "spans": "as messages",
+    }
+
+    def __init__(self, history_index: tuple[str, str] | None, native: frozenset[str],
+                 ttl: str | None) -> None:
+        self.history_index, self.native, self.ttl = history_index, native, ttl
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Versioning | None:
+        versioned = bool(decl.meta.get("versioned", False))
+        history = _history_index(decl.owner, decl.meta.get("history_index"), decl.table,
+                                 versioned, list(decl.indexes))
+        if not versioned:
+            return None
+        if decl.sk is None:
+            raise DynaormError(f"{decl.owner}: a versioned entity needs a table with a sort key")
+        table = decl.table
+        native = frozenset(a for i in table.indexes if table.native(i)
+                           for a in table.key_names(i)) - {table.pk, table.sk}
+        return cls(history, native, table.ttl)
+
+    def attributes(self) -> frozenset[str]:
+        return frozenset({VERSION_TTL, VERSION_KEYS, *(self.history_index or ())[1:]})
+
+    def decode(self, item: Item) -> Item:
+        if VERSION_TTL not in item and VERSION_KEYS not in item:
+            return item
+        out = {k: v for k, v in item.items() if k not in (VERSION_TTL, VERSION_KEYS)}
+        if VERSION_TTL in item and self.ttl is not None:  # a version row's kept TTL
+            out[self.ttl] = item[VERSION_TTL]
+        out.update(item.get(VERSION_KEYS, {}).get("M", {}))
+        return out
+
+    def cost(self, role: str) -> Mapping[str, int]:
+        return {} if role == "delete" else {"version row": 1}
