@@ -12,8 +12,8 @@ unchanged, and tables that connect alike commit together.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm.client.client import Client, check_settings
 from dynaorm.client.shared import shared_client
@@ -22,6 +22,9 @@ from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.table import GSI, LSI, TableSchema
+
+if TYPE_CHECKING:
+    from dynaorm.schema.streams import Change
 
 __all__ = ["CONNECTION_KEYWORDS", "Table"]
 
@@ -116,6 +119,14 @@ class Table(TableSchema):
     """The :class:`~dynaorm.Client` this table sends through (its ``client=``, else the
     shared client of its connection keywords, chosen on first use)."""
 
+
+    def changes(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
+                ) -> Iterator[Change]:
+        """Classify DynamoDB Streams records of this table (a Lambda event's
+        ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
+        from dynaorm.schema.streams import iter_changes  # (loaded by the first stream read)
+
+        return iter_changes(self, records)
     def _bind(self) -> Client:
         with self._bind_lock:  # threads racing to the first use get one client
             if self._client is None:

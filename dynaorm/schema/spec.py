@@ -29,7 +29,6 @@ from dynaorm.schema.checks import (
 from dynaorm.schema.rules import NO_RULES, Declaration, Rules, build_rules
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
-from dynaorm.schema.rules.previous import PreviousLayout
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping, expired
@@ -44,8 +43,9 @@ if TYPE_CHECKING:
     from dynaorm.schema.rules.previous import Layout
 
 #: the rule modules, imported for their registration (every one builds for every entity)
-_RULES = (Encryption, Membership, PreviousLayout, Revision, Sharding, Stamping, Uniqueness,
-          Versioning)
+#: (the previous-layout rule registers when the first entity declaring ``Meta.previous``
+#: is built: its module is not loaded before)
+_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Versioning)
 
 __all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
 
@@ -436,6 +436,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     renames = stored_names(cls)
     check_mapping(owner, table, field_names, renames, pk, sk, list(indexes), cls)
     type_name = str(meta.get("type_name") or owner)
+    if meta.get("previous") is not None:
+        import dynaorm.schema.rules.previous  # noqa: F401 (registers its rule)
     rules = build_rules(Declaration(cls, owner, meta, table, field_names, renames, pk, sk,
                                     type_name, indexes, shards))
     check_reserved(owner, table, renames, field_names, rules)
@@ -446,7 +448,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     identity = _identity(pk, sk)
     check_shard_fields(owner, shards, field_names, identity)
     versioning, stamping = rules.get(Versioning), rules.get(Stamping)
-    encryption, previous = rules.get(Encryption), rules.get(PreviousLayout)
+    encryption, previous = rules.get(Encryption), rules.by_name.get("previous")
     spec = EntitySpec(
         cls=cls, name=owner, type_name=type_name, table=table,
         pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
@@ -459,7 +461,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         ttl_field=None if stamping is None else stamping.ttl_field,
         null_fields=_null_fields(cls),
         encrypted={} if encryption is None else encryption.fields,
-        previous=None if previous is None else previous.layout, rules=rules,
+        previous=getattr(previous, "layout", None), rules=rules,
     )
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

@@ -4,15 +4,12 @@ mapped onto it (pure: a description; :class:`dynaorm.Table` binds one to a clien
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
-
-if TYPE_CHECKING:  # (loaded by the first stream read)
-    from dynaorm.schema.streams import Change
 
 __all__ = ["GSI", "LSI", "TableSchema", "check_name"]
 
@@ -320,14 +317,6 @@ class TableSchema:
     def _carried(self) -> tuple[str, ...]:
         """Attributes an INCLUDE projection always carries (the type, the TTL)."""
         return tuple(a for a in (self.type_attribute, self.ttl) if a)
-
-    def changes(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
-                ) -> Iterator[Change]:
-        """Classify DynamoDB Streams records of this table (a Lambda event's
-        ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
-        from dynaorm.schema.streams import iter_changes
-
-        return iter_changes(self, records)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, pk={self.pk!r}, sk={self.sk!r})"
