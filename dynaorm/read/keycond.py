@@ -122,7 +122,8 @@ def plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
 def _native_value(spec: EntitySpec, name: str, value: Any) -> str:
     """A query's value of field ``name``, as its key value."""
     try:
-        return key_value(encode_value(spec.dump_field(name, value)))
+        dumped, kind = spec.dump_field(name, value), spec.kinds.get(name)
+        return key_value(encode_value(dumped) if kind is None else kind.encode(dumped))
     except (ValueError, DynaormError) as exc:
         raise KeyTemplateError(f"{spec.name}: {name}={value!r}: {exc}", field=name) from exc
 

@@ -27,7 +27,7 @@ from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import check_names
-from dynaorm.values.expressions import Condition, Placeholders
+from dynaorm.values.expressions import Condition, Placeholders, rename_paths
 from dynaorm.values.keys import key_id
 
 __all__ = ["Page", "ReadSpec"]
@@ -133,6 +133,9 @@ class ReadSpec(Generic[T]):
         if not isinstance(condition, Condition):
             raise TypeError("filter() takes a condition built from F(...)")
         check_names(self._entities, condition)
+        kinds = {n: k for e in self._entities for n, k in spec_of(e).kinds.items()}
+        if kinds:  # (values compared with a field-level kind's field: as it stores them)
+            condition = rename_paths(condition, {}, kinds)
         combined = condition if self._filter is None else self._filter & condition
         return self._with(_filter=combined)
 

@@ -147,7 +147,7 @@ def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     """The validator reading ``cls``'s items straight from their wire form
     (:mod:`dynaorm.values.fastload`), or ``None`` when every load is plain."""
     return fast_validator(cls, spec.renames, lambda: (
-        not spec.unstored and spec.ttl_field is None and not spec.encrypted
+        not spec.unstored and spec.ttl_field is None and not spec.encrypted and not spec.kinds
         and _validator(cls) == cls.__pydantic_validator__.validate_python))
 
 
@@ -357,6 +357,10 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
         raise
     if len(item) != len(data):  # some value is None (the item leaves it out): NULLs
         _store_nulls(item, data, spec)
+    for name, kind in spec.kinds.items():  # a field-level kind stores its field its way
+        attr = spec.attr(name)
+        if data.get(attr) is not None:
+            item[attr] = kind.encode(data[attr])
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)

@@ -36,7 +36,7 @@ from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, Versioning, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
-from dynaorm.values.codec import decode_item
+from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 
 if TYPE_CHECKING:
@@ -109,6 +109,9 @@ class EntitySpec:
     encrypted: Mapping[str, str] = field(default_factory=dict)
     #: the entity's rules, one tuple per hook (:class:`~dynaorm.schema.rules.Rules`)
     rules: Rules = NO_RULES
+    #: field name -> its field-level :class:`~dynaorm.values.codec.Kind` (one given in the
+    #: field's ``Annotated`` metadata): how its values are stored, whatever their class
+    kinds: Mapping[str, Kind] = field(default_factory=dict)
 
     # -- stored names --------------------------------------------------------------
     def attr(self, name: str) -> str:
@@ -406,6 +409,13 @@ def _identity(pk: KeyTemplate, sk: KeyTemplate | None) -> tuple[str, ...]:
 
 
 
+def _field_kinds(cls: type[Any]) -> dict[str, Kind]:
+    """The fields given a :class:`~dynaorm.values.codec.Kind` in their ``Annotated``
+    metadata, with it."""
+    return {name: kind for name, info in cls.model_fields.items()
+            for kind in info.metadata if isinstance(kind, Kind)}
+
+
 def _null_fields(cls: type[Any]) -> frozenset[str]:
     """The fields whose ``None`` must be stored as NULL: left out, they would reload as
     their non-None default, or fail validation when required."""
@@ -461,7 +471,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         ttl_field=None if stamping is None else stamping.ttl_field,
         null_fields=_null_fields(cls),
         encrypted={} if encryption is None else encryption.fields,
-        previous=getattr(previous, "layout", None), rules=rules,
+        previous=getattr(previous, "layout", None), rules=rules, kinds=_field_kinds(cls),
     )
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

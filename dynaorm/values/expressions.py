@@ -340,18 +340,25 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
     return out
 
 
-def rename_paths(cond: Condition, names: Mapping[str, str]) -> Condition:
-    """``cond`` with the first segment of every attribute path translated through
-    ``names`` (field name -> stored attribute name); unchanged when ``names`` is empty."""
-    if not names:
+def rename_paths(cond: Condition, names: Mapping[str, str],
+                 kinds: Mapping[str, Any] | None = None) -> Condition:
+    """``cond`` as stored: the first segment of every attribute path translated through
+    ``names`` (field name -> stored attribute name), and the values compared with a field
+    of a field-level kind (``kinds``: field name -> :class:`~dynaorm.values.codec.Kind`)
+    encoded as that kind stores them; unchanged when both are empty."""
+    if not names and not kinds:
         return cond
     if isinstance(cond, _Bool):
-        return _Bool(cond.op, tuple(rename_paths(p, names) for p in cond.parts))
+        return _Bool(cond.op, tuple(rename_paths(p, names, kinds) for p in cond.parts))
     if isinstance(cond, _Not):
-        return _Not(rename_paths(cond.inner, names))
+        return _Not(rename_paths(cond.inner, names, kinds))
     if not isinstance(cond, _Test):
         return cond
     head, dot, rest = cond.path.partition(".")
+    kind = None if dot or "[" in head or not kinds else kinds.get(head)
+    if kind is not None and cond.op not in ("attribute_exists", "attribute_not_exists"):
+        cond = replace(cond, args=tuple(a if type(a) is _Raw else _Raw(kind.encode(a))
+                                        for a in cond.args))
     return replace(cond, path=names[head] + dot + rest) if head in names else cond
 
 

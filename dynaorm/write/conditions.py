@@ -136,7 +136,7 @@ def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
     caller = entry.condition
     if caller is None:
         return ops
-    caller = rename_paths(caller, spec.renames)
+    caller = rename_paths(caller, spec.renames, spec.kinds)
     for i, op in enumerate(ops):
         o = op.origin
         if o.role in (Role.ROW, Role.LATEST):

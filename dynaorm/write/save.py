@@ -296,7 +296,7 @@ def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     # (an unconditioned overwrite fails only on the caller's condition, if any)
     fail = Fail.GONE if cond is not None else Fail.CALLER
     if caller is not None:  # ANDed in here as with_condition does (this is the first row
-        caller = rename_paths(caller, spec.renames)  # action): the action is not built
+        caller = rename_paths(caller, spec.renames, spec.kinds)  # action: built once)
         cond = caller if cond is None else all_of([cond, caller])  # twice (plan_save)
     origin = Origin(spec.cls, state.key, Role.ROW, fail, staged=index, caller=caller)
     if entry.overwrite:

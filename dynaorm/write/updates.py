@@ -338,7 +338,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         try:
             if name == self._spec.ttl_field:
                 python = encode_ttl(python, self._spec.name, name)
-            return encode_value(python)
+            kind = self._spec.kinds.get(name)
+            return encode_value(python) if kind is None or python is None else kind.encode(python)
         except DynaormError as exc:
             raise self._where_err(name, str(exc)) from exc
 
@@ -413,7 +414,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
             self._add_created_clauses(clauses)
         if spec.timestamps != (None, None):
             clauses += self._timestamp_clauses()
-        where = None if self._where is None else rename_paths(self._where, spec.renames)
+        where = None if self._where is None else rename_paths(self._where, spec.renames,
+                                                              spec.kinds)
         where = all_of([c for c in (where, *self._result_rules()) if c is not None])
         own = None if self.upsert else exists(spec.table.pk)
         cond = all_of([c for c in (own, where) if c is not None])
@@ -561,7 +563,8 @@ class StagedCheck(StagedWrite):
     def _plan_ops(self, state: InstanceState | None, index: int
                  ) -> tuple[list[Op], Outcome | None]:
         """One ConditionCheck action."""
-        cond = rename_paths(self.condition, spec_of(self.entity).renames)
+        spec = spec_of(self.entity)
+        cond = rename_paths(self.condition, spec.renames, spec.kinds)
         origin = Origin(self.entity, self.key, Role.ROW, Fail.CALLER, None, None, index, cond)
         return [ConditionCheck(self.key, cond, origin)], None
 

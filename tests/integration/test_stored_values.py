@@ -9,13 +9,14 @@ import enum
 import uuid
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from pydantic import BaseModel, Field
 
-from dynaorm import Entity
+from dynaorm import ConditionFailedError, Entity, F
 from dynaorm.testing import TestBackend
+from dynaorm.values.codec import Kind
 from tests.support.models import app
 
 
@@ -290,3 +291,49 @@ def test_a_registered_type_is_saved_read_both_ways_updated_and_compared(
     s.commit()
     assert u2.result == PricedChecked(sku="c", price=Money(15), was=Money(3))
     assert db.session().get(PricedChecked, sku="c", consistent=True) == u2.result
+
+
+# -- a field-level kind (contract 21, "Every write validated") ------------------------------
+#: a kind of ints stored as zero-padded text (a table another tool designed this way)
+PADDED = Kind("padded", (int,), "S", lambda v: {"S": f"{v:08d}"})
+
+
+class Ticket(Entity):
+    class Meta:
+        table = app
+        pk = "TICKET#{tid}"
+        sk = "T"
+
+    tid: str
+    seat: Annotated[int, PADDED]
+    row: int = 0
+
+
+def test_a_field_level_kind_is_honoured_on_every_write_and_read_path(db: TestBackend) -> None:
+    """A ``Kind`` in a field's ``Annotated`` metadata decides how that field is stored,
+    whatever the value's class: on save, update and conditions (as a string, not ``N``),
+    and every read path gives the int back (get, query, values, scan, filters)."""
+    s = db.session()
+    s.save(Ticket(tid="t1", seat=7))
+    s.save(Ticket(tid="t2", seat=12))
+    s.commit()
+    stored = {i["pk"]["S"]: i for i in db.scan_raw() if i["pk"]["S"].startswith("TICKET#")}
+    assert stored["TICKET#t1"]["seat"] == {"S": "00000007"}
+    assert stored["TICKET#t1"]["row"] == {"N": "0"}  # (other fields as usual)
+    assert s.get(Ticket, tid="t1", consistent=True) == Ticket(tid="t1", seat=7)
+    assert s.query(Ticket, tid="t2").values("seat") == [{"seat": 12}]
+    assert sorted(t.seat for t in s.scan(Ticket).filter(F("seat") == 12).all()) == [12]
+    s.update(Ticket, tid="t1").set(seat=8).where(F("seat") == 7)
+    s.commit()
+    raw = next(i for i in db.scan_raw() if i["pk"]["S"] == "TICKET#t1")
+    assert raw["seat"] == {"S": "00000008"}
+    loaded = s.get(Ticket, tid="t1", consistent=True)
+    assert loaded is not None and loaded.seat == 8
+    loaded.seat = 9
+    s.save(loaded, condition=F("seat") == 8)
+    s.commit()
+    assert next(i for i in db.scan_raw() if i["pk"]["S"] == "TICKET#t1")["seat"] == {
+        "S": "00000009"}
+    with pytest.raises(ConditionFailedError):
+        s.update(Ticket, tid="t1").set(row=1).where(F("seat") == 8)  # (it holds 9 now)
+        s.commit()
