@@ -19,6 +19,7 @@ from dynaorm.values.expressions import Condition
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
+    from dynaorm.write.records import StagedWrite
     from dynaorm.write.updates import StagedUpdate
 
 __all__ = ["BaseSession"]
@@ -120,6 +121,12 @@ class BaseSession:
 
         key = self._stage.key(self._stage.spec(entity), fields)
         self._stage.add(StagedCheck(entity, key, condition))
+
+    def stage_write(self, write: StagedWrite) -> None:
+        """Stage a write of one of dynaorm's own kinds as it is (a ``SaveEntry`` carrying
+        a job's marker): the small internal surface :mod:`dynaorm.jobs` writes through.
+        Applications use :meth:`save`, :meth:`delete`, :meth:`update` and :meth:`check`."""
+        self._stage.add(write)
 
     def rollback(self) -> None:
         """Drop everything staged."""

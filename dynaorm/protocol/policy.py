@@ -13,15 +13,17 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Final
 
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import HookLike
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "MAX_CONCURRENCY", "SERVER_ERRORS", "Budget", "Policy", "Rate",
-           "budget_of", "retryable"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "HELD_TO", "MAX_CONCURRENCY", "SERVER_ERRORS", "Budget",
+           "Policy", "Rate", "budget_of", "held_to", "retryable"]
 
 #: the failures a server answers when it could not finish a request (it may have been
 #: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
@@ -107,6 +109,23 @@ def budget_of(rate: object) -> Budget | None:
     if rate is not None and not isinstance(rate, Rate):
         raise DynaormError(f"rate= takes a dynaorm.Rate, got {rate!r}")
     return None if rate is None else Budget(rate)
+
+
+#: the budget the requests of a block of work (a job's task) are held to, in place of
+#: their client's: what :func:`held_to` sets in this context (threads a driver gathers
+#: in run in copies of it)
+HELD_TO: ContextVar[Budget | None] = ContextVar("dynaorm_held_to", default=None)
+
+
+@contextmanager
+def held_to(rate: Rate | None) -> Iterator[None]:
+    """Hold every request sent in the block (in this context) to ``rate``, whatever
+    client it goes through (``None``: their clients' own budgets)."""
+    token = HELD_TO.set(budget_of(rate))
+    try:
+        yield
+    finally:
+        HELD_TO.reset(token)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,7 +41,7 @@ from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
-from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
+from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
 __all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
            "Proto", "Send", "Step", "Stream", "Wait", "attempts", "budgeted", "call",
@@ -337,7 +337,8 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = (step.budget or policy.budget) if step.operation in CAPACITY_OPERATIONS else None
+    budget = (step.budget or HELD_TO.get() or policy.budget) if (
+        step.operation in CAPACITY_OPERATIONS) else None
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()

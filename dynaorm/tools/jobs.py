@@ -7,10 +7,11 @@ name, endpoint and region, and its share of the job's :class:`~dynaorm.Rate`; a 
 (an instance or Glue role). ``job.run(task)`` is the segment's result; running a task
 again (after a kill, or twice at once) loses and duplicates nothing:
 
-- a backfill writes a marker attribute (:data:`MARK`, the job's name) with each change,
-  conditioned on its absence and on ``save``'s conditions: an item already marked is
-  counted, never changed again, and a change another writer got to first is made again
-  from the fresh state;
+- a backfill writes a marker attribute (:data:`MARK`: the names of every job that changed
+  the item, a string set) with each change, conditioned on the marker as read and on
+  ``save``'s conditions: an item already marked with the job's name is counted, never
+  changed again (after another job's change too), and a change another writer got to
+  first is made again from the fresh state;
 - a migration moves only what is still in the previous layout, each move conditioned on
   the item as read; a check only reads (its repairs are conditioned on what they read).
 
@@ -30,18 +31,19 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
-from dynaorm.protocol.policy import Rate, budget_of
+from dynaorm.protocol.policy import Rate, budget_of, held_to
 from dynaorm.read.scan import check_segments
 from dynaorm.schema.checks import JOB_MARK
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import Entity, raw_state, spec_of
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
 from dynaorm.tools.check import check_table
 from dynaorm.tools.migrate import migrate as migrate_table
-from dynaorm.values.expressions import raw_eq
+from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
@@ -99,18 +101,15 @@ class Job:
                         files=self.template.files[i:i + 1]) for i in range(n)]
 
     def run(self, task: Task) -> tuple[int, Any]:
-        """Run one task here: ``(segment, its result)``."""
+        """Run one task here: ``(segment, its result)``, every request it sends held to
+        the task's share of the job's budget (the client's own rate is left alone: other
+        threads on it keep theirs)."""
         table = cast(Table, spec_of(task.entity).table)
         if (table.name, table.endpoint_url, table.region) != task.where:
             table.name = task.where[0]
             table.connect(*task.where[1:])
-        saved = table.db.rate
-        if task.rate is not None:
-            table.db.rate = task.rate
-        try:
+        with held_to(task.rate):
             return task.segment, _run(task, table)
-        finally:
-            table.db.rate = saved
 
     def merge(self, results: Iterable[tuple[int, Any]]) -> Any:
         """One report from the tasks' results (one per segment: a task run twice gives
@@ -199,14 +198,26 @@ def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: boo
                 options=(("fix", fix), ("page_size", page_size)))
 
 
+def _marks(item: Item | None) -> set[str]:
+    """The names of the jobs that changed a stored item (its marker: a string set; a
+    0.5 job's is one string)."""
+    av = (item or {}).get(MARK) or {}
+    return set(av.get("SS", ())) | ({av["S"]} if "S" in av else set())
+
+
 def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]:
-    """Change one item: ``("changed" | "unchanged" | "gone" | why not, conflicts)``."""
-    spec, mark = spec_of(task.entity), {MARK: {"S": task.name}}
+    """Change one item: ``("changed" | "unchanged" | "gone" | why not, conflicts)``. The
+    change writes the item's marker with every job name that changed it, this one's
+    added, on the condition that the marker is still as read (and ``save``'s own): a job
+    resumed after another job touched the item changes it once."""
+    spec = spec_of(task.entity)
     assert task.fn is not None
     for conflicts in range(ROUNDS):
         if obj is None:
             return "gone", conflicts
-        if getattr(obj._dynaorm_state, "item", {}).get(MARK) == mark[MARK]:
+        loaded = getattr(obj._dynaorm_state, "item", None)
+        marks = _marks(loaded)
+        if task.name in marks:
             return "changed", conflicts  # (by an earlier or a concurrent run)
         key = {f: obj.__dict__[f] for f in spec.lookup_fields}
         try:
@@ -215,7 +226,12 @@ def _change(session: Session, obj: Entity | None, task: Task) -> tuple[str, int]
             return f"{task.fn.__name__} raised {exc!r}", conflicts
         if new is None:
             return "unchanged", conflicts
-        session._stage.add(SaveEntry(new, condition=~raw_eq(MARK, mark[MARK]), mark=mark))
+        if new is not obj and raw_state(new) is None and type(new) is type(obj):
+            new._dynaorm_state = obj._dynaorm_state  # (a new object replaces the item read)
+        was = (loaded or {}).get(MARK)
+        session.stage_write(SaveEntry(new, condition=not_exists(MARK) if was is None else
+                                      raw_eq(MARK, was),
+                                      mark={MARK: {"SS": sorted(marks | {task.name})}}))
         try:  # (a commit clears the stage, sent or not)
             session.commit()
             return "changed", conflicts

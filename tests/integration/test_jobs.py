@@ -37,6 +37,8 @@ from tests.support.job_models import (
     Counter,
     Doc,
     add_step,
+    add_step_as_new_object,
+    add_step_if_rate_untouched,
     add_step_or_fail,
     add_step_to_even,
     jobs_table,
@@ -65,7 +67,8 @@ def _stored(cls: type[Any] = Counter) -> dict[str, Any]:
 
 
 def _marks(db: TestBackend) -> dict[str, str]:
-    return {i["pk"]["S"]: i[MARK]["S"] for i in db.scan_raw() if MARK in i}
+    """The job names each marked item holds (one name: as a string; several: joined)."""
+    return {i["pk"]["S"]: ",".join(sorted(i[MARK]["SS"])) for i in db.scan_raw() if MARK in i}
 
 
 def test_a_backfill_changes_every_item_once_in_processes(db: TestBackend) -> None:
@@ -80,6 +83,42 @@ def test_a_backfill_changes_every_item_once_in_processes(db: TestBackend) -> Non
     assert again == report
     assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
     assert check_table(jobs_table).problems == []  # (the marker is no problem to check)
+
+
+def test_a_job_resumed_after_another_job_changes_each_item_once(db: TestBackend) -> None:
+    """(0.6, contract 21) A job resumed after another job (another name) changed the
+    same items changes none of them twice: the marker keeps every job name (0.5 kept the
+    last one: the resumed job applied its change again)."""
+    values = _fill(12)
+    first = backfill(Counter, add_step, segments=2, name="grant-a")
+    done = dict([first.run(first.tasks()[0])])  # (killed after its first segment)
+    assert done[0].changed > 0
+    assert run_local(backfill(Counter, add_step, segments=2, name="grant-b")).changed == 12
+    resumed = run_local(first)
+    assert resumed.changed == 12 and resumed.conflicts == 0
+    assert {k: o.n for k, o in _stored().items()} == {
+        k: v + 2 * STEP for k, v in values.items()}
+    assert set(_marks(db).values()) == {"grant-a,grant-b"}
+
+
+def test_fn_returning_a_new_object_changes_the_item_read(db: TestBackend) -> None:
+    """(0.6) ``fn`` may return a new object in place of the one it got: it is saved as a
+    change of the item read (0.5 saved it as an insert: five conflicts an item, with no
+    other writer, and nothing changed)."""
+    values = _fill(6)
+    report = run_local(backfill(Counter, add_step_as_new_object, name="renew"))
+    assert report == BackfillReport(changed=6, conflicts=0, failed=[], scanned=6)
+    assert {k: o.n for k, o in _stored().items()} == {k: v + STEP for k, v in values.items()}
+
+
+def test_a_task_holds_its_requests_to_its_budget_not_its_client(db: TestBackend) -> None:
+    """(0.6) A task's share of the job's budget holds its own requests; the table's
+    shared client keeps its rate (0.5 swapped it for the task's length, so every other
+    thread on that client was held to the task's budget meanwhile)."""
+    _fill(4)
+    report = run_local(backfill(Counter, add_step_if_rate_untouched, name="budgeted",
+                                rate=Rate(read=1000, write=1000)))
+    assert report.changed == 4 and report.failed == []
 
 
 def test_fn_none_leaves_an_item_alone_and_a_versioned_entity_gets_its_next_version(

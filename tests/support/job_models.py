@@ -54,3 +54,17 @@ def add_step_or_fail(obj: Counter) -> Counter:
     if obj.id == "c003":
         raise ValueError("bad data")
     return add_step(obj)  # type: ignore[return-value]
+
+
+def add_step_as_new_object(obj: Counter) -> Counter:
+    """``n += 1000`` returned as a new object (not the one read): a backfill saves it in
+    place of the item read, as a change of it."""
+    return Counter(id=obj.id, n=obj.n + STEP, note=obj.note)
+
+
+def add_step_if_rate_untouched(obj: Counter) -> Counter:
+    """``n += 1000``, failing if the task's budget was put on the table's shared client
+    (a job holds its own requests to it, leaving the client's rate alone)."""
+    if jobs_table.db.rate is not None:
+        raise AssertionError(f"the client's rate was swapped: {jobs_table.db.rate}")
+    return add_step(obj)  # type: ignore[return-value]
