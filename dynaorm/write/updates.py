@@ -216,9 +216,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if name in spec.lookup_fields:
             raise self._where_err(name, "a primary-key template uses it: it cannot be "
                                   "updated (load the object and save it to move it)")
-        if name in spec.unstored or spec.attr(name) in spec.encrypted:
-            raise self._where_err(name, "it is never stored (Field(exclude=True)) or "
-                                  "Encrypted: an update cannot write it (save the object)")
+        if name in spec.unstored:
+            raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
+                                  "update cannot write it (save the object)")
+        try:  # (a rule may keep a field out of updates: an encrypted one)
+            spec.rules.refuse(method, name)
+        except DynaormError as exc:
+            raise self._where_err(name, str(exc)) from None
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
         annotation = path_type(self.entity, path)[2]

@@ -126,6 +126,12 @@ def check_encrypted_fields(run: Run) -> None:
     assert "another keyring: DecryptionError on field 'ssn'" in run.out
 
 
+def check_compressed_rule(run: Run) -> None:
+    assert "stored body: B, " in run.out and "for 4500 characters" in run.out
+    assert "read back equal: True" in run.out and "values(): True" in run.out
+    assert "filter refused: Compressed 'body' cannot be in 'condition'" in run.out
+
+
 def check_chat(run: Run) -> None:
     august = run.block('s.query(Message, room="seattle", user="amsg").begins_with(sent="2018-08")')
     assert len(august) == 2 and all("2018-08" in x and "amsg" in x for x in august)
@@ -487,4 +493,5 @@ CHECKS = {
     "outcome_proofs": check_outcome_proofs,
     "native_index": check_native_index,
     "encrypted_fields": check_encrypted_fields,
+    "compressed_rule": check_compressed_rule,
 }

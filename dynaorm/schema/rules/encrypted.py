@@ -195,9 +195,13 @@ class Encryption(Rule):
                 for a, v in item.items()}
 
     def refuse(self, use: str, name: str) -> None:
-        if name in self.names and use != "set":
-            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES.get(use, use)} (its "
-                               "stored value is ciphertext)")
+        if name not in self.names or use == "projection":  # (values() opens it)
+            return
+        if use in _USES:
+            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES[use]} (its stored "
+                               "value is ciphertext)")
+        raise DynaormError(f"Encrypted {name!r}: an update cannot {use}() it (save the "
+                           "object)")
 
     def redact(self, name: str, value: Any) -> Any:
         return "<encrypted>" if name in self.names and value is not None else value
