@@ -142,16 +142,8 @@ def check_write(op: Op, stamped: bool | None = None) -> int:
                               key=key, key_roles=roles)
         else:
             size = check_item(wire_key(key), entity=entity, key=key, key_roles=roles)
-        if isinstance(op, Update):  # set values, then clause values (the first refusal)
-            values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
-            check_values(values, entity=entity, key=key, key_roles=roles)
-            size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
-                              entity=entity, key=key, what="update")
-            if op.known is not None:  # the item it makes of the stored item must fit too
-                after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove,
-                                     op.clauses)
-                check_size(item_size(after), entity=entity, key=key,
-                           what="item after the update")
+        if isinstance(op, Update):
+            size = _update_size(op, size, stamp, entity, roles)
         if op.condition is not None:  # the values the condition carries, checked
             carried = condition_values(op.condition)
             check_values([("condition", av) for av in carried], entity=entity, key=key,
@@ -163,6 +155,22 @@ def check_write(op: Op, stamped: bool | None = None) -> int:
         if table is not None and exc.args and repr(table.name) not in str(exc.args[0]):
             exc.args = (f"{exc.args[0]} (table {table.name!r})", *exc.args[1:])
         raise
+
+
+def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
+                 roles: dict[str, str]) -> int:
+    """:func:`check_write` of an update's values (set values, then clause values: the
+    first refusal), and its size with them (``size``: its key's); the item it makes of
+    the stored item, when known, must fit too (with the revision ``stamp``)."""
+    key = op.key
+    values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+    check_values(values, entity=entity, key=key, key_roles=roles)
+    size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
+                      entity=entity, key=key, what="update")
+    if op.known is not None:
+        after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove, op.clauses)
+        check_size(item_size(after), entity=entity, key=key, what="item after the update")
+    return size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
