@@ -81,9 +81,10 @@ class User(Model):
 user = User.get("USER#u1", "PROFILE")
 assert user.name == "Alice", user
 """,
-    # the dynaorm program with a shared config file (CONFIGS): one the plain path reads, and
+    # the dynaorm program with a shared config file (CONFIGS): two the plain path reads, and
     # one with a setting it leaves to botocore's session
     "dynaorm, shared config file": "",
+    "dynaorm, retry_mode": "",
     "dynaorm, session path": "",
     "import dynaorm": "import dynaorm\n",
     "import pynamodb.models": "import pynamodb.models\n",
@@ -103,7 +104,8 @@ PROGRAMS["import pynamodb.models + one Model"] = PROGRAMS["pynamodb"].split("use
 
 #: the shared config file of the programs that run with one
 CONFIGS = {"dynaorm, shared config file": "[default]\nregion = us-east-1\noutput = json\n",
-           "dynaorm, session path": "[default]\nregion = us-east-1\nretry_mode = standard\n"}
+           "dynaorm, retry_mode": "[default]\nregion = us-east-1\nretry_mode = standard\n",
+           "dynaorm, session path": "[default]\nregion = us-east-1\nmax_attempts = 3\n"}
 #: the first get of an AsyncSession (dynaorm's own wire: no aiobotocore)
 PROGRAMS["dynaorm, AsyncSession"] = PROGRAMS["dynaorm"].replace(
     "from dynaorm import Client, Entity, Session, Table",
@@ -140,14 +142,15 @@ for _setting, (_env, _config, _configured) in SETTINGS.items():
             CONFIGS[_label] = _config
 #: the programs run on the ``--baseline`` checkout too
 DYNAORM_PROGRAMS = ("dynaorm", "dynaorm + first save", "import dynaorm",
-                    "import dynaorm + one entity", "dynaorm [a Config]")
+                    "import dynaorm + one entity", "dynaorm [a Config]", "dynaorm, retry_mode")
 #: what each row is, and the row it is compared with
 ROWS = (
     ("dynaorm", "dynaorm: import + entity + first get", "pynamodb"),
     ("dynaorm, shared config file", "dynaorm, a shared config file (region, output): the same",
      "pynamodb"),
-    ("dynaorm, session path", "dynaorm, session path (a config file with retry_mode): the same",
-     "pynamodb"),
+    ("dynaorm, retry_mode", "dynaorm, a config file with retry_mode: the same", "pynamodb"),
+    ("dynaorm, session path", "dynaorm, session path (a config file with max_attempts): "
+     "the same", "pynamodb"),
     ("boto3-resource", "boto3 resource: import + first get_item", "pynamodb"),
     ("pynamodb", "PynamoDB: import + Model + first get", "pynamodb"),
     ("dynaorm + first save", "dynaorm: import + entity + first get + first save", "pynamodb"),

@@ -56,9 +56,9 @@ class AsyncSession(BaseSession):
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:
         """``proto`` run as the session operation ``name`` on ``entities`` (awaitable),
         held to ``rate``."""
-        operation = self._operation(name, entities)  # (first: it may point the session)
+        driver, policy, operation = self._bound(name, entities)
         run = budgeted(proto, budget_of(rate)) if rate else proto
-        return self.client.async_driver.run(run, operation)
+        return cast(Awaitable[R], driver.run(run, operation, policy=policy))
 
     async def __aenter__(self) -> AsyncSession:
         return self
@@ -89,8 +89,9 @@ class AsyncSession(BaseSession):
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
-        return await self._run(commit_p(staged, self.client.policy.observed), "commit",
-                              (e._entity for e in staged))
+        driver, policy, operation = self._bound("commit", (e._entity for e in staged))
+        run = driver.run(commit_p(staged, policy.observed), operation, policy=policy)
+        return await cast(Awaitable[CommitResult], run)
 
     # -- reads ---------------------------------------------------------------------
     async def get(self, entity: type[T], *, consistent: bool = False,

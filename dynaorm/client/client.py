@@ -532,8 +532,9 @@ def session_target(target: object, kind: str) -> tuple[Any, Client]:
     client's other tables may be staged too) or a :class:`Client` (any of its tables)."""
     if isinstance(target, Client):
         return None, target
-    if isinstance(target, TableSchema) and isinstance(target.db, Client):
-        return target, target.db
+    client = target.db if isinstance(target, TableSchema) else None
+    if isinstance(client, Client):
+        return target, client
     raise DynaormError(f"{kind}() takes a dynaorm Table or Client, got {target!r}")
 
 

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.policy import MAX_CONCURRENCY
+from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
 from dynaorm.protocol.steps import Await, Emit, Gather, Send, Stream, Wait, expand
 
 __all__ = ["AsyncDriver", "SyncDriver"]
@@ -54,10 +54,12 @@ class SyncDriver:
         self.sleep: Callable[[float], object] = time.sleep
 
     def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None, *,
-            within: Operation | None = None) -> R:
+            within: Operation | None = None, policy: Policy | None = None) -> R:
         """Drive ``proto`` to its result (``operation``: what the hooks are told it is;
-        ``within``: the operation it is a gathered part of)."""
-        drive = self._drive(expand(proto, self._client.policy, operation, within=within))
+        ``within``: the operation it is a gathered part of; ``policy``: the client's, as
+        the caller read it for this operation, else read now)."""
+        drive = self._drive(expand(proto, policy or self._client.policy, operation,
+                                   within=within))
         try:
             next(drive)
         except StopIteration as stop:
@@ -149,12 +151,11 @@ class AsyncDriver:
 
     async def run(self, proto: Generator[Any, Any, R],
                   operation: Operation | None = None, *,
-                  within: Operation | None = None) -> R:
-        """Drive ``proto`` to its result (``operation``: what the hooks are told it is;
-        ``within``: the operation it is a gathered part of)."""
+                  within: Operation | None = None, policy: Policy | None = None) -> R:
+        """Drive ``proto`` to its result (as :meth:`SyncDriver.run`)."""
         if operation is not None:
             operation.session = "async"
-        steps = expand(proto, self._client.policy, operation, within=within)
+        steps = expand(proto, policy or self._client.policy, operation, within=within)
         box: list[R] = []
         try:
             if await self._until_emit(steps, box) is not None:

@@ -24,7 +24,8 @@ in its environment), without a botocore session. It accepts only when all of the
   for a region of the ``aws`` partition;
 - no shared config or credentials file, or files whose profile (``AWS_PROFILE``'s, which
   must exist then, else ``default``) holds only :data:`PROFILE_KEYS` (a region, read after
-  the environment's, the CLI's output format, credentials); no ``~/.aws/models``;
+  the environment's, the CLI's output format, credentials, a retry mode); no
+  ``~/.aws/models``;
 - every ``AWS_*`` / ``BOTO*`` variable set is in :data:`ALLOWED` (or starts with
   ``AWS_LAMBDA_``): none that changes the endpoint, credentials, TLS or config; no
   ``*_proxy`` variable, no empty ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the
@@ -79,15 +80,16 @@ _USUAL: Final = (("use_fips_endpoint", (None, False)), ("use_dualstack_endpoint"
                  ("account_id_endpoint_mode", (None, "preferred", "disabled")))
 
 #: the ``AWS_*`` variables the plain environment may set: credentials, region, the paths of
-#: the shared files (read by :func:`_profile`), and what AWS Lambda, X-Ray and the CLI set
-#: (none of which botocore reads for the endpoint, credentials, TLS or config;
+#: the shared files (read by :func:`_profile`), the retry mode (which dynaorm's ``Config``
+#: overrides), and what AWS Lambda, X-Ray and the CLI set (none of which botocore reads for
+#: the endpoint, credentials, TLS or config;
 #: ``AWS_EXECUTION_ENV`` reaches the ``User-Agent``, ``AWS_LAMBDA_FUNCTION_NAME`` the trace
 #: header, both read alike on either path)
 ALLOWED: Final = frozenset({
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
     "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_EXECUTION_ENV", "AWS_XRAY_CONTEXT_MISSING", "AWS_XRAY_DAEMON_ADDRESS",
-    "AWS_DEFAULT_OUTPUT", "AWS_PAGER", "AWS_CA_BUNDLE", "AWS_PROFILE"})
+    "AWS_DEFAULT_OUTPUT", "AWS_PAGER", "AWS_CA_BUNDLE", "AWS_PROFILE", "AWS_RETRY_MODE"})
 #: the ``Config`` options the plain environment takes: those the own wire reads of the
 #: ``Config`` as given (:func:`~dynaorm.wire.endpoint.endpoint_of`, ``user_agent_extra``
 #: last in botocore's ``User-Agent``), the region (read as the session path reads it), and
@@ -134,11 +136,13 @@ def _exists(path: str) -> bool:
 
 
 #: what the shared files' ``default`` profile may hold in the plain environment: the region
-#: (read as botocore reads it), the CLI's output format (no client reads it) and
-#: credentials (the environment's come first in botocore's chain)
+#: (read as botocore reads it), the CLI's output format (no client reads it), credentials
+#: (the environment's come first in botocore's chain) and ``retry_mode`` (a client's
+#: ``Config`` sets its retry mode, and dynaorm's always does: see ``_FORCED`` in
+#: :mod:`dynaorm.client.settings`; dynaorm retries itself)
 PROFILE_KEYS: Final = frozenset({"region", "output", "aws_access_key_id",
                                  "aws_secret_access_key", "aws_session_token",
-                                 "aws_security_token"})
+                                 "aws_security_token", "retry_mode"})
 
 
 def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | None:

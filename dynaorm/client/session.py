@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 from dynaorm.core.stage import Stage, condition_given, describe
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.hooks import Operation
-from dynaorm.protocol.policy import Rate, budget_of
+from dynaorm.protocol.policy import Policy, Rate, budget_of
 from dynaorm.read.scan import check_segments
 from dynaorm.schema.entity import Entity
 from dynaorm.schema.table import TableSchema
@@ -51,13 +51,20 @@ class BaseSession:
         client = self._stage.client
         return client.async_driver if self._async else client.driver
 
-    def _operation(self, name: str, entities: Iterable[type[Any]]) -> Operation | None:
-        """What the hooks are told a session operation is (``None``: no hook to tell);
+    def _bound(self, name: str, entities: Iterable[type[Any]]
+               ) -> tuple[Any, Policy, Operation | None]:
+        """What a session operation ``name`` on ``entities`` runs with: the session's
+        driver, its client's policy (read once an operation: the tracer check is made
+        once), and what the hooks are told the operation is (``None``: no hook to tell);
         the entities' tables checked first (a session of a client follows a table a test
         fixture pointed elsewhere: :meth:`~dynaorm.core.stage.Stage.spec`)."""
-        if self._stage.table is None:
-            entities = [self._stage.spec(e).cls for e in entities]
-        return describe(name, entities) if self._stage.client.policy.hooks else None
+        stage = self._stage
+        if stage.table is None:
+            entities = [stage.spec(e).cls for e in entities]
+        client = stage.client
+        policy = client.policy
+        return (client.async_driver if self._async else client.driver, policy,
+                describe(name, entities) if policy.hooks else None)
 
     # -- staging (no I/O) --------------------------------------------------------------
     def save(self, obj: Entity, *, overwrite: bool = False,

@@ -57,7 +57,7 @@ from dynaorm.values.records import ConditionCheck
 from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, StagedWrite
-from dynaorm.write.render import WritePlan, compile_commit, stamps
+from dynaorm.write.render import WritePlan, compile_commit
 
 __all__ = ["READS", "commit_p", "pending", "plan_p", "prepare_p", "send_p", "settle",
            "write_origins"]
@@ -257,7 +257,8 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
 
 def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:
     """The states ``outcomes`` promise, with the revision ``rev`` their rows will hold."""
-    rows = [(op.origin.table, op.key) for op in plan.ops if stamps(op)]
+    rows = [(op.origin.table, op.key) for op, stamped in zip(plan.ops, plan.stamped,
+                                                              strict=True) if stamped]
     for at, outcome in enumerate(outcomes):
         state = outcome.state
         table = spec_of(type(outcome.obj)).table

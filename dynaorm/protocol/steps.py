@@ -141,7 +141,6 @@ Proto = Generator[Step, Any, R]
 Stream = Generator[Step, Any, None]
 
 
-# complexity: the one pump of every protocol: steps, pages and how each ends, in one loop
 def expand(proto: Generator[Any, Any, R], policy: Policy,
            operation: Operation | None = None, *, paged: bool = False,
            within: Operation | None = None) -> Generator[Primitive, Any, R]:
@@ -190,14 +189,19 @@ def expand(proto: Generator[Any, Any, R], policy: Policy,
                     value = yield step
             except Exception as exc:  # thrown into the protocol, which may handle it
                 error = exc
-    except BaseException as exc:  # the protocol failed, or was cancelled or closed mid-way:
-        if current is not None and not (emitted and type(exc) is GeneratorExit):
-            current.error = exc  # the operation with it (not a consumer that had enough)
+    except BaseException as exc:  # the protocol failed, or was cancelled or closed mid-way
+        _failed(current, emitted, exc)
         raise
     finally:
         proto.close()
         if current is not None:
             _close_all(end(hooks, current, tokens))
+
+
+def _failed(current: Operation | None, emitted: bool, exc: BaseException) -> None:
+    """The open operation ended by ``exc`` (not a consumer of its items that had enough)."""
+    if current is not None and not (emitted and type(exc) is GeneratorExit):
+        current.error = exc
 
 
 def _page(hooks: Sequence[HookLike], operation: Operation, current: Operation | None,
@@ -301,7 +305,7 @@ def _judged(policy: Policy, step: Call, error: RequestError, number: int,
     """Whether ``step``'s request may have been applied after ``error`` failed attempt
     ``number``: an earlier attempt may have been, or this one, unless it was a server error
     (5xx) its probe proves unapplied (then it is retried; a probe that fails proves
-    nothing)."""
+    nothing). Raises ``error`` as the last attempt's when no other may follow."""
     if (error.maybe_applied and not maybe_applied and number < policy.max_attempts
             and error.code in SERVER_ERRORS and step.probe is not None):
         assert step.unapplied is not None
@@ -311,7 +315,11 @@ def _judged(policy: Policy, step: Call, error: RequestError, number: int,
             pass
         else:
             error.maybe_applied = not step.unapplied(out.get("Item"))
-    return maybe_applied or error.maybe_applied
+    maybe_applied = maybe_applied or error.maybe_applied
+    if number >= policy.max_attempts or not retryable(error) or (
+            maybe_applied and not step.idempotent):
+        raise _last(error, number, maybe_applied)
+    return maybe_applied
 
 
 def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError:
@@ -323,7 +331,6 @@ def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError
     return error
 
 
-# complexity: one loop holds the retry rules, the hooks and the capacity budget in order
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
     """The retry protocol of one :class:`Call`: at most ``policy.max_attempts`` attempts
@@ -369,9 +376,6 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
         if budget is not None:
             budget.judge(error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
-        if number >= policy.max_attempts or not retryable(error) or (
-                maybe_applied and not step.idempotent):
-            raise _last(error, number, maybe_applied)
         delay = min(policy.backoff(number), policy.max_wait - waited)
         if delay > 0:
             yield Wait(delay)

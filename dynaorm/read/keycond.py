@@ -128,13 +128,29 @@ def _native_value(spec: EntitySpec, name: str, value: Any) -> str:
         raise KeyTemplateError(f"{spec.name}: {name}={value!r}: {exc}", field=name) from exc
 
 
-# complexity: DynamoDB's rules for such a query, each checked once (shape, types, limits)
 def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
                  cond: SortCondition | None) -> KeyPlan:
     """The key condition of a query of a native index: ``=`` on every partition attribute
     and on a leading run of sort attributes (``fields``, by field name), then ``cond`` on
     the sort attribute after them. Anything DynamoDB would refuse is refused here."""
     names = spec.stored_fields
+    given, after, bounds = _native_shape(spec, gsi, fields, cond)
+    values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
+    ends = tuple(_native_value(spec, names[a], b[a]) for b in bounds for a in b)
+    keyed = zip((*given, *(a for b in bounds for a in b)), (*values, *ends), strict=True)
+    for attr, value in keyed:  # each value, as DynamoDB Local refuses it (not their sum)
+        check_key_value(names[attr], key_av(value), "sort" if attr in gsi.range_keys else
+                        "partition", entity=f"{spec.name} (index {gsi.name!r})", key=fields)
+    return KeyPlan(gsi.name, given[0], after, (values[0],), None if cond is None else _OPS.get(
+        cond.op, cond.op), ends, extra=tuple(zip(given[1:], values[1:], strict=True)))
+
+
+def _native_shape(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
+                  cond: SortCondition | None
+                  ) -> tuple[tuple[str, ...], str | None, list[dict[str, Any]]]:
+    """The attributes a query of native index ``gsi`` gives with ``=`` (every partition
+    attribute, a leading run of sort attributes), the sort attribute after them, and
+    ``cond``'s bounds by attribute; refused unless DynamoDB takes that shape."""
     attrs = [spec.attr(f) for f in fields if f in spec.field_names]
     run = len(list(itertools.takewhile(attrs.__contains__, gsi.range_keys)))
     given, after = (*gsi.hash_keys, *gsi.range_keys[:run]), (*gsi.range_keys, None)[run]
@@ -145,14 +161,7 @@ def _native_plan(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
         raise KeyTemplateError(f"{spec.name}: a query of native index {gsi.name!r} takes "
                                f"{list(gsi.hash_keys)}, a leading run of {list(gsi.range_keys)}"
                                " and a condition on the next one (begins_with: a string)")
-    values = [_native_value(spec, names[a], fields[names[a]]) for a in given]
-    ends = tuple(_native_value(spec, names[a], b[a]) for b in bounds for a in b)
-    keyed = zip((*given, *(a for b in bounds for a in b)), (*values, *ends), strict=True)
-    for attr, value in keyed:  # each value, as DynamoDB Local refuses it (not their sum)
-        check_key_value(names[attr], key_av(value), "sort" if attr in gsi.range_keys else
-                        "partition", entity=f"{spec.name} (index {gsi.name!r})", key=fields)
-    return KeyPlan(gsi.name, given[0], after, (values[0],), None if cond is None else _OPS.get(
-        cond.op, cond.op), ends, extra=tuple(zip(given[1:], values[1:], strict=True)))
+    return given, after, bounds
 
 
 _OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN"}

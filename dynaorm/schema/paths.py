@@ -56,9 +56,6 @@ def path_parts(path: str) -> list[str | int]:
     return [name or int(index) for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
 
 
-# A walk down a path: a branch for each kind of step (an Optional or Annotated unwrapped, a
-# model's field, a list's index, a map's key) and for each refusal.
-# complexity: one walk, a branch per kind of step and per refusal (see above)
 def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
     """What the attribute ``path`` (``"address.city"``, ``"tags[0]"``) of an object of
     ``cls`` is: (the model declaring it, its name there, its annotation; for a map's value
@@ -68,27 +65,40 @@ def path_type(cls: type[Any], path: str) -> tuple[type[Any] | None, str, Any]:
     owner: type[Any] | None = None
     part: Any = ""
     for part in path_parts(path):
-        args = [a for a in typing.get_args(ann) if a is not type(None)]
-        if typing.get_origin(ann) in (typing.Union, types.UnionType, typing.Annotated):
-            ann = args[0] if len(args) == 1 or typing.get_origin(ann) is typing.Annotated else Any
-        origin, inner = typing.get_origin(ann) or ann, typing.get_args(ann)
+        ann = _unwrapped(ann)
         if ann is Any:
             return None, str(part), Any
-        fields = getattr(ann, "model_fields", None) if isinstance(ann, type) else None
-        if fields is not None and isinstance(part, str):
-            found = [n for n, i in fields.items() if part in (n, i.alias)]
-            if not found:
-                raise InvalidValueError(f"{cls.__name__}: {path!r}: {ann.__name__} has no "
-                                        f"field {part!r}")
-            owner, part, ann = ann, found[0], fields[found[0]].annotation
-        elif isinstance(part, int) and origin in (list, tuple) and inner:
-            owner, ann = None, inner[0]
-        elif isinstance(part, str) and origin in (dict, Mapping) and len(inner) == 2:
-            owner, ann = None, inner[1]
-        else:
-            what = "an index" if isinstance(part, int) else "a key"
-            raise InvalidValueError(f"{cls.__name__}: {path!r}: {what} on {ann!r}")
+        owner, part, ann = _step(cls, path, ann, part)
     return owner, str(part), ann
+
+
+def _unwrapped(ann: Any) -> Any:
+    """``ann`` out of its ``Optional`` or ``Annotated`` (``Any`` for a union of types)."""
+    if typing.get_origin(ann) not in (typing.Union, types.UnionType, typing.Annotated):
+        return ann
+    args = [a for a in typing.get_args(ann) if a is not type(None)]
+    return args[0] if len(args) == 1 or typing.get_origin(ann) is typing.Annotated else Any
+
+
+def _step(cls: type[Any], path: str, ann: Any, part: str | int
+          ) -> tuple[type[Any] | None, str | int, Any]:
+    """One step of :func:`path_type` down ``ann``: a model's field (the model, the field's
+    name, its annotation), a list's index or a map's key (``None``, ``part``, the element's
+    or value's annotation); refused otherwise."""
+    origin, inner = typing.get_origin(ann) or ann, typing.get_args(ann)
+    fields = getattr(ann, "model_fields", None) if isinstance(ann, type) else None
+    if fields is not None and isinstance(part, str):
+        found = [n for n, i in fields.items() if part in (n, i.alias)]
+        if not found:
+            raise InvalidValueError(f"{cls.__name__}: {path!r}: {ann.__name__} has no "
+                                    f"field {part!r}")
+        return ann, found[0], fields[found[0]].annotation
+    if isinstance(part, int) and origin in (list, tuple) and inner:
+        return None, part, inner[0]
+    if isinstance(part, str) and origin in (dict, Mapping) and len(inner) == 2:
+        return None, part, inner[1]
+    what = "an index" if isinstance(part, int) else "a key"
+    raise InvalidValueError(f"{cls.__name__}: {path!r}: {what} on {ann!r}")
 
 
 def check_names(classes: Iterable[type[Any]], cond: Any) -> None:

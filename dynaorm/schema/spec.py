@@ -81,7 +81,6 @@ class EntitySpec:
     indexes: tuple[IndexKeys, ...]
     shards: Mapping[str, int]
     field_names: frozenset[str]
-    identity_fields: tuple[str, ...] = field(default=())
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
     null_fields: frozenset[str] = field(default=frozenset())
@@ -212,8 +211,8 @@ class EntitySpec:
         gives a stable crc32 bucket in ``0..N-1``."""
         rule = self.shard_rules.get(target) or Shards(self.shards[target])
         if target == "primary" and rule.by is not None:  # get() knows only the key fields
-            values = {f: values[f] for f in self.identity_fields if f in values}
-        return rule.pick(values, self.identity_fields, self.name, target)
+            values = {f: values[f] for f in self.lookup_fields if f in values}
+        return rule.pick(values, self.lookup_fields, self.name, target)
 
     def _with_shard(self, values: Mapping[str, Any], target: str) -> Mapping[str, Any]:
         if target not in self.shards:
@@ -278,8 +277,7 @@ class EntitySpec:
     def lookup_fields(self) -> tuple[str, ...]:
         """Fields a caller passes to ``get``: those of the primary templates, minus shard
         (computed once: every write and lookup asks)."""
-        names = [*self.pk.fields, *(self.sk.fields if self.sk else ())]
-        return tuple(dict.fromkeys(n for n in names if n != SHARD_FIELD))
+        return _identity(self.pk, self.sk)
 
     @functools.cached_property
     def has_rules(self) -> bool:
@@ -295,9 +293,8 @@ class EntitySpec:
     @functools.cached_property
     def index_attributes(self) -> frozenset[str]:
         """The secondary-index key attributes this entity writes (an LSI shares the pk)."""
-        return frozenset(a for idx in self.indexes
-                         for a in ((idx.sk_attr,) if idx.local else (idx.pk_attr, idx.sk_attr))
-                         if a)
+        membership = self.rules.get(Membership)
+        return frozenset() if membership is None else membership.attributes()
 
     def owns(self, item: Item | None) -> bool:
         """Whether a stored item is one of this entity's (by its discriminator, or by the
@@ -455,8 +452,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     uniques = () if unique is None else unique.rules
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
                                          {f for rule in uniques for f in rule.fields})
-    identity = _identity(pk, sk)
-    check_shard_fields(owner, shards, field_names, identity)
+    check_shard_fields(owner, shards, field_names, _identity(pk, sk))
     versioning, stamping = rules.get(Versioning), rules.get(Stamping)
     encryption, previous = rules.get(Encryption), rules.by_name.get("previous")
     spec = EntitySpec(
@@ -464,7 +460,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
         key_only=key_only, unstored=unstored, versioned=versioning is not None,
         indexes=indexes, shards={t: r.count for t, r in shards.items()},
-        field_names=field_names, identity_fields=identity, shard_rules=shards,
+        field_names=field_names, shard_rules=shards,
         history_index=None if versioning is None else versioning.history_index,
         renames=renames,
         timestamps=(None, None) if stamping is None else stamping.fields,

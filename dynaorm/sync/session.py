@@ -48,9 +48,9 @@ class Session(BaseSession):
              entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
         """``proto`` run as the session operation ``name`` on ``entities``, held to
         ``rate``."""
-        operation = self._operation(name, entities)  # (first: it may point the session)
+        driver, policy, operation = self._bound(name, entities)
         run = budgeted(proto, budget_of(rate)) if rate else proto
-        return self.client.driver.run(run, operation)
+        return cast(R, driver.run(run, operation, policy=policy))
 
     def __enter__(self) -> Session:
         return self
@@ -76,8 +76,9 @@ class Session(BaseSession):
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
-        return self._run(commit_p(staged, self.client.policy.observed), "commit",
-                              (e._entity for e in staged))
+        driver, policy, operation = self._bound("commit", (e._entity for e in staged))
+        run = driver.run(commit_p(staged, policy.observed), operation, policy=policy)
+        return cast(CommitResult, run)
 
     # -- reads ---------------------------------------------------------------------
     def get(self, entity: type[T], *, consistent: bool = False, version: int | None = None,

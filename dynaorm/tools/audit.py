@@ -194,13 +194,18 @@ class _Auditor:
         return value if isinstance(value, str) else None
 
     def action(self, kind: str, key: Key, condition: Condition | None,
-               item: Item | None = None) -> dict[str, Any]:
-        ph = Placeholders()
+               item: Item | None = None, update: str | None = None,
+               ph: Placeholders | None = None) -> dict[str, Any]:
+        """One action of a fix (``update``: an ``Update``'s expression, rendered with
+        ``ph``, the placeholders the condition then adds to)."""
+        ph = ph or Placeholders()
         body: dict[str, Any] = {"TableName": self.table.name}
         if item is not None:
             body["Item"] = item
         else:
             body["Key"] = self.key_av(key)
+        if update is not None:
+            body["UpdateExpression"] = update
         if condition is not None:
             body["ConditionExpression"] = condition.render(ph)
         return {kind: ph.apply(body)}
@@ -380,12 +385,8 @@ class _Auditor:
                 else f"REMOVE {ph.name(ttl)}")
         cond = all_of(self.unchanged(guard, (OWNER_PK, OWNER_SK, UNIQUE_FIELD, ttl,
                                              self.table.type_attr)))
-        assert cond is not None
-        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
-                                "UpdateExpression": expr,
-                                "ConditionExpression": cond.render(ph)}
         okey = self.key_of(owner)
-        fix = ({"Update": ph.apply(body)},
+        fix = (self.action("Update", key, cond, update=expr, ph=ph),
                self.action("ConditionCheck", okey, all_of(self.unchanged(
                    owner, (ttl, self.table.type_attr)))))
         shown = "none" if have is None else _shown(have)
@@ -403,14 +404,11 @@ class _Auditor:
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
         expr = (f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}")
-        cond = all_of(self.unchanged(row, (ttl,)))
-        assert cond is not None
-        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
-                                "UpdateExpression": expr,
-                                "ConditionExpression": cond.render(ph)}
+        fix = (self.action("Update", key, all_of(self.unchanged(row, (ttl,))), update=expr,
+                           ph=ph),)
         self.problems.append(Problem("history-ttl", key, (
             f"version row carries the TTL attribute {ttl!r} ({_shown(row[ttl])}): DynamoDB "
-            "would delete it alone, leaving a gap in the history"), ({"Update": ph.apply(body)},)))
+            "would delete it alone, leaving a gap in the history"), fix))
 
     def check_keys(self, only: Iterable[Key] | None = None) -> None:
         """Table keys and index key attributes against the templates."""
@@ -469,11 +467,7 @@ class _Auditor:
         fields = [spec.attr(f) for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
         typed = (self.table.type_attribute,) if self.table.type_attribute else ()
         cond = all_of(self.unchanged(item, (*fields, *wrong, *typed)))
-        assert cond is not None
-        body: dict[str, Any] = {"TableName": self.table.name, "Key": self.key_av(key),
-                                "UpdateExpression": expr,
-                                "ConditionExpression": cond.render(ph)}
-        fix = ({"Update": ph.apply(body)},)
+        fix = (self.action("Update", key, cond, update=expr, ph=ph),)
         shown = ", ".join(f"{a} {_shown(item.get(a))!r} -> "
                           f"{want.get(a, '(none)')!r}" for a in wrong)
         self.problems.append(Problem("stale-index", key, f"{spec.name}: {shown}", fix))

@@ -160,7 +160,28 @@ def _previous_rows(spec: EntitySpec) -> list[tuple[str, str]]:
             ("", f"stored names {renamed or 'unchanged'}")]
 
 
-# complexity: one row per kind of key (primary, template and native indexes, unique rules)
+def _index_rows(spec: EntitySpec) -> list[tuple[str, str]]:
+    """The entity's template indexes, and the native indexes that key its attributes."""
+    rows = []
+    for idx in spec.indexes:
+        kind = "LSI" if idx.local else "GSI"
+        rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
+                                                         else "") + f"   ({kind})"))
+    for name in spec.table.indexes:  # a native index: every entity with its attributes
+        if (gsi := spec.table.native(name)) and set(gsi.hash_keys) <= spec.stored_fields.keys():
+            rows.append((name, f"native GSI pk {gsi.hash_keys}   sk {gsi.range_keys}"))
+    return rows
+
+
+def _unique_rows(spec: EntitySpec) -> list[tuple[str, str]]:
+    """The entity's unique rules, one row each (``-`` for none)."""
+    rows = [("unique" if i == 0 else "", f"{rule.field} (prefix {rule.prefix}"
+             f"{_normalize_name(rule.normalize)}"
+             f"{f', scope {rule.scope.source}' if rule.scope else ''})")
+            for i, rule in enumerate(spec.uniques)]
+    return rows or [("unique", "-")]
+
+
 def describe_entity(spec: EntitySpec) -> list[str]:
     """The lines ``dynaorm describe`` prints for one entity."""
     named = spec.type_name + ("   (the class name: renaming the class renames it; keep "
@@ -169,19 +190,7 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     key = f"pk {spec.pk.source}" + (f"   sk {spec.sk.source}" if spec.sk else "")
     rows.append(("primary", key + ("   (latest copy v0_<sk>, versions v<n>_<sk>)"
                                    if spec.versioned else "")))
-    for idx in spec.indexes:
-        kind = "LSI" if idx.local else "GSI"
-        rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
-                                                         else "") + f"   ({kind})"))
-    for name in spec.table.indexes:  # a native index: every entity with its attributes
-        if (gsi := spec.table.native(name)) and set(gsi.hash_keys) <= spec.stored_fields.keys():
-            rows.append((name, f"native GSI pk {gsi.hash_keys}   sk {gsi.range_keys}"))
-    for i, rule in enumerate(spec.uniques):
-        scope = f", scope {rule.scope.source}" if rule.scope else ""
-        rows.append(("unique" if i == 0 else "", f"{rule.field} (prefix {rule.prefix}"
-                     f"{_normalize_name(rule.normalize)}{scope})"))
-    if not spec.uniques:
-        rows.append(("unique", "-"))
+    rows += _index_rows(spec) + _unique_rows(spec)
     rows.append(("versioned", "yes (field 'version')" if spec.versioned else "no"))
     rows.append(("shards", ", ".join(f"{k}: {n}" for k, n in spec.shards.items()) or "-"))
     for i, pattern in enumerate(access_patterns(spec)):

@@ -11,7 +11,7 @@ Pure: a plan is plain data, built and checked without I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -32,7 +32,7 @@ from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put
 from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
-           "check_batch_put", "check_write", "compile_commit", "key_roles", "stamps"]
+           "check_batch_put", "check_write", "compile_commit", "stamps"]
 
 MAX_ACTIONS = 100
 MAX_REQUEST_BYTES = 4 * 1024 * 1024
@@ -47,10 +47,11 @@ def stamps(op: Op) -> bool:
 
 def render_op(op: Op, rev: str | None = None) -> tuple[str, dict[str, Any]]:
     """(operation name for a single request, request body) of one action; ``rev``: the
-    revision a row's put or update stamps (:mod:`~dynaorm.schema.rules.revision`)."""
+    revision it stamps, if it :func:`stamps` one (:mod:`~dynaorm.schema.rules.revision`)."""
     ph = Placeholders()
-    body: dict[str, Any] = {"TableName": op.origin.table.name}
-    stamp = stamp_of(op.origin.table, rev) if stamps(op) else {}
+    table = op.origin.table
+    body: dict[str, Any] = {"TableName": table.name}
+    stamp = stamp_of(table, rev) if rev is not None else {}
     if isinstance(op, Put):
         name = "PutItem"
         body["Item"] = {**op.item, **stamp} if stamp else op.item
@@ -117,53 +118,59 @@ _TRANSACT_NAME = {"PutItem": "Put", "UpdateItem": "Update", "DeleteItem": "Delet
 
 
 # -- the gate every write passes ---------------------------------------------------------
-def key_roles(entity: type[Any], key: PlainKey) -> dict[str, str]:
-    """Key attributes an item of ``entity`` may carry: name -> "partition" or "sort"
-    (the table's and every index's; for what is not an entity, the key's own, pk first)."""
-    spec = getattr(entity, "__dynaorm_spec__", None)
-    if spec is None or spec.cls is not entity:
-        return {a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
-    roles: dict[str, str] = spec.table.key_roles()
-    return roles
-
-
-def check_write(op: Op) -> int:
+def check_write(op: Op, stamped: bool | None = None) -> int:
     """Refuse before sending anything DynamoDB would refuse in one write action (see
     :mod:`dynaorm.values.limits`); returns the bytes it adds to a request. A refusal names
-    the action's table (a commit may write to several).
+    the action's table (a commit may write to several). ``stamped``: whether the action
+    :func:`stamps` the request's revision (``None``: asked here).
 
-    Keys, item attributes, update values and condition values are all checked; a Put's
-    item, and an update's result when the stored item is known, must fit in 400 KB."""
+    Keys, item attributes, update values and condition values are all checked (the key
+    attributes, the table's and every index's, within their limits; for what is not an
+    entity, the key's own, pk first); a Put's item, and an update's result when the stored
+    item is known, must fit in 400 KB."""
     entity, key = op.origin.entity.__name__, op.key
+    spec = getattr(op.origin.entity, "__dynaorm_spec__", None)
+    table = spec.table if spec is not None and spec.cls is op.origin.entity else None
     # (the revision the request will add: its size counts toward the row's 400 KB)
-    stamp = stamp_of(op.origin.table, "0" * 16) if stamps(op) else None
+    stamp = stamp_of(op.origin.table, "0" * 16) if (
+        stamps(op) if stamped is None else stamped) else None
     try:
-        roles = key_roles(op.origin.entity, key)
+        roles = table.key_roles() if table is not None else {
+            a: "partition" if i == 0 else "sort" for i, a in enumerate(key)}
         if isinstance(op, Put):  # the item's size, then its key, then every value
             size = check_item({**op.item, **stamp} if stamp else op.item, entity=entity,
                               key=key, key_roles=roles)
         else:
             size = check_item(wire_key(key), entity=entity, key=key, key_roles=roles)
-        if isinstance(op, Update):  # set values, then clause values (the first refusal)
-            values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
-            check_values(values, entity=entity, key=key, key_roles=roles)
-            size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
-                              entity=entity, key=key, what="update")
-            if op.known is not None:  # the item it makes of the stored item must fit too
-                after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove,
-                                     op.clauses)
-                check_size(item_size(after), entity=entity, key=key,
-                           what="item after the update")
+        if isinstance(op, Update):
+            size = _update_size(op, size, stamp, entity, roles)
         if op.condition is not None:  # the values the condition carries, checked
-            carried = [("condition", av) for av in condition_values(op.condition)]
-            check_values(carried, entity=entity, key=key, key_roles={})
-            size += sum(value_size(av) for _, av in carried)
+            carried = condition_values(op.condition)
+            check_values([("condition", av) for av in carried], entity=entity, key=key,
+                         key_roles={})
+            size += sum(map(value_size, carried))
         return size
     except DynaormError as exc:
-        table = getattr(getattr(op.origin.entity, "__dynaorm_spec__", None), "table", None)
+        table = getattr(spec, "table", None)
         if table is not None and exc.args and repr(table.name) not in str(exc.args[0]):
             exc.args = (f"{exc.args[0]} (table {table.name!r})", *exc.args[1:])
         raise
+
+
+def _update_size(op: Update, size: int, stamp: Item | None, entity: str,
+                 roles: dict[str, str]) -> int:
+    """:func:`check_write` of an update's values (set values, then clause values: the
+    first refusal), and its size with them (``size``: its key's); the item it makes of
+    the stored item, when known, must fit too (with the revision ``stamp``)."""
+    key = op.key
+    values = [*op.set.items(), *[(a, av) for _, a, av in op.clauses if av is not None]]
+    check_values(values, entity=entity, key=key, key_roles=roles)
+    size = check_size(size + sum(text_size(a) + value_size(av) for a, av in values),
+                      entity=entity, key=key, what="update")
+    if op.known is not None:
+        after = updated_item({**op.known, **(stamp or {})}, op.set, op.remove, op.clauses)
+        check_size(item_size(after), entity=entity, key=key, what="item after the update")
+    return size
 
 
 def check_batch_put(entity: type[Any], key: PlainKey, item: Item) -> int:
@@ -184,8 +191,11 @@ class WritePlan:
     commit may write to several tables of one client); the limits count the whole plan."""
 
     ops: tuple[Op, ...]
+    #: whether each action :func:`stamps` the request's revision, in order
+    stamped: tuple[bool, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "stamped", tuple(map(stamps, self.ops)))
         if len(self.ops) > MAX_ACTIONS:
             first = self.ops[0].origin
             raise TransactionTooLargeError(
@@ -193,8 +203,8 @@ class WritePlan:
                 f"{first.owner_key}; tables {', '.join(map(repr, self.tables))}); "
                 f"DynamoDB allows {MAX_ACTIONS} per transaction")
         total = 0
-        for op in self.ops:
-            total += check_write(op)
+        for op, stamped in zip(self.ops, self.stamped, strict=True):
+            total += check_write(op, stamped)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(
@@ -222,7 +232,7 @@ class WritePlan:
         """The one-item request (PutItem/UpdateItem/DeleteItem) of a one-action plan
         (``rev``: the revision it stamps, see :func:`render_op`)."""
         (op,) = self.ops
-        name, body = render_op(op, rev)
+        name, body = render_op(op, rev if self.stamped[0] else None)
         if isinstance(op, Update) and op.clauses:
             body["ReturnValues"] = "ALL_NEW"  # s.update(): the stored entity afterwards
         return name, body
@@ -231,8 +241,8 @@ class WritePlan:
         """The TransactWriteItems request, actions in plan order (``rev``: the revision
         its rows' writes stamp)."""
         items = []
-        for op in self.ops:
-            name, body = render_op(op, rev)
+        for op, stamped in zip(self.ops, self.stamped, strict=True):
+            name, body = render_op(op, rev if stamped else None)
             items.append({_TRANSACT_NAME[name]: body})
         return {"TransactItems": items, "ClientRequestToken": token}
 

@@ -233,20 +233,16 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                   f"{annotation!r}")
         return kind
 
-    # Each refusal of an action is its own rule, checked in the order the guide lists them
-    # (the path, overlaps, required, frozen, None), then the value's validation.
-    # complexity: one rule after another, as the guide lists them (see above)
     def _add(self, method: str, values: Mapping[str, Any]) -> StagedUpdate[T]:
+        """``method``'s actions on ``values`` (path: value), each refusal its own rule, in
+        the order the guide lists them (the path, overlaps, required, frozen, None), then
+        the value's validation."""
         for name, value in values.items():
             kind = self._check_writable(name, method)
             owner, leaf, _ = path_type(self.entity, name)
             info = owner.model_fields[leaf] if owner else FieldInfo()
             frozen = info.frozen or self.entity.model_fields[_head(name)].frozen
-            if any(_overlap(name, n) for n in self._actions):
-                raise self._where_err(name, "overlaps another path of this update")
-            if name in self._actions and self._actions[name][0] != method:
-                raise self._where_err(name, f"already has a {self._actions[name][0]}() "
-                                      "in this update")
+            self._check_apart(name, method)
             if method == "remove":
                 if owner is not None and info.is_required():
                     raise self._where_err(name, "a required field cannot be removed")
@@ -261,17 +257,31 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 raise self._where_err(name, "it is frozen (Field(frozen=True)): an update "
                                       "cannot change it (set_default() sets it where "
                                       "the item has none)")
-            checked = (_validate_field(owner, leaf, value) if owner is not None and method in (
-                "set", "set_default") else field_adapter(self.entity, name, method not in (
-                    "set", "set_default")).validate_python(value))
-            if kind is SET and method in ("add", "discard") and not checked:
-                raise self._where_err(name, f"{method}() needs a non-empty set")
-            prev = self._actions.get(name)
-            if prev is not None and kind is not None and method in kind.actions:
-                # they accumulate (discarding both: discarding their union)
-                checked = kind.actions["add" if method == "discard" else method](prev[1], checked)
-            self._actions[name] = (method, checked)
+            self._actions[name] = (method, self._checked(method, name, owner, leaf, kind, value))
         return self
+
+    def _check_apart(self, name: str, method: str) -> None:
+        """Refuse a path that overlaps another of this update, or has another action."""
+        if any(_overlap(name, n) for n in self._actions):
+            raise self._where_err(name, "overlaps another path of this update")
+        if name in self._actions and self._actions[name][0] != method:
+            raise self._where_err(name, f"already has a {self._actions[name][0]}() "
+                                  "in this update")
+
+    def _checked(self, method: str, name: str, owner: type[Any] | None, leaf: str,
+                 kind: Kind | None, value: Any) -> Any:
+        """``value`` validated for ``method`` on path ``name`` (of field ``leaf`` of model
+        ``owner``, of ``kind``), and accumulated with the action the path has already
+        (discarding both: discarding their union)."""
+        writes = method in ("set", "set_default")
+        checked = (_validate_field(owner, leaf, value) if owner is not None and writes
+                   else field_adapter(self.entity, name, not writes).validate_python(value))
+        if kind is SET and method in ("add", "discard") and not checked:
+            raise self._where_err(name, f"{method}() needs a non-empty set")
+        prev = self._actions.get(name)
+        if prev is not None and kind is not None and method in kind.actions:
+            checked = kind.actions["add" if method == "discard" else method](prev[1], checked)
+        return checked
 
     # -- planning (pure) ---------------------------------------------------------------
     @property

@@ -40,7 +40,7 @@ from dynaorm.values.limits import (
     value_size,
 )
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role, Update
-from dynaorm.write.render import check_write, compile_commit, key_roles
+from dynaorm.write.render import check_write, compile_commit
 from dynaorm.write.save import SaveEntry
 from tests.support.models import Note, User
 from tests.support.recording import Requests
@@ -216,7 +216,7 @@ def test_the_gate_sizes_and_checks_a_put_by_the_item_rule(attrs: dict[str, Any],
     key = {"pk": pk, "sk": "NOTE"}
     item = {**attrs, **wire_key(key)}
     origin = Origin(Note, key, Role.ROW, Fail.EXISTS)
-    roles = key_roles(Note, key)
+    roles = spec_of(Note).table.key_roles()  # (every key attribute the gate knows)
     sent = {**item, **REV}  # (0.5: a row's put carries its revision)
     try:
         expected: Any = check_item(sent, entity="Note", key=key, key_roles=roles,

@@ -73,6 +73,7 @@ _VARIABLES: dict[str, list[str]] = {
     "AWS_USE_DUALSTACK_ENDPOINT": ["true"],
     "AWS_DEFAULTS_MODE": ["standard"],
     "AWS_MAX_ATTEMPTS": ["2"],
+    "AWS_RETRY_MODE": ["adaptive", "legacy"],
     "AWS_SDK_UA_APP_ID": ["myapp"],
     "AWS_SOMETHING_NEW": ["1"],
     "BOTO_DISABLE_CRT": ["true"],
@@ -82,6 +83,8 @@ _CONFIG = ["[default]\nregion = sa-east-1\n", "[default]\nendpoint_url = http://
            "[profile default]\nRegion = eu-south-1\n", "[default]\nmax_attempts = 3\n",
            "[default]\nregion =\n  nested = x\n", "[default]\nregion = us west\n",
            "[default]\nregion = us-west-1\n[profile other]\nendpoint_url = http://x:1\n",
+           "[default]\nregion = eu-west-2\nretry_mode = adaptive\n",
+           "[default]\nretry_mode = standard\n[other]\nretry_mode = legacy\n",
            "[default]\nregion = eu-west-2\nservices = mine\n[services mine]\ndynamodb =\n"
            "  endpoint_url = http://127.0.0.1:9\n", "not an ini file [", "[default]\nregion\n"]
 _CREDENTIALS = ["[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n",
@@ -277,6 +280,7 @@ def _default_keys(text: str) -> set[str]:
     (None, None, {"AWS_CA_BUNDLE": "/etc/ssl/corporate.pem"}),  # (a Lambda's, a proxy's CA)
     (None, None, {"REQUESTS_CA_BUNDLE": "/etc/ssl/requests.pem"}),
     (None, None, {"AWS_CA_BUNDLE": "/a.pem", "REQUESTS_CA_BUNDLE": "/b.pem"}),
+    (None, None, {"AWS_RETRY_MODE": "adaptive"}),  # (a client's Config sets its own)
 ])
 def test_the_plain_environments_are_taken(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                           endpoint_url: str | None, region: str | None,
@@ -313,8 +317,8 @@ def test_anything_else_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 
 
 @pytest.mark.parametrize("path, plain, declined", [
-    (".aws/config", "[default]\nregion = eu-west-2\noutput = json\n",
-     "[default]\nregion = eu-west-2\nretry_mode = adaptive\n"),
+    (".aws/config", "[default]\nregion = eu-west-2\noutput = json\nretry_mode = adaptive\n",
+     "[default]\nregion = eu-west-2\nmax_attempts = 3\n"),
     (".aws/credentials", "[default]\naws_access_key_id = A\naws_secret_access_key = S\n",
      "[default]\naws_access_key_id = A\ncredential_process = /bin/creds\n"),
     (".aws/config", "", "[default\nregion = eu-west-2\n"),
