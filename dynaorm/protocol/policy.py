@@ -81,8 +81,14 @@ class Budget:
         self.lock = threading.Lock()
 
     def wait(self, operation: str) -> float:
-        """Seconds a request of ``operation`` waits before it is sent."""
-        write = operation in _WRITES
+        """Seconds a request of ``operation`` waits before it is sent: until its kind's
+        units are paid for; a request to another service (``"kms:Decrypt"``), which
+        consumes none, until both kinds' are."""
+        if ":" in operation:
+            return max(self._until(True), self._until(False))
+        return self._until(operation in _WRITES)
+
+    def _until(self, write: bool) -> float:
         limit = self.rate.write if write else self.rate.read
         return max(0.0, self.free[write] - self.clock()) if limit else 0.0
 

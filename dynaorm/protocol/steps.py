@@ -45,7 +45,8 @@ from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
 
 __all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
            "Proto", "Send", "Step", "Stream", "Wait", "attempts", "budgeted", "call",
-           "consume", "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
+           "consume", "debug_logged", "expand", "forward", "gather", "other_service", "pull",
+           "with_capacity"]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -77,6 +78,10 @@ class Call:
     unapplied: Callable[[dict[str, Any] | None], bool] | None = None
     #: the capacity budget of the read or bulk call it is part of (``None``: the client's)
     budget: Budget | None = None
+    #: a request to another AWS service (its ``operation`` named ``service:Name``, e.g.
+    #: ``"kms:Decrypt"``): the botocore client of that service it goes through, or a
+    #: region name (``None``: the client's own, for its region; see :class:`Send`)
+    via: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +89,21 @@ class Send:
     """Send ``request`` once; the step's result is the response (a failure is thrown in
     as a :class:`~dynaorm.RequestError`). ``reader``: a wire holding the answer's checked
     bytes may give what it returns instead (``None``: it declines; the answer decodes as
-    always); a wire without bytes ignores it."""
+    always); a wire without bytes ignores it. An ``operation`` named ``service:Name``
+    (:func:`other_service`) is a request to another AWS service (KMS), which the client
+    sends through botocore's client of that service (``via``: the one to use, or a
+    region name; ``None``: the client's own)."""
 
     operation: str
     request: dict[str, Any]
     reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    via: Any = None
+
+
+def other_service(operation: str) -> bool:
+    """Whether ``operation`` is a request to another AWS service than DynamoDB
+    (``"kms:GenerateDataKey"``): it consumes no capacity units, and names no table."""
+    return ":" in operation
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +270,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         attempt.sent = True
         began = time.perf_counter()
         try:
-            attempt.response = answer = yield Send(step.operation, request)
+            attempt.response = answer = yield Send(step.operation, request, via=step.via)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
@@ -333,11 +348,14 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     :func:`~dynaorm.protocol.policy.retryable` allows, and never a resend of a request that
     is not idempotent after an attempt that may have been applied (a server error its
     ``probe`` proves unapplied is retried). The request and its consumed capacity are
-    recorded into the commit being recorded, if any. Returns the response, or raises the
+    recorded into the commit being recorded, if any. A capacity budget holds every
+    request; one to another service (KMS: :func:`other_service`) consumes no units of it
+    but waits, as any request does, while it is spent. Returns the response, or raises the
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = (step.budget or policy.budget) if step.operation in CAPACITY_OPERATIONS else None
+    counted = step.operation in CAPACITY_OPERATIONS  # (another service's waits, uncounted)
+    budget = (step.budget or policy.budget) if counted or other_service(step.operation) else None
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
@@ -355,17 +373,17 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             out, error = yield from _attempt(hooks, step, request, number, within)
         else:
             try:
-                out, error = (yield Send(step.operation, request, step.reader)), None
+                out, error = (yield Send(step.operation, request, step.reader, step.via)), None
             except RequestError as exc:
                 out, error = None, exc
         if error is None:
             assert out is not None
-            if budget is not None:
+            if budget is not None and counted:
                 budget.spent(step.operation, sum(capacity_of(out).values()))
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
-        if budget is not None:
+        if budget is not None and counted:
             budget.judge(error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (
