@@ -54,8 +54,8 @@ class Keyring:
     max_age: float = 300.0
     max_uses: int = 100_000
     key_id: str
-    #: the ids of the keys whose data keys it unwraps (``key_id`` and ``previous``'s)
     key_ids: frozenset[str]
+    """The ids of the keys whose data keys it unwraps (``key_id`` and ``previous``'s)."""
     mac_key_id: str | None = None
     """The id of the key unique encrypted values are MAC'd under (``None``: none; an
     entity with a unique encrypted field refuses this keyring)."""
@@ -151,7 +151,7 @@ class Keyring:
             raise KeyringError(f"{type(self).__name__}, key {key_id!r}: {exc}",
                                key_id=key_id) from exc
         except (KeyError, TypeError) as exc:
-            raise KeyringError(f"{type(self).__name__}: the answer for key {key_id!r} lacks "
+            raise KeyringError(f"{type(self).__name__}, key {key_id!r}: the answer lacks "
                                f"{exc}", key_id=key_id) from exc
 
     # -- using (pure: from the caches) -------------------------------------------------
@@ -282,8 +282,10 @@ class StaticKeyring(Keyring):
         self.key_id = _key_id(key)
         """The id of ``key``: the first 16 hex digits of its SHA-256."""
         self.key_ids = frozenset(self._by_id)
+        """The ids of ``key`` and of each of ``previous``."""
         source = None if mac_key is None else _checked(mac_key, "mac_key")
         self.mac_key_id = None if source is None else _key_id(source)
+        """The id of ``mac_key`` (``None``: none given)."""
         self._mac_key = None if source is None else hmac.new(source, b"unique",
                                                              "sha256").digest()
 
@@ -321,6 +323,7 @@ class KmsKeyring(Keyring):
         super().__init__(previous)
         self.key_id, self.mac_key_id = key_id, mac_key_id
         self.key_ids = frozenset((key_id, *self.previous))
+        """``key_id`` and the ids of ``previous``."""
         self.client = client
         """The botocore KMS client requests go through (``None``: the dynaorm client's)."""
         self.region = region
@@ -339,7 +342,10 @@ class KmsKeyring(Keyring):
     def _new(self, origins: tuple[Any, ...]) -> Proto[tuple[bytes, bytes]]:
         out = yield from self._kms("GenerateDataKey", {"KeyId": self.key_id,
                                                        "KeySpec": "AES_256"}, origins)
-        return bytes(out["Plaintext"]), bytes(out["CiphertextBlob"])
+        key, wrapped = out["Plaintext"], out["CiphertextBlob"]
+        if not isinstance(key, bytes) or len(key) != 32 or not isinstance(wrapped, bytes):
+            raise TypeError("an AES_256 data key (32 bytes) and its wrapped form")
+        return key, wrapped
 
     def _unwrap(self, key_id: str, wrapped: bytes, origins: tuple[Any, ...]) -> Proto[bytes]:
         out = yield from self._kms("Decrypt", {"CiphertextBlob": wrapped, "KeyId": key_id},

@@ -338,6 +338,15 @@ def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError
     return error
 
 
+def _held(policy: Policy, step: Call) -> Budget | None:
+    """The capacity budget ``step``'s request is held to (the read's or bulk call's, else
+    the client's): every request that consumes capacity, and every request to another
+    service (which waits on it, consuming none); not a table's administration."""
+    if step.operation in CAPACITY_OPERATIONS or other_service(step.operation):
+        return step.budget or policy.budget
+    return None
+
+
 # complexity: one loop holds the retry rules, the hooks and the capacity budget in order
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
@@ -354,8 +363,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    counted = step.operation in CAPACITY_OPERATIONS  # (another service's waits, uncounted)
-    budget = (step.budget or policy.budget) if counted or other_service(step.operation) else None
+    budget = _held(policy, step)
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
@@ -378,12 +386,12 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
                 out, error = None, exc
         if error is None:
             assert out is not None
-            if budget is not None and counted:
+            if budget is not None:
                 budget.spent(step.operation, sum(capacity_of(out).values()))
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out
-        if budget is not None and counted:
+        if budget is not None:
             budget.judge(error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (

@@ -420,6 +420,32 @@ class Member(Entity):
     plan: Encrypted[str] = "free"
 
 
+class Diary(Entity):
+    """Versioned: its history."""
+
+    class Meta:
+        table = kvault
+        pk = "DIARY#{diary_id}"
+        sk = "DIARY"
+        versioned = True
+
+    diary_id: str
+    entry: Encrypted[str]
+    version: int = 0
+
+
+class Memo(Entity):
+    """No rule but encryption: the bulk calls."""
+
+    class Meta:
+        table = kvault
+        pk = "MEMO#{memo_id}"
+        sk = "MEMO"
+
+    memo_id: str
+    text: Encrypted[str]
+
+
 @dataclass
 class Kms:
     """``kvault`` on the test's engine, and the KMS its client asks."""
@@ -531,6 +557,63 @@ def test_kms_rotation_reads_old_values_and_refuses_a_dropped_key(kv: Kms) -> Non
     with pytest.raises(DecryptionError) as info:
         kv.tb.session().get(Member, member_id="m2")
     assert info.value.key_id == second
+
+
+def test_every_read_and_write_path_asks_kms_first(kv: Kms) -> None:
+    """Each read decodes only after asking for the data keys it has not unwrapped, each
+    write encodes only after asking for a data key (a fresh keyring before each step:
+    nothing known): history, get_many, query, an overwrite, bulk saves and deletes."""
+    seen = Requests(kvault)
+    s = kv.tb.session()
+    _save(s, Diary(diary_id="d0", entry="first"))
+    kvault.keyring = kv.keyring()
+    d = s.get(Diary, diary_id="d0")
+    d.entry = "second"
+    _save(s, d)
+    kvault.keyring = kv.keyring()
+    assert [x.entry for x in s.history(Diary, diary_id="d0")] == ["first", "second"]
+    kvault.keyring = kv.keyring()
+    s.save_many([Memo(memo_id=f"m{i}", text=f"memo {i}") for i in range(3)])
+    kvault.keyring = kv.keyring()
+    assert [x.text for x in s.get_many(Memo, [{"memo_id": "m1"}, {"memo_id": "m2"}])
+            if x is not None] == ["memo 1", "memo 2"]
+    kvault.keyring = kv.keyring()
+    assert s.query(Memo, memo_id="m2").one().text == "memo 2"
+    kvault.keyring = kv.keyring()
+    s.save(Memo(memo_id="m1", text="over"), overwrite=True)
+    s.commit()
+    kvault.keyring = kv.keyring()
+    loaded = s.get_many(Memo, [{"memo_id": "m1"}, {"memo_id": "m2"}])
+    kvault.keyring = kv.keyring()
+    s.save_many([x for x in loaded if x is not None])  # loaded: each planned on its item
+    kvault.keyring = kv.keyring()
+    s.delete_many([x for x in loaded if x is not None])
+    assert [x.memo_id for x in s.scan(Memo).all()] == ["m0"]
+    assert seen.operations.count("kms:GenerateDataKey") == 5
+
+
+def test_check_and_streams_ask_kms_through_the_client(kv: Kms) -> None:
+    """``dynaorm check`` audits guards by the MACs of the values it reads, and a stream's
+    images open: both ask KMS (Decrypt, GenerateMac) through the table's client."""
+    from dynaorm.tools.audit import audit_table
+    from dynaorm.tools.check import check_table
+
+    _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"),
+          Member(member_id="m2", email="bob@example.com"))
+    kvault.keyring = kv.keyring()
+    seen = Requests(kvault)
+    result = check_table(kvault)
+    assert (result.scanned, result.problems) == (4, [])
+    assert "kms:Decrypt" in seen.operations and "kms:GenerateMac" in seen.operations
+    kvault.keyring = kv.keyring()
+    assert audit_table(kvault) == (4, [])
+    raw = next(i for i in kv.tb.scan_raw() if i["pk"]["S"] == "MEMBER#m1")
+    kvault.keyring = kv.keyring()
+    seen.calls.clear()
+    (change,) = kvault.changes([{"eventName": "INSERT", "dynamodb": {"NewImage": raw}}])
+    assert seen.operations == []  # (an image opens when it is read)
+    assert change.new.email == "ada@example.com"
+    assert seen.operations == ["kms:Decrypt"]
 
 
 @pytest.mark.sync_only  # (the sync driver's sleep)
@@ -804,3 +887,50 @@ def test_a_keyring_pickles_without_its_key_material() -> None:
                                                          "m")
     with pytest.raises(NotPrepared):
         kms.data_key()
+
+
+def test_a_hostile_kms_answer_is_a_keyring_error_never_a_key() -> None:
+    """What a KMS endpoint answers is read from the network (botocore parses it first): a
+    success without a data key, or with one of the wrong size, a body that is not JSON,
+    server errors and cut connections past the attempts: each a KeyringError naming the
+    key, never a data key that is not one; a server error once is retried."""
+    import base64
+
+    import botocore.config
+
+    from tests.support.hostile import Reply, answer, json_body, serving
+
+    good = {"KeyId": "k", "Plaintext": base64.b64encode(b"d" * 32).decode(),
+            "CiphertextBlob": base64.b64encode(b"w" * 40).decode()}
+    failed = answer(json_body({"__type": "KMSInternalException", "message": "down"}),
+                    status="500 Internal Server Error")
+    cases: list[tuple[list[bytes | None], str | None]] = [
+        ([answer(json_body({"KeyId": "k"}))], "lacks"),
+        ([answer(json_body({**good, "Plaintext": base64.b64encode(b"short").decode()}))],
+         "32 bytes"),
+        ([answer(b"<html>not json</html>")], "lacks"),
+        ([failed, failed, failed], "KMSInternalException.*after 3 attempts"),
+        ([None, None, None], "ConnectionError.*after 3 attempts"),  # (closed, no answer)
+        ([failed, answer(json_body(good))], None),
+    ]
+    client = Client(endpoint_url="http://127.0.0.1:1", max_attempts=3)  # (KMS only)
+    client.driver.sleep = lambda seconds: None
+    for replies, refused in cases:
+        def script(n: int, body: bytes, replies: list[bytes | None] = replies) -> Reply:
+            data = replies[min(n, len(replies)) - 1]
+            return Reply(close=True) if data is None else Reply(data)
+
+        with serving(script) as server:
+            kms = boto3.client("kms", endpoint_url=server.url, region_name="us-east-1",
+                               aws_access_key_id="x", aws_secret_access_key="x",
+                               config=botocore.config.Config(retries={"total_max_attempts": 1}))
+            ring = KmsKeyring("k", client=kms)
+            if refused is None:
+                client.driver.run(ring.prepare(writing=True))
+                assert ring.data_key()[0] == b"d" * 32 and len(server.bodies) == 2
+                continue
+            with pytest.raises(KeyringError, match=refused) as info:
+                client.driver.run(ring.prepare(writing=True))
+            assert info.value.key_id == "k"
+            with pytest.raises(NotPrepared):
+                ring.data_key()
