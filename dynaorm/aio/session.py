@@ -89,7 +89,8 @@ class AsyncSession(BaseSession):
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
-        return await self._run(commit_p(staged, self.client.policy.observed), "commit",
+        return await self._run(commit_p(staged, self.client.policy.observed,
+                                        self._stage.keyed), "commit",
                               (e._entity for e in staged))
 
     # -- reads ---------------------------------------------------------------------

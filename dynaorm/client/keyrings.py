@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Generator, Iterable
+from collections.abc import Container, Generator, Iterable
 from typing import Any, Final, TypeVar
 
 from dynaorm.errors import KeyringError, RequestError
@@ -106,28 +106,19 @@ class Keyring:
             key, blob = yield from self._asked(self._new(origins), self.key_id)
             with self._lock:
                 self._use(key, blob)
-        pairs = [p for p in dict.fromkeys(wrapped) if p[0] in self.key_ids]
-        for pair in self._missing(self._keys, pairs):
+        pairs = dict.fromkeys(p for p in wrapped if p[0] in self.key_ids)
+        for pair in [p for p in pairs if not isinstance(self._keys.get(p), bytes)]:
             found = yield from self._unwrapped(pair, origins)
             with self._lock:
                 self._keys[pair] = found
-        texts = list(dict.fromkeys(macs))
-        for text in self._missing(self._macs, texts):
+        texts = dict.fromkeys(macs)
+        for text in [t for t in texts if t not in self._macs]:
             mac = yield from self._asked(self._mac(text, origins), self.mac_key_id or "?")
             with self._lock:
                 self._macs[text] = mac
         with self._lock:
             _trim(self._keys, pairs)
             _trim(self._macs, texts)
-
-    def _missing(self, cache: dict[Any, Any], wanted: list[Any]) -> list[Any]:
-        """The entries of ``wanted`` that ``cache`` lacks (or holds a failure for); those
-        it holds are made its newest (kept longest)."""
-        with self._lock:
-            for entry in wanted:
-                if isinstance(cache.get(entry), bytes | str):
-                    cache[entry] = cache.pop(entry)
-            return [e for e in wanted if not isinstance(cache.get(e), bytes | str)]
 
     def _unwrapped(self, pair: tuple[str, bytes], origins: tuple[Any, ...]
                    ) -> Proto[bytes | Exception]:
@@ -183,36 +174,26 @@ class Keyring:
             return current[0], current[1]
 
     def unwrap(self, key_id: str, wrapped: bytes) -> bytes:
-        """The data key ``wrapped`` under key ``key_id``; a key it does not hold, or a
-        data key that does not unwrap, raises (:func:`~dynaorm.schema.rules.encrypted.
-        open_value` makes it a :class:`~dynaorm.DecryptionError`)."""
+        """The data key ``wrapped`` under key ``key_id`` (prepared, or made where the
+        keyring makes it itself); a key it does not hold, or a data key that does not
+        unwrap, raises (:func:`~dynaorm.schema.rules.encrypted.open_value` makes it a
+        :class:`~dynaorm.DecryptionError`)."""
         found = self._keys.get((key_id, wrapped))
         if found is None:
             if key_id not in self.key_ids:
                 raise KeyError(f"key {key_id!r} is not in this keyring")
-            try:
-                found = _local(self, self._unwrap(key_id, wrapped, ()),
-                               f"the data key of a value under key {key_id!r}")
-            except NotPrepared:
-                raise
-            except Exception as exc:
-                found = exc
-            with self._lock:
-                self._keys[(key_id, wrapped)] = found
-                _trim(self._keys, ())
+            found = _local(self, self._unwrap(key_id, wrapped, ()),
+                           f"the data key of a value under key {key_id!r}")
         if isinstance(found, Exception):
             raise found
         return found
 
     def mac(self, text: str) -> str:
-        """The keyed HMAC-SHA256 of ``text`` (hex) a unique encrypted field's guard holds."""
+        """The keyed HMAC-SHA256 of ``text`` (hex) a unique encrypted field's guard holds
+        (prepared, or made where the keyring makes it itself)."""
         found = self._macs.get(text)
-        if found is None:
-            found = _local(self, self._mac(text, ()), "the MAC of a unique value")
-            with self._lock:
-                self._macs[text] = found
-                _trim(self._macs, ())
-        return found
+        return found if found is not None else _local(self, self._mac(text, ()),
+                                                      "the MAC of a unique value")
 
     def check(self, entities: Iterable[type[Any]]) -> None:
         """Refuse to serve ``entities`` (of a table or client this keyring is bound to)
@@ -239,15 +220,12 @@ def _local(keyring: Keyring, proto: Generator[Any, Any, R], what: str) -> R:
                       "first; code that seals or opens values itself must too")
 
 
-def _trim(cache: dict[Any, Any], keep: Iterable[Any]) -> None:
+def _trim(cache: dict[Any, Any], keep: Container[Any]) -> None:
     """Drop ``cache``'s oldest entries beyond :data:`CACHED`, but none of ``keep`` (what
-    a running prepare asked for: made the newest)."""
-    kept = set(keep)
-    while len(cache) > CACHED:
-        oldest = next(iter(cache))
-        if oldest in kept:
-            return
-        del cache[oldest]
+    a running prepare asked for)."""
+    if (excess := len(cache) - CACHED) > 0:
+        for entry in [e for e in cache if e not in keep][:excess]:
+            del cache[entry]
 
 
 def _key_id(key: bytes) -> str:

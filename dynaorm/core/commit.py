@@ -149,10 +149,12 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
         request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
 
-def commit_p(staged: list[StagedWrite], observed: bool) -> Proto[CommitResult]:
+def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True
+             ) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
     (reads to prepare included). ``observed``: hooks are attached (requests carry their
-    actions' origins)."""
+    actions' origins); ``keyed``: an entity of ``staged`` may need key material
+    (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells)."""
     if not staged:
         return CommitResult()
     again: Collection[int] = ()
@@ -160,7 +162,8 @@ def commit_p(staged: list[StagedWrite], observed: bool) -> Proto[CommitResult]:
     with recording() as result:
         for round_ in range(1, ROUNDS + 1):
             prepared = yield from prepare_p(staged, again)
-            plan, outcomes = yield from keyed_plan_p(prepared)
+            plan, outcomes = (yield from keyed_plan_p(prepared)) if keyed else (
+                compile_commit(prepared))
             if not plan.ops:
                 break
             try:

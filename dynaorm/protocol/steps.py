@@ -43,10 +43,10 @@ from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import SERVER_ERRORS, Budget, Policy, retryable
 
-__all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
-           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "budgeted", "call",
-           "consume", "debug_logged", "expand", "forward", "gather", "other_service", "pull",
-           "with_capacity"]
+__all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
+           "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
+           "budgeted", "call", "consume", "debug_logged", "expand", "forward", "gather",
+           "pull", "with_capacity"]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -56,6 +56,11 @@ _DEBUG = 10
 CAPACITY_OPERATIONS: Final = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
     "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
+#: the requests a capacity budget holds: those that consume capacity, and the KMS
+#: requests of keyrings (named ``service:Name``), which wait on it, consuming none; not a
+#: table's administration
+HELD_OPERATIONS: Final = CAPACITY_OPERATIONS | {
+    "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,20 +95,14 @@ class Send:
     as a :class:`~dynaorm.RequestError`). ``reader``: a wire holding the answer's checked
     bytes may give what it returns instead (``None``: it declines; the answer decodes as
     always); a wire without bytes ignores it. An ``operation`` named ``service:Name``
-    (:func:`other_service`) is a request to another AWS service (KMS), which the client
-    sends through botocore's client of that service (``via``: the one to use, or a
-    region name; ``None``: the client's own)."""
+    (``"kms:Decrypt"``: a ``:`` tells) is a request to another AWS service, which the
+    client sends through botocore's client of that service (``via``: the one to use, or
+    a region name; ``None``: the client's own)."""
 
     operation: str
     request: dict[str, Any]
     reader: Callable[[bytes], dict[str, Any] | None] | None = None
     via: Any = None
-
-
-def other_service(operation: str) -> bool:
-    """Whether ``operation`` is a request to another AWS service than DynamoDB
-    (``"kms:GenerateDataKey"``): it consumes no capacity units, and names no table."""
-    return ":" in operation
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,15 +337,6 @@ def _last(error: RequestError, number: int, maybe_applied: bool) -> RequestError
     return error
 
 
-def _held(policy: Policy, step: Call) -> Budget | None:
-    """The capacity budget ``step``'s request is held to (the read's or bulk call's, else
-    the client's): every request that consumes capacity, and every request to another
-    service (which waits on it, consuming none); not a table's administration."""
-    if step.operation in CAPACITY_OPERATIONS or other_service(step.operation):
-        return step.budget or policy.budget
-    return None
-
-
 # complexity: one loop holds the retry rules, the hooks and the capacity budget in order
 def attempts(policy: Policy, step: Call, within: Operation | None = None
              ) -> Generator[Primitive, Any, dict[str, Any]]:
@@ -357,13 +347,13 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     :func:`~dynaorm.protocol.policy.retryable` allows, and never a resend of a request that
     is not idempotent after an attempt that may have been applied (a server error its
     ``probe`` proves unapplied is retried). The request and its consumed capacity are
-    recorded into the commit being recorded, if any. A capacity budget holds every
-    request; one to another service (KMS: :func:`other_service`) consumes no units of it
-    but waits, as any request does, while it is spent. Returns the response, or raises the
+    recorded into the commit being recorded, if any. A capacity budget holds the
+    requests of :data:`HELD_OPERATIONS`: a KMS one consumes no units of it, but waits, as
+    any does, while it is spent. Returns the response, or raises the
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = _held(policy, step)
+    budget = (step.budget or policy.budget) if step.operation in HELD_OPERATIONS else None
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()

@@ -76,7 +76,8 @@ class Session(BaseSession):
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
-        return self._run(commit_p(staged, self.client.policy.observed), "commit",
+        return self._run(commit_p(staged, self.client.policy.observed,
+                                  self._stage.keyed), "commit",
                               (e._entity for e in staged))
 
     # -- reads ---------------------------------------------------------------------

@@ -109,12 +109,12 @@ def header_of(av: Any) -> tuple[str, bytes] | None:
     """``(key id, wrapped data key)`` of a value :func:`seal_value` sealed (any format),
     or ``None`` for anything else."""
     try:
-        blob = bytes(av["B"])
+        blob = av["B"]  # (not copied: a large binary value is only looked at)
         n = blob[1]
         end = 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
         if blob[0] not in (1, ROW_BOUND) or len(blob) < end:
             return None
-        return blob[2:2 + n].decode(), blob[4 + n:end]
+        return bytes(blob[2:2 + n]).decode(), bytes(blob[4 + n:end])
     except (KeyError, IndexError, TypeError, ValueError):
         return None
 
@@ -248,10 +248,11 @@ class Encryption(Rule):
                    decl.cls) if fields else None
 
     def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
-        """The keyring's data keys of the values stored in ``items`` (any row: those it
-        cannot have written are skipped), and, ``writing``, one for new values."""
-        wrapped = {found for item in items for attr in self.fields.keys() & item.keys()
-                   if (found := header_of(item[attr])) is not None}
+        """The keyring's data keys of the values sealed in ``items`` (any row, any
+        attribute: under an old layout's name too; a value under a key the keyring does
+        not hold is skipped), and, ``writing``, one for new values."""
+        wrapped = dict.fromkeys(found for item in items for av in item.values()
+                                if "B" in av and (found := header_of(av)) is not None)
         if wrapped or writing:
             origins = () if self.entity is None else (self.entity,)
             yield from keyring_of(self.table).prepare(wrapped, writing=writing,
