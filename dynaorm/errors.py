@@ -21,6 +21,7 @@ __all__ = [
     "ItemNotFoundError",
     "ItemTooLargeError",
     "KeyTemplateError",
+    "KeyringError",
     "MultipleResultsError",
     "OutcomeUnknownError",
     "RequestError",
@@ -47,6 +48,21 @@ class DecryptionError(DynaormError):
         """The field whose value did not decrypt."""
         self.key_id = key_id
         """The id of the key the value was written under (``"?"``: unreadable)."""
+
+
+class KeyringError(DynaormError):
+    """A keyring could not give the key material a read or a write needs, or refuses to
+    serve: a KMS request failed after its retries (a missing or disabled key, access
+    denied, a key of the wrong kind, a throttle that outlived the attempts: the
+    :class:`RequestError` is its ``__cause__``), a key of the wrong size, or a keyring
+    without a MAC key for an entity with a unique encrypted field. Raised before the
+    write it was for is sent: nothing of it is stored."""
+
+    def __init__(self, message: str, *, key_id: str) -> None:
+        super().__init__(message)
+        self.key_id = key_id
+        """The id of the key at fault (a KMS key id, alias or ARN as the keyring names
+        it; a :class:`~dynaorm.StaticKeyring`'s key id)."""
 
 
 class KeyTemplateError(DynaormError, ValueError):

@@ -13,7 +13,10 @@ from _support import run
 
 from dynaorm import DecryptionError, Encrypted, Entity, StaticKeyring, Table, Unique
 
-clinic = Table("dynaorm-example-encrypted", keyring=StaticKeyring(os.urandom(32)))
+KEY = os.urandom(32)
+#: the data keys' wrapping key, and the key the unique ssn's guard MAC is keyed with (it
+#: outlives rotations of the first: StaticKeyring(new, previous=[KEY], mac_key=KEY))
+clinic = Table("dynaorm-example-encrypted", keyring=StaticKeyring(KEY, mac_key=KEY))
 
 
 class Patient(Entity):
@@ -40,7 +43,7 @@ def main() -> None:
         print("read back:", got.ssn)
         print("found by value:", found.patient_id)
         old = clinic.keyring
-        clinic.keyring = StaticKeyring(os.urandom(32), previous=[])  # another key entirely
+        clinic.keyring = StaticKeyring(os.urandom(32), mac_key=KEY)  # another data key
         try:
             db.session().get(Patient, patient_id="p1")
         except DecryptionError as exc:

@@ -90,7 +90,8 @@ class AsyncSession(BaseSession):
 
         staged = self._stage.take()
         driver, policy, operation = self._bound("commit", (e._entity for e in staged))
-        run = driver.run(commit_p(staged, policy.observed), operation, policy=policy)
+        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed), operation,
+                         policy=policy)
         return await cast(Awaitable[CommitResult], run)
 
     # -- reads ---------------------------------------------------------------------

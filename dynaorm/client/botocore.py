@@ -20,7 +20,12 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from dynaorm.client.settings import client_settings, default_session, local_only
+from dynaorm.client.settings import (
+    client_settings,
+    default_session,
+    local_only,
+    service_settings,
+)
 from dynaorm.errors import (
     AnswerLostError,
     BadAnswerError,
@@ -222,6 +227,8 @@ class BotocoreWire:
         #: per loop, what closes its aiobotocore client when the loop ends
         self._keepers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = (
             weakref.WeakKeyDictionary())
+        #: the botocore clients of other services (KMS), by (service, region)
+        self._services: dict[tuple[str, str | None], Any] = {}
 
     @property
     def client(self) -> Any:
@@ -244,6 +251,43 @@ class BotocoreWire:
                             f"{owner.endpoint_url!r}: {exc}") from exc
                 made = self._client
         return made
+
+    def service(self, name: str, region: str | None = None) -> Any:
+        """The botocore client of another AWS service (``"kms"``) the owner's requests to
+        it go through (``region``: of another region than the owner's), made on first use
+        from the owner's botocore session, region, ``Config`` and ``verify``, its endpoint
+        as botocore configures that service (:func:`~dynaorm.client.settings.
+        service_settings`); shared by threads, as botocore's clients may be."""
+        key = (name, region)
+        made = self._services.get(key)
+        if made is None:
+            with self._lock:
+                made = self._services.get(key)
+                if made is None:
+                    import botocore.config
+
+                    owner = self._owner
+                    session = owner._botocore_session()
+                    kwargs, options = service_settings(
+                        session, name, region or owner.region, endpoint_url=owner.endpoint_url,
+                        owner=owner._label, config=owner.config, verify=owner.verify)
+                    made = self._services[key] = session.create_client(
+                        name, config=botocore.config.Config(**options), **kwargs)
+        return made
+
+    def send_to(self, operation: str, request: dict[str, Any], via: Any = None
+                ) -> dict[str, Any]:
+        """Send a request to another service (``operation`` named ``service:Name``) once,
+        through ``via`` (a botocore client of that service; a region name: the owner's
+        client of that region; ``None``: the owner's own): its failures mapped as
+        DynamoDB's are (:func:`botocore_error`)."""
+        service, _, name = operation.partition(":")
+        try:
+            client = self.service(service, via) if via is None or isinstance(via, str) else via
+            answer: dict[str, Any] = getattr(client, method_name(name))(**request)
+            return answer
+        except Exception as exc:
+            _raise(operation, request, exc)
 
     def where(self) -> tuple[str, str] | None:
         """The endpoint URL and region of a client made so far (``None``: none yet)."""

@@ -143,8 +143,9 @@ class Client:
         """The endpoint given (``None``: the configured one, or AWS's for the region)."""
         self.region = region
         """The region given (``None``: the configured one)."""
+        self._keyring: Any = None
+        self._registries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
         self.keyring = keyring
-        """The keyring of ``Encrypted`` fields of its tables without one of their own."""
         self.config = config
         """The ``botocore.config.Config`` given (``None``: none)."""
         self.wire = wire
@@ -172,7 +173,7 @@ class Client:
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
         self._origin: Client | None = None  # the client this one is pointed from
         #: per table name, the type-name registry its Table objects bound here share
-        self._registries: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+        #: (made before its keyring is set, above)
         self.driver = SyncDriver(self)
         """The sync driver (what ``Session`` runs its protocols with)."""
         self.async_driver = AsyncDriver(self)
@@ -182,6 +183,22 @@ class Client:
     def __repr__(self) -> str:
         where = self.endpoint_url or "configured endpoint"
         return f"Client({where!r}, wire={self.wire!r})"
+
+    @property
+    def keyring(self) -> Any:
+        """The keyring of ``Encrypted`` fields of its tables without one of their own. One
+        that cannot serve an entity of such a table bound to the client (a unique
+        encrypted field needs a MAC key) is refused when it is set
+        (:class:`~dynaorm.KeyringError`)."""
+        return self._keyring
+
+    @keyring.setter
+    def keyring(self, keyring: Any) -> None:
+        check = getattr(keyring, "check", None)
+        if check is not None:
+            check(e for entities, _ in list(self._registries.values())
+                  for e in list(entities.values()) if _keyless(e))
+        self._keyring = keyring
 
     # -- settings --------------------------------------------------------------------
     def _botocore_session(self) -> Any:
@@ -461,19 +478,31 @@ class Client:
         return transport.async_wire() if isinstance(transport, Wire) else None
 
     def send(self, operation: str, request: dict[str, Any],
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None
-             ) -> dict[str, Any]:
+             reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+             via: Any = None) -> dict[str, Any]:
         """Send one request once (no retry, no hook), blocking; a failure is raised as a
         :class:`~dynaorm.RequestError` (``reader``: see
-        :class:`~dynaorm.protocol.steps.Send`; dynaorm's wire only)."""
+        :class:`~dynaorm.protocol.steps.Send`; dynaorm's wire only). A request to another
+        service (``"kms:Decrypt"``) goes through botocore's client of that service
+        (``via``: the one to use, or a region name; ``None``: this client's own, made on
+        first use from its botocore session, region, ``Config`` and ``verify``, the
+        endpoint as configured for that service: ``AWS_ENDPOINT_URL_KMS``, ...)."""
+        if ":" in operation:
+            return self._boto.send_to(operation, request, via)
         return (self._transport or self._transport_for(operation)).send(
             operation, request, reader)
 
     async def asend(self, operation: str, request: dict[str, Any],
-                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
-                    ) -> dict[str, Any]:
+                    reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+                    via: Any = None) -> dict[str, Any]:
         """Send one request once on the running event loop; a failure is raised as a
-        :class:`~dynaorm.RequestError` (``reader``: as for :meth:`send`)."""
+        :class:`~dynaorm.RequestError` (``reader``, ``via``: as for :meth:`send`; a
+        request to another service is sent by botocore's client in a worker thread, off
+        the loop)."""
+        if ":" in operation:
+            import asyncio
+
+            return await asyncio.to_thread(self._boto.send_to, operation, request, via)
         transport = self._transport
         if transport is None:  # the configuration may read files or ask a metadata
             import asyncio  # service: off the loop
@@ -510,6 +539,12 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
+
+
+def _keyless(entity: type[Any]) -> bool:
+    """Whether ``entity``'s table has no keyring of its own (its client's serves it)."""
+    spec = getattr(entity, "__dynaorm_spec__", None)
+    return spec is not None and spec.table.keyring is None
 
 
 def _forked() -> None:

@@ -1,7 +1,9 @@
 """The two drivers of a :class:`~dynaorm.Client`: they perform what the pump
 (:func:`dynaorm.protocol.steps.expand`) leaves, and nothing else.
 
-- ``Send``: the client's transport's ``send`` (blocking) / ``await client.asend``;
+- ``Send``: the client's transport's ``send`` (blocking) / ``await client.asend``; a
+  request to another service (KMS) through the client's botocore client of it (blocking)
+  / the same in a worker thread, off the loop;
 - ``Wait``: ``time.sleep`` / ``await asyncio.sleep``;
 - ``Gather``: threads, each in a copy of the caller's context / tasks, at most the
   client's pool size at once;
@@ -110,6 +112,8 @@ class SyncDriver:
         kind = type(step)
         if kind is Send:
             client = self._client
+            if ":" in step.operation:  # (a request to another service: KMS)
+                return client.send(step.operation, step.request, via=step.via)
             transport = client._transport or client._transport_for(step.operation)
             return transport.send(step.operation, step.request, step.reader)
         if kind is Wait:
@@ -238,7 +242,8 @@ class AsyncDriver:
     async def _perform(self, step: Any) -> Any:
         kind = type(step)
         if kind is Send:
-            return await self._client.asend(step.operation, step.request, step.reader)
+            return await self._client.asend(step.operation, step.request, step.reader,
+                                            step.via)
         if kind is Wait:
             import asyncio  # (loaded by whoever runs the loop; not by import dynaorm)
 

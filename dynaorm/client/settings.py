@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from dynaorm.errors import DynaormError
-from dynaorm.private_apis import config_options
+from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS
 
 __all__ = [
@@ -60,6 +60,7 @@ __all__ = [
     "local_only",
     "resolve_max_attempts",
     "resolve_region",
+    "service_settings",
     "shared_files",
 ]
 
@@ -118,11 +119,13 @@ def _session(session: Any | None) -> Any:
     return default_session() if session is None else session
 
 
-def configured_endpoint(endpoint_url: str | None, session: Any | None = None) -> str | None:
+def configured_endpoint(endpoint_url: str | None, session: Any | None = None,
+                        service: str = _SERVICE) -> str | None:
     """The DynamoDB endpoint botocore will use: ``endpoint_url``, else the configured one
     (``AWS_ENDPOINT_URL_DYNAMODB``, ``AWS_ENDPOINT_URL``, the profile's ``services``
     section, the profile's ``endpoint_url``) unless configured endpoints are ignored
-    (``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS``); ``None``: AWS's endpoint for the region."""
+    (``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS``); ``None``: AWS's endpoint for the region.
+    ``service``: another service's (``"kms"``: ``AWS_ENDPOINT_URL_KMS``, ...)."""
     if endpoint_url:
         return endpoint_url
     session = _session(session)
@@ -132,7 +135,7 @@ def configured_endpoint(endpoint_url: str | None, session: Any | None = None) ->
 
     found = ConfiguredEndpointProvider(
         full_config=session.full_config, scoped_config=session.get_scoped_config(),
-        client_name=_SERVICE).provide()
+        client_name=service).provide()
     return str(found) if found else None
 
 
@@ -265,6 +268,27 @@ def client_settings(session: Any, endpoint_url: str | None, region: str | None, 
             has_credentials = session.get_credentials() is not None
         if not has_credentials:
             kwargs.update(_dummy())
+    return kwargs, client_options(given)
+
+
+def service_settings(session: Any, service: str, region: str | None, *,
+                     endpoint_url: str | None = None, owner: str = "Client",
+                     config: Any = None, verify: bool | str | None = None
+                     ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What the botocore client of another service (``"kms"``) that a dynaorm client sends
+    through is created with, as :func:`client_settings` says for DynamoDB: the client's
+    region (``region``, else as resolved for its DynamoDB ``endpoint_url``), its
+    ``Config``'s options, its ``verify``; the service's endpoint as botocore configures it
+    (``AWS_ENDPOINT_URL_KMS``, ``AWS_ENDPOINT_URL``, the profile; else AWS's); the dummy
+    credentials of a local engine where that endpoint is moto's in-process mock, or a
+    loopback one (a moto server) with no credentials configured."""
+    given = config_options(config)
+    name = resolve_region(region or given.get("region_name"), session, endpoint_url, owner)
+    kwargs: dict[str, Any] = {"region_name": name, "verify": verify}
+    endpoint = configured_endpoint(None, session, service)
+    if (endpoint is None and (moto_active() or in_process(endpoint))) or (
+            is_loopback(endpoint) and session.get_credentials() is None):
+        kwargs.update(_dummy())
     return kwargs, client_options(given)
 
 

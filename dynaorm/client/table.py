@@ -15,12 +15,14 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from dynaorm._types import Item
 from dynaorm.client.client import Client, check_settings
 from dynaorm.client.shared import shared_client
 from dynaorm.core.admin import create_p, delete_p, index_status_p, status_p
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
+from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.table import GSI, LSI, TableSchema
 
 if TYPE_CHECKING:
@@ -126,7 +128,16 @@ class Table(TableSchema):
         ``Records`` or boto3's GetRecords output) into :class:`~dynaorm.Change` objects."""
         from dynaorm.schema.streams import iter_changes  # (loaded by the first stream read)
 
-        return iter_changes(self, records)
+        return iter_changes(self, records, self._prepare_image)
+
+    def _prepare_image(self, entity: type[Any], item: Item) -> None:
+        """Ask for the key material a stream image of ``entity`` needs (its
+        ``Encrypted`` fields' data keys), through this table's client (blocking: a
+        ``Change`` decodes its images when they are first read)."""
+        spec = getattr(entity, "__dynaorm_spec__", None)
+        if spec is not None and spec.rules.preparers:
+            self.db.driver.run(prepare_rows((spec,), (item,)),
+                               Operation("stream", (self.name,), (entity,)))
     def _bind(self) -> Client:
         with self._bind_lock:  # threads racing to the first use get one client
             if self._client is None:

@@ -26,7 +26,7 @@ from dynaorm.errors import (
 )
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
-from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.entity import Entity, encode_entity, prepare_rows, spec_of
 from dynaorm.schema.rules.revision import new_revision, stamp_of
 from dynaorm.schema.rules.stamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.schema.spec import EntitySpec
@@ -123,6 +123,8 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
         spec = stage.spec(obj)
         _refuse_rules(spec, "save_many", "save")
         state = obj._dynaorm_state
+        if spec.rules.preparers:  # (key material: a data key, the loaded item's)
+            yield from prepare_rows((spec,), () if state is None else (state.item,), True)
         if state is not None or spec.previous is not None:
             # loaded: the conditioned single write of save + commit; new, of an entity in
             # its migration window: the insert save + commit sends (refused where either
@@ -199,6 +201,8 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
             ident = (spec.table.name, key_id(state.key))
             _refuse_twice(ident in seen, spec.name, state.key)
             seen.add(ident)
+            if spec.rules.preparers:  # (key material: the loaded item's)
+                yield from prepare_rows((spec,), (state.item,))
             entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
             loaded.append(_single(entry, state))
         for _, cls, k in targets:

@@ -45,7 +45,8 @@ from dynaorm.errors import (
 )
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
+from dynaorm.schema.rules.encrypted import with_macs
 from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.revision import revision_of, stamp_of
 from dynaorm.schema.rules.stamps import apply_stamps
@@ -59,8 +60,8 @@ from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
 
-__all__ = ["READS", "commit_p", "pending", "plan_p", "prepare_p", "send_p", "settle",
-           "write_origins"]
+__all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
+           "settle", "write_origins"]
 
 #: rounds of a commit whose conflict a staged write plans again on a fresh read (an
 #: overwrite while another writer keeps changing the item; a kept history found)
@@ -77,8 +78,12 @@ class _Reads:
     (:class:`dynaorm.write.records.Reads`): consistent, as protocols."""
 
     def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
-        """One item by key, read consistently."""
-        return get_item_p(table, key, True)
+        """One item by key, read consistently (and prepared for the table's entities
+        whose rules prepare: whichever it is, it may be decoded)."""
+        item = yield from get_item_p(table, key, True)
+        if item is not None:
+            yield from prepare_rows(preparing(table), (item,))
+        return item
 
     def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
         """The highest stored version row of ``obj``'s key (0: no history); in a
@@ -144,10 +149,12 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
         request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
 
-def commit_p(staged: list[StagedWrite], observed: bool) -> Proto[CommitResult]:
+def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True
+             ) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
     (reads to prepare included). ``observed``: hooks are attached (requests carry their
-    actions' origins)."""
+    actions' origins); ``keyed``: an entity of ``staged`` may need key material
+    (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells)."""
     if not staged:
         return CommitResult()
     again: Collection[int] = ()
@@ -155,7 +162,8 @@ def commit_p(staged: list[StagedWrite], observed: bool) -> Proto[CommitResult]:
     with recording() as result:
         for round_ in range(1, ROUNDS + 1):
             prepared = yield from prepare_p(staged, again)
-            plan, outcomes = compile_commit(prepared)
+            plan, outcomes = (yield from keyed_plan_p(prepared)) if keyed else (
+                compile_commit(prepared))
             if not plan.ops:
                 break
             try:
@@ -178,7 +186,26 @@ def commit_p(staged: list[StagedWrite], observed: bool) -> Proto[CommitResult]:
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
     """The write plan a commit of ``staged`` would send (reading what rules need)."""
     prepared = yield from prepare_p(staged)
-    return compile_commit(prepared)[0]
+    return (yield from keyed_plan_p(prepared))[0]
+
+
+def keyed_plan_p(prepared: list[Prepared]) -> Proto[tuple[WritePlan, list[Outcome]]]:
+    """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, with the key material
+    it needs asked for first: each written entity's rules prepare (``Rule.prepare``: a
+    data key for new values, the data keys of the stored items the writes are planned
+    on), and the MACs the plan renders into unique guard keys (:func:`~dynaorm.schema.
+    rules.encrypted.with_macs`). A commit of plain entities asks for nothing."""
+    specs = {id(spec): spec for entry, _ in prepared
+             if (spec := spec_of(entry._entity)).rules.preparers}.values()
+    if not specs:
+        return compile_commit(prepared)
+    for spec in specs:  # (a move from a previous layout copies its old version rows too)
+        yield from prepare_rows((spec,), [row for entry, state in prepared
+                                          if state is not None and entry._entity is spec.cls
+                                          for row in (state.item, *getattr(state, "history",
+                                                                           ()))],
+                                writing=True)
+    return (yield from with_macs(lambda: compile_commit(prepared), tuple(s.cls for s in specs)))
 
 
 def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()

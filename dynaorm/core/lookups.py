@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
@@ -14,7 +15,8 @@ from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.schema.entity import Entity, answer_reader
+from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
+from dynaorm.schema.rules.encrypted import with_macs
 from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
@@ -56,6 +58,8 @@ def get_p(stage: Stage, entity: type[T], consistent: bool, version: int | None,
                                  answer_reader({spec.type_name: (entity, spec)}))
     if isinstance(item, entity):  # (read from the answer's bytes)
         return item
+    if item is not None and spec.rules.preparers:  # (key material: Encrypted fields)
+        yield from prepare_rows((spec,), (item,))
     if spec.previous is not None and version is None and not spec.owns(item):
         from dynaorm.read.previous import previous_get_p  # (a migration window)
 
@@ -87,6 +91,8 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
                                        consistent=consistent, concurrency=concurrency,
                                        reader=answer_reader({spec.type_name: (entity, spec)}))
     items = [found.get(key_id(key)) for key in wanted]
+    if spec.rules.preparers:
+        yield from prepare_rows((spec,), list(found.values()))
     out: list[T | None] = []
     for item in items:
         if isinstance(item, entity):  # (read from the answer's bytes; asked again: a copy)
@@ -133,7 +139,7 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     if set(fields) != set(rule.fields):
         raise KeyTemplateError(f"{spec.name}: find() by {rule.field!r} takes "
                                f"exactly {sorted(rule.fields)}")
-    key = rule.guard_key(fields, spec.name)
+    key = yield from with_macs(partial(rule.guard_key, fields, spec.name), (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None
     table = spec.table
@@ -149,8 +155,10 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
             owner[table.sk] = guard[OWNER_SK]["S"]
         item = yield from get_item_p(table, owner, consistent, (entity,))
         if item is not None and spec.owns(item):
+            yield from prepare_rows((spec,), (item,))
             obj = entity._from_item(item, spec)
-            held = rule.guard_key({f: obj.__dict__.get(f) for f in rule.fields}, spec.name)
+            held = yield from with_macs(partial(rule.guard_key, {
+                f: obj.__dict__.get(f) for f in rule.fields}, spec.name), (entity,))
             if held == key:
                 return obj
         consistent = True  # the guard moved under us: read the latest state

@@ -35,12 +35,15 @@ class Stage:
     bound to ``client``. What a client is, pure code does not know: it compares
     identities."""
 
-    __slots__ = ("_given", "table", "writes")
+    __slots__ = ("_given", "keyed", "table", "writes")
 
     def __init__(self, table: TableSchema | None, client: object = None) -> None:
         self.table = table
         self._given = client
         self.writes: dict[int, StagedWrite] = {}
+        #: whether the writes :meth:`take` took last are of an entity whose rules prepare
+        #: (key material: its commit asks for it; a plain commit asks nothing)
+        self.keyed = False
 
     @property
     def client(self) -> Any:
@@ -109,9 +112,11 @@ class Stage:
         """The staged work, coalesced; the stage is cleared either way. Every staged
         entity's table is checked again to be in the scope (a table may have been rebound
         since it was staged: its writes would go elsewhere)."""
+        self.keyed = False
         try:
             for entry in self.writes.values():
-                self.spec(entry._entity)
+                if self.spec(entry._entity).rules.preparers:
+                    self.keyed = True
             return self.coalesced()
         finally:
             self.writes.clear()

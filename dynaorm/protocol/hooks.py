@@ -76,7 +76,9 @@ class Attempt:
     """One HTTP attempt of one request, as hooks see it."""
 
     operation: str
-    """The DynamoDB API name (``"PutItem"``)."""
+    """The DynamoDB API name (``"PutItem"``); a request to another AWS service that a
+    feature needs is named ``service:Name`` (``"kms:GenerateDataKey"``, ``"kms:Decrypt"``,
+    ``"kms:GenerateMac"``: the key material of ``Encrypted`` fields)."""
     request: dict[str, Any]
     """The request's parameters (botocore-shaped), as they are sent."""
     number: int
@@ -119,7 +121,10 @@ class Attempt:
     @property
     def tables(self) -> tuple[str, ...]:
         """The tables the request names, in order (several for a transaction or batch
-        across tables)."""
+        across tables); a request to another service (``"kms:Decrypt"``), which names
+        none, is for the tables of the operation it is part of."""
+        if ":" in self.operation:
+            return () if self.within is None else self.within.tables
         return tables_of(self.request)
 
     @property

@@ -83,13 +83,22 @@ class Budget:
         self.lock = threading.Lock()
 
     def wait(self, operation: str) -> float:
-        """Seconds a request of ``operation`` waits before it is sent."""
-        write = operation in _WRITES
+        """Seconds a request of ``operation`` waits before it is sent: until its kind's
+        units are paid for; a request to another service (``"kms:Decrypt"``), which
+        consumes none, until both kinds' are."""
+        if ":" in operation:
+            return max(self._until(True), self._until(False))
+        return self._until(operation in _WRITES)
+
+    def _until(self, write: bool) -> float:
         limit = self.rate.write if write else self.rate.read
         return max(0.0, self.free[write] - self.clock()) if limit else 0.0
 
     def spent(self, operation: str, units: float) -> None:
-        """Record ``units`` consumed by a request of ``operation``."""
+        """Record ``units`` consumed by a request of ``operation`` (nothing for another
+        service's: it consumes none)."""
+        if ":" in operation:
+            return
         write = operation in _WRITES
         if limit := self.rate.write if write else self.rate.read:
             with self.lock:
@@ -98,8 +107,10 @@ class Budget:
                 self.scale = min(1.0, self.scale * 1.02)
 
     def judge(self, exc: RequestError) -> None:
-        """Adapt down after a throttle (``exc`` or a transaction reason is one)."""
-        if {exc.code, *(r.code for r in exc.reasons if r)} & _THROTTLES:
+        """Adapt down after a throttle (``exc`` or a transaction reason is one; not
+        another service's: its quota is not the table's capacity)."""
+        if ":" not in exc.operation and {exc.code, *(r.code for r in exc.reasons if r)
+                                         } & _THROTTLES:
             with self.lock:
                 self.scale = max(0.02, self.scale / 2)
 

@@ -43,9 +43,10 @@ from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
-__all__ = ["CAPACITY_OPERATIONS", "Await", "Backoff", "Call", "Emit", "Gather", "Primitive",
-           "Proto", "Send", "Step", "Stream", "Wait", "attempts", "budgeted", "call",
-           "consume", "debug_logged", "expand", "forward", "gather", "pull", "with_capacity"]
+__all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
+           "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
+           "budgeted", "call", "consume", "debug_logged", "expand", "forward", "gather",
+           "pull", "with_capacity"]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -55,6 +56,11 @@ _DEBUG = 10
 CAPACITY_OPERATIONS: Final = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
     "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
+#: the requests a capacity budget holds: those that consume capacity, and the KMS
+#: requests of keyrings (named ``service:Name``), which wait on it, consuming none; not a
+#: table's administration
+HELD_OPERATIONS: Final = CAPACITY_OPERATIONS | {
+    "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +83,10 @@ class Call:
     unapplied: Callable[[dict[str, Any] | None], bool] | None = None
     #: the capacity budget of the read or bulk call it is part of (``None``: the client's)
     budget: Budget | None = None
+    #: a request to another AWS service (its ``operation`` named ``service:Name``, e.g.
+    #: ``"kms:Decrypt"``): the botocore client of that service it goes through, or a
+    #: region name (``None``: the client's own, for its region; see :class:`Send`)
+    via: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +94,15 @@ class Send:
     """Send ``request`` once; the step's result is the response (a failure is thrown in
     as a :class:`~dynaorm.RequestError`). ``reader``: a wire holding the answer's checked
     bytes may give what it returns instead (``None``: it declines; the answer decodes as
-    always); a wire without bytes ignores it."""
+    always); a wire without bytes ignores it. An ``operation`` named ``service:Name``
+    (``"kms:Decrypt"``: a ``:`` tells) is a request to another AWS service, which the
+    client sends through botocore's client of that service (``via``: the one to use, or
+    a region name; ``None``: the client's own)."""
 
     operation: str
     request: dict[str, Any]
     reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    via: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +273,7 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         attempt.sent = True
         began = time.perf_counter()
         try:
-            attempt.response = answer = yield Send(step.operation, request)
+            attempt.response = answer = yield Send(step.operation, request, via=step.via)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
@@ -340,12 +354,14 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     :func:`~dynaorm.protocol.policy.retryable` allows, and never a resend of a request that
     is not idempotent after an attempt that may have been applied (a server error its
     ``probe`` proves unapplied is retried). The request and its consumed capacity are
-    recorded into the commit being recorded, if any. Returns the response, or raises the
+    recorded into the commit being recorded, if any. A capacity budget holds the
+    requests of :data:`HELD_OPERATIONS`: a KMS one consumes no units of it, but waits, as
+    any does, while it is spent. Returns the response, or raises the
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
     budget = (step.budget or HELD_TO.get() or policy.budget) if (
-        step.operation in CAPACITY_OPERATIONS) else None
+        step.operation in HELD_OPERATIONS) else None
     request = with_capacity(step.operation, step.request, policy.capacity or (
         "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
     recording = RECORDER.get()
@@ -363,7 +379,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             out, error = yield from _attempt(hooks, step, request, number, within)
         else:
             try:
-                out, error = (yield Send(step.operation, request, step.reader)), None
+                out, error = (yield Send(step.operation, request, step.reader, step.via)), None
             except RequestError as exc:
                 out, error = None, exc
         if error is None:

@@ -292,7 +292,9 @@ class Tracing(Hook):
         botocore (sync) or aiobotocore (async) instrumentation of that client makes its
         span (the instrumentor is a singleton, looked up, never imported)."""
         session = attempt.within.session if attempt.within is not None else "sync"
-        if self._routes is None or not self._routes(session):
+        if ":" in attempt.operation:  # another service (KMS): botocore's client, in a
+            session = "sync"  # worker thread under an async session
+        elif self._routes is None or not self._routes(session):
             return False, False
         name = "AiobotocoreInstrumentor" if session == "async" else "BotocoreInstrumentor"
         instrumentor = getattr(sys.modules.get(_INSTRUMENTATION), name, None)
@@ -334,8 +336,9 @@ class Tracing(Hook):
             parent = None if opened is None else trace.set_span_in_context(opened.span)
             span = _attempt_span(self._tracer, attempt, parent, sent.started)
         try:
-            if span.is_recording():
-                _answer_attributes(span, attempt, self._server())
+            if span.is_recording():  # (the endpoint known is DynamoDB's)
+                _answer_attributes(span, attempt, {} if ":" in attempt.operation
+                                   else self._server())
         finally:
             span.end()  # whatever the answer held
 
@@ -345,7 +348,8 @@ def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | Non
     """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
     from opentelemetry.trace import SpanKind
 
-    return tracer.start_span(f"DynamoDB.{attempt.operation}", context=parent,
+    service, _, method = attempt.operation.rpartition(":")
+    return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
                              kind=SpanKind.CLIENT, attributes=_attempt_attributes(attempt),
                              start_time=started)
 
@@ -381,7 +385,14 @@ def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict
 
 
 def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
-    """What an attempt span says from its start (the request)."""
+    """What an attempt span says from its start (the request); of a request to another
+    service (KMS), its service and method, attempt and entity types only."""
+    service, _, method = attempt.operation.rpartition(":")
+    if service:
+        return {"rpc.system": "aws-api", "rpc.service": service.upper(), "rpc.method": method,
+                "dynaorm.attempt": attempt.number, **(
+                    {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
+                    else {})}
     own = {"rpc.method": attempt.operation, "db.operation": attempt.operation,
            "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
            **_present(attempt.request, _REQUEST_ATTRIBUTES)}

@@ -21,7 +21,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.schema.entity import _set_state
+from dynaorm.schema.entity import _set_state, prepare_rows
 from dynaorm.schema.rules.previous import MovedState, load_old
 from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.spec import EntitySpec
@@ -65,11 +65,13 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
     else:
         current, item = yield from _both_p(table, spec, new_key, old_key)
         if spec.owns(current):  # (and its TTL not passed)
+            yield from prepare_rows((spec,), (current,))
             return spec.cls._from_item(current, spec)
     item = _live(spec, item)
     if item is None or not layout.owns(item):
         return None
     history = yield from old_history_p(table, spec, item)
+    yield from prepare_rows((spec,), (item, *history))
     return from_previous(spec, item, history)
 
 
@@ -120,9 +122,11 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
                 "migration window); overwrite cannot tell which one it replaces: delete "
                 "one of them first")
         history = yield from old_history_p(table, spec, old)
+        yield from prepare_rows((spec,), (old, *history))
         moved: InstanceState = from_previous(spec, old, history)._dynaorm_state
         return moved
     if current is not None and spec.owns(current):
+        yield from prepare_rows((spec,), (current,))
         found: InstanceState = spec.cls._from_item(current, spec)._dynaorm_state
         return found
     return None

@@ -89,6 +89,8 @@ class Selection(Generic[T]):
     table_specs: tuple[EntitySpec, ...] = ()
     #: the table (on a table with a type attribute: to tell type names no class claims)
     table: Any = None
+    #: the requested types whose rules prepare before their rows decode (key material)
+    preparing: tuple[EntitySpec, ...] = ()
 
     def foreign(self, item: Item) -> bool:
         """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
@@ -357,4 +359,5 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
                           if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
         if shapeless else (),
         table=table,
+        preparing=tuple(s for _, s in specs if s.rules.preparers),
     )

@@ -25,7 +25,7 @@ from dynaorm.protocol.steps import Emit, Proto, Stream, call, consume, forward, 
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.pager import Pager, per_request_limit
 from dynaorm.read.selection import BATCH_GET, Selection
-from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.paths import check_names
 from dynaorm.values.expressions import Condition, Placeholders, rename_paths
 from dynaorm.values.keys import key_id
@@ -178,10 +178,11 @@ class ReadSpec(Generic[T]):
                      foreign=sel.foreign, reader=reader)
 
     def _run(self, pager: Pager, limit: Callable[[int], int | None],
-             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None
-             ) -> Stream:
+             max_rounds: int | None = None, room: Callable[[], int | None] = lambda: None,
+             preparing: tuple[Any, ...] = ()) -> Stream:
         """Results in order (items, or objects read from the answers' bytes), requests
-        sent as the pager asks (several at once).
+        sent as the pager asks (several at once); each batch prepared for the specs
+        ``preparing`` (key material its decoding needs) before it goes out.
 
         Results go out in batches (what the pager holds), each at most ``room()``: how
         many the consumer still takes (``None``: any number; at least 1 whenever it
@@ -206,6 +207,8 @@ class ReadSpec(Generic[T]):
             batch = pager.take(room())
             if not batch:
                 return
+            if preparing:
+                yield from prepare_rows(preparing, batch)
             yield Emit(batch)
 
     def _results(self, sel: Selection[T], pager: Pager, want: int | None,
@@ -215,7 +218,7 @@ class ReadSpec(Generic[T]):
         (in the read's order, requested types only, reading on to reach ``want``).
         ``room``: as for :meth:`_run` (the consumer takes ``want`` in all)."""
         if not sel.fetch:
-            yield from self._run(pager, limit, max_rounds, room)
+            yield from self._run(pager, limit, max_rounds, room, sel.preparing)
             return
         attrs = spec_of(self._entities[0]).table_key_attrs
         produced = 0
@@ -242,6 +245,8 @@ class ReadSpec(Generic[T]):
                      if (item := found.get(key_id(key))) is not None and sel.owns(item)]
             if owned:  # at most n, within the consumer's room
                 produced += len(owned)
+                if sel.preparing:
+                    yield from prepare_rows(sel.preparing, owned)
                 yield Emit(owned)
 
     def _iter_limit(self, remaining: Callable[[], int | None]) -> Callable[[int], int | None]:

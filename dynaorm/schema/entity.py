@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -24,7 +24,8 @@ from dynaorm.values.state import (
     decoded_numbers,
 )
 
-__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "raw_state", "spec_of"]
+__all__ = ["Entity", "LoadedItems", "Versioned", "answer_reader", "prepare_rows", "preparing",
+           "raw_state", "spec_of"]
 
 
 class Entity(BaseModel):
@@ -304,6 +305,29 @@ class Versioned(Entity):
     version: int = 0
     """The entity's version: 0 until its first commit, then 1, 2, ... (one per committed
     change)."""
+
+
+def prepare_rows(specs: Iterable[EntitySpec], items: Sequence[Any], writing: bool = False
+                 ) -> Generator[Any, Any, None]:
+    """What the rules of ``specs`` (each once) need before stored rows ``items`` are
+    decoded, asked for (a protocol: :meth:`~dynaorm.schema.rules.Rule.prepare`, key
+    material as steps; ``writing``: before rows of theirs are encoded too). Items that
+    are not rows (objects read from an answer's bytes) are skipped; a spec whose rules
+    prepare nothing costs one check."""
+    rows: tuple[Item, ...] | None = None
+    for spec in {id(s): s for s in specs}.values():
+        if spec.rules.preparers:
+            if rows is None:
+                rows = tuple(i for i in items if type(i) is dict)
+            yield from spec.rules.prepare(rows, writing)
+
+
+def preparing(table: Any) -> tuple[EntitySpec, ...]:
+    """The specs of ``table``'s entities whose rules prepare (what a row read from the
+    table for a write, of whichever entity, is prepared for)."""
+    return tuple(s for e in list(table.entities.values())
+                 if (s := getattr(e, "__dynaorm_spec__", None)) is not None and s.cls is e
+                 and s.rules.preparers)
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:

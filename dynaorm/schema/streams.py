@@ -17,7 +17,7 @@ from __future__ import annotations
 import base64
 import binascii
 import functools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from dataclasses import field as _field
 from datetime import UTC, datetime
@@ -93,6 +93,11 @@ class Change:
     """The record's ``eventID``."""
     expired: bool = False
     """True when DynamoDB's TTL process removed the item (not a user's delete)."""
+    prepare: Callable[[type[Any], Item], object] | None = _field(default=None, repr=False,
+                                                                 compare=False)
+    """What asks for the key material an image needs before it is decoded (an entity
+    with ``Encrypted`` fields: ``Table.changes`` gives one that asks through the table's
+    client; ``None``: nothing is asked)."""
 
     @functools.cached_property
     def old(self) -> Any:
@@ -108,6 +113,8 @@ class Change:
         cls = self.entity
         if cls is None or item is None or self.role == "guard":
             return None
+        if self.prepare is not None:
+            self.prepare(cls, item)
         try:
             return cls._from_item(item)
         except ValueError as exc:  # ItemDecodeError, or a value no key template takes
@@ -298,8 +305,10 @@ def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:
     return "row", None
 
 
-def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
-    """Classify one stream record (either shape) of ``table``."""
+def parse_change(table: StreamTable, record: Mapping[str, Any],
+                 prepare: Callable[[type[Any], Item], object] | None = None) -> Change:
+    """Classify one stream record (either shape) of ``table`` (``prepare``: see
+    :attr:`Change.prepare`)."""
     event_id = record.get("eventID")
     where = f"stream record {event_id or '?'}"
     kind = _kind(record, where)
@@ -316,7 +325,7 @@ def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
         "key": _plain_key(table, keys, image), "old_item": old_item, "new_item": new_item,
         "time": _time(data.get("ApproximateCreationDateTime")),
         "sequence_number": data.get("SequenceNumber"), "event_id": event_id,
-        "expired": _expired(record),
+        "expired": _expired(record), "prepare": prepare,
     }
     pk = _key(image, table.pk)
     sk = _key(image, table.sk)
@@ -332,10 +341,11 @@ def parse_change(table: StreamTable, record: Mapping[str, Any]) -> Change:
     return Change(kind, spec.cls, role, version=version, **common)
 
 
-def iter_changes(table: StreamTable, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]
+def iter_changes(table: StreamTable, records: Iterable[Mapping[str, Any]] | Mapping[str, Any],
+                 prepare: Callable[[type[Any], Item], object] | None = None
                  ) -> Iterator[Change]:
     """Classify each record; ``records`` may also be the whole event or GetRecords output
-    (a mapping with ``"Records"``)."""
+    (a mapping with ``"Records"``; ``prepare``: see :attr:`Change.prepare`)."""
     if isinstance(records, Mapping):
         if "Records" not in records:
             raise DynaormError("expected stream records, or a mapping with 'Records' "
@@ -344,4 +354,4 @@ def iter_changes(table: StreamTable, records: Iterable[Mapping[str, Any]] | Mapp
     for record in records:
         if not isinstance(record, Mapping):
             raise DynaormError(f"expected a stream record (a mapping), got {record!r}")
-        yield parse_change(table, record)
+        yield parse_change(table, record, prepare)

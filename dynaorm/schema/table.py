@@ -115,8 +115,7 @@ class TableSchema:
         """The key page cursors are signed with (else ``DYNAORM_CURSOR_SECRET``, else random)."""
         self.stream = stream
         """The stream view type ``create()`` enables, if any."""
-        self.keyring = keyring
-        """The keyring of its ``Encrypted`` fields (``None``: its client's)."""
+        self._keyring: Any = keyring  # (no entity yet: nothing to refuse it for)
         if revision_attribute is not None and (not isinstance(revision_attribute, str) or not
                                                revision_attribute or revision_attribute in {
                                                    pk, sk, type_attribute}):
@@ -146,6 +145,20 @@ class TableSchema:
         #: unless a client shares one registry between its Table objects of this table
         self._own = (self.entities, self.retired)
         self._client: Any = None
+
+    @property
+    def keyring(self) -> Any:
+        """The keyring of its ``Encrypted`` fields (``None``: its client's). One that
+        cannot serve an entity of the table (a unique encrypted field needs a MAC key) is
+        refused when it is set (:class:`~dynaorm.KeyringError`)."""
+        return self._keyring
+
+    @keyring.setter
+    def keyring(self, keyring: Any) -> None:
+        check = getattr(keyring, "check", None)
+        if check is not None:
+            check(self.entities.values())
+        self._keyring = keyring
 
     @property
     def db(self) -> Any:

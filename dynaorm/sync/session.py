@@ -77,7 +77,8 @@ class Session(BaseSession):
 
         staged = self._stage.take()
         driver, policy, operation = self._bound("commit", (e._entity for e in staged))
-        run = driver.run(commit_p(staged, policy.observed), operation, policy=policy)
+        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed), operation,
+                         policy=policy)
         return cast(CommitResult, run)
 
     # -- reads ---------------------------------------------------------------------

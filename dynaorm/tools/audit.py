@@ -40,9 +40,9 @@ applies to the items as they were scanned. :func:`repair` sends them.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from dynaorm._types import Item
 from dynaorm.client.table import Table
@@ -50,7 +50,8 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.schema.entity import spec_of
+from dynaorm.schema.entity import prepare_rows, preparing, spec_of
+from dynaorm.schema.rules.encrypted import NotPrepared, with_macs
 from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.unique import (
     GUARD_TYPE,
@@ -76,8 +77,10 @@ from dynaorm.values.expressions import (
 )
 from dynaorm.values.keys import key_av, key_value
 
-__all__ = ["Problem", "Repair", "audit_items", "audit_table", "repair",
+__all__ = ["Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
            "scan_pages"]
+
+R = TypeVar("R")
 
 Kind = Literal["orphan-guard", "missing-guard", "stale-latest", "duplicate", "no-history",
                "stale-index", "stale-key", "guard-ttl", "history-ttl", "unclaimed-type"]
@@ -132,7 +135,9 @@ def _scan_p(table: Table, pager: Pager, page_size: int | None) -> Stream:
         except RequestError as exc:
             raise DynaormError(f"cannot scan table {table.name!r}: {exc}") from exc
         pager.feed(i, out)
-        yield Emit(pager.take())
+        page = pager.take()
+        yield from prepare_rows(preparing(table), page)  # (key material: Encrypted fields)
+        yield Emit(page)
 
 
 def scan_pages(table: Table, start: Item | None = None, page_size: int | None = None,
@@ -157,7 +162,17 @@ def scan_pages(table: Table, start: Item | None = None, page_size: int | None = 
 def audit_table(table: Table) -> tuple[int, list[Problem]]:
     """Scan ``table`` and audit it: ``(items scanned, problems)``."""
     items = [item for page, _ in scan_pages(table) for item in page]
-    return len(items), audit_items(table, items)
+    return len(items), keyed(table, lambda: audit_items(table, items))
+
+
+def keyed(table: Table, make: Callable[[], R]) -> R:
+    """``make()`` (pure: an audit, guard keys), with the MACs of the unique encrypted
+    values it renders asked for first through ``table``'s client where its keyring
+    lacks them (:func:`~dynaorm.schema.rules.encrypted.with_macs`)."""
+    try:
+        return make()
+    except NotPrepared:
+        return table.db.driver.run(with_macs(make), Operation("check", (table.name,)))
 
 
 # -- the audit (pure) --------------------------------------------------------------------

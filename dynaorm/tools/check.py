@@ -13,8 +13,9 @@ only once it is recorded, so every item is covered exactly once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
+from dynaorm.schema.entity import prepare_rows, preparing
 from dynaorm.schema.rules.unique import GUARD_TYPE
 from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
 from dynaorm.tools.audit import (
@@ -31,6 +33,7 @@ from dynaorm.tools.audit import (
     Problem,
     Repair,
     _Auditor,
+    keyed,
     problem_order,
     repair,
     scan_pages,
@@ -207,9 +210,14 @@ def _get_many(table: Table, auditor: _Auditor, keys: set[Key]) -> list[Item]:
     key sends it (100 keys a request, unprocessed keys retried with backoff within the
     table's ``max_wait``, a bounded number of rounds)."""
     wanted = [auditor.key_av(k) for k in sorted(keys)]
-    found = table.db.driver.run(batch_get_p(table.name, wanted, consistent=True),
-                                Operation("check.confirm", (table.name,)))
-    return list(found.values())
+
+    def read() -> Generator[Any, Any, list[Item]]:
+        found = yield from batch_get_p(table.name, wanted, consistent=True)
+        items = list(found.values())
+        yield from prepare_rows(preparing(table), items)  # (key material: Encrypted fields)
+        return items
+
+    return table.db.driver.run(read(), Operation("check.confirm", (table.name,)))
 
 
 def _context(table: Table, page: list[Item]) -> list[Item]:
@@ -219,7 +227,7 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     found: list[Item] = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
-        keys = _wanted(auditor, batch) - known
+        keys = keyed(table, partial(_wanted, auditor, batch)) - known
         if not keys:
             break
         batch = _get_many(table, auditor, keys)
@@ -276,7 +284,8 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     fresh = _get_many(table, auditor, keys)
     subjects = [i for i in fresh if auditor.key_of(i) in {p.key for p in problems}]
     context = [i for i in fresh if auditor.key_of(i) not in {p.key for p in problems}]
-    found = audit_page(table, subjects, [*context, *_context(table, fresh)])
+    found = keyed(table, partial(audit_page, table, subjects,
+                                 [*context, *_context(table, fresh)]))
     wanted = {(p.kind, p.key) for p in problems}
     return [p for p in found if (p.kind, p.key) in wanted]
 
@@ -363,7 +372,8 @@ def check_table(table: Table, *, fix: bool = False, checkpoint: str | Path | Non
         progress(state.scanned)
     for page, last in scan_pages(table, state.last_key, page_size, segment=segment):
         problems = []
-        judged = audit_page(table, page, _context(table, page) if page else [])
+        judged = keyed(table, partial(audit_page, table, page,
+                                      _context(table, page) if page else []))
         for problem in _confirm(table, judged) if judged else []:
             mark = (problem.kind, *problem.key, problem.detail)
             if mark not in seen:

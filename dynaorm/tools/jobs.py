@@ -34,10 +34,11 @@ from typing import Any, cast
 from dynaorm._types import Item
 from dynaorm.client.table import Table
 from dynaorm.errors import ConditionFailedError, ConflictError, DynaormError, ItemNotFoundError
+from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Rate, budget_of, held_to
 from dynaorm.read.scan import check_segments
 from dynaorm.schema.checks import JOB_MARK
-from dynaorm.schema.entity import Entity, raw_state, spec_of
+from dynaorm.schema.entity import Entity, prepare_rows, raw_state, spec_of
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
@@ -179,6 +180,9 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
         item = normalize_item(json.loads(line)["Item"]) or {}
         row = parse_version_sk(key_value(item.get(spec.table.sk or "", {"S": ""})))
         if spec.owns(item) and not (spec.versioned and row is not None and row[0]):
+            if spec.rules.preparers:  # (key material: Encrypted fields)
+                session.client.driver.run(prepare_rows((spec,), (item,)), Operation(
+                    "get", (spec.table.name,), (task.entity,)))
             obj = task.entity._from_item(item)
             yield session.get(task.entity, consistent=True,
                               **{f: obj.__dict__[f] for f in spec.lookup_fields})

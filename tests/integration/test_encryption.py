@@ -2,12 +2,17 @@
 ciphertext bound to table, item key and field, on every engine; keyrings (static, and
 KMS through moto's KMS), rotation, unique encrypted fields, refusals, and an adversary
 that copies, swaps and flips: always :class:`DecryptionError`, never a wrong value.
+KMS requests are requests of the client (contract 21): hooks, spans, retries, faults,
+``rate=``, an AsyncSession's event loop, and every failure naming its key (moto's KMS,
+in-process beside the in-process moto, else a moto server's beside the engine).
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -15,28 +20,44 @@ import boto3
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from moto import mock_aws
 
 from dynaorm import (
     GSI,
+    Attempt,
+    Client,
     ConcurrentModificationError,
     DecryptionError,
     DynaormError,
     Encrypted,
     Entity,
     F,
+    Hook,
+    KeyringError,
     KmsKeyring,
+    Rate,
+    RequestError,
     Session,
     StaticKeyring,
     Table,
     Unique,
     UniqueConstraintError,
 )
-from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
+from dynaorm.client.settings import default_session, resolve_region
+from dynaorm.schema.rules.encrypted import NotPrepared, open_value, seal_value
+from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.recording import Requests
+from tests.support.spans import Spans
 
-KEY, OLD, OTHER = b"k" * 32, b"o" * 32, b"x" * 32
-vault = Table("enc_vault", keyring=StaticKeyring(KEY))
+KEY, OLD, OTHER, MAC = b"k" * 32, b"o" * 32, b"x" * 32, b"m" * 32
+
+
+def ring(key: bytes, *previous: bytes) -> StaticKeyring:
+    """A static keyring whose unique values' MAC key (``MAC``) outlives its data keys."""
+    return StaticKeyring(key, previous=previous, mac_key=MAC)
+
+
+vault = Table("enc_vault", keyring=ring(KEY))
 
 
 class Patient(Entity):
@@ -71,7 +92,7 @@ class Record(Entity):
 
 @pytest.fixture
 def eb(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
-    vault.keyring = StaticKeyring(KEY)
+    vault.keyring = ring(KEY)
     with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:
         yield tb
@@ -163,22 +184,55 @@ def test_two_writers_of_a_unique_encrypted_field_leave_no_stale_guard(eb: TestBa
 
 
 def test_rotation_reads_old_values_and_writes_new_ones(eb: TestBackend) -> None:
-    vault.keyring = StaticKeyring(OLD)
+    vault.keyring = ring(OLD)
     s = eb.session()
     _save(s, Patient(patient_id="p1", name="Ada", ssn="111"))
-    vault.keyring = StaticKeyring(KEY, previous=[OLD])
+    vault.keyring = ring(KEY, OLD)
     s = eb.session()
     p = s.get(Patient, patient_id="p1")
     assert p.ssn == "111"
-    assert s.find(Patient, ssn="111") == p  # the MAC key is the oldest key's
+    assert s.find(Patient, ssn="111") == p  # the MAC key is its own, not a data key
     _save(s, Patient(patient_id="p2", name="Bob", ssn="222"))
-    vault.keyring = StaticKeyring(KEY)  # the old key dropped: old values do not read
+    vault.keyring = ring(KEY)  # the old key dropped: old values do not read
     s = eb.session()
     assert s.get(Patient, patient_id="p2").ssn == "222"
     with pytest.raises(DecryptionError) as info:
         s.get(Patient, patient_id="p1")
     assert info.value.field in {"ssn", "notes", "score"}
     assert info.value.key_id == StaticKeyring(OLD).key_id
+
+
+def test_dropping_an_old_key_keeps_find_and_uniqueness(eb: TestBackend) -> None:
+    """Contract 21, "Rotation can finish": once every value is re-sealed under the new key,
+    the old one goes, and the guards (MACs under their own key) are as they were."""
+    vault.keyring = ring(OLD)
+    _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
+    guards = sorted(str(i["pk"]) for i in eb.scan_raw() if i["_type"]["S"] == "dynaorm:unique")
+    vault.keyring = ring(KEY, OLD)
+    s = eb.session()
+    p = s.get(Patient, patient_id="p1")
+    p.name = "Ada L."  # any save re-seals its values under the current key
+    _save(s, p)
+    vault.keyring = ring(KEY)  # OLD dropped
+    s = eb.session()
+    assert s.find(Patient, ssn="111") == s.get(Patient, patient_id="p1")
+    with pytest.raises(UniqueConstraintError):
+        _save(s, Patient(patient_id="p2", name="Bob", ssn="111"))
+    assert guards == sorted(str(i["pk"]) for i in eb.scan_raw()
+                            if i["_type"]["S"] == "dynaorm:unique")
+
+
+def test_a_05_table_keeps_its_guards_with_its_oldest_key_as_mac_key(eb: TestBackend) -> None:
+    """0.5 keyed a StaticKeyring's MACs with its oldest key: ``mac_key=`` that key finds
+    what 0.5 wrote (a 0.5 guard key: its prefix and the HMAC under that key's MAC key)."""
+    import hmac
+
+    vault.keyring = StaticKeyring(KEY, previous=[OLD], mac_key=OLD)
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111"))
+    v05 = hmac.new(hmac.new(OLD, b"unique", "sha256").digest(), b"111", "sha256").hexdigest()
+    assert {"S": f"ssn#{v05}"} in [i["pk"] for i in eb.scan_raw()]
+    assert s.find(Patient, ssn="111") is not None
 
 
 def test_refusals(eb: TestBackend) -> None:
@@ -191,7 +245,7 @@ def test_refusals(eb: TestBackend) -> None:
 
             secret: Encrypted[str]
     indexed = Table("enc_indexed", indexes=[GSI("by_secret", pk=("secret",))],
-                    keyring=StaticKeyring(KEY))
+                    keyring=ring(KEY))
     with pytest.raises(DynaormError, match="Encrypted"):
         class InIndex(Entity):
             class Meta:
@@ -219,11 +273,11 @@ def test_no_keyring_is_refused_and_the_clients_is_used(eb: TestBackend) -> None:
     with pytest.raises(DynaormError, match="keyring"):
         _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
     client = vault.db
-    client.keyring = StaticKeyring(OTHER)  # Client(keyring=...): for its tables without one
+    client.keyring = ring(OTHER)  # Client(keyring=...): for its tables without one
     try:
         _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
         assert eb.session().get(Patient, patient_id="p1").ssn == "111"
-        vault.keyring = StaticKeyring(KEY)  # the table's own comes first
+        vault.keyring = ring(KEY)  # the table's own comes first
         with pytest.raises(DecryptionError):
             eb.session().get(Patient, patient_id="p1")
     finally:
@@ -260,7 +314,7 @@ def test_copied_swapped_and_flipped_ciphertexts_never_decrypt(eb: TestBackend) -
             eb.session().get(Patient, patient_id=item["patient_id"]["S"])
         assert info.value.field == "ssn"
     _put_raw(eb, one)
-    vault.keyring = StaticKeyring(OTHER)  # another keyring entirely
+    vault.keyring = ring(OTHER)  # another keyring entirely
     with pytest.raises(DecryptionError):
         eb.session().get(Patient, patient_id="p1")
 
@@ -268,8 +322,6 @@ def test_copied_swapped_and_flipped_ciphertexts_never_decrypt(eb: TestBackend) -
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=st.text(max_size=40), where=st.integers(min_value=0), bit=st.integers(0, 7))
 def test_no_edit_of_a_sealed_value_opens(value: str, where: int, bit: int) -> None:
-    from dynaorm.schema.rules.encrypted import open_value, seal_value
-
     ring = StaticKeyring(os.urandom(32))
     av = seal_value(ring, {"S": value}, "t", {"pk": {"S": "a"}}, "f")
     assert open_value(ring, av, "t", {"pk": {"S": "a"}}, "f", "f") == {"S": value}
@@ -282,61 +334,6 @@ def test_no_edit_of_a_sealed_value_opens(value: str, where: int, bit: int) -> No
             open_value(ring, *args, "f")
     with pytest.raises(DecryptionError):
         open_value(StaticKeyring(os.urandom(32)), av, "t", {"pk": {"S": "a"}}, "f", "f")
-
-
-# -- KMS (moto's) --------------------------------------------------------------------------
-def test_kms_keyring_caches_data_keys_and_rotates() -> None:
-    with mock_aws():
-        kms = boto3.client("kms", region_name="us-east-1", aws_access_key_id="x",
-                           aws_secret_access_key="x")
-        first = kms.create_key()["KeyMetadata"]["KeyId"]
-        second = kms.create_key()["KeyMetadata"]["KeyId"]
-        mac_key = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")[
-            "KeyMetadata"]["KeyId"]
-        calls: list[str] = []
-        kms.meta.events.register("before-call.kms.*",
-                                 lambda model, **_: calls.append(model.name))
-        ring = KmsKeyring(first, client=kms, mac_key_id=mac_key)
-        from dynaorm.schema.rules.encrypted import open_value, seal_value
-
-        key = {"pk": {"S": "a"}}
-        sealed = [seal_value(ring, {"N": str(i)}, "t", key, "f") for i in range(50)]
-        assert [open_value(ring, av, "t", key, "f", "f") for av in sealed] == [
-            {"N": str(i)} for i in range(50)]
-        assert calls.count("GenerateDataKey") == 1 and calls.count("Decrypt") == 1
-        assert ring.mac("v") == ring.mac("v") != ring.mac("w")
-        rotated = KmsKeyring(second, previous=[first], client=kms)
-        assert open_value(rotated, sealed[3], "t", key, "f", "f") == {"N": "3"}
-        assert open_value(rotated, seal_value(rotated, {"S": "x"}, "t", key, "f"), "t", key,
-                          "f", "f") == {"S": "x"}
-        with pytest.raises(DecryptionError) as info:
-            open_value(KmsKeyring(second, client=kms), sealed[0], "t", key, "f", "f")
-        assert info.value.key_id == first
-        ring = KmsKeyring(first, client=kms)
-        ring.max_uses = 2
-        for _ in range(5):
-            seal_value(ring, {"S": "x"}, "t", key, "f")
-        assert calls.count("GenerateDataKey") == 5  # bounded by use: 1 + 3 (of 5 values)
-        ring = KmsKeyring(first, client=kms)
-        ring.max_age = -1.0  # bounded by age: every value past it gets a new data key
-        for _ in range(3):
-            seal_value(ring, {"S": "x"}, "t", key, "f")
-        assert calls.count("GenerateDataKey") == 8
-
-
-def test_entities_through_kms_on_moto() -> None:
-    with moto_backend():
-        kms = boto3.client("kms", region_name="us-east-1", aws_access_key_id="x",
-                           aws_secret_access_key="x")
-        key_id = kms.create_key()["KeyMetadata"]["KeyId"]
-        mac_key = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")[
-            "KeyMetadata"]["KeyId"]
-        vault.keyring = KmsKeyring(key_id, client=kms, mac_key_id=mac_key)
-        with use_tables(vault, name_suffix=worker_suffix()) as tb:
-            s = tb.session()
-            _save(s, Patient(patient_id="p1", name="Ada", ssn="111", score=5))
-            assert s.get(Patient, patient_id="p1").score == 5
-            assert s.find(Patient, ssn="111").patient_id == "p1"
 
 
 def test_async_session_seals_opens_and_finds(eb: TestBackend,
@@ -383,7 +380,7 @@ def test_never_a_wrong_value_whatever_is_copied_where(
     never another item's or field's value."""
     from dynaorm.schema.entity import encode_entity, spec_of
 
-    vault.keyring = StaticKeyring(KEY)
+    vault.keyring = ring(KEY)
     spec = spec_of(Patient)
     objs = [Patient(patient_id=f"p{i}", name="n", ssn=f"ssn-{i}", notes={"i": i}, score=i)
             for i in range(4)]
@@ -391,7 +388,7 @@ def test_never_a_wrong_value_whatever_is_copied_where(
     for src, src_attr, dst, dst_attr in moves:
         items[dst] = {**items[dst], dst_attr: items[src][src_attr]}
     if rotate:
-        vault.keyring = StaticKeyring(OTHER, previous=[KEY])
+        vault.keyring = ring(OTHER, KEY)
     for i, item in enumerate(items):
         for attr in ("ssn", "notes", "score"):
             try:
@@ -401,4 +398,539 @@ def test_never_a_wrong_value_whatever_is_copied_where(
                 assert exc.field == attr
                 continue
             assert value[attr] == getattr(objs[i], attr)
-    vault.keyring = StaticKeyring(KEY)
+    vault.keyring = ring(KEY)
+
+
+# -- KMS: key material through the client (contract 21) ------------------------------------
+kvault = Table("enc_kms_vault")
+
+
+class Member(Entity):
+    """A unique encrypted email: a commit asks KMS for a data key and the email's MAC, a
+    read for the data keys it has not unwrapped yet."""
+
+    class Meta:
+        table = kvault
+        pk = "MEMBER#{member_id}"
+        sk = "MEMBER"
+        unique = [Unique("email")]
+
+    member_id: str
+    email: Encrypted[str]
+    plan: Encrypted[str] = "free"
+
+
+class Diary(Entity):
+    """Versioned: its history."""
+
+    class Meta:
+        table = kvault
+        pk = "DIARY#{diary_id}"
+        sk = "DIARY"
+        versioned = True
+
+    diary_id: str
+    entry: Encrypted[str]
+    version: int = 0
+
+
+class Memo(Entity):
+    """No rule but encryption: the bulk calls."""
+
+    class Meta:
+        table = kvault
+        pk = "MEMO#{memo_id}"
+        sk = "MEMO"
+
+    memo_id: str
+    text: Encrypted[str]
+
+
+@dataclass
+class Kms:
+    """``kvault`` on the test's engine, and the KMS its client asks."""
+
+    tb: TestBackend
+    kms: Any  # a boto3 KMS client of that KMS (to make keys)
+    key: str  # an encryption key
+    mac: str  # an HMAC_256 key
+
+    def keyring(self, key: str | None = None, **kw: Any) -> KmsKeyring:
+        """A fresh keyring (empty caches: a process that has asked KMS nothing yet)."""
+        return KmsKeyring(key or self.key, mac_key_id=self.mac, **kw)
+
+
+def _kms(endpoint: str | None, backend: str | None) -> tuple[Any, str, str]:
+    """A boto3 KMS client of the KMS at ``endpoint`` (``None``: moto's in-process one), in
+    the region the table's client signs for, with a new encryption key and a new MAC key."""
+    region = resolve_region(None, default_session(), backend)
+    kms = boto3.client("kms", endpoint_url=endpoint, region_name=region,
+                       aws_access_key_id="x", aws_secret_access_key="x")
+    key = kms.create_key()["KeyMetadata"]["KeyId"]
+    mac = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")["KeyMetadata"][
+        "KeyId"]
+    return kms, key, mac
+
+
+@pytest.fixture
+def kv(backend: str | None, request: pytest.FixtureRequest,
+       monkeypatch: pytest.MonkeyPatch) -> Iterator[Kms]:
+    """KMS requests through the table's client's own botocore KMS client: moto's in-process
+    KMS beside the in-process moto, else a moto server's, configured as an application
+    configures it (``AWS_ENDPOINT_URL_KMS``)."""
+    endpoint = None if backend is None else request.getfixturevalue("dynaorm_moto_server")
+    if endpoint is not None:
+        monkeypatch.setenv("AWS_ENDPOINT_URL_KMS", endpoint)
+    with use_tables(kvault, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        kms, key, mac = _kms(endpoint, backend)
+        kvault.keyring = KmsKeyring(key, mac_key_id=mac)
+        try:
+            yield Kms(tb, kms, key, mac)
+        finally:
+            kvault.keyring = None
+
+
+def test_kms_requests_are_requests_of_the_client(kv: Kms) -> None:
+    """GenerateDataKey and GenerateMac are requests of the commit that needs them, Decrypt
+    of the read that first meets a data key: each an attempt the client's hooks see, for
+    the table; with warm caches a commit or a read asks KMS nothing."""
+    seen = Requests(kvault)
+    s = kv.tb.session()
+    _save(s, Member(member_id="m1", email="ada@example.com"))
+    assert seen.calls[:2] == [
+        ("kms:GenerateDataKey", {"KeyId": kv.key, "KeySpec": "AES_256"}),
+        ("kms:GenerateMac", {"KeyId": kv.mac, "Message": b"ada@example.com",
+                             "MacAlgorithm": "HMAC_SHA_256"})]
+    assert seen.operations[2:] == ["TransactWriteItems"]
+    seen.calls.clear()
+    m = s.get(Member, member_id="m1")  # its own data key: no Decrypt
+    for plan in ("pro", "team", "free"):  # the data key and the MAC are cached
+        m.plan = plan
+        _save(s, m)
+    assert s.find(Member, email="ada@example.com") == m
+    assert not [op for op in seen.operations if op.startswith("kms:")]
+    kvault.keyring = kv.keyring()  # another process: nothing asked yet
+    seen.calls.clear()
+    s = kv.tb.session()
+    assert s.get(Member, member_id="m1") == m
+    assert s.find(Member, email="ada@example.com") == m
+    assert s.scan(Member).all() == [m]
+    assert seen.operations == ["GetItem", "kms:Decrypt", "kms:GenerateMac", "GetItem",
+                               "GetItem", "Scan"]
+
+
+def test_kms_data_keys_are_bounded_by_use_and_age(kv: Kms) -> None:
+    """A data key seals ``max_uses`` values for ``max_age`` seconds: the next commit's
+    prepare past either asks for a new one (a plan already made keeps its own)."""
+    seen = Requests(kvault)
+    kvault.keyring = ring = kv.keyring()
+    ring.max_uses = 4  # two encrypted values a member: a new data key every second commit
+    s = kv.tb.session()
+    for i in range(5):
+        _save(s, Member(member_id=f"m{i}", email=f"m{i}@example.com"))
+    assert seen.operations.count("kms:GenerateDataKey") == 3
+    kvault.keyring = ring = kv.keyring()
+    ring.max_age = -1.0  # every prepare of a write: a new one
+    for i in range(5, 8):
+        _save(s, Member(member_id=f"m{i}", email=f"m{i}@example.com"))
+    assert seen.operations.count("kms:GenerateDataKey") == 6
+    assert sorted(m.member_id for m in s.scan(Member).all()) == [f"m{i}" for i in range(8)]
+
+
+def test_kms_rotation_reads_old_values_and_refuses_a_dropped_key(kv: Kms) -> None:
+    _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"))
+    second = kv.kms.create_key()["KeyMetadata"]["KeyId"]
+    kvault.keyring = kv.keyring(second, previous=[kv.key])
+    s = kv.tb.session()
+    m = s.get(Member, member_id="m1")
+    assert m.email == "ada@example.com"
+    m.plan = "pro"
+    _save(s, m)  # re-sealed under the second key
+    _save(s, Member(member_id="m2", email="bob@example.com"))
+    kvault.keyring = kv.keyring(second)  # the first key dropped: find and guards unchanged
+    s = kv.tb.session()
+    assert s.find(Member, email="ada@example.com") == m
+    with pytest.raises(UniqueConstraintError):
+        _save(s, Member(member_id="m3", email="ada@example.com"))
+    kvault.keyring = kv.keyring()  # only the first key: the second's values do not open
+    with pytest.raises(DecryptionError) as info:
+        kv.tb.session().get(Member, member_id="m2")
+    assert info.value.key_id == second
+
+
+def test_every_read_and_write_path_asks_kms_first(kv: Kms) -> None:
+    """Each read decodes only after asking for the data keys it has not unwrapped, each
+    write encodes only after asking for a data key (a fresh keyring before each step:
+    nothing known): history, get_many, query, an overwrite, bulk saves and deletes."""
+    seen = Requests(kvault)
+    s = kv.tb.session()
+    _save(s, Diary(diary_id="d0", entry="first"))
+    kvault.keyring = kv.keyring()
+    d = s.get(Diary, diary_id="d0")
+    d.entry = "second"
+    _save(s, d)
+    kvault.keyring = kv.keyring()
+    assert [x.entry for x in s.history(Diary, diary_id="d0")] == ["first", "second"]
+    kvault.keyring = kv.keyring()
+    s.save_many([Memo(memo_id=f"m{i}", text=f"memo {i}") for i in range(3)])
+    kvault.keyring = kv.keyring()
+    assert [x.text for x in s.get_many(Memo, [{"memo_id": "m1"}, {"memo_id": "m2"}])
+            if x is not None] == ["memo 1", "memo 2"]
+    kvault.keyring = kv.keyring()
+    assert s.query(Memo, memo_id="m2").one().text == "memo 2"
+    kvault.keyring = kv.keyring()
+    s.save(Memo(memo_id="m1", text="over"), overwrite=True)
+    s.commit()
+    kvault.keyring = kv.keyring()
+    loaded = s.get_many(Memo, [{"memo_id": "m1"}, {"memo_id": "m2"}])
+    kvault.keyring = kv.keyring()
+    s.save_many([x for x in loaded if x is not None])  # loaded: each planned on its item
+    kvault.keyring = kv.keyring()
+    s.delete_many([x for x in loaded if x is not None])
+    assert [x.memo_id for x in s.scan(Memo).all()] == ["m0"]
+    assert seen.operations.count("kms:GenerateDataKey") == 5
+
+
+def test_check_and_streams_ask_kms_through_the_client(kv: Kms) -> None:
+    """``dynaorm check`` audits guards by the MACs of the values it reads, and a stream's
+    images open: both ask KMS (Decrypt, GenerateMac) through the table's client."""
+    from dynaorm.tools.audit import audit_table
+    from dynaorm.tools.check import check_table
+
+    _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"),
+          Member(member_id="m2", email="bob@example.com"))
+    kvault.keyring = kv.keyring()
+    seen = Requests(kvault)
+    result = check_table(kvault)
+    assert (result.scanned, result.problems) == (4, [])
+    assert "kms:Decrypt" in seen.operations and "kms:GenerateMac" in seen.operations
+    kvault.keyring = kv.keyring()
+    assert audit_table(kvault) == (4, [])
+    raw = next(i for i in kv.tb.scan_raw() if i["pk"]["S"] == "MEMBER#m1")
+    kvault.keyring = kv.keyring()
+    seen.calls.clear()
+    (change,) = kvault.changes([{"eventName": "INSERT", "dynamodb": {"NewImage": raw}}])
+    assert seen.operations == []  # (an image opens when it is read)
+    assert change.new.email == "ada@example.com"
+    assert seen.operations == ["kms:Decrypt"]
+
+
+@pytest.mark.sync_only  # (the sync driver's sleep)
+def test_a_kms_throttle_is_retried(kv: Kms) -> None:
+    kvault.db.driver.sleep = lambda seconds: None
+    with inject_faults(kvault) as faults:
+        faults.throttle("kms:GenerateDataKey", times=2)
+        faults.server_error("kms:GenerateMac")
+        _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"))
+    assert faults.sent["kms:GenerateDataKey"] == 3 and faults.sent["kms:GenerateMac"] == 2
+    kvault.keyring = kv.keyring()
+    with inject_faults(kvault) as faults:
+        faults.throttle("kms:Decrypt")
+        assert kv.tb.session().get(Member, member_id="m1").email == "ada@example.com"
+    assert faults.sent["kms:Decrypt"] == 2
+
+
+@pytest.mark.sync_only  # (the sync driver's sleep)
+def test_a_kms_failure_past_the_attempts_is_a_keyring_error(kv: Kms) -> None:
+    """A KMS request that fails after its retries is a KeyringError naming the key (the
+    RequestError its cause), raised before the write is sent: the table is unchanged."""
+    kvault.db.driver.sleep = lambda seconds: None
+    s = kv.tb.session()
+    _save(s, Member(member_id="m1", email="ada@example.com"))
+    before = kv.tb.scan_raw()
+    m = s.get(Member, member_id="m1")
+    m.email = "ada@example.org"  # a new value: its MAC is asked for
+    with inject_faults(kvault) as faults:
+        faults.throttle("kms:GenerateMac", times=None)
+        s.save(m)
+        with pytest.raises(KeyringError) as info:
+            s.commit()
+    assert info.value.key_id == kv.mac
+    cause = info.value.__cause__
+    assert isinstance(cause, RequestError) and cause.code == "ThrottlingException"
+    assert cause.attempts == faults.sent["kms:GenerateMac"] == kvault.db.max_attempts
+    assert kv.tb.scan_raw() == before and "TransactWriteItems" not in faults.sent
+    kvault.keyring = kv.keyring()  # a read that must unwrap, and cannot
+    with inject_faults(kvault) as faults:
+        faults.server_error("kms:Decrypt", times=None)
+        with pytest.raises(KeyringError) as info:
+            kv.tb.session().get(Member, member_id="m1")
+    assert info.value.key_id == kv.key
+
+
+def test_missing_wrong_and_refused_kms_keys_name_the_key(kv: Kms) -> None:
+    """A missing key (NotFoundException), a key of the wrong kind (InvalidKeyUsage), a
+    data key KMS refuses to unwrap (an edited wrapped key: AccessDenied): each a
+    DynaormError naming the key id, nothing written."""
+    s = kv.tb.session()
+    kvault.keyring = KmsKeyring("alias/missing", mac_key_id=kv.mac)
+    s.save(Member(member_id="m1", email="ada@example.com"))
+    with pytest.raises(KeyringError) as info:
+        s.commit()
+    assert info.value.key_id == "alias/missing" and "NotFoundException" in str(info.value)
+    kvault.keyring = KmsKeyring(kv.key, mac_key_id=kv.key)  # an encryption key as MAC key
+    s.save(Member(member_id="m1", email="ada@example.com"))
+    with pytest.raises(KeyringError) as info:
+        s.commit()
+    assert info.value.key_id == kv.key
+    assert getattr(info.value.__cause__, "code", None) == "InvalidKeyUsageException"
+    assert kv.tb.scan_raw() == []
+    kvault.keyring = kv.keyring()
+    _save(s, Member(member_id="m1", email="ada@example.com"))
+    raw = next(i for i in kv.tb.scan_raw() if i["pk"]["S"] == "MEMBER#m1")
+    blob = bytearray(raw["plan"]["B"])
+    blob[4 + blob[1] + 8] ^= 0xFF  # a byte of the wrapped data key
+    _put_raw(kv.tb, {**raw, "plan": {"B": bytes(blob)}})
+    kvault.keyring = kv.keyring()
+    with pytest.raises(DecryptionError) as refused:
+        kv.tb.session().get(Member, member_id="m1")
+    assert (refused.value.field, refused.value.key_id) == ("plan", kv.key)
+    assert isinstance(refused.value.__cause__, KeyringError)
+    assert isinstance(refused.value.__cause__.__cause__, RequestError)
+
+
+def test_kms_attempts_are_spans_of_their_operation(kv: Kms) -> None:
+    spans = Spans()
+    kvault.db.tracing.tracer_provider = spans.provider
+    try:
+        _save(kv.tb.session(), Member(member_id="m1", email="ada@example.com"))
+        (commit,) = spans.named("dynaorm.commit")
+        assert [c.name for c in spans.children(commit)] == [
+            "KMS.GenerateDataKey", "KMS.GenerateMac", "DynamoDB.TransactWriteItems"]
+        (span,) = spans.named("KMS.GenerateMac")
+        assert span.attributes is not None
+        assert {k: span.attributes[k] for k in ("rpc.service", "rpc.method",
+                                                "dynaorm.outcome", "dynaorm.entity_types")
+                } == {"rpc.service": "KMS", "rpc.method": "GenerateMac", "dynaorm.outcome": "ok",
+                      "dynaorm.entity_types": ("Member",)}
+        assert "ada@example.com" not in str(span.attributes)
+        spans.clear()
+        kvault.keyring = kv.keyring()
+        kv.tb.session().get(Member, member_id="m1")
+        (get,) = spans.named("dynaorm.get")
+        assert [c.name for c in spans.children(get)] == ["DynamoDB.GetItem", "KMS.Decrypt"]
+    finally:
+        kvault.db.tracing.tracer_provider = None
+
+
+@pytest.mark.sync_only  # (the sync driver's sleep)
+def test_rate_holds_kms_requests(kv: Kms) -> None:
+    """``rate=``: a KMS request consumes no capacity unit but waits, as every request
+    does, while the budget is spent (a clock that stands still: the units stay due)."""
+    client = kvault.db
+    events: list[str] = []
+    client.driver.sleep = lambda seconds: events.append("wait")
+
+    class Seen(Hook):
+        def on_start(self, phase: Any) -> object:
+            if isinstance(phase, Attempt):
+                events.append(phase.operation)
+            return None
+
+    client.add_hook(Seen())
+    client.rate = Rate(write=1)
+    try:
+        assert client.policy.budget is not None
+        client.policy.budget.clock = lambda: 0.0
+        kvault.keyring = ring = kv.keyring()
+        ring.max_uses = 1  # every commit asks for a new data key
+        s = kv.tb.session()
+        _save(s, Member(member_id="m1", email="ada@example.com"))
+        assert events == ["kms:GenerateDataKey", "kms:GenerateMac", "TransactWriteItems"]
+        events.clear()
+        _save(s, Member(member_id="m2", email="bob@example.com"))
+        assert events == ["wait", "kms:GenerateDataKey", "wait", "kms:GenerateMac", "wait",
+                          "TransactWriteItems"]
+    finally:
+        client.rate = None
+
+
+def test_an_async_session_awaits_its_kms_requests(backend: str | None,
+                                                  request: pytest.FixtureRequest) -> None:
+    """An AsyncSession sends KMS requests off its event loop and awaits them: while one is
+    held in flight, another task of the loop runs and lets it go (were it sent on the
+    loop, the loop would stand still and the hold time out)."""
+    import asyncio
+    import threading
+
+    if engine_of(request) == "moto":
+        pytest.skip("in-process moto does not answer an AsyncSession")
+    from dynaorm import AsyncSession
+
+    kms, key, mac = _kms(request.getfixturevalue("dynaorm_moto_server"), backend)
+    held: list[bool] = []
+
+    async def run(step: Any, operation: str) -> Any:
+        loop = asyncio.get_running_loop()
+        sent, release = asyncio.Event(), threading.Event()
+
+        def hold(**_: Any) -> None:  # where botocore sends the KMS request
+            loop.call_soon_threadsafe(sent.set)
+            held.append(release.wait(timeout=10))
+
+        async def other() -> None:
+            await sent.wait()
+            release.set()
+
+        kms.meta.events.register(f"before-send.kms.{operation}", hold)
+        try:
+            return (await asyncio.gather(step, other()))[0]
+        finally:
+            kms.meta.events.unregister(f"before-send.kms.{operation}", hold)
+
+    async def main() -> Member | None:
+        s = AsyncSession(kvault)
+        s.save(Member(member_id="m1", email="ada@example.com"))
+        await run(s.commit(), "GenerateDataKey")
+        kvault.keyring = KmsKeyring(key, mac_key_id=mac, client=kms)  # nothing unwrapped
+        found: Member | None = await run(AsyncSession(kvault).get(Member, member_id="m1"),
+                                         "Decrypt")
+        return found
+
+    with use_tables(kvault, endpoint_url=backend, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
+        kvault.keyring = KmsKeyring(key, mac_key_id=mac, client=kms)
+        try:
+            found = asyncio.run(main())
+        finally:
+            kvault.keyring = None
+    assert found is not None and found.email == "ada@example.com"
+    assert held == [True, True]
+
+
+# -- refusals before sending ------------------------------------------------------------------
+def test_a_keyring_without_a_mac_key_is_refused_for_unique_encrypted_fields() -> None:
+    """When the class is defined with it on its table, or when it is bound to a table or
+    a client with such an entity: never a request that cannot work."""
+    for keyring in (KmsKeyring("alias/data"), StaticKeyring(KEY),
+                    StaticKeyring(KEY, previous=[OLD])):
+        refusing = Table("enc_refused", keyring=keyring)
+        with pytest.raises(KeyringError, match="MAC key") as info:
+            class Refused(Entity):
+                class Meta:
+                    table = refusing
+                    pk = "R#{r}"
+                    sk = "R"
+                    unique = [Unique("secret")]
+
+                r: str
+                secret: Encrypted[str]
+        assert info.value.key_id == keyring.key_id
+    with pytest.raises(KeyringError):
+        kvault.keyring = KmsKeyring("alias/data")
+    assert kvault.keyring is None
+    client = Client(endpoint_url="http://127.0.0.1:1")  # (nothing is sent)
+    bound = Table("enc_bound", client=client)
+
+    class Bound(Entity):
+        class Meta:
+            table = bound
+            pk = "B#{b}"
+            sk = "B"
+            unique = [Unique("secret")]
+
+        b: str
+        secret: Encrypted[str]
+
+    with pytest.raises(KeyringError) as info:
+        client.keyring = KmsKeyring("alias/data")
+    assert client.keyring is None and info.value.key_id == "alias/data"
+    client.keyring = KmsKeyring("alias/data", mac_key_id="alias/mac")
+    bound.keyring = StaticKeyring(KEY, mac_key=MAC)  # (its own: the client's is not asked)
+    client.keyring = KmsKeyring("alias/data")
+
+
+def test_a_static_key_of_the_wrong_size_is_refused() -> None:
+    import hashlib
+
+    with pytest.raises(KeyringError, match="16, 24 or 32 bytes") as info:
+        StaticKeyring(b"short-key")
+    assert info.value.key_id == hashlib.sha256(b"short-key").hexdigest()[:16]
+    for kwargs in ({"previous": [b"x" * 31]}, {"mac_key": b"m" * 33}):
+        with pytest.raises(KeyringError, match="16, 24 or 32 bytes"):
+            StaticKeyring(KEY, **kwargs)
+    assert StaticKeyring(b"k" * 16).key_id != StaticKeyring(b"k" * 24).key_id
+
+
+def test_key_material_not_prepared_is_a_programming_error() -> None:
+    """Sealing and opening only read a keyring's caches: what a KmsKeyring was not asked
+    to prepare is NotPrepared, never a KMS call made there and then."""
+    with moto_backend():
+        _, key, mac = _kms(None, None)
+        ring = KmsKeyring(key, mac_key_id=mac)
+        at = {"pk": {"S": "a"}}
+        with pytest.raises(NotPrepared):
+            seal_value(ring, {"S": "x"}, "t", at, "f")
+        with pytest.raises(NotPrepared):
+            ring.mac("x")
+        Client().driver.run(ring.prepare(macs=["x"], writing=True))
+        sealed = seal_value(ring, {"S": "x"}, "t", at, "f")
+        assert open_value(ring, sealed, "t", at, "f", "f") == {"S": "x"}
+        assert len(ring.mac("x")) == 64
+        with pytest.raises(NotPrepared):
+            open_value(KmsKeyring(key), sealed, "t", at, "f", "f")
+
+
+def test_a_keyring_pickles_without_its_key_material() -> None:
+    ring = StaticKeyring(KEY, previous=[OLD], mac_key=MAC)
+    at = {"pk": {"S": "a"}}
+    sealed = seal_value(ring, {"S": "x"}, "t", at, "f")
+    back = pickle.loads(pickle.dumps(ring))
+    assert (back.key_id, back.key_ids, back.mac_key_id) == (ring.key_id, ring.key_ids,
+                                                            ring.mac_key_id)
+    assert open_value(back, sealed, "t", at, "f", "f") == {"S": "x"}
+    assert back.mac("v") == ring.mac("v")
+    kms = pickle.loads(pickle.dumps(KmsKeyring("k", previous=["j"], region="eu-west-1",
+                                               mac_key_id="m")))
+    assert (kms.key_ids, kms.region, kms.mac_key_id) == (frozenset({"k", "j"}), "eu-west-1",
+                                                         "m")
+    with pytest.raises(NotPrepared):
+        kms.data_key()
+
+
+def test_a_hostile_kms_answer_is_a_keyring_error_never_a_key() -> None:
+    """What a KMS endpoint answers is read from the network (botocore parses it first): a
+    success without a data key, or with one of the wrong size, a body that is not JSON,
+    server errors and cut connections past the attempts: each a KeyringError naming the
+    key, never a data key that is not one; a server error once is retried."""
+    import base64
+
+    import botocore.config
+
+    from tests.support.hostile import Reply, answer, json_body, serving
+
+    good = {"KeyId": "k", "Plaintext": base64.b64encode(b"d" * 32).decode(),
+            "CiphertextBlob": base64.b64encode(b"w" * 40).decode()}
+    failed = answer(json_body({"__type": "KMSInternalException", "message": "down"}),
+                    status="500 Internal Server Error")
+    cases: list[tuple[list[bytes | None], str | None]] = [
+        ([answer(json_body({"KeyId": "k"}))], "lacks"),
+        ([answer(json_body({**good, "Plaintext": base64.b64encode(b"short").decode()}))],
+         "32 bytes"),
+        ([answer(b"<html>not json</html>")], "lacks"),
+        ([failed, failed, failed], "KMSInternalException.*after 3 attempts"),
+        ([None, None, None], "ConnectionError.*after 3 attempts"),  # (closed, no answer)
+        ([failed, answer(json_body(good))], None),
+    ]
+    client = Client(endpoint_url="http://127.0.0.1:1", max_attempts=3)  # (KMS only)
+    client.driver.sleep = lambda seconds: None
+    for replies, refused in cases:
+        def script(n: int, body: bytes, replies: list[bytes | None] = replies) -> Reply:
+            data = replies[min(n, len(replies)) - 1]
+            return Reply(close=True) if data is None else Reply(data)
+
+        with serving(script) as server:
+            kms = boto3.client("kms", endpoint_url=server.url, region_name="us-east-1",
+                               aws_access_key_id="x", aws_secret_access_key="x",
+                               config=botocore.config.Config(retries={"total_max_attempts": 1}))
+            ring = KmsKeyring("k", client=kms)
+            if refused is None:
+                client.driver.run(ring.prepare(writing=True))
+                assert ring.data_key()[0] == b"d" * 32 and len(server.bodies) == 2
+                continue
+            with pytest.raises(KeyringError, match=refused) as info:
+                client.driver.run(ring.prepare(writing=True))
+            assert info.value.key_id == "k"
+            with pytest.raises(NotPrepared):
+                ring.data_key()

@@ -43,7 +43,7 @@ from tests.support.raw import raw_get, raw_set
 pytestmark = pytest.mark.sync_only
 
 KEY = b"c" * 32
-vault = Table("outcome_cross", keyring=StaticKeyring(KEY))
+vault = Table("outcome_cross", keyring=StaticKeyring(KEY, mac_key=KEY))
 
 
 class Account(Entity):
@@ -69,7 +69,7 @@ ROW = {"pk": "ACCOUNT#a1", "sk": "ACCOUNT"}
 def local(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     if engine_of(request) != "local":
         pytest.skip("the reference engine: DynamoDB Local (tokens applied at most once)")
-    vault.keyring = StaticKeyring(KEY)
+    vault.keyring = StaticKeyring(KEY, mac_key=KEY)
     with use_tables(vault, endpoint_url=backend, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:
         before = vault._binding()

@@ -22,8 +22,11 @@ hook                    what the rule does there
 ``refuse``              a use of a field it cannot allow (a condition, an update action,
                         a projection): raises
 ``redact``              a field value about to go into a message, a log record or a span
-``prepare``             what it needs before rows are encoded or decoded (key material),
-                        as protocol steps, so that each is a request of the client
+``prepare``             what it needs before rows are decoded, or before the entity's
+                        rows are encoded (key material), as protocol steps, so that each
+                        is a request of the client: every read runs it on the rows it
+                        is about to decode, every commit on the stored items its writes
+                        are planned on
 ``cost``                the rows a write of the entity adds, by role (for ``explain``)
 ``export``              what an export writes of a stored row (``None``: not a row to
                         export)
@@ -162,8 +165,14 @@ class Rule:
         return value
 
     def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
-        """What this rule needs before ``items`` are decoded (``writing``: before rows of
-        the entity are encoded), asked for as protocol steps."""
+        """What this rule needs before the stored rows ``items`` are decoded (any rows a
+        read returned or a write is planned on: skip what is not the entity's), and, with
+        ``writing``, before rows of the entity are encoded, asked for as protocol steps
+        (a ``Call`` each: the client sends it as any request). Run by every read before it
+        decodes and by a commit before it plans (:func:`~dynaorm.schema.entity.
+        prepare_rows`); ``decode`` and ``encode`` then only read what it got. Values a
+        plan renders into keys (a unique encrypted field's MAC) are asked for by a first
+        try of the plan (:func:`~dynaorm.schema.rules.encrypted.with_macs`)."""
         return
         yield  # (asks for nothing)
 

@@ -6,29 +6,37 @@ A stored value is ``B``: ``1 | len(key id) | key id | len(wrapped) (2) | wrapped
 nonce (12) | AES-GCM of the value's DynamoDB JSON``; the additional data is the table name,
 the item key, the attribute and everything before the nonce, so a ciphertext copied to
 another item, field or table, or edited anywhere, is :class:`~dynaorm.DecryptionError`.
-The keyrings (:mod:`dynaorm.client.keyrings`) cache their data keys, so a steady-state
-commit or read makes no KMS call.
+
+Sealing and opening are pure: they read what the keyring (:mod:`dynaorm.client.keyrings`)
+holds. What they will need is asked for first, as protocol steps the client sends:
+:meth:`Encryption.prepare` (the data key of new values, the data keys of stored ones)
+before rows are encoded or decoded, and :func:`with_macs` for the MACs a plan or a
+``find`` renders into unique guard keys. The keyrings cache what they got, so a
+steady-state commit or read makes no KMS call.
 """
 
 from __future__ import annotations
 
 import base64
+import contextvars
 import functools
+import hashlib
 import json
 import os
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Generator, Mapping
 from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
-from dynaorm.errors import DecryptionError, DynaormError
+from dynaorm.errors import DecryptionError, DynaormError, KeyringError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
 
-__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "aesgcm", "is_encrypted",
-           "keyring_of", "open_value", "seal_value", "unique_mac"]
+__all__ = ["ENCRYPTED", "ROW_BOUND", "Encrypted", "Encryption", "NotPrepared", "aesgcm",
+           "bound_keyring", "check_macs", "header_of", "is_encrypted", "keyring_of",
+           "open_value", "seal_value", "trying", "unique_mac", "with_macs"]
 
 T = TypeVar("T")
 #: the format of a sealed value bound to the row it is stored in (0.6): a version row's
@@ -39,6 +47,12 @@ ROW_BOUND = 2
 ENCRYPTED = "dynaorm:encrypted"
 Encrypted = Annotated[T, ENCRYPTED]
 """A field annotated ``Encrypted[str]`` (any type the codec stores) is stored encrypted."""
+
+
+class NotPrepared(RuntimeError):
+    """Key material used before it was asked for: a read or a write that did not prepare
+    its entity's rules (:meth:`~dynaorm.schema.rules.Rule.prepare`) first. A programming
+    error, never a blocking call in its place."""
 
 
 def is_encrypted(info: Any) -> bool:
@@ -83,10 +97,26 @@ def open_value(keyring: Any, av: AttributeValue, table: str, key: Mapping[str, A
         text = aesgcm(keyring.unwrap(key_id, blob[4 + n:end])).decrypt(
             blob[end:end + 12], blob[end + 12:], _aad(table, bound, attr, blob[:end]))
         return cast(AttributeValue, binary_from_json(json.loads(text)))
+    except NotPrepared:
+        raise
     except Exception as exc:
         raise DecryptionError(f"field {field!r} does not decrypt under key {key_id!r} (missing "
                               f"or wrong key, or a value not written here: {exc!r})",
                               field=field, key_id=key_id) from exc
+
+
+def header_of(av: Any) -> tuple[str, bytes] | None:
+    """``(key id, wrapped data key)`` of a value :func:`seal_value` sealed (any format),
+    or ``None`` for anything else."""
+    try:
+        blob = av["B"]  # (not copied: a large binary value is only looked at)
+        n = blob[1]
+        end = 4 + n + int.from_bytes(blob[2 + n:4 + n], "big")
+        if blob[0] not in (1, ROW_BOUND) or len(blob) < end:
+            return None
+        return bytes(blob[2:2 + n]).decode(), bytes(blob[4 + n:end])
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
 
 
 def keyring_of(table: Any) -> Any:
@@ -96,9 +126,66 @@ def keyring_of(table: Any) -> Any:
     return found
 
 
+def bound_keyring(table: Any) -> Any:
+    """The keyring ``table`` has now (its own, else that of a client it is bound to;
+    ``None``: none yet), found without binding it to a client."""
+    return table.keyring or getattr(getattr(table, "_client", None), "keyring", None)
+
+
+def check_macs(keyring: Any, owner: str, fields: Collection[str]) -> None:
+    """Refuse ``keyring`` for the unique encrypted ``fields`` of ``owner`` unless it has a
+    MAC key (``mac_key_id``): :class:`~dynaorm.KeyringError`, before anything is sent."""
+    if keyring is not None and getattr(keyring, "mac_key_id", "") is None:
+        raise KeyringError(
+            f"{owner}: unique Encrypted {sorted(fields)} need a keyring with a MAC key, "
+            f"whose guards do not change when data keys rotate; {keyring!r} has none "
+            "(KmsKeyring(..., mac_key_id=<an HMAC_256 key>), StaticKeyring(..., mac_key=...))",
+            key_id=str(getattr(keyring, "key_id", "?")))
+
+
+#: while :func:`with_macs` makes its first try: the MACs each keyring lacked
+_WANTED: contextvars.ContextVar[dict[Any, set[str]] | None] = contextvars.ContextVar(
+    "dynaorm_wanted_macs", default=None)
+
+
+def trying() -> bool:
+    """Whether :func:`with_macs` is making its first try (whose values are thrown away: a
+    keyring counts no use of its data key then)."""
+    return _WANTED.get() is not None
+
+
 def unique_mac(table: Any, text: str) -> str:
-    """The guard text of a unique encrypted field's value: its keyring's MAC."""
-    return str(keyring_of(table).mac(text))
+    """The guard text of a unique encrypted field's value: its keyring's MAC (within
+    :func:`with_macs`' first try, a MAC not prepared is noted and a stand-in of the same
+    length given)."""
+    keyring = keyring_of(table)
+    try:
+        return str(keyring.mac(text))
+    except NotPrepared:
+        wanted = _WANTED.get()
+        if wanted is None:
+            raise
+        wanted.setdefault(keyring, set()).add(text)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_macs(make: Callable[[], T], origins: tuple[Any, ...] = ()
+              ) -> Generator[Any, Any, T]:
+    """``make()`` (pure: a plan, a guard key), with the MACs of the unique encrypted
+    values it renders asked for first (a protocol): it runs once noting the MACs its
+    keyrings lack; if any, they are prepared (``GenerateMac`` steps) and it runs again.
+    A keyring that makes its MACs itself is never short of one (one run)."""
+    wanted: dict[Any, set[str]] = {}
+    token = _WANTED.set(wanted)
+    try:
+        made = make()
+    finally:
+        _WANTED.reset(token)
+    if not wanted:
+        return made
+    for keyring, texts in wanted.items():
+        yield from keyring.prepare(macs=sorted(texts), origins=origins)
+    return make()
 
 
 def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],
@@ -121,7 +208,7 @@ class Encryption(Rule):
     opened on every row read, refused where a ciphertext cannot be compared (conditions,
     keys, indexes, ``add``/``append``), and never shown in a message."""
 
-    __slots__ = ("fields", "names", "table", "versioned")
+    __slots__ = ("entity", "fields", "names", "table", "versioned")
     name = "encrypted"
     order = 50
     answers = {
@@ -147,15 +234,29 @@ class Encryption(Rule):
         "spans": "as messages: no span attribute holds a plaintext",
     }
 
-    def __init__(self, fields: Mapping[str, str], table: Any, versioned: bool) -> None:
+    def __init__(self, fields: Mapping[str, str], table: Any, versioned: bool,
+                 entity: type[Any] | None = None) -> None:
         self.fields, self.table, self.versioned = fields, table, versioned
         self.names = frozenset(fields.values())
+        self.entity = entity
 
     @classmethod
     def build(cls, decl: Declaration) -> Encryption | None:
         fields = _encrypted(decl.cls, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
                             decl.indexes)
-        return cls(fields, decl.table, bool(decl.meta.get("versioned"))) if fields else None
+        return cls(fields, decl.table, bool(decl.meta.get("versioned")),
+                   decl.cls) if fields else None
+
+    def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
+        """The keyring's data keys of the values sealed in ``items`` (any row, any
+        attribute: under an old layout's name too; a value under a key the keyring does
+        not hold is skipped), and, ``writing``, one for new values."""
+        wrapped = dict.fromkeys(found for item in items for av in item.values()
+                                if "B" in av and (found := header_of(av)) is not None)
+        if wrapped or writing:
+            origins = () if self.entity is None else (self.entity,)
+            yield from keyring_of(self.table).prepare(wrapped, writing=writing,
+                                                      origins=origins)
 
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""

@@ -20,7 +20,7 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.encrypted import unique_mac
+from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, unique_mac
 from dynaorm.schema.rules.stamps import encode_ttl
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, F, all_of, not_exists, raw_eq
@@ -193,7 +193,8 @@ class Uniqueness(Rule):
 
 def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
     """``Meta.unique`` read into its rules; an encrypted unique field's guard holds the
-    MAC of its value (:func:`~dynaorm.schema.rules.encrypted.unique_mac`)."""
+    MAC of its value (:func:`~dynaorm.schema.rules.encrypted.unique_mac`): a keyring
+    without a MAC key on its table is refused here."""
     raw, owner, fields = decl.meta.get("unique"), decl.owner, decl.field_names
     encryption = decl.built.get("encrypted")
     encrypted: frozenset[str] = getattr(encryption, "names", frozenset())
@@ -212,4 +213,6 @@ def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
         mac = functools.partial(unique_mac, decl.table) if spec.field in encrypted else None
         rules.append(UniqueRule(spec.field, spec.prefix or spec.field, spec.normalize, scope,
                                 mac))
+    if macs := [r.field for r in rules if r.mac is not None]:  # (a keyring bound later:
+        check_macs(bound_keyring(decl.table), owner, macs)  # Keyring.check refuses it)
     return tuple(rules)
