@@ -61,6 +61,9 @@ class Revision(Rule):
     def attributes(self) -> frozenset[str]:
         return frozenset({self.attribute})
 
+    def rebind(self, row: Item, source: Item) -> None:
+        row.pop(self.attribute, None)  # (a version row carries none: only the row is stamped)
+
     def export(self, item: Item) -> Item | None:
         return {k: v for k, v in item.items() if k != self.attribute}
 
