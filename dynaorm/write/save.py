@@ -363,5 +363,7 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
         check.validate_python(data)
     except ValidationError as exc:
         error = exc.errors()[0]
-        raise InvalidValueError(f"{cls.__name__} field {error['loc'][0]!r}: "
-                                f"{error['input']!r} breaks its rules ({error['msg']})") from exc
+        name = error["loc"][0]
+        shown = spec_of(cls).rules.redact(str(name), error["input"])
+        raise InvalidValueError(f"{cls.__name__} field {name!r}: {shown!r} breaks its rules "
+                                f"({error['msg']})") from (exc if shown is error["input"] else None)

@@ -195,9 +195,13 @@ class Encryption(Rule):
                 for a, v in item.items()}
 
     def refuse(self, use: str, name: str) -> None:
-        if name in self.names and use != "set":
-            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES.get(use, use)} (its "
-                               "stored value is ciphertext)")
+        if name not in self.names or use in ("set", "set_default", "remove", "projection"):
+            return  # (a value set is sealed at the item's key; values() opens it)
+        if use in _USES:
+            raise DynaormError(f"Encrypted {name!r} cannot be in {_USES[use]} (its stored "
+                               "value is ciphertext)")
+        raise DynaormError(f"Encrypted {name!r}: an update cannot {use}() it (save the "
+                           "object)")
 
     def redact(self, name: str, value: Any) -> Any:
         return "<encrypted>" if name in self.names and value is not None else value
@@ -208,7 +212,7 @@ class Encryption(Rule):
 
 #: how :meth:`Encryption.refuse` names a use
 _USES = {"condition": "a condition or filter", "key": "a key or index",
-         "projection": "a projection"}
+         "path": "a nested path"}
 
 
 def _current(keyring: Any, av: AttributeValue) -> bool:
