@@ -157,6 +157,12 @@ class Encryption(Rule):
                             decl.indexes)
         return cls(fields, decl.table, bool(decl.meta.get("versioned"))) if fields else None
 
+    def renamed(self, attributes: Mapping[str, str]) -> Encryption:
+        """This rule for rows whose fields are stored under other attribute names
+        (``attributes``: stored name -> field name; a previous layout's)."""
+        return Encryption({a: n for a, n in attributes.items() if n in self.names},
+                          self.table, self.versioned)
+
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
         return {a: item[a] for a in (self.table.pk, self.table.sk) if a}
