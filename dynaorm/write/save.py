@@ -159,8 +159,9 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 
 
 def _marked(op: Op, mark: Item) -> Op:
-    """``op`` writing ``mark`` too, if it writes the entity's row or latest copy."""
-    if op.origin.role not in (Role.ROW, Role.LATEST):
+    """``op`` writing ``mark`` too, if it writes the entity's row, latest copy or version
+    row (a copy of the latest copy as written: later ones carry the mark too)."""
+    if op.origin.role not in (Role.ROW, Role.LATEST, Role.VERSION):
         return op
     if isinstance(op, Put):
         return dataclasses.replace(op, item={**op.item, **mark})
