@@ -112,6 +112,16 @@ def spans() -> Iterator[Spans]:
     yield Spans()
 
 
+@pytest.fixture
+def engine(request: pytest.FixtureRequest) -> str:
+    """The engine of the test, skipped before its backend starts unless it is moto or
+    DynamoDB Local (the reference engine): the matrix runs on those two."""
+    engine = engine_of(request)
+    if engine == "dynoxide":
+        pytest.skip("the matrix runs on moto and DynamoDB Local (the reference engine)")
+    return engine
+
+
 def _tables(m: Matrix, backend: str | None, request: pytest.FixtureRequest,
             stack: ExitStack) -> TestBackend:
     wire = wire_of(request)
@@ -524,11 +534,10 @@ def _records(raw: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("combo", COMBOS, ids=label)
-def test_cell(combo: tuple[str, ...], backend: str | None, request: pytest.FixtureRequest,
-              caplog: pytest.LogCaptureFixture, spans: Spans) -> None:
+def test_cell(combo: tuple[str, ...], engine: str, backend: str | None,
+              request: pytest.FixtureRequest, caplog: pytest.LogCaptureFixture,
+              spans: Spans) -> None:
     """Every surface of one combination of rules, in turn, on one table."""
-    if engine_of(request) == "dynoxide":
-        pytest.skip("the matrix runs on moto and DynamoDB Local (the reference engine)")
     m = build(combo)
     with ExitStack() as stack:
         tb = _tables(m, backend, request, stack)
@@ -553,17 +562,14 @@ MOVES = ("change", "delete")
 @pytest.mark.parametrize("fault", ["lose", "lose500", "500"])
 @pytest.mark.parametrize("move", MOVES)
 @pytest.mark.parametrize("combo", COMBOS, ids=label)
-def test_lost_answers(combo: tuple[str, ...], move: str, fault: str, backend: str | None,
-                      request: pytest.FixtureRequest) -> None:
+def test_lost_answers(combo: tuple[str, ...], move: str, fault: str, engine: str,
+                      backend: str | None, request: pytest.FixtureRequest) -> None:
     """The first writer changes ``a`` (note, a unique and encrypted value); its answer is
     lost after the write applied (``lose``: a timeout; ``lose500``: a 500), or it is
     answered 500 without applying (tests/support/fault_kinds.py);
     inside that window a second writer changes ``a`` its own way or deletes it. The first
     is told success only when the write is proved its own, else a typed error; the second
     is told the truth of its own commit; the table is consistent afterwards."""
-    engine = engine_of(request)
-    if engine == "dynoxide":
-        pytest.skip("the matrix runs on moto and DynamoDB Local (the reference engine)")
     m = build(combo)
     transaction = m.has("unique") or m.has("versioned")
     if transaction and engine == "moto":
