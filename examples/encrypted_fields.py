@@ -1,5 +1,6 @@
 """Patients whose social security numbers are stored encrypted (AES-GCM, a keyring's data
-keys), unique by a keyed HMAC, found by value, and never readable with another key.
+keys), unique by a keyed HMAC, found by value, updated by key (sealed for the item),
+read back by ``values()``, never shown in a repr, and never readable with another key.
 
 Run: ``python examples/encrypted_fields.py [--endpoint-url URL]``
 (needs ``dynaorm[encryption]``)
@@ -42,6 +43,10 @@ def main() -> None:
         assert got is not None and found is not None
         print("read back:", got.ssn)
         print("found by value:", found.patient_id)
+        s.update(Patient, patient_id="p1").set(ssn="987-65-4321")  # sealed for the item
+        s.commit()
+        print("values():", s.query(Patient, patient_id="p1").values("ssn"))  # the plaintext
+        print("shown as:", s.get(Patient, patient_id="p1"))  # (repr: never the plaintext)
         old = clinic.keyring
         clinic.keyring = StaticKeyring(os.urandom(32), mac_key=KEY)  # another data key
         try:

@@ -274,8 +274,8 @@ class Selection(Generic[T]):
         if names is None:
             assert spec is not None
             names = spec.lookup_fields
-        return {n: _field_value(cls, n, item.get(self.renames.get(n, n)), data.get(n))
-                for n in names}
+        return {n: _field_value(cls, n, data[n] if n in data else item.get(
+            self.renames.get(n, n)), n in data) for n in names}
 
 
 #: per (entity class, field): a TypeAdapter takes milliseconds to build
@@ -291,10 +291,12 @@ def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any] | None:
     return _ADAPTERS[key]
 
 
-def _field_value(cls: type[Any] | None, name: str, av: Any, filled: Any = None) -> Any:
-    if av is None and filled is None:
+def _field_value(cls: type[Any] | None, name: str, found: Any, decoded: bool) -> Any:
+    """Field ``name``'s value: ``found`` decoded through the entity's rules (``decoded``:
+    an encrypted value opened), else the attribute as stored."""
+    if found is None:
         return None
-    raw = filled if av is None else decode_value(av)
+    raw = found if decoded else decode_value(found)
     adapter = None if cls is None else _adapter(cls, name)
     if adapter is None or raw is None:
         return raw

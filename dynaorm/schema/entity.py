@@ -89,6 +89,14 @@ class Entity(BaseModel):
         _set_state(copy, raw_state(self))  # immutable: shared
         return copy
 
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        """The fields ``repr`` and ``str`` show, each as the entity's rules let a message
+        show it (an encrypted field's value: ``<encrypted>``)."""
+        spec = getattr(type(self), "__dynaorm_spec__", None)
+        rules = None if spec is None or not spec.rules.redactors else spec.rules
+        for name, value in super().__repr_args__():
+            yield name, value if rules is None or name is None else rules.redact(name, value)
+
     def __getstate__(self) -> dict[Any, Any]:
         # pickled with its persistence state (a loaded object stays loaded: a task queue,
         # another process); the state pickles as its plain form (InstanceState.__reduce__)

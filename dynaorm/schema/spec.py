@@ -168,9 +168,10 @@ class EntitySpec:
         strict = "'strict': True" in repr(self.cls.__pydantic_core_schema__)
         return {n: _field_adapter(self.cls, n) for n in self.cls.model_fields if strict}
 
-    def decode_fields(self, item: Item) -> dict[str, Any]:
-        """The field values of a stored item, by field name (plain Python, to validate)."""
-        for decode in self.rules.decoders:  # (a plain entity has none)
+    def decode_fields(self, item: Item, decoded: bool = False) -> dict[str, Any]:
+        """The field values of a stored item, by field name (plain Python, to validate);
+        ``decoded``: the item went through the rules' decoders already."""
+        for decode in () if decoded else self.rules.decoders:  # (a plain entity has none)
             item = decode(item)
         if self._plain_names:
             data = decode_item(item, self.field_names)

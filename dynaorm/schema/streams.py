@@ -51,6 +51,7 @@ class StreamTable(Protocol):
     sk: str | None
     type_attribute: str | None
     entities: dict[str, type[Any]]
+    retired: dict[str, type[Any]]
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,12 @@ class Change:
         if self.prepare is not None:
             self.prepare(cls, item)
         try:
+            spec = cls.__dynaorm_spec__
+            if spec.previous is not None:  # (a row of its previous layout reads as current)
+                from dynaorm.schema.rules.previous import load_old, stored_before
+
+                if stored_before(spec, item):
+                    return load_old(spec, item)
             return cls._from_item(item)
         except ValueError as exc:  # ItemDecodeError, or a value no key template takes
             raise ItemDecodeError(f"stream record {self.event_id or '?'}: the {cls.__name__} "
@@ -291,7 +298,9 @@ def _row_spec(table: StreamTable, type_name: str | None, pk: str | None,
     entity owns it."""
     if type_name is None:
         return None if pk is None else _match_row(table, pk, sk)
-    return getattr(table.entities.get(type_name), "__dynaorm_spec__", None)
+    # (a type name a class's Meta.previous retired: a row of its previous layout)
+    cls = table.entities.get(type_name) or table.retired.get(type_name)
+    return getattr(cls, "__dynaorm_spec__", None)
 
 
 def _role(spec: Any, sk: str | None) -> tuple[ChangeRole, int | None]:

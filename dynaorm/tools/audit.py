@@ -50,8 +50,9 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
-from dynaorm.schema.entity import prepare_rows, preparing, spec_of
+from dynaorm.schema.entity import encode_entity, prepare_rows, preparing, spec_of
 from dynaorm.schema.rules.encrypted import NotPrepared, with_macs
+from dynaorm.schema.rules.revision import new_revision, stamp_of
 from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.unique import (
     GUARD_TYPE,
@@ -494,12 +495,13 @@ class _Auditor:
             attr == s.attr(f) for s in self.specs.values() for f in s.stored_fields)
 
     def carried(self, spec: EntitySpec, row: Item) -> dict[str, Any]:
-        """The attributes of a version row that its latest copy must match, decoded (its
-        TTL compared whether kept aside, as 0.3 writes it, or under the TTL attribute)."""
+        """The attributes of a version row that its latest copy must match, decoded
+        through the entity's rules: its TTL and native index keys put back where it
+        keeps them aside (a TTL still under the TTL attribute, as 0.2 wrote it, too), its
+        ciphertexts opened (each is bound to its own row: compared as plaintext)."""
         skip = {self.table.sk, *([spec.history_index[1]] if spec.history_index else [])}
-        ttl = self.table.ttl
-        return decode_item({VERSION_TTL if a == ttl else a: v for a, v in row.items()
-                            if a not in skip and (a == VERSION_TTL or not self.internal(a))})
+        return decode_item({a: v for a, v in spec.rules.decode(row).items()
+                            if a not in skip and not self.internal(a)})
 
     def row_of(self, spec: EntitySpec, latest: Item, row_sk: str) -> dict[str, Any]:
         """The version row the writer writes from ``latest`` (planner: ``version_row``):
@@ -508,23 +510,23 @@ class _Auditor:
         return self.carried(spec, version_row(spec, latest, row_sk))  # the writer's own
 
     def latest_of(self, spec: EntitySpec, row: Item, latest_sk: str) -> Item | None:
-        """The latest copy rebuilt from a version row: its attributes under the latest key,
-        with the index keys rendered from its fields (a version row carries none)."""
+        """The latest copy rebuilt from a version row: its fields read through the rules
+        (a kept TTL and native index keys put back, ciphertexts opened) and written as a
+        save writes a latest copy (index keys rendered, ciphertexts sealed for the latest
+        key, a fresh revision), with the attributes no class here declares."""
         values = self.values(spec, row)
         if values is None:
             return None
+        assert self.table.sk is not None
+        key = {a: key_value(row[a]) for a in spec.table_key_attrs} | {self.table.sk: latest_sk}
         try:
-            index = spec.index_keys(values)
-        except DynaormError:
+            out = encode_entity(spec.cls.model_validate(values), spec, key=key)
+        except (DynaormError, ValueError):
             return None
         skip = {*([spec.history_index[1]] if spec.history_index else [])}
-        out = {a: v for a, v in row.items() if a not in skip and not self.internal(a)}
-        if self.table.ttl is not None and VERSION_TTL in row:  # the TTL a row keeps aside
-            out[self.table.ttl] = row[VERSION_TTL]
-        assert self.table.sk is not None
-        out[self.table.sk] = {"S": latest_sk}
-        out.update({a: key_av(v) for a, v in index.items()})
-        return out
+        out.update({a: v for a, v in row.items()
+                    if a not in out and a not in skip and not self.internal(a)})
+        return out | stamp_of(self.table, new_revision())
 
     def check_versions(self) -> None:
         newest: dict[tuple[str, str], tuple[int, Item]] = {}
@@ -552,8 +554,11 @@ class _Auditor:
             n, row = found
             if expired(item, self.table.ttl) or expired(row, self.table.ttl):
                 continue  # TTL passed: DynamoDB deletes them lazily; nothing to judge
-            if self.row_of(spec, item, row[sk]["S"]) == self.carried(spec, row):
-                continue
+            try:
+                if self.row_of(spec, item, row[sk]["S"]) == self.carried(spec, row):
+                    continue
+            except DynaormError:
+                continue  # unreadable with today's keys or class: cannot judge
             wanted = self.latest_of(spec, row, key[1])
             if wanted is None:
                 continue  # unreadable with today's class: cannot render its index keys

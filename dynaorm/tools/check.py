@@ -298,11 +298,19 @@ def _confirm(table: Table, problems: list[Problem], rounds: int = 3) -> list[Pro
         if not last:
             return []
         again = _rejudge(table, last)
-        if [(p.kind, p.key, p.detail, p.fix) for p in again] == [
-                (p.kind, p.key, p.detail, p.fix) for p in last]:
+        if list(map(_judged, again)) == list(map(_judged, last)):
             return again
         last = again
     return []  # still moving after every re-read: a live writer's business, not a finding
+
+
+def _judged(problem: Problem) -> tuple[Any, ...]:
+    """What a problem says of the items it was judged on: its kind, item, detail and its
+    fix's conditions (an item a fix puts is left out: a latest copy rebuilt from its
+    version row holds a fresh revision and fresh ciphertexts each time it is judged)."""
+    fix = tuple({kind: {k: v for k, v in body.items() if k != "Item"}}
+                for action in problem.fix for kind, body in action.items())
+    return problem.kind, problem.key, problem.detail, fix
 
 
 def _repair(table: Table, problems: list[Problem]) -> tuple[list[Repair], int]:

@@ -19,7 +19,12 @@ from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.values.expressions import Condition, all_of, exists, raw_eq
 from dynaorm.values.records import Delete, Fail, Op, Role
 from dynaorm.values.state import InstanceState
-from dynaorm.write.conditions import expect_loaded_version, unchanged, with_condition
+from dynaorm.write.conditions import (
+    expect_loaded_version,
+    stored_as,
+    unchanged,
+    with_condition,
+)
 from dynaorm.write.moves import either_layout, plan_move_delete
 from dynaorm.write.records import ActionBuilder, ObjectWrite, Outcome, Prepared, Reads
 
@@ -76,8 +81,11 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
         return with_condition(b.ops, entry, spec, index), Outcome(obj, None)
     old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
     b = ActionBuilder(spec, state.key, index)
-    conds = [exists(spec.table.pk), *unchanged(spec, old_values, spec.unique_fields,
-                                               state.item)]
+    # (the revision it was loaded with: a change another writer stored since is never
+    # deleted unseen)
+    revision = {a for a in (spec.table.revision_attribute,) if a}
+    conds = [exists(spec.table.pk), *stored_as(state.item, revision),
+             *unchanged(spec, old_values, spec.unique_fields, state.item)]
     if spec.versioned:
         expect_loaded_version(spec, obj, state)
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))

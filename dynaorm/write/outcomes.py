@@ -270,8 +270,9 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
                and not _held_by_owner(op, r)]
     if uniques:
         stale = yield from held_by_expired(failed, read)
-        return UniqueConstraintError(uniques[0].entity,
-                                     [(o.field or "?", o.value) for o in uniques],
+        return UniqueConstraintError(uniques[0].entity,  # (values as a message shows them)
+                                     [(o.field or "?", spec_of(o.entity).rules.redact(
+                                         o.field or "?", o.value)) for o in uniques],
                                      key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
     return (yield from _gone_or_changed(failed, read))
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
+from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.revision import stamp_of
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
@@ -298,8 +299,9 @@ def _merge(first: Op, second: Op) -> Op:
         return Put(claim.key, claim.item, release.condition, release.origin)
     if isinstance(first, Put) and isinstance(second, Put) and (
             first.origin.role is Role.GUARD and second.origin.role is Role.GUARD):
-        o = second.origin
-        raise UniqueConstraintError(o.entity, [(o.field or "?", o.value)], key=o.owner_key)
+        o = second.origin  # (its value as a message may show it: an encrypted one redacted)
+        raise UniqueConstraintError(o.entity, [(o.field or "?", spec_of(o.entity).rules.redact(
+            o.field or "?", o.value))], key=o.owner_key)
     raise DynaormError(
         f"commit writes item {first.key} twice ({first.origin.entity.__name__} "
         f"{first.origin.role.value} and {second.origin.entity.__name__} "

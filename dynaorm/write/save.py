@@ -159,8 +159,9 @@ def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 
 
 def _marked(op: Op, mark: Item) -> Op:
-    """``op`` writing ``mark`` too, if it writes the entity's row or latest copy."""
-    if op.origin.role not in (Role.ROW, Role.LATEST):
+    """``op`` writing ``mark`` too, if it writes the entity's row, latest copy or version
+    row (a copy of the latest copy as written: later ones carry the mark too)."""
+    if op.origin.role not in (Role.ROW, Role.LATEST, Role.VERSION):
         return op
     if isinstance(op, Put):
         return dataclasses.replace(op, item={**op.item, **mark})
@@ -363,5 +364,7 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
         check.validate_python(data)
     except ValidationError as exc:
         error = exc.errors()[0]
-        raise InvalidValueError(f"{cls.__name__} field {error['loc'][0]!r}: "
-                                f"{error['input']!r} breaks its rules ({error['msg']})") from exc
+        name = error["loc"][0]
+        shown = spec_of(cls).rules.redact(str(name), error["input"])
+        raise InvalidValueError(f"{cls.__name__} field {name!r}: {shown!r} breaks its rules "
+                                f"({error['msg']})") from (exc if shown is error["input"] else None)

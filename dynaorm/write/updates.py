@@ -219,8 +219,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if name in spec.unstored:
             raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
                                   "update cannot write it (save the object)")
-        try:  # (a rule may keep a field out of updates: an encrypted one)
-            spec.rules.refuse(method, name)
+        try:  # (a rule may keep a field out of updates: an encrypted one, but for set())
+            spec.rules.refuse(method if path == name else "path", name)
         except DynaormError as exc:
             raise self._where_err(name, str(exc)) from None
         if spec.versioned and name == "version":
@@ -273,15 +273,28 @@ class StagedUpdate(StagedWrite, Generic[T]):
         """``value`` validated for ``method`` on path ``name`` (of field ``leaf`` of model
         ``owner``, of ``kind``), and accumulated with the action the path has already
         (discarding both: discarding their union)."""
-        writes = method in ("set", "set_default")
-        checked = (_validate_field(owner, leaf, value) if owner is not None and writes
-                   else field_adapter(self.entity, name, not writes).validate_python(value))
+        checked = self._validated(owner, leaf, name, method, value)
         if kind is SET and method in ("add", "discard") and not checked:
             raise self._where_err(name, f"{method}() needs a non-empty set")
         prev = self._actions.get(name)
         if prev is not None and kind is not None and method in kind.actions:
             checked = kind.actions["add" if method == "discard" else method](prev[1], checked)
         return checked
+
+    def _validated(self, owner: Any, leaf: str, name: str, method: str, value: Any) -> Any:
+        """``value`` validated for ``method`` on ``name``: pydantic's error where it is
+        invalid, unless a rule redacts the field's values (an encrypted field: an
+        :class:`InvalidValueError` that does not show it)."""
+        try:
+            return (_validate_field(owner, leaf, value) if owner is not None and method in (
+                "set", "set_default") else field_adapter(self.entity, name, method not in (
+                    "set", "set_default")).validate_python(value))
+        except ValidationError as exc:
+            shown = self._spec.rules.redact(_head(name), value)
+            if shown is value:
+                raise
+            raise self._where_err(name, f"{shown!r} breaks its rules "
+                                  f"({exc.errors()[0]['msg']})") from None
 
     # -- planning (pure) ---------------------------------------------------------------
     @property
@@ -382,7 +395,18 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 clauses.append(("REMOVE", attr, None))
             else:
                 clauses.append((clause, attr, self._dump(name, value)))
-        return clauses
+        return self._encoded(clauses) if spec.rules.encoders else clauses
+
+    def _encoded(self, clauses: list[tuple[str, str, AttributeValue | None]]
+                 ) -> list[tuple[str, str, AttributeValue | None]]:
+        """``clauses`` with the values they set through the entity's rules, as a save
+        writes them at the item's key (an encrypted value sealed bound to it)."""
+        spec = self._spec
+        fields = {c[1]: c[2] for c in clauses if c[0] in ("SET", "DEFAULT") and c[2] is not None
+                  and c[1] in spec.stored_fields}
+        row = {**fields, **{a: key_av(v) for a, v in self.key.items()}}
+        spec.rules.encode(row, self.key)
+        return [(kind, attr, row[attr] if attr in fields else av) for kind, attr, av in clauses]
 
     def _add_created_clauses(self, clauses: list[tuple[str, str, AttributeValue | None]]
                              ) -> None:

@@ -18,7 +18,18 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from dynaorm import GSI, LSI, DynaormError, Entity, Session, Table, Unique
+from dynaorm import (
+    GSI,
+    LSI,
+    DynaormError,
+    Encrypted,
+    Entity,
+    Session,
+    StaticKeyring,
+    Table,
+    Unique,
+    Versioned,
+)
 from dynaorm.read.batches import MAX_BATCH_ROUNDS
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from dynaorm.tools.audit import (
@@ -136,6 +147,51 @@ def test_stale_latest_copy_rewritten_from_newest_version(seeded: TestBackend) ->
     assert got is not None
     assert (got.notes, got.model_dump()["version"]) == ("two", 2)
     assert audit_table(app)[1] == []
+
+
+sealed = Table("check-sealed", keyring=StaticKeyring(b"c" * 32),
+               indexes=[GSI("by_region", pk=("region",))])
+
+
+class Sealed(Versioned):
+    """Versioned, an encrypted field (each row's ciphertext bound to that row) and a
+    native index field (kept aside in version rows)."""
+
+    class Meta:
+        table = sealed
+        pk = "SEALED#{ident}"
+        sk = "SEALED"
+
+    ident: str
+    region: str
+    secret: Encrypted[str]
+
+
+def test_a_versioned_entity_with_encrypted_and_native_index_fields(backend: str | None
+                                                                   ) -> None:
+    """(0.6, the rule matrix) The audit compared a version row's ciphertext with its
+    latest copy's (each sealed for its own row: every such latest copy was stale-latest),
+    and its repair copied the version row's ciphertext (which opens only there) and left
+    out the native index fields it keeps aside. Both are compared and rebuilt as read
+    through the rules; the rebuilt latest copy gets a fresh revision."""
+    with use_tables(sealed, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        obj = Sealed(ident="s1", region="eu", secret="one")
+        for secret in ("one", "two"):
+            obj.secret = secret
+            with Session(sealed) as s:
+                s.save(obj)
+        assert check_table(sealed).problems == []
+        latest = next(i for i in tb.scan_raw() if i["sk"]["S"] == "v0_SEALED")
+        _put_raw(tb, {**latest, "region": {"S": "us"}})  # (edited by hand)
+        result = check_table(sealed, fix=True)
+        assert [p.split()[0] for p in result.problems] == ["stale-latest"]
+        assert result.repaired == 1 and check_table(sealed).problems == []
+        rebuilt = next(i for i in tb.scan_raw() if i["sk"]["S"] == "v0_SEALED")
+        assert rebuilt["region"] == {"S": "eu"} and rebuilt["_rev"] != latest["_rev"]
+        got = Session(sealed).get(Sealed, ident="s1", consistent=True)
+        assert got == Sealed(ident="s1", region="eu", secret="two", version=2)
+        assert [o.ident for o in Session(sealed).query(Sealed, index="by_region",
+                                                       region="eu")] == ["s1"]
 
 
 def test_repair_skips_a_fix_whose_items_changed(seeded: TestBackend) -> None:

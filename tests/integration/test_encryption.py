@@ -32,6 +32,7 @@ from dynaorm import (
     Entity,
     F,
     Hook,
+    InvalidValueError,
     KeyringError,
     KmsKeyring,
     Rate,
@@ -263,9 +264,62 @@ def test_refusals(eb: TestBackend) -> None:
     with pytest.raises(DynaormError, match="Encrypted"):
         s.save(p, condition=F("ssn") == "111")
         s.commit()
-    with pytest.raises(DynaormError, match="Encrypted"):
-        s.update(p).set(ssn="x")
-        s.commit()
+    for action in (lambda u: u.add(score=1), lambda u: u.set(F("notes.allergy"), "x")):
+        with pytest.raises(DynaormError, match="Encrypted"):  # (a ciphertext is one value)
+            action(s.update(p))
+
+
+# -- found by the rule matrix (tests/system/test_rule_matrix.py) ----------------------------
+def test_an_update_seals_the_value_it_sets_bound_to_the_item(eb: TestBackend) -> None:
+    """Contract 21: ``u.set(<Encrypted field>, value)`` encrypts the value bound to the
+    item's key (0.5 refused it; 0.6's rule answered that it sealed it, and refused it)."""
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111"),
+          Patient(patient_id="p2", name="Bob", ssn="222"))
+    s.update(Patient, patient_id="p1").set(ssn="333", score=9)
+    s.update(s.get(Patient, patient_id="p2")).set(ssn="444")
+    s.commit()
+    raw = _raw(eb, "p1")
+    assert set(raw["ssn"]) == {"B"} and "333" not in str(eb.scan_raw())
+    assert (s.get(Patient, patient_id="p1").ssn, s.get(Patient, patient_id="p1").score) == (
+        "333", 9)
+    assert s.get(Patient, patient_id="p2").ssn == "444"
+    assert s.find(Patient, ssn="333").patient_id == "p1"  # (the guard moved with it)
+    assert s.find(Patient, ssn="111") is None
+    _put_raw(eb, {**_raw(eb, "p2"), "ssn": raw["ssn"]})  # bound to p1's row: not p2's
+    with pytest.raises(DecryptionError):
+        s.get(Patient, patient_id="p2")
+
+
+def test_values_of_an_encrypted_field_are_its_plaintext(eb: TestBackend) -> None:
+    """``.values()`` read the stored attribute before the decoded fields: ciphertext."""
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111", score=4))
+    assert s.query(Patient, patient_id="p1").values("ssn", "score", "name") == [
+        {"ssn": "111", "score": 4, "name": "Ada"}]
+    assert s.scan(Patient).values("ssn") == [{"ssn": "111"}]
+
+
+def test_no_message_or_repr_shows_an_encrypted_value(eb: TestBackend) -> None:
+    """A taken unique value, a value that breaks its field's type (on a save and on an
+    update) and an entity's repr showed the plaintext; each shows ``<encrypted>``."""
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="123-45-6789"))
+    with pytest.raises(UniqueConstraintError) as taken:
+        _save(s, Patient(patient_id="p2", name="Bob", ssn="123-45-6789"))
+    assert taken.value.value == "<encrypted>" and taken.value.field == "ssn"
+    bad = Patient.model_construct(patient_id="p3", name="Cy", ssn="987-65-4321", score="fifty-one")
+    with pytest.raises(InvalidValueError) as invalid:
+        _save(s, bad)
+    with pytest.raises(InvalidValueError) as updated:
+        s.update(Patient, patient_id="p1").set(score="eighty-six")
+    loaded = s.get(Patient, patient_id="p1")
+    shown = [str(e.value) for e in (taken, invalid, updated)] + [repr(loaded), str(loaded)]
+    assert all("<encrypted>" in text for text in shown[1:]), shown
+    for secret in ("123-45-6789", "987-65-4321", "fifty-one", "eighty-six"):
+        assert not any(secret in text for text in shown), (secret, shown)
+    assert invalid.value.__cause__ is None and updated.value.__cause__ is None
+    assert "name='Ada'" in repr(loaded)  # (a field that is no secret: shown)
 
 
 def test_no_keyring_is_refused_and_the_clients_is_used(eb: TestBackend) -> None:

@@ -133,6 +133,10 @@ def test_fn_none_leaves_an_item_alone_and_a_versioned_entity_gets_its_next_versi
     assert {k: (d.n, d.version) for k, d in docs.items()} == {
         f"d{i}": (i + STEP, 2) if i % 2 == 0 else (i, 1) for i in range(6)}
     assert [v.n for v in Session(jobs_table).history(Doc, id="d0").all()] == [0, STEP]
+    # (0.6) the version row the change wrote is the latest copy as written: marked too
+    marked = {(i["pk"]["S"], i["sk"]["S"]) for i in db.scan_raw() if MARK in i}
+    assert {k for k in marked if k[0] == "DOC#d0"} == {("DOC#d0", "v0_D"),
+                                                      ("DOC#d0", "v00000002_D")}
 
 
 class Killed(BaseException):

@@ -52,6 +52,27 @@ def test_same_attribute_from_one_loaded_state_second_writer_fails(db: TestBacken
     assert db.scan()[0]["body"] == "from b"
 
 
+def test_a_delete_of_a_loaded_object_is_conditioned_on_its_revision(db: TestBackend) -> None:
+    """(0.6, the rule matrix) The delete of an object loaded before another writer's
+    change deleted that change unseen: it is conditioned on the revision it was loaded
+    with (the revision rule's answer for deletes)."""
+    _note(db, body="v0")
+    s1, stale = _load(db)
+    s2, fresh = _load(db)
+    fresh.body = "changed"
+    s2.save(fresh)
+    s2.commit()
+    s1.delete(stale)
+    with pytest.raises(ConcurrentModificationError):
+        s1.commit()
+    s1.rollback()
+    assert _load(db)[1].body == "changed"
+    s3, current = _load(db)
+    s3.delete(current)
+    s3.commit()
+    assert db.scan() == []
+
+
 def test_removed_attribute_is_conditioned_too(db: TestBackend) -> None:
     _note(db, body="v0", tags=["x"])
     s1, a = _load(db)

@@ -16,14 +16,17 @@ from dynaorm import (
     ConditionFailedError,
     ConflictError,
     DynaormError,
+    Encrypted,
     Entity,
     F,
     KeyTemplateError,
     Previous,
     Session,
     Shards,
+    StaticKeyring,
     Table,
     TransactionTooLargeError,
+    Versioned,
 )
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import spec_of
@@ -447,6 +450,67 @@ def test_an_expired_old_layout_item_is_gone_for_every_read_and_write(
     report = migrate(mig_ttl)
     assert not report.failed, report.failed
     assert s.find(Pass, seat="A1", consistent=True) == Pass(id="p2", seat="A1")
+
+
+class OldVault(Versioned):
+    """``Vault`` before the change: ``SAFE#{id}``, type ``safe``, its secret as ``code``."""
+
+    class Meta:
+        table = old
+        pk = "SAFE#{id}"
+        sk = "VAULT"
+        type_name = "safe"
+        unique = ("pin",)
+
+    id: str
+    pin: Encrypted[str]
+    code: Encrypted[str] = ""
+
+
+class Vault(Versioned):
+    """A versioned entity with a unique encrypted field and an encrypted field renamed."""
+
+    class Meta:
+        table = mig
+        pk = "VAULT#{id}"
+        sk = "VAULT"
+        unique = ("pin",)
+        previous = Previous(pk="SAFE#{id}", type_name="safe", stored_names={"secret": "code"})
+
+    id: str
+    pin: Encrypted[str]
+    secret: Encrypted[str] = ""
+
+
+@pytest.fixture
+def keyed(db: TestBackend) -> Iterator[TestBackend]:
+    mig.keyring = old.keyring = StaticKeyring(b"v" * 32)
+    try:
+        yield db
+    finally:
+        mig.keyring = old.keyring = None
+
+
+def test_an_encrypted_entity_in_its_previous_layout_reads_finds_and_migrates(
+        keyed: TestBackend) -> None:
+    """Contract 21 (0.5 raised ``KeyError: 'pk'``): its old rows' ciphertexts open bound
+    to the old row and the old attribute name; a move (``migrate``) seals them anew for
+    the new rows, its history with it; ``find`` finds it once moved."""
+    safe = OldVault(id="v1", pin="1234", code="s3cret")
+    for code in ("s3cret", "s3cret 2"):
+        safe.code = code
+        with Session(old) as o:
+            o.save(safe)
+    s = keyed.session()
+    found = s.get(Vault, id="v1")
+    assert found == Vault(id="v1", pin="1234", secret="s3cret 2", version=2)
+    report = migrate(mig)
+    assert report.ok and report.moved == {"Vault": 1}
+    assert s.get(Vault, id="v1") == found and s.find(Vault, pin="1234") == found
+    assert [v.secret for v in s.history(Vault, id="v1")] == ["s3cret", "s3cret 2"]
+    rows = [i for i in keyed.scan_raw() if i["pk"]["S"] == "VAULT#v1"]
+    assert len(rows) == 3 and all(set(i["secret"]) == {"B"} for i in rows)
+    assert "s3cret" not in str(keyed.scan_raw()) and "1234" not in str(keyed.scan_raw())
 
 
 def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:

@@ -100,6 +100,15 @@ def test_first_save_writes_v1_and_latest(db: TestBackend) -> None:
     assert all(r["version"] == 1 and r["auditor"] == "amy" for r in rows)
 
 
+def test_only_the_latest_copy_carries_the_row_revision(db: TestBackend) -> None:
+    """(0.6, the rule matrix) Version 2 on carried the latest copy's revision over: a
+    version row is history, only the latest copy is stamped (the revision rule's
+    ``rebind``)."""
+    make_versions(db, 3)
+    rows = {r["sk"]: r for r in audit_rows(db)}
+    assert [sk for sk, r in rows.items() if "_rev" in r] == ["v0_P1"]
+
+
 def test_more_than_ten_versions_in_order(db: TestBackend) -> None:
     a = make_versions(db, 12)
     assert a.version == 12

@@ -123,6 +123,8 @@ def check_native_index(run: Run) -> None:
 def check_encrypted_fields(run: Run) -> None:
     assert "stored ssn is ciphertext: True ['B']" in run.out
     assert "read back: 123-45-6789" in run.out and "found by value: p1" in run.out
+    assert "values(): [{'ssn': '987-65-4321'}]" in run.out
+    assert "shown as: patient_id='p1' name='Ada' ssn='<encrypted>'" in run.out
     assert "another keyring: DecryptionError on field 'ssn'" in run.out
 
 

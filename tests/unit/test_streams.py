@@ -214,3 +214,23 @@ def test_aggregate_consumer_deltas(monkeypatch: pytest.MonkeyPatch) -> None:
         rec("INSERT", "zzz", None, type_name="Other"),           # an item no entity owns
     ]
     assert dict(agg.deltas(table.changes(records))) == {"open": 1, "shipped": 0}
+
+
+def test_a_row_of_a_previous_layout_is_a_change_of_its_entity() -> None:
+    """(0.6, the rule matrix) A record of a row stored in an entity's previous layout
+    (its retired type name, old key, old stored names) was an item no entity owns; it is
+    a change of the entity, its image read as the current class reads it."""
+    from dynaorm.schema.entity import encode_entity, spec_of
+    from tests.support.migration_models import Account, Ledger, OldAccount, OldLedger, mig
+
+    row = encode_entity(OldAccount(id="a1", mail="ann@x.io", name="Ann"), spec_of(OldAccount))
+    version = encode_entity(OldLedger(id="l1", code="C1", balance=5), spec_of(OldLedger), 2)
+    version["sk"] = {"S": "v00000002_LEDGER"}
+    changes = list(mig.changes([
+        {"eventName": "INSERT", "dynamodb": {"Keys": {a: i[a] for a in ("pk", "sk")},
+                                             "NewImage": i}} for i in (row, version)]))
+    assert [(c.entity, c.role, c.version) for c in changes] == [
+        (Account, "row", None), (Ledger, "version", 2)]
+    assert changes[0].new == Account(id="a1", email="ann@x.io", name="Ann")
+    assert changes[1].new == Ledger(id="l1", code="C1", balance=5, version=2)
+

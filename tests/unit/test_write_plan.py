@@ -184,9 +184,12 @@ def test_delete_user_row_then_guards() -> None:
     assert _request(DeleteEntry(u))["TransactItems"] == [
         {"Delete": {
             "TableName": T, "Key": USER_KEY,
-            "ConditionExpression": "(attribute_exists(#n0)) AND (#n1 = :v0) AND (#n2 = :v1)",
+            # (the revision it was loaded with: none here, a row never stamped)
+            "ConditionExpression": "(attribute_exists(#n0)) AND (attribute_not_exists(#n1)) "
+                                   "AND (#n2 = :v0) AND (#n3 = :v1)",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ExpressionAttributeNames": {"#n0": "pk", "#n1": "email", "#n2": "username"},
+            "ExpressionAttributeNames": {"#n0": "pk", "#n1": "_rev", "#n2": "email",
+                                         "#n3": "username"},
             "ExpressionAttributeValues": {":v0": {"S": "a@x.com"}, ":v1": {"S": "alice"}},
         }},
         {"Delete": {"TableName": T, "Key": _gkey("username#alice"), **_owned_by("USER#u1")}},
@@ -286,7 +289,8 @@ def test_versioned_delete_with_and_without_history() -> None:
     name, req = _single(DeleteEntry(a))
     assert name == "DeleteItem"
     assert req["Key"] == {"pk": {"S": "EQUIPMENT#E1"}, "sk": {"S": "v0_P1"}}
-    assert req["ConditionExpression"] == "(attribute_exists(#n0)) AND (#n1 = :v0)"
+    assert req["ConditionExpression"] == ("(attribute_exists(#n0)) AND "
+                                          "(attribute_not_exists(#n1)) AND (#n2 = :v0)")
     assert req["ExpressionAttributeValues"] == {":v0": {"N": "3"}}
     items = _request(DeleteEntry(a, history=True))["TransactItems"]
     assert [i["Delete"]["Key"]["sk"]["S"] for i in items] == [

@@ -258,6 +258,12 @@ class Encryption(Rule):
             yield from keyring_of(self.table).prepare(wrapped, writing=writing,
                                                       origins=origins)
 
+    def renamed(self, attributes: Mapping[str, str]) -> Encryption:
+        """This rule for rows whose fields are stored under other attribute names
+        (``attributes``: stored name -> field name; a previous layout's)."""
+        return Encryption({a: n for a, n in attributes.items() if n in self.names},
+                          self.table, self.versioned)
+
     def _bound(self, item: Mapping[str, AttributeValue]) -> dict[str, Any]:
         """The row key a ciphertext stored in ``item`` is bound to."""
         return {a: item[a] for a in (self.table.pk, self.table.sk) if a}
@@ -296,8 +302,8 @@ class Encryption(Rule):
                 for a, v in item.items()}
 
     def refuse(self, use: str, name: str) -> None:
-        if name not in self.names or use == "projection":  # (values() opens it)
-            return
+        if name not in self.names or use in ("set", "set_default", "remove", "projection"):
+            return  # (a value set is sealed at the item's key; values() opens it)
         if use in _USES:
             raise DynaormError(f"Encrypted {name!r} cannot be in {_USES[use]} (its stored "
                                "value is ciphertext)")
@@ -313,7 +319,7 @@ class Encryption(Rule):
 
 #: how :meth:`Encryption.refuse` names a use
 _USES = {"condition": "a condition or filter", "key": "a key or index",
-         "projection": "a projection"}
+         "path": "a nested path"}
 
 
 def _current(keyring: Any, av: AttributeValue) -> bool:

@@ -11,7 +11,8 @@ frozen :class:`Layout` kept on the spec (``spec.previous``). Pure: reads
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,7 +21,8 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, version_sk
+from dynaorm.schema.rules.encrypted import Encryption
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.values.expressions import Condition, rename_paths
@@ -28,7 +30,7 @@ from dynaorm.values.keys import key_value
 from dynaorm.values.state import InstanceState
 
 __all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "load_old", "old_values",
-           "previous_layout"]
+           "previous_layout", "stored_before"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,9 @@ class Layout:
     #: name (what a caller's condition, written in field names, is judged through on an
     #: old row)
     renames: Mapping[str, str] = field(default_factory=dict)
+    #: the entity's rules' decoders as a row stored in this layout is read (an encrypted
+    #: value opened under its old attribute name, bound to the old row's key)
+    decoders: tuple[Callable[[Item], Item], ...] = field(default=(), compare=False)
 
     def condition(self, cond: Condition) -> Condition:
         """``cond`` (written in field names) as it reads on a row stored in this layout:
@@ -95,6 +100,16 @@ class Layout:
         if type_attr is not None and item.get(type_attr, {}).get("S") != self.type_name:
             return False
         return self.parse_key(item) is not None
+
+    def holds(self, item: Item) -> bool:
+        """Whether ``item`` is a row of this (old) layout: its latest copy
+        (:meth:`owns`) or, for a versioned entity, one of its version rows."""
+        sk = self.table.sk
+        if self.versioned and sk is not None and sk in item:
+            parsed = parse_version_sk(key_value(item[sk]))
+            if parsed is not None:
+                item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
+        return self.owns(item)
 
     def parse_key(self, item: Item) -> dict[str, Any] | None:
         """The field values the old key templates hold in ``item``'s table key (``None``:
@@ -270,7 +285,10 @@ def old_values(spec: Any, item: Item) -> dict[str, Any]:
     the key fields parsed back from the old key."""
     layout = spec.previous
     assert layout is not None
-    data: dict[str, Any] = spec.decode_fields(layout.translate(item, spec.renames))
+    for decode in layout.decoders:  # (the row as stored: its old key, its old names)
+        item = decode(item)
+    data: dict[str, Any] = spec.decode_fields(layout.translate(item, spec.renames),
+                                              decoded=True)
     for name, value in (layout.parse_key(item) or {}).items():
         data.setdefault(name, value)
     return data
@@ -298,17 +316,23 @@ class PreviousLayout(Rule):
     answers = {
         "save": "a loaded old-layout object is moved: old row deleted as read, new row put, "
                 "guards and version rows moved, in one transaction",
-        "update": "an update of an old-layout item moves it first (planned as a save)",
+        "update": "an update by key of an entity still in its old layout is refused "
+                  "(DynaormError: read it and save it, or migrate first), as is "
+                  "s.update(obj) of an object read from it",
         "delete": "deletes the row in whichever layout it is stored",
         "get": "a miss at the current key reads the old key too (one TransactGetItems)",
-        "query": "old-layout items under the queried key are results, read as current",
+        "query": "the current layout only: an old-layout item is no result until it is "
+                 "moved (get finds it)",
         "values": "as query",
-        "scan": "old-layout items are results, read as current",
-        "stream": "an old-layout row's change is a Change of its entity",
-        "history": "old-layout version rows read as history",
+        "scan": "the current layout only: an old-layout item is skipped until it is moved",
+        "stream": "an old-layout row's change is a Change of its entity, its images read "
+                  "as the current class (old key, type name and stored names)",
+        "history": "history() and get(version=n) read the current layout only; a move "
+                   "brings the old version rows with it",
         "migrate": "moves every old-layout item to the current layout, page by page",
-        "backfill": "fn sees the current layout; the change moves the item",
-        "check": "an item in both layouts is a problem",
+        "backfill": "the current layout only (as scan): migrate first",
+        "check": "an old-layout item whose type name changed is no problem; one whose type "
+                 "name did not is stale-key until migrate moves it",
         "export": "old-layout items are exported in the current layout",
         "search": "as scan",
         "messages": "names the old key where it is read from",
@@ -325,4 +349,17 @@ class PreviousLayout(Rule):
                                  decl.field_names, decl.pk, decl.sk, decl.type_name,
                                  decl.renames, "versioned" in decl.built,
                                  "shards" in decl.built)
-        return None if layout is None else cls(layout)
+        if layout is None:
+            return None
+        old = {a: n for a, n in layout.fields_by_attr.items()}
+        decoders = tuple(rule.renamed(old).decode if isinstance(rule, Encryption) else rule.decode
+                         for rule in decl.built.values() if type(rule).decode is not Rule.decode)
+        return cls(dataclasses.replace(layout, decoders=decoders))
+
+
+def stored_before(spec: Any, item: Item) -> bool:
+    """Whether ``item`` is a row (a latest copy or a version row) of ``spec``'s previous
+    layout, not of its current one."""
+    layout = spec.previous
+    return layout is not None and layout.holds(item) and not (
+        spec.owns(item) and spec.fits(item))

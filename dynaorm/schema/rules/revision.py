@@ -42,7 +42,8 @@ class Revision(Rule):
         "history": "version rows carry none (only the row or latest copy is stamped)",
         "migrate": "a moved row gets a fresh revision",
         "backfill": "each change stamps a fresh revision, conditioned on the one read",
-        "check": "a repair stamps a fresh revision",
+        "check": "never compared; a latest copy a repair rebuilds gets a fresh revision (a "
+                 "write of an object loaded before the repair conflicts)",
         "export": "left out of exported rows",
         "search": "never a field",
         "messages": "an opaque random value, safe to show",
@@ -60,6 +61,9 @@ class Revision(Rule):
 
     def attributes(self) -> frozenset[str]:
         return frozenset({self.attribute})
+
+    def rebind(self, row: Item, source: Item) -> None:
+        row.pop(self.attribute, None)  # (a version row carries none: only the row is stamped)
 
     def export(self, item: Item) -> Item | None:
         return {k: v for k, v in item.items() if k != self.attribute}

@@ -1,0 +1,352 @@
+"""The interaction matrix's declarations (tests/system/test_rule_matrix.py).
+
+:data:`DECLARED` says, for every entity rule of :data:`dynaorm.schema.rules.RULES`, how
+an entity declares it: the ``Meta`` options, the fields and the table options it needs.
+:func:`combinations` gives every rule alone and every pair; :func:`build` makes the entity
+classes of one combination on a table of their own (with, for ``previous``, the class of
+the old layout on a second ``Table`` object naming the same table). :class:`Matrix` holds
+them and knows what the combination's rules imply of the stored rows
+(:meth:`Matrix.assert_rows`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import importlib
+import itertools
+import pkgutil
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import dynaorm.schema.rules as rules_package
+from dynaorm import GSI, Client, DynaormError, Encrypted, Entity, Previous, StaticKeyring, Table
+from dynaorm._types import Item
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules import RULES, SURFACES, Rule
+from dynaorm.schema.rules.encrypted import open_value
+from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
+from dynaorm.values.codec import decode_value
+
+__all__ = ["DECLARED", "KEYRING", "PAST", "REFUSED", "Declared", "Matrix", "answers_missing",
+           "build", "combinations", "dynaorm_rules", "key_of", "label", "opens", "point_old"]
+
+KEY = b"m" * 32
+#: the keyring of every matrix table (``encrypted``)
+KEYRING = StaticKeyring(KEY)
+#: the time every TTL of the matrix is set to (far ahead: nothing expires in a test)
+EXPIRES = datetime(2100, 1, 1, tzinfo=UTC)
+#: a TTL that has passed (an item DynamoDB has not deleted yet: every read skips it)
+PAST = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class Declared:
+    """How the matrix declares one rule on an entity: ``Meta`` options, fields
+    (name -> (annotation, default; ``...``: required)), ``Table`` options, and what the
+    partition key template gains (``{shard}``). ``{P}`` in a template is the
+    combination's key prefix."""
+
+    meta: Mapping[str, Any] = field(default_factory=dict)
+    fields: Mapping[str, tuple[Any, Any]] = field(default_factory=dict)
+    table: Mapping[str, Any] = field(default_factory=dict)
+    pk: str = ""
+
+
+#: every field of a matrix entity, before its rules change one: name -> (annotation, default)
+BASE_FIELDS: dict[str, tuple[Any, Any]] = {
+    "id": (str, ...), "note": (str, ""), "code": (str, ...), "secret": (str, ""),
+    "zone": (str, "z1"), "n": (int, 0)}
+
+DECLARED: dict[str, Declared] = {
+    "revision": Declared(table={"revision_attribute": "_rev"}),
+    "stamps": Declared(meta={"timestamps": ("created", "updated")},
+                       fields={"expires": (datetime | None, None)}, table={"ttl": "expires"}),
+    "shards": Declared(meta={"shards": {"primary": 2}}, pk="#{shard}"),
+    "indexes": Declared(
+        meta={"indexes": {"gsi1": ("ZONE#{zone}", "{P}#{id}")}},
+        table={"indexes": (GSI("gsi1", pk="gsi1pk", sk="gsi1sk"),
+                           GSI("by_zone", pk=("zone",), sk=("n",))),
+               "key_types": {"n": "N"}}),
+    "encrypted": Declared(fields={"secret": (Encrypted[str], ""), "code": (Encrypted[str], ...)},
+                          table={"keyring": KEYRING}),
+    "unique": Declared(meta={"unique": ("code",)}),
+    "versioned": Declared(meta={"versioned": True}, fields={"version": (int, 0)}),
+    # (a class of that old layout writes the old items: see build)
+    "previous": Declared(meta={"previous": Previous(
+        pk="OLD{P}#{id}", type_name="OLD{P}", stored_names={"note": "memo", "secret": "sec"})}),
+}
+
+#: the pairs the model refuses when the class is defined, and the documented refusal
+REFUSED = {frozenset({"shards", "previous"}): "a sharded entity cannot declare a previous layout"}
+
+
+def dynaorm_rules() -> dict[str, type[Rule]]:
+    """Every rule dynaorm registers: each module of :mod:`dynaorm.schema.rules` imported
+    first (the previous-layout rule loads on first use), then the registry's rules that
+    dynaorm defines (a rule an application or example registers is its own)."""
+    for module in pkgutil.iter_modules(rules_package.__path__):
+        importlib.import_module(f"{rules_package.__name__}.{module.name}")
+    return {name: cls for name, cls in RULES.items()
+            if cls.__module__.startswith(rules_package.__name__ + ".")}
+
+
+def combinations() -> list[tuple[str, ...]]:
+    """Every rule alone and every pair, in registry order."""
+    names = sorted(dynaorm_rules(), key=lambda n: RULES[n].order)
+    return [(n,) for n in names] + list(itertools.combinations(names, 2))
+
+
+def label(combo: tuple[str, ...]) -> str:
+    return "+".join(combo)
+
+
+# -- the classes of one combination ----------------------------------------------------
+def _table(combo: tuple[str, ...], name: str) -> Table:
+    options: dict[str, Any] = {"revision_attribute": None}
+    for rule in combo:
+        options.update(DECLARED[rule].table)
+    return Table(name, **options)
+
+
+def _prefixed(value: Any, prefix: str) -> Any:
+    """A declared ``Meta`` value with ``{P}`` replaced by the combination's key prefix."""
+    if isinstance(value, str):
+        return value.replace("{P}", prefix)
+    if isinstance(value, Previous):
+        return dataclasses.replace(value, pk=_prefixed(value.pk, prefix),
+                                   type_name=_prefixed(value.type_name, prefix))
+    if isinstance(value, dict):
+        return {k: _prefixed(v, prefix) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_prefixed(v, prefix) for v in value)
+    return value
+
+
+def _entity(name: str, table: Table, combo: tuple[str, ...], prefix: str,
+            old: Previous | None = None) -> type[Entity]:
+    """The entity class of ``combo`` (``old``: the class of that previous layout, which
+    wrote the items stored the old way: its key, type name and stored names)."""
+    fields = dict(BASE_FIELDS)
+    meta: dict[str, Any] = {"table": table, "pk": f"{prefix}#{{id}}", "sk": "E"}
+    for rule in combo:
+        declared = DECLARED[rule]
+        fields.update(declared.fields)
+        meta["pk"] += declared.pk
+        meta.update(declared.meta)
+    meta = {k: _prefixed(v, prefix) for k, v in meta.items()}
+    if old is not None:
+        meta.update(pk=old.pk, type_name=old.type_name)
+        fields = {old.stored_names.get(n, n): f for n, f in fields.items()}
+    annotations = {n: a for n, (a, _) in fields.items()}
+    namespace: dict[str, Any] = {n: d for n, (_, d) in fields.items() if d is not ...}
+    namespace.update(__annotations__=annotations, __module__=__name__,
+                     Meta=type("Meta", (), {**meta, "__qualname__": f"{name}.Meta"}),
+                     __qualname__=name)
+    return type(name, (Entity,), namespace)
+
+
+@dataclass
+class Matrix:
+    """One combination's classes, tables and expectations."""
+
+    combo: tuple[str, ...]
+    table: Table
+    cls: type[Entity]
+    prefix: str
+    old_table: Table | None = None
+    old_cls: type[Entity] | None = None
+
+    def has(self, rule: str) -> bool:
+        return rule in self.combo
+
+    @property
+    def name(self) -> str:
+        return label(self.combo)
+
+    # -- objects ---------------------------------------------------------------------
+    def new(self, ident: str, **values: Any) -> Entity:
+        """A new object of the combination's class (its TTL set where it has one)."""
+        data: dict[str, Any] = {"id": ident, "code": f"code-{ident}",
+                                "secret": f"secret-{ident}", "note": "first", **values}
+        if self.has("stamps"):
+            data.setdefault("expires", EXPIRES)
+        return self.cls(**data)
+
+    def old(self, ident: str, **values: Any) -> Entity:
+        """A new object of the previous layout's class."""
+        assert self.old_cls is not None
+        renamed = self.cls.Meta.previous.stored_names  # type: ignore[attr-defined]
+        data: dict[str, Any] = {"id": ident, "code": f"code-{ident}",
+                                renamed["secret"]: f"secret-{ident}", renamed["note"]: "old",
+                                **values}
+        if self.has("stamps"):
+            data.setdefault("expires", EXPIRES)
+        return self.old_cls(**data)
+
+    def key(self, ident: str, version: int | None = None) -> tuple[str, str]:
+        """The table key of entity ``ident`` (its latest copy, or version ``version``)."""
+        spec = spec_of(self.cls)
+        key = spec.primary_key({"id": ident}, version)
+        return key["pk"], key["sk"]
+
+    def guard_pk(self, code: str) -> str:
+        spec = spec_of(self.cls)
+        text = spec.uniques[0].guard_key({"code": code}, spec.name)
+        assert text is not None
+        return text
+
+    # -- what the rules imply of the stored rows --------------------------------------
+    def row_attributes(self, version_row: bool = False) -> set[str]:
+        """The attributes of the entity's row (latest copy), or of a version row."""
+        attrs = {"pk", "sk", "_type", "id", "note", "code", "secret", "zone", "n"}
+        if self.has("stamps"):
+            attrs |= {"created", "updated"} | ({VERSION_TTL} if version_row else {"expires"})
+        if self.has("versioned"):
+            attrs.add("version")
+        if version_row:
+            if self.has("indexes"):  # native index fields kept aside, never indexed
+                attrs = (attrs - {"zone", "n"}) | {VERSION_KEYS}
+            return attrs
+        if self.has("indexes"):
+            attrs |= {"gsi1pk", "gsi1sk"}
+        if self.has("revision"):
+            attrs.add("_rev")
+        return attrs
+
+    def guard_attributes(self) -> set[str]:
+        attrs = {"pk", "sk", "_type", "owner_pk", "owner_sk", "owner_type", "unique_field"}
+        return attrs | ({"expires"} if self.has("stamps") else set())
+
+    def assert_rows(self, raw: list[Item], live: Mapping[str, Entity],
+                    history: Mapping[str, list[dict[str, Any]]] | None = None,
+                    extra: Mapping[tuple[str, str], set[str]] | None = None,
+                    expired: Mapping[str, Entity] | None = None,
+                    claimed: frozenset[str] = frozenset()) -> None:
+        """The stored items are exactly what the rules imply for the ``live`` entities
+        (id -> object as stored), those whose TTL has passed (``expired``: still stored,
+        their guards held until another owner claims the value: ``claimed``) and their
+        version rows
+        (``history``: id -> each version's field values, 1..n; versioned only): rows,
+        version rows and guards, each with exactly its attributes (``extra``: attributes
+        a key carries besides, e.g. a backfill's marker), guards naming their owners,
+        ciphertexts that open only in their own row."""
+        rows = {**(expired or {}), **live}
+        by_key = {(key_of(i)): i for i in raw}
+        want: dict[tuple[str, str], str] = {self.key(ident): "row" for ident in rows}
+        holders: dict[str, str] = {}  # guard pk -> its owner's id (a live owner wins)
+        for ident, obj in rows.items() if self.has("unique") else ():
+            if ident not in claimed:
+                holders[self.guard_pk(obj.code)] = ident  # type: ignore[attr-defined]
+        want.update({(g, g): "guard" for g in holders})
+        for ident, versions in (history or {}).items():
+            for n in range(1, len(versions) + 1):
+                want[self.key(ident, n)] = "version"
+        assert sorted(by_key) == sorted(want), (self.name, sorted(by_key), sorted(want))
+        for key, role in want.items():
+            item = by_key[key]
+            more = (extra or {}).get(key, set())
+            if role == "guard":
+                self._assert_guard(item, rows[holders[key[0]]], more)
+                continue
+            attrs = self.row_attributes(role == "version") | more
+            assert set(item) == attrs, (self.name, key, sorted(item), sorted(attrs))
+            ident = str(decode_value(item["id"]))
+            values = (history or {}).get(ident, [{}])[int(decode_value(item["version"])) - 1] \
+                if role == "version" else rows[ident].__dict__
+            self._assert_fields(item, values)
+        self.assert_sealed(raw)
+
+    def _assert_guard(self, item: Item, owner: Entity, more: set[str]) -> None:
+        assert set(item) == self.guard_attributes() | more, (self.name, sorted(item))
+        assert (item["owner_pk"]["S"], item["owner_sk"]["S"]) == self.key(
+            owner.id)  # type: ignore[attr-defined]
+        assert item["_type"] == {"S": "dynaorm:unique"} and item["pk"] == item["sk"]
+        if self.has("stamps"):  # its owner's TTL: expires with it
+            assert item["expires"] == {"N": str(int(owner.expires.timestamp()))}  # type: ignore[attr-defined]
+        if self.has("encrypted"):  # a MAC, never the value
+            assert owner.code not in item["pk"]["S"]  # type: ignore[attr-defined]
+
+    def _assert_fields(self, item: Item, values: Mapping[str, Any]) -> None:
+        """The stored fields of a row hold ``values`` (encrypted ones opened)."""
+        for name in ("id", "note", "code", "secret", "zone", "n", "version"):
+            if name not in values:
+                continue
+            av = item.get(name) or item.get(VERSION_KEYS, {}).get("M", {}).get(name)
+            assert av is not None, (self.name, name, item)
+            if self.has("encrypted") and name in ("code", "secret"):
+                av = opens(self.table, item, name)
+            assert decode_value(av) == values[name], (self.name, name, decode_value(av),
+                                                      values[name])
+
+    def assert_sealed(self, raw: list[Item]) -> None:
+        """Every ciphertext of the table opens in its own row, and in no other row."""
+        if not self.has("encrypted"):
+            return
+        rows = [i for i in raw if "secret" in i or "code" in i]
+        for item in rows:
+            for attr in ("code", "secret"):
+                if attr not in item:
+                    continue
+                assert set(item[attr]) == {"B"}, (self.name, attr, item[attr])
+                opens(self.table, item, attr)
+                for other in rows:
+                    if key_of(other) != key_of(item):
+                        try:
+                            opens(self.table, {**item, "pk": other["pk"], "sk": other["sk"]},
+                                  attr)
+                        except DynaormError:
+                            continue
+                        raise AssertionError(f"{self.name}: {attr} of {key_of(item)} opens "
+                                             f"as {key_of(other)}'s")
+
+
+def opens(table: Table, item: Item, attr: str) -> Any:
+    """The plaintext attribute value of ciphertext ``attr`` of ``item``, bound to the
+    item's own key (``DecryptionError`` otherwise)."""
+    return open_value(KEYRING, item[attr], table.name, {"pk": item["pk"], "sk": item["sk"]},
+                      attr, attr)
+
+
+def key_of(item: Item) -> tuple[str, str]:
+    return str(decode_value(item["pk"])), str(decode_value(item["sk"]))
+
+
+@functools.cache
+def build(combo: tuple[str, ...]) -> Matrix:
+    """The classes of ``combo`` (refused pairs raise as their class is defined)."""
+    name = "M" + "".join(part.capitalize() for part in combo)
+    prefix = "_".join(combo).upper()
+    table = _table(combo, "matrix-" + ".".join(combo))
+    cls = _entity(name, table, combo, prefix)
+    if "previous" not in combo:
+        return Matrix(combo, table, cls, prefix)
+    previous = cls.Meta.previous  # type: ignore[attr-defined]  # (its prefix filled in)
+    old_table = _table(combo, table.name)
+    old = _entity(f"Old{name}", old_table, tuple(r for r in combo if r != "previous"),
+                  f"OLD{prefix}", previous)
+    return Matrix(combo, table, cls, prefix, old_table, old)
+
+
+@contextlib.contextmanager
+def point_old(m: Matrix, wire: str | None) -> Iterator[None]:
+    """The old layout's table pointed where the current one is, on a client of its own
+    (the previous release ran in another process), put back afterwards."""
+    assert m.old_table is not None
+    saved = (m.old_table.name, m.old_table._binding())
+    m.old_table.name = m.table.name
+    m.old_table._restore((None, {}, Client(m.table.endpoint_url, wire=wire or "dynaorm")))
+    try:
+        yield
+    finally:
+        m.old_table.name = saved[0]
+        m.old_table._restore(saved[1])
+
+
+def answers_missing() -> dict[str, list[str]]:
+    """Rule name -> the surfaces of :data:`SURFACES` its ``answers`` leave out."""
+    return {name: [s for s in SURFACES if not cls.answers.get(s)]
+            for name, cls in dynaorm_rules().items()}
