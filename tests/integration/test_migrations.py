@@ -484,7 +484,7 @@ class Vault(Versioned):
 
 @pytest.fixture
 def keyed(db: TestBackend) -> Iterator[TestBackend]:
-    mig.keyring = old.keyring = StaticKeyring(b"v" * 32)
+    mig.keyring = old.keyring = StaticKeyring(b"v" * 32, mac_key=b"m" * 32)
     try:
         yield db
     finally:

@@ -289,6 +289,10 @@ def test_applied_then_unreadable_update_and_delete_are_outcome_unknown(
     assert [i["body"] for i in db.scan()] == ["two"]  # it was applied
     faults.clear()
 
+    # (the object still holds the state before the update: a delete conditioned on that
+    # revision would be refused; reloaded, it deletes what is stored)
+    note = s.get(type(note), note_id="n1", consistent=True)
+    assert note is not None
     sent = faults.count()
     faults.lose("DeleteItem", how="closed")
     faults.refuse("GetItem", status=503, code="ServiceUnavailable")
