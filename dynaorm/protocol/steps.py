@@ -46,7 +46,7 @@ from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retr
 __all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
            "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
            "budgeted", "call", "consume", "debug_logged", "expand", "forward", "gather",
-           "pull", "with_capacity"]
+           "pull"]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -251,13 +251,20 @@ def debug_logged() -> bool:
     return "logging" in sys.modules and logger().isEnabledFor(_DEBUG)
 
 
-def with_capacity(operation: str, request: dict[str, Any], mode: str | None
-                  ) -> dict[str, Any]:
-    """``request`` asking for consumed capacity ``mode`` (``None``: as it is)."""
-    if mode is None or operation not in CAPACITY_OPERATIONS or (
+def _held(policy: Policy, step: Call) -> tuple[Budget | None, dict[str, Any]]:
+    """The capacity budget that holds ``step``'s request (one of :data:`HELD_OPERATIONS`:
+    the step's, the context's (:data:`HELD_TO`), else the policy's), and the request as
+    sent: asking for consumed capacity as the policy says, or ``TOTAL`` for a budget to
+    count it."""
+    request = step.request
+    budget = (step.budget or HELD_TO.get() or policy.budget) if (
+        step.operation in HELD_OPERATIONS) else None
+    mode = policy.capacity or (
+        "TOTAL" if budget and "ReturnConsumedCapacity" not in request else None)
+    if mode is None or step.operation not in CAPACITY_OPERATIONS or (
             request.get("ReturnConsumedCapacity") == mode):
-        return request
-    return {**request, "ReturnConsumedCapacity": mode}
+        return budget, request
+    return budget, {**request, "ReturnConsumedCapacity": mode}
 
 
 def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int,
@@ -360,10 +367,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = (step.budget or HELD_TO.get() or policy.budget) if (
-        step.operation in HELD_OPERATIONS) else None
-    request = with_capacity(step.operation, step.request, policy.capacity or (
-        "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
+    budget, request = _held(policy, step)
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
