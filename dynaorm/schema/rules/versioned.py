@@ -68,17 +68,15 @@ def version_row(spec: Any, item: Item, sk: str) -> Item:
     kept aside under ``VERSION_TTL``, and the fields a native index is keyed on under
     ``VERSION_KEYS``, which reads put back (:meth:`Versioning.decode`). Each rule that binds
     a value to its row (encryption) binds it to the version row anew."""
-    keys = (spec.table.pk, spec.table.sk)
-    indexed = _table_index_attributes(spec)
-    row = {k: v for k, v in item.items() if k not in indexed or k in keys}
+    versioning = spec.rules.get(Versioning)
+    assert versioning is not None and spec.table.sk is not None
+    row = {k: v for k, v in item.items() if k not in versioning.unindexed}
     ttl = spec.table.ttl
     if ttl is not None and ttl in row:
         row[VERSION_TTL] = row.pop(ttl)
-    versioning = spec.rules.get(Versioning)
-    aside = {a: row.pop(a) for a in versioning.native if a in row} if versioning else {}
+    aside = {a: row.pop(a) for a in versioning.native if a in row}
     if aside:
         row[VERSION_KEYS] = {"M": aside}
-    assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
     spec.rules.rebind(row, item)
     if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
@@ -86,16 +84,6 @@ def version_row(spec: Any, item: Item, sk: str) -> Item:
         assert parsed is not None
         row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
     return row
-
-
-def _table_index_attributes(spec: Any) -> frozenset[str]:
-    """Every secondary-index key attribute of the table (an undeclared one a newer model
-    writes included): version rows stay out of every index."""
-    table_wide = set().union(*(spec.table.key_names(name) for name in spec.table.indexes)
-                             ) - {spec.table.pk, spec.table.sk}
-    # (a field stored under an index's key attribute the entity does not use is a field)
-    own: frozenset[str] = spec.index_attributes
-    return own | frozenset(table_wide - set(spec.stored_fields))
 
 
 def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
@@ -121,7 +109,7 @@ class Versioning(Rule):
     """``Meta.versioned`` (and ``Meta.history_index``): the latest copy and the version
     rows."""
 
-    __slots__ = ("history_index", "native", "ttl")
+    __slots__ = ("history_index", "native", "ttl", "unindexed")
     name = "versioned"
     order = 70
     answers = {
@@ -146,8 +134,12 @@ class Versioning(Rule):
     }
 
     def __init__(self, history_index: tuple[str, str] | None, native: frozenset[str],
-                 ttl: str | None) -> None:
+                 ttl: str | None, unindexed: frozenset[str]) -> None:
         self.history_index, self.native, self.ttl = history_index, native, ttl
+        #: the attributes a version row leaves out: every secondary-index key attribute
+        #: of the table but its own keys (one a newer model writes included; a field
+        #: stored under an index's key attribute the entity does not use is a field)
+        self.unindexed = unindexed
 
     @classmethod
     def build(cls, decl: Declaration) -> Versioning | None:
@@ -161,7 +153,11 @@ class Versioning(Rule):
         table = decl.table
         native = frozenset(a for i in table.indexes if table.native(i)
                            for a in table.key_names(i)) - {table.pk, table.sk}
-        return cls(history, native, table.ttl)
+        table_wide = set().union(*map(table.key_names, table.indexes))
+        own = decl.built["indexes"].attributes() if "indexes" in decl.built else frozenset()
+        fields = set(map(decl.attr, decl.field_names))
+        return cls(history, native, table.ttl,
+                   frozenset(own | (table_wide - fields)) - {table.pk, table.sk})
 
     def attributes(self) -> frozenset[str]:
         return frozenset({VERSION_TTL, VERSION_KEYS, *(self.history_index or ())[1:]})
