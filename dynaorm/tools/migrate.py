@@ -76,11 +76,6 @@ class _State:
     done: bool = False
 
 
-#: the type each field of a migrate checkpoint must have
-_TYPES: dict[str, type] = {
-    "table": str, "dry_run": bool, "scanned": int, "pages": int, "found": dict,
-    "moved": dict, "skipped": int, "failed": list, "samples": dict, "done": bool}
-
 
 @dataclass(frozen=True)
 class MigrationReport:
@@ -253,7 +248,7 @@ def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple
         if resume:
             raise CheckpointError(f"checkpoint {path} does not exist: nothing to resume")
         return fresh, False
-    state = parse(_State, text, str(path), "migrate", _TYPES)
+    state = parse(_State, text, str(path), "migrate")
     if state.table != table.name:
         raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
                               f"{table.name!r}")
