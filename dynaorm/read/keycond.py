@@ -16,7 +16,6 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, VERSION_WIDTH, history_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI
@@ -94,7 +93,7 @@ def partition_values(spec: EntitySpec, pk: KeyTemplate, target: str, index: str 
         raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
                                f"of {pk.source!r}")
     if SHARD_FIELD in pk.fields:
-        rule = spec.shard_rules.get(target) or Shards(spec.shards[target])
+        rule = spec.shards[target]
         values = rule.values if shard is None else (rule.check_value(shard, spec.name, target),)
         return tuple(pk.render({**fields, SHARD_FIELD: i}, spec.name) for i in values)
     if shard is not None:

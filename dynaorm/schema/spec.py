@@ -79,13 +79,12 @@ class EntitySpec:
     uniques: tuple[UniqueRule, ...]
     versioned: bool
     indexes: tuple[IndexKeys, ...]
-    shards: Mapping[str, int]
+    #: ``Meta.shards``: the sharding rule of each sharded target ("primary", an index)
+    shards: Mapping[str, Shards]
     field_names: frozenset[str]
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
     null_fields: frozenset[str] = field(default=frozenset())
-    #: the sharding rule of each sharded target (``shards`` keeps just the counts)
-    shard_rules: Mapping[str, Shards] = field(default_factory=dict)
     #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
     #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
     history_index: tuple[str, str] | None = None
@@ -210,7 +209,7 @@ class EntitySpec:
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
         """The shard value for ``target`` ("primary" or an index name); a plain ``N``
         gives a stable crc32 bucket in ``0..N-1``."""
-        rule = self.shard_rules.get(target) or Shards(self.shards[target])
+        rule = self.shards[target]
         if target == "primary" and rule.by is not None:  # get() knows only the key fields
             values = {f: values[f] for f in self.lookup_fields if f in values}
         return rule.pick(values, self.lookup_fields, self.name, target)
@@ -460,8 +459,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         cls=cls, name=owner, type_name=type_name, table=table,
         pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
         key_only=key_only, unstored=unstored, versioned=versioning is not None,
-        indexes=indexes, shards={t: r.count for t, r in shards.items()},
-        field_names=field_names, shard_rules=shards,
+        indexes=indexes, shards=shards, field_names=field_names,
         history_index=None if versioning is None else versioning.history_index,
         renames=renames,
         timestamps=(None, None) if stamping is None else stamping.fields,

@@ -16,7 +16,7 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.indexes import IndexKeys
+from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
 
 __all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
@@ -150,11 +150,10 @@ class Versioning(Rule):
             return None
         if decl.sk is None:
             raise DynaormError(f"{decl.owner}: a versioned entity needs a table with a sort key")
-        table = decl.table
-        native = frozenset(a for i in table.indexes if table.native(i)
-                           for a in table.key_names(i)) - {table.pk, table.sk}
+        table, membership = decl.table, decl.built.get("indexes")
+        native, own = (membership.native, membership.attributes()) if isinstance(
+            membership, Membership) else (frozenset(), frozenset())
         table_wide = set().union(*map(table.key_names, table.indexes))
-        own = decl.built["indexes"].attributes() if "indexes" in decl.built else frozenset()
         fields = set(map(decl.attr, decl.field_names))
         return cls(history, native, table.ttl,
                    frozenset(own | (table_wide - fields)) - {table.pk, table.sk})
