@@ -272,7 +272,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
                 answer["Items"] = LoadedItems(objs)
         last = answer.get("LastEvaluatedKey")
         if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)
-            answer["LastEvaluatedKey"] = {k: binary_from_json(av) for k, av in last.items()}
+            answer["LastEvaluatedKey"] = binary_from_json(last)
         return answer
 
     return collector_paused(read)  # (see there: the page's objects made at once)

@@ -39,6 +39,7 @@ from dynaorm.errors import (
     TableNotFoundError,
 )
 from dynaorm.protocol.events import Reason, shape_problem, table_of
+from dynaorm.values.codec import binary_from_json
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
 from dynaorm.wire.http import (
     AsyncHTTPPool,
@@ -109,21 +110,6 @@ def render(request: dict[str, Any]) -> bytes:
     return _ENCODER.encode(request).encode("utf-8")
 
 
-def _unbin(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1:
-            b = value.get("B")
-            if isinstance(b, str):
-                return {"B": base64.b64decode(b)}
-            bs = value.get("BS")
-            if isinstance(bs, list) and all(isinstance(x, str) for x in bs):
-                return {"BS": [base64.b64decode(x) for x in bs]}
-        return {k: _unbin(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unbin(v) for v in value]
-    return value
-
-
 def decode(body: bytes) -> dict[str, Any]:
     """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
     numbers as strings); a body that is not a JSON object raises ``ValueError``."""
@@ -132,7 +118,7 @@ def decode(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body.decode("utf-8"))  # (as botocore reads it: UTF-8, no sniffing)
         if b'"B"' in body or b'"BS"' in body:
-            data = _unbin(data)
+            data = binary_from_json(data)
         if b"null" in body and isinstance(data, dict):  # (botocore drops null members)
             data = {k: v for k, v in data.items() if v is not None}
     except (binascii.Error, RecursionError) as exc:  # (a ValueError, or nesting too deep)
