@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import TypeAdapter
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError
 from dynaorm.schema.checks import (
     check_mapping,
@@ -59,11 +60,17 @@ META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexe
 
 
 
-def _field_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
-    """A validator of field ``name`` of ``cls`` (its annotation, built on each call: errors
-    are rare)."""
-    info = cls.model_fields[name]
-    return TypeAdapter(info.annotation)
+#: per (entity class, field): a validator of the field's annotation (milliseconds to build)
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = cache("spec.adapters")
+
+
+def annotation_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
+    """A validator of field ``name`` of ``cls``: its annotation, without the field's
+    constraints (cached per class and field)."""
+    key = (cls, name)
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = TypeAdapter(cls.model_fields[name].annotation)
+    return _ADAPTERS[key]
 
 
 @dataclass(frozen=True)
@@ -118,7 +125,7 @@ class EntitySpec:
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
-        return (a := _field_adapter(self.cls, name)).dump_python(a.validate_python(value))
+        return (a := annotation_adapter(self.cls, name)).dump_python(a.validate_python(value))
 
     @functools.cached_property
     def table_key_attrs(self) -> tuple[str, ...]:
@@ -165,7 +172,7 @@ class EntitySpec:
         validator of its type: what it stores (an ISO date, a UUID's text) read back as
         it takes it, on every read path (else none)."""
         strict = "'strict': True" in repr(self.cls.__pydantic_core_schema__)
-        return {n: _field_adapter(self.cls, n) for n in self.cls.model_fields if strict}
+        return {n: annotation_adapter(self.cls, n) for n in self.cls.model_fields if strict}
 
     def decode_fields(self, item: Item, decoded: bool = False) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate);
@@ -247,7 +254,7 @@ class EntitySpec:
             if name == SHARD_FIELD or name not in self.cls.model_fields:
                 continue
             try:
-                out[name] = _field_adapter(self.cls, name).validate_python(str(text))
+                out[name] = annotation_adapter(self.cls, name).validate_python(str(text))
             except ValueError:
                 out[name] = text
         return out
