@@ -275,11 +275,11 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     return [p for p in found if (p.kind, p.key) in wanted]
 
 
-def _confirm(table: Table, problems: list[Problem], rounds: int = 3) -> list[Problem]:
+def _confirm(table: Table, problems: list[Problem]) -> list[Problem]:
     """The problems that two consecutive consistent re-reads judge the same (up to
-    ``rounds`` re-reads): a finding a live writer was in the middle of is never reported."""
+    three re-reads): a finding a live writer was in the middle of is never reported."""
     last = _rejudge(table, problems)
-    for _ in range(rounds - 1):
+    for _ in range(2):
         if not last:
             return []
         again = _rejudge(table, last)

@@ -70,21 +70,20 @@ def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
     return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
 
 
-def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BATCH
-                    ) -> list[list[Op]]:
-    """The old version rows of ``state`` moved ahead of the entity, ``size`` rows per
-    transaction: each put under the new key if absent and deleted under the old one if
-    present, with a check that the old latest copy is still at the version read (a writer
+def history_batches(spec: EntitySpec, state: MovedState) -> list[list[Op]]:
+    """The old version rows of ``state`` moved ahead of the entity, :data:`HISTORY_BATCH`
+    rows per transaction: each put under the new key if absent and deleted under the old
+    one if present, with a check that the old latest copy is still at the version read (a writer
     that moved or changed the entity meanwhile fails the batch). Version rows never change
     once written, so a history moved in several transactions is the history read."""
     check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
     assert check is not None
     rows = _history_rows(spec, state)
     out: list[list[Op]] = []
-    for at in range(0, len(rows), size):
+    for at in range(0, len(rows), HISTORY_BATCH):
         b = ActionBuilder(spec, state.key, 0)
         b.ops.append(ConditionCheck(state.key, check, b.origin(Role.LATEST, Fail.GONE)))
-        _row_moves(b, rows[at:at + size])
+        _row_moves(b, rows[at:at + HISTORY_BATCH])
         out.append(b.ops)
     return out
 

@@ -111,7 +111,7 @@ def encode_ttl(value: Any, owner: str, field: str) -> int | None:
                             f"not {value!r}")
 
 
-def expired(item: Item, attr: str | None, at: float | None = None) -> bool:
+def expired(item: Item, attr: str | None) -> bool:
     """Whether ``item``'s TTL attribute ``attr`` holds a time that has passed."""
     if attr is None:
         return False
@@ -119,7 +119,7 @@ def expired(item: Item, attr: str | None, at: float | None = None) -> bool:
     if av is None or "N" not in av:
         return False
     try:
-        return float(av["N"]) <= (time.time() if at is None else at)
+        return float(av["N"]) <= time.time()
     except ValueError:
         return False
 

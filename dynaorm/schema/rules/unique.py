@@ -119,16 +119,15 @@ def _owner_ttl(spec: Any, values: Mapping[str, Any] | None) -> int | None:
     return encode_ttl(values.get(field), spec.name, field)
 
 
-def claimable(spec: Any, at: float | None = None) -> Condition:
+def claimable(spec: Any) -> Condition:
     """The condition of a guard claim: no guard item exists, or (a table with a TTL
-    attribute) the one stored has a TTL that has passed at ``at`` (default: now), its
+    attribute) the one stored has a TTL that has passed now, its
     owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.schema.rules.stamps`
     uses the same ``<=``), so a claim does too. One condition, no read."""
     free = not_exists(spec.table.pk)
     if spec.table.ttl is None:
         return free
-    now = int(time.time() if at is None else at)
-    return free | (F(spec.table.ttl) <= now)
+    return free | (F(spec.table.ttl) <= int(time.time()))
 
 
 def guard_key(spec: Any, key: str) -> PlainKey:
