@@ -50,7 +50,7 @@ from dynaorm.schema.rules.encrypted import with_macs
 from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.revision import revision_of, stamp_of
 from dynaorm.schema.rules.stamps import apply_stamps
-from dynaorm.schema.rules.versioned import VERSION_WIDTH, history_sk, parse_version_sk
+from dynaorm.schema.rules.versioned import parse_version_sk, version_bounds
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
@@ -121,15 +121,12 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
     assert sk is not None
     parsed = parse_version_sk(key[sk])
     assert parsed is not None
-    base, top = parsed[1], 10 ** VERSION_WIDTH - 1
-    # (every version row of the partition: from v00000001_ to v99999999_ and beyond)
-    attr, low, high = sk, "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH
-    high += "_\U0010ffff"
+    base, attr = parsed[1], sk
     request: dict[str, Any] = {"TableName": spec.table.name, "ConsistentRead": True,
                                "ScanIndexForward": False}
     if index is not None:  # this entity's version rows only
         request["IndexName"], attr = index
-        low, high = history_sk(base, 1), history_sk(base, top)
+    low, high = version_bounds(base, index is not None)
     request.update({
         "KeyConditionExpression": "#p = :p AND #s BETWEEN :a AND :b",
         "ExpressionAttributeNames": {"#p": pk, "#s": attr},

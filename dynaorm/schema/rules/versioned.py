@@ -20,7 +20,7 @@ from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
 
 __all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
-           "history_sk", "parse_version_sk", "version_row", "version_sk"]
+           "history_sk", "parse_version_sk", "version_bounds", "version_row", "version_sk"]
 
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
@@ -56,6 +56,15 @@ def parse_version_sk(sk: str) -> tuple[int, str] | None:
 def history_sk(base: str, version: int) -> str:
     """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
     return f"{base}#v{version:0{VERSION_WIDTH}d}"
+
+
+def version_bounds(base: str, indexed: bool) -> tuple[str, str]:
+    """The sort keys between which the version rows (1 and up) of ``base`` lie: in
+    ``Meta.history_index`` (``indexed``), those of ``base`` alone; else those of every
+    version row of the partition (a reader keeps ``base``'s)."""
+    if indexed:
+        return history_sk(base, 1), history_sk(base, 10 ** VERSION_WIDTH - 1)
+    return "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH + "_\U0010ffff"
 
 
 def version_row(spec: Any, item: Item, sk: str) -> Item:
