@@ -78,10 +78,7 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
 def _live(spec: EntitySpec, item: Item | None) -> Item | None:
     """``item``, or ``None`` when its TTL has passed (expired, not yet deleted by
     DynamoDB: every read treats it as gone, under either layout)."""
-    ttl = spec.table.ttl
-    if item is not None and ttl is not None and expired(item, ttl):
-        return None
-    return item
+    return None if item is None or expired(item, spec.table.ttl) else item
 
 
 def _both_p(table: str, spec: EntitySpec, first: PlainKey, second: PlainKey

@@ -13,7 +13,7 @@ only once it is recorded, so every item is covered exactly once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -152,30 +152,20 @@ def item_count(table: Table) -> int | None:
 
 
 # -- context: the items a page's checks need -----------------------------------------------
-def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
-    keys: set[Key] = set()
-    for item in items:
+def _wanted(table: Table, items: list[Item]) -> set[Key]:
+    """The keys the audit of ``items`` reads besides them: the guards their owners should
+    have (as the audit expects them), the owners their guards name, the version rows
+    behind their latest copies."""
+    auditor = _Auditor(table, items)
+    keys: set[Key] = set(auditor.expected_guards())
+    for key, item in auditor.items.items():
         kind = auditor.type_of(item)
         if kind == GUARD_TYPE:
             keys.add(auditor.holder(item)[0])
-            continue
         spec = auditor.specs.get(kind or "")
-        if spec is None:
-            continue
-        key = auditor.key_of(item)
-        parsed = parse_version_sk(key[1]) if spec.versioned else None
-        if spec.versioned and parsed is not None and parsed[0] == 0:
+        parsed = parse_version_sk(key[1]) if spec is not None and spec.versioned else None
+        if parsed is not None and parsed[0] == 0:
             keys.update(_version_rows(item, key[0], parsed[1]))
-        if not spec.uniques or (parsed is not None and parsed[0] != 0):
-            continue
-        values = auditor.values(spec, item)
-        for rule in spec.uniques if values is not None else ():
-            try:
-                text = rule.guard_key(values or {}, spec.name)
-            except DynaormError:
-                continue
-            if text is not None:
-                keys.add(auditor.guard_key(text))
     return keys
 
 
@@ -212,7 +202,7 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     found: list[Item] = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
-        keys = keyed(table, partial(_wanted, auditor, batch)) - known
+        keys = keyed(table, partial(_wanted, table, batch)) - known
         if not keys:
             break
         batch = _get_many(table, auditor, keys)
