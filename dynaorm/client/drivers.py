@@ -125,9 +125,6 @@ class SyncDriver:
             _refuse(step)
         raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
 
-    def _part(self, proto: Generator[Any, Any, R], within: Operation | None) -> R:
-        return self.run(proto, within=within)
-
     def _gather(self, step: Gather) -> list[Any]:
         from concurrent.futures import ThreadPoolExecutor  # (threads only where gathered)
 
@@ -135,7 +132,7 @@ class SyncDriver:
         workers = min(step.concurrency, len(protos), MAX_CONCURRENCY)
         contexts = [contextvars.copy_context() for _ in protos]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(ctx.run, self._part, p, step.within)
+            futures = [pool.submit(ctx.run, self.run, p, within=step.within)
                        for ctx, p in zip(contexts, protos, strict=True)]
             try:
                 return [f.result() for f in futures]
