@@ -306,11 +306,12 @@ def load_old(spec: Any, item: Item) -> Any:
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class PreviousLayout(Rule):
     """``Meta.previous``: the layout an entity's items had before a design change, read
     alongside the current one until ``dynaorm migrate`` has moved every item."""
 
-    __slots__ = ("layout",)
+    layout: Layout
     name = "previous"
     order = 80
     answers = {
@@ -339,9 +340,6 @@ class PreviousLayout(Rule):
         "logs": "as messages",
         "spans": "as messages",
     }
-
-    def __init__(self, layout: Layout) -> None:
-        self.layout = layout
 
     @classmethod
     def build(cls, decl: Declaration) -> PreviousLayout | None:

@@ -149,10 +149,13 @@ def owned_by(spec: Any, owner: PlainKey) -> Condition:
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Uniqueness(Rule):
     """``Meta.unique``: the entity's :class:`UniqueRule` s (one guard item per value)."""
 
-    __slots__ = ("fields", "rules")
+    rules: tuple[UniqueRule, ...]
+    #: every field a guard key is built from (unique fields and their scopes)
+    fields: frozenset[str]
     name = "unique"
     order = 60
     answers = {
@@ -177,14 +180,10 @@ class Uniqueness(Rule):
         "spans": "as messages",
     }
 
-    def __init__(self, rules: tuple[UniqueRule, ...]) -> None:
-        self.rules = rules
-        self.fields = frozenset(f for rule in rules for f in rule.fields)
-
     @classmethod
     def build(cls, decl: Declaration) -> Uniqueness | None:
         rules = unique_rules(decl)
-        return cls(rules) if rules else None
+        return cls(rules, frozenset(f for r in rules for f in r.fields)) if rules else None
 
     def cost(self, role: str) -> Mapping[str, int]:
         return {"unique guard": len(self.rules) * (2 if role == "update" else 1)}

@@ -11,6 +11,7 @@ index and never expires a row at a time; reads put both back (:meth:`Versioning.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item
@@ -114,11 +115,18 @@ def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Versioning(Rule):
     """``Meta.versioned`` (and ``Meta.history_index``): the latest copy and the version
     rows."""
 
-    __slots__ = ("history_index", "native", "ttl", "unindexed")
+    history_index: tuple[str, str] | None
+    native: frozenset[str]
+    ttl: str | None
+    #: the attributes a version row leaves out: every secondary-index key attribute of
+    #: the table but its own keys (one a newer model writes included; a field stored
+    #: under an index's key attribute the entity does not use is a field)
+    unindexed: frozenset[str]
     name = "versioned"
     order = 70
     answers = {
@@ -141,14 +149,6 @@ class Versioning(Rule):
         "logs": "as messages",
         "spans": "as messages",
     }
-
-    def __init__(self, history_index: tuple[str, str] | None, native: frozenset[str],
-                 ttl: str | None, unindexed: frozenset[str]) -> None:
-        self.history_index, self.native, self.ttl = history_index, native, ttl
-        #: the attributes a version row leaves out: every secondary-index key attribute
-        #: of the table but its own keys (one a newer model writes included; a field
-        #: stored under an index's key attribute the entity does not use is a field)
-        self.unindexed = unindexed
 
     @classmethod
     def build(cls, decl: Declaration) -> Versioning | None:
