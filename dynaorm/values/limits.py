@@ -25,7 +25,7 @@ All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
@@ -90,20 +90,11 @@ def value_size(av: AttributeValue) -> int:
     stack: list[AttributeValue] = [av]
     while stack:
         (tag, raw), = stack.pop().items()
-        if tag == "S":
-            total += text_size(raw)
-        elif tag == "N":
-            total += number_size(raw)
-        elif tag == "B":
-            total += len(raw)
-        elif tag in ("BOOL", "NULL"):
+        size = _SIZES.get(tag[0])
+        if tag in ("BOOL", "NULL"):
             total += 1
-        elif tag == "SS":
-            total += sum(text_size(s) for s in raw)
-        elif tag == "NS":
-            total += sum(number_size(n) for n in raw)
-        elif tag == "BS":
-            total += sum(len(b) for b in raw)
+        elif size is not None:  # a scalar, or a set of them (SS, NS, BS)
+            total += size(raw) if len(tag) == 1 else sum(map(size, raw))
         elif tag == "L":
             total += 3 + len(raw)
             stack.extend(raw)
@@ -111,6 +102,10 @@ def value_size(av: AttributeValue) -> int:
             total += 3 + sum(text_size(k) + 1 for k in raw)
             stack.extend(raw.values())
     return total
+
+
+#: the size of a scalar of each type (a set's: the sum of its members')
+_SIZES: dict[str, Callable[[Any], int]] = {"S": text_size, "N": number_size, "B": len}
 
 
 def item_size(item: Item) -> int:
