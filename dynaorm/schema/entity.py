@@ -15,7 +15,7 @@ from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
 from dynaorm.values.fastload import Fast, collector_paused, fast_answer, fast_validator
-from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.keys import key_av
 from dynaorm.values.state import (
     Deleted,
     InstanceState,
@@ -202,7 +202,7 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
         key = spec.primary_key(obj.__dict__)
         version = obj.version
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
-        key = {a: key_value(item[a]) for a in key_attrs}
+        key = spec.stored_key(item)
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
                                          spec.type_name, key, version))
     return obj
@@ -287,7 +287,7 @@ def _decode_error(cls: type[Any], spec: EntitySpec, item: Item,
                   exc: ValidationError | Exception) -> ItemDecodeError:
     """The typed error for a stored item that does not fit ``cls``, naming its key."""
     try:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        key = spec.stored_key(item)
     except _MALFORMED:  # (a malformed key attribute: named as it was read)
         key = {a: repr(item[a]) for a in spec.table_key_attrs if a in item}
     problems = ("; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: {e['msg']}"

@@ -133,6 +133,10 @@ class EntitySpec:
         table = self.table
         return (table.pk,) if table.sk is None else (table.pk, table.sk)
 
+    def stored_key(self, item: Item) -> PlainKey:
+        """The table key of a stored item (its key attributes, as rendered key values)."""
+        return {a: key_value(item[a]) for a in self.table_key_attrs if a in item}
+
     @functools.cached_property
     def stored_fields(self) -> Mapping[str, str]:
         """Stored attribute name -> field name, for every field."""

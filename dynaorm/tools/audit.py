@@ -509,7 +509,7 @@ class _Auditor:
         if values is None:
             return None
         assert self.table.sk is not None
-        key = {a: key_value(row[a]) for a in spec.table_key_attrs} | {self.table.sk: latest_sk}
+        key = spec.stored_key(row) | {self.table.sk: latest_sk}
         try:
             out = encode_entity(spec.cls.model_validate(values), spec, key=key)
         except (DynaormError, ValueError):

@@ -171,7 +171,7 @@ def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
         for item in page:
             if ttl is not None and expired(item, ttl):
                 continue
-            key = _key_text(_old_key(specs[0], item)) if specs else ""
+            key = _key_text(specs[0].stored_key(item)) if specs else ""
             spec = old_layout_entity(specs, item)
             if spec is not None:
                 left.append(f"{spec.name} {key}: its row is in the previous layout")
@@ -366,9 +366,9 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         if spec is None:
             kept = old_version_row(specs, item)  # (moved alone if its entity is gone)
             if kept is not None:
-                found.append(_Found(kept, item, _old_key(kept, item), kept=True))
+                found.append(_Found(kept, item, kept.stored_key(item), kept=True))
             continue
-        old_key = _old_key(spec, item)
+        old_key = spec.stored_key(item)
         try:
             obj = load_old(spec, item)
         except DynaormError as exc:
@@ -400,7 +400,3 @@ def _count_outcomes(state: _State, moves: list[_Found], outcomes: list[str]) -> 
             state.skipped += 1
         else:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
-
-
-def _old_key(spec: EntitySpec, item: Item) -> PlainKey:
-    return {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}

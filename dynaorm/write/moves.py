@@ -97,7 +97,7 @@ def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
     assert spec.table.sk is not None
     parsed = parse_version_sk(key_value(row[spec.table.sk]))
     assert parsed is not None
-    latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
+    latest = spec.stored_key(row)
     latest[spec.table.sk] = version_sk(parsed[1], 0)
     b = ActionBuilder(spec, latest, 0)
     b.ops.append(ConditionCheck(latest, not_exists(spec.table.pk),
@@ -169,7 +169,7 @@ def _history_rows(spec: EntitySpec, state: MovedState
         values = {**obj.__dict__, "version": n}
         new = encode_entity(obj, spec, n)
         key = spec.primary_key(values, n)
-        out.append((n, {a: key_value(row[a]) for a in spec.table_key_attrs},
+        out.append((n, spec.stored_key(row),
                     {**kept(spec, row), **version_row(spec, new, key[spec.table.sk])}))
     return sorted(out, key=lambda t: t[0])
 

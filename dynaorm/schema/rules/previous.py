@@ -299,7 +299,7 @@ def load_old(spec: Any, item: Item) -> Any:
     try:
         return spec.cls.model_validate(old_values(spec, item))
     except ValidationError as exc:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        key = spec.stored_key(item)
         raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
                               f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
                               key=key) from exc
