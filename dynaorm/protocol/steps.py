@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from dynaorm._types import Item
+from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
@@ -75,7 +75,7 @@ class Call:
     idempotent: bool = True
     #: how a wire that has the answer's bytes may read them itself (see :class:`Send`);
     #: never used when hooks see the attempt (they get the answer as botocore shapes it)
-    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    reader: Reader | None = None
     #: a request that is not idempotent, met by a server error (5xx) that may have been
     #: applied: the read (``probe``) that may prove it was not, and the judgment of what
     #: it read (``unapplied(item)``): proved, it is retried within the attempts left
@@ -101,7 +101,7 @@ class Send:
 
     operation: str
     request: dict[str, Any]
-    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    reader: Reader | None = None
     via: Any = None
 
 
@@ -404,7 +404,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,
          idempotent: bool = True,
-         reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+         reader: Reader | None = None,
          budget: Budget | None = None) -> Proto[dict[str, Any]]:
     """The response to one request (``reader``: see :class:`Send`)."""
     out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader,

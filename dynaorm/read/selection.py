@@ -17,7 +17,7 @@ from typing import Any, Final, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from dynaorm._types import Item
+from dynaorm._types import Item, Reader
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.read.pager import DONE
@@ -218,7 +218,7 @@ class Selection(Generic[T]):
             return iter(items)  # type: ignore[arg-type]
         return map(self.decode, items)
 
-    def reader(self) -> Callable[[bytes], dict[str, Any] | None] | None:
+    def reader(self) -> Reader | None:
         """How a read of whole items may read each answer's bytes into its objects
         itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dynaorm._types import Item, PlainKey
+from dynaorm._types import Item, PlainKey, Reader
 from dynaorm.errors import DecryptionError, DynaormError, ItemDecodeError
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
@@ -217,7 +217,7 @@ class LoadedItems(list[Any]):
 
 
 def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
-                  ) -> Callable[[bytes], dict[str, Any] | None] | None:
+                  ) -> Reader | None:
     """How one read of the entity ``types`` (type name -> (class, spec); every item of
     its answers one of them, told apart by the type attribute) reads an answer's checked
     bytes itself (a Query's or Scan's ``Items``, a GetItem's ``Item``, a BatchGetItem's

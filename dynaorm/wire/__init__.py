@@ -27,11 +27,12 @@ import json
 import os
 import weakref
 import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from http.client import responses as _REASONS
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
+from dynaorm._types import Reader
 from dynaorm.errors import (
     AnswerLostError,
     RequestError,
@@ -78,11 +79,11 @@ class Transport(Protocol):
     botocore: bool
 
     def send(self, operation: str, request: dict[str, Any],
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None
+             reader: Reader | None = None
              ) -> dict[str, Any]: ...
 
     async def asend(self, operation: str, request: dict[str, Any],
-                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                    reader: Reader | None = None
                     ) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
@@ -262,7 +263,7 @@ def answer_error(operation: str, request: dict[str, Any], status: int,
 
 def checked_answer(status: int, headers: dict[str, str], data: bytes, operation: str = "",
                    request: dict[str, Any] | None = None,
-                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   reader: Reader | None = None
                    ) -> dict[str, Any]:
     """An answer to ``operation``'s ``request`` checked (:func:`answer_problem`) and
     decoded, as a botocore client returns it (with its ``ResponseMetadata``). An
@@ -375,7 +376,7 @@ class SyncWire(WireSettings):
                                              proxy_headers=dict(end.proxy_headers), **tls)
 
     def send(self, operation: str, request: dict[str, Any],
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None
+             reader: Reader | None = None
              ) -> dict[str, Any]:
         """Send ``request`` once; the answer as a botocore client returns it (``reader``:
         see :func:`checked_answer`), or its :class:`~dynaorm.RequestError`."""
@@ -456,7 +457,7 @@ class AsyncWire(WireSettings):
         await self.close()
 
     async def send(self, operation: str, request: dict[str, Any],
-                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   reader: Reader | None = None
                    ) -> dict[str, Any]:
         """Send ``request`` once; the answer as an aiobotocore client returns it
         (``reader``: see :func:`~dynaorm.wire.checked_answer`), or its
@@ -499,7 +500,7 @@ class Wire(SyncWire):
         return self._loops.get(asyncio.get_running_loop())
 
     async def asend(self, operation: str, request: dict[str, Any],
-                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                    reader: Reader | None = None
                     ) -> dict[str, Any]:
         """Send ``request`` once on the running event loop (see :meth:`send`)."""
         import asyncio
