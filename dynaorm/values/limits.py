@@ -32,6 +32,7 @@ from typing import Any, Final
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.values.keys import wire_key
+from dynaorm.values.records import Clause
 
 __all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
            "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
@@ -127,7 +128,7 @@ def _add(old: AttributeValue | None, av: AttributeValue) -> AttributeValue:
 
 
 def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequence[str],
-                 clauses: Sequence[tuple[str, str, AttributeValue | None]]) -> Item:
+                 clauses: Sequence[Clause]) -> Item:
     """The item an update makes of the stored item ``known`` (``SET``/``REMOVE``, or
     ``s.update()`` clauses: ``SET``, ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``,
     ``DELETE``, ``REMOVE``), for checking its size before sending."""

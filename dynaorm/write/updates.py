@@ -48,7 +48,7 @@ from dynaorm.values.expressions import (
     size_is,
 )
 from dynaorm.values.keys import key_av
-from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.values.records import Clause, ConditionCheck, Fail, Op, Origin, Role, Update
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
@@ -380,11 +380,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 f"{self._spec.name} {self.key}: an upsert must give every required field; "
                 f"missing {sorted(missing)}")
 
-    def _action_clauses(self) -> list[tuple[str, str, AttributeValue | None]]:
+    def _action_clauses(self) -> list[Clause]:
         """The staged actions as update clauses, by stored attribute name: ``set(x=None)``
         stores NULL where the field's ``None`` must be kept, else removes the attribute."""
         spec = self._spec
-        clauses: list[tuple[str, str, AttributeValue | None]] = []
+        clauses: list[Clause] = []
         for name, (method, value) in self._actions.items():
             clause = _CLAUSES[method]
             attr = self._attr(name)
@@ -397,8 +397,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 clauses.append((clause, attr, self._dump(name, value)))
         return self._encoded(clauses) if spec.rules.encoders else clauses
 
-    def _encoded(self, clauses: list[tuple[str, str, AttributeValue | None]]
-                 ) -> list[tuple[str, str, AttributeValue | None]]:
+    def _encoded(self, clauses: list[Clause]
+                 ) -> list[Clause]:
         """``clauses`` with the values they set through the entity's rules, as a save
         writes them at the item's key (an encrypted value sealed bound to it)."""
         spec = self._spec
@@ -408,7 +408,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         spec.rules.encode(row, self.key)
         return [(kind, attr, row[attr] if attr in fields else av) for kind, attr, av in clauses]
 
-    def _add_created_clauses(self, clauses: list[tuple[str, str, AttributeValue | None]]
+    def _add_created_clauses(self, clauses: list[Clause]
                              ) -> None:
         """Add to ``clauses`` what an upsert's created item needs besides them: its key
         fields stored as attributes (not those the key alone holds), its type attribute,
@@ -428,11 +428,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
             if attr not in set_attrs and attr not in own_keys:
                 clauses.append(("SET", attr, key_av(text)))
 
-    def _timestamp_clauses(self) -> list[tuple[str, str, AttributeValue | None]]:
+    def _timestamp_clauses(self) -> list[Clause]:
         """``Meta.timestamps``: the created time set if absent, the updated time set,
         unless the update sets the field itself."""
         spec = self._spec
-        clauses: list[tuple[str, str, AttributeValue | None]] = []
+        clauses: list[Clause] = []
         moment = now()
         for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
             if stamped is not None and stamped not in self._actions:
