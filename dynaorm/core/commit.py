@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Collection, Generator
+from collections.abc import Callable, Collection
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -57,7 +57,7 @@ from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.outcomes import failure, unapplied_by
-from dynaorm.write.records import Outcome, Prepared, StagedWrite
+from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
 
 __all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
@@ -77,7 +77,7 @@ class _Reads:
     """The reads staged writes ask for while they are prepared
     (:class:`dynaorm.write.records.Reads`): consistent, as protocols."""
 
-    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
+    def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
         """One item by key, read consistently (and prepared for the table's entities
         whose rules prepare: whichever it is, it may be decoded)."""
         item = yield from get_item_p(table, key, True)
@@ -85,7 +85,7 @@ class _Reads:
             yield from prepare_rows(preparing(table), (item,))
         return item
 
-    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+    def last_version(self, obj: Entity) -> Reading[int]:
         """The highest stored version row of ``obj``'s key (0: no history); in a
         migration window, else the highest kept under the previous layout's key (a
         deleted entity's history not moved yet: a new object continues it, as it would
@@ -101,7 +101,7 @@ class _Reads:
         return (yield from _last_version_p(spec, old, spec.previous.type_name, None))
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
-                   ) -> Generator[Any, Any, InstanceState | None]:
+                   ) -> Reading[InstanceState | None]:
         """What an object read from its previous layout stands for now."""
         from dynaorm.read.previous import stored_now_p
 

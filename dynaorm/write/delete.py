@@ -8,7 +8,6 @@ deleted there (:mod:`dynaorm.write.moves`).
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +25,7 @@ from dynaorm.write.conditions import (
     with_condition,
 )
 from dynaorm.write.moves import either_layout, plan_move_delete
-from dynaorm.write.records import ActionBuilder, ObjectWrite, Outcome, Prepared, Reads
+from dynaorm.write.records import ActionBuilder, ObjectWrite, Outcome, Prepared, Reading, Reads
 
 __all__ = ["DeleteEntry", "plan_delete"]
 
@@ -39,7 +38,7 @@ class DeleteEntry(ObjectWrite):
     history: bool = False
     condition: Condition | None = None  # the caller's own condition (``condition=``)
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own; an entity with rules deleted by key (never
         loaded) is read first, consistently, so that its guards and history go too."""
         obj = self.obj

@@ -13,7 +13,7 @@ plan moves here: there is one move.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -28,7 +28,7 @@ from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import stored_as, undeclared
-from dynaorm.write.records import ActionBuilder, Outcome, Reads, Written
+from dynaorm.write.records import ActionBuilder, Outcome, Reading, Reads, Written
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
            "kept_row_move", "move_actions", "needs_history_batches",
@@ -122,7 +122,7 @@ def _row_moves(b: ActionBuilder, rows: list[tuple[int, PlainKey, Item]],
 
 
 def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
-                  ) -> Generator[Any, Any, InstanceState | None]:
+                  ) -> Reading[InstanceState | None]:
     """The stored state of the entity with key ``fields`` of an entity declaring
     ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
     (neither; an expired item counts as gone)."""

@@ -14,7 +14,7 @@ as the next version (:meth:`SaveEntry._rereads`). The common insert reads nothin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -57,6 +57,7 @@ from dynaorm.write.records import (
     ObjectWrite,
     Outcome,
     Prepared,
+    Reading,
     Reads,
     Written,
     stored_values,
@@ -78,7 +79,7 @@ class SaveEntry(ObjectWrite):
     #: attributes written with the row (or latest copy) when it changes: a job's marker
     mark: Item | None = None
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own, or, for an overwrite of an entity with
         rules, what is stored now (last writer wins, and its guards are planned from
         what is stored, not from what was loaded); a new versioned entity whose first
@@ -125,7 +126,7 @@ class SaveEntry(ObjectWrite):
 
 
 def _with_unknown(spec: Any, state: InstanceState, reads: Reads
-                  ) -> Generator[Any, Any, InstanceState]:
+                  ) -> Reading[InstanceState]:
     """A key move copies the whole item to its new key: the attributes no class here
     declares that another writer (a newer model) set after the load are read now and
     carried, conditioned like the rest (the declared ones are conditioned on the load)."""

@@ -18,7 +18,7 @@ validated through the entity's field types when the action is added. Planning is
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
@@ -52,7 +52,7 @@ from dynaorm.values.records import Clause, ConditionCheck, Fail, Op, Origin, Rol
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
-from dynaorm.write.records import Outcome, Prepared, Reads, StagedWrite
+from dynaorm.write.records import Outcome, Prepared, Reading, Reads, StagedWrite
 from dynaorm.write.save import SaveEntry, plan_save
 
 __all__ = ["StagedCheck", "StagedUpdate"]
@@ -324,7 +324,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     # -- the staged-write protocol (dynaorm.write.records.StagedWrite: by key, it settles
     # -- no object, is never coalesced with another, nor planned again after a conflict)
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
         versioned entity, continues the kept history ``reads.last_version`` finds). Asks
@@ -349,7 +349,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                     entity=self.entity, key=self.key)
         return self, self.entity._from_item(item, self._spec)._dynaorm_state
 
-    def _refuse_old_layout(self, reads: Reads) -> Generator[Any, Any, None]:
+    def _refuse_old_layout(self, reads: Reads) -> Reading[None]:
         """By key in a migration window: the entity read under either layout; one still
         in its old layout raises (the update would miss it, or an upsert store it
         twice)."""
@@ -567,7 +567,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     # -- after the commit --------------------------------------------------------------
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
-                ) -> Generator[Any, Any, None]:
+                ) -> Reading[None]:
         """Set ``result`` after a successful commit (a protocol: the item is read back
         when the response does not carry it and ``returning()`` asked for it)."""
         if self._planned is not None:
@@ -593,7 +593,7 @@ class StagedCheck(StagedWrite):
         self.key = key
         self.condition = condition
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """A check reads nothing before the commit."""
         return self, None
         yield  # (a protocol that asks for nothing)
