@@ -28,7 +28,7 @@ from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import stored_as, undeclared
-from dynaorm.write.records import ActionBuilder, Outcome, Reading, Reads, Written
+from dynaorm.write.records import ActionBuilder, Outcome, Planned, Reading, Reads, Written
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
            "kept_row_move", "move_actions", "needs_history_batches",
@@ -175,7 +175,7 @@ def _history_rows(spec: EntitySpec, state: MovedState
 
 
 def plan_move_save(entry: Any, state: MovedState, index: int
-                   ) -> tuple[list[Op], Outcome]:
+                   ) -> Planned[Outcome]:
     """Save an object read from the previous layout: move it (see the module)."""
     obj = entry.obj
     spec = spec_of(type(obj))
@@ -218,7 +218,7 @@ def plan_move_save(entry: Any, state: MovedState, index: int
 
 
 def plan_move_delete(entry: Any, state: MovedState, index: int
-                     ) -> tuple[list[Op], Outcome]:
+                     ) -> Planned[Outcome]:
     """Delete an object read from the previous layout: its old row (as read), its guards
     and, with ``history=True``, its old version rows."""
     obj = entry.obj

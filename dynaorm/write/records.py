@@ -50,12 +50,14 @@ if TYPE_CHECKING:
     from dynaorm.schema.spec import EntitySpec
     from dynaorm.schema.table import TableSchema
 
-__all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Prepared", "Reading", "Reads",
+__all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Planned", "Prepared", "Reading", "Reads",
            "StagedWrite", "Written", "stored_values"]
 
 T = TypeVar("T")
 #: a protocol whose result is ``T`` (its steps are whatever the reads yield)
 Reading = Generator[Any, Any, T]
+#: a planned write: its actions, and ``T``, what its object becomes (an ``Outcome``)
+Planned = tuple[list[Op], T]
 
 
 
@@ -130,7 +132,7 @@ class StagedWrite:
         raise NotImplementedError
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                  ) -> tuple[list[Op], Outcome | None]:
+                  ) -> Planned[Outcome | None]:
         """Its actions (origins tagged with ``index``, its place in the commit) and what
         its object becomes on success (pure)."""
         raise NotImplementedError

@@ -56,6 +56,7 @@ from dynaorm.write.records import (
     ActionBuilder,
     ObjectWrite,
     Outcome,
+    Planned,
     Prepared,
     Reading,
     Reads,
@@ -107,7 +108,7 @@ class SaveEntry(ObjectWrite):
         return self, state
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                  ) -> tuple[list[Op], Outcome | None]:
+                  ) -> Planned[Outcome | None]:
         return plan_save(self, state, index)
 
     def _rereads(self, table: str | None, key: PlainKey | None,
@@ -146,7 +147,7 @@ def _with(item: Item, extra: Item) -> Item:
 
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
-              ) -> tuple[list[Op], Outcome]:
+              ) -> Planned[Outcome]:
     """The actions of a save planned on ``state`` (``None``: an insert), the caller's
     condition included, and what the object becomes."""
     if isinstance(state, MovedState):  # read from Meta.previous's layout: move it (the
@@ -170,7 +171,7 @@ def _marked(op: Op, mark: Item) -> Op:
 
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
-               ) -> tuple[list[Op], Outcome]:
+               ) -> Planned[Outcome]:
     """The ops of a save: an insert (no stored state), a versioned entity's next version,
     or a loaded row moved to its new key or written in place; stamped with
     ``Meta.timestamps`` when it writes, and followed by its guards."""
@@ -210,7 +211,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 
 
 def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
-                 ) -> tuple[list[Op], Outcome]:
+                 ) -> Planned[Outcome]:
     """A new object: its row (a versioned entity's next version row and latest copy),
     conditioned on no live item under its key (unless an overwrite of an entity without
     rules), and its guards."""
@@ -315,7 +316,7 @@ def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
 
 def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                        old_values: Mapping[str, Any], old_item: Item,
-                       index: int, extra: Item) -> tuple[list[Op], Outcome]:
+                       index: int, extra: Item) -> Planned[Outcome]:
     """A loaded versioned entity: the next version row (where nothing is) and the latest
     copy replaced on the condition that it is still at the version and the revision read
     (deleted with its history and re-inserted, it is at version 1 again: another row)."""

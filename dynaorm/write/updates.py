@@ -48,11 +48,11 @@ from dynaorm.values.expressions import (
     size_is,
 )
 from dynaorm.values.keys import key_av
-from dynaorm.values.records import Clause, ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
-from dynaorm.write.records import Outcome, Prepared, Reading, Reads, StagedWrite
+from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
 from dynaorm.write.save import SaveEntry, plan_save
 
 __all__ = ["StagedCheck", "StagedUpdate"]
@@ -440,7 +440,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return clauses
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                 ) -> tuple[list[Op], Outcome | None]:
+                 ) -> Planned[Outcome | None]:
         """The actions of this update (the session passes what ``_prepare`` returned)."""
         if self.upsert and state is None:
             self._check_required()
@@ -539,7 +539,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return values
 
     def _plan_as_save(self, state: InstanceState | None, index: int
-                      ) -> tuple[list[Op], Outcome | None]:
+                      ) -> Planned[Outcome | None]:
         cls = self.entity
         loaded = self._loaded
         if loaded is not None and state is not None and self._spec.versioned:
@@ -599,7 +599,7 @@ class StagedCheck(StagedWrite):
         yield  # (a protocol that asks for nothing)
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                 ) -> tuple[list[Op], Outcome | None]:
+                 ) -> Planned[Outcome | None]:
         """One ConditionCheck action."""
         spec = spec_of(self.entity)
         cond = rename_paths(self.condition, spec.renames, spec.kinds)
