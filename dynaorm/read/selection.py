@@ -23,8 +23,8 @@ from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.read.pager import DONE
 from dynaorm.schema.entity import LoadedItems, answer_reader, raw_state, spec_of
 from dynaorm.schema.rules.stamps import expired
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk
-from dynaorm.schema.spec import EntitySpec, annotation_adapter, fits_keys
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_keys, parse_version_sk
+from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.schema.unclaimed import note_unclaimed
@@ -106,7 +106,7 @@ class Selection(Generic[T]):
             return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
             return True
-        return self.type_of(item) is None and any(fits_keys(item, checks)
+        return self.type_of(item) is None and any(parse_keys(item, checks) is not None
                                                   for _, checks in self.shapes)
 
     def type_of(self, item: Item) -> str | None:
@@ -114,7 +114,7 @@ class Selection(Generic[T]):
         without a type attribute, a literal key outranks a template where both fit."""
         if self.by_shape:
             for shaped, checks in self.shapes:
-                if fits_keys(item, checks) and not (
+                if parse_keys(item, checks) is not None and not (
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None

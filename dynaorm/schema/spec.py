@@ -9,7 +9,7 @@ version-row keys and shard numbers from a mapping of field values.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping, expired
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, Versioning, parse_version_sk, version_sk
+from dynaorm.schema.rules.versioned import Versioning, parse_keys, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
 from dynaorm.values.codec import Kind, decode_item
@@ -346,8 +346,8 @@ class EntitySpec:
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
-        return fits_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t])
+        return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
+            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t]) is not None
 
 
 # -- building a spec from Meta -------------------------------------------------------------
@@ -485,22 +485,5 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     table.register(cls, spec.type_name,
                    None if spec.previous is None else spec.previous.type_name)
     return spec
-
-
-def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bool:
-    """Whether ``item`` holds each (attribute, template, versioned latest copy?) of
-    ``checks`` in the template's shape."""
-    for attr, template, latest in checks:
-        av = item.get(attr)
-        if av is None:
-            return False
-        text = key_value(av)
-        if latest:
-            if not text.startswith(LATEST_PREFIX):
-                return False
-            text = text[len(LATEST_PREFIX):]
-        if template.parse_key(text) is None:
-            return False
-    return True
 
 
