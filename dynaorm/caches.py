@@ -7,7 +7,7 @@ what the next use costs. Caches kept:
 
 - ``state.shapes``: the attribute names shared by every loaded item of one shape (a
   loaded object's state keeps its values only: memory, not speed);
-- ``selection.adapters`` and ``updates.adapters``: pydantic ``TypeAdapter``\\ s per
+- ``spec.adapters`` and ``updates.adapters``: pydantic ``TypeAdapter``\\ s per
   (entity class, field or nested path), each milliseconds to build; ``save.checks``: per
   entity class, the validator of every field's type and constraints a save checks;
 - ``fastload.validators``: per entity class (and schema), the validator that loads its

@@ -8,7 +8,7 @@ sync one, on the same client and the same policy).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
@@ -19,7 +19,7 @@ from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate, budget_of
-from dynaorm.protocol.steps import budgeted
+from dynaorm.protocol.steps import Proto, budgeted
 from dynaorm.schema.entity import Entity
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
@@ -52,7 +52,7 @@ class AsyncSession(BaseSession):
         table is bound now, or the one it was made with)."""
         return cast(Client, self._stage.client)
 
-    def _run(self, proto: Generator[Any, Any, R], name: str,
+    def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> Awaitable[R]:
         """``proto`` run as the session operation ``name`` on ``entities`` (awaitable),
         held to ``rate``."""

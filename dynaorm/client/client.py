@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from dynaorm._types import Reader
 from dynaorm.client.botocore import INSTALL_HINT, BotocoreWire, aiobotocore
 from dynaorm.client.drivers import AsyncDriver, SyncDriver
 from dynaorm.client.settings import (
@@ -478,7 +479,7 @@ class Client:
         return transport.async_wire() if isinstance(transport, Wire) else None
 
     def send(self, operation: str, request: dict[str, Any],
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+             reader: Reader | None = None,
              via: Any = None) -> dict[str, Any]:
         """Send one request once (no retry, no hook), blocking; a failure is raised as a
         :class:`~dynaorm.RequestError` (``reader``: see
@@ -493,7 +494,7 @@ class Client:
             operation, request, reader)
 
     async def asend(self, operation: str, request: dict[str, Any],
-                    reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+                    reader: Reader | None = None,
                     via: Any = None) -> dict[str, Any]:
         """Send one request once on the running event loop; a failure is raised as a
         :class:`~dynaorm.RequestError` (``reader``, ``via``: as for :meth:`send`; a

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
-from dynaorm.protocol.steps import Await, Emit, Gather, Send, Stream, Wait, expand
+from dynaorm.protocol.steps import Await, Emit, Gather, Proto, Send, Stream, Wait, expand
 
 __all__ = ["AsyncDriver", "SyncDriver"]
 
@@ -55,7 +55,7 @@ class SyncDriver:
         #: how a ``Wait`` sleeps (``time.sleep``; a test may give a fake clock's)
         self.sleep: Callable[[float], object] = time.sleep
 
-    def run(self, proto: Generator[Any, Any, R], operation: Operation | None = None, *,
+    def run(self, proto: Proto[R], operation: Operation | None = None, *,
             within: Operation | None = None, policy: Policy | None = None) -> R:
         """Drive ``proto`` to its result (``operation``: what the hooks are told it is;
         ``within``: the operation it is a gathered part of; ``policy``: the client's, as
@@ -78,7 +78,7 @@ class SyncDriver:
         the iterator closes the stream."""
         return self._drive(expand(stream, self._client.policy, operation, paged=True), decode)
 
-    def _drive(self, steps: Generator[Any, Any, R], decode: Decode = None
+    def _drive(self, steps: Proto[R], decode: Decode = None
                ) -> Generator[Any, None, R]:
         """The one loop: perform each step of the pumped protocol, yield the items it
         emits (decoded), return its result; closed, it closes the protocol."""
@@ -125,9 +125,6 @@ class SyncDriver:
             _refuse(step)
         raise TypeError(f"not a protocol step: {step!r}")  # pragma: no cover
 
-    def _part(self, proto: Generator[Any, Any, R], within: Operation | None) -> R:
-        return self.run(proto, within=within)
-
     def _gather(self, step: Gather) -> list[Any]:
         from concurrent.futures import ThreadPoolExecutor  # (threads only where gathered)
 
@@ -135,7 +132,7 @@ class SyncDriver:
         workers = min(step.concurrency, len(protos), MAX_CONCURRENCY)
         contexts = [contextvars.copy_context() for _ in protos]
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = [pool.submit(ctx.run, self._part, p, step.within)
+            futures = [pool.submit(ctx.run, self.run, p, within=step.within)
                        for ctx, p in zip(contexts, protos, strict=True)]
             try:
                 return [f.result() for f in futures]
@@ -153,7 +150,7 @@ class AsyncDriver:
     def __init__(self, client: Any) -> None:  # (its Client: not imported, no circle)
         self._client = client
 
-    async def run(self, proto: Generator[Any, Any, R],
+    async def run(self, proto: Proto[R],
                   operation: Operation | None = None, *,
                   within: Operation | None = None, policy: Policy | None = None) -> R:
         """Drive ``proto`` to its result (as :meth:`SyncDriver.run`)."""
@@ -186,12 +183,12 @@ class AsyncDriver:
             steps.close()
 
     def _pages(self, stream: Stream, operation: Operation | None
-               ) -> Generator[Any, Any, None]:
+               ) -> Proto[None]:
         if operation is not None:
             operation.session = "async"
         return expand(stream, self._client.policy, operation, paged=True)
 
-    async def _batches(self, steps: Generator[Any, Any, None], decode: Decode
+    async def _batches(self, steps: Proto[None], decode: Decode
                        ) -> AsyncGenerator[Any, None]:
         box: list[None] = []
         error: Exception | None = None
@@ -206,7 +203,7 @@ class AsyncDriver:
         finally:
             steps.close()
 
-    async def _until_emit(self, steps: Generator[Any, Any, R], box: list[R],
+    async def _until_emit(self, steps: Proto[R], box: list[R],
                           error: Exception | None = None,
                           take: Callable[[Sequence[Item]], object] | None = None
                           ) -> Sequence[Item] | None:
@@ -260,7 +257,7 @@ class AsyncDriver:
 
         limit = asyncio.Semaphore(min(step.concurrency, self._client.pool_size))
 
-        async def one(proto: Generator[Any, Any, Any]) -> Any:
+        async def one(proto: Proto[Any]) -> Any:
             async with limit:
                 return await self.run(proto, within=step.within)
 

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Container, Generator, Iterable
+from collections.abc import Container, Iterable
 from typing import Any, Final, TypeVar
 
 from dynaorm.errors import KeyringError, RequestError
@@ -206,7 +206,7 @@ class Keyring:
                 check_macs(self, spec.name, fields)
 
 
-def _local(keyring: Keyring, proto: Generator[Any, Any, R], what: str) -> R:
+def _local(keyring: Keyring, proto: Proto[R], what: str) -> R:
     """The result of a keyring's protocol that asks for nothing (a StaticKeyring's); one
     that would ask is :class:`NotPrepared`."""
     try:

@@ -50,6 +50,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any, Final, NamedTuple
 from urllib.parse import urlsplit
@@ -118,7 +119,7 @@ class PlainCredentials(NamedTuple):
         return self
 
 
-def _declined_variable(environ: dict[str, str] | os._Environ[str]) -> bool:
+def _declined_variable(environ: Mapping[str, str]) -> bool:
     for name, value in environ.items():
         if name.lower().endswith("_proxy") and value:
             return True
@@ -145,7 +146,7 @@ PROFILE_KEYS: Final = frozenset({"region", "output", "aws_access_key_id",
                                  "aws_security_token", "retry_mode"})
 
 
-def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | None:
+def _profile(environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The ``default`` profile of the shared config and credentials files as botocore's
     session merges them (read by botocore's own ``configloader``; ``{}`` without files),
     or ``None`` when something there could have a say: a key outside
@@ -172,7 +173,7 @@ def _profile(environ: dict[str, str] | os._Environ[str]) -> dict[str, Any] | Non
     return profile
 
 
-def _region(region: str | None, environ: dict[str, str] | os._Environ[str],
+def _region(region: str | None, environ: Mapping[str, str],
             profile: dict[str, Any], given: dict[str, Any]) -> str | None:
     """The region: the argument, else the ``Config``'s (``given``: its options), else
     ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION`` when set, even empty, else the
@@ -204,7 +205,7 @@ def _part(prefix: str, name: str, value: str | None = None) -> str:
     return f"{text}#{sanitized(value, allow_hash=True)}" if value else text
 
 
-def user_agent(environ: dict[str, str] | os._Environ[str], extra: str | None = None) -> str:
+def user_agent(environ: Mapping[str, str], extra: str | None = None) -> str:
     """The ``User-Agent`` botocore's session makes for a DynamoDB client with dynaorm's
     options (``UserAgentString.from_environment().with_client_config(...)``), less the
     business-metrics token (``m/...``: which features making a client used, none here);
@@ -262,7 +263,7 @@ def _verify() -> str:
     return str(where())
 
 
-def _credentials(environ: dict[str, str] | os._Environ[str]) -> PlainCredentials | None:
+def _credentials(environ: Mapping[str, str]) -> PlainCredentials | None:
     access = environ.get("AWS_ACCESS_KEY_ID", "")
     secret = environ.get("AWS_SECRET_ACCESS_KEY", "")
     if not access or not secret:
@@ -272,7 +273,7 @@ def _credentials(environ: dict[str, str] | os._Environ[str]) -> PlainCredentials
 
 
 def plain_settings(endpoint_url: str | None, region: str | None, config: Any = None, *,
-                   environ: dict[str, str] | os._Environ[str] | None = None,
+                   environ: Mapping[str, str] | None = None,
                    ) -> Endpoint | None:
     """The endpoint and credentials botocore's session would resolve for a client of
     these arguments, when the environment is the plain one (see the module's docstring);

@@ -96,11 +96,9 @@ class Table(TableSchema):
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
                          revision_attribute=revision_attribute)
-        given = {k: v for k, v in (("endpoint_url", endpoint_url), ("region", region),
-                                   ("wire", wire), ("max_attempts", max_attempts),
-                                   ("max_wait", max_wait),
-                                   ("return_consumed_capacity", return_consumed_capacity))
-                 if v is not None}
+        given = {k: v for k, v in zip(CONNECTION_KEYWORDS, (
+            endpoint_url, region, wire, max_attempts, max_wait, return_consumed_capacity),
+            strict=True) if v is not None}
         if client is not None and given:
             raise DynaormError(f"table {name!r}: client= and the connection keywords "
                                f"{sorted(given)} exclude each other (set them on the Client)")

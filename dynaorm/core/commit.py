@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 import weakref
-from collections.abc import Callable, Collection, Generator
+from collections.abc import Callable, Collection
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -50,14 +50,14 @@ from dynaorm.schema.rules.encrypted import with_macs
 from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.revision import revision_of, stamp_of
 from dynaorm.schema.rules.stamps import apply_stamps
-from dynaorm.schema.rules.versioned import VERSION_WIDTH, history_sk, parse_version_sk
+from dynaorm.schema.rules.versioned import parse_version_sk, version_bounds
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.outcomes import failure, unapplied_by
-from dynaorm.write.records import Outcome, Prepared, StagedWrite
+from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
 
 __all__ = ["READS", "commit_p", "keyed_plan_p", "pending", "plan_p", "prepare_p", "send_p",
@@ -77,7 +77,7 @@ class _Reads:
     """The reads staged writes ask for while they are prepared
     (:class:`dynaorm.write.records.Reads`): consistent, as protocols."""
 
-    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
+    def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
         """One item by key, read consistently (and prepared for the table's entities
         whose rules prepare: whichever it is, it may be decoded)."""
         item = yield from get_item_p(table, key, True)
@@ -85,7 +85,7 @@ class _Reads:
             yield from prepare_rows(preparing(table), (item,))
         return item
 
-    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+    def last_version(self, obj: Entity) -> Reading[int]:
         """The highest stored version row of ``obj``'s key (0: no history); in a
         migration window, else the highest kept under the previous layout's key (a
         deleted entity's history not moved yet: a new object continues it, as it would
@@ -101,7 +101,7 @@ class _Reads:
         return (yield from _last_version_p(spec, old, spec.previous.type_name, None))
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
-                   ) -> Generator[Any, Any, InstanceState | None]:
+                   ) -> Reading[InstanceState | None]:
         """What an object read from its previous layout stands for now."""
         from dynaorm.read.previous import stored_now_p
 
@@ -121,15 +121,12 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
     assert sk is not None
     parsed = parse_version_sk(key[sk])
     assert parsed is not None
-    base, top = parsed[1], 10 ** VERSION_WIDTH - 1
-    # (every version row of the partition: from v00000001_ to v99999999_ and beyond)
-    attr, low, high = sk, "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH
-    high += "_\U0010ffff"
+    base, attr = parsed[1], sk
     request: dict[str, Any] = {"TableName": spec.table.name, "ConsistentRead": True,
                                "ScanIndexForward": False}
     if index is not None:  # this entity's version rows only
         request["IndexName"], attr = index
-        low, high = history_sk(base, 1), history_sk(base, top)
+    low, high = version_bounds(base, index is not None)
     request.update({
         "KeyConditionExpression": "#p = :p AND #s BETWEEN :a AND :b",
         "ExpressionAttributeNames": {"#p": pk, "#s": attr},

@@ -17,7 +17,7 @@ from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
 from dynaorm.schema.rules.encrypted import with_macs
-from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK, OWNER_TYPE
+from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK, OWNER_TYPE, guard_key
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.unclaimed import note_unclaimed
@@ -143,11 +143,8 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     if key is None:  # no value, no guard: nothing can be found by it
         return None
     table = spec.table
-    guard_key = {table.pk: key}
-    if table.sk:
-        guard_key[table.sk] = key
     for _ in range(FIND_ROUNDS):
-        guard = yield from get_item_p(table, guard_key, consistent, (entity,))
+        guard = yield from get_item_p(table, guard_key(spec, key), consistent, (entity,))
         if guard is None or guard.get(OWNER_TYPE, {}).get("S") != spec.type_name:
             return None
         owner = {table.pk: guard[OWNER_PK]["S"]}

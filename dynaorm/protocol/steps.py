@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from dynaorm._types import Item
+from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
@@ -46,7 +46,7 @@ from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retr
 __all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
            "Gather", "Primitive", "Proto", "Send", "Step", "Stream", "Wait", "attempts",
            "budgeted", "call", "consume", "debug_logged", "expand", "forward", "gather",
-           "pull", "with_capacity"]
+           "pull"]
 
 R = TypeVar("R")
 _LOG = LogHook()
@@ -75,7 +75,7 @@ class Call:
     idempotent: bool = True
     #: how a wire that has the answer's bytes may read them itself (see :class:`Send`);
     #: never used when hooks see the attempt (they get the answer as botocore shapes it)
-    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    reader: Reader | None = None
     #: a request that is not idempotent, met by a server error (5xx) that may have been
     #: applied: the read (``probe``) that may prove it was not, and the judgment of what
     #: it read (``unapplied(item)``): proved, it is retried within the attempts left
@@ -101,7 +101,7 @@ class Send:
 
     operation: str
     request: dict[str, Any]
-    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    reader: Reader | None = None
     via: Any = None
 
 
@@ -251,13 +251,20 @@ def debug_logged() -> bool:
     return "logging" in sys.modules and logger().isEnabledFor(_DEBUG)
 
 
-def with_capacity(operation: str, request: dict[str, Any], mode: str | None
-                  ) -> dict[str, Any]:
-    """``request`` asking for consumed capacity ``mode`` (``None``: as it is)."""
-    if mode is None or operation not in CAPACITY_OPERATIONS or (
+def _held(policy: Policy, step: Call) -> tuple[Budget | None, dict[str, Any]]:
+    """The capacity budget that holds ``step``'s request (one of :data:`HELD_OPERATIONS`:
+    the step's, the context's (:data:`HELD_TO`), else the policy's), and the request as
+    sent: asking for consumed capacity as the policy says, or ``TOTAL`` for a budget to
+    count it."""
+    request = step.request
+    budget = (step.budget or HELD_TO.get() or policy.budget) if (
+        step.operation in HELD_OPERATIONS) else None
+    mode = policy.capacity or (
+        "TOTAL" if budget and "ReturnConsumedCapacity" not in request else None)
+    if mode is None or step.operation not in CAPACITY_OPERATIONS or (
             request.get("ReturnConsumedCapacity") == mode):
-        return request
-    return {**request, "ReturnConsumedCapacity": mode}
+        return budget, request
+    return budget, {**request, "ReturnConsumedCapacity": mode}
 
 
 def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int,
@@ -360,10 +367,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     last :class:`~dynaorm.RequestError` (``maybe_applied`` and ``attempts`` set).
     ``within``: the session operation the call is part of (each
     :class:`~dynaorm.protocol.hooks.Attempt` names it)."""
-    budget = (step.budget or HELD_TO.get() or policy.budget) if (
-        step.operation in HELD_OPERATIONS) else None
-    request = with_capacity(step.operation, step.request, policy.capacity or (
-        "TOTAL" if budget and "ReturnConsumedCapacity" not in step.request else None))
+    budget, request = _held(policy, step)
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
@@ -400,7 +404,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,
          idempotent: bool = True,
-         reader: Callable[[bytes], dict[str, Any] | None] | None = None,
+         reader: Reader | None = None,
          budget: Budget | None = None) -> Proto[dict[str, Any]]:
     """The response to one request (``reader``: see :class:`Send`)."""
     out: dict[str, Any] = yield Call(operation, request, origins, idempotent, reader,

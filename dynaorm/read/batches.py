@@ -8,16 +8,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from dynaorm._types import Item
+from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.steps import Backoff, Proto, call, gather
 from dynaorm.read.selection import BATCH_GET
 from dynaorm.values.keys import key_id
 
 __all__ = ["MAX_BATCH_ROUNDS", "batch_get_p", "batch_rounds"]
-
-#: what reads an answer's bytes itself (see :class:`~dynaorm.protocol.steps.Send`)
-Reader = Callable[[bytes], dict[str, Any] | None]
 
 #: Rounds of a batch request before unprocessed keys are an error.
 MAX_BATCH_ROUNDS = 12

@@ -16,8 +16,7 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules.shards import Shards
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, VERSION_WIDTH, history_sk
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, version_bounds
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
@@ -94,7 +93,7 @@ def partition_values(spec: EntitySpec, pk: KeyTemplate, target: str, index: str 
         raise KeyTemplateError(f"{spec.name}: query needs partition key field(s) {missing} "
                                f"of {pk.source!r}")
     if SHARD_FIELD in pk.fields:
-        rule = spec.shard_rules.get(target) or Shards(spec.shards[target])
+        rule = spec.shards[target]
         values = rule.values if shard is None else (rule.check_value(shard, spec.name, target),)
         return tuple(pk.render({**fields, SHARD_FIELD: i}, spec.name) for i in values)
     if shard is not None:
@@ -213,14 +212,10 @@ def _history_plan(spec: EntitySpec, index: str | None, sk: KeyTemplate,
     ``Meta.history_index`` when it has one (a query of the table), else by the range of
     version-row sort keys in the partition (kept to the entity's by ``history_base``)."""
     full = sk.render(fields, spec.name)
-    if spec.history_index is not None and index is None:
-        name, attr = spec.history_index  # Meta.history_index: only this entity's rows
-        return KeyPlan(name, base.pk_attr, attr, base.pk_values, "BETWEEN",
-                       (history_sk(full, 1), history_sk(full, 10 ** VERSION_WIDTH - 1)),
-                       history_base=full)
-    lo = "v" + "0" * (VERSION_WIDTH - 1) + "1_"
-    return KeyPlan(index, base.pk_attr, base.sk_attr, base.pk_values, "BETWEEN",
-                   (lo, "v" + "9" * VERSION_WIDTH + "_" + HIGH), history_base=full)
+    history = spec.history_index if index is None else None  # (only this entity's rows)
+    index, attr = history or (index, base.sk_attr)
+    return KeyPlan(index, base.pk_attr, attr, base.pk_values, "BETWEEN",
+                   version_bounds(full, history is not None), history_base=full)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from dynaorm._types import Item
+from dynaorm._types import Item, Reader
 from dynaorm.values.keys import key_order, key_value
 
 __all__ = ["DONE", "Pager", "per_request_limit"]
@@ -52,7 +52,7 @@ class Pager:
     #: how the answers may be read from their bytes into objects (see
     #: :meth:`~dynaorm.read.selection.Selection.reader`); a merge of several ordered
     #: streams has none (it orders the items by their stored keys)
-    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+    reader: Reader | None = None
     #: items read that no entity owns
     skipped: int = 0
     _buffers: list[deque[Item]] = field(init=False)

@@ -25,7 +25,7 @@ from dynaorm.schema.entity import _set_state, prepare_rows
 from dynaorm.schema.rules.previous import MovedState, load_old
 from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.keys import key_id, key_value, wire_key
+from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
@@ -35,7 +35,7 @@ def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) 
     """An object of ``spec.cls`` read from an item in the previous layout, marked so that
     any write of it moves it (:class:`~dynaorm.schema.rules.previous.MovedState`)."""
     obj = load_old(spec, item)
-    key = {a: key_value(item[a]) for a in spec.table_key_attrs}
+    key = spec.stored_key(item)
     version = obj.__dict__.get("version") if spec.versioned else None
     _set_state(obj, MovedState(key, item, version, history))
     return obj
@@ -78,10 +78,7 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
 def _live(spec: EntitySpec, item: Item | None) -> Item | None:
     """``item``, or ``None`` when its TTL has passed (expired, not yet deleted by
     DynamoDB: every read treats it as gone, under either layout)."""
-    ttl = spec.table.ttl
-    if item is not None and ttl is not None and expired(item, ttl):
-        return None
-    return item
+    return None if item is None or expired(item, spec.table.ttl) else item
 
 
 def _both_p(table: str, spec: EntitySpec, first: PlainKey, second: PlainKey

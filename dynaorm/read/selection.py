@@ -15,16 +15,16 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, TypeVar
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
-from dynaorm._types import Item
+from dynaorm._types import Item, Reader
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.read.pager import DONE
 from dynaorm.schema.entity import LoadedItems, answer_reader, raw_state, spec_of
 from dynaorm.schema.rules.stamps import expired
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk
-from dynaorm.schema.spec import EntitySpec, fits_keys
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_keys, parse_version_sk
+from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.schema.unclaimed import note_unclaimed
@@ -106,7 +106,7 @@ class Selection(Generic[T]):
             return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
             return True
-        return self.type_of(item) is None and any(fits_keys(item, checks)
+        return self.type_of(item) is None and any(parse_keys(item, checks) is not None
                                                   for _, checks in self.shapes)
 
     def type_of(self, item: Item) -> str | None:
@@ -114,7 +114,7 @@ class Selection(Generic[T]):
         without a type attribute, a literal key outranks a template where both fit."""
         if self.by_shape:
             for shaped, checks in self.shapes:
-                if fits_keys(item, checks) and not (
+                if parse_keys(item, checks) is not None and not (
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
@@ -218,7 +218,7 @@ class Selection(Generic[T]):
             return iter(items)  # type: ignore[arg-type]
         return map(self.decode, items)
 
-    def reader(self) -> Callable[[bytes], dict[str, Any] | None] | None:
+    def reader(self) -> Reader | None:
         """How a read of whole items may read each answer's bytes into its objects
         itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a
@@ -278,30 +278,16 @@ class Selection(Generic[T]):
             self.renames.get(n, n)), n in data) for n in names}
 
 
-#: per (entity class, field): a TypeAdapter takes milliseconds to build
-_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any] | None] = cache("selection.adapters")
-
-
-def _adapter(cls: type[Any], name: str) -> TypeAdapter[Any] | None:
-    """A validator of one field's type (cached per class and field)."""
-    key = (cls, name)
-    if key not in _ADAPTERS:
-        info = getattr(cls, "model_fields", {}).get(name)
-        _ADAPTERS[key] = None if info is None else TypeAdapter(info.annotation)
-    return _ADAPTERS[key]
-
-
 def _field_value(cls: type[Any] | None, name: str, found: Any, decoded: bool) -> Any:
     """Field ``name``'s value: ``found`` decoded through the entity's rules (``decoded``:
     an encrypted value opened), else the attribute as stored."""
     if found is None:
         return None
     raw = found if decoded else decode_value(found)
-    adapter = None if cls is None else _adapter(cls, name)
-    if adapter is None or raw is None:
+    if cls is None or raw is None or name not in cls.model_fields:
         return raw
     try:
-        return adapter.validate_python(raw)
+        return annotation_adapter(cls, name).validate_python(raw)
     except ValidationError:
         return raw
 

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from dynaorm._types import Item, PlainKey
+from dynaorm._types import Item, PlainKey, Reader
 from dynaorm.errors import DecryptionError, DynaormError, ItemDecodeError
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
 from dynaorm.values.fastload import Fast, collector_paused, fast_answer, fast_validator
-from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.keys import key_av
 from dynaorm.values.state import (
     Deleted,
     InstanceState,
@@ -202,7 +202,7 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
         key = spec.primary_key(obj.__dict__)
         version = obj.version
     elif spec.table.key_types:  # number/binary keys: their rendered (typed) values
-        key = {a: key_value(item[a]) for a in key_attrs}
+        key = spec.stored_key(item)
     _set_state(obj, InstanceState.loaded(item, decoded, key_attrs, spec.table.type_attribute,
                                          spec.type_name, key, version))
     return obj
@@ -217,7 +217,7 @@ class LoadedItems(list[Any]):
 
 
 def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
-                  ) -> Callable[[bytes], dict[str, Any] | None] | None:
+                  ) -> Reader | None:
     """How one read of the entity ``types`` (type name -> (class, spec); every item of
     its answers one of them, told apart by the type attribute) reads an answer's checked
     bytes itself (a Query's or Scan's ``Items``, a GetItem's ``Item``, a BatchGetItem's
@@ -272,7 +272,7 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
                 answer["Items"] = LoadedItems(objs)
         last = answer.get("LastEvaluatedKey")
         if type(last) is dict:  # (an index's binary key: bytes, as the wire decodes it)
-            answer["LastEvaluatedKey"] = {k: binary_from_json(av) for k, av in last.items()}
+            answer["LastEvaluatedKey"] = binary_from_json(last)
         return answer
 
     return collector_paused(read)  # (see there: the page's objects made at once)
@@ -287,7 +287,7 @@ def _decode_error(cls: type[Any], spec: EntitySpec, item: Item,
                   exc: ValidationError | Exception) -> ItemDecodeError:
     """The typed error for a stored item that does not fit ``cls``, naming its key."""
     try:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        key = spec.stored_key(item)
     except _MALFORMED:  # (a malformed key attribute: named as it was read)
         key = {a: repr(item[a]) for a in spec.table_key_attrs if a in item}
     problems = ("; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: {e['msg']}"

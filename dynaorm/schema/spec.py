@@ -9,13 +9,14 @@ version-row keys and shard numbers from a mapping of field values.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.caches import cache
 from dynaorm.errors import DynaormError
 from dynaorm.schema.checks import (
     check_mapping,
@@ -33,7 +34,7 @@ from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping, expired
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, Versioning, parse_version_sk, version_sk
+from dynaorm.schema.rules.versioned import Versioning, parse_keys, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
 from dynaorm.values.codec import Kind, decode_item
@@ -59,11 +60,17 @@ META_OPTIONS = ("table", "pk", "sk", "type_name", "unique", "versioned", "indexe
 
 
 
-def _field_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
-    """A validator of field ``name`` of ``cls`` (its annotation, built on each call: errors
-    are rare)."""
-    info = cls.model_fields[name]
-    return TypeAdapter(info.annotation)
+#: per (entity class, field): a validator of the field's annotation (milliseconds to build)
+_ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = cache("spec.adapters")
+
+
+def annotation_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
+    """A validator of field ``name`` of ``cls``: its annotation, without the field's
+    constraints (cached per class and field)."""
+    key = (cls, name)
+    if key not in _ADAPTERS:
+        _ADAPTERS[key] = TypeAdapter(cls.model_fields[name].annotation)
+    return _ADAPTERS[key]
 
 
 @dataclass(frozen=True)
@@ -79,13 +86,12 @@ class EntitySpec:
     uniques: tuple[UniqueRule, ...]
     versioned: bool
     indexes: tuple[IndexKeys, ...]
-    shards: Mapping[str, int]
+    #: ``Meta.shards``: the sharding rule of each sharded target ("primary", an index)
+    shards: Mapping[str, Shards]
     field_names: frozenset[str]
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
     null_fields: frozenset[str] = field(default=frozenset())
-    #: the sharding rule of each sharded target (``shards`` keeps just the counts)
-    shard_rules: Mapping[str, Shards] = field(default_factory=dict)
     #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
     #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
     history_index: tuple[str, str] | None = None
@@ -119,13 +125,17 @@ class EntitySpec:
 
     def dump_field(self, name: str, value: Any) -> Any:
         """``value`` validated as field ``name`` and dumped as a stored item holds it."""
-        return (a := _field_adapter(self.cls, name)).dump_python(a.validate_python(value))
+        return (a := annotation_adapter(self.cls, name)).dump_python(a.validate_python(value))
 
     @functools.cached_property
     def table_key_attrs(self) -> tuple[str, ...]:
         """The table's key attributes: (pk,) or (pk, sk)."""
         table = self.table
         return (table.pk,) if table.sk is None else (table.pk, table.sk)
+
+    def stored_key(self, item: Item) -> PlainKey:
+        """The table key of a stored item (its key attributes, as rendered key values)."""
+        return {a: key_value(item[a]) for a in self.table_key_attrs if a in item}
 
     @functools.cached_property
     def stored_fields(self) -> Mapping[str, str]:
@@ -166,7 +176,7 @@ class EntitySpec:
         validator of its type: what it stores (an ISO date, a UUID's text) read back as
         it takes it, on every read path (else none)."""
         strict = "'strict': True" in repr(self.cls.__pydantic_core_schema__)
-        return {n: _field_adapter(self.cls, n) for n in self.cls.model_fields if strict}
+        return {n: annotation_adapter(self.cls, n) for n in self.cls.model_fields if strict}
 
     def decode_fields(self, item: Item, decoded: bool = False) -> dict[str, Any]:
         """The field values of a stored item, by field name (plain Python, to validate);
@@ -210,7 +220,7 @@ class EntitySpec:
     def shard_of(self, values: Mapping[str, Any], target: str) -> int:
         """The shard value for ``target`` ("primary" or an index name); a plain ``N``
         gives a stable crc32 bucket in ``0..N-1``."""
-        rule = self.shard_rules.get(target) or Shards(self.shards[target])
+        rule = self.shards[target]
         if target == "primary" and rule.by is not None:  # get() knows only the key fields
             values = {f: values[f] for f in self.lookup_fields if f in values}
         return rule.pick(values, self.lookup_fields, self.name, target)
@@ -248,7 +258,7 @@ class EntitySpec:
             if name == SHARD_FIELD or name not in self.cls.model_fields:
                 continue
             try:
-                out[name] = _field_adapter(self.cls, name).validate_python(str(text))
+                out[name] = annotation_adapter(self.cls, name).validate_python(str(text))
             except ValueError:
                 out[name] = text
         return out
@@ -336,8 +346,8 @@ class EntitySpec:
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
-        return fits_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t])
+        return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
+            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t]) is not None
 
 
 # -- building a spec from Meta -------------------------------------------------------------
@@ -460,8 +470,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         cls=cls, name=owner, type_name=type_name, table=table,
         pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
         key_only=key_only, unstored=unstored, versioned=versioning is not None,
-        indexes=indexes, shards={t: r.count for t, r in shards.items()},
-        field_names=field_names, shard_rules=shards,
+        indexes=indexes, shards=shards, field_names=field_names,
         history_index=None if versioning is None else versioning.history_index,
         renames=renames,
         timestamps=(None, None) if stamping is None else stamping.fields,
@@ -476,22 +485,5 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     table.register(cls, spec.type_name,
                    None if spec.previous is None else spec.previous.type_name)
     return spec
-
-
-def fits_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]) -> bool:
-    """Whether ``item`` holds each (attribute, template, versioned latest copy?) of
-    ``checks`` in the template's shape."""
-    for attr, template, latest in checks:
-        av = item.get(attr)
-        if av is None:
-            return False
-        text = key_value(av)
-        if latest:
-            if not text.startswith(LATEST_PREFIX):
-                return False
-            text = text[len(LATEST_PREFIX):]
-        if template.parse_key(text) is None:
-            return False
-    return True
 
 

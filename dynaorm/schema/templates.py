@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import itertools
 import re
 import string
 from collections.abc import Mapping
@@ -253,12 +254,7 @@ class KeyTemplate:
 
     def leading_fields(self, names: set[str] | frozenset[str]) -> tuple[str, ...]:
         """The longest run of template fields, from the start, that ``names`` covers."""
-        run = []
-        for name in self.fields:
-            if name not in names:
-                break
-            run.append(name)
-        return tuple(run)
+        return tuple(itertools.takewhile(names.__contains__, self.fields))
 
     # -- parsing back --------------------------------------------------------------
     def parse_key(self, key: str) -> dict[str, Any] | None:

@@ -4,7 +4,7 @@ sync driver, as one operation for the hooks."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
@@ -14,7 +14,7 @@ from dynaorm.client.table import Table
 from dynaorm.core.lookups import find_p, get_many_p, get_p
 from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate, budget_of
-from dynaorm.protocol.steps import budgeted
+from dynaorm.protocol.steps import Proto, budgeted
 from dynaorm.schema.entity import Entity
 from dynaorm.sync.reads import Query, Scan
 
@@ -44,7 +44,7 @@ class Session(BaseSession):
         table is bound now, or the one it was made with)."""
         return cast(Client, self._stage.client)
 
-    def _run(self, proto: Generator[Any, Any, R], name: str,
+    def _run(self, proto: Proto[R], name: str,
              entities: Iterable[type[Any]], rate: Rate | None = None) -> R:
         """``proto`` run as the session operation ``name`` on ``entities``, held to
         ``rate``."""

@@ -44,7 +44,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
-from dynaorm._types import Item
+from dynaorm._types import Item, PlainKey
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.hooks import Operation
@@ -194,11 +194,12 @@ class _Auditor:
         sk = self.table.sk
         return key_value(item[self.table.pk]), key_value(item[sk]) if sk else ""
 
+    def plain(self, key: Key) -> PlainKey:
+        """``key`` as a table key (attribute -> its text)."""
+        return {a: text for a, text in zip((self.table.pk, self.table.sk), key, strict=True) if a}
+
     def key_av(self, key: Key) -> Item:
-        out: Item = {self.table.pk: key_av(key[0])}
-        if self.table.sk:
-            out[self.table.sk] = key_av(key[1])
-        return out
+        return {a: key_av(text) for a, text in self.plain(key).items()}
 
     def guard_key(self, text: str) -> Key:
         return text, text if self.table.sk else ""
@@ -226,12 +227,13 @@ class _Auditor:
             body["ConditionExpression"] = condition.render(ph)
         return {kind: ph.apply(body)}
 
-    def unchanged(self, item: Item, attrs: Iterable[str]) -> list[Condition]:
+    def unchanged(self, item: Item, attrs: Iterable[str]) -> Condition | None:
+        """The condition that ``item`` exists and its ``attrs`` hold what they held."""
         conds: list[Condition] = [exists(self.table.pk)]
         for attr in dict.fromkeys(attrs):
             av = item.get(attr)
             conds.append(not_exists(attr) if av is None else raw_eq(attr, av))
-        return conds
+        return all_of(conds)
 
     def values(self, spec: EntitySpec, item: Item) -> dict[str, Any] | None:
         try:
@@ -315,17 +317,21 @@ class _Auditor:
                 stale: Item | None = None) -> None:
         """``missing-guard``: put the guard, conditioned on its absence (or on the expired
         guard ``stale`` still being as judged)."""
+        free = not_exists(self.table.pk) if stale is None else self.unchanged(
+            stale, (OWNER_PK, OWNER_SK, *self.ttl_attr(), self.table.type_attr))
+        self.problems.append(Problem("missing-guard", self.key_of(owner), (
+            f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"),
+            self.claim(gkey, owner, spec, rule, free)))
+
+    def claim(self, gkey: Key, owner: Item, spec: EntitySpec, rule: UniqueRule,
+              free: Condition | None) -> tuple[dict[str, Any], ...]:
+        """The fix that puts ``owner``'s guard of ``rule`` at ``gkey`` (on the condition
+        ``free``), conditioned on the owner's values it renders being as judged."""
         okey = self.key_of(owner)
-        plain = {self.table.pk: okey[0], **({self.table.sk: okey[1]} if self.table.sk else {})}
-        new = guard_item(spec, rule, gkey[0], plain, None, self.ttl_of(owner))
-        free = not_exists(self.table.pk) if stale is None else all_of(self.unchanged(
-            stale, (OWNER_PK, OWNER_SK, *self.ttl_attr(), self.table.type_attr)))
-        fix = (self.action("Put", gkey, free, new),
-               self.action("ConditionCheck", okey, all_of(self.unchanged(
-                   owner, (*map(spec.attr, rule.fields), *self.ttl_attr(),
-                           self.table.type_attr)))))
-        self.problems.append(Problem("missing-guard", okey, (
-            f"{spec.name}.{rule.field} has no guard item {gkey[0]!r}"), fix))
+        new = guard_item(spec, rule, gkey[0], self.plain(okey), None, self.ttl_of(owner))
+        return (self.action("Put", gkey, free, new),
+                self.action("ConditionCheck", okey, self.unchanged(owner, (
+                    *map(spec.attr, rule.fields), *self.ttl_attr(), self.table.type_attr))))
 
     def check_guard(self, key: Key, guard: Item,
                     owners: list[tuple[Item, EntitySpec, UniqueRule]]) -> None:
@@ -346,7 +352,7 @@ class _Auditor:
             check = not_exists(self.table.pk)
         elif self.type_of(owner) != otype:
             reason = f"its owner {okey[0]} is a {self.type_of(owner)}, not a {otype}"
-            check = all_of(self.unchanged(owner, (self.table.type_attr,)))
+            check = self.unchanged(owner, (self.table.type_attr,))
         elif spec is None or self.values(spec, owner) is None:
             return  # an owner type this module does not declare: cannot judge
         else:
@@ -354,21 +360,14 @@ class _Auditor:
             attrs = (*(map(spec.attr, rule.fields) if rule else ()), self.table.type_attr)
             reason = (f"its owner {okey[0]} no longer holds that {ofield}" if rule else
                       f"{otype} has no unique rule on {ofield!r} any more")
-            check = all_of(self.unchanged(owner, attrs))
+            check = self.unchanged(owner, attrs)
         mine = all_of([raw_eq(OWNER_PK, {"S": okey[0]}), *(
             [raw_eq(OWNER_SK, {"S": okey[1]})] if self.table.sk else []),
             raw_eq(self.table.type_attr, {"S": GUARD_TYPE})])
         if len(owners) == 1:  # another owner holds the value: point the guard at it
             item, nspec, nrule = owners[0]
-            nkey = self.key_of(item)
-            plain = {self.table.pk: nkey[0], **({self.table.sk: nkey[1]} if self.table.sk
-                                                 else {})}
-            fix = (self.action("Put", key, mine, guard_item(nspec, nrule, key[0], plain, None,
-                                                            self.ttl_of(item))),
-                   self.action("ConditionCheck", nkey, all_of(self.unchanged(
-                       item, (*map(nspec.attr, nrule.fields), *self.ttl_attr(),
-                              self.table.type_attr)))))
-            reason += f"; {nspec.name} {nkey[0]} holds it now: re-point the guard"
+            fix = self.claim(key, item, nspec, nrule, mine)
+            reason += f"; {nspec.name} {self.key_of(item)[0]} holds it now: re-point the guard"
         else:
             fix = (self.action("Delete", key, mine), self.action("ConditionCheck", okey, check))
         self.problems.append(Problem("orphan-guard", key, f"{otype}.{ofield}: {reason}", fix))
@@ -399,12 +398,12 @@ class _Auditor:
         ph = Placeholders()
         expr = (f"SET {ph.name(ttl)} = {ph.value_av({'N': str(want)})}" if want is not None
                 else f"REMOVE {ph.name(ttl)}")
-        cond = all_of(self.unchanged(guard, (OWNER_PK, OWNER_SK, UNIQUE_FIELD, ttl,
-                                             self.table.type_attr)))
+        cond = self.unchanged(guard, (OWNER_PK, OWNER_SK, UNIQUE_FIELD, ttl,
+                                             self.table.type_attr))
         okey = self.key_of(owner)
         fix = (self.action("Update", key, cond, update=expr, ph=ph),
-               self.action("ConditionCheck", okey, all_of(self.unchanged(
-                   owner, (ttl, self.table.type_attr)))))
+               self.action("ConditionCheck", okey, self.unchanged(
+                   owner, (ttl, self.table.type_attr))))
         shown = "none" if have is None else _shown(have)
         self.problems.append(Problem("guard-ttl", key, (
             f"guard TTL {shown} is not its owner {okey[0]}'s "
@@ -420,7 +419,7 @@ class _Auditor:
             return  # (an expired one is DynamoDB's to delete: nothing left to save)
         ph = Placeholders()
         expr = (f"SET {ph.name(VERSION_TTL)} = {ph.name(ttl)} REMOVE {ph.name(ttl)}")
-        fix = (self.action("Update", key, all_of(self.unchanged(row, (ttl,))), update=expr,
+        fix = (self.action("Update", key, self.unchanged(row, (ttl,)), update=expr,
                            ph=ph),)
         self.problems.append(Problem("history-ttl", key, (
             f"version row carries the TTL attribute {ttl!r} ({_shown(row[ttl])}): DynamoDB "
@@ -446,9 +445,7 @@ class _Auditor:
                 index = spec.index_keys(values)
             except DynaormError:
                 continue
-            have = {self.table.pk: key[0], **({self.table.sk: key[1]} if self.table.sk
-                                                else {})}
-            if want != have or (spec.versioned and parsed is None):
+            if want != self.plain(key) or (spec.versioned and parsed is None):
                 shown = " | ".join(want.values())
                 self.problems.append(Problem("stale-key", key, (
                     f"{spec.name} fields render the key {shown!r}; fix by hand "
@@ -482,7 +479,7 @@ class _Auditor:
                         + ([f"REMOVE {', '.join(removes)}"] if removes else []))
         fields = [spec.attr(f) for idx in spec.indexes for f in idx.fields if f != SHARD_FIELD]
         typed = (self.table.type_attribute,) if self.table.type_attribute else ()
-        cond = all_of(self.unchanged(item, (*fields, *wrong, *typed)))
+        cond = self.unchanged(item, (*fields, *wrong, *typed))
         fix = (self.action("Update", key, cond, update=expr, ph=ph),)
         shown = ", ".join(f"{a} {_shown(item.get(a))!r} -> "
                           f"{want.get(a, '(none)')!r}" for a in wrong)
@@ -503,12 +500,6 @@ class _Auditor:
         return decode_item({a: v for a, v in spec.rules.decode(row).items()
                             if a not in skip and not self.internal(a)})
 
-    def row_of(self, spec: EntitySpec, latest: Item, row_sk: str) -> dict[str, Any]:
-        """The version row the writer writes from ``latest`` (planner: ``version_row``):
-        every attribute but the table's secondary-index keys, decoded and compared as
-        :meth:`carried`."""
-        return self.carried(spec, version_row(spec, latest, row_sk))  # the writer's own
-
     def latest_of(self, spec: EntitySpec, row: Item, latest_sk: str) -> Item | None:
         """The latest copy rebuilt from a version row: its fields read through the rules
         (a kept TTL and native index keys put back, ciphertexts opened) and written as a
@@ -518,7 +509,7 @@ class _Auditor:
         if values is None:
             return None
         assert self.table.sk is not None
-        key = {a: key_value(row[a]) for a in spec.table_key_attrs} | {self.table.sk: latest_sk}
+        key = spec.stored_key(row) | {self.table.sk: latest_sk}
         try:
             out = encode_entity(spec.cls.model_validate(values), spec, key=key)
         except (DynaormError, ValueError):
@@ -555,7 +546,9 @@ class _Auditor:
             if expired(item, self.table.ttl) or expired(row, self.table.ttl):
                 continue  # TTL passed: DynamoDB deletes them lazily; nothing to judge
             try:
-                if self.row_of(spec, item, row[sk]["S"]) == self.carried(spec, row):
+                # (the version row the writer writes of the latest copy: its own)
+                if self.carried(spec, version_row(spec, item, row[sk]["S"])) == self.carried(
+                        spec, row):
                     continue
             except DynaormError:
                 continue  # unreadable with today's keys or class: cannot judge
@@ -567,8 +560,8 @@ class _Auditor:
             # (in one order: an engine returns an item's attributes in any order, and a
             # finding is confirmed on the same conditions read twice)
             judged = sorted(a for a in item if a in wanted or not self.internal(a))
-            fix = (self.action("Put", key, all_of(self.unchanged(
-                       item, ("version", self.table.type_attr, *judged))), wanted),
+            fix = (self.action("Put", key, self.unchanged(
+                       item, ("version", self.table.type_attr, *judged)), wanted),
                    self.action("ConditionCheck", next_row, not_exists(self.table.pk)))
             self.problems.append(Problem("stale-latest", key, (
                 f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))

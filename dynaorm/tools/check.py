@@ -13,7 +13,7 @@ only once it is recorded, so every item is covered exactly once.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -61,21 +61,6 @@ class _State:
     failed: int = 0
     resolved: int = 0
     done: bool = False
-
-    def check_items(self) -> None:
-        """TypeError unless ``problems`` and ``seen`` hold strings (a hand-edited file)."""
-        if not all(isinstance(p, str) for p in self.problems) or not all(
-                isinstance(n, str) and type(c) is int for n, c in self.unclaimed.items()
-        ) or not all(
-                isinstance(k, list) and all(isinstance(x, str) for x in k) for k in self.seen):
-            raise TypeError("problems and seen must hold strings, unclaimed counts by name")
-
-
-#: the type each field of a check checkpoint must have
-_TYPES: dict[str, type] = {
-    "table": str, "repair": bool, "done": bool, "scanned": int, "pages": int,
-    "unrepairable": int, "repaired": int, "failed": int, "resolved": int, "problems": list,
-    "unclaimed": dict, "seen": list}
 
 
 @dataclass(frozen=True)
@@ -167,30 +152,20 @@ def item_count(table: Table) -> int | None:
 
 
 # -- context: the items a page's checks need -----------------------------------------------
-def _wanted(auditor: _Auditor, items: Iterable[Item]) -> set[Key]:
-    keys: set[Key] = set()
-    for item in items:
+def _wanted(table: Table, items: list[Item]) -> set[Key]:
+    """The keys the audit of ``items`` reads besides them: the guards their owners should
+    have (as the audit expects them), the owners their guards name, the version rows
+    behind their latest copies."""
+    auditor = _Auditor(table, items)
+    keys: set[Key] = set(auditor.expected_guards())
+    for key, item in auditor.items.items():
         kind = auditor.type_of(item)
         if kind == GUARD_TYPE:
             keys.add(auditor.holder(item)[0])
-            continue
         spec = auditor.specs.get(kind or "")
-        if spec is None:
-            continue
-        key = auditor.key_of(item)
-        parsed = parse_version_sk(key[1]) if spec.versioned else None
-        if spec.versioned and parsed is not None and parsed[0] == 0:
+        parsed = parse_version_sk(key[1]) if spec is not None and spec.versioned else None
+        if parsed is not None and parsed[0] == 0:
             keys.update(_version_rows(item, key[0], parsed[1]))
-        if not spec.uniques or (parsed is not None and parsed[0] != 0):
-            continue
-        values = auditor.values(spec, item)
-        for rule in spec.uniques if values is not None else ():
-            try:
-                text = rule.guard_key(values or {}, spec.name)
-            except DynaormError:
-                continue
-            if text is not None:
-                keys.add(auditor.guard_key(text))
     return keys
 
 
@@ -227,7 +202,7 @@ def _context(table: Table, page: list[Item]) -> list[Item]:
     found: list[Item] = []
     batch = page
     for _ in range(2):  # owner -> its guard -> the guard's holder: two hops at most
-        keys = keyed(table, partial(_wanted, auditor, batch)) - known
+        keys = keyed(table, partial(_wanted, table, batch)) - known
         if not keys:
             break
         batch = _get_many(table, auditor, keys)
@@ -290,11 +265,11 @@ def _rejudge(table: Table, problems: list[Problem]) -> list[Problem]:
     return [p for p in found if (p.kind, p.key) in wanted]
 
 
-def _confirm(table: Table, problems: list[Problem], rounds: int = 3) -> list[Problem]:
+def _confirm(table: Table, problems: list[Problem]) -> list[Problem]:
     """The problems that two consecutive consistent re-reads judge the same (up to
-    ``rounds`` re-reads): a finding a live writer was in the middle of is never reported."""
+    three re-reads): a finding a live writer was in the middle of is never reported."""
     last = _rejudge(table, problems)
-    for _ in range(rounds - 1):
+    for _ in range(2):
         if not last:
             return []
         again = _rejudge(table, last)
@@ -344,12 +319,7 @@ def _load(path: Path | None, table: Table, fix: bool) -> tuple[_State, bool]:
     text = None if path is None else existing(path, fresh, create=True)
     if path is None or text is None:
         return fresh, False
-    state = parse(_State, text, str(path), "check", _TYPES)
-    try:
-        state.check_items()
-    except TypeError as exc:
-        raise CheckpointError(f"checkpoint {path} is not a dynaorm check checkpoint: "
-                              f"{exc}") from exc
+    state = parse(_State, text, str(path), "check")
     if state.table != table.name:
         raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
                               f"{table.name!r}")

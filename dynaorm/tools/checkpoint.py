@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-from collections.abc import Callable, Mapping
+import typing
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,23 +36,33 @@ def dump(state: Any) -> str:
                       default=lambda raw: base64.b64encode(raw).decode())
 
 
-def parse(cls: type[S], text: str, where: str, command: str,
-          types: Mapping[str, type]) -> S:
+def parse(cls: type[S], text: str, where: str, command: str) -> S:
     """The state of class ``cls`` in the checkpoint text read from ``where``: every field
-    named in ``types`` must have that type (a hand-edited file), ``last_key`` must be a
-    DynamoDB key; else :class:`CheckpointError` naming ``command``."""
+    must hold what its annotation says (``list[str]``: a list of strings; a hand-edited
+    file), ``last_key`` a DynamoDB key; else :class:`CheckpointError` naming ``command``."""
     try:
         state = cls(**json.loads(text))
         state.last_key = normalize_item(state.last_key,  # type: ignore[attr-defined]
                                         f"{where} last_key")
-        for name, kind in types.items():
+        for name, kind in typing.get_type_hints(cls).items():
             value = getattr(state, name)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            if name != "last_key" and not _holds(value, kind):
                 raise TypeError(f"{name} must be {kind.__name__}, got {value!r}")
     except (ValueError, TypeError) as exc:
         raise CheckpointError(f"checkpoint {where} is not a dynaorm {command} checkpoint: "
                               f"{exc}") from exc
     return state
+
+
+def _holds(value: Any, kind: Any) -> bool:
+    """Whether ``value``, read from JSON, is of type ``kind`` (``int``, not a bool;
+    ``list[str]``, ``dict[str, int]``: their items too)."""
+    origin, args = typing.get_origin(kind) or kind, typing.get_args(kind)
+    if not isinstance(value, origin) or (origin is int and isinstance(value, bool)):
+        return False
+    if isinstance(value, dict):
+        return all(_holds(k, args[0]) and _holds(v, args[1]) for k, v in value.items())
+    return not isinstance(value, list) or all(_holds(v, args[0]) for v in value)
 
 
 def save(path: Path | None, state: Any) -> None:

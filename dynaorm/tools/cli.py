@@ -125,7 +125,7 @@ def access_patterns(spec: EntitySpec) -> list[str]:
             f" within {', '.join(scope)}" if scope else ""))
     pk_fields = _fields(spec.pk)
     scatter = " (scatter-gather over {} shards)"
-    sharded = scatter.format(spec.shards["primary"]) if "primary" in spec.shards else ""
+    sharded = scatter.format(spec.shards["primary"].count) if "primary" in spec.shards else ""
     if spec.versioned:
         out.append(f"query {name} by {', '.join(pk_fields) or 'its fixed pk'}"
                    f"{_sk_part(spec.sk, pk_fields)} (latest copies){sharded}")
@@ -135,7 +135,7 @@ def access_patterns(spec: EntitySpec) -> list[str]:
                    f"{_sk_part(spec.sk, pk_fields)}{sharded}")
     for idx in spec.indexes:
         ipk = _fields(idx.pk)
-        shards = scatter.format(spec.shards[idx.name]) if idx.name in spec.shards else ""
+        shards = scatter.format(spec.shards[idx.name].count) if idx.name in spec.shards else ""
         out.append(f"query {name} on {idx.name} by {', '.join(ipk) or 'its fixed pk'}"
                    f"{_sk_part(idx.sk, ipk)}{shards}")
     return out
@@ -192,7 +192,7 @@ def describe_entity(spec: EntitySpec) -> list[str]:
                                    if spec.versioned else "")))
     rows += _index_rows(spec) + _unique_rows(spec)
     rows.append(("versioned", "yes (field 'version')" if spec.versioned else "no"))
-    rows.append(("shards", ", ".join(f"{k}: {n}" for k, n in spec.shards.items()) or "-"))
+    rows.append(("shards", ", ".join(f"{k}: {n.count}" for k, n in spec.shards.items()) or "-"))
     for i, pattern in enumerate(access_patterns(spec)):
         rows.append(("access" if i == 0 else "", pattern))
     rows += _previous_rows(spec)

@@ -76,11 +76,6 @@ class _State:
     done: bool = False
 
 
-#: the type each field of a migrate checkpoint must have
-_TYPES: dict[str, type] = {
-    "table": str, "dry_run": bool, "scanned": int, "pages": int, "found": dict,
-    "moved": dict, "skipped": int, "failed": list, "samples": dict, "done": bool}
-
 
 @dataclass(frozen=True)
 class MigrationReport:
@@ -176,7 +171,7 @@ def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
         for item in page:
             if ttl is not None and expired(item, ttl):
                 continue
-            key = _key_text(_old_key(specs[0], item)) if specs else ""
+            key = _key_text(specs[0].stored_key(item)) if specs else ""
             spec = old_layout_entity(specs, item)
             if spec is not None:
                 left.append(f"{spec.name} {key}: its row is in the previous layout")
@@ -253,7 +248,7 @@ def _load(path: Path | None, table: Table, dry_run: bool, resume: bool) -> tuple
         if resume:
             raise CheckpointError(f"checkpoint {path} does not exist: nothing to resume")
         return fresh, False
-    state = parse(_State, text, str(path), "migrate", _TYPES)
+    state = parse(_State, text, str(path), "migrate")
     if state.table != table.name:
         raise CheckpointError(f"checkpoint {path} belongs to table {state.table!r}, not "
                               f"{table.name!r}")
@@ -371,9 +366,9 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
         if spec is None:
             kept = old_version_row(specs, item)  # (moved alone if its entity is gone)
             if kept is not None:
-                found.append(_Found(kept, item, _old_key(kept, item), kept=True))
+                found.append(_Found(kept, item, kept.stored_key(item), kept=True))
             continue
-        old_key = _old_key(spec, item)
+        old_key = spec.stored_key(item)
         try:
             obj = load_old(spec, item)
         except DynaormError as exc:
@@ -405,7 +400,3 @@ def _count_outcomes(state: _State, moves: list[_Found], outcomes: list[str]) -> 
             state.skipped += 1
         else:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {outcome}")
-
-
-def _old_key(spec: EntitySpec, item: Item) -> PlainKey:
-    return {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}

@@ -332,22 +332,21 @@ _DECODERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def binary_from_json(av: Any) -> Any:
-    """An attribute value as read from DynamoDB's JSON (binary values base64 text) with
-    its binary values as ``bytes``, as the wire's answers carry them (lists and maps
-    looked into; anything else as it is)."""
-    if type(av) is not dict or len(av) != 1:
-        return av
-    ((tag, value),) = av.items()
-    if tag == "B" and isinstance(value, str):
-        return {"B": base64.b64decode(value)}
-    if tag == "BS" and isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return {"BS": [base64.b64decode(v) for v in value]}
-    if tag == "L" and isinstance(value, list):
-        return {"L": [binary_from_json(v) for v in value]}
-    if tag == "M" and isinstance(value, dict):
-        return {"M": {k: binary_from_json(v) for k, v in value.items()}}
-    return av
+def binary_from_json(value: Any) -> Any:
+    """``value`` as read from DynamoDB's JSON (an attribute value, items, a whole answer:
+    binary values base64 text) with its binary values as ``bytes``, as botocore reads
+    them and the wire's answers carry them (maps and lists looked into)."""
+    if isinstance(value, list):
+        return [binary_from_json(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) == 1:
+        b, bs = value.get("B"), value.get("BS")
+        if isinstance(b, str):
+            return {"B": base64.b64decode(b)}
+        if isinstance(bs, list) and all(isinstance(x, str) for x in bs):
+            return {"BS": [base64.b64decode(x) for x in bs]}
+    return {k: binary_from_json(v) for k, v in value.items()}
 
 
 def decode_item(item: Item, names: Iterable[str] | None = None) -> dict[str, Any]:

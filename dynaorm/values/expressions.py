@@ -16,6 +16,7 @@ expressions: comparisons only between values of the same type (else false),
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -336,7 +337,7 @@ def condition_values(cond: Condition) -> list[AttributeValue]:
             stack.append(node.inner)
         else:
             for v in getattr(node, "args", ()):
-                out.append(v.av if type(v) is _Raw else encode_value(v))
+                out.append(_av(v))
     return out
 
 
@@ -409,8 +410,7 @@ def _equal(a: AttributeValue, b: AttributeValue) -> bool:
     return bool(ra == rb)
 
 
-_ORDER = {"<": lambda a, b: a < b, "<=": lambda a, b: a <= b,
-          ">": lambda a, b: a > b, ">=": lambda a, b: a >= b}
+_ORDER = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def _compare(stored: AttributeValue | None, op: str, value: AttributeValue) -> bool:

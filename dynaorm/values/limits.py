@@ -25,13 +25,14 @@ All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import InvalidValueError, ItemTooLargeError, KeyTemplateError
 from dynaorm.values.keys import wire_key
+from dynaorm.values.records import Clause
 
 __all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
            "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
@@ -90,20 +91,11 @@ def value_size(av: AttributeValue) -> int:
     stack: list[AttributeValue] = [av]
     while stack:
         (tag, raw), = stack.pop().items()
-        if tag == "S":
-            total += text_size(raw)
-        elif tag == "N":
-            total += number_size(raw)
-        elif tag == "B":
-            total += len(raw)
-        elif tag in ("BOOL", "NULL"):
+        size = _SIZES.get(tag[0])
+        if tag in ("BOOL", "NULL"):
             total += 1
-        elif tag == "SS":
-            total += sum(text_size(s) for s in raw)
-        elif tag == "NS":
-            total += sum(number_size(n) for n in raw)
-        elif tag == "BS":
-            total += sum(len(b) for b in raw)
+        elif size is not None:  # a scalar, or a set of them (SS, NS, BS)
+            total += size(raw) if len(tag) == 1 else sum(map(size, raw))
         elif tag == "L":
             total += 3 + len(raw)
             stack.extend(raw)
@@ -111,6 +103,10 @@ def value_size(av: AttributeValue) -> int:
             total += 3 + sum(text_size(k) + 1 for k in raw)
             stack.extend(raw.values())
     return total
+
+
+#: the size of a scalar of each type (a set's: the sum of its members')
+_SIZES: dict[str, Callable[[Any], int]] = {"S": text_size, "N": number_size, "B": len}
 
 
 def item_size(item: Item) -> int:
@@ -132,7 +128,7 @@ def _add(old: AttributeValue | None, av: AttributeValue) -> AttributeValue:
 
 
 def updated_item(known: Item, set_: Mapping[str, AttributeValue], remove: Sequence[str],
-                 clauses: Sequence[tuple[str, str, AttributeValue | None]]) -> Item:
+                 clauses: Sequence[Clause]) -> Item:
     """The item an update makes of the stored item ``known`` (``SET``/``REMOVE``, or
     ``s.update()`` clauses: ``SET``, ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``,
     ``DELETE``, ``REMOVE``), for checking its size before sending."""

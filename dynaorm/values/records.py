@@ -14,7 +14,11 @@ from typing import Any, NamedTuple
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.values.expressions import Condition
 
-__all__ = ["ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role", "Update"]
+__all__ = ["Clause", "ConditionCheck", "Delete", "Fail", "Op", "Origin", "Put", "Role", "Update"]
+
+#: one action of an update expression: ``(clause, attribute, value)`` (``SET``,
+#: ``DEFAULT``, ``APPEND``, ``PREPEND``, ``ADD``, ``DELETE``; ``REMOVE`` without a value)
+Clause = tuple[str, str, AttributeValue | None]
 
 
 class Role(enum.Enum):
@@ -79,7 +83,7 @@ class Update:
     origin: Origin
     #: an update expression built by ``s.update()`` (see :mod:`dynaorm.write.updates`); when
     #: given it replaces ``set``/``remove``: ``(clause, attribute, value)`` in call order
-    clauses: tuple[tuple[str, str, AttributeValue | None], ...] = ()
+    clauses: tuple[Clause, ...] = ()
     #: the stored item the update applies to, when known (a loaded object's snapshot):
     #: the item it makes must fit in 400 KB too
     known: Item | None = field(default=None, compare=False)

@@ -124,7 +124,7 @@ class LoadedPage:
             return last[1]
         items: list[Item] = answer_items(json.loads(self.data))
         if b'"B' in self.data:  # (binary values: bytes, as the wire's answers carry them)
-            items = [{k: binary_from_json(av) for k, av in item.items()} for item in items]
+            items = binary_from_json(items)
         _last_page = (self, items)
         return items
 

@@ -27,11 +27,12 @@ import json
 import os
 import weakref
 import zlib
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from http.client import responses as _REASONS
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
+from dynaorm._types import Reader
 from dynaorm.errors import (
     AnswerLostError,
     RequestError,
@@ -39,6 +40,7 @@ from dynaorm.errors import (
     TableNotFoundError,
 )
 from dynaorm.protocol.events import Reason, shape_problem, table_of
+from dynaorm.values.codec import binary_from_json
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
 from dynaorm.wire.http import (
     AsyncHTTPPool,
@@ -77,11 +79,11 @@ class Transport(Protocol):
     botocore: bool
 
     def send(self, operation: str, request: dict[str, Any],
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None
+             reader: Reader | None = None
              ) -> dict[str, Any]: ...
 
     async def asend(self, operation: str, request: dict[str, Any],
-                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                    reader: Reader | None = None
                     ) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
@@ -109,21 +111,6 @@ def render(request: dict[str, Any]) -> bytes:
     return _ENCODER.encode(request).encode("utf-8")
 
 
-def _unbin(value: Any) -> Any:
-    if isinstance(value, dict):
-        if len(value) == 1:
-            b = value.get("B")
-            if isinstance(b, str):
-                return {"B": base64.b64decode(b)}
-            bs = value.get("BS")
-            if isinstance(bs, list) and all(isinstance(x, str) for x in bs):
-                return {"BS": [base64.b64decode(x) for x in bs]}
-        return {k: _unbin(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_unbin(v) for v in value]
-    return value
-
-
 def decode(body: bytes) -> dict[str, Any]:
     """The answer ``body`` as a botocore client returns it (binary values as ``bytes``,
     numbers as strings); a body that is not a JSON object raises ``ValueError``."""
@@ -132,7 +119,7 @@ def decode(body: bytes) -> dict[str, Any]:
     try:
         data = json.loads(body.decode("utf-8"))  # (as botocore reads it: UTF-8, no sniffing)
         if b'"B"' in body or b'"BS"' in body:
-            data = _unbin(data)
+            data = binary_from_json(data)
         if b"null" in body and isinstance(data, dict):  # (botocore drops null members)
             data = {k: v for k, v in data.items() if v is not None}
     except (binascii.Error, RecursionError) as exc:  # (a ValueError, or nesting too deep)
@@ -276,7 +263,7 @@ def answer_error(operation: str, request: dict[str, Any], status: int,
 
 def checked_answer(status: int, headers: dict[str, str], data: bytes, operation: str = "",
                    request: dict[str, Any] | None = None,
-                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   reader: Reader | None = None
                    ) -> dict[str, Any]:
     """An answer to ``operation``'s ``request`` checked (:func:`answer_problem`) and
     decoded, as a botocore client returns it (with its ``ResponseMetadata``). An
@@ -389,7 +376,7 @@ class SyncWire(WireSettings):
                                              proxy_headers=dict(end.proxy_headers), **tls)
 
     def send(self, operation: str, request: dict[str, Any],
-             reader: Callable[[bytes], dict[str, Any] | None] | None = None
+             reader: Reader | None = None
              ) -> dict[str, Any]:
         """Send ``request`` once; the answer as a botocore client returns it (``reader``:
         see :func:`checked_answer`), or its :class:`~dynaorm.RequestError`."""
@@ -470,7 +457,7 @@ class AsyncWire(WireSettings):
         await self.close()
 
     async def send(self, operation: str, request: dict[str, Any],
-                   reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                   reader: Reader | None = None
                    ) -> dict[str, Any]:
         """Send ``request`` once; the answer as an aiobotocore client returns it
         (``reader``: see :func:`~dynaorm.wire.checked_answer`), or its
@@ -513,7 +500,7 @@ class Wire(SyncWire):
         return self._loops.get(asyncio.get_running_loop())
 
     async def asend(self, operation: str, request: dict[str, Any],
-                    reader: Callable[[bytes], dict[str, Any] | None] | None = None
+                    reader: Reader | None = None
                     ) -> dict[str, Any]:
         """Send ``request`` once on the running event loop (see :meth:`send`)."""
         import asyncio

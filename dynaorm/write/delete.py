@@ -8,7 +8,6 @@ deleted there (:mod:`dynaorm.write.moves`).
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +16,7 @@ from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.values.expressions import Condition, all_of, exists, raw_eq
-from dynaorm.values.records import Delete, Fail, Op, Role
+from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import (
     expect_loaded_version,
@@ -26,7 +25,15 @@ from dynaorm.write.conditions import (
     with_condition,
 )
 from dynaorm.write.moves import either_layout, plan_move_delete
-from dynaorm.write.records import ActionBuilder, ObjectWrite, Outcome, Prepared, Reads
+from dynaorm.write.records import (
+    ActionBuilder,
+    ObjectWrite,
+    Outcome,
+    Planned,
+    Prepared,
+    Reading,
+    Reads,
+)
 
 __all__ = ["DeleteEntry", "plan_delete"]
 
@@ -39,7 +46,7 @@ class DeleteEntry(ObjectWrite):
     history: bool = False
     condition: Condition | None = None  # the caller's own condition (``condition=``)
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own; an entity with rules deleted by key (never
         loaded) is read first, consistently, so that its guards and history go too."""
         obj = self.obj
@@ -63,12 +70,12 @@ class DeleteEntry(ObjectWrite):
         return self, state
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                  ) -> tuple[list[Op], Outcome | None]:
+                  ) -> Planned[Outcome | None]:
         return plan_delete(self, state, index)
 
 
 def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
-                ) -> tuple[list[Op], Outcome]:
+                ) -> Planned[Outcome]:
     """The actions of a delete planned on ``state`` (``None``: by key, never read), the
     caller's condition included; the object becomes deleted."""
     obj, spec = entry.obj, spec_of(type(entry.obj))

@@ -13,7 +13,7 @@ plan moves here: there is one move.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -28,7 +28,7 @@ from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import stored_as, undeclared
-from dynaorm.write.records import ActionBuilder, Outcome, Reads, Written
+from dynaorm.write.records import ActionBuilder, Outcome, Planned, Reading, Reads, Written
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
            "kept_row_move", "move_actions", "needs_history_batches",
@@ -70,21 +70,20 @@ def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
     return move_actions(spec, len(state.history)) > MAX_MOVE_ACTIONS
 
 
-def history_batches(spec: EntitySpec, state: MovedState, size: int = HISTORY_BATCH
-                    ) -> list[list[Op]]:
-    """The old version rows of ``state`` moved ahead of the entity, ``size`` rows per
-    transaction: each put under the new key if absent and deleted under the old one if
-    present, with a check that the old latest copy is still at the version read (a writer
+def history_batches(spec: EntitySpec, state: MovedState) -> list[list[Op]]:
+    """The old version rows of ``state`` moved ahead of the entity, :data:`HISTORY_BATCH`
+    rows per transaction: each put under the new key if absent and deleted under the old
+    one if present, with a check that the old latest copy is still at the version read (a writer
     that moved or changed the entity meanwhile fails the batch). Version rows never change
     once written, so a history moved in several transactions is the history read."""
     check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
     assert check is not None
     rows = _history_rows(spec, state)
     out: list[list[Op]] = []
-    for at in range(0, len(rows), size):
+    for at in range(0, len(rows), HISTORY_BATCH):
         b = ActionBuilder(spec, state.key, 0)
         b.ops.append(ConditionCheck(state.key, check, b.origin(Role.LATEST, Fail.GONE)))
-        _row_moves(b, rows[at:at + size])
+        _row_moves(b, rows[at:at + HISTORY_BATCH])
         out.append(b.ops)
     return out
 
@@ -98,7 +97,7 @@ def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
     assert spec.table.sk is not None
     parsed = parse_version_sk(key_value(row[spec.table.sk]))
     assert parsed is not None
-    latest = {a: key_value(row[a]) for a in spec.table_key_attrs}
+    latest = spec.stored_key(row)
     latest[spec.table.sk] = version_sk(parsed[1], 0)
     b = ActionBuilder(spec, latest, 0)
     b.ops.append(ConditionCheck(latest, not_exists(spec.table.pk),
@@ -123,7 +122,7 @@ def _row_moves(b: ActionBuilder, rows: list[tuple[int, PlainKey, Item]],
 
 
 def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
-                  ) -> Generator[Any, Any, InstanceState | None]:
+                  ) -> Reading[InstanceState | None]:
     """The stored state of the entity with key ``fields`` of an entity declaring
     ``Meta.previous``: its old row (a :class:`MovedState`), its current row, or ``None``
     (neither; an expired item counts as gone)."""
@@ -170,13 +169,13 @@ def _history_rows(spec: EntitySpec, state: MovedState
         values = {**obj.__dict__, "version": n}
         new = encode_entity(obj, spec, n)
         key = spec.primary_key(values, n)
-        out.append((n, {a: key_value(row[a]) for a in spec.table_key_attrs},
+        out.append((n, spec.stored_key(row),
                     {**kept(spec, row), **version_row(spec, new, key[spec.table.sk])}))
     return sorted(out, key=lambda t: t[0])
 
 
 def plan_move_save(entry: Any, state: MovedState, index: int
-                   ) -> tuple[list[Op], Outcome]:
+                   ) -> Planned[Outcome]:
     """Save an object read from the previous layout: move it (see the module)."""
     obj = entry.obj
     spec = spec_of(type(obj))
@@ -219,7 +218,7 @@ def plan_move_save(entry: Any, state: MovedState, index: int
 
 
 def plan_move_delete(entry: Any, state: MovedState, index: int
-                     ) -> tuple[list[Op], Outcome]:
+                     ) -> Planned[Outcome]:
     """Delete an object read from the previous layout: its old row (as read), its guards
     and, with ``history=True``, its old version rows."""
     obj = entry.obj

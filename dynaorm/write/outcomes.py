@@ -33,8 +33,8 @@ still holding the revision its object was loaded with was not (a revision never 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import (
@@ -58,17 +58,15 @@ from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
 from dynaorm.values.expressions import broken_rules, holds
 from dynaorm.values.records import Fail, Op, Role
+from dynaorm.write.records import Reading
 from dynaorm.write.render import WritePlan, stamps
 
 if TYPE_CHECKING:
     from dynaorm.schema.table import TableSchema
 
-__all__ = ["APPLIED", "Read", "Reading", "failure", "map_failure", "read_back", "resolve",
+__all__ = ["APPLIED", "Read", "failure", "map_failure", "read_back", "resolve",
            "unapplied_by"]
 
-T = TypeVar("T")
-#: a protocol's result (its steps are whatever the reads yield)
-Reading = Generator[Any, Any, T]
 #: reads one key of a table consistently: the stored item or ``None``
 Read = Callable[["TableSchema", PlainKey], Reading[Item | None]]
 

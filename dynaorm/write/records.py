@@ -30,7 +30,7 @@ import copy
 from collections.abc import Generator, Hashable, Mapping
 from decimal import Decimal
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
@@ -50,11 +50,14 @@ if TYPE_CHECKING:
     from dynaorm.schema.spec import EntitySpec
     from dynaorm.schema.table import TableSchema
 
-__all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Prepared", "Reading", "Reads",
+__all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Planned", "Prepared", "Reading", "Reads",
            "StagedWrite", "Written", "stored_values"]
 
-#: a protocol's result (its steps are whatever the reads yield)
-Reading = Generator[Any, Any, Any]
+T = TypeVar("T")
+#: a protocol whose result is ``T`` (its steps are whatever the reads yield)
+Reading = Generator[Any, Any, T]
+#: a planned write: its actions, and ``T``, what its object becomes (an ``Outcome``)
+Planned = tuple[list[Op], T]
 
 
 
@@ -86,14 +89,14 @@ class Outcome(NamedTuple):
 class Reads(Protocol):
     """The reads a staged write may ask for (protocols: a driver performs them)."""
 
-    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
+    def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
         """The item stored at ``key`` in ``table``, read consistently (``None``: none)."""
 
-    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+    def last_version(self, obj: Entity) -> Reading[int]:
         """The highest stored version row of ``obj``'s key (0: no kept history)."""
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
-                   ) -> Generator[Any, Any, InstanceState | None]:
+                   ) -> Reading[InstanceState | None]:
         """What an object read from its previous layout stands for now (see
         :func:`dynaorm.read.previous.stored_now_p`)."""
 
@@ -122,14 +125,14 @@ class StagedWrite:
         one staged last wins)."""
         return id(self)
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The write as it will be planned, and the stored state it is planned on (reading
         where its rules need: a protocol). ``again``: a conflict of the commit's last
         round was this write's to plan again (:meth:`_rereads`)."""
         raise NotImplementedError
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                  ) -> tuple[list[Op], Outcome | None]:
+                  ) -> Planned[Outcome | None]:
         """Its actions (origins tagged with ``index``, its place in the commit) and what
         its object becomes on success (pure)."""
         raise NotImplementedError
@@ -141,7 +144,7 @@ class StagedWrite:
         return False
 
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
-                ) -> Generator[Any, Any, None]:
+                ) -> Reading[None]:
         """After the commit succeeded: take its results (``response``: the answer of a
         ``single`` item write, or of the transaction; ``{}`` when a lost answer's write
         was applied)."""

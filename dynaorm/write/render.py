@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynaorm._types import AttributeValue, Item, PlainKey
+from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.revision import stamp_of
@@ -29,7 +29,17 @@ from dynaorm.values.limits import (
     updated_item,
     value_size,
 )
-from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.values.records import (
+    Clause,
+    ConditionCheck,
+    Delete,
+    Fail,
+    Op,
+    Origin,
+    Put,
+    Role,
+    Update,
+)
 from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",
@@ -85,7 +95,7 @@ _SET_FORMS = {
 }
 
 
-def render_clauses(clauses: Sequence[tuple[str, str, AttributeValue | None]],
+def render_clauses(clauses: Sequence[Clause],
                    ph: Placeholders) -> str:
     """``SET ... REMOVE ... ADD ... DELETE ...`` of an update expression; actions keep
     their call order within each clause."""

@@ -14,7 +14,7 @@ as the next version (:meth:`SaveEntry._rereads`). The common insert reads nothin
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
@@ -56,7 +56,9 @@ from dynaorm.write.records import (
     ActionBuilder,
     ObjectWrite,
     Outcome,
+    Planned,
     Prepared,
+    Reading,
     Reads,
     Written,
     stored_values,
@@ -78,7 +80,7 @@ class SaveEntry(ObjectWrite):
     #: attributes written with the row (or latest copy) when it changes: a job's marker
     mark: Item | None = None
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state: the object's own, or, for an overwrite of an entity with
         rules, what is stored now (last writer wins, and its guards are planned from
         what is stored, not from what was loaded); a new versioned entity whose first
@@ -106,7 +108,7 @@ class SaveEntry(ObjectWrite):
         return self, state
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                  ) -> tuple[list[Op], Outcome | None]:
+                  ) -> Planned[Outcome | None]:
         return plan_save(self, state, index)
 
     def _rereads(self, table: str | None, key: PlainKey | None,
@@ -125,7 +127,7 @@ class SaveEntry(ObjectWrite):
 
 
 def _with_unknown(spec: Any, state: InstanceState, reads: Reads
-                  ) -> Generator[Any, Any, InstanceState]:
+                  ) -> Reading[InstanceState]:
     """A key move copies the whole item to its new key: the attributes no class here
     declares that another writer (a newer model) set after the load are read now and
     carried, conditioned like the rest (the declared ones are conditioned on the load)."""
@@ -145,7 +147,7 @@ def _with(item: Item, extra: Item) -> Item:
 
 
 def plan_save(entry: SaveEntry, state: InstanceState | None, index: int
-              ) -> tuple[list[Op], Outcome]:
+              ) -> Planned[Outcome]:
     """The actions of a save planned on ``state`` (``None``: an insert), the caller's
     condition included, and what the object becomes."""
     if isinstance(state, MovedState):  # read from Meta.previous's layout: move it (the
@@ -169,7 +171,7 @@ def _marked(op: Op, mark: Item) -> Op:
 
 
 def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
-               ) -> tuple[list[Op], Outcome]:
+               ) -> Planned[Outcome]:
     """The ops of a save: an insert (no stored state), a versioned entity's next version,
     or a loaded row moved to its new key or written in place; stamped with
     ``Meta.timestamps`` when it writes, and followed by its guards."""
@@ -209,7 +211,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
 
 
 def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
-                 ) -> tuple[list[Op], Outcome]:
+                 ) -> Planned[Outcome]:
     """A new object: its row (a versioned entity's next version row and latest copy),
     conditioned on no live item under its key (unless an overwrite of an entity without
     rules), and its guards."""
@@ -314,7 +316,7 @@ def _unstored_left(spec: EntitySpec, stored: Item, item: Item) -> list[str]:
 
 def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                        old_values: Mapping[str, Any], old_item: Item,
-                       index: int, extra: Item) -> tuple[list[Op], Outcome]:
+                       index: int, extra: Item) -> Planned[Outcome]:
     """A loaded versioned entity: the next version row (where nothing is) and the latest
     copy replaced on the condition that it is still at the version and the revision read
     (deleted with its history and re-inserted, it is at version 1 again: another row)."""

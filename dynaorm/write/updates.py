@@ -18,7 +18,7 @@ validated through the entity's field types when the action is added. Planning is
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Mapping
+from collections.abc import Mapping
 from dataclasses import replace
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
@@ -48,11 +48,11 @@ from dynaorm.values.expressions import (
     size_is,
 )
 from dynaorm.values.keys import key_av
-from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Role, Update
+from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
 from dynaorm.values.state import InstanceState
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
-from dynaorm.write.records import Outcome, Prepared, Reads, StagedWrite
+from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
 from dynaorm.write.save import SaveEntry, plan_save
 
 __all__ = ["StagedCheck", "StagedUpdate"]
@@ -324,7 +324,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     # -- the staged-write protocol (dynaorm.write.records.StagedWrite: by key, it settles
     # -- no object, is never coalesced with another, nor planned again after a conflict)
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
         versioned entity, continues the kept history ``reads.last_version`` finds). Asks
@@ -349,7 +349,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
                                     entity=self.entity, key=self.key)
         return self, self.entity._from_item(item, self._spec)._dynaorm_state
 
-    def _refuse_old_layout(self, reads: Reads) -> Generator[Any, Any, None]:
+    def _refuse_old_layout(self, reads: Reads) -> Reading[None]:
         """By key in a migration window: the entity read under either layout; one still
         in its old layout raises (the update would miss it, or an upsert store it
         twice)."""
@@ -380,11 +380,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 f"{self._spec.name} {self.key}: an upsert must give every required field; "
                 f"missing {sorted(missing)}")
 
-    def _action_clauses(self) -> list[tuple[str, str, AttributeValue | None]]:
+    def _action_clauses(self) -> list[Clause]:
         """The staged actions as update clauses, by stored attribute name: ``set(x=None)``
         stores NULL where the field's ``None`` must be kept, else removes the attribute."""
         spec = self._spec
-        clauses: list[tuple[str, str, AttributeValue | None]] = []
+        clauses: list[Clause] = []
         for name, (method, value) in self._actions.items():
             clause = _CLAUSES[method]
             attr = self._attr(name)
@@ -397,8 +397,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
                 clauses.append((clause, attr, self._dump(name, value)))
         return self._encoded(clauses) if spec.rules.encoders else clauses
 
-    def _encoded(self, clauses: list[tuple[str, str, AttributeValue | None]]
-                 ) -> list[tuple[str, str, AttributeValue | None]]:
+    def _encoded(self, clauses: list[Clause]
+                 ) -> list[Clause]:
         """``clauses`` with the values they set through the entity's rules, as a save
         writes them at the item's key (an encrypted value sealed bound to it)."""
         spec = self._spec
@@ -408,7 +408,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         spec.rules.encode(row, self.key)
         return [(kind, attr, row[attr] if attr in fields else av) for kind, attr, av in clauses]
 
-    def _add_created_clauses(self, clauses: list[tuple[str, str, AttributeValue | None]]
+    def _add_created_clauses(self, clauses: list[Clause]
                              ) -> None:
         """Add to ``clauses`` what an upsert's created item needs besides them: its key
         fields stored as attributes (not those the key alone holds), its type attribute,
@@ -428,11 +428,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
             if attr not in set_attrs and attr not in own_keys:
                 clauses.append(("SET", attr, key_av(text)))
 
-    def _timestamp_clauses(self) -> list[tuple[str, str, AttributeValue | None]]:
+    def _timestamp_clauses(self) -> list[Clause]:
         """``Meta.timestamps``: the created time set if absent, the updated time set,
         unless the update sets the field itself."""
         spec = self._spec
-        clauses: list[tuple[str, str, AttributeValue | None]] = []
+        clauses: list[Clause] = []
         moment = now()
         for stamped, kind in zip(spec.timestamps, ("DEFAULT", "SET"), strict=True):
             if stamped is not None and stamped not in self._actions:
@@ -440,7 +440,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return clauses
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                 ) -> tuple[list[Op], Outcome | None]:
+                 ) -> Planned[Outcome | None]:
         """The actions of this update (the session passes what ``_prepare`` returned)."""
         if self.upsert and state is None:
             self._check_required()
@@ -539,7 +539,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         return values
 
     def _plan_as_save(self, state: InstanceState | None, index: int
-                      ) -> tuple[list[Op], Outcome | None]:
+                      ) -> Planned[Outcome | None]:
         cls = self.entity
         loaded = self._loaded
         if loaded is not None and state is not None and self._spec.versioned:
@@ -567,7 +567,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
 
     # -- after the commit --------------------------------------------------------------
     def _finish(self, response: Mapping[str, Any], single: bool, reads: Reads
-                ) -> Generator[Any, Any, None]:
+                ) -> Reading[None]:
         """Set ``result`` after a successful commit (a protocol: the item is read back
         when the response does not carry it and ``returning()`` asked for it)."""
         if self._planned is not None:
@@ -593,13 +593,13 @@ class StagedCheck(StagedWrite):
         self.key = key
         self.condition = condition
 
-    def _prepare(self, reads: Reads, again: bool) -> Generator[Any, Any, Prepared]:
+    def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """A check reads nothing before the commit."""
         return self, None
         yield  # (a protocol that asks for nothing)
 
     def _plan_ops(self, state: InstanceState | None, index: int
-                 ) -> tuple[list[Op], Outcome | None]:
+                 ) -> Planned[Outcome | None]:
         """One ConditionCheck action."""
         spec = spec_of(self.entity)
         cond = rename_paths(self.condition, spec.renames, spec.kinds)

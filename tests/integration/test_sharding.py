@@ -339,5 +339,5 @@ def test_plain_n_keeps_its_crc32_buckets() -> None:
     spec = spec_of(Plain)
     for pid in ("a", "b", "p-17", "zz"):
         assert spec.shard_of({"pid": pid}, "gsi2") == zlib.crc32(pid.encode()) % 5
-    assert spec.shard_rules["gsi2"] == Shards(5)
+    assert spec.shards["gsi2"] == Shards(5)
     assert list(Shards(10, first=1).values) == list(range(1, 11))

@@ -25,6 +25,7 @@ import json
 import os
 import typing
 from collections.abc import Callable, Collection, Generator, Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
@@ -203,12 +204,17 @@ def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Encryption(Rule):
     """``Encrypted[T]`` fields: sealed on every row written (bound to that row's key),
     opened on every row read, refused where a ciphertext cannot be compared (conditions,
     keys, indexes, ``add``/``append``), and never shown in a message."""
 
-    __slots__ = ("entity", "fields", "names", "table", "versioned")
+    #: stored attribute name -> field name, of every ``Encrypted`` field
+    fields: Mapping[str, str]
+    table: Any
+    versioned: bool
+    entity: type[Any] | None = None
     name = "encrypted"
     order = 50
     answers = {
@@ -234,11 +240,10 @@ class Encryption(Rule):
         "spans": "as messages: no span attribute holds a plaintext",
     }
 
-    def __init__(self, fields: Mapping[str, str], table: Any, versioned: bool,
-                 entity: type[Any] | None = None) -> None:
-        self.fields, self.table, self.versioned = fields, table, versioned
-        self.names = frozenset(fields.values())
-        self.entity = entity
+    @property
+    def names(self) -> frozenset[str]:
+        """The ``Encrypted`` fields' names."""
+        return frozenset(self.fields.values())
 
     @classmethod
     def build(cls, decl: Declaration) -> Encryption | None:

@@ -87,6 +87,7 @@ def declared_index(owner: str, table: TableSchema, field_names: frozenset[str], 
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Membership(Rule):
     """Which secondary indexes an entity's rows land in: its template indexes' key
     attributes (rendered from fields, left off where a field is ``None``: a sparse index),
@@ -95,7 +96,8 @@ class Membership(Rule):
     attributes out (:func:`~dynaorm.schema.rules.versioned.version_row`), guard items have
     none."""
 
-    __slots__ = ("indexes", "native")
+    indexes: tuple[IndexKeys, ...]
+    native: frozenset[str]
     name = "indexes"
     order = 40
     answers = {
@@ -119,9 +121,6 @@ class Membership(Rule):
         "logs": "as messages",
         "spans": "the index read is a span attribute",
     }
-
-    def __init__(self, indexes: tuple[IndexKeys, ...], native: frozenset[str]) -> None:
-        self.indexes, self.native = indexes, native
 
     @classmethod
     def build(cls, decl: Declaration) -> Membership | None:

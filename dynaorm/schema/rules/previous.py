@@ -22,7 +22,7 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.rules.encrypted import Encryption
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
+from dynaorm.schema.rules.versioned import parse_keys, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.values.expressions import Condition, rename_paths
@@ -114,23 +114,8 @@ class Layout:
     def parse_key(self, item: Item) -> dict[str, Any] | None:
         """The field values the old key templates hold in ``item``'s table key (``None``:
         the key does not fit the old layout)."""
-        out: dict[str, Any] = {}
-        for attr, template in ((self.table.pk, self.pk), (self.table.sk, self.sk)):
-            if attr is None or template is None:
-                continue
-            av = item.get(attr)
-            if av is None:
-                return None
-            text = key_value(av)
-            if self.versioned and attr == self.table.sk:
-                if not text.startswith(LATEST_PREFIX):
-                    return None
-                text = text[len(LATEST_PREFIX):]
-            parsed = template.parse_key(text)
-            if parsed is None:
-                return None
-            out.update(parsed)
-        return out
+        return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
+            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t])
 
     def translate(self, item: Item, renames: Mapping[str, str]) -> Item:
         """``item`` (stored in the old layout) with its attributes under their current
@@ -299,18 +284,19 @@ def load_old(spec: Any, item: Item) -> Any:
     try:
         return spec.cls.model_validate(old_values(spec, item))
     except ValidationError as exc:
-        key = {a: key_value(item[a]) for a in spec.table_key_attrs if a in item}
+        key = spec.stored_key(item)
         raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
                               f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
                               key=key) from exc
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class PreviousLayout(Rule):
     """``Meta.previous``: the layout an entity's items had before a design change, read
     alongside the current one until ``dynaorm migrate`` has moved every item."""
 
-    __slots__ = ("layout",)
+    layout: Layout
     name = "previous"
     order = 80
     answers = {
@@ -339,9 +325,6 @@ class PreviousLayout(Rule):
         "logs": "as messages",
         "spans": "as messages",
     }
-
-    def __init__(self, layout: Layout) -> None:
-        self.layout = layout
 
     @classmethod
     def build(cls, decl: Declaration) -> PreviousLayout | None:

@@ -8,6 +8,7 @@ loaded with: revisions never recur). See :mod:`dynaorm.write.outcomes`.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item
@@ -24,10 +25,11 @@ REVISION = "_rev"
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Revision(Rule):
     """The row revision of a table that keeps one (``Table(revision_attribute=...)``)."""
 
-    __slots__ = ("attribute",)
+    attribute: str
     name = "revision"
     order = 10
     answers = {
@@ -50,9 +52,6 @@ class Revision(Rule):
         "logs": "as messages",
         "spans": "as messages",
     }
-
-    def __init__(self, attribute: str) -> None:
-        self.attribute = attribute
 
     @classmethod
     def build(cls, decl: Declaration) -> Revision | None:

@@ -118,10 +118,11 @@ def check_shard_fields(owner: str, shard_rules: Mapping[str, Shards],
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Sharding(Rule):
     """``Meta.shards``: the primary key or an index key spread over N partitions."""
 
-    __slots__ = ("rules",)
+    rules: Mapping[str, Shards]
     name = "shards"
     order = 30
     answers = {
@@ -144,9 +145,6 @@ class Sharding(Rule):
         "logs": "as messages",
         "spans": "as messages",
     }
-
-    def __init__(self, rules: Mapping[str, Shards]) -> None:
-        self.rules = rules
 
     @classmethod
     def build(cls, decl: Declaration) -> Sharding | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -111,7 +112,7 @@ def encode_ttl(value: Any, owner: str, field: str) -> int | None:
                             f"not {value!r}")
 
 
-def expired(item: Item, attr: str | None, at: float | None = None) -> bool:
+def expired(item: Item, attr: str | None) -> bool:
     """Whether ``item``'s TTL attribute ``attr`` holds a time that has passed."""
     if attr is None:
         return False
@@ -119,7 +120,7 @@ def expired(item: Item, attr: str | None, at: float | None = None) -> bool:
     if av is None or "N" not in av:
         return False
     try:
-        return float(av["N"]) <= (time.time() if at is None else at)
+        return float(av["N"]) <= time.time()
     except ValueError:
         return False
 
@@ -150,11 +151,14 @@ def _ttl_field(table: TableSchema, field_names: frozenset[str],
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Stamping(Rule):
     """``Meta.timestamps`` (created and updated times a commit sets) and the TTL field (the
     one stored under the table's ``ttl`` attribute, as epoch seconds)."""
 
-    __slots__ = ("fields", "ttl", "ttl_field")
+    fields: tuple[str | None, str | None]
+    ttl: str | None
+    ttl_field: str | None
     name = "stamps"
     order = 20
     answers = {
@@ -178,10 +182,6 @@ class Stamping(Rule):
         "logs": "as messages",
         "spans": "as messages",
     }
-
-    def __init__(self, fields: tuple[str | None, str | None], ttl: str | None,
-                 ttl_field: str | None) -> None:
-        self.fields, self.ttl, self.ttl_field = fields, ttl, ttl_field
 
     @classmethod
     def build(cls, decl: Declaration) -> Stamping | None:

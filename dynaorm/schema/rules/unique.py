@@ -119,16 +119,15 @@ def _owner_ttl(spec: Any, values: Mapping[str, Any] | None) -> int | None:
     return encode_ttl(values.get(field), spec.name, field)
 
 
-def claimable(spec: Any, at: float | None = None) -> Condition:
+def claimable(spec: Any) -> Condition:
     """The condition of a guard claim: no guard item exists, or (a table with a TTL
-    attribute) the one stored has a TTL that has passed at ``at`` (default: now), its
+    attribute) the one stored has a TTL that has passed now, its
     owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.schema.rules.stamps`
     uses the same ``<=``), so a claim does too. One condition, no read."""
     free = not_exists(spec.table.pk)
     if spec.table.ttl is None:
         return free
-    now = int(time.time() if at is None else at)
-    return free | (F(spec.table.ttl) <= now)
+    return free | (F(spec.table.ttl) <= int(time.time()))
 
 
 def guard_key(spec: Any, key: str) -> PlainKey:
@@ -150,10 +149,13 @@ def owned_by(spec: Any, owner: PlainKey) -> Condition:
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Uniqueness(Rule):
     """``Meta.unique``: the entity's :class:`UniqueRule` s (one guard item per value)."""
 
-    __slots__ = ("fields", "rules")
+    rules: tuple[UniqueRule, ...]
+    #: every field a guard key is built from (unique fields and their scopes)
+    fields: frozenset[str]
     name = "unique"
     order = 60
     answers = {
@@ -178,14 +180,10 @@ class Uniqueness(Rule):
         "spans": "as messages",
     }
 
-    def __init__(self, rules: tuple[UniqueRule, ...]) -> None:
-        self.rules = rules
-        self.fields = frozenset(f for rule in rules for f in rule.fields)
-
     @classmethod
     def build(cls, decl: Declaration) -> Uniqueness | None:
         rules = unique_rules(decl)
-        return cls(rules) if rules else None
+        return cls(rules, frozenset(f for r in rules for f in r.fields)) if rules else None
 
     def cost(self, role: str) -> Mapping[str, int]:
         return {"unique guard": len(self.rules) * (2 if role == "update" else 1)}

@@ -10,17 +10,21 @@ index and never expires a row at a time; reads put both back (:meth:`Versioning.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.indexes import IndexKeys
+from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
+from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.keys import key_value
 
 __all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
-           "history_sk", "parse_version_sk", "version_row", "version_sk"]
+           "history_sk", "parse_keys", "parse_version_sk", "version_bounds", "version_row",
+           "version_sk"]
 
 VERSION_WIDTH = 8
 LATEST_PREFIX = "v0_"
@@ -53,9 +57,40 @@ def parse_version_sk(sk: str) -> tuple[int, str] | None:
     return int(digits), base
 
 
+def parse_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]
+               ) -> dict[str, Any] | None:
+    """The field values the key templates of ``checks`` hold in ``item``'s key attributes
+    (each ``(attribute, template, latest)``; ``latest``: a versioned entity's sort key,
+    its latest copy's ``v0_`` read off first), or ``None`` when one does not fit."""
+    out: dict[str, Any] = {}
+    for attr, template, latest in checks:
+        av = item.get(attr)
+        if av is None:
+            return None
+        text = key_value(av)
+        if latest:
+            if not text.startswith(LATEST_PREFIX):
+                return None
+            text = text[len(LATEST_PREFIX):]
+        parsed = template.parse_key(text)
+        if parsed is None:
+            return None
+        out.update(parsed)
+    return out
+
+
 def history_sk(base: str, version: int) -> str:
     """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
     return f"{base}#v{version:0{VERSION_WIDTH}d}"
+
+
+def version_bounds(base: str, indexed: bool) -> tuple[str, str]:
+    """The sort keys between which the version rows (1 and up) of ``base`` lie: in
+    ``Meta.history_index`` (``indexed``), those of ``base`` alone; else those of every
+    version row of the partition (a reader keeps ``base``'s)."""
+    if indexed:
+        return history_sk(base, 1), history_sk(base, 10 ** VERSION_WIDTH - 1)
+    return "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH + "_\U0010ffff"
 
 
 def version_row(spec: Any, item: Item, sk: str) -> Item:
@@ -68,17 +103,15 @@ def version_row(spec: Any, item: Item, sk: str) -> Item:
     kept aside under ``VERSION_TTL``, and the fields a native index is keyed on under
     ``VERSION_KEYS``, which reads put back (:meth:`Versioning.decode`). Each rule that binds
     a value to its row (encryption) binds it to the version row anew."""
-    keys = (spec.table.pk, spec.table.sk)
-    indexed = _table_index_attributes(spec)
-    row = {k: v for k, v in item.items() if k not in indexed or k in keys}
+    versioning = spec.rules.get(Versioning)
+    assert versioning is not None and spec.table.sk is not None
+    row = {k: v for k, v in item.items() if k not in versioning.unindexed}
     ttl = spec.table.ttl
     if ttl is not None and ttl in row:
         row[VERSION_TTL] = row.pop(ttl)
-    versioning = spec.rules.get(Versioning)
-    aside = {a: row.pop(a) for a in versioning.native if a in row} if versioning else {}
+    aside = {a: row.pop(a) for a in versioning.native if a in row}
     if aside:
         row[VERSION_KEYS] = {"M": aside}
-    assert spec.table.sk is not None
     row[spec.table.sk] = {"S": sk}
     spec.rules.rebind(row, item)
     if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
@@ -86,16 +119,6 @@ def version_row(spec: Any, item: Item, sk: str) -> Item:
         assert parsed is not None
         row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
     return row
-
-
-def _table_index_attributes(spec: Any) -> frozenset[str]:
-    """Every secondary-index key attribute of the table (an undeclared one a newer model
-    writes included): version rows stay out of every index."""
-    table_wide = set().union(*(spec.table.key_names(name) for name in spec.table.indexes)
-                             ) - {spec.table.pk, spec.table.sk}
-    # (a field stored under an index's key attribute the entity does not use is a field)
-    own: frozenset[str] = spec.index_attributes
-    return own | frozenset(table_wide - set(spec.stored_fields))
 
 
 def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
@@ -117,11 +140,18 @@ def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
 
 
 @register
+@dataclass(frozen=True, slots=True, eq=False)
 class Versioning(Rule):
     """``Meta.versioned`` (and ``Meta.history_index``): the latest copy and the version
     rows."""
 
-    __slots__ = ("history_index", "native", "ttl")
+    history_index: tuple[str, str] | None
+    native: frozenset[str]
+    ttl: str | None
+    #: the attributes a version row leaves out: every secondary-index key attribute of
+    #: the table but its own keys (one a newer model writes included; a field stored
+    #: under an index's key attribute the entity does not use is a field)
+    unindexed: frozenset[str]
     name = "versioned"
     order = 70
     answers = {
@@ -145,10 +175,6 @@ class Versioning(Rule):
         "spans": "as messages",
     }
 
-    def __init__(self, history_index: tuple[str, str] | None, native: frozenset[str],
-                 ttl: str | None) -> None:
-        self.history_index, self.native, self.ttl = history_index, native, ttl
-
     @classmethod
     def build(cls, decl: Declaration) -> Versioning | None:
         versioned = bool(decl.meta.get("versioned", False))
@@ -158,10 +184,13 @@ class Versioning(Rule):
             return None
         if decl.sk is None:
             raise DynaormError(f"{decl.owner}: a versioned entity needs a table with a sort key")
-        table = decl.table
-        native = frozenset(a for i in table.indexes if table.native(i)
-                           for a in table.key_names(i)) - {table.pk, table.sk}
-        return cls(history, native, table.ttl)
+        table, membership = decl.table, decl.built.get("indexes")
+        native, own = (membership.native, membership.attributes()) if isinstance(
+            membership, Membership) else (frozenset(), frozenset())
+        table_wide = set().union(*map(table.key_names, table.indexes))
+        fields = set(map(decl.attr, decl.field_names))
+        return cls(history, native, table.ttl,
+                   frozenset(own | (table_wide - fields)) - {table.pk, table.sk})
 
     def attributes(self) -> frozenset[str]:
         return frozenset({VERSION_TTL, VERSION_KEYS, *(self.history_index or ())[1:]})
