@@ -11,7 +11,7 @@ import sys
 from typing import Any
 
 __all__ = ["botocore_verify", "checked_aiohttp_session", "config_options", "moto_active",
-           "moto_nested"]
+           "moto_dynamodb_route", "moto_nested"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -54,6 +54,27 @@ def moto_nested() -> bool:
     from moto.core.models import MockAWS
 
     return bool(getattr(MockAWS, "_nested_count", 0))
+
+
+def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
+    """Route every request moto answers as DynamoDB to ``dispatch`` (a handler class's
+    ``dispatch``), and the endpoints ``url_bases`` (regular expressions) to it too.
+
+    moto: ``moto.dynamodb.urls.url_bases`` and ``url_paths`` (which the backend's
+    ``urls`` and a moto server's app read when made) and
+    ``moto.backend_index.backend_url_patterns`` (the in-process mock's routing table);
+    moto has no public way to answer an operation it lacks (``SearchVectors``) or an
+    endpoint of a service it does not know (DynamoDB's vector-search endpoints)."""
+    import re
+
+    import moto.backend_index as index
+    import moto.dynamodb.urls as urls
+
+    for base in url_bases:
+        if base not in urls.url_bases:
+            urls.url_bases.append(base)
+            index.backend_url_patterns.append(("dynamodb", re.compile(base)))
+    urls.url_paths["{0}/"] = dispatch
 
 
 def checked_aiohttp_session() -> type[Any]:

@@ -21,7 +21,7 @@ from dynaorm.core.admin import create_p, delete_p, index_status_p, status_p
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
-from dynaorm.schema.table import GSI, LSI, TableSchema
+from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 
 if TYPE_CHECKING:
     from dynaorm.schema.streams import Change
@@ -65,7 +65,8 @@ class Table(TableSchema):
     every table that gives the same ones; none at all: the process's default client.
     ``client=`` and connection keywords exclude each other. ``keyring``: the keyring of its
     ``Encrypted`` fields (``None``: its client's); ``indexes`` may hold native
-    multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``).
+    multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``); ``vector_indexes``: its
+    :class:`~dynaorm.VectorIndex` es (searched with ``Session.search``).
     """
 
     endpoint_url = _Setting()
@@ -89,11 +90,12 @@ class Table(TableSchema):
                  client: Client | None = None, endpoint_url: str | None = None,
                  region: str | None = None, wire: str | None = None,
                  max_attempts: int | None = None, max_wait: float | None = None,
-                 return_consumed_capacity: str | None = None) -> None:
+                 return_consumed_capacity: str | None = None,
+                 vector_indexes: Sequence[VectorIndex] = ()) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
-                         revision_attribute=revision_attribute)
+                         revision_attribute=revision_attribute, vector_indexes=vector_indexes)
         given = {k: v for k, v in (("endpoint_url", endpoint_url), ("region", region),
                                    ("wire", wire), ("max_attempts", max_attempts),
                                    ("max_wait", max_wait),
