@@ -216,16 +216,20 @@ class Table(TableSchema):
 
     def create(self, wait: float = 300.0) -> None:
         """Create the table (on-demand billing) with every index; no error if it exists.
-        On an existing table it adds the declared global indexes the table lacks and waits
-        up to ``wait`` seconds for their backfill (:meth:`index_status` tells the rest).
+        On an existing table it adds the declared global and vector indexes the table
+        lacks (a vector index only on an on-demand table: a provisioned one is refused
+        before anything is sent) and waits up to ``wait`` seconds for their backfill
+        (:meth:`index_status` tells the rest).
         Safe to call from several processes at once: what another caller has done or is
         doing (an index, the stream, TTL) is waited for, not an error."""
         self.db.driver.run(create_p(self, wait), self._admin("create_table"))
 
     def index_status(self) -> dict[str, str]:
-        """Each index by name: ``"ACTIVE"``, ``"CREATING"``, ``"BACKFILLING"`` (queries on
-        it fail until it is ACTIVE), ``"UPDATING"``, ``"DELETING"``, or ``"MISSING"`` (a
-        declared index the table lacks: ``create()`` adds a global one)."""
+        """Each index (vector indexes too) by name: ``"ACTIVE"``, ``"CREATING"``,
+        ``"BACKFILLING"`` (queries or searches of it fail until it is ACTIVE),
+        ``"UPDATING"``, ``"DELETING"``, ``"MISMATCHED"`` (keyed otherwise than declared),
+        or ``"MISSING"`` (a declared index the table lacks: ``create()`` adds a global or
+        vector one)."""
         found: dict[str, str] = self.db.driver.run(index_status_p(self),
                                                    self._admin("describe_table"))
         return found

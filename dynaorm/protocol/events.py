@@ -30,14 +30,14 @@ _MEMBERS: dict[str, type | tuple[type, ...]] = {
     "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
     "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
     "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
-    "TimeToLiveDescription": dict, "TableNames": list}
+    "TimeToLiveDescription": dict, "TableNames": list, "SearchResults": list}
 
 
 def shape_problem(answer: object) -> str | None:
     """What makes ``answer`` (a decoded answer, or one a hook supplied) not of DynamoDB's
     shape (``None``: nothing): not an object, a top-level member of another JSON type
-    than DynamoDB sends (``"Item": "x"``), or an ``Items`` entry that is not an object
-    (deeper shapes are the readers' to judge)."""
+    than DynamoDB sends (``"Item": "x"``), or an ``Items`` or ``SearchResults`` entry that
+    is not an object (deeper shapes are the readers' to judge)."""
     if not isinstance(answer, dict):
         return f"a {type(answer).__name__}, not an object"
     for name, value in answer.items():  # (an answer has a few members: walk those)
@@ -47,6 +47,9 @@ def shape_problem(answer: object) -> str | None:
     for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
         if not isinstance(item, dict):
             return "an entry of Items that is not an object"
+    for hit in answer.get("SearchResults") or ():
+        if not isinstance(hit, dict):
+            return "an entry of SearchResults that is not an object"
     return None
 
 

@@ -2,13 +2,15 @@
 from what a configuration resolved (:mod:`dynaorm.client.plain` without a botocore client,
 :func:`client_endpoint` from one), and what botocore decides along the way, decided the
 same way here: proxies (:func:`proxy_tls_context`), TLS verification (:func:`tls_verify`),
-the ``User-Agent`` (:func:`sanitized`) and Lambda's trace header (:func:`trace_header`).
+the ``User-Agent`` (:func:`sanitized`), Lambda's trace header (:func:`trace_header`) and
+the vector-search endpoint ``SearchVectors`` goes to (:func:`search_endpoint`).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
+import re
 import ssl
 import sys
 from collections.abc import Mapping
@@ -20,7 +22,7 @@ from dynaorm.private_apis import botocore_verify
 from dynaorm.wire.http import tls_context
 
 __all__ = ["Endpoint", "client_endpoint", "endpoint_of", "proxy_tls_context", "sanitized",
-           "tls_verify", "trace_header"]
+           "search_endpoint", "tls_verify", "trace_header"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,34 @@ class Endpoint:
     """Headers for the proxy (``Proxy-Authorization`` from its URL)."""
     proxies_config: Mapping[str, Any] = field(default_factory=dict)
     """botocore's ``proxies_config`` (see :func:`proxy_tls_context`)."""
+    search_url: str | None = None
+    """Where ``SearchVectors`` goes when not to :attr:`url` (AWS's vector-search endpoint:
+    :func:`search_endpoint`)."""
+
+
+#: AWS's DynamoDB hosts: a region's (``dynamodb.REGION.``, ``dynamodb-fips.REGION.``) or an
+#: account's (``ACCOUNT.ddb.REGION.``), in every partition
+_AWS_HOST = re.compile(r"(?:(?P<regional>dynamodb(?:-fips)?)|(?P<account>\d+)\.ddb)\."
+                       r"(?P<region>[a-z0-9-]+)\.")
+
+
+def search_endpoint(url: str, region: str) -> str:
+    """The endpoint ``SearchVectors`` goes to from a client of ``url`` in ``region``, as
+    botocore's endpoint rules resolve it (``IsSearchOperation``): beside AWS's DynamoDB
+    endpoint of the region, its vector-search endpoint (``search-dynamodb.REGION...``,
+    ``search-dynamodb-fips...``, dual-stack alike; ``ACCOUNT.search-ddb.REGION...``); any
+    other endpoint (DynamoDB Local, dynoxide, a proxy of one's own) gets it as every
+    request. (botocore sends it to an endpoint given as ``endpoint_url`` even when that is
+    AWS's regional one, where a search is not answered: here it goes to the search
+    endpoint of that region.)"""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    found = _AWS_HOST.match(host)
+    if found is None or found["region"] != region or "@" in parts.netloc:
+        return url
+    prefix = (f"search-{found['regional']}." if found["regional"] else
+              f"{found['account']}.search-ddb.")
+    return parts._replace(netloc=prefix + parts.netloc[found.start("region"):]).geturl()
 
 
 def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, config: Any,
@@ -64,11 +94,13 @@ def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, con
     timeouts, the pool, the client certificate, proxies and the ``User-Agent``
     (``user_agent``: botocore's, when the config does not hold it)."""
     proxy, headers = _proxy_for(url, config)
+    search = search_endpoint(url, region)
     return Endpoint(url, region, credentials, verify, _user_agent(config, user_agent),
                     config.connect_timeout, config.read_timeout,
                     int(getattr(config, "max_pool_connections", 10) or 10),
                     getattr(config, "client_cert", None), proxy, headers,
-                    dict(getattr(config, "proxies_config", None) or {}))
+                    dict(getattr(config, "proxies_config", None) or {}),
+                    None if search == url else search)
 
 
 def client_endpoint(client: Any, credentials: Any) -> Endpoint:
