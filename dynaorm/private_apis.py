@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["botocore_verify", "checked_aiohttp_session", "config_options", "moto_active",
-           "moto_dynamodb_route", "moto_nested"]
+__all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
+           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -34,6 +34,19 @@ def botocore_verify(client: Any) -> Any:
     only into its HTTP session; reading it there keeps dynaorm's wire on the same decision."""
     endpoint = getattr(client, "_endpoint", None)
     return getattr(getattr(endpoint, "http_session", None), "_verify", True)
+
+
+def botocore_operation_url(client: Any, operation: str) -> str:
+    """The URL a botocore client sends ``operation`` to (no parameter naming a resource).
+
+    botocore: ``client._ruleset_resolver.construct_endpoint``, the client's endpoint rules
+    asked for one operation, as each request asks them. Its ``meta.endpoint_url`` is
+    resolved for no operation in particular, by the older resolver (in some partitions
+    another host than a request's), and ``SearchVectors`` goes to another endpoint than
+    every other operation; botocore has no public way to ask where a request will go."""
+    model = client.meta.service_model.operation_model(operation)
+    return str(client._ruleset_resolver.construct_endpoint(
+        operation_model=model, call_args={}, request_context={}).url)
 
 
 def moto_active() -> bool:

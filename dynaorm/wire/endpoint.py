@@ -8,6 +8,7 @@ the vector-search endpoint ``SearchVectors`` goes to (:func:`search_endpoint`).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
 import re
@@ -18,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from dynaorm.private_apis import botocore_verify
+from dynaorm.private_apis import botocore_operation_url, botocore_verify
 from dynaorm.wire.http import tls_context
 
 __all__ = ["Endpoint", "client_endpoint", "endpoint_of", "proxy_tls_context", "sanitized",
@@ -70,13 +71,14 @@ _AWS_HOST = re.compile(r"(?:(?P<regional>dynamodb(?:-fips)?)|(?P<account>\d+)\.d
 
 def search_endpoint(url: str, region: str) -> str:
     """The endpoint ``SearchVectors`` goes to from a client of ``url`` in ``region``, as
-    botocore's endpoint rules resolve it (``IsSearchOperation``): beside AWS's DynamoDB
-    endpoint of the region, its vector-search endpoint (``search-dynamodb.REGION...``,
-    ``search-dynamodb-fips...``, dual-stack alike; ``ACCOUNT.search-ddb.REGION...``); any
-    other endpoint (DynamoDB Local, dynoxide, a proxy of one's own) gets it as every
-    request. (botocore sends it to an endpoint given as ``endpoint_url`` even when that is
-    AWS's regional one, where a search is not answered: here it goes to the search
-    endpoint of that region.)"""
+    botocore's endpoint rules resolve it (``IsSearchOperation``) where the settings are
+    read without a botocore client (:mod:`dynaorm.client.plain`: the ``aws`` partition,
+    neither FIPS nor dual-stack; :func:`client_endpoint` asks the client's own rules):
+    beside AWS's DynamoDB endpoint of the region, its vector-search endpoint
+    (``search-dynamodb.REGION...``; ``ACCOUNT.search-ddb.REGION...``); any other endpoint
+    (DynamoDB Local, dynoxide, a proxy of one's own) gets it as every request. (botocore
+    sends it to an endpoint given as ``endpoint_url`` even when that is AWS's regional
+    one, where a search is not answered: here it goes to the search endpoint.)"""
     parts = urlsplit(url)
     host = parts.hostname or ""
     found = _AWS_HOST.match(host)
@@ -104,11 +106,19 @@ def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, con
 
 
 def client_endpoint(client: Any, credentials: Any) -> Endpoint:
-    """The :class:`Endpoint` of a botocore (or aiobotocore) client: its resolved endpoint,
-    region, ``Config`` and TLS verification, signing with ``credentials``."""
+    """The :class:`Endpoint` of a botocore client: its resolved endpoint, region,
+    ``Config`` and TLS verification, signing with ``credentials``; ``SearchVectors`` where
+    the client's own endpoint rules send it (in every partition, FIPS and dual-stack)."""
+    from botocore.exceptions import BotoCoreError
+
     meta = client.meta
-    return endpoint_of(meta.endpoint_url, meta.region_name, credentials, tls_verify(client),
-                       meta.config)
+    endpoint = endpoint_of(meta.endpoint_url, meta.region_name, credentials,
+                           tls_verify(client), meta.config)
+    try:
+        search = botocore_operation_url(client, "SearchVectors")
+    except BotoCoreError:  # (no search endpoint resolves: as every request, then)
+        return endpoint
+    return dataclasses.replace(endpoint, search_url=None if search == endpoint.url else search)
 
 
 def tls_verify(client: Any) -> bool | str:
