@@ -33,7 +33,6 @@ from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
 from tests.support.vector_models import (
-    DIMS,
     Account,
     Doc,
     Note,
@@ -222,9 +221,9 @@ def test_a_vector_changed_in_place_to_another_length_is_refused_before_sending(
     assert loaded is not None
     loaded.embedding.append(1.0)
     requests = Requests(vdb.table)
-    with pytest.raises(InvalidValueError, match=r"embedding.*a vector of 4 numbers, not 5"):
-        with vdb.session() as again:
-            again.save(loaded)
+    with pytest.raises(InvalidValueError, match=r"embedding.*a vector of 4 numbers, not 5"), \
+            vdb.session() as again:
+        again.save(loaded)
     assert requests.calls == []
     assert s.get(Doc, doc_id="d1") == doc(1, [1, 0, 0, 0])
 

@@ -111,8 +111,9 @@ REQUESTS: dict[str, list[dict[str, Any]]] = {
             "IndexName": "by_meaning", "VectorAttribute": {"AttributeName": "emb"},
             "Dimensions": 768, "DistanceFunction": "COSINE",
             "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["_type"]},
-            "SearchSchema": [{"AttributeName": "n", "SearchSchemaElementType": "HASH"},
-                             {"AttributeName": "c", "SearchSchemaElementType": "INLINE_FILTER"}]}]}],
+            "SearchSchema": [
+                {"AttributeName": "n", "SearchSchemaElementType": "HASH"},
+                {"AttributeName": "c", "SearchSchemaElementType": "INLINE_FILTER"}]}]}],
     "UpdateTable": [{"TableName": "app",
                      "AttributeDefinitions": [{"AttributeName": "x", "AttributeType": "S"}],
                      "GlobalSecondaryIndexUpdates": [{"Create": {
