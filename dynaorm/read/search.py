@@ -11,18 +11,21 @@ attribute of the index once).
 
 Hits are read as a query reads its items: only the requested entity's rows are hits (its
 latest copies, not expired); an item of another type in the index is skipped and counted
-(:attr:`Hits.skipped`). On an index projecting ``ALL`` the request names every attribute
-the entity reads (its vector included: a search leaves the vector out unless asked); on
-any other projection each hit is read by key (``BatchGetItem``), as for a projected GSI.
-An answer that is not DynamoDB's (more hits than asked, scores out of the index's order,
-a hit without its key) is :class:`~dynaorm.BadAnswerError`.
+(:attr:`Hits.skipped`). A search leaves the vector out of what it returns (and an index
+copy of it holds 32-bit floats, not the stored numbers): every hit is read by key
+(``BatchGetItem``), as a projected GSI's items are, so that an object found by a search
+is the stored item exactly (what a later write of it is conditioned on); where the index
+carries the type attribute (``ALL``, ``INCLUDE``), items of other types and expired ones
+are left out before that read. An answer that is not DynamoDB's (more hits than asked,
+scores out of the index's order, a hit without its key) is
+:class:`~dynaorm.BadAnswerError`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
@@ -69,15 +72,6 @@ class Hits(list[Hit[T]]):
     """Items the search returned that are not hits: of another entity type (or of none),
     or not the entity's latest copy. Expired items (past their TTL) are left out
     uncounted, as a query leaves them."""
-
-
-def _attributes(spec: EntitySpec) -> tuple[str, ...]:
-    """Every attribute an object of ``spec`` is read from (its keys, type, fields, index
-    keys, TTL and rules' attributes): what a search of an ``ALL`` index asks for."""
-    table = spec.table
-    found = [*spec.table_key_attrs, table.type_attribute, *spec.stored_fields,
-             *spec.index_attributes, table.ttl, *sorted(spec.rules.attributes)]
-    return tuple(dict.fromkeys(a for a in found if a))
 
 
 def _field_of(spec: EntitySpec, attr: str, index: VectorIndex) -> str:
@@ -171,12 +165,6 @@ class SearchSpec(Generic[T]):
         return dataclasses.replace(self, _scope=tuple(scope))
 
     # -- the request ---------------------------------------------------------------------
-    @property
-    def _fetch(self) -> bool:
-        """Whether hits are read by key (the index does not project every attribute)."""
-        projection = self._index.projection
-        return not (isinstance(projection, str) and projection.upper() == "ALL")
-
     def _request(self) -> dict[str, Any]:
         """The ``SearchVectors`` request."""
         spec, index, ph = spec_of(self._entities[0]), self._index, Placeholders()
@@ -186,8 +174,6 @@ class SearchSpec(Generic[T]):
         if self._scope:
             request["SearchConditionExpression"] = " AND ".join(
                 f"{ph.name(a)} = {ph.value_av(av)}" for a, av in self._scope)
-        if not self._fetch:
-            request["ProjectionExpression"] = ", ".join(map(ph.name, _attributes(spec)))
         return ph.apply(request)
 
     def _selection(self) -> Selection[T]:
@@ -201,22 +187,27 @@ class SearchSpec(Generic[T]):
     # -- the protocol --------------------------------------------------------------------
     def _search_p(self) -> Proto[Hits[T]]:
         out = yield from call(OPERATION, self._request(), self._entities)
-        found = self._checked(out.get("SearchResults") or [])
+        sel, hits = self._selection(), Hits[T]()
         keys = spec_of(self._entities[0]).table_key_attrs
-        items: Sequence[Item | None] = [item for item, _ in found]
-        if self._fetch and found:
-            stored = yield from batch_get_p(spec_of(self._entities[0]).table.name,
-                                            [{a: i[a] for a in keys} for i, _ in found])
-            items = [stored.get(key_id({a: i[a] for a in keys})) for i, _ in found]
-        sel = self._selection()
-        hits: Hits[T] = Hits()
-        for item, (_, score) in zip(items, found, strict=True):
-            if item is None or expired(item, sel.ttl_attr):
-                continue  # (gone since the index answered; past its TTL)
-            if sel.keep(item):
-                hits.append(Hit(sel.decode(item), score))
-            else:
+        wanted: list[tuple[Item, float]] = []
+        for item, score in self._checked(out.get("SearchResults") or []):
+            if sel.type_attr not in item or sel.keep(item):  # (KEYS_ONLY: told after)
+                wanted.append(({a: item[a] for a in keys}, score))
+            elif not expired(item, sel.ttl_attr):
                 sel.foreign(item)  # (a type name no class claims is noted, once)
+                hits.skipped += 1
+        if not wanted:
+            return hits
+        stored = yield from batch_get_p(spec_of(self._entities[0]).table.name,
+                                        [key for key, _ in wanted])
+        for key, score in wanted:
+            row = stored.get(key_id(key))
+            if row is None or expired(row, sel.ttl_attr):
+                continue  # (gone since the index answered; past its TTL)
+            if sel.owns(row):
+                hits.append(Hit(sel.decode(row), score))
+            else:
+                sel.foreign(row)
                 hits.skipped += 1
         return hits
 

@@ -150,18 +150,31 @@ def test_each_index_orders_by_its_distance(vdb: TestBackend, index: str, distanc
     assert [h.item for h in hits] == [s.get(Doc, doc_id=h.item.doc_id) for h in hits]
 
 
-def test_an_index_projecting_all_is_read_in_one_request(vdb: TestBackend) -> None:
-    saved(vdb, *corpus())
+def test_hits_are_read_by_key_other_types_left_out_first_where_the_index_tells(
+        vdb: TestBackend) -> None:
+    """A search leaves the vector out (and an index holds it as 32-bit floats): hits are
+    read by key, so a loaded hit is the stored item exactly. An index carrying the type
+    attribute (``ALL``) tells the notes apart before that read; a ``KEYS_ONLY`` one after."""
+    notes = [Note(note_id=f"n{i}", tenant_id="t1", embedding=[1, 0, 0, 0.5]) for i in range(2)]
+    saved(vdb, *corpus(), *notes)
     requests = Requests(vdb.table)
-    vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0], top=3).all()
-    assert [op for op, _ in requests.calls] == ["SearchVectors"]
-    projected = requests.calls[0][1]
-    named = set(projected["ExpressionAttributeNames"].values())
-    assert {"embedding", "pk", "sk", "_type", "secret", "expires"} <= named
-    requests.calls.clear()
-    vdb.session().search(Doc, "by_dot", vector=[1, 0, 0, 0], top=3).all()
+
+    def read_by_key() -> int:
+        (found,) = [r for op, r in requests.calls if op == "BatchGetItem"]
+        return len(next(iter(found["RequestItems"].values()))["Keys"])
+
+    hits = vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0.5], top=5).all()
     assert [op for op, _ in requests.calls] == ["SearchVectors", "BatchGetItem"]
     assert "ProjectionExpression" not in requests.calls[0][1]
+    assert read_by_key() == len(hits) == 3 and hits.skipped == 2
+    requests.calls.clear()
+    hits = vdb.session().search(Doc, "by_dot", vector=[1, 0, 0, 0.5], top=5).all()
+    assert read_by_key() == 5 and hits.skipped == 5 - len(hits)
+    loaded = hits[0].item
+    loaded.title = "changed"  # (a write of a hit is conditioned on the item as stored)
+    with vdb.session() as s:
+        s.save(loaded)
+    assert vdb.session().get(Doc, doc_id=loaded.doc_id) == loaded
 
 
 def test_other_types_in_an_index_are_skipped_and_counted(vdb: TestBackend) -> None:

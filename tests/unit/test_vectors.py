@@ -7,7 +7,7 @@ answering ``SearchVectors`` on both wires, sync and async. The engines' side is
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Annotated, Any
 
@@ -234,24 +234,19 @@ def test_where_takes_each_filter_once_with_a_value_of_its_type() -> None:
         _search().where("category = 'a'")
 
 
-def test_the_request_names_what_an_all_index_must_return() -> None:
+def test_the_request_of_a_search() -> None:
     search = _search(vector=[0.1, 0, 1, -2], top=7).where(
         (F("category") == "news") & (F("year") == 2026))
-    request = search._request()
-    names = request.pop("ExpressionAttributeNames")
-    assert sorted(request.pop("ProjectionExpression").split(", ")) == sorted(names)
-    assert request == {
+    assert search._request() == {
         "TableName": docs.name, "IndexName": "by_meaning", "TopK": 7,
         "SearchVector": [{"N": "0.100000001"}, {"N": "0"}, {"N": "1"}, {"N": "-2"}],
         "SearchConditionExpression": "#n0 = :v0 AND #n1 = :v1 AND #n2 = :v2",
+        "ExpressionAttributeNames": {"#n0": "tenant_id", "#n1": "category", "#n2": "year"},
         "ExpressionAttributeValues": {":v0": {"S": "t1"}, ":v1": {"S": "news"},
                                       ":v2": {"N": "2026"}}}
-    assert [names[f"#n{i}"] for i in range(3)] == ["tenant_id", "category", "year"]
-    assert {"pk", "sk", "_type", "_rev", "doc_id", "title", "secret", "expires",
-            "embedding"} <= set(names.values())
-    keys_only = Session(docs).search(Doc, "by_dot", vector=[1, 0, 0, 0])._request()
-    assert "ProjectionExpression" not in keys_only and "SearchConditionExpression" not in (
-        keys_only)
+    assert Session(docs).search(Doc, "by_dot", vector=[1, 0, 0, 0])._request() == {
+        "TableName": docs.name, "IndexName": "by_dot", "TopK": 10,
+        "SearchVector": [{"N": "1"}, {"N": "0"}, {"N": "0"}, {"N": "0"}]}
 
 
 # -- where a search goes ------------------------------------------------------------------
@@ -289,10 +284,20 @@ def _hit(n: int, score: Any, **item: Any) -> dict[str, Any]:
 
 
 @contextmanager
-def hostile(body: bytes | Reply, wire: str) -> Iterator[None]:
-    """``docs`` pointed at a server answering every request with ``body``."""
+def hostile(body: bytes | Reply, wire: str, rows: Sequence[dict[str, Any]] = ()
+            ) -> Iterator[None]:
+    """``docs`` pointed at a server answering every search with ``body``, and every read
+    by key with the items of ``rows`` it asks for."""
     reply = body if isinstance(body, Reply) else Reply(answer(body))
-    with serving(lambda n, _: reply) as server:
+
+    def script(n: int, request: bytes) -> Reply:
+        if b"RequestItems" not in request:
+            return reply
+        asked = json.loads(request)["RequestItems"][docs.name]["Keys"]
+        found = [r for r in rows if {"pk": r["pk"], "sk": r["sk"]} in asked]
+        return Reply(answer(json_body({"Responses": {docs.name: found}})))
+
+    with serving(script) as server:
         bound = docs._binding()
         try:
             docs.connect(server.url)
@@ -353,10 +358,10 @@ def test_hits_of_other_entities_are_skipped_and_counted(
         wire: str, kind: str, caplog: pytest.LogCaptureFixture) -> None:
     """A hit of another type, or of a type name no class claims (warned about), is no hit."""
     stranger = f"Stranger{wire}{kind}"
-    body = json_body({"SearchResults": [
-        _hit(1, 0.1), _hit(9, 0.2, _type={"S": stranger}), _hit(2, 0.3),
-        _hit(3, 0.3, _type={"S": "Note"})]})
-    with hostile(body, wire):
+    results = [_hit(1, 0.1), _hit(9, 0.2, _type={"S": stranger}), _hit(2, 0.3),
+               _hit(3, 0.3, _type={"S": "Note"})]
+    with hostile(json_body({"SearchResults": results}), wire,
+                 [r["Item"] for r in results]):
         hits = searched(kind, top=4)
     assert [(h.item.doc_id, h.score) for h in hits] == [("d1", 0.1), ("d2", 0.3)]
     assert hits.skipped == 2
@@ -365,6 +370,15 @@ def test_hits_of_other_entities_are_skipped_and_counted(
 
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
 def test_a_hit_that_does_not_fit_its_entity_is_an_item_decode_error(wire: str) -> None:
-    body = json_body({"SearchResults": [_hit(1, 0.1, embedding={"L": [{"N": "1"}]})]})
-    with hostile(body, wire), pytest.raises(ItemDecodeError, match="a vector of 4 numbers"):
+    bad = _hit(1, 0.1, embedding={"L": [{"N": "1"}]})
+    with hostile(json_body({"SearchResults": [bad]}), wire, [bad["Item"]]), pytest.raises(
+            ItemDecodeError, match="a vector of 4 numbers"):
         searched("sync")
+
+
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_a_hit_gone_before_its_read_by_key_is_left_out(wire: str) -> None:
+    results = [_hit(1, 0.1), _hit(2, 0.2)]
+    with hostile(json_body({"SearchResults": results}), wire, [results[1]["Item"]]):
+        hits = searched("sync")
+    assert [h.item.doc_id for h in hits] == ["d2"] and hits.skipped == 0
