@@ -36,8 +36,9 @@ def botocore_verify(client: Any) -> Any:
     return getattr(getattr(endpoint, "http_session", None), "_verify", True)
 
 
-def botocore_operation_url(client: Any, operation: str) -> str:
-    """The URL a botocore client sends ``operation`` to (no parameter naming a resource).
+def botocore_operation_url(client: Any, operation: str) -> str | None:
+    """The URL a botocore client sends ``operation`` to (no parameter naming a resource);
+    ``None`` for an aiobotocore client (whose rules are asked in a coroutine).
 
     botocore: ``client._ruleset_resolver.construct_endpoint``, the client's endpoint rules
     asked for one operation, as each request asks them. Its ``meta.endpoint_url`` is
@@ -45,8 +46,12 @@ def botocore_operation_url(client: Any, operation: str) -> str:
     another host than a request's), and ``SearchVectors`` goes to another endpoint than
     every other operation; botocore has no public way to ask where a request will go."""
     model = client.meta.service_model.operation_model(operation)
-    return str(client._ruleset_resolver.construct_endpoint(
-        operation_model=model, call_args={}, request_context={}).url)
+    found = client._ruleset_resolver.construct_endpoint(
+        operation_model=model, call_args={}, request_context={})
+    if hasattr(found, "close") and not hasattr(found, "url"):  # (a coroutine: not run)
+        found.close()
+        return None
+    return str(found.url)
 
 
 def moto_active() -> bool:

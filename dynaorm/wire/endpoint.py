@@ -106,9 +106,10 @@ def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, con
 
 
 def client_endpoint(client: Any, credentials: Any) -> Endpoint:
-    """The :class:`Endpoint` of a botocore client: its resolved endpoint, region,
-    ``Config`` and TLS verification, signing with ``credentials``; ``SearchVectors`` where
-    the client's own endpoint rules send it (in every partition, FIPS and dual-stack)."""
+    """The :class:`Endpoint` of a botocore (or aiobotocore) client: its resolved endpoint,
+    region, ``Config`` and TLS verification, signing with ``credentials``; ``SearchVectors``
+    where a botocore client's own endpoint rules send it (in every partition, FIPS and
+    dual-stack)."""
     from botocore.exceptions import BotoCoreError
 
     meta = client.meta
@@ -117,6 +118,8 @@ def client_endpoint(client: Any, credentials: Any) -> Endpoint:
     try:
         search = botocore_operation_url(client, "SearchVectors")
     except BotoCoreError:  # (no search endpoint resolves: as every request, then)
+        search = endpoint.url
+    if search is None:  # (an aiobotocore client: as resolved without a client)
         return endpoint
     return dataclasses.replace(endpoint, search_url=None if search == endpoint.url else search)
 
