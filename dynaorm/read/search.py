@@ -11,13 +11,14 @@ attribute of the index once).
 
 Hits are read as a query reads its items: only the requested entity's rows are hits (its
 latest copies, not expired); an item of another type in the index is skipped and counted
-(:attr:`Hits.skipped`). A search leaves the vector out of what it returns (and an index
-copy of it holds 32-bit floats, not the stored numbers): every hit is read by key
-(``BatchGetItem``), as a projected GSI's items are, so that an object found by a search
-is the stored item exactly (what a later write of it is conditioned on); where the index
-carries the type attribute (``ALL``, ``INCLUDE``), items of other types and expired ones
-are left out before that read. An answer that is not DynamoDB's (more hits than asked,
-scores out of the index's order, a hit without its key) is
+(:attr:`Hits.skipped`); an item still in the entity's previous layout (``Meta.previous``)
+is a hit, read as current (a write of it moves it). A search leaves the vector out of what
+it returns (and an index's copy of it holds 32-bit floats, not the stored numbers): every
+hit is read by key (``BatchGetItem``), as a projected GSI's items are, so that an object
+found by a search is the stored item exactly (what a later write of it is conditioned
+on); where the index carries the type attribute (``ALL``, ``INCLUDE``), items of other
+types and expired ones are left out before that read. An answer that is not DynamoDB's
+(more hits than asked, scores out of the index's order, a hit without its key) is
 :class:`~dynaorm.BadAnswerError`.
 """
 
@@ -34,6 +35,7 @@ from dynaorm.errors import BadAnswerError, DynaormError, InvalidValueError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
+from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.stamps import expired
@@ -187,25 +189,28 @@ class SearchSpec(Generic[T]):
     # -- the protocol --------------------------------------------------------------------
     def _search_p(self) -> Proto[Hits[T]]:
         out = yield from call(OPERATION, self._request(), self._entities)
-        sel, hits = self._selection(), Hits[T]()
-        keys = spec_of(self._entities[0]).table_key_attrs
+        sel, hits, spec = self._selection(), Hits[T](), spec_of(self._entities[0])
+        old = spec.previous
         wanted: list[tuple[Item, float]] = []
         for item, score in self._checked(out.get("SearchResults") or []):
-            if sel.type_attr not in item or sel.keep(item):  # (KEYS_ONLY: told after)
-                wanted.append(({a: item[a] for a in keys}, score))
+            if sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
+                    old is not None and old.owns(item)):
+                wanted.append(({a: item[a] for a in spec.table_key_attrs}, score))
             elif not expired(item, sel.ttl_attr):
                 sel.foreign(item)  # (a type name no class claims is noted, once)
                 hits.skipped += 1
         if not wanted:
             return hits
-        stored = yield from batch_get_p(spec_of(self._entities[0]).table.name,
-                                        [key for key, _ in wanted])
+        stored = yield from batch_get_p(spec.table.name, [key for key, _ in wanted])
         for key, score in wanted:
             row = stored.get(key_id(key))
             if row is None or expired(row, sel.ttl_attr):
                 continue  # (gone since the index answered; past its TTL)
             if sel.owns(row):
                 hits.append(Hit(sel.decode(row), score))
+            elif old is not None and old.owns(row):  # (read as current, as a scan reads it)
+                history = yield from old_history_p(spec.table.name, spec, row)
+                hits.append(Hit(from_previous(spec, row, history), score))
             else:
                 sel.foreign(row)
                 hits.skipped += 1

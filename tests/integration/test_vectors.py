@@ -35,6 +35,7 @@ from tests.support.recording import Requests
 from tests.support.vector_models import (
     Account,
     Doc,
+    Memo,
     Note,
     Page,
     Point,
@@ -209,6 +210,24 @@ def test_version_rows_are_never_hits(vdb: TestBackend) -> None:
     assert len(history) == 3 and all("embedding" not in r for r in history)
     assert [p.embedding for p in s.history(Page, page_id="p1")] == [
         [1, 0, 0, 0], [1, 0, 0, 2], [1, 0, 0, 3]]
+
+
+def test_an_item_in_the_previous_layout_is_a_hit_read_as_current(vdb: TestBackend) -> None:
+    table = vdb.table
+    table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": {
+        "pk": {"S": "OLDMEMO#m1"}, "sk": {"S": "MEMO"}, "_type": {"S": "oldmemo"},
+        "memo_id": {"S": "m1"}, "text": {"S": "old"},
+        "embedding": {"L": [{"N": "0"}, {"N": "0"}, {"N": "0"}, {"N": "1"}]}}}))
+    saved(vdb, Memo(memo_id="m2", text="new", embedding=[0, 0, 0.5, 1]))
+    hits = vdb.session().search(Memo, "by_distance", vector=[0, 0, 0, 1]).all()
+    assert [(h.item.memo_id, h.item.text) for h in hits] == [("m1", "old"), ("m2", "new")]
+    assert hits.skipped == 0
+    moved = hits[0].item
+    moved.text = "moved"
+    saved(vdb, moved)  # (a write of an old-layout object moves it)
+    keys = [i["pk"]["S"] for i in vdb.scan_raw()]
+    assert "MEMO#m1" in keys and "OLDMEMO#m1" not in keys
+    assert vdb.session().get(Memo, memo_id="m1") == moved
 
 
 def test_guard_items_are_never_hits(vdb: TestBackend) -> None:

@@ -13,9 +13,20 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Annotated
 
-from dynaorm import Encrypted, Entity, StaticKeyring, Table, Unique, Vector, VectorIndex, Versioned
+from dynaorm import (
+    Encrypted,
+    Entity,
+    Previous,
+    StaticKeyring,
+    Table,
+    Unique,
+    Vector,
+    VectorIndex,
+    Versioned,
+)
 
-__all__ = ["Account", "Doc", "Note", "Page", "Point", "docs", "f32", "model_score", "space"]
+__all__ = ["Account", "Doc", "Memo", "Note", "Page", "Point", "docs", "f32", "model_score",
+           "space"]
 
 DIMS = 4
 
@@ -85,6 +96,21 @@ class Account(Entity):
 
     account_id: str
     email: str
+    embedding: Annotated[list[float], Vector(DIMS)]
+
+
+class Memo(Entity):
+    """Moved from ``OLDMEMO#{memo_id}`` (type ``oldmemo``): items still in that layout are
+    hits too, read as current."""
+
+    class Meta:
+        table = docs
+        pk = "MEMO#{memo_id}"
+        sk = "MEMO"
+        previous = Previous(pk="OLDMEMO#{memo_id}", type_name="oldmemo")
+
+    memo_id: str
+    text: str
     embedding: Annotated[list[float], Vector(DIMS)]
 
 

@@ -310,7 +310,8 @@ class PreviousLayout(Rule):
         "backfill": "fn sees the current layout; the change moves the item",
         "check": "an item in both layouts is a problem",
         "export": "old-layout items are exported in the current layout",
-        "search": "as scan",
+        "search": "an old-layout item in the index is a hit, read as current (as a scan "
+                  "reads it); a write of it moves it",
         "messages": "names the old key where it is read from",
         "logs": "as messages",
         "spans": "as messages",
