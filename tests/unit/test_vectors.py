@@ -382,3 +382,23 @@ def test_a_hit_gone_before_its_read_by_key_is_left_out(wire: str) -> None:
     with hostile(json_body({"SearchResults": results}), wire, [results[1]["Item"]]):
         hits = searched("sync")
     assert [h.item.doc_id for h in hits] == ["d2"] and hits.skipped == 0
+
+
+def test_a_loaded_vector_renders_back_exactly_as_stored_and_pickles() -> None:
+    """The loaded state keeps a vector's numbers as their texts: the stored item renders
+    back exactly (a write of the object is conditioned on it), through a pickle too."""
+    import pickle
+
+    from dynaorm import inspect
+
+    texts = ["1E+2", "0.10", "-0", "3.40282347e+38"]
+    item = {"pk": {"S": "DOC#d1"}, "sk": {"S": "DOC"}, "_type": {"S": "Doc"},
+            "doc_id": {"S": "d1"}, "tenant_id": {"S": "t"}, "category": {"S": "c"},
+            "year": {"N": "2026"}, "embedding": {"L": [{"N": t} for t in texts]}}
+    loaded = Doc._from_item(item)
+    assert loaded.embedding == [100.0, 0.10000000149011612, -0.0, 3.4028234663852886e38]
+    again = pickle.loads(pickle.dumps(loaded))
+    for obj in (loaded, again):
+        assert inspect(obj).status == "persisted"
+        assert obj._dynaorm_state is not None and obj._dynaorm_state.item == item
+    assert again == loaded
