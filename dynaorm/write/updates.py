@@ -219,6 +219,10 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if name in spec.unstored or spec.attr(name) in spec.encrypted:
             raise self._where_err(name, "it is never stored (Field(exclude=True)) or "
                                   "Encrypted: an update cannot write it (save the object)")
+        try:  # (a rule may keep a field out of an action: a vector's append)
+            spec.rules.refuse(method, name)
+        except DynaormError as exc:
+            raise self._where_err(name, str(exc)) from None
         if spec.versioned and name == "version":
             raise self._where_err(name, "the version of a versioned entity is dynaorm's")
         annotation = path_type(self.entity, path)[2]

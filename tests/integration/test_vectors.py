@@ -351,3 +351,21 @@ def test_searches_agree_with_a_brute_force_model(vdb: TestBackend, points: list[
         assert math.isclose(hit.score, model[hit.item.n], rel_tol=1e-9, abs_tol=tolerance)
         assert math.isclose(hit.score, score, rel_tol=1e-9, abs_tol=tolerance)
         assert hit.item == objs[hit.item.n]
+
+
+def test_an_update_sets_a_vector_whole(vdb: TestBackend) -> None:
+    """``set()`` validates and rounds the whole vector; ``append`` or ``prepend`` would
+    change its length: refused before sending."""
+    saved(vdb, doc(1, [1, 0, 0, 0]))
+    with vdb.session() as s:
+        s.update(Doc, doc_id="d1").set(embedding=[0.1, 0.2, 0.3, 0.4])
+    assert vdb.session().get(Doc, doc_id="d1") == doc(1, [0.1, 0.2, 0.3, 0.4])
+    hits = vdb.session().search(Doc, "by_distance", vector=[0.1, 0.2, 0.3, 0.4]).all()
+    assert [(h.item.doc_id, h.score) for h in hits] == [("d1", 0.0)]
+    s = vdb.session()
+    for action in ("append", "prepend"):
+        with pytest.raises(InvalidValueError, match=rf"is a vector: {action}\(\) would change"):
+            getattr(s.update(Doc, doc_id="d1"), action)(embedding=[1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="a vector of 4 numbers, not 3"):  # (validation's)
+        s.update(Doc, doc_id="d1").set(embedding=[1.0, 2.0, 3.0])
+    s.rollback()

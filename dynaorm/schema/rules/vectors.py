@@ -138,8 +138,9 @@ class Vectors(Rule):
         "history": "version rows keep the vector aside: history never lands in an index",
         "migrate": "a moved row carries its vector (it is indexed anew)",
         "backfill": "fn may set a vector; it is validated and rounded like any write",
-        "check": "a vector of another length than its field's is an item that does not fit",
-        "export": "written as a list of floats",
+        "check": "nothing of its own: a stored vector of another length than its field's "
+                 "does not load (ItemDecodeError names the item)",
+        "export": "a field like any: its numbers as a list of floats",
         "search": "search(Entity, index, vector=...) reads hits as typed entities, vector "
                   "included, equal to what get() reads",
         "messages": "a vector error names the entity, the field and the element",
