@@ -6,7 +6,10 @@ parse, build objects) while the server's work is in another process.
 
 Answers, by ``X-Amz-Target``: ``GetItem`` a user item; ``PutItem`` and
 ``TransactWriteItems`` ``{}``; ``Query`` a page of 25 or 1,000 message items (room ``r25`` /
-``r1000`` in the request's ``:pk``). Anything else: a 400 ``ValidationException``.
+``r1000`` in the request's ``:pk``); ``SearchVectors`` the ``TopK`` (10 or 100) nearest
+documents of 768 dimensions, their vectors included only when a ``ProjectionExpression``
+asks (as DynamoDB answers); ``BatchGetItem`` as many of those documents as it asks for
+(10 or 100). Anything else: a 400 ``ValidationException``.
 
 Usage from a benchmark::
 
@@ -22,6 +25,7 @@ import argparse
 import http.server
 import itertools
 import json
+import re
 import subprocess
 import sys
 import zlib
@@ -31,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ITERATIONS", "JSON_TARGET", "OPS", "REGION", "TABLE", "TARGETS", "RawMessage",
-           "RawUser", "arguments", "canned_endpoint", "check_answer", "dynaorm_models",
-           "floor_ops", "ids", "json_ops", "message_item", "messages_of", "pydynox_models",
-           "raw_requests", "serve", "user_item", "user_of"]
+__all__ = ["DIMENSIONS", "ITERATIONS", "JSON_TARGET", "OPS", "REGION", "TABLE", "TARGETS",
+           "RawMessage", "RawUser", "arguments", "canned_endpoint", "check_answer",
+           "dynaorm_models", "floor_ops", "ids", "json_ops", "message_item", "messages_of",
+           "pydynox_models", "raw_requests", "serve", "user_item", "user_of", "vector_item"]
 
 TABLE = "app"
 REGION = "us-east-1"
@@ -60,14 +64,54 @@ def message_item(room: str, n: int) -> dict[str, Any]:
             "body": _s(f"message number {n}: the quick brown fox jumps over the lazy dog")}
 
 
+#: the dimensions of the searched documents' vectors
+DIMENSIONS = 768
+
+
+def vector_item(n: int) -> dict[str, Any]:
+    """Document ``n`` of a vector search (its vector as dynaorm stores one: 32-bit floats
+    in 9 significant digits)."""
+    import struct
+
+    numbers = [struct.unpack("f", struct.pack("f", ((n * 7919 + i * 104729) % 2001 - 1000)
+                                              / 997.0))[0] for i in range(DIMENSIONS)]
+    return {"pk": _s(f"DOC#d{n:03d}"), "sk": _s("DOC"), "_type": _s("Doc"),
+            "doc_id": _s(f"d{n:03d}"), "tenant_id": _s("t1"), "category": _s("news"),
+            "title": _s(f"document number {n} of the corpus"),
+            "embedding": {"L": [{"N": f"{x:.9g}"} for x in numbers]}}
+
+
 def answers() -> dict[str, bytes]:
-    """The answer body per operation (a Query's per room: ``Query:r25`` / ``Query:r1000``)."""
+    """The answer body per operation (a Query's per room: ``Query:r25`` / ``Query:r1000``;
+    a search's per ``TopK``, ``:v`` when it asks for the vectors; a ``BatchGetItem``'s per
+    number of keys)."""
     out: dict[str, Any] = {"GetItem": {"Item": user_item()}, "PutItem": {},
                            "TransactWriteItems": {}}
     for size in (25, 1000):
         items = [message_item(f"r{size}", n) for n in range(size)]
         out[f"Query:r{size}"] = {"Items": items, "Count": size, "ScannedCount": size}
+    for top in (10, 100):
+        docs = [vector_item(n) for n in range(top)]
+        out[f"SearchVectors:k{top}:v"] = {"SearchResults": [
+            {"Item": d, "Score": 0.001 * n} for n, d in enumerate(docs)]}
+        out[f"SearchVectors:k{top}"] = {"SearchResults": [
+            {"Item": {k: v for k, v in d.items() if k != "embedding"}, "Score": 0.001 * n}
+            for n, d in enumerate(docs)]}
+        out[f"BatchGetItem:n{top}"] = {"Responses": {TABLE: docs}}
     return {k: json.dumps(v, separators=(",", ":")).encode() for k, v in out.items()}
+
+
+def _keyed(operation: str, request: bytes) -> str:
+    """The canned answer's name for ``request`` (see :func:`answers`)."""
+    if operation == "Query":
+        return operation + (":r1000" if b"ROOM#r1000" in request else ":r25")
+    if operation == "SearchVectors":
+        top = re.search(rb'"TopK":\s*(\d+)', request)
+        return f"{operation}:k{top[1].decode() if top else 0}" + (
+            ":v" if b"ProjectionExpression" in request else "")
+    if operation == "BatchGetItem":
+        return f"{operation}:n{request.count(b'DOC#')}"
+    return operation
 
 
 class Canned(http.server.BaseHTTPRequestHandler):
@@ -79,9 +123,7 @@ class Canned(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         request = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        operation = self.headers.get("X-Amz-Target", "").rpartition(".")[2]
-        if operation == "Query":
-            operation += ":r1000" if b"ROOM#r1000" in request else ":r25"
+        operation = _keyed(self.headers.get("X-Amz-Target", "").rpartition(".")[2], request)
         body = self.bodies.get(operation)
         status = 200
         if body is None:

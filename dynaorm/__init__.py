@@ -43,12 +43,14 @@ from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.read.grouped import Grouped
+from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
 from dynaorm.schema.entity import Entity, Versioned
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
-from dynaorm.schema.table import GSI, LSI
-from dynaorm.sync.reads import Query, Scan
+from dynaorm.schema.rules.vectors import Vector
+from dynaorm.schema.table import GSI, LSI, VectorIndex
+from dynaorm.sync.reads import Query, Scan, Search
 from dynaorm.sync.session import Session
 from dynaorm.values.expressions import Condition, F
 
@@ -82,6 +84,8 @@ __all__ = [
     "Entity",
     "F",
     "Grouped",
+    "Hit",
+    "Hits",
     "Hook",
     "Inspection",
     "InvalidCursorError",
@@ -105,6 +109,7 @@ __all__ = [
     "RequestEvent",
     "RequestNotSentError",
     "Scan",
+    "Search",
     "Session",
     "Shards",
     "StagedUpdate",
@@ -116,6 +121,8 @@ __all__ = [
     "TransactionTooLargeError",
     "Unique",
     "UniqueConstraintError",
+    "Vector",
+    "VectorIndex",
     "Versioned",
     "inspect",
     "ksuid",

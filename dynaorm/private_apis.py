@@ -10,8 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["botocore_verify", "checked_aiohttp_session", "config_options", "moto_active",
-           "moto_nested"]
+__all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
+           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -36,6 +36,24 @@ def botocore_verify(client: Any) -> Any:
     return getattr(getattr(endpoint, "http_session", None), "_verify", True)
 
 
+def botocore_operation_url(client: Any, operation: str) -> str | None:
+    """The URL a botocore client sends ``operation`` to (no parameter naming a resource);
+    ``None`` for an aiobotocore client (whose rules are asked in a coroutine).
+
+    botocore: ``client._ruleset_resolver.construct_endpoint``, the client's endpoint rules
+    asked for one operation, as each request asks them. Its ``meta.endpoint_url`` is
+    resolved for no operation in particular, by the older resolver (in some partitions
+    another host than a request's), and ``SearchVectors`` goes to another endpoint than
+    every other operation; botocore has no public way to ask where a request will go."""
+    model = client.meta.service_model.operation_model(operation)
+    found = client._ruleset_resolver.construct_endpoint(
+        operation_model=model, call_args={}, request_context={})
+    if hasattr(found, "close") and not hasattr(found, "url"):  # (a coroutine: not run)
+        found.close()
+        return None
+    return str(found.url)
+
+
 def moto_active() -> bool:
     """Whether moto's in-process mock (``mock_aws``) is on: it answers inside botocore's
     HTTP layer only, so requests must go through a botocore client then.
@@ -54,6 +72,27 @@ def moto_nested() -> bool:
     from moto.core.models import MockAWS
 
     return bool(getattr(MockAWS, "_nested_count", 0))
+
+
+def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
+    """Route every request moto answers as DynamoDB to ``dispatch`` (a handler class's
+    ``dispatch``), and the endpoints ``url_bases`` (regular expressions) to it too.
+
+    moto: ``moto.dynamodb.urls.url_bases`` and ``url_paths`` (which the backend's
+    ``urls`` and a moto server's app read when made) and
+    ``moto.backend_index.backend_url_patterns`` (the in-process mock's routing table);
+    moto has no public way to answer an operation it lacks (``SearchVectors``) or an
+    endpoint of a service it does not know (DynamoDB's vector-search endpoints)."""
+    import re
+
+    import moto.backend_index as index
+    import moto.dynamodb.urls as urls
+
+    for base in url_bases:
+        if base not in urls.url_bases:
+            urls.url_bases.append(base)
+            index.backend_url_patterns.append(("dynamodb", re.compile(base)))
+    urls.url_paths["{0}/"] = dispatch
 
 
 def checked_aiohttp_session() -> type[Any]:

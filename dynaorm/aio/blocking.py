@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from dynaorm.aio.reads import AsyncTerminals
+from dynaorm.aio.reads import AsyncSearch, AsyncTerminals
 
 __all__ = ["BlockingAsyncSession", "BlockingRead", "close_loop", "loop"]
 
@@ -53,18 +53,19 @@ class _Blocking:
         attr = getattr(self._target, name)
         if inspect.iscoroutinefunction(attr):
             return lambda *a, **k: _run(attr(*a, **k))
-        if callable(attr) and (isinstance(self._target, AsyncTerminals)
-                               or name in ("query", "scan", "history")):
+        if callable(attr) and (isinstance(self._target, AsyncTerminals | AsyncSearch)
+                               or name in ("query", "scan", "history", "search")):
             return lambda *a, **k: _blocking(attr(*a, **k))
         return attr
 
 
 def _blocking(value: Any) -> Any:
-    return BlockingRead(value) if isinstance(value, AsyncTerminals) else value
+    return BlockingRead(value) if isinstance(value, AsyncTerminals | AsyncSearch) else value
 
 
 class BlockingRead(_Blocking):
-    """An async query or scan whose terminals block (builders return adapters too)."""
+    """An async query, scan or search whose terminals block (builders return adapters
+    too)."""
 
     def __iter__(self) -> Iterator[Any]:
         agen = self._target.__aiter__()

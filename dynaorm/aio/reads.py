@@ -1,7 +1,8 @@
-"""Queries and scans of an ``AsyncSession``: the same pure descriptions as the sync ones
-(:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.ScanSpec`: every builder
-is theirs), with terminals that drive the same protocols with asyncio (a cursor from either
-kind of session resumes in the other)."""
+"""Queries, scans and searches of an ``AsyncSession``: the same pure descriptions as the
+sync ones (:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.ScanSpec`,
+:class:`~dynaorm.read.search.SearchSpec`: every builder is theirs), with terminals that
+drive the same protocols with asyncio (a cursor from either kind of session resumes in the
+other)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from dynaorm.client.drivers import AsyncDriver
 from dynaorm.read.grouped import Grouped, group
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
+from dynaorm.read.search import Hits, SearchSpec
 from dynaorm.read.spec import Page, ReadSpec
 from dynaorm.schema.entity import Entity
 
-__all__ = ["AsyncQuery", "AsyncScan", "AsyncTerminals"]
+__all__ = ["AsyncQuery", "AsyncScan", "AsyncSearch", "AsyncTerminals"]
 
 T = TypeVar("T", bound=Entity)
 
@@ -76,3 +78,13 @@ class AsyncQuery(QuerySpec[T], AsyncTerminals[T]):
 class AsyncScan(ScanSpec[T], AsyncTerminals[T]):
     """A scan of an ``AsyncSession`` (see :class:`~dynaorm.Scan`); ``segments=N`` reads
     the segments concurrently with asyncio."""
+
+
+class AsyncSearch(SearchSpec[T]):
+    """A vector search of an ``AsyncSession`` (see :class:`~dynaorm.Search`)."""
+
+    _driver: AsyncDriver
+
+    async def all(self) -> Hits[T]:
+        """The hits, nearest first."""
+        return await self._driver.run(self._search_p(), self._operation_of())

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
-from dynaorm.aio.reads import AsyncQuery, AsyncScan
+from dynaorm.aio.reads import AsyncQuery, AsyncScan, AsyncSearch
 from dynaorm.client.client import Client, _aiobotocore, session_target
 from dynaorm.client.session import BaseSession
 from dynaorm.client.table import Table
@@ -165,6 +165,12 @@ class AsyncSession(BaseSession):
     def history(self, entity: type[T], **fields: Any) -> AsyncQuery[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
         return cast(AsyncQuery[T], self._history(AsyncQuery, entity, fields))
+
+    def search(self, entity: type[T], index: str, /, *, vector: Any, top: int = 10,
+               **fields: Any) -> AsyncSearch[T]:
+        """A vector search, as :meth:`dynaorm.Session.search` (``await s.search(...).all()``)."""
+        return cast(AsyncSearch[T], self._search(AsyncSearch, entity, index, vector, top,
+                                                 fields))
 
     # -- bulk ----------------------------------------------------------------------
     async def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4,

@@ -156,6 +156,13 @@ class BaseSession:
         return kind(entities, index, chosen, segments, _driver=self._driver,
                     _budget=budget_of(rate))
 
+    def _search(self, kind: type[Any], entity: type[Entity], index: str, vector: Any,
+                top: int, fields: Mapping[str, Any]) -> Any:
+        from dynaorm.read.search import search_spec
+
+        self._stage.spec(entity)  # (an entity of a table bound to this session's client)
+        return search_spec(kind, entity, index, vector, top, fields, self._driver)
+
     def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
                  ) -> Any:
         spec = self._stage.spec(entity)

@@ -23,7 +23,7 @@ from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
-from dynaorm.schema.table import GSI, LSI, TableSchema
+from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 
 if TYPE_CHECKING:
     from dynaorm.schema.streams import Change
@@ -67,7 +67,8 @@ class Table(TableSchema):
     every table that gives the same ones; none at all: the process's default client.
     ``client=`` and connection keywords exclude each other. ``keyring``: the keyring of its
     ``Encrypted`` fields (``None``: its client's); ``indexes`` may hold native
-    multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``).
+    multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``); ``vector_indexes``: its
+    :class:`~dynaorm.VectorIndex` es (searched with ``Session.search``).
     """
 
     endpoint_url = _Setting()
@@ -91,11 +92,12 @@ class Table(TableSchema):
                  client: Client | None = None, endpoint_url: str | None = None,
                  region: str | None = None, wire: str | None = None,
                  max_attempts: int | None = None, max_wait: float | None = None,
-                 return_consumed_capacity: str | None = None) -> None:
+                 return_consumed_capacity: str | None = None,
+                 vector_indexes: Sequence[VectorIndex] = ()) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
-                         revision_attribute=revision_attribute)
+                         revision_attribute=revision_attribute, vector_indexes=vector_indexes)
         given = {k: v for k, v in zip(CONNECTION_KEYWORDS, (
             endpoint_url, region, wire, max_attempts, max_wait, return_consumed_capacity),
             strict=True) if v is not None}
@@ -223,16 +225,20 @@ class Table(TableSchema):
 
     def create(self, wait: float = 300.0) -> None:
         """Create the table (on-demand billing) with every index; no error if it exists.
-        On an existing table it adds the declared global indexes the table lacks and waits
-        up to ``wait`` seconds for their backfill (:meth:`index_status` tells the rest).
+        On an existing table it adds the declared global and vector indexes the table
+        lacks (a vector index only on an on-demand table: a provisioned one is refused
+        before anything is sent) and waits up to ``wait`` seconds for their backfill
+        (:meth:`index_status` tells the rest).
         Safe to call from several processes at once: what another caller has done or is
         doing (an index, the stream, TTL) is waited for, not an error."""
         self.db.driver.run(create_p(self, wait), self._admin("create_table"))
 
     def index_status(self) -> dict[str, str]:
-        """Each index by name: ``"ACTIVE"``, ``"CREATING"``, ``"BACKFILLING"`` (queries on
-        it fail until it is ACTIVE), ``"UPDATING"``, ``"DELETING"``, or ``"MISSING"`` (a
-        declared index the table lacks: ``create()`` adds a global one)."""
+        """Each index (vector indexes too) by name: ``"ACTIVE"``, ``"CREATING"``,
+        ``"BACKFILLING"`` (queries or searches of it fail until it is ACTIVE),
+        ``"UPDATING"``, ``"DELETING"``, ``"MISMATCHED"`` (keyed otherwise than declared),
+        or ``"MISSING"`` (a declared index the table lacks: ``create()`` adds a global or
+        vector one)."""
         found: dict[str, str] = self.db.driver.run(index_status_p(self),
                                                    self._admin("describe_table"))
         return found

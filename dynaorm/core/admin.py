@@ -30,11 +30,11 @@ def status_p(table: TableSchema) -> Proto[str | None]:
 
 
 def create_p(table: TableSchema, wait: float) -> Proto[None]:
-    """CreateTable (on-demand billing) with every index; if it exists, the global indexes
-    it lacks are added (UpdateTable, one at a time, then their backfill waited for within
-    ``wait``). Then the declared stream and TTL, each enabled where it is not yet. Another
-    creator may run at once: what it has done or is doing is progress (see
-    :func:`_apply_p`)."""
+    """CreateTable (on-demand billing) with every index; if it exists, the global and
+    vector indexes it lacks are added (UpdateTable, one at a time, then their backfill
+    waited for within ``wait``; a vector index only on an on-demand table). Then the
+    declared stream and TTL, each enabled where it is not yet. Another creator may run at
+    once: what it has done or is doing is progress (see :func:`_apply_p`)."""
     created = True
     try:
         yield from call("CreateTable", table.definition())
@@ -57,11 +57,14 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
     it is ``"ACTIVE"``), ``"UPDATING"`` or ``"DELETING"``; a declared index the table lacks
     is ``"MISSING"`` (``create()`` adds a global one); a global one keyed otherwise than
     declared (other key attributes, or a template index where a native one is declared) is
-    ``"MISMATCHED"`` (queries of it would be refused: give the new index another name)."""
+    ``"MISMATCHED"`` (queries of it would be refused: give the new index another name); a
+    vector index whose attribute, dimensions, distance or search schema differ from the
+    declared ones is ``"MISMATCHED"`` too."""
     out = yield from call("DescribeTable", {"TableName": table.name})
     found: dict[str, str] = {}
+    definition = table.definition()
     declared = {g["IndexName"]: g["KeySchema"]
-                for g in table.definition().get("GlobalSecondaryIndexes", [])}
+                for g in definition.get("GlobalSecondaryIndexes", [])}
     for gsi in out["Table"].get("GlobalSecondaryIndexes") or []:
         status = str(gsi.get("IndexStatus", "ACTIVE"))
         if (keys := gsi.get("KeySchema")) and declared.get(gsi["IndexName"], keys) != keys:
@@ -69,9 +72,20 @@ def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:
         found[gsi["IndexName"]] = "BACKFILLING" if gsi.get("Backfilling") else status
     for lsi in out["Table"].get("LocalSecondaryIndexes") or []:
         found[lsi["IndexName"]] = "ACTIVE"
-    for name in table.indexes:
+    vectors = {v["IndexName"]: v for v in definition.get("VectorIndexes", [])}
+    for vector in out["Table"].get("VectorIndexes") or []:
+        status = str(vector.get("IndexStatus", "ACTIVE"))
+        wanted = vectors.get(vector["IndexName"])
+        if wanted is not None and any(vector.get(k) != wanted.get(k) for k in _VECTOR_SHAPE):
+            status = "MISMATCHED"
+        found[vector["IndexName"]] = "BACKFILLING" if vector.get("Backfilling") else status
+    for name in (*table.indexes, *table.vector_indexes):
         found.setdefault(name, "MISSING")
     return found
+
+
+#: what makes a vector index the one declared (its projection aside, as a GSI's)
+_VECTOR_SHAPE = ("VectorAttribute", "Dimensions", "DistanceFunction", "SearchSchema")
 
 
 def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
@@ -108,7 +122,38 @@ def _add_indexes_p(table: TableSchema, wait: float) -> Proto[None]:
         except RequestError as exc:
             raise DynaormError(f"cannot add index {name!r} to table {table.name!r}: "
                                f"{exc}") from exc
+    yield from _add_vector_indexes_p(table, deadline)
     yield from _until_p(functools.partial(_no_index_busy_p, table), deadline)
+
+
+def _add_vector_indexes_p(table: TableSchema, deadline: float) -> Proto[None]:
+    """Add the declared vector indexes an existing table lacks (UpdateTable's
+    ``VectorIndexUpdates``, one at a time), refused before anything is sent on a table
+    that is not on-demand (DynamoDB has vector indexes on on-demand tables only)."""
+    status = yield from index_status_p(table)
+    missing = [v for name, v in table.vector_indexes.items() if status[name] == "MISSING"]
+    if not missing:
+        return
+    out = yield from call("DescribeTable", {"TableName": table.name})
+    billing = (out["Table"].get("BillingModeSummary") or {}).get("BillingMode", "PROVISIONED")
+    if billing != "PAY_PER_REQUEST":
+        raise DynaormError(
+            f"table {table.name!r} is {billing}: vector index(es) "
+            f"{[v.name for v in missing]} need an on-demand table (switch it with "
+            "UpdateTable BillingMode=PAY_PER_REQUEST, then call create() again)")
+    definitions = table.definition()["AttributeDefinitions"]
+    for index in missing:
+        status = yield from _idle_p(table, deadline, index.name)
+        if status[index.name] != "MISSING":
+            continue  # added meanwhile by another creator
+        try:
+            yield from _apply_p("UpdateTable", {
+                "TableName": table.name, "AttributeDefinitions": definitions,
+                "VectorIndexUpdates": [{"Create": table.vector_definition(index)}]},
+                functools.partial(_index_added_p, table, index.name), deadline)
+        except RequestError as exc:
+            raise DynaormError(f"cannot add vector index {index.name!r} to table "
+                               f"{table.name!r}: {exc}") from exc
 
 
 #: refusals of a table change while another change of it is under way (an index being

@@ -30,13 +30,14 @@ _MEMBERS: dict[str, type | tuple[type, ...]] = {
     "Responses": (dict, list), "UnprocessedKeys": dict, "UnprocessedItems": dict,
     "Count": int, "ScannedCount": int, "ConsumedCapacity": (dict, list),
     "ItemCollectionMetrics": dict, "Table": dict, "TableDescription": dict,
-    "TimeToLiveDescription": dict, "TableNames": list}
+    "TimeToLiveDescription": dict, "TableNames": list, "SearchResults": list}
 
 
 def shape_problem(answer: object) -> str | None:
     """What makes ``answer`` (a decoded answer, or one a hook supplied) not of DynamoDB's
     shape (``None``: nothing): not an object, a top-level member of another JSON type
-    than DynamoDB sends (``"Item": "x"``), or an ``Items`` entry that is not an object
+    than DynamoDB sends (``"Item": "x"``), an ``Items`` entry that is not an object, or a
+    ``SearchResults`` entry whose ``Item`` is not an object or ``Score`` not a number
     (deeper shapes are the readers' to judge)."""
     if not isinstance(answer, dict):
         return f"a {type(answer).__name__}, not an object"
@@ -47,6 +48,10 @@ def shape_problem(answer: object) -> str | None:
     for item in answer.get("Items") or ():  # (a loop: no generator resumed per item)
         if not isinstance(item, dict):
             return "an entry of Items that is not an object"
+    for hit in answer.get("SearchResults") or ():
+        if not isinstance(hit, dict) or not isinstance(hit.get("Item", {}), dict) or (
+                type(hit.get("Score", 0.0)) not in (int, float)):
+            return "an entry of SearchResults that is not an Item and its Score"
     return None
 
 

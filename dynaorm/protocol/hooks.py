@@ -59,8 +59,9 @@ class Operation:
 
     name: str
     """What the session did: ``"commit"``, ``"get"``, ``"get_many"``, ``"find"``,
-    ``"query"`` / ``"scan"`` (one page), ``"count"``, ``"save_many"``, ``"delete_many"``,
-    ``"plan"``, ``"create_table"``, ``"check"``, ``"migrate"``, ..."""
+    ``"query"`` / ``"scan"`` (one page), ``"count"``, ``"search"`` (a vector search and its
+    read by key), ``"save_many"``, ``"delete_many"``, ``"plan"``, ``"create_table"``,
+    ``"check"``, ``"migrate"``, ..."""
     tables: tuple[str, ...] = ()
     """The tables it is for (a commit across tables names each)."""
     entities: tuple[type[Any], ...] = ()

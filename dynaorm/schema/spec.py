@@ -34,7 +34,13 @@ from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping, expired
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
-from dynaorm.schema.rules.versioned import Versioning, parse_keys, parse_version_sk, version_sk
+from dynaorm.schema.rules.vectors import Vectors, vector_values
+from dynaorm.schema.rules.versioned import (
+    Versioning,
+    parse_keys,
+    parse_version_sk,
+    version_sk,
+)
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
 from dynaorm.values.codec import Kind, decode_item
@@ -46,7 +52,7 @@ if TYPE_CHECKING:
 #: the rule modules, imported for their registration (every one builds for every entity)
 #: (the previous-layout rule registers when the first entity declaring ``Meta.previous``
 #: is built: its module is not loaded before)
-_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Versioning)
+_RULES = (Encryption, Membership, Revision, Sharding, Stamping, Uniqueness, Vectors, Versioning)
 
 __all__ = ["META_OPTIONS", "EntitySpec", "build_spec"]
 
@@ -159,7 +165,14 @@ class EntitySpec:
     def _plain_names(self) -> bool:
         """Every field stored under its name: the fast path (fields missing from the item
         are still filled back from its keys, see :meth:`fill_from_keys`)."""
-        return not self.renames and not self.rules.decoders
+        return not self.renames and not self.rules.decoders and not self._vectors
+
+    @functools.cached_property
+    def _vectors(self) -> Mapping[str, str]:
+        """Stored attribute name -> field name of every :class:`~dynaorm.Vector` field
+        (read straight to floats: :func:`~dynaorm.schema.rules.vectors.vector_values`)."""
+        rule = self.rules.get(Vectors)
+        return {} if rule is None else {a: n for a, (n, _) in rule.fields.items()}
 
     @functools.cached_property
     def plain_field_names(self) -> frozenset[str] | None:
@@ -186,8 +199,11 @@ class EntitySpec:
         if self._plain_names:
             data = decode_item(item, self.field_names)
         else:
-            stored = self.stored_fields
-            data = {stored[k]: v for k, v in decode_item(item, stored).items()}
+            stored, vectors = self.stored_fields, self._vectors
+            data = {stored[k]: v for k, v in decode_item(item, stored.keys() - vectors).items()}
+            for attr, name in vectors.items():
+                if attr in item:
+                    data[name] = vector_values(item[attr])
         for name, lax in self._strict.items():
             if data.get(name) is not None:
                 data[name] = lax.validate_python(data[name], strict=False)

@@ -1,5 +1,6 @@
-"""What a table is: its name, keys, indexes, type attribute, TTL and stream, and the entities
-mapped onto it (pure: a description; :class:`dynaorm.Table` binds one to a client)."""
+"""What a table is: its name, keys, indexes (secondary and vector), type attribute, TTL and
+stream, and the entities mapped onto it (pure: a description; :class:`dynaorm.Table` binds
+one to a client)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from typing import Any
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
 
-__all__ = ["GSI", "LSI", "TableSchema", "check_name"]
+__all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "TableSchema", "VectorIndex", "check_name"]
 
 Projection = str | Sequence[str]
 _STREAM_VIEWS = frozenset({"NEW_AND_OLD_IMAGES", "NEW_IMAGE", "OLD_IMAGE", "KEYS_ONLY"})
 _NAME = re.compile(r"[A-Za-z0-9_.-]{3,255}\Z")
+#: the distance functions of a vector index (DynamoDB's ``VectorDistanceFunction``)
+DISTANCES = ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
+#: the most dimensions a vector may have (``SearchVector`` holds at most 4,096 numbers)
+MAX_DIMENSIONS = 4096
 
 
 def check_name(kind: str, name: object) -> None:
@@ -87,6 +92,55 @@ class LSI:
         return True
 
 
+@dataclass(frozen=True)
+class VectorIndex:
+    """A vector index: similarity search (``SearchVectors``) over the vectors stored in
+    ``attribute`` (an entity's ``Annotated[list[float], Vector(dimensions)]`` field), on an
+    on-demand table. Its search schema: ``partition``, the attribute every search names
+    one value of (``None``: the whole index is one partition), and ``filters``, the
+    attributes a search may also require equal values of (``.where(F(a) == v)``); each is
+    a string unless ``key_types`` says ``N`` or ``B``."""
+
+    name: str
+    """The index name."""
+    attribute: str
+    """The attribute holding each item's vector (a list of numbers)."""
+    dimensions: int
+    """How many numbers every vector holds (1 to 4,096)."""
+    distance: str = "COSINE"
+    """``"COSINE"`` (scores 0 to 2, lower is nearer), ``"EUCLIDEAN"`` (lower is nearer) or
+    ``"DOT_PRODUCT"`` (higher is nearer)."""
+    partition: str | None = None
+    """The search schema's partition attribute (``HASH``), if any."""
+    filters: tuple[str, ...] = ()
+    """The search schema's filter attributes (``INLINE_FILTER``)."""
+    projection: Projection = "ALL"
+    """What the index holds besides the vector: ``"ALL"``, ``"KEYS_ONLY"`` or the
+    attribute names it includes (a search reads the rest of each hit by key)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "filters", tuple(self.filters)
+                           if isinstance(self.filters, list | tuple) else self.filters)
+        check_name("index", self.name)
+        dims, names = self.dimensions, (self.attribute, self.partition, *self.filters)
+        problem = (
+            "dimensions= takes a whole number from 1 to 4096" if type(dims) is not int
+            or not 1 <= dims <= MAX_DIMENSIONS else
+            f"distance= takes one of {DISTANCES}" if self.distance not in DISTANCES else
+            "attribute=, partition= and filters= name attributes (non-empty strings), each "
+            "once" if not isinstance(self.filters, tuple) or not all(
+                isinstance(a, str) and a for a in names if a is not None)
+            or len(set(names)) != len(names) else None)
+        if problem is not None:
+            raise DynaormError(f"vector index {self.name!r}: {problem}; got {self!r}")
+        _projection(self.projection)
+
+    @property
+    def search_schema(self) -> tuple[str, ...]:
+        """The attributes of its search schema: the partition first, then the filters."""
+        return (*(() if self.partition is None else (self.partition,)), *self.filters)
+
+
 class TableSchema:
     """What a DynamoDB table is, for the entities mapped onto it: name, keys, indexes, type
     attribute, key types, TTL attribute, stream, the cursor secret, and the entity classes
@@ -98,7 +152,8 @@ class TableSchema:
                  key_types: Mapping[str, str] | None = None, ttl: str | None = None,
                  cursor_secret: str | bytes | None = None,
                  stream: str | None = None, keyring: Any = None,
-                 revision_attribute: str | None = "_rev") -> None:
+                 revision_attribute: str | None = "_rev",
+                 vector_indexes: Sequence[VectorIndex] = ()) -> None:
         check_name("table", name)
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
@@ -129,10 +184,14 @@ class TableSchema:
         """The secondary indexes, by name."""
         key_attrs = {pk, sk} | {a for i in self.indexes.values() for a in
                                 ((i.sk,) if isinstance(i, LSI) else (*i.hash_keys, *i.range_keys))}
+        self.vector_indexes: dict[str, VectorIndex] = _vector_indexes(
+            name, vector_indexes, self.indexes, key_attrs, (type_attribute, revision_attribute))
+        """The vector indexes, by name."""
+        key_attrs |= {a for v in self.vector_indexes.values() for a in v.search_schema}
         self.key_types: dict[str, str] = _key_types(name, key_types, key_attrs)
         """Key attribute -> ``"N"`` or ``"B"``, for the key attributes that are not strings."""
         if ttl is not None and (not isinstance(ttl, str) or not ttl or ttl in key_attrs
-                                or ttl == type_attribute):
+                                or ttl == type_attribute or ttl in self.vector_attributes):
             raise DynaormError(f"table {name!r}: ttl must name a non-key attribute, "
                                f"got {ttl!r}")
         self.ttl = ttl
@@ -247,6 +306,21 @@ class TableSchema:
             raise DynaormError(f"table {self.name!r} has no index {name!r} "
                                f"(declared: {known})") from None
 
+    def vector_index(self, name: str) -> VectorIndex:
+        """The vector index declared as ``name`` (a :class:`DynaormError` names the declared
+        ones)."""
+        try:
+            return self.vector_indexes[name]
+        except KeyError:
+            known = ", ".join(self.vector_indexes) or "none"
+            raise DynaormError(f"table {self.name!r} has no vector index {name!r} "
+                               f"(declared: {known})") from None
+
+    @property
+    def vector_attributes(self) -> frozenset[str]:
+        """The attributes the vector indexes read vectors from."""
+        return frozenset(v.attribute for v in self.vector_indexes.values())
+
     def key_attributes(self, index: str | None = None) -> tuple[str, str | None]:
         """(partition attribute, sort attribute) of the table or of one index."""
         if index is None:
@@ -269,8 +343,9 @@ class TableSchema:
         return found if isinstance(found, GSI) and isinstance(found.pk, tuple) else None
 
     def key_roles(self) -> dict[str, str]:
-        """Every key attribute of the table and of its indexes: name -> ``"partition"`` or
-        ``"sort"`` (for DynamoDB's key limits)."""
+        """Every key attribute of the table and of its indexes (a vector index's partition
+        attribute included): name -> ``"partition"`` or ``"sort"`` (for DynamoDB's key
+        limits)."""
         roles = {self.pk: "partition"}
         if self.sk:
             roles[self.sk] = "sort"
@@ -279,6 +354,9 @@ class TableSchema:
                 roles.update({a: "partition" for a in index.hash_keys if a not in roles})
             for a in (index.range_keys if isinstance(index, GSI) else (index.sk,)):
                 roles.setdefault(a, "sort")
+        for vector in self.vector_indexes.values():  # (a search names one partition value)
+            if vector.partition is not None:
+                roles.setdefault(vector.partition, "partition")
         return roles
 
     # -- schema --------------------------------------------------------------------
@@ -305,6 +383,8 @@ class TableSchema:
                     {"AttributeName": self.pk, "KeyType": "HASH"},
                     {"AttributeName": index.sk, "KeyType": "RANGE"}],
                     "Projection": _projection(index.projection, self._carried)})
+        vectors = [self.vector_definition(v) for v in self.vector_indexes.values()]
+        attrs.update(a for v in self.vector_indexes.values() for a in v.search_schema)
         request: dict[str, Any] = {
             "TableName": self.name,
             "KeySchema": schema,
@@ -316,10 +396,27 @@ class TableSchema:
             request["GlobalSecondaryIndexes"] = gsis
         if lsis:
             request["LocalSecondaryIndexes"] = lsis
+        if vectors:
+            request["VectorIndexes"] = vectors
         if self.stream is not None:
             request["StreamSpecification"] = {"StreamEnabled": True,
                                               "StreamViewType": self.stream}
         return request
+
+    def vector_definition(self, index: VectorIndex) -> dict[str, Any]:
+        """The ``VectorIndexes`` entry of CreateTable (and ``Create`` of UpdateTable's
+        ``VectorIndexUpdates``) for ``index``."""
+        found: dict[str, Any] = {
+            "IndexName": index.name, "VectorAttribute": {"AttributeName": index.attribute},
+            "Dimensions": index.dimensions, "DistanceFunction": index.distance,
+            "Projection": _projection(index.projection, self._carried)}
+        schema = [{"AttributeName": a, "SearchSchemaElementType": "INLINE_FILTER"}
+                  for a in index.filters]
+        if index.partition is not None:
+            schema.insert(0, {"AttributeName": index.partition, "SearchSchemaElementType": "HASH"})
+        if schema:
+            found["SearchSchema"] = schema
+        return found
 
     @property
     def type_attr(self) -> str:
@@ -351,6 +448,27 @@ def _indexes(table: str, sk: str | None, indexes: Sequence[GSI | LSI]) -> dict[s
             raise DynaormError(f"table {table!r}: native index {index.name!r} takes pk= a "
                                "tuple of 1 to 4 attributes and sk= a tuple of up to 4 "
                                "(or None), no attribute twice")
+        found[index.name] = index
+    return found
+
+
+def _vector_indexes(table: str, declared: Sequence[VectorIndex],
+                    indexes: Mapping[str, GSI | LSI], key_attrs: set[str | None],
+                    own: tuple[str | None, ...]) -> dict[str, VectorIndex]:
+    """The declared vector indexes by name, checked: vector indexes, no name twice (among
+    the secondary indexes too), vectors never in a key or dynaorm's own attributes."""
+    found: dict[str, VectorIndex] = {}
+    for index in declared:
+        if not isinstance(index, VectorIndex):
+            raise DynaormError(f"table {table!r}: vector_indexes= takes VectorIndex objects, "
+                               f"got {index!r}")
+        if index.name in found or index.name in indexes:
+            raise DynaormError(f"table {table!r}: index {index.name!r} declared twice")
+        taken = sorted(a for a in (index.attribute, *index.search_schema)
+                       if a in own or (a == index.attribute and a in key_attrs))
+        if taken:
+            raise DynaormError(f"table {table!r}: vector index {index.name!r} names {taken}, "
+                               "a key attribute or one dynaorm writes itself")
         found[index.name] = index
     return found
 

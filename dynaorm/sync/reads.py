@@ -1,7 +1,7 @@
-"""Queries and scans of a :class:`~dynaorm.Session`: the pure descriptions
-(:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.ScanSpec`) with blocking
-terminals that run their protocols through the session's driver (each page one operation
-for the hooks)."""
+"""Queries, scans and searches of a :class:`~dynaorm.Session`: the pure descriptions
+(:class:`~dynaorm.read.query.QuerySpec`, :class:`~dynaorm.read.scan.ScanSpec`,
+:class:`~dynaorm.read.search.SearchSpec`) with blocking terminals that run their protocols
+through the session's driver (each page one operation for the hooks)."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ from dynaorm.client.drivers import SyncDriver
 from dynaorm.read.grouped import Grouped, group
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.scan import ScanSpec
+from dynaorm.read.search import Hits, SearchSpec
 from dynaorm.read.spec import Page, ReadSpec
 from dynaorm.schema.entity import Entity
 
-__all__ = ["Query", "Scan", "SyncTerminals"]
+__all__ = ["Query", "Scan", "Search", "SyncTerminals"]
 
 T = TypeVar("T", bound=Entity)
 
@@ -77,3 +78,14 @@ class Query(QuerySpec[T], SyncTerminals[T]):
 
 class Scan(ScanSpec[T], SyncTerminals[T]):
     """A scan of some entity types. Build with ``Session.scan``."""
+
+
+class Search(SearchSpec[T]):
+    """A vector search (``Session.search``): ``where`` narrows it, ``all()`` runs it."""
+
+    _driver: SyncDriver
+
+    def all(self) -> Hits[T]:
+        """The hits, nearest first (one ``SearchVectors`` request; a ``BatchGetItem`` too
+        where the index does not project every attribute)."""
+        return self._driver.run(self._search_p(), self._operation_of())

@@ -16,7 +16,7 @@ from dynaorm.protocol.events import CommitResult
 from dynaorm.protocol.policy import Rate, budget_of
 from dynaorm.protocol.steps import Proto, budgeted
 from dynaorm.schema.entity import Entity
-from dynaorm.sync.reads import Query, Scan
+from dynaorm.sync.reads import Query, Scan, Search
 
 if TYPE_CHECKING:  # (the write path loads with the first write, not with the session)
     from dynaorm.write.render import WritePlan
@@ -150,6 +150,15 @@ class Session(BaseSession):
     def history(self, entity: type[T], **fields: Any) -> Query[T]:
         """The stored versions ``1..n`` of one versioned entity, in version order."""
         return cast(Query[T], self._history(Query, entity, fields))
+
+    def search(self, entity: type[T], index: str, /, *, vector: Any, top: int = 10,
+               **fields: Any) -> Search[T]:
+        """The ``top`` (at most 100) entities nearest to ``vector`` in the table's vector
+        index ``index`` (a :class:`~dynaorm.VectorIndex`), in the partition ``fields``
+        name when the index has one (``tenant_id="t1"``); ``.where(F(...) == ...)``
+        narrows it by the index's filters, ``.all()`` runs it: a list of
+        :class:`~dynaorm.Hit` (``.item``, ``.score``), nearest first."""
+        return cast(Search[T], self._search(Search, entity, index, vector, top, fields))
 
     # -- bulk ----------------------------------------------------------------------
     def save_many(self, objs: Iterable[Entity], *, concurrency: int = 4,

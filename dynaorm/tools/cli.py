@@ -195,9 +195,23 @@ def describe_entity(spec: EntitySpec) -> list[str]:
     rows.append(("shards", ", ".join(f"{k}: {n.count}" for k, n in spec.shards.items()) or "-"))
     for i, pattern in enumerate(access_patterns(spec)):
         rows.append(("access" if i == 0 else "", pattern))
-    rows += _previous_rows(spec)
+    rows += _previous_rows(spec) + _vector_rows(spec)
     width = max(len(label) for label, _ in rows)
     return [f"  {label:<{width}}  {text}" for label, text in rows]
+
+
+def _vector_rows(spec: EntitySpec) -> list[tuple[str, str]]:
+    """The vector indexes an entity's rows land in (by its :class:`~dynaorm.Vector`
+    fields): one row each."""
+    rows = []
+    for index in spec.table.vector_indexes.values():
+        name = spec.stored_fields.get(index.attribute)
+        if name is not None:
+            schema = (f"   partition {index.partition}" if index.partition else "") + (
+                f"   filters {', '.join(index.filters)}" if index.filters else "")
+            rows.append((index.name, f"vector {name} ({index.dimensions}, {index.distance})"
+                                     f"{schema}"))
+    return rows
 
 
 def describe_module(module: ModuleType, only: str | None = None) -> str:
@@ -215,7 +229,8 @@ def describe_module(module: ModuleType, only: str | None = None) -> str:
     lines: list[str] = []
     for attr, table in tables.items():
         indexes = ", ".join(
-            f"{i.name} ({'LSI' if i.is_local else 'GSI'})" for i in table.indexes.values())
+            [f"{i.name} ({'LSI' if i.is_local else 'GSI'})" for i in table.indexes.values()]
+            + [f"{name} (vector)" for name in table.vector_indexes])
         lines.append(f"{module.__name__}:{attr}  table {table.name!r}  pk={table.pk} "
                      f"sk={table.sk or '-'}  indexes: {indexes or '-'}")
         lines.append("")

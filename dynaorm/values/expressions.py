@@ -299,6 +299,18 @@ def paths(cond: Condition) -> list[str]:
         [cond.path] if isinstance(cond, _Test) else [])
 
 
+def equalities(cond: Condition) -> list[tuple[str, Any]] | None:
+    """The ``(path, value)`` of each ``F(path) == value`` of a condition that is only such
+    tests joined by ``&`` (what a vector search's condition takes), in order; ``None``
+    for any other condition."""
+    if type(cond) is _Bool and cond.op == "AND":
+        found = [equalities(p) for p in cond.parts]
+        return None if None in found else [e for part in found for e in part or ()]
+    if type(cond) is _Test and cond.op == "=":
+        return [(cond.path, cond.args[0])]
+    return None
+
+
 # -- internal helpers for write conditions (values already encoded) --------------------
 def raw_eq(attr: str, av: AttributeValue) -> Condition:
     """``attr = av``, the value already encoded (every update of a loaded object makes

@@ -7,8 +7,9 @@ A loaded object's state is compact: rather than the raw item (a dict of one-entr
 per attribute, about twice the memory of the object itself), it keeps the attribute names
 once per item *shape* (shared by every item with the same attributes) and one tuple of
 values per item. Strings and numbers are the very objects the entity holds (pydantic keeps
-them), so they cost nothing extra; attributes with container values (lists, maps, sets,
-binary) and attributes whose value the entity did not decode keep their raw wire form.
+them), so they cost nothing extra; a list of numbers (a vector) keeps its numbers' texts in
+one string; other attributes with container values (lists, maps, sets, binary) and
+attributes whose value the entity did not decode keep their raw wire form.
 :attr:`InstanceState.item` renders the stored item again, exactly, when a write needs it.
 """
 
@@ -79,12 +80,29 @@ def decoded_numbers(item: Item, fields: Container[str]) -> dict[str, Any]:
             if "N" in av and name in fields}
 
 
+class _Numbers(str):
+    """A stored list of numbers, kept as its numbers' texts joined by commas: a vector of
+    768 numbers in a tenth of the memory of its wire form, rendered back exactly."""
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, av: AttributeValue) -> _Numbers | None:
+        """``av`` kept so, when it is a non-empty list of numbers only (else ``None``)."""
+        raw = av.get("L")
+        if not raw or not all(type(n) is dict and len(n) == 1 and "N" in n for n in raw):
+            return None
+        return cls(",".join(n["N"] for n in raw))
+
+
 def _render(value: Any) -> AttributeValue:
     t = type(value)
     if t is str:
         return {"S": value}
     if t is dict:
         return value  # type: ignore[no-any-return]  # kept in wire form
+    if t is _Numbers:
+        return {"L": [{"N": n} for n in value.split(",")]}
     if t is bool:
         return {"BOOL": value}
     if value is None:
@@ -194,6 +212,8 @@ class InstanceState:
                     value = decoded.get(names[at], _MISSING)
                     if value is None or type(value) in _SCALARS:
                         values[at] = value  # shared with the entity; stands for its wire form
+                    elif type(value) is list and (numbers := _Numbers.of(av)) is not None:
+                        values[at] = numbers
         at = shape.type_at
         if at >= 0 and values[at] == type_name:
             values[at] = type_name  # one string for every item of the type

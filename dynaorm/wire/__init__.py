@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import functools
 import json
 import os
+import threading
 import weakref
 import zlib
 from collections.abc import Awaitable, Mapping
@@ -480,7 +482,9 @@ class Wire(SyncWire):
     :class:`SyncWire`) and, per event loop, an :class:`AsyncWire` opened
     by the loop's first request (connections belong to the loop that opened them). Through
     a proxy, an async request is sent by the sync wire on a worker thread (urllib3's
-    ``ProxyManager``): one way through proxies for both kinds of session."""
+    ``ProxyManager``): one way through proxies for both kinds of session. On AWS,
+    ``SearchVectors`` goes to the vector-search endpoint (:attr:`Endpoint.search_url`)
+    through a wire of its own, made by the first search."""
 
     botocore = False
 
@@ -488,6 +492,28 @@ class Wire(SyncWire):
         super().__init__(endpoint)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncWire] = (
             weakref.WeakKeyDictionary())
+        self._search: Wire | None = None
+        self._search_lock = threading.Lock()
+
+    def _searching(self, operation: str) -> Wire | None:
+        """The vector-search endpoint's wire, for a ``SearchVectors`` that goes there."""
+        url = self.endpoint.search_url
+        if url is None or operation != "SearchVectors":
+            return None
+        with self._search_lock:
+            if self._search is None:
+                self._search = Wire(dataclasses.replace(self.endpoint, url=url,
+                                                        search_url=None))
+            return self._search
+
+    def send(self, operation: str, request: dict[str, Any],
+             reader: Reader | None = None
+             ) -> dict[str, Any]:
+        """Send ``request`` once (to the vector-search endpoint for a search on AWS)."""
+        search = self._searching(operation)
+        if search is not None:
+            return search.send(operation, request, reader)
+        return super().send(operation, request, reader)
 
     def where(self) -> tuple[str, str]:
         """The endpoint URL and region requests go to."""
@@ -505,6 +531,9 @@ class Wire(SyncWire):
         """Send ``request`` once on the running event loop (see :meth:`send`)."""
         import asyncio
 
+        search = self._searching(operation)
+        if search is not None:
+            return await search.asend(operation, request, reader)
         if self._direct is None:  # through a proxy
             return await asyncio.to_thread(self.send, operation, request, reader)
         loop = asyncio.get_running_loop()
@@ -526,4 +555,12 @@ class Wire(SyncWire):
         wire = self._loops.pop(asyncio.get_running_loop(), None)
         if wire is not None:  # (its keeper, when the loop ends, finds it closed)
             await wire.close()
+        if self._search is not None:
+            await self._search.aclose()
         self.close()
+
+    def close(self) -> None:
+        """Close the wire's idle connections (the vector-search endpoint's too)."""
+        super().close()
+        if self._search is not None:
+            self._search.close()

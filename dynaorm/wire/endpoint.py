@@ -2,13 +2,16 @@
 from what a configuration resolved (:mod:`dynaorm.client.plain` without a botocore client,
 :func:`client_endpoint` from one), and what botocore decides along the way, decided the
 same way here: proxies (:func:`proxy_tls_context`), TLS verification (:func:`tls_verify`),
-the ``User-Agent`` (:func:`sanitized`) and Lambda's trace header (:func:`trace_header`).
+the ``User-Agent`` (:func:`sanitized`), Lambda's trace header (:func:`trace_header`) and
+the vector-search endpoint ``SearchVectors`` goes to (:func:`search_endpoint`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import os
+import re
 import ssl
 import sys
 from collections.abc import Mapping
@@ -16,11 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit
 
-from dynaorm.private_apis import botocore_verify
+from dynaorm.private_apis import botocore_operation_url, botocore_verify
 from dynaorm.wire.http import tls_context
 
 __all__ = ["Endpoint", "client_endpoint", "endpoint_of", "proxy_tls_context", "sanitized",
-           "tls_verify", "trace_header"]
+           "search_endpoint", "tls_verify", "trace_header"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,35 @@ class Endpoint:
     """Headers for the proxy (``Proxy-Authorization`` from its URL)."""
     proxies_config: Mapping[str, Any] = field(default_factory=dict)
     """botocore's ``proxies_config`` (see :func:`proxy_tls_context`)."""
+    search_url: str | None = None
+    """Where ``SearchVectors`` goes when not to :attr:`url` (AWS's vector-search endpoint:
+    :func:`search_endpoint`)."""
+
+
+#: AWS's DynamoDB hosts: a region's (``dynamodb.REGION.``, ``dynamodb-fips.REGION.``) or an
+#: account's (``ACCOUNT.ddb.REGION.``), in every partition
+_AWS_HOST = re.compile(r"(?:(?P<regional>dynamodb(?:-fips)?)|(?P<account>\d+)\.ddb)\."
+                       r"(?P<region>[a-z0-9-]+)\.")
+
+
+def search_endpoint(url: str, region: str) -> str:
+    """The endpoint ``SearchVectors`` goes to from a client of ``url`` in ``region``, as
+    botocore's endpoint rules resolve it (``IsSearchOperation``) where the settings are
+    read without a botocore client (:mod:`dynaorm.client.plain`: the ``aws`` partition,
+    neither FIPS nor dual-stack; :func:`client_endpoint` asks the client's own rules):
+    beside AWS's DynamoDB endpoint of the region, its vector-search endpoint
+    (``search-dynamodb.REGION...``; ``ACCOUNT.search-ddb.REGION...``); any other endpoint
+    (DynamoDB Local, dynoxide, a proxy of one's own) gets it as every request. (botocore
+    sends it to an endpoint given as ``endpoint_url`` even when that is AWS's regional
+    one, where a search is not answered: here it goes to the search endpoint.)"""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    found = _AWS_HOST.match(host)
+    if found is None or found["region"] != region or "@" in parts.netloc:
+        return url
+    prefix = (f"search-{found['regional']}." if found["regional"] else
+              f"{found['account']}.search-ddb.")
+    return parts._replace(netloc=prefix + parts.netloc[found.start("region"):]).geturl()
 
 
 def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, config: Any,
@@ -64,19 +96,32 @@ def endpoint_of(url: str, region: str, credentials: Any, verify: bool | str, con
     timeouts, the pool, the client certificate, proxies and the ``User-Agent``
     (``user_agent``: botocore's, when the config does not hold it)."""
     proxy, headers = _proxy_for(url, config)
+    search = search_endpoint(url, region)
     return Endpoint(url, region, credentials, verify, _user_agent(config, user_agent),
                     config.connect_timeout, config.read_timeout,
                     int(getattr(config, "max_pool_connections", 10) or 10),
                     getattr(config, "client_cert", None), proxy, headers,
-                    dict(getattr(config, "proxies_config", None) or {}))
+                    dict(getattr(config, "proxies_config", None) or {}),
+                    None if search == url else search)
 
 
 def client_endpoint(client: Any, credentials: Any) -> Endpoint:
     """The :class:`Endpoint` of a botocore (or aiobotocore) client: its resolved endpoint,
-    region, ``Config`` and TLS verification, signing with ``credentials``."""
+    region, ``Config`` and TLS verification, signing with ``credentials``; ``SearchVectors``
+    where a botocore client's own endpoint rules send it (in every partition, FIPS and
+    dual-stack)."""
+    from botocore.exceptions import BotoCoreError
+
     meta = client.meta
-    return endpoint_of(meta.endpoint_url, meta.region_name, credentials, tls_verify(client),
-                       meta.config)
+    endpoint = endpoint_of(meta.endpoint_url, meta.region_name, credentials,
+                           tls_verify(client), meta.config)
+    try:
+        search = botocore_operation_url(client, "SearchVectors")
+    except BotoCoreError:  # (no search endpoint resolves: as every request, then)
+        search = endpoint.url
+    if search is None:  # (an aiobotocore client: as resolved without a client)
+        return endpoint
+    return dataclasses.replace(endpoint, search_url=None if search == endpoint.url else search)
 
 
 def tls_verify(client: Any) -> bool | str:

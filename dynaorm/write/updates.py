@@ -219,7 +219,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if name in spec.unstored:
             raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
                                   "update cannot write it (save the object)")
-        try:  # (a rule may keep a field out of updates: an encrypted one, but for set())
+        try:  # (a rule may keep a field out: an encrypted one but for set(), a vector from append)
             spec.rules.refuse(method if path == name else "path", name)
         except DynaormError as exc:
             raise self._where_err(name, str(exc)) from None

@@ -16,12 +16,15 @@ from dynaorm import (
     CommitResult,
     Entity,
     F,
+    Hit,
+    Hits,
     Hook,
     Operation,
     Page,
     Query,
     RequestError,
     Scan,
+    Search,
     Session,
     StagedUpdate,
     Table,
@@ -29,6 +32,7 @@ from dynaorm import (
     inspect,
 )
 from tests.support.models import Audit, Note, User, app
+from tests.support.vector_models import Doc, docs
 
 typed = Table("typing-check")
 
@@ -187,3 +191,25 @@ async def check_async_multi_type_reads() -> None:
     s = AsyncSession(app)
     assert_type(await s.query(User, Note, user_id="u").all(), list[User | Note])
     assert_type((await s.query(User, Note, user_id="u").grouped())[User], list[User])
+
+
+def check_vector_search() -> None:
+    s = Session(docs)
+    search = s.search(Doc, "by_meaning", vector=[0.1, 0.2, 0.3, 0.4], top=5, tenant_id="t")
+    assert_type(search, Search[Doc])
+    assert_type(search.where(F("category") == "news"), Search[Doc])
+    hits = search.all()
+    assert_type(hits, Hits[Doc])
+    assert_type(hits.skipped, int)
+    for hit in hits:
+        assert_type(hit, Hit[Doc])
+        assert_type(hit.item, Doc)
+        assert_type(hit.score, float)
+        assert_type(hit.item.embedding, list[float])
+
+
+async def check_async_vector_search() -> None:
+    s = AsyncSession(docs)
+    hits = await s.search(Doc, "by_dot", vector=[0.0] * 4).where(F("year") == 2026).all()
+    assert_type(hits, Hits[Doc])
+    assert_type(hits[0].item, Doc)

@@ -4,8 +4,10 @@ test workers): four threads create the same table, add the same missing global i
 afterwards the table is as declared. Then the same races made deterministic: another
 creator acting between create()'s read and its change (a phase hook sends its request
 first), refusals for a change still under way retried until ``wait`` and typed past it,
-and the real refusals (another stream view type, another TTL attribute) kept typed.
-The single-creator behaviour is in tests/integration/test_table.py.
+and the real refusals (another stream view type, another TTL attribute) kept typed; a
+vector index added by two creators, or with its answer lost while another adds it.
+The single-creator behaviour is in tests/integration/test_table.py (vector indexes:
+tests/integration/test_vectors.py).
 
 What the engines answer the loser (what create() reads as progress): DynamoDB Local
 ``ResourceInUseException`` "Index is being created", ``LimitExceededException`` "Only 1
@@ -26,9 +28,9 @@ from typing import Any
 
 import pytest
 
-from dynaorm import GSI, Attempt, DynaormError, Hook, Table
+from dynaorm import GSI, Attempt, DynaormError, Hook, Table, VectorIndex
 from dynaorm.errors import RequestError
-from dynaorm.testing import worker_suffix
+from dynaorm.testing import inject_faults, worker_suffix
 from tests.conftest import engine_of
 from tests.support.concurrency import race
 from tests.support.recording import Recorder, send
@@ -361,3 +363,56 @@ class _Building(Hook):
             phase.response["Table"].setdefault("GlobalSecondaryIndexes", []).append(
                 {"IndexName": self.name, "IndexStatus": "CREATING"})
         return None
+
+
+#: why the races of a vector index run on the embedded default alone
+_VECTOR_ENGINES = {"local": "DynamoDB Local has no vector index",
+                   "dynoxide": "dynoxide builds an added vector index for 15 s: the races "
+                               "are proven on the embedded default"}
+
+
+def _vector_index_added(request: pytest.FixtureRequest, backend: str | None) -> Table:
+    """A fresh table without a vector index, and the same table declaring one."""
+    if engine_of(request) in _VECTOR_ENGINES:
+        pytest.skip(_VECTOR_ENGINES[engine_of(request)])
+    _fresh(backend, "vector")
+    return _table(backend, "vector", vector_indexes=[
+        VectorIndex("late", attribute="embedding", dimensions=2, partition="tenant")])
+
+
+def test_a_vector_index_added_by_another_creator_meanwhile_is_progress(
+        backend: str | None, request: pytest.FixtureRequest) -> None:
+    """As for a global index: another creator adds the vector index create() is about to
+    add; create()'s UpdateTable is refused, and the index is there."""
+    table = _vector_index_added(request, backend)
+    try:
+        definition = table.definition()
+        other = _OtherCreator(table, _other_client(backend, table), "UpdateTable", {
+            "TableName": table.name,
+            "AttributeDefinitions": definition["AttributeDefinitions"],
+            "VectorIndexUpdates": [{"Create": definition["VectorIndexes"][0]}]})
+        table.db.add_hook(other)
+        table.create()
+        assert other.answers and other.answers[0] != "OK"  # refused: the other was first
+        assert table.index_status() == {"late": "ACTIVE"}
+    finally:
+        table.delete()
+
+
+def test_a_lost_answer_of_adding_a_vector_index_with_another_creator_in_its_window(
+        backend: str | None, request: pytest.FixtureRequest) -> None:
+    """create()'s UpdateTable is applied and its answer lost while another creator adds
+    the same index: the resent UpdateTable is refused (it exists), which create() reads as
+    progress; the index is there once, as declared."""
+    table = _vector_index_added(request, backend)
+    other = _other_client(backend, table)
+    try:
+        with inject_faults(table) as faults:
+            faults.lose_answer("UpdateTable", after=other.create)
+            table.create()
+        assert faults.sent["UpdateTable"] >= 2  # (the lost one, then the refused resend)
+        assert table.index_status() == {"late": "ACTIVE"}
+        described = send(table, "DescribeTable", {"TableName": table.name})["Table"]
+        assert [v["IndexName"] for v in described["VectorIndexes"]] == ["late"]
+    finally:
+        table.delete()

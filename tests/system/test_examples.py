@@ -120,6 +120,17 @@ def check_native_index(run: Run) -> None:
     assert "refused before sending" in run.out
 
 
+def check_vector_search(run: Run) -> None:
+    if "# backend: in-process moto" not in run.out:  # (DynamoDB Local has no vector index)
+        assert "this endpoint has no vector search" in run.out
+        return
+    nearest = run.block('search(Passage, "by_meaning", vector=embed(')
+    assert [x.split()[1] for x in nearest] == ["p1", "p4"]  # (acme's only: not globex's p5)
+    assert [x.split()[1] for x in run.block('... .where(F("category") == "support")')] == [
+        "p4", "p3"]
+    assert "a vector of another length: refused before sending" in run.out
+
+
 def check_encrypted_fields(run: Run) -> None:
     assert "stored ssn is ciphertext: True ['B']" in run.out
     assert "read back: 123-45-6789" in run.out and "found by value: p1" in run.out
@@ -494,6 +505,7 @@ CHECKS = {
     "wire_failures": check_wire_failures,
     "outcome_proofs": check_outcome_proofs,
     "native_index": check_native_index,
+    "vector_search": check_vector_search,
     "encrypted_fields": check_encrypted_fields,
     "compressed_rule": check_compressed_rule,
 }

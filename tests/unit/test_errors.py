@@ -44,6 +44,7 @@ DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0
 DOCUMENTED |= {"Encrypted", "StaticKeyring", "KmsKeyring", "DecryptionError"}  # (0.5: encryption)
 DOCUMENTED |= {"Rate"}  # (0.5: capacity budgets)
 DOCUMENTED |= {"KeyringError"}  # (0.6: key material through the client)
+DOCUMENTED |= {"Vector", "VectorIndex", "Search", "Hit", "Hits"}  # (0.6: vector search)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import botocore.auth
+import botocore.exceptions
 import botocore.parsers
 import botocore.serialize
 import botocore.session
@@ -105,13 +106,30 @@ REQUESTS: dict[str, list[dict[str, Any]]] = {
             {"AttributeName": "pk", "KeyType": "HASH"},
             {"AttributeName": "n", "KeyType": "RANGE"}],
             "Projection": {"ProjectionType": "KEYS_ONLY"}}],
-        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}}],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"},
+        "VectorIndexes": [{
+            "IndexName": "by_meaning", "VectorAttribute": {"AttributeName": "emb"},
+            "Dimensions": 768, "DistanceFunction": "COSINE",
+            "Projection": {"ProjectionType": "INCLUDE", "NonKeyAttributes": ["_type"]},
+            "SearchSchema": [
+                {"AttributeName": "n", "SearchSchemaElementType": "HASH"},
+                {"AttributeName": "c", "SearchSchemaElementType": "INLINE_FILTER"}]}]}],
     "UpdateTable": [{"TableName": "app",
                      "AttributeDefinitions": [{"AttributeName": "x", "AttributeType": "S"}],
                      "GlobalSecondaryIndexUpdates": [{"Create": {
                          "IndexName": "xidx", "KeySchema": [{"AttributeName": "x",
                                                           "KeyType": "HASH"}],
-                         "Projection": {"ProjectionType": "ALL"}}}]}],
+                         "Projection": {"ProjectionType": "ALL"}}}]},
+                    {"TableName": "app", "VectorIndexUpdates": [{"Create": {
+                        "IndexName": "by_e", "VectorAttribute": {"AttributeName": "emb"},
+                        "Dimensions": 3, "DistanceFunction": "EUCLIDEAN",
+                        "Projection": {"ProjectionType": "KEYS_ONLY"}}}]}],
+    "SearchVectors": [{"TableName": "app", "IndexName": "by_meaning", "TopK": 10,
+                       "SearchVector": [{"N": "0.100000001"}, {"N": "-3.40282347e+38"}],
+                       "SearchConditionExpression": "#n0 = :v0 AND #n1 = :v1",
+                       "ExpressionAttributeNames": {"#n0": "n", "#n1": "c"},
+                       "ExpressionAttributeValues": {":v0": {"N": "7"}, ":v1": {"B": b"\x00"}},
+                       "ProjectionExpression": "#n0, emb", "ReturnConsumedCapacity": "TOTAL"}],
     "UpdateTimeToLive": [{"TableName": "app", "TimeToLiveSpecification": {
         "Enabled": True, "AttributeName": "expires"}}],
     "DescribeTimeToLive": [{"TableName": "app"}],
@@ -186,6 +204,10 @@ ANSWERS: list[tuple[str, dict[str, Any]]] = [
     ("TransactWriteItems", {"ConsumedCapacity": [{"TableName": "app", "CapacityUnits": 6.0}]}),
     ("DescribeTimeToLive", {"TimeToLiveDescription": {"TimeToLiveStatus": "ENABLED",
                                                       "AttributeName": "expires"}}),
+    ("SearchVectors", {"SearchResults": [{"Item": WIRE_ITEM, "Score": 0.25},
+                                         {"Item": {"pk": {"S": "B"}}, "Score": 2}],
+                       "ConsumedCapacity": {"VectorSearchRequestBytes": 1024.0}}),
+    ("SearchVectors", {"SearchResults": []}),
 ]
 
 
@@ -492,6 +514,59 @@ def test_endpoint_fips_and_dualstack(aws: Path, monkeypatch: pytest.MonkeyPatch,
     assert _botocore_endpoint(**{option: True}) == expected
     aws.write_text(f"[default]\n{option} = true\n")
     assert wire_of(Table("app", region="eu-west-1")).endpoint.url == expected
+
+
+#: a region of each partition botocore knows
+_PARTITIONS = ("us-east-1", "eu-west-1", "ap-southeast-7", "cn-north-1", "cn-northwest-1",
+               "eusc-de-east-1", "us-gov-west-1", "us-gov-east-1", "us-iso-east-1",
+               "us-isob-east-1", "eu-isoe-west-1", "us-isof-south-1")
+
+
+def _botocore_search_url(region: str, **config: Any) -> str | None:
+    """Where botocore's client sends ``SearchVectors`` (its own endpoint rules, through
+    its whole pipeline: stopped before sending), or ``None`` where it makes no client."""
+    try:
+        client = botocore.session.get_session().create_client(
+            "dynamodb", region_name=region, config=Config(**config))
+    except botocore.exceptions.BotoCoreError:  # (no such endpoint in that partition)
+        return None
+    sent: list[str] = []
+
+    def grab(request: Any, **_: Any) -> AWSResponse:
+        sent.append(request.url)
+        return AWSResponse(request.url, 200, {}, _Raw())
+
+    client.meta.events.register_first("before-send.dynamodb", grab)
+    client.search_vectors(TableName="app", IndexName="idx", SearchVector=[{"N": "1"}], TopK=1)
+    return sent[0].rstrip("/")
+
+
+@pytest.mark.parametrize("variant", ["", "AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT"])
+@pytest.mark.parametrize("region", _PARTITIONS)
+def test_search_goes_where_botocore_sends_it(aws: Path, monkeypatch: pytest.MonkeyPatch,
+                                             region: str, variant: str) -> None:
+    """On AWS, ``SearchVectors`` goes to the vector-search endpoint botocore's own rules
+    resolve (``IsSearchOperation``), in every partition, FIPS and dual-stack alike, while
+    every other request goes to the regional endpoint."""
+    option = {"AWS_USE_FIPS_ENDPOINT": "use_fips_endpoint",
+              "AWS_USE_DUALSTACK_ENDPOINT": "use_dualstack_endpoint"}.get(variant)
+    expected = _botocore_search_url(region, **({option: True} if option else {}))
+    if expected is None:
+        pytest.skip(f"botocore has no {variant} endpoint in {region}")
+    if variant:
+        monkeypatch.setenv(variant, "true")
+    endpoint = wire_of(Table("app", region=region)).endpoint
+    assert endpoint.search_url == expected != endpoint.url
+    assert "search" not in endpoint.url
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:8000", "https://ddb.example.test",
+                                      "https://dynamodb.example.test:4443/base"])
+def test_search_goes_to_an_endpoint_given_as_every_request(aws: Path, endpoint: str) -> None:
+    """An endpoint of one's own (DynamoDB Local, dynoxide, a proxy) gets ``SearchVectors``
+    as botocore sends it there: as every other request."""
+    assert wire_of(Table("app", region="eu-west-1", endpoint_url=endpoint)
+                   ).endpoint.search_url is None
 
 
 def test_tls_verification_follows_the_client(aws: Path, monkeypatch: pytest.MonkeyPatch,

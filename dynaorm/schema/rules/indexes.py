@@ -116,7 +116,8 @@ class Membership(Rule):
         "backfill": "a change rewrites the index keys it derives",
         "check": "index keys that do not match the fields are problems",
         "export": "index key attributes are left out (derived, not fields)",
-        "search": "vector indexes: see search",
+        "search": "a vector index is the vectors rule's (a row holding a Vector field's "
+                  "attribute is in it); secondary indexes are never searched",
         "messages": "index names and attributes, never values of encrypted fields",
         "logs": "as messages",
         "spans": "the index read is a span attribute",

@@ -320,7 +320,8 @@ class PreviousLayout(Rule):
         "check": "an old-layout item whose type name changed is no problem; one whose type "
                  "name did not is stale-key until migrate moves it",
         "export": "old-layout items are exported in the current layout",
-        "search": "as scan",
+        "search": "an old-layout item in the index is a hit, read as current (as a scan "
+                  "reads it); a write of it moves it",
         "messages": "names the old key where it is read from",
         "logs": "as messages",
         "spans": "as messages",

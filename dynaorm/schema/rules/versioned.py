@@ -3,9 +3,10 @@ immutable version row per saved version at ``v<n>_X`` (zero-padded, so key order
 version order), optionally kept contiguous in a ``Meta.history_index`` LSI.
 
 Only the latest copy is indexed: a version row leaves every secondary-index key attribute
-out, and keeps aside (under :data:`VERSION_KEYS`) the fields a native index is keyed on,
-and (under :data:`VERSION_TTL`) the TTL its entity had, so that history never lands in an
-index and never expires a row at a time; reads put both back (:meth:`Versioning.decode`).
+out, and keeps aside (under :data:`VERSION_KEYS`) the fields a native index is keyed on and
+the vectors a vector index reads, and (under :data:`VERSION_TTL`) the TTL its entity had,
+so that history never lands in an index and never expires a row at a time; reads put both
+back (:meth:`Versioning.decode`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ LATEST_PREFIX = "v0_"
 #: where a version row keeps the TTL value its entity had (never under the table's TTL
 #: attribute: DynamoDB would expire history rows one by one, leaving gaps)
 VERSION_TTL = "_version_ttl"
-#: where a version row keeps the fields a native index is keyed on (a map): under their own
-#: names they would put every version into the index
+#: where a version row keeps the fields a native index is keyed on and the vectors a vector
+#: index reads (a map): under their own names they would put every version into the index
 VERSION_KEYS = "_version_keys"
 
 
@@ -100,9 +101,10 @@ def version_row(spec: Any, item: Item, sk: str) -> Item:
 
     A version row never carries the table's TTL attribute (history outlives its entity
     until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
-    kept aside under ``VERSION_TTL``, and the fields a native index is keyed on under
-    ``VERSION_KEYS``, which reads put back (:meth:`Versioning.decode`). Each rule that binds
-    a value to its row (encryption) binds it to the version row anew."""
+    kept aside under ``VERSION_TTL``, and the fields a native index is keyed on and the
+    vectors a vector index reads under ``VERSION_KEYS``, which reads put back
+    (:meth:`Versioning.decode`). Each rule that binds a value to its row (encryption)
+    binds it to the version row anew."""
     versioning = spec.rules.get(Versioning)
     assert versioning is not None and spec.table.sk is not None
     row = {k: v for k, v in item.items() if k not in versioning.unindexed}
@@ -189,7 +191,7 @@ class Versioning(Rule):
             membership, Membership) else (frozenset(), frozenset())
         table_wide = set().union(*map(table.key_names, table.indexes))
         fields = set(map(decl.attr, decl.field_names))
-        return cls(history, native, table.ttl,
+        return cls(history, native | table.vector_attributes, table.ttl,
                    frozenset(own | (table_wide - fields)) - {table.pk, table.sk})
 
     def attributes(self) -> frozenset[str]:

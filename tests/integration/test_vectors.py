@@ -1,0 +1,371 @@
+"""Vector search on every engine that has it (contract 21): the embedded default (moto,
+answered by ``dynaorm.testing``, in process and as a server for ``AsyncSession``) and
+dynoxide; DynamoDB Local has no vector index (it ignores ``VectorIndexes`` and refuses
+``SearchVectors`` as an unknown operation), so these tests skip there and say so. The pure
+side (definitions, refusals before sending, requests, the endpoint, hostile answers) is
+``tests/unit/test_vectors.py``."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dynaorm import (
+    AsyncSession,
+    DynaormError,
+    F,
+    Hit,
+    Hits,
+    InvalidValueError,
+    Session,
+    Table,
+    VectorIndex,
+)
+from dynaorm.aio.blocking import BlockingAsyncSession
+from dynaorm.protocol.steps import call
+from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from tests.conftest import engine_of, wire_of
+from tests.support.recording import Requests
+from tests.support.vector_models import (
+    Account,
+    Doc,
+    Memo,
+    Note,
+    Page,
+    Point,
+    docs,
+    model_score,
+    space,
+)
+
+#: why these tests skip on DynamoDB Local
+NO_LOCAL = ("DynamoDB Local has no vector index: it ignores VectorIndexes on CreateTable and "
+            "refuses SearchVectors as an unknown operation")
+
+
+@pytest.fixture
+def vdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """The vector tables, fresh, on the engine of ``db`` (its kind of session too)."""
+    if engine_of(request) == "local":
+        pytest.skip(NO_LOCAL)
+    with use_tables(docs, space, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)) as tb:
+        tb.session_kind = db.session_kind
+        yield tb
+
+
+def doc(n: int, embedding: list[float], *, tenant: str = "t1", category: str = "news",
+        year: int = 2026, **more: object) -> Doc:
+    return Doc(doc_id=f"d{n}", tenant_id=tenant, category=category, year=year,
+               title=f"doc {n}", embedding=embedding, **more)
+
+
+def corpus() -> list[Doc]:
+    """Six new docs (two tenants, two categories, two years)."""
+    return [doc(1, [1, 0, 0, 0]), doc(2, [0.9, 0.1, 0, 0], category="blog"),
+            doc(3, [0, 1, 0, 0], year=2025), doc(4, [0.5, 0.5, 0.5, 0.5], secret="s4"),
+            doc(5, [1, 0, 0, 0], tenant="t2"), doc(6, [-1, 0, 0.25, 0], category="blog")]
+
+
+def saved(vdb: TestBackend, *objs: object) -> None:
+    with vdb.session() as s:
+        for obj in objs:
+            s.save(obj)  # type: ignore[arg-type]
+
+
+def expected(distance: str, query: list[float], objs: list[Doc]) -> list[tuple[str, float]]:
+    """The brute-force model's hits: (doc id, score), nearest first."""
+    scored = [(d.doc_id, model_score(distance, query, d.embedding)) for d in objs]
+    return sorted(scored, key=lambda p: -p[1] if distance == "DOT_PRODUCT" else p[1])
+
+
+def test_hits_are_the_stored_entities_nearest_first(vdb: TestBackend) -> None:
+    saved(vdb, *(docs_ := corpus()))
+    s = vdb.session()
+    query = [1.0, 0.2, 0.0, 0.1]
+    hits = s.search(Doc, "by_meaning", vector=query, top=10, tenant_id="t1").all()
+    want = expected("COSINE", query, [d for d in docs_ if d.tenant_id == "t1"])
+    assert [h.item.doc_id for h in hits] == [i for i, _ in want]
+    assert [h.score for h in hits] == pytest.approx([sc for _, sc in want], abs=1e-6)
+    assert all(isinstance(h, Hit) and isinstance(h.item, Doc) for h in hits)
+    for hit in hits:  # what is stored, the vector and the decrypted field included
+        assert hit.item == s.get(Doc, doc_id=hit.item.doc_id)
+    assert hits[-1].item.doc_id == "d6" and hits.skipped == 0
+    assert next(h for h in hits if h.item.doc_id == "d4").item.secret == "s4"
+    assert [h.item.doc_id for h in s.search(Doc, "by_meaning", vector=query, top=2,
+                                             tenant_id="t1").all()] == [i for i, _ in want[:2]]
+
+
+@pytest.mark.sync_only  # (both kinds of session in the test itself, on each wire)
+@pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
+def test_sync_and_async_sessions_search_alike_on_both_wires(
+        vdb: TestBackend, request: pytest.FixtureRequest, wire: str) -> None:
+    """The embedded default as a server (the in-process one answers botocore's client
+    alone) and dynoxide, through dynaorm's wire and botocore's, sync and async."""
+    url = vdb.endpoint_url or request.getfixturevalue("dynaorm_moto_server")
+    with use_tables(docs, endpoint_url=url, name_suffix="-wire", wire=wire) as tb:
+        saved(tb, *corpus())
+        query = [0.25, 0.5, 1.0, 0.0]
+        synced = Session(docs).search(Doc, "by_meaning", vector=query, tenant_id="t1").where(
+            F("category") == "news").all()
+        asynced = BlockingAsyncSession(AsyncSession(docs)).search(
+            Doc, "by_meaning", vector=query, tenant_id="t1").where(F("category") == "news").all()
+        assert isinstance(asynced, Hits) and asynced == synced
+        assert [h.item.doc_id for h in synced] == ["d4", "d3", "d1"]
+        assert BlockingAsyncSession(AsyncSession(docs)).search(
+            Doc, "by_dot", vector=query, top=2).all() == Session(docs).search(
+            Doc, "by_dot", vector=query, top=2).all()
+
+
+def test_where_narrows_a_search_by_the_index_filters(vdb: TestBackend) -> None:
+    saved(vdb, *corpus())
+    s = vdb.session()
+    query = [1.0, 0.0, 0.0, 0.0]
+    blog = s.search(Doc, "by_meaning", vector=query, tenant_id="t1").where(
+        F("category") == "blog").all()
+    assert [h.item.doc_id for h in blog] == ["d2", "d6"]
+    both = s.search(Doc, "by_meaning", vector=query, tenant_id="t1").where(
+        (F("category") == "news") & (F("year") == 2025)).all()
+    assert [h.item.doc_id for h in both] == ["d3"]
+    assert s.search(Doc, "by_meaning", vector=query, tenant_id="t3").all() == []
+
+
+@pytest.mark.parametrize("index, distance", [("by_distance", "EUCLIDEAN"),
+                                             ("by_dot", "DOT_PRODUCT")])
+def test_each_index_orders_by_its_distance(vdb: TestBackend, index: str, distance: str) -> None:
+    """EUCLIDEAN nearest first, DOT_PRODUCT highest first; ``by_dot`` projects only keys,
+    so its hits are read by key, equal to what is stored all the same."""
+    saved(vdb, *(docs_ := corpus()))
+    s = vdb.session()
+    query = [0.5, -0.25, 1.0, 2.0]
+    hits = s.search(Doc, index, vector=query, top=4).all()
+    want = expected(distance, query, docs_)
+    assert [h.score for h in hits] == pytest.approx([sc for _, sc in want[:4]], abs=1e-6)
+    assert {h.item.doc_id for h in hits} == {i for i, _ in want[:4]}
+    assert [h.item for h in hits] == [s.get(Doc, doc_id=h.item.doc_id) for h in hits]
+
+
+def test_hits_are_read_by_key_other_types_left_out_first_where_the_index_tells(
+        vdb: TestBackend) -> None:
+    """A search leaves the vector out (and an index holds it as 32-bit floats): hits are
+    read by key, so a loaded hit is the stored item exactly. An index carrying the type
+    attribute (``ALL``) tells the notes apart before that read; a ``KEYS_ONLY`` one after."""
+    notes = [Note(note_id=f"n{i}", tenant_id="t1", embedding=[1, 0, 0, 0.5]) for i in range(2)]
+    saved(vdb, *corpus(), *notes)
+    requests = Requests(vdb.table)
+
+    def read_by_key() -> int:
+        (found,) = [r for op, r in requests.calls if op == "BatchGetItem"]
+        return len(next(iter(found["RequestItems"].values()))["Keys"])
+
+    hits = vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0.5], top=5).all()
+    assert [op for op, _ in requests.calls] == ["SearchVectors", "BatchGetItem"]
+    assert "ProjectionExpression" not in requests.calls[0][1]
+    assert read_by_key() == len(hits) == 3 and hits.skipped == 2
+    requests.calls.clear()
+    hits = vdb.session().search(Doc, "by_dot", vector=[1, 0, 0, 0.5], top=5).all()
+    assert read_by_key() == 5 and hits.skipped == 5 - len(hits)
+    loaded = hits[0].item
+    loaded.title = "changed"  # (a write of a hit is conditioned on the item as stored)
+    with vdb.session() as s:
+        s.save(loaded)
+    assert vdb.session().get(Doc, doc_id=loaded.doc_id) == loaded
+
+
+def test_other_types_in_an_index_are_skipped_and_counted(vdb: TestBackend) -> None:
+    notes = [Note(note_id=f"n{i}", tenant_id="t1", embedding=[1, 0, 0, 0.01 * i])
+             for i in range(3)]
+    saved(vdb, *corpus(), *notes)
+    table = vdb.table
+    table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": {
+        "pk": {"S": "GONE#1"}, "sk": {"S": "GONE"}, "_type": {"S": "Retired"},
+        "embedding": {"L": [{"N": "1"}, {"N": "0"}, {"N": "0"}, {"N": "0"}]}}}))
+    s = vdb.session()
+    hits = s.search(Doc, "by_distance", vector=[1, 0, 0, 0], top=6).all()
+    assert sorted(h.item.doc_id for h in hits) == ["d1", "d5"]  # (3 notes, 1 foreign)
+    assert hits.skipped == 4
+    in_partition = s.search(Note, "by_meaning", vector=[1, 0, 0, 0], tenant_id="t1").all()
+    assert {h.item.note_id for h in in_partition} == {"n0", "n1", "n2"}
+    assert in_partition.skipped == 5  # (the five docs of tenant t1)
+
+
+def test_version_rows_are_never_hits(vdb: TestBackend) -> None:
+    page = Page(page_id="p1", body="one", embedding=[1, 0, 0, 0])
+    saved(vdb, page)
+    for n, body in enumerate(("two", "three"), start=2):
+        page.body, page.embedding = body, [1, 0, 0, float(n)]
+        saved(vdb, page)
+    s = vdb.session()
+    hits = s.search(Page, "by_distance", vector=[1, 0, 0, 3], top=10).all()
+    assert [(h.item.version, h.item.body) for h in hits] == [(3, "three")]
+    assert hits[0].item == s.get(Page, page_id="p1") and hits.skipped == 0
+    rows = [i for i in vdb.scan_raw() if i["pk"]["S"] == "PAGE#p1"]
+    history = [r for r in rows if not r["sk"]["S"].startswith("v0_")]
+    assert len(history) == 3 and all("embedding" not in r for r in history)
+    assert [p.embedding for p in s.history(Page, page_id="p1")] == [
+        [1, 0, 0, 0], [1, 0, 0, 2], [1, 0, 0, 3]]
+
+
+def test_an_item_in_the_previous_layout_is_a_hit_read_as_current(vdb: TestBackend) -> None:
+    table = vdb.table
+    table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": {
+        "pk": {"S": "OLDMEMO#m1"}, "sk": {"S": "MEMO"}, "_type": {"S": "oldmemo"},
+        "memo_id": {"S": "m1"}, "text": {"S": "old"},
+        "embedding": {"L": [{"N": "0"}, {"N": "0"}, {"N": "0"}, {"N": "1"}]}}}))
+    saved(vdb, Memo(memo_id="m2", text="new", embedding=[0, 0, 0.5, 1]))
+    hits = vdb.session().search(Memo, "by_distance", vector=[0, 0, 0, 1]).all()
+    assert [(h.item.memo_id, h.item.text) for h in hits] == [("m1", "old"), ("m2", "new")]
+    assert hits.skipped == 0
+    moved = hits[0].item
+    moved.text = "moved"
+    saved(vdb, moved)  # (a write of an old-layout object moves it)
+    keys = [i["pk"]["S"] for i in vdb.scan_raw()]
+    assert "MEMO#m1" in keys and "OLDMEMO#m1" not in keys
+    assert vdb.session().get(Memo, memo_id="m1") == moved
+
+
+def test_guard_items_are_never_hits(vdb: TestBackend) -> None:
+    saved(vdb, Account(account_id="a1", email="a@x.test", embedding=[0, 0, 1, 0]),
+          Account(account_id="a2", email="b@x.test", embedding=[0, 0, 1, 1]))
+    assert len(vdb.scan_raw()) == 4  # (two accounts, two guard items)
+    hits = vdb.session().search(Account, "by_distance", vector=[0, 0, 1, 0]).all()
+    assert [h.item.account_id for h in hits] == ["a1", "a2"] and hits.skipped == 0
+
+
+def test_expired_items_are_not_hits(vdb: TestBackend) -> None:
+    past = datetime.now(UTC) - timedelta(days=1)
+    saved(vdb, doc(1, [1, 0, 0, 0]), doc(2, [1, 0, 0, 0.1], expires=past))
+    hits = vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0]).all()
+    assert [h.item.doc_id for h in hits] == ["d1"] and hits.skipped == 0
+
+
+def test_a_vector_changed_in_place_to_another_length_is_refused_before_sending(
+        vdb: TestBackend) -> None:
+    saved(vdb, doc(1, [1, 0, 0, 0]))
+    s = vdb.session()
+    loaded = s.get(Doc, doc_id="d1")
+    assert loaded is not None
+    loaded.embedding.append(1.0)
+    requests = Requests(vdb.table)
+    with pytest.raises(InvalidValueError, match=r"embedding.*a vector of 4 numbers, not 5"), \
+            vdb.session() as again:
+        again.save(loaded)
+    assert requests.calls == []
+    assert s.get(Doc, doc_id="d1") == doc(1, [1, 0, 0, 0])
+
+
+def test_index_status_knows_vector_indexes(vdb: TestBackend) -> None:
+    assert docs.index_status() == dict.fromkeys(("by_meaning", "by_distance", "by_dot"),
+                                                "ACTIVE")
+    other = Table(docs.name, client=docs.db, vector_indexes=[
+        VectorIndex("by_meaning", attribute="embedding", dimensions=8, partition="tenant_id",
+                    filters=("category", "year"))], key_types={"year": "N"})
+    assert other.index_status()["by_meaning"] == "MISMATCHED"
+
+
+def test_create_adds_a_vector_index_to_a_table_without_it(
+        vdb: TestBackend, request: pytest.FixtureRequest) -> None:
+    """As for a global index: ``create()`` sends UpdateTable's ``VectorIndexUpdates``."""
+    if engine_of(request) == "dynoxide":
+        pytest.skip("dynoxide builds an added vector index for 15 s and refuses searches of "
+                    "it for 30 s (as AWS does, for minutes): proven on the embedded default")
+    plain = Table(f"vector_added{worker_suffix()}", client=docs.db)
+    plain.delete()
+    plain.create()
+    added = Table(plain.name, client=docs.db, vector_indexes=[
+        VectorIndex("late", attribute="embedding", dimensions=2, distance="EUCLIDEAN")])
+    try:
+        assert added.index_status() == {"late": "MISSING"}
+        requests = Requests(added)
+        added.create()
+        assert any(op == "UpdateTable" and "VectorIndexUpdates" in r
+                   for op, r in requests.calls)
+        assert added.index_status() == {"late": "ACTIVE"}
+        added.db.driver.run(call("PutItem", {"TableName": added.name, "Item": {
+            "pk": {"S": "a"}, "sk": {"S": "a"}, "embedding": {"L": [{"N": "3"}, {"N": "4"}]}}}))
+        out = added.db.driver.run(call("SearchVectors", {
+            "TableName": added.name, "IndexName": "late", "TopK": 1,
+            "SearchVector": [{"N": "0"}, {"N": "0"}]}))
+        assert [r["Score"] for r in out["SearchResults"]] == [5.0]
+    finally:
+        plain.delete()
+
+
+def test_a_provisioned_table_is_refused_a_vector_index(vdb: TestBackend) -> None:
+    name = f"vector_provisioned{worker_suffix()}"
+    plain = Table(name, client=docs.db)
+    plain.delete()
+    plain.db.driver.run(call("CreateTable", {
+        **plain.definition(), "BillingMode": "PROVISIONED",
+        "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}))
+    added = Table(name, client=docs.db, vector_indexes=[
+        VectorIndex("late", attribute="embedding", dimensions=2)])
+    try:
+        requests = Requests(added)
+        with pytest.raises(DynaormError, match="is PROVISIONED: vector index"):
+            added.create()
+        assert "UpdateTable" not in [op for op, _ in requests.calls]
+        refused = {**added.definition(), "BillingMode": "PROVISIONED", "TableName": name + "x",
+                   "ProvisionedThroughput": {"ReadCapacityUnits": 1, "WriteCapacityUnits": 1}}
+        with pytest.raises(DynaormError, match="PAY_PER_REQUEST"):
+            added.db.driver.run(call("CreateTable", refused))
+    finally:
+        plain.delete()
+
+
+# -- the engine against a brute-force model of the index ------------------------------------
+_NUMBERS = st.one_of(st.floats(-4, 4, width=32), st.sampled_from([0.0, 1.0, -1.0]),
+                     st.floats(allow_nan=False, allow_infinity=False, width=32))
+_VECTORS = st.lists(_NUMBERS, min_size=3, max_size=3)
+
+
+@pytest.mark.sync_only  # (one engine, one session kind: the model is the subject)
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(points=st.lists(_VECTORS, max_size=10), query=_VECTORS, top=st.integers(1, 12),
+       distance=st.sampled_from(["COSINE", "EUCLIDEAN", "DOT_PRODUCT"]))
+def test_searches_agree_with_a_brute_force_model(vdb: TestBackend, points: list[list[float]],
+                                                  query: list[float], top: int,
+                                                  distance: str) -> None:
+    """Every item compared: the hits are the ``top`` best of the model's scores, each
+    scored as the model scores it (ties may come in any order: DynamoDB's is not fixed)."""
+    where = uuid.uuid4().hex  # (a partition of its own: no example sees another's points)
+    objs = [Point(space=where, n=n, v=v) for n, v in enumerate(points)]
+    with Session(space) as s:
+        for obj in objs:
+            s.save(obj)
+    hits = Session(space).search(Point, f"by_{distance.lower()}", vector=query, top=top,
+                                 space=where).all()
+    model = {o.n: model_score(distance, query, o.v) for o in objs}
+    best = sorted(model.values(), reverse=distance == "DOT_PRODUCT")[:top]
+    assert len(hits) == len(best)
+    for hit, score in zip(hits, best, strict=True):
+        tolerance = 1e-9 * (1 + sum(abs(a * b) + a * a + b * b for a, b in zip(
+            query, hit.item.v, strict=True)))
+        assert math.isclose(hit.score, model[hit.item.n], rel_tol=1e-9, abs_tol=tolerance)
+        assert math.isclose(hit.score, score, rel_tol=1e-9, abs_tol=tolerance)
+        assert hit.item == objs[hit.item.n]
+
+
+def test_an_update_sets_a_vector_whole(vdb: TestBackend) -> None:
+    """``set()`` validates and rounds the whole vector; ``append`` or ``prepend`` would
+    change its length: refused before sending."""
+    saved(vdb, doc(1, [1, 0, 0, 0]))
+    with vdb.session() as s:
+        s.update(Doc, doc_id="d1").set(embedding=[0.1, 0.2, 0.3, 0.4])
+    assert vdb.session().get(Doc, doc_id="d1") == doc(1, [0.1, 0.2, 0.3, 0.4])
+    hits = vdb.session().search(Doc, "by_distance", vector=[0.1, 0.2, 0.3, 0.4]).all()
+    assert [(h.item.doc_id, h.score) for h in hits] == [("d1", 0.0)]
+    s = vdb.session()
+    for action in ("append", "prepend"):
+        with pytest.raises(InvalidValueError, match=rf"is a vector: {action}\(\) would change"):
+            getattr(s.update(Doc, doc_id="d1"), action)(embedding=[1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match="a vector of 4 numbers, not 3"):  # (validation's)
+        s.update(Doc, doc_id="d1").set(embedding=[1.0, 2.0, 3.0])
+    s.rollback()
