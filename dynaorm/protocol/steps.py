@@ -366,7 +366,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
                 recording._consumed(capacity_of(out))
             return out
         if budget is not None:
-            budget.judge(error)
+            budget.judge(step.operation, error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         if number >= policy.max_attempts or not retryable(error) or (
                 maybe_applied and not step.idempotent):

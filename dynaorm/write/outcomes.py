@@ -46,10 +46,12 @@ from dynaorm.errors import (
     ItemNotFoundError,
     OutcomeUnknownError,
     RequestError,
+    ThrottledError,
     TransactionConflictError,
     UniqueConstraintError,
 )
 from dynaorm.protocol.events import Reason
+from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import old_values
 from dynaorm.schema.rules.revision import revision_of
@@ -196,6 +198,10 @@ def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[Dynao
             f"commit of {first.entity.__name__} {first.owner_key} (and {len(plan.ops) - 1} "
             f"more actions) on {_names(plan)} kept conflicting with concurrent "
             f"transactions after retries: {exc.message}")
+    if throttled(exc) and not isinstance(exc, ThrottledError):  # (every action throttled)
+        err = ThrottledError(exc.operation, exc.code, exc.message)
+        err.args, err.attempts, err.request_id = exc.args, exc.attempts, exc.request_id
+        return err
     return exc  # no typed error says more: the RequestError itself (operation, code)
 
 

@@ -43,6 +43,7 @@ DOCUMENTED |= {"Tracing"}  # (0.4: OpenTelemetry tracing)
 DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0.4: the wire)
 DOCUMENTED |= {"Encrypted", "StaticKeyring", "KmsKeyring", "DecryptionError"}  # (0.5: encryption)
 DOCUMENTED |= {"Rate"}  # (0.5: capacity budgets)
+DOCUMENTED |= {"ThrottledError", "ThrottlingReason"}  # (0.6: throttling reasons)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

@@ -18,6 +18,12 @@ Run the same tests against DynamoDB Local or a real endpoint with
 Under pytest-xdist every worker gets its own tables (their names end in ``-gw0``,
 ``-gw1``, ...), so workers never share or race on a table.
 
+The embedded backend is moto behind dynaorm's own rules (:mod:`dynaorm.testing.emulator`):
+it enforces what moto skips (``ClientRequestToken``, DynamoDB's size limits, atomic
+transactions under threads), and under :func:`index_lag` (or ``pytest
+--dynaorm-index-lag=SECONDS``) reads of global secondary indexes see the table as it was
+that long ago, as on DynamoDB; :func:`fault_proxy` brings the lag to any local engine.
+
 This module needs moto (``pip install "dynaorm[testing]"``) only for the in-process
 backend, and pytest only for :func:`tables_fixture`; both are imported when used. The
 plugin registered with pytest is the tiny :mod:`pytest_dynaorm`, which imports dynaorm
@@ -38,30 +44,39 @@ from typing import Any, cast
 from dynaorm._types import Item
 from dynaorm.client.client import in_process_mock
 from dynaorm.client.table import Table
-from dynaorm.errors import RequestError
+from dynaorm.errors import RequestError, ThrottledError
 from dynaorm.private_apis import moto_nested
+from dynaorm.protocol.events import ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
 from dynaorm.sync.session import Session
+from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
+from dynaorm.testing.proxy import fault_proxy
 from dynaorm.values.codec import decode_item
 from dynaorm.values.keys import key_order, key_value
 
-__all__ = ["TestBackend", "moto_backend", "moto_server", "tables_fixture", "use_tables",
-           "worker_suffix"]
+__all__ = ["IndexLag", "TestBackend", "fault_proxy", "index_lag", "moto_backend",
+           "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
 
 #: What to install for the in-process backend and the pytest fixtures.
 INSTALL_HINT = 'pip install "dynaorm[testing]"'
 
+_EMBEDDED: list[Emulator] = []  # the emulator of the moto_backend blocks open now
+
+
 @contextmanager
 def moto_backend() -> Iterator[None]:
     """An in-process moto DynamoDB for the block's duration, installed as the transport of
     every client (those made before the block included) for tables without an endpoint:
-    botocore's client, which moto answers, with dummy credentials and, where none is
-    configured, the region ``us-east-1`` (:func:`dynaorm.client.client.in_process_mock`).
-    When the block ends, every client goes back to the transport it had. No environment
-    variable is set (moto's own credential variables are switched off). Give your own
-    clients ``**local_credentials(None)`` (:mod:`dynaorm.client.settings`) to reach it.
+    botocore's client, which moto answers, behind dynaorm's rules
+    (:class:`~dynaorm.testing.emulator.EmbeddedTransport`: what moto skips, and
+    :func:`index_lag`), with dummy credentials and, where none is configured, the region
+    ``us-east-1`` (:func:`dynaorm.client.client.in_process_mock`). When the block ends,
+    every client goes back to the transport it had. No environment variable is set
+    (moto's own credential variables are switched off). Give your own clients
+    ``**local_credentials(None)`` (:mod:`dynaorm.client.settings`) to reach it; a
+    botocore client of your own reaches moto without dynaorm's rules.
     """
     try:
         from moto import mock_aws
@@ -75,8 +90,16 @@ def moto_backend() -> Iterator[None]:
     config: DefaultConfig | None = cast(DefaultConfig, {"core": core})
     if moto_nested():  # inside the caller's own mock_aws: keep its
         config = None  # settings (moto restores them when that block ends)
-    with mock_aws(config=config), in_process_mock():
-        yield
+    emulator = _EMBEDDED[-1] if _EMBEDDED else Emulator(rules=True)  # (one per moto)
+    _EMBEDDED.append(emulator)
+    try:
+        with mock_aws(config=config), in_process_mock(
+                lambda wire: EmbeddedTransport(emulator, wire)):
+            yield
+    finally:
+        _EMBEDDED.pop()
+        if not _EMBEDDED:
+            emulator.close()
 
 
 class TestBackend:
@@ -170,8 +193,10 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
 
 @contextmanager
 def moto_server() -> Iterator[str]:
-    """moto in server mode on a free loopback port, for the block's duration: yields its
-    endpoint URL. Unlike :func:`moto_backend` it serves any client (aiobotocore included)."""
+    """moto in server mode on a free loopback port, for the block's duration, behind
+    dynaorm's rules as :func:`moto_backend` is (a :func:`fault_proxy` with ``rules=True``):
+    yields the endpoint URL. Unlike :func:`moto_backend` it serves any client
+    (aiobotocore included)."""
     import socket
 
     try:
@@ -185,7 +210,8 @@ def moto_server() -> Iterator[str]:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        with fault_proxy(f"http://127.0.0.1:{port}", rules=True) as url:
+            yield url
     finally:
         server.stop()
 
@@ -224,6 +250,7 @@ class _Rule:
     skip: int  # attempts let through before the first fault
     after: Callback | None = None
     how: str = "timeout"  # how a lost answer fails: "timeout" or "500"
+    reasons: tuple[str | ThrottlingReason, ...] = ()  # a throttle's ThrottlingReasons
 
 
 class FaultInjector(Hook):
@@ -242,11 +269,17 @@ class FaultInjector(Hook):
         included)."""
 
     # -- planning faults -------------------------------------------------------------
-    def throttle(self, operation: str, *, times: int | None = 1, skip: int = 0) -> None:
+    def throttle(self, operation: str, *, times: int | None = 1, skip: int = 0,
+                 reasons: Sequence[str | ThrottlingReason] = ()) -> None:
         """The next ``times`` attempts of ``operation`` (``None``: all; after ``skip``
-        attempts pass) are refused with ``ThrottlingException`` before reaching the
-        server: nothing is applied."""
-        self._add(_Rule(operation, "throttle", times, skip))
+        attempts pass) are refused with a :class:`~dynaorm.ThrottledError` before reaching
+        the server: nothing is applied. ``reasons``: its ``ThrottlingReasons``, each a
+        :class:`~dynaorm.ThrottlingReason` or a reason's name
+        (``"TableWriteKeyRangeThroughputExceeded"``), whose resource is then the request's
+        table, or its index
+        for an ``Index...`` reason. The code is ``ProvisionedThroughputExceededException``
+        when a reason names a provisioned limit, else ``ThrottlingException``."""
+        self._add(_Rule(operation, "throttle", times, skip, reasons=tuple(reasons)))
 
     def server_error(self, operation: str, *, times: int | None = 1, skip: int = 0,
                      after: Callback | None = None) -> None:
@@ -306,10 +339,11 @@ class FaultInjector(Hook):
         rule = self._next(phase.operation)
         if rule is None:
             return None
-        if rule.kind != "lose_answer":
-            phase.error = _error(phase.operation, rule.kind)
-            return rule if rule.after is not None else None
-        return rule
+        if rule.kind == "lose_answer":
+            return rule
+        phase.error = (_throttled(phase.operation, phase.request, rule.reasons)
+                       if rule.kind == "throttle" else _error(phase.operation, rule.kind))
+        return rule if rule.after is not None else None
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """After an attempt to lose: the server applied it; ``after()`` runs in the
@@ -330,10 +364,20 @@ class FaultInjector(Hook):
         return None
 
 
+def _throttled(operation: str, request: dict[str, Any],
+               reasons: Sequence[str | ThrottlingReason]) -> ThrottledError:
+    """The throttle a wire raises for DynamoDB's answer naming ``reasons``."""
+    arn = f"arn:aws:dynamodb:::table/{request.get('TableName', '')}"
+    index = f"{arn}/index/{request['IndexName']}" if "IndexName" in request else arn
+    found = [r if isinstance(r, ThrottlingReason) else ThrottlingReason(
+        r, index if r.startswith("Index") else arn) for r in reasons]
+    provisioned = any("ProvisionedThroughput" in r.reason for r in found)
+    return ThrottledError(operation, "ProvisionedThroughputExceededException" if provisioned
+                          else "ThrottlingException", "injected throttling", found)
+
+
 def _error(operation: str, kind: str, how: str = "timeout") -> RequestError:
     """The error a real fault of ``kind`` is raised as (by either wire)."""
-    if kind == "throttle":
-        return RequestError(operation, "ThrottlingException", "injected throttling")
     if kind == "server_error" or how == "500":
         err = RequestError(operation, "InternalServerError", "injected server error (500)")
     else:
