@@ -19,8 +19,8 @@ Fixtures:
 
 ``--dynaorm-index-lag=SECONDS`` makes every test's reads of global secondary and vector
 indexes see the table as it was SECONDS ago (:func:`dynaorm.testing.index_lag`, through
-an autouse fixture; ``--dynaorm-index-lag-seed=N`` spreads each change's lag between 0
-and SECONDS, drawn from N). A test that must read its own writes through an index says
+an autouse fixture; ``--dynaorm-index-lag-seed=N``: only the changes N picks lag, the
+others are visible at once). A test that must read its own writes through an index says
 so, with why: ``@pytest.mark.dynaorm_index_lag(0, reason="...")`` (any number of
 seconds: its own lag, whatever the option says; on ``--dynaorm-endpoint`` it needs the
 option, 0 included, for the proxy).
@@ -62,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "it was SECONDS ago, as on DynamoDB (in-process, and on the "
                          "endpoint through a fault proxy)")
     group.addoption(SEED_OPTION, default=None, type=int, metavar="SEED",
-                    help="each change lags its own share of the index lag, drawn from SEED")
+                    help="only the changes SEED picks lag; the others show at once")
 
 
 def endpoint_of(config: pytest.Config) -> str | None:

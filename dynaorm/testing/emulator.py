@@ -78,7 +78,11 @@ _UPDATE_TOO_LARGE: Final = "Item size to update has exceeded the maximum allowed
 
 class IndexLag:
     """How far index reads lag (what :func:`index_lag` yields): ``seconds``, and the
-    ``seed`` that spreads each change's lag (``None``: every change lags ``seconds``)."""
+    ``seed`` that picks the changes that lag (``None``: every change lags ``seconds``).
+
+    Its clock is a monotonic one that :meth:`advance` moves on: a change is visible once
+    the clock has passed its due time, so a test that runs for less than ``seconds``
+    sees the same thing every time, however slow the machine."""
 
     def __init__(self, seconds: float, seed: int | None = None) -> None:
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not (
@@ -87,12 +91,14 @@ class IndexLag:
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise DynaormError(f"index_lag: seed must be an int or None, got {seed!r}")
         self.seconds = float(seconds)
-        """How long ago the table was when an index read sees it (at most, with a seed)."""
+        """How long ago the table was when an index read sees it."""
         self.seed = seed
         """``None``: every change becomes visible to index reads ``seconds`` after it was
-        made; an int: after its own lag between 0 and ``seconds``, drawn from this seed,
-        the table and the item's key and how many changes of that item came before (so
-        a run repeats whatever order threads run in; an item's changes stay in order)."""
+        made; an int: some changes are visible at once and the others after ``seconds``
+        (as an index sometimes keeps up and sometimes not: a read sees part of a batch),
+        which ones drawn from this seed, the item's key and how many changes of that item
+        came before: a run repeats whatever order threads run in. An item's
+        changes stay in order (one that would overtake a lagging one waits for it)."""
         self._ahead = 0.0
 
     def __repr__(self) -> str:
@@ -108,12 +114,12 @@ class IndexLag:
         seconds)`` shows every change made so far."""
         self._ahead += seconds
 
-    def delay(self, table: str, key: bytes, nth: int) -> float:
-        """The lag of the ``nth`` change of the item at ``key`` (rendered) of ``table``."""
+    def delay(self, key: bytes, nth: int) -> float:
+        """The lag of the ``nth`` change of the item at ``key`` (rendered)."""
         if self.seed is None:
             return self.seconds
-        draw = random.Random(f"{self.seed}/{table}/{key.hex()}/{nth}")
-        return draw.uniform(0.0, self.seconds)
+        draw = random.Random(f"{self.seed}/{key.hex()}/{nth}")
+        return self.seconds * draw.randint(0, 1)
 
 
 _LAGS: list[IndexLag] = []  # the index_lag blocks open now, innermost last
@@ -127,9 +133,9 @@ def current_lag() -> IndexLag | None:
 @contextmanager
 def index_lag(seconds: float, *, seed: int | None = None) -> Iterator[IndexLag]:
     """For the block, reads of global secondary indexes and vector indexes see the table as
-    it was ``seconds`` ago (every change lags by its own share of ``seconds`` under a
-    ``seed``: :class:`IndexLag`); reads of the table itself, strongly consistent or not,
-    are exact. It holds on dynaorm's test backend (in-process, and its moto server) and
+    it was ``seconds`` ago (under a ``seed``, only the changes it picks lag:
+    :class:`IndexLag`); reads of the table itself, strongly consistent or not, are
+    exact. It holds on dynaorm's test backend (in-process, and its moto server) and
     on any endpoint behind :func:`~dynaorm.testing.fault_proxy` (the pytest option
     ``--dynaorm-index-lag`` puts ``--dynaorm-endpoint`` behind one). Blocks nest: the
     innermost holds; when one ends, changes still pending are dropped (the table as it is
@@ -204,6 +210,32 @@ class Emulator:
 
     def _handle(self, operation: str, request: dict[str, Any], forward: Forward,
                 own: Forward) -> dict[str, Any]:
+        lag = self._follow(operation, request, own)
+        if self.rules:
+            replayed = self._replayed(operation, request)
+            if replayed is not None:
+                return replayed
+            _refuse(operation, request)
+        if lag is not None and operation in INDEX_READS and request.get("IndexName"):
+            mirror = self._mirror(request["TableName"], own)
+            if INDEX_READS[operation](request, mirror.indexes):
+                return self._lagging_read(operation, request, mirror, lag, forward)
+        writes = lag is not None and operation in _WRITES
+        for table in _written_tables(operation, request) if writes else ():
+            self._mirror(table, own)
+        answer = self._send(operation, request, forward, own)
+        if writes and lag is not None:
+            self._record(operation, request, lag, own)
+        names = answer.get("TableNames") if operation == "ListTables" else None
+        if names and any(n.endswith(MIRROR_SUFFIX) for n in names):  # (a new answer: the
+            answer = {**answer, "TableNames": [  # proxy sends one it did not change as is)
+                n for n in names if not n.endswith(MIRROR_SUFFIX)]}
+        return answer
+
+    def _follow(self, operation: str, request: dict[str, Any], own: Forward
+                ) -> IndexLag | None:
+        """The lag on now; the mirrors of another lag, or of a table whose definition
+        ``request`` changes, dropped."""
         lag = current_lag()
         with self._lock:
             if lag is not self._lag:
@@ -214,26 +246,7 @@ class Emulator:
                 dropped = self._mirrors.pop(request.get("TableName", ""), None)
                 if dropped is not None and dropped.indexes:
                     _drop(own, dropped.name)
-        if self.rules:
-            replayed = self._replayed(operation, request)
-            if replayed is not None:
-                return replayed
-            _refuse(operation, request)
-        if lag is not None and operation in INDEX_READS and request.get("IndexName"):
-            mirror = self._mirror(request["TableName"], own)
-            if INDEX_READS[operation](request, mirror.indexes):
-                return self._lagging_read(operation, request, mirror, lag, forward)
-        if lag is not None and operation in _WRITES:
-            for table in _written_tables(operation, request):
-                self._mirror(table, own)
-        answer = self._send(operation, request, forward, own)
-        if lag is not None and operation in _WRITES:
-            self._record(operation, request, lag, own)
-        names = answer.get("TableNames") if operation == "ListTables" else None
-        if names and any(n.endswith(MIRROR_SUFFIX) for n in names):  # (a new answer: the
-            answer = {**answer, "TableNames": [  # proxy sends one it did not change as is)
-                n for n in names if not n.endswith(MIRROR_SUFFIX)]}
-        return answer
+        return lag
 
     def _forward(self, operation: str, request: dict[str, Any], forward: Forward,
                  own: Forward) -> dict[str, Any]:
@@ -312,7 +325,7 @@ class Emulator:
                 item = _read(own, table, key)
                 rendered = render(key)
                 nth, last = mirror.changes.get(rendered, (0, -math.inf))
-                due = max(last, lag.now() + lag.delay(table, rendered, nth))
+                due = max(last, lag.now() + lag.delay(rendered, nth))
                 mirror.changes[rendered] = (nth + 1, due)
                 mirror.pending.append((due, key, item))
 

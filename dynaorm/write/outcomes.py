@@ -176,10 +176,11 @@ def _condition_failures(plan: WritePlan, exc: RequestError
 
 
 def _reasons(plan: WritePlan, exc: RequestError) -> list[Reason | None]:
-    """The cancellation reasons of ``exc`` (a single write's failed condition as one)."""
+    """The cancellation reasons of ``exc`` (a single write's failed condition as one; a
+    throttle's reasons are not cancellations)."""
     if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
         return [Reason("ConditionalCheckFailed", exc.message, exc.item)]
-    return exc.reasons
+    return [] if isinstance(exc, ThrottledError) else exc.reasons
 
 
 def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[DynaormError]:
