@@ -69,7 +69,9 @@ class ThrottlingReason:
     ...), ``resource`` the ARN of the table or index."""
 
     reason: str
+    """What was throttled, how, and the limit: ``"TableWriteProvisionedThroughputExceeded"``."""
     resource: str = ""
+    """The ARN of the table or index (``""``: not given)."""
 
     @property
     def table(self) -> str | None:
