@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from dynaorm.errors import RequestError
 from dynaorm.testing.emulator import Emulator
 from dynaorm.wire import checked_answer, decode, render
+from dynaorm.wire.http import BadAnswer
 
 __all__ = ["fault_proxy"]
 
@@ -64,6 +65,11 @@ class _Upstream:
         raise AssertionError("unreachable")
 
 
+class _Relay(Exception):
+    """The engine's answer to the request as it came, which the emulator cannot read:
+    passed on as it is."""
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -89,6 +95,11 @@ class _Handler(BaseHTTPRequestHandler):
                 if req is request:
                     passed.update(error=exc, raw=(status, got, data))
                 raise
+            except BadAnswer:  # (the client judges the engine's answer itself)
+                if req is request:
+                    passed.update(raw=(status, got, data))
+                    raise _Relay from None
+                raise
             if req is request:
                 passed.update(answer=answer, raw=(status, got, data))
             return answer
@@ -100,8 +111,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._reply(*passed["raw"])
             else:
                 self._refuse(exc)
-        except OSError:  # the engine is gone: so is the answer
-            self.close_connection = True
+        except _Relay:
+            self._reply(*passed["raw"])
+        except (OSError, http.client.HTTPException):  # no answer from the engine: none
+            self.close_connection = True  # to the client either
         else:
             if passed.get("answer") is answer:
                 self._reply(*passed["raw"])
