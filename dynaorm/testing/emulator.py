@@ -221,7 +221,7 @@ class Emulator:
             if INDEX_READS[operation](request, mirror.indexes):
                 return self._lagging_read(operation, request, mirror, lag, forward)
         writes = lag is not None and operation in _WRITES
-        for table in _written_tables(operation, request) if writes else ():
+        for table in {t for _, t, _ in _actions(operation, request)} if writes else ():
             self._mirror(table, own)
         answer = self._send(operation, request, forward, own)
         if writes and lag is not None:
@@ -284,7 +284,8 @@ class Emulator:
         if operation == "TransactGetItems" and (
                 _MOTO_GETS < len(request["TransactItems"]) <= _MAX_TRANSACT_GETS):
             return _transact_gets(request, forward)
-        updated = _updated_keys(operation, request)
+        updated = [(at, (t, body["Key"])) for at, (kind, t, body)
+                   in enumerate(_actions(operation, request)) if kind == "Update"]
         touched = [(t, self._key(t, k, own)) for t, k in _touched(operation, request)
                    ] if updated else []
         before = [(t, k, _read(own, t, k)) for t, k in touched]
@@ -403,8 +404,7 @@ def _make_mirror(table: str, own: Forward) -> _Mirror:
     if not indexes:
         return _Mirror(name, indexes, own)
     _drop(own, name)  # (a mirror a stopped run left behind)
-    own("CreateTable", create)
-    _wait_active(own, name)
+    own("CreateTable", create)  # (active at once on a local engine)
     scan: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = own("Scan", scan)
@@ -416,33 +416,12 @@ def _make_mirror(table: str, own: Forward) -> _Mirror:
     return _Mirror(name, indexes, own)
 
 
-def _wait_active(forward: Forward, table: str, seconds: float = 120.0) -> None:
-    """Until ``table`` and its indexes are ``ACTIVE`` (at once on a local engine)."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = forward("DescribeTable", {"TableName": table})["Table"]
-        states = [found.get("TableStatus", "ACTIVE"), *(
-            g.get("IndexStatus", "ACTIVE") for g in found.get("GlobalSecondaryIndexes", []))]
-        if all(s == "ACTIVE" for s in states) or time.monotonic() > deadline:
-            return
-        time.sleep(0.5)
-
-
-def _written_tables(operation: str, request: dict[str, Any]) -> list[str]:
-    if operation == "BatchWriteItem":
-        return list(request["RequestItems"])
-    if operation == "TransactWriteItems":
-        return [body["TableName"] for action in request["TransactItems"]
-                for body in action.values()]
-    return [request["TableName"]]
-
-
 def _actions(operation: str, request: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
-    """``(kind, table, body)`` of each item a write request changes (checks left out):
-    kind ``Put`` (``body`` holds ``Item``), ``Update`` or ``Delete`` (``Key``)."""
+    """``(kind, table, body)`` of each action of a write request, in order: ``Put``
+    (``body`` holds ``Item``), ``Update``, ``Delete`` or ``ConditionCheck`` (``Key``)."""
     if operation == "TransactWriteItems":
         return [(kind, body["TableName"], body) for action in request["TransactItems"]
-                for kind, body in action.items() if kind != "ConditionCheck"]
+                for kind, body in action.items()]
     if operation == "BatchWriteItem":
         return [("Put", table, put["PutRequest"]) if "PutRequest" in put
                 else ("Delete", table, put["DeleteRequest"])
@@ -455,17 +434,7 @@ def _touched(operation: str, request: dict[str, Any]) -> list[tuple[str, dict[st
     """``(table, key)`` of each item a write changes; a put's key is its whole item (the
     caller keeps the key attributes it knows)."""
     return [(table, body["Item"] if kind == "Put" else body["Key"])
-            for kind, table, body in _actions(operation, request)]
-
-
-def _updated_keys(operation: str, request: dict[str, Any]
-                  ) -> list[tuple[int, tuple[str, dict[str, Any]]]]:
-    """``(action index, (table, key))`` of each update of a write request."""
-    if operation == "TransactWriteItems":
-        return [(at, (body["TableName"], body["Key"]))
-                for at, action in enumerate(request["TransactItems"])
-                for kind, body in action.items() if kind == "Update"]
-    return [(0, (request["TableName"], request["Key"]))] if operation == "UpdateItem" else []
+            for kind, table, body in _actions(operation, request) if kind != "ConditionCheck"]
 
 
 def _too_large(operation: str, request: dict[str, Any], at: int) -> RequestError:
@@ -492,9 +461,9 @@ def _refuse(operation: str, request: dict[str, Any]) -> None:
            for kind, _, body in actions):
         raise RequestError(operation, "ValidationException", _TOO_LARGE)
     if operation == "TransactWriteItems":
-        size = sum(item_size(body.get("Item") or body.get("Key") or {}) + sum(
+        size = sum(item_size(body.get("Item") or body["Key"]) + sum(
             value_size(v) for v in (body.get("ExpressionAttributeValues") or {}).values())
-            for action in request["TransactItems"] for body in action.values())
+            for _, _, body in actions)
         if size > _MAX_TRANSACTION_BYTES:
             raise RequestError(operation, "ValidationException", "Transaction payload size "
                                f"cannot exceed 4MB. Payload Size: {size}")
