@@ -377,11 +377,11 @@ def _restore(forward: Forward, table: str, key: dict[str, Any],
         forward("PutItem", {"TableName": table, "Item": item})
 
 
-def mirror_definition(table: dict[str, Any]) -> dict[str, Any]:
+def mirror_definition(table: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
     """The ``CreateTable`` request of the mirror of a table ``DescribeTable`` describes as
-    ``table``: its keys and every lagging index (its global secondary indexes; a vector
-    index joins here), on demand; no index: nothing lags (``GlobalSecondaryIndexes`` is
-    then absent)."""
+    ``table`` (its keys and every lagging index, on demand), and the names of those
+    indexes: its global secondary indexes (a vector index joins here); none: nothing
+    lags."""
     gsis = [{"IndexName": g["IndexName"], "KeySchema": g["KeySchema"],
              "Projection": g["Projection"]} for g in table.get("GlobalSecondaryIndexes", [])]
     used = {k["AttributeName"] for k in table["KeySchema"]} | {
@@ -392,15 +392,14 @@ def mirror_definition(table: dict[str, Any]) -> dict[str, Any]:
             a for a in table["AttributeDefinitions"] if a["AttributeName"] in used]}
     if gsis:
         create["GlobalSecondaryIndexes"] = gsis
-    return create
+    return create, frozenset(g["IndexName"] for g in gsis)
 
 
 def _make_mirror(table: str, own: Forward) -> _Mirror:
     """A new mirror of ``table`` on the engine (:func:`mirror_definition`), holding the
     table's items as they are (none made for a table without a lagging index)."""
-    create = mirror_definition(own("DescribeTable", {"TableName": table})["Table"])
+    create, indexes = mirror_definition(own("DescribeTable", {"TableName": table})["Table"])
     name = create["TableName"]
-    indexes = frozenset(g["IndexName"] for g in create.get("GlobalSecondaryIndexes", []))
     if not indexes:
         return _Mirror(name, indexes, own)
     _drop(own, name)  # (a mirror a stopped run left behind)
