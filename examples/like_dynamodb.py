@@ -9,6 +9,7 @@ Run: ``python examples/like_dynamodb.py [--endpoint-url URL]``
 from __future__ import annotations
 
 import gc
+import uuid
 import warnings
 from contextlib import ExitStack
 
@@ -53,11 +54,12 @@ def replayed_token(db: TestBackend) -> None:
                         "Key": {"pk": {"S": "ORDER#o1"}, "sk": {"S": "ORDER"}},
                         "ExpressionAttributeValues": {":n": {"N": amount}}}}]})
 
-    charge("key-1")
-    charge("key-1")  # a client's retry: the same token, the same items
+    key = str(uuid.uuid4())  # (an engine keeps a token for ten minutes, whatever the table)
+    charge(key)
+    charge(key)  # a client's retry: the same token, the same items
     show("charged after a retry with the same token", [db.scan()[0]["charged"]])
     try:
-        charge("key-1", amount="5")
+        charge(key, amount="5")
     except RequestError as error:
         show("the same token, other items", [error.code])
 

@@ -115,8 +115,17 @@ def lagged(config: pytest.Config, url: str) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def ddb_local(request: pytest.FixtureRequest) -> Iterator[str]:
-    """The endpoint of a DynamoDB Local server shared by the whole run."""
+def ddb_local(ddb_local_engine: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The endpoint of a DynamoDB Local server shared by the whole run (behind a fault
+    proxy when the run lags index reads)."""
+    with lagged(request.config, ddb_local_engine) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def ddb_local_engine() -> Iterator[str]:
+    """The DynamoDB Local server itself, never behind a proxy: for tests that count this
+    process's own connections, descriptors or unclosed sockets."""
     if find_jar(DEFAULT_CACHE_DIR) is None:
         _unavailable("DynamoDB Local is not installed "
                      "(run scripts/install-ddb-local.sh or make test)")
@@ -126,8 +135,7 @@ def ddb_local(request: pytest.FixtureRequest) -> Iterator[str]:
     except Exception as exc:
         _unavailable(f"DynamoDB Local did not start: {exc}")
     try:
-        with lagged(request.config, server.endpoint_url) as url:
-            yield url
+        yield server.endpoint_url
     finally:
         server.stop()
 

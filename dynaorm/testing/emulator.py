@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm.client.botocore import botocore_error, create_client, method_name
-from dynaorm.errors import DynaormError, RequestError
+from dynaorm.errors import DynaormError, RequestError, TableNotFoundError
 from dynaorm.private_apis import unobserved
 from dynaorm.protocol.events import Reason
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
@@ -218,7 +218,7 @@ class Emulator:
             _refuse(operation, request)
         if lag is not None and operation in INDEX_READS and request.get("IndexName"):
             mirror = self._mirror(request["TableName"], own)
-            if INDEX_READS[operation](request, mirror.indexes):
+            if mirror is not None and INDEX_READS[operation](request, mirror.indexes):
                 return self._lagging_read(operation, request, mirror, lag, forward)
         writes = lag is not None and operation in _WRITES
         for table in {t for _, t, _ in _actions(operation, request)} if writes else ():
@@ -286,8 +286,11 @@ class Emulator:
             return _transact_gets(request, forward)
         updated = [(at, (t, body["Key"])) for at, (kind, t, body)
                    in enumerate(_actions(operation, request)) if kind == "Update"]
-        touched = [(t, self._key(t, k, own)) for t, k in _touched(operation, request)
-                   ] if updated else []
+        try:
+            touched = [(t, self._key(t, k, own)) for t, k in _touched(operation, request)
+                       ] if updated else []
+        except TableNotFoundError:  # (the request fails on its own)
+            return self._forward(operation, request, forward, own)
         before = [(t, k, _read(own, t, k)) for t, k in touched]
         answer = self._forward(operation, request, forward, own)
         for at, (table, key) in updated:
@@ -303,13 +306,16 @@ class Emulator:
         return answer
 
     # -- lagging indexes -----------------------------------------------------------------
-    def _mirror(self, table: str, own: Forward) -> _Mirror:
+    def _mirror(self, table: str, own: Forward) -> _Mirror | None:
         """The mirror of ``table``, made now (with the table's items as they are) if the
-        lag has none yet."""
+        lag has none yet; ``None``: no such table (the request fails on its own)."""
         with self._lock:
             found = self._mirrors.get(table)
             if found is None:
-                found = self._mirrors[table] = _make_mirror(table, own)
+                try:
+                    found = self._mirrors[table] = _make_mirror(table, own)
+                except TableNotFoundError:
+                    return None
             return found
 
     def _record(self, operation: str, request: dict[str, Any], lag: IndexLag,

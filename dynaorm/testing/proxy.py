@@ -44,6 +44,13 @@ class _Upstream:
         self.path = parts.path or "/"
         self._local = threading.local()
 
+    def close(self) -> None:
+        """Close this thread's connection (a thread that answered its last request)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
     def post(self, body: bytes, headers: dict[str, str]
              ) -> tuple[int, dict[str, str], bytes]:
         """The engine's answer to ``body`` (status, lower-case headers, bytes); a kept
@@ -77,17 +84,23 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         """Quiet: a proxy for tests."""
 
+    def finish(self) -> None:
+        """The client's connection is done: so is this thread's to the engine."""
+        super().finish()
+        self.server.upstream.close()
+
     def do_POST(self) -> None:
         """Answer one request through the emulator."""
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        operation = str(self.headers.get("X-Amz-Target", "")).removeprefix(_TARGET)
+        target = str(self.headers.get("X-Amz-Target", ""))
+        operation = target.removeprefix(_TARGET)  # (a stream's operation keeps its prefix)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         request = decode(body) if body else {}
         passed: dict[str, Any] = {}  # what the engine answered the request as it came
 
         def forward(op: str, req: dict[str, Any]) -> dict[str, Any]:
             raw = body if req is request else render(req)
-            sent = {**headers, "X-Amz-Target": _TARGET + op}
+            sent = headers if req is request else {**headers, "X-Amz-Target": _TARGET + op}
             status, got, data = self.server.upstream.post(raw, sent)
             try:
                 answer = checked_answer(status, got, data, op, req)
@@ -171,6 +184,7 @@ def fault_proxy(endpoint_url: str, *, rules: bool = False) -> Iterator[str]:
     finally:
         emulator.forget()
         emulator.close()
+        server.upstream.close()
         server.shutdown()
         server.server_close()
         thread.join()
