@@ -8,13 +8,22 @@ it.
 Fixtures:
 
 - ``dynaorm_endpoint``: the endpoint given by ``--dynaorm-endpoint`` or
-  ``DYNAORM_TEST_ENDPOINT`` (``None``: the in-process moto backend);
+  ``DYNAORM_TEST_ENDPOINT`` (``None``: the in-process moto backend), behind a fault proxy
+  (:func:`dynaorm.testing.fault_proxy`) when ``--dynaorm-index-lag`` is given;
 - ``dynaorm_moto``: an in-process moto DynamoDB for one test;
 - ``dynaorm_moto_server``: a moto server on a free loopback port for the whole run (its
   URL), for code that moto's in-process mock cannot serve, such as aiobotocore;
 - ``dynaorm_worker_suffix``: ``"-gw0"``, ``"-gw1"``... under pytest-xdist, else ``""``.
 
 ``dynaorm.testing.tables_fixture(*tables)`` builds a fixture on top of them.
+
+``--dynaorm-index-lag=SECONDS`` makes every test's reads of global secondary and vector
+indexes see the table as it was SECONDS ago (:func:`dynaorm.testing.index_lag`, through
+an autouse fixture; ``--dynaorm-index-lag-seed=N``: only the changes N picks lag, the
+others are visible at once). A test that must read its own writes through an index says
+so, with why: ``@pytest.mark.dynaorm_index_lag(0, reason="...")`` (any number of
+seconds: its own lag, whatever the option says; on ``--dynaorm-endpoint`` it needs the
+option, 0 included, for the proxy).
 
 A chosen endpoint is checked once, when pytest starts (:func:`pytest_configure`): a
 malformed URL, or one that accepts no TCP connection within :data:`CONNECT_TIMEOUT` seconds,
@@ -33,16 +42,27 @@ import pytest
 
 ENDPOINT_OPTION = "--dynaorm-endpoint"
 ENDPOINT_ENV = "DYNAORM_TEST_ENDPOINT"
+LAG_OPTION = "--dynaorm-index-lag"
+SEED_OPTION = "--dynaorm-index-lag-seed"
+#: the marker that gives one test its own index lag (``0``: its index reads are exact)
+LAG_MARKER = "dynaorm_index_lag"
 #: seconds the start-up check waits for the endpoint to accept a TCP connection
 CONNECT_TIMEOUT = 2.0
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """Add ``--dynaorm-endpoint`` to pytest's options."""
+    """Add ``--dynaorm-endpoint``, ``--dynaorm-index-lag`` and
+    ``--dynaorm-index-lag-seed`` to pytest's options."""
     group = parser.getgroup("dynaorm")
     group.addoption(ENDPOINT_OPTION, default=None,
                     help="run dynaorm fixtures against this DynamoDB endpoint instead of an "
                          f"in-process moto (default: ${ENDPOINT_ENV})")
+    group.addoption(LAG_OPTION, default=None, type=float, metavar="SECONDS",
+                    help="reads of global secondary and vector indexes see the table as "
+                         "it was SECONDS ago, as on DynamoDB (in-process, and on the "
+                         "endpoint through a fault proxy)")
+    group.addoption(SEED_OPTION, default=None, type=int, metavar="SEED",
+                    help="only the changes SEED picks lag; the others show at once")
 
 
 def endpoint_of(config: pytest.Config) -> str | None:
@@ -71,8 +91,15 @@ def check_endpoint(url: str, timeout: float = CONNECT_TIMEOUT) -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Check the chosen endpoint once, up front: a malformed URL or an endpoint that does
-    not answer is one usage error, not a traceback in every test."""
+    """Register the marker; check the index lag and the chosen endpoint once, up front: a
+    malformed URL or an endpoint that does not answer is one usage error, not a traceback
+    in every test."""
+    config.addinivalue_line("markers", f"{LAG_MARKER}(seconds, reason=...): this test's "
+                            "index reads lag by seconds (0: exact), whatever "
+                            f"{LAG_OPTION} says")
+    lag = config.getoption(LAG_OPTION, default=None)
+    if lag is not None and not lag >= 0:
+        raise pytest.UsageError(f"{LAG_OPTION}: a number of seconds >= 0, got {lag}")
     url = endpoint_of(config)
     if url is None:
         return
@@ -83,10 +110,52 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{source}: {problem}")
 
 
+def pytest_report_header(config: pytest.Config) -> str | None:
+    """The index lag of the run, when there is one (what reproduces it)."""
+    lag = config.getoption(LAG_OPTION, default=None)
+    if lag is None:
+        return None
+    seed = config.getoption(SEED_OPTION, default=None)
+    return f"dynaorm: index reads lag {lag:g}s" + (f" (seed {seed})" if seed is not None
+                                                   else "")
+
+
+def index_lag_of(node: pytest.Item, config: pytest.Config) -> float | None:
+    """The index lag of a test: its marker's seconds, else the option's (``None``:
+    none)."""
+    marker = node.get_closest_marker(LAG_MARKER)
+    if marker is not None:
+        return float(marker.args[0] if marker.args else marker.kwargs["seconds"])
+    lag: float | None = config.getoption(LAG_OPTION, default=None)
+    return lag
+
+
+@pytest.fixture(autouse=True)
+def _dynaorm_index_lag(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The test's index lag (:func:`index_lag_of`), on for the whole test (before any
+    fixture of its own makes a table); nothing at all without one."""
+    seconds = index_lag_of(request.node, request.config)
+    if not seconds:
+        yield
+        return
+    from dynaorm.testing import index_lag
+
+    with index_lag(seconds, seed=request.config.getoption(SEED_OPTION, default=None)):
+        yield
+
+
 @pytest.fixture(scope="session")
-def dynaorm_endpoint(request: pytest.FixtureRequest) -> str | None:
-    """The endpoint dynaorm fixtures use; ``None`` means the in-process moto backend."""
-    return endpoint_of(request.config)
+def dynaorm_endpoint(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """The endpoint dynaorm fixtures use; ``None`` means the in-process moto backend.
+    With ``--dynaorm-index-lag`` the endpoint is behind a fault proxy (its URL)."""
+    url = endpoint_of(request.config)
+    if url is None or request.config.getoption(LAG_OPTION, default=None) is None:
+        yield url
+        return
+    from dynaorm.testing import fault_proxy
+
+    with fault_proxy(url) as proxied:
+        yield proxied
 
 
 @pytest.fixture(scope="session")

@@ -33,12 +33,13 @@ from dynaorm.errors import (
     RequestError,
     RequestNotSentError,
     TableNotFoundError,
+    ThrottledError,
     TransactionConflictError,
     TransactionTooLargeError,
     UniqueConstraintError,
 )
 from dynaorm.ksuid import ksuid
-from dynaorm.protocol.events import CommitResult, RequestEvent
+from dynaorm.protocol.events import CommitResult, RequestEvent, ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Operation
 from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.tracing import Tracing
@@ -116,6 +117,8 @@ __all__ = [
     "StaticKeyring",
     "Table",
     "TableNotFoundError",
+    "ThrottledError",
+    "ThrottlingReason",
     "Tracing",
     "TransactionConflictError",
     "TransactionTooLargeError",

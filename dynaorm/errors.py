@@ -27,6 +27,7 @@ __all__ = [
     "RequestError",
     "RequestNotSentError",
     "TableNotFoundError",
+    "ThrottledError",
     "TransactionConflictError",
     "TransactionTooLargeError",
     "UniqueConstraintError",
@@ -298,6 +299,16 @@ class RequestError(DynaormError):
 
 class TableNotFoundError(RequestError):
     """The table (or index) does not exist on the endpoint."""
+
+
+class ThrottledError(RequestError):
+    """DynamoDB throttled the request (``ThrottlingException``,
+    ``ProvisionedThroughputExceededException``, ``RequestLimitExceeded``, or a transaction
+    cancelled only for throttling): raised when the throttling outlived the retry budget
+    (attempts or ``max_wait``); each throttled attempt's error, as hooks see it, is one
+    too. Nothing was applied. ``reasons`` are DynamoDB's ``ThrottlingReasons``: one
+    :class:`~dynaorm.ThrottlingReason` per table or index and limit it hit (empty when the
+    answer named none)."""
 
 
 class RequestNotSentError(RequestError):

@@ -8,10 +8,12 @@ imported when a function is called (``import dynaorm`` loads none of them).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
-           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested"]
+           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested", "unobserved"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -127,3 +129,24 @@ def checked_aiohttp_session() -> type[Any]:
             return connector
 
     return CheckedSession
+
+
+@contextmanager
+def unobserved() -> Iterator[None]:
+    """For the block, OpenTelemetry's instrumentations (botocore's) make no span: the
+    requests dynaorm's test backend sends for itself are no part of the program's trace.
+
+    OpenTelemetry: ``opentelemetry.context._SUPPRESS_INSTRUMENTATION_KEY``, the key every
+    instrumentation checks; the public ``suppress_instrumentation`` lives in
+    ``opentelemetry-instrumentation``, which an application with the API alone lacks.
+    Nothing is done while OpenTelemetry is not imported."""
+    context = sys.modules.get("opentelemetry.context")
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    if context is None or key is None:
+        yield
+        return
+    token = context.attach(context.set_value(key, True))
+    try:
+        yield
+    finally:
+        context.detach(token)

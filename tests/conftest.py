@@ -8,6 +8,10 @@ the in-process moto, DynamoDB Local and dynoxide (both installed from npm by ``m
   option's name: under the name alone, dynoxide was held to DynamoDB Local's exact
   400 KB boundary for updates and failed.
 - ``DYNAORM_BACKENDS=moto,local`` restricts the engines (default: all three).
+- ``--dynaorm-index-lag=SECONDS`` (the plugin's option) lags index reads on every engine:
+  in-process, and through a fault proxy in front of DynamoDB Local, dynoxide and the
+  endpoint given (``lagged``); a test that reads its own writes through an index carries
+  ``@pytest.mark.dynaorm_index_lag(0, reason=...)``.
 - An engine is required when ``CI=true`` or ``DYNAORM_REQUIRE_LOCAL=1``: there, a missing
   install or a server that does not start fails the run instead of skipping.
 - Under pytest-xdist each worker uses its own tables (names suffixed ``-gw0``, ...).
@@ -32,11 +36,12 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
-from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
-from pytest_dynaorm import endpoint_of
+from dynaorm.testing import TestBackend, fault_proxy, moto_backend, use_tables, worker_suffix
+from pytest_dynaorm import LAG_OPTION, endpoint_of
 from tests.support.ddb_local import DEFAULT_CACHE_DIR, DynamoDBLocal, find_jar
 from tests.support.dynoxide import Dynoxide, find_binary
 from tests.support.engines import identify
@@ -99,9 +104,28 @@ def _close_async_clients() -> Iterator[None]:
         blocking.close_loop()
 
 
+@contextmanager
+def lagged(config: pytest.Config, url: str) -> Iterator[str]:
+    """``url``, behind a fault proxy when the run lags index reads."""
+    if config.getoption(LAG_OPTION) is None:
+        yield url
+    else:
+        with fault_proxy(url) as proxied:
+            yield proxied
+
+
 @pytest.fixture(scope="session")
-def ddb_local() -> Iterator[str]:
-    """The endpoint of a DynamoDB Local server shared by the whole run."""
+def ddb_local(ddb_local_engine: str, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The endpoint of a DynamoDB Local server shared by the whole run (behind a fault
+    proxy when the run lags index reads)."""
+    with lagged(request.config, ddb_local_engine) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def ddb_local_engine() -> Iterator[str]:
+    """The DynamoDB Local server itself, never behind a proxy: for tests that count this
+    process's own connections, descriptors or unclosed sockets."""
     if find_jar(DEFAULT_CACHE_DIR) is None:
         _unavailable("DynamoDB Local is not installed "
                      "(run scripts/install-ddb-local.sh or make test)")
@@ -117,7 +141,7 @@ def ddb_local() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def dynoxide() -> Iterator[str]:
+def dynoxide(request: pytest.FixtureRequest) -> Iterator[str]:
     """The endpoint of a dynoxide server shared by the whole run."""
     if find_binary() is None:
         _unavailable("dynoxide is not installed (run scripts/install-dynoxide.sh or make test)")
@@ -127,7 +151,8 @@ def dynoxide() -> Iterator[str]:
     except Exception as exc:
         _unavailable(f"dynoxide did not start: {exc}")
     try:
-        yield server.endpoint_url
+        with lagged(request.config, server.endpoint_url) as url:
+            yield url
     finally:
         server.stop()
 
@@ -140,7 +165,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[str | None]:
         with moto_backend():
             yield None
     elif name in ("endpoint", "endpoint-async"):
-        yield endpoint_of(request.config)
+        yield request.getfixturevalue("dynaorm_endpoint")
     elif name in ("local", "local-async"):
         yield request.getfixturevalue("ddb_local")
     elif name == "motoserver-async":

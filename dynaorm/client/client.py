@@ -85,6 +85,9 @@ _Hook = TypeVar("_Hook", bound=Callable[[RequestEvent], object])
 _AnyHook = TypeVar("_AnyHook", bound=HookLike)
 _LIVE: weakref.WeakSet[Client] = weakref.WeakSet()  # for dynaorm.aio.close()
 _SWAP = threading.Lock()
+#: what each client's transport is made of its botocore wire in the in-process mock blocks
+#: open now (:func:`in_process_mock`; the innermost's holds, ``None``: the wire itself)
+_IN_PROCESS: list[Callable[[BotocoreWire], Transport] | None] = []
 
 
 def check_settings(owner: str, *, wire: object = "dynaorm", max_attempts: object = None,
@@ -421,7 +424,8 @@ class Client:
     def _choose(self) -> Transport:
         if moto_active() or (in_process_mock_depth() and in_process(
                 configured_endpoint(self.endpoint_url, self._botocore_session()))):
-            return self._boto  # moto answers inside botocore's client
+            wrap = _IN_PROCESS[-1] if _IN_PROCESS else None  # (moto answers inside
+            return self._boto if wrap is None else wrap(self._boto)  # botocore's client)
         return WIRES[self.wire](self)
 
     def _transport_for(self, operation: str) -> Transport:
@@ -581,20 +585,25 @@ def live_clients() -> list[Client]:
 
 
 @contextmanager
-def in_process_mock() -> Iterator[None]:
+def in_process_mock(transport: Callable[[BotocoreWire], Transport] | None = None
+                    ) -> Iterator[None]:
     """For the block, requests without an endpoint go to an in-process mock (moto's
     ``mock_aws``, which the caller starts) through the botocore client: every client
     chooses its transport anew inside the block (tables without an endpoint get moto's,
     with dummy credentials, so no credential provider is asked, and
     :data:`~dynaorm.client.settings.LOOPBACK_REGION` if no region is configured), and
     again after it (clients made before it get back the transport and botocore client
-    they had). Blocks may nest: the outermost one swaps."""
+    they had). ``transport``: what each client's transport is made of its botocore wire
+    (``None``: that wire; dynaorm's test backend puts itself in front). Blocks may nest:
+    the outermost one swaps, the innermost one's ``transport`` holds."""
     with _SWAP:
         saved = ({c: c._swap(None) for c in list(_LIVE)} if enter_mock(1) == 1 else None)
+        _IN_PROCESS.append(transport)
     try:
         yield
     finally:
         with _SWAP:
+            _IN_PROCESS.pop()
             if enter_mock(-1) == 0:
                 for client in list(_LIVE):
                     client._swap((saved or {}).get(client))

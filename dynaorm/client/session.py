@@ -5,6 +5,7 @@ the driver and for whether hooks listen, which the pure floors never do."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
@@ -40,6 +41,18 @@ class BaseSession:
 
     def __init__(self, table: TableSchema | None, client: object) -> None:
         self._stage = Stage(table, client if table is None else None)
+
+    def __del__(self) -> None:
+        """Dropped with staged work neither committed nor rolled back: a
+        ``ResourceWarning`` names what is lost (nothing of it was written)."""
+        stage = getattr(self, "_stage", None)  # (a constructor that failed made none)
+        if stage is None or not stage.writes:
+            return
+        lost = stage.staged()
+        warnings.warn(f"{type(self).__name__} dropped with {len(lost)} staged write(s) "
+                      f"never committed, so never written: {'; '.join(lost)} (commit() "
+                      "them, or rollback() to drop them)", ResourceWarning, source=self,
+                      stacklevel=2)
 
     @property
     def table(self) -> TableSchema | None:

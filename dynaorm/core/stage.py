@@ -121,6 +121,18 @@ class Stage:
         finally:
             self.writes.clear()
 
+    def staged(self) -> list[str]:
+        """Each staged write as ``"<kind> <Entity> <key>"`` (``"save User {'pk': ...}"``),
+        in staging order: what a dropped session loses."""
+        found = []
+        for entry in self.writes.values():
+            obj = entry._obj
+            key = getattr(entry, "key", None) if obj is None else spec_of(
+                type(obj)).primary_key(obj.__dict__)
+            kind = type(entry).__name__.removesuffix("Entry").removeprefix("Staged").lower()
+            found.append(f"{kind} {entry._entity.__name__} {key}")
+        return found
+
     def same_table(self, entities: tuple[type[Entity], ...], what: str) -> TableSchema:
         """The one table a query or scan of ``entities`` reads (a read is of one table)."""
         specs = [self.spec(e) for e in entities]

@@ -15,7 +15,8 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.errors import RequestError
 
-__all__ = ["RECORDER", "CommitResult", "EventOrigin", "Reason", "RequestEvent", "actions_of",
+__all__ = ["RECORDER", "CommitResult", "EventOrigin", "Reason", "RequestEvent", "ThrottlingReason",
+           "actions_of",
            "capacity_of", "recording", "shape_problem", "table_of", "tables_of"]
 
 #: Why an action is in a write request: ``(entity_class, key, role)``; ``key`` is the
@@ -63,6 +64,36 @@ class Reason:
     code: str
     message: str | None = None
     item: Item | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottlingReason:
+    """Why DynamoDB throttled a request (one of its ``ThrottlingReasons``): ``reason``
+    says what was throttled, how, and which limit it hit
+    (``"TableWriteProvisionedThroughputExceeded"``, ``"IndexReadKeyRangeThroughputExceeded"``,
+    ...), ``resource`` the ARN of the table or index."""
+
+    reason: str
+    """What was throttled, how, and the limit: ``"TableWriteProvisionedThroughputExceeded"``."""
+    resource: str = ""
+    """The ARN of the table or index (``""``: not given)."""
+
+    @property
+    def table(self) -> str | None:
+        """The table the resource is, or whose index it is (``None``: not an ARN)."""
+        _, found, rest = self.resource.partition(":table/")
+        return rest.split("/", 1)[0] if found else None
+
+    @property
+    def index(self) -> str | None:
+        """The index the resource is (``None``: the table itself)."""
+        _, found, rest = self.resource.partition("/index/")
+        return rest if found else None
+
+    @property
+    def write(self) -> bool | None:
+        """Whether writes were throttled (``False``: reads; ``None``: it does not say)."""
+        return True if "Write" in self.reason else False if "Read" in self.reason else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from dynaorm.errors import DynaormError, RequestError
+from dynaorm.protocol.events import Reason, ThrottlingReason
 from dynaorm.protocol.hooks import HookLike
 
-__all__ = ["DEFAULT_MAX_ATTEMPTS", "HELD_TO", "MAX_CONCURRENCY", "SERVER_ERRORS", "Budget",
-           "Policy", "Rate", "budget_of", "held_to", "retryable"]
+__all__ = ["DEFAULT_MAX_ATTEMPTS", "HELD_TO", "MAX_CONCURRENCY", "SERVER_ERRORS",
+           "THROTTLE_CODES", "Budget", "Policy", "Rate", "budget_of", "held_to", "retryable",
+           "throttled"]
 
 #: the failures a server answers when it could not finish a request (it may have been
 #: applied first): what a probe (:attr:`~dynaorm.protocol.steps.Call.probe`) may prove
@@ -36,12 +38,14 @@ _TRANSIENT = frozenset({
     "TransactionInProgressException", "LimitExceededException",
     "TransactionConflictException", "ConnectionError",
 })
-_THROTTLES = frozenset({"ThrottlingException", "ProvisionedThroughputExceededException",
-                        "RequestLimitExceeded", "ThrottlingError", "ProvisionedThroughputExceeded"})
+#: the error codes of a throttled request (a :class:`~dynaorm.ThrottledError`)
+THROTTLE_CODES = frozenset({"ThrottlingException", "ProvisionedThroughputExceededException",
+                            "RequestLimitExceeded"})
+#: a transaction's cancellation reasons that say an action was throttled
+_THROTTLED_ACTIONS = frozenset({"ThrottlingError", "ProvisionedThroughputExceeded"})
 _WRITES = frozenset({"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem",
                      "TransactWriteItems"})
-_THROTTLED_REASONS = frozenset({"TransactionConflict", "ThrottlingError",
-                                "ProvisionedThroughputExceeded"})
+_THROTTLED_REASONS = _THROTTLED_ACTIONS | {"TransactionConflict"}
 
 #: attempts per request when neither ``Client(max_attempts=)`` nor botocore's
 #: ``AWS_MAX_ATTEMPTS`` / profile ``max_attempts`` says otherwise
@@ -75,11 +79,14 @@ class Rate:
 class Budget:
     """A :class:`Rate` held by one client: each kind's next request waits until the units
     already consumed (``ConsumedCapacity``; 1 when a response says none) are paid for at
-    the rate, scaled down by half on each throttle and back up slowly after successes."""
+    the rate, scaled down by half on each throttle of that kind (reads or writes: as the
+    throttle's ``ThrottlingReasons`` say, else the request's) and back up slowly after
+    successes."""
 
     def __init__(self, rate: Rate, clock: Callable[[], float] = time.monotonic) -> None:
-        self.rate, self.clock, self.scale = rate, clock, 1.0
+        self.rate, self.clock = rate, clock
         self.free = {True: 0.0, False: 0.0}  # (a write?) -> when the next request may go
+        self.scale = {True: 1.0, False: 1.0}  # (a write?) -> the share of the rate held
         self.lock = threading.Lock()
 
     def wait(self, operation: str) -> float:
@@ -103,16 +110,21 @@ class Budget:
         if limit := self.rate.write if write else self.rate.read:
             with self.lock:
                 due = max(self.free[write], self.clock())
-                self.free[write] = due + (units or 1.0) / (limit * self.scale)
-                self.scale = min(1.0, self.scale * 1.02)
+                self.free[write] = due + (units or 1.0) / (limit * self.scale[write])
+                self.scale[write] = min(1.0, self.scale[write] * 1.02)
 
-    def judge(self, exc: RequestError) -> None:
-        """Adapt down after a throttle (``exc`` or a transaction reason is one; not
-        another service's: its quota is not the table's capacity)."""
-        if ":" not in exc.operation and {exc.code, *(r.code for r in exc.reasons if r)
-                                         } & _THROTTLES:
-            with self.lock:
-                self.scale = max(0.02, self.scale / 2)
+    def judge(self, operation: str, exc: RequestError) -> None:
+        """Adapt down after a throttle of ``operation``'s request (:func:`throttled`): the
+        kinds its ``ThrottlingReasons`` name (a throttled index write slows writes), else
+        the request's own kind; never for another service's request (its quota is not the
+        table's capacity)."""
+        if ":" in operation or not throttled(exc):
+            return
+        named = {r.write for r in exc.reasons if isinstance(r, ThrottlingReason)
+                 and r.write is not None}
+        with self.lock:
+            for write in named or {operation in _WRITES}:
+                self.scale[write] = max(0.02, self.scale[write] / 2)
 
 
 def budget_of(rate: object) -> Budget | None:
@@ -170,6 +182,13 @@ class Policy:
     def __post_init__(self) -> None:
         object.__setattr__(self, "observed",
                            any(getattr(h, "wants_origins", True) for h in self.hooks))
+
+
+def throttled(exc: RequestError) -> bool:
+    """Whether ``exc`` is a throttle: a throttling code, or a transaction cancelled only
+    because actions were throttled."""
+    codes = {r.code for r in exc.reasons if isinstance(r, Reason)}
+    return exc.code in THROTTLE_CODES or (bool(codes) and codes <= _THROTTLED_ACTIONS)
 
 
 def retryable(exc: RequestError) -> bool:

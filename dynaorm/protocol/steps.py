@@ -394,7 +394,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
                 recording._consumed(capacity_of(out))
             return out
         if budget is not None:
-            budget.judge(error)
+            budget.judge(step.operation, error)
         maybe_applied = yield from _judged(policy, step, error, number, maybe_applied, within)
         delay = min(policy.backoff(number), policy.max_wait - waited)
         if delay > 0:

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm._version import __version__
+from dynaorm.errors import ThrottledError
 from dynaorm.protocol.hooks import Attempt, Hook, Operation, Phase
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
@@ -280,7 +281,7 @@ class Tracing(Hook):
                     attributes["rpc.method"] = next(iter(opened.methods))
                 elif opened.methods:
                     attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-                span.set_attributes(attributes)
+                span.set_attributes({**attributes, **_throttling(op.error)})
                 if op.error is not None:
                     _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
@@ -418,11 +419,21 @@ def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> N
     error = attempt.error
     if error is not None:
         attributes["dynaorm.maybe_applied"] = error.maybe_applied
-    span.set_attributes(attributes)
+    span.set_attributes({**attributes, **_throttling(error)})
     if error is not None:
         _failed(span, error.code, str(error), error)
     elif attempt.interrupted:
         _failed(span, "interrupted", "interrupted in flight")
+
+
+def _throttling(error: BaseException | None) -> dict[str, Any]:
+    """The attributes of a throttle's ``ThrottlingReasons``: the reasons and, in the same
+    order, the ARNs of the tables and indexes they name (none for other errors)."""
+    reasons = error.reasons if isinstance(error, ThrottledError) else None
+    if not reasons:
+        return {}
+    return {"dynaorm.throttling_reasons": tuple(r.reason for r in reasons),
+            "dynaorm.throttled_resources": tuple(r.resource for r in reasons)}
 
 
 def _failed(span: Any, kind: str, message: str, error: BaseException | None = None) -> None:

@@ -40,8 +40,10 @@ from dynaorm.errors import (
     RequestError,
     RequestNotSentError,
     TableNotFoundError,
+    ThrottledError,
 )
-from dynaorm.protocol.events import Reason, shape_problem, table_of
+from dynaorm.protocol.events import Reason, ThrottlingReason, shape_problem, table_of
+from dynaorm.protocol.policy import THROTTLE_CODES
 from dynaorm.values.codec import binary_from_json
 from dynaorm.wire.endpoint import Endpoint, proxy_tls_context, trace_header
 from dynaorm.wire.http import (
@@ -193,7 +195,8 @@ def request_error(operation: str, request: dict[str, Any], code: str, message: s
                   ) -> RequestError:
     """The :class:`~dynaorm.RequestError` of an error answer, whichever wire read it:
     ``code`` and ``message``, the modeled ``fields`` (a transaction's
-    ``CancellationReasons``, in request order; a refused write's ``Item``), the HTTP
+    ``CancellationReasons``, in request order; a refused write's ``Item``; a throttle's
+    ``ThrottlingReasons``, as a :class:`~dynaorm.ThrottledError`), the HTTP
     ``status`` and DynamoDB's ``request_id``. A 5xx may come after the server applied the
     request (``maybe_applied``); a 4xx was refused, throttling included, except that an
     attempt of this token is still in progress."""
@@ -205,6 +208,11 @@ def request_error(operation: str, request: dict[str, Any], code: str, message: s
     if code == "ResourceNotFoundException":
         err: RequestError = TableNotFoundError(
             operation, code, f"{message} (table {table_of(request)!r})", reasons)
+    elif code in THROTTLE_CODES:  # (the member is throttlingReasons in a ThrottlingException)
+        raw = fields.get("ThrottlingReasons", fields.get("throttlingReasons"))
+        err = ThrottledError(operation, code, message, [
+            ThrottlingReason(str(r.get("reason", "")), str(r.get("resource", "")))
+            for r in (raw if isinstance(raw, list) else ()) if isinstance(r, dict)])
     else:
         err = RequestError(operation, code, message, reasons,
                            item=item if isinstance(item, dict) else None)

@@ -46,10 +46,12 @@ from dynaorm.errors import (
     ItemNotFoundError,
     OutcomeUnknownError,
     RequestError,
+    ThrottledError,
     TransactionConflictError,
     UniqueConstraintError,
 )
 from dynaorm.protocol.events import Reason
+from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import old_values
 from dynaorm.schema.rules.revision import revision_of
@@ -172,10 +174,11 @@ def _condition_failures(plan: WritePlan, exc: RequestError
 
 
 def _reasons(plan: WritePlan, exc: RequestError) -> list[Reason | None]:
-    """The cancellation reasons of ``exc`` (a single write's failed condition as one)."""
+    """The cancellation reasons of ``exc`` (a single write's failed condition as one; a
+    throttle's reasons are not cancellations)."""
     if len(plan.ops) == 1 and exc.code == "ConditionalCheckFailedException":
         return [Reason("ConditionalCheckFailed", exc.message, exc.item)]
-    return exc.reasons
+    return [] if isinstance(exc, ThrottledError) else exc.reasons
 
 
 def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[DynaormError]:
@@ -194,6 +197,10 @@ def map_failure(plan: WritePlan, exc: RequestError, read: Read) -> Reading[Dynao
             f"commit of {first.entity.__name__} {first.owner_key} (and {len(plan.ops) - 1} "
             f"more actions) on {_names(plan)} kept conflicting with concurrent "
             f"transactions after retries: {exc.message}")
+    if throttled(exc) and not isinstance(exc, ThrottledError):  # (every action throttled)
+        err = ThrottledError(exc.operation, exc.code, exc.message)
+        err.args, err.attempts, err.request_id = exc.args, exc.attempts, exc.request_id
+        return err
     return exc  # no typed error says more: the RequestError itself (operation, code)
 
 

@@ -27,6 +27,7 @@ import dynaorm
 from dynaorm import DynaormError, Rate, Session
 from dynaorm.errors import ConflictError
 from dynaorm.jobs import MARK, BackfillReport, Job, backfill, run_local
+from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import Budget
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
@@ -273,7 +274,7 @@ def test_a_throttle_halves_the_budget(db: TestBackend) -> None:
             s.save(Counter(id="t1"))
             s.commit()  # throttled twice, then written
         budget = client.policy.budget
-        assert budget is not None and budget.scale == pytest.approx(0.25 * 1.02)
+        assert budget is not None and budget.scale[True] == pytest.approx(0.25 * 1.02)
         assert Session(jobs_table).get(Counter, id="t1") is not None
     finally:
         client.rate = None
@@ -307,11 +308,31 @@ def test_budget_waits_for_consumed_units_and_adapts_down_on_throttles() -> None:
     assert budget.wait("PutItem") == 0 and budget.wait("Query") == 0
     budget.spent("PutItem", 5.0)
     assert budget.wait("PutItem") == pytest.approx(0.5) and budget.wait("GetItem") == 0
-    budget.judge(dynaorm.RequestError("PutItem", "ThrottlingException", "slow down"))
+    budget.judge("PutItem", dynaorm.RequestError("PutItem", "ThrottlingException", "slow"))
     budget.spent("PutItem", 5.0)  # (now at half the rate)
     assert budget.wait("PutItem") == pytest.approx(0.5 + 1.0)
-    budget.judge(dynaorm.RequestError("PutItem", "ValidationException", "no"))
-    assert budget.scale == pytest.approx(0.5 * 1.02)
+    budget.judge("PutItem", dynaorm.RequestError("PutItem", "ValidationException", "no"))
+    assert budget.scale == {True: pytest.approx(0.5 * 1.02), False: 1.0}
+
+
+def test_throttling_reasons_slow_the_kind_they_name() -> None:
+    """A throttle slows its own request's kind, unless its ThrottlingReasons name another
+    (an index's writes throttled under a read: writes slow down, reads do not)."""
+    budget = Budget(Rate(read=10, write=10), clock=lambda: 0.0)
+    budget.judge("Query", dynaorm.ThrottledError("Query", "ThrottlingException", "slow"))
+    assert budget.scale == {True: 1.0, False: 0.5}
+    write = dynaorm.ThrottlingReason("IndexWriteProvisionedThroughputExceeded", "arn:i")
+    budget.judge("Query", dynaorm.ThrottledError(
+        "Query", "ProvisionedThroughputExceededException", "slow", [write]))
+    assert budget.scale == {True: 0.5, False: 0.5}
+    both = [write, dynaorm.ThrottlingReason("TableReadAccountLimitExceeded", "arn:t")]
+    budget.judge("PutItem", dynaorm.ThrottledError("PutItem", "ThrottlingException", "", both))
+    assert budget.scale == {True: 0.25, False: 0.25}
+    budget.judge("PutItem", dynaorm.RequestError("TransactWriteItems", "Transaction"
+                                                 "CanceledException", "", [Reason("None")]))
+    assert budget.scale == {True: 0.25, False: 0.25}  # (not a throttle)
+    budget.spent("PutItem", 1.0)
+    assert budget.wait("PutItem") == pytest.approx(1 / (10 * 0.25))
 
 
 def test_a_job_budget_holds_across_its_workers(db: TestBackend) -> None:

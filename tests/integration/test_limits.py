@@ -22,6 +22,7 @@ from dynaorm import (
     KeyTemplateError,
     Session,
 )
+from dynaorm.errors import RequestError as RequestFailed
 from dynaorm.testing import TestBackend
 from dynaorm.values.limits import (
     MAX_NESTING,
@@ -34,7 +35,7 @@ from dynaorm.values.limits import (
 )
 from tests.conftest import engine_of
 from tests.support.models import app
-from tests.support.recording import Requests
+from tests.support.recording import Requests, send
 
 LONE = json.loads('"\\ud800"')  # a lone surrogate, as JSON from a client can carry
 
@@ -345,3 +346,74 @@ def test_the_gate_knows_every_key_attribute_and_checks_every_action() -> None:
     # the same update on an item that leaves room fits
     WritePlan((Update(key, {"v": {"S": "x" * 1000}}, (), None, origin,
                            known={**item, "w": {"S": "w" * 400_000}}),))
+
+
+# -- what the engine refuses itself: raw requests, behind dynaorm's back ----------------------
+# (dynaorm's own checks never let these out; on moto, dynaorm's test backend refuses them
+# as DynamoDB does, contract section 21: plain moto counts sizes its own way and stores
+# them)
+def _ones(n: int) -> dict[str, Any]:
+    """A list of ``n`` ones: 3 bytes each as DynamoDB counts (a number and its place in
+    the list), one as moto does."""
+    return {"L": [{"N": "1"}] * n}
+
+
+def _raw(key: str, size: int, ones: int) -> dict[str, Any]:
+    """An item of ``size`` bytes as DynamoDB counts them, ``ones`` of them in a list (for
+    moto, then, ``2 * ones`` bytes fewer)."""
+    item = {"pk": {"S": f"RAW#{key}"}, "sk": {"S": "RAW"}, "l": _ones(ones), "s": {"S": ""}}
+    item["s"] = {"S": "s" * (size - item_size(item))}
+    assert item_size(item) == size
+    return item
+
+
+def _engine_refuses(db: TestBackend, operation: str, request: dict[str, Any],
+                    code: str) -> RequestFailed:
+    before = db.scan_raw()
+    with pytest.raises(RequestFailed) as err:
+        send(db.table, operation, request)
+    assert err.value.code == code
+    assert db.scan_raw() == before
+    return err.value
+
+
+def test_the_engine_refuses_an_item_over_400_kb_as_dynamodb_counts_it(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    put = {"TableName": db.table.name, "Item": _raw("big", 400 * 1024 + 1, 3000)}
+    err = _engine_refuses(db, "PutItem", put, "ValidationException")
+    assert "Item size has exceeded the maximum allowed size" in err.message
+    batch = {"RequestItems": {db.table.name: [{"PutRequest": {"Item": put["Item"]}}]}}
+    _engine_refuses(db, "BatchWriteItem", batch, "ValidationException")
+    inside = _raw("fits", 400 * 1024 - slack(request), 3000)
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": inside})
+    assert db.scan_raw() == [inside]
+
+
+def test_the_engine_refuses_an_update_that_grows_an_item_past_400_kb(
+        db: TestBackend) -> None:
+    item = _raw("grow", 401_000, 3000)
+    send(db.table, "PutItem", {"TableName": db.table.name, "Item": item})
+    key = {"pk": item["pk"], "sk": item["sk"]}
+    double = {"TableName": db.table.name, "Key": key, "UpdateExpression": "SET t = :t",
+              "ExpressionAttributeValues": {":t": {"S": "t" * 9000}}}  # (moto: 404,000)
+    err = _engine_refuses(db, "UpdateItem", double, "ValidationException")
+    assert "Item size to update has exceeded the maximum allowed size" in err.message
+    other = {"pk": {"S": "RAW#other"}, "sk": {"S": "RAW"}}
+    err = _engine_refuses(db, "TransactWriteItems", {"TransactItems": [
+        {"Put": {"TableName": db.table.name, "Item": other}}, {"Update": double}]},
+        "TransactionCanceledException")
+    assert [None if r is None else r.code for r in err.reasons] == [None, "ValidationError"]
+
+
+def test_the_engine_refuses_a_transaction_over_4_mb_and_a_batch_of_26(
+        db: TestBackend) -> None:
+    puts = [{"Put": {"TableName": db.table.name, "Item": {
+        "pk": {"S": f"RAW#{i}"}, "sk": {"S": "RAW"}, "s": {"S": "s" * 390_000}}}}
+        for i in range(11)]
+    err = _engine_refuses(db, "TransactWriteItems", {"TransactItems": puts},
+                          "ValidationException")
+    assert "4MB" in err.message
+    batch = [{"PutRequest": {"Item": {"pk": {"S": f"RAW#{i}"}, "sk": {"S": "RAW"}}}}
+             for i in range(26)]
+    _engine_refuses(db, "BatchWriteItem", {"RequestItems": {db.table.name: batch}},
+                    "ValidationException")

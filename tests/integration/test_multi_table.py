@@ -224,12 +224,9 @@ def test_an_entity_of_another_clients_table_is_refused_before_sending(
 
 
 def test_a_lost_answer_of_a_cross_table_commit_is_applied_once(
-        both: TestBackend, request: pytest.FixtureRequest) -> None:
+        both: TestBackend) -> None:
     """The answer of a commit across both tables is lost after DynamoDB applied it: the
     retry carries the same token, so it is applied once, and the commit succeeds."""
-    if engine_of(request) == "moto":
-        pytest.skip("moto does not apply a ClientRequestToken at most once: a retry of an "
-                    "applied transaction applies again there")
     with both.session() as s:
         s.save(Tally(name="orders"))
     seen = Requests(app)
@@ -248,13 +245,10 @@ def test_a_lost_answer_of_a_cross_table_commit_is_applied_once(
 
 
 def test_a_server_error_after_a_cross_table_commit_applied_is_a_success(
-        both: TestBackend, request: pytest.FixtureRequest) -> None:
+        both: TestBackend) -> None:
     """DynamoDB applies the commit and the answer is a 500: the retry carries the same
     token, so the commit is applied once and reported as the success it is (the fault
     planned on the app table's client sees the transaction naming both tables)."""
-    if engine_of(request) == "moto":
-        pytest.skip("moto does not apply a ClientRequestToken at most once: a retry of an "
-                    "applied transaction applies again there")
     with both.session() as s:
         s.save(Tally(name="orders"))
     seen = Requests(ledger)

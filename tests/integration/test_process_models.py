@@ -231,11 +231,11 @@ def _fds() -> int:
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
-def test_nothing_of_an_ended_event_loop_is_kept(ddb_local: str, wire: str) -> None:
+def test_nothing_of_an_ended_event_loop_is_kept(ddb_local_engine: str, wire: str) -> None:
     """100 ``asyncio.run()`` (an async Lambda handler's life, a test suite's), each reading
     through one client: no descriptor, loop or connection of an ended loop is kept."""
     runs = 100 if wire == "dynaorm" else 25  # (an aiobotocore client per loop: slower)
-    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix(), wire=wire):
+    with use_tables(app, endpoint_url=ddb_local_engine, name_suffix=worker_suffix(), wire=wire):
         Session(app).save_many([Note(note_id="n1")])
 
         async def read() -> Note | None:
@@ -255,10 +255,10 @@ def test_nothing_of_an_ended_event_loop_is_kept(ddb_local: str, wire: str) -> No
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
-def test_a_loop_closed_without_ending_its_generators_is_let_go(ddb_local: str) -> None:
+def test_a_loop_closed_without_ending_its_generators_is_let_go(ddb_local_engine: str) -> None:
     """Loops closed by hand (``loop.close()`` without ``shutdown_asyncgens``): each is let
     go, with its connections, at the next loop's first request."""
-    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()):
+    with use_tables(app, endpoint_url=ddb_local_engine, name_suffix=worker_suffix()):
         Session(app).save_many([Note(note_id="n1")])
         asyncio.run(AsyncSession(app).get(Note, note_id="n1"))
         gc.collect()
@@ -489,11 +489,11 @@ def test_describe_table_answers_in_one_shape_on_both_wires(ddb_local: str) -> No
 @pytest.mark.filterwarnings("error::ResourceWarning")
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
 def test_a_client_let_go_mid_loop_has_its_connections_closed_with_the_loop(
-        ddb_local: str, wire: str) -> None:
+        ddb_local_engine: str, wire: str) -> None:
     """A client collected while its loop still runs (a table rebound, a client made per
     request): its connections close when the loop ends, and nothing warns."""
     async def main() -> None:
-        client = Client(ddb_local, wire=wire)
+        client = Client(ddb_local_engine, wire=wire)
         await client.asend("ListTables", {})
         del client
         gc.collect()

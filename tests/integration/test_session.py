@@ -7,7 +7,9 @@ the backend.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import gc
+import warnings
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -644,3 +646,58 @@ def test_lookup_takes_exactly_the_key_fields(db: TestBackend) -> None:
         s.get(Note, note_id="n1", body="x")
     with pytest.raises(DynaormError):
         s.find(User, full_name="x")
+
+
+# -- a session dropped with staged work ---------------------------------------------------------
+def _dropped(use: Callable[[], object]) -> list[str]:
+    """The ResourceWarnings of the sessions ``use`` makes and lets go (not those of
+    sockets an earlier test let go)."""
+    gc.collect()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        use()
+        gc.collect()
+    return [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)
+            and "Session" in str(w.message)]
+
+
+def test_a_session_dropped_with_staged_work_warns_what_is_lost(db: TestBackend) -> None:
+    def stage() -> None:
+        s = db.session()
+        s.save(Note(note_id="n1", body="draft"))
+        s.update(User, user_id="u1").set(full_name="Ann")
+        s.delete(Note, note_id="n2")
+        s.check(Note, note_id="n3", condition=dynaorm.F("body").exists())
+
+    (message,) = _dropped(stage)
+    kind = "AsyncSession" if db.session_kind == "async" else "Session"
+    assert message == (
+        f"{kind} dropped with 4 staged write(s) never committed, so never written: "
+        "save Note {'pk': 'NOTE#n1', 'sk': 'NOTE'}; update User {'pk': 'USER#u1', 'sk': "
+        "'PROFILE'}; delete Note {'pk': 'NOTE#n2', 'sk': 'NOTE'}; check Note {'pk': "
+        "'NOTE#n3', 'sk': 'NOTE'} (commit() them, or rollback() to drop them)")
+    assert db.scan() == []
+
+
+def test_no_warning_for_a_session_committed_rolled_back_failed_or_never_staged(
+        db: TestBackend) -> None:
+    def committed() -> None:
+        with db.session() as s:
+            s.save(Note(note_id="n1"))
+
+    def rolled_back() -> None:
+        s = db.session()
+        s.save(Note(note_id="n2"))
+        s.rollback()
+
+    def failed() -> None:
+        s = db.session()
+        s.save(Note(note_id="n1"))  # (stored already)
+        with pytest.raises(ItemExistsError):
+            s.commit()
+
+    def read_only() -> None:
+        assert db.session().get(Note, note_id="n1", consistent=True) is not None
+
+    for use in (committed, rolled_back, failed, read_only):
+        assert _dropped(use) == [], use.__name__

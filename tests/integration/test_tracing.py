@@ -17,7 +17,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from dynaorm import Attempt, OutcomeUnknownError, RequestError, Session
+from dynaorm import (
+    Attempt,
+    OutcomeUnknownError,
+    RequestError,
+    Session,
+    ThrottledError,
+    ThrottlingReason,
+)
 from dynaorm.testing import TestBackend, inject_faults
 from tests.conftest import engine_of
 from tests.support.models import Note, User, app
@@ -500,3 +507,34 @@ def test_a_hostile_answer_still_ends_every_span(db: TestBackend, spans: Spans) -
     assert attempt.attributes["aws.dynamodb.consumed_capacity"] == ('"junk"', "7")
     assert attempt.end_time is not None and not app.db.tracing._open
 
+
+
+def test_a_throttle_carries_its_reasons_on_every_span_and_event(
+        db: TestBackend, spans: Spans) -> None:
+    """An injected throttle with DynamoDB's ``ThrottlingReasons``, on every attempt: the
+    commit ends in a ThrottledError carrying them, and so do each attempt's span, the
+    operation's span and each ``on_request`` event."""
+    events: list[Any] = []
+    db.table.max_wait = 0
+    spans.attach()  # (again: the table is bound anew)
+    db.table.on_request(events.append)
+    with inject_faults(db.table) as faults:
+        faults.throttle("PutItem", times=None, reasons=[
+            "TableWriteKeyRangeThroughputExceeded", ThrottlingReason(
+                "IndexWriteProvisionedThroughputExceeded", "arn:x:table/t/index/gsi1")])
+        s = db.session()
+        s.save(Note(note_id="n1"))
+        with pytest.raises(ThrottledError) as err:
+            s.commit()
+    reasons = ("TableWriteKeyRangeThroughputExceeded", "IndexWriteProvisionedThroughputExceeded")
+    resources = (f"arn:aws:dynamodb:::table/{db.table.name}", "arn:x:table/t/index/gsi1")
+    assert tuple(r.reason for r in err.value.reasons) == reasons
+    assert err.value.code == "ProvisionedThroughputExceededException"
+    assert [e.error.reasons for e in events] == [err.value.reasons] * 5
+    op = _one(spans.named("dynaorm.commit"))
+    for span in (op, *spans.children(op)):
+        assert span.attributes is not None
+        assert span.attributes["dynaorm.throttling_reasons"] == reasons
+        assert span.attributes["dynaorm.throttled_resources"] == resources
+    assert len(spans.children(op)) == 5
+    assert db.scan() == []

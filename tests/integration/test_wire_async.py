@@ -481,8 +481,8 @@ def unclosed(caught: list[warnings.WarningMessage]) -> list[str]:
 
 
 @pytest.mark.filterwarnings("error::ResourceWarning")
-def test_close_closes_the_connections(ddb_local: str) -> None:
-    table = Table("dynaorm-wire-close", endpoint_url=ddb_local, wire="dynaorm")
+def test_close_closes_the_connections(ddb_local_engine: str) -> None:
+    table = Table("dynaorm-wire-close", endpoint_url=ddb_local_engine, wire="dynaorm")
 
     async def main() -> AsyncWire:
         client = table.db

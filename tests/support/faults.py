@@ -73,9 +73,11 @@ class Faults:
         return self.sent
 
     def refuse(self, operation: str, *, times: int | None = None, status: int = 400,
-               code: str = "ThrottlingException", after: int = 0) -> None:
+               code: str = "ThrottlingException", after: int = 0,
+               fields: dict[str, Any] | None = None) -> None:
         """Answer attempts of ``operation`` with ``status``/``code`` before they are sent
-        (the first ``after`` attempts pass; then ``times`` refused, None = all)."""
+        (the first ``after`` attempts pass; then ``times`` refused, None = all); ``fields``:
+        more members of the error's body (a throttle's ``throttlingReasons``)."""
         seen = [0]
 
         def refused(request: Any, **_: Any) -> AWSResponse | None:
@@ -84,7 +86,7 @@ class Faults:
             if n <= 0 or (times is not None and n > times):
                 return None
             body = json.dumps({"__type": f"com.amazonaws.dynamodb.v20120810#{code}",
-                               "message": f"injected {code}"}).encode()
+                               "message": f"injected {code}", **(fields or {})}).encode()
             headers = {"x-amzn-RequestId": "injected",
                        "Content-Type": "application/x-amz-json-1.0",
                        "Content-Length": str(len(body))}

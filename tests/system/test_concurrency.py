@@ -1,28 +1,26 @@
-"""Racing writers, each with its own Session, on both backends: unique guards and version
-rows stay right under contention; on DynamoDB Local, racing updates lose nothing (no lost
-updates, contract section 4)."""
+"""Racing writers, each with its own Session, on every engine: unique guards and version
+rows stay right under contention, and racing updates lose nothing (no lost updates,
+contract section 4; on moto since dynaorm's test backend answers one request at a time,
+contract section 21)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from dynaorm import (
-    Attempt,
     ConcurrentModificationError,
     DynaormError,
-    Hook,
     TransactionConflictError,
     UniqueConstraintError,
 )
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend
 from dynaorm.tools.check import check_table
 from tests.support.concurrency import race
 from tests.support.guards import assert_guards_consistent
-from tests.support.models import Audit, User, app
+from tests.support.models import Audit, User
 from tests.support.update_models import Counter, Player
 
 pytestmark = pytest.mark.sync_only  # instruments of the sync client (see conftest)
@@ -30,40 +28,12 @@ pytestmark = pytest.mark.sync_only  # instruments of the sync client (see confte
 THREADS = 8
 
 
-class AtomicRequests(Hook):
-    """Makes each request atomic, as DynamoDB does; moto's in-process backend does not
-    lock, so two racing conditional writes could both pass their conditions there. A phase
-    hook on the table's client: each attempt holds one lock from its start to its end (the
-    send between them). Requests still interleave freely between each other, which is what
-    these tests race."""
-
-    def __init__(self, table: str) -> None:
-        self.table = table
-        self._atomic = threading.Lock()
-
-    def on_start(self, phase: Any) -> object:
-        if not isinstance(phase, Attempt) or self.table not in phase.tables:
-            return False
-        # (a timeout, not a hang, should an attempt ever end without its on_end)
-        return self._atomic.acquire(timeout=60)
-
-    def on_end(self, phase: Any, token: Any) -> object:
-        if token:
-            self._atomic.release()
-        return None
-
-
 @pytest.fixture
 def db(db: TestBackend) -> Iterator[TestBackend]:
-    """The shared table; on moto, each request is made atomic (see AtomicRequests)."""
-    client = db.table.db
-    client.botocore  # noqa: B018 - create the shared client before the threads race
-    atomic = None if db.endpoint_url else client.add_hook(AtomicRequests(db.table.name))
-    try:
-        yield db
-    finally:
-        if atomic is not None:
-            client.remove_hook(atomic)
+    """The shared table, its client made before the threads race (requests are atomic
+    on every engine: dynaorm's test backend answers moto's one at a time)."""
+    db.table.db.botocore  # noqa: B018 - create the shared client before the threads race
+    yield db
 
 
 def test_racing_registrations_with_one_email(db: TestBackend) -> None:
@@ -181,20 +151,13 @@ def test_errors_under_contention_are_typed(db: TestBackend) -> None:
     assert_guards_consistent(db)
 
 
-# -- races, on DynamoDB Local only (moto is not atomic across threads) ---------------------
-@pytest.fixture
-def local(ddb_local: str) -> Iterator[TestBackend]:
-    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()) as tb:
-        tb.table.client  # noqa: B018 - one shared client before the threads race
-        yield tb
-
-
-def test_16_racing_atomic_adds_all_land(local: TestBackend) -> None:
-    with local.session() as s:
+# -- racing updates lose nothing ---------------------------------------------------------
+def test_16_racing_atomic_adds_all_land(db: TestBackend) -> None:
+    with db.session() as s:
         s.save(Counter(name="c1", count=100))
 
     def add(i: int) -> int:
-        s = local.session()
+        s = db.session()
         s.update(Counter, name="c1").add(count=1)
         s.commit()
         return i
@@ -202,17 +165,17 @@ def test_16_racing_atomic_adds_all_land(local: TestBackend) -> None:
     results = race(16, add)
     errors = [r for r in results if isinstance(r, BaseException)]
     assert not errors, errors
-    got = local.session().get(Counter, name="c1", consistent=True)
+    got = db.session().get(Counter, name="c1", consistent=True)
     assert got is not None and got.count == 116
 
 
-def test_16_racing_load_increment_saves_lose_nothing(local: TestBackend) -> None:
-    with local.session() as s:
+def test_16_racing_load_increment_saves_lose_nothing(db: TestBackend) -> None:
+    with db.session() as s:
         s.save(Counter(name="c1", count=0))
-    loaded = [local.session().get(Counter, name="c1", consistent=True) for _ in range(16)]
+    loaded = [db.session().get(Counter, name="c1", consistent=True) for _ in range(16)]
 
     def bump(i: int) -> int:
-        s = local.session()
+        s = db.session()
         c = loaded[i]
         assert c is not None
         c.count += 1
@@ -224,17 +187,17 @@ def test_16_racing_load_increment_saves_lose_nothing(local: TestBackend) -> None
     wins = [r for r in results if not isinstance(r, BaseException)]
     losses = [r for r in results if isinstance(r, BaseException)]
     assert all(isinstance(e, ConcurrentModificationError) for e in losses), losses
-    got = local.session().get(Counter, name="c1", consistent=True)
+    got = db.session().get(Counter, name="c1", consistent=True)
     assert got is not None and got.count == len(wins) == 1
 
 
-def test_8_racing_leaderboard_adds_keep_the_index_key_right(local: TestBackend) -> None:
-    with local.session() as s:
+def test_8_racing_leaderboard_adds_keep_the_index_key_right(db: TestBackend) -> None:
+    with db.session() as s:
         s.save(Player(player_id="p1", handle="ann", score=0))
 
     def add(i: int) -> int:
         for _ in range(20):  # a rule update reads first: a stale read is retried
-            s = local.session()
+            s = db.session()
             s.update(Player, player_id="p1").add(score=i + 1)
             try:
                 s.commit()
@@ -245,10 +208,10 @@ def test_8_racing_leaderboard_adds_keep_the_index_key_right(local: TestBackend) 
 
     results = race(8, add)
     assert all(isinstance(r, int) for r in results), results
-    row = next(r for r in local.scan() if r["_type"] == "Player")
+    row = next(r for r in db.scan() if r["_type"] == "Player")
     assert row["score"] == sum(range(1, 9))
     assert row["gsi2sk"] == f"{sum(range(1, 9)):010d}#p1"
-    audit = check_table(local.table)  # the whole table: no stale index key, no orphan
+    audit = check_table(db.table)  # the whole table: no stale index key, no orphan
     assert audit.problems == [], audit.problems
 
 

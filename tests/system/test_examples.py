@@ -286,6 +286,22 @@ def check_otel_tracing(run: Run) -> None:
         "# consumed capacity counted for: " + (
             "['GetItem', 'Query']" if "in-process moto" in run.out else
             "['GetItem', 'Query', 'TransactWriteItems']")]
+def check_like_dynamodb(run: Run) -> None:
+    assert run.block("db.session().query(Order, index='by_status', status='open')  # right") == [
+        "(nothing)"]
+    assert run.block("db.session().get(Order, order_id='o1'") == [
+        "Order(order_id='o1', status='open')"]
+    assert run.block("db.session().query(Order, index='by_status', status='open')  # 30") == [
+        "Order(order_id='o1', status='open')"]
+    assert run.block("charged after a retry") == ["1"]
+    assert run.block("the same token, other items") == ["'IdempotentParameterMismatchException'"]
+    assert run.block("ThrottledError") == ["('ProvisionedThroughputExceededException', 5)"]
+    assert run.block("reasons") == [
+        "('IndexWriteProvisionedThroughputExceeded', 'dynaorm-example-like', 'by_status', True)"]
+    (warning,) = run.block("a session dropped")
+    assert "save Order {'pk': 'ORDER#o3', 'sk': 'ORDER'}" in warning
+
+
 def check_wire_failures(run: Run) -> None:
     assert run.block("db.session().get(") == ["'hello'"]
     assert run.block("a 200 HTML page") == ["('BadAnswerError', 'ConnectionError', True)"]
@@ -503,6 +519,7 @@ CHECKS = {
     "observe_requests": check_observe,
     "otel_tracing": check_otel_tracing,
     "wire_failures": check_wire_failures,
+    "like_dynamodb": check_like_dynamodb,
     "outcome_proofs": check_outcome_proofs,
     "native_index": check_native_index,
     "vector_search": check_vector_search,

@@ -100,6 +100,89 @@ def test_user_project_on_dynamodb_local(user_project: Path, ddb_local: str) -> N
     assert "3 passed" in result.stdout
 
 
+# -- 0.6: lagging indexes ---------------------------------------------------------------------
+LAG_MODELS = """
+from dynaorm import GSI, Entity, Table
+
+shop = Table("plugin-shop", indexes=[GSI("by_status", pk="status_pk", sk="status_sk")])
+
+
+class Order(Entity):
+    class Meta:
+        table = shop
+        pk = "ORDER#{order_id}"
+        sk = "ORDER"
+        indexes = {"by_status": ("STATUS#{status}", "ORDER#{order_id}")}
+
+    order_id: str
+    status: str
+"""
+
+LAG_CONFTEST = """
+from dynaorm.testing import tables_fixture
+from models import shop
+
+db = tables_fixture(shop)
+"""
+
+LAG_TESTS = """
+import pytest
+
+from models import Order
+
+
+def _open(db):
+    with db.session() as s:
+        s.save(Order(order_id="o1", status="open"))
+    return [o.order_id for o in db.session().query(Order, index="by_status", status="open")]
+
+
+def test_reads_its_write_through_the_index(db):
+    assert _open(db) == ["o1"]
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="reads its own write through the index")
+def test_marked_as_reading_its_own_write(db):
+    assert _open(db) == ["o1"]
+
+
+def test_reads_its_write_by_key(db):
+    _open(db)
+    assert db.session().get(Order, order_id="o1", consistent=True) is not None
+"""
+
+
+@pytest.fixture
+def lag_project(tmp_path: Path) -> Path:
+    for name, text in (("models.py", LAG_MODELS), ("conftest.py", LAG_CONFTEST),
+                       ("test_orders.py", LAG_TESTS)):
+        (tmp_path / name).write_text(textwrap.dedent(text))
+    return tmp_path
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="runs pytest itself, with a lag of its own")
+@pytest.mark.parametrize("engine", ["moto", "local"])
+def test_the_index_lag_option_fails_a_test_that_reads_its_write_through_an_index(
+        lag_project: Path, engine: str, request: pytest.FixtureRequest) -> None:
+    endpoint = () if engine == "moto" else (
+        "--dynaorm-endpoint", request.getfixturevalue("ddb_local"))
+    result = _pytest(lag_project, *endpoint)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "3 passed" in result.stdout
+    result = _pytest(lag_project, *endpoint, "--dynaorm-index-lag=60", "-rf", "-v")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "dynaorm: index reads lag 60s" in result.stdout
+    assert "1 failed, 2 passed" in result.stdout
+    assert "FAILED test_orders.py::test_reads_its_write_through_the_index" in result.stdout
+    for seed, outcome in (("2", "1 failed, 2 passed"), ("4", "3 passed")):  # (seed 4 picks
+        seeded = _pytest(lag_project, *endpoint, "--dynaorm-index-lag=60", "-v",  # o1's
+                         f"--dynaorm-index-lag-seed={seed}")  # write to show at once)
+        assert f"dynaorm: index reads lag 60s (seed {seed})" in seeded.stdout
+        assert outcome in seeded.stdout, seeded.stdout
+    refused = _pytest(lag_project, "--dynaorm-index-lag=-1")
+    assert refused.returncode == 4 and "a number of seconds >= 0" in refused.stderr
+
+
 # -- in process: the plugin's own fixtures are available to this suite too ------------------
 inproc = Table("plugin-inproc")
 

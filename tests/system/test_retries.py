@@ -22,6 +22,8 @@ from dynaorm import (
     Session,
     Table,
     TableNotFoundError,
+    ThrottledError,
+    ThrottlingReason,
 )
 from dynaorm.protocol.policy import Policy
 from dynaorm.testing import TestBackend, use_tables
@@ -79,19 +81,22 @@ def test_botocore_itself_sends_once(db: TestBackend, faults: Faults) -> None:
     assert sent["GetItem"] == 1
 
 
-def test_persistent_throttling_sends_max_attempts_then_request_error(
+def test_persistent_throttling_sends_max_attempts_then_throttled_error(
         knob_db: TestBackend) -> None:
     """Table(max_attempts=3): a write throttled on every attempt is sent exactly 3 times,
-    then fails with RequestError naming the operation and code; nothing is stored."""
+    then fails with ThrottledError (a RequestError) naming the operation, the code and
+    DynamoDB's ThrottlingReasons, read from botocore's answer; nothing is stored."""
     faults = Faults(knobs)
     sent = faults.count()
-    faults.refuse("PutItem")
+    why = {"reason": "TableWriteKeyRangeThroughputExceeded",
+           "resource": f"arn:aws:dynamodb:us-east-1:1:table/{knobs.name}"}
+    faults.refuse("PutItem", fields={"throttlingReasons": [why]})
     s = Session(knobs)
     thing = Thing(thing_id="t1")
     s.save(thing)
-    with pytest.raises(RequestError) as err:
+    with pytest.raises(ThrottledError) as err:
         s.commit()
-    assert type(err.value) is RequestError
+    assert err.value.reasons == [ThrottlingReason(why["reason"], why["resource"])]
     assert (err.value.operation, err.value.code) == ("PutItem", "ThrottlingException")
     assert err.value.attempts == 3 and not err.value.maybe_applied
     assert str(err.value).endswith("(after 3 attempts)")

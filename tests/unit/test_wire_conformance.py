@@ -28,7 +28,15 @@ from botocore.config import Config
 from botocore.credentials import Credentials
 from botocore.exceptions import ClientError
 
-from dynaorm import Client, DynaormError, RequestError, Table, TableNotFoundError
+from dynaorm import (
+    Client,
+    DynaormError,
+    RequestError,
+    Table,
+    TableNotFoundError,
+    ThrottledError,
+    ThrottlingReason,
+)
 from dynaorm.client.botocore import botocore_error
 from dynaorm.protocol.policy import retryable
 from dynaorm.wire import TARGET_PREFIX, SyncWire, answer_error, decode, render, sigv4
@@ -250,6 +258,14 @@ ERRORS: list[tuple[int, str, dict[str, Any]]] = [
      {"CancellationReasons": [{"Code": "ThrottlingError"}, {"Code": "None"}]}),
     (400, "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException", {}),
     (400, "com.amazon.coral.availability#ThrottlingException", {}),
+    (400, "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+     {"ThrottlingReasons": [{"reason": "TableWriteProvisionedThroughputExceeded",
+                             "resource": "arn:aws:dynamodb:eu-west-1:1:table/app"},
+                            {"reason": "IndexWriteProvisionedThroughputExceeded",
+                             "resource": "arn:aws:dynamodb:eu-west-1:1:table/app/index/gsi1"}]}),
+    (400, "com.amazon.coral.availability#ThrottlingException",
+     {"throttlingReasons": [{"reason": "TableReadKeyRangeThroughputExceeded",
+                             "resource": "arn:aws:dynamodb:eu-west-1:1:table/app"}]}),
     (400, "com.amazon.coral.validate#ValidationException", {}),
     (400, "com.amazonaws.dynamodb.v20120810#ResourceNotFoundException", {}),
     (500, "com.amazonaws.dynamodb.v20120810#InternalServerError", {}),
@@ -282,7 +298,7 @@ def _mapped(operation: str, request: dict[str, Any], response: dict[str, Any] | 
         operation, request, ClientError(response, operation))  # type: ignore[arg-type]
     assert isinstance(err, RequestError)
     return (type(err), err.code, str(err), err.maybe_applied, err.item, retryable(err),
-            [None if r is None else (r.code, r.message, r.item) for r in err.reasons])
+            err.reasons)  # (Reason or ThrottlingReason records: equal by value)
 
 
 @pytest.mark.parametrize(("status", "kind", "extra"), ERRORS,
@@ -304,6 +320,30 @@ def test_errors_map_as_through_botocore(status: int, kind: str, extra: dict[str,
     assert _mapped(operation, request, ours) == _mapped(operation, request, theirs)
     if kind.endswith("ResourceNotFoundException"):
         assert _mapped(operation, request, ours)[0] is TableNotFoundError
+
+
+def test_throttling_reasons_make_a_throttled_error_on_both_wires() -> None:
+    request = REQUESTS["PutItem"][0]
+    reasons = [{"reason": "IndexWriteAccountLimitExceeded",
+                "resource": "arn:aws:dynamodb:eu-west-1:1:table/app/index/gsi1"}]
+    body = json.dumps({"__type": "com.amazonaws.dynamodb.v20120810#"
+                       "ProvisionedThroughputExceededException", "message": "slow down",
+                       "ThrottlingReasons": reasons}).encode()
+    headers = {"x-amzn-requestid": "RID", "content-type": "application/x-amz-json-1.0"}
+    ours = answer_error("PutItem", request, 400, headers, body)
+    theirs = botocore_error("PutItem", request, ClientError(
+        botocore_parse("PutItem", 400, body, headers), "PutItem"))  # type: ignore[arg-type]
+    for err in (ours, theirs):
+        assert isinstance(err, ThrottledError) and retryable(err) and not err.maybe_applied
+        (reason,) = err.reasons
+        assert reason == ThrottlingReason("IndexWriteAccountLimitExceeded",
+                                          "arn:aws:dynamodb:eu-west-1:1:table/app/index/gsi1")
+        assert (reason.table, reason.index, reason.write) == ("app", "gsi1", True)
+    bare = answer_error("Query", request, 400, headers, body.replace(b"Reasons", b"Other"))
+    assert isinstance(bare, ThrottledError) and bare.reasons == []
+    table = ThrottlingReason("TableReadProvisionedThroughputExceeded", "arn:x:table/app")
+    assert (table.table, table.index, table.write) == ("app", None, False)
+    assert ThrottlingReason("Unknown").write is None and ThrottlingReason("x").table is None
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504])

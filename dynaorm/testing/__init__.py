@@ -1,0 +1,403 @@
+"""Testing support and the pytest plugin (registered as ``pytest11``: installing is enough).
+
+In a ``conftest.py``, one line gives every test an in-process DynamoDB (moto) with fresh
+tables for your :class:`~dynaorm.Table` objects::
+
+    from dynaorm.testing import tables_fixture
+    from myapp.models import app
+
+    db = tables_fixture(app)
+
+    def test_signup(db):
+        with db.session() as s:
+            s.save(User(username="ada", email="ada@example.com"))
+        assert len(db.scan()) == 3   # the user and its two guard items
+
+Run the same tests against DynamoDB Local or a real endpoint with
+``pytest --dynaorm-endpoint http://localhost:8000`` (or ``DYNAORM_TEST_ENDPOINT``).
+Under pytest-xdist every worker gets its own tables (their names end in ``-gw0``,
+``-gw1``, ...), so workers never share or race on a table.
+
+The embedded backend is moto behind dynaorm's own rules (:mod:`dynaorm.testing.emulator`):
+it enforces what moto skips (``ClientRequestToken``, DynamoDB's size limits, atomic
+transactions under threads), and under :func:`index_lag` (or ``pytest
+--dynaorm-index-lag=SECONDS``) reads of global secondary indexes see the table as it was
+that long ago, as on DynamoDB; :func:`fault_proxy` brings the lag to any local engine.
+
+This module needs moto (``pip install "dynaorm[testing]"``) only for the in-process
+backend, and pytest only for :func:`tables_fixture`; both are imported when used. The
+plugin registered with pytest is the tiny :mod:`pytest_dynaorm`, which imports dynaorm
+only when a test asks for one of its fixtures.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import threading
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, cast
+
+from dynaorm._types import Item
+from dynaorm.client.client import in_process_mock
+from dynaorm.client.table import Table
+from dynaorm.errors import RequestError, ThrottledError
+from dynaorm.private_apis import moto_nested
+from dynaorm.protocol.events import ThrottlingReason
+from dynaorm.protocol.hooks import Attempt, Hook, Phase
+from dynaorm.protocol.steps import call
+from dynaorm.sync.session import Session
+from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
+from dynaorm.testing.proxy import fault_proxy
+from dynaorm.testing.vectors import serve_vectors
+from dynaorm.values.codec import decode_item
+from dynaorm.values.keys import key_order, key_value
+
+__all__ = ["IndexLag", "TestBackend", "fault_proxy", "index_lag", "moto_backend",
+           "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
+__all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
+
+#: What to install for the in-process backend and the pytest fixtures.
+INSTALL_HINT = 'pip install "dynaorm[testing]"'
+
+_EMBEDDED: list[Emulator] = []  # the emulator of the moto_backend blocks open now
+
+
+@contextmanager
+def moto_backend() -> Iterator[None]:
+    """An in-process moto DynamoDB for the block's duration, installed as the transport of
+    every client (those made before the block included) for tables without an endpoint:
+    botocore's client, which moto answers, behind dynaorm's rules
+    (:class:`~dynaorm.testing.emulator.EmbeddedTransport`: what moto skips, and
+    :func:`index_lag`), with dummy credentials and, where none is configured, the region
+    ``us-east-1`` (:func:`dynaorm.client.client.in_process_mock`). When the block ends,
+    every client goes back to the transport it had. No environment variable is set
+    (moto's own credential variables are switched off). Give your own clients
+    ``**local_credentials(None)`` (:mod:`dynaorm.client.settings`) to reach it; a
+    botocore client of your own reaches moto without dynaorm's rules.
+    """
+    try:
+        from moto import mock_aws
+    except ModuleNotFoundError as exc:  # the plain install: say what to install
+        raise ModuleNotFoundError(f"the in-process DynamoDB needs moto: {INSTALL_HINT}",
+                                  name=exc.name) from exc
+
+    from moto.core.config import DefaultConfig, default_user_config
+
+    core = {**default_user_config.get("core", {}), "mock_credentials": False}
+    config: DefaultConfig | None = cast(DefaultConfig, {"core": core})
+    if moto_nested():  # inside the caller's own mock_aws: keep its
+        config = None  # settings (moto restores them when that block ends)
+    serve_vectors()
+    emulator = _EMBEDDED[-1] if _EMBEDDED else Emulator(rules=True)  # (one per moto)
+    _EMBEDDED.append(emulator)
+    try:
+        with mock_aws(config=config), in_process_mock(
+                lambda wire: EmbeddedTransport(emulator, wire)):
+            yield
+    finally:
+        _EMBEDDED.pop()
+        if not _EMBEDDED:
+            emulator.close()
+
+
+class TestBackend:
+    """What :func:`tables_fixture` yields: the tables, sessions on them, raw scans.
+
+    ``endpoint_url`` is the endpoint the tables point at (``None``: in-process moto).
+    """
+
+    __test__ = False  # not a test class, despite the name
+
+    def __init__(self, tables: Sequence[Table], endpoint_url: str | None,
+                 session_kind: str = "sync") -> None:
+        self.tables = list(tables)
+        """The tables the fixture created, in the order given."""
+        self.endpoint_url = endpoint_url
+        """The endpoint the tables point at (``None``: in-process moto)."""
+        self.session_kind = session_kind
+        """``"sync"``: :meth:`session` gives a :class:`Session`; ``"async"``: a blocking
+        adapter over a real ``AsyncSession`` (each call runs the coroutine on this thread's
+        private event loop), so sync-style tests exercise the async code path."""
+
+    @property
+    def table(self) -> Table:
+        """The first table."""
+        return self.tables[0]
+
+    def session(self, table: Table | None = None) -> Session:
+        """A new :class:`Session` on ``table`` (default: the first table); with
+        ``session_kind="async"``, an ``AsyncSession`` behind a blocking adapter."""
+        if self.session_kind == "async":
+            from dynaorm.aio.blocking import BlockingAsyncSession
+            from dynaorm.aio.session import AsyncSession
+
+            return cast(Session, BlockingAsyncSession(AsyncSession(table or self.table)))
+        return Session(table or self.table)
+
+    def scan_raw(self, table: Table | None = None) -> list[Item]:
+        """Every stored item in wire form (consistent scan, sorted by key)."""
+        t = table or self.table
+        items: list[Item] = []
+        request: dict[str, Any] = {"TableName": t.name, "ConsistentRead": True}
+        while True:
+            out = t.db.driver.run(call("Scan", request))
+            items.extend(out.get("Items", []))
+            if not out.get("LastEvaluatedKey"):
+                break
+            request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        return sorted(items, key=lambda i: tuple(key_order(key_value(i[a]))
+                                                 for a in (t.pk, t.sk) if a))
+
+    def scan(self, table: Table | None = None) -> list[dict[str, Any]]:
+        """Every stored item as plain Python values, sorted by key."""
+        return [decode_item(i) for i in self.scan_raw(table)]
+
+
+def worker_suffix() -> str:
+    """``"-gw0"``, ``"-gw1"``, ... under pytest-xdist (``PYTEST_XDIST_WORKER``), else ``""``."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return f"-{worker}" if worker else ""
+
+
+@contextmanager
+def use_tables(*tables: Table, endpoint_url: str | None = None,
+               name_suffix: str = "", wire: str | None = None) -> Iterator[TestBackend]:
+    """Point ``tables`` at ``endpoint_url`` (None: botocore's default, e.g. moto), create
+    them fresh, and delete them afterwards.
+
+    ``name_suffix`` is appended to every table's name for the block (the tables are module
+    globals in user code: they are repointed in place and restored afterwards). ``wire``:
+    the wire they send over for the block (``None``: as they say).
+    """
+    saved = [(t.name, t._binding()) for t in tables]
+    try:
+        for t in tables:
+            t.name = t.name + name_suffix
+            t.connect(endpoint_url)
+            if wire is not None:
+                t.wire = wire
+            t.delete()
+            t.create()
+        yield TestBackend(tables, endpoint_url)
+    finally:
+        try:
+            for t in tables:
+                t.delete()
+        finally:
+            for t, (name, binding) in zip(tables, saved, strict=True):
+                t.name = name
+                t._restore(binding)
+
+
+@contextmanager
+def moto_server() -> Iterator[str]:
+    """moto in server mode on a free loopback port, for the block's duration, behind
+    dynaorm's rules as :func:`moto_backend` is (a :func:`fault_proxy` with ``rules=True``):
+    yields the endpoint URL. Unlike :func:`moto_backend` it serves any client
+    (aiobotocore included)."""
+    import socket
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ModuleNotFoundError as exc:
+        raise ModuleNotFoundError(f"the moto server needs moto[server]: {INSTALL_HINT}",
+                                  name=exc.name) from exc
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    serve_vectors()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    try:
+        with fault_proxy(f"http://127.0.0.1:{port}", rules=True) as url:
+            yield url
+    finally:
+        server.stop()
+
+
+def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any]:
+    """A pytest fixture giving each test fresh ``tables`` on the test backend.
+
+    The backend is an in-process moto, or the endpoint given by ``--dynaorm-endpoint`` /
+    ``DYNAORM_TEST_ENDPOINT``. Under pytest-xdist each worker uses its own tables.
+    """
+    import pytest
+
+    @pytest.fixture(scope=scope)  # type: ignore[call-overload, untyped-decorator]
+    def _fixture(dynaorm_endpoint: str | None) -> Iterator[TestBackend]:
+        if dynaorm_endpoint:
+            with use_tables(*tables, endpoint_url=dynaorm_endpoint,
+                            name_suffix=worker_suffix()) as backend:
+                yield backend
+        else:
+            with moto_backend(), use_tables(*tables, name_suffix=worker_suffix()) as backend:
+                yield backend
+
+    return _fixture  # type: ignore[no-any-return]
+
+
+# -- fault injection ------------------------------------------------------------------
+#: ``after`` callbacks: plain functions, or (in an async session) coroutine functions
+Callback = Callable[[], Any]
+
+
+@dataclass
+class _Rule:
+    operation: str
+    kind: str  # "throttle" | "server_error" | "lose_answer"
+    left: int | None  # attempts still to fault (None: every attempt)
+    skip: int  # attempts let through before the first fault
+    after: Callback | None = None
+    how: str = "timeout"  # how a lost answer fails: "timeout" or "500"
+    reasons: tuple[str | ThrottlingReason, ...] = ()  # a throttle's ThrottlingReasons
+
+
+class FaultInjector(Hook):
+    """The faults planned for one table's requests (see the module): a phase hook on the
+    table's client (:meth:`dynaorm.Client.add_hook`) that sees only attempts of requests
+    naming that table. Rules apply to the next attempts of an operation, in the order
+    they were added; ``sent`` counts every attempt it saw, per operation (faulted or
+    not). Other hooks (tracing, logging, ``on_request``) see its faults as real ones."""
+
+    def __init__(self, table: str | None = None) -> None:
+        self._table = table
+        self._rules: list[_Rule] = []
+        self._lock = threading.Lock()
+        self.sent: Counter[str] = Counter()
+        """Attempts of each operation seen since the injector was installed (faulted ones
+        included)."""
+
+    # -- planning faults -------------------------------------------------------------
+    def throttle(self, operation: str, *, times: int | None = 1, skip: int = 0,
+                 reasons: Sequence[str | ThrottlingReason] = ()) -> None:
+        """The next ``times`` attempts of ``operation`` (``None``: all; after ``skip``
+        attempts pass) are refused with a :class:`~dynaorm.ThrottledError` before reaching
+        the server: nothing is applied. ``reasons``: its ``ThrottlingReasons``, each a
+        :class:`~dynaorm.ThrottlingReason` or a reason's name
+        (``"TableWriteKeyRangeThroughputExceeded"``), whose resource is then the request's
+        table, or its index
+        for an ``Index...`` reason. The code is ``ProvisionedThroughputExceededException``
+        when a reason names a provisioned limit, else ``ThrottlingException``."""
+        self._add(_Rule(operation, "throttle", times, skip, reasons=tuple(reasons)))
+
+    def server_error(self, operation: str, *, times: int | None = 1, skip: int = 0,
+                     after: Callback | None = None) -> None:
+        """The next ``times`` attempts of ``operation`` are answered with an
+        ``InternalServerError`` (HTTP 500) without reaching the server. A 5xx may come
+        after the server applied a request, so dynaorm treats it as possibly applied.
+        ``after()`` runs in the window (another writer), as for :meth:`lose_answer`."""
+        self._add(_Rule(operation, "server_error", times, skip, after))
+
+    def lose_answer(self, operation: str, *, times: int | None = 1, skip: int = 0,
+                    after: Callback | None = None, how: str = "timeout") -> None:
+        """The next ``times`` attempts of ``operation`` are sent for real (the server
+        applies them), then ``after()`` runs (another writer sequenced into the window:
+        in an async session it may be a coroutine function), then the attempt fails:
+        ``how="timeout"`` as a timeout or a dropped connection does (``ConnectionError``),
+        ``how="500"`` as a server error after applying (``InternalServerError``); both
+        possibly applied."""
+        if how not in ("timeout", "500"):
+            raise ValueError('how must be "timeout" or "500"')
+        self._add(_Rule(operation, "lose_answer", times, skip, after, how))
+
+    def clear(self) -> None:
+        """Drop every planned fault (``sent`` is kept)."""
+        with self._lock:
+            self._rules.clear()
+
+    def _add(self, rule: _Rule) -> None:
+        if rule.left is not None and rule.left < 1:
+            raise ValueError("times must be at least 1 (or None for every attempt)")
+        with self._lock:
+            self._rules.append(rule)
+
+    def _next(self, operation: str) -> _Rule | None:
+        """The rule that faults this attempt of ``operation``, if any (counted)."""
+        with self._lock:
+            self.sent[operation] += 1
+            for rule in self._rules:
+                if rule.operation != operation:
+                    continue
+                if rule.skip > 0:
+                    rule.skip -= 1
+                    return None
+                if rule.left is not None:
+                    rule.left -= 1
+                    if rule.left <= 0:
+                        self._rules.remove(rule)
+                return rule
+            return None
+
+    # -- the hook --------------------------------------------------------------------
+    def on_start(self, phase: Phase) -> object:
+        """Before an attempt: a throttle or server error answers it without sending; a
+        lost answer lets it go (and is remembered for :meth:`on_end`)."""
+        if not isinstance(phase, Attempt) or (
+                self._table is not None and self._table not in phase.tables):
+            return None
+        rule = self._next(phase.operation)
+        if rule is None:
+            return None
+        if rule.kind == "lose_answer":
+            return rule
+        phase.error = (_throttled(phase.operation, phase.request, rule.reasons)
+                       if rule.kind == "throttle" else _error(phase.operation, rule.kind))
+        return rule if rule.after is not None else None
+
+    def on_end(self, phase: Phase, token: Any) -> object:
+        """After an attempt to lose: the server applied it; ``after()`` runs in the
+        window (a coroutine is returned to be awaited: an async session awaits it, a sync
+        one refuses it), then the attempt fails as possibly applied. An attempt the
+        server refused keeps its answer."""
+        if not isinstance(token, _Rule) or not isinstance(phase, Attempt):
+            return None
+        if token.kind == "lose_answer":
+            if phase.error is not None:
+                return None  # refused by the server: that is the answer
+            phase.response = None
+            phase.error = _error(phase.operation, token.kind, token.how)
+        if token.after is not None:
+            result = token.after()
+            if inspect.isawaitable(result):
+                return result
+        return None
+
+
+def _throttled(operation: str, request: dict[str, Any],
+               reasons: Sequence[str | ThrottlingReason]) -> ThrottledError:
+    """The throttle a wire raises for DynamoDB's answer naming ``reasons``."""
+    arn = f"arn:aws:dynamodb:::table/{request.get('TableName', '')}"
+    index = f"{arn}/index/{request['IndexName']}" if "IndexName" in request else arn
+    found = [r if isinstance(r, ThrottlingReason) else ThrottlingReason(
+        r, index if r.startswith("Index") else arn) for r in reasons]
+    provisioned = any("ProvisionedThroughput" in r.reason for r in found)
+    return ThrottledError(operation, "ProvisionedThroughputExceededException" if provisioned
+                          else "ThrottlingException", "injected throttling", found)
+
+
+def _error(operation: str, kind: str, how: str = "timeout") -> RequestError:
+    """The error a real fault of ``kind`` is raised as (by either wire)."""
+    if kind == "server_error" or how == "500":
+        err = RequestError(operation, "InternalServerError", "injected server error (500)")
+    else:
+        err = RequestError(operation, "ConnectionError",
+                           "injected: the request was applied and its answer lost")
+    err.maybe_applied = True
+    return err
+
+
+@contextmanager
+def inject_faults(table: Table) -> Iterator[FaultInjector]:
+    """Attach a :class:`FaultInjector` for ``table``'s requests to its client for the
+    block (sync and async sessions alike, every wire; other hooks stay attached)."""
+    injector = FaultInjector(table.name)
+    client = table.db
+    client.add_hook(injector)
+    try:
+        yield injector
+    finally:
+        client.remove_hook(injector)

@@ -1,0 +1,190 @@
+"""The fault proxy: an HTTP server on a loopback port in front of a DynamoDB engine, every
+request going through an :class:`~dynaorm.testing.emulator.Emulator` (index reads lag
+while :func:`~dynaorm.testing.index_lag` is on; ``rules=True``: what moto skips, as in
+front of dynaorm's moto server). A request the emulator leaves alone, and its answer, pass
+byte for byte; what it sends itself (a mirror's writes, the reads after a write) goes
+with the headers of the request it handles (the same credentials: the same database of
+an engine that keeps one per access key), unsigned anew: for local engines, which do
+not check signatures (DynamoDB's own indexes lag already).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+from dynaorm.errors import RequestError
+from dynaorm.testing.emulator import Emulator
+from dynaorm.wire import checked_answer, decode, render
+from dynaorm.wire.http import BadAnswer
+
+__all__ = ["fault_proxy"]
+
+_TARGET = "DynamoDB_20120810."
+_HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authorization", "te", "trailers",
+                         "transfer-encoding", "upgrade", "host", "content-length", "date",
+                         "server"})
+
+
+class _Upstream:
+    """Requests to the engine: one kept-alive connection per thread of the proxy."""
+
+    def __init__(self, url: str) -> None:
+        parts = urlsplit(url)
+        self.https = parts.scheme == "https"
+        self.host = parts.hostname or "localhost"
+        self.port = parts.port or (443 if self.https else 80)
+        self.path = parts.path or "/"
+        self._local = threading.local()
+
+    def close(self) -> None:
+        """Close this thread's connection (a thread that answered its last request)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    def post(self, body: bytes, headers: dict[str, str]
+             ) -> tuple[int, dict[str, str], bytes]:
+        """The engine's answer to ``body`` (status, lower-case headers, bytes); a kept
+        connection the engine closed meanwhile is replaced once."""
+        for fresh in (False, True):
+            conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+            if conn is None or fresh:
+                kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+                conn = self._local.conn = kind(self.host, self.port, timeout=60)
+            try:
+                conn.request("POST", self.path, body, headers)
+                answer = conn.getresponse()
+                return (answer.status, {k.lower(): v for k, v in answer.getheaders()},
+                        answer.read())
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+                conn.close()
+                if fresh:
+                    raise
+        raise AssertionError("unreachable")
+
+
+class _Relay(Exception):
+    """The engine's answer to the request as it came, which the emulator cannot read:
+    passed on as it is."""
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: a proxy for tests."""
+
+    def finish(self) -> None:
+        """The client's connection is done: so is this thread's to the engine."""
+        super().finish()
+        self.server.upstream.close()
+
+    def do_POST(self) -> None:
+        """Answer one request through the emulator."""
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        target = str(self.headers.get("X-Amz-Target", ""))
+        operation = target.removeprefix(_TARGET)  # (a stream's operation keeps its prefix)
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+        request = decode(body) if body else {}
+        passed: dict[str, Any] = {}  # what the engine answered the request as it came
+
+        def forward(op: str, req: dict[str, Any]) -> dict[str, Any]:
+            raw = body if req is request else render(req)
+            sent = headers if req is request else {**headers, "X-Amz-Target": _TARGET + op}
+            status, got, data = self.server.upstream.post(raw, sent)
+            try:
+                answer = checked_answer(status, got, data, op, req)
+            except RequestError as exc:
+                if req is request:
+                    passed.update(error=exc, raw=(status, got, data))
+                raise
+            except BadAnswer:  # (the client judges the engine's answer itself)
+                if req is request:
+                    passed.update(raw=(status, got, data))
+                    raise _Relay from None
+                raise
+            if req is request:
+                passed.update(answer=answer, raw=(status, got, data))
+            return answer
+
+        try:
+            answer = self.server.emulator.handle(operation, request, forward)
+        except RequestError as exc:
+            if passed.get("error") is exc:
+                self._reply(*passed["raw"])
+            else:
+                self._refuse(exc)
+        except _Relay:
+            self._reply(*passed["raw"])
+        except (OSError, http.client.HTTPException):  # no answer from the engine: none
+            self.close_connection = True  # to the client either
+        else:
+            if passed.get("answer") is answer:
+                self._reply(*passed["raw"])
+            else:
+                self._reply(200, {}, render({k: v for k, v in answer.items()
+                                             if k != "ResponseMetadata"}))
+
+    def _refuse(self, exc: RequestError) -> None:
+        """The emulator's refusal as DynamoDB answers one."""
+        error: dict[str, Any] = {"__type": f"com.amazonaws.dynamodb.v20120810#{exc.code}",
+                                 "message": exc.message}
+        if exc.reasons:
+            error["CancellationReasons"] = [
+                {"Code": "None"} if r is None else {"Code": r.code, "Message": r.message}
+                for r in exc.reasons]
+        self._reply(500 if exc.maybe_applied else 400, {}, json.dumps(error).encode())
+
+    def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
+        self.send_response(status)
+        for name, value in headers.items():
+            if name not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        if "x-amz-crc32" not in headers:
+            self.send_header("Content-Type", "application/x-amz-json-1.0")
+            self.send_header("x-amz-crc32", str(zlib.crc32(data)))
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, upstream: str, emulator: Emulator) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.upstream = _Upstream(upstream)
+        self.emulator = emulator
+
+
+@contextmanager
+def fault_proxy(endpoint_url: str, *, rules: bool = False) -> Iterator[str]:
+    """A proxy in front of the DynamoDB at ``endpoint_url`` (a local engine: DynamoDB
+    Local, dynoxide, a moto server) for the block: yields its URL. Index reads through it
+    lag while :func:`~dynaorm.testing.index_lag` is on; ``rules=True`` also enforces what
+    moto skips (:mod:`dynaorm.testing.emulator`). Requests it leaves alone pass as they
+    are; so do their answers."""
+    emulator = Emulator(rules=rules)
+    server = _Server(endpoint_url, emulator)
+    thread = threading.Thread(target=server.serve_forever, name="dynaorm-fault-proxy",
+                              daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        emulator.forget()
+        emulator.close()
+        server.upstream.close()
+        server.shutdown()
+        server.server_close()
+        thread.join()
