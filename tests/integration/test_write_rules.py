@@ -12,7 +12,17 @@ import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
-from tests.support.rule_models import Account, Stamp, StrictAll, StrictWhen
+from tests.support.rule_models import (
+    Account,
+    Address,
+    Event,
+    Profile,
+    Stamp,
+    Stats,
+    StrictAll,
+    StrictWhen,
+    VProfile,
+)
 from tests.support.update_models import Player
 
 
@@ -140,6 +150,37 @@ def test_save_refuses_an_assignment_the_model_refuses(db: TestBackend) -> None:
     with db.session() as s3:
         s3.save(obj)
     assert db.session().get(Account, aid="a1").balance == 4
+
+
+@pytest.mark.parametrize("cls", [Profile, VProfile])
+def test_save_refuses_a_nested_model_changed_in_place_as_an_assignment(
+        db: TestBackend, cls: type[Profile]) -> None:
+    """(0.6, contract 21) A loaded object's nested model, or a model in a list, changed in
+    place (pydantic validates neither) is validated on save like an assignment, loaded
+    or written before: 0.5 compared it with the object it was loaded with and saved it."""
+    with db.session() as s:
+        s.save(cls(pid="p1", address=Address(city="Oslo"), stats=Stats(logins=1),
+                   history=[Event(kind="login")]))
+    sent = Requests(db.table)
+    s = db.session()
+    obj = s.get(cls, pid="p1")
+    for change, field in ((lambda o: setattr(o.stats, "logins", 9), "stats"),
+                          (lambda o: setattr(o.history[0], "kind", ""), "history"),
+                          (lambda o: setattr(o.address, "city", 5), "address")):
+        change(obj)
+        with pytest.raises(InvalidValueError, match=f"'{field}'"):
+            s.save(obj)
+            s.commit()
+        obj = s.get(cls, pid="p1")
+    assert sent.operations == ["GetItem"] * 4
+    obj.stats.logins = 3  # a valid change in place is saved ...
+    s.save(obj)
+    s.commit()
+    obj.stats.logins = -1  # ... and the object, as written, is checked again
+    with pytest.raises(InvalidValueError, match="'stats'.*-1"):
+        s.save(obj)
+        s.commit()
+    assert db.session().get(cls, pid="p1").stats == Stats(logins=3)
 
 
 @pytest.mark.parametrize("how", ["all", "get", "page", "first", "update"])
