@@ -177,7 +177,7 @@ def test_save_refuses_a_nested_model_changed_in_place_as_an_assignment(
     s.save(obj)
     s.commit()
     obj.stats.logins = -1  # ... and the object, as written, is checked again
-    with pytest.raises(InvalidValueError, match="'stats'.*-1"):
+    with pytest.raises(InvalidValueError, match=r"'stats'.*-1"):
         s.save(obj)
         s.commit()
     assert db.session().get(cls, pid="p1").stats == Stats(logins=3)
