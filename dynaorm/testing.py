@@ -177,7 +177,7 @@ def moto_server() -> Iterator[str]:
     another request changes it: an HTTP 500, and a rollback undoes the other's write),
     which processes and threads sharing the server (``run_local``) do send."""
     try:
-        from moto.server import (
+        from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,
             MotoRequestHandler,
             create_backend_app,
