@@ -375,9 +375,9 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
     data = obj.__dict__ if before is None else {
         n: v for n, v in obj.__dict__.items() if n in models or n not in before
         or before[n] != v}
-    if nested := {n: data[n] for n in models if n in data}:
-        data = {**data, **check.dump_python(nested, by_alias=True, round_trip=True,
-                                            warnings=False)}
+    if models:  # (a model changed in place is the same object: validated as dumped)
+        data = {**data, **check.dump_python({n: data[n] for n in models & data.keys()},
+                                            by_alias=True, round_trip=True, warnings=False)}
     try:
         check.validate_python(data)
     except ValidationError as exc:
