@@ -87,8 +87,8 @@ class Patient(Entity):
 
 
 class Record(Entity):
-    """A versioned entity: its version rows carry the same ciphertexts, bound to the
-    entity's key (not to the row's version key)."""
+    """A versioned entity: each version row holds a ciphertext of its own, bound to that
+    row."""
 
     class Meta:
         table = vault
@@ -155,6 +155,25 @@ def test_versioned_entities_read_every_version(eb: TestBackend) -> None:
     assert s.get(Record, record_id="r1").diagnosis == "cold"
     assert sorted(x.diagnosis for x in s.history(Record, record_id="r1")) == ["cold", "flu"]
     assert "flu" not in str(eb.scan_raw()) and "cold" not in str(eb.scan_raw())
+
+
+def test_a_version_rows_ciphertext_copied_onto_the_latest_copy_does_not_decrypt(
+        eb: TestBackend) -> None:
+    """(0.6, contract 21) Each row's ciphertext is bound to that row: a writer without the
+    key copying a version row's value onto the latest copy (rolling a secret back) gets a
+    DecryptionError on read, never the old value (0.5 bound both to the entity's key: the
+    copy read back as "flu")."""
+    s = eb.session()
+    _save(s, Record(record_id="r1", diagnosis="flu"))
+    r = s.get(Record, record_id="r1")
+    r.diagnosis = "cold"
+    _save(s, r)
+    rows = {i["sk"]["S"]: i for i in eb.scan_raw() if i["pk"]["S"] == "RECORD#r1"}
+    _put_raw(eb, {**rows["v0_RECORD"], "diagnosis": rows["v00000001_RECORD"]["diagnosis"]})
+    with pytest.raises(DecryptionError) as info:
+        eb.session().get(Record, record_id="r1")
+    assert info.value.field == "diagnosis"
+    assert [x.diagnosis for x in eb.session().history(Record, record_id="r1")][0] == "flu"
 
 
 def test_unique_encrypted_field_guard_holds_a_mac_and_find_works(eb: TestBackend) -> None:
