@@ -173,7 +173,7 @@ def test_a_version_rows_ciphertext_copied_onto_the_latest_copy_does_not_decrypt(
     with pytest.raises(DecryptionError) as info:
         eb.session().get(Record, record_id="r1")
     assert info.value.field == "diagnosis"
-    assert [x.diagnosis for x in eb.session().history(Record, record_id="r1")][0] == "flu"
+    assert next(iter(eb.session().history(Record, record_id="r1"))).diagnosis == "flu"
 
 
 def test_unique_encrypted_field_guard_holds_a_mac_and_find_works(eb: TestBackend) -> None:

@@ -1,8 +1,9 @@
 """Jobs (contract 20, "Beyond one machine"): ``dynaorm.jobs`` backfill, migrate and check
 split into picklable tasks, run in processes, on DynamoDB Local (moto is not atomic: the
-races here need a real engine; tests without a race run on every engine too). The adversary kills tasks at random points, runs them
-twice at once and changes items during the job: every item is changed exactly once, no
-newer state is overwritten, and the merged report is exact."""
+races here need a real engine; tests without a race run on every engine too). The
+adversary kills tasks at random points, runs them twice at once and changes items during
+the job: every item is changed exactly once, no newer state is overwritten, and the
+merged report is exact."""
 
 from __future__ import annotations
 
