@@ -320,6 +320,44 @@ def test_an_update_seals_the_value_it_sets_bound_to_the_item(eb: TestBackend) ->
         s.get(Patient, patient_id="p2")
 
 
+class Chart(Entity):
+    """An encrypted list and number: an update may set them, never add to them."""
+
+    class Meta:
+        table = vault
+        pk = "CHART#{cid}"
+        sk = "CHART"
+
+    cid: str
+    readings: Encrypted[list[int]] = []
+    total: Encrypted[int] = 0
+
+
+def test_an_update_adding_to_an_encrypted_field_is_refused_before_sending(
+        eb: TestBackend) -> None:
+    """(contract 21) ``add``/``append``/``prepend`` of an encrypted field (a ciphertext is
+    one opaque value) is refused before anything is sent; ``set`` of it is sealed bound to
+    the item, by key (no read) or on a loaded object."""
+    _save(eb.session(), Chart(cid="c1", readings=[1], total=1))
+    sent = Requests(vault)
+    s = eb.session()
+    for action in (lambda u: u.append(readings=[2]), lambda u: u.prepend(readings=[0]),
+                   lambda u: u.add(total=1)):
+        with pytest.raises(DynaormError, match="Encrypted"):
+            action(s.update(Chart, cid="c1"))
+        s.rollback()
+    assert sent.operations == []
+    s.update(Chart, cid="c1").set(readings=[1, 2], total=3)
+    s.commit()
+    assert sent.operations == ["UpdateItem"] and "B" in _raw_chart(eb)["readings"]
+    got = s.get(Chart, cid="c1")
+    assert (got.readings, got.total) == ([1, 2], 3)
+
+
+def _raw_chart(tb: TestBackend) -> dict[str, Any]:
+    return next(i for i in tb.scan_raw() if i["pk"]["S"] == "CHART#c1")
+
+
 def test_values_of_an_encrypted_field_are_its_plaintext(eb: TestBackend) -> None:
     """``.values()`` read the stored attribute before the decoded fields: ciphertext."""
     s = eb.session()
