@@ -14,6 +14,7 @@ import pytest
 from pydantic import AwareDatetime, ConfigDict, Field
 
 from dynaorm import GSI, DynaormError, Entity, InvalidValueError, KeyTemplateError, Table
+from dynaorm.jobs import backfill, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 
@@ -447,6 +448,12 @@ def test_datetimes_in_native_keys_are_stored_in_utc_and_naive_ones_refused(
     with pytest.raises(KeyTemplateError, match=r"created.*naive"):
         q.gte(created=naive).all()
     assert nb.scan_raw() == before
+    nb.table.client.put_item(TableName=nb.table.name, Item={  # as 0.5 stored it
+        **next(i for i in before if i["order_id"]["S"] == "early"),
+        "created": {"S": "2026-01-01T12:00:00+05:00"}})
+    report = run_local(backfill(Order, lambda order: order, name="utc-keys"))
+    assert report.changed == 2 and sorted(i["created"]["S"] for i in nb.scan_raw()) == [
+        "2026-01-01T07:00:00+00:00", "2026-01-01T08:00:00+00:00"]
 
 
 def test_an_optional_native_attribute_must_default_to_none() -> None:
