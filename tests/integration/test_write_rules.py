@@ -7,6 +7,9 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
@@ -181,6 +184,35 @@ def test_save_refuses_a_nested_model_changed_in_place_as_an_assignment(
         s.save(obj)
         s.commit()
     assert db.session().get(cls, pid="p1").stats == Stats(logins=3)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(logins=st.integers(-2, 5), kind=st.text(max_size=2), city=st.one_of(
+    st.text(max_size=3), st.integers(0, 9)))
+def test_in_place_changes_are_saved_exactly_where_the_model_takes_them(
+        db: TestBackend, logins: int, kind: str, city: object) -> None:
+    """(0.6) Nested models changed in place (a model, a model in a list) are saved where
+    validating the same values accepts them, and refused before sending where it does not,
+    the stored item left as it was."""
+    with db.session() as s:
+        s.save(Profile(pid="h1", address=Address(city="Oslo"), stats=Stats(),
+                       history=[Event(kind="login")]), overwrite=True)
+    s = db.session()
+    obj = s.get(Profile, pid="h1")
+    obj.stats.logins, obj.history[0].kind, obj.address.city = logins, kind, city  # type: ignore[assignment]
+    try:
+        Stats(logins=logins), Event(kind=kind), Address(city=city)  # type: ignore[arg-type]
+    except ValidationError:
+        before = db.scan_raw()
+        with pytest.raises(InvalidValueError):
+            s.save(obj)
+            s.commit()
+        assert db.scan_raw() == before
+    else:
+        s.save(obj)
+        s.commit()
+        assert db.session().get(Profile, pid="h1") == obj
 
 
 @pytest.mark.parametrize("how", ["all", "get", "page", "first", "update"])
