@@ -13,11 +13,11 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.events import Reason, ThrottlingReason
@@ -89,29 +89,41 @@ class Budget:
         self.scale = {True: 1.0, False: 1.0}  # (a write?) -> the share of the rate held
         self.lock = threading.Lock()
 
-    def wait(self, operation: str) -> float:
+    def wait(self, operation: str, request: Mapping[str, Any] | None = None) -> float:
         """Seconds a request of ``operation`` waits before it is sent: until its kind's
-        units are paid for; a request to another service (``"kms:Decrypt"``), which
-        consumes none, until both kinds' are."""
+        units already consumed, or held for the requests sent before it, are paid for; the
+        units ``request`` is :func:`expected` to consume are held for it from then on
+        (its :meth:`spent` settles them): requests sent at once go one after another's
+        share, not all before any answer says what they cost. A request to another service
+        (``"kms:Decrypt"``), which consumes none, waits until both kinds' are paid for."""
         if ":" in operation:
             return max(self._until(True), self._until(False))
-        return self._until(operation in _WRITES)
+        write = operation in _WRITES
+        with self.lock:
+            pause = self._until(write)
+            self._owe(write, expected(operation, request))
+        return pause
 
     def _until(self, write: bool) -> float:
         limit = self.rate.write if write else self.rate.read
         return max(0.0, self.free[write] - self.clock()) if limit else 0.0
 
-    def spent(self, operation: str, units: float) -> None:
+    def _owe(self, write: bool, units: float) -> None:
+        """Move the next request of a kind back by the time ``units`` take to pay for."""
+        if limit := self.rate.write if write else self.rate.read:
+            due = max(self.free[write], self.clock())
+            self.free[write] = due + units / (limit * self.scale[write])
+
+    def spent(self, operation: str, units: float,
+              request: Mapping[str, Any] | None = None) -> None:
         """Record ``units`` consumed by a request of ``operation`` (nothing for another
-        service's: it consumes none)."""
+        service's: it consumes none), less what :meth:`wait` held for ``request``."""
         if ":" in operation:
             return
         write = operation in _WRITES
-        if limit := self.rate.write if write else self.rate.read:
-            with self.lock:
-                due = max(self.free[write], self.clock())
-                self.free[write] = due + (units or 1.0) / (limit * self.scale[write])
-                self.scale[write] = min(1.0, self.scale[write] * 1.02)
+        with self.lock:
+            self._owe(write, (units or 1.0) - expected(operation, request))
+            self.scale[write] = min(1.0, self.scale[write] * 1.02)
 
     def judge(self, operation: str, exc: RequestError) -> None:
         """Adapt down after a throttle of ``operation``'s request (:func:`throttled`): the
@@ -125,6 +137,16 @@ class Budget:
         with self.lock:
             for write in named or {operation in _WRITES}:
                 self.scale[write] = max(0.02, self.scale[write] / 2)
+
+
+def expected(operation: str, request: Mapping[str, Any] | None) -> float:
+    """The units a request is expected to consume before its answer says: one an item it
+    writes (two in a transaction), one for a read (``None``: no request, nothing held)."""
+    if request is None:
+        return 0.0
+    if operation == "BatchWriteItem":
+        return float(sum(map(len, request.get("RequestItems", {}).values())))
+    return 2.0 * len(request.get("TransactItems", ())) or 1.0
 
 
 def budget_of(rate: object) -> Budget | None:

@@ -377,7 +377,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     maybe_applied = False
     while True:
         number += 1
-        if budget is not None and (pause := budget.wait(step.operation)) > 0:
+        if budget is not None and (pause := budget.wait(step.operation, request)) > 0:
             yield Wait(pause)
         if hooks:
             out, error = yield from _attempt(hooks, step, request, number, within)
@@ -389,7 +389,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
         if error is None:
             assert out is not None
             if budget is not None:
-                budget.spent(step.operation, sum(capacity_of(out).values()))
+                budget.spent(step.operation, sum(capacity_of(out).values()), request)
             if recording is not None and "ConsumedCapacity" in out:
                 recording._consumed(capacity_of(out))
             return out

@@ -157,9 +157,15 @@ def _native_shape(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
     if len(fields) != len(given) or set(attrs) != set(given) or any(
             set(b) != {after} for b in bounds) or (cond is not None and cond.op == "begins_with"
                                                    and spec.table.key_type(after) != "S"):
-        raise KeyTemplateError(f"{spec.name}: a query of native index {gsi.name!r} takes "
-                               f"{list(gsi.hash_keys)}, a leading run of {list(gsi.range_keys)}"
-                               " and a condition on the next one (begins_with: a string)")
+        name = {a: spec.stored_fields.get(a, a) for a in (*gsi.hash_keys, *gsi.range_keys)}
+        unknown = {*fields, *(f for b in (cond.args if cond else ()) for f in b)} - {
+            *name.values()}
+        raise KeyTemplateError(
+            f"{spec.name}: a query of native index {gsi.name!r} takes "
+            f"{[name[a] for a in gsi.hash_keys]}, a leading run of "
+            f"{[name[a] for a in gsi.range_keys]} and a condition on the next one "
+            "(begins_with: a string)" + (f"; not among them: {sorted(unknown)}" * bool(
+                unknown)))
     return given, after, bounds
 
 

@@ -170,7 +170,11 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
         kind = kind_of(fields[name].annotation) if name in fields else None
         if any(table.native(i) and attr in table.key_names(i) for i in table.indexes) and (
                 kind is None or kind.tag != table.key_type(attr)):
-            raise DynaormError(f"{owner}.{name}: not {table.key_type(attr)} as native key {attr!r}")
+            stores = f"stores {kind.tag}" if kind and kind.tag else "stores no key type"
+            hint = f"; Table(key_types={{{attr!r}: {kind.tag!r}}})" if kind and kind.tag in (
+                "N", "B") else ""
+            raise DynaormError(f"{owner}.{name} {stores}, but native index key attribute "
+                               f"{attr!r} is {table.key_type(attr)}{hint}")
 
 
 

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from dynaorm._types import Item, PlainKey, Reader
-from dynaorm.errors import DecryptionError, DynaormError, ItemDecodeError
+from dynaorm.errors import DecryptionError, DynaormError, InvalidValueError, ItemDecodeError
+from dynaorm.schema.rules.indexes import UTC_TIME
 from dynaorm.schema.rules.stamps import declare_timestamps, encode_ttl
 from dynaorm.schema.spec import EntitySpec, build_spec, collect_meta
 from dynaorm.values.codec import binary_from_json, decode_item, encode_fields, encode_value
@@ -156,7 +157,8 @@ def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     """The validator reading ``cls``'s items straight from their wire form
     (:mod:`dynaorm.values.fastload`), or ``None`` when every load is plain."""
     return fast_validator(cls, spec.renames, lambda: (
-        not spec.unstored and spec.ttl_field is None and not spec.encrypted and not spec.kinds
+        not spec.unstored and spec.ttl_field is None and not spec.encrypted
+        and all(k is UTC_TIME for k in spec.kinds.values())  # (read as a plain time)
         and _validator(cls) == cls.__pydantic_validator__.validate_python))
 
 
@@ -374,6 +376,18 @@ def _store_nulls(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
             item[attr] = {"NULL": True}
 
 
+def _store_kinds(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
+    """The fields of a field-level kind, stored its way (a value it refuses names its
+    field)."""
+    for name, kind in spec.kinds.items():
+        attr = spec.attr(name)
+        if data.get(attr) is not None:
+            try:
+                item[attr] = kind.encode(data[attr])
+            except InvalidValueError as exc:
+                raise InvalidValueError(f"{spec.name} field {name!r}: {exc}") from None
+
+
 def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
                   key: PlainKey | None = None) -> Item:
     """The full stored item of ``obj`` (keys, index keys, discriminator, fields).
@@ -389,10 +403,8 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
         raise
     if len(item) != len(data):  # some value is None (the item leaves it out): NULLs
         _store_nulls(item, data, spec)
-    for name, kind in spec.kinds.items():  # a field-level kind stores its field its way
-        attr = spec.attr(name)
-        if data.get(attr) is not None:
-            item[attr] = kind.encode(data[attr])
+    if spec.kinds:
+        _store_kinds(item, data, spec)
     values = obj.__dict__ if version is None else {**obj.__dict__, "version": version}
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)

@@ -87,11 +87,13 @@ def _step(cls: type[Any], path: str, ann: Any, part: str | int
     or value's annotation); refused otherwise."""
     origin, inner = typing.get_origin(ann) or ann, typing.get_args(ann)
     fields = getattr(ann, "model_fields", None) if isinstance(ann, type) else None
-    if fields is not None and isinstance(part, str):
-        found = [n for n, i in fields.items() if part in (n, i.alias)]
+    if fields is not None and isinstance(part, str):  # (a nested model stores its names)
+        found = [n for n, i in fields.items() if part in (n, ann is cls and i.alias)]
         if not found:
+            alias = [f" (its field {n!r} is stored under its name)" for n, i in fields.items()
+                     if part == i.alias]
             raise InvalidValueError(f"{cls.__name__}: {path!r}: {ann.__name__} has no "
-                                    f"field {part!r}")
+                                    f"field {part!r}{''.join(alias[:1])}")
         return ann, found[0], fields[found[0]].annotation
     if isinstance(part, int) and origin in (list, tuple) and inner:
         return None, part, inner[0]

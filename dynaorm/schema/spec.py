@@ -493,7 +493,8 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
         ttl_field=None if stamping is None else stamping.ttl_field,
         null_fields=_null_fields(cls),
         encrypted={} if encryption is None else encryption.fields,
-        previous=getattr(previous, "layout", None), rules=rules, kinds=_field_kinds(cls),
+        previous=getattr(previous, "layout", None), rules=rules,
+        kinds={**getattr(rules.get(Membership), "kinds", {}), **_field_kinds(cls)},
     )
     check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,

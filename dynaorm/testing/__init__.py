@@ -198,25 +198,38 @@ def moto_server() -> Iterator[str]:
     """moto in server mode on a free loopback port, for the block's duration, behind
     dynaorm's rules as :func:`moto_backend` is (a :func:`fault_proxy` with ``rules=True``):
     yields the endpoint URL. Unlike :func:`moto_backend` it serves any client
-    (aiobotocore included)."""
-    import socket
-
+    (aiobotocore included). moto answers one request at a time: its DynamoDB is not safe
+    under concurrent requests (a ``TransactWriteItems`` copies every table it names for its
+    rollback while another request changes it: an HTTP 500, and a rollback undoes the
+    other's write), which processes and threads sharing the server (``run_local``) do
+    send."""
     try:
-        from moto.server import ThreadedMotoServer
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
     except ModuleNotFoundError as exc:
         raise ModuleNotFoundError(f"the moto server needs moto[server]: {INSTALL_HINT}",
                                   name=exc.name) from exc
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    serve_vectors()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    serve_vectors()  # (before the app: it routes moto's DynamoDB when first asked)
+    app, lock = DomainDispatcherApplication(create_backend_app), threading.Lock()
+
+    def one_at_a_time(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        with lock:  # (the answer's body read inside too: moto may build it lazily)
+            return list(app(environ, start_response))
+
+    server = make_server("127.0.0.1", 0, one_at_a_time, threaded=True,
+                         request_handler=MotoRequestHandler)
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
     try:
-        with fault_proxy(f"http://127.0.0.1:{port}", rules=True) as url:
+        with fault_proxy(f"http://127.0.0.1:{server.server_port}", rules=True) as url:
             yield url
     finally:
-        server.stop()
+        server.shutdown()
+        serving.join()
 
 
 def tables_fixture(*tables: Table, scope: str = "function") -> Callable[..., Any]:

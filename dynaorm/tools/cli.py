@@ -167,8 +167,10 @@ def _index_rows(spec: EntitySpec) -> list[tuple[str, str]]:
         kind = "LSI" if idx.local else "GSI"
         rows.append((idx.name, f"pk {idx.pk.source}" + (f"   sk {idx.sk.source}" if idx.sk
                                                          else "") + f"   ({kind})"))
-    for name in spec.table.indexes:  # a native index: every entity with its attributes
-        if (gsi := spec.table.native(name)) and set(gsi.hash_keys) <= spec.stored_fields.keys():
+    stored = {spec.attr(f) for f in spec.field_names - spec.unstored}
+    for name in spec.table.indexes:  # a native index: every entity with all its attributes
+        if (gsi := spec.table.native(name)) and {*gsi.hash_keys, *gsi.range_keys} <= stored | {
+                spec.table.pk, spec.table.sk}:
             rows.append((name, f"native GSI pk {gsi.hash_keys}   sk {gsi.range_keys}"))
     return rows
 

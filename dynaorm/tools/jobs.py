@@ -48,7 +48,7 @@ from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "migrate",
+__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "job_of", "migrate",
            "run_local", "run_spark"]
 
 #: the attribute a backfill marks each item it changed with (the job's name)
@@ -61,13 +61,13 @@ ROUNDS = 5
 class Task:
     """One scan segment of a job: all a worker needs, picklable."""
 
-    job: str  # "backfill", "migrate" or "check"
+    job: str  # "backfill", "migrate", "check" or "reencrypt"
     entity: type[Entity]
     segment: int
     segments: int
     where: tuple[str, str | None, str | None]  # the table's name, endpoint and region
     rate: Rate | None = None  # this task's share of the job's budget
-    fn: Callable[[Any], Any] | None = None
+    fn: Callable[..., Any] | None = None  # a backfill's fn (reencrypt: its task runner)
     name: str = ""
     options: tuple[tuple[str, Any], ...] = ()
     files: tuple[str, ...] = ()  # a backfill's export data files (its segment's: one)
@@ -123,10 +123,11 @@ class Job:
         return _merged(list(found.values()))
 
 
-def _job(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
+def job_of(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
          **more: Any) -> Job:
     """A job of ``kind`` on an entity, or on a table (named in a task by one of its
-    entity classes)."""
+    entity classes); a kind of its own module (``reencrypt``) gives its task runner as
+    ``fn``."""
     check_segments(0, segments)
     budget_of(rate)  # (refuses anything but a Rate)
     entity = target if isinstance(target, type) else next(iter(target.entities.values()),
@@ -148,7 +149,7 @@ def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 
     ``export``: a DynamoDB export to S3 (``s3://bucket/prefix/AWSDynamoDB/ID/``, DynamoDB
     JSON): one task per data file instead of per segment, each item read again live."""
     files = () if export is None else _export_files(export)
-    return _job("backfill", entity, len(files) or segments, rate, fn=fn, files=files,
+    return job_of("backfill", entity, len(files) or segments, rate, fn=fn, files=files,
                 name=name or uuid.uuid4().hex)
 
 
@@ -191,14 +192,14 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
 def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
             dry_run: bool = False, page_size: int | None = None) -> Job:
     """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
-    return _job("migrate", table, segments, rate,
+    return job_of("migrate", table, segments, rate,
                 options=(("dry_run", dry_run), ("page_size", page_size)))
 
 
 def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: bool = False,
           page_size: int | None = None) -> Job:
     """``dynaorm check`` as a job: a :class:`~dynaorm.tools.check.CheckResult`."""
-    return _job("check", table, segments, rate,
+    return job_of("check", table, segments, rate,
                 options=(("fix", fix), ("page_size", page_size)))
 
 
@@ -285,7 +286,12 @@ def _run(task: Task, table: Table) -> Any:
     where = {"segment": (task.segment, task.segments), **dict(task.options)}
     if task.job == "migrate":
         return migrate_table(table, check=False, **where)
-    return check_table(table, **where) if task.job == "check" else _backfill(task, table)
+    if task.job == "check":
+        return check_table(table, **where)
+    if task.job == "backfill":
+        return _backfill(task, table)
+    assert task.fn is not None  # (a job of its own module: its task runner)
+    return task.fn(task, table)
 
 
 def run_local(job: Job, workers: int = 1) -> Any:

@@ -61,6 +61,14 @@ from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Annotated, Any, TypeVar, Union
 
+from pydantic import (
+    AwareDatetime,
+    FutureDate,
+    FutureDatetime,
+    NaiveDatetime,
+    PastDate,
+    PastDatetime,
+)
 from pydantic_core import core_schema
 
 from dynaorm._types import AttributeValue, Item
@@ -144,7 +152,9 @@ _KINDS: tuple[Kind, ...] = (
     Kind("binary", (bytes, bytearray, memoryview), "B", lambda v: {"B": bytes(v)},
          pynamodb=("BinaryAttribute",)),
     Kind("time", (datetime, date, time), "S", lambda v: {"S": v.isoformat()},
-         frozenset({"datetime", "date", "time"})),
+         frozenset({"datetime", "date", "time"}), annotations=(
+             datetime, date, time, AwareDatetime, NaiveDatetime, PastDatetime, FutureDatetime,
+             PastDate, FutureDate)),
     Kind("text", (uuid.UUID, timedelta), "S", lambda v: {"S": str(v)}, frozenset({"uuid"})),
     Kind("map", (Mapping,), "M", _encode_map),
     SET := Kind("set", (set, frozenset), "", _encode_set, zero=set(),

@@ -217,7 +217,11 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
     item = encode_entity(old_obj, spec, state.version)  # (its ciphertexts: those stored)
     for attr in spec.table.key_roles().keys() - state.item.keys():
         item.pop(attr, None)  # an index key written before its index: a change writes it whole
-    return old_obj.__dict__, {**item, **{a: state.item[a] for a in spec.encrypted if a in item}}
+    # encrypted and field-level kinds' attributes as stored: a value stored otherwise than
+    # it is stored now (a ciphertext; 0.5's time with an offset in a native key) is written
+    kept = (*spec.encrypted, *map(spec.attr, spec.kinds))
+    return old_obj.__dict__, {**item, **{a: state.item[a] for a in kept
+                                         if a in item and a in state.item}}
 
 
 

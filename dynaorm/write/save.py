@@ -14,11 +14,12 @@ as the next version (:meth:`SaveEntry._rereads`). The common insert reads nothin
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, NotRequired
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # (pydantic takes typing's from Python 3.12)
 
 from dynaorm._types import Item, PlainKey
@@ -345,23 +346,40 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                           stamps=pairs)
 
 
-#: per entity class: the validator of :func:`check_fields`
-_CHECKS: dict[type[Any], TypeAdapter[Any]] = cache("save.checks")
+#: per entity class: the validator of :func:`check_fields`, and the fields that hold models
+_CHECKS: dict[type[Any], tuple[TypeAdapter[Any], frozenset[str]]] = cache("save.checks")
+
+
+def _holds_models(annotation: Any) -> bool:
+    """Whether a field's values may hold a pydantic model or dataclass (which validation
+    takes as it is, however it was changed in place)."""
+    if isinstance(annotation, type) and (issubclass(annotation, BaseModel)
+                                         or dataclasses.is_dataclass(annotation)):
+        return True
+    return any(map(_holds_models, typing.get_args(annotation)))
 
 
 def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
     """What ``save`` checks before sending: every field value of ``obj`` that differs
     from ``before`` (the values it was loaded or last written with; ``None``: a new
     object, every field) as its field's type and constraints take it (an assignment,
-    or a list changed in place, is not validated by pydantic)."""
-    cls, data = type(obj), obj.__dict__ if before is None else {
-        n: v for n, v in obj.__dict__.items() if n not in before or before[n] != v}
-    check = _CHECKS.get(cls)
-    if check is None:  # every field's type and constraints, each optional
-        check = _CHECKS[cls] = TypeAdapter(TypedDict(  # type: ignore[operator]
+    or a list changed in place, is not validated by pydantic), and every field holding
+    models, as their dumped values (a nested model changed in place, in a list or a dict
+    too, is not either)."""
+    cls = type(obj)
+    if cls not in _CHECKS:  # every field's type and constraints, each optional
+        _CHECKS[cls] = TypeAdapter(TypedDict(  # type: ignore[operator]
             f"{cls.__name__}Fields", {n: NotRequired[Annotated[(i.annotation, *i.metadata)]
                                                      if i.metadata else i.annotation]
-                                      for n, i in cls.model_fields.items()}))
+                                      for n, i in cls.model_fields.items()})), frozenset(
+            n for n, i in cls.model_fields.items() if _holds_models(i.annotation))
+    check, models = _CHECKS[cls]
+    data = obj.__dict__ if before is None else {
+        n: v for n, v in obj.__dict__.items() if n in models or n not in before
+        or before[n] != v}
+    if models:  # (a model changed in place is the same object: validated as dumped)
+        data = {**data, **check.dump_python({n: data[n] for n in models & data.keys()},
+                                            by_alias=True, round_trip=True, warnings=False)}
     try:
         check.validate_python(data)
     except ValidationError as exc:

@@ -12,6 +12,7 @@ conftest); the others also run through AsyncSession.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -474,3 +475,59 @@ def test_a_lost_conditioned_write_of_a_loaded_object_is_unknown(db: TestBackend,
     assert {i["n"]: i["label"] for i in stored(db)} == {0: "x", 1: "y"}  # a was applied
     assert dynaorm.inspect(b).persisted
     assert dynaorm.inspect(a).persisted  # a keeps its last known state
+
+
+class _FakeTime:
+    """A clock and a sleep for a client's budget and sync driver: a sleep of ``s`` seconds
+    moves the clock to ``s`` after the time its thread last read (threads sleeping at once
+    do not add up their sleeps)."""
+
+    def __init__(self) -> None:
+        self.now, self.read, self.lock = 0.0, threading.local(), threading.Lock()
+
+    def clock(self) -> float:
+        self.read.at = self.now
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        with self.lock:
+            self.now = max(self.now, getattr(self.read, "at", self.now) + seconds)
+
+
+class _Sent(dynaorm.Hook):
+    """Each successful write attempt: (when it was sent, the units its answer consumed)."""
+
+    def __init__(self, time: _FakeTime) -> None:
+        self.time, self.sent = time, []
+
+    def on_start(self, phase: Any) -> object:
+        return self.time.now
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if isinstance(phase, dynaorm.Attempt) and phase.response is not None:
+            used = phase.response.get("ConsumedCapacity") or [{}]
+            self.sent.append((token, sum(c.get("CapacityUnits", 1.0) for c in used)))
+        return None
+
+
+@pytest.mark.sync_only  # (the sync driver's sleep)
+def test_a_write_budget_holds_requests_sent_at_once(db: TestBackend) -> None:
+    """(0.6, contract 20 "Capacity budgets") ``Rate(write=40)`` holds ``save_many``'s four
+    batches in flight to 40 units a second (15% margin): each request is held its
+    expected units (one an item) as it goes, settled by its answer. 0.5 let concurrent
+    requests all go before any answer said what they cost (53 units a second over 400
+    items on DynamoDB Local: four batches at once, then a pause)."""
+    client, time = db.table.db, _FakeTime()
+    client.rate = dynaorm.Rate(write=40)
+    try:
+        assert client.policy.budget is not None
+        client.policy.budget.clock = time.clock
+        client.driver.sleep = time.sleep
+        sent = client.add_hook(_Sent(time)).sent
+        db.session().save_many([Note(note_id=f"n{i:03}") for i in range(400)], concurrency=4)
+    finally:
+        client.rate = None
+    assert len(sent) == 16 and len(db.scan_raw()) == 400
+    last = max(at for at, _ in sent)  # every unit of the others was paid for by then
+    units = sum(u for _, u in sent) - max(u for _, u in sent)
+    assert units <= 40 * 1.15 * last

@@ -9,8 +9,10 @@ in-process beside the in-process moto, else a moto server's beside the engine).
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
@@ -44,7 +46,15 @@ from dynaorm import (
     UniqueConstraintError,
 )
 from dynaorm.client.settings import default_session, resolve_region
-from dynaorm.schema.rules.encrypted import NotPrepared, open_value, seal_value
+from dynaorm.jobs import ReencryptReport, reencrypt, run_local
+from dynaorm.schema.rules.encrypted import (
+    NotPrepared,
+    _aad,
+    aesgcm,
+    header_of,
+    open_value,
+    seal_value,
+)
 from dynaorm.testing import TestBackend, inject_faults, moto_backend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
@@ -77,8 +87,8 @@ class Patient(Entity):
 
 
 class Record(Entity):
-    """A versioned entity: its version rows carry the same ciphertexts, bound to the
-    entity's key (not to the row's version key)."""
+    """A versioned entity: each version row holds a ciphertext of its own, bound to that
+    row."""
 
     class Meta:
         table = vault
@@ -145,6 +155,25 @@ def test_versioned_entities_read_every_version(eb: TestBackend) -> None:
     assert s.get(Record, record_id="r1").diagnosis == "cold"
     assert sorted(x.diagnosis for x in s.history(Record, record_id="r1")) == ["cold", "flu"]
     assert "flu" not in str(eb.scan_raw()) and "cold" not in str(eb.scan_raw())
+
+
+def test_a_version_rows_ciphertext_copied_onto_the_latest_copy_does_not_decrypt(
+        eb: TestBackend) -> None:
+    """(0.6, contract 21) Each row's ciphertext is bound to that row: a writer without the
+    key copying a version row's value onto the latest copy (rolling a secret back) gets a
+    DecryptionError on read, never the old value (0.5 bound both to the entity's key: the
+    copy read back as "flu")."""
+    s = eb.session()
+    _save(s, Record(record_id="r1", diagnosis="flu"))
+    r = s.get(Record, record_id="r1")
+    r.diagnosis = "cold"
+    _save(s, r)
+    rows = {i["sk"]["S"]: i for i in eb.scan_raw() if i["pk"]["S"] == "RECORD#r1"}
+    _put_raw(eb, {**rows["v0_RECORD"], "diagnosis": rows["v00000001_RECORD"]["diagnosis"]})
+    with pytest.raises(DecryptionError) as info:
+        eb.session().get(Record, record_id="r1")
+    assert info.value.field == "diagnosis"
+    assert next(iter(eb.session().history(Record, record_id="r1"))).diagnosis == "flu"
 
 
 def test_unique_encrypted_field_guard_holds_a_mac_and_find_works(eb: TestBackend) -> None:
@@ -289,6 +318,44 @@ def test_an_update_seals_the_value_it_sets_bound_to_the_item(eb: TestBackend) ->
     _put_raw(eb, {**_raw(eb, "p2"), "ssn": raw["ssn"]})  # bound to p1's row: not p2's
     with pytest.raises(DecryptionError):
         s.get(Patient, patient_id="p2")
+
+
+class Chart(Entity):
+    """An encrypted list and number: an update may set them, never add to them."""
+
+    class Meta:
+        table = vault
+        pk = "CHART#{cid}"
+        sk = "CHART"
+
+    cid: str
+    readings: Encrypted[list[int]] = []
+    total: Encrypted[int] = 0
+
+
+def test_an_update_adding_to_an_encrypted_field_is_refused_before_sending(
+        eb: TestBackend) -> None:
+    """(contract 21) ``add``/``append``/``prepend`` of an encrypted field (a ciphertext is
+    one opaque value) is refused before anything is sent; ``set`` of it is sealed bound to
+    the item, by key (no read) or on a loaded object."""
+    _save(eb.session(), Chart(cid="c1", readings=[1], total=1))
+    sent = Requests(vault)
+    s = eb.session()
+    for action in (lambda u: u.append(readings=[2]), lambda u: u.prepend(readings=[0]),
+                   lambda u: u.add(total=1)):
+        with pytest.raises(DynaormError, match="Encrypted"):
+            action(s.update(Chart, cid="c1"))
+        s.rollback()
+    assert sent.operations == []
+    s.update(Chart, cid="c1").set(readings=[1, 2], total=3)
+    s.commit()
+    assert sent.operations == ["UpdateItem"] and "B" in _raw_chart(eb)["readings"]
+    got = s.get(Chart, cid="c1")
+    assert (got.readings, got.total) == ([1, 2], 3)
+
+
+def _raw_chart(tb: TestBackend) -> dict[str, Any]:
+    return next(i for i in tb.scan_raw() if i["pk"]["S"] == "CHART#c1")
 
 
 def test_values_of_an_encrypted_field_are_its_plaintext(eb: TestBackend) -> None:
@@ -455,6 +522,156 @@ def test_never_a_wrong_value_whatever_is_copied_where(
     vault.keyring = ring(KEY)
 
 
+# -- rotation to the end: jobs.reencrypt (contract 21) ---------------------------------------
+def _key_ids(tb: TestBackend) -> list[str]:
+    """The key id every stored ciphertext of the table names (sorted), and its format."""
+    return sorted(f"{found[0]}/{bytes(av['B'])[0]}" for item in tb.scan_raw()
+                  for av in item.values() if (found := header_of(av)) is not None)
+
+
+def _history(s: Session) -> list[str]:
+    return [r.diagnosis for r in s.history(Record, record_id="r1")]
+
+
+def test_reencrypt_finishes_a_rotation(eb: TestBackend) -> None:
+    """Every value written under the old key (rows, a latest copy and its version rows)
+    sealed anew under the new one by ``jobs.reencrypt``; run again it changes nothing; then
+    the old key goes and everything reads, ``find`` finds and guards hold as before (0.5:
+    a value was re-sealed only when its object was saved, never a version row)."""
+    vault.keyring = ring(OLD)
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111", notes={"a": 1}),
+          Patient(patient_id="p2", name="Bob", ssn="222"), Record(record_id="r1", diagnosis="flu"))
+    r = s.get(Record, record_id="r1")
+    r.diagnosis = "cold"
+    _save(s, r)
+    guards = sorted(str(i["pk"]) for i in eb.scan_raw() if i["_type"]["S"] == "dynaorm:unique")
+    rows = {(i["pk"]["S"], i["sk"]["S"]): i for i in eb.scan_raw()}
+    vault.keyring = ring(KEY, OLD)
+    job = reencrypt(Patient, segments=2)
+    assert pickle.loads(pickle.dumps(job.tasks())) == job.tasks()
+    assert run_local(job) == ReencryptReport(resealed=2, current=0, failed=[], scanned=2)
+    assert run_local(reencrypt(Record, segments=3)) == ReencryptReport(3, 0, [], 3)
+    new = StaticKeyring(KEY).key_id
+    assert set(_key_ids(eb)) == {f"{new}/2"}  # format 2 (bound to its row), the new key
+    assert run_local(job) == ReencryptReport(resealed=0, current=2, failed=[], scanned=2)
+    for item in eb.scan_raw():  # nothing else changed: no value, revision or version
+        assert {k: v for k, v in item.items() if "B" not in v} == {
+            k: v for k, v in rows[item["pk"]["S"], item["sk"]["S"]].items() if "B" not in v}
+    vault.keyring = ring(KEY)  # the old key dropped
+    s = eb.session()
+    assert s.get(Patient, patient_id="p1").notes == {"a": 1}
+    assert s.find(Patient, ssn="222").patient_id == "p2"
+    assert _history(s) == ["flu", "cold"] and s.get(Record, record_id="r1").diagnosis == "cold"
+    with pytest.raises(UniqueConstraintError):
+        _save(s, Patient(patient_id="p3", name="Cy", ssn="111"))
+    assert guards == sorted(str(i["pk"]) for i in eb.scan_raw()
+                            if i["_type"]["S"] == "dynaorm:unique")
+
+
+def test_reencrypt_upgrades_the_values_of_a_05_table(eb: TestBackend) -> None:
+    """A 0.5 value (format 1: bound to its entity's key, sealed under a key that may stay)
+    is sealed anew in the current format, bound to its row, even under the same key."""
+    vault.keyring = ring(KEY)
+    s = eb.session()
+    _save(s, Patient(patient_id="p1", name="Ada", ssn="111"))
+    row, keyring = _raw(eb, "p1"), ring(KEY)
+    (data_key, header), nonce = keyring.data_key(), os.urandom(12)
+    assert header[0] == 1  # (0.5's format: the keyring's own header)
+    key = {"pk": row["pk"], "sk": row["sk"]}
+    text = json.dumps({"S": "111"}).encode()
+    _put_raw(eb, {**row, "ssn": {"B": header + nonce + aesgcm(data_key).encrypt(
+        nonce, text, _aad(vault.name, key, "ssn", header))}})
+    assert s.get(Patient, patient_id="p1").ssn == "111"  # 0.5's still reads
+    assert run_local(reencrypt(Patient)) == ReencryptReport(1, 0, [], 1)
+    assert _raw(eb, "p1")["ssn"]["B"][0] == 2
+    assert eb.session().get(Patient, patient_id="p1").ssn == "111"
+
+
+@pytest.mark.sync_only  # (the fault injector on the sync client)
+@pytest.mark.parametrize("fault", ["lose_answer", "server_error"])
+@pytest.mark.parametrize("writer", [None, "ssn", "name"])
+def test_reencrypt_never_overwrites_a_writer_in_its_window(
+        eb: TestBackend, fault: str, writer: str | None) -> None:
+    """The re-encryption's write fails after it was applied (a lost answer) or before (a
+    500), with another writer changing the row in that window, or none: the writer's
+    change is kept, the value ends under the current key, and the row is counted once, as
+    ``resealed`` only where this run's own ciphertext is what is stored."""
+    vault.keyring = ring(OLD)
+    _save(eb.session(), Patient(patient_id="p1", name="Ada", ssn="111"))
+    vault.keyring = ring(KEY, OLD)
+
+    def write() -> None:  # another writer, in the fault's window
+        s = eb.session()
+        if writer == "ssn":
+            p = s.get(Patient, patient_id="p1")
+            p.ssn = "999"
+            _save(s, p)
+        elif writer == "name":
+            s.update(Patient, patient_id="p1").set(name="Ada L.")
+            s.commit()
+
+    with inject_faults(vault) as faults:
+        getattr(faults, fault)("UpdateItem", after=write)
+        report = run_local(reencrypt(Patient))
+    resealed = writer != "ssn"  # (a new ssn is sealed under the current key by its writer)
+    assert report == ReencryptReport(int(resealed), int(not resealed), [], 1)
+    vault.keyring = ring(KEY)
+    got = eb.session().get(Patient, patient_id="p1")
+    assert (got.ssn, got.name) == ("999" if writer == "ssn" else "111",
+                                   "Ada L." if writer == "name" else "Ada")
+    assert set(_key_ids(eb)) == {f"{StaticKeyring(KEY).key_id}/2"}
+
+
+@pytest.mark.sync_only  # (threads of the sync client)
+def test_reencrypt_tasks_run_twice_at_once_reseal_each_row_once(
+        eb: TestBackend, request: pytest.FixtureRequest) -> None:
+    """Every task run twice at once (two workers handed one segment): each row is re-sealed
+    by exactly one of the runs, the other finds it current (DynamoDB Local: moto's
+    conditional writes are not atomic under threads)."""
+    if engine_of(request) == "moto":
+        pytest.skip("moto in-process: two conditional writes of one item both pass")
+    vault.keyring = ring(OLD)
+    s = eb.session()
+    for i in range(12):
+        s.save(Patient(patient_id=f"p{i:02}", name="n", ssn=f"s{i}", score=i))
+    s.commit()
+    vault.keyring = ring(KEY, OLD)
+    job = reencrypt(Patient, segments=2)
+    results: list[tuple[int, ReencryptReport]] = []
+    runs = [threading.Thread(target=lambda t=t: results.append(job.run(t)))
+            for t in job.tasks() * 2]
+    for run in runs:
+        run.start()
+    for run in runs:
+        run.join()
+    assert sum(r.resealed for _, r in results) == 12 and not any(r.failed for _, r in results)
+    assert all(r.resealed + r.current == r.scanned for _, r in results)
+    assert job.merge(results).scanned == 12
+    assert set(_key_ids(eb)) == {f"{StaticKeyring(KEY).key_id}/2"}
+
+
+def test_reencrypt_refuses_what_it_cannot_do() -> None:
+    plain = Table("enc_plain")
+
+    class Plain(Entity):
+        class Meta:
+            table = plain
+            pk = "P#{p}"
+            sk = "P"
+
+        p: str
+
+    with pytest.raises(DynaormError, match="Plain has no Encrypted fields"):
+        reencrypt(Plain)
+    vault.keyring = None
+    try:
+        with pytest.raises(DynaormError, match="keyring"):
+            reencrypt(Patient)
+    finally:
+        vault.keyring = ring(KEY)
+
+
 # -- KMS: key material through the client (contract 21) ------------------------------------
 kvault = Table("enc_kms_vault")
 
@@ -611,6 +828,31 @@ def test_kms_rotation_reads_old_values_and_refuses_a_dropped_key(kv: Kms) -> Non
     with pytest.raises(DecryptionError) as info:
         kv.tb.session().get(Member, member_id="m2")
     assert info.value.key_id == second
+
+
+def test_kms_reencrypt_lets_the_first_key_go(kv: Kms) -> None:
+    """``jobs.reencrypt`` asks KMS through the client (Decrypt under the first key for each
+    data key it meets, one GenerateDataKey under the second), and the first key leaves the
+    keyring with nothing left under it: rows and history read, guards and ``find`` stay."""
+    s = kv.tb.session()
+    _save(s, Member(member_id="m1", email="ada@example.com"), Diary(diary_id="d1", entry="a"))
+    d = s.get(Diary, diary_id="d1")
+    d.entry = "b"
+    _save(s, d)
+    second = kv.kms.create_key()["KeyMetadata"]["KeyId"]
+    kvault.keyring = kv.keyring(second, previous=[kv.key])
+    seen = Requests(kvault)
+    assert run_local(reencrypt(Member)) == ReencryptReport(1, 0, [], 1)
+    assert run_local(reencrypt(Diary, segments=2)) == ReencryptReport(3, 0, [], 3)
+    assert {(op, r.get("KeyId")) for op, r in seen.calls if op.startswith("kms:")} == {
+        ("kms:Decrypt", kv.key), ("kms:GenerateDataKey", second)}
+    assert seen.operations.count("UpdateItem") == 4
+    kvault.keyring = kv.keyring(second)  # the first key dropped
+    s = kv.tb.session()
+    assert s.find(Member, email="ada@example.com").member_id == "m1"
+    assert [x.entry for x in s.history(Diary, diary_id="d1")] == ["a", "b"]
+    with pytest.raises(UniqueConstraintError):
+        _save(s, Member(member_id="m2", email="ada@example.com"))
 
 
 def test_every_read_and_write_path_asks_kms_first(kv: Kms) -> None:

@@ -1,8 +1,9 @@
 """Jobs (contract 20, "Beyond one machine"): ``dynaorm.jobs`` backfill, migrate and check
 split into picklable tasks, run in processes, on DynamoDB Local (moto is not atomic: the
-races here need a real engine). The adversary kills tasks at random points, runs them
-twice at once and changes items during the job: every item is changed exactly once, no
-newer state is overwritten, and the merged report is exact."""
+races here need a real engine; tests without a race run on every engine too). The
+adversary kills tasks at random points, runs them twice at once and changes items during
+the job: every item is changed exactly once, no newer state is overwritten, and the
+merged report is exact."""
 
 from __future__ import annotations
 
@@ -55,6 +56,14 @@ def db(ddb_local: str) -> Iterator[TestBackend]:
         yield b
 
 
+@pytest.fixture
+def every(backend: str | None) -> Iterator[TestBackend]:
+    """``jobs_table`` on every engine, moto in-process too: for jobs run in this process
+    (``run_local``'s one worker), with no race to need an atomic engine."""
+    with use_tables(jobs_table, endpoint_url=backend, name_suffix=worker_suffix()) as b:
+        yield b
+
+
 def _fill(count: int, cls: type[Any] = Counter) -> dict[str, int]:
     s = Session(jobs_table)
     values = {f"c{i:03}": i for i in range(count)}
@@ -86,7 +95,7 @@ def test_a_backfill_changes_every_item_once_in_processes(db: TestBackend) -> Non
     assert check_table(jobs_table).problems == []  # (the marker is no problem to check)
 
 
-def test_a_job_resumed_after_another_job_changes_each_item_once(db: TestBackend) -> None:
+def test_a_job_resumed_after_another_job_changes_each_item_once(every: TestBackend) -> None:
     """(0.6, contract 21) A job resumed after another job (another name) changed the
     same items changes none of them twice: the marker keeps every job name (0.5 kept the
     last one: the resumed job applied its change again)."""
@@ -99,10 +108,10 @@ def test_a_job_resumed_after_another_job_changes_each_item_once(db: TestBackend)
     assert resumed.changed == 12 and resumed.conflicts == 0
     assert {k: o.n for k, o in _stored().items()} == {
         k: v + 2 * STEP for k, v in values.items()}
-    assert set(_marks(db).values()) == {"grant-a,grant-b"}
+    assert set(_marks(every).values()) == {"grant-a,grant-b"}
 
 
-def test_fn_returning_a_new_object_changes_the_item_read(db: TestBackend) -> None:
+def test_fn_returning_a_new_object_changes_the_item_read(every: TestBackend) -> None:
     """(0.6) ``fn`` may return a new object in place of the one it got: it is saved as a
     change of the item read (0.5 saved it as an insert: five conflicts an item, with no
     other writer, and nothing changed)."""

@@ -4,13 +4,17 @@ hold a field only in their key, items that do not fit their class."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 
 from dynaorm import GSI, DynaormError, Entity, ItemDecodeError, Table
+from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.support.recording import Requests
 
@@ -170,3 +174,169 @@ def test_one_key_condition_over_types_sharing_its_template(db: TestBackend) -> N
         day="2024-03-01").count() == 2
     with pytest.raises(DynaormError, match="sort-key templates to agree"):
         s.query(Invoice, Shipment, customer_id="c1").gte(doc_id="i1").all()
+
+
+# -- published designs stored exactly as their authors store them (contract 21) -------------
+LABS = Path(__file__).resolve().parents[1] / "support" / "data" / "labs"
+#: the crm design above, as its authors store it: no revision of dynaorm's
+crm_exact = Table("mapping-crm-exact", pk="PK", sk="SK", type_attribute="EntityType",
+                  revision_attribute=None)
+#: the AWS labs' adjacency list and product catalog: no discriminator, no revision
+ledger = Table("mapping-labs-ledger", pk="PK", sk="SK", type_attribute=None,
+               revision_attribute=None, indexes=[GSI("GSI_1", pk="SK", sk="PK")])
+catalog = Table("mapping-labs-catalog", pk="Id", sk=None, key_types={"Id": "N"},
+                type_attribute=None, revision_attribute=None)
+
+
+class ExactCustomer(Entity):
+    class Meta:
+        table = crm_exact
+        type_name = "customer"
+        pk = "CUSTOMER#{customer_id}"
+        sk = "METADATA"
+        key_only = ("customer_id",)
+
+    customer_id: str
+    name: str
+
+
+class ExactTicket(Entity):
+    class Meta:
+        table = crm_exact
+        type_name = "ticket"
+        pk = "CUSTOMER#{customer_id}"
+        sk = "TICKET#{ticket_id}"
+        key_only = ("customer_id", "ticket_id")
+
+    customer_id: str
+    ticket_id: str
+    subject: str
+    priority: int | None = None
+
+
+class LabInvoice(Entity):
+    class Meta:
+        table = ledger
+        pk = "I#{invoice_id}"
+        sk = "root"
+        key_only = ("invoice_id",)
+
+    invoice_id: str
+    InvoiceAmount: int
+    InvoiceDate: str
+
+
+class LabBill(Entity):
+    class Meta:
+        table = ledger
+        pk = "B#{bill_id}"
+        sk = "root"
+        key_only = ("bill_id",)
+
+    bill_id: str
+    BillAmount: int
+    BillStatus: str
+
+
+class LabCustomer(Entity):
+    class Meta:
+        table = ledger
+        pk = "C#{customer_id}"
+        sk = "root"
+        key_only = ("customer_id",)
+
+    customer_id: str
+    CustomerName: str
+
+
+class LabInvoiceBill(Entity):
+    class Meta:
+        table = ledger
+        pk = "I#{invoice_id}"
+        sk = "B#{bill_id}"
+        indexes = {"GSI_1": ("B#{bill_id}", "I#{invoice_id}")}  # the table's own keys
+        key_only = ("invoice_id", "bill_id")
+
+    invoice_id: str
+    bill_id: str
+    BillAmountOnInvoice: int
+
+
+class LabInvoiceCustomer(Entity):
+    class Meta:
+        table = ledger
+        pk = "I#{invoice_id}"
+        sk = "C#{customer_id}"
+        indexes = {"GSI_1": ("C#{customer_id}", "I#{invoice_id}")}
+        key_only = ("invoice_id", "customer_id")
+
+    invoice_id: str
+    customer_id: str
+    CustomerSince: str
+
+
+class LabProduct(Entity):
+    class Meta:
+        table = catalog
+        pk = "{Id}"
+
+    Id: int
+    Title: str
+    ProductCategory: str
+    Price: Decimal | None = None
+    Authors: list[str] | None = None
+    ISBN: str | None = None
+    Dimensions: str | None = None
+    InPublication: bool | None = None
+    PageCount: int | None = None
+    BicycleType: str | None = None
+    Brand: str | None = None
+    Description: str | None = None
+    Color: set[str] | None = None
+
+
+def _published(name: str) -> list[dict[str, Any]]:
+    """A data file of the labs, in its BatchWriteItem shape: the items as published."""
+    requests = json.loads((LABS / f"{name}.json").read_text())[name]
+    return [r["PutRequest"]["Item"] for r in requests]
+
+
+def _canonical(items: list[dict[str, Any]]) -> list[str]:
+    """The items comparable as stored (a set's members in any order)."""
+    return sorted(json.dumps({k: {t: sorted(v) if t in ("SS", "NS", "BS") else v
+                                  for t, v in av.items()} for k, av in i.items()},
+                             sort_keys=True, default=str) for i in items)
+
+
+@pytest.mark.parametrize(("table", "published"), [
+    (crm_exact, RAW), (ledger, _published("InvoiceAndBills")),
+    (catalog, _published("ProductCatalog"))], ids=["crm", "adjacency", "catalog"])
+def test_a_published_design_is_stored_exactly_as_published(
+        backend: str | None, table: Table, published: list[dict[str, Any]]) -> None:
+    """(0.6, contract 21) A design mapped with ``revision_attribute=None`` (and no type
+    attribute, or its own) reads its published items, and dynaorm stores exactly those
+    items again: saved anew, or loaded and changed (one attribute, nothing added)."""
+    with use_tables(table, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+        for item in published:
+            table.client.put_item(TableName=table.name, Item=item)
+        s = tb.session(table)
+        objs = s.scan(*table.entities.values()).all()
+        assert len(objs) == len(published)
+        for item in published:
+            table.client.delete_item(TableName=table.name, Key={
+                a: item[a] for a in (table.pk, table.sk) if a})
+        for obj in objs:
+            s.save(type(obj).model_validate(obj.model_dump()))
+            s.commit()
+        assert _canonical(tb.scan_raw()) == _canonical(published)
+        first, name = next((o, n) for o in s.scan(*table.entities.values()).all()
+                           for n, f in type(o).model_fields.items()
+                           if f.annotation is str and n not in spec_of(type(o)).key_only)
+        setattr(first, name, "changed")
+        s.save(first)
+        s.commit()
+        stored = tb.scan_raw()
+        changed = [i for i in stored if i.get(name) == {"S": "changed"}]
+        assert len(changed) == 1 and _canonical(stored) == _canonical(
+            [{**i, name: {"S": "changed"}} if all(i[a] == changed[0][a] for a in (
+                table.pk, table.sk) if a) else i for i in published])

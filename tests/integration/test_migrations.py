@@ -28,6 +28,7 @@ from dynaorm import (
     TransactionTooLargeError,
     Versioned,
 )
+from dynaorm.jobs import ReencryptReport, reencrypt, run_local
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import MovedState
@@ -482,9 +483,13 @@ class Vault(Versioned):
     secret: Encrypted[str] = ""
 
 
+#: the MAC key of unique encrypted fields: not a data key (the data keys rotate under it)
+MAC = b"m" * 32
+
+
 @pytest.fixture
 def keyed(db: TestBackend) -> Iterator[TestBackend]:
-    mig.keyring = old.keyring = StaticKeyring(b"v" * 32, mac_key=b"m" * 32)
+    mig.keyring = old.keyring = StaticKeyring(b"v" * 32, mac_key=MAC)
     try:
         yield db
     finally:
@@ -511,6 +516,25 @@ def test_an_encrypted_entity_in_its_previous_layout_reads_finds_and_migrates(
     rows = [i for i in keyed.scan_raw() if i["pk"]["S"] == "VAULT#v1"]
     assert len(rows) == 3 and all(set(i["secret"]) == {"B"} for i in rows)
     assert "s3cret" not in str(keyed.scan_raw()) and "1234" not in str(keyed.scan_raw())
+
+
+def test_reencrypt_reseals_rows_still_in_the_previous_layout(keyed: TestBackend) -> None:
+    """(0.6) ``jobs.reencrypt`` re-seals an entity's rows still in its previous layout
+    (bound to the old row, under the old attribute name), history included: the old key
+    goes before the migration, and the rows then read, move and find."""
+    first, second = b"v" * 32, b"w" * 32
+    safe = OldVault(id="v1", pin="1234", code="s3cret")
+    for code in ("s3cret", "s3cret 2"):
+        safe.code = code
+        with Session(old) as o:
+            o.save(safe)
+    mig.keyring = old.keyring = StaticKeyring(second, previous=[first], mac_key=MAC)
+    assert run_local(reencrypt(Vault, segments=2)) == ReencryptReport(3, 0, [], 3)
+    mig.keyring = old.keyring = StaticKeyring(second, mac_key=MAC)  # the first key dropped
+    s = keyed.session()
+    assert s.get(Vault, id="v1") == Vault(id="v1", pin="1234", secret="s3cret 2", version=2)
+    assert migrate(mig).moved == {"Vault": 1}
+    assert [v.secret for v in s.history(Vault, id="v1")] == ["s3cret", "s3cret 2"]
 
 
 def test_get_finds_entity_under_old_layout(db: TestBackend) -> None:

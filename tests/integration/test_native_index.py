@@ -8,12 +8,13 @@ the tests that leave one out ask the engine (:func:`tests.conftest.engine_of`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from pydantic import ConfigDict, Field
+from pydantic import AwareDatetime, ConfigDict, Field
 
-from dynaorm import GSI, DynaormError, Entity, KeyTemplateError, Table
+from dynaorm import GSI, DynaormError, Entity, InvalidValueError, KeyTemplateError, Table
+from dynaorm.jobs import backfill, run_local
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
 
@@ -411,3 +412,140 @@ def test_an_index_keyed_otherwise_than_declared_is_mismatched(
         assert new.index_status() == {"by_pair": "MISMATCHED"}
         new.create(wait=5)  # does not try to add it again, nor pretend it is there
         assert new.index_status() == {"by_pair": "MISMATCHED"}
+
+
+# -- found by a first service (issue 50) ----------------------------------------------------
+def test_datetimes_in_native_keys_are_stored_in_utc_and_naive_ones_refused(
+        nb: TestBackend, request: pytest.FixtureRequest) -> None:
+    """(0.6, contract 21) A datetime keying a native index is stored in UTC, as key
+    templates store it, so the index orders by instant; a naive one is refused before
+    sending (save, update, query). 0.5 stored each with the offset it came with (ordered
+    by text: 12:00+05:00 after 08:00+00:00) and took naive ones."""
+    _partial_sort(request)
+    plus5 = timezone(timedelta(hours=5))
+    s = nb.session()
+    s.save(Order(order_id="late", tenant_id="t", region="eu", rank=1,
+                 created=datetime(2026, 1, 1, 8, tzinfo=UTC)))
+    s.save(Order(order_id="early", tenant_id="t", region="eu", rank=1,
+                 created=datetime(2026, 1, 1, 12, tzinfo=plus5)))  # 07:00 UTC
+    s.commit()
+    assert sorted(i["created"]["S"] for i in nb.scan_raw()) == [
+        "2026-01-01T07:00:00+00:00", "2026-01-01T08:00:00+00:00"]
+    q = s.query(Order, index="by_place", tenant_id="t", region="eu")
+    assert ids(q.all()) == ["early", "late"]
+    assert ids(q.lt(created=datetime(2026, 1, 1, 12, 30, tzinfo=plus5)).all()) == ["early"]
+    assert ids(s.query(Order, index="by_place", tenant_id="t", region="eu", created=datetime(
+        2026, 1, 1, 4, tzinfo=timezone(timedelta(hours=-4)))).all()) == ["late"]
+    assert s.get(Order, order_id="early").created == datetime(2026, 1, 1, 7, tzinfo=UTC)
+    before = nb.scan_raw()
+    naive = datetime(2026, 1, 1, 9)
+    with pytest.raises(InvalidValueError, match=r"Order field 'created'.*naive"):
+        s.save(Order(order_id="n", tenant_id="t", region="eu", rank=1, created=naive))
+        s.commit()
+    with pytest.raises(InvalidValueError, match=r"created.*naive"):
+        s.update(Order, order_id="late").set(created=naive)
+        s.commit()
+    with pytest.raises(KeyTemplateError, match=r"created.*naive"):
+        q.gte(created=naive).all()
+    assert nb.scan_raw() == before
+    nb.table.client.put_item(TableName=nb.table.name, Item={  # as 0.5 stored it
+        **next(i for i in before if i["order_id"]["S"] == "early"),
+        "created": {"S": "2026-01-01T12:00:00+05:00"}})
+    report = run_local(backfill(Order, lambda order: order, name="utc-keys"))
+    assert report.changed == 2 and sorted(i["created"]["S"] for i in nb.scan_raw()) == [
+        "2026-01-01T07:00:00+00:00", "2026-01-01T08:00:00+00:00"]
+
+
+def test_an_optional_native_attribute_must_default_to_none() -> None:
+    """(0.6) An Optional field keying a native index whose ``None`` would be stored as NULL
+    (a non-None default, or required) is refused when the class is defined: DynamoDB
+    refuses a NULL index key attribute (moto indexed it, and dynaorm then refused its own
+    cursor), and leaving it out would read back as the default. With the default
+    ``None`` the item leaves the index (see test_optional_attributes_are_sparse)."""
+    for annotation, default in (("str | None", "'open'"), ("str | None", "...")):
+        with pytest.raises(DynaormError, match=r"Held.state: None cannot be stored in "
+                                               r"native index key attribute 'state'"):
+            exec(f"""
+class Held(Entity):
+    class Meta:
+        table = native
+        pk = "H#{{h}}"
+        sk = "H"
+
+    h: str
+    state: {annotation} = {default}
+""", {"Entity": Entity, "native": native})
+
+
+def test_native_definitions_name_the_key_type_and_accept_pydantic_times() -> None:
+    """(0.6) A field of a number (or binary) type on a string attribute is refused with the
+    ``key_types`` to declare; pydantic's datetime types (``AwareDatetime``) are times, as
+    a ``datetime`` is (0.5 refused both as "not S")."""
+    typed = Table("native_types", indexes=[GSI("by_when", pk=("kind",), sk=("when",))])
+    with pytest.raises(DynaormError, match=r"Counted.when stores N, but native index key "
+                                           r"attribute 'when' is S; Table\(key_types="
+                                           r"\{'when': 'N'\}\)"):
+        class Counted(Entity):
+            class Meta:
+                table = typed
+                pk = "C#{c}"
+                sk = "C"
+
+            c: str
+            kind: str
+            when: int
+
+    class Aware(Entity):
+        class Meta:
+            table = typed
+            pk = "A#{a}"
+            sk = "A"
+
+        a: str
+        kind: str
+        when: AwareDatetime
+
+    from dynaorm.schema.entity import spec_of
+
+    assert spec_of(Aware).kinds["when"].name == "utc time"
+
+
+def test_a_refused_native_query_names_the_fields_it_takes_and_the_one_it_got(
+        nb: TestBackend) -> None:
+    """(0.6, contract 21) The refusal names the Python names a query takes (``region``,
+    not its stored name ``place``) and the unknown name it was given (0.5 named neither)."""
+    with pytest.raises(KeyTemplateError, match=r"takes \['tenant_id', 'region'\], a leading "
+                                               r"run of \['created', 'rank', 'state'\].*"
+                                               r"not among them: \['colour'\]"):
+        nb.session().query(Order, index="by_place", tenant_id="acme", colour="red").all()
+
+
+def test_describe_lists_a_native_index_only_under_entities_that_can_be_in_it() -> None:
+    """(0.6) An item is in a native index only with every one of its attributes: 0.5
+    listed the index under every entity holding its partition attributes."""
+    from dynaorm.schema.entity import spec_of
+    from dynaorm.tools.cli import describe_entity
+
+    pairs = Table("native_describe", indexes=[GSI("by_pair", pk=("a",), sk=("b",))])
+
+    class Both(Entity):
+        class Meta:
+            table = pairs
+            pk = "B#{k}"
+            sk = "B"
+
+        k: str
+        a: str
+        b: str
+
+    class OnlyA(Entity):
+        class Meta:
+            table = pairs
+            pk = "O#{k}"
+            sk = "O"
+
+        k: str
+        a: str
+
+    assert "by_pair" in "\n".join(describe_entity(spec_of(Both)))
+    assert "by_pair" not in "\n".join(describe_entity(spec_of(OnlyA)))

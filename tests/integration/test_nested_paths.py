@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dynaorm import ConditionFailedError, F, InvalidValueError
+from dynaorm import ConditionFailedError, Entity, F, InvalidValueError
 from dynaorm.testing import TestBackend
+from tests.support.models import app
 from tests.support.recording import Requests
 from tests.support.rule_models import Address, Event, Profile, Stats, VProfile
 
@@ -139,3 +140,45 @@ def test_conditions_and_filters_on_nested_paths(db: TestBackend, cls: type[Any])
     s.update(cls, pid="p1").set(F("tags")[0], "b").where(F("tags")[0] == "a")
     s.commit()
     assert s.get(cls, pid="p1").tags == ["b"]
+
+
+class Place(BaseModel):
+    """A nested model whose field has an alias (stored under its name, as every field of a
+    nested model is)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    city: str = Field(alias="c")
+
+
+class Located(Entity):
+    class Meta:
+        table = app
+        pk = "LOCATED#{lid}"
+        sk = "LOCATED"
+
+    lid: str
+    place: Place = Field(alias="at")
+
+
+def test_a_nested_path_through_an_alias_is_refused_before_sending(db: TestBackend) -> None:
+    """(0.6, contract 21) A path naming a nested model's field by its alias
+    (``F("place.c")``) is refused before sending, naming the field it is stored under: 0.5
+    wrote a stray attribute ``c`` (read back as the field, while filters read ``city``), and
+    a filter on it returned ``[]`` silently."""
+    with db.session() as s:
+        s.save(Located(lid="l1", at=Place(city="Oslo")))
+    sent = Requests(db.table)
+    s = db.session()
+    with pytest.raises(InvalidValueError, match="'city' is stored under its name"):
+        db.session().update(Located, lid="l1").set(F("place.c"), "Rome")
+    with pytest.raises(InvalidValueError, match="'city' is stored under its name"):
+        s.query(Located, lid="l1").filter(F("place.c") == "Oslo").all()
+    with pytest.raises(InvalidValueError, match="'city' is stored under its name"):
+        db.session().update(Located, lid="l1").where(F("at.c") == "Oslo")
+    assert sent.operations == []
+    s.update(Located, lid="l1").set(F("place.city"), "Rome")
+    s.commit()
+    assert [i["at"] for i in db.scan_raw() if i["pk"]["S"] == "LOCATED#l1"] == [
+        {"M": {"city": {"S": "Rome"}}}]
+    assert [x.place.city for x in s.query(Located, lid="l1").filter(
+        F("place.city") == "Rome")] == ["Rome"]

@@ -7,12 +7,25 @@ from datetime import UTC, datetime
 from uuid import uuid4
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
 import dynaorm
 from dynaorm import ConditionFailedError, InvalidValueError
 from dynaorm.testing import TestBackend
 from tests.support.recording import Requests, send
-from tests.support.rule_models import Account, Stamp, StrictAll, StrictWhen
+from tests.support.rule_models import (
+    Account,
+    Address,
+    Event,
+    Profile,
+    Stamp,
+    Stats,
+    StrictAll,
+    StrictWhen,
+    VProfile,
+)
 from tests.support.update_models import Player
 
 
@@ -140,6 +153,66 @@ def test_save_refuses_an_assignment_the_model_refuses(db: TestBackend) -> None:
     with db.session() as s3:
         s3.save(obj)
     assert db.session().get(Account, aid="a1").balance == 4
+
+
+@pytest.mark.parametrize("cls", [Profile, VProfile])
+def test_save_refuses_a_nested_model_changed_in_place_as_an_assignment(
+        db: TestBackend, cls: type[Profile]) -> None:
+    """(0.6, contract 21) A loaded object's nested model, or a model in a list, changed in
+    place (pydantic validates neither) is validated on save like an assignment, loaded
+    or written before: 0.5 compared it with the object it was loaded with and saved it."""
+    with db.session() as s:
+        s.save(cls(pid="p1", address=Address(city="Oslo"), stats=Stats(logins=1),
+                   history=[Event(kind="login")]))
+    sent = Requests(db.table)
+    s = db.session()
+    obj = s.get(cls, pid="p1")
+    for change, field in ((lambda o: setattr(o.stats, "logins", 9), "stats"),
+                          (lambda o: setattr(o.history[0], "kind", ""), "history"),
+                          (lambda o: setattr(o.address, "city", 5), "address")):
+        change(obj)
+        with pytest.raises(InvalidValueError, match=f"'{field}'"):
+            s.save(obj)
+            s.commit()
+        obj = s.get(cls, pid="p1")
+    assert sent.operations == ["GetItem"] * 4
+    obj.stats.logins = 3  # a valid change in place is saved ...
+    s.save(obj)
+    s.commit()
+    obj.stats.logins = -1  # ... and the object, as written, is checked again
+    with pytest.raises(InvalidValueError, match=r"'stats'.*-1"):
+        s.save(obj)
+        s.commit()
+    assert db.session().get(cls, pid="p1").stats == Stats(logins=3)
+
+
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(logins=st.integers(-2, 5), kind=st.text(max_size=2), city=st.one_of(
+    st.text(max_size=3), st.integers(0, 9)))
+def test_in_place_changes_are_saved_exactly_where_the_model_takes_them(
+        db: TestBackend, logins: int, kind: str, city: object) -> None:
+    """(0.6) Nested models changed in place (a model, a model in a list) are saved where
+    validating the same values accepts them, and refused before sending where it does not,
+    the stored item left as it was."""
+    with db.session() as s:
+        s.save(Profile(pid="h1", address=Address(city="Oslo"), stats=Stats(),
+                       history=[Event(kind="login")]), overwrite=True)
+    s = db.session()
+    obj = s.get(Profile, pid="h1")
+    obj.stats.logins, obj.history[0].kind, obj.address.city = logins, kind, city  # type: ignore[assignment]
+    try:
+        Stats(logins=logins), Event(kind=kind), Address(city=city)  # type: ignore[arg-type]
+    except ValidationError:
+        before = db.scan_raw()
+        with pytest.raises(InvalidValueError):
+            s.save(obj)
+            s.commit()
+        assert db.scan_raw() == before
+    else:
+        s.save(obj)
+        s.commit()
+        assert db.session().get(Profile, pid="h1") == obj
 
 
 @pytest.mark.parametrize("how", ["all", "get", "page", "first", "update"])

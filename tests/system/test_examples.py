@@ -139,6 +139,13 @@ def check_encrypted_fields(run: Run) -> None:
     assert "another keyring: DecryptionError on field 'ssn'" in run.out
 
 
+def check_key_rotation(run: Run) -> None:
+    assert "stored under: ['OLD: 14']" in run.out
+    assert "re-sealed 7 rows, 0 current, 0 failed" in run.out
+    assert "stored under: ['NEW: 14']" in run.out and "run again: re-sealed 0, current 7" in run.out
+    assert "found by ssn: c0" in run.out and "history: ['flu', 'cold']" in run.out
+
+
 def check_compressed_rule(run: Run) -> None:
     assert "stored body: B, " in run.out and "for 4500 characters" in run.out
     assert "read back equal: True" in run.out and "values(): True" in run.out
@@ -524,5 +531,6 @@ CHECKS = {
     "native_index": check_native_index,
     "vector_search": check_vector_search,
     "encrypted_fields": check_encrypted_fields,
+    "key_rotation": check_key_rotation,
     "compressed_rule": check_compressed_rule,
 }

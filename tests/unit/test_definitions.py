@@ -5,7 +5,7 @@ tests/integration/test_table.py."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from pydantic import Field
@@ -104,6 +104,23 @@ def test_definition_errors(meta: dict[str, Any], message: str) -> None:
 def test_field_colliding_with_a_key_attribute() -> None:
     with pytest.raises(DynaormError, match="collide"):
         _define({"table": app, "pk": "A#{a}", "sk": "X"}, gsi1pk=str)
+
+
+@pytest.mark.parametrize(("table", "stored"), [
+    (app, "_rev"), (app, "_dynaorm_job"),
+    (Table("rev_named", revision_attribute="etag"), "etag")])
+def test_a_field_stored_as_an_attribute_dynaorm_writes_is_refused(table: Table,
+                                                                  stored: str) -> None:
+    """(0.6, contract 21) A field stored as the row revision (``_rev``, as CouchDB and
+    PouchDB tools write it) or a backfill's marker is refused when the class is defined:
+    0.5 took it, and every write overwrote it with the revision (while a field stored as
+    ``_type`` or ``pk`` was refused)."""
+    with pytest.raises(DynaormError, match=f"stored as \\['{stored}'\\]: dynaorm writes"):
+        _define({"table": table, "pk": "A#{a}", "sk": "X"},
+                other=Annotated[str, Field(alias=stored)])
+    # a table that keeps no revision: a field of its own (another tool's design)
+    _define({"table": Table("rev_free", revision_attribute=None), "pk": "A#{a}", "sk": "X"},
+            rev=Annotated[str, Field(alias="_rev")])
 
 
 def test_type_name_used_twice() -> None:

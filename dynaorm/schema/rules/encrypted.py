@@ -231,7 +231,8 @@ class Encryption(Rule):
         "history": "each version row's ciphertext is bound to that version row: it does "
                    "not decrypt as the latest copy's",
         "migrate": "a row moved to a new key is sealed anew for it",
-        "backfill": "fn sees plaintext; a changed value is sealed anew",
+        "backfill": "fn sees plaintext; a changed value is sealed anew (jobs.reencrypt: every "
+                    "value not under the keyring's current key, history included)",
         "check": "never compares ciphertexts with plaintext",
         "export": "left out (encrypted='omit'), or written as plaintext ('decrypt')",
         "search": "a vector field cannot be encrypted (refused at class definition)",
@@ -305,6 +306,15 @@ class Encryption(Rule):
         keyring, bound = keyring_of(self.table), self._bound(item)
         return {a: v if a not in self.fields else self._open(keyring, v, bound, a)
                 for a, v in item.items()}
+
+    def resealed(self, item: Item) -> Item:
+        """The ciphertexts of ``item``, a stored row, that are not of this format under
+        the keyring's current key, each sealed anew for the row (``jobs.reencrypt``:
+        rotation to the end)."""
+        keyring, bound = keyring_of(self.table), self._bound(item)
+        return {a: seal_value(keyring, self._open(keyring, av, bound, a), self.table.name,
+                              bound, a)
+                for a, av in item.items() if a in self.fields and not _current(keyring, av)}
 
     def refuse(self, use: str, name: str) -> None:
         if name not in self.names or use in ("set", "set_default", "remove", "projection"):

@@ -6,16 +6,35 @@ row or latest copy is indexed (version rows and guard items never are).
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
-from dynaorm._types import Item
-from dynaorm.errors import DynaormError
+from dynaorm._types import AttributeValue, Item
+from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import LSI, TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
+from dynaorm.values.codec import Kind, kind_of
 
-__all__ = ["IndexKeys", "Membership", "declared_index"]
+__all__ = ["UTC_TIME", "IndexKeys", "Membership", "declared_index"]
+
+
+def _utc(value: Any) -> AttributeValue:
+    """A time in a native index's key: a datetime in UTC (ordered by instant, as key
+    templates render them; a naive one refused), a date or a time as it is."""
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise InvalidValueError(f"the naive datetime {value.isoformat()!r} cannot key a "
+                                    "native index: give it a time zone (stored in UTC)")
+        value = value.astimezone(UTC)
+    return {"S": value.isoformat()}
+
+
+#: the field-level kind of a native index's time attributes: how their fields are stored,
+#: compared and queried (:attr:`Membership.kinds`)
+UTC_TIME = Kind("utc time", (datetime,), "S", _utc)
 
 
 @dataclass(frozen=True)
@@ -98,10 +117,13 @@ class Membership(Rule):
 
     indexes: tuple[IndexKeys, ...]
     native: frozenset[str]
+    #: field name -> :data:`UTC_TIME`, for the time fields keying a native index
+    kinds: dict[str, Kind]
     name = "indexes"
     order = 40
     answers = {
-        "save": "writes the template indexes' key attributes (sparse where a field is None)",
+        "save": "writes the template indexes' key attributes (sparse where a field is None); "
+                "a native index's datetimes in UTC (naive ones refused)",
         "update": "rewrites a derived index key whose fields change, conditioned on them",
         "delete": "the index entries go with the row",
         "get": "index keys are attributes of the row, never fields (native: fields)",
@@ -130,7 +152,17 @@ class Membership(Rule):
                            for a in table.key_names(i)) - {table.pk, table.sk}
         if not decl.indexes and not native:
             return None
-        return cls(tuple(decl.indexes), native)
+        fields = {n: i for n, i in decl.cls.model_fields.items() if decl.attr(n) in native}
+        for name, info in fields.items():  # a None it would have to store as NULL
+            if type(None) in typing.get_args(info.annotation) and not (
+                    info.default is None and info.default_factory is None):
+                raise DynaormError(
+                    f"{decl.owner}.{name}: None cannot be stored in native index key "
+                    f"attribute {decl.attr(name)!r} (DynamoDB refuses NULL there; left out, "
+                    "it would read back as the default): give it the default None")
+        return cls(tuple(decl.indexes), native, {n: UTC_TIME for n, i in fields.items() if
+                                                 getattr(kind_of(i.annotation), "name",
+                                                         "") == "time"})
 
     def attributes(self) -> frozenset[str]:
         return frozenset(a for idx in self.indexes for a in (

@@ -1,0 +1,130 @@
+"""Rotation to the end (contract 21): :func:`reencrypt`, a :class:`~dynaorm.jobs.Job` that
+seals every ``Encrypted`` value of an entity anew under its keyring's current key.
+
+A task scans its segment of the table (consistently) and, for each row of the entity
+(its row or latest copy, every version row, a row still in a previous layout), re-seals
+the ciphertexts that are not of the current format under the keyring's current key, bound
+to that row, in one ``UpdateItem`` conditioned on each of them being as read. Nothing
+else changes: no plaintext, no revision, no version. So:
+
+- it never overwrites another writer: a value changed since it was read fails the
+  condition, and the row is judged again from a fresh read (a value written by a current
+  writer is sealed under the current key already);
+- it is resumable and idempotent without a marker: what is left to do is in the data (a
+  ciphertext names its key), a task run again re-seals only what is still stale, and one
+  of two runs at once finds the other's work done;
+- after a lost answer it proves its own outcome from a fresh read: a new ciphertext has a
+  fresh nonce, so the row holding it holds this run's write.
+
+Once every task's report has no ``failed`` row, no stored value needs a key of the
+keyring's ``previous``: they may be dropped (the MAC key of unique encrypted fields is
+not a data key, so guards and ``find`` do not change). A write of an object loaded before
+its row was re-sealed conflicts where it conditions on the ciphertexts it read (a unique
+encrypted field of a versioned entity): reload and save again.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from dynaorm._types import Item
+from dynaorm.client.table import Table
+from dynaorm.errors import DynaormError, RequestError
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.policy import Rate
+from dynaorm.protocol.steps import call
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.rules.encrypted import Encryption, keyring_of
+from dynaorm.schema.rules.previous import stored_before
+from dynaorm.tools.audit import scan_pages
+from dynaorm.tools.jobs import ROUNDS, Job, Task, job_of
+from dynaorm.values.expressions import all_of, raw_eq
+from dynaorm.values.keys import key_value
+from dynaorm.values.records import Fail, Origin, Role, Update
+from dynaorm.write.render import render_op
+
+__all__ = ["ReencryptReport", "reencrypt"]
+
+
+@dataclass(frozen=True)
+class ReencryptReport:
+    """What a re-encryption did (merged: over all segments). The rotation is done when
+    ``failed`` is empty."""
+
+    #: rows whose ciphertexts this run sealed anew under the current key
+    resealed: int = 0
+    #: rows under the current key already (by an earlier run, or by another writer)
+    current: int = 0
+    #: rows not re-sealed: their keys and why (a value that does not decrypt, a KMS
+    #: failure, a row changing all along)
+    failed: list[str] = field(default_factory=list)
+    #: rows of the entity scanned
+    scanned: int = 0
+
+
+def reencrypt(entity: type[Entity], *, segments: int = 1, rate: Rate | None = None) -> Job:
+    """Every ``Encrypted`` value of ``entity`` (rows, latest copies, version rows, rows in
+    a previous layout) sealed anew under its table's keyring's current key, where it is
+    not already: a :class:`~dynaorm.jobs.Job` (one task per scan segment) whose merged
+    report is a :class:`ReencryptReport`."""
+    spec = spec_of(entity)
+    if spec.rules.get(Encryption) is None:
+        raise DynaormError(f"reencrypt job: {entity.__name__} has no Encrypted fields")
+    keyring_of(spec.table)  # (refuses a table without one)
+    return job_of("reencrypt", entity, segments, rate, fn=run_task)
+
+
+def run_task(task: Task, table: Table) -> ReencryptReport:
+    """One segment of a :func:`reencrypt` job, on ``table``."""
+    spec = spec_of(task.entity)
+    rule = spec.rules.get(Encryption)
+    assert rule is not None
+    outcomes: Counter[str] = Counter()
+    failed: list[str] = []
+    for page, _ in scan_pages(table, None, None, "reencrypt", (task.segment, task.segments)):
+        for item in page:
+            old = stored_before(spec, item)
+            if not (old or spec.owns(item)):
+                continue
+            rows = rule.renamed(spec.previous.fields_by_attr) if old and spec.previous else rule
+            outcome = _reseal(table, task.entity, rows, item)
+            outcomes[outcome] += 1
+            if outcome not in ("resealed", "current", "gone"):
+                key = {a: key_value(item[a]) for a in spec.table_key_attrs}
+                failed.append(f"{task.entity.__name__} {key}: {outcome}")
+    return ReencryptReport(outcomes["resealed"], outcomes["current"], failed,
+                           sum(outcomes.values()))
+
+
+def _reseal(table: Table, entity: type[Entity], rule: Encryption, item: Item | None) -> str:
+    """Re-seal one row: ``"resealed"`` (by this run), ``"current"`` (nothing to do),
+    ``"gone"`` (deleted meanwhile), or why not."""
+    assert item is not None
+    driver, during = table.db.driver, Operation("reencrypt", (table.name,), (entity,))
+    key = {a: key_value(item[a]) for a in spec_of(entity).table_key_attrs}
+    for _ in range(ROUNDS):
+        if item is None:
+            return "gone"
+        try:
+            driver.run(rule.prepare((item,), True), during)
+            new = rule.resealed(item)
+            if not new:
+                return "current"
+            update = Update(key, new, (), all_of([raw_eq(a, item[a]) for a in new]),
+                            Origin(entity, key, Role.ROW, Fail.CONCURRENT))
+            driver.run(call(*render_op(update), (entity,), idempotent=False), during)
+            return "resealed"
+        except RequestError as exc:
+            if not (exc.maybe_applied or exc.code == "ConditionalCheckFailedException"):
+                return str(exc)
+        except DynaormError as exc:
+            return str(exc)
+        got: dict[str, Any] = driver.run(call("GetItem", {
+            "TableName": table.name, "Key": {a: item[a] for a in key},
+            "ConsistentRead": True}, (entity,)), during)
+        item = got.get("Item")
+        if item is not None and all(item.get(a) == v for a, v in new.items()):
+            return "resealed"  # (this run's own write: a fresh nonce is never written twice)
+    return f"still changing after {ROUNDS} attempts"
