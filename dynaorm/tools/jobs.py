@@ -25,9 +25,10 @@ import dataclasses
 import gzip
 import json
 import multiprocessing
+import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -43,12 +44,13 @@ from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
 from dynaorm.tools.check import check_table
+from dynaorm.tools.export import ENCRYPTED, ExportError, export_part, read_source
 from dynaorm.tools.migrate import migrate as migrate_table
 from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "migrate",
+__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "export", "migrate",
            "run_local", "run_spark"]
 
 #: the attribute a backfill marks each item it changed with (the job's name)
@@ -61,7 +63,7 @@ ROUNDS = 5
 class Task:
     """One scan segment of a job: all a worker needs, picklable."""
 
-    job: str  # "backfill", "migrate" or "check"
+    job: str  # "backfill", "migrate", "check" or "export"
     entity: type[Entity]
     segment: int
     segments: int
@@ -188,6 +190,44 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
                               **{f: obj.__dict__[f] for f in spec.lookup_fields})
 
 
+def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
+           entities: Iterable[type[Entity]] | None = None, history: bool = False,
+           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
+    """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
+    ``s3://`` URL): ``to/<EntityName>/part-<task>.parquet``, an
+    :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
+    per scan segment, or per data file of the DynamoDB export to S3 at ``source``
+    (incremental: change sets). ``entities``: those only (default: every entity of the
+    table); ``history``: version rows too (``<EntityName>.history``); ``encrypted``:
+    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
+    try:
+        import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
+    except ModuleNotFoundError as exc:
+        raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
+    if encrypted not in ENCRYPTED:
+        raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
+    classes = _exported_entities(table, entities)
+    files, kind, view = ((), "scan", "") if source is None else read_source(source)
+    return _job("export", table, len(files) or (segments if source is None else 1), rate,
+                files=files, options=(("to", os.fspath(to)), ("entities", classes),
+                                      ("history", bool(history)), ("encrypted", encrypted),
+                                      ("kind", kind), ("view", view)))
+
+
+def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
+                       ) -> tuple[type[Entity], ...]:
+    """The entity classes an export writes (each once; two of one name are refused)."""
+    known = tuple(dict.fromkeys(c for c in table.entities.values() if spec_of(c).cls is c))
+    chosen = known if entities is None else tuple(dict.fromkeys(entities))
+    names = [c.__name__ for c in chosen]
+    if stray := [c for c in chosen if c not in known]:
+        raise ExportError(f"export: {stray} are not entities of table {table.name!r}")
+    if len(set(names)) != len(names):
+        raise ExportError(f"export: two entities are named alike in {names}: export them "
+                          "one at a time (entities=)")
+    return chosen
+
+
 def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
             dry_run: bool = False, page_size: int | None = None) -> Job:
     """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
@@ -282,25 +322,49 @@ def _merged(parts: list[Any]) -> Any:
 
 
 def _run(task: Task, table: Table) -> Any:
+    if task.job == "export":
+        return export_part(table, task.segment, task.segments, task.files,
+                           dict(task.options))
     where = {"segment": (task.segment, task.segments), **dict(task.options)}
     if task.job == "migrate":
         return migrate_table(table, check=False, **where)
     return check_table(table, **where) if task.job == "check" else _backfill(task, table)
 
 
-def run_local(job: Job, workers: int = 1) -> Any:
+def run_local(job: Job, workers: int = 1,
+              progress: Callable[[int, int], object] | None = None) -> Any:
     """Run every task of ``job`` in ``workers`` processes (started afresh, as an engine's
-    workers are: each task carries what it needs) and merge their results."""
+    workers are: each task carries what it needs) and merge their results;
+    ``progress(done, total)`` is told as each task ends."""
+    tasks = job.tasks(workers)
     if workers == 1:
-        return job.merge(job.run(task) for task in job.tasks(1))
+        return job.merge(_counted(map(job.run, tasks), len(tasks), progress))
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        return job.merge(pool.map(job.run, job.tasks(workers)))
+        done = as_completed([pool.submit(job.run, task) for task in tasks])
+        return job.merge(_counted((f.result() for f in done), len(tasks), progress))
 
 
-def run_spark(job: Job, spark: Any) -> Any:
+def _counted(results: Iterator[Any], total: int,
+             progress: Callable[[int, int], object] | None) -> Iterator[Any]:
+    """``results``, telling ``progress`` how many of ``total`` have come."""
+    for n, result in enumerate(results, 1):
+        if progress is not None:
+            progress(n, total)
+        yield result
+
+
+def run_spark(job: Job, spark: Any, progress: Callable[[int, int], object] | None = None
+              ) -> Any:
     """Run every task of ``job`` on Apache Spark (a ``SparkSession``: AWS Glue, EMR, or
-    local mode), one Spark task per segment, and merge their results."""
+    local mode), one Spark task per segment, and merge their results (each task's report,
+    the only thing the driver collects); ``progress(done, total)`` is told when they
+    start and when all have ended."""
     context = spark.sparkContext
     tasks = job.tasks(context.defaultParallelism)
-    return job.merge(context.parallelize(tasks, len(tasks)).map(job.run).collect())
+    if progress is not None:
+        progress(0, len(tasks))
+    found = context.parallelize(tasks, len(tasks)).map(job.run).collect()
+    if progress is not None:
+        progress(len(tasks), len(tasks))
+    return job.merge(found)

@@ -1,0 +1,507 @@
+"""Exports by entity (contract 21): a table's items as one typed Parquet dataset per entity.
+
+:func:`dynaorm.jobs.export` makes the :class:`~dynaorm.jobs.Job`; a task (:func:`export_part`)
+reads its share -- one scan segment of the live table, or one data file of a DynamoDB
+export to S3 (:func:`read_source`: the manifest names the files) -- and writes, for each
+entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or an ``s3://`` URL),
+typed from the model (:mod:`dynaorm.tools.arrow`).
+
+Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
+classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
+``<EntityName>.history`` (``history=True``; else left out), a unique guard nowhere, an item
+no entity claims is counted by its type name. A row passes through its entity's rules'
+export hooks (:meth:`~dynaorm.schema.rules.Rule.export`: the revision, index keys and, with
+``encrypted="omit"``, encrypted fields left out) and is read as a read reads it: a row of a
+previous layout as the current layout, an encrypted field opened with the table's keyring
+(``encrypted="decrypt"``: the key material asked for through the client first), a row
+whose TTL has passed skipped. A row that does not fit its entity (or its column) is left
+out and counted, with its file or segment and key; a file that cannot be read whole (a
+missing manifest, a truncated or corrupt data file) is :class:`ExportError`, and the task
+writes nothing.
+
+An incremental export (change sets) writes each entity's changes with ``_op``
+(``insert``, ``modify``, ``remove``: a new-images-only export cannot tell an insert from a
+modify, both are ``modify``), ``_time`` (when the change was written) and the new values
+(a ``remove``: the key fields only).
+
+A task writes each part to a temporary file and puts it in place whole at its end (an
+``os.replace``, or one S3 upload), and removes the part its earlier runs wrote for an
+entity it found nothing of now: running a task again (or twice at once) rewrites its own
+files, and a task killed half-way leaves nothing a reader takes for data (at most a
+temporary file in a local directory, whose name starts with a dot: DuckDB's, Polars',
+Spark's and Athena's readers skip it). Task 0 writes every dataset, empty ones too, so
+each has its schema.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import gzip
+import json
+import os
+import tempfile
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+
+from dynaorm._types import Item
+from dynaorm.errors import DynaormError
+from dynaorm.protocol.hooks import Operation
+from dynaorm.schema.entity import prepare_rows, spec_of
+from dynaorm.schema.rules.encrypted import Encryption
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.streams import classify, normalize_item
+from dynaorm.tools.audit import scan_pages
+from dynaorm.values.keys import key_value
+
+__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export_part", "read_source"]
+
+#: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
+ENCRYPTED = ("omit", "decrypt")
+#: rows a part buffers before it writes them (one row group): a task's memory is bounded
+#: by this, not by the size of its segment or file
+BATCH = 20_000
+#: the failures a task lists by name (it counts them all)
+LISTED = 100
+_OPS = {"NEW_AND_OLD_IMAGES": "insert", "NEW_IMAGE": "modify"}
+
+
+class ExportError(DynaormError):
+    """An export's input cannot be read whole (a missing manifest, a truncated or corrupt
+    data file, a format dynaorm does not read), or its options are wrong: the message names
+    the file (and line). A task that raises it writes nothing."""
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What an export wrote (merged: over all tasks)."""
+
+    #: rows written per dataset (``"User"``, ``"Doc.history"``)
+    rows: dict[str, int] = field(default_factory=dict)
+    #: items no entity claims, by their type name (``"?"``: none)
+    unclaimed: dict[str, int] = field(default_factory=dict)
+    #: rows left out because they do not fit their entity or column
+    failed: int = 0
+    #: why, with each one's file or segment and key (at most 100 a task)
+    failures: list[str] = field(default_factory=list)
+    #: items read
+    scanned: int = 0
+    #: items read and not written by design: guards, version rows (without
+    #: ``history=True``), rows whose TTL has passed, entities not asked for
+    skipped: int = 0
+
+
+def _s3() -> Any:
+    """An S3 client of the standard AWS configuration (credentials, region, profile,
+    ``AWS_ENDPOINT_URL_S3``), from the process's botocore session."""
+    return _session().create_client("s3")
+
+
+@functools.cache
+def _session() -> Any:
+    """The botocore session of the process's S3 clients (made once: making one reads
+    botocore's data files, a fifth of a second)."""
+    import botocore.session
+
+    return botocore.session.get_session()
+
+
+def _split(url: str) -> tuple[str, str]:
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def _get(s3: Any, bucket: str, key: str) -> bytes:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except (ClientError, BotoCoreError) as exc:
+        raise ExportError(f"s3://{bucket}/{key} cannot be read: {exc}") from exc
+    return body
+
+
+def read_source(url: str) -> tuple[tuple[str, ...], str, str]:
+    """The data files of the DynamoDB export at ``url`` (its ``.../AWSDynamoDB/<id>/``
+    folder, or its ``manifest-summary.json``), as ``s3://`` URLs with the item count the
+    manifest gives each (``#<count>``), its kind (``"full"`` or ``"incremental"``) and
+    view type; :class:`ExportError` for a missing manifest or an ION export."""
+    s3, (bucket, key) = _s3(), _split(url)
+    where = key if key.endswith(".json") else f"{key.rstrip('/')}/manifest-summary.json"
+    try:
+        summary = json.loads(_get(s3, bucket, where))
+        files = summary.get("manifestFilesS3Key") or where.replace("summary", "files")
+        entries = [json.loads(line) for line in _get(s3, bucket, files).splitlines() if line]
+        found = tuple(f"s3://{bucket}/{e['dataFileS3Key']}#{e.get('itemCount', '')}"
+                      for e in entries)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ExportError(f"the manifest of the export at {url} is not DynamoDB's: {exc!r}"
+                          ) from exc
+    if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
+        raise ExportError(f"the export at {url} is {summary['outputFormat']}: dynaorm reads "
+                          "DYNAMODB_JSON exports")
+    kind = "incremental" if summary.get("exportType") == "INCREMENTAL_EXPORT" else "full"
+    return found, kind, str(summary.get("exportViewType") or "NEW_AND_OLD_IMAGES")
+
+
+def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of one data file (gzipped, as DynamoDB writes them), streamed;
+    :class:`ExportError` naming the file when it is cut short or corrupt."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    url, _, count = url.partition("#")
+    bucket, key = _split(url)
+    n = items = 0
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+        stream = gzip.GzipFile(fileobj=body) if key.endswith(".gz") else body.iter_lines()
+        for n, line in enumerate(stream, 1):
+            if line.strip():
+                items += 1
+                yield n, line
+    except (ClientError, BotoCoreError, EOFError, OSError, zlib.error) as exc:
+        raise ExportError(f"{url}: cannot be read whole (truncated or corrupt after line "
+                          f"{n}): {exc}") from exc
+    if count and int(count) != items:
+        raise ExportError(f"{url}: {items} items read, the manifest says {count}: the "
+                          "file is truncated")
+
+
+def _parse(line: bytes, where: str) -> dict[str, Any]:
+    """One line of a data file as JSON, its binary values as ``bytes``."""
+    try:
+        record = json.loads(line)
+        if b'"B"' in line or b'"BS"' in line:  # (base64 text in DynamoDB JSON: bytes)
+            record = {k: normalize_item(v, where) if k in _IMAGES else v
+                      for k, v in record.items()}
+    except (ValueError, DynaormError) as exc:
+        raise ExportError(f"{where}: not DynamoDB JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise ExportError(f"{where}: not DynamoDB JSON: {line[:80]!r}")
+    return record
+
+
+_IMAGES = ("Item", "Keys", "NewImage", "OldImage")
+
+
+# -- where the parts go ---------------------------------------------------------------
+class _Sink:
+    """The export's destination: a directory, or an ``s3://`` URL (a part goes through a
+    local temporary file, uploaded whole)."""
+
+    def __init__(self, to: str, part: str, s3: Callable[[], Any]) -> None:
+        self.to, self.part = to.rstrip("/"), part
+        self.s3 = s3() if to.startswith("s3://") else None
+
+    def temp(self, name: str) -> Path:
+        """A new temporary file for dataset ``name``'s part (a dot file beside it)."""
+        if self.s3 is not None:
+            fd, path = tempfile.mkstemp(suffix=".parquet")
+            os.close(fd)
+            return Path(path)
+        folder = Path(self.to) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f".{self.part}.{uuid.uuid4().hex}.tmp"
+
+    def commit(self, name: str, temp: Path) -> None:
+        """Put dataset ``name``'s part written to ``temp`` in place, whole."""
+        if self.s3 is None:
+            os.replace(temp, Path(self.to) / name / self.part)
+            return
+        bucket, key = _split(f"{self.to}/{name}/{self.part}")
+        try:
+            with temp.open("rb") as data:
+                self.s3.put_object(Bucket=bucket, Key=key, Body=data)
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Remove the parts of datasets ``names`` (an earlier run's, where there is one)."""
+        names = list(names)
+        if self.s3 is None:
+            for name in names:
+                (Path(self.to) / name / self.part).unlink(missing_ok=True)
+        elif names:
+            bucket, prefix = _split(self.to)
+            self.s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+                {"Key": f"{prefix}/{name}/{self.part}".lstrip("/")} for name in names]})
+
+
+class _Part:
+    """One dataset's part file of a task: rows buffered, written as row groups."""
+
+    def __init__(self, sink: _Sink, name: str, cols: list[Any]) -> None:
+        self.sink, self.name, self.cols = sink, name, cols
+        self.rows: list[dict[str, Any]] = []
+        self.where: list[str] = []
+        self.written = 0
+        self.temp: Path | None = None
+        self.writer: Any = None
+
+    def add(self, row: dict[str, Any], where: str, report: _Counts) -> None:
+        self.rows.append(row)
+        self.where.append(where)
+        if len(self.rows) >= BATCH:
+            self.flush(report)
+
+    def flush(self, report: _Counts) -> None:
+        """Write the buffered rows (those a column refuses counted as failures)."""
+        from dynaorm.tools.arrow import schema_of, table_of
+
+        table, bad = table_of(self.cols, self.rows)
+        for i, why in sorted(bad.items()):
+            report.fail(f"{self.where[i]}: {why}")
+        if self.writer is None:
+            import pyarrow.parquet as pq
+
+            self.temp = self.sink.temp(self.name)
+            self.writer = pq.ParquetWriter(str(self.temp), schema_of(self.cols))
+        if table.num_rows:
+            self.writer.write_table(table)
+        self.written += table.num_rows
+        self.rows, self.where = [], []
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def discard(self) -> None:
+        self.close()
+        if self.temp is not None:
+            self.temp.unlink(missing_ok=True)
+
+
+class _Counts:
+    """A task's counts, made into its :class:`ExportReport` at the end."""
+
+    def __init__(self) -> None:
+        self.unclaimed: dict[str, int] = {}
+        self.failed = self.scanned = self.skipped = 0
+        self.failures: list[str] = []
+
+    def fail(self, why: str) -> None:
+        self.failed += 1
+        if len(self.failures) < LISTED:
+            self.failures.append(why)
+
+
+# -- reading a row as its entity ---------------------------------------------------------
+class _Reader:
+    """How an export reads the rows of one entity: its rules' export hooks, then as a read
+    decodes them (encrypted fields left out, or opened), as the dataset's field values."""
+
+    def __init__(self, spec: EntitySpec, decrypt: bool) -> None:
+        self.spec = spec
+        self.hooks = [h for h in spec.rules.exporters
+                      if not (decrypt and isinstance(getattr(h, "__self__", None), Encryption))]
+        self.omitted = frozenset() if decrypt else frozenset(spec.encrypted.values())
+        layout = spec.previous
+        self.old = None if layout is None else frozenset(
+            a for a, n in layout.fields_by_attr.items() if n in self.omitted)
+        fields: dict[str, Any] = {n: (f.annotation, f) for n, f in
+                                  spec.cls.model_fields.items() if n not in self.omitted}
+        self.model: type[BaseModel] = spec.cls if not self.omitted else create_model(
+            spec.name, __config__=ConfigDict(populate_by_name=True), **fields)
+
+    def columns(self) -> list[Any]:
+        from dynaorm.tools.arrow import columns
+
+        return columns(self.model)
+
+    def values(self, item: Item) -> dict[str, Any] | None:
+        """The field values of stored row ``item`` (``None``: its rules export nothing)."""
+        for hook in self.hooks:
+            found = hook(item)
+            if found is None:
+                return None
+            item = found
+        spec = self.spec
+        if self.old is not None:
+            from dynaorm.schema.rules.previous import old_values, stored_before
+
+            if stored_before(spec, item):
+                data = old_values(spec, {a: v for a, v in item.items() if a not in self.old})
+                return self.model.model_validate(data).__dict__
+        if not self.omitted:  # (the entity itself: as a read loads it)
+            return cast(dict[str, Any], spec.cls._from_item(item, spec).__dict__)
+        return self.model.model_validate(spec.decode_fields(item)).__dict__
+
+
+# -- one task -------------------------------------------------------------------------------
+class _Export:
+    """One task of an export: its datasets, and the counts of what it read."""
+
+    def __init__(self, table: Any, segment: int, options: Mapping[str, Any]) -> None:
+        self.table, self.segment = table, segment
+        self.history, self.decrypt = options["history"], options["encrypted"] == "decrypt"
+        self.changes = options["kind"] == "incremental"
+        self.view = options.get("view", "NEW_AND_OLD_IMAGES")
+        self.readers = {cls: _Reader(spec_of(cls), self.decrypt) for cls in options["entities"]}
+        self.s3 = functools.cache(_s3)  # (one client a task, made when first needed)
+        self.sink = _Sink(str(options["to"]), f"part-{segment:05d}.parquet", self.s3)
+        self.parts: dict[str, _Part] = {}
+        self.counts = _Counts()
+
+    def names(self) -> dict[str, tuple[type[Any], bool]]:
+        """Every dataset this export writes: name -> (entity, history?)."""
+        return {f"{c.__name__}{'.history' if h else ''}": (c, h) for c in self.readers
+                for h in ((False, True) if self.history and spec_of(c).versioned else (False,))}
+
+    def part(self, name: str, cls: type[Any]) -> _Part:
+        if name not in self.parts:
+            cols = self.readers[cls].columns()
+            if self.changes:
+                from dynaorm.tools.arrow import CHANGES
+
+                cols = [*CHANGES, *(dataclasses.replace(c, nullable=True) for c in cols)]
+            self.parts[name] = _Part(self.sink, name, cols)
+        return self.parts[name]
+
+    def prepare(self, items: list[Item]) -> None:
+        """Ask for the key material of ``items`` first (``encrypted="decrypt"``)."""
+        if self.decrypt and items:
+            specs = [r.spec for r in self.readers.values()]
+            self.table.db.driver.run(prepare_rows(specs, items), Operation(
+                "export", (self.table.name,), tuple(self.readers)))
+
+    def rows(self, items: list[tuple[str, Item]]) -> None:
+        """Export stored items, each with where it was read."""
+        self.prepare([i for _, i in items])
+        for where, item in items:
+            self.row(where, item)
+
+    def records(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
+        """Export a batch of a data file's records: full-export items, or changes."""
+        if not self.changes:
+            if any("Item" not in record for _, record in batch):
+                where = next(w for w, r in batch if "Item" not in r)
+                raise ExportError(f"{where}: no 'Item': not a full export's data file")
+            self.rows([(where, record["Item"]) for where, record in batch])
+            return
+        self.prepare([r["NewImage"] for _, r in batch if r.get("NewImage")])
+        for where, record in batch:
+            self.change(where, record)
+
+    def change(self, where: str, record: Mapping[str, Any]) -> None:
+        """Export one change of an incremental export: its new image, or (a remove) the
+        key fields of its keys."""
+        new, old, keys = record.get("NewImage"), record.get("OldImage"), record.get("Keys")
+        if not isinstance(keys, dict):
+            raise ExportError(f"{where}: no 'Keys': not an incremental export's data file")
+        op = "remove" if not new else "modify" if old else _OPS.get(self.view, "insert")
+        micros = (record.get("Metadata") or {}).get("WriteTimestampMicros")
+        micros = micros.get("N") if isinstance(micros, dict) else micros
+        when = None if micros is None else datetime.fromtimestamp(int(micros) / 1e6, UTC)
+        self.row(where, new or {**(old or {}), **keys}, (op, when, keys))
+
+    def row(self, where: str, item: Item,
+            change: tuple[str, datetime | None, Item] | None = None) -> None:
+        """Export one stored item (``change``: a change's op, time and keys)."""
+        counts = self.counts
+        counts.scanned += 1
+        cls, role, version, _ = classify(self.table, item)
+        if cls is None:
+            name = item.get(self.table.type_attribute or "", {}).get("S", "?")
+            counts.unclaimed[name] = counts.unclaimed.get(name, 0) + 1
+            return
+        reader, removed = self.readers.get(cls), change is not None and change[0] == "remove"
+        if reader is None or role == "guard" or (role == "version" and not self.history) or (
+                not removed and not reader.spec.rules.keeps(item)):
+            counts.skipped += 1
+            return
+        try:
+            values = self._key_fields(reader.spec, change[2], version) if (
+                change is not None and removed) else reader.values(item)
+        except (ValueError, DynaormError) as exc:
+            counts.fail(f"{where}: {cls.__name__} {self._key(item)}: {_short(exc)}")
+            return
+        if values is None:
+            counts.skipped += 1
+            return
+        if change is not None:
+            values = {**values, "_op": change[0], "_time": change[1]}
+        name = f"{cls.__name__}{'.history' if role == 'version' else ''}"
+        self.part(name, cls).add(values, f"{where} {self._key(item)}", counts)
+
+    def _key(self, item: Item) -> dict[str, str]:
+        return {a: key_value(item[a]) for a in (self.table.pk, self.table.sk) if a and a in item}
+
+    @staticmethod
+    def _key_fields(spec: EntitySpec, keys: Item, version: int | None) -> dict[str, Any]:
+        """A removed row's key fields (all a change set says of it without its image)."""
+        values = spec.key_values({a: key_value(av) for a, av in keys.items()})
+        return {**values, "version": version} if spec.versioned and version else values
+
+    def finish(self) -> ExportReport:
+        """Write every part, then put them in place (and remove this task's stale parts)."""
+        names = self.names()
+        if self.segment == 0:  # every dataset, empty or not: each has its schema
+            for name, (cls, _) in names.items():
+                self.part(name, cls)
+        try:
+            for part in self.parts.values():
+                part.flush(self.counts)
+                part.close()
+        except BaseException:
+            for part in self.parts.values():
+                part.discard()
+            raise
+        for name, part in self.parts.items():
+            assert part.temp is not None
+            self.sink.commit(name, part.temp)
+        self.sink.remove(n for n in names if n not in self.parts)
+        c = self.counts
+        return ExportReport({n: p.written for n, p in self.parts.items()}, c.unclaimed,
+                            c.failed, c.failures, c.scanned, c.skipped)
+
+    def discard(self) -> None:
+        for part in self.parts.values():
+            part.discard()
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(item)'}: {e['msg']}"
+                         for e in exc.errors()[:3])
+    return " ".join(str(exc).split())
+
+
+def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
+                options: Mapping[str, Any]) -> ExportReport:
+    """Run one task of an export: scan segment ``segment`` of ``segments`` of ``table``,
+    or read the data files ``files`` of an export to S3 (``options["kind"]``), and write
+    its parts."""
+    run = _Export(table, segment, options)
+    try:
+        if options["kind"] == "scan":
+            where = f"segment {segment} of {segments}"
+            for page, _ in scan_pages(table, None, None, "export", (segment, segments)):
+                run.rows([(where, item) for item in page])
+        else:
+            for url in files:
+                for batch in _records(run.s3(), url):
+                    run.records(batch)
+        return run.finish()
+    except BaseException:
+        run.discard()
+        raise
+
+
+def _records(s3: Any, url: str) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """The records of one data file, in batches, each with where it was read."""
+    batch: list[tuple[str, dict[str, Any]]] = []
+    name = url.partition("#")[0]
+    for n, line in _lines(s3, url):
+        where = f"{name} line {n}"
+        batch.append((where, _parse(line, where)))
+        if len(batch) >= 1000:
+            yield batch
+            batch = []
+    yield batch
