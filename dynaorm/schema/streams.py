@@ -284,8 +284,9 @@ def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | 
     any other item. A guard carries the guard type name; an item without a type name is
     one when its pk (equal to its sk, on a table with a sort key) has the guard key shape
     of exactly one unique rule."""
-    if type_name == GUARD_TYPE:
-        return table.entities.get(_text(image, OWNER_TYPE) or ""), _text(image, UNIQUE_FIELD)
+    if type_name == GUARD_TYPE:  # (its owner's type name: current, or a previous layout's)
+        owner = _text(image, OWNER_TYPE) or ""
+        return table.entities.get(owner) or table.retired.get(owner), _text(image, UNIQUE_FIELD)
     if type_name is not None or pk is None or (table.sk is not None and pk != sk):
         return None
     return _match_guard(table, pk)

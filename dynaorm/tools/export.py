@@ -407,13 +407,14 @@ class _Export:
         counts = self.counts
         counts.scanned += 1
         cls, role, version, _ = classify(self.table, item)
-        if cls is None:
+        if cls is None and role != "guard":
             name = item.get(self.table.type_attribute or "", {}).get("S", "?")
             counts.unclaimed[name] = counts.unclaimed.get(name, 0) + 1
             return
         reader, removed = self.readers.get(cls), change is not None and change[0] == "remove"
         if reader is None or role == "guard" or (role == "version" and not self.history) or (
-                not removed and not reader.spec.rules.keeps(item)):
+                not removed and not reader.spec.rules.keeps(item)):  # (a guard: never,
+            # whoever owns it; a row whose TTL has passed: as reads, gone)
             counts.skipped += 1
             return
         try:

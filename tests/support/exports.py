@@ -168,12 +168,13 @@ def plain(value: Any) -> Any:
     return value
 
 
-def row_of(obj: BaseModel, omit: Iterable[str] = (), as_json: Iterable[str] = ()
-           ) -> dict[str, Any]:
-    """What an export's row of ``obj`` reads back as: every field (but ``omit``) by name,
-    :func:`plain`; the fields in ``as_json`` as the JSON text of their value (``None``:
-    null)."""
+def row_of(obj: BaseModel | Mapping[str, Any], omit: Iterable[str] = (),
+           as_json: Iterable[str] = ()) -> dict[str, Any]:
+    """What an export's row of ``obj`` (an entity, or its field values) reads back as:
+    every field (but ``omit``) by name, :func:`plain`; the fields in ``as_json`` as the
+    JSON text of their value (``None``: null)."""
     left_out, texts = set(omit), set(as_json)
+    values = obj if isinstance(obj, Mapping) else obj.__dict__
     return {name: json.dumps(value, separators=(",", ":"))
             if name in texts and value is not None else plain(value)
-            for name, value in obj.__dict__.items() if name not in left_out}
+            for name, value in values.items() if name not in left_out}

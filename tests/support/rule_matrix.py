@@ -36,7 +36,7 @@ __all__ = ["DECLARED", "KEYRING", "PAST", "REFUSED", "Declared", "Matrix", "answ
 
 KEY = b"m" * 32
 #: the keyring of every matrix table (``encrypted``)
-KEYRING = StaticKeyring(KEY)
+KEYRING = StaticKeyring(KEY, mac_key=b"n" * 32)
 #: the time every TTL of the matrix is set to (far ahead: nothing expires in a test)
 EXPIRES = datetime(2100, 1, 1, tzinfo=UTC)
 #: a TTL that has passed (an item DynamoDB has not deleted yet: every read skips it)
