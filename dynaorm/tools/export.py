@@ -412,7 +412,8 @@ class _Export:
             counts.unclaimed[name] = counts.unclaimed.get(name, 0) + 1
             return
         reader, removed = self.readers.get(cls), change is not None and change[0] == "remove"
-        if reader is None or role == "guard" or (role == "version" and not self.history) or (
+        if cls is None or reader is None or role == "guard" or (
+                role == "version" and not self.history) or (
                 not removed and not reader.spec.rules.keeps(item)):  # (a guard: never,
             # whoever owns it; a row whose TTL has passed: as reads, gone)
             counts.skipped += 1
