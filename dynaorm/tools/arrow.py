@@ -104,6 +104,8 @@ def _arrow(tp: Any, metadata: tuple[Any, ...] = ()) -> tuple[Any, Convert | None
         if len(inner) == 1:
             return (*_arrow(inner[0], metadata)[:2], True)
         return (*_json(tp), type(None) in args)
+    if tp is Any:
+        return (*_json(tp), True)
     if origin is Literal:
         return (*_of_values(tp, args, None), False)
     if origin in _LISTS or origin in _SETS:
