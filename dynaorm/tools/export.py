@@ -35,9 +35,10 @@ each has its schema.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
-import gzip
+import gc
 import json
 import os
 import tempfile
@@ -47,18 +48,22 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import from_json
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows, spec_of
 from dynaorm.schema.rules.encrypted import Encryption
+from dynaorm.schema.rules.indexes import Membership
+from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
 from dynaorm.tools.audit import scan_pages
+from dynaorm.tools.stored import stored_validator
 from dynaorm.values.keys import key_value
 
 __all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export_part", "read_source"]
@@ -71,6 +76,9 @@ BATCH = 20_000
 #: the failures a task lists by name (it counts them all)
 LISTED = 100
 _OPS = {"NEW_AND_OLD_IMAGES": "insert", "NEW_IMAGE": "modify"}
+#: what reading a row that does not fit its entity raises (a value of another type, an
+#: attribute value that is not DynamoDB's): the row is left out and counted
+_MALFORMED = (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, DynaormError)
 
 
 class ExportError(DynaormError):
@@ -152,8 +160,9 @@ def read_source(url: str) -> tuple[tuple[str, ...], str, str]:
 
 
 def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
-    """The numbered lines of one data file (gzipped, as DynamoDB writes them), streamed;
-    :class:`ExportError` naming the file when it is cut short or corrupt."""
+    """The numbered lines of one data file (gzipped, as DynamoDB writes them), streamed a
+    megabyte at a time; :class:`ExportError` naming the file when it is cut short or
+    corrupt."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     url, _, count = url.partition("#")
@@ -161,11 +170,17 @@ def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
     n = items = 0
     try:
         body = s3.get_object(Bucket=bucket, Key=key)["Body"]
-        stream = gzip.GzipFile(fileobj=body) if key.endswith(".gz") else body.iter_lines()
-        for n, line in enumerate(stream, 1):
-            if line.strip():
-                items += 1
-                yield n, line
+        rest = b""
+        for data in _unzipped(body.iter_chunks(1 << 20), key.endswith(".gz")):
+            *lines, rest = (rest + data).split(b"\n")
+            for line in lines:
+                n += 1
+                if line.strip():
+                    items += 1
+                    yield n, line
+        if rest.strip():
+            items += 1
+            yield n + 1, rest
     except (ClientError, BotoCoreError, EOFError, OSError, zlib.error) as exc:
         raise ExportError(f"{url}: cannot be read whole (truncated or corrupt after line "
                           f"{n}): {exc}") from exc
@@ -174,21 +189,52 @@ def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
                           "file is truncated")
 
 
-def _parse(line: bytes, where: str) -> dict[str, Any]:
-    """One line of a data file as JSON, its binary values as ``bytes``."""
+def _unzipped(chunks: Iterable[bytes], gzipped: bool) -> Iterator[bytes]:
+    """``chunks`` of a file, gunzipped (every member of it); ``EOFError`` when the file
+    ends inside a member."""
+    if not gzipped:
+        yield from chunks
+        return
+    unzip, fed = zlib.decompressobj(wbits=31), False
+    for chunk in chunks:
+        while chunk:
+            fed = True
+            yield unzip.decompress(chunk)
+            if not unzip.eof:
+                break
+            chunk = unzip.unused_data  # (the next member)
+            unzip, fed = zlib.decompressobj(wbits=31), False
+    if fed:
+        raise EOFError("the file ends inside a compressed member")
+
+
+def _parse(line: bytes, where: str, record: Any = None) -> dict[str, Any]:
+    """One line of a data file as JSON (``record``: as read already), its binary values
+    as ``bytes``."""
     try:
-        record = json.loads(line)
+        record = from_json(line) if record is None else record
         if b'"B"' in line or b'"BS"' in line:  # (base64 text in DynamoDB JSON: bytes)
             record = {k: normalize_item(v, where) if k in _IMAGES else v
                       for k, v in record.items()}
-    except (ValueError, DynaormError) as exc:
+    except (ValueError, AttributeError, DynaormError) as exc:
         raise ExportError(f"{where}: not DynamoDB JSON: {exc}") from exc
     if not isinstance(record, dict):
         raise ExportError(f"{where}: not DynamoDB JSON: {line[:80]!r}")
     return record
 
 
+def _item(line: bytes, record: Any, where: str) -> Item:
+    """The ``Item`` of a full export's line (read as ``record``)."""
+    item = _parse(line, where, record).get("Item")
+    if not isinstance(item, dict):
+        raise ExportError(f"{where}: no 'Item': not a full export's data file")
+    return item
+
+
 _IMAGES = ("Item", "Keys", "NewImage", "OldImage")
+#: the rules whose export hooks only leave attributes out, and, with encrypted fields left
+#: out, whose decoding is nothing (an entity with no other rule is read the fast way)
+_LEAVE_OUT = (Revision, Membership, Encryption)
 
 
 # -- where the parts go ---------------------------------------------------------------
@@ -310,6 +356,19 @@ class _Reader:
         self.model: type[BaseModel] = spec.cls if not self.omitted else create_model(
             spec.name, __config__=ConfigDict(populate_by_name=True), **fields)
 
+    @property
+    def fast(self) -> bool:
+        """Whether a row of this entity is its stored attributes read as its fields, and
+        nothing else (:mod:`dynaorm.tools.stored` reads them): no rule decodes it (but an
+        encrypted one whose fields are left out) or skips it, its export hooks only leave
+        attributes out, no previous layout shares its type name, no field-level kind."""
+        spec = self.spec
+        rules = [getattr(h, "__self__", None) for h in (*self.hooks, *spec.rules.decoders,
+                                                        *spec.rules.keepers)]
+        return (not spec.kinds and spec.previous is None and all(
+            isinstance(r, _LEAVE_OUT) and not (isinstance(r, Encryption) and not self.omitted)
+            for r in rules))
+
     def columns(self) -> list[Any]:
         from dynaorm.tools.arrow import columns
 
@@ -329,8 +388,6 @@ class _Reader:
             if stored_before(spec, item):
                 data = old_values(spec, {a: v for a, v in item.items() if a not in self.old})
                 return self.model.model_validate(data).__dict__
-        if not self.omitted:  # (the entity itself: as a read loads it)
-            return cast(dict[str, Any], spec.cls._from_item(item, spec).__dict__)
         return self.model.model_validate(spec.decode_fields(item)).__dict__
 
 
@@ -348,6 +405,14 @@ class _Export:
         self.sink = _Sink(str(options["to"]), f"part-{segment:05d}.parquet", self.s3)
         self.parts: dict[str, _Part] = {}
         self.counts = _Counts()
+        fast = {} if self.changes or options["kind"] == "scan" else {
+            r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.fast}
+        #: the class each entity the fast way reads is validated into -> its dataset
+        self.fast_names = {m: (c.__name__, c) for c, r in self.readers.items()
+                           for m, _ in fast.values() if m is r.model}
+        type_attribute = table.type_attribute
+        self.fast = None if not fast or type_attribute is None else stored_validator(
+            type_attribute, fast)
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
@@ -377,17 +442,39 @@ class _Export:
         for where, item in items:
             self.row(where, item)
 
-    def records(self, batch: list[tuple[str, dict[str, Any]]]) -> None:
-        """Export a batch of a data file's records: full-export items, or changes."""
-        if not self.changes:
-            if any("Item" not in record for _, record in batch):
-                where = next(w for w, r in batch if "Item" not in r)
-                raise ExportError(f"{where}: no 'Item': not a full export's data file")
-            self.rows([(where, record["Item"]) for where, record in batch])
+    def records(self, batch: list[tuple[str, bytes]]) -> None:
+        """Export a batch of a data file's lines: full-export items (the entities the fast
+        way reads, read in one call: :mod:`dynaorm.tools.stored`), or changes."""
+        if self.changes:
+            records = [(where, _parse(line, where)) for where, line in batch]
+            self.prepare([r["NewImage"] for _, r in records if r.get("NewImage")])
+            for where, record in records:
+                self.change(where, record)
             return
-        self.prepare([r["NewImage"] for _, r in batch if r.get("NewImage")])
-        for where, record in batch:
-            self.change(where, record)
+        found = self._fast(batch)
+        for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):
+            if type(record) is dict:  # (read the plain way)
+                found[n] = _item(line, record, where)
+        self.prepare([i for i in found if type(i) is dict])
+        for (where, _), record in zip(batch, found, strict=True):
+            if type(record) is dict:
+                self.row(where, record)
+            else:  # (an entity's row, read by the fast way)
+                self.counts.scanned += 1
+                self.part(*self.fast_names[type(record)]).add(record.__dict__, where,
+                                                             self.counts)
+
+    def _fast(self, batch: list[tuple[str, bytes]]) -> list[Any]:
+        """The batch's lines, each an object of its entity where the fast way reads it,
+        else its JSON; :class:`ExportError` naming the first line that is not JSON."""
+        if self.fast is None:
+            return [_parse(line, where) for where, line in batch]
+        try:
+            return self.fast(b"[" + b",".join(line for _, line in batch) + b"]")
+        except ValidationError:
+            for where, line in batch:
+                _parse(line, where)  # (raises, naming it)
+            raise
 
     def change(self, where: str, record: Mapping[str, Any]) -> None:
         """Export one change of an incremental export: its new image, or (a remove) the
@@ -421,7 +508,7 @@ class _Export:
         try:
             values = self._key_fields(reader.spec, change[2], version) if (
                 change is not None and removed) else reader.values(item)
-        except (ValueError, DynaormError) as exc:
+        except _MALFORMED as exc:
             counts.fail(f"{where}: {cls.__name__} {self._key(item)}: {_short(exc)}")
             return
         if values is None:
@@ -482,27 +569,46 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
     its parts."""
     run = _Export(table, segment, options)
     try:
-        if options["kind"] == "scan":
-            where = f"segment {segment} of {segments}"
-            for page, _ in scan_pages(table, None, None, "export", (segment, segments)):
-                run.rows([(where, item) for item in page])
-        else:
-            for url in files:
-                for batch in _records(run.s3(), url):
-                    run.records(batch)
-        return run.finish()
+        with _collector_paused():
+            if options["kind"] == "scan":
+                where = f"segment {segment} of {segments}"
+                for page, _ in scan_pages(table, None, None, "export", (segment, segments)):
+                    run.rows([(where, item) for item in page])
+            else:
+                for url in files:
+                    for batch in _records(run.s3(), url):
+                        run.records(batch)
+            return run.finish()
     except BaseException:
         run.discard()
         raise
 
 
-def _records(s3: Any, url: str) -> Iterator[list[tuple[str, dict[str, Any]]]]:
-    """The records of one data file, in batches, each with where it was read."""
-    batch: list[tuple[str, dict[str, Any]]] = []
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector paused for one batch (unless it was off already).
+
+    A task holds up to :data:`BATCH` rows a dataset, all alive: with the collector on,
+    every 700 new objects start a collection that walks them again, and the full ones walk
+    them all (measured, ``benchmarks/export.py``'s items: half the task's time). Paused,
+    a batch makes no collection; its objects meet the collector once, between batches
+    (a batch makes no reference cycles to leave for later)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
+    """The lines of one data file, in batches, each with where it was read."""
+    batch: list[tuple[str, bytes]] = []
     name = url.partition("#")[0]
     for n, line in _lines(s3, url):
-        where = f"{name} line {n}"
-        batch.append((where, _parse(line, where)))
+        batch.append((f"{name} line {n}", line))
         if len(batch) >= 1000:
             yield batch
             batch = []
