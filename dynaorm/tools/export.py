@@ -313,6 +313,7 @@ class _Part:
             self.writer.write_table(table)
         self.written += table.num_rows
         self.rows, self.where = [], []
+        gc.collect(1)  # (the collector is paused for the task: what cycles a batch left)
 
     def close(self) -> None:
         if self.writer is not None:
