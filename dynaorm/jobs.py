@@ -2,18 +2,8 @@
 and ``export`` as :class:`Job` objects, and :func:`run_local` (see :doc:`the jobs guide
 </guide/jobs>` and :doc:`the exports guide </guide/exports>`)."""
 
-from dynaorm.tools.export import ExportError, ExportReport
-from dynaorm.tools.jobs import (
-    MARK,
-    BackfillReport,
-    Job,
-    Task,
-    backfill,
-    check,
-    export,
-    migrate,
-    run_local,
-)
+from dynaorm.tools.export import ExportError, ExportReport, export
+from dynaorm.tools.jobs import MARK, BackfillReport, Job, Task, backfill, check, migrate, run_local
 
 __all__ = ["MARK", "BackfillReport", "ExportError", "ExportReport", "Job", "Task", "backfill",
            "check", "export", "migrate", "run_local"]

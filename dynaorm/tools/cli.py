@@ -37,6 +37,7 @@ from dynaorm.schema.unclaimed import fix_hint
 from dynaorm.tools import jobs
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
+from dynaorm.tools.export import export
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
@@ -369,7 +370,7 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
     classes = None if args.entities is None else [_entity_named(table, name) for name in
                                                    args.entities.split(",")]
-    report = _job(jobs.export(table, args.to, source=args.source, entities=classes,
+    report = _job(export(table, args.to, source=args.source, entities=classes,
                               history=args.history, segments=args.segments, rate=_rate(args),
                               encrypted="decrypt" if args.decrypt else "omit"), args,
                   lambda done, total: print(f"export: {done} of {total} tasks done",

@@ -1,6 +1,7 @@
 """Exports by entity (contract 21): a table's items as one typed Parquet dataset per entity.
 
-:func:`dynaorm.jobs.export` makes the :class:`~dynaorm.jobs.Job`; a task (:func:`export_part`)
+:func:`export` (``dynaorm.jobs.export``) makes the :class:`~dynaorm.jobs.Job`; a task
+(:func:`export_part`)
 reads its share -- one scan segment of the live table, or one data file of a DynamoDB
 export to S3 (:func:`read_source`: the manifest names the files) -- and writes, for each
 entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or an ``s3://`` URL),
@@ -54,19 +55,22 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 from pydantic_core import from_json
 
 from dynaorm._types import Item
+from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 from dynaorm.protocol.hooks import Operation
-from dynaorm.schema.entity import prepare_rows, spec_of
+from dynaorm.protocol.policy import Rate
+from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import Membership
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
 from dynaorm.tools.audit import scan_pages
+from dynaorm.tools.jobs import Job, Task, make_job
 from dynaorm.tools.stored import stored_validator
 from dynaorm.values.keys import key_value
 
-__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export_part", "read_source"]
+__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export", "export_part", "read_source"]
 
 #: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
 ENCRYPTED = ("omit", "decrypt")
@@ -235,6 +239,50 @@ _IMAGES = ("Item", "Keys", "NewImage", "OldImage")
 #: the rules whose export hooks only leave attributes out, and, with encrypted fields left
 #: out, whose decoding is nothing (an entity with no other rule is read the fast way)
 _LEAVE_OUT = (Revision, Membership, Encryption)
+
+
+def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
+           entities: Iterable[type[Entity]] | None = None, history: bool = False,
+           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
+    """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
+    ``s3://`` URL): ``to/<EntityName>/part-<task>.parquet``, an
+    :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
+    per scan segment, or per data file of the DynamoDB export to S3 at ``source``
+    (incremental: change sets). ``entities``: those only (default: every entity of the
+    table); ``history``: version rows too (``<EntityName>.history``); ``encrypted``:
+    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
+    try:
+        import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
+    except ModuleNotFoundError as exc:
+        raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
+    if encrypted not in ENCRYPTED:
+        raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
+    classes = _exported_entities(table, entities)
+    files, kind, view = ((), "scan", "") if source is None else read_source(source)
+    return make_job("export", table, len(files) or (segments if source is None else 1), rate,
+                    fn=_task, files=files, options=(
+                        ("to", os.fspath(to)), ("entities", classes),
+                        ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
+                        ("view", view)))
+
+
+def _task(table: Any, task: Task) -> ExportReport:
+    """Run one task of an export (``job.run`` calls it, pointed at the task's table)."""
+    return export_part(table, task.segment, task.segments, task.files, dict(task.options))
+
+
+def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
+                       ) -> tuple[type[Entity], ...]:
+    """The entity classes an export writes (each once; two of one name are refused)."""
+    known = tuple(dict.fromkeys(c for c in table.entities.values() if spec_of(c).cls is c))
+    chosen = known if entities is None else tuple(dict.fromkeys(entities))
+    names = [c.__name__ for c in chosen]
+    if stray := [c for c in chosen if c not in known]:
+        raise ExportError(f"export: {stray} are not entities of table {table.name!r}")
+    if len(set(names)) != len(names):
+        raise ExportError(f"export: two entities are named alike in {names}: export them "
+                          "one at a time (entities=)")
+    return chosen
 
 
 # -- where the parts go ---------------------------------------------------------------

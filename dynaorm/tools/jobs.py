@@ -25,7 +25,6 @@ import dataclasses
 import gzip
 import json
 import multiprocessing
-import os
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -44,13 +43,12 @@ from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
 from dynaorm.tools.check import check_table
-from dynaorm.tools.export import ENCRYPTED, ExportError, export_part, read_source
 from dynaorm.tools.migrate import migrate as migrate_table
 from dynaorm.values.expressions import not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.write.save import SaveEntry
 
-__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "export", "migrate",
+__all__ = ["MARK", "BackfillReport", "Job", "Task", "backfill", "check", "make_job", "migrate",
            "run_local", "run_spark"]
 
 #: the attribute a backfill marks each item it changed with (the job's name)
@@ -69,7 +67,7 @@ class Task:
     segments: int
     where: tuple[str, str | None, str | None]  # the table's name, endpoint and region
     rate: Rate | None = None  # this task's share of the job's budget
-    fn: Callable[[Any], Any] | None = None
+    fn: Callable[..., Any] | None = None  # (a backfill's function; an export's runner)
     name: str = ""
     options: tuple[tuple[str, Any], ...] = ()
     files: tuple[str, ...] = ()  # a backfill's export data files (its segment's: one)
@@ -125,10 +123,11 @@ class Job:
         return _merged(list(found.values()))
 
 
-def _job(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
-         **more: Any) -> Job:
+def make_job(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
+             **more: Any) -> Job:
     """A job of ``kind`` on an entity, or on a table (named in a task by one of its
-    entity classes)."""
+    entity classes); ``more``: the :class:`Task`'s other fields (a kind of its own, as an
+    export is, runs its tasks with ``fn(table, task)``)."""
     check_segments(0, segments)
     budget_of(rate)  # (refuses anything but a Rate)
     entity = target if isinstance(target, type) else next(iter(target.entities.values()),
@@ -150,7 +149,7 @@ def backfill(entity: type[Entity], fn: Callable[[Any], Any], *, segments: int = 
     ``export``: a DynamoDB export to S3 (``s3://bucket/prefix/AWSDynamoDB/ID/``, DynamoDB
     JSON): one task per data file instead of per segment, each item read again live."""
     files = () if export is None else _export_files(export)
-    return _job("backfill", entity, len(files) or segments, rate, fn=fn, files=files,
+    return make_job("backfill", entity, len(files) or segments, rate, fn=fn, files=files,
                 name=name or uuid.uuid4().hex)
 
 
@@ -190,55 +189,17 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
                               **{f: obj.__dict__[f] for f in spec.lookup_fields})
 
 
-def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
-           entities: Iterable[type[Entity]] | None = None, history: bool = False,
-           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
-    """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
-    ``s3://`` URL): ``to/<EntityName>/part-<task>.parquet``, an
-    :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
-    per scan segment, or per data file of the DynamoDB export to S3 at ``source``
-    (incremental: change sets). ``entities``: those only (default: every entity of the
-    table); ``history``: version rows too (``<EntityName>.history``); ``encrypted``:
-    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
-    try:
-        import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
-    except ModuleNotFoundError as exc:
-        raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
-    if encrypted not in ENCRYPTED:
-        raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
-    classes = _exported_entities(table, entities)
-    files, kind, view = ((), "scan", "") if source is None else read_source(source)
-    return _job("export", table, len(files) or (segments if source is None else 1), rate,
-                files=files, options=(("to", os.fspath(to)), ("entities", classes),
-                                      ("history", bool(history)), ("encrypted", encrypted),
-                                      ("kind", kind), ("view", view)))
-
-
-def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
-                       ) -> tuple[type[Entity], ...]:
-    """The entity classes an export writes (each once; two of one name are refused)."""
-    known = tuple(dict.fromkeys(c for c in table.entities.values() if spec_of(c).cls is c))
-    chosen = known if entities is None else tuple(dict.fromkeys(entities))
-    names = [c.__name__ for c in chosen]
-    if stray := [c for c in chosen if c not in known]:
-        raise ExportError(f"export: {stray} are not entities of table {table.name!r}")
-    if len(set(names)) != len(names):
-        raise ExportError(f"export: two entities are named alike in {names}: export them "
-                          "one at a time (entities=)")
-    return chosen
-
-
 def migrate(table: Table, *, segments: int = 1, rate: Rate | None = None,
             dry_run: bool = False, page_size: int | None = None) -> Job:
     """``dynaorm migrate`` as a job: a :class:`~dynaorm.tools.migrate.MigrationReport`."""
-    return _job("migrate", table, segments, rate,
+    return make_job("migrate", table, segments, rate,
                 options=(("dry_run", dry_run), ("page_size", page_size)))
 
 
 def check(table: Table, *, segments: int = 1, rate: Rate | None = None, fix: bool = False,
           page_size: int | None = None) -> Job:
     """``dynaorm check`` as a job: a :class:`~dynaorm.tools.check.CheckResult`."""
-    return _job("check", table, segments, rate,
+    return make_job("check", table, segments, rate,
                 options=(("fix", fix), ("page_size", page_size)))
 
 
@@ -322,9 +283,9 @@ def _merged(parts: list[Any]) -> Any:
 
 
 def _run(task: Task, table: Table) -> Any:
-    if task.job == "export":
-        return export_part(table, task.segment, task.segments, task.files,
-                           dict(task.options))
+    if task.job == "export":  # (its own runner: dynaorm.tools.export)
+        assert task.fn is not None
+        return task.fn(table, task)
     where = {"segment": (task.segment, task.segments), **dict(task.options)}
     if task.job == "migrate":
         return migrate_table(table, check=False, **where)

@@ -60,23 +60,30 @@ def _read(schema: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
         values = [m.value for m in schema.get("members", ())]
         tag = "S" if values and all(type(v) is str for v in values) else None
         return None if tag is None else (tag, dict(schema))
-    if kind in ("list", "set", "frozenset"):
-        inner = schema.get("items_schema", {"type": "any"})
-        if kind != "list" and inner.get("type") in ("str", "int", "decimal"):
-            return ("SS" if inner["type"] == "str" else "NS"), dict(schema)
-        member = _member(inner)
-        return None if member is None or kind != "list" else ("L", {**schema,
-                                                                    "items_schema": member})
-    if kind == "dict":
-        member = _member(schema.get("values_schema", {"type": "any"}))
-        keys = schema.get("keys_schema", {"type": "str"})
-        return None if member is None or keys.get("type") != "str" else (
-            "M", {**schema, "values_schema": member})
+    if kind in ("list", "set", "frozenset", "dict"):
+        return _container(schema)
     if kind == "model":
         model = _model(schema)
         return None if model is None else ("M", model)
     tag = field_tag(schema)
     return None if tag is None else (tag, dict(schema))
+
+
+def _container(schema: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """A list, a set or a map as stored: ``SS`` / ``NS`` of plain members, else ``L`` /
+    ``M`` of members each ``{tag: value}``."""
+    kind = schema["type"]
+    if kind == "dict":
+        member = _member(schema.get("values_schema", {"type": "any"}))
+        keys = schema.get("keys_schema", {"type": "str"})
+        return None if member is None or keys.get("type") != "str" else (
+            "M", {**schema, "values_schema": member})
+    inner = schema.get("items_schema", {"type": "any"})
+    if kind != "list" and inner.get("type") in ("str", "int", "decimal"):
+        return ("SS" if inner["type"] == "str" else "NS"), dict(schema)
+    member = _member(inner)
+    return None if member is None or kind != "list" else ("L", {**schema,
+                                                                "items_schema": member})
 
 
 def _member(schema: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -164,7 +171,7 @@ def _inlined(schema: Any, defs: Mapping[str, Any] | None = None,
     if schema.get("type") == "definitions":
         defs = {**(defs or {}), **{d["ref"]: d for d in schema["definitions"]}}
         return _inlined(schema["schema"], defs, seen)
-    ref = schema.get("schema_ref")
+    ref = str(schema.get("schema_ref"))
     if schema.get("type") == "definition-ref" and defs and ref in defs and ref not in seen:
         return _inlined(defs[ref], defs, seen | {ref})
     return {k: _inlined(v, defs, seen) for k, v in schema.items()}
