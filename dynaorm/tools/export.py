@@ -112,17 +112,22 @@ class ExportReport:
 
 def _s3() -> Any:
     """An S3 client of the standard AWS configuration (credentials, region, profile,
-    ``AWS_ENDPOINT_URL_S3``), from the process's botocore session."""
-    return _session().create_client("s3")
+    ``AWS_ENDPOINT_URL_S3``) as it is now: a session of its own (one a task), sharing the
+    process's loader of botocore's data files (reading them is most of a new session's
+    cost)."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    session.register_component("data_loader", _loader())
+    return session.create_client("s3")
 
 
 @functools.cache
-def _session() -> Any:
-    """The botocore session of the process's S3 clients (made once: making one reads
-    botocore's data files, a fifth of a second)."""
-    import botocore.session
+def _loader() -> Any:
+    """botocore's data files, read once a process (what they say never changes)."""
+    import botocore.loaders
 
-    return botocore.session.get_session()
+    return botocore.loaders.create_loader()
 
 
 def _split(url: str) -> tuple[str, str]:

@@ -560,3 +560,47 @@ def test_any_model_reads_back_equal_from_a_scan_and_from_exports(
             want[objs[-1].id] = {"_op": "remove", "_time": datetime(2026, 1, 1, tzinfo=UTC),
                                  **{f"f_{kind}": None for kind, _ in fields}}
         assert got == want
+
+
+def test_a_hostile_s3_is_an_export_error_naming_the_file(
+        aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3 that answers a manifest with an HTML page, or cuts a data file's body short
+    (its Content-Length says more, then the connection closes): ``ExportError`` naming
+    the file, and nothing written."""
+    from tests.support.hostile import Reply, answer, json_body, serving
+
+    item = {"pk": {"S": "LEDGER#x"}, "sk": {"S": "v0_L"}, "_type": {"S": "ledger"},
+            "id": {"S": "x"}, "version": {"N": "1"}}
+    data = gzip.compress(json.dumps({"Item": item}).encode() + b"\n")
+    summary = json_body({"manifestFilesS3Key": "e/manifest-files.json",
+                         "outputFormat": "DYNAMODB_JSON", "exportType": "FULL_EXPORT"})
+    files = json_body({"dataFileS3Key": "e/data/f.json.gz", "itemCount": 1}) + b"\n"
+    cut = answer(data, headers="")[:-len(data) // 2]  # (the head says the whole length)
+    for replies, error in (
+            ([Reply(answer(b"<html>proxy error</html>"))], "manifest of the export at"),
+            ([Reply(answer(summary)), Reply(answer(files)), Reply(cut, close=True)],
+             r"s3://hostile/e/data/f\.json\.gz: cannot be read whole")):
+        with serving(lambda n, _, replies=replies: replies[min(n, len(replies)) - 1]) as s:
+            monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s.url)
+            with pytest.raises(ExportError, match=error):
+                run_local(export(exports, tmp_path / "out", source="s3://hostile/e/"))
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+
+
+def test_tasks_and_reports_pickle_and_a_rate_holds_the_scans(tb: TestBackend, tmp_path: Path
+                                                             ) -> None:
+    """A task crosses processes (pickled: the entity classes by reference); the report
+    too. With ``rate=``, each Scan asks for its consumed capacity (what the budget is
+    measured by)."""
+    import pickle
+
+    from dynaorm import Rate
+
+    _fill(tb)
+    job = export(exports, tmp_path, segments=3, rate=Rate(read=1000))
+    assert pickle.loads(pickle.dumps(job.tasks())) == job.tasks()
+    seen = Requests(exports)
+    report = run_local(job)
+    assert pickle.loads(pickle.dumps(report)) == report
+    scans = [params for op, params in seen.calls if op == "Scan"]
+    assert len(scans) == 3 and all(p.get("ReturnConsumedCapacity") == "TOTAL" for p in scans)
