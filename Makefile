@@ -90,6 +90,7 @@ bench-all: $(STAMP) ddb-local
 	$(BIN)/python benchmarks/scan.py
 	$(BIN)/python benchmarks/async_gets.py
 	$(BIN)/python benchmarks/jobs.py
+	$(BIN)/python benchmarks/export.py --memory
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:
