@@ -1,11 +1,12 @@
 """Exports by entity (contract 21): a table's items as one typed Parquet dataset per entity.
 
 :func:`export` (``dynaorm.jobs.export``) makes the :class:`~dynaorm.jobs.Job`; a task
-(:func:`export_part`)
-reads its share -- one scan segment of the live table, or one data file of a DynamoDB
-export to S3 (:func:`read_source`: the manifest names the files) -- and writes, for each
-entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or an ``s3://`` URL),
-typed from the model (:mod:`dynaorm.tools.arrow`).
+(:func:`export_part`) reads its share -- one scan segment of the live table, or one data
+file of a DynamoDB export to S3 (:func:`read_source`: the manifest names the files) -- and
+writes, for each entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or
+an ``s3://`` URL; a part is one upload: over 5 GB, export in more segments), typed from
+the model (:mod:`dynaorm.tools.arrow`). A full export's lines of plain entities are read
+the fast way (:mod:`dynaorm.tools.stored`).
 
 Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
 classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
@@ -95,19 +96,19 @@ class ExportError(DynaormError):
 class ExportReport:
     """What an export wrote (merged: over all tasks)."""
 
-    #: rows written per dataset (``"User"``, ``"Doc.history"``)
     rows: dict[str, int] = field(default_factory=dict)
-    #: items no entity claims, by their type name (``"?"``: none)
+    """Rows written per dataset (``"User"``, ``"Doc.history"``)."""
     unclaimed: dict[str, int] = field(default_factory=dict)
-    #: rows left out because they do not fit their entity or column
+    """Items no entity claims, by their type name (``"?"``: none)."""
     failed: int = 0
-    #: why, with each one's file or segment and key (at most 100 a task)
+    """Rows left out because they do not fit their entity or their column."""
     failures: list[str] = field(default_factory=list)
-    #: items read
+    """Why, with each one's file (and line) or segment, and key (at most 100 a task)."""
     scanned: int = 0
-    #: items read and not written by design: guards, version rows (without
-    #: ``history=True``), rows whose TTL has passed, entities not asked for
+    """Items read."""
     skipped: int = 0
+    """Items read and not written, by design: guards, version rows (without
+    ``history=True``), rows whose TTL has passed, entities not asked for."""
 
 
 def _s3() -> Any:
@@ -640,13 +641,14 @@ def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """The cyclic garbage collector paused for one batch (unless it was off already).
+    """The process's cyclic garbage collector paused for a task (unless it was off).
 
     A task holds up to :data:`BATCH` rows a dataset, all alive: with the collector on,
     every 700 new objects start a collection that walks them again, and the full ones walk
-    them all (measured, ``benchmarks/export.py``'s items: half the task's time). Paused,
-    a batch makes no collection; its objects meet the collector once, between batches
-    (a batch makes no reference cycles to leave for later)."""
+    them all (measured on ``benchmarks/export.py``'s items: half a task's time; paused for
+    each batch alone, the collections between batches still walked them all). A part
+    collects the young generations each time it writes its rows (what cycles they left);
+    reading and writing rows make none."""
     if not gc.isenabled():
         yield
         return
