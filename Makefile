@@ -91,6 +91,7 @@ bench-all: $(STAMP) ddb-local
 	$(BIN)/python benchmarks/async_gets.py
 	$(BIN)/python benchmarks/jobs.py
 	$(BIN)/python benchmarks/vectors.py --json $(BENCH_OUT)/vectors.json
+	$(BIN)/python benchmarks/export.py --memory
 	-$(BIN)/python benchmarks/footprint.py
 
 clean:

@@ -36,7 +36,8 @@ LANDED = 145_134
 #: the modules of features new in 0.6, each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = ("dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py",
-                                 "dynaorm/tools/reencrypt.py")
+                                 "dynaorm/tools/reencrypt.py", "dynaorm/tools/export.py",
+                                 "dynaorm/tools/arrow.py", "dynaorm/tools/stored.py")
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
 #: an f-string from Python 3.12 on is tokens of its own parts: counted as one, as before

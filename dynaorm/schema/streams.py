@@ -31,8 +31,8 @@ from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.values.codec import decode_value
 from dynaorm.values.keys import key_value
 
-__all__ = ["Change", "ChangeKind", "ChangeRole", "iter_changes", "normalize_item",
-           "parse_change"]
+__all__ = ["Change", "ChangeKind", "ChangeRole", "classify", "iter_changes",
+           "normalize_item", "parse_change"]
 
 ChangeKind = Literal["insert", "modify", "remove"]
 ChangeRole = Literal["row", "latest", "version", "guard"]
@@ -284,8 +284,9 @@ def _guard_of(table: StreamTable, image: Item, type_name: str | None, pk: str | 
     any other item. A guard carries the guard type name; an item without a type name is
     one when its pk (equal to its sk, on a table with a sort key) has the guard key shape
     of exactly one unique rule."""
-    if type_name == GUARD_TYPE:
-        return table.entities.get(_text(image, OWNER_TYPE) or ""), _text(image, UNIQUE_FIELD)
+    if type_name == GUARD_TYPE:  # (its owner's type name: current, or a previous layout's)
+        owner = _text(image, OWNER_TYPE) or ""
+        return table.entities.get(owner) or table.retired.get(owner), _text(image, UNIQUE_FIELD)
     if type_name is not None or pk is None or (table.sk is not None and pk != sk):
         return None
     return _match_guard(table, pk)
@@ -336,18 +337,27 @@ def parse_change(table: StreamTable, record: Mapping[str, Any],
         "sequence_number": data.get("SequenceNumber"), "event_id": event_id,
         "expired": _expired(record), "prepare": prepare,
     }
+    entity, role, version, unique = classify(table, image)
+    return Change(kind, entity, role, field=unique, version=version, **common)
+
+
+def classify(table: StreamTable, image: Item
+             ) -> tuple[type[Any] | None, ChangeRole, int | None, str | None]:
+    """Which row a stored item (or an image, or a key) of ``table`` is, the way dynaorm
+    wrote it: ``(entity class, role, version, unique field)`` -- an entity's row, a
+    versioned entity's latest copy (version 0) or version row, or a unique guard (its
+    owner's class and field); ``(None, "row", None, None)`` for an item no entity owns."""
     pk = _key(image, table.pk)
     sk = _key(image, table.sk)
     type_name = _text(image, table.type_attribute)
     guard = _guard_of(table, image, type_name, pk, sk)
     if guard is not None:
-        owner, unique = guard
-        return Change(kind, owner, "guard", field=unique, **common)
+        return guard[0], "guard", None, guard[1]
     spec = _row_spec(table, type_name, pk, sk)
     if spec is None:
-        return Change(kind, None, "row", **common)
+        return None, "row", None, None
     role, version = _role(spec, sk)
-    return Change(kind, spec.cls, role, version=version, **common)
+    return spec.cls, role, version, None
 
 
 def iter_changes(table: StreamTable, records: Iterable[Mapping[str, Any]] | Mapping[str, Any],

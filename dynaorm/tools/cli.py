@@ -1,11 +1,12 @@
 """The ``dynaorm`` command: create tables, describe entities, audit data, migrate layouts,
-run the demo.
+run jobs (backfill, export), run the demo.
 
 Exit codes scripts can rely on:
 
 - ``0``: success (``check``: the table is clean, or every problem was repaired);
 - ``1``: ``check`` found problems (not repaired), ``migrate`` could not move everything
-  (or ``check`` is not clean after it), or the operation failed;
+  (or ``check`` is not clean after it), ``backfill`` or ``export`` left an item out, or
+  the operation failed;
 - ``2``: usage error or bad input (an unknown option, an invalid ``--endpoint-url`` or
   ``--region``, a ``MODULE:TABLE`` reference that cannot be resolved), reported on one line.
 """
@@ -36,6 +37,7 @@ from dynaorm.schema.unclaimed import fix_hint
 from dynaorm.tools import jobs
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
+from dynaorm.tools.export import export
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
@@ -381,6 +383,37 @@ def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_PROBLEMS if report.failed else EXIT_OK
 
 
+def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
+    table = _connect(load_table(args.table), args)
+    classes = None if args.entities is None else [_entity_named(table, name) for name in
+                                                   args.entities.split(",")]
+    report = _job(export(table, args.to, source=args.source, entities=classes,
+                              history=args.history, segments=args.segments, rate=_rate(args),
+                              encrypted="decrypt" if args.decrypt else "omit"), args,
+                  lambda done, total: print(f"export: {done} of {total} tasks done",
+                                            file=sys.stderr, flush=True))
+    print(f"exported table {table.name!r} to {args.to}: {report.scanned} items read",
+          file=out)
+    for name, rows in sorted(report.rows.items()):
+        print(f"  {name}: {rows} rows", file=out)
+    for name, count in report.unclaimed.items():
+        print(f"  {count} item(s) of type {name!r} claimed by no entity", file=out)
+    if report.failed:
+        print(f"  {report.failed} row(s) left out (they do not fit their entity):", file=out)
+    for line in report.failures:
+        print(f"    {line}", file=out)
+    return EXIT_PROBLEMS if report.failed else EXIT_OK
+
+
+def _entity_named(table: Table, name: str) -> type[Any]:
+    """The entity class of ``table`` named ``name`` (its class name)."""
+    found = [c for c in table.entities.values() if c.__name__ == name]
+    if not found:
+        known = ", ".join(sorted(c.__name__ for c in table.entities.values())) or "none"
+        raise BadReference(f"table {table.name!r} has no entity {name!r} (it has: {known})")
+    return found[0]
+
+
 def _attr(reference: str) -> object:
     module, _, attr = reference.partition(":")
     if not hasattr(found := _import(module), attr):
@@ -393,14 +426,15 @@ def _rate(args: argparse.Namespace) -> Rate | None:
     return None if units == (None, None) else Rate(*units)
 
 
-def _job(job: jobs.Job, args: argparse.Namespace) -> Any:
+def _job(job: jobs.Job, args: argparse.Namespace,
+         progress: Callable[[int, int], object] | None = None) -> Any:
     """Run ``job`` on ``--engine``: local processes, or Spark (the session the
     environment gives: a Glue or EMR job's, else a local one)."""
     if args.engine == "local":
-        return jobs.run_local(job, workers=args.workers)
+        return jobs.run_local(job, workers=args.workers, progress=progress)
     from pyspark.sql import SparkSession
 
-    return jobs.run_spark(job, SparkSession.builder.getOrCreate())
+    return jobs.run_spark(job, SparkSession.builder.getOrCreate(), progress=progress)
 
 
 def _engine(p: argparse.ArgumentParser) -> None:
@@ -563,6 +597,30 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     _engine(p)
     p.set_defaults(run=cmd_backfill, engine="local")
+    p = sub.add_parser("export", help="write one typed Parquet dataset per entity",
+                       description="Write every entity of MODULE:TABLE as a Parquet dataset "
+                                   "typed from its model, TO/<EntityName>/part-<task>.parquet "
+                                   "(TO: a directory or s3://bucket/prefix), for DuckDB, "
+                                   "Polars, Spark or Athena: latest copies only (--history: "
+                                   "version rows too), never guard items, previous layouts "
+                                   "as the current one, encrypted fields left out "
+                                   "(--decrypt: their plaintext), as a job "
+                                   "(dynaorm.jobs.export). Exit 1 when a row did not fit "
+                                   "its entity.")
+    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p.add_argument("to", metavar="TO", help="a directory, or s3://bucket/prefix")
+    p.add_argument("--source", metavar="S3URL", default=None,
+                   help="a DynamoDB export to S3 (its .../AWSDynamoDB/<id>/ folder; full, or "
+                        "incremental: change sets): a task per data file, no table read")
+    p.add_argument("--entities", metavar="NAMES", default=None,
+                   help="comma-separated entity class names (default: every entity)")
+    p.add_argument("--history", action="store_true",
+                   help="versioned entities' version rows too, as <EntityName>.history")
+    p.add_argument("--decrypt", action="store_true",
+                   help="write encrypted fields' plaintext (the table's keyring)")
+    _common(p)
+    _engine(p)
+    p.set_defaults(run=cmd_export, engine="local")
     p = sub.add_parser("demo", help="run the quickstart on an in-process DynamoDB",
                        description="Run the quickstart step by step on the embedded in-process "
                                    "backend (moto), or on --endpoint-url (it creates and then "

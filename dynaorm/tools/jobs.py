@@ -27,7 +27,7 @@ import json
 import multiprocessing
 import uuid
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -61,13 +61,13 @@ ROUNDS = 5
 class Task:
     """One scan segment of a job: all a worker needs, picklable."""
 
-    job: str  # "backfill", "migrate", "check" or "reencrypt"
+    job: str  # "backfill", "migrate", "check", "reencrypt" or "export"
     entity: type[Entity]
     segment: int
     segments: int
     where: tuple[str, str | None, str | None]  # the table's name, endpoint and region
     rate: Rate | None = None  # this task's share of the job's budget
-    fn: Callable[..., Any] | None = None  # a backfill's fn (reencrypt: its task runner)
+    fn: Callable[..., Any] | None = None  # a backfill's fn (reencrypt, export: its task runner)
     name: str = ""
     options: tuple[tuple[str, Any], ...] = ()
     files: tuple[str, ...] = ()  # a backfill's export data files (its segment's: one)
@@ -126,7 +126,7 @@ class Job:
 def job_of(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
          **more: Any) -> Job:
     """A job of ``kind`` on an entity, or on a table (named in a task by one of its
-    entity classes); a kind of its own module (``reencrypt``) gives its task runner as
+    entity classes); a kind of its own module (``reencrypt``, ``export``) gives its task runner as
     ``fn``."""
     check_segments(0, segments)
     budget_of(rate)  # (refuses anything but a Rate)
@@ -294,19 +294,40 @@ def _run(task: Task, table: Table) -> Any:
     return task.fn(task, table)
 
 
-def run_local(job: Job, workers: int = 1) -> Any:
+def run_local(job: Job, workers: int = 1,
+              progress: Callable[[int, int], object] | None = None) -> Any:
     """Run every task of ``job`` in ``workers`` processes (started afresh, as an engine's
-    workers are: each task carries what it needs) and merge their results."""
+    workers are: each task carries what it needs) and merge their results;
+    ``progress(done, total)`` is told as each task ends."""
+    tasks = job.tasks(workers)
     if workers == 1:
-        return job.merge(job.run(task) for task in job.tasks(1))
+        return job.merge(_counted(map(job.run, tasks), len(tasks), progress))
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
-        return job.merge(pool.map(job.run, job.tasks(workers)))
+        done = as_completed([pool.submit(job.run, task) for task in tasks])
+        return job.merge(_counted((f.result() for f in done), len(tasks), progress))
 
 
-def run_spark(job: Job, spark: Any) -> Any:
+def _counted(results: Iterator[Any], total: int,
+             progress: Callable[[int, int], object] | None) -> Iterator[Any]:
+    """``results``, telling ``progress`` how many of ``total`` have come."""
+    for n, result in enumerate(results, 1):
+        if progress is not None:
+            progress(n, total)
+        yield result
+
+
+def run_spark(job: Job, spark: Any, progress: Callable[[int, int], object] | None = None
+              ) -> Any:
     """Run every task of ``job`` on Apache Spark (a ``SparkSession``: AWS Glue, EMR, or
-    local mode), one Spark task per segment, and merge their results."""
+    local mode), one Spark task per segment, and merge their results (each task's report,
+    the only thing the driver collects); ``progress(done, total)`` is told when they
+    start and when all have ended."""
     context = spark.sparkContext
     tasks = job.tasks(context.defaultParallelism)
-    return job.merge(context.parallelize(tasks, len(tasks)).map(job.run).collect())
+    if progress is not None:
+        progress(0, len(tasks))
+    found = context.parallelize(tasks, len(tasks)).map(job.run).collect()
+    if progress is not None:
+        progress(len(tasks), len(tasks))
+    return job.merge(found)

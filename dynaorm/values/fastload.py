@@ -44,7 +44,8 @@ from pydantic_core import SchemaValidator
 from dynaorm.caches import cache
 from dynaorm.values.codec import kind_of_schema
 
-__all__ = ["Fast", "collector_paused", "fast_answer", "fast_validator"]
+__all__ = ["Fast", "build_validator", "collector_paused", "fast_answer", "fast_validator",
+           "field_tag"]
 
 #: the keys of a field schema the fast way reads as the plain way does (constraints)
 _KEYS: Final = frozenset({
@@ -78,7 +79,7 @@ def fast_validator(cls: type[BaseModel], renames: Mapping[str, str],
 
 def _cached(key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
     """``_fast[key]``, built by ``build()`` the first time (one build at a time: see
-    :func:`_built`, the classes read as incomplete meanwhile)."""
+    :func:`build_validator`, the classes read as incomplete meanwhile)."""
     try:
         return _fast[key]
     except KeyError:
@@ -133,7 +134,7 @@ def _answer(type_attr: str, types: Mapping[str, tuple[type[BaseModel], Fast | No
                       "schema": {"type": "dict", "values_schema": items}},
         "Keys": {"type": "typed-dict-field", "required": False, "validation_alias": "Responses",
                  "schema": {"type": "dict", "values_schema": keys}}}}
-    built = _built([cls for cls, _ in types.values()], answer)
+    built = build_validator([cls for cls, _ in types.values()], answer)
     return None if built is None else built.validate_json
 
 
@@ -169,7 +170,7 @@ def collector_paused(read: Callable[[bytes], R]) -> Callable[[bytes], R]:
     return paused
 
 
-def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator | None:
+def build_validator(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator | None:
     """``schema``'s validator, really built for the models of ``classes`` in it.
 
     pydantic-core reuses a complete model's own validator for a "model" schema of its
@@ -187,13 +188,13 @@ def _built(classes: list[type[Any]], schema: dict[str, Any]) -> SchemaValidator 
             type.__setattr__(cls, "__pydantic_complete__", was)
 
 
-def _tag(schema: Mapping[str, Any]) -> str | None:
+def field_tag(schema: Mapping[str, Any]) -> str | None:
     """The type tag a field schema reads exactly from (its kind's, asked of the registry:
     :func:`~dynaorm.values.codec.kind_of_schema`), else ``None``."""
     kind = schema.get("type")
     if kind == "nullable":
         inner = schema.get("schema")
-        return _tag(inner) if isinstance(inner, dict) else None
+        return field_tag(inner) if isinstance(inner, dict) else None
     if kind == "literal":
         expected = schema.get("expected", ())
         return "S" if expected and all(type(v) is str for v in expected) else None
@@ -202,7 +203,7 @@ def _tag(schema: Mapping[str, Any]) -> str | None:
         return None  # (an N is text on the wire: numbers validate from it when lax only)
     if kind == "function-wrap":  # a stored_as kind's: its base read from the same tag
         inner = schema.get("schema")
-        return found.tag if isinstance(inner, dict) and _tag(inner) == found.tag else None
+        return found.tag if isinstance(inner, dict) and field_tag(inner) == found.tag else None
     if kind not in found.schemas or set(schema) - _KEYS:
         return None  # (an unknown key might change what the value means: stay plain)
     return found.tag
@@ -219,7 +220,7 @@ def _field(name: str, field: Mapping[str, Any],
         inner = inner.get("schema")  # required here: a missing field goes the plain way
     if not isinstance(inner, dict):
         return None
-    tag = _tag(inner)
+    tag = field_tag(inner)
     if tag is None:
         return None
     out = {k: v for k, v in field.items() if k not in ("validation_alias", "schema")}
@@ -250,5 +251,5 @@ def _build(schema: dict[str, Any], renames: Mapping[str, str]) -> Fast | None:
     fast_config = {**config, "extra_fields_behavior": "ignore", "validate_by_alias": True,
                    "validate_by_name": False, "loc_by_alias": False}
     model = {**schema, "schema": model_fields, "config": fast_config}
-    one = _built([schema["cls"]], model)
+    one = build_validator([schema["cls"]], model)
     return None if one is None else (one.validate_python, model)

@@ -335,6 +335,17 @@ def check_backfill_job(run: Run) -> None:
     assert "credits now held: [0, 100]" in run.out
 
 
+def check_export_datasets(run: Run) -> None:
+    assert run.block("jobs.run_local(jobs.export(shop, out, segments=2, history=True))")[:3] == [
+        "Customer: 3 rows", "Order: 6 rows", "Order.history: 7 rows"]
+    assert "unclaimed: {'legacy': 1}" in run.out
+    assert "columns (the encrypted note left out): ['customer_id', 'email', 'country']" in \
+        run.out
+    assert run.block(">>> DuckDB"[4:]) == ["DE 2 40.50", "FR 4 54.00"]
+    assert "o0's history: [('o0', 1, 'open'), ('o0', 2, 'paid')]" in run.out
+    assert "Polars: gift orders ['o1', 'o3', 'o5']" in run.out
+
+
 def check_counter(run: Run) -> None:
     assert "after the first view: views=1 referrers=['google']" in run.out
     assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
@@ -497,6 +508,7 @@ def check_lambda_handler(run: Run) -> None:
 
 
 CHECKS = {
+    "export_datasets": check_export_datasets,
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,
     "orders_and_audit": check_orders_and_audit,

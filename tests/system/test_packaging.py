@@ -33,15 +33,15 @@ ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "packaging"
 #: Distributions a plain install must not bring (the 0.1 install pulled all of them).
 NOT_AT_RUNTIME = {"moto", "pytest", "boto3", "docker", "werkzeug", "flask", "cryptography",
-                  "aiobotocore", "pynamodb"}
+                  "aiobotocore", "pynamodb", "pyarrow"}
 #: The runtime dependencies: exactly what dynaorm/ imports.
 RUNTIME = {"botocore", "pydantic", "svix-ksuid", "httptools"}
 #: The published extras; development tools live in PEP 735 groups, never in the metadata.
-EXTRAS = {"testing", "async", "pynamodb", "otel", "encryption", "spark"}
+EXTRAS = {"testing", "async", "pynamodb", "otel", "encryption", "spark", "export"}
 DEV_TOOLS = {"mypy", "pyright", "ruff", "hypothesis", "pytest-xdist", "mkdocs", "mkdocstrings",
              "radon", "import-linter",
              "pydynantic", "aioboto3", "boto3-stubs", "setuptools", "wheel",
-             "opentelemetry-sdk", "fastapi", "uvicorn", "httpx"}
+             "opentelemetry-sdk", "fastapi", "uvicorn", "httpx", "duckdb", "polars"}
 #: The `testing` extra's install size (site-packages beyond an empty venv's), in MB:
 #: moto[server] made it 307 MB; moto[dynamodb] with flask and flask-cors is ~145.
 TESTING_LIMIT_MB = 150

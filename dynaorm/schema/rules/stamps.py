@@ -176,7 +176,8 @@ class Stamping(Rule):
         "migrate": "times and TTL move with the row",
         "backfill": "a change sets the updated time",
         "check": "expired guards and rows are neither orphans nor conflicts",
-        "export": "times as UTC timestamps; the TTL as a timestamp",
+        "export": "times as UTC timestamps (a TTL field as its type: a datetime's a "
+                  "timestamp); a row whose TTL has passed is left out, as reads skip it",
         "search": "expired items are not hits",
         "messages": "times are not secrets: shown",
         "logs": "as messages",

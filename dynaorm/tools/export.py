@@ -1,0 +1,671 @@
+"""Exports by entity (contract 21): a table's items as one typed Parquet dataset per entity.
+
+:func:`export` (``dynaorm.jobs.export``) makes the :class:`~dynaorm.jobs.Job`; a task
+(:func:`export_part`) reads its share -- one scan segment of the live table, or one data
+file of a DynamoDB export to S3 (:func:`read_source`: the manifest names the files) -- and
+writes, for each entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or
+an ``s3://`` URL; a part is one upload: over 5 GB, export in more segments), typed from
+the model (:mod:`dynaorm.tools.arrow`). A full export's lines of plain entities are read
+the fast way (:mod:`dynaorm.tools.stored`).
+
+Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
+classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
+``<EntityName>.history`` (``history=True``; else left out), a unique guard nowhere, an item
+no entity claims is counted by its type name. A row passes through its entity's rules'
+export hooks (:meth:`~dynaorm.schema.rules.Rule.export`: the revision, index keys and, with
+``encrypted="omit"``, encrypted fields left out) and is read as a read reads it: a row of a
+previous layout as the current layout, an encrypted field opened with the table's keyring
+(``encrypted="decrypt"``: the key material asked for through the client first), a row
+whose TTL has passed skipped. A row that does not fit its entity (or its column) is left
+out and counted, with its file or segment and key; a file that cannot be read whole (a
+missing manifest, a truncated or corrupt data file) is :class:`ExportError`, and the task
+writes nothing.
+
+An incremental export (change sets) writes each entity's changes with ``_op``
+(``insert``, ``modify``, ``remove``: a new-images-only export cannot tell an insert from a
+modify, both are ``modify``), ``_time`` (when the change was written) and the new values
+(a ``remove``: the key fields only).
+
+A task writes each part to a temporary file and puts it in place whole at its end (an
+``os.replace``, or one S3 upload), and removes the part its earlier runs wrote for an
+entity it found nothing of now: running a task again (or twice at once) rewrites its own
+files, and a task killed half-way leaves nothing a reader takes for data (at most a
+temporary file in a local directory, whose name starts with a dot: DuckDB's, Polars',
+Spark's and Athena's readers skip it). Task 0 writes every dataset, empty ones too, so
+each has its schema.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import gc
+import json
+import os
+import tempfile
+import uuid
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
+from pydantic_core import from_json
+
+from dynaorm._types import Item
+from dynaorm.client.table import Table
+from dynaorm.errors import DynaormError
+from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.policy import Rate
+from dynaorm.schema.entity import Entity, prepare_rows, spec_of
+from dynaorm.schema.rules.encrypted import Encryption
+from dynaorm.schema.rules.indexes import Membership
+from dynaorm.schema.rules.revision import Revision
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.streams import classify, normalize_item
+from dynaorm.tools.audit import scan_pages
+from dynaorm.tools.jobs import Job, Task, job_of
+from dynaorm.tools.stored import stored_validator
+from dynaorm.values.keys import key_value
+
+__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export", "export_part", "read_source"]
+
+#: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
+ENCRYPTED = ("omit", "decrypt")
+#: rows a part buffers before it writes them (one row group): a task's memory is bounded
+#: by this, not by the size of its segment or file
+BATCH = 20_000
+#: the failures a task lists by name (it counts them all)
+LISTED = 100
+_OPS = {"NEW_AND_OLD_IMAGES": "insert", "NEW_IMAGE": "modify"}
+#: what reading a row that does not fit its entity raises (a value of another type, an
+#: attribute value that is not DynamoDB's): the row is left out and counted
+_MALFORMED = (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, DynaormError)
+
+
+class ExportError(DynaormError):
+    """An export's input cannot be read whole (a missing manifest, a truncated or corrupt
+    data file, a format dynaorm does not read), or its options are wrong: the message names
+    the file (and line). A task that raises it writes nothing."""
+
+
+@dataclass(frozen=True)
+class ExportReport:
+    """What an export wrote (merged: over all tasks)."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    """Rows written per dataset (``"User"``, ``"Doc.history"``)."""
+    unclaimed: dict[str, int] = field(default_factory=dict)
+    """Items no entity claims, by their type name (``"?"``: none)."""
+    failed: int = 0
+    """Rows left out because they do not fit their entity or their column."""
+    failures: list[str] = field(default_factory=list)
+    """Why, with each one's file (and line) or segment, and key (at most 100 a task)."""
+    scanned: int = 0
+    """Items read."""
+    skipped: int = 0
+    """Items read and not written, by design: guards, version rows (without
+    ``history=True``), rows whose TTL has passed, entities not asked for."""
+
+
+def _s3() -> Any:
+    """An S3 client of the standard AWS configuration (credentials, region, profile,
+    ``AWS_ENDPOINT_URL_S3``) as it is now: a session of its own (one a task), sharing the
+    process's loader of botocore's data files (reading them is most of a new session's
+    cost)."""
+    import botocore.session
+
+    session = botocore.session.get_session()
+    session.register_component("data_loader", _loader())
+    return session.create_client("s3")
+
+
+@functools.cache
+def _loader() -> Any:
+    """botocore's data files, read once a process (what they say never changes)."""
+    import botocore.loaders
+
+    return botocore.loaders.create_loader()
+
+
+def _split(url: str) -> tuple[str, str]:
+    bucket, _, key = url.removeprefix("s3://").partition("/")
+    return bucket, key
+
+
+def _get(s3: Any, bucket: str, key: str) -> bytes:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    try:
+        body: bytes = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+    except (ClientError, BotoCoreError) as exc:
+        raise ExportError(f"s3://{bucket}/{key} cannot be read: {exc}") from exc
+    return body
+
+
+def read_source(url: str) -> tuple[tuple[str, ...], str, str]:
+    """The data files of the DynamoDB export at ``url`` (its ``.../AWSDynamoDB/<id>/``
+    folder, or its ``manifest-summary.json``), as ``s3://`` URLs with the item count the
+    manifest gives each (``#<count>``), its kind (``"full"`` or ``"incremental"``) and
+    view type; :class:`ExportError` for a missing manifest or an ION export."""
+    s3, (bucket, key) = _s3(), _split(url)
+    where = key if key.endswith(".json") else f"{key.rstrip('/')}/manifest-summary.json"
+    try:
+        summary = json.loads(_get(s3, bucket, where))
+        files = summary.get("manifestFilesS3Key") or where.replace("summary", "files")
+        entries = [json.loads(line) for line in _get(s3, bucket, files).splitlines() if line]
+        found = tuple(f"s3://{bucket}/{e['dataFileS3Key']}#{e.get('itemCount', '')}"
+                      for e in entries)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ExportError(f"the manifest of the export at {url} is not DynamoDB's: {exc!r}"
+                          ) from exc
+    if summary.get("outputFormat", "DYNAMODB_JSON") != "DYNAMODB_JSON":
+        raise ExportError(f"the export at {url} is {summary['outputFormat']}: dynaorm reads "
+                          "DYNAMODB_JSON exports")
+    kind = "incremental" if summary.get("exportType") == "INCREMENTAL_EXPORT" else "full"
+    return found, kind, str(summary.get("exportViewType") or "NEW_AND_OLD_IMAGES")
+
+
+def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:
+    """The numbered lines of one data file (gzipped, as DynamoDB writes them), streamed a
+    megabyte at a time; :class:`ExportError` naming the file when it is cut short or
+    corrupt."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    url, _, count = url.partition("#")
+    bucket, key = _split(url)
+    n = items = 0
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"]
+        rest = b""
+        for data in _unzipped(body.iter_chunks(1 << 20), key.endswith(".gz")):
+            *lines, rest = (rest + data).split(b"\n")
+            for line in lines:
+                n += 1
+                if line.strip():
+                    items += 1
+                    yield n, line
+        if rest.strip():
+            items += 1
+            yield n + 1, rest
+    except (ClientError, BotoCoreError, EOFError, OSError, zlib.error) as exc:
+        raise ExportError(f"{url}: cannot be read whole (truncated or corrupt after line "
+                          f"{n}): {exc}") from exc
+    if count and int(count) != items:
+        raise ExportError(f"{url}: {items} items read, the manifest says {count}: the "
+                          "file is truncated")
+
+
+def _unzipped(chunks: Iterable[bytes], gzipped: bool) -> Iterator[bytes]:
+    """``chunks`` of a file, gunzipped (every member of it); ``EOFError`` when the file
+    ends inside a member."""
+    if not gzipped:
+        yield from chunks
+        return
+    unzip, fed = zlib.decompressobj(wbits=31), False
+    for chunk in chunks:
+        while chunk:
+            fed = True
+            yield unzip.decompress(chunk)
+            if not unzip.eof:
+                break
+            chunk = unzip.unused_data  # (the next member)
+            unzip, fed = zlib.decompressobj(wbits=31), False
+    if fed:
+        raise EOFError("the file ends inside a compressed member")
+
+
+def _parse(line: bytes, where: str, record: Any = None) -> dict[str, Any]:
+    """One line of a data file as JSON (``record``: as read already), its binary values
+    as ``bytes``."""
+    try:
+        record = from_json(line) if record is None else record
+        if b'"B"' in line or b'"BS"' in line:  # (base64 text in DynamoDB JSON: bytes)
+            record = {k: normalize_item(v, where) if k in _IMAGES else v
+                      for k, v in record.items()}
+    except (ValueError, AttributeError, DynaormError) as exc:
+        raise ExportError(f"{where}: not DynamoDB JSON: {exc}") from exc
+    if not isinstance(record, dict):
+        raise ExportError(f"{where}: not DynamoDB JSON: {line[:80]!r}")
+    return record
+
+
+def _item(line: bytes, record: Any, where: str) -> Item:
+    """The ``Item`` of a full export's line (read as ``record``)."""
+    item = _parse(line, where, record).get("Item")
+    if not isinstance(item, dict):
+        raise ExportError(f"{where}: no 'Item': not a full export's data file")
+    return item
+
+
+_IMAGES = ("Item", "Keys", "NewImage", "OldImage")
+#: the rules whose export hooks only leave attributes out, and, with encrypted fields left
+#: out, whose decoding is nothing (an entity with no other rule is read the fast way)
+_LEAVE_OUT = (Revision, Membership, Encryption)
+
+
+def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
+           entities: Iterable[type[Entity]] | None = None, history: bool = False,
+           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
+    """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
+    ``s3://`` URL): ``to/<EntityName>/part-<task>.parquet``, an
+    :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
+    per scan segment, or per data file of the DynamoDB export to S3 at ``source``
+    (incremental: change sets). ``entities``: those only (default: every entity of the
+    table); ``history``: version rows too (``<EntityName>.history``); ``encrypted``:
+    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
+    try:
+        import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
+    except ModuleNotFoundError as exc:
+        raise ExportError('exports need pyarrow: pip install "dynaorm[export]"') from exc
+    if encrypted not in ENCRYPTED:
+        raise ExportError(f"export: encrypted= is 'omit' or 'decrypt', not {encrypted!r}")
+    classes = _exported_entities(table, entities)
+    files, kind, view = ((), "scan", "") if source is None else read_source(source)
+    return job_of("export", table, len(files) or (segments if source is None else 1), rate,
+                  fn=_task, files=files, options=(
+                      ("to", os.fspath(to)), ("entities", classes),
+                      ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
+                      ("view", view)))
+
+
+def _task(task: Task, table: Any) -> ExportReport:
+    """Run one task of an export (``job.run`` calls it, pointed at the task's table)."""
+    return export_part(table, task.segment, task.segments, task.files, dict(task.options))
+
+
+def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
+                       ) -> tuple[type[Entity], ...]:
+    """The entity classes an export writes (each once; two of one name are refused)."""
+    known = tuple(dict.fromkeys(c for c in table.entities.values() if spec_of(c).cls is c))
+    chosen = known if entities is None else tuple(dict.fromkeys(entities))
+    names = [c.__name__ for c in chosen]
+    if stray := [c for c in chosen if c not in known]:
+        raise ExportError(f"export: {stray} are not entities of table {table.name!r}")
+    if len(set(names)) != len(names):
+        raise ExportError(f"export: two entities are named alike in {names}: export them "
+                          "one at a time (entities=)")
+    return chosen
+
+
+# -- where the parts go ---------------------------------------------------------------
+class _Sink:
+    """The export's destination: a directory, or an ``s3://`` URL (a part goes through a
+    local temporary file, uploaded whole)."""
+
+    def __init__(self, to: str, part: str, s3: Callable[[], Any]) -> None:
+        self.to, self.part = to.rstrip("/"), part
+        self.s3 = s3() if to.startswith("s3://") else None
+
+    def temp(self, name: str) -> Path:
+        """A new temporary file for dataset ``name``'s part (a dot file beside it)."""
+        if self.s3 is not None:
+            fd, path = tempfile.mkstemp(suffix=".parquet")
+            os.close(fd)
+            return Path(path)
+        folder = Path(self.to) / name
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder / f".{self.part}.{uuid.uuid4().hex}.tmp"
+
+    def commit(self, name: str, temp: Path) -> None:
+        """Put dataset ``name``'s part written to ``temp`` in place, whole."""
+        if self.s3 is None:
+            os.replace(temp, Path(self.to) / name / self.part)
+            return
+        bucket, key = _split(f"{self.to}/{name}/{self.part}")
+        try:
+            with temp.open("rb") as data:
+                self.s3.put_object(Bucket=bucket, Key=key, Body=data)
+        finally:
+            temp.unlink(missing_ok=True)
+
+    def remove(self, names: Iterable[str]) -> None:
+        """Remove the parts of datasets ``names`` (an earlier run's, where there is one)."""
+        names = list(names)
+        if self.s3 is None:
+            for name in names:
+                (Path(self.to) / name / self.part).unlink(missing_ok=True)
+        elif names:
+            bucket, prefix = _split(self.to)
+            self.s3.delete_objects(Bucket=bucket, Delete={"Objects": [
+                {"Key": f"{prefix}/{name}/{self.part}".lstrip("/")} for name in names]})
+
+
+class _Part:
+    """One dataset's part file of a task: rows buffered, written as row groups."""
+
+    def __init__(self, sink: _Sink, name: str, cols: list[Any]) -> None:
+        self.sink, self.name, self.cols = sink, name, cols
+        self.rows: list[dict[str, Any]] = []
+        self.where: list[str] = []
+        self.written = 0
+        self.temp: Path | None = None
+        self.writer: Any = None
+
+    def add(self, row: dict[str, Any], where: str, report: _Counts) -> None:
+        self.rows.append(row)
+        self.where.append(where)
+        if len(self.rows) >= BATCH:
+            self.flush(report)
+
+    def flush(self, report: _Counts) -> None:
+        """Write the buffered rows (those a column refuses counted as failures)."""
+        from dynaorm.tools.arrow import schema_of, table_of
+
+        table, bad = table_of(self.cols, self.rows)
+        for i, why in sorted(bad.items()):
+            report.fail(f"{self.where[i]}: {why}")
+        if self.writer is None:
+            import pyarrow.parquet as pq
+
+            self.temp = self.sink.temp(self.name)
+            self.writer = pq.ParquetWriter(str(self.temp), schema_of(self.cols))
+        if table.num_rows:
+            self.writer.write_table(table)
+        self.written += table.num_rows
+        self.rows, self.where = [], []
+        gc.collect(1)  # (the collector is paused for the task: what cycles a batch left)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def discard(self) -> None:
+        self.close()
+        if self.temp is not None:
+            self.temp.unlink(missing_ok=True)
+
+
+class _Counts:
+    """A task's counts, made into its :class:`ExportReport` at the end."""
+
+    def __init__(self) -> None:
+        self.unclaimed: dict[str, int] = {}
+        self.failed = self.scanned = self.skipped = 0
+        self.failures: list[str] = []
+
+    def fail(self, why: str) -> None:
+        self.failed += 1
+        if len(self.failures) < LISTED:
+            self.failures.append(why)
+
+
+# -- reading a row as its entity ---------------------------------------------------------
+class _Reader:
+    """How an export reads the rows of one entity: its rules' export hooks, then as a read
+    decodes them (encrypted fields left out, or opened), as the dataset's field values."""
+
+    def __init__(self, spec: EntitySpec, decrypt: bool) -> None:
+        self.spec = spec
+        self.hooks = [h for h in spec.rules.exporters
+                      if not (decrypt and isinstance(getattr(h, "__self__", None), Encryption))]
+        self.omitted = frozenset() if decrypt else frozenset(spec.encrypted.values())
+        layout = spec.previous
+        self.old = None if layout is None else frozenset(
+            a for a, n in layout.fields_by_attr.items() if n in self.omitted)
+        fields: dict[str, Any] = {n: (f.annotation, f) for n, f in
+                                  spec.cls.model_fields.items() if n not in self.omitted}
+        self.model: type[BaseModel] = spec.cls if not self.omitted else create_model(
+            spec.name, __config__=ConfigDict(populate_by_name=True), **fields)
+
+    @property
+    def fast(self) -> bool:
+        """Whether a row of this entity is its stored attributes read as its fields, and
+        nothing else (:mod:`dynaorm.tools.stored` reads them): no rule decodes it (but an
+        encrypted one whose fields are left out) or skips it, its export hooks only leave
+        attributes out, no previous layout shares its type name, no field-level kind."""
+        spec = self.spec
+        rules = [getattr(h, "__self__", None) for h in (*self.hooks, *spec.rules.decoders,
+                                                        *spec.rules.keepers)]
+        return (not spec.kinds and spec.previous is None and all(
+            isinstance(r, _LEAVE_OUT) and not (isinstance(r, Encryption) and not self.omitted)
+            for r in rules))
+
+    def columns(self) -> list[Any]:
+        from dynaorm.tools.arrow import columns
+
+        return columns(self.model)
+
+    def values(self, item: Item) -> dict[str, Any] | None:
+        """The field values of stored row ``item`` (``None``: its rules export nothing)."""
+        for hook in self.hooks:
+            found = hook(item)
+            if found is None:
+                return None
+            item = found
+        spec = self.spec
+        if self.old is not None:
+            from dynaorm.schema.rules.previous import old_values, stored_before
+
+            if stored_before(spec, item):
+                data = old_values(spec, {a: v for a, v in item.items() if a not in self.old})
+                return self.model.model_validate(data).__dict__
+        return self.model.model_validate(spec.decode_fields(item)).__dict__
+
+
+# -- one task -------------------------------------------------------------------------------
+class _Export:
+    """One task of an export: its datasets, and the counts of what it read."""
+
+    def __init__(self, table: Any, segment: int, options: Mapping[str, Any]) -> None:
+        self.table, self.segment = table, segment
+        self.history, self.decrypt = options["history"], options["encrypted"] == "decrypt"
+        self.changes = options["kind"] == "incremental"
+        self.view = options.get("view", "NEW_AND_OLD_IMAGES")
+        self.readers = {cls: _Reader(spec_of(cls), self.decrypt) for cls in options["entities"]}
+        self.s3 = functools.cache(_s3)  # (one client a task, made when first needed)
+        self.sink = _Sink(str(options["to"]), f"part-{segment:05d}.parquet", self.s3)
+        self.parts: dict[str, _Part] = {}
+        self.counts = _Counts()
+        fast = {} if self.changes or options["kind"] == "scan" else {
+            r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.fast}
+        #: the class each entity the fast way reads is validated into -> its dataset
+        self.fast_names = {m: (c.__name__, c) for c, r in self.readers.items()
+                           for m, _ in fast.values() if m is r.model}
+        type_attribute = table.type_attribute
+        self.fast = None if not fast or type_attribute is None else stored_validator(
+            type_attribute, fast)
+
+    def names(self) -> dict[str, tuple[type[Any], bool]]:
+        """Every dataset this export writes: name -> (entity, history?)."""
+        return {f"{c.__name__}{'.history' if h else ''}": (c, h) for c in self.readers
+                for h in ((False, True) if self.history and spec_of(c).versioned else (False,))}
+
+    def part(self, name: str, cls: type[Any]) -> _Part:
+        if name not in self.parts:
+            cols = self.readers[cls].columns()
+            if self.changes:
+                from dynaorm.tools.arrow import CHANGES
+
+                cols = [*CHANGES, *(dataclasses.replace(c, nullable=True) for c in cols)]
+            self.parts[name] = _Part(self.sink, name, cols)
+        return self.parts[name]
+
+    def prepare(self, items: list[Item]) -> None:
+        """Ask for the key material of ``items`` first (``encrypted="decrypt"``)."""
+        if self.decrypt and items:
+            specs = [r.spec for r in self.readers.values()]
+            self.table.db.driver.run(prepare_rows(specs, items), Operation(
+                "export", (self.table.name,), tuple(self.readers)))
+
+    def rows(self, items: list[tuple[str, Item]]) -> None:
+        """Export stored items, each with where it was read."""
+        self.prepare([i for _, i in items])
+        for where, item in items:
+            self.row(where, item)
+
+    def records(self, batch: list[tuple[str, bytes]]) -> None:
+        """Export a batch of a data file's lines: full-export items (the entities the fast
+        way reads, read in one call: :mod:`dynaorm.tools.stored`), or changes."""
+        if self.changes:
+            records = [(where, _parse(line, where)) for where, line in batch]
+            self.prepare([r["NewImage"] for _, r in records if r.get("NewImage")])
+            for where, record in records:
+                self.change(where, record)
+            return
+        found = self._fast(batch)
+        for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):
+            if type(record) is dict:  # (read the plain way)
+                found[n] = _item(line, record, where)
+        self.prepare([i for i in found if type(i) is dict])
+        for (where, _), record in zip(batch, found, strict=True):
+            if type(record) is dict:
+                self.row(where, record)
+            else:  # (an entity's row, read by the fast way)
+                self.counts.scanned += 1
+                self.part(*self.fast_names[type(record)]).add(record.__dict__, where,
+                                                             self.counts)
+
+    def _fast(self, batch: list[tuple[str, bytes]]) -> list[Any]:
+        """The batch's lines, each an object of its entity where the fast way reads it,
+        else its JSON; :class:`ExportError` naming the first line that is not JSON."""
+        if self.fast is None:
+            return [_parse(line, where) for where, line in batch]
+        try:
+            return self.fast(b"[" + b",".join(line for _, line in batch) + b"]")
+        except ValidationError:
+            for where, line in batch:
+                _parse(line, where)  # (raises, naming it)
+            raise
+
+    def change(self, where: str, record: Mapping[str, Any]) -> None:
+        """Export one change of an incremental export: its new image, or (a remove) the
+        key fields of its keys."""
+        new, old, keys = record.get("NewImage"), record.get("OldImage"), record.get("Keys")
+        if not isinstance(keys, dict):
+            raise ExportError(f"{where}: no 'Keys': not an incremental export's data file")
+        op = "remove" if not new else "modify" if old else _OPS.get(self.view, "insert")
+        micros = (record.get("Metadata") or {}).get("WriteTimestampMicros")
+        micros = micros.get("N") if isinstance(micros, dict) else micros
+        when = None if micros is None else datetime.fromtimestamp(int(micros) / 1e6, UTC)
+        self.row(where, new or {**(old or {}), **keys}, (op, when, keys))
+
+    def row(self, where: str, item: Item,
+            change: tuple[str, datetime | None, Item] | None = None) -> None:
+        """Export one stored item (``change``: a change's op, time and keys)."""
+        counts = self.counts
+        counts.scanned += 1
+        cls, role, version, _ = classify(self.table, item)
+        if cls is None and role != "guard":
+            name = item.get(self.table.type_attribute or "", {}).get("S", "?")
+            counts.unclaimed[name] = counts.unclaimed.get(name, 0) + 1
+            return
+        reader, removed = self.readers.get(cls), change is not None and change[0] == "remove"
+        if cls is None or reader is None or role == "guard" or (
+                role == "version" and not self.history) or (
+                not removed and not reader.spec.rules.keeps(item)):  # (a guard: never,
+            # whoever owns it; a row whose TTL has passed: as reads, gone)
+            counts.skipped += 1
+            return
+        try:
+            values = self._key_fields(reader.spec, change[2], version) if (
+                change is not None and removed) else reader.values(item)
+        except _MALFORMED as exc:
+            counts.fail(f"{where}: {cls.__name__} {self._key(item)}: {_short(exc)}")
+            return
+        if values is None:
+            counts.skipped += 1
+            return
+        if change is not None:
+            values = {**values, "_op": change[0], "_time": change[1]}
+        name = f"{cls.__name__}{'.history' if role == 'version' else ''}"
+        self.part(name, cls).add(values, f"{where} {self._key(item)}", counts)
+
+    def _key(self, item: Item) -> dict[str, str]:
+        return {a: key_value(item[a]) for a in (self.table.pk, self.table.sk) if a and a in item}
+
+    @staticmethod
+    def _key_fields(spec: EntitySpec, keys: Item, version: int | None) -> dict[str, Any]:
+        """A removed row's key fields (all a change set says of it without its image)."""
+        values = spec.key_values({a: key_value(av) for a, av in keys.items()})
+        return {**values, "version": version} if spec.versioned and version else values
+
+    def finish(self) -> ExportReport:
+        """Write every part, then put them in place (and remove this task's stale parts)."""
+        names = self.names()
+        if self.segment == 0:  # every dataset, empty or not: each has its schema
+            for name, (cls, _) in names.items():
+                self.part(name, cls)
+        try:
+            for part in self.parts.values():
+                part.flush(self.counts)
+                part.close()
+        except BaseException:
+            for part in self.parts.values():
+                part.discard()
+            raise
+        for name, part in self.parts.items():
+            assert part.temp is not None
+            self.sink.commit(name, part.temp)
+        self.sink.remove(n for n in names if n not in self.parts)
+        c = self.counts
+        return ExportReport({n: p.written for n, p in self.parts.items()}, c.unclaimed,
+                            c.failed, c.failures, c.scanned, c.skipped)
+
+    def discard(self) -> None:
+        for part in self.parts.values():
+            part.discard()
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(f"{'.'.join(map(str, e['loc'])) or '(item)'}: {e['msg']}"
+                         for e in exc.errors()[:3])
+    return " ".join(str(exc).split())
+
+
+def export_part(table: Any, segment: int, segments: int, files: tuple[str, ...],
+                options: Mapping[str, Any]) -> ExportReport:
+    """Run one task of an export: scan segment ``segment`` of ``segments`` of ``table``,
+    or read the data files ``files`` of an export to S3 (``options["kind"]``), and write
+    its parts."""
+    run = _Export(table, segment, options)
+    try:
+        with _collector_paused():
+            if options["kind"] == "scan":
+                where = f"segment {segment} of {segments}"
+                for page, _ in scan_pages(table, None, None, "export", (segment, segments)):
+                    run.rows([(where, item) for item in page])
+            else:
+                for url in files:
+                    for batch in _records(run.s3(), url):
+                        run.records(batch)
+            return run.finish()
+    except BaseException:
+        run.discard()
+        raise
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The process's cyclic garbage collector paused for a task (unless it was off).
+
+    A task holds up to :data:`BATCH` rows a dataset, all alive: with the collector on,
+    every 700 new objects start a collection that walks them again, and the full ones walk
+    them all (measured on ``benchmarks/export.py``'s items: half a task's time; paused for
+    each batch alone, the collections between batches still walked them all). A part
+    collects the young generations each time it writes its rows (what cycles they left);
+    reading and writing rows make none."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
+    """The lines of one data file, in batches, each with where it was read."""
+    batch: list[tuple[str, bytes]] = []
+    name = url.partition("#")[0]
+    for n, line in _lines(s3, url):
+        batch.append((f"{name} line {n}", line))
+        if len(batch) >= 1000:
+            yield batch
+            batch = []
+    yield batch

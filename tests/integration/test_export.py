@@ -1,0 +1,606 @@
+"""Exports by entity (contract 21): ``dynaorm.jobs.export`` writes one typed Parquet dataset
+per entity -- from a live scan (on every engine), from a full and an incremental DynamoDB
+export to S3 (moto's S3 in-process, and its server for other processes), locally and into
+S3 -- and the datasets read back in DuckDB (and Polars) equal to the entities: every field
+kind, versioned history, never a guard, encrypted fields left out or decrypted, previous
+layouts read as the current one, items no entity claims counted. Bad input (a missing
+manifest, a truncated file, a corrupt line, a field that no longer fits) is a typed error
+naming the file and item, or a counted row, and a failed task writes nothing; a task run
+again, or twice at once, or after a kill, rewrites its own files (no duplicate rows). The
+Arrow types themselves: ``tests/unit/test_export_schema.py``; on Spark:
+``tests/integration/test_spark.py``."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, date, datetime, time, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Annotated, Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from pydantic import Field
+
+pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
+pytest.importorskip("duckdb", reason="the dev group's duckdb reads the datasets back")
+
+from dynaorm import Client, Entity, KmsKeyring, Session, Table
+from dynaorm.jobs import ExportError, ExportReport, export, run_local
+from dynaorm.protocol.hooks import Hook
+from dynaorm.protocol.steps import call
+from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
+from dynaorm.tools.cli import main
+from dynaorm.tools.export import _s3
+from tests.support.export_models import (
+    Address,
+    Ledger,
+    Level,
+    Member,
+    OldMember,
+    Point,
+    Profile,
+    Tier,
+    exports,
+    old_exports,
+)
+from tests.support.exports import (
+    full_export,
+    incremental_export,
+    read_back,
+    row_of,
+    with_manifests,
+)
+from tests.support.recording import Requests
+
+pytestmark = pytest.mark.sync_only  # processes, threads and the moto server's S3
+#: encrypted fields: left out unless decrypted; fields of no Arrow type: JSON text
+ENCRYPTED = {"Profile": ("ssn",), "Ledger": ("memo",), "Member": ("note",)}
+JSON_FIELDS = ("anything", "either")
+WHEN = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z in microseconds
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The standard AWS configuration an application has (what S3 is reached with)."""
+    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
+                        ("AWS_DEFAULT_REGION", "us-east-1")):
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def tb(backend: str | None, aws: None) -> Iterator[TestBackend]:
+    """``exports`` on the test's engine, ``old_exports`` (the release before) pointed at
+    it on a client of its own, and moto's S3 in-process."""
+    from moto import mock_aws
+
+    with mock_aws(), moto_backend(), use_tables(exports, endpoint_url=backend,
+                                                 name_suffix=worker_suffix()) as b:
+        saved = (old_exports.name, old_exports._binding())
+        old_exports.name = exports.name
+        old_exports._restore((None, {}, Client(exports.endpoint_url)))
+        _s3().create_bucket(Bucket="exports")
+        try:
+            yield b
+        finally:
+            old_exports.name = saved[0]
+            old_exports._restore(saved[1])
+
+
+def _profiles() -> list[Profile]:
+    """Profiles holding every kind of value (one with every optional field empty)."""
+    full = Profile(
+        id="p1", email="ada@x.io", nm="Ada", age=36, score=1.25, balance=Decimal("1234.50"),
+        ratio=Decimal("0.333333333333333333"), active=False, born=date(1990, 12, 10),
+        seen=datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC), wake=time(6, 45),
+        nap=timedelta(minutes=20), uid=uuid.UUID(int=7), tier=Tier.PRO, level=Level.HIGH,
+        mood="busy", tags={"b", "a"}, nums=[3, 1, 2], weights=frozenset({0.5, 2.0}),
+        prefs={"theme": 1, "font": 2}, address=Address(city="Paris", lines=["1 rue"],
+                                                       where=Point(x=1)),
+        blob=b"\x00\xffdata", anything={"k": [1, "two"]}, either="text", ssn="123-45-6789",
+        expires=datetime(2100, 1, 1, tzinfo=UTC))
+    bare = Profile(id="p2", email="bob@x.io", seen=datetime(2026, 1, 2, 3, 4, 5), either=7)
+    return [full, bare]
+
+
+def _fill(tb: TestBackend) -> dict[str, Any]:
+    """A table of every rule: profiles (guards, an expired one), a ledger's three
+    versions, a member in the current layout and one in the previous, an item no entity
+    claims. Returns what reads give: ``{dataset: [entity, ...]}``."""
+    s = Session(exports)
+    for p in _profiles():
+        s.save(p)
+    s.save(Profile(id="p3", email="gone@x.io", expires=datetime(2000, 1, 1, tzinfo=UTC)))
+    ledger = Ledger(id="l1", balance=10, memo="first")
+    s.save(ledger)
+    s.save(Member(id="m1", email="m1@x.io", note="current"))
+    s.commit()
+    for balance in (20, 30):
+        ledger.balance, ledger.memo = balance, f"at {balance}"
+        s.save(ledger)
+        s.commit()
+    with Session(old_exports) as old:
+        old.save(OldMember(id="m0", mail="m0@x.io", note="stored the old way"))
+    exports.db.driver.run(call("PutItem", {"TableName": exports.name, "Item": {
+        "pk": {"S": "GHOST#1"}, "sk": {"S": "G"}, "_type": {"S": "ghost"}}}))
+    read = Session(exports)
+    return {"Profile": [read.get(Profile, id=i) for i in ("p1", "p2")],
+            "Ledger": [read.get(Ledger, id="l1")],
+            "Ledger.history": list(read.history(Ledger, id="l1")),
+            "Member": [read.get(Member, id=i) for i in ("m0", "m1")]}
+
+
+def _assert_datasets(out: str | Path, entities: dict[str, list[Any]],
+                     decrypted: bool = False) -> None:
+    """Each dataset of the export at ``out`` reads back equal to the entities."""
+    for name, objs in entities.items():
+        omit = () if decrypted else ENCRYPTED[name.split(".")[0]]
+        rows = sorted(read_back(out, name), key=lambda r: (r["id"], r.get("version")))
+        assert rows == [row_of(o, omit, JSON_FIELDS if name == "Profile" else ())
+                        for o in sorted(objs, key=lambda o: (o.id, getattr(o, "version", 0)))
+                        ], name
+
+
+def test_a_live_export_is_one_typed_dataset_per_entity(tb: TestBackend, tmp_path: Path
+                                                       ) -> None:
+    """From a live scan in three segments: the latest copies only, no guard, no expired
+    row, no revision or index key, encrypted fields left out, the old-layout member in the
+    current layout, the ghost counted; then with history and decrypted."""
+    entities = _fill(tb)
+    report = run_local(export(exports, tmp_path / "a", segments=3))
+    history = entities.pop("Ledger.history")
+    assert report == ExportReport(
+        rows={"Profile": 2, "Ledger": 1, "Member": 2}, unclaimed={"ghost": 1}, failed=0,
+        failures=[], scanned=len(tb.scan_raw()), skipped=1 + 3 + 3)  # expired, guards, versions
+    _assert_datasets(tmp_path / "a", entities)
+    report = run_local(export(exports, tmp_path / "b", segments=2, history=True,
+                              encrypted="decrypt"))
+    assert report.rows == {"Profile": 2, "Ledger": 1, "Ledger.history": 3, "Member": 2}
+    _assert_datasets(tmp_path / "b", {**entities, "Ledger.history": history}, decrypted=True)
+
+
+def test_the_columns_are_typed_from_the_model(tb: TestBackend, tmp_path: Path) -> None:
+    """DuckDB and Polars see the model's types (field names, not stored names)."""
+    import duckdb
+    import polars
+
+    _fill(tb)
+    run_local(export(exports, tmp_path, entities=[Profile]))
+    assert sorted(os.listdir(tmp_path)) == ["Profile"]
+    described = duckdb.connect().execute(
+        f"DESCRIBE SELECT * FROM read_parquet('{tmp_path}/Profile/*.parquet')").fetchall()
+    assert {name: kind for name, kind, *_ in described} == {
+        "id": "VARCHAR", "email": "VARCHAR", "name": "VARCHAR", "age": "BIGINT",
+        "score": "DOUBLE", "balance": "DECIMAL(12,2)", "ratio": "DECIMAL(38,18)",
+        "active": "BOOLEAN", "born": "DATE", "seen": "TIMESTAMP WITH TIME ZONE",
+        "wake": "TIME", "nap": "BIGINT", "uid": "VARCHAR", "tier": "VARCHAR",
+        "level": "BIGINT", "mood": "VARCHAR", "tags": "VARCHAR[]", "nums": "BIGINT[]",
+        "weights": "DOUBLE[]", "prefs": "MAP(VARCHAR, BIGINT)",
+        "address": "STRUCT(city VARCHAR, lines VARCHAR[], \"where\" STRUCT(x BIGINT, y BIGINT))",
+        "blob": "BLOB", "anything": "VARCHAR", "either": "VARCHAR",
+        "expires": "TIMESTAMP WITH TIME ZONE"}
+    frame = polars.read_parquet(tmp_path / "Profile" / "*.parquet").sort("id")
+    assert frame["id"].to_list() == ["p1", "p2"]
+    assert frame["balance"].to_list() == [Decimal("1234.50"), Decimal("0.00")]
+    assert frame["address"].to_list()[0] == {"city": "Paris", "lines": ["1 rue"],
+                                             "where": {"x": 1, "y": None}}
+
+
+def test_an_export_from_s3_full_then_incremental(tb: TestBackend, tmp_path: Path) -> None:
+    """A full export (two data files: a task each) gives the live export's datasets; an
+    incremental one gives each entity's changes: inserts, modifies and removes, with the
+    new values (a remove: its key fields), history as inserted version rows."""
+    entities = _fill(tb)
+    s3 = _s3()
+    before = tb.scan_raw()
+    job = export(exports, tmp_path / "full", source=full_export(s3, "exports", "full", before),
+                 history=True, encrypted="decrypt")
+    assert len(job.tasks()) == 2
+    report = run_local(job)
+    assert report.rows == {"Profile": 2, "Ledger": 1, "Ledger.history": 3, "Member": 2}
+    assert report.unclaimed == {"ghost": 1} and report.failed == 0
+    _assert_datasets(tmp_path / "full", entities, decrypted=True)
+    s = Session(exports)
+    p1 = s.get(Profile, id="p1")
+    p1.age, p1.tags = 37, {"c"}
+    s.save(p1)
+    s.delete(s.get(Profile, id="p2"))
+    s.save(Profile(id="p4", email="new@x.io"))
+    ledger = s.get(Ledger, id="l1")
+    ledger.balance = 40
+    s.save(ledger)
+    s.commit()
+    after = tb.scan_raw()
+    for view, insert in (("NEW_AND_OLD_IMAGES", "insert"), ("NEW_IMAGE", "modify")):
+        url = incremental_export(s3, "exports", view, before, after, ("pk", "sk"), WHEN, view)
+        out = tmp_path / view
+        report = run_local(export(exports, out, source=url, history=True))
+        assert report.rows == {"Profile": 3, "Ledger": 1, "Ledger.history": 1, "Member": 0}
+        at = datetime(2026, 1, 1, tzinfo=UTC)
+        changes = {r["id"]: r for r in read_back(out, "Profile")}
+        assert changes["p1"] == {"_op": "modify", "_time": at,
+                                 **row_of(s.get(Profile, id="p1"), ("ssn",), JSON_FIELDS)}
+        assert changes["p4"] == {"_op": insert, "_time": at,
+                                 **row_of(s.get(Profile, id="p4"), ("ssn",), JSON_FIELDS)}
+        assert changes["p2"] == {**{k: None for k in changes["p1"]}, "_op": "remove",
+                                 "_time": at, "id": "p2"}
+        (latest,) = read_back(out, "Ledger")
+        (version,) = read_back(out, "Ledger.history")
+        assert (latest["_op"], latest["balance"], latest["version"]) == ("modify", 40, 4)
+        assert (version["_op"], version["balance"], version["version"]) == (insert, 40, 4)
+    # the guide's recipe: the base (the full export before) and the window's changes give
+    # the full export after it
+    run_local(export(exports, tmp_path / "base", source=full_export(s3, "exports", "b", before)))
+    run_local(export(exports, tmp_path / "now", source=full_export(s3, "exports", "a", after)))
+    assert _fresh(tmp_path / "base", tmp_path / "NEW_AND_OLD_IMAGES", "Profile", "id") == \
+        sorted(read_back(tmp_path / "now", "Profile"), key=lambda r: r["id"])
+
+
+def _fresh(base: Path, changes: Path, dataset: str, key: str) -> list[dict[str, Any]]:
+    """docs/guide/exports.md's recipe (DuckDB), applied to ``dataset`` keyed on ``key``."""
+    import duckdb
+
+    db = duckdb.connect()
+    db.execute("SET TimeZone='UTC'")
+    cursor = db.execute(f"""
+        WITH changes AS (
+            SELECT * FROM '{changes}/{dataset}/*.parquet'
+            QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY _time DESC) = 1)
+        SELECT * FROM '{base}/{dataset}/*.parquet'
+        WHERE {key} NOT IN (SELECT {key} FROM changes)
+        UNION ALL BY NAME
+        SELECT * EXCLUDE (_op, _time) FROM changes WHERE _op <> 'remove'
+        ORDER BY {key}""")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def test_moto_s_own_export_reads_with_its_manifests(tb: TestBackend, tmp_path: Path) -> None:
+    """The data file moto's ExportTableToPointInTime writes (its DynamoDB JSON dialect),
+    with DynamoDB's manifests beside it, exports like a scan (moto in-process only)."""
+    if tb.endpoint_url is not None:
+        pytest.skip("moto exports the tables of its in-process DynamoDB only")
+    entities = _fill(tb)
+    arn = exports.db.driver.run(call("DescribeTable", {"TableName": exports.name}))[
+        "Table"]["TableArn"]
+    exports.db.driver.run(call("UpdateContinuousBackups", {
+        "TableName": exports.name,
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True}}))
+    done = exports.db.driver.run(call("ExportTableToPointInTime", {
+        "TableArn": arn, "S3Bucket": "exports", "S3Prefix": "moto",
+        "ExportFormat": "DYNAMODB_JSON"}))["ExportDescription"]["ExportArn"]
+    s3 = _s3()
+    while exports.db.driver.run(call("DescribeExport", {"ExportArn": done}))[
+            "ExportDescription"]["ExportStatus"] == "IN_PROGRESS":
+        threading.Event().wait(0.01)  # (moto writes the export on a thread of its own)
+    (key,) = [o["Key"] for o in s3.list_objects_v2(Bucket="exports", Prefix="moto")["Contents"]]
+    report = run_local(export(exports, tmp_path, source=with_manifests(s3, "exports", key)))
+    assert report.failed == 0 and report.unclaimed == {"ghost": 1}
+    entities.pop("Ledger.history")
+    _assert_datasets(tmp_path, entities)
+
+
+def test_bad_input_is_a_typed_error_naming_the_file_or_a_counted_row(
+        tb: TestBackend, tmp_path: Path) -> None:
+    """A missing manifest, a truncated data file, a corrupt line and an ION export are
+    :class:`ExportError` naming the file (and line), and the failed task writes nothing; a
+    stored field that no longer fits its model is a row left out, counted and named."""
+    _fill(tb)
+    s3 = _s3()
+    with pytest.raises(ExportError, match=r"s3://exports/nothing/manifest-summary\.json"):
+        export(exports, tmp_path, source="s3://exports/nothing/")
+    items = tb.scan_raw()
+    url = full_export(s3, "exports", "bad", items, files=1)
+    folder = url.removeprefix("s3://exports/")
+    data_key = json.loads(s3.get_object(Bucket="exports", Key=folder + "manifest-files.json")[
+        "Body"].read())["dataFileS3Key"]
+    whole = s3.get_object(Bucket="exports", Key=data_key)["Body"].read()
+    out = tmp_path / "out"
+    for body, error in ((whole[: len(whole) // 2], "cannot be read whole"),
+                        (gzip.compress(gzip.decompress(whole)[:-40]), "line"),
+                        (gzip.compress(gzip.decompress(whole).splitlines()[0] + b"\n"),
+                         "the manifest says")):
+        s3.put_object(Bucket="exports", Key=data_key, Body=body)
+        with pytest.raises(ExportError, match=rf"s3://exports/{data_key}.*{error}"):
+            run_local(export(exports, out, source=url))
+        assert not out.exists() or not any(out.rglob("*")), "a failed task wrote something"
+    summary = folder + "manifest-summary.json"
+    ion = {**json.loads(s3.get_object(Bucket="exports", Key=summary)["Body"].read()),
+           "outputFormat": "ION"}
+    s3.put_object(Bucket="exports", Key=summary, Body=json.dumps(ion).encode())
+    with pytest.raises(ExportError, match="is ION: dynaorm reads DYNAMODB_JSON"):
+        export(exports, out, source=url)
+    # a profile whose stored age is text now (another tool wrote it): left out and named
+    exports.db.driver.run(call("UpdateItem", {
+        "TableName": exports.name, "Key": {"pk": {"S": "PROFILE#p2"}, "sk": {"S": "P"}},
+        "UpdateExpression": "SET age = :a", "ExpressionAttributeValues": {":a": {"S": "old"}}}))
+    url = full_export(s3, "exports", "mismatch", tb.scan_raw(), files=1)
+    report = run_local(export(exports, out, source=url))
+    assert report.rows["Profile"] == 1 and report.failed == 1
+    (why,) = report.failures
+    assert why.startswith("s3://exports/") and " line " in why
+    assert "Profile {'pk': 'PROFILE#p2', 'sk': 'P'}" in why and "age" in why
+    assert [r["id"] for r in read_back(out, "Profile")] == ["p1"]
+
+
+def test_a_column_that_cannot_hold_a_value_leaves_its_row_out_and_names_it(
+        tb: TestBackend, tmp_path: Path) -> None:
+    """An ``int`` past 64 bits (DynamoDB holds 38 digits) does not fit ``int64``: the row
+    is left out and counted, the others written."""
+    s = Session(exports)
+    s.save(Profile(id="big", email="big@x.io", age=10 ** 30))
+    s.save(Profile(id="ok", email="ok@x.io", age=1))
+    s.commit()
+    report = run_local(export(exports, tmp_path, entities=[Profile]))
+    assert report.rows == {"Profile": 1} and report.failed == 1
+    assert "PROFILE#big" in report.failures[0] and "'age' does not fit int64" in \
+        report.failures[0]
+    assert [r["id"] for r in read_back(tmp_path, "Profile")] == ["ok"]
+
+
+class Killed(BaseException):
+    """A worker dying in the middle of a task (not an Exception: nothing catches it)."""
+
+
+class KillAtScan(Hook):
+    """Kills the task that sends the next Scan (as SIGKILL would, mid-task)."""
+
+    def on_start(self, phase: Any) -> object:
+        if getattr(phase, "operation", None) == "Scan":
+            raise Killed
+        return None
+
+
+def test_tasks_rerun_twice_at_once_and_after_a_kill_leave_no_duplicate(
+        tb: TestBackend, tmp_path: Path) -> None:
+    """A task killed half-way writes nothing; once the job runs again, every task twice
+    at once, each row is written once: what a SIGKILL leaves (a temporary dot file) is
+    no data to a reader, and a part an earlier run wrote for a dataset the task now finds
+    empty is gone."""
+    entities = _fill(tb)
+    entities.pop("Ledger.history")
+    job = export(exports, tmp_path, segments=2)
+    kill = exports.db.add_hook(KillAtScan())
+    with pytest.raises(Killed):
+        job.run(job.tasks()[0])
+    exports.db.remove_hook(kill)
+    assert not tmp_path.exists() or not any(tmp_path.rglob("*"))
+    killed = tmp_path / "Profile" / f".part-00000.parquet.{uuid.uuid4().hex}.tmp"
+    stale = [tmp_path / name / f"part-0000{n}.parquet" for name in ("Profile", "Member")
+             for n in (0, 1)]
+    for path in (killed, *stale):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"what an earlier run left")
+    results: list[tuple[int, Any]] = []
+    runs = [threading.Thread(target=lambda t=t: results.append(job.run(t)))
+            for t in job.tasks() * 2]
+    for r in runs:
+        r.start()
+    for r in runs:
+        r.join()
+    report = job.merge(results)
+    assert report.rows == {"Profile": 2, "Ledger": 1, "Member": 2}
+    _assert_datasets(tmp_path, entities)  # (a stale part left would not read as Parquet)
+    written = {(p.parent.name, p.name) for p in tmp_path.rglob("*.parquet")}
+    assert written == {(name, f"part-0000{n}.parquet") for n, r in results
+                       for name in r.rows}
+    assert killed.exists() and not list(tmp_path.rglob(".*.tmp"))[1:]
+
+
+def test_into_s3_from_processes_through_the_moto_server(
+        tb: TestBackend, tmp_path: Path, dynaorm_moto_server: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tasks in two worker processes read the table and write the parts into S3 (a moto
+    server, found as an application finds its S3: ``AWS_ENDPOINT_URL_S3``)."""
+    if tb.endpoint_url is None:
+        pytest.skip("worker processes need an engine they can reach")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", dynaorm_moto_server)
+    entities = _fill(tb)
+    entities.pop("Ledger.history")
+    import botocore.session
+
+    s3 = botocore.session.get_session().create_client("s3")
+    s3.create_bucket(Bucket="served")
+    report = run_local(export(exports, "s3://served/out/", segments=4), workers=2)
+    assert report.rows == {"Profile": 2, "Ledger": 1, "Member": 2}
+    for obj in s3.list_objects_v2(Bucket="served", Prefix="out/")["Contents"]:
+        local = tmp_path / obj["Key"]
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(s3.get_object(Bucket="served", Key=obj["Key"])["Body"].read())
+    _assert_datasets(tmp_path / "out", entities)
+
+
+def test_keys_come_through_the_client_to_decrypt(tb: TestBackend, tmp_path: Path) -> None:
+    """``encrypted="decrypt"`` with a KMS keyring: the data keys are asked for through
+    the table's client (requests its hooks see), once a key."""
+    if tb.endpoint_url is not None:
+        pytest.skip("moto's in-process KMS")
+    import boto3
+
+    kms = boto3.client("kms", region_name="us-east-1")
+    key = kms.create_key()["KeyMetadata"]["KeyId"]
+    mac = kms.create_key(KeySpec="HMAC_256", KeyUsage="GENERATE_VERIFY_MAC")["KeyMetadata"][
+        "KeyId"]
+    saved = exports.keyring
+    exports.keyring = KmsKeyring(key, mac_key_id=mac)
+    try:
+        s = Session(exports)
+        s.save(Ledger(id="k1", memo="kept secret"))
+        s.save(Ledger(id="k2", memo="another"))
+        s.commit()
+        exports.keyring = KmsKeyring(key, mac_key_id=mac)  # (a worker: nothing cached)
+        seen = Requests(exports)
+        run_local(export(exports, tmp_path, entities=[Ledger], encrypted="decrypt"))
+        assert seen.operations.count("kms:Decrypt") == 1
+        assert sorted(r["memo"] for r in read_back(tmp_path, "Ledger")) == [
+            "another", "kept secret"]
+    finally:
+        exports.keyring = saved
+
+
+def test_options_are_checked(tb: TestBackend, tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match="encrypted= is 'omit' or 'decrypt'"):
+        export(exports, tmp_path, encrypted="plain")
+    stray = Table("elsewhere")
+
+    class Stray(Entity):
+        class Meta:
+            table = stray
+            pk = "S#{id}"
+            sk = "S"
+
+        id: str
+
+    with pytest.raises(ExportError, match="are not entities of table"):
+        export(exports, tmp_path, entities=[Stray])
+
+
+def test_the_command_exports_with_progress(tb: TestBackend, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    if tb.endpoint_url is None:
+        pytest.skip("the command's worker processes need an engine they can reach")
+    _fill(tb)
+    assert main(["export", "tests.support.export_models:exports", str(tmp_path),
+                 "--engine", "local", "--segments", "3", "--workers", "2", "--history",
+                 "--decrypt", "--endpoint-url", str(tb.endpoint_url)]) == 0
+    out, err = capsys.readouterr()
+    assert "exported table" in out and "Ledger.history: 3 rows" in out
+    assert "1 item(s) of type 'ghost' claimed by no entity" in out
+    assert "3 of 3 tasks done" in err
+    assert sorted(r["memo"] for r in read_back(tmp_path, "Ledger.history")) == [
+        "at 20", "at 30", "first"]
+
+
+# -- any model ---------------------------------------------------------------------------------
+#: field kinds of the generated models: name -> (annotation, values DynamoDB stores)
+_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
+KINDS: dict[str, tuple[Any, Any]] = {
+    "str": (str, _TEXT),
+    "int": (int, st.integers(-2 ** 63, 2 ** 63 - 1)),
+    "float": (float, st.floats(-1e100, 1e100).filter(lambda f: f == 0 or abs(f) > 1e-100)),
+    "bool": (bool, st.booleans()),
+    "decimal": (Annotated[Decimal, Field(max_digits=12, decimal_places=3)],
+                st.decimals(-10 ** 8, 10 ** 8, places=3)),
+    "datetime": (datetime, st.datetimes(datetime(1900, 1, 1), datetime(2200, 1, 1),
+                                        timezones=st.sampled_from([UTC, None, timezone(
+                                            timedelta(hours=5, minutes=30))]))),
+    "date": (date, st.dates(date(1, 1, 1), date(9999, 12, 31))),
+    "enum": (Tier, st.sampled_from(Tier)),
+    "set": (set[str], st.sets(_TEXT.filter(bool), max_size=4)),
+    "list": (list[int], st.lists(st.integers(-10 ** 6, 10 ** 6), max_size=4)),
+    "map": (dict[str, int], st.dictionaries(_TEXT.filter(bool), st.integers(-9, 9),
+                                            max_size=3)),
+    "nested": (Address, st.builds(Address, city=_TEXT, lines=st.lists(_TEXT, max_size=2),
+                                  where=st.none() | st.builds(Point, x=st.integers(-9, 9)))),
+}
+prop = Table("dynaorm-export-any")
+_made = iter(range(10 ** 9))
+
+
+def _model(fields: list[tuple[str, bool]]) -> type[Entity]:
+    """An entity class of ``fields`` (kind, optional?) on ``prop``, of a type of its own."""
+    n = next(_made)
+    annotations: dict[str, Any] = {"id": str}
+    for kind, optional in fields:
+        annotations[f"f_{kind}"] = KINDS[kind][0] | None if optional else KINDS[kind][0]
+    meta = type("Meta", (), {"table": prop, "pk": f"ANY{n}#{{id}}", "sk": "A",
+                             "type_name": f"any{n}", "__qualname__": f"Any{n}.Meta"})
+    return type(f"Any{n}", (Entity,), {"__annotations__": annotations, "Meta": meta,
+                                       "__module__": __name__, "__qualname__": f"Any{n}"})
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(fields=st.lists(st.tuples(st.sampled_from(sorted(KINDS)), st.booleans()), min_size=1,
+                       max_size=6, unique_by=lambda f: f[0]), data=st.data())
+def test_any_model_reads_back_equal_from_a_scan_and_from_exports(
+        aws: None, fields: list[tuple[str, bool]], data: st.DataObject) -> None:
+    """A model made of any field kinds, optional or not: its objects read back in DuckDB
+    equal to the entities, exported from a live scan, from a full export to S3, and from
+    an incremental one (each change with its new values)."""
+    from moto import mock_aws
+
+    cls = _model(fields)
+    values = st.fixed_dictionaries({
+        f"f_{kind}": KINDS[kind][1] | st.none() if optional else KINDS[kind][1]
+        for kind, optional in fields})
+    objs = [cls(id=f"i{n}", **data.draw(values)) for n in range(data.draw(st.integers(1, 4)))]
+    with mock_aws(), moto_backend(), use_tables(prop, name_suffix=worker_suffix()) as b, \
+            tempfile.TemporaryDirectory() as out:
+        s = Session(prop)
+        s.save_many(objs)
+        expected = sorted((row_of(s.get(cls, id=o.id)) for o in objs), key=lambda r: r["id"])
+        s3 = _s3()
+        s3.create_bucket(Bucket="anything")
+        before = b.scan_raw()
+        run_local(export(prop, f"{out}/live", entities=[cls], segments=2))
+        run_local(export(prop, f"{out}/full", entities=[cls],
+                         source=full_export(s3, "anything", "full", before)))
+        for name in ("live", "full"):
+            assert sorted(read_back(f"{out}/{name}", cls.__name__),
+                          key=lambda r: r["id"]) == expected, name
+        changed = cls(id=objs[0].id, **data.draw(values))
+        s.save(changed, overwrite=True)
+        s.delete(cls, id=objs[-1].id) if len(objs) > 1 else None
+        s.commit()
+        url = incremental_export(s3, "anything", "inc", before, b.scan_raw(), ("pk", "sk"), WHEN)
+        run_local(export(prop, f"{out}/inc", entities=[cls], source=url))
+        got = {r.pop("id"): r for r in read_back(f"{out}/inc", cls.__name__)}
+        want = {changed.id: {  # (written again: a change, even of equal values)
+            "_op": "modify", "_time": datetime(2026, 1, 1, tzinfo=UTC),
+            **{k: v for k, v in row_of(s.get(cls, id=changed.id)).items() if k != "id"}}}
+        if len(objs) > 1:
+            want[objs[-1].id] = {"_op": "remove", "_time": datetime(2026, 1, 1, tzinfo=UTC),
+                                 **{f"f_{kind}": None for kind, _ in fields}}
+        assert got == want
+
+
+def test_a_hostile_s3_is_an_export_error_naming_the_file(
+        aws: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """S3 that answers a manifest with an HTML page, or cuts a data file's body short
+    (its Content-Length says more, then the connection closes): ``ExportError`` naming
+    the file, and nothing written."""
+    from tests.support.hostile import Reply, answer, json_body, serving
+
+    item = {"pk": {"S": "LEDGER#x"}, "sk": {"S": "v0_L"}, "_type": {"S": "ledger"},
+            "id": {"S": "x"}, "version": {"N": "1"}}
+    data = gzip.compress(json.dumps({"Item": item}).encode() + b"\n")
+    summary = json_body({"manifestFilesS3Key": "e/manifest-files.json",
+                         "outputFormat": "DYNAMODB_JSON", "exportType": "FULL_EXPORT"})
+    files = json_body({"dataFileS3Key": "e/data/f.json.gz", "itemCount": 1}) + b"\n"
+    cut = answer(data, headers="")[:-len(data) // 2]  # (the head says the whole length)
+    for replies, error in (
+            ([Reply(answer(b"<html>proxy error</html>"))], "manifest of the export at"),
+            ([Reply(answer(summary)), Reply(answer(files)), Reply(cut, close=True)],
+             r"s3://hostile/e/data/f\.json\.gz: cannot be read whole")):
+        with serving(lambda n, _, replies=replies: replies[min(n, len(replies)) - 1]) as s:
+            monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s.url)
+            with pytest.raises(ExportError, match=error):
+                run_local(export(exports, tmp_path / "out", source="s3://hostile/e/"))
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("*"))
+
+
+def test_tasks_and_reports_pickle_and_a_rate_holds_the_scans(tb: TestBackend, tmp_path: Path
+                                                             ) -> None:
+    """A task crosses processes (pickled: the entity classes by reference); the report
+    too. With ``rate=``, each Scan asks for its consumed capacity (what the budget is
+    measured by)."""
+    import pickle
+
+    from dynaorm import Rate
+
+    _fill(tb)
+    job = export(exports, tmp_path, segments=3, rate=Rate(read=1000))
+    assert pickle.loads(pickle.dumps(job.tasks())) == job.tasks()
+    seen = Requests(exports)
+    report = run_local(job)
+    assert pickle.loads(pickle.dumps(report)) == report
+    scans = [params for op, params in seen.calls if op == "Scan"]
+    assert len(scans) == 3 and all(p.get("ReturnConsumedCapacity") == "TOTAL" for p in scans)

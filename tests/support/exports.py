@@ -1,0 +1,180 @@
+"""DynamoDB exports to S3 for the export tests (``dynaorm.jobs.export(..., source=)``),
+written into moto's S3 as DynamoDB lays them out (the developer guide's "DynamoDB table
+export output format"): ``<prefix>/AWSDynamoDB/<export id>/manifest-summary.json``,
+``manifest-files.json`` (one JSON line per data file: ``itemCount``, ``md5Checksum``,
+``etag``, ``dataFileS3Key``) and ``data/<name>.json.gz`` files of DynamoDB JSON lines.
+
+moto's own ``ExportTableToPointInTime`` writes one data file and no manifest, and has no
+incremental exports, so a test makes the export from the table's items as DynamoDB would:
+:func:`full_export` from a consistent scan (every item, in ``files`` data files, each
+``{"Item": ...}``), :func:`incremental_export` from the items before and after a window
+(one record per changed item, compacted as DynamoDB does: ``Keys``, the ``OldImage`` it had
+before the window, the ``NewImage`` it has after, ``Metadata.WriteTimestampMicros``), and
+:func:`with_manifests` puts the manifests beside the data file moto's export wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import gzip
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from dynaorm._types import Item
+
+__all__ = ["dynamodb_json", "full_export", "incremental_export", "plain", "read_back", "row_of",
+           "with_manifests"]
+
+
+def dynamodb_json(value: Any) -> Any:
+    """An item or attribute value in DynamoDB JSON (binary values as base64 text)."""
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode()
+    if isinstance(value, Mapping):
+        return {k: dynamodb_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [dynamodb_json(v) for v in value]
+    return value
+
+
+def _key_of(item: Item, keys: tuple[str, ...]) -> str:
+    return json.dumps({k: dynamodb_json(item[k]) for k in keys if k in item}, sort_keys=True)
+
+
+def _write(s3: Any, bucket: str, prefix: str, records: list[dict[str, Any]], files: int,
+           export_type: str, **more: Any) -> str:
+    """The data files and manifests of an export of ``records``: its folder's URL."""
+    folder = f"{prefix}/AWSDynamoDB/{uuid.uuid4().hex[:14]}-{uuid.uuid4().hex[:8]}"
+    entries = []
+    for n in range(files):
+        lines = [json.dumps(r) for r in records[n::files]]
+        body = gzip.compress("".join(line + "\n" for line in lines).encode())
+        key = f"{folder}/data/{uuid.uuid4().hex}.json.gz"
+        s3.put_object(Bucket=bucket, Key=key, Body=body)
+        md5 = hashlib.md5(body).digest()
+        entries.append({"itemCount": len(lines), "md5Checksum": base64.b64encode(md5).decode(),
+                        "etag": hashlib.md5(body).hexdigest(),
+                        "dataFileS3Key": key})
+    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-files.json",
+                  Body="".join(json.dumps(e) + "\n" for e in entries).encode())
+    summary = {"version": "2020-06-30", "exportArn": f"arn:aws:dynamodb:::export/{folder}",
+               "startTime": "2026-01-01T00:00:00.000Z", "endTime": "2026-01-01T00:05:00.000Z",
+               "tableArn": "arn:aws:dynamodb:us-east-1:123456789012:table/t",
+               "tableId": str(uuid.uuid4()), "exportTime": "2026-01-01T00:00:00.000Z",
+               "s3Bucket": bucket, "s3Prefix": prefix, "s3SseAlgorithm": "AES256",
+               "s3SseKmsKeyId": None, "manifestFilesS3Key": f"{folder}/manifest-files.json",
+               "billedSizeBytes": 0, "itemCount": len(records), "outputFormat": "DYNAMODB_JSON",
+               "exportType": export_type, **more}
+    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-summary.json",
+                  Body=json.dumps(summary).encode())
+    s3.put_object(Bucket=bucket, Key=f"{folder}/_started", Body=b"")
+    return f"s3://{bucket}/{folder}/"
+
+
+def full_export(s3: Any, bucket: str, prefix: str, items: Iterable[Item], files: int = 2
+                ) -> str:
+    """A full export of ``items`` (a table's consistent scan) in ``files`` data files."""
+    records = [{"Item": dynamodb_json(item)} for item in items]
+    return _write(s3, bucket, prefix, records, files, "FULL_EXPORT")
+
+
+def incremental_export(s3: Any, bucket: str, prefix: str, before: Iterable[Item],
+                       after: Iterable[Item], keys: tuple[str, ...], micros: int,
+                       view: str = "NEW_AND_OLD_IMAGES", files: int = 2) -> str:
+    """An incremental export of the window in which the table went from ``before`` to
+    ``after`` (items, by their ``keys``): one record per item that changed, with its old
+    image (``view`` ``NEW_AND_OLD_IMAGES`` only) and its new one (none: deleted)."""
+    old = {_key_of(i, keys): i for i in before}
+    new = {_key_of(i, keys): i for i in after}
+    records = []
+    for key in sorted(old.keys() | new.keys()):
+        if old.get(key) == new.get(key):
+            continue
+        image = new.get(key) or old[key]
+        record: dict[str, Any] = {"Metadata": {"WriteTimestampMicros": {"N": str(micros)}},
+                                  "Keys": dynamodb_json({k: image[k] for k in keys})}
+        if key in old and view == "NEW_AND_OLD_IMAGES":
+            record["OldImage"] = dynamodb_json(old[key])
+        if key in new:
+            record["NewImage"] = dynamodb_json(new[key])
+        records.append(record)
+    return _write(s3, bucket, prefix, records, files, "INCREMENTAL_EXPORT",
+                  exportViewType=view)
+
+
+def with_manifests(s3: Any, bucket: str, data_key: str) -> str:
+    """The manifests DynamoDB writes, put beside the one data file moto's export wrote
+    (``<prefix>/AWSDynamoDB/<id>/data/<name>.gz``): the export's folder URL."""
+    folder = data_key.split("/data/")[0]
+    body = s3.get_object(Bucket=bucket, Key=data_key)["Body"].read()
+    count = sum(1 for line in gzip.decompress(body).splitlines() if line.strip())
+    entry = {"itemCount": count, "md5Checksum": base64.b64encode(
+        hashlib.md5(body).digest()).decode(), "etag": hashlib.md5(body).hexdigest(),
+        "dataFileS3Key": data_key}
+    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-files.json",
+                  Body=(json.dumps(entry) + "\n").encode())
+    s3.put_object(Bucket=bucket, Key=f"{folder}/manifest-summary.json", Body=json.dumps({
+        "version": "2020-06-30", "manifestFilesS3Key": f"{folder}/manifest-files.json",
+        "itemCount": count, "outputFormat": "DYNAMODB_JSON", "exportType": "FULL_EXPORT",
+        "s3Bucket": bucket}).encode())
+    return f"s3://{bucket}/{folder}/"
+
+
+# -- reading an export back --------------------------------------------------------------
+def read_back(folder: str | Path, dataset: str) -> list[dict[str, Any]]:
+    """The rows of dataset ``dataset`` (``Profile``, ``Ledger.history``) of an export to
+    ``folder``, read by DuckDB (timestamps in UTC), as dicts."""
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET TimeZone='UTC'")
+        cursor = con.execute(f"SELECT * FROM read_parquet('{Path(folder) / dataset}/*.parquet')")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+    finally:
+        con.close()
+
+
+def plain(value: Any) -> Any:
+    """A field's value as an export's reader reads it back (written independently of the
+    exporter's own conversion, from the values' classes): enums by value, sets as sorted
+    lists, nested models as dicts, datetimes aware in UTC, UUIDs as text, durations as
+    microseconds."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, BaseModel):
+        return {k: plain(v) for k, v in value.__dict__.items()}
+    if isinstance(value, set | frozenset):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, list | tuple):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, datetime):
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).astimezone(UTC)
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, timedelta):  # (a duration: DuckDB reads its microseconds)
+        return value // timedelta(microseconds=1)
+    return value
+
+
+def row_of(obj: BaseModel | Mapping[str, Any], omit: Iterable[str] = (),
+           as_json: Iterable[str] = ()) -> dict[str, Any]:
+    """What an export's row of ``obj`` (an entity, or its field values) reads back as:
+    every field (but ``omit``) by name, :func:`plain`; the fields in ``as_json`` as the
+    JSON text of their value (``None``: null)."""
+    left_out, texts = set(omit), set(as_json)
+    values = obj if isinstance(obj, Mapping) else obj.__dict__
+    return {name: json.dumps(value, separators=(",", ":"))
+            if name in texts and value is not None else plain(value)
+            for name, value in values.items() if name not in left_out}
