@@ -55,6 +55,8 @@ from dynaorm.values.expressions import Condition, F
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
     from dynaorm.client.keyrings import KmsKeyring, StaticKeyring
+    from dynaorm.core.explain import Explanation, explain
+    from dynaorm.errors import ModelFileError
     from dynaorm.schema.inspection import Inspection, inspect
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.previous import Previous
@@ -80,6 +82,7 @@ __all__ = [
     "DynaormError",
     "Encrypted",
     "Entity",
+    "Explanation",
     "F",
     "Grouped",
     "Hook",
@@ -94,6 +97,7 @@ __all__ = [
     "KeyTemplateError",
     "KeyringError",
     "KmsKeyring",
+    "ModelFileError",
     "MultipleResultsError",
     "Operation",
     "OutcomeUnknownError",
@@ -117,6 +121,7 @@ __all__ = [
     "Unique",
     "UniqueConstraintError",
     "Versioned",
+    "explain",
     "inspect",
     "ksuid",
 ]
@@ -133,6 +138,9 @@ _LAZY = {
     "KmsKeyring": "dynaorm.client.keyrings",
     "StaticKeyring": "dynaorm.client.keyrings",
     "Inspection": "dynaorm.schema.inspection",
+    "ModelFileError": "dynaorm.errors",
+    "Explanation": "dynaorm.core.explain",
+    "explain": "dynaorm.core.explain",
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
     "inspect": "dynaorm.schema.inspection",

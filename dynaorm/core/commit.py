@@ -56,6 +56,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.state import DELETED, InstanceState
+from dynaorm.write.costs import shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
@@ -252,11 +253,13 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
         # is retried (its probe)
         step = Call(operation, request, origins, False, probe=Call("GetItem", {
             "TableName": op.origin.table.name, "Key": wire_key(op.key),
-            "ConsistentRead": True}, origins), unapplied=unapplied)
+            "ConsistentRead": True}, origins), unapplied=unapplied,
+            shares=shares_of(plan.ops, plan.stamped))
     else:
         request = plan.transaction_request(token, rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
-        step = Call("TransactWriteItems", request, origins, True)
+        step = Call("TransactWriteItems", request, origins, True,
+                    shares=shares_of(plan.ops, plan.stamped))
 
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
         if probed:

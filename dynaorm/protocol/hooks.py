@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynaorm.errors import RequestError
+from dynaorm.protocol.capacity import attribute
 from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 
 if TYPE_CHECKING:
@@ -101,6 +102,15 @@ class Attempt:
     within: Operation | None = None
     """The session operation it is an attempt of (``None`` for a request sent outside
     one); the same object its hooks saw start, so a tracer nests the attempt under it."""
+    shares: tuple[tuple[str, str, str, float], ...] = ()
+    """For a write: what each row it writes weighs on each table and index
+    (:mod:`dynaorm.protocol.capacity`)."""
+
+    @property
+    def capacity_by_role(self) -> dict[tuple[str, str], float]:
+        """The capacity units the answer reports, by ``(entity, role)``: a write's split
+        over the rows it wrote, a read's to its entity types (empty when not reported)."""
+        return attribute(self.shares, self.origins, capacity_of(self.response))
 
     @property
     def request_id(self) -> str | None:

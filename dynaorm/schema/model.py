@@ -43,7 +43,7 @@ FORMAT: Final = 1
 #: the operations an access pattern may name (the AWS DynamoDB MCP server's, and
 #: TransactWriteItems, which a save with guards or history is)
 OPERATIONS: Final = ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan",
-                     "BatchGetItem", "BatchWriteItem", "TransactWriteItems", "SearchVectors")
+                     "BatchGetItem", "BatchWriteItem", "TransactWriteItems")
 #: scalar annotations and the type names the model gives them (bool before int)
 _SCALARS: Final[tuple[tuple[type[Any], str], ...]] = (
     (bool, "boolean"), (int, "integer"), (float, "number"), (Decimal, "decimal"),

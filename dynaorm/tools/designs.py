@@ -182,7 +182,7 @@ def _mcp_operation(p: Mapping[str, Any]) -> str:
     operation = str(p["operation"])
     if operation == "TransactWriteItems":
         return "DeleteItem" if p["name"].startswith("delete_") else "PutItem"
-    return "Query" if operation == "SearchVectors" else operation
+    return operation if operation in _MCP_OPERATIONS else "Query"  # (a search)
 
 
 def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -216,7 +216,7 @@ def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             pattern = {"pattern_id": number, "name": p["name"],
                        "description": p.get("description") or _describe(e, p),
                        "operation": _mcp_operation(p)}
-            if p.get("index") and (p["index"] in kept or p["operation"] == "SearchVectors"):
+            if p.get("index") and p["index"] in kept:
                 pattern["index_name"] = p["index"]
             if p.get("range_condition"):
                 pattern["range_condition"] = p["range_condition"]

@@ -44,6 +44,7 @@ DOCUMENTED |= {"RequestNotSentError", "AnswerLostError", "BadAnswerError"}  # (0
 DOCUMENTED |= {"Encrypted", "StaticKeyring", "KmsKeyring", "DecryptionError"}  # (0.5: encryption)
 DOCUMENTED |= {"Rate"}  # (0.5: capacity budgets)
 DOCUMENTED |= {"KeyringError"}  # (0.6: key material through the client)
+DOCUMENTED |= {"explain", "Explanation", "ModelFileError"}  # (0.6: the model as data)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
