@@ -34,6 +34,8 @@ from dynaorm.errors import DynaormError
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.rules.encrypted import with_macs
+from dynaorm.schema.rules.unique import guard_item, guard_key
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import item_size
@@ -291,18 +293,39 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
 
 def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] | None,
          consistent: bool) -> Explanation:
+    """A get by key; by a unique rule's fields, a find (its guard, then its owner)."""
     spec = spec_of(entity)
-    key = spec.primary_key(fields)
-    request: dict[str, Any] = {"TableName": spec.table.name, "Key": wire_key(key)}
-    if consistent:
-        request["ConsistentRead"] = True
     stored = None if items is None else _stored(items)
     size = item_size(stored[0]) if stored else 1
     notes = () if stored is not None else (
         "read units for an item of at most 4 KB: pass items=[obj] for the units of that",)
-    return Explanation(f"get {entity.__name__} {dict(fields)}", (Request(
-        "GetItem", spec.table.name, None, request, read_units(max(size, 1), consistent)),),
-        notes=notes, exact=stored is not None)
+    rule = next((r for r in spec.uniques if set(fields) == set(r.fields)), None)
+    requests = []
+    if rule is not None and set(fields) != set(spec.lookup_fields):
+        key = guard_key(spec, _pure(with_macs(lambda: rule.guard_key(fields, spec.name),
+                                              (entity,)), "the find") or "")
+        guard = guard_item(spec, rule, key[spec.table.pk], {a: "-" for a in
+                                                            spec.table_key_attrs}, None)
+        requests.append(Request("GetItem", spec.table.name, None, _get_request(
+            spec.table, key, consistent), read_units(item_size(guard), consistent),
+            note="the unique guard, which names its owner"))
+        what = f"find {entity.__name__} {dict(fields)}"
+        key = {}
+    else:
+        key = spec.primary_key(fields)
+        what = f"get {entity.__name__} {dict(fields)}"
+    requests.append(Request("GetItem", spec.table.name, None, _get_request(
+        spec.table, key, consistent) if key else {"TableName": spec.table.name,
+                                                  "Key": "<the key the guard names>"},
+        read_units(max(size, 1), consistent)))
+    return Explanation(what, tuple(requests), notes=notes, exact=stored is not None)
+
+
+def _get_request(table: TableSchema, key: PlainKey, consistent: bool) -> dict[str, Any]:
+    request: dict[str, Any] = {"TableName": table.name, "Key": wire_key(key)}
+    if consistent:
+        request["ConsistentRead"] = True
+    return request
 
 
 def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool = False,
@@ -310,7 +333,7 @@ def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool =
     """What ``x`` will send and cost, sending nothing (see the module): a session with
     staged work (its next commit), a query or a scan (``items``: the objects it would
     return, for their units), or an entity class with its key fields (a get;
-    ``consistent``: a strongly consistent one)."""
+    ``consistent``: a strongly consistent one) or with a unique rule's fields (a find)."""
     if isinstance(x, type) and issubclass(x, Entity):
         return _get(x, key, items, consistent)
     if key:

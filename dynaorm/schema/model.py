@@ -327,7 +327,7 @@ def derived_patterns(spec: EntitySpec) -> list[AccessPattern]:
     save = "TransactWriteItems" if spec.has_rules else "PutItem"
     out = [AccessPattern(f"get_{name}", cls, "GetItem", lookup),
            AccessPattern(f"save_{name}", cls, save, ((name, "entity", cls),)),
-           AccessPattern(f"delete_{name}", cls, "TransactWriteItems" if spec.has_rules
+           AccessPattern(f"delete_{name}", cls, "TransactWriteItems" if spec.uniques
                          else "DeleteItem", lookup)]
     out += [AccessPattern(f"find_{name}_by_{r.field}", cls, "GetItem", r.fields)
             for r in spec.uniques]

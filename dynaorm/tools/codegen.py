@@ -163,7 +163,29 @@ def _table(w: _Writer, var: str, table: Mapping[str, Any]) -> None:
         w.dynaorm.add("VectorIndex")
         args.append("vector_indexes=[" + ", ".join(_vector(i) for i in vectors) + "]")
     w.dynaorm.add("Table")
-    w.body.append(f"{var} = Table({', '.join(args)})")
+    line = f"{var} = Table({', '.join(args)})"
+    if len(line) <= 100:
+        w.body.append(line)
+        return
+    w.body.append(f"{var} = Table(")
+    for arg in args:
+        name, _, items = arg.partition("=[")
+        if items:
+            w.body += [f"    {name}=[", *(f"        {i}," for i in _split(items[:-1])), "    ],"]
+        else:
+            w.body.append(f"    {arg},")
+    w.body.append(")")
+
+
+def _split(items: str) -> list[str]:
+    """The top-level items of a comma-separated list of calls."""
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(items):
+        depth += (c in "([{") - (c in ")]}")
+        if c == "," and depth == 0:
+            out.append(items[start:i].strip())
+            start = i + 1
+    return [*out, items[start:].strip()]
 
 
 def _projection(index: Mapping[str, Any]) -> str:
@@ -311,6 +333,8 @@ def code_of(models: Sequence[Mapping[str, Any]]) -> str:
         nested += _TODO
     head = [f'"""Entities of {", ".join(repr(m["table"]["name"]) for m in models)}, '
             'written by `dynaorm model --import`."""', ""]
-    imports = sorted(w.imports, key=lambda line: (line.startswith("from pydantic"), line))
-    head += [*imports, f"from dynaorm import {', '.join(sorted(w.dynaorm))}", "", ""]
+    stdlib = sorted(i for i in w.imports if not i.startswith("from pydantic"))
+    pydantic = sorted(i for i in w.imports if i.startswith("from pydantic"))
+    head += [*stdlib, *([""] if stdlib else []), *pydantic, *([""] if pydantic else []),
+             f"from dynaorm import {', '.join(sorted(w.dynaorm))}", "", ""]
     return "\n".join(head + nested + w.body).rstrip() + "\n"
