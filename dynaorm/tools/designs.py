@@ -648,19 +648,44 @@ def _mcp_pattern(p: _At, known: set[str]) -> dict[str, Any]:
 def import_code(text: str, fmt: str = "json") -> str:
     """Entity code for the models a file of format ``fmt`` describes (see
     :func:`~dynaorm.tools.codegen.code_of`), checked by defining what it defines: a design
-    dynaorm refuses is a :class:`~dynaorm.ModelFileError` at the entity's place."""
+    dynaorm refuses is a :class:`~dynaorm.ModelFileError` at the entity's place. A table
+    whose entities a file tells apart by nothing but key shapes that overlap (a Workbench
+    model of generic ``PK``/``SK`` facets) gets dynaorm's type attribute, ``_type``."""
     models = read(text, fmt)
     places = {e["name"]: e.pop("_place") for m in models for e in m["entities"]}
     code = code_of(models)
+    try:
+        _define(code)
+    except ModelFileError as exc:
+        untyped = [m for m in models if m["table"]["type_attribute"] is None]
+        if "no type attribute" not in str(exc) or not untyped:
+            raise _placed(exc, places) from exc.__cause__
+        for model in untyped:
+            model["table"]["type_attribute"] = "_type"
+        code = code_of(models)
+        try:
+            _define(code)
+        except ModelFileError as again:
+            raise _placed(again, places) from again.__cause__
+    return code
+
+
+def _define(code: str) -> None:
+    """Define what ``code`` defines, in a module of its own; a refusal is a
+    :class:`~dynaorm.ModelFileError` (placed by :func:`_placed`)."""
     module = types.ModuleType("dynaorm_imported_model")
     sys.modules[module.__name__] = module
     try:
         exec(compile(code, "<dynaorm model --import>", "exec"), module.__dict__)
     except (DynaormError, ValidationError, TypeError, ValueError, NameError) as exc:
-        found = max((n for n in places if re.search(rf"\b{re.escape(n)}\b", str(exc))),
-                    key=len, default=None)
-        raise ModelFileError(f"dynaorm refuses the design: {exc}",
-                             place=places[found] if found else "$") from exc
+        raise ModelFileError(f"dynaorm refuses the design: {exc}", place="$") from exc
     finally:
         del sys.modules[module.__name__]
-    return code
+
+
+def _placed(exc: ModelFileError, places: Mapping[str, str]) -> ModelFileError:
+    """``exc`` at the place of the entity its message names (the longest name found)."""
+    message = str(exc).partition(": ")[2]
+    found = max((n for n in places if re.search(rf"\b{re.escape(n)}\b", message)), key=len,
+                default=None)
+    return ModelFileError(message, place=places[found] if found else "$")
