@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.commit import keyed_plan_p
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, ItemNotFoundError
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
@@ -201,8 +201,18 @@ def _commit(session: Any) -> Explanation:
     if not staged:
         return Explanation("a session with nothing staged", notes=("nothing to send",))
     reads = _Unread()
-    prepared = [_pure(entry._prepare(reads, False), "planning the commit")
-                for entry in staged]
+    prepared, unplanned = [], []
+    for entry in staged:
+        try:
+            prepared.append(_pure(entry._prepare(reads, False), "planning the commit"))
+        except ItemNotFoundError as exc:  # (by key, read first: absent here)
+            unplanned.append(f"{exc.args[0]}: a delete by key reads the item first; absent, "
+                             "the commit fails so; stored, it deletes it and the rows its "
+                             "rules keep beside it (unique guards; with history=True its "
+                             "version rows): not priced here")
+    if not prepared:
+        return Explanation(f"a commit of {len(staged)} staged write(s)",
+                           reads_first=tuple(reads.noted), notes=tuple(unplanned), exact=False)
     plan, _ = _pure(keyed_plan_p(prepared), "planning the commit")
     known = known_items(prepared)
     single = plan.single_item
@@ -220,7 +230,8 @@ def _commit(session: Any) -> Explanation:
                      for i, name in enumerate(tables))
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
              "4 KB of the item it reads"] if not single else []
-    exact = all(r.exact for r in rows)
+    notes += unplanned
+    exact = all(r.exact for r in rows) and not unplanned
     if not exact:
         notes.append("a row marked ? is priced on its new item only: the item stored before "
                      "it is not known (a larger one costs more)")

@@ -36,9 +36,9 @@ def attribute(shares: Shares, origins: tuple[Any, ...], consumed: Mapping[str, f
         total = sum(w for _, _, w in on)
         if on:  # (none priced: evenly)
             for entity, role, weight in on:
-                key = (entity, role)
                 share = weight / total if total > 0 else 1 / len(on)
-                out[key] = out.get(key, 0.0) + units * share
+                if share:
+                    out[(entity, role)] = out.get((entity, role), 0.0) + units * share
             continue
         names = [o.__name__ if isinstance(o, type) else o[0].__name__ for o in origins
                  if isinstance(o, type) or (isinstance(o, tuple) and isinstance(o[0], type))]
