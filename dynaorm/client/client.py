@@ -566,6 +566,7 @@ def _forked() -> None:
     for client in live_clients():
         client._lock = threading.RLock()  # (held, maybe, by a thread the child has not)
         client._transport, client._boto = None, BotocoreWire(client)
+        client._meter.renew()  # (the child's own consumption, from 0)
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows)

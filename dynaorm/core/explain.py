@@ -202,9 +202,9 @@ def _commit(session: Any) -> Explanation:
         return Explanation("a session with nothing staged", notes=("nothing to send",))
     reads = _Unread()
     prepared, unplanned = [], []
-    for entry in staged:
+    for write in staged:
         try:
-            prepared.append(_pure(entry._prepare(reads, False), "planning the commit"))
+            prepared.append(_pure(write._prepare(reads, False), "planning the commit"))
         except ItemNotFoundError as exc:  # (by key, read first: absent here)
             unplanned.append(f"{exc.args[0]}: a delete by key reads the item first; absent, "
                              "the commit fails so; stored, it deletes it and the rows its "

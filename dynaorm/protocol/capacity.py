@@ -69,6 +69,13 @@ class Meter:
                 roles = self._totals.setdefault(entity, {})
                 roles[role] = roles.get(role, 0.0) + units
 
+    def renew(self) -> None:
+        """Start from 0 with a lock of its own (in a child of ``os.fork()``: what the parent
+        consumed is the parent's, and its lock may be held by a thread the child has
+        not)."""
+        self._lock = threading.Lock()
+        self._totals = {}
+
     def totals(self, reset: bool = False) -> dict[str, dict[str, float]]:
         """The totals, ``{entity: {role: units}}`` (``reset``: and start again from 0)."""
         with self._lock:

@@ -15,12 +15,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.util
-import json
 import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any, NoReturn, TextIO, cast
 from urllib.parse import urlparse
@@ -38,6 +36,7 @@ from dynaorm.schema.unclaimed import fix_hint
 from dynaorm.tools import jobs
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
+from dynaorm.tools.model_commands import add_model_commands
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
@@ -257,55 +256,6 @@ def cmd_describe(args: argparse.Namespace, out: TextIO) -> int:
         out.write(describe_module(_import(module_name), only=attr))
     else:
         out.write(describe_module(_import(module_name)))
-    return EXIT_OK
-
-
-def cmd_model(args: argparse.Namespace, out: TextIO) -> int:
-    from dynaorm.tools import designs
-
-    if (args.table is None) == (args.import_file is None):
-        raise BadReference("give MODULE:TABLE to export, or --import FILE, not both")
-    if args.import_file is not None:
-        try:
-            text = Path(args.import_file).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise BadReference(f"cannot read {args.import_file}: {exc.strerror}") from exc
-        return _emit(designs.import_code(text, args.format), args.output, out)
-    model = load_table(args.table).model()
-    if args.chart is not None:
-        from dynaorm.tools.chart import chart_of
-
-        Path(args.chart).write_text(chart_of(model), encoding="utf-8")
-        print(f"wrote {args.chart}", file=out)
-        return EXIT_OK
-    doc, notes = designs.export(model, args.format)
-    for note in notes:
-        print(f"dynaorm model: {note}", file=sys.stderr)
-    return _emit(json.dumps(doc, indent=2) + "\n", args.output, out)
-
-
-def _emit(text: str, path: str | None, out: TextIO) -> int:
-    """``text`` to ``path`` (``None``: standard output)."""
-    if path is None:
-        out.write(text)
-    else:
-        Path(path).write_text(text, encoding="utf-8")
-    return EXIT_OK
-
-
-def cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
-    from dynaorm.tools.patterns import explain_patterns
-
-    module_name, sep, attr = args.module.partition(":")
-    tables = {attr: load_table(args.module)} if sep else find_tables(_import(module_name))
-    if args.item_size is not None and args.item_size < 1:
-        raise BadReference("--item-size must be at least 1")
-    for table in tables.values():
-        for pattern, found in explain_patterns(table, args.item_size):
-            print(f"{pattern.entity.__name__} {pattern.name} ({pattern.operation})", file=out)
-            text = found if isinstance(found, str) else str(found)
-            print("\n".join(f"  {line}" for line in text.splitlines()), file=out)
-            print(file=out)
     return EXIT_OK
 
 
@@ -543,31 +493,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "myapp.models:app")
     _common(p)
     p.set_defaults(run=cmd_describe)
-    p = sub.add_parser("model", help="export the model (json, workbench, mcp), chart it, or "
-                                     "import a model file as entity code",
-                       description="Print MODULE:TABLE's model as dynaorm's JSON, a NoSQL "
-                                   "Workbench model or the AWS DynamoDB MCP server's "
-                                   "schema.json; --chart OUT.html draws it; --import FILE "
-                                   "prints entity code that exports back to the same model.")
-    p.add_argument("table", metavar="MODULE:TABLE", nargs="?", default=None,
-                   help="e.g. myapp.models:app")
-    p.add_argument("--format", choices=("json", "workbench", "mcp"), default="json")
-    p.add_argument("-o", "--output", metavar="FILE", default=None,
-                   help="write to FILE (default: standard output)")
-    p.add_argument("--chart", metavar="OUT.html", default=None,
-                   help="write a self-contained HTML chart of the design instead")
-    p.add_argument("--import", dest="import_file", metavar="FILE", default=None,
-                   help="read a model file of --format and print entity code")
-    p.set_defaults(run=cmd_model)
-    p = sub.add_parser("explain", help="what each access pattern sends and costs",
-                       description="Explain each access pattern of every entity on every "
-                                   "Table in MODULE (or only on TABLE): the requests, the "
-                                   "index read, the rows written by role and their read and "
-                                   "write units, on a sample item. Sends nothing.")
-    p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models")
-    p.add_argument("--item-size", metavar="BYTES", type=int, default=None,
-                   help="price on sample items of about this many bytes (default: small)")
-    p.set_defaults(run=cmd_explain)
+    add_model_commands(sub, sys.modules[__name__])
     p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
                        description="Scan the table page by page and report orphan guard "
                                    "items, owners whose guard is missing (also after a unique "
