@@ -279,7 +279,7 @@ def rows_of(spec: EntitySpec) -> dict[str, dict[str, int]]:
             for role, n in cost(write).items():
                 rows[role] = rows.get(role, 0) + n
         if entries:
-            rows["index entries"] = entries
+            rows["index entry"] = entries
         out[write] = rows
     return out
 

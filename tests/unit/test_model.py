@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from dynaorm.tools import designs
 from dynaorm.tools.chart import chart_of
 from dynaorm.tools.codegen import code_of
 from tests.support.designs import DESIGNS, defined, design, roundtrip
+from tests.support.json_schema import problems
 from tests.support.models import app
 
 
@@ -51,7 +53,7 @@ def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() 
     assert user["unique"] == [
         {"field": "username", "prefix": "username", "scope": None, "normalize": None},
         {"field": "email", "prefix": "email", "scope": None, "normalize": "str.lower"}]
-    assert user["rows"]["insert"] == {"row": 1, "unique guard": 2, "index entries": 1}
+    assert user["rows"]["insert"] == {"row": 1, "unique guard": 2, "index entry": 1}
     assert user["rows"]["update"]["unique guard"] == 4  # (a changed value: release, claim)
     audit = _entity(model, "Audit")
     assert audit["versioned"] and audit["rows"] == {
@@ -63,6 +65,28 @@ def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() 
     assert patterns["find_user_by_email"]["parameters"] == [{"name": "email", "type": "string"}]
     assert patterns["query_user_on_gsi1"]["index"] == "gsi1"
     assert json.loads(json.dumps(model)) == model  # plain JSON-ready data
+
+
+def _documented_schema() -> dict[str, Any]:
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "model.md").read_text()
+    block = guide.split("### The JSON schema of the model")[1].split("```json\n")[1]
+    schema: dict[str, Any] = json.loads(block.split("```")[0])
+    return schema
+
+
+@pytest.mark.parametrize("reference", ["tests.support.models:app", *DESIGNS])
+def test_the_model_of_every_design_fits_the_documented_schema(reference: str) -> None:
+    table = app if reference.endswith("models:app") else design(reference)
+    assert problems(table.model(), _documented_schema()) == []
+
+
+def test_the_documented_schema_refuses_what_is_not_a_model() -> None:
+    model = app.model()
+    schema = _documented_schema()
+    assert problems({**model, "dynaorm_model": 2}, schema) == ["$.dynaorm_model: 2 is not 1"]
+    user = {**model["entities"][0], "versioned": "no", "colour": "red"}
+    assert problems({**model, "entities": [user]}, schema) == [
+        "$.entities[0].versioned: 'no' is not boolean", "$.entities[0]: unexpected 'colour'"]
 
 
 def test_the_model_of_native_aliased_encrypted_and_previous_designs() -> None:
@@ -315,7 +339,7 @@ def test_the_chart_draws_every_entity_index_and_landing_without_the_network() ->
     edges = sum(1 + len(e["lands_in"]) for e in model["entities"])
     assert page.count('class="edge"') == edges
     assert "ORG#{org_id} / USER#{username}" in page  # User's gsi1 templates on its edge
-    assert "insert: row 1, unique guard 2, index entries 1" in page
+    assert "insert: row 1, unique guard 2, index entry 1" in page
 
 
 # -- models hypothesis makes ----------------------------------------------------------------
