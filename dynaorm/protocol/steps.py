@@ -40,7 +40,7 @@ from typing import Any, Final, TypeVar
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.capacity import Meter, Shares, attribute
-from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
+from dynaorm.protocol.events import RECORDER, CommitResult, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
@@ -391,10 +391,8 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             assert out is not None
             if budget is not None:
                 budget.spent(step.operation, sum(capacity_of(out).values()))
-            if recording is not None and "ConsumedCapacity" in out:
-                recording._consumed(capacity_of(out))
-            if policy.meter is not None and "ConsumedCapacity" in out:
-                _meter(policy.meter, step, out)
+            if "ConsumedCapacity" in out:
+                _consumed(recording, policy.meter, step, out)
             return out
         if budget is not None:
             budget.judge(error)
@@ -405,14 +403,19 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             waited += delay
 
 
-def _meter(meter: Meter, step: Call, out: dict[str, Any]) -> None:
-    """Add an answer's consumed capacity to ``meter`` by entity and role (an answer whose
-    ``ConsumedCapacity`` is not DynamoDB's shape adds nothing)."""
-    try:
-        consumed = capacity_of(out)
-    except (AttributeError, TypeError, ValueError):
-        return
-    meter.add(attribute(step.shares, step.origins, consumed))
+def _consumed(recording: CommitResult | None, meter: Meter | None, step: Call,
+              out: dict[str, Any]) -> None:
+    """An answer's consumed capacity, recorded into the commit being recorded (if any) and
+    added to the client's ``meter`` by entity and role (an answer whose
+    ``ConsumedCapacity`` is not DynamoDB's shape adds nothing to the meter)."""
+    if recording is not None:
+        recording._consumed(capacity_of(out))
+    if meter is not None:
+        try:
+            consumed = capacity_of(out)
+        except (AttributeError, TypeError, ValueError):
+            return
+        meter.add(attribute(step.shares, step.origins, consumed))
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,

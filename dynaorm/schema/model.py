@@ -158,28 +158,33 @@ def describe_type(annotation: Any) -> dict[str, Any]:
 def _described(plain: Any) -> dict[str, Any]:
     """:func:`describe_type` of an annotation without ``Optional`` and ``Annotated``."""
     origin, args = typing.get_origin(plain), typing.get_args(plain)
+    if origin is not None:
+        return _generic(origin, args)
+    if plain in (list, set, frozenset, dict):
+        return _generic(plain, ())
+    if not isinstance(plain, type):
+        return {"type": "any"}
+    if issubclass(plain, enum.Enum):
+        return {"type": "enum", "values": [m.value for m in plain]}
+    if issubclass(plain, BaseModel):
+        return {"type": "object", "model": plain.__name__,
+                "fields": [_field(n, i, {}) for n, i in plain.model_fields.items()]}
+    # (bool first: it is an int too)
+    return {"type": next((name for cls, name in _SCALARS if issubclass(plain, cls)), "any")}
+
+
+def _generic(origin: Any, args: tuple[Any, ...]) -> dict[str, Any]:
+    """:func:`describe_type` of a generic annotation (``list[str]``, ``A | B``, a
+    ``Literal``) by its origin and arguments."""
     if origin is typing.Union or origin is types.UnionType:
         return {"type": "union", "of": [describe_type(a) for a in args]}
     if origin is typing.Literal:
         return {"type": "enum", "values": list(args)}
-    if origin in (list, set, frozenset, tuple) or (origin is not None and isinstance(
-            origin, type) and issubclass(origin, list | set | frozenset)):
-        kind = "list" if origin in (list, tuple) else "set"
-        return {"type": kind, "items": describe_type(args[0] if args else Any)}
-    if origin is dict or (isinstance(origin, type) and issubclass(origin, Mapping)):
+    if isinstance(origin, type) and issubclass(origin, Mapping):
         return {"type": "map", "values": describe_type(args[1] if len(args) == 2 else Any)}
-    if isinstance(plain, type) and issubclass(plain, enum.Enum):
-        return {"type": "enum", "values": [m.value for m in plain]}
-    if isinstance(plain, type) and issubclass(plain, BaseModel):
-        return {"type": "object", "model": plain.__name__,
-                "fields": [_field(n, i, {}) for n, i in plain.model_fields.items()]}
-    for cls, name in _SCALARS:
-        if plain is cls or (isinstance(plain, type) and plain not in (bool,) and issubclass(
-                plain, cls) and not (cls is int and issubclass(plain, bool))):
-            return {"type": name}
-    if plain in (list, set, frozenset, dict):
-        return _described({list: list[Any], set: set[Any], frozenset: set[Any],
-                           dict: dict[str, Any]}[plain])
+    if isinstance(origin, type) and issubclass(origin, list | tuple | set | frozenset):
+        return {"type": "list" if issubclass(origin, list | tuple) else "set",
+                "items": describe_type(args[0] if args else Any)}
     return {"type": "any"}
 
 
@@ -331,8 +336,7 @@ def derived_patterns(spec: EntitySpec) -> list[AccessPattern]:
                          else "DeleteItem", lookup)]
     out += [AccessPattern(f"find_{name}_by_{r.field}", cls, "GetItem", r.fields)
             for r in spec.uniques]
-    pk = tuple(f for f in spec.pk.fields if f != SHARD_FIELD)
-    sk = tuple(f for f in (spec.sk.fields if spec.sk else ()) if f not in (SHARD_FIELD, *pk))
+    pk, sk = _key_parts(spec.pk, spec.sk)
     if sk or spec.versioned:
         out.append(AccessPattern(f"query_{name}", cls, "Query", pk,
                                  range_condition="begins_with" if sk else None))
@@ -341,12 +345,18 @@ def derived_patterns(spec: EntitySpec) -> list[AccessPattern]:
                                  index=None if spec.history_index is None
                                  else spec.history_index[0]))
     for idx in spec.indexes:
-        ipk = tuple(f for f in idx.pk.fields if f != SHARD_FIELD)
-        isk = [f for f in (idx.sk.fields if idx.sk else ()) if f not in (SHARD_FIELD, *ipk)]
+        ipk, isk = _key_parts(idx.pk, idx.sk)
         out.append(AccessPattern(f"query_{name}_on_{_snake(idx.name)}", cls, "Query", ipk,
                                  index=idx.name,
                                  range_condition="begins_with" if isk else None))
     return out
+
+
+def _key_parts(pk: Any, sk: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The fields of a partition key template, and those the sort key template adds
+    (``{shard}`` left out)."""
+    first = tuple(f for f in pk.fields if f != SHARD_FIELD)
+    return first, tuple(f for f in (sk.fields if sk else ()) if f not in (SHARD_FIELD, *first))
 
 
 def _snake(name: str) -> str:

@@ -467,8 +467,8 @@ _FROM_WORKBENCH: Final[dict[str, dict[str, Any]]] = {
     "SS": {"type": "set", "items": {"type": "string"}},
     "NS": {"type": "set", "items": {"type": "decimal"}},
     "BS": {"type": "set", "items": {"type": "binary"}}, "NULL": {"type": "any"}}
-_KEY_FIELDS: Final[dict[str, dict[str, Any]]] = {"S": {"type": "string"}, "N": {"type": "integer"},
-                      "B": {"type": "binary"}}
+_KEY_FIELDS: Final[dict[str, dict[str, Any]]] = {
+    "S": {"type": "string"}, "N": {"type": "integer"}, "B": {"type": "binary"}}
 
 
 def _read_workbench(t: _At, ours: bool) -> dict[str, Any]:
@@ -523,20 +523,7 @@ def _facet(f: _At, keys: tuple[str, str | None], key_types: Mapping[str, str],
                                                      ".SortKeyAlias"), "a key alias")
     listed = [a.of(str, "an attribute name") for a in f.get(
         "NonKeyAttributes", list, "a list of attribute names", default=[]).items()]
-    keyed: dict[str, dict[str, Any]] = {}  # the key templates' fields
-    key_only = []
-    for attr, template in zip(keys, (pk, sk), strict=True):
-        parsed = KeyTemplate.parse(template) if template else None
-        for name in parsed.fields if parsed else ():
-            if name == SHARD_FIELD:
-                continue
-            exact = template == f"{{{name}}}"
-            desc = _KEY_FIELDS[key_types.get(attr or "", "S")] if exact else (
-                _FROM_WORKBENCH[types_[name]] if name in types_ else {"type": "string"})
-            keyed[name] = {"name": name, "stored": name, **desc, "required": True,
-                           "nullable": False}
-            if attr != name and name not in listed and parsed and name in parsed.exact_fields:
-                key_only.append(name)  # (a field the item holds only in its key)
+    keyed, key_only = _key_fields(keys, (pk, sk), key_types, types_, listed)
     fields = {n: d for n, d in keyed.items() if n not in listed}
     for attr in listed:
         if attr in own.values():
@@ -552,6 +539,27 @@ def _facet(f: _At, keys: tuple[str, str | None], key_types: Mapping[str, str],
     return {"name": cls, "type_name": facet, "pk": pk, "sk": sk, "fields": list(fields.values()),
             "key_only": key_only, "shards": _unknown_shards({"primary": (pk, sk)}),
             "_place": f.place}
+
+
+def _key_fields(keys: tuple[str, str | None], templates: tuple[str, str | None],
+                key_types: Mapping[str, str], types_: Mapping[str, str], listed: list[str]
+                ) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The fields a facet's key templates name (required; typed by the key attribute a
+    template of exactly the field is stored as, else by the attribute of its name), and
+    those the items hold only in their key (not listed as their own attribute)."""
+    keyed: dict[str, dict[str, Any]] = {}
+    key_only = []
+    for attr, template in zip(keys, templates, strict=True):
+        parsed = KeyTemplate.parse(template) if template else None
+        for name in (f for f in (parsed.fields if parsed else ()) if f != SHARD_FIELD):
+            exact = template == f"{{{name}}}"
+            desc = _KEY_FIELDS[key_types.get(attr or "", "S")] if exact else (
+                _FROM_WORKBENCH[types_[name]] if name in types_ else {"type": "string"})
+            keyed[name] = {"name": name, "stored": name, **desc, "required": True,
+                           "nullable": False}
+            if attr != name and name not in listed and parsed and name in parsed.exact_fields:
+                key_only.append(name)  # (a field the item holds only in its key)
+    return keyed, key_only
 
 
 def _unknown_shards(templates: Mapping[str, tuple[str | None, ...]]) -> dict[str, Any]:

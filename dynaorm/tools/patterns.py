@@ -77,11 +77,18 @@ def _explain(session: Session, p: AccessPattern, obj: Entity) -> Explanation:
             session.history(entity, **key) if p.name.startswith("history_") and not p.index
             else session.query(entity, index=p.index, **given))
         return explain(read, items=[obj])
+    return _write(session, p, obj)
+
+
+def _write(session: Session, p: AccessPattern, obj: Entity) -> Explanation:
+    """A write pattern ``p`` explained on ``obj``: a delete or an update of it as a read
+    finds it (the read a real one by key makes first is named), else a save of it."""
+    entity, spec = type(obj), spec_of(type(obj))
     loaded = entity._from_item(encode_entity(obj, spec), spec)  # (as a read would find it)
     if p.operation == "DeleteItem" or p.name.startswith("delete_"):
         session.delete(loaded)
     elif p.operation == "UpdateItem":
-        field = next((n for n in entity.model_fields if n not in key), None)
+        field = next((n for n in entity.model_fields if n not in spec.lookup_fields), None)
         staged = session.update(loaded)
         if field is not None:
             staged.set(**{field: getattr(obj, field)})
@@ -91,8 +98,8 @@ def _explain(session: Session, p: AccessPattern, obj: Entity) -> Explanation:
         found = explain(session)
     finally:
         session.rollback()
-    if p.operation in ("DeleteItem", "UpdateItem", "TransactWriteItems") and not (
-            p.name.startswith("save_")) and spec.has_rules:
+    if spec.has_rules and (p.operation in ("UpdateItem", "DeleteItem")
+                           or p.name.startswith("delete_")):
         first = f"GetItem {spec.table.name} (consistent): by key, the item is read first"
         found = dataclasses.replace(found, reads_first=(first, *found.reads_first))
     return found
