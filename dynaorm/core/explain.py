@@ -24,6 +24,7 @@ Pure: nothing here sends a request.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -302,6 +303,27 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
     return Explanation(what, tuple(requests), notes=tuple(notes), exact=stored is not None)
 
 
+def _search(search: Any, items: Sequence[Any] | None) -> Explanation:
+    """A vector search: its request, then a ``BatchGetItem`` of its hits by key (the
+    units of the items given, else of one item of at most 4 KB)."""
+    spec = spec_of(search._entities[0])
+    operation = next(found for cls in type(search).__mro__ if isinstance(
+        found := getattr(sys.modules.get(cls.__module__), "OPERATION", None), str))
+    stored = None if items is None else _stored(items)
+    units = sum(read_units(item_size(i)) for i in stored) if stored is not None else 0.5
+    notes = [f"the {operation} request's own capacity is not priced here"]
+    if stored is None:
+        notes.append("read units of one hit of at most 4 KB: pass items= (the objects it "
+                     "returns) for the units of those")
+    return Explanation(
+        f"search {spec.name} on vector index {search._index.name} (top {search._top})", (
+            Request(operation, spec.table.name, search._index.name, search._request()),
+            Request("BatchGetItem", spec.table.name, None, {"RequestItems": {
+                spec.table.name: {"Keys": ["<each hit's key>"]}}}, units,
+                note="each hit is read by key, 100 a request")),
+        notes=tuple(notes), exact=False)
+
+
 def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] | None,
          consistent: bool) -> Explanation:
     """A get by key; by a unique rule's fields, a find (its guard, then its owner)."""
@@ -352,10 +374,8 @@ def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool =
                         "(explain(Entity, **key))")
     if isinstance(x, ReadSpec):
         return _read(x, items)
-    search = getattr(x, "_explain", None)
-    if search is not None:  # (a search explains itself)
-        found: Explanation = search(items)
-        return found
+    if hasattr(x, "_vector") and hasattr(x, "_top"):  # (a vector search)
+        return _search(x, items)
     if getattr(x, "_stage", None) is not None:
         return _commit(x)
     raise TypeError(f"explain() takes a session, a query, a scan, a search or an entity "
