@@ -30,6 +30,7 @@ have become: the next commit of such an object reads its key once first (:func:`
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from collections.abc import Callable, Collection, Generator
@@ -254,12 +255,12 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
         step = Call(operation, request, origins, False, probe=Call("GetItem", {
             "TableName": op.origin.table.name, "Key": wire_key(op.key),
             "ConsistentRead": True}, origins), unapplied=unapplied,
-            shares=shares_of(plan.ops, plan.stamped))
+            shares=functools.partial(shares_of, plan.ops, plan.sizes))
     else:
         request = plan.transaction_request(token, rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
         step = Call("TransactWriteItems", request, origins, True,
-                    shares=shares_of(plan.ops, plan.stamped))
+                    shares=functools.partial(shares_of, plan.ops, plan.sizes))
 
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
         if probed:

@@ -88,9 +88,10 @@ class Call:
     #: ``"kms:Decrypt"``): the botocore client of that service it goes through, or a
     #: region name (``None``: the client's own, for its region; see :class:`Send`)
     via: Any = None
-    #: what each row a write request writes weighs on each table and index: its consumed
-    #: capacity by entity and role (:mod:`dynaorm.protocol.capacity`)
-    shares: Shares = ()
+    #: what each row a write request writes weighs on each table and index, to attribute
+    #: its consumed capacity by entity and role (:mod:`dynaorm.protocol.capacity`): a
+    #: function, called only for an answer that reports some
+    shares: Callable[[], Shares] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -415,7 +416,7 @@ def _consumed(recording: CommitResult | None, meter: Meter | None, step: Call,
             consumed = capacity_of(out)
         except (AttributeError, TypeError, ValueError):
             return
-        meter.add(attribute(step.shares, step.origins, consumed))
+        meter.add(attribute(step.shares() if step.shares else (), step.origins, consumed))
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,

@@ -187,20 +187,20 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
     return rows
 
 
-def shares_of(ops: tuple[Op, ...], stamped: tuple[bool, ...]) -> Shares:
-    """What each row a plan of ``ops`` writes weighs on each table and index (one action:
-    all of its table's units and its indexes'; several: the units each is priced at, an
-    index entry not priced weighing nothing)."""
+def shares_of(ops: tuple[Op, ...], sizes: tuple[int, ...]) -> Shares:
+    """What each row a plan of ``ops`` writes weighs on each table and index, to split the
+    capacity DynamoDB reports over them: an action weighs the bytes it adds to its request
+    (``sizes``, as the plan measured them), on its table, and on each index whose key
+    attributes its item holds (written on the commit path: no size measured again)."""
     out: list[tuple[str, str, str, float]] = []
-    for at, (op, stamp) in enumerate(zip(ops, stamped, strict=True)):
-        entity, table = op.origin.entity.__name__, op.origin.table
-        if len(ops) > 1:
-            out += [(r.entity, r.role, r.table if r.index is None else f"{r.table}/{r.index}",
-                     r.units) for r in rows_of(op, stamp, 1, {}, at)]
-        else:
-            out.append((entity, "check" if isinstance(op, ConditionCheck) else
-                        ROLES[op.origin.role], table.name, 1.0))
-        out += [(entity, "index entry", f"{table.name}/{i}", 0.0) for i in table.indexes]
+    for op, size in zip(ops, sizes, strict=True):
+        origin = op.origin
+        entity, table = origin.entity.__name__, origin.entity.__dynaorm_spec__.table
+        out.append((entity, "check" if isinstance(op, ConditionCheck) else ROLES[origin.role],
+                    table.name, float(size)))
+        held = op.item.keys() if isinstance(op, Put) else (
+            op.set.keys() | (op.known or {}).keys() if isinstance(op, Update) else ())
+        for index, keys in table.index_keys.items():
+            out.append((entity, "index entry", f"{table.name}/{index}",
+                        float(size) if held and keys <= held else 0.0))
     return tuple(out)
-
-
