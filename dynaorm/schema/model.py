@@ -189,8 +189,9 @@ def _generic(origin: Any, args: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def _default(info: Any) -> dict[str, Any]:
-    """A field's default as the model holds it: ``default`` (a JSON value) or
-    ``default_factory`` (``module.name`` of the factory); nothing when it is required."""
+    """A field's default as the model holds it: ``default`` (a JSON value: a decimal, a
+    date or time, a UUID as text, bytes as hex, a nested model as an object) or
+    ``default_factory`` (the factory's name); nothing when it is required."""
     value = info.default
     if info.default_factory is not None:
         factory = info.default_factory
@@ -201,15 +202,34 @@ def _default(info: Any) -> dict[str, Any]:
         value = factory()  # (a lambda: what it makes, when that is plain data)
     if value is PydanticUndefined:
         return {}
+    plain = _plain_default(value)
+    if plain is not _NO_JSON:
+        return {"default": plain}
+    return {"default_factory": "<lambda>"} if info.default_factory is not None else {
+        "default_repr": repr(value)}
+
+
+_NO_JSON: Final = object()
+
+
+def _plain_default(value: Any) -> Any:
+    """``value`` as JSON (see :func:`_default`), else :data:`_NO_JSON`."""
     if isinstance(value, enum.Enum):
         value = value.value
     if value is None or isinstance(value, bool | int | float | str):
-        return {"default": value}
+        return value
+    if isinstance(value, Decimal | uuid.UUID):
+        return str(value)
+    if isinstance(value, date):  # (a datetime too)
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
     if isinstance(value, list | tuple | set | frozenset) and all(
             isinstance(v, bool | int | float | str) for v in value):
-        return {"default": sorted(value) if isinstance(value, set | frozenset) else list(value)}
-    return {"default_factory": "<lambda>"} if info.default_factory is not None else {
-        "default_repr": repr(value)}
+        return sorted(value) if isinstance(value, set | frozenset) else list(value)
+    return _NO_JSON
 
 
 def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:

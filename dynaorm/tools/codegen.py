@@ -5,6 +5,7 @@ model back (its derived parts recomputed)."""
 
 from __future__ import annotations
 
+import ast
 import keyword
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,6 +20,13 @@ _SCALARS: Final = {
     "binary": ("bytes", ""), "datetime": ("datetime", "from datetime import datetime"),
     "date": ("date", "from datetime import date"), "uuid": ("UUID", "from uuid import UUID"),
     "any": ("Any", "from typing import Any")}
+#: model types whose default is text, and the function that reads the value from it
+_PARSED: Final = {
+    "decimal": ("Decimal", "from decimal import Decimal"),
+    "binary": ("bytes.fromhex", ""),
+    "datetime": ("datetime.fromisoformat", "from datetime import datetime"),
+    "date": ("date.fromisoformat", "from datetime import date"),
+    "uuid": ("UUID", "from uuid import UUID")}
 _TABLE_DEFAULTS: Final = {"pk": "pk", "sk": "sk", "type_attribute": "_type",
                           "revision_attribute": "_rev", "ttl": None, "stream": None}
 #: the helper the functions of a design that could not be named call (lambdas)
@@ -29,10 +37,11 @@ _TODO: Final = ["def _todo() -> Any:",
 
 def identifier(name: str, taken: Sequence[str] = ()) -> str:
     """``name`` as a Python identifier that is no keyword, no pydantic model member and
-    not in ``taken`` (invalid characters become ``_``)."""
-    out = re.sub(r"\W", "_", name) or "_"
+    not in ``taken``, and that pydantic takes as a field (invalid characters become
+    ``_``; a leading ``_`` or digit gets an ``f``)."""
+    out = re.sub(r"[^A-Za-z0-9_]", "_", name).lstrip("_") or "field"
     if out[0].isdigit():
-        out = f"_{out}"
+        out = f"f{out}"
     while keyword.iskeyword(out) or out.startswith("model_") or out in taken:
         out += "_"
     return out
@@ -41,7 +50,8 @@ def identifier(name: str, taken: Sequence[str] = ()) -> str:
 class _Writer:
     """The lines of one module, and the imports they need."""
 
-    def __init__(self) -> None:
+    def __init__(self, check: bool = False) -> None:
+        self.check = check  # (functions stubbed: nothing the file names is imported)
         self.imports: dict[str, None] = {}
         self.dynaorm: set[str] = set()
         self.body: list[str] = []
@@ -55,6 +65,8 @@ class _Writer:
     def reference(self, qualified: str) -> str:
         """A function the model names ``module:qualname`` (a builtin: ``qualname``) as
         an expression, its module imported."""
+        if self.check:
+            return "lambda *args: None"
         if qualified == "<lambda>":
             self.todo = True
             return "lambda *args: _todo()"
@@ -134,17 +146,21 @@ class _Writer:
             return None
         if "default_factory" in f:
             return f"default_factory={self.reference(f['default_factory'])}"
-        if "default_repr" in f:
-            return str(f["default_repr"])
-        value = f.get("default")
-        if isinstance(value, list) and not value:
-            return f"default_factory={'set' if f['type'] == 'set' else 'list'}"
-        if isinstance(value, dict) and not value:
-            return "default_factory=dict"
-        if isinstance(value, list) and f["type"] == "set":
-            return f"default_factory=lambda: {set(value)!r}"
-        if isinstance(value, list):
-            return f"default_factory=lambda: {value!r}"
+        if "default_repr" in f:  # (a Python literal: the reader made sure)
+            return repr(ast.literal_eval(f["default_repr"]))
+        value, kind = f.get("default"), f["type"]
+        if isinstance(value, str) and kind in _PARSED:
+            function, line = _PARSED[kind]
+            self.needs(line)
+            return f"{function}({value!r})"
+        if isinstance(value, dict) and value and kind == "object":
+            return f"{self.nested(f['model'], f['fields'])}(**{value!r})"
+        if isinstance(value, list | dict) and not value:
+            return "default_factory=" + ("dict" if isinstance(value, dict) else
+                                         "set" if kind == "set" else "list")
+        if isinstance(value, list | dict):
+            shown = set(value) if kind == "set" and isinstance(value, list) else value
+            return f"default_factory=lambda: {shown!r}"
         return repr(value)
 
 
@@ -305,10 +321,11 @@ def _pattern(var: str, e: Mapping[str, Any], p: Mapping[str, Any]) -> str:
     return f"{var}.pattern({p['name']!r}, {e['name']}, {p['operation']!r}{params}{options})"
 
 
-def code_of(models: Sequence[Mapping[str, Any]]) -> str:
+def code_of(models: Sequence[Mapping[str, Any]], check: bool = False) -> str:
     """The Python module defining every table of ``models`` (each a model's data), with
-    its entities and declared access patterns."""
-    w = _Writer()
+    its entities and declared access patterns (``check``: with every function the models
+    name stubbed, nothing imported for them: code to define, to see dynaorm take it)."""
+    w = _Writer(check)
     names: list[str] = []
     for model in models:
         table = model["table"]

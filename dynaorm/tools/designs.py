@@ -22,6 +22,7 @@ read is a :class:`~dynaorm.ModelFileError` naming the place in it.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import sys
@@ -32,6 +33,7 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from dynaorm.errors import DynaormError, ModelFileError
+from dynaorm.schema.model import OPERATIONS
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.tools.codegen import code_of, identifier
 
@@ -46,6 +48,7 @@ _MCP_FIELD_TYPES: Final = ("string", "integer", "decimal", "boolean", "array", "
                            "uuid")
 _MCP_OPERATIONS: Final = ("GetItem", "PutItem", "DeleteItem", "Query", "Scan", "UpdateItem",
                           "BatchGetItem", "BatchWriteItem")
+_RANGES: Final = ("begins_with", "between", ">", "<", ">=", "<=")
 _SET_TAGS: Final = {"string": "SS", "binary": "BS", "integer": "NS", "number": "NS",
                     "decimal": "NS"}
 
@@ -275,7 +278,7 @@ class _At:
         if name not in members and default is ...:
             raise self.fail(f"missing {name!r} ({what})")
         if name not in members or (members[name] is None and default is not ...):
-            return _At(default if name not in members else None, place)
+            return _At(default, place)  # (null: as absent)
         found = _At(members[name], place)
         found.of(kind, what)
         if choices and found.value not in choices:
@@ -325,12 +328,14 @@ def read(text: str, fmt: str = "json") -> list[dict[str, Any]]:
                              place=f"line {exc.lineno}, column {exc.colno}") from None
     if fmt == "json":
         return [_read_json(doc)]
+    tables = doc.get("DataModel" if fmt == "workbench" else "tables", list, "a list of tables")
+    if not tables.value:
+        raise tables.fail("a model of no table")
     if fmt == "workbench":  # (aliases in a file dynaorm wrote are its key templates)
         ours = doc.get("ModelMetadata", dict, "an object", default={}).get(
             "Author", str, "a name", default="").value == "dynaorm"
-        return [_read_workbench(t, ours) for t in doc.get("DataModel", list,
-                                                          "a list of tables").items()]
-    return [_read_mcp(t) for t in doc.get("tables", list, "a list of tables").items()]
+        return [_read_workbench(t, ours) for t in tables.items()]
+    return [_read_mcp(t) for t in tables.items()]
 
 
 # -- dynaorm's JSON ------------------------------------------------------------------------
@@ -363,33 +368,66 @@ def _read_field(at: _At) -> dict[str, Any]:
                                               default=True).value,
                            "nullable": at.get("nullable", bool, "true or false",
                                               default=False).value}
-    for key in ("default", "default_factory", "default_repr"):
-        if key in at.value:
-            out[key] = at.value[key]
+    if "default" in at.value:
+        out["default"] = at.value["default"]
+    if at.value.get("default_factory") is not None:
+        out["default_factory"] = _function(at.get("default_factory", str, "a function"))
+    if at.value.get("default_repr") is not None:
+        shown = at.get("default_repr", str, "a Python literal")
+        try:
+            ast.literal_eval(shown.value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            raise shown.fail("a default dynaorm writes only as a Python literal, got "
+                             f"{shown.value[:60]!r}") from None
+        out["default_repr"] = shown.value
     for flag in ("encrypted", "excluded"):
         if at.get(flag, bool, "true or false", default=False).value:
             out[flag] = True
     return out
 
 
+#: a function a model names: ``module:qualname``, a builtin's ``qualname``, ``<lambda>``
+_FUNCTION: Final = re.compile(r"<lambda>|([A-Za-z_]\w*(\.[A-Za-z_]\w*)*:)?"
+                              r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
+
+
+def _function(at: _At) -> str:
+    text = at.of(str, "a function's name")
+    if not _FUNCTION.match(text):
+        raise at.fail(f"expected a function as module:name, got {text[:60]!r}")
+    return str(text)
+
+
+def _maybe(at: _At, read: Callable[[_At], Any]) -> Any:
+    return None if at.value is None else read(at)
+
+
 _INDEX_KINDS: Final = ("gsi", "lsi", "vector")
+
+
+def _attributes(at: _At, least: int, most: int) -> list[str]:
+    """A list of ``least`` to ``most`` attribute names (an index's keys)."""
+    names = [a.of(str, "an attribute name") for a in at.items()]
+    if not least <= len(names) <= most:
+        raise at.fail(f"expected {least} to {most} attribute names, got {len(names)}")
+    return names
 
 
 def _read_index(at: _At) -> dict[str, Any]:
     kind = at.get("kind", str, "gsi, lsi or vector", choices=_INDEX_KINDS).value
     out: dict[str, Any] = {"name": at.get("name", str, "an index name").value, "kind": kind}
-    names = (list, "a list of attribute names")
     if kind == "gsi":
         out["native"] = at.get("native", bool, "true or false", default=False).value
-        out["pk"] = at.get("pk", *names).value
-        out["sk"] = at.get("sk", *names, default=[]).value
+        out["pk"] = _attributes(at.get("pk", list, "attribute names"), 1, 4)
+        out["sk"] = _attributes(at.get("sk", list, "attribute names", default=[]), 0, 4)
     elif kind == "lsi":
-        out["sk"] = at.get("sk", *names).value
+        out["sk"] = _attributes(at.get("sk", list, "attribute names"), 1, 1)
     else:
         out.update({k: at.get(k, kind_, what, default=d).value for k, kind_, what, d in (
             ("attribute", str, "an attribute name", ...), ("dimensions", int, "a number", ...),
             ("distance", str, "a distance", "COSINE"), ("partition", str, "a name", None),
             ("filters", list, "attribute names", []))})
+        _attributes(at.get("filters", list, "attribute names", default=[]), 0, 64)
     out["projection"] = at.get("projection", (str, list), "ALL, KEYS_ONLY or attribute names",
                                default="ALL").value
     return out
@@ -407,18 +445,63 @@ def _read_entity(at: _At) -> dict[str, Any]:
                        "pk": _template(i.get("pk", str, "a key template"), "a key template"),
                        "sk": _maybe_template(i.get("sk", str, "a template", default=None))}
                       for i in at.get("indexes", list, "a list", default=[]).items()]
-    for key, kind, what, default in (
-            ("unique", list, "a list of unique rules", []),
-            ("versioned", bool, "true or false", False),
-            ("history_index", str, "an index name", None),
-            ("timestamps", dict, "an object", {}), ("key_only", list, "field names", []),
-            ("shards", dict, "an object", {}), ("overlaps", str, "literal or refuse", "literal"),
-            ("previous", dict, "an object", None), ("patterns", str, "declared or derived",
-                                                    "derived"),
-            ("access_patterns", list, "a list of patterns", [])):
-        out[key] = at.get(key, kind, what, default=default).value
-    for u in at.get("unique", list, "a list", default=[]).items():
-        u.get("field", str, "a field name")
+    out["unique"] = [{
+        "field": _name(u.get("field", str, "a field name"), "a field name"),
+        "prefix": u.get("prefix", str, "a prefix", default=None).value,
+        "scope": _maybe(u.get("scope", str, "a template", default=None),
+                        lambda a: _template(a, "a template")),
+        "normalize": _maybe(u.get("normalize", str, "a function", default=None), _function)}
+        for u in at.get("unique", list, "a list of unique rules", default=[]).items()]
+    out["versioned"] = at.get("versioned", bool, "true or false", default=False).value
+    out["history_index"] = at.get("history_index", str, "an index name", default=None).value
+    stamps = at.get("timestamps", dict, "an object", default={})
+    out["timestamps"] = {k: _maybe(stamps.get(k, str, "a field name", default=None),
+                                   lambda a: _name(a, "a field name"))
+                         for k in ("created", "updated")}
+    out["key_only"] = [_name(n, "a field name") for n in at.get(
+        "key_only", list, "field names", default=[]).items()]
+    out["shards"] = {target: {"count": s.get("count", int, "a number").value,
+                              "first": s.get("first", int, "a number", default=0).value,
+                              "by": _maybe(s.get("by", str, "a field or a function",
+                                                 default=None), _function)}
+                     for target, s in at.get("shards", dict, "an object", default={})
+                     .members()}
+    out["overlaps"] = at.get("overlaps", str, "literal or refuse", default="literal",
+                             choices=("literal", "refuse")).value
+    out["previous"] = _maybe(at.get("previous", dict, "an object", default=None),
+                             _read_previous)
+    out["patterns"] = at.get("patterns", str, "declared or derived", default="derived",
+                             choices=("declared", "derived")).value
+    out["access_patterns"] = [_read_pattern(p) for p in at.get(
+        "access_patterns", list, "a list of patterns", default=[]).items()]
+    return out
+
+
+def _read_previous(at: _At) -> dict[str, Any]:
+    return {"pk": _template(at.get("pk", str, "a key template"), "a key template"),
+            "sk": _maybe_template(at.get("sk", str, "a key template", default=None)),
+            "type_name": at.get("type_name", str, "a type name").value,
+            "stored_names": {_name(_At(n, f"{at.place}.stored_names"), "a field name"):
+                             a.of(str, "an attribute name") for n, a in at.get(
+                                 "stored_names", dict, "an object", default={}).members()}}
+
+
+def _read_pattern(at: _At) -> dict[str, Any]:
+    out = {"name": _name(at.get("name", str, "a pattern name"), "a pattern's name"),
+           "operation": at.get("operation", str, "an operation", choices=OPERATIONS).value,
+           "index": at.get("index", str, "an index name", default=None).value,
+           "parameters": [{
+               "name": q.get("name", str, "a parameter name").value,
+               "type": q.get("type", str, "a parameter type").value,
+               **({"entity_type": _name(q.get("entity_type", str, "an entity"), "an entity")}
+                  if "entity_type" in q.value else {})}
+               for q in at.get("parameters", list, "a list", default=[]).items()],
+           "range_condition": at.get("range_condition", str, "a range condition", default=None,
+                                     choices=_RANGES).value,
+           "returns": at.get("returns", str, "a return type", default=None).value,
+           "description": at.get("description", str, "a description", default="").value}
+    if at.value.get("pattern_id") is not None:
+        out["pattern_id"] = at.get("pattern_id", int, "a number").value
     return out
 
 
@@ -433,8 +516,8 @@ def _read_json(doc: _At) -> dict[str, Any]:
                                                        default=[]).items()]}
     for key, default in (("type_attribute", "_type"), ("revision_attribute", "_rev"),
                          ("ttl", None), ("stream", None)):
-        table[key] = t.get(key, str, "an attribute name", default=default).value if (
-            key in t.value) else default
+        table[key] = default if key not in t.value else None if t.value[key] is None else (
+            t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
     for _, kind in t.get("key_types", dict, "an object", default={}).members():
         kind.of(str, "S, N or B")
         if kind.value not in ("S", "N", "B"):
@@ -497,7 +580,7 @@ def _read_workbench(t: _At, ours: bool) -> dict[str, Any]:
                         "projection": projection.get("NonKeyAttributes", list, "names").value
                         if kind == "INCLUDE" else kind})
     facets = list(t.get("TableFacets", list, "a list of facets", default=[]).items())
-    every = [set(f.get("NonKeyAttributes", list, "a list", default=[]).value) for f in facets]
+    every = [set(_listed(f)) for f in facets]
     own = {a: a if every and all(a in names for names in every) else None
            for a in ("_type", "_rev")}
     entities = [_facet(f, (pk, sk), key_types, types_, own, ours) for f in facets]
@@ -521,8 +604,7 @@ def _facet(f: _At, keys: tuple[str, str | None], key_types: Mapping[str, str],
         raise alias.fail("a facet names a sort key alias exactly when its table has a sort key")
     sk = None if sk_alias is None else _template(_At(as_template(sk_alias), alias.place +
                                                      ".SortKeyAlias"), "a key alias")
-    listed = [a.of(str, "an attribute name") for a in f.get(
-        "NonKeyAttributes", list, "a list of attribute names", default=[]).items()]
+    listed = _listed(f)
     keyed, key_only = _key_fields(keys, (pk, sk), key_types, types_, listed)
     fields = {n: d for n, d in keyed.items() if n not in listed}
     for attr in listed:
@@ -539,6 +621,12 @@ def _facet(f: _At, keys: tuple[str, str | None], key_types: Mapping[str, str],
     return {"name": cls, "type_name": facet, "pk": pk, "sk": sk, "fields": list(fields.values()),
             "key_only": key_only, "shards": _unknown_shards({"primary": (pk, sk)}),
             "_place": f.place}
+
+
+def _listed(facet: _At) -> list[str]:
+    """A facet's ``NonKeyAttributes``: attribute names."""
+    return [a.of(str, "an attribute name") for a in facet.get(
+        "NonKeyAttributes", list, "a list of attribute names", default=[]).items()]
 
 
 def _key_fields(keys: tuple[str, str | None], templates: tuple[str, str | None],
@@ -645,8 +733,8 @@ def _mcp_pattern(p: _At, known: set[str]) -> dict[str, Any]:
             "operation": p.get("operation", str, "an operation", choices=_MCP_OPERATIONS).value,
             "index": index.value, "parameters": params,
             "range_condition": p.get("range_condition", str, "a range condition", default=None,
-                                     choices=("begins_with", "between", ">", "<", ">=", "<="))
-            .value, "returns": p.get("return_type", str, "a return type", choices=(
+                                     choices=_RANGES).value,
+            "returns": p.get("return_type", str, "a return type", choices=(
                 "single_entity", "entity_list", "success_flag", "mixed_data", "void")).value,
             "description": p.get("description", str, "a description", default="").value,
             "pattern_id": p.get("pattern_id", int, "a number").value}
@@ -661,21 +749,19 @@ def import_code(text: str, fmt: str = "json") -> str:
     model of generic ``PK``/``SK`` facets) gets dynaorm's type attribute, ``_type``."""
     models = read(text, fmt)
     places = {e["name"]: e.pop("_place") for m in models for e in m["entities"]}
-    code = code_of(models)
     try:
-        _define(code)
+        _define(code_of(models, check=True))  # (the functions it names not imported)
     except ModelFileError as exc:
         untyped = [m for m in models if m["table"]["type_attribute"] is None]
         if "no type attribute" not in str(exc) or not untyped:
             raise _placed(exc, places) from exc.__cause__
         for model in untyped:
             model["table"]["type_attribute"] = "_type"
-        code = code_of(models)
         try:
-            _define(code)
+            _define(code_of(models, check=True))
         except ModelFileError as again:
             raise _placed(again, places) from again.__cause__
-    return code
+    return code_of(models)
 
 
 def _define(code: str) -> None:

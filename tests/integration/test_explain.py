@@ -221,3 +221,35 @@ def test_consumed_capacity_is_attributed_by_entity_and_role(
                  in (sp.attributes or {})]
     assert commit.attributes["dynaorm.capacity.User.row"] == by_role[  # type: ignore[index]
         "dynaorm.capacity.User.row"]
+
+
+def test_an_async_session_s_commits_are_attributed_too(local: TestBackend,
+                                                      events: list[RequestEvent]) -> None:
+    """Twenty commits at once on one event loop (an AsyncSession each): every unit
+    DynamoDB Local reported is in the client's totals, by entity and role."""
+    import asyncio
+
+    from dynaorm import AsyncSession
+    from dynaorm.aio import close
+
+    client = local.table.db
+    client.capacity(reset=True)
+
+    async def commit(i: int) -> None:
+        async with AsyncSession(app) as s:
+            s.save(User(user_id=f"u{i}", username=f"n{i}", email=f"{i}@x.io"))
+            s.save(Note(note_id=f"n{i}", body="x" * (300 * i)))
+
+    async def main() -> None:
+        try:
+            await asyncio.gather(*(commit(i) for i in range(20)))
+        finally:
+            await close()
+
+    asyncio.run(main())
+    totals = client.capacity()
+    assert set(totals) == {"User", "Note"} and set(totals["Note"]) == {"row"}
+    reported = sum(u for e in events for u in e.consumed_capacity.values())
+    assert sum(u for r in totals.values() for u in r.values()) == pytest.approx(reported)
+    assert totals["User"]["index entry"] == pytest.approx(sum(
+        e.consumed_capacity.get(f"{app.name}/gsi1", 0.0) for e in events))

@@ -286,6 +286,23 @@ def test_a_bad_file_is_refused_naming_the_place(fmt: str, doc: Any, place: str) 
     assert _place(json.dumps(doc), fmt) == place
 
 
+def test_an_imported_file_never_runs_code_of_its_own() -> None:
+    """A file names functions (a default factory, a unique rule's normalize): the import
+    checks the design without importing them, and takes a default only as a literal."""
+    model = app.model()
+    user = {**_entity(model, "User"), "patterns": "derived"}
+    user["fields"] = [{**f, "default_factory": "antigravity:fly"} if f["name"] == "user_id"
+                      else f for f in user["fields"]]
+    import sys
+
+    code = designs.import_code(json.dumps({**model, "entities": [user]}))
+    assert "from antigravity import fly" in code and "antigravity" not in sys.modules
+    user["fields"][1] = {**user["fields"][1], "default_repr": "__import__('os').getcwd()"}
+    with pytest.raises(ModelFileError) as err:
+        designs.import_code(json.dumps({**model, "entities": [user]}))
+    assert err.value.place == "$.entities[0].fields[1].default_repr"
+
+
 def test_a_design_dynaorm_refuses_is_refused_at_the_entity_that_declares_it() -> None:
     doc = {"tables": [{"table_config": {"table_name": "t-1", "partition_key": "pk"},
                        "entities": {"Good": {"entity_type": "G", "pk_template": "G#{g}",
@@ -407,3 +424,37 @@ def test_hypothesis_models_export_from_their_code_as_they_were_made(model: dict[
     for fmt in designs.FORMATS:
         exported, again = roundtrip(made, fmt)
         assert again == exported
+
+
+# -- damaged files -------------------------------------------------------------------------
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=4)
+                     | st.sampled_from(["S", "N", "gsi", "{x}", "A#{a}", "string", "GetItem"]),
+                     lambda inner: st.lists(inner, max_size=2)
+                     | st.dictionaries(st.text(max_size=3), inner, max_size=2), max_leaves=4)
+
+
+def _paths(doc: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a JSON document, as a path of keys and indexes."""
+    inner = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(
+        doc, list) else ()
+    return [at, *(p for k, v in inner for p in _paths(v, (*at, k)))]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), fmt=st.sampled_from(designs.FORMATS))
+def test_a_damaged_file_imports_or_is_refused_naming_the_place(data: st.DataObject,
+                                                               fmt: str) -> None:
+    doc = designs.export(design("examples.native_index:shop").model(), fmt)[0] if (
+        data.draw(st.booleans())) else designs.export(app.model(), fmt)[0]
+    path = data.draw(st.sampled_from(_paths(doc)[1:]))
+    parent = doc
+    for step in path[:-1]:
+        parent = parent[step]
+    if data.draw(st.booleans()) and isinstance(parent, dict):
+        del parent[path[-1]]
+    else:
+        parent[path[-1]] = data.draw(_JSON)
+    try:
+        designs.import_code(json.dumps(doc), fmt)
+    except ModelFileError as exc:  # (anything else escaping fails the test)
+        assert exc.place.startswith("$"), exc.place
