@@ -58,6 +58,8 @@ from dynaorm.values.expressions import Condition, F
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
     from dynaorm.client.keyrings import KmsKeyring, StaticKeyring
+    from dynaorm.core.explain import Explanation, explain
+    from dynaorm.errors import ModelFileError
     from dynaorm.schema.inspection import Inspection, inspect
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.previous import Previous
@@ -83,6 +85,7 @@ __all__ = [
     "DynaormError",
     "Encrypted",
     "Entity",
+    "Explanation",
     "F",
     "Grouped",
     "Hit",
@@ -99,6 +102,7 @@ __all__ = [
     "KeyTemplateError",
     "KeyringError",
     "KmsKeyring",
+    "ModelFileError",
     "MultipleResultsError",
     "Operation",
     "OutcomeUnknownError",
@@ -127,6 +131,7 @@ __all__ = [
     "Vector",
     "VectorIndex",
     "Versioned",
+    "explain",
     "inspect",
     "ksuid",
 ]
@@ -143,6 +148,9 @@ _LAZY = {
     "KmsKeyring": "dynaorm.client.keyrings",
     "StaticKeyring": "dynaorm.client.keyrings",
     "Inspection": "dynaorm.schema.inspection",
+    "ModelFileError": "dynaorm.errors",
+    "Explanation": "dynaorm.core.explain",
+    "explain": "dynaorm.core.explain",
     "Previous": "dynaorm.schema.rules.previous",
     "StagedUpdate": "dynaorm.write.updates",
     "inspect": "dynaorm.schema.inspection",

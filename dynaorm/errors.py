@@ -22,6 +22,7 @@ __all__ = [
     "ItemTooLargeError",
     "KeyTemplateError",
     "KeyringError",
+    "ModelFileError",
     "MultipleResultsError",
     "OutcomeUnknownError",
     "RequestError",
@@ -379,3 +380,14 @@ class ItemDecodeError(_KeyedError, ValueError):
     pydantic's ``ValidationError`` is raised only for objects the caller builds. A
     ``ValueError``, as pydantic's error is, so ``except ValueError`` keeps catching it.
     """
+
+
+class ModelFileError(DynaormError, ValueError):
+    """A model file ``dynaorm model --import`` cannot read (not JSON, not of its format, a
+    design dynaorm refuses): ``place`` names where in the file (a JSON path such as
+    ``$.DataModel[0].KeyAttributes``, or ``line 3, column 7``)."""
+
+    def __init__(self, message: str, *, place: str) -> None:
+        super().__init__(f"{place}: {message}")
+        self.place = place
+        """Where in the file the problem is."""

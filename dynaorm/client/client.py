@@ -44,6 +44,7 @@ from dynaorm.client.settings import (
 from dynaorm.core.stage import describe
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.private_apis import config_options, moto_active
+from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
 from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy, Rate, budget_of
@@ -172,6 +173,7 @@ class Client:
         self._listeners: list[Callable[[RequestEvent], object]] = []
         self._listening: weakref.WeakSet[Any] = weakref.WeakSet()  # tables with on_request
         self._policy: Policy | None = None
+        self._meter = Meter()
         self.rate = rate
         self._traced: dict[tuple[Any, ...], Policy] = {}  # by the tracers active
         self._pointed: dict[tuple[str | None, str | None], Client] = {}
@@ -283,7 +285,7 @@ class Client:
                 policy = self._policy = Policy(
                     max_attempts=self.max_attempts, max_wait=self.max_wait,
                     capacity=self.return_consumed_capacity, hooks=hooks,
-                    budget=self._budget)
+                    budget=self._budget, meter=self._meter)
                 self._traced = {}
         for tracer in self._tracers:  # the one check per operation while none is active
             if tracer.active():
@@ -294,6 +296,14 @@ class Client:
                     self._traced[active] = traced
                 return traced
         return policy
+
+    def capacity(self, reset: bool = False) -> dict[str, dict[str, float]]:
+        """The capacity units this client's requests consumed, by entity and row role
+        (``{"User": {"row": 4.0, "unique guard": 2.0, "index entry": 2.0, "read": 1.5}}``)
+        as DynamoDB reported them, since it was made or last reset (``reset``: start
+        again from 0). Writes report theirs; reads only with
+        ``return_consumed_capacity`` set (see :mod:`dynaorm.protocol.capacity`)."""
+        return self._meter.totals(reset)
 
     @property
     def rate(self) -> Rate | None:
@@ -561,6 +571,7 @@ def _forked() -> None:
     for client in live_clients():
         client._lock = threading.RLock()  # (held, maybe, by a thread the child has not)
         client._transport, client._boto = None, BotocoreWire(client)
+        client._meter.renew()  # (the child's own consumption, from 0)
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows)

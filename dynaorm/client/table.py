@@ -26,6 +26,7 @@ from dynaorm.schema.entity import prepare_rows
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 
 if TYPE_CHECKING:
+    from dynaorm.schema.model import AccessPattern
     from dynaorm.schema.streams import Change
 
 __all__ = ["CONNECTION_KEYWORDS", "Table"]
@@ -214,6 +215,26 @@ class Table(TableSchema):
         self._listeners.append(fn)
         self.db._listen(self)
         return fn
+
+    # -- the model as data ---------------------------------------------------------------
+    def model(self) -> dict[str, Any]:
+        """The model as plain JSON-ready data: the table, its indexes of every kind and the
+        entities mapped onto it (:func:`dynaorm.schema.model.model_of`)."""
+        from dynaorm.schema.model import model_of
+
+        return model_of(self)
+
+    def pattern(self, name: str, entity: type[Any], operation: str, *parameters: Any,
+                **options: Any) -> AccessPattern:
+        """Declare an access pattern of ``entity`` on this table (an
+        :class:`~dynaorm.schema.model.AccessPattern`; ``options``: its ``index``,
+        ``range_condition``, ``returns``, ``description``, ``pattern_id``): the model lists
+        it, and ``dynaorm explain`` explains it."""
+        from dynaorm.schema.model import AccessPattern
+
+        found = AccessPattern(name, entity, operation, parameters, **options)
+        self.__dict__.setdefault("patterns", []).append(found)
+        return found
 
     # -- administration ----------------------------------------------------------------
     def _admin(self, name: str) -> Operation:

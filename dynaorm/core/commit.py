@@ -30,6 +30,7 @@ have become: the next commit of such an object reads its key once first (:func:`
 
 from __future__ import annotations
 
+import functools
 import os
 import weakref
 from collections.abc import Callable, Collection
@@ -56,6 +57,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.state import DELETED, InstanceState
+from dynaorm.write.costs import shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
@@ -249,11 +251,13 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
         # is retried (its probe)
         step = Call(operation, request, origins, False, probe=Call("GetItem", {
             "TableName": op.origin.table.name, "Key": wire_key(op.key),
-            "ConsistentRead": True}, origins), unapplied=unapplied)
+            "ConsistentRead": True}, origins), unapplied=unapplied,
+            shares=functools.partial(shares_of, plan.ops, plan.sizes))
     else:
         request = plan.transaction_request(token, rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
-        step = Call("TransactWriteItems", request, origins, True)
+        step = Call("TransactWriteItems", request, origins, True,
+                    shares=functools.partial(shares_of, plan.ops, plan.sizes))
 
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
         if probed:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dynaorm.errors import RequestError
+from dynaorm.protocol.capacity import attribute
 from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 
 if TYPE_CHECKING:
@@ -102,6 +103,17 @@ class Attempt:
     within: Operation | None = None
     """The session operation it is an attempt of (``None`` for a request sent outside
     one); the same object its hooks saw start, so a tracer nests the attempt under it."""
+    shares: Callable[[], tuple[tuple[str, str, str, float], ...]] | None = None
+    """For a write: what each row it writes weighs on each table and index, a function
+    (:mod:`dynaorm.protocol.capacity`)."""
+
+    @property
+    def capacity_by_role(self) -> dict[tuple[str, str], float]:
+        """The capacity units the answer reports, by ``(entity, role)``: a write's split
+        over the rows it wrote, a read's to its entity types (empty when not reported)."""
+        consumed = capacity_of(self.response)
+        return attribute(self.shares() if self.shares and consumed else (), self.origins,
+                         consumed)
 
     @property
     def request_id(self) -> str | None:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dynaorm.errors import DynaormError, RequestError
+from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import Reason, ThrottlingReason
 from dynaorm.protocol.hooks import HookLike
 
@@ -191,6 +192,8 @@ class Policy:
     """The largest backoff ceiling of one retry, in seconds."""
     budget: Budget | None = field(default=None, compare=False)
     """The client's capacity budget (``Client(rate=)``), or ``None``."""
+    meter: Meter | None = field(default=None, compare=False)
+    """The client's consumed capacity by entity and role (``client.capacity()``)."""
 
     def backoff(self, attempt: int) -> float:
         """Full-jitter exponential backoff before retry ``attempt`` (1-based):

@@ -39,7 +39,8 @@ from typing import Any, Final, TypeVar
 
 from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
+from dynaorm.protocol.capacity import Meter, Shares, attribute
+from dynaorm.protocol.events import RECORDER, CommitResult, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
@@ -87,6 +88,10 @@ class Call:
     #: ``"kms:Decrypt"``): the botocore client of that service it goes through, or a
     #: region name (``None``: the client's own, for its region; see :class:`Send`)
     via: Any = None
+    #: what each row a write request writes weighs on each table and index, to attribute
+    #: its consumed capacity by entity and role (:mod:`dynaorm.protocol.capacity`): a
+    #: function, called only for an answer that reports some
+    shares: Callable[[], Shares] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +278,8 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
     """One attempt with hooks: their ``on_start`` (a hook may answer it), the
     :class:`Send` unless answered, and their ``on_end`` (awaiting what they return); the
     answer or the failure."""
-    attempt = Attempt(step.operation, request, number, step.origins, within=within)
+    attempt = Attempt(step.operation, request, number, step.origins, within=within,
+                      shares=step.shares)
     tokens = start(hooks, attempt)
     answer = None  # the wire's (a hook's answer instead is checked: see below)
     if attempt.response is None and attempt.error is None:
@@ -390,8 +396,8 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             assert out is not None
             if budget is not None:
                 budget.spent(step.operation, sum(capacity_of(out).values()), request)
-            if recording is not None and "ConsumedCapacity" in out:
-                recording._consumed(capacity_of(out))
+            if "ConsumedCapacity" in out:
+                _consumed(recording, policy.meter, step, out)
             return out
         if budget is not None:
             budget.judge(step.operation, error)
@@ -400,6 +406,21 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
         if delay > 0:
             yield Wait(delay)
             waited += delay
+
+
+def _consumed(recording: CommitResult | None, meter: Meter | None, step: Call,
+              out: dict[str, Any]) -> None:
+    """An answer's consumed capacity, recorded into the commit being recorded (if any) and
+    added to the client's ``meter`` by entity and role (an answer whose
+    ``ConsumedCapacity`` is not DynamoDB's shape adds nothing to the meter)."""
+    if recording is not None:
+        recording._consumed(capacity_of(out))
+    if meter is not None:
+        try:
+            consumed = capacity_of(out)
+        except (AttributeError, TypeError, ValueError):
+            return
+        meter.add(attribute(step.shares() if step.shares else (), step.origins, consumed))
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,

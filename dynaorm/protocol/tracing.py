@@ -43,6 +43,7 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
+from dynaorm.protocol.capacity import slug
 from dynaorm.protocol.hooks import Attempt, Hook, Operation, Phase
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
@@ -88,6 +89,7 @@ class _Open:
     span: Any
     attempts: int = 0
     capacity: float = 0.0
+    by_role: dict[str, float] = field(default_factory=dict)
     methods: dict[str, None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -136,6 +138,17 @@ def _capacity_json(response: dict[str, Any] | None) -> list[str]:
     if not raw:
         return []
     return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
+
+
+def _by_role(attempt: Attempt) -> dict[str, float]:
+    """The attempt's consumed capacity by entity and role, as span attributes
+    (``dynaorm.capacity.<Entity>.<role>``: ``dynaorm.capacity.User.unique_guard``)."""
+    try:
+        found = attempt.capacity_by_role
+    except (AttributeError, TypeError, ValueError):  # (an answer not of DynamoDB's shape)
+        return {}
+    return {f"dynaorm.capacity.{entity}.{slug(role)}": units
+            for (entity, role), units in found.items()}
 
 
 def _table_units(attempt: Attempt) -> float:
@@ -277,6 +290,7 @@ class Tracing(Hook):
                     "dynaorm.outcome": _operation_outcome(op.error)}
                 if opened.capacity:
                     attributes["dynaorm.consumed_capacity"] = opened.capacity
+                attributes.update(opened.by_role)
                 if len(opened.methods) == 1:
                     attributes["rpc.method"] = next(iter(opened.methods))
                 elif opened.methods:
@@ -321,12 +335,15 @@ class Tracing(Hook):
 
             context.detach(sent.token)  # type: ignore[arg-type]
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
+        by_role = _by_role(attempt)
         if opened is not None:
             units = _table_units(attempt)
             with opened.lock:
                 opened.attempts += 1
                 opened.capacity += units
                 opened.methods[attempt.operation] = None
+                for name, part in by_role.items():
+                    opened.by_role[name] = opened.by_role.get(name, 0.0) + part
         span = sent.span
         if span is None:
             if attempt.sent:
@@ -339,7 +356,7 @@ class Tracing(Hook):
         try:
             if span.is_recording():  # (the endpoint known is DynamoDB's)
                 _answer_attributes(span, attempt, {} if ":" in attempt.operation
-                                   else self._server())
+                                   else {**self._server(), **by_role})
         finally:
             span.end()  # whatever the answer held
 

@@ -4,6 +4,7 @@ one to a client)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -341,6 +342,12 @@ class TableSchema:
         """The native index ``index`` names (see :class:`GSI`), else ``None``."""
         found = None if index is None else self.index(index)
         return found if isinstance(found, GSI) and isinstance(found.pk, tuple) else None
+
+    @functools.cached_property
+    def index_keys(self) -> dict[str, frozenset[str]]:
+        """The key attributes of each secondary index (the table's own included), by
+        index name: an item holding all of them is in the index."""
+        return {name: frozenset(self.key_names(name)) for name in self.indexes}
 
     def key_roles(self) -> dict[str, str]:
         """Every key attribute of the table and of its indexes (a vector index's partition

@@ -28,7 +28,7 @@ from botocore.exceptions import BotoCoreError
 
 from dynaorm import __version__
 from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, RequestError
+from dynaorm.errors import DynaormError, ModelFileError, RequestError
 from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.spec import EntitySpec
@@ -38,6 +38,7 @@ from dynaorm.tools import jobs
 from dynaorm.tools.check import ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.export import export
+from dynaorm.tools.model_commands import add_model_commands
 
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
@@ -543,6 +544,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                            "myapp.models:app")
     _common(p)
     p.set_defaults(run=cmd_describe)
+    add_model_commands(sub, sys.modules[__name__])
     p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
                        description="Scan the table page by page and report orphan guard "
                                    "items, owners whose guard is missing (also after a unique "
@@ -637,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     out = sys.stdout
     try:
         code: int = args.run(args, out)
-    except (BadReference, CheckpointError) as exc:
+    except (BadReference, CheckpointError, ModelFileError) as exc:
         print(f"dynaorm {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (DynaormError, RequestError, BotoCoreError, OSError) as exc:

@@ -204,6 +204,8 @@ class WritePlan:
     ops: tuple[Op, ...]
     #: whether each action :func:`stamps` the request's revision, in order
     stamped: tuple[bool, ...] = field(init=False, repr=False, compare=False)
+    #: the bytes each action adds to the request, in order
+    sizes: tuple[int, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "stamped", tuple(map(stamps, self.ops)))
@@ -213,9 +215,11 @@ class WritePlan:
                 f"commit needs {len(self.ops)} actions (first: {first.entity.__name__} "
                 f"{first.owner_key}; tables {', '.join(map(repr, self.tables))}); "
                 f"DynamoDB allows {MAX_ACTIONS} per transaction")
-        total = 0
+        sizes = []
         for op, stamped in zip(self.ops, self.stamped, strict=True):
-            total += check_write(op, stamped)
+            sizes.append(check_write(op, stamped))
+        object.__setattr__(self, "sizes", tuple(sizes))
+        total = sum(sizes)
         if total > MAX_REQUEST_BYTES:
             first = self.ops[0].origin
             raise TransactionTooLargeError(

@@ -208,6 +208,40 @@ def test_a_forked_child_never_shares_a_connection_with_its_parent(
         assert wire == "botocore" or _pooled(app.db) & pooled  # the same socket, open
 
 
+def test_a_forked_child_meters_its_own_capacity(ddb_local: str) -> None:
+    """``client.capacity()`` in a child of ``os.fork()`` counts what the child consumed,
+    from 0, even when a thread of the parent held the meter's lock at the fork."""
+    with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()):
+        with Session(app) as s:
+            s.save(Note(note_id="parent", body="p" * 1500))
+        assert app.db.capacity() == {"Note": {"row": 2.0}}
+        meter = app.db._meter
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with meter._lock:
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        held.wait(10)
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - (the child reports through its exit code)
+            code = 3
+            try:
+                with Session(app) as s:
+                    s.save(Note(note_id="child", body="c"))
+                code = 0 if app.db.capacity() == {"Note": {"row": 1.0}} else 4
+            finally:
+                os._exit(code)
+        release.set()
+        holder.join()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert app.db.capacity(reset=True) == {"Note": {"row": 2.0}}  # the parent's own
+
+
 def _pooled(client: Client) -> set[int]:
     """The descriptors of the own wire's idle sync connections."""
     wire = client.sync_wire

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import functools
 import http.client
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 from urllib.parse import urlsplit
 
-__all__ = ["identify"]
+__all__ = ["identify", "local_transaction_units"]
 
 _TIMEOUT: Final = 5.0
 
@@ -40,3 +41,23 @@ def identify(endpoint_url: str) -> str:
     if server.startswith("Jetty"):
         return "local"
     return "endpoint"
+
+
+def local_transaction_units(rows: Sequence[Any]) -> dict[str, float]:
+    """What DynamoDB Local reports as a ``TransactWriteItems``'s consumed capacity, by table
+    and ``table/index``, for actions priced as ``rows`` (:class:`dynaorm.write.costs.Row`,
+    each with the place ``at`` of its action): it keeps each action's capacity (its table's
+    units with its indexes' units) in a set, so actions of equal capacity on one table
+    count once, where DynamoDB counts each one (its 2026-05-28 build; shown by
+    ``integration/test_explain.py``, which fails when a build counts every action)."""
+    actions: dict[int, dict[str, float]] = {}
+    for row in rows:
+        name = row.table if row.index is None else f"{row.table}/{row.index}"
+        units = actions.setdefault(row.at, {})
+        units[name] = units.get(name, 0.0) + row.units
+    distinct = {frozenset(units.items()) for units in actions.values()}
+    out: dict[str, float] = {}
+    for capacity in distinct:
+        for name, units in capacity:
+            out[name] = out.get(name, 0.0) + units
+    return out

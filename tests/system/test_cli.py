@@ -434,3 +434,71 @@ def test_describe_shows_the_previous_layout(offline: Project) -> None:
     assert "             stored names unchanged\n" in ledger
     plain = offline.run("describe", "models")
     assert plain.returncode == 0 and "previous" not in plain.stdout
+
+
+# -- 0.6: the model as data (dynaorm model) and what it costs (dynaorm explain) ------------
+def test_model_prints_the_model_and_each_format(offline: Project) -> None:
+    import json
+
+    from dynaorm.tools import designs
+
+    result = offline.run("model", "models:app")
+    assert result.returncode == 0, result.stderr
+    model = offline.models().app.model()
+    assert json.loads(result.stdout) == model and result.stderr == ""
+    for fmt in ("workbench", "mcp"):
+        out = offline.path / f"design.{fmt}.json"
+        result = offline.run("model", "models:app", "--format", fmt, "-o", str(out))
+        assert result.returncode == 0 and result.stdout == "", result.stderr
+        expected, notes = designs.export(model, fmt)
+        assert json.loads(out.read_text()) == expected
+        assert result.stderr.splitlines() == [f"dynaorm model: {n}" for n in notes]
+        assert f"{fmt}: left out an LSI, 'lsi1'" in result.stderr
+        code = offline.run("model", "--import", str(out), "--format", fmt)
+        assert code.returncode == 0, code.stderr
+        (offline.path / f"imported_{fmt}.py").write_text(code.stdout)
+        table = code.stdout.split(" = Table(")[0].split()[-1]
+        again = offline.run("model", f"imported_{fmt}:{table}", "--format", fmt)
+        assert again.returncode == 0, again.stderr
+        assert json.loads(again.stdout) == expected  # the imported code exports the same
+
+
+def test_model_import_of_a_bad_file_names_the_place_exit_2(offline: Project) -> None:
+    bad = offline.path / "bad.json"
+    bad.write_text('{"tables": [{"table_config": {"table_name": "t-1", "partition_key": 7}}]}')
+    result = offline.run("model", "--import", str(bad), "--format", "mcp")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == ("dynaorm model: error: $.tables[0].table_config.partition_key: "
+                             "expected an attribute name, got 7\n")
+    bad.write_text("{\n  nope\n}")
+    result = offline.run("model", "--import", str(bad))
+    assert result.returncode == 2 and "line 2, column 3: not JSON" in result.stderr
+    for args in (("model",), ("model", "models:app", "--import", str(bad)),
+                 ("model", "--import", str(offline.path / "missing.json"))):
+        result = offline.run(*args)
+        assert result.returncode == 2 and result.stderr.count("\n") == 1, args
+
+
+def test_model_chart_writes_one_page(offline: Project) -> None:
+    page = offline.path / "design.html"
+    result = offline.run("model", "models:app", "--chart", str(page))
+    assert result.returncode == 0 and result.stdout == f"wrote {page}\n", result.stderr
+    html = page.read_text()
+    assert html.startswith("<!DOCTYPE html>") and 'id="entity-Member"' in html
+
+
+def test_explain_prices_each_access_pattern_sending_nothing(offline: Project) -> None:
+    result = offline.run("explain", "models")  # (no endpoint: a request would fail)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    for line in ("User get_user (GetItem)", "User save_user (TransactWriteItems)",
+                 "User find_user_by_email (GetItem)", "Member query_member_on_gsi1 (Query)",
+                 "Audit save_audit (TransactWriteItems)", "Audit history_audit (Query)"):
+        assert line in out, line
+    save = out.split("User save_user (TransactWriteItems)")[1].split("\n\n")[0]
+    assert "User    unique guard  Put" in save and "index entry   put     gsi1" in save
+    assert "total: 0 read units, 8 write units" in save
+    big = offline.run("explain", "models:app", "--item-size", "3000")
+    assert big.returncode == 0, big.stderr
+    save = big.stdout.split("Audit save_audit (TransactWriteItems)")[1].split("\n\n")[0]
+    assert "total: 0 read units, 12 write units" in save  # two rows of 3 KB, twice

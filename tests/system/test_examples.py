@@ -507,8 +507,20 @@ def check_lambda_handler(run: Run) -> None:
     assert run.block("9 invocations, one client") == ["same client: True"]
 
 
+def check_model_and_cost(run: Run) -> None:
+    assert "Customer: lands in -; a save writes {'row': 1, 'unique guard': 1}" in run.out
+    assert "Order: lands in ['gsi1']; a save writes {'row': 1, 'index entry': 1}" in run.out
+    assert "schema.json: entities ['Customer', 'Order'], GSIs ['gsi1']" in run.out
+    assert "total: 0 read units, 4 write units" in run.out
+    assert "by role: {'Customer': {'row': 2.0, 'unique guard': 2.0}}" in run.out
+    assert "consumed, by entity and role: " in run.out  # (what the engine reported)
+    assert "a query of 6 open orders: 1.0 read units (eventually consistent)" in run.out
+    assert "consistent, of the customer's partition: 2.0" in run.out
+
+
 CHECKS = {
     "export_datasets": check_export_datasets,
+    "model_and_cost": check_model_and_cost,
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,
     "orders_and_audit": check_orders_and_audit,

@@ -46,6 +46,7 @@ DOCUMENTED |= {"Rate"}  # (0.5: capacity budgets)
 DOCUMENTED |= {"KeyringError"}  # (0.6: key material through the client)
 DOCUMENTED |= {"Vector", "VectorIndex", "Search", "Hit", "Hits"}  # (0.6: vector search)
 DOCUMENTED |= {"ThrottledError", "ThrottlingReason"}  # (0.6: throttling reasons)
+DOCUMENTED |= {"explain", "Explanation", "ModelFileError"}  # (0.6: the model as data)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

@@ -1,0 +1,382 @@
+"""``dynaorm.explain(x)``: what an operation will send and what it costs, sending nothing.
+
+``x`` is a session with staged work (its commit), a query or a scan, a search, or an
+entity class with key fields (a get). The explanation lists the requests (as they would be
+sent), the index a read reads, the rows a commit writes by role (the row or latest copy,
+unique guards, version rows, condition checks, and an entry per index each lands in,
+leaves or moves within) and the capacity units each costs, priced as DynamoDB prices them:
+
+- a write: 1 unit per KB (rounded up) of the larger of the item before and after it; an
+  index entry the same, of its projected attributes; in a ``TransactWriteItems`` twice
+  that, and a condition check 2 units per 4 KB of the item it reads;
+- a read: 1 unit per 4 KB (0.5 eventually consistent); a get rounds its item up, a query
+  or a scan rounds the items of each page together, a batch each item.
+
+A commit is planned from the objects' known states, as :func:`~dynaorm.core.commit.plan_p`
+plans it: where a real commit reads first (an overwrite or a delete by key of an entity
+with unique or versioned rules, a new versioned entity's kept history), the explanation
+says so and plans as if the read found nothing. Read units need the items a read returns:
+``items=`` gives them (entity objects or stored items); without them a read is explained
+for one item of at most 4 KB (``exact`` is then ``False``).
+
+Pure: nothing here sends a request.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.core.commit import keyed_plan_p
+from dynaorm.errors import DynaormError, ItemNotFoundError
+from dynaorm.read.query import QuerySpec
+from dynaorm.read.spec import ReadSpec
+from dynaorm.schema.entity import Entity, encode_entity, spec_of
+from dynaorm.schema.rules.encrypted import with_macs
+from dynaorm.schema.rules.unique import guard_item, guard_key
+from dynaorm.schema.table import TableSchema
+from dynaorm.values.keys import wire_key
+from dynaorm.values.limits import item_size
+from dynaorm.values.state import InstanceState
+from dynaorm.write.costs import READ_UNIT, REV, Row, entry, known_items, read_units, rows_of
+
+__all__ = ["Explanation", "Request", "Row", "explain"]
+
+#: the client request token of a transaction (a real commit draws 32 random characters)
+_TOKEN: Final = "<client request token>"
+_MB: Final = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request the operation sends, as it would be sent, and its units."""
+
+    operation: str
+    """The DynamoDB API name."""
+    table: str
+    """The table it is for."""
+    index: str | None
+    """The index it reads, if any."""
+    request: dict[str, Any]
+    """Its parameters."""
+    read_units: float = 0.0
+    """Read units it costs."""
+    write_units: float = 0.0
+    """Write units it costs."""
+    note: str = ""
+    """How many times it is sent, or what its units assume."""
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """What an operation sends and what it costs (see :mod:`dynaorm.core.explain`);
+    ``str()`` is a readable table."""
+
+    what: str
+    """What was explained."""
+    requests: tuple[Request, ...] = ()
+    """The requests, in order."""
+    rows: tuple[Row, ...] = ()
+    """The rows a commit writes, in request order, each index entry after its row."""
+    reads_first: tuple[str, ...] = ()
+    """The reads a real commit makes before it plans (none here)."""
+    notes: tuple[str, ...] = ()
+    """What the units assume."""
+    exact: bool = True
+    """Whether every unit is priced on known sizes."""
+
+    @property
+    def read_units(self) -> float:
+        """Read units of every request."""
+        return sum(r.read_units for r in self.requests)
+
+    @property
+    def write_units(self) -> float:
+        """Write units of every request."""
+        return sum(r.write_units for r in self.requests)
+
+    @property
+    def index(self) -> str | None:
+        """The index a read reads (``None``: the table)."""
+        return next((r.index for r in self.requests if r.index), None)
+
+    def by_role(self) -> dict[str, dict[str, float]]:
+        """Write units by entity and role: ``{"User": {"row": 2.0, "unique guard": 4.0}}``."""
+        out: dict[str, dict[str, float]] = {}
+        for row in self.rows:
+            roles = out.setdefault(row.entity, {})
+            roles[row.role] = roles.get(row.role, 0.0) + row.units
+        return out
+
+    def by_table(self) -> dict[str, float]:
+        """Units by table and ``table/index``, as DynamoDB reports consumed capacity."""
+        out: dict[str, float] = {}
+        for row in self.rows:
+            name = row.table if row.index is None else f"{row.table}/{row.index}"
+            out[name] = out.get(name, 0.0) + row.units
+        for r in self.requests:
+            if r.read_units:
+                name = r.table if r.index is None or r.operation == "BatchGetItem" else (
+                    f"{r.table}/{r.index}")
+                out[name] = out.get(name, 0.0) + r.read_units
+        return out
+
+    def __str__(self) -> str:
+        lines = [f"explain: {self.what}"]
+        lines += [f"  reads first: {r}" for r in self.reads_first]
+        lines.append(_table(["request", "table", "index", "read units", "write units", ""],
+                            [[r.operation, r.table, r.index or "-", _n(r.read_units),
+                              _n(r.write_units), r.note] for r in self.requests]))
+        if self.rows:
+            lines.append("rows written:")
+            lines.append(_table(["entity", "role", "action", "index", "key", "bytes",
+                                 "units"],
+                                [[r.entity, r.role, r.action, r.index or "-",
+                                  " ".join(f"{k}={v}" for k, v in r.key.items()),
+                                  str(r.size) + ("" if r.exact else "?"), _n(r.units)]
+                                 for r in self.rows]))
+        lines.append(f"total: {_n(self.read_units)} read units, {_n(self.write_units)} write "
+                     f"units" + ("" if self.exact else " (at least: see the notes)"))
+        lines += [f"  note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _n(units: float) -> str:
+    return f"{units:g}"
+
+
+def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(str(c)) for c in col) for col in zip(head, *rows, strict=True)]
+    return "\n".join("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths,
+                                                                      strict=True)).rstrip()
+                     for r in (head, *rows))
+
+
+# -- commits -------------------------------------------------------------------------------
+class _Unread:
+    """The reads a commit's staged writes ask for, answered without sending: each is noted
+    and found empty (no item, no kept version)."""
+
+    def __init__(self) -> None:
+        self.noted: list[str] = []
+
+    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
+        self.noted.append(f"GetItem {table.name} {dict(key)} (consistent): the stored item "
+                          "a write is planned on (planned here as absent)")
+        return None
+        yield  # (a protocol that asks for nothing)
+
+    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+        self.noted.append(f"Query of {type(obj).__name__}'s kept version rows (consistent): "
+                          "its last version (planned here as none)")
+        return 0
+        yield  # (a protocol that asks for nothing)
+
+    def stored_now(self, spec: Any, state: Any, new_key: PlainKey
+                   ) -> Generator[Any, Any, InstanceState | None]:
+        self.noted.append(f"GetItem {spec.table.name} {dict(new_key)} (consistent): "
+                          "whether the item read from its previous layout moved")
+        return None
+        yield  # (a protocol that asks for nothing)
+
+
+def _pure(proto: Generator[Any, Any, Any], what: str) -> Any:
+    """The result of a protocol that must ask for nothing; one that asks (key material from
+    KMS) is refused: explain sends nothing."""
+    try:
+        step = proto.send(None)
+    except StopIteration as stop:
+        return stop.value
+    proto.close()
+    name = getattr(step, "operation", type(step).__name__)
+    raise DynaormError(f"explain sends nothing, but {what} needs a request first ({name}: "
+                       "key material the keyring has not cached); explain it after a "
+                       "commit or read of the entity has fetched it")
+
+
+def _commit(session: Any) -> Explanation:
+    staged = session._stage.coalesced()
+    if not staged:
+        return Explanation("a session with nothing staged", notes=("nothing to send",))
+    reads = _Unread()
+    prepared, unplanned = [], []
+    for write in staged:
+        try:
+            prepared.append(_pure(write._prepare(reads, False), "planning the commit"))
+        except ItemNotFoundError as exc:  # (by key, read first: absent here)
+            unplanned.append(f"{exc.args[0]}: a delete by key reads the item first; absent, "
+                             "the commit fails so; stored, it deletes it and the rows its "
+                             "rules keep beside it (unique guards; with history=True its "
+                             "version rows): not priced here")
+    if not prepared:
+        return Explanation(f"a commit of {len(staged)} staged write(s)",
+                           reads_first=tuple(reads.noted), notes=tuple(unplanned), exact=False)
+    plan, _ = _pure(keyed_plan_p(prepared), "planning the commit")
+    known = known_items(prepared)
+    single = plan.single_item
+    factor = 1 if single else 2
+    rows = [row for at, (op, stamped) in enumerate(zip(plan.ops, plan.stamped, strict=True))
+            for row in rows_of(op, stamped, factor, known, at)]
+    if single:
+        operation, request = plan.single_request(REV)
+    else:
+        operation, request = "TransactWriteItems", plan.transaction_request(_TOKEN, REV)
+    request["ReturnConsumedCapacity"] = "INDEXES"
+    tables = dict.fromkeys(r.table for r in rows) or {"-": None}
+    requests = tuple(Request(operation, name, None, request if i == 0 else {},
+                             write_units=sum(r.units for r in rows if r.table == name))
+                     for i, name in enumerate(tables))
+    notes = ["transactional: each write costs twice its units; a condition check 2 per "
+             "4 KB of the item it reads"] if not single else []
+    notes += unplanned
+    exact = all(r.exact for r in rows) and not unplanned
+    if not exact:
+        notes.append("a row marked ? is priced on its new item only: the item stored before "
+                     "it is not known (a larger one costs more)")
+    what = f"a commit of {len(staged)} staged write(s): {len(plan.ops)} action(s)"
+    return Explanation(what, requests, tuple(rows), tuple(reads.noted), tuple(notes), exact)
+
+
+# -- reads ---------------------------------------------------------------------------------
+def _stored(items: Iterable[Any]) -> list[Item]:
+    """``items`` as stored items (entity objects encoded as a save would store them)."""
+    out = []
+    for item in items:
+        if isinstance(item, Entity):
+            out.append(encode_entity(item, spec_of(type(item))))
+        elif isinstance(item, Mapping):
+            out.append(dict(item))
+        else:
+            raise TypeError(f"explain(items=...) takes entity objects or stored items, got "
+                            f"{item!r}")
+    return out
+
+
+def _pages(sizes: Sequence[int], per_page: int | None) -> list[int]:
+    """The bytes of each page DynamoDB reads ``sizes`` in: 1 MB, or ``per_page`` items."""
+    pages: list[int] = []
+    count = total = 0
+    for size in sizes:
+        if count and (total + size > _MB or (per_page and count == per_page)):
+            pages.append(total)
+            count = total = 0
+        count, total = count + 1, total + size
+    return [*pages, total] if count else pages
+
+
+def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
+    sel = spec._selection()
+    table = spec_of(spec._entities[0]).table
+    index = spec._plan().index if isinstance(spec, QuerySpec) else spec._index
+    streams = spec._streams()
+    consistent = spec._consistent
+    operation = spec._operation
+    stored = None if items is None else _stored(items)
+    index_of = table.index(index) if index is not None else None
+    sizes = [item_size(entry(table, index_of, i) or i) if index_of is not None else item_size(i)
+             for i in stored] if stored is not None else [READ_UNIT]
+    per_page = spec._page_size or spec._limit
+    pages = _pages(sizes, per_page)
+    units = sum(read_units(p, consistent) for p in pages)
+    requests = []
+    for i in range(streams):
+        request = spec._request(i, sel)
+        if per_page:
+            request["Limit"] = per_page
+        requests.append(Request(operation, table.name, index, request,
+                                units if i == 0 else 0.0,
+                                note=f"{len(pages)} page(s)" if i == 0 else "another shard"))
+    notes = []
+    if stored is None:
+        notes.append(f"read units for one {operation.lower()} page of at most 4 KB of items: "
+                     "pass items= (the objects it returns) for the units of those")
+    if sel.fetch:
+        fetched = [read_units(item_size(i), consistent) for i in stored or [{}]]
+        requests.append(Request("BatchGetItem", table.name, index, {"RequestItems": {
+            table.name: {"Keys": ["<each hit's key>"]}}}, sum(fetched) if stored else 0.5,
+            note="the index holds some attributes only: each hit is read by key, 100 a "
+                 "request"))
+    what = f"{spec._describe()}" + (f" on index {index}" if index else "")
+    return Explanation(what, tuple(requests), notes=tuple(notes), exact=stored is not None)
+
+
+def _search(search: Any, items: Sequence[Any] | None) -> Explanation:
+    """A vector search: its request, then a ``BatchGetItem`` of its hits by key (the
+    units of the items given, else of one item of at most 4 KB)."""
+    spec = spec_of(search._entities[0])
+    operation = next(found for cls in type(search).__mro__ if isinstance(
+        found := getattr(sys.modules.get(cls.__module__), "OPERATION", None), str))
+    stored = None if items is None else _stored(items)
+    units = sum(read_units(item_size(i)) for i in stored) if stored is not None else 0.5
+    notes = [f"the {operation} request's own capacity is not priced here"]
+    if stored is None:
+        notes.append("read units of one hit of at most 4 KB: pass items= (the objects it "
+                     "returns) for the units of those")
+    return Explanation(
+        f"search {spec.name} on vector index {search._index.name} (top {search._top})", (
+            Request(operation, spec.table.name, search._index.name, search._request()),
+            Request("BatchGetItem", spec.table.name, None, {"RequestItems": {
+                spec.table.name: {"Keys": ["<each hit's key>"]}}}, units,
+                note="each hit is read by key, 100 a request")),
+        notes=tuple(notes), exact=False)
+
+
+def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] | None,
+         consistent: bool) -> Explanation:
+    """A get by key; by a unique rule's fields, a find (its guard, then its owner)."""
+    spec = spec_of(entity)
+    stored = None if items is None else _stored(items)
+    size = item_size(stored[0]) if stored else 1
+    notes = () if stored is not None else (
+        "read units for an item of at most 4 KB: pass items=[obj] for the units of that",)
+    rule = next((r for r in spec.uniques if set(fields) == set(r.fields)), None)
+    requests = []
+    if rule is not None and set(fields) != set(spec.lookup_fields):
+        key = guard_key(spec, _pure(with_macs(lambda: rule.guard_key(fields, spec.name),
+                                              (entity,)), "the find") or "")
+        guard = guard_item(spec, rule, key[spec.table.pk], {a: "-" for a in
+                                                            spec.table_key_attrs}, None)
+        requests.append(Request("GetItem", spec.table.name, None, _get_request(
+            spec.table, key, consistent), read_units(item_size(guard), consistent),
+            note="the unique guard, which names its owner"))
+        what = f"find {entity.__name__} {dict(fields)}"
+        key = {}
+    else:
+        key = spec.primary_key(fields)
+        what = f"get {entity.__name__} {dict(fields)}"
+    requests.append(Request("GetItem", spec.table.name, None, _get_request(
+        spec.table, key, consistent) if key else {"TableName": spec.table.name,
+                                                  "Key": "<the key the guard names>"},
+        read_units(max(size, 1), consistent)))
+    return Explanation(what, tuple(requests), notes=notes, exact=stored is not None)
+
+
+def _get_request(table: TableSchema, key: PlainKey, consistent: bool) -> dict[str, Any]:
+    request: dict[str, Any] = {"TableName": table.name, "Key": wire_key(key)}
+    if consistent:
+        request["ConsistentRead"] = True
+    return request
+
+
+def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool = False,
+            **key: Any) -> Explanation:
+    """What ``x`` will send and cost, sending nothing (see the module): a session with
+    staged work (its next commit), a query or a scan (``items``: the objects it would
+    return, for their units), or an entity class with its key fields (a get;
+    ``consistent``: a strongly consistent one) or with a unique rule's fields (a find)."""
+    if isinstance(x, type) and issubclass(x, Entity):
+        return _get(x, key, items, consistent)
+    if key:
+        raise TypeError(f"explain(): key fields {sorted(key)} are only for a get "
+                        "(explain(Entity, **key))")
+    if isinstance(x, ReadSpec):
+        return _read(x, items)
+    if hasattr(x, "_vector") and hasattr(x, "_top"):  # (a vector search)
+        return _search(x, items)
+    if getattr(x, "_stage", None) is not None:
+        return _commit(x)
+    raise TypeError(f"explain() takes a session, a query, a scan, a search or an entity "
+                    f"class with key fields; got {x!r}")

@@ -1,0 +1,94 @@
+"""The ``dynaorm model`` and ``dynaorm explain`` commands (see :mod:`dynaorm.tools.cli`,
+which adds them to its parser and hands them its helpers: how it resolves ``MODULE:TABLE``
+references, and its error for a bad one)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any, TextIO
+
+__all__ = ["add_model_commands"]
+
+
+def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+    from dynaorm.tools import designs
+
+    if (args.table is None) == (args.import_file is None):
+        raise cli.BadReference("give MODULE:TABLE to export, or --import FILE, not both")
+    if args.import_file is not None:
+        try:
+            text = Path(args.import_file).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise cli.BadReference(f"cannot read {args.import_file}: {exc.strerror}") from exc
+        return _emit(designs.import_code(text, args.format), args.output, out)
+    model = cli.load_table(args.table).model()
+    if args.chart is not None:
+        from dynaorm.tools.chart import chart_of
+
+        Path(args.chart).write_text(chart_of(model), encoding="utf-8")
+        print(f"wrote {args.chart}", file=out)
+        return 0
+    doc, notes = designs.export(model, args.format)
+    for note in notes:
+        print(f"dynaorm model: {note}", file=sys.stderr)
+    return _emit(json.dumps(doc, indent=2) + "\n", args.output, out)
+
+
+def _emit(text: str, path: str | None, out: TextIO) -> int:
+    """``text`` to ``path`` (``None``: standard output)."""
+    if path is None:
+        out.write(text)
+    else:
+        Path(path).write_text(text, encoding="utf-8")
+    return 0
+
+
+def _explain(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+    from dynaorm.tools.patterns import explain_patterns
+
+    if args.item_size is not None and args.item_size < 1:
+        raise cli.BadReference("--item-size must be at least 1")
+    module_name, sep, attr = args.module.partition(":")
+    tables = ({attr: cli.load_table(args.module)} if sep else
+              cli.find_tables(cli._import(module_name)))
+    for table in tables.values():
+        for pattern, found in explain_patterns(table, args.item_size):
+            print(f"{pattern.entity.__name__} {pattern.name} ({pattern.operation})", file=out)
+            text = found if isinstance(found, str) else str(found)
+            print("\n".join(f"  {line}" for line in text.splitlines()), file=out)
+            print(file=out)
+    return 0
+
+
+def add_model_commands(sub: Any, cli: ModuleType) -> None:
+    """Add ``model`` and ``explain`` to the subcommands ``sub`` of the parser of ``cli``
+    (:mod:`dynaorm.tools.cli`)."""
+    p = sub.add_parser("model", help="export the model (json, workbench, mcp), chart it, or "
+                                     "import a model file as entity code",
+                       description="Print MODULE:TABLE's model as dynaorm's JSON, a NoSQL "
+                                   "Workbench model or the AWS DynamoDB MCP server's "
+                                   "schema.json; --chart OUT.html draws it; --import FILE "
+                                   "prints entity code that exports back to the same model.")
+    p.add_argument("table", metavar="MODULE:TABLE", nargs="?", default=None,
+                   help="e.g. myapp.models:app")
+    p.add_argument("--format", choices=("json", "workbench", "mcp"), default="json")
+    p.add_argument("-o", "--output", metavar="FILE", default=None,
+                   help="write to FILE (default: standard output)")
+    p.add_argument("--chart", metavar="OUT.html", default=None,
+                   help="write a self-contained HTML chart of the design instead")
+    p.add_argument("--import", dest="import_file", metavar="FILE", default=None,
+                   help="read a model file of --format and print entity code")
+    p.set_defaults(run=lambda args, out: _model(cli, args, out))
+    p = sub.add_parser("explain", help="what each access pattern sends and costs",
+                       description="Explain each access pattern of every entity on every "
+                                   "Table in MODULE (or only on TABLE): the requests, the "
+                                   "index read, the rows written by role and their read and "
+                                   "write units, on a sample item. Sends nothing.")
+    p.add_argument("module", metavar="MODULE[:TABLE]", help="e.g. myapp.models")
+    p.add_argument("--item-size", metavar="BYTES", type=int, default=None,
+                   help="price on sample items of about this many bytes (default: small)")
+    p.set_defaults(run=lambda args, out: _explain(cli, args, out))
