@@ -332,7 +332,8 @@ class EntitySpec:
             return False  # its TTL has passed: DynamoDB will delete it; not a result
         if self.table.type_attribute is None:
             return self.fits(item)
-        return item.get(self.table.type_attribute, {}).get("S") == self.type_name
+        tag = item.get(self.table.type_attribute)  # (a hook's answer may hold anything)
+        return isinstance(tag, dict) and tag.get("S") == self.type_name
 
     def fits(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates, and no

@@ -133,6 +133,20 @@ def test_a_hook_may_answer_an_attempt_without_sending_it(db: TestBackend) -> Non
     assert [(a.operation, a.sent) for a in sent] == [("GetItem", False)]
 
 
+def test_a_hooks_answer_with_a_null_type_attribute_is_no_entity(db: TestBackend) -> None:
+    """A hook's answer holds whatever the hook put there: an item whose type attribute is
+    not DynamoDB JSON is none of the entity's (it raised AttributeError)."""
+    class NullType(Hook):
+        def on_start(self, phase: Any) -> object:
+            if isinstance(phase, Attempt) and phase.operation == "GetItem":
+                phase.response = {"Item": {"pk": {"S": "NOTE#x"}, "sk": {"S": "NOTE"},
+                                           "_type": None, "body": {"S": "canned"}}}
+            return None
+
+    app.db.add_hook(NullType())
+    assert db.session().get(Note, note_id="x") is None
+
+
 class Broken(Hook):
     def on_start(self, phase: Any) -> object:
         raise RuntimeError("a faulty hook")
