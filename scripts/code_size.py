@@ -37,7 +37,9 @@ LANDED = 145_134
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
     # issue 51: vector search
-    "dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py",
+    "dynaorm/read/search.py", "dynaorm/schema/rules/vectors.py", "dynaorm/testing/vectors.py",
+    # issue 54: tests that behave like DynamoDB
+    "dynaorm/testing/emulator.py", "dynaorm/testing/proxy.py",
     # issue 50: rotation to the end
     "dynaorm/tools/reencrypt.py",
     # issue 52: exports by entity
