@@ -302,7 +302,9 @@ class Client:
         (``{"User": {"row": 4.0, "unique guard": 2.0, "index entry": 2.0, "read": 1.5}}``)
         as DynamoDB reported them, since it was made or last reset (``reset``: start
         again from 0). Writes report theirs; reads only with
-        ``return_consumed_capacity`` set (see :mod:`dynaorm.protocol.capacity`)."""
+        ``return_consumed_capacity`` set (see :mod:`dynaorm.protocol.capacity`), and a
+        vector search then the bytes it examined, under the role ``vector search bytes``
+        (bytes, not units)."""
         return self._meter.totals(reset)
 
     @property

@@ -24,7 +24,6 @@ Pure: nothing here sends a request.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -33,6 +32,8 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.core.commit import keyed_plan_p
 from dynaorm.errors import DynaormError, ItemNotFoundError
 from dynaorm.read.query import QuerySpec
+from dynaorm.read.search import OPERATION as SEARCH_OPERATION
+from dynaorm.read.search import SearchSpec
 from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.rules.encrypted import with_macs
@@ -303,21 +304,27 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
     return Explanation(what, tuple(requests), notes=tuple(notes), exact=stored is not None)
 
 
-def _search(search: Any, items: Sequence[Any] | None) -> Explanation:
-    """A vector search: its request, then a ``BatchGetItem`` of its hits by key (the
-    units of the items given, else of one item of at most 4 KB)."""
-    spec = spec_of(search._entities[0])
-    operation = next(found for cls in type(search).__mro__ if isinstance(
-        found := getattr(sys.modules.get(cls.__module__), "OPERATION", None), str))
+def _search(search: SearchSpec[Any], items: Sequence[Any] | None) -> Explanation:
+    """A vector search: its ``SearchVectors`` request (metered in vector search bytes,
+    which AWS gives no way to price before sending: noted, not priced), then a
+    ``BatchGetItem`` of its hits by key (the units of the items given, else of one item
+    of at most 4 KB)."""
+    spec, index = spec_of(search._entities[0]), search._index
     stored = None if items is None else _stored(items)
     units = sum(read_units(item_size(i)) for i in stored) if stored is not None else 0.5
-    notes = [f"the {operation} request's own capacity is not priced here"]
+    notes = [f"{SEARCH_OPERATION} is metered in vector search bytes (VectorSearchRequestBytes"
+             "), apart from read units: AWS documents that they grow with the vector data a "
+             "search examines and returns (the index's dimensions, top, the projection; "
+             "slowly with the index's items) and gives their price per byte on its pricing "
+             "page, but no way to count them before sending: not priced here (with "
+             "return_consumed_capacity set, client.capacity() counts what a search reports)"]
     if stored is None:
         notes.append("read units of one hit of at most 4 KB: pass items= (the objects it "
                      "returns) for the units of those")
     return Explanation(
-        f"search {spec.name} on vector index {search._index.name} (top {search._top})", (
-            Request(operation, spec.table.name, search._index.name, search._request()),
+        f"search {spec.name} on vector index {index.name} (top {search._top})", (
+            Request(SEARCH_OPERATION, spec.table.name, index.name, search._request(),
+                    note="vector search bytes: not priced"),
             Request("BatchGetItem", spec.table.name, None, {"RequestItems": {
                 spec.table.name: {"Keys": ["<each hit's key>"]}}}, units,
                 note="each hit is read by key, 100 a request")),
@@ -364,8 +371,8 @@ def _get_request(table: TableSchema, key: PlainKey, consistent: bool) -> dict[st
 def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool = False,
             **key: Any) -> Explanation:
     """What ``x`` will send and cost, sending nothing (see the module): a session with
-    staged work (its next commit), a query or a scan (``items``: the objects it would
-    return, for their units), or an entity class with its key fields (a get;
+    staged work (its next commit), a query, a scan or a vector search (``items``: the
+    objects it would return, for their units), or an entity class with its key fields (a get;
     ``consistent``: a strongly consistent one) or with a unique rule's fields (a find)."""
     if isinstance(x, type) and issubclass(x, Entity):
         return _get(x, key, items, consistent)
@@ -374,7 +381,7 @@ def explain(x: Any, /, *, items: Sequence[Any] | None = None, consistent: bool =
                         "(explain(Entity, **key))")
     if isinstance(x, ReadSpec):
         return _read(x, items)
-    if hasattr(x, "_vector") and hasattr(x, "_top"):  # (a vector search)
+    if isinstance(x, SearchSpec):
         return _search(x, items)
     if getattr(x, "_stage", None) is not None:
         return _commit(x)

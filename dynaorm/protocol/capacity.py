@@ -7,7 +7,9 @@ role of the row it writes (``row``, ``latest copy``, ``version row``, ``unique g
 ``table/index`` (the units :mod:`dynaorm.core.explain` prices it at). The units DynamoDB
 reports for a table or an index are split over the shares on it by weight
 (:func:`attribute`), so they add up to exactly what was reported. A read's units go to its
-entity types (``read``, and ``index read`` for an index's). A client's :class:`Meter`
+entity types (``read``, and ``index read`` for an index's). A vector search reports no
+units but bytes (``VectorSearchRequestBytes``, metered apart from units): they go to its
+entity types as ``vector search bytes`` (:func:`searched`). A client's :class:`Meter`
 keeps the totals (``client.capacity()``); tracing puts each attempt's on its span.
 """
 
@@ -17,10 +19,12 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["Meter", "Shares", "attribute", "slug"]
+__all__ = ["SEARCH_BYTES", "Meter", "Shares", "attribute", "searched", "slug"]
 
 #: ``(entity, role, "table" or "table/index", weight)`` for each row a request writes
 Shares = tuple[tuple[str, str, str, float], ...]
+#: the role a vector search's consumed bytes are counted under (bytes, not units)
+SEARCH_BYTES = "vector search bytes"
 
 
 def attribute(shares: Shares, origins: tuple[Any, ...], consumed: Mapping[str, float]
@@ -40,11 +44,28 @@ def attribute(shares: Shares, origins: tuple[Any, ...], consumed: Mapping[str, f
                 if share:
                     out[(entity, role)] = out.get((entity, role), 0.0) + units * share
             continue
-        names = [o.__name__ if isinstance(o, type) else o[0].__name__ for o in origins
-                 if isinstance(o, type) or (isinstance(o, tuple) and isinstance(o[0], type))]
-        key = ("|".join(dict.fromkeys(names)) or "-", "index read" if "/" in name else "read")
+        key = (_entities(origins), "index read" if "/" in name else "read")
         out[key] = out.get(key, 0.0) + units
     return out
+
+
+def _entities(origins: tuple[Any, ...]) -> str:
+    """The entity types a read's ``origins`` name, joined by ``|`` (``-``: none)."""
+    names = [o.__name__ if isinstance(o, type) else o[0].__name__ for o in origins
+             if isinstance(o, type) or (isinstance(o, tuple) and isinstance(o[0], type))]
+    return "|".join(dict.fromkeys(names)) or "-"
+
+
+def searched(origins: tuple[Any, ...], response: Mapping[str, Any]
+             ) -> dict[tuple[str, str], float]:
+    """A ``SearchVectors`` answer's consumed capacity, by ``(entity, role)``: its
+    ``VectorSearchRequestBytes`` to the entity types searched, as :data:`SEARCH_BYTES`
+    (a search is metered in bytes, apart from capacity units); nothing for any other
+    answer."""
+    raw = response.get("ConsumedCapacity")
+    if not isinstance(raw, Mapping) or "VectorSearchRequestBytes" not in raw:
+        return {}
+    return {(_entities(origins), SEARCH_BYTES): float(raw["VectorSearchRequestBytes"])}
 
 
 def slug(role: str) -> str:

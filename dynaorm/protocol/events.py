@@ -197,6 +197,8 @@ def capacity_of(response: dict[str, Any] | None) -> dict[str, float]:
         return {}
     out: dict[str, float] = {}
     for entry in raw if isinstance(raw, list) else [raw]:
+        if "VectorSearchRequestBytes" in entry:
+            continue  # (a search's: bytes, not units; see protocol.capacity.searched)
         table = str(entry.get("TableName", "?"))
         indexes: dict[str, Any] = {**entry.get("GlobalSecondaryIndexes", {}),
                                    **entry.get("LocalSecondaryIndexes", {})}

@@ -39,7 +39,7 @@ from typing import Any, Final, TypeVar
 
 from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError, RequestError
-from dynaorm.protocol.capacity import Meter, Shares, attribute
+from dynaorm.protocol.capacity import Meter, Shares, attribute, searched
 from dynaorm.protocol.events import RECORDER, CommitResult, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
@@ -53,14 +53,15 @@ R = TypeVar("R")
 _LOG = LogHook()
 #: the level of :data:`logging.DEBUG` (without importing :mod:`logging` to read it)
 _DEBUG = 10
-#: the operations whose requests take ``ReturnConsumedCapacity``
+#: the operations whose requests take ``ReturnConsumedCapacity`` (``SearchVectors``
+#: reports vector search bytes, not capacity units)
 CAPACITY_OPERATIONS: Final = frozenset({
     "GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan", "BatchGetItem",
-    "BatchWriteItem", "TransactGetItems", "TransactWriteItems"})
-#: the requests a capacity budget holds: those that consume capacity, and the KMS
+    "BatchWriteItem", "TransactGetItems", "TransactWriteItems", "SearchVectors"})
+#: the requests a capacity budget holds: those that consume capacity units, and the KMS
 #: requests of keyrings (named ``service:Name``), which wait on it, consuming none; not a
-#: table's administration
-HELD_OPERATIONS: Final = CAPACITY_OPERATIONS | {
+#: table's administration, nor a vector search (metered apart, in bytes)
+HELD_OPERATIONS: Final = (CAPACITY_OPERATIONS - {"SearchVectors"}) | {
     "kms:GenerateDataKey", "kms:Decrypt", "kms:GenerateMac"}
 
 
@@ -417,10 +418,11 @@ def _consumed(recording: CommitResult | None, meter: Meter | None, step: Call,
         recording._consumed(capacity_of(out))
     if meter is not None:
         try:
-            consumed = capacity_of(out)
+            consumed, bytes_ = capacity_of(out), searched(step.origins, out)
         except (AttributeError, TypeError, ValueError):
             return
         meter.add(attribute(step.shares() if step.shares else (), step.origins, consumed))
+        meter.add(bytes_)
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,

@@ -23,10 +23,12 @@ MAX_BATCH_ROUNDS = 12
 def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                  unprocessed: str,
                  collect: Callable[[dict[str, Any]], object] = lambda out: None, *,
-                 idempotent: bool = True, reader: Reader | None = None) -> Proto[None]:
+                 idempotent: bool = True, reader: Reader | None = None,
+                 origins: tuple[Any, ...] = ()) -> Proto[None]:
     """Send a batch request until nothing is left unprocessed (backoff with jitter between
     rounds, the rounds' waits within the policy's ``max_wait``); ``collect`` sees each
-    round's answer (``reader``: see :class:`~dynaorm.protocol.steps.Send`).
+    round's answer (``reader``: see :class:`~dynaorm.protocol.steps.Send`; ``origins``:
+    the entity classes it is for, see :func:`~dynaorm.protocol.steps.call`).
     ``idempotent=False``: a round is not resent after an attempt that may have been
     applied (the :class:`~dynaorm.RequestError` is raised instead)."""
     rounds = 0
@@ -38,18 +40,20 @@ def batch_rounds(operation: str, table: str, pending: dict[str, Any] | None,
                                f"after {MAX_BATCH_ROUNDS} rounds")
         if rounds > 1:
             waited += yield Backoff(rounds - 1, waited)
-        out = yield from call(operation, {"RequestItems": pending}, idempotent=idempotent,
-                              reader=reader)
+        out = yield from call(operation, {"RequestItems": pending}, origins,
+                              idempotent=idempotent, reader=reader)
         collect(out)
         pending = out.get(unprocessed) or None
 
 
 def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
-                concurrency: int = 1, reader: Reader | None = None) -> Proto[dict[Any, Any]]:
+                concurrency: int = 1, reader: Reader | None = None,
+                origins: tuple[Any, ...] = ()) -> Proto[dict[Any, Any]]:
     """Items by key (BatchGetItem, 100 keys a request, ``concurrency`` requests in
     flight; unprocessed keys retried with backoff), by their key's identity; with
     ``reader`` (:func:`~dynaorm.schema.entity.answer_reader`), the objects it read from
-    an answer's bytes where it could (matched by the stored keys read beside them)."""
+    an answer's bytes where it could (matched by the stored keys read beside them);
+    ``origins``: the entity classes read (their consumed capacity is counted for them)."""
     unique = list({key_id(k): k for k in keys}.values())
     chunks = [unique[i:i + BATCH_GET] for i in range(0, len(unique), BATCH_GET)]
 
@@ -64,7 +68,7 @@ def batch_get_p(table: str, keys: Sequence[Item], *, consistent: bool = False,
             items.extend(zip(out.get("Keys", {}).get(table, got), got, strict=True))
 
         yield from batch_rounds("BatchGetItem", table, {table: request}, "UnprocessedKeys",
-                                collect, reader=reader)
+                                collect, reader=reader, origins=origins)
         return items
 
     results = yield from gather([one(c) for c in chunks], concurrency)

@@ -201,7 +201,8 @@ class SearchSpec(Generic[T]):
                 hits.skipped += 1
         if not wanted:
             return hits
-        stored = yield from batch_get_p(spec.table.name, [key for key, _ in wanted])
+        stored = yield from batch_get_p(spec.table.name, [key for key, _ in wanted],
+                                        origins=self._entities)
         for key, score in wanted:
             row = stored.get(key_id(key))
             if row is None or expired(row, sel.ttl_attr):

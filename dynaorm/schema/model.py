@@ -30,8 +30,9 @@ from pydantic_core import PydanticUndefined
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules.encrypted import ENCRYPTED
+from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.schema.table import GSI, LSI, TableSchema
+from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.templates import SHARD_FIELD
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
@@ -40,10 +41,11 @@ __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derive
 
 #: the version of the model's JSON format (``"dynaorm_model"``)
 FORMAT: Final = 1
-#: the operations an access pattern may name (the AWS DynamoDB MCP server's, and
-#: TransactWriteItems, which a save with guards or history is)
+#: the operations an access pattern may name (the AWS DynamoDB MCP server's,
+#: TransactWriteItems, which a save with guards or history is, and SearchVectors, a
+#: search of a vector index)
 OPERATIONS: Final = ("GetItem", "PutItem", "UpdateItem", "DeleteItem", "Query", "Scan",
-                     "BatchGetItem", "BatchWriteItem", "TransactWriteItems")
+                     "BatchGetItem", "BatchWriteItem", "TransactWriteItems", "SearchVectors")
 #: scalar annotations and the type names the model gives them (bool before int)
 _SCALARS: Final[tuple[tuple[type[Any], str], ...]] = (
     (bool, "boolean"), (int, "integer"), (float, "number"), (Decimal, "decimal"),
@@ -148,10 +150,9 @@ def describe_type(annotation: Any) -> dict[str, Any]:
     dynaorm's is looked through)."""
     plain, _, metadata = _unwrapped(annotation)
     out = _described(plain)
-    dims = next((getattr(m, "dimensions", None) for m in metadata
-                 if type(m).__name__ == "Vector"), None)
-    if dims is not None:
-        out["vector"] = dims
+    marker = next((m for m in metadata if isinstance(m, Vector)), None)
+    if marker is not None:
+        out["vector"] = marker.dimensions
     return out
 
 
@@ -249,7 +250,7 @@ def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:
 
 
 # -- indexes and entities ------------------------------------------------------------------
-def index_model(index: Any) -> dict[str, Any]:
+def index_model(index: GSI | LSI | VectorIndex) -> dict[str, Any]:
     """One index of a table: a GSI (``native`` when keyed on entity attributes as they are
     stored), an LSI or a vector index."""
     projection = index.projection if isinstance(index.projection, str) else list(
@@ -266,12 +267,9 @@ def index_model(index: Any) -> dict[str, Any]:
             "projection": projection}
 
 
-def _indexes(table: TableSchema) -> list[Any]:
-    """Every index of ``table``: its GSIs and LSIs, then its vector indexes (a table
-    without any: none)."""
-    vectors = getattr(table, "vector_indexes", ())
-    return [*table.indexes.values(), *(vectors.values() if isinstance(vectors, Mapping)
-                                       else vectors)]
+def _indexes(table: TableSchema) -> list[GSI | LSI | VectorIndex]:
+    """Every index of ``table``: its GSIs and LSIs, then its vector indexes."""
+    return [*table.indexes.values(), *table.vector_indexes.values()]
 
 
 def lands_in(spec: EntitySpec) -> list[str]:
@@ -347,7 +345,8 @@ def _previous(spec: EntitySpec) -> dict[str, Any] | None:
 def derived_patterns(spec: EntitySpec) -> list[AccessPattern]:
     """The access patterns an entity's declaration allows: get by key, save and delete,
     find by each unique field, the query of its partition (where its sort key has
-    fields), history (versioned), and a query of each index it lands in."""
+    fields), history (versioned), a query of each index it lands in, and a search of each
+    vector index it can be searched in."""
     cls, name, lookup = spec.cls, _snake(spec.name), spec.lookup_fields
     save = "TransactWriteItems" if spec.has_rules else "PutItem"
     out = [AccessPattern(f"get_{name}", cls, "GetItem", lookup),
@@ -369,7 +368,20 @@ def derived_patterns(spec: EntitySpec) -> list[AccessPattern]:
         out.append(AccessPattern(f"query_{name}_on_{_snake(idx.name)}", cls, "Query", ipk,
                                  index=idx.name,
                                  range_condition="begins_with" if isk else None))
+    for vector in _vector_indexes(spec):
+        partition = (() if vector.partition is None else
+                     (spec.stored_fields[vector.partition],))
+        out.append(AccessPattern(f"search_{name}_on_{_snake(vector.name)}", cls,
+                                 "SearchVectors", partition, index=vector.name))
     return out
+
+
+def _vector_indexes(spec: EntitySpec) -> list[VectorIndex]:
+    """The vector indexes an entity can be searched in: those whose vector and partition
+    attributes it stores."""
+    stored = spec.stored_fields
+    return [v for v in spec.table.vector_indexes.values() if v.attribute in stored
+            and (v.partition is None or v.partition in stored)]
 
 
 def _key_parts(pk: Any, sk: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:

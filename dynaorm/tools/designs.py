@@ -16,8 +16,9 @@ What each format holds:
   ``fields`` and ``access_patterns``).
 
 Neither of the last two has a place for an LSI, a multi-attribute (native) key or a
-vector index: an export leaves them out and says so (its notes). A file that cannot be
-read is a :class:`~dynaorm.ModelFileError` naming the place in it.
+vector index (a vector field is a list of numbers there), nor the MCP server's for a search
+pattern (``SearchVectors``): an export leaves them out and says so (its notes). A file
+that cannot be read is a :class:`~dynaorm.ModelFileError` naming the place in it.
 """
 
 from __future__ import annotations
@@ -136,6 +137,7 @@ def _workbench(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             ("unique rules", e.get("unique")), ("versioning", e.get("versioned")),
             ("encrypted fields", e.get("encrypted")), ("previous layout", e.get("previous")))
             if there]
+        notes += _vector_fields(e, "workbench")
 
     def key(attr: str) -> dict[str, str]:
         return {"AttributeName": attr, "AttributeType": key_types.get(attr, "S")}
@@ -157,6 +159,12 @@ def _workbench(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
                               f"{table['name']!r}, written by dynaorm",
                               "AWSService": "Amazon DynamoDB", "Version": "3.0"},
             "DataModel": [data]}, notes
+
+
+def _vector_fields(e: Mapping[str, Any], fmt: str) -> list[str]:
+    """Notes for an entity's vector fields, which a format holds as lists of numbers."""
+    return [f"{fmt}: left out that {e['name']}.{f['name']} is a Vector({f['vector']}): a "
+            "list of numbers there" for f in e["fields"] if f.get("vector") is not None]
 
 
 def _workbench_gsi(index: Mapping[str, Any], key: Callable[[str], dict[str, str]]
@@ -185,7 +193,7 @@ def _mcp_operation(p: Mapping[str, Any]) -> str:
     operation = str(p["operation"])
     if operation == "TransactWriteItems":
         return "DeleteItem" if p["name"].startswith("delete_") else "PutItem"
-    return operation if operation in _MCP_OPERATIONS else "Query"  # (a search)
+    return operation
 
 
 def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
@@ -213,23 +221,36 @@ def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             entity["gsi_mappings"] = mappings
         entity["fields"] = [{"name": f["name"], **_mcp_type(f), "required": f["required"]}
                             for f in e["fields"]]
-        patterns = []
-        for p in e.get("access_patterns", ()):
-            number = p.get("pattern_id", number + 1)
-            pattern = {"pattern_id": number, "name": p["name"],
-                       "description": p.get("description") or _describe(e, p),
-                       "operation": _mcp_operation(p)}
-            if p.get("index") and p["index"] in kept:
-                pattern["index_name"] = p["index"]
-            if p.get("range_condition"):
-                pattern["range_condition"] = p["range_condition"]
-            pattern["parameters"] = [dict(q) for q in p.get("parameters", ())]
-            pattern["return_type"] = p.get("returns") or "entity_list"
-            patterns.append(pattern)
+        notes += _vector_fields(e, "mcp")
+        patterns, number = _mcp_patterns(e, kept, number, notes)
         entity["access_patterns"] = patterns
         entities[e["name"]] = entity
     out["entities"] = entities
     return {"tables": [out]}, notes
+
+
+def _mcp_patterns(e: Mapping[str, Any], kept: Mapping[str, Any], number: int,
+                  notes: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """An entity's ``access_patterns`` in the MCP server's shape, numbered on from
+    ``number``, and the last number; a search (which it has no place for) noted."""
+    patterns = []
+    for p in e.get("access_patterns", ()):
+        if p["operation"] == "SearchVectors":
+            notes.append(f"mcp: left out {e['name']}'s search {p['name']!r}: the format has "
+                         "no place for it")
+            continue
+        number = p.get("pattern_id", number + 1)
+        pattern = {"pattern_id": number, "name": p["name"],
+                   "description": p.get("description") or _describe(e, p),
+                   "operation": _mcp_operation(p)}
+        if p.get("index") and p["index"] in kept:
+            pattern["index_name"] = p["index"]
+        if p.get("range_condition"):
+            pattern["range_condition"] = p["range_condition"]
+        pattern["parameters"] = [dict(q) for q in p.get("parameters", ())]
+        pattern["return_type"] = p.get("returns") or "entity_list"
+        patterns.append(pattern)
+    return patterns, number
 
 
 def _native_mappings(e: Mapping[str, Any], gsis: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Annotated, Any
 
 from dynaorm.client.table import Table
 from dynaorm.core.explain import Explanation, explain
@@ -49,8 +49,9 @@ def sample(entity: type[Entity], item_size_: int | None = None) -> Entity:
     """An object of ``entity`` with a small value of its type in every field (padded to
     about ``item_size_`` stored bytes through its first string field not in a key)."""
     spec = spec_of(entity)
-    values = {n: _value(describe_type(i.annotation)) for n, i in entity.model_fields.items()
-              if n not in spec.timestamps}
+    values = {n: _value(describe_type(Annotated[(i.annotation, *i.metadata)] if i.metadata
+                                      else i.annotation))  # (a Vector's marker is metadata)
+              for n, i in entity.model_fields.items() if n not in spec.timestamps}
     obj = entity(**values)
     keyed = {f for t in (spec.pk, spec.sk, *(i.pk for i in spec.indexes),
                          *(i.sk for i in spec.indexes)) if t is not None for f in t.fields}
@@ -72,6 +73,11 @@ def _explain(session: Session, p: AccessPattern, obj: Entity) -> Explanation:
     key = {n: getattr(obj, n) for n in spec.lookup_fields}
     if p.operation in ("GetItem", "BatchGetItem"):
         return explain(entity, items=[obj], **(given or key))
+    if p.operation == "SearchVectors":
+        index = spec.table.vector_index(p.index or "")
+        vector = getattr(obj, spec.stored_fields[index.attribute])
+        return explain(session.search(entity, index.name, vector=vector, **given),
+                       items=[obj])
     if p.operation in ("Query", "Scan"):
         read = session.scan(entity) if p.operation == "Scan" else (
             session.history(entity, **key) if p.name.startswith("history_") and not p.index

@@ -26,8 +26,10 @@ from dynaorm import (
     Session,
     Table,
     VectorIndex,
+    explain,
 )
 from dynaorm.aio.blocking import BlockingAsyncSession
+from dynaorm.protocol.capacity import SEARCH_BYTES
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
@@ -369,3 +371,55 @@ def test_an_update_sets_a_vector_whole(vdb: TestBackend) -> None:
     with pytest.raises(ValueError, match="a vector of 4 numbers, not 3"):  # (validation's)
         s.update(Doc, doc_id="d1").set(embedding=[1.0, 2.0, 3.0])
     s.rollback()
+
+
+@pytest.mark.sync_only  # (explain sends nothing: one kind of session is enough)
+def test_explain_of_a_search_sends_nothing_and_tells_what_it_will_send(
+        vdb: TestBackend) -> None:
+    first = doc(1, [1, 0, 0, 0])
+    saved(vdb, first)
+    requests = Requests(vdb.table)
+    search = Session(docs).search(Doc, "by_meaning", vector=[1, 0, 0, 0], top=3,
+                                  tenant_id="t1").where(F("category") == "news")
+    found = explain(search, items=[first])
+    assert requests.calls == []  # nothing sent
+    assert [(r.operation, r.index) for r in found.requests] == [
+        ("SearchVectors", "by_meaning"), ("BatchGetItem", None)]
+    assert found.index == "by_meaning" and not found.exact
+    # (vector search bytes cannot be counted before sending: not priced, and said so)
+    assert (found.requests[0].read_units, found.requests[0].write_units) == (0.0, 0.0)
+    assert found.read_units == 0.5  # the hit, read by key (eventually consistent, < 4 KB)
+    assert "VectorSearchRequestBytes" in str(found) and "not priced" in str(found)
+    hits = search.all()
+    assert [h.item for h in hits] == [first]
+    assert requests.calls[0] == ("SearchVectors", found.requests[0].request)  # as sent
+
+
+def test_a_search_s_consumed_bytes_are_counted_for_its_entity(
+        vdb: TestBackend, request: pytest.FixtureRequest) -> None:
+    """With ``return_consumed_capacity`` set, a search asks for its consumed capacity, and
+    ``client.capacity()`` counts the vector search bytes the answer reports for the entity
+    searched (apart from the units of the read of its hits by key)."""
+    saved(vdb, *corpus())
+    vdb.table.return_consumed_capacity = "TOTAL"  # (the table's client, with that mode)
+    client = vdb.table.db
+    requests = Requests(vdb.table)
+    try:
+        client.capacity(reset=True)
+        hits = vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0], top=3).all()
+        totals = client.capacity(reset=True)
+    finally:
+        vdb.table.return_consumed_capacity = None
+    assert len(hits) == 3
+    assert [(op, r.get("ReturnConsumedCapacity")) for op, r in requests.calls] == [
+        ("SearchVectors", "TOTAL"), ("BatchGetItem", "TOTAL")]
+    answers = dict(requests.responses)
+    reported = answers["SearchVectors"].get("ConsumedCapacity", {}).get(
+        "VectorSearchRequestBytes")
+    if engine_of(request) == "moto":  # (the embedded default reports them; dynoxide may not)
+        assert reported is not None and reported > 0
+    assert totals.get("Doc", {}).get(SEARCH_BYTES) == reported
+    read = sum(c["CapacityUnits"] for c in answers["BatchGetItem"].get(
+        "ConsumedCapacity", []))
+    assert totals["Doc"].get("read", 0.0) == read
+    assert set(totals) == {"Doc"}

@@ -87,6 +87,12 @@ def test_the_documented_schema_refuses_what_is_not_a_model() -> None:
     user = {**model["entities"][0], "versioned": "no", "colour": "red"}
     assert problems({**model, "entities": [user]}, schema) == [
         "$.entities[0].versioned: 'no' is not boolean", "$.entities[0]: unexpected 'colour'"]
+    vector = {"name": "v", "kind": "vector", "attribute": "e", "distance": "COSINE",
+              "partition": None, "filters": [], "projection": "ALL"}  # (no dimensions)
+    assert problems({**model, "table": {**model["table"], "indexes": [vector]}}, schema) == [
+        f"$.table.indexes[0]: {vector!r} fits none of anyOf"]
+    assert problems({**model, "table": {**model["table"], "indexes": [
+        {**vector, "dimensions": 4}]}}, schema) == []
 
 
 def test_the_model_of_native_aliased_encrypted_and_previous_designs() -> None:
@@ -103,6 +109,78 @@ def test_the_model_of_native_aliased_encrypted_and_previous_designs() -> None:
     assert next(f for f in patient["fields"] if f["name"] == "ssn")["encrypted"] is True
     moved = design("tests.support.migration_models:mig").model()
     assert any(e["previous"] for e in moved["entities"])
+
+
+def test_the_model_of_a_design_with_vector_indexes() -> None:
+    model = design("tests.support.vector_models:docs").model()
+    assert model["table"]["indexes"] == [
+        {"name": "by_meaning", "kind": "vector", "attribute": "embedding", "dimensions": 4,
+         "distance": "COSINE", "partition": "tenant_id", "filters": ["category", "year"],
+         "projection": "ALL"},
+        {"name": "by_distance", "kind": "vector", "attribute": "embedding", "dimensions": 4,
+         "distance": "EUCLIDEAN", "partition": None, "filters": [], "projection": "ALL"},
+        {"name": "by_dot", "kind": "vector", "attribute": "embedding", "dimensions": 4,
+         "distance": "DOT_PRODUCT", "partition": None, "filters": [],
+         "projection": "KEYS_ONLY"}]
+    doc, page = _entity(model, "Doc"), _entity(model, "Page")
+    assert next(f for f in doc["fields"] if f["name"] == "embedding") == {
+        "name": "embedding", "stored": "embedding", "type": "list",
+        "items": {"type": "number"}, "vector": 4, "required": True, "nullable": False}
+    assert doc["lands_in"] == page["lands_in"] == ["by_meaning", "by_distance", "by_dot"]
+    # (a version row keeps its vector aside: one entry per index, the latest copy's)
+    assert page["rows"]["insert"] == {"latest copy": 1, "version row": 1, "index entry": 3}
+    searches = {p["name"]: p for e in (doc, page) for p in e["access_patterns"]
+                if p["operation"] == "SearchVectors"}
+    assert searches["search_doc_on_by_meaning"]["parameters"] == [
+        {"name": "tenant_id", "type": "string"}]
+    assert searches["search_doc_on_by_meaning"]["index"] == "by_meaning"
+    # (Page has no tenant_id: it cannot name by_meaning's partition)
+    assert set(searches) == {"search_doc_on_by_meaning", "search_doc_on_by_distance",
+                             "search_doc_on_by_dot", "search_page_on_by_distance",
+                             "search_page_on_by_dot"}
+
+
+def test_imported_json_of_a_vector_design_defines_its_vector_indexes_and_fields() -> None:
+    source = design("tests.support.vector_models:docs")
+    code = designs.import_code(json.dumps(source.model()))
+    assert "Annotated[list[float], Vector(4)]" in code
+    (table,) = defined(code)
+    assert table.vector_indexes == source.vector_indexes  # the real VectorIndex objects
+    assert table.definition() == source.definition()  # CreateTable's VectorIndexes too
+    assert table.model() == source.model()
+
+
+def test_formats_without_vector_indexes_leave_them_out_and_say_so() -> None:
+    model = design("examples.vector_search:kb").model()
+    workbench, notes = designs.export(model, "workbench")
+    assert notes == [
+        "workbench: left out a vector index, 'by_meaning': the format has no place for it",
+        "workbench: left out that Passage.embedding is a Vector(8): a list of numbers there"]
+    (table,) = workbench["DataModel"]
+    assert "GlobalSecondaryIndexes" not in table
+    assert {"AttributeName": "embedding", "AttributeType": "L"} in table["NonKeyAttributes"]
+    mcp, notes = designs.export(model, "mcp")
+    assert notes == [
+        "mcp: left out a vector index, 'by_meaning': the format has no place for it",
+        "mcp: left out that Passage.embedding is a Vector(8): a list of numbers there",
+        "mcp: left out Passage's search 'search_passage_on_by_meaning': the format has no "
+        "place for it"]
+    passage = mcp["tables"][0]["entities"]["Passage"]
+    assert {"name": "embedding", "type": "array", "item_type": "decimal",
+            "required": True} in passage["fields"]
+    assert all(p["name"] != "search_passage_on_by_meaning"
+               for p in passage["access_patterns"])
+
+
+def test_the_chart_draws_vector_indexes_and_who_lands_in_them() -> None:
+    model = design("tests.support.vector_models:docs").model()
+    page = chart_of(model)
+    for index in ("by_meaning", "by_distance", "by_dot"):
+        assert f'id="index-{index}"' in page
+    assert "vector embedding (4, COSINE)" in page
+    assert "partition tenant_id" in page and "filters category, year" in page
+    edges = sum(1 + len(e["lands_in"]) for e in model["entities"])
+    assert page.count('class="edge"') == edges == 5 * 4
 
 
 @pytest.mark.parametrize("fmt", designs.FORMATS)
@@ -382,6 +460,14 @@ def _models(draw: st.DrawFn) -> dict[str, Any]:
         indexes.append({"name": "ByTag", "kind": "gsi", "native": True, "pk": ["tag"],
                         "sk": [], "projection": draw(st.sampled_from(
                             ["ALL", "KEYS_ONLY", ["note"]]))})
+    vector = draw(st.none() | st.integers(1, 8))
+    if vector is not None:
+        indexes.append({"name": "by_meaning", "kind": "vector", "attribute": "emb",
+                        "dimensions": vector, "distance": draw(st.sampled_from(
+                            ["COSINE", "EUCLIDEAN", "DOT_PRODUCT"])),
+                        "partition": draw(st.sampled_from([None, "ident"])),
+                        "filters": draw(st.sampled_from([[], ["grade"]])),
+                        "projection": draw(st.sampled_from(["ALL", "KEYS_ONLY"]))})
     entities = []
     for i in range(draw(st.integers(1, 3))):
         extra = draw(st.lists(_TYPES, max_size=4))
@@ -393,6 +479,10 @@ def _models(draw: st.DrawFn) -> dict[str, Any]:
         if native and draw(st.booleans()):
             fields.append({"name": "tag", "stored": "tag", "type": "string",
                            "required": False, "nullable": True, "default": None})
+        if vector is not None and draw(st.booleans()):
+            fields.append({"name": "emb", "stored": "emb", "type": "list",
+                           "items": {"type": "number"}, "vector": vector, "required": False,
+                           "nullable": True, "default": None})
         versioned = has_sk and draw(st.booleans())
         if versioned:
             fields.append({"name": "version", "stored": "version", "type": "integer",
