@@ -39,6 +39,7 @@ from dynaorm._types import Item
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import RULES, SURFACES, Rule
 from dynaorm.schema.rules.encrypted import open_value
+from dynaorm.schema.rules.vectors import float32, vector_values
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import decode_value
 
@@ -313,8 +314,8 @@ class Matrix:
             assert av is not None, (self.name, name, item)
             if self.has("encrypted") and name in ("code", "secret"):
                 av = opens(self.table, item, name)
-            assert decode_value(av) == values[name], (self.name, name, decode_value(av),
-                                                      values[name])
+            value = float32(vector_values(av) or ()) if name == "vec" else decode_value(av)
+            assert value == values[name], (self.name, name, value, values[name])
 
     def assert_sealed(self, raw: list[Item]) -> None:
         """Every ciphertext of the table opens in its own row, and in no other row."""

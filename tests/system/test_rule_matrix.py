@@ -58,6 +58,7 @@ from dynaorm import (
 from dynaorm.jobs import MARK, backfill, export, migrate, run_local
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import RULES, SURFACES
+from dynaorm.schema.rules.vectors import float32
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
 from tests.conftest import engine_of, wire_of
@@ -322,10 +323,19 @@ class Cell:
         self.assert_rows()
 
     def update(self) -> None:
-        self._update("a", note="third", secret="secret-a3", code="code-a3")
+        """``s.update``: plain, encrypted and unique values set (``vectors``: a vector of
+        numbers a 32-bit float rounds, read back rounded); what a ciphertext or a vector
+        cannot take is refused before sending."""
+        vec = {"vec": [0.1, 0.2, 0.3]} if self.m.has("vectors") else {}
+        self._update("a", note="third", secret="secret-a3", code="code-a3", **vec)
         self.stored("a")
         assert (self.live["a"].note, self.live["a"].secret, self.live["a"].code) == (
             "third", "secret-a3", "code-a3"), self.m.name
+        if vec:
+            assert self.live["a"].vec == float32(vec["vec"]) != vec["vec"], self.m.name
+            for bad in (lambda u: u.append(vec=[1.0]), lambda u: u.add(vec=[1.0])):
+                self.refused(DynaormError, lambda bad=bad: bad(  # type: ignore[misc]
+                    self.session().update(self.cls, id="a")))
         self.assert_rows()
         if self.m.has("encrypted"):  # what a ciphertext cannot take: refused before sending
             for bad in (lambda u: u.add(secret="x"), lambda u: u.append(secret=["x"])):
@@ -347,11 +357,12 @@ class Cell:
 
     def reads(self) -> None:
         m, s = self.m, self.session()
+        names = ("note", "secret", "code", *(("vec",) if m.has("vectors") else ()))
         for ident, obj in self.live.items():
             assert s.get(self.cls, id=ident) == obj, (m.name, ident)
             assert s.query(self.cls, id=ident).all() == [obj], (m.name, ident)
-            assert s.query(self.cls, id=ident).values("note", "secret", "code") == [
-                {"note": obj.note, "secret": obj.secret, "code": obj.code}], (m.name, ident)
+            assert s.query(self.cls, id=ident).values(*names) == [
+                {n: getattr(obj, n) for n in names}], (m.name, ident)
             for n, version in enumerate(self.history.get(ident, ()), 1):
                 assert s.get(self.cls, id=ident, version=n).__dict__ == version, (m.name, n)
         scanned = sorted(s.scan(self.cls).consistent(), key=lambda o: o.id)
