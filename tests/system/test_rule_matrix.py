@@ -89,6 +89,8 @@ NO_VECTORS = ("DynamoDB Local has no vector index: it refuses a table declaring 
               "search schema's attribute definitions) and SearchVectors as an unknown operation")
 #: the query vector of every search
 QUERY = [1.0, 0.5, 0.5]
+#: the vector a backfill sets
+FILLED = [0.7, 0.2, 0.1]
 
 
 # -- the registry's rows -------------------------------------------------------------------
@@ -367,9 +369,11 @@ class Cell:
                 assert s.get(self.cls, id=ident, version=n).__dict__ == version, (m.name, n)
         scanned = sorted(s.scan(self.cls).consistent(), key=lambda o: o.id)
         assert scanned == [self.live[i] for i in sorted(self.live)], m.name
-        assert sorted(s.scan(self.cls).consistent().values("id", "secret"),
+        assert sorted(s.scan(self.cls).consistent().values("id", "secret", *names[3:]),
                       key=lambda v: v["id"]) == [
-            {"id": i, "secret": self.live[i].secret} for i in sorted(self.live)], m.name
+            {"id": i, "secret": self.live[i].secret, **{n: getattr(self.live[i], n)
+                                                        for n in names[3:]}}
+            for i in sorted(self.live)], m.name
         if m.has("unique"):
             for obj in self.live.values():
                 assert s.find(self.cls, code=obj.code) == obj, (m.name, obj)
@@ -471,6 +475,8 @@ class Cell:
             self.stored(ident)
             assert (self.live[ident].note, self.live[ident].code) == (
                 "filled", before.code + "+"), self.m.name
+            assert getattr(self.live[ident], "vec", None) == (
+                float32(FILLED) if self.m.has("vectors") else None), self.m.name
             self.marked[ident] = getattr(self.live[ident], "version", 0)
         self.assert_rows()
 
@@ -542,6 +548,16 @@ class Cell:
         assert "secret" in str(error)
         self.refused(InvalidValueError if self.m.has("encrypted") else ValidationError,
                      lambda: s.update(self.cls, id="a").set(secret=424242))
+        if self.m.has("vectors"):  # a vector error names the entity, field and element
+            for bad in ([1.0, float("nan"), 0.5], [1.0, 0.5, 1e39]):
+                stale = self.get("a")
+                stale.vec[:] = bad  # (changed in place: validated as it is saved)
+                for error in (self.refused(InvalidValueError, lambda s=stale: self.commit(s)),
+                              self.refused(ValidationError, lambda bad=bad: s.update(
+                                  self.cls, id="a").set(vec=bad))):
+                    text = str(error)
+                    assert all(w in text for w in (self.cls.__name__, "vec", "element 1"
+                                                   if bad[1] != 0.5 else "element 2")), text
         stale, fresh = self.get("a"), self.get("a")
         fresh.note = "fourth"
         self.commit(fresh)
@@ -624,8 +640,11 @@ STEPS: list[tuple[tuple[str, ...], Callable[[Cell, Any, Spans], None]]] = [
 
 
 def _fill(obj: Any) -> Any:
-    """A backfill's change: a plain field, an encrypted one, the unique one."""
+    """A backfill's change: a plain field, an encrypted one, the unique one, and the
+    vector (to numbers a 32-bit float rounds)."""
     obj.note, obj.secret, obj.code = "filled", obj.secret + "!", obj.code + "+"
+    if "vec" in type(obj).model_fields:
+        obj.vec = FILLED
     return obj
 
 
