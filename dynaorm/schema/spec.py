@@ -78,8 +78,9 @@ def annotation_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
     if key not in _ADAPTERS:
         info = cls.model_fields[name]
         marker = next((m for m in info.metadata if isinstance(m, Vector)), None)
-        _ADAPTERS[key] = TypeAdapter(info.annotation if marker is None
-                                     else Annotated[info.annotation, marker])
+        annotation: Any = info.annotation if marker is None else Annotated[
+            info.annotation, marker]
+        _ADAPTERS[key] = TypeAdapter(annotation)
     return _ADAPTERS[key]
 
 
