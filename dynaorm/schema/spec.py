@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import TypeAdapter
 
@@ -34,7 +34,7 @@ from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
 from dynaorm.schema.rules.stamps import Stamping, expired
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
-from dynaorm.schema.rules.vectors import Vectors, vector_values
+from dynaorm.schema.rules.vectors import Vector, Vectors, vector_values
 from dynaorm.schema.rules.versioned import (
     Versioning,
     parse_keys,
@@ -72,10 +72,15 @@ _ADAPTERS: dict[tuple[type[Any], str], TypeAdapter[Any]] = cache("spec.adapters"
 
 def annotation_adapter(cls: type[Any], name: str) -> TypeAdapter[Any]:
     """A validator of field ``name`` of ``cls``: its annotation, without the field's
-    constraints (cached per class and field)."""
+    constraints but with its :class:`~dynaorm.Vector` (a vector's numbers are the 32-bit
+    floats a read of the entity gives), cached per class and field."""
     key = (cls, name)
     if key not in _ADAPTERS:
-        _ADAPTERS[key] = TypeAdapter(cls.model_fields[name].annotation)
+        info = cls.model_fields[name]
+        marker = next((m for m in info.metadata if isinstance(m, Vector)), None)
+        annotation: Any = info.annotation if marker is None else Annotated[
+            info.annotation, marker]
+        _ADAPTERS[key] = TypeAdapter(annotation)
     return _ADAPTERS[key]
 
 

@@ -11,7 +11,7 @@ from dynaorm.client.table import Table
 from dynaorm.protocol.steps import call
 from dynaorm.values.codec import encode_value
 
-__all__ = ["raw_get", "raw_set"]
+__all__ = ["raw_delete", "raw_get", "raw_set"]
 
 
 def raw_set(table: Table, key: dict[str, str], **values: Any) -> None:
@@ -31,3 +31,9 @@ def raw_get(table: Table, key: dict[str, str]) -> Item | None:
         "ConsistentRead": True}))
     item: Item | None = out.get("Item")
     return item
+
+
+def raw_delete(table: Table, key: dict[str, str]) -> None:
+    """Delete the item at ``key`` (string key values) as another writer."""
+    table.db.driver.run(call("DeleteItem", {
+        "TableName": table.name, "Key": {k: {"S": v} for k, v in key.items()}}))

@@ -20,19 +20,32 @@ import pkgutil
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import dynaorm.schema.rules as rules_package
-from dynaorm import GSI, Client, DynaormError, Encrypted, Entity, Previous, StaticKeyring, Table
+from dynaorm import (
+    GSI,
+    Client,
+    DynaormError,
+    Encrypted,
+    Entity,
+    Previous,
+    StaticKeyring,
+    Table,
+    Vector,
+    VectorIndex,
+)
 from dynaorm._types import Item
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import RULES, SURFACES, Rule
 from dynaorm.schema.rules.encrypted import open_value
+from dynaorm.schema.rules.vectors import float32, vector_values
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import decode_value
 
 __all__ = ["DECLARED", "KEYRING", "PAST", "REFUSED", "Declared", "Matrix", "answers_missing",
-           "build", "combinations", "dynaorm_rules", "key_of", "label", "opens", "point_old"]
+           "build", "combinations", "dynaorm_rules", "key_of", "label", "opens", "point_old",
+           "vector_of"]
 
 KEY = b"m" * 32
 #: the keyring of every matrix table (``encrypted``)
@@ -75,6 +88,12 @@ DECLARED: dict[str, Declared] = {
                           table={"keyring": KEYRING}),
     "unique": Declared(meta={"unique": ("code",)}),
     "versioned": Declared(meta={"versioned": True}, fields={"version": (int, 0)}),
+    # (the vector index's search schema: a partition and a filter of the plain fields)
+    "vectors": Declared(
+        fields={"vec": (Annotated[list[float], Vector(3)], ...)},
+        table={"vector_indexes": (VectorIndex("by_vec", attribute="vec", dimensions=3,
+                                              partition="zone", filters=("n",)),),
+               "key_types": {"n": "N"}}),
     # (a class of that old layout writes the old items: see build)
     "previous": Declared(meta={"previous": Previous(
         pk="OLD{P}#{id}", type_name="OLD{P}", stored_names={"note": "memo", "secret": "sec"})}),
@@ -82,6 +101,8 @@ DECLARED: dict[str, Declared] = {
 
 #: the pairs the model refuses when the class is defined, and the documented refusal
 REFUSED = {frozenset({"shards", "previous"}): "a sharded entity cannot declare a previous layout"}
+#: (``encrypted`` with ``vectors`` is no refused pair: the matrix's encrypted fields are not
+#: its vector; an ``Encrypted`` vector field is refused as documented by its own test)
 
 
 def dynaorm_rules() -> dict[str, type[Rule]]:
@@ -127,9 +148,10 @@ def _prefixed(value: Any, prefix: str) -> Any:
 
 
 def _entity(name: str, table: Table, combo: tuple[str, ...], prefix: str,
-            old: Previous | None = None) -> type[Entity]:
+            old: Previous | None = None, **changed: tuple[Any, Any]) -> type[Entity]:
     """The entity class of ``combo`` (``old``: the class of that previous layout, which
-    wrote the items stored the old way: its key, type name and stored names)."""
+    wrote the items stored the old way: its key, type name and stored names; ``changed``:
+    fields declared otherwise)."""
     fields = dict(BASE_FIELDS)
     meta: dict[str, Any] = {"table": table, "pk": f"{prefix}#{{id}}", "sk": "E"}
     for rule in combo:
@@ -137,6 +159,7 @@ def _entity(name: str, table: Table, combo: tuple[str, ...], prefix: str,
         fields.update(declared.fields)
         meta["pk"] += declared.pk
         meta.update(declared.meta)
+    fields.update(changed)
     meta = {k: _prefixed(v, prefix) for k, v in meta.items()}
     if old is not None:
         meta.update(pk=old.pk, type_name=old.type_name)
@@ -167,6 +190,12 @@ class Matrix:
     def name(self) -> str:
         return label(self.combo)
 
+    def variant(self, **changed: tuple[Any, Any]) -> type[Entity]:
+        """The combination's class with ``changed`` fields (name -> (annotation, default)),
+        on its table under a key prefix of its own (for a class the model refuses)."""
+        return _entity("V" + self.cls.__name__, self.table, self.combo, "V" + self.prefix,
+                       **changed)
+
     # -- objects ---------------------------------------------------------------------
     def new(self, ident: str, **values: Any) -> Entity:
         """A new object of the combination's class (its TTL set where it has one)."""
@@ -174,6 +203,8 @@ class Matrix:
                                 "secret": f"secret-{ident}", "note": "first", **values}
         if self.has("stamps"):
             data.setdefault("expires", EXPIRES)
+        if self.has("vectors"):
+            data.setdefault("vec", vector_of(ident))
         return self.cls(**data)
 
     def old(self, ident: str, **values: Any) -> Entity:
@@ -185,6 +216,8 @@ class Matrix:
                                 **values}
         if self.has("stamps"):
             data.setdefault("expires", EXPIRES)
+        if self.has("vectors"):
+            data.setdefault("vec", vector_of(ident))
         return self.old_cls(**data)
 
     def key(self, ident: str, version: int | None = None) -> tuple[str, str]:
@@ -207,10 +240,12 @@ class Matrix:
             attrs |= {"created", "updated"} | ({VERSION_TTL} if version_row else {"expires"})
         if self.has("versioned"):
             attrs.add("version")
-        if version_row:
-            if self.has("indexes"):  # native index fields kept aside, never indexed
-                attrs = (attrs - {"zone", "n"}) | {VERSION_KEYS}
-            return attrs
+        if self.has("vectors"):
+            attrs.add("vec")
+        if version_row:  # native index fields and vectors kept aside, never indexed
+            aside = ({"zone", "n"} if self.has("indexes") else set()) | (
+                {"vec"} if self.has("vectors") else set())
+            return (attrs - aside) | ({VERSION_KEYS} if aside else set())
         if self.has("indexes"):
             attrs |= {"gsi1pk", "gsi1sk"}
         if self.has("revision"):
@@ -272,15 +307,15 @@ class Matrix:
 
     def _assert_fields(self, item: Item, values: Mapping[str, Any]) -> None:
         """The stored fields of a row hold ``values`` (encrypted ones opened)."""
-        for name in ("id", "note", "code", "secret", "zone", "n", "version"):
+        for name in ("id", "note", "code", "secret", "zone", "n", "version", "vec"):
             if name not in values:
                 continue
             av = item.get(name) or item.get(VERSION_KEYS, {}).get("M", {}).get(name)
             assert av is not None, (self.name, name, item)
             if self.has("encrypted") and name in ("code", "secret"):
                 av = opens(self.table, item, name)
-            assert decode_value(av) == values[name], (self.name, name, decode_value(av),
-                                                      values[name])
+            value = float32(vector_values(av) or ()) if name == "vec" else decode_value(av)
+            assert value == values[name], (self.name, name, value, values[name])
 
     def assert_sealed(self, raw: list[Item]) -> None:
         """Every ciphertext of the table opens in its own row, and in no other row."""
@@ -309,6 +344,12 @@ def opens(table: Table, item: Item, attr: str) -> Any:
     item's own key (``DecryptionError`` otherwise)."""
     return open_value(KEYRING, item[attr], table.name, {"pk": item["pk"], "sk": item["sk"]},
                       attr, attr)
+
+
+def vector_of(ident: str) -> list[float]:
+    """The vector of entity ``ident``: numbers a 32-bit float holds exactly (so a stored
+    vector reads back equal), one of eight directions by its first letter."""
+    return [1.0, (ord(ident[0]) % 8) / 4, 0.5]
 
 
 def key_of(item: Item) -> tuple[str, str]:

@@ -12,7 +12,9 @@ save (insert, update, key change), ``s.update``, get, query (table and index),
 migrate (a previous layout's items moved by ``dynaorm.jobs.migrate``), backfill
 (``dynaorm.jobs.backfill`` run in-process), check (a healthy table shows no problem),
 export (``dynaorm.jobs.export`` read back in DuckDB: in the migration window and after the
-writes, encrypted fields left out and decrypted, with history), delete, error messages,
+writes, encrypted fields left out and decrypted, with history), search (``s.search`` of the
+vector index: exactly the entities a get reads, in the migration window, past a TTL and
+after the writes; refused without a vector index), delete, error messages,
 log records and span attributes -- asserting after each write
 that the stored rows are exactly what the rules imply (:meth:`Matrix.assert_rows`: no
 version row in any index, guards naming their owners, ciphertexts that open only in their
@@ -24,7 +26,9 @@ second writer acting inside the fault's window: no caller is told anything untru
 (success only where the write's own revision proves it; otherwise a typed error or
 ``OutcomeUnknownError``) and the table is consistent afterwards.
 
-Search does not exist yet: its cells skip, naming the issue.
+DynamoDB Local has no vector index (it refuses a table declaring one): the cells of
+``vectors`` run on moto (the embedded default answers ``SearchVectors`` exactly) and skip
+there, saying so.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import logging
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from pydantic import ValidationError
@@ -42,22 +46,25 @@ import dynaorm
 from dynaorm import (
     ConflictError,
     DynaormError,
+    Encrypted,
     Entity,
     F,
     InvalidValueError,
     OutcomeUnknownError,
     Session,
     UniqueConstraintError,
+    Vector,
 )
 from dynaorm.jobs import MARK, backfill, export, migrate, run_local
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import RULES, SURFACES
+from dynaorm.schema.rules.vectors import float32
 from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
 from dynaorm.tools.check import check_table
 from tests.conftest import engine_of, wire_of
 from tests.support.exports import read_back, row_of
 from tests.support.fault_kinds import arm
-from tests.support.raw import raw_set
+from tests.support.raw import raw_delete, raw_set
 from tests.support.rule_matrix import (
     DECLARED,
     PAST,
@@ -70,15 +77,20 @@ from tests.support.rule_matrix import (
     key_of,
     label,
     point_old,
+    vector_of,
 )
 from tests.support.spans import Spans
 
 pytestmark = pytest.mark.sync_only
 
 COMBOS = [c for c in combinations() if frozenset(c) not in REFUSED]
-#: the skip of the surfaces that do not exist yet
-NOT_YET = {"search": "issue 49 / contract 21: vector search (s.search) is not built yet; "
-                     "its cells come with it"}
+#: why the cells of ``vectors`` skip on DynamoDB Local
+NO_VECTORS = ("DynamoDB Local has no vector index: it refuses a table declaring one (its "
+              "search schema's attribute definitions) and SearchVectors as an unknown operation")
+#: the query vector of every search
+QUERY = [1.0, 0.5, 0.5]
+#: the vector a backfill sets
+FILLED = [0.7, 0.2, 0.1]
 
 
 # -- the registry's rows -------------------------------------------------------------------
@@ -90,9 +102,8 @@ def test_every_rule_has_a_row() -> None:
 
 
 def test_every_surface_has_its_step() -> None:
-    """Each surface of :data:`SURFACES` is exercised by a step of every cell (or skips,
-    not built yet)."""
-    assert {s for surfaces, _ in STEPS for s in surfaces} | set(NOT_YET) == set(SURFACES)
+    """Each surface of :data:`SURFACES` is exercised by a step of every cell."""
+    assert {s for surfaces, _ in STEPS for s in surfaces} == set(SURFACES)
 
 
 @pytest.mark.parametrize("pair", sorted(REFUSED, key=sorted), ids=lambda p: "+".join(sorted(p)))
@@ -100,12 +111,6 @@ def test_a_refused_pair_is_refused_as_documented(pair: frozenset[str]) -> None:
     combo = tuple(sorted(pair, key=lambda n: dynaorm_rules()[n].order))
     with pytest.raises(DynaormError, match=REFUSED[pair]):
         build(combo)
-
-
-@pytest.mark.parametrize("surface", sorted(NOT_YET))
-def test_surfaces_not_built_yet(surface: str) -> None:
-    assert surface in SURFACES
-    pytest.skip(NOT_YET[surface])
 
 
 # -- one combination, every surface --------------------------------------------------------
@@ -126,6 +131,8 @@ def engine(request: pytest.FixtureRequest) -> str:
 
 def _tables(m: Matrix, backend: str | None, request: pytest.FixtureRequest,
             stack: ExitStack) -> TestBackend:
+    if m.has("vectors") and engine_of(request) == "local":
+        pytest.skip(NO_VECTORS)
     wire = wire_of(request)
     tb = stack.enter_context(use_tables(m.table, endpoint_url=backend,
                                         name_suffix=worker_suffix(), wire=wire))
@@ -249,6 +256,7 @@ class Cell:
             assert s.history(self.cls, id="o").all() == []
         if m.has("unique"):
             assert s.find(self.cls, code=old.code) is None  # type: ignore[attr-defined]
+        self.assert_search({"o": found})  # (read as current)
         self.refused(DynaormError, lambda: self._update("o", note="by key"))
         assert run_local(backfill(self.cls, _fill, name="window")).scanned == 0
         assert check_table(m.table).problems == [], m.name
@@ -297,6 +305,7 @@ class Cell:
         assert self.get("e") is None and s.query(self.cls, id="e").all() == []
         assert "e" not in {o.id for o in s.scan(self.cls).consistent()}
         assert s.query(self.cls, id="e").values("note") == []
+        self.assert_search(self.live)
         self.assert_rows()
         self.check()
         if self.m.has("unique"):
@@ -316,10 +325,19 @@ class Cell:
         self.assert_rows()
 
     def update(self) -> None:
-        self._update("a", note="third", secret="secret-a3", code="code-a3")
+        """``s.update``: plain, encrypted and unique values set (``vectors``: a vector of
+        numbers a 32-bit float rounds, read back rounded); what a ciphertext or a vector
+        cannot take is refused before sending."""
+        vec = {"vec": [0.1, 0.2, 0.3]} if self.m.has("vectors") else {}
+        self._update("a", note="third", secret="secret-a3", code="code-a3", **vec)
         self.stored("a")
         assert (self.live["a"].note, self.live["a"].secret, self.live["a"].code) == (
             "third", "secret-a3", "code-a3"), self.m.name
+        if vec:
+            assert self.live["a"].vec == float32(vec["vec"]) != vec["vec"], self.m.name
+            for bad in (lambda u: u.append(vec=[1.0]), lambda u: u.add(vec=[1.0])):
+                self.refused(DynaormError, lambda bad=bad: bad(  # type: ignore[misc]
+                    self.session().update(self.cls, id="a")))
         self.assert_rows()
         if self.m.has("encrypted"):  # what a ciphertext cannot take: refused before sending
             for bad in (lambda u: u.add(secret="x"), lambda u: u.append(secret=["x"])):
@@ -341,18 +359,21 @@ class Cell:
 
     def reads(self) -> None:
         m, s = self.m, self.session()
+        names = ("note", "secret", "code", *(("vec",) if m.has("vectors") else ()))
         for ident, obj in self.live.items():
             assert s.get(self.cls, id=ident) == obj, (m.name, ident)
             assert s.query(self.cls, id=ident).all() == [obj], (m.name, ident)
-            assert s.query(self.cls, id=ident).values("note", "secret", "code") == [
-                {"note": obj.note, "secret": obj.secret, "code": obj.code}], (m.name, ident)
+            assert s.query(self.cls, id=ident).values(*names) == [
+                {n: getattr(obj, n) for n in names}], (m.name, ident)
             for n, version in enumerate(self.history.get(ident, ()), 1):
                 assert s.get(self.cls, id=ident, version=n).__dict__ == version, (m.name, n)
         scanned = sorted(s.scan(self.cls).consistent(), key=lambda o: o.id)
         assert scanned == [self.live[i] for i in sorted(self.live)], m.name
-        assert sorted(s.scan(self.cls).consistent().values("id", "secret"),
+        assert sorted(s.scan(self.cls).consistent().values("id", "secret", *names[3:]),
                       key=lambda v: v["id"]) == [
-            {"id": i, "secret": self.live[i].secret} for i in sorted(self.live)], m.name
+            {"id": i, "secret": self.live[i].secret, **{n: getattr(self.live[i], n)
+                                                        for n in names[3:]}}
+            for i in sorted(self.live)], m.name
         if m.has("unique"):
             for obj in self.live.values():
                 assert s.find(self.cls, code=obj.code) == obj, (m.name, obj)
@@ -369,6 +390,48 @@ class Cell:
         if m.has("encrypted"):  # a filter on a ciphertext: refused before sending
             self.refused(DynaormError, lambda: s.scan(self.cls).filter(
                 F("secret") == "secret-a3").all())
+
+    def search(self) -> None:
+        """``vectors``: a search finds exactly the entities a get reads (never a version
+        row, a guard, an expired row or another type's item), and ``where`` narrows it by
+        the index's filter; no other index is searched, and an ``Encrypted`` vector field
+        is refused as its class is defined. Without a vector index: refused."""
+        m, s = self.m, self.session()
+        if not m.has("vectors"):
+            self.refused(DynaormError, lambda: s.search(self.cls, "by_vec", vector=QUERY,
+                                                        zone="z1").all())
+            return
+        other = {"pk": f"OTHER{m.prefix}#1", "sk": "E"}  # (another type's item, indexed)
+        raw_set(m.table, other, _type="Other", zone="z1", n=0, vec=vector_of("o"))
+        self.assert_search(self.live, skipped={"z1": 1})
+        raw_delete(m.table, other)
+        for n in {o.n for o in self.live.values()}:
+            got = s.search(self.cls, "by_vec", vector=QUERY, top=100, zone="z1").where(
+                F("n") == n).all()
+            assert sorted(h.item.id for h in got) == sorted(
+                i for i, o in self.live.items() if (o.zone, o.n) == ("z1", n)), (m.name, n)
+        if m.has("indexes"):  # a native index is no vector index
+            self.refused(DynaormError, lambda: s.search(self.cls, "gsi1", vector=QUERY,
+                                                        zone="z1").all())
+        if m.has("encrypted"):
+            with pytest.raises(DynaormError, match="vec: a vector field cannot be Encrypted"):
+                m.variant(vec=(Encrypted[Annotated[list[float], Vector(3)]], ...))
+
+    def assert_search(self, rows: dict[str, Entity],
+                      skipped: dict[str, int] | None = None) -> None:
+        """A search of each zone (``top=100``) finds exactly ``rows`` of that zone, each
+        equal to what a get reads, nearest first, with ``skipped`` items of another type
+        (``vectors`` only)."""
+        if not self.m.has("vectors"):
+            return
+        s = self.session()
+        for zone in ("z1", "z2"):
+            hits = s.search(self.cls, "by_vec", vector=QUERY, top=100, zone=zone).all()
+            want = {i: o for i, o in rows.items() if o.zone == zone}  # type: ignore[attr-defined]
+            assert {h.item.id: h.item for h in hits} == want, (self.m.name, zone, hits)
+            assert len(hits) == len(want), (self.m.name, zone, hits)
+            assert [h.score for h in hits] == sorted(h.score for h in hits), self.m.name
+            assert hits.skipped == (skipped or {}).get(zone, 0), (self.m.name, zone)
 
     def stream(self) -> None:
         """Records built from the stored images classify as the rules' rows and decode to
@@ -412,6 +475,8 @@ class Cell:
             self.stored(ident)
             assert (self.live[ident].note, self.live[ident].code) == (
                 "filled", before.code + "+"), self.m.name
+            assert getattr(self.live[ident], "vec", None) == (
+                float32(FILLED) if self.m.has("vectors") else None), self.m.name
             self.marked[ident] = getattr(self.live[ident], "version", 0)
         self.assert_rows()
 
@@ -483,6 +548,16 @@ class Cell:
         assert "secret" in str(error)
         self.refused(InvalidValueError if self.m.has("encrypted") else ValidationError,
                      lambda: s.update(self.cls, id="a").set(secret=424242))
+        if self.m.has("vectors"):  # a vector error names the entity, field and element
+            for bad in ([1.0, float("nan"), 0.5], [1.0, 0.5, 1e39]):
+                stale = self.get("a")
+                stale.vec[:] = bad  # (changed in place: validated as it is saved)
+                for error in (self.refused(InvalidValueError, lambda s=stale: self.commit(s)),
+                              self.refused(ValidationError, lambda bad=bad: s.update(
+                                  self.cls, id="a").set(vec=bad))):
+                    text = str(error)
+                    assert all(w in text for w in (self.cls.__name__, "vec", "element 1"
+                                                   if bad[1] != 0.5 else "element 2")), text
         stale, fresh = self.get("a"), self.get("a")
         fresh.note = "fourth"
         self.commit(fresh)
@@ -511,6 +586,7 @@ class Cell:
             s.delete(self.get("b"), history=True)
             s.commit()
             del self.live["b"], self.history["b"]
+        self.assert_search(self.live)  # (gone from the vector index with its rows)
         self.assert_rows()
 
     def assert_nothing_shown(self, caplog: pytest.LogCaptureFixture, spans: Spans) -> None:
@@ -538,14 +614,16 @@ class Cell:
 
 #: every step of a cell, in order, and the surfaces it exercises
 STEPS: list[tuple[tuple[str, ...], Callable[[Cell, Any, Spans], None]]] = [
-    (("migrate", "get", "query", "scan", "history", "stream", "update", "backfill", "check"),
-     lambda c, *_: c.migrate_window()),
+    (("migrate", "get", "query", "scan", "history", "stream", "update", "backfill", "check",
+      "search"), lambda c, *_: c.migrate_window()),
     (("save",), lambda c, *_: c.insert()),
-    (("get", "query", "values", "scan", "stream", "check"), lambda c, *_: c.ttl()),
+    (("get", "query", "values", "scan", "stream", "check", "search"),
+     lambda c, *_: c.ttl()),
     (("save",), lambda c, *_: c.save_update()),
     (("update",), lambda c, *_: c.update()),
     (("save",), lambda c, *_: c.key_change()),
     (("get", "query", "values", "scan"), lambda c, *_: c.reads()),
+    (("search",), lambda c, *_: c.search()),
     (("stream",), lambda c, *_: c.stream()),
     (("history",), lambda c, *_: c.history_surface()),
     (("check",), lambda c, *_: c.check()),
@@ -554,7 +632,7 @@ STEPS: list[tuple[tuple[str, ...], Callable[[Cell, Any, Spans], None]]] = [
     (("export",), lambda c, *_: c.exported()),
     (("messages",), lambda c, *_: c.messages()),
     (("check",), lambda c, *_: c.check()),
-    (("delete",), lambda c, *_: c.delete()),
+    (("delete", "search"), lambda c, *_: c.delete()),
     (("check",), lambda c, *_: c.check()),
     (("messages", "logs", "spans"), lambda c, caplog, spans: c.assert_nothing_shown(caplog,
                                                                                  spans)),
@@ -562,8 +640,11 @@ STEPS: list[tuple[tuple[str, ...], Callable[[Cell, Any, Spans], None]]] = [
 
 
 def _fill(obj: Any) -> Any:
-    """A backfill's change: a plain field, an encrypted one, the unique one."""
+    """A backfill's change: a plain field, an encrypted one, the unique one, and the
+    vector (to numbers a 32-bit float rounds)."""
     obj.note, obj.secret, obj.code = "filled", obj.secret + "!", obj.code + "+"
+    if "vec" in type(obj).model_fields:
+        obj.vec = FILLED
     return obj
 
 
