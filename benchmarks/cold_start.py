@@ -81,10 +81,11 @@ class User(Model):
 user = User.get("USER#u1", "PROFILE")
 assert user.name == "Alice", user
 """,
-    # the dynaorm program with a shared config file (CONFIGS): two the plain path reads, and
+    # the dynaorm program with a shared config file (CONFIGS): three the plain path reads, and
     # one with a setting it leaves to botocore's session
     "dynaorm, shared config file": "",
     "dynaorm, retry_mode": "",
+    "dynaorm, max_attempts": "",
     "dynaorm, session path": "",
     "import dynaorm": "import dynaorm\n",
     "import pynamodb.models": "import pynamodb.models\n",
@@ -105,7 +106,9 @@ PROGRAMS["import pynamodb.models + one Model"] = PROGRAMS["pynamodb"].split("use
 #: the shared config file of the programs that run with one
 CONFIGS = {"dynaorm, shared config file": "[default]\nregion = us-east-1\noutput = json\n",
            "dynaorm, retry_mode": "[default]\nregion = us-east-1\nretry_mode = standard\n",
-           "dynaorm, session path": "[default]\nregion = us-east-1\nmax_attempts = 3\n"}
+           "dynaorm, max_attempts": "[default]\nregion = us-east-1\nmax_attempts = 3\n",
+           # (the profile's CA bundle: botocore's default one, written in by run_child)
+           "dynaorm, session path": "[default]\nregion = us-east-1\nca_bundle = CA_BUNDLE\n"}
 #: the first get of an AsyncSession (dynaorm's own wire: no aiobotocore)
 PROGRAMS["dynaorm, AsyncSession"] = PROGRAMS["dynaorm"].replace(
     "from dynaorm import Client, Entity, Session, Table",
@@ -142,14 +145,17 @@ for _setting, (_env, _config, _configured) in SETTINGS.items():
             CONFIGS[_label] = _config
 #: the programs run on the ``--baseline`` checkout too
 DYNAORM_PROGRAMS = ("dynaorm", "dynaorm + first save", "import dynaorm",
-                    "import dynaorm + one entity", "dynaorm [a Config]", "dynaorm, retry_mode")
+                    "import dynaorm + one entity", "dynaorm [a Config]", "dynaorm, retry_mode",
+                    "dynaorm, max_attempts")
 #: what each row is, and the row it is compared with
 ROWS = (
     ("dynaorm", "dynaorm: import + entity + first get", "pynamodb"),
     ("dynaorm, shared config file", "dynaorm, a shared config file (region, output): the same",
      "pynamodb"),
     ("dynaorm, retry_mode", "dynaorm, a config file with retry_mode: the same", "pynamodb"),
-    ("dynaorm, session path", "dynaorm, session path (a config file with max_attempts): "
+    ("dynaorm, max_attempts", "dynaorm, a config file with max_attempts: the same",
+     "pynamodb"),
+    ("dynaorm, session path", "dynaorm, session path (a config file with ca_bundle): "
      "the same", "pynamodb"),
     ("boto3-resource", "boto3 resource: import + first get_item", "pynamodb"),
     ("pynamodb", "PynamoDB: import + Model + first get", "pynamodb"),
@@ -220,12 +226,14 @@ def main() -> int:
         compileall.compile_dir(str(baseline / "dynaorm"), quiet=1)
         runs += [(name + BASELINE, name, baseline) for name in DYNAORM_PROGRAMS]
     _check_roots(sorted({root for _, _, root in runs}))
+    from botocore.httpsession import get_cert_path
+
     from tests.support.ddb_local import DynamoDBLocal
 
     samples: dict[str, list[float]] = {label: [] for label, _, _ in runs}
     configs = {name: Path(tempfile.mkdtemp()) / "config" for name in CONFIGS}
     for name, path in configs.items():
-        path.write_text(CONFIGS[name])
+        path.write_text(CONFIGS[name].replace("CA_BUNDLE", str(get_cert_path(True))))
     with DynamoDBLocal() as ddb:
         client = ddb.client()
         client.create_table(

@@ -47,7 +47,7 @@ from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import HookLike, Listeners, Operation
-from dynaorm.protocol.policy import DEFAULT_MAX_ATTEMPTS, Policy, Rate, budget_of
+from dynaorm.protocol.policy import Policy, Rate, budget_of
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.schema.table import TableSchema
 
@@ -256,12 +256,12 @@ class Client:
         """Every request is attempted at most this many times in all (one retry layer):
         ``max_attempts=``, else ``AWS_MAX_ATTEMPTS`` / the profile's ``max_attempts`` (read
         as botocore reads them), else 5."""
-        if self._max_attempts is None and self._plain is not None:
-            # (no AWS_MAX_ATTEMPTS, no profile: botocore's is None)
-            self._max_attempts = DEFAULT_MAX_ATTEMPTS
         if self._max_attempts is None:
-            self._max_attempts = resolve_max_attempts(None, self._botocore_session(),
-                                                      self._label)
+            from dynaorm.client.plain import configured_attempts
+
+            self._max_attempts = resolve_max_attempts(  # (the plain path: no botocore session)
+                None, None if self._plain else self._botocore_session(), self._label,
+                configured_attempts if self._plain else None)
         return self._max_attempts
 
     @property

@@ -24,8 +24,8 @@ in its environment), without a botocore session. It accepts only when all of the
   for a region of the ``aws`` partition;
 - no shared config or credentials file, or files whose profile (``AWS_PROFILE``'s, which
   must exist then, else ``default``) holds only :data:`PROFILE_KEYS` (a region, read after
-  the environment's, the CLI's output format, credentials, a retry mode); no
-  ``~/.aws/models``;
+  the environment's, the CLI's output format, credentials, a retry mode, ``max_attempts``,
+  read after ``AWS_MAX_ATTEMPTS`` by :func:`configured_attempts`); no ``~/.aws/models``;
 - every ``AWS_*`` / ``BOTO*`` variable set is in :data:`ALLOWED` (or starts with
   ``AWS_LAMBDA_``): none that changes the endpoint, credentials, TLS or config; no
   ``*_proxy`` variable, no empty ``REQUESTS_CA_BUNDLE``; Linux (proxies come from the
@@ -61,14 +61,15 @@ from dynaorm.client.settings import (
     client_settings,
     configured_endpoint,
     expanded_path,
+    in_process_mock_depth,
     is_loopback,
     shared_files,
 )
 from dynaorm.wire.endpoint import Endpoint, endpoint_of, sanitized
 from dynaorm.wire.sigv4 import plain_host
 
-__all__ = ["ALLOWED", "PLAIN_OPTIONS", "PROFILE_KEYS", "PlainCredentials", "light_settings",
-           "plain_settings"]
+__all__ = ["ALLOWED", "PLAIN_OPTIONS", "PROFILE_KEYS", "PlainCredentials", "configured_attempts",
+           "light_settings", "plain_settings"]
 
 #: the regions of AWS's ``aws`` partition (botocore's partitions.json)
 _AWS_REGION: Final = re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)\-\w+\-\d+$")
@@ -82,15 +83,17 @@ _USUAL: Final = (("use_fips_endpoint", (None, False)), ("use_dualstack_endpoint"
 
 #: the ``AWS_*`` variables the plain environment may set: credentials, region, the paths of
 #: the shared files (read by :func:`_profile`), the retry mode (which dynaorm's ``Config``
-#: overrides), and what AWS Lambda, X-Ray and the CLI set (none of which botocore reads for
-#: the endpoint, credentials, TLS or config;
+#: overrides), the attempts per request (read by :func:`configured_attempts`, which no
+#: botocore client of dynaorm's reads), and what AWS Lambda, X-Ray and the CLI set (none of
+#: which botocore reads for the endpoint, credentials, TLS or config;
 #: ``AWS_EXECUTION_ENV`` reaches the ``User-Agent``, ``AWS_LAMBDA_FUNCTION_NAME`` the trace
 #: header, both read alike on either path)
 ALLOWED: Final = frozenset({
     "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
     "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
     "AWS_EXECUTION_ENV", "AWS_XRAY_CONTEXT_MISSING", "AWS_XRAY_DAEMON_ADDRESS",
-    "AWS_DEFAULT_OUTPUT", "AWS_PAGER", "AWS_CA_BUNDLE", "AWS_PROFILE", "AWS_RETRY_MODE"})
+    "AWS_DEFAULT_OUTPUT", "AWS_PAGER", "AWS_CA_BUNDLE", "AWS_PROFILE", "AWS_RETRY_MODE",
+    "AWS_MAX_ATTEMPTS"})
 #: the ``Config`` options the plain environment takes: those the own wire reads of the
 #: ``Config`` as given (:func:`~dynaorm.wire.endpoint.endpoint_of`, ``user_agent_extra``
 #: last in botocore's ``User-Agent``), the region (read as the session path reads it), and
@@ -120,16 +123,12 @@ class PlainCredentials(NamedTuple):
 
 
 def _declined_variable(environ: Mapping[str, str]) -> bool:
-    for name, value in environ.items():
-        if name.lower().endswith("_proxy") and value:
-            return True
-        if name.startswith("AWS_") and name not in ALLOWED and not name.startswith(
-                "AWS_LAMBDA_"):
-            return True
-        if name.startswith("BOTO") or (name in ("REQUESTS_CA_BUNDLE", "AWS_PROFILE")
-                                       and not value):
-            return True
-    return False
+    return any((name.lower().endswith("_proxy") and value)
+               or (name.startswith("AWS_") and name not in ALLOWED
+                   and not name.startswith("AWS_LAMBDA_"))
+               or name.startswith("BOTO")
+               or (name in ("REQUESTS_CA_BUNDLE", "AWS_PROFILE") and not value)
+               for name, value in environ.items())
 
 
 def _exists(path: str) -> bool:
@@ -138,12 +137,13 @@ def _exists(path: str) -> bool:
 
 #: what the shared files' ``default`` profile may hold in the plain environment: the region
 #: (read as botocore reads it), the CLI's output format (no client reads it), credentials
-#: (the environment's come first in botocore's chain) and ``retry_mode`` (a client's
-#: ``Config`` sets its retry mode, and dynaorm's always does: see ``_FORCED`` in
-#: :mod:`dynaorm.client.settings`; dynaorm retries itself)
+#: (the environment's come first in botocore's chain), ``retry_mode`` and ``max_attempts`` (a
+#: client's ``Config`` sets its retries, and dynaorm's always does: see ``_FORCED`` in
+#: :mod:`dynaorm.client.settings`; dynaorm retries itself, ``max_attempts`` times:
+#: :func:`configured_attempts`)
 PROFILE_KEYS: Final = frozenset({"region", "output", "aws_access_key_id",
                                  "aws_secret_access_key", "aws_session_token",
-                                 "aws_security_token", "retry_mode"})
+                                 "aws_security_token", "retry_mode", "max_attempts"})
 
 
 def _profile(environ: Mapping[str, str]) -> dict[str, Any] | None:
@@ -173,18 +173,20 @@ def _profile(environ: Mapping[str, str]) -> dict[str, Any] | None:
     return profile
 
 
+def configured_attempts() -> Any:
+    """In the plain environment, ``max_attempts`` as botocore's session reads it, before its
+    ``int()`` (:func:`~dynaorm.client.settings.resolve_max_attempts` converts it):
+    ``AWS_MAX_ATTEMPTS`` when set (even empty), else the profile's; ``None``: neither."""
+    return os.environ.get("AWS_MAX_ATTEMPTS", (_profile(os.environ) or {}).get("max_attempts"))
+
+
 def _region(region: str | None, environ: Mapping[str, str],
             profile: dict[str, Any], given: dict[str, Any]) -> str | None:
     """The region: the argument, else the ``Config``'s (``given``: its options), else
     ``AWS_REGION``, else botocore's (``AWS_DEFAULT_REGION`` when set, even empty, else the
     profile's)."""
-    region = region or given.get("region_name")
-    if region or environ.get("AWS_REGION"):
-        return region or environ["AWS_REGION"]
-    if "AWS_DEFAULT_REGION" in environ:
-        return environ["AWS_DEFAULT_REGION"]
-    found: str | None = profile.get("region")
-    return found
+    return region or given.get("region_name") or environ.get("AWS_REGION") or environ.get(
+        "AWS_DEFAULT_REGION", profile.get("region"))
 
 
 def _plain_endpoint(endpoint_url: str) -> bool:
@@ -194,9 +196,8 @@ def _plain_endpoint(endpoint_url: str) -> bool:
         return False
     parts = urlsplit(endpoint_url)
     host = parts.hostname or ""
-    port = parts.port
     return (0 < len(host) <= 255 and host[-1] != "." and _HOSTNAME.match(host) is not None
-            and (port is None or port > 0))
+            and (parts.port is None or parts.port > 0))
 
 
 def _part(prefix: str, name: str, value: str | None = None) -> str:
@@ -223,15 +224,12 @@ def user_agent(environ: Mapping[str, str], extra: str | None = None) -> str:
         parts.append(_part("os", family, platform.release()))
     else:
         parts += [_part("os", "other"), _part("md", system, platform.release())]
-    machine = platform.machine()
-    if machine:
+    if machine := platform.machine():
         parts.append(_part("md", "arch", machine.lower()))
     parts.append(_part("lang", "python", platform.python_version()))
-    implementation = platform.python_implementation()
-    if implementation:
+    if implementation := platform.python_implementation():
         parts.append(_part("md", "pyimpl", implementation))
-    execution = environ.get("AWS_EXECUTION_ENV")
-    if execution:
+    if execution := environ.get("AWS_EXECUTION_ENV"):
         parts.append(_part("exec-env", execution))
     parts += [_part("cfg", "retry-mode", "standard"), extra or ""]
     return " ".join(p for p in parts if p)
@@ -247,9 +245,8 @@ def _unusual_install() -> bool:
 
     if sys.platform == "darwin" or os.name == "nt":
         return True
-    here = os.path.dirname(botocore.__file__ or "")
-    return (importlib.util.find_spec("awscrt") is not None
-            or os.path.exists(os.path.join(here, "customizations")))
+    return importlib.util.find_spec("awscrt") is not None or os.path.exists(
+        os.path.join(os.path.dirname(botocore.__file__ or ""), "customizations"))
 
 
 def _verify() -> str:
@@ -266,7 +263,7 @@ def _verify() -> str:
 def _credentials(environ: Mapping[str, str]) -> PlainCredentials | None:
     access = environ.get("AWS_ACCESS_KEY_ID", "")
     secret = environ.get("AWS_SECRET_ACCESS_KEY", "")
-    if not access or not secret:
+    if not (access and secret):
         return None  # none (another provider) or partial (botocore raises)
     token = environ.get("AWS_SECURITY_TOKEN") or environ.get("AWS_SESSION_TOKEN") or None
     return PlainCredentials(access, secret, token)
@@ -278,7 +275,6 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     """The endpoint and credentials botocore's session would resolve for a client of
     these arguments, when the environment is the plain one (see the module's docstring);
     else ``None``. ``environ``: the environment (``os.environ``)."""
-    from dynaorm.client.settings import in_process_mock_depth
     from dynaorm.private_apis import config_options, moto_active
 
     env = os.environ if environ is None else environ
@@ -286,10 +282,7 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     if not set(given) <= PLAIN_OPTIONS or in_process_mock_depth() or moto_active():
         return None
     credentials = _credentials(env)
-    if credentials is None or _declined_variable(env):
-        return None
-    profile = _profile(env)
-    if profile is None:
+    if credentials is None or _declined_variable(env) or (profile := _profile(env)) is None:
         return None
     name = _region(region, env, profile, given)
     if endpoint_url:
@@ -309,14 +302,6 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     options = client_options(given)
     return endpoint_of(endpoint, name, credentials, verify, SimpleNamespace(**options),
                        user_agent(env, options.get("user_agent_extra")))
-
-
-def _session_verify(session: Any) -> Any:
-    """How botocore's HTTP session verifies TLS for a client created with ``verify=None``."""
-    bundle = session.get_config_variable("ca_bundle")
-    if bundle:
-        return bundle
-    return os.environ.get("REQUESTS_CA_BUNDLE", True)
 
 
 def light_settings(endpoint_url: str | None, region: str | None, *, owner: str, config: Any,
@@ -349,7 +334,8 @@ def light_settings(endpoint_url: str | None, region: str | None, *, owner: str, 
     if getattr(made, "user_agent", None) is None:  # a client's meta.config: botocore's own
         agent = session.get_component("user_agent_creator").with_client_config(made)
         made = made.merge(config_of(user_agent=agent.to_string()))
-    verify = _session_verify(session)
+    verify = session.get_config_variable("ca_bundle") or os.environ.get(
+        "REQUESTS_CA_BUNDLE", True)  # (botocore's HTTP session's, for a client's verify=None)
     if verify is True:  # (botocore's get_cert_path: the default bundle)
         from botocore.httpsession import get_cert_path
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlparse
 
@@ -195,24 +195,25 @@ def resolve_region(region: str | None, session: Any, endpoint_url: str | None,
 
 
 def resolve_max_attempts(max_attempts: int | None, session: Any | None = None,
-                         owner: str = "Client") -> int:
+                         owner: str = "Client", read: Callable[[], Any] | None = None) -> int:
     """Attempts per request: ``max_attempts``, else botocore's ``max_attempts``
-    (``AWS_MAX_ATTEMPTS``, the profile's ``max_attempts``), else
+    (``AWS_MAX_ATTEMPTS``, the profile's ``max_attempts``; ``read()`` when given: the
+    configured value before botocore's ``int()``, read without a session by the plain
+    path's :func:`~dynaorm.client.plain.configured_attempts`), else
     :data:`DEFAULT_MAX_ATTEMPTS`; a DynaormError for a configured value that is not an
-    int >= 1."""
+    int >= 1 (converted as botocore converts it: ``int()``)."""
     if max_attempts is not None:
         return max_attempts
     try:
-        found = _session(session).get_config_variable("max_attempts")
-    except ValueError as exc:  # botocore's int() of the configured text
+        found = read() if read else _session(session).get_config_variable("max_attempts")
+        attempts = DEFAULT_MAX_ATTEMPTS if found is None else int(found)
+    except (ValueError, TypeError) as exc:  # (TypeError: a nested value in the profile)
         raise DynaormError(f"{owner}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
                            f"must be an int >= 1: {exc}") from None
-    if found is None:
-        return DEFAULT_MAX_ATTEMPTS
-    if not isinstance(found, int) or found < 1:
+    if attempts < 1:
         raise DynaormError(f"{owner}: AWS_MAX_ATTEMPTS / the profile's max_attempts "
-                           f"must be an int >= 1, got {found!r}")
-    return found
+                           f"must be an int >= 1, got {attempts!r}")
+    return attempts
 
 
 def local_only(session: Any, endpoint_url: str | None) -> bool:
@@ -237,9 +238,8 @@ def local_credentials(endpoint_url: str | None, session: Any | None = None) -> d
     (always for the in-process mock), else ``{}`` (botocore's chain decides). Give them to
     your own clients (a streams client, boto3) to see the same local database."""
     session = _session(session)
-    if in_process(configured_endpoint(endpoint_url, session)):
-        return _dummy()
-    if local_only(session, endpoint_url) and session.get_credentials() is None:
+    if in_process(configured_endpoint(endpoint_url, session)) or (
+            local_only(session, endpoint_url) and session.get_credentials() is None):
         return _dummy()
     return {}
 

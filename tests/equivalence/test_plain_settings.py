@@ -14,6 +14,7 @@ import dataclasses
 import datetime
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from botocore.awsrequest import AWSRequest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from dynaorm import Client, DynaormError, RequestError, Table
 from dynaorm.client.botocore import create_client
 from dynaorm.client.plain import (
     ALLOWED,
@@ -72,7 +74,7 @@ _VARIABLES: dict[str, list[str]] = {
     "AWS_USE_FIPS_ENDPOINT": ["true"],
     "AWS_USE_DUALSTACK_ENDPOINT": ["true"],
     "AWS_DEFAULTS_MODE": ["standard"],
-    "AWS_MAX_ATTEMPTS": ["2"],
+    "AWS_MAX_ATTEMPTS": ["2", "", "0", "three", " 7 ", "-1", "2.0"],
     "AWS_RETRY_MODE": ["adaptive", "legacy"],
     "AWS_SDK_UA_APP_ID": ["myapp"],
     "AWS_SOMETHING_NEW": ["1"],
@@ -84,12 +86,16 @@ _CONFIG = ["[default]\nregion = sa-east-1\n", "[default]\nendpoint_url = http://
            "[default]\nregion =\n  nested = x\n", "[default]\nregion = us west\n",
            "[default]\nregion = us-west-1\n[profile other]\nendpoint_url = http://x:1\n",
            "[default]\nregion = eu-west-2\nretry_mode = adaptive\n",
+           "[default]\nregion = eu-west-2\nmax_attempts = 0\n", "[default]\nmax_attempts = x\n",
+           "[default]\nmax_attempts =\n  nested = x\n", "[profile other]\nmax_attempts = 4\n",
+           "[default]\nregion = eu-west-2\nca_bundle = /x.pem\n",
            "[default]\nretry_mode = standard\n[other]\nretry_mode = legacy\n",
            "[default]\nregion = eu-west-2\nservices = mine\n[services mine]\ndynamodb =\n"
            "  endpoint_url = http://127.0.0.1:9\n", "not an ini file [", "[default]\nregion\n"]
 _CREDENTIALS = ["[default]\naws_access_key_id = FILEKEY\naws_secret_access_key = FILESECRET\n",
                 "[default]\nregion = me-south-1\n", "",
-                "[default]\naws_session_token = FILETOKEN\n", "[default]\nca_bundle = /x.pem\n"]
+                "[default]\naws_session_token = FILETOKEN\n", "[default]\nca_bundle = /x.pem\n",
+                "[default]\nmax_attempts = 6\n", "[default]\nmax_attempts = -2\n"]
 _ENDPOINTS = [None, "http://localhost:8000", "http://127.0.0.1:8000/", "https://dynamodb.example.test",
               "https://dynamodb.example.test:4443", "http://example.test:80",
               "https://Example.test", "http://[::1]:8000", "https://db.example.test/path",
@@ -127,6 +133,14 @@ def _botocore_signed(settings: WireSettings, credentials: Any,
     return {str(k): str(v) for k, v in request.headers.items()}
 
 
+def _attempts(read: Callable[[], int]) -> int | str:
+    """``read()``, or the message of the DynaormError it raises."""
+    try:
+        return read()
+    except DynaormError as exc:
+        return str(exc)
+
+
 def _compare(endpoint_url: str | None, region: str | None, config: Any = None) -> bool:
     """Whether the fast path accepted; when it did, assert it matches the session's (and,
     but for the ``User-Agent``'s business metrics, the botocore client's)."""
@@ -138,7 +152,11 @@ def _compare(endpoint_url: str | None, region: str | None, config: Any = None) -
     assert type(credentials).__name__ == "Credentials"  # not refreshable
     assert fast.credentials == PlainCredentials(*credentials.get_frozen_credentials()[:3])
     assert credentials.account_id is None and fast.credentials.account_id is None
-    assert resolve_max_attempts(None, session) == DEFAULT_MAX_ATTEMPTS
+    client = Client(endpoint_url, region, config=config)
+    assert client._plain is not None
+    assert _attempts(lambda: client.max_attempts) == _attempts(
+        lambda: resolve_max_attempts(None, session))
+    assert client._session is None  # (read without a botocore session)
     assert configured_endpoint(endpoint_url, session) == endpoint_url
     light = light_client(endpoint_url, region, owner="t", config=config, session=session,
                          credentials=credentials)
@@ -257,7 +275,7 @@ def _run(variables: dict[str, int], plain: bool, config: str | None, shared: str
         for text in (config, shared):
             assert text is None or _default_keys(text) <= PROFILE_KEYS, text
         assert all(name in ALLOWED or name.startswith(("AWS_LAMBDA_", "_X_AMZN"))
-                   or name == "HTTPS_PROXY" for name in variables)
+                   or name in ("HTTPS_PROXY", "REQUESTS_CA_BUNDLE") for name in variables)
 
 
 def _default_keys(text: str) -> set[str]:
@@ -281,6 +299,7 @@ def _default_keys(text: str) -> set[str]:
     (None, None, {"REQUESTS_CA_BUNDLE": "/etc/ssl/requests.pem"}),
     (None, None, {"AWS_CA_BUNDLE": "/a.pem", "REQUESTS_CA_BUNDLE": "/b.pem"}),
     (None, None, {"AWS_RETRY_MODE": "adaptive"}),  # (a client's Config sets its own)
+    (None, None, {"AWS_MAX_ATTEMPTS": "3"}),  # (read by dynaorm: botocore's retries are off)
 ])
 def test_the_plain_environments_are_taken(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
                                           endpoint_url: str | None, region: str | None,
@@ -317,8 +336,8 @@ def test_anything_else_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 
 
 @pytest.mark.parametrize("path, plain, declined", [
-    (".aws/config", "[default]\nregion = eu-west-2\noutput = json\nretry_mode = adaptive\n",
-     "[default]\nregion = eu-west-2\nmax_attempts = 3\n"),
+    (".aws/config", "[default]\nregion = eu-west-2\noutput = json\nretry_mode = adaptive\n"
+     "max_attempts = 3\n", "[default]\nregion = eu-west-2\nca_bundle = /etc/ssl/ca.pem\n"),
     (".aws/credentials", "[default]\naws_access_key_id = A\naws_secret_access_key = S\n",
      "[default]\naws_access_key_id = A\ncredential_process = /bin/creds\n"),
     (".aws/config", "", "[default\nregion = eu-west-2\n"),
@@ -327,9 +346,9 @@ def test_anything_else_declines(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 def test_a_file_under_aws_declines_unless_its_default_profile_is_plain(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, path: str, plain: str | None,
         declined: str) -> None:
-    """A shared file is read: its ``default`` profile may hold a region, the output format
-    and credentials; any other key, a file that does not parse, or ``~/.aws/models``
-    (even empty) leaves the environment to the session."""
+    """A shared file is read: its ``default`` profile may hold a region, the output format,
+    credentials, ``retry_mode`` and ``max_attempts``; any other key, a file that does not
+    parse, or ``~/.aws/models`` (even empty) leaves the environment to the session."""
     monkeypatch.setenv("HOME", str(tmp_path))
     environ = {**_clear(), "HOME": str(tmp_path), "AWS_ACCESS_KEY_ID": "AKID",
                "AWS_SECRET_ACCESS_KEY": "SECRET", "AWS_REGION": "eu-west-1"}
@@ -415,6 +434,70 @@ def test_shared_files_are_found_where_the_session_finds_them(
     assert plain_settings(None, None) is None
     assert create_client(None, None, session=botocore.session.get_session()).meta.region_name == (
         "eu-west-1")
+
+
+@pytest.mark.parametrize("variable, profile, error", [
+    ("three", None, ": invalid literal for int() with base 10: 'three'"),
+    ("", "max_attempts = 4", ": invalid literal for int() with base 10: ''"),  # (set, empty)
+    ("2.0", None, ": invalid literal for int() with base 10: '2.0'"),
+    ("0", None, ", got 0"),
+    ("-1", "max_attempts = 4", ", got -1"),
+    (None, "max_attempts = x", ": invalid literal for int() with base 10: 'x'"),
+    (None, "max_attempts = 0", ", got 0"),
+    (None, "max_attempts =\n  nested = x", ": int() argument must be a string, a bytes-like "
+     "object or a real number, not 'dict'"),
+])
+def test_a_bad_configured_max_attempts_fails_alike_on_the_plain_path(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str | None,
+        profile: str | None, error: str) -> None:
+    """``AWS_MAX_ATTEMPTS`` (set, even empty) or else the profile's ``max_attempts`` that
+    is not an int >= 1: the plain client's first request raises, before anything is sent
+    and without a botocore session, the DynaormError the session's path raises."""
+    _credentials_only(monkeypatch, tmp_path)
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    if variable is not None:
+        monkeypatch.setenv("AWS_MAX_ATTEMPTS", variable)
+    if profile is not None:
+        (tmp_path / ".aws").mkdir()
+        (tmp_path / ".aws" / "config").write_text(f"[default]\n{profile}\n")
+    client = Client("http://127.0.0.1:9")  # (nothing listens there: nothing may be sent)
+    with pytest.raises(DynaormError) as raised:
+        Table("things", client=client).exists()
+    assert client._plain is not None and client._session is None
+    with pytest.raises(DynaormError) as theirs:
+        resolve_max_attempts(None, botocore.session.get_session())
+    assert str(raised.value) == str(theirs.value) == (
+        "Client: AWS_MAX_ATTEMPTS / the profile's max_attempts must be an int >= 1" + error)
+
+
+@pytest.mark.parametrize("variable, profile, attempts", [
+    (None, "[default]\nmax_attempts = 2\n", 2), ("3", "[default]\nmax_attempts = 2\n", 3),
+    (" 2 ", None, 2), (None, "[default]\nregion = eu-west-1\n", DEFAULT_MAX_ATTEMPTS),
+])
+def test_the_plain_path_makes_the_configured_attempts(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, variable: str | None,
+        profile: str | None, attempts: int) -> None:
+    """A configured ``max_attempts`` keeps the plain path, and is the number of requests a
+    throttled one gets (a loopback server that always throttles)."""
+    from tests.support.hostile import Reply, answer, serving
+
+    _credentials_only(monkeypatch, tmp_path)
+    if variable is not None:
+        monkeypatch.setenv("AWS_MAX_ATTEMPTS", variable)
+    if profile is not None:
+        (tmp_path / ".aws").mkdir()
+        (tmp_path / ".aws" / "config").write_text(profile)
+    throttled = answer(b'{"__type":"com.amazonaws.dynamodb.v20120810#ThrottlingException"}',
+                       status="400 Bad Request")
+    with serving(lambda n, body: Reply(throttled)) as server:
+        client = Client(server.url, "eu-west-1", max_wait=0)  # (retries without waiting)
+        try:
+            with pytest.raises(RequestError, match=f"after {attempts} attempts"):
+                Table("things", client=client).exists()
+        finally:
+            client.close()
+    assert client._plain is not None and client._session is None
+    assert client.max_attempts == attempts == len(server.bodies)
 
 
 def test_the_profiles_region_comes_after_the_environments(monkeypatch: pytest.MonkeyPatch,

@@ -94,8 +94,8 @@ def _plain_environ(home: str, **extra: str) -> dict[str, str]:
 def test_a_first_request_in_the_plain_environment_imports_no_botocore_session(
         tmp_path: Path) -> None:
     """Credentials and region in the environment, no shared files (as on AWS Lambda) or
-    files whose default profile holds only a region, the output format, credentials and a
-    retry mode:
+    files whose default profile holds only a region, the output format, credentials, a
+    retry mode and a number of attempts:
     the first request is resolved, signed and sent without botocore's session (an
     ``https://`` endpoint's TLS context included); in any other environment the session
     decides."""
@@ -114,6 +114,9 @@ def test_a_first_request_in_the_plain_environment_imports_no_botocore_session(
     with_retry_mode = _first_get_modules("http", str(tmp_path))  # (dynaorm's Config sets it)
     assert not with_retry_mode & _SESSION_MODULES, sorted(with_retry_mode & _SESSION_MODULES)
     config.write_text("[default]\nregion = eu-west-1\nmax_attempts = 3\n")
+    with_attempts = _first_get_modules("http", str(tmp_path))  # (dynaorm reads it itself)
+    assert not with_attempts & _SESSION_MODULES, sorted(with_attempts & _SESSION_MODULES)
+    config.write_text("[default]\nregion = eu-west-1\nca_bundle = /etc/ssl/certs/none.pem\n")
     with_config = _first_get_modules("http", str(tmp_path))
     assert {"botocore.session", "botocore.credentials"} <= with_config
 
@@ -124,7 +127,7 @@ def test_first_sync_request_loads_no_asyncio(tmp_path: Path) -> None:
     imports the wire but never asyncio, whether botocore's session resolved its settings
     (a shared config file with a setting the plain path does not read) or not."""
     plain = _first_get_modules("http", str(tmp_path))
-    (tmp_path / "config").write_text("[default]\nmax_attempts = 3\n")
+    (tmp_path / "config").write_text("[default]\nca_bundle = /etc/ssl/certs/none.pem\n")
     with_session = _first_get_modules("http", str(tmp_path),
                                       AWS_CONFIG_FILE=str(tmp_path / "config"))
     assert "botocore.session" in with_session and "botocore.session" not in plain
