@@ -55,12 +55,15 @@ Forward = Callable[[str, dict[str, Any]], dict[str, Any]]
 #: the end of the name of a table's mirror (the table as its lagging indexes see it)
 MIRROR_SUFFIX: Final = ".dynaorm-lag"
 #: the reads that go through an index, by operation: whether a request reads one of the
-#: ``lagging`` indexes of its table (those its mirror has: :func:`mirror_definition`).
-#: Vector search joins here (an entry for ``SearchVectors``: it reads a vector index)
+#: ``lagging`` indexes of its table (those its mirror has: :func:`mirror_definition`)
 INDEX_READS: dict[str, Callable[[dict[str, Any], frozenset[str]], bool]] = {
     "Query": lambda request, lagging: request.get("IndexName") in lagging,
     "Scan": lambda request, lagging: request.get("IndexName") in lagging,
+    "SearchVectors": lambda request, lagging: request.get("IndexName") in lagging,
 }
+#: what a vector index's ``CreateTable`` entry holds of its ``DescribeTable`` entry
+_VECTOR_KEYS: Final = ("IndexName", "VectorAttribute", "Dimensions", "DistanceFunction",
+                       "SearchSchema", "Projection")
 #: the operations dynaorm's moto backends answer themselves, by name: a function of the
 #: request and of how the emulator reaches moto (which has no such operation)
 ANSWERS: dict[str, Callable[[dict[str, Any], Forward], dict[str, Any]]] = {}
@@ -386,19 +389,23 @@ def _restore(forward: Forward, table: str, key: dict[str, Any],
 def mirror_definition(table: dict[str, Any]) -> tuple[dict[str, Any], frozenset[str]]:
     """The ``CreateTable`` request of the mirror of a table ``DescribeTable`` describes as
     ``table`` (its keys and every lagging index, on demand), and the names of those
-    indexes: its global secondary indexes (a vector index joins here); none: nothing
-    lags."""
+    indexes: its global secondary indexes and its vector indexes; none: nothing lags."""
     gsis = [{"IndexName": g["IndexName"], "KeySchema": g["KeySchema"],
              "Projection": g["Projection"]} for g in table.get("GlobalSecondaryIndexes", [])]
+    vectors = [{k: v[k] for k in _VECTOR_KEYS if k in v} for v in table.get("VectorIndexes")
+               or []]
     used = {k["AttributeName"] for k in table["KeySchema"]} | {
-        k["AttributeName"] for g in gsis for k in g["KeySchema"]}
+        k["AttributeName"] for g in gsis for k in g["KeySchema"]} | {
+        e["AttributeName"] for v in vectors for e in v.get("SearchSchema", [])}
     create: dict[str, Any] = {
         "TableName": table["TableName"] + MIRROR_SUFFIX, "KeySchema": table["KeySchema"],
         "BillingMode": "PAY_PER_REQUEST", "AttributeDefinitions": [
             a for a in table["AttributeDefinitions"] if a["AttributeName"] in used]}
     if gsis:
         create["GlobalSecondaryIndexes"] = gsis
-    return create, frozenset(g["IndexName"] for g in gsis)
+    if vectors:
+        create["VectorIndexes"] = vectors
+    return create, frozenset(g["IndexName"] for g in [*gsis, *vectors])
 
 
 def _make_mirror(table: str, own: Forward) -> _Mirror:

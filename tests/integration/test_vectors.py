@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -31,7 +32,8 @@ from dynaorm import (
 from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.protocol.capacity import SEARCH_BYTES
 from dynaorm.protocol.steps import call
-from dynaorm.testing import TestBackend, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, fault_proxy, index_lag, use_tables, worker_suffix
+from pytest_dynaorm import LAG_OPTION
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
 from tests.support.vector_models import (
@@ -423,3 +425,36 @@ def test_a_search_s_consumed_bytes_are_counted_for_its_entity(
         "ConsumedCapacity", []))
     assert totals["Doc"].get("read", 0.0) == read
     assert set(totals) == {"Doc"}
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="tests the lag itself")
+def test_a_search_lags_as_a_global_index_read_does(db: TestBackend,
+                                                   request: pytest.FixtureRequest) -> None:
+    """Under ``index_lag`` a vector index sees the table as it was (DynamoDB fills it
+    asynchronously, as a global index), while the hits are read by key, exactly: on the
+    embedded default, and behind a fault proxy in front of dynoxide."""
+    if engine_of(request) == "local":
+        pytest.skip(NO_LOCAL)
+    with ExitStack() as stack:
+        url = db.endpoint_url
+        if url is not None and engine_of(request) != "moto" and request.config.getoption(
+                LAG_OPTION) is None:
+            url = stack.enter_context(fault_proxy(url))
+        tb = stack.enter_context(use_tables(docs, endpoint_url=url, wire=wire_of(request),
+                                            name_suffix=worker_suffix()))
+        tb.session_kind = db.session_kind
+        saved(tb, doc(1, [1, 0, 0, 0]))
+
+        def found() -> list[tuple[str, str]]:
+            return [(h.item.doc_id, h.item.title) for h in tb.session().search(
+                Doc, "by_meaning", vector=[1.0, 0.0, 0.0, 0.0], tenant_id="t1").all()]
+
+        with index_lag(30) as lag:
+            renamed = doc(1, [1, 0, 0, 0])
+            renamed.title = "renamed"
+            saved(tb, doc(2, [0.9, 0.1, 0, 0]))
+            with tb.session() as s:
+                s.save(renamed, overwrite=True)
+            assert found() == [("d1", "renamed")]  # d2 not indexed yet; d1 read by key
+            lag.advance(30)
+            assert found() == [("d1", "renamed"), ("d2", "doc 2")]
