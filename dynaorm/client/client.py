@@ -62,9 +62,9 @@ _aiobotocore = aiobotocore  # (the sessions' check that dynaorm[async] is instal
 
 
 def _own_wire(client: Client) -> Transport:
-    from dynaorm.wire import Wire
+    from dynaorm.wire import wire_for
 
-    return Wire(client._endpoint())
+    return wire_for(client._endpoint())
 
 
 #: the wires a client may send over, by name (``Client(wire=...)``): each makes the

@@ -40,7 +40,7 @@ from typing import Any, Final, TypeVar
 from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.capacity import Meter, Shares, attribute, searched
-from dynaorm.protocol.events import RECORDER, CommitResult, capacity_of, shape_problem
+from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
 from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
@@ -398,7 +398,10 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             if budget is not None:
                 budget.spent(step.operation, sum(capacity_of(out).values()), request)
             if "ConsumedCapacity" in out:
-                _consumed(recording, policy.meter, step, out)
+                if recording is not None:
+                    recording._consumed(capacity_of(out))
+                if policy.meter is not None:
+                    _metered(policy.meter, step, out)
             return out
         if budget is not None:
             budget.judge(step.operation, error)
@@ -409,20 +412,15 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             waited += delay
 
 
-def _consumed(recording: CommitResult | None, meter: Meter | None, step: Call,
-              out: dict[str, Any]) -> None:
-    """An answer's consumed capacity, recorded into the commit being recorded (if any) and
-    added to the client's ``meter`` by entity and role (an answer whose
-    ``ConsumedCapacity`` is not DynamoDB's shape adds nothing to the meter)."""
-    if recording is not None:
-        recording._consumed(capacity_of(out))
-    if meter is not None:
-        try:
-            consumed, bytes_ = capacity_of(out), searched(step.origins, out)
-        except (AttributeError, TypeError, ValueError):
-            return
-        meter.add(attribute(step.shares() if step.shares else (), step.origins, consumed))
-        meter.add(bytes_)
+def _metered(meter: Meter, step: Call, out: dict[str, Any]) -> None:
+    """An answer's consumed capacity added to the client's ``meter`` by entity and role (an
+    answer whose ``ConsumedCapacity`` is not DynamoDB's shape adds nothing to it)."""
+    try:
+        consumed, bytes_ = capacity_of(out), searched(step.origins, out)
+    except (AttributeError, TypeError, ValueError):
+        return
+    meter.add(attribute(step.shares() if step.shares else (), step.origins, consumed))
+    meter.add(bytes_)
 
 
 def call(operation: str, request: dict[str, Any], origins: tuple[Any, ...] = (), *,

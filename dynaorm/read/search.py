@@ -35,7 +35,6 @@ from dynaorm.errors import BadAnswerError, DynaormError, InvalidValueError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.stamps import expired
@@ -210,6 +209,8 @@ class SearchSpec(Generic[T]):
             if sel.owns(row):
                 hits.append(Hit(sel.decode(row), score))
             elif old is not None and old.owns(row):  # (read as current, as a scan reads it)
+                from dynaorm.read.previous import from_previous, old_history_p
+
                 history = yield from old_history_p(spec.table.name, spec, row)
                 hits.append(Hit(from_previous(spec, row, history), score))
             else:

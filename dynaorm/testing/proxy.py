@@ -55,13 +55,19 @@ class _Upstream:
              ) -> tuple[int, dict[str, str], bytes]:
         """The engine's answer to ``body`` (status, lower-case headers, bytes); a kept
         connection the engine closed meanwhile is replaced once."""
+        return self.send("POST", self.path, body, headers)
+
+    def send(self, method: str, path: str, body: bytes, headers: dict[str, str]
+             ) -> tuple[int, dict[str, str], bytes]:
+        """The engine's answer to any request (:meth:`post`'s, for another method or
+        path: a moto server's S3, a KMS request)."""
         for fresh in (False, True):
             conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
             if conn is None or fresh:
                 kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
                 conn = self._local.conn = kind(self.host, self.port, timeout=60)
             try:
-                conn.request("POST", self.path, body, headers)
+                conn.request(method, path, body, headers)
                 answer = conn.getresponse()
                 return (answer.status, {k.lower(): v for k, v in answer.getheaders()},
                         answer.read())
@@ -89,10 +95,36 @@ class _Handler(BaseHTTPRequestHandler):
         super().finish()
         self.server.upstream.close()
 
-    def do_POST(self) -> None:
-        """Answer one request through the emulator."""
+    def relay(self) -> None:
+        """Pass a request that is not DynamoDB's on as it came (another service of a
+        moto server: S3, KMS), and its answer back."""
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
+        try:
+            status, got, data = self.server.upstream.send(self.command, self.path, body,
+                                                          headers)
+        except (OSError, http.client.HTTPException):  # no answer from the engine: none
+            self.close_connection = True  # to the client either
+            return
+        self.send_response(status)
+        for name, value in got.items():
+            if name not in _HOP_BY_HOP:
+                self.send_header(name, value)
+        self.send_header("Content-Length", got.get("content-length", str(len(data))))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_PUT = do_DELETE = do_HEAD = relay
+
+    def do_POST(self) -> None:
+        """Answer one request through the emulator (DynamoDB's and its streams'; any other
+        is relayed as it came)."""
         target = str(self.headers.get("X-Amz-Target", ""))
+        if not target.startswith("DynamoDB"):
+            self.relay()
+            return
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         operation = target.removeprefix(_TARGET)  # (a stream's operation keeps its prefix)
         headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP_BY_HOP}
         request = decode(body) if body else {}

@@ -28,6 +28,7 @@ import json
 import re
 import sys
 import types
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -209,6 +210,7 @@ def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     kept = {i["name"]: i for i in gsis}
     entities: dict[str, Any] = {}
     number = 0
+    named = Counter(e["name"] for e in model["entities"])
     for e in model["entities"]:
         entity: dict[str, Any] = {"entity_type": e["type_name"], "pk_template": e["pk"]}
         if e.get("sk") is not None:
@@ -224,7 +226,11 @@ def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
         notes += _vector_fields(e, "mcp")
         patterns, number = _mcp_patterns(e, kept, number, notes)
         entity["access_patterns"] = patterns
-        entities[e["name"]] = entity
+        key = e["name"] if named[e["name"]] == 1 else e["type_name"]
+        if key != e["name"]:  # (classes of one name, each with its own type name)
+            notes.append(f"mcp: several entities are named {e['name']!r}: the one stored as "
+                         f"{e['type_name']!r} is keyed by its type name")
+        entities[key] = entity
     out["entities"] = entities
     return {"tables": [out]}, notes
 

@@ -60,10 +60,25 @@ from dynaorm.wire.sigv4 import Signer
 if TYPE_CHECKING:
     import asyncio
 
-__all__ = ["CONNECTION_ERROR", "TARGET_PREFIX", "AsyncWire", "SyncWire", "Transport", "Wire",
-           "WireSettings",
-           "answer_error", "answer_problem", "checked_answer", "decode", "decoded_success",
-           "failed", "render", "request_error"]
+__all__ = [
+    "CONNECTION_ERROR",
+    "TARGET_PREFIX",
+    "AsyncWire",
+    "SearchingWire",
+    "SyncWire",
+    "Transport",
+    "Wire",
+    "WireSettings",
+    "answer_error",
+    "answer_problem",
+    "checked_answer",
+    "decode",
+    "decoded_success",
+    "failed",
+    "render",
+    "request_error",
+    "wire_for",
+]
 
 #: the ``X-Amz-Target`` prefix of every DynamoDB operation
 TARGET_PREFIX = "DynamoDB_20120810."
@@ -490,9 +505,8 @@ class Wire(SyncWire):
     :class:`SyncWire`) and, per event loop, an :class:`AsyncWire` opened
     by the loop's first request (connections belong to the loop that opened them). Through
     a proxy, an async request is sent by the sync wire on a worker thread (urllib3's
-    ``ProxyManager``): one way through proxies for both kinds of session. On AWS,
-    ``SearchVectors`` goes to the vector-search endpoint (:attr:`Endpoint.search_url`)
-    through a wire of its own, made by the first search."""
+    ``ProxyManager``): one way through proxies for both kinds of session. On AWS, a
+    client's wire is a :class:`SearchingWire` (:func:`wire_for`)."""
 
     botocore = False
 
@@ -500,28 +514,6 @@ class Wire(SyncWire):
         super().__init__(endpoint)
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, AsyncWire] = (
             weakref.WeakKeyDictionary())
-        self._search: Wire | None = None
-        self._search_lock = threading.Lock()
-
-    def _searching(self, operation: str) -> Wire | None:
-        """The vector-search endpoint's wire, for a ``SearchVectors`` that goes there."""
-        url = self.endpoint.search_url
-        if url is None or operation != "SearchVectors":
-            return None
-        with self._search_lock:
-            if self._search is None:
-                self._search = Wire(dataclasses.replace(self.endpoint, url=url,
-                                                        search_url=None))
-            return self._search
-
-    def send(self, operation: str, request: dict[str, Any],
-             reader: Reader | None = None
-             ) -> dict[str, Any]:
-        """Send ``request`` once (to the vector-search endpoint for a search on AWS)."""
-        search = self._searching(operation)
-        if search is not None:
-            return search.send(operation, request, reader)
-        return super().send(operation, request, reader)
 
     def where(self) -> tuple[str, str]:
         """The endpoint URL and region requests go to."""
@@ -539,9 +531,6 @@ class Wire(SyncWire):
         """Send ``request`` once on the running event loop (see :meth:`send`)."""
         import asyncio
 
-        search = self._searching(operation)
-        if search is not None:
-            return await search.asend(operation, request, reader)
         if self._direct is None:  # through a proxy
             return await asyncio.to_thread(self.send, operation, request, reader)
         loop = asyncio.get_running_loop()
@@ -563,12 +552,58 @@ class Wire(SyncWire):
         wire = self._loops.pop(asyncio.get_running_loop(), None)
         if wire is not None:  # (its keeper, when the loop ends, finds it closed)
             await wire.close()
-        if self._search is not None:
-            await self._search.aclose()
         self.close()
 
+
+class SearchingWire(Wire):
+    """A client's wire on AWS, where ``SearchVectors`` goes to the vector-search endpoint
+    (:attr:`~dynaorm.wire.endpoint.Endpoint.search_url`) through a wire of its own, made
+    by the first search; every other request as :class:`Wire` sends it."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        super().__init__(endpoint)
+        self._search: Wire | None = None
+        self._search_lock = threading.Lock()
+
+    def _searching(self) -> Wire:
+        """The vector-search endpoint's wire."""
+        url = self.endpoint.search_url
+        assert url is not None  # (wire_for makes a SearchingWire only with one)
+        with self._search_lock:
+            if self._search is None:
+                self._search = Wire(dataclasses.replace(self.endpoint, url=url,
+                                                        search_url=None))
+            return self._search
+
+    def send(self, operation: str, request: dict[str, Any],
+             reader: Reader | None = None) -> dict[str, Any]:
+        """Send ``request`` once (a search to the vector-search endpoint)."""
+        if operation == "SearchVectors":
+            return self._searching().send(operation, request, reader)
+        return super().send(operation, request, reader)
+
+    async def asend(self, operation: str, request: dict[str, Any],
+                    reader: Reader | None = None) -> dict[str, Any]:
+        """Send ``request`` once on the running event loop (see :meth:`send`)."""
+        if operation == "SearchVectors":
+            return await self._searching().asend(operation, request, reader)
+        return await super().asend(operation, request, reader)
+
+    async def aclose(self) -> None:
+        """Close the running loop's connections and the sync ones, the search endpoint's
+        too."""
+        if self._search is not None:
+            await self._search.aclose()
+        await super().aclose()
+
     def close(self) -> None:
-        """Close the wire's idle connections (the vector-search endpoint's too)."""
+        """Close the wire's idle connections, the search endpoint's too."""
         super().close()
         if self._search is not None:
             self._search.close()
+
+
+def wire_for(endpoint: Endpoint) -> Wire:
+    """A client's own wire to ``endpoint``: a :class:`SearchingWire` where searches go to
+    an endpoint of their own (AWS), else a :class:`Wire`."""
+    return Wire(endpoint) if endpoint.search_url is None else SearchingWire(endpoint)

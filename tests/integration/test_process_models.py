@@ -212,6 +212,7 @@ def test_a_forked_child_meters_its_own_capacity(ddb_local: str) -> None:
     """``client.capacity()`` in a child of ``os.fork()`` counts what the child consumed,
     from 0, even when a thread of the parent held the meter's lock at the fork."""
     with use_tables(app, endpoint_url=ddb_local, name_suffix=worker_suffix()):
+        app.db.capacity(reset=True)  # (the client is shared: earlier tests consumed too)
         with Session(app) as s:
             s.save(Note(note_id="parent", body="p" * 1500))
         assert app.db.capacity() == {"Note": {"row": 2.0}}

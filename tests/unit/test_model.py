@@ -548,3 +548,35 @@ def test_a_damaged_file_imports_or_is_refused_naming_the_place(data: st.DataObje
         designs.import_code(json.dumps(doc), fmt)
     except ModelFileError as exc:  # (anything else escaping fails the test)
         assert exc.place.startswith("$"), exc.place
+
+
+def test_entities_of_one_class_name_are_each_kept_in_the_mcp_format() -> None:
+    """Two classes named alike (two modules), each with its own type name, on one table:
+    the MCP server's format keys entities by name, so each is keyed by its type name, and
+    said; no pattern is lost (they were: the second replaced the first)."""
+    table = Table("mcp-dupes")
+
+    def first() -> type[Entity]:
+        class Doc(Entity):
+            doc_id: str
+
+            class Meta:
+                table, pk, sk, type_name = tbl, "DOC#{doc_id}", "A", "DocA"
+        return Doc
+
+    def second() -> type[Entity]:
+        class Doc(Entity):
+            doc_id: str
+
+            class Meta:
+                table, pk, sk, type_name = tbl, "DOC#{doc_id}", "B", "DocB"
+        return Doc
+
+    tbl = table
+    first(), second()
+    mcp, notes = designs.export(table.model(), "mcp")
+    (schema,) = mcp["tables"]
+    assert sorted(schema["entities"]) == ["DocA", "DocB"]
+    assert sum("several entities are named 'Doc'" in n for n in notes) == 2
+    ids = [p["pattern_id"] for e in schema["entities"].values() for p in e["access_patterns"]]
+    assert ids == list(range(1, len(ids) + 1)) and len(ids) >= 6

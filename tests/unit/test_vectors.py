@@ -252,17 +252,20 @@ def test_the_request_of_a_search() -> None:
 # -- where a search goes ------------------------------------------------------------------
 def test_dynaorms_wire_sends_a_search_to_the_search_endpoint_alone() -> None:
     """The own wire sends ``SearchVectors`` to :attr:`Endpoint.search_url` (AWS's search
-    endpoint) over a wire of its own, and every other request to the endpoint."""
+    endpoint) over a wire of its own, and every other request to the endpoint; an endpoint
+    without one gets the plain wire, which sends everything there."""
     import dataclasses
 
-    from dynaorm.wire import Wire
+    from dynaorm.wire import SearchingWire, Wire, wire_for
 
     def answering(n: int, body: bytes) -> Reply:
         return Reply(answer(json_body({"SearchResults": []} if b"TopK" in body else {})))
 
     with serving(answering) as main, serving(answering) as search:
         endpoint = Table("t_wire", endpoint_url=main.url, region="us-east-1").db._endpoint()
-        wire = Wire(dataclasses.replace(endpoint, search_url=search.url))
+        assert type(wire_for(endpoint)) is Wire and endpoint.search_url is None
+        wire = wire_for(dataclasses.replace(endpoint, search_url=search.url))
+        assert isinstance(wire, SearchingWire)
         try:
             wire.send("GetItem", {"TableName": "t", "Key": {"pk": {"S": "a"}}})
             wire.send("SearchVectors", {"TableName": "t", "IndexName": "idx", "TopK": 1,
