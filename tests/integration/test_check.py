@@ -167,6 +167,7 @@ class Sealed(Versioned):
     secret: Encrypted[str]
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="checks its own writes through a global index")
 def test_a_versioned_entity_with_encrypted_and_native_index_fields(backend: str | None
                                                                    ) -> None:
     """(0.6, the rule matrix) The audit compared a version row's ciphertext with its
@@ -293,6 +294,7 @@ def _item(db: TestBackend, pk: str, sk: str) -> dict[str, Any]:
 
 
 # -- stale derived keys --------------------------------------------------------------------
+@pytest.mark.dynaorm_index_lag(0, reason="checks its own writes through a global index")
 def test_stale_index_keys_found_and_rerendered(db: TestBackend) -> None:
     with db.session() as s:
         s.save(User(user_id="u1", username="ada", email="ada@x.com"))

@@ -48,6 +48,7 @@ def test_use_tables_gives_a_fresh_table(backend: str | None) -> None:
         assert tb.scan() == []
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="checks its own writes through a global index")
 def test_create_adds_a_newly_declared_global_index(backend: str | None,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A GSI declared after the table was created: ``create()`` adds it (UpdateTable),

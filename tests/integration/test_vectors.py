@@ -89,6 +89,7 @@ def expected(distance: str, query: list[float], objs: list[Doc]) -> list[tuple[s
     return sorted(scored, key=lambda p: -p[1] if distance == "DOT_PRODUCT" else p[1])
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_hits_are_the_stored_entities_nearest_first(vdb: TestBackend) -> None:
     saved(vdb, *(docs_ := corpus()))
     s = vdb.session()
@@ -106,6 +107,7 @@ def test_hits_are_the_stored_entities_nearest_first(vdb: TestBackend) -> None:
                                              tenant_id="t1").all()] == [i for i, _ in want[:2]]
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 @pytest.mark.sync_only  # (both kinds of session in the test itself, on each wire)
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
 def test_sync_and_async_sessions_search_alike_on_both_wires(
@@ -127,6 +129,7 @@ def test_sync_and_async_sessions_search_alike_on_both_wires(
             Doc, "by_dot", vector=query, top=2).all()
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_where_narrows_a_search_by_the_index_filters(vdb: TestBackend) -> None:
     saved(vdb, *corpus())
     s = vdb.session()
@@ -142,6 +145,7 @@ def test_where_narrows_a_search_by_the_index_filters(vdb: TestBackend) -> None:
 
 @pytest.mark.parametrize("index, distance", [("by_distance", "EUCLIDEAN"),
                                              ("by_dot", "DOT_PRODUCT")])
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_each_index_orders_by_its_distance(vdb: TestBackend, index: str, distance: str) -> None:
     """EUCLIDEAN nearest first, DOT_PRODUCT highest first; ``by_dot`` projects only keys,
     so its hits are read by key, equal to what is stored all the same."""
@@ -155,6 +159,7 @@ def test_each_index_orders_by_its_distance(vdb: TestBackend, index: str, distanc
     assert [h.item for h in hits] == [s.get(Doc, doc_id=h.item.doc_id) for h in hits]
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_hits_are_read_by_key_other_types_left_out_first_where_the_index_tells(
         vdb: TestBackend) -> None:
     """A search leaves the vector out (and an index holds it as 32-bit floats): hits are
@@ -182,6 +187,7 @@ def test_hits_are_read_by_key_other_types_left_out_first_where_the_index_tells(
     assert vdb.session().get(Doc, doc_id=loaded.doc_id) == loaded
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_other_types_in_an_index_are_skipped_and_counted(vdb: TestBackend) -> None:
     notes = [Note(note_id=f"n{i}", tenant_id="t1", embedding=[1, 0, 0, 0.01 * i])
              for i in range(3)]
@@ -199,6 +205,7 @@ def test_other_types_in_an_index_are_skipped_and_counted(vdb: TestBackend) -> No
     assert in_partition.skipped == 5  # (the five docs of tenant t1)
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_version_rows_are_never_hits(vdb: TestBackend) -> None:
     page = Page(page_id="p1", body="one", embedding=[1, 0, 0, 0])
     saved(vdb, page)
@@ -216,6 +223,7 @@ def test_version_rows_are_never_hits(vdb: TestBackend) -> None:
         [1, 0, 0, 0], [1, 0, 0, 2], [1, 0, 0, 3]]
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_an_item_in_the_previous_layout_is_a_hit_read_as_current(vdb: TestBackend) -> None:
     table = vdb.table
     table.db.driver.run(call("PutItem", {"TableName": table.name, "Item": {
@@ -234,6 +242,7 @@ def test_an_item_in_the_previous_layout_is_a_hit_read_as_current(vdb: TestBacken
     assert vdb.session().get(Memo, memo_id="m1") == moved
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_guard_items_are_never_hits(vdb: TestBackend) -> None:
     saved(vdb, Account(account_id="a1", email="a@x.test", embedding=[0, 0, 1, 0]),
           Account(account_id="a2", email="b@x.test", embedding=[0, 0, 1, 1]))
@@ -242,6 +251,7 @@ def test_guard_items_are_never_hits(vdb: TestBackend) -> None:
     assert [h.item.account_id for h in hits] == ["a1", "a2"] and hits.skipped == 0
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_expired_items_are_not_hits(vdb: TestBackend) -> None:
     past = datetime.now(UTC) - timedelta(days=1)
     saved(vdb, doc(1, [1, 0, 0, 0]), doc(2, [1, 0, 0, 0.1], expires=past))
@@ -273,6 +283,7 @@ def test_index_status_knows_vector_indexes(vdb: TestBackend) -> None:
     assert other.index_status()["by_meaning"] == "MISMATCHED"
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_create_adds_a_vector_index_to_a_table_without_it(
         vdb: TestBackend, request: pytest.FixtureRequest) -> None:
     """As for a global index: ``create()`` sends UpdateTable's ``VectorIndexUpdates``."""
@@ -334,6 +345,7 @@ _VECTORS = st.lists(_NUMBERS, min_size=3, max_size=3)
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(points=st.lists(_VECTORS, max_size=10), query=_VECTORS, top=st.integers(1, 12),
        distance=st.sampled_from(["COSINE", "EUCLIDEAN", "DOT_PRODUCT"]))
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_searches_agree_with_a_brute_force_model(vdb: TestBackend, points: list[list[float]],
                                                   query: list[float], top: int,
                                                   distance: str) -> None:
@@ -357,6 +369,7 @@ def test_searches_agree_with_a_brute_force_model(vdb: TestBackend, points: list[
         assert hit.item == objs[hit.item.n]
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_an_update_sets_a_vector_whole(vdb: TestBackend) -> None:
     """``set()`` validates and rounds the whole vector; ``append`` or ``prepend`` would
     change its length: refused before sending."""
@@ -375,6 +388,7 @@ def test_an_update_sets_a_vector_whole(vdb: TestBackend) -> None:
     s.rollback()
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 @pytest.mark.sync_only  # (explain sends nothing: one kind of session is enough)
 def test_explain_of_a_search_sends_nothing_and_tells_what_it_will_send(
         vdb: TestBackend) -> None:
@@ -397,6 +411,7 @@ def test_explain_of_a_search_sends_nothing_and_tells_what_it_will_send(
     assert requests.calls[0] == ("SearchVectors", found.requests[0].request)  # as sent
 
 
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_a_search_s_consumed_bytes_are_counted_for_its_entity(
         vdb: TestBackend, request: pytest.FixtureRequest) -> None:
     """With ``return_consumed_capacity`` set, a search asks for its consumed capacity, and
