@@ -23,10 +23,10 @@ from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import _set_state, prepare_rows
 from dynaorm.schema.rules.previous import MovedState, load_old
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState
+from dynaorm.values.ttl import expired
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
 

@@ -22,7 +22,6 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.read.pager import DONE
 from dynaorm.schema.entity import LoadedItems, answer_reader, raw_state, spec_of
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_keys, parse_version_sk
 from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.table import TableSchema
@@ -30,6 +29,7 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
+from dynaorm.values.ttl import expired
 
 __all__ = ["Selection", "projection_of", "selection"]
 
@@ -91,6 +91,9 @@ class Selection(Generic[T]):
     table: Any = None
     #: the requested types whose rules prepare before their rows decode (key material)
     preparing: tuple[EntitySpec, ...] = ()
+    #: the requested types some rule of which keeps rows from the results
+    #: (:meth:`~dynaorm.schema.rules.Rule.keeps`): asked of each of their rows
+    keeping: frozenset[str] = frozenset()
 
     def foreign(self, item: Item) -> bool:
         """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
@@ -124,7 +127,8 @@ class Selection(Generic[T]):
     def keep(self, item: Item) -> bool:
         """Whether a returned item is one of the requested results."""
         name = self.type_of(item)
-        if name is None or expired(item, self.ttl_attr):
+        if name is None or expired(item, self.ttl_attr) or (
+                name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
@@ -145,7 +149,8 @@ class Selection(Generic[T]):
         """Whether a whole item read by key is still one of the requested results."""
         name = (self.type_of(item) if self.shapeless else
                 item.get(self.type_attr, _NO_VALUE).get("S"))
-        if name is None or name not in self.types or expired(item, self.ttl_attr):
+        if name is None or name not in self.types or expired(item, self.ttl_attr) or (
+                name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
         if self.types[name][1].versioned and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
@@ -222,11 +227,11 @@ class Selection(Generic[T]):
         """How a read of whole items may read each answer's bytes into its objects
         itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a
-        strict bound, history, latest copies among several types), or whose items are
-        read again by key."""
+        strict bound, history, latest copies among several types, a rule that keeps some
+        rows from the results), or whose items are read again by key."""
         if (self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
                 or self.exclude is not None or self.history_base is not None
-                or self.latest_only):
+                or self.latest_only or self.keeping):
             return None
         return answer_reader(self.types)
 
@@ -251,11 +256,12 @@ class Selection(Generic[T]):
 
     def counts_on_client(self, latest_on_server: bool) -> bool:
         """Whether a count must read keys and apply the rules only the client can (a
-        strict bound, history, latest copies among several types) itself. With
+        strict bound, history, latest copies among several types, a rule's ``keeps``)
+        itself. With
         ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``) the latest-copy
         rule is part of the server's filter, so it alone does not need the client."""
         latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
-        return bool(self.exclude or self.history_base or latest_on_client)
+        return bool(self.exclude or self.history_base or latest_on_client or self.keeping)
 
     # -- partial reads -----------------------------------------------------------------
     def check_fields(self, names: Iterable[str]) -> None:
@@ -348,4 +354,5 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         if shapeless else (),
         table=table,
         preparing=tuple(s for _, s in specs if s.rules.preparers),
+        keeping=frozenset(s.type_name for _, s in specs if s.rules.keepers),
     )
