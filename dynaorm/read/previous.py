@@ -22,10 +22,10 @@ from dynaorm.errors import DynaormError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import _set_state, prepare_rows
-from dynaorm.schema.rules.previous import MovedState, load_old
+from dynaorm.schema.rules.previous import load_old
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.keys import key_id, wire_key
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.ttl import expired
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
@@ -33,7 +33,7 @@ __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
     """An object of ``spec.cls`` read from an item in the previous layout, marked so that
-    any write of it moves it (:class:`~dynaorm.schema.rules.previous.MovedState`)."""
+    any write of it moves it (:class:`~dynaorm.values.state.MovedState`)."""
     obj = load_old(spec, item)
     key = spec.stored_key(item)
     version = obj.__dict__.get("version") if spec.versioned else None
@@ -98,7 +98,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
     overwrite planned on what is stored (an entity with rules, whose guards and history
     must follow the stored values, not the loaded ones): its old row and the key it moves
     to (``new_key``) read together, consistently. The old row, still there: a fresh
-    :class:`~dynaorm.schema.rules.previous.MovedState` (with its version rows), so the overwrite
+    :class:`~dynaorm.values.state.MovedState` (with its version rows), so the overwrite
     moves it; else the current row (another writer moved it): its plain state, so the
     overwrite replaces it; else ``None`` (deleted meanwhile: the overwrite inserts)."""
     layout = spec.previous

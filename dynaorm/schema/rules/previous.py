@@ -27,7 +27,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.values.expressions import Condition, rename_paths
 from dynaorm.values.keys import key_value
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import MovedState
 
 __all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "load_old", "old_values",
            "previous_layout", "stored_before"]
@@ -131,22 +131,6 @@ class Layout:
         return out
 
 
-class MovedState(InstanceState):
-    """The state of an object read from its entity's previous layout: ``key`` / ``item``
-    are the old row as stored, ``history`` its old version rows (versioned entities),
-    read with it. Any write of the object moves it (:mod:`dynaorm.write.moves`)."""
-
-    __slots__ = ("history",)
-
-    history: tuple[Item, ...]
-
-    def __init__(self, key: PlainKey, item: Item, version: int | None,
-                 history: tuple[Item, ...] = ()) -> None:
-        super().__init__(key, item, version)
-        self.history = history
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return MovedState, (self.key, self.item, self.version, self.history)
 
 
 
