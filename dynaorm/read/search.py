@@ -178,8 +178,7 @@ class SearchSpec(Generic[T]):
         return ph.apply(request)
 
     def _selection(self) -> Selection[T]:
-        latest = frozenset(spec_of(e).type_name for e in self._entities if spec_of(e).versioned)
-        return selection(self._entities, None, latest_only=latest)
+        return selection(self._entities, None, latest_only=True)
 
     def _operation_of(self) -> Operation:
         """What the hooks are told this search is."""

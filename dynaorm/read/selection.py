@@ -48,13 +48,14 @@ def projection_of(table: TableSchema, index: str | None) -> str:
     return projection.upper() if isinstance(projection, str) else "INCLUDE"
 
 
-def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTemplate, bool],
-                                                                 ...]:
-    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches."""
+def _shape_checks(spec: EntitySpec, index: str | None, versioned: bool
+                  ) -> tuple[tuple[str, KeyTemplate, bool], ...]:
+    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches
+    (``versioned``: its sort key carries the version prefix)."""
     table = spec.table
     checks: list[tuple[str, KeyTemplate, bool]] = [(table.pk, spec.pk, False)]
     if spec.sk is not None and table.sk is not None:
-        checks.append((table.sk, spec.sk, spec.versioned))
+        checks.append((table.sk, spec.sk, versioned))
     for idx in spec.indexes:
         if idx.name == index:
             checks.append((idx.pk_attr, idx.pk, False))
@@ -76,6 +77,9 @@ class Selection(Generic[T]):
     exclude: str | None = None          # drop the item whose sort key equals this
     history_base: str | None = None     # history: keep only v<n>_<base> rows, n >= 1
     latest_only: frozenset[str] = frozenset()  # types whose rows count only as v0_ copies
+    #: the requested types whose table sort key carries the version prefix (``v0_`` on
+    #: the latest copy, ``v<n>_`` on version rows: ``Meta.versioned``)
+    version_keyed: frozenset[str] = frozenset()
     by_shape: bool = False              # the type attribute is not there: match key shapes
     fetch: bool = False                 # the source lacks attributes: read items by key
     shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
@@ -152,7 +156,7 @@ class Selection(Generic[T]):
         if name is None or name not in self.types or expired(item, self.ttl_attr) or (
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
-        if self.types[name][1].versioned and self.table_sk and self.history_base is None:
+        if name in self.version_keyed and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
@@ -238,8 +242,9 @@ class Selection(Generic[T]):
     def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
         table's sort key must then be nameable in the filter: scans, not queries)."""
-        plain = sorted(n for n, (_, s) in self.types.items() if not (latest and s.versioned))
-        versioned = sorted(n for n, (_, s) in self.types.items() if latest and s.versioned)
+        copies = self.version_keyed if latest else frozenset()
+        plain = sorted(self.types.keys() - copies)
+        versioned = sorted(copies)
         parts: list[Condition] = []
         if plain:
             parts.append(F(self.type_attr).is_in(*plain))
@@ -298,7 +303,7 @@ def _field_value(cls: type[Any] | None, name: str, found: Any, decoded: bool) ->
         return raw
 
 
-#: (entity classes, index, sort attribute, latest-only types) -> the Selection of their
+#: (entity classes, index, sort attribute, latest copies only) -> the Selection of their
 #: reads: what a read of the same types from the same source selects and decodes the same
 #: way (a frozen record, shared by every such read; its cached properties filled once)
 _SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
@@ -306,8 +311,10 @@ _SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
 
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
-              latest_only: frozenset[str] = frozenset()) -> Selection[T]:
-    """The :class:`Selection` of a read of ``entities`` from the table or ``index``: one
+              latest_only: bool = False) -> Selection[T]:
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``
+    (``latest_only``: a versioned type's rows are results only as its latest copies,
+    where no key condition says so): one
     per kind of read, kept (``read.selections``), except where it holds a key value
     (``exclude``, ``history_base``) or snapshots the table's entities (a table without a
     type attribute, whose later classes change what its reads skip): those are built for
@@ -324,9 +331,10 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
 
 def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | None,
                exclude: str | None, history_base: str | None,
-               latest_only: frozenset[str]) -> Selection[T]:
+               latest_only: bool) -> Selection[T]:
     """A new :class:`Selection` (see :func:`selection`)."""
     specs = [(e, spec_of(e)) for e in entities]
+    versioned = frozenset(s.type_name for _, s in specs if s.versioned)
     table = specs[0][1].table
     projection = projection_of(table, index)
     pk_attr, source_sk = table.key_attributes(index)
@@ -344,10 +352,11 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         table_sk=table.sk,
         key_attrs=table.key_names(index),
         order_attrs=(source_sk, pk_attr),
-        sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
+        sk_attr=sk_attr, exclude=exclude, history_base=history_base,
+        latest_only=versioned if latest_only else frozenset(), version_keyed=versioned,
         by_shape=by_shape, fetch=projection != "ALL",
-        shapes=tuple((s.type_name, _shape_checks(s, index)) for _, s in specs) if by_shape
-        else (),
+        shapes=tuple((s.type_name, _shape_checks(s, index, s.type_name in versioned))
+                     for _, s in specs) if by_shape else (),
         renames=renames, ttl_attr=table.ttl, shapeless=shapeless,
         table_specs=tuple(sp for e in table.entities.values()
                           if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
