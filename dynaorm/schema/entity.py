@@ -166,15 +166,17 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
           validate: Callable[[dict[str, Any]], Any],
           fast: Callable[[Item], Any] | None = None) -> Any:
     """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted:
-    through ``fast`` (from the wire form; the snapshot keeps the wire form of every
-    attribute that is not a string) where it takes the item, else decoded then validated."""
+    through ``fast`` (from the wire form, as its rules decode it; the snapshot keeps the
+    wire form of every attribute that is not a string) where it takes the item, else
+    decoded then validated."""
     if fast is not None:
+        read = spec.rules.decode(item) if spec.rules.decoders else item  # (plain: none)
         try:
-            obj = fast(item)
+            obj = fast(read)
         except ValidationError:
             pass  # not expressible there (or does not fit): the plain way says which
         else:
-            return _mark_loaded(obj, spec, item, decoded_numbers(item, spec.stored_fields))
+            return _mark_loaded(obj, spec, item, decoded_numbers(read, spec.stored_fields))
     plain_names = spec.plain_field_names
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (

@@ -1,7 +1,12 @@
-"""A rule's ``keeps`` hook (:meth:`dynaorm.schema.rules.Rule.keeps`) is asked by every
-read path: a stored row a rule of its entity does not keep is no result of a get, a
-get_many, a query, a scan, ``values()`` or a count, as a row whose TTL has passed is not
-(``test_ttl.py``). The rule here is one a user registers: it hides the rows it marks.
+"""Rules an application registers (:func:`dynaorm.schema.rules.register`) are honoured by
+every read path, as the built-in ones are:
+
+- ``keeps`` (:meth:`~dynaorm.schema.rules.Rule.keeps`): a stored row a rule of its entity
+  does not keep is no result of a get, a get_many, a query, a scan, ``values()`` or a
+  count, as a row whose TTL has passed is not (``test_ttl.py``);
+- ``decode``: a plain entity's rows read through its rule's decoder on every read path
+  (0.6's fast way of loading read them as stored).
+
 The interaction matrix (``tests/system/test_rule_matrix.py``) runs the built-in rules."""
 
 from __future__ import annotations
@@ -31,6 +36,41 @@ class Hiding(Rule):
 
     def keeps(self, item: Item) -> bool:
         return item.get("hidden", {}).get("BOOL") is not True
+
+
+class Shouting(Rule):
+    """Reads a ``Shouted*`` entity's ``text`` upper-cased (what it stores stays as is)."""
+
+    __slots__ = ()
+    name = "test-shouting"
+    order = 96
+
+    @classmethod
+    def build(cls, decl: Declaration) -> Shouting | None:
+        return cls() if decl.type_name.startswith("Shouted") else None
+
+    def decode(self, item: Item) -> Item:
+        return {**item, "text": {"S": item["text"]["S"].upper()}}
+
+
+@pytest.fixture(scope="module")
+def shouted() -> Iterator[type[Any]]:
+    """A plain entity but for the shouting rule (registered for this module only)."""
+    register(Shouting)
+    try:
+        class Shouted(Entity):
+            class Meta:
+                table = app
+                pk = "SHOUT#{room}"
+                sk = "NOTE#{n}"
+
+            room: str
+            n: int
+            text: str
+
+        yield Shouted
+    finally:
+        RULES.pop(Shouting.name, None)
 
 
 @pytest.fixture(scope="module")
@@ -81,3 +121,15 @@ def test_query_scan_values_and_count_ask_keeps(db: TestBackend, shelved: type[An
     assert [v["book"] for v in s.query(shelved, shelf="a").values("book")] == ["b0", "b2"]
     assert s.query(shelved, shelf="a").count() == 2
     assert s.scan(shelved).count() == 2
+
+
+def test_every_read_decodes_through_the_rule(db: TestBackend, shouted: type[Any]) -> None:
+    s = db.session()
+    s.save_many([shouted(room="r", n=i, text=f"note {i}") for i in range(3)])
+    loud = [shouted(room="r", n=i, text=f"NOTE {i}") for i in range(3)]
+    assert s.get(shouted, room="r", n=0) == loud[0]
+    assert s.get_many(shouted, [{"room": "r", "n": i} for i in range(3)]) == loud
+    assert s.query(shouted, room="r").all() == loud
+    assert s.scan(shouted).all() == loud
+    assert [v["text"] for v in s.query(shouted, room="r").values("text")] == [
+        o.text for o in loud]
