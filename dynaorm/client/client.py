@@ -506,7 +506,7 @@ class Client:
         endpoint as configured for that service: ``AWS_ENDPOINT_URL_KMS``, ...).
         ``service``: the step's :attr:`~dynaorm.protocol.steps.Call.service` (``None``:
         told by the operation's name)."""
-        if _elsewhere(operation, service):
+        if service != DYNAMODB if service is not None else ":" in operation:
             return self._boto.send_to(operation, request, via)
         return (self._transport or self._transport_for(operation)).send(
             operation, request, reader)
@@ -518,7 +518,7 @@ class Client:
         :class:`~dynaorm.RequestError` (``reader``, ``via``: as for :meth:`send`; a
         request to another service is sent by botocore's client in a worker thread, off
         the loop)."""
-        if _elsewhere(operation, service):
+        if service != DYNAMODB if service is not None else ":" in operation:
             import asyncio
 
             return await asyncio.to_thread(self._boto.send_to, operation, request, via)
@@ -558,12 +558,6 @@ class Client:
     async def __aexit__(self, exc_type: type[BaseException] | None,
                         exc: BaseException | None, tb: TracebackType | None) -> None:
         await self.aclose()
-
-
-def _elsewhere(operation: str, service: str | None) -> bool:
-    """Whether a request goes to another AWS service than DynamoDB (``service``, else
-    an ``operation`` named ``service:Name``)."""
-    return service != DYNAMODB if service is not None else ":" in operation
 
 
 def _keyless(entity: type[Any]) -> bool:

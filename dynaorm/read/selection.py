@@ -262,9 +262,9 @@ class Selection(Generic[T]):
     def counts_on_client(self, latest_on_server: bool) -> bool:
         """Whether a count must read keys and apply the rules only the client can (a
         strict bound, history, latest copies among several types, a rule's ``keeps``)
-        itself. With
-        ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``) the latest-copy
-        rule is part of the server's filter, so it alone does not need the client."""
+        itself. With ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``)
+        the latest-copy rule is part of the server's filter, so it alone does not need
+        the client."""
         latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
         return bool(self.exclude or self.history_base or latest_on_client or self.keeping)
 
@@ -314,11 +314,10 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
               latest_only: bool = False) -> Selection[T]:
     """The :class:`Selection` of a read of ``entities`` from the table or ``index``
     (``latest_only``: a versioned type's rows are results only as its latest copies,
-    where no key condition says so): one
-    per kind of read, kept (``read.selections``), except where it holds a key value
-    (``exclude``, ``history_base``) or snapshots the table's entities (a table without a
-    type attribute, whose later classes change what its reads skip): those are built for
-    each read."""
+    where no key condition says so): one per kind of read, kept (``read.selections``),
+    except where it holds a key value (``exclude``, ``history_base``) or snapshots the
+    table's entities (a table without a type attribute, whose later classes change what
+    its reads skip): those are built for each read."""
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
     key = (tuple(entities), index, sk_attr, latest_only)

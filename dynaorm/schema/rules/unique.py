@@ -159,8 +159,12 @@ def claimable(spec: Any) -> Condition:
 
 
 def guard_key(spec: Any, key: str) -> PlainKey:
-    """The primary key of the guard item at ``key`` (the same text in both key parts)."""
-    return UniqueRule.row_key(spec.table, key)
+    """The primary key of the guard item at ``key`` (the same text in both key parts; as
+    :meth:`UniqueRule.row_key`, without a call more on every write of a guard)."""
+    out = {spec.table.pk: key}
+    if spec.table.sk is not None:
+        out[spec.table.sk] = key
+    return out
 
 
 def owned_by(spec: Any, owner: PlainKey) -> Condition:
