@@ -5,8 +5,8 @@
 - :func:`stamps` gives the times a write sets (created once, updated every write), which
   :func:`apply_stamps` puts on the object once the write succeeded;
 - :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds;
-- :func:`expired` (DynamoDB's TTL, :mod:`dynaorm.values.ttl`) tells whether a stored
-  item's TTL has passed: :meth:`Stamping.keeps` answers with it.
+- :func:`expired` (DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported) tells whether a
+  stored item's TTL has passed: every read skips it, whichever entity's row it is.
 """
 
 from __future__ import annotations
@@ -144,7 +144,6 @@ class Stamping(Rule):
     one stored under the table's ``ttl`` attribute, as epoch seconds)."""
 
     fields: tuple[str | None, str | None]
-    ttl: str | None
     ttl_field: str | None
     name = "stamps"
     order = 20
@@ -177,5 +176,5 @@ class Stamping(Rule):
         ttl_field = _ttl_field(decl.table, decl.field_names, decl.renames)
         if fields == (None, None) and ttl_field is None:
             return None
-        return cls(fields, decl.table.ttl, ttl_field)
+        return cls(fields, ttl_field)
 
