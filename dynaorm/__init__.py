@@ -57,11 +57,11 @@ from dynaorm.values.expressions import Condition, F
 
 if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.aio.session import AsyncSession
-    from dynaorm.client.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.core.explain import Explanation, explain
     from dynaorm.errors import ModelFileError
     from dynaorm.schema.inspection import Inspection, inspect
     from dynaorm.schema.rules.encrypted import Encrypted
+    from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.schema.rules.previous import Previous
     from dynaorm.schema.streams import Change
     from dynaorm.write.updates import StagedUpdate
@@ -145,8 +145,8 @@ _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
     "Change": "dynaorm.schema.streams",
     "Encrypted": "dynaorm.schema.rules.encrypted",
-    "KmsKeyring": "dynaorm.client.keyrings",
-    "StaticKeyring": "dynaorm.client.keyrings",
+    "KmsKeyring": "dynaorm.schema.rules.keyrings",
+    "StaticKeyring": "dynaorm.schema.rules.keyrings",
     "Inspection": "dynaorm.schema.inspection",
     "ModelFileError": "dynaorm.errors",
     "Explanation": "dynaorm.core.explain",

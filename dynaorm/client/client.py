@@ -46,7 +46,7 @@ from dynaorm.errors import DynaormError, RequestError
 from dynaorm.private_apis import config_options, moto_active
 from dynaorm.protocol.capacity import Meter
 from dynaorm.protocol.events import RequestEvent
-from dynaorm.protocol.hooks import HookLike, Listeners, Operation
+from dynaorm.protocol.hooks import DYNAMODB, HookLike, Listeners, Operation
 from dynaorm.protocol.policy import Policy, Rate, budget_of
 from dynaorm.protocol.tracing import Tracing
 from dynaorm.schema.table import TableSchema
@@ -496,27 +496,29 @@ class Client:
 
     def send(self, operation: str, request: dict[str, Any],
              reader: Reader | None = None,
-             via: Any = None) -> dict[str, Any]:
+             via: Any = None, service: str | None = None) -> dict[str, Any]:
         """Send one request once (no retry, no hook), blocking; a failure is raised as a
         :class:`~dynaorm.RequestError` (``reader``: see
         :class:`~dynaorm.protocol.steps.Send`; dynaorm's wire only). A request to another
         service (``"kms:Decrypt"``) goes through botocore's client of that service
         (``via``: the one to use, or a region name; ``None``: this client's own, made on
         first use from its botocore session, region, ``Config`` and ``verify``, the
-        endpoint as configured for that service: ``AWS_ENDPOINT_URL_KMS``, ...)."""
-        if ":" in operation:
+        endpoint as configured for that service: ``AWS_ENDPOINT_URL_KMS``, ...).
+        ``service``: the step's :attr:`~dynaorm.protocol.steps.Call.service` (``None``:
+        told by the operation's name)."""
+        if service != DYNAMODB if service is not None else ":" in operation:
             return self._boto.send_to(operation, request, via)
         return (self._transport or self._transport_for(operation)).send(
             operation, request, reader)
 
     async def asend(self, operation: str, request: dict[str, Any],
                     reader: Reader | None = None,
-                    via: Any = None) -> dict[str, Any]:
+                    via: Any = None, service: str | None = None) -> dict[str, Any]:
         """Send one request once on the running event loop; a failure is raised as a
         :class:`~dynaorm.RequestError` (``reader``, ``via``: as for :meth:`send`; a
         request to another service is sent by botocore's client in a worker thread, off
         the loop)."""
-        if ":" in operation:
+        if service != DYNAMODB if service is not None else ":" in operation:
             import asyncio
 
             return await asyncio.to_thread(self._boto.send_to, operation, request, via)

@@ -26,7 +26,7 @@ from collections.abc import AsyncGenerator, Callable, Generator, Iterable, Itera
 from typing import Any, TypeVar
 
 from dynaorm._types import Item
-from dynaorm.protocol.hooks import Operation
+from dynaorm.protocol.hooks import DYNAMODB, Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY, Policy
 from dynaorm.protocol.steps import Await, Emit, Gather, Proto, Send, Stream, Wait, expand
 
@@ -112,8 +112,9 @@ class SyncDriver:
         kind = type(step)
         if kind is Send:
             client = self._client
-            if ":" in step.operation:  # (a request to another service: KMS)
-                return client.send(step.operation, step.request, via=step.via)
+            if step.service != DYNAMODB:  # (a request to another service: KMS)
+                return client.send(step.operation, step.request, via=step.via,
+                                   service=step.service)
             transport = client._transport or client._transport_for(step.operation)
             return transport.send(step.operation, step.request, step.reader)
         if kind is Wait:
@@ -240,7 +241,7 @@ class AsyncDriver:
         kind = type(step)
         if kind is Send:
             return await self._client.asend(step.operation, step.request, step.reader,
-                                            step.via)
+                                            step.via, step.service)
         if kind is Wait:
             import asyncio  # (loaded by whoever runs the loop; not by import dynaorm)
 

@@ -17,6 +17,7 @@ from dynaorm.read.scan import check_segments
 from dynaorm.schema.entity import Entity
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import Condition
+from dynaorm.values.state import MovedState
 
 if TYPE_CHECKING:  # the write path loads with the first staged write (a program that
     # only reads never pays for it: tests/system/test_import.py)
@@ -111,7 +112,6 @@ class BaseSession:
                **fields: Any) -> StagedUpdate[T]:
         """Stage an update expression by key (``s.update(User, user_id="u1")``) or by a
         loaded object; add actions to what it returns (see :class:`StagedUpdate`)."""
-        from dynaorm.schema.rules.previous import MovedState
         from dynaorm.write.updates import StagedUpdate
 
         if isinstance(target, type):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any, TypeVar
 
 from dynaorm._types import Item, PlainKey
@@ -16,8 +15,6 @@ from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeEr
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
-from dynaorm.schema.rules.encrypted import with_macs
-from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK, OWNER_TYPE, guard_key
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.unclaimed import note_unclaimed
@@ -139,23 +136,21 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     if set(fields) != set(rule.fields):
         raise KeyTemplateError(f"{spec.name}: find() by {rule.field!r} takes "
                                f"exactly {sorted(rule.fields)}")
-    key = yield from with_macs(partial(rule.guard_key, fields, spec.name), (entity,))
+    key = yield from rule.guard_key_p(fields, spec.name, (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None
     table = spec.table
     for _ in range(FIND_ROUNDS):
-        guard = yield from get_item_p(table, guard_key(spec, key), consistent, (entity,))
-        if guard is None or guard.get(OWNER_TYPE, {}).get("S") != spec.type_name:
+        guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
+        owner = rule.owner_key(table, guard, spec.type_name)
+        if owner is None:
             return None
-        owner = {table.pk: guard[OWNER_PK]["S"]}
-        if table.sk:
-            owner[table.sk] = guard[OWNER_SK]["S"]
         item = yield from get_item_p(table, owner, consistent, (entity,))
         if item is not None and spec.owns(item):
             yield from prepare_rows((spec,), (item,))
             obj = entity._from_item(item, spec)
-            held = yield from with_macs(partial(rule.guard_key, {
-                f: obj.__dict__.get(f) for f in rule.fields}, spec.name), (entity,))
+            held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},
+                                               spec.name, (entity,))
             if held == key:
                 return obj
         consistent = True  # the guard moved under us: read the latest state

@@ -73,14 +73,15 @@ class Stage:
         """The primary key a lookup by ``fields`` (exactly the key templates' fields)
         names."""
         expected = set(spec.lookup_fields)
-        if version is not None and not spec.versioned and "version" in expected:
-            fields, version = {**fields, "version": version}, None  # a key field so named
+        unversioned = version is not None and not spec.versioned
+        if unversioned and "version" in expected:  # a key field so named
+            fields, version, unversioned = {**fields, "version": version}, None, False
         given = set(fields)
         if given != expected:
             missing, extra = sorted(expected - given), sorted(given - expected)
             raise KeyTemplateError(f"{spec.name}: a key lookup takes exactly the fields "
                                    f"{sorted(expected)} (missing {missing}, unexpected {extra})")
-        if version is not None and not spec.versioned:
+        if unversioned:
             raise DynaormError(f"{spec.name} is not versioned; get() takes no version")
         return spec.primary_key(fields, version)
 

@@ -39,8 +39,12 @@ from dynaorm.protocol.events import actions_of, capacity_of, tables_of
 if TYPE_CHECKING:
     import logging
 
-__all__ = ["Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation", "Phase", "end",
-           "logger", "start"]
+__all__ = ["DYNAMODB", "Attempt", "Hook", "HookLike", "Listeners", "LogHook", "Operation",
+           "Phase", "end", "logger", "start"]
+
+#: the service of a request to DynamoDB (:attr:`Attempt.service`); another one (``"kms"``)
+#: is a request a rule's key material needs
+DYNAMODB = "dynamodb"
 
 
 @functools.cache
@@ -106,6 +110,9 @@ class Attempt:
     shares: Callable[[], tuple[tuple[str, str, str, float], ...]] | None = None
     """For a write: what each row it writes weighs on each table and index, a function
     (:mod:`dynaorm.protocol.capacity`)."""
+    service: str = DYNAMODB
+    """The AWS service the request goes to: ``"dynamodb"``, or ``"kms"`` (the key
+    material of ``Encrypted`` fields; its ``operation`` named ``kms:Name``)."""
 
     @property
     def capacity_by_role(self) -> dict[tuple[str, str], float]:
@@ -136,7 +143,7 @@ class Attempt:
         """The tables the request names, in order (several for a transaction or batch
         across tables); a request to another service (``"kms:Decrypt"``), which names
         none, is for the tables of the operation it is part of."""
-        if ":" in self.operation:
+        if self.service != DYNAMODB:
             return () if self.within is None else self.within.tables
         return tables_of(self.request)
 

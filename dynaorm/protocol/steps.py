@@ -41,7 +41,16 @@ from dynaorm._types import Item, Reader
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.capacity import Meter, Shares, attribute, searched
 from dynaorm.protocol.events import RECORDER, capacity_of, shape_problem
-from dynaorm.protocol.hooks import Attempt, HookLike, LogHook, Operation, end, logger, start
+from dynaorm.protocol.hooks import (
+    DYNAMODB,
+    Attempt,
+    HookLike,
+    LogHook,
+    Operation,
+    end,
+    logger,
+    start,
+)
 from dynaorm.protocol.policy import HELD_TO, SERVER_ERRORS, Budget, Policy, retryable
 
 __all__ = ["CAPACITY_OPERATIONS", "HELD_OPERATIONS", "Await", "Backoff", "Call", "Emit",
@@ -93,6 +102,9 @@ class Call:
     #: its consumed capacity by entity and role (:mod:`dynaorm.protocol.capacity`): a
     #: function, called only for an answer that reports some
     shares: Callable[[], Shares] | None = None
+    #: the AWS service the request goes to: ``"dynamodb"``, or another one a rule's
+    #: key material needs (``"kms"``, its ``operation`` then named ``kms:Name``)
+    service: str = DYNAMODB
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +112,16 @@ class Send:
     """Send ``request`` once; the step's result is the response (a failure is thrown in
     as a :class:`~dynaorm.RequestError`). ``reader``: a wire holding the answer's checked
     bytes may give what it returns instead (``None``: it declines; the answer decodes as
-    always); a wire without bytes ignores it. An ``operation`` named ``service:Name``
-    (``"kms:Decrypt"``: a ``:`` tells) is a request to another AWS service, which the
-    client sends through botocore's client of that service (``via``: the one to use, or
-    a region name; ``None``: the client's own)."""
+    always); a wire without bytes ignores it. A request to another AWS ``service``
+    (``"kms"``; its ``operation`` named ``service:Name``, ``"kms:Decrypt"``) the client
+    sends through botocore's client of that service (``via``: the one to use, or a region
+    name; ``None``: the client's own)."""
 
     operation: str
     request: dict[str, Any]
     reader: Reader | None = None
     via: Any = None
+    service: str = DYNAMODB
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,14 +293,15 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
     :class:`Send` unless answered, and their ``on_end`` (awaiting what they return); the
     answer or the failure."""
     attempt = Attempt(step.operation, request, number, step.origins, within=within,
-                      shares=step.shares)
+                      shares=step.shares, service=step.service)
     tokens = start(hooks, attempt)
     answer = None  # the wire's (a hook's answer instead is checked: see below)
     if attempt.response is None and attempt.error is None:
         attempt.sent = True
         began = time.perf_counter()
         try:
-            attempt.response = answer = yield Send(step.operation, request, via=step.via)
+            attempt.response = answer = yield Send(step.operation, request, via=step.via,
+                                                   service=step.service)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
@@ -390,7 +404,8 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
             out, error = yield from _attempt(hooks, step, request, number, within)
         else:
             try:
-                out, error = (yield Send(step.operation, request, step.reader, step.via)), None
+                out, error = (yield Send(step.operation, request, step.reader, step.via,
+                                         step.service)), None
             except RequestError as exc:
                 out, error = None, exc
         if error is None:

@@ -44,7 +44,7 @@ from typing import Any, Final
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
 from dynaorm.protocol.capacity import slug
-from dynaorm.protocol.hooks import Attempt, Hook, Operation, Phase
+from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
 
@@ -307,7 +307,7 @@ class Tracing(Hook):
         botocore (sync) or aiobotocore (async) instrumentation of that client makes its
         span (the instrumentor is a singleton, looked up, never imported)."""
         session = attempt.within.session if attempt.within is not None else "sync"
-        if ":" in attempt.operation:  # another service (KMS): botocore's client, in a
+        if attempt.service != DYNAMODB:  # another service (KMS): botocore's client, in a
             session = "sync"  # worker thread under an async session
         elif self._routes is None or not self._routes(session):
             return False, False
@@ -355,7 +355,7 @@ class Tracing(Hook):
             span = _attempt_span(self._tracer, attempt, parent, sent.started)
         try:
             if span.is_recording():  # (the endpoint known is DynamoDB's)
-                _answer_attributes(span, attempt, {} if ":" in attempt.operation
+                _answer_attributes(span, attempt, {} if attempt.service != DYNAMODB
                                    else {**self._server(), **by_role})
         finally:
             span.end()  # whatever the answer held

@@ -22,33 +22,30 @@ from dynaorm.errors import DynaormError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import _set_state, prepare_rows
-from dynaorm.schema.rules.previous import MovedState, load_old
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.keys import key_id, wire_key
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.ttl import expired
 
 __all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
     """An object of ``spec.cls`` read from an item in the previous layout, marked so that
-    any write of it moves it (:class:`~dynaorm.schema.rules.previous.MovedState`)."""
-    obj = load_old(spec, item)
-    key = spec.stored_key(item)
-    version = obj.__dict__.get("version") if spec.versioned else None
-    _set_state(obj, MovedState(key, item, version, history))
+    any write of it moves it (:class:`~dynaorm.values.state.MovedState`)."""
+    assert spec.previous is not None
+    obj, version = spec.previous.load(spec, item)
+    _set_state(obj, MovedState(spec.stored_key(item), item, version, history))
     return obj
 
 
 def old_history_p(table: str, spec: EntitySpec, item: Item) -> Proto[tuple[Item, ...]]:
     """The old version rows (1..n) of the old latest copy ``item`` (versioned only)."""
     layout = spec.previous
-    if layout is None or not spec.versioned:
+    rows = None if layout is None else layout.version_keys(item, spec.name)
+    if rows is None:
         return ()
-    n = int(item.get("version", {}).get("N", "0"))
-    values = layout.parse_key(item) or {}
-    keys = [wire_key(layout.key(values, spec.name, v)) for v in range(1, n + 1)]
+    keys = [wire_key(k) for k in rows]
     found = yield from batch_get_p(table, keys, consistent=True)
     return tuple(found[key_id(k)] for k in keys if key_id(k) in found)
 
@@ -98,7 +95,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
     overwrite planned on what is stored (an entity with rules, whose guards and history
     must follow the stored values, not the loaded ones): its old row and the key it moves
     to (``new_key``) read together, consistently. The old row, still there: a fresh
-    :class:`~dynaorm.schema.rules.previous.MovedState` (with its version rows), so the overwrite
+    :class:`~dynaorm.values.state.MovedState` (with its version rows), so the overwrite
     moves it; else the current row (another writer moved it): its plain state, so the
     overwrite replaces it; else ``None`` (deleted meanwhile: the overwrite inserts)."""
     layout = spec.previous

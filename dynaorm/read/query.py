@@ -140,14 +140,12 @@ class QuerySpec(ReadSpec[T]):
 
     def _selection(self) -> Selection[T]:
         plan = self._plan()
-        latest_only: frozenset[str] = frozenset()
         table = spec_of(self._entities[0]).table
-        if (len(self._entities) > 1 and plan.index is None) or table.native(plan.index):
-            latest_only = frozenset(spec_of(e).type_name for e in self._entities
-                                    if spec_of(e).versioned)
+        # (one type on the table: its key condition reads latest copies only)
+        several = len(self._entities) > 1 and plan.index is None
         return selection(self._entities, plan.index, sk_attr=plan.sk_attr,
                          exclude=plan.exclude, history_base=plan.history_base,
-                         latest_only=latest_only)
+                         latest_only=several or table.native(plan.index) is not None)
 
     def _describe(self) -> str:
         names = "/".join(e.__name__ for e in self._entities)

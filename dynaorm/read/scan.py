@@ -81,9 +81,7 @@ class ScanSpec(ReadSpec[T]):
         return request
 
     def _selection(self) -> Selection[T]:
-        versioned = frozenset(spec_of(e).type_name for e in self._entities
-                              if spec_of(e).versioned)
-        return selection(self._entities, self._index, latest_only=versioned)
+        return selection(self._entities, self._index, latest_only=True)
 
     def _describe(self) -> str:
         names = "/".join(e.__name__ for e in self._entities)

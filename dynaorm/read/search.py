@@ -37,13 +37,13 @@ from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.selection import Selection, selection
 from dynaorm.schema.entity import Entity, spec_of
-from dynaorm.schema.rules.stamps import expired
-from dynaorm.schema.rules.vectors import float32
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import VectorIndex
 from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, Placeholders, equalities
 from dynaorm.values.keys import key_id
+from dynaorm.values.limits import float32
+from dynaorm.values.ttl import expired
 
 __all__ = ["MAX_TOP", "Hit", "Hits", "SearchSpec", "search_spec"]
 
@@ -178,8 +178,7 @@ class SearchSpec(Generic[T]):
         return ph.apply(request)
 
     def _selection(self) -> Selection[T]:
-        latest = frozenset(spec_of(e).type_name for e in self._entities if spec_of(e).versioned)
-        return selection(self._entities, None, latest_only=latest)
+        return selection(self._entities, None, latest_only=True)
 
     def _operation_of(self) -> Operation:
         """What the hooks are told this search is."""

@@ -22,7 +22,6 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.read.pager import DONE
 from dynaorm.schema.entity import LoadedItems, answer_reader, raw_state, spec_of
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_keys, parse_version_sk
 from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.table import TableSchema
@@ -30,6 +29,7 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
+from dynaorm.values.ttl import expired
 
 __all__ = ["Selection", "projection_of", "selection"]
 
@@ -48,13 +48,14 @@ def projection_of(table: TableSchema, index: str | None) -> str:
     return projection.upper() if isinstance(projection, str) else "INCLUDE"
 
 
-def _shape_checks(spec: EntitySpec, index: str | None) -> tuple[tuple[str, KeyTemplate, bool],
-                                                                 ...]:
-    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches."""
+def _shape_checks(spec: EntitySpec, index: str | None, versioned: bool
+                  ) -> tuple[tuple[str, KeyTemplate, bool], ...]:
+    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches
+    (``versioned``: its sort key carries the version prefix)."""
     table = spec.table
     checks: list[tuple[str, KeyTemplate, bool]] = [(table.pk, spec.pk, False)]
     if spec.sk is not None and table.sk is not None:
-        checks.append((table.sk, spec.sk, spec.versioned))
+        checks.append((table.sk, spec.sk, versioned))
     for idx in spec.indexes:
         if idx.name == index:
             checks.append((idx.pk_attr, idx.pk, False))
@@ -76,6 +77,9 @@ class Selection(Generic[T]):
     exclude: str | None = None          # drop the item whose sort key equals this
     history_base: str | None = None     # history: keep only v<n>_<base> rows, n >= 1
     latest_only: frozenset[str] = frozenset()  # types whose rows count only as v0_ copies
+    #: the requested types whose table sort key carries the version prefix (``v0_`` on
+    #: the latest copy, ``v<n>_`` on version rows: ``Meta.versioned``)
+    version_keyed: frozenset[str] = frozenset()
     by_shape: bool = False              # the type attribute is not there: match key shapes
     fetch: bool = False                 # the source lacks attributes: read items by key
     shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
@@ -91,6 +95,9 @@ class Selection(Generic[T]):
     table: Any = None
     #: the requested types whose rules prepare before their rows decode (key material)
     preparing: tuple[EntitySpec, ...] = ()
+    #: the requested types some rule of which keeps rows from the results
+    #: (:meth:`~dynaorm.schema.rules.Rule.keeps`): asked of each of their rows
+    keeping: frozenset[str] = frozenset()
 
     def foreign(self, item: Item) -> bool:
         """Whether ``item`` is skipped (counted in ``Page.skipped``): no entity of the table
@@ -124,7 +131,8 @@ class Selection(Generic[T]):
     def keep(self, item: Item) -> bool:
         """Whether a returned item is one of the requested results."""
         name = self.type_of(item)
-        if name is None or expired(item, self.ttl_attr):
+        if name is None or expired(item, self.ttl_attr) or (
+                name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
@@ -145,9 +153,10 @@ class Selection(Generic[T]):
         """Whether a whole item read by key is still one of the requested results."""
         name = (self.type_of(item) if self.shapeless else
                 item.get(self.type_attr, _NO_VALUE).get("S"))
-        if name is None or name not in self.types or expired(item, self.ttl_attr):
+        if name is None or name not in self.types or expired(item, self.ttl_attr) or (
+                name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
-        if self.types[name][1].versioned and self.table_sk and self.history_base is None:
+        if name in self.version_keyed and self.table_sk and self.history_base is None:
             return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
         return True
 
@@ -222,19 +231,20 @@ class Selection(Generic[T]):
         """How a read of whole items may read each answer's bytes into its objects
         itself (:func:`~dynaorm.schema.entity.answer_reader`), or ``None``: a read whose
         results are not decided by the type attribute alone (key shapes, a TTL, a
-        strict bound, history, latest copies among several types), or whose items are
-        read again by key."""
+        strict bound, history, latest copies among several types, a rule that keeps some
+        rows from the results), or whose items are read again by key."""
         if (self.shapeless or self.fetch or self.by_shape or self.ttl_attr is not None
                 or self.exclude is not None or self.history_base is not None
-                or self.latest_only):
+                or self.latest_only or self.keeping):
             return None
         return answer_reader(self.types)
 
     def type_condition(self, *, latest: bool, ttl: bool = False) -> Condition:
         """``type IN (...)``; with ``latest``, versioned types only as ``v0_`` copies (the
         table's sort key must then be nameable in the filter: scans, not queries)."""
-        plain = sorted(n for n, (_, s) in self.types.items() if not (latest and s.versioned))
-        versioned = sorted(n for n, (_, s) in self.types.items() if latest and s.versioned)
+        copies = self.version_keyed if latest else frozenset()
+        plain = sorted(self.types.keys() - copies)
+        versioned = sorted(copies)
         parts: list[Condition] = []
         if plain:
             parts.append(F(self.type_attr).is_in(*plain))
@@ -251,11 +261,12 @@ class Selection(Generic[T]):
 
     def counts_on_client(self, latest_on_server: bool) -> bool:
         """Whether a count must read keys and apply the rules only the client can (a
-        strict bound, history, latest copies among several types) itself. With
-        ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``) the latest-copy
-        rule is part of the server's filter, so it alone does not need the client."""
+        strict bound, history, latest copies among several types, a rule's ``keeps``)
+        itself. With ``latest_on_server`` (scans: :meth:`type_condition` with ``latest``)
+        the latest-copy rule is part of the server's filter, so it alone does not need
+        the client."""
         latest_on_client = bool(self.latest_only) and not (latest_on_server and self.table_sk)
-        return bool(self.exclude or self.history_base or latest_on_client)
+        return bool(self.exclude or self.history_base or latest_on_client or self.keeping)
 
     # -- partial reads -----------------------------------------------------------------
     def check_fields(self, names: Iterable[str]) -> None:
@@ -292,7 +303,7 @@ def _field_value(cls: type[Any] | None, name: str, found: Any, decoded: bool) ->
         return raw
 
 
-#: (entity classes, index, sort attribute, latest-only types) -> the Selection of their
+#: (entity classes, index, sort attribute, latest copies only) -> the Selection of their
 #: reads: what a read of the same types from the same source selects and decodes the same
 #: way (a frozen record, shared by every such read; its cached properties filled once)
 _SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
@@ -300,12 +311,13 @@ _SELECTIONS: dict[tuple[Any, ...], Selection[Any]] = cache("read.selections")
 
 def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | None = None,
               exclude: str | None = None, history_base: str | None = None,
-              latest_only: frozenset[str] = frozenset()) -> Selection[T]:
-    """The :class:`Selection` of a read of ``entities`` from the table or ``index``: one
-    per kind of read, kept (``read.selections``), except where it holds a key value
-    (``exclude``, ``history_base``) or snapshots the table's entities (a table without a
-    type attribute, whose later classes change what its reads skip): those are built for
-    each read."""
+              latest_only: bool = False) -> Selection[T]:
+    """The :class:`Selection` of a read of ``entities`` from the table or ``index``
+    (``latest_only``: a versioned type's rows are results only as its latest copies,
+    where no key condition says so): one per kind of read, kept (``read.selections``),
+    except where it holds a key value (``exclude``, ``history_base``) or snapshots the
+    table's entities (a table without a type attribute, whose later classes change what
+    its reads skip): those are built for each read."""
     if exclude is not None or history_base is not None:
         return _selection(entities, index, sk_attr, exclude, history_base, latest_only)
     key = (tuple(entities), index, sk_attr, latest_only)
@@ -318,9 +330,10 @@ def selection(entities: Sequence[type[T]], index: str | None, *, sk_attr: str | 
 
 def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | None,
                exclude: str | None, history_base: str | None,
-               latest_only: frozenset[str]) -> Selection[T]:
+               latest_only: bool) -> Selection[T]:
     """A new :class:`Selection` (see :func:`selection`)."""
     specs = [(e, spec_of(e)) for e in entities]
+    versioned = frozenset(s.type_name for _, s in specs if s.versioned)
     table = specs[0][1].table
     projection = projection_of(table, index)
     pk_attr, source_sk = table.key_attributes(index)
@@ -338,14 +351,16 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         table_sk=table.sk,
         key_attrs=table.key_names(index),
         order_attrs=(source_sk, pk_attr),
-        sk_attr=sk_attr, exclude=exclude, history_base=history_base, latest_only=latest_only,
+        sk_attr=sk_attr, exclude=exclude, history_base=history_base,
+        latest_only=versioned if latest_only else frozenset(), version_keyed=versioned,
         by_shape=by_shape, fetch=projection != "ALL",
-        shapes=tuple((s.type_name, _shape_checks(s, index)) for _, s in specs) if by_shape
-        else (),
+        shapes=tuple((s.type_name, _shape_checks(s, index, s.type_name in versioned))
+                     for _, s in specs) if by_shape else (),
         renames=renames, ttl_attr=table.ttl, shapeless=shapeless,
         table_specs=tuple(sp for e in table.entities.values()
                           if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
         if shapeless else (),
         table=table,
         preparing=tuple(s for _, s in specs if s.rules.preparers),
+        keeping=frozenset(s.type_name for _, s in specs if s.rules.keepers),
     )

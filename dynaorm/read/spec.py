@@ -292,8 +292,8 @@ class ReadSpec(Generic[T]):
             requests = [self._request(i, sel, count=True, types=True) for i in range(n)]
             total = sum((yield from gather([self._count_stream(r) for r in requests], FAN_OUT)))
             return total if self._limit is None else min(total, self._limit)
-        attrs = list(sel.key_attrs)
-        if not sel.by_shape:
+        attrs = [] if sel.keeping else list(sel.key_attrs)  # (a rule keeps: whole rows)
+        if attrs and not sel.by_shape:
             attrs.append(sel.type_attr)
         counted = 0
         cap = self._limit
@@ -339,8 +339,10 @@ class ReadSpec(Generic[T]):
 
     def _holding_p(self, sel: Selection[T], names: Sequence[str]) -> Proto[list[Item]]:
         """The result items holding ``names``: projected to them (and to what tells the
-        items apart), or whole where they are read by key."""
-        attrs = () if sel.fetch else dict.fromkeys([*names, *sel.key_attrs, sel.type_attr])
+        items apart), or whole where they are read by key or a rule's ``keeps`` reads
+        them."""
+        attrs = () if sel.fetch or sel.keeping else dict.fromkeys(
+            [*names, *sel.key_attrs, sel.type_attr])
         return (yield from self._collect_p(sel, list(attrs)))
 
     def _operation_of(self, terminal: str | None = None) -> Operation:

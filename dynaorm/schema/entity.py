@@ -166,15 +166,17 @@ def _load(cls: type[Any], spec: EntitySpec, item: Item,
           validate: Callable[[dict[str, Any]], Any],
           fast: Callable[[Item], Any] | None = None) -> Any:
     """An object of ``cls`` (described by ``spec``) from a stored item, marked persisted:
-    through ``fast`` (from the wire form; the snapshot keeps the wire form of every
-    attribute that is not a string) where it takes the item, else decoded then validated."""
+    through ``fast`` (from the wire form, as its rules decode it; the snapshot keeps the
+    wire form of every attribute that is not a string) where it takes the item, else
+    decoded then validated."""
     if fast is not None:
+        read = spec.rules.decode(item) if spec.rules.decoders else item  # (plain: none)
         try:
-            obj = fast(item)
+            obj = fast(read)
         except ValidationError:
             pass  # not expressible there (or does not fit): the plain way says which
         else:
-            return _mark_loaded(obj, spec, item, decoded_numbers(item, spec.stored_fields))
+            return _mark_loaded(obj, spec, item, decoded_numbers(read, spec.stored_fields))
     plain_names = spec.plain_field_names
     try:
         decoded = spec.fill_from_keys(item, decode_item(item, plain_names)) if (
@@ -229,12 +231,13 @@ def answer_reader(types: Mapping[str, tuple[type[Any], EntitySpec]]
     ``None`` for an answer it declines (an item of its types the fast way refuses, an
     item whose type attribute is not a string, an item of another type read by key: then
     that answer and every later one of the read decode the plain way, so errors stay the
-    plain path's). ``None`` when some type is not for it (no fast validator, versioned,
-    number or binary keys, stored names, a TTL)."""
+    plain path's). ``None`` when some type is not for it (no fast validator, a rule that
+    decodes its rows or keeps some from the results, number or binary keys, stored names,
+    a TTL)."""
     specs = [spec for _, spec in types.values()]
     type_attr = specs[0].table.type_attribute if specs else None
-    if type_attr is None or any(spec.versioned or spec.table.key_types or spec.renames
-                                or spec.table.ttl or spec.encrypted for spec in specs):
+    if type_attr is None or any(spec.rules.decoders or spec.rules.keepers or spec.renames
+                                or spec.table.key_types or spec.table.ttl for spec in specs):
         return None
     key_attrs, table = specs[0].table_key_attrs, specs[0].table
     validate = fast_answer(type_attr, {name: (cls, _fast(cls, spec))

@@ -32,7 +32,7 @@ from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.shards import Sharding, Shards, check_shard_fields, shard_rules
-from dynaorm.schema.rules.stamps import Stamping, expired
+from dynaorm.schema.rules.stamps import Stamping
 from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
 from dynaorm.schema.rules.vectors import Vector, Vectors, vector_values
 from dynaorm.schema.rules.versioned import (
@@ -45,6 +45,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.ttl import expired
 
 if TYPE_CHECKING:
     from dynaorm.schema.rules.previous import Layout
@@ -335,6 +336,8 @@ class EntitySpec:
             return False
         if self.table.ttl is not None and expired(item, self.table.ttl):
             return False  # its TTL has passed: DynamoDB will delete it; not a result
+        if self.rules.keepers and not self.rules.keeps(item):
+            return False  # a rule of the entity keeps it from the results
         if self.table.type_attribute is None:
             return self.fits(item)
         tag = item.get(self.table.type_attribute)  # (a hook's answer may hold anything)

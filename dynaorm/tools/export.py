@@ -64,12 +64,14 @@ from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import Membership
 from dynaorm.schema.rules.revision import Revision
+from dynaorm.schema.rules.stamps import Stamping
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.jobs import Job, Task, job_of
 from dynaorm.tools.stored import stored_validator
 from dynaorm.values.keys import key_value
+from dynaorm.values.ttl import expired
 
 __all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export", "export_part", "read_source"]
 
@@ -403,6 +405,9 @@ class _Reader:
         self.hooks = [h for h in spec.rules.exporters
                       if not (decrypt and isinstance(getattr(h, "__self__", None), Encryption))]
         self.omitted = frozenset() if decrypt else frozenset(spec.encrypted.values())
+        #: the TTL attribute whose passed time leaves a row out, as reads skip it (an
+        #: entity with a TTL field or timestamps)
+        self.expires = spec.table.ttl if spec.rules.get(Stamping) is not None else None
         layout = spec.previous
         self.old = None if layout is None else frozenset(
             a for a, n in layout.fields_by_attr.items() if n in self.omitted)
@@ -415,14 +420,21 @@ class _Reader:
     def fast(self) -> bool:
         """Whether a row of this entity is its stored attributes read as its fields, and
         nothing else (:mod:`dynaorm.tools.stored` reads them): no rule decodes it (but an
-        encrypted one whose fields are left out) or skips it, its export hooks only leave
-        attributes out, no previous layout shares its type name, no field-level kind."""
+        encrypted one whose fields are left out) or skips it (a TTL, ``keeps``), its export
+        hooks only leave attributes out, no previous layout shares its type name, no
+        field-level kind."""
         spec = self.spec
         rules = [getattr(h, "__self__", None) for h in (*self.hooks, *spec.rules.decoders,
                                                         *spec.rules.keepers)]
-        return (not spec.kinds and spec.previous is None and all(
+        return (not spec.kinds and spec.previous is None and self.expires is None and all(
             isinstance(r, _LEAVE_OUT) and not (isinstance(r, Encryption) and not self.omitted)
             for r in rules))
+
+    def keeps(self, item: Item) -> bool:
+        """Whether the stored row ``item`` of this entity is exported: neither past its
+        TTL nor kept from the results by a rule (:meth:`~dynaorm.schema.rules.Rule.keeps`),
+        as reads skip it."""
+        return not expired(item, self.expires) and self.spec.rules.keeps(item)
 
     def columns(self) -> list[Any]:
         from dynaorm.tools.arrow import columns
@@ -556,7 +568,7 @@ class _Export:
         reader, removed = self.readers.get(cls), change is not None and change[0] == "remove"
         if cls is None or reader is None or role == "guard" or (
                 role == "version" and not self.history) or (
-                not removed and not reader.spec.rules.keeps(item)):  # (a guard: never,
+                not removed and not reader.keeps(item)):  # (a guard: never,
             # whoever owns it; a row whose TTL has passed: as reads, gone)
             counts.skipped += 1
             return

@@ -25,6 +25,8 @@ All walks are iterative: no input, however deep, raises ``RecursionError`` here.
 
 from __future__ import annotations
 
+import math
+from array import array
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
@@ -36,7 +38,7 @@ from dynaorm.values.records import Clause
 
 __all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
            "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
-           "check_values", "describe_key", "item_size", "number_problem", "number_size",
+           "check_values", "describe_key", "float32", "item_size", "number_problem", "number_size",
            "text_size", "updated_item", "value_problem", "value_size"]
 
 #: Bytes of a partition key value (table or index), at most.
@@ -357,3 +359,17 @@ def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
     if table.sk:
         roles[table.sk] = "sort"
     check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)
+
+
+def float32(values: Sequence[Any]) -> list[float]:
+    """``values`` rounded to the nearest 32-bit floats, as a vector index holds them; a
+    ``ValueError`` names the first that is not a finite number within float32's range."""
+    try:
+        out = array("f", values).tolist()
+    except TypeError as exc:
+        raise ValueError(f"a vector holds numbers only ({exc})") from None
+    if not all(map(math.isfinite, out)):
+        at = next(i for i, v in enumerate(out) if not math.isfinite(v))
+        raise ValueError(f"element {at} ({values[at]!r}) is not a finite number within "
+                         "float32's range (about +-3.4e38)")
+    return out

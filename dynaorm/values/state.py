@@ -28,7 +28,7 @@ from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.values.codec import binary_from_json, decode_number
 
-__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "answer_items",
+__all__ = ["DELETED", "Deleted", "InstanceState", "LoadedPage", "MovedState", "answer_items",
            "changed_attributes", "decoded_numbers"]
 
 #: decoded field values that stand for their own wire form (immutable scalars)
@@ -304,6 +304,26 @@ class InstanceState:
 
     def __repr__(self) -> str:
         return f"InstanceState(key={self.key!r}, item={self.item!r}, version={self.version!r})"
+
+
+class MovedState(InstanceState):
+    """The state of an object read from its entity's previous layout (``Meta.previous``,
+    :mod:`~dynaorm.schema.rules.previous`): ``key`` / ``item`` are the old row as stored,
+    ``history`` its old version rows (versioned entities), read with it. Any write of the
+    object moves it (:mod:`dynaorm.write.moves`). Plain state, as :class:`InstanceState`:
+    a phase tells it by its class, naming no rule."""
+
+    __slots__ = ("history",)
+
+    history: tuple[Item, ...]
+
+    def __init__(self, key: PlainKey, item: Item, version: int | None,
+                 history: tuple[Item, ...] = ()) -> None:
+        super().__init__(key, item, version)
+        self.history = history
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return MovedState, (self.key, self.item, self.version, self.history)
 
 
 @final

@@ -791,6 +791,28 @@ def test_kms_requests_are_requests_of_the_client(kv: Kms) -> None:
                                "GetItem", "Scan"]
 
 
+def test_kms_requests_say_their_service(kv: Kms) -> None:
+    """Each attempt says the AWS service it goes to (``Attempt.service``): ``"kms"`` for a
+    keyring's requests (named ``kms:Name``), ``"dynamodb"`` for the table's."""
+    services: list[tuple[str, str]] = []
+
+    class Services(Hook):
+        def on_start(self, phase: Any) -> object:
+            if isinstance(phase, Attempt):
+                services.append((phase.service, phase.operation))
+            return None
+
+    kvault.db.add_hook(Services())
+    s = kv.tb.session()
+    _save(s, Member(member_id="m1", email="ada@example.com"))
+    kvault.keyring = kv.keyring()  # nothing cached: a read asks KMS too
+    assert kv.tb.session().get(Member, member_id="m1") is not None
+    assert {op for service, op in services if service == "kms"} == {
+        "kms:GenerateDataKey", "kms:GenerateMac", "kms:Decrypt"}
+    assert all(service == "dynamodb" for service, op in services if ":" not in op)
+    assert all(service == "kms" for service, op in services if op.startswith("kms:"))
+
+
 def test_kms_data_keys_are_bounded_by_use_and_age(kv: Kms) -> None:
     """A data key seals ``max_uses`` values for ``max_age`` seconds: the next commit's
     prepare past either asks for a new one (a plan already made keeps its own)."""

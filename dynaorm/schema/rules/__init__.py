@@ -153,7 +153,10 @@ class Rule:
         return item
 
     def keeps(self, item: Item) -> bool:
-        """Whether a row a read returned is a result."""
+        """Whether a row a read returned is a result (asked by every read path: a get, a
+        query, a scan, a search, history, ``values()``, a count; a read of the entity then
+        reads whole rows, counts them on the client, and never reads an answer's bytes
+        straight into objects). A row past the table's TTL is none, whatever this says."""
         return True
 
     def refuse(self, use: str, name: str) -> None:

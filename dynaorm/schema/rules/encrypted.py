@@ -7,7 +7,7 @@ nonce (12) | AES-GCM of the value's DynamoDB JSON``; the additional data is the 
 the item key, the attribute and everything before the nonce, so a ciphertext copied to
 another item, field or table, or edited anywhere, is :class:`~dynaorm.DecryptionError`.
 
-Sealing and opening are pure: they read what the keyring (:mod:`dynaorm.client.keyrings`)
+Sealing and opening are pure: they read what the keyring (:mod:`dynaorm.schema.rules.keyrings`)
 holds. What they will need is asked for first, as protocol steps the client sends:
 :meth:`Encryption.prepare` (the data key of new values, the data keys of stored ones)
 before rows are encoded or decoded, and :func:`with_macs` for the MACs a plan or a

@@ -27,7 +27,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.values.expressions import Condition, rename_paths
 from dynaorm.values.keys import key_value
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import MovedState
 
 __all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "load_old", "old_values",
            "previous_layout", "stored_before"]
@@ -111,6 +111,21 @@ class Layout:
                 item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
         return self.owns(item)
 
+    def load(self, spec: Any, item: Item) -> tuple[Any, int | None]:
+        """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
+        state set: :func:`load_old`), and its version (``None``: not versioned)."""
+        obj = load_old(spec, item)
+        return obj, obj.__dict__.get("version") if self.versioned else None
+
+    def version_keys(self, item: Item, owner: str) -> list[PlainKey] | None:
+        """The keys of the old version rows (1..n) of ``item``, this layout's latest copy
+        (``None``: not versioned, no version rows)."""
+        if not self.versioned:
+            return None
+        n = int(item.get("version", {}).get("N", "0"))
+        values = self.parse_key(item) or {}
+        return [self.key(values, owner, v) for v in range(1, n + 1)]
+
     def parse_key(self, item: Item) -> dict[str, Any] | None:
         """The field values the old key templates hold in ``item``'s table key (``None``:
         the key does not fit the old layout)."""
@@ -131,22 +146,6 @@ class Layout:
         return out
 
 
-class MovedState(InstanceState):
-    """The state of an object read from its entity's previous layout: ``key`` / ``item``
-    are the old row as stored, ``history`` its old version rows (versioned entities),
-    read with it. Any write of the object moves it (:mod:`dynaorm.write.moves`)."""
-
-    __slots__ = ("history",)
-
-    history: tuple[Item, ...]
-
-    def __init__(self, key: PlainKey, item: Item, version: int | None,
-                 history: tuple[Item, ...] = ()) -> None:
-        super().__init__(key, item, version)
-        self.history = history
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return MovedState, (self.key, self.item, self.version, self.history)
 
 
 

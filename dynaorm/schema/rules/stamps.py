@@ -5,21 +5,21 @@
 - :func:`stamps` gives the times a write sets (created once, updated every write), which
   :func:`apply_stamps` puts on the object once the write succeeded;
 - :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds;
-- :func:`expired` tells whether a stored item's TTL has passed (reads skip it).
+- :func:`expired` (DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported) tells whether a
+  stored item's TTL has passed: every read skips it, whichever entity's row it is.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from dynaorm._types import Item
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
+from dynaorm.values.ttl import expired
 
 __all__ = [
     "Stamping",
@@ -112,19 +112,6 @@ def encode_ttl(value: Any, owner: str, field: str) -> int | None:
                             f"not {value!r}")
 
 
-def expired(item: Item, attr: str | None) -> bool:
-    """Whether ``item``'s TTL attribute ``attr`` holds a time that has passed."""
-    if attr is None:
-        return False
-    av = item.get(attr)
-    if av is None or "N" not in av:
-        return False
-    try:
-        return float(av["N"]) <= time.time()
-    except ValueError:
-        return False
-
-
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
                      ) -> tuple[str | None, str | None]:
     """``Meta.timestamps`` checked: (created field or None, updated field or None)."""
@@ -157,7 +144,6 @@ class Stamping(Rule):
     one stored under the table's ``ttl`` attribute, as epoch seconds)."""
 
     fields: tuple[str | None, str | None]
-    ttl: str | None
     ttl_field: str | None
     name = "stamps"
     order = 20
@@ -190,7 +176,5 @@ class Stamping(Rule):
         ttl_field = _ttl_field(decl.table, decl.field_names, decl.renames)
         if fields == (None, None) and ttl_field is None:
             return None
-        return cls(fields, decl.table.ttl, ttl_field)
+        return cls(fields, ttl_field)
 
-    def keeps(self, item: Item) -> bool:
-        return not expired(item, self.ttl)

@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, unique_mac
+from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, unique_mac, with_macs
 from dynaorm.schema.rules.stamps import encode_ttl
+from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, F, all_of, not_exists, raw_eq
 
@@ -78,6 +79,33 @@ class UniqueRule:
     def fields(self) -> tuple[str, ...]:
         return (self.field, *(self.scope.fields if self.scope else ()))
 
+    # -- the reads of a guard (``find``) ------------------------------------------------
+    def guard_key_p(self, values: Mapping[str, Any], owner: str, origins: tuple[Any, ...] = ()
+                    ) -> Generator[Any, Any, str | None]:
+        """:meth:`guard_key` as a protocol: the MAC it renders (an encrypted field's)
+        asked for first, as steps (:func:`~dynaorm.schema.rules.encrypted.with_macs`)."""
+        return (yield from with_macs(functools.partial(self.guard_key, values, owner),
+                                     origins))
+
+    @staticmethod
+    def row_key(table: TableSchema, key: str) -> PlainKey:
+        """The primary key of the guard item at ``key`` (the same text in both key parts)."""
+        out = {table.pk: key}
+        if table.sk is not None:
+            out[table.sk] = key
+        return out
+
+    @staticmethod
+    def owner_key(table: TableSchema, guard: Item | None, type_name: str) -> PlainKey | None:
+        """The key of the row the guard item ``guard`` names as its owner, when that is a
+        row of type ``type_name`` (else ``None``: no guard, or another type's)."""
+        if guard is None or guard.get(OWNER_TYPE, {}).get("S") != type_name:
+            return None
+        owner = {table.pk: guard[OWNER_PK]["S"]}
+        if table.sk:
+            owner[table.sk] = guard[OWNER_SK]["S"]
+        return owner
+
 
 
 
@@ -131,7 +159,8 @@ def claimable(spec: Any) -> Condition:
 
 
 def guard_key(spec: Any, key: str) -> PlainKey:
-    """The primary key of the guard item at ``key`` (the same text in both key parts)."""
+    """The primary key of the guard item at ``key`` (the same text in both key parts; as
+    :meth:`UniqueRule.row_key`, without a call more on every write of a guard)."""
     out = {spec.table.pk: key}
     if spec.table.sk is not None:
         out[spec.table.sk] = key

@@ -12,9 +12,7 @@ guard items never hold one), so a search never finds history or guards.
 
 from __future__ import annotations
 
-import math
 import typing
-from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,22 +25,9 @@ from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.rules.encrypted import is_encrypted
 from dynaorm.schema.table import MAX_DIMENSIONS
 from dynaorm.values.codec import kind_of
+from dynaorm.values.limits import float32
 
 __all__ = ["Vector", "Vectors", "float32", "stored_vector", "vector_of", "vector_values"]
-
-
-def float32(values: Sequence[Any]) -> list[float]:
-    """``values`` rounded to the nearest 32-bit floats, as a vector index holds them; a
-    ``ValueError`` names the first that is not a finite number within float32's range."""
-    try:
-        out = array("f", values).tolist()
-    except TypeError as exc:
-        raise ValueError(f"a vector holds numbers only ({exc})") from None
-    if not all(map(math.isfinite, out)):
-        at = next(i for i, v in enumerate(out) if not math.isfinite(v))
-        raise ValueError(f"element {at} ({values[at]!r}) is not a finite number within "
-                         "float32's range (about +-3.4e38)")
-    return out
 
 
 @dataclass(frozen=True)

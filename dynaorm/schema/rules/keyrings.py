@@ -314,7 +314,7 @@ class KmsKeyring(Keyring):
              ) -> Proto[dict[str, Any]]:
         out: dict[str, Any] = yield Call(f"kms:{name}", request, origins,
                                          via=self.client if self.client is not None
-                                         else self.region)
+                                         else self.region, service="kms")
         return out
 
     def _new(self, origins: tuple[Any, ...]) -> Proto[tuple[bytes, bytes]]:
