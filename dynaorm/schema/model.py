@@ -9,7 +9,8 @@ shards, a previous layout) and what follows from it: which index each entity lan
 with its key shape (``row_kinds``), both from each rule's ``rows`` hook run on a write
 described (:func:`described`), and its access patterns (the declared ones, else those
 its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.tools.designs`) and
-the chart (:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its JSON schema.
+the chart (:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its
+JSON schema.
 
 Pure: nothing here sends a request.
 """
