@@ -98,5 +98,5 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
     history = (state.version or 0) if entry.history else 0  # (its version rows go too)
     b.around(b.rows(old_values, None, state.key, None, history=history),
              Delete(state.key, all_of(conds),
-                    b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)))
+                    b.origin(spec.rules.own, Fail.GONE)))
     return with_condition(b.ops, entry, spec, index), Outcome(obj, None)

@@ -146,7 +146,7 @@ def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
         own = all_of([exists(spec.table.pk), *stored_as(
             state.item, set(state.item) - set(spec.table_key_attrs)), *(
             [raw_eq("version", {"N": str(state.version or 0)})] if spec.versioned else [])])
-    origin = b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)
+    origin = b.origin(spec.rules.own, Fail.GONE)
     if caller is not None:
         caller = _layout(spec).condition(caller)
         origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
@@ -208,7 +208,7 @@ def plan_move_save(entry: Any, state: MovedState, index: int
     b.ops.append(_row_delete(b, state, entry.condition, loose))
     b.owner = key  # (the new row's origin names it, as its version row's does)
     own = Put(key, item, None if loose else not_exists(spec.table.pk),
-              b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.EXISTS))
+              b.origin(spec.rules.own, Fail.EXISTS))
     b.owner = old_key
     b.around(b.rows(loaded, values, old_key, key, item, version if changed else None,
                     retyped=_layout(spec).type_name != spec.type_name), own)

@@ -226,9 +226,8 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     strict = not entry.overwrite
     # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
     cond = free(spec.table.pk, spec.table.ttl) if strict or spec.has_rules else None
-    role = Role.ROW if version is None else Role.LATEST
     b.around(b.rows(None, values, None, key, item, version),
-             Put(key, item, cond, b.origin(role, Fail.EXISTS)))
+             Put(key, item, cond, b.origin(spec.rules.own, Fail.EXISTS)))
     if spec.previous is not None and strict:
         _no_old_row(b, spec, values, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,

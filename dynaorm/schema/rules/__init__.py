@@ -214,6 +214,9 @@ class Rule:
     #: where it is built and runs among an entity's rules (lower first): a rule may read
     #: the rules built before it (:attr:`Declaration.built`)
     order: ClassVar[int] = 50
+    #: the role of the entity's own row where the rule applies (``None``: it says
+    #: nothing; a versioned entity's own row is its latest copy)
+    own: ClassVar[Role | None] = None
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:
@@ -284,8 +287,8 @@ class Rules:
     ``decoders``, ...): only the rules whose class overrides a hook are in its tuple."""
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
-                 "explainers", "exporters", "keepers", "preparers", "rebinders", "redactors",
-                 "refusers")
+                 "explainers", "exporters", "keepers", "own", "preparers", "rebinders",
+                 "redactors", "refusers")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -298,6 +301,8 @@ class Rules:
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
         self.preparers = self._hooked("prepare")
+        #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
+        self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
         self.adders = self._hooked("rows")
         self.explainers = self._hooked("explain")
         self.exporters = self._hooked("export")

@@ -242,7 +242,9 @@ class Uniqueness(Rule):
             # (released if still its owner's; no guard at all is released already)
             out.append(Delete(_guard_key(table, old_key), _owned_by(table, old_owner)
                               | not_exists(table.pk), change.origin(
-                                  Role.GUARD, Fail.CONCURRENT, rule.field, old_value)))
+                                  Role.GUARD, Fail.CONCURRENT, rule.field, old_value),
+                              _guard_item(table, self.type_name, rule, old_key,
+                                          change.owner, None)))
         if new_key is not None and new_owner is not None:  # free, or held by an expired
             out.append(self._put(change, rule, new_key, new_owner, value, Fail.UNIQUE,
                                  free(table.pk, table.ttl), ttl))  # owner

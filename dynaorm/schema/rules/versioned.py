@@ -143,6 +143,7 @@ class Versioning(Rule):
     unindexed: frozenset[str]
     name = "versioned"
     order = 70
+    own = Role.LATEST
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
                 "condition that it is still at version n and the revision read",
