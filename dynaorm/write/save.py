@@ -200,12 +200,13 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         values = written.__dict__
         item = _with(encode_entity(written, spec, key=key), extra)
     b = ActionBuilder(spec, old_key, index)
+    row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
-        row: Op | None = _plan_key_move(b, entry, spec, state, old_values, key, item)
+        row = _plan_key_move(b, entry, spec, state, old_values, key, item)
     else:
         row = _plan_row_write(entry, spec, state, old_values, old_item, key, item, index)
-        if row is None:
-            return [], Outcome(obj, Written(spec, key, item, values))
+    if row is None:  # (nothing changed)
+        return [], Outcome(obj, Written(spec, key, item, values))
     b.around(b.rows(old_values, values, old_key, key, item), row)
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 

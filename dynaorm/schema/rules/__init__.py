@@ -371,7 +371,7 @@ class Rules:
         """What a failed condition on a row with ``origin`` means: the first rule's that
         owns the row, else what was planned (``origin.fail``)."""
         for explain in self.explainers:
-            found = explain(origin, reason, stored)
+            found: Explained | None = explain(origin, reason, stored)
             if found is not None:
                 return found
         return Explained(origin.fail)

@@ -102,7 +102,7 @@ def version_bounds(base: str, indexed: bool) -> tuple[str, str]:
 def version_row(spec: Any, item: Item, sk: str) -> Item:
     """A version row: the encoded ``item`` of the entity of ``spec`` under the version
     sort key ``sk`` (:meth:`Versioning.row`)."""
-    versioning = spec.rules.get(Versioning)
+    versioning: Versioning | None = spec.rules.get(Versioning)
     assert versioning is not None
     parsed = parse_version_sk(sk)
     assert parsed is not None
