@@ -166,11 +166,6 @@ class Change:
     #: the place of the staged write in its commit (the origins carry it)
     staged: int = 0
 
-    @property
-    def role(self) -> str:
-        """``"insert"``, ``"update"`` or ``"delete"``."""
-        return "insert" if self.old is None else "delete" if self.new is None else "update"
-
     def origin(self, role: Role, fail: Fail, field: str | None = None, value: Any = None,
                owner: PlainKey | None = None) -> Origin:
         """The origin of a row a rule adds to this write (``owner``: another key than

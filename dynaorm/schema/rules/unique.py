@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
@@ -26,10 +26,9 @@ from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Unique",
-           "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key", "guard_owner",
-           "owned_by",
-           "unique_rules"]
+__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
+           "Unique", "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key",
+           "guard_owner", "owned_by", "unique_rules"]
 
 #: the attributes of a guard item naming its owner row and the field it guards
 @dataclass(frozen=True)
@@ -95,16 +94,23 @@ GUARD_TYPE = "dynaorm:unique"
 
 
 # -- the guard items ------------------------------------------------------------------
-def guard_item(spec: Any, rule: UniqueRule, key: str, owner: PlainKey,
+class Owner(Protocol):
+    """What the guard helpers read of the entity whose guards they build: its table and
+    type name (an :class:`~dynaorm.schema.spec.EntitySpec`, or its :class:`Uniqueness`)."""
+
+    @property
+    def table(self) -> TableSchema: ...
+
+    @property
+    def type_name(self) -> str: ...
+
+
+def guard_item(spec: Owner, rule: UniqueRule, key: str, owner: PlainKey,
                value: Any, ttl: int | None = None) -> Item:
     """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner`` of the
     entity of ``spec`` (attributes in order: key, type, owner, field, and the owner's TTL
     ``ttl`` on a table with a TTL attribute)."""
-    return _guard_item(spec.table, spec.type_name, rule, key, owner, ttl)
-
-
-def _guard_item(table: TableSchema, type_name: str, rule: UniqueRule, key: str,
-                owner: PlainKey, ttl: int | None) -> Item:
+    table = spec.table
     item = {table.pk: {"S": key}}
     if table.sk is not None:
         item[table.sk] = {"S": key}
@@ -112,37 +118,30 @@ def _guard_item(table: TableSchema, type_name: str, rule: UniqueRule, key: str,
     item[OWNER_PK] = {"S": owner[table.pk]}
     if table.sk is not None:
         item[OWNER_SK] = {"S": owner[table.sk]}
-    item[OWNER_TYPE] = {"S": type_name}
+    item[OWNER_TYPE] = {"S": spec.type_name}
     item[UNIQUE_FIELD] = {"S": rule.field}
     if ttl is not None and table.ttl is not None:
         item[table.ttl] = {"N": str(ttl)}
     return item
 
 
-def claimable(spec: Any) -> Condition:
+def claimable(spec: Owner) -> Condition:
     """The condition of a guard claim (:func:`~dynaorm.values.expressions.free`): no
     guard item exists, or the one stored has an expired owner."""
     return free(spec.table.pk, spec.table.ttl)
 
 
-def guard_key(spec: Any, key: str) -> PlainKey:
+def guard_key(spec: Owner, key: str) -> PlainKey:
     """The primary key of the guard item at ``key`` (the same text in both key parts)."""
-    return _guard_key(spec.table, key)
-
-
-def _guard_key(table: TableSchema, key: str) -> PlainKey:
-    out = {table.pk: key}
-    if table.sk is not None:
-        out[table.sk] = key
+    out = {spec.table.pk: key}
+    if spec.table.sk is not None:
+        out[spec.table.sk] = key
     return out
 
 
-def owned_by(spec: Any, owner: PlainKey) -> Condition:
+def owned_by(spec: Owner, owner: PlainKey) -> Condition:
     """The condition that a guard item still belongs to the row at ``owner``."""
-    return _owned_by(spec.table, owner)
-
-
-def _owned_by(table: TableSchema, owner: PlainKey) -> Condition:
+    table = spec.table
     conds = [raw_eq(OWNER_PK, {"S": owner[table.pk]})]
     if table.sk is not None:
         conds.append(raw_eq(OWNER_SK, {"S": owner[table.sk]}))
@@ -228,33 +227,31 @@ class Uniqueness(Rule):
     def _guard_rows(self, change: Change, rule: UniqueRule, old_key: str | None,
                     new_key: str | None, ttl: int | None) -> list[Op]:
         """The writes of one rule's guard, from ``old_key`` to ``new_key``."""
-        table, old_owner, new_owner = self.table, change.old_key, change.new_key
+        old_owner, new_owner = change.old_key, change.new_key
         value = None if change.new is None else change.new.get(rule.field)
         if old_key is not None and old_key == new_key and new_owner is not None:
             assert old_owner is not None
             # (re-pointed; or claimed: an owner stored before its rule, or its
             # normalisation, was declared has no guard there, which is no conflict)
             return [self._put(change, rule, new_key, new_owner, value, Fail.CONCURRENT,
-                              _owned_by(table, old_owner) | free(table.pk, table.ttl), ttl)]
+                              owned_by(self, old_owner) | claimable(self), ttl)]
         out: list[Op] = []
         if old_key is not None and old_owner is not None:
             old_value = None if change.old is None else change.old.get(rule.field)
             # (released if still its owner's; no guard at all is released already)
-            out.append(Delete(_guard_key(table, old_key), _owned_by(table, old_owner)
-                              | not_exists(table.pk), change.origin(
+            out.append(Delete(guard_key(self, old_key), owned_by(self, old_owner)
+                              | not_exists(self.table.pk), change.origin(
                                   Role.GUARD, Fail.CONCURRENT, rule.field, old_value),
-                              _guard_item(table, self.type_name, rule, old_key,
-                                          change.owner, None)))
+                              guard_item(self, rule, old_key, change.owner, None)))
         if new_key is not None and new_owner is not None:  # free, or held by an expired
             out.append(self._put(change, rule, new_key, new_owner, value, Fail.UNIQUE,
-                                 free(table.pk, table.ttl), ttl))  # owner
+                                 claimable(self), ttl))  # owner
         return out
 
     def _put(self, change: Change, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
              fail: Fail, condition: Condition, ttl: int | None) -> Put:
-        return Put(_guard_key(self.table, key),
-                   _guard_item(self.table, self.type_name, rule, key, owner, ttl), condition,
-                   change.origin(Role.GUARD, fail, rule.field, value))
+        return Put(guard_key(self, key), guard_item(self, rule, key, owner, value, ttl),
+                   condition, change.origin(Role.GUARD, fail, rule.field, value))
 
     def _ttl(self, values: Mapping[str, Any] | None) -> int | None:
         """The TTL (epoch seconds) an owner with field ``values`` gives its guards:
@@ -272,16 +269,10 @@ class Uniqueness(Rule):
         if origin.role is not Role.GUARD:
             return None
         holder = guard_owner(self.table, stored)
-        if origin.fail is Fail.UNIQUE and holder is not None and _names(
-                self.table, holder, origin.owner_key):
+        if origin.fail is Fail.UNIQUE and holder is not None and holder == {
+                a: origin.owner_key.get(a) for a in holder}:  # (the claimant's own)
             return Explained(Fail.CONCURRENT, holder)
         return Explained(origin.fail, holder)
-
-
-def _names(table: TableSchema, holder: PlainKey, owner: PlainKey) -> bool:
-    """Whether a guard's ``holder`` is the row at ``owner``."""
-    return holder[table.pk] == owner.get(table.pk) and (
-        table.sk is None or holder[table.sk] == owner.get(table.sk))
 
 
 def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:
