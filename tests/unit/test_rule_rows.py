@@ -1,6 +1,7 @@
 """Rules own their rows (contract 22): the ``rows`` hook of the unique and the versioned
 rule gives the guard and version records a write adds, with their origins; the rows a
-kind of write costs and the model's row kinds come from the same hook. No I/O."""
+kind of write costs and the model's row kinds come from the same hook. No I/O (the row
+kinds against the keys an engine holds: ``tests/integration/test_rule_rows.py``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""The model says every row (contract 22): the row kinds ``table.model()`` lists for a
-versioned entity with unique values are the keys a save, an update and a delete of it
-actually write."""
+"""Rules own their rows, on every engine (contract 22, "The model says every row"): the row
+kinds ``table.model()`` lists for a versioned entity with unique values, taken from its
+rules' ``rows`` hook, are the keys a save and an update of it actually write (the hook
+itself, pure: ``tests/unit/test_rule_rows.py``)."""
 
 from __future__ import annotations
 
