@@ -175,9 +175,8 @@ class Change:
 
 
 class Rows(NamedTuple):
-    """The rows a rule adds to a write: those the transaction holds before the entity's
-    own row (a version row: a version already taken is the conflict told first), and
-    those after it (guards, released history)."""
+    """The rows a rule adds to a write, by their place in its request: before the
+    entity's own row (a save's version row) or after it (guards, released history)."""
 
     before: tuple[Op, ...] = ()
     after: tuple[Op, ...] = ()

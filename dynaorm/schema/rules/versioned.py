@@ -195,9 +195,8 @@ class Versioning(Rule):
         return out
 
     def rows(self, change: Change) -> Rows:
-        """A save's version row (before the latest copy: a version taken is the conflict
-        told first), conditioned on absence (an insert's: or an expired owner's); a
-        delete's version rows with ``history``."""
+        """A save's version row (before the latest copy), conditioned on absence (an
+        insert's: or on an expired item); a delete's version rows with ``history``."""
         if change.new is None:
             return self._history_rows(change) if change.history else NO_ROWS
         version, item, key = change.version, change.item, change.new_key
