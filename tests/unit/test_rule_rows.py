@@ -14,7 +14,8 @@ from dynaorm.schema.rules import NO_ROWS, Change, Explained, Rows
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_PK, Uniqueness
 from dynaorm.schema.rules.versioned import Versioning
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role
-from tests.support.models import app
+from dynaorm.write.records import ActionBuilder
+from tests.support.models import Note, app
 
 
 class RowsAccount(Entity):
@@ -129,3 +130,13 @@ def test_costs_and_row_kinds_come_from_the_rows_hook() -> None:
                                          "sk": "ORG#{org}#mail#{email}"},
          "field": "email", "scope": "ORG#{org}"},
     ]
+
+
+def test_a_plain_entity_asks_no_rule_for_rows() -> None:
+    """The hot path of an entity without rules makes no call for them: its rules have no
+    ``rows`` hook to ask, and its own row is a plain row."""
+    spec = spec_of(Note)
+    assert spec.rules.adders == () and spec.rules.explainers == ()
+    assert spec.rules.own is Role.ROW
+    b = ActionBuilder(spec, {"pk": "x", "sk": "y"}, 0)
+    assert b.rows(None, {}, None, {"pk": "x", "sk": "y"}) is NO_ROWS
