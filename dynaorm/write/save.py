@@ -246,11 +246,11 @@ def _no_old_row(b: ActionBuilder, spec: EntitySpec, values: Mapping[str, Any],
     old_key = layout.key(values, spec.name)
     if old_key == key:  # (a move in place: the insert's own condition covers it)
         return
-    unused = free(spec.table.pk, spec.table.ttl)
+    vacant = free(spec.table.pk, spec.table.ttl)
     type_attr = spec.table.type_attribute
     if type_attr is not None:  # (another entity's item at that key is no conflict)
-        unused = unused | (F(type_attr) != layout.type_name)
-    b.ops.append(ConditionCheck(old_key, unused, b.origin(Role.ROW, Fail.EXISTS)))
+        vacant = vacant | (F(type_attr) != layout.type_name)
+    b.ops.append(ConditionCheck(old_key, vacant, b.origin(Role.ROW, Fail.EXISTS)))
 
 
 def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
