@@ -5,10 +5,12 @@ patterns a module declares on a table (:class:`AccessPattern`, ``Table.pattern()
 The data holds what an entity declares (fields with their stored names and types, key
 templates, template indexes, unique rules, versioning, encryption, TTL and timestamps,
 shards, a previous layout) and what follows from it: which index each entity lands in
-(``lands_in``), the rows a write adds by role (``rows``, from each rule's ``cost`` hook)
-and its access patterns (the declared ones, else those its keys allow). The formats
-dynaorm writes and reads (:mod:`dynaorm.tools.designs`) and the chart
-(:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its JSON schema.
+(``lands_in``), the rows a write adds by role (``rows``) and every kind of row it writes
+with its key shape (``row_kinds``), both from each rule's ``rows`` hook run on a write
+described (:func:`described`), and its access patterns (the declared ones, else those
+its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.tools.designs`) and
+the chart (:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its
+JSON schema.
 
 Pure: nothing here sends a request.
 """
@@ -29,15 +31,17 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from dynaorm.errors import DynaormError
+from dynaorm.schema.rules import Change, Shape
 from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.rules.vectors import Vector
+from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.templates import SHARD_FIELD
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
            "describe_type", "entity_model", "index_model", "lands_in", "model_of",
-           "patterns_of", "rows_of"]
+           "own_key", "patterns_of", "row_kinds", "rows_of"]
 
 #: the version of the model's JSON format (``"dynaorm_model"``)
 FORMAT: Final = 1
@@ -51,7 +55,7 @@ _SCALARS: Final[tuple[tuple[type[Any], str], ...]] = (
     (bool, "boolean"), (int, "integer"), (float, "number"), (Decimal, "decimal"),
     (str, "string"), (bytes, "binary"), (datetime, "datetime"), (date, "date"),
     (uuid.UUID, "uuid"))
-#: the write kinds :meth:`~dynaorm.schema.rules.Rule.cost` answers for
+#: the write kinds whose rows the model counts
 _WRITES: Final = ("insert", "update", "delete")
 
 
@@ -291,19 +295,64 @@ def lands_in(spec: EntitySpec) -> list[str]:
 
 def rows_of(spec: EntitySpec) -> dict[str, dict[str, int]]:
     """The rows each kind of write of the entity writes, by role: its own row (a
-    versioned entity's latest copy), what its rules add (``Rule.cost``: unique guards, a
-    version row), and its index entries (at most one per index it lands in)."""
+    versioned entity's latest copy), what its rules add (their ``rows`` hook, run on the
+    write described: unique guards, a version row), and its index entries (at most one
+    per index it lands in)."""
     own = "latest copy" if spec.versioned else "row"
     entries = len(lands_in(spec))
     out = {}
     for write in _WRITES:
         rows = {own: 1}
-        for cost in spec.rules.costs:
-            for role, n in cost(write).items():
-                rows[role] = rows.get(role, 0) + n
+        change = described(spec, write)
+        for add in spec.rules.adders:  # (rule by rule: roles in the rules' order)
+            for op in (*(added := add(change)).before, *added.after):
+                role = op.origin.role.value
+                rows[role] = rows.get(role, 0) + 1
         if entries:
             rows["index entry"] = entries
         out[write] = rows
+    return out
+
+
+def described(spec: EntitySpec, write: str) -> Change:
+    """A write of kind ``write`` (``"insert"``, ``"update"``, ``"delete"``) of the entity,
+    described: its values and keys are :class:`~dynaorm.schema.rules.Shape` s (every
+    value changed by an update, a version row written by a save, no history taken by a
+    delete)."""
+    new = {f: Shape(f"{{{f}}}") for f in spec.field_names}
+    old = {f: Shape(f"{{{f} before}}") for f in spec.field_names}
+    key = own_key(spec)
+    if write == "insert":
+        return Change(spec.cls, key, None, new, None, key, {}, Shape("<n>"))
+    if write == "update":
+        return Change(spec.cls, key, old, new, key, key, {}, Shape("<n>"))
+    return Change(spec.cls, key, old, None, key, None)
+
+
+def own_key(spec: EntitySpec) -> dict[str, str]:
+    """The key shape of the entity's own row: its key templates as declared (a versioned
+    entity's latest copy under ``v0_``)."""
+    key = {spec.table.pk: spec.pk.source}
+    if spec.sk is not None and spec.table.sk is not None:
+        key[spec.table.sk] = version_sk(spec.sk.source, None) if spec.versioned else (
+            spec.sk.source)
+    return key
+
+
+def row_kinds(spec: EntitySpec) -> list[dict[str, Any]]:
+    """Every kind of row the entity writes, with its key shape: its own row (``item``, or
+    a versioned entity's ``latest copy``), then the rows its rules add to an insert, as
+    their ``rows`` hook gives them (a version row ``v<n>_...``, a unique guard
+    ``[scope#]prefix#{value}``, with the field it guards and its scope)."""
+    key = own_key(spec)
+    out = [{"role": "latest copy" if spec.versioned else "item", "key": key}]
+    scopes = {r.field: None if r.scope is None else r.scope.source for r in spec.uniques}
+    for op in (*(rows := spec.rules.rows(described(spec, "insert"))).before, *rows.after):
+        kind: dict[str, Any] = {"role": op.origin.role.value, "key": dict(op.key)}
+        if op.origin.field is not None:
+            kind["field"] = op.origin.field
+            kind["scope"] = scopes.get(op.origin.field)
+        out.append(kind)
     return out
 
 
@@ -422,7 +471,7 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
         "timestamps": {"created": created, "updated": updated}, "ttl_field": spec.ttl_field,
         "key_only": sorted(spec.key_only), "shards": _shards(spec),
         "encrypted": sorted(spec.encrypted.values()), "previous": _previous(spec),
-        "overlaps": spec.overlaps, "rows": rows_of(spec),
+        "overlaps": spec.overlaps, "rows": rows_of(spec), "row_kinds": row_kinds(spec),
         "patterns": "declared" if declared else "derived",
         "access_patterns": [p.data() for p in declared or derived_patterns(spec)],
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import operator
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from decimal import Decimal
@@ -321,6 +322,17 @@ def raw_eq(attr: str, av: AttributeValue) -> Condition:
 def not_exists(attr: str) -> Condition:
     """``attribute_not_exists(attr)``."""
     return _Test("attribute_not_exists", attr)
+
+
+def free(pk: str, ttl: str | None) -> Condition:
+    """The condition of a write that claims a key: no item exists there, or (a table with
+    the TTL attribute ``ttl``) the one stored has a TTL that has passed now, its owner
+    expired: reads count it as gone (``expired`` in :mod:`dynaorm.schema.rules.stamps`
+    uses the same ``<=``), so a claim does too. One condition, no read."""
+    absent = not_exists(pk)
+    if ttl is None:
+        return absent
+    return absent | (F(ttl) <= int(time.time()))
 
 
 def exists(attr: str) -> Condition:

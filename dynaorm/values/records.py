@@ -96,6 +96,9 @@ class Delete:
     key: PlainKey
     condition: Condition | None
     origin: Origin
+    #: the item it deletes as its rule knows it without a read (a released guard's, as
+    #: priced: without the TTL it may carry), for what the delete costs
+    known: Item | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

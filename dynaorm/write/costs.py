@@ -21,7 +21,6 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.protocol.capacity import Shares
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.revision import stamp_of
-from dynaorm.schema.rules.unique import guard_item
 from dynaorm.schema.table import GSI, LSI, TableSchema
 from dynaorm.values.expressions import Placeholders
 from dynaorm.values.keys import wire_key
@@ -143,13 +142,8 @@ def _before(op: Op, known: Mapping[tuple[str, Any], Item]) -> tuple[Item | None,
     found = known.get((table.name, tuple(sorted(op.key.items()))))
     if found is not None:
         return found, True
-    if isinstance(op, Update) and op.known is not None:
-        return op.known, True
-    if op.origin.role is Role.GUARD and isinstance(op, Delete) and op.origin.field:
-        spec = spec_of(op.origin.entity)  # (a released guard: its item, rebuilt)
-        rule = next(r for r in spec.uniques if r.field == op.origin.field)
-        return guard_item(spec, rule, op.key[table.pk], op.origin.owner_key,
-                          op.origin.value), True
+    if isinstance(op, Update | Delete) and op.known is not None:
+        return op.known, True  # (a released guard: its item, as its rule built it)
     if isinstance(op, Put) and op.condition is not None and op.condition.render(
             Placeholders()).startswith("attribute_not_exists("):
         return None, True  # an insert, a claim, a new version row: conditioned on absence

@@ -14,7 +14,6 @@ from typing import Any
 from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.values.expressions import Condition, all_of, exists, raw_eq
 from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState
@@ -96,13 +95,8 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
     if spec.versioned:
         expect_loaded_version(spec, obj, state)
         conds.append(raw_eq("version", {"N": str(state.version or 0)}))
-    b.ops.append(Delete(state.key, all_of(conds),
-                        b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)))
-    b.guards(old_values, None, state.key, None)
-    if spec.versioned and entry.history:
-        assert spec.table.sk is not None
-        base = spec.base_sk(old_values) or ""
-        for n in range(1, (state.version or 0) + 1):
-            b.ops.append(Delete({**state.key, spec.table.sk: version_sk(base, n)}, None,
-                                b.origin(Role.VERSION, Fail.GONE)))
+    history = (state.version or 0) if entry.history else 0  # (its version rows go too)
+    b.around(b.rows(old_values, None, state.key, None, history=history),
+             Delete(state.key, all_of(conds),
+                    b.origin(spec.rules.own, Fail.GONE)))
     return with_condition(b.ops, entry, spec, index), Outcome(obj, None)

@@ -134,7 +134,7 @@ def either_layout(spec: Any, fields: Mapping[str, Any], reads: Reads
 
 
 def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
-                loose: bool) -> None:
+                loose: bool) -> Delete:
     """The delete of the old row: conditioned on it being exactly as read (``loose``: not
     at all, an overwrite), and on the caller's own ``condition=``. The caller writes that
     condition in field names, which mean the same on either layout: on the old row it is
@@ -146,13 +146,13 @@ def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
         own = all_of([exists(spec.table.pk), *stored_as(
             state.item, set(state.item) - set(spec.table_key_attrs)), *(
             [raw_eq("version", {"N": str(state.version or 0)})] if spec.versioned else [])])
-    origin = b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.GONE)
+    origin = b.origin(spec.rules.own, Fail.GONE)
     if caller is not None:
         caller = _layout(spec).condition(caller)
         origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
                                  caller=caller)
         own = caller if own is None else all_of([own, caller])
-    b.ops.append(Delete(state.key, own, origin))
+    return Delete(state.key, own, origin)
 
 
 def _history_rows(spec: EntitySpec, state: MovedState
@@ -205,14 +205,13 @@ def plan_move_save(entry: Any, state: MovedState, index: int
     # new one is put whatever either holds now (with rules, the commit has just read what
     # is stored, under either layout, and the move is planned on that: see the module)
     loose = entry.overwrite and not spec.has_rules
-    _row_delete(b, state, entry.condition, loose)
-    b.owner = key
-    if version is not None and changed:
-        b.version(key, values, item, version, not_exists(spec.table.pk), Fail.CONCURRENT)
-    b.ops.append(Put(key, item, None if loose else not_exists(spec.table.pk),
-                     b.origin(Role.LATEST if spec.versioned else Role.ROW, Fail.EXISTS)))
+    b.ops.append(_row_delete(b, state, entry.condition, loose))
+    b.owner = key  # (the new row's origin names it, as its version row's does)
+    own = Put(key, item, None if loose else not_exists(spec.table.pk),
+              b.origin(spec.rules.own, Fail.EXISTS))
     b.owner = old_key
-    b.guards(loaded, values, old_key, key, retyped=_layout(spec).type_name != spec.type_name)
+    b.around(b.rows(loaded, values, old_key, key, item, version if changed else None,
+                    retyped=_layout(spec).type_name != spec.type_name), own)
     return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
                           stamps=pairs)
 
@@ -226,8 +225,9 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
     old_key = state.key
     old = spec.cls.model_validate(old_values(spec, state.item)).__dict__
     b = ActionBuilder(spec, old_key, index)
-    _row_delete(b, state, entry.condition, False)
-    b.guards(old, None, old_key, None, retyped=_layout(spec).type_name != spec.type_name)
+    # (its old version rows: as read, under either layout, below)
+    b.around(b.rows(old, None, old_key, None, retyped=_layout(spec).type_name != spec.type_name),
+             _row_delete(b, state, entry.condition, False))
     if spec.versioned and entry.history:
         assert spec.table.sk is not None
         base = _layout(spec).base_sk(old, spec.name)

@@ -53,10 +53,10 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules import Explained
 from dynaorm.schema.rules.previous import old_values
 from dynaorm.schema.rules.revision import revision_of
 from dynaorm.schema.rules.stamps import expired
-from dynaorm.schema.rules.unique import OWNER_PK, OWNER_SK
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
 from dynaorm.values.expressions import broken_rules, holds
 from dynaorm.values.records import Fail, Op, Role
@@ -239,14 +239,11 @@ def _exists_hint(entity: type[Any], item: Item | None) -> str:
     return f"stored with type name {name!r}, which no class claims: {fix_hint(name)}"
 
 
-def _held_by_owner(op: Op, reason: Reason) -> bool:
-    """Whether the guard that refused ``op``'s claim names the claiming owner itself."""
-    guard, table = reason.item, op.origin.table
-    if guard is None or OWNER_PK not in guard:
-        return False
-    owner = op.origin.owner_key
-    return guard[OWNER_PK].get("S") == owner.get(table.pk) and (
-        table.sk is None or guard.get(OWNER_SK, {}).get("S") == owner.get(table.sk))
+def _explained(op: Op, reason: Reason, stored: Item | None) -> Explained:
+    """What the failed condition of ``op`` means, as the rule that added its row says
+    (``stored``: the row the failure returned, or one read since)."""
+    origin = op.origin
+    return spec_of(origin.entity).rules.explain(origin, reason.code, stored)
 
 
 def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
@@ -270,9 +267,10 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
                 f"{o.entity.__name__} {op.key} already exists ({_exists_hint(o.entity, r.item)})",
                 entity=o.entity, key=op.key, item=_stored_entity(o.entity, r.item))
     # (a value refused because the guard names this very owner: another writer gave the
-    # owner that value since it was loaded, a change of the row, not a taken value)
+    # owner that value since it was loaded, a change of the row, not a taken value: the
+    # rule whose row it is tells)
     uniques = [op.origin for op, r in failed if op.origin.fail is Fail.UNIQUE
-               and not _held_by_owner(op, r)]
+               and _explained(op, r, r.item).fail is Fail.UNIQUE]
     if uniques:
         stale = yield from held_by_expired(failed, read)
         return UniqueConstraintError(uniques[0].entity,  # (values as a message shows them)
@@ -329,11 +327,9 @@ def held_by_expired(failed: Sequence[tuple[Op, Reason]], read: Read) -> Reading[
             continue
         guard = reason.item if reason.item is not None else (
             yield from read(table, op.key))
-        if guard is None or OWNER_PK not in guard:
+        owner = _explained(op, reason, guard).holder  # (the row the guard names)
+        if owner is None:
             continue
-        owner = {table.pk: guard[OWNER_PK].get("S", "")}
-        if table.sk is not None:
-            owner[table.sk] = guard.get(OWNER_SK, {}).get("S", "")
         held = yield from read(table, owner)
         if held is None or expired(held, table.ttl):
             return True

@@ -3,16 +3,10 @@
 the :class:`Origin` that says why it is there), the staged-write protocol every kind of
 write implements (:class:`StagedWrite`, with the :class:`Reads` it may ask for), what an
 object becomes when the commit succeeds (:class:`Outcome`), and the state a commit leaves
-on it (:class:`Written`); and the rows every kind of write adds beside an entity's own,
-the same way whatever the write: unique guard items (the item that claims a unique value
-for its owner row) and version rows, collected with their origins by an
-:class:`ActionBuilder`.
-
-TTL: on a table with ``Table(ttl=...)``, a guard carries its owner's TTL value (the same
-epoch seconds, rewritten in the transaction that changes the owner's TTL), so DynamoDB
-expires it with its owner; and a claim is conditioned :func:`claimable`: the value is free
-when no guard exists *or* the guard's TTL has passed (an expired owner, not yet deleted by
-DynamoDB, never blocks its unique values).
+on it (:class:`Written`); and the :class:`ActionBuilder` that collects a write's actions
+with their origins, the rows its entity's rules add beside its own row included (unique
+guards, version rows: each rule's ``rows`` hook answers for its own, the same way
+whatever the write; see :mod:`dynaorm.schema.rules`).
 
 A commit (:mod:`dynaorm.core.commit`) knows no kind of write: for each staged write it asks
 for ``_prepare`` (the stored state it is planned on, reading where its rules need),
@@ -34,19 +28,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.schema.rules.unique import _owner_ttl, claimable, guard_item, guard_key, owned_by
-from dynaorm.schema.rules.versioned import (
-    version_row,
-    version_sk,
-)
-from dynaorm.values.expressions import Condition, not_exists
+from dynaorm.schema.rules import NO_ROWS, Change, Rows
+from dynaorm.values.expressions import Condition
 from dynaorm.values.keys import key_id
-from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
+from dynaorm.values.records import Fail, Op, Origin, Role
 from dynaorm.values.state import InstanceState
 
 if TYPE_CHECKING:
     from dynaorm.schema.rules.previous import MovedState
-    from dynaorm.schema.rules.unique import UniqueRule
     from dynaorm.schema.spec import EntitySpec
     from dynaorm.schema.table import TableSchema
 
@@ -235,8 +224,8 @@ def stored_values(spec: EntitySpec, state: InstanceState) -> tuple[Mapping[str, 
 
 
 class ActionBuilder:
-    """Collects the actions of one staged write: each with its origin, and the unique
-    guards that follow a change of the entity's values, owner key or TTL."""
+    """Collects the actions of one staged write: each with its origin, and the rows the
+    entity's rules add to it (:meth:`rows`)."""
 
     def __init__(self, spec: EntitySpec, owner: PlainKey, index: int) -> None:
         self.spec = spec
@@ -249,56 +238,22 @@ class ActionBuilder:
         """The origin of one of this write's actions."""
         return Origin(self.spec.cls, self.owner, role, fail, field, value, self.index)
 
-    def version(self, key: PlainKey, values: Mapping[str, Any], item: Item, n: int,
-                condition: Condition, fail: Fail) -> None:
-        """The Put of version ``n``'s row: ``item`` under the version key of ``key``."""
-        sk = version_sk(self.spec.base_sk(values) or "", n)
-        assert self.spec.table.sk is not None
-        self.ops.append(Put({**key, self.spec.table.sk: sk}, version_row(self.spec, item, sk),
-                            condition, self.origin(Role.VERSION, fail)))
+    def rows(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
+             old_key: PlainKey | None, new_key: PlainKey | None, item: Item | None = None,
+             version: int | None = None, history: int = 0, retyped: bool = False) -> Rows:
+        """The rows the entity's rules add to the change from ``old`` values stored at
+        ``old_key`` to ``new`` ones at ``new_key`` (a :class:`~dynaorm.schema.rules.Change`
+        with ``item``, the row written, ``version``, the version row a save writes,
+        ``history``, the versions a delete takes with it, and ``retyped``, a move from a
+        previous layout in place): their origins name :attr:`owner`."""
+        rules = self.spec.rules
+        if not rules.adders:
+            return NO_ROWS
+        return rules.rows(Change(self.spec.cls, self.owner, old, new, old_key, new_key, item,
+                                 version, history, retyped, rules, self.index))
 
-    def guards(self, old: Mapping[str, Any] | None, new: Mapping[str, Any] | None,
-               old_owner: PlainKey | None, new_owner: PlainKey | None,
-               retyped: bool = False) -> None:
-        """The guard writes that follow the change from ``old`` values owned at
-        ``old_owner`` to ``new`` ones at ``new_owner`` (``retyped``: the owner's type name
-        changed, a move from a previous layout in place: every guard kept is rewritten
-        to name the new type, or finds and checks would not see it)."""
-        spec = self.spec
-        # (a guard carries its owner's TTL: a changed TTL rewrites the guards it keeps)
-        ttl = _owner_ttl(spec, new)
-        same_ttl = spec.ttl_field is None or ttl == _owner_ttl(spec, old)
-        moved = old_owner != new_owner or retyped
-        for rule in spec.uniques:
-            old_key = None if old is None else rule.guard_key(old, spec.name)
-            new_key = None if new is None else rule.guard_key(new, spec.name)
-            if old_key == new_key and not moved and (same_ttl or new_key is None):
-                continue
-            value = None if new is None else new.get(rule.field)
-            if old_key is not None and old_key == new_key and new_owner is not None:
-                assert old_owner is not None
-                # (re-pointed; or claimed: an owner stored before its rule, or its
-                # normalisation, was declared has no guard there, which is no conflict)
-                self._put_guard(rule, new_key, new_owner, value, Fail.CONCURRENT,
-                                owned_by(spec, old_owner) | claimable(spec), ttl)
-                continue
-            if old_key is not None and old_owner is not None:
-                old_value = None if old is None else old.get(rule.field)
-                # (released if still its owner's; no guard at all is released already)
-                self.ops.append(Delete(guard_key(spec, old_key), owned_by(spec, old_owner)
-                                       | not_exists(spec.table.pk),
-                                       self.origin(Role.GUARD, Fail.CONCURRENT, rule.field,
-                                                   old_value)))
-            if new_key is not None and new_owner is not None:  # free, or held by an
-                self._put_guard(rule, new_key, new_owner, value, Fail.UNIQUE,  # expired
-                                claimable(spec), ttl)  # owner
-
-    def _put_guard(self, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
-                   fail: Fail, condition: Condition, ttl: int | None) -> None:
-        self.ops.append(Put(guard_key(self.spec, key),
-                            guard_item(self.spec, rule, key, owner, value, ttl), condition,
-                            self.origin(Role.GUARD, fail, rule.field, value)))
-
-
-
-
+    def around(self, rows: Rows, own: Op) -> None:
+        """The entity's own row ``own`` with the rows its rules add around it."""
+        self.ops += rows.before
+        self.ops.append(own)
+        self.ops += rows.after

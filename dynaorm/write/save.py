@@ -28,7 +28,6 @@ from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.stamps import stamped, stamps
-from dynaorm.schema.rules.unique import claimable
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import (
@@ -36,6 +35,7 @@ from dynaorm.values.expressions import (
     F,
     all_of,
     exists,
+    free,
     not_exists,
     raw_eq,
     rename_paths,
@@ -200,14 +200,14 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
         values = written.__dict__
         item = _with(encode_entity(written, spec, key=key), extra)
     b = ActionBuilder(spec, old_key, index)
+    row: Op | None
     if key != old_key:  # primary key moved: delete the old row, insert the new one
-        _plan_key_move(b, entry, spec, state, old_values, key, item)
+        row = _plan_key_move(b, entry, spec, state, old_values, key, item)
     else:
         row = _plan_row_write(entry, spec, state, old_values, old_item, key, item, index)
-        if row is None:
-            return [], Outcome(obj, Written(spec, key, item, values))
-        b.ops.append(row)
-    b.guards(old_values, values, old_key, key)
+    if row is None:  # (nothing changed)
+        return [], Outcome(obj, Written(spec, key, item, values))
+    b.around(b.rows(old_values, values, old_key, key, item), row)
     return b.ops, Outcome(obj, Written(spec, key, item, values), stamps=pairs)
 
 
@@ -226,14 +226,9 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     b = ActionBuilder(spec, key, index)
     strict = not entry.overwrite
     # (an item whose TTL has passed reads as gone: inserting over it is no conflict)
-    cond = claimable(spec) if strict or spec.has_rules else None
-    if spec.versioned:
-        assert version is not None and cond is not None
-        b.version(key, values, item, version, cond, Fail.EXISTS)
-        b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.EXISTS)))
-    else:
-        b.ops.append(Put(key, item, cond, b.origin(Role.ROW, Fail.EXISTS)))
-    b.guards(None, values, None, key)
+    cond = free(spec.table.pk, spec.table.ttl) if strict or spec.has_rules else None
+    b.around(b.rows(None, values, None, key, item, version),
+             Put(key, item, cond, b.origin(spec.rules.own, Fail.EXISTS)))
     if spec.previous is not None and strict:
         _no_old_row(b, spec, values, key)
     return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
@@ -251,19 +246,19 @@ def _no_old_row(b: ActionBuilder, spec: EntitySpec, values: Mapping[str, Any],
     old_key = layout.key(values, spec.name)
     if old_key == key:  # (a move in place: the insert's own condition covers it)
         return
-    free = claimable(spec)
+    vacant = free(spec.table.pk, spec.table.ttl)
     type_attr = spec.table.type_attribute
     if type_attr is not None:  # (another entity's item at that key is no conflict)
-        free = free | (F(type_attr) != layout.type_name)
-    b.ops.append(ConditionCheck(old_key, free, b.origin(Role.ROW, Fail.EXISTS)))
+        vacant = vacant | (F(type_attr) != layout.type_name)
+    b.ops.append(ConditionCheck(old_key, vacant, b.origin(Role.ROW, Fail.EXISTS)))
 
 
 def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
                    state: InstanceState, old_values: Mapping[str, Any], key: PlainKey,
-                   item: Item) -> None:
+                   item: Item) -> Put:
     """A loaded object whose primary key changed: delete the old row (as read: its guard
-    values, and every attribute unless an overwrite) and put the new one where nothing
-    is."""
+    values, and every attribute unless an overwrite), and the put of the new one where
+    nothing is (its origin names the new key, as the rows that follow it do)."""
     unique_fields = spec.unique_fields
     guard = [exists(spec.table.pk), *unchanged(spec, old_values, unique_fields, state.item)]
     if not entry.overwrite:  # the move copies every attribute: none may have changed,
@@ -273,7 +268,7 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
             spec.attr(f) for f in unique_fields})
     b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
     b.owner = key
-    b.ops.append(Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS)))
+    return Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS))
 
 
 def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
@@ -336,12 +331,11 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     values = written.__dict__
     item = _with(encode_entity(written, spec, n + 1), extra)
     b = ActionBuilder(spec, key, index)
-    b.version(key, values, item, n + 1, not_exists(spec.table.pk), Fail.CONCURRENT)
     revision = {a for a in (spec.table.revision_attribute,) if a}
     cond = all_of([raw_eq("version", {"N": str(n)}), *stored_as(state.item, revision),
                    *unchanged(spec, old_values, spec.unique_fields, state.item)])
-    b.ops.append(Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
-    b.guards(old_values, values, key, key)
+    b.around(b.rows(old_values, values, key, key, item, n + 1),
+             Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))
     return b.ops, Outcome(obj, Written(spec, key, item, values, n + 1), version=n + 1,
                           stamps=pairs)
 

@@ -27,7 +27,12 @@ hook                    what the rule does there
                         is a request of the client: every read runs it on the rows it
                         is about to decode, every commit on the stored items its writes
                         are planned on
-``cost``                the rows a write of the entity adds, by role (for ``explain``)
+``rows``                the rows it adds to one write of the entity (a :class:`Change`):
+                        write records (unique guards, version rows) placed before or
+                        after the entity's own row (:class:`Rows`); what a write costs
+                        and the row kinds the model lists are derived from it
+``explain``             what a failed condition on one of the rows it added means
+                        (:class:`Explained`), from the stored row the failure returned
 ``export``              what an export writes of a stored row (``None``: not a row to
                         export)
 ======================  ==============================================================
@@ -52,14 +57,15 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Final, TypeVar
+from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.records import Fail, Op, Origin, Role
 
-__all__ = ["HOOKS", "NO_RULES", "RULES", "SURFACES", "Declaration", "Rule", "Rules", "build_rules",
-           "register"]
+__all__ = ["HOOKS", "NO_ROWS", "NO_RULES", "RULES", "SURFACES", "Change", "Declaration",
+           "Explained", "Rows", "Rule", "Rules", "Shape", "build_rules", "register"]
 
 R = TypeVar("R", bound="Rule")
 
@@ -69,7 +75,7 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
 HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "prepare", "cost", "export")
+                "prepare", "rows", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 
@@ -117,6 +123,79 @@ class Declaration:
         return self.renames.get(name, name)
 
 
+class Shape(str):
+    """A placeholder value: what stands in a key for a field (``{email}``) or a version
+    number (``<n>``) when a write is described rather than made (the model's row kinds,
+    the rows a kind of write adds). A rule renders it as it is: never normalised, never
+    turned into a MAC, whatever a template's format asks."""
+
+    __slots__ = ()
+
+    def __format__(self, spec: str) -> str:
+        return str(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One write of an entity, as the rules that add rows to it read it (SQLAlchemy's
+    ``DependencyProcessor.process_saves`` gets the same: the states of a flush): the field
+    values before and after, the keys of its row before and after, and what the write
+    itself makes of its row."""
+
+    #: the entity class (the origins of the rows name it)
+    entity: type[Any]
+    #: the key the origins of the rows name (the row the write reports on)
+    owner: PlainKey
+    #: the field values stored before (``None``: nothing stored: an insert)
+    old: Mapping[str, Any] | None
+    #: the field values written (``None``: the row goes: a delete)
+    new: Mapping[str, Any] | None
+    #: the key of the row before (``None``: none) and after (``None``: none)
+    old_key: PlainKey | None
+    new_key: PlainKey | None
+    #: the row as it is written (encoded; ``None``: a delete)
+    item: Item | None = None
+    #: the version a save writes a version row of (``None``: none)
+    version: int | str | None = None
+    #: a delete: the stored versions whose rows go with it (1 to ``history``; 0: none)
+    history: int = 0
+    #: the row's type name changed (a move from a previous layout in place)
+    retyped: bool = False
+    #: the entity's rules (a row copied from the written one is rebound by each)
+    rules: Rules | None = None
+    #: the place of the staged write in its commit (the origins carry it)
+    staged: int = 0
+
+    def origin(self, role: Role, fail: Fail, field: str | None = None, value: Any = None,
+               owner: PlainKey | None = None) -> Origin:
+        """The origin of a row a rule adds to this write (``owner``: another key than
+        :attr:`owner` for it to name)."""
+        return Origin(self.entity, self.owner if owner is None else owner, role, fail, field,
+                      value, self.staged)
+
+
+class Rows(NamedTuple):
+    """The rows a rule adds to a write, by their place in its request: before the
+    entity's own row (a save's version row) or after it (guards, released history)."""
+
+    before: tuple[Op, ...] = ()
+    after: tuple[Op, ...] = ()
+
+
+#: no rows
+NO_ROWS: Final = Rows()
+
+
+class Explained(NamedTuple):
+    """What a failed condition on a row a rule added means: the failure it is (which
+    may differ from the one planned: a guard that names its claimant refused a change of
+    the owner, not a taken value), and the key of the row that holds what was refused
+    (a guard's owner; ``None``: none to read)."""
+
+    fail: Fail
+    holder: PlainKey | None = None
+
+
 class Rule:
     """One entity feature: built from an entity's declaration, answering at fixed hook
     points (each a no-op here; see the module's table)."""
@@ -129,6 +208,9 @@ class Rule:
     #: where it is built and runs among an entity's rules (lower first): a rule may read
     #: the rules built before it (:attr:`Declaration.built`)
     order: ClassVar[int] = 50
+    #: the role of the entity's own row where the rule applies (``None``: it says
+    #: nothing; a versioned entity's own row is its latest copy)
+    own: ClassVar[Role | None] = None
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:
@@ -179,10 +261,18 @@ class Rule:
         return
         yield  # (asks for nothing)
 
-    def cost(self, role: str) -> Mapping[str, int]:
-        """The rows a write of role ``role`` (``"insert"``, ``"update"``, ``"delete"``)
-        adds beside the entity's own row, by row role."""
-        return {}
+    def rows(self, change: Change) -> Rows:
+        """The rows this rule adds to ``change``, a write of the entity, as write records
+        (each with its :class:`~dynaorm.values.records.Origin`: :meth:`Change.origin`).
+        The rows a kind of write costs and the row kinds the model lists are this hook
+        run on a described write (its values :class:`Shape` s)."""
+        return NO_ROWS
+
+    def explain(self, origin: Origin, reason: str, stored: Item | None) -> Explained | None:
+        """What the failed condition (cancellation reason code ``reason``) of the row
+        with ``origin`` means, ``stored``: the row as the failure returned it (``None``:
+        not returned); ``None``: not a row of this rule's."""
+        return None
 
     def export(self, item: Item) -> Item | None:
         """What an export writes of the stored row ``item`` (``None``: nothing)."""
@@ -193,8 +283,9 @@ class Rules:
     """An entity's rules, resolved once into one tuple per hook (``encoders``,
     ``decoders``, ...): only the rules whose class overrides a hook are in its tuple."""
 
-    __slots__ = ("all", "attributes", "by_name", "costs", "decoders", "encoders", "exporters",
-                 "keepers", "preparers", "rebinders", "redactors", "refusers")
+    __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
+                 "explainers", "exporters", "keepers", "own", "preparers", "rebinders",
+                 "redactors", "refusers")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -207,7 +298,10 @@ class Rules:
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
         self.preparers = self._hooked("prepare")
-        self.costs = self._hooked("cost")
+        #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
+        self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
+        self.adders = self._hooked("rows")
+        self.explainers = self._hooked("explain")
         self.exporters = self._hooked("export")
 
     def _hooked(self, hook: str) -> tuple[Callable[..., Any], ...]:
@@ -258,6 +352,26 @@ class Rules:
         """Every rule's :meth:`Rule.prepare` (a protocol)."""
         for prepare in self.preparers:
             yield from prepare(items, writing)
+
+    def rows(self, change: Change) -> Rows:
+        """Every rule's :meth:`Rule.rows` of ``change``, in order: the rows before the
+        entity's own, and those after."""
+        before: list[Op] = []
+        after: list[Op] = []
+        for add in self.adders:
+            rows = add(change)
+            before += rows.before
+            after += rows.after
+        return Rows(tuple(before), tuple(after))
+
+    def explain(self, origin: Origin, reason: str, stored: Item | None) -> Explained:
+        """What a failed condition on a row with ``origin`` means: the first rule's that
+        owns the row, else what was planned (``origin.fail``)."""
+        for explain in self.explainers:
+            found: Explained | None = explain(origin, reason, stored)
+            if found is not None:
+                return found
+        return Explained(origin.fail)
 
 
 #: a plain entity's rules (none): shared

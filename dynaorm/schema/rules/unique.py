@@ -12,23 +12,23 @@ value (:mod:`dynaorm.schema.rules.encrypted`).
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.rules import Change, Declaration, Explained, Rows, Rule, Shape, register
 from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, unique_mac, with_macs
 from dynaorm.schema.rules.stamps import encode_ttl
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
-from dynaorm.values.expressions import Condition, F, all_of, not_exists, raw_eq
+from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
+from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 
-__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Unique",
-           "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key", "owned_by",
-           "unique_rules"]
+__all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
+           "Unique", "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key",
+           "guard_owner", "owned_by", "unique_rules"]
 
 #: the attributes of a guard item naming its owner row and the field it guards
 @dataclass(frozen=True)
@@ -63,13 +63,16 @@ class UniqueRule:
         value = values.get(self.field)
         if value is None:
             return None
-        if self.normalize is not None:
-            value = self.normalize(value)
-        text = render_value(value)
-        if not text:
-            raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
-        if self.mac is not None:
-            text = self.mac(text)
+        if isinstance(value, Shape):  # (a described write: the key's shape)
+            text: str = value
+        else:
+            if self.normalize is not None:
+                value = self.normalize(value)
+            text = render_value(value)
+            if not text:
+                raise KeyTemplateError(f"{owner}: unique field {self.field!r} is empty")
+            if self.mac is not None:
+                text = self.mac(text)
         key = f"{self.prefix}#{text}"
         if self.scope is not None:
             key = f"{self.scope.render(values, owner)}#{key}"
@@ -117,12 +120,23 @@ OWNER_PK, OWNER_SK, OWNER_TYPE, UNIQUE_FIELD = "owner_pk", "owner_sk", "owner_ty
 GUARD_TYPE = "dynaorm:unique"
 
 
-# -- the rows beside an entity's own: unique guards and version rows ----------------------
-def guard_item(spec: Any, rule: UniqueRule, key: str, owner: PlainKey,
+# -- the guard items ------------------------------------------------------------------
+class Owner(Protocol):
+    """What the guard helpers read of the entity whose guards they build: its table and
+    type name (an :class:`~dynaorm.schema.spec.EntitySpec`, or its :class:`Uniqueness`)."""
+
+    @property
+    def table(self) -> TableSchema: ...
+
+    @property
+    def type_name(self) -> str: ...
+
+
+def guard_item(spec: Owner, rule: UniqueRule, key: str, owner: PlainKey,
                value: Any, ttl: int | None = None) -> Item:
-    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner``
-    (attributes in order: key, type, owner, field, and the owner's TTL ``ttl`` on a
-    table with a TTL attribute)."""
+    """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner`` of the
+    entity of ``spec`` (attributes in order: key, type, owner, field, and the owner's TTL
+    ``ttl`` on a table with a TTL attribute)."""
     table = spec.table
     item = {table.pk: {"S": key}}
     if table.sk is not None:
@@ -138,27 +152,13 @@ def guard_item(spec: Any, rule: UniqueRule, key: str, owner: PlainKey,
     return item
 
 
-def _owner_ttl(spec: Any, values: Mapping[str, Any] | None) -> int | None:
-    """The TTL (epoch seconds) an owner with field ``values`` gives its guards: ``None``
-    without a TTL field, or on a table without a TTL attribute."""
-    field = spec.ttl_field
-    if field is None or values is None or spec.table.ttl is None:
-        return None
-    return encode_ttl(values.get(field), spec.name, field)
+def claimable(spec: Owner) -> Condition:
+    """The condition of a guard claim (:func:`~dynaorm.values.expressions.free`): no
+    guard item exists, or the one stored has an expired owner."""
+    return free(spec.table.pk, spec.table.ttl)
 
 
-def claimable(spec: Any) -> Condition:
-    """The condition of a guard claim: no guard item exists, or (a table with a TTL
-    attribute) the one stored has a TTL that has passed now, its
-    owner expired: reads count it as gone (``expired`` in :mod:`dynaorm.schema.rules.stamps`
-    uses the same ``<=``), so a claim does too. One condition, no read."""
-    free = not_exists(spec.table.pk)
-    if spec.table.ttl is None:
-        return free
-    return free | (F(spec.table.ttl) <= int(time.time()))
-
-
-def guard_key(spec: Any, key: str) -> PlainKey:
+def guard_key(spec: Owner, key: str) -> PlainKey:
     """The primary key of the guard item at ``key`` (the same text in both key parts; as
     :meth:`UniqueRule.row_key`, without a call more on every write of a guard)."""
     out = {spec.table.pk: key}
@@ -167,14 +167,25 @@ def guard_key(spec: Any, key: str) -> PlainKey:
     return out
 
 
-def owned_by(spec: Any, owner: PlainKey) -> Condition:
+def owned_by(spec: Owner, owner: PlainKey) -> Condition:
     """The condition that a guard item still belongs to the row at ``owner``."""
-    conds = [raw_eq(OWNER_PK, {"S": owner[spec.table.pk]})]
-    if spec.table.sk is not None:
-        conds.append(raw_eq(OWNER_SK, {"S": owner[spec.table.sk]}))
+    table = spec.table
+    conds = [raw_eq(OWNER_PK, {"S": owner[table.pk]})]
+    if table.sk is not None:
+        conds.append(raw_eq(OWNER_SK, {"S": owner[table.sk]}))
     cond = all_of(conds)
     assert cond is not None
     return cond
+
+
+def guard_owner(table: TableSchema, guard: Item | None) -> PlainKey | None:
+    """The key of the row a stored guard item names (``None``: not a guard)."""
+    if guard is None or OWNER_PK not in guard:
+        return None
+    owner = {table.pk: guard[OWNER_PK].get("S", "")}
+    if table.sk is not None:
+        owner[table.sk] = guard.get(OWNER_SK, {}).get("S", "")
+    return owner
 
 
 @register
@@ -185,6 +196,12 @@ class Uniqueness(Rule):
     rules: tuple[UniqueRule, ...]
     #: every field a guard key is built from (unique fields and their scopes)
     fields: frozenset[str]
+    table: TableSchema
+    #: the entity's class name (messages) and type name (a guard names its owner's)
+    owner: str
+    type_name: str
+    #: the entity's TTL field (``None``: none): its guards carry its value
+    ttl_field: str | None
     name = "unique"
     order = 60
     answers = {
@@ -212,10 +229,78 @@ class Uniqueness(Rule):
     @classmethod
     def build(cls, decl: Declaration) -> Uniqueness | None:
         rules = unique_rules(decl)
-        return cls(rules, frozenset(f for r in rules for f in r.fields)) if rules else None
+        if not rules:
+            return None
+        return cls(rules, frozenset(f for r in rules for f in r.fields), decl.table,
+                   decl.owner, decl.type_name, getattr(decl.built.get("stamps"), "ttl_field",
+                                                       None))
 
-    def cost(self, role: str) -> Mapping[str, int]:
-        return {"unique guard": len(self.rules) * (2 if role == "update" else 1)}
+    def rows(self, change: Change) -> Rows:
+        """The guard writes that follow ``change``, from its old values owned at its old
+        key to its new ones at its new key: each guard claimed, re-pointed (a moved or
+        retyped owner: every guard kept is rewritten to name it, or finds and checks
+        would not see it; a changed TTL: the guards carry it) or released."""
+        old, new = change.old, change.new
+        ttl = self._ttl(new)
+        same_ttl = self.ttl_field is None or ttl == self._ttl(old)
+        moved = change.old_key != change.new_key or change.retyped
+        out: list[Op] = []
+        for rule in self.rules:
+            old_key = None if old is None else rule.guard_key(old, self.owner)
+            new_key = None if new is None else rule.guard_key(new, self.owner)
+            if old_key != new_key or moved or not (same_ttl or new_key is None):
+                out += self._guard_rows(change, rule, old_key, new_key, ttl)
+        return Rows((), tuple(out))
+
+    def _guard_rows(self, change: Change, rule: UniqueRule, old_key: str | None,
+                    new_key: str | None, ttl: int | None) -> list[Op]:
+        """The writes of one rule's guard, from ``old_key`` to ``new_key``."""
+        old_owner, new_owner = change.old_key, change.new_key
+        value = None if change.new is None else change.new.get(rule.field)
+        if old_key is not None and old_key == new_key and new_owner is not None:
+            assert old_owner is not None
+            # (re-pointed; or claimed: an owner stored before its rule, or its
+            # normalisation, was declared has no guard there, which is no conflict)
+            return [self._put(change, rule, new_key, new_owner, value, Fail.CONCURRENT,
+                              owned_by(self, old_owner) | claimable(self), ttl)]
+        out: list[Op] = []
+        if old_key is not None and old_owner is not None:
+            old_value = None if change.old is None else change.old.get(rule.field)
+            # (released if still its owner's; no guard at all is released already)
+            out.append(Delete(guard_key(self, old_key), owned_by(self, old_owner)
+                              | not_exists(self.table.pk), change.origin(
+                                  Role.GUARD, Fail.CONCURRENT, rule.field, old_value),
+                              guard_item(self, rule, old_key, change.owner, None)))
+        if new_key is not None and new_owner is not None:  # free, or held by an expired
+            out.append(self._put(change, rule, new_key, new_owner, value, Fail.UNIQUE,
+                                 claimable(self), ttl))  # owner
+        return out
+
+    def _put(self, change: Change, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
+             fail: Fail, condition: Condition, ttl: int | None) -> Put:
+        return Put(guard_key(self, key), guard_item(self, rule, key, owner, value, ttl),
+                   condition, change.origin(Role.GUARD, fail, rule.field, value))
+
+    def _ttl(self, values: Mapping[str, Any] | None) -> int | None:
+        """The TTL (epoch seconds) an owner with field ``values`` gives its guards:
+        ``None`` without a TTL field, or on a table without a TTL attribute."""
+        field = self.ttl_field
+        if field is None or values is None or self.table.ttl is None:
+            return None
+        value = values.get(field)
+        return None if isinstance(value, Shape) else encode_ttl(value, self.owner, field)
+
+    def explain(self, origin: Origin, reason: str, stored: Item | None) -> Explained | None:
+        """A refused claim: a taken value, unless the guard names the claimant itself
+        (another writer gave the owner that value since it was loaded: a change of the
+        row); the row the guard names is the holder."""
+        if origin.role is not Role.GUARD:
+            return None
+        holder = guard_owner(self.table, stored)
+        if origin.fail is Fail.UNIQUE and holder is not None and holder == {
+                a: origin.owner_key.get(a) for a in holder}:  # (the claimant's own)
+            return Explained(Fail.CONCURRENT, holder)
+        return Explained(origin.fail, holder)
 
 
 def unique_rules(decl: Declaration) -> tuple[UniqueRule, ...]:

@@ -11,17 +11,19 @@ back (:meth:`Versioning.decode`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
-from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.rules import NO_ROWS, Change, Declaration, Rows, Rule, Rules, Shape, register
 from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
 from dynaorm.schema.templates import KeyTemplate
+from dynaorm.values.expressions import free, not_exists
 from dynaorm.values.keys import key_value
+from dynaorm.values.records import Delete, Fail, Put, Role
 
 __all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
            "history_sk", "parse_keys", "parse_version_sk", "version_bounds", "version_row",
@@ -80,8 +82,11 @@ def parse_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]
     return out
 
 
-def history_sk(base: str, version: int) -> str:
-    """The ``Meta.history_index`` sort key of version ``version`` of ``base``."""
+def history_sk(base: str, version: int | str) -> str:
+    """The ``Meta.history_index`` sort key of version ``version`` of ``base`` (a
+    :class:`~dynaorm.schema.rules.Shape` as it is)."""
+    if isinstance(version, str):
+        return f"{base}#v{version}"
     return f"{base}#v{version:0{VERSION_WIDTH}d}"
 
 
@@ -95,32 +100,13 @@ def version_bounds(base: str, indexed: bool) -> tuple[str, str]:
 
 
 def version_row(spec: Any, item: Item, sk: str) -> Item:
-    """A version row: the item under its version key, left out of every secondary index
-    (only the latest copy is indexed, or index queries would return every version) except
-    one whose keys are the table's own: a table key attribute always stays.
-
-    A version row never carries the table's TTL attribute (history outlives its entity
-    until deleted with it: TTL never leaves gaps in it); the TTL value the entity had is
-    kept aside under ``VERSION_TTL``, and the fields a native index is keyed on and the
-    vectors a vector index reads under ``VERSION_KEYS``, which reads put back
-    (:meth:`Versioning.decode`). Each rule that binds a value to its row (encryption)
-    binds it to the version row anew."""
-    versioning = spec.rules.get(Versioning)
-    assert versioning is not None and spec.table.sk is not None
-    row = {k: v for k, v in item.items() if k not in versioning.unindexed}
-    ttl = spec.table.ttl
-    if ttl is not None and ttl in row:
-        row[VERSION_TTL] = row.pop(ttl)
-    aside = {a: row.pop(a) for a in versioning.native if a in row}
-    if aside:
-        row[VERSION_KEYS] = {"M": aside}
-    row[spec.table.sk] = {"S": sk}
-    spec.rules.rebind(row, item)
-    if spec.history_index is not None:  # versions of one entity, contiguous in that LSI
-        parsed = parse_version_sk(sk)
-        assert parsed is not None
-        row[spec.history_index[1]] = {"S": history_sk(parsed[1], parsed[0])}
-    return row
+    """A version row: the encoded ``item`` of the entity of ``spec`` under the version
+    sort key ``sk`` (:meth:`Versioning.row`)."""
+    versioning: Versioning | None = spec.rules.get(Versioning)
+    assert versioning is not None
+    parsed = parse_version_sk(sk)
+    assert parsed is not None
+    return versioning.row(item, sk, spec.rules, parsed[1], parsed[0])
 
 
 def _history_index(owner: str, name: Any, table: TableSchema, versioned: bool,
@@ -147,6 +133,7 @@ class Versioning(Rule):
     """``Meta.versioned`` (and ``Meta.history_index``): the latest copy and the version
     rows."""
 
+    table: TableSchema
     history_index: tuple[str, str] | None
     native: frozenset[str]
     ttl: str | None
@@ -156,6 +143,7 @@ class Versioning(Rule):
     unindexed: frozenset[str]
     name = "versioned"
     order = 70
+    own = Role.LATEST
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
                 "condition that it is still at version n and the revision read",
@@ -191,7 +179,7 @@ class Versioning(Rule):
             membership, Membership) else (frozenset(), frozenset())
         table_wide = set().union(*map(table.key_names, table.indexes))
         fields = set(map(decl.attr, decl.field_names))
-        return cls(history, native | table.vector_attributes, table.ttl,
+        return cls(table, history, native | table.vector_attributes, table.ttl,
                    frozenset(own | (table_wide - fields)) - {table.pk, table.sk})
 
     def attributes(self) -> frozenset[str]:
@@ -206,5 +194,66 @@ class Versioning(Rule):
         out.update(item.get(VERSION_KEYS, {}).get("M", {}))
         return out
 
-    def cost(self, role: str) -> Mapping[str, int]:
-        return {} if role == "delete" else {"version row": 1}
+    def rows(self, change: Change) -> Rows:
+        """A save's version row (before the latest copy), conditioned on absence (an
+        insert's: or on an expired item); a delete's version rows with ``history``."""
+        if change.new is None:
+            return self._history_rows(change) if change.history else NO_ROWS
+        version, item, key = change.version, change.item, change.new_key
+        if version is None or item is None or key is None:
+            return NO_ROWS
+        sk = self.table.sk
+        assert sk is not None
+        base = _base(key[sk])
+        row_sk = f"v{version}_{base}" if isinstance(version, Shape) else version_sk(
+            base, int(version))
+        row = self.row(item, row_sk, change.rules, base, version)
+        pk = self.table.pk
+        if change.old is None:  # (an insert: over an expired item is no conflict)
+            cond, fail = free(pk, self.ttl), Fail.EXISTS
+        else:
+            cond, fail = not_exists(pk), Fail.CONCURRENT
+        return Rows((Put({**key, sk: row_sk}, row, cond,
+                         change.origin(Role.VERSION, fail, owner=key)),))
+
+    def _history_rows(self, change: Change) -> Rows:
+        """The deletes of version rows 1 to ``change.history`` of a deleted entity."""
+        key, sk = change.old_key, self.table.sk
+        assert key is not None and sk is not None
+        base = _base(key[sk])
+        return Rows((), tuple(Delete({**key, sk: version_sk(base, n)}, None,
+                                     change.origin(Role.VERSION, Fail.GONE, owner=key))
+                              for n in range(1, change.history + 1)))
+
+    def row(self, item: Item, sk: str, rules: Rules | None, base: str, version: int | str
+            ) -> Item:
+        """A version row: the item under its version key ``sk`` (of version ``version``
+        of ``base``), left out of every secondary index (only the latest copy is indexed,
+        or index queries would return every version) except one whose keys are the
+        table's own: a table key attribute always stays.
+
+        A version row never carries the table's TTL attribute (history outlives its
+        entity until deleted with it: TTL never leaves gaps in it); the TTL value the
+        entity had is kept aside under ``VERSION_TTL``, and the fields a native index is
+        keyed on and the vectors a vector index reads under ``VERSION_KEYS``, which reads
+        put back (:meth:`decode`). Each rule that binds a value to its row (encryption,
+        of ``rules``) binds it to the version row anew."""
+        assert self.table.sk is not None
+        row = {k: v for k, v in item.items() if k not in self.unindexed}
+        ttl = self.ttl
+        if ttl is not None and ttl in row:
+            row[VERSION_TTL] = row.pop(ttl)
+        aside = {a: row.pop(a) for a in self.native if a in row}
+        if aside:
+            row[VERSION_KEYS] = {"M": aside}
+        row[self.table.sk] = {"S": sk}
+        if rules is not None:
+            rules.rebind(row, item)
+        if self.history_index is not None:  # versions of one entity, contiguous in that LSI
+            row[self.history_index[1]] = {"S": history_sk(base, version)}
+        return row
+
+
+def _base(latest_sk: str) -> str:
+    """The rendered sort key of an entity whose latest copy is at ``latest_sk``."""
+    return latest_sk[len(LATEST_PREFIX):]
