@@ -17,7 +17,9 @@ hook                    what the rule does there
                         stored under one is refused when the class is defined)
 ``encode``              a row about to be written, at the key it is stored under
 ``rebind``              a row copied to another key (a version row from the latest copy)
-``decode``              a stored row about to be read into an object
+``decode``              a stored row about to be read into an object (rules decode in
+                        the reverse of the order they encode: two transforms of one
+                        field compose)
 ``keeps``               whether a row a read returned is one of the entity's results
 ``refuse``              a use of a field it cannot allow (a condition, an update action,
                         a projection): raises
@@ -59,7 +61,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 
 __all__ = ["HOOKS", "NO_RULES", "RULES", "SURFACES", "Declaration", "Rule", "Rules", "build_rules",
-           "register"]
+           "register", "register_rule"]
 
 R = TypeVar("R", bound="Rule")
 
@@ -74,11 +76,17 @@ HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "
 RULES: dict[str, type[Rule]] = {}
 
 
-def register(cls: type[R]) -> type[R]:
-    """Register a rule class (a class decorator): every entity class defined from now on
-    asks it to build."""
+def register_rule(cls: type[R]) -> type[R]:
+    """Register a rule class (a class decorator; ``dynaorm.register_rule``): every entity
+    class defined from now on asks it to build (:meth:`Rule.build`), in the order of
+    :attr:`Rule.order`, then of registration. A rule registered under the name of another
+    replaces it."""
     RULES[cls.name] = cls
     return cls
+
+
+#: :func:`register_rule` (the name dynaorm's own rules use)
+register = register_rule
 
 
 def build_rules(decl: Declaration) -> Rules:
@@ -129,6 +137,11 @@ class Rule:
     #: where it is built and runs among an entity's rules (lower first): a rule may read
     #: the rules built before it (:attr:`Declaration.built`)
     order: ClassVar[int] = 50
+    #: whether :meth:`decode` changes the values of fields (a transform: encryption,
+    #: compression, most rules a user writes): a read then never validates the entity's
+    #: rows straight from their wire form, and a loaded object's snapshot keeps what was
+    #: stored (``False``: its decode only puts back attributes a row keeps aside)
+    transforms: ClassVar[bool] = True
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:
@@ -188,10 +201,12 @@ class Rule:
 
 class Rules:
     """An entity's rules, resolved once into one tuple per hook (``encoders``,
-    ``decoders``, ...): only the rules whose class overrides a hook are in its tuple."""
+    ``decoders``, ...): only the rules whose class overrides a hook are in its tuple, in
+    the order they run (``decoders``: the reverse of ``encoders``' order, so transforms of
+    one field are undone last first; ``transforms``: the decoders that change values)."""
 
     __slots__ = ("all", "attributes", "by_name", "costs", "decoders", "encoders", "exporters",
-                 "keepers", "preparers", "rebinders", "redactors", "refusers")
+                 "keepers", "preparers", "rebinders", "redactors", "refusers", "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -199,7 +214,9 @@ class Rules:
         self.attributes: frozenset[str] = frozenset().union(*(r.attributes() for r in rules))
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
-        self.decoders = self._hooked("decode")
+        self.decoders = self._hooked("decode")[::-1]
+        self.transforms = tuple(r.decode for r in reversed(rules) if r.transforms
+                                and type(r).decode is not Rule.decode)
         self.keepers = self._hooked("keeps")
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
@@ -230,7 +247,8 @@ class Rules:
             rebind(row, source)
 
     def decode(self, item: Item) -> Item:
-        """``item`` through every rule's :meth:`Rule.decode`, in order."""
+        """``item`` through every rule's :meth:`Rule.decode`, in reverse order (the last
+        rule to encode decodes first)."""
         for decode in self.decoders:
             item = decode(item)
         return item
