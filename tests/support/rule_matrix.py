@@ -17,9 +17,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
-import json
 import importlib
 import itertools
+import json
 import pkgutil
 import typing
 import zlib
