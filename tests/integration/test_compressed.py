@@ -25,6 +25,7 @@ from dynaorm import (
     Encrypted,
     Entity,
     F,
+    Previous,
     Rule,
     Session,
     StaticKeyring,
@@ -36,6 +37,7 @@ from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.support.exports import read_back, row_of
+from tests.support.raw import raw_set
 from tests.support.user_rules import B64_1, B64_2, REV1, REV2, REVERSED, b64
 
 zipped = Table("cmp_docs", keyring=StaticKeyring(b"c" * 32),
@@ -86,6 +88,19 @@ class Motto(Entity):
     slug: str
     motto: Annotated[str, REVERSED] = ""
     n: int = 0
+
+
+class Moved(Entity):
+    """A compressed field stored under another name before (``Meta.previous``)."""
+
+    class Meta:
+        table = zipped
+        pk = "MOVED#{slug}"
+        sk = "MOVED"
+        previous = Previous(pk="WAS#{slug}", stored_names={"body": "text"})
+
+    slug: str
+    body: Compressed[str] = ""
 
 
 LONG = "DynamoDB stores items. " * 40  # (920 bytes)
@@ -279,3 +294,18 @@ def test_a_user_rule_decodes_on_every_read_of_an_otherwise_plain_entity(
     s.save(got)
     s.commit()
     assert s.get(Motto, slug="a") == got
+
+
+def test_a_previous_layout_row_reads_back(zb: TestBackend) -> None:
+    """A row of the previous layout, its compressed value under the old attribute name,
+    reads back plain (get), and its move stores it compressed under the current name."""
+    raw_set(zipped, {"pk": "WAS#a", "sk": "MOVED"}, _type="Moved", slug="a",
+            text=zlib.compress(b'{"S":"' + LONG.encode() + b'"}'))
+    s = Session(zipped)
+    got = s.get(Moved, slug="a")
+    assert got is not None and got.body == LONG
+    s.save(got)
+    s.commit()
+    assert zlib.decompress(_raw(zb, "MOVED#a", "MOVED")["body"]["B"]) == (
+        b'{"S":"' + LONG.encode() + b'"}')
+    assert s.get(Moved, slug="a") == got

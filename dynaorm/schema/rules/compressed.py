@@ -135,7 +135,7 @@ class Compression(Rule):
     }
 
     def __init__(self, fields: Mapping[str, tuple[str, int]], owner: str) -> None:
-        #: stored attribute name -> (field name, min_size), the old layout's names too
+        #: stored attribute name -> (field name, min_size)
         self.fields = fields
         self.owner = owner
 
@@ -156,13 +156,12 @@ class Compression(Rule):
                                                   decl.cls.model_fields[n].metadata)):
             raise DynaormError(f"{decl.owner}: Compressed {bad}: a vector field cannot be "
                                "Compressed")
-        fields = {decl.attr(n): (n, m.min_size) for n, m in marked.items()}
-        old = getattr(decl.meta.get("previous"), "stored_names", None) or {}
-        return cls(fields, decl.owner).renamed({a: n for n, a in old.items() if n in marked})
+        return cls({decl.attr(n): (n, m.min_size) for n, m in marked.items()}, decl.owner)
 
     def renamed(self, attributes: Mapping[str, str]) -> Compression:
         """This rule for rows whose fields may be stored under other attribute names too
-        (``attributes``: stored name -> field name; a previous layout's)."""
+        (``attributes``: stored name -> field name): how a previous layout's rows are
+        read (``Meta.previous`` asks a rule that has it)."""
         sizes = {n: size for n, size in self.fields.values()}
         return Compression({**self.fields, **{a: (n, sizes[n]) for a, n in attributes.items()
                                                if n in sizes}}, self.owner)

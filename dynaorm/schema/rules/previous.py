@@ -335,7 +335,7 @@ class PreviousLayout(Rule):
                                  "shards" in decl.built)
         if layout is None:
             return None
-        old = {a: n for a, n in layout.fields_by_attr.items()}
+        old = layout.fields_by_attr
         # (in reverse order, as the rules' own decoders; a rule that reads attributes by
         # name reads them under the old names where it offers ``renamed``)
         decoders = tuple(rule.renamed(old).decode if hasattr(rule, "renamed") else rule.decode
