@@ -130,18 +130,21 @@ class Rule:
     points (each a no-op here; see the module's table)."""
 
     __slots__ = ()
-    #: the rule's name (``Meta`` option it reads, where there is one)
     name: ClassVar[str]
-    #: what the rule means on each surface of :data:`SURFACES`
+    """The rule's name (the ``Meta`` option it reads, where there is one); unique in the
+    registry."""
     answers: ClassVar[Mapping[str, str]] = {}
-    #: where it is built and runs among an entity's rules (lower first): a rule may read
-    #: the rules built before it (:attr:`Declaration.built`)
+    """What the rule means on each surface of :data:`SURFACES` (the interaction matrix
+    asks every rule for each)."""
     order: ClassVar[int] = 50
-    #: whether :meth:`decode` changes the values of fields (a transform: encryption,
-    #: compression, most rules a user writes): a read then never validates the entity's
-    #: rows straight from their wire form, and a loaded object's snapshot keeps what was
-    #: stored (``False``: its decode only puts back attributes a row keeps aside)
+    """Where it is built and runs among an entity's rules (lower first; then registration
+    order): a rule may read the rules built before it (:attr:`Declaration.built`). Rules
+    encode in this order and decode in the reverse order."""
     transforms: ClassVar[bool] = True
+    """Whether :meth:`decode` changes the values of fields (a transform: encryption,
+    compression, most rules a user writes): a read then never validates the entity's rows
+    straight from their wire form, and a loaded object's snapshot keeps what was stored
+    (``False``: its decode only puts back attributes a row keeps aside)."""
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:

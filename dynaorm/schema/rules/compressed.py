@@ -2,9 +2,13 @@
 (zlib, a binary attribute) when it is at least ``min_size`` bytes, and reads it back as
 the plain value on every read path.
 
-This rule is written against dynaorm's public rule protocol only (:class:`dynaorm.Rule`,
-:func:`dynaorm.register_rule`, :class:`dynaorm.DynaormError`), as a rule of your own would
-be (docs/guide/rules.md): it imports nothing else of dynaorm.
+This rule is written against dynaorm's public rule protocol only, as a rule of your own
+would be (docs/guide/rules.md): it uses the public names :class:`dynaorm.Rule`,
+:func:`dynaorm.register_rule`, :class:`dynaorm.DynaormError` and :class:`dynaorm.Vector`
+and nothing else of dynaorm (no helper, no private member; its ``build`` reads the
+declaration as the guide documents it). It imports them from the modules that define them,
+not from the package root: the root names ``Compressed`` for type checkers, and importing it
+back would close an import circle.
 
 A value is stored as it is while it is shorter than ``min_size`` (default 256) bytes: a
 string's UTF-8 text, a number's digits, any other value's DynamoDB JSON; from that size on
@@ -32,26 +36,30 @@ import json
 import typing
 import zlib
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
-from dynaorm import DynaormError, Rule, Vector, register_rule
+from dynaorm.errors import DynaormError
+from dynaorm.schema.rules import Rule, register_rule
+from dynaorm.schema.rules.vectors import Vector
 
 __all__ = ["Compressed", "Compression"]
 
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
 class _Compressed:
-    """The marker of a compressed field, with its threshold."""
+    """The marker of a compressed field, with its threshold (``min_size``: a value of at
+    least this many bytes is stored compressed)."""
 
-    #: a value of at least this many bytes is stored compressed
-    min_size: int = 256
+    __slots__ = ("_min_size",)
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.min_size, int) or self.min_size < 0:
-            raise DynaormError(f"Compressed(min_size={self.min_size!r}): a number of bytes >= 0")
+    def __init__(self, *, min_size: int = 256) -> None:
+        if type(min_size) is not int or min_size < 0:
+            raise DynaormError(f"Compressed(min_size={min_size!r}): a number of bytes >= 0")
+        self._min_size = min_size
+
+    def __repr__(self) -> str:
+        return f"Compressed(min_size={self._min_size})"
 
     def __class_getitem__(cls, item: Any) -> Any:
         return Annotated[item, cls()]
@@ -59,6 +67,13 @@ class _Compressed:
 
 if TYPE_CHECKING:  # (to a type checker, ``Compressed[str]`` is ``str``)
     Compressed = Annotated[T, "dynaorm:compressed"]
+    """A field annotated ``Compressed[T]`` (any type the codec stores) is stored
+    zlib-compressed, as a binary attribute, from 256 bytes on, and as it is when shorter;
+    ``Annotated[T, Compressed(min_size=n)]``: from ``n`` bytes on. Read back as the plain
+    value by every read; refused in keys, indexes, conditions and filters. A binary
+    stored value is a compressed one, anything else the value itself (so a ``bytes``
+    value is always compressed). ``Encrypted[Compressed[str]]``: compressed, then
+    sealed."""
 else:
     Compressed = _Compressed
     Compressed.__name__ = Compressed.__qualname__ = "Compressed"
@@ -156,7 +171,7 @@ class Compression(Rule):
                                                   decl.cls.model_fields[n].metadata)):
             raise DynaormError(f"{decl.owner}: Compressed {bad}: a vector field cannot be "
                                "Compressed")
-        return cls({decl.attr(n): (n, m.min_size) for n, m in marked.items()}, decl.owner)
+        return cls({decl.attr(n): (n, m._min_size) for n, m in marked.items()}, decl.owner)
 
     def renamed(self, attributes: Mapping[str, str]) -> Compression:
         """This rule for rows whose fields may be stored under other attribute names too
