@@ -206,7 +206,8 @@ class Rules:
     """An entity's rules, resolved once into one tuple per hook (``encoders``,
     ``decoders``, ...): only the rules whose class overrides a hook are in its tuple, in
     the order they run (``decoders``: the reverse of ``encoders``' order, so transforms of
-    one field are undone last first; ``transforms``: the decoders that change values)."""
+    one field are undone last first); ``transforms``: whether a decoder changes values
+    (:attr:`Rule.transforms`)."""
 
     __slots__ = ("all", "attributes", "by_name", "costs", "decoders", "encoders", "exporters",
                  "keepers", "preparers", "rebinders", "redactors", "refusers", "transforms")
@@ -218,8 +219,8 @@ class Rules:
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
         self.decoders = self._hooked("decode")[::-1]
-        self.transforms = tuple(r.decode for r in reversed(rules) if r.transforms
-                                and type(r).decode is not Rule.decode)
+        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
+                              for r in rules)
         self.keepers = self._hooked("keeps")
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
