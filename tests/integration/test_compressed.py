@@ -135,8 +135,12 @@ def test_stored_compressed_from_min_size_on(zb: TestBackend) -> None:
     """A value of at least ``min_size`` bytes is stored as zlib of its DynamoDB JSON
     (binary); a shorter one as it is; a binary value always compressed; ``None`` as
     nothing stored."""
-    _save(_doc(), _doc("b", small="1234567", body="short", maybe=None, blob=b"x"))
+    _save(_doc(), _doc("b", small="1234567", body="short", maybe=None, blob=b"x"),
+          _doc("c", body="x" * 255, small="\u00e9" * 4), _doc("d", body="x" * 256))
     a, b = _raw(zb, "DOC#a", "DOC"), _raw(zb, "DOC#b", "DOC")
+    c, d = _raw(zb, "DOC#c", "DOC"), _raw(zb, "DOC#d", "DOC")
+    assert c["body"] == {"S": "x" * 255} and set(d["body"]) == {"B"}  # (the default, 256)
+    assert set(c["small"]) == {"B"}  # (4 characters, 8 bytes of UTF-8)
     assert zlib.decompress(a["body"]["B"]) == b'{"S":"' + LONG.encode() + b'"}'
     assert len(a["body"]["B"]) < len(LONG) / 4
     assert set(a["small"]) == {"B"} and b["small"] == {"S": "1234567"}  # (8 vs 7 bytes)
