@@ -313,3 +313,13 @@ def test_a_previous_layout_row_reads_back(zb: TestBackend) -> None:
     assert zlib.decompress(_raw(zb, "MOVED#a", "MOVED")["body"]["B"]) == (
         b'{"S":"' + LONG.encode() + b'"}')
     assert s.get(Moved, slug="a") == got
+
+
+def test_a_binary_value_not_written_compressed_is_an_error_naming_the_field(
+        zb: TestBackend) -> None:
+    """A stored binary value is a compressed one: one that is not (another writer's raw
+    bytes) is a :class:`DynaormError` naming the entity and the field, never a wrong
+    value."""
+    raw_set(zipped, {"pk": "DOC#x", "sk": "DOC"}, _type="Doc", slug="x", body=b"raw bytes")
+    with pytest.raises(DynaormError, match=r"Doc\.body: the stored binary value is not"):
+        Session(zipped).get(Doc, slug="x")

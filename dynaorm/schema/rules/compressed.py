@@ -174,12 +174,12 @@ class Compression(Rule):
         return cls({decl.attr(n): (n, m._min_size) for n, m in marked.items()}, decl.owner)
 
     def renamed(self, attributes: Mapping[str, str]) -> Compression:
-        """This rule for rows whose fields may be stored under other attribute names too
+        """This rule for rows whose fields are stored under other attribute names
         (``attributes``: stored name -> field name): how a previous layout's rows are
         read (``Meta.previous`` asks a rule that has it)."""
-        sizes = {n: size for n, size in self.fields.values()}
-        return Compression({**self.fields, **{a: (n, sizes[n]) for a, n in attributes.items()
-                                               if n in sizes}}, self.owner)
+        sizes = dict(self.fields.values())
+        return Compression({a: (n, sizes[n]) for a, n in attributes.items() if n in sizes},
+                           self.owner)
 
     def encode(self, item: dict[str, Any], key: Mapping[str, Any],
                stored: Mapping[str, Any] | None) -> None:
@@ -194,8 +194,16 @@ class Compression(Rule):
     def decode(self, item: dict[str, Any]) -> dict[str, Any]:
         if not any("B" in item[a] for a in self.fields.keys() & item.keys()):
             return item
-        return {a: _loaded(json.loads(zlib.decompress(bytes(v["B"]))))
-                if a in self.fields and "B" in v else v for a, v in item.items()}
+        return {a: self._opened(a, v) if a in self.fields and "B" in v else v
+                for a, v in item.items()}
+
+    def _opened(self, attr: str, av: Mapping[str, Any]) -> Any:
+        """The value a stored binary ``av`` of ``attr`` holds compressed."""
+        try:
+            return _loaded(json.loads(zlib.decompress(bytes(av["B"]))))
+        except (zlib.error, ValueError, TypeError, AttributeError) as exc:
+            raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
+                               f"is not a value Compressed wrote ({exc})") from exc
 
     def refuse(self, use: str, name: str) -> None:
         names = {n for n, _ in self.fields.values()}
