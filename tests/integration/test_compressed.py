@@ -290,6 +290,12 @@ def test_a_user_rule_decodes_on_every_read_of_an_otherwise_plain_entity(
     assert sorted(s.scan(Motto).consistent(), key=lambda o: o.slug) == [m, other]
     assert s.get_many(Motto, [{"slug": "a"}, {"slug": "b"}]) == [m, other]
     assert s.query(Motto, slug="a").values("motto") == [{"motto": "carpe diem"}]
+    (change,) = zipped.changes([{"eventName": "INSERT", "dynamodb": {
+        "NewImage": _raw(zb, "MOTTO#a", "MOTTO")}}])
+    assert change.new == m
+    with tempfile.TemporaryDirectory() as out:
+        run_local(export(zipped, out))
+        assert sorted(r["motto"] for r in read_back(out, "Motto")) == ["ad astra", "carpe diem"]
     got = s.get(Motto, slug="a")
     assert got is not None
     s.save(got)  # (unchanged: its snapshot holds what was stored)
