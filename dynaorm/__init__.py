@@ -47,6 +47,7 @@ from dynaorm.read.grouped import Grouped
 from dynaorm.read.search import Hit, Hits
 from dynaorm.read.spec import Page
 from dynaorm.schema.entity import Entity, Versioned
+from dynaorm.schema.rules import Rule, register_rule
 from dynaorm.schema.rules.shards import Shards
 from dynaorm.schema.rules.unique import Unique
 from dynaorm.schema.rules.vectors import Vector
@@ -60,6 +61,7 @@ if TYPE_CHECKING:  # (imported on first use: see __getattr__)
     from dynaorm.core.explain import Explanation, explain
     from dynaorm.errors import ModelFileError
     from dynaorm.schema.inspection import Inspection, inspect
+    from dynaorm.schema.rules.compressed import Compressed
     from dynaorm.schema.rules.encrypted import Encrypted
     from dynaorm.schema.rules.keyrings import KmsKeyring, StaticKeyring
     from dynaorm.schema.rules.previous import Previous
@@ -77,6 +79,7 @@ __all__ = [
     "Change",
     "Client",
     "CommitResult",
+    "Compressed",
     "ConcurrentModificationError",
     "Condition",
     "ConditionFailedError",
@@ -113,6 +116,7 @@ __all__ = [
     "RequestError",
     "RequestEvent",
     "RequestNotSentError",
+    "Rule",
     "Scan",
     "Search",
     "Session",
@@ -134,6 +138,7 @@ __all__ = [
     "explain",
     "inspect",
     "ksuid",
+    "register_rule",
 ]
 
 
@@ -144,6 +149,7 @@ __all__ = [
 _LAZY = {
     "AsyncSession": "dynaorm.aio.session",
     "Change": "dynaorm.schema.streams",
+    "Compressed": "dynaorm.schema.rules.compressed",
     "Encrypted": "dynaorm.schema.rules.encrypted",
     "KmsKeyring": "dynaorm.schema.rules.keyrings",
     "StaticKeyring": "dynaorm.schema.rules.keyrings",

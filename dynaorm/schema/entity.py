@@ -157,7 +157,7 @@ def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     """The validator reading ``cls``'s items straight from their wire form
     (:mod:`dynaorm.values.fastload`), or ``None`` when every load is plain."""
     return fast_validator(cls, spec.renames, lambda: (
-        not spec.unstored and spec.ttl_field is None and not spec.encrypted
+        not spec.unstored and spec.ttl_field is None and not spec.rules.transforms
         and all(k is UTC_TIME for k in spec.kinds.values())  # (read as a plain time)
         and _validator(cls) == cls.__pydantic_validator__.validate_python))
 
@@ -199,8 +199,8 @@ def _mark_loaded(obj: Any, spec: EntitySpec, item: Item, decoded: dict[str, Any]
     validated from, by stored attribute name, shared with the snapshot; see
     :meth:`InstanceState.loaded`)."""
     key_attrs = spec.table_key_attrs
-    if spec.encrypted:  # the snapshot keeps their ciphertexts
-        decoded = {k: v for k, v in decoded.items() if k not in spec.encrypted}
+    if spec.rules.transforms:  # the snapshot keeps what they stored (ciphertexts...)
+        decoded = {}
     key, version = None, None  # None: the stored key, kept in the compact snapshot
     if spec.versioned:
         key = spec.primary_key(obj.__dict__)

@@ -33,9 +33,10 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozen
     conds: list[Condition] = []
     for name in sorted(attrs):
         attr = spec.attr(name)
-        if name in spec.unstored or attr in spec.encrypted:  # key-only: its key holds it;
+        if name in spec.unstored or spec.rules.transforms:
             conds += [] if stored is None or name in spec.unstored else stored_as(stored, {attr})
-            continue  # Encrypted: its ciphertext as read (``stored``: the loaded item)
+            continue  # key-only: its key holds it; Encrypted (any rule's transform): the
+            # value as stored, read (``stored``: the loaded item)
         value = old.get(name)
         if name == spec.ttl_field:
             value = encode_ttl(value, spec.name, name)

@@ -25,7 +25,7 @@ _ROOT = Path(__file__).resolve().parents[2]
 DESIGNS: tuple[str, ...] = (
     "examples.adjacency_list:campus", "examples.async_quickstart:app",
     "examples.audit_versions:plant", "examples.backfill_job:accounts",
-    "examples.chat_messages:chat", "examples.compressed_rule:wiki", "examples.counter:stats",
+    "examples.cents_rule:shop", "examples.chat_messages:chat", "examples.counter:stats",
     "examples.course_enrollments:school", "examples.document_tracking:docs",
     "examples.encrypted_fields:clinic", "examples.event_logs:logs",
     "examples.existing_table:legacy", "examples.game_lobby:games",

@@ -1,7 +1,10 @@
 """The interaction matrix's declarations (tests/system/test_rule_matrix.py).
 
-:data:`DECLARED` says, for every entity rule of :data:`dynaorm.schema.rules.RULES`, how
-an entity declares it: the ``Meta`` options, the fields and the table options it needs.
+:data:`DECLARED` says, for every entity rule of :data:`dynaorm.schema.rules.RULES` that
+dynaorm defines and for the user's rule the matrix runs (:data:`USER_RULES`, registered
+through ``dynaorm.register_rule`` by ``tests/support/user_rules.py``), how an entity
+declares it: the ``Meta`` options, the fields and the table options it needs (two rules
+marking one field mark it both: ``Encrypted`` and ``Compressed`` on ``secret``).
 :func:`combinations` gives every rule alone and every pair; :func:`build` makes the entity
 classes of one combination on a table of their own (with, for ``previous``, the class of
 the old layout on a second ``Table`` object naming the same table). :class:`Matrix` holds
@@ -16,7 +19,10 @@ import dataclasses
 import functools
 import importlib
 import itertools
+import json
 import pkgutil
+import typing
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -26,6 +32,7 @@ import dynaorm.schema.rules as rules_package
 from dynaorm import (
     GSI,
     Client,
+    Compressed,
     DynaormError,
     Encrypted,
     Entity,
@@ -42,10 +49,12 @@ from dynaorm.schema.rules.encrypted import open_value
 from dynaorm.schema.rules.vectors import float32, vector_values
 from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
 from dynaorm.values.codec import decode_value
+from tests.support import user_rules
+from tests.support.user_rules import REVERSED
 
-__all__ = ["DECLARED", "KEYRING", "PAST", "REFUSED", "Declared", "Matrix", "answers_missing",
-           "build", "combinations", "dynaorm_rules", "key_of", "label", "opens", "point_old",
-           "vector_of"]
+__all__ = ["DECLARED", "KEYRING", "PAST", "REFUSED", "USER_RULES", "Declared", "Matrix",
+           "answers_missing", "build", "combinations", "decompressed", "dynaorm_rules",
+           "key_of", "label", "matrix_rules", "opens", "point_old", "vector_of"]
 
 KEY = b"m" * 32
 #: the keyring of every matrix table (``encrypted``)
@@ -94,6 +103,11 @@ DECLARED: dict[str, Declared] = {
         table={"vector_indexes": (VectorIndex("by_vec", attribute="vec", dimensions=3,
                                               partition="zone", filters=("n",)),),
                "key_types": {"n": "N"}}),
+    # (from 9 bytes on: "secret-a" is stored as it is, "secret-a2" compressed; on the
+    # encrypted field of ``encrypted``: compressed, then sealed)
+    "compressed": Declared(fields={"secret": (Annotated[str, Compressed(min_size=9)], "")}),
+    # a user's rule (tests/support/user_rules.py: the text stored reversed)
+    "reversed": Declared(fields={"motto": (Annotated[str, REVERSED], "")}),
     # (a class of that old layout writes the old items: see build)
     "previous": Declared(meta={"previous": Previous(
         pk="OLD{P}#{id}", type_name="OLD{P}", stored_names={"note": "memo", "secret": "sec"})}),
@@ -115,9 +129,20 @@ def dynaorm_rules() -> dict[str, type[Rule]]:
             if cls.__module__.startswith(rules_package.__name__ + ".")}
 
 
+#: the rules a user registers that the matrix runs (tests/support/user_rules.py)
+USER_RULES = ("reversed",)
+
+
+def matrix_rules() -> dict[str, type[Rule]]:
+    """Every rule the matrix runs: dynaorm's (:func:`dynaorm_rules`) and a user's,
+    registered through ``dynaorm.register_rule`` (:data:`USER_RULES`)."""
+    return {**dynaorm_rules(), **{name: RULES[name] for name in USER_RULES
+                                  if RULES[name].__module__ == user_rules.__name__}}
+
+
 def combinations() -> list[tuple[str, ...]]:
     """Every rule alone and every pair, in registry order."""
-    names = sorted(dynaorm_rules(), key=lambda n: RULES[n].order)
+    names = sorted(matrix_rules(), key=lambda n: RULES[n].order)
     return [(n,) for n in names] + list(itertools.combinations(names, 2))
 
 
@@ -156,7 +181,7 @@ def _entity(name: str, table: Table, combo: tuple[str, ...], prefix: str,
     meta: dict[str, Any] = {"table": table, "pk": f"{prefix}#{{id}}", "sk": "E"}
     for rule in combo:
         declared = DECLARED[rule]
-        fields.update(declared.fields)
+        fields.update({n: _merged(fields.get(n), f) for n, f in declared.fields.items()})
         meta["pk"] += declared.pk
         meta.update(declared.meta)
     fields.update(changed)
@@ -170,6 +195,15 @@ def _entity(name: str, table: Table, combo: tuple[str, ...], prefix: str,
                      Meta=type("Meta", (), {**meta, "__qualname__": f"{name}.Meta"}),
                      __qualname__=name)
     return type(name, (Entity,), namespace)
+
+
+def _merged(old: tuple[Any, Any] | None, new: tuple[Any, Any]) -> tuple[Any, Any]:
+    """Field ``new`` declared by a rule, with the markers another rule of the combination
+    put on the same field (``Encrypted`` and ``Compressed`` on ``secret``)."""
+    markers = (*getattr(old and old[0], "__metadata__", ()), *getattr(new[0], "__metadata__", ()))
+    if old is None or not markers:
+        return new
+    return Annotated[(typing.get_args(new[0])[0], *markers)], new[1]  # type: ignore[return-value]
 
 
 @dataclass
@@ -205,6 +239,8 @@ class Matrix:
             data.setdefault("expires", EXPIRES)
         if self.has("vectors"):
             data.setdefault("vec", vector_of(ident))
+        if self.has("reversed"):
+            data.setdefault("motto", f"motto-{ident}")
         return self.cls(**data)
 
     def old(self, ident: str, **values: Any) -> Entity:
@@ -218,6 +254,8 @@ class Matrix:
             data.setdefault("expires", EXPIRES)
         if self.has("vectors"):
             data.setdefault("vec", vector_of(ident))
+        if self.has("reversed"):
+            data.setdefault("motto", f"motto-{ident}")
         return self.old_cls(**data)
 
     def key(self, ident: str, version: int | None = None) -> tuple[str, str]:
@@ -242,6 +280,8 @@ class Matrix:
             attrs.add("version")
         if self.has("vectors"):
             attrs.add("vec")
+        if self.has("reversed"):
+            attrs.add("motto")
         if version_row:  # native index fields and vectors kept aside, never indexed
             aside = ({"zone", "n"} if self.has("indexes") else set()) | (
                 {"vec"} if self.has("vectors") else set())
@@ -307,13 +347,17 @@ class Matrix:
 
     def _assert_fields(self, item: Item, values: Mapping[str, Any]) -> None:
         """The stored fields of a row hold ``values`` (encrypted ones opened)."""
-        for name in ("id", "note", "code", "secret", "zone", "n", "version", "vec"):
+        for name in ("id", "note", "code", "secret", "zone", "n", "version", "vec", "motto"):
             if name not in values:
                 continue
             av = item.get(name) or item.get(VERSION_KEYS, {}).get("M", {}).get(name)
             assert av is not None, (self.name, name, item)
             if self.has("encrypted") and name in ("code", "secret"):
                 av = opens(self.table, item, name)
+            if self.has("compressed") and name == "secret":
+                av = decompressed(av, values[name])
+            if name == "motto":  # (``reversed``: stored reversed)
+                av = {"S": av["S"][::-1]}
             value = float32(vector_values(av) or ()) if name == "vec" else decode_value(av)
             assert value == values[name], (self.name, name, value, values[name])
 
@@ -344,6 +388,13 @@ def opens(table: Table, item: Item, attr: str) -> Any:
     item's own key (``DecryptionError`` otherwise)."""
     return open_value(KEYRING, item[attr], table.name, {"pk": item["pk"], "sk": item["sk"]},
                       attr, attr)
+
+
+def decompressed(av: Any, value: str) -> Any:
+    """A ``Compressed(min_size=9)`` string's stored value read back: binary (zlib of its
+    DynamoDB JSON) exactly when the text is 9 bytes or more, else the text itself."""
+    assert ("B" in av) == (len(value.encode()) >= 9), (av, value)
+    return json.loads(zlib.decompress(bytes(av["B"]))) if "B" in av else av
 
 
 def vector_of(ident: str) -> list[float]:
@@ -390,4 +441,4 @@ def point_old(m: Matrix, wire: str | None) -> Iterator[None]:
 def answers_missing() -> dict[str, list[str]]:
     """Rule name -> the surfaces of :data:`SURFACES` its ``answers`` leave out."""
     return {name: [s for s in SURFACES if not cls.answers.get(s)]
-            for name, cls in dynaorm_rules().items()}
+            for name, cls in matrix_rules().items()}

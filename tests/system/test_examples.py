@@ -146,10 +146,12 @@ def check_key_rotation(run: Run) -> None:
     assert "found by ssn: c0" in run.out and "history: ['flu', 'cold']" in run.out
 
 
-def check_compressed_rule(run: Run) -> None:
-    assert "stored body: B, " in run.out and "for 4500 characters" in run.out
-    assert "read back equal: True" in run.out and "values(): True" in run.out
-    assert "filter refused: Compressed 'body' cannot be in 'condition'" in run.out
+def check_cents_rule(run: Run) -> None:
+    assert "stored price: {'N': '1234'}" in run.out and "read back: Decimal('12.34')" in run.out
+    assert "values(): [{'price': Decimal('12.34')}]" in run.out
+    assert "after set(): {'N': '999'}" in run.out
+    assert "refused: Product.price: 0.125 is not a whole number of cents" in run.out
+    assert "filter refused: Product.price: stored in cents" in run.out
 
 
 def check_chat(run: Run) -> None:
@@ -556,5 +558,5 @@ CHECKS = {
     "vector_search": check_vector_search,
     "encrypted_fields": check_encrypted_fields,
     "key_rotation": check_key_rotation,
-    "compressed_rule": check_compressed_rule,
+    "cents_rule": check_cents_rule,
 }

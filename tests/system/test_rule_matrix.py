@@ -1,5 +1,7 @@
-"""The interaction matrix (contract 21, DESIGN 0.6): every entity rule of the registry
-(:data:`dynaorm.schema.rules.RULES`), alone and in every pair, on every surface.
+"""The interaction matrix (contract 21, DESIGN 0.6; contract 22): every entity rule of the
+registry (:data:`dynaorm.schema.rules.RULES`) and a rule a user registers
+(``tests/support/user_rules.py``, through ``dynaorm.register_rule``), alone and in every
+pair, on every surface.
 
 The rows come from the registry: a rule dynaorm registers without a declaration in
 ``tests/support/rule_matrix.py`` (:data:`DECLARED`), or whose ``answers`` leave out a
@@ -73,9 +75,9 @@ from tests.support.rule_matrix import (
     answers_missing,
     build,
     combinations,
-    dynaorm_rules,
     key_of,
     label,
+    matrix_rules,
     point_old,
     vector_of,
 )
@@ -98,8 +100,9 @@ FILLED = [0.7, 0.2, 0.1]
 
 # -- the registry's rows -------------------------------------------------------------------
 def test_every_rule_has_a_row() -> None:
-    """A rule dynaorm registers has a declaration here and an answer for every surface."""
-    rules = dynaorm_rules()
+    """A rule dynaorm registers, and the user's rule the matrix runs, has a declaration
+    here and an answer for every surface."""
+    rules = matrix_rules()
     assert set(rules) == set(DECLARED), "declare each new rule in tests/support/rule_matrix.py"
     assert answers_missing() == {name: [] for name in rules}
 
@@ -111,7 +114,7 @@ def test_every_surface_has_its_step() -> None:
 
 @pytest.mark.parametrize("pair", sorted(REFUSED, key=sorted), ids=lambda p: "+".join(sorted(p)))
 def test_a_refused_pair_is_refused_as_documented(pair: frozenset[str]) -> None:
-    combo = tuple(sorted(pair, key=lambda n: dynaorm_rules()[n].order))
+    combo = tuple(sorted(pair, key=lambda n: matrix_rules()[n].order))
     with pytest.raises(DynaormError, match=REFUSED[pair]):
         build(combo)
 
@@ -342,7 +345,8 @@ class Cell:
                 self.refused(DynaormError, lambda bad=bad: bad(  # type: ignore[misc]
                     self.session().update(self.cls, id="a")))
         self.assert_rows()
-        if self.m.has("encrypted"):  # what a ciphertext cannot take: refused before sending
+        if self.m.has("encrypted") or self.m.has("compressed"):  # what a ciphertext or a
+            # compressed value cannot take: refused before sending
             for bad in (lambda u: u.add(secret="x"), lambda u: u.append(secret=["x"])):
                 self.refused(DynaormError, lambda bad=bad: bad(  # type: ignore[misc]
                     self.session().update(self.cls, id="a")))
@@ -362,7 +366,8 @@ class Cell:
 
     def reads(self) -> None:
         m, s = self.m, self.session()
-        names = ("note", "secret", "code", *(("vec",) if m.has("vectors") else ()))
+        names = ("note", "secret", "code", *(("vec",) if m.has("vectors") else ()),
+                 *(("motto",) if m.has("reversed") else ()))
         for ident, obj in self.live.items():
             assert s.get(self.cls, id=ident) == obj, (m.name, ident)
             assert s.query(self.cls, id=ident).all() == [obj], (m.name, ident)
@@ -390,9 +395,15 @@ class Cell:
                     o.secret for o in self.live.values()), (m.name, index)
         else:
             self.refused(DynaormError, lambda: s.query(self.cls, index="gsi1", zone="z1").all())
-        if m.has("encrypted"):  # a filter on a ciphertext: refused before sending
-            self.refused(DynaormError, lambda: s.scan(self.cls).filter(
+        if m.has("encrypted") or m.has("compressed"):  # a filter on a ciphertext or a
+            # compressed value: refused before sending, naming the entity (compressed)
+            error = self.refused(DynaormError, lambda: s.scan(self.cls).filter(
                 F("secret") == "secret-a3").all())
+            assert not m.has("compressed") or f"{self.cls.__name__}.secret" in str(error), (
+                m.name, error)
+        if m.has("reversed"):  # a user's rule refuses a filter on its stored text
+            self.refused(DynaormError, lambda: s.scan(self.cls).filter(
+                F("motto") == "motto-a").all())
 
     def search(self) -> None:
         """``vectors``: a search finds exactly the entities a get reads (never a version

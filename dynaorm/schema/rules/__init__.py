@@ -17,7 +17,9 @@ hook                    what the rule does there
                         stored under one is refused when the class is defined)
 ``encode``              a row about to be written, at the key it is stored under
 ``rebind``              a row copied to another key (a version row from the latest copy)
-``decode``              a stored row about to be read into an object
+``decode``              a stored row about to be read into an object (rules decode in
+                        the reverse of the order they encode: two transforms of one
+                        field compose)
 ``keeps``               whether a row a read returned is one of the entity's results
 ``refuse``              a use of a field it cannot allow (a condition, an update action,
                         a projection): raises
@@ -65,7 +67,8 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Fail, Op, Origin, Role
 
 __all__ = ["HOOKS", "NO_ROWS", "NO_RULES", "RULES", "SURFACES", "Change", "Declaration",
-           "Explained", "Rows", "Rule", "Rules", "Shape", "build_rules", "register"]
+           "Explained", "Rows", "Rule", "Rules", "Shape", "build_rules", "register",
+           "register_rule"]
 
 R = TypeVar("R", bound="Rule")
 
@@ -80,11 +83,17 @@ HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "
 RULES: dict[str, type[Rule]] = {}
 
 
-def register(cls: type[R]) -> type[R]:
-    """Register a rule class (a class decorator): every entity class defined from now on
-    asks it to build."""
+def register_rule(cls: type[R]) -> type[R]:
+    """Register a rule class (a class decorator; ``dynaorm.register_rule``): every entity
+    class defined from now on asks it to build (:meth:`Rule.build`), in the order of
+    :attr:`Rule.order`, then of registration. A rule registered under the name of another
+    replaces it."""
     RULES[cls.name] = cls
     return cls
+
+
+#: :func:`register_rule` (the name dynaorm's own rules use)
+register = register_rule
 
 
 def build_rules(decl: Declaration) -> Rules:
@@ -201,16 +210,24 @@ class Rule:
     points (each a no-op here; see the module's table)."""
 
     __slots__ = ()
-    #: the rule's name (``Meta`` option it reads, where there is one)
     name: ClassVar[str]
-    #: what the rule means on each surface of :data:`SURFACES`
+    """The rule's name (the ``Meta`` option it reads, where there is one); unique in the
+    registry."""
     answers: ClassVar[Mapping[str, str]] = {}
-    #: where it is built and runs among an entity's rules (lower first): a rule may read
-    #: the rules built before it (:attr:`Declaration.built`)
+    """What the rule means on each surface of :data:`SURFACES` (the interaction matrix
+    asks every rule for each)."""
     order: ClassVar[int] = 50
-    #: the role of the entity's own row where the rule applies (``None``: it says
-    #: nothing; a versioned entity's own row is its latest copy)
+    """Where it is built and runs among an entity's rules (lower first; then registration
+    order): a rule may read the rules built before it (:attr:`Declaration.built`). Rules
+    encode in this order and decode in the reverse order."""
+    transforms: ClassVar[bool] = True
+    """Whether :meth:`decode` changes the values of fields (a transform: encryption,
+    compression, most rules a user writes): a read then never validates the entity's rows
+    straight from their wire form, and a loaded object's snapshot keeps what was stored
+    (``False``: its decode only puts back attributes a row keeps aside)."""
     own: ClassVar[Role | None] = None
+    """The role of the entity's own row where the rule applies (``None``: it says nothing;
+    a versioned entity's own row is its latest copy)."""
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:
@@ -281,11 +298,14 @@ class Rule:
 
 class Rules:
     """An entity's rules, resolved once into one tuple per hook (``encoders``,
-    ``decoders``, ...): only the rules whose class overrides a hook are in its tuple."""
+    ``decoders``, ...): only the rules whose class overrides a hook are in its tuple, in
+    the order they run (``decoders``: the reverse of ``encoders``' order, so transforms of
+    one field are undone last first); ``transforms``: whether a decoder changes values
+    (:attr:`Rule.transforms`)."""
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
                  "explainers", "exporters", "keepers", "own", "preparers", "rebinders",
-                 "redactors", "refusers")
+                 "redactors", "refusers", "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -293,7 +313,9 @@ class Rules:
         self.attributes: frozenset[str] = frozenset().union(*(r.attributes() for r in rules))
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
-        self.decoders = self._hooked("decode")
+        self.decoders = self._hooked("decode")[::-1]
+        self.transforms = any(r.transforms and type(r).decode is not Rule.decode
+                              for r in rules)
         self.keepers = self._hooked("keeps")
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
@@ -327,7 +349,8 @@ class Rules:
             rebind(row, source)
 
     def decode(self, item: Item) -> Item:
-        """``item`` through every rule's :meth:`Rule.decode`, in order."""
+        """``item`` through every rule's :meth:`Rule.decode`, in reverse order (the last
+        rule to encode decodes first)."""
         for decode in self.decoders:
             item = decode(item)
         return item

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.versioned import parse_keys, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
@@ -68,8 +67,9 @@ class Layout:
     #: name (what a caller's condition, written in field names, is judged through on an
     #: old row)
     renames: Mapping[str, str] = field(default_factory=dict)
-    #: the entity's rules' decoders as a row stored in this layout is read (an encrypted
-    #: value opened under its old attribute name, bound to the old row's key)
+    #: the entity's rules' decoders as a row stored in this layout is read, last rule
+    #: first (an encrypted value opened under its old attribute name, bound to the old
+    #: row's key)
     decoders: tuple[Callable[[Item], Item], ...] = field(default=(), compare=False)
 
     def condition(self, cond: Condition) -> Condition:
@@ -334,9 +334,12 @@ class PreviousLayout(Rule):
                                  "shards" in decl.built)
         if layout is None:
             return None
-        old = {a: n for a, n in layout.fields_by_attr.items()}
-        decoders = tuple(rule.renamed(old).decode if isinstance(rule, Encryption) else rule.decode
-                         for rule in decl.built.values() if type(rule).decode is not Rule.decode)
+        old = layout.fields_by_attr
+        # (in reverse order, as the rules' own decoders; a rule that reads attributes by
+        # name reads them under the old names where it offers ``renamed``)
+        decoders = tuple(rule.renamed(old).decode if hasattr(rule, "renamed") else rule.decode
+                         for rule in reversed(list(decl.built.values()))
+                         if type(rule).decode is not Rule.decode)
         return cls(dataclasses.replace(layout, decoders=decoders))
 
 

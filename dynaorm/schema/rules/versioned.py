@@ -144,6 +144,7 @@ class Versioning(Rule):
     name = "versioned"
     order = 70
     own = Role.LATEST
+    transforms = False  # (its decode puts back what a version row keeps aside)
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
                 "condition that it is still at version n and the revision read",
