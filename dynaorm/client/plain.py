@@ -269,6 +269,23 @@ def _credentials(environ: Mapping[str, str]) -> PlainCredentials | None:
     return PlainCredentials(access, secret, token)
 
 
+def _endpoint_and_region(endpoint_url: str | None, region: str | None
+                         ) -> tuple[str, str] | None:
+    """The endpoint and region a client of ``endpoint_url`` (when given, else DynamoDB's
+    endpoint of ``region``) and ``region`` (a loopback endpoint's: a stand-in when none)
+    signs for; ``None`` when botocore would take them otherwise or refuse them."""
+    if endpoint_url:
+        if not _plain_endpoint(endpoint_url):
+            return None
+        name = region or (LOOPBACK_REGION if is_loopback(endpoint_url) else None)
+        if not name or not _HOST_LABEL.match(name):
+            return None
+        return endpoint_url, name
+    if region and _AWS_REGION.match(region) and _HOST_LABEL.match(region):
+        return f"https://dynamodb.{region}.amazonaws.com", region
+    return None
+
+
 def plain_settings(endpoint_url: str | None, region: str | None, config: Any = None, *,
                    environ: Mapping[str, str] | None = None,
                    ) -> Endpoint | None:
@@ -284,20 +301,10 @@ def plain_settings(endpoint_url: str | None, region: str | None, config: Any = N
     credentials = _credentials(env)
     if credentials is None or _declined_variable(env) or (profile := _profile(env)) is None:
         return None
-    name = _region(region, env, profile, given)
-    if endpoint_url:
-        if not _plain_endpoint(endpoint_url):
-            return None
-        endpoint = endpoint_url
-        name = name or (LOOPBACK_REGION if is_loopback(endpoint_url) else None)
-        if not name or not _HOST_LABEL.match(name):
-            return None
-    elif name and _AWS_REGION.match(name) and _HOST_LABEL.match(name):
-        endpoint = f"https://dynamodb.{name}.amazonaws.com"
-    else:
+    resolved = _endpoint_and_region(endpoint_url, _region(region, env, profile, given))
+    if resolved is None or _unusual_install():
         return None
-    if _unusual_install():
-        return None
+    endpoint, name = resolved
     verify = env.get("AWS_CA_BUNDLE") or env.get("REQUESTS_CA_BUNDLE") or _verify()
     options = client_options(given)
     return endpoint_of(endpoint, name, credentials, verify, SimpleNamespace(**options),

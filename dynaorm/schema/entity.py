@@ -391,6 +391,15 @@ def _store_kinds(item: Item, data: dict[str, Any], spec: EntitySpec) -> None:
                 raise InvalidValueError(f"{spec.name} field {name!r}: {exc}") from None
 
 
+def _store_index_keys(item: Item, values: dict[str, Any], spec: EntitySpec) -> None:
+    """The keys of ``spec``'s indexes, rendered from ``values`` (an index that reuses a
+    table key, an inverted one, reads the table's)."""
+    table_keys = (spec.table.pk, spec.table.sk)
+    for attr, text in spec.index_keys(values).items():
+        if attr not in table_keys:
+            item[attr] = {"S": text} if type(text) is str else key_av(text)
+
+
 def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
                   key: PlainKey | None = None) -> Item:
     """The full stored item of ``obj`` (keys, index keys, discriminator, fields).
@@ -412,10 +421,7 @@ def encode_entity(obj: Entity, spec: EntitySpec, version: int | None = None,
     for attr, text in (key or spec.primary_key(values)).items():
         item[attr] = {"S": text} if type(text) is str else key_av(text)
     if spec.indexes:
-        table_keys = (spec.table.pk, spec.table.sk)
-        for attr, text in spec.index_keys(values).items():
-            if attr not in table_keys:  # an index reusing a table key (inverted) reads it
-                item[attr] = {"S": text} if type(text) is str else key_av(text)
+        _store_index_keys(item, values, spec)
     type_attribute = spec.table.type_attribute
     if type_attribute is not None:
         item[type_attribute] = {"S": spec.type_name}

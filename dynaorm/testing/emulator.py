@@ -229,11 +229,7 @@ class Emulator:
         answer = self._send(operation, request, forward, own)
         if writes and lag is not None:
             self._record(operation, request, lag, own)
-        names = answer.get("TableNames") if operation == "ListTables" else None
-        if names and any(n.endswith(MIRROR_SUFFIX) for n in names):  # (a new answer: the
-            answer = {**answer, "TableNames": [  # proxy sends one it did not change as is)
-                n for n in names if not n.endswith(MIRROR_SUFFIX)]}
-        return answer
+        return _mirrors_hidden(operation, answer)
 
     def _follow(self, operation: str, request: dict[str, Any], own: Forward
                 ) -> IndexLag | None:
@@ -354,6 +350,15 @@ class Emulator:
             if used.get("TableName") == mirror.name:
                 used["TableName"] = request["TableName"]
         return answer
+
+
+def _mirrors_hidden(operation: str, answer: dict[str, Any]) -> dict[str, Any]:
+    """``answer`` without the emulator's mirror tables in a ``ListTables`` answer's names
+    (a new answer then: the proxy sends one it did not change as it is)."""
+    names = answer.get("TableNames") if operation == "ListTables" else None
+    if names and any(n.endswith(MIRROR_SUFFIX) for n in names):
+        return {**answer, "TableNames": [n for n in names if not n.endswith(MIRROR_SUFFIX)]}
+    return answer
 
 
 def _listed(value: Any) -> list[Any]:

@@ -140,26 +140,37 @@ def _checked(declared: Sequence[dict[str, Any]], definitions: Sequence[dict[str,
     dims = {i["VectorAttribute"]["AttributeName"]: i["Dimensions"] for i in existing}
     out: list[dict[str, Any]] = []
     for index in declared:
-        name, schema = index.get("IndexName"), index.get("SearchSchema") or []
+        name = index.get("IndexName")
         attribute = (index.get("VectorAttribute") or {}).get("AttributeName")
-        problem = (
-            f"Duplicate index name: {name}" if name in taken else
-            "One element in SearchSchema is not defined in attribute definitions"
-            if any(e.get("AttributeName") not in types for e in schema) else
-            "A SearchSchema has at most one HASH element"
-            if sum(e.get("SearchSchemaElementType") == "HASH" for e in schema) > 1 else
-            "Dimensions must be a whole number from 1 to 4096"
-            if type(index.get("Dimensions")) is not int or not 1 <= index["Dimensions"] <= 4096
-            else "Vector indexes on one attribute must have the same number of dimensions"
-            if dims.setdefault(attribute, index["Dimensions"]) != index["Dimensions"] else
-            "DistanceFunction must be one of COSINE, EUCLIDEAN, DOT_PRODUCT"
-            if index.get("DistanceFunction") not in ("COSINE", "EUCLIDEAN", "DOT_PRODUCT")
-            else None)
+        problem = _index_problem(index, types, dims, taken)
         if problem is not None or not attribute:
             raise _Refused(f"{_INVALID}: {problem or 'a VectorAttribute is required'}")
         taken.add(name)
         out.append(dict(index))
     return out
+
+
+def _index_problem(index: dict[str, Any], types: Mapping[str, str], dims: dict[Any, Any],
+                   taken: set[Any]) -> str | None:
+    """Why DynamoDB refuses vector index ``index`` (``None``: it does not), the first
+    problem in the order it checks them. ``types``: the attribute definitions;
+    ``dims``: the dimensions of the indexes of each attribute so far (this one's added
+    when it gets that far); ``taken``: the index names the table has."""
+    schema = index.get("SearchSchema") or []
+    if index.get("IndexName") in taken:
+        return f"Duplicate index name: {index.get('IndexName')}"
+    if any(e.get("AttributeName") not in types for e in schema):
+        return "One element in SearchSchema is not defined in attribute definitions"
+    if sum(e.get("SearchSchemaElementType") == "HASH" for e in schema) > 1:
+        return "A SearchSchema has at most one HASH element"
+    if type(index.get("Dimensions")) is not int or not 1 <= index["Dimensions"] <= 4096:
+        return "Dimensions must be a whole number from 1 to 4096"
+    attribute = (index.get("VectorAttribute") or {}).get("AttributeName")
+    if dims.setdefault(attribute, index["Dimensions"]) != index["Dimensions"]:
+        return "Vector indexes on one attribute must have the same number of dimensions"
+    if index.get("DistanceFunction") not in ("COSINE", "EUCLIDEAN", "DOT_PRODUCT"):
+        return "DistanceFunction must be one of COSINE, EUCLIDEAN, DOT_PRODUCT"
+    return None
 
 
 def _updated(table: Any, body: dict[str, Any], updates: Sequence[Mapping[str, Any]]

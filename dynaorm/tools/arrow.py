@@ -100,26 +100,38 @@ def _arrow(tp: Any, metadata: tuple[Any, ...] = ()) -> tuple[Any, Convert | None
     if origin is Annotated:
         return _arrow(args[0], (*metadata, *args[1:]))
     if origin is Union or origin is types.UnionType:
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1:
-            return (*_arrow(inner[0], metadata)[:2], True)
-        return (*_json(tp), type(None) in args)
+        return _union(tp, args, metadata)
     if tp is Any:
         return (*_json(tp), True)
     if origin is Literal:
         return (*_of_values(tp, args, None), False)
-    if origin in _LISTS or origin in _SETS:
-        if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            return (*_json(tp), False)
-        item, convert, _ = _arrow(args[0] if args else Any)
-        return pa.list_(item), _each(convert, origin in _SETS), False
+    if origin in _LISTS or origin in _SETS or origin in _MAPS:
+        return (*_collection(tp, origin, args), False)
+    return (*_class(tp, metadata), False)
+
+
+def _union(tp: Any, args: tuple[Any, ...], metadata: tuple[Any, ...]
+           ) -> tuple[Any, Convert | None, bool]:
+    """An optional type is its one other member's, nullable; a wider union is JSON."""
+    inner = [a for a in args if a is not type(None)]
+    if len(inner) == 1:
+        return (*_arrow(inner[0], metadata)[:2], True)
+    return (*_json(tp), type(None) in args)
+
+
+def _collection(tp: Any, origin: Any, args: tuple[Any, ...]) -> tuple[Any, Convert | None]:
+    """A list, a set or a ``tuple[T, ...]`` is a list of its items' type; a mapping with
+    string keys a map; any other tuple or mapping is JSON."""
     if origin in _MAPS:
         key, key_convert, _ = _arrow(args[0] if args else Any)
         value, convert, _ = _arrow(args[1] if args else Any)
         if key != pa.string():
-            return (*_json(tp), False)
-        return pa.map_(key, value), _entries(key_convert, convert), False
-    return (*_class(tp, metadata), False)
+            return _json(tp)
+        return pa.map_(key, value), _entries(key_convert, convert)
+    if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
+        return _json(tp)
+    item, convert, _ = _arrow(args[0] if args else Any)
+    return pa.list_(item), _each(convert, origin in _SETS)
 
 
 def _class(tp: Any, metadata: tuple[Any, ...]) -> tuple[Any, Convert | None]:

@@ -520,6 +520,21 @@ class _Auditor:
         return out | stamp_of(self.table, new_revision())
 
     def check_versions(self) -> None:
+        newest, latest = self.version_rows()
+        assert self.table.sk is not None or not latest
+        for key, item, spec, base in latest:
+            found = newest.get((key[0], base))
+            if found is None:
+                self.problems.append(Problem("no-history", key, (
+                    f"{spec.name} latest copy has no version rows; fix by hand")))
+                continue
+            self.check_latest(key, item, spec, base, found)
+
+    def version_rows(self) -> tuple[dict[tuple[str, str], tuple[int, Item]],
+                                    list[tuple[Key, Item, EntitySpec, str]]]:
+        """The items of versioned entities: the newest version row of each (by partition
+        and base sort key: ``(n, row)``), each version row's TTL checked on the way, and
+        the latest copies (``(key, item, spec, base sort key)``)."""
         newest: dict[tuple[str, str], tuple[int, Item]] = {}
         latest: list[tuple[Key, Item, EntitySpec, str]] = []
         for key, item in self.items.items():
@@ -534,37 +549,36 @@ class _Auditor:
             self.check_history_ttl(key, item)
             if n > newest.get((key[0], base), (0, {}))[0]:
                 newest[(key[0], base)] = (n, item)
-        assert self.table.sk is not None or not latest
+        return newest, latest
+
+    def check_latest(self, key: Key, item: Item, spec: EntitySpec, base: str,
+                     found: tuple[int, Item]) -> None:
+        """A latest copy against its newest version row ``found``: stale when it carries
+        other values than the row does (a repair writes it again from the row)."""
+        n, row = found
         sk = self.table.sk or ""
-        for key, item, spec, base in latest:
-            found = newest.get((key[0], base))
-            if found is None:
-                self.problems.append(Problem("no-history", key, (
-                    f"{spec.name} latest copy has no version rows; fix by hand")))
-                continue
-            n, row = found
-            if expired(item, self.table.ttl) or expired(row, self.table.ttl):
-                continue  # TTL passed: DynamoDB deletes them lazily; nothing to judge
-            try:
-                # (the version row the writer writes of the latest copy: its own)
-                if self.carried(spec, version_row(spec, item, row[sk]["S"])) == self.carried(
-                        spec, row):
-                    continue
-            except DynaormError:
-                continue  # unreadable with today's keys or class: cannot judge
-            wanted = self.latest_of(spec, row, key[1])
-            if wanted is None:
-                continue  # unreadable with today's class: cannot render its index keys
-            have = item.get("version", {}).get("N", "?")
-            next_row = (key[0], version_sk(base, n + 1))
-            # (in one order: an engine returns an item's attributes in any order, and a
-            # finding is confirmed on the same conditions read twice)
-            judged = sorted(a for a in item if a in wanted or not self.internal(a))
-            fix = (self.action("Put", key, self.unchanged(
-                       item, ("version", self.table.type_attr, *judged)), wanted),
-                   self.action("ConditionCheck", next_row, not_exists(self.table.pk)))
-            self.problems.append(Problem("stale-latest", key, (
-                f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))
+        if expired(item, self.table.ttl) or expired(row, self.table.ttl):
+            return  # TTL passed: DynamoDB deletes them lazily; nothing to judge
+        try:
+            # (the version row the writer writes of the latest copy: its own)
+            if self.carried(spec, version_row(spec, item, row[sk]["S"])) == self.carried(
+                    spec, row):
+                return
+        except DynaormError:
+            return  # unreadable with today's keys or class: cannot judge
+        wanted = self.latest_of(spec, row, key[1])
+        if wanted is None:
+            return  # unreadable with today's class: cannot render its index keys
+        have = item.get("version", {}).get("N", "?")
+        next_row = (key[0], version_sk(base, n + 1))
+        # (in one order: an engine returns an item's attributes in any order, and a
+        # finding is confirmed on the same conditions read twice)
+        judged = sorted(a for a in item if a in wanted or not self.internal(a))
+        fix = (self.action("Put", key, self.unchanged(
+                   item, ("version", self.table.type_attr, *judged)), wanted),
+               self.action("ConditionCheck", next_row, not_exists(self.table.pk)))
+        self.problems.append(Problem("stale-latest", key, (
+            f"{spec.name} latest copy (version {have}) differs from version row {n}"), fix))
 
 
 def audit_items(table: Table, items: Iterable[Item]) -> list[Problem]:

@@ -21,7 +21,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from types import ModuleType
-from typing import Any, NoReturn, TextIO, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO, TypeVar, cast
 from urllib.parse import urlparse
 
 from botocore.exceptions import BotoCoreError
@@ -35,14 +35,18 @@ from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 from dynaorm.schema.unclaimed import fix_hint
 from dynaorm.tools import jobs
-from dynaorm.tools.check import ProgressBar, check_table, item_count
+from dynaorm.tools.check import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.export import export
 from dynaorm.tools.model_commands import add_model_commands
 
+if TYPE_CHECKING:
+    from dynaorm.tools.migrate import MigrationReport
+
 __all__ = ["BadReference", "describe_module", "find_tables", "load_table", "main"]
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE = 0, 1, 2
+_T = TypeVar("_T")
 _REGION = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\Z")
 _DEMO_NEEDS = ('dynaorm demo: the in-process backend needs moto: pip install "dynaorm[testing]" '
                "(or pass --endpoint-url URL of a running DynamoDB Local)")
@@ -284,16 +288,13 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         print("dynaorm check: error: --page-size must be at least 1, and --checkpoint goes "
               "without --engine", file=sys.stderr)
         return EXIT_USAGE
-    bar = (ProgressBar(sys.stderr, item_count(table))
-           if (args.progress or sys.stderr.isatty()) and not args.engine else None)
-    try:
+    if args.engine:
         result = _job(jobs.check(table, segments=args.segments, rate=_rate(args),
-                                 fix=args.repair, page_size=args.page_size), args) if (
-            args.engine) else check_table(table, fix=args.repair, checkpoint=args.checkpoint,
-                                          page_size=args.page_size, progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
+                                 fix=args.repair, page_size=args.page_size), args)
+    else:
+        result = _with_progress(args, table, lambda bar: check_table(
+            table, fix=args.repair, checkpoint=args.checkpoint, page_size=args.page_size,
+            progress=bar))
     if result.resumed:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
     print(f"checked table {table.name!r}: {result.scanned} items, "
@@ -308,13 +309,31 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{fixable} of {len(result.problems)} can be repaired: run again with --repair",
               file=out)
         return EXIT_PROBLEMS
+    _repairs_summary(result, out)
+    return EXIT_OK if not result.left else EXIT_PROBLEMS
+
+
+def _with_progress(args: argparse.Namespace, table: Table,
+                   run: Callable[[ProgressBar | None], _T]) -> _T:
+    """``run(bar)``: a progress bar on stderr over ``table``'s items when ``--progress``
+    asks for one or stderr is a terminal (else ``None``), closed once ``run`` ends."""
+    bar = (ProgressBar(sys.stderr, item_count(table))
+           if args.progress or sys.stderr.isatty() else None)
+    try:
+        return run(bar)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _repairs_summary(result: CheckResult, out: TextIO) -> None:
+    """One line per repair ``check --repair`` tried, then the count repaired and left."""
     for done in result.repairs:
         state = "fixed  " if done.ok else "skipped"
         note = f" ({done.message})" if done.message else ""
         print(f"  {state} {done.problem.kind} {done.problem.key[0]}{note}", file=out)
     resolved = f"; {result.resolved} resolved by live writers" if result.resolved else ""
     print(f"repaired {result.repaired}{resolved}; {result.left} problem(s) left", file=out)
-    return EXIT_OK if not result.left else EXIT_PROBLEMS
 
 
 def _unclaimed_summary(unclaimed: dict[str, int], out: TextIO) -> None:
@@ -332,30 +351,18 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
     if usage_error is not None:
         print(f"dynaorm migrate: error: {usage_error}", file=sys.stderr)
         return EXIT_USAGE
-    bar = (ProgressBar(sys.stderr, item_count(table))
-           if (args.progress or sys.stderr.isatty()) and not args.engine else None)
-    try:
+    if args.engine:
         report = _job(jobs.migrate(table, segments=args.segments, rate=_rate(args),
-                                   dry_run=args.dry_run, page_size=args.page_size), args) if (
-            args.engine) else migrate(table, dry_run=args.dry_run, checkpoint=args.checkpoint,
-                         resume=args.resume, rate=args.rate, page_size=args.page_size,
-                         max_pages=args.max_pages, concurrency=args.concurrency,
-                         progress=bar)
-    finally:
-        if bar is not None:
-            bar.close()
+                                   dry_run=args.dry_run, page_size=args.page_size), args)
+    else:
+        report = _with_progress(args, table, lambda bar: migrate(
+            table, dry_run=args.dry_run, checkpoint=args.checkpoint, resume=args.resume,
+            rate=args.rate, page_size=args.page_size, max_pages=args.max_pages,
+            concurrency=args.concurrency, progress=bar))
     if report.resumed:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
-    verb = "would move" if report.dry_run else "moved"
     print(f"migrate table {table.name!r}: scanned {report.scanned} items", file=out)
-    for name in sorted(report.found):
-        done = report.found[name] if report.dry_run else report.moved.get(name, 0)
-        print(f"  {name}: {report.found[name]} in the previous layout, {verb} {done}",
-              file=out)
-        for old_key, new_key in report.samples.get(name, []):
-            print(f"    {old_key} -> {new_key}", file=out)
-    if not report.found:
-        print("  nothing in a previous layout", file=out)
+    _moves_summary(report, out)
     if report.skipped:
         print(f"  {report.skipped} moved or deleted by live writers first", file=out)
     for line in report.failed:
@@ -368,6 +375,20 @@ def cmd_migrate(args: argparse.Namespace, out: TextIO) -> int:
         for line in report.problems:
             print(f"  {line}", file=out)
     return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _moves_summary(report: MigrationReport, out: TextIO) -> None:
+    """Per entity: how many items ``migrate`` found in a previous layout and moved (or would
+    move), with a few sample keys; or that it found none."""
+    verb = "would move" if report.dry_run else "moved"
+    for name in sorted(report.found):
+        done = report.found[name] if report.dry_run else report.moved.get(name, 0)
+        print(f"  {name}: {report.found[name]} in the previous layout, {verb} {done}",
+              file=out)
+        for old_key, new_key in report.samples.get(name, []):
+            print(f"    {old_key} -> {new_key}", file=out)
+    if not report.found:
+        print("  nothing in a previous layout", file=out)
 
 
 def cmd_backfill(args: argparse.Namespace, out: TextIO) -> int:

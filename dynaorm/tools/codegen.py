@@ -244,6 +244,11 @@ def _meta(w: _Writer, var: str, e: Mapping[str, Any]) -> Iterator[str]:
     if e.get("indexes"):
         yield "        indexes = {" + ", ".join(
             f"{i['name']!r}: ({i['pk']!r}, {i.get('sk')!r})" for i in e["indexes"]) + "}"
+    yield from _meta_rules(w, e)
+
+
+def _meta_rules(w: _Writer, e: Mapping[str, Any]) -> Iterator[str]:
+    """The lines of an entity's ``Meta`` that declare its rules (those past its keys)."""
     if e.get("unique"):
         yield f"        unique = ({''.join(f'{_unique(w, u)}, ' for u in e['unique'])})"
     if e.get("versioned"):

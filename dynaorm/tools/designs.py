@@ -592,20 +592,8 @@ def _read_workbench(t: _At, ours: bool) -> dict[str, Any]:
         types_[a.get("AttributeName", str, "a name").value] = a.get(
             "AttributeType", str, "a type", choices=_WORKBENCH_TYPES).value
     key_types = {a: k for a, k in ((pk, pk_type), (sk, sk_type)) if a and k != "S"}
-    indexes = []
-    for g in t.get("GlobalSecondaryIndexes", list, "a list", default=[]).items():
-        gkeys = g.get("KeyAttributes", dict, "an object")
-        gpk, gpk_type = _key_of(gkeys.get("PartitionKey", dict, "an object"))
-        gsk = _key_of(gkeys.get("SortKey", dict, "an object")) if "SortKey" in gkeys.value \
-            else None
-        projection = g.get("Projection", dict, "an object", default={"ProjectionType": "ALL"})
-        kind = projection.get("ProjectionType", str, "ALL, KEYS_ONLY or INCLUDE",
-                              choices=("ALL", "KEYS_ONLY", "INCLUDE")).value
-        key_types.update({a: k for a, k in ((gpk, gpk_type), gsk or ("", "S")) if k != "S"})
-        indexes.append({"name": g.get("IndexName", str, "an index name").value, "kind": "gsi",
-                        "native": True, "pk": [gpk], "sk": [gsk[0]] if gsk else [],
-                        "projection": projection.get("NonKeyAttributes", list, "names").value
-                        if kind == "INCLUDE" else kind})
+    indexes = [_workbench_index(g, key_types) for g in t.get(
+        "GlobalSecondaryIndexes", list, "a list", default=[]).items()]
     facets = list(t.get("TableFacets", list, "a list of facets", default=[]).items())
     every = [set(_listed(f)) for f in facets]
     own = {a: a if every and all(a in names for names in every) else None
@@ -615,6 +603,23 @@ def _read_workbench(t: _At, ours: bool) -> dict[str, Any]:
         "name": name, "pk": pk, "sk": sk, "key_types": key_types,
         "type_attribute": own["_type"], "revision_attribute": own["_rev"], "ttl": None,
         "stream": None, "indexes": indexes}, "entities": entities}
+
+
+def _workbench_index(g: _At, key_types: dict[str, str]) -> dict[str, Any]:
+    """A global secondary index of a workbench table, as the model states it; the types of
+    its key attributes other than strings go into ``key_types``."""
+    gkeys = g.get("KeyAttributes", dict, "an object")
+    gpk, gpk_type = _key_of(gkeys.get("PartitionKey", dict, "an object"))
+    gsk = _key_of(gkeys.get("SortKey", dict, "an object")) if "SortKey" in gkeys.value \
+        else None
+    projection = g.get("Projection", dict, "an object", default={"ProjectionType": "ALL"})
+    kind = projection.get("ProjectionType", str, "ALL, KEYS_ONLY or INCLUDE",
+                          choices=("ALL", "KEYS_ONLY", "INCLUDE")).value
+    key_types.update({a: k for a, k in ((gpk, gpk_type), gsk or ("", "S")) if k != "S"})
+    return {"name": g.get("IndexName", str, "an index name").value, "kind": "gsi",
+            "native": True, "pk": [gpk], "sk": [gsk[0]] if gsk else [],
+            "projection": projection.get("NonKeyAttributes", list, "names").value
+            if kind == "INCLUDE" else kind}
 
 
 def _facet(f: _At, keys: tuple[str, str | None], key_types: Mapping[str, str],

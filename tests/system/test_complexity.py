@@ -65,3 +65,15 @@ def test_no_function_is_rated_d_or_worse() -> None:
         "rated D or worse (complexity above 20): split them into named helpers, or a "
         "ladder of cases into a table:\n" + "\n".join(f"  {r}" for r in too_complex))
 
+
+
+#: the most functions radon may rate at the top of C, 19 or 20 (issue 58; 0.6: 17)
+MOST_AT_THE_TOP = 6
+
+
+def test_few_functions_are_rated_at_the_top_of_c() -> None:
+    at_the_top = [r for r in RATED if LIMIT - 1 <= r.complexity <= LIMIT]
+    assert len(at_the_top) <= MOST_AT_THE_TOP, (
+        f"{len(at_the_top)} functions rated 19-20, at most {MOST_AT_THE_TOP}: split some "
+        "into named helpers, or a ladder of cases into a table:\n"
+        + "\n".join(f"  {r}" for r in at_the_top))
