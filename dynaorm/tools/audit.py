@@ -520,21 +520,6 @@ class _Auditor:
         return out | stamp_of(self.table, new_revision())
 
     def check_versions(self) -> None:
-        newest, latest = self.version_rows()
-        assert self.table.sk is not None or not latest
-        for key, item, spec, base in latest:
-            found = newest.get((key[0], base))
-            if found is None:
-                self.problems.append(Problem("no-history", key, (
-                    f"{spec.name} latest copy has no version rows; fix by hand")))
-                continue
-            self.check_latest(key, item, spec, base, found)
-
-    def version_rows(self) -> tuple[dict[tuple[str, str], tuple[int, Item]],
-                                    list[tuple[Key, Item, EntitySpec, str]]]:
-        """The items of versioned entities: the newest version row of each (by partition
-        and base sort key: ``(n, row)``), each version row's TTL checked on the way, and
-        the latest copies (``(key, item, spec, base sort key)``)."""
         newest: dict[tuple[str, str], tuple[int, Item]] = {}
         latest: list[tuple[Key, Item, EntitySpec, str]] = []
         for key, item in self.items.items():
@@ -549,12 +534,19 @@ class _Auditor:
             self.check_history_ttl(key, item)
             if n > newest.get((key[0], base), (0, {}))[0]:
                 newest[(key[0], base)] = (n, item)
-        return newest, latest
+        assert self.table.sk is not None or not latest
+        for key, item, spec, base in latest:
+            self.check_latest(key, item, spec, base, newest.get((key[0], base)))
 
     def check_latest(self, key: Key, item: Item, spec: EntitySpec, base: str,
-                     found: tuple[int, Item]) -> None:
-        """A latest copy against its newest version row ``found``: stale when it carries
-        other values than the row does (a repair writes it again from the row)."""
+                     found: tuple[int, Item] | None) -> None:
+        """A latest copy against its newest version row ``found`` (``(n, row)``; ``None``:
+        it has none, to fix by hand): stale when it carries other values than the row
+        does (a repair writes it again from the row)."""
+        if found is None:
+            self.problems.append(Problem("no-history", key, (
+                f"{spec.name} latest copy has no version rows; fix by hand")))
+            return
         n, row = found
         sk = self.table.sk or ""
         if expired(item, self.table.ttl) or expired(row, self.table.ttl):
