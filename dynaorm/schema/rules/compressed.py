@@ -24,9 +24,10 @@ rules run, decoded in the reverse order): compression runs before encryption, so
 decompressed. ``Compressed[Encrypted[str]]`` means the same (the order of the markers in
 an annotation does not reorder the rules: compressing a ciphertext would gain nothing).
 
-A compressed field cannot be in a key template or an index key (refused as the class is
-defined), nor in a condition or a filter, nor take an update's ``add``/``append``/...
-(refused before sending); ``set()`` of it is compressed as a save's value is.
+A compressed field cannot be in a key template or an index key, nor be the table's TTL
+attribute or a versioned entity's ``version`` (refused as the class is defined), nor in
+a condition or a filter, nor take an update's ``add``/``append``/... (refused before
+sending); ``set()`` of it is compressed as a save's value is.
 """
 
 from __future__ import annotations
@@ -167,6 +168,13 @@ class Compression(Rule):
                   if decl.attr(n) in table.key_names(i))}
         if bad := sorted(keys & marked.keys()):
             raise DynaormError(f"{decl.owner}: Compressed {bad} cannot be in a key or index")
+        # a value DynamoDB or a rule compares as stored: the TTL attribute (DynamoDB
+        # expires only a number) and a versioned entity's version (its condition)
+        compared = {n for n in marked if decl.attr(n) == getattr(table, "ttl", None) or (
+            n == "version" and decl.meta.get("versioned"))}
+        if bad := sorted(compared):
+            raise DynaormError(f"{decl.owner}: Compressed {bad} cannot be the TTL attribute "
+                               "or a versioned entity's version (compared as stored)")
         if bad := sorted(n for n in marked if any(isinstance(m, Vector) for m in
                                                   decl.cls.model_fields[n].metadata)):
             raise DynaormError(f"{decl.owner}: Compressed {bad}: a vector field cannot be "
