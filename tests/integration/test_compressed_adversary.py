@@ -265,3 +265,42 @@ def test_compared_attributes_cannot_be_compressed() -> None:
 
             slug: str
             version: Annotated[int, zero] = 0
+
+
+class Hostile(Entity):
+    class Meta:
+        table = red
+        pk = "HOST#{slug}"
+        sk = "HOST"
+
+    slug: str
+    body: Compressed[str] = ""
+    doc: Compressed[dict[str, Any]] = {}
+    n: Compressed[int] = 0
+
+
+HOSTILE = [b'{"Q":"x"}', b'{"S":5}', b'"x"', b'{"M":{"a":{"Z":1}}}', b'{"S":"\xff"}',
+           b'{"N":"abc"}', b'{"N":"NaN"}', b"", b'{"M":{"a":{"B":"!!"}}}',
+           b'{"L":' * 3000 + b"[]" + b"}" * 3000, b'{"S":"a","N":"1"}', b'{"NULL":false}',
+           b'{"SS":[1,2]}', b'{"BS":["%%"]}', b"[1,2]"]
+
+
+@pytest.mark.parametrize("payload", HOSTILE, ids=range(len(HOSTILE)))
+def test_a_binary_value_compressed_wrongly_is_a_dynaorm_error_on_every_read(
+        rb: TestBackend, payload: bytes) -> None:
+    """Another writer's zlib bytes that are no attribute value Compressed wrote (an
+    unknown kind, a value of the wrong type, bad base64, nesting deeper than Python
+    recurses): a :class:`DynaormError` naming the field on get, query and ``values()``,
+    never a ``KeyError`` / ``RecursionError`` nor a value read wrongly (bad base64 was
+    read as ``b""``; ``values()`` gave a number for a text field)."""
+    from tests.support.raw import raw_set
+
+    field = "doc" if payload.startswith((b'{"M"', b'{"L"', b'{"BS"')) else (
+        "n" if b'"N"' in payload else "body")
+    raw_set(red, {"pk": "HOST#h", "sk": "HOST"}, _type="Hostile", slug="h",
+            **{field: zlib.compress(payload)})
+    s = Session(red)
+    for read in (lambda: s.get(Hostile, slug="h"), lambda: s.query(Hostile, slug="h").all(),
+                 lambda: s.query(Hostile, slug="h").values(field)):
+        with pytest.raises(DynaormError, match=rf"Hostile\.{field}|Hostile"):
+            read()

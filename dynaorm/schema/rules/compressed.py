@@ -37,6 +37,7 @@ import json
 import typing
 import zlib
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from dynaorm.errors import DynaormError
@@ -96,13 +97,47 @@ def _dumped(av: Mapping[str, Any]) -> bytes:
                       default=lambda b: base64.b64encode(bytes(b)).decode()).encode()
 
 
+#: the attribute value kinds :func:`_dumped` writes, and the JSON type of each one's value
+_KINDS: dict[str, type] = {"S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
+                           "SS": list, "NS": list, "BS": list, "L": list, "M": dict}
+
+
+def _number(text: Any) -> str:
+    """``text`` if it is a finite number's digits, else :class:`ValueError`."""
+    try:
+        if isinstance(text, str) and Decimal(text).is_finite():
+            return text
+    except ArithmeticError:
+        pass
+    raise ValueError(f"not a number: {text!r}")
+
+
+def _fits(kind: str, value: Any) -> bool:
+    """Whether ``value`` is of the JSON type an attribute value of ``kind`` holds."""
+    return isinstance(value, _KINDS.get(kind, ()))
+
+
 def _loaded(av: Any) -> Any:
-    """The attribute value :func:`_dumped` wrote, its binary values bytes again."""
+    """The attribute value :func:`_dumped` wrote, its binary values bytes again; anything
+    else (a kind or a value no attribute value has: another writer's bytes) is a
+    :class:`ValueError`, never a value read wrongly."""
+    if not isinstance(av, dict) or len(av) != 1:
+        raise ValueError("not an attribute value")
     ((kind, value),) = av.items()
+    if not _fits(kind, value):
+        raise ValueError(f"not an attribute value: {kind!r}")
+    if kind in ("SS", "NS", "BS") and not all(isinstance(v, str) for v in value):
+        raise ValueError(f"not a set of text: {kind!r}")
     if kind == "B":
-        return {"B": base64.b64decode(value)}
+        return {"B": base64.b64decode(value, validate=True)}
     if kind == "BS":
-        return {"BS": [base64.b64decode(v) for v in value]}
+        return {"BS": [base64.b64decode(v, validate=True) for v in value]}
+    if kind == "N":
+        return {"N": _number(value)}
+    if kind == "NS":
+        return {"NS": [_number(v) for v in value]}
+    if kind == "NULL" and value is not True:
+        raise ValueError("NULL is true")
     if kind == "M":
         return {"M": {k: _loaded(v) for k, v in value.items()}}
     if kind == "L":
@@ -209,7 +244,7 @@ class Compression(Rule):
         """The value a stored binary ``av`` of ``attr`` holds compressed."""
         try:
             return _loaded(json.loads(zlib.decompress(bytes(av["B"]))))
-        except (zlib.error, ValueError, TypeError, AttributeError) as exc:
+        except (zlib.error, ValueError, TypeError, RecursionError) as exc:
             raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
                                f"is not a value Compressed wrote ({exc})") from exc
 
