@@ -304,3 +304,22 @@ def test_a_binary_value_compressed_wrongly_is_a_dynaorm_error_on_every_read(
                  lambda: s.query(Hostile, slug="h").values(field)):
         with pytest.raises(DynaormError, match=rf"Hostile\.{field}|Hostile"):
             read()
+
+
+def test_an_update_whose_stored_value_is_over_400_kb_is_refused_before_sending(
+        rb: TestBackend) -> None:
+    """``set()`` of a value whose stored (compressed) form alone is over the limit: the
+    size checked before sending is the stored one, as a save's."""
+    with Session(red) as s:
+        s.save(Big(slug="v", body="kept"))
+    blob = random.Random(8).randbytes(410_000)
+    rec = recording(red)
+    s = Session(red)
+    s.update(Big, slug="v").set(blob=blob)
+    with pytest.raises(ItemTooLargeError):
+        s.commit()
+    assert rec.writes == []
+    assert Session(red).get(Big, slug="v") == Big(slug="v", body="kept")
+    with Session(red) as s:  # (and a compressible one far over the limit is stored)
+        s.update(Big, slug="v").set(body="z" * 700_000)
+    assert Session(red).get(Big, slug="v") == Big(slug="v", body="z" * 700_000)

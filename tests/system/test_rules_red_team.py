@@ -18,6 +18,7 @@ Also: a versioned entity's ``version`` declared ``Encrypted`` (a defect outside
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -228,3 +229,31 @@ def test_an_encrypted_version_is_refused_or_works(local: TestBackend) -> None:
     with Session(club) as s:
         s.save(got)  # raised ConcurrentModificationError: no other writer exists
     assert Session(club).get(SealedCount, sid="a").version == 2  # type: ignore[union-attr]
+
+
+def _pattern(shape: str) -> re.Pattern[str]:
+    """A key shape as a pattern (``{field}``: any text; ``<n>``: a version number)."""
+    parts = re.split(r"(\{[^}]*\}|<n>)", shape)
+    return re.compile("".join(
+        "0*[1-9][0-9]*" if p == "<n>" else ".+" if p.startswith("{") else re.escape(p)
+        for p in parts) + "$")
+
+
+def test_the_models_row_kinds_are_the_keys_dynamodb_local_holds(local: TestBackend) -> None:
+    """Every item a run of saves, handle changes and deletes leaves is of exactly one of
+    the kinds ``table.model()`` lists for the entity, and every kind a save writes is
+    there."""
+    (entity,) = [e for e in club.model()["entities"] if e["name"] == "Member"]
+    kinds = entity["row_kinds"]
+    for mid, handle in (("k1", "ann"), ("k2", "bob"), ("k1", "cat"), ("k3", "dan")):
+        _commit(lambda s, mid=mid, handle=handle: s.save(
+            (_get(mid) or Member(mid=mid, handle=handle)).model_copy(
+                update={"handle": handle, "bio": handle * 100, "secret": handle})))
+    _commit(lambda s: s.delete(_get("k3"), history=True))  # type: ignore[arg-type]
+    keys = [{"pk": i["pk"]["S"], "sk": i["sk"]["S"]} for i in local.scan_raw()
+            if i["pk"]["S"].startswith(("MEM#k", "handle#"))]
+    matched = [[k["role"] for k in kinds if all(
+        _pattern(shape).match(key[attr]) for attr, shape in k["key"].items())] for key in keys]
+    assert all(len(m) == 1 for m in matched), list(zip(keys, matched, strict=True))
+    assert sorted(m[0] for m in matched) == sorted(
+        ["latest copy"] * 2 + ["version row"] * 3 + ["unique guard"] * 2)
