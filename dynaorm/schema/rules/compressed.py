@@ -155,6 +155,33 @@ def _size(av: Mapping[str, Any]) -> tuple[int, bytes]:
     return len(text), text
 
 
+def _keyed(decl: Any, marked: Mapping[str, Any]) -> set[str]:
+    """The marked fields in a key template, a template index's key or a native index's
+    key attribute."""
+    table = decl.table
+    keys = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
+            *(f for index in decl.indexes for f in index.fields),
+            *(n for i in table.indexes if table.native(i) for n in marked
+              if decl.attr(n) in table.key_names(i))}
+    return keys & marked.keys()
+
+
+def _compared(decl: Any, marked: Mapping[str, Any]) -> set[str]:
+    """The marked fields whose stored value DynamoDB or a rule compares as a number: the
+    table's TTL attribute (DynamoDB expires only a number; a compressed one was never
+    expired and read back past its TTL) and a versioned entity's ``version`` (its save's
+    condition: compressed, every save after the first was a false conflict)."""
+    ttl = getattr(decl.table, "ttl", None)
+    return {n for n in marked if decl.attr(n) == ttl or (
+        n == "version" and decl.meta.get("versioned"))}
+
+
+def _vectors(decl: Any, marked: Mapping[str, Any]) -> set[str]:
+    """The marked fields that are a vector index's."""
+    return {n for n in marked if any(isinstance(m, Vector)
+                                     for m in decl.cls.model_fields[n].metadata)}
+
+
 @register_rule
 class Compression(Rule):
     """``Compressed[T]`` fields: compressed on every row written from ``min_size`` bytes
@@ -196,24 +223,12 @@ class Compression(Rule):
                   if (m := _marker(info)) is not None}
         if not marked:
             return None
-        table = decl.table
-        keys = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
-                *(f for index in decl.indexes for f in index.fields),
-                *(n for i in table.indexes if table.native(i) for n in marked
-                  if decl.attr(n) in table.key_names(i))}
-        if bad := sorted(keys & marked.keys()):
-            raise DynaormError(f"{decl.owner}: Compressed {bad} cannot be in a key or index")
-        # a value DynamoDB or a rule compares as stored: the TTL attribute (DynamoDB
-        # expires only a number) and a versioned entity's version (its condition)
-        compared = {n for n in marked if decl.attr(n) == getattr(table, "ttl", None) or (
-            n == "version" and decl.meta.get("versioned"))}
-        if bad := sorted(compared):
-            raise DynaormError(f"{decl.owner}: Compressed {bad} cannot be the TTL attribute "
-                               "or a versioned entity's version (compared as stored)")
-        if bad := sorted(n for n in marked if any(isinstance(m, Vector) for m in
-                                                  decl.cls.model_fields[n].metadata)):
-            raise DynaormError(f"{decl.owner}: Compressed {bad}: a vector field cannot be "
-                               "Compressed")
+        for why, names in ((" cannot be in a key or index", _keyed(decl, marked)),
+                           (" cannot be the TTL attribute or a versioned entity's version "
+                            "(compared as stored)", _compared(decl, marked)),
+                           (": a vector field cannot be Compressed", _vectors(decl, marked))):
+            if names:
+                raise DynaormError(f"{decl.owner}: Compressed {sorted(names)}{why}")
         return cls({decl.attr(n): (n, m._min_size) for n, m in marked.items()}, decl.owner)
 
     def renamed(self, attributes: Mapping[str, str]) -> Compression:
