@@ -1,7 +1,7 @@
 """Red team of rules that own their rows (issue 58), on DynamoDB Local (the reference
 engine: a ``ClientRequestToken`` applied at most once): random sequences of saves, handle
-changes and deletes of a versioned entity with a unique field (guards built by the unique
-rule's ``rows``, version rows by the versioned rule's) and ``Compressed`` /
+changes, updates by key and deletes of a versioned entity with a unique field (guards
+built by the unique rule's ``rows``, version rows by the versioned rule's) and ``Compressed`` /
 ``Encrypted[Compressed]`` fields, each commit drawn a fault (a throttle, a 500, a lost
 answer) and, inside the window of a 500 or a lost answer, a second writer claiming the
 same handle or another. Checked against a model after every step:
@@ -77,7 +77,7 @@ def local(backend: str | None, request: pytest.FixtureRequest) -> Iterator[TestB
 
 _runs = itertools.count()
 SIZES = (0, 255, 256, 3000)
-step = st.tuples(st.sampled_from(["save", "save", "delete"]), st.integers(0, 2),
+step = st.tuples(st.sampled_from(["save", "save", "update", "delete"]), st.integers(0, 2),
                  st.integers(0, 3), st.sampled_from(SIZES), st.sampled_from(KINDS),
                  st.sampled_from(["none", "same", "other"]))
 
@@ -142,6 +142,14 @@ def test_faulted_commits_with_a_second_writer_never_lie_nor_leave_half(
 
             def work(s: Session, mid: str = mid) -> None:
                 s.delete(_get(mid), history=True)  # type: ignore[arg-type]
+        elif op == "update":  # (by key: a versioned entity's is planned as a save)
+            if current is None:
+                continue
+            bio, secret = _text(size, f"u{n}"), _text(SIZES[-1 - SIZES.index(size)], f"t{n}")
+            after = (current[0], bio, secret, current[3] + 1)
+
+            def work(s: Session, mid: str = mid, bio: str = bio, secret: str = secret) -> None:
+                s.update(Member, mid=mid).set(bio=bio, secret=secret)
         else:
             bio, secret = _text(size, f"b{n}"), _text(SIZES[-1 - SIZES.index(size)], f"s{n}")
             after = (handle, bio, secret, (current[3] if current else 0) + 1)
@@ -173,7 +181,7 @@ def test_faulted_commits_with_a_second_writer_never_lie_nor_leave_half(
                 faults.lose_answer("TransactWriteItems", after=act,
                                    how="500" if kind == "lose500" else "timeout")
             error = _commit(work)
-        event(f"{kind}/{window}: {type(error).__name__}, window {'claim' in told}")
+        event(f"{op} {kind}/{window}: {type(error).__name__}, window {'claim' in told}")
         if "claim" in told:  # the window writer's own answer is true
             got = _get(other)
             if told["error"] is None:
