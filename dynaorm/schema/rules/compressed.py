@@ -24,9 +24,10 @@ rules run, decoded in the reverse order): compression runs before encryption, so
 decompressed. ``Compressed[Encrypted[str]]`` means the same (the order of the markers in
 an annotation does not reorder the rules: compressing a ciphertext would gain nothing).
 
-A compressed field cannot be in a key template or an index key (refused as the class is
-defined), nor in a condition or a filter, nor take an update's ``add``/``append``/...
-(refused before sending); ``set()`` of it is compressed as a save's value is.
+A compressed field cannot be in a key template or an index key, nor be the table's TTL
+attribute or a versioned entity's ``version`` (refused as the class is defined), nor in
+a condition or a filter, nor take an update's ``add``/``append``/... (refused before
+sending); ``set()`` of it is compressed as a save's value is.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import json
 import typing
 import zlib
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, TypeVar
 
 from dynaorm.errors import DynaormError
@@ -95,13 +97,47 @@ def _dumped(av: Mapping[str, Any]) -> bytes:
                       default=lambda b: base64.b64encode(bytes(b)).decode()).encode()
 
 
+#: the attribute value kinds :func:`_dumped` writes, and the JSON type of each one's value
+_KINDS: dict[str, type] = {"S": str, "N": str, "B": str, "BOOL": bool, "NULL": bool,
+                           "SS": list, "NS": list, "BS": list, "L": list, "M": dict}
+
+
+def _number(text: Any) -> str:
+    """``text`` if it is a finite number's digits, else :class:`ValueError`."""
+    try:
+        if isinstance(text, str) and Decimal(text).is_finite():
+            return text
+    except ArithmeticError:
+        pass
+    raise ValueError(f"not a number: {text!r}")
+
+
+def _fits(kind: str, value: Any) -> bool:
+    """Whether ``value`` is of the JSON type an attribute value of ``kind`` holds."""
+    return isinstance(value, _KINDS.get(kind, ()))
+
+
 def _loaded(av: Any) -> Any:
-    """The attribute value :func:`_dumped` wrote, its binary values bytes again."""
+    """The attribute value :func:`_dumped` wrote, its binary values bytes again; anything
+    else (a kind or a value no attribute value has: another writer's bytes) is a
+    :class:`ValueError`, never a value read wrongly."""
+    if not isinstance(av, dict) or len(av) != 1:
+        raise ValueError("not an attribute value")
     ((kind, value),) = av.items()
+    if not _fits(kind, value):
+        raise ValueError(f"not an attribute value: {kind!r}")
+    if kind in ("SS", "NS", "BS") and not all(isinstance(v, str) for v in value):
+        raise ValueError(f"not a set of text: {kind!r}")
     if kind == "B":
-        return {"B": base64.b64decode(value)}
+        return {"B": base64.b64decode(value, validate=True)}
     if kind == "BS":
-        return {"BS": [base64.b64decode(v) for v in value]}
+        return {"BS": [base64.b64decode(v, validate=True) for v in value]}
+    if kind == "N":
+        return {"N": _number(value)}
+    if kind == "NS":
+        return {"NS": [_number(v) for v in value]}
+    if kind == "NULL" and value is not True:
+        raise ValueError("NULL is true")
     if kind == "M":
         return {"M": {k: _loaded(v) for k, v in value.items()}}
     if kind == "L":
@@ -117,6 +153,33 @@ def _size(av: Mapping[str, Any]) -> tuple[int, bytes]:
     if "N" in av:
         return len(av["N"]), text
     return len(text), text
+
+
+def _keyed(decl: Any, marked: Mapping[str, Any]) -> set[str]:
+    """The marked fields in a key template, a template index's key or a native index's
+    key attribute."""
+    table = decl.table
+    keys = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
+            *(f for index in decl.indexes for f in index.fields),
+            *(n for i in table.indexes if table.native(i) for n in marked
+              if decl.attr(n) in table.key_names(i))}
+    return keys & marked.keys()
+
+
+def _compared(decl: Any, marked: Mapping[str, Any]) -> set[str]:
+    """The marked fields whose stored value DynamoDB or a rule compares as a number: the
+    table's TTL attribute (DynamoDB expires only a number; a compressed one was never
+    expired and read back past its TTL) and a versioned entity's ``version`` (its save's
+    condition: compressed, every save after the first was a false conflict)."""
+    ttl = getattr(decl.table, "ttl", None)
+    return {n for n in marked if decl.attr(n) == ttl or (
+        n == "version" and decl.meta.get("versioned"))}
+
+
+def _vectors(decl: Any, marked: Mapping[str, Any]) -> set[str]:
+    """The marked fields that are a vector index's."""
+    return {n for n in marked if any(isinstance(m, Vector)
+                                     for m in decl.cls.model_fields[n].metadata)}
 
 
 @register_rule
@@ -160,17 +223,12 @@ class Compression(Rule):
                   if (m := _marker(info)) is not None}
         if not marked:
             return None
-        table = decl.table
-        keys = {*decl.pk.fields, *(decl.sk.fields if decl.sk else ()),
-                *(f for index in decl.indexes for f in index.fields),
-                *(n for i in table.indexes if table.native(i) for n in marked
-                  if decl.attr(n) in table.key_names(i))}
-        if bad := sorted(keys & marked.keys()):
-            raise DynaormError(f"{decl.owner}: Compressed {bad} cannot be in a key or index")
-        if bad := sorted(n for n in marked if any(isinstance(m, Vector) for m in
-                                                  decl.cls.model_fields[n].metadata)):
-            raise DynaormError(f"{decl.owner}: Compressed {bad}: a vector field cannot be "
-                               "Compressed")
+        for why, names in ((" cannot be in a key or index", _keyed(decl, marked)),
+                           (" cannot be the TTL attribute or a versioned entity's version "
+                            "(compared as stored)", _compared(decl, marked)),
+                           (": a vector field cannot be Compressed", _vectors(decl, marked))):
+            if names:
+                raise DynaormError(f"{decl.owner}: Compressed {sorted(names)}{why}")
         return cls({decl.attr(n): (n, m._min_size) for n, m in marked.items()}, decl.owner)
 
     def renamed(self, attributes: Mapping[str, str]) -> Compression:
@@ -201,7 +259,7 @@ class Compression(Rule):
         """The value a stored binary ``av`` of ``attr`` holds compressed."""
         try:
             return _loaded(json.loads(zlib.decompress(bytes(av["B"]))))
-        except (zlib.error, ValueError, TypeError, AttributeError) as exc:
+        except (zlib.error, ValueError, TypeError, RecursionError) as exc:
             raise DynaormError(f"{self.owner}.{self.fields[attr][0]}: the stored binary value "
                                f"is not a value Compressed wrote ({exc})") from exc
 
