@@ -203,6 +203,18 @@ def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[
     return encrypted
 
 
+def _compared(owner: str, table: TableSchema, encrypted: Mapping[str, str],
+              versioned: bool) -> None:
+    """Refuse an ``Encrypted`` field whose stored value DynamoDB or a rule compares as a
+    number: the table's TTL attribute (DynamoDB expires only a number: a sealed one never
+    expired, and reads returned the row past its TTL) and a versioned entity's ``version``
+    (its save's condition: sealed, every save after the first was a false conflict)."""
+    if bad := sorted(n for a, n in encrypted.items()
+                     if a == table.ttl or (versioned and n == "version")):
+        raise DynaormError(f"{owner}: Encrypted {bad} cannot be the TTL attribute or a "
+                           "versioned entity's version (compared as stored)")
+
+
 @register
 @dataclass(frozen=True, slots=True, eq=False)
 class Encryption(Rule):
@@ -250,6 +262,7 @@ class Encryption(Rule):
     def build(cls, decl: Declaration) -> Encryption | None:
         fields = _encrypted(decl.cls, decl.owner, decl.table, decl.renames, decl.pk, decl.sk,
                             decl.indexes)
+        _compared(decl.owner, decl.table, fields, bool(decl.meta.get("versioned")))
         return cls(fields, decl.table, bool(decl.meta.get("versioned")),
                    decl.cls) if fields else None
 
