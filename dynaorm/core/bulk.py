@@ -27,12 +27,12 @@ from dynaorm.errors import (
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.schema.entity import Entity, encode_entity, prepare_rows, spec_of
-from dynaorm.schema.rules.revision import new_revision, stamp_of
 from dynaorm.schema.rules.stamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import all_of
 from dynaorm.values.keys import key_id, wire_key
+from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.state import DELETED, InstanceState
 from dynaorm.write.conditions import as_loaded
 from dynaorm.write.delete import DeleteEntry

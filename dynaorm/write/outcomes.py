@@ -55,11 +55,11 @@ from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import Explained
 from dynaorm.schema.rules.previous import old_values
-from dynaorm.schema.rules.revision import revision_of
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
 from dynaorm.values.expressions import broken_rules, holds
 from dynaorm.values.records import Fail, Op, Role
+from dynaorm.values.revision import revision_of
+from dynaorm.values.ttl import expired
 from dynaorm.write.records import Reading
 from dynaorm.write.render import WritePlan, stamps
 

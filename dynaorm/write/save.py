@@ -26,7 +26,6 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.stamps import stamped, stamps
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.spec import EntitySpec
@@ -41,7 +40,7 @@ from dynaorm.values.expressions import (
     rename_paths,
 )
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.values.state import InstanceState, changed_attributes
+from dynaorm.values.state import InstanceState, MovedState, changed_attributes
 from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,

@@ -4,9 +4,9 @@
   None``) that a class names in ``Meta.timestamps`` without declaring them;
 - :func:`stamps` gives the times a write sets (created once, updated every write), which
   :func:`apply_stamps` puts on the object once the write succeeded;
-- :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds;
-- :func:`expired` (DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported) tells whether a
-  stored item's TTL has passed: every read skips it, whichever entity's row it is.
+- :func:`encode_ttl` (turns a TTL field's value into DynamoDB's epoch seconds) and
+  :func:`expired` (whether a stored item's TTL has passed: every read skips it, whichever
+  entity's row it is) are DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.ttl import expired
+from dynaorm.values.ttl import encode_ttl, expired
 
 __all__ = [
     "Stamping",
@@ -95,21 +95,6 @@ def apply_stamps(obj: Any, pairs: Stamps) -> None:
     """Set written timestamps on ``obj`` (after the write succeeded)."""
     for name, value in pairs:
         object.__setattr__(obj, name, value)  # no validation: the value is known-good
-
-
-def encode_ttl(value: Any, owner: str, field: str) -> int | None:
-    """A TTL field's value as epoch seconds (aware datetime or int; naive is refused)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise InvalidValueError(f"{owner} field {field!r}: the TTL attribute needs an "
-                                    f"aware datetime (or epoch seconds), not naive {value!r}")
-        return int(value.timestamp())
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise InvalidValueError(f"{owner} field {field!r}: a TTL is a datetime or epoch seconds, "
-                            f"not {value!r}")
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
