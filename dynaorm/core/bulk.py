@@ -27,13 +27,13 @@ from dynaorm.errors import (
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.schema.entity import Entity, encode_entity, prepare_rows, spec_of
-from dynaorm.schema.rules.stamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import all_of
 from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.state import DELETED, InstanceState
+from dynaorm.values.times import Stamps, apply_stamps, stamped
 from dynaorm.write.conditions import as_loaded
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.records import Outcome
@@ -135,7 +135,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
             _refuse_twice(ident in rows or ident in loaded, spec.name, at)
             loaded[ident] = single
             continue
-        pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
+        pairs = spec.rules.stamp(obj, True)  # Meta.timestamps (a Put: created unless set)
         written = stamped(obj, pairs)
         key = spec.primary_key(written.__dict__)
         item = encode_entity(written, spec, key=key)  # (the key rendered once)

@@ -32,7 +32,6 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.schema.checks import BOUND_OPS
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import bounds, check_names, field_adapter, path_parts, path_type
-from dynaorm.schema.rules.stamps import encode_ttl, now
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
 from dynaorm.values.codec import SET, Kind, encode_value, kind_of
@@ -49,6 +48,8 @@ from dynaorm.values.expressions import (
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
 from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.times import now
+from dynaorm.values.ttl import encode_ttl
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
 from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite

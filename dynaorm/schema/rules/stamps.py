@@ -2,8 +2,9 @@
 
 - :func:`declare_timestamps` declares ``created``/``updated`` fields (``datetime | None =
   None``) that a class names in ``Meta.timestamps`` without declaring them;
-- :func:`stamps` gives the times a write sets (created once, updated every write), which
-  :func:`apply_stamps` puts on the object once the write succeeded;
+- :func:`stamps` gives the times a write sets (created once, updated every write), the
+  rule's ``stamp`` hook (:func:`apply_stamps`, :mod:`dynaorm.values.times`, puts them on
+  the object once the write succeeded);
 - :func:`encode_ttl` (turns a TTL field's value into DynamoDB's epoch seconds) and
   :func:`expired` (whether a stored item's TTL has passed: every read skips it, whichever
   entity's row it is) are DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported.
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Protocol
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
+from dynaorm.values.times import Stamps, apply_stamps, now, stamped
 from dynaorm.values.ttl import encode_ttl, expired
 
 __all__ = [
@@ -36,11 +38,6 @@ __all__ = [
 ]
 
 
-def now() -> datetime:
-    """The current time, aware, in UTC."""
-    return datetime.now(UTC)
-
-
 def declare_timestamps(cls: type[Any], raw: Any) -> None:
     """Declare the ``Meta.timestamps`` fields the class does not (``datetime | None``)."""
     if not isinstance(raw, tuple | list):
@@ -56,10 +53,6 @@ def declare_timestamps(cls: type[Any], raw: Any) -> None:
             continue
         annotations[name] = datetime | None
         setattr(cls, name, None)
-
-
-#: The timestamps one write sets: ``(field, value)`` pairs.
-Stamps = tuple[tuple[str, datetime], ...]
 
 
 class Timestamped(Protocol):
@@ -84,17 +77,6 @@ def stamps(obj: Any, spec: Timestamped, *, insert: bool,
     if updated is not None:
         out.append((updated, moment))
     return tuple(out)
-
-
-def stamped(obj: Any, pairs: Stamps) -> Any:
-    """``obj`` itself when ``pairs`` is empty, else a copy carrying those timestamps."""
-    return obj.model_copy(update=dict(pairs)) if pairs else obj
-
-
-def apply_stamps(obj: Any, pairs: Stamps) -> None:
-    """Set written timestamps on ``obj`` (after the write succeeded)."""
-    for name, value in pairs:
-        object.__setattr__(obj, name, value)  # no validation: the value is known-good
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
@@ -163,3 +145,9 @@ class Stamping(Rule):
             return None
         return cls(fields, ttl_field)
 
+    @property
+    def timestamps(self) -> tuple[str | None, str | None]:
+        return self.fields
+
+    def stamp(self, obj: Any, insert: bool) -> Stamps:
+        return stamps(obj, self, insert=insert)
