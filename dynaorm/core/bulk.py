@@ -176,20 +176,28 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
     :class:`~dynaorm.BulkWriteError` (``delete_many(Entity, keys)`` reports the keys as
     given)."""
     check_concurrency(concurrency)
-    targets: list[_Target] = []
     loaded: list[Single] = []
     by_key: list[tuple[Any, DeleteEntry]] = []  # (a migration window: both layouts read)
     if isinstance(objs, type):
-        targets, by_key = _deletes_by_key(stage, objs, keys)
+        spec = stage.spec(objs)
+        _refuse_rules(spec, "delete_many", "delete")
+        targets = [(k, objs, stage.key(spec, k)) for k in keys or ()]
+        if spec.previous is not None:
+            by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k in keys or ()]
+            targets = []
+    elif keys is not None:
+        raise DynaormError("delete_many(objs) takes no keys; delete_many(Entity, keys) does")
     else:
-        if keys is not None:
-            raise DynaormError("delete_many(objs) takes no keys; "
-                               "delete_many(Entity, keys) does")
         targets, loaded = yield from _deletes_of_objects(stage, objs)
+    grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
+    for target, cls, k in targets:
+        check_batch_delete(cls, k)  # the gate every write passes
+        table = spec_of(cls).table
+        grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
     result = BulkResult()
     protos = [_batch_write_p(table, [(t, {"DeleteRequest": {"Key": wire_key(k)}})
                                      for t, k in c], result)
-              for table, c in _chunks(_grouped_deletes(targets))]
+              for table, c in _chunks((table, (each, k)) for table, each, k in grouped.values())]
     protos += [_single_p(single, observed, result) for single in loaded]
     protos += [_by_key_p(entry, key, observed, result) for key, entry in by_key]
     yield from gather(protos, concurrency)
@@ -199,27 +207,11 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
     result.raise_if_failed("delete_many")
 
 
-#: a batch delete: what the caller gave (reported on a failure), its class and its key
-_Target = tuple[Any, type[Entity], PlainKey]
-
-
-def _deletes_by_key(stage: Stage, cls: type[Entity], keys: Iterable[Mapping[str, Any]] | None
-                    ) -> tuple[list[_Target], list[tuple[Any, DeleteEntry]]]:
-    """``delete_many(Entity, keys)``: batch deletes, or, in a migration window (both
-    layouts read), one delete by key each."""
-    spec = stage.spec(cls)
-    _refuse_rules(spec, "delete_many", "delete")
-    targets = [(k, cls, stage.key(spec, k)) for k in keys or ()]
-    if spec.previous is not None:
-        return [], [(k, DeleteEntry(cls.model_construct(**k))) for k in keys or ()]
-    return targets, []
-
-
 def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
-                        ) -> Proto[tuple[list[_Target], list[Single]]]:
+                        ) -> Proto[tuple[list[tuple[Any, type[Entity], PlainKey]], list[Single]]]:
     """``delete_many(objs)``: never-loaded objects as batch deletes, loaded ones as one
     delete each, conditioned on the item as loaded (a protocol: key material first)."""
-    targets: list[_Target] = []
+    targets: list[tuple[Any, type[Entity], PlainKey]] = []
     loaded: list[Single] = []
     seen: set[Any] = set()
     for obj in objs:
@@ -240,16 +232,6 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
         _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
                       "delete_many", k)
     return targets, loaded
-
-
-def _grouped_deletes(targets: list[_Target]) -> Iterable[tuple[TableSchema, tuple[Any, PlainKey]]]:
-    """The batch deletes by table, one per key (targets of one key delete it once)."""
-    grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
-    for target, cls, k in targets:
-        check_batch_delete(cls, k)  # the gate every write passes
-        table = spec_of(cls).table
-        grouped.setdefault((table.name, key_id(k)), (table, [], k))[1].append(target)
-    return ((table, (each, k)) for table, each, k in grouped.values())
 
 
 @dataclass

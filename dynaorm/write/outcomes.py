@@ -293,12 +293,8 @@ def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[Dyn
     if _caller_failed(*failed[0]):
         return _caller_error(failed)
     failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
-    error: DynaormError | None = _exists_error(failed)
-    if error is None:
-        error = yield from _unique_error(failed, read)
-    if error is None:
-        error = yield from _gone_or_changed(failed, read)
-    return error
+    error = _exists_error(failed) or (yield from _unique_error(failed, read))
+    return error or (yield from _gone_or_changed(failed, read))
 
 
 def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:

@@ -450,8 +450,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         clauses = self._action_clauses()
         if self.upsert:  # a created item needs its key fields, type and index keys too
             self._add_created_clauses(clauses)
-        if spec.timestamps != (None, None):
-            clauses += self._timestamp_clauses()
+        clauses += self._timestamp_clauses()
         where = None if self._where is None else rename_paths(self._where, spec.renames,
                                                               spec.kinds)
         where = all_of([c for c in (where, *self._result_rules()) if c is not None])

@@ -2,7 +2,9 @@
 the rows it puts or updates, under ``Table(revision_attribute=...)`` (default ``"_rev"``).
 After an answer that may have been lost, one consistent read proves the write applied (the
 row holds this write's revision) or not applied (it still holds the one the object was
-loaded with: revisions never recur). See :mod:`dynaorm.write.outcomes`.
+loaded with: revisions never recur). See :mod:`dynaorm.write.outcomes`. The values are
+the table's (:mod:`dynaorm.values.revision`); the rule keeps them out of fields, version
+rows and exports.
 """
 
 from __future__ import annotations
@@ -11,9 +13,8 @@ from dataclasses import dataclass
 
 from dynaorm._types import Item
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.values.revision import REVISION, new_revision, revision_of, stamp_of
 
-__all__ = ["REVISION", "Revision", "new_revision", "revision_of", "stamp_of"]
+__all__ = ["Revision"]
 
 
 @register

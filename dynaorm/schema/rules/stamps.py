@@ -3,11 +3,11 @@
 - :func:`declare_timestamps` declares ``created``/``updated`` fields (``datetime | None =
   None``) that a class names in ``Meta.timestamps`` without declaring them;
 - :func:`stamps` gives the times a write sets (created once, updated every write), the
-  rule's ``stamp`` hook (:func:`apply_stamps`, :mod:`dynaorm.values.times`, puts them on
-  the object once the write succeeded);
-- :func:`encode_ttl` (turns a TTL field's value into DynamoDB's epoch seconds) and
-  :func:`expired` (whether a stored item's TTL has passed: every read skips it, whichever
-  entity's row it is) are DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported.
+  rule's ``stamp`` hook (:mod:`dynaorm.values.times` puts them on the object once the
+  write succeeded);
+- :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds, and
+  ``expired`` tells a stored item's TTL has passed: DynamoDB's TTL, whichever entity's row
+  it is (:mod:`dynaorm.values.ttl`; ``encode_ttl`` re-exported).
 """
 
 from __future__ import annotations
@@ -20,22 +20,11 @@ from typing import Any, Protocol
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.times import Stamps, apply_stamps, now, stamped
-from dynaorm.values.ttl import encode_ttl, expired
+from dynaorm.values.times import Stamps, now
+from dynaorm.values.ttl import encode_ttl
 
-__all__ = [
-    "Stamping",
-    "Stamps",
-    "Timestamped",
-    "apply_stamps",
-    "declare_timestamps",
-    "encode_ttl",
-    "expired",
-    "now",
-    "stamped",
-    "stamps",
-    "timestamp_fields",
-]
+__all__ = ["Stamping", "Timestamped", "declare_timestamps", "encode_ttl", "stamps",
+           "timestamp_fields"]
 
 
 def declare_timestamps(cls: type[Any], raw: Any) -> None:
