@@ -216,7 +216,7 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     conditioned on no live item under its key (unless an overwrite of an entity without
     rules), and its guards."""
     obj = entry.obj
-    pairs = spec.rules.stamp(obj, True)
+    pairs = spec.rules.stamp(obj, True) if spec.rules.stampers else ()
     written = stamped(obj, pairs) if pairs else obj  # obj changes on success only
     values = written.__dict__
     version = (entry.after_version or 0) + 1 if spec.versioned else None

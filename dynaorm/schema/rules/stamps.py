@@ -2,9 +2,9 @@
 
 - :func:`declare_timestamps` declares ``created``/``updated`` fields (``datetime | None =
   None``) that a class names in ``Meta.timestamps`` without declaring them;
-- :func:`stamps` gives the times a write sets (created once, updated every write), the
-  rule's ``stamp`` hook (:mod:`dynaorm.values.times` puts them on the object once the
-  write succeeded);
+- :meth:`Stamping.stamp` gives the times a write sets (created once, updated every
+  write): the rule's ``stamp`` hook (:mod:`dynaorm.values.times` puts them on the object
+  once the write succeeded);
 - :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds, and
   ``expired`` tells a stored item's TTL has passed: DynamoDB's TTL, whichever entity's row
   it is (:mod:`dynaorm.values.ttl`; ``encode_ttl`` re-exported).
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
@@ -23,8 +23,7 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.times import Stamps, now
 from dynaorm.values.ttl import encode_ttl
 
-__all__ = ["Stamping", "Timestamped", "declare_timestamps", "encode_ttl", "stamps",
-           "timestamp_fields"]
+__all__ = ["Stamping", "declare_timestamps", "encode_ttl", "timestamp_fields"]
 
 
 def declare_timestamps(cls: type[Any], raw: Any) -> None:
@@ -42,30 +41,6 @@ def declare_timestamps(cls: type[Any], raw: Any) -> None:
             continue
         annotations[name] = datetime | None
         setattr(cls, name, None)
-
-
-class Timestamped(Protocol):
-    """What :func:`stamps` reads of an entity's spec: its ``(created, updated)`` fields."""
-
-    @property
-    def timestamps(self) -> tuple[str | None, str | None]: ...
-
-
-def stamps(obj: Any, spec: Timestamped, *, insert: bool,
-           when: datetime | None = None) -> Stamps:
-    """The timestamps a write of ``obj`` sets, as ``(field, value)`` pairs (``insert``:
-    also the created one when it has none yet). Nothing is changed on ``obj``: a commit
-    writes them from a copy and sets them on the object only once it succeeded."""
-    created, updated = spec.timestamps
-    if created is None and updated is None:
-        return ()
-    moment = when or now()
-    out: list[tuple[str, datetime]] = []
-    if created is not None and insert and getattr(obj, created) is None:
-        out.append((created, moment))
-    if updated is not None:
-        out.append((updated, moment))
-    return tuple(out)
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
@@ -134,9 +109,17 @@ class Stamping(Rule):
             return None
         return cls(fields, ttl_field)
 
-    @property
-    def timestamps(self) -> tuple[str | None, str | None]:
-        return self.fields
-
     def stamp(self, obj: Any, insert: bool) -> Stamps:
-        return stamps(obj, self, insert=insert)
+        """The created time (``insert``, when ``obj`` has none yet) and the updated time,
+        one moment; nothing is changed on ``obj``: a commit writes them from a copy and
+        sets them on the object only once it succeeded."""
+        created, updated = self.fields
+        if created is None and updated is None:
+            return ()
+        moment = now()
+        out: list[tuple[str, datetime]] = []
+        if created is not None and insert and getattr(obj, created) is None:
+            out.append((created, moment))
+        if updated is not None:
+            out.append((updated, moment))
+        return tuple(out)
