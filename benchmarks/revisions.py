@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from dynaorm import Entity, Table
-from dynaorm.schema.rules.revision import REVISION
 from dynaorm.values.limits import item_size
+from dynaorm.values.revision import REVISION
 from dynaorm.values.state import InstanceState
 from dynaorm.write.render import compile_commit
 from dynaorm.write.save import SaveEntry

@@ -27,13 +27,13 @@ from dynaorm.errors import (
 from dynaorm.protocol.steps import Proto, gather
 from dynaorm.read.batches import batch_rounds
 from dynaorm.schema.entity import Entity, encode_entity, prepare_rows, spec_of
-from dynaorm.schema.rules.revision import new_revision, stamp_of
-from dynaorm.schema.rules.stamps import Stamps, apply_stamps, stamped, stamps
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.expressions import all_of
 from dynaorm.values.keys import key_id, wire_key
+from dynaorm.values.revision import new_revision, stamp_of
 from dynaorm.values.state import DELETED, InstanceState
+from dynaorm.values.times import Stamps, apply_stamps, stamped
 from dynaorm.write.conditions import as_loaded
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.records import Outcome
@@ -135,7 +135,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
             _refuse_twice(ident in rows or ident in loaded, spec.name, at)
             loaded[ident] = single
             continue
-        pairs = stamps(obj, spec, insert=True)  # Meta.timestamps (a Put: created unless set)
+        pairs = spec.rules.stamp(obj, True)  # Meta.timestamps (a Put: created unless set)
         written = stamped(obj, pairs)
         key = spec.primary_key(written.__dict__)
         item = encode_entity(written, spec, key=key)  # (the key rendered once)
@@ -176,7 +176,6 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
     :class:`~dynaorm.BulkWriteError` (``delete_many(Entity, keys)`` reports the keys as
     given)."""
     check_concurrency(concurrency)
-    targets: list[tuple[Any, type[Entity], PlainKey]] = []
     loaded: list[Single] = []
     by_key: list[tuple[Any, DeleteEntry]] = []  # (a migration window: both layouts read)
     if isinstance(objs, type):
@@ -186,28 +185,10 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
         if spec.previous is not None:
             by_key = [(k, DeleteEntry(objs.model_construct(**k))) for k in keys or ()]
             targets = []
+    elif keys is not None:
+        raise DynaormError("delete_many(objs) takes no keys; delete_many(Entity, keys) does")
     else:
-        if keys is not None:
-            raise DynaormError("delete_many(objs) takes no keys; "
-                               "delete_many(Entity, keys) does")
-        seen: set[Any] = set()
-        for obj in objs:
-            spec = stage.spec(obj)
-            _refuse_rules(spec, "delete_many", "delete")
-            state = obj._dynaorm_state
-            if state is None:
-                targets.append((obj, type(obj), spec.primary_key(obj.__dict__)))
-                continue
-            ident = (spec.table.name, key_id(state.key))
-            _refuse_twice(ident in seen, spec.name, state.key)
-            seen.add(ident)
-            if spec.rules.preparers:  # (key material: the loaded item's)
-                yield from prepare_rows((spec,), (state.item,))
-            entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
-            loaded.append(_single(entry, state))
-        for _, cls, k in targets:
-            _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
-                          "delete_many", k)
+        targets, loaded = yield from _deletes_of_objects(stage, objs)
     grouped: dict[Any, tuple[TableSchema, list[Any], PlainKey]] = {}
     for target, cls, k in targets:
         check_batch_delete(cls, k)  # the gate every write passes
@@ -224,6 +205,33 @@ def delete_many_p(stage: Stage, objs: Iterable[Entity] | type[Entity],
         if isinstance(target, Entity):
             target._dynaorm_state = DELETED  # deleted: saving it again inserts
     result.raise_if_failed("delete_many")
+
+
+def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
+                        ) -> Proto[tuple[list[tuple[Any, type[Entity], PlainKey]], list[Single]]]:
+    """``delete_many(objs)``: never-loaded objects as batch deletes, loaded ones as one
+    delete each, conditioned on the item as loaded (a protocol: key material first)."""
+    targets: list[tuple[Any, type[Entity], PlainKey]] = []
+    loaded: list[Single] = []
+    seen: set[Any] = set()
+    for obj in objs:
+        spec = stage.spec(obj)
+        _refuse_rules(spec, "delete_many", "delete")
+        state = obj._dynaorm_state
+        if state is None:
+            targets.append((obj, type(obj), spec.primary_key(obj.__dict__)))
+            continue
+        ident = (spec.table.name, key_id(state.key))
+        _refuse_twice(ident in seen, spec.name, state.key)
+        seen.add(ident)
+        if spec.rules.preparers:  # (key material: the loaded item's)
+            yield from prepare_rows((spec,), (state.item,))
+        entry = DeleteEntry(obj, condition=all_of(as_loaded(spec, state.item)))
+        loaded.append(_single(entry, state))
+    for _, cls, k in targets:
+        _refuse_twice((spec_of(cls).table.name, key_id(k)) in seen,
+                      "delete_many", k)
+    return targets, loaded
 
 
 @dataclass

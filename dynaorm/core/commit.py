@@ -48,15 +48,14 @@ from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
 from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
 from dynaorm.schema.rules.encrypted import with_macs
-from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.revision import revision_of, stamp_of
-from dynaorm.schema.rules.stamps import apply_stamps
 from dynaorm.schema.rules.versioned import parse_version_sk, version_bounds
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.records import ConditionCheck
-from dynaorm.values.state import DELETED, InstanceState
+from dynaorm.values.revision import revision_of, stamp_of
+from dynaorm.values.state import DELETED, InstanceState, MovedState
+from dynaorm.values.times import apply_stamps
 from dynaorm.write.costs import shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite

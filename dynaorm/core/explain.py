@@ -198,11 +198,9 @@ def _pure(proto: Generator[Any, Any, Any], what: str) -> Any:
                        "commit or read of the entity has fetched it")
 
 
-def _commit(session: Any) -> Explanation:
-    staged = session._stage.coalesced()
-    if not staged:
-        return Explanation("a session with nothing staged", notes=("nothing to send",))
-    reads = _Unread()
+def _prepared(staged: Sequence[Any], reads: _Unread) -> tuple[list[Any], list[str]]:
+    """The staged writes prepared (reading nothing), and a note on each one that a delete
+    by key cannot be without reading its item first."""
     prepared, unplanned = [], []
     for write in staged:
         try:
@@ -212,6 +210,28 @@ def _commit(session: Any) -> Explanation:
                              "the commit fails so; stored, it deletes it and the rows its "
                              "rules keep beside it (unique guards; with history=True its "
                              "version rows): not priced here")
+    return prepared, unplanned
+
+
+def _commit_requests(plan: Any, rows: Sequence[Row]) -> tuple[Request, ...]:
+    """The request ``plan`` sends (one per table it writes to, for their units)."""
+    if plan.single_item:
+        operation, request = plan.single_request(REV)
+    else:
+        operation, request = "TransactWriteItems", plan.transaction_request(_TOKEN, REV)
+    request["ReturnConsumedCapacity"] = "INDEXES"
+    tables = dict.fromkeys(r.table for r in rows) or {"-": None}
+    return tuple(Request(operation, name, None, request if i == 0 else {},
+                         write_units=sum(r.units for r in rows if r.table == name))
+                 for i, name in enumerate(tables))
+
+
+def _commit(session: Any) -> Explanation:
+    staged = session._stage.coalesced()
+    if not staged:
+        return Explanation("a session with nothing staged", notes=("nothing to send",))
+    reads = _Unread()
+    prepared, unplanned = _prepared(staged, reads)
     if not prepared:
         return Explanation(f"a commit of {len(staged)} staged write(s)",
                            reads_first=tuple(reads.noted), notes=tuple(unplanned), exact=False)
@@ -221,15 +241,7 @@ def _commit(session: Any) -> Explanation:
     factor = 1 if single else 2
     rows = [row for at, (op, stamped) in enumerate(zip(plan.ops, plan.stamped, strict=True))
             for row in rows_of(op, stamped, factor, known, at)]
-    if single:
-        operation, request = plan.single_request(REV)
-    else:
-        operation, request = "TransactWriteItems", plan.transaction_request(_TOKEN, REV)
-    request["ReturnConsumedCapacity"] = "INDEXES"
-    tables = dict.fromkeys(r.table for r in rows) or {"-": None}
-    requests = tuple(Request(operation, name, None, request if i == 0 else {},
-                             write_units=sum(r.units for r in rows if r.table == name))
-                     for i, name in enumerate(tables))
+    requests = _commit_requests(plan, rows)
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
              "4 KB of the item it reads"] if not single else []
     notes += unplanned
@@ -268,22 +280,37 @@ def _pages(sizes: Sequence[int], per_page: int | None) -> list[int]:
     return [*pages, total] if count else pages
 
 
+def _read_pages(table: TableSchema, index: str | None, stored: list[Item] | None,
+                per_page: int | None) -> list[int]:
+    """The bytes of each page a read of ``stored`` (``None``: one page of at most 4 KB)
+    reads, from ``index`` (an index holds its projection of each item)."""
+    index_of = table.index(index) if index is not None else None
+    sizes = [item_size(entry(table, index_of, i) or i) if index_of is not None else item_size(i)
+             for i in stored] if stored is not None else [READ_UNIT]
+    return _pages(sizes, per_page)
+
+
+def _fetch(table: TableSchema, index: str | None, stored: list[Item] | None,
+           consistent: bool) -> Request:
+    """The ``BatchGetItem`` that reads each hit of an index holding some attributes only."""
+    fetched = [read_units(item_size(i), consistent) for i in stored or [{}]]
+    return Request("BatchGetItem", table.name, index, {"RequestItems": {
+        table.name: {"Keys": ["<each hit's key>"]}}}, sum(fetched) if stored else 0.5,
+        note="the index holds some attributes only: each hit is read by key, 100 a "
+             "request")
+
+
 def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
     sel = spec._selection()
     table = spec_of(spec._entities[0]).table
     index = spec._plan().index if isinstance(spec, QuerySpec) else spec._index
-    streams = spec._streams()
-    consistent = spec._consistent
     operation = spec._operation
     stored = None if items is None else _stored(items)
-    index_of = table.index(index) if index is not None else None
-    sizes = [item_size(entry(table, index_of, i) or i) if index_of is not None else item_size(i)
-             for i in stored] if stored is not None else [READ_UNIT]
     per_page = spec._page_size or spec._limit
-    pages = _pages(sizes, per_page)
-    units = sum(read_units(p, consistent) for p in pages)
+    pages = _read_pages(table, index, stored, per_page)
+    units = sum(read_units(p, spec._consistent) for p in pages)
     requests = []
-    for i in range(streams):
+    for i in range(spec._streams()):
         request = spec._request(i, sel)
         if per_page:
             request["Limit"] = per_page
@@ -295,11 +322,7 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
         notes.append(f"read units for one {operation.lower()} page of at most 4 KB of items: "
                      "pass items= (the objects it returns) for the units of those")
     if sel.fetch:
-        fetched = [read_units(item_size(i), consistent) for i in stored or [{}]]
-        requests.append(Request("BatchGetItem", table.name, index, {"RequestItems": {
-            table.name: {"Keys": ["<each hit's key>"]}}}, sum(fetched) if stored else 0.5,
-            note="the index holds some attributes only: each hit is read by key, 100 a "
-                 "request"))
+        requests.append(_fetch(table, index, stored, spec._consistent))
     what = f"{spec._describe()}" + (f" on index {index}" if index else "")
     return Explanation(what, tuple(requests), notes=tuple(notes), exact=stored is not None)
 

@@ -52,8 +52,6 @@ from dynaorm.protocol.steps import Emit, Stream, call
 from dynaorm.read.pager import DONE, Pager
 from dynaorm.schema.entity import encode_entity, prepare_rows, preparing, spec_of
 from dynaorm.schema.rules.encrypted import NotPrepared, with_macs
-from dynaorm.schema.rules.revision import new_revision, stamp_of
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.unique import (
     GUARD_TYPE,
     OWNER_PK,
@@ -77,6 +75,8 @@ from dynaorm.values.expressions import (
     raw_eq,
 )
 from dynaorm.values.keys import key_av, key_value
+from dynaorm.values.revision import new_revision, stamp_of
+from dynaorm.values.ttl import expired
 
 __all__ = ["Problem", "Repair", "audit_items", "audit_table", "keyed", "repair",
            "scan_pages"]

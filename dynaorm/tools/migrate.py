@@ -37,7 +37,6 @@ from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import MovedState, load_old
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
 from dynaorm.schema.spec import EntitySpec
@@ -46,6 +45,7 @@ from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.check import check_table
 from dynaorm.tools.checkpoint import CheckpointError, advance, existing, parse
 from dynaorm.values.keys import key_value
+from dynaorm.values.ttl import expired
 from dynaorm.write.moves import (
     history_batches,
     kept_row_move,

@@ -7,10 +7,13 @@ table's TTL attribute expires alike, whichever entity wrote it (the stamps rule,
 from __future__ import annotations
 
 import time
+from datetime import datetime
+from typing import Any
 
 from dynaorm._types import Item
+from dynaorm.errors import InvalidValueError
 
-__all__ = ["expired"]
+__all__ = ["encode_ttl", "expired"]
 
 
 def expired(item: Item, attr: str | None) -> bool:
@@ -24,3 +27,18 @@ def expired(item: Item, attr: str | None) -> bool:
         return float(av["N"]) <= time.time()
     except ValueError:
         return False
+
+
+def encode_ttl(value: Any, owner: str, field: str) -> int | None:
+    """A TTL field's value as epoch seconds (aware datetime or int; naive is refused)."""
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise InvalidValueError(f"{owner} field {field!r}: the TTL attribute needs an "
+                                    f"aware datetime (or epoch seconds), not naive {value!r}")
+        return int(value.timestamp())
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise InvalidValueError(f"{owner} field {field!r}: a TTL is a datetime or epoch seconds, "
+                            f"not {value!r}")

@@ -15,12 +15,12 @@ from typing import Any
 from dynaorm._types import Item
 from dynaorm.caches import cache
 from dynaorm.errors import ConcurrentModificationError
-from dynaorm.schema.rules.stamps import encode_ttl
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
+from dynaorm.values.ttl import encode_ttl
 
 __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
            "expect_stored_version",

@@ -20,12 +20,12 @@ from typing import Any, Final
 from dynaorm._types import Item, PlainKey
 from dynaorm.protocol.capacity import Shares
 from dynaorm.schema.entity import spec_of
-from dynaorm.schema.rules.revision import stamp_of
 from dynaorm.schema.table import GSI, LSI, TableSchema
 from dynaorm.values.expressions import Placeholders
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import item_size, updated_item
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
+from dynaorm.values.revision import stamp_of
 from dynaorm.values.state import InstanceState
 
 __all__ = ["READ_UNIT", "REV", "ROLES", "Row", "entry", "index_entries", "read_units",

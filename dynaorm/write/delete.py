@@ -13,10 +13,9 @@ from typing import Any
 
 from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
-from dynaorm.schema.rules.previous import MovedState
 from dynaorm.values.expressions import Condition, all_of, exists, raw_eq
 from dynaorm.values.records import Delete, Fail, Role
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.write.conditions import (
     expect_loaded_version,
     stored_as,

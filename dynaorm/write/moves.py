@@ -1,7 +1,7 @@
 """Moving an entity from its previous layout (``Meta.previous``) to its current one.
 
 Pure: no I/O. An object read from the old layout carries a
-:class:`~dynaorm.schema.rules.previous.MovedState` (the old row as stored, and a versioned
+:class:`~dynaorm.values.state.MovedState` (the old row as stored, and a versioned
 entity's old version rows). Saving it plans a *move*, in one transaction: the old row is
 deleted on the condition that it is still exactly as read, the current row is put on the
 condition that nothing is there yet, each unique guard is re-pointed at the new key (on
@@ -19,14 +19,14 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.previous import Layout, MovedState, load_old, old_values
-from dynaorm.schema.rules.stamps import stamped, stamps
+from dynaorm.schema.rules.previous import Layout, load_old, old_values
 from dynaorm.schema.rules.versioned import parse_version_sk, version_row, version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.times import stamped
 from dynaorm.write.conditions import stored_as, undeclared
 from dynaorm.write.records import ActionBuilder, Outcome, Planned, Reading, Reads, Written
 
@@ -190,7 +190,7 @@ def plan_move_save(entry: Any, state: MovedState, index: int
     loaded = spec.cls.model_validate(old_values(spec, state.item)).__dict__
     changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
                   if f != "version")
-    pairs = stamps(obj, spec, insert=False) if changed else ()
+    pairs = spec.rules.stamp(obj, False) if changed else ()
     written_obj = stamped(obj, pairs)
     values = written_obj.__dict__
     b = ActionBuilder(spec, old_key, index)

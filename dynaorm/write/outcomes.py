@@ -55,11 +55,11 @@ from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import Explained
 from dynaorm.schema.rules.previous import old_values
-from dynaorm.schema.rules.revision import revision_of
-from dynaorm.schema.rules.stamps import expired
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
 from dynaorm.values.expressions import broken_rules, holds
 from dynaorm.values.records import Fail, Op, Role
+from dynaorm.values.revision import revision_of
+from dynaorm.values.ttl import expired
 from dynaorm.write.records import Reading
 from dynaorm.write.render import WritePlan, stamps
 
@@ -246,38 +246,55 @@ def _explained(op: Op, reason: Reason, stored: Item | None) -> Explained:
     return spec_of(origin.entity).rules.explain(origin, reason.code, stored)
 
 
-def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
-    if _caller_failed(*failed[0]):
-        failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
-                    (op.origin.entity, op.origin.owner_key,
-                     _stored_entity(op.origin.entity, r.item))
-                    for op, r in failed if _caller_failed(op, r)]
-        entity, key, item = failures[0]
-        assert entity is not None
-        more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
-        why = "; ".join(broken_rules(failed[0][0].origin.caller, failed[0][1].item))
-        return ConditionFailedError(
-            f"{entity.__name__} {key}: {why or 'the condition given did not hold'}{more}",
-            entity=entity, key=key, item=item, failures=failures)
-    failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
+def _caller_error(failed: list[tuple[Op, Reason]]) -> ConditionFailedError:
+    """The error of the caller's own conditions that failed (``failed``'s first did)."""
+    failures: list[tuple[type[Any] | None, dict[str, Any] | None, Any]] = [
+                (op.origin.entity, op.origin.owner_key,
+                 _stored_entity(op.origin.entity, r.item))
+                for op, r in failed if _caller_failed(op, r)]
+    entity, key, item = failures[0]
+    assert entity is not None
+    more = f" (and {len(failures) - 1} more)" if len(failures) > 1 else ""
+    why = "; ".join(broken_rules(failed[0][0].origin.caller, failed[0][1].item))
+    return ConditionFailedError(
+        f"{entity.__name__} {key}: {why or 'the condition given did not hold'}{more}",
+        entity=entity, key=key, item=item, failures=failures)
+
+
+def _exists_error(failed: list[tuple[Op, Reason]]) -> ItemExistsError | None:
+    """The error of an insert that found an item at its key (``None``: none did)."""
     for op, r in failed:
         o = op.origin
         if o.fail is Fail.EXISTS:
             return ItemExistsError(
                 f"{o.entity.__name__} {op.key} already exists ({_exists_hint(o.entity, r.item)})",
                 entity=o.entity, key=op.key, item=_stored_entity(o.entity, r.item))
+    return None
+
+
+def _unique_error(failed: list[tuple[Op, Reason]], read: Read
+                  ) -> Reading[UniqueConstraintError | None]:
+    """The error of unique claims refused as taken (``None``: none was)."""
     # (a value refused because the guard names this very owner: another writer gave the
     # owner that value since it was loaded, a change of the row, not a taken value: the
     # rule whose row it is tells)
     uniques = [op.origin for op, r in failed if op.origin.fail is Fail.UNIQUE
                and _explained(op, r, r.item).fail is Fail.UNIQUE]
-    if uniques:
-        stale = yield from held_by_expired(failed, read)
-        return UniqueConstraintError(uniques[0].entity,  # (values as a message shows them)
-                                     [(o.field or "?", spec_of(o.entity).rules.redact(
-                                         o.field or "?", o.value)) for o in uniques],
-                                     key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
-    return (yield from _gone_or_changed(failed, read))
+    if not uniques:
+        return None
+    stale = yield from held_by_expired(failed, read)
+    return UniqueConstraintError(uniques[0].entity,  # (values as a message shows them)
+                                 [(o.field or "?", spec_of(o.entity).rules.redact(
+                                     o.field or "?", o.value)) for o in uniques],
+                                 key=uniques[0].owner_key, hint=STALE_GUARD if stale else "")
+
+
+def _condition_error(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:
+    if _caller_failed(*failed[0]):
+        return _caller_error(failed)
+    failed = [(op, r) for op, r in failed if not _caller_failed(op, r)]
+    error = _exists_error(failed) or (yield from _unique_error(failed, read))
+    return error or (yield from _gone_or_changed(failed, read))
 
 
 def _gone_or_changed(failed: list[tuple[Op, Reason]], read: Read) -> Reading[DynaormError]:

@@ -35,9 +35,9 @@ from dynaorm.values.records import Fail, Op, Origin, Role
 from dynaorm.values.state import InstanceState
 
 if TYPE_CHECKING:
-    from dynaorm.schema.rules.previous import MovedState
     from dynaorm.schema.spec import EntitySpec
     from dynaorm.schema.table import TableSchema
+    from dynaorm.values.state import MovedState
 
 __all__ = ["ActionBuilder", "ObjectWrite", "Outcome", "Planned", "Prepared", "Reading", "Reads",
            "StagedWrite", "Written", "stored_values"]

@@ -17,7 +17,6 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, TransactionTooLargeError, UniqueConstraintError
 from dynaorm.schema.entity import spec_of
-from dynaorm.schema.rules.revision import stamp_of
 from dynaorm.values.expressions import Placeholders, condition_values
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import (
@@ -40,6 +39,7 @@ from dynaorm.values.records import (
     Role,
     Update,
 )
+from dynaorm.values.revision import stamp_of
 from dynaorm.write.records import Outcome, Prepared
 
 __all__ = ["MAX_ACTIONS", "MAX_REQUEST_BYTES", "WritePlan", "check_batch_delete",

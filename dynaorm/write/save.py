@@ -26,8 +26,6 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.stamps import stamped, stamps
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import (
@@ -41,7 +39,8 @@ from dynaorm.values.expressions import (
     rename_paths,
 )
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
-from dynaorm.values.state import InstanceState, changed_attributes
+from dynaorm.values.state import InstanceState, MovedState, changed_attributes
+from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,
@@ -194,7 +193,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     item = _with(encode_entity(obj, spec, key=key), extra)
     writes = spec.timestamps != (None, None) and (key != old_key or any(changed_attributes(
         old_item, item)))
-    pairs = stamps(obj, spec, insert=False) if writes else ()  # the updated time moves
+    pairs = spec.rules.stamp(obj, False) if writes else ()  # the updated time moves
     if pairs:
         written = stamped(obj, pairs)
         values = written.__dict__
@@ -217,7 +216,7 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     conditioned on no live item under its key (unless an overwrite of an entity without
     rules), and its guards."""
     obj = entry.obj
-    pairs = stamps(obj, spec, insert=True) if spec.timestamps != (None, None) else ()
+    pairs = spec.rules.stamp(obj, True) if spec.rules.stampers else ()
     written = stamped(obj, pairs) if pairs else obj  # obj changes on success only
     values = written.__dict__
     version = (entry.after_version or 0) + 1 if spec.versioned else None
@@ -326,7 +325,7 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
                            f"({state.key} -> {key}); delete it and save a new one")
     if _with(encode_entity(obj, spec, n), extra) == _with(old_item, extra):
         return [], Outcome(obj, state, version=n)
-    pairs = stamps(obj, spec, insert=False)
+    pairs = spec.rules.stamp(obj, False)
     written = stamped(obj, pairs)
     values = written.__dict__
     item = _with(encode_entity(written, spec, n + 1), extra)

@@ -32,8 +32,6 @@ from dynaorm.errors import DynaormError, InvalidValueError, ItemNotFoundError
 from dynaorm.schema.checks import BOUND_OPS
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.paths import bounds, check_names, field_adapter, path_parts, path_type
-from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.stamps import encode_ttl, now
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import SHARD_FIELD
 from dynaorm.values.codec import SET, Kind, encode_value, kind_of
@@ -49,7 +47,9 @@ from dynaorm.values.expressions import (
 )
 from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
-from dynaorm.values.state import InstanceState
+from dynaorm.values.state import InstanceState, MovedState
+from dynaorm.values.times import now
+from dynaorm.values.ttl import encode_ttl
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
 from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
@@ -450,8 +450,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         clauses = self._action_clauses()
         if self.upsert:  # a created item needs its key fields, type and index keys too
             self._add_created_clauses(clauses)
-        if spec.timestamps != (None, None):
-            clauses += self._timestamp_clauses()
+        clauses += self._timestamp_clauses()
         where = None if self._where is None else rename_paths(self._where, spec.renames,
                                                               spec.kinds)
         where = all_of([c for c in (where, *self._result_rules()) if c is not None])

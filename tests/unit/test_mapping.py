@@ -12,10 +12,10 @@ from pydantic import BaseModel, Field
 
 from dynaorm import F, InvalidValueError, KeyTemplateError
 from dynaorm.schema.checks import literal_outranks, stored_names
-from dynaorm.schema.rules.stamps import encode_ttl, expired
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.expressions import Placeholders, rename_paths
 from dynaorm.values.keys import BinaryKey, NumberKey, key_av, key_order, key_value
+from dynaorm.values.ttl import encode_ttl, expired
 
 
 def test_a_one_field_template_may_hold_hash() -> None:

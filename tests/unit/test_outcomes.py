@@ -9,8 +9,8 @@ from typing import Any
 
 from dynaorm import OutcomeUnknownError, RequestError
 from dynaorm.protocol.events import Reason
-from dynaorm.schema.rules.revision import revision_of
 from dynaorm.values.records import Delete, Fail, Origin, Put, Role
+from dynaorm.values.revision import revision_of
 from dynaorm.write.outcomes import APPLIED, resolve, unapplied_by
 from dynaorm.write.render import WritePlan
 from tests.support.models import Note, app

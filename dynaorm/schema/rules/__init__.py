@@ -24,6 +24,9 @@ hook                    what the rule does there
 ``refuse``              a use of a field it cannot allow (a condition, an update action,
                         a projection): raises
 ``redact``              a field value about to go into a message, a log record or a span
+``stamp``               the field values a write of an object sets on it (the times
+                        ``Meta.timestamps`` declares): the write encodes a copy carrying
+                        them and puts them on the object once it succeeded
 ``prepare``             what it needs before rows are decoded, or before the entity's
                         rows are encoded (key material), as protocol steps, so that each
                         is a request of the client: every read runs it on the rows it
@@ -78,7 +81,7 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
 HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "prepare", "rows", "explain", "export")
+                "stamp", "prepare", "rows", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 
@@ -266,6 +269,12 @@ class Rule:
         """``value`` of field ``name`` as a message, log record or span may show it."""
         return value
 
+    def stamp(self, obj: Any, insert: bool) -> tuple[tuple[str, Any], ...]:
+        """The ``(field, value)`` pairs a write of ``obj`` sets on it (``insert``: the
+        write inserts it), as :mod:`dynaorm.values.times` moves them: nothing is changed
+        on ``obj`` here."""
+        return ()
+
     def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
         """What this rule needs before the stored rows ``items`` are decoded (any rows a
         read returned or a write is planned on: skip what is not the entity's), and, with
@@ -305,7 +314,7 @@ class Rules:
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
                  "explainers", "exporters", "keepers", "own", "preparers", "rebinders",
-                 "redactors", "refusers", "transforms")
+                 "redactors", "refusers", "stampers", "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -319,6 +328,7 @@ class Rules:
         self.keepers = self._hooked("keeps")
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
+        self.stampers = self._hooked("stamp")
         self.preparers = self._hooked("prepare")
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
@@ -369,6 +379,10 @@ class Rules:
         for redact in self.redactors:
             value = redact(name, value)
         return value
+
+    def stamp(self, obj: Any, insert: bool) -> tuple[tuple[str, Any], ...]:
+        """Every rule's :meth:`Rule.stamp` of ``obj``, in order."""
+        return tuple(pair for stamp in self.stampers for pair in stamp(obj, insert))
 
     def prepare(self, items: tuple[Item, ...] = (), writing: bool = False
                 ) -> Generator[Any, Any, None]:

@@ -2,26 +2,19 @@
 the rows it puts or updates, under ``Table(revision_attribute=...)`` (default ``"_rev"``).
 After an answer that may have been lost, one consistent read proves the write applied (the
 row holds this write's revision) or not applied (it still holds the one the object was
-loaded with: revisions never recur). See :mod:`dynaorm.write.outcomes`.
+loaded with: revisions never recur). See :mod:`dynaorm.write.outcomes`. The values are
+the table's (:mod:`dynaorm.values.revision`); the rule keeps them out of fields, version
+rows and exports.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
-from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.schema.rules import Declaration, Rule, register
 
-__all__ = ["REVISION", "Revision", "new_revision", "revision_of", "stamp_of"]
-
-#: the default revision attribute (``Table(revision_attribute=...)``): the revision every
-#: dynaorm write stamps on an entity's row (a fresh random value per
-#: request): after an answer that may have been lost, a consistent read proves the write
-#: applied (the row holds this write's revision) or not applied (it still holds the one
-#: the object was loaded with: revisions never recur). See write/outcomes.py.
-REVISION = "_rev"
+__all__ = ["Revision"]
 
 
 @register
@@ -66,22 +59,3 @@ class Revision(Rule):
 
     def export(self, item: Item) -> Item | None:
         return {k: v for k, v in item.items() if k != self.attribute}
-
-
-def new_revision() -> str:
-    """A fresh revision: 16 random hex digits (never recurs)."""
-    return os.urandom(8).hex()
-
-
-def revision_of(table: Any, item: Item | None) -> str | None:
-    """The revision ``item``, a stored row of ``table``, holds (``None``: no item, none
-    stamped, or a table that keeps none)."""
-    attribute = table.revision_attribute
-    av = None if item is None or attribute is None else item.get(attribute)
-    return None if av is None else av.get("S")
-
-
-def stamp_of(table: Any, rev: str | None) -> Item:
-    """The attribute a write to ``table`` stamps with revision ``rev`` (empty: none)."""
-    attribute = table.revision_attribute
-    return {} if attribute is None or rev is None else {attribute: {"S": rev}}

@@ -2,43 +2,28 @@
 
 - :func:`declare_timestamps` declares ``created``/``updated`` fields (``datetime | None =
   None``) that a class names in ``Meta.timestamps`` without declaring them;
-- :func:`stamps` gives the times a write sets (created once, updated every write), which
-  :func:`apply_stamps` puts on the object once the write succeeded;
-- :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds;
-- :func:`expired` (DynamoDB's TTL, :mod:`dynaorm.values.ttl`, re-exported) tells whether a
-  stored item's TTL has passed: every read skips it, whichever entity's row it is.
+- :meth:`Stamping.stamp` gives the times a write sets (created once, updated every
+  write): the rule's ``stamp`` hook (:mod:`dynaorm.values.times` puts them on the object
+  once the write succeeded);
+- :func:`encode_ttl` turns a TTL field's value into DynamoDB's epoch seconds, and
+  ``expired`` tells a stored item's TTL has passed: DynamoDB's TTL, whichever entity's row
+  it is (:mod:`dynaorm.values.ttl`; ``encode_ttl`` re-exported).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Protocol
+from datetime import datetime
+from typing import Any
 
-from dynaorm.errors import DynaormError, InvalidValueError
+from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Declaration, Rule, register
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.ttl import expired
+from dynaorm.values.times import Stamps, now
+from dynaorm.values.ttl import encode_ttl
 
-__all__ = [
-    "Stamping",
-    "Stamps",
-    "Timestamped",
-    "apply_stamps",
-    "declare_timestamps",
-    "encode_ttl",
-    "expired",
-    "now",
-    "stamped",
-    "stamps",
-    "timestamp_fields",
-]
-
-
-def now() -> datetime:
-    """The current time, aware, in UTC."""
-    return datetime.now(UTC)
+__all__ = ["Stamping", "declare_timestamps", "encode_ttl", "timestamp_fields"]
 
 
 def declare_timestamps(cls: type[Any], raw: Any) -> None:
@@ -56,60 +41,6 @@ def declare_timestamps(cls: type[Any], raw: Any) -> None:
             continue
         annotations[name] = datetime | None
         setattr(cls, name, None)
-
-
-#: The timestamps one write sets: ``(field, value)`` pairs.
-Stamps = tuple[tuple[str, datetime], ...]
-
-
-class Timestamped(Protocol):
-    """What :func:`stamps` reads of an entity's spec: its ``(created, updated)`` fields."""
-
-    @property
-    def timestamps(self) -> tuple[str | None, str | None]: ...
-
-
-def stamps(obj: Any, spec: Timestamped, *, insert: bool,
-           when: datetime | None = None) -> Stamps:
-    """The timestamps a write of ``obj`` sets, as ``(field, value)`` pairs (``insert``:
-    also the created one when it has none yet). Nothing is changed on ``obj``: a commit
-    writes them from a copy and sets them on the object only once it succeeded."""
-    created, updated = spec.timestamps
-    if created is None and updated is None:
-        return ()
-    moment = when or now()
-    out: list[tuple[str, datetime]] = []
-    if created is not None and insert and getattr(obj, created) is None:
-        out.append((created, moment))
-    if updated is not None:
-        out.append((updated, moment))
-    return tuple(out)
-
-
-def stamped(obj: Any, pairs: Stamps) -> Any:
-    """``obj`` itself when ``pairs`` is empty, else a copy carrying those timestamps."""
-    return obj.model_copy(update=dict(pairs)) if pairs else obj
-
-
-def apply_stamps(obj: Any, pairs: Stamps) -> None:
-    """Set written timestamps on ``obj`` (after the write succeeded)."""
-    for name, value in pairs:
-        object.__setattr__(obj, name, value)  # no validation: the value is known-good
-
-
-def encode_ttl(value: Any, owner: str, field: str) -> int | None:
-    """A TTL field's value as epoch seconds (aware datetime or int; naive is refused)."""
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        if value.tzinfo is None or value.utcoffset() is None:
-            raise InvalidValueError(f"{owner} field {field!r}: the TTL attribute needs an "
-                                    f"aware datetime (or epoch seconds), not naive {value!r}")
-        return int(value.timestamp())
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise InvalidValueError(f"{owner} field {field!r}: a TTL is a datetime or epoch seconds, "
-                            f"not {value!r}")
 
 
 def timestamp_fields(owner: str, raw: Any, field_names: frozenset[str]
@@ -178,3 +109,17 @@ class Stamping(Rule):
             return None
         return cls(fields, ttl_field)
 
+    def stamp(self, obj: Any, insert: bool) -> Stamps:
+        """The created time (``insert``, when ``obj`` has none yet) and the updated time,
+        one moment; nothing is changed on ``obj``: a commit writes them from a copy and
+        sets them on the object only once it succeeded."""
+        created, updated = self.fields
+        if created is None and updated is None:
+            return ()
+        moment = now()
+        out: list[tuple[str, datetime]] = []
+        if created is not None and insert and getattr(obj, created) is None:
+            out.append((created, moment))
+        if updated is not None:
+            out.append((updated, moment))
+        return tuple(out)

@@ -20,11 +20,11 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.schema.rules import Change, Declaration, Explained, Rows, Rule, Shape, register
 from dynaorm.schema.rules.encrypted import bound_keyring, check_macs, unique_mac, with_macs
-from dynaorm.schema.rules.stamps import encode_ttl
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate, field_template, render_value
 from dynaorm.values.expressions import Condition, all_of, free, not_exists, raw_eq
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
+from dynaorm.values.ttl import encode_ttl
 
 __all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
            "Unique", "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key",
