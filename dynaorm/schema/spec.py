@@ -27,7 +27,7 @@ from dynaorm.schema.checks import (
     stored_names,
     unstored_fields,
 )
-from dynaorm.schema.rules import NO_RULES, Declaration, Rules, build_rules
+from dynaorm.schema.rules import NO_RULES, RULES, Declaration, Rules, build_rules
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import IndexKeys, Membership, declared_index
 from dynaorm.schema.rules.revision import Revision
@@ -314,9 +314,9 @@ class EntitySpec:
 
     @functools.cached_property
     def has_rules(self) -> bool:
-        """Whether the entity has unique attributes or is versioned (writes then read
-        or guard more than the row)."""
-        return bool(self.uniques) or self.versioned
+        """Whether the entity's rules add rows to its writes (unique guards, version rows,
+        a registered rule's rows): its writes then read or guard more than the row."""
+        return bool(self.rules.adders)
 
     @functools.cached_property
     def unique_fields(self) -> frozenset[str]:
@@ -376,6 +376,12 @@ class EntitySpec:
 
 
 # -- building a spec from Meta -------------------------------------------------------------
+def _rule_options() -> tuple[str, ...]:
+    """The ``Meta`` options the registered rules read besides dynaorm's own
+    (:attr:`Rule.options`: a registered rule's option is known)."""
+    return tuple(o for kind in RULES.values() for o in kind.options)
+
+
 def collect_meta(cls: type[Any]) -> dict[str, Any]:
     """Meta options, each from the nearest class in the MRO whose Meta sets it."""
     options: dict[str, Any] = {}
@@ -386,9 +392,10 @@ def collect_meta(cls: type[Any]) -> dict[str, Any]:
         for name, value in vars(meta).items():
             if name.startswith("_"):
                 continue
-            if name not in META_OPTIONS:
+            if name not in META_OPTIONS and name not in _rule_options():
+                known = (*META_OPTIONS, *_rule_options())
                 raise DynaormError(f"{cls.__name__}.Meta: unknown option {name!r} "
-                                   f"(known: {', '.join(META_OPTIONS)})")
+                                   f"(known: {', '.join(known)})")
             options.setdefault(name, value)
     if getattr(cls, "__dynaorm_versioned__", False):  # a subclass of dynaorm.Versioned
         options.setdefault("versioned", True)

@@ -301,19 +301,16 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _needs_read(self) -> bool:
         """Whether rules make this update read the item first and plan it as a save."""
         spec = self._spec
-        if spec.versioned or _model_rules(self.entity):
-            return True
+        touched = frozenset(map(_head, self._actions))
+        if spec.rules.reads(touched) or _model_rules(self.entity):
+            return True  # (the rows a rule adds follow the stored values)
         if any(m not in ("set", "set_default", "remove") and (
                 _has_validator(self.entity, _head(n)) or (m in ("add", "discard") and {
                     "min_length", "max_length"} & set(bounds(self.entity, n))))
                for n, (m, _) in self._actions.items()):
             return True  # a field validator (or a set's size) judges the combined value
-        if not spec.unique_fields and not spec.indexes:
-            return False  # no rule any update could touch
-        touched = set(map(_head, self._actions))
-        # (the guards carry the owner's TTL: they follow it)
-        if touched & spec.unique_fields or (spec.uniques and spec.ttl_field in touched):
-            return True
+        if not spec.indexes:
+            return False  # no index key any update could touch
         known = set(spec.lookup_fields) | touched
         for idx in spec.indexes:
             fields = set(idx.fields) - {SHARD_FIELD}

@@ -108,10 +108,6 @@ def test_the_model_lists_the_audit_row_kind(audited: type[Any]) -> None:
         entity["row_kinds"])
 
 
-@pytest.mark.xfail(strict=True, reason="a rule's rows are not asked by an update by key "
-                   "(s.update(...).set()) nor by a delete of an object not loaded: one "
-                   "UpdateItem / DeleteItem, no audit row, while the model counts 2 rows "
-                   "for each ('rows': {'update': {'row': 2}, 'delete': {'row': 2}})")
 def test_updates_and_deletes_by_key_get_the_audit_row(db: TestBackend,
                                                       audited: type[Any]) -> None:
     entity = next(e for e in app.model()["entities"] if e["name"] == "RedAuditedNote")
@@ -154,9 +150,6 @@ def test_a_new_objects_save_refused_by_the_callers_condition_is_not_said_to_exis
     assert isinstance(caught.value, ConditionFailedError)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/guide/rules.md's hook table lists cost(role), "
-                   "which Rule no longer has, and leaves out rows(change) and explain(...): "
-                   "a user cannot learn from the guide how a rule adds rows")
 def test_the_guide_documents_the_hooks_rule_has() -> None:
     guide = (Path(__file__).parents[2] / "docs" / "guide" / "rules.md").read_text()
     table = re.findall(r"^\| `(\w+)\(", guide, flags=re.M)

@@ -146,6 +146,13 @@ def check_key_rotation(run: Run) -> None:
     assert "found by ssn: c0" in run.out and "history: ['flu', 'cold']" in run.out
 
 
+def check_audit_rule(run: Run) -> None:
+    assert "read back: 12 | orders in a scan: 1" in run.out  # (audit rows are not orders)
+    assert ("audit rows: ['delete#ORDER#000003', 'insert#ORDER#000001', "
+            "'update#ORDER#000002']") in run.out  # (the update by key has one too)
+    assert "row kinds: ['item', 'row']" in run.out and "a save writes: {'row': 2}" in run.out
+
+
 def check_cents_rule(run: Run) -> None:
     assert "stored price: {'N': '1234'}" in run.out and "read back: Decimal('12.34')" in run.out
     assert "values(): [{'price': Decimal('12.34')}]" in run.out
@@ -558,5 +565,6 @@ CHECKS = {
     "vector_search": check_vector_search,
     "encrypted_fields": check_encrypted_fields,
     "key_rotation": check_key_rotation,
+    "audit_rule": check_audit_rule,
     "cents_rule": check_cents_rule,
 }

@@ -81,7 +81,7 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
 HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "stamp", "prepare", "rows", "explain", "export")
+                "stamp", "prepare", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 
@@ -228,6 +228,9 @@ class Rule:
     compression, most rules a user writes): a read then never validates the entity's rows
     straight from their wire form, and a loaded object's snapshot keeps what was stored
     (``False``: its decode only puts back attributes a row keeps aside)."""
+    options: ClassVar[tuple[str, ...]] = ()
+    """The ``Meta`` options the rule reads besides dynaorm's own (``("audited",)``): an
+    entity class may set them once the rule is registered."""
     own: ClassVar[Role | None] = None
     """The role of the entity's own row where the rule applies (``None``: it says nothing;
     a versioned entity's own row is its latest copy)."""
@@ -294,6 +297,13 @@ class Rule:
         run on a described write (its values :class:`Shape` s)."""
         return NO_ROWS
 
+    def reads(self, touched: frozenset[str]) -> bool:
+        """Whether an update by key changing the fields ``touched`` is planned on the
+        stored row, read first (as a save), for the rows this rule adds to it. Asked only
+        of a rule that adds rows (overrides :meth:`rows`): by default always, since its
+        rows may follow any stored value."""
+        return True
+
     def explain(self, origin: Origin, reason: str, stored: Item | None) -> Explained | None:
         """What the failed condition (cancellation reason code ``reason``) of the row
         with ``origin`` means, ``stored``: the row as the failure returned it (``None``:
@@ -313,8 +323,8 @@ class Rules:
     (:attr:`Rule.transforms`)."""
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
-                 "explainers", "exporters", "keepers", "own", "preparers", "rebinders",
-                 "redactors", "refusers", "stampers", "transforms")
+                 "explainers", "exporters", "keepers", "own", "preparers", "readers",
+                 "rebinders", "redactors", "refusers", "stampers", "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -333,6 +343,8 @@ class Rules:
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
         self.adders = self._hooked("rows")
+        #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
+        self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)
         self.explainers = self._hooked("explain")
         self.exporters = self._hooked("export")
 
@@ -400,6 +412,11 @@ class Rules:
             before += rows.before
             after += rows.after
         return Rows(tuple(before), tuple(after))
+
+    def reads(self, touched: frozenset[str]) -> bool:
+        """Whether an update by key changing ``touched`` is read first for the rows a rule
+        adds (:meth:`Rule.reads` of every rule that adds rows)."""
+        return any(reads(touched) for reads in self.readers)
 
     def explain(self, origin: Origin, reason: str, stored: Item | None) -> Explained:
         """What a failed condition on a row with ``origin`` means: the first rule's that

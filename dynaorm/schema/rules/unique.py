@@ -235,6 +235,11 @@ class Uniqueness(Rule):
                    decl.owner, decl.type_name, getattr(decl.built.get("stamps"), "ttl_field",
                                                        None))
 
+    def reads(self, touched: frozenset[str]) -> bool:
+        """An update is read first when it changes a field a guard key is built from, or
+        the TTL field (the guards carry their owner's TTL: they follow it)."""
+        return bool(touched & self.fields) or self.ttl_field in touched
+
     def rows(self, change: Change) -> Rows:
         """The guard writes that follow ``change``, from its old values owned at its old
         key to its new ones at its new key: each guard claimed, re-pointed (a moved or
