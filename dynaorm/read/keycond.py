@@ -16,7 +16,6 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, version_bounds
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
@@ -221,7 +220,7 @@ def _history_plan(spec: EntitySpec, index: str | None, sk: KeyTemplate,
     history = spec.history_index if index is None else None  # (only this entity's rows)
     index, attr = history or (index, base.sk_attr)
     return KeyPlan(index, base.pk_attr, attr, base.pk_values, "BETWEEN",
-                   version_bounds(full, history is not None), history_base=full)
+                   spec.rules.sort_keys.bounds(full, history is not None), history_base=full)
 
 
 @dataclass(frozen=True)
@@ -336,7 +335,7 @@ def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     sk_fields = _leading_fields(spec, sk, fields, keywords)
     if history:
         return _history_plan(spec, index, sk, fields, base)
-    query = _SortQuery(spec, sk, fields, sk_fields, LATEST_PREFIX if latest else "", base)
+    query = _SortQuery(spec, sk, fields, sk_fields, spec.rules.sort_keys.latest * latest, base)
     if cond is None:
         whole = set(sk.fields) - {SHARD_FIELD} <= sk_fields.keys()
         # the keywords name the whole sort key: one item, exactly

@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.versioned import parse_keys, parse_version_sk, version_sk
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
 from dynaorm.values.expressions import Condition, rename_paths
 from dynaorm.values.keys import key_value
 from dynaorm.values.state import MovedState
@@ -130,7 +130,7 @@ class Layout:
         """The field values the old key templates hold in ``item``'s table key (``None``:
         the key does not fit the old layout)."""
         return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t])
+            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t], LATEST_PREFIX)
 
     def translate(self, item: Item, renames: Mapping[str, str]) -> Item:
         """``item`` (stored in the old layout) with its attributes under their current

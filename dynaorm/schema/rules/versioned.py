@@ -11,22 +11,29 @@ back (:meth:`Versioning.decode`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
-from dynaorm.schema.rules import NO_ROWS, Change, Declaration, Rows, Rule, Rules, Shape, register
+from dynaorm.schema.rules import (
+    NO_ROWS,
+    Change,
+    Declaration,
+    KeyLayout,
+    Rows,
+    Rule,
+    Rules,
+    Shape,
+    register,
+)
 from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
-from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.expressions import free, not_exists
-from dynaorm.values.keys import key_value
 from dynaorm.values.records import Delete, Fail, Put, Role
 
-__all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
-           "history_sk", "parse_keys", "parse_version_sk", "version_bounds", "version_row",
+__all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "VersionKeys",
+           "Versioning", "history_sk", "parse_version_sk", "version_bounds", "version_row",
            "version_sk"]
 
 VERSION_WIDTH = 8
@@ -60,28 +67,6 @@ def parse_version_sk(sk: str) -> tuple[int, str] | None:
     return int(digits), base
 
 
-def parse_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]
-               ) -> dict[str, Any] | None:
-    """The field values the key templates of ``checks`` hold in ``item``'s key attributes
-    (each ``(attribute, template, latest)``; ``latest``: a versioned entity's sort key,
-    its latest copy's ``v0_`` read off first), or ``None`` when one does not fit."""
-    out: dict[str, Any] = {}
-    for attr, template, latest in checks:
-        av = item.get(attr)
-        if av is None:
-            return None
-        text = key_value(av)
-        if latest:
-            if not text.startswith(LATEST_PREFIX):
-                return None
-            text = text[len(LATEST_PREFIX):]
-        parsed = template.parse_key(text)
-        if parsed is None:
-            return None
-        out.update(parsed)
-    return out
-
-
 def history_sk(base: str, version: int | str) -> str:
     """The ``Meta.history_index`` sort key of version ``version`` of ``base`` (a
     :class:`~dynaorm.schema.rules.Shape` as it is)."""
@@ -97,6 +82,16 @@ def version_bounds(base: str, indexed: bool) -> tuple[str, str]:
     if indexed:
         return history_sk(base, 1), history_sk(base, 10 ** VERSION_WIDTH - 1)
     return "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH + "_\U0010ffff"
+
+
+class VersionKeys(KeyLayout):
+    """The versioned rule's sort keys: the latest copy at ``v0_X``, version rows at
+    ``v<n>_X``."""
+
+    __slots__ = ()
+    latest = LATEST_PREFIX
+    parse = staticmethod(parse_version_sk)
+    bounds = staticmethod(version_bounds)
 
 
 def version_row(spec: Any, item: Item, sk: str) -> Item:
@@ -144,6 +139,7 @@ class Versioning(Rule):
     name = "versioned"
     order = 70
     own = Role.LATEST
+    sort_keys = VersionKeys()
     transforms = False  # (its decode puts back what a version row keeps aside)
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
