@@ -156,16 +156,23 @@ def _native_shape(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
     if len(fields) != len(given) or set(attrs) != set(given) or any(
             set(b) != {after} for b in bounds) or (cond is not None and cond.op == "begins_with"
                                                    and spec.table.key_type(after) != "S"):
-        name = {a: spec.stored_fields.get(a, a) for a in (*gsi.hash_keys, *gsi.range_keys)}
-        unknown = {*fields, *(f for b in (cond.args if cond else ()) for f in b)} - {
-            *name.values()}
-        raise KeyTemplateError(
-            f"{spec.name}: a query of native index {gsi.name!r} takes "
-            f"{[name[a] for a in gsi.hash_keys]}, a leading run of "
-            f"{[name[a] for a in gsi.range_keys]} and a condition on the next one "
-            "(begins_with: a string)" + (f"; not among them: {sorted(unknown)}" * bool(
-                unknown)))
+        raise _native_refusal(spec, gsi, fields, cond)
     return given, after, bounds
+
+
+def _native_refusal(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
+                    cond: SortCondition | None) -> KeyTemplateError:
+    """The error of a query of native index ``gsi`` in a shape DynamoDB does not take:
+    what it takes, and the fields it named that are none of the index's."""
+    name = {a: spec.stored_fields.get(a, a) for a in (*gsi.hash_keys, *gsi.range_keys)}
+    unknown = {*fields, *(f for b in (cond.args if cond else ()) for f in b)} - {
+        *name.values()}
+    return KeyTemplateError(
+        f"{spec.name}: a query of native index {gsi.name!r} takes "
+        f"{[name[a] for a in gsi.hash_keys]}, a leading run of "
+        f"{[name[a] for a in gsi.range_keys]} and a condition on the next one "
+        "(begins_with: a string)" + (f"; not among them: {sorted(unknown)}" * bool(
+            unknown)))
 
 
 _OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN"}

@@ -221,25 +221,19 @@ class Explained(NamedTuple):
     holder: PlainKey | None = None
 
 
-class KeyLayout:
+class KeyLayout(NamedTuple):
     """How the sort keys of an entity's rows are laid out (:attr:`Rule.sort_keys`): reads
-    and key conditions ask it, never the rule. Plain: the template's key as rendered."""
+    and key conditions ask it, never the rule."""
 
-    __slots__ = ()
-    #: the prefix of the sort key of the entity's own row (a latest copy's ``v0_``)
-    latest = ""
-
-    @staticmethod
-    def parse(sk: str) -> tuple[int, str] | None:
-        """``(n, base)`` of a row's sort key (0: the entity's own row; ``n``: the n-th
-        kept row, a version), ``None``: not one of the layout's."""
-        return None
-
-    @staticmethod
-    def bounds(base: str, indexed: bool) -> tuple[str, str]:
-        """The sort keys between which the kept rows (1 and up) of ``base`` lie (in the
-        history index, with ``indexed``)."""
-        raise NotImplementedError
+    #: the prefix of the sort key of the entity's own row (a latest copy's ``v0_``; empty:
+    #: the template's key as rendered, and no rows kept beside it: no history)
+    latest: str
+    #: ``(n, base)`` of a row's sort key (0: the entity's own row; ``n``: the n-th kept
+    #: row, a version), ``None``: not one of the layout's
+    parse: Callable[[str], tuple[int, str] | None]
+    #: the sort keys between which the kept rows (1 and up) of ``base`` lie (in the
+    #: history index, with ``indexed``)
+    bounds: Callable[[str, bool], tuple[str, str]]
 
 
 class Rule:
@@ -456,6 +450,6 @@ class Rules:
 
 
 #: the plain layout: every sort key as its template renders it
-PLAIN_KEYS: Final = KeyLayout()
+PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, base))
 #: a plain entity's rules (none): shared
 NO_RULES: Final = Rules(())

@@ -32,8 +32,8 @@ from dynaorm.schema.table import LSI, TableSchema
 from dynaorm.values.expressions import free, not_exists
 from dynaorm.values.records import Delete, Fail, Put, Role
 
-__all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "VersionKeys",
-           "Versioning", "history_sk", "parse_version_sk", "version_bounds", "version_row",
+__all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
+            "history_sk", "parse_version_sk", "version_bounds", "version_row",
            "version_sk"]
 
 VERSION_WIDTH = 8
@@ -84,16 +84,6 @@ def version_bounds(base: str, indexed: bool) -> tuple[str, str]:
     return "v" + "0" * (VERSION_WIDTH - 1) + "1_", "v" + "9" * VERSION_WIDTH + "_\U0010ffff"
 
 
-class VersionKeys(KeyLayout):
-    """The versioned rule's sort keys: the latest copy at ``v0_X``, version rows at
-    ``v<n>_X``."""
-
-    __slots__ = ()
-    latest = LATEST_PREFIX
-    parse = staticmethod(parse_version_sk)
-    bounds = staticmethod(version_bounds)
-
-
 def version_row(spec: Any, item: Item, sk: str) -> Item:
     """A version row: the encoded ``item`` of the entity of ``spec`` under the version
     sort key ``sk`` (:meth:`Versioning.row`)."""
@@ -139,7 +129,7 @@ class Versioning(Rule):
     name = "versioned"
     order = 70
     own = Role.LATEST
-    sort_keys = VersionKeys()
+    sort_keys = KeyLayout(LATEST_PREFIX, parse_version_sk, version_bounds)
     transforms = False  # (its decode puts back what a version row keeps aside)
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
