@@ -48,19 +48,19 @@ def projection_of(table: TableSchema, index: str | None) -> str:
     return projection.upper() if isinstance(projection, str) else "INCLUDE"
 
 
-def _shape_checks(spec: EntitySpec, index: str | None, versioned: bool
-                  ) -> tuple[tuple[str, KeyTemplate, bool], ...]:
-    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches
-    (``versioned``: its sort key carries the version prefix)."""
+def _shape_checks(spec: EntitySpec, index: str | None
+                  ) -> tuple[tuple[str, KeyTemplate, str], ...]:
+    """(attribute, template, prefix) that an item of ``spec`` matches (a prefix: of the
+    sort key of its own rows, a latest copy's ``v0_``)."""
     table = spec.table
-    checks: list[tuple[str, KeyTemplate, bool]] = [(table.pk, spec.pk, False)]
+    checks: list[tuple[str, KeyTemplate, str]] = [(table.pk, spec.pk, "")]
     if spec.sk is not None and table.sk is not None:
-        checks.append((table.sk, spec.sk, versioned))
+        checks.append((table.sk, spec.sk, spec.rules.sort_keys.latest))
     for idx in spec.indexes:
         if idx.name == index:
-            checks.append((idx.pk_attr, idx.pk, False))
+            checks.append((idx.pk_attr, idx.pk, ""))
             if idx.sk is not None and idx.sk_attr is not None:
-                checks.append((idx.sk_attr, idx.sk, False))
+                checks.append((idx.sk_attr, idx.sk, ""))
     return tuple(dict.fromkeys(checks))
 
 
@@ -83,7 +83,7 @@ class Selection(Generic[T]):
     layout: KeyLayout = PLAIN_KEYS
     by_shape: bool = False              # the type attribute is not there: match key shapes
     fetch: bool = False                 # the source lacks attributes: read items by key
-    shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
+    shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, str], ...]], ...] = ()
     #: field name -> stored attribute name of the requested types (aliases)
     renames: Mapping[str, str] = field(default_factory=dict)
     #: the table's TTL attribute: items whose TTL has passed are not results
@@ -114,15 +114,15 @@ class Selection(Generic[T]):
             return note_unclaimed(self.table, item)
         if not any(s.fits(item) for s in self.table_specs):
             return True
-        return self.type_of(item) is None and any(
-            parse_keys(item, checks, self.layout.latest) is not None for _, checks in self.shapes)
+        return self.type_of(item) is None and any(parse_keys(item, checks) is not None
+                                                  for _, checks in self.shapes)
 
     def type_of(self, item: Item) -> str | None:
         """The requested type ``item`` is one of, else ``None``. By key shape on a table
         without a type attribute, a literal key outranks a template where both fit."""
         if self.by_shape:
             for shaped, checks in self.shapes:
-                if parse_keys(item, checks, self.layout.latest) is not None and not (
+                if parse_keys(item, checks) is not None and not (
                         self.shapeless and self.types[shaped][1].outranked(item)):
                     return shaped
             return None
@@ -351,7 +351,7 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         latest_only=versioned if latest_only else frozenset(), version_keyed=versioned,
         layout=next(iter(layouts.values()), PLAIN_KEYS),
         by_shape=by_shape, fetch=projection != "ALL",
-        shapes=tuple((s.type_name, _shape_checks(s, index, s.type_name in versioned))
+        shapes=tuple((s.type_name, _shape_checks(s, index))
                      for _, s in specs) if by_shape else (),
         renames=_renames(specs), ttl_attr=table.ttl, shapeless=shapeless,
         table_specs=_table_specs(table) if shapeless else (),

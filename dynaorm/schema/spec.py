@@ -370,9 +370,9 @@ class EntitySpec:
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
-        return parse_keys(item, [(a, t, a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t],
-                          self.rules.sort_keys.latest) is not None
+        return parse_keys(item, [(a, t, self.rules.sort_keys.latest * (a == self.table.sk))
+                                 for a, t in ((self.table.pk, self.pk), (self.table.sk, self.sk))
+                                 if a and t]) is not None
 
 
 # -- building a spec from Meta -------------------------------------------------------------

@@ -305,17 +305,18 @@ def field_template(source: Any, what: str, owner: str, fields: frozenset[str],
     return template
 
 
-def parse_keys(item: Mapping[str, Any], checks: Any, prefix: str = "") -> dict[str, Any] | None:
+def parse_keys(item: Mapping[str, Any], checks: Any) -> dict[str, Any] | None:
     """The field values the key templates of ``checks`` hold in ``item``'s key attributes
-    (each ``(attribute, template, prefixed)``; ``prefixed``: ``prefix``, the sort-key
-    prefix of an entity's own rows, read off first), or ``None`` when one does not fit."""
+    (each ``(attribute, template, prefix)``; ``prefix``: the sort-key prefix of an
+    entity's own rows, a latest copy's ``v0_``, read off first), or ``None`` when one does
+    not fit."""
     out: dict[str, Any] = {}
-    for attr, template, prefixed in checks:
+    for attr, template, prefix in checks:
         av = item.get(attr)
         if av is None:
             return None
         text = key_value(av)
-        if prefixed:
+        if prefix:  # (a number or binary key has none: it stays one)
             if not text.startswith(prefix):
                 return None
             text = text[len(prefix):]

@@ -129,8 +129,9 @@ class Layout:
     def parse_key(self, item: Item) -> dict[str, Any] | None:
         """The field values the old key templates hold in ``item``'s table key (``None``:
         the key does not fit the old layout)."""
-        return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t], LATEST_PREFIX)
+        return parse_keys(item, [(a, t, LATEST_PREFIX * (self.versioned and a == self.table.sk))
+                                 for a, t in ((self.table.pk, self.pk), (self.table.sk, self.sk))
+                                 if a and t])
 
     def translate(self, item: Item, renames: Mapping[str, str]) -> Item:
         """``item`` (stored in the old layout) with its attributes under their current
