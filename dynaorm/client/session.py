@@ -179,7 +179,7 @@ class BaseSession:
     def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
                  ) -> Any:
         spec = self._stage.spec(entity)
-        if not spec.versioned:
+        if not spec.rules.sort_keys.latest:  # (no history: the entity keeps one row)
             raise DynaormError(f"{spec.name} is not versioned")
         self._stage.key(spec, fields)
         return kind((entity,), dict(fields), None, _history=True, _driver=self._driver)

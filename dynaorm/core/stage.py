@@ -73,7 +73,7 @@ class Stage:
         """The primary key a lookup by ``fields`` (exactly the key templates' fields)
         names."""
         expected = set(spec.lookup_fields)
-        unversioned = version is not None and not spec.versioned
+        unversioned = version is not None and not spec.rules.sort_keys.latest
         if unversioned and "version" in expected:  # a key field so named
             fields, version, unversioned = {**fields, "version": version}, None, False
         given = set(fields)

@@ -190,6 +190,19 @@ def _holds(value: Mapping[str, Any], op: str, bounds: Sequence[Any]) -> bool:
     return _COMPARE[op](got, ends[0])
 
 
+def _check_key_value(attr: str, value: Any, roles: Mapping[str, str]) -> None:
+    """Refuse a position's value of ``attr`` unless it is one valid key value of a key
+    type (``roles``: attribute -> "partition"/"sort", for DynamoDB's key limits)."""
+    if not isinstance(value, dict) or len(value) != 1 or not set(value) <= {
+            "S", "N", "B"} or not isinstance(next(iter(value.values())), str | bytes):
+        raise InvalidCursorError("page cursor holds a position of the wrong shape")
+    try:
+        check_key_value(attr, value, roles.get(attr, "sort"), entity="cursor", key={})
+        _scalar(value)
+    except (DynaormError, ArithmeticError, ValueError, TypeError) as exc:
+        raise InvalidCursorError("page cursor holds an invalid key value") from exc
+
+
 def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
                     conditions: Sequence[Sequence[tuple[str, str, Sequence[Any]]]],
                     key_attrs: Sequence[str], roles: Mapping[str, str]) -> None:
@@ -213,16 +226,7 @@ def check_positions(positions: Sequence[Any], served: Any, *, limit: int | None,
         if not isinstance(position, dict) or set(position) != set(key_attrs):
             raise InvalidCursorError("page cursor holds a position of the wrong shape")
         for attr in key_attrs:
-            value = position[attr]
-            if not isinstance(value, dict) or len(value) != 1 or not set(value) <= {
-                    "S", "N", "B"} or not isinstance(next(iter(value.values())), str | bytes):
-                raise InvalidCursorError("page cursor holds a position of the wrong shape")
-            try:
-                check_key_value(attr, value, roles.get(attr, "sort"), entity="cursor",
-                                key={})
-                _scalar(value)
-            except (DynaormError, ArithmeticError, ValueError, TypeError) as exc:
-                raise InvalidCursorError("page cursor holds an invalid key value") from exc
+            _check_key_value(attr, position[attr], roles)
         for attr, op, bounds in condition:
             if not _holds(position[attr], op, bounds):
                 raise InvalidCursorError("page cursor holds a position outside this query's "

@@ -16,7 +16,6 @@ from typing import Any
 
 from dynaorm._types import AttributeValue
 from dynaorm.errors import DynaormError, KeyTemplateError
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, version_bounds
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
@@ -157,16 +156,23 @@ def _native_shape(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
     if len(fields) != len(given) or set(attrs) != set(given) or any(
             set(b) != {after} for b in bounds) or (cond is not None and cond.op == "begins_with"
                                                    and spec.table.key_type(after) != "S"):
-        name = {a: spec.stored_fields.get(a, a) for a in (*gsi.hash_keys, *gsi.range_keys)}
-        unknown = {*fields, *(f for b in (cond.args if cond else ()) for f in b)} - {
-            *name.values()}
-        raise KeyTemplateError(
-            f"{spec.name}: a query of native index {gsi.name!r} takes "
-            f"{[name[a] for a in gsi.hash_keys]}, a leading run of "
-            f"{[name[a] for a in gsi.range_keys]} and a condition on the next one "
-            "(begins_with: a string)" + (f"; not among them: {sorted(unknown)}" * bool(
-                unknown)))
+        raise _native_refusal(spec, gsi, fields, cond)
     return given, after, bounds
+
+
+def _native_refusal(spec: EntitySpec, gsi: GSI, fields: Mapping[str, Any],
+                    cond: SortCondition | None) -> KeyTemplateError:
+    """The error of a query of native index ``gsi`` in a shape DynamoDB does not take:
+    what it takes, and the fields it named that are none of the index's."""
+    name = {a: spec.stored_fields.get(a, a) for a in (*gsi.hash_keys, *gsi.range_keys)}
+    unknown = {*fields, *(f for b in (cond.args if cond else ()) for f in b)} - {
+        *name.values()}
+    return KeyTemplateError(
+        f"{spec.name}: a query of native index {gsi.name!r} takes "
+        f"{[name[a] for a in gsi.hash_keys]}, a leading run of "
+        f"{[name[a] for a in gsi.range_keys]} and a condition on the next one "
+        "(begins_with: a string)" + (f"; not among them: {sorted(unknown)}" * bool(
+            unknown)))
 
 
 _OPS = {"eq": "=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">=", "between": "BETWEEN"}
@@ -221,7 +227,7 @@ def _history_plan(spec: EntitySpec, index: str | None, sk: KeyTemplate,
     history = spec.history_index if index is None else None  # (only this entity's rows)
     index, attr = history or (index, base.sk_attr)
     return KeyPlan(index, base.pk_attr, attr, base.pk_values, "BETWEEN",
-                   version_bounds(full, history is not None), history_base=full)
+                   spec.rules.sort_keys.bounds(full, history is not None), history_base=full)
 
 
 @dataclass(frozen=True)
@@ -336,7 +342,7 @@ def _plan_keys(spec: EntitySpec, index: str | None, fields: Mapping[str, Any],
     sk_fields = _leading_fields(spec, sk, fields, keywords)
     if history:
         return _history_plan(spec, index, sk, fields, base)
-    query = _SortQuery(spec, sk, fields, sk_fields, LATEST_PREFIX if latest else "", base)
+    query = _SortQuery(spec, sk, fields, sk_fields, spec.rules.sort_keys.latest * latest, base)
     if cond is None:
         whole = set(sk.fields) - {SHARD_FIELD} <= sk_fields.keys()
         # the keywords name the whole sort key: one item, exactly

@@ -89,12 +89,12 @@ class QuerySpec(ReadSpec[T]):
         if not self._plan_cache:
             spec = spec_of(self._entities[0])
             plan = plan_keys(spec, self._index, self._fields, self._cond,
-                             latest=spec.versioned and not self._history and self._index is None,
+                             latest=not self._history and self._index is None,
                              history=self._history, shard=self._shard)
             for other in self._entities[1:]:
                 other_spec = spec_of(other)
                 other_plan = plan_keys(other_spec, self._index, self._fields, self._cond,
-                                       latest=other_spec.versioned and self._index is None,
+                                       latest=self._index is None,
                                        shard=self._shard)
                 if other_plan.pk_values != plan.pk_values:
                     raise DynaormError(f"{other.__name__} does not share the partition of "

@@ -22,10 +22,10 @@ from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidCursorError
 from dynaorm.read.pager import DONE
 from dynaorm.schema.entity import LoadedItems, answer_reader, raw_state, spec_of
-from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_keys, parse_version_sk
+from dynaorm.schema.rules import PLAIN_KEYS, KeyLayout
 from dynaorm.schema.spec import EntitySpec, annotation_adapter
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import KeyTemplate
+from dynaorm.schema.templates import KeyTemplate, parse_keys
 from dynaorm.schema.unclaimed import note_unclaimed
 from dynaorm.values.codec import decode_value
 from dynaorm.values.expressions import Condition, F
@@ -48,19 +48,19 @@ def projection_of(table: TableSchema, index: str | None) -> str:
     return projection.upper() if isinstance(projection, str) else "INCLUDE"
 
 
-def _shape_checks(spec: EntitySpec, index: str | None, versioned: bool
-                  ) -> tuple[tuple[str, KeyTemplate, bool], ...]:
-    """(attribute, template, versioned latest copy?) that an item of ``spec`` matches
-    (``versioned``: its sort key carries the version prefix)."""
+def _shape_checks(spec: EntitySpec, index: str | None
+                  ) -> tuple[tuple[str, KeyTemplate, str], ...]:
+    """(attribute, template, prefix) that an item of ``spec`` matches (a prefix: of the
+    sort key of its own rows, a latest copy's ``v0_``)."""
     table = spec.table
-    checks: list[tuple[str, KeyTemplate, bool]] = [(table.pk, spec.pk, False)]
+    checks: list[tuple[str, KeyTemplate, str]] = [(table.pk, spec.pk, "")]
     if spec.sk is not None and table.sk is not None:
-        checks.append((table.sk, spec.sk, versioned))
+        checks.append((table.sk, spec.sk, spec.rules.sort_keys.latest))
     for idx in spec.indexes:
         if idx.name == index:
-            checks.append((idx.pk_attr, idx.pk, False))
+            checks.append((idx.pk_attr, idx.pk, ""))
             if idx.sk is not None and idx.sk_attr is not None:
-                checks.append((idx.sk_attr, idx.sk, False))
+                checks.append((idx.sk_attr, idx.sk, ""))
     return tuple(dict.fromkeys(checks))
 
 
@@ -77,12 +77,13 @@ class Selection(Generic[T]):
     exclude: str | None = None          # drop the item whose sort key equals this
     history_base: str | None = None     # history: keep only v<n>_<base> rows, n >= 1
     latest_only: frozenset[str] = frozenset()  # types whose rows count only as v0_ copies
-    #: the requested types whose table sort key carries the version prefix (``v0_`` on
-    #: the latest copy, ``v<n>_`` on version rows: ``Meta.versioned``)
+    #: the requested types whose table sort key carries a prefix (``v0_`` on the latest
+    #: copy, ``v<n>_`` on version rows: ``Meta.versioned``), and their layout
     version_keyed: frozenset[str] = frozenset()
+    layout: KeyLayout = PLAIN_KEYS
     by_shape: bool = False              # the type attribute is not there: match key shapes
     fetch: bool = False                 # the source lacks attributes: read items by key
-    shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, bool], ...]], ...] = ()
+    shapes: tuple[tuple[str, tuple[tuple[str, KeyTemplate, str], ...]], ...] = ()
     #: field name -> stored attribute name of the requested types (aliases)
     renames: Mapping[str, str] = field(default_factory=dict)
     #: the table's TTL attribute: items whose TTL has passed are not results
@@ -137,10 +138,10 @@ class Selection(Generic[T]):
         if self.exclude is not None and self.sk_attr and item[self.sk_attr]["S"] == self.exclude:
             return False
         if self.history_base is not None and self.table_sk:
-            parsed = parse_version_sk(item[self.table_sk]["S"])
+            parsed = self.layout.parse(item[self.table_sk]["S"])
             return parsed is not None and parsed[0] >= 1 and parsed[1] == self.history_base
         if name in self.latest_only and self.table_sk:
-            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+            return str(item[self.table_sk]["S"]).startswith(self.layout.latest)
         return True
 
     def kept(self, items: Sequence[Item]) -> list[Item]:
@@ -157,7 +158,7 @@ class Selection(Generic[T]):
                 name in self.keeping and not self.types[name][1].rules.keeps(item)):
             return False
         if name in self.version_keyed and self.table_sk and self.history_base is None:
-            return str(item[self.table_sk]["S"]).startswith(LATEST_PREFIX)
+            return str(item[self.table_sk]["S"]).startswith(self.layout.latest)
         return True
 
     def position(self, item: Item | T) -> Item | Callable[[], Item]:
@@ -250,7 +251,7 @@ class Selection(Generic[T]):
             parts.append(F(self.type_attr).is_in(*plain))
         if versioned and self.table_sk:
             parts.append(F(self.type_attr).is_in(*versioned)
-                         & F(self.table_sk).begins_with(LATEST_PREFIX))
+                         & F(self.table_sk).begins_with(self.layout.latest))
         cond = parts[0]
         for extra in parts[1:]:
             cond = cond | extra
@@ -333,18 +334,13 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
                latest_only: bool) -> Selection[T]:
     """A new :class:`Selection` (see :func:`selection`)."""
     specs = [(e, spec_of(e)) for e in entities]
-    versioned = frozenset(s.type_name for _, s in specs if s.versioned)
+    layouts = {s.type_name: s.rules.sort_keys for _, s in specs if s.rules.sort_keys.latest}
+    versioned = frozenset(layouts)
     table = specs[0][1].table
     projection = projection_of(table, index)
     pk_attr, source_sk = table.key_attributes(index)
     shapeless = table.type_attribute is None
     by_shape = projection == "KEYS_ONLY" or shapeless
-    renames: dict[str, str] = {}
-    for _, s in specs:
-        for name, attr in s.renames.items():
-            if renames.setdefault(name, attr) != attr:
-                raise DynaormError(f"field {name!r} is stored as {renames[name]!r} in one "
-                                   f"requested type and as {attr!r} in another")
     return Selection(
         type_attr=table.type_attribute or "",
         types={s.type_name: (e, s) for e, s in specs},
@@ -353,14 +349,31 @@ def _selection(entities: Sequence[type[T]], index: str | None, sk_attr: str | No
         order_attrs=(source_sk, pk_attr),
         sk_attr=sk_attr, exclude=exclude, history_base=history_base,
         latest_only=versioned if latest_only else frozenset(), version_keyed=versioned,
+        layout=next(iter(layouts.values()), PLAIN_KEYS),
         by_shape=by_shape, fetch=projection != "ALL",
-        shapes=tuple((s.type_name, _shape_checks(s, index, s.type_name in versioned))
+        shapes=tuple((s.type_name, _shape_checks(s, index))
                      for _, s in specs) if by_shape else (),
-        renames=renames, ttl_attr=table.ttl, shapeless=shapeless,
-        table_specs=tuple(sp for e in table.entities.values()
-                          if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
-        if shapeless else (),
+        renames=_renames(specs), ttl_attr=table.ttl, shapeless=shapeless,
+        table_specs=_table_specs(table) if shapeless else (),
         table=table,
         preparing=tuple(s for _, s in specs if s.rules.preparers),
         keeping=frozenset(s.type_name for _, s in specs if s.rules.keepers),
     )
+
+
+def _renames(specs: Sequence[tuple[Any, EntitySpec]]) -> dict[str, str]:
+    """Field name -> stored attribute name of the requested types; one field stored
+    under two names is refused."""
+    renames: dict[str, str] = {}
+    for _, s in specs:
+        for name, attr in s.renames.items():
+            if renames.setdefault(name, attr) != attr:
+                raise DynaormError(f"field {name!r} is stored as {renames[name]!r} in one "
+                                   f"requested type and as {attr!r} in another")
+    return renames
+
+
+def _table_specs(table: TableSchema) -> tuple[EntitySpec, ...]:
+    """Every entity of ``table`` (to tell another type's item from a foreign one)."""
+    return tuple(sp for e in table.entities.values()
+                 if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)

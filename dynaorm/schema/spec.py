@@ -37,12 +37,11 @@ from dynaorm.schema.rules.unique import Uniqueness, UniqueRule
 from dynaorm.schema.rules.vectors import Vector, Vectors, vector_values
 from dynaorm.schema.rules.versioned import (
     Versioning,
-    parse_keys,
     parse_version_sk,
     version_sk,
 )
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, field_template, parse_keys
 from dynaorm.values.codec import Kind, decode_item
 from dynaorm.values.keys import key_av, key_value
 from dynaorm.values.ttl import expired
@@ -371,8 +370,9 @@ class EntitySpec:
 
     def fits_shape(self, item: Item) -> bool:
         """Whether the table key of ``item`` fits this entity's key templates."""
-        return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t]) is not None
+        return parse_keys(item, [(a, t, self.rules.sort_keys.latest * (a == self.table.sk))
+                                 for a, t in ((self.table.pk, self.pk), (self.table.sk, self.sk))
+                                 if a and t]) is not None
 
 
 # -- building a spec from Meta -------------------------------------------------------------

@@ -18,9 +18,9 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from dynaorm.errors import KeyTemplateError
-from dynaorm.values.keys import BinaryKey, NumberKey, number_key
+from dynaorm.values.keys import BinaryKey, NumberKey, key_value, number_key
 
-__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "render_value"]
+__all__ = ["SHARD_FIELD", "KeyTemplate", "field_template", "parse_keys", "render_value"]
 
 #: The pseudo-field that write sharding fills in (never an entity field).
 SHARD_FIELD = "shard"
@@ -303,3 +303,25 @@ def field_template(source: Any, what: str, owner: str, fields: frozenset[str],
             raise KeyTemplateError(f"{owner}: {what} template {source!r} names unknown "
                                    f"field {name!r}")
     return template
+
+
+def parse_keys(item: Mapping[str, Any], checks: Any) -> dict[str, Any] | None:
+    """The field values the key templates of ``checks`` hold in ``item``'s key attributes
+    (each ``(attribute, template, prefix)``; ``prefix``: the sort-key prefix of an
+    entity's own rows, a latest copy's ``v0_``, read off first), or ``None`` when one does
+    not fit."""
+    out: dict[str, Any] = {}
+    for attr, template, prefix in checks:
+        av = item.get(attr)
+        if av is None:
+            return None
+        text = key_value(av)
+        if prefix:  # (a number or binary key has none: it stays one)
+            if not text.startswith(prefix):
+                return None
+            text = text[len(prefix):]
+        parsed = template.parse_key(text)
+        if parsed is None:
+            return None
+        out.update(parsed)
+    return out

@@ -69,9 +69,25 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Fail, Op, Origin, Role
 
-__all__ = ["HOOKS", "NO_ROWS", "NO_RULES", "RULES", "SURFACES", "Change", "Declaration",
-           "Explained", "Rows", "Rule", "Rules", "Shape", "build_rules", "register",
-           "register_rule"]
+__all__ = [
+    "HOOKS",
+    "NO_ROWS",
+    "NO_RULES",
+    "PLAIN_KEYS",
+    "RULES",
+    "SURFACES",
+    "Change",
+    "Declaration",
+    "Explained",
+    "KeyLayout",
+    "Rows",
+    "Rule",
+    "Rules",
+    "Shape",
+    "build_rules",
+    "register",
+    "register_rule",
+]
 
 R = TypeVar("R", bound="Rule")
 
@@ -208,6 +224,21 @@ class Explained(NamedTuple):
     holder: PlainKey | None = None
 
 
+class KeyLayout(NamedTuple):
+    """How the sort keys of an entity's rows are laid out (:attr:`Rule.sort_keys`): reads
+    and key conditions ask it, never the rule."""
+
+    #: the prefix of the sort key of the entity's own row (a latest copy's ``v0_``; empty:
+    #: the template's key as rendered, and no rows kept beside it: no history)
+    latest: str
+    #: ``(n, base)`` of a row's sort key (0: the entity's own row; ``n``: the n-th kept
+    #: row, a version), ``None``: not one of the layout's
+    parse: Callable[[str], tuple[int, str] | None]
+    #: the sort keys between which the kept rows (1 and up) of ``base`` lie (in the
+    #: history index, with ``indexed``)
+    bounds: Callable[[str, bool], tuple[str, str]]
+
+
 class Rule:
     """One entity feature: built from an entity's declaration, answering at fixed hook
     points (each a no-op here; see the module's table)."""
@@ -234,6 +265,9 @@ class Rule:
     own: ClassVar[Role | None] = None
     """The role of the entity's own row where the rule applies (``None``: it says nothing;
     a versioned entity's own row is its latest copy)."""
+    sort_keys: ClassVar[KeyLayout | None] = None
+    """How the sort keys of the entity's rows are laid out where the rule keeps more
+    than one row of it (``None``: it says nothing; the versioned rule's version keys)."""
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:
@@ -324,7 +358,8 @@ class Rules:
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
                  "explainers", "exporters", "keepers", "own", "preparers", "readers",
-                 "rebinders", "redactors", "refusers", "stampers", "transforms")
+                 "rebinders", "redactors", "refusers", "sort_keys", "stampers",
+                 "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -342,6 +377,9 @@ class Rules:
         self.preparers = self._hooked("prepare")
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
+        #: the layout of its rows' sort keys (:attr:`Rule.sort_keys`; plain by default)
+        self.sort_keys: KeyLayout = next(
+            (r.sort_keys for r in rules if r.sort_keys is not None), PLAIN_KEYS)
         self.adders = self._hooked("rows")
         #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
         self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)
@@ -428,5 +466,7 @@ class Rules:
         return Explained(origin.fail)
 
 
+#: the plain layout: every sort key as its template renders it
+PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, base))
 #: a plain entity's rules (none): shared
 NO_RULES: Final = Rules(())

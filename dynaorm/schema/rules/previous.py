@@ -21,9 +21,9 @@ from pydantic import ValidationError
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
 from dynaorm.schema.rules import Declaration, Rule, register
-from dynaorm.schema.rules.versioned import parse_keys, parse_version_sk, version_sk
+from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
-from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
 from dynaorm.values.expressions import Condition, rename_paths
 from dynaorm.values.keys import key_value
 from dynaorm.values.state import MovedState
@@ -129,8 +129,9 @@ class Layout:
     def parse_key(self, item: Item) -> dict[str, Any] | None:
         """The field values the old key templates hold in ``item``'s table key (``None``:
         the key does not fit the old layout)."""
-        return parse_keys(item, [(a, t, self.versioned and a == self.table.sk) for a, t in (
-            (self.table.pk, self.pk), (self.table.sk, self.sk)) if a and t])
+        return parse_keys(item, [(a, t, LATEST_PREFIX * (self.versioned and a == self.table.sk))
+                                 for a, t in ((self.table.pk, self.pk), (self.table.sk, self.sk))
+                                 if a and t])
 
     def translate(self, item: Item, renames: Mapping[str, str]) -> Item:
         """``item`` (stored in the old layout) with its attributes under their current

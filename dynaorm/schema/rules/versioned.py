@@ -11,22 +11,29 @@ back (:meth:`Versioning.decode`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.errors import DynaormError
-from dynaorm.schema.rules import NO_ROWS, Change, Declaration, Rows, Rule, Rules, Shape, register
+from dynaorm.schema.rules import (
+    NO_ROWS,
+    Change,
+    Declaration,
+    KeyLayout,
+    Rows,
+    Rule,
+    Rules,
+    Shape,
+    register,
+)
 from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
-from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.expressions import free, not_exists
-from dynaorm.values.keys import key_value
 from dynaorm.values.records import Delete, Fail, Put, Role
 
 __all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
-           "history_sk", "parse_keys", "parse_version_sk", "version_bounds", "version_row",
+            "history_sk", "parse_version_sk", "version_bounds", "version_row",
            "version_sk"]
 
 VERSION_WIDTH = 8
@@ -58,28 +65,6 @@ def parse_version_sk(sk: str) -> tuple[int, str] | None:
     if not sep or not head.startswith("v") or len(digits) != VERSION_WIDTH or not digits.isdigit():
         return None
     return int(digits), base
-
-
-def parse_keys(item: Item, checks: Iterable[tuple[str, KeyTemplate, bool]]
-               ) -> dict[str, Any] | None:
-    """The field values the key templates of ``checks`` hold in ``item``'s key attributes
-    (each ``(attribute, template, latest)``; ``latest``: a versioned entity's sort key,
-    its latest copy's ``v0_`` read off first), or ``None`` when one does not fit."""
-    out: dict[str, Any] = {}
-    for attr, template, latest in checks:
-        av = item.get(attr)
-        if av is None:
-            return None
-        text = key_value(av)
-        if latest:
-            if not text.startswith(LATEST_PREFIX):
-                return None
-            text = text[len(LATEST_PREFIX):]
-        parsed = template.parse_key(text)
-        if parsed is None:
-            return None
-        out.update(parsed)
-    return out
 
 
 def history_sk(base: str, version: int | str) -> str:
@@ -144,6 +129,7 @@ class Versioning(Rule):
     name = "versioned"
     order = 70
     own = Role.LATEST
+    sort_keys = KeyLayout(LATEST_PREFIX, parse_version_sk, version_bounds)
     transforms = False  # (its decode puts back what a version row keeps aside)
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
