@@ -47,8 +47,7 @@ from dynaorm.errors import (
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
 from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
-from dynaorm.schema.rules.encrypted import with_macs
-from dynaorm.schema.rules.versioned import parse_version_sk, version_bounds
+from dynaorm.schema.rules import keyed
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
@@ -118,16 +117,16 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
     """The highest version row of type ``type_name`` kept at ``key``'s partition for its
     sort key: a reverse, consistent query of the partition's version rows (or of
     ``index``, ``Meta.history_index``: only that entity's), first match."""
-    pk, sk = spec.table.pk, spec.table.sk
+    pk, sk, layout = spec.table.pk, spec.table.sk, spec.rules.sort_keys
     assert sk is not None
-    parsed = parse_version_sk(key[sk])
+    parsed = layout.parse(key[sk])
     assert parsed is not None
     base, attr = parsed[1], sk
     request: dict[str, Any] = {"TableName": spec.table.name, "ConsistentRead": True,
                                "ScanIndexForward": False}
     if index is not None:  # this entity's version rows only
         request["IndexName"], attr = index
-    low, high = version_bounds(base, index is not None)
+    low, high = layout.bounds(base, index is not None)
     request.update({
         "KeyConditionExpression": "#p = :p AND #s BETWEEN :a AND :b",
         "ExpressionAttributeNames": {"#p": pk, "#s": attr},
@@ -137,7 +136,7 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
     while True:
         out = yield from call("Query", request, (spec.cls,))
         for item in out.get("Items", []):
-            found = parse_version_sk(key_value(item[sk]))
+            found = layout.parse(key_value(item[sk]))
             if found is None or found[0] == 0 or found[1] != base:
                 continue
             if item.get(type_attr or "", {"S": type_name}).get("S") == type_name:
@@ -191,8 +190,8 @@ def keyed_plan_p(prepared: list[Prepared]) -> Proto[tuple[WritePlan, list[Outcom
     """:func:`~dynaorm.write.render.compile_commit` of ``prepared``, with the key material
     it needs asked for first: each written entity's rules prepare (``Rule.prepare``: a
     data key for new values, the data keys of the stored items the writes are planned
-    on), and the MACs the plan renders into unique guard keys (:func:`~dynaorm.schema.
-    rules.encrypted.with_macs`). A commit of plain entities asks for nothing."""
+    on), and the key material the plan renders into keys (a unique encrypted field's MAC:
+    :func:`~dynaorm.schema.rules.keyed`). A commit of plain entities asks for nothing."""
     specs = {id(spec): spec for entry, _ in prepared
              if (spec := spec_of(entry._entity)).rules.preparers}.values()
     if not specs:
@@ -203,7 +202,7 @@ def keyed_plan_p(prepared: list[Prepared]) -> Proto[tuple[WritePlan, list[Outcom
                                           for row in (state.item, *getattr(state, "history",
                                                                            ()))],
                                 writing=True)
-    return (yield from with_macs(lambda: compile_commit(prepared), tuple(s.cls for s in specs)))
+    return (yield from keyed(lambda: compile_commit(prepared), tuple(s.cls for s in specs)))
 
 
 def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()

@@ -36,8 +36,6 @@ from dynaorm.read.search import OPERATION as SEARCH_OPERATION
 from dynaorm.read.search import SearchSpec
 from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
-from dynaorm.schema.rules.encrypted import with_macs
-from dynaorm.schema.rules.unique import guard_item, guard_key
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import wire_key
 from dynaorm.values.limits import item_size
@@ -365,10 +363,9 @@ def _get(entity: type[Entity], fields: Mapping[str, Any], items: Sequence[Any] |
     rule = next((r for r in spec.uniques if set(fields) == set(r.fields)), None)
     requests = []
     if rule is not None and set(fields) != set(spec.lookup_fields):
-        key = guard_key(spec, _pure(with_macs(lambda: rule.guard_key(fields, spec.name),
-                                              (entity,)), "the find") or "")
-        guard = guard_item(spec, rule, key[spec.table.pk], {a: "-" for a in
-                                                            spec.table_key_attrs}, None)
+        key = rule.row_key(spec.table, _pure(rule.guard_key_p(fields, spec.name, (entity,)),
+                                             "the find") or "")
+        guard = rule.item(spec, key[spec.table.pk], {a: "-" for a in spec.table_key_attrs})
         requests.append(Request("GetItem", spec.table.name, None, _get_request(
             spec.table, key, consistent), read_units(item_size(guard), consistent),
             note="the unique guard, which names its owner"))

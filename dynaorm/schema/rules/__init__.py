@@ -85,11 +85,16 @@ __all__ = [
     "Rules",
     "Shape",
     "build_rules",
+    "keyed",
     "register",
     "register_rule",
+    "renders_keys",
 ]
 
 R = TypeVar("R", bound="Rule")
+T = TypeVar("T")
+#: ``(make, origins)`` -> ``make()`` with the key material it renders asked for first
+Keying = Callable[[Callable[[], Any], tuple[Any, ...]], Generator[Any, Any, Any]]
 
 #: every surface a rule answers for (its :attr:`Rule.answers`)
 SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan", "stream",
@@ -113,6 +118,31 @@ def register_rule(cls: type[R]) -> type[R]:
 
 #: :func:`register_rule` (the name dynaorm's own rules use)
 register = register_rule
+
+
+def _unkeyed(make: Callable[[], T], origins: tuple[Any, ...] = ()) -> Generator[Any, Any, T]:
+    return make()
+    yield  # (asks for nothing)
+
+
+#: how :func:`keyed` makes a value (one slot: :func:`renders_keys` sets it)
+_KEYING: list[Keying] = [_unkeyed]
+
+
+def renders_keys(keying: Keying) -> Keying:
+    """Set how :func:`keyed` makes a value that renders key material into keys: the rule
+    whose values are rendered so (the encrypted rule: a unique field's MAC) sets it when
+    its module is imported."""
+    _KEYING[0] = keying
+    return keying
+
+
+def keyed(make: Callable[[], T], origins: tuple[Any, ...] = ()) -> Generator[Any, Any, T]:
+    """``make()`` (pure: a commit's plan, a guard key) with the key material it renders
+    asked for first, as protocol steps (``origins``: the entities they are for), as the
+    rules say (:func:`renders_keys`); none: made once."""
+    made: T = yield from _KEYING[0](make, origins)
+    return made
 
 
 def build_rules(decl: Declaration) -> Rules:
@@ -320,7 +350,7 @@ class Rule:
         decodes and by a commit before it plans (:func:`~dynaorm.schema.entity.
         prepare_rows`); ``decode`` and ``encode`` then only read what it got. Values a
         plan renders into keys (a unique encrypted field's MAC) are asked for by a first
-        try of the plan (:func:`~dynaorm.schema.rules.encrypted.with_macs`)."""
+        try of the plan (:func:`keyed`)."""
         return
         yield  # (asks for nothing)
 

@@ -30,7 +30,7 @@ from typing import Annotated, Any, TypeVar, cast
 
 from dynaorm._types import AttributeValue, Item, PlainKey
 from dynaorm.errors import DecryptionError, DynaormError, KeyringError
-from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.rules import Declaration, Rule, register, renders_keys
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.codec import binary_from_json
@@ -187,6 +187,9 @@ def with_macs(make: Callable[[], T], origins: tuple[Any, ...] = ()
     for keyring, texts in wanted.items():
         yield from keyring.prepare(macs=sorted(texts), origins=origins)
     return make()
+
+
+renders_keys(with_macs)
 
 
 def _encrypted(cls: type[Any], owner: str, table: TableSchema, renames: Mapping[str, str],

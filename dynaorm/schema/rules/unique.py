@@ -98,6 +98,11 @@ class UniqueRule:
             out[table.sk] = key
         return out
 
+    def item(self, spec: Owner, key: str, owner: PlainKey, value: Any = None,
+             ttl: int | None = None) -> Item:
+        """The guard item at ``key`` owned by the row at ``owner`` (:func:`guard_item`)."""
+        return guard_item(spec, self, key, owner, value, ttl)
+
     @staticmethod
     def owner_key(table: TableSchema, guard: Item | None, type_name: str) -> PlainKey | None:
         """The key of the row the guard item ``guard`` names as its owner, when that is a
