@@ -19,8 +19,6 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.previous import Layout, load_old, old_values
-from dynaorm.schema.rules.versioned import parse_version_sk, version_row, version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq
 from dynaorm.values.keys import key_value
@@ -32,7 +30,7 @@ from dynaorm.write.records import ActionBuilder, Outcome, Planned, Reading, Read
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
            "kept_row_move", "move_actions", "needs_history_batches",
-           "old_values", "plan_move_delete", "plan_move_save"]
+           "plan_move_delete", "plan_move_save"]
 
 #: DynamoDB's limit of actions in one transaction: a move must fit in it
 MAX_MOVE_ACTIONS = 100
@@ -40,7 +38,7 @@ MAX_MOVE_ACTIONS = 100
 HISTORY_BATCH = 24
 
 
-def _layout(spec: EntitySpec) -> Layout:
+def _layout(spec: EntitySpec) -> Any:
     assert spec.previous is not None
     return spec.previous
 
@@ -95,10 +93,11 @@ def kept_row_move(spec: EntitySpec, row: Item) -> list[Op]:
     latest copy is still absent (an entity stored there again moves its history itself).
     """
     assert spec.table.sk is not None
-    parsed = parse_version_sk(key_value(row[spec.table.sk]))
+    keys = spec.rules.sort_keys
+    parsed = keys.parse(key_value(row[spec.table.sk]))
     assert parsed is not None
     latest = spec.stored_key(row)
-    latest[spec.table.sk] = version_sk(parsed[1], 0)
+    latest[spec.table.sk] = keys.key(parsed[1], 0)
     b = ActionBuilder(spec, latest, 0)
     b.ops.append(ConditionCheck(latest, not_exists(spec.table.pk),
                                 b.origin(Role.LATEST, Fail.EXISTS)))
@@ -159,18 +158,18 @@ def _history_rows(spec: EntitySpec, state: MovedState
                   ) -> list[tuple[int, PlainKey, Item]]:
     """Each old version row: (version, old key, the row under the current layout)."""
     assert spec.table.sk is not None
-    out = []
+    out, keys = [], spec.rules.sort_keys
     for row in state.history:
-        parsed = parse_version_sk(key_value(row[spec.table.sk]))
+        parsed = keys.parse(key_value(row[spec.table.sk]))
         if parsed is None or parsed[0] == 0:
             continue
         n = parsed[0]
-        obj = load_old(spec, row)
+        obj = _layout(spec).validate(spec, row)
         values = {**obj.__dict__, "version": n}
         new = encode_entity(obj, spec, n)
         key = spec.primary_key(values, n)
         out.append((n, spec.stored_key(row),
-                    {**kept(spec, row), **version_row(spec, new, key[spec.table.sk])}))
+                    {**kept(spec, row), **keys.row(spec, new, key[spec.table.sk])}))
     return sorted(out, key=lambda t: t[0])
 
 
@@ -187,7 +186,7 @@ def plan_move_save(entry: Any, state: MovedState, index: int
             f"{len(state.history)} version rows takes {needed} actions, more than the "
             f"{MAX_MOVE_ACTIONS} one transaction holds: run `dynaorm migrate`, which moves "
             "a long history in conditioned batches first and then the entity")
-    loaded = spec.cls.model_validate(old_values(spec, state.item)).__dict__
+    loaded = spec.cls.model_validate(_layout(spec).values(spec, state.item)).__dict__
     changed = any(obj.__dict__.get(f) != loaded.get(f) for f in spec.field_names
                   if f != "version")
     pairs = spec.rules.stamp(obj, False) if changed else ()
@@ -223,7 +222,7 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
     obj = entry.obj
     spec = spec_of(type(obj))
     old_key = state.key
-    old = spec.cls.model_validate(old_values(spec, state.item)).__dict__
+    old = spec.cls.model_validate(_layout(spec).values(spec, state.item)).__dict__
     b = ActionBuilder(spec, old_key, index)
     # (its old version rows: as read, under either layout, below)
     b.around(b.rows(old, None, old_key, None, retyped=_layout(spec).type_name != spec.type_name),
@@ -233,9 +232,10 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
         base = _layout(spec).base_sk(old, spec.name)
         # a version row not read under the old key was moved ahead of its entity (a
         # history batch of `dynaorm migrate`): it is deleted under the current key
-        read = {parse_version_sk(key_value(row[spec.table.sk])) for row in state.history}
+        keys = spec.rules.sort_keys
+        read = {keys.parse(key_value(row[spec.table.sk])) for row in state.history}
         for n in range(1, (state.version or 0) + 1):
-            key = {**old_key, spec.table.sk: version_sk(base, n)}
+            key = {**old_key, spec.table.sk: keys.key(base, n)}
             if (n, base) not in read:
                 key = spec.primary_key({**old, "version": n}, n)
             b.ops.append(Delete(key, None, b.origin(Role.VERSION, Fail.GONE)))

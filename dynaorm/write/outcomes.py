@@ -54,7 +54,6 @@ from dynaorm.protocol.events import Reason
 from dynaorm.protocol.policy import throttled
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import Explained
-from dynaorm.schema.rules.previous import old_values
 from dynaorm.schema.unclaimed import fix_hint, unclaimed_name
 from dynaorm.values.expressions import broken_rules, holds
 from dynaorm.values.records import Fail, Op, Role
@@ -223,7 +222,7 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
         if spec.previous is not None and spec.previous.owns(item) and not (
                 spec.owns(item) and spec.fits_shape(item)):
             # a row in Meta.previous's layout (a move's)
-            return spec.cls.model_validate(old_values(spec, item))
+            return spec.cls.model_validate(spec.previous.values(spec, item))
         return entity._from_item(item, spec) if spec.owns(item) else None
     except Exception:  # an item that does not validate any more: report it raw
         return None

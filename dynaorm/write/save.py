@@ -26,7 +26,6 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.caches import cache
 from dynaorm.errors import DynaormError, InvalidValueError
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import (
     Condition,
@@ -117,7 +116,7 @@ class SaveEntry(ObjectWrite):
         if state is None and spec.versioned and self.after_version is None and key:
             # planned as version 1, and a version 1 row of the commit is taken (a kept
             # history: this write's, or another's; every such insert reads its own)
-            found = parse_version_sk(str(key.get(spec.table.sk or "", "")))
+            found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
             if found is not None and found[0] == 1:
                 return True
         if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):

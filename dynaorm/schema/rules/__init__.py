@@ -267,6 +267,11 @@ class KeyLayout(NamedTuple):
     #: the sort keys between which the kept rows (1 and up) of ``base`` lie (in the
     #: history index, with ``indexed``)
     bounds: Callable[[str, bool], tuple[str, str]]
+    #: the sort key of row ``n`` of ``base`` (0: the entity's own row)
+    key: Callable[[str, int], str]
+    #: ``(spec, item, sk)``: the kept row of the encoded ``item`` of ``spec``'s entity
+    #: under the sort key ``sk`` (a version row)
+    row: Callable[[Any, Item, str], Item]
 
 
 class Rule:
@@ -497,6 +502,7 @@ class Rules:
 
 
 #: the plain layout: every sort key as its template renders it
-PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, base))
+PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, base),
+                              lambda base, n: base, lambda spec, item, sk: item)
 #: a plain entity's rules (none): shared
 NO_RULES: Final = Rules(())

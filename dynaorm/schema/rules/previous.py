@@ -113,8 +113,8 @@ class Layout:
 
     def load(self, spec: Any, item: Item) -> tuple[Any, int | None]:
         """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
-        state set: :func:`load_old`), and its version (``None``: not versioned)."""
-        obj = load_old(spec, item)
+        state set: :meth:`validate`), and its version (``None``: not versioned)."""
+        obj = self.validate(spec, item)
         return obj, obj.__dict__.get("version") if self.versioned else None
 
     def version_keys(self, item: Item, owner: str) -> list[PlainKey] | None:
@@ -146,11 +146,28 @@ class Layout:
             out[attr if name is None else renames.get(name, name)] = av
         return out
 
+    def values(self, spec: Any, item: Item) -> dict[str, Any]:
+        """The field values of ``item``, stored in this layout (``spec``'s previous one),
+        as the current class reads them (plain Python, to validate): attributes under
+        their current names, the key fields parsed back from the old key."""
+        for decode in self.decoders:  # (the row as stored: its old key, its old names)
+            item = decode(item)
+        data: dict[str, Any] = spec.decode_fields(self.translate(item, spec.renames),
+                                                  decoded=True)
+        for name, value in (self.parse_key(item) or {}).items():
+            data.setdefault(name, value)
+        return data
 
-
-
-
-
+    def validate(self, spec: Any, item: Item) -> Any:
+        """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
+        state set)."""
+        try:
+            return spec.cls.model_validate(self.values(spec, item))
+        except ValidationError as exc:
+            key = spec.stored_key(item)
+            raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
+                                  f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
+                                  key=key) from exc
 
 
 def _old_template(source: Any, what: str, owner: str, lookup: tuple[str, ...],
@@ -265,29 +282,14 @@ def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: froze
 
 
 def old_values(spec: Any, item: Item) -> dict[str, Any]:
-    """The field values of ``item``, stored in ``spec``'s previous layout, as the current
-    class reads them (plain Python, to validate): attributes under their current names,
-    the key fields parsed back from the old key."""
-    layout = spec.previous
-    assert layout is not None
-    for decode in layout.decoders:  # (the row as stored: its old key, its old names)
-        item = decode(item)
-    data: dict[str, Any] = spec.decode_fields(layout.translate(item, spec.renames),
-                                              decoded=True)
-    for name, value in (layout.parse_key(item) or {}).items():
-        data.setdefault(name, value)
-    return data
+    """:meth:`Layout.values` of ``spec``'s previous layout."""
+    layout: Layout = spec.previous
+    return layout.values(spec, item)
 
 
 def load_old(spec: Any, item: Item) -> Any:
-    """An object of ``spec.cls`` validated from an old-layout item (no state set)."""
-    try:
-        return spec.cls.model_validate(old_values(spec, item))
-    except ValidationError as exc:
-        key = spec.stored_key(item)
-        raise ItemDecodeError(f"the stored item {key} (previous layout) does not fit "
-                              f"{spec.name}: {exc.errors()[0]['msg']}", entity=spec.cls,
-                              key=key) from exc
+    """:meth:`Layout.validate` of ``spec``'s previous layout."""
+    return spec.previous.validate(spec, item)
 
 
 @register

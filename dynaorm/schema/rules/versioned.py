@@ -129,7 +129,8 @@ class Versioning(Rule):
     name = "versioned"
     order = 70
     own = Role.LATEST
-    sort_keys = KeyLayout(LATEST_PREFIX, parse_version_sk, version_bounds)
+    sort_keys = KeyLayout(LATEST_PREFIX, parse_version_sk, version_bounds, version_sk,
+                          version_row)
     transforms = False  # (its decode puts back what a version row keeps aside)
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
