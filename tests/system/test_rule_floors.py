@@ -74,9 +74,9 @@ def test_the_branch_count_sees_each_kind_of_branch() -> None:
               "if spec.plain or other.ttl_field:\n    pass\n"
               "z = spec.versioned\n"  # (a read, no branch)
               "if spec.name:\n    pass\n")  # (no flag)
-    assert list(flag_branches(source)) == [(1, "versioned"), (3, "previous"),
-                                           (5, "uniques"), (7, "encrypted"),
-                                           (8, "ttl_field")]
+    assert sorted(flag_branches(source)) == [(1, "versioned"), (3, "previous"),
+                                             (4, "uniques"), (6, "encrypted"),
+                                             (7, "ttl_field")]
 
 
 def _contract() -> dict[str, object]:
