@@ -41,12 +41,15 @@ from canned_http import canned_endpoint, dynaorm_models
 PURE = ("protocol", "values", "schema", "write", "read", "core")
 IO = ("client", "wire", "sync", "aio")
 
-#: issue 49's budgets: at most this many calls (and, on the save, wing switches: calls
-#: from one package into another) on each path
+#: at most this many calls (and, on the save, wing switches: calls from one package into
+#: another) on each path. Issue 58 re-based them once on the rules' dispatch (a save +
+#: commit 250 -> 258 calls measured: the rows hook, its Change and Rows; the query page and
+#: the get unchanged at 160 and 89), each with about 3% headroom; the wing switches fell
+#: from 106 to 96 and are held there, with the same headroom
 BUDGETS: dict[str, dict[str, int]] = {
-    "save + commit": {"calls": 250, "wing_switches": 106},
-    "query page 25": {"calls": 160},
-    "get": {"calls": 100},
+    "save + commit": {"calls": 266, "wing_switches": 99},
+    "query page 25": {"calls": 165},
+    "get": {"calls": 92},
 }
 
 

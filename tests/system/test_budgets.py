@@ -54,13 +54,13 @@ def test_the_architecture_doc_states_the_measured_figures(
 
 
 def test_the_package_keeps_its_token_budget() -> None:
-    """0.5's features may not grow past what 0.6 landed at (``LANDED``: 0.5's
-    ``BUDGET``, the target, is not met); a new feature's modules (``NEW_FEATURES``) are
-    measured on their own."""
+    """0.5's features may not grow past the ratchet ``LANDED`` (0.5's ``BUDGET``, the
+    target, is not met; issue 58's first step landed above 0.6's ``LANDED_06``); a new
+    feature's modules (``NEW_FEATURES``) are measured on their own."""
     total = sum(code_size.count(ROOT / "dynaorm", code_size.NEW_FEATURES).values())
     assert total <= code_size.LANDED, (
         f"{total} tokens of code, past the ratchet {code_size.LANDED} "
-        f"(target {code_size.BUDGET})")
+        f"(0.6: {code_size.LANDED_06}; target {code_size.BUDGET})")
 
 
 def test_the_token_counter_skips_docstrings_comments_and_layout(tmp_path: Path) -> None:
