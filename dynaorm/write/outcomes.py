@@ -209,8 +209,11 @@ def _caller_failed(op: Op, reason: Reason) -> bool:
     o = op.origin
     if o.fail is Fail.CALLER:
         return True
-    return o.caller is not None and reason.item is not None and not holds(o.caller,
-                                                                          reason.item)
+    if o.caller is None:
+        return False
+    if reason.item is None:  # (every condition asks for the stored item: none is stored,
+        return o.fail is Fail.EXISTS  # so an insert's "not there yet" held)
+    return not holds(o.caller, reason.item)
 
 
 def _stored_entity(entity: type[Any], item: Item | None) -> Any:

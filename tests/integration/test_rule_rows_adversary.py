@@ -132,9 +132,6 @@ class RedPlainNote(Entity):
     n: int = 0
 
 
-@pytest.mark.xfail(strict=True, reason="a new object's save whose caller's condition fails "
-                   "on an absent item is told ItemExistsError ('already exists', .item None): "
-                   "untrue, on every engine, with or without rules (as in 0.6, 9c8e4f0)")
 @pytest.mark.parametrize("entity", [RedPlainNote, User], ids=["plain", "unique"])
 def test_a_new_objects_save_refused_by_the_callers_condition_is_not_said_to_exist(
         db: TestBackend, entity: type[Any]) -> None:
