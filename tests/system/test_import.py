@@ -152,10 +152,13 @@ DEFERRED = frozenset({
 #: ``import botocore`` (the own wire's ``User-Agent`` names botocore's version)
 _READ_LOADS = {"logging"}
 #: of those, what the first save and commit load (not: the bulk writes, ``s.update()``, a
-#: delete, inspection, streams, page cursors, the previous-layout reads)
+#: delete, inspection, streams, page cursors, the previous-layout reads, nor the
+#: previous-layout rule: since issue 58 the write path names no rule, so that rule loads
+#: with the first entity that declares ``Meta.previous``)
 _COMMIT = DEFERRED - {"dynaorm.core.bulk", "dynaorm.write.updates", "dynaorm.write.delete",
                       "dynaorm.schema.inspection", "dynaorm.schema.streams",
-                      "dynaorm.read.cursor", "dynaorm.read.previous"}
+                      "dynaorm.read.cursor", "dynaorm.read.previous",
+                      "dynaorm.schema.rules.previous"}
 
 _READ_THEN_WRITE = (
     "import json, sys\n"
