@@ -113,7 +113,8 @@ class SaveEntry(ObjectWrite):
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         spec = spec_of(type(self.obj))
-        if state is None and spec.versioned and self.after_version is None and key:
+        if state is None and self.after_version is None and key:
+            # (the versioned rule's key layout parses its version keys: a plain one, none)
             # planned as version 1, and a version 1 row of the commit is taken (a kept
             # history: this write's, or another's; every such insert reads its own)
             found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
