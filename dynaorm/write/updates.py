@@ -538,14 +538,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
                       ) -> Planned[Outcome | None]:
         cls = self.entity
         loaded = self._loaded
-        if loaded is not None and state is not None and self._spec.versioned:
+        if loaded is not None and state is not None:
             expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields))
         else:
-            values = self._apply(dict(cls._from_item(state.item, self._spec).__dict__))
-            if self._spec.versioned:
-                values["version"] = state.version or 0
+            values = {**self._apply(dict(cls._from_item(state.item, self._spec).__dict__)),
+                      **dict(self._spec.rules.pin(state.version or 0))}  # (its version)
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:

@@ -27,6 +27,11 @@ hook                    what the rule does there
 ``stamp``               the field values a write of an object sets on it (the times
                         ``Meta.timestamps`` declares): the write encodes a copy carrying
                         them and puts them on the object once it succeeded
+``pin``                 the ``(field, value)`` pairs of the entity's own row that a write
+                        planned on it as loaded (at a version) holds to that load: its
+                        condition (still stored so), the caller's If-Match (the object's
+                        value set otherwise refuses the write), an update planned as a
+                        save carries them (the versioned rule's ``version``)
 ``prepare``             what it needs before rows are decoded, or before the entity's
                         rows are encoded (key material), as protocol steps, so that each
                         is a request of the client: every read runs it on the rows it
@@ -102,7 +107,7 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
 HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "stamp", "prepare", "rows", "reads", "explain", "export")
+                "stamp", "pin", "prepare", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 
@@ -347,6 +352,13 @@ class Rule:
         on ``obj`` here."""
         return ()
 
+    def pin(self, version: int) -> tuple[tuple[str, Any], ...]:
+        """The ``(field, value)`` pairs of the entity's own row that a write planned on it
+        as loaded at ``version`` holds to that load: the write is conditioned on them
+        still stored, a value the caller set otherwise on the object refuses it (an
+        If-Match), an update planned as a save carries them."""
+        return ()
+
     def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
         """What this rule needs before the stored rows ``items`` are decoded (any rows a
         read returned or a write is planned on: skip what is not the entity's), and, with
@@ -392,7 +404,7 @@ class Rules:
     (:attr:`Rule.transforms`)."""
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
-                 "explainers", "exporters", "keepers", "own", "preparers", "readers",
+                 "explainers", "exporters", "keepers", "own", "pin", "preparers", "readers",
                  "rebinders", "redactors", "refusers", "sort_keys", "stampers",
                  "transforms")
 
@@ -409,6 +421,8 @@ class Rules:
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
         self.stampers = self._hooked("stamp")
+        #: the :meth:`Rule.pin` of the rule that pins the entity's own row (none: nothing)
+        self.pin = next(iter(self._hooked("pin")), Rule().pin)
         self.preparers = self._hooked("prepare")
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)
