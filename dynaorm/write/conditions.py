@@ -20,7 +20,6 @@ from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
-from dynaorm.values.ttl import encode_ttl
 
 __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
            "expect_stored_version", "pinned",
@@ -37,9 +36,7 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozen
             conds += [] if stored is None or name in spec.unstored else stored_as(stored, {attr})
             continue  # key-only: its key holds it; Encrypted (any rule's transform): the
             # value as stored, read (``stored``: the loaded item)
-        value = old.get(name)
-        if name == spec.ttl_field:
-            value = encode_ttl(value, spec.name, name)
+        value = spec.rules.store(name, old.get(name), spec.name)  # (a TTL's epoch seconds)
         if value is None:
             conds.append(not_exists(attr))
         else:

@@ -15,6 +15,10 @@ hook                    what the rule does there
 ======================  ==============================================================
 ``attributes``          the attributes it writes on the entity's own rows (a field
                         stored under one is refused when the class is defined)
+``store``               a field's value as it is stored, where the rule stores it
+                        otherwise than its type does (a TTL field's epoch seconds):
+                        asked by every write and condition that encodes one field's
+                        value (the first rule that overrides it answers)
 ``encode``              a row about to be written, at the key it is stored under
 ``rebind``              a row copied to another key (a version row from the latest copy)
 ``decode``              a stored row about to be read into an object (rules decode in
@@ -106,7 +110,7 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "history", "migrate", "backfill", "check", "export", "search", "messages",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
-HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
+HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "refuse", "redact",
                 "stamp", "pin", "prepare", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
@@ -319,6 +323,12 @@ class Rule:
         """The attributes this rule writes on the entity's own rows."""
         return frozenset()
 
+    def store(self, name: str, value: Any, owner: str) -> Any:
+        """``value`` of field ``name`` as it is stored, before it is encoded (a TTL
+        field's epoch seconds; ``owner``: the entity's name, for a refusal's message): by
+        default as its type stores it, itself."""
+        return value
+
     def encode(self, item: Item, key: PlainKey, stored: Item | None) -> None:
         """Change ``item``, about to be written at ``key``, in place (``stored``: the
         item as loaded, at the same key, where known)."""
@@ -405,13 +415,15 @@ class Rules:
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
                  "explainers", "exporters", "keepers", "own", "pin", "preparers", "readers",
-                 "rebinders", "redactors", "refusers", "sort_keys", "stampers",
+                 "rebinders", "redactors", "refusers", "sort_keys", "stampers", "store",
                  "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
         self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
         self.attributes: frozenset[str] = frozenset().union(*(r.attributes() for r in rules))
+        #: a field's value as stored (:meth:`Rule.store` of the rule that overrides it)
+        self.store = next(iter(self._hooked("store")), Rule().store)
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
         self.decoders = self._hooked("decode")[::-1]
