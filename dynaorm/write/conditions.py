@@ -20,10 +20,9 @@ from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq, rename_paths
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState
-from dynaorm.values.ttl import encode_ttl
 
 __all__ = ["as_loaded", "conditioned", "declared", "expect_loaded_version",
-           "expect_stored_version",
+           "expect_stored_version", "pinned",
            "stored_as", "unchanged", "undeclared", "update_condition", "with_condition"]
 
 
@@ -37,9 +36,7 @@ def unchanged(spec: EntitySpec, old: Mapping[str, Any], attrs: set[str] | frozen
             conds += [] if stored is None or name in spec.unstored else stored_as(stored, {attr})
             continue  # key-only: its key holds it; Encrypted (any rule's transform): the
             # value as stored, read (``stored``: the loaded item)
-        value = old.get(name)
-        if name == spec.ttl_field:
-            value = encode_ttl(value, spec.name, name)
+        value = spec.rules.store(name, old.get(name), spec.name)  # (a TTL's epoch seconds)
         if value is None:
             conds.append(not_exists(attr))
         else:
@@ -94,6 +91,13 @@ def update_condition(spec: EntitySpec, state: InstanceState, old_values: Mapping
     return all_of(conds)
 
 
+def pinned(spec: EntitySpec, version: int) -> list[Condition]:
+    """The conditions that the entity's own row is still as loaded at ``version``, as its
+    rules pin it (:meth:`~dynaorm.schema.rules.Rule.pin`: a versioned entity's version;
+    none for a plain one)."""
+    return [raw_eq(name, encode_value(value)) for name, value in spec.rules.pin(version)]
+
+
 def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> None:
     """A caller's expected version (If-Match) is honoured: ``obj.version`` set to anything
     but the version it was loaded at is :class:`ConcurrentModificationError` (versions only
@@ -101,14 +105,14 @@ def expect_loaded_version(spec: EntitySpec, obj: Any, state: InstanceState) -> N
     loaded before the version the caller saw): nothing is sent."""
     if getattr(obj, "_dynaorm_state", None) is None:
         return  # not loaded (a delete by key, read at commit): nothing was expected
-    expected = obj.__dict__.get("version")
-    loaded = state.version or 0
-    if isinstance(expected, int) and not isinstance(expected, bool) and expected != loaded:
-        raise ConcurrentModificationError(
-            f"{spec.name} {state.key}: expected version {expected} (obj.version, an "
-            f"If-Match), but the object was loaded at version {loaded}: the stored item is "
-            "not the version expected; reload it", entity=spec.cls, key=state.key,
-            item=spec.cls._from_item(state.item, spec))
+    for name, loaded in spec.rules.pin(state.version or 0):  # (a versioned entity's)
+        expected = obj.__dict__.get(name)
+        if isinstance(expected, int) and not isinstance(expected, bool) and expected != loaded:
+            raise ConcurrentModificationError(
+                f"{spec.name} {state.key}: expected version {expected} (obj.version, an "
+                f"If-Match), but the object was loaded at version {loaded}: the stored item "
+                "is not the version expected; reload it", entity=spec.cls, key=state.key,
+                item=spec.cls._from_item(state.item, spec))
 
 
 def expect_stored_version(spec: EntitySpec, obj: Any, stored: InstanceState | None) -> None:
@@ -116,16 +120,18 @@ def expect_stored_version(spec: EntitySpec, obj: Any, stored: InstanceState | No
     the version the object was loaded at, or any for a new object): the stored item, read
     just before planning (``None``: none), must be at that version, else
     :class:`ConcurrentModificationError` and nothing is sent."""
-    expected, own = obj.__dict__.get("version"), obj._dynaorm_state
-    if expected == (0 if own is None else own.version or 0):
-        return  # no version set by the caller: last writer wins
-    version = 0 if stored is None else stored.version or 0
-    if expected != version:
-        raise ConcurrentModificationError(
-            f"{spec.name} {spec.primary_key(obj.__dict__)}: expected version {expected} "
-            f"(obj.version, an If-Match), but version {version} is stored; not overwritten",
-            entity=spec.cls, key=spec.primary_key(obj.__dict__),
-            item=None if stored is None else spec.cls._from_item(stored.item, spec))
+    own = obj._dynaorm_state
+    for name, loaded in spec.rules.pin(0 if own is None else own.version or 0):
+        expected = obj.__dict__.get(name)
+        if expected == loaded:
+            return  # no version set by the caller: last writer wins
+        version = 0 if stored is None else stored.version or 0
+        if expected != version:
+            raise ConcurrentModificationError(
+                f"{spec.name} {spec.primary_key(obj.__dict__)}: expected version {expected} "
+                f"(obj.version, an If-Match), but version {version} is stored; not "
+                "overwritten", entity=spec.cls, key=spec.primary_key(obj.__dict__),
+                item=None if stored is None else spec.cls._from_item(stored.item, spec))
 
 
 def with_condition(ops: list[Op], entry: Any, spec: EntitySpec,
@@ -185,8 +191,7 @@ def declared(spec: EntitySpec) -> frozenset[str]:
         names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes}
         if table.type_attribute is not None:
             names.add(table.type_attribute)
-        if spec.versioned:
-            names.add("version")
+        names.update(name for name, _ in spec.rules.pin(0))  # (a versioned entity's version)
         # (a version row's kept TTL, ...; the revision is carried: each write stamps anew)
         names |= spec.rules.attributes - {table.revision_attribute}
         found = _DECLARED[spec.cls] = frozenset(names)

@@ -13,11 +13,12 @@ from typing import Any
 
 from dynaorm.errors import ItemNotFoundError
 from dynaorm.schema.entity import spec_of
-from dynaorm.values.expressions import Condition, all_of, exists, raw_eq
+from dynaorm.values.expressions import Condition, all_of, exists
 from dynaorm.values.records import Delete, Fail, Role
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.write.conditions import (
     expect_loaded_version,
+    pinned,
     stored_as,
     unchanged,
     with_condition,
@@ -91,9 +92,8 @@ def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
     revision = {a for a in (spec.table.revision_attribute,) if a}
     conds = [exists(spec.table.pk), *stored_as(state.item, revision),
              *unchanged(spec, old_values, spec.unique_fields, state.item)]
-    if spec.versioned:
-        expect_loaded_version(spec, obj, state)
-        conds.append(raw_eq("version", {"N": str(state.version or 0)}))
+    expect_loaded_version(spec, obj, state)
+    conds += pinned(spec, state.version or 0)  # (a versioned entity's: still at its version)
     history = (state.version or 0) if entry.history else 0  # (its version rows go too)
     b.around(b.rows(old_values, None, state.key, None, history=history),
              Delete(state.key, all_of(conds),

@@ -20,12 +20,12 @@ from dynaorm._types import Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists, raw_eq
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.times import stamped
-from dynaorm.write.conditions import stored_as, undeclared
+from dynaorm.write.conditions import pinned, stored_as, undeclared
 from dynaorm.write.records import ActionBuilder, Outcome, Planned, Reading, Reads, Written
 
 __all__ = ["HISTORY_BATCH", "MAX_MOVE_ACTIONS", "either_layout", "history_batches", "kept",
@@ -74,7 +74,7 @@ def history_batches(spec: EntitySpec, state: MovedState) -> list[list[Op]]:
     one if present, with a check that the old latest copy is still at the version read (a writer
     that moved or changed the entity meanwhile fails the batch). Version rows never change
     once written, so a history moved in several transactions is the history read."""
-    check = all_of([exists(spec.table.pk), raw_eq("version", {"N": str(state.version or 0)})])
+    check = all_of([exists(spec.table.pk), *pinned(spec, state.version or 0)])
     assert check is not None
     rows = _history_rows(spec, state)
     out: list[list[Op]] = []
@@ -143,8 +143,8 @@ def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
     own = None
     if not loose:  # every attribute but its key as read
         own = all_of([exists(spec.table.pk), *stored_as(
-            state.item, set(state.item) - set(spec.table_key_attrs)), *(
-            [raw_eq("version", {"N": str(state.version or 0)})] if spec.versioned else [])])
+            state.item, set(state.item) - set(spec.table_key_attrs)),
+            *pinned(spec, state.version or 0)])
     origin = b.origin(spec.rules.own, Fail.GONE)
     if caller is not None:
         caller = _layout(spec).condition(caller)

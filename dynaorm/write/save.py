@@ -34,7 +34,6 @@ from dynaorm.values.expressions import (
     exists,
     free,
     not_exists,
-    raw_eq,
     rename_paths,
 )
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
@@ -44,6 +43,7 @@ from dynaorm.write.conditions import (
     as_loaded,
     expect_loaded_version,
     expect_stored_version,
+    pinned,
     stored_as,
     unchanged,
     undeclared,
@@ -113,7 +113,8 @@ class SaveEntry(ObjectWrite):
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         spec = spec_of(type(self.obj))
-        if state is None and spec.versioned and self.after_version is None and key:
+        if state is None and self.after_version is None and key:
+            # (the versioned rule's key layout parses its version keys: a plain one, none)
             # planned as version 1, and a version 1 row of the commit is taken (a kept
             # history: this write's, or another's; every such insert reads its own)
             found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
@@ -175,7 +176,7 @@ def _plan_save(entry: SaveEntry, state: InstanceState | None, index: int
     or a loaded row moved to its new key or written in place; stamped with
     ``Meta.timestamps`` when it writes, and followed by its guards."""
     obj, spec = entry.obj, spec_of(type(entry.obj))
-    if entry.overwrite and spec.versioned:  # (planned on what is stored now)
+    if entry.overwrite:  # (planned on what is stored now: a versioned entity's If-Match)
         expect_stored_version(spec, obj, state)
     if state is None:
         check_fields(obj, None)
@@ -330,7 +331,7 @@ def _plan_next_version(entry: SaveEntry, spec: EntitySpec, state: InstanceState,
     item = _with(encode_entity(written, spec, n + 1), extra)
     b = ActionBuilder(spec, key, index)
     revision = {a for a in (spec.table.revision_attribute,) if a}
-    cond = all_of([raw_eq("version", {"N": str(n)}), *stored_as(state.item, revision),
+    cond = all_of([*pinned(spec, n), *stored_as(state.item, revision),
                    *unchanged(spec, old_values, spec.unique_fields, state.item)])
     b.around(b.rows(old_values, values, key, key, item, n + 1),
              Put(key, item, cond, b.origin(Role.LATEST, Fail.GONE)))

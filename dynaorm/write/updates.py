@@ -49,7 +49,6 @@ from dynaorm.values.keys import key_av
 from dynaorm.values.records import Clause, ConditionCheck, Fail, Origin, Role, Update
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.times import now
-from dynaorm.values.ttl import encode_ttl
 from dynaorm.write.conditions import expect_loaded_version
 from dynaorm.write.moves import either_layout
 from dynaorm.write.records import Outcome, Planned, Prepared, Reading, Reads, StagedWrite
@@ -360,8 +359,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _dump(self, name: str, value: Any) -> AttributeValue:
         python = field_adapter(self.entity, name).dump_python(value, mode="python")
         try:
-            if name == self._spec.ttl_field:
-                python = encode_ttl(python, self._spec.name, name)
+            python = self._spec.rules.store(name, python, self._spec.name)
             kind = self._spec.kinds.get(name)
             return encode_value(python) if kind is None or python is None else kind.encode(python)
         except DynaormError as exc:
@@ -538,14 +536,13 @@ class StagedUpdate(StagedWrite, Generic[T]):
                       ) -> Planned[Outcome | None]:
         cls = self.entity
         loaded = self._loaded
-        if loaded is not None and state is not None and self._spec.versioned:
+        if loaded is not None and state is not None:
             expect_loaded_version(self._spec, loaded, state)  # s.update(obj): its If-Match
         if state is None:  # upsert of a missing item: an insert
             values = self._apply(dict(self._key_fields))
         else:
-            values = self._apply(dict(cls._from_item(state.item, self._spec).__dict__))
-            if self._spec.versioned:
-                values["version"] = state.version or 0
+            values = {**self._apply(dict(cls._from_item(state.item, self._spec).__dict__)),
+                      **dict(self._spec.rules.pin(state.version or 0))}  # (its version)
         try:
             obj = cls.model_validate(values)
         except ValidationError as exc:

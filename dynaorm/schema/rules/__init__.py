@@ -15,6 +15,10 @@ hook                    what the rule does there
 ======================  ==============================================================
 ``attributes``          the attributes it writes on the entity's own rows (a field
                         stored under one is refused when the class is defined)
+``store``               a field's value as it is stored, where the rule stores it
+                        otherwise than its type does (a TTL field's epoch seconds):
+                        asked by every write and condition that encodes one field's
+                        value (the first rule that overrides it answers)
 ``encode``              a row about to be written, at the key it is stored under
 ``rebind``              a row copied to another key (a version row from the latest copy)
 ``decode``              a stored row about to be read into an object (rules decode in
@@ -27,6 +31,11 @@ hook                    what the rule does there
 ``stamp``               the field values a write of an object sets on it (the times
                         ``Meta.timestamps`` declares): the write encodes a copy carrying
                         them and puts them on the object once it succeeded
+``pin``                 the ``(field, value)`` pairs of the entity's own row that a write
+                        planned on it as loaded (at a version) holds to that load: its
+                        condition (still stored so), the caller's If-Match (the object's
+                        value set otherwise refuses the write), an update planned as a
+                        save carries them (the versioned rule's ``version``)
 ``prepare``             what it needs before rows are decoded, or before the entity's
                         rows are encoded (key material), as protocol steps, so that each
                         is a request of the client: every read runs it on the rows it
@@ -101,8 +110,8 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "history", "migrate", "backfill", "check", "export", "search", "messages",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
-HOOKS: Final = ("attributes", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "stamp", "prepare", "rows", "reads", "explain", "export")
+HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "refuse", "redact",
+                "stamp", "pin", "prepare", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 
@@ -314,6 +323,12 @@ class Rule:
         """The attributes this rule writes on the entity's own rows."""
         return frozenset()
 
+    def store(self, name: str, value: Any, owner: str) -> Any:
+        """``value`` of field ``name`` as it is stored, before it is encoded (a TTL
+        field's epoch seconds; ``owner``: the entity's name, for a refusal's message): by
+        default as its type stores it, itself."""
+        return value
+
     def encode(self, item: Item, key: PlainKey, stored: Item | None) -> None:
         """Change ``item``, about to be written at ``key``, in place (``stored``: the
         item as loaded, at the same key, where known)."""
@@ -345,6 +360,13 @@ class Rule:
         """The ``(field, value)`` pairs a write of ``obj`` sets on it (``insert``: the
         write inserts it), as :mod:`dynaorm.values.times` moves them: nothing is changed
         on ``obj`` here."""
+        return ()
+
+    def pin(self, version: int) -> tuple[tuple[str, Any], ...]:
+        """The ``(field, value)`` pairs of the entity's own row that a write planned on it
+        as loaded at ``version`` holds to that load: the write is conditioned on them
+        still stored, a value the caller set otherwise on the object refuses it (an
+        If-Match), an update planned as a save carries them."""
         return ()
 
     def prepare(self, items: tuple[Item, ...], writing: bool) -> Generator[Any, Any, None]:
@@ -392,14 +414,16 @@ class Rules:
     (:attr:`Rule.transforms`)."""
 
     __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
-                 "explainers", "exporters", "keepers", "own", "preparers", "readers",
-                 "rebinders", "redactors", "refusers", "sort_keys", "stampers",
+                 "explainers", "exporters", "keepers", "own", "pin", "preparers", "readers",
+                 "rebinders", "redactors", "refusers", "sort_keys", "stampers", "store",
                  "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
         self.by_name: Mapping[str, Rule] = {r.name: r for r in rules}
         self.attributes: frozenset[str] = frozenset().union(*(r.attributes() for r in rules))
+        #: a field's value as stored (:meth:`Rule.store` of the rule that overrides it)
+        self.store = next(iter(self._hooked("store")), Rule().store)
         self.encoders = self._hooked("encode")
         self.rebinders = self._hooked("rebind")
         self.decoders = self._hooked("decode")[::-1]
@@ -409,6 +433,8 @@ class Rules:
         self.refusers = self._hooked("refuse")
         self.redactors = self._hooked("redact")
         self.stampers = self._hooked("stamp")
+        #: the :meth:`Rule.pin` of the rule that pins the entity's own row (none: nothing)
+        self.pin = next(iter(self._hooked("pin")), Rule().pin)
         self.preparers = self._hooked("prepare")
         #: the role of the entity's own row (:attr:`Rule.own`; a plain row by default)
         self.own: Role = next((r.own for r in rules if r.own is not None), Role.ROW)

@@ -109,6 +109,10 @@ class Stamping(Rule):
             return None
         return cls(fields, ttl_field)
 
+    def store(self, name: str, value: Any, owner: str) -> Any:
+        """The TTL field's value: as epoch seconds."""
+        return encode_ttl(value, owner, name) if name == self.ttl_field else value
+
     def stamp(self, obj: Any, insert: bool) -> Stamps:
         """The created time (``insert``, when ``obj`` has none yet) and the updated time,
         one moment; nothing is changed on ``obj``: a commit writes them from a copy and

@@ -173,6 +173,10 @@ class Versioning(Rule):
     def attributes(self) -> frozenset[str]:
         return frozenset({VERSION_TTL, VERSION_KEYS, *(self.history_index or ())[1:]})
 
+    def pin(self, version: int) -> tuple[tuple[str, Any], ...]:
+        """The version the entity was loaded at."""
+        return (("version", version),)
+
     def decode(self, item: Item) -> Item:
         if VERSION_TTL not in item and VERSION_KEYS not in item:
             return item
