@@ -30,7 +30,7 @@ __all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "
            "Unique", "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key",
            "guard_owner", "owned_by", "unique_rules"]
 
-#: the attributes of a guard item naming its owner row and the field it guards
+
 @dataclass(frozen=True)
 class Unique:
     """A unique attribute: ``Unique("email", normalize=str.lower, prefix=..., scope=...)``."""
@@ -113,8 +113,6 @@ class UniqueRule:
         if table.sk:
             owner[table.sk] = guard[OWNER_SK]["S"]
         return owner
-
-
 
 
 #: the attributes of a guard item naming its owner row and the field it guards
