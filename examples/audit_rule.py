@@ -19,9 +19,8 @@ from typing import Any
 
 from _support import run
 
-from dynaorm import Entity, Rule, Table, register_rule
-from dynaorm.schema.rules import Change, Declaration, Rows
-from dynaorm.values.records import Fail, Put, Role
+from dynaorm import Entity, Table
+from dynaorm.rules import Change, Declaration, Fail, Put, Role, Rows, Rule, register_rule
 
 #: the type attribute of an audit row (never an entity's: reads skip it)
 AUDIT_TYPE = "example:audit"

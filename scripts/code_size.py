@@ -56,8 +56,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/tools/chart.py", "dynaorm/tools/patterns.py", "dynaorm/core/explain.py",
     "dynaorm/write/costs.py", "dynaorm/protocol/capacity.py",
     "dynaorm/tools/model_commands.py",
-    # 0.7, issue 58: Compressed (a rule written against the public protocol)
-    "dynaorm/schema/rules/compressed.py",
+    # 0.7, issue 58: Compressed (a rule written against the public protocol); what a rule
+    # of your own imports, in one place
+    "dynaorm/schema/rules/compressed.py", "dynaorm/rules.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

@@ -85,20 +85,22 @@ class _Reads:
             yield from prepare_rows(preparing(table), (item,))
         return item
 
-    def last_version(self, obj: Entity) -> Reading[int]:
-        """The highest stored version row of ``obj``'s key (0: no history); in a
-        migration window, else the highest kept under the previous layout's key (a
-        deleted entity's history not moved yet: a new object continues it, as it would
-        once ``migrate`` moves it)."""
+    def last_version(self, obj: Entity) -> Reading[int | None]:
+        """The highest stored version row of ``obj``'s key (0: no history; ``None``: its
+        rows are not numbered, nothing is read); in a migration window, else the highest
+        kept under the previous layout's key (a deleted entity's history not moved yet: a
+        new object continues it, as it would once ``migrate`` moves it)."""
         spec = spec_of(type(obj))
+        if not spec.rules.sort_keys.latest:  # (the layout keeps no rows beside its own)
+            return None
         fields = {n: obj.__dict__[n] for n in spec.lookup_fields}
-        assert spec.table.sk is not None
         key = spec.primary_key(fields)
         found = yield from _last_version_p(spec, key, spec.type_name, spec.history_index)
-        if found or spec.previous is None:
+        before = spec.rules.before  # (the previous layout; a stand-in: none, no key)
+        old = before.key(fields, spec.name, 1)
+        if found or old is None:
             return found
-        old = spec.previous.key(fields, spec.name, 1)
-        return (yield from _last_version_p(spec, old, spec.previous.type_name, None))
+        return (yield from _last_version_p(spec, old, before.type_name, None))
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Reading[InstanceState | None]:

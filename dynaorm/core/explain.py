@@ -168,7 +168,9 @@ class _Unread:
         return None
         yield  # (a protocol that asks for nothing)
 
-    def last_version(self, obj: Entity) -> Generator[Any, Any, int]:
+    def last_version(self, obj: Entity) -> Generator[Any, Any, int | None]:
+        if not spec_of(type(obj)).rules.sort_keys.latest:  # (not numbered: no read)
+            return None
         self.noted.append(f"Query of {type(obj).__name__}'s kept version rows (consistent): "
                           "its last version (planned here as none)")
         return 0

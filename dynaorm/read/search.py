@@ -188,11 +188,11 @@ class SearchSpec(Generic[T]):
     def _search_p(self) -> Proto[Hits[T]]:
         out = yield from call(OPERATION, self._request(), self._entities)
         sel, hits, spec = self._selection(), Hits[T](), spec_of(self._entities[0])
-        old = spec.previous
+        old = spec.rules.before  # (the previous layout; a stand-in holds no row)
         wanted: list[tuple[Item, float]] = []
         for item, score in self._checked(out.get("SearchResults") or []):
             if sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
-                    old is not None and old.owns(item)):
+                    old.owns(item)):
                 wanted.append(({a: item[a] for a in spec.table_key_attrs}, score))
             elif not expired(item, sel.ttl_attr):
                 sel.foreign(item)  # (a type name no class claims is noted, once)
@@ -207,7 +207,7 @@ class SearchSpec(Generic[T]):
                 continue  # (gone since the index answered; past its TTL)
             if sel.owns(row):
                 hits.append(Hit(sel.decode(row), score))
-            elif old is not None and old.owns(row):  # (read as current, as a scan reads it)
+            elif old.owns(row):  # (read as current, as a scan reads it)
                 from dynaorm.read.previous import from_previous, old_history_p
 
                 history = yield from old_history_p(spec.table.name, spec, row)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.entity import Entity, encode_entity, raw_state, spec_of
-from dynaorm.schema.rules.previous import MovedState, old_values
+from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.state import Deleted, InstanceState
@@ -141,7 +141,8 @@ def _loaded_object(spec: EntitySpec, state: InstanceState) -> Any:
     """An object validated from the state's stored item, as a read validates it (an item
     read from the previous layout: as that read did)."""
     item = state.peek_item()  # (not .item: a loaded state would keep the rendering)
-    data = old_values(spec, item) if isinstance(state, MovedState) else spec.decode_fields(item)
+    data = spec.rules.before.values(spec, item) if isinstance(state, MovedState) else (
+        spec.decode_fields(item))
     return spec.cls.model_validate(data)
 
 

@@ -315,10 +315,10 @@ def rows_of(spec: EntitySpec) -> dict[str, dict[str, int]]:
 
 
 def described(spec: EntitySpec, write: str) -> Change:
-    """A write of kind ``write`` (``"insert"``, ``"update"``, ``"delete"``) of the entity,
-    described: its values and keys are :class:`~dynaorm.schema.rules.Shape` s (every
-    value changed by an update, a version row written by a save, no history taken by a
-    delete)."""
+    """A write of kind ``write`` (``"insert"``, ``"update"``, ``"move"``, ``"delete"``) of
+    the entity, described: its values and keys are :class:`~dynaorm.schema.rules.Shape` s
+    (every value changed by an update, none by a move to its current layout, a version
+    row written by a save, no history taken by a delete)."""
     new = {f: Shape(f"{{{f}}}") for f in spec.field_names}
     old = {f: Shape(f"{{{f} before}}") for f in spec.field_names}
     key = own_key(spec)
@@ -326,6 +326,8 @@ def described(spec: EntitySpec, write: str) -> Change:
         return Change(spec.cls, key, None, new, None, key, {}, Shape("<n>"))
     if write == "update":
         return Change(spec.cls, key, old, new, key, key, {}, Shape("<n>"))
+    if write == "move":  # (to another layout: its values as they were)
+        return Change(spec.cls, key, new, new, key, key, {}, Shape("<n>"), retyped=True)
     return Change(spec.cls, key, old, None, key, None)
 
 

@@ -94,8 +94,6 @@ class EntitySpec:
     table: TableSchema
     pk: KeyTemplate
     sk: KeyTemplate | None
-    uniques: tuple[UniqueRule, ...]
-    versioned: bool
     indexes: tuple[IndexKeys, ...]
     #: ``Meta.shards``: the sharding rule of each sharded target ("primary", an index)
     shards: Mapping[str, Shards]
@@ -103,15 +101,8 @@ class EntitySpec:
     #: fields whose ``None`` must be stored (as NULL): leaving them out would reload the
     #: field's non-None default, or fail validation for a required field
     null_fields: frozenset[str] = field(default=frozenset())
-    #: ``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows only,
-    #: keyed ``<base>#v<n>`` so one entity's versions are contiguous
-    history_index: tuple[str, str] | None = None
     #: field name -> stored attribute name, for the fields stored under an alias
     renames: Mapping[str, str] = field(default_factory=dict)
-    #: ``Meta.timestamps``: (created field or None, updated field or None)
-    timestamps: tuple[str | None, str | None] = (None, None)
-    #: the entity field stored as the table's TTL attribute, if any
-    ttl_field: str | None = None
     #: ``Meta.overlaps``: "literal" (a literal key wins over another entity's template on
     #: a table without a type attribute) or "refuse"
     overlaps: str = "literal"
@@ -119,15 +110,57 @@ class EntitySpec:
     key_only: frozenset[str] = frozenset()
     #: fields no write stores as their own attribute: ``key_only`` and ``exclude=True``
     unstored: frozenset[str] = frozenset()
-    #: ``Meta.previous``: the layout its items had before a design change (migrations)
-    previous: Layout | None = None
-    #: ``Encrypted`` fields: stored attribute name -> field name
-    encrypted: Mapping[str, str] = field(default_factory=dict)
     #: the entity's rules, one tuple per hook (:class:`~dynaorm.schema.rules.Rules`)
     rules: Rules = NO_RULES
     #: field name -> its field-level :class:`~dynaorm.values.codec.Kind` (one given in the
     #: field's ``Annotated`` metadata): how its values are stored, whatever their class
     kinds: Mapping[str, Kind] = field(default_factory=dict)
+
+    # -- the rules' data, as the rules hold it (no copy: asked of them once) ----------
+    @functools.cached_property
+    def uniques(self) -> tuple[UniqueRule, ...]:
+        """``Meta.unique``: the unique rule's rules, one per guarded field."""
+        unique = self.rules.get(Uniqueness)
+        return () if unique is None else unique.rules
+
+    @functools.cached_property
+    def versioned(self) -> bool:
+        """``Meta.versioned``: whether the versioned rule keeps a latest copy and
+        version rows."""
+        return self.rules.get(Versioning) is not None
+
+    @functools.cached_property
+    def history_index(self) -> tuple[str, str] | None:
+        """``Meta.history_index``: (LSI name, its sort-key attribute) holding version rows
+        only, keyed ``<base>#v<n>`` so one entity's versions are contiguous."""
+        versioning = self.rules.get(Versioning)
+        return None if versioning is None else versioning.history_index
+
+    @functools.cached_property
+    def timestamps(self) -> tuple[str | None, str | None]:
+        """``Meta.timestamps``: (created field or None, updated field or None)."""
+        stamping = self.rules.get(Stamping)
+        return (None, None) if stamping is None else stamping.fields
+
+    @functools.cached_property
+    def ttl_field(self) -> str | None:
+        """The entity field stored as the table's TTL attribute, if any."""
+        stamping = self.rules.get(Stamping)
+        return None if stamping is None else stamping.ttl_field
+
+    @functools.cached_property
+    def previous(self) -> Layout | None:
+        """``Meta.previous``: the layout its items had before a design change
+        (migrations); the previous-layout rule's."""
+        rule = self.rules.by_name.get("previous")
+        layout: Layout | None = getattr(rule, "before", None)
+        return layout
+
+    @functools.cached_property
+    def encrypted(self) -> Mapping[str, str]:
+        """``Encrypted`` fields: stored attribute name -> field name."""
+        encryption = self.rules.get(Encryption)
+        return {} if encryption is None else encryption.fields
 
     # -- stored names --------------------------------------------------------------
     def attr(self, name: str) -> str:
@@ -496,27 +529,17 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     key_only, unstored = unstored_fields(cls, meta.get("key_only"), pk, sk, list(indexes),
                                          {f for rule in uniques for f in rule.fields})
     check_shard_fields(owner, shards, field_names, _identity(pk, sk))
-    versioning, stamping = rules.get(Versioning), rules.get(Stamping)
-    encryption, previous = rules.get(Encryption), rules.by_name.get("previous")
     spec = EntitySpec(
-        cls=cls, name=owner, type_name=type_name, table=table,
-        pk=pk, sk=sk, uniques=uniques, overlaps=overlap_policy(owner, meta.get("overlaps")),
-        key_only=key_only, unstored=unstored, versioned=versioning is not None,
-        indexes=indexes, shards=shards, field_names=field_names,
-        history_index=None if versioning is None else versioning.history_index,
-        renames=renames,
-        timestamps=(None, None) if stamping is None else stamping.fields,
-        ttl_field=None if stamping is None else stamping.ttl_field,
-        null_fields=_null_fields(cls),
-        encrypted={} if encryption is None else encryption.fields,
-        previous=getattr(previous, "layout", None), rules=rules,
+        cls=cls, name=owner, type_name=type_name, table=table, pk=pk, sk=sk,
+        overlaps=overlap_policy(owner, meta.get("overlaps")), key_only=key_only,
+        unstored=unstored, indexes=indexes, shards=shards, field_names=field_names,
+        renames=renames, null_fields=_null_fields(cls), rules=rules,
         kinds={**getattr(rules.get(Membership), "kinds", {}), **_field_kinds(cls)},
     )
-    check_rules(cls, table, pk, sk, uniques=bool(spec.uniques), versioned=spec.versioned,
+    check_rules(cls, table, pk, sk, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
-    table.register(cls, spec.type_name,
-                   None if spec.previous is None else spec.previous.type_name)
+    table.register(cls, spec.type_name, rules.before.type_name or None)
     return spec
 
 

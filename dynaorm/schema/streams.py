@@ -118,11 +118,9 @@ class Change:
             self.prepare(cls, item)
         try:
             spec = cls.__dynaorm_spec__
-            if spec.previous is not None:  # (a row of its previous layout reads as current)
-                from dynaorm.schema.rules.previous import load_old, stored_before
-
-                if stored_before(spec, item):
-                    return load_old(spec, item)
+            before = spec.rules.before  # (a row of its previous layout reads as current)
+            if before.stores(spec, item):
+                return cls.model_validate(before.values(spec, item))
             return cls._from_item(item)
         except ValueError as exc:  # ItemDecodeError, or a value no key template takes
             raise ItemDecodeError(f"stream record {self.event_id or '?'}: the {cls.__name__} "

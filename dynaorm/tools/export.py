@@ -449,12 +449,10 @@ class _Reader:
                 return None
             item = found
         spec = self.spec
-        if self.old is not None:
-            from dynaorm.schema.rules.previous import old_values, stored_before
-
-            if stored_before(spec, item):
-                data = old_values(spec, {a: v for a, v in item.items() if a not in self.old})
-                return self.model.model_validate(data).__dict__
+        if self.old is not None and spec.rules.before.stores(spec, item):
+            data = spec.rules.before.values(spec, {a: v for a, v in item.items()
+                                                   if a not in self.old})
+            return self.model.model_validate(data).__dict__
         return self.model.model_validate(spec.decode_fields(item)).__dict__
 
 

@@ -36,7 +36,7 @@ from dynaorm.protocol.policy import Budget, Rate
 from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.schema.entity import Entity, spec_of
-from dynaorm.schema.rules.previous import MovedState, load_old
+from dynaorm.schema.rules.previous import MovedState
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE
 from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
 from dynaorm.schema.spec import EntitySpec
@@ -370,7 +370,8 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
             continue
         old_key = spec.stored_key(item)
         try:
-            obj = load_old(spec, item)
+            assert spec.previous is not None  # (old_layout_entity: one declaring it)
+            obj = spec.previous.validate(spec, item)
         except DynaormError as exc:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")
             continue

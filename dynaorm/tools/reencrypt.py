@@ -37,7 +37,6 @@ from dynaorm.protocol.policy import Rate
 from dynaorm.protocol.steps import call
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.encrypted import Encryption, keyring_of
-from dynaorm.schema.rules.previous import stored_before
 from dynaorm.tools.audit import scan_pages
 from dynaorm.tools.jobs import ROUNDS, Job, Task, job_of
 from dynaorm.values.expressions import all_of, raw_eq
@@ -85,7 +84,7 @@ def run_task(task: Task, table: Table) -> ReencryptReport:
     failed: list[str] = []
     for page, _ in scan_pages(table, None, None, "reencrypt", (task.segment, task.segments)):
         for item in page:
-            old = stored_before(spec, item)
+            old = spec.rules.before.stores(spec, item)
             if not (old or spec.owns(item)):
                 continue
             rows = rule.renamed(spec.previous.fields_by_attr) if old and spec.previous else rule

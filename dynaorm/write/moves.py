@@ -19,6 +19,7 @@ from typing import Any
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
+from dynaorm.schema.model import described
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import Condition, all_of, exists, not_exists
 from dynaorm.values.keys import key_value
@@ -58,9 +59,10 @@ def kept(spec: EntitySpec, item: Item) -> Item:
 
 def move_actions(spec: EntitySpec, versions: int) -> int:
     """The actions a move of an entity with ``versions`` version rows takes, at most
-    (row delete and put, one re-pointed guard per unique rule, two per version row, and
-    one new version row)."""
-    return 2 + len(spec.uniques) + (2 * versions + 1 if spec.versioned else 0)
+    (row delete and put, two per version row, and the rows its rules add to a move: a
+    re-pointed guard per unique rule, a new version row)."""
+    rows = spec.rules.rows(described(spec, "move"))
+    return 2 + 2 * versions + len(rows.before) + len(rows.after)
 
 
 def needs_history_batches(spec: EntitySpec, state: MovedState) -> bool:
@@ -157,9 +159,9 @@ def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
 def _history_rows(spec: EntitySpec, state: MovedState
                   ) -> list[tuple[int, PlainKey, Item]]:
     """Each old version row: (version, old key, the row under the current layout)."""
-    assert spec.table.sk is not None
     out, keys = [], spec.rules.sort_keys
     for row in state.history:
+        assert spec.table.sk is not None
         parsed = keys.parse(key_value(row[spec.table.sk]))
         if parsed is None or parsed[0] == 0:
             continue
@@ -193,11 +195,8 @@ def plan_move_save(entry: Any, state: MovedState, index: int
     written_obj = stamped(obj, pairs)
     values = written_obj.__dict__
     b = ActionBuilder(spec, old_key, index)
-    version: int | None = None
-    if spec.versioned:
-        n = state.version or 0
-        version = n + 1 if changed else n
-        _row_moves(b, _history_rows(spec, state), in_place=False)
+    version = spec.rules.sort_keys.next(state.version or 0, changed)
+    _row_moves(b, _history_rows(spec, state), in_place=False)  # (its old version rows)
     key = spec.primary_key(values)
     item = {**kept(spec, state.item), **encode_entity(written_obj, spec, version, key)}
     # an overwrite of an entity without rules is last writer wins: the old row goes and the
@@ -227,7 +226,7 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
     # (its old version rows: as read, under either layout, below)
     b.around(b.rows(old, None, old_key, None, retyped=_layout(spec).type_name != spec.type_name),
              _row_delete(b, state, entry.condition, False))
-    if spec.versioned and entry.history:
+    if entry.history and state.version:  # (the version rows it was loaded with)
         assert spec.table.sk is not None
         base = _layout(spec).base_sk(old, spec.name)
         # a version row not read under the old key was moved ahead of its entity (a

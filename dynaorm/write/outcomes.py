@@ -222,10 +222,9 @@ def _stored_entity(entity: type[Any], item: Item | None) -> Any:
         return None
     try:
         spec = spec_of(entity)
-        if spec.previous is not None and spec.previous.owns(item) and not (
-                spec.owns(item) and spec.fits_shape(item)):
-            # a row in Meta.previous's layout (a move's)
-            return spec.cls.model_validate(spec.previous.values(spec, item))
+        before = spec.rules.before  # (the previous layout; a stand-in stores no row)
+        if before.stores(spec, item):  # a row in Meta.previous's layout (a move's)
+            return spec.cls.model_validate(before.values(spec, item))
         return entity._from_item(item, spec) if spec.owns(item) else None
     except Exception:  # an item that does not validate any more: report it raw
         return None

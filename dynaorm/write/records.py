@@ -81,8 +81,9 @@ class Reads(Protocol):
     def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
         """The item stored at ``key`` in ``table``, read consistently (``None``: none)."""
 
-    def last_version(self, obj: Entity) -> Reading[int]:
-        """The highest stored version row of ``obj``'s key (0: no kept history)."""
+    def last_version(self, obj: Entity) -> Reading[int | None]:
+        """The highest stored version row of ``obj``'s key (0: no kept history; ``None``:
+        its rows are not numbered, nothing is read)."""
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Reading[InstanceState | None]:

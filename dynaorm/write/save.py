@@ -29,14 +29,13 @@ from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.values.expressions import (
     Condition,
-    F,
     all_of,
     exists,
     free,
     not_exists,
     rename_paths,
 )
-from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Origin, Put, Role, Update
+from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState, MovedState, changed_attributes
 from dynaorm.values.times import stamped
 from dynaorm.write.conditions import (
@@ -98,9 +97,9 @@ class SaveEntry(ObjectWrite):
                 item = yield from reads.item(spec.table, key)
                 state = None if item is None else type(obj)._from_item(item)._dynaorm_state
         elif (state is not None and not isinstance(state, MovedState)
-              and not spec.versioned and spec.primary_key(obj.__dict__) != state.key):
+              and spec.primary_key(obj.__dict__) != state.key):
             state = yield from _with_unknown(spec, state, reads)
-        if state is None and spec.versioned and self.after_version is None and (
+        if state is None and self.after_version is None and (
                 again or spec.previous is not None):
             last = yield from reads.last_version(obj)  # a deleted entity's kept history
             return dataclasses.replace(self, after_version=last), state
@@ -219,7 +218,7 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     pairs = spec.rules.stamp(obj, True) if spec.rules.stampers else ()
     written = stamped(obj, pairs) if pairs else obj  # obj changes on success only
     values = written.__dict__
-    version = (entry.after_version or 0) + 1 if spec.versioned else None
+    version = spec.rules.sort_keys.next(entry.after_version or 0, True)
     key = spec.primary_key(values)
     item = encode_entity(written, spec, version, key)
     b = ActionBuilder(spec, key, index)
@@ -228,28 +227,11 @@ def _plan_insert(entry: SaveEntry, spec: EntitySpec, index: int
     cond = free(spec.table.pk, spec.table.ttl) if strict or spec.has_rules else None
     b.around(b.rows(None, values, None, key, item, version),
              Put(key, item, cond, b.origin(spec.rules.own, Fail.EXISTS)))
-    if spec.previous is not None and strict:
-        _no_old_row(b, spec, values, key)
+    if strict:  # (in a migration window: no live row at its old key either)
+        b.ops += spec.rules.before.vacant(values, spec.name, key, b.origin(Role.ROW,
+                                                                          Fail.EXISTS))
     return b.ops, Outcome(obj, Written(spec, key, item, values, version), version=version,
                           stamps=pairs)
-
-
-def _no_old_row(b: ActionBuilder, spec: EntitySpec, values: Mapping[str, Any],
-                key: PlainKey) -> None:
-    """A new object of an entity in its migration window (``Meta.previous``): no live
-    entity may be stored at its old key either (it would be the same entity twice, its
-    old row and guards left behind for good); the insert fails with ItemExistsError as
-    on its current key."""
-    layout = spec.previous
-    assert layout is not None
-    old_key = layout.key(values, spec.name)
-    if old_key == key:  # (a move in place: the insert's own condition covers it)
-        return
-    vacant = free(spec.table.pk, spec.table.ttl)
-    type_attr = spec.table.type_attribute
-    if type_attr is not None:  # (another entity's item at that key is no conflict)
-        vacant = vacant | (F(type_attr) != layout.type_name)
-    b.ops.append(ConditionCheck(old_key, vacant, b.origin(Role.ROW, Fail.EXISTS)))
 
 
 def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,

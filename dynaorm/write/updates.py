@@ -135,7 +135,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
         self._result: T | None = None
         self._known = False
         self._planned: T | None = None
-        self._after_version = 0
+        self._after_version: int | None = 0
         if loaded is not None and loaded._dynaorm_state is not None:
             key = loaded._dynaorm_state.key
         elif key is None or not _same(self._key_fields, key_fields):
@@ -218,12 +218,11 @@ class StagedUpdate(StagedWrite, Generic[T]):
         if name in spec.unstored:
             raise self._where_err(name, "it is never stored (Field(exclude=True)): an "
                                   "update cannot write it (save the object)")
-        try:  # (a rule may keep a field out: an encrypted one but for set(), a vector from append)
+        try:  # (a rule may keep a field out: an encrypted one but for set(), a vector from
+            # append, a versioned entity's version from any)
             spec.rules.refuse(method if path == name else "path", name)
         except DynaormError as exc:
             raise self._where_err(name, str(exc)) from None
-        if spec.versioned and name == "version":
-            raise self._where_err(name, "the version of a versioned entity is dynaorm's")
         annotation = path_type(self.entity, path)[2]
         kind = kind_of(annotation)
         if method not in ("set", "set_default", "remove") and (
@@ -335,10 +334,9 @@ class StagedUpdate(StagedWrite, Generic[T]):
             return self, self._loaded._dynaorm_state
         item = yield from reads.item(self._spec.table, self.key)
         if item is None or not self._spec.owns(item):
-            if self.upsert:
-                if self._spec.versioned:
-                    self._after_version = yield from reads.last_version(
-                        self.entity.model_construct(**self._key_fields))
+            if self.upsert:  # (a versioned entity's kept history: its next version)
+                self._after_version = yield from reads.last_version(
+                    self.entity.model_construct(**self._key_fields))
                 return self, None
             raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
                                     "(s.update(..., upsert=True) creates it)",

@@ -10,7 +10,6 @@ from typing import Any
 
 from dynaorm import Entity, Table
 from dynaorm.schema.entity import encode_entity, spec_of
-from dynaorm.schema.rules.unique import claimable
 from dynaorm.values.expressions import Placeholders
 from dynaorm.values.records import Put, Role, Update
 from dynaorm.write.render import compile_commit
@@ -70,10 +69,16 @@ def test_a_claim_carries_the_ttl_and_lets_an_expired_guard_go() -> None:
     assert row.condition is not None  # the row's insert: the same cut-off
 
 
-def test_claimable_without_a_table_ttl_is_attribute_not_exists() -> None:
-    from dynaorm.values.expressions import Placeholders
+def test_a_guard_claim_without_a_table_ttl_is_attribute_not_exists() -> None:
+    from dynaorm.schema.model import described
+    from dynaorm.schema.rules.unique import Uniqueness
     from tests.support.models import User
-    assert claimable(spec_of(User)).render(Placeholders()) == "attribute_not_exists(#n0)"
+    unique = spec_of(User).rules.get(Uniqueness)
+    assert unique is not None
+    change = described(spec_of(User), "insert")
+    claims = [op for op in unique.rows(change).after if isinstance(op, Put)]
+    assert claims and all(op.condition is not None and op.condition.render(Placeholders())
+                          == "attribute_not_exists(#n0)" for op in claims)
 
 
 def test_a_ttl_change_rewrites_the_guard_and_nothing_else_does() -> None:

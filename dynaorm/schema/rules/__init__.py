@@ -74,17 +74,20 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final, NamedTuple, TypeVar
 
 from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Fail, Op, Origin, Role
 
 __all__ = [
     "HOOKS",
+    "NO_BEFORE",
     "NO_ROWS",
     "NO_RULES",
     "PLAIN_KEYS",
     "RULES",
     "SURFACES",
+    "Before",
     "Change",
     "Declaration",
     "Explained",
@@ -281,6 +284,58 @@ class KeyLayout(NamedTuple):
     #: ``(spec, item, sk)``: the kept row of the encoded ``item`` of ``spec``'s entity
     #: under the sort key ``sk`` (a version row)
     row: Callable[[Any, Item, str], Item]
+    #: ``(n, changed)``: the number the next write of a row stored at ``n`` (0: none
+    #: stored, or a kept history's last) writes, ``changed``: it changes the row (a
+    #: version's next; ``None``: the rows are not numbered)
+    next: Callable[[int, bool], int | None]
+
+
+class Before:
+    """Where an entity's rows were stored before a design change (:attr:`Rules.before`):
+    the previous-layout rule's :class:`~dynaorm.schema.rules.previous.Layout`, or this
+    stand-in where the entity declares none, which holds no row (no old key, no old row),
+    so a phase asks either the same way."""
+
+    __slots__ = ()
+    #: the type name the old rows were stored under (the stand-in's: none, ``""``)
+    type_name: str
+
+    def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
+            ) -> PlainKey | None:
+        """The old table key of the entity with ``values`` (``version``: that version
+        row's; ``None``: no old key)."""
+        return None
+
+    def owns(self, item: Item | None) -> bool:
+        """Whether ``item`` is stored in this (old) layout."""
+        return False
+
+    def stores(self, spec: Any, item: Item | None) -> bool:
+        """Whether ``item`` is a row (a latest copy or a version row) of this layout, not
+        of ``spec``'s current one."""
+        return False
+
+    def values(self, spec: Any, item: Item) -> dict[str, Any]:
+        """The field values of ``item``, a row of this layout, as ``spec``'s class reads
+        them (the stand-in holds none: asked, it raises)."""
+        raise DynaormError(f"{spec.name} declares no previous layout")
+
+    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey, origin: Origin
+               ) -> tuple[Op, ...]:
+        """A new object's check that no live row of it is stored in this layout (at its
+        old key, other than ``key``: it would be the same entity twice, its old row and
+        guards left behind for good): an insert fails with ItemExistsError there as on its
+        current key."""
+        return ()
+
+
+class _NoBefore(Before):
+    __slots__ = ()
+    type_name = ""
+
+
+#: no previous layout
+NO_BEFORE: Final[Before] = _NoBefore()
 
 
 class Rule:
@@ -312,6 +367,9 @@ class Rule:
     sort_keys: ClassVar[KeyLayout | None] = None
     """How the sort keys of the entity's rows are laid out where the rule keeps more
     than one row of it (``None``: it says nothing; the versioned rule's version keys)."""
+    before: Before | None = None
+    """The layout the entity's rows were stored in before a design change, where the
+    rule keeps one (``None``: it says nothing; the previous-layout rule's)."""
 
     @classmethod
     def build(cls, decl: Declaration) -> Rule | None:
@@ -413,7 +471,7 @@ class Rules:
     one field are undone last first); ``transforms``: whether a decoder changes values
     (:attr:`Rule.transforms`)."""
 
-    __slots__ = ("adders", "all", "attributes", "by_name", "decoders", "encoders",
+    __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encoders",
                  "explainers", "exporters", "keepers", "own", "pin", "preparers", "readers",
                  "rebinders", "redactors", "refusers", "sort_keys", "stampers", "store",
                  "transforms")
@@ -441,6 +499,9 @@ class Rules:
         #: the layout of its rows' sort keys (:attr:`Rule.sort_keys`; plain by default)
         self.sort_keys: KeyLayout = next(
             (r.sort_keys for r in rules if r.sort_keys is not None), PLAIN_KEYS)
+        #: the layout its rows had before (:attr:`Rule.before`; a stand-in: none)
+        self.before: Before = next((r.before for r in rules if r.before is not None),
+                                   NO_BEFORE)
         self.adders = self._hooked("rows")
         #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
         self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)
@@ -529,6 +590,7 @@ class Rules:
 
 #: the plain layout: every sort key as its template renders it
 PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, base),
-                              lambda base, n: base, lambda spec, item, sk: item)
+                              lambda base, n: base, lambda spec, item, sk: item,
+                              lambda n, changed: None)
 #: a plain entity's rules (none): shared
 NO_RULES: Final = Rules(())

@@ -20,16 +20,16 @@ from pydantic import ValidationError
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, ItemDecodeError, KeyTemplateError
-from dynaorm.schema.rules import Declaration, Rule, register
+from dynaorm.schema.rules import Before, Declaration, Rule, register
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
-from dynaorm.values.expressions import Condition, rename_paths
+from dynaorm.values.expressions import Condition, F, free, rename_paths
 from dynaorm.values.keys import key_value
+from dynaorm.values.records import ConditionCheck, Op, Origin
 from dynaorm.values.state import MovedState
 
-__all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "load_old", "old_values",
-           "previous_layout", "stored_before"]
+__all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "previous_layout"]
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Previous:
 
 
 @dataclass(frozen=True)
-class Layout:
+class Layout(Before):
     """A checked :class:`Previous`: the old layout in full (unchanged parts filled in)."""
 
     pk: KeyTemplate
@@ -86,6 +86,28 @@ class Layout:
             key[self.table.sk] = version_sk(sk, version) if self.versioned else sk
         return key
 
+    def stores(self, spec: Any, item: Item | None) -> bool:
+        """(a latest copy or, for a versioned entity, one of its version rows)"""
+        if item is None or (spec.owns(item) and spec.fits(item)):
+            return False
+        sk = self.table.sk
+        if self.versioned and sk is not None and sk in item:  # (a version row: as its copy)
+            parsed = parse_version_sk(key_value(item[sk]))
+            if parsed is not None:
+                item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
+        return self.owns(item)
+
+    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey, origin: Origin
+               ) -> tuple[Op, ...]:
+        old_key = self.key(values, owner)
+        if old_key == key:  # (a move in place: the insert's own condition covers it)
+            return ()
+        vacant = free(self.table.pk, self.table.ttl)
+        type_attr = self.table.type_attribute
+        if type_attr is not None:  # (another entity's item at that key is no conflict)
+            vacant = vacant | (F(type_attr) != self.type_name)
+        return (ConditionCheck(old_key, vacant, origin),)
+
     def base_sk(self, values: Mapping[str, Any], owner: str) -> str:
         """The old sort key without its version prefix."""
         assert self.sk is not None
@@ -100,16 +122,6 @@ class Layout:
         if type_attr is not None and item.get(type_attr, {}).get("S") != self.type_name:
             return False
         return self.parse_key(item) is not None
-
-    def holds(self, item: Item) -> bool:
-        """Whether ``item`` is a row of this (old) layout: its latest copy
-        (:meth:`owns`) or, for a versioned entity, one of its version rows."""
-        sk = self.table.sk
-        if self.versioned and sk is not None and sk in item:
-            parsed = parse_version_sk(key_value(item[sk]))
-            if parsed is not None:
-                item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
-        return self.owns(item)
 
     def load(self, spec: Any, item: Item) -> tuple[Any, int | None]:
         """An object of ``spec.cls`` validated from ``item``, stored in this layout (no
@@ -281,25 +293,15 @@ def previous_layout(owner: str, raw: Any, table: TableSchema, field_names: froze
                   {n: a for n, a in old_names.items() if a != n})
 
 
-def old_values(spec: Any, item: Item) -> dict[str, Any]:
-    """:meth:`Layout.values` of ``spec``'s previous layout."""
-    layout: Layout = spec.previous
-    return layout.values(spec, item)
-
-
-def load_old(spec: Any, item: Item) -> Any:
-    """:meth:`Layout.validate` of ``spec``'s previous layout."""
-    return spec.previous.validate(spec, item)
-
-
 @register
 @dataclass(frozen=True, slots=True, eq=False)
 class PreviousLayout(Rule):
     """``Meta.previous``: the layout an entity's items had before a design change, read
     alongside the current one until ``dynaorm migrate`` has moved every item."""
 
-    layout: Layout
+    before: Layout
     name = "previous"
+
     order = 80
     answers = {
         "save": "a loaded old-layout object is moved: old row deleted as read, new row put, "
@@ -345,10 +347,3 @@ class PreviousLayout(Rule):
                          if type(rule).decode is not Rule.decode)
         return cls(dataclasses.replace(layout, decoders=decoders))
 
-
-def stored_before(spec: Any, item: Item) -> bool:
-    """Whether ``item`` is a row (a latest copy or a version row) of ``spec``'s previous
-    layout, not of its current one."""
-    layout = spec.previous
-    return layout is not None and layout.holds(item) and not (
-        spec.owns(item) and spec.fits(item))

@@ -4,9 +4,10 @@ and released in the same transaction as its owner's row (contract 5).
 A guard lives at ``[scope#]prefix#value`` (both key parts), names its owner row
 (:data:`OWNER_PK`, :data:`OWNER_SK`, :data:`OWNER_TYPE`) and the field it guards
 (:data:`UNIQUE_FIELD`), carries its owner's TTL on a table with one (so DynamoDB expires it
-with its owner), and is claimed on the condition :func:`claimable` (free, or held by an
-expired owner). An encrypted unique field's guard holds a keyed MAC of the value, never the
-value (:mod:`dynaorm.schema.rules.encrypted`).
+with its owner), and is claimed on the condition
+:func:`~dynaorm.values.expressions.free` (free, or held by an expired owner). An
+encrypted unique field's guard holds a keyed MAC of the value, never the value
+(:mod:`dynaorm.schema.rules.encrypted`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role
 from dynaorm.values.ttl import encode_ttl
 
 __all__ = ["GUARD_TYPE", "OWNER_PK", "OWNER_SK", "OWNER_TYPE", "UNIQUE_FIELD", "Owner",
-           "Unique", "UniqueRule", "Uniqueness", "claimable", "guard_item", "guard_key",
+           "Unique", "UniqueRule", "Uniqueness", "guard_item",
            "guard_owner", "owned_by", "unique_rules"]
 
 
@@ -155,21 +156,6 @@ def guard_item(spec: Owner, rule: UniqueRule, key: str, owner: PlainKey,
     return item
 
 
-def claimable(spec: Owner) -> Condition:
-    """The condition of a guard claim (:func:`~dynaorm.values.expressions.free`): no
-    guard item exists, or the one stored has an expired owner."""
-    return free(spec.table.pk, spec.table.ttl)
-
-
-def guard_key(spec: Owner, key: str) -> PlainKey:
-    """The primary key of the guard item at ``key`` (the same text in both key parts; as
-    :meth:`UniqueRule.row_key`, without a call more on every write of a guard)."""
-    out = {spec.table.pk: key}
-    if spec.table.sk is not None:
-        out[spec.table.sk] = key
-    return out
-
-
 def owned_by(spec: Owner, owner: PlainKey) -> Condition:
     """The condition that a guard item still belongs to the row at ``owner``."""
     table = spec.table
@@ -270,24 +256,25 @@ class Uniqueness(Rule):
             # (re-pointed; or claimed: an owner stored before its rule, or its
             # normalisation, was declared has no guard there, which is no conflict)
             return [self._put(change, rule, new_key, new_owner, value, Fail.CONCURRENT,
-                              owned_by(self, old_owner) | claimable(self), ttl)]
+                              owned_by(self, old_owner) | free(self.table.pk, self.table.ttl), ttl)]
         out: list[Op] = []
         if old_key is not None and old_owner is not None:
             old_value = None if change.old is None else change.old.get(rule.field)
             # (released if still its owner's; no guard at all is released already)
-            out.append(Delete(guard_key(self, old_key), owned_by(self, old_owner)
+            out.append(Delete(UniqueRule.row_key(self.table, old_key), owned_by(self, old_owner)
                               | not_exists(self.table.pk), change.origin(
                                   Role.GUARD, Fail.CONCURRENT, rule.field, old_value),
                               guard_item(self, rule, old_key, change.owner, None)))
         if new_key is not None and new_owner is not None:  # free, or held by an expired
             out.append(self._put(change, rule, new_key, new_owner, value, Fail.UNIQUE,
-                                 claimable(self), ttl))  # owner
+                                 free(self.table.pk, self.table.ttl), ttl))  # owner
         return out
 
     def _put(self, change: Change, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
              fail: Fail, condition: Condition, ttl: int | None) -> Put:
-        return Put(guard_key(self, key), guard_item(self, rule, key, owner, value, ttl),
-                   condition, change.origin(Role.GUARD, fail, rule.field, value))
+        return Put(UniqueRule.row_key(self.table, key),
+                   guard_item(self, rule, key, owner, value, ttl), condition,
+                   change.origin(Role.GUARD, fail, rule.field, value))
 
     def _ttl(self, values: Mapping[str, Any] | None) -> int | None:
         """The TTL (epoch seconds) an owner with field ``values`` gives its guards:

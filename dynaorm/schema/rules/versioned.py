@@ -130,7 +130,7 @@ class Versioning(Rule):
     order = 70
     own = Role.LATEST
     sort_keys = KeyLayout(LATEST_PREFIX, parse_version_sk, version_bounds, version_sk,
-                          version_row)
+                          version_row, lambda n, changed: n + 1 if changed else n)
     transforms = False  # (its decode puts back what a version row keeps aside)
     answers = {
         "save": "puts version n+1 (where none is) and replaces the latest copy on the "
@@ -176,6 +176,10 @@ class Versioning(Rule):
     def pin(self, version: int) -> tuple[tuple[str, Any], ...]:
         """The version the entity was loaded at."""
         return (("version", version),)
+
+    def refuse(self, use: str, name: str) -> None:
+        if name == "version" and use not in ("condition", "projection", "key"):
+            raise DynaormError("the version of a versioned entity is dynaorm's")
 
     def decode(self, item: Item) -> Item:
         if VERSION_TTL not in item and VERSION_KEYS not in item:

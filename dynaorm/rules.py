@@ -1,0 +1,28 @@
+"""What a rule of your own imports, in one place (``from dynaorm.rules import ...``).
+
+A rule (:class:`Rule`, registered with :func:`register_rule`) that adds rows to a write
+answers :meth:`Rule.rows` with the :class:`Rows` it adds to a :class:`Change` (the rule's
+change: one write of the entity, not ``dynaorm.Change``, a stream's change), as write
+records (:class:`Put`, :class:`Delete`, :class:`ConditionCheck`), each with the origin
+:meth:`Change.origin` gives it: the :class:`Role` of the row and the :class:`Fail` its
+failed condition means. :meth:`Rule.build` reads a :class:`Declaration`; a described
+write's values are :class:`Shape` s; :meth:`Rule.explain` answers an :class:`Explained`.
+See docs/guide/rules.md.
+"""
+
+from __future__ import annotations
+
+from dynaorm.schema.rules import (
+    NO_ROWS,
+    Change,
+    Declaration,
+    Explained,
+    Rows,
+    Rule,
+    Shape,
+    register_rule,
+)
+from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role
+
+__all__ = ["NO_ROWS", "Change", "ConditionCheck", "Declaration", "Delete", "Explained",
+           "Fail", "Origin", "Put", "Role", "Rows", "Rule", "Shape", "register_rule"]
