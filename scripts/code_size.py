@@ -38,8 +38,11 @@ LANDED_06 = 151_551
 #: 2-4k below LANDED_06; this step MISSED that by growing +2,897: the rules' new hooks
 #: (rows, explain, reads, stamp, pin, store, sort_keys, keyed), keeps asked by every read, Call.service
 #: and the functions split below complexity 19 are in, while most of the branches and
-#: EntitySpec's copies of rule data they replace are not yet out (docs/architecture.md)
-LANDED = 154_448
+#: EntitySpec's copies of rule data they replace are not yet out (docs/architecture.md).
+#: Its second step took the copies and 10 of the 18 branches out (154,448 -> 154,442): each
+#: stand-in a rule answers through costs about what the branch it removes did; the target
+#: stays missed
+LANDED = 154_442
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

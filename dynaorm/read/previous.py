@@ -41,11 +41,10 @@ def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) 
 
 def old_history_p(table: str, spec: EntitySpec, item: Item) -> Proto[tuple[Item, ...]]:
     """The old version rows (1..n) of the old latest copy ``item`` (versioned only)."""
-    layout = spec.previous
-    rows = None if layout is None else layout.version_keys(item, spec.name)
-    if rows is None:
+    assert spec.previous is not None
+    keys = [wire_key(k) for k in spec.previous.version_keys(item, spec.name)]
+    if not keys:
         return ()
-    keys = [wire_key(k) for k in rows]
     found = yield from batch_get_p(table, keys, consistent=True)
     return tuple(found[key_id(k)] for k in keys if key_id(k) in found)
 
@@ -98,8 +97,7 @@ def stored_now_p(table: str, spec: EntitySpec, state: MovedState, new_key: Plain
     :class:`~dynaorm.values.state.MovedState` (with its version rows), so the overwrite
     moves it; else the current row (another writer moved it): its plain state, so the
     overwrite replaces it; else ``None`` (deleted meanwhile: the overwrite inserts)."""
-    layout = spec.previous
-    assert layout is not None
+    layout = spec.rules.before  # (its previous layout)
     old_key = state.key
     if key_id(old_key) == key_id(new_key):  # only the type or stored names changed
         out = yield from call("GetItem", {"TableName": table, "Key": wire_key(old_key),

@@ -435,7 +435,7 @@ class _Auditor:
             if spec is None:
                 self.check_claimed(key, item)
                 continue
-            parsed = parse_version_sk(key[1]) if spec.versioned else None
+            parsed = spec.rules.sort_keys.parse(key[1])  # (a plain layout: none)
             values = self.values(spec, item)
             if values is None:
                 continue  # unreadable with today's class: nothing to render from

@@ -27,7 +27,7 @@ from dynaorm.protocol.steps import call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.schema.entity import prepare_rows, preparing
 from dynaorm.schema.rules.unique import GUARD_TYPE
-from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
+from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.tools.audit import (
     Key,
     Problem,
@@ -163,7 +163,7 @@ def _wanted(table: Table, items: list[Item]) -> set[Key]:
         if kind == GUARD_TYPE:
             keys.add(auditor.holder(item)[0])
         spec = auditor.specs.get(kind or "")
-        parsed = parse_version_sk(key[1]) if spec is not None and spec.versioned else None
+        parsed = None if spec is None else spec.rules.sort_keys.parse(key[1])
         if parsed is not None and parsed[0] == 0:
             keys.update(_version_rows(item, key[0], parsed[1]))
     return keys

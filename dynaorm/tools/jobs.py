@@ -39,7 +39,6 @@ from dynaorm.protocol.policy import Rate, budget_of, held_to
 from dynaorm.read.scan import check_segments
 from dynaorm.schema.checks import JOB_MARK
 from dynaorm.schema.entity import Entity, prepare_rows, raw_state, spec_of
-from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.schema.streams import normalize_item
 from dynaorm.sync.session import Session
 from dynaorm.tools.check import check_table
@@ -179,8 +178,8 @@ def _exported(task: Task, session: Session) -> Iterator[Entity | None]:
     body = _s3(task.where[2]).get_object(Bucket=bucket, Key=key)["Body"].read()
     for line in gzip.decompress(body).splitlines():
         item = normalize_item(json.loads(line)["Item"]) or {}
-        row = parse_version_sk(key_value(item.get(spec.table.sk or "", {"S": ""})))
-        if spec.owns(item) and not (spec.versioned and row is not None and row[0]):
+        row = spec.rules.sort_keys.parse(key_value(item.get(spec.table.sk or "", {"S": ""})))
+        if spec.owns(item) and not (row is not None and row[0]):  # (no version row)
             if spec.rules.preparers:  # (key material: Encrypted fields)
                 session.client.driver.run(prepare_rows((spec,), (item,)), Operation(
                     "get", (spec.table.name,), (task.entity,)))

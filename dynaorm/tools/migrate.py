@@ -37,8 +37,7 @@ from dynaorm.protocol.steps import call
 from dynaorm.read.previous import from_previous, old_history_p
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.rules.previous import MovedState
-from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_PK, OWNER_SK, OWNER_TYPE
-from dynaorm.schema.rules.versioned import parse_version_sk, version_sk
+from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, guard_owner
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.sync.session import Session
 from dynaorm.tools.audit import scan_pages
@@ -53,7 +52,7 @@ from dynaorm.write.moves import (
 )
 from dynaorm.write.render import WritePlan
 
-__all__ = ["MigrationReport", "migrate", "old_layout_entity", "old_version_row"]
+__all__ = ["MigrationReport", "migrate", "old_row"]
 
 #: how many times a move that lost its condition is judged again and retried
 MOVE_ROUNDS = 5
@@ -117,31 +116,16 @@ def _migrating(table: Table) -> list[EntitySpec]:
     return [s for s in specs if s.previous is not None]
 
 
-def old_layout_entity(specs: list[EntitySpec], item: Item) -> EntitySpec | None:
-    """The entity whose previous layout ``item`` is stored in (its latest copy, for a
-    versioned entity), or ``None``: an item of a current layout, a version row, a guard,
-    a foreign item."""
-    for spec in specs:
-        assert spec.previous is not None
-        if spec.previous.owns(item) and not (spec.owns(item) and spec.fits(item)):
-            return spec
-    return None
-
-
-def old_version_row(specs: list[EntitySpec], item: Item) -> EntitySpec | None:
-    """The versioned entity whose previous layout the version row ``item`` (version 1
-    or later) is stored in, or ``None``."""
-    for spec in specs:
-        layout, sk = spec.previous, spec.table.sk
-        if not spec.versioned or layout is None or sk is None or sk not in item:
-            continue
-        parsed = parse_version_sk(key_value(item[sk]))
-        if parsed is None or parsed[0] == 0:
-            continue
-        latest = {**item, sk: {"S": version_sk(parsed[1], 0)}}
-        if layout.owns(latest) and not (spec.owns(latest) and spec.fits(latest)):
-            return spec
-    return None
+def old_row(specs: list[EntitySpec], item: Item) -> tuple[EntitySpec, int] | None:
+    """The entity whose previous layout stores ``item`` and the version its row is (0:
+    the row itself, a versioned entity's latest copy; ``n``: version row ``n``), or
+    ``None``: a row of a current layout, a guard, a foreign item."""
+    spec = next((s for s in specs if s.rules.before.stores(s, item)), None)
+    if spec is None:
+        return None
+    sk = spec.table.sk
+    found = None if sk is None else spec.rules.sort_keys.parse(key_value(item[sk]))
+    return spec, 0 if found is None else found[0]
 
 
 def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
@@ -151,14 +135,12 @@ def _old_guard(specs: list[EntitySpec], item: Item) -> bool:
     if table is None or item.get(table.type_attr, {}).get("S") != GUARD_TYPE:
         return False
     owner_type = item.get(OWNER_TYPE, {}).get("S")
-    owner: Item = {table.pk: item.get(OWNER_PK, {"S": ""})}
-    if table.sk is not None:
-        owner[table.sk] = item.get(OWNER_SK, {"S": ""})
+    owner: Item = {a: {"S": v} for a, v in (guard_owner(table, item) or {}).items()}
     if table.type_attribute is not None and owner_type is not None:
         owner[table.type_attribute] = {"S": owner_type}
     return any(s.previous is not None and s.previous.type_name != s.type_name
                and owner_type == s.previous.type_name for s in specs) or (
-        old_layout_entity(specs, owner) is not None)
+        old_row(specs, owner) is not None)
 
 
 def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
@@ -172,11 +154,10 @@ def _leftovers(table: Table, specs: list[EntitySpec], page_size: int | None,
             if ttl is not None and expired(item, ttl):
                 continue
             key = _key_text(specs[0].stored_key(item)) if specs else ""
-            spec = old_layout_entity(specs, item)
-            if spec is not None:
-                left.append(f"{spec.name} {key}: its row is in the previous layout")
-            elif (spec := old_version_row(specs, item)) is not None:
-                left.append(f"{spec.name} {key}: a version row in the previous layout")
+            old = old_row(specs, item)
+            if old is not None:
+                what = "a version row" if old[1] else "its row is"
+                left.append(f"{old[0].name} {key}: {what} in the previous layout")
             elif segment is None and _old_guard(specs, item):  # (a segment's moves may
                 # re-point guards of any segment: the check job covers them)
                 left.append(f"guard {key}: names an owner in a previous layout")
@@ -362,15 +343,16 @@ def _found_on_page(specs: list[EntitySpec], page: list[Item], state: _State
     load into its current class is recorded as failed instead."""
     found: list[_Found] = []
     for item in page:
-        spec = old_layout_entity(specs, item)
-        if spec is None:
-            kept = old_version_row(specs, item)  # (moved alone if its entity is gone)
-            if kept is not None:
-                found.append(_Found(kept, item, kept.stored_key(item), kept=True))
+        old = old_row(specs, item)
+        if old is None:
+            continue
+        spec = old[0]
+        if old[1]:  # a version row (moved alone if its entity is gone)
+            found.append(_Found(spec, item, spec.stored_key(item), kept=True))
             continue
         old_key = spec.stored_key(item)
         try:
-            assert spec.previous is not None  # (old_layout_entity: one declaring it)
+            assert spec.previous is not None  # (old_row: one declaring it)
             obj = spec.previous.validate(spec, item)
         except DynaormError as exc:
             state.failed.append(f"{spec.name} {_key_text(old_key)}: {exc}")

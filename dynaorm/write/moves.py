@@ -21,7 +21,7 @@ from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.model import described
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists
+from dynaorm.values.expressions import Condition, all_of, exists, not_exists, rename_paths
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.values.state import InstanceState, MovedState
@@ -149,7 +149,7 @@ def _row_delete(b: ActionBuilder, state: MovedState, caller: Condition | None,
             *pinned(spec, state.version or 0)])
     origin = b.origin(spec.rules.own, Fail.GONE)
     if caller is not None:
-        caller = _layout(spec).condition(caller)
+        caller = rename_paths(caller, _layout(spec).renames)  # (its old stored names)
         origin = origin._replace(fail=Fail.GONE if own is not None else Fail.CALLER,
                                  caller=caller)
         own = caller if own is None else all_of([own, caller])
@@ -228,7 +228,7 @@ def plan_move_delete(entry: Any, state: MovedState, index: int
              _row_delete(b, state, entry.condition, False))
     if entry.history and state.version:  # (the version rows it was loaded with)
         assert spec.table.sk is not None
-        base = _layout(spec).base_sk(old, spec.name)
+        base = _layout(spec).sk.render(old, spec.name)  # (its old sort key, unversioned)
         # a version row not read under the old key was moved ahead of its entity (a
         # history batch of `dynaorm migrate`): it is deleted under the current key
         keys = spec.rules.sort_keys

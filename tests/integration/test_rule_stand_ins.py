@@ -14,7 +14,7 @@ from dynaorm import DynaormError, Entity, Previous
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import NO_BEFORE, PLAIN_KEYS, Change, Rows
 from dynaorm.testing import TestBackend
-from dynaorm.values.records import Fail, Put, Role
+from dynaorm.values.records import Fail, Origin, Put, Role
 from dynaorm.write.moves import move_actions
 from tests.support.models import Audit, Note, User, app
 from tests.support.recording import Requests
@@ -36,6 +36,10 @@ class StandInMoved(Entity):
     body: str = ""
 
 
+def _no_origin(role: Role, fail: Fail) -> Origin:
+    raise AssertionError("the stand-in adds no row")
+
+
 def test_a_plain_entity_is_answered_by_stand_ins() -> None:
     rules = spec_of(Note).rules
     assert rules.before is NO_BEFORE and rules.sort_keys is PLAIN_KEYS
@@ -44,7 +48,7 @@ def test_a_plain_entity_is_answered_by_stand_ins() -> None:
     assert NO_BEFORE.stores(spec_of(Note), {"pk": {"S": "NOTE#n1"}}) is False
     with pytest.raises(DynaormError, match="no previous layout"):
         NO_BEFORE.values(spec_of(Note), {"pk": {"S": "NOTE#n1"}})
-    assert NO_BEFORE.vacant({"note_id": "n1"}, "Note", {"pk": "NOTE#n1"}, None) == ()  # type: ignore[arg-type]
+    assert NO_BEFORE.vacant({"note_id": "n1"}, "Note", {"pk": "NOTE#n1"}, _no_origin) == ()
     assert PLAIN_KEYS.next(0, True) is None and PLAIN_KEYS.next(7, False) is None
 
 

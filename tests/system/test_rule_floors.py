@@ -30,7 +30,7 @@ FLAGS = frozenset({"versioned", "previous", "uniques", "history_index", "timesta
 #: issue 58's budget: at most this many branches of the phases test a rule's flag (not met)
 BUDGET = 10
 #: the branches testing a rule's flag when this step of 0.7 landed (0.6: 48): a ratchet
-LANDED = 18
+LANDED = 8
 CONTRACT = "Phases name no rule"
 
 

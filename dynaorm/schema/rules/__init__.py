@@ -320,12 +320,13 @@ class Before:
         them (the stand-in holds none: asked, it raises)."""
         raise DynaormError(f"{spec.name} declares no previous layout")
 
-    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey, origin: Origin
-               ) -> tuple[Op, ...]:
+    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey,
+               origin: Callable[[Role, Fail], Origin]) -> tuple[Op, ...]:
         """A new object's check that no live row of it is stored in this layout (at its
         old key, other than ``key``: it would be the same entity twice, its old row and
         guards left behind for good): an insert fails with ItemExistsError there as on its
-        current key."""
+        current key (``origin``: the origin of a row of the write, by role and
+        failure)."""
         return ()
 
 

@@ -24,9 +24,9 @@ from dynaorm.schema.rules import Before, Declaration, Rule, register
 from dynaorm.schema.rules.versioned import LATEST_PREFIX, parse_version_sk, version_sk
 from dynaorm.schema.table import TableSchema
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate, parse_keys
-from dynaorm.values.expressions import Condition, F, free, rename_paths
+from dynaorm.values.expressions import F, free
 from dynaorm.values.keys import key_value
-from dynaorm.values.records import ConditionCheck, Op, Origin
+from dynaorm.values.records import ConditionCheck, Fail, Op, Origin, Role
 from dynaorm.values.state import MovedState
 
 __all__ = ["Layout", "MovedState", "Previous", "PreviousLayout", "previous_layout"]
@@ -72,11 +72,6 @@ class Layout(Before):
     #: row's key)
     decoders: tuple[Callable[[Item], Item], ...] = field(default=(), compare=False)
 
-    def condition(self, cond: Condition) -> Condition:
-        """``cond`` (written in field names) as it reads on a row stored in this layout:
-        every path's first segment through the old stored names."""
-        return rename_paths(cond, self.renames)
-
     def key(self, values: Mapping[str, Any], owner: str, version: int | None = None
             ) -> PlainKey:
         """The old table key of the entity with ``values`` (latest copy or version)."""
@@ -97,8 +92,8 @@ class Layout(Before):
                 item = {**item, sk: {"S": version_sk(parsed[1], 0)}}
         return self.owns(item)
 
-    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey, origin: Origin
-               ) -> tuple[Op, ...]:
+    def vacant(self, values: Mapping[str, Any], owner: str, key: PlainKey,
+               origin: Callable[[Role, Fail], Origin]) -> tuple[Op, ...]:
         old_key = self.key(values, owner)
         if old_key == key:  # (a move in place: the insert's own condition covers it)
             return ()
@@ -106,12 +101,7 @@ class Layout(Before):
         type_attr = self.table.type_attribute
         if type_attr is not None:  # (another entity's item at that key is no conflict)
             vacant = vacant | (F(type_attr) != self.type_name)
-        return (ConditionCheck(old_key, vacant, origin),)
-
-    def base_sk(self, values: Mapping[str, Any], owner: str) -> str:
-        """The old sort key without its version prefix."""
-        assert self.sk is not None
-        return self.sk.render(values, owner)
+        return (ConditionCheck(old_key, vacant, origin(Role.ROW, Fail.EXISTS)),)
 
     def owns(self, item: Item | None) -> bool:
         """Whether ``item`` is stored in this (old) layout: the old type name (on a table
@@ -129,12 +119,10 @@ class Layout(Before):
         obj = self.validate(spec, item)
         return obj, obj.__dict__.get("version") if self.versioned else None
 
-    def version_keys(self, item: Item, owner: str) -> list[PlainKey] | None:
+    def version_keys(self, item: Item, owner: str) -> list[PlainKey]:
         """The keys of the old version rows (1..n) of ``item``, this layout's latest copy
-        (``None``: not versioned, no version rows)."""
-        if not self.versioned:
-            return None
-        n = int(item.get("version", {}).get("N", "0"))
+        (none: not versioned)."""
+        n = int(item.get("version", {}).get("N", "0")) if self.versioned else 0
         values = self.parse_key(item) or {}
         return [self.key(values, owner, v) for v in range(1, n + 1)]
 

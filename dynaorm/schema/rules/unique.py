@@ -110,10 +110,7 @@ class UniqueRule:
         row of type ``type_name`` (else ``None``: no guard, or another type's)."""
         if guard is None or guard.get(OWNER_TYPE, {}).get("S") != type_name:
             return None
-        owner = {table.pk: guard[OWNER_PK]["S"]}
-        if table.sk:
-            owner[table.sk] = guard[OWNER_SK]["S"]
-        return owner
+        return guard_owner(table, guard)
 
 
 #: the attributes of a guard item naming its owner row and the field it guards
