@@ -13,7 +13,7 @@ tables for your :class:`~dynaorm.Table` objects::
             s.save(User(username="ada", email="ada@example.com"))
         assert len(db.scan()) == 3   # the user and its two guard items
 
-Run the same tests against DynamoDB Local or a real endpoint with
+Run the same tests against DynamoDB Local or another engine with
 ``pytest --dynaorm-endpoint http://localhost:8000`` (or ``DYNAORM_TEST_ENDPOINT``).
 Under pytest-xdist every worker gets its own tables (their names end in ``-gw0``,
 ``-gw1``, ...), so workers never share or race on a table.
@@ -43,9 +43,10 @@ from typing import Any, cast
 
 from dynaorm._types import Item
 from dynaorm.client.client import in_process_mock
+from dynaorm.client.settings import configured_endpoint, is_loopback
 from dynaorm.client.table import Table
-from dynaorm.errors import RequestError, ThrottledError
-from dynaorm.private_apis import moto_nested
+from dynaorm.errors import DynaormError, RequestError, ThrottledError
+from dynaorm.private_apis import moto_active, moto_nested
 from dynaorm.protocol.events import ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
@@ -56,8 +57,8 @@ from dynaorm.testing.vectors import serve_vectors
 from dynaorm.values.codec import decode_item
 from dynaorm.values.keys import key_order, key_value
 
-__all__ = ["IndexLag", "TestBackend", "fault_proxy", "index_lag", "moto_backend",
-           "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
+__all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "fault_proxy", "index_lag",
+           "moto_backend", "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
 
 #: What to install for the in-process backend and the pytest fixtures.
@@ -157,6 +158,56 @@ class TestBackend:
         return [decode_item(i) for i in self.scan_raw(table)]
 
 
+class NotATestEngineError(DynaormError):
+    """:func:`use_tables` (and so :func:`tables_fixture`) was asked to delete and create
+    tables somewhere that may be AWS itself: no endpoint outside an in-process moto (AWS's
+    endpoint for the region, with whatever credentials the chain finds), or an endpoint on
+    an AWS domain. Raised before any request is sent. ``table`` names the table and
+    ``endpoint`` where it points (``None``: AWS's endpoint for the region)."""
+
+    def __init__(self, message: str, *, table: str, endpoint: str | None) -> None:
+        super().__init__(message)
+        self.table = table
+        """The table's name."""
+        self.endpoint = endpoint
+        """Where the table points (``None``: AWS's endpoint for the region)."""
+
+
+#: the domains of AWS's own endpoints (commercial, China, dual-stack): never a test engine
+AWS_DOMAINS = ("amazonaws.com", "amazonaws.com.cn", "api.aws")
+
+
+def _on_aws(endpoint: str) -> bool:
+    from urllib.parse import urlparse
+
+    try:
+        host = (urlparse(endpoint).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    return any(host == d or host.endswith("." + d) for d in AWS_DOMAINS)
+
+
+def _check_test_engine(table: Table) -> None:
+    """Refuse (:class:`NotATestEngineError`) unless ``table``'s requests go to a test
+    engine: moto in process (:func:`moto_backend`, or the caller's own ``mock_aws``), a
+    loopback endpoint (DynamoDB Local, a moto server, dynoxide), or an endpoint given or
+    configured that is not on an AWS domain (an engine in a container, ``http://ddb:8000``).
+    Without an endpoint, outside moto, requests go to AWS with the credential chain's
+    credentials: deleting the table there could delete production data."""
+    client = table.db
+    if moto_active():
+        return
+    endpoint = configured_endpoint(client.endpoint_url, client._botocore_session())
+    if endpoint and (is_loopback(endpoint) or not _on_aws(endpoint)):
+        return
+    where = (f"the AWS endpoint {endpoint}" if endpoint else
+             "AWS (no endpoint is given or configured, and no in-process moto is on)")
+    raise NotATestEngineError(
+        f"use_tables: refusing to delete and create table {table.name!r} on {where}: "
+        "give endpoint_url= a local engine (DynamoDB Local, a moto server), or run inside "
+        "dynaorm.testing.moto_backend()", table=table.name, endpoint=endpoint)
+
+
 def worker_suffix() -> str:
     """``"-gw0"``, ``"-gw1"``, ... under pytest-xdist (``PYTEST_XDIST_WORKER``), else ``""``."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -166,26 +217,35 @@ def worker_suffix() -> str:
 @contextmanager
 def use_tables(*tables: Table, endpoint_url: str | None = None,
                name_suffix: str = "", wire: str | None = None) -> Iterator[TestBackend]:
-    """Point ``tables`` at ``endpoint_url`` (None: botocore's default, e.g. moto), create
-    them fresh, and delete them afterwards.
+    """Point ``tables`` at ``endpoint_url`` (None: the configured endpoint, or the
+    in-process moto of :func:`moto_backend`), create them fresh, and delete them afterwards.
+
+    Only on a test engine: where a table would reach AWS itself (no endpoint outside moto,
+    or an endpoint on an AWS domain), :class:`NotATestEngineError` is raised before any
+    request is sent.
 
     ``name_suffix`` is appended to every table's name for the block (the tables are module
     globals in user code: they are repointed in place and restored afterwards). ``wire``:
     the wire they send over for the block (``None``: as they say).
     """
     saved = [(t.name, t._binding()) for t in tables]
+    checked = False
     try:
         for t in tables:
             t.name = t.name + name_suffix
             t.connect(endpoint_url)
             if wire is not None:
                 t.wire = wire
+        for t in tables:  # (every table checked before the first is deleted)
+            _check_test_engine(t)
+        checked = True
+        for t in tables:
             t.delete()
             t.create()
         yield TestBackend(tables, endpoint_url)
     finally:
         try:
-            for t in tables:
+            for t in tables if checked else ():
                 t.delete()
         finally:
             for t, (name, binding) in zip(tables, saved, strict=True):
