@@ -143,12 +143,20 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     for _ in range(FIND_ROUNDS):
         guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
         owner = rule.owner_key(table, guard, spec.type_name)
+        if owner is None and spec.previous is not None:  # (a migration window: the old
+            owner = rule.owner_key(table, guard, spec.previous.type_name)  # type's guard)
         if owner is None:
             return None
         item = yield from get_item_p(table, owner, consistent, (entity,))
+        obj: T | None = None
         if item is not None and spec.owns(item):
             yield from prepare_rows((spec,), (item,))
             obj = entity._from_item(item, spec)
+        elif spec.previous is not None:  # read in the old layout, as get reads it
+            from dynaorm.read.previous import previous_owner_p
+
+            obj = yield from previous_owner_p(spec, item)
+        if obj is not None:
             held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},
                                                spec.name, (entity,))
             if held == key:

@@ -27,7 +27,8 @@ from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.ttl import expired
 
-__all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
+__all__ = ["from_previous", "old_history_p", "previous_get_p", "previous_owner_p",
+           "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
@@ -68,6 +69,19 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
     if item is None or not layout.owns(item):
         return None
     history = yield from old_history_p(table, spec, item)
+    yield from prepare_rows((spec,), (item, *history))
+    return from_previous(spec, item, history)
+
+
+def previous_owner_p(spec: EntitySpec, item: Item | None) -> Proto[Any]:
+    """The owner row ``item`` a unique guard named, read in the previous layout (``find``
+    in a migration window: a guard written before the change names its owner under the old
+    key and type name), or ``None`` when it is not a live row of that layout."""
+    layout = spec.previous
+    item = _live(spec, item)
+    if layout is None or item is None or not layout.owns(item):
+        return None
+    history = yield from old_history_p(spec.table.name, spec, item)
     yield from prepare_rows((spec,), (item, *history))
     return from_previous(spec, item, history)
 

@@ -1180,3 +1180,22 @@ def test_migrate_rejudges_a_move_that_lost_its_condition(db: TestBackend) -> Non
     s.commit()  # a live writer moves it
     assert _move(Session(mig), spec_of(Ledger), second) == "skipped"
     assert _keys(db) == NEW_KEYS
+
+
+def test_find_in_the_window_reads_an_old_type_name(db: TestBackend) -> None:
+    """(issue 59) ``find`` in a migration window whose type name changed gave ``None``
+    while ``get`` found the item: the guard names its owner under the old type name, and
+    the owner is read in the old layout (a write of it moves it), as get reads it."""
+    with Session(old) as s:
+        s.save(OldBadge(id="b1", code="GOLD"))
+        s.save(OldAccount(id="a1", mail="Ann@X.io", name="Ann"))
+    s = db.session()
+    assert s.find(Badge, code="GOLD") == s.get(Badge, id="b1") == Badge(id="b1", code="GOLD")
+    found = s.find(Account, email="ann@x.io")
+    assert found == s.get(Account, id="a1") == Account(id="a1", email="Ann@X.io", name="Ann")
+    assert found is not None and dynaorm.inspect(found).previous_layout
+    found.name = "Ann Lee"  # a write of it moves it to the current layout
+    s.save(found)
+    s.commit()
+    assert _keys(db) >= {("ACCOUNT#a1", "PROFILE")} and ("USER#a1", "PROFILE") not in _keys(db)
+    assert s.find(Account, email="ann@x.io", consistent=True) == found
