@@ -86,7 +86,8 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
     else:
         found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                        consistent=consistent, concurrency=concurrency,
-                                       reader=answer_reader({spec.type_name: (entity, spec)}))
+                                       reader=answer_reader({spec.type_name: (entity, spec)}),
+                                       origins=(entity,))  # (its units counted for it)
     items = [found.get(key_id(key)) for key in wanted]
     if spec.rules.preparers:
         yield from prepare_rows((spec,), list(found.values()))
@@ -117,7 +118,7 @@ def _snapshot_p(spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Ite
         return {}
     request = {"TransactItems": [{"Get": {"TableName": spec.table.name,
                                           "Key": wire_key(k)}} for k in unique]}
-    out = yield from call("TransactGetItems", request)
+    out = yield from call("TransactGetItems", request, (spec.cls,))
     responses = zip(unique, out.get("Responses", []), strict=False)
     return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}
 

@@ -181,20 +181,15 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
     return rows
 
 
-def shares_of(ops: tuple[Op, ...], sizes: tuple[int, ...]) -> Shares:
+def shares_of(ops: tuple[Op, ...], stamped: tuple[bool, ...],
+              known: Mapping[tuple[str, Any], Item]) -> Shares:
     """What each row a plan of ``ops`` writes weighs on each table and index, to split the
-    capacity DynamoDB reports over them: an action weighs the bytes it adds to its request
-    (``sizes``, as the plan measured them), on its table, and on each index whose key
-    attributes its item holds (written on the commit path: no size measured again)."""
-    out: list[tuple[str, str, str, float]] = []
-    for op, size in zip(ops, sizes, strict=True):
-        origin = op.origin
-        entity, table = origin.entity.__name__, origin.entity.__dynaorm_spec__.table
-        out.append((entity, "check" if isinstance(op, ConditionCheck) else ROLES[origin.role],
-                    table.name, float(size)))
-        held = op.item.keys() if isinstance(op, Put) else (
-            op.set.keys() | (op.known or {}).keys() if isinstance(op, Update) else ())
-        for index, keys in table.index_keys.items():
-            out.append((entity, "index entry", f"{table.name}/{index}",
-                        float(size) if held and keys <= held else 0.0))
-    return tuple(out)
+    capacity DynamoDB reports over them: its units as :func:`rows_of` prices them (an item
+    is priced by its size, the larger of before and after, twice in a transaction; an
+    index entry by its projection), on its table or ``table/index`` (``known``: the
+    stored items the plan was planned on, :func:`known_items`)."""
+    factor = 1 if len(ops) == 1 else 2
+    return tuple((row.entity, row.role, row.table if row.index is None else
+                  f"{row.table}/{row.index}", float(row.units))
+                 for at, (op, stamp) in enumerate(zip(ops, stamped, strict=True))
+                 for row in rows_of(op, stamp, factor, known, at))

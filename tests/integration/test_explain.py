@@ -308,3 +308,50 @@ def test_reads_explain_cannot_price_say_so_and_shards_cost_each(
     plain = s.query(User, index="gsi1", org_id="acme")  # no filter: exact, as before
     found, consumed = run(plain, sorted(users, key=lambda u: u.user_id))
     assert found.exact and found.by_table() == consumed
+
+
+def test_capacity_splits_a_transaction_by_priced_units(local: TestBackend,
+                                                      events: list[RequestEvent]) -> None:
+    """(issue 59) ``client.capacity()`` split a transaction's units by the bytes of its
+    request: a unique change of an 8 KB row (an Update of one attribute, a guard deleted,
+    one put) gave the row ~3 and the guards ~15 where DynamoDB prices the row 16 (its
+    8 KB, twice in a transaction) and the guards 4. The split now follows the units each
+    row is priced at, as ``explain`` says them."""
+    client = local.table.db
+    s = local.session()
+    s.save(User(user_id="u8", username="big", email="a@x.io", full_name="f" * 8000))
+    s.commit()
+    user = s.get(User, user_id="u8")
+    assert user is not None
+    user.email = "b@x.io"
+    s.save(user)
+    found = explain(s)
+    assert {r.role: r.units for r in found.rows if r.index is None} == {
+        "row": 16, "unique guard": 2}
+    assert found.by_role()["User"]["unique guard"] == 4.0
+    client.capacity(reset=True)
+    del events[:]
+    s.commit()
+    (write,) = [e for e in events if e.operation == "TransactWriteItems"]
+    totals = client.capacity()["User"]
+    for name, consumed in write.consumed_capacity.items():  # (DynamoDB Local's total,
+        priced = [r for r in found.rows  # split as the rows are priced)
+                  if (r.table if r.index is None else f"{r.table}/{r.index}") == name]
+        whole = sum(r.units for r in priced)
+        for role in {r.role for r in priced}:
+            share = sum(r.units for r in priced if r.role == role) / whole
+            assert totals[role] == pytest.approx(consumed * share), (role, totals)
+    assert totals["row"] > totals["unique guard"]
+
+
+def test_get_many_is_counted_under_its_entity(local: TestBackend) -> None:
+    """(issue 59) ``get_many``'s read units were counted under the entity ``-``."""
+    app.return_consumed_capacity = "TOTAL"
+    client = local.table.db
+    s = local.session()
+    for i in range(3):
+        s.save(Note(note_id=f"m{i}", body="x" * 100))
+    s.commit()
+    client.capacity(reset=True)
+    assert len(s.get_many(Note, [{"note_id": f"m{i}"} for i in range(3)])) == 3
+    assert set(client.capacity()) == {"Note"}
