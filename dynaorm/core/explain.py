@@ -241,7 +241,8 @@ def _commit(session: Any) -> Explanation:
             for row in rows_of(op, stamped, factor, known, at)]
     requests = _commit_requests(plan, rows)
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
-             "4 KB of the item it reads"] if not single else []
+             "4 KB of the item it reads (as DynamoDB charges; DynamoDB Local reports less: "
+             "it counts the actions of equal capacity once)"] if not single else []
     notes += unplanned
     exact = all(r.exact for r in rows) and not unplanned
     if not exact:
