@@ -14,6 +14,7 @@ from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
+from dynaorm.read.previous import previous_owner_key, previous_owner_p
 from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
@@ -143,19 +144,16 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     table = spec.table
     for _ in range(FIND_ROUNDS):
         guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
-        owner = rule.owner_key(table, guard, spec.type_name)
-        if owner is None and spec.previous is not None:  # (a migration window: the old
-            owner = rule.owner_key(table, guard, spec.previous.type_name)  # type's guard)
+        owner = rule.owner_key(table, guard, spec.type_name) or previous_owner_key(
+            spec, rule, guard)  # (in a migration window: a guard of the old type name)
         if owner is None:
             return None
         item = yield from get_item_p(table, owner, consistent, (entity,))
-        obj: T | None = None
+        obj: T | None
         if item is not None and spec.owns(item):
             yield from prepare_rows((spec,), (item,))
             obj = entity._from_item(item, spec)
-        elif spec.previous is not None:  # read in the old layout, as get reads it
-            from dynaorm.read.previous import previous_owner_p
-
+        else:  # (read in the previous layout, as get reads it; None: there is none)
             obj = yield from previous_owner_p(spec, item)
         if obj is not None:
             held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},

@@ -27,8 +27,8 @@ from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.ttl import expired
 
-__all__ = ["from_previous", "old_history_p", "previous_get_p", "previous_owner_p",
-           "stored_now_p"]
+__all__ = ["from_previous", "old_history_p", "previous_get_p", "previous_owner_key",
+           "previous_owner_p", "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
@@ -71,6 +71,14 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
     history = yield from old_history_p(table, spec, item)
     yield from prepare_rows((spec,), (item, *history))
     return from_previous(spec, item, history)
+
+
+def previous_owner_key(spec: EntitySpec, rule: Any, guard: Item | None) -> PlainKey | None:
+    """The owner key the unique guard ``guard`` of ``rule`` names under ``spec``'s
+    previous type name (``find`` in a migration window; ``None``: no previous layout, or
+    not its guard)."""
+    layout = spec.previous
+    return None if layout is None else rule.owner_key(spec.table, guard, layout.type_name)
 
 
 def previous_owner_p(spec: EntitySpec, item: Item | None) -> Proto[Any]:

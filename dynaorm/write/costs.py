@@ -22,7 +22,7 @@ from dynaorm.protocol.capacity import Shares
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.table import GSI, LSI, TableSchema
 from dynaorm.values.expressions import Placeholders
-from dynaorm.values.keys import wire_key
+from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.limits import item_size, updated_item
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
 from dynaorm.values.revision import stamp_of
@@ -130,7 +130,7 @@ def known_items(prepared: Sequence[tuple[Any, InstanceState | None]]
             out[(table, tuple(sorted(state.key.items())))] = state.item
             for row in getattr(state, "history", ()):
                 spec = spec_of(entry._entity)
-                key = {a: row[a] for a in spec.table_key_attrs}
+                key = {a: key_value(row[a]) for a in spec.table_key_attrs}  # (as op.key)
                 out[(table, tuple(sorted(key.items())))] = row
     return out
 
