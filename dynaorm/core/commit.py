@@ -285,14 +285,8 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
 
 
 def _shares(plan: WritePlan, prepared: Sequence[Prepared]) -> Shares:
-    """The shares of ``plan``'s rows (when a response reports its capacity; a row its
-    pricing cannot read weighs as much as any other: a write already applied never fails
-    for its metering)."""
-    try:
-        return shares_of(plan.ops, plan.stamped, known_items(prepared))
-    except (TypeError, KeyError, ValueError, AttributeError):
-        return tuple((op.origin.entity.__name__, "row", op.origin.table.name, 1.0)
-                     for op in plan.ops)
+    """The shares of ``plan``'s rows (when a response reports its capacity)."""
+    return shares_of(plan.ops, plan.stamped, known_items(prepared))
 
 
 def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:

@@ -14,7 +14,6 @@ from dynaorm.core.stage import Stage, check_concurrency
 from dynaorm.errors import DynaormError, KeyTemplateError, TransactionTooLargeError
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
-from dynaorm.read.previous import previous_owner_key, previous_owner_p
 from dynaorm.schema.entity import Entity, answer_reader, prepare_rows
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
@@ -141,6 +140,8 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     key = yield from rule.guard_key_p(fields, spec.name, (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None
+    from dynaorm.read.previous import owner_p, previous_owner_key  # (deferred)
+
     table = spec.table
     for _ in range(FIND_ROUNDS):
         guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
@@ -149,12 +150,7 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
         if owner is None:
             return None
         item = yield from get_item_p(table, owner, consistent, (entity,))
-        obj: T | None
-        if item is not None and spec.owns(item):
-            yield from prepare_rows((spec,), (item,))
-            obj = entity._from_item(item, spec)
-        else:  # (read in the previous layout, as get reads it; None: there is none)
-            obj = yield from previous_owner_p(spec, item)
+        obj: T | None = yield from owner_p(spec, item)  # (either layout, as get reads)
         if obj is not None:
             held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},
                                                spec.name, (entity,))

@@ -43,15 +43,15 @@ from typing import Any, cast
 
 from dynaorm._types import Item
 from dynaorm.client.client import in_process_mock
-from dynaorm.client.settings import configured_endpoint, is_loopback
 from dynaorm.client.table import Table
-from dynaorm.errors import DynaormError, RequestError, ThrottledError
-from dynaorm.private_apis import moto_active, moto_nested
+from dynaorm.errors import RequestError, ThrottledError
+from dynaorm.private_apis import moto_nested
 from dynaorm.protocol.events import ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
 from dynaorm.sync.session import Session
 from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
+from dynaorm.testing.engines import NotATestEngineError, check_test_engine
 from dynaorm.testing.proxy import fault_proxy
 from dynaorm.testing.vectors import serve_vectors
 from dynaorm.values.codec import decode_item
@@ -158,56 +158,6 @@ class TestBackend:
         return [decode_item(i) for i in self.scan_raw(table)]
 
 
-class NotATestEngineError(DynaormError):
-    """:func:`use_tables` (and so :func:`tables_fixture`) was asked to delete and create
-    tables somewhere that may be AWS itself: no endpoint outside an in-process moto (AWS's
-    endpoint for the region, with whatever credentials the chain finds), or an endpoint on
-    an AWS domain. Raised before any request is sent. ``table`` names the table and
-    ``endpoint`` where it points (``None``: AWS's endpoint for the region)."""
-
-    def __init__(self, message: str, *, table: str, endpoint: str | None) -> None:
-        super().__init__(message)
-        self.table = table
-        """The table's name."""
-        self.endpoint = endpoint
-        """Where the table points (``None``: AWS's endpoint for the region)."""
-
-
-#: the domains of AWS's own endpoints (commercial, China, dual-stack): never a test engine
-AWS_DOMAINS = ("amazonaws.com", "amazonaws.com.cn", "api.aws")
-
-
-def _on_aws(endpoint: str) -> bool:
-    from urllib.parse import urlparse
-
-    try:
-        host = (urlparse(endpoint).hostname or "").lower().rstrip(".")
-    except ValueError:
-        return False
-    return any(host == d or host.endswith("." + d) for d in AWS_DOMAINS)
-
-
-def _check_test_engine(table: Table) -> None:
-    """Refuse (:class:`NotATestEngineError`) unless ``table``'s requests go to a test
-    engine: moto in process (:func:`moto_backend`, or the caller's own ``mock_aws``), a
-    loopback endpoint (DynamoDB Local, a moto server, dynoxide), or an endpoint given or
-    configured that is not on an AWS domain (an engine in a container, ``http://ddb:8000``).
-    Without an endpoint, outside moto, requests go to AWS with the credential chain's
-    credentials: deleting the table there could delete production data."""
-    client = table.db
-    if moto_active():
-        return
-    endpoint = configured_endpoint(client.endpoint_url, client._botocore_session())
-    if endpoint and (is_loopback(endpoint) or not _on_aws(endpoint)):
-        return
-    where = (f"the AWS endpoint {endpoint}" if endpoint else
-             "AWS (no endpoint is given or configured, and no in-process moto is on)")
-    raise NotATestEngineError(
-        f"use_tables: refusing to delete and create table {table.name!r} on {where}: "
-        "give endpoint_url= a local engine (DynamoDB Local, a moto server), or run inside "
-        "dynaorm.testing.moto_backend()", table=table.name, endpoint=endpoint)
-
-
 def worker_suffix() -> str:
     """``"-gw0"``, ``"-gw1"``, ... under pytest-xdist (``PYTEST_XDIST_WORKER``), else ``""``."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
@@ -237,7 +187,7 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
             if wire is not None:
                 t.wire = wire
         for t in tables:  # (every table checked before the first is deleted)
-            _check_test_engine(t)
+            check_test_engine(t)
         checked = True
         for t in tables:
             t.delete()
