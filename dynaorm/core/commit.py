@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import os
 import weakref
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -44,6 +44,7 @@ from dynaorm.errors import (
     ItemGoneError,
     RequestError,
 )
+from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
 from dynaorm.protocol.steps import Call, Proto, call
 from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
@@ -55,7 +56,7 @@ from dynaorm.values.records import ConditionCheck
 from dynaorm.values.revision import revision_of, stamp_of
 from dynaorm.values.state import DELETED, InstanceState, MovedState
 from dynaorm.values.times import apply_stamps
-from dynaorm.write.costs import shares_of
+from dynaorm.write.costs import known_items, shares_of
 from dynaorm.write.outcomes import failure, unapplied_by
 from dynaorm.write.records import Outcome, Prepared, Reading, StagedWrite
 from dynaorm.write.render import WritePlan, compile_commit
@@ -166,7 +167,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True
             if not plan.ops:
                 break
             try:
-                response = yield from send_p(plan, outcomes, observed)
+                response = yield from send_p(plan, outcomes, observed, prepared)
                 break
             except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
                 # nothing was written: a write planned on what it read (an overwrite: last
@@ -220,12 +221,14 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
     return prepared
 
 
-def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
-           ) -> Proto[dict[str, Any]]:
+def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
+           prepared: Sequence[Prepared] = ()) -> Proto[dict[str, Any]]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that
     needs), unless an attempt that may have been applied was. Closed on its way, the
-    objects of ``outcomes`` are remembered (:func:`pending`)."""
+    objects of ``outcomes`` are remembered (:func:`pending`). The capacity it consumed is
+    split over its rows as priced on the stored items ``prepared`` read (:func:`~dynaorm.
+    write.costs.shares_of`)."""
     origins = write_origins(plan) if observed else ()
     probed: list[Item | None] = []  # what a probe read after the last attempt, when it
     # proved nothing: the read back after a failure takes it (no second read)
@@ -252,12 +255,12 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
         step = Call(operation, request, origins, False, probe=Call("GetItem", {
             "TableName": op.origin.table.name, "Key": wire_key(op.key),
             "ConsistentRead": True}, origins), unapplied=unapplied,
-            shares=functools.partial(shares_of, plan.ops, plan.sizes))
+            shares=functools.partial(_shares, plan, prepared))
     else:
         request = plan.transaction_request(token, rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
         step = Call("TransactWriteItems", request, origins, True,
-                    shares=functools.partial(shares_of, plan.ops, plan.sizes))
+                    shares=functools.partial(_shares, plan, prepared))
 
     def read(table: TableSchema, key: PlainKey) -> Proto[Item | None]:
         if probed:
@@ -281,6 +284,11 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool
                 key = id(outcome.obj)
                 _PENDING[key] = (weakref.ref(outcome.obj, _forgetter(key)), outcome)
         raise
+
+
+def _shares(plan: WritePlan, prepared: Sequence[Prepared]) -> Shares:
+    """The shares of ``plan``'s rows (when a response reports its capacity)."""
+    return shares_of(plan.ops, plan.stamped, known_items(prepared))
 
 
 def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:

@@ -37,7 +37,7 @@ from dynaorm.read.search import SearchSpec
 from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.keys import wire_key
+from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.limits import item_size
 from dynaorm.values.state import InstanceState
 from dynaorm.write.costs import READ_UNIT, REV, Row, entry, known_items, read_units, rows_of
@@ -243,7 +243,8 @@ def _commit(session: Any) -> Explanation:
             for row in rows_of(op, stamped, factor, known, at)]
     requests = _commit_requests(plan, rows)
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
-             "4 KB of the item it reads"] if not single else []
+             "4 KB of the item it reads (as DynamoDB charges; DynamoDB Local reports less: "
+             "it counts the actions of equal capacity once)"] if not single else []
     notes += unplanned
     exact = all(r.exact for r in rows) and not unplanned
     if not exact:
@@ -300,6 +301,17 @@ def _fetch(table: TableSchema, index: str | None, stored: list[Item] | None,
              "request")
 
 
+def _stream_items(spec: ReadSpec[Any], stored: list[Item] | None, i: int,
+                  streams: int) -> list[Item] | None:
+    """The items of ``stored`` that stream ``i`` of a query reads (a sharded query sends
+    one request a shard: each reads the items under its partition value)."""
+    if stored is None or streams == 1 or not isinstance(spec, QuerySpec):
+        return stored
+    plan = spec._plan()
+    value = plan.pk_values[i]
+    return [s for s in stored if plan.pk_attr in s and key_value(s[plan.pk_attr]) == value]
+
+
 def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
     sel = spec._selection()
     table = spec_of(spec._entities[0]).table
@@ -307,24 +319,36 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
     operation = spec._operation
     stored = None if items is None else _stored(items)
     per_page = spec._page_size or spec._limit
-    pages = _read_pages(table, index, stored, per_page)
-    units = sum(read_units(p, spec._consistent) for p in pages)
-    requests = []
-    for i in range(spec._streams()):
+    streams = spec._streams()
+    requests, filtered = [], False
+    for i in range(streams):
         request = spec._request(i, sel)
+        filtered = filtered or "FilterExpression" in request
         if per_page:
             request["Limit"] = per_page
-        requests.append(Request(operation, table.name, index, request,
-                                units if i == 0 else 0.0,
-                                note=f"{len(pages)} page(s)" if i == 0 else "another shard"))
+        pages = _read_pages(table, index, _stream_items(spec, stored, i, streams), per_page)
+        units = sum(read_units(p, spec._consistent) for p in pages)
+        requests.append(Request(operation, table.name, index, request, units,  # (a shard's
+                                # pages rounded on their own, as DynamoDB Local reports)
+                                note=f"{len(pages)} page(s)" + ("" if streams == 1 else
+                                                                f", shard {i + 1}/{streams}")))
     notes = []
     if stored is None:
         notes.append(f"read units for one {operation.lower()} page of at most 4 KB of items: "
                      "pass items= (the objects it returns) for the units of those")
+    if operation == "Scan":
+        notes.append("a scan reads every item of the table (other entities' items and "
+                     "guards too) and is charged for all of them: units for the items "
+                     "given only (at least)")
+    elif filtered:
+        notes.append("a filter is applied after reading: DynamoDB charges for every item "
+                     "the key condition reads, kept or not, which cannot be known before "
+                     "reading: units for the items given only (at least)")
     if sel.fetch:
         requests.append(_fetch(table, index, stored, spec._consistent))
     what = f"{spec._describe()}" + (f" on index {index}" if index else "")
-    return Explanation(what, tuple(requests), notes=tuple(notes), exact=stored is not None)
+    exact = stored is not None and operation != "Scan" and not filtered
+    return Explanation(what, tuple(requests), notes=tuple(notes), exact=exact)
 
 
 def _search(search: SearchSpec[Any], items: Sequence[Any] | None) -> Explanation:

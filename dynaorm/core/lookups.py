@@ -86,7 +86,8 @@ def get_many_p(stage: Stage, entity: type[T], keys: Sequence[Mapping[str, Any]],
     else:
         found = yield from batch_get_p(spec.table.name, [wire_key(k) for k in wanted],
                                        consistent=consistent, concurrency=concurrency,
-                                       reader=answer_reader({spec.type_name: (entity, spec)}))
+                                       reader=answer_reader({spec.type_name: (entity, spec)}),
+                                       origins=(entity,))  # (its units counted for it)
     items = [found.get(key_id(key)) for key in wanted]
     if spec.rules.preparers:
         yield from prepare_rows((spec,), list(found.values()))
@@ -117,7 +118,7 @@ def _snapshot_p(spec: EntitySpec, wanted: list[PlainKey]) -> Proto[dict[Any, Ite
         return {}
     request = {"TransactItems": [{"Get": {"TableName": spec.table.name,
                                           "Key": wire_key(k)}} for k in unique]}
-    out = yield from call("TransactGetItems", request)
+    out = yield from call("TransactGetItems", request, (spec.cls,))
     responses = zip(unique, out.get("Responses", []), strict=False)
     return {key_id(key): got["Item"] for key, got in responses if got.get("Item") is not None}
 
@@ -139,16 +140,18 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     key = yield from rule.guard_key_p(fields, spec.name, (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None
+    from dynaorm.read.previous import owner_p, previous_owner_key  # (deferred)
+
     table = spec.table
     for _ in range(FIND_ROUNDS):
         guard = yield from get_item_p(table, rule.row_key(table, key), consistent, (entity,))
-        owner = rule.owner_key(table, guard, spec.type_name)
+        owner = rule.owner_key(table, guard, spec.type_name) or previous_owner_key(
+            spec, rule, guard)  # (in a migration window: a guard of the old type name)
         if owner is None:
             return None
         item = yield from get_item_p(table, owner, consistent, (entity,))
-        if item is not None and spec.owns(item):
-            yield from prepare_rows((spec,), (item,))
-            obj = entity._from_item(item, spec)
+        obj: T | None = yield from owner_p(spec, item)  # (either layout, as get reads)
+        if obj is not None:
             held = yield from rule.guard_key_p({f: obj.__dict__.get(f) for f in rule.fields},
                                                spec.name, (entity,))
             if held == key:

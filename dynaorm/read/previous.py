@@ -27,7 +27,8 @@ from dynaorm.values.keys import key_id, wire_key
 from dynaorm.values.state import InstanceState, MovedState
 from dynaorm.values.ttl import expired
 
-__all__ = ["from_previous", "old_history_p", "previous_get_p", "stored_now_p"]
+__all__ = ["from_previous", "old_history_p", "owner_p", "previous_get_p",
+           "previous_owner_key", "stored_now_p"]
 
 
 def from_previous(spec: EntitySpec, item: Item, history: tuple[Item, ...] = ()) -> Any:
@@ -61,12 +62,31 @@ def previous_get_p(table: str, spec: EntitySpec, fields: Mapping[str, Any],
     else:
         current, item = yield from _both_p(table, spec, new_key, old_key)
         if spec.owns(current):  # (and its TTL not passed)
-            yield from prepare_rows((spec,), (current,))
-            return spec.cls._from_item(current, spec)
+            item = current
+    return (yield from owner_p(spec, item))
+
+
+def previous_owner_key(spec: EntitySpec, rule: Any, guard: Item | None) -> PlainKey | None:
+    """The owner key the unique guard ``guard`` of ``rule`` names under ``spec``'s
+    previous type name (``find`` in a migration window; ``None``: no previous layout, or
+    not its guard)."""
+    layout = spec.previous
+    return None if layout is None else rule.owner_key(spec.table, guard, layout.type_name)
+
+
+def owner_p(spec: EntitySpec, item: Item | None) -> Proto[Any]:
+    """An object of ``spec`` read from ``item``, in the current layout or the previous
+    one (with its old version rows), or ``None`` when it is a live row of neither: what
+    ``get`` found, or the owner row a unique guard names (``find`` in a migration window:
+    a guard written before the change names its owner under the old key and type name)."""
+    if item is not None and spec.owns(item) and spec.fits(item):  # (not an old row)
+        yield from prepare_rows((spec,), (item,))
+        return spec.cls._from_item(item, spec)
+    layout = spec.previous
     item = _live(spec, item)
-    if item is None or not layout.owns(item):
+    if layout is None or item is None or not layout.owns(item):
         return None
-    history = yield from old_history_p(table, spec, item)
+    history = yield from old_history_p(spec.table.name, spec, item)
     yield from prepare_rows((spec,), (item, *history))
     return from_previous(spec, item, history)
 

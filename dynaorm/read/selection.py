@@ -298,8 +298,8 @@ def _field_value(cls: type[Any] | None, name: str, found: Any, decoded: bool) ->
     raw = found if decoded else decode_value(found)
     if cls is None or raw is None or name not in cls.model_fields:
         return raw
-    try:
-        return annotation_adapter(cls, name).validate_python(raw)
+    try:  # (a nested model read by its field names too: they are stored)
+        return annotation_adapter(cls, name).validate_python(raw, by_name=True)
     except ValidationError:
         return raw
 

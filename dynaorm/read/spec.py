@@ -240,7 +240,8 @@ class ReadSpec(Generic[T]):
             if not chunk:
                 return
             keys = [{a: c[a] for a in attrs} for c in chunk]
-            found = yield from batch_get_p(self._table_name(), keys, consistent=self._consistent)
+            found = yield from batch_get_p(self._table_name(), keys, consistent=self._consistent,
+                                           origins=tuple(self._entities))
             owned = [item for key in keys
                      if (item := found.get(key_id(key))) is not None and sel.owns(item)]
             if owned:  # at most n, within the consumer's room

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
 from itertools import count, repeat
+from types import MethodType
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -45,6 +47,14 @@ class Entity(BaseModel):
     # Persistence bookkeeping lives in a slot, not a pydantic private attribute: it stays
     # out of equality, copies and validation (and validation is twice as fast without one).
     __slots__ = ("_dynaorm_slot",)
+
+    @classmethod
+    def model_validate(cls, obj: Any, **options: Any) -> Self:
+        """pydantic's ``model_validate``, nested models read by their field names too
+        (``by_name=True`` unless told): a nested model's fields are stored under their
+        names (a stored item and a model dump agree), and their aliases still read."""
+        options.setdefault("by_name", True)
+        return super().model_validate(obj, **options)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -148,9 +158,9 @@ def _validator(cls: type[Any]) -> Callable[[dict[str, Any]], Any]:
     the model's validator as ``model_validate`` calls it (a documented attribute, read for
     each load: a model rebuild replaces it), without that wrapper's keyword handling."""
     if (getattr(cls.model_validate, "__func__", None)
-            is not getattr(BaseModel.model_validate, "__func__", None)):
+            is not getattr(Entity.model_validate, "__func__", None)):
         return cls.model_validate  # type: ignore[no-any-return]
-    return cls.__pydantic_validator__.validate_python  # type: ignore[no-any-return]
+    return functools.partial(cls.__pydantic_validator__.validate_python, by_name=True)
 
 
 def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
@@ -159,7 +169,7 @@ def _fast(cls: type[Any], spec: EntitySpec) -> Fast | None:
     return fast_validator(cls, spec.renames, lambda: (
         not spec.unstored and spec.ttl_field is None and not spec.rules.transforms
         and all(k is UTC_TIME for k in spec.kinds.values())  # (read as a plain time)
-        and _validator(cls) == cls.__pydantic_validator__.validate_python))
+        and not isinstance(_validator(cls), MethodType)))  # (the model's own validator)
 
 
 def _load(cls: type[Any], spec: EntitySpec, item: Item,

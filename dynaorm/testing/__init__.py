@@ -13,7 +13,7 @@ tables for your :class:`~dynaorm.Table` objects::
             s.save(User(username="ada", email="ada@example.com"))
         assert len(db.scan()) == 3   # the user and its two guard items
 
-Run the same tests against DynamoDB Local or a real endpoint with
+Run the same tests against DynamoDB Local or another engine with
 ``pytest --dynaorm-endpoint http://localhost:8000`` (or ``DYNAORM_TEST_ENDPOINT``).
 Under pytest-xdist every worker gets its own tables (their names end in ``-gw0``,
 ``-gw1``, ...), so workers never share or race on a table.
@@ -51,13 +51,14 @@ from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
 from dynaorm.sync.session import Session
 from dynaorm.testing.emulator import EmbeddedTransport, Emulator, IndexLag, index_lag
+from dynaorm.testing.engines import NotATestEngineError, check_test_engine
 from dynaorm.testing.proxy import fault_proxy
 from dynaorm.testing.vectors import serve_vectors
 from dynaorm.values.codec import decode_item
 from dynaorm.values.keys import key_order, key_value
 
-__all__ = ["IndexLag", "TestBackend", "fault_proxy", "index_lag", "moto_backend",
-           "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
+__all__ = ["IndexLag", "NotATestEngineError", "TestBackend", "fault_proxy", "index_lag",
+           "moto_backend", "moto_server", "tables_fixture", "use_tables", "worker_suffix"]
 __all__ += ["FaultInjector", "inject_faults"]  # fault injection, at the end
 
 #: What to install for the in-process backend and the pytest fixtures.
@@ -166,26 +167,35 @@ def worker_suffix() -> str:
 @contextmanager
 def use_tables(*tables: Table, endpoint_url: str | None = None,
                name_suffix: str = "", wire: str | None = None) -> Iterator[TestBackend]:
-    """Point ``tables`` at ``endpoint_url`` (None: botocore's default, e.g. moto), create
-    them fresh, and delete them afterwards.
+    """Point ``tables`` at ``endpoint_url`` (None: the configured endpoint, or the
+    in-process moto of :func:`moto_backend`), create them fresh, and delete them afterwards.
+
+    Only on a test engine: where a table would reach AWS itself (no endpoint outside moto,
+    or an endpoint on an AWS domain), :class:`NotATestEngineError` is raised before any
+    request is sent.
 
     ``name_suffix`` is appended to every table's name for the block (the tables are module
     globals in user code: they are repointed in place and restored afterwards). ``wire``:
     the wire they send over for the block (``None``: as they say).
     """
     saved = [(t.name, t._binding()) for t in tables]
+    checked = False
     try:
         for t in tables:
             t.name = t.name + name_suffix
             t.connect(endpoint_url)
             if wire is not None:
                 t.wire = wire
+        for t in tables:  # (every table checked before the first is deleted)
+            check_test_engine(t)
+        checked = True
+        for t in tables:
             t.delete()
             t.create()
         yield TestBackend(tables, endpoint_url)
     finally:
         try:
-            for t in tables:
+            for t in tables if checked else ():
                 t.delete()
         finally:
             for t, (name, binding) in zip(tables, saved, strict=True):

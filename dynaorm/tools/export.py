@@ -168,7 +168,10 @@ def read_source(url: str) -> tuple[tuple[str, ...], str, str]:
         raise ExportError(f"the export at {url} is {summary['outputFormat']}: dynaorm reads "
                           "DYNAMODB_JSON exports")
     kind = "incremental" if summary.get("exportType") == "INCREMENTAL_EXPORT" else "full"
-    return found, kind, str(summary.get("exportViewType") or "NEW_AND_OLD_IMAGES")
+    # (the view is the summary's ``outputView``, as DynamoDB writes it; ``exportViewType``
+    # is the API's name of it, which 0.6 read: a file that has only that still reads)
+    view = summary.get("outputView") or summary.get("exportViewType")
+    return found, kind, str(view or "NEW_AND_OLD_IMAGES")
 
 
 def _lines(s3: Any, url: str) -> Iterator[tuple[int, bytes]]:

@@ -22,7 +22,7 @@ from dynaorm.protocol.capacity import Shares
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.table import GSI, LSI, TableSchema
 from dynaorm.values.expressions import Placeholders
-from dynaorm.values.keys import wire_key
+from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.limits import item_size, updated_item
 from dynaorm.values.records import ConditionCheck, Delete, Op, Put, Role, Update
 from dynaorm.values.revision import stamp_of
@@ -130,7 +130,7 @@ def known_items(prepared: Sequence[tuple[Any, InstanceState | None]]
             out[(table, tuple(sorted(state.key.items())))] = state.item
             for row in getattr(state, "history", ()):
                 spec = spec_of(entry._entity)
-                key = {a: row[a] for a in spec.table_key_attrs}
+                key = {a: key_value(row[a]) for a in spec.table_key_attrs}  # (as op.key)
                 out[(table, tuple(sorted(key.items())))] = row
     return out
 
@@ -181,20 +181,15 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
     return rows
 
 
-def shares_of(ops: tuple[Op, ...], sizes: tuple[int, ...]) -> Shares:
+def shares_of(ops: tuple[Op, ...], stamped: tuple[bool, ...],
+              known: Mapping[tuple[str, Any], Item]) -> Shares:
     """What each row a plan of ``ops`` writes weighs on each table and index, to split the
-    capacity DynamoDB reports over them: an action weighs the bytes it adds to its request
-    (``sizes``, as the plan measured them), on its table, and on each index whose key
-    attributes its item holds (written on the commit path: no size measured again)."""
-    out: list[tuple[str, str, str, float]] = []
-    for op, size in zip(ops, sizes, strict=True):
-        origin = op.origin
-        entity, table = origin.entity.__name__, origin.entity.__dynaorm_spec__.table
-        out.append((entity, "check" if isinstance(op, ConditionCheck) else ROLES[origin.role],
-                    table.name, float(size)))
-        held = op.item.keys() if isinstance(op, Put) else (
-            op.set.keys() | (op.known or {}).keys() if isinstance(op, Update) else ())
-        for index, keys in table.index_keys.items():
-            out.append((entity, "index entry", f"{table.name}/{index}",
-                        float(size) if held and keys <= held else 0.0))
-    return tuple(out)
+    capacity DynamoDB reports over them: its units as :func:`rows_of` prices them (an item
+    is priced by its size, the larger of before and after, twice in a transaction; an
+    index entry by its projection), on its table or ``table/index`` (``known``: the
+    stored items the plan was planned on, :func:`known_items`)."""
+    factor = 1 if len(ops) == 1 else 2
+    return tuple((row.entity, row.role, row.table if row.index is None else
+                  f"{row.table}/{row.index}", float(row.units))
+                 for at, (op, stamp) in enumerate(zip(ops, stamped, strict=True))
+                 for row in rows_of(op, stamp, factor, known, at))

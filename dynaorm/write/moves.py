@@ -21,7 +21,7 @@ from dynaorm.errors import TransactionTooLargeError
 from dynaorm.schema.entity import encode_entity, spec_of
 from dynaorm.schema.model import described
 from dynaorm.schema.spec import EntitySpec
-from dynaorm.values.expressions import Condition, all_of, exists, not_exists, rename_paths
+from dynaorm.values.expressions import Condition, all_of, exists, free, not_exists, rename_paths
 from dynaorm.values.keys import key_value
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Op, Put, Role
 from dynaorm.values.state import InstanceState, MovedState
@@ -205,7 +205,7 @@ def plan_move_save(entry: Any, state: MovedState, index: int
     loose = entry.overwrite and not spec.has_rules
     b.ops.append(_row_delete(b, state, entry.condition, loose))
     b.owner = key  # (the new row's origin names it, as its version row's does)
-    own = Put(key, item, None if loose else not_exists(spec.table.pk),
+    own = Put(key, item, None if loose else free(spec.table.pk, spec.table.ttl),
               b.origin(spec.rules.own, Fail.EXISTS))
     b.owner = old_key
     b.around(b.rows(loaded, values, old_key, key, item, version if changed else None,

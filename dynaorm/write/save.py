@@ -32,7 +32,6 @@ from dynaorm.values.expressions import (
     all_of,
     exists,
     free,
-    not_exists,
     rename_paths,
 )
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
@@ -247,8 +246,8 @@ def _plan_key_move(b: ActionBuilder, entry: SaveEntry, spec: EntitySpec,
         guard += as_loaded(spec, state.item, {k for k in keys if k} | {
             spec.attr(f) for f in unique_fields})
     b.ops.append(Delete(state.key, all_of(guard), b.origin(Role.ROW, Fail.GONE)))
-    b.owner = key
-    return Put(key, item, not_exists(spec.table.pk), b.origin(Role.ROW, Fail.EXISTS))
+    b.owner = key  # (onto an item whose TTL has passed: gone for reads, as for an insert)
+    return Put(key, item, free(spec.table.pk, spec.table.ttl), b.origin(Role.ROW, Fail.EXISTS))
 
 
 def _plan_row_write(entry: SaveEntry, spec: EntitySpec, state: InstanceState,

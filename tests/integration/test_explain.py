@@ -254,3 +254,104 @@ def test_an_async_session_s_commits_are_attributed_too(local: TestBackend,
     assert sum(u for r in totals.values() for u in r.values()) == pytest.approx(reported)
     assert totals["User"]["index entry"] == pytest.approx(sum(
         e.consumed_capacity.get(f"{app.name}/gsi1", 0.0) for e in events))
+
+
+def _consumed(events: list[RequestEvent]) -> dict[str, float]:
+    consumed: dict[str, float] = {}
+    for e in events:
+        for name, units in e.consumed_capacity.items():
+            if units:  # (an index read reports the table's 0 too)
+                consumed[name] = consumed.get(name, 0.0) + units
+    return consumed
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="compares with what DynamoDB Local reports")
+def test_reads_explain_cannot_price_say_so_and_shards_cost_each(
+        local: TestBackend, events: list[RequestEvent]) -> None:
+    """(issue 59) ``explain`` said ``exact=True`` for reads whose units it cannot know
+    before reading -- a query with a filter (DynamoDB charges for every item the key
+    condition reads, kept or not), a scan of one entity among others (it reads the whole
+    table) -- and priced a sharded query's items as one page (each shard's request reads,
+    and is charged for, its own). Now: exact where it can be (equal to DynamoDB Local),
+    ``exact=False`` and why where it cannot, its units then a lower bound."""
+    from dynaorm import F
+    from tests.support.models import SOrder
+
+    app.return_consumed_capacity = "INDEXES"
+    s = local.session()
+    users = [User(user_id=f"u{i}", username=f"n{i}", email=f"{i}@x.io", full_name="f" * 1400)
+             for i in range(9)]
+    orders = [SOrder(order_id=i, status="open", created="2026-01-01")
+              for i in ("o0", "o1")]  # (in two shards: 3 and 1)
+    for obj in (*users, *orders, Note(note_id="n", body="x" * 3000)):
+        s.save(obj)
+    s.commit()
+
+    def run(x: Any, items: list[Any]) -> tuple[Any, dict[str, float]]:
+        found = explain(x, items=items)
+        del events[:]
+        assert x.all() == items
+        return found, _consumed(events)
+
+    filtered = s.query(User, index="gsi1", org_id="acme").filter(F("username") == "n1")
+    found, consumed = run(filtered, [users[1]])
+    assert not found.exact and "filter" in " ".join(found.notes)
+    assert found.by_table()[f"{app.name}/gsi1"] <= consumed[f"{app.name}/gsi1"]
+    scan = s.scan(Note)
+    found, consumed = run(scan, [s.get(Note, note_id="n")])
+    assert not found.exact and "every item" in " ".join(found.notes)
+    assert found.by_table()[app.name] <= consumed[app.name]
+    sharded = s.query(SOrder, index="gsi1", status="open")
+    found, consumed = run(sharded, orders)
+    assert [r.read_units for r in found.requests] == [0.0, 0.5, 0.0, 0.5]
+    assert found.exact and found.by_table() == consumed, (found, consumed)
+    plain = s.query(User, index="gsi1", org_id="acme")  # no filter: exact, as before
+    found, consumed = run(plain, sorted(users, key=lambda u: u.user_id))
+    assert found.exact and found.by_table() == consumed
+
+
+def test_capacity_splits_a_transaction_by_priced_units(local: TestBackend,
+                                                      events: list[RequestEvent]) -> None:
+    """(issue 59) ``client.capacity()`` split a transaction's units by the bytes of its
+    request: a unique change of an 8 KB row (an Update of one attribute, a guard deleted,
+    one put) gave the row ~3 and the guards ~15 where DynamoDB prices the row 16 (its
+    8 KB, twice in a transaction) and the guards 4. The split now follows the units each
+    row is priced at, as ``explain`` says them."""
+    client = local.table.db
+    s = local.session()
+    s.save(User(user_id="u8", username="big", email="a@x.io", full_name="f" * 8000))
+    s.commit()
+    user = s.get(User, user_id="u8")
+    assert user is not None
+    user.email = "b@x.io"
+    s.save(user)
+    found = explain(s)
+    assert {r.role: r.units for r in found.rows if r.index is None} == {
+        "row": 16, "unique guard": 2}
+    assert found.by_role()["User"]["unique guard"] == 4.0
+    client.capacity(reset=True)
+    del events[:]
+    s.commit()
+    (write,) = [e for e in events if e.operation == "TransactWriteItems"]
+    totals = client.capacity()["User"]
+    for name, consumed in write.consumed_capacity.items():  # (DynamoDB Local's total,
+        priced = [r for r in found.rows  # split as the rows are priced)
+                  if (r.table if r.index is None else f"{r.table}/{r.index}") == name]
+        whole = sum(r.units for r in priced)
+        for role in {r.role for r in priced}:
+            share = sum(r.units for r in priced if r.role == role) / whole
+            assert totals[role] == pytest.approx(consumed * share), (role, totals)
+    assert totals["row"] > totals["unique guard"]
+
+
+def test_get_many_is_counted_under_its_entity(local: TestBackend) -> None:
+    """(issue 59) ``get_many``'s read units were counted under the entity ``-``."""
+    app.return_consumed_capacity = "TOTAL"
+    client = local.table.db
+    s = local.session()
+    for i in range(3):
+        s.save(Note(note_id=f"m{i}", body="x" * 100))
+    s.commit()
+    client.capacity(reset=True)
+    assert len(s.get_many(Note, [{"note_id": f"m{i}"} for i in range(3)])) == 3
+    assert set(client.capacity()) == {"Note"}

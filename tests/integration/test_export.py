@@ -196,7 +196,9 @@ def test_the_columns_are_typed_from_the_model(tb: TestBackend, tmp_path: Path) -
 def test_an_export_from_s3_full_then_incremental(tb: TestBackend, tmp_path: Path) -> None:
     """A full export (two data files: a task each) gives the live export's datasets; an
     incremental one gives each entity's changes: inserts, modifies and removes, with the
-    new values (a remove: its key fields), history as inserted version rows."""
+    new values (a remove: its key fields), history as inserted version rows. The export's
+    files are in DynamoDB's format: the summary names its view ``outputView`` (issue 59:
+    0.6 read ``exportViewType``, so on a NEW_IMAGE export every modify was an insert)."""
     entities = _fill(tb)
     s3 = _s3()
     before = tb.scan_raw()

@@ -453,6 +453,27 @@ def test_an_expired_old_layout_item_is_gone_for_every_read_and_write(
     assert s.find(Pass, seat="A1", consistent=True) == Pass(id="p2", seat="A1")
 
 
+def test_a_move_onto_an_expired_current_row_takes_its_key(ttl_db: TestBackend) -> None:
+    """(issue 59) A live old-layout item moved onto its current key where an expired row
+    (TTL passed, not yet deleted) is still stored: the row is gone for reads, so the move
+    takes the key (it was ``ItemExistsError``), as an insert does."""
+    import time
+
+    with Session(mig_ttl) as w:  # (first: a new object may not have a live old row)
+        w.save(Pass(id="p1", seat="Z9", expires=int(time.time()) - 60))
+    with Session(old_ttl) as o:
+        o.save(OldPass(id="p1", seat="B2", expires=int(time.time()) + 600))
+    assert ("PASS#p1", "PASS") in _keys(ttl_db)  # stored, expired
+    s = Session(mig_ttl)
+    found = s.get(Pass, id="p1", consistent=True)
+    assert found is not None and dynaorm.inspect(found).previous_layout
+    s.save(found)
+    s.commit()
+    assert s.get(Pass, id="p1", consistent=True) == found
+    assert not dynaorm.inspect(found).previous_layout
+    assert ("TICKET#p1", "PASS") not in _keys(ttl_db)
+
+
 class OldVault(Versioned):
     """``Vault`` before the change: ``SAFE#{id}``, type ``safe``, its secret as ``code``."""
 
@@ -1180,3 +1201,22 @@ def test_migrate_rejudges_a_move_that_lost_its_condition(db: TestBackend) -> Non
     s.commit()  # a live writer moves it
     assert _move(Session(mig), spec_of(Ledger), second) == "skipped"
     assert _keys(db) == NEW_KEYS
+
+
+def test_find_in_the_window_reads_an_old_type_name(db: TestBackend) -> None:
+    """(issue 59) ``find`` in a migration window whose type name changed gave ``None``
+    while ``get`` found the item: the guard names its owner under the old type name, and
+    the owner is read in the old layout (a write of it moves it), as get reads it."""
+    with Session(old) as s:
+        s.save(OldBadge(id="b1", code="GOLD"))
+        s.save(OldAccount(id="a1", mail="Ann@X.io", name="Ann"))
+    s = db.session()
+    assert s.find(Badge, code="GOLD") == s.get(Badge, id="b1") == Badge(id="b1", code="GOLD")
+    found = s.find(Account, email="ann@x.io")
+    assert found == s.get(Account, id="a1") == Account(id="a1", email="Ann@X.io", name="Ann")
+    assert found is not None and dynaorm.inspect(found).previous_layout
+    found.name = "Ann Lee"  # a write of it moves it to the current layout
+    s.save(found)
+    s.commit()
+    assert _keys(db) >= {("ACCOUNT#a1", "PROFILE")} and ("USER#a1", "PROFILE") not in _keys(db)
+    assert s.find(Account, email="ann@x.io", consistent=True) == found

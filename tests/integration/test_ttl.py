@@ -142,3 +142,32 @@ def test_an_include_projection_carries_the_ttl_attribute() -> None:
     [gsi] = t.definition()["GlobalSecondaryIndexes"]
     assert gsi["Projection"] == {"ProjectionType": "INCLUDE",
                                  "NonKeyAttributes": ["a", "_type", "exp"]}
+
+
+def test_a_key_move_onto_an_expired_item_takes_its_key(db: TestBackend) -> None:
+    """(issue 59) An item whose TTL has passed but which DynamoDB has not deleted yet is
+    gone for every read, and an insert over it succeeds: a key move onto its key (and a
+    move of a login, whose guard moves along) succeeds too, as an insert does, instead of
+    ``ItemExistsError``."""
+    past, later = int(time.time()) - 60, int(time.time()) + 600
+    s = db.session()
+    s.save(Lock(name="old", until=past))
+    s.save(Lock(name="mine", until=later))
+    s.save(Login(user="u1", token="gone", expires=datetime.now(UTC) - timedelta(minutes=1)))
+    s.save(Login(user="u2", token="t2", expires=datetime.now(UTC) + timedelta(hours=1)))
+    s.commit()
+    assert s.get(Lock, name="old") is None  # expired: gone for reads
+    lock = s.get(Lock, name="mine")
+    assert lock is not None
+    lock.name = "old"  # onto the expired item's key
+    s.save(lock)
+    login = s.get(Login, user="u2", token="t2")
+    assert login is not None
+    login.user, login.token = "u1", "gone"  # onto the expired login's key and guard
+    s.save(login)
+    s.commit()
+    assert s.get(Lock, name="old", consistent=True) == Lock(name="old", until=later)
+    assert s.get(Lock, name="mine", consistent=True) is None
+    assert s.find(Login, token="gone", consistent=True) == login
+    assert {(i["pk"], i["sk"]) for i in db.scan()} == {
+        ("LOCK#old", "LOCK"), ("USER#u1", "LOGIN#gone"), ("token#gone", "token#gone")}

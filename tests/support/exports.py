@@ -107,7 +107,9 @@ def incremental_export(s3: Any, bucket: str, prefix: str, before: Iterable[Item]
             record["NewImage"] = dynamodb_json(new[key])
         records.append(record)
     return _write(s3, bucket, prefix, records, files, "INCREMENTAL_EXPORT",
-                  exportViewType=view)
+                  exportFromTime="2026-01-01T00:00:00.000Z",
+                  exportToTime="2026-01-01T00:05:00.000Z",
+                  outputView=view)  # (the summary's name of the view, as DynamoDB writes it)
 
 
 def with_manifests(s3: Any, bucket: str, data_key: str) -> str:

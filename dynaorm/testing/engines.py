@@ -1,0 +1,70 @@
+"""Where :func:`~dynaorm.testing.use_tables` may delete and create tables: on a test
+engine only, never on AWS itself (issue 59: with no endpoint, outside moto, it sent
+``DeleteTable`` to AWS with the shell's credentials).
+
+A table's requests go to a test engine when moto answers them in process
+(:func:`~dynaorm.testing.moto_backend`, or the caller's own ``mock_aws``), or when its
+endpoint (given, or configured: ``AWS_ENDPOINT_URL_DYNAMODB``, ...) is a loopback one
+(DynamoDB Local, a moto server, dynoxide) or any other endpoint not on an AWS domain (an
+engine in a container, ``http://dynamodb-local:8000``). Anything else is refused with
+:class:`NotATestEngineError` before a request is sent.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+from dynaorm.client.settings import configured_endpoint, is_loopback
+from dynaorm.client.table import Table
+from dynaorm.errors import DynaormError
+from dynaorm.private_apis import moto_active
+
+__all__ = ["AWS_DOMAINS", "NotATestEngineError", "check_test_engine"]
+
+
+class NotATestEngineError(DynaormError):
+    """:func:`use_tables` (and so :func:`tables_fixture`) was asked to delete and create
+    tables somewhere that may be AWS itself: no endpoint outside an in-process moto (AWS's
+    endpoint for the region, with whatever credentials the chain finds), or an endpoint on
+    an AWS domain. Raised before any request is sent. ``table`` names the table and
+    ``endpoint`` where it points (``None``: AWS's endpoint for the region)."""
+
+    def __init__(self, message: str, *, table: str, endpoint: str | None) -> None:
+        super().__init__(message)
+        self.table = table
+        """The table's name."""
+        self.endpoint = endpoint
+        """Where the table points (``None``: AWS's endpoint for the region)."""
+
+
+#: the domains of AWS's own endpoints (commercial, China, dual-stack): never a test engine
+AWS_DOMAINS = ("amazonaws.com", "amazonaws.com.cn", "api.aws")
+
+
+def _on_aws(endpoint: str) -> bool:
+    try:
+        host = (urlparse(endpoint).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return False
+    return any(host == d or host.endswith("." + d) for d in AWS_DOMAINS)
+
+
+def check_test_engine(table: Table) -> None:
+    """Refuse (:class:`NotATestEngineError`) unless ``table``'s requests go to a test
+    engine: moto in process (:func:`moto_backend`, or the caller's own ``mock_aws``), a
+    loopback endpoint (DynamoDB Local, a moto server, dynoxide), or an endpoint given or
+    configured that is not on an AWS domain (an engine in a container, ``http://ddb:8000``).
+    Without an endpoint, outside moto, requests go to AWS with the credential chain's
+    credentials: deleting the table there could delete production data."""
+    client = table.db
+    if moto_active():
+        return
+    endpoint = configured_endpoint(client.endpoint_url, client._botocore_session())
+    if endpoint and (is_loopback(endpoint) or not _on_aws(endpoint)):
+        return
+    where = (f"the AWS endpoint {endpoint}" if endpoint else
+             "AWS (no endpoint is given or configured, and no in-process moto is on)")
+    raise NotATestEngineError(
+        f"use_tables: refusing to delete and create table {table.name!r} on {where}: "
+        "give endpoint_url= a local engine (DynamoDB Local, a moto server), or run inside "
+        "dynaorm.testing.moto_backend()", table=table.name, endpoint=endpoint)
