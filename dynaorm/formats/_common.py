@@ -4,6 +4,7 @@ export writes for what a format has no place for."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -12,8 +13,20 @@ from typing import Any, Final
 from dynaorm.errors import DynaormError, ModelFileError
 from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 
-__all__ = ["RANGES", "At", "function", "left_out", "maybe", "maybe_template", "name_of",
-           "template", "unknown_shards", "vector_fields"]
+__all__ = [
+    "NAMED",
+    "RANGES",
+    "At",
+    "function",
+    "left_out",
+    "maybe",
+    "maybe_template",
+    "name_of",
+    "named",
+    "template",
+    "unknown_shards",
+    "vector_fields",
+]
 
 RANGES: Final = ("begins_with", "between", ">", "<", ">=", "<=")
 
@@ -96,8 +109,8 @@ def template(at: At, what: str) -> str:
     text = at.of(str, what)
     try:
         KeyTemplate.parse(text, owner=at.place)
-    except DynaormError as exc:
-        raise at.fail(str(exc)) from None
+    except DynaormError as exc:  # (its message starts with the place: said once)
+        raise at.fail(str(exc).removeprefix(f"{at.place}: ")) from None
     return str(text)
 
 
@@ -107,13 +120,33 @@ def maybe_template(at: At) -> str | None:
 
 
 #: a function a model names: ``module:qualname``, a builtin's ``qualname``, ``<lambda>``
-FUNCTION: Final = re.compile(r"<lambda>|([A-Za-z_]\w*(\.[A-Za-z_]\w*)*:)?"
-                              r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*\Z")
+#: a function a model names: ``module:qualname`` or a builtin's ``qualname``
+NAMED: Final = re.compile(r"([A-Za-z_]\w*(\.[A-Za-z_]\w*)*:)?[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_OPERATORS: Final = ("methodcaller", "attrgetter", "itemgetter")
+
+
+def named(text: str) -> bool:
+    """Whether a function a model names is a name to import, or a call of ``operator``'s
+    ``methodcaller``, ``attrgetter`` or ``itemgetter`` with literal arguments
+    (``operator:methodcaller('lower')``): anything else is never written as code."""
+    if NAMED.fullmatch(text):
+        return True
+    module, _, call = text.partition(":")
+    try:
+        node = ast.parse(call, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return module == "operator" and isinstance(node, ast.Call) and isinstance(
+        node.func, ast.Name) and node.func.id in _OPERATORS and all(
+        isinstance(a, ast.Constant) for a in [*node.args, *(k.value for k in node.keywords)]
+        ) and all(k.arg is not None for k in node.keywords)
 
 
 def function(at: At) -> str:
+    """A function a file names (see :func:`named`), or ``<lambda>`` (one that cannot be
+    named: code gets a stub that raises until written)."""
     text = at.of(str, "a function's name")
-    if not FUNCTION.match(text):
+    if text != "<lambda>" and not named(text):
         raise at.fail(f"expected a function as module:name, got {text[:60]!r}")
     return str(text)
 

@@ -7,37 +7,37 @@ from __future__ import annotations
 
 import ast
 import keyword
+import math
 import re
 import sys
 import types
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from pydantic import ValidationError
-
-from dynaorm.errors import DynaormError, ModelFileError
+from dynaorm.errors import ModelFileError
 from dynaorm.formats import read
+from dynaorm.formats._common import named
 
 __all__ = ["code_of", "identifier", "import_code"]
 
-#: model type names -> (annotation, what it needs imported)
+#: the modules the code names things of, each under an alias no design name can take (a
+#: class or field name never starts with ``_``): ``_d.Entity``, ``_p.Field``
+_ALIASES: Final = {"_d": "dynaorm", "_p": "pydantic", "_t": "typing", "_dt": "datetime",
+                   "_dec": "decimal", "_uuid": "uuid", "_b": "builtins"}
+#: model type names -> their annotation (a builtin's name is qualified when the design
+#: takes it: :meth:`_Writer.builtin`)
 _SCALARS: Final = {
-    "string": ("str", ""), "integer": ("int", ""), "number": ("float", ""),
-    "decimal": ("Decimal", "from decimal import Decimal"), "boolean": ("bool", ""),
-    "binary": ("bytes", ""), "datetime": ("datetime", "from datetime import datetime"),
-    "date": ("date", "from datetime import date"), "uuid": ("UUID", "from uuid import UUID"),
-    "any": ("Any", "from typing import Any")}
+    "string": "str", "integer": "int", "number": "float", "decimal": "_dec.Decimal",
+    "boolean": "bool", "binary": "bytes", "datetime": "_dt.datetime", "date": "_dt.date",
+    "uuid": "_uuid.UUID", "any": "_t.Any"}
 #: model types whose default is text, and the function that reads the value from it
-_PARSED: Final = {
-    "decimal": ("Decimal", "from decimal import Decimal"),
-    "binary": ("bytes.fromhex", ""),
-    "datetime": ("datetime.fromisoformat", "from datetime import datetime"),
-    "date": ("date.fromisoformat", "from datetime import date"),
-    "uuid": ("UUID", "from uuid import UUID")}
+_PARSED: Final = {"decimal": "_dec.Decimal", "binary": "bytes.fromhex",
+                  "datetime": "_dt.datetime.fromisoformat", "date": "_dt.date.fromisoformat",
+                  "uuid": "_uuid.UUID"}
 _TABLE_DEFAULTS: Final = {"pk": "pk", "sk": "sk", "type_attribute": "_type",
                           "revision_attribute": "_rev", "ttl": None, "stream": None}
 #: the helper the functions of a design that could not be named call (lambdas)
-_TODO: Final = ["def _todo() -> Any:",
+_TODO: Final = ["def _todo() -> _t.Any:",
                 '    """A function of the design that could not be named: write it."""',
                 '    raise NotImplementedError("a function of the design: write it")', "", ""]
 
@@ -57,53 +57,65 @@ def identifier(name: str, taken: Sequence[str] = ()) -> str:
 class _Writer:
     """The lines of one module, and the imports they need."""
 
-    def __init__(self, check: bool = False) -> None:
+    def __init__(self, taken: set[str], check: bool = False) -> None:
         self.check = check  # (functions stubbed: nothing the file names is imported)
-        self.imports: dict[str, None] = {}
-        self.dynaorm: set[str] = set()
+        self.taken = taken  # (the names the design defines: a builtin of one is qualified)
+        self.imports: dict[str, str] = {}  # alias -> its import line
         self.body: list[str] = []
         self.models: dict[str, list[str]] = {}  # nested model class -> its lines
         self.todo = False  # whether a function of the design could not be named
         self.classes: list[str] = []  # the entity classes written
 
-    def needs(self, *lines: str) -> None:
-        self.imports.update(dict.fromkeys(line for line in lines if line))
+    def q(self, text: str) -> str:
+        """``text`` (a qualified name or an expression starting with one) with its alias
+        imported, or its builtin qualified when the design takes the builtin's name."""
+        head = text.partition(".")[0].partition("(")[0]
+        if head in _ALIASES:
+            self.imports[head] = f"import {_ALIASES[head]} as {head}"
+        elif head in self.taken:
+            self.imports["_b"] = "import builtins as _b"
+            return f"_b.{text}"
+        return text
 
     def reference(self, qualified: str) -> str:
         """A function the model names ``module:qualname`` (a builtin: ``qualname``) as
-        an expression, its module imported."""
+        an expression, its module imported under an alias of its own; one that cannot be
+        named (a lambda) or is not a name at all: a stub that raises until written."""
         if self.check:
             return "lambda *args: None"
-        if qualified == "<lambda>":
+        if not named(qualified):
             self.todo = True
             return "lambda *args: _todo()"
         module, _, name = qualified.rpartition(":")
-        if module:
-            self.needs(f"from {module} import {name.partition('.')[0]}")
-        return name
+        if not module:
+            return self.q(name)
+        head, dot, rest = name.partition(".")
+        call = head.partition("(")
+        line = f"from {module} import {call[0]} as "
+        alias = f"_{call[0]}"
+        if alias in _ALIASES or self.imports.get(alias, line + alias) != line + alias:
+            alias = f"_{module.replace('.', '_')}_{call[0]}"
+        self.imports[alias] = line + alias
+        return alias + "".join(call[1:]) + dot + rest
 
     # -- types ---------------------------------------------------------------------------
     def annotation(self, desc: Mapping[str, Any]) -> str:
         """The annotation of a model type description."""
         kind = desc["type"]
         if kind in _SCALARS:
-            text, line = _SCALARS[kind]
-            self.needs(line)
+            text = self.q(_SCALARS[kind])
         elif kind in ("list", "set"):
-            text = f"{kind}[{self.annotation(desc['items'])}]"
+            text = f"{self.q(kind)}[{self.annotation(desc['items'])}]"
         elif kind == "map":
-            text = f"dict[str, {self.annotation(desc['values'])}]"
+            text = f"{self.q('dict')}[{self.q('str')}, {self.annotation(desc['values'])}]"
         elif kind == "enum":
-            self.needs("from typing import Literal")
-            text = f"Literal[{', '.join(map(repr, desc['values']))}]"
+            text = f"{self.q('_t.Literal')}[{', '.join(map(repr, desc['values']))}]"
         elif kind == "union":
             text = " | ".join(self.annotation(d) for d in desc["of"])
         else:  # an object: a nested model of its own
             text = self.nested(desc["model"], desc["fields"])
         if desc.get("vector") is not None:
-            self.needs("from typing import Annotated")
-            self.dynaorm.add("Vector")
-            text = f"Annotated[{text}, Vector({desc['vector']})]"
+            text = f"{self.q('_t.Annotated')}[{text}, _d.Vector({desc['vector']})]"
         return text
 
     def nested(self, name: str, fields: Sequence[Mapping[str, Any]]) -> str:
@@ -113,9 +125,9 @@ class _Writer:
             if known[1:] == [f"    {line}" for line in lines] and identifier(name) == (
                     cls.rstrip("_") or cls):
                 return cls
-        cls = identifier(name, [*self.models, "Entity", "BaseModel", "Table"])
-        self.needs("from pydantic import BaseModel")
-        self.models[cls] = [f"class {cls}(BaseModel):", *(f"    {line}" for line in lines)]
+        cls = identifier(name, [*self.models])
+        self.models[cls] = [f"class {cls}({self.q('_p.BaseModel')}):",
+                            *(f"    {line}" for line in lines)]
         return cls
 
     # -- fields --------------------------------------------------------------------------
@@ -123,8 +135,7 @@ class _Writer:
         """The line declaring one field."""
         text = self.annotation(f)
         if f.get("encrypted"):
-            self.dynaorm.add("Encrypted")
-            text = f"Encrypted[{text}]"
+            text = f"_d.Encrypted[{text}]"
         if f.get("nullable"):
             text = f"{text} | None"
         options = []
@@ -142,8 +153,7 @@ class _Writer:
             else:
                 return [f"{f['name']}: {text} = {default}"]
         if options:
-            self.needs("from pydantic import Field")
-            return [f"{f['name']}: {text} = Field({', '.join(options)})"]
+            return [f"{f['name']}: {text} = {self.q('_p.Field')}({', '.join(options)})"]
         return [f"{f['name']}: {text}"]
 
     def default(self, f: Mapping[str, Any]) -> str | None:
@@ -154,20 +164,25 @@ class _Writer:
         if "default_factory" in f:
             return f"default_factory={self.reference(f['default_factory'])}"
         if "default_repr" in f:  # (a Python literal: the reader made sure)
-            return repr(ast.literal_eval(f["default_repr"]))
+            return self.literal(ast.literal_eval(f["default_repr"]))
         value, kind = f.get("default"), f["type"]
         if isinstance(value, str) and kind in _PARSED:
-            function, line = _PARSED[kind]
-            self.needs(line)
-            return f"{function}({value!r})"
+            return f"{self.q(_PARSED[kind])}({value!r})"
         if isinstance(value, dict) and value and kind == "object":
             return f"{self.nested(f['model'], f['fields'])}(**{value!r})"
         if isinstance(value, list | dict) and not value:
-            return "default_factory=" + ("dict" if isinstance(value, dict) else
-                                         "set" if kind == "set" else "list")
-        if isinstance(value, list | dict):
-            shown = set(value) if kind == "set" and isinstance(value, list) else value
-            return f"default_factory=lambda: {shown!r}"
+            return "default_factory=" + self.q("dict" if isinstance(value, dict) else
+                                               "set" if kind == "set" else "list")
+        if isinstance(value, list) and kind == "set" and all(
+                isinstance(v, str | int | float | bool) for v in value):
+            value = set(value)  # (pydantic copies a mutable default for each object)
+        return self.literal(value)
+
+    def literal(self, value: Any) -> str:
+        """``value`` (plain data) as source: ``repr``, but a float that is not finite is
+        ``float('nan')``, ``float('inf')``."""
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{self.q('float')}({str(value)!r})"
         return repr(value)
 
 
@@ -183,14 +198,12 @@ def _table(w: _Writer, var: str, table: Mapping[str, Any]) -> None:
     if plain:
         args.append("indexes=[" + ", ".join(_index(w, i) for i in plain) + "]")
     if vectors:
-        w.dynaorm.add("VectorIndex")
         args.append("vector_indexes=[" + ", ".join(_vector(i) for i in vectors) + "]")
-    w.dynaorm.add("Table")
-    line = f"{var} = Table({', '.join(args)})"
+    line = f"{var} = _d.Table({', '.join(args)})"
     if len(line) <= 100:
         w.body.append(line)
         return
-    w.body.append(f"{var} = Table(")
+    w.body.append(f"{var} = _d.Table(")
     for arg in args:
         name, _, items = arg.partition("=[")
         if items:
@@ -220,22 +233,20 @@ def _projection(index: Mapping[str, Any]) -> str:
 
 def _index(w: _Writer, index: Mapping[str, Any]) -> str:
     if index["kind"] == "lsi":
-        w.dynaorm.add("LSI")
-        return f"LSI({index['name']!r}, sk={index['sk'][0]!r}{_projection(index)})"
-    w.dynaorm.add("GSI")
+        return f"_d.LSI({index['name']!r}, sk={index['sk'][0]!r}{_projection(index)})"
     pk, sk = list(index["pk"]), list(index.get("sk") or ())
     if index.get("native"):
         keys = f"pk={tuple(pk)!r}" + (f", sk={tuple(sk)!r}" if sk else "")
     else:
         keys = f"pk={pk[0]!r}" + (f", sk={sk[0]!r}" if sk else "")
-    return f"GSI({index['name']!r}, {keys}{_projection(index)})"
+    return f"_d.GSI({index['name']!r}, {keys}{_projection(index)})"
 
 
 def _vector(index: Mapping[str, Any]) -> str:
     extra = "".join(f", {k}={index[k]!r}" for k in ("partition",) if index.get(k))
     if index.get("filters"):
         extra += f", filters={tuple(index['filters'])!r}"
-    return (f"VectorIndex({index['name']!r}, attribute={index['attribute']!r}, "
+    return (f"_d.VectorIndex({index['name']!r}, attribute={index['attribute']!r}, "
             f"dimensions={index['dimensions']!r}, distance={index['distance']!r}"
             f"{extra}{_projection(index)})")
 
@@ -288,38 +299,34 @@ def _unique(w: _Writer, u: Mapping[str, Any]) -> str:
         options.append(f"scope={u['scope']!r}")
     if not options:
         return repr(u["field"])
-    w.dynaorm.add("Unique")
-    return f"Unique({u['field']!r}, {', '.join(options)})"
+    return f"_d.Unique({u['field']!r}, {', '.join(options)})"
 
 
 def _shards(w: _Writer, s: Mapping[str, Any]) -> str:
     by, first = s.get("by"), s.get("first") or 0
     if by is None and not first:
         return str(s["count"])
-    w.dynaorm.add("Shards")
     args = [str(s["count"])]
     if by is not None:
         args.append(f"by={w.reference(by) if ':' in by or by == '<lambda>' else repr(by)}")
     if first:
         args.append(f"first={first}")
-    return f"Shards({', '.join(args)})"
+    return f"_d.Shards({', '.join(args)})"
 
 
 def _previous(w: _Writer, e: Mapping[str, Any]) -> str:
     old = e["previous"]
-    w.dynaorm.add("Previous")
     args = [f"{k}={old[k]!r}" for k in ("pk", "sk", "type_name")
             if old.get(k) is not None and old.get(k) != e.get(k if k != "type_name" else
                                                                 "type_name", e["name"])]
     if old.get("stored_names"):
         args.append(f"stored_names={dict(old['stored_names'])!r}")
-    return f"Previous({', '.join(args)})"
+    return f"_d.Previous({', '.join(args)})"
 
 
 def _entity(w: _Writer, var: str, e: Mapping[str, Any]) -> list[str]:
-    lines = [f"class {e['name']}(Entity):", *_meta(w, var, e), ""]
+    lines = [f"class {e['name']}(_d.Entity):", *_meta(w, var, e), ""]
     lines += [f"    {line}" for f in e.get("fields", ()) for line in w.field(f)]
-    w.dynaorm.add("Entity")
     return lines
 
 
@@ -333,11 +340,29 @@ def _pattern(var: str, e: Mapping[str, Any], p: Mapping[str, Any]) -> str:
     return f"{var}.pattern({p['name']!r}, {e['name']}, {p['operation']!r}{params}{options})"
 
 
+def _names(models: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Every name a design defines: its entities, nested models and fields (of any
+    depth), as the code could bind them."""
+    out: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, Mapping):
+            out.update(str(value[k]) for k in ("name", "model") if isinstance(value.get(k), str))
+            for v in value.values():
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    walk([m.get("entities", ()) for m in models])
+    return out
+
+
 def code_of(models: Sequence[Mapping[str, Any]], check: bool = False) -> str:
     """The Python module defining every table of ``models`` (each a model's data), with
     its entities and declared access patterns (``check``: with every function the models
     name stubbed, nothing imported for them: code to define, to see dynaorm take it)."""
-    w = _Writer(check)
+    w = _Writer(_names(models), check)
     names: list[str] = []
     for model in models:
         table = model["table"]
@@ -358,14 +383,12 @@ def code_of(models: Sequence[Mapping[str, Any]], check: bool = False) -> str:
         w.body.append("")
     nested = [line for source in w.models.values() for line in (*source, "", "")]
     if w.todo:
-        w.needs("from typing import Any")
+        w.q("_t.Any")
         nested += _TODO
     head = [f'"""Entities of {", ".join(repr(m["table"]["name"]) for m in models)}, '
             'written by `dynaorm model --import`."""', ""]
-    stdlib = sorted(i for i in w.imports if not i.startswith("from pydantic"))
-    pydantic = sorted(i for i in w.imports if i.startswith("from pydantic"))
-    head += [*stdlib, *([""] if stdlib else []), *pydantic, *([""] if pydantic else []),
-             f"from dynaorm import {', '.join(sorted(w.dynaorm))}", "", ""]
+    w.q("_d.Table")
+    head += [*sorted(w.imports.values(), key=lambda line: line.split()[1]), "", ""]
     return "\n".join(head + nested + w.body).rstrip() + "\n"
 
 
@@ -400,7 +423,7 @@ def _define(code: str) -> None:
     sys.modules[module.__name__] = module
     try:
         exec(compile(code, "<dynaorm model --import>", "exec"), module.__dict__)
-    except (DynaormError, ValidationError, TypeError, ValueError, NameError) as exc:
+    except Exception as exc:  # (any error of defining it: the file's, not Python's)
         raise ModelFileError(f"dynaorm refuses the design: {exc}", place="$") from exc
     finally:
         del sys.modules[module.__name__]

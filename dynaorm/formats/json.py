@@ -56,6 +56,9 @@ def _read_field(at: At) -> dict[str, Any]:
                                               default=False).value}
     if "default" in at.value:
         out["default"] = at.value["default"]
+        if out["type"] == "set" and isinstance(out["default"], list) and not all(
+                isinstance(v, str | int | float | bool) for v in out["default"]):
+            raise at.fail("a set's default holds values that cannot be in a set")
     if at.value.get("default_factory") is not None:
         out["default_factory"] = function(at.get("default_factory", str, "a function"))
     if at.value.get("default_repr") is not None:

@@ -18,6 +18,7 @@ Pure: nothing here sends a request.
 from __future__ import annotations
 
 import enum
+import operator
 import types
 import typing
 import uuid
@@ -202,16 +203,11 @@ def _default(info: Any) -> dict[str, Any]:
         factory = info.default_factory
         if factory in (list, set, frozenset, dict):
             return {"default": [] if factory is not dict else {}}
-        if _qualified(factory) != "<lambda>":
-            return {"default_factory": _qualified(factory)}
-        value = factory()  # (a lambda: what it makes, when that is plain data)
-    if value is PydanticUndefined:
+        return {"default_factory": _qualified(factory)}  # (never called: a lambda's
+    if value is PydanticUndefined:                       # value differs object by object)
         return {}
     plain = _plain_default(value)
-    if plain is not _NO_JSON:
-        return {"default": plain}
-    return {"default_factory": "<lambda>"} if info.default_factory is not None else {
-        "default_repr": repr(value)}
+    return {"default": plain} if plain is not _NO_JSON else {"default_repr": repr(value)}
 
 
 _NO_JSON: Final = object()
@@ -367,6 +363,9 @@ def _qualified(fn: Any) -> str:
     """A function as ``module:qualname`` (a builtin's or a method of a builtin type's:
     its ``qualname``; one that cannot be imported by its name, a lambda or a local
     function: ``"<lambda>"``)."""
+    if isinstance(fn, operator.methodcaller | operator.attrgetter | operator.itemgetter):
+        shown = repr(fn).removeprefix("operator.")  # (imported back as the same call)
+        return "<lambda>" if "<" in shown else f"operator:{shown}"
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or repr(fn)
     if "<" in name:

@@ -11,6 +11,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from dynaorm.errors import ModelFileError
+
 __all__ = ["add_model_commands"]
 
 
@@ -22,9 +24,12 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         raise cli.BadReference("give MODULE:TABLE to export, or --import FILE, not both")
     if args.import_file is not None:
         try:
-            text = Path(args.import_file).read_text(encoding="utf-8")
+            text = Path(args.import_file).read_bytes().decode("utf-8")
         except OSError as exc:
             raise cli.BadReference(f"cannot read {args.import_file}: {exc.strerror}") from exc
+        except UnicodeDecodeError as exc:
+            raise ModelFileError(f"not UTF-8 text ({exc.reason})", place=f"byte {exc.start}"
+                                 ) from None
         return _emit(import_code(text, args.format), args.output, out)
     model = cli.load_table(args.table).model()
     if args.chart is not None:

@@ -143,7 +143,7 @@ def test_the_model_of_a_design_with_vector_indexes() -> None:
 def test_imported_json_of_a_vector_design_defines_its_vector_indexes_and_fields() -> None:
     source = design("tests.support.vector_models:docs")
     code = designs.import_code(json.dumps(source.model()))
-    assert "Annotated[list[float], Vector(4)]" in code
+    assert "_t.Annotated[list[float], _d.Vector(4)]" in code
     (table,) = defined(code)
     assert table.vector_indexes == source.vector_indexes  # the real VectorIndex objects
     assert table.definition() == source.definition()  # CreateTable's VectorIndexes too
