@@ -5,10 +5,10 @@ patterns a module declares on a table (:class:`AccessPattern`, ``Table.pattern()
 The data holds what an entity declares (fields with their stored names and types, key
 templates, template indexes, unique rules, versioning, encryption, TTL and timestamps,
 shards, a previous layout) and what follows from it: which index each entity lands in
-(``lands_in``), the rows a write adds by role (``rows``) and every kind of row it writes
-with its key shape (``row_kinds``), both from each rule's ``rows`` hook run on a write
-described (:func:`described`), and its access patterns (the declared ones, else those
-its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.tools.designs`) and
+(``lands_in``), every kind of row it writes with its key shape (``rows``) and the rows
+each kind of write adds by role (``writes``), both from each rule's ``rows`` hook run on a
+write described (:func:`described`), and its access patterns (the declared ones, else
+those its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.formats`) and
 the chart (:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its
 JSON schema.
 
@@ -470,7 +470,7 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
         "timestamps": {"created": created, "updated": updated}, "ttl_field": spec.ttl_field,
         "key_only": sorted(spec.key_only), "shards": _shards(spec),
         "encrypted": sorted(spec.encrypted.values()), "previous": _previous(spec),
-        "overlaps": spec.overlaps, "rows": rows_of(spec), "row_kinds": row_kinds(spec),
+        "overlaps": spec.overlaps, "writes": rows_of(spec), "rows": row_kinds(spec),
         "patterns": "declared" if declared else "derived",
         "access_patterns": [p.data() for p in declared or derived_patterns(spec)],
     }
