@@ -134,6 +134,9 @@ class _Writer:
     def field(self, f: Mapping[str, Any]) -> list[str]:
         """The line declaring one field."""
         text = self.annotation(f)
+        if f.get("compressed") is not None:
+            text = (f"{self.q('_t.Annotated')}[{text}, "
+                    f"_d.Compressed(min_size={int(f['compressed'])})]")
         if f.get("encrypted"):
             text = f"_d.Encrypted[{text}]"
         if f.get("nullable"):

@@ -69,6 +69,9 @@ def _read_field(at: At) -> dict[str, Any]:
             raise shown.fail("a default dynaorm writes only as a Python literal, got "
                              f"{shown.value[:60]!r}") from None
         out["default_repr"] = shown.value
+    squeezed = at.get("compressed", int, "a number of bytes", default=None).value
+    if squeezed is not None:
+        out["compressed"] = squeezed
     for flag in ("encrypted", "excluded"):
         if at.get(flag, bool, "true or false", default=False).value:
             out[flag] = True

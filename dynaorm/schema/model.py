@@ -33,6 +33,7 @@ from pydantic_core import PydanticUndefined
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Change, Shape
+from dynaorm.schema.rules.compressed import _Compressed
 from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.rules.versioned import version_sk
@@ -244,6 +245,9 @@ def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:
                            **_default(info)}
     if ENCRYPTED in metadata:
         out["encrypted"] = True
+    squeezed = next((m for m in metadata if isinstance(m, _Compressed)), None)
+    if squeezed is not None:  # (stored binary from min_size bytes on)
+        out["compressed"] = squeezed._min_size
     if info.exclude:
         out["excluded"] = True
     return out
