@@ -50,8 +50,8 @@ def _facet_attributes(model: Mapping[str, Any], entity: Mapping[str, Any],
     for f in entity["fields"]:
         if f["stored"] not in keys and f["name"] not in entity.get("key_only", ()) and not (
                 f.get("excluded")):  # (a TTL field is stored as epoch seconds)
-            out[f["stored"]] = "N" if f["name"] == entity.get("ttl_field") else (
-                _attribute_type(f))
+            out[f["stored"]] = "N" if f["name"] == entity.get("ttl_field") else "B" if (
+                f.get("encrypted") or f.get("compressed") == 0) else _attribute_type(f)
     indexes = {i["name"]: i for i in table["indexes"]}
     for idx in entity.get("indexes", ()):
         index = indexes[idx["name"]]
@@ -85,6 +85,9 @@ def _workbench(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
             ("encrypted fields", e.get("encrypted")), ("previous layout", e.get("previous")))
             if there]
         notes += vector_fields(e, "workbench")
+        notes += [f"workbench: {e['name']}.{f['name']} is stored compressed (binary) from "
+                  f"{f['compressed']} bytes on: typed as its plain value" for f in e["fields"]
+                  if f.get("compressed") and not f.get("encrypted")]
 
     def key(attr: str) -> dict[str, str]:
         return {"AttributeName": attr, "AttributeType": key_types.get(attr, "S")}
