@@ -192,7 +192,7 @@ class McpAccount(Entity):
         table = app
         pk = "MCPACCOUNT#{account_id}"
         sk = "PROFILE"
-        unique = ("handle", Unique("email", scope="ORG#{org}", prefix="mail"))
+        unique = ("handle", Unique("email", scope="ORG#{org}", prefix="mcpmail"))
         versioned = True
 
     account_id: str
@@ -214,7 +214,7 @@ def test_key_templates_are_the_keys_the_engine_holds(db: TestBackend) -> None:
     assert mcp_errors(doc) == []
     entities = doc["tables"][0]["entities"]
     assert entities["McpAccount"]["sk_template"] == "v0_PROFILE"
-    assert entities["McpAccount_email_guard"]["pk_template"] == "ORG#{org}#mail#{email}"
+    assert entities["McpAccount_email_guard"]["pk_template"] == "ORG#{org}#mcpmail#{email}"
     assert any(n.startswith("mcp: McpAccount's version rows") for n in notes)
     s = db.session()
     a = McpAccount(account_id="a1", handle="ann", email="ann@x.com", org="o1")
@@ -224,7 +224,7 @@ def test_key_templates_are_the_keys_the_engine_holds(db: TestBackend) -> None:
     s.save(a)
     s.commit()
     items = [i for i in db.scan()
-             if i["pk"].startswith(("MCPACCOUNT#", "handle#", "ORG#o1#mail#"))]
+             if i["pk"].startswith(("MCPACCOUNT#", "handle#", "ORG#o1#mcpmail#"))]
     matched: dict[str, int] = {}
     versions = 0
     for item in items:
