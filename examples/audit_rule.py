@@ -104,8 +104,8 @@ def main() -> None:
         s.commit()
         print("audit rows:", _audit(db))
         (model,) = [e for e in shop.model()["entities"] if e["name"] == "Order"]
-        print("row kinds:", sorted(k["role"] for k in model["row_kinds"]))
-        print("a save writes:", model["rows"]["insert"])
+        print("row kinds:", sorted(k["role"] for k in model["rows"]))
+        print("a save writes:", model["writes"]["insert"])
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def main() -> None:
         model = shop.model()
         for entity in model["entities"]:
             print(f"{entity['name']}: lands in {entity['lands_in'] or '-'}; "
-                  f"a save writes {entity['rows']['insert']}")
+                  f"a save writes {entity['writes']['insert']}")
         (schema,) = export(model, "mcp")[0]["tables"]
         print(f"schema.json: entities {sorted(schema['entities'])}, GSIs "
               f"{[g['name'] for g in schema['gsi_list']]}")

@@ -5,10 +5,10 @@ patterns a module declares on a table (:class:`AccessPattern`, ``Table.pattern()
 The data holds what an entity declares (fields with their stored names and types, key
 templates, template indexes, unique rules, versioning, encryption, TTL and timestamps,
 shards, a previous layout) and what follows from it: which index each entity lands in
-(``lands_in``), the rows a write adds by role (``rows``) and every kind of row it writes
-with its key shape (``row_kinds``), both from each rule's ``rows`` hook run on a write
-described (:func:`described`), and its access patterns (the declared ones, else those
-its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.tools.designs`) and
+(``lands_in``), every kind of row it writes with its key shape (``rows``) and the rows
+each kind of write adds by role (``writes``), both from each rule's ``rows`` hook run on a
+write described (:func:`described`), and its access patterns (the declared ones, else
+those its keys allow). The formats dynaorm writes and reads (:mod:`dynaorm.formats`) and
 the chart (:mod:`dynaorm.tools.chart`) are built on it; ``docs/guide/model.md`` gives its
 JSON schema.
 
@@ -18,6 +18,7 @@ Pure: nothing here sends a request.
 from __future__ import annotations
 
 import enum
+import operator
 import types
 import typing
 import uuid
@@ -32,6 +33,7 @@ from pydantic_core import PydanticUndefined
 
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Change, Shape
+from dynaorm.schema.rules.compressed import _Compressed
 from dynaorm.schema.rules.encrypted import ENCRYPTED
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.rules.versioned import version_sk
@@ -202,16 +204,11 @@ def _default(info: Any) -> dict[str, Any]:
         factory = info.default_factory
         if factory in (list, set, frozenset, dict):
             return {"default": [] if factory is not dict else {}}
-        if _qualified(factory) != "<lambda>":
-            return {"default_factory": _qualified(factory)}
-        value = factory()  # (a lambda: what it makes, when that is plain data)
-    if value is PydanticUndefined:
+        return {"default_factory": _qualified(factory)}  # (never called: a lambda's
+    if value is PydanticUndefined:                       # value differs object by object)
         return {}
     plain = _plain_default(value)
-    if plain is not _NO_JSON:
-        return {"default": plain}
-    return {"default_factory": "<lambda>"} if info.default_factory is not None else {
-        "default_repr": repr(value)}
+    return {"default": plain} if plain is not _NO_JSON else {"default_repr": repr(value)}
 
 
 _NO_JSON: Final = object()
@@ -248,6 +245,9 @@ def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:
                            **_default(info)}
     if ENCRYPTED in metadata:
         out["encrypted"] = True
+    squeezed = next((m for m in metadata if isinstance(m, _Compressed)), None)
+    if squeezed is not None:  # (stored binary from min_size bytes on)
+        out["compressed"] = squeezed._min_size
     if info.exclude:
         out["excluded"] = True
     return out
@@ -369,6 +369,9 @@ def _qualified(fn: Any) -> str:
     """A function as ``module:qualname`` (a builtin's or a method of a builtin type's:
     its ``qualname``; one that cannot be imported by its name, a lambda or a local
     function: ``"<lambda>"``)."""
+    if isinstance(fn, operator.methodcaller | operator.attrgetter | operator.itemgetter):
+        shown = repr(fn).removeprefix("operator.")  # (imported back as the same call)
+        return "<lambda>" if "<" in shown else f"operator:{shown}"
     module = getattr(fn, "__module__", None) or ""
     name = getattr(fn, "__qualname__", None) or repr(fn)
     if "<" in name:
@@ -473,7 +476,7 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
         "timestamps": {"created": created, "updated": updated}, "ttl_field": spec.ttl_field,
         "key_only": sorted(spec.key_only), "shards": _shards(spec),
         "encrypted": sorted(spec.encrypted.values()), "previous": _previous(spec),
-        "overlaps": spec.overlaps, "rows": rows_of(spec), "row_kinds": row_kinds(spec),
+        "overlaps": spec.overlaps, "writes": rows_of(spec), "rows": row_kinds(spec),
         "patterns": "declared" if declared else "derived",
         "access_patterns": [p.data() for p in declared or derived_patterns(spec)],
     }

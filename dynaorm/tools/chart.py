@@ -71,7 +71,7 @@ def _entity_lines(e: Mapping[str, Any]) -> list[str]:
     if rules:
         lines.append("; ".join(rules))
     for write in ("insert", "update", "delete"):
-        rows = e.get("rows", {}).get(write, {})
+        rows = e.get("writes", {}).get(write, {})
         lines.append(f"{write}: " + ", ".join(f"{role} {n}" for role, n in rows.items()))
     return lines
 

@@ -11,20 +11,26 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
 
+from dynaorm.errors import ModelFileError
+
 __all__ = ["add_model_commands"]
 
 
 def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
-    from dynaorm.tools import designs
+    from dynaorm import formats
+    from dynaorm.formats.code import import_code
 
     if (args.table is None) == (args.import_file is None):
         raise cli.BadReference("give MODULE:TABLE to export, or --import FILE, not both")
     if args.import_file is not None:
         try:
-            text = Path(args.import_file).read_text(encoding="utf-8")
+            text = Path(args.import_file).read_bytes().decode("utf-8")
         except OSError as exc:
             raise cli.BadReference(f"cannot read {args.import_file}: {exc.strerror}") from exc
-        return _emit(designs.import_code(text, args.format), args.output, out)
+        except UnicodeDecodeError as exc:
+            raise ModelFileError(f"not UTF-8 text ({exc.reason})", place=f"byte {exc.start}"
+                                 ) from None
+        return _emit(import_code(text, args.format), args.output, out)
     model = cli.load_table(args.table).model()
     if args.chart is not None:
         from dynaorm.tools.chart import chart_of
@@ -32,7 +38,7 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
         return 0
-    doc, notes = designs.export(model, args.format)
+    doc, notes = formats.export(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
     return _emit(json.dumps(doc, indent=2) + "\n", args.output, out)

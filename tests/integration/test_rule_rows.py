@@ -45,7 +45,7 @@ def _kind_of(kinds: list[dict[str, Any]], key: dict[str, str]) -> list[str]:
 
 def test_the_row_kinds_of_the_model_are_the_keys_written(db: TestBackend) -> None:
     entity = next(e for e in app.model()["entities"] if e["name"] == "ModelRowsAccount")
-    kinds = entity["row_kinds"]
+    kinds = entity["rows"]
     s = db.session()
     a = ModelRowsAccount(account_id="a1", username="ann", email="ann@x.com", org="o1")
     s.save(a)

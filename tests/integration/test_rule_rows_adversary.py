@@ -105,13 +105,13 @@ def test_a_failed_commit_leaves_no_audit_row(db: TestBackend, audited: type[Any]
 def test_the_model_lists_the_audit_row_kind(audited: type[Any]) -> None:
     entity = next(e for e in app.model()["entities"] if e["name"] == "RedAuditedNote")
     assert {"role": "row", "key": {"pk": "AUDIT#RANOTE#{nid}", "sk": "insert#0"}} in (
-        entity["row_kinds"])
+        entity["rows"])
 
 
 def test_updates_and_deletes_by_key_get_the_audit_row(db: TestBackend,
                                                       audited: type[Any]) -> None:
     entity = next(e for e in app.model()["entities"] if e["name"] == "RedAuditedNote")
-    assert entity["rows"]["update"] == {"row": 2} and entity["rows"]["delete"] == {"row": 2}
+    assert entity["writes"]["update"] == {"row": 2} and entity["writes"]["delete"] == {"row": 2}
     s = db.session()
     s.save(audited(nid="d"))
     s.commit()

@@ -457,7 +457,7 @@ def test_model_prints_the_model_and_each_format(offline: Project) -> None:
         code = offline.run("model", "--import", str(out), "--format", fmt)
         assert code.returncode == 0, code.stderr
         (offline.path / f"imported_{fmt}.py").write_text(code.stdout)
-        table = code.stdout.split(" = Table(")[0].split()[-1]
+        table = code.stdout.split(" = _d.Table(")[0].split()[-1]
         again = offline.run("model", f"imported_{fmt}:{table}", "--format", fmt)
         assert again.returncode == 0, again.stderr
         assert json.loads(again.stdout) == expected  # the imported code exports the same

@@ -519,7 +519,8 @@ def check_lambda_handler(run: Run) -> None:
 def check_model_and_cost(run: Run) -> None:
     assert "Customer: lands in -; a save writes {'row': 1, 'unique guard': 1}" in run.out
     assert "Order: lands in ['gsi1']; a save writes {'row': 1, 'index entry': 1}" in run.out
-    assert "schema.json: entities ['Customer', 'Order'], GSIs ['gsi1']" in run.out
+    assert ("schema.json: entities ['Customer', 'Customer_email_guard', 'Order'], "
+            "GSIs ['gsi1']") in run.out  # (the guard items: an entity of their own)
     assert "total: 0 read units, 4 write units" in run.out
     assert "by role: {'Customer': {'row': 2.0, 'unique guard': 2.0}}" in run.out
     assert "consumed, by entity and role: " in run.out  # (what the engine reported)

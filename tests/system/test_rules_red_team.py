@@ -240,7 +240,7 @@ def test_the_models_row_kinds_are_the_keys_dynamodb_local_holds(local: TestBacke
     the kinds ``table.model()`` lists for the entity, and every kind a save writes is
     there."""
     (entity,) = [e for e in club.model()["entities"] if e["name"] == "Member"]
-    kinds = entity["row_kinds"]
+    kinds = entity["rows"]
     for mid, handle in (("k1", "ann"), ("k2", "bob"), ("k1", "cat"), ("k3", "dan")):
         _commit(lambda s, mid=mid, handle=handle: s.save(
             (_get(mid) or Member(mid=mid, handle=handle)).model_copy(

@@ -1,0 +1,165 @@
+"""What the format modules share: a parsed file's values with their places (:class:`At`)
+and the checks of a name, a key template or a function a file gives, and the notes an
+export writes for what a format has no place for."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+from dynaorm.errors import DynaormError, ModelFileError
+from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
+
+__all__ = [
+    "NAMED",
+    "RANGES",
+    "At",
+    "function",
+    "left_out",
+    "maybe",
+    "maybe_template",
+    "name_of",
+    "named",
+    "template",
+    "unknown_shards",
+    "vector_fields",
+]
+
+RANGES: Final = ("begins_with", "between", ">", "<", ">=", "<=")
+
+
+def left_out(model: Mapping[str, Any], fmt: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """The table's GSIs a format can hold (one attribute per key), and notes for the rest."""
+    kept, notes = [], []
+    for index in model["table"]["indexes"]:
+        single = index["kind"] == "gsi" and len(index["pk"]) == 1 and len(index["sk"]) <= 1
+        if single:
+            kept.append(index)
+        else:
+            what = ("a vector index" if index["kind"] == "vector" else "an LSI"
+                    if index["kind"] == "lsi" else "a multi-attribute index")
+            notes.append(f"{fmt}: left out {what}, {index['name']!r}: the format has no "
+                         "place for it")
+    return kept, notes
+
+
+
+def vector_fields(e: Mapping[str, Any], fmt: str) -> list[str]:
+    """Notes for an entity's vector fields, which a format holds as lists of numbers."""
+    return [f"{fmt}: left out that {e['name']}.{f['name']} is a Vector({f['vector']}): a "
+            "list of numbers there" for f in e["fields"] if f.get("vector") is not None]
+
+
+
+# -- reading -------------------------------------------------------------------------------
+class At:
+    """A value of a parsed file and its place in it (a JSON path)."""
+
+    def __init__(self, value: Any, place: str = "$") -> None:
+        self.value, self.place = value, place
+
+    def fail(self, message: str) -> ModelFileError:
+        return ModelFileError(message, place=self.place)
+
+    def of(self, kind: type[Any] | tuple[type[Any], ...], what: str) -> Any:
+        """The value, refused unless it is of ``kind``."""
+        if not isinstance(self.value, kind) or (isinstance(self.value, bool) and (
+                bool not in (kind if isinstance(kind, tuple) else (kind,)))):
+            raise self.fail(f"expected {what}, got {json.dumps(self.value)[:60]}")
+        return self.value
+
+    def get(self, name: str, kind: type[Any] | tuple[type[Any], ...] = object,
+            what: str = "a value", *, default: Any = ..., choices: tuple[Any, ...] = ()
+            ) -> At:
+        """Member ``name`` of this object (``default``: what an absent one is)."""
+        members = self.of(dict, "an object")
+        place = f"{self.place}.{name}"
+        if name not in members and default is ...:
+            raise self.fail(f"missing {name!r} ({what})")
+        if name not in members or (members[name] is None and default is not ...):
+            return At(default, place)  # (null: as absent)
+        found = At(members[name], place)
+        found.of(kind, what)
+        if choices and found.value not in choices:
+            raise found.fail(f"expected one of {', '.join(map(str, choices))}; got "
+                             f"{json.dumps(found.value)[:60]}")
+        return found
+
+    def items(self, what: str = "a list") -> Iterator[At]:
+        for i, value in enumerate(self.of(list, what)):
+            yield At(value, f"{self.place}[{i}]")
+
+    def members(self) -> Iterator[tuple[str, At]]:
+        for name, value in self.of(dict, "an object").items():
+            yield name, At(value, f"{self.place}.{name}")
+
+
+def name_of(at: At, what: str) -> str:
+    """A name that must be a Python identifier (a class or a field)."""
+    text = at.of(str, what)
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        raise at.fail(f"{what} must be a Python identifier, got {text!r}")
+    return str(text)
+
+
+def template(at: At, what: str) -> str:
+    text = at.of(str, what)
+    try:
+        KeyTemplate.parse(text, owner=at.place)
+    except DynaormError as exc:  # (its message starts with the place: said once)
+        raise at.fail(str(exc).removeprefix(f"{at.place}: ")) from None
+    return str(text)
+
+
+def maybe_template(at: At) -> str | None:
+    return None if at.value is None else template(at, "a key template")
+
+
+
+#: a function a model names: ``module:qualname``, a builtin's ``qualname``, ``<lambda>``
+#: a function a model names: ``module:qualname`` or a builtin's ``qualname``
+NAMED: Final = re.compile(r"([A-Za-z_]\w*(\.[A-Za-z_]\w*)*:)?[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
+_OPERATORS: Final = ("methodcaller", "attrgetter", "itemgetter")
+
+
+def named(text: str) -> bool:
+    """Whether a function a model names is a name to import, or a call of ``operator``'s
+    ``methodcaller``, ``attrgetter`` or ``itemgetter`` with literal arguments
+    (``operator:methodcaller('lower')``): anything else is never written as code."""
+    if NAMED.fullmatch(text):
+        return True
+    module, _, call = text.partition(":")
+    try:
+        node = ast.parse(call, mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return module == "operator" and isinstance(node, ast.Call) and isinstance(
+        node.func, ast.Name) and node.func.id in _OPERATORS and all(
+        isinstance(a, ast.Constant) for a in [*node.args, *(k.value for k in node.keywords)]
+        ) and all(k.arg is not None for k in node.keywords)
+
+
+def function(at: At) -> str:
+    """A function a file names (see :func:`named`), or ``<lambda>`` (one that cannot be
+    named: code gets a stub that raises until written)."""
+    text = at.of(str, "a function's name")
+    if text != "<lambda>" and not named(text):
+        raise at.fail(f"expected a function as module:name, got {text[:60]!r}")
+    return str(text)
+
+
+def maybe(at: At, read: Callable[[At], Any]) -> Any:
+    return None if at.value is None else read(at)
+
+
+
+def unknown_shards(templates: Mapping[str, tuple[str | None, ...]]) -> dict[str, Any]:
+    """The shards of the targets whose templates use ``{shard}``, in a format that keeps
+    no shard count: one shard each, marked for the code to say so."""
+    return {target: {"count": 1, "first": 0, "by": None, "unknown": True}
+            for target, pair in templates.items()
+            if any(SHARD_FIELD in KeyTemplate.parse(t).fields for t in pair if t)}
+

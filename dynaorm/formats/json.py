@@ -1,0 +1,213 @@
+"""dynaorm's own JSON: everything the model holds (``docs/guide/model.md`` gives its
+schema); :func:`to_format` is the model itself, :func:`from_format` checks a file of it."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dynaorm.formats._common import (
+    RANGES,
+    At,
+    function,
+    maybe,
+    maybe_template,
+    name_of,
+    template,
+)
+from dynaorm.schema.model import OPERATIONS
+
+__all__ = ["from_format", "to_format"]
+
+_TYPES: Final = ("string", "integer", "number", "decimal", "boolean", "binary", "datetime",
+                 "date", "uuid", "any", "list", "set", "map", "enum", "union", "object")
+_INDEX_KINDS: Final = ("gsi", "lsi", "vector")
+
+
+def _read_type(at: At) -> dict[str, Any]:
+    kind = at.get("type", str, "a type name", choices=_TYPES).value
+    out: dict[str, Any] = {"type": kind}
+    if kind in ("list", "set"):
+        out["items"] = _read_type(at.get("items", dict, "a type"))
+    elif kind == "map":
+        out["values"] = _read_type(at.get("values", dict, "a type"))
+    elif kind == "enum":
+        out["values"] = at.get("values", list, "a list of values").value
+    elif kind == "union":
+        out["of"] = [_read_type(t) for t in at.get("of", list, "a list of types").items()]
+    elif kind == "object":
+        out["model"] = name_of(at.get("model", str, "a class name"), "a nested model's name")
+        out["fields"] = [_read_field(f) for f in at.get("fields", list, "fields").items()]
+    vector = at.get("vector", int, "a number of dimensions", default=None).value
+    if vector is not None:
+        out["vector"] = vector
+    return out
+
+
+def _read_field(at: At) -> dict[str, Any]:
+    name = name_of(at.get("name", str, "a field name"), "a field name")
+    out: dict[str, Any] = {"name": name,
+                           "stored": at.get("stored", str, "an attribute name",
+                                            default=name).value, **_read_type(at),
+                           "required": at.get("required", bool, "true or false",
+                                              default=True).value,
+                           "nullable": at.get("nullable", bool, "true or false",
+                                              default=False).value}
+    if "default" in at.value:
+        out["default"] = at.value["default"]
+        if out["type"] == "set" and isinstance(out["default"], list) and not all(
+                isinstance(v, str | int | float | bool) for v in out["default"]):
+            raise at.fail("a set's default holds values that cannot be in a set")
+    if at.value.get("default_factory") is not None:
+        out["default_factory"] = function(at.get("default_factory", str, "a function"))
+    if at.value.get("default_repr") is not None:
+        shown = at.get("default_repr", str, "a Python literal")
+        try:
+            ast.literal_eval(shown.value)
+        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+            raise shown.fail("a default dynaorm writes only as a Python literal, got "
+                             f"{shown.value[:60]!r}") from None
+        out["default_repr"] = shown.value
+    squeezed = at.get("compressed", int, "a number of bytes", default=None).value
+    if squeezed is not None:
+        out["compressed"] = squeezed
+    for flag in ("encrypted", "excluded"):
+        if at.get(flag, bool, "true or false", default=False).value:
+            out[flag] = True
+    return out
+
+
+
+
+def _attributes(at: At, least: int, most: int) -> list[str]:
+    """A list of ``least`` to ``most`` attribute names (an index's keys)."""
+    names = [a.of(str, "an attribute name") for a in at.items()]
+    if not least <= len(names) <= most:
+        raise at.fail(f"expected {least} to {most} attribute names, got {len(names)}")
+    return names
+
+
+def _read_index(at: At) -> dict[str, Any]:
+    kind = at.get("kind", str, "gsi, lsi or vector", choices=_INDEX_KINDS).value
+    out: dict[str, Any] = {"name": at.get("name", str, "an index name").value, "kind": kind}
+    if kind == "gsi":
+        out["native"] = at.get("native", bool, "true or false", default=False).value
+        out["pk"] = _attributes(at.get("pk", list, "attribute names"), 1, 4)
+        out["sk"] = _attributes(at.get("sk", list, "attribute names", default=[]), 0, 4)
+    elif kind == "lsi":
+        out["sk"] = _attributes(at.get("sk", list, "attribute names"), 1, 1)
+    else:
+        out.update({k: at.get(k, kind_, what, default=d).value for k, kind_, what, d in (
+            ("attribute", str, "an attribute name", ...), ("dimensions", int, "a number", ...),
+            ("distance", str, "a distance", "COSINE"), ("partition", str, "a name", None),
+            ("filters", list, "attribute names", []))})
+        _attributes(at.get("filters", list, "attribute names", default=[]), 0, 64)
+    out["projection"] = at.get("projection", (str, list), "ALL, KEYS_ONLY or attribute names",
+                               default="ALL").value
+    return out
+
+
+def _read_entity(at: At) -> dict[str, Any]:
+    name = name_of(at.get("name", str, "a class name"), "an entity's name")
+    out: dict[str, Any] = {
+        "name": name, "type_name": at.get("type_name", str, "a type name", default=name).value,
+        "pk": template(at.get("pk", str, "a key template"), "a key template"),
+        "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
+        "fields": [_read_field(f) for f in at.get("fields", list, "a list of fields").items()],
+        "_place": at.place}
+    out["indexes"] = [{"name": i.get("name", str, "an index name").value,
+                       "pk": template(i.get("pk", str, "a key template"), "a key template"),
+                       "sk": maybe_template(i.get("sk", str, "a template", default=None))}
+                      for i in at.get("indexes", list, "a list", default=[]).items()]
+    out["unique"] = [{
+        "field": name_of(u.get("field", str, "a field name"), "a field name"),
+        "prefix": u.get("prefix", str, "a prefix", default=None).value,
+        "scope": maybe(u.get("scope", str, "a template", default=None),
+                        lambda a: template(a, "a template")),
+        "normalize": maybe(u.get("normalize", str, "a function", default=None), function)}
+        for u in at.get("unique", list, "a list of unique rules", default=[]).items()]
+    out["versioned"] = at.get("versioned", bool, "true or false", default=False).value
+    out["history_index"] = at.get("history_index", str, "an index name", default=None).value
+    stamps = at.get("timestamps", dict, "an object", default={})
+    out["timestamps"] = {k: maybe(stamps.get(k, str, "a field name", default=None),
+                                   lambda a: name_of(a, "a field name"))
+                         for k in ("created", "updated")}
+    out["key_only"] = [name_of(n, "a field name") for n in at.get(
+        "key_only", list, "field names", default=[]).items()]
+    out["shards"] = {target: {"count": s.get("count", int, "a number").value,
+                              "first": s.get("first", int, "a number", default=0).value,
+                              "by": maybe(s.get("by", str, "a field or a function",
+                                                 default=None), function)}
+                     for target, s in at.get("shards", dict, "an object", default={})
+                     .members()}
+    out["overlaps"] = at.get("overlaps", str, "literal or refuse", default="literal",
+                             choices=("literal", "refuse")).value
+    out["previous"] = maybe(at.get("previous", dict, "an object", default=None),
+                             _read_previous)
+    out["patterns"] = at.get("patterns", str, "declared or derived", default="derived",
+                             choices=("declared", "derived")).value
+    out["access_patterns"] = [_read_pattern(p) for p in at.get(
+        "access_patterns", list, "a list of patterns", default=[]).items()]
+    return out
+
+
+def _read_previous(at: At) -> dict[str, Any]:
+    return {"pk": template(at.get("pk", str, "a key template"), "a key template"),
+            "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
+            "type_name": at.get("type_name", str, "a type name").value,
+            "stored_names": {name_of(At(n, f"{at.place}.stored_names"), "a field name"):
+                             a.of(str, "an attribute name") for n, a in at.get(
+                                 "stored_names", dict, "an object", default={}).members()}}
+
+
+def _read_pattern(at: At) -> dict[str, Any]:
+    out = {"name": name_of(at.get("name", str, "a pattern name"), "a pattern's name"),
+           "operation": at.get("operation", str, "an operation", choices=OPERATIONS).value,
+           "index": at.get("index", str, "an index name", default=None).value,
+           "parameters": [{
+               "name": q.get("name", str, "a parameter name").value,
+               "type": q.get("type", str, "a parameter type").value,
+               **({"entity_type": name_of(q.get("entity_type", str, "an entity"), "an entity")}
+                  if "entity_type" in q.value else {})}
+               for q in at.get("parameters", list, "a list", default=[]).items()],
+           "range_condition": at.get("range_condition", str, "a range condition", default=None,
+                                     choices=RANGES).value,
+           "returns": at.get("returns", str, "a return type", default=None).value,
+           "description": at.get("description", str, "a description", default="").value}
+    if at.value.get("pattern_id") is not None:
+        out["pattern_id"] = at.get("pattern_id", int, "a number").value
+    return out
+
+
+def _read_json(doc: At) -> dict[str, Any]:
+    doc.get("dynaorm_model", int, "the model format's version (1)", choices=(1,))
+    t = doc.get("table", dict, "an object")
+    table = {"name": t.get("name", str, "a table name").value,
+             "pk": t.get("pk", str, "an attribute name").value,
+             "sk": t.get("sk", str, "an attribute name", default=None).value,
+             "key_types": t.get("key_types", dict, "an object", default={}).value,
+             "indexes": [_read_index(i) for i in t.get("indexes", list, "a list of indexes",
+                                                       default=[]).items()]}
+    for key, default in (("type_attribute", "_type"), ("revision_attribute", "_rev"),
+                         ("ttl", None), ("stream", None)):
+        table[key] = default if key not in t.value else None if t.value[key] is None else (
+            t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
+    for _, kind in t.get("key_types", dict, "an object", default={}).members():
+        kind.of(str, "S, N or B")
+        if kind.value not in ("S", "N", "B"):
+            raise kind.fail(f"expected S, N or B, got {kind.value!r}")
+    entities = [_read_entity(e) for e in doc.get("entities", list, "a list of entities")
+                .items()]
+    return {"dynaorm_model": 1, "table": table, "entities": entities}
+
+
+
+def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The model as dynaorm's JSON (all of it: nothing left out)."""
+    return dict(model), []
+
+
+def from_format(doc: Any) -> list[dict[str, Any]]:
+    """The model a parsed file of dynaorm's JSON holds, checked (one table)."""
+    return [_read_json(At(doc))]
