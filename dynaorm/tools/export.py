@@ -3,14 +3,14 @@
 :func:`export` (``dynaorm.jobs.export``) makes the :class:`~dynaorm.jobs.Job`; a task
 (:func:`export_part`) reads its share -- one scan segment of the live table, or one data
 file of a DynamoDB export to S3 (:func:`read_source`: the manifest names the files) -- and
-writes, for each entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or
+writes, for each entity, ``to/<type name>/part-<task>.parquet`` (``to``: a directory or
 an ``s3://`` URL; a part is one upload: over 5 GB, export in more segments), typed from
 the model (:mod:`dynaorm.tools.arrow`). A full export's lines of plain entities are read
 the fast way (:mod:`dynaorm.tools.stored`).
 
 Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
 classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
-``<EntityName>.history`` (``history=True``; else left out), a unique guard nowhere, an item
+``<type name>.history`` (``history=True``; else left out), a unique guard nowhere, an item
 no entity claims is counted by its type name. A row passes through its entity's rules'
 export hooks (:meth:`~dynaorm.schema.rules.Rule.export`: the revision, index keys and, with
 ``encrypted="omit"``, encrypted fields left out) and is read as a read reads it: a row of a
@@ -99,7 +99,8 @@ class ExportReport:
     """What an export wrote (merged: over all tasks)."""
 
     rows: dict[str, int] = field(default_factory=dict)
-    """Rows written per dataset (``"User"``, ``"Doc.history"``)."""
+    """Rows written per dataset, by the entity's type name (``"user"``,
+    ``"doc.history"``)."""
     unclaimed: dict[str, int] = field(default_factory=dict)
     """Items no entity claims, by their type name (``"?"``: none)."""
     failed: int = 0
@@ -253,11 +254,12 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
            entities: Iterable[type[Entity]] | None = None, history: bool = False,
            encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
     """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
-    ``s3://`` URL): ``to/<EntityName>/part-<task>.parquet``, an
+    ``s3://`` URL): ``to/<type name>/part-<task>.parquet`` (named by the entity's type
+    name, unique in its table: two classes of one name never write one dataset), an
     :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
     per scan segment, or per data file of the DynamoDB export to S3 at ``source``
     (incremental: change sets). ``entities``: those only (default: every entity of the
-    table); ``history``: version rows too (``<EntityName>.history``); ``encrypted``:
+    table); ``history``: version rows too (``<type name>.history``); ``encrypted``:
     ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
     try:
         import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
@@ -281,15 +283,17 @@ def _task(task: Task, table: Any) -> ExportReport:
 
 def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
                        ) -> tuple[type[Entity], ...]:
-    """The entity classes an export writes (each once; two of one name are refused)."""
+    """The entity classes an export writes (each once), each named by its type name
+    (unique in a table); a type name that cannot name a folder is refused."""
     known = tuple(dict.fromkeys(c for c in table.entities.values() if spec_of(c).cls is c))
     chosen = known if entities is None else tuple(dict.fromkeys(entities))
-    names = [c.__name__ for c in chosen]
     if stray := [c for c in chosen if c not in known]:
         raise ExportError(f"export: {stray} are not entities of table {table.name!r}")
-    if len(set(names)) != len(names):
-        raise ExportError(f"export: two entities are named alike in {names}: export them "
-                          "one at a time (entities=)")
+    for cls in chosen:
+        name = spec_of(cls).type_name
+        if name.startswith(".") or set(name) & set("/\\\0"):
+            raise ExportError(f"export: {cls.__name__}'s type name {name!r} cannot name a "
+                              "dataset (a folder): no '/', no backslash, no leading '.'")
     return chosen
 
 
@@ -475,7 +479,7 @@ class _Export:
         fast = {} if self.changes or options["kind"] == "scan" else {
             r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.fast}
         #: the class each entity the fast way reads is validated into -> its dataset
-        self.fast_names = {m: (c.__name__, c) for c, r in self.readers.items()
+        self.fast_names = {m: (r.spec.type_name, c) for c, r in self.readers.items()
                            for m, _ in fast.values() if m is r.model}
         type_attribute = table.type_attribute
         self.fast = None if not fast or type_attribute is None else stored_validator(
@@ -483,7 +487,7 @@ class _Export:
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
-        return {f"{c.__name__}{'.history' if h else ''}": (c, h) for c in self.readers
+        return {f"{spec_of(c).type_name}{'.history' if h else ''}": (c, h) for c in self.readers
                 for h in ((False, True) if self.history and spec_of(c).versioned else (False,))}
 
     def part(self, name: str, cls: type[Any]) -> _Part:
@@ -583,7 +587,7 @@ class _Export:
             return
         if change is not None:
             values = {**values, "_op": change[0], "_time": change[1]}
-        name = f"{cls.__name__}{'.history' if role == 'version' else ''}"
+        name = f"{reader.spec.type_name}{'.history' if role == 'version' else ''}"
         self.part(name, cls).add(values, f"{where} {self._key(item)}", counts)
 
     def _key(self, item: Item) -> dict[str, str]:
