@@ -73,7 +73,8 @@ from dynaorm.tools.stored import stored_validator
 from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
 
-__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export", "export_part", "read_source"]
+__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "datasets_of", "export", "export_part",
+           "read_parts", "read_source", "source_of"]
 
 #: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
 ENCRYPTED = ("omit", "decrypt")
@@ -112,6 +113,9 @@ class ExportReport:
     skipped: int = 0
     """Items read and not written, by design: guards, version rows (without
     ``history=True``), rows whose TTL has passed, entities not asked for."""
+    tables: dict[str, int] = field(default_factory=dict)
+    """``format="iceberg"``: the rows each Iceberg table's commit appended, by its name
+    (``"<namespace>.<type name>"``; ``0``: nothing to apply, or applied already)."""
 
 
 def _s3() -> Any:
@@ -273,7 +277,7 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
                   fn=_task, files=files, options=(
                       ("to", os.fspath(to)), ("entities", classes),
                       ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
-                      ("view", view)))
+                      ("view", view), ("source", source or "")))
 
 
 def _task(task: Task, table: Any) -> ExportReport:
@@ -685,3 +689,74 @@ def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
             yield batch
             batch = []
     yield batch
+
+
+# -- what the lake's merge needs (dynaorm.lake, through dynaorm.jobs) ----------------------
+def datasets_of(job: Job) -> list[tuple[str, Any, tuple[str, ...]]]:
+    """Each dataset ``job`` writes: its name, the model's ``pyarrow.Schema`` of its rows
+    and the fields of its key (a version row's: with ``version``)."""
+    from dynaorm.tools.arrow import schema_of
+
+    options = dict(job.template.options)
+    decrypt = options["encrypted"] == "decrypt"
+    out = []
+    for cls in options["entities"]:
+        spec = spec_of(cls)
+        keys = tuple(dict.fromkeys((*spec.pk.fields, *(spec.sk.fields if spec.sk else ()))))
+        cols = schema_of(_Reader(spec, decrypt).columns())
+        out.append((spec.type_name, cols, keys))
+        if options["history"] and spec.versioned:
+            out.append((f"{spec.type_name}.history", cols, (*keys, "version")))
+    return out
+
+
+def source_of(job: Job) -> tuple[str, str, str, str]:
+    """What ``job`` reads: its kind (``"scan"``, ``"full"``, ``"incremental"``), an id
+    (a DynamoDB export's ARN, else its source URL; a scan: a new id), the ISO time its
+    rows are as of (an incremental export's end) and an incremental export's start."""
+    options = dict(job.template.options)
+    if options["kind"] == "scan":
+        return "scan", f"scan-{uuid.uuid4().hex}", datetime.now(UTC).isoformat(), ""
+    source = str(options.get("source", ""))
+    s3, (bucket, key) = _s3(), _split(source)
+    where = key if key.endswith(".json") else f"{key.rstrip('/')}/manifest-summary.json"
+    summary = json.loads(_get(s3, bucket, where))
+    as_of = (summary.get("exportToTime") or summary.get("exportTime")
+             or summary.get("endTime") or "")
+    return (options["kind"], str(summary.get("exportArn") or source), _iso(as_of),
+            _iso(summary.get("exportFromTime") or ""))
+
+
+def _iso(value: Any) -> str:
+    """A manifest's time (ISO text, or seconds since the epoch) as ISO 8601 UTC text."""
+    if value in ("", None):
+        return ""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC).isoformat()
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC).isoformat()
+
+
+def read_parts(to: str, name: str, parts: int) -> Iterator[Any]:
+    """The parts ``part-00000`` to ``part-<parts - 1>`` of dataset ``name`` an export
+    wrote under ``to`` (a directory or an ``s3://`` URL), each a ``pyarrow.Table`` (a
+    part a task left out, finding nothing: none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s3 = _s3() if to.startswith("s3://") else None
+    for n in range(parts):
+        part = f"{to.rstrip('/')}/{name}/part-{n:05d}.parquet"
+        if s3 is None:
+            if Path(part).exists():
+                yield pq.read_table(part)
+            continue
+        from botocore.exceptions import ClientError
+
+        bucket, key = _split(part)
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                continue
+            raise ExportError(f"{part} cannot be read: {exc}") from exc
+        yield pq.read_table(pa.BufferReader(body))
