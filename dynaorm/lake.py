@@ -30,16 +30,17 @@ files; reading the staged parts is the caller's (``read``), so this module needs
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
+import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-
-import pyarrow as pa  # dynaorm[lake]
-import pyarrow.compute as pc
 
 from dynaorm.errors import DynaormError
 
-__all__ = ["RETRIES", "Dataset", "LakeError", "Source", "commit", "lake_schema"]
+__all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "exporting",
+           "lake_job", "lake_schema"]
 
 #: how many times a merge that lost the race to commit applies its change again
 RETRIES = 8
@@ -51,6 +52,31 @@ class LakeError(DynaormError):
     """An export cannot be committed to the lake: a change set out of order (older than
     what the table holds, or starting after it), a catalog that cannot be loaded, or a
     commit that lost the race :data:`RETRIES` times. The table is left as it was."""
+
+
+@dataclass(frozen=True)
+class LakeJob:
+    """An export's :class:`~dynaorm.jobs.Job` whose merge then commits to the lake: its
+    tasks are the export's, its merged report has ``tables``; every other attribute is
+    the export job's."""
+
+    job: Any
+    finish: Callable[[Any], Any]
+
+    def tasks(self, parallel: int | None = None) -> list[Any]:
+        """The export's tasks."""
+        return list(self.job.tasks(parallel))
+
+    def run(self, task: Any) -> tuple[int, Any]:
+        """Run one of the export's tasks here (it writes its data files)."""
+        return tuple(self.job.run(task))
+
+    def merge(self, results: Iterable[tuple[int, Any]]) -> Any:
+        """The tasks' merged report, once each dataset is committed (one commit a table)."""
+        return self.finish(self.job.merge(results))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.job, name)
 
 
 @dataclass(frozen=True)
@@ -81,12 +107,52 @@ class Source:
     """An incremental export's start (``""``: not known)."""
 
 
+def exporting(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` (:func:`dynaorm.tools.export.export`), whose ``format="iceberg"`` jobs
+    commit their datasets as :func:`lake_job` says (``dynaorm.jobs.export``); the rest
+    it needs is of ``fn``'s module."""
+    module = sys.modules[fn.__module__]
+
+    @functools.wraps(fn)
+    def export(table: Any, to: str | os.PathLike[str], **options: Any) -> Any:
+        job = module.export(table, to, **options)
+        if options.get("format") != "iceberg":
+            return job
+        return lake_job(job, options["catalog"], options["namespace"],
+                        module.datasets_of(job), module.source_of(job), functools.partial(
+                            module.read_parts, os.fspath(to), parts=job.template.segments))
+    return export
+
+
+def lake_job(job: Any, catalog: Any, namespace: str,
+             datasets: Iterable[tuple[str, Any, tuple[str, ...]]],
+             source: tuple[str, str, str, str], read: Callable[[str], Iterator[Any]]
+             ) -> LakeJob:
+    """``job`` (an export's) whose merge then commits its ``datasets`` (name, schema, key
+    fields) read from ``source`` (kind, id, as of, since) to Iceberg tables (``read``:
+    a dataset's staged parts): its report's ``tables`` say what each commit appended."""
+    found = [Dataset(name, name.replace(".history", "_history"), schema, keys)
+             for name, schema, keys in datasets]
+    if len({d.table for d in found}) != len(found):
+        raise LakeError(f"export: two datasets of {[d.name for d in found]} would be one "
+                        "Iceberg table (a type name ending in '_history')")
+    read_from = Source(*source)
+
+    def finish(report: Any) -> Any:
+        return replace(report, tables=commit(catalog, namespace, found, read_from, read))
+    return LakeJob(job, finish)
+
+
 def lake_schema(schema: Any) -> Any:
     """``schema`` as Iceberg holds it: durations as their microseconds (``int64``)."""
+    import pyarrow as pa  # dynaorm[lake]
+
     return pa.schema([pa.field(f.name, _lake_type(f.type), f.nullable) for f in schema])
 
 
 def _lake_type(kind: Any) -> Any:
+    import pyarrow as pa
+
     if pa.types.is_duration(kind):
         return pa.int64()
     if pa.types.is_struct(kind):
@@ -190,6 +256,8 @@ def _due(table: Any, ds: Dataset, source: Source) -> bool:
 
 def _fit(part: Any, target: Any) -> Any:
     """A staged part as the table's columns (a column the part has not: null)."""
+    import pyarrow as pa
+
     n = part.num_rows
     arrays = [part.column(f.name) if f.name in part.column_names else pa.nulls(n, f.type)
               for f in target]
@@ -216,6 +284,8 @@ def _merge(tx: Any, target: Any, ds: Dataset, parts: Iterable[Any],
            props: Mapping[str, str]) -> int:
     """An incremental export: every key it names deleted, the last new image of each key
     (by ``_time``, then as read) not removed appended."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
     from pyiceberg.expressions import AlwaysTrue
     from pyiceberg.table.upsert_util import create_match_filter
 

@@ -256,7 +256,8 @@ _LEAVE_OUT = (Revision, Membership, Encryption)
 
 def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
            entities: Iterable[type[Entity]] | None = None, history: bool = False,
-           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
+           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None,
+           format: str = "parquet", catalog: Any = None, namespace: str | None = None) -> Job:
     """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
     ``s3://`` URL): ``to/<type name>/part-<task>.parquet`` (named by the entity's type
     name, unique in its table: two classes of one name never write one dataset), an
@@ -264,7 +265,12 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
     per scan segment, or per data file of the DynamoDB export to S3 at ``source``
     (incremental: change sets). ``entities``: those only (default: every entity of the
     table); ``history``: version rows too (``<type name>.history``); ``encrypted``:
-    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
+    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext.
+
+    ``format="iceberg"`` (``catalog``, ``namespace``): the job is the same, and
+    ``dynaorm.jobs.export`` makes its merge commit the datasets to Iceberg tables
+    (:mod:`dynaorm.lake`)."""
+    _check_format(format, catalog, namespace)
     try:
         import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
     except ModuleNotFoundError as exc:
@@ -278,6 +284,23 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
                       ("to", os.fspath(to)), ("entities", classes),
                       ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
                       ("view", view), ("source", source or "")))
+
+
+def _check_format(format: str, catalog: Any, namespace: str | None) -> None:
+    """:class:`ExportError` for a format dynaorm does not write, or its options wrong."""
+    if format not in ("parquet", "iceberg"):
+        raise ExportError(f"export: format= is 'parquet' or 'iceberg', not {format!r}")
+    if format == "parquet" and (catalog is not None or namespace is not None):
+        raise ExportError("export: catalog= and namespace= are for format='iceberg'")
+    if format == "iceberg" and (catalog is None or not namespace):
+        raise ExportError("export: format='iceberg' needs catalog= (a pyiceberg catalog or "
+                          "its name) and namespace=")
+    try:
+        if format == "iceberg":
+            import pyiceberg  # noqa: F401 (dynaorm[lake])
+    except ModuleNotFoundError as exc:
+        raise ExportError('Iceberg exports need pyiceberg: pip install "dynaorm[lake]"'
+                          ) from exc
 
 
 def _task(task: Task, table: Any) -> ExportReport:

@@ -92,8 +92,6 @@ class Job:
 
     template: Task
     rate: Rate | None = None
-    #: what the merged report goes through last (an Iceberg export: its commit)
-    finish: Callable[[Any], Any] | None = None
 
     def tasks(self, parallel: int | None = None) -> list[Task]:
         """One task per segment, each with its share of the budget when ``parallel``
@@ -122,8 +120,7 @@ class Job:
         if missing:
             raise DynaormError(f"{self.template.job} job: no result for segments {missing}; "
                                "run their tasks (again)")
-        merged = _merged(list(found.values()))
-        return merged if self.finish is None else self.finish(merged)
+        return _merged(list(found.values()))
 
 
 def job_of(kind: str, target: type[Entity] | Table, segments: int, rate: Rate | None,
