@@ -3,14 +3,14 @@
 :func:`export` (``dynaorm.jobs.export``) makes the :class:`~dynaorm.jobs.Job`; a task
 (:func:`export_part`) reads its share -- one scan segment of the live table, or one data
 file of a DynamoDB export to S3 (:func:`read_source`: the manifest names the files) -- and
-writes, for each entity, ``to/<EntityName>/part-<task>.parquet`` (``to``: a directory or
+writes, for each entity, ``to/<type name>/part-<task>.parquet`` (``to``: a directory or
 an ``s3://`` URL; a part is one upload: over 5 GB, export in more segments), typed from
 the model (:mod:`dynaorm.tools.arrow`). A full export's lines of plain entities are read
 the fast way (:mod:`dynaorm.tools.stored`).
 
 Each stored item is told apart as a stream record is (:func:`~dynaorm.schema.streams.
 classify`): an entity's row or latest copy goes to its entity's dataset, a version row to
-``<EntityName>.history`` (``history=True``; else left out), a unique guard nowhere, an item
+``<type name>.history`` (``history=True``; else left out), a unique guard nowhere, an item
 no entity claims is counted by its type name. A row passes through its entity's rules'
 export hooks (:meth:`~dynaorm.schema.rules.Rule.export`: the revision, index keys and, with
 ``encrypted="omit"``, encrypted fields left out) and is read as a read reads it: a row of a
@@ -73,7 +73,8 @@ from dynaorm.tools.stored import stored_validator
 from dynaorm.values.keys import key_value
 from dynaorm.values.ttl import expired
 
-__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "export", "export_part", "read_source"]
+__all__ = ["ENCRYPTED", "ExportError", "ExportReport", "datasets_of", "export", "export_part",
+           "read_parts", "read_source", "source_of"]
 
 #: what ``encrypted=`` takes: leave encrypted fields out, or write their plaintext
 ENCRYPTED = ("omit", "decrypt")
@@ -99,7 +100,8 @@ class ExportReport:
     """What an export wrote (merged: over all tasks)."""
 
     rows: dict[str, int] = field(default_factory=dict)
-    """Rows written per dataset (``"User"``, ``"Doc.history"``)."""
+    """Rows written per dataset, by the entity's type name (``"user"``,
+    ``"doc.history"``)."""
     unclaimed: dict[str, int] = field(default_factory=dict)
     """Items no entity claims, by their type name (``"?"``: none)."""
     failed: int = 0
@@ -111,6 +113,9 @@ class ExportReport:
     skipped: int = 0
     """Items read and not written, by design: guards, version rows (without
     ``history=True``), rows whose TTL has passed, entities not asked for."""
+    tables: dict[str, int] = field(default_factory=dict)
+    """``format="iceberg"``: the rows each Iceberg table's commit appended, by its name
+    (``"<namespace>.<type name>"``; ``0``: nothing to apply, or applied already)."""
 
 
 def _s3() -> Any:
@@ -254,14 +259,21 @@ _LEAVE_OUT = (Revision, Membership, Encryption)
 
 def export(table: Table, to: str | os.PathLike[str], *, source: str | None = None,
            entities: Iterable[type[Entity]] | None = None, history: bool = False,
-           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None) -> Job:
+           encrypted: str = "omit", segments: int = 1, rate: Rate | None = None,
+           format: str = "parquet", catalog: Any = None, namespace: str | None = None) -> Job:
     """``table`` as one typed Parquet dataset per entity under ``to`` (a directory or an
-    ``s3://`` URL): ``to/<EntityName>/part-<task>.parquet``, an
+    ``s3://`` URL): ``to/<type name>/part-<task>.parquet`` (named by the entity's type
+    name, unique in its table: two classes of one name never write one dataset), an
     :class:`~dynaorm.tools.export.ExportReport` (see :mod:`dynaorm.tools.export`). One task
     per scan segment, or per data file of the DynamoDB export to S3 at ``source``
     (incremental: change sets). ``entities``: those only (default: every entity of the
-    table); ``history``: version rows too (``<EntityName>.history``); ``encrypted``:
-    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext."""
+    table); ``history``: version rows too (``<type name>.history``); ``encrypted``:
+    ``"omit"`` leaves encrypted fields out, ``"decrypt"`` writes their plaintext.
+
+    ``format="iceberg"`` (``catalog``, ``namespace``): the job is the same, and
+    ``dynaorm.jobs.export`` makes its merge commit the datasets to Iceberg tables
+    (:mod:`dynaorm.lake`)."""
+    _check_format(format, catalog, namespace)
     try:
         import dynaorm.tools.arrow  # noqa: F401 (dynaorm[export])
     except ModuleNotFoundError as exc:
@@ -274,7 +286,24 @@ def export(table: Table, to: str | os.PathLike[str], *, source: str | None = Non
                   fn=_task, files=files, options=(
                       ("to", os.fspath(to)), ("entities", classes),
                       ("history", bool(history)), ("encrypted", encrypted), ("kind", kind),
-                      ("view", view)))
+                      ("view", view), ("source", source or "")))
+
+
+def _check_format(format: str, catalog: Any, namespace: str | None) -> None:
+    """:class:`ExportError` for a format dynaorm does not write, or its options wrong."""
+    if format not in ("parquet", "iceberg"):
+        raise ExportError(f"export: format= is 'parquet' or 'iceberg', not {format!r}")
+    if format == "parquet" and (catalog is not None or namespace is not None):
+        raise ExportError("export: catalog= and namespace= are for format='iceberg'")
+    if format == "iceberg" and (catalog is None or not namespace):
+        raise ExportError("export: format='iceberg' needs catalog= (a pyiceberg catalog or "
+                          "its name) and namespace=")
+    try:
+        if format == "iceberg":
+            import pyiceberg  # noqa: F401 (dynaorm[lake])
+    except ModuleNotFoundError as exc:
+        raise ExportError('Iceberg exports need pyiceberg: pip install "dynaorm[lake]"'
+                          ) from exc
 
 
 def _task(task: Task, table: Any) -> ExportReport:
@@ -284,15 +313,17 @@ def _task(task: Task, table: Any) -> ExportReport:
 
 def _exported_entities(table: Table, entities: Iterable[type[Entity]] | None
                        ) -> tuple[type[Entity], ...]:
-    """The entity classes an export writes (each once; two of one name are refused)."""
+    """The entity classes an export writes (each once), each named by its type name
+    (unique in a table); a type name that cannot name a folder is refused."""
     known = tuple(dict.fromkeys(c for c in table.entities.values() if spec_of(c).cls is c))
     chosen = known if entities is None else tuple(dict.fromkeys(entities))
-    names = [c.__name__ for c in chosen]
     if stray := [c for c in chosen if c not in known]:
         raise ExportError(f"export: {stray} are not entities of table {table.name!r}")
-    if len(set(names)) != len(names):
-        raise ExportError(f"export: two entities are named alike in {names}: export them "
-                          "one at a time (entities=)")
+    for cls in chosen:
+        name = spec_of(cls).type_name
+        if name.startswith(".") or set(name) & set("/\\\0"):
+            raise ExportError(f"export: {cls.__name__}'s type name {name!r} cannot name a "
+                              "dataset (a folder): no '/', no backslash, no leading '.'")
     return chosen
 
 
@@ -476,7 +507,7 @@ class _Export:
         fast = {} if self.changes or options["kind"] == "scan" else {
             r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.fast}
         #: the class each entity the fast way reads is validated into -> its dataset
-        self.fast_names = {m: (c.__name__, c) for c, r in self.readers.items()
+        self.fast_names = {m: (r.spec.type_name, c) for c, r in self.readers.items()
                            for m, _ in fast.values() if m is r.model}
         type_attribute = table.type_attribute
         self.fast = None if not fast or type_attribute is None else stored_validator(
@@ -484,7 +515,7 @@ class _Export:
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
-        return {f"{c.__name__}{'.history' if h else ''}": (c, h) for c in self.readers
+        return {f"{spec_of(c).type_name}{'.history' if h else ''}": (c, h) for c in self.readers
                 for h in ((False, True) if self.history and spec_of(c).versioned else (False,))}
 
     def part(self, name: str, cls: type[Any]) -> _Part:
@@ -584,7 +615,7 @@ class _Export:
             return
         if change is not None:
             values = {**values, "_op": change[0], "_time": change[1]}
-        name = f"{cls.__name__}{'.history' if role == 'version' else ''}"
+        name = f"{reader.spec.type_name}{'.history' if role == 'version' else ''}"
         self.part(name, cls).add(values, f"{where} {self._key(item)}", counts)
 
     def _key(self, item: Item) -> dict[str, str]:
@@ -682,3 +713,74 @@ def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
             yield batch
             batch = []
     yield batch
+
+
+# -- what the lake's merge needs (dynaorm.lake, through dynaorm.jobs) ----------------------
+def datasets_of(job: Job) -> list[tuple[str, Any, tuple[str, ...]]]:
+    """Each dataset ``job`` writes: its name, the model's ``pyarrow.Schema`` of its rows
+    and the fields of its key (a version row's: with ``version``)."""
+    from dynaorm.tools.arrow import schema_of
+
+    options = dict(job.template.options)
+    decrypt = options["encrypted"] == "decrypt"
+    out = []
+    for cls in options["entities"]:
+        spec = spec_of(cls)
+        keys = tuple(dict.fromkeys((*spec.pk.fields, *(spec.sk.fields if spec.sk else ()))))
+        cols = schema_of(_Reader(spec, decrypt).columns())
+        out.append((spec.type_name, cols, keys))
+        if options["history"] and spec.versioned:
+            out.append((f"{spec.type_name}.history", cols, (*keys, "version")))
+    return out
+
+
+def source_of(job: Job) -> tuple[str, str, str, str]:
+    """What ``job`` reads: its kind (``"scan"``, ``"full"``, ``"incremental"``), an id
+    (a DynamoDB export's ARN, else its source URL; a scan: a new id), the ISO time its
+    rows are as of (an incremental export's end) and an incremental export's start."""
+    options = dict(job.template.options)
+    if options["kind"] == "scan":
+        return "scan", f"scan-{uuid.uuid4().hex}", datetime.now(UTC).isoformat(), ""
+    source = str(options.get("source", ""))
+    s3, (bucket, key) = _s3(), _split(source)
+    where = key if key.endswith(".json") else f"{key.rstrip('/')}/manifest-summary.json"
+    summary = json.loads(_get(s3, bucket, where))
+    as_of = (summary.get("exportToTime") or summary.get("exportTime")
+             or summary.get("endTime") or "")
+    return (options["kind"], str(summary.get("exportArn") or source), _iso(as_of),
+            _iso(summary.get("exportFromTime") or ""))
+
+
+def _iso(value: Any) -> str:
+    """A manifest's time (ISO text, or seconds since the epoch) as ISO 8601 UTC text."""
+    if value in ("", None):
+        return ""
+    if isinstance(value, int | float):
+        return datetime.fromtimestamp(value, UTC).isoformat()
+    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC).isoformat()
+
+
+def read_parts(to: str, name: str, parts: int) -> Iterator[Any]:
+    """The parts ``part-00000`` to ``part-<parts - 1>`` of dataset ``name`` an export
+    wrote under ``to`` (a directory or an ``s3://`` URL), each a ``pyarrow.Table`` (a
+    part a task left out, finding nothing: none)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    s3 = _s3() if to.startswith("s3://") else None
+    for n in range(parts):
+        part = f"{to.rstrip('/')}/{name}/part-{n:05d}.parquet"
+        if s3 is None:
+            if Path(part).exists():
+                yield pq.read_table(part)
+            continue
+        from botocore.exceptions import ClientError
+
+        bucket, key = _split(part)
+        try:
+            body = s3.get_object(Bucket=bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                continue
+            raise ExportError(f"{part} cannot be read: {exc}") from exc
+        yield pq.read_table(pa.BufferReader(body))

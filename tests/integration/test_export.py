@@ -62,7 +62,7 @@ from tests.support.recording import Requests
 
 pytestmark = pytest.mark.sync_only  # processes, threads and the moto server's S3
 #: encrypted fields: left out unless decrypted; fields of no Arrow type: JSON text
-ENCRYPTED = {"Profile": ("ssn",), "Ledger": ("memo",), "Member": ("note",)}
+ENCRYPTED = {"profile": ("ssn",), "ledger": ("memo",), "member": ("note",)}
 JSON_FIELDS = ("anything", "either")
 WHEN = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z in microseconds
 
@@ -131,10 +131,10 @@ def _fill(tb: TestBackend) -> dict[str, Any]:
     exports.db.driver.run(call("PutItem", {"TableName": exports.name, "Item": {
         "pk": {"S": "GHOST#1"}, "sk": {"S": "G"}, "_type": {"S": "ghost"}}}))
     read = Session(exports)
-    return {"Profile": [read.get(Profile, id=i) for i in ("p1", "p2")],
-            "Ledger": [read.get(Ledger, id="l1")],
-            "Ledger.history": list(read.history(Ledger, id="l1")),
-            "Member": [read.get(Member, id=i) for i in ("m0", "m1")]}
+    return {"profile": [read.get(Profile, id=i) for i in ("p1", "p2")],
+            "ledger": [read.get(Ledger, id="l1")],
+            "ledger.history": list(read.history(Ledger, id="l1")),
+            "member": [read.get(Member, id=i) for i in ("m0", "m1")]}
 
 
 def _assert_datasets(out: str | Path, entities: dict[str, list[Any]],
@@ -143,7 +143,7 @@ def _assert_datasets(out: str | Path, entities: dict[str, list[Any]],
     for name, objs in entities.items():
         omit = () if decrypted else ENCRYPTED[name.split(".")[0]]
         rows = sorted(read_back(out, name), key=lambda r: (r["id"], r.get("version")))
-        assert rows == [row_of(o, omit, JSON_FIELDS if name == "Profile" else ())
+        assert rows == [row_of(o, omit, JSON_FIELDS if name == "profile" else ())
                         for o in sorted(objs, key=lambda o: (o.id, getattr(o, "version", 0)))
                         ], name
 
@@ -155,15 +155,15 @@ def test_a_live_export_is_one_typed_dataset_per_entity(tb: TestBackend, tmp_path
     current layout, the ghost counted; then with history and decrypted."""
     entities = _fill(tb)
     report = run_local(export(exports, tmp_path / "a", segments=3))
-    history = entities.pop("Ledger.history")
+    history = entities.pop("ledger.history")
     assert report == ExportReport(
-        rows={"Profile": 2, "Ledger": 1, "Member": 2}, unclaimed={"ghost": 1}, failed=0,
+        rows={"profile": 2, "ledger": 1, "member": 2}, unclaimed={"ghost": 1}, failed=0,
         failures=[], scanned=len(tb.scan_raw()), skipped=1 + 3 + 3)  # expired, guards, versions
     _assert_datasets(tmp_path / "a", entities)
     report = run_local(export(exports, tmp_path / "b", segments=2, history=True,
                               encrypted="decrypt"))
-    assert report.rows == {"Profile": 2, "Ledger": 1, "Ledger.history": 3, "Member": 2}
-    _assert_datasets(tmp_path / "b", {**entities, "Ledger.history": history}, decrypted=True)
+    assert report.rows == {"profile": 2, "ledger": 1, "ledger.history": 3, "member": 2}
+    _assert_datasets(tmp_path / "b", {**entities, "ledger.history": history}, decrypted=True)
 
 
 def test_the_columns_are_typed_from_the_model(tb: TestBackend, tmp_path: Path) -> None:
@@ -173,9 +173,9 @@ def test_the_columns_are_typed_from_the_model(tb: TestBackend, tmp_path: Path) -
 
     _fill(tb)
     run_local(export(exports, tmp_path, entities=[Profile]))
-    assert sorted(os.listdir(tmp_path)) == ["Profile"]
+    assert sorted(os.listdir(tmp_path)) == ["profile"]
     described = duckdb.connect().execute(
-        f"DESCRIBE SELECT * FROM read_parquet('{tmp_path}/Profile/*.parquet')").fetchall()
+        f"DESCRIBE SELECT * FROM read_parquet('{tmp_path}/profile/*.parquet')").fetchall()
     assert {name: kind for name, kind, *_ in described} == {
         "id": "VARCHAR", "email": "VARCHAR", "name": "VARCHAR", "age": "BIGINT",
         "score": "DOUBLE", "balance": "DECIMAL(12,2)", "ratio": "DECIMAL(38,18)",
@@ -186,7 +186,7 @@ def test_the_columns_are_typed_from_the_model(tb: TestBackend, tmp_path: Path) -
         "address": "STRUCT(city VARCHAR, lines VARCHAR[], \"where\" STRUCT(x BIGINT, y BIGINT))",
         "blob": "BLOB", "anything": "VARCHAR", "either": "VARCHAR",
         "expires": "TIMESTAMP WITH TIME ZONE"}
-    frame = polars.read_parquet(tmp_path / "Profile" / "*.parquet").sort("id")
+    frame = polars.read_parquet(tmp_path / "profile" / "*.parquet").sort("id")
     assert frame["id"].to_list() == ["p1", "p2"]
     assert frame["balance"].to_list() == [Decimal("1234.50"), Decimal("0.00")]
     assert frame["address"].to_list()[0] == {"city": "Paris", "lines": ["1 rue"],
@@ -206,7 +206,7 @@ def test_an_export_from_s3_full_then_incremental(tb: TestBackend, tmp_path: Path
                  history=True, encrypted="decrypt")
     assert len(job.tasks()) == 2
     report = run_local(job)
-    assert report.rows == {"Profile": 2, "Ledger": 1, "Ledger.history": 3, "Member": 2}
+    assert report.rows == {"profile": 2, "ledger": 1, "ledger.history": 3, "member": 2}
     assert report.unclaimed == {"ghost": 1} and report.failed == 0
     _assert_datasets(tmp_path / "full", entities, decrypted=True)
     s = Session(exports)
@@ -224,25 +224,25 @@ def test_an_export_from_s3_full_then_incremental(tb: TestBackend, tmp_path: Path
         url = incremental_export(s3, "exports", view, before, after, ("pk", "sk"), WHEN, view)
         out = tmp_path / view
         report = run_local(export(exports, out, source=url, history=True))
-        assert report.rows == {"Profile": 3, "Ledger": 1, "Ledger.history": 1, "Member": 0}
+        assert report.rows == {"profile": 3, "ledger": 1, "ledger.history": 1, "member": 0}
         at = datetime(2026, 1, 1, tzinfo=UTC)
-        changes = {r["id"]: r for r in read_back(out, "Profile")}
+        changes = {r["id"]: r for r in read_back(out, "profile")}
         assert changes["p1"] == {"_op": "modify", "_time": at,
                                  **row_of(s.get(Profile, id="p1"), ("ssn",), JSON_FIELDS)}
         assert changes["p4"] == {"_op": insert, "_time": at,
                                  **row_of(s.get(Profile, id="p4"), ("ssn",), JSON_FIELDS)}
         assert changes["p2"] == {**{k: None for k in changes["p1"]}, "_op": "remove",
                                  "_time": at, "id": "p2"}
-        (latest,) = read_back(out, "Ledger")
-        (version,) = read_back(out, "Ledger.history")
+        (latest,) = read_back(out, "ledger")
+        (version,) = read_back(out, "ledger.history")
         assert (latest["_op"], latest["balance"], latest["version"]) == ("modify", 40, 4)
         assert (version["_op"], version["balance"], version["version"]) == (insert, 40, 4)
     # the guide's recipe: the base (the full export before) and the window's changes give
     # the full export after it
     run_local(export(exports, tmp_path / "base", source=full_export(s3, "exports", "b", before)))
     run_local(export(exports, tmp_path / "now", source=full_export(s3, "exports", "a", after)))
-    assert _fresh(tmp_path / "base", tmp_path / "NEW_AND_OLD_IMAGES", "Profile", "id") == \
-        sorted(read_back(tmp_path / "now", "Profile"), key=lambda r: r["id"])
+    assert _fresh(tmp_path / "base", tmp_path / "NEW_AND_OLD_IMAGES", "profile", "id") == \
+        sorted(read_back(tmp_path / "now", "profile"), key=lambda r: r["id"])
 
 
 def _fresh(base: Path, changes: Path, dataset: str, key: str) -> list[dict[str, Any]]:
@@ -285,7 +285,7 @@ def test_moto_s_own_export_reads_with_its_manifests(tb: TestBackend, tmp_path: P
     (key,) = [o["Key"] for o in s3.list_objects_v2(Bucket="exports", Prefix="moto")["Contents"]]
     report = run_local(export(exports, tmp_path, source=with_manifests(s3, "exports", key)))
     assert report.failed == 0 and report.unclaimed == {"ghost": 1}
-    entities.pop("Ledger.history")
+    entities.pop("ledger.history")
     _assert_datasets(tmp_path, entities)
 
 
@@ -325,11 +325,11 @@ def test_bad_input_is_a_typed_error_naming_the_file_or_a_counted_row(
         "UpdateExpression": "SET age = :a", "ExpressionAttributeValues": {":a": {"S": "old"}}}))
     url = full_export(s3, "exports", "mismatch", tb.scan_raw(), files=1)
     report = run_local(export(exports, out, source=url))
-    assert report.rows["Profile"] == 1 and report.failed == 1
+    assert report.rows["profile"] == 1 and report.failed == 1
     (why,) = report.failures
     assert why.startswith("s3://exports/") and " line " in why
     assert "Profile {'pk': 'PROFILE#p2', 'sk': 'P'}" in why and "age" in why
-    assert [r["id"] for r in read_back(out, "Profile")] == ["p1"]
+    assert [r["id"] for r in read_back(out, "profile")] == ["p1"]
 
 
 def test_a_column_that_cannot_hold_a_value_leaves_its_row_out_and_names_it(
@@ -341,10 +341,10 @@ def test_a_column_that_cannot_hold_a_value_leaves_its_row_out_and_names_it(
     s.save(Profile(id="ok", email="ok@x.io", age=1))
     s.commit()
     report = run_local(export(exports, tmp_path, entities=[Profile]))
-    assert report.rows == {"Profile": 1} and report.failed == 1
+    assert report.rows == {"profile": 1} and report.failed == 1
     assert "PROFILE#big" in report.failures[0] and "'age' does not fit int64" in \
         report.failures[0]
-    assert [r["id"] for r in read_back(tmp_path, "Profile")] == ["ok"]
+    assert [r["id"] for r in read_back(tmp_path, "profile")] == ["ok"]
 
 
 class Killed(BaseException):
@@ -367,15 +367,15 @@ def test_tasks_rerun_twice_at_once_and_after_a_kill_leave_no_duplicate(
     no data to a reader, and a part an earlier run wrote for a dataset the task now finds
     empty is gone."""
     entities = _fill(tb)
-    entities.pop("Ledger.history")
+    entities.pop("ledger.history")
     job = export(exports, tmp_path, segments=2)
     kill = exports.db.add_hook(KillAtScan())
     with pytest.raises(Killed):
         job.run(job.tasks()[0])
     exports.db.remove_hook(kill)
     assert not tmp_path.exists() or not any(tmp_path.rglob("*"))
-    killed = tmp_path / "Profile" / f".part-00000.parquet.{uuid.uuid4().hex}.tmp"
-    stale = [tmp_path / name / f"part-0000{n}.parquet" for name in ("Profile", "Member")
+    killed = tmp_path / "profile" / f".part-00000.parquet.{uuid.uuid4().hex}.tmp"
+    stale = [tmp_path / name / f"part-0000{n}.parquet" for name in ("profile", "member")
              for n in (0, 1)]
     for path in (killed, *stale):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -388,7 +388,7 @@ def test_tasks_rerun_twice_at_once_and_after_a_kill_leave_no_duplicate(
     for r in runs:
         r.join()
     report = job.merge(results)
-    assert report.rows == {"Profile": 2, "Ledger": 1, "Member": 2}
+    assert report.rows == {"profile": 2, "ledger": 1, "member": 2}
     _assert_datasets(tmp_path, entities)  # (a stale part left would not read as Parquet)
     written = {(p.parent.name, p.name) for p in tmp_path.rglob("*.parquet")}
     assert written == {(name, f"part-0000{n}.parquet") for n, r in results
@@ -405,13 +405,13 @@ def test_into_s3_from_processes_through_the_moto_server(
         pytest.skip("worker processes need an engine they can reach")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", dynaorm_moto_server)
     entities = _fill(tb)
-    entities.pop("Ledger.history")
+    entities.pop("ledger.history")
     import botocore.session
 
     s3 = botocore.session.get_session().create_client("s3")
     s3.create_bucket(Bucket="served")
     report = run_local(export(exports, "s3://served/out/", segments=4), workers=2)
-    assert report.rows == {"Profile": 2, "Ledger": 1, "Member": 2}
+    assert report.rows == {"profile": 2, "ledger": 1, "member": 2}
     for obj in s3.list_objects_v2(Bucket="served", Prefix="out/")["Contents"]:
         local = tmp_path / obj["Key"]
         local.parent.mkdir(parents=True, exist_ok=True)
@@ -441,10 +441,45 @@ def test_keys_come_through_the_client_to_decrypt(tb: TestBackend, tmp_path: Path
         seen = Requests(exports)
         run_local(export(exports, tmp_path, entities=[Ledger], encrypted="decrypt"))
         assert seen.operations.count("kms:Decrypt") == 1
-        assert sorted(r["memo"] for r in read_back(tmp_path, "Ledger")) == [
+        assert sorted(r["memo"] for r in read_back(tmp_path, "ledger")) == [
             "another", "kept secret"]
     finally:
         exports.keyring = saved
+
+
+twins = Table("dynaorm-export-twins")
+
+
+def _twin(module: str, type_name: str) -> type[Entity]:
+    """A class named ``Thing`` of module ``module`` with type name ``type_name``."""
+    meta = type("Meta", (), {"table": twins, "pk": f"{type_name.upper()}#{{id}}", "sk": "T",
+                             "type_name": type_name, "__qualname__": "Thing.Meta",
+                             "__module__": module})
+    return type("Thing", (Entity,), {"__annotations__": {"id": str, "n": int},
+                                     "Meta": meta, "__module__": module,
+                                     "__qualname__": "Thing"})
+
+
+def test_two_classes_of_one_name_write_two_datasets(backend: str | None, aws: None,
+                                                    tmp_path: Path) -> None:
+    """Issue 59: two classes named ``Thing`` (two modules, two type names), exported one
+    at a time into one folder, or together, write two datasets, each named by its type
+    name: the second never replaces the first."""
+    a, b = _twin("shop.orders", "order_thing"), _twin("shop.stock", "stock_thing")
+    with use_tables(twins, endpoint_url=backend, name_suffix=worker_suffix()):
+        s = Session(twins)
+        s.save_many([a(id="a1", n=1), a(id="a2", n=2), b(id="b1", n=10)])
+        for cls in (a, b):
+            run_local(export(twins, tmp_path / "apart", entities=[cls]))
+        report = run_local(export(twins, tmp_path / "together", entities=[a, b]))
+        assert report.rows == {"order_thing": 2, "stock_thing": 1}
+        for out in ("apart", "together"):
+            assert sorted(os.listdir(tmp_path / out)) == ["order_thing", "stock_thing"]
+            assert sorted(r["n"] for r in read_back(tmp_path / out, "order_thing")) == [1, 2]
+            assert [r["id"] for r in read_back(tmp_path / out, "stock_thing")] == ["b1"]
+        odd = _twin("shop.odd", "odd/thing")
+        with pytest.raises(ExportError, match="cannot name a dataset"):
+            export(twins, tmp_path, entities=[odd])
 
 
 def test_options_are_checked(tb: TestBackend, tmp_path: Path) -> None:
@@ -473,10 +508,10 @@ def test_the_command_exports_with_progress(tb: TestBackend, tmp_path: Path,
                  "--engine", "local", "--segments", "3", "--workers", "2", "--history",
                  "--decrypt", "--endpoint-url", str(tb.endpoint_url)]) == 0
     out, err = capsys.readouterr()
-    assert "exported table" in out and "Ledger.history: 3 rows" in out
+    assert "exported table" in out and "ledger.history: 3 rows" in out
     assert "1 item(s) of type 'ghost' claimed by no entity" in out
     assert "3 of 3 tasks done" in err
-    assert sorted(r["memo"] for r in read_back(tmp_path, "Ledger.history")) == [
+    assert sorted(r["memo"] for r in read_back(tmp_path, "ledger.history")) == [
         "at 20", "at 30", "first"]
 
 
@@ -546,7 +581,7 @@ def test_any_model_reads_back_equal_from_a_scan_and_from_exports(
         run_local(export(prop, f"{out}/full", entities=[cls],
                          source=full_export(s3, "anything", "full", before)))
         for name in ("live", "full"):
-            assert sorted(read_back(f"{out}/{name}", cls.__name__),
+            assert sorted(read_back(f"{out}/{name}", "any" + cls.__name__[3:]),
                           key=lambda r: r["id"]) == expected, name
         changed = cls(id=objs[0].id, **data.draw(values))
         s.save(changed, overwrite=True)
@@ -554,7 +589,7 @@ def test_any_model_reads_back_equal_from_a_scan_and_from_exports(
         s.commit()
         url = incremental_export(s3, "anything", "inc", before, b.scan_raw(), ("pk", "sk"), WHEN)
         run_local(export(prop, f"{out}/inc", entities=[cls], source=url))
-        got = {r.pop("id"): r for r in read_back(f"{out}/inc", cls.__name__)}
+        got = {r.pop("id"): r for r in read_back(f"{out}/inc", "any" + cls.__name__[3:])}
         want = {changed.id: {  # (written again: a change, even of equal values)
             "_op": "modify", "_time": datetime(2026, 1, 1, tzinfo=UTC),
             **{k: v for k, v in row_of(s.get(cls, id=changed.id)).items() if k != "id"}}}

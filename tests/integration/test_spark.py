@@ -88,9 +88,15 @@ def test_an_export_on_spark_from_a_scan_and_from_s3(
         for out, job in ((tmp_path / "scan", export(exports, tmp_path / "scan", segments=4)),
                          (tmp_path / "s3", export(exports, tmp_path / "s3", source=source))):
             report = run(job, spark)
-            assert report.rows == {"Profile": 8, "Ledger": 1, "Member": 0} and not report.failed
-            assert sorted(read_back(out, "Profile"), key=lambda r: r["id"]) == want
-            assert [r["balance"] for r in read_back(out, "Ledger")] == [5]
+            assert report.rows == {"profile": 8, "ledger": 1, "member": 0} and not report.failed
+            assert sorted(read_back(out, "profile"), key=lambda r: r["id"]) == want
+            assert [r["balance"] for r in read_back(out, "ledger")] == [5]
+            # Spark reads them too (a ``time`` field: Spark's TIME type, off by default)
+            spark.conf.set("spark.sql.timeType.enabled", "true")
+            frame = spark.read.parquet(str(out / "profile"))
+            assert sorted((r["id"], r["age"], r["tags"]) for r in frame.collect()) == [
+                (f"p{i}", i, [f"t{i}"]) for i in range(8)]
+            assert dict(frame.dtypes)["balance"] == "decimal(12,2)"
 
 
 def test_the_command_runs_a_backfill_on_spark(db: TestBackend, spark: Any,
