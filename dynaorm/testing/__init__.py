@@ -220,8 +220,12 @@ def moto_server() -> Iterator[str]:
         with lock:  # (the answer's body read inside too: moto may build it lazily)
             return list(app(environ, start_response))
 
+    class Quiet(MotoRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            """No line per request (werkzeug's development server logs each)."""
+
     server = make_server("127.0.0.1", 0, one_at_a_time, threaded=True,
-                         request_handler=MotoRequestHandler)
+                         request_handler=Quiet)
     serving = threading.Thread(target=server.serve_forever, daemon=True)
     serving.start()
     try:
