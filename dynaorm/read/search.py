@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
@@ -42,7 +42,7 @@ from dynaorm.schema.table import VectorIndex
 from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, Placeholders, equalities
 from dynaorm.values.keys import key_id
-from dynaorm.values.limits import float32
+from dynaorm.values.limits import float32, short_repr
 from dynaorm.values.ttl import expired
 
 __all__ = ["MAX_TOP", "Hit", "Hits", "SearchSpec", "search_spec"]
@@ -101,7 +101,13 @@ def _stored(spec: EntitySpec, name: str, value: Any, attr: str) -> AttributeValu
 
 
 def _vector(index: VectorIndex, vector: Any) -> tuple[float, ...]:
-    """The search vector as float32 numbers, or :class:`InvalidValueError`."""
+    """The search vector as float32 numbers, or :class:`InvalidValueError` (showing a
+    summary of it, never the whole of a long one)."""
+    if isinstance(vector, str | bytes | bytearray | Mapping) or not isinstance(
+            vector, Iterable):
+        raise InvalidValueError(f"search of vector index {index.name!r}: vector= takes a "
+                                f"list of {index.dimensions} numbers; {short_repr(vector)} "
+                                f"({type(vector).__name__}) is not a list of numbers")
     try:
         values = list(vector)
         if len(values) != index.dimensions:
@@ -155,7 +161,14 @@ class SearchSpec(Generic[T]):
         spec, index = spec_of(self._entities[0]), self._index
         found = equalities(condition)
         allowed = {spec.stored_fields[a]: a for a in index.filters if a in spec.stored_fields}
-        if found is None or any(path not in allowed for path, _ in found):
+        unknown = sorted({str(p) for p, _ in found or ()} - set(allowed))
+        if unknown:
+            what = "a field" if unknown[0] in spec.cls.model_fields else "no field"
+            raise InvalidValueError(
+                f"search of vector index {index.name!r}: where() names {unknown[0]!r}, "
+                f"{what} of {spec.name} that is not a filter of the index (its filter "
+                f"fields: {sorted(allowed)})")
+        if found is None:
             raise InvalidValueError(
                 f"search of vector index {index.name!r}: where() takes only F(field) == "
                 f"value, joined with &, of its filter fields {sorted(allowed)}")

@@ -44,6 +44,7 @@ from tests.support.vector_models import (
     Page,
     Point,
     docs,
+    f32,
     model_score,
     space,
 )
@@ -272,6 +273,38 @@ def test_a_vector_changed_in_place_to_another_length_is_refused_before_sending(
         again.save(loaded)
     assert requests.calls == []
     assert s.get(Doc, doc_id="d1") == doc(1, [1, 0, 0, 0])
+
+
+def test_a_long_bad_vector_is_summarised_not_printed(vdb: TestBackend) -> None:
+    """0.6 printed every number of a vector refused at save (4,096 of them, say)."""
+    obj = doc(1, [1, 0, 0, 0])
+    obj.embedding.extend([0.25] * 4000)  # (in place: validated at save)
+    with pytest.raises(InvalidValueError) as refused, vdb.session() as s:
+        s.save(obj)
+    message = str(refused.value)
+    assert message.startswith("Doc field 'embedding': [1.0, 0.0, 0.0, 0.0, 0.25")
+    assert "... (list, 4004 items) breaks its rules (Value error, a vector of 4 numbers, " \
+           "not 4004)" in message and len(message) < 200
+    assert vdb.scan_raw() == []
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
+def test_a_vector_assigned_after_construction_holds_what_is_stored(vdb: TestBackend) -> None:
+    """0.6 kept an assigned vector's 64-bit floats in the object while 32-bit ones were
+    stored: the saved object and the one read back differed."""
+    obj = doc(1, [1, 0, 0, 0])
+    obj.embedding = [0.1, 0.2, 0.3, 0.7]
+    assert obj.embedding == [f32(x) for x in (0.1, 0.2, 0.3, 0.7)] != [0.1, 0.2, 0.3, 0.7]
+    saved(vdb, obj)
+    s = vdb.session()
+    assert s.get(Doc, doc_id="d1") == obj
+    (hit,) = s.search(Doc, "by_distance", vector=[0.1, 0.2, 0.3, 0.7], top=1).all()
+    assert hit.item == obj and hit.score == 0
+    with pytest.raises(ValueError, match="a vector of 4 numbers, not 3"):
+        obj.embedding = [1.0, 2.0, 3.0]
+    assert obj.embedding == [f32(x) for x in (0.1, 0.2, 0.3, 0.7)]  # (left as it was)
+    obj.title = "plain fields assign as before"
+    assert obj.title == "plain fields assign as before"
 
 
 def test_index_status_knows_vector_indexes(vdb: TestBackend) -> None:

@@ -193,8 +193,12 @@ def _search(**kwargs: Any) -> Any:
     ({"vector": [float("nan"), 0, 0, 0]}, InvalidValueError, "not a finite number"),
     ({"vector": [float("-inf"), 0, 0, 0]}, InvalidValueError, "not a finite number"),
     ({"vector": [0, 0, 0, -1e39]}, InvalidValueError, "within float32's range"),
-    ({"vector": 3}, InvalidValueError, "vector= takes 4 finite numbers"),
-    ({"vector": "abcd"}, InvalidValueError, "vector= takes 4 finite numbers"),
+    ({"vector": 3}, InvalidValueError, r"vector= takes a list of 4 numbers; 3 \(int\) is "
+                                       "not a list of numbers"),
+    ({"vector": "abcd"}, InvalidValueError, r"vector= takes a list of 4 numbers; 'abcd' "
+                                            r"\(str\) is not a list of numbers"),
+    ({"vector": "hello"}, InvalidValueError, "'hello' \\(str\\) is not a list of numbers"),
+    ({"vector": {"a": 1}}, InvalidValueError, r"\(dict\) is not a list of numbers"),
     ({"top": 0}, InvalidValueError, "top= takes a whole number from 1 to 100"),
     ({"top": 101}, InvalidValueError, "top= takes a whole number from 1 to 100"),
     ({"top": True}, InvalidValueError, "top= takes a whole number"),
@@ -217,12 +221,25 @@ def test_a_search_refuses_before_sending(kwargs: dict[str, Any], error: type[Exc
     F("category") != "news", F("category").begins_with("n"), F("year") > 2020,
     F("year").between(1, 2), F("category").is_in("a", "b"), ~(F("category") == "a"),
     (F("category") == "a") | (F("year") == 1), F("category").exists(),
-    F("title") == "x", F("tenant_id") == "t1", F("embedding")[0] == 1.0,
 ])
 def test_where_takes_only_what_a_search_condition_allows(condition: Any) -> None:
     with pytest.raises(InvalidValueError, match=r"where\(\) takes only F\(field\) == value, "
                                                 r"joined with &, of its filter fields"):
         _search().where(condition)
+
+
+@pytest.mark.parametrize(("condition", "named"), [
+    (F("catgory") == "x", "'catgory', no field of Doc"),
+    ((F("category") == "x") & (F("yaer") == 1), "'yaer', no field of Doc"),
+    (F("title") == "x", "'title', a field of Doc"),
+    (F("tenant_id") == "t1", "'tenant_id', a field of Doc"),
+])
+def test_where_names_a_field_that_is_not_a_filter(condition: Any, named: str) -> None:
+    """0.6 listed the filter fields without naming the one it refused (a typo too)."""
+    with pytest.raises(InvalidValueError) as refused:
+        _search().where(condition)
+    assert f"where() names {named} that is not a filter of the index (its filter " \
+           "fields: ['category', 'year'])" in str(refused.value)
 
 
 def test_where_takes_each_filter_once_with_a_value_of_its_type() -> None:
