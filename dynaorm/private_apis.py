@@ -8,12 +8,14 @@ imported when a function is called (``import dynaorm`` loads none of them).
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
-           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested", "unobserved"]
+           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested",
+           "moto_sizes_unchecked", "unobserved"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -95,6 +97,40 @@ def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
             urls.url_bases.append(base)
             index.backend_url_patterns.append(("dynamodb", re.compile(base)))
     urls.url_paths["{0}/"] = dispatch
+
+
+_SIZES = threading.local()  # .unchecked: moto's own item size check is off on this thread
+
+
+@contextmanager
+def moto_sizes_unchecked() -> Iterator[None]:
+    """For the block, on this thread, moto stores items whatever their size: dynaorm's
+    emulator checks DynamoDB's 400 KB (as DynamoDB counts it) in front of moto, whose own
+    check refuses items from 405,000 bytes as it counts them (a binary value counted as
+    its base64 text), below DynamoDB's 409,600.
+
+    moto: ``moto.dynamodb.models.dynamo_type.LimitedSizeDict.__setitem__``, the check
+    every item's attributes go through; moto has no setting for the limit."""
+    from moto.dynamodb.models import dynamo_type
+
+    limited = dynamo_type.LimitedSizeDict
+    if not getattr(limited, "_dynaorm_sized", False):
+        checked = limited.__setitem__
+
+        def setitem(self: Any, key: str, value: Any) -> None:
+            if getattr(_SIZES, "unchecked", False):
+                dict.__setitem__(self, key, value)
+            else:
+                checked(self, key, value)
+
+        limited.__setitem__ = setitem  # type: ignore[method-assign, assignment]
+        limited._dynaorm_sized = True  # type: ignore[attr-defined]
+    before = getattr(_SIZES, "unchecked", False)
+    _SIZES.unchecked = True
+    try:
+        yield
+    finally:
+        _SIZES.unchecked = before
 
 
 def checked_aiohttp_session() -> type[Any]:

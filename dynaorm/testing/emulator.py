@@ -14,7 +14,8 @@ transport of every client: :class:`EmbeddedTransport`; over HTTP, in the proxy o
   (a transaction replayed with its token and the same items is applied once and answered
   as the first time, for ten minutes; other items: ``IdempotentParameterMismatch
   Exception``), DynamoDB's item size (400 KB as DynamoDB counts it, on puts and on what an
-  update makes: refused, and nothing changed), a transaction's 4 MB, 25 actions of a
+  update makes: refused, and nothing changed; moto's own lower limit is lifted, so items
+  up to 409,600 bytes are stored as DynamoDB stores them), a transaction's 4 MB, 25 actions of a
   ``BatchWriteItem`` and 100 of a ``TransactGetItems`` (moto stops at 25), and atomicity:
   one request at a time, so no thread sees or undoes half of another's transaction.
 
@@ -40,7 +41,7 @@ from typing import Any, Final
 
 from dynaorm.client.botocore import botocore_error, create_client, method_name
 from dynaorm.errors import DynaormError, RequestError, TableNotFoundError
-from dynaorm.private_apis import unobserved
+from dynaorm.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.protocol.events import Reason
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.wire import render
@@ -517,8 +518,11 @@ class EmbeddedTransport:
 
     def send(self, operation: str, request: dict[str, Any], reader: Any = None
              ) -> dict[str, Any]:
-        """Send ``request`` through the emulator (``reader`` is ignored)."""
-        return self.emulator.handle(operation, request, self.wire.send, self._own)
+        """Send ``request`` through the emulator (``reader`` is ignored); moto stores the
+        items the emulator lets through whatever their size (its own limit is lower than
+        DynamoDB's: :func:`~dynaorm.private_apis.moto_sizes_unchecked`)."""
+        with moto_sizes_unchecked():
+            return self.emulator.handle(operation, request, self.wire.send, self._own)
 
     def _own(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """One of the emulator's own requests, to the same moto (the same region)."""
