@@ -123,7 +123,7 @@ def moto_sizes_unchecked() -> Iterator[None]:
             else:
                 checked(self, key, value)
 
-        limited.__setitem__ = setitem  # type: ignore[method-assign, assignment]
+        limited.__setitem__ = setitem  # type: ignore[method-assign]
         limited._dynaorm_sized = True  # type: ignore[attr-defined]
     before = getattr(_SIZES, "unchecked", False)
     _SIZES.unchecked = True
