@@ -47,7 +47,7 @@ from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.wire import render
 
 __all__ = ["ANSWERS", "INDEX_READS", "MIRROR_SUFFIX", "EmbeddedTransport", "Emulator",
-           "IndexLag", "current_lag", "index_lag", "mirror_definition"]
+           "IndexLag", "current_lag", "index_lag", "mirror_definition", "unfronted"]
 
 #: sends one request to the engine behind (as it is: no rule applied), a failure raised
 #: as a :class:`~dynaorm.RequestError`
@@ -130,6 +130,19 @@ class IndexLag:
 
 
 _LAGS: list[IndexLag] = []  # the index_lag blocks open now, innermost last
+_UNFRONTED: list[str] = []  # the endpoint the test runs on, when no emulator fronts it
+
+
+@contextmanager
+def unfronted(url: str) -> Iterator[None]:
+    """For the block, the tables run on ``url``, which no emulator fronts (the pytest
+    plugin's ``--dynaorm-endpoint`` when it is DynamoDB's own): :func:`index_lag`
+    raises rather than lag nothing."""
+    _UNFRONTED.append(url)
+    try:
+        yield
+    finally:
+        _UNFRONTED.remove(url)
 
 
 def current_lag() -> IndexLag | None:
@@ -148,6 +161,12 @@ def index_lag(seconds: float, *, seed: int | None = None) -> Iterator[IndexLag]:
     innermost holds; when one ends, changes still pending are dropped (the table as it is
     counts as old). Yields the :class:`IndexLag` (``lag.advance(seconds)``)."""
     lag = IndexLag(seconds, seed)
+    if _UNFRONTED:
+        raise DynaormError(
+            f"index_lag: the tests run on {_UNFRONTED[-1]}, which no emulator fronts (a "
+            "fault proxy serves local engines: it does not sign requests anew), so nothing "
+            "would lag on its clock; DynamoDB's own indexes lag as they do. Run on a local "
+            "engine, or in process, to control the lag")
     _LAGS.append(lag)
     try:
         yield lag
