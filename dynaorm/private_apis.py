@@ -99,7 +99,7 @@ def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
     urls.url_paths["{0}/"] = dispatch
 
 
-_SIZES = threading.local()  # .unchecked: moto's own item size check is off on this thread
+_SIZES = threading.local()  # .off: moto's own item size check is off on this thread
 
 
 @contextmanager
@@ -111,26 +111,17 @@ def moto_sizes_unchecked() -> Iterator[None]:
 
     moto: ``moto.dynamodb.models.dynamo_type.LimitedSizeDict.__setitem__``, the check
     every item's attributes go through; moto has no setting for the limit."""
-    from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.models.dynamo_type import LimitedSizeDict as Limited
 
-    limited = dynamo_type.LimitedSizeDict
-    if not getattr(limited, "_dynaorm_sized", False):
-        checked = limited.__setitem__
-
-        def setitem(self: Any, key: str, value: Any) -> None:
-            if getattr(_SIZES, "unchecked", False):
-                dict.__setitem__(self, key, value)
-            else:
-                checked(self, key, value)
-
-        limited.__setitem__ = setitem  # type: ignore[method-assign]
-        limited._dynaorm_sized = True  # type: ignore[attr-defined]
-    before = getattr(_SIZES, "unchecked", False)
-    _SIZES.unchecked = True
+    checked = Limited.__setitem__
+    if checked.__name__ != "<lambda>":  # (not replaced yet)
+        Limited.__setitem__ = lambda self, key, value: (  # type: ignore[method-assign]
+            dict.__setitem__ if getattr(_SIZES, "off", False) else checked)(self, key, value)
+    before, _SIZES.off = getattr(_SIZES, "off", False), True
     try:
         yield
     finally:
-        _SIZES.unchecked = before
+        _SIZES.off = before
 
 
 def checked_aiohttp_session() -> type[Any]:

@@ -258,7 +258,12 @@ def test_the_request_of_a_search() -> None:
         "TableName": docs.name, "IndexName": "by_meaning", "TopK": 7,
         "SearchVector": [{"N": "0.100000001"}, {"N": "0"}, {"N": "1"}, {"N": "-2"}],
         "SearchConditionExpression": "#n0 = :v0 AND #n1 = :v1 AND #n2 = :v2",
-        "ExpressionAttributeNames": {"#n0": "tenant_id", "#n1": "category", "#n2": "year"},
+        "ProjectionExpression": "#n3, #n4, #n5, #n1, #n6, #n7, #n8, #n9, #n10, #n11, #n0, "
+                                "#n12, #n2",  # (an ALL index: every attribute of a Doc)
+        "ExpressionAttributeNames": {
+            "#n0": "tenant_id", "#n1": "category", "#n2": "year", "#n3": "_dynaorm_job",
+            "#n4": "_rev", "#n5": "_type", "#n6": "doc_id", "#n7": "embedding",
+            "#n8": "expires", "#n9": "pk", "#n10": "secret", "#n11": "sk", "#n12": "title"},
         "ExpressionAttributeValues": {":v0": {"S": "t1"}, ":v1": {"S": "news"},
                                       ":v2": {"N": "2026"}}}
     assert Session(docs).search(Doc, "by_dot", vector=[1, 0, 0, 0])._request() == {
@@ -327,9 +332,9 @@ def hostile(body: bytes | Reply, wire: str, rows: Sequence[dict[str, Any]] = ()
             docs._restore(bound)
 
 
-def searched(kind: str, top: int = 3) -> Any:
+def searched(kind: str, top: int = 3, index: str = "by_distance") -> Any:
     s: Any = Session(docs) if kind == "sync" else BlockingAsyncSession(AsyncSession(docs))
-    return s.search(Doc, "by_distance", vector=[1, 0, 0, 0], top=top).all()
+    return s.search(Doc, index, vector=[1, 0, 0, 0], top=top).all()
 
 
 HOSTILE = {
@@ -398,9 +403,9 @@ def test_a_hit_that_does_not_fit_its_entity_is_an_item_decode_error(wire: str) -
 
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
 def test_a_hit_gone_before_its_read_by_key_is_left_out(wire: str) -> None:
-    results = [_hit(1, 0.1), _hit(2, 0.2)]
+    results = [_hit(1, 0.2), _hit(2, 0.1)]  # (a KEYS_ONLY index: hits are read by key)
     with hostile(json_body({"SearchResults": results}), wire, [results[1]["Item"]]):
-        hits = searched("sync")
+        hits = searched("sync", index="by_dot")
     assert [h.item.doc_id for h in hits] == ["d2"] and hits.skipped == 0
 
 
