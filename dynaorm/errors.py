@@ -297,6 +297,11 @@ class RequestError(DynaormError):
         self.item = item
         """A single write's stored item when DynamoDB returned it (wire form), else ``None``."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled whole (a job's worker process sends it to the one that started it)."""
+        return (type(self), (self.operation, self.code, self.message, self.reasons,
+                             self.item), self.__dict__)
+
 
 class TableNotFoundError(RequestError):
     """The table (or index) does not exist on the endpoint."""

@@ -8,12 +8,14 @@ imported when a function is called (``import dynaorm`` loads none of them).
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["botocore_operation_url", "botocore_verify", "checked_aiohttp_session",
-           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested", "unobserved"]
+           "config_options", "moto_active", "moto_dynamodb_route", "moto_nested",
+           "moto_sizes_unchecked", "unobserved"]
 
 
 def config_options(config: Any) -> dict[str, Any]:
@@ -95,6 +97,31 @@ def moto_dynamodb_route(dispatch: Any, url_bases: tuple[str, ...]) -> None:
             urls.url_bases.append(base)
             index.backend_url_patterns.append(("dynamodb", re.compile(base)))
     urls.url_paths["{0}/"] = dispatch
+
+
+_SIZES = threading.local()  # .off: moto's own item size check is off on this thread
+
+
+@contextmanager
+def moto_sizes_unchecked() -> Iterator[None]:
+    """For the block, on this thread, moto stores items whatever their size: dynaorm's
+    emulator checks DynamoDB's 400 KB (as DynamoDB counts it) in front of moto, whose own
+    check refuses items from 405,000 bytes as it counts them (a binary value counted as
+    its base64 text), below DynamoDB's 409,600.
+
+    moto: ``moto.dynamodb.models.dynamo_type.LimitedSizeDict.__setitem__``, the check
+    every item's attributes go through; moto has no setting for the limit."""
+    from moto.dynamodb.models.dynamo_type import LimitedSizeDict as Limited
+
+    checked = Limited.__setitem__
+    if checked.__name__ != "<lambda>":  # (not replaced yet)
+        Limited.__setitem__ = lambda self, key, value: (  # type: ignore[method-assign]
+            dict.__setitem__ if getattr(_SIZES, "off", False) else checked)(self, key, value)
+    before, _SIZES.off = getattr(_SIZES, "off", False), True
+    try:
+        yield
+    finally:
+        _SIZES.off = before
 
 
 def checked_aiohttp_session() -> type[Any]:

@@ -33,7 +33,7 @@ from dynaorm.core.commit import keyed_plan_p
 from dynaorm.errors import DynaormError, ItemNotFoundError
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.search import OPERATION as SEARCH_OPERATION
-from dynaorm.read.search import SearchSpec
+from dynaorm.read.search import SearchSpec, asked
 from dynaorm.read.spec import ReadSpec
 from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.table import TableSchema
@@ -353,9 +353,9 @@ def _read(spec: ReadSpec[Any], items: Sequence[Any] | None) -> Explanation:
 
 def _search(search: SearchSpec[Any], items: Sequence[Any] | None) -> Explanation:
     """A vector search: its ``SearchVectors`` request (metered in vector search bytes,
-    which AWS gives no way to price before sending: noted, not priced), then a
-    ``BatchGetItem`` of its hits by key (the units of the items given, else of one item
-    of at most 4 KB)."""
+    which AWS gives no way to price before sending: noted, not priced), then, unless the
+    index projects every attribute of the entity, a ``BatchGetItem`` of its hits by key
+    (the units of the items given, else of one item of at most 4 KB)."""
     spec, index = spec_of(search._entities[0]), search._index
     stored = None if items is None else _stored(items)
     units = sum(read_units(item_size(i)) for i in stored) if stored is not None else 0.5
@@ -365,16 +365,20 @@ def _search(search: SearchSpec[Any], items: Sequence[Any] | None) -> Explanation
              "slowly with the index's items) and gives their price per byte on its pricing "
              "page, but no way to count them before sending: not priced here (with "
              "return_consumed_capacity set, client.capacity() counts what a search reports)"]
-    if stored is None:
-        notes.append("read units of one hit of at most 4 KB: pass items= (the objects it "
-                     "returns) for the units of those")
+    sent = [Request(SEARCH_OPERATION, spec.table.name, index.name, search._request(),
+                    note="vector search bytes: not priced")]
+    if asked(spec, index):
+        notes.append(f"one request: index {index.name} projects every attribute of "
+                     f"{spec.name}, so each hit is the stored item")
+    else:
+        if stored is None:
+            notes.append("read units of one hit of at most 4 KB: pass items= (the objects it "
+                         "returns) for the units of those")
+        sent.append(Request("BatchGetItem", spec.table.name, None, {"RequestItems": {
+            spec.table.name: {"Keys": ["<each hit's key>"]}}}, units,
+            note="each hit is read by key, 100 a request"))
     return Explanation(
-        f"search {spec.name} on vector index {index.name} (top {search._top})", (
-            Request(SEARCH_OPERATION, spec.table.name, index.name, search._request(),
-                    note="vector search bytes: not priced"),
-            Request("BatchGetItem", spec.table.name, None, {"RequestItems": {
-                spec.table.name: {"Keys": ["<each hit's key>"]}}}, units,
-                note="each hit is read by key, 100 a request")),
+        f"search {spec.name} on vector index {index.name} (top {search._top})", tuple(sent),
         notes=tuple(notes), exact=False)
 
 

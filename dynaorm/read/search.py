@@ -13,7 +13,9 @@ Hits are read as a query reads its items: only the requested entity's rows are h
 latest copies, not expired); an item of another type in the index is skipped and counted
 (:attr:`Hits.skipped`); an item still in the entity's previous layout (``Meta.previous``)
 is a hit, read as current (a write of it moves it). A search leaves the vector out of what
-it returns (and an index's copy of it holds 32-bit floats, not the stored numbers): every
+it returns unless asked, and an index's copy of it holds 32-bit floats, the numbers
+dynaorm stores: where the index projects every attribute of the entity (:func:`asked`),
+the search asks for them all and each hit is the stored item (one request); elsewhere each
 hit is read by key (``BatchGetItem``), as a projected GSI's items are, so that an object
 found by a search is the stored item exactly (what a later write of it is conditioned
 on); where the index carries the type attribute (``ALL``, ``INCLUDE``), items of other
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Self, TypeVar
 
@@ -36,16 +38,17 @@ from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.steps import Proto, call
 from dynaorm.read.batches import batch_get_p
 from dynaorm.read.selection import Selection, selection
+from dynaorm.schema.checks import JOB_MARK
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import VectorIndex
 from dynaorm.values.codec import encode_value
 from dynaorm.values.expressions import Condition, Placeholders, equalities
 from dynaorm.values.keys import key_id
-from dynaorm.values.limits import float32
+from dynaorm.values.limits import float32, short_repr
 from dynaorm.values.ttl import expired
 
-__all__ = ["MAX_TOP", "Hit", "Hits", "SearchSpec", "search_spec"]
+__all__ = ["MAX_TOP", "Hit", "Hits", "SearchSpec", "asked", "search_spec"]
 
 T = TypeVar("T", bound=Entity)
 S = TypeVar("S", bound="SearchSpec[Any]")
@@ -101,7 +104,13 @@ def _stored(spec: EntitySpec, name: str, value: Any, attr: str) -> AttributeValu
 
 
 def _vector(index: VectorIndex, vector: Any) -> tuple[float, ...]:
-    """The search vector as float32 numbers, or :class:`InvalidValueError`."""
+    """The search vector as float32 numbers, or :class:`InvalidValueError` (showing a
+    summary of it, never the whole of a long one)."""
+    if isinstance(vector, str | bytes | bytearray | Mapping) or not isinstance(
+            vector, Iterable):
+        raise InvalidValueError(f"search of vector index {index.name!r}: vector= takes a "
+                                f"list of {index.dimensions} numbers; {short_repr(vector)} "
+                                f"({type(vector).__name__}) is not a list of numbers")
     try:
         values = list(vector)
         if len(values) != index.dimensions:
@@ -110,6 +119,30 @@ def _vector(index: VectorIndex, vector: Any) -> tuple[float, ...]:
     except (TypeError, ValueError) as exc:
         raise InvalidValueError(f"search of vector index {index.name!r}: vector= takes "
                                 f"{index.dimensions} finite numbers: {exc}") from None
+
+
+_ASKED: dict[tuple[type[Any], str], tuple[str, ...]] = {}
+
+
+def asked(spec: EntitySpec, index: VectorIndex) -> tuple[str, ...]:
+    """The attributes a search of ``index`` asks for: every one a row of ``spec`` may hold
+    (its fields, keys, index keys, type, revision, the rules' own), when the index
+    projects them all; then the search is one request, each hit the stored item (the
+    index's copy of a vector holds the 32-bit floats dynaorm stored). ``()``: the index
+    leaves some out (``KEYS_ONLY``, an ``INCLUDE`` short of them): each hit is read by
+    key, as a projected global index's items are."""
+    found = _ASKED.get((spec.cls, index.name))
+    if found is None:
+        table = spec.table
+        names = {*spec.stored_fields, *spec.table_key_attrs, *spec.index_attributes,
+                 *spec.rules.attributes, *(n for n, _ in spec.rules.pin(0)), JOB_MARK,
+                 *(a for a in (table.type_attribute, table.revision_attribute) if a)}
+        projection = index.projection
+        held = None if projection == "ALL" else set() if isinstance(projection, str) else {
+            *projection, *spec.table_key_attrs, *index.search_schema}
+        found = tuple(sorted(names)) if held is None or names <= held else ()
+        _ASKED[spec.cls, index.name] = found
+    return found
 
 
 def search_spec(kind: type[S], entity: type[Any], index: str, vector: Any, top: int,
@@ -155,7 +188,14 @@ class SearchSpec(Generic[T]):
         spec, index = spec_of(self._entities[0]), self._index
         found = equalities(condition)
         allowed = {spec.stored_fields[a]: a for a in index.filters if a in spec.stored_fields}
-        if found is None or any(path not in allowed for path, _ in found):
+        unknown = sorted({str(p) for p, _ in found or ()} - set(allowed))
+        if unknown:
+            what = "a field" if unknown[0] in spec.cls.model_fields else "no field"
+            raise InvalidValueError(
+                f"search of vector index {index.name!r}: where() names {unknown[0]!r}, "
+                f"{what} of {spec.name} that is not a filter of the index (its filter "
+                f"fields: {sorted(allowed)})")
+        if found is None:
             raise InvalidValueError(
                 f"search of vector index {index.name!r}: where() takes only F(field) == "
                 f"value, joined with &, of its filter fields {sorted(allowed)}")
@@ -167,7 +207,8 @@ class SearchSpec(Generic[T]):
 
     # -- the request ---------------------------------------------------------------------
     def _request(self) -> dict[str, Any]:
-        """The ``SearchVectors`` request."""
+        """The ``SearchVectors`` request: asking for every attribute the entity's rows may
+        hold when the index projects them all (:func:`asked`)."""
         spec, index, ph = spec_of(self._entities[0]), self._index, Placeholders()
         request: dict[str, Any] = {
             "TableName": spec.table.name, "IndexName": index.name, "TopK": self._top,
@@ -175,6 +216,9 @@ class SearchSpec(Generic[T]):
         if self._scope:
             request["SearchConditionExpression"] = " AND ".join(
                 f"{ph.name(a)} = {ph.value_av(av)}" for a, av in self._scope)
+        names = asked(spec, index)
+        if names:
+            request["ProjectionExpression"] = ", ".join(ph.name(a) for a in names)
         return ph.apply(request)
 
     def _selection(self) -> Selection[T]:
@@ -188,21 +232,25 @@ class SearchSpec(Generic[T]):
     def _search_p(self) -> Proto[Hits[T]]:
         out = yield from call(OPERATION, self._request(), self._entities)
         sel, hits, spec = self._selection(), Hits[T](), spec_of(self._entities[0])
-        old = spec.rules.before  # (the previous layout; a stand-in holds no row)
+        old, whole = spec.rules.before, bool(asked(spec, self._index))
         wanted: list[tuple[Item, float]] = []
+        found: list[tuple[Item, float] | None] = []  # (None: the next of ``wanted``)
         for item, score in self._checked(out.get("SearchResults") or []):
-            if sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
+            if whole and sel.keep(item) and not old.owns(item):
+                found.append((item, score))  # (the stored item, its vector the index's copy)
+            elif sel.type_attr not in item or sel.keep(item) or (  # (KEYS_ONLY: told after)
                     old.owns(item)):
                 wanted.append(({a: item[a] for a in spec.table_key_attrs}, score))
+                found.append(None)
             elif not expired(item, sel.ttl_attr):
                 sel.foreign(item)  # (a type name no class claims is noted, once)
                 hits.skipped += 1
-        if not wanted:
-            return hits
-        stored = yield from batch_get_p(spec.table.name, [key for key, _ in wanted],
-                                        origins=self._entities)
-        for key, score in wanted:
-            row = stored.get(key_id(key))
+        stored = {} if not wanted else (yield from batch_get_p(
+            spec.table.name, [key for key, _ in wanted], origins=self._entities))
+        rows = iter(wanted)
+        for hit in found:
+            key, score = next(rows) if hit is None else hit
+            row = stored.get(key_id(key)) if hit is None else key
             if row is None or expired(row, sel.ttl_attr):
                 continue  # (gone since the index answered; past its TTL)
             if sel.owns(row):

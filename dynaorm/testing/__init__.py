@@ -45,7 +45,7 @@ from dynaorm._types import Item
 from dynaorm.client.client import in_process_mock
 from dynaorm.client.table import Table
 from dynaorm.errors import RequestError, ThrottledError
-from dynaorm.private_apis import moto_nested
+from dynaorm.private_apis import moto_nested, moto_sizes_unchecked
 from dynaorm.protocol.events import ThrottlingReason
 from dynaorm.protocol.hooks import Attempt, Hook, Phase
 from dynaorm.protocol.steps import call
@@ -227,11 +227,17 @@ def moto_server() -> Iterator[str]:
     app, lock = DomainDispatcherApplication(create_backend_app), threading.Lock()
 
     def one_at_a_time(environ: dict[str, Any], start_response: Any) -> list[bytes]:
-        with lock:  # (the answer's body read inside too: moto may build it lazily)
+        # (the answer's body read inside too: moto may build it lazily; every request
+        # comes through the rules' proxy, which holds DynamoDB's item size, not moto's)
+        with lock, moto_sizes_unchecked():
             return list(app(environ, start_response))
 
+    class Quiet(MotoRequestHandler):
+        def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+            """No line per request (werkzeug's development server logs each)."""
+
     server = make_server("127.0.0.1", 0, one_at_a_time, threaded=True,
-                         request_handler=MotoRequestHandler)
+                         request_handler=Quiet)
     serving = threading.Thread(target=server.serve_forever, daemon=True)
     serving.start()
     try:

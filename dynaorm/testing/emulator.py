@@ -14,7 +14,8 @@ transport of every client: :class:`EmbeddedTransport`; over HTTP, in the proxy o
   (a transaction replayed with its token and the same items is applied once and answered
   as the first time, for ten minutes; other items: ``IdempotentParameterMismatch
   Exception``), DynamoDB's item size (400 KB as DynamoDB counts it, on puts and on what an
-  update makes: refused, and nothing changed), a transaction's 4 MB, 25 actions of a
+  update makes: refused, and nothing changed; moto's own lower limit is lifted, so items
+  up to 409,600 bytes are stored as DynamoDB stores them), a transaction's 4 MB, 25 actions of a
   ``BatchWriteItem`` and 100 of a ``TransactGetItems`` (moto stops at 25), and atomicity:
   one request at a time, so no thread sees or undoes half of another's transaction.
 
@@ -40,13 +41,13 @@ from typing import Any, Final
 
 from dynaorm.client.botocore import botocore_error, create_client, method_name
 from dynaorm.errors import DynaormError, RequestError, TableNotFoundError
-from dynaorm.private_apis import unobserved
+from dynaorm.private_apis import moto_sizes_unchecked, unobserved
 from dynaorm.protocol.events import Reason
 from dynaorm.values.limits import MAX_ITEM_BYTES, item_size, value_size
 from dynaorm.wire import render
 
 __all__ = ["ANSWERS", "INDEX_READS", "MIRROR_SUFFIX", "EmbeddedTransport", "Emulator",
-           "IndexLag", "current_lag", "index_lag", "mirror_definition"]
+           "IndexLag", "current_lag", "index_lag", "mirror_definition", "unfronted"]
 
 #: sends one request to the engine behind (as it is: no rule applied), a failure raised
 #: as a :class:`~dynaorm.RequestError`
@@ -114,7 +115,10 @@ class IndexLag:
     def advance(self, seconds: float) -> None:
         """Move the lag's clock on by ``seconds``, as if they had passed (nothing sleeps):
         changes made that much closer to their due time become visible; ``advance(lag.
-        seconds)`` shows every change made so far."""
+        seconds)`` shows every change made so far, another client's included (each
+        emulator looks for them first: :meth:`Emulator.catch_up`)."""
+        for emulator in list(_EMULATORS):
+            emulator.catch_up(self)
         self._ahead += seconds
 
     def delay(self, key: bytes, nth: int) -> float:
@@ -126,6 +130,19 @@ class IndexLag:
 
 
 _LAGS: list[IndexLag] = []  # the index_lag blocks open now, innermost last
+_UNFRONTED: list[str] = []  # the endpoint the test runs on, when no emulator fronts it
+
+
+@contextmanager
+def unfronted(url: str) -> Iterator[None]:
+    """For the block, the tables run on ``url``, which no emulator fronts (the pytest
+    plugin's ``--dynaorm-endpoint`` when it is DynamoDB's own): :func:`index_lag`
+    raises rather than lag nothing."""
+    _UNFRONTED.append(url)
+    try:
+        yield
+    finally:
+        _UNFRONTED.remove(url)
 
 
 def current_lag() -> IndexLag | None:
@@ -144,6 +161,12 @@ def index_lag(seconds: float, *, seed: int | None = None) -> Iterator[IndexLag]:
     innermost holds; when one ends, changes still pending are dropped (the table as it is
     counts as old). Yields the :class:`IndexLag` (``lag.advance(seconds)``)."""
     lag = IndexLag(seconds, seed)
+    if _UNFRONTED:
+        raise DynaormError(
+            f"index_lag: the tests run on {_UNFRONTED[-1]}, which no emulator fronts (a "
+            "fault proxy serves local engines: it does not sign requests anew), so nothing "
+            "would lag on its clock; DynamoDB's own indexes lag as they do. Run on a local "
+            "engine, or in process, to control the lag")
     _LAGS.append(lag)
     try:
         yield lag
@@ -165,6 +188,9 @@ class _Mirror:
     pending: list[tuple[float, dict[str, Any], dict[str, Any] | None]] = field(
         default_factory=list)
     changes: dict[bytes, tuple[int, float]] = field(default_factory=dict)  # n, last due
+    #: the table's items as the emulator last saw them, by rendered key: a change of
+    #: another client (one that does not send through the emulator) is what differs
+    known: dict[bytes, dict[str, Any]] = field(default_factory=dict)
 
 
 _EMULATORS: weakref.WeakSet[Emulator] = weakref.WeakSet()
@@ -223,13 +249,14 @@ class Emulator:
             mirror = self._mirror(request["TableName"], own)
             if mirror is not None and INDEX_READS[operation](request, mirror.indexes):
                 return self._lagging_read(operation, request, mirror, lag, forward)
-        writes = lag is not None and operation in _WRITES
-        for table in {t for _, t, _ in _actions(operation, request)} if writes else ():
-            self._mirror(table, own)
-        answer = self._send(operation, request, forward, own)
-        if writes and lag is not None:
+        if lag is None or operation not in _WRITES:
+            return _mirrors_hidden(operation, self._send(operation, request, forward, own))
+        with self._lock:  # (sent and recorded in one step: never taken for another's)
+            for table in {t for _, t, _ in _actions(operation, request)}:
+                self._mirror(table, own)
+            answer = self._send(operation, request, forward, own)
             self._record(operation, request, lag, own)
-        return _mirrors_hidden(operation, answer)
+        return answer
 
     def _follow(self, operation: str, request: dict[str, Any], own: Forward
                 ) -> IndexLag | None:
@@ -328,17 +355,38 @@ class Emulator:
                 if mirror is None or not mirror.indexes:
                     continue
                 key = self._key(table, key, own)
-                item = _read(own, table, key)
-                rendered = render(key)
-                nth, last = mirror.changes.get(rendered, (0, -math.inf))
-                due = max(last, lag.now() + lag.delay(rendered, nth))
-                mirror.changes[rendered] = (nth + 1, due)
-                mirror.pending.append((due, key, item))
+                _queue(mirror, key, _read(own, table, key), lag)
+
+    def catch_up(self, lag: IndexLag) -> None:
+        """Another client's changes (a boto3 client, the handler under test: writes that
+        do not come through the emulator) to the tables mirrored under ``lag``, each due
+        on its mirror ``lag`` after now, when the emulator sees it: on each lagging read
+        and before :meth:`IndexLag.advance` moves the clock."""
+        with self._lock:
+            if self._closed or lag is not self._lag:
+                return
+            for table, mirror in self._mirrors.items():
+                if mirror.indexes:
+                    self._caught_up(table, mirror, lag)
+
+    def _caught_up(self, table: str, mirror: _Mirror, lag: IndexLag) -> None:
+        """The changes to ``table`` no write through the emulator made, queued."""
+        now: dict[bytes, tuple[dict[str, Any], dict[str, Any]]] = {}
+        for item in _scanned(mirror.own, table):
+            key = self._key(table, item, mirror.own)
+            now[render(key)] = (key, item)
+        for rendered, (key, item) in now.items():
+            if mirror.known.get(rendered) != item:
+                _queue(mirror, key, item, lag)
+        for rendered in [k for k in mirror.known if k not in now]:
+            gone = self._key(table, mirror.known[rendered], mirror.own)
+            _queue(mirror, gone, None, lag)
 
     def _lagging_read(self, operation: str, request: dict[str, Any], mirror: _Mirror,
                       lag: IndexLag, forward: Forward) -> dict[str, Any]:
         """The index read of the mirror, once the changes due are applied to it."""
         with self._lock:
+            self._caught_up(request["TableName"], mirror, lag)
             now = lag.now()
             due = [change for change in mirror.pending if change[0] <= now]
             mirror.pending = [change for change in mirror.pending if change[0] > now]
@@ -422,15 +470,38 @@ def _make_mirror(table: str, own: Forward) -> _Mirror:
         return _Mirror(name, indexes, own)
     _drop(own, name)  # (a mirror a stopped run left behind)
     own("CreateTable", create)  # (active at once on a local engine)
+    mirror = _Mirror(name, indexes, own)
+    keys = [k["AttributeName"] for k in create["KeySchema"]]
+    for item in _scanned(own, table):
+        own("PutItem", {"TableName": name, "Item": item})
+        mirror.known[render({k: item[k] for k in keys})] = item
+    return mirror
+
+
+def _scanned(own: Forward, table: str) -> Iterator[dict[str, Any]]:
+    """Every item of ``table``, by a consistent scan."""
     scan: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = own("Scan", scan)
-        for item in page.get("Items", []):
-            own("PutItem", {"TableName": name, "Item": item})
+        yield from page.get("Items", [])
         if not page.get("LastEvaluatedKey"):
-            break
+            return
         scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    return _Mirror(name, indexes, own)
+
+
+def _queue(mirror: _Mirror, key: dict[str, Any], item: dict[str, Any] | None,
+           lag: IndexLag) -> None:
+    """``item`` (``None``: no item) at ``key``, due on ``mirror`` after its lag (never
+    before a change of the same item queued earlier), and known as the table's now."""
+    rendered = render(key)
+    nth, last = mirror.changes.get(rendered, (0, -math.inf))
+    due = max(last, lag.now() + lag.delay(rendered, nth))
+    mirror.changes[rendered] = (nth + 1, due)
+    mirror.pending.append((due, key, item))
+    if item is None:
+        mirror.known.pop(rendered, None)
+    else:
+        mirror.known[rendered] = item
 
 
 def _actions(operation: str, request: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
@@ -517,8 +588,11 @@ class EmbeddedTransport:
 
     def send(self, operation: str, request: dict[str, Any], reader: Any = None
              ) -> dict[str, Any]:
-        """Send ``request`` through the emulator (``reader`` is ignored)."""
-        return self.emulator.handle(operation, request, self.wire.send, self._own)
+        """Send ``request`` through the emulator (``reader`` is ignored); moto stores the
+        items the emulator lets through whatever their size (its own limit is lower than
+        DynamoDB's: :func:`~dynaorm.private_apis.moto_sizes_unchecked`)."""
+        with moto_sizes_unchecked():
+            return self.emulator.handle(operation, request, self.wire.send, self._own)
 
     def _own(self, operation: str, request: dict[str, Any]) -> dict[str, Any]:
         """One of the emulator's own requests, to the same moto (the same region)."""

@@ -13,6 +13,8 @@ from typing import Any, Final
 __all__ = ["chart_of"]
 
 _CHAR: Final = 7.2  # px per character of the 12px monospace text
+_LABEL_CHAR: Final = 6.0  # px per character of a label's 10px monospace text
+_CURVE: Final = 60  # px between a line's label and the index boxes, at least
 _LINE: Final = 16
 _PAD: Final = 10
 _GAP: Final = 24
@@ -76,6 +78,16 @@ def _entity_lines(e: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def _labels(table: str, e: Mapping[str, Any], drawn: set[str]) -> list[tuple[str, str]]:
+    """``(target, label)`` of each line from entity ``e``: to the table and to each index
+    it lands in that is drawn, labelled with its key templates there."""
+    templates = {i["name"]: i for i in e.get("indexes", ())}
+    return [(t, f"{e['pk']} / {e['sk']}" if t == table else
+             f"{templates[t]['pk']} / {templates[t].get('sk')}" if t in templates else
+             "history" if t == e.get("history_index") else "its attributes")
+            for t in [table, *e.get("lands_in", ())] if t in drawn]
+
+
 def chart_of(model: Mapping[str, Any]) -> str:
     """The chart of ``model`` (:func:`~dynaorm.schema.model.model_of`) as an HTML page."""
     table = model["table"]
@@ -84,7 +96,10 @@ def chart_of(model: Mapping[str, Any]) -> str:
     entities = list(model.get("entities", ()))
     boxes = [(e["name"], _entity_lines(e)) for e in entities]
     left = max([_width(n, lines) for n, lines in boxes] or [200.0])
-    right_x = _LEFT + left + 260
+    labels = [_labels(table["name"], e, {n for n, _ in targets}) for e in entities]
+    longest = max([len(label) for found in labels for _, label in found] or [0])
+    # (the index boxes start past the longest label: no label reaches into a box)
+    right_x = _LEFT + left + max(260, 6 + longest * _LABEL_CHAR + _CURVE)
     svg: list[str] = []
     places: dict[str, tuple[float, float]] = {}
     y = 50.0
@@ -99,16 +114,10 @@ def chart_of(model: Mapping[str, Any]) -> str:
     bottom = y
     y = 50.0
     edges: list[str] = []
-    for e, (name, lines) in zip(entities, boxes, strict=True):
+    for (name, lines), reached in zip(boxes, labels, strict=True):
         svg += _box(_LEFT, y, left, name, lines, "#57606a", f"entity-{name}")
-        templates = {i["name"]: i for i in e.get("indexes", ())}
-        reached = [t for t in [table["name"], *e.get("lands_in", ())] if t in places]
-        for k, target in enumerate(reached):  # (each line leaves the box at its own height)
+        for k, (target, label) in enumerate(reached):  # (each line leaves at its height)
             start, end = (_LEFT + left, y + (_LINE + _PAD) / 2 + k * _LINE), places[target]
-            label = (f"{e['pk']} / {e['sk']}" if target == table["name"] else
-                     f"{templates[target]['pk']} / {templates[target].get('sk')}"
-                     if target in templates else "history" if target == e.get(
-                         "history_index") else "its attributes")
             edges += [f'<path d="M{start[0]},{start[1]} C{start[0] + 120},{start[1]} '
                       f'{end[0] - 120},{end[1]} {end[0]},{end[1]}" class="edge"/>',
                       f'<text x="{start[0] + 6}" y="{start[1] - 3}" class="label">'

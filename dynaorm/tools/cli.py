@@ -463,8 +463,8 @@ def _engine(p: argparse.ArgumentParser) -> None:
     p.add_argument("--engine", choices=("local", "spark"), default=None,
                    help="run as a job of --segments tasks: in --workers local processes, "
                         "or on Apache Spark (check, migrate without it: one sequential scan)")
-    p.add_argument("--segments", metavar="N", type=int, default=1)
-    p.add_argument("--workers", metavar="N", type=int, default=1)
+    p.add_argument("--segments", metavar="N", type=at_least_one, default=1)
+    p.add_argument("--workers", metavar="N", type=at_least_one, default=1)
     p.add_argument("--read-units", metavar="R", type=float, default=None,
                    help="the job's read capacity units a second, all workers together")
     p.add_argument("--write-units", metavar="W", type=float, default=None)
@@ -518,6 +518,17 @@ def endpoint_url(text: str) -> str:
             f"invalid URL {text!r}: expected http(s)://HOST[:PORT], "
             "e.g. http://localhost:8000")
     return text
+
+
+def at_least_one(text: str) -> int:
+    """``--segments``' and ``--workers``' check: a whole number of at least 1."""
+    try:
+        number = int(text)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"a whole number of at least 1, not {text!r}")
+    return number
 
 
 def region_name(text: str) -> str:

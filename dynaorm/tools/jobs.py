@@ -21,14 +21,17 @@ one result per segment and adds them up.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import gzip
 import json
 import multiprocessing
+import sys
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field, replace
+from types import FrameType
 from typing import Any, cast
 
 from dynaorm._types import Item
@@ -298,13 +301,35 @@ def run_local(job: Job, workers: int = 1,
     """Run every task of ``job`` in ``workers`` processes (started afresh, as an engine's
     workers are: each task carries what it needs) and merge their results;
     ``progress(done, total)`` is told as each task ends."""
+    if type(workers) is not int or workers < 1:
+        raise DynaormError(f"run_local: workers must be an int >= 1, got {workers!r}")
     tasks = job.tasks(workers)
     if workers == 1:
         return job.merge(_counted(map(job.run, tasks), len(tasks), progress))
+    _check_guarded(sys._getframe(1))
     context = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(workers, mp_context=context) as pool:
         done = as_completed([pool.submit(job.run, task) for task in tasks])
         return job.merge(_counted((f.result() for f in done), len(tasks), progress))
+
+
+def _check_guarded(frame: FrameType | None) -> None:
+    """Refuse a call from the main script's top level outside ``if __name__ ==
+    "__main__":``: each spawned worker imports the script again and would run it again."""
+    while frame and frame.f_code.co_name != "<module>":
+        frame = frame.f_back
+    path = frame and frame.f_globals.get("__file__")
+    if frame is None or frame.f_globals["__name__"] not in ("__main__", "__mp_main__") or (
+            not path):
+        return
+    with open(path, encoding="utf-8") as source:
+        top = next(t for t in ast.parse(source.read()).body if t.end_lineno and (
+            t.lineno <= frame.f_lineno <= t.end_lineno))
+    if not (isinstance(top, ast.If) and "__main__" in ast.unparse(top.test)):
+        raise DynaormError(f"run_local: called at the top level of {path} (line "
+                           f"{frame.f_lineno}) with workers > 1: what the script does there "
+                           '(making tables, running the job) belongs under `if __name__ == '
+                           '"__main__":` (each worker process imports the script again)')
 
 
 def _counted(results: Iterator[Any], total: int,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Sized
 from decimal import Context, Decimal, InvalidOperation
 from typing import Any, Final
 
@@ -38,8 +38,9 @@ from dynaorm.values.records import Clause
 
 __all__ = ["MAX_DIGITS", "MAX_ITEM_BYTES", "MAX_NESTING", "MAX_PARTITION_KEY_BYTES",
            "MAX_SORT_KEY_BYTES", "check_item", "check_key_value", "check_read_key", "check_size",
-           "check_values", "describe_key", "float32", "item_size", "number_problem", "number_size",
-           "text_size", "updated_item", "value_problem", "value_size"]
+           "check_values", "describe_key", "float32", "item_size",
+           "number_problem", "number_size", "short_repr", "text_size", "updated_item",
+           "value_problem", "value_size"]
 
 #: Bytes of a partition key value (table or index), at most.
 MAX_PARTITION_KEY_BYTES: Final = 2048
@@ -361,6 +362,16 @@ def check_read_key(table: Any, key: PlainKey, entity: str = "item") -> None:
     check_values(wire_key(key).items(), entity=entity, key=key, key_roles=roles)
 
 
+def short_repr(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` as a message shows it: at most about ``limit`` characters, a longer
+    one cut, with its length when it has one (a vector of 4,096 numbers is not printed)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    size = f", {len(value)} items" if isinstance(value, Sized) else ""
+    return f"{text[:limit]}... ({type(value).__name__}{size})"
+
+
 def float32(values: Sequence[Any]) -> list[float]:
     """``values`` rounded to the nearest 32-bit floats, as a vector index holds them; a
     ``ValueError`` names the first that is not a finite number within float32's range."""
@@ -370,6 +381,6 @@ def float32(values: Sequence[Any]) -> list[float]:
         raise ValueError(f"a vector holds numbers only ({exc})") from None
     if not all(map(math.isfinite, out)):
         at = next(i for i, v in enumerate(out) if not math.isfinite(v))
-        raise ValueError(f"element {at} ({values[at]!r}) is not a finite number within "
-                         "float32's range (about +-3.4e38)")
+        raise ValueError(f"element {at} ({short_repr(values[at])}) is not a finite number "
+                         "within float32's range (about +-3.4e38)")
     return out

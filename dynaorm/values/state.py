@@ -90,9 +90,12 @@ class _Numbers(str):
     def of(cls, av: AttributeValue) -> _Numbers | None:
         """``av`` kept so, when it is a non-empty list of numbers only (else ``None``)."""
         raw = av.get("L")
-        if not raw or not all(type(n) is dict and len(n) == 1 and "N" in n for n in raw):
-            return None
-        return cls(",".join(n["N"] for n in raw))
+        try:  # (each a dict of one key, "N": checked in C, then joined)
+            if raw and sum(map(len, raw)) == len(raw):
+                return cls(",".join([n["N"] for n in raw]))
+        except (KeyError, TypeError):
+            pass
+        return None
 
 
 def _render(value: Any) -> AttributeValue:

@@ -34,6 +34,7 @@ from dynaorm.values.expressions import (
     free,
     rename_paths,
 )
+from dynaorm.values.limits import short_repr
 from dynaorm.values.records import Delete, Fail, Op, Origin, Put, Role, Update
 from dynaorm.values.state import InstanceState, MovedState, changed_attributes
 from dynaorm.values.times import stamped
@@ -359,5 +360,6 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
         error = exc.errors()[0]
         name = error["loc"][0]
         shown = spec_of(cls).rules.redact(str(name), error["input"])
-        raise InvalidValueError(f"{cls.__name__} field {name!r}: {shown!r} breaks its rules "
-                                f"({error['msg']})") from (exc if shown is error["input"] else None)
+        raise InvalidValueError(
+            f"{cls.__name__} field {name!r}: {short_repr(shown)} breaks its rules "
+            f"({error['msg']})") from (exc if shown is error["input"] else None)

@@ -32,7 +32,9 @@ from dynaorm import (
 from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.protocol.capacity import SEARCH_BYTES
 from dynaorm.protocol.steps import call
+from dynaorm.schema.entity import raw_state
 from dynaorm.testing import TestBackend, fault_proxy, index_lag, use_tables, worker_suffix
+from dynaorm.values.limits import float32
 from pytest_dynaorm import LAG_OPTION
 from tests.conftest import engine_of, wire_of
 from tests.support.recording import Requests
@@ -44,6 +46,7 @@ from tests.support.vector_models import (
     Page,
     Point,
     docs,
+    f32,
     model_score,
     space,
 )
@@ -162,9 +165,11 @@ def test_each_index_orders_by_its_distance(vdb: TestBackend, index: str, distanc
 @pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
 def test_hits_are_read_by_key_other_types_left_out_first_where_the_index_tells(
         vdb: TestBackend) -> None:
-    """A search leaves the vector out (and an index holds it as 32-bit floats): hits are
-    read by key, so a loaded hit is the stored item exactly. An index carrying the type
-    attribute (``ALL``) tells the notes apart before that read; a ``KEYS_ONLY`` one after."""
+    """An index projecting every attribute (``ALL``) answers a search in one request that
+    asks for them all, the vector included (0.6 read every hit again by key): each hit is
+    the stored item exactly (its loaded state too: the index holds the 32-bit floats
+    dynaorm stored), the notes told apart by their type. A ``KEYS_ONLY`` index's hits
+    are read by key (``BatchGetItem``), the notes told apart after."""
     notes = [Note(note_id=f"n{i}", tenant_id="t1", embedding=[1, 0, 0, 0.5]) for i in range(2)]
     saved(vdb, *corpus(), *notes)
     requests = Requests(vdb.table)
@@ -174,9 +179,22 @@ def test_hits_are_read_by_key_other_types_left_out_first_where_the_index_tells(
         return len(next(iter(found["RequestItems"].values()))["Keys"])
 
     hits = vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0.5], top=5).all()
-    assert [op for op, _ in requests.calls] == ["SearchVectors", "BatchGetItem"]
-    assert "ProjectionExpression" not in requests.calls[0][1]
-    assert read_by_key() == len(hits) == 3 and hits.skipped == 2
+    assert [op for op, _ in requests.calls] == ["SearchVectors"]
+    assert "embedding" in requests.calls[0][1]["ExpressionAttributeNames"].values()
+    assert len(hits) == 3 and hits.skipped == 2
+    stored = {i["pk"]["S"]: i for i in vdb.scan_raw()}
+    for hit in hits:  # (the vector: the index's copy of the 32-bit floats stored)
+        loaded = dict(raw_state(hit.item).peek_item())
+        assert float32([float(n["N"]) for n in loaded.pop("embedding")["L"]]) == float32([
+            float(n["N"]) for n in stored[f"DOC#{hit.item.doc_id}"]["embedding"]["L"]])
+        assert loaded == {k: v for k, v in stored[f"DOC#{hit.item.doc_id}"].items()
+                          if k != "embedding"}
+        assert hit.item == vdb.session().get(Doc, doc_id=hit.item.doc_id)
+    changed = hits[0].item
+    changed.title = "changed from a hit"
+    with vdb.session() as s:
+        s.save(changed)
+    assert vdb.session().get(Doc, doc_id=changed.doc_id) == changed
     requests.calls.clear()
     hits = vdb.session().search(Doc, "by_dot", vector=[1, 0, 0, 0.5], top=5).all()
     assert read_by_key() == 5 and hits.skipped == 5 - len(hits)
@@ -272,6 +290,38 @@ def test_a_vector_changed_in_place_to_another_length_is_refused_before_sending(
         again.save(loaded)
     assert requests.calls == []
     assert s.get(Doc, doc_id="d1") == doc(1, [1, 0, 0, 0])
+
+
+def test_a_long_bad_vector_is_summarised_not_printed(vdb: TestBackend) -> None:
+    """0.6 printed every number of a vector refused at save (4,096 of them, say)."""
+    obj = doc(1, [1, 0, 0, 0])
+    obj.embedding.extend([0.25] * 4000)  # (in place: validated at save)
+    with pytest.raises(InvalidValueError) as refused, vdb.session() as s:
+        s.save(obj)
+    message = str(refused.value)
+    assert message.startswith("Doc field 'embedding': [1.0, 0.0, 0.0, 0.0, 0.25")
+    assert "... (list, 4004 items) breaks its rules (Value error, a vector of 4 numbers, " \
+           "not 4004)" in message and len(message) < 200
+    assert vdb.scan_raw() == []
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
+def test_a_vector_assigned_after_construction_holds_what_is_stored(vdb: TestBackend) -> None:
+    """0.6 kept an assigned vector's 64-bit floats in the object while 32-bit ones were
+    stored: the saved object and the one read back differed."""
+    obj = doc(1, [1, 0, 0, 0])
+    obj.embedding = [0.1, 0.2, 0.3, 0.7]
+    assert obj.embedding == [f32(x) for x in (0.1, 0.2, 0.3, 0.7)] != [0.1, 0.2, 0.3, 0.7]
+    saved(vdb, obj)
+    s = vdb.session()
+    assert s.get(Doc, doc_id="d1") == obj
+    (hit,) = s.search(Doc, "by_distance", vector=[0.1, 0.2, 0.3, 0.7], top=1).all()
+    assert hit.item == obj and hit.score == 0
+    with pytest.raises(ValueError, match="a vector of 4 numbers, not 3"):
+        obj.embedding = [1.0, 2.0, 3.0]
+    assert obj.embedding == [f32(x) for x in (0.1, 0.2, 0.3, 0.7)]  # (left as it was)
+    obj.title = "plain fields assign as before"
+    assert obj.title == "plain fields assign as before"
 
 
 def test_index_status_knows_vector_indexes(vdb: TestBackend) -> None:
@@ -400,15 +450,20 @@ def test_explain_of_a_search_sends_nothing_and_tells_what_it_will_send(
     found = explain(search, items=[first])
     assert requests.calls == []  # nothing sent
     assert [(r.operation, r.index) for r in found.requests] == [
-        ("SearchVectors", "by_meaning"), ("BatchGetItem", None)]
+        ("SearchVectors", "by_meaning")]  # (an ALL index: one request)
     assert found.index == "by_meaning" and not found.exact
     # (vector search bytes cannot be counted before sending: not priced, and said so)
     assert (found.requests[0].read_units, found.requests[0].write_units) == (0.0, 0.0)
-    assert found.read_units == 0.5  # the hit, read by key (eventually consistent, < 4 KB)
+    assert found.read_units == 0 and "projects every attribute of Doc" in str(found)
     assert "VectorSearchRequestBytes" in str(found) and "not priced" in str(found)
     hits = search.all()
     assert [h.item for h in hits] == [first]
-    assert requests.calls[0] == ("SearchVectors", found.requests[0].request)  # as sent
+    assert requests.calls == [("SearchVectors", found.requests[0].request)]  # as sent
+    requests.calls.clear()
+    by_key = explain(Session(docs).search(Doc, "by_dot", vector=[1, 0, 0, 0]), items=[first])
+    assert [r.operation for r in by_key.requests] == ["SearchVectors", "BatchGetItem"]
+    assert by_key.read_units == 0.5  # the hit, read by key (eventually consistent, < 4 KB)
+    assert requests.calls == []
 
 
 @pytest.mark.dynaorm_index_lag(0, reason="searches what it has just saved")
@@ -423,7 +478,7 @@ def test_a_search_s_consumed_bytes_are_counted_for_its_entity(
     requests = Requests(vdb.table)
     try:
         client.capacity(reset=True)
-        hits = vdb.session().search(Doc, "by_distance", vector=[1, 0, 0, 0], top=3).all()
+        hits = vdb.session().search(Doc, "by_dot", vector=[1, 0, 0, 0], top=3).all()
         totals = client.capacity(reset=True)
     finally:
         vdb.table.return_consumed_capacity = None
@@ -470,6 +525,8 @@ def test_a_search_lags_as_a_global_index_read_does(db: TestBackend,
             saved(tb, doc(2, [0.9, 0.1, 0, 0]))
             with tb.session() as s:
                 s.save(renamed, overwrite=True)
-            assert found() == [("d1", "renamed")]  # d2 not indexed yet; d1 read by key
+            assert found() == [("d1", "doc 1")]  # (the index's copy: all it projects)
+            assert [h.item.title for h in tb.session().search(
+                Doc, "by_dot", vector=[1.0, 0.0, 0.0, 0.0]).all()] == ["renamed"]  # (by key)
             lag.advance(30)
             assert found() == [("d1", "renamed"), ("d2", "doc 2")]

@@ -14,7 +14,16 @@ from typing import Any
 
 import pytest
 
-from dynaorm import Attempt, Entity, Hook, Session, Table, UniqueConstraintError
+from dynaorm import (
+    Attempt,
+    DynaormError,
+    Entity,
+    Hook,
+    Session,
+    Table,
+    UniqueConstraintError,
+)
+from dynaorm.testing import index_lag
 from tests.support.recording import send
 
 ROOT = Path(__file__).resolve().parents[2]  # the dynaorm under test, not an installed one
@@ -183,6 +192,67 @@ def test_the_index_lag_option_fails_a_test_that_reads_its_write_through_an_index
         assert outcome in seeded.stdout, seeded.stdout
     refused = _pytest(lag_project, "--dynaorm-index-lag=-1")
     assert refused.returncode == 4 and "a number of seconds >= 0" in refused.stderr
+
+
+ENDPOINT_LAG_TESTS = """
+import pytest
+
+from dynaorm.testing import index_lag
+from models import Order
+
+
+def _open(db):
+    return [o.order_id for o in db.session().query(Order, index="by_status", status="open")]
+
+
+def test_index_lag_holds_on_the_endpoint_alone(db):
+    with index_lag(60) as lag:
+        with db.session() as s:
+            s.save(Order(order_id="o2", status="open"))
+        assert _open(db) == []
+        lag.advance(60)
+        assert _open(db) == ["o2"]
+
+
+@pytest.mark.dynaorm_index_lag(60, reason="its own lag, without the option")
+def test_the_marker_holds_on_the_endpoint_alone(db):
+    with db.session() as s:
+        s.save(Order(order_id="o3", status="open"))
+    assert _open(db) == []
+"""
+
+
+@pytest.mark.dynaorm_index_lag(0, reason="runs pytest itself, with a lag of its own")
+def test_index_lag_holds_on_a_local_endpoint_given_alone(lag_project: Path,
+                                                         ddb_local: str) -> None:
+    """0.6: ``--dynaorm-endpoint`` without ``--dynaorm-index-lag`` put no proxy in front,
+    so ``index_lag()`` and the marker lagged nothing, silently."""
+    (lag_project / "test_orders.py").write_text(textwrap.dedent(ENDPOINT_LAG_TESTS))
+    result = _pytest(lag_project, "--dynaorm-endpoint", ddb_local)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "2 passed" in result.stdout
+
+
+def test_index_lag_refuses_an_endpoint_no_proxy_can_front() -> None:
+    import importlib.util
+
+    from dynaorm.testing.emulator import unfronted
+
+    spec = importlib.util.spec_from_file_location("plugin_here", ROOT / "pytest_dynaorm.py")
+    assert spec is not None and spec.loader is not None  # (this checkout's plugin)
+    plugin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(plugin)
+    fronted = plugin.fronted
+
+    assert fronted("http://localhost:8000") and fronted("http://10.0.0.5:8000")
+    assert fronted("https://127.0.0.1:8443")
+    assert not fronted("https://dynamodb.eu-west-1.amazonaws.com")
+    with unfronted("https://dynamodb.eu-west-1.amazonaws.com"), pytest.raises(
+            DynaormError, match=r"index_lag: the tests run on https://dynamodb\.eu-west-1\."
+                                r"amazonaws\.com, which no emulator fronts"), index_lag(5):
+        pass
+    with index_lag(5):  # (outside: as before)
+        pass
 
 
 # -- in process: the plugin's own fixtures are available to this suite too ------------------

@@ -193,8 +193,12 @@ def _search(**kwargs: Any) -> Any:
     ({"vector": [float("nan"), 0, 0, 0]}, InvalidValueError, "not a finite number"),
     ({"vector": [float("-inf"), 0, 0, 0]}, InvalidValueError, "not a finite number"),
     ({"vector": [0, 0, 0, -1e39]}, InvalidValueError, "within float32's range"),
-    ({"vector": 3}, InvalidValueError, "vector= takes 4 finite numbers"),
-    ({"vector": "abcd"}, InvalidValueError, "vector= takes 4 finite numbers"),
+    ({"vector": 3}, InvalidValueError, r"vector= takes a list of 4 numbers; 3 \(int\) is "
+                                       "not a list of numbers"),
+    ({"vector": "abcd"}, InvalidValueError, r"vector= takes a list of 4 numbers; 'abcd' "
+                                            r"\(str\) is not a list of numbers"),
+    ({"vector": "hello"}, InvalidValueError, "'hello' \\(str\\) is not a list of numbers"),
+    ({"vector": {"a": 1}}, InvalidValueError, r"\(dict\) is not a list of numbers"),
     ({"top": 0}, InvalidValueError, "top= takes a whole number from 1 to 100"),
     ({"top": 101}, InvalidValueError, "top= takes a whole number from 1 to 100"),
     ({"top": True}, InvalidValueError, "top= takes a whole number"),
@@ -217,12 +221,25 @@ def test_a_search_refuses_before_sending(kwargs: dict[str, Any], error: type[Exc
     F("category") != "news", F("category").begins_with("n"), F("year") > 2020,
     F("year").between(1, 2), F("category").is_in("a", "b"), ~(F("category") == "a"),
     (F("category") == "a") | (F("year") == 1), F("category").exists(),
-    F("title") == "x", F("tenant_id") == "t1", F("embedding")[0] == 1.0,
 ])
 def test_where_takes_only_what_a_search_condition_allows(condition: Any) -> None:
     with pytest.raises(InvalidValueError, match=r"where\(\) takes only F\(field\) == value, "
                                                 r"joined with &, of its filter fields"):
         _search().where(condition)
+
+
+@pytest.mark.parametrize(("condition", "named"), [
+    (F("catgory") == "x", "'catgory', no field of Doc"),
+    ((F("category") == "x") & (F("yaer") == 1), "'yaer', no field of Doc"),
+    (F("title") == "x", "'title', a field of Doc"),
+    (F("tenant_id") == "t1", "'tenant_id', a field of Doc"),
+])
+def test_where_names_a_field_that_is_not_a_filter(condition: Any, named: str) -> None:
+    """0.6 listed the filter fields without naming the one it refused (a typo too)."""
+    with pytest.raises(InvalidValueError) as refused:
+        _search().where(condition)
+    assert f"where() names {named} that is not a filter of the index (its filter " \
+           "fields: ['category', 'year'])" in str(refused.value)
 
 
 def test_where_takes_each_filter_once_with_a_value_of_its_type() -> None:
@@ -241,7 +258,12 @@ def test_the_request_of_a_search() -> None:
         "TableName": docs.name, "IndexName": "by_meaning", "TopK": 7,
         "SearchVector": [{"N": "0.100000001"}, {"N": "0"}, {"N": "1"}, {"N": "-2"}],
         "SearchConditionExpression": "#n0 = :v0 AND #n1 = :v1 AND #n2 = :v2",
-        "ExpressionAttributeNames": {"#n0": "tenant_id", "#n1": "category", "#n2": "year"},
+        "ProjectionExpression": "#n3, #n4, #n5, #n1, #n6, #n7, #n8, #n9, #n10, #n11, #n0, "
+                                "#n12, #n2",  # (an ALL index: every attribute of a Doc)
+        "ExpressionAttributeNames": {
+            "#n0": "tenant_id", "#n1": "category", "#n2": "year", "#n3": "_dynaorm_job",
+            "#n4": "_rev", "#n5": "_type", "#n6": "doc_id", "#n7": "embedding",
+            "#n8": "expires", "#n9": "pk", "#n10": "secret", "#n11": "sk", "#n12": "title"},
         "ExpressionAttributeValues": {":v0": {"S": "t1"}, ":v1": {"S": "news"},
                                       ":v2": {"N": "2026"}}}
     assert Session(docs).search(Doc, "by_dot", vector=[1, 0, 0, 0])._request() == {
@@ -310,9 +332,9 @@ def hostile(body: bytes | Reply, wire: str, rows: Sequence[dict[str, Any]] = ()
             docs._restore(bound)
 
 
-def searched(kind: str, top: int = 3) -> Any:
+def searched(kind: str, top: int = 3, index: str = "by_distance") -> Any:
     s: Any = Session(docs) if kind == "sync" else BlockingAsyncSession(AsyncSession(docs))
-    return s.search(Doc, "by_distance", vector=[1, 0, 0, 0], top=top).all()
+    return s.search(Doc, index, vector=[1, 0, 0, 0], top=top).all()
 
 
 HOSTILE = {
@@ -381,9 +403,9 @@ def test_a_hit_that_does_not_fit_its_entity_is_an_item_decode_error(wire: str) -
 
 @pytest.mark.parametrize("wire", ["dynaorm", "botocore"])
 def test_a_hit_gone_before_its_read_by_key_is_left_out(wire: str) -> None:
-    results = [_hit(1, 0.1), _hit(2, 0.2)]
+    results = [_hit(1, 0.2), _hit(2, 0.1)]  # (a KEYS_ONLY index: hits are read by key)
     with hostile(json_body({"SearchResults": results}), wire, [results[1]["Item"]]):
-        hits = searched("sync")
+        hits = searched("sync", index="by_dot")
     assert [h.item.doc_id for h in hits] == ["d2"] and hits.skipped == 0
 
 

@@ -102,6 +102,24 @@ def _check_schema_field(decl: Declaration, attr: str, name: str) -> None:
                            f"attribute of type {declared}; the field is {kind.name}")
 
 
+def _validated_on_assignment(cls: type[Any], names: frozenset[str]) -> None:
+    """An assignment to one of the vector fields ``names`` of ``cls`` is validated as the
+    field (pydantic validates only construction here): the object holds the 32-bit floats
+    a save stores and a read gives back."""
+    if "__dynaorm_vectors__" in cls.__dict__:
+        return
+    inherited: Any = cls.__setattr__
+
+    def __setattr__(self: Any, name: str, value: Any) -> None:
+        if name in names:
+            type(self).__pydantic_validator__.validate_assignment(self, name, value)
+        else:
+            inherited(self, name, value)
+
+    setattr(cls, "__dynaorm_vectors__", names)  # noqa: B010 (a marker of this class)
+    setattr(cls, "__setattr__", __setattr__)  # noqa: B010
+
+
 @register
 class Vectors(Rule):
     """The entity's :class:`Vector` fields: checked against the table's vector indexes
@@ -166,6 +184,8 @@ class Vectors(Rule):
             if problem is not None:
                 raise DynaormError(f"{owner}.{name}: {problem}")
             fields[attr] = (name, marker.dimensions)
+        if fields:
+            _validated_on_assignment(decl.cls, frozenset(n for n, _ in fields.values()))
         return cls(fields, owner) if fields else None
 
     def encode(self, item: Item, key: PlainKey, stored: Item | None) -> None:
