@@ -58,6 +58,8 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/tools/model_commands.py",
     # 0.7, issue 58: Compressed (a rule written against the public protocol)
     "dynaorm/schema/rules/compressed.py",
+    # 0.7, issue 60: exactly once across invocations (receipts)
+    "dynaorm/schema/rules/receipts.py", "dynaorm/core/receipts.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
