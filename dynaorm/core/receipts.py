@@ -27,7 +27,7 @@ from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import COMMIT_RULES
 from dynaorm.schema.table import TableSchema
 from dynaorm.write.records import StagedWrite
-from dynaorm.write.render import MAX_ACTIONS, MAX_REQUEST_BYTES, WritePlan, check_write, render_op
+from dynaorm.write.render import MAX_ACTIONS, MAX_REQUEST_BYTES, WritePlan, render_op
 
 __all__ = ["APPLIED", "RESEND", "Replayed", "keyed_request", "receipt_of", "settle_p"]
 
@@ -36,6 +36,8 @@ APPLIED: Final = "applied"
 #: nothing was applied and DynamoDB holds the token for other parameters: send again
 #: with a fresh token (the receipt's condition keeps it at most once)
 RESEND: Final = "resend"
+#: the most a receipt adds to a request, but the keys it keeps of the commit's result
+RECEIPT_BYTES: Final = 1024
 _RECEIPT_REFUSED = ("ConditionalCheckFailed",)
 _SETTLE_CODES = frozenset({"IdempotentParameterMismatchException",
                            "TransactionInProgressException"})
@@ -67,9 +69,8 @@ def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
             f"commit needs {len(plan.ops)} actions and its receipt (idempotency_key=) one "
             f"more; DynamoDB allows {MAX_ACTIONS} per transaction")
     request = plan.transaction_request(token, rev)
-    put = receipt.rows(rev, [*sent, ("TransactWriteItems",
-                                     {"TransactItems": list(request["TransactItems"])})])
-    if sum(plan.sizes) + check_write(put) > MAX_REQUEST_BYTES:
+    put = receipt.rows(rev, [*sent, ("TransactWriteItems", request)])
+    if sum(plan.sizes) + RECEIPT_BYTES + len(put.item["result"]["S"]) > MAX_REQUEST_BYTES:
         raise TransactionTooLargeError(f"commit with its receipt exceeds DynamoDB's "
                                        f"{MAX_REQUEST_BYTES} byte request limit")
     request["TransactItems"].append({"Put": render_op(put)[1]})

@@ -24,7 +24,6 @@ import hashlib
 import json
 import os
 import time
-import zlib
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
@@ -52,9 +51,6 @@ OWN_TYPES: Final = frozenset({RECEIPT_TYPE, POWERTOOLS_TYPE})
 DEFAULT_TTL: Final = timedelta(days=7)
 #: the expiry attribute of a receipt on a table without a TTL attribute
 EXPIRES: Final = "_expires"
-#: the most bytes of a commit's result a receipt keeps (compressed); a larger one is left
-#: out (a replay then returns no requests)
-MAX_RESULT: Final = 32 * 1024
 
 
 def own_row(table: Any, item: Item | None) -> bool:
@@ -109,7 +105,8 @@ def _canon(value: Any, top: bool = False) -> Any:
     if isinstance(value, type):
         return ["c", value.__qualname__]
     if isinstance(value, Mapping):
-        return ["m", sorted(([_canon(k), _canon(v)] for k, v in value.items()), key=_dumps)]
+        return ["m", sorted(([_canon(k), _canon(v)] for k, v in value.items()),
+                            key=lambda kv: kv[0] if isinstance(kv[0], str) else _dumps(kv[0]))]
     if isinstance(value, set | frozenset):
         return ["s", sorted((_canon(v) for v in value), key=_dumps)]
     if isinstance(value, list | tuple):
@@ -245,10 +242,9 @@ class Receipting:
                       expires: {"N": str(self.now + int(ttl.total_seconds()))}}
         if table.type_attribute:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
-        packed = zlib.compress(json.dumps(result, separators=(",", ":"), default=_text
-                                          ).encode(), 1) if result else b""
-        if packed and len(packed) <= MAX_RESULT:
-            item["result"] = {"B": packed}
+        # what rebuilds the result: each request's operation and the keys it wrote or read
+        item["result"] = {"S": _dumps([[op, _keys(body, (table.pk, table.sk))]
+                                       for op, body in result])}
         origin = Origin(_origin_class(table), self.where, Role.RECEIPT, Fail.EXISTS)
         return Put(self.where, item, free(table.pk, expires), origin)
 
@@ -281,9 +277,16 @@ class Receipting:
 
     @staticmethod
     def result(stored: Item) -> list[tuple[str, dict[str, Any]]]:
-        """The requests the receipt's commit sent (its result), as it kept them."""
-        raw = stored.get("result", {}).get("B")
-        if raw is None:
-            return []
-        data = base64.b64decode(raw) if isinstance(raw, str) else bytes(raw)
-        return [(str(op), body) for op, body in json.loads(zlib.decompress(data))]
+        """The requests the receipt's commit sent (its result), as it kept them: each
+        operation with the keys it wrote (``{"Keys": [...]}``, wire form)."""
+        raw = stored.get("result", {}).get("S")
+        return [] if raw is None else [(str(op), {"Keys": keys}) for op, keys in json.loads(raw)]
+
+
+def _keys(body: Mapping[str, Any], attrs: tuple[str | None, ...]) -> list[Any]:
+    """The keys a request writes or reads (wire form; ``attrs``: the key attributes of a
+    put's item)."""
+    actions = [a for t in body.get("TransactItems", ()) for a in t.values()] or [body]
+    return [a["Key"] if "Key" in a else {k: v for k, v in a.get("Item", {}).items()
+                                         if k in attrs} for a in actions
+            if "Key" in a or "Item" in a]
