@@ -27,7 +27,7 @@ from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import COMMIT_RULES
 from dynaorm.schema.table import TableSchema
 from dynaorm.write.records import StagedWrite
-from dynaorm.write.render import MAX_ACTIONS, MAX_REQUEST_BYTES, WritePlan, render_op
+from dynaorm.write.render import MAX_ACTIONS, MAX_REQUEST_BYTES, WritePlan
 
 __all__ = ["APPLIED", "RESEND", "Replayed", "keyed_request", "receipt_of", "settle_p"]
 
@@ -62,18 +62,20 @@ def receipt_of(staged: list[StagedWrite], key: str) -> Any:
 def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
                   sent: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     """The transaction of ``plan`` with the receipt row last (``sent``: the requests the
-    commit sent before, which the receipt keeps with the transaction's writes as the
-    result a replay returns)."""
+    commit sent before: the receipt keeps each one's operation and keys, and the
+    transaction's, as the result a replay returns)."""
     if len(plan.ops) >= MAX_ACTIONS:
         raise TransactionTooLargeError(
             f"commit needs {len(plan.ops)} actions and its receipt (idempotency_key=) one "
             f"more; DynamoDB allows {MAX_ACTIONS} per transaction")
     request = plan.transaction_request(token, rev)
-    put = receipt.rows(rev, [*sent, ("TransactWriteItems", request)])
-    if sum(plan.sizes) + RECEIPT_BYTES + len(put.item["result"]["S"]) > MAX_REQUEST_BYTES:
+    item = receipt.item(rev, [*((op, [body["Key"]] if "Key" in body else [])
+                                for op, body in sent),
+                              ("TransactWriteItems", [op.key for op in plan.ops])])
+    if sum(plan.sizes) + RECEIPT_BYTES + len(item["result"]["S"]) > MAX_REQUEST_BYTES:
         raise TransactionTooLargeError(f"commit with its receipt exceeds DynamoDB's "
                                        f"{MAX_REQUEST_BYTES} byte request limit")
-    request["TransactItems"].append({"Put": render_op(put)[1]})
+    request["TransactItems"].append(receipt.action(item))
     return request
 
 

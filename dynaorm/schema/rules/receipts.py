@@ -76,6 +76,9 @@ def _text(value: Any) -> str:
     return str(value)
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), default=_text)
+
+
 # -- the digest of what was staged ---------------------------------------------------------
 
 
@@ -86,72 +89,93 @@ def digest(staged: Sequence[Any]) -> str:
     order means nothing). A write's own values count; what rules stamp on it when it is
     written (timestamps) and the version it was loaded at do not, so a second process that
     loads the item after the first commit and stages the same change digests the same."""
-    parts = sorted(_dumps(_canon(entry, True)) for entry in staged)
+    parts = sorted(_write(entry) for entry in staged)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def _dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+def _write(entry: Any) -> str:
+    """One staged write as canonical text: its kind and its own attributes."""
+    fields = ([(f.name, getattr(entry, f.name)) for f in dataclasses.fields(entry)]
+              if dataclasses.is_dataclass(entry) else sorted(vars(entry).items()))
+    return f"{type(entry).__qualname__}({','.join(f'{n}={_canon(v)}' for n, v in fields)})"
 
 
-def _canon(value: Any, top: bool = False) -> Any:
-    """``value`` as plain JSON data that equals another's exactly when the values do."""
-    if value is None or isinstance(value, str | bool | int):
-        return value if not isinstance(value, int) or isinstance(value, bool) else ["i", value]
-    kind = _LEAVES.get(type(value)) or next(
-        (f for t, f in _LEAVES.items() if isinstance(value, t)), None)
-    if kind is not None:
-        return kind(value)
+def _canon(value: Any) -> str:
+    """``value`` as text that equals another's exactly when the values do."""
+    fast = _FAST.get(type(value))
+    return fast(value) if fast is not None else _other(value)
+
+
+def _sequence(value: Any) -> str:
+    return f"[{','.join(map(_canon, value))}]"
+
+
+def _mapping(value: Any) -> str:
+    return f"{{{','.join(sorted(f'{_canon(k)}:{_canon(v)}' for k, v in value.items()))}}}"
+
+
+def _set(value: Any) -> str:
+    return f"<{','.join(sorted(map(_canon, value)))}>"
+
+
+_FAST: dict[type, Any] = {
+    str: repr, int: lambda v: f"i{v}", bool: lambda v: "T" if v else "F",
+    type(None): lambda v: "N", float: lambda v: f"f{v!r}", list: _sequence, tuple: _sequence,
+    dict: _mapping, set: _set, frozenset: _set,
+}
+
+
+def _other(value: Any) -> str:
+    """:func:`_canon` of what is not plain data."""
+    if hasattr(type(value), "__dynaorm_spec__"):
+        return _entity(value)
+    if isinstance(value, Decimal):
+        return f"d{value.normalize() if value.is_finite() else value}"
+    if isinstance(value, bytes | bytearray):
+        return f"b{bytes(value).hex()}"
+    if isinstance(value, datetime | date | dtime):
+        return f"t{value.isoformat()}"
+    if isinstance(value, timedelta):
+        return f"D{value.total_seconds()!r}"
+    if isinstance(value, enum.Enum):
+        return f"e{type(value).__qualname__}.{_canon(value.value)}"
     if isinstance(value, type):
-        return ["c", value.__qualname__]
+        return f"c{value.__qualname__}"
     if isinstance(value, Mapping):
-        return ["m", sorted(([_canon(k), _canon(v)] for k, v in value.items()),
-                            key=lambda kv: kv[0] if isinstance(kv[0], str) else _dumps(kv[0]))]
+        return _mapping(value)
     if isinstance(value, set | frozenset):
-        return ["s", sorted((_canon(v) for v in value), key=_dumps)]
+        return _set(value)
     if isinstance(value, list | tuple):
-        return ["l", [_canon(v) for v in value]]
+        return _sequence(value)
     if isinstance(value, Condition):
         ph = Placeholders()
         body: dict[str, Any] = {"e": value.render(ph)}
         ph.apply(body)
-        return ["q", _canon(body)]
-    if hasattr(type(value), "__dynaorm_spec__"):
-        return _entity(value)
+        return f"q{_canon(body)}"
     if dataclasses.is_dataclass(value):
-        return [type(value).__qualname__, [[f.name, _canon(getattr(value, f.name))]
-                                           for f in dataclasses.fields(value)]]
-    fields = getattr(value, "__dict__", None)
-    if top and fields is not None:  # a staged write of another kind: its own attributes
-        return [type(value).__qualname__, _canon(fields)]
+        return _write(value)
     if hasattr(value, "model_dump"):  # a nested model
-        return ["p", type(value).__qualname__, _canon(dict(value))]
-    return ["?", type(value).__qualname__]  # (a spec, a client: not what was staged)
+        return f"p{type(value).__qualname__}{_mapping(dict(value))}"
+    return f"?{type(value).__qualname__}"  # (a spec, a client: not what was staged)
 
 
-def _entity(obj: Any) -> Any:
+def _entity(obj: Any) -> str:
     """An entity object: its class, the key it was loaded at, and its field values but
     those its rules stamp on a write or pin to the version it was loaded at."""
     cls = type(obj)
-    rules = cls.__dynaorm_spec__.rules
-    skip = {f for f, _ in rules.stamp(obj, False)} | {f for f, _ in rules.pin(0)}
-    state = obj.__dict__ and getattr(obj, "_dynaorm_state", None)
-    values = {k: v for k, v in obj.__dict__.items() if k not in skip}
-    return ["o", cls.__qualname__, _canon(values),
-            _canon(None if state is None else dict(state.key))]
+    skip = _SKIP.get(cls)
+    if skip is None:
+        rules = cls.__dynaorm_spec__.rules
+        skip = _SKIP[cls] = frozenset(f for f, _ in (*rules.stamp(obj, True),
+                                                     *rules.stamp(obj, False), *rules.pin(0)))
+    state = getattr(obj, "_dynaorm_state", None)
+    values = {k: v for k, v in obj.__dict__.items() if k not in skip} if skip else obj.__dict__
+    return (f"o{cls.__qualname__}{_mapping(values)}"
+            f"@{'N' if state is None else _mapping(state.key)}")
 
 
-_LEAVES: dict[type, Any] = {
-    float: lambda v: ["f", repr(v)],
-    Decimal: lambda v: ["d", str(v.normalize()) if v.is_finite() else str(v)],
-    bytes: lambda v: ["b", v.hex()],
-    bytearray: lambda v: ["b", bytes(v).hex()],
-    datetime: lambda v: ["t", v.isoformat()],
-    date: lambda v: ["t", v.isoformat()],
-    dtime: lambda v: ["t", v.isoformat()],
-    timedelta: lambda v: ["td", v.total_seconds()],
-    enum.Enum: lambda v: ["e", type(v).__qualname__, _canon(v.value)],
-}
+#: the fields each entity class's rules stamp or pin (left out of the digest)
+_SKIP: dict[type, frozenset[str]] = {}
 
 
 # -- the receipt ---------------------------------------------------------------------------
@@ -229,24 +253,38 @@ class Receipting:
         minutes; other writes a different one, which the receipt refuses)."""
         return hashlib.sha256(f"{self.key}\0{self.digest}".encode()).hexdigest()[:32]
 
-    def rows(self, rev: str, result: list[tuple[str, dict[str, Any]]]) -> Put:
+    def rows(self, rev: str, result: list[tuple[str, list[Any]]]) -> Put:
         """The receipt row the commit's transaction carries (``rev``: the revision its
-        rows are stamped with; ``result``: the requests the commit sent before, which a
-        replay returns), conditioned on no live receipt at its key."""
+        rows are stamped with; ``result``: the requests of the commit, each operation with
+        the keys it wrote or read, which a replay returns), conditioned on no live receipt
+        at its key."""
+        origin = Origin(_origin_class(self.table), self.where, Role.RECEIPT, Fail.EXISTS)
+        return Put(self.where, self.item(rev, result),
+                   free(self.table.pk, self.table.ttl or EXPIRES), origin)
+
+    def item(self, rev: str, result: list[tuple[str, list[Any]]]) -> Item:
+        """The receipt row's item (see :meth:`rows`)."""
         table = self.table
-        expires = table.ttl or EXPIRES
         ttl: timedelta = getattr(table, "receipts_ttl", DEFAULT_TTL)
         item: Item = {**{a: {"S": v} for a, v in self.where.items()},
                       "digest": {"S": self.digest}, "nonce": {"S": self.nonce},
                       "rev": {"S": rev}, "at": {"N": str(self.now)},
-                      expires: {"N": str(self.now + int(ttl.total_seconds()))}}
+                      table.ttl or EXPIRES: {"N": str(self.now + int(ttl.total_seconds()))},
+                      "result": {"S": _JSON.encode(result)}}
         if table.type_attribute:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
-        # what rebuilds the result: each request's operation and the keys it wrote or read
-        item["result"] = {"S": _dumps([[op, _keys(body, (table.pk, table.sk))]
-                                       for op, body in result])}
-        origin = Origin(_origin_class(table), self.where, Role.RECEIPT, Fail.EXISTS)
-        return Put(self.where, item, free(table.pk, expires), origin)
+        return item
+
+    def action(self, item: Item) -> dict[str, Any]:
+        """The receipt row ``item`` as its ``TransactItems`` entry, conditioned as
+        :meth:`rows` says, rendered as :func:`~dynaorm.write.render.render_op` would (by
+        hand: one fixed condition)."""
+        return {"Put": {
+            "TableName": self.table.name, "Item": item,
+            "ConditionExpression": "attribute_not_exists(#p) OR #e <= :n",
+            "ExpressionAttributeNames": {"#p": self.table.pk, "#e": self.table.ttl or EXPIRES},
+            "ExpressionAttributeValues": {":n": {"N": str(int(time.time()))}},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
 
     def live(self, item: Item | None) -> Item | None:
         """``item``, a row read at the receipt's key, if it is a receipt that has not
@@ -278,15 +316,6 @@ class Receipting:
     @staticmethod
     def result(stored: Item) -> list[tuple[str, dict[str, Any]]]:
         """The requests the receipt's commit sent (its result), as it kept them: each
-        operation with the keys it wrote (``{"Keys": [...]}``, wire form)."""
+        operation with the keys it wrote or read (``{"Keys": [...]}``, plain values)."""
         raw = stored.get("result", {}).get("S")
         return [] if raw is None else [(str(op), {"Keys": keys}) for op, keys in json.loads(raw)]
-
-
-def _keys(body: Mapping[str, Any], attrs: tuple[str | None, ...]) -> list[Any]:
-    """The keys a request writes or reads (wire form; ``attrs``: the key attributes of a
-    put's item)."""
-    actions = [a for t in body.get("TransactItems", ()) for a in t.values()] or [body]
-    return [a["Key"] if "Key" in a else {k: v for k, v in a.get("Item", {}).items()
-                                         if k in attrs} for a in actions
-            if "Key" in a or "Item" in a]
