@@ -95,9 +95,18 @@ def digest(staged: Sequence[Any]) -> str:
 
 def _write(entry: Any) -> str:
     """One staged write as canonical text: its kind and its own attributes."""
-    fields = ([(f.name, getattr(entry, f.name)) for f in dataclasses.fields(entry)]
-              if dataclasses.is_dataclass(entry) else sorted(vars(entry).items()))
-    return f"{type(entry).__qualname__}({','.join(f'{n}={_canon(v)}' for n, v in fields)})"
+    cls = type(entry)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(entry)) if (
+            dataclasses.is_dataclass(entry)) else None
+    pairs = sorted(vars(entry).items()) if names is None else [
+        (n, getattr(entry, n)) for n in names]
+    return f"{cls.__qualname__}({','.join([f'{n}={_canon(v)}' for n, v in pairs])})"
+
+
+#: the fields of each dataclass of staged writes, in order (``None``: not a dataclass)
+_FIELDS: dict[type, tuple[str, ...] | None] = {}
 
 
 def _canon(value: Any) -> str:
@@ -111,7 +120,13 @@ def _sequence(value: Any) -> str:
 
 
 def _mapping(value: Any) -> str:
-    return f"{{{','.join(sorted(f'{_canon(k)}:{_canon(v)}' for k, v in value.items()))}}}"
+    try:  # (names: in their order; anything else: by its canonical text)
+        pairs = sorted(value.items()) if all(type(k) is str for k in value) else None
+    except TypeError:
+        pairs = None
+    if pairs is None:
+        return f"{{{','.join(sorted(f'{_canon(k)}:{_canon(v)}' for k, v in value.items()))}}}"
+    return f"{{{','.join([f'{k!r}:{_canon(v)}' for k, v in pairs])}}}"
 
 
 def _set(value: Any) -> str:
