@@ -59,7 +59,7 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.7, issue 58: Compressed (a rule written against the public protocol)
     "dynaorm/schema/rules/compressed.py",
     # 0.7, issue 60: exactly once across invocations (receipts)
-    "dynaorm/schema/rules/receipts.py", "dynaorm/core/receipts.py",
+    "dynaorm/schema/rules/receipts.py", "dynaorm/core/receipts.py", "dynaorm/powertools.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
