@@ -13,6 +13,7 @@ __all__ = [
     "ConflictError",
     "DecryptionError",
     "DynaormError",
+    "IdempotencyMismatchError",
     "InvalidCursorError",
     "InvalidValueError",
     "ItemDecodeError",
@@ -239,6 +240,16 @@ class ConditionFailedError(_KeyedError):
         """The stored entity when the first failed condition was judged (``None``: no item)."""
         self.failures = list(failures) if failures is not None else [(entity, key, item)]
         """Every failed action as ``(entity_class, key, item)``, in session order."""
+
+
+class IdempotencyMismatchError(DynaormError):
+    """A commit's idempotency key was used before, within the table's ``receipts_ttl``, by
+    a commit of other writes: nothing was written. ``key`` is the idempotency key."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+        """The idempotency key the commit was given."""
 
 
 class OutcomeUnknownError(DynaormError):

@@ -69,6 +69,8 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/testing/engines.py",
     # 0.7, issue 62: the analytics lake (Iceberg tables committed from an export)
     "dynaorm/lake.py",
+    # 0.7, issue 60: exactly once across invocations (receipts)
+    "dynaorm/schema/rules/receipts.py", "dynaorm/core/receipts.py", "dynaorm/powertools.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

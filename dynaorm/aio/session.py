@@ -41,8 +41,10 @@ class AsyncSession(BaseSession):
 
     _async = True
 
-    def __init__(self, target: Table | Client) -> None:
+    def __init__(self, target: Table | Client, *, idempotency_key: str | None = None
+                 ) -> None:
         super().__init__(*(found := session_target(target, type(self).__name__)))
+        self._stage.idempotency_key = idempotency_key
         if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
             _aiobotocore()  # dynaorm[async] installed: said here, not at the first request
 
@@ -78,8 +80,10 @@ class AsyncSession(BaseSession):
         return await self._run(plan_p(self._stage.coalesced()), "plan",
                               (e._entity for e in self._stage.writes.values()))
 
-    async def commit(self) -> CommitResult:
-        """Send everything staged as one atomic write; clears the stage either way.
+    async def commit(self, *, idempotency_key: str | None = None) -> CommitResult:
+        """Send everything staged as one atomic write; clears the stage either way. With
+        an ``idempotency_key`` (or the session's): at most once for that key, as
+        :meth:`dynaorm.Session.commit`.
 
         Cancelled (or timed out by ``asyncio.wait_for``) after its request was sent, the
         write may have landed: no object changes, and the next commit of each object it
@@ -90,8 +94,10 @@ class AsyncSession(BaseSession):
 
         staged = self._stage.take()
         driver, policy, operation = self._bound("commit", (e._entity for e in staged))
-        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed), operation,
-                         policy=policy)
+        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed,
+                                  self._stage.idempotency_key if idempotency_key is None
+                                  else idempotency_key),
+                         operation, policy=policy)
         return await cast(Awaitable[CommitResult], run)
 
     # -- reads ---------------------------------------------------------------------

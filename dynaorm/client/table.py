@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import Item
@@ -94,11 +95,13 @@ class Table(TableSchema):
                  region: str | None = None, wire: str | None = None,
                  max_attempts: int | None = None, max_wait: float | None = None,
                  return_consumed_capacity: str | None = None,
-                 vector_indexes: Sequence[VectorIndex] = ()) -> None:
+                 vector_indexes: Sequence[VectorIndex] = (),
+                 receipts_ttl: timedelta = timedelta(days=7)) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
-                         revision_attribute=revision_attribute, vector_indexes=vector_indexes)
+                         revision_attribute=revision_attribute, vector_indexes=vector_indexes,
+                         receipts_ttl=receipts_ttl)
         given = {k: v for k, v in zip(CONNECTION_KEYWORDS, (
             endpoint_url, region, wire, max_attempts, max_wait, return_consumed_capacity),
             strict=True) if v is not None}

@@ -38,6 +38,7 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.lookups import get_item_p
+from dynaorm.core.receipts import APPLIED, RESEND, Replayed, keyed_request, receipt_of, settle_p
 from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
@@ -149,14 +150,16 @@ def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
         request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
 
-def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True
-             ) -> Proto[CommitResult]:
+def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
+             idempotency_key: str | None = None) -> Proto[CommitResult]:
     """Every phase of a commit of ``staged`` (see the module); returns the requests sent
     (reads to prepare included). ``observed``: hooks are attached (requests carry their
     actions' origins); ``keyed``: an entity of ``staged`` may need key material
-    (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells)."""
+    (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
+    ``idempotency_key``: applied at most once for it (:mod:`dynaorm.core.receipts`)."""
     if not staged:
         return CommitResult()
+    receipt = None if idempotency_key is None else receipt_of(staged, idempotency_key)
     again: Collection[int] = ()
     response: dict[str, Any] = {}
     with recording() as result:
@@ -164,11 +167,17 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True
             prepared = yield from prepare_p(staged, again)
             plan, outcomes = (yield from keyed_plan_p(prepared)) if keyed else (
                 compile_commit(prepared))
-            if not plan.ops:
+            if not plan.ops and receipt is None:
                 break
             try:
-                response = yield from send_p(plan, outcomes, observed, prepared)
+                response = yield from send_p(plan, outcomes, observed, prepared, receipt,
+                                             result.requests)
                 break
+            except Replayed as replay:  # the same writes were applied under the key
+                settle(outcomes)
+                for entry in staged:
+                    yield from entry._finish({}, False, READS)
+                return replay.result
             except (ConcurrentModificationError, ItemExistsError, ItemGoneError) as exc:
                 # nothing was written: a write planned on what it read (an overwrite: last
                 # writer wins, a deleted item is recreated; a versioned insert: the kept
@@ -180,7 +189,7 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True
     settle(outcomes)
     for entry in staged:  # (alone: a lost answer resolved as applied leaves no response)
         yield from entry._finish(response, len(plan.ops) == 1, READS)
-    return result if plan.ops else CommitResult()
+    return result if plan.ops or receipt is not None else CommitResult()
 
 
 def plan_p(staged: list[StagedWrite]) -> Proto[WritePlan]:
@@ -222,20 +231,23 @@ def prepare_p(staged: list[StagedWrite], again: Collection[int] = ()
 
 
 def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
-           prepared: Sequence[Prepared] = ()) -> Proto[dict[str, Any]]:
+           prepared: Sequence[Prepared] = (), receipt: Any = None,
+           sent: list[tuple[str, dict[str, Any]]] | None = None) -> Proto[dict[str, Any]]:
     """Send ``plan`` as its one request; the response (``{}`` when a lost answer's write
     was applied). After a failure, the error it means is raised (reading what that
     needs), unless an attempt that may have been applied was. Closed on its way, the
     objects of ``outcomes`` are remembered (:func:`pending`). The capacity it consumed is
     split over its rows as priced on the stored items ``prepared`` read (:func:`~dynaorm.
-    write.costs.shares_of`)."""
+    write.costs.shares_of`). With a ``receipt`` (an idempotent commit: always a
+    transaction) its failures are settled by it first."""
     origins = write_origins(plan) if observed else ()
     probed: list[Item | None] = []  # what a probe read after the last attempt, when it
     # proved nothing: the read back after a failure takes it (no second read)
-    token = os.urandom(16).hex()  # 128 random bits, 32 of DynamoDB's 36 characters
+    # 128 random bits, 32 of DynamoDB's 36 characters (keyed: derived from the key)
+    token = os.urandom(16).hex() if receipt is None else receipt.token
     rev = token[:16]  # the revision the plan's rows are stamped with (64 random bits)
     _stamp(plan, outcomes, rev)
-    if plan.single_item:
+    if plan.single_item and receipt is None:
         op = plan.ops[0]
         operation, request = plan.single_request(rev)
         request["ReturnConsumedCapacity"] = "INDEXES"
@@ -257,7 +269,8 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
             "ConsistentRead": True}, origins), unapplied=unapplied,
             shares=functools.partial(_shares, plan, prepared))
     else:
-        request = plan.transaction_request(token, rev)
+        request = plan.transaction_request(token, rev) if receipt is None else (
+            keyed_request(plan, receipt, token, rev, sent or []))
         request["ReturnConsumedCapacity"] = "INDEXES"
         step = Call("TransactWriteItems", request, origins, True,
                     shares=functools.partial(_shares, plan, prepared))
@@ -268,16 +281,24 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
         return (yield from READS.item(table, key))
 
     try:
-        try:
-            response: dict[str, Any] = yield step
-            return response
-        except RequestError as exc:
-            error = yield from failure(plan, exc, read, rev)
-            if error is None:  # applied: the commit succeeded, its answer was lost
-                return {}
-            if error is exc:
-                raise
-            raise error from exc
+        while True:
+            try:
+                response: dict[str, Any] = yield step
+                return response
+            except RequestError as exc:
+                settled = None if receipt is None else (
+                    yield from settle_p(receipt, exc, len(plan.ops), read))
+                if settled == APPLIED:
+                    return {}
+                if settled == RESEND and request["ClientRequestToken"] == token:
+                    request["ClientRequestToken"] = os.urandom(16).hex()
+                    continue
+                error = yield from failure(plan, exc, read, rev)
+                if error is None:  # applied: the commit succeeded, its answer was lost
+                    return {}
+                if error is exc:
+                    raise
+                raise error from exc
     except GeneratorExit:  # closed (a task cancelled) after the request may have gone
         for outcome in outcomes:
             if outcome.state is not None:

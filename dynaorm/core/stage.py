@@ -35,7 +35,7 @@ class Stage:
     bound to ``client``. What a client is, pure code does not know: it compares
     identities."""
 
-    __slots__ = ("_given", "keyed", "table", "writes")
+    __slots__ = ("_given", "idempotency_key", "keyed", "table", "writes")
 
     def __init__(self, table: TableSchema | None, client: object = None) -> None:
         self.table = table
@@ -44,6 +44,9 @@ class Stage:
         #: whether the writes :meth:`take` took last are of an entity whose rules prepare
         #: (key material: its commit asks for it; a plain commit asks nothing)
         self.keyed = False
+        #: the idempotency key the session commits with (``Session(...,
+        #: idempotency_key=)``; ``None``: none unless ``commit()`` is given one)
+        self.idempotency_key: str | None = None
 
     @property
     def client(self) -> Any:

@@ -147,6 +147,10 @@ class CommitResult:
     """``(operation, request)`` for each request the commit sent, in order."""
     consumed_capacity: dict[str, float] = field(default_factory=dict)
     """Capacity units the commit's writes consumed, by table (and index) name."""
+    replayed: bool = False
+    """True when a commit with an idempotency key applied nothing because a commit of the
+    same writes under that key already had: ``requests`` are that commit's (as its
+    receipt kept them), ``consumed_capacity`` is empty."""
 
     def _consumed(self, capacity: dict[str, float]) -> None:
         for name, units in capacity.items():

@@ -35,11 +35,13 @@ from dynaorm.errors import DynaormError
 from dynaorm.schema.rules import Change, Shape
 from dynaorm.schema.rules.compressed import _Compressed
 from dynaorm.schema.rules.encrypted import ENCRYPTED
+from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.schema.rules.vectors import Vector
 from dynaorm.schema.rules.versioned import version_sk
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 from dynaorm.schema.templates import SHARD_FIELD
+from dynaorm.values.records import Role
 
 __all__ = ["FORMAT", "OPERATIONS", "AccessPattern", "declared_patterns", "derived_patterns",
            "describe_type", "entity_model", "index_model", "lands_in", "model_of",
@@ -482,6 +484,16 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
     }
 
 
+def receipt_row(table: TableSchema) -> dict[str, Any]:
+    """The row the table keeps for itself, beside its entities' (an idempotent commit's
+    receipt, ``commit(idempotency_key=)``): its role, type name, key shape and how long
+    it is kept."""
+    key = f"{RECEIPT_TYPE}#{{hash of the key}}"
+    return {"role": Role.RECEIPT.value, "type": RECEIPT_TYPE,
+            "key": {table.pk: key} if table.sk is None else {table.pk: key, table.sk: key},
+            "ttl_seconds": int(table.receipts_ttl.total_seconds())}
+
+
 def model_of(table: TableSchema) -> dict[str, Any]:
     """The model of ``table``: the table, its indexes and every entity registered on it,
     as plain data (see the module)."""
@@ -492,6 +504,7 @@ def model_of(table: TableSchema) -> dict[str, Any]:
                   "key_types": dict(sorted(table.key_types.items())),
                   "type_attribute": table.type_attribute,
                   "revision_attribute": table.revision_attribute, "ttl": table.ttl,
-                  "stream": table.stream, "indexes": [index_model(i) for i in _indexes(table)]},
+                  "stream": table.stream, "indexes": [index_model(i) for i in _indexes(table)],
+                  "rows": [receipt_row(table)]},
         "entities": [entity_model(s) for s in specs],
     }

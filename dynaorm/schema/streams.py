@@ -26,6 +26,7 @@ from typing import Any, Literal, Protocol
 
 from dynaorm._types import AttributeValue, Item
 from dynaorm.errors import DynaormError, InvalidValueError, ItemDecodeError
+from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.unique import GUARD_TYPE, OWNER_TYPE, UNIQUE_FIELD
 from dynaorm.schema.rules.versioned import parse_version_sk
 from dynaorm.values.codec import decode_value
@@ -371,4 +372,8 @@ def iter_changes(table: StreamTable, records: Iterable[Mapping[str, Any]] | Mapp
     for record in records:
         if not isinstance(record, Mapping):
             raise DynaormError(f"expected a stream record (a mapping), got {record!r}")
-        yield parse_change(table, record, prepare)
+        change = parse_change(table, record, prepare)
+        if change.entity is None and own_row(table, change.new_item or change.old_item or {
+                a: {"S": v} for a, v in change.key.items() if isinstance(v, str)}):
+            continue  # (a receipt, a Powertools record: dynaorm's own, nobody's change)
+        yield change

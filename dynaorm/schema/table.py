@@ -8,6 +8,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from dynaorm.caches import forget
@@ -154,8 +155,15 @@ class TableSchema:
                  cursor_secret: str | bytes | None = None,
                  stream: str | None = None, keyring: Any = None,
                  revision_attribute: str | None = "_rev",
-                 vector_indexes: Sequence[VectorIndex] = ()) -> None:
+                 vector_indexes: Sequence[VectorIndex] = (),
+                 receipts_ttl: timedelta = timedelta(days=7)) -> None:
         check_name("table", name)
+        if not isinstance(receipts_ttl, timedelta) or receipts_ttl <= timedelta(0):
+            raise DynaormError(f"table {name!r}: receipts_ttl must be a positive timedelta, "
+                               f"got {receipts_ttl!r}")
+        self.receipts_ttl = receipts_ttl
+        """How long a commit's idempotency key holds: the receipts of idempotent commits
+        (``commit(idempotency_key=...)``) expire after it (default 7 days)."""
         if stream is not None and stream not in _STREAM_VIEWS:
             raise DynaormError(f"table {name!r}: stream must be one of {sorted(_STREAM_VIEWS)}, "
                                f"got {stream!r}")

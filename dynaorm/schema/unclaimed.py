@@ -18,6 +18,7 @@ from typing import Any
 
 from dynaorm._types import Item
 from dynaorm.protocol.hooks import logger
+from dynaorm.schema.rules.receipts import OWN_TYPES
 from dynaorm.schema.rules.unique import GUARD_TYPE
 
 __all__ = ["claimed_names", "fix_hint", "note_unclaimed", "unclaimed_name"]
@@ -28,8 +29,9 @@ _warned: set[tuple[str, str]] = set()
 
 def claimed_names(table: Any) -> frozenset[str]:
     """Every type name a class of ``table`` claims: its own ``type_name`` and the one its
-    ``Meta.previous`` declares, plus dynaorm's own items (unique guards)."""
-    names = {GUARD_TYPE, *table.entities}
+    ``Meta.previous`` declares, plus dynaorm's own items (unique guards, receipts,
+    Powertools records)."""
+    names = {GUARD_TYPE, *OWN_TYPES, *table.entities}
     for cls in table.entities.values():
         spec = getattr(cls, "__dynaorm_spec__", None)
         previous = getattr(spec, "previous", None)

@@ -35,8 +35,10 @@ class Session(BaseSession):
     any table bound to one :class:`~dynaorm.Client` and commits them together. Cheap to
     create; not to be shared between threads."""
 
-    def __init__(self, target: Table | Client) -> None:
+    def __init__(self, target: Table | Client, *, idempotency_key: str | None = None
+                 ) -> None:
         super().__init__(*session_target(target, type(self).__name__))
+        self._stage.idempotency_key = idempotency_key
 
     @property
     def client(self) -> Client:
@@ -70,15 +72,21 @@ class Session(BaseSession):
         return self._run(plan_p(self._stage.coalesced()), "plan",
                               (e._entity for e in self._stage.writes.values()))
 
-    def commit(self) -> CommitResult:
+    def commit(self, *, idempotency_key: str | None = None) -> CommitResult:
         """Send everything staged as one atomic write; clears the stage either way.
-        Returns what was sent (a :class:`~dynaorm.CommitResult`)."""
+        Returns what was sent (a :class:`~dynaorm.CommitResult`). With an
+        ``idempotency_key`` (or the session's), the writes apply at most once for that key
+        (a replay returns the first commit's result, ``replayed=True``; other writes under
+        it raise :class:`~dynaorm.IdempotencyMismatchError`): see the guide's "Exactly
+        once"."""
         from dynaorm.core.commit import commit_p
 
         staged = self._stage.take()
         driver, policy, operation = self._bound("commit", (e._entity for e in staged))
-        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed), operation,
-                         policy=policy)
+        run = driver.run(commit_p(staged, policy.observed, self._stage.keyed,
+                                  self._stage.idempotency_key if idempotency_key is None
+                                  else idempotency_key),
+                         operation, policy=policy)
         return cast(CommitResult, run)
 
     # -- reads ---------------------------------------------------------------------

@@ -28,6 +28,7 @@ class Role(enum.Enum):
     GUARD = "unique guard"
     VERSION = "version row"
     LATEST = "latest copy"
+    RECEIPT = "receipt"
 
 
 class Fail(enum.Enum):

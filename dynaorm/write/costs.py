@@ -38,7 +38,7 @@ READ_UNIT: Final = 4096
 REV: Final = "0" * 16
 #: the name of each role of row
 ROLES: Final = {Role.ROW: "row", Role.GUARD: "unique guard", Role.VERSION: "version row",
-                Role.LATEST: "latest copy"}
+                Role.LATEST: "latest copy", Role.RECEIPT: "receipt"}
 
 
 def write_units(size: int) -> int:

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dynaorm import DynaormError, Entity, ModelFileError, Table
-from dynaorm.schema.model import FORMAT
+from dynaorm.schema.model import FORMAT, receipt_row
 from dynaorm.tools import designs
 from dynaorm.tools.chart import chart_of
 from dynaorm.tools.codegen import code_of
@@ -42,7 +42,12 @@ def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() 
              "sk": ["gsi1sk"], "projection": "ALL"},
             {"name": "gsi2", "kind": "gsi", "native": False, "pk": ["gsi2pk"],
              "sk": ["gsi2sk"], "projection": "ALL"},
-            {"name": "lsi1", "kind": "lsi", "sk": ["lsi1sk"], "projection": "ALL"}]}
+            {"name": "lsi1", "kind": "lsi", "sk": ["lsi1sk"], "projection": "ALL"}],
+        # (issue 60) the row the table keeps for itself: an idempotent commit's receipt
+        "rows": [{"role": "receipt", "type": "dynaorm:receipt",
+                  "key": {"pk": "dynaorm:receipt#{hash of the key}",
+                          "sk": "dynaorm:receipt#{hash of the key}"},
+                  "ttl_seconds": 7 * 86400}]}
     user = _entity(model, "User")
     assert (user["pk"], user["sk"], user["type_name"]) == ("USER#{user_id}", "PROFILE", "User")
     assert user["fields"][0] == {"name": "user_id", "stored": "user_id", "type": "string",
@@ -511,7 +516,7 @@ def test_hypothesis_models_export_from_their_code_as_they_were_made(model: dict[
                                                                    ) -> None:
     (table,) = defined(code_of([model]))
     made = table.model()
-    assert made["table"] == model["table"]
+    assert made["table"] == {**model["table"], "rows": [receipt_row(table)]}  # (issue 60)
     for mine, given_ in zip(made["entities"], model["entities"], strict=True):
         assert {k: mine[k] for k in given_} == given_
     for fmt in designs.FORMATS:

@@ -80,6 +80,7 @@ from dynaorm.schema.templates import KeyTemplate
 from dynaorm.values.records import Fail, Op, Origin, Role
 
 __all__ = [
+    "COMMIT_RULES",
     "HOOKS",
     "NO_BEFORE",
     "NO_ROWS",
@@ -117,6 +118,10 @@ HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "r
                 "stamp", "pin", "prepare", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
+#: the rules of a whole commit, by name, each set by its module when imported (the
+#: receipts of an idempotent commit: :mod:`~dynaorm.schema.rules.receipts`); phases ask
+#: here, never the module
+COMMIT_RULES: dict[str, Any] = {}
 
 
 def register_rule(cls: type[R]) -> type[R]:
@@ -595,3 +600,6 @@ PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, 
                               lambda n, changed: None)
 #: a plain entity's rules (none): shared
 NO_RULES: Final = Rules(())
+
+
+import dynaorm.schema.rules.receipts  # noqa: E402,F401  (sets its COMMIT_RULES entry)

@@ -1,0 +1,87 @@
+#!/usr/bin/env python
+"""Exactly once (issue 60): what an idempotency key costs a commit, side by side.
+
+Each case commits the same new ``User`` (two unique attributes: a 3-Put
+``TransactWriteItems``) through dynaorm's own wire to the canned endpoint of
+``canned_http.py`` (a child process answering ``{}``), once without a key and once with
+``idempotency_key=`` (the same transaction plus its receipt: still one request). Printed:
+the client CPU per commit (``time.process_time``, the least of ``--repeats``: the
+machine's noise only adds), the ratio (the issue's budget: at most 1.15), and the requests
+each commit sent.
+
+    python benchmarks/idempotency.py [--iterations 300] [--repeats 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from canned_http import canned_endpoint, dynaorm_models
+
+#: issue 60's budget: a keyed commit's client CPU at most this many times the plain one's
+BUDGET = 1.15
+
+
+def _cases(endpoint: str) -> dict[str, Callable[[], object]]:
+    from dynaorm import Session
+
+    _, user, _, _ = dynaorm_models(endpoint, "dynaorm")
+    count = itertools.count()
+
+    def commit(keyed: bool) -> Callable[[], object]:
+        def run() -> object:
+            n = next(count)
+            s = Session(user.__dynaorm_spec__.table)
+            s.save(user(user_id=f"u{n}", org_id="acme", username=f"user{n}",
+                        email=f"user{n}@example.com", full_name="Ada Lovelace"))
+            return s.commit(idempotency_key=f"order-{n}" if keyed else None)
+        return run
+
+    return {"commit": commit(False), "commit, keyed": commit(True)}
+
+
+def _cpu(fn: Callable[[], object], iterations: int, repeats: int) -> float:
+    """Client CPU microseconds per call of ``fn`` (the least of the repeats)."""
+    runs = []
+    for _ in range(repeats):
+        start = time.process_time()
+        for _ in range(iterations):
+            fn()
+        runs.append((time.process_time() - start) / iterations * 1e6)
+    return min(runs)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=5)
+    args = parser.parse_args()
+    with canned_endpoint() as endpoint:
+        cases = _cases(endpoint)
+        for fn in cases.values():  # (warm: imports, connections)
+            for _ in range(20):
+                fn()
+        plain, keyed = cases["commit"], cases["commit, keyed"]
+        print("requests:", [op for op, _ in plain().requests],  # type: ignore[attr-defined]
+              [(op, len(body["TransactItems"]))
+               for op, body in keyed().requests])  # type: ignore[attr-defined]
+        a = b = 0.0
+        for _ in range(2):  # (interleaved, so drift hits both alike)
+            a = _cpu(plain, args.iterations, args.repeats)
+            b = _cpu(keyed, args.iterations, args.repeats)
+    print(f"{'case':<16} {'CPU us/commit':>14}")
+    print(f"{'commit':<16} {a:>14.1f}")
+    print(f"{'commit, keyed':<16} {b:>14.1f}")
+    print(f"ratio {b / a:.3f} (budget {BUDGET})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""What a commit given an idempotency key does beside a plain one (contract 22 "Exactly
+once across invocations"), asking the commit's receipt rule
+(:data:`~dynaorm.schema.rules.COMMIT_RULES`) for the receipt, never naming it:
+
+- its transaction carries the receipt row, conditioned on no live receipt at its key, with
+  the ``ClientRequestToken`` the rule derives from the key (a commit that would otherwise
+  be a single-item write goes as a transaction too);
+- a failure whose cancellation reason is the receipt's condition, or an answer lost after
+  sending (or a token DynamoDB saw with other parameters), is settled by the stored
+  receipt: applied by this commit (the lost answer's write succeeded), replayed (an earlier
+  commit of the same writes under the key: :class:`Replayed` carries its result), or a
+  mismatch (:class:`~dynaorm.IdempotencyMismatchError`). No live receipt after a lost
+  answer: nothing was applied (the error is raised as it is, never
+  ``OutcomeUnknownError``: committing again with the key applies at most once).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from dynaorm._types import Item, PlainKey
+from dynaorm.errors import DynaormError, RequestError, TransactionTooLargeError
+from dynaorm.protocol.events import CommitResult
+from dynaorm.protocol.steps import Proto
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules import COMMIT_RULES
+from dynaorm.schema.table import TableSchema
+from dynaorm.write.records import StagedWrite
+from dynaorm.write.render import MAX_ACTIONS, MAX_REQUEST_BYTES, WritePlan
+
+__all__ = ["APPLIED", "RESEND", "Replayed", "keyed_request", "receipt_of", "settle_p"]
+
+#: the lost answer's write was this commit's, and applied
+APPLIED: Final = "applied"
+#: nothing was applied and DynamoDB holds the token for other parameters: send again
+#: with a fresh token (the receipt's condition keeps it at most once)
+RESEND: Final = "resend"
+#: the most a receipt adds to a request, but the keys it keeps of the commit's result
+RECEIPT_BYTES: Final = 1024
+_RECEIPT_REFUSED = ("ConditionalCheckFailed",)
+_SETTLE_CODES = frozenset({"IdempotentParameterMismatchException",
+                           "TransactionInProgressException"})
+
+
+class Replayed(Exception):
+    """The commit's key was used by an earlier commit of the same writes: nothing was
+    applied; ``result`` is that commit's (its rows hold the revision this commit's
+    would: both derive it from the key and the digest)."""
+
+    def __init__(self, result: CommitResult) -> None:
+        super().__init__("replayed")
+        self.result = result
+
+
+def receipt_of(staged: list[StagedWrite], key: str) -> Any:
+    """The receipt of a commit of ``staged`` with idempotency key ``key``."""
+    tables = list({id(t): t for t in (spec_of(e._entity).table for e in staged)}.values())
+    return COMMIT_RULES["receipt"].start(staged, key, tables)
+
+
+def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
+                  sent: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    """The transaction of ``plan`` with the receipt row last (``sent``: the requests the
+    commit sent before: the receipt keeps each one's operation and keys, and the
+    transaction's, as the result a replay returns)."""
+    if len(plan.ops) >= MAX_ACTIONS:
+        raise TransactionTooLargeError(
+            f"commit needs {len(plan.ops)} actions and its receipt (idempotency_key=) one "
+            f"more; DynamoDB allows {MAX_ACTIONS} per transaction")
+    request = plan.transaction_request(token, rev)
+    item = receipt.item(rev, [*((op, [body["Key"]] if "Key" in body else [])
+                                for op, body in sent),
+                              ("TransactWriteItems", [op.key for op in plan.ops])])
+    if sum(plan.sizes) + RECEIPT_BYTES + len(item["result"]["S"]) > MAX_REQUEST_BYTES:
+        raise TransactionTooLargeError(f"commit with its receipt exceeds DynamoDB's "
+                                       f"{MAX_REQUEST_BYTES} byte request limit")
+    request["TransactItems"].append(receipt.action(item))
+    return request
+
+
+def settle_p(receipt: Any, exc: RequestError, at: int,
+             read: Callable[[TableSchema, PlainKey], Proto[Item | None]]) -> Proto[str | None]:
+    """What the failed send of a keyed commit (its receipt the ``at``-th action) means, by
+    its receipt: :data:`APPLIED`, :data:`RESEND`, ``None`` (a failure of the writes
+    themselves: mapped as usual); raises :class:`Replayed` or
+    :class:`~dynaorm.IdempotencyMismatchError`, or ``exc`` when a lost answer's write was
+    not applied."""
+    reasons = exc.reasons if exc.code == "TransactionCanceledException" else []
+    reason = reasons[at] if len(reasons) > at else None
+    if reason is not None and getattr(reason, "code", None) in _RECEIPT_REFUSED:
+        stored = receipt.live(reason.item)
+        if stored is None:  # (refused, not returned: read it)
+            stored = receipt.live((yield from read(receipt.table, receipt.where)))
+        if stored is None:
+            raise exc
+        _verdict(receipt, stored)
+    if not (exc.maybe_applied or exc.code in _SETTLE_CODES):
+        return None
+    try:
+        stored = receipt.live((yield from read(receipt.table, receipt.where)))
+    except RequestError as err:
+        raise DynaormError(f"{exc}; reading its receipt to settle it failed too ({err.code})"
+                           ) from err
+    if stored is not None:
+        return _verdict(receipt, stored)
+    if exc.code == "IdempotentParameterMismatchException":
+        return RESEND
+    raise exc  # not applied (when read): committing again with the key is safe
+
+
+def _verdict(receipt: Any, stored: Item) -> str:
+    """APPLIED for this commit's own receipt; raises :class:`Replayed` (or a mismatch)."""
+    if receipt.explain(stored).value == APPLIED:
+        return APPLIED
+    raise Replayed(CommitResult(requests=receipt.result(stored), replayed=True))

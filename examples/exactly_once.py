@@ -1,0 +1,62 @@
+"""Exactly once across invocations: a handler run twice for one message (an SQS
+redelivery, a retried Lambda) commits with the message id as its idempotency key; the
+second run applies nothing and says so (``replayed``), and other writes under a used key
+are refused.
+
+Run: ``python examples/exactly_once.py [--endpoint-url URL]``
+"""
+
+from __future__ import annotations
+
+from _support import run
+
+from dynaorm import Entity, IdempotencyMismatchError, Table
+
+shop = Table("dynaorm-example-exactly-once")
+
+
+class Payment(Entity):
+    class Meta:
+        table = shop
+        pk = "ORDER#{order_id}"
+        sk = "PAYMENT"
+
+    order_id: str
+    cents: int
+
+
+class Balance(Entity):
+    class Meta:
+        table = shop
+        pk = "CUSTOMER#{customer}"
+        sk = "BALANCE"
+
+    customer: str
+    cents: int = 0
+
+
+def handle(db: object, message_id: str, order_id: str, cents: int) -> bool:
+    """Record a payment and debit the balance, once per message; True when replayed."""
+    s = db.session()  # type: ignore[attr-defined]
+    s.save(Payment(order_id=order_id, cents=cents))
+    s.update(Balance, customer="ada", upsert=True).add(cents=-cents)
+    return bool(s.commit(idempotency_key=message_id).replayed)
+
+
+def main() -> None:
+    with run(shop, "exactly once with an idempotency key") as db:
+        assert handle(db, "msg-1", "o1", 500) is False  # applied
+        assert handle(db, "msg-1", "o1", 500) is True  # redelivered: applied nothing
+        balance = db.session().get(Balance, customer="ada")
+        assert balance is not None and balance.cents == -500
+        print(f"after two deliveries of msg-1: balance {balance.cents} (debited once)")
+        try:
+            handle(db, "msg-1", "o2", 900)  # another order under a used key
+        except IdempotencyMismatchError as exc:
+            print(f"refused: {type(exc).__name__}")
+        else:
+            raise AssertionError("a used key took other writes")
+
+
+if __name__ == "__main__":
+    main()

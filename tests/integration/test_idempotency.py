@@ -1,0 +1,184 @@
+"""Exactly once across invocations (contract 22, issue 60): ``commit(idempotency_key=)``
+and ``Session(..., idempotency_key=)`` apply the staged writes at most once for the key,
+whatever engine, sync and async (the ``db`` fixture runs both)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from dynaorm import (
+    DynaormError,
+    IdempotencyMismatchError,
+    ItemExistsError,
+    Session,
+    Table,
+)
+from dynaorm.schema.rules.receipts import RECEIPT_TYPE
+from dynaorm.testing import TestBackend
+from tests.support.models import Audit, Note, User
+
+#: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
+#: recreate: a key reused by another test's variant would find its token taken)
+RUN = uuid.uuid4().hex[:8]
+
+
+def _rows(db: TestBackend) -> list[dict[str, Any]]:
+    """Every stored item but receipts."""
+    return [i for i in db.scan() if i.get("_type") != RECEIPT_TYPE]
+
+
+def _receipts(db: TestBackend) -> list[dict[str, Any]]:
+    return [i for i in db.scan() if i.get("_type") == RECEIPT_TYPE]
+
+
+def test_a_replay_applies_nothing_and_returns_the_first_result(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Note(note_id="n1", body="hello", tags=["a", "b"]))
+    first = s.commit(idempotency_key=f"order-1-{db.session_kind}-{RUN}")
+    assert not first.replayed
+    assert [op for op, _ in first.requests] == ["TransactWriteItems"]
+    (sent,) = first.requests[0][1]["TransactItems"][-1].values()
+    assert sent["Item"]["_type"] == {"S": RECEIPT_TYPE}
+    stored = _rows(db)
+    assert [r["body"] for r in stored] == ["hello"]
+    assert len(_receipts(db)) == 1
+    # another writer changes the note: a replay must not put it back
+    s2 = db.session()
+    n = s2.get(Note, note_id="n1")
+    assert n is not None
+    n.body = "changed since"
+    s2.save(n)
+    s2.commit()
+    s3 = db.session()
+    s3.save(Note(note_id="n1", body="hello", tags=["a", "b"]))
+    again = s3.commit(idempotency_key=f"order-1-{db.session_kind}-{RUN}")
+    assert again.replayed
+    assert again.requests[-1][0] == "TransactWriteItems"
+    assert again.requests == [("TransactWriteItems", {"Keys": [
+        {"pk": "NOTE#n1", "sk": "NOTE"}]})]
+    assert again.consumed_capacity == {}
+    assert [r["body"] for r in _rows(db)] == ["changed since"]
+
+
+def test_other_writes_under_a_used_key_raise_and_write_nothing(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Note(note_id="n1", body="hello"))
+    s.commit(idempotency_key=f"k-1-{db.session_kind}-{RUN}")
+    before = db.scan()
+    s.save(Note(note_id="n2", body="other"))
+    with pytest.raises(IdempotencyMismatchError) as err:
+        s.commit(idempotency_key=f"k-1-{db.session_kind}-{RUN}")
+    assert isinstance(err.value, DynaormError)
+    assert err.value.key == f"k-1-{db.session_kind}-{RUN}"
+    assert db.scan() == before
+
+
+def test_a_session_key_and_a_single_write_still_go_as_one_transaction(
+        db: TestBackend) -> None:
+    key = f"sess-1-{db.session_kind}-{RUN}"
+    s = Session(db.table, idempotency_key=key) if db.session_kind == "sync" else db.session()
+    s.save(Note(note_id="n1", body="x"))
+    key = None if db.session_kind == "sync" else key
+    result = s.commit(idempotency_key=key) if key else s.commit()
+    assert [op for op, _ in result.requests] == ["TransactWriteItems"]
+    assert len(result.requests[0][1]["TransactItems"]) == 2
+    assert len(_receipts(db)) == 1
+
+
+def test_the_same_writes_staged_in_another_order_replay(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Note(note_id="n1", body="one", tags=["x"]))
+    s.save(User(user_id="u1", username="ann", email="ann@example.com"))
+    s.commit(idempotency_key=f"pair-{db.session_kind}-{RUN}")
+    s2 = db.session()
+    s2.save(User(user_id="u1", username="ann", email="ann@example.com"))
+    s2.save(Note(note_id="n1", body="one", tags=["x"]))
+    assert s2.commit(idempotency_key=f"pair-{db.session_kind}-{RUN}").replayed
+
+
+def test_a_replayed_object_is_persisted_and_saves_as_an_update(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Audit(equipment_id="e1", part="p", auditor="a"))
+    s.commit(idempotency_key=f"audit-1-{db.session_kind}-{RUN}")
+    s2 = db.session()
+    replay = Audit(equipment_id="e1", part="p", auditor="a")
+    s2.save(replay)
+    assert s2.commit(idempotency_key=f"audit-1-{db.session_kind}-{RUN}").replayed
+    replay.notes = "later"
+    s2.save(replay)
+    s2.commit()
+    got = db.session().get(Audit, equipment_id="e1", part="p")
+    assert got is not None and got.notes == "later" and got.version == 2
+
+
+def test_a_failed_keyed_commit_keeps_no_receipt_and_the_key_applies_later(
+        db: TestBackend) -> None:
+    s = db.session()
+    s.save(Note(note_id="n1", body="first"))
+    s.commit()
+    s.save(Note(note_id="n1", body="dup"))
+    with pytest.raises(ItemExistsError):
+        s.commit(idempotency_key=f"k-fail-{db.session_kind}-{RUN}")
+    assert _receipts(db) == []
+    s.save(Note(note_id="n9", body="dup"))
+    # (other writes: a new token)
+    assert not s.commit(idempotency_key=f"k-fail-{db.session_kind}-{RUN}").replayed
+    s.save(Note(note_id="n9", body="dup"))
+    assert s.commit(idempotency_key=f"k-fail-{db.session_kind}-{RUN}").replayed
+
+
+def test_receipts_are_never_read_back(db: TestBackend) -> None:
+    s = db.session()
+    s.save(Note(note_id="n1", body="x"))
+    s.commit(idempotency_key=f"hidden-{db.session_kind}-{RUN}")
+    assert [n.note_id for n in s.scan(Note).all()] == ["n1"]
+    assert [type(o).__name__ for o in s.scan(Note, User, Audit).all()] == ["Note"]
+
+
+def test_receipts_expire_after_the_table_ttl(db: TestBackend) -> None:
+    t = Table("x-receipts", receipts_ttl=timedelta(hours=2))
+    assert t.receipts_ttl == timedelta(hours=2)
+    assert db.table.receipts_ttl == timedelta(days=7)
+    s = db.session()
+    s.save(Note(note_id="n1", body="x"))
+    s.commit(idempotency_key=f"ttl-{db.session_kind}-{RUN}")
+    (receipt,) = _receipts(db)
+    assert 7 * 86400 - 60 <= receipt["_expires"] - receipt["at"] <= 7 * 86400
+
+
+@pytest.mark.parametrize("bad", ["", 3, "x" * 2049])
+def test_a_bad_key_is_refused_before_sending(db: TestBackend, bad: Any) -> None:
+    s = db.session()
+    s.save(Note(note_id="n1"))
+    with pytest.raises(DynaormError, match="idempotency_key"):
+        s.commit(idempotency_key=bad)
+    assert db.scan() == []
+
+
+def test_a_bad_receipts_ttl_is_refused() -> None:
+    with pytest.raises(DynaormError, match="receipts_ttl"):
+        Table("x-receipts", receipts_ttl=timedelta(0))
+
+
+def test_check_streams_and_unclaimed_know_receipts(db: TestBackend) -> None:
+    from dynaorm.schema.unclaimed import unclaimed_name
+    from dynaorm.tools.check import check_table
+
+    s = db.session()
+    s.save(Note(note_id="n1", body="x"))
+    s.commit(idempotency_key=f"known-{db.session_kind}-{RUN}")
+    result = check_table(db.table)
+    assert result.problems == [] and result.unclaimed == {}
+    (raw,) = [i for i in db.scan_raw() if i["_type"]["S"] == RECEIPT_TYPE]
+    assert unclaimed_name(db.table, raw) is None
+    keys = {a: raw[a] for a in ("pk", "sk")}
+    records = [{"eventName": name, "eventID": str(n), "dynamodb": dict(section)}
+               for n, (name, section) in enumerate([
+                   ("INSERT", {"Keys": keys, "NewImage": raw}),
+                   ("REMOVE", {"Keys": keys, "OldImage": raw}),
+                   ("REMOVE", {"Keys": keys})])]  # (a keys-only view)
+    assert list(db.table.changes(records)) == []

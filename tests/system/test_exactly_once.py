@@ -1,0 +1,276 @@
+"""Exactly once across invocations (contract 22, issue 60): the adversaries.
+
+- a lost answer after the keyed transaction applied, with a second writer acting in the
+  window (the public fault injector, ``dynaorm.testing.inject_faults``: every engine, both
+  kinds of session): settled by the receipt as applied, never ``OutcomeUnknownError``, and
+  the second writer's change kept (on moto, which ignores ``ClientRequestToken``, the
+  driver's own resend is refused by the receipt);
+- a replay from another process, and two processes committing the same key at once (one
+  applies, the other is replayed or conflicts, never both), on DynamoDB Local;
+- hypothesis over staged operations: the same writes digest the same (in any order, sets
+  in any order), any difference digests otherwise (and a commit of it is a mismatch).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dynaorm import (
+    IdempotencyMismatchError,
+    OutcomeUnknownError,
+    Session,
+)
+from dynaorm.schema.rules.receipts import digest
+from dynaorm.testing import TestBackend, inject_faults
+from dynaorm.write.delete import DeleteEntry
+from dynaorm.write.save import SaveEntry
+from tests.conftest import engine_of
+from tests.support.models import Note, app
+
+RUN = uuid.uuid4().hex[:8]
+
+
+@pytest.fixture(autouse=True)
+def _no_waits() -> Iterator[None]:
+    before = app._binding()
+    app.max_wait = 0
+    yield
+    app._restore(before)
+
+
+def _key(db: TestBackend, name: str) -> str:
+    return f"{name}-{db.session_kind}-{RUN}"
+
+
+def _notes(db: TestBackend) -> dict[str, tuple[str, list[str]]]:
+    return {i["note_id"]: (i.get("body", ""), list(i.get("tags", [])))
+            for i in db.scan() if i.get("_type") == "Note"}
+
+
+# -- lost answers ----------------------------------------------------------------------------
+def test_a_lost_answer_with_a_writer_in_the_window_is_settled_by_the_receipt(
+        db: TestBackend) -> None:
+    with Session(db.table) as s:
+        s.save(Note(note_id="n0", body="before"))
+
+    def other() -> None:  # a second writer, after the transaction applied
+        with Session(db.table) as b:
+            theirs = b.get(Note, note_id="n0")
+            assert theirs is not None
+            theirs.body = "theirs"
+            b.save(theirs)
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", times=None, after=other)
+        s = db.session()
+        s.save(Note(note_id="n1", body="mine"))
+        result = s.commit(idempotency_key=_key(db, "lost"))
+    assert not result.replayed
+    assert faults.sent["TransactWriteItems"] >= 2  # (the driver resent it: refused or deduped)
+    assert _notes(db) == {"n0": ("theirs", []), "n1": ("mine", [])}
+    # the same writes again: replayed, nothing applied over the second writer
+    s = db.session()
+    s.save(Note(note_id="n1", body="mine"))
+    assert s.commit(idempotency_key=_key(db, "lost")).replayed
+    assert _notes(db)["n0"] == ("theirs", [])
+
+
+def test_without_a_key_the_same_lost_answer_is_unknown(db: TestBackend,
+                                                       request: pytest.FixtureRequest) -> None:
+    """(The contrast: what the receipt settles.) A single-item insert whose every answer is
+    lost, the row changed in the window by another writer: no revision proves it."""
+    if engine_of(request) != "moto":
+        pytest.skip("one engine shows the contrast")
+
+    def other() -> None:
+        with Session(db.table) as b:
+            theirs = b.get(Note, note_id="n1")
+            if theirs is not None:
+                theirs.body = "theirs"
+                b.save(theirs)
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("PutItem", times=None, after=other)
+        s = db.session()
+        s.save(Note(note_id="n1", body="mine"))
+        with pytest.raises(OutcomeUnknownError):
+            s.commit()
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", times=None, after=other)
+        s = db.session()
+        s.save(Note(note_id="n2", body="mine"))
+        assert not s.commit(idempotency_key=_key(db, "contrast")).replayed
+
+
+def test_a_lost_answer_of_a_commit_that_did_not_apply_is_not_unknown(db: TestBackend) -> None:
+    """Every attempt fails with a server error before applying: the receipt is absent, so
+    nothing was applied: the error is raised as it is (committing again is safe)."""
+    from dynaorm import RequestError
+
+    with inject_faults(db.table) as faults:
+        faults.server_error("TransactWriteItems", times=None)
+        s = db.session()
+        s.save(Note(note_id="n1", body="mine"))
+        with pytest.raises(RequestError) as err:
+            s.commit(idempotency_key=_key(db, "never"))
+    assert not isinstance(err.value, OutcomeUnknownError)
+    assert _notes(db) == {}
+    s.save(Note(note_id="n1", body="mine"))
+    assert not s.commit(idempotency_key=_key(db, "never")).replayed
+    assert _notes(db) == {"n1": ("mine", [])}
+
+
+# -- other processes --------------------------------------------------------------------------
+_SCRIPT = textwrap.dedent("""
+    import json, sys, time
+    from dynaorm import Entity, Session, Table
+    from dynaorm.errors import DynaormError
+    name, url, key, start = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+    table = Table(name, endpoint_url=url, region="us-east-1", max_wait=0)
+
+    class Note(Entity):
+        class Meta:
+            table = table
+            pk = "NOTE#{note_id}"
+            sk = "NOTE"
+
+        note_id: str
+        body: str = ""
+        tags: list[str] = []
+
+    s = Session(table)
+    s.save(Note(note_id="n1", body="once"))
+    while time.time() < start:
+        pass
+    try:
+        result = s.commit(idempotency_key=key)
+        print(json.dumps({"replayed": result.replayed}))
+    except DynaormError as exc:
+        print(json.dumps({"error": type(exc).__name__, "message": str(exc)}))
+""")
+
+
+def _process(db: TestBackend, key: str, start: float = 0.0) -> subprocess.Popen[str]:
+    env = {**os.environ, "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "x"),
+           "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "x"),
+           "PYTHONPATH": os.getcwd()}
+    assert db.endpoint_url is not None
+    return subprocess.Popen([sys.executable, "-c", _SCRIPT, db.table.name, db.endpoint_url, key,
+                             str(start)], stdout=subprocess.PIPE, text=True, env=env)
+
+
+def _local(db: TestBackend, request: pytest.FixtureRequest) -> None:
+    if engine_of(request) != "local" or db.session_kind != "sync" or db.endpoint_url is None:
+        pytest.skip("processes share DynamoDB Local (moto in-process is this process's)")
+
+
+def _answer(proc: subprocess.Popen[str]) -> dict[str, Any]:
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    answer: dict[str, Any] = json.loads(out.strip().splitlines()[-1])
+    return answer
+
+
+def test_a_replay_from_another_process(db: TestBackend, request: pytest.FixtureRequest
+                                       ) -> None:
+    _local(db, request)
+    key = _key(db, "process")
+    s = db.session()
+    s.save(Note(note_id="n1", body="once"))
+    assert not s.commit(idempotency_key=key).replayed
+    with Session(db.table) as b:  # another writer after it
+        theirs = b.get(Note, note_id="n1")
+        assert theirs is not None
+        theirs.body = "later"
+        b.save(theirs)
+    assert _answer(_process(db, key)) == {"replayed": True}
+    assert _notes(db) == {"n1": ("later", [])}
+
+
+def test_two_processes_with_one_key_at_once_apply_once(db: TestBackend,
+                                                       request: pytest.FixtureRequest) -> None:
+    import time
+
+    _local(db, request)
+    for round_ in range(3):
+        key = _key(db, f"race{round_}")
+        start = time.time() + 3.0
+        procs = [_process(db, key, start) for _ in range(2)]
+        answers = [_answer(p) for p in procs]
+        applied = [a for a in answers if a == {"replayed": False}]
+        others = [a for a in answers if a not in applied]
+        assert len(applied) <= 1, answers
+        assert all(a == {"replayed": True} or a.get("error") in (
+            "TransactionConflictError", "RequestError") for a in others), answers
+        if applied or {"replayed": True} in others:
+            assert _notes(db) == {"n1": ("once", [])}
+        else:
+            assert _notes(db) == {}
+            continue
+        with Session(db.table) as s:  # (the next round inserts again)
+            got = s.get(Note, note_id="n1")
+            assert got is not None
+            s.delete(got)
+
+
+# -- the digest ------------------------------------------------------------------------------
+_values = st.fixed_dictionaries({
+    "note_id": st.sampled_from(["a", "b", "c", "d"]),
+    "body": st.text(max_size=5),
+    "tags": st.lists(st.sampled_from(["x", "y", "z"]), max_size=3),
+})
+_ops = st.lists(st.tuples(st.sampled_from(["save", "delete", "overwrite"]), _values),
+                min_size=1, max_size=4, unique_by=lambda op: op[1]["note_id"])
+
+
+def _staged(ops: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    out: list[Any] = []
+    for kind, values in ops:
+        note = Note(**values)
+        out.append(DeleteEntry(note) if kind == "delete" else SaveEntry(
+            note, overwrite=kind == "overwrite"))
+    return out
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ops, st.randoms(use_true_random=False))
+def test_the_same_writes_in_any_order_digest_the_same(ops: list[Any], rnd: Any) -> None:
+    shuffled = list(ops)
+    rnd.shuffle(shuffled)
+    assert digest(_staged(ops)) == digest(_staged(shuffled))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_ops, _ops)
+def test_different_writes_digest_otherwise(first: list[Any], second: list[Any]) -> None:
+    same = sorted(map(repr, first)) == sorted(map(repr, second))
+    assert (digest(_staged(first)) == digest(_staged(second))) is same
+
+
+def test_a_different_set_order_digests_the_same_and_a_changed_value_is_a_mismatch(
+        db: TestBackend) -> None:
+    from dynaorm import Entity
+
+    s = db.session()
+    s.save(Note(note_id="n1", body="x", tags=["a"]))
+    s.commit(idempotency_key=_key(db, "digest"))
+    for changed in (Note(note_id="n1", body="y", tags=["a"]),
+                    Note(note_id="n1", body="x", tags=["a", "b"]),
+                    Note(note_id="n2", body="x", tags=["a"])):
+        before = db.scan()
+        s.save(changed)
+        with pytest.raises(IdempotencyMismatchError):
+            s.commit(idempotency_key=_key(db, "digest"))
+        assert db.scan() == before
+    assert issubclass(Note, Entity)
