@@ -58,6 +58,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/tools/model_commands.py",
     # 0.7, issue 58: Compressed (a rule written against the public protocol)
     "dynaorm/schema/rules/compressed.py",
+    # 0.7, issue 61: agents (the MCP server) and sessions scoped to a tenant
+    "dynaorm/core/scope.py", "dynaorm/mcp/__init__.py", "dynaorm/mcp/server.py",
+    "dynaorm/mcp/cli.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}
