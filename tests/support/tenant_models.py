@@ -83,6 +83,7 @@ class Tag(Entity):
 
     tenant_id: str
     tag: str
+    note: str = ""
 
 
 class Setting(Entity):
