@@ -28,6 +28,7 @@ __all__ = [
     "OutcomeUnknownError",
     "RequestError",
     "RequestNotSentError",
+    "ScopeError",
     "TableNotFoundError",
     "ThrottledError",
     "TransactionConflictError",
@@ -216,6 +217,12 @@ class MultipleResultsError(DynaormError):
 
 class InvalidCursorError(DynaormError, ValueError):
     """A page cursor was tampered with or belongs to another query."""
+
+
+class ScopeError(DynaormError):
+    """A scoped session (``Session(table, scope={"tenant_id": "t1"})``) was asked to read or
+    write outside its scope, or to use an entity or unique rule its scope cannot cover;
+    nothing was sent."""
 
 
 class InvalidValueError(DynaormError, ValueError):

@@ -71,6 +71,9 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/lake.py",
     # 0.7, issue 60: exactly once across invocations (receipts)
     "dynaorm/schema/rules/receipts.py", "dynaorm/core/receipts.py", "dynaorm/powertools.py",
+    # 0.7, issue 61: agents (the MCP server) and sessions scoped to a tenant
+    "dynaorm/core/scope.py", "dynaorm/mcp/__init__.py", "dynaorm/mcp/server.py",
+    "dynaorm/mcp/tools.py", "dynaorm/mcp/cli.py", "dynaorm/tools/mcp_command.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

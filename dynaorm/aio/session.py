@@ -37,13 +37,14 @@ R = TypeVar("R")
 class AsyncSession(BaseSession):
     """A unit of work for asyncio (``AsyncSession(table)`` or ``AsyncSession(client)``),
     on the tables of one client. Reads may be awaited concurrently (``asyncio.gather``);
-    staging and commit belong to one task."""
+    staging and commit belong to one task. ``scope=`` as for :class:`~dynaorm.Session`."""
 
     _async = True
 
-    def __init__(self, target: Table | Client, *, idempotency_key: str | None = None
-                 ) -> None:
-        super().__init__(*(found := session_target(target, type(self).__name__)))
+    def __init__(self, target: Table | Client, *,
+                 scope: Mapping[str, Any] | None = None,
+                 idempotency_key: str | None = None) -> None:
+        super().__init__(*(found := session_target(target, type(self).__name__)), scope)
         self._stage.idempotency_key = idempotency_key
         if found[1].wire == "botocore":  # (dynaorm's own wire needs no aiobotocore)
             _aiobotocore()  # dynaorm[async] installed: said here, not at the first request

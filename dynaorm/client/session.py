@@ -40,8 +40,9 @@ class BaseSession:
     #: whether the session runs its protocols through the client's async driver
     _async: ClassVar[bool] = False
 
-    def __init__(self, table: TableSchema | None, client: object) -> None:
-        self._stage = Stage(table, client if table is None else None)
+    def __init__(self, table: TableSchema | None, client: object,
+                 scope: Mapping[str, Any] | None = None) -> None:
+        self._stage = Stage(table, client if table is None else None, scope)
 
     def __del__(self) -> None:
         """Dropped with staged work neither committed nor rolled back: a
@@ -158,6 +159,8 @@ class BaseSession:
         self._stage.same_table(entities, "query")
         fields = dict(fields)
         shard = fields.pop("shard", None)
+        if (scope := self._stage.scope) is not None:
+            scope.query(self._stage, entities, index, fields)
         return kind(entities, fields, index, _shard=shard, _driver=self._driver)
 
     def _scan(self, kind: type[Any], entities: tuple[type[Entity], ...], index: str | None,
@@ -166,15 +169,18 @@ class BaseSession:
         if index is not None:
             table.index(index)
         chosen = check_segments(segment, segments)
-        return kind(entities, index, chosen, segments, _driver=self._driver,
+        scan = kind(entities, index, chosen, segments, _driver=self._driver,
                     _budget=budget_of(rate))
+        return scan if (scope := self._stage.scope) is None else scope.scan(scan)
 
     def _search(self, kind: type[Any], entity: type[Entity], index: str, vector: Any,
                 top: int, fields: Mapping[str, Any]) -> Any:
         from dynaorm.read.search import search_spec
 
-        self._stage.spec(entity)  # (an entity of a table bound to this session's client)
-        return search_spec(kind, entity, index, vector, top, fields, self._driver)
+        spec = self._stage.spec(entity)  # (an entity of a table bound to this client)
+        search = search_spec(kind, entity, index, vector, top, fields, self._driver)
+        return search if (scope := self._stage.scope) is None else scope.search(
+            spec, index, search, fields)
 
     def _history(self, kind: type[Any], entity: type[Entity], fields: Mapping[str, Any]
                  ) -> Any:

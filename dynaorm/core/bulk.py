@@ -121,6 +121,7 @@ def save_many_p(stage: Stage, objs: Iterable[Entity], concurrency: int,
     loaded: dict[Any, Single] = {}
     for obj in objs:
         spec = stage.spec(obj)
+        stage.within(spec, obj, "save_many")
         _refuse_rules(spec, "save_many", "save")
         state = obj._dynaorm_state
         if spec.rules.preparers:  # (key material: a data key, the loaded item's)
@@ -216,6 +217,7 @@ def _deletes_of_objects(stage: Stage, objs: Iterable[Entity]
     seen: set[Any] = set()
     for obj in objs:
         spec = stage.spec(obj)
+        stage.within(spec, obj, "delete_many")
         _refuse_rules(spec, "delete_many", "delete")
         state = obj._dynaorm_state
         if state is None:

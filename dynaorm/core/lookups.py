@@ -137,6 +137,8 @@ def find_p(stage: Stage, entity: type[T], consistent: bool,
     if set(fields) != set(rule.fields):
         raise KeyTemplateError(f"{spec.name}: find() by {rule.field!r} takes "
                                f"exactly {sorted(rule.fields)}")
+    if stage.scope is not None:
+        stage.scope.fields(spec, fields, "find")
     key = yield from rule.guard_key_p(fields, spec.name, (entity,))
     if key is None:  # no value, no guard: nothing can be found by it
         return None

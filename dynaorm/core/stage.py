@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from dynaorm._types import PlainKey
+from dynaorm.core.scope import Scope
 from dynaorm.errors import DynaormError, KeyTemplateError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import MAX_CONCURRENCY
@@ -35,11 +36,14 @@ class Stage:
     bound to ``client``. What a client is, pure code does not know: it compares
     identities."""
 
-    __slots__ = ("_given", "idempotency_key", "keyed", "table", "writes")
+    __slots__ = ("_given", "idempotency_key", "keyed", "scope", "table", "writes")
 
-    def __init__(self, table: TableSchema | None, client: object = None) -> None:
+    def __init__(self, table: TableSchema | None, client: object = None,
+                 scope: Mapping[str, Any] | None = None) -> None:
         self.table = table
         self._given = client
+        #: the tenant scope every key is checked against (``None``: unscoped)
+        self.scope = None if scope is None else Scope(scope)
         self.writes: dict[int, StagedWrite] = {}
         #: whether the writes :meth:`take` took last are of an entity whose rules prepare
         #: (key material: its commit asks for it; a plain commit asks nothing)
@@ -69,6 +73,8 @@ class Stage:
                 f"{spec.name} lives in table {table.name!r}, which is bound to another "
                 f"client than {mine}: a session commits the tables of one client (bind "
                 "both tables to one Client)")
+        if self.scope is not None:
+            self.scope.entity(spec)
         return spec
 
     def key(self, spec: EntitySpec, fields: Mapping[str, Any],
@@ -86,6 +92,8 @@ class Stage:
                                    f"{sorted(expected)} (missing {missing}, unexpected {extra})")
         if unversioned:
             raise DynaormError(f"{spec.name} is not versioned; get() takes no version")
+        if self.scope is not None:
+            self.scope.fields(spec, fields, "a key")
         return spec.primary_key(fields, version)
 
     def add(self, entry: StagedWrite) -> None:
@@ -95,9 +103,17 @@ class Stage:
         if obj is None:  # (an update or a check by key: its own)
             self.writes[id(entry)] = entry
             return
-        self.spec(obj).primary_key(obj.__dict__)  # a key that cannot render fails now
+        spec = self.spec(obj)
+        spec.primary_key(obj.__dict__)  # a key that cannot render fails now
+        if self.scope is not None:
+            self.scope.obj(spec, obj, "a write")
         self.writes.pop(id(obj), None)  # restaged: its last staging wins
         self.writes[id(obj)] = entry
+
+    def within(self, spec: EntitySpec, obj: Entity, what: str) -> None:
+        """An object to write is in the scope (:meth:`~dynaorm.core.scope.Scope.obj`)."""
+        if self.scope is not None:
+            self.scope.obj(spec, obj, what)
 
     def coalesced(self) -> list[StagedWrite]:
         """The staged work, one write per stored item: when two objects stand for the same
@@ -119,8 +135,11 @@ class Stage:
         self.keyed = False
         try:
             for entry in self.writes.values():
-                if self.spec(entry._entity).rules.preparers:
+                spec = self.spec(entry._entity)
+                if spec.rules.preparers:
                     self.keyed = True
+                if self.scope is not None and entry._obj is not None:  # (changed since?)
+                    self.scope.obj(spec, entry._obj, "a commit")
             return self.coalesced()
         finally:
             self.writes.clear()

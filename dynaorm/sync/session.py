@@ -33,11 +33,14 @@ R = TypeVar("R")
 class Session(BaseSession):
     """A unit of work (``Session(table)``, or ``Session(client)``): it stages entities of
     any table bound to one :class:`~dynaorm.Client` and commits them together. Cheap to
-    create; not to be shared between threads."""
+    create; not to be shared between threads. ``scope={"tenant_id": "t1"}`` holds it to
+    one tenant: every key it renders is checked before sending (a
+    :class:`~dynaorm.ScopeError` otherwise; scans are filtered to the scope)."""
 
-    def __init__(self, target: Table | Client, *, idempotency_key: str | None = None
-                 ) -> None:
-        super().__init__(*session_target(target, type(self).__name__))
+    def __init__(self, target: Table | Client, *,
+                 scope: Mapping[str, Any] | None = None,
+                 idempotency_key: str | None = None) -> None:
+        super().__init__(*session_target(target, type(self).__name__), scope)
         self._stage.idempotency_key = idempotency_key
 
     @property

@@ -120,6 +120,19 @@ def check_native_index(run: Run) -> None:
     assert "refused before sending" in run.out
 
 
+def check_agent_tools(run: Run) -> None:
+    assert {"get_ticket", "query_ticket", "history_ticket", "save_ticket", "update_ticket",
+            "delete_ticket", "explain"} <= set(run.block("tools"))
+    [closed] = run.block('update_ticket {"ticket_id": "T1", "set": {"status": "closed"}')
+    assert "'version': 2" in closed and "'status': 'closed'" in closed
+    [stale] = run.block('update_ticket {"ticket_id": "T1", "set": {"status": "open"}')
+    assert stale.startswith("error:") and "not 1 (If-Match)" in stale
+    [page] = run.block("query_ticket")
+    assert "'T1'" in page and "'T2'" in page and "'cursor': None" in page
+    [other] = run.block('get_ticket {"tenant_id": "globex"')
+    assert other.startswith("error: ScopeError")
+
+
 def check_vector_search(run: Run) -> None:
     if "# backend: in-process moto" not in run.out:  # (DynamoDB Local has no vector index)
         assert "this endpoint has no vector search" in run.out
@@ -564,6 +577,7 @@ CHECKS = {
     "outcome_proofs": check_outcome_proofs,
     "native_index": check_native_index,
     "vector_search": check_vector_search,
+    "agent_tools": check_agent_tools,
     "encrypted_fields": check_encrypted_fields,
     "key_rotation": check_key_rotation,
     "audit_rule": check_audit_rule,

@@ -1,0 +1,150 @@
+"""A session's tenant scope (pure): ``Session(table, scope={"tenant_id": "t1"})`` reads
+and writes only items whose keys render the scope's fields with the scope's values.
+
+One check, in the session's planning (:class:`~dynaorm.core.stage.Stage` asks it), shared
+by the sync and async sessions: every key a lookup, a query, a search or a staged write
+renders is checked against the scope before anything is sent, and an entity whose
+partition key does not carry every scope field, or a unique rule whose guard key is not
+scoped by them, is refused. Scans are *filtered* (a ``FilterExpression`` on the scope's
+fields: DynamoDB reads the whole table and returns only the scope's items); a vector
+search is *scoped* through the index's partition attribute or a filter attribute, else
+refused. Every refusal is a :class:`~dynaorm.ScopeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from dynaorm.errors import ScopeError
+from dynaorm.schema.spec import EntitySpec
+from dynaorm.schema.templates import render_value
+from dynaorm.values.expressions import F
+
+__all__ = ["Scope"]
+
+S = TypeVar("S", bound=Any)
+
+
+class Scope:
+    """The fields a scoped session holds to fixed values (``values``: as keys render them;
+    ``given``: as the caller gave them, for filters)."""
+
+    __slots__ = ("_covered", "given", "values")
+
+    def __init__(self, scope: Mapping[str, Any]) -> None:
+        if not isinstance(scope, Mapping) or not scope:
+            raise ScopeError("scope= takes a non-empty dict of field names to values, e.g. "
+                             "{'tenant_id': 't1'}")
+        values: dict[str, str] = {}
+        for name, value in scope.items():
+            text = None if value is None or not isinstance(name, str) else render_value(value)
+            if not text or "#" in text:
+                raise ScopeError(f"scope {name!r}={value!r}: a scope names a field and a "
+                                 "non-empty value without '#'")
+            values[name] = text
+        self.given = dict(scope)
+        self.values = values
+        self._covered: set[type[Any]] = set()
+
+    def __repr__(self) -> str:
+        return ", ".join(f"{k}={v!r}" for k, v in self.values.items())
+
+    # -- what the scope can cover -------------------------------------------------------
+    def entity(self, spec: EntitySpec) -> None:
+        """Refuse an entity the scope cannot cover: its partition key must carry every
+        scope field, and so must every unique rule's guard scope."""
+        if spec.cls in self._covered:
+            return
+        missing = [f for f in self.values if f not in spec.pk.fields]
+        if missing:
+            raise ScopeError(f"{spec.name}: its partition key {spec.pk.source!r} does not "
+                             f"carry the scope field(s) {missing}: a session scoped to "
+                             f"{self} cannot read or write it")
+        for rule in spec.uniques:
+            held = rule.scope.fields if rule.scope is not None else ()
+            if any(f not in held for f in self.values):
+                want = "#".join(f"{f.upper()}#{{{f}}}" for f in self.values)
+                raise ScopeError(
+                    f"{spec.name}: the guard of unique {rule.field!r} is not scoped by "
+                    f"{sorted(self.values)} (one value across every tenant): a scoped "
+                    f"session refuses it; declare Unique({rule.field!r}, scope={want!r})")
+        self._covered.add(spec.cls)
+
+    def index(self, spec: EntitySpec, index: str | None) -> None:
+        """Refuse a query of a secondary index whose partition does not carry the scope."""
+        if index is None:
+            return
+        native = spec.table.native(index)
+        if native is not None:
+            carried = {f for f in self.values if spec.attr(f) in native.hash_keys}
+        else:
+            found = next((i for i in spec.indexes if i.name == index), None)
+            local = found is not None and found.local
+            carried = set(self.values) if local else set(
+                found.pk.fields if found is not None else ())
+        missing = sorted(set(self.values) - carried)
+        if missing:
+            raise ScopeError(f"{spec.name}: index {index!r} is not partitioned by the scope "
+                             f"field(s) {missing}: a query of it could read another "
+                             f"tenant's items, so a session scoped to {self} refuses it")
+
+    # -- keys and objects ---------------------------------------------------------------
+    def fields(self, spec: EntitySpec, fields: Mapping[str, Any], what: str) -> None:
+        """The scope fields among ``fields`` (what a key renders) hold the scope's values."""
+        for name, want in self.values.items():
+            if name not in fields:
+                continue
+            got = fields[name]
+            if got is None or render_value(got) != want:
+                raise ScopeError(f"{spec.name}: {what} with {name}={got!r} is outside this "
+                                 f"session's scope ({name}={want!r}); nothing was sent")
+
+    def obj(self, spec: EntitySpec, obj: Any, what: str) -> None:
+        """An object to write: its fields now and the stored row it was loaded from (a
+        move from another scope deletes that row) are in the scope."""
+        self.fields(spec, obj.__dict__, what)
+        state = getattr(obj, "_dynaorm_state", None)
+        item = getattr(state, "item", None)
+        if isinstance(item, Mapping):
+            stored = {}
+            for name in self.values:
+                av = item.get(spec.attr(name))
+                if isinstance(av, Mapping) and len(av) == 1:
+                    stored[name] = next(iter(av.values()))
+            self.fields(spec, stored, f"{what} of an object loaded")
+
+    # -- reads ------------------------------------------------------------------------
+    def query(self, stage: Any, entities: tuple[type[Any], ...], index: str | None,
+              fields: Mapping[str, Any]) -> None:
+        """A query reads a partition of the scope, of an index partitioned by it."""
+        for entity in entities:
+            spec = stage.spec(entity)
+            self.index(spec, index)
+            self.fields(spec, fields, "a query")
+
+    def scan(self, scan: S) -> S:
+        """A scan filtered to the scope (``F(field) == value`` for each scope field: the
+        server reads every item and returns only the scope's)."""
+        for name, value in self.given.items():
+            scan = scan.filter(F(name) == value)
+        return scan
+
+    def search(self, spec: EntitySpec, index: str, search: S,
+               fields: Mapping[str, Any]) -> S:
+        """A vector search held to the scope: each scope field must be the index's
+        partition (its value checked) or one of its filters (the search then requires
+        ``F(field) == value``); else the index cannot hold the scope: refused."""
+        found = spec.table.vector_index(index)
+        for name in self.values:
+            attr = spec.attr(name)
+            if attr == found.partition:
+                self.fields(spec, fields, "a search")
+            elif attr in found.filters:
+                search = search.where(F(name) == self.given[name])
+            else:
+                raise ScopeError(f"{spec.name}: vector index {index!r} neither partitions "
+                                 f"nor filters by the scope field {name!r}: a search of it "
+                                 f"could return another tenant's items, so a session "
+                                 f"scoped to {self} refuses it")
+        return search

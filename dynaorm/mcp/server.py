@@ -1,0 +1,140 @@
+"""The MCP server of a table (the official ``mcp`` SDK's low-level ``Server``): the tools
+of :mod:`dynaorm.mcp.tools`, the model as a resource, each call run by a
+:class:`~dynaorm.Session` of its own (scoped to the caller's tenant when the server is)
+in a worker thread, so concurrent calls do not wait on each other."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server
+
+from dynaorm._version import __version__
+from dynaorm.client.table import Table
+from dynaorm.errors import DynaormError, ScopeError
+from dynaorm.mcp.tools import (
+    Embed,
+    Tool,
+    ToolError,
+    check_arguments,
+    message_of,
+    run,
+    tools_of,
+)
+from dynaorm.schema.entity import Entity
+from dynaorm.sync.session import Session
+
+__all__ = ["MODEL_URI", "server"]
+
+#: The URI of the model resource.
+MODEL_URI = "dynaorm://model"
+
+
+def _tenant_of(ctx: Any, header: str) -> str:
+    """The tenant an HTTP request names in ``header`` (set by the operator's
+    authenticating proxy), else :class:`ScopeError`."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    value = headers.get(header) if headers is not None else None
+    if not value:
+        raise ScopeError(f"this server is scoped per request: the request carries no "
+                         f"{header!r} header")
+    return str(value)
+
+
+def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
+           scope: Mapping[str, Any] | str | None = None, embed: Embed | None = None,
+           tenant_header: str | None = None) -> Server[Any]:
+    """A Model Context Protocol server for ``table`` (see the guide "dynaorm for agents").
+
+    Its tools come from the model: for each entity, one per access pattern (get, find by
+    a unique field, a query of its partition and of each index it lands in, a history of
+    a versioned entity, a search of each vector index it has, taking ``text`` too when
+    ``embed`` turns text into a vector), and ``explain``; writes (``save_<entity>``,
+    ``update_<entity>`` with the version as If-Match, ``delete_<entity>``) only for the
+    entities named in ``writes``, each taking an ``idempotency_key``. Results are JSON
+    (encrypted fields left out; pages with opaque cursors); a dynaorm error is a tool
+    error with its message. The model is the resource ``dynaorm://model``.
+
+    ``scope``: ``{"tenant_id": "t1"}`` holds every call to that tenant (a scoped
+    :class:`~dynaorm.Session`); a field name (``"tenant_id"``) takes the value from each
+    HTTP request's ``tenant_header`` instead (bind that header to the caller's
+    authentication in front of the server). Entities a tenant scope cannot cover get no
+    tools.
+    """
+    if isinstance(scope, str):
+        if not tenant_header:
+            raise DynaormError("scope= a field name takes the tenant from each request: "
+                               "give tenant_header= the header that carries it")
+        fields: tuple[str, ...] = (scope,)
+    else:
+        fields = tuple(scope or ())
+    tools = tools_of(table, writes, fields, embed)
+    listed = [types.Tool(name=t.name, description=t.description, input_schema=t.input_schema,
+                         annotations=types.ToolAnnotations(read_only_hint=not t.writes,
+                                                           destructive_hint=t.kind == "delete"))
+              for t in tools.values()]
+
+    def scope_of(ctx: Any) -> dict[str, Any]:
+        if isinstance(scope, str):
+            return {scope: _tenant_of(ctx, tenant_header or "")}
+        return dict(scope or {})
+
+    def call(tool: Tool, args: dict[str, Any], tenant: dict[str, Any]) -> Any:
+        session = Session(table, scope=tenant or None)
+        return run(tool, args, session, tenant, embed, tools)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            tool = tools.get(params.name)
+            if tool is None:
+                raise ToolError(f"no tool {params.name[:100]!r} (tools: {sorted(tools)})")
+            args = dict(params.arguments or {})
+            check_arguments(tool, args)
+            result = await anyio.to_thread.run_sync(call, tool, args, scope_of(ctx))
+        except Exception as exc:  # (a tool error with the message, never a traceback)
+            return types.CallToolResult(content=[types.TextContent(text=message_of(exc))],
+                                        is_error=True)
+        text = json.dumps(result, separators=(",", ":"), default=str)
+        return types.CallToolResult(content=[types.TextContent(text=text)],
+                                    structured_content=result)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(
+            uri=MODEL_URI, name="model", mime_type="application/json",
+            description=f"The model of table {table.name!r}: entities, keys, indexes, "
+                        "rules, access patterns")])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        if str(params.uri) != MODEL_URI:
+            raise ValueError(f"no resource {str(params.uri)[:200]!r}")
+        text = json.dumps(table.model(), default=str, indent=1)
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=MODEL_URI, mime_type="application/json", text=text)])
+
+    return Server(f"dynaorm-{table.name}", version=__version__,
+                  instructions=_instructions(table, tools, fields),
+                  on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_read_resource=read_resource)
+
+
+def _instructions(table: Table, tools: Mapping[str, Tool], scope: Sequence[str]) -> str:
+    said = (f"Tools of the DynamoDB table {table.name!r}, generated by dynaorm from its "
+            f"model (resource {MODEL_URI}). Reads: get_/find_/query_/history_/search_; "
+            "writes where allowed: save_/update_/delete_ (pass version from the item read "
+            "as If-Match, and an idempotency_key to retry safely). Pages return a cursor: "
+            "pass it back unchanged. explain tells what a call would cost.")
+    if scope:
+        said += f" Every call is held to one tenant ({', '.join(scope)})."
+    return said
+
+
+

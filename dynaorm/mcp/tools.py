@@ -1,0 +1,373 @@
+"""The MCP tools a table's model gives (no I/O, no MCP SDK): one :class:`Tool` per access
+pattern of each entity (:func:`dynaorm.schema.model.patterns_of`: declared with
+``table.pattern()``, else derived from its keys), each with a JSON Schema of its input
+made from the entity's fields, and the write tools of the entities an operator allows.
+
+A tool runs through a :class:`~dynaorm.Session` made for its call (scoped when the server
+is), so every rule, guard, version and outcome holds as for any caller; its result is
+plain JSON: entities by their fields (encrypted fields left out), pages with their opaque
+cursors, hits with their scores. :func:`run` is the one place a call is executed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from dynaorm.client.table import Table
+from dynaorm.core.explain import explain
+from dynaorm.core.scope import Scope
+from dynaorm.errors import DynaormError, ScopeError
+from dynaorm.schema.entity import Entity, spec_of
+from dynaorm.schema.model import AccessPattern, patterns_of
+from dynaorm.sync.session import Session
+
+__all__ = ["MAX_ARGUMENT_BYTES", "MAX_PAGE", "Embed", "Tool", "ToolError", "check_arguments",
+           "dump", "message_of", "run", "tools_of"]
+
+#: Largest tool call accepted (its arguments as JSON): a DynamoDB item holds 400 KB.
+MAX_ARGUMENT_BYTES = 512 * 1024
+#: Most items one page of a query tool returns.
+MAX_PAGE = 100
+#: Embeds text into a vector for the search tools (``embed=``).
+Embed = Callable[[str], Sequence[float]]
+
+
+class ToolError(DynaormError):
+    """A tool call that cannot run as given (unknown tool, arguments not of its schema,
+    too large); its message is what the client is told."""
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One MCP tool: its name, what it does, its input schema and how it runs."""
+
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+    entity: type[Entity]
+    kind: str  # get, find, query, history, search, save, update, delete
+    pattern: AccessPattern | None = None
+    #: the key (or partition) fields a call names, as the session takes them
+    keys: tuple[str, ...] = ()
+    writes: bool = False
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def _hidden(entity: type[Entity]) -> frozenset[str]:
+    """Fields a result never holds: the encrypted ones."""
+    return frozenset(spec_of(entity).encrypted)
+
+
+def dump(obj: Entity) -> dict[str, Any]:
+    """``obj`` as JSON-ready data, its encrypted fields left out."""
+    return obj.model_dump(mode="json", exclude=set(_hidden(type(obj))))
+
+
+def _field_schemas(entity: type[Entity]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Each field's JSON Schema (from the model) and the schema's shared ``$defs``."""
+    schema = entity.model_json_schema()
+    props: dict[str, Any] = schema.get("properties", {})
+    by_name = {}
+    for name, info in entity.model_fields.items():
+        found = props.get(info.alias or name) or props.get(name) or {}
+        by_name[name] = {k: v for k, v in found.items() if k not in ("default", "title")}
+    return by_name, schema.get("$defs", {})
+
+
+def _object(props: Mapping[str, Any], required: Sequence[str],
+            defs: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": "object", "properties": dict(props),
+                           "required": list(required), "additionalProperties": False}
+    if defs:
+        out["$defs"] = dict(defs)
+    return out
+
+
+_IDEMPOTENCY = {"type": "string", "minLength": 1, "maxLength": 200,
+                "description": "applies the write at most once for this key"}
+_CURSOR = {"type": "string", "maxLength": 65536,
+           "description": "the cursor a previous page returned (opaque)"}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE}
+
+
+def _read_tool(p: AccessPattern, fields: Mapping[str, Any], defs: Mapping[str, Any],
+               scoped: frozenset[str], embed: Embed | None) -> Tool | None:
+    """The tool of a read pattern (``None``: a pattern no tool answers)."""
+    entity, spec = p.entity, spec_of(p.entity)
+    names = tuple(q if isinstance(q, str) else q[0] for q in p.parameters)
+    props = {n: fields.get(n, {"type": "string"}) for n in names}
+    required = [n for n in names if n not in scoped]
+    what = f"{entity.__name__}"
+    if p.operation == "GetItem" and p.name.startswith("find_"):
+        return Tool(p.name, f"The {what} holding this unique value, or null.",
+                    _object(props, required, defs), entity, "find", p, names)
+    if p.operation == "GetItem":
+        return Tool(p.name, f"One {what} by its key, or null.",
+                    _object(props, required, defs), entity, "get", p, names)
+    if p.operation == "Query":
+        kind = "history" if p.name.startswith("history_") and not p.index else "query"
+        where = f" on index {p.index}" if p.index else ""
+        desc = (f"The stored versions of one {what}, oldest first." if kind == "history" else
+                f"A page of the {what} items of one partition{where}, in key order.")
+        return Tool(p.name, desc + " Pass the returned cursor to read the next page.",
+                    _object({**props, "limit": _LIMIT, "cursor": _CURSOR}, required, defs),
+                    entity, kind, p, names)
+    if p.operation == "SearchVectors":
+        index = spec.table.vector_index(p.index or "")
+        vector = {"type": "array", "items": {"type": "number"},
+                  "minItems": index.dimensions, "maxItems": index.dimensions}
+        more: dict[str, Any] = {"vector": vector, "top": {**_LIMIT},
+                                "filters": {"type": "object", "additionalProperties": True}}
+        if embed is not None:
+            more["text"] = {"type": "string", "minLength": 1, "maxLength": 8192}
+        desc = (f"The {what} items nearest to a vector" + (" or a text" if embed else "")
+                + f" in vector index {index.name}, nearest first, with their scores.")
+        return Tool(p.name, desc, _object({**props, **more}, required, defs), entity,
+                    "search", p, names, extra={"index": index.name})
+    return None
+
+
+def _write_tools(entity: type[Entity], fields: Mapping[str, Any], defs: Mapping[str, Any],
+                 scoped: frozenset[str]) -> list[Tool]:
+    """save, update and delete of ``entity`` (an entity the operator allows writes of)."""
+    spec = spec_of(entity)
+    low = entity.__name__.lower()
+    keys = tuple(spec.lookup_fields)
+    versioned = "version" in entity.model_fields and bool(spec.rules.sort_keys.latest)
+    required = [n for n, i in entity.model_fields.items()
+                if i.is_required() and n not in scoped and n != "version"]
+    item = _object({n: s for n, s in fields.items() if n != "version"}, required, {})
+    key_props = {n: fields[n] for n in keys}
+    key_required = [n for n in keys if n not in scoped]
+    version = {"type": "integer", "minimum": 1,
+               "description": "If-Match: the version read; refused if the stored one differs"}
+    matched = {"version": version} if versioned else {}
+    changes = _object({n: s for n, s in fields.items() if n not in keys and n != "version"},
+                      [], {})
+    return [
+        Tool(f"save_{low}", f"Create a new {entity.__name__} (fails if it exists).",
+             _object({"item": item, "idempotency_key": _IDEMPOTENCY}, ["item"], defs),
+             entity, "save", None, keys, True),
+        Tool(f"update_{low}", f"Change fields of an existing {entity.__name__}"
+             + (" (version: If-Match)." if versioned else "."),
+             _object({**key_props, "set": changes, **matched,
+                      "idempotency_key": _IDEMPOTENCY}, [*key_required, "set"], defs),
+             entity, "update", None, keys, True),
+        Tool(f"delete_{low}", f"Delete a {entity.__name__}"
+             + (" (version: If-Match)." if versioned else "."),
+             _object({**key_props, **matched, "idempotency_key": _IDEMPOTENCY},
+                     key_required, defs), entity, "delete", None, keys, True),
+    ]
+
+
+def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
+             scope: Sequence[str] = (), embed: Embed | None = None) -> dict[str, Tool]:
+    """Every tool of ``table``'s model: reads of each entity, writes of those in
+    ``writes`` (class names or classes); with ``scope`` (field names), the entities a
+    tenant scope cannot cover are left out and the scope's fields are optional inputs."""
+    allowed = {w if isinstance(w, str) else w.__name__ for w in writes}
+    unknown = allowed - set(table.entities)
+    if unknown:
+        raise DynaormError(f"writes= names no entity of table {table.name!r}: "
+                           f"{sorted(unknown)} (its entities: {sorted(table.entities)})")
+    scoped = frozenset(scope)
+    out: dict[str, Tool] = {}
+    for name in sorted(table.entities):
+        entity = table.entities[name]
+        spec = spec_of(entity)
+        if scoped and (not scoped <= set(spec.pk.fields) or any(
+                not scoped <= set(r.scope.fields if r.scope else ()) for r in spec.uniques)):
+            continue  # (a scoped session refuses it: no tool offers it)
+        fields, defs = _field_schemas(entity)
+        for p in patterns_of(spec):
+            tool = _read_tool(p, fields, defs, scoped, embed)
+            if tool is not None and _covered(tool, scoped):
+                out[tool.name] = tool
+        if name in allowed:
+            out.update((t.name, t) for t in _write_tools(entity, fields, defs, scoped))
+    out["explain"] = Tool("explain", "What a call of another tool would send and cost "
+                          "(requests, index, rows by role, capacity units); sends nothing.",
+                          _object({"tool": {"type": "string", "enum": sorted(out)},
+                                   "arguments": {"type": "object"}}, ["tool"], {}),
+                          Entity, "explain")
+    return out
+
+
+def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
+    """Whether a scoped session can run ``tool`` (an index query or a search the scope
+    cannot hold is left out)."""
+    if not scoped:
+        return True
+    spec = spec_of(tool.entity)
+    try:
+        if tool.kind == "query" and tool.pattern is not None:
+            Scope(dict.fromkeys(scoped, "x")).index(spec, tool.pattern.index)
+        elif tool.kind == "search":
+            index = spec.table.vector_index(tool.extra["index"])
+            return all(spec.attr(f) in (index.partition, *index.filters) for f in scoped)
+    except ScopeError:
+        return False
+    return True
+
+
+# -- running a call ----------------------------------------------------------------------
+def _commit(session: Session, key: str | None) -> dict[str, Any]:
+    """Commit ``session``'s staged write (with ``key`` where commits take one)."""
+    if key is not None:
+        if "idempotency_key" not in inspect.signature(session.commit).parameters:
+            raise ToolError("idempotency_key: this dynaorm has no idempotent commits yet")
+        result: Any = session.commit(idempotency_key=key)  # type: ignore[call-arg]
+    else:
+        result = session.commit()
+    return {"replayed": bool(getattr(result, "replayed", False))}
+
+
+def _load(session: Session, tool: Tool, args: Mapping[str, Any]) -> Entity:
+    key = {n: args[n] for n in tool.keys if n in args}
+    obj = session.get(tool.entity, consistent=True, **key)
+    if obj is None:
+        raise DynaormError(f"{tool.entity.__name__} {key} does not exist")
+    expected = args.get("version")
+    if expected is not None and getattr(obj, "version", None) != expected:
+        raise DynaormError(f"{tool.entity.__name__} {key} is at version "
+                           f"{getattr(obj, 'version', None)}, not {expected} (If-Match)")
+    return obj
+
+
+def _scoped_args(args: dict[str, Any], scope: Mapping[str, Any], names: Sequence[str]
+                 ) -> dict[str, Any]:
+    """The call's arguments with the scope's fields filled in where the call omits them
+    (one it names is kept: the session refuses another tenant's)."""
+    return {**{k: v for k, v in scope.items() if k in names}, **args}
+
+
+def _page(read: Any, args: Mapping[str, Any]) -> dict[str, Any]:
+    page = read.page_size(args.get("limit", 25)).page(args.get("cursor"))
+    return {"items": [dump(o) for o in page.items], "cursor": page.cursor}
+
+
+def run(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
+        embed: Embed | None, tools: Mapping[str, Tool]) -> Any:
+    """Execute ``tool`` with ``args`` (checked against its schema) in ``session``: its
+    JSON result."""
+    if tool.kind == "explain":
+        return _explain(tools, args, session, scope)
+    return _plan(tool, args, session, scope, embed)(False)
+
+
+def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any],
+          embed: Embed | None) -> Callable[[bool], Any]:
+    """A function that runs ``tool`` (``explained=False``) or explains it (``True``)."""
+    entity = tool.entity
+    args = _scoped_args(args, scope, [*tool.keys, *entity.model_fields])
+    keys = {n: args[n] for n in tool.keys if n in args}
+    if tool.kind in ("get", "find"):
+        def read(explained: bool) -> Any:
+            if explained:
+                return explain(entity, **keys)
+            call = session.get if tool.kind == "get" else session.find
+            found = call(entity, **keys)
+            return {"item": None if found is None else dump(found)}
+        return read
+    if tool.kind in ("query", "history"):
+        index = tool.pattern.index if tool.pattern else None
+        q = (session.history(entity, **keys) if tool.kind == "history"
+             else session.query(entity, index=index, **keys))
+        return lambda explained: explain(q) if explained else _page(q, args)
+    if tool.kind == "search":
+        return _search(tool, args, keys, session, embed)
+    return _write(tool, args, session, scope)
+
+
+def _search(tool: Tool, args: Mapping[str, Any], keys: Mapping[str, Any], session: Session,
+            embed: Embed | None) -> Callable[[bool], Any]:
+    from dynaorm.values.expressions import F
+
+    if ("text" in args) == ("vector" in args):
+        raise ToolError(f"{tool.name} takes one of vector" + (" or text" if embed else ""))
+    vector = embed(args["text"]) if "text" in args and embed else args["vector"]
+    search = session.search(tool.entity, tool.extra["index"], vector=vector,
+                            top=args.get("top", 10), **keys)
+    for name, value in (args.get("filters") or {}).items():
+        search = search.where(F(name) == value)
+    return lambda explained: explain(search) if explained else {
+        "hits": [{"item": dump(h.item), "score": h.score} for h in search.all()]}
+
+
+def _write(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str, Any]
+           ) -> Callable[[bool], Any]:
+    entity, key = tool.entity, args.get("idempotency_key")
+    if tool.kind == "save":
+        obj = entity(**_scoped_args(dict(args["item"]), scope, list(entity.model_fields)))
+        stage: Callable[[], None] = lambda: session.save(obj)  # noqa: E731
+    else:
+        obj = _load(session, tool, args)
+        if tool.kind == "update":
+            changed = obj.model_copy()  # (a persisted copy: saved as an update)
+            for name, value in args["set"].items():
+                setattr(changed, name, value)
+            stage = lambda: session.save(changed)  # noqa: E731
+        else:
+            stage = lambda: session.delete(obj)  # noqa: E731
+
+    def write(explained: bool) -> Any:
+        stage()
+        if explained:
+            try:
+                return explain(session)
+            finally:
+                session.rollback()
+        result = _commit(session, key)
+        if tool.kind != "delete":
+            result["item"] = dump(obj if tool.kind == "save" else changed)
+        return result
+    return write
+
+
+def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Session,
+             scope: Mapping[str, Any]) -> Any:
+    target = tools.get(args["tool"])
+    if target is None or target.kind == "explain":
+        raise ToolError(f"explain: no tool {args['tool']!r}")
+    inner = dict(args.get("arguments") or {})
+    check_arguments(target, inner)
+    dims = int(target.input_schema["properties"].get("vector", {}).get("minItems", 1))
+    found = _plan(target, inner, session, scope, lambda text: [1.0] * dims)(True)
+    return {"explanation": str(found), "tool": target.name}
+
+
+def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
+    """``args`` fit ``tool``'s input schema, else :class:`ToolError` naming where (never
+    quoting a value: it may be an encrypted field's plaintext)."""
+    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+    if len(json.dumps(args, default=str)) > MAX_ARGUMENT_BYTES:
+        raise ToolError(f"{tool.name}: arguments over {MAX_ARGUMENT_BYTES} bytes")
+    errors = sorted(Draft202012Validator(tool.input_schema).iter_errors(args),
+                    key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        said = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: "
+                         f"fails {e.validator!r}" + (f" {e.validator_value!r}" if e.validator
+                                                     in ("type", "required", "enum",
+                                                         "maxItems", "minItems", "maximum",
+                                                         "minimum", "maxLength") else "")
+                         for e in errors[:5])
+        raise ToolError(f"{tool.name}: arguments do not fit its input schema: {said}")
+
+
+def message_of(exc: BaseException) -> str:
+    """What a client is told of a failed call: dynaorm's message; a model's validation
+    failure by field and reason (never the value given)."""
+    if isinstance(exc, ValidationError):
+        return "invalid values: " + "; ".join(
+            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
+    if isinstance(exc, DynaormError):
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__}: the call failed"
+
