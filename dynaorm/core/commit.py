@@ -309,7 +309,7 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
 
 def _shares(plan: WritePlan, prepared: Sequence[Prepared]) -> Shares:
     """The shares of ``plan``'s rows (when a response reports its capacity)."""
-    return shares_of(plan.ops, plan.stamped, known_items(prepared))
+    return shares_of(plan.ops, plan.sizes, known_items(prepared))
 
 
 def _stamp(plan: WritePlan, outcomes: list[Outcome], rev: str) -> None:

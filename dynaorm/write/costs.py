@@ -181,15 +181,28 @@ def rows_of(op: Op, stamped: bool, factor: int, known: Mapping[tuple[str, Any], 
     return rows
 
 
-def shares_of(ops: tuple[Op, ...], stamped: tuple[bool, ...],
+def shares_of(ops: tuple[Op, ...], sizes: tuple[int, ...],
               known: Mapping[tuple[str, Any], Item]) -> Shares:
     """What each row a plan of ``ops`` writes weighs on each table and index, to split the
-    capacity DynamoDB reports over them: its units as :func:`rows_of` prices them (an item
-    is priced by its size, the larger of before and after, twice in a transaction; an
-    index entry by its projection), on its table or ``table/index`` (``known``: the
-    stored items the plan was planned on, :func:`known_items`)."""
-    factor = 1 if len(ops) == 1 else 2
-    return tuple((row.entity, row.role, row.table if row.index is None else
-                  f"{row.table}/{row.index}", float(row.units))
-                 for at, (op, stamp) in enumerate(zip(ops, stamped, strict=True))
-                 for row in rows_of(op, stamp, factor, known, at))
+    capacity DynamoDB reports over them: on its table, the units it is priced at (the
+    larger of the item stored before it, when ``known`` (:func:`known_items`) or the
+    action holds it, and the bytes it adds to its request, ``sizes``; twice in a
+    transaction; a check 2 per 4 KB), not the bytes alone (an Update of one attribute of an
+    8 KB row costs 16 units in a transaction); on each index whose key attributes its item
+    holds, those bytes."""
+    factor, out = 1 if len(ops) == 1 else 2, []
+    for op, size in zip(ops, sizes, strict=True):
+        origin = op.origin
+        entity, table = origin.entity.__name__, origin.table
+        before = (known and known.get((table.name, tuple(sorted(op.key.items()))))) or (
+            op.known if isinstance(op, Update | Delete) else None)
+        priced = max(size, item_size(before) if before else 0)
+        check = isinstance(op, ConditionCheck)
+        out.append((entity, "check" if check else ROLES[origin.role], table.name, float(
+            2 * math.ceil(priced / READ_UNIT) if check else factor * write_units(priced))))
+        held = op.item.keys() if isinstance(op, Put) else (
+            op.set.keys() | (op.known or {}).keys() if isinstance(op, Update) else ())
+        for index, keys in table.index_keys.items():
+            out.append((entity, "index entry", f"{table.name}/{index}",
+                        float(size) if held and keys <= held else 0.0))
+    return tuple(out)
