@@ -17,6 +17,8 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import Field
 
 import dynaorm
@@ -210,3 +212,23 @@ def test_mcp_guards_and_multi_attribute_keys_read_back_and_odd_ones_are_refused(
     with pytest.raises(ModelFileError) as err:
         read(json.dumps(doc), "mcp")
     assert err.value.place.startswith("$.tables[0].entities.Nobody_")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(doc=_JSON, fmt=st.sampled_from(["json", "workbench", "mcp"]), at=st.sampled_from(
+    ["", "entities", "tables", "DataModel", "table"]))
+def test_any_json_imports_or_is_a_model_file_error(doc: Any, fmt: str, at: str) -> None:
+    """Whatever JSON a file holds (at the top, or where a format looks first), the import
+    gives code that compiles or a ``ModelFileError``: never another Python error."""
+    text = json.dumps({**_MODEL, at: doc} if at else doc)
+    try:
+        code = codegen.import_code(text, fmt)
+    except ModelFileError as exc:
+        assert exc.place.startswith(("$", "line ", "byte "))
+    else:
+        compile(code, "<code>", "exec")
