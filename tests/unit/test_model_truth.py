@@ -17,13 +17,15 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import Field
 
 import dynaorm
 from dynaorm import ModelFileError, Table, Unique
 from dynaorm.formats import code as codegen
 from dynaorm.formats import read
-from tests.support.designs import defined
+from tests.support.designs import defined, design
 
 _ROOT = Path(__file__).resolve().parents[2]
 
@@ -189,3 +191,44 @@ def test_dynaorm_model_import_of_odd_files_exits_2_with_one_line(tmp_path: Path)
     assert result.stderr == ("dynaorm model: error: $.entities[0].pk: malformed key template "
                              "'A#{a': expected '}' before end of string\n")
     assert read(json.dumps(_MODEL))[0]["entities"][0]["pk"] == "A#{a}"
+
+
+def test_mcp_guards_and_multi_attribute_keys_read_back_and_odd_ones_are_refused() -> None:
+    """A guard entity of the MCP format is the unique rule of the entity it names; a
+    multi-attribute GSI key is a list; a guard entity naming no entity is refused at its
+    place."""
+    from dynaorm.formats import export
+
+    doc, _ = export(design("examples.users_unique:accounts").model(), "mcp")
+    (table,) = read(json.dumps(doc), "mcp")
+    rules = {e["name"]: [u["field"] for u in e.get("unique", ())] for e in table["entities"]}
+    assert any(rules.values()) and all(not n.endswith("_guard") for n in rules)
+    native, _ = export(design("tests.integration.test_native_index:native").model(), "mcp")
+    by_place = native["tables"][0]["gsi_list"][0]
+    assert by_place["partition_key"] == ["tenant_id", "place"]  # (0.6: left out)
+    entities = doc["tables"][0]["entities"]
+    guard = next(n for n in entities if n.endswith("_guard"))
+    entities[f"Nobody_{guard.split('_', 1)[1]}"] = entities.pop(guard)
+    with pytest.raises(ModelFileError) as err:
+        read(json.dumps(doc), "mcp")
+    assert err.value.place.startswith("$.tables[0].entities.Nobody_")
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=30)
+
+
+@settings(max_examples=200, deadline=None)
+@given(doc=_JSON, fmt=st.sampled_from(["json", "workbench", "mcp"]), at=st.sampled_from(
+    ["", "entities", "tables", "DataModel", "table"]))
+def test_any_json_imports_or_is_a_model_file_error(doc: Any, fmt: str, at: str) -> None:
+    """Whatever JSON a file holds (at the top, or where a format looks first), the import
+    gives code that compiles or a ``ModelFileError``: never another Python error."""
+    text = json.dumps({**_MODEL, at: doc} if at else doc)
+    try:
+        code = codegen.import_code(text, fmt)
+    except ModelFileError as exc:
+        assert exc.place.startswith(("$", "line ", "byte "))
+    else:
+        compile(code, "<code>", "exec")
