@@ -107,6 +107,9 @@ def test_reads_return_typed_json_without_encrypted_fields(tdb: TestBackend) -> N
     assert [i["name"] for i in ok(rest)["items"]] == ["t1-n3"] and ok(rest)["cursor"] is None
     for result in (got, found, page1, rest):
         assert "SECRET" not in text(result) and "card" not in text(result)
+    [inline] = call(dynaorm.mcp.server(tenants, threads=False),
+                    ("get_customer", {"tenant_id": "t1", "customer_id": "c1"}))
+    assert ok(inline) == ok(got)  # (on the event loop: the same answer)
 
 
 def test_writes_go_through_a_session(tdb: TestBackend) -> None:
