@@ -48,7 +48,7 @@ def _tenant_of(ctx: Any, header: str) -> str:
 
 def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
            scope: Mapping[str, Any] | str | None = None, embed: Embed | None = None,
-           tenant_header: str | None = None) -> Server[Any]:
+           tenant_header: str | None = None, threads: bool = True) -> Server[Any]:
     """A Model Context Protocol server for ``table`` (see the guide "dynaorm for agents").
 
     Its tools come from the model: for each entity, one per access pattern (get, find by
@@ -65,6 +65,10 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
     HTTP request's ``tenant_header`` instead (bind that header to the caller's
     authentication in front of the server). Entities a tenant scope cannot cover get no
     tools.
+
+    ``threads=True`` runs each call in a worker thread, so concurrent calls overlap;
+    ``False`` runs it on the event loop (less CPU a call, one call at a time: a host
+    that sends one call after another over stdio).
     """
     if isinstance(scope, str):
         if not tenant_header:
@@ -98,7 +102,8 @@ def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),
                 raise ToolError(f"no tool {params.name[:100]!r} (tools: {sorted(tools)})")
             args = dict(params.arguments or {})
             check_arguments(tool, args)
-            result = await anyio.to_thread.run_sync(call, tool, args, scope_of(ctx))
+            result = (await anyio.to_thread.run_sync(call, tool, args, scope_of(ctx))
+                      if threads else call(tool, args, scope_of(ctx)))
         except Exception as exc:  # (a tool error with the message, never a traceback)
             return types.CallToolResult(content=[types.TextContent(text=message_of(exc))],
                                         is_error=True)

@@ -342,21 +342,32 @@ def _explain(tools: Mapping[str, Tool], args: Mapping[str, Any], session: Sessio
     return {"explanation": str(found), "tool": target.name}
 
 
+def _validator(tool: Tool) -> Any:
+    """``tool``'s input schema compiled once (a JSON Schema 2020-12 validator)."""
+    found = _VALIDATORS.get(id(tool))
+    if found is None or found[0] is not tool:
+        from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+        found = _VALIDATORS[id(tool)] = (tool, Draft202012Validator(tool.input_schema))
+    return found[1]
+
+
+_VALIDATORS: dict[int, tuple[Tool, Any]] = {}
+_SAID = ("type", "required", "enum", "maxItems", "minItems", "maximum", "minimum",
+         "maxLength")
+
+
 def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
     """``args`` fit ``tool``'s input schema, else :class:`ToolError` naming where (never
     quoting a value: it may be an encrypted field's plaintext)."""
-    from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
-
     if len(json.dumps(args, default=str)) > MAX_ARGUMENT_BYTES:
         raise ToolError(f"{tool.name}: arguments over {MAX_ARGUMENT_BYTES} bytes")
-    errors = sorted(Draft202012Validator(tool.input_schema).iter_errors(args),
+    errors = sorted(_validator(tool).iter_errors(args),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         said = "; ".join(f"{'/'.join(map(str, e.absolute_path)) or '(arguments)'}: "
-                         f"fails {e.validator!r}" + (f" {e.validator_value!r}" if e.validator
-                                                     in ("type", "required", "enum",
-                                                         "maxItems", "minItems", "maximum",
-                                                         "minimum", "maxLength") else "")
+                         f"fails {e.validator!r}"
+                         + (f" {e.validator_value!r}" if e.validator in _SAID else "")
                          for e in errors[:5])
         raise ToolError(f"{tool.name}: arguments do not fit its input schema: {said}")
 

@@ -107,6 +107,9 @@ def test_reads_return_typed_json_without_encrypted_fields(tdb: TestBackend) -> N
     assert [i["name"] for i in ok(rest)["items"]] == ["t1-n3"] and ok(rest)["cursor"] is None
     for result in (got, found, page1, rest):
         assert "SECRET" not in text(result) and "card" not in text(result)
+    [inline] = call(dynaorm.mcp.server(tenants, threads=False),
+                    ("get_customer", {"tenant_id": "t1", "customer_id": "c1"}))
+    assert ok(inline) == ok(got)  # (on the event loop: the same answer)
 
 
 def test_writes_go_through_a_session(tdb: TestBackend) -> None:
@@ -302,3 +305,61 @@ def test_the_command_serves_over_stdio(db: TestBackend, request: pytest.FixtureR
         assert ok(saved)["item"]["version"] == 1
         stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m1")
         assert stored is not None and stored.version == 1
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_over_http_the_tenant_comes_from_the_request_header(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """``dynaorm mcp --http`` with ``--scope`` and ``--tenant-header``: each request's
+    header names its tenant (as an authenticating proxy would set it); none: refused."""
+    import socket
+    import subprocess
+    import time
+
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    endpoint = db.endpoint_url or request.getfixturevalue("dynaorm_moto_server")
+    port = _free_port()
+    with use_tables(tenants, endpoint_url=endpoint):
+        with Session(tenants) as s:
+            for t in ("t1", "t2"):
+                s.save(Customer(tenant_id=t, customer_id="c1", name=f"n-{t}", email="e@x"))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "dynaorm", "mcp", "tests.support.tenant_models:tenants",
+             "--endpoint-url", endpoint, "--http", f"127.0.0.1:{port}",
+             "--scope", "tenant_id", "--tenant-header", "X-Tenant-Id"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert proc.poll() is None and time.monotonic() < deadline, (
+                        proc.stderr.read() if proc.stderr else "")
+                    time.sleep(0.2)
+
+            async def as_tenant(headers: dict[str, str]) -> Any:
+                async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
+                        streamable_http_client(f"http://127.0.0.1:{port}/mcp",
+                                               http_client=http)) as client:
+                    return await client.call_tool("get_customer", {"customer_id": "c1"})
+            t1 = asyncio.run(as_tenant({"X-Tenant-Id": "t1"}))
+            t2 = asyncio.run(as_tenant({"X-Tenant-Id": "t2"}))
+            nobody = asyncio.run(as_tenant({}))
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert ok(t1)["item"]["name"] == "n-t1" and ok(t2)["item"]["name"] == "n-t2"
+    assert "X-Tenant-Id" in failed(nobody)

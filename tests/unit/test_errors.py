@@ -48,6 +48,7 @@ DOCUMENTED |= {"Vector", "VectorIndex", "Search", "Hit", "Hits"}  # (0.6: vector
 DOCUMENTED |= {"ThrottledError", "ThrottlingReason"}  # (0.6: throttling reasons)
 DOCUMENTED |= {"explain", "Explanation", "ModelFileError"}  # (0.6: the model as data)
 DOCUMENTED |= {"Rule", "register_rule", "Compressed"}  # (0.7: rules of your own, compression)
+DOCUMENTED |= {"ScopeError"}  # (0.7: sessions scoped to a tenant)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)
