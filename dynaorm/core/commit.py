@@ -38,7 +38,7 @@ from typing import Any
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.core.lookups import get_item_p
-from dynaorm.core.receipts import APPLIED, RESEND, Replayed, keyed_request, receipt_of, settle_p
+from dynaorm.core.receipts import Replayed, keyed_request, receipt_of, settle_p
 from dynaorm.errors import (
     ConcurrentModificationError,
     ItemExistsError,
@@ -281,24 +281,20 @@ def send_p(plan: WritePlan, outcomes: list[Outcome], observed: bool,
         return (yield from READS.item(table, key))
 
     try:
-        while True:
-            try:
-                response: dict[str, Any] = yield step
-                return response
-            except RequestError as exc:
-                settled = None if receipt is None else (
-                    yield from settle_p(receipt, exc, len(plan.ops), read))
-                if settled == APPLIED:
-                    return {}
-                if settled == RESEND and request["ClientRequestToken"] == token:
-                    request["ClientRequestToken"] = os.urandom(16).hex()
-                    continue
-                error = yield from failure(plan, exc, read, rev)
-                if error is None:  # applied: the commit succeeded, its answer was lost
-                    return {}
-                if error is exc:
-                    raise
-                raise error from exc
+        try:
+            response: dict[str, Any] = yield step
+            return response
+        except RequestError as exc:
+            settled = None if receipt is None else (
+                yield from settle_p(receipt, exc, len(plan.ops), read, step))
+            if settled is not None:  # (an idempotent commit's receipt says what it means)
+                return settled
+            error = yield from failure(plan, exc, read, rev)
+            if error is None:  # applied: the commit succeeded, its answer was lost
+                return {}
+            if error is exc:
+                raise
+            raise error from exc
     except GeneratorExit:  # closed (a task cancelled) after the request may have gone
         for outcome in outcomes:
             if outcome.state is not None:

@@ -16,26 +16,21 @@ once across invocations"), asking the commit's receipt rule
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, RequestError, TransactionTooLargeError
 from dynaorm.protocol.events import CommitResult
-from dynaorm.protocol.steps import Proto
+from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import COMMIT_RULES
 from dynaorm.schema.table import TableSchema
 from dynaorm.write.records import StagedWrite
 from dynaorm.write.render import MAX_ACTIONS, MAX_REQUEST_BYTES, WritePlan
 
-__all__ = ["APPLIED", "RESEND", "Replayed", "keyed_request", "receipt_of", "settle_p"]
-
-#: the lost answer's write was this commit's, and applied
-APPLIED: Final = "applied"
-#: nothing was applied and DynamoDB holds the token for other parameters: send again
-#: with a fresh token (the receipt's condition keeps it at most once)
-RESEND: Final = "resend"
+__all__ = ["Replayed", "keyed_request", "receipt_of", "settle_p"]
 #: the most a receipt adds to a request, but the keys it keeps of the commit's result
 RECEIPT_BYTES: Final = 1024
 _RECEIPT_REFUSED = ("ConditionalCheckFailed",)
@@ -80,12 +75,15 @@ def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
 
 
 def settle_p(receipt: Any, exc: RequestError, at: int,
-             read: Callable[[TableSchema, PlainKey], Proto[Item | None]]) -> Proto[str | None]:
-    """What the failed send of a keyed commit (its receipt the ``at``-th action) means, by
-    its receipt: :data:`APPLIED`, :data:`RESEND`, ``None`` (a failure of the writes
-    themselves: mapped as usual); raises :class:`Replayed` or
-    :class:`~dynaorm.IdempotencyMismatchError`, or ``exc`` when a lost answer's write was
-    not applied."""
+             read: Callable[[TableSchema, PlainKey], Proto[Item | None]], step: Call,
+             resent: bool = False) -> Proto[dict[str, Any] | None]:
+    """What the failed send ``step`` of a keyed commit (its receipt the ``at``-th action)
+    means, by its receipt: the response (``{}``: this commit's write was applied, its
+    answer lost), or ``None`` (a failure of the writes themselves: mapped as usual).
+    Raises :class:`Replayed` or :class:`~dynaorm.IdempotencyMismatchError`, or ``exc``
+    when a lost answer's write was not applied. A token DynamoDB holds for other
+    parameters (an earlier attempt of the key that applied nothing) is resent once with a
+    fresh one (the receipt's condition keeps it at most once)."""
     reasons = exc.reasons if exc.code == "TransactionCanceledException" else []
     reason = reasons[at] if len(reasons) > at else None
     if reason is not None and getattr(reason, "code", None) in _RECEIPT_REFUSED:
@@ -94,7 +92,7 @@ def settle_p(receipt: Any, exc: RequestError, at: int,
             stored = receipt.live((yield from read(receipt.table, receipt.where)))
         if stored is None:
             raise exc
-        _verdict(receipt, stored)
+        return _verdict(receipt, stored)
     if not (exc.maybe_applied or exc.code in _SETTLE_CODES):
         return None
     try:
@@ -104,13 +102,19 @@ def settle_p(receipt: Any, exc: RequestError, at: int,
                            ) from err
     if stored is not None:
         return _verdict(receipt, stored)
-    if exc.code == "IdempotentParameterMismatchException":
-        return RESEND
-    raise exc  # not applied (when read): committing again with the key is safe
+    if exc.code != "IdempotentParameterMismatchException" or resent:
+        raise exc  # not applied (when read): committing again with the key is safe
+    step.request["ClientRequestToken"] = os.urandom(16).hex()
+    try:
+        response: dict[str, Any] = yield step
+        return response
+    except RequestError as again:
+        return (yield from settle_p(receipt, again, at, read, step, True))
 
 
-def _verdict(receipt: Any, stored: Item) -> str:
-    """APPLIED for this commit's own receipt; raises :class:`Replayed` (or a mismatch)."""
-    if receipt.explain(stored).value == APPLIED:
-        return APPLIED
+def _verdict(receipt: Any, stored: Item) -> dict[str, Any]:
+    """``{}`` for this commit's own receipt (applied); raises :class:`Replayed` (or a
+    mismatch) for an earlier commit's."""
+    if receipt.explain(stored).value == "applied":
+        return {}
     raise Replayed(CommitResult(requests=receipt.result(stored), replayed=True))

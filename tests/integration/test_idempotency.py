@@ -182,3 +182,44 @@ def test_check_streams_and_unclaimed_know_receipts(db: TestBackend) -> None:
                    ("REMOVE", {"Keys": keys, "OldImage": raw}),
                    ("REMOVE", {"Keys": keys})])]  # (a keys-only view)
     assert list(db.table.changes(records)) == []
+
+
+def test_the_same_writes_again_after_a_refused_attempt_apply(db: TestBackend) -> None:
+    """A first attempt under the key that applied nothing (refused: the item existed)
+    leaves its token with DynamoDB for ten minutes; the same writes again, once the
+    conflict is gone, are sent with a fresh token and applied (the receipt keeps them at
+    most once)."""
+    key = f"again-{db.session_kind}-{RUN}"
+    with db.session() as s:
+        s.save(Note(note_id="n1", body="in the way"))
+    s = db.session()
+    s.save(Note(note_id="n1", body="mine"))
+    with pytest.raises(ItemExistsError):
+        s.commit(idempotency_key=key)
+    with db.session() as other:
+        stored = other.get(Note, note_id="n1")
+        assert stored is not None
+        other.delete(stored)
+    s.save(Note(note_id="n1", body="mine"))
+    assert not s.commit(idempotency_key=key).replayed
+    s.save(Note(note_id="n1", body="mine"))
+    assert s.commit(idempotency_key=key).replayed
+    assert [r["body"] for r in _rows(db)] == ["mine"]
+
+
+def test_a_table_with_number_keys_keeps_no_receipts() -> None:
+    from dynaorm import Entity
+
+    numbered = Table("x-numbered", pk="id", sk=None, key_types={"id": "N"})
+
+    class Counter(Entity):
+        class Meta:
+            table = numbered
+            pk = "{n}"
+
+        n: int
+
+    s = Session(numbered)
+    s.save(Counter(n=1))
+    with pytest.raises(DynaormError, match="not strings"):
+        s.commit(idempotency_key="k")

@@ -47,6 +47,7 @@ DOCUMENTED |= {"KeyringError"}  # (0.6: key material through the client)
 DOCUMENTED |= {"Vector", "VectorIndex", "Search", "Hit", "Hits"}  # (0.6: vector search)
 DOCUMENTED |= {"ThrottledError", "ThrottlingReason"}  # (0.6: throttling reasons)
 DOCUMENTED |= {"explain", "Explanation", "ModelFileError"}  # (0.6: the model as data)
+DOCUMENTED |= {"IdempotencyMismatchError"}  # (0.7: exactly once across invocations)
 DOCUMENTED |= {"Rule", "register_rule", "Compressed"}  # (0.7: rules of your own, compression)
 DOCUMENTED |= {"ScopeError"}  # (0.7: sessions scoped to a tenant)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
