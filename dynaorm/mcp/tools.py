@@ -11,7 +11,6 @@ cursors, hits with their scores. :func:`run` is the one place a call is executed
 
 from __future__ import annotations
 
-import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -218,14 +217,9 @@ def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
 
 # -- running a call ----------------------------------------------------------------------
 def _commit(session: Session, key: str | None) -> dict[str, Any]:
-    """Commit ``session``'s staged write (with ``key`` where commits take one)."""
-    if key is not None:
-        if "idempotency_key" not in inspect.signature(session.commit).parameters:
-            raise ToolError("idempotency_key: this dynaorm has no idempotent commits yet")
-        result: Any = session.commit(idempotency_key=key)  # type: ignore[call-arg]
-    else:
-        result = session.commit()
-    return {"replayed": bool(getattr(result, "replayed", False))}
+    """Commit ``session``'s staged write (idempotent under ``key`` when one is given)."""
+    result = session.commit(idempotency_key=key)
+    return {"replayed": result.replayed}
 
 
 def _load(session: Session, tool: Tool, args: Mapping[str, Any]) -> Entity:

@@ -138,17 +138,18 @@ def test_writes_go_through_a_session(tdb: TestBackend) -> None:
 
 
 def test_idempotency_keys_pass_through(tdb: TestBackend) -> None:
-    """With dynaorm's idempotent commits a retried call applies once (replayed); without
-    them the key is refused, never silently dropped."""
+    """A write tool's idempotency key reaches the commit: a retried call applies once
+    (replayed), and the same key with other writes is a tool error that writes nothing."""
     srv = dynaorm.mcp.server(tenants, writes=["Memo"])
     args = {"item": {"tenant_id": "t1", "memo_id": "m5", "text": "x"},
             "idempotency_key": "receipt-1"}
-    first, second = call(srv, ("save_memo", args), ("save_memo", args))
-    if first.is_error:
-        assert "idempotency_key" in failed(first)
-        assert Session(tenants).get(Memo, tenant_id="t1", memo_id="m5") is None
-    else:
-        assert ok(first)["replayed"] is False and ok(second)["replayed"] is True
+    other = {"item": {"tenant_id": "t1", "memo_id": "m6", "text": "y"},
+             "idempotency_key": "receipt-1"}
+    first, second, third = call(srv, ("save_memo", args), ("save_memo", args),
+                                ("save_memo", other))
+    assert ok(first)["replayed"] is False and ok(second)["replayed"] is True
+    assert "IdempotencyMismatchError" in failed(third)
+    assert Session(tenants).get(Memo, tenant_id="t1", memo_id="m6") is None
 
 
 def test_a_hostile_client_gets_tool_errors(tdb: TestBackend) -> None:
