@@ -368,6 +368,20 @@ def check_export_datasets(run: Run) -> None:
     assert "Polars: gift orders ['o1', 'o3', 'o5']" in run.out
 
 
+def check_lake(run: Run) -> None:
+    assert run.block("jobs.run_local(jobs.export(shop, 'first', format='iceberg', ...))") == [
+        "shop.Customer: 3 rows committed", "shop.Order: 6 rows committed",
+        "shop.Order_history: 6 rows committed"]
+    assert "tables: ['shop.Customer', 'shop.Order', 'shop.Order_history']" in run.out
+    assert "'total': 'decimal(10, 2)', 'placed': 'timestamptz', 'tags': 'list<string>'" in \
+        run.out
+    assert run.block("jobs.run_local(jobs.export(shop, 'second', format='iceberg', ...))") == [
+        "shop.Customer: 2 rows committed", "shop.Order: 6 rows committed",
+        "shop.Order_history: 7 rows committed"]
+    assert run.block(">>> DuckDB"[4:]) == ["FR 147.49"]
+    assert "Polars: o3's history [(1, Decimal('28.50')), (2, Decimal('99.99'))]" in run.out
+
+
 def check_counter(run: Run) -> None:
     assert "after the first view: views=1 referrers=['google']" in run.out
     assert "after 4 views: views=4 referrers=['bing', 'google', 'news']" in run.out
@@ -543,6 +557,7 @@ def check_model_and_cost(run: Run) -> None:
 
 CHECKS = {
     "export_datasets": check_export_datasets,
+    "lake": check_lake,
     "model_and_cost": check_model_and_cost,
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,
