@@ -43,7 +43,7 @@ async def agent() -> list[tuple[str, Any]]:
     async with Client(server) as client:
         tools = [t.name for t in (await client.list_tools()).tools]
         said.append(("tools", tools))
-        for name, args in [
+        calls: list[tuple[str, dict[str, Any]]] = [
                 ("save_ticket", {"item": {"ticket_id": "T1", "subject": "refund"}}),
                 ("save_ticket", {"item": {"ticket_id": "T2", "subject": "login"}}),
                 ("update_ticket", {"ticket_id": "T1", "set": {"status": "closed"},
@@ -51,7 +51,8 @@ async def agent() -> list[tuple[str, Any]]:
                 ("update_ticket", {"ticket_id": "T1", "set": {"status": "open"},
                                    "version": 1}),
                 ("query_ticket", {"limit": 10}),
-                ("get_ticket", {"tenant_id": "globex", "ticket_id": "T1"})]:
+                ("get_ticket", {"tenant_id": "globex", "ticket_id": "T1"})]
+        for name, args in calls:
             result = await client.call_tool(name, args)
             text = "".join(getattr(c, "text", "") for c in result.content)
             said.append((f"{name} {json.dumps(args)}",
