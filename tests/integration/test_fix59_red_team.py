@@ -240,3 +240,65 @@ def test_an_aliased_nested_model_changed_in_place_saves(aliased_tb: Any) -> None
     again = Session(aliased).get(Aliased, doc_id="1")
     assert again is not None and again.sa is not None and again.va is not None
     assert (again.sa.y, again.va.x, again.camel.first_name) == ("s2", "v2", "a2")
+
+
+# --- a key move onto an expired item, a second writer in the window (issue 59, point 5) ---
+
+import time  # noqa: E402
+
+from dynaorm import DynaormError  # noqa: E402
+from tests.integration.test_ttl import Lock, Login, cache  # noqa: E402
+
+
+@pytest.fixture
+def ttl_tb(backend: str | None) -> Any:
+    with use_tables(cache, endpoint_url=backend, name_suffix=worker_suffix()) as b:
+        yield b
+
+
+def test_a_move_onto_an_expired_key_revived_in_the_window_is_refused(ttl_tb: Any) -> None:
+    """A second writer revives the expired item (a live TTL) after the move is planned and
+    before it commits: the move must not overwrite it, must say so with a typed error, and
+    must leave the table as it was (the mover's item where it was, the reviver's intact)."""
+    past, later, other = int(time.time()) - 60, int(time.time()) + 600, int(time.time()) + 900
+    s = Session(cache)
+    s.save(Lock(name="old", until=past))
+    s.save(Lock(name="mine", until=later))
+    s.commit()
+    lock = s.get(Lock, name="mine")
+    assert lock is not None
+    lock.name = "old"
+    s.save(lock)
+    with Session(cache) as second:  # the window: "old" is live again
+        second.save(Lock(name="old", until=other))
+    with pytest.raises(DynaormError):
+        s.commit()
+    check = Session(cache)
+    assert check.get(Lock, name="old", consistent=True) == Lock(name="old", until=other)
+    assert check.get(Lock, name="mine", consistent=True) == Lock(name="mine", until=later)
+
+
+def test_a_login_move_onto_an_expired_guard_revived_in_the_window_is_refused(
+        ttl_tb: Any) -> None:
+    """The same with a unique guard moving along: the revived login keeps its token."""
+    from datetime import UTC, datetime, timedelta
+
+    s = Session(cache)
+    s.save(Login(user="u1", token="gone", expires=datetime.now(UTC) - timedelta(minutes=1)))
+    s.save(Login(user="u2", token="t2", expires=datetime.now(UTC) + timedelta(hours=1)))
+    s.commit()
+    login = s.get(Login, user="u2", token="t2")
+    assert login is not None
+    login.user, login.token = "u1", "gone"
+    s.save(login)
+    revived = Login(user="u1", token="gone", expires=datetime.now(UTC) + timedelta(hours=2))
+    with Session(cache) as second:  # the expired login renewed in the window
+        second.save(revived)
+    with pytest.raises(DynaormError):
+        s.commit()
+    check = Session(cache)
+    found = check.find(Login, token="gone", consistent=True)
+    assert found is not None and revived.expires is not None and found.expires is not None
+    assert (found.user, int(found.expires.timestamp())) == ("u1", int(revived.expires.timestamp()))
+    assert check.find(Login, token="t2", consistent=True) is not None
+    assert len(ttl_tb.scan()) == 4  # two logins, two guards
