@@ -75,3 +75,40 @@ def _check(local: TestBackend, events: list[RequestEvent],  # noqa: F811
     check("gsi values", s.query(User, index="gsi1", org_id="acme"), ordered,
           run=lambda: s.query(User, index="gsi1", org_id="acme").values("username"))
     assert wrong == [], wrong
+
+
+def test_capacity_splits_a_mixed_transaction_as_explain_prices_it(
+        local: TestBackend, events: list[RequestEvent]) -> None:  # noqa: F811
+    """A transaction of puts (a new user and its guards, a 2.5 KB note), a delete (a 3 KB
+    note) and a unique change of a 5 KB user: ``client.capacity()`` sums to what DynamoDB
+    Local reports, split between entities and roles as ``explain`` prices the rows."""
+    app.return_consumed_capacity = "INDEXES"
+    client = local.table.db
+    s = local.session()
+    s.save(User(user_id="u9", username="big", email="a@x.io", full_name="f" * 5000))
+    s.save(Note(note_id="gone", body="g" * 3000))
+    s.commit()
+    user = s.get(User, user_id="u9")
+    gone = s.get(Note, note_id="gone")
+    assert user is not None and gone is not None
+    user.email = "b@x.io"
+    s.save(user)
+    s.save(User(user_id="u10", username="new", email="n@x.io"))
+    s.save(Note(note_id="kept", body="k" * 2500))
+    s.delete(gone)
+    found = explain(s)
+    client.capacity(reset=True)
+    del events[:]
+    s.commit()
+    (write,) = [e for e in events if e.operation == "TransactWriteItems"]
+    totals = client.capacity()
+    reported = sum(write.consumed_capacity.values())
+    assert sum(u for r in totals.values() for u in r.values()) == pytest.approx(reported)
+    for name, consumed in write.consumed_capacity.items():
+        priced = [r for r in found.rows
+                  if (r.table if r.index is None else f"{r.table}/{r.index}") == name]
+        whole = sum(r.units for r in priced)
+        for entity, role in {(r.entity, r.role) for r in priced}:
+            share = sum(r.units for r in priced if (r.entity, r.role) == (entity, role))
+            assert totals[entity][role] == pytest.approx(consumed * share / whole), (
+                entity, role, totals, found.rows)
