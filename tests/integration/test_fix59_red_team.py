@@ -302,3 +302,32 @@ def test_a_login_move_onto_an_expired_guard_revived_in_the_window_is_refused(
     assert (found.user, int(found.expires.timestamp())) == ("u1", int(revived.expires.timestamp()))
     assert check.find(Login, token="t2", consistent=True) is not None
     assert len(ttl_tb.scan()) == 4  # two logins, two guards
+
+
+# --- find in a migration window: a versioned entity with a unique (encrypted) field ----------
+
+from tests.integration.test_migrations import (  # noqa: E402
+    OldVault,
+    Vault,
+    db,  # noqa: F401  (the fixtures: both designs, with keyrings)
+    keyed,  # noqa: F401
+    old,
+)
+
+
+def test_find_of_a_versioned_entity_in_the_window(keyed: Any) -> None:  # noqa: F811
+    """A versioned entity whose type name changed (``safe`` -> ``Vault``), found by its
+    unique encrypted field in the window: what get gives, in the previous layout."""
+    import dynaorm
+
+    with Session(old) as s:
+        s.save(OldVault(id="v1", pin="1234", code="s3"))
+    s = keyed.session()
+    found = s.find(Vault, pin="1234")
+    assert found is not None and found == s.get(Vault, id="v1")
+    assert found.secret == "s3" and dynaorm.inspect(found).previous_layout
+    found.secret = "s4"
+    s.save(found)
+    s.commit()
+    again = Session(keyed.table).find(Vault, pin="1234", consistent=True)
+    assert again is not None and again.secret == "s4"
