@@ -39,6 +39,7 @@ from dynaorm.schema.entity import Entity, encode_entity, spec_of
 from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.limits import item_size
+from dynaorm.values.revision import stamp_of
 from dynaorm.values.state import InstanceState
 from dynaorm.write.costs import READ_UNIT, REV, Row, entry, known_items, read_units, rows_of
 
@@ -259,8 +260,9 @@ def _stored(items: Iterable[Any]) -> list[Item]:
     """``items`` as stored items (entity objects encoded as a save would store them)."""
     out = []
     for item in items:
-        if isinstance(item, Entity):
-            out.append(encode_entity(item, spec_of(type(item))))
+        if isinstance(item, Entity):  # (with the revision a save stamps: its bytes count)
+            spec = spec_of(type(item))
+            out.append({**encode_entity(item, spec), **stamp_of(spec.table, REV)})
         elif isinstance(item, Mapping):
             out.append(dict(item))
         else:

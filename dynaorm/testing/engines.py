@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from dynaorm.client.settings import configured_endpoint, is_loopback
+from dynaorm.client.settings import configured_endpoint
 from dynaorm.client.table import Table
 from dynaorm.errors import DynaormError
 from dynaorm.private_apis import moto_active
@@ -38,15 +38,43 @@ class NotATestEngineError(DynaormError):
 
 
 #: the domains of AWS's own endpoints (commercial, China, dual-stack): never a test engine
+#: (every other partition botocore knows, GovCloud's and the ISO and sovereign ones, too)
 AWS_DOMAINS = ("amazonaws.com", "amazonaws.com.cn", "api.aws")
 
 
-def _on_aws(endpoint: str) -> bool:
+def _aws_domains() -> set[str]:
+    from botocore.loaders import Loader
+
+    found = set(AWS_DOMAINS)
+    for partition in Loader().load_data("partitions")["partitions"]:
+        outputs = partition.get("outputs", {})
+        found.update(str(outputs[k]) for k in ("dnsSuffix", "dualStackDnsSuffix")
+                     if outputs.get(k))
+    return found
+
+
+def _hosts(endpoint: str) -> list[str]:
+    """The endpoint's host as each parser on the way reads it (the standard library's, and
+    urllib3's, which botocore sends with): ``http://aws\\@127.0.0.1`` is 127.0.0.1 to one
+    and AWS to the other. A URL either cannot read has no host (``""``)."""
+    from urllib3.util import parse_url
+
+    hosts: list[str | None] = []
     try:
-        host = (urlparse(endpoint).hostname or "").lower().rstrip(".")
+        hosts.append(urlparse(endpoint).hostname)
     except ValueError:
-        return False
-    return any(host == d or host.endswith("." + d) for d in AWS_DOMAINS)
+        hosts.append(None)
+    try:
+        hosts.append(parse_url(endpoint).host)
+    except ValueError:
+        hosts.append(None)
+    return [(h or "").lower().strip("[]").rstrip(".") for h in hosts]
+
+
+def _on_aws(endpoint: str) -> bool:
+    domains = _aws_domains()
+    return any(host == d or host.endswith("." + d)
+               for host in _hosts(endpoint) for d in domains)
 
 
 def check_test_engine(table: Table) -> None:
@@ -60,7 +88,7 @@ def check_test_engine(table: Table) -> None:
     if moto_active():
         return
     endpoint = configured_endpoint(client.endpoint_url, client._botocore_session())
-    if endpoint and (is_loopback(endpoint) or not _on_aws(endpoint)):
+    if endpoint and not _on_aws(endpoint):  # (a loopback name on AWS's domain is AWS's)
         return
     where = (f"the AWS endpoint {endpoint}" if endpoint else
              "AWS (no endpoint is given or configured, and no in-process moto is on)")

@@ -353,9 +353,9 @@ def check_fields(obj: Any, before: Mapping[str, Any] | None) -> None:
         or before[n] != v}
     if models:  # (a model changed in place is the same object: validated as dumped)
         data = {**data, **check.dump_python({n: data[n] for n in models & data.keys()},
-                                            by_alias=True, round_trip=True, warnings=False)}
+                                            by_alias=False, round_trip=True, warnings=False)}
     try:
-        check.validate_python(data)
+        check.validate_python(data, by_name=True)  # (a dump by alias or by name)
     except ValidationError as exc:
         error = exc.errors()[0]
         name = error["loc"][0]
