@@ -27,6 +27,7 @@ __all__ = [
     "OutcomeUnknownError",
     "RequestError",
     "RequestNotSentError",
+    "SettingsError",
     "TableNotFoundError",
     "ThrottledError",
     "TransactionConflictError",
@@ -391,3 +392,10 @@ class ModelFileError(DynaormError, ValueError):
         super().__init__(f"{place}: {message}")
         self.place = place
         """Where in the file the problem is."""
+
+
+class SettingsError(DynaormError, ValueError):
+    """A table or index setting DynamoDB would refuse (``warm_throughput=``,
+    ``max_on_demand=``, ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``,
+    ``tags=``), refused when the ``Table`` or ``GSI`` is declared, before anything is
+    sent."""

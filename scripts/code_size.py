@@ -58,6 +58,8 @@ NEW_FEATURES: tuple[str, ...] = (
     "dynaorm/tools/model_commands.py",
     # 0.7, issue 58: Compressed (a rule written against the public protocol)
     "dynaorm/schema/rules/compressed.py",
+    # 0.7, issue 63: operations from the model (settings, infrastructure, IAM)
+    "dynaorm/schema/settings.py", "dynaorm/core/settings.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

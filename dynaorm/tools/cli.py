@@ -297,20 +297,25 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             progress=bar))
     if result.resumed:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
+    from dynaorm.core.settings import drift_p
+
+    drifted = [f"setting {line}" for line in table.db.driver.run(
+        drift_p(table), table._admin("describe_table"))]
+    problems = [*drifted, *result.problems]
     print(f"checked table {table.name!r}: {result.scanned} items, "
-          f"{len(result.problems)} problem(s)", file=out)
-    for line in result.problems:
+          f"{len(problems)} problem(s)", file=out)
+    for line in problems:
         print(f"  {line}", file=out)
     _unclaimed_summary(result.unclaimed, out)
-    if not result.problems:
+    if not problems:
         return EXIT_OK
     if not args.repair:
         fixable = len(result.problems) - result.unrepairable
-        print(f"{fixable} of {len(result.problems)} can be repaired: run again with --repair",
+        print(f"{fixable} of {len(problems)} can be repaired: run again with --repair",
               file=out)
         return EXIT_PROBLEMS
     _repairs_summary(result, out)
-    return EXIT_OK if not result.left else EXIT_PROBLEMS
+    return EXIT_OK if not result.left and not drifted else EXIT_PROBLEMS
 
 
 def _with_progress(args: argparse.Namespace, table: Table,

@@ -545,6 +545,8 @@ def _read_json(doc: _At) -> dict[str, Any]:
                          ("ttl", None), ("stream", None)):
         table[key] = default if key not in t.value else None if t.value[key] is None else (
             t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
+    if "settings" in t.value:  # (checked as a Table checks them)
+        table["settings"] = _read_settings(t.get("settings", dict, "an object"))
     for _, kind in t.get("key_types", dict, "an object", default={}).members():
         kind.of(str, "S, N or B")
         if kind.value not in ("S", "N", "B"):
@@ -552,6 +554,18 @@ def _read_json(doc: _At) -> dict[str, Any]:
     entities = [_read_entity(e) for e in doc.get("entities", list, "a list of entities")
                 .items()]
     return {"dynaorm_model": 1, "table": table, "entities": entities}
+
+
+def _read_settings(at: _At) -> dict[str, Any]:
+    """A model's table settings, checked (a :class:`SettingsError` is the file's)."""
+    from dynaorm.errors import SettingsError
+    from dynaorm.schema.settings import settings_of
+
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in at.value.items()}
+    try:
+        return settings_of("the table", **given).data()
+    except (SettingsError, TypeError) as exc:
+        raise at.fail(str(exc)) from None
 
 
 # -- NoSQL Workbench -----------------------------------------------------------------------
