@@ -59,7 +59,8 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.7, issue 58: Compressed (a rule written against the public protocol)
     "dynaorm/schema/rules/compressed.py",
     # 0.7, issue 63: operations from the model (settings, infrastructure, IAM)
-    "dynaorm/schema/settings.py", "dynaorm/core/settings.py",
+    "dynaorm/schema/settings.py", "dynaorm/core/settings.py", "dynaorm/formats/tables.py",
+    "dynaorm/formats/cloudformation.py", "dynaorm/formats/terraform.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

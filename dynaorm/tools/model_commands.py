@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 from typing import Any, TextIO
@@ -20,6 +21,9 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     if (args.table is None) == (args.import_file is None):
         raise cli.BadReference("give MODULE:TABLE to export, or --import FILE, not both")
     if args.import_file is not None:
+        if args.format in ("cloudformation", "terraform"):
+            raise cli.BadReference(f"--import reads json, workbench or mcp: a {args.format} "
+                                   "file holds the table, not its entities")
         try:
             text = Path(args.import_file).read_text(encoding="utf-8")
         except OSError as exc:
@@ -32,10 +36,14 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
         Path(args.chart).write_text(chart_of(model), encoding="utf-8")
         print(f"wrote {args.chart}", file=out)
         return 0
-    doc, notes = designs.export(model, args.format)
+    if args.format in ("cloudformation", "terraform"):  # (dynaorm.formats: issue 63)
+        doc, notes = import_module(f"dynaorm.formats.{args.format}").to_format(model)
+    else:
+        doc, notes = designs.export(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
-    return _emit(json.dumps(doc, indent=2) + "\n", args.output, out)
+    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
+                 args.output, out)
 
 
 def _emit(text: str, path: str | None, out: TextIO) -> int:
@@ -75,7 +83,8 @@ def add_model_commands(sub: Any, cli: ModuleType) -> None:
                                    "prints entity code that exports back to the same model.")
     p.add_argument("table", metavar="MODULE:TABLE", nargs="?", default=None,
                    help="e.g. myapp.models:app")
-    p.add_argument("--format", choices=("json", "workbench", "mcp"), default="json")
+    p.add_argument("--format", choices=("json", "workbench", "mcp", "cloudformation",
+                                        "terraform"), default="json")
     p.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write to FILE (default: standard output)")
     p.add_argument("--chart", metavar="OUT.html", default=None,
