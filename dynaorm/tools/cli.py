@@ -38,6 +38,7 @@ from dynaorm.tools import jobs
 from dynaorm.tools.check import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.export import export
+from dynaorm.tools.iam_command import add_iam_command
 from dynaorm.tools.model_commands import add_model_commands
 
 if TYPE_CHECKING:
@@ -571,6 +572,7 @@ def build_parser() -> argparse.ArgumentParser:
     _common(p)
     p.set_defaults(run=cmd_describe)
     add_model_commands(sub, sys.modules[__name__])
+    add_iam_command(sub, sys.modules[__name__])
     p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
                        description="Scan the table page by page and report orphan guard "
                                    "items, owners whose guard is missing (also after a unique "
