@@ -51,45 +51,16 @@ def to_format(model: Mapping[str, Any], role: str, scope: str | None = None,
         raise ValueError(f"role must be 'read' or 'write', got {role!r}")
     where = where or {}
     table = model["table"]
-    vectors = {i["name"] for i in table.get("indexes", ()) if i["kind"] == "vector"}
-    partial = {i["name"] for i in table.get("indexes", ()) if i["projection"] != "ALL"}
-    on_table: set[str] = set()
-    on_index: dict[str, set[str]] = {}
-    searched: set[str] = set()
-    uncovered: list[str] = []
-    leading: dict[str, set[str]] = {"": set()}
+    grants = _Grants(table, scope)
     for entity in model["entities"]:
         patterns = [p for p in entity["access_patterns"]
                     if role == "write" or p["operation"] in READS]
-        if not patterns:
-            continue
-        if scope is not None:
-            uncovered += _rows_outside(entity, scope, leading[""])
+        if patterns and scope is not None:
+            grants.uncovered += _rows_outside(entity, scope, grants.leading[""])
         for pattern in patterns:
-            operation, index = pattern["operation"], pattern.get("index")
-            if index in partial or operation == "SearchVectors":  # (the rest of each hit
-                on_table.add("BatchGetItem")  # is read by key; a search's every hit)
-            if operation == "SearchVectors" or index in vectors:
-                searched.add(index or "*")
-                if scope is not None:
-                    uncovered.append(f"{entity['name']} {pattern['name']}: SearchVectors "
-                                     "ignores dynamodb:LeadingKeys (a search reads every "
-                                     "tenant's vectors)")
-            elif operation == "Scan" and scope is not None:
-                uncovered.append(f"{entity['name']} {pattern['name']}: a Scan reads every "
-                                 "partition (dynamodb:LeadingKeys cannot hold it)")
-            elif index is not None:
-                on_index.setdefault(index, set()).add(operation)
-                if scope is not None:
-                    found = _index_leading(entity, table, index, scope)
-                    if isinstance(found, str):
-                        uncovered.append(f"{entity['name']} {pattern['name']}: {found}")
-                    else:
-                        leading.setdefault(index, set()).update(found)
-            else:
-                on_table.update(_WRITES.get(operation, (operation,)))
-                if operation in _WRITES and entity.get("versioned"):
-                    on_table.add("Query")  # (a save reads the last version)
+            grants.add(entity, pattern)
+    on_table, on_index, searched = grants.on_table, grants.on_index, grants.searched
+    uncovered, leading = grants.uncovered, grants.leading
     statements = []
     if on_table:
         statements.append(_statement("Table", on_table, [_arn(table["name"], None, where)],
@@ -103,6 +74,50 @@ def to_format(model: Mapping[str, Any], role: str, scope: str | None = None,
                            "Action": ["dynamodb:SearchVectors"],
                            "Resource": [_arn(table["name"], i, where) for i in sorted(searched)]})
     return {"Version": "2012-10-17", "Statement": statements}, list(dict.fromkeys(uncovered))
+
+
+class _Grants:
+    """What the role's patterns need: actions on the table, on each index, the vector
+    indexes searched, the leading-key patterns by index (``""``: the table's), and what
+    the scope cannot cover."""
+
+    def __init__(self, table: Mapping[str, Any], scope: str | None) -> None:
+        self.table, self.scope = table, scope
+        indexes = table.get("indexes", ())
+        self.vectors = {i["name"] for i in indexes if i["kind"] == "vector"}
+        self.partial = {i["name"] for i in indexes if i["projection"] != "ALL"}
+        self.on_table: set[str] = set()
+        self.on_index: dict[str, set[str]] = {}
+        self.searched: set[str] = set()
+        self.uncovered: list[str] = []
+        self.leading: dict[str, set[str]] = {"": set()}
+
+    def add(self, entity: Mapping[str, Any], pattern: Mapping[str, Any]) -> None:
+        """What one access pattern of ``entity`` needs."""
+        operation, index, scope = pattern["operation"], pattern.get("index"), self.scope
+        where = f"{entity['name']} {pattern['name']}"
+        if index in self.partial or operation == "SearchVectors":  # (the rest of each hit
+            self.on_table.add("BatchGetItem")  # is read by key; a search's every hit)
+        if operation == "SearchVectors" or index in self.vectors:
+            self.searched.add(index or "*")
+            if scope is not None:
+                self.uncovered.append(f"{where}: SearchVectors ignores dynamodb:LeadingKeys "
+                                      "(a search reads every tenant's vectors)")
+        elif operation == "Scan" and scope is not None:
+            self.uncovered.append(f"{where}: a Scan reads every partition "
+                                  "(dynamodb:LeadingKeys cannot hold it)")
+        elif index is not None:
+            self.on_index.setdefault(index, set()).add(operation)
+            if scope is not None:
+                found = _index_leading(entity, self.table, index, scope)
+                if isinstance(found, str):
+                    self.uncovered.append(f"{where}: {found}")
+                else:
+                    self.leading.setdefault(index, set()).update(found)
+        else:
+            self.on_table.update(_WRITES.get(operation, (operation,)))
+            if operation in _WRITES and entity.get("versioned"):
+                self.on_table.add("Query")  # (a save reads the last version)
 
 
 def _sid(name: str) -> str:
