@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 TYPED := examples tests/support/typing_check.py tests/support/readme_snippets.py
 
-.PHONY: demo test test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
+.PHONY: demo test release-check test-botocore-wire fuzz-wire lint typecheck docs unit engines ddb-local dynoxide bench bench-all footprint clean soak
 
 # The development environment: the package (editable) and the PEP 735 groups of
 # pyproject.toml, which `pip install --group` reads from pip 25.1 on (hence the upgrade).
@@ -52,7 +52,12 @@ docs: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider
 
-test: $(STAMP) engines lint typecheck docs
+# The release a user installs: sdist and wheel built, twine-checked, the wheel alone in a
+# fresh venv running `dynaorm demo` (about a minute; scripts/release-check.sh).
+release-check: $(STAMP)
+	PYTHON=$(BIN)/python bash scripts/release-check.sh
+
+test: $(STAMP) engines lint typecheck docs release-check
 	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider
 
 # The integration suite on DynamoDB Local through the botocore wire (make test sends

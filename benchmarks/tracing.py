@@ -13,6 +13,9 @@ imports OpenTelemetry):
 ``sampled-out`` an SDK provider whose sampler drops everything (spans made, not recorded)
 ``recorded``    an SDK provider recording every span into a processor that drops it: the
                 whole cost of making both spans and their attributes
+``metrics``     ``recorded`` and an SDK meter provider (an in-memory reader): each attempt
+                also records ``db.client.operation.duration`` and its capacity by role
+                (issue 63's budget: a get at most 1.1x ``off``)
 
 Also the check alone (``client.policy``, what each operation pays when nothing is
 configured), in nanoseconds, in the states ``off`` and ``api``.
@@ -40,7 +43,7 @@ from benchmarks.canned_http import ITERATIONS, arguments, canned_endpoint
 from benchmarks.wire import make_dynaorm
 
 OPS = ("get", "put", "tx3", "query25")
-STATES = ("off", "api", "sampled-out", "recorded")
+STATES = ("off", "api", "sampled-out", "recorded", "metrics")
 Op = Callable[[], object]
 
 
@@ -102,6 +105,12 @@ def main() -> int:
         for state in STATES:
             if state == "api":
                 import opentelemetry.trace  # noqa: F401 (what the state is)
+            elif state == "metrics":
+                from opentelemetry.sdk.metrics import MeterProvider
+                from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+                client.tracing.metrics.meter_provider = MeterProvider(
+                    metric_readers=[InMemoryMetricReader()])
             elif state != "off":
                 client.tracing.tracer_provider = provider_for(state)
             if state in ("off", "api"):

@@ -29,6 +29,7 @@ __all__ = [
     "RequestError",
     "RequestNotSentError",
     "ScopeError",
+    "SettingsError",
     "TableNotFoundError",
     "ThrottledError",
     "TransactionConflictError",
@@ -414,3 +415,10 @@ class ModelFileError(DynaormError, ValueError):
         super().__init__(f"{place}: {message}")
         self.place = place
         """Where in the file the problem is."""
+
+
+class SettingsError(DynaormError, ValueError):
+    """A table or index setting DynamoDB would refuse (``warm_throughput=``,
+    ``max_on_demand=``, ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``,
+    ``tags=``), refused when the ``Table`` or ``GSI`` is declared, before anything is
+    sent."""

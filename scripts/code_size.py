@@ -74,6 +74,10 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.7, issue 61: agents (the MCP server) and sessions scoped to a tenant
     "dynaorm/core/scope.py", "dynaorm/mcp/__init__.py", "dynaorm/mcp/server.py",
     "dynaorm/mcp/tools.py", "dynaorm/mcp/cli.py", "dynaorm/tools/mcp_command.py",
+    # 0.7, issue 63: operations from the model (settings, infrastructure, IAM)
+    "dynaorm/schema/settings.py", "dynaorm/core/settings.py", "dynaorm/formats/tables.py",
+    "dynaorm/formats/cloudformation.py", "dynaorm/formats/terraform.py",
+    "dynaorm/formats/iam.py", "dynaorm/tools/iam_command.py", "dynaorm/protocol/metrics.py",
 )
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
          tokenize.ENDMARKER}

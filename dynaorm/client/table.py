@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from dynaorm._types import Item
 from dynaorm.client.client import Client, check_settings
@@ -24,6 +24,7 @@ from dynaorm.errors import DynaormError
 from dynaorm.protocol.events import RequestEvent
 from dynaorm.protocol.hooks import Operation
 from dynaorm.schema.entity import prepare_rows
+from dynaorm.schema.settings import Declared, TableSettings
 from dynaorm.schema.table import GSI, LSI, TableSchema, VectorIndex
 
 if TYPE_CHECKING:
@@ -70,7 +71,11 @@ class Table(TableSchema):
     ``client=`` and connection keywords exclude each other. ``keyring``: the keyring of its
     ``Encrypted`` fields (``None``: its client's); ``indexes`` may hold native
     multi-attribute GSIs (``GSI(name, pk=(...), sk=(...))``); ``vector_indexes``: its
-    :class:`~dynaorm.VectorIndex` es (searched with ``Session.search``).
+    :class:`~dynaorm.VectorIndex` es (searched with ``Session.search``). The operational
+    settings ``create()`` applies and :meth:`settings` reads back: ``warm_throughput=``
+    and ``max_on_demand=`` (``(reads, writes)``; a ``GSI`` takes them too), ``pitr_days=``
+    (1-35), ``deletion_protection=``, ``contributor_insights=`` (``"accessed"`` or
+    ``"throttled"``) and ``tags=`` (a bad value: :class:`~dynaorm.SettingsError`).
     """
 
     endpoint_url = _Setting()
@@ -96,12 +101,13 @@ class Table(TableSchema):
                  max_attempts: int | None = None, max_wait: float | None = None,
                  return_consumed_capacity: str | None = None,
                  vector_indexes: Sequence[VectorIndex] = (),
-                 receipts_ttl: timedelta = timedelta(days=7)) -> None:
+                 receipts_ttl: timedelta = timedelta(days=7),
+                 **settings: Unpack[Declared]) -> None:
         super().__init__(name, pk, sk, indexes=indexes, type_attribute=type_attribute,
                          key_types=key_types, ttl=ttl, cursor_secret=cursor_secret,
                          stream=stream, keyring=keyring,
                          revision_attribute=revision_attribute, vector_indexes=vector_indexes,
-                         receipts_ttl=receipts_ttl)
+                         receipts_ttl=receipts_ttl, **settings)
         given = {k: v for k, v in zip(CONNECTION_KEYWORDS, (
             endpoint_url, region, wire, max_attempts, max_wait, return_consumed_capacity),
             strict=True) if v is not None}
@@ -265,6 +271,17 @@ class Table(TableSchema):
         vector one)."""
         found: dict[str, str] = self.db.driver.run(index_status_p(self),
                                                    self._admin("describe_table"))
+        return found
+
+    def settings(self) -> TableSettings:
+        """The live table's operational settings (DescribeTable, DescribeContinuousBackups,
+        DescribeContributorInsights, ListTagsOfResource); those the endpoint has no API for
+        are named in ``unknown``. ``dynaorm check`` compares them with
+        ``declared_settings``."""
+        from dynaorm.core.settings import settings_p
+
+        found: TableSettings = self.db.driver.run(settings_p(self),
+                                                  self._admin("describe_table"))
         return found
 
     def delete(self, wait: float = 300.0) -> None:

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from dynaorm.core.settings import apply_settings_p
 from dynaorm.errors import DynaormError, RequestError
 from dynaorm.protocol.steps import Proto, Wait, call
 from dynaorm.schema.table import TableSchema
@@ -49,6 +50,9 @@ def create_p(table: TableSchema, wait: float) -> Proto[None]:
         yield from _enable_stream_p(table, wait)
     if table.ttl is not None:
         yield from _enable_ttl_p(table, wait)
+    yield from apply_settings_p(table, functools.partial(
+        _settle_p, table, lambda status: status == "ACTIVE", wait))
+
 
 
 def index_status_p(table: TableSchema) -> Proto[dict[str, str]]:

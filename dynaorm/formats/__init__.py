@@ -14,10 +14,13 @@ from typing import Any, Final
 
 from dynaorm.errors import DynaormError, ModelFileError
 
-__all__ = ["FORMATS", "export", "read"]
+__all__ = ["FORMATS", "READABLE", "export", "read"]
 
-#: the formats ``dynaorm model`` writes and reads (each a module of this package)
-FORMATS: Final = ("json", "workbench", "mcp")
+#: the formats ``dynaorm model`` writes (each a module of this package); the first three
+#: it reads back too (:data:`READABLE`): an infrastructure format holds the table, not its
+#: entities
+FORMATS: Final = ("json", "workbench", "mcp", "cloudformation", "terraform")
+READABLE: Final = ("json", "workbench", "mcp")
 
 
 def _module(fmt: str) -> Any:
@@ -26,9 +29,10 @@ def _module(fmt: str) -> Any:
     return importlib.import_module(f"{__name__}.{fmt}")
 
 
-def export(model: Mapping[str, Any], fmt: str) -> tuple[dict[str, Any], list[str]]:
-    """``model`` (a table's, :func:`~dynaorm.schema.model.model_of`) in format ``fmt``,
-    and what the format had no place for (one line each)."""
+def export(model: Mapping[str, Any], fmt: str) -> tuple[Any, list[str]]:
+    """``model`` (a table's, :func:`~dynaorm.schema.model.model_of`) in format ``fmt`` (a
+    JSON document, or Terraform's text), and what the format had no place for (one line
+    each)."""
     doc, notes = _module(fmt).to_format(model)
     return doc, notes
 
@@ -37,6 +41,9 @@ def read(text: str, fmt: str = "json") -> list[dict[str, Any]]:
     """The models (one per table) a file of format ``fmt`` describes, checked; each
     entity carries ``"_place"``, where it is in the file. Anything it cannot read is a
     :class:`~dynaorm.ModelFileError` naming the place (a file nested too deep: ``$``)."""
+    if fmt not in READABLE:
+        raise DynaormError(f"{fmt} is not read back: a {fmt} file holds the table, not its "
+                           f"entities (readable: {', '.join(READABLE)})")
     module = _module(fmt)
     try:
         doc = _json.loads(text)

@@ -196,6 +196,9 @@ def _table(w: _Writer, var: str, table: Mapping[str, Any]) -> None:
             args.append(f"{key}={table.get(key)!r}")
     if table.get("key_types"):
         args.append(f"key_types={dict(table['key_types'])!r}")
+    for key, value in (table.get("settings") or {}).items():  # (operational settings)
+        if value not in (None, {}):
+            args.append(f"{key}={tuple(value) if isinstance(value, list) else value!r}")
     plain = [i for i in table.get("indexes", ()) if i["kind"] != "vector"]
     vectors = [i for i in table.get("indexes", ()) if i["kind"] == "vector"]
     if plain:
@@ -242,7 +245,9 @@ def _index(w: _Writer, index: Mapping[str, Any]) -> str:
         keys = f"pk={tuple(pk)!r}" + (f", sk={tuple(sk)!r}" if sk else "")
     else:
         keys = f"pk={pk[0]!r}" + (f", sk={sk[0]!r}" if sk else "")
-    return f"_d.GSI({index['name']!r}, {keys}{_projection(index)})"
+    pairs = "".join(f", {k}={tuple(index[k])!r}" for k in ("warm_throughput", "max_on_demand")
+                    if index.get(k))
+    return f"_d.GSI({index['name']!r}, {keys}{_projection(index)}{pairs})"
 
 
 def _vector(index: Mapping[str, Any]) -> str:

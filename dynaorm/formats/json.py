@@ -180,6 +180,19 @@ def _read_pattern(at: At) -> dict[str, Any]:
     return out
 
 
+def _read_settings(at: At) -> dict[str, Any]:
+    """A model's table settings, checked (a :class:`~dynaorm.SettingsError` is the
+    file's)."""
+    from dynaorm.errors import SettingsError
+    from dynaorm.schema.settings import settings_of
+
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in at.value.items()}
+    try:
+        return settings_of("the table", **given).data()
+    except (SettingsError, TypeError) as exc:
+        raise at.fail(str(exc)) from None
+
+
 def _read_json(doc: At) -> dict[str, Any]:
     doc.get("dynaorm_model", int, "the model format's version (1)", choices=(1,))
     t = doc.get("table", dict, "an object")
@@ -193,6 +206,8 @@ def _read_json(doc: At) -> dict[str, Any]:
                          ("ttl", None), ("stream", None)):
         table[key] = default if key not in t.value else None if t.value[key] is None else (
             t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
+    if "settings" in t.value:  # (checked as a Table checks them)
+        table["settings"] = _read_settings(t.get("settings", dict, "an object"))
     for _, kind in t.get("key_types", dict, "an object", default={}).members():
         kind.of(str, "S, N or B")
         if kind.value not in ("S", "N", "B"):

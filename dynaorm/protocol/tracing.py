@@ -45,6 +45,7 @@ from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
 from dynaorm.protocol.capacity import slug
 from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
+from dynaorm.protocol.metrics import SYSTEM, Metrics
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
 
@@ -65,6 +66,9 @@ _PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
 _IMPORT_API: Final = _PROVIDER_BY_ENVIRONMENT or os.environ.get(
     "DD_TRACE_OTEL_ENABLED", "").lower() in ("1", "true")
 _INSTRUMENTATION: Final = "opentelemetry.instrumentation.botocore"
+#: whether ``OTEL_SEMCONV_STABILITY_OPT_IN`` asks for the older database names too
+#: (``database/dup``: ``db.system``, ``db.operation`` beside the stable ones)
+_DUP = False
 #: request parameters copied onto an attempt span, as the botocore instrumentation does
 _REQUEST_ATTRIBUTES: Final = (
     ("ConsistentRead", "aws.dynamodb.consistent_read"),
@@ -103,6 +107,7 @@ class _Sent:
     span: Any
     token: object
     started: int = 0
+    clock: float = field(default_factory=time.perf_counter)
 
 
 def _names(classes: Any) -> tuple[str, ...]:
@@ -185,6 +190,9 @@ class Tracing(Hook):
         self._seen: Any = None  # the provider the tracer below was made with
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
+        self.metrics = Metrics()
+        """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
+        ``None``: OpenTelemetry's global one)."""
 
     def route(self, routes: Callable[[str], bool],
               where: Callable[[], tuple[str, str] | None]) -> None:
@@ -233,6 +241,8 @@ class Tracing(Hook):
             if provider is None or provider is _UNKNOWN:
                 provider = trace.get_tracer_provider()
         if provider is not self._seen:
+            global _DUP  # (the conventions' opt-in, read when a provider is first seen)
+            _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
             self._tracer = self._tracer_of(provider)
             self._seen = provider
         return self._tracer is not None
@@ -336,6 +346,8 @@ class Tracing(Hook):
             context.detach(sent.token)  # type: ignore[arg-type]
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         by_role = _by_role(attempt)
+        if attempt.service == DYNAMODB:
+            self._record(attempt, sent)
         if opened is not None:
             units = _table_units(attempt)
             with opened.lock:
@@ -359,6 +371,18 @@ class Tracing(Hook):
                                    else {**self._server(), **by_role})
         finally:
             span.end()  # whatever the answer held
+
+
+    def _record(self, attempt: Attempt, sent: _Sent) -> None:
+        """The attempt's metrics (duration; consumed capacity by entity and role)."""
+        try:
+            roles = attempt.capacity_by_role
+        except (AttributeError, TypeError, ValueError):  # (not DynamoDB's shape)
+            roles = {}
+        error = attempt.error
+        self.metrics.record(time.perf_counter() - sent.clock, attempt.operation,
+                            attempt.tables, self._server(), None if error is None else
+                            error.code, {(e, slug(r)): u for (e, r), u in roles.items()})
 
 
 def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
@@ -387,10 +411,14 @@ def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
                      ) -> dict[str, Any]:
     """What a span says from its start: the service, ``own``, its tables and entity types
     (each when there are any)."""
-    attributes = {"rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system": "dynamodb",
+    attributes = {"rpc.system": "aws-api", "rpc.service": "DynamoDB", "db.system.name": SYSTEM,
                   **own}
+    if _DUP:
+        attributes["db.system"] = "dynamodb"
     if tables:
         attributes["aws.dynamodb.table_names"] = tables
+        if len(tables) == 1:
+            attributes["db.collection.name"] = tables[0]
     if entities:
         attributes["dynaorm.entity_types"] = entities
     return attributes
@@ -411,7 +439,8 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
                 "dynaorm.attempt": attempt.number, **(
                     {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
                     else {})}
-    own = {"rpc.method": attempt.operation, "db.operation": attempt.operation,
+    own = {"rpc.method": attempt.operation, "db.operation.name": attempt.operation,
+           **({"db.operation": attempt.operation} if _DUP else {}),
            "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
            **_present(attempt.request, _REQUEST_ATTRIBUTES)}
     return _span_attributes(own, attempt.tables, _entity_names(attempt))

@@ -264,13 +264,19 @@ def index_model(index: GSI | LSI | VectorIndex) -> dict[str, Any]:
     if isinstance(index, GSI):
         return {"name": index.name, "kind": "gsi", "native": isinstance(index.pk, tuple),
                 "pk": list(index.hash_keys), "sk": list(index.range_keys),
-                "projection": projection}
+                "projection": projection, **_pairs(index)}
     if isinstance(index, LSI):
         return {"name": index.name, "kind": "lsi", "sk": [index.sk], "projection": projection}
     return {"name": index.name, "kind": "vector", "attribute": index.attribute,
             "dimensions": index.dimensions, "distance": index.distance,
             "partition": index.partition, "filters": list(index.filters),
             "projection": projection}
+
+
+def _pairs(index: GSI) -> dict[str, Any]:
+    """A GSI's declared warm throughput and on-demand maximum (lists), when declared."""
+    return {k: list(v) for k, v in (("warm_throughput", index.warm_throughput),
+                                    ("max_on_demand", index.max_on_demand)) if v is not None}
 
 
 def _indexes(table: TableSchema) -> list[GSI | LSI | VectorIndex]:
@@ -505,6 +511,7 @@ def model_of(table: TableSchema) -> dict[str, Any]:
                   "type_attribute": table.type_attribute,
                   "revision_attribute": table.revision_attribute, "ttl": table.ttl,
                   "stream": table.stream, "indexes": [index_model(i) for i in _indexes(table)],
-                  "rows": [receipt_row(table)]},
+                  "rows": [receipt_row(table)],
+                  "settings": table.declared_settings.data()},
         "entities": [entity_model(s) for s in specs],
     }

@@ -13,6 +13,7 @@ from typing import Any
 
 from dynaorm.caches import forget
 from dynaorm.errors import DynaormError
+from dynaorm.schema.settings import Pair, TableSettings, check_index, create_params, settings_of
 
 __all__ = ["DISTANCES", "GSI", "LSI", "MAX_DIMENSIONS", "TableSchema", "VectorIndex", "check_name"]
 
@@ -60,6 +61,13 @@ class GSI:
     """The index's sort key attribute(s) (``None``: partition key only)."""
     projection: Projection = "ALL"
     """What the index holds: ``"ALL"``, ``"KEYS_ONLY"`` or the attribute names it includes."""
+    warm_throughput: Pair | None = None
+    """(read, write) units per second the index is pre-warmed for (``create()``)."""
+    max_on_demand: Pair | None = None
+    """(read, write) request units per second the index may use at most."""
+
+    def __post_init__(self) -> None:
+        check_index(self)
 
     @property
     def is_local(self) -> bool:
@@ -156,7 +164,7 @@ class TableSchema:
                  stream: str | None = None, keyring: Any = None,
                  revision_attribute: str | None = "_rev",
                  vector_indexes: Sequence[VectorIndex] = (),
-                 receipts_ttl: timedelta = timedelta(days=7)) -> None:
+                 receipts_ttl: timedelta = timedelta(days=7), **settings: Any) -> None:
         check_name("table", name)
         if not isinstance(receipts_ttl, timedelta) or receipts_ttl <= timedelta(0):
             raise DynaormError(f"table {name!r}: receipts_ttl must be a positive timedelta, "
@@ -205,6 +213,10 @@ class TableSchema:
                                f"got {ttl!r}")
         self.ttl = ttl
         """The TTL attribute ``create()`` enables (UpdateTimeToLive), if any."""
+        self.declared_settings: TableSettings = settings_of(f"table {name!r}", **settings)
+        """The operational settings declared (``warm_throughput=``, ``max_on_demand=``,
+        ``pitr_days=``, ``deletion_protection=``, ``contributor_insights=``, ``tags=``):
+        ``create()`` applies them, ``Table.settings()`` reads the live ones."""
         self.entities: dict[str, type[Any]] = {}
         """The entity classes mapped onto this table, by type name."""
         self.retired: dict[str, type[Any]] = {}
@@ -390,8 +402,9 @@ class TableSchema:
                     {"AttributeName": a, "KeyType": "RANGE"} for a in index.range_keys]
                 attrs.update(index.hash_keys, index.range_keys)
                 gsis.append({"IndexName": index.name, "KeySchema": keys,
-                             "Projection": _projection(index.projection,
-                                                       self._carried)})
+                             "Projection": _projection(index.projection, self._carried),
+                             **create_params(TableSettings(), index.warm_throughput,
+                                             index.max_on_demand)})
             else:
                 attrs.add(index.sk)
                 lsis.append({"IndexName": index.name, "KeySchema": [
@@ -416,7 +429,7 @@ class TableSchema:
         if self.stream is not None:
             request["StreamSpecification"] = {"StreamEnabled": True,
                                               "StreamViewType": self.stream}
-        return request
+        return request | create_params(self.declared_settings)
 
     def vector_definition(self, index: VectorIndex) -> dict[str, Any]:
         """The ``VectorIndexes`` entry of CreateTable (and ``Create`` of UpdateTable's

@@ -38,6 +38,7 @@ from dynaorm.tools import jobs
 from dynaorm.tools.check import CheckResult, ProgressBar, check_table, item_count
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.export import export
+from dynaorm.tools.iam_command import add_iam_command
 from dynaorm.tools.mcp_command import add_mcp_command
 from dynaorm.tools.model_commands import add_model_commands
 
@@ -298,20 +299,25 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             progress=bar))
     if result.resumed:
         print(f"resumed from checkpoint {args.checkpoint}", file=out)
+    from dynaorm.core.settings import drift_p
+
+    drifted = [f"setting {line}" for line in table.db.driver.run(
+        drift_p(table), table._admin("describe_table"))]
+    problems = [*drifted, *result.problems]
     print(f"checked table {table.name!r}: {result.scanned} items, "
-          f"{len(result.problems)} problem(s)", file=out)
-    for line in result.problems:
+          f"{len(problems)} problem(s)", file=out)
+    for line in problems:
         print(f"  {line}", file=out)
     _unclaimed_summary(result.unclaimed, out)
-    if not result.problems:
+    if not problems:
         return EXIT_OK
     if not args.repair:
         fixable = len(result.problems) - result.unrepairable
-        print(f"{fixable} of {len(result.problems)} can be repaired: run again with --repair",
+        print(f"{fixable} of {len(problems)} can be repaired: run again with --repair",
               file=out)
         return EXIT_PROBLEMS
     _repairs_summary(result, out)
-    return EXIT_OK if not result.left else EXIT_PROBLEMS
+    return EXIT_OK if not result.left and not drifted else EXIT_PROBLEMS
 
 
 def _with_progress(args: argparse.Namespace, table: Table,
@@ -579,6 +585,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_describe)
     add_model_commands(sub, sys.modules[__name__])
     add_mcp_command(sub, sys.modules[__name__])
+    add_iam_command(sub, sys.modules[__name__])
     p = sub.add_parser("check", help="audit guards, latest copies and derived keys (--repair)",
                        description="Scan the table page by page and report orphan guard "
                                    "items, owners whose guard is missing (also after a unique "

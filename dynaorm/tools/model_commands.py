@@ -23,6 +23,9 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     if (args.table is None) == (args.import_file is None):
         raise cli.BadReference("give MODULE:TABLE to export, or --import FILE, not both")
     if args.import_file is not None:
+        if args.format in ("cloudformation", "terraform"):
+            raise cli.BadReference(f"--import reads json, workbench or mcp: a {args.format} "
+                                   "file holds the table, not its entities")
         try:
             text = Path(args.import_file).read_bytes().decode("utf-8")
         except OSError as exc:
@@ -41,7 +44,8 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     doc, notes = formats.export(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
-    return _emit(json.dumps(doc, indent=2) + "\n", args.output, out)
+    return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
+                 args.output, out)
 
 
 def _emit(text: str, path: str | None, out: TextIO) -> int:
@@ -73,7 +77,10 @@ def _explain(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
 def add_model_commands(sub: Any, cli: ModuleType) -> None:
     """Add ``model`` and ``explain`` to the subcommands ``sub`` of the parser of ``cli``
     (:mod:`dynaorm.tools.cli`)."""
-    p = sub.add_parser("model", help="export the model (json, workbench, mcp), chart it, or "
+    from dynaorm.formats import FORMATS
+
+    p = sub.add_parser("model", help="export the model (json, workbench, mcp, "
+                                     "cloudformation, terraform), chart it, or "
                                      "import a model file as entity code",
                        description="Print MODULE:TABLE's model as dynaorm's JSON, a NoSQL "
                                    "Workbench model or the AWS DynamoDB MCP server's "
@@ -81,7 +88,7 @@ def add_model_commands(sub: Any, cli: ModuleType) -> None:
                                    "prints entity code that exports back to the same model.")
     p.add_argument("table", metavar="MODULE:TABLE", nargs="?", default=None,
                    help="e.g. myapp.models:app")
-    p.add_argument("--format", choices=("json", "workbench", "mcp"), default="json")
+    p.add_argument("--format", choices=FORMATS, default="json")
     p.add_argument("-o", "--output", metavar="FILE", default=None,
                    help="write to FILE (default: standard output)")
     p.add_argument("--chart", metavar="OUT.html", default=None,

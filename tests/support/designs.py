@@ -31,7 +31,7 @@ DESIGNS: tuple[str, ...] = (
     "examples.existing_table:legacy", "examples.game_lobby:games",
     "examples.iot_latest_readings:iot", "examples.key_layouts:shop",
     "examples.leaderboard:arcade", "examples.locations:geo", "examples.migration:accounts",
-    "examples.model_and_cost:shop",
+    "examples.model_and_cost:shop", "examples.operations:saas",
     "examples.native_index:shop", "examples.nested_profile:profiles",
     "examples.observe_requests:shop", "examples.orders_and_audit:shop",
     "examples.orders_and_audit:audit", "examples.orders_by_status:shop",

@@ -133,6 +133,20 @@ def check_agent_tools(run: Run) -> None:
     assert other.startswith("error: ScopeError")
 
 
+def check_operations(run: Run) -> None:
+    assert "refused before sending: pitr_days= takes a whole number of days from 1 to 35" \
+        in run.out
+    assert "deletion protection as created: False" in run.out
+    assert ("CloudFormation OnDemandThroughput: {'MaxReadRequestUnits': 1000, "
+            "'MaxWriteRequestUnits': 500}") in run.out
+    assert 'Terraform: resource "aws_dynamodb_table" "dynaorm-example-operations" {' in run.out
+    assert "IAM actions: ConditionCheckItem, DeleteItem, GetItem, PutItem, UpdateItem" \
+        in run.out
+    assert ('IAM leading keys: ["TENANT#${aws:PrincipalTag/tenant_id}#INVOICE#*", '
+            '"TENANT#${aws:PrincipalTag/tenant_id}#number#*"]') in run.out
+    assert "what the scope cannot cover: nothing" in run.out
+
+
 def check_vector_search(run: Run) -> None:
     if "# backend: in-process moto" not in run.out:  # (DynamoDB Local has no vector index)
         assert "this endpoint has no vector search" in run.out
@@ -593,6 +607,7 @@ CHECKS = {
     "native_index": check_native_index,
     "vector_search": check_vector_search,
     "agent_tools": check_agent_tools,
+    "operations": check_operations,
     "encrypted_fields": check_encrypted_fields,
     "key_rotation": check_key_rotation,
     "audit_rule": check_audit_rule,

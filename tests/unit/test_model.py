@@ -47,7 +47,9 @@ def test_the_model_holds_the_table_and_every_entity_with_what_follows_from_it() 
         "rows": [{"role": "receipt", "type": "dynaorm:receipt",
                   "key": {"pk": "dynaorm:receipt#{hash of the key}",
                           "sk": "dynaorm:receipt#{hash of the key}"},
-                  "ttl_seconds": 7 * 86400}]}
+                  "ttl_seconds": 7 * 86400}],
+        "settings": {"warm_throughput": None, "max_on_demand": None, "pitr_days": None,
+                     "deletion_protection": None, "contributor_insights": None, "tags": {}}}
     user = _entity(model, "User")
     assert (user["pk"], user["sk"], user["type_name"]) == ("USER#{user_id}", "PROFILE", "User")
     assert user["fields"][0] == {"name": "user_id", "stored": "user_id", "type": "string",
@@ -507,7 +509,11 @@ def _models(draw: st.DrawFn) -> dict[str, Any]:
     return {"dynaorm_model": 1, "table": {
         "name": "hypothesis-model", "pk": "PK", "sk": "SK" if has_sk else None,
         "key_types": {}, "type_attribute": "_type", "revision_attribute": "_rev",
-        "ttl": None, "stream": None, "indexes": indexes}, "entities": entities}
+        "ttl": None, "stream": None, "indexes": indexes, "settings": {
+            "warm_throughput": None, "max_on_demand": draw(st.sampled_from([None, [5, None]])),
+            "pitr_days": draw(st.sampled_from([None, 7])), "deletion_protection": None,
+            "contributor_insights": draw(st.sampled_from([None, "throttled"])),
+            "tags": draw(st.sampled_from([{}, {"team": "a"}]))}}, "entities": entities}
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,0 +1,104 @@
+"""The model as a CloudFormation template: one ``AWS::DynamoDB::Table`` resource with the
+table's keys, every GSI (native multi-attribute ones as their key schema) and LSI, the
+stream, TTL and the operational settings (warm throughput, on-demand maximum, PITR period,
+deletion protection, Contributor Insights' mode, tags), as ``create()`` makes the table.
+Reads the model's plain data only. A vector index has no CloudFormation property: it is
+left out, with a note (``dynaorm model`` prints notes on stderr)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dynaorm.formats.tables import (
+    attribute_types,
+    key_schema,
+    logical_name,
+    projection,
+    vector_notes,
+)
+
+__all__ = ["to_format"]
+
+#: ``contributor_insights=`` -> CloudFormation's ``ContributorInsightsSpecification.Mode``
+_MODES = {"accessed": "ACCESSED_AND_THROTTLED_KEYS", "throttled": "THROTTLED_KEYS"}
+
+
+def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """(the template, notes on what it leaves out) of the model's table."""
+    table = model["table"]
+    settings = table.get("settings") or {}
+    props: dict[str, Any] = {
+        "TableName": table["name"], "BillingMode": "PAY_PER_REQUEST",
+        "AttributeDefinitions": [{"AttributeName": a, "AttributeType": t}
+                                 for a, t in attribute_types(table).items()],
+        "KeySchema": _keys({}, table)}
+    gsis = [_index(i, table) for i in table.get("indexes", ()) if i["kind"] == "gsi"]
+    lsis = [_index(i, table) for i in table.get("indexes", ()) if i["kind"] == "lsi"]
+    if gsis:
+        props["GlobalSecondaryIndexes"] = gsis
+    if lsis:
+        props["LocalSecondaryIndexes"] = lsis
+    if table.get("stream"):
+        props["StreamSpecification"] = {"StreamViewType": table["stream"]}
+    if table.get("ttl"):
+        props["TimeToLiveSpecification"] = {"AttributeName": table["ttl"], "Enabled": True}
+    props.update(_settings(settings))
+    resource: dict[str, Any] = {"Type": "AWS::DynamoDB::Table", "Properties": props}
+    if settings.get("deletion_protection"):
+        resource |= {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"}
+    name = logical_name(table["name"])
+    outputs = {f"{name}Arn": {"Value": {"Fn::GetAtt": [name, "Arn"]}}}
+    if table.get("stream"):
+        outputs[f"{name}StreamArn"] = {"Value": {"Fn::GetAtt": [name, "StreamArn"]}}
+    doc = {"AWSTemplateFormatVersion": "2010-09-09",
+           "Description": f"DynamoDB table {table['name']!r}, written by dynaorm model",
+           "Resources": {name: resource}, "Outputs": outputs}
+    return doc, vector_notes(table, "CloudFormation")
+
+
+def _keys(index: Mapping[str, Any], table: Mapping[str, Any]) -> list[dict[str, str]]:
+    return [{"AttributeName": a, "KeyType": k} for a, k in key_schema(index, table)]
+
+
+def _index(index: Mapping[str, Any], table: Mapping[str, Any]) -> dict[str, Any]:
+    kind, included = projection(index, table)
+    found: dict[str, Any] = {"IndexName": index["name"], "KeySchema": _keys(index, table),
+                             "Projection": {"ProjectionType": kind}}
+    if included:
+        found["Projection"]["NonKeyAttributes"] = included
+    if index.get("warm_throughput"):
+        found["WarmThroughput"] = _warm(index["warm_throughput"])
+    if index.get("max_on_demand"):
+        found["OnDemandThroughput"] = _most(index["max_on_demand"])
+    return found
+
+
+def _settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The table properties of its operational settings."""
+    found: dict[str, Any] = {}
+    if settings.get("warm_throughput"):
+        found["WarmThroughput"] = _warm(settings["warm_throughput"])
+    if settings.get("max_on_demand"):
+        found["OnDemandThroughput"] = _most(settings["max_on_demand"])
+    if settings.get("pitr_days"):
+        found["PointInTimeRecoverySpecification"] = {
+            "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": settings["pitr_days"]}
+    if settings.get("deletion_protection") is not None:
+        found["DeletionProtectionEnabled"] = settings["deletion_protection"]
+    if settings.get("contributor_insights"):
+        found["ContributorInsightsSpecification"] = {
+            "Enabled": True, "Mode": _MODES[settings["contributor_insights"]]}
+    if settings.get("tags"):
+        found["Tags"] = [{"Key": k, "Value": v} for k, v in sorted(settings["tags"].items())]
+    return found
+
+
+def _warm(pair: list[int | None]) -> dict[str, int]:
+    return {k: v for k, v in zip(("ReadUnitsPerSecond", "WriteUnitsPerSecond"), pair,
+                                 strict=True) if v is not None}
+
+
+def _most(pair: list[int | None]) -> dict[str, int]:
+    return {k: v for k, v in zip(("MaxReadRequestUnits", "MaxWriteRequestUnits"), pair,
+                                 strict=True) if v is not None}

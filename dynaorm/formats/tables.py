@@ -1,0 +1,61 @@
+"""What the infrastructure formats (CloudFormation, Terraform) and the IAM policy share: a
+table's key attributes with their types, each index's key schema and projection, and the
+notes for what a format cannot hold, all read from the model's plain data
+(``table.model()["table"]``)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["attribute_types", "key_schema", "logical_name", "projection", "vector_notes"]
+
+
+def attribute_types(table: Mapping[str, Any]) -> dict[str, str]:
+    """Every key attribute of the table and of its secondary indexes (a vector index's
+    search schema is not a key), sorted, with its type (``S`` unless ``key_types`` says)."""
+    names = {table["pk"], *([table["sk"]] if table.get("sk") else [])}
+    for index in table.get("indexes", ()):
+        if index["kind"] == "gsi":
+            names.update(index["pk"], index["sk"])
+        elif index["kind"] == "lsi":
+            names.update(index["sk"])
+    types = table.get("key_types") or {}
+    return {name: types.get(name, "S") for name in sorted(names)}
+
+
+def key_schema(index: Mapping[str, Any], table: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(attribute, ``HASH`` / ``RANGE``) of the table (``index`` ``{}``) or of one of its
+    GSIs and LSIs, in order (a native index's attributes each)."""
+    if not index:
+        pk, sk = [table["pk"]], [table["sk"]] if table.get("sk") else []
+    elif index["kind"] == "lsi":
+        pk, sk = [table["pk"]], list(index["sk"])
+    else:
+        pk, sk = list(index["pk"]), list(index["sk"])
+    return [(a, "HASH") for a in pk] + [(a, "RANGE") for a in sk]
+
+
+def projection(index: Mapping[str, Any], table: Mapping[str, Any]) -> tuple[str, list[str]]:
+    """(``ALL`` / ``KEYS_ONLY`` / ``INCLUDE``, the included attributes): an ``INCLUDE``
+    projection carries the type attribute and the TTL too, as ``create()`` makes it."""
+    found = index["projection"]
+    if isinstance(found, str):
+        return found, []
+    carried = [a for a in (table.get("type_attribute"), table.get("ttl")) if a]
+    return "INCLUDE", [*found, *(a for a in carried if a not in found)]
+
+
+def logical_name(name: str) -> str:
+    """A table name as an identifier of the template (``my-app.v2`` -> ``MyAppV2``)."""
+    words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
+    found = "".join(w[:1].upper() + w[1:] for w in words)
+    return found if found[:1].isalpha() else f"T{found}"
+
+
+def vector_notes(table: Mapping[str, Any], fmt: str) -> list[str]:
+    """One note per vector index a format has no place for (it is left out)."""
+    return [f"{fmt} has no vector index: {i['name']!r} (on {i['attribute']!r}, "
+            f"{i['dimensions']} dimensions) left out; create() adds it"
+            for i in table.get("indexes", ()) if i["kind"] == "vector"]

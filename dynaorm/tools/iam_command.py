@@ -1,0 +1,49 @@
+"""The ``dynaorm iam`` command (see :mod:`dynaorm.tools.cli`, which adds it to its parser
+and hands it its helpers): a least-privilege IAM policy from a table's model
+(:mod:`dynaorm.formats.iam`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from types import ModuleType
+from typing import Any, TextIO
+
+__all__ = ["add_iam_command"]
+
+
+def _iam(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
+    from dynaorm.formats import iam
+
+    where = {k: v for k, v in (("partition", args.partition), ("region", args.aws_region),
+                               ("account", args.account)) if v}
+    policy, uncovered = iam.to_format(cli.load_table(args.table).model(), args.role,
+                                      args.scope, where)
+    for line in uncovered:
+        print(f"dynaorm iam: --scope {args.scope} cannot cover {line}", file=sys.stderr)
+    if uncovered:
+        return 2
+    out.write(json.dumps(policy, indent=2) + "\n")
+    return 0
+
+
+def add_iam_command(sub: Any, cli: ModuleType) -> None:
+    """Add ``iam`` to the subcommands ``sub`` of the parser of ``cli``."""
+    p = sub.add_parser("iam", help="a least-privilege IAM policy from the access patterns",
+                       description="Print the IAM policy a role needs for MODULE:TABLE's "
+                                   "access patterns (read: the reads; write: every pattern), "
+                                   "with their rules' rows, on the table's and each index's "
+                                   "ARN; SearchVectors in a statement of its own. --scope "
+                                   "FIELD binds every partition key to the principal's tag "
+                                   "FIELD (dynamodb:LeadingKeys); exit 2 naming what it "
+                                   "cannot cover.")
+    p.add_argument("table", metavar="MODULE:TABLE", help="e.g. myapp.models:app")
+    p.add_argument("--role", choices=("read", "write"), required=True)
+    p.add_argument("--scope", metavar="FIELD", default=None,
+                   help="the key field each principal is held to (its tag aws:PrincipalTag/"
+                        "FIELD)")
+    p.add_argument("--account", default=None, help="the ARNs' account (default: *)")
+    p.add_argument("--aws-region", default=None, help="the ARNs' region (default: *)")
+    p.add_argument("--partition", default=None, help="the ARNs' partition (default: aws)")
+    p.set_defaults(run=lambda args, out: _iam(cli, args, out))

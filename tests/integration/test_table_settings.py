@@ -1,0 +1,202 @@
+"""Operational settings (contract 22): declared on ``Table`` and ``GSI``, refused before
+sending when DynamoDB would refuse them, applied by ``create()``, read back by
+``Table.settings()`` and compared by ``dynaorm check``.
+
+What each engine has (probed, and held here: a change in an engine fails the test that
+names it, so the table stays true):
+
+| setting | moto 5.2 | DynamoDB Local | dynoxide |
+| --- | --- | --- | --- |
+| deletion protection | yes | yes | see ``_HAS`` |
+| warm throughput (table, GSI) | yes | dropped silently | see ``_HAS`` |
+| on-demand maximum (table, GSI) | dropped silently | yes | see ``_HAS`` |
+| PITR with RecoveryPeriodInDays | yes | no API (UnknownOperation) | see ``_HAS`` |
+| Contributor Insights | no API (NotImplemented) | no API | see ``_HAS`` |
+| tags | yes | no API | see ``_HAS`` |
+
+A setting an engine has no API for is named in ``settings().unknown`` (and ``create()``
+leaves it); one an engine drops silently is drift ``dynaorm check`` reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from dynaorm import GSI, SettingsError, Table
+from dynaorm.core.settings import drift_p
+from dynaorm.schema.settings import TableSettings
+from dynaorm.testing import worker_suffix
+from dynaorm.tools.cli import main
+from tests.conftest import engine_of
+
+#: what each engine keeps: the settings it stores and reports back
+_HAS: dict[str, set[str]] = {
+    "moto": {"deletion_protection", "warm_throughput", "pitr_days", "tags"},
+    "local": {"deletion_protection", "max_on_demand"},
+    "dynoxide": {"deletion_protection", "max_on_demand", "tags"},
+}
+#: what each engine cannot report (``settings().unknown``): no API, or no member of
+#: DescribeTable for it
+_NO_API: dict[str, set[str]] = {
+    "moto": {"contributor_insights", "max_on_demand", "index by_owner max_on_demand"},
+    "local": {"pitr_days", "contributor_insights", "tags", "warm_throughput",
+              "index by_owner warm_throughput"},
+    "dynoxide": {"pitr_days", "contributor_insights", "warm_throughput",
+                 "index by_owner warm_throughput", "index by_owner max_on_demand"},
+}
+
+def settings_drift(table: Table) -> list[str]:
+    """What ``dynaorm check`` reports of the table's settings."""
+    found: list[str] = table.db.driver.run(drift_p(table), table._admin("describe_table"))
+    return found
+
+
+DECLARED: dict[str, Any] = {
+    "warm_throughput": (13000, 5000), "max_on_demand": (100, 50), "pitr_days": 7,
+    "deletion_protection": True, "contributor_insights": "throttled",
+    "tags": {"team": "payments", "env": "test"}}
+
+ops = Table("ops_settings", indexes=[GSI("by_owner", pk="owner",
+                                         warm_throughput=(12001, 4001),
+                                         max_on_demand=(10, 5))], **DECLARED)
+
+
+def _unprotect(table: Table) -> None:
+    table.client.update_table(TableName=table.name, DeletionProtectionEnabled=False)
+
+
+@pytest.fixture
+def live(backend: str | None, request: pytest.FixtureRequest) -> Iterator[Table]:
+    """``ops`` created on the engine (deletion protection lifted to delete it)."""
+    name = ops.name
+    ops.name = name + worker_suffix()
+    ops.connect(backend)
+    try:
+        if ops.exists():
+            _unprotect(ops)
+            ops.delete()
+        ops.create()
+        yield ops
+    finally:
+        try:
+            _unprotect(ops)
+            ops.delete()
+        finally:
+            ops.name = name
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"pitr_days": 0}, "pitr_days= takes a whole number of days from 1 to 35"),
+    ({"pitr_days": 36}, "from 1 to 35"),
+    ({"pitr_days": 7.0}, "pitr_days="),
+    ({"pitr_days": True}, "pitr_days="),
+    ({"warm_throughput": (0, 4000)}, "warm_throughput= takes (reads, writes)"),
+    ({"warm_throughput": 12000}, "warm_throughput="),
+    ({"warm_throughput": (None, None)}, "warm_throughput="),
+    ({"max_on_demand": (1, 2, 3)}, "max_on_demand="),
+    ({"max_on_demand": ("5", 1)}, "max_on_demand="),
+    ({"deletion_protection": "yes"}, "deletion_protection= takes True or False"),
+    ({"contributor_insights": "ACCESSED_AND_THROTTLED_KEYS"}, "'accessed' or 'throttled'"),
+    ({"tags": {"aws:owner": "x"}}, "not starting with 'aws:'"),
+    ({"tags": {"": "x"}}, "keys of 1-128"),
+    ({"tags": {"k" * 129: "x"}}, "keys of 1-128"),
+    ({"tags": {"k": "v" * 257}}, "values of at most 256"),
+    ({"tags": {"k": 1}}, "both strings"),
+    ({"tags": [("k", "v")]}, "tags= takes a mapping"),
+    ({"tags": {f"k{i}": "v" for i in range(51)}}, "DynamoDB allows 50"),
+])
+def test_a_setting_dynamodb_refuses_is_refused_when_declared(given: dict[str, Any],
+                                                             says: str) -> None:
+    with pytest.raises(SettingsError, match=None) as caught:
+        Table("ops_refused", **given)
+    assert says in str(caught.value) and "ops_refused" in str(caught.value)
+
+
+@pytest.mark.parametrize("pair", [(0, 1), (1,), "12000", (1.5, 2)])
+def test_a_gsi_setting_is_refused_when_declared(pair: Any) -> None:
+    with pytest.raises(SettingsError, match="index 'by_x': warm_throughput="):
+        GSI("by_x", pk="x", warm_throughput=pair)
+    with pytest.raises(SettingsError, match="index 'by_x': max_on_demand="):
+        GSI("by_x", pk="x", max_on_demand=pair)
+
+
+def test_create_table_carries_the_settings_its_request_has() -> None:
+    request = ops.definition()
+    assert request["DeletionProtectionEnabled"] is True
+    assert request["WarmThroughput"] == {"ReadUnitsPerSecond": 13000,
+                                         "WriteUnitsPerSecond": 5000}
+    assert request["OnDemandThroughput"] == {"MaxReadRequestUnits": 100,
+                                             "MaxWriteRequestUnits": 50}
+    assert request["Tags"] == [{"Key": "env", "Value": "test"},
+                               {"Key": "team", "Value": "payments"}]
+    (gsi,) = request["GlobalSecondaryIndexes"]
+    assert gsi["WarmThroughput"] == {"ReadUnitsPerSecond": 12001, "WriteUnitsPerSecond": 4001}
+    assert gsi["OnDemandThroughput"] == {"MaxReadRequestUnits": 10, "MaxWriteRequestUnits": 5}
+    assert "WarmThroughput" not in Table("ops_plain").definition()
+
+
+def test_create_applies_the_settings_and_settings_reads_them_back(
+        live: Table, request: pytest.FixtureRequest) -> None:
+    engine = engine_of(request)
+    found = live.settings()
+    assert set(found.unknown) == _NO_API[engine]
+    expected: dict[str, Any] = {"deletion_protection": True,
+                                "warm_throughput": (13000, 5000),
+                                "max_on_demand": (100, 50), "pitr_days": 7,
+                                "tags": DECLARED["tags"]}
+    for name, value in expected.items():
+        if name in _HAS[engine]:
+            assert getattr(found, name) == value, name
+        elif name not in _NO_API[engine]:  # (dropped silently: drift, said by check)
+            assert getattr(found, name) != value, f"{engine} now keeps {name}: update _HAS"
+    if "index by_owner warm_throughput" not in _NO_API[engine]:
+        assert found.indexes["by_owner"][0] == (12001, 4001)
+    if "index by_owner max_on_demand" not in _NO_API[engine]:
+        assert found.indexes["by_owner"][1] == (10, 5)
+    drifted = settings_drift(live)
+    assert {line.split(":")[0] for line in drifted} == _NO_API[engine]  # (else applied)
+    for name in _NO_API[engine] & set(DECLARED):
+        assert f"{name}: declared {DECLARED[name]!r}, the endpoint cannot report it" in drifted
+
+
+def test_create_on_an_existing_table_applies_a_changed_declaration(
+        live: Table, request: pytest.FixtureRequest) -> None:
+    engine = engine_of(request)
+    if "deletion_protection" not in _HAS[engine]:
+        pytest.skip(f"{engine} keeps no deletion protection")
+    _unprotect(live)
+    assert live.settings().deletion_protection is False
+    assert "deletion_protection: declared True, the table has False" in settings_drift(live)
+    live.create()  # (the table exists: the setting it lost is applied again)
+    assert live.settings().deletion_protection is True
+    if "pitr_days" in _HAS[engine]:
+        live.client.update_continuous_backups(
+            TableName=live.name, PointInTimeRecoverySpecification={
+                "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 30})
+        assert "pitr_days: declared 7, the table has 30" in settings_drift(live)
+        live.create()
+        assert live.settings().pitr_days == 7
+    assert not [line for line in settings_drift(live) if "the table has" in line]
+
+
+def test_check_reports_the_drift_and_exits_1(live: Table, backend: str | None,
+                                             request: pytest.FixtureRequest,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    engine = engine_of(request)
+    _unprotect(live)
+    argv = ["check", f"{__name__}:ops"] + ([] if backend is None else
+                                          ["--endpoint-url", backend])
+    assert main(argv) == 1
+    out = capsys.readouterr().out
+    assert "setting deletion_protection: declared True, the table has False" in out
+    if "pitr_days" in _NO_API[engine]:
+        assert "setting pitr_days: declared 7, the endpoint cannot report it" in out
+
+
+def test_a_table_without_settings_reads_none_and_check_asks_nothing() -> None:
+    plain = Table("ops_plain")
+    assert plain.declared_settings == TableSettings()
+    assert list(drift_p(plain)) == []  # (nothing declared: no request planned)

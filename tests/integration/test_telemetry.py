@@ -1,0 +1,158 @@
+"""OpenTelemetry's stable database conventions and metrics (contract 22), with the SDK's
+in-memory span exporter and metric reader, on every engine: spans say ``db.system.name``
+``aws.dynamodb``, ``db.operation.name`` and ``db.collection.name`` (the older ``db.system``
+and ``db.operation`` only when ``OTEL_SEMCONV_STABILITY_OPT_IN`` holds ``database/dup``);
+each attempt records ``db.client.operation.duration`` (seconds, stable attributes,
+``error.type`` on a failure) and its consumed capacity by table, entity and row role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from dynaorm import Entity, Session, Table, Unique, UniqueConstraintError
+from dynaorm.testing import worker_suffix
+from tests.conftest import engine_of
+
+pytestmark = pytest.mark.sync_only  # (the hook's providers are the test's own)
+
+shop = Table("otel_shop", return_consumed_capacity="INDEXES")
+
+
+class Member(Entity):
+    class Meta:
+        table = shop
+        pk = "MEMBER#{member_id}"
+        sk = "MEMBER"
+        unique = (Unique("email"),)
+
+    member_id: str
+    email: str
+
+
+class Observed:
+    """The test's providers, attached to the table's client."""
+
+    def __init__(self) -> None:
+        self.spans = InMemorySpanExporter()
+        self.tracer_provider = TracerProvider()
+        self.tracer_provider.add_span_processor(SimpleSpanProcessor(self.spans))
+        self.reader = InMemoryMetricReader()
+        self.meter_provider = MeterProvider(metric_readers=[self.reader])
+
+    def points(self, name: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        if data is None:  # (nothing recorded at all)
+            return []
+        return [p for rm in data.resource_metrics for sm in rm.scope_metrics
+                for m in sm.metrics if m.name == name for p in m.data.data_points]
+
+    def unit(self, name: str) -> str:
+        data = self.reader.get_metrics_data()
+        (found,) = {m.unit for rm in data.resource_metrics for sm in rm.scope_metrics
+                    for m in sm.metrics if m.name == name}
+        return str(found)
+
+
+@pytest.fixture
+def observed(backend: str | None) -> Iterator[Observed]:
+    name = shop.name
+    shop.name = name + worker_suffix()
+    shop.connect(backend)
+    seen = Observed()
+    try:
+        shop.delete()
+        shop.create()
+        shop.db.tracing.tracer_provider = seen.tracer_provider
+        shop.db.tracing.metrics.meter_provider = seen.meter_provider
+        yield seen
+    finally:
+        shop.db.tracing.tracer_provider = None
+        shop.db.tracing.metrics.meter_provider = None
+        shop.delete()
+        shop.name = name
+
+
+def _attempts(observed: Observed) -> list[Any]:
+    return [s for s in observed.spans.get_finished_spans() if s.name.startswith("DynamoDB.")]
+
+
+def test_spans_follow_the_stable_database_conventions(observed: Observed) -> None:
+    s = Session(shop)
+    s.save(Member(member_id="m1", email="a@example.com"))
+    s.commit()
+    assert Session(shop).get(Member, member_id="m1").email == "a@example.com"
+    spans = _attempts(observed)
+    assert [s.name for s in spans] == ["DynamoDB.TransactWriteItems", "DynamoDB.GetItem"]
+    for span in spans:
+        attributes = dict(span.attributes or {})
+        assert attributes["db.system.name"] == "aws.dynamodb"
+        assert attributes["db.operation.name"] == span.name.split(".")[1]
+        assert attributes["db.collection.name"] == shop.name
+        assert "db.system" not in attributes and "db.operation" not in attributes
+    (get,) = [s for s in observed.spans.get_finished_spans() if s.name == "dynaorm.get"]
+    assert get.attributes["db.system.name"] == "aws.dynamodb"
+
+
+def test_the_older_names_too_when_the_opt_in_asks_for_both(
+        observed: Observed, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "http,database/dup")
+    again = Observed()  # (the opt-in is read when a provider is first seen)
+    shop.db.tracing.tracer_provider = again.tracer_provider
+    Session(shop).get(Member, member_id="nobody")
+    (span,) = _attempts(again)
+    attributes = dict(span.attributes or {})
+    assert attributes["db.system"] == "dynamodb" and attributes["db.operation"] == "GetItem"
+    assert attributes["db.system.name"] == "aws.dynamodb"
+    assert attributes["db.operation.name"] == "GetItem"
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "database")
+    stable = Observed()
+    shop.db.tracing.tracer_provider = stable.tracer_provider
+    Session(shop).get(Member, member_id="nobody")
+    (span,) = _attempts(stable)
+    assert "db.system" not in dict(span.attributes or {})
+
+
+def test_each_attempt_records_its_duration_and_capacity_by_entity_and_role(
+        observed: Observed, request: pytest.FixtureRequest) -> None:
+    s = Session(shop)
+    s.save(Member(member_id="m1", email="a@example.com"))
+    s.commit()
+    Session(shop).get(Member, member_id="m1")
+    s = Session(shop)
+    s.save(Member(member_id="m2", email="a@example.com"))
+    with pytest.raises(UniqueConstraintError):  # (the email is taken: refused)
+        s.commit()
+    durations = observed.points("db.client.operation.duration")
+    assert observed.unit("db.client.operation.duration") == "s"
+    by_operation = {(p.attributes["db.operation.name"], p.attributes.get("error.type")): p
+                    for p in durations}
+    assert set(by_operation) == {("TransactWriteItems", None), ("GetItem", None),
+                                 ("TransactWriteItems", "TransactionCanceledException")}
+    for point in durations:
+        assert point.attributes["db.system.name"] == "aws.dynamodb"
+        assert point.attributes["db.collection.name"] == shop.name
+        assert point.count == 1 and 0 < point.sum < 30
+    capacity = {(p.attributes["dynaorm.entity"], p.attributes["dynaorm.row_role"]): p.value
+                for p in observed.points("dynaorm.consumed_capacity")}
+    assert capacity[("Member", "read")] == 0.5  # (the get: a strongly... eventually
+    if engine_of(request) != "moto":  # consistent read of one small item)
+        assert capacity[("Member", "row")] > 0  # (moto answers TransactWriteItems
+        assert capacity[("Member", "unique_guard")] > 0  # with no ConsumedCapacity)
+    for point in observed.points("dynaorm.consumed_capacity"):
+        assert point.attributes["db.collection.name"] == shop.name
+
+
+def test_no_meter_provider_records_nothing_and_spans_still_go(observed: Observed) -> None:
+    shop.db.tracing.metrics.meter_provider = None
+    Session(shop).get(Member, member_id="nobody")
+    assert observed.points("db.client.operation.duration") == []
+    assert len(_attempts(observed)) == 1

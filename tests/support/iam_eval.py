@@ -1,0 +1,155 @@
+"""A small evaluator of IAM's documented semantics for DynamoDB requests, for the tests of
+``dynaorm iam`` (no offline evaluator holds them: moto's IAM enforcement checks an
+operation's name against ``Resource: *`` and no condition key, and takes
+``TransactWriteItems`` as an action where IAM authorizes each item).
+
+What it follows (IAM User Guide, "Policy evaluation logic" and DynamoDB's "Using IAM
+policy conditions for fine-grained access control"):
+
+- a request is authorized action by action: a ``TransactWriteItems`` item as ``PutItem``,
+  ``UpdateItem``, ``DeleteItem`` or ``ConditionCheckItem``, a ``TransactGetItems`` item as
+  ``GetItem``, a batch as ``BatchGetItem`` / ``BatchWriteItem`` on each table it names;
+- the resource is the table's ARN, or the index's (``table/T/index/I``) for a Query, Scan
+  or SearchVectors of an index;
+- ``dynamodb:LeadingKeys`` holds the partition key values a request names (a Query's
+  equality on the partition key, each item's key; a Query of an index: the index's
+  partition key); a Scan and a SearchVectors name none;
+- an explicit Deny wins, else an Allow whose Action, Resource and every Condition match,
+  else denied (implicit deny); ``ForAllValues:`` on no values holds, ``Null: false``
+  needs the key present; ``StringLike`` with ``*`` and ``?``, ``${*}``, ``${?}``, ``${$}``
+  literal, ``${aws:PrincipalTag/K}`` the principal's tag (none: the condition fails).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Check", "allowed", "checks_of"]
+
+_ITEM_ACTIONS = {"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem",
+                 "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"}
+
+
+@dataclass(frozen=True)
+class Check:
+    """One authorization IAM makes for a request: an action on a resource, with the
+    partition key values it names (``None``: the request names none)."""
+
+    action: str
+    resource: str
+    leading: tuple[str, ...] | None
+
+
+def _arn(table: str, index: str | None, account: str = "123456789012",
+         region: str = "us-east-1") -> str:
+    found = f"arn:aws:dynamodb:{region}:{account}:table/{table}"
+    return found if index is None else f"{found}/index/{index}"
+
+
+def _plain(value: Mapping[str, Any]) -> str:
+    (found,) = value.values()
+    return str(found)
+
+
+def checks_of(operation: str, request: Mapping[str, Any], keys: Mapping[str | None, str],
+              table: str | None = None) -> Iterator[Check]:
+    """The checks IAM makes for one request; ``keys``: the partition attribute of the table
+    (key ``None``) and of each index (by name)."""
+    name = table or request.get("TableName")
+    if operation == "TransactWriteItems" or operation == "TransactGetItems":
+        for item in request["TransactItems"]:
+            ((kind, body),) = item.items()
+            yield from checks_of(_ITEM_ACTIONS[kind], body, keys)
+        return
+    if operation in ("BatchGetItem", "BatchWriteItem"):
+        for table_name, body in request["RequestItems"].items():
+            keys_of = ([k for k in body["Keys"]] if operation == "BatchGetItem" else
+                       [next(iter(w.values())).get("Key") or w["PutRequest"]["Item"]
+                        for w in body])
+            yield Check(operation, _arn(table_name, None),
+                        tuple(_plain(k[keys[None]]) for k in keys_of if not isinstance(k, str)))
+        return
+    index = request.get("IndexName")
+    resource = _arn(str(name), index)
+    if operation in ("Scan", "SearchVectors"):
+        yield Check(operation, resource, None)
+    elif operation == "Query":
+        attr = keys[index]
+        names = request.get("ExpressionAttributeNames", {})
+        values = request.get("ExpressionAttributeValues", {})
+        found = None
+        for left, right in re.findall(r"([#:\w]+)\s*=\s*([#:\w]+)",
+                                      request["KeyConditionExpression"]):
+            if names.get(left, left) == attr:
+                found = _plain(values[right])
+        yield Check(operation, resource, None if found is None else (found,))
+    else:
+        item = request.get("Key") or request.get("Item")
+        assert item is not None, (operation, request)
+        if isinstance(item, str):  # ("<the key the guard names>": the owner's own key,
+            return  # which the entity's get reads: checked there)
+        yield Check(operation, resource, (_plain(item[keys[None]]),))
+
+
+def _like(pattern: str, value: str, tags: Mapping[str, str]) -> bool:
+    """IAM's StringLike of ``value`` with the policy variables of ``pattern`` put in."""
+    out = []
+    for token in re.split(r"(\$\{[^}]*\}|\*|\?)", pattern):
+        if token in ("*", "?"):
+            out.append(token)
+        elif token.startswith("${"):
+            inner = token[2:-1]
+            if inner in ("*", "?", "$"):
+                out.append(f"[{inner}]" if inner != "$" else "$")
+            elif inner.startswith("aws:PrincipalTag/"):
+                tag = tags.get(inner.split("/", 1)[1])
+                if tag is None:
+                    return False
+                out.append(re.sub(r"([*?\[])", r"[\1]", tag))  # (a tag's value is text)
+            else:
+                return False
+        else:
+            out.append(re.sub(r"([\[])", r"[\1]", token))
+    return fnmatch.fnmatchcase(value, "".join(out))
+
+
+def _conditions(conditions: Mapping[str, Any], check: Check, tags: Mapping[str, str]) -> bool:
+    for operator, tests in conditions.items():
+        for key, wanted in tests.items():
+            assert key == "dynamodb:LeadingKeys", key
+            wanted = wanted if isinstance(wanted, list) else [wanted]
+            if operator == "Null":
+                if (check.leading is None) != (wanted == ["true"]):
+                    return False
+            elif operator == "ForAllValues:StringLike":
+                if not all(any(_like(w, v, tags) for w in wanted)
+                           for v in check.leading or ()):
+                    return False
+            else:
+                raise AssertionError(f"operator {operator} not evaluated here")
+    return True
+
+
+def allowed(policy: Mapping[str, Any], check: Check, tags: Mapping[str, str]) -> bool:
+    """Whether ``policy`` allows ``check`` for a principal with ``tags``."""
+    allow = False
+    for statement in policy["Statement"]:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [
+            statement["Action"]]
+        resources = statement["Resource"] if isinstance(statement["Resource"], list) else [
+            statement["Resource"]]
+        if not any(fnmatch.fnmatchcase(f"dynamodb:{check.action}".lower(), a.lower())
+                   for a in actions):
+            continue
+        if not any(fnmatch.fnmatchcase(check.resource, r) for r in resources):
+            continue
+        if not _conditions(statement.get("Condition", {}), check, tags):
+            continue
+        if statement["Effect"] == "Deny":
+            return False
+        allow = True
+    return allow

@@ -1,0 +1,187 @@
+"""``dynaorm iam`` (contract 22): the policy of each role, evaluated (tests/support/iam_eval.py,
+IAM's documented semantics: moto's enforcement checks no DynamoDB resource or condition
+key) against every request each access pattern of every design sends, as ``dynaorm
+explain`` plans it: the role's own are allowed, the rest denied; with ``--scope``, a
+principal's requests in its own partition allowed and in another's denied; what the scope
+cannot cover is named (exit 2). Every policy passes cfn-lint's IAM checks (E3510 and
+friends: policy grammar, condition operators; W3037: known actions) with no error or
+warning.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import pytest
+from cfnlint.api import ManualArgs, lint
+from pydantic import Field
+
+from dynaorm import GSI, Entity, Table, Unique, Vector, VectorIndex
+from dynaorm.formats import iam
+from dynaorm.tools.cli import main
+from dynaorm.tools.patterns import explain_patterns
+from tests.support.designs import DESIGNS, design
+from tests.support.iam_eval import Check, allowed, checks_of
+
+tenants = Table("iam_tenants", indexes=[GSI("by_status", pk="gsi1pk", sk="gsi1sk")])
+
+
+class Account(Entity):
+    class Meta:
+        table = tenants
+        pk = "TENANT#{tenant_id}#ACCOUNT#{account_id}"
+        sk = "ACCOUNT"
+        unique = (Unique("email", scope="TENANT#{tenant_id}"),)
+
+    tenant_id: str
+    account_id: str
+    email: str
+
+
+class Ticket(Entity):
+    class Meta:
+        table = tenants
+        pk = "TENANT#{tenant_id}#TICKET#{ticket_id}"
+        sk = "TICKET"
+        versioned = True
+        indexes = {"by_status": ("TENANT#{tenant_id}#STATUS#{status}", "{ticket_id}")}
+
+    tenant_id: str
+    ticket_id: str
+    status: str = "open"
+
+
+unscoped = Table("iam_mixed", vector_indexes=[VectorIndex("by_meaning", attribute="emb",
+                                                          dimensions=2)])
+
+
+class Shared(Entity):
+    class Meta:
+        table = unscoped
+        pk = "SHARED#{name}"
+        sk = "SHARED"
+
+    name: str
+    emb: Annotated[list[float], Vector(2)] = Field(default_factory=lambda: [0.0, 1.0])
+
+
+def _keys(table: Table) -> dict[str | None, str]:
+    keys: dict[str | None, str] = {None: table.pk}
+    keys.update({name: table.key_attributes(name)[0] for name in table.indexes})
+    return keys
+
+
+def _pattern_checks(table: Table, role: str) -> list[tuple[str, Check]]:
+    """Every check IAM makes for the requests of the role's patterns (read: the reads)."""
+    out = []
+    for pattern, found in explain_patterns(table):
+        if isinstance(found, str):
+            continue
+        if role == "read" and pattern.operation not in iam.READS:
+            continue
+        for request in found.requests:
+            for check in checks_of(request.operation, request.request, _keys(table)):
+                out.append((f"{pattern.entity.__name__} {pattern.name}", check))
+    return out
+
+
+def _lint(policy: dict[str, Any]) -> list[str]:
+    template = {"Resources": {"Policy": {"Type": "AWS::IAM::ManagedPolicy",
+                                         "Properties": {"PolicyDocument": policy}}}}
+    return [f"{m.rule.id} {m.message}" for m in
+            lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))]
+
+
+@pytest.mark.parametrize("reference", DESIGNS)
+def test_every_request_of_the_roles_patterns_is_allowed_and_no_other(reference: str) -> None:
+    table = design(reference)
+    model = table.model()
+    read, _ = iam.to_format(model, "read")
+    write, _ = iam.to_format(model, "write")
+    assert _lint(read) == [] and _lint(write) == []
+    for role, policy in (("read", read), ("write", write)):
+        for what, check in _pattern_checks(table, role):
+            assert allowed(policy, check, {}), (role, what, check)
+            elsewhere = Check(check.action, check.resource.replace(
+                f"table/{table.name}", "table/another-table"), check.leading)
+            assert not allowed(policy, elsewhere, {}), (role, what, "another table")
+    for what, check in _pattern_checks(table, "write"):
+        if check.action not in iam.READS:
+            assert not allowed(read, check, {}), ("read role", what, check)
+    declared = {i for i in table.indexes}
+    used = {c.resource.rsplit("/", 1)[-1] for _, c in _pattern_checks(table, "write")
+            if "/index/" in c.resource}
+    for index in declared - used:  # (an index no pattern reads)
+        check = Check("Query", f"arn:aws:dynamodb:us-east-1:1:table/{table.name}/index/"
+                      f"{index}", ("x",))
+        assert not allowed(write, check, {}), index
+    if table.vector_indexes:
+        (search,) = [s for s in write["Statement"] if s["Sid"] == "SearchVectors"]
+        assert search["Action"] == ["dynamodb:SearchVectors"] and "Condition" not in search
+
+
+def test_a_transaction_needs_each_items_action() -> None:
+    policy, _ = iam.to_format(tenants.model(), "write")
+    (table,) = [s for s in policy["Statement"] if s["Sid"] == "Table"]
+    assert set(table["Action"]) == {
+        "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+        "dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:Query"}
+    assert "dynamodb:TransactWriteItems" not in json.dumps(policy)  # (not an IAM action)
+    read, _ = iam.to_format(tenants.model(), "read")
+    assert {a for s in read["Statement"] for a in s["Action"]} == {"dynamodb:GetItem",
+                                                                  "dynamodb:Query"}
+
+
+@pytest.mark.parametrize("role", ["read", "write"])
+def test_a_scoped_policy_holds_each_principal_to_its_own_partitions(role: str) -> None:
+    policy, uncovered = iam.to_format(tenants.model(), role, scope="tenant_id")
+    assert uncovered == []
+    assert _lint(policy) == []
+    leading = policy["Statement"][0]["Condition"]["ForAllValues:StringLike"][
+        "dynamodb:LeadingKeys"]
+    assert "TENANT#${aws:PrincipalTag/tenant_id}#ACCOUNT#*" in leading
+    checks = _pattern_checks(tenants, role)
+    assert checks
+    for what, check in checks:  # (the sample object's tenant_id is "x")
+        assert allowed(policy, check, {"tenant_id": "x"}), (what, check)
+        assert not allowed(policy, check, {"tenant_id": "y"}), (what, "another tenant")
+        assert not allowed(policy, check, {}), (what, "no tag")
+        assert not allowed(policy, check, {"tenant_id": "*"}), (what, "a wildcard tag")
+    scan = Check("Scan", f"arn:aws:dynamodb:us-east-1:1:table/{tenants.name}", None)
+    assert not allowed(policy, scan, {"tenant_id": "x"})
+    batch = Check("GetItem", scan.resource, ("TENANT#x#ACCOUNT#1", "TENANT#y#ACCOUNT#1"))
+    assert not allowed(policy, batch, {"tenant_id": "x"})  # (ForAllValues: every key)
+
+
+def test_what_the_scope_cannot_cover_is_named() -> None:
+    _, uncovered = iam.to_format(unscoped.model(), "read", scope="tenant_id")
+    assert "Shared item: partition key 'SHARED#{name}' does not carry {tenant_id} apart" in (
+        uncovered)
+    assert any("search_shared_on_by_meaning: SearchVectors ignores dynamodb:LeadingKeys"
+               in line for line in uncovered)
+    from tests.support.models import app
+
+    _, uncovered = iam.to_format(app.model(), "write", scope="org_id")
+    assert "User unique guard of 'email': partition key 'email#{email}' does not carry " \
+           "{org_id} apart" in uncovered
+    assert iam.leading_key("ORG#{org_id}{user_id}", "org_id") is None  # (no separator)
+    assert iam.leading_key("A$#{org_id}#*?", "org_id") == (
+        "A${$}#${aws:PrincipalTag/org_id}#${*}${?}")
+
+
+def test_the_command_prints_the_policy_or_exits_2_naming_what_is_not_covered(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["iam", f"{__name__}:tenants", "--role", "write", "--scope", "tenant_id",
+                 "--account", "123456789012", "--aws-region", "eu-west-1"]) == 0
+    policy = json.loads(capsys.readouterr().out)
+    assert policy["Statement"][0]["Resource"] == [
+        "arn:aws:dynamodb:eu-west-1:123456789012:table/iam_tenants"]
+    assert main(["iam", f"{__name__}:unscoped", "--role", "read", "--scope", "tenant_id"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "dynaorm iam: --scope tenant_id cannot cover Shared item: partition key " \
+           "'SHARED#{name}'" in err
+    with pytest.raises(SystemExit) as usage:
+        main(["iam", f"{__name__}:tenants", "--role", "admin"])
+    assert usage.value.code == 2

@@ -1,0 +1,208 @@
+"""``dynaorm model --format cloudformation|terraform`` (contract 22): the table of every
+design the suite maps as an ``AWS::DynamoDB::Table`` that cfn-lint passes with no error,
+and as an ``aws_dynamodb_table`` that python-hcl2 parses, each holding what ``create()``
+sends (CreateTable's keys, attribute types, indexes and projections, the stream, TTL and
+the operational settings); a vector index, which neither format has, is one stderr line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import hcl2
+import pytest
+from cfnlint.api import ManualArgs, lint
+
+from dynaorm import GSI, LSI, Table, VectorIndex
+from dynaorm.formats import cloudformation, terraform
+from dynaorm.tools.cli import main
+from tests.support.designs import DESIGNS, design
+
+#: the designs with something of every kind: settings, native keys, a vector index
+full = Table("ops-formats.v2", indexes=[
+    GSI("gsi1", pk="gsi1pk", sk="gsi1sk", projection=["note"], max_on_demand=(10, 5),
+        warm_throughput=(12001, 4001)),
+    GSI("by_place", pk=("tenant_id", "region"), sk=("placed", "total")),
+    LSI("lsi1", sk="lsi1sk", projection="KEYS_ONLY")],
+    key_types={"total": "N"}, ttl="expires", stream="NEW_AND_OLD_IMAGES",
+    vector_indexes=[VectorIndex("by_meaning", attribute="embedding", dimensions=3)],
+    warm_throughput=(13000, 5000), max_on_demand=(100, 50), pitr_days=14,
+    deletion_protection=True, contributor_insights="throttled",
+    tags={"team": "payments", "cost${center}": "%{x}"})
+
+
+def _errors(template: dict[str, Any]) -> list[str]:
+    """cfn-lint's errors (rule ids starting with E) on ``template``."""
+    found = lint(json.dumps(template), config=ManualArgs(regions=["us-east-1"]))
+    return [f"{m.rule.id} {m.message}" for m in found if m.rule.id.startswith("E")]
+
+
+def _unquoted(value: Any) -> Any:
+    """python-hcl2's values with their string quotes taken off (blocks as dicts)."""
+    if isinstance(value, str):
+        return json.loads(value) if value.startswith('"') else value
+    if isinstance(value, list):
+        return [_unquoted(v) for v in value]
+    if isinstance(value, dict):
+        return {_unquoted(k): _unquoted(v) for k, v in value.items() if k != "__is_block__"}
+    return value
+
+
+def _parsed(text: str) -> dict[str, Any]:
+    """The ``aws_dynamodb_table`` resource of a configuration, parsed by python-hcl2."""
+    (resource,) = [r for r in _unquoted(hcl2.loads(text))["resource"]
+                   if "aws_dynamodb_table" in r]
+    (body,) = resource["aws_dynamodb_table"].values()
+    return dict(body)
+
+
+def _without_vectors(table: Table) -> dict[str, Any]:
+    """CreateTable of ``table`` without its vector indexes (neither format has them) and
+    the attributes only their search schemas define."""
+    request = table.definition()
+    keys = {k["AttributeName"] for part in (
+        [request], request.get("GlobalSecondaryIndexes", []),
+        request.get("LocalSecondaryIndexes", [])) for k in
+        (k for x in part for k in x["KeySchema"])}
+    request["AttributeDefinitions"] = [a for a in request["AttributeDefinitions"]
+                                       if a["AttributeName"] in keys]
+    request.pop("VectorIndexes", None)
+    return request
+
+
+def test_cfn_lint_finds_errors_in_a_broken_table() -> None:  # (the check can fail)
+    template, _ = cloudformation.to_format(full.model())
+    props = next(iter(template["Resources"].values()))["Properties"]
+    broken = {**template, "Resources": {"T": {"Type": "AWS::DynamoDB::Table", "Properties": {
+        **props, "BillingMode": "FREE", "KeySchema": []}}}}
+    assert len(_errors(broken)) >= 2
+
+
+@pytest.mark.parametrize("reference", DESIGNS)
+def test_every_design_is_a_table_cfn_lint_passes_holding_what_create_sends(
+        reference: str) -> None:
+    table = design(reference)
+    template, notes = cloudformation.to_format(table.model())
+    assert _errors(template) == []
+    (resource,) = template["Resources"].values()
+    props, request = resource["Properties"], _without_vectors(table)
+    for key in ("TableName", "BillingMode", "KeySchema", "AttributeDefinitions",
+                "GlobalSecondaryIndexes", "LocalSecondaryIndexes"):
+        assert props.get(key) == request.get(key), key
+    assert props.get("StreamSpecification", {}).get("StreamViewType") == (
+        request.get("StreamSpecification", {}).get("StreamViewType"))
+    assert props.get("TimeToLiveSpecification", {}).get("AttributeName") == table.ttl
+    assert len(notes) == len(table.vector_indexes)
+
+
+@pytest.mark.parametrize("reference", DESIGNS)
+def test_every_design_is_terraform_that_parses_with_the_providers_names(
+        reference: str) -> None:
+    table = design(reference)
+    text, notes = terraform.to_format(table.model())
+    body = _parsed(text)
+    request = _without_vectors(table)
+    assert body["name"] == table.name and body["billing_mode"] == "PAY_PER_REQUEST"
+    assert body["hash_key"] == table.pk and body.get("range_key") == table.sk
+    assert {(a["name"], a["type"]) for a in body["attribute"]} == {
+        (a["AttributeName"], a["AttributeType"]) for a in request["AttributeDefinitions"]}
+    gsis = {g["IndexName"]: g for g in request.get("GlobalSecondaryIndexes", [])}
+    for index in body.get("global_secondary_index", []):
+        wanted = gsis.pop(index["name"])
+        keys = ([(k["attribute_name"], k["key_type"]) for k in index["key_schema"]]
+                if "key_schema" in index else
+                [(index["hash_key"], "HASH")] + ([(index["range_key"], "RANGE")]
+                                                 if "range_key" in index else []))
+        assert keys == [(k["AttributeName"], k["KeyType"]) for k in wanted["KeySchema"]]
+        assert index["projection_type"] == wanted["Projection"]["ProjectionType"]
+        assert index.get("non_key_attributes") == wanted["Projection"].get("NonKeyAttributes")
+    assert gsis == {}
+    lsis = {i["IndexName"]: i for i in request.get("LocalSecondaryIndexes", [])}
+    assert {i["name"]: i["range_key"] for i in body.get("local_secondary_index", [])} == {
+        n: i["KeySchema"][1]["AttributeName"] for n, i in lsis.items()}
+    assert (body.get("ttl") or [{}])[0].get("attribute_name") == table.ttl
+    assert body.get("stream_view_type") == table.stream
+    assert len(notes) == len(table.vector_indexes)
+
+
+def test_cloudformation_holds_the_settings_and_native_keys() -> None:
+    template, notes = cloudformation.to_format(full.model())
+    assert _errors(template) == []
+    resource = template["Resources"]["OpsFormatsV2"]
+    props = resource["Properties"]
+    assert resource["DeletionPolicy"] == resource["UpdateReplacePolicy"] == "Retain"
+    assert props["WarmThroughput"] == {"ReadUnitsPerSecond": 13000, "WriteUnitsPerSecond": 5000}
+    assert props["OnDemandThroughput"] == {"MaxReadRequestUnits": 100,
+                                           "MaxWriteRequestUnits": 50}
+    assert props["PointInTimeRecoverySpecification"] == {
+        "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 14}
+    assert props["DeletionProtectionEnabled"] is True
+    assert props["ContributorInsightsSpecification"] == {"Enabled": True,
+                                                         "Mode": "THROTTLED_KEYS"}
+    assert {t["Key"]: t["Value"] for t in props["Tags"]} == full.declared_settings.tags
+    gsi1, native = props["GlobalSecondaryIndexes"]
+    assert gsi1["OnDemandThroughput"] == {"MaxReadRequestUnits": 10, "MaxWriteRequestUnits": 5}
+    assert gsi1["WarmThroughput"] == {"ReadUnitsPerSecond": 12001, "WriteUnitsPerSecond": 4001}
+    assert gsi1["Projection"] == {"ProjectionType": "INCLUDE",
+                                  "NonKeyAttributes": ["note", "_type", "expires"]}
+    assert [k["AttributeName"] for k in native["KeySchema"]] == [
+        "tenant_id", "region", "placed", "total"]
+    assert props["StreamSpecification"] == {"StreamViewType": "NEW_AND_OLD_IMAGES"}
+    assert props["TimeToLiveSpecification"] == {"AttributeName": "expires", "Enabled": True}
+    assert "embedding" not in json.dumps(template)
+    assert notes == ["CloudFormation has no vector index: 'by_meaning' (on 'embedding', 3 "
+                     "dimensions) left out; create() adds it"]
+
+
+def test_terraform_holds_the_settings_native_keys_and_contributor_insights() -> None:
+    text, notes = terraform.to_format(full.model())
+    parsed = _unquoted(hcl2.loads(text))
+    body = _parsed(text)
+    assert body["deletion_protection_enabled"] is True
+    assert body["warm_throughput"] == [{"read_units_per_second": 13000,
+                                        "write_units_per_second": 5000}]
+    assert body["on_demand_throughput"] == [{"max_read_request_units": 100,
+                                             "max_write_request_units": 50}]
+    assert body["point_in_time_recovery"] == [{"enabled": True,
+                                               "recovery_period_in_days": 14}]
+    assert body["stream_enabled"] is True
+    # (a tag's ${ and %{ are escaped: Terraform reads them as text, not a template)
+    assert body["tags"] == {"team": "payments", "cost$${center}": "%%{x}"}
+    gsi1, native = body["global_secondary_index"]
+    assert gsi1["on_demand_throughput"] == [{"max_read_request_units": 10,
+                                             "max_write_request_units": 5}]
+    assert native["key_schema"] == [
+        {"attribute_name": "tenant_id", "key_type": "HASH"},
+        {"attribute_name": "region", "key_type": "HASH"},
+        {"attribute_name": "placed", "key_type": "RANGE"},
+        {"attribute_name": "total", "key_type": "RANGE"}]
+    assert "hash_key" not in native
+    (insights,) = [r["aws_dynamodb_contributor_insights"] for r in parsed["resource"]
+                   if "aws_dynamodb_contributor_insights" in r]
+    (found,) = insights.values()
+    assert found["mode"] == "THROTTLED_KEYS"
+    assert found["table_name"] == "${aws_dynamodb_table.ops-formats_v2.name}"
+    assert "embedding" not in text
+    assert notes == ["Terraform has no vector index: 'by_meaning' (on 'embedding', 3 "
+                     "dimensions) left out; create() adds it"]
+
+
+@pytest.mark.parametrize("fmt", ["cloudformation", "terraform"])
+def test_the_command_prints_the_format_and_a_note_per_vector_index(
+        fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["model", f"{__name__}:full", "--format", fmt]) == 0
+    out, err = capsys.readouterr()
+    if fmt == "cloudformation":
+        assert _errors(json.loads(out)) == []
+    else:
+        assert _parsed(out)["name"] == "ops-formats.v2"
+    name = "CloudFormation" if fmt == "cloudformation" else "Terraform"
+    assert err.splitlines() == [f"dynaorm model: {name} has no vector index: 'by_meaning' "
+                                "(on 'embedding', 3 dimensions) left out; create() adds it"]
+    target = tmp_path / "out"
+    assert main(["model", f"{__name__}:full", "--format", fmt, "-o", str(target)]) == 0
+    assert target.read_text(encoding="utf-8") == out
+    assert main(["model", "--import", str(target), "--format", fmt]) == 2
+    assert "--import reads json, workbench or mcp" in capsys.readouterr().err
