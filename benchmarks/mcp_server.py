@@ -13,7 +13,7 @@
 
 Usage::
 
-    .venv/bin/python benchmarks/mcp.py [--calls 300] [--starts 5] [--json PATH]
+    .venv/bin/python benchmarks/mcp_server.py [--calls 300] [--starts 5] [--json PATH]
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-# (this file is named mcp.py: its directory off the path, or it shadows the mcp SDK)
+# (its directory off the path: the benchmarks must not shadow an installed package)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(ROOT))
 
