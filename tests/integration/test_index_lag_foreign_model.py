@@ -39,7 +39,7 @@ def _read(db: TestBackend) -> dict[str, int]:
 @pytest.mark.sync_only
 @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 @given(steps=st.lists(STEP, min_size=1, max_size=12), seed=st.integers(0, 5))
-def test_index_reads_under_lag_follow_the_model(lagging: TestBackend, backend: str | None,
+def test_index_reads_under_lag_follow_the_model(lagging: TestBackend, backend: str | None,  # noqa: F811
                                                 steps: list[Any], seed: int) -> None:
     db, other = lagging, _foreign(lagging, backend)
     name = db.table.name
