@@ -41,6 +41,20 @@ __all__ = [
 class DynaormError(Exception):
     """Base class of every dynaorm error."""
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled whole, whatever the subclass's ``__init__`` asks (a job's worker process
+        sends its error to the one that started it: unpickling must not call it)."""
+        return (_rebuilt, (type(self), self.args, self.__dict__))
+
+
+def _rebuilt(cls: type[DynaormError], args: tuple[Any, ...], state: dict[str, Any]
+             ) -> DynaormError:
+    """A pickled :class:`DynaormError` made again without calling its ``__init__``."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class DecryptionError(DynaormError):
     """An encrypted field's stored value does not decrypt: its key is missing or wrong, or
@@ -315,11 +329,6 @@ class RequestError(DynaormError):
         """A transaction's cancellation reasons, in request order (empty otherwise)."""
         self.item = item
         """A single write's stored item when DynamoDB returned it (wire form), else ``None``."""
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled whole (a job's worker process sends it to the one that started it)."""
-        return (type(self), (self.operation, self.code, self.message, self.reasons,
-                             self.item), self.__dict__)
 
 
 class TableNotFoundError(RequestError):

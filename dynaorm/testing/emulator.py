@@ -590,7 +590,10 @@ class EmbeddedTransport:
              ) -> dict[str, Any]:
         """Send ``request`` through the emulator (``reader`` is ignored); moto stores the
         items the emulator lets through whatever their size (its own limit is lower than
-        DynamoDB's: :func:`~dynaorm.private_apis.moto_sizes_unchecked`)."""
+        DynamoDB's: :func:`~dynaorm.private_apis.moto_sizes_unchecked`), for the writes
+        whose sizes it checks only (a PartiQL write: moto's check holds)."""
+        if operation not in _WRITES:
+            return self.emulator.handle(operation, request, self.wire.send, self._own)
         with moto_sizes_unchecked():
             return self.emulator.handle(operation, request, self.wire.send, self._own)
 

@@ -25,6 +25,7 @@ import ast
 import dataclasses
 import gzip
 import json
+import linecache
 import multiprocessing
 import sys
 import uuid
@@ -319,13 +320,19 @@ def _check_guarded(frame: FrameType | None) -> None:
     while frame and frame.f_code.co_name != "<module>":
         frame = frame.f_back
     path = frame and frame.f_globals.get("__file__")
-    if frame is None or frame.f_globals["__name__"] not in ("__main__", "__mp_main__") or (
-            not path):
+    if frame is None or frame.f_globals.get("__name__") not in ("__main__", "__mp_main__"
+                                                                  ) or not path:
         return
-    with open(path, encoding="utf-8") as source:
-        top = next(t for t in ast.parse(source.read()).body if t.end_lineno and (
-            t.lineno <= frame.f_lineno <= t.end_lineno))
-    if not (isinstance(top, ast.If) and "__main__" in ast.unparse(top.test)):
+    line = frame.f_lineno  # (read as the import system does: a zipapp, a coding line)
+    source = "".join(linecache.getlines(path, frame.f_globals))
+    try:
+        if not source:  # (not readable: not checked)
+            return
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):  # (not the script that runs: not checked)
+        return
+    if not any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) and (
+            node.lineno <= line <= (node.end_lineno or 0)) for node in ast.walk(tree)):
         raise DynaormError(f"run_local: called at the top level of {path} (line "
                            f"{frame.f_lineno}) with workers > 1: what the script does there "
                            '(making tables, running the job) belongs under `if __name__ == '

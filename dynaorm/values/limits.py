@@ -75,10 +75,11 @@ def text_size(text: str) -> int:
 
 def number_size(text: str) -> int:
     """DynamoDB's size of a number: one byte per pair of digits (pairs aligned on the
-    decimal point, leading and trailing zero pairs dropped), one more, one for a sign."""
+    decimal point, leading and trailing zero pairs dropped), one more, one for a sign; a
+    zero (``0``, ``-0``, ``0.0``, ``0E+5``) is 1 byte (measured on DynamoDB Local)."""
     number = _parse_number(text)
     if number is None or number.is_zero():
-        return 2 if number is not None else len(text)
+        return 1 if number is not None else len(text)
     sign, digits, exponent = number.normalize(_EXACT).as_tuple()
     assert isinstance(exponent, int)
     top = exponent + len(digits) - 1

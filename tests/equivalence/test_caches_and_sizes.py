@@ -145,7 +145,7 @@ def _number_size_by_decimal(text: str) -> int:
     from decimal import Context
     number = Decimal(text)
     if number.is_zero():
-        return 2
+        return 1
     sign, digits, exponent = number.normalize(Context(prec=400)).as_tuple()
     assert isinstance(exponent, int)
     top = exponent + len(digits) - 1

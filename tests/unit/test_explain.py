@@ -85,12 +85,18 @@ def test_a_find_reads_the_guard_then_its_owner() -> None:
 @pytest.mark.skipif(importlib.util.find_spec("tests.support.vector_models") is None,
                     reason="vector search (issue 51) not merged here yet")
 def test_a_vector_search_sends_its_request_then_reads_its_hits_by_key() -> None:
+    """Issue 59, point 6: one request where the index projects the entity (``ALL``); the
+    hits read by key where it does not (``KEYS_ONLY``)."""
     from tests.support.vector_models import Doc, docs
 
     search = Session(docs).search(Doc, "by_meaning", vector=[0.1, 0.2, 0.3, 0.4], top=3,
                                   tenant_id="t1")
     found = explain(search)
+    (first,) = found.requests
+    assert (first.operation, first.index) == ("SearchVectors", "by_meaning")
+    assert first.request["TopK"] == 3 and not found.exact
+    found = explain(Session(docs).search(Doc, "by_dot", vector=[0.1, 0.2, 0.3, 0.4], top=3))
     first, hits = found.requests
     assert (first.operation, first.index, hits.operation) == (
-        "SearchVectors", "by_meaning", "BatchGetItem")
+        "SearchVectors", "by_dot", "BatchGetItem")
     assert first.request["TopK"] == 3 and not found.exact
