@@ -330,3 +330,93 @@ def test_a_commit_own_expired_receipt_is_still_its_own() -> None:
     assert receipt.live(item) is item
     other = receipt_of([SaveEntry(Note(note_id="n1"))], "own")
     assert other.live(item) is None
+
+
+# -- Powertools' persistence layer ----------------------------------------------------------
+class _Context:
+    function_name = "handler"
+    memory_limit_in_mb = 128
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:handler"
+    aws_request_id = "req-1"
+
+    def __init__(self, remaining: int = 30_000) -> None:
+        self.remaining = remaining
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining
+
+
+def _powertools_handler(db: TestBackend, calls: list[str], pause: float = 0.0) -> Any:
+    from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent
+
+    from dynaorm.powertools import DynaormPersistenceLayer
+
+    store = DynaormPersistenceLayer(db.table)
+
+    @idempotent(persistence_store=store,
+                config=IdempotencyConfig(event_key_jmespath="order_id"))
+    def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        calls.append(event["order_id"])
+        time.sleep(pause)
+        with Session(db.table) as s:
+            s.save(Note(note_id=event["order_id"], body="paid"), overwrite=True)
+        return {"saved": event["order_id"]}
+
+    return handler
+
+
+@pytest.mark.sync_only
+def test_powertools_invocations_racing_in_threads_run_the_handler_once(
+        db: TestBackend) -> None:
+    from aws_lambda_powertools.utilities.idempotency.exceptions import (
+        IdempotencyAlreadyInProgressError,
+    )
+
+    calls: list[str] = []
+    handler = _powertools_handler(db, calls, pause=0.5)
+    answers: list[str] = []
+    lock = threading.Lock()
+    go = threading.Barrier(5)
+
+    def run() -> None:
+        go.wait()
+        try:
+            out = repr(handler({"order_id": "o1"}, _Context()))
+        except IdempotencyAlreadyInProgressError:
+            out = "in progress"
+        except Exception as exc:  # (the test reports what it was)
+            out = f"{type(exc).__name__}: {exc}"
+        with lock:
+            answers.append(out)
+
+    threads = [threading.Thread(target=run) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert calls == ["o1"], answers
+    assert set(answers) <= {"in progress", repr({"saved": "o1"})}, answers
+    assert repr({"saved": "o1"}) in answers
+    # after it completed, every later invocation gets the stored result
+    assert handler({"order_id": "o1"}, _Context()) == {"saved": "o1"} and calls == ["o1"]
+
+
+@pytest.mark.sync_only
+def test_powertools_a_completed_record_past_its_expiry_runs_again(db: TestBackend) -> None:
+    """A COMPLETED record whose expiry passed but which DynamoDB has not deleted yet does
+    not hold the key (Powertools' semantics), and is never read back as an entity."""
+    from dynaorm.powertools import POWERTOOLS_TYPE
+
+    calls: list[str] = []
+    handler = _powertools_handler(db, calls)
+    handler({"order_id": "o1"}, _Context())
+    (record,) = [i for i in db.scan_raw() if i.get("_type", {}).get("S") == POWERTOOLS_TYPE]
+    from dynaorm.protocol.hooks import Operation
+    from dynaorm.protocol.steps import call
+
+    record["_expires"] = {"N": str(int(time.time()) - 10)}
+    db.table.db.driver.run(call("PutItem", {"TableName": db.table.name, "Item": record}),
+                           Operation("test.put", (db.table.name,)))
+    handler({"order_id": "o1"}, _Context())
+    assert calls == ["o1", "o1"]
+    assert [n.note_id for n in db.session().scan(Note).all()] == ["o1"]
