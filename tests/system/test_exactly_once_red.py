@@ -420,3 +420,46 @@ def test_powertools_a_completed_record_past_its_expiry_runs_again(db: TestBacken
     handler({"order_id": "o1"}, _Context())
     assert calls == ["o1", "o1"]
     assert [n.note_id for n in db.session().scan(Note).all()] == ["o1"]
+
+
+def test_a_lost_answer_with_the_receipt_deleted_and_the_item_changed_in_the_window(
+        db: TestBackend) -> None:
+    """A second writer deletes the receipt and changes the item after the transaction
+    applied, before its answer: the driver's resend (the same token, within DynamoDB's
+    window) applies nothing over the second writer, and the caller is told applied."""
+    from dynaorm.protocol.hooks import Operation
+    from dynaorm.protocol.steps import call
+
+    def other() -> None:
+        (receipt,) = [i for i in db.scan_raw() if i.get("_type", {}).get("S") == RECEIPT_TYPE]
+        db.table.db.driver.run(call("DeleteItem", {
+            "TableName": db.table.name, "Key": {"pk": receipt["pk"], "sk": receipt["sk"]}}),
+            Operation("test.delete", (db.table.name,)))
+        with Session(db.table) as b:
+            theirs = b.get(Note, note_id="n1")
+            assert theirs is not None
+            theirs.body = "theirs"
+            b.save(theirs)
+
+    with inject_faults(db.table) as faults:
+        faults.lose_answer("TransactWriteItems", times=1, after=other)
+        s = db.session()
+        s.save(Note(note_id="n1", body="mine"))
+        result = s.commit(idempotency_key=_key(db, "receipt-deleted"))
+    assert not result.replayed
+    assert _notes(db) == {"n1": "theirs"}
+
+
+def test_an_update_and_a_save_of_the_same_values_are_other_writes(db: TestBackend) -> None:
+    key = _key(db, "update-vs-save")
+    with Session(db.table) as s0:
+        s0.save(Note(note_id="n1", body="a"))
+    s = db.session()
+    s.update(Note, note_id="n1").set(body="b")
+    s.commit(idempotency_key=key)
+    s.save(Note(note_id="n1", body="b"), overwrite=True)
+    with pytest.raises(IdempotencyMismatchError):
+        s.commit(idempotency_key=key)
+    s.update(Note, note_id="n1").set(body="b")
+    assert s.commit(idempotency_key=key).replayed
+    assert _notes(db) == {"n1": "b"}
