@@ -11,6 +11,8 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dynaorm import IdempotencyMismatchError, Session
 from dynaorm.errors import DynaormError
@@ -463,3 +465,55 @@ def test_an_update_and_a_save_of_the_same_values_are_other_writes(db: TestBacken
     s.update(Note, note_id="n1").set(body="b")
     assert s.commit(idempotency_key=key).replayed
     assert _notes(db) == {"n1": "b"}
+
+
+# -- hypothesis: the digest of staged updates -----------------------------------------------
+_actions = st.lists(st.tuples(st.sampled_from(["set", "append", "prepend"]),
+                              st.sampled_from(["body", "tags"]),
+                              st.text(max_size=3)),
+                    max_size=4, unique_by=lambda a: a[1])
+
+
+def _update(actions: list[tuple[str, str, str]], note_id: str = "n1") -> Any:
+    from dynaorm.write.updates import StagedUpdate
+
+    u = StagedUpdate(Note, {"note_id": note_id}, None, False)
+    for method, field, value in actions:
+        if field == "body":
+            u.set(body=value)
+        else:
+            getattr(u, method)(tags=[value])
+    return u
+
+
+@settings(max_examples=150, deadline=None)
+@given(_actions, st.randoms(use_true_random=False))
+def test_updates_of_the_same_actions_in_any_order_digest_the_same(
+        actions: list[tuple[str, str, str]], rnd: Any) -> None:
+    shuffled = list(actions)
+    rnd.shuffle(shuffled)
+    assert digest([_update(actions)]) == digest([_update(shuffled)])
+
+
+def _meaning(actions: list[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+    return {("set", f, v) if f == "body" else (m, f, v) for m, f, v in actions}
+
+
+@settings(max_examples=150, deadline=None)
+@given(_actions, _actions)
+def test_updates_of_other_actions_digest_otherwise(first: list[tuple[str, str, str]],
+                                                   second: list[tuple[str, str, str]]) -> None:
+    same = _meaning(first) == _meaning(second)
+    assert (digest([_update(first)]) == digest([_update(second)])) is same
+
+
+def test_updates_of_other_nested_paths_digest_otherwise() -> None:
+    from dynaorm import F
+    from dynaorm.write.updates import StagedUpdate
+
+    def at(path: str) -> str:
+        u = StagedUpdate(Note, {"note_id": "n1"}, None, False)
+        u.set(F(path), "x")
+        return digest([u])
+
+    assert at("tags[0]") != at("tags[1]")
