@@ -517,3 +517,19 @@ def test_updates_of_other_nested_paths_digest_otherwise() -> None:
         return digest([u])
 
     assert at("tags[0]") != at("tags[1]")
+
+
+def test_receipts_and_powertools_records_are_not_in_an_export(db: TestBackend,
+                                                              tmp_path: Any) -> None:
+    pytest.importorskip("pyarrow")
+    from dynaorm.jobs import export, run_local
+
+    s = db.session()
+    s.save(Note(note_id="n1", body="x"))
+    s.commit(idempotency_key=_key(db, "export"))
+    calls: list[str] = []
+    if db.session_kind == "sync":
+        _powertools_handler(db, calls)({"order_id": "o1"}, _Context())
+    report = run_local(export(db.table, tmp_path / "out", entities=[Note]))
+    assert report.unclaimed == {}, report
+    assert report.rows == {"Note": 1 + len(calls)}
