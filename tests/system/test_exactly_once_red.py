@@ -533,3 +533,38 @@ def test_receipts_and_powertools_records_are_not_in_an_export(db: TestBackend,
     report = run_local(export(db.table, tmp_path / "out", entities=[Note]))
     assert report.unclaimed == {}, report
     assert report.rows == {"Note": 1 + len(calls)}
+
+
+def test_a_keyed_delete_of_an_item_already_deleted_keeps_no_receipt(
+        db: TestBackend) -> None:
+    """A delete of an item someone else deleted first is refused (ItemNotFoundError) and
+    keeps no receipt; once the item is back, the same key deletes it, once."""
+    from dynaorm import ItemNotFoundError
+
+    with Session(db.table) as s0:
+        s0.save(Note(note_id="n1", body="x"))
+    with Session(db.table) as b:  # someone else deletes it first
+        b.delete(Note(note_id="n1", body="x"))
+    key = _key(db, "deleted")
+    s = db.session()
+    s.delete(Note(note_id="n1", body="x"))
+    with pytest.raises(ItemNotFoundError):
+        s.commit(idempotency_key=key)
+    assert _receipts(db) == []
+    with Session(db.table) as w:  # it is recreated by someone else
+        w.save(Note(note_id="n1", body="x"))
+    s.delete(Note(note_id="n1", body="x"))
+    assert not s.commit(idempotency_key=key).replayed
+    with Session(db.table) as w:
+        w.save(Note(note_id="n1", body="x"))
+    s.delete(Note(note_id="n1", body="x"))
+    assert s.commit(idempotency_key=key).replayed
+    assert _notes(db) == {"n1": "x"}  # (the replay deleted nothing)
+
+
+def test_an_optional_field_given_none_and_left_out_are_the_same_writes() -> None:
+    from tests.support.models import User
+
+    a = User(user_id="u1", username="ann", email="a@x")
+    b = User(user_id="u1", username="ann", email="a@x", full_name="")
+    assert digest([SaveEntry(a)]) == digest([SaveEntry(b)])
