@@ -157,9 +157,9 @@ def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,
     actions' origins); ``keyed``: an entity of ``staged`` may need key material
     (:func:`keyed_plan_p`; ``False``: none does, as ``Stage.take`` tells);
     ``idempotency_key``: applied at most once for it (:mod:`dynaorm.core.receipts`)."""
+    receipt = None if idempotency_key is None else receipt_of(staged, idempotency_key)
     if not staged:
         return CommitResult()
-    receipt = None if idempotency_key is None else receipt_of(staged, idempotency_key)
     again: Collection[int] = ()
     response: dict[str, Any] = {}
     with recording() as result:

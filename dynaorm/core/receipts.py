@@ -98,6 +98,8 @@ def settle_p(receipt: Any, exc: RequestError, at: int,
     try:
         stored = receipt.live((yield from read(receipt.table, receipt.where)))
     except RequestError as err:
+        if exc.maybe_applied:  # (maybe applied, unsettled: mapped as usual, which reads
+            return None        # the items back or says the outcome is unknown)
         raise DynaormError(f"{exc}; reading its receipt to settle it failed too ({err.code})"
                            ) from err
     if stored is not None:

@@ -63,6 +63,7 @@ from dynaorm.protocol.policy import Rate
 from dynaorm.schema.entity import Entity, prepare_rows, spec_of
 from dynaorm.schema.rules.encrypted import Encryption
 from dynaorm.schema.rules.indexes import Membership
+from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.stamps import Stamping
 from dynaorm.schema.spec import EntitySpec
@@ -594,6 +595,8 @@ class _Export:
         counts.scanned += 1
         cls, role, version, _ = classify(self.table, item)
         if cls is None and role != "guard":
+            if own_row(self.table, item):  # (a receipt, a Powertools record: never exported)
+                return
             name = item.get(self.table.type_attribute or "", {}).get("S", "?")
             counts.unclaimed[name] = counts.unclaimed.get(name, 0) + 1
             return

@@ -22,6 +22,7 @@ import dataclasses
 import enum
 import hashlib
 import json
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -202,13 +203,17 @@ class Receipts:
 
     name: Final = "receipt"
 
-    def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any]) -> Receipting:
+    def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any]
+              ) -> Receipting | None:
         """The receipt of a commit of ``staged`` with idempotency key ``key``, to be kept
         in one of ``tables`` (the tables its writes go to: the one of least name, so the
-        same writes staged in any order find it)."""
+        same writes staged in any order find it); ``None`` when nothing was staged (the
+        key is checked all the same)."""
         if not isinstance(key, str) or not key or len(key) > 2048:
             raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
                                f"characters, got {key!r:.80}")
+        if not tables:
+            return None
         table = min(tables, key=lambda t: t.name)
         if not table.string_keys:
             raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
@@ -284,7 +289,9 @@ class Receipting:
         item: Item = {**{a: {"S": v} for a, v in self.where.items()},
                       "digest": {"S": self.digest}, "nonce": {"S": self.nonce},
                       "rev": {"S": rev}, "at": {"N": str(self.now)},
-                      table.ttl or EXPIRES: {"N": str(self.now + int(ttl.total_seconds()))},
+                      # (rounded up: a sub-second TTL must not make a receipt born expired)
+                      table.ttl or EXPIRES: {"N": str(math.ceil(
+                          time.time() + ttl.total_seconds()))},
                       "result": {"S": _JSON.encode(result)}}
         if table.type_attribute:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
@@ -303,11 +310,14 @@ class Receipting:
 
     def live(self, item: Item | None) -> Item | None:
         """``item``, a row read at the receipt's key, if it is a receipt that has not
-        expired (else ``None``: no receipt)."""
+        expired, or this commit's own even expired (its nonce proves this commit applied);
+        else ``None``: no receipt."""
         if item is None or "digest" not in item:
             return None
+        if item.get("nonce", {}).get("S") == self.nonce:
+            return item
         expires = item.get(self.table.ttl or EXPIRES, {}).get("N")
-        return item if expires is None or int(expires) > int(time.time()) else None
+        return item if expires is None or int(expires) > time.time() else None
 
     def explain(self, stored: Item) -> Verdict:
         """What the live receipt ``stored`` means for this commit: applied by it
