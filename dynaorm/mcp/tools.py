@@ -181,8 +181,7 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
     for name in sorted(table.entities):
         entity = table.entities[name]
         spec = spec_of(entity)
-        if scoped and (not scoped <= set(spec.pk.fields) or any(
-                not scoped <= set(r.scope.fields if r.scope else ()) for r in spec.uniques)):
+        if scoped and not _coverable(spec, scoped):
             continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
         for p in patterns_of(spec):
@@ -197,6 +196,15 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
                                    "arguments": {"type": "object"}}, ["tool"], {}),
                           Entity, "explain")
     return out
+
+
+def _coverable(spec: Any, scoped: frozenset[str]) -> bool:
+    """Whether a session scoped by ``scoped`` takes the entity of ``spec``."""
+    try:
+        Scope(dict.fromkeys(scoped, "x")).entity(spec)
+    except ScopeError:
+        return False
+    return True
 
 
 def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
