@@ -278,6 +278,8 @@ def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str
     if tool.kind in ("get", "find"):
         def read(explained: bool) -> Any:
             if explained:
+                if (held := session._stage.scope) is not None:  # (refused as a call is)
+                    held.fields(spec_of(entity), keys, "explain")
                 return explain(entity, **keys)
             call = session.get if tool.kind == "get" else session.find
             found = call(entity, **keys)
