@@ -140,3 +140,27 @@ def test_a_numeric_scope_reads_its_own_items(rdb: TestBackend, value: Any) -> No
         s1 = scoped(rdb, org=value)
         assert [c.cid for c in s1.query(Counted, org=1).all()] == ["a"]
         assert [c.cid for c in s1.scan(Counted).all()] == ["a"], value
+
+
+def test_stage_write_by_key_holds_the_scope(rdb: TestBackend) -> None:
+    """``stage_write`` (the jobs' surface) of an update or a check by another tenant's
+    key: refused before sending, as ``update()``/``check()`` are."""
+    from dynaorm.write.updates import StagedCheck, StagedUpdate
+
+    with rdb.session() as s:
+        s.save(Note(tenant_id="t2", note_id="n", secret="of t2"))
+    s1 = scoped(rdb, tenant_id="t1")
+    spec_key = {"tenant_id": "t2", "note_id": "n"}
+    with pytest.raises(ScopeError):
+        s1.stage_write(StagedUpdate(Note, spec_key, None, False).set(secret="mine"))
+    with pytest.raises(ScopeError):
+        s1.stage_write(StagedCheck(Note, {"pk": "TENANT#t2", "sk": "NOTE#n"},
+                                   F("secret") == "of t2"))
+    s1.commit()
+    with rdb.session() as s:
+        stored = s.get(Note, tenant_id="t2", note_id="n")
+    assert stored is not None and stored.secret == "of t2"
+    mine = StagedUpdate(Note, {"tenant_id": "t1", "note_id": "n"}, None, True)
+    s1.stage_write(mine.set(secret="t1's"))
+    s1.commit()
+    assert s1.get(Note, tenant_id="t1", note_id="n") is not None
