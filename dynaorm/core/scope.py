@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from dynaorm.errors import ScopeError
+from dynaorm.schema.paths import field_adapter
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import render_value
 from dynaorm.values.expressions import F
@@ -131,7 +132,16 @@ class Scope:
         """A scan filtered to the scope (``F(field) == value`` for each scope field: the
         server reads every item and returns only the scope's)."""
         for name, value in self.given.items():
-            scan = scan.filter(F(name) == value)
+            forms = [value]  # (and as each entity's field stores it: scope '1', N 1)
+            for entity in getattr(scan, "_entities", ()):
+                try:
+                    typed = field_adapter(entity, name).validate_python(value)
+                except (ValueError, TypeError, KeyError):
+                    continue
+                if (render_value(typed) == self.values[name]
+                        and all(type(f) is not type(typed) or f != typed for f in forms)):
+                    forms.append(typed)
+            scan = scan.filter(F(name).is_in(*forms) if len(forms) > 1 else F(name) == value)
         return scan
 
     def search(self, spec: EntitySpec, index: str, search: S,
