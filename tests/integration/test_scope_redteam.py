@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from dynaorm import AsyncSession, Entity, F, ScopeError, Session, Table
+from dynaorm import AsyncSession, Entity, F, InvalidCursorError, ScopeError, Session, Table
 from dynaorm.aio.blocking import BlockingAsyncSession
 from dynaorm.protocol.steps import call
 from dynaorm.schema.rules.previous import Previous
@@ -162,3 +162,53 @@ def test_stage_write_by_key_holds_the_scope(rdb: TestBackend) -> None:
     s1.stage_write(mine.set(secret="t1's"))
     s1.commit()
     assert s1.get(Note, tenant_id="t1", note_id="n") is not None
+
+
+@pytest.mark.parametrize("value", ["", None, "t1#x", "#", 0.0 * 0])
+def test_scopes_that_cannot_hold(value: Any) -> None:
+    """Empty, None, a value with '#' (it would render another tenant's partition
+    prefix): refused when the session is made (0 renders '0': a scope)."""
+    if value == 0:
+        assert Session(red, scope={"tenant_id": value}) is not None
+        return
+    with pytest.raises(ScopeError):
+        Session(red, scope={"tenant_id": value})
+
+
+def test_unicode_forms_are_other_tenants(rdb: TestBackend) -> None:
+    """'é' composed and decomposed render different keys: each its own tenant."""
+    nfc, nfd = "caf\u00e9", "cafe\u0301"
+    with rdb.session() as s:
+        s.save(Note(tenant_id=nfd, note_id="n", secret="of nfd"))
+    s1 = scoped(rdb, tenant_id=nfc)
+    with pytest.raises(ScopeError):
+        s1.get(Note, tenant_id=nfd, note_id="n")
+    assert s1.get(Note, tenant_id=nfc, note_id="n") is None
+    assert s1.scan(Note).all() == []
+
+
+def test_a_scan_cursor_of_another_session_stays_in_the_scope(rdb: TestBackend) -> None:
+    """A cursor from an unscoped scan (positioned among t2's items) or a tampered one
+    given to a scoped scan: the scope's filter still holds."""
+    with rdb.session() as s:
+        for t in ("t1", "t2", "t3"):
+            for n in range(3):
+                s.save(Note(tenant_id=t, note_id=f"n{n}", secret=f"of {t}"))
+    with rdb.session() as s:
+        page = s.scan(Note).page_size(2).page()
+    assert page.cursor is not None
+    s1 = scoped(rdb, tenant_id="t1")
+    with pytest.raises(InvalidCursorError):  # (a cursor is bound to its read's filter)
+        s1.scan(Note).page_size(2).page(page.cursor)
+    mine = s1.scan(Note).page_size(2).page()
+    assert mine.cursor is not None
+    tampered = mine.cursor[:-4] + ("AAAA" if not mine.cursor.endswith("AAAA") else "BBBB")
+    with pytest.raises(InvalidCursorError):
+        s1.scan(Note).page_size(2).page(tampered)
+    seen, cursor = list(mine.items), mine.cursor
+    while cursor is not None:
+        got = s1.scan(Note).page_size(2).page(cursor)
+        seen.extend(got.items)
+        cursor = got.cursor
+    assert sorted((n.tenant_id, n.note_id) for n in seen) == [
+        ("t1", "n0"), ("t1", "n1"), ("t1", "n2")]
