@@ -15,14 +15,15 @@ import inspect
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
+from pydantic_core.core_schema import ErrorType
 
 from dynaorm.client.table import Table
 from dynaorm.core.explain import explain
 from dynaorm.core.scope import Scope
-from dynaorm.errors import DynaormError, ScopeError
+from dynaorm.errors import DynaormError, ItemDecodeError, ScopeError
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.model import AccessPattern, patterns_of
 from dynaorm.sync.session import Session
@@ -382,12 +383,28 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
         raise ToolError(f"{tool.name}: arguments do not fit its input schema: {said}")
 
 
+#: pydantic's own error types, whose messages never quote the value (a validator's
+#: ``value_error`` / ``assertion_error`` and custom errors may: said by type alone)
+_OWN_MESSAGES = frozenset(get_args(ErrorType)) - {"value_error", "assertion_error"}
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: "
+                     + (e["msg"] if e["type"] in _OWN_MESSAGES else
+                        f"refused by a validator ({e['type']})")
+                     for e in exc.errors()[:10])
+
+
 def message_of(exc: BaseException) -> str:
     """What a client is told of a failed call: dynaorm's message; a model's validation
     failure by field and reason (never the value given)."""
     if isinstance(exc, ValidationError):
-        return "invalid values: " + "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
+        return "invalid values: " + _problems(exc)
+    if isinstance(exc, ItemDecodeError):  # (its message quotes validators: plaintext)
+        cause = exc.__cause__
+        return (f"ItemDecodeError: the stored item {exc.key} does not fit "
+                f"{getattr(exc.entity, '__name__', '?')}"
+                + (f": {_problems(cause)}" if isinstance(cause, ValidationError) else ""))
     if isinstance(exc, DynaormError):
         return f"{type(exc).__name__}: {exc}"
     return f"{type(exc).__name__}: the call failed"

@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from pydantic import field_validator
 
 import dynaorm.mcp
-from dynaorm import Session
+from dynaorm import Encrypted, Entity, Session, StaticKeyring, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.support.tenant_models import Customer, Memo, tenants
@@ -126,6 +127,45 @@ def test_hostile_arguments(tdb: TestBackend) -> None:
     assert "Traceback" not in "".join(map(text, results))
     assert json.loads(text(results[-1]))["item"]["text"] == "memo of t1"
     assert sorted(map(repr, tdb.scan_raw(tenants))) == before
+
+
+vault = Table("red_vault", keyring=StaticKeyring(b"r" * 32))
+
+
+class Secretive(Entity):
+    """An encrypted field whose validator quotes the value it refuses."""
+
+    class Meta:
+        table = vault
+        pk = "TENANT#{tenant_id}"
+        sk = "S#{sid}"
+
+    tenant_id: str
+    sid: str
+    secret: Encrypted[str]
+
+    @field_validator("secret")
+    @classmethod
+    def _refuse(cls, v: str) -> str:
+        if v.startswith("BAD"):
+            raise ValueError(f"refused {v}")
+        return v
+
+
+def test_a_validator_quoting_an_encrypted_value_is_not_echoed(
+        db: TestBackend, request: pytest.FixtureRequest) -> None:
+    """A stored item whose decrypted value its model now refuses (ItemDecodeError), and a
+    save the validator refuses: the tool error names the field, never the plaintext."""
+    with use_tables(vault, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
+        with Session(vault) as s:  # (stored before the validator refused it)
+            s.save(Secretive.model_construct(tenant_id="t1", sid="s", secret="BAD-PLAIN"))
+        srv = dynaorm.mcp.server(vault, writes=["Secretive"], scope={"tenant_id": "t1"})
+        stored, saved = calls(srv, ("get_secretive", {"sid": "s"}), (
+            "save_secretive", {"item": {"sid": "x", "secret": "BAD-MINE"}}))
+    assert stored.is_error and "ItemDecodeError" in text(stored) and "secret" in text(stored)
+    assert saved.is_error and "secret" in text(saved)
+    assert "PLAIN" not in text(stored) and "MINE" not in text(saved)
 
 
 # -- over streamable HTTP: the tenant header --------------------------------------------
