@@ -21,7 +21,7 @@ from mcp import Client
 from pydantic import field_validator
 
 import dynaorm.mcp
-from dynaorm import Encrypted, Entity, Session, StaticKeyring, Table
+from dynaorm import Encrypted, Entity, ItemDecodeError, Session, StaticKeyring, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
 from tests.support.tenant_models import Customer, Memo, tenants
@@ -166,6 +166,13 @@ def test_a_validator_quoting_an_encrypted_value_is_not_echoed(
     assert stored.is_error and "ItemDecodeError" in text(stored) and "secret" in text(stored)
     assert saved.is_error and "secret" in text(saved)
     assert "PLAIN" not in text(stored) and "MINE" not in text(saved)
+    with use_tables(vault, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
+                    wire=wire_of(request)):
+        with Session(vault) as s:
+            s.save(Secretive.model_construct(tenant_id="t1", sid="s", secret="BAD-PLAIN"))
+        with pytest.raises(ItemDecodeError) as info:  # (nor the library's own error)
+            Session(vault).get(Secretive, tenant_id="t1", sid="s")
+    assert "secret: value_error" in str(info.value) and "PLAIN" not in str(info.value)
 
 
 # -- over streamable HTTP: the tenant header --------------------------------------------
