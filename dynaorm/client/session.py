@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from dynaorm.core.stage import Stage, condition_given, describe
-from dynaorm.errors import DynaormError
+from dynaorm.errors import DynaormError, ScopeError
 from dynaorm.protocol.hooks import Operation
 from dynaorm.protocol.policy import Policy, Rate, budget_of
 from dynaorm.read.scan import check_segments
@@ -147,6 +147,12 @@ class BaseSession:
         """Stage a write of one of dynaorm's own kinds as it is (a ``SaveEntry`` carrying
         a job's marker): the small internal surface :mod:`dynaorm.jobs` writes through.
         Applications use :meth:`save`, :meth:`delete`, :meth:`update` and :meth:`check`."""
+        if (scope := self._stage.scope) is not None and write._obj is None:  # (by key)
+            fields = getattr(write, "_key_fields", None)
+            if fields is None:
+                raise ScopeError("a scoped session stages a write by key through update() "
+                                 "or check(), which check its key against the scope")
+            scope.fields(self._stage.spec(write._entity), fields, "a staged write")
         self._stage.add(write)
 
     def rollback(self) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from dynaorm.errors import ScopeError
+from dynaorm.schema.paths import field_adapter
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.templates import render_value
 from dynaorm.values.expressions import F
@@ -56,13 +57,17 @@ class Scope:
         scope field, and so must every unique rule's guard scope."""
         if spec.cls in self._covered:
             return
-        missing = [f for f in self.values if f not in spec.pk.fields]
-        if missing:
-            raise ScopeError(f"{spec.name}: its partition key {spec.pk.source!r} does not "
-                             f"carry the scope field(s) {missing}: a session scoped to "
-                             f"{self} cannot read or write it")
+        # (exactly: a key that folds a tenant's value, '!l', is another tenant's too; a
+        # previous layout's key is read when the current one holds nothing)
+        previous = getattr(spec.previous, "pk", None)
+        for pk in (spec.pk, *(() if previous is None else (previous,))):
+            missing = [f for f in self.values if f not in pk.exact_fields]
+            if missing:
+                raise ScopeError(f"{spec.name}: its partition key {pk.source!r} does not "
+                                 f"carry the scope field(s) {missing} exactly: a session "
+                                 f"scoped to {self} cannot read or write it")
         for rule in spec.uniques:
-            held = rule.scope.fields if rule.scope is not None else ()
+            held = rule.scope.exact_fields if rule.scope is not None else ()
             if any(f not in held for f in self.values):
                 want = "#".join(f"{f.upper()}#{{{f}}}" for f in self.values)
                 raise ScopeError(
@@ -82,7 +87,7 @@ class Scope:
             found = next((i for i in spec.indexes if i.name == index), None)
             local = found is not None and found.local
             carried = set(self.values) if local else set(
-                found.pk.fields if found is not None else ())
+                found.pk.exact_fields if found is not None else ())
         missing = sorted(set(self.values) - carried)
         if missing:
             raise ScopeError(f"{spec.name}: index {index!r} is not partitioned by the scope "
@@ -127,7 +132,16 @@ class Scope:
         """A scan filtered to the scope (``F(field) == value`` for each scope field: the
         server reads every item and returns only the scope's)."""
         for name, value in self.given.items():
-            scan = scan.filter(F(name) == value)
+            forms = [value]  # (and as each entity's field stores it: scope '1', N 1)
+            for entity in getattr(scan, "_entities", ()):
+                try:
+                    typed = field_adapter(entity, name).validate_python(value)
+                except (ValueError, TypeError, KeyError):
+                    continue
+                if (render_value(typed) == self.values[name]
+                        and all(type(f) is not type(typed) or f != typed for f in forms)):
+                    forms.append(typed)
+            scan = scan.filter(F(name).is_in(*forms) if len(forms) > 1 else F(name) == value)
         return scan
 
     def search(self, spec: EntitySpec, index: str, search: S,

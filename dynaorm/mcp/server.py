@@ -39,11 +39,16 @@ def _tenant_of(ctx: Any, header: str) -> str:
     authenticating proxy), else :class:`ScopeError`."""
     request = getattr(ctx, "request", None)
     headers = getattr(request, "headers", None)
-    value = headers.get(header) if headers is not None else None
+    values = [] if headers is None else (
+        headers.getlist(header) if hasattr(headers, "getlist") else [headers.get(header)])
+    if len(values) > 1:  # (a proxy that appends its header after the client's: refused)
+        raise ScopeError(f"this server is scoped per request: the request carries "
+                         f"{len(values)} {header!r} headers, not one")
+    value = str(values[0]).strip() if values and values[0] is not None else ""
     if not value:
         raise ScopeError(f"this server is scoped per request: the request carries no "
                          f"{header!r} header")
-    return str(value)
+    return value
 
 
 def server(table: Table, *, writes: Sequence[str | type[Entity]] = (),

@@ -14,14 +14,15 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import ValidationError
+from pydantic_core.core_schema import ErrorType
 
 from dynaorm.client.table import Table
 from dynaorm.core.explain import explain
 from dynaorm.core.scope import Scope
-from dynaorm.errors import DynaormError, ScopeError
+from dynaorm.errors import DynaormError, ItemDecodeError, ScopeError
 from dynaorm.schema.entity import Entity, spec_of
 from dynaorm.schema.model import AccessPattern, patterns_of
 from dynaorm.sync.session import Session
@@ -180,8 +181,7 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
     for name in sorted(table.entities):
         entity = table.entities[name]
         spec = spec_of(entity)
-        if scoped and (not scoped <= set(spec.pk.fields) or any(
-                not scoped <= set(r.scope.fields if r.scope else ()) for r in spec.uniques)):
+        if scoped and not _coverable(spec, scoped):
             continue  # (a scoped session refuses it: no tool offers it)
         fields, defs = _field_schemas(entity)
         for p in patterns_of(spec):
@@ -196,6 +196,15 @@ def tools_of(table: Table, writes: Sequence[str | type[Entity]] = (),
                                    "arguments": {"type": "object"}}, ["tool"], {}),
                           Entity, "explain")
     return out
+
+
+def _coverable(spec: Any, scoped: frozenset[str]) -> bool:
+    """Whether a session scoped by ``scoped`` takes the entity of ``spec``."""
+    try:
+        Scope(dict.fromkeys(scoped, "x")).entity(spec)
+    except ScopeError:
+        return False
+    return True
 
 
 def _covered(tool: Tool, scoped: frozenset[str]) -> bool:
@@ -264,6 +273,8 @@ def _plan(tool: Tool, args: dict[str, Any], session: Session, scope: Mapping[str
     if tool.kind in ("get", "find"):
         def read(explained: bool) -> Any:
             if explained:
+                if (held := session._stage.scope) is not None:  # (refused as a call is)
+                    held.fields(spec_of(entity), keys, "explain")
                 return explain(entity, **keys)
             call = session.get if tool.kind == "get" else session.find
             found = call(entity, **keys)
@@ -366,12 +377,28 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
         raise ToolError(f"{tool.name}: arguments do not fit its input schema: {said}")
 
 
+#: pydantic's own error types, whose messages never quote the value (a validator's
+#: ``value_error`` / ``assertion_error`` and custom errors may: said by type alone)
+_OWN_MESSAGES = frozenset(get_args(ErrorType)) - {"value_error", "assertion_error"}
+
+
+def _problems(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc']))}: "
+                     + (e["msg"] if e["type"] in _OWN_MESSAGES else
+                        f"refused by a validator ({e['type']})")
+                     for e in exc.errors()[:10])
+
+
 def message_of(exc: BaseException) -> str:
     """What a client is told of a failed call: dynaorm's message; a model's validation
     failure by field and reason (never the value given)."""
     if isinstance(exc, ValidationError):
-        return "invalid values: " + "; ".join(
-            f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()[:10])
+        return "invalid values: " + _problems(exc)
+    if isinstance(exc, ItemDecodeError):  # (its message quotes validators: plaintext)
+        cause = exc.__cause__
+        return (f"ItemDecodeError: the stored item {exc.key} does not fit "
+                f"{getattr(exc.entity, '__name__', '?')}"
+                + (f": {_problems(cause)}" if isinstance(cause, ValidationError) else ""))
     if isinstance(exc, DynaormError):
         return f"{type(exc).__name__}: {exc}"
     return f"{type(exc).__name__}: the call failed"

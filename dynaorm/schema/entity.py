@@ -305,7 +305,9 @@ def _decode_error(cls: type[Any], spec: EntitySpec, item: Item,
         key = spec.stored_key(item)
     except _MALFORMED:  # (a malformed key attribute: named as it was read)
         key = {a: repr(item[a]) for a in spec.table_key_attrs if a in item}
-    problems = ("; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: {e['msg']}"
+    problems = ("; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(item)'}: "
+                          + (e["type"] if e["loc"][:1] and e["loc"][0] in spec.encrypted
+                             else e["msg"])  # (a validator's message may quote plaintext)
                           for e in exc.errors()[:3]) if isinstance(exc, ValidationError)
                 else f"a malformed attribute value ({type(exc).__name__}: {exc})")
     return ItemDecodeError(f"the stored item {key} does not fit {cls.__name__}: {problems}",
