@@ -93,7 +93,8 @@ class _Writer:
         call = head.partition("(")
         line = f"from {module} import {call[0]} as "
         alias = f"_{call[0]}"
-        if alias in _ALIASES or self.imports.get(alias, line + alias) != line + alias:
+        if alias in (*_ALIASES, "_todo") or self.imports.get(alias, line + alias) != (
+                line + alias):
             alias = f"_{module.replace('.', '_')}_{call[0]}"
         self.imports[alias] = line + alias
         return alias + "".join(call[1:]) + dot + rest
@@ -393,8 +394,8 @@ def code_of(models: Sequence[Mapping[str, Any]], check: bool = False) -> str:
     if w.todo:
         w.q("_t.Any")
         nested += _TODO
-    head = [f'"""Entities of {", ".join(repr(m["table"]["name"]) for m in models)}, '
-            'written by `dynaorm model --import`."""', ""]
+    tables = ", ".join(repr(m["table"]["name"]) for m in models).replace('"', '\\"')
+    head = [f'"""Entities of {tables}, written by `dynaorm model --import`."""', ""]
     w.q("_d.Table")
     head += [*sorted(w.imports.values(), key=lambda line: line.split()[1]), "", ""]
     return "\n".join(head + nested + w.body).rstrip() + "\n"

@@ -38,15 +38,27 @@ def _read_type(at: At) -> dict[str, Any]:
         out["of"] = [_read_type(t) for t in at.get("of", list, "a list of types").items()]
     elif kind == "object":
         out["model"] = name_of(at.get("model", str, "a class name"), "a nested model's name")
-        out["fields"] = [_read_field(f) for f in at.get("fields", list, "fields").items()]
+        out["fields"] = _read_fields(at.get("fields", list, "fields"))
     vector = at.get("vector", int, "a number of dimensions", default=None).value
     if vector is not None:
         out["vector"] = vector
     return out
 
 
+def _read_fields(at: At) -> list[dict[str, Any]]:
+    """A list of fields, each name once (a class holds one field of a name)."""
+    fields: list[dict[str, Any]] = []
+    for f in at.items():
+        fields.append(_read_field(f))
+        if fields[-1]["name"] in [g["name"] for g in fields[:-1]]:
+            raise f.fail(f"field {fields[-1]['name']!r} is named twice")
+    return fields
+
+
 def _read_field(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a field name"), "a field name")
+    if name.startswith(("_", "model_")) or name == "Meta":  # (no field of a class: dropped)
+        raise at.get("name").fail(f"{name!r} cannot be a field's name")
     out: dict[str, Any] = {"name": name,
                            "stored": at.get("stored", str, "an attribute name",
                                             default=name).value, **_read_type(at),
@@ -114,7 +126,7 @@ def _read_entity(at: At) -> dict[str, Any]:
         "name": name, "type_name": at.get("type_name", str, "a type name", default=name).value,
         "pk": template(at.get("pk", str, "a key template"), "a key template"),
         "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
-        "fields": [_read_field(f) for f in at.get("fields", list, "a list of fields").items()],
+        "fields": _read_fields(at.get("fields", list, "a list of fields")),
         "_place": at.place}
     out["indexes"] = [{"name": i.get("name", str, "an index name").value,
                        "pk": template(i.get("pk", str, "a key template"), "a key template"),
