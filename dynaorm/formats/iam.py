@@ -162,7 +162,7 @@ def _rows_outside(entity: Mapping[str, Any], scope: str, leading: set[str]) -> l
     whose partition key the scope binds: its pattern added to ``leading``; those it cannot
     bind, named."""
     out = []
-    for kind in entity.get("row_kinds") or [{"role": "item", "key": {"pk": entity["pk"]}}]:
+    for kind in entity.get("rows") or [{"role": "item", "key": {"pk": entity["pk"]}}]:
         template = next(iter(kind["key"].values()))
         found = leading_key(template, scope)
         if found is None:

@@ -107,6 +107,13 @@ def _read_index(at: At) -> dict[str, Any]:
         out["native"] = at.get("native", bool, "true or false", default=False).value
         out["pk"] = _attributes(at.get("pk", list, "attribute names"), 1, 4)
         out["sk"] = _attributes(at.get("sk", list, "attribute names", default=[]), 0, 4)
+        for pair in ("warm_throughput", "max_on_demand"):  # (an index's settings: issue 63)
+            if at.value.get(pair) is not None:
+                given = at.get(pair, list, "[reads, writes]")
+                if len(given.value) != 2 or not all(
+                        type(v) is int and v > 0 for v in given.value):
+                    raise given.fail("expected [reads, writes], two whole numbers above 0")
+                out[pair] = list(given.value)
     elif kind == "lsi":
         out["sk"] = _attributes(at.get("sk", list, "attribute names"), 1, 1)
     else:

@@ -4,7 +4,11 @@ them."""
 
 from __future__ import annotations
 
-from dynaorm.formats import FORMATS, export, read
+from dynaorm.formats import READABLE, export, read
 from dynaorm.formats.code import import_code
 
 __all__ = ["FORMATS", "export", "import_code", "read"]
+
+#: the formats 0.6's ``FORMATS`` named: written and read back (the infrastructure formats
+#: of :data:`dynaorm.formats.FORMATS` are written only)
+FORMATS = READABLE
