@@ -382,6 +382,13 @@ def check_export_datasets(run: Run) -> None:
     assert "Polars: gift orders ['o1', 'o3', 'o5']" in run.out
 
 
+def check_exactly_once(run: Run) -> None:
+    # a message delivered twice debits once (the second commit is replayed), and the same
+    # key with other writes is refused
+    assert "after two deliveries of msg-1: balance -500 (debited once)" in run.out
+    assert "refused: IdempotencyMismatchError" in run.out
+
+
 def check_lake(run: Run) -> None:
     assert run.block("jobs.run_local(jobs.export(shop, 'first', format='iceberg', ...))") == [
         "shop.Customer: 3 rows committed", "shop.Order: 6 rows committed",
@@ -572,6 +579,7 @@ def check_model_and_cost(run: Run) -> None:
 CHECKS = {
     "export_datasets": check_export_datasets,
     "lake": check_lake,
+    "exactly_once": check_exactly_once,
     "model_and_cost": check_model_and_cost,
     "web_service": check_web_service,
     "lambda_handler": check_lambda_handler,

@@ -50,6 +50,7 @@ DOCUMENTED |= {"explain", "Explanation", "ModelFileError"}  # (0.6: the model as
 DOCUMENTED |= {"IdempotencyMismatchError"}  # (0.7: exactly once across invocations)
 DOCUMENTED |= {"Rule", "register_rule", "Compressed"}  # (0.7: rules of your own, compression)
 DOCUMENTED |= {"ScopeError"}  # (0.7: sessions scoped to a tenant)
+DOCUMENTED |= {"SettingsError"}  # (0.7: table settings)
 ERRORS = (KeyTemplateError, UniqueConstraintError, ItemExistsError, ItemNotFoundError,
           ConcurrentModificationError, TransactionConflictError, TransactionTooLargeError,
           ItemTooLargeError, MultipleResultsError, InvalidCursorError)

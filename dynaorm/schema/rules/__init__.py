@@ -602,4 +602,7 @@ PLAIN_KEYS: Final = KeyLayout("", lambda sk: None, lambda base, indexed: (base, 
 NO_RULES: Final = Rules(())
 
 
-import dynaorm.schema.rules.receipts  # noqa: E402,F401  (sets its COMMIT_RULES entry)
+# the commit-level rules: registered here, so no rule module imports this package back
+from dynaorm.schema.rules.receipts import Receipts as _Receipts  # noqa: E402
+
+COMMIT_RULES["receipt"] = _Receipts()

@@ -34,7 +34,6 @@ from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, IdempotencyMismatchError
-from dynaorm.schema.rules import COMMIT_RULES
 from dynaorm.values.expressions import Condition, Placeholders, free
 from dynaorm.values.records import Fail, Origin, Put, Role
 
@@ -198,7 +197,8 @@ _SKIP: dict[type, frozenset[str]] = {}
 
 
 class Receipts:
-    """The receipts rule (registered as ``COMMIT_RULES["receipt"]``): starts the receipt
+    """The receipts rule (registered as ``COMMIT_RULES["receipt"]`` by
+    :mod:`dynaorm.schema.rules`, which imports this module last): starts the receipt
     of one keyed commit."""
 
     name: Final = "receipt"
@@ -221,7 +221,6 @@ class Receipts:
         return Receipting(table, key, digest(staged))
 
 
-COMMIT_RULES["receipt"] = Receipts()
 
 
 def _origin_class(table: Any) -> type[Any]:
