@@ -87,7 +87,9 @@ def check_test_engine(table: Table) -> None:
     client = table.db
     if moto_active():
         return
-    endpoint = configured_endpoint(client.endpoint_url, client._botocore_session())
+    # an endpoint given is the endpoint: the botocore session (and its config files) is
+    # read only when none is, so the plain environment never makes one
+    endpoint = client.endpoint_url or configured_endpoint(None, client._botocore_session())
     if endpoint and not _on_aws(endpoint):  # (a loopback name on AWS's domain is AWS's)
         return
     where = (f"the AWS endpoint {endpoint}" if endpoint else
