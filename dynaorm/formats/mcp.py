@@ -71,9 +71,21 @@ def _one(names: list[str]) -> str | list[str]:
 def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     table = model["table"]
     gsis = [i for i in table["indexes"] if i["kind"] == "gsi"]
-    notes = [f"mcp: left out {'a vector index' if i['kind'] == 'vector' else 'an LSI'}, "
-             f"{i['name']!r}: the format has no place for it"
-             for i in table["indexes"] if i["kind"] != "gsi"]
+    notes = _left_out_indexes(table)
+    out = _table_config(table, gsis)
+    out["entities"] = _entities(model, table, {i["name"]: i for i in gsis}, notes)
+    return {"tables": [out]}, notes
+
+
+def _left_out_indexes(table: Mapping[str, Any]) -> list[str]:
+    """Notes for the table's indexes the format has no place for (LSIs, vector indexes)."""
+    return [f"mcp: left out {'a vector index' if i['kind'] == 'vector' else 'an LSI'}, "
+            f"{i['name']!r}: the format has no place for it"
+            for i in table["indexes"] if i["kind"] != "gsi"]
+
+
+def _table_config(table: Mapping[str, Any], gsis: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """The table's ``table_config`` and, when it has GSIs, its ``gsi_list``."""
     config = {"table_name": table["name"], "partition_key": table["pk"]}
     if table.get("sk"):
         config["sort_key"] = table["sk"]
@@ -81,36 +93,64 @@ def _mcp(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
     if gsis:
         out["gsi_list"] = [{"name": i["name"], "partition_key": _one(i["pk"]),
                             **({"sort_key": _one(i["sk"])} if i["sk"] else {})} for i in gsis]
-    kept = {i["name"]: i for i in gsis}
+    return out
+
+
+def _entities(model: Mapping[str, Any], table: Mapping[str, Any], kept: Mapping[str, Any],
+              notes: list[str]) -> dict[str, Any]:
+    """Every entity the format can hold, with its guards, under its name (or its type
+    name, where several share a name); one with a sharded key left out."""
     entities: dict[str, Any] = {}
     ids = _Ids(model)
     named = Counter(e["name"] for e in model["entities"])
     for e in model["entities"]:
-        key = e["name"] if named[e["name"]] == 1 else e["type_name"]
-        if key != e["name"]:  # (classes of one name, each with its own type name)
-            notes.append(f"mcp: several entities are named {e['name']!r}: the one stored as "
-                         f"{e['type_name']!r} is keyed by its type name")
-        own = e["rows"][0]["key"] if e.get("rows") else {table["pk"]: e["pk"], **(
-            {table["sk"]: e["sk"]} if table.get("sk") else {})}
+        key = _entity_key(e, named, notes)
+        own = _own_key(e, table)
         if not all(_PLAIN.fullmatch(t) for t in own.values()):
             notes.append(f"mcp: left out {e['name']}: its key {own!r} is sharded, which the "
                          "format's templates cannot say")
             continue
         entities[key] = _entity(e, table, own, kept, ids, notes)
-        for row in e.get("rows", ())[1:]:
-            if row["role"] == "unique guard" and row["field"] in e.get("encrypted", ()):
-                notes.append(f"mcp: left out the guards of {e['name']}.{row['field']}: keyed "
-                             "by a MAC of the encrypted value, which no template says")
-            elif row["role"] == "unique guard":
-                entities[f"{key}_{row['field']}_guard"] = _guard(e, row, table, ids)
-            elif row["role"] == "version row":
-                notes.append(f"mcp: {e['name']}'s version rows ({row['key']!r}, <n> in 8 "
-                             "digits) have no template there: its history pattern reads them")
-            else:
-                notes.append(f"mcp: left out {e['name']}'s {row['role']} rows ({row['key']!r})"
-                             ": the format has no place for them")
-    out["entities"] = entities
-    return {"tables": [out]}, notes
+        entities.update(_other_rows(e, key, table, ids, notes))
+    return entities
+
+
+def _entity_key(e: Mapping[str, Any], named: Counter[str], notes: list[str]) -> str:
+    """The key an entity is written under: its name, or its type name where classes of
+    one name each have their own type name."""
+    key = e["name"] if named[e["name"]] == 1 else e["type_name"]
+    if key != e["name"]:
+        notes.append(f"mcp: several entities are named {e['name']!r}: the one stored as "
+                     f"{e['type_name']!r} is keyed by its type name")
+    return str(key)
+
+
+def _own_key(e: Mapping[str, Any], table: Mapping[str, Any]) -> Mapping[str, str]:
+    """The key templates of the entity's own row (its first row, where it lists rows)."""
+    if e.get("rows"):
+        own: Mapping[str, str] = e["rows"][0]["key"]
+        return own
+    return {table["pk"]: e["pk"], **({table["sk"]: e["sk"]} if table.get("sk") else {})}
+
+
+def _other_rows(e: Mapping[str, Any], key: str, table: Mapping[str, Any], ids: _Ids,
+                notes: list[str]) -> dict[str, Any]:
+    """The entity's rows besides its own: unique guards as entities of their own (but
+    those of an encrypted field), the rest noted as left out."""
+    guards: dict[str, Any] = {}
+    for row in e.get("rows", ())[1:]:
+        if row["role"] == "unique guard" and row["field"] in e.get("encrypted", ()):
+            notes.append(f"mcp: left out the guards of {e['name']}.{row['field']}: keyed "
+                         "by a MAC of the encrypted value, which no template says")
+        elif row["role"] == "unique guard":
+            guards[f"{key}_{row['field']}_guard"] = _guard(e, row, table, ids)
+        elif row["role"] == "version row":
+            notes.append(f"mcp: {e['name']}'s version rows ({row['key']!r}, <n> in 8 "
+                         "digits) have no template there: its history pattern reads them")
+        else:
+            notes.append(f"mcp: left out {e['name']}'s {row['role']} rows ({row['key']!r})"
+                         ": the format has no place for them")
+    return guards
 
 
 class _Ids:

@@ -187,7 +187,12 @@ def test_the_chart_draws_vector_indexes_and_who_lands_in_them() -> None:
     assert "vector embedding (4, COSINE)" in page
     assert "partition tenant_id" in page and "filters category, year" in page
     edges = sum(1 + len(e["lands_in"]) for e in model["entities"])
-    assert page.count('class="edge"') == edges == 5 * 4
+    # (each entity on docs draws a line to the table and to each of the three vector
+    # indexes; how many entities docs holds depends on which test modules were imported,
+    # integration/test_search_one_request_redteam.py adds Rich, so they are counted)
+    assert all(len(e["lands_in"]) == 3 for e in model["entities"])
+    assert len(model["entities"]) >= 5
+    assert page.count('class="edge"') == edges == len(model["entities"]) * 4
 
 
 @pytest.mark.parametrize("fmt", designs.FORMATS)
