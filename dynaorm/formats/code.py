@@ -191,6 +191,24 @@ class _Writer:
 
 
 def _table(w: _Writer, var: str, table: Mapping[str, Any]) -> None:
+    args = _table_args(w, table)
+    line = f"{var} = _d.Table({', '.join(args)})"
+    if len(line) <= 100:
+        w.body.append(line)
+        return
+    w.body.append(f"{var} = _d.Table(")
+    for arg in args:
+        name, _, items = arg.partition("=[")
+        if items:
+            w.body += [f"    {name}=[", *(f"        {i}," for i in _split(items[:-1])), "    ],"]
+        else:
+            w.body.append(f"    {arg},")
+    w.body.append(")")
+
+
+def _table_args(w: _Writer, table: Mapping[str, Any]) -> list[str]:
+    """The arguments of the table's ``_d.Table(...)``: its name, what differs from the
+    defaults, key types, settings, indexes and vector indexes."""
     args = [repr(table["name"])]
     for key, default in _TABLE_DEFAULTS.items():
         if table.get(key, default) != default:
@@ -206,18 +224,7 @@ def _table(w: _Writer, var: str, table: Mapping[str, Any]) -> None:
         args.append("indexes=[" + ", ".join(_index(w, i) for i in plain) + "]")
     if vectors:
         args.append("vector_indexes=[" + ", ".join(_vector(i) for i in vectors) + "]")
-    line = f"{var} = _d.Table({', '.join(args)})"
-    if len(line) <= 100:
-        w.body.append(line)
-        return
-    w.body.append(f"{var} = _d.Table(")
-    for arg in args:
-        name, _, items = arg.partition("=[")
-        if items:
-            w.body += [f"    {name}=[", *(f"        {i}," for i in _split(items[:-1])), "    ],"]
-        else:
-            w.body.append(f"    {arg},")
-    w.body.append(")")
+    return args
 
 
 def _split(items: str) -> list[str]:
