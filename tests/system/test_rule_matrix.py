@@ -230,10 +230,11 @@ class Cell:
 
     # -- the surfaces ----------------------------------------------------------------
     def migrate_window(self) -> None:
-        """``previous``: an item stored in the old layout reads (get), decodes from a
-        stream image, is no problem to check, is no result of a query, scan, history or
-        backfill, refuses an update by key, and ``jobs.migrate`` moves it with its guards
-        and history; without a previous layout, migrate moves nothing."""
+        """``previous``: an item stored in the old layout reads (get, and find by a
+        unique value its guard names), decodes from a stream image, is no problem to
+        check, is no result of a query, scan, history or backfill, refuses an update by
+        key, and ``jobs.migrate`` moves it with its guards and history; without a previous
+        layout, migrate moves nothing."""
         m = self.m
         if not m.has("previous"):
             report = run_local(migrate(m.table))
@@ -260,8 +261,8 @@ class Cell:
         assert s.query(self.cls, id="o").all() == [] and s.scan(self.cls).all() == []
         if m.has("versioned"):
             assert s.history(self.cls, id="o").all() == []
-        if m.has("unique"):
-            assert s.find(self.cls, code=old.code) is None  # type: ignore[attr-defined]
+        if m.has("unique"):  # (the guard names the old-layout owner, which holds the value)
+            assert s.find(self.cls, code=old.code) == found, m.name  # type: ignore[attr-defined]
         self.assert_search({"o": found})  # (read as current)
         self.refused(DynaormError, lambda: self._update("o", note="by key"))
         assert run_local(backfill(self.cls, _fill, name="window")).scanned == 0
