@@ -36,13 +36,14 @@ LANDED_06 = 151_551
 #: the ratchet the package may not grow past until BUDGET is met. Issue 58 asked it to fall
 #: 2-4k below LANDED_06; it MISSED that: its first step grew +2,897 (the rules' hooks in,
 #: most branches out later), its second step landed at 154,442 (-6: the stand-ins cost what
-#: the branches they remove saved). 0.7's other issues then grew 0.6's modules by +2,299
-#: for their own features and fixes (issue 59's fixes with their red teams ~+880, 60 ~+480,
-#: 61 ~+480 incl. its red team, 63 ~+476, 62 +12), leaving each new module in NEW_FEATURES.
+#: the branches they remove saved). 0.7's other issues then grew 0.6's modules by +2,311
+#: for their own features and fixes (issue 59's with their red teams ~+880, 60 ~+480, 61
+#: ~+480 with its red team, 63 ~+476, 62 +12, the merge's own fixes +12), each new module
+#: in NEW_FEATURES.
 #: Raised once to that merged figure, said here and in docs/architecture.md; it falls from
 #: here.
 LANDED_58 = 154_442
-LANDED = 156_741
+LANDED = 156_753
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (
