@@ -96,7 +96,7 @@ def _number_size_by_decimal(text: str) -> int:
     from decimal import Context, Decimal
     number = Decimal(text)
     if number.is_zero():
-        return 2
+        return 1  # (a zero is one byte: measured on DynamoDB Local, issue 59's red team)
     sign, digits, exponent = number.normalize(Context(prec=400)).as_tuple()
     assert isinstance(exponent, int)
     top = exponent + len(digits) - 1
