@@ -100,6 +100,17 @@ REQUESTS: dict[str, list[dict[str, Any]]] = {
               "ExclusiveStartKey": {"pk": {"B": b"\xff"}}, "ConsistentRead": True}],
     "DescribeTable": [{"TableName": "app"}],
     "DeleteTable": [{"TableName": "app"}],
+    # the table settings create() applies and table.settings() reads back (issue 63)
+    "UpdateContinuousBackups": [{"TableName": "app", "PointInTimeRecoverySpecification": {
+        "PointInTimeRecoveryEnabled": True, "RecoveryPeriodInDays": 14}}],
+    "DescribeContinuousBackups": [{"TableName": "app"}],
+    "UpdateContributorInsights": [{"TableName": "app", "ContributorInsightsAction": "ENABLE",
+                                   "ContributorInsightsMode": "THROTTLED_KEYS"}],
+    "DescribeContributorInsights": [{"TableName": "app"}],
+    "TagResource": [{"ResourceArn": "arn:aws:dynamodb:us-east-1:123456789012:table/app",
+                     "Tags": [{"Key": "team", "Value": "payments"}]}],
+    "ListTagsOfResource": [{"ResourceArn":
+                            "arn:aws:dynamodb:us-east-1:123456789012:table/app"}],
     "CreateTable": [{
         "TableName": "app", "BillingMode": "PAY_PER_REQUEST",
         "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"},
