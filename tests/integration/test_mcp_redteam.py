@@ -32,12 +32,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SECRET = "4111-SECRET"
 
 
-@pytest.fixture
-
 def _canonical(items: Any) -> list[str]:
     """Raw items as sorted canonical text: an engine's attribute order is not the item's."""
     return sorted(json.dumps(i, sort_keys=True, default=repr) for i in items)
 
+
+@pytest.fixture
 def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     with use_tables(tenants, endpoint_url=db.endpoint_url, name_suffix=worker_suffix(),
                     wire=wire_of(request)) as tb:

@@ -31,12 +31,12 @@ from tests.support.tenant_models import Clip, Customer, Handle, Memo, Setting, T
 T1 = {"tenant_id": "t1"}
 
 
-@pytest.fixture
-
 def _canonical(items: Any) -> list[str]:
     """Raw items as sorted canonical text: an engine's attribute order is not the item's."""
     return sorted(json.dumps(i, sort_keys=True, default=repr) for i in items)
 
+
+@pytest.fixture
 def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
     """The tenants table, fresh, on the engine of ``db`` (its kind of session too), with
     two tenants' customers and memos in it."""
