@@ -2,15 +2,16 @@
 once across invocations"), asking the commit's receipt rule
 (:data:`~dynaorm.schema.rules.COMMIT_RULES`) for the receipt, never naming it:
 
-- its transaction carries the receipt row, conditioned on no live receipt at its key, with
-  the ``ClientRequestToken`` the rule derives from the key (a commit that would otherwise
-  be a single-item write goes as a transaction too);
-- a failure whose cancellation reason is the receipt's condition, or an answer lost after
-  sending (or a token DynamoDB saw with other parameters), is settled by the stored
-  receipt: applied by this commit (the lost answer's write succeeded), replayed (an earlier
-  commit of the same writes under the key: :class:`Replayed` carries its result), or a
-  mismatch (:class:`~dynaorm.IdempotencyMismatchError`). No live receipt after a lost
-  answer: nothing was applied (the error is raised as it is, never
+- its transaction carries a receipt row in every table it writes, each conditioned on no
+  live receipt at its key, with the ``ClientRequestToken`` the rule derives from the key
+  (a commit that would otherwise be a single-item write goes as a transaction too);
+- a failure whose cancellation reasons include a receipt's condition, or an answer lost
+  after sending (or a token DynamoDB saw with other parameters), is settled by the stored
+  receipts: applied by this commit (the lost answer's write succeeded), replayed (an
+  earlier commit of the same writes under the key: :class:`Replayed` carries its result),
+  or a mismatch (:class:`~dynaorm.IdempotencyMismatchError`: any receipt of other writes,
+  as an earlier commit under the key to more or other tables left). No live receipt after
+  a lost answer: nothing was applied (the error is raised as it is, never
   ``OutcomeUnknownError``: committing again with the key applies at most once).
 """
 
@@ -56,53 +57,64 @@ def receipt_of(staged: list[StagedWrite], key: str) -> Any:
 
 def keyed_request(plan: WritePlan, receipt: Any, token: str, rev: str,
                   sent: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-    """The transaction of ``plan`` with the receipt row last (``sent``: the requests the
-    commit sent before: the receipt keeps each one's operation and keys, and the
-    transaction's, as the result a replay returns)."""
-    if len(plan.ops) >= MAX_ACTIONS:
+    """The transaction of ``plan`` with the receipts last, one per table it writes
+    (``sent``: the requests the commit sent before: each receipt keeps each one's
+    operation and keys, and the transaction's, as the result a replay returns). Raises
+    :class:`~dynaorm.TransactionTooLargeError` before sending when the writes and their
+    receipts exceed a transaction's actions or bytes."""
+    count = len(receipt.tables)
+    if len(plan.ops) + count > MAX_ACTIONS:
         raise TransactionTooLargeError(
-            f"commit needs {len(plan.ops)} actions and its receipt (idempotency_key=) one "
-            f"more; DynamoDB allows {MAX_ACTIONS} per transaction")
+            f"commit needs {len(plan.ops)} actions and its receipts (idempotency_key=, one "
+            f"per table written) {count} more: {len(plan.ops) + count}; DynamoDB allows "
+            f"{MAX_ACTIONS} per transaction")
     request = plan.transaction_request(token, rev)
-    item = receipt.item(rev, [*((op, [body["Key"]] if "Key" in body else [])
-                                for op, body in sent),
-                              ("TransactWriteItems", [op.key for op in plan.ops])])
-    if sum(plan.sizes) + RECEIPT_BYTES + len(item["result"]["S"]) > MAX_REQUEST_BYTES:
-        raise TransactionTooLargeError(f"commit with its receipt exceeds DynamoDB's "
+    actions = receipt.actions(rev, [*((op, [body["Key"]] if "Key" in body else [])
+                                      for op, body in sent),
+                                    ("TransactWriteItems", [op.key for op in plan.ops])])
+    text = len(actions[0]["Put"]["Item"]["result"]["S"])
+    if sum(plan.sizes) + (RECEIPT_BYTES + text) * count > MAX_REQUEST_BYTES:
+        raise TransactionTooLargeError(f"commit with its receipts exceeds DynamoDB's "
                                        f"{MAX_REQUEST_BYTES} byte request limit")
-    request["TransactItems"].append(receipt.action(item))
+    request["TransactItems"].extend(actions)
     return request
 
 
 def settle_p(receipt: Any, exc: RequestError, at: int,
              read: Callable[[TableSchema, PlainKey], Proto[Item | None]], step: Call,
              resent: bool = False) -> Proto[dict[str, Any] | None]:
-    """What the failed send ``step`` of a keyed commit (its receipt the ``at``-th action)
-    means, by its receipt: the response (``{}``: this commit's write was applied, its
-    answer lost), or ``None`` (a failure of the writes themselves: mapped as usual).
-    Raises :class:`Replayed` or :class:`~dynaorm.IdempotencyMismatchError`, or ``exc``
-    when a lost answer's write was not applied. A token DynamoDB holds for other
+    """What the failed send ``step`` of a keyed commit (its receipts the actions from the
+    ``at``-th on) means, by its receipts: the response (``{}``: this commit's write was
+    applied, its answer lost), or ``None`` (a failure of the writes themselves: mapped as
+    usual). Raises :class:`Replayed` or :class:`~dynaorm.IdempotencyMismatchError`, or
+    ``exc`` when a lost answer's write was not applied. A token DynamoDB holds for other
     parameters (an earlier attempt of the key that applied nothing) is resent once with a
-    fresh one (the receipt's condition keeps it at most once)."""
+    fresh one (the receipts' conditions keep it at most once)."""
     reasons = exc.reasons if exc.code == "TransactionCanceledException" else []
-    reason = reasons[at] if len(reasons) > at else None
-    if reason is not None and getattr(reason, "code", None) in _RECEIPT_REFUSED:
-        stored = receipt.live(reason.item)
-        if stored is None:  # (refused, not returned: read it)
-            stored = receipt.live((yield from read(receipt.table, receipt.where)))
-        if stored is None:
+    refused = [(table, reasons[at + i].item) for i, table in enumerate(receipt.tables)
+               if len(reasons) > at + i
+               and getattr(reasons[at + i], "code", None) in _RECEIPT_REFUSED]
+    if refused:  # (a receipt whose condition passed holds nothing live: engines report
+        stored = []  # every failed condition of a cancelled transaction)
+        for table, item in refused:
+            live = receipt.live(item, table)
+            if live is None:  # (refused, not returned: read it)
+                live = receipt.live((yield from read(table, receipt.where(table))), table)
+            if live is not None:
+                stored.append((table, live))
+        if not stored:
             raise exc
         return _verdict(receipt, stored)
     if not (exc.maybe_applied or exc.code in _SETTLE_CODES):
         return None
     try:
-        stored = receipt.live((yield from read(receipt.table, receipt.where)))
+        stored = yield from _read_all(receipt, read)
     except RequestError as err:
         if exc.maybe_applied:  # (maybe applied, unsettled: mapped as usual, which reads
             return None        # the items back or says the outcome is unknown)
         raise DynaormError(f"{exc}; reading its receipt to settle it failed too ({err.code})"
                            ) from err
-    if stored is not None:
+    if stored:
         return _verdict(receipt, stored)
     if exc.code != "IdempotentParameterMismatchException" or resent:
         raise exc  # not applied (when read): committing again with the key is safe
@@ -114,9 +126,23 @@ def settle_p(receipt: Any, exc: RequestError, at: int,
         return (yield from settle_p(receipt, again, at, read, step, True))
 
 
-def _verdict(receipt: Any, stored: Item) -> dict[str, Any]:
-    """``{}`` for this commit's own receipt (applied); raises :class:`Replayed` (or a
-    mismatch) for an earlier commit's."""
+def _read_all(receipt: Any, read: Callable[[TableSchema, PlainKey], Proto[Item | None]]
+              ) -> Proto[list[tuple[Any, Item]]]:
+    """The live receipts of the key in the commit's tables, read consistently (stopping at
+    this commit's own: the writes and all their receipts were one transaction)."""
+    stored = []
+    for table in receipt.tables:
+        live = receipt.live((yield from read(table, receipt.where(table))), table)
+        if live is not None:
+            stored.append((table, live))
+            if live.get("nonce", {}).get("S") == receipt.nonce:
+                break
+    return stored
+
+
+def _verdict(receipt: Any, stored: list[tuple[Any, Item]]) -> dict[str, Any]:
+    """``{}`` when one of the live receipts ``stored`` is this commit's own (applied);
+    raises :class:`Replayed` (or a mismatch) for an earlier commit's."""
     if receipt.explain(stored).value == "applied":
         return {}
-    raise Replayed(CommitResult(requests=receipt.result(stored), replayed=True))
+    raise Replayed(CommitResult(requests=receipt.result(stored[0][1]), replayed=True))

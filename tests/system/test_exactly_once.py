@@ -18,7 +18,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,26 +35,18 @@ from dynaorm.testing import TestBackend, inject_faults
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
 from tests.conftest import engine_of
-from tests.support.models import Note, app
-
-RUN = uuid.uuid4().hex[:8]
+from tests.support.exactly_once import key_of, lost_commit, no_waits, notes, second_writer
+from tests.support.models import Note
 
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> Iterator[None]:
-    before = app._binding()
-    app.max_wait = 0
-    yield
-    app._restore(before)
+    with no_waits():
+        yield
 
 
-def _key(db: TestBackend, name: str) -> str:
-    return f"{name}-{db.session_kind}-{RUN}"
-
-
-def _notes(db: TestBackend) -> dict[str, tuple[str, list[str]]]:
-    return {i["note_id"]: (i.get("body", ""), list(i.get("tags", [])))
-            for i in db.scan() if i.get("_type") == "Note"}
+def _mine(s: Any, note_id: str = "n1") -> None:
+    s.save(Note(note_id=note_id, body="mine"))
 
 
 # -- lost answers ----------------------------------------------------------------------------
@@ -63,27 +54,17 @@ def test_a_lost_answer_with_a_writer_in_the_window_is_settled_by_the_receipt(
         db: TestBackend) -> None:
     with Session(db.table) as s:
         s.save(Note(note_id="n0", body="before"))
-
-    def other() -> None:  # a second writer, after the transaction applied
-        with Session(db.table) as b:
-            theirs = b.get(Note, note_id="n0")
-            assert theirs is not None
-            theirs.body = "theirs"
-            b.save(theirs)
-
-    with inject_faults(db.table) as faults:
-        faults.lose_answer("TransactWriteItems", times=None, after=other)
-        s = db.session()
-        s.save(Note(note_id="n1", body="mine"))
-        result = s.commit(idempotency_key=_key(db, "lost"))
+    # a second writer, after the transaction applied
+    result, faults = lost_commit(db, key_of(db, "lost"), _mine,
+                                 after=second_writer(db.table, "n0"))
     assert not result.replayed
     assert faults.sent["TransactWriteItems"] >= 2  # (the driver resent it: refused or deduped)
-    assert _notes(db) == {"n0": ("theirs", []), "n1": ("mine", [])}
+    assert notes(db) == {"n0": "theirs", "n1": "mine"}
     # the same writes again: replayed, nothing applied over the second writer
     s = db.session()
     s.save(Note(note_id="n1", body="mine"))
-    assert s.commit(idempotency_key=_key(db, "lost")).replayed
-    assert _notes(db)["n0"] == ("theirs", [])
+    assert s.commit(idempotency_key=key_of(db, "lost")).replayed
+    assert notes(db)["n0"] == "theirs"
 
 
 def test_without_a_key_the_same_lost_answer_is_unknown(db: TestBackend,
@@ -93,24 +74,15 @@ def test_without_a_key_the_same_lost_answer_is_unknown(db: TestBackend,
     if engine_of(request) != "moto":
         pytest.skip("one engine shows the contrast")
 
-    def other() -> None:
-        with Session(db.table) as b:
-            theirs = b.get(Note, note_id="n1")
-            if theirs is not None:
-                theirs.body = "theirs"
-                b.save(theirs)
-
+    other = second_writer(db.table, "n1")
     with inject_faults(db.table) as faults:
         faults.lose_answer("PutItem", times=None, after=other)
         s = db.session()
         s.save(Note(note_id="n1", body="mine"))
         with pytest.raises(OutcomeUnknownError):
             s.commit()
-    with inject_faults(db.table) as faults:
-        faults.lose_answer("TransactWriteItems", times=None, after=other)
-        s = db.session()
-        s.save(Note(note_id="n2", body="mine"))
-        assert not s.commit(idempotency_key=_key(db, "contrast")).replayed
+    result, _ = lost_commit(db, key_of(db, "contrast"), lambda s: _mine(s, "n2"), after=other)
+    assert not result.replayed
 
 
 def test_a_lost_answer_of_a_commit_that_did_not_apply_is_not_unknown(db: TestBackend) -> None:
@@ -123,12 +95,12 @@ def test_a_lost_answer_of_a_commit_that_did_not_apply_is_not_unknown(db: TestBac
         s = db.session()
         s.save(Note(note_id="n1", body="mine"))
         with pytest.raises(RequestError) as err:
-            s.commit(idempotency_key=_key(db, "never"))
+            s.commit(idempotency_key=key_of(db, "never"))
     assert not isinstance(err.value, OutcomeUnknownError)
-    assert _notes(db) == {}
+    assert notes(db) == {}
     s.save(Note(note_id="n1", body="mine"))
-    assert not s.commit(idempotency_key=_key(db, "never")).replayed
-    assert _notes(db) == {"n1": ("mine", [])}
+    assert not s.commit(idempotency_key=key_of(db, "never")).replayed
+    assert notes(db) == {"n1": "mine"}
 
 
 # -- other processes --------------------------------------------------------------------------
@@ -185,7 +157,7 @@ def _answer(proc: subprocess.Popen[str]) -> dict[str, Any]:
 def test_a_replay_from_another_process(db: TestBackend, request: pytest.FixtureRequest
                                        ) -> None:
     _local(db, request)
-    key = _key(db, "process")
+    key = key_of(db, "process")
     s = db.session()
     s.save(Note(note_id="n1", body="once"))
     assert not s.commit(idempotency_key=key).replayed
@@ -195,7 +167,7 @@ def test_a_replay_from_another_process(db: TestBackend, request: pytest.FixtureR
         theirs.body = "later"
         b.save(theirs)
     assert _answer(_process(db, key)) == {"replayed": True}
-    assert _notes(db) == {"n1": ("later", [])}
+    assert notes(db) == {"n1": "later"}
 
 
 def test_two_processes_with_one_key_at_once_apply_once(db: TestBackend,
@@ -204,7 +176,7 @@ def test_two_processes_with_one_key_at_once_apply_once(db: TestBackend,
 
     _local(db, request)
     for round_ in range(3):
-        key = _key(db, f"race{round_}")
+        key = key_of(db, f"race{round_}")
         start = time.time() + 3.0
         procs = [_process(db, key, start) for _ in range(2)]
         answers = [_answer(p) for p in procs]
@@ -214,9 +186,9 @@ def test_two_processes_with_one_key_at_once_apply_once(db: TestBackend,
         assert all(a == {"replayed": True} or a.get("error") in (
             "TransactionConflictError", "RequestError") for a in others), answers
         if applied or {"replayed": True} in others:
-            assert _notes(db) == {"n1": ("once", [])}
+            assert notes(db) == {"n1": "once"}
         else:
-            assert _notes(db) == {}
+            assert notes(db) == {}
             continue
         with Session(db.table) as s:  # (the next round inserts again)
             got = s.get(Note, note_id="n1")
@@ -264,13 +236,13 @@ def test_a_different_set_order_digests_the_same_and_a_changed_value_is_a_mismatc
 
     s = db.session()
     s.save(Note(note_id="n1", body="x", tags=["a"]))
-    s.commit(idempotency_key=_key(db, "digest"))
+    s.commit(idempotency_key=key_of(db, "digest"))
     for changed in (Note(note_id="n1", body="y", tags=["a"]),
                     Note(note_id="n1", body="x", tags=["a", "b"]),
                     Note(note_id="n2", body="x", tags=["a"])):
         before = db.scan()
         s.save(changed)
         with pytest.raises(IdempotencyMismatchError):
-            s.commit(idempotency_key=_key(db, "digest"))
+            s.commit(idempotency_key=key_of(db, "digest"))
         assert db.scan() == before
     assert issubclass(Note, Entity)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -17,33 +16,32 @@ from hypothesis import strategies as st
 from dynaorm import IdempotencyMismatchError, Session
 from dynaorm.errors import DynaormError
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE, digest
-from dynaorm.testing import TestBackend, inject_faults, use_tables, worker_suffix
+from dynaorm.testing import TestBackend, inject_faults
 from dynaorm.write.delete import DeleteEntry
 from dynaorm.write.save import SaveEntry
+from tests.conftest import wire_of
+from tests.support.exactly_once import (
+    RUN,
+    key_of,
+    lost_commit,
+    no_waits,
+    notes,
+    receipts,
+    second_writer,
+    tables_beside,
+)
 from tests.support.job_models import Counter, jobs_table
 from tests.support.models import Audit, Note, app
-
-RUN = uuid.uuid4().hex[:8]
 
 
 @pytest.fixture(autouse=True)
 def _no_waits() -> Iterator[None]:
-    before = app._binding()
-    app.max_wait = 0
-    yield
-    app._restore(before)
+    with no_waits():
+        yield
 
 
-def _key(db: TestBackend, name: str) -> str:
-    return f"{name}-{db.session_kind}-{RUN}"
-
-
-def _notes(db: TestBackend) -> dict[str, str]:
-    return {i["note_id"]: i.get("body", "") for i in db.scan() if i.get("_type") == "Note"}
-
-
-def _receipts(db: TestBackend) -> list[dict[str, Any]]:
-    return [i for i in db.scan() if i.get("_type") == RECEIPT_TYPE]
+def _mine(s: Any) -> None:
+    s.save(Note(note_id="n1", body="mine"))
 
 
 # -- the receipt's lifetime -----------------------------------------------------------------
@@ -55,8 +53,8 @@ def test_a_sub_second_receipts_ttl_still_keeps_the_receipt(db: TestBackend) -> N
     try:
         s = db.session()
         s.save(Note(note_id="n1", body="once"))
-        assert not s.commit(idempotency_key=_key(db, "subsecond")).replayed
-        (receipt,) = _receipts(db)
+        assert not s.commit(idempotency_key=key_of(db, "subsecond")).replayed
+        (receipt,) = receipts(db)
         assert receipt["_expires"] > receipt["at"]
     finally:
         db.table.receipts_ttl = before
@@ -73,13 +71,10 @@ def test_a_lost_answer_whose_receipt_expired_in_the_window_is_applied(
         def later() -> None:
             time.sleep(2.1)
 
-        with inject_faults(db.table) as faults:
-            faults.lose_answer("TransactWriteItems", times=1, after=later)
-            s = db.session()
-            s.save(Note(note_id="n1", body="mine"))
-            result = s.commit(idempotency_key=_key(db, "expired-window"))
+        result, _ = lost_commit(db, key_of(db, "expired-window"), _mine, after=later,
+                                times=1)
         assert not result.replayed
-        assert _notes(db) == {"n1": "mine"}
+        assert notes(db) == {"n1": "mine"}
     finally:
         db.table.receipts_ttl = before
 
@@ -93,14 +88,14 @@ def test_an_expired_but_stored_receipt_lets_the_key_apply_again(db: TestBackend)
     try:
         s = db.session()
         s.save(Note(note_id="n1", body="first"))
-        s.commit(idempotency_key=_key(db, "expired"))
+        s.commit(idempotency_key=key_of(db, "expired"))
         time.sleep(3.1)
-        assert len(_receipts(db)) == 1  # (still stored)
+        assert len(receipts(db)) == 1  # (still stored)
         s.save(Note(note_id="n1", body="other"), overwrite=True)
-        assert not s.commit(idempotency_key=_key(db, "expired")).replayed
-        assert _notes(db) == {"n1": "other"}
+        assert not s.commit(idempotency_key=key_of(db, "expired")).replayed
+        assert notes(db) == {"n1": "other"}
         s.save(Note(note_id="n1", body="other"), overwrite=True)
-        assert s.commit(idempotency_key=_key(db, "expired")).replayed
+        assert s.commit(idempotency_key=key_of(db, "expired")).replayed
     finally:
         db.table.receipts_ttl = before
 
@@ -110,16 +105,16 @@ def test_a_replay_after_the_item_was_changed_returns_the_first_result(
         db: TestBackend) -> None:
     s = db.session()
     s.save(Note(note_id="n1", body="once"))
-    first = s.commit(idempotency_key=_key(db, "changed"))
+    first = s.commit(idempotency_key=key_of(db, "changed"))
     with Session(db.table) as b:
         got = b.get(Note, note_id="n1")
         assert got is not None
         b.delete(got)
     s.save(Note(note_id="n1", body="once"))
-    again = s.commit(idempotency_key=_key(db, "changed"))
+    again = s.commit(idempotency_key=key_of(db, "changed"))
     assert again.replayed and not first.replayed
     assert [op for op, _ in again.requests] == [op for op, _ in first.requests]
-    assert _notes(db) == {}  # (the deleted item is not recreated)
+    assert notes(db) == {}  # (the deleted item is not recreated)
 
 
 def test_a_replay_of_a_versioned_update_that_its_condition_also_refuses_is_replayed(
@@ -128,7 +123,7 @@ def test_a_replay_of_a_versioned_update_that_its_condition_also_refuses_is_repla
     decides (replayed), never a ConcurrentModificationError or a second application."""
     with Session(db.table) as s0:
         s0.save(Audit(equipment_id="e1", part="p", notes="v1"))
-    key = _key(db, "versioned")
+    key = key_of(db, "versioned")
     with Session(db.table) as r:  # (the retried invocation loaded it as the first did)
         retried = r.get(Audit, equipment_id="e1", part="p")
     s = db.session()
@@ -154,16 +149,13 @@ def test_a_replay_of_a_versioned_update_that_its_condition_also_refuses_is_repla
 
 # -- the key's scope ------------------------------------------------------------------------
 @pytest.fixture
-def two(backend: str | None) -> Iterator[TestBackend]:
-    with use_tables(app, jobs_table, endpoint_url=backend, name_suffix=worker_suffix()) as tb:
+def two(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
+    """The test table and the jobs table, bound to one client (one transaction)."""
+    with tables_beside(db, jobs_table, wire=wire_of(request)) as tb:
         yield tb
 
 
 @pytest.mark.sync_only
-@pytest.mark.xfail(strict=True, reason="the receipt lives in the least-named table the "
-                   "commit writes to, so one key used for commits to different tables "
-                   "(or a multi-table commit, then a subset of it) finds no receipt and "
-                   "applies again: contract 22 says at most once 'for that key'")
 def test_one_key_on_two_tables_applies_at_most_once(two: TestBackend) -> None:
     key = f"two-tables-{RUN}"
     with Session(app) as s:
@@ -221,7 +213,7 @@ def test_hostile_keys_apply_once_and_replay(db: TestBackend, key: str) -> None:
     with pytest.raises(IdempotencyMismatchError) as err:
         s.commit(idempotency_key=key)
     assert len(str(err.value)) < 600
-    assert _notes(db) == {"n1": "x"} and len(_receipts(db)) == 1
+    assert notes(db) == {"n1": "x"} and len(receipts(db)) == 1
 
 
 def test_a_key_given_to_a_commit_with_nothing_staged_is_still_checked(
@@ -234,7 +226,7 @@ def test_a_key_given_to_a_commit_with_nothing_staged_is_still_checked(
 
 # -- sync and async under one key -----------------------------------------------------------
 def test_a_sync_commit_replayed_by_the_test_session(db: TestBackend) -> None:
-    key = _key(db, "kinds")
+    key = key_of(db, "kinds")
     with Session(db.table, idempotency_key=key) as s:
         s.save(Note(note_id="n1", body="x"))
     s2 = db.session()  # (async behind an adapter on the -async variants)
@@ -243,7 +235,7 @@ def test_a_sync_commit_replayed_by_the_test_session(db: TestBackend) -> None:
     s2.save(Note(note_id="n1", body="z"))
     with pytest.raises(IdempotencyMismatchError):
         s2.commit(idempotency_key=key)
-    assert _notes(db) == {"n1": "x"}
+    assert notes(db) == {"n1": "x"}
 
 
 # -- a replay whose prepare-phase read fails ------------------------------------------------
@@ -251,7 +243,7 @@ def test_a_replay_whose_prepare_read_fails_is_an_error_and_writes_nothing(
         db: TestBackend) -> None:
     from tests.support.models import User
 
-    key = _key(db, "prepare")
+    key = key_of(db, "prepare")
     s = db.session()
     s.save(User(user_id="u1", username="ann", email="a@x"))
     s.commit(idempotency_key=key)
@@ -274,7 +266,7 @@ def test_a_replay_whose_prepare_read_fails_is_an_error_and_writes_nothing(
 # -- races in threads -----------------------------------------------------------------------
 @pytest.mark.sync_only
 def test_threads_committing_one_key_apply_once(db: TestBackend) -> None:
-    key = _key(db, "threads")
+    key = key_of(db, "threads")
     answers: list[str] = []
     lock = threading.Lock()
     go = threading.Barrier(4)
@@ -297,7 +289,7 @@ def test_threads_committing_one_key_apply_once(db: TestBackend) -> None:
         t.join()
     assert answers.count("applied") <= 1, answers
     assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
-    assert len(_receipts(db)) == 1 and _notes(db) == {"n1": "once"}
+    assert len(receipts(db)) == 1 and notes(db) == {"n1": "once"}
 
 
 def test_a_lost_answer_whose_receipt_cannot_be_read_is_an_unknown_outcome(
@@ -314,11 +306,11 @@ def test_a_lost_answer_whose_receipt_cannot_be_read_is_an_unknown_outcome(
         s = db.session()
         s.save(Note(note_id="n1", body="x"))
         with pytest.raises(OutcomeUnknownError):
-            s.commit(idempotency_key=_key(db, "unreadable"))
-    assert _notes(db) == {"n1": "x"}
+            s.commit(idempotency_key=key_of(db, "unreadable"))
+    assert notes(db) == {"n1": "x"}
     s = db.session()
     s.save(Note(note_id="n1", body="x"))
-    assert s.commit(idempotency_key=_key(db, "unreadable")).replayed
+    assert s.commit(idempotency_key=key_of(db, "unreadable")).replayed
 
 
 def test_a_commit_own_expired_receipt_is_still_its_own() -> None:
@@ -437,23 +429,15 @@ def test_a_lost_answer_with_the_receipt_deleted_and_the_item_changed_in_the_wind
         db.table.db.driver.run(call("DeleteItem", {
             "TableName": db.table.name, "Key": {"pk": receipt["pk"], "sk": receipt["sk"]}}),
             Operation("test.delete", (db.table.name,)))
-        with Session(db.table) as b:
-            theirs = b.get(Note, note_id="n1")
-            assert theirs is not None
-            theirs.body = "theirs"
-            b.save(theirs)
+        second_writer(db.table, "n1")()
 
-    with inject_faults(db.table) as faults:
-        faults.lose_answer("TransactWriteItems", times=1, after=other)
-        s = db.session()
-        s.save(Note(note_id="n1", body="mine"))
-        result = s.commit(idempotency_key=_key(db, "receipt-deleted"))
+    result, _ = lost_commit(db, key_of(db, "receipt-deleted"), _mine, after=other, times=1)
     assert not result.replayed
-    assert _notes(db) == {"n1": "theirs"}
+    assert notes(db) == {"n1": "theirs"}
 
 
 def test_an_update_and_a_save_of_the_same_values_are_other_writes(db: TestBackend) -> None:
-    key = _key(db, "update-vs-save")
+    key = key_of(db, "update-vs-save")
     with Session(db.table) as s0:
         s0.save(Note(note_id="n1", body="a"))
     s = db.session()
@@ -464,7 +448,7 @@ def test_an_update_and_a_save_of_the_same_values_are_other_writes(db: TestBacken
         s.commit(idempotency_key=key)
     s.update(Note, note_id="n1").set(body="b")
     assert s.commit(idempotency_key=key).replayed
-    assert _notes(db) == {"n1": "b"}
+    assert notes(db) == {"n1": "b"}
 
 
 # -- hypothesis: the digest of staged updates -----------------------------------------------
@@ -526,7 +510,7 @@ def test_receipts_and_powertools_records_are_not_in_an_export(db: TestBackend,
 
     s = db.session()
     s.save(Note(note_id="n1", body="x"))
-    s.commit(idempotency_key=_key(db, "export"))
+    s.commit(idempotency_key=key_of(db, "export"))
     calls: list[str] = []
     if db.session_kind == "sync":
         _powertools_handler(db, calls)({"order_id": "o1"}, _Context())
@@ -545,12 +529,12 @@ def test_a_keyed_delete_of_an_item_already_deleted_keeps_no_receipt(
         s0.save(Note(note_id="n1", body="x"))
     with Session(db.table) as b:  # someone else deletes it first
         b.delete(Note(note_id="n1", body="x"))
-    key = _key(db, "deleted")
+    key = key_of(db, "deleted")
     s = db.session()
     s.delete(Note(note_id="n1", body="x"))
     with pytest.raises(ItemNotFoundError):
         s.commit(idempotency_key=key)
-    assert _receipts(db) == []
+    assert receipts(db) == []
     with Session(db.table) as w:  # it is recreated by someone else
         w.save(Note(note_id="n1", body="x"))
     s.delete(Note(note_id="n1", body="x"))
@@ -559,7 +543,7 @@ def test_a_keyed_delete_of_an_item_already_deleted_keeps_no_receipt(
         w.save(Note(note_id="n1", body="x"))
     s.delete(Note(note_id="n1", body="x"))
     assert s.commit(idempotency_key=key).replayed
-    assert _notes(db) == {"n1": "x"}  # (the replay deleted nothing)
+    assert notes(db) == {"n1": "x"}  # (the replay deleted nothing)
 
 
 def test_an_optional_field_given_none_and_left_out_are_the_same_writes() -> None:

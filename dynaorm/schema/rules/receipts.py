@@ -2,15 +2,21 @@
 given an idempotency key runs. It is a rule of the commit, not of an entity: it answers at
 the hook points of :class:`~dynaorm.schema.rules.Rule` that fit a commit --
 
-- ``rows``: the receipt row the transaction carries (:meth:`Receipting.rows`): type
-  :data:`RECEIPT_TYPE`, keyed by a hash of the key, with an expiry (the table's TTL
-  attribute, or :data:`EXPIRES`), the digest of what was staged, and what rebuilds the
-  commit's result; conditioned on no live receipt being there;
-- ``reads``: the read that settles an answer lost after sending (:meth:`Receipting.where`:
-  the receipt's key, read consistently);
-- ``explain``: what a stored receipt means for this commit (:meth:`Receipting.explain`):
+- ``rows``: the receipt rows the transaction carries (:meth:`Receipting.actions`), one in
+  every table the commit writes: type :data:`RECEIPT_TYPE`, keyed by a hash of the key,
+  with an expiry (the table's TTL attribute, or :data:`EXPIRES`), the digest of all that
+  was staged (every table's writes), and what rebuilds the commit's result; each
+  conditioned on no live receipt being there;
+- ``reads``: the reads that settle an answer lost after sending (:meth:`Receipting.where`:
+  the receipt's key in each table, read consistently);
+- ``explain``: what the stored receipts mean for this commit (:meth:`Receipting.explain`):
   applied by this very commit (a lost answer), applied by an earlier commit of the same
-  writes (a replay) or of other writes (:class:`~dynaorm.errors.IdempotencyMismatchError`).
+  writes (a replay: every receipt's digest is this commit's) or of other writes
+  (:class:`~dynaorm.errors.IdempotencyMismatchError`: a receipt in any table whose digest
+  differs, as a commit of a subset of an earlier commit's tables meets).
+
+A key is known to the tables its commits wrote: a later commit under it that writes none
+of them finds no receipt (the disjoint-table case, documented in the guide).
 
 Pure. Phases never import this module: they ask :data:`~dynaorm.schema.rules.COMMIT_RULES`.
 """
@@ -29,13 +35,11 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from decimal import Decimal
-from types import SimpleNamespace
 from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, IdempotencyMismatchError
-from dynaorm.values.expressions import Condition, Placeholders, free
-from dynaorm.values.records import Fail, Origin, Put, Role
+from dynaorm.values.expressions import Condition, Placeholders
 
 __all__ = ["DEFAULT_TTL", "EXPIRES", "OWN_TYPES", "POWERTOOLS_TYPE", "RECEIPT_TYPE",
            "Receipting", "Receipts", "digest", "own_row"]
@@ -205,35 +209,21 @@ class Receipts:
 
     def start(self, staged: Sequence[Any], key: str, tables: Sequence[Any]
               ) -> Receipting | None:
-        """The receipt of a commit of ``staged`` with idempotency key ``key``, to be kept
-        in one of ``tables`` (the tables its writes go to: the one of least name, so the
-        same writes staged in any order find it); ``None`` when nothing was staged (the
-        key is checked all the same)."""
+        """The receipts of a commit of ``staged`` with idempotency key ``key``: one in
+        each of ``tables`` (the tables its writes go to, by name, so the same writes
+        staged in any order find them); ``None`` when nothing was staged (the key is
+        checked all the same)."""
         if not isinstance(key, str) or not key or len(key) > 2048:
             raise DynaormError(f"idempotency_key must be a non-empty str of at most 2048 "
                                f"characters, got {key!r:.80}")
         if not tables:
             return None
-        table = min(tables, key=lambda t: t.name)
-        if not table.string_keys:
-            raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
-                               "cannot keep receipts (idempotency_key=)")
-        return Receipting(table, key, digest(staged))
-
-
-
-
-def _origin_class(table: Any) -> type[Any]:
-    """What the origins of a table's receipt rows name as their entity."""
-    found = _ORIGINS.get(id(table))
-    if found is None or found.__dynaorm_spec__.table is not table:
-        found = type("Receipt", (), {"__dynaorm_spec__": SimpleNamespace(
-            table=table, cls=None, name="Receipt")})
-        _ORIGINS[id(table)] = found
-    return found
-
-
-_ORIGINS: dict[int, type[Any]] = {}
+        named = {t.name: t for t in sorted(tables, key=lambda t: t.name)}
+        for table in named.values():
+            if not table.string_keys:
+                raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
+                                   "cannot keep receipts (idempotency_key=)")
+        return Receipting(tuple(named.values()), key, digest(staged))
 
 
 class Verdict(enum.Enum):
@@ -244,13 +234,15 @@ class Verdict(enum.Enum):
 
 
 class Receipting:
-    """The receipt of one keyed commit (pure): its row, its token, and what a stored
-    receipt means."""
+    """The receipts of one keyed commit (pure): one row in each table it writes, all
+    carrying the digest of the whole commit (so a later commit under the key that writes
+    any of those tables meets one, and a subset or superset of the writes mismatches);
+    its token; and what stored receipts mean."""
 
-    __slots__ = ("digest", "hashed", "key", "nonce", "now", "table")
+    __slots__ = ("digest", "hashed", "key", "nonce", "now", "tables")
 
-    def __init__(self, table: Any, key: str, staged_digest: str) -> None:
-        self.table = table
+    def __init__(self, tables: tuple[Any, ...], key: str, staged_digest: str) -> None:
+        self.tables = tables
         self.key = key
         self.digest = staged_digest
         self.hashed = hashlib.sha256(f"dynaorm-receipt\0{key}".encode()).hexdigest()[:40]
@@ -259,78 +251,83 @@ class Receipting:
         self.now = int(time.time())
 
     @property
-    def where(self) -> PlainKey:
-        """The receipt's key (what is read to settle a lost answer)."""
+    def table(self) -> Any:
+        """The first of the tables (by name): the one whose receipt is read first."""
+        return self.tables[0]
+
+    def where(self, table: Any) -> PlainKey:
+        """The receipt's key in ``table`` (what is read to settle a lost answer)."""
         value = f"{RECEIPT_TYPE}#{self.hashed}"
-        table = self.table
         return {table.pk: value} if table.sk is None else {table.pk: value, table.sk: value}
 
     @property
     def token(self) -> str:
         """The ``ClientRequestToken`` of the commit: derived from the key and the digest
         (the same writes under the same key send the same token within DynamoDB's ten
-        minutes; other writes a different one, which the receipt refuses)."""
+        minutes; other writes a different one, which the receipts refuse)."""
         return hashlib.sha256(f"{self.key}\0{self.digest}".encode()).hexdigest()[:32]
 
-    def rows(self, rev: str, result: list[tuple[str, list[Any]]]) -> Put:
-        """The receipt row the commit's transaction carries (``rev``: the revision its
-        rows are stamped with; ``result``: the requests of the commit, each operation with
-        the keys it wrote or read, which a replay returns), conditioned on no live receipt
-        at its key."""
-        origin = Origin(_origin_class(self.table), self.where, Role.RECEIPT, Fail.EXISTS)
-        return Put(self.where, self.item(rev, result),
-                   free(self.table.pk, self.table.ttl or EXPIRES), origin)
-
-    def item(self, rev: str, result: list[tuple[str, list[Any]]]) -> Item:
-        """The receipt row's item (see :meth:`rows`)."""
-        table = self.table
+    def item(self, rev: str, result: list[tuple[str, list[Any]]], table: Any = None,
+             text: str | None = None) -> Item:
+        """The receipt row's item in ``table`` (default: the first): ``rev`` the revision
+        the commit's rows are stamped with, ``result`` the requests of the commit, each
+        operation with the keys it wrote or read, which a replay returns (``text``: it
+        encoded already)."""
+        table = self.tables[0] if table is None else table
         ttl: timedelta = getattr(table, "receipts_ttl", DEFAULT_TTL)
-        item: Item = {**{a: {"S": v} for a, v in self.where.items()},
+        item: Item = {**{a: {"S": v} for a, v in self.where(table).items()},
                       "digest": {"S": self.digest}, "nonce": {"S": self.nonce},
                       "rev": {"S": rev}, "at": {"N": str(self.now)},
                       # (rounded up: a sub-second TTL must not make a receipt born expired)
                       table.ttl or EXPIRES: {"N": str(math.ceil(
                           time.time() + ttl.total_seconds()))},
-                      "result": {"S": _JSON.encode(result)}}
+                      "result": {"S": _JSON.encode(result) if text is None else text}}
         if table.type_attribute:
             item[table.type_attribute] = {"S": RECEIPT_TYPE}
         return item
 
-    def action(self, item: Item) -> dict[str, Any]:
-        """The receipt row ``item`` as its ``TransactItems`` entry, conditioned as
-        :meth:`rows` says, rendered as :func:`~dynaorm.write.render.render_op` would (by
+    def actions(self, rev: str, result: list[tuple[str, list[Any]]]) -> list[dict[str, Any]]:
+        """The ``TransactItems`` entries of the receipts, one per table, in the order of
+        :attr:`tables`, each a Put conditioned on no live receipt at its key (rendered by
         hand: one fixed condition)."""
-        return {"Put": {
-            "TableName": self.table.name, "Item": item,
+        text = _JSON.encode(result)
+        now = {"N": str(int(time.time()))}
+        return [{"Put": {
+            "TableName": table.name, "Item": self.item(rev, result, table, text),
             "ConditionExpression": "attribute_not_exists(#p) OR #e <= :n",
-            "ExpressionAttributeNames": {"#p": self.table.pk, "#e": self.table.ttl or EXPIRES},
-            "ExpressionAttributeValues": {":n": {"N": str(int(time.time()))}},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}
+            "ExpressionAttributeNames": {"#p": table.pk, "#e": table.ttl or EXPIRES},
+            "ExpressionAttributeValues": {":n": now},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}} for table in self.tables]
 
-    def live(self, item: Item | None) -> Item | None:
-        """``item``, a row read at the receipt's key, if it is a receipt that has not
-        expired, or this commit's own even expired (its nonce proves this commit applied);
-        else ``None``: no receipt."""
+    def live(self, item: Item | None, table: Any = None) -> Item | None:
+        """``item``, a row read at the receipt's key in ``table`` (default: the first), if
+        it is a receipt that has not expired, or this commit's own even expired (its nonce
+        proves this commit applied); else ``None``: no receipt."""
         if item is None or "digest" not in item:
             return None
         if item.get("nonce", {}).get("S") == self.nonce:
             return item
-        expires = item.get(self.table.ttl or EXPIRES, {}).get("N")
+        table = self.tables[0] if table is None else table
+        expires = item.get(table.ttl or EXPIRES, {}).get("N")
         return item if expires is None or int(expires) > time.time() else None
 
-    def explain(self, stored: Item) -> Verdict:
-        """What the live receipt ``stored`` means for this commit: applied by it
-        (:attr:`Verdict.APPLIED`), by an earlier commit of the same writes
-        (:attr:`Verdict.REPLAYED`); of other writes it raises
-        :class:`~dynaorm.errors.IdempotencyMismatchError`."""
-        if stored["digest"].get("S") != self.digest:
-            at = stored.get("at", {}).get("N", "?")
-            raise IdempotencyMismatchError(
-                f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
-                f"commit of other writes (table {self.table.name!r}); nothing was written",
-                key=self.key)
-        return Verdict.APPLIED if stored.get("nonce", {}).get("S") == self.nonce else (
-            Verdict.REPLAYED)
+    def explain(self, stored: Sequence[tuple[Any, Item]]) -> Verdict:
+        """What the live receipts ``stored`` (each with its table; at least one) mean for
+        this commit: applied by it (:attr:`Verdict.APPLIED`: one is its own, so all its
+        receipts were written with its writes), or by an earlier commit of the same
+        writes (:attr:`Verdict.REPLAYED`: every one's digest is this commit's). A receipt
+        of other writes -- a commit under the key of a subset, a superset or other writes,
+        in any table -- raises :class:`~dynaorm.errors.IdempotencyMismatchError`."""
+        if any(item.get("nonce", {}).get("S") == self.nonce for _, item in stored):
+            return Verdict.APPLIED
+        for table, item in stored:
+            if item["digest"].get("S") != self.digest:
+                at = item.get("at", {}).get("N", "?")
+                raise IdempotencyMismatchError(
+                    f"idempotency key {self.key!r:.80} was used at {at} (epoch seconds) by a "
+                    f"commit of other writes (its receipt in table {table.name!r}); nothing "
+                    "was written", key=self.key)
+        return Verdict.REPLAYED
 
     @staticmethod
     def revision(stored: Item) -> str | None:
