@@ -492,8 +492,8 @@ def entity_model(spec: EntitySpec) -> dict[str, Any]:
 
 def receipt_row(table: TableSchema) -> dict[str, Any]:
     """The row the table keeps for itself, beside its entities' (an idempotent commit's
-    receipt, ``commit(idempotency_key=)``): its role, type name, key shape and how long
-    it is kept."""
+    receipt, ``commit(idempotency_key=)``: one in each table the commit writes): its
+    role, type name, key shape and how long it is kept."""
     key = f"{RECEIPT_TYPE}#{{hash of the key}}"
     return {"role": Role.RECEIPT.value, "type": RECEIPT_TYPE,
             "key": {table.pk: key} if table.sk is None else {table.pk: key, table.sk: key},
