@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError, RequestError, TransactionTooLargeError
-from dynaorm.protocol.events import CommitResult
+from dynaorm.protocol.events import RECORDER, CommitResult
 from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import COMMIT_RULES
@@ -145,4 +145,10 @@ def _verdict(receipt: Any, stored: list[tuple[Any, Item]]) -> dict[str, Any]:
     raises :class:`Replayed` (or a mismatch) for an earlier commit's."""
     if receipt.explain(stored).value == "applied":
         return {}
-    raise Replayed(CommitResult(requests=receipt.result(stored[0][1]), replayed=True))
+    # (its capacity: what this commit's own requests reported -- the reads it made, when
+    # the client asks reads for it; DynamoDB's answer to the cancelled transaction reports
+    # none, so what that consumed is not known, and not counted as nothing)
+    recorded = RECORDER.get()
+    raise Replayed(CommitResult(requests=receipt.result(stored[0][1]), replayed=True,
+                                consumed_capacity=dict(recorded.consumed_capacity)
+                                if recorded is not None else {}))

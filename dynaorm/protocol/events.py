@@ -150,7 +150,10 @@ class CommitResult:
     replayed: bool = False
     """True when a commit with an idempotency key applied nothing because a commit of the
     same writes under that key already had: ``requests`` are that commit's (as its
-    receipt kept them), ``consumed_capacity`` is empty."""
+    receipt kept them); ``consumed_capacity`` is what the replay's own requests reported:
+    DynamoDB's answer to its cancelled transaction reports no capacity (what it consumed
+    is not known), so it holds only the reads it made when the client asks reads for
+    capacity (``return_consumed_capacity=``), else it is empty."""
 
     def _consumed(self, capacity: dict[str, float]) -> None:
         for name, units in capacity.items():

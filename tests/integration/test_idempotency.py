@@ -19,6 +19,7 @@ from dynaorm import (
 )
 from dynaorm.schema.rules.receipts import RECEIPT_TYPE
 from dynaorm.testing import TestBackend
+from tests.conftest import engine_of
 from tests.support.models import Audit, Note, User
 
 #: keys of this run (DynamoDB Local keeps tokens for ten minutes across the tables tests
@@ -223,3 +224,37 @@ def test_a_table_with_number_keys_keeps_no_receipts() -> None:
     s.save(Counter(n=1))
     with pytest.raises(DynaormError, match="not strings"):
         s.commit(idempotency_key="k")
+
+
+@pytest.mark.parametrize("mode", [None, "TOTAL"])
+def test_a_replay_reports_the_capacity_its_own_requests_reported(
+        db: TestBackend, mode: str | None, request: pytest.FixtureRequest) -> None:
+    """DynamoDB's answer to the replay's cancelled transaction reports no capacity: the
+    replay's ``consumed_capacity`` holds only what its reads reported (a versioned
+    entity's replay reads its last version first), when the client asks reads for it.
+    (moto reports no capacity for transactions, only for reads.)"""
+    reports = engine_of(request) != "moto"
+    before = db.table._binding()
+    db.table.return_consumed_capacity = mode
+    key = f"capacity-{mode}-{db.session_kind}-{RUN}"
+    events: list[Any] = []
+    try:
+        s = db.session()
+        s.save(Audit(equipment_id="e1", part="p", auditor="a"))
+        first = s.commit(idempotency_key=key)
+        assert (sum(first.consumed_capacity.values()) > 0) is reports
+        db.table.on_request(events.append)
+        s2 = db.session()
+        s2.save(Audit(equipment_id="e1", part="p", auditor="a"))
+        replay = s2.commit(idempotency_key=key)
+    finally:
+        db.table._restore(before)
+    assert replay.replayed
+    (cancelled,) = [e for e in events if e.operation == "TransactWriteItems"]
+    assert cancelled.error is not None and cancelled.consumed_capacity == {}
+    reads: dict[str, float] = {}
+    for e in events:
+        for name, units in e.consumed_capacity.items():
+            reads[name] = reads.get(name, 0.0) + units
+    assert replay.consumed_capacity == reads
+    assert (sum(reads.values()) > 0) is (mode is not None)
