@@ -215,6 +215,8 @@ def _table_args(w: _Writer, table: Mapping[str, Any]) -> list[str]:
             args.append(f"{key}={table.get(key)!r}")
     if table.get("key_types"):
         args.append(f"key_types={dict(table['key_types'])!r}")
+    if table.get("receipts_ttl") not in (None, 7 * 86400):  # (issue 60: 7 days unless said)
+        args.append(f"receipts_ttl={w.q('_dt.timedelta')}(seconds={table['receipts_ttl']!r})")
     for key, value in (table.get("settings") or {}).items():  # (operational settings)
         if value not in (None, {}):
             args.append(f"{key}={tuple(value) if isinstance(value, list) else value!r}")

@@ -227,6 +227,12 @@ def _read_json(doc: At) -> dict[str, Any]:
             t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
     if "settings" in t.value:  # (checked as a Table checks them)
         table["settings"] = _read_settings(t.get("settings", dict, "an object"))
+    for row in t.get("rows", list, "a list of rows", default=[]).items():  # (the receipts')
+        if row.get("role", str, "a row's role", default=None).value == "receipt":
+            ttl = row.get("ttl_seconds", int, "seconds", default=None)
+            if ttl.value is not None and ttl.value <= 0:
+                raise ttl.fail(f"expected a positive number of seconds, got {ttl.value}")
+            table["receipts_ttl"] = ttl.value
     for _, kind in t.get("key_types", dict, "an object", default={}).members():
         kind.of(str, "S, N or B")
         if kind.value not in ("S", "N", "B"):

@@ -258,3 +258,36 @@ def test_a_replay_reports_the_capacity_its_own_requests_reported(
             reads[name] = reads.get(name, 0.0) + units
     assert replay.consumed_capacity == reads
     assert (sum(reads.values()) > 0) is (mode is not None)
+
+
+def test_model_import_carries_receipts_ttl() -> None:
+    """``dynaorm model --import`` of a table keeping receipts 2 hours prints code whose
+    table keeps them 2 hours (the same model); the default is left unsaid; a receipt row
+    whose ttl is not a positive whole number of seconds is the file's error."""
+    import json
+
+    from dynaorm import Entity, ModelFileError
+    from dynaorm.formats.code import import_code
+
+    for ttl, said in ((timedelta(hours=2), True), (timedelta(days=7), False)):
+        t = Table("x-import-receipts", receipts_ttl=ttl)
+
+        class Item(Entity):
+            class Meta:
+                table = t
+                pk = "I#{i}"
+                sk = "I"
+
+            i: str
+
+        code = import_code(json.dumps(t.model()))
+        assert ("receipts_ttl=_dt.timedelta(seconds=7200)" in code) is said
+        defined: dict[str, Any] = {}
+        exec(compile(code, "<imported>", "exec"), defined)
+        assert defined["x_import_receipts"].receipts_ttl == ttl
+        assert defined["x_import_receipts"].model() == t.model()
+    model = t.model()
+    for bad in (0, -5, "7200", 1.5, True):
+        model["table"]["rows"][0]["ttl_seconds"] = bad
+        with pytest.raises(ModelFileError, match=r"ttl_seconds"):
+            import_code(json.dumps(model))
