@@ -10,7 +10,10 @@ DynamoDB's fine-grained condition keys). With a scope field, every statement but
 ``SearchVectors`` holds a ``dynamodb:LeadingKeys`` condition: one pattern per partition
 key template (the table's and each index's), the scope field bound to the principal's tag
 ``aws:PrincipalTag/FIELD``. What the scope cannot cover (a key template without the field,
-a unique guard or receipt outside it, a Scan, a search) is named: ``dynaorm iam`` exits 2.
+a unique guard outside it, a Scan, a search) is named: ``dynaorm iam`` exits 2. Receipts
+(``commit(idempotency_key=)``: one in each table the commit writes, keyed
+``dynaorm:receipt#...``) carry no scope field: a scoped write role cannot commit with a
+key, and is not told so yet.
 
 Reads the model's plain data only."""
 
@@ -158,7 +161,7 @@ def leading_key(template: str, scope: str) -> str | None:
 
 
 def _rows_outside(entity: Mapping[str, Any], scope: str, leading: set[str]) -> list[str]:
-    """Every kind of row the entity writes (its own, a guard, a version row, a receipt)
+    """Every kind of row the entity writes (its own, a guard, a version row)
     whose partition key the scope binds: its pattern added to ``leading``; those it cannot
     bind, named."""
     out = []
