@@ -1,7 +1,8 @@
 """Exactly once across invocations: a handler run twice for one message (an SQS
 redelivery, a retried Lambda) commits with the message id as its idempotency key; the
 second run applies nothing and says so (``replayed``), and other writes under a used key
-are refused.
+are refused. A commit across two tables keeps a receipt in each: the writes of one of
+them alone under its key are other writes, refused too.
 
 Run: ``python examples/exactly_once.py [--endpoint-url URL]``
 """
@@ -35,6 +36,21 @@ class Balance(Entity):
     cents: int = 0
 
 
+ledger = Table("dynaorm-example-exactly-once-ledger")
+
+
+class Entry(Entity):
+    """The ledger's line for an order, in a table of its own."""
+
+    class Meta:
+        table = ledger
+        pk = "ORDER#{order_id}"
+        sk = "ENTRY"
+
+    order_id: str
+    cents: int
+
+
 def handle(db: object, message_id: str, order_id: str, cents: int) -> bool:
     """Record a payment and debit the balance, once per message; True when replayed."""
     s = db.session()  # type: ignore[attr-defined]
@@ -44,7 +60,7 @@ def handle(db: object, message_id: str, order_id: str, cents: int) -> bool:
 
 
 def main() -> None:
-    with run(shop, "exactly once with an idempotency key") as db:
+    with run(shop, "exactly once with an idempotency key", also=[ledger]) as db:
         assert handle(db, "msg-1", "o1", 500) is False  # applied
         assert handle(db, "msg-1", "o1", 500) is True  # redelivered: applied nothing
         balance = db.session().get(Balance, customer="ada")
@@ -56,6 +72,17 @@ def main() -> None:
             print(f"refused: {type(exc).__name__}")
         else:
             raise AssertionError("a used key took other writes")
+        s = db.session()  # one commit, two tables: a receipt in each
+        s.save(Payment(order_id="o3", cents=700))
+        s.save(Entry(order_id="o3", cents=700))
+        s.commit(idempotency_key="msg-3")
+        s.save(Entry(order_id="o3", cents=700))  # the ledger's write alone, same key
+        try:
+            s.commit(idempotency_key="msg-3")
+        except IdempotencyMismatchError:
+            print("msg-3 across two tables, then the ledger's write alone: refused")
+        else:
+            raise AssertionError("a subset of a two-table commit applied again")
 
 
 if __name__ == "__main__":

@@ -404,6 +404,7 @@ def check_exactly_once(run: Run) -> None:
     # key with other writes is refused
     assert "after two deliveries of msg-1: balance -500 (debited once)" in run.out
     assert "refused: IdempotencyMismatchError" in run.out
+    assert "msg-3 across two tables, then the ledger's write alone: refused" in run.out
 
 
 def check_lake(run: Run) -> None:
