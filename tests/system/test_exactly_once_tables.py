@@ -250,3 +250,42 @@ def test_every_answer_lost_is_settled_by_the_receipts_of_both_tables(
     result, faults = lost_commit(db, key, _both, after=second_writer(db.table, "n1"))
     assert not result.replayed and faults.sent["TransactWriteItems"] >= 2
     assert notes(db) == {"n1": "theirs"} and _cents(db) == 5
+
+
+@pytest.mark.sync_only
+def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> None:
+    """Four invocations commit the two-table writes under one key at once (a barrier): at
+    most one applies, the others are replayed or conflict having applied nothing; the add
+    is applied once, one receipt in each table."""
+    import threading
+
+    from dynaorm import DynaormError
+
+    db, key = three, key_of(three, "threads")
+    answers: list[str] = []
+    lock = threading.Lock()
+    go = threading.Barrier(4)
+
+    def run() -> None:
+        s = Session(db.table)
+        _both(s)
+        go.wait()
+        try:
+            out = "replayed" if s.commit(idempotency_key=key).replayed else "applied"
+        except DynaormError as exc:
+            out = type(exc).__name__
+        with lock:
+            answers.append(out)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert answers.count("applied") <= 1, answers
+    assert set(answers) <= {"applied", "replayed", "TransactionConflictError"}, answers
+    if "applied" in answers or "replayed" in answers:
+        assert _cents(db) == 5 and notes(db) == {"n1": "x"}
+        assert len(receipts(db)) == len(receipts(db, orders)) == 1
+    else:  # (every one conflicted: none applied anything)
+        assert _everything(db) == [[], [], []], answers
