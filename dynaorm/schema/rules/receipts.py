@@ -250,11 +250,6 @@ class Receipting:
         self.nonce = os.urandom(8).hex()
         self.now = int(time.time())
 
-    @property
-    def table(self) -> Any:
-        """The first of the tables (by name): the one whose receipt is read first."""
-        return self.tables[0]
-
     def where(self, table: Any) -> PlainKey:
         """The receipt's key in ``table`` (what is read to settle a lost answer)."""
         value = f"{RECEIPT_TYPE}#{self.hashed}"
