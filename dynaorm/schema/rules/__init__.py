@@ -456,7 +456,9 @@ class Rule:
         here), what they found returned for the write to be planned on (``None``: nothing
         to read). The versioned rule's: the last version a new object's kept history ends
         at (its next row continues it). Pure but for its steps: one implementation for
-        sync and async sessions."""
+        sync and async sessions. Asked today of an insert planned on what its key keeps
+        (after its first version row was refused, or in a migration window); the first
+        rule that overrides it answers."""
         return
         yield  # (asks for nothing)
 
