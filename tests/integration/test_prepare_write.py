@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from dynaorm import AsyncSession, Entity, Previous, explain
+from dynaorm import AsyncSession, Attempt, Entity, Hook, ItemExistsError, Previous, explain
 from dynaorm.protocol.steps import Call, call
 from dynaorm.schema.entity import spec_of
 from dynaorm.schema.rules import Change, Rule
@@ -44,9 +44,9 @@ def _insert(entity: type[Entity], **values: Any) -> Change:
 
 def test_the_read_is_the_versioned_rules_hook() -> None:
     spec = spec_of(Audit)
-    assert spec.rules.prepare_write.__func__ is Versioning.prepare_write  # type: ignore[attr-defined]
+    assert spec.rules.prepare_write.__func__ is Versioning.prepare_write  # type: ignore[union-attr]
     plain = spec_of(Note).rules.prepare_write  # (no rule reads: the no-op, no step)
-    assert plain.__func__ is Rule.prepare_write  # type: ignore[attr-defined]
+    assert plain.__func__ is Rule.prepare_write  # type: ignore[union-attr]
     with pytest.raises(StopIteration) as done:
         next(plain(_insert(Note, note_id="n1")))
     assert done.value.value is None
@@ -140,3 +140,43 @@ def test_explain_notes_the_rules_read_and_sends_nothing(db: TestBackend) -> None
     assert rec.calls == []  # nothing sent: the steps were data
     assert [r.split(" ")[0] for r in found.reads_first] == ["Query", "Query"]
     assert all("planned here as absent" in r for r in found.reads_first)
+
+
+class _SecondWriter(Hook):
+    """Once the rule's Query is answered, another writer creates the entity at version
+    3 (its version row and latest copy), in the window before the commit's request."""
+
+    def __init__(self) -> None:
+        self.done = False
+        app.db.add_hook(self)
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if self.done or not isinstance(phase, Attempt) or phase.operation != "Query":
+            return None
+        self.done = True
+        row = {"pk": {"S": "EQUIPMENT#e1"}, "_type": {"S": "Audit"},
+               "equipment_id": {"S": "e1"}, "part": {"S": "p1"}, "auditor": {"S": ""},
+               "notes": {"S": "theirs"}, "version": {"N": "3"}}
+        app.db.send("TransactWriteItems", {"TransactItems": [
+            {"Put": {"TableName": app.name, "Item": {**row, "sk": {"S": sk}}}}
+            for sk in ("v00000003_p1", "v0_p1")]})
+        return None
+
+
+def test_a_second_writer_in_the_window_after_the_read_wins_and_ours_changes_nothing(
+        db: TestBackend) -> None:
+    _kept_history(db)
+    writer = _SecondWriter()
+    s = db.session()
+    ours = Audit(equipment_id="e1", part="p1", notes="ours")
+    s.save(ours)
+    try:
+        with pytest.raises(ItemExistsError):
+            s.commit()  # (planned as version 3 on the read: its rows are taken now)
+    finally:
+        app.db.remove_hook(writer)
+    assert writer.done and ours._dynaorm_state is None  # (the object stays new)
+    got = db.session().get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and (got.version, got.notes) == (3, "theirs")
+    history = db.session().history(Audit, equipment_id="e1", part="p1")
+    assert [(v.version, v.notes) for v in history] == [(1, ""), (2, "two"), (3, "theirs")]
