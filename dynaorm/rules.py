@@ -7,11 +7,18 @@ records (:class:`Put`, :class:`Delete`, :class:`ConditionCheck`), each with the 
 :meth:`Change.origin` gives it: the :class:`Role` of the row and the :class:`Fail` its
 failed condition means. :meth:`Rule.build` reads a :class:`Declaration`; a described
 write's values are :class:`Shape` s; :meth:`Rule.explain` answers an :class:`Explained`.
-See docs/guide/rules.md.
+
+A rule that reads before a write of its entity is planned answers
+:meth:`Rule.prepare_write` (the versioned rule: the last version kept at a new object's
+key): a generator that yields each read as data, a step made by :func:`call` (``out =
+yield from call("Query", request, (change.entity,))``), which the sync or async client
+sends and answers, and returns what it found; the commit plans the write on it. See
+docs/guide/rules.md.
 """
 
 from __future__ import annotations
 
+from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import (
     NO_ROWS,
     Change,
@@ -25,4 +32,4 @@ from dynaorm.schema.rules import (
 from dynaorm.values.records import ConditionCheck, Delete, Fail, Origin, Put, Role
 
 __all__ = ["NO_ROWS", "Change", "ConditionCheck", "Declaration", "Delete", "Explained",
-           "Fail", "Origin", "Put", "Role", "Rows", "Rule", "Shape", "register_rule"]
+           "Fail", "Origin", "Put", "Role", "Rows", "Rule", "Shape", "call", "register_rule"]

@@ -33,7 +33,7 @@ from __future__ import annotations
 import functools
 import os
 import weakref
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from dynaorm._types import Item, PlainKey
@@ -47,12 +47,12 @@ from dynaorm.errors import (
 )
 from dynaorm.protocol.capacity import Shares
 from dynaorm.protocol.events import CommitResult, EventOrigin, recording
-from dynaorm.protocol.steps import Call, Proto, call
+from dynaorm.protocol.steps import Call, Proto
 from dynaorm.schema.entity import Entity, prepare_rows, preparing, spec_of
-from dynaorm.schema.rules import keyed
+from dynaorm.schema.rules import Change, keyed
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.table import TableSchema
-from dynaorm.values.keys import key_value, wire_key
+from dynaorm.values.keys import wire_key
 from dynaorm.values.records import ConditionCheck
 from dynaorm.values.revision import revision_of, stamp_of
 from dynaorm.values.state import DELETED, InstanceState, MovedState
@@ -87,22 +87,13 @@ class _Reads:
             yield from prepare_rows(preparing(table), (item,))
         return item
 
-    def last_version(self, obj: Entity) -> Reading[int | None]:
-        """The highest stored version row of ``obj``'s key (0: no history; ``None``: its
-        rows are not numbered, nothing is read); in a migration window, else the highest
-        kept under the previous layout's key (a deleted entity's history not moved yet: a
-        new object continues it, as it would once ``migrate`` moves it)."""
-        spec = spec_of(type(obj))
-        if not spec.rules.sort_keys.latest:  # (the layout keeps no rows beside its own)
-            return None
-        fields = {n: obj.__dict__[n] for n in spec.lookup_fields}
-        key = spec.primary_key(fields)
-        found = yield from _last_version_p(spec, key, spec.type_name, spec.history_index)
-        before = spec.rules.before  # (the previous layout; a stand-in: none, no key)
-        old = before.key(fields, spec.name, 1)
-        if found or old is None:
-            return found
-        return (yield from _last_version_p(spec, old, before.type_name, None))
+    def for_insert(self, spec: EntitySpec, values: Mapping[str, Any]) -> Reading[Any]:
+        """What the entity's rules read before an insert of ``values`` is planned
+        (:meth:`~dynaorm.schema.rules.Rule.prepare_write`: the versioned rule's last
+        version kept at its key; ``None``: no rule reads, nothing is read)."""
+        key = spec.primary_key(values)
+        return spec.rules.prepare_write(Change(spec.cls, key, None, values, None, key,
+                                               rules=spec.rules))
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Reading[InstanceState | None]:
@@ -114,40 +105,6 @@ class _Reads:
 
 #: the reads of every commit
 READS = _Reads()
-
-
-def _last_version_p(spec: EntitySpec, key: PlainKey, type_name: str,
-                    index: tuple[str, str] | None) -> Proto[int]:
-    """The highest version row of type ``type_name`` kept at ``key``'s partition for its
-    sort key: a reverse, consistent query of the partition's version rows (or of
-    ``index``, ``Meta.history_index``: only that entity's), first match."""
-    pk, sk, layout = spec.table.pk, spec.table.sk, spec.rules.sort_keys
-    assert sk is not None
-    parsed = layout.parse(key[sk])
-    assert parsed is not None
-    base, attr = parsed[1], sk
-    request: dict[str, Any] = {"TableName": spec.table.name, "ConsistentRead": True,
-                               "ScanIndexForward": False}
-    if index is not None:  # this entity's version rows only
-        request["IndexName"], attr = index
-    low, high = layout.bounds(base, index is not None)
-    request.update({
-        "KeyConditionExpression": "#p = :p AND #s BETWEEN :a AND :b",
-        "ExpressionAttributeNames": {"#p": pk, "#s": attr},
-        "ExpressionAttributeValues": {":p": {"S": key[pk]}, ":a": {"S": low},
-                                      ":b": {"S": high}}})
-    type_attr = spec.table.type_attribute
-    while True:
-        out = yield from call("Query", request, (spec.cls,))
-        for item in out.get("Items", []):
-            found = layout.parse(key_value(item[sk]))
-            if found is None or found[0] == 0 or found[1] != base:
-                continue
-            if item.get(type_attr or "", {"S": type_name}).get("S") == type_name:
-                return found[0]
-        if not out.get("LastEvaluatedKey"):
-            return 0
-        request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
 
 def commit_p(staged: list[StagedWrite], observed: bool, keyed: bool = True,

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from dynaorm._types import Item, PlainKey
-from dynaorm.core.commit import keyed_plan_p
+from dynaorm.core.commit import READS, keyed_plan_p
 from dynaorm.errors import DynaormError, ItemNotFoundError
 from dynaorm.read.query import QuerySpec
 from dynaorm.read.search import OPERATION as SEARCH_OPERATION
@@ -40,7 +40,6 @@ from dynaorm.schema.table import TableSchema
 from dynaorm.values.keys import key_value, wire_key
 from dynaorm.values.limits import item_size
 from dynaorm.values.revision import stamp_of
-from dynaorm.values.state import InstanceState
 from dynaorm.write.costs import READ_UNIT, REV, Row, entry, known_items, read_units, rows_of
 
 __all__ = ["Explanation", "Request", "Row", "explain"]
@@ -156,42 +155,24 @@ def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 # -- commits -------------------------------------------------------------------------------
-class _Unread:
-    """The reads a commit's staged writes ask for, answered without sending: each is noted
-    and found empty (no item, no kept version)."""
-
-    def __init__(self) -> None:
-        self.noted: list[str] = []
-
-    def item(self, table: TableSchema, key: PlainKey) -> Generator[Any, Any, Item | None]:
-        self.noted.append(f"GetItem {table.name} {dict(key)} (consistent): the stored item "
-                          "a write is planned on (planned here as absent)")
-        return None
-        yield  # (a protocol that asks for nothing)
-
-    def last_version(self, obj: Entity) -> Generator[Any, Any, int | None]:
-        if not spec_of(type(obj)).rules.sort_keys.latest:  # (not numbered: no read)
-            return None
-        self.noted.append(f"Query of {type(obj).__name__}'s kept version rows (consistent): "
-                          "its last version (planned here as none)")
-        return 0
-        yield  # (a protocol that asks for nothing)
-
-    def stored_now(self, spec: Any, state: Any, new_key: PlainKey
-                   ) -> Generator[Any, Any, InstanceState | None]:
-        self.noted.append(f"GetItem {spec.table.name} {dict(new_key)} (consistent): "
-                          "whether the item read from its previous layout moved")
-        return None
-        yield  # (a protocol that asks for nothing)
-
-
-def _pure(proto: Generator[Any, Any, Any], what: str) -> Any:
-    """The result of a protocol that must ask for nothing; one that asks (key material from
-    KMS) is refused: explain sends nothing."""
-    try:
-        step = proto.send(None)
-    except StopIteration as stop:
-        return stop.value
+def _pure(proto: Generator[Any, Any, Any], what: str, noted: list[str] | None = None
+          ) -> Any:
+    """The result of ``proto`` without sending: with ``noted``, each DynamoDB read it asks
+    for (a staged write's ``_prepare`` with the commit's own reads, its rules' included:
+    steps are data) is noted and answered as finding nothing (no item, no kept version);
+    any other step (key material from KMS), or any step without ``noted``, is refused:
+    explain sends nothing."""
+    answer: Any = None
+    while True:
+        try:
+            step = proto.send(answer)
+        except StopIteration as stop:
+            return stop.value
+        if noted is None or getattr(step, "service", None) != "dynamodb":
+            break
+        request, answer = step.request, {}
+        noted.append(f"{step.operation} {request.get('TableName', '')} {request.get('Key', '')} "
+                     "(consistent): planned here as absent")
     proto.close()
     name = getattr(step, "operation", type(step).__name__)
     raise DynaormError(f"explain sends nothing, but {what} needs a request first ({name}: "
@@ -199,13 +180,13 @@ def _pure(proto: Generator[Any, Any, Any], what: str) -> Any:
                        "commit or read of the entity has fetched it")
 
 
-def _prepared(staged: Sequence[Any], reads: _Unread) -> tuple[list[Any], list[str]]:
-    """The staged writes prepared (reading nothing), and a note on each one that a delete
-    by key cannot be without reading its item first."""
+def _prepared(staged: Sequence[Any], noted: list[str]) -> tuple[list[Any], list[str]]:
+    """The staged writes prepared (each read they ask for noted, none sent), and a note
+    on each one that a delete by key cannot be without reading its item first."""
     prepared, unplanned = [], []
     for write in staged:
         try:
-            prepared.append(_pure(write._prepare(reads, False), "planning the commit"))
+            prepared.append(_pure(write._prepare(READS, False), "planning the commit", noted))
         except ItemNotFoundError as exc:  # (by key, read first: absent here)
             unplanned.append(f"{exc.args[0]}: a delete by key reads the item first; absent, "
                              "the commit fails so; stored, it deletes it and the rows its "
@@ -231,11 +212,11 @@ def _commit(session: Any) -> Explanation:
     staged = session._stage.coalesced()
     if not staged:
         return Explanation("a session with nothing staged", notes=("nothing to send",))
-    reads = _Unread()
-    prepared, unplanned = _prepared(staged, reads)
+    noted: list[str] = []
+    prepared, unplanned = _prepared(staged, noted)
     if not prepared:
         return Explanation(f"a commit of {len(staged)} staged write(s)",
-                           reads_first=tuple(reads.noted), notes=tuple(unplanned), exact=False)
+                           reads_first=tuple(noted), notes=tuple(unplanned), exact=False)
     plan, _ = _pure(keyed_plan_p(prepared), "planning the commit")
     known = known_items(prepared)
     single = plan.single_item
@@ -252,7 +233,7 @@ def _commit(session: Any) -> Explanation:
         notes.append("a row marked ? is priced on its new item only: the item stored before "
                      "it is not known (a larger one costs more)")
     what = f"a commit of {len(staged)} staged write(s): {len(plan.ops)} action(s)"
-    return Explanation(what, requests, tuple(rows), tuple(reads.noted), tuple(notes), exact)
+    return Explanation(what, requests, tuple(rows), tuple(noted), tuple(notes), exact)
 
 
 # -- reads ---------------------------------------------------------------------------------

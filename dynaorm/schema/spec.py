@@ -284,12 +284,6 @@ class EntitySpec:
             return values
         return {**values, SHARD_FIELD: self.shard_of(values, target)}
 
-    def base_sk(self, values: Mapping[str, Any]) -> str | None:
-        """The rendered sort key without the version prefix."""
-        if self.sk is None:
-            return None
-        return self.sk.render(self._with_shard(values, "primary"), self.name)
-
     def primary_key(self, values: Mapping[str, Any], version: int | None = None) -> PlainKey:
         """The table key; for versioned entities the latest copy (or version ``version``)."""
         vals = self._with_shard(values, "primary") if self.shards else values

@@ -81,9 +81,11 @@ class Reads(Protocol):
     def item(self, table: TableSchema, key: PlainKey) -> Reading[Item | None]:
         """The item stored at ``key`` in ``table``, read consistently (``None``: none)."""
 
-    def last_version(self, obj: Entity) -> Reading[int | None]:
-        """The highest stored version row of ``obj``'s key (0: no kept history; ``None``:
-        its rows are not numbered, nothing is read)."""
+    def for_insert(self, spec: EntitySpec, values: Mapping[str, Any]) -> Reading[Any]:
+        """What the entity's rules read before an insert of an object with field
+        ``values`` is planned (:meth:`~dynaorm.schema.rules.Rule.prepare_write`: the
+        versioned rule's last version kept at its key, 0: none; ``None``: no rule reads,
+        nothing is read)."""
 
     def stored_now(self, spec: EntitySpec, state: MovedState, new_key: PlainKey
                    ) -> Reading[InstanceState | None]:

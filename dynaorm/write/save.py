@@ -101,7 +101,7 @@ class SaveEntry(ObjectWrite):
             state = yield from _with_unknown(spec, state, reads)
         if state is None and self.after_version is None and (
                 again or spec.previous is not None):
-            last = yield from reads.last_version(obj)  # a deleted entity's kept history
+            last = yield from reads.for_insert(spec, obj.__dict__)  # (a kept history)
             return dataclasses.replace(self, after_version=last), state
         return self, state
 

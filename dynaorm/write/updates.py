@@ -322,7 +322,7 @@ class StagedUpdate(StagedWrite, Generic[T]):
     def _prepare(self, reads: Reads, again: bool) -> Reading[Prepared]:
         """The stored state a rule-path update is planned on, as a protocol (a consistent
         GetItem); ``None`` for the plain path or an upsert of a missing item (which, for a
-        versioned entity, continues the kept history ``reads.last_version`` finds). Asks
+        versioned entity, continues the kept history ``reads.for_insert`` finds). Asks
         for no read when the update touches no rule, and its entity is not in a migration
         window (``Meta.previous``: an entity still stored in its old layout is refused,
         an update cannot move it)."""
@@ -335,8 +335,8 @@ class StagedUpdate(StagedWrite, Generic[T]):
         item = yield from reads.item(self._spec.table, self.key)
         if item is None or not self._spec.owns(item):
             if self.upsert:  # (a versioned entity's kept history: its next version)
-                self._after_version = yield from reads.last_version(
-                    self.entity.model_construct(**self._key_fields))
+                self._after_version = yield from reads.for_insert(self._spec,
+                                                                  self._key_fields)
                 return self, None
             raise ItemNotFoundError(f"{self._spec.name} {self.key} does not exist "
                                     "(s.update(..., upsert=True) creates it)",

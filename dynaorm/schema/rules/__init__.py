@@ -41,6 +41,10 @@ hook                    what the rule does there
                         is a request of the client: every read runs it on the rows it
                         is about to decode, every commit on the stored items its writes
                         are planned on
+``prepare_write``       what it reads before one write of the entity is planned (a
+                        :class:`Change`), as protocol steps (a ``Query`` the client sends,
+                        its answer sent back), returning what the write is planned on:
+                        the versioned rule's last version kept for a new object's key
 ``rows``                the rows it adds to one write of the entity (a :class:`Change`):
                         write records (unique guards, version rows) placed before or
                         after the entity's own row (:class:`Rows`); what a write costs
@@ -115,7 +119,7 @@ SURFACES: Final = ("save", "update", "delete", "get", "query", "values", "scan",
                    "logs", "spans")
 #: the hook points of :class:`Rule`, in the order :class:`Rules` resolves them
 HOOKS: Final = ("attributes", "store", "encode", "rebind", "decode", "keeps", "refuse", "redact",
-                "stamp", "pin", "prepare", "rows", "reads", "explain", "export")
+                "stamp", "pin", "prepare", "prepare_write", "rows", "reads", "explain", "export")
 #: every rule class by name, in the order an entity's rules run (registration order)
 RULES: dict[str, type[Rule]] = {}
 #: the rules of a whole commit, by name, each set by its module when imported (the
@@ -445,6 +449,19 @@ class Rule:
         return
         yield  # (asks for nothing)
 
+    def prepare_write(self, change: Change) -> Generator[Any, Any, Any]:
+        """What this rule reads first for ``change``, a write of the entity about to be
+        planned, before its rows are (:meth:`rows`): the reads asked for as protocol steps
+        (a ``Call`` each, e.g. a ``Query``: the client sends it and sends its answer back
+        here), what they found returned for the write to be planned on (``None``: nothing
+        to read). The versioned rule's: the last version a new object's kept history ends
+        at (its next row continues it). Pure but for its steps: one implementation for
+        sync and async sessions. Asked today of an insert planned on what its key keeps
+        (after its first version row was refused, or in a migration window); the first
+        rule that overrides it answers."""
+        return
+        yield  # (asks for nothing)
+
     def rows(self, change: Change) -> Rows:
         """The rows this rule adds to ``change``, a write of the entity, as write records
         (each with its :class:`~dynaorm.values.records.Origin`: :meth:`Change.origin`).
@@ -478,9 +495,9 @@ class Rules:
     (:attr:`Rule.transforms`)."""
 
     __slots__ = ("adders", "all", "attributes", "before", "by_name", "decoders", "encoders",
-                 "explainers", "exporters", "keepers", "own", "pin", "preparers", "readers",
-                 "rebinders", "redactors", "refusers", "sort_keys", "stampers", "store",
-                 "transforms")
+                 "explainers", "exporters", "keepers", "own", "pin", "prepare_write",
+                 "preparers", "readers", "rebinders", "redactors", "refusers", "sort_keys",
+                 "stampers", "store", "transforms")
 
     def __init__(self, rules: tuple[Rule, ...]) -> None:
         self.all = rules
@@ -508,6 +525,9 @@ class Rules:
         #: the layout its rows had before (:attr:`Rule.before`; a stand-in: none)
         self.before: Before = next((r.before for r in rules if r.before is not None),
                                    NO_BEFORE)
+        #: the :meth:`Rule.prepare_write` of the rule that reads before a write is planned
+        #: (the rule that numbers the rows: the versioned rule; none: it reads nothing)
+        self.prepare_write = next(iter(self._hooked("prepare_write")), Rule().prepare_write)
         self.adders = self._hooked("rows")
         #: the ``reads`` of the rules that add rows (:meth:`Rule.reads`)
         self.readers = tuple(r.reads for r in rules if type(r).rows is not Rule.rows)

@@ -11,13 +11,16 @@ back (:meth:`Versioning.decode`).
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any
 
-from dynaorm._types import Item
+from dynaorm._types import Item, PlainKey
 from dynaorm.errors import DynaormError
+from dynaorm.protocol.steps import call
 from dynaorm.schema.rules import (
     NO_ROWS,
+    NO_RULES,
     Change,
     Declaration,
     KeyLayout,
@@ -29,7 +32,7 @@ from dynaorm.schema.rules import (
 )
 from dynaorm.schema.rules.indexes import IndexKeys, Membership
 from dynaorm.schema.table import LSI, TableSchema
-from dynaorm.values.expressions import free, not_exists
+from dynaorm.values.expressions import F, Placeholders, free, not_exists
 from dynaorm.values.records import Delete, Fail, Put, Role
 
 __all__ = ["LATEST_PREFIX", "VERSION_KEYS", "VERSION_TTL", "VERSION_WIDTH", "Versioning",
@@ -69,9 +72,7 @@ def parse_version_sk(sk: str) -> tuple[int, str] | None:
 
 def history_sk(base: str, version: int | str) -> str:
     """The ``Meta.history_index`` sort key of version ``version`` of ``base`` (a
-    :class:`~dynaorm.schema.rules.Shape` as it is)."""
-    if isinstance(version, str):
-        return f"{base}#v{version}"
+    :class:`~dynaorm.schema.rules.Shape` as it is: its format is itself)."""
     return f"{base}#v{version:0{VERSION_WIDTH}d}"
 
 
@@ -126,6 +127,8 @@ class Versioning(Rule):
     #: the table but its own keys (one a newer model writes included; a field stored
     #: under an index's key attribute the entity does not use is a field)
     unindexed: frozenset[str]
+    #: the entity's type name (its version rows' type)
+    type_name: str
     name = "versioned"
     order = 70
     own = Role.LATEST
@@ -168,7 +171,8 @@ class Versioning(Rule):
         table_wide = set().union(*map(table.key_names, table.indexes))
         fields = set(map(decl.attr, decl.field_names))
         return cls(table, history, native | table.vector_attributes, table.ttl,
-                   frozenset(own | (table_wide - fields)) - {table.pk, table.sk})
+                   frozenset(own | (table_wide - fields)) - {table.pk, table.sk},
+                   decl.type_name)
 
     def attributes(self) -> frozenset[str]:
         return frozenset({VERSION_TTL, VERSION_KEYS, *(self.history_index or ())[1:]})
@@ -189,6 +193,46 @@ class Versioning(Rule):
             out[self.ttl] = item[VERSION_TTL]
         out.update(item.get(VERSION_KEYS, {}).get("M", {}))
         return out
+
+    def prepare_write(self, change: Change) -> Generator[Any, Any, int]:
+        """The last version kept for the new object of ``change`` (at its key, ``owner``,
+        with its ``new`` values): its highest version row (0: no history); in a migration
+        window, else the highest kept under the previous layout's key (a deleted entity's
+        history not moved yet: a new object continues it, as it would once ``migrate``
+        moves it)."""
+        found = yield from self._last(change, change.owner, self.type_name,
+                                      self.history_index)
+        before = (change.rules or NO_RULES).before  # (none: no previous layout)
+        old = before.key(change.new or {}, change.entity.__name__, 1)
+        if found or old is None:
+            return found
+        return (yield from self._last(change, old, before.type_name, None))
+
+    def _last(self, change: Change, key: PlainKey, type_name: str,
+              index: tuple[str, str] | None) -> Generator[Any, Any, int]:
+        """The highest version row of type ``type_name`` kept at ``key``'s partition for
+        its sort key: a reverse, consistent query of the partition's version rows (or of
+        ``index``, ``Meta.history_index``: only that entity's), first match."""
+        pk, sk, type_attr = self.table.pk, self.table.sk or "", self.table.type_attribute
+        base = key[sk].partition("_")[2]  # (of v0_X or v00000001_X: X)
+        ph = Placeholders()
+        rows = F(sk if index is None else index[1]).between(*version_bounds(
+            base, index is not None))  # (a key condition: never parenthesised)
+        request = ph.apply({"TableName": self.table.name, "ConsistentRead": True,
+                            "ScanIndexForward": False, "KeyConditionExpression": (
+                                f"{(F(pk) == key[pk]).render(ph)} AND {rows.render(ph)}")})
+        if index is not None:  # this entity's version rows only
+            request["IndexName"] = index[0]
+        while True:
+            out = yield from call("Query", request, (change.entity,))
+            for item in out.get("Items", []):
+                found = parse_version_sk(item[sk].get("S", ""))  # (a string key)
+                if found and found[0] and found[1] == base and item.get(
+                        type_attr or "", {"S": type_name}).get("S") == type_name:
+                    return found[0]
+            if not out.get("LastEvaluatedKey"):
+                return 0
+            request["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
     def rows(self, change: Change) -> Rows:
         """A save's version row (before the latest copy), conditioned on absence (an

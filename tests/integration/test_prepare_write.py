@@ -1,0 +1,182 @@
+"""A rule reads what a write needs before it is planned (issue 58, ``Rule.prepare_write``):
+the versioned rule's last kept version is its own read, a ``Query`` it yields as a step,
+which the sync and the async session send alike and ``explain`` notes without sending.
+``core/commit.py`` only hands the rules the insert. On every engine; the pure answers
+without one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from dynaorm import AsyncSession, Attempt, Entity, Hook, ItemExistsError, Previous, explain
+from dynaorm.protocol.steps import Call, call
+from dynaorm.schema.entity import spec_of
+from dynaorm.schema.rules import Change, Rule
+from dynaorm.schema.rules.versioned import Versioning
+from dynaorm.testing import TestBackend
+from tests.support.models import Audit, Note, app
+from tests.support.recording import Requests
+
+
+class KeptMoved(Entity):
+    """Versioned, in a migration window: a new object continues a history kept under the
+    old layout's key."""
+
+    class Meta:
+        table = app
+        pk = "KMNEW#{item_id}"
+        sk = "ITEM"
+        versioned = True
+        previous = Previous(pk="KMOLD#{item_id}")
+
+    item_id: str
+    body: str = ""
+
+
+def _insert(entity: type[Entity], **values: Any) -> Change:
+    spec = spec_of(entity)
+    key = spec.primary_key(values)
+    return Change(entity, key, None, values, None, key, rules=spec.rules)
+
+
+def test_the_read_is_the_versioned_rules_hook() -> None:
+    spec = spec_of(Audit)
+    assert spec.rules.prepare_write.__func__ is Versioning.prepare_write  # type: ignore[union-attr]
+    plain = spec_of(Note).rules.prepare_write  # (no rule reads: the no-op, no step)
+    assert plain.__func__ is Rule.prepare_write  # type: ignore[union-attr]
+    with pytest.raises(StopIteration) as done:
+        next(plain(_insert(Note, note_id="n1")))
+    assert done.value.value is None
+
+
+def test_the_rule_yields_its_read_as_data_and_is_answered() -> None:
+    # driven by hand, as a driver would: a Query of the key's version rows, newest first,
+    # consistent; an answer naming version 4 of this key (and rows it must skip) is found
+    proto = spec_of(Audit).rules.prepare_write(_insert(Audit, equipment_id="e9", part="p"))
+    step = next(proto)
+    assert isinstance(step, Call) and step.operation == "Query" and step.origins == (Audit,)
+    request = step.request
+    assert request["ConsistentRead"] is True and request["ScanIndexForward"] is False
+    assert request["TableName"] == app.name and "IndexName" not in request
+    assert "(" not in request["KeyConditionExpression"]  # (a key condition: flat)
+    assert {"S": "EQUIPMENT#e9"} in request["ExpressionAttributeValues"].values()
+    other = {"pk": {"S": "EQUIPMENT#e9"}, "sk": {"S": "v00000009_q"}, "_type": {"S": "Audit"}}
+    mine = {"pk": {"S": "EQUIPMENT#e9"}, "sk": {"S": "v00000004_p"}, "_type": {"S": "Audit"}}
+    typed = {**mine, "sk": {"S": "v00000007_p"}, "_type": {"S": "Other"}}
+    page = {"Items": [other, typed], "LastEvaluatedKey": {"pk": {"S": "x"}}}
+    step = proto.send(page)  # (a next page: from where the last ended)
+    assert step.request["ExclusiveStartKey"] == {"pk": {"S": "x"}}
+    with pytest.raises(StopIteration) as done:
+        proto.send({"Items": [mine]})
+    assert done.value.value == 4
+
+
+def _kept_history(db: TestBackend) -> None:
+    """Audit e1/p1 saved twice, then deleted: its two version rows are kept."""
+    s = db.session()
+    s.save(a := Audit(equipment_id="e1", part="p1"))
+    s.commit()
+    a.notes = "two"
+    s.save(a)
+    s.commit()
+    s.delete(a)
+    s.commit()
+
+
+def test_a_new_object_continues_the_kept_history_sync(db: TestBackend) -> None:
+    _kept_history(db)
+    rec = Requests(app)
+    s = db.session()
+    s.save(Audit(equipment_id="e1", part="p1", notes="again"))
+    s.commit()  # version 1 refused, the rule reads the last version (2), planned again
+    assert len(rec.of("Query")) == 1 and rec.of("Query")[0]["ConsistentRead"] is True
+    got = s.get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and got.version == 3 and got.notes == "again"
+    assert [v.version for v in s.history(Audit, equipment_id="e1", part="p1")] == [1, 2, 3]
+
+
+def test_a_new_object_continues_the_kept_history_async(db: TestBackend) -> None:
+    _kept_history(db)
+    rec = Requests(app)
+
+    async def main() -> None:
+        async with AsyncSession(app) as s:
+            s.save(Audit(equipment_id="e1", part="p1", notes="again"))
+            await s.commit()
+
+    asyncio.run(main())
+    assert len(rec.of("Query")) == 1  # (the same step, sent by the async client)
+    got = db.session().get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and got.version == 3 and got.notes == "again"
+
+
+def test_a_migration_window_continues_the_history_kept_at_the_old_key(
+        db: TestBackend) -> None:
+    # a deleted entity's history still under the old layout's key (not migrated): the rule
+    # finds none at the new key, then reads the old one's, and the new object continues it
+    s = db.session()
+    for n in (1, 2):
+        app.db.driver.run(call("PutItem", {"TableName": app.name, "Item": {
+            "pk": {"S": "KMOLD#k1"}, "sk": {"S": f"v{n:08d}_ITEM"}, "_type": {"S": "KeptMoved"},
+            "item_id": {"S": "k1"}, "body": {"S": f"old {n}"}, "version": {"N": str(n)}}}))
+    rec = Requests(app)
+    s.save(KeptMoved(item_id="k1", body="new"))
+    s.commit()
+    queried = [[v["S"] for v in q["ExpressionAttributeValues"].values() if "#" in v["S"]]
+               for q in rec.of("Query")]
+    assert queried == [["KMNEW#k1"], ["KMOLD#k1"]]  # (the new key's history, then the old's)
+    got = s.get(KeptMoved, item_id="k1")
+    assert got is not None and got.version == 3 and got.body == "new"
+
+
+def test_explain_notes_the_rules_read_and_sends_nothing(db: TestBackend) -> None:
+    s = db.session()
+    s.save(KeptMoved(item_id="k2"))
+    rec = Requests(app)
+    found = explain(s)
+    assert rec.calls == []  # nothing sent: the steps were data
+    assert [r.split(" ")[0] for r in found.reads_first] == ["Query", "Query"]
+    assert all("planned here as absent" in r for r in found.reads_first)
+
+
+class _SecondWriter(Hook):
+    """Once the rule's Query is answered, another writer creates the entity at version
+    3 (its version row and latest copy), in the window before the commit's request."""
+
+    def __init__(self) -> None:
+        self.done = False
+        app.db.add_hook(self)
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if self.done or not isinstance(phase, Attempt) or phase.operation != "Query":
+            return None
+        self.done = True
+        row = {"pk": {"S": "EQUIPMENT#e1"}, "_type": {"S": "Audit"},
+               "equipment_id": {"S": "e1"}, "part": {"S": "p1"}, "auditor": {"S": ""},
+               "notes": {"S": "theirs"}, "version": {"N": "3"}}
+        app.db.send("TransactWriteItems", {"TransactItems": [
+            {"Put": {"TableName": app.name, "Item": {**row, "sk": {"S": sk}}}}
+            for sk in ("v00000003_p1", "v0_p1")]})
+        return None
+
+
+def test_a_second_writer_in_the_window_after_the_read_wins_and_ours_changes_nothing(
+        db: TestBackend) -> None:
+    _kept_history(db)
+    writer = _SecondWriter()
+    s = db.session()
+    ours = Audit(equipment_id="e1", part="p1", notes="ours")
+    s.save(ours)
+    try:
+        with pytest.raises(ItemExistsError):
+            s.commit()  # (planned as version 3 on the read: its rows are taken now)
+    finally:
+        app.db.remove_hook(writer)
+    assert writer.done and ours._dynaorm_state is None  # (the object stays new)
+    got = db.session().get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and (got.version, got.notes) == (3, "theirs")
+    history = db.session().history(Audit, equipment_id="e1", part="p1")
+    assert [(v.version, v.notes) for v in history] == [(1, ""), (2, "two"), (3, "theirs")]
