@@ -128,13 +128,56 @@ def test_writes_go_through_a_session(tdb: TestBackend) -> None:
     assert "ItemExistsError" in failed(again)
     assert ok(upd)["item"] == {"tenant_id": "t1", "memo_id": "m1", "text": "c",
                                "kind": "note", "version": 2}
-    assert "version 2, not 1" in failed(stale)  # If-Match
+    assert failed(stale).startswith("ConcurrentModificationError: ")  # If-Match
     ok(deleted)
     assert Session(tenants).get(Memo, tenant_id="t1", memo_id="m1") is None
     assert [m.text for m in Session(tenants).history(Memo, tenant_id="t1",
                                                      memo_id="m1").all()] == ["a", "c"]
     assert "UniqueConstraintError" in failed(clash)  # the guard holds
     assert Session(tenants).get(Customer, tenant_id="t1", customer_id="c9") is None
+
+
+def test_a_failed_if_match_is_a_concurrent_modification(
+        tdb: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An update or delete whose version is not the stored one, or whose item a second
+    writer changes between the tool's read and its commit, is a tool error naming
+    ``ConcurrentModificationError`` (the typed error a session raises), and the table
+    holds what the second writer wrote."""
+    with Session(tenants) as s:
+        s.save(Memo(tenant_id="t1", memo_id="m1", text="a"))
+    srv = dynaorm.mcp.server(tenants, writes=["Memo"])
+    ahead, behind, gone = call(
+        srv, ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "b"},
+                              "version": 2}),
+        ("delete_memo", {"tenant_id": "t1", "memo_id": "m1", "version": 7}),
+        ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "c"},
+                         "version": 1, "idempotency_key": "k-race"}))
+    for said in (failed(ahead), failed(behind)):
+        assert said.startswith("ConcurrentModificationError: "), said
+        assert "version" in said
+    assert ok(gone)["item"]["version"] == 2  # (the stored version: it applies)
+    real = dynaorm.mcp.tools._load
+
+    def raced(session: Session, tool: Any, args: Any) -> Any:
+        obj = real(session, tool, args)  # (read at version 2) ... a second writer:
+        with Session(tenants) as other:
+            theirs = other.get(Memo, tenant_id="t1", memo_id="m1")
+            assert theirs is not None
+            theirs.text = f"theirs-{theirs.version}"
+            other.save(theirs)
+        return obj
+    monkeypatch.setattr(dynaorm.mcp.tools, "_load", raced)
+    lost_update, lost_delete = call(
+        srv, ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "d"},
+                              "version": 2, "idempotency_key": "k-lost"}),
+        ("delete_memo", {"tenant_id": "t1", "memo_id": "m1", "version": 3}))
+    assert failed(lost_update).startswith("ConcurrentModificationError: ")
+    assert failed(lost_delete).startswith("ConcurrentModificationError: ")
+    stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m1")
+    assert stored is not None and (stored.version, stored.text) == (4, "theirs-3")
+    assert [m.text for m in Session(tenants).history(Memo, tenant_id="t1",
+                                                     memo_id="m1").all()] == [
+        "a", "c", "theirs-2", "theirs-3"]
 
 
 def test_idempotency_keys_pass_through(tdb: TestBackend) -> None:
@@ -241,7 +284,7 @@ def test_concurrent_calls(tdb: TestBackend) -> None:
     assert len(won) == 1  # If-Match: one of the racing updates lands
     for lost in results[16:]:
         if lost.is_error:
-            assert "Concurrent" in failed(lost) or "version 2, not 1" in failed(lost)
+            assert failed(lost).startswith("ConcurrentModificationError: ")
     stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m0")
     assert stored is not None and stored.version == 2
     assert stored.text == won[0].structured_content["item"]["text"]
