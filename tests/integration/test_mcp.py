@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,12 +21,10 @@ import dynaorm.mcp
 from dynaorm import Session
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.mcp_client import ROOT, call, http_client, http_server, text
 from tests.support.tenant_models import Customer, Memo, shelf, tenants
 
 pytestmark = pytest.mark.sync_only  # (the server makes its own sessions)
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
@@ -40,18 +37,6 @@ def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend
                     s.save(Customer(tenant_id=t, customer_id=f"c{n}", name=f"{t}-n{n}",
                                     email=f"c{n}@{t}.example", card=f"4111-SECRET-{t}{n}"))
         yield tb
-
-
-def call(srv: Any, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-    """Each call's result, through one in-memory client session."""
-    async def go() -> list[Any]:
-        async with Client(srv) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-    return asyncio.run(go())
-
-
-def text(result: Any) -> str:
-    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 def ok(result: Any) -> Any:
@@ -351,59 +336,22 @@ def test_the_command_serves_over_stdio(db: TestBackend, request: pytest.FixtureR
         assert stored is not None and stored.version == 1
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_over_http_the_tenant_comes_from_the_request_header(
         db: TestBackend, request: pytest.FixtureRequest) -> None:
     """``dynaorm mcp --http`` with ``--scope`` and ``--tenant-header``: each request's
     header names its tenant (as an authenticating proxy would set it); none: refused."""
-    import socket
-    import subprocess
-    import time
-
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     endpoint = db.endpoint_url or request.getfixturevalue("dynaorm_moto_server")
-    port = _free_port()
     with use_tables(tenants, endpoint_url=endpoint):
         with Session(tenants) as s:
             for t in ("t1", "t2"):
                 s.save(Customer(tenant_id=t, customer_id="c1", name=f"n-{t}", email="e@x"))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dynaorm", "mcp", "tests.support.tenant_models:tenants",
-             "--endpoint-url", endpoint, "--http", f"127.0.0.1:{port}",
-             "--scope", "tenant_id", "--tenant-header", "X-Tenant-Id"],
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    assert proc.poll() is None and time.monotonic() < deadline, (
-                        proc.stderr.read() if proc.stderr else "")
-                    time.sleep(0.2)
-
+        with http_server(endpoint, "--scope", "tenant_id", "--tenant-header",
+                         "X-Tenant-Id") as url:
             async def as_tenant(headers: dict[str, str]) -> Any:
-                async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
-                        streamable_http_client(f"http://127.0.0.1:{port}/mcp",
-                                               http_client=http)) as client:
+                async with http_client(url, headers) as client:
                     return await client.call_tool("get_customer", {"customer_id": "c1"})
             t1 = asyncio.run(as_tenant({"X-Tenant-Id": "t1"}))
             t2 = asyncio.run(as_tenant({"X-Tenant-Id": "t2"}))
             nobody = asyncio.run(as_tenant({}))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
     assert ok(t1)["item"]["name"] == "n-t1" and ok(t2)["item"]["name"] == "n-t2"
     assert "X-Tenant-Id" in failed(nobody)
