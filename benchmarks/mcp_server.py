@@ -118,6 +118,7 @@ def stdio_server_cpu(calls: int) -> float:
     spec = importlib.util.spec_from_file_location("canned_http", HERE / "canned_http.py")
     assert spec is not None and spec.loader is not None
     canned = importlib.util.module_from_spec(spec)
+    sys.modules["canned_http"] = canned
     spec.loader.exec_module(canned)
     with tempfile.TemporaryDirectory() as tmp, canned.canned_endpoint() as endpoint:
         Path(tmp, "mcp_bench_app.py").write_text(

@@ -12,15 +12,15 @@ dropped (one that differs is reported on stderr, an error passed on).
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
-from typing import IO, Any, TextIO
+from typing import Any, TextIO
 
 import anyio
+import anyio.to_thread
 
 from dynaorm._version import __version__
 from dynaorm.client.table import Table
@@ -114,11 +114,11 @@ def serve(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _wire() -> tuple[IO[bytes], IO[bytes]]:
-    """The process's stdin and stdout as the wire, read and written by the server alone:
-    fd 0 then reads nothing and fd 1 writes to stderr (a stray print misses the wire), as
-    the SDK's own stdio transport does."""
-    wire_in, wire_out = os.fdopen(os.dup(0), "rb"), os.fdopen(os.dup(1), "wb")
+def _wire() -> tuple[int, int]:
+    """The process's stdin and stdout as the wire (descriptors), read and written by the
+    server alone: fd 0 then reads nothing and fd 1 writes to stderr (a stray print misses
+    the wire), as the SDK's own stdio transport does."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
@@ -127,51 +127,110 @@ def _wire() -> tuple[IO[bytes], IO[bytes]]:
     return wire_in, wire_out
 
 
+def _first_line(fd: int) -> tuple[bytes, bytes]:
+    """The first line read from ``fd``, and what was read after it."""
+    data = bytearray()
+    while b"\n" not in data:
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            break
+        data += chunk
+    line, end, rest = bytes(data).partition(b"\n")
+    return line + end, rest
+
+
 def _stdio(table: Table, options: Mapping[str, Any], said: str) -> None:
     """Serve over stdio: an ``initialize`` first answered at once, then the SDK."""
     wire_in, wire_out = _wire()
-    first = wire_in.readline()
+    first, rest = _first_line(wire_in)
     early = early_answer(first, f"dynaorm-{table.name}", said) if first else None
     if early is not None:
-        wire_out.write(early[1])
-        wire_out.flush()
+        _write_all(wire_out, early[1])
     srv = server(table, **options)  # (the SDK is loaded here)
 
     async def run() -> None:
         from mcp.server.stdio import stdio_server
 
-        text_in = anyio.wrap_file(io.TextIOWrapper(wire_in, encoding="utf-8",
-                                                   errors="replace"))
-        out = _Out(anyio.wrap_file(io.TextIOWrapper(wire_out, encoding="utf-8")),
-                   None if early is None else early[0],
+        out = _Out(wire_out, None if early is None else early[0],
                    None if early is None else json.loads(early[1])["result"])
-        lines = _Lines(first.decode("utf-8", "replace"), text_in)
+        await out.open()
+        lines = _Lines(first, rest, wire_in, out)
         async with stdio_server(lines, out) as (read, write):  # type: ignore[arg-type]
             await srv.run(read, write, srv.create_initialization_options())
 
     anyio.run(run)
 
 
-class _Lines:
-    """The SDK's stdin: the line read before it was loaded, then the rest."""
+#: how much is read from stdin at once
+_CHUNK = 1 << 16
 
-    def __init__(self, first: str, rest: Any) -> None:
-        self.first, self.rest = first, rest
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+class _Lines:
+    """The SDK's stdin: the first line (an ``initialize`` answered early: what follows it
+    waits for the SDK's own answer, as a client waits for the answer before it sends
+    more), then the lines of the rest, read by the event loop where stdin is a pipe (no
+    thread a message), else by a thread."""
+
+    def __init__(self, first: bytes, buffered: bytes, fd: int, out: _Out) -> None:
+        self.first, self.buffered, self.fd, self.out = first, buffered, fd, out
 
     async def __aiter__(self) -> AsyncIterator[str]:
+        import asyncio
+
         if self.first:
-            yield self.first
-        async for line in self.rest:
-            yield line
+            yield self.first.decode("utf-8", "replace")
+            if self.out.answered is not None:
+                await self.out.initialized.wait()
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_CHUNK)
+        read: Callable[[], Awaitable[bytes]]
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                         os.fdopen(self.fd, "rb", buffering=0, closefd=False))
+            read = lambda: reader.read(_CHUNK)  # noqa: E731
+        except (OSError, ValueError, NotImplementedError):  # (a file, a terminal)
+            read = lambda: anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)  # noqa: E731
+        data = bytearray(self.buffered)
+        while True:
+            while (end := data.find(b"\n")) >= 0:
+                yield data[:end + 1].decode("utf-8", "replace")
+                del data[:end + 1]
+            chunk = await read()
+            if not chunk:
+                break
+            data += chunk
+        if data:
+            yield data.decode("utf-8", "replace")
 
 
 class _Out:
-    """The SDK's stdout, but for its own answer to the ``initialize`` already answered
-    (dropped; one that says otherwise is reported on stderr, an error passed on)."""
+    """The SDK's stdout (written by the event loop where it is a pipe, else by a thread),
+    but for its own answer to the ``initialize`` already answered (dropped; one that says
+    otherwise is reported on stderr, an error passed on)."""
 
-    def __init__(self, out: Any, answered: int | str | None,
+    def __init__(self, fd: int, answered: int | str | None,
                  result: Mapping[str, Any] | None) -> None:
-        self.out, self.answered, self.result = out, answered, result
+        self.fd, self.answered, self.result = fd, answered, result
+        self.writer: Any = None
+        #: set once the SDK has answered the ``initialize`` answered early
+        self.initialized = anyio.Event()
+
+    async def open(self) -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin,
+                os.fdopen(self.fd, "wb", buffering=0, closefd=False))
+        except (OSError, ValueError, NotImplementedError):
+            return  # (a file, a terminal)
+        self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
     async def write(self, text: str) -> None:
         if self.answered is not None:
@@ -179,14 +238,18 @@ class _Out:
             if isinstance(msg, dict) and msg.get("id") == self.answered and (
                     "result" in msg or "error" in msg):
                 self.answered = None
+                self.initialized.set()
                 if msg.get("result") == self.result:
                     return
                 print(f"dynaorm mcp: the SDK answers initialize otherwise than the early "
                       f"answer: {text.strip()[:2000]}", file=sys.stderr)
                 if "result" in msg:
                     return
-        await self.out.write(text)
+        if self.writer is not None:
+            self.writer.write(text.encode())
+        else:
+            await anyio.to_thread.run_sync(_write_all, self.fd, text.encode())
 
     async def flush(self) -> None:
-        await self.out.flush()
-
+        if self.writer is not None:
+            await self.writer.drain()

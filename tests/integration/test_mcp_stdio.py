@@ -28,15 +28,26 @@ def _initialize(version: str, rid: int | str = 1, **params: Any) -> dict[str, An
 
 
 def _serve(*messages: dict[str, Any] | str, scope: bool = True) -> tuple[list[Any], str]:
-    """The answers ``dynaorm mcp`` gives to ``messages`` (sent at once), and its stderr."""
+    """The answers ``dynaorm mcp`` gives to ``messages`` (sent at once, pipelined; stdin
+    closed once each request is answered), and its stderr."""
     lines = "".join((m if isinstance(m, str) else json.dumps(m)) + "\n" for m in messages)
+    requests = sum(1 for m in messages if not isinstance(m, dict) or "id" in m)
     args = ["--scope", "tenant_id", "--tenant", "t1"] if scope else []
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "dynaorm", "mcp", "tests.support.tenant_models:tenants",
-         "--endpoint-url", "http://127.0.0.1:9", *args], input=lines.encode(),
-        capture_output=True, cwd=ROOT, timeout=120,
+         "--endpoint-url", "http://127.0.0.1:9", *args], cwd=ROOT,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(ROOT), "AWS_REGION": "us-east-1"})
-    return [json.loads(x) for x in done.stdout.decode().splitlines()], done.stderr.decode()
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        proc.stdin.write(lines.encode())
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(requests)]
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+    assert proc.stdout.read() == b""  # (nothing more: no second answer to anything)
+    return answers, proc.stderr.read().decode()
 
 
 def test_the_versions_are_the_sdks() -> None:
