@@ -10,10 +10,12 @@ DynamoDB's fine-grained condition keys). With a scope field, every statement but
 ``SearchVectors`` holds a ``dynamodb:LeadingKeys`` condition: one pattern per partition
 key template (the table's and each index's), the scope field bound to the principal's tag
 ``aws:PrincipalTag/FIELD``. What the scope cannot cover (a key template without the field,
-a unique guard outside it, a Scan, a search) is named: ``dynaorm iam`` exits 2. Receipts
-(``commit(idempotency_key=)``: one in each table the commit writes, keyed
-``dynaorm:receipt#...``) carry no scope field: a scoped write role cannot commit with a
-key, and is not told so yet.
+a unique guard outside it, a Scan, a search) is named: ``dynaorm iam`` exits 2. The
+table's own rows (receipts of idempotent commits) are granted where their key carries the
+scope field, else named by :func:`unbound_rows` and left out (the policy still printed).
+Receipts (``commit(idempotency_key=)``: one in each table the commit writes) are keyed
+``dynaorm:receipt#...`` with no scope field today, so a scoped write role cannot commit
+with a key: they are named.
 
 Reads the model's plain data only."""
 
@@ -23,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["READS", "to_format"]
+__all__ = ["READS", "to_format", "unbound_rows"]
 
 #: the operations a read role sends (a pattern of any other operation writes)
 READS = frozenset({"GetItem", "Query", "Scan", "BatchGetItem", "SearchVectors"})
@@ -62,6 +64,8 @@ def to_format(model: Mapping[str, Any], role: str, scope: str | None = None,
             grants.uncovered += _rows_outside(entity, scope, grants.leading[""])
         for pattern in patterns:
             grants.add(entity, pattern)
+    if role == "write" and scope is not None:  # (the table's own rows: receipts)
+        grants.leading[""].update(b for b in (leading_key(r, scope) for r in _own(model)) if b)
     on_table, on_index, searched = grants.on_table, grants.on_index, grants.searched
     uncovered, leading = grants.uncovered, grants.leading
     statements = []
@@ -121,6 +125,24 @@ class _Grants:
             self.on_table.update(_WRITES.get(operation, (operation,)))
             if operation in _WRITES and entity.get("versioned"):
                 self.on_table.add("Query")  # (a save reads the last version)
+
+
+def _own(model: Mapping[str, Any]) -> list[str]:
+    """The partition key templates of the rows the table keeps for itself (the receipts
+    of idempotent commits)."""
+    return [next(iter(r["key"].values())) for r in model["table"].get("rows", ())]
+
+
+def unbound_rows(model: Mapping[str, Any], role: str, scope: str | None) -> list[str]:
+    """The table's own rows (receipts of ``commit(idempotency_key=)``) a write role held
+    to ``scope`` is not granted, because their keys do not carry the scope field: never
+    granted to every tenant (a receipt keeps the keys its commit wrote, and a tenant
+    could claim another's key first), so such a role commits without idempotency keys."""
+    if role != "write" or scope is None:
+        return []
+    return [f"receipts of idempotent commits (partition key {t!r}) do not carry {{{scope}}}:"
+            " not granted, so this role cannot commit with idempotency_key="
+            for t in _own(model) if leading_key(t, scope) is None]
 
 
 def _sid(name: str) -> str:

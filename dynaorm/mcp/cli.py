@@ -1,18 +1,68 @@
 """What ``dynaorm mcp`` runs (:mod:`dynaorm.tools.mcp_command` parses its arguments): the
-server of :func:`dynaorm.mcp.server` over stdio, or streamable HTTP with ``--http``."""
+server of :func:`dynaorm.mcp.server` over stdio, or streamable HTTP with ``--http``.
+
+Over stdio the server answers a client's ``initialize`` before it loads the ``mcp`` SDK
+(whose import is most of a start: its protocol models, and the HTTP stack its server
+module imports whatever the transport): the answer is the SDK's own (the same
+capabilities, protocol version negotiation and instructions; a test holds them equal),
+then the SDK is loaded, handed the ``initialize`` as it came, and its own answer to it
+dropped (one that differs is reported on stderr, an error passed on).
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import ModuleType
 from typing import Any, TextIO
 
 import anyio
+import anyio.to_thread
 
-from dynaorm.mcp.server import server
+from dynaorm._version import __version__
+from dynaorm.client.table import Table
+from dynaorm.mcp.server import instructions, prepare, server
 
-__all__ = ["serve"]
+__all__ = ["CAPABILITIES", "HANDSHAKE_VERSIONS", "early_answer", "serve"]
+
+#: the protocol versions the SDK's ``initialize`` handshake takes, oldest first; another
+#: is answered with the last (``mcp_types.version.HANDSHAKE_PROTOCOL_VERSIONS``)
+HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+#: the server's capabilities as the SDK states them: tools and resources, unchanging
+CAPABILITIES = {"resources": {"listChanged": False, "subscribe": False},
+                "tools": {"listChanged": False}}
+
+
+def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] | None:
+    """(its id, the answer) to ``line`` if it is a plain ``initialize`` request, as the
+    SDK answers it (server ``name``, instructions ``said``); else ``None``: the SDK
+    answers it itself."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or (
+            msg.get("method") != "initialize"):
+        return None
+    rid, params = msg.get("id"), msg.get("params")
+    if isinstance(rid, bool) or not isinstance(rid, int | str) or not isinstance(params, dict):
+        return None
+    version, caps, info = (params.get("protocolVersion"), params.get("capabilities"),
+                           params.get("clientInfo"))
+    if (not isinstance(version, str) or "_meta" in params or not isinstance(caps, dict)
+            or not all(isinstance(v, dict) for v in caps.values())
+            or not isinstance(info, dict)
+            or not all(isinstance(info.get(k), str) for k in ("name", "version"))):
+        return None
+    result = {"capabilities": CAPABILITIES, "instructions": said,
+              "protocolVersion": version if version in HANDSHAKE_VERSIONS
+              else HANDSHAKE_VERSIONS[-1],
+              "serverInfo": {"name": name, "version": __version__}}
+    answer = {"jsonrpc": "2.0", "id": rid, "result": result}
+    return rid, (json.dumps(answer, separators=(",", ":")) + "\n").encode()
 
 
 def _options(cli: ModuleType, args: argparse.Namespace) -> dict[str, Any]:
@@ -46,9 +96,13 @@ def serve(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     table = cli._connect(cli.load_table(args.table), args)
     options = _options(cli, args)
     try:
-        srv = server(table, **options)
+        _, fields = prepare(table, **options)
+        srv = server(table, **options) if args.http else None
     except ValueError as exc:
         raise cli.BadReference(str(exc)) from None
+    if srv is None:
+        _stdio(table, options, instructions(table, fields))
+        return 0
     if args.http:
         import uvicorn
 
@@ -57,13 +111,145 @@ def serve(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
             raise cli.BadReference(f"--http takes HOST:PORT, got {args.http!r}")
         app = srv.streamable_http_app(host=host)
         uvicorn.run(app, host=host, port=int(port), log_level="warning")
-        return 0
+    return 0
 
-    async def stdio() -> None:
+
+def _wire() -> tuple[int, int]:
+    """The process's stdin and stdout as the wire (descriptors), read and written by the
+    server alone: fd 0 then reads nothing and fd 1 writes to stderr (a stray print misses
+    the wire), as the SDK's own stdio transport does."""
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    return wire_in, wire_out
+
+
+def _first_line(fd: int) -> tuple[bytes, bytes]:
+    """The first line read from ``fd``, and what was read after it."""
+    data = bytearray()
+    while b"\n" not in data:
+        chunk = os.read(fd, _CHUNK)
+        if not chunk:
+            break
+        data += chunk
+    line, end, rest = bytes(data).partition(b"\n")
+    return line + end, rest
+
+
+def _stdio(table: Table, options: Mapping[str, Any], said: str) -> None:
+    """Serve over stdio: an ``initialize`` first answered at once, then the SDK."""
+    wire_in, wire_out = _wire()
+    first, rest = _first_line(wire_in)
+    early = early_answer(first, f"dynaorm-{table.name}", said) if first else None
+    if early is not None:
+        _write_all(wire_out, early[1])
+    srv = server(table, **options)  # (the SDK is loaded here)
+
+    async def run() -> None:
         from mcp.server.stdio import stdio_server
 
-        async with stdio_server() as (read, write):
+        out = _Out(wire_out, None if early is None else early[0],
+                   None if early is None else json.loads(early[1])["result"])
+        await out.open()
+        lines = _Lines(first, rest, wire_in, out)
+        async with stdio_server(lines, out) as (read, write):  # type: ignore[arg-type]
             await srv.run(read, write, srv.create_initialization_options())
 
-    anyio.run(stdio)
-    return 0
+    anyio.run(run)
+
+
+#: how much is read from stdin at once
+_CHUNK = 1 << 16
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data):]
+
+
+class _Lines:
+    """The SDK's stdin: the first line (an ``initialize`` answered early: what follows it
+    waits for the SDK's own answer, as a client waits for the answer before it sends
+    more), then the lines of the rest, read by the event loop where stdin is a pipe (no
+    thread a message), else by a thread."""
+
+    def __init__(self, first: bytes, buffered: bytes, fd: int, out: _Out) -> None:
+        self.first, self.buffered, self.fd, self.out = first, buffered, fd, out
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        import asyncio
+
+        if self.first:
+            yield self.first.decode("utf-8", "replace")
+            if self.out.answered is not None:
+                await self.out.initialized.wait()
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(limit=_CHUNK)
+        read: Callable[[], Awaitable[bytes]]
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader),
+                                         os.fdopen(self.fd, "rb", buffering=0, closefd=False))
+            read = lambda: reader.read(_CHUNK)  # noqa: E731
+        except (OSError, ValueError, NotImplementedError):  # (a file, a terminal)
+            read = lambda: anyio.to_thread.run_sync(os.read, self.fd, _CHUNK)  # noqa: E731
+        data = bytearray(self.buffered)
+        while True:
+            while (end := data.find(b"\n")) >= 0:
+                yield data[:end + 1].decode("utf-8", "replace")
+                del data[:end + 1]
+            chunk = await read()
+            if not chunk:
+                break
+            data += chunk
+        if data:
+            yield data.decode("utf-8", "replace")
+
+
+class _Out:
+    """The SDK's stdout (written by the event loop where it is a pipe, else by a thread),
+    but for its own answer to the ``initialize`` already answered (dropped; one that says
+    otherwise is reported on stderr, an error passed on)."""
+
+    def __init__(self, fd: int, answered: int | str | None,
+                 result: Mapping[str, Any] | None) -> None:
+        self.fd, self.answered, self.result = fd, answered, result
+        self.writer: Any = None
+        #: set once the SDK has answered the ``initialize`` answered early
+        self.initialized = anyio.Event()
+
+    async def open(self) -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        try:
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin,
+                os.fdopen(self.fd, "wb", buffering=0, closefd=False))
+        except (OSError, ValueError, NotImplementedError):
+            return  # (a file, a terminal)
+        self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def write(self, text: str) -> None:
+        if self.answered is not None:
+            msg = json.loads(text)
+            if isinstance(msg, dict) and msg.get("id") == self.answered and (
+                    "result" in msg or "error" in msg):
+                self.answered = None
+                self.initialized.set()
+                if msg.get("result") == self.result:
+                    return
+                print(f"dynaorm mcp: the SDK answers initialize otherwise than the early "
+                      f"answer: {text.strip()[:2000]}", file=sys.stderr)
+                if "result" in msg:
+                    return
+        if self.writer is not None:
+            self.writer.write(text.encode())
+        else:
+            await anyio.to_thread.run_sync(_write_all, self.fd, text.encode())
+
+    async def flush(self) -> None:
+        if self.writer is not None:
+            await self.writer.drain()

@@ -236,10 +236,8 @@ def _load(session: Session, tool: Tool, args: Mapping[str, Any]) -> Entity:
     obj = session.get(tool.entity, consistent=True, **key)
     if obj is None:
         raise DynaormError(f"{tool.entity.__name__} {key} does not exist")
-    expected = args.get("version")
-    if expected is not None and getattr(obj, "version", None) != expected:
-        raise DynaormError(f"{tool.entity.__name__} {key} is at version "
-                           f"{getattr(obj, 'version', None)}, not {expected} (If-Match)")
+    if (expected := args.get("version")) is not None:
+        obj.version = expected  # type: ignore[attr-defined]  # (If-Match: the session's)
     return obj
 
 
@@ -358,6 +356,54 @@ def _validator(tool: Tool) -> Any:
 
 
 _VALIDATORS: dict[int, tuple[Tool, Any]] = {}
+_QUICK: dict[int, tuple[Tool, Callable[[Any], bool] | None]] = {}
+#: JSON Schema's scalar types (a bool is neither an integer nor a number)
+_SCALARS: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool)}
+_BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
+    "minimum": lambda v, b: v >= b, "maximum": lambda v, b: v <= b,
+    "minLength": lambda v, b: len(v) >= b, "maxLength": lambda v, b: len(v) <= b,
+    "minItems": lambda v, b: len(v) >= b, "maxItems": lambda v, b: len(v) <= b}
+_PLAIN = frozenset({"type", "description", "title", *_BOUNDS})
+
+
+def _quick(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """A check accepting only values ``schema`` accepts, for the shapes tools' schemas
+    take (objects of scalars, arrays of numbers; ``None``: another shape). What it does
+    not accept is left to the full validator, which says why."""
+    kind, keys = schema.get("type"), set(schema)
+    bounds = [(_BOUNDS[k], schema[k]) for k in keys & _BOUNDS.keys()]
+    if kind == "object" and keys <= {"type", "description", "title", "properties",
+                                     "required", "additionalProperties", "$defs"}:
+        props = {n: _quick(s) for n, s in schema.get("properties", {}).items()}
+        more = schema.get("additionalProperties", True)
+        if any(c is None for c in props.values()) or more not in (True, False):
+            return None
+        need, closed = frozenset(schema.get("required", ())), more is False
+        return lambda v: (isinstance(v, dict) and need <= v.keys()
+                          and (not closed or v.keys() <= props.keys())
+                          and all(c(v[n]) for n, c in props.items() if n in v))  # type: ignore[misc]
+    if kind == "array" and keys <= _PLAIN | {"items"}:
+        item = _quick(schema.get("items", {"type": "number"}))
+        return None if item is None else (lambda v: isinstance(v, list) and all(
+            b(v, x) for b, x in bounds) and all(item(i) for i in v))
+    if kind in _SCALARS and keys <= _PLAIN | {"enum"}:
+        typed, enum = _SCALARS[kind], schema.get("enum")
+        if enum is not None and not all(isinstance(e, str) for e in enum):
+            return None
+        return lambda v: typed(v) and (enum is None or v in enum) and all(
+            b(v, x) for b, x in bounds)
+    return None
+
+
+def _accepts(tool: Tool, args: Mapping[str, Any]) -> bool:
+    found = _QUICK.get(id(tool))
+    if found is None or found[0] is not tool:
+        found = _QUICK[id(tool)] = (tool, _quick(tool.input_schema))
+    return found[1] is not None and found[1](args)
 _SAID = ("type", "required", "enum", "maxItems", "minItems", "maximum", "minimum",
          "maxLength")
 
@@ -367,6 +413,8 @@ def check_arguments(tool: Tool, args: Mapping[str, Any]) -> None:
     quoting a value: it may be an encrypted field's plaintext)."""
     if len(json.dumps(args, default=str)) > MAX_ARGUMENT_BYTES:
         raise ToolError(f"{tool.name}: arguments over {MAX_ARGUMENT_BYTES} bytes")
+    if _accepts(tool, args):
+        return  # (the plain case, checked without the full validator)
     errors = sorted(_validator(tool).iter_errors(args),
                     key=lambda e: list(map(str, e.absolute_path)))
     if errors:

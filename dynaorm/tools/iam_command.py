@@ -18,12 +18,14 @@ def _iam(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
 
     where = {k: v for k, v in (("partition", args.partition), ("region", args.aws_region),
                                ("account", args.account)) if v}
-    policy, uncovered = iam.to_format(cli.load_table(args.table).model(), args.role,
-                                      args.scope, where)
+    model = cli.load_table(args.table).model()
+    policy, uncovered = iam.to_format(model, args.role, args.scope, where)
     for line in uncovered:
         print(f"dynaorm iam: --scope {args.scope} cannot cover {line}", file=sys.stderr)
     if uncovered:
         return 2
+    for line in iam.unbound_rows(model, args.role, args.scope):
+        print(f"dynaorm iam: --scope {args.scope}: {line}", file=sys.stderr)
     out.write(json.dumps(policy, indent=2) + "\n")
     return 0
 

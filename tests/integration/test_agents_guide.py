@@ -53,7 +53,8 @@ def test_the_agent_store_recipe_runs(namespace: dict[str, Any],
     exec(compile(blocks()["agent"], f"{GUIDE}:agent", "exec"), namespace)
     printed = capsys.readouterr().out
     assert "'version': 2" in printed and "'recalled': ['prefers the train']" in printed
-    assert "is at version 2, not 1 (If-Match)" in printed
+    assert "'stale': \"ConcurrentModificationError: Conversation" in printed
+    assert "expected version 1 (obj.version, an If-Match)" in printed
     from dynaorm import Session
 
     s = Session(namespace["agents"])

@@ -12,7 +12,6 @@ import json
 import os
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,12 +21,10 @@ import dynaorm.mcp
 from dynaorm import Session
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import engine_of, wire_of
+from tests.support.mcp_client import ROOT, call, http_client, http_server, text
 from tests.support.tenant_models import Customer, Memo, shelf, tenants
 
 pytestmark = pytest.mark.sync_only  # (the server makes its own sessions)
-
-ROOT = Path(__file__).resolve().parents[2]
-
 
 @pytest.fixture
 def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend]:
@@ -40,18 +37,6 @@ def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend
                     s.save(Customer(tenant_id=t, customer_id=f"c{n}", name=f"{t}-n{n}",
                                     email=f"c{n}@{t}.example", card=f"4111-SECRET-{t}{n}"))
         yield tb
-
-
-def call(srv: Any, *calls: tuple[str, dict[str, Any]]) -> list[Any]:
-    """Each call's result, through one in-memory client session."""
-    async def go() -> list[Any]:
-        async with Client(srv) as client:
-            return [await client.call_tool(name, args) for name, args in calls]
-    return asyncio.run(go())
-
-
-def text(result: Any) -> str:
-    return "".join(getattr(c, "text", "") for c in result.content)
 
 
 def ok(result: Any) -> Any:
@@ -128,13 +113,56 @@ def test_writes_go_through_a_session(tdb: TestBackend) -> None:
     assert "ItemExistsError" in failed(again)
     assert ok(upd)["item"] == {"tenant_id": "t1", "memo_id": "m1", "text": "c",
                                "kind": "note", "version": 2}
-    assert "version 2, not 1" in failed(stale)  # If-Match
+    assert failed(stale).startswith("ConcurrentModificationError: ")  # If-Match
     ok(deleted)
     assert Session(tenants).get(Memo, tenant_id="t1", memo_id="m1") is None
     assert [m.text for m in Session(tenants).history(Memo, tenant_id="t1",
                                                      memo_id="m1").all()] == ["a", "c"]
     assert "UniqueConstraintError" in failed(clash)  # the guard holds
     assert Session(tenants).get(Customer, tenant_id="t1", customer_id="c9") is None
+
+
+def test_a_failed_if_match_is_a_concurrent_modification(
+        tdb: TestBackend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An update or delete whose version is not the stored one, or whose item a second
+    writer changes between the tool's read and its commit, is a tool error naming
+    ``ConcurrentModificationError`` (the typed error a session raises), and the table
+    holds what the second writer wrote."""
+    with Session(tenants) as s:
+        s.save(Memo(tenant_id="t1", memo_id="m1", text="a"))
+    srv = dynaorm.mcp.server(tenants, writes=["Memo"])
+    ahead, behind, gone = call(
+        srv, ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "b"},
+                              "version": 2}),
+        ("delete_memo", {"tenant_id": "t1", "memo_id": "m1", "version": 7}),
+        ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "c"},
+                         "version": 1, "idempotency_key": "k-race"}))
+    for said in (failed(ahead), failed(behind)):
+        assert said.startswith("ConcurrentModificationError: "), said
+        assert "version" in said
+    assert ok(gone)["item"]["version"] == 2  # (the stored version: it applies)
+    real = dynaorm.mcp.tools._load
+
+    def raced(session: Session, tool: Any, args: Any) -> Any:
+        obj = real(session, tool, args)  # (read at version 2) ... a second writer:
+        with Session(tenants) as other:
+            theirs = other.get(Memo, tenant_id="t1", memo_id="m1")
+            assert theirs is not None
+            theirs.text = f"theirs-{theirs.version}"
+            other.save(theirs)
+        return obj
+    monkeypatch.setattr(dynaorm.mcp.tools, "_load", raced)
+    lost_update, lost_delete = call(
+        srv, ("update_memo", {"tenant_id": "t1", "memo_id": "m1", "set": {"text": "d"},
+                              "version": 2, "idempotency_key": "k-lost"}),
+        ("delete_memo", {"tenant_id": "t1", "memo_id": "m1", "version": 3}))
+    assert failed(lost_update).startswith("ConcurrentModificationError: ")
+    assert failed(lost_delete).startswith("ConcurrentModificationError: ")
+    stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m1")
+    assert stored is not None and (stored.version, stored.text) == (4, "theirs-3")
+    assert [m.text for m in Session(tenants).history(Memo, tenant_id="t1",
+                                                     memo_id="m1").all()] == [
+        "a", "c", "theirs-2", "theirs-3"]
 
 
 def test_idempotency_keys_pass_through(tdb: TestBackend) -> None:
@@ -241,7 +269,7 @@ def test_concurrent_calls(tdb: TestBackend) -> None:
     assert len(won) == 1  # If-Match: one of the racing updates lands
     for lost in results[16:]:
         if lost.is_error:
-            assert "Concurrent" in failed(lost) or "version 2, not 1" in failed(lost)
+            assert failed(lost).startswith("ConcurrentModificationError: ")
     stored = Session(tenants).get(Memo, tenant_id="t1", memo_id="m0")
     assert stored is not None and stored.version == 2
     assert stored.text == won[0].structured_content["item"]["text"]
@@ -308,59 +336,22 @@ def test_the_command_serves_over_stdio(db: TestBackend, request: pytest.FixtureR
         assert stored is not None and stored.version == 1
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_over_http_the_tenant_comes_from_the_request_header(
         db: TestBackend, request: pytest.FixtureRequest) -> None:
     """``dynaorm mcp --http`` with ``--scope`` and ``--tenant-header``: each request's
     header names its tenant (as an authenticating proxy would set it); none: refused."""
-    import socket
-    import subprocess
-    import time
-
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     endpoint = db.endpoint_url or request.getfixturevalue("dynaorm_moto_server")
-    port = _free_port()
     with use_tables(tenants, endpoint_url=endpoint):
         with Session(tenants) as s:
             for t in ("t1", "t2"):
                 s.save(Customer(tenant_id=t, customer_id="c1", name=f"n-{t}", email="e@x"))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dynaorm", "mcp", "tests.support.tenant_models:tenants",
-             "--endpoint-url", endpoint, "--http", f"127.0.0.1:{port}",
-             "--scope", "tenant_id", "--tenant-header", "X-Tenant-Id"],
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    assert proc.poll() is None and time.monotonic() < deadline, (
-                        proc.stderr.read() if proc.stderr else "")
-                    time.sleep(0.2)
-
+        with http_server(endpoint, "--scope", "tenant_id", "--tenant-header",
+                         "X-Tenant-Id") as url:
             async def as_tenant(headers: dict[str, str]) -> Any:
-                async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
-                        streamable_http_client(f"http://127.0.0.1:{port}/mcp",
-                                               http_client=http)) as client:
+                async with http_client(url, headers) as client:
                     return await client.call_tool("get_customer", {"customer_id": "c1"})
             t1 = asyncio.run(as_tenant({"X-Tenant-Id": "t1"}))
             t2 = asyncio.run(as_tenant({"X-Tenant-Id": "t2"}))
             nobody = asyncio.run(as_tenant({}))
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
     assert ok(t1)["item"]["name"] == "n-t1" and ok(t2)["item"]["name"] == "n-t2"
     assert "X-Tenant-Id" in failed(nobody)

@@ -8,12 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,11 +19,11 @@ import dynaorm.mcp
 from dynaorm import Encrypted, Entity, ItemDecodeError, Session, StaticKeyring, Table
 from dynaorm.testing import TestBackend, use_tables, worker_suffix
 from tests.conftest import wire_of
+from tests.support.mcp_client import call, http_client, http_server, text
 from tests.support.tenant_models import Customer, Memo, tenants
 
 pytestmark = pytest.mark.sync_only  # (the server makes its own sessions)
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "4111-SECRET"
 
 
@@ -49,21 +44,10 @@ def tdb(db: TestBackend, request: pytest.FixtureRequest) -> Iterator[TestBackend
         yield tb
 
 
-def text(result: Any) -> str:
-    return "".join(getattr(c, "text", "") for c in result.content)
-
-
-def calls(srv: Any, *made: tuple[str, dict[str, Any]]) -> list[Any]:
-    async def go() -> list[Any]:
-        async with Client(srv) as client:
-            return [await client.call_tool(name, args) for name, args in made]
-    return asyncio.run(go())
-
-
 def test_explain_holds_the_scope(tdb: TestBackend) -> None:
     """explain of a get or find naming another tenant is refused as the call would be."""
     srv = dynaorm.mcp.server(tenants, scope={"tenant_id": "t1"})
-    get, find, mine = calls(
+    get, find, mine = call(
         srv, ("explain", {"tool": "get_customer",
                           "arguments": {"tenant_id": "t2", "customer_id": "c1"}}),
         ("explain", {"tool": "find_customer_by_email",
@@ -77,7 +61,7 @@ def test_explain_holds_the_scope(tdb: TestBackend) -> None:
 def test_no_plaintext_of_an_encrypted_field_leaves_the_server(tdb: TestBackend) -> None:
     srv = dynaorm.mcp.server(tenants, writes=["Customer"], scope={"tenant_id": "t1"})
     new = f"{SECRET}-new"
-    results = calls(
+    results = call(
         srv, ("get_customer", {"customer_id": "c1"}),
         ("query_customer_on_gsi1", {}),
         ("find_customer_by_email", {"email": "c1@t1.example"}),
@@ -117,7 +101,7 @@ def test_hostile_arguments(tdb: TestBackend) -> None:
     for _ in range(200):  # (deeper: the SDK's client cannot serialize it)
         deep = {"a": deep}
     before = _canonical(tdb.scan_raw(tenants))
-    results = calls(
+    results = call(
         srv, ("explain", {"tool": "get_memo", "arguments": deep}),
         ("update_memo", {"memo_id": "m1", "set": {"tenant_id": "t2"}}),
         ("update_memo", {"memo_id": "m1", "set": {"memo_id": "m2"}}),
@@ -166,7 +150,7 @@ def test_a_validator_quoting_an_encrypted_value_is_not_echoed(
         with Session(vault) as s:  # (stored before the validator refused it)
             s.save(Secretive.model_construct(tenant_id="t1", sid="s", secret="BAD-PLAIN"))
         srv = dynaorm.mcp.server(vault, writes=["Secretive"], scope={"tenant_id": "t1"})
-        stored, saved = calls(srv, ("get_secretive", {"sid": "s"}), (
+        stored, saved = call(srv, ("get_secretive", {"sid": "s"}), (
             "save_secretive", {"item": {"sid": "x", "secret": "BAD-MINE"}}))
     assert stored.is_error and "ItemDecodeError" in text(stored) and "secret" in text(stored)
     assert saved.is_error and "secret" in text(saved)
@@ -181,52 +165,20 @@ def test_a_validator_quoting_an_encrypted_value_is_not_echoed(
 
 
 # -- over streamable HTTP: the tenant header --------------------------------------------
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_the_tenant_header_over_http(db: TestBackend, request: pytest.FixtureRequest
                                      ) -> None:
     """Two tenant headers (a proxy appending its own after the client's), an empty one:
     refused; two tenants calling at once on one server: each gets its own."""
-    import socket
-
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
     endpoint = db.endpoint_url or request.getfixturevalue("dynaorm_moto_server")
-    port = _free_port()
     with use_tables(tenants, endpoint_url=endpoint):
         with Session(tenants) as s:
             for t in ("t1", "t2"):
                 s.save(Customer(tenant_id=t, customer_id="c1", name=f"n-{t}", email="e@x",
                                 card=f"{SECRET}-{t}"))
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "dynaorm", "mcp", "tests.support.tenant_models:tenants",
-             "--endpoint-url", endpoint, "--http", f"127.0.0.1:{port}",
-             "--scope", "tenant_id", "--tenant-header", "X-Tenant-Id"],
-            env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=str(ROOT),
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    assert proc.poll() is None and time.monotonic() < deadline, (
-                        proc.stderr.read() if proc.stderr else "")
-                    time.sleep(0.2)
-
+        with http_server(endpoint, "--scope", "tenant_id", "--tenant-header",
+                         "X-Tenant-Id") as url:
             async def as_tenant(headers: list[tuple[str, str]], n: int = 1) -> list[Any]:
-                async with httpx2.AsyncClient(headers=headers, timeout=30) as http, Client(
-                        streamable_http_client(f"http://127.0.0.1:{port}/mcp",
-                                               http_client=http)) as client:
+                async with http_client(url, headers) as client:
                     return list(await asyncio.gather(*(client.call_tool(
                         "get_customer", {"customer_id": "c1"}) for _ in range(n))))
 
@@ -238,9 +190,6 @@ def test_the_tenant_header_over_http(db: TestBackend, request: pytest.FixtureReq
             [empty] = asyncio.run(as_tenant([("X-Tenant-Id", "")]))
             [hashed] = asyncio.run(as_tenant([("X-Tenant-Id", "t1#CUSTOMER#c1")]))
             t1s, t2s = asyncio.run(both())
-        finally:
-            proc.terminate()
-            proc.wait(timeout=10)
     for refused in (twice, empty, hashed):
         assert refused.is_error and "ScopeError" in text(refused), text(refused)
     assert [json.loads(text(r))["item"]["name"] for r in t1s] == ["n-t1"] * 6

@@ -143,7 +143,7 @@ def check_agent_tools(run: Run) -> None:
     [closed] = run.block('update_ticket {"ticket_id": "T1", "set": {"status": "closed"}')
     assert "'version': 2" in closed and "'status': 'closed'" in closed
     [stale] = run.block('update_ticket {"ticket_id": "T1", "set": {"status": "open"}')
-    assert stale.startswith("error:") and "not 1 (If-Match)" in stale
+    assert stale.startswith("error: ConcurrentModificationError") and "expected version 1" in stale
     [page] = run.block("query_ticket")
     assert "'T1'" in page and "'T2'" in page and "'cursor': None" in page
     [other] = run.block('get_ticket {"tenant_id": "globex"')

@@ -185,3 +185,62 @@ def test_the_command_prints_the_policy_or_exits_2_naming_what_is_not_covered(
     with pytest.raises(SystemExit) as usage:
         main(["iam", f"{__name__}:tenants", "--role", "admin"])
     assert usage.value.code == 2
+
+
+def _receipt_checks(key: str) -> list[Check]:
+    """What IAM checks for an idempotent commit's receipt at ``key``: the receipt's Put
+    in the transaction (the action the commit sends, its key replaced by ``key``) and the
+    GetItem that settles a lost answer."""
+    from dynaorm.schema.rules.receipts import Receipting
+
+    action = Receipting(tenants, "order-7", "digest").action(
+        Receipting(tenants, "order-7", "digest").item("rev", []))
+    action["Put"]["Item"][tenants.pk] = {"S": key}
+    arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{tenants.name}"
+    return [*checks_of("TransactWriteItems", {"TransactItems": [action]}, {None: tenants.pk}),
+            Check("GetItem", arn, (key,))]
+
+
+def test_receipts_of_idempotent_commits_are_granted_only_within_the_scope(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A write role commits with an idempotency key (its receipt row: a Put in the
+    transaction, a GetItem to settle a lost answer). Unscoped: granted. Scoped: today's
+    receipt key (``dynaorm:receipt#<hash>``) carries no tenant, so it is never granted
+    (any tenant could read another's receipt, or claim its key first) and the command
+    says so beside the policy; a receipt row whose key carries the scope field is granted
+    for the principal's tenant's receipts exactly."""
+    from dynaorm.schema.rules.receipts import Receipting
+
+    digest = Receipting(tenants, "order-7", "digest").hashed
+    today = f"dynaorm:receipt#{digest}"
+    model = tenants.model()
+    assert [next(iter(r["key"].values())) for r in model["table"]["rows"]] == [
+        "dynaorm:receipt#{hash of the key}"]
+    plain, _ = iam.to_format(model, "write")
+    scoped, uncovered = iam.to_format(model, "write", scope="tenant_id")
+    assert uncovered == [] and _lint(scoped) == []
+    for check in _receipt_checks(today):
+        assert allowed(plain, check, {}), check
+        for tag in ({"tenant_id": "x"}, {"tenant_id": "*"}, {}):
+            assert not allowed(scoped, check, tag), (check, tag)
+    [note] = iam.unbound_rows(model, "write", "tenant_id")
+    assert "'dynaorm:receipt#{hash of the key}'" in note and "idempotency_key=" in note
+    assert iam.unbound_rows(model, "read", "tenant_id") == []
+    assert iam.unbound_rows(model, "write", None) == []
+    assert main(["iam", f"{__name__}:tenants", "--role", "write", "--scope",
+                 "tenant_id"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == scoped and note in err
+    # a receipt row keyed by the tenant (as a scoped receipt would be): exactly its own
+    owned = json.loads(json.dumps(model))
+    owned["table"]["rows"][0]["key"] = {"pk": "dynaorm:receipt#{tenant_id}#{hash of the key}"}
+    policy, uncovered = iam.to_format(owned, "write", scope="tenant_id")
+    assert uncovered == [] and iam.unbound_rows(owned, "write", "tenant_id") == []
+    assert _lint(policy) == []
+    for check in _receipt_checks(f"dynaorm:receipt#x#{digest}"):
+        assert allowed(policy, check, {"tenant_id": "x"}), check
+        for tag in ({"tenant_id": "y"}, {"tenant_id": "*"}, {"tenant_id": "x#"}, {}):
+            assert not allowed(policy, check, tag), (check, tag)
+    for other in (today, f"dynaorm:receipt#y#{digest}", f"dynaorm:receipt#xy#{digest}"):
+        for check in _receipt_checks(other):
+            assert not allowed(policy, check, {"tenant_id": "x"}), check

@@ -1,0 +1,54 @@
+"""The MCP tools' quick argument check (issue 61's get-call budget): it accepts only what
+the tool's JSON Schema accepts (hypothesis, against jsonschema's own validator, over
+hostile shapes: bools for numbers, extra keys, long strings, nested junk), takes the plain
+calls without the full validator, and leaves the rest to it (which says why)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from jsonschema import Draft202012Validator  # type: ignore[import-untyped]
+
+from dynaorm.mcp.tools import ToolError, _quick, check_arguments, tools_of
+from tests.support.tenant_models import shelf, tenants
+
+TOOLS = {**tools_of(tenants, ["Memo", "Customer"]),
+         **tools_of(shelf, [], (), lambda text: [0.0] * 4)}
+NAMES = sorted(TOOLS)
+KEYS = st.sampled_from(["tenant_id", "customer_id", "memo_id", "clip_id", "text", "set",
+                        "item", "version", "limit", "cursor", "vector", "top", "x", "tool",
+                        "arguments", "idempotency_key", "filters", "name", "email"])
+SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 300), st.floats(),
+                    st.text(max_size=5), st.just("a" * 201), st.sampled_from(NAMES))
+VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=5), st.dictionaries(KEYS, inner, max_size=6)), max_leaves=12)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.sampled_from(NAMES), st.dictionaries(KEYS, VALUES, max_size=6))
+def test_the_quick_check_accepts_only_what_the_schema_accepts(name: str,
+                                                              args: dict[str, Any]) -> None:
+    quick = _quick(TOOLS[name].input_schema)
+    if quick is not None and quick(args):
+        assert Draft202012Validator(TOOLS[name].input_schema).is_valid(args), (name, args)
+
+
+def test_plain_calls_take_the_quick_check_and_the_rest_the_full_one() -> None:
+    get = TOOLS["get_customer"]
+    quick = _quick(get.input_schema)
+    assert quick is not None and quick({"tenant_id": "t1", "customer_id": "c1"})
+    for wrong in ({"tenant_id": "t1"}, {"tenant_id": "t1", "customer_id": 5},
+                  {"tenant_id": "t1", "customer_id": "c1", "x": 1}):
+        assert not quick(wrong)
+        with pytest.raises(ToolError, match="fails"):
+            check_arguments(get, wrong)
+    search = _quick(TOOLS["search_clip_on_by_tenant"].input_schema)
+    assert search is not None and search({"tenant_id": "t1", "vector": [1, 0, 0.5, 0]})
+    assert not search({"tenant_id": "t1", "vector": [1, 0, True, 0]})  # (a bool: no number)
+    assert not search({"tenant_id": "t1", "vector": [1, 0]})
+    update = _quick(TOOLS["update_memo"].input_schema)
+    assert update is not None and not update({"tenant_id": "t1", "memo_id": "m",
+                                              "set": {}, "version": True})
