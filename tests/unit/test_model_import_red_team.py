@@ -225,15 +225,15 @@ def _as_json_defaults(value: Any) -> None:
             _as_json_defaults(v)
 
 
-@settings(max_examples=int(os.environ.get("DYNAORM_RED_TEAM_EXAMPLES", "150")),
-          derandomize=True, deadline=2000, suppress_health_check=list(HealthCheck))
+@settings(max_examples=int(os.environ.get("DYNAORM_RED_TEAM_EXAMPLES", "300")),
+          derandomize=True, deadline=5000, suppress_health_check=list(HealthCheck))
 @given(doc=_documents())
 def test_any_model_document_is_refused_or_defines_the_same_model_without_side_effects(
         doc: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> None:
     """0.7 draft: the model differed (two classes of one name, a union or enum repeating
     a member, empty names, an optional field's default), and an entity named ``model_x``
     hung ``identifier`` (``model_x_``, ``model_x__``...: each still a ``model_`` name).
-    Every document is now refused or imported within the deadline (2 s, most take ms),
+    Every document is now refused or imported within the deadline (5 s, most take ms),
     and importing never runs what it says: nothing is written, nothing imported but the
     standard modules of values (:data:`_RUNS` writes a sentinel file if ever run)."""
     text = json.dumps(doc)
