@@ -434,3 +434,22 @@ def test_the_check_has_no_builtins_but_the_types_it_names(
     monkeypatch.setattr(codegen, "_only_definitions", lambda tree: None)
     with pytest.raises(ModelFileError, match="name 'print' is not defined"):
         codegen._define('"""doc"""\nimport dynaorm as _d\nt = _d.Table(str(print))\n')
+
+
+def test_the_command_refuses_a_file_naming_eval_with_exit_2(tmp_path: Path) -> None:
+    """``dynaorm model --import`` of a file whose unique rule normalizes with ``eval``: no
+    code printed (0.7 draft: ``normalize=eval``), one line naming the place, exit 2."""
+    import subprocess
+
+    doc = json.loads(json.dumps(_BASE))
+    doc["entities"][0]["unique"] = [{"field": "a", "normalize": "builtins:eval"}]
+    (tmp_path / "hostile.json").write_text(json.dumps(doc))
+    root = Path(__file__).resolve().parents[2]
+    result = subprocess.run(
+        [sys.executable, "-m", "dynaorm", "model", "--import", "hostile.json"], cwd=tmp_path,
+        capture_output=True, text=True, timeout=120,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+    assert result.returncode == 2 and result.stdout == "", result
+    assert result.stderr == ("dynaorm model: error: $.entities[0].unique[0].normalize: 'eval' "
+                             "is not a builtin dynaorm takes (a type or function of values), "
+                             "got 'builtins:eval'\n")
