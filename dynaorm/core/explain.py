@@ -85,7 +85,11 @@ class Explanation:
     notes: tuple[str, ...] = ()
     """What the units assume."""
     exact: bool = True
-    """Whether every unit is priced on known sizes."""
+    """Whether every unit is priced on known sizes, as DynamoDB charges and every engine
+    dynaorm tests on reports it: ``False`` where a size is not known before reading (a
+    filter, a scan, an unread stored item), and for a transaction two of whose actions
+    cost the same units on the same table and indexes (DynamoDB Local reports those
+    once); :attr:`notes` say why."""
 
     @property
     def read_units(self) -> float:
@@ -138,7 +142,7 @@ class Explanation:
                                   str(r.size) + ("" if r.exact else "?"), _n(r.units)]
                                  for r in self.rows]))
         lines.append(f"total: {_n(self.read_units)} read units, {_n(self.write_units)} write "
-                     f"units" + ("" if self.exact else " (at least: see the notes)"))
+                     f"units" + ("" if self.exact else " (not exact: see the notes)"))
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
@@ -225,15 +229,30 @@ def _commit(session: Any) -> Explanation:
             for row in rows_of(op, stamped, factor, known, at)]
     requests = _commit_requests(plan, rows)
     notes = ["transactional: each write costs twice its units; a condition check 2 per "
-             "4 KB of the item it reads (as DynamoDB charges; DynamoDB Local reports less: "
-             "it counts the actions of equal capacity once)"] if not single else []
+             "4 KB of the item it reads (as DynamoDB charges)"] if not single else []
     notes += unplanned
-    exact = all(r.exact for r in rows) and not unplanned
-    if not exact:
+    if not all(r.exact for r in rows):
         notes.append("a row marked ? is priced on its new item only: the item stored before "
                      "it is not known (a larger one costs more)")
+    repeated = not single and _repeated(rows)
+    if repeated:
+        notes.append("two or more of its actions cost the same units on the same table and "
+                     "indexes: DynamoDB charges each (as priced here); DynamoDB Local counts "
+                     "them once and reports less")
+    exact = all(r.exact for r in rows) and not unplanned and not repeated
     what = f"a commit of {len(staged)} staged write(s): {len(plan.ops)} action(s)"
     return Explanation(what, requests, tuple(rows), tuple(noted), tuple(notes), exact)
+
+
+def _repeated(rows: Sequence[Row]) -> bool:
+    """Whether two actions of a transaction cost equal units on equal tables and indexes:
+    the engines then differ (DynamoDB Local keeps each action's capacity in a set)."""
+    actions: dict[int, dict[str, float]] = {}
+    for row in rows:
+        units = actions.setdefault(row.at, {})
+        name = row.table if row.index is None else f"{row.table}/{row.index}"
+        units[name] = units.get(name, 0.0) + row.units
+    return len({frozenset(u.items()) for u in actions.values()}) < len(actions)
 
 
 # -- reads ---------------------------------------------------------------------------------

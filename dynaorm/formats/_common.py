@@ -5,8 +5,11 @@ export writes for what a format has no place for."""
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
 import json
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
@@ -15,6 +18,8 @@ from dynaorm.schema.templates import SHARD_FIELD, KeyTemplate
 
 __all__ = [
     "NAMED",
+    "PURE_BUILTINS",
+    "PURE_MODULES",
     "RANGES",
     "At",
     "function",
@@ -23,6 +28,7 @@ __all__ = [
     "maybe_template",
     "name_of",
     "named",
+    "refused",
     "template",
     "unknown_shards",
     "vector_fields",
@@ -119,10 +125,23 @@ def maybe_template(at: At) -> str | None:
 
 
 
-#: a function a model names: ``module:qualname``, a builtin's ``qualname``, ``<lambda>``
 #: a function a model names: ``module:qualname`` or a builtin's ``qualname``
 NAMED: Final = re.compile(r"([A-Za-z_]\w*(\.[A-Za-z_]\w*)*:)?[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _OPERATORS: Final = ("methodcaller", "attrgetter", "itemgetter")
+#: the standard library modules a file's functions may come from: functions of values
+#: (ids, times, text, numbers). Any other module of the standard library (``os``,
+#: ``subprocess``, ``builtins``, ``importlib``, ``pickle``, ``antigravity``...) is refused:
+#: its functions reach the machine, not a value
+PURE_MODULES: Final = frozenset({
+    "base64", "binascii", "calendar", "colorsys", "datetime", "decimal", "fractions",
+    "hashlib", "html", "ipaddress", "json", "math", "operator", "random", "re", "secrets",
+    "statistics", "string", "textwrap", "time", "unicodedata", "urllib.parse", "uuid",
+    "zlib", "zoneinfo"})
+#: the builtins a file's functions may be (a type's methods too: ``str.lower``)
+PURE_BUILTINS: Final = frozenset({
+    "abs", "ascii", "bin", "bool", "bytes", "chr", "complex", "dict", "float", "format",
+    "frozenset", "hash", "hex", "int", "len", "list", "max", "min", "oct", "ord", "repr",
+    "round", "set", "sorted", "str", "sum", "tuple"})
 
 
 def named(text: str) -> bool:
@@ -131,24 +150,70 @@ def named(text: str) -> bool:
     (``operator:methodcaller('lower')``): anything else is never written as code."""
     if NAMED.fullmatch(text):
         return True
+    return _operator_call(text) is not None
+
+
+def _operator_call(text: str) -> ast.Call | None:
     module, _, call = text.partition(":")
     try:
         node = ast.parse(call, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return module == "operator" and isinstance(node, ast.Call) and isinstance(
+        return None
+    ok = module == "operator" and isinstance(node, ast.Call) and isinstance(
         node.func, ast.Name) and node.func.id in _OPERATORS and all(
         isinstance(a, ast.Constant) for a in [*node.args, *(k.value for k in node.keywords)]
         ) and all(k.arg is not None for k in node.keywords)
+    return node if ok and isinstance(node, ast.Call) else None
+
+
+def refused(text: str) -> str | None:
+    """Why a function a file names is refused, or ``None``: only what dynaorm's own model
+    can name is taken (``<lambda>``; ``operator``'s getters and ``methodcaller`` of
+    literal, public names; a builtin of :data:`PURE_BUILTINS` or a public method of one;
+    ``module:qualname`` of :data:`PURE_MODULES`, found there, or of a module outside the
+    standard library, your application's, never imported here) and no part of a name is
+    a dunder (``__globals__``, ``__builtins__``). Nothing is run to decide but imports of
+    :data:`PURE_MODULES`."""
+    if text == "<lambda>":
+        return None
+    if (call := _operator_call(text)) is not None:
+        assert isinstance(call.func, ast.Name)  # (what _operator_call returns)
+        names = [a.value for a in call.args[:{"methodcaller": 1, "itemgetter": 0}.get(
+            call.func.id)] if isinstance(a, ast.Constant)]
+        if all(isinstance(n, str) and not any(p.startswith("_") for p in n.split("."))
+               for n in names):
+            return None
+        return "operator's getters and methodcaller take public names only"
+    if not NAMED.fullmatch(text):
+        return "expected a function as module:name"
+    module, _, qualname = text.rpartition(":")
+    if any(part.startswith("__") for part in re.split(r"[.:]", text)):
+        return "a dunder name is no function of a model"
+    if not module or module == "builtins":
+        head, _, method = qualname.partition(".")
+        if head not in PURE_BUILTINS or "." in method or method.startswith("_") or (
+                method and not hasattr(getattr(builtins, head), method)):
+            return f"{qualname!r} is not a builtin dynaorm takes (a type or function of values)"
+        return None
+    if module.partition(".")[0] not in sys.stdlib_module_names:
+        return None  # (your application's or a package's: written as named, not imported)
+    if module not in PURE_MODULES:
+        return (f"module {module!r} of the standard library reaches beyond values (not "
+                "one of the modules of values dynaorm takes functions from)")
+    found: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        found = getattr(found, part, None)
+    return None if callable(found) else f"{module} has no function {qualname!r}"
 
 
 def function(at: At) -> str:
-    """A function a file names (see :func:`named`), or ``<lambda>`` (one that cannot be
-    named: code gets a stub that raises until written)."""
+    """A function a file names (see :func:`refused`), or ``<lambda>`` (one that cannot
+    be named: code gets a stub that raises until written)."""
     text = at.of(str, "a function's name")
-    if text != "<lambda>" and not named(text):
-        raise at.fail(f"expected a function as module:name, got {text[:60]!r}")
-    return str(text)
+    why = refused(text)
+    if why is not None:
+        raise at.fail(f"{why}, got {text[:60]!r}")
+    return str(text).removeprefix("builtins:")  # (a builtin's: the model names it so)
 
 
 def maybe(at: At, read: Callable[[At], Any]) -> Any:

@@ -6,6 +6,8 @@ model back (its derived parts recomputed)."""
 from __future__ import annotations
 
 import ast
+import builtins
+import importlib
 import keyword
 import math
 import re
@@ -34,6 +36,8 @@ _SCALARS: Final = {
 _PARSED: Final = {"decimal": "_dec.Decimal", "binary": "bytes.fromhex",
                   "datetime": "_dt.datetime.fromisoformat", "date": "_dt.date.fromisoformat",
                   "uuid": "_uuid.UUID"}
+#: the names a module sees as builtins: no table's variable takes one
+_BUILTINS: Final = frozenset(dir(builtins))
 _TABLE_DEFAULTS: Final = {"pk": "pk", "sk": "sk", "type_attribute": "_type",
                           "revision_attribute": "_rev", "ttl": None, "stream": None}
 #: the helper the functions of a design that could not be named call (lambdas)
@@ -45,11 +49,11 @@ _TODO: Final = ["def _todo() -> _t.Any:",
 def identifier(name: str, taken: Sequence[str] = ()) -> str:
     """``name`` as a Python identifier that is no keyword, no pydantic model member and
     not in ``taken``, and that pydantic takes as a field (invalid characters become
-    ``_``; a leading ``_`` or digit gets an ``f``)."""
+    ``_``; a leading ``_`` is dropped; a leading digit or ``model_`` gets an ``f``)."""
     out = re.sub(r"[^A-Za-z0-9_]", "_", name).lstrip("_") or "field"
-    if out[0].isdigit():
+    if out[0].isdigit() or out.startswith("model_"):  # (a model_ name: pydantic's own)
         out = f"f{out}"
-    while keyword.iskeyword(out) or out.startswith("model_") or out in taken:
+    while keyword.iskeyword(out) or out in taken:  # (each turn a new name: it ends)
         out += "_"
     return out
 
@@ -120,15 +124,14 @@ class _Writer:
         return text
 
     def nested(self, name: str, fields: Sequence[Mapping[str, Any]]) -> str:
-        """The class name of a nested model (one class per name and shape)."""
+        """The class name of a nested model (one class per name and shape: the model
+        names a class by its name, so two shapes or an entity of one name are refused)."""
         lines = [line for f in fields for line in self.field(f)] or ["pass"]
-        for cls, known in self.models.items():
-            if known[1:] == [f"    {line}" for line in lines] and identifier(name) == (
-                    cls.rstrip("_") or cls):
-                return cls
-        cls = identifier(name, [*self.models])
-        self.models[cls] = [f"class {cls}({self.q('_p.BaseModel')}):",
-                            *(f"    {line}" for line in lines)]
+        cls = identifier(name)
+        source = [f"class {cls}({self.q('_p.BaseModel')}):", *(f"    {line}" for line in lines)]
+        if self.models.get(cls, source) != source or cls in self.classes:
+            raise _clash(name)
+        self.models[cls] = source
         return cls
 
     # -- fields --------------------------------------------------------------------------
@@ -173,7 +176,7 @@ class _Writer:
         if isinstance(value, str) and kind in _PARSED:
             return f"{self.q(_PARSED[kind])}({value!r})"
         if isinstance(value, dict) and value and kind == "object":
-            return f"{self.nested(f['model'], f['fields'])}(**{value!r})"
+            return f"{self.nested(f['model'], f['fields'])}(**{self.literal(value)})"
         if isinstance(value, list | dict) and not value:
             return "default_factory=" + self.q("dict" if isinstance(value, dict) else
                                                "set" if kind == "set" else "list")
@@ -184,9 +187,18 @@ class _Writer:
 
     def literal(self, value: Any) -> str:
         """``value`` (plain data) as source: ``repr``, but a float that is not finite is
-        ``float('nan')``, ``float('inf')``."""
+        ``float('nan')``, ``float('inf')`` at any depth."""
         if isinstance(value, float) and not math.isfinite(value):
             return f"{self.q('float')}({str(value)!r})"
+        if isinstance(value, list | tuple | set) and value:
+            items = [self.literal(v) for v in value]
+            if isinstance(value, list):
+                return f"[{', '.join(items)}]"
+            return f"({items[0]},)" if len(items) == 1 and isinstance(value, tuple) else (
+                f"({', '.join(items)})" if isinstance(value, tuple) else f"{{{', '.join(items)}}}")
+        if isinstance(value, dict) and value:
+            return "{" + ", ".join(f"{self.literal(k)}: {self.literal(v)}"
+                                   for k, v in value.items()) + "}"
         return repr(value)
 
 
@@ -350,7 +362,7 @@ def _entity(w: _Writer, var: str, e: Mapping[str, Any]) -> list[str]:
 
 def _pattern(var: str, e: Mapping[str, Any], p: Mapping[str, Any]) -> str:
     params = "".join(
-        f", ({q['name']!r}, {q['type']!r}" + (f", {q['entity_type']}" if q.get("entity_type")
+        f", ({q['name']!r}, {q['type']!r}" + (f", {q['entity_type']!r}" if q.get("entity_type")
                                                else "") + ")" for q in p.get("parameters", ()))
     options = "".join(f", {k}={p[k]!r}" for k in ("index", "range_condition", "returns",
                                                   "description", "pattern_id")
@@ -384,14 +396,15 @@ def code_of(models: Sequence[Mapping[str, Any]], check: bool = False) -> str:
     names: list[str] = []
     for model in models:
         table = model["table"]
-        var = identifier(str(table["name"]).lower(), names)
+        var = identifier(str(table["name"]).lower(), [*names, *w.taken, *_BUILTINS])
         names.append(var)
         _table(w, var, table)
         w.body.append("")
         entities = []
         for e in model.get("entities", ()):
-            entities.append({**e, "name": identifier(e["name"], [*names, *w.classes,
-                                                                 *w.models])})
+            entities.append({**e, "name": identifier(e["name"])})
+            if entities[-1]["name"] in (*w.classes, *w.models):
+                raise _clash(e["name"])
             w.classes.append(entities[-1]["name"])
             w.body += ["", *_entity(w, var, entities[-1]), ""]
         patterns = [(e, p) for e in entities
@@ -408,6 +421,11 @@ def code_of(models: Sequence[Mapping[str, Any]], check: bool = False) -> str:
     w.q("_d.Table")
     head += [*sorted(w.imports.values(), key=lambda line: line.split()[1]), "", ""]
     return "\n".join(head + nested + w.body).rstrip() + "\n"
+
+
+def _clash(name: str) -> ModelFileError:
+    return ModelFileError(f"two classes are named {name!r} (as Python names them): the model "
+                          "tells classes apart by name, so code defines one of a name", place="$")
 
 
 # -- import ----------------------------------------------------------------------------------
@@ -435,16 +453,75 @@ def import_code(text: str, fmt: str = "json") -> str:
 
 
 def _define(code: str) -> None:
-    """Define what ``code`` defines, in a module of its own; a refusal is a
-    :class:`~dynaorm.ModelFileError` (placed by :func:`_placed`)."""
+    """Define what ``code`` (:func:`code_of` with ``check``) defines, in a module of its
+    own, once :func:`_only_definitions` has found nothing in it but definitions, and with
+    no builtins but the types it names; a refusal is a :class:`~dynaorm.ModelFileError`
+    (placed by :func:`_placed`)."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:  # (too deep)
+        raise ModelFileError(f"dynaorm refuses the design: {exc}", place="$") from exc
+    _only_definitions(tree)
     module = types.ModuleType("dynaorm_imported_model")
+    module.__dict__["__builtins__"] = {
+        "__build_class__": builtins.__build_class__, "__import__": _import,
+        **{name: getattr(builtins, name) for name in _CODE_BUILTINS}}
     sys.modules[module.__name__] = module
     try:
-        exec(compile(code, "<dynaorm model --import>", "exec"), module.__dict__)
+        exec(compile(tree, "<dynaorm model --import>", "exec"), module.__dict__)
     except Exception as exc:  # (any error of defining it: the file's, not Python's)
         raise ModelFileError(f"dynaorm refuses the design: {exc}", place="$") from exc
     finally:
         del sys.modules[module.__name__]
+
+
+#: the builtins the code :func:`code_of` writes names (annotations, ``float('nan')``,
+#: ``bytes.fromhex``): the only builtins the check defines it with
+_CODE_BUILTINS: Final = ("bool", "bytes", "dict", "float", "frozenset", "int", "list", "set",
+                         "str", "tuple")
+#: what a module of checked code may hold at its top: its docstring, then these
+_TOP: Final = (ast.Import, ast.ClassDef, ast.Assign, ast.Expr)
+#: what no part of checked code holds (a definition is a class, an assignment, a call)
+_NEVER: Final = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Global, ast.Nonlocal, ast.Await,
+                 ast.Yield, ast.YieldFrom, ast.NamedExpr, ast.ListComp, ast.SetComp,
+                 ast.DictComp, ast.GeneratorExp, ast.ImportFrom, ast.Delete, ast.For,
+                 ast.While, ast.With, ast.Try, ast.If, ast.Raise, ast.Assert)
+
+
+def _import(name: str, *args: Any, **kwargs: Any) -> types.ModuleType:
+    """``__import__`` of checked code: the modules of :data:`_ALIASES` only."""
+    if name not in _ALIASES.values():
+        raise ImportError(f"checked code imports {name!r}")
+    return importlib.import_module(name)
+
+
+def _only_definitions(tree: ast.Module) -> None:
+    """Refuse (:class:`~dynaorm.ModelFileError`) checked code holding anything but what
+    :func:`code_of` writes: imports of :data:`_ALIASES`, classes, assignments and
+    ``table.pattern(...)`` calls, naming only those aliases, what it defines, the
+    stubs' ``args`` and :data:`_CODE_BUILTINS`, and no attribute starting with ``_``. So
+    no text of a file can reach a name that runs code, whatever the writer missed."""
+    docstring, *body = tree.body
+    defined = {n.name for n in body if isinstance(n, ast.ClassDef)} | {
+        t.id for n in body if isinstance(n, ast.Assign) for t in n.targets
+        if isinstance(t, ast.Name)}
+    names = {*_ALIASES, *defined, *_CODE_BUILTINS, "args"}
+    bad: list[ast.AST] = [n for n in body if not isinstance(n, _TOP) or (
+        isinstance(n, ast.Import) and any(
+            _ALIASES.get(a.asname or "") != a.name for a in n.names)) or (
+        isinstance(n, ast.Expr) and not (
+            isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
+            and n.value.func.attr == "pattern"))]
+    bad += [n for n in ast.walk(ast.Module([*body], [])) if isinstance(n, _NEVER) or (
+        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in names) or (
+        isinstance(n, ast.Attribute) and n.attr.startswith("_")) or (
+        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+        and n.value.id == "_b" and n.attr not in _CODE_BUILTINS)]
+    if not (isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)):
+        bad.insert(0, docstring)
+    if bad:
+        raise ModelFileError(f"the code written would run {ast.unparse(bad[0])[:80]!r}, not "
+                             "only define", place="$")
 
 
 def _placed(exc: ModelFileError, places: Mapping[str, str]) -> ModelFileError:

@@ -4,6 +4,7 @@ schema); :func:`to_format` is the model itself, :func:`from_format` checks a fil
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -33,12 +34,24 @@ def _read_type(at: At) -> dict[str, Any]:
     elif kind == "map":
         out["values"] = _read_type(at.get("values", dict, "a type"))
     elif kind == "enum":
-        out["values"] = at.get("values", list, "a list of values").value
+        values = at.get("values", list, "a list of values")
+        out["values"] = values.value
+        if len({(type(v), json.dumps(v)) for v in out["values"]}) < len(out["values"]):
+            raise values.fail("an enum's values are each given once")  # (Literal drops one)
     elif kind == "union":
-        out["of"] = [_read_type(t) for t in at.get("of", list, "a list of types").items()]
+        of = at.get("of", list, "a list of types")
+        members = [_read_type(t) for t in of.items()]  # (a union in a union: its types)
+        out["of"] = [m for t in members for m in (
+            t["of"] if t["type"] == "union" and "vector" not in t else [t])]
+        if len({json.dumps(t, sort_keys=True) for t in out["of"]}) < len(out["of"]):
+            raise of.fail("a union's types are each given once")  # (X | X is X)
     elif kind == "object":
         out["model"] = name_of(at.get("model", str, "a class name"), "a nested model's name")
         out["fields"] = _read_fields(at.get("fields", list, "fields"))
+        for f, place in zip(out["fields"], at.get("fields").items(), strict=True):
+            if f["stored"] != f["name"]:  # (dynaorm stores a nested field under its name)
+                raise place.get("stored").fail("a nested model's field is stored under its "
+                                               f"name, {f['name']!r}")
     vector = at.get("vector", int, "a number of dimensions", default=None).value
     if vector is not None:
         out["vector"] = vector
@@ -59,9 +72,10 @@ def _read_field(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a field name"), "a field name")
     if name.startswith(("_", "model_")) or name == "Meta":  # (no field of a class: dropped)
         raise at.get("name").fail(f"{name!r} cannot be a field's name")
-    out: dict[str, Any] = {"name": name,
-                           "stored": at.get("stored", str, "an attribute name",
-                                            default=name).value, **_read_type(at),
+    stored = at.get("stored", str, "an attribute name", default=name)
+    if not stored.value:
+        raise stored.fail("an attribute name is never empty")
+    out: dict[str, Any] = {"name": name, "stored": stored.value, **_read_type(at),
                            "required": at.get("required", bool, "true or false",
                                               default=True).value,
                            "nullable": at.get("nullable", bool, "true or false",
@@ -81,6 +95,8 @@ def _read_field(at: At) -> dict[str, Any]:
             raise shown.fail("a default dynaorm writes only as a Python literal, got "
                              f"{shown.value[:60]!r}") from None
         out["default_repr"] = shown.value
+    if not out["required"] and not {"default", "default_factory", "default_repr"} & {*out}:
+        out["default"] = None  # (an optional field with no default given: None, as code says)
     squeezed = at.get("compressed", int, "a number of bytes", default=None).value
     if squeezed is not None:
         out["compressed"] = squeezed
@@ -130,7 +146,7 @@ def _read_index(at: At) -> dict[str, Any]:
 def _read_entity(at: At) -> dict[str, Any]:
     name = name_of(at.get("name", str, "a class name"), "an entity's name")
     out: dict[str, Any] = {
-        "name": name, "type_name": at.get("type_name", str, "a type name", default=name).value,
+        "name": name, "type_name": _type_name(at, default=name),
         "pk": template(at.get("pk", str, "a key template"), "a key template"),
         "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
         "fields": _read_fields(at.get("fields", list, "a list of fields")),
@@ -141,7 +157,7 @@ def _read_entity(at: At) -> dict[str, Any]:
                       for i in at.get("indexes", list, "a list", default=[]).items()]
     out["unique"] = [{
         "field": name_of(u.get("field", str, "a field name"), "a field name"),
-        "prefix": u.get("prefix", str, "a prefix", default=None).value,
+        "prefix": _prefix(u),
         "scope": maybe(u.get("scope", str, "a template", default=None),
                         lambda a: template(a, "a template")),
         "normalize": maybe(u.get("normalize", str, "a function", default=None), function)}
@@ -157,7 +173,7 @@ def _read_entity(at: At) -> dict[str, Any]:
     out["shards"] = {target: {"count": s.get("count", int, "a number").value,
                               "first": s.get("first", int, "a number", default=0).value,
                               "by": maybe(s.get("by", str, "a field or a function",
-                                                 default=None), function)}
+                                                 default=None), _shard_by)}
                      for target, s in at.get("shards", dict, "an object", default={})
                      .members()}
     out["overlaps"] = at.get("overlaps", str, "literal or refuse", default="literal",
@@ -174,10 +190,39 @@ def _read_entity(at: At) -> dict[str, Any]:
 def _read_previous(at: At) -> dict[str, Any]:
     return {"pk": template(at.get("pk", str, "a key template"), "a key template"),
             "sk": maybe_template(at.get("sk", str, "a key template", default=None)),
-            "type_name": at.get("type_name", str, "a type name").value,
+            "type_name": _type_name(at),
             "stored_names": {name_of(At(n, f"{at.place}.stored_names"), "a field name"):
                              a.of(str, "an attribute name") for n, a in at.get(
                                  "stored_names", dict, "an object", default={}).members()}}
+
+
+def _prefix(at: At) -> str | None:
+    found = at.get("prefix", str, "a prefix", default=None)
+    if found.value == "":  # (code would leave it to the field's name)
+        raise found.fail("a unique rule's prefix is never empty")
+    return None if found.value is None else str(found.value)
+
+
+def _shard_by(at: At) -> str:
+    """What a shard is chosen by: a field (a bare name, as code writes it) or a function."""
+    if ":" in at.value or at.value == "<lambda>":
+        return function(at)
+    return name_of(at, "a field name")
+
+
+def _parameter_type(at: At) -> str:
+    found = at.get("type", str, "a parameter type")
+    if not found.value:  # (code would leave it to the field's type)
+        raise found.fail("a parameter's type is never empty")
+    return str(found.value)
+
+
+def _type_name(at: At, default: Any = ...) -> str:
+    """A type name: any text but none (an empty one is the class's name in code)."""
+    found = at.get("type_name", str, "a type name", default=default)
+    if not found.value:
+        raise found.fail("a type name is never empty")
+    return str(found.value)
 
 
 def _read_pattern(at: At) -> dict[str, Any]:
@@ -186,7 +231,7 @@ def _read_pattern(at: At) -> dict[str, Any]:
            "index": at.get("index", str, "an index name", default=None).value,
            "parameters": [{
                "name": q.get("name", str, "a parameter name").value,
-               "type": q.get("type", str, "a parameter type").value,
+               "type": _parameter_type(q),
                **({"entity_type": name_of(q.get("entity_type", str, "an entity"), "an entity")}
                   if "entity_type" in q.value else {})}
                for q in at.get("parameters", list, "a list", default=[]).items()],
@@ -225,8 +270,8 @@ def _read_json(doc: At) -> dict[str, Any]:
                          ("ttl", None), ("stream", None)):
         table[key] = default if key not in t.value else None if t.value[key] is None else (
             t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
-    if "settings" in t.value:  # (checked as a Table checks them)
-        table["settings"] = _read_settings(t.get("settings", dict, "an object"))
+    # (checked as a Table checks them; none given: a Table's defaults, as its model says)
+    table["settings"] = _read_settings(t.get("settings", dict, "an object", default={}))
     for row in t.get("rows", list, "a list of rows", default=[]).items():  # (the receipts')
         if row.get("role", str, "a row's role", default=None).value == "receipt":
             ttl = row.get("ttl_seconds", int, "seconds", default=None)

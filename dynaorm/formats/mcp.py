@@ -288,7 +288,7 @@ def _read_mcp(t: At) -> dict[str, Any]:
              "key_types": {}, "type_attribute": "_type", "revision_attribute": "_rev",
              "ttl": None, "stream": None, "indexes": []}
     for g in t.get("gsi_list", list, "a list of GSIs", default=[]).items():
-        gpk = _attributes(g.get("partition_key", (str, list), "an attribute or a list"))
+        gpk = _attributes(g.get("partition_key", (str, list), "an attribute or a list"), 1)
         gsk = _attributes(g.get("sort_key", (str, list), "an attribute or a list", default=[]))
         table["indexes"].append({"name": g.get("name", str, "an index name").value,
                                  "kind": "gsi", "native": len(gpk) > 1 or len(gsk) > 1,
@@ -311,10 +311,13 @@ def _read_mcp(t: At) -> dict[str, Any]:
     return {"dynaorm_model": 1, "table": table, "entities": list(entities.values())}
 
 
-def _attributes(at: At) -> list[str]:
-    """A GSI's key attributes: one name, or a list of 1 to 4 (a multi-attribute key)."""
+def _attributes(at: At, least: int = 0) -> list[str]:
+    """A GSI's key attributes: one name, or a list of ``least`` to 4 (a multi-attribute
+    key)."""
     names = [at.value] if isinstance(at.value, str) else [a.of(str, "an attribute name")
                                                           for a in at.items()]
+    if len(names) < least:
+        raise at.fail("expected 1 to 4 attribute names, got none")
     if len(names) > 4:
         raise at.fail(f"expected 1 to 4 attribute names, got {len(names)}")
     return names

@@ -233,7 +233,17 @@ def _plain_default(value: Any) -> Any:
     if isinstance(value, list | tuple | set | frozenset) and all(
             isinstance(v, bool | int | float | str) for v in value):
         return sorted(value) if isinstance(value, set | frozenset) else list(value)
-    return _NO_JSON
+    return value if isinstance(value, list | dict) and _json(value) else _NO_JSON
+
+
+def _json(value: Any) -> bool:
+    """Whether ``value`` is JSON's data as Python holds it (lists, dicts of text keys,
+    text, numbers, ``None``; a NaN too: a default holding one reads back as such)."""
+    if isinstance(value, list):
+        return all(_json(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json(v) for k, v in value.items())
+    return value is None or isinstance(value, bool | int | float | str)
 
 
 def _field(name: str, info: Any, renames: Mapping[str, str]) -> dict[str, Any]:

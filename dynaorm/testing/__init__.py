@@ -171,9 +171,9 @@ def use_tables(*tables: Table, endpoint_url: str | None = None,
     """Point ``tables`` at ``endpoint_url`` (None: the configured endpoint, or the
     in-process moto of :func:`moto_backend`), create them fresh, and delete them afterwards.
 
-    Only on a test engine: where a table would reach AWS itself (no endpoint outside moto,
-    or an endpoint on an AWS domain), :class:`NotATestEngineError` is raised before any
-    request is sent.
+    Only on a test engine (moto in process, an endpoint on this machine, or one on a host
+    named in ``DYNAORM_TEST_HOSTS``): anywhere else a table may reach AWS itself, and
+    :class:`NotATestEngineError` is raised before any request is sent.
 
     ``name_suffix`` is appended to every table's name for the block (the tables are module
     globals in user code: they are repointed in place and restored afterwards). ``wire``:

@@ -355,3 +355,32 @@ def test_get_many_is_counted_under_its_entity(local: TestBackend) -> None:
     client.capacity(reset=True)
     assert len(s.get_many(Note, [{"note_id": f"m{i}"} for i in range(3)])) == 3
     assert set(client.capacity()) == {"Note"}
+
+
+def test_a_transaction_is_exact_only_where_dynamodb_local_reports_its_units(
+        local: TestBackend, events: list[RequestEvent]) -> None:
+    """(issue 59) ``explain`` of a transaction said ``exact=True`` though DynamoDB Local
+    reported less. Now ``exact`` only where the units are both what DynamoDB charges (each
+    action twice its own) and what DynamoDB Local reports; where two actions cost the same
+    on the same table and indexes, not ``exact``, with a note, and DynamoDB Local reports
+    them once."""
+    s = local.session()
+    s.save(Note(note_id="x1", body="x" * 100))  # 2 units
+    s.save(Note(note_id="x2", body="x" * 1500))  # 4 units
+    s.save(User(user_id="x3", username="xan", email="x@x.io", full_name="f" * 3000))
+    found, consumed = _committed(s, events)  # (the user's two guards: 2 units each)
+    assert found.requests[0].operation == "TransactWriteItems"
+    assert not found.exact and "DynamoDB Local counts them once" in found.notes[-1]
+    assert consumed == local_transaction_units(found.rows) != found.by_table()
+    assert consumed[app.name] < found.by_table()[app.name]
+    for n, body in ((1, "y" * 100), (2, "y" * 1500), (3, "y" * 5000)):  # 2, 4, 10 units
+        s.save(Note(note_id=f"y{n}", body=body))
+    found, consumed = _committed(s, events)
+    assert found.exact and len(found.notes) == 1, found.notes
+    assert found.by_table() == consumed == {app.name: 16.0}
+    user = s.get(User, user_id="x3")
+    assert user is not None
+    user.email = "y@x.io"  # the row and its entry, one guard deleted, one put: all differ?
+    s.save(user)
+    found, consumed = _committed(s, events)
+    assert found.exact == (found.by_table() == consumed), (found, consumed)

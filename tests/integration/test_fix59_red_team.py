@@ -140,7 +140,7 @@ def test_bound_to_an_aws_endpoint_then_no_endpoint_given(aws_like: Path,
 
 
 @pytest.mark.parametrize("endpoint", ["http://[::1]:8000", "http://127.0.0.2:8000",
-                                      "http://dynamodb-local:8000", "http://LOCALHOST:8000"])
+                                      "http://LOCALHOST:8000"])
 def test_test_engine_endpoints_accepted(aws_like: Path, endpoint: str) -> None:
     table = Table("orders-test")
     table.connect(endpoint)

@@ -68,7 +68,7 @@ def test_str_is_a_table_of_requests_rows_and_totals() -> None:
     assert text.splitlines()[0] == "explain: a commit of 1 staged write(s): 3 action(s)"
     assert "  TransactWriteItems  dynaorm-tests  -      0           8" in text
     assert "  User    unique guard  Put     -      pk=username#ann sk=username#ann" in text
-    assert text.splitlines()[-2] == "total: 0 read units, 8 write units"
+    assert text.splitlines()[-3] == "total: 0 read units, 8 write units (not exact: see the notes)"
 
 
 def test_a_find_reads_the_guard_then_its_owner() -> None:
@@ -100,3 +100,32 @@ def test_a_vector_search_sends_its_request_then_reads_its_hits_by_key() -> None:
     assert (first.operation, first.index, hits.operation) == (
         "SearchVectors", "by_dot", "BatchGetItem")
     assert first.request["TopK"] == 3 and not found.exact
+
+
+def test_a_transaction_is_exact_only_where_its_actions_differ() -> None:
+    """(issue 59) ``explain`` of a transaction said ``exact=True`` with a note that DynamoDB
+    Local reports less. Its units are what DynamoDB charges (each action twice its own);
+    where two actions cost the same on the same table and indexes DynamoDB Local reports
+    them once, so the explanation is not ``exact`` and says so. Against DynamoDB Local in
+    ``integration/test_explain.py``."""
+    from tests.support.models import Note
+
+    s = Session(app)
+    s.save(Note(note_id="n1", body="x" * 100))
+    s.save(Note(note_id="n2", body="x" * 1500))  # 1 KB and 2 KB: 2 and 4 units
+    found = explain(s)
+    assert found.requests[0].operation == "TransactWriteItems"
+    assert found.exact and found.by_table() == {app.name: 6.0}
+    assert "(as DynamoDB charges)" in found.notes[0] and len(found.notes) == 1
+    assert "not exact" not in str(found)
+    s.save(Note(note_id="n3", body="y" * 100))  # a second action of 2 units
+    found = explain(s)
+    assert not found.exact and found.by_table() == {app.name: 8.0}
+    assert "DynamoDB Local counts them once" in found.notes[-1]
+    assert "(not exact: see the notes)" in str(found)
+    s = Session(app)
+    s.save(User(user_id="u1", username="ann", email="ann@example.com"))  # two 2-unit guards
+    assert not explain(s).exact
+    s = Session(app)
+    s.save(Note(note_id="n4", body="z"))  # one action alone: no transaction, exact
+    assert explain(s).exact

@@ -384,12 +384,17 @@ def test_an_imported_file_never_runs_code_of_its_own() -> None:
     checks the design without importing them, and takes a default only as a literal."""
     model = app.model()
     user = {**_entity(model, "User"), "patterns": "derived"}
-    user["fields"] = [{**f, "default_factory": "antigravity:fly"} if f["name"] == "user_id"
+    user["fields"] = [{**f, "default_factory": "flights.ids:fly"} if f["name"] == "user_id"
                       else f for f in user["fields"]]
     import sys
 
     code = designs.import_code(json.dumps({**model, "entities": [user]}))
-    assert "from antigravity import fly" in code and "antigravity" not in sys.modules
+    assert "from flights.ids import fly" in code and "flights" not in sys.modules
+    user["fields"][0] = {**user["fields"][0], "default_factory": "antigravity:fly"}
+    with pytest.raises(ModelFileError, match="standard library"):  # (it opens a browser)
+        designs.import_code(json.dumps({**model, "entities": [user]}))
+    assert "antigravity" not in sys.modules
+    user["fields"][0] = {**user["fields"][0], "default_factory": "flights.ids:fly"}
     user["fields"][1] = {**user["fields"][1], "default_repr": "__import__('os').getcwd()"}
     with pytest.raises(ModelFileError) as err:
         designs.import_code(json.dumps({**model, "entities": [user]}))
