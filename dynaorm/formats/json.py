@@ -272,6 +272,7 @@ def _read_json(doc: At) -> dict[str, Any]:
             t.get(key, str, "an attribute name").value)  # (null: none, absent: the default)
     # (checked as a Table checks them; none given: a Table's defaults, as its model says)
     table["settings"] = _read_settings(t.get("settings", dict, "an object", default={}))
+    table["receipts_ttl"] = 7 * 86400  # (a Table's default, unless its receipts say)
     for row in t.get("rows", list, "a list of rows", default=[]).items():  # (the receipts')
         if row.get("role", str, "a row's role", default=None).value == "receipt":
             ttl = row.get("ttl_seconds", int, "seconds", default=None)
