@@ -450,3 +450,40 @@ def test_any_model_reads_back_equal_from_the_lake(
                          catalog=lake, namespace="app"))
         live = [x for o in objs if (x := s.get(cls, id=o.id)) is not None]
         assert _rows(lake, name) == [row_of(x) for x in live]
+
+
+def test_a_history_suffixed_type_name_beside_a_versioned_entity_is_refused(
+        tmp_path: Path, catalog: Any) -> None:
+    """``<type name>_history`` is where a versioned entity's version rows go: another
+    entity of that type name would be the same Iceberg table, so the export is
+    :class:`LakeError` before any task runs (and without ``history=True`` it is not)."""
+    from dynaorm import Versioned
+
+    clash = Table("dynaorm-lake-clash")
+
+    class Doc(Versioned):
+        class Meta:
+            table = clash
+            pk = "DOC#{id}"
+            sk = "D"
+            type_name = "doc"
+
+        id: str
+
+    class DocHistory(Entity):
+        class Meta:
+            table = clash
+            pk = "DOCH#{id}"
+            sk = "H"
+            type_name = "doc_history"
+
+        id: str
+
+    with pytest.raises(LakeError, match=r"would be one Iceberg table \(a type name ending "
+                                        r"in '_history'\)") as raised:
+        export(clash, tmp_path, format="iceberg", catalog=catalog, namespace="app",
+               history=True)
+    assert "doc.history" in str(raised.value) and "doc_history" in str(raised.value)
+    assert not list(tmp_path.glob("*/part-*"))
+    job = export(clash, tmp_path, format="iceberg", catalog=catalog, namespace="app")
+    assert len(job.tasks()) == 1  # (without version rows, no two datasets are one table)
