@@ -82,6 +82,9 @@ ENCRYPTED = ("omit", "decrypt")
 #: rows a part buffers before it writes them (one row group): a task's memory is bounded
 #: by this, not by the size of its segment or file
 BATCH = 20_000
+#: whether a full export's lines are decoded in Arrow where they can be
+#: (:mod:`dynaorm.tools.vector`; off: every line per row, the reference way)
+VECTOR = True
 #: the failures a task lists by name (it counts them all)
 LISTED = 100
 _OPS = {"NEW_AND_OLD_IMAGES": "insert", "NEW_IMAGE": "modify"}
@@ -378,6 +381,9 @@ class _Part:
         self.sink, self.name, self.cols = sink, name, cols
         self.rows: list[dict[str, Any]] = []
         self.where: list[str] = []
+        #: rows read as Arrow tables already (the vector way), and the rows before them
+        self.tables: list[Any] = []
+        self.held = 0
         self.written = 0
         self.temp: Path | None = None
         self.writer: Any = None
@@ -385,16 +391,38 @@ class _Part:
     def add(self, row: dict[str, Any], where: str, report: _Counts) -> None:
         self.rows.append(row)
         self.where.append(where)
-        if len(self.rows) >= BATCH:
+        if len(self.rows) + self.held >= BATCH:
             self.flush(report)
+
+    def add_table(self, table: Any, report: _Counts) -> None:
+        """Add rows read as a table of the part's columns already (the vector way)."""
+        self._settle(report)
+        self.tables.append(table)
+        self.held += table.num_rows
+        if self.held >= BATCH:
+            self.flush(report)
+
+    def _settle(self, report: _Counts) -> None:
+        """The buffered rows as a table (those a column refuses counted as failures)."""
+        from dynaorm.tools.arrow import table_of
+
+        if self.rows:
+            table, bad = table_of(self.cols, self.rows)
+            for i, why in sorted(bad.items()):
+                report.fail(f"{self.where[i]}: {why}")
+            self.tables.append(table)
+            self.held += table.num_rows
+            self.rows, self.where = [], []
 
     def flush(self, report: _Counts) -> None:
         """Write the buffered rows (those a column refuses counted as failures)."""
-        from dynaorm.tools.arrow import schema_of, table_of
+        import pyarrow as pa
 
-        table, bad = table_of(self.cols, self.rows)
-        for i, why in sorted(bad.items()):
-            report.fail(f"{self.where[i]}: {why}")
+        from dynaorm.tools.arrow import schema_of
+
+        self._settle(report)
+        table = pa.concat_tables(self.tables) if self.tables else schema_of(
+            self.cols).empty_table()
         if self.writer is None:
             import pyarrow.parquet as pq
 
@@ -403,7 +431,7 @@ class _Part:
         if table.num_rows:
             self.writer.write_table(table)
         self.written += table.num_rows
-        self.rows, self.where = [], []
+        self.tables, self.held = [], 0
         gc.collect(1)  # (the collector is paused for the task: what cycles a batch left)
 
     def close(self) -> None:
@@ -513,6 +541,15 @@ class _Export:
         type_attribute = table.type_attribute
         self.fast = None if not fast or type_attribute is None else stored_validator(
             type_attribute, fast)
+        #: the vector way (:mod:`dynaorm.tools.vector`) of the same entities: type name ->
+        #: (its dataset, its class)
+        self.vector = None
+        if fast and type_attribute is not None and VECTOR:
+            from dynaorm.tools.vector import vector_decoder
+
+            self.vector = vector_decoder(type_attribute, fast)
+        self.vector_names = {r.spec.type_name: (r.spec.type_name, c)
+                             for c, r in self.readers.items() if r.spec.type_name in fast}
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
@@ -551,6 +588,13 @@ class _Export:
             for where, record in records:
                 self.change(where, record)
             return
+        if self.vector is not None:
+            tables = self.vector([line for _, line in batch])
+            done = {i for _, lines in tables.values() for i in lines}
+            for name, (table, lines) in tables.items():
+                self.counts.scanned += len(lines)
+                self.part(*self.vector_names[name]).add_table(table, self.counts)
+            batch = [b for i, b in enumerate(batch) if i not in done]
         found = self._fast(batch)
         for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):
             if type(record) is dict:  # (read the plain way)
