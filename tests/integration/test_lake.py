@@ -487,3 +487,49 @@ def test_a_history_suffixed_type_name_beside_a_versioned_entity_is_refused(
     assert not list(tmp_path.glob("*/part-*"))
     job = export(clash, tmp_path, format="iceberg", catalog=catalog, namespace="app")
     assert len(job.tasks()) == 1  # (without version rows, no two datasets are one table)
+
+
+def test_the_command_exports_to_the_lake_full_then_incremental(
+        tb: TestBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``dynaorm export --format iceberg --catalog URI --warehouse URL --namespace NS``:
+    a full export from S3, then the window's incremental one, each committed to the
+    catalog the URI names; read back by pyiceberg equal to what reads return. Lake options
+    without ``--format iceberg`` (or it without a catalog) are a usage error (exit 2)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from dynaorm.tools.cli import main
+
+    _fill(tb)
+    s3 = _s3()
+    before = tb.scan_raw()
+    full = _summary(s3, full_export(s3, "exports", "cli-full", before),
+                    exportTime="2026-01-01T00:00:00Z", exportArn="arn:cli-full")
+    (tmp_path / "warehouse").mkdir()
+    lake = ["--format", "iceberg", "--catalog", f"sqlite:///{tmp_path}/catalog.db",
+            "--warehouse", f"file://{tmp_path}/warehouse", "--namespace", "app",
+            "--history", "--decrypt"]
+    where = "tests.support.export_models:exports"
+    assert main(["export", where, str(tmp_path / "full"), "--source", full, *lake]) == 0
+    out = capsys.readouterr().out
+    assert "Iceberg table app.profile: 2 rows appended" in out
+    _change(tb)
+    inc = _summary(s3, incremental_export(s3, "exports", "cli-inc", before, tb.scan_raw(),
+                                          ("pk", "sk"), WHEN),
+                   exportFromTime="2026-01-01T00:00:00Z", exportToTime="2026-01-01T01:00:00Z",
+                   exportArn="arn:cli-inc")
+    assert main(["export", where, str(tmp_path / "inc"), "--source", inc, *lake]) == 0
+    assert "Iceberg table app.profile: 2 rows appended" in capsys.readouterr().out
+    catalog = SqlCatalog("dynaorm", uri=f"sqlite:///{tmp_path}/catalog.db",
+                         warehouse=f"file://{tmp_path}/warehouse")
+    for name, rows in _expected(_live(tb), decrypted=True).items():
+        assert _rows(catalog, name) == rows, name
+    assert _snapshots(catalog, "app.profile")[-1]["dynaorm.export"] == "arn:cli-inc"
+    assert main(["export", where, str(tmp_path / "again"), "--source", inc, *lake]) == 0
+    assert "Iceberg table app.profile: 0 rows appended" in capsys.readouterr().out
+    assert main(["export", where, str(tmp_path / "x"), "--namespace", "app"]) == 2
+    assert main(["export", where, str(tmp_path / "x"), "--format", "iceberg",
+                 "--namespace", "app"]) == 2
+    assert "needs --catalog and --namespace" in capsys.readouterr().err
+    assert main(["export", where, str(tmp_path / "x"), "--format", "iceberg", "--catalog",
+                 "ftp://nowhere", "--namespace", "app"]) == 1
+    assert "catalog 'ftp://nowhere' cannot be loaded" in capsys.readouterr().err
