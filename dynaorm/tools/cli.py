@@ -39,6 +39,7 @@ from dynaorm.tools.check import CheckResult, ProgressBar, check_table, item_coun
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.export import export
 from dynaorm.tools.iam_command import add_iam_command
+from dynaorm.tools.lake_command import add_lake_options, lake_options
 from dynaorm.tools.mcp_command import add_mcp_command
 from dynaorm.tools.model_commands import add_model_commands
 
@@ -416,39 +417,17 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
     classes = None if args.entities is None else [_entity_named(table, name) for name in
                                                    args.entities.split(",")]
-    lake: dict[str, Any] = {}
-    if args.format == "iceberg" or args.catalog or args.namespace or args.warehouse:
-        lake = _lake(args)
-    # (with the lake, dynaorm.jobs.export's job, whose merge commits: loaded by name)
-    make = importlib.import_module("dynaorm.jobs").export if lake else export
-    report = _job(make(table, args.to, source=args.source, entities=classes,
-                       history=args.history, segments=args.segments, rate=_rate(args),
-                       encrypted="decrypt" if args.decrypt else "omit", **lake), args,
+    report = _job(lake_options(args, export, BadReference)(
+        table, args.to, source=args.source, entities=classes, history=args.history,
+        segments=args.segments, rate=_rate(args),
+        encrypted="decrypt" if args.decrypt else "omit"), args,
                   lambda done, total: print(f"export: {done} of {total} tasks done",
                                             file=sys.stderr, flush=True))
     print(f"exported table {table.name!r} to {args.to}: {report.scanned} items read",
           file=out)
-    for name, rows in sorted(report.rows.items()):
-        print(f"  {name}: {rows} rows", file=out)
-    for name, rows in sorted(report.tables.items()):
-        print(f"  Iceberg table {name}: {rows} rows appended", file=out)
-    for name, count in report.unclaimed.items():
-        print(f"  {count} item(s) of type {name!r} claimed by no entity", file=out)
-    if report.failed:
-        print(f"  {report.failed} row(s) left out (they do not fit their entity):", file=out)
-    for line in report.failures:
-        print(f"    {line}", file=out)
+    for line in report.lines():
+        print(line, file=out)
     return EXIT_PROBLEMS if report.failed else EXIT_OK
-
-
-def _lake(args: argparse.Namespace) -> dict[str, Any]:
-    """``export``'s options of ``--format iceberg``: the catalog loaded (by
-    :mod:`dynaorm.lake`, an edge beside this floor, loaded by name: ``dynaorm[lake]``)."""
-    if args.format != "iceberg" or not args.catalog or not args.namespace:
-        raise BadReference("--catalog, --namespace and --warehouse are --format iceberg's, "
-                           "which needs --catalog and --namespace")
-    catalog = importlib.import_module("dynaorm.lake").load_catalog(args.catalog, args.warehouse)
-    return {"format": "iceberg", "catalog": catalog, "namespace": args.namespace}
 
 
 def _entity_named(table: Table, name: str) -> type[Any]:
@@ -678,20 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="versioned entities' version rows too, as <EntityName>.history")
     p.add_argument("--decrypt", action="store_true",
                    help="write encrypted fields' plaintext (the table's keyring)")
-    p.add_argument("--format", choices=("parquet", "iceberg"), default="parquet",
-                   help="iceberg: commit each dataset as the Iceberg table "
-                        "NAMESPACE.<type name> in --catalog (TO stages the data files; "
-                        "needs dynaorm[lake]); a full export replaces its rows, an "
-                        "incremental one applies its changes, each in one commit")
-    p.add_argument("--catalog", metavar="URI|NAME", default=None,
-                   help="the Iceberg catalog: a URI (sqlite:///lake.db, postgresql://..., "
-                        "https://... REST, thrift://... Hive) or its name in pyiceberg's "
-                        "configuration (~/.pyiceberg.yaml)")
-    p.add_argument("--warehouse", metavar="URL", default=None,
-                   help="where the catalog's tables' files go (file://..., s3://...), if "
-                        "the catalog does not say")
-    p.add_argument("--namespace", metavar="NAME", default=None,
-                   help="the Iceberg namespace of the tables (made if missing)")
+    add_lake_options(p)
     _common(p)
     _engine(p)
     p.set_defaults(run=cmd_export, engine="local")

@@ -66,6 +66,7 @@ from dynaorm.schema.rules.indexes import Membership
 from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.stamps import Stamping
+from dynaorm.schema.rules.versioned import Versioning
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
 from dynaorm.tools.audit import scan_pages
@@ -120,6 +121,17 @@ class ExportReport:
     tables: dict[str, int] = field(default_factory=dict)
     """``format="iceberg"``: the rows each Iceberg table's commit appended, by its name
     (``"<namespace>.<type name>"``; ``0``: nothing to apply, or applied already)."""
+
+    def lines(self) -> list[str]:
+        """What the report says, a line each (``dynaorm export`` prints them): the rows of
+        each dataset and each Iceberg table's commit, items no entity claims, rows left
+        out and why."""
+        return [*(f"  {name}: {rows} rows" for name, rows in sorted({
+            **self.rows, **self.tables}.items())), *(
+            f"  {count} item(s) of type {name!r} claimed by no entity"
+            for name, count in self.unclaimed.items()), *(
+            [f"  {self.failed} row(s) left out (they do not fit their entity):"]
+            if self.failed else []), *(f"    {line}" for line in self.failures)]
 
 
 def _s3() -> Any:
@@ -486,12 +498,23 @@ class _Reader:
         encrypted one whose fields are left out) or skips it (a TTL, ``keeps``), its export
         hooks only leave attributes out, no previous layout shares its type name, no
         field-level kind."""
+        return self._plain()
+
+    @property
+    def vectored(self) -> bool:
+        """Whether the vector way reads this entity's rows (:mod:`dynaorm.tools.vector`):
+        as the fast way, or a versioned entity's whose only other rule is its versions
+        (its latest copies read so, its version rows told apart by their sort key)."""
+        return self._plain(Versioning)
+
+    def _plain(self, *also: type[Any]) -> bool:
+        """:attr:`fast`, the rules ``also`` allowed too."""
         spec = self.spec
         rules = [getattr(h, "__self__", None) for h in (*self.hooks, *spec.rules.decoders,
                                                         *spec.rules.keepers)]
         return (not spec.kinds and spec.previous is None and self.expires is None and all(
-            isinstance(r, _LEAVE_OUT) and not (isinstance(r, Encryption) and not self.omitted)
-            for r in rules))
+            isinstance(r, (*_LEAVE_OUT, *also)) and not (
+                isinstance(r, Encryption) and not self.omitted) for r in rules))
 
     def keeps(self, item: Item) -> bool:
         """Whether the stored row ``item`` of this entity is exported: neither past its
@@ -541,15 +564,17 @@ class _Export:
         type_attribute = table.type_attribute
         self.fast = None if not fast or type_attribute is None else stored_validator(
             type_attribute, fast)
-        #: the vector way (:mod:`dynaorm.tools.vector`) of the same entities: type name ->
-        #: (its dataset, its class)
+        #: the vector way (:mod:`dynaorm.tools.vector`) of those and of versioned entities'
+        #: latest copies: type name -> (its dataset, its class)
+        vector = {} if self.changes or options["kind"] == "scan" else {
+            r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.vectored}
         self.vector = None
-        if fast and type_attribute is not None and VECTOR:
+        if vector and type_attribute is not None and VECTOR:
             from dynaorm.tools.vector import vector_decoder
 
-            self.vector = vector_decoder(type_attribute, fast)
+            self.vector = vector_decoder(type_attribute, vector, table.sk, self.history)
         self.vector_names = {r.spec.type_name: (r.spec.type_name, c)
-                             for c, r in self.readers.items() if r.spec.type_name in fast}
+                             for c, r in self.readers.items() if r.spec.type_name in vector}
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
@@ -589,11 +614,14 @@ class _Export:
                 self.change(where, record)
             return
         if self.vector is not None:
-            tables = self.vector([line for _, line in batch])
-            done = {i for _, lines in tables.values() for i in lines}
+            tables, left_out = self.vector([line for _, line in batch])
+            done = {i for _, lines in tables.values() for i in lines} | set(left_out)
+            self.counts.scanned += len(left_out)  # (version rows, without history=True)
+            self.counts.skipped += len(left_out)
             for name, (table, lines) in tables.items():
                 self.counts.scanned += len(lines)
-                self.part(*self.vector_names[name]).add_table(table, self.counts)
+                if lines:
+                    self.part(*self.vector_names[name]).add_table(table, self.counts)
             batch = [b for i, b in enumerate(batch) if i not in done]
         found = self._fast(batch)
         for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):

@@ -408,6 +408,25 @@ class _Entity:
     name: str
     model: _Model
     schema: Any
+    versioned: bool = False
+
+
+def _latest(items: Any, sk: str, history: bool) -> tuple[Any, list[int]]:
+    """A versioned entity's rows (``items``): which are its latest copies (``v0_...``, or
+    a sort key no version reads from: the entity's row, as the per-row way classifies
+    them) and which its version rows left out (``history=False``; with it: per row,
+    read into the history dataset). :class:`Unfit` for a sort key not text, or a row
+    holding a version row's own attributes."""
+    from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL, parse_version_sk
+
+    keys = pc.struct_field(pc.struct_field(items, sk), "S")
+    if keys.null_count or any(pc.struct_field(items, a).null_count != len(items)
+                              for a in (VERSION_KEYS, VERSION_TTL)):
+        raise Unfit("a sort key not text, or a version row's attributes")
+    versions = [parse_version_sk(k) for k in keys.to_pylist()]
+    latest = pa.array([v is None or v[0] == 0 for v in versions])
+    left_out = [] if history else [n for n, v in enumerate(versions) if v and v[0] > 0]
+    return latest, left_out
 
 
 def _merged(a: Any, b: Any) -> Any:
@@ -431,18 +450,33 @@ def _merged(a: Any, b: Any) -> Any:
     return None
 
 
-def vector_decoder(type_attribute: str, entities: Mapping[str, tuple[type[Any], EntitySpec]]
-                   ) -> Callable[[Sequence[bytes]], dict[str, tuple[Any, list[int]]]] | None:
+#: what a batch decodes into: each entity's table of its rows and their lines' indices,
+#: and the lines of version rows left out (``history=False``)
+Decoded = tuple[dict[str, tuple[Any, list[int]]], list[int]]
+
+
+def vector_decoder(type_attribute: str, entities: Mapping[str, tuple[type[Any], EntitySpec]],
+                   sk: str | None = None, history: bool = False
+                   ) -> Callable[[Sequence[bytes]], Decoded] | None:
     """What decodes a batch of a full export's lines: for each entity (``entities``: type
     name -> (the class its rows are read into, its spec)) whose rows of the batch it
     decodes exactly, the dataset's ``pyarrow.Table`` of them and their lines' indices;
     ``None`` when no entity can be read this way. A batch it cannot parse gives nothing
-    (every line per row)."""
+    (every line per row). A versioned entity's latest copies are read so (by the table's
+    sort key ``sk``); its version rows are left out (their lines listed) unless
+    ``history``, then read per row."""
+    from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
     from dynaorm.tools.stored import _inlined
 
     found: list[_Entity] = []
+    present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)
     item: Any = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
+    if sk is not None:
+        item = pa.struct([*item, pa.field(VERSION_KEYS, present),
+                          pa.field(VERSION_TTL, present)])
     for name, (cls, spec) in entities.items():
+        if spec.versioned and sk is None:
+            continue
         keyed = frozenset(f for t in (spec.pk, spec.sk, *(t for i in spec.indexes for t in (
             i.pk, i.sk))) if t is not None for f in t.fields)
         cols = {c.name: c for c in columns(cls)}
@@ -450,40 +484,51 @@ def vector_decoder(type_attribute: str, entities: Mapping[str, tuple[type[Any], 
                            cols, spec.renames, keyed)
         if model is None:
             continue
+        stored = {f.attr for _, f in model.fields}
         both = _merged(item, model.json)
-        if both is None or type_attribute in {f.attr for _, f in model.fields}:
+        if spec.versioned and both is not None:
+            both = _merged(both, pa.struct([pa.field(sk, pa.struct([pa.field(
+                "S", pa.string())]))]))
+        if both is None or stored & {type_attribute, VERSION_KEYS, VERSION_TTL, sk or ""}:
             continue
         item = both
-        found.append(_Entity(name, model, pa.schema([c.field for c in cols.values()])))
+        found.append(_Entity(name, model, pa.schema([c.field for c in cols.values()]),
+                             spec.versioned))
     if not found:
         return None
     infer = any(f.plan.json is None for e in found for _, f in e.model.fields)
     options = pj.ParseOptions(explicit_schema=pa.schema([pa.field("Item", item)]),
                               unexpected_field_behavior="infer" if infer else "ignore")
 
-    def decode(lines: Sequence[bytes]) -> dict[str, tuple[Any, list[int]]]:
+    def decode(lines: Sequence[bytes]) -> Decoded:
         data = b"\n".join(lines)
         try:
             parsed = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(
                 block_size=max(len(data) + 1, 1 << 20)), parse_options=options)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return {}
+            return {}, []
         if parsed.num_rows != len(lines):
-            return {}
+            return {}, []
         items = parsed.column("Item").combine_chunks()
         kinds = pc.struct_field(pc.struct_field(items, type_attribute), "S")
-        out = {}
+        out, left_out = {}, []
         for entity in found:
             mask = pc.fill_null(pc.equal(kinds, entity.name), False)
             where = pc.indices_nonzero(mask)
             if not len(where):
                 continue
             try:
-                rows = model_decoder(entity.model)(items.filter(mask))
+                rows, versions = items.filter(mask), list[int]()
+                if entity.versioned:
+                    assert sk is not None
+                    latest, versions = _latest(rows, sk, history)
+                    rows, where = rows.filter(latest), where.filter(latest)
+                table = pa.Table.from_struct_array(model_decoder(entity.model)(rows))
             except (Unfit, pa.ArrowException, ValueError, TypeError):
                 continue  # (this entity's rows of the batch: per row)
-            table = pa.Table.from_struct_array(rows)
             if table.schema.equals(entity.schema):
+                everyone = pc.indices_nonzero(mask).to_pylist()
                 out[entity.name] = (table, where.to_pylist())
-        return out
+                left_out += [everyone[n] for n in versions]
+        return out, left_out
     return decode

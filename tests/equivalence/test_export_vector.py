@@ -25,8 +25,9 @@ from pydantic import BaseModel, Field
 
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 
-from dynaorm import Entity, Table
+from dynaorm import Entity, Table, Versioned
 from dynaorm.schema.entity import encode_entity, spec_of
+from dynaorm.schema.rules.versioned import version_row, version_sk
 from dynaorm.tools import export as export_module
 from dynaorm.tools.arrow import table_of
 from dynaorm.tools.export import _Reader
@@ -80,6 +81,32 @@ class Blob(Entity):
     tags: set[str] = set()
 
 
+class Note(Versioned):
+    """A versioned entity: its latest copies the vector way, its version rows left out
+    (or, with ``history=True``, per row)."""
+
+    class Meta:
+        table = vector_table
+        pk = "NOTE#{id}"
+        sk = "N"
+        type_name = "note"
+
+    id: str
+    text: str = ""
+    at: datetime | None = None
+
+
+def _note(n: int, versions: int) -> list[dict[str, Any]]:
+    """A note's stored rows: its latest copy (at version ``versions``) and version rows."""
+    spec = spec_of(Note)
+    latest = encode_entity(Note(id=f"n{n}", text=f"v{versions}", version=versions,
+                                at=datetime(2026, 1, n + 1, tzinfo=UTC)), spec, version=0)
+    latest["version"] = {"N": str(versions)}  # (as a save writes it: its version now)
+    return [latest, *(version_row(spec, encode_entity(Note(id=f"n{n}", text=f"v{v}",
+                                                           version=v), spec, version=0),
+                                  version_sk("N", v)) for v in range(1, versions + 1))]
+
+
 ENTITIES = (Wide, Edge, Blob)
 
 
@@ -103,8 +130,8 @@ def _check(items: list[dict[str, Any]]) -> dict[str, tuple[Any, list[int]]]:
     entity by entity."""
     decode = vector_decoder("_type", {spec_of(c).type_name: (c, spec_of(c)) for c in ENTITIES})
     assert decode is not None
-    found = decode([_line(i) for i in items])
-    assert "blob" not in found
+    found, left_out = decode([_line(i) for i in items])
+    assert "blob" not in found and left_out == []
     for cls in ENTITIES:
         name = spec_of(cls).type_name
         where = [n for n, i in enumerate(items) if i.get("_type") == {"S": name}]
@@ -191,10 +218,36 @@ def test_a_batch_not_json_is_read_per_row() -> None:
     decode = vector_decoder("_type", {"edge": (Edge, spec_of(Edge))})
     assert decode is not None
     good = _line(encode_entity(EDGES[0], spec_of(Edge)))
-    assert decode([good, b'{"Item": {"id": '])  == {}
-    assert decode([good, b'{"Item": {"id": {"S": 5}}}']) == {}
-    assert decode([good, b"[]"]) == {}
-    assert list(decode([good])) == ["edge"]
+    assert decode([good, b'{"Item": {"id": ']) == ({}, [])
+    assert decode([good, b'{"Item": {"id": {"S": 5}}}']) == ({}, [])
+    assert decode([good, b"[]"]) == ({}, [])
+    assert list(decode([good])[0]) == ["edge"]
+
+
+@pytest.mark.parametrize("history", [False, True])
+def test_a_versioned_entity_s_latest_copies_read_the_vector_way(history: bool) -> None:
+    """Its latest copies (``v0_...``) are its rows; its version rows are left out (their
+    lines listed) without ``history``, else read per row (into the history dataset); a
+    row holding a version row's own attributes, or no sort key as text: per row."""
+    spec = spec_of(Note)
+    decode = vector_decoder("_type", {"note": (Note, spec)}, "sk", history)
+    assert decode is not None
+    items = [*_note(0, 2), *_note(1, 0), *_note(2, 1)]
+    found, left_out = decode([_line(i) for i in items])
+    table, lines = found["note"]
+    assert lines == [0, 3, 4] and left_out == ([] if history else [1, 2, 5])
+    reader = _Reader(spec, decrypt=False)
+    assert reader.vectored and not reader.fast
+    reference, bad = table_of(reader.columns(), [reader.values(items[n]) for n in lines])
+    assert not bad and table.equals(reference)
+    assert table.column("version").to_pylist() == [2, 0, 1]
+    odd = [dict(i) for i in items]
+    odd[4].pop("sk")
+    assert "note" not in decode([_line(i) for i in odd])[0]
+    odd = [dict(i) for i in items]
+    odd[1]["sk"] = {"N": "1"}
+    assert decode([_line(i) for i in odd]) == ({}, [])
+    assert vector_decoder("_type", {"note": (Note, spec)}) is None  # (no sort key named)
 
 
 def test_an_export_is_the_same_with_the_vector_way_off(
@@ -216,25 +269,36 @@ def test_an_export_is_the_same_with_the_vector_way_off(
                             spec_of(Blob)) for n in range(3)]
     bad = encode_entity(Edge(id="bad"), spec_of(Edge))
     bad["n"] = {"N": "99999999999999999999"}
+    items += [*_note(0, 2), *_note(1, 1)]
     with mock_aws():
         s3 = _s3()
         s3.create_bucket(Bucket="vector")
         # (the bad row in the first file only: its edges are read per row, the second's
         # the vector way)
-        url = full_export(s3, "vector", "full", [*items * 3, bad], files=2)
+        records = [*items * 3, bad]
+        url = full_export(s3, "vector", "full", records, files=2)
+        # (the edges of the file without the bad row, and the notes' 6 latest copies)
+        vectored = 6 + sum(r["_type"] == {"S": "edge"} for f in (records[0::2], records[1::2])
+                           if bad not in f for r in f)
         reports, tables = {}, []
         add_table = export_module._Part.add_table
         monkeypatch.setattr(export_module._Part, "add_table", lambda part, table, report: (
             tables.append(table.num_rows), add_table(part, table, report))[-1])
-        for on in (True, False):
-            monkeypatch.setattr(export_module, "VECTOR", on)
-            reports[on] = run_local(export(vector_table, tmp_path / str(on), source=url))
-            assert sum(tables) == (6 if on else 0)
-            tables.clear()
-    assert reports[True] == reports[False]
-    assert reports[True].rows == {"edge": 15, "blob": 9}
-    assert reports[True].failed == 1 and "'n'" in reports[True].failures[0]
-    for name in ("edge", "blob"):
-        for part in sorted((tmp_path / "True" / name).glob("*.parquet")):
-            other = tmp_path / "False" / name / part.name
-            assert pq.read_table(part).equals(pq.read_table(other)), (name, part.name)
+        for history in (False, True):
+            for on in (True, False):
+                monkeypatch.setattr(export_module, "VECTOR", on)
+                reports[on] = run_local(export(vector_table, tmp_path / f"{history}{on}",
+                                               source=url, history=history))
+                assert sum(tables) == (vectored if on else 0)
+                tables.clear()
+            assert reports[True] == reports[False]
+            assert reports[True].rows == {"edge": 15, "blob": 9, "note": 6, **(
+                {"note.history": 9} if history else {})}
+            assert reports[True].skipped == (0 if history else 9)
+            assert reports[True].failed == 1 and "'n'" in reports[True].failures[0]
+            for name in ("edge", "blob", "note", *(("note.history",) if history else ())):
+                parts = sorted((tmp_path / f"{history}True" / name).glob("*.parquet"))
+                assert len(parts) == 2
+                for part in parts:
+                    other = tmp_path / f"{history}False" / name / part.name
+                    assert pq.read_table(part).equals(pq.read_table(other)), (name, part)
