@@ -83,6 +83,8 @@ ENCRYPTED = ("omit", "decrypt")
 #: rows a part buffers before it writes them (one row group): a task's memory is bounded
 #: by this, not by the size of its segment or file
 BATCH = 20_000
+#: a data file's lines read in one batch (the vector way: in one ``pyarrow.json`` call)
+LINES = 5000
 #: whether a full export's lines are decoded in Arrow where they can be
 #: (:mod:`dynaorm.tools.vector`; off: every line per row, the reference way)
 VECTOR = True
@@ -784,7 +786,7 @@ def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
     name = url.partition("#")[0]
     for n, line in _lines(s3, url):
         batch.append((f"{name} line {n}", line))
-        if len(batch) >= 1000:
+        if len(batch) >= LINES:
             yield batch
             batch = []
     yield batch

@@ -323,9 +323,17 @@ def model_decoder(model: _Model) -> Callable[[Any], Any]:
     def decode(stored: Any) -> Any:
         if stored.null_count:  # (rows without the model: their fields are not asked)
             valid = stored.is_valid()
-            at = pc.subtract(pc.cumulative_sum(pc.cast(valid, pa.int64())), 1)
-            return decode(stored.filter(valid)).take(
-                pc.if_else(valid, at, pa.scalar(None, pa.int64())))
+            inner = decode(stored.filter(valid))
+            if not len(inner):
+                return pa.array([None] * len(stored), model.type)
+            # (under a null, a row's values: a non-nullable field holds no null, as
+            # pyarrow fills it from Python's None)
+            at = pc.max_element_wise(pc.subtract(pc.cumulative_sum(pc.cast(
+                valid, pa.int64())), 1), 0)
+            taken = inner.take(at)
+            return pa.StructArray.from_arrays(
+                [taken.field(n) for n in range(taken.type.num_fields)],
+                fields=list(model.type), mask=pc.invert(valid))
         fields = [_field_values(pc.struct_field(stored, f.attr), f) for _, f in model.fields]
         return pa.StructArray.from_arrays(fields, fields=list(model.type),
                                           mask=stored.is_null())
