@@ -40,7 +40,7 @@ from typing import Any
 from dynaorm.errors import DynaormError
 
 __all__ = ["RETRIES", "Dataset", "LakeError", "LakeJob", "Source", "commit", "exporting",
-           "lake_job", "lake_schema"]
+           "lake_job", "lake_schema", "load_catalog"]
 
 #: how many times a merge that lost the race to commit applies its change again
 RETRIES = 8
@@ -177,13 +177,25 @@ def commit(catalog: Any, namespace: str, datasets: Sequence[Dataset], source: So
 
 
 def _catalog(catalog: Any) -> Any:
-    if not isinstance(catalog, str):
-        return catalog
-    from pyiceberg.catalog import load_catalog
+    return load_catalog(catalog) if isinstance(catalog, str) else catalog
 
+
+def load_catalog(catalog: str, warehouse: str | None = None) -> Any:
+    """The pyiceberg catalog ``catalog`` names: a URI (``sqlite:///lake.db``,
+    ``postgresql://...``, ``http(s)://`` for a REST catalog such as S3 Tables' or Glue's
+    Iceberg endpoint, ``thrift://`` for a Hive metastore), else its name in pyiceberg's
+    configuration (``~/.pyiceberg.yaml``, ``PYICEBERG_CATALOG__<NAME>__...``; a URI's
+    catalog is named ``"dynaorm"``, which a SQL catalog keeps beside its tables);
+    ``warehouse``: where its tables' files go (``file://...``, ``s3://...``), where the
+    catalog does not say. :class:`LakeError` when it cannot be loaded."""
+    from pyiceberg import catalog as catalogs
+
+    uri = "://" in catalog
+    props = {**({"uri": catalog} if uri else {}),
+             **({"warehouse": warehouse} if warehouse else {})}
     try:
-        return load_catalog(catalog)
-    except (ValueError, KeyError, OSError, NotImplementedError) as exc:
+        return catalogs.load_catalog("dynaorm" if uri else catalog, **props)
+    except (ValueError, KeyError, OSError, NotImplementedError, ImportError) as exc:
         raise LakeError(f"the lake's catalog {catalog!r} cannot be loaded: {exc}") from exc
 
 

@@ -69,7 +69,7 @@ NEW_FEATURES: tuple[str, ...] = (
     # 0.7, issue 59: a test helper never touches AWS
     "dynaorm/testing/engines.py",
     # 0.7, issue 62: the analytics lake (Iceberg tables committed from an export)
-    "dynaorm/lake.py",
+    "dynaorm/lake.py", "dynaorm/tools/vector.py", "dynaorm/tools/lake_command.py",
     # 0.7, issue 60: exactly once across invocations (receipts)
     "dynaorm/schema/rules/receipts.py", "dynaorm/core/receipts.py", "dynaorm/powertools.py",
     # 0.7, issue 61: agents (the MCP server) and sessions scoped to a tenant

@@ -39,6 +39,7 @@ from dynaorm.tools.check import CheckResult, ProgressBar, check_table, item_coun
 from dynaorm.tools.checkpoint import CheckpointError
 from dynaorm.tools.export import export
 from dynaorm.tools.iam_command import add_iam_command
+from dynaorm.tools.lake_command import add_lake_options, lake_options
 from dynaorm.tools.mcp_command import add_mcp_command
 from dynaorm.tools.model_commands import add_model_commands
 
@@ -416,21 +417,16 @@ def cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     table = _connect(load_table(args.table), args)
     classes = None if args.entities is None else [_entity_named(table, name) for name in
                                                    args.entities.split(",")]
-    report = _job(export(table, args.to, source=args.source, entities=classes,
-                              history=args.history, segments=args.segments, rate=_rate(args),
-                              encrypted="decrypt" if args.decrypt else "omit"), args,
+    report = _job(lake_options(args, export, BadReference)(
+        table, args.to, source=args.source, entities=classes, history=args.history,
+        segments=args.segments, rate=_rate(args),
+        encrypted="decrypt" if args.decrypt else "omit"), args,
                   lambda done, total: print(f"export: {done} of {total} tasks done",
                                             file=sys.stderr, flush=True))
     print(f"exported table {table.name!r} to {args.to}: {report.scanned} items read",
           file=out)
-    for name, rows in sorted(report.rows.items()):
-        print(f"  {name}: {rows} rows", file=out)
-    for name, count in report.unclaimed.items():
-        print(f"  {count} item(s) of type {name!r} claimed by no entity", file=out)
-    if report.failed:
-        print(f"  {report.failed} row(s) left out (they do not fit their entity):", file=out)
-    for line in report.failures:
-        print(f"    {line}", file=out)
+    for line in report.lines():
+        print(line, file=out)
     return EXIT_PROBLEMS if report.failed else EXIT_OK
 
 
@@ -661,6 +657,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="versioned entities' version rows too, as <EntityName>.history")
     p.add_argument("--decrypt", action="store_true",
                    help="write encrypted fields' plaintext (the table's keyring)")
+    add_lake_options(p)
     _common(p)
     _engine(p)
     p.set_defaults(run=cmd_export, engine="local")

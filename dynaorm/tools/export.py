@@ -66,6 +66,7 @@ from dynaorm.schema.rules.indexes import Membership
 from dynaorm.schema.rules.receipts import own_row
 from dynaorm.schema.rules.revision import Revision
 from dynaorm.schema.rules.stamps import Stamping
+from dynaorm.schema.rules.versioned import Versioning
 from dynaorm.schema.spec import EntitySpec
 from dynaorm.schema.streams import classify, normalize_item
 from dynaorm.tools.audit import scan_pages
@@ -82,6 +83,11 @@ ENCRYPTED = ("omit", "decrypt")
 #: rows a part buffers before it writes them (one row group): a task's memory is bounded
 #: by this, not by the size of its segment or file
 BATCH = 20_000
+#: a data file's lines read in one batch (the vector way: in one ``pyarrow.json`` call)
+LINES = 5000
+#: whether a full export's lines are decoded in Arrow where they can be
+#: (:mod:`dynaorm.tools.vector`; off: every line per row, the reference way)
+VECTOR = True
 #: the failures a task lists by name (it counts them all)
 LISTED = 100
 _OPS = {"NEW_AND_OLD_IMAGES": "insert", "NEW_IMAGE": "modify"}
@@ -117,6 +123,17 @@ class ExportReport:
     tables: dict[str, int] = field(default_factory=dict)
     """``format="iceberg"``: the rows each Iceberg table's commit appended, by its name
     (``"<namespace>.<type name>"``; ``0``: nothing to apply, or applied already)."""
+
+    def lines(self) -> list[str]:
+        """What the report says, a line each (``dynaorm export`` prints them): the rows of
+        each dataset and each Iceberg table's commit, items no entity claims, rows left
+        out and why."""
+        return [*(f"  {name}: {rows} rows" for name, rows in sorted({
+            **self.rows, **self.tables}.items())), *(
+            f"  {count} item(s) of type {name!r} claimed by no entity"
+            for name, count in self.unclaimed.items()), *(
+            [f"  {self.failed} row(s) left out (they do not fit their entity):"]
+            if self.failed else []), *(f"    {line}" for line in self.failures)]
 
 
 def _s3() -> Any:
@@ -378,6 +395,9 @@ class _Part:
         self.sink, self.name, self.cols = sink, name, cols
         self.rows: list[dict[str, Any]] = []
         self.where: list[str] = []
+        #: rows read as Arrow tables already (the vector way), and the rows before them
+        self.tables: list[Any] = []
+        self.held = 0
         self.written = 0
         self.temp: Path | None = None
         self.writer: Any = None
@@ -385,16 +405,38 @@ class _Part:
     def add(self, row: dict[str, Any], where: str, report: _Counts) -> None:
         self.rows.append(row)
         self.where.append(where)
-        if len(self.rows) >= BATCH:
+        if len(self.rows) + self.held >= BATCH:
             self.flush(report)
+
+    def add_table(self, table: Any, report: _Counts) -> None:
+        """Add rows read as a table of the part's columns already (the vector way)."""
+        self._settle(report)
+        self.tables.append(table)
+        self.held += table.num_rows
+        if self.held >= BATCH:
+            self.flush(report)
+
+    def _settle(self, report: _Counts) -> None:
+        """The buffered rows as a table (those a column refuses counted as failures)."""
+        from dynaorm.tools.arrow import table_of
+
+        if self.rows:
+            table, bad = table_of(self.cols, self.rows)
+            for i, why in sorted(bad.items()):
+                report.fail(f"{self.where[i]}: {why}")
+            self.tables.append(table)
+            self.held += table.num_rows
+            self.rows, self.where = [], []
 
     def flush(self, report: _Counts) -> None:
         """Write the buffered rows (those a column refuses counted as failures)."""
-        from dynaorm.tools.arrow import schema_of, table_of
+        import pyarrow as pa
 
-        table, bad = table_of(self.cols, self.rows)
-        for i, why in sorted(bad.items()):
-            report.fail(f"{self.where[i]}: {why}")
+        from dynaorm.tools.arrow import schema_of
+
+        self._settle(report)
+        table = pa.concat_tables(self.tables) if self.tables else schema_of(
+            self.cols).empty_table()
         if self.writer is None:
             import pyarrow.parquet as pq
 
@@ -403,7 +445,7 @@ class _Part:
         if table.num_rows:
             self.writer.write_table(table)
         self.written += table.num_rows
-        self.rows, self.where = [], []
+        self.tables, self.held = [], 0
         gc.collect(1)  # (the collector is paused for the task: what cycles a batch left)
 
     def close(self) -> None:
@@ -458,12 +500,23 @@ class _Reader:
         encrypted one whose fields are left out) or skips it (a TTL, ``keeps``), its export
         hooks only leave attributes out, no previous layout shares its type name, no
         field-level kind."""
+        return self._plain()
+
+    @property
+    def vectored(self) -> bool:
+        """Whether the vector way reads this entity's rows (:mod:`dynaorm.tools.vector`):
+        as the fast way, or a versioned entity's whose only other rule is its versions
+        (its latest copies read so, its version rows told apart by their sort key)."""
+        return self._plain(Versioning)
+
+    def _plain(self, *also: type[Any]) -> bool:
+        """:attr:`fast`, the rules ``also`` allowed too."""
         spec = self.spec
         rules = [getattr(h, "__self__", None) for h in (*self.hooks, *spec.rules.decoders,
                                                         *spec.rules.keepers)]
         return (not spec.kinds and spec.previous is None and self.expires is None and all(
-            isinstance(r, _LEAVE_OUT) and not (isinstance(r, Encryption) and not self.omitted)
-            for r in rules))
+            isinstance(r, (*_LEAVE_OUT, *also)) and not (
+                isinstance(r, Encryption) and not self.omitted) for r in rules))
 
     def keeps(self, item: Item) -> bool:
         """Whether the stored row ``item`` of this entity is exported: neither past its
@@ -513,6 +566,17 @@ class _Export:
         type_attribute = table.type_attribute
         self.fast = None if not fast or type_attribute is None else stored_validator(
             type_attribute, fast)
+        #: the vector way (:mod:`dynaorm.tools.vector`) of those and of versioned entities'
+        #: latest copies: type name -> (its dataset, its class)
+        vector = {} if self.changes or options["kind"] == "scan" else {
+            r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.vectored}
+        self.vector = None
+        if vector and type_attribute is not None and VECTOR:
+            from dynaorm.tools.vector import vector_decoder
+
+            self.vector = vector_decoder(type_attribute, vector, table.sk, self.history)
+        self.vector_names = {r.spec.type_name: (r.spec.type_name, c)
+                             for c, r in self.readers.items() if r.spec.type_name in vector}
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
@@ -551,6 +615,16 @@ class _Export:
             for where, record in records:
                 self.change(where, record)
             return
+        if self.vector is not None:
+            tables, left_out = self.vector([line for _, line in batch])
+            done = {i for _, lines in tables.values() for i in lines} | set(left_out)
+            self.counts.scanned += len(left_out)  # (version rows, without history=True)
+            self.counts.skipped += len(left_out)
+            for name, (table, lines) in tables.items():
+                self.counts.scanned += len(lines)
+                if lines:
+                    self.part(*self.vector_names[name]).add_table(table, self.counts)
+            batch = [b for i, b in enumerate(batch) if i not in done]
         found = self._fast(batch)
         for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):
             if type(record) is dict:  # (read the plain way)
@@ -712,7 +786,7 @@ def _records(s3: Any, url: str) -> Iterator[list[tuple[str, bytes]]]:
     name = url.partition("#")[0]
     for n, line in _lines(s3, url):
         batch.append((f"{name} line {n}", line))
-        if len(batch) >= 1000:
+        if len(batch) >= LINES:
             yield batch
             batch = []
     yield batch

@@ -18,38 +18,40 @@ import os
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, date, datetime, time, timedelta, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import Field
 
 pytest.importorskip("pyarrow", reason="dynaorm[export] is not installed")
 pytest.importorskip("duckdb", reason="the dev group's duckdb reads the datasets back")
 
-from dynaorm import Client, Entity, KmsKeyring, Session, Table
+from dynaorm import Entity, KmsKeyring, Session, Table
 from dynaorm.jobs import ExportError, ExportReport, export, run_local
-from dynaorm.protocol.hooks import Hook
 from dynaorm.protocol.steps import call
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.tools.cli import main
 from dynaorm.tools.export import _s3
+from tests.support import export_setup
 from tests.support.export_models import (
-    Address,
     Ledger,
-    Level,
-    Member,
-    OldMember,
-    Point,
     Profile,
-    Tier,
     exports,
-    old_exports,
+)
+from tests.support.export_setup import (
+    ENCRYPTED,
+    JSON_FIELDS,
+    KINDS,
+    WHEN,
+    KillAtScan,
+    Killed,
+    any_model,
+    fill_exports,
+    prop,
 )
 from tests.support.exports import (
     full_export,
@@ -61,80 +63,8 @@ from tests.support.exports import (
 from tests.support.recording import Requests
 
 pytestmark = pytest.mark.sync_only  # processes, threads and the moto server's S3
-#: encrypted fields: left out unless decrypted; fields of no Arrow type: JSON text
-ENCRYPTED = {"profile": ("ssn",), "ledger": ("memo",), "member": ("note",)}
-JSON_FIELDS = ("anything", "either")
-WHEN = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z in microseconds
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The standard AWS configuration an application has (what S3 is reached with)."""
-    for name, value in (("AWS_ACCESS_KEY_ID", "x"), ("AWS_SECRET_ACCESS_KEY", "x"),
-                        ("AWS_DEFAULT_REGION", "us-east-1")):
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def tb(backend: str | None, aws: None) -> Iterator[TestBackend]:
-    """``exports`` on the test's engine, ``old_exports`` (the release before) pointed at
-    it on a client of its own, and moto's S3 in-process."""
-    from moto import mock_aws
-
-    with mock_aws(), moto_backend(), use_tables(exports, endpoint_url=backend,
-                                                 name_suffix=worker_suffix()) as b:
-        saved = (old_exports.name, old_exports._binding())
-        old_exports.name = exports.name
-        old_exports._restore((None, {}, Client(exports.endpoint_url)))
-        _s3().create_bucket(Bucket="exports")
-        try:
-            yield b
-        finally:
-            old_exports.name = saved[0]
-            old_exports._restore(saved[1])
-
-
-def _profiles() -> list[Profile]:
-    """Profiles holding every kind of value (one with every optional field empty)."""
-    full = Profile(
-        id="p1", email="ada@x.io", nm="Ada", age=36, score=1.25, balance=Decimal("1234.50"),
-        ratio=Decimal("0.333333333333333333"), active=False, born=date(1990, 12, 10),
-        seen=datetime(2026, 3, 1, 12, 30, 15, 123456, tzinfo=UTC), wake=time(6, 45),
-        nap=timedelta(minutes=20), uid=uuid.UUID(int=7), tier=Tier.PRO, level=Level.HIGH,
-        mood="busy", tags={"b", "a"}, nums=[3, 1, 2], weights=frozenset({0.5, 2.0}),
-        prefs={"theme": 1, "font": 2}, address=Address(city="Paris", lines=["1 rue"],
-                                                       where=Point(x=1)),
-        blob=b"\x00\xffdata", anything={"k": [1, "two"]}, either="text", ssn="123-45-6789",
-        expires=datetime(2100, 1, 1, tzinfo=UTC))
-    bare = Profile(id="p2", email="bob@x.io", seen=datetime(2026, 1, 2, 3, 4, 5), either=7)
-    return [full, bare]
-
-
-def _fill(tb: TestBackend) -> dict[str, Any]:
-    """A table of every rule: profiles (guards, an expired one), a ledger's three
-    versions, a member in the current layout and one in the previous, an item no entity
-    claims. Returns what reads give: ``{dataset: [entity, ...]}``."""
-    s = Session(exports)
-    for p in _profiles():
-        s.save(p)
-    s.save(Profile(id="p3", email="gone@x.io", expires=datetime(2000, 1, 1, tzinfo=UTC)))
-    ledger = Ledger(id="l1", balance=10, memo="first")
-    s.save(ledger)
-    s.save(Member(id="m1", email="m1@x.io", note="current"))
-    s.commit()
-    for balance in (20, 30):
-        ledger.balance, ledger.memo = balance, f"at {balance}"
-        s.save(ledger)
-        s.commit()
-    with Session(old_exports) as old:
-        old.save(OldMember(id="m0", mail="m0@x.io", note="stored the old way"))
-    exports.db.driver.run(call("PutItem", {"TableName": exports.name, "Item": {
-        "pk": {"S": "GHOST#1"}, "sk": {"S": "G"}, "_type": {"S": "ghost"}}}))
-    read = Session(exports)
-    return {"profile": [read.get(Profile, id=i) for i in ("p1", "p2")],
-            "ledger": [read.get(Ledger, id="l1")],
-            "ledger.history": list(read.history(Ledger, id="l1")),
-            "member": [read.get(Member, id=i) for i in ("m0", "m1")]}
+#: the fixtures: the AWS configuration, the table of every rule on the test's engine
+aws, tb = export_setup.aws, export_setup.tb
 
 
 def _assert_datasets(out: str | Path, entities: dict[str, list[Any]],
@@ -153,7 +83,7 @@ def test_a_live_export_is_one_typed_dataset_per_entity(tb: TestBackend, tmp_path
     """From a live scan in three segments: the latest copies only, no guard, no expired
     row, no revision or index key, encrypted fields left out, the old-layout member in the
     current layout, the ghost counted; then with history and decrypted."""
-    entities = _fill(tb)
+    entities = fill_exports(tb)
     report = run_local(export(exports, tmp_path / "a", segments=3))
     history = entities.pop("ledger.history")
     assert report == ExportReport(
@@ -171,7 +101,7 @@ def test_the_columns_are_typed_from_the_model(tb: TestBackend, tmp_path: Path) -
     import duckdb
     import polars
 
-    _fill(tb)
+    fill_exports(tb)
     run_local(export(exports, tmp_path, entities=[Profile]))
     assert sorted(os.listdir(tmp_path)) == ["profile"]
     described = duckdb.connect().execute(
@@ -199,7 +129,7 @@ def test_an_export_from_s3_full_then_incremental(tb: TestBackend, tmp_path: Path
     new values (a remove: its key fields), history as inserted version rows. The export's
     files are in DynamoDB's format: the summary names its view ``outputView`` (issue 59:
     0.6 read ``exportViewType``, so on a NEW_IMAGE export every modify was an insert)."""
-    entities = _fill(tb)
+    entities = fill_exports(tb)
     s3 = _s3()
     before = tb.scan_raw()
     job = export(exports, tmp_path / "full", source=full_export(s3, "exports", "full", before),
@@ -269,7 +199,7 @@ def test_moto_s_own_export_reads_with_its_manifests(tb: TestBackend, tmp_path: P
     with DynamoDB's manifests beside it, exports like a scan (moto in-process only)."""
     if tb.endpoint_url is not None:
         pytest.skip("moto exports the tables of its in-process DynamoDB only")
-    entities = _fill(tb)
+    entities = fill_exports(tb)
     arn = exports.db.driver.run(call("DescribeTable", {"TableName": exports.name}))[
         "Table"]["TableArn"]
     exports.db.driver.run(call("UpdateContinuousBackups", {
@@ -294,7 +224,7 @@ def test_bad_input_is_a_typed_error_naming_the_file_or_a_counted_row(
     """A missing manifest, a truncated data file, a corrupt line and an ION export are
     :class:`ExportError` naming the file (and line), and the failed task writes nothing; a
     stored field that no longer fits its model is a row left out, counted and named."""
-    _fill(tb)
+    fill_exports(tb)
     s3 = _s3()
     with pytest.raises(ExportError, match=r"s3://exports/nothing/manifest-summary\.json"):
         export(exports, tmp_path, source="s3://exports/nothing/")
@@ -347,26 +277,13 @@ def test_a_column_that_cannot_hold_a_value_leaves_its_row_out_and_names_it(
     assert [r["id"] for r in read_back(tmp_path, "profile")] == ["ok"]
 
 
-class Killed(BaseException):
-    """A worker dying in the middle of a task (not an Exception: nothing catches it)."""
-
-
-class KillAtScan(Hook):
-    """Kills the task that sends the next Scan (as SIGKILL would, mid-task)."""
-
-    def on_start(self, phase: Any) -> object:
-        if getattr(phase, "operation", None) == "Scan":
-            raise Killed
-        return None
-
-
 def test_tasks_rerun_twice_at_once_and_after_a_kill_leave_no_duplicate(
         tb: TestBackend, tmp_path: Path) -> None:
     """A task killed half-way writes nothing; once the job runs again, every task twice
     at once, each row is written once: what a SIGKILL leaves (a temporary dot file) is
     no data to a reader, and a part an earlier run wrote for a dataset the task now finds
     empty is gone."""
-    entities = _fill(tb)
+    entities = fill_exports(tb)
     entities.pop("ledger.history")
     job = export(exports, tmp_path, segments=2)
     kill = exports.db.add_hook(KillAtScan())
@@ -404,7 +321,7 @@ def test_into_s3_from_processes_through_the_moto_server(
     if tb.endpoint_url is None:
         pytest.skip("worker processes need an engine they can reach")
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", dynaorm_moto_server)
-    entities = _fill(tb)
+    entities = fill_exports(tb)
     entities.pop("ledger.history")
     import botocore.session
 
@@ -503,7 +420,7 @@ def test_the_command_exports_with_progress(tb: TestBackend, tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     if tb.endpoint_url is None:
         pytest.skip("the command's worker processes need an engine they can reach")
-    _fill(tb)
+    fill_exports(tb)
     assert main(["export", "tests.support.export_models:exports", str(tmp_path),
                  "--engine", "local", "--segments", "3", "--workers", "2", "--history",
                  "--decrypt", "--endpoint-url", str(tb.endpoint_url)]) == 0
@@ -513,44 +430,6 @@ def test_the_command_exports_with_progress(tb: TestBackend, tmp_path: Path,
     assert "3 of 3 tasks done" in err
     assert sorted(r["memo"] for r in read_back(tmp_path, "ledger.history")) == [
         "at 20", "at 30", "first"]
-
-
-# -- any model ---------------------------------------------------------------------------------
-#: field kinds of the generated models: name -> (annotation, values DynamoDB stores)
-_TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=12)
-KINDS: dict[str, tuple[Any, Any]] = {
-    "str": (str, _TEXT),
-    "int": (int, st.integers(-2 ** 63, 2 ** 63 - 1)),
-    "float": (float, st.floats(-1e100, 1e100).filter(lambda f: f == 0 or abs(f) > 1e-100)),
-    "bool": (bool, st.booleans()),
-    "decimal": (Annotated[Decimal, Field(max_digits=12, decimal_places=3)],
-                st.decimals(-10 ** 8, 10 ** 8, places=3)),
-    "datetime": (datetime, st.datetimes(datetime(1900, 1, 1), datetime(2200, 1, 1),
-                                        timezones=st.sampled_from([UTC, None, timezone(
-                                            timedelta(hours=5, minutes=30))]))),
-    "date": (date, st.dates(date(1, 1, 1), date(9999, 12, 31))),
-    "enum": (Tier, st.sampled_from(Tier)),
-    "set": (set[str], st.sets(_TEXT.filter(bool), max_size=4)),
-    "list": (list[int], st.lists(st.integers(-10 ** 6, 10 ** 6), max_size=4)),
-    "map": (dict[str, int], st.dictionaries(_TEXT.filter(bool), st.integers(-9, 9),
-                                            max_size=3)),
-    "nested": (Address, st.builds(Address, city=_TEXT, lines=st.lists(_TEXT, max_size=2),
-                                  where=st.none() | st.builds(Point, x=st.integers(-9, 9)))),
-}
-prop = Table("dynaorm-export-any")
-_made = iter(range(10 ** 9))
-
-
-def _model(fields: list[tuple[str, bool]]) -> type[Entity]:
-    """An entity class of ``fields`` (kind, optional?) on ``prop``, of a type of its own."""
-    n = next(_made)
-    annotations: dict[str, Any] = {"id": str}
-    for kind, optional in fields:
-        annotations[f"f_{kind}"] = KINDS[kind][0] | None if optional else KINDS[kind][0]
-    meta = type("Meta", (), {"table": prop, "pk": f"ANY{n}#{{id}}", "sk": "A",
-                             "type_name": f"any{n}", "__qualname__": f"Any{n}.Meta"})
-    return type(f"Any{n}", (Entity,), {"__annotations__": annotations, "Meta": meta,
-                                       "__module__": __name__, "__qualname__": f"Any{n}"})
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[
@@ -564,7 +443,7 @@ def test_any_model_reads_back_equal_from_a_scan_and_from_exports(
     an incremental one (each change with its new values)."""
     from moto import mock_aws
 
-    cls = _model(fields)
+    cls = any_model(fields)
     values = st.fixed_dictionaries({
         f"f_{kind}": KINDS[kind][1] | st.none() if optional else KINDS[kind][1]
         for kind, optional in fields})
@@ -633,7 +512,7 @@ def test_tasks_and_reports_pickle_and_a_rate_holds_the_scans(tb: TestBackend, tm
 
     from dynaorm import Rate
 
-    _fill(tb)
+    fill_exports(tb)
     job = export(exports, tmp_path, segments=3, rate=Rate(read=1000))
     assert pickle.loads(pickle.dumps(job.tasks())) == job.tasks()
     seen = Requests(exports)

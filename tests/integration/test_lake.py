@@ -30,24 +30,24 @@ from dynaorm.lake import LakeError
 from dynaorm.schema.entity import spec_of
 from dynaorm.testing import TestBackend, moto_backend, use_tables, worker_suffix
 from dynaorm.tools.export import _s3
-from tests.integration import test_export
-from tests.integration.test_export import (
+from tests.support import export_setup
+from tests.support.export_models import Ledger, Profile, exports
+from tests.support.export_setup import (
     ENCRYPTED,
     JSON_FIELDS,
     KINDS,
     WHEN,
     KillAtScan,
     Killed,
-    _fill,
-    _model,
+    any_model,
+    fill_exports,
     prop,
 )
-from tests.support.export_models import Ledger, Profile, exports
 from tests.support.exports import full_export, incremental_export, row_of
 
 pytestmark = pytest.mark.sync_only
 #: the export tests' fixtures: the table of every rule on the test's engine, moto's S3
-aws, tb = test_export.aws, test_export.tb
+aws, tb = export_setup.aws, export_setup.tb
 
 
 @pytest.fixture
@@ -111,7 +111,7 @@ def test_a_live_export_is_one_iceberg_table_per_entity(tb: TestBackend, tmp_path
     (a new scan), the rows are replaced in one commit."""
     import polars
 
-    entities = _fill(tb)
+    entities = fill_exports(tb)
     job = export(exports, tmp_path / "stage", format="iceberg", catalog=catalog,
                  namespace="app", segments=2, history=True, encrypted="decrypt")
     report = run_local(job)
@@ -165,7 +165,7 @@ def test_full_then_incremental_exports_keep_the_tables_current(
     """A full export to S3, then the window's incremental one: each table equals what
     reads return after it; the commit records the export; applied again, nothing
     changes (no snapshot)."""
-    _fill(tb)
+    fill_exports(tb)
     s3 = _s3()
     before = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "full", before),
@@ -199,7 +199,7 @@ def test_change_sets_out_of_order_are_refused(tb: TestBackend, tmp_path: Path,
                                               catalog: Any) -> None:
     """A change set that starts after the table's rows (one missed between) or ends
     before them is ``LakeError``, and the table is left as it was; in order, both apply."""
-    _fill(tb)
+    fill_exports(tb)
     s3 = _s3()
     t0 = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "f", t0), exportTime="2026-01-01T00:00:00Z")
@@ -242,7 +242,7 @@ def test_two_merges_at_once_lose_no_change(tb: TestBackend, tmp_path: Path, cata
     its commit): the first's commit fails, it reloads and applies on top, both changes
     kept; a merge that loses every race fails with ``LakeError``, the table as the
     winner left it. The same change set merged twice at once applies once."""
-    _fill(tb)
+    fill_exports(tb)
     s3 = _s3()
     t0 = tb.scan_raw()
     full = _summary(s3, full_export(s3, "exports", "f", t0), exportTime="2026-01-01T00:00:00Z")
@@ -372,7 +372,7 @@ def test_a_field_the_model_gained_is_a_new_column(backend: str | None, aws: None
 def test_a_killed_task_commits_nothing(tb: TestBackend, tmp_path: Path, catalog: Any) -> None:
     """A task killed half-way: the job has no result for its segment, the merge refuses
     and the Iceberg tables hold what they did (a reader sees no staged file)."""
-    _fill(tb)
+    fill_exports(tb)
     run_local(export(exports, tmp_path / "a", format="iceberg", catalog=catalog,
                      namespace="app", entities=[Profile]))
     held = _rows(catalog, "app.profile")
@@ -419,7 +419,7 @@ def test_any_model_reads_back_equal_from_the_lake(
     from moto import mock_aws
     from pyiceberg.catalog.sql import SqlCatalog
 
-    cls = _model(fields)
+    cls = any_model(fields)
     values = st.fixed_dictionaries({
         f"f_{kind}": KINDS[kind][1] | st.none() if optional else KINDS[kind][1]
         for kind, optional in fields})
@@ -450,3 +450,86 @@ def test_any_model_reads_back_equal_from_the_lake(
                          catalog=lake, namespace="app"))
         live = [x for o in objs if (x := s.get(cls, id=o.id)) is not None]
         assert _rows(lake, name) == [row_of(x) for x in live]
+
+
+def test_a_history_suffixed_type_name_beside_a_versioned_entity_is_refused(
+        tmp_path: Path, catalog: Any) -> None:
+    """``<type name>_history`` is where a versioned entity's version rows go: another
+    entity of that type name would be the same Iceberg table, so the export is
+    :class:`LakeError` before any task runs (and without ``history=True`` it is not)."""
+    from dynaorm import Versioned
+
+    clash = Table("dynaorm-lake-clash")
+
+    class Doc(Versioned):
+        class Meta:
+            table = clash
+            pk = "DOC#{id}"
+            sk = "D"
+            type_name = "doc"
+
+        id: str
+
+    class DocHistory(Entity):
+        class Meta:
+            table = clash
+            pk = "DOCH#{id}"
+            sk = "H"
+            type_name = "doc_history"
+
+        id: str
+
+    with pytest.raises(LakeError, match=r"would be one Iceberg table \(a type name ending "
+                                        r"in '_history'\)") as raised:
+        export(clash, tmp_path, format="iceberg", catalog=catalog, namespace="app",
+               history=True)
+    assert "doc.history" in str(raised.value) and "doc_history" in str(raised.value)
+    assert not list(tmp_path.glob("*/part-*"))
+    job = export(clash, tmp_path, format="iceberg", catalog=catalog, namespace="app")
+    assert len(job.tasks()) == 1  # (without version rows, no two datasets are one table)
+
+
+def test_the_command_exports_to_the_lake_full_then_incremental(
+        tb: TestBackend, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``dynaorm export --format iceberg --catalog URI --warehouse URL --namespace NS``:
+    a full export from S3, then the window's incremental one, each committed to the
+    catalog the URI names; read back by pyiceberg equal to what reads return. Lake options
+    without ``--format iceberg`` (or it without a catalog) are a usage error (exit 2)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from dynaorm.tools.cli import main
+
+    fill_exports(tb)
+    s3 = _s3()
+    before = tb.scan_raw()
+    full = _summary(s3, full_export(s3, "exports", "cli-full", before),
+                    exportTime="2026-01-01T00:00:00Z", exportArn="arn:cli-full")
+    (tmp_path / "warehouse").mkdir()
+    lake = ["--format", "iceberg", "--catalog", f"sqlite:///{tmp_path}/catalog.db",
+            "--warehouse", f"file://{tmp_path}/warehouse", "--namespace", "app",
+            "--history", "--decrypt"]
+    where = "tests.support.export_models:exports"
+    assert main(["export", where, str(tmp_path / "full"), "--source", full, *lake]) == 0
+    out = capsys.readouterr().out
+    assert "app.profile: 2 rows" in out
+    _change(tb)
+    inc = _summary(s3, incremental_export(s3, "exports", "cli-inc", before, tb.scan_raw(),
+                                          ("pk", "sk"), WHEN),
+                   exportFromTime="2026-01-01T00:00:00Z", exportToTime="2026-01-01T01:00:00Z",
+                   exportArn="arn:cli-inc")
+    assert main(["export", where, str(tmp_path / "inc"), "--source", inc, *lake]) == 0
+    assert "app.profile: 2 rows" in capsys.readouterr().out
+    catalog = SqlCatalog("dynaorm", uri=f"sqlite:///{tmp_path}/catalog.db",
+                         warehouse=f"file://{tmp_path}/warehouse")
+    for name, rows in _expected(_live(tb), decrypted=True).items():
+        assert _rows(catalog, name) == rows, name
+    assert _snapshots(catalog, "app.profile")[-1]["dynaorm.export"] == "arn:cli-inc"
+    assert main(["export", where, str(tmp_path / "again"), "--source", inc, *lake]) == 0
+    assert "app.profile: 0 rows" in capsys.readouterr().out
+    assert main(["export", where, str(tmp_path / "x"), "--namespace", "app"]) == 2
+    assert main(["export", where, str(tmp_path / "x"), "--format", "iceberg",
+                 "--namespace", "app"]) == 2
+    assert "needs --catalog and --namespace" in capsys.readouterr().err
+    assert main(["export", where, str(tmp_path / "x"), "--format", "iceberg", "--catalog",
+                 "ftp://nowhere", "--namespace", "app"]) == 1
+    assert "catalog 'ftp://nowhere' cannot be loaded" in capsys.readouterr().err
