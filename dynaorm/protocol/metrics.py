@@ -6,9 +6,9 @@ up, never imported by ``import dynaorm``): per attempt, the stable database conv
 units, by ``db.collection.name``, ``dynaorm.entity`` and ``dynaorm.row_role``: what a
 dashboard alarms on per entity and per kind of row: a unique guard, a version row).
 
-Recorded while the client's :class:`~dynaorm.Tracing` hook is active (a tracer provider
-configured) and a meter provider is: ``client.tracing.meter_provider``, else
-OpenTelemetry's global one once set."""
+Recorded while a meter provider is configured (``client.tracing.metrics.meter_provider``,
+else OpenTelemetry's global one once set), with or without a tracer provider: the client's
+:class:`~dynaorm.Tracing` hook is attached while either is."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ CAPACITY: Final = "dynaorm.consumed_capacity"
 #: the explicit bucket boundaries the conventions advise for the duration (seconds)
 BUCKETS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 _METRICS: Final = "opentelemetry.metrics"
+#: how many attribute sets (operation, table, error, server) are kept made
+_SHAPES: Final = 256
 
 
 class Metrics:
@@ -38,12 +40,15 @@ class Metrics:
         """The provider to record with (``None``: OpenTelemetry's global one, once set)."""
         self._seen: Any = None
         self._instruments: tuple[Any, Any] | None = None
+        self._shapes: dict[tuple[Any, ...], dict[str, Any]] = {}  # duration attributes
 
     def instruments(self) -> tuple[Any, Any] | None:
         """(duration histogram, capacity counter), ``None`` while no provider is set."""
         provider = self.meter_provider
         if provider is None:
             api = sys.modules.get(_METRICS)
+            if api is None:
+                return None
             internal = getattr(api, "_internal", None)
             provider = getattr(internal, "_METER_PROVIDER", None)  # (set_meter_provider's)
             if provider is None:
@@ -59,22 +64,27 @@ class Metrics:
             self._seen = provider
         return self._instruments
 
-    def record(self, seconds: float, operation: str, tables: Any, server: dict[str, Any],
-               error: str | None, by_role: dict[tuple[str, str], float]) -> None:
-        """Record one attempt: its duration and the capacity it consumed by role."""
-        found = self.instruments()
-        if found is None:
-            return
-        duration, capacity = found
-        attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": operation,
-                                      **{k: v for k, v in server.items()
-                                         if k in ("server.address", "server.port")}}
-        if tables and len(tables) == 1:
-            attributes["db.collection.name"] = tables[0]
-        if error is not None:
-            attributes["error.type"] = error
+    def record(self, instruments: tuple[Any, Any], seconds: float, operation: str,
+               tables: Any, server: dict[str, Any], error: str | None,
+               by_role: dict[tuple[str, str], float]) -> None:
+        """Record one attempt with ``instruments`` (what :meth:`instruments` gave): its
+        duration and the capacity it consumed by role."""
+        duration, capacity = instruments
+        table = tables[0] if tables and len(tables) == 1 else None
+        key = (operation, table, error, server.get("server.address"), server.get("server.port"))
+        attributes = self._shapes.get(key)
+        if attributes is None:
+            if len(self._shapes) >= _SHAPES:
+                self._shapes = {}
+            attributes = {"db.system.name": SYSTEM, "db.operation.name": operation,
+                          **{k: v for k, v in server.items()
+                             if k in ("server.address", "server.port")}}
+            if table is not None:
+                attributes["db.collection.name"] = table
+            if error is not None:
+                attributes["error.type"] = error
+            self._shapes[key] = attributes
         duration.record(seconds, attributes)
-        table = attributes.get("db.collection.name")
         for (entity, role), units in by_role.items():
             capacity.add(units, {"db.collection.name": table, "dynaorm.entity": entity,
                                  "dynaorm.row_role": role} if table else {

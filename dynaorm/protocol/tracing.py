@@ -57,6 +57,16 @@ OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
 
 _TRACE: Final = "opentelemetry.trace"
 _UNKNOWN: Final = object()
+#: an attempt's token when only metrics are recorded (no span at all)
+_UNTRACED: Final = object()
+#: how many span shapes (operation or request, tables, entity types) a hook keeps the
+#: starting attributes of before it forgets them all
+_SHAPES: Final = 512
+# OpenTelemetry's API, looked up once a provider is first configured (``_bind``)
+_context: Any = None
+_trace: Any = None
+_suppress_key: Any = None
+_kinds: Any = None  # (SpanKind.INTERNAL, SpanKind.CLIENT)
 #: whether OpenTelemetry's API makes its global provider from the environment on first
 #: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
 _PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
@@ -96,13 +106,22 @@ class _Open:
     by_role: dict[str, float] = field(default_factory=dict)
     methods: dict[str, None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    parent: Any = None  # the context of its span, made once its first attempt asks
+
+    def context(self) -> Any:
+        """The context its attempts' spans are children in."""
+        found = self.parent
+        if found is None:
+            found = self.parent = _trace.set_span_in_context(self.span)
+        return found
 
 
 @dataclass(slots=True, eq=False)
 class _Sent:
     """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
-    is sent), the context token to detach at its end (``None``: nothing was attached),
-    and when it started (for the span of an attempt botocore never saw)."""
+    is sent; ``_UNTRACED``: none, metrics alone), the context token to detach at its end
+    (``None``: nothing was attached), and when it started (for the span of an attempt
+    botocore never saw)."""
 
     span: Any
     token: object
@@ -145,15 +164,14 @@ def _capacity_json(response: dict[str, Any] | None) -> list[str]:
     return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
 
 
-def _by_role(attempt: Attempt) -> dict[str, float]:
-    """The attempt's consumed capacity by entity and role, as span attributes
-    (``dynaorm.capacity.<Entity>.<role>``: ``dynaorm.capacity.User.unique_guard``)."""
+def _roles(attempt: Attempt) -> dict[tuple[str, str], float]:
+    """The attempt's consumed capacity by entity and role (slugged: ``unique_guard``),
+    empty for an answer whose ``ConsumedCapacity`` is not DynamoDB's shape."""
     try:
-        found = attempt.capacity_by_role
-    except (AttributeError, TypeError, ValueError):  # (an answer not of DynamoDB's shape)
+        return {(entity, slug(role)): units
+                for (entity, role), units in attempt.capacity_by_role.items()}
+    except (AttributeError, TypeError, ValueError):
         return {}
-    return {f"dynaorm.capacity.{entity}.{slug(role)}": units
-            for (entity, role), units in found.items()}
 
 
 def _table_units(attempt: Attempt) -> float:
@@ -170,12 +188,18 @@ class Tracing(Hook):
     """The OpenTelemetry hook every :class:`~dynaorm.Client` carries as
     ``client.tracing`` (see the module). ``tracer_provider``: the provider to trace with
     (``None``: OpenTelemetry's global one, whenever one is configured); ``enabled``:
-    ``False`` turns it off. ``routes(session)`` tells whether attempts of a ``"sync"`` or
-    ``"async"`` session go through botocore's (or aiobotocore's) client; ``where()`` the
-    endpoint URL and region requests went to (``None`` until a connection was opened)."""
+    ``False`` turns it off (spans and metrics). ``routes(session)`` tells whether attempts
+    of a ``"sync"`` or ``"async"`` session go through botocore's (or aiobotocore's)
+    client; ``where()`` the endpoint URL and region requests went to (``None`` until a
+    connection was opened). It is attached while a tracer provider or a meter provider
+    (``metrics.meter_provider``, else OpenTelemetry's global one) is configured: with a
+    meter provider alone, each attempt records its metrics and no span is made."""
 
     wants_origins = False
     """Tracing reads no ``origins``: attached, it costs a commit no work computing them."""
+    wants_items = False
+    """Nor a read's items: attached, it leaves a read decoding its answer's bytes straight
+    into objects."""
 
     def __init__(self, tracer_provider: Any = None, *,
                  routes: Callable[[str], bool] | None = None,
@@ -183,12 +207,15 @@ class Tracing(Hook):
         self.tracer_provider: Any = tracer_provider
         """The provider spans are made with (``None``: OpenTelemetry's global one)."""
         self.enabled = True
-        """Whether spans are made at all when a provider is configured."""
+        """Whether spans are made and metrics recorded at all when a provider is set."""
         self._routes = routes
         self._where = where
         self._destination: dict[str, Any] | None = None  # server.address, ... once known
         self._seen: Any = None  # the provider the tracer below was made with
-        self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
+        self._made: Any = None  # its tracer (None: a proxy / no-op provider)
+        self._tracer: Any = None  # the tracer while active (None: no spans)
+        self._meters: tuple[Any, Any] | None = None  # the instruments while active
+        self._shapes: dict[tuple[Any, ...], dict[str, Any]] = {}  # attributes by shape
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
         self.metrics = Metrics()
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
@@ -220,10 +247,21 @@ class Tracing(Hook):
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
-        """Whether spans are made now: a real provider is configured (the check a client
-        makes once per operation; OpenTelemetry is never imported here)."""
+        """Whether spans are made or metrics recorded now: a real tracer provider or a
+        meter provider is configured (the check a client makes once per operation;
+        OpenTelemetry is never imported here)."""
         if not self.enabled:
             return False
+        self._tracer = tracer = self._current()
+        self._meters = meters = self.metrics.instruments()
+        if tracer is None and meters is None:
+            return False
+        if _context is None:
+            _bind()
+        return True
+
+    def _current(self) -> Any:
+        """The tracer of the configured provider (``None``: none configured)."""
         provider = self.tracer_provider
         if provider is None:
             trace = sys.modules.get(_TRACE)
@@ -231,21 +269,21 @@ class Tracing(Hook):
                 with contextlib.suppress(ImportError):
                     import opentelemetry.trace as trace
             if trace is None:
-                return False
+                return None
             # the global provider once set (what get_tracer_provider() returns then), read
             # without its look into os.environ: the check stays a few attribute reads
             provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
             if provider is None and not _PROVIDER_BY_ENVIRONMENT and (
                     trace.get_tracer_provider.__module__ == _TRACE):  # (not a test's mock)
-                return False  # the API's proxy provider: nothing configured
+                return None  # the API's proxy provider: nothing configured
             if provider is None or provider is _UNKNOWN:
                 provider = trace.get_tracer_provider()
         if provider is not self._seen:
             global _DUP  # (the conventions' opt-in, read when a provider is first seen)
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
-            self._tracer = self._tracer_of(provider)
+            self._made = self._tracer_of(provider)
             self._seen = provider
-        return self._tracer is not None
+        return self._made
 
     @staticmethod
     def _tracer_of(provider: Any) -> Any:
@@ -258,35 +296,48 @@ class Tracing(Hook):
 
     # -- the hook ----------------------------------------------------------------------
     def on_start(self, phase: Phase) -> object:
-        """Start the span of an operation or of an attempt."""
+        """Start the span of an operation or of an attempt (with a meter provider alone:
+        the attempt's clock)."""
         tracer = self._tracer
-        if tracer is None:
-            return None
         if isinstance(phase, Operation):
-            return None if _suppressed() else self._start_operation(tracer, phase)
-        if phase.within is not None and id(phase.within) not in self._open:
-            return None  # its operation has no span (suppressed): neither has it
-        if phase.within is None and _suppressed():
+            if tracer is None or _suppressed():
+                return None
+            return self._start_operation(tracer, phase)
+        if tracer is not None and phase.within is not None:
+            if id(phase.within) not in self._open:
+                return None  # its operation has no span (suppressed): neither has it
+        elif _suppressed():
             return None
+        if tracer is None:
+            return None if self._meters is None else _Sent(_UNTRACED, None)
         return self._start_attempt(tracer, phase)
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """End the span ``on_start`` started, with the outcome on it."""
-        if isinstance(token, _Open):
-            self._end_operation(phase, token)  # type: ignore[arg-type]
-        elif isinstance(token, _Sent):
+        if isinstance(token, _Sent):
             self._end_attempt(phase, token)  # type: ignore[arg-type]
+        elif isinstance(token, _Open):
+            self._end_operation(phase, token)  # type: ignore[arg-type]
         return None
+
+    def _shape(self, key: tuple[Any, ...], make: Callable[[], dict[str, Any]]
+               ) -> dict[str, Any]:
+        """The attributes a span of this shape starts with, made once (the SDK copies
+        what it is given)."""
+        found = self._shapes.get(key)
+        if found is None:
+            if len(self._shapes) >= _SHAPES:
+                self._shapes = {}
+            found = self._shapes[key] = make()
+        return found
 
     # -- operations --------------------------------------------------------------------
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
-        from opentelemetry.trace import SpanKind
-
-        attributes = _span_attributes(
-            {"dynaorm.operation": op.name, "dynaorm.session": op.session}, op.tables,
-            _names(op.entities))
-        span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
-                                 attributes=attributes)
+        attributes = self._shape((op.name, op.session, op.tables, op.entities, _DUP),
+                                 lambda: _span_attributes(
+                                     {"dynaorm.operation": op.name, "dynaorm.session":
+                                      op.session}, op.tables, _names(op.entities)))
+        span = tracer.start_span(f"dynaorm.{op.name}", kind=_kinds[0], attributes=attributes)
         opened = self._open[id(op)] = _Open(span)
         return opened
 
@@ -305,7 +356,9 @@ class Tracing(Hook):
                     attributes["rpc.method"] = next(iter(opened.methods))
                 elif opened.methods:
                     attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-                span.set_attributes({**attributes, **_throttling(op.error)})
+                if op.error is not None:
+                    attributes.update(_throttling(op.error))
+                span.set_attributes(attributes)
                 if op.error is not None:
                     _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
@@ -327,27 +380,32 @@ class Tracing(Hook):
         return True, bool(instance is not None and instance.is_instrumented_by_opentelemetry)
 
     def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
-        from opentelemetry import context, trace
-
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        parent = None if opened is None else trace.set_span_in_context(opened.span)
+        parent = None if opened is None else opened.context()
         via, instrumented = self._delegated(attempt)
         if instrumented:  # botocore's span is the attempt's: under the operation's
-            token = None if parent is None else context.attach(parent)
+            token = None if parent is None else _context.attach(parent)
             return _Sent(None, token, time.time_ns())
-        span = _attempt_span(tracer, attempt, parent)
-        token = context.attach(trace.set_span_in_context(span)) if via else None
+        span = self._attempt_span(tracer, attempt, parent)
+        token = _context.attach(_trace.set_span_in_context(span)) if via else None
         return _Sent(span, token)
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            from opentelemetry import context
-
-            context.detach(sent.token)  # type: ignore[arg-type]
+            _context.detach(sent.token)
+        roles = _roles(attempt)
+        meters = self._meters
+        if meters is not None and attempt.service == DYNAMODB:
+            error = attempt.error
+            self.metrics.record(meters, time.perf_counter() - sent.clock, attempt.operation,
+                                attempt.tables, self._server(),
+                                None if error is None else error.code, roles)
+        span = sent.span
+        if span is _UNTRACED:
+            return  # (metrics alone)
+        by_role = {f"dynaorm.capacity.{entity}.{role}": units
+                   for (entity, role), units in roles.items()}
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        by_role = _by_role(attempt)
-        if attempt.service == DYNAMODB:
-            self._record(attempt, sent)
         if opened is not None:
             units = _table_units(attempt)
             with opened.lock:
@@ -356,15 +414,12 @@ class Tracing(Hook):
                 opened.methods[attempt.operation] = None
                 for name, part in by_role.items():
                     opened.by_role[name] = opened.by_role.get(name, 0.0) + part
-        span = sent.span
         if span is None:
             if attempt.sent:
                 return  # botocore's instrumentation made its span
             # a hook answered it (an injected fault): botocore never saw it, dynaorm tells
-            from opentelemetry import trace
-
-            parent = None if opened is None else trace.set_span_in_context(opened.span)
-            span = _attempt_span(self._tracer, attempt, parent, sent.started)
+            parent = None if opened is None else opened.context()
+            span = self._attempt_span(self._made, attempt, parent, sent.started)
         try:
             if span.is_recording():  # (the endpoint known is DynamoDB's)
                 _answer_attributes(span, attempt, {} if attempt.service != DYNAMODB
@@ -372,39 +427,51 @@ class Tracing(Hook):
         finally:
             span.end()  # whatever the answer held
 
+    def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
+                      started: int | None = None) -> Any:
+        """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
+        service, _, method = attempt.operation.rpartition(":")
+        return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
+                                 kind=_kinds[1], attributes=self._attempt_attributes(attempt),
+                                 start_time=started)
 
-    def _record(self, attempt: Attempt, sent: _Sent) -> None:
-        """The attempt's metrics (duration; consumed capacity by entity and role)."""
-        try:
-            roles = attempt.capacity_by_role
-        except (AttributeError, TypeError, ValueError):  # (not DynamoDB's shape)
-            roles = {}
-        error = attempt.error
-        self.metrics.record(time.perf_counter() - sent.clock, attempt.operation,
-                            attempt.tables, self._server(), None if error is None else
-                            error.code, {(e, slug(r)): u for (e, r), u in roles.items()})
+    def _attempt_attributes(self, attempt: Attempt) -> dict[str, Any]:
+        """What an attempt span says from its start (the request); of a request to another
+        service (KMS), its service and method, attempt and entity types only."""
+        service, _, method = attempt.operation.rpartition(":")
+        if service:
+            return {"rpc.system": "aws-api", "rpc.service": service.upper(),
+                    "rpc.method": method, "dynaorm.attempt": attempt.number, **(
+                        {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
+                        else {})}
+        operation, tables, names = attempt.operation, attempt.tables, _entity_names(attempt)
+        static = self._shape((operation, tables, names, _DUP), lambda: _span_attributes(
+            {"rpc.method": operation, "db.operation.name": operation,
+             **({"db.operation": operation} if _DUP else {})}, tables, names))
+        request = attempt.request
+        return {**static, "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
+                **{name: request[key] for key, name in _REQUEST_ATTRIBUTES
+                   if request.get(key) is not None}}
 
 
-def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
-                  ) -> Any:
-    """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
-    from opentelemetry.trace import SpanKind
+def _bind() -> None:
+    """Look OpenTelemetry's context and trace API up once (a provider is configured)."""
+    global _context, _trace, _suppress_key, _kinds
+    from opentelemetry import context, trace
 
-    service, _, method = attempt.operation.rpartition(":")
-    return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
-                             kind=SpanKind.CLIENT, attributes=_attempt_attributes(attempt),
-                             start_time=started)
+    _suppress_key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    _kinds = (trace.SpanKind.INTERNAL, trace.SpanKind.CLIENT)
+    _trace = trace
+    _context = context
 
 
 def _suppressed() -> bool:
     """Whether the caller suppressed instrumentation here, as OpenTelemetry's
     instrumentations honour it (``opentelemetry.instrumentation.utils.
     suppress_instrumentation``)."""
-    from opentelemetry import context
-
-    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    return bool((key is not None and context.get_value(key))
-                or context.get_value("suppress_instrumentation"))
+    current = _context.get_current()
+    return bool((_suppress_key is not None and current.get(_suppress_key))
+                or current.get("suppress_instrumentation"))
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
@@ -428,22 +495,6 @@ def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict
     """The values ``source`` holds (not ``None``) of ``names`` (key, attribute name), under
     their attribute names."""
     return {name: source[key] for key, name in names if source.get(key) is not None}
-
-
-def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
-    """What an attempt span says from its start (the request); of a request to another
-    service (KMS), its service and method, attempt and entity types only."""
-    service, _, method = attempt.operation.rpartition(":")
-    if service:
-        return {"rpc.system": "aws-api", "rpc.service": service.upper(), "rpc.method": method,
-                "dynaorm.attempt": attempt.number, **(
-                    {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
-                    else {})}
-    own = {"rpc.method": attempt.operation, "db.operation.name": attempt.operation,
-           **({"db.operation": attempt.operation} if _DUP else {}),
-           "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
-           **_present(attempt.request, _REQUEST_ATTRIBUTES)}
-    return _span_attributes(own, attempt.tables, _entity_names(attempt))
 
 
 def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:

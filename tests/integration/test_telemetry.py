@@ -156,3 +156,34 @@ def test_no_meter_provider_records_nothing_and_spans_still_go(observed: Observed
     Session(shop).get(Member, member_id="nobody")
     assert observed.points("db.client.operation.duration") == []
     assert len(_attempts(observed)) == 1
+
+
+def test_metrics_are_recorded_with_only_a_meter_provider(observed: Observed) -> None:
+    """No tracer provider at all (the suite sets no global one), a meter provider: every
+    attempt still records its duration and capacity, and no span is made."""
+    from opentelemetry import trace
+
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("this process configured a global tracer provider")
+    shop.db.tracing.tracer_provider = None
+    assert shop.db.tracing in shop.db.policy.hooks  # the meter provider alone attaches it
+    s = Session(shop)
+    s.save(Member(member_id="m1", email="a@example.com"))
+    s.commit()
+    assert Session(shop).get(Member, member_id="m1") is not None
+    durations = observed.points("db.client.operation.duration")
+    assert sorted(p.attributes["db.operation.name"] for p in durations) == [
+        "GetItem", "TransactWriteItems"]
+    assert all(p.count == 1 and p.attributes["db.collection.name"] == shop.name
+               for p in durations)
+    capacity = {(p.attributes["dynaorm.entity"], p.attributes["dynaorm.row_role"]): p.value
+                for p in observed.points("dynaorm.consumed_capacity")}
+    assert capacity[("Member", "read")] == 0.5
+    assert observed.spans.get_finished_spans() == ()
+    shop.db.tracing.enabled = False  # off: neither spans nor metrics
+    try:
+        assert shop.db.tracing not in shop.db.policy.hooks
+        Session(shop).get(Member, member_id="m1")
+    finally:
+        shop.db.tracing.enabled = True
+    assert sum(p.count for p in observed.points("db.client.operation.duration")) == 2

@@ -274,6 +274,31 @@ def test_tracing_never_makes_a_commit_compute_origins(db: TestBackend,
     assert not app.db.policy.observed
 
 
+def test_tracing_leaves_reads_decoding_their_bytes_straight_into_objects(
+        db: TestBackend, spans: Spans) -> None:
+    """Tracing reads no item of an answer (``wants_items``): attached alone, it leaves a
+    read on its fast decoding (``policy.shaped`` off), and the spans still say the
+    answer's count and status; another hook that may read items turns it back on."""
+    from dynaorm import Hook
+
+    assert app.db.tracing in app.db.policy.hooks and not app.db.policy.shaped
+    db.session().save_many([Note(note_id=f"n{i}", body="b") for i in range(3)])
+    spans.clear()
+    assert sorted(n.note_id for n in db.session().scan(Note)) == ["n0", "n1", "n2"]
+    got = db.session().get(Note, note_id="n1")
+    assert got is not None and got.body == "b"
+    (scan,) = spans.named("DynamoDB.Scan")
+    assert scan.attributes is not None and scan.attributes["aws.dynamodb.count"] == 3
+    (get,) = spans.named("DynamoDB.GetItem")
+    assert get.attributes is not None and get.attributes["dynaorm.outcome"] == "ok"
+    assert get.attributes["http.response.status_code"] == 200
+    hook = app.db.add_hook(Hook())
+    try:
+        assert app.db.policy.shaped
+    finally:
+        app.db.remove_hook(hook)
+
+
 def test_a_sampled_out_operation_still_succeeds(db: TestBackend) -> None:
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
