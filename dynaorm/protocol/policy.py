@@ -204,15 +204,9 @@ class Policy:
     """Whether a hook may look at a write's origins (then requests carry them): any
     hook that reads them (not the DEBUG log, not tracing: ``wants_origins``)."""
 
-    shaped: bool = field(init=False, repr=False, compare=False)
-    """Whether a hook may read a read's items as attribute maps (then answers decode the
-    plain way): any hook that reads them (not tracing: ``wants_items``)."""
-
     def __post_init__(self) -> None:
         object.__setattr__(self, "observed",
                            any(getattr(h, "wants_origins", True) for h in self.hooks))
-        object.__setattr__(self, "shaped",
-                           any(getattr(h, "wants_items", True) for h in self.hooks))
 
 
 def throttled(exc: RequestError) -> bool:

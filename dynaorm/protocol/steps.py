@@ -287,11 +287,12 @@ def _held(policy: Policy, step: Call) -> tuple[Budget | None, dict[str, Any]]:
 
 
 def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], number: int,
-             within: Operation | None, reader: Reader | None
+             within: Operation | None
              ) -> Generator[Primitive, Any, tuple[dict[str, Any] | None, RequestError | None]]:
     """One attempt with hooks: their ``on_start`` (a hook may answer it), the
-    :class:`Send` unless answered (``reader``: the step's, when no hook reads items), and
-    their ``on_end`` (awaiting what they return); the answer or the failure."""
+    :class:`Send` unless answered (with the step's reader unless a hook reads items:
+    ``Hook.wants_items``), and their ``on_end`` (awaiting what they return); the answer or
+    the failure."""
     attempt = Attempt(step.operation, request, number, step.origins, within=within,
                       shares=step.shares, service=step.service)
     tokens = start(hooks, attempt)
@@ -300,8 +301,10 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         attempt.sent = True
         began = time.perf_counter()
         try:
-            attempt.response = answer = yield Send(step.operation, request, reader,
-                                                   step.via, step.service)
+            attempt.response = answer = yield Send(
+                step.operation, request, None if any(getattr(h, "wants_items", True)
+                                                     for h in hooks) else step.reader,
+                step.via, step.service)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same
@@ -392,9 +395,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
     recording = RECORDER.get()
     if recording is not None:
         recording.requests.append((step.operation, request))
-    logged = debug_logged()
-    hooks: Sequence[HookLike] = (_LOG, *policy.hooks) if logged else policy.hooks
-    reader = None if logged or policy.shaped else step.reader  # (hooks see plain answers)
+    hooks: Sequence[HookLike] = (_LOG, *policy.hooks) if debug_logged() else policy.hooks
     number = 0
     waited = 0.0
     maybe_applied = False
@@ -403,7 +404,7 @@ def attempts(policy: Policy, step: Call, within: Operation | None = None
         if budget is not None and (pause := budget.wait(step.operation, request)) > 0:
             yield Wait(pause)
         if hooks:
-            out, error = yield from _attempt(hooks, step, request, number, within, reader)
+            out, error = yield from _attempt(hooks, step, request, number, within)
         else:
             try:
                 out, error = (yield Send(step.operation, request, step.reader, step.via,

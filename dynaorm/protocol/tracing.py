@@ -43,9 +43,8 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
-from dynaorm.protocol.capacity import slug
 from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
-from dynaorm.protocol.metrics import SYSTEM, Metrics
+from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
 
@@ -57,16 +56,6 @@ OPERATION_OUTCOMES: Final = ("ok", "failed", "unknown", "cancelled")
 
 _TRACE: Final = "opentelemetry.trace"
 _UNKNOWN: Final = object()
-#: an attempt's token when only metrics are recorded (no span at all)
-_UNTRACED: Final = object()
-#: how many span shapes (operation or request, tables, entity types) a hook keeps the
-#: starting attributes of before it forgets them all
-_SHAPES: Final = 512
-# OpenTelemetry's API, looked up once a provider is first configured (``_bind``)
-_context: Any = None
-_trace: Any = None
-_suppress_key: Any = None
-_kinds: Any = None  # (SpanKind.INTERNAL, SpanKind.CLIENT)
 #: whether OpenTelemetry's API makes its global provider from the environment on first
 #: use (``OTEL_PYTHON_TRACER_PROVIDER``, read once, as auto-instrumentation sets it)
 _PROVIDER_BY_ENVIRONMENT: Final = "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
@@ -106,20 +95,12 @@ class _Open:
     by_role: dict[str, float] = field(default_factory=dict)
     methods: dict[str, None] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
-    parent: Any = None  # the context of its span, made once its first attempt asks
-
-    def context(self) -> Any:
-        """The context its attempts' spans are children in."""
-        found = self.parent
-        if found is None:
-            found = self.parent = _trace.set_span_in_context(self.span)
-        return found
 
 
 @dataclass(slots=True, eq=False)
 class _Sent:
     """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
-    is sent; ``_UNTRACED``: none, metrics alone), the context token to detach at its end
+    is sent; ``False``: none, metrics alone), the context token to detach at its end
     (``None``: nothing was attached), and when it started (for the span of an attempt
     botocore never saw)."""
 
@@ -164,16 +145,6 @@ def _capacity_json(response: dict[str, Any] | None) -> list[str]:
     return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
 
 
-def _roles(attempt: Attempt) -> dict[tuple[str, str], float]:
-    """The attempt's consumed capacity by entity and role (slugged: ``unique_guard``),
-    empty for an answer whose ``ConsumedCapacity`` is not DynamoDB's shape."""
-    try:
-        return {(entity, slug(role)): units
-                for (entity, role), units in attempt.capacity_by_role.items()}
-    except (AttributeError, TypeError, ValueError):
-        return {}
-
-
 def _table_units(attempt: Attempt) -> float:
     """The capacity units an attempt's answer reports for its tables (0 for an answer
     whose ``ConsumedCapacity`` is not DynamoDB's shape)."""
@@ -211,11 +182,9 @@ class Tracing(Hook):
         self._routes = routes
         self._where = where
         self._destination: dict[str, Any] | None = None  # server.address, ... once known
-        self._seen: Any = None  # the provider the tracer below was made with
-        self._made: Any = None  # its tracer (None: a proxy / no-op provider)
-        self._tracer: Any = None  # the tracer while active (None: no spans)
-        self._meters: tuple[Any, Any] | None = None  # the instruments while active
-        self._shapes: dict[tuple[Any, ...], dict[str, Any]] = {}  # attributes by shape
+        self._seen: Any = None  # the provider the tracer below was made with (or None)
+        self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
+        self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
         self.metrics = Metrics()
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
@@ -248,42 +217,35 @@ class Tracing(Hook):
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
         """Whether spans are made or metrics recorded now: a real tracer provider or a
-        meter provider is configured (the check a client makes once per operation;
-        OpenTelemetry is never imported here)."""
+        meter provider is configured (the check a client makes once per operation, a few
+        attribute reads while none is; OpenTelemetry is never imported here)."""
         if not self.enabled:
             return False
-        self._tracer = tracer = self._current()
-        self._meters = meters = self.metrics.instruments()
-        if tracer is None and meters is None:
-            return False
-        if _context is None:
-            _bind()
-        return True
-
-    def _current(self) -> Any:
-        """The tracer of the configured provider (``None``: none configured)."""
         provider = self.tracer_provider
         if provider is None:
             trace = sys.modules.get(_TRACE)
             if trace is None and _IMPORT_API:
                 with contextlib.suppress(ImportError):
                     import opentelemetry.trace as trace
-            if trace is None:
-                return None
             # the global provider once set (what get_tracer_provider() returns then), read
-            # without its look into os.environ: the check stays a few attribute reads
+            # without its look into os.environ; None: the API's proxy provider, nothing set
             provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-            if provider is None and not _PROVIDER_BY_ENVIRONMENT and (
-                    trace.get_tracer_provider.__module__ == _TRACE):  # (not a test's mock)
-                return None  # the API's proxy provider: nothing configured
-            if provider is None or provider is _UNKNOWN:
+            if trace is not None and provider in (None, _UNKNOWN) and (
+                    _PROVIDER_BY_ENVIRONMENT or provider is _UNKNOWN
+                    or trace.get_tracer_provider.__module__ != _TRACE):  # (a test's mock)
                 provider = trace.get_tracer_provider()
+            elif trace is None:
+                provider = None
         if provider is not self._seen:
             global _DUP  # (the conventions' opt-in, read when a provider is first seen)
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
-            self._made = self._tracer_of(provider)
+            self._tracer = None if provider is None else self._tracer_of(provider)
             self._seen = provider
-        return self._made
+        tracer = self._tracer
+        meters = self.metrics.meter_provider or getattr(  # (else the global one, once set)
+            getattr(sys.modules.get(_METRICS), "_internal", None), "_METER_PROVIDER", None)
+        self._meters = meters = meters and self.metrics.instruments(meters)
+        return tracer is not None or meters is not None
 
     @staticmethod
     def _tracer_of(provider: Any) -> Any:
@@ -303,14 +265,10 @@ class Tracing(Hook):
             if tracer is None or _suppressed():
                 return None
             return self._start_operation(tracer, phase)
-        if tracer is not None and phase.within is not None:
-            if id(phase.within) not in self._open:
-                return None  # its operation has no span (suppressed): neither has it
-        elif _suppressed():
+        if (id(phase.within) not in self._open if tracer is not None  # (its operation has
+                and phase.within is not None else _suppressed()):  # no span: suppressed)
             return None
-        if tracer is None:
-            return None if self._meters is None else _Sent(_UNTRACED, None)
-        return self._start_attempt(tracer, phase)
+        return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """End the span ``on_start`` started, with the outcome on it."""
@@ -320,24 +278,15 @@ class Tracing(Hook):
             self._end_operation(phase, token)  # type: ignore[arg-type]
         return None
 
-    def _shape(self, key: tuple[Any, ...], make: Callable[[], dict[str, Any]]
-               ) -> dict[str, Any]:
-        """The attributes a span of this shape starts with, made once (the SDK copies
-        what it is given)."""
-        found = self._shapes.get(key)
-        if found is None:
-            if len(self._shapes) >= _SHAPES:
-                self._shapes = {}
-            found = self._shapes[key] = make()
-        return found
-
     # -- operations --------------------------------------------------------------------
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
-        attributes = self._shape((op.name, op.session, op.tables, op.entities, _DUP),
-                                 lambda: _span_attributes(
-                                     {"dynaorm.operation": op.name, "dynaorm.session":
-                                      op.session}, op.tables, _names(op.entities)))
-        span = tracer.start_span(f"dynaorm.{op.name}", kind=_kinds[0], attributes=attributes)
+        from opentelemetry.trace import SpanKind
+
+        attributes = _span_attributes({"dynaorm.operation": op.name,
+                                       "dynaorm.session": op.session}, op.tables,
+                                      _names(op.entities))
+        span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
+                                 attributes=attributes)
         opened = self._open[id(op)] = _Open(span)
         return opened
 
@@ -356,9 +305,7 @@ class Tracing(Hook):
                     attributes["rpc.method"] = next(iter(opened.methods))
                 elif opened.methods:
                     attributes["dynaorm.rpc_methods"] = tuple(opened.methods)
-                if op.error is not None:
-                    attributes.update(_throttling(op.error))
-                span.set_attributes(attributes)
+                span.set_attributes({**attributes, **_throttling(op.error)})
                 if op.error is not None:
                     _failed(span, type(op.error).__qualname__, str(op.error), op.error)
         finally:
@@ -380,31 +327,31 @@ class Tracing(Hook):
         return True, bool(instance is not None and instance.is_instrumented_by_opentelemetry)
 
     def _start_attempt(self, tracer: Any, attempt: Attempt) -> _Sent:
+        from opentelemetry import context, trace
+
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        parent = None if opened is None else opened.context()
+        parent = None if opened is None else trace.set_span_in_context(opened.span)
         via, instrumented = self._delegated(attempt)
         if instrumented:  # botocore's span is the attempt's: under the operation's
-            token = None if parent is None else _context.attach(parent)
+            token = None if parent is None else context.attach(parent)
             return _Sent(None, token, time.time_ns())
-        span = self._attempt_span(tracer, attempt, parent)
-        token = _context.attach(_trace.set_span_in_context(span)) if via else None
+        span = _attempt_span(tracer, attempt, parent)
+        token = context.attach(trace.set_span_in_context(span)) if via else None
         return _Sent(span, token)
 
     def _end_attempt(self, attempt: Attempt, sent: _Sent) -> None:
         if sent.token is not None:
-            _context.detach(sent.token)
-        roles = _roles(attempt)
-        meters = self._meters
-        if meters is not None and attempt.service == DYNAMODB:
-            error = attempt.error
-            self.metrics.record(meters, time.perf_counter() - sent.clock, attempt.operation,
-                                attempt.tables, self._server(),
-                                None if error is None else error.code, roles)
+            from opentelemetry import context
+
+            context.detach(sent.token)  # type: ignore[arg-type]
+        found = roles(attempt)
+        if self._meters is not None:
+            self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
         span = sent.span
-        if span is _UNTRACED:
+        if span is False:
             return  # (metrics alone)
         by_role = {f"dynaorm.capacity.{entity}.{role}": units
-                   for (entity, role), units in roles.items()}
+                   for (entity, role), units in found.items()}
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
         if opened is not None:
             units = _table_units(attempt)
@@ -418,8 +365,10 @@ class Tracing(Hook):
             if attempt.sent:
                 return  # botocore's instrumentation made its span
             # a hook answered it (an injected fault): botocore never saw it, dynaorm tells
-            parent = None if opened is None else opened.context()
-            span = self._attempt_span(self._made, attempt, parent, sent.started)
+            from opentelemetry import trace
+
+            parent = None if opened is None else trace.set_span_in_context(opened.span)
+            span = _attempt_span(self._tracer, attempt, parent, sent.started)
         try:
             if span.is_recording():  # (the endpoint known is DynamoDB's)
                 _answer_attributes(span, attempt, {} if attempt.service != DYNAMODB
@@ -427,51 +376,28 @@ class Tracing(Hook):
         finally:
             span.end()  # whatever the answer held
 
-    def _attempt_span(self, tracer: Any, attempt: Attempt, parent: Any,
-                      started: int | None = None) -> Any:
-        """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
-        service, _, method = attempt.operation.rpartition(":")
-        return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
-                                 kind=_kinds[1], attributes=self._attempt_attributes(attempt),
-                                 start_time=started)
 
-    def _attempt_attributes(self, attempt: Attempt) -> dict[str, Any]:
-        """What an attempt span says from its start (the request); of a request to another
-        service (KMS), its service and method, attempt and entity types only."""
-        service, _, method = attempt.operation.rpartition(":")
-        if service:
-            return {"rpc.system": "aws-api", "rpc.service": service.upper(),
-                    "rpc.method": method, "dynaorm.attempt": attempt.number, **(
-                        {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
-                        else {})}
-        operation, tables, names = attempt.operation, attempt.tables, _entity_names(attempt)
-        static = self._shape((operation, tables, names, _DUP), lambda: _span_attributes(
-            {"rpc.method": operation, "db.operation.name": operation,
-             **({"db.operation": operation} if _DUP else {})}, tables, names))
-        request = attempt.request
-        return {**static, "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
-                **{name: request[key] for key, name in _REQUEST_ATTRIBUTES
-                   if request.get(key) is not None}}
+def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
+                  ) -> Any:
+    """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
+    from opentelemetry.trace import SpanKind
 
-
-def _bind() -> None:
-    """Look OpenTelemetry's context and trace API up once (a provider is configured)."""
-    global _context, _trace, _suppress_key, _kinds
-    from opentelemetry import context, trace
-
-    _suppress_key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
-    _kinds = (trace.SpanKind.INTERNAL, trace.SpanKind.CLIENT)
-    _trace = trace
-    _context = context
+    service, _, method = attempt.operation.rpartition(":")
+    return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
+                             kind=SpanKind.CLIENT,
+                             attributes=_attempt_attributes(attempt),
+                             start_time=started)
 
 
 def _suppressed() -> bool:
     """Whether the caller suppressed instrumentation here, as OpenTelemetry's
     instrumentations honour it (``opentelemetry.instrumentation.utils.
     suppress_instrumentation``)."""
-    current = _context.get_current()
-    return bool((_suppress_key is not None and current.get(_suppress_key))
-                or current.get("suppress_instrumentation"))
+    from opentelemetry import context
+
+    key = getattr(context, "_SUPPRESS_INSTRUMENTATION_KEY", None)
+    return bool((key is not None and context.get_value(key))
+                or context.get_value("suppress_instrumentation"))
 
 
 def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
@@ -489,6 +415,22 @@ def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
     if entities:
         attributes["dynaorm.entity_types"] = entities
     return attributes
+
+
+def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
+    """What an attempt span says from its start (the request); of a request to another
+    service (KMS), its service and method, attempt and entity types only."""
+    service, _, method = attempt.operation.rpartition(":")
+    if service:
+        return {"rpc.system": "aws-api", "rpc.service": service.upper(), "rpc.method": method,
+                "dynaorm.attempt": attempt.number, **(
+                    {"dynaorm.entity_types": names} if (names := _entity_names(attempt))
+                    else {})}
+    own = {"rpc.method": attempt.operation, "db.operation.name": attempt.operation,
+           **({"db.operation": attempt.operation} if _DUP else {}),
+           "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
+           **_present(attempt.request, _REQUEST_ATTRIBUTES)}
+    return _span_attributes(own, attempt.tables, _entity_names(attempt))
 
 
 def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
