@@ -2,12 +2,15 @@
 looked up, never imported by ``import dynaorm``).
 
 Every :class:`~dynaorm.Client` carries one :class:`Tracing` hook (``client.tracing``).
-While the program has no OpenTelemetry tracer provider configured (``opentelemetry`` not
-imported, or the API's default proxy / no-op provider), it is not attached at all: the
-client checks once per operation (:meth:`Tracing.active`, a dictionary lookup and a type
-check) and hands its drivers the policy without it. Once a provider is configured
-(``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provider = ...``), each
-session operation is one span and each HTTP attempt one child span of it:
+While the program has neither an OpenTelemetry tracer provider nor a meter provider
+configured (``opentelemetry`` not imported, or the API's default proxy / no-op provider),
+it is not attached at all: the client checks once per operation (:meth:`Tracing.active`,
+a few attribute reads) and hands its drivers the policy without it. With a meter provider
+alone it records each attempt's metrics (:mod:`dynaorm.protocol.metrics`) and makes no
+span. It reads no item of an answer (``wants_items = False``): a traced read decodes its
+answer's bytes straight into objects as an untraced one does. Once a tracer provider is
+configured (``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provider =
+...``), each session operation is one span and each HTTP attempt one child span of it:
 
 - an operation span, kind ``INTERNAL``, named ``dynaorm.<operation>`` (``dynaorm.commit``,
   ``dynaorm.get``, ``dynaorm.query`` for each page, ...), a child of the caller's current
