@@ -38,7 +38,7 @@ configured), in nanoseconds, in the states ``off`` and ``none``.
 
 Usage::
 
-    .venv/bin/python benchmarks/tracing.py [--repeats 7] [--scale 1.0] [--json PATH]
+    .venv/bin/python benchmarks/tracing.py [--repeats 5] [--scale 1.0] [--json PATH]
 """
 
 from __future__ import annotations
