@@ -1,24 +1,40 @@
 #!/usr/bin/env python
-"""What OpenTelemetry tracing costs a dynaorm operation: client CPU of get, put, a 3-item
-transaction and a 25-item query page over dynaorm's own wire, per tracing state.
+"""What OpenTelemetry costs a dynaorm operation: client CPU of get, put, a 3-item
+transaction and a 25-item query page over dynaorm's own wire, per telemetry state, side by
+side (issue 63's budget: a get with spans and metrics at most 1.1x the same get with no
+provider installed).
 
 The canned endpoint of ``wire.py`` (``benchmarks/canned_http.py``, a child process on
-loopback) answers; only the client process's CPU is timed (``time.process_time``).
-States, measured in this order in one process (the first must run before anything
-imports OpenTelemetry):
+loopback) answers; only the client process's CPU is timed (``time.process_time``: every
+thread of the process, a span processor's export thread included).
 
-``off``         OpenTelemetry not imported: the check is a dictionary lookup
-``api``         ``opentelemetry.trace`` imported, no provider configured (the API's proxy
-                provider): the check also asks the API for its provider
-``sampled-out`` an SDK provider whose sampler drops everything (spans made, not recorded)
-``recorded``    an SDK provider recording every span into a processor that drops it: the
-                whole cost of making both spans and their attributes
-``metrics``     ``recorded`` and an SDK meter provider (an in-memory reader): each attempt
-                also records ``db.client.operation.duration`` and its capacity by role
-                (issue 63's budget: a get at most 1.1x ``off``)
+``off`` (OpenTelemetry not imported at all) is measured first, alone: nothing can be
+measured before it once the SDK is imported. Then the states below are measured in turns,
+one batch of each in every round (a change in the machine's load falls on all of them
+alike), on the same client, switching its providers:
 
+``none``          OpenTelemetry's API and SDK imported, no provider installed: the
+                  baseline of the budget
+``sampled-out``   a tracer provider whose sampler drops everything
+``spans``         an SDK tracer provider exporting through a ``BatchSpanProcessor`` to an
+                  exporter that drops what it is given (production's processor: the
+                  request thread only queues the ended span; the export thread's CPU is
+                  in the figure)
+``metrics``       an SDK meter provider alone (an ``InMemoryMetricReader``: the SDK
+                  aggregates when a value is recorded, whatever the reader, which only
+                  collects); no tracer provider
+``spans+metrics`` both: the budget's state
+
+And the SDK's own floor, in the same rounds: ``sdk floor`` makes the spans a traced get
+makes (the operation's and its attempt's, each with every attribute dynaorm puts on it,
+all given at creation) and records its metric points (the canned answer reports no
+consumed capacity: the duration alone), with the same providers, and
+nothing else; ``bare span`` is one ``tracer.start_span("x").end()``. ``none`` plus the
+floor is the least a get with these spans and metrics can cost.
+
+With the medians, the best batch of each (the least disturbed when the machine is busy).
 Also the check alone (``client.policy``, what each operation pays when nothing is
-configured), in nanoseconds, in the states ``off`` and ``api``.
+configured), in nanoseconds, in the states ``off`` and ``none``.
 
 Usage::
 
@@ -43,7 +59,8 @@ from benchmarks.canned_http import ITERATIONS, arguments, canned_endpoint
 from benchmarks.wire import make_dynaorm
 
 OPS = ("get", "put", "tx3", "query25")
-STATES = ("off", "api", "sampled-out", "recorded", "metrics")
+STATES = ("none", "sampled-out", "spans", "metrics", "spans+metrics")
+FLOORS = ("sdk floor", "bare span")
 Op = Callable[[], object]
 
 
@@ -54,38 +71,116 @@ def timed(fn: Op, n: int) -> float:
     return (time.process_time() - start) / n
 
 
-def check_cost(client: Any, n: int = 500_000) -> float:
+def check_cost(client: Any, n: int = 300_000) -> float:
     """Nanoseconds of one ``client.policy`` (what a session reads per operation, the
     check included)."""
     return timeit.timeit("client.policy", globals={"client": client}, number=n) / n * 1e9
 
 
-def provider_for(state: str) -> Any:
+class Providers:
+    """The SDK providers of the states, made once (switched on the client per batch)."""
+
+    def __init__(self) -> None:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import (
+            BatchSpanProcessor,
+            SpanExporter,
+            SpanExportResult,
+        )
+        from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+        class Drop(SpanExporter):
+            def export(self, spans: Any) -> SpanExportResult:
+                return SpanExportResult.SUCCESS
+
+        self.sampled_out = TracerProvider(sampler=ALWAYS_OFF)
+        self.tracer = TracerProvider()
+        self.tracer.add_span_processor(BatchSpanProcessor(Drop()))
+        self.meter = MeterProvider(metric_readers=[InMemoryMetricReader()])
+
+    def use(self, client: Any, state: str) -> None:
+        client.tracing.tracer_provider = {
+            "sampled-out": self.sampled_out, "spans": self.tracer,
+            "spans+metrics": self.tracer}.get(state)
+        client.tracing.metrics.meter_provider = (
+            self.meter if state in ("metrics", "spans+metrics") else None)
+
+    def shutdown(self) -> None:
+        self.tracer.shutdown()
+        self.meter.shutdown()
+
+
+def floors(client: Any, get: Op, providers: Providers) -> dict[str, Op]:
+    """The SDK's own work for a traced get (see the module), from the spans and metric
+    points one real traced get makes (read with an in-memory exporter and reader)."""
+    from opentelemetry import trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
-    from opentelemetry.sdk.trace.export import SpanExportResult as Result
-    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    class Drop(SpanExporter):
-        def export(self, spans: Any) -> Result:
-            return Result.SUCCESS
+    exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+    seen = TracerProvider()
+    seen.add_span_processor(SimpleSpanProcessor(exporter))
+    client.tracing.tracer_provider = seen
+    client.tracing.metrics.meter_provider = MeterProvider(metric_readers=[reader])
+    get()
+    providers.use(client, "none")
+    spans = sorted(exporter.get_finished_spans(), key=lambda s: s.start_time or 0)
+    assert [s.name for s in spans] == ["dynaorm.get", "DynamoDB.GetItem"], spans
+    (op_attributes, op_kind), (attempt_attributes, attempt_kind) = (
+        (dict(s.attributes or {}), s.kind) for s in spans)
+    data = reader.get_metrics_data()
+    assert data is not None
+    points = [(m.name, dict(p.attributes or {})) for rm in data.resource_metrics
+              for sm in rm.scope_metrics for m in sm.metrics for p in m.data.data_points]
+    assert "db.client.operation.duration" in [n for n, _ in points], points
+    tracer = providers.tracer.get_tracer("floor")
+    meter = providers.meter.get_meter("floor")
+    instruments = {"db.client.operation.duration": meter.create_histogram(
+        "db.client.operation.duration", unit="s").record,
+        "dynaorm.consumed_capacity": meter.create_counter("dynaorm.consumed_capacity").add}
 
-    if state == "sampled-out":
-        return TracerProvider(sampler=ALWAYS_OFF)
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(Drop()))
-    return provider
+    def sdk_floor() -> None:
+        op = tracer.start_span("dynaorm.get", kind=op_kind, attributes=op_attributes)
+        tracer.start_span("DynamoDB.GetItem", context=trace.set_span_in_context(op),
+                          kind=attempt_kind, attributes=attempt_attributes).end()
+        for name, attributes in points:
+            instruments[name](0.5, attributes)
+        op.end()
+
+    def bare_span() -> None:
+        tracer.start_span("x").end()
+
+    return {"sdk floor": sdk_floor, "bare span": bare_span}
 
 
-def measure(ops: dict[str, Op], repeats: int, scale: float) -> dict[str, float]:
-    samples: dict[str, list[float]] = {}
-    for op in OPS:
-        ops[op]()  # warm
+def measure(ops: dict[str, Op], repeats: int, scale: float, client: Any = None,
+            providers: Providers | None = None, states: tuple[str, ...] = ("off",),
+            extra: dict[str, Op] | None = None) -> dict[str, dict[str, float]]:
+    """Median CPU per call, by state and operation; the states in turns, a batch each per
+    round (``extra``: functions of their own, measured in the same rounds)."""
+    samples: dict[tuple[str, str], list[float]] = {}
     for _ in range(repeats):
-        for op in OPS:
-            samples.setdefault(op, []).append(
-                timed(ops[op], max(1, int(ITERATIONS[op] * scale))))
-    return {op: statistics.median(v) for op, v in samples.items()}
+        for state in states:
+            if providers is not None:
+                providers.use(client, state)
+            for op in OPS:
+                ops[op]()  # (a batch starts warm in its state)
+                samples.setdefault((state, op), []).append(
+                    timed(ops[op], max(1, int(ITERATIONS[op] * scale))))
+        for name, fn in (extra or {}).items():
+            fn()
+            samples.setdefault((name, "get"), []).append(
+                timed(fn, max(1, int(ITERATIONS["get"] * scale * 4))))
+    results: dict[str, dict[str, float]] = {}
+    for (state, op), values in samples.items():
+        results.setdefault(state, {})[op] = statistics.median(values)
+        results.setdefault(f"{state} (best)", {})[op] = min(values)
+    return results
 
 
 def main() -> int:
@@ -94,7 +189,6 @@ def main() -> int:
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "x")
     os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
     assert "opentelemetry.trace" not in sys.modules, "state 'off' needs no OpenTelemetry"
-    results: dict[str, dict[str, float]] = {}
     checks: dict[str, float] = {}
     with canned_endpoint() as endpoint:
         ops = make_dynaorm(endpoint, "dynaorm")
@@ -102,31 +196,39 @@ def main() -> int:
         from dynaorm.client.client import live_clients
 
         (client,) = [c for c in live_clients() if c.endpoint_url == endpoint]
-        for state in STATES:
-            if state == "api":
-                import opentelemetry.trace  # noqa: F401 (what the state is)
-            elif state == "metrics":
-                from opentelemetry.sdk.metrics import MeterProvider
-                from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-
-                client.tracing.metrics.meter_provider = MeterProvider(
-                    metric_readers=[InMemoryMetricReader()])
-            elif state != "off":
-                client.tracing.tracer_provider = provider_for(state)
-            if state in ("off", "api"):
-                assert not client.tracing.active()
-                checks[state] = check_cost(client)
-            results[state] = measure(ops, args.repeats, args.scale)
-    print(f"client CPU per operation (ms, median of {args.repeats}), ratio to 'off'; "
-          "dynaorm's own wire, canned endpoint over loopback HTTP")
-    print(f"| op | {' | '.join(STATES)} |")
-    print(f"| --- | {' | '.join('---:' for _ in STATES)} |")
+        assert not client.tracing.active()
+        checks["off"] = check_cost(client)
+        results = measure(ops, args.repeats, args.scale)
+        providers = Providers()
+        assert not client.tracing.active()
+        checks["none"] = check_cost(client)
+        extra = floors(client, ops["get"], providers)
+        results.update(measure(ops, args.repeats, args.scale, client, providers, STATES,
+                               extra))
+        providers.shutdown()
+    print(f"client CPU per operation (ms, median of {args.repeats} interleaved rounds), "
+          "ratio to 'none' (no provider installed); dynaorm's own wire, canned endpoint "
+          "over loopback HTTP")
+    shown = ("off", *STATES)
+    print(f"| op | {' | '.join(shown)} |")
+    print(f"| --- | {' | '.join('---:' for _ in shown)} |")
     for op in OPS:
-        base = results["off"][op]
-        cells = [f"{results[s][op] * 1e3:.3f}" + ("" if s == "off" else
+        base = results["none"][op]
+        cells = [f"{results[s][op] * 1e3:.3f}" + ("" if s == "none" else
                                                    f" ({results[s][op] / base:.2f}x)")
-                 for s in STATES]
+                 for s in shown]
         print(f"| {op} | {' | '.join(cells)} |")
+    get = results["none"]["get"]
+    floor = results["sdk floor"]["get"]
+    print(f"SDK floor of a traced get's spans and metric points: {floor * 1e6:.1f} us "
+          f"(a get can cost no less than {(get + floor) / get:.2f}x 'none'); one bare "
+          f"span: {results['bare span']['get'] * 1e6:.1f} us; dynaorm's own work beyond the "
+          f"floor: {(results['spans+metrics']['get'] - get - floor) * 1e6:.1f} us")
+    best = {s: results[f"{s} (best)"]["get"] for s in ("none", "spans+metrics", "sdk floor")}
+    print(f"get, best batch of each (less disturbed by a loaded machine): none "
+          f"{best['none'] * 1e3:.3f} ms, spans+metrics {best['spans+metrics'] * 1e3:.3f} ms "
+          f"({best['spans+metrics'] / best['none']:.2f}x), SDK floor "
+          f"{best['sdk floor'] * 1e6:.1f} us")
     print("the check per operation (client.policy): " + ", ".join(
         f"{s}: {ns:.0f} ns" for s, ns in checks.items()))
     if args.json:

@@ -194,6 +194,12 @@ class Hook:
     wants_origins: bool = True
     """Whether the hook reads an attempt's ``origins`` (a commit computes them only when
     some attached hook does)."""
+    wants_items: bool = True
+    """Whether the hook reads the items of a read's answer as DynamoDB's attribute maps
+    (``Item``, ``Items``, ``Responses`` of ``attempt.response``). While every attached hook
+    says ``False`` (it reads only the answer's other members: ``ConsumedCapacity``,
+    ``Count``, ``ResponseMetadata``...), a read may decode its answer's bytes straight into
+    its objects, as with no hook attached: those members then hold the read's objects."""
 
     def on_start(self, phase: Phase) -> object:
         """A phase starts (an :class:`Operation` or an :class:`Attempt`)."""

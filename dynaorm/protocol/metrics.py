@@ -6,18 +6,20 @@ up, never imported by ``import dynaorm``): per attempt, the stable database conv
 units, by ``db.collection.name``, ``dynaorm.entity`` and ``dynaorm.row_role``: what a
 dashboard alarms on per entity and per kind of row: a unique guard, a version row).
 
-Recorded while the client's :class:`~dynaorm.Tracing` hook is active (a tracer provider
-configured) and a meter provider is: ``client.tracing.meter_provider``, else
-OpenTelemetry's global one once set."""
+Recorded while a meter provider is configured (``client.tracing.metrics.meter_provider``,
+else OpenTelemetry's global one once set), with or without a tracer provider: the client's
+:class:`~dynaorm.Tracing` hook is attached while either is."""
 
 from __future__ import annotations
 
-import sys
+import time
 from typing import Any, Final
 
 from dynaorm._version import __version__
+from dynaorm.protocol.capacity import slug
+from dynaorm.protocol.hooks import DYNAMODB, Attempt
 
-__all__ = ["CAPACITY", "DURATION", "SYSTEM", "Metrics"]
+__all__ = ["CAPACITY", "DURATION", "SYSTEM", "Metrics", "roles"]
 
 #: the stable database conventions' name of the system
 SYSTEM: Final = "aws.dynamodb"
@@ -30,6 +32,16 @@ BUCKETS: Final = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0)
 _METRICS: Final = "opentelemetry.metrics"
 
 
+def roles(attempt: Attempt) -> dict[tuple[str, str], float]:
+    """An attempt's consumed capacity by entity and role (slugged: ``unique_guard``), empty
+    for an answer whose ``ConsumedCapacity`` is not DynamoDB's shape."""
+    try:
+        return {(entity, slug(role)): units
+                for (entity, role), units in attempt.capacity_by_role.items()}
+    except (AttributeError, TypeError, ValueError):
+        return {}
+
+
 class Metrics:
     """The instruments of one client (made on first use from the meter provider)."""
 
@@ -37,17 +49,10 @@ class Metrics:
         self.meter_provider: Any = None
         """The provider to record with (``None``: OpenTelemetry's global one, once set)."""
         self._seen: Any = None
-        self._instruments: tuple[Any, Any] | None = None
+        self._instruments: Any = None
 
-    def instruments(self) -> tuple[Any, Any] | None:
-        """(duration histogram, capacity counter), ``None`` while no provider is set."""
-        provider = self.meter_provider
-        if provider is None:
-            api = sys.modules.get(_METRICS)
-            internal = getattr(api, "_internal", None)
-            provider = getattr(internal, "_METER_PROVIDER", None)  # (set_meter_provider's)
-            if provider is None:
-                return None
+    def instruments(self, provider: Any) -> Any:
+        """(duration histogram, capacity counter) of ``provider``, made once each."""
         if provider is not self._seen:
             meter = provider.get_meter("dynaorm", __version__)
             self._instruments = (
@@ -59,21 +64,23 @@ class Metrics:
             self._seen = provider
         return self._instruments
 
-    def record(self, seconds: float, operation: str, tables: Any, server: dict[str, Any],
-               error: str | None, by_role: dict[tuple[str, str], float]) -> None:
-        """Record one attempt: its duration and the capacity it consumed by role."""
-        found = self.instruments()
-        if found is None:
+    @staticmethod
+    def record(instruments: tuple[Any, Any], attempt: Attempt, clock: float,
+               server: dict[str, Any], by_role: dict[tuple[str, str], float]) -> None:
+        """Record one attempt to DynamoDB (started at ``clock``, ``time.perf_counter()``)
+        with ``instruments``: its duration and the capacity it consumed by role."""
+        if attempt.service != DYNAMODB:
             return
-        duration, capacity = found
-        attributes: dict[str, Any] = {"db.system.name": SYSTEM, "db.operation.name": operation,
-                                      **{k: v for k, v in server.items()
-                                         if k in ("server.address", "server.port")}}
-        if tables and len(tables) == 1:
+        duration, capacity = instruments
+        attributes: dict[str, Any] = {
+            "db.system.name": SYSTEM, "db.operation.name": attempt.operation,
+            **{k: v for k, v in server.items() if k in ("server.address", "server.port")}}
+        tables = attempt.tables
+        if len(tables) == 1:
             attributes["db.collection.name"] = tables[0]
-        if error is not None:
-            attributes["error.type"] = error
-        duration.record(seconds, attributes)
+        if attempt.error is not None:
+            attributes["error.type"] = attempt.error.code
+        duration.record(time.perf_counter() - clock, attributes)
         table = attributes.get("db.collection.name")
         for (entity, role), units in by_role.items():
             capacity.add(units, {"db.collection.name": table, "dynaorm.entity": entity,

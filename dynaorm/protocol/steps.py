@@ -290,8 +290,9 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
              within: Operation | None
              ) -> Generator[Primitive, Any, tuple[dict[str, Any] | None, RequestError | None]]:
     """One attempt with hooks: their ``on_start`` (a hook may answer it), the
-    :class:`Send` unless answered, and their ``on_end`` (awaiting what they return); the
-    answer or the failure."""
+    :class:`Send` unless answered (with the step's reader unless a hook reads items:
+    ``Hook.wants_items``), and their ``on_end`` (awaiting what they return); the answer or
+    the failure."""
     attempt = Attempt(step.operation, request, number, step.origins, within=within,
                       shares=step.shares, service=step.service)
     tokens = start(hooks, attempt)
@@ -300,8 +301,10 @@ def _attempt(hooks: Sequence[HookLike], step: Call, request: dict[str, Any], num
         attempt.sent = True
         began = time.perf_counter()
         try:
-            attempt.response = answer = yield Send(step.operation, request, via=step.via,
-                                                   service=step.service)
+            attempt.response = answer = yield Send(
+                step.operation, request, None if any(getattr(h, "wants_items", True)
+                                                     for h in hooks) else step.reader,
+                step.via, step.service)
         except RequestError as exc:
             attempt.error = exc
         except BaseException:  # cancelled, or its read abandoned: it ends all the same

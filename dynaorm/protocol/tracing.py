@@ -2,12 +2,15 @@
 looked up, never imported by ``import dynaorm``).
 
 Every :class:`~dynaorm.Client` carries one :class:`Tracing` hook (``client.tracing``).
-While the program has no OpenTelemetry tracer provider configured (``opentelemetry`` not
-imported, or the API's default proxy / no-op provider), it is not attached at all: the
-client checks once per operation (:meth:`Tracing.active`, a dictionary lookup and a type
-check) and hands its drivers the policy without it. Once a provider is configured
-(``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provider = ...``), each
-session operation is one span and each HTTP attempt one child span of it:
+While the program has neither an OpenTelemetry tracer provider nor a meter provider
+configured (``opentelemetry`` not imported, or the API's default proxy / no-op provider),
+it is not attached at all: the client checks once per operation (:meth:`Tracing.active`,
+a few attribute reads) and hands its drivers the policy without it. With a meter provider
+alone it records each attempt's metrics (:mod:`dynaorm.protocol.metrics`) and makes no
+span. It reads no item of an answer (``wants_items = False``): a traced read decodes its
+answer's bytes straight into objects as an untraced one does. Once a tracer provider is
+configured (``trace.set_tracer_provider(...)``, or ``client.tracing.tracer_provider =
+...``), each session operation is one span and each HTTP attempt one child span of it:
 
 - an operation span, kind ``INTERNAL``, named ``dynaorm.<operation>`` (``dynaorm.commit``,
   ``dynaorm.get``, ``dynaorm.query`` for each page, ...), a child of the caller's current
@@ -43,9 +46,8 @@ from typing import Any, Final
 
 from dynaorm._version import __version__
 from dynaorm.errors import ThrottledError
-from dynaorm.protocol.capacity import slug
 from dynaorm.protocol.hooks import DYNAMODB, Attempt, Hook, Operation, Phase
-from dynaorm.protocol.metrics import SYSTEM, Metrics
+from dynaorm.protocol.metrics import _METRICS, SYSTEM, Metrics, roles
 
 __all__ = ["ATTEMPT_OUTCOMES", "OPERATION_OUTCOMES", "Tracing"]
 
@@ -101,8 +103,9 @@ class _Open:
 @dataclass(slots=True, eq=False)
 class _Sent:
     """An attempt's span (``None``: botocore's instrumentation makes it, if the attempt
-    is sent), the context token to detach at its end (``None``: nothing was attached),
-    and when it started (for the span of an attempt botocore never saw)."""
+    is sent; ``False``: none, metrics alone), the context token to detach at its end
+    (``None``: nothing was attached), and when it started (for the span of an attempt
+    botocore never saw)."""
 
     span: Any
     token: object
@@ -145,17 +148,6 @@ def _capacity_json(response: dict[str, Any] | None) -> list[str]:
     return [json.dumps(entry) for entry in (raw if isinstance(raw, list) else [raw])]
 
 
-def _by_role(attempt: Attempt) -> dict[str, float]:
-    """The attempt's consumed capacity by entity and role, as span attributes
-    (``dynaorm.capacity.<Entity>.<role>``: ``dynaorm.capacity.User.unique_guard``)."""
-    try:
-        found = attempt.capacity_by_role
-    except (AttributeError, TypeError, ValueError):  # (an answer not of DynamoDB's shape)
-        return {}
-    return {f"dynaorm.capacity.{entity}.{slug(role)}": units
-            for (entity, role), units in found.items()}
-
-
 def _table_units(attempt: Attempt) -> float:
     """The capacity units an attempt's answer reports for its tables (0 for an answer
     whose ``ConsumedCapacity`` is not DynamoDB's shape)."""
@@ -170,12 +162,18 @@ class Tracing(Hook):
     """The OpenTelemetry hook every :class:`~dynaorm.Client` carries as
     ``client.tracing`` (see the module). ``tracer_provider``: the provider to trace with
     (``None``: OpenTelemetry's global one, whenever one is configured); ``enabled``:
-    ``False`` turns it off. ``routes(session)`` tells whether attempts of a ``"sync"`` or
-    ``"async"`` session go through botocore's (or aiobotocore's) client; ``where()`` the
-    endpoint URL and region requests went to (``None`` until a connection was opened)."""
+    ``False`` turns it off (spans and metrics). ``routes(session)`` tells whether attempts
+    of a ``"sync"`` or ``"async"`` session go through botocore's (or aiobotocore's)
+    client; ``where()`` the endpoint URL and region requests went to (``None`` until a
+    connection was opened). It is attached while a tracer provider or a meter provider
+    (``metrics.meter_provider``, else OpenTelemetry's global one) is configured: with a
+    meter provider alone, each attempt records its metrics and no span is made."""
 
     wants_origins = False
     """Tracing reads no ``origins``: attached, it costs a commit no work computing them."""
+    wants_items = False
+    """Nor a read's items: attached, it leaves a read decoding its answer's bytes straight
+    into objects."""
 
     def __init__(self, tracer_provider: Any = None, *,
                  routes: Callable[[str], bool] | None = None,
@@ -183,12 +181,13 @@ class Tracing(Hook):
         self.tracer_provider: Any = tracer_provider
         """The provider spans are made with (``None``: OpenTelemetry's global one)."""
         self.enabled = True
-        """Whether spans are made at all when a provider is configured."""
+        """Whether spans are made and metrics recorded at all when a provider is set."""
         self._routes = routes
         self._where = where
         self._destination: dict[str, Any] | None = None  # server.address, ... once known
-        self._seen: Any = None  # the provider the tracer below was made with
+        self._seen: Any = None  # the provider the tracer below was made with (or None)
         self._tracer: Any = None  # None: no provider configured (a proxy / no-op one)
+        self._meters: Any = None  # the instruments while active (None: no metrics)
         self._open: dict[int, _Open] = {}  # id(operation) -> its span while it runs
         self.metrics = Metrics()
         """The metrics recorded beside the spans (``metrics.meter_provider``: the provider,
@@ -220,8 +219,9 @@ class Tracing(Hook):
 
     # -- the check ---------------------------------------------------------------------
     def active(self) -> bool:
-        """Whether spans are made now: a real provider is configured (the check a client
-        makes once per operation; OpenTelemetry is never imported here)."""
+        """Whether spans are made or metrics recorded now: a real tracer provider or a
+        meter provider is configured (the check a client makes once per operation, a few
+        attribute reads while none is; OpenTelemetry is never imported here)."""
         if not self.enabled:
             return False
         provider = self.tracer_provider
@@ -230,22 +230,25 @@ class Tracing(Hook):
             if trace is None and _IMPORT_API:
                 with contextlib.suppress(ImportError):
                     import opentelemetry.trace as trace
-            if trace is None:
-                return False
             # the global provider once set (what get_tracer_provider() returns then), read
-            # without its look into os.environ: the check stays a few attribute reads
+            # without its look into os.environ; None: the API's proxy provider, nothing set
             provider = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
-            if provider is None and not _PROVIDER_BY_ENVIRONMENT and (
-                    trace.get_tracer_provider.__module__ == _TRACE):  # (not a test's mock)
-                return False  # the API's proxy provider: nothing configured
-            if provider is None or provider is _UNKNOWN:
+            if trace is not None and provider in (None, _UNKNOWN) and (
+                    _PROVIDER_BY_ENVIRONMENT or provider is _UNKNOWN
+                    or trace.get_tracer_provider.__module__ != _TRACE):  # (a test's mock)
                 provider = trace.get_tracer_provider()
+            elif trace is None:
+                provider = None
         if provider is not self._seen:
             global _DUP  # (the conventions' opt-in, read when a provider is first seen)
             _DUP = "database/dup" in os.environ.get("OTEL_SEMCONV_STABILITY_OPT_IN", "")
-            self._tracer = self._tracer_of(provider)
+            self._tracer = None if provider is None else self._tracer_of(provider)
             self._seen = provider
-        return self._tracer is not None
+        tracer = self._tracer
+        meters = self.metrics.meter_provider or getattr(  # (else the global one, once set)
+            getattr(sys.modules.get(_METRICS), "_internal", None), "_METER_PROVIDER", None)
+        self._meters = meters = meters and self.metrics.instruments(meters)
+        return tracer is not None or meters is not None
 
     @staticmethod
     def _tracer_of(provider: Any) -> Any:
@@ -258,33 +261,33 @@ class Tracing(Hook):
 
     # -- the hook ----------------------------------------------------------------------
     def on_start(self, phase: Phase) -> object:
-        """Start the span of an operation or of an attempt."""
+        """Start the span of an operation or of an attempt (with a meter provider alone:
+        the attempt's clock)."""
         tracer = self._tracer
-        if tracer is None:
-            return None
         if isinstance(phase, Operation):
-            return None if _suppressed() else self._start_operation(tracer, phase)
-        if phase.within is not None and id(phase.within) not in self._open:
-            return None  # its operation has no span (suppressed): neither has it
-        if phase.within is None and _suppressed():
+            if tracer is None or _suppressed():
+                return None
+            return self._start_operation(tracer, phase)
+        if (id(phase.within) not in self._open if tracer is not None  # (its operation has
+                and phase.within is not None else _suppressed()):  # no span: suppressed)
             return None
-        return self._start_attempt(tracer, phase)
+        return _Sent(False, None) if tracer is None else self._start_attempt(tracer, phase)
 
     def on_end(self, phase: Phase, token: Any) -> object:
         """End the span ``on_start`` started, with the outcome on it."""
-        if isinstance(token, _Open):
-            self._end_operation(phase, token)  # type: ignore[arg-type]
-        elif isinstance(token, _Sent):
+        if isinstance(token, _Sent):
             self._end_attempt(phase, token)  # type: ignore[arg-type]
+        elif isinstance(token, _Open):
+            self._end_operation(phase, token)  # type: ignore[arg-type]
         return None
 
     # -- operations --------------------------------------------------------------------
     def _start_operation(self, tracer: Any, op: Operation) -> _Open:
         from opentelemetry.trace import SpanKind
 
-        attributes = _span_attributes(
-            {"dynaorm.operation": op.name, "dynaorm.session": op.session}, op.tables,
-            _names(op.entities))
+        attributes = _span_attributes({"dynaorm.operation": op.name,
+                                       "dynaorm.session": op.session}, op.tables,
+                                      _names(op.entities))
         span = tracer.start_span(f"dynaorm.{op.name}", kind=SpanKind.INTERNAL,
                                  attributes=attributes)
         opened = self._open[id(op)] = _Open(span)
@@ -344,10 +347,15 @@ class Tracing(Hook):
             from opentelemetry import context
 
             context.detach(sent.token)  # type: ignore[arg-type]
+        found = roles(attempt)
+        if self._meters is not None:
+            self.metrics.record(self._meters, attempt, sent.clock, self._server(), found)
+        span = sent.span
+        if span is False:
+            return  # (metrics alone)
+        by_role = {f"dynaorm.capacity.{entity}.{role}": units
+                   for (entity, role), units in found.items()}
         opened = None if attempt.within is None else self._open.get(id(attempt.within))
-        by_role = _by_role(attempt)
-        if attempt.service == DYNAMODB:
-            self._record(attempt, sent)
         if opened is not None:
             units = _table_units(attempt)
             with opened.lock:
@@ -356,7 +364,6 @@ class Tracing(Hook):
                 opened.methods[attempt.operation] = None
                 for name, part in by_role.items():
                     opened.by_role[name] = opened.by_role.get(name, 0.0) + part
-        span = sent.span
         if span is None:
             if attempt.sent:
                 return  # botocore's instrumentation made its span
@@ -373,18 +380,6 @@ class Tracing(Hook):
             span.end()  # whatever the answer held
 
 
-    def _record(self, attempt: Attempt, sent: _Sent) -> None:
-        """The attempt's metrics (duration; consumed capacity by entity and role)."""
-        try:
-            roles = attempt.capacity_by_role
-        except (AttributeError, TypeError, ValueError):  # (not DynamoDB's shape)
-            roles = {}
-        error = attempt.error
-        self.metrics.record(time.perf_counter() - sent.clock, attempt.operation,
-                            attempt.tables, self._server(), None if error is None else
-                            error.code, {(e, slug(r)): u for (e, r), u in roles.items()})
-
-
 def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | None = None
                   ) -> Any:
     """Start an attempt's span (``started``: at that time, in ns, rather than now)."""
@@ -392,7 +387,8 @@ def _attempt_span(tracer: Any, attempt: Attempt, parent: Any, started: int | Non
 
     service, _, method = attempt.operation.rpartition(":")
     return tracer.start_span(f"{service.upper() or 'DynamoDB'}.{method}", context=parent,
-                             kind=SpanKind.CLIENT, attributes=_attempt_attributes(attempt),
+                             kind=SpanKind.CLIENT,
+                             attributes=_attempt_attributes(attempt),
                              start_time=started)
 
 
@@ -424,12 +420,6 @@ def _span_attributes(own: dict[str, Any], tables: Any, entities: tuple[str, ...]
     return attributes
 
 
-def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-    """The values ``source`` holds (not ``None``) of ``names`` (key, attribute name), under
-    their attribute names."""
-    return {name: source[key] for key, name in names if source.get(key) is not None}
-
-
 def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
     """What an attempt span says from its start (the request); of a request to another
     service (KMS), its service and method, attempt and entity types only."""
@@ -444,6 +434,12 @@ def _attempt_attributes(attempt: Attempt) -> dict[str, Any]:
            "dynaorm.attempt": attempt.number, "dynaorm.actions": attempt.actions,
            **_present(attempt.request, _REQUEST_ATTRIBUTES)}
     return _span_attributes(own, attempt.tables, _entity_names(attempt))
+
+
+def _present(source: dict[str, Any], names: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """The values ``source`` holds (not ``None``) of ``names`` (key, attribute name), under
+    their attribute names."""
+    return {name: source[key] for key, name in names if source.get(key) is not None}
 
 
 def _answer_attributes(span: Any, attempt: Attempt, server: dict[str, Any]) -> None:

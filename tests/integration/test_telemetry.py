@@ -156,3 +156,79 @@ def test_no_meter_provider_records_nothing_and_spans_still_go(observed: Observed
     Session(shop).get(Member, member_id="nobody")
     assert observed.points("db.client.operation.duration") == []
     assert len(_attempts(observed)) == 1
+
+
+def test_metrics_are_recorded_with_only_a_meter_provider(observed: Observed) -> None:
+    """No tracer provider at all (the suite sets no global one), a meter provider: every
+    attempt still records its duration and capacity, and no span is made."""
+    from opentelemetry import trace
+
+    if not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        pytest.skip("this process configured a global tracer provider")
+    shop.db.tracing.tracer_provider = None
+    assert shop.db.tracing in shop.db.policy.hooks  # the meter provider alone attaches it
+    s = Session(shop)
+    s.save(Member(member_id="m1", email="a@example.com"))
+    s.commit()
+    assert Session(shop).get(Member, member_id="m1") is not None
+    durations = observed.points("db.client.operation.duration")
+    assert sorted(p.attributes["db.operation.name"] for p in durations) == [
+        "GetItem", "TransactWriteItems"]
+    assert all(p.count == 1 and p.attributes["db.collection.name"] == shop.name
+               for p in durations)
+    capacity = {(p.attributes["dynaorm.entity"], p.attributes["dynaorm.row_role"]): p.value
+                for p in observed.points("dynaorm.consumed_capacity")}
+    assert capacity[("Member", "read")] == 0.5
+    assert observed.spans.get_finished_spans() == ()
+    shop.db.tracing.enabled = False  # off: neither spans nor metrics
+    try:
+        assert shop.db.tracing not in shop.db.policy.hooks
+        Session(shop).get(Member, member_id="m1")
+    finally:
+        shop.db.tracing.enabled = True
+    assert sum(p.count for p in observed.points("db.client.operation.duration")) == 2
+
+
+_GLOBAL_METER = """
+import sys
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider(metric_readers=[reader]))
+from dynaorm import Client, RequestError
+from dynaorm.protocol.steps import call
+client = Client(sys.argv[1], "us-east-1")
+try:
+    client.driver.run(call("GetItem", {"TableName": "dynaorm-none-such",
+                                       "Key": {"pk": {"S": "a"}, "sk": {"S": "b"}}}))
+except RequestError as exc:
+    print(exc.code)
+data = reader.get_metrics_data()
+print(sorted((m.name, p.attributes["db.operation.name"], p.attributes.get("error.type"))
+             for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+             for p in m.data.data_points))
+from opentelemetry import trace
+print(type(trace.get_tracer_provider()).__name__)
+"""
+
+
+def test_the_global_meter_provider_alone_records_metrics(backend: str | None) -> None:
+    """A process that sets OpenTelemetry's global meter provider and no tracer provider
+    (set once per process: run in a child): its requests record their duration, the
+    failed one with its ``error.type``."""
+    import os
+    import subprocess
+    import sys
+
+    if backend is None:
+        pytest.skip("moto's in-process mock is not reachable from another process")
+    env = {"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "x",
+           **{k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "DD_"))}}
+    out = subprocess.run([sys.executable, "-c", _GLOBAL_METER, backend], capture_output=True,
+                         text=True, env=env, check=True, timeout=120)
+    code, points, tracer_provider = out.stdout.strip().splitlines()
+    assert code == "ResourceNotFoundException", out.stderr
+    assert points == str([("db.client.operation.duration", "GetItem",
+                           "ResourceNotFoundException")])
+    assert tracer_provider == "ProxyTracerProvider"  # (no tracer provider: no spans)

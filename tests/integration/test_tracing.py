@@ -274,6 +274,54 @@ def test_tracing_never_makes_a_commit_compute_origins(db: TestBackend,
     assert not app.db.policy.observed
 
 
+def test_tracing_leaves_reads_decoding_their_bytes_straight_into_objects(
+        db: TestBackend, spans: Spans) -> None:
+    """Tracing reads no item of an answer (``wants_items = False``): with it and another
+    such hook attached, a read on dynaorm's own wire still validates its answer's bytes
+    straight into objects (the hook sees them in ``attempt.response``), and the spans still
+    say the answer's count and status; a hook that may read items (the default) sees
+    DynamoDB's attribute maps."""
+    from dynaorm import Hook
+
+    seen: list[Any] = []
+
+    class Looking(Hook):
+        wants_items = False
+
+        def on_end(self, phase: Any, token: Any) -> object:
+            if isinstance(phase, Attempt) and phase.operation == "GetItem":
+                seen.append((phase.response or {}).get("Item"))
+            return None
+
+    db.session().save_many([Note(note_id=f"n{i}", body="b") for i in range(3)])
+    with db.session() as s:
+        s.save(User(user_id="u1", username="ada", email="ada@example.com"))
+    spans.clear()
+    hook = app.db.add_hook(Looking())
+    try:
+        assert sorted(n.note_id for n in db.session().scan(Note)) == ["n0", "n1", "n2"]
+        got = db.session().get(User, user_id="u1")
+        assert got is not None and got.username == "ada"
+        plain = app.db.add_hook(Hook())  # (wants items: the plain decoding)
+        try:
+            assert db.session().get(User, user_id="u1") == got
+        finally:
+            app.db.remove_hook(plain)
+    finally:
+        app.db.remove_hook(hook)
+    fast, shaped = seen
+    assert isinstance(shaped, dict) and shaped["username"] == {"S": "ada"}
+    if _own_wire(db):  # (botocore's wire has no bytes to read: always attribute maps)
+        assert isinstance(fast, User) and fast == got
+    else:
+        assert fast == shaped
+    (scan,) = spans.named("DynamoDB.Scan")
+    assert scan.attributes is not None and scan.attributes["aws.dynamodb.count"] == 3
+    for get in spans.named("DynamoDB.GetItem"):
+        assert get.attributes is not None and get.attributes["dynaorm.outcome"] == "ok"
+        assert get.attributes["http.response.status_code"] == 200
+
+
 def test_a_sampled_out_operation_still_succeeds(db: TestBackend) -> None:
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
