@@ -57,8 +57,10 @@ unit: $(STAMP)
 release-check: $(STAMP)
 	PYTHON=$(BIN)/python bash scripts/release-check.sh
 
+# The suite in two pytest-xdist workers (each its own engines and tables: tests/conftest.py):
+# one process alone left the second core idle while it waited on an engine.
 test: $(STAMP) engines lint typecheck docs release-check
-	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider
+	DYNAORM_REQUIRE_LOCAL=1 $(BIN)/pytest -q -p no:cacheprovider -n 2
 
 # The integration suite on DynamoDB Local through the botocore wire (make test sends
 # through dynaorm's own wire; moto in-process and the tests that hook botocore use botocore).

@@ -1,7 +1,8 @@
 """Every ``examples/*.py`` runs as a script, on the embedded moto backend and against
 DynamoDB Local (``--endpoint-url``), exits 0 and prints what it promises.
 
-All examples of one backend run concurrently in subprocesses (each uses its own table).
+The examples of one backend run in subprocesses, ``AT_ONCE`` at a time (each uses its own
+table).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -76,21 +78,28 @@ def run_all(names: Sequence[str], args: Sequence[str] = (),
     return runs
 
 
+#: examples run at most this many at a time: some forty Python processes started at once
+#: on a 2-core machine ran past TIMEOUT (killed) while pytest-xdist's other worker ran tests
+AT_ONCE = 4
+
+
 def _run_together(names: Sequence[str], args: Sequence[str],
                   endpoint_env: str | None) -> dict[str, Run]:
-    procs = {name: subprocess.Popen(
-        [sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=EXAMPLES.parent,
-        env=_env(endpoint_env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for name in names}
-    runs = {}
-    for name, proc in procs.items():
+    def run(name: str) -> Run:
         try:
-            out, err = proc.communicate(timeout=TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
-        runs[name] = Run(name, proc.returncode, out, err)
-    return runs
+            done = subprocess.run(
+                [sys.executable, str(EXAMPLES / f"{name}.py"), *args], cwd=EXAMPLES.parent,
+                env=_env(endpoint_env), capture_output=True, text=True, timeout=TIMEOUT)
+        except subprocess.TimeoutExpired as exc:
+            return Run(name, -9, _text(exc.stdout), _text(exc.stderr) + "\n(timed out)")
+        return Run(name, done.returncode, done.stdout, done.stderr)
+
+    with ThreadPoolExecutor(max_workers=AT_ONCE) as pool:
+        return dict(zip(names, pool.map(run, names), strict=True))
+
+
+def _text(out: str | bytes | None) -> str:
+    return out.decode(errors="replace") if isinstance(out, bytes) else out or ""
 
 
 @pytest.fixture(scope="module", params=["moto", "local"])
