@@ -200,3 +200,36 @@ def test_a_table_without_settings_reads_none_and_check_asks_nothing() -> None:
     plain = Table("ops_plain")
     assert plain.declared_settings == TableSettings()
     assert list(drift_p(plain)) == []  # (nothing declared: no request planned)
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"warm_throughput": (1, 1)}, "at least 12000 reads and 4000 writes"),
+    ({"warm_throughput": (11999, None)}, "at least 12000 reads"),
+    ({"warm_throughput": (None, 3999)}, "4000 writes"),
+    ({"warm_throughput": (2**63, 5000)}, "warm_throughput= takes (reads, writes)"),
+    ({"max_on_demand": (2**63, 1)}, "max_on_demand= takes (reads, writes)"),
+    ({"tags": {"AWS:owner": "x"}}, "not starting with 'aws:'"),
+    ({"tags": {"Aws:owner": "x"}}, "not starting with 'aws:'"),
+    ({"tags": {"cost${center}": "x"}}, "letters, numbers, spaces"),
+    ({"tags": {"k": '"quoted"'}}, "letters, numbers, spaces"),
+    ({"tags": {"k": "line\nbreak"}}, "letters, numbers, spaces"),
+    ({"tags": {"k": "nul\x00"}}, "letters, numbers, spaces"),
+    ({"tags": {"k": "\U0001f600"}}, "letters, numbers, spaces"),
+    ({"contributor_insights": ["accessed"]}, "'accessed' or 'throttled'"),
+])
+def test_red_a_setting_dynamodb_refuses_is_refused_before_sending(
+        given: dict[str, Any], says: str) -> None:
+    """(red team 63) warm throughput below a new on-demand table's (DynamoDB never lowers
+    it), numbers past DynamoDB's Long, a tag key ``AWS:`` in another case, tag characters
+    outside DynamoDB's set and an unhashable mode were accepted (or a TypeError)."""
+    with pytest.raises(SettingsError) as caught:
+        Table("ops_refused", **given)
+    assert says in str(caught.value) and "ops_refused" in str(caught.value)
+
+
+def test_red_every_tag_dynamodb_allows_is_accepted() -> None:
+    """The tag check refuses nothing DynamoDB takes: letters of any script, numbers,
+    spaces and ``_ . : / = + - @``, at the length limits."""
+    tags = {"é" * 128: "ü" * 256, "a b_c.d:e/f=g+h-i@j": "", "日本": "٣"}
+    assert Table("ops_allowed", tags=tags, warm_throughput=(12000, 4000)
+                 ).declared_settings.tags == tags
