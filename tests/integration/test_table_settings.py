@@ -323,3 +323,53 @@ def test_red_a_failed_settings_call_says_what_create_applied(
         absent.create()
     said = str(caught.value)
     assert "created" in said and "pitr_days" in said, said
+
+
+def test_red_a_side_not_declared_is_no_drift() -> None:
+    """(red team 63) A maximum declared for reads only drifted from a table with a write
+    maximum (``create()`` then sent the reads again, and ``check`` kept reporting it)."""
+    from dynaorm.schema.settings import drift
+
+    declared = TableSettings(max_on_demand=(100, None))
+    assert drift(declared, TableSettings(max_on_demand=(100, 200)), {}) == []
+    assert drift(TableSettings(), TableSettings(indexes={"g": (None, (5, 7))}),
+                 {"g": (None, (5, None))}) == []
+    assert drift(declared, TableSettings(max_on_demand=(101, 200)), {}) == [
+        "max_on_demand: declared (100, None), the table has (101, None)"]
+
+
+#: each setting changed behind dynaorm's back, as the engine takes it: (setting, request
+#: method, its keywords) -- the drift line ``check`` says, then ``create()`` repairs it
+_CHANGES: list[tuple[str, str, dict[str, Any]]] = [
+    ("deletion_protection", "update_table", {"DeletionProtectionEnabled": False}),
+    ("max_on_demand", "update_table", {"OnDemandThroughput": {
+        "MaxReadRequestUnits": 7, "MaxWriteRequestUnits": 50}}),
+    ("index by_owner max_on_demand", "update_table", {"GlobalSecondaryIndexUpdates": [
+        {"Update": {"IndexName": "by_owner", "OnDemandThroughput": {
+            "MaxReadRequestUnits": 3, "MaxWriteRequestUnits": 5}}}]}),
+    ("pitr_days", "update_continuous_backups", {"PointInTimeRecoverySpecification": {
+        "PointInTimeRecoveryEnabled": False}}),
+    ("tags", "tag_resource", {"Tags": [{"Key": "team", "Value": "other"}]}),
+]
+
+
+@pytest.mark.parametrize(("setting", "method", "change"), _CHANGES,
+                         ids=[c[0] for c in _CHANGES])
+def test_red_check_reports_each_setting_changed_and_create_repairs_it(
+        live: Table, request: pytest.FixtureRequest, setting: str, method: str,
+        change: dict[str, Any]) -> None:
+    """(red team 63) Drift for every setting the engine keeps, on each engine: changed
+    out of band, ``check`` names it; ``create()`` puts it back; nothing is left."""
+    engine = engine_of(request)
+    if setting not in _HAS[engine] | {"index by_owner max_on_demand"} or (
+            setting in _NO_API[engine]):
+        pytest.skip(f"{engine} does not keep {setting}")
+    target = ({"ResourceArn": live.client.describe_table(TableName=live.name)["Table"][
+        "TableArn"]} if method == "tag_resource" else {"TableName": live.name})
+    getattr(live.client, method)(**target, **change)
+    if setting.startswith("index") and live.settings().indexes["by_owner"][1] == (10, 5):
+        pytest.skip(f"{engine} ignores UpdateTable of a GSI's OnDemandThroughput")
+    assert [line for line in _applied(live) if line.startswith(f"{setting}:")], (
+        settings_drift(live))
+    live.create()
+    assert _applied(live) == []
