@@ -373,3 +373,23 @@ def test_red_check_reports_each_setting_changed_and_create_repairs_it(
         settings_drift(live))
     live.create()
     assert _applied(live) == []
+
+
+def test_red_create_waits_out_another_creators_table_update(
+        live: Table, request: pytest.FixtureRequest) -> None:
+    """(red team 63) A settings UpdateTable refused with ResourceInUseException (DynamoDB's
+    answer while another creator's UpdateTable has the table UPDATING, which the engines
+    apply at once) raised out of ``create()``; the indexes, stream and TTL already waited
+    such a change out. botocore's own pipeline answers (moto in-process only)."""
+    from tests.support.faults import Faults
+
+    if engine_of(request) != "moto":
+        pytest.skip("the refusal is injected in botocore's pipeline: moto in-process only")
+    _unprotect(live)
+    faults = Faults(live)
+    try:
+        faults.refuse("UpdateTable", times=1, code="ResourceInUseException")
+        live.create()
+    finally:
+        faults.clear()
+    assert live.settings().deletion_protection is True
