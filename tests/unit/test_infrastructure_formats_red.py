@@ -88,7 +88,7 @@ def _unquoted(value: Any) -> Any:
     return value
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(tables())
 def test_red_every_table_is_a_template_cfn_lint_passes_holding_what_create_sends(
         table: Table) -> None:
@@ -110,7 +110,7 @@ def test_red_every_table_is_a_template_cfn_lint_passes_holding_what_create_sends
             declared.contributor_insights or ""))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 @given(tables())
 def test_red_every_table_is_terraform_that_parses_holding_what_create_sends(
         table: Table) -> None:
