@@ -393,3 +393,28 @@ def test_red_create_waits_out_another_creators_table_update(
     finally:
         faults.clear()
     assert live.settings().deletion_protection is True
+
+
+@pytest.mark.xfail(strict=True, reason="red team 63: create() on an existing PROVISIONED "
+                   "table sends the declared max_on_demand= (OnDemandThroughput, which "
+                   "is for on-demand tables) instead of refusing it with a SettingsError "
+                   "before sending: the settings do not read the billing mode (moto and "
+                   "DynamoDB Local take it silently)")
+def test_red_max_on_demand_on_a_provisioned_table_is_refused_before_sending(
+        backend: str | None) -> None:
+    table = Table("ops_provisioned" + worker_suffix(), max_on_demand=(100, 50))
+    table.connect(backend)
+    if table.exists():
+        table.delete()
+    table.client.create_table(
+        TableName=table.name, BillingMode="PROVISIONED",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                   {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                              {"AttributeName": "sk", "AttributeType": "S"}],
+        ProvisionedThroughput={"ReadCapacityUnits": 5, "WriteCapacityUnits": 5})
+    try:
+        with pytest.raises(SettingsError, match="max_on_demand"):
+            table.create()
+    finally:
+        table.delete()
