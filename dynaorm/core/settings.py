@@ -81,9 +81,28 @@ def apply_settings_p(table: TableSchema, settle: Callable[[], Proto[None]]) -> P
             request["ResourceArn"] = out["Table"]["TableArn"]
         else:
             request["TableName"] = table.name
-        yield from _optional_p(operation, request)
+        yield from _contended_p(operation, request, settle)
         if operation == "UpdateTable":
             yield from settle()
+
+
+def _contended_p(operation: str, request: dict[str, Any],
+                 settle: Callable[[], Proto[None]]) -> Proto[None]:
+    """``operation`` sent, and sent again once the table has settled while DynamoDB
+    refuses it for a change of the table under way (another creator's: its UpdateTable
+    puts the table in UPDATING); each setting request is idempotent."""
+    for attempt in range(_TRIES):
+        try:
+            yield from _optional_p(operation, request)
+            return
+        except RequestError as exc:
+            if exc.code != "ResourceInUseException" or attempt == _TRIES - 1:
+                raise
+            yield from settle()
+
+
+#: how often a setting request refused for a change under way is sent
+_TRIES = 5
 
 
 def _changes(table: TableSchema, differs: set[str]) -> Iterator[tuple[str, dict[str, Any]]]:

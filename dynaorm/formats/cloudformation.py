@@ -7,6 +7,8 @@ left out, with a note (``dynaorm model`` prints notes on stderr)."""
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,7 +20,7 @@ from dynaorm.formats.tables import (
     vector_notes,
 )
 
-__all__ = ["to_format"]
+__all__ = ["text_of", "to_format"]
 
 #: ``contributor_insights=`` -> CloudFormation's ``ContributorInsightsSpecification.Mode``
 _MODES = {"accessed": "ACCESSED_AND_THROTTLED_KEYS", "throttled": "THROTTLED_KEYS"}
@@ -55,6 +57,19 @@ def to_format(model: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
            "Description": f"DynamoDB table {table['name']!r}, written by dynaorm model",
            "Resources": {name: resource}, "Outputs": outputs}
     return doc, vector_notes(table, "CloudFormation")
+
+
+#: what YAML (which cfn-lint and CloudFormation's YAML reader parse JSON templates as)
+#: does not take raw in a string: written as ``\\uXXXX``
+_UNPRINTABLE = re.compile("[\x7f-\x84\x86-\x9f\ufffe\uffff\ud800-\udfff]")
+
+
+def text_of(template: Mapping[str, Any]) -> str:
+    """The template as JSON text: a character outside the Basic Multilingual Plane (an
+    attribute named with an emoji) written as itself, since a JSON surrogate pair escape
+    is refused by YAML readers (cfn-lint: "invalid Unicode character escape code")."""
+    text = json.dumps(template, indent=2, ensure_ascii=False)
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def _keys(index: Mapping[str, Any], table: Mapping[str, Any]) -> list[dict[str, str]]:

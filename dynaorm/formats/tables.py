@@ -48,10 +48,11 @@ def projection(index: Mapping[str, Any], table: Mapping[str, Any]) -> tuple[str,
 
 
 def logical_name(name: str) -> str:
-    """A table name as an identifier of the template (``my-app.v2`` -> ``MyAppV2``)."""
+    """A table name as an identifier of the template (``my-app.v2`` -> ``MyAppV2``), short
+    enough that the outputs named after it (``...StreamArn``) keep CloudFormation's 255."""
     words = [w for w in re.split(r"[^A-Za-z0-9]+", name) if w]
     found = "".join(w[:1].upper() + w[1:] for w in words)
-    return found if found[:1].isalpha() else f"T{found}"
+    return (found if found[:1].isalpha() else f"T{found}")[:255 - len("StreamArn")]
 
 
 def vector_notes(table: Mapping[str, Any], fmt: str) -> list[str]:

@@ -9,7 +9,6 @@ data only. A vector index has no argument in the provider: it is left out, with 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -47,7 +46,7 @@ class _Block:
 
 
 def _value(value: Any) -> str:
-    """A value as HCL (strings as JSON strings, ``${`` escaped; maps as objects)."""
+    """A value as HCL (strings quoted with HCL's escapes, ``${`` escaped; maps as objects)."""
     if isinstance(value, Mapping):
         return "{ " + ", ".join(f"{_value(str(k))} = {_value(v)}" for k, v in value.items()) + " }"
     if isinstance(value, list):
@@ -58,7 +57,14 @@ def _value(value: Any) -> str:
         return str(value)
     if isinstance(value, _Raw):
         return str(value)
-    return json.dumps(str(value)).replace("${", "$${").replace("%{", "%%{")
+    text = "".join(_ESCAPES.get(c) or (f"\\u{ord(c):04x}" if c < " " or c == "\x7f" else c)
+                   for c in str(value))
+    return f'"{text}"'.replace("${", "$${").replace("%{", "%%{")
+
+
+#: HCL's escapes (no JSON ``\\b``/``\\f``; a character beyond the Basic Multilingual Plane
+#: is written raw: Terraform refuses a JSON surrogate pair escape)
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def resource_name(name: str) -> str:

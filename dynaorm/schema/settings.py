@@ -11,6 +11,7 @@ Pure: nothing here sends a request (:mod:`dynaorm.core.admin` does).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
@@ -30,6 +31,13 @@ _MODES: Final = {mode: name for name, mode in INSIGHTS.items()}
 PITR_DAYS: Final = (1, 35)
 #: DynamoDB's limits on tags (per resource, key and value lengths)
 _MAX_TAGS, _KEY_LEN, _VALUE_LEN = 50, 128, 256
+#: the characters a tag may hold besides letters, numbers and spaces (DynamoDB's tagging
+#: restrictions; ``@`` as AWS's tag pattern ``[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]``)
+_TAG_PUNCTUATION: Final = frozenset("_.:/=+-@")
+#: the least warm throughput of an on-demand table (what a new one starts with; DynamoDB
+#: never lowers it) and the largest number DynamoDB's ``Long`` holds
+WARM_LEAST: Final = (12000, 4000)
+_LONG: Final = 2**63 - 1
 
 
 class Declared(TypedDict, total=False):
@@ -87,10 +95,21 @@ def check_pair(where: str, name: str, value: Any) -> Pair | None:
         return None
     if (not isinstance(value, tuple | list) or len(value) != 2 or value == [None, None]
             or tuple(value) == (None, None) or not all(
-                v is None or (type(v) is int and v >= 1) for v in value)):
+                v is None or (type(v) is int and 1 <= v <= _LONG) for v in value)):
         raise SettingsError(f"{where}: {name}= takes (reads, writes), each a whole number "
                             f"of at least 1 (or None), got {value!r}")
     return (value[0], value[1])
+
+
+def _check_warm(where: str, pair: Pair | None) -> Pair | None:
+    """A table's warm throughput, refused below what a new on-demand table has already
+    (DynamoDB refuses to lower warm throughput: CreateTable and UpdateTable fail)."""
+    if pair is not None and any(v is not None and v < least
+                                for v, least in zip(pair, WARM_LEAST, strict=True)):
+        raise SettingsError(f"{where}: warm_throughput= of an on-demand table is at least "
+                            f"{WARM_LEAST[0]} reads and {WARM_LEAST[1]} writes per second "
+                            f"(DynamoDB's starting values, never lowered), got {pair!r}")
+    return pair
 
 
 def check_index(index: Any) -> None:
@@ -123,30 +142,41 @@ def settings_of(where: str, *, warm_throughput: Any = None, max_on_demand: Any =
     if deletion_protection is not None and not isinstance(deletion_protection, bool):
         raise SettingsError(f"{where}: deletion_protection= takes True or False, got "
                             f"{deletion_protection!r}")
-    if contributor_insights is not None and contributor_insights not in INSIGHTS:
+    if contributor_insights is not None and (not isinstance(contributor_insights, str)
+                                             or contributor_insights not in INSIGHTS):
         raise SettingsError(f"{where}: contributor_insights= takes 'accessed' or "
                             f"'throttled', got {contributor_insights!r}")
-    return TableSettings(check_pair(where, "warm_throughput", warm_throughput),
+    return TableSettings(_check_warm(where, check_pair(where, "warm_throughput",
+                                                       warm_throughput)),
                          check_pair(where, "max_on_demand", max_on_demand), pitr_days,
                          deletion_protection, contributor_insights, _tags(where, tags))
 
 
 def _tags(where: str, tags: Any) -> dict[str, str]:
     """``tags=`` checked against DynamoDB's rules: at most 50, keys of 1-128 characters not
-    starting with ``aws:``, values of 0-256 characters, all strings."""
+    starting with ``aws:`` (in any case), values of 0-256 characters, all strings of
+    letters, numbers, spaces and ``_.:/=+-@``."""
     if tags is None:
         return {}
     if not isinstance(tags, Mapping):
         raise SettingsError(f"{where}: tags= takes a mapping of strings, got {tags!r}")
     for key, value in tags.items():
         if not isinstance(key, str) or not isinstance(value, str) or not (
-                1 <= len(key) <= _KEY_LEN) or len(value) > _VALUE_LEN or key.startswith("aws:"):
+                1 <= len(key) <= _KEY_LEN) or len(value) > _VALUE_LEN or (
+                key[:4].lower() == "aws:"):
             raise SettingsError(f"{where}: tag {key!r}: {value!r} refused (keys of 1-128 "
                                 "characters not starting with 'aws:', values of at most "
                                 "256, both strings)")
+        if not all(_tag_character(c) for c in key + value):
+            raise SettingsError(f"{where}: tag {key!r}: {value!r} refused: DynamoDB takes "
+                                "letters, numbers, spaces and _ . : / = + - @ only")
     if len(tags) > _MAX_TAGS:
         raise SettingsError(f"{where}: tags= holds {len(tags)} tags; DynamoDB allows 50")
     return dict(tags)
+
+
+def _tag_character(c: str) -> bool:
+    return c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LNZ"
 
 
 # -- requests ------------------------------------------------------------------------------
@@ -244,7 +274,8 @@ def drift(declared: TableSettings, live: TableSettings,
 
     differs("warm_throughput", declared.warm_throughput, _floor(declared.warm_throughput,
                                                                 live.warm_throughput))
-    differs("max_on_demand", declared.max_on_demand, live.max_on_demand)
+    differs("max_on_demand", declared.max_on_demand, _sides(declared.max_on_demand,
+                                                            live.max_on_demand))
     differs("pitr_days", declared.pitr_days, live.pitr_days)
     differs("deletion_protection", declared.deletion_protection, live.deletion_protection)
     differs("contributor_insights", declared.contributor_insights,
@@ -253,7 +284,7 @@ def drift(declared: TableSettings, live: TableSettings,
     for name, (want_warm, want_most) in index_declared.items():
         have_warm, have_most = live.indexes.get(name, (None, None))
         differs(f"index {name} warm_throughput", want_warm, _floor(want_warm, have_warm))
-        differs(f"index {name} max_on_demand", want_most, have_most)
+        differs(f"index {name} max_on_demand", want_most, _sides(want_most, have_most))
     return out
 
 
@@ -264,3 +295,12 @@ def _floor(want: Pair | None, have: Pair | None) -> Pair | None:
         return have
     ok = all(w is None or (h is not None and h >= w) for w, h in zip(want, have, strict=True))
     return want if ok else have
+
+
+def _sides(want: Pair | None, have: Pair | None) -> Pair | None:
+    """``have`` with the sides ``want`` leaves undeclared (``None``) left out: a maximum
+    declared for reads only is no drift from the table's maximum for writes."""
+    if want is None or have is None:
+        return have
+    found = tuple(h if w is not None else None for w, h in zip(want, have, strict=True))
+    return None if found == (None, None) else (found[0], found[1])

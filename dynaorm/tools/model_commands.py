@@ -44,6 +44,10 @@ def _model(cli: ModuleType, args: argparse.Namespace, out: TextIO) -> int:
     doc, notes = formats.export(model, args.format)
     for note in notes:
         print(f"dynaorm model: {note}", file=sys.stderr)
+    if args.format == "cloudformation":
+        from dynaorm.formats.cloudformation import text_of
+
+        doc = text_of(doc)
     return _emit(doc if isinstance(doc, str) else json.dumps(doc, indent=2) + "\n",
                  args.output, out)
 

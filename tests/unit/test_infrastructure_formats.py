@@ -30,7 +30,7 @@ full = Table("ops-formats.v2", indexes=[
     vector_indexes=[VectorIndex("by_meaning", attribute="embedding", dimensions=3)],
     warm_throughput=(13000, 5000), max_on_demand=(100, 50), pitr_days=14,
     deletion_protection=True, contributor_insights="throttled",
-    tags={"team": "payments", "cost${center}": "%{x}"})
+    tags={"team": "payments", "cost:center": "a/b=c+d@e f"})
 
 
 def _errors(template: dict[str, Any]) -> list[str]:
@@ -168,8 +168,7 @@ def test_terraform_holds_the_settings_native_keys_and_contributor_insights() -> 
     assert body["point_in_time_recovery"] == [{"enabled": True,
                                                "recovery_period_in_days": 14}]
     assert body["stream_enabled"] is True
-    # (a tag's ${ and %{ are escaped: Terraform reads them as text, not a template)
-    assert body["tags"] == {"team": "payments", "cost$${center}": "%%{x}"}
+    assert body["tags"] == {"team": "payments", "cost:center": "a/b=c+d@e f"}
     gsi1, native = body["global_secondary_index"]
     assert gsi1["on_demand_throughput"] == [{"max_read_request_units": 10,
                                              "max_write_request_units": 5}]
