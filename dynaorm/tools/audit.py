@@ -328,7 +328,7 @@ class _Auditor:
         """The fix that puts ``owner``'s guard of ``rule`` at ``gkey`` (on the condition
         ``free``), conditioned on the owner's values it renders being as judged."""
         okey = self.key_of(owner)
-        new = guard_item(spec, rule, gkey[0], self.plain(okey), None, self.ttl_of(owner))
+        new = guard_item(spec, rule, gkey[0], self.plain(okey), self.ttl_of(owner))
         return (self.action("Put", gkey, free, new),
                 self.action("ConditionCheck", okey, self.unchanged(owner, (
                     *map(spec.attr, rule.fields), *self.ttl_attr(), self.table.type_attr))))
