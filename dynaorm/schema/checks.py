@@ -243,8 +243,8 @@ def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTempl
 def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                     policy: str = "literal") -> None:
     for other in list(table.entities.values()):
-        theirs: Any = getattr(other, "__dynaorm_spec__", None)  # the other's EntitySpec
-        if theirs is None or other.__qualname__ == cls.__qualname__:
+        theirs: Any = other.__dynaorm_spec__  # the other's EntitySpec
+        if other.__qualname__ == cls.__qualname__:
             continue
         if could_overlap(pk, theirs.pk) and (
                 sk is None or theirs.sk is None or could_overlap(sk, theirs.sk)):

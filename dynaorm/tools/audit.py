@@ -181,12 +181,7 @@ class _Auditor:
     def __init__(self, table: Table, items: Sequence[Item]) -> None:
         self.table = table
         self.items = {self.key_of(i): i for i in items}
-        self.specs: dict[str, EntitySpec] = {}
-        for type_name, cls in table.entities.items():
-            try:
-                self.specs[type_name] = spec_of(cls)
-            except DynaormError:  # pragma: no cover - abstract classes are not registered
-                continue
+        self.specs = {type_name: spec_of(cls) for type_name, cls in table.entities.items()}
         self.problems: list[Problem] = []
 
     # helpers
