@@ -486,7 +486,7 @@ def _null_fields(cls: type[Any]) -> frozenset[str]:
     """The fields whose ``None`` must be stored as NULL: left out, they would reload as
     their non-None default, or fail validation when required."""
     return frozenset(
-        name for name, info in getattr(cls, "model_fields", {}).items()
+        name for name, info in cls.model_fields.items()
         if info.is_required() or info.default_factory is not None
         or info.default is not None)
 
