@@ -43,7 +43,10 @@ LANDED_06 = 151_551
 #: Raised once to that merged figure, said here and in docs/architecture.md; it falls from
 #: here.
 LANDED_58 = 154_442
-LANDED = 156_753
+#: issue 58's clean-up step (s58): 156,752 counted (156,753 allowed) -> 156,540 (-212),
+#: by removing code only (an unused parameter, guards that could never fire, a layer that
+#: only forwarded); the 2-4k below LANDED_06 it asked for is still missed
+LANDED = 156_540
 #: the modules of features new in 0.6 (and 0.7), each measured on its own and not held to BUDGET
 #: (relative to the package's parent: "dynaorm/export.py")
 NEW_FEATURES: tuple[str, ...] = (

@@ -562,8 +562,7 @@ class Client:
 
 def _keyless(entity: type[Any]) -> bool:
     """Whether ``entity``'s table has no keyring of its own (its client's serves it)."""
-    spec = getattr(entity, "__dynaorm_spec__", None)
-    return spec is not None and spec.table.keyring is None
+    return entity.__dynaorm_spec__.table.keyring is None
 
 
 def _forked() -> None:

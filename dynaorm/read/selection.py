@@ -375,5 +375,4 @@ def _renames(specs: Sequence[tuple[Any, EntitySpec]]) -> dict[str, str]:
 
 def _table_specs(table: TableSchema) -> tuple[EntitySpec, ...]:
     """Every entity of ``table`` (to tell another type's item from a foreign one)."""
-    return tuple(sp for e in table.entities.values()
-                 if (sp := getattr(e, "__dynaorm_spec__", None)) is not None)
+    return tuple(e.__dynaorm_spec__ for e in table.entities.values())

@@ -63,7 +63,7 @@ OVERLAP_POLICIES = ("literal", "refuse")
 def stored_names(cls: type[Any]) -> dict[str, str]:
     """Field name -> stored name, for fields whose alias (or serialization alias) differs."""
     out: dict[str, str] = {}
-    for name, info in getattr(cls, "model_fields", {}).items():
+    for name, info in cls.model_fields.items():
         alias = info.serialization_alias or info.alias
         if isinstance(alias, str) and alias and alias != name:
             out[name] = alias
@@ -161,7 +161,7 @@ def check_mapping(owner: str, table: TableSchema, field_names: frozenset[str],
                   renames: Mapping[str, str], pk: KeyTemplate, sk: KeyTemplate | None,
                   indexes: Iterable[IndexTemplates], cls: type[Any]) -> None:
     """Stored names, key attributes and typed keys of one entity (raises when refused)."""
-    fields = getattr(cls, "model_fields", {})
+    fields = cls.model_fields
     stored = _stored_attributes(owner, field_names, renames)
     templates = _key_templates(table, pk, sk, indexes)
     _check_key_clash(owner, table, stored, renames, templates)
@@ -186,7 +186,7 @@ def check_rules(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemp
     timestamps' types, and overlapping key shapes on a table without a type attribute
     (checked on the entity's spec as it is built)."""
     owner = cls.__name__
-    fields = getattr(cls, "model_fields", {})
+    fields = cls.model_fields
     if not table.string_keys:
         for what, present in (("unique rules", uniques), ("versioning", versioned),
                               ("sharding", sharded)):
@@ -243,14 +243,14 @@ def literal_outranks(a_pk: KeyTemplate, a_sk: KeyTemplate | None, b_pk: KeyTempl
 def _check_overlaps(cls: type[Any], table: TableSchema, pk: KeyTemplate, sk: KeyTemplate | None,
                     policy: str = "literal") -> None:
     for other in list(table.entities.values()):
-        theirs: Any = getattr(other, "__dynaorm_spec__", None)  # the other's EntitySpec
-        if theirs is None or other.__qualname__ == cls.__qualname__:
+        theirs: Any = other.__dynaorm_spec__  # the other's EntitySpec
+        if other.__qualname__ == cls.__qualname__:
             continue
         if could_overlap(pk, theirs.pk) and (
                 sk is None or theirs.sk is None or could_overlap(sk, theirs.sk)):
             ranked = (literal_outranks(pk, sk, theirs.pk, theirs.sk)
                       or literal_outranks(theirs.pk, theirs.sk, pk, sk))
-            refused = "refuse" in (policy, getattr(theirs, "overlaps", "literal"))
+            refused = "refuse" in (policy, theirs.overlaps)
             if ranked and not refused:
                 continue  # the literal key wins where they meet (Meta.overlaps = "literal")
             why = ("Meta.overlaps = 'refuse' keeps such pairs out" if ranked else
@@ -326,7 +326,7 @@ def unstored_fields(cls: type[Any], raw: Any, pk: KeyTemplate, sk: KeyTemplate |
     excluded field that a unique rule or an index template uses must be one too (its
     value would be lost)."""
     owner = cls.__name__
-    fields = getattr(cls, "model_fields", {})
+    fields = cls.model_fields
     names = _key_only_names(owner, raw)
     table_key = [t for t in (pk, sk) if t is not None]
     index_templates = [t for idx in indexes for t in (idx.pk, idx.sk) if t is not None]

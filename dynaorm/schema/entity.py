@@ -351,8 +351,7 @@ def preparing(table: Any) -> tuple[EntitySpec, ...]:
     """The specs of ``table``'s entities whose rules prepare (what a row read from the
     table for a write, of whichever entity, is prepared for)."""
     return tuple(s for e in list(table.entities.values())
-                 if (s := getattr(e, "__dynaorm_spec__", None)) is not None and s.cls is e
-                 and s.rules.preparers)
+                 if (s := e.__dynaorm_spec__).rules.preparers)
 
 
 def spec_of(cls: type[Any]) -> EntitySpec:

@@ -386,8 +386,7 @@ class EntitySpec:
             return ()  # literal keys only: nothing outranks them
         # (not memoised: the table's entities may change; asked only where keys decide)
         return tuple(w for e in self.table.entities.values()
-                     if (w := getattr(e, "__dynaorm_spec__", None)) is not None
-                     and w.cls is not self.cls
+                     if (w := e.__dynaorm_spec__).cls is not self.cls
                      and literal_outranks(w.pk, w.sk, self.pk, self.sk))
 
     @functools.cached_property
@@ -487,7 +486,7 @@ def _null_fields(cls: type[Any]) -> frozenset[str]:
     """The fields whose ``None`` must be stored as NULL: left out, they would reload as
     their non-None default, or fail validation when required."""
     return frozenset(
-        name for name, info in getattr(cls, "model_fields", {}).items()
+        name for name, info in cls.model_fields.items()
         if info.is_required() or info.default_factory is not None
         or info.default is not None)
 
@@ -533,6 +532,7 @@ def build_spec(cls: type[Any], field_names: frozenset[str]) -> EntitySpec | None
     check_rules(cls, table, pk, sk, uniques=bool(uniques), versioned=spec.versioned,
                 sharded=bool(shards), ttl_field=spec.ttl_field, timestamps=spec.timestamps,
                 overlaps=spec.overlaps)
+    cls.__dynaorm_spec__ = spec  # (before the table holds it: each class it holds has its own)
     table.register(cls, spec.type_name, rules.before.type_name or None)
     return spec
 

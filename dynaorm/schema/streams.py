@@ -203,8 +203,7 @@ def _key(item: Item | None, attr: str | None) -> str | None:
 
 def _specs(table: StreamTable) -> list[Any]:
     """The specs of the table's entities (each class's own ``__dynaorm_spec__``)."""
-    return [spec for cls in table.entities.values()
-            if (spec := getattr(cls, "__dynaorm_spec__", None)) is not None and spec.cls is cls]
+    return [cls.__dynaorm_spec__ for cls in table.entities.values()]
 
 
 def _match_guard(table: StreamTable, pk: str) -> tuple[type[Any], str] | None:

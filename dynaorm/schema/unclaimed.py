@@ -33,8 +33,7 @@ def claimed_names(table: Any) -> frozenset[str]:
     Powertools records)."""
     names = {GUARD_TYPE, *OWN_TYPES, *table.entities}
     for cls in table.entities.values():
-        spec = getattr(cls, "__dynaorm_spec__", None)
-        previous = getattr(spec, "previous", None)
+        previous = cls.__dynaorm_spec__.previous
         if previous is not None:
             names.add(previous.type_name)
     return frozenset(names)

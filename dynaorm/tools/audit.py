@@ -181,12 +181,7 @@ class _Auditor:
     def __init__(self, table: Table, items: Sequence[Item]) -> None:
         self.table = table
         self.items = {self.key_of(i): i for i in items}
-        self.specs: dict[str, EntitySpec] = {}
-        for type_name, cls in table.entities.items():
-            try:
-                self.specs[type_name] = spec_of(cls)
-            except DynaormError:  # pragma: no cover - abstract classes are not registered
-                continue
+        self.specs = {type_name: spec_of(cls) for type_name, cls in table.entities.items()}
         self.problems: list[Problem] = []
 
     # helpers
@@ -328,7 +323,7 @@ class _Auditor:
         """The fix that puts ``owner``'s guard of ``rule`` at ``gkey`` (on the condition
         ``free``), conditioned on the owner's values it renders being as judged."""
         okey = self.key_of(owner)
-        new = guard_item(spec, rule, gkey[0], self.plain(okey), None, self.ttl_of(owner))
+        new = guard_item(spec, rule, gkey[0], self.plain(okey), self.ttl_of(owner))
         return (self.action("Put", gkey, free, new),
                 self.action("ConditionCheck", okey, self.unchanged(owner, (
                     *map(spec.attr, rule.fields), *self.ttl_attr(), self.table.type_attr))))

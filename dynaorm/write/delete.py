@@ -1,6 +1,6 @@
 """``s.delete(obj)`` as a staged write (:class:`DeleteEntry`): what it reads before
 planning where its rules need it (an entity with rules deleted by key is read first, so
-that its guards and history go too), and how it plans (pure, :func:`plan_delete`): the
+that its guards and history go too), and how it plans (pure, :meth:`DeleteEntry._plan_ops`): the
 row (or latest copy) conditioned on what was read, its guards released, a versioned
 entity's version rows with ``history=True``; an object read from its previous layout is
 deleted there (:mod:`dynaorm.write.moves`).
@@ -34,7 +34,7 @@ from dynaorm.write.records import (
     Reads,
 )
 
-__all__ = ["DeleteEntry", "plan_delete"]
+__all__ = ["DeleteEntry"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,32 +70,27 @@ class DeleteEntry(ObjectWrite):
 
     def _plan_ops(self, state: InstanceState | None, index: int
                   ) -> Planned[Outcome | None]:
-        return plan_delete(self, state, index)
-
-
-def plan_delete(entry: DeleteEntry, state: InstanceState | None, index: int
-                ) -> Planned[Outcome]:
-    """The actions of a delete planned on ``state`` (``None``: by key, never read), the
-    caller's condition included; the object becomes deleted."""
-    obj, spec = entry.obj, spec_of(type(entry.obj))
-    if isinstance(state, MovedState):  # read from Meta.previous's layout (the caller's
-        return plan_move_delete(entry, state, index)  # condition in its old names)
-    if state is None:  # a plain entity never loaded: delete by key, it must exist
-        key = spec.primary_key(obj.__dict__)
-        b = ActionBuilder(spec, key, index)
-        b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.MISSING)))
-        return with_condition(b.ops, entry, spec, index), Outcome(obj, None)
-    old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
-    b = ActionBuilder(spec, state.key, index)
-    # (the revision it was loaded with: a change another writer stored since is never
-    # deleted unseen)
-    revision = {a for a in (spec.table.revision_attribute,) if a}
-    conds = [exists(spec.table.pk), *stored_as(state.item, revision),
-             *unchanged(spec, old_values, spec.unique_fields, state.item)]
-    expect_loaded_version(spec, obj, state)
-    conds += pinned(spec, state.version or 0)  # (a versioned entity's: still at its version)
-    history = (state.version or 0) if entry.history else 0  # (its version rows go too)
-    b.around(b.rows(old_values, None, state.key, None, history=history),
-             Delete(state.key, all_of(conds),
-                    b.origin(spec.rules.own, Fail.GONE)))
-    return with_condition(b.ops, entry, spec, index), Outcome(obj, None)
+        """The actions of a delete planned on ``state`` (``None``: by key, never read), the
+        caller's condition included; the object becomes deleted."""
+        obj, spec = self.obj, spec_of(type(self.obj))
+        if isinstance(state, MovedState):  # read from Meta.previous's layout (the caller's
+            return plan_move_delete(self, state, index)  # condition in its old names)
+        if state is None:  # a plain entity never loaded: delete by key, it must exist
+            key = spec.primary_key(obj.__dict__)
+            b = ActionBuilder(spec, key, index)
+            b.ops.append(Delete(key, exists(spec.table.pk), b.origin(Role.ROW, Fail.MISSING)))
+            return with_condition(b.ops, self, spec, index), Outcome(obj, None)
+        old_values = type(obj).model_validate(spec.decode_fields(state.item)).__dict__
+        b = ActionBuilder(spec, state.key, index)
+        # (the revision it was loaded with: a change another writer stored since is never
+        # deleted unseen)
+        revision = {a for a in (spec.table.revision_attribute,) if a}
+        conds = [exists(spec.table.pk), *stored_as(state.item, revision),
+                 *unchanged(spec, old_values, spec.unique_fields, state.item)]
+        expect_loaded_version(spec, obj, state)
+        conds += pinned(spec, state.version or 0)  # (a versioned entity's: still at its version)
+        history = (state.version or 0) if self.history else 0  # (its version rows go too)
+        b.around(b.rows(old_values, None, state.key, None, history=history),
+                 Delete(state.key, all_of(conds),
+                        b.origin(spec.rules.own, Fail.GONE)))
+        return with_condition(b.ops, self, spec, index), Outcome(obj, None)

@@ -64,7 +64,7 @@ def _seed(n: int) -> None:
         items += [latest, version_row(spec, encode_entity(v1, spec, 1), "v00000001_LEDGER"),
                   version_row(spec, latest, "v00000002_LEDGER"),
                   guard_item(spec, spec.uniques[0], f"code#C{i}",
-                             {"pk": f"BOOK#L{i}", "sk": "v0_LEDGER"}, f"C{i}")]
+                             {"pk": f"BOOK#L{i}", "sk": "v0_LEDGER"})]
     client = old.client
     for at in range(0, len(items), 25):
         pending: dict[str, Any] = {old.name: [{"PutRequest": {"Item": it}}

@@ -200,9 +200,9 @@ class Keyring:
         if it cannot: one with a unique encrypted field needs a MAC key
         (:attr:`mac_key_id`): :class:`~dynaorm.KeyringError`."""
         for cls in entities:
-            spec = getattr(cls, "__dynaorm_spec__", None)
-            fields = [r.field for r in getattr(spec, "uniques", ()) if r.mac is not None]
-            if spec is not None and fields:
+            spec = cls.__dynaorm_spec__
+            fields = [r.field for r in spec.uniques if r.mac is not None]
+            if fields:
                 check_macs(self, spec.name, fields)
 
 

@@ -99,10 +99,9 @@ class UniqueRule:
             out[table.sk] = key
         return out
 
-    def item(self, spec: Owner, key: str, owner: PlainKey, value: Any = None,
-             ttl: int | None = None) -> Item:
+    def item(self, spec: Owner, key: str, owner: PlainKey, ttl: int | None = None) -> Item:
         """The guard item at ``key`` owned by the row at ``owner`` (:func:`guard_item`)."""
-        return guard_item(spec, self, key, owner, value, ttl)
+        return guard_item(spec, self, key, owner, ttl)
 
     @staticmethod
     def owner_key(table: TableSchema, guard: Item | None, type_name: str) -> PlainKey | None:
@@ -134,7 +133,7 @@ class Owner(Protocol):
 
 
 def guard_item(spec: Owner, rule: UniqueRule, key: str, owner: PlainKey,
-               value: Any, ttl: int | None = None) -> Item:
+               ttl: int | None = None) -> Item:
     """The unique guard item of ``rule`` at ``key``, owned by the row at ``owner`` of the
     entity of ``spec`` (attributes in order: key, type, owner, field, and the owner's TTL
     ``ttl`` on a table with a TTL attribute)."""
@@ -261,7 +260,7 @@ class Uniqueness(Rule):
             out.append(Delete(UniqueRule.row_key(self.table, old_key), owned_by(self, old_owner)
                               | not_exists(self.table.pk), change.origin(
                                   Role.GUARD, Fail.CONCURRENT, rule.field, old_value),
-                              guard_item(self, rule, old_key, change.owner, None)))
+                              guard_item(self, rule, old_key, change.owner)))
         if new_key is not None and new_owner is not None:  # free, or held by an expired
             out.append(self._put(change, rule, new_key, new_owner, value, Fail.UNIQUE,
                                  free(self.table.pk, self.table.ttl), ttl))  # owner
@@ -270,7 +269,7 @@ class Uniqueness(Rule):
     def _put(self, change: Change, rule: UniqueRule, key: str, owner: PlainKey, value: Any,
              fail: Fail, condition: Condition, ttl: int | None) -> Put:
         return Put(UniqueRule.row_key(self.table, key),
-                   guard_item(self, rule, key, owner, value, ttl), condition,
+                   guard_item(self, rule, key, owner, ttl), condition,
                    change.origin(Role.GUARD, fail, rule.field, value))
 
     def _ttl(self, values: Mapping[str, Any] | None) -> int | None:
