@@ -193,8 +193,7 @@ def _receipt_checks(key: str) -> list[Check]:
     GetItem that settles a lost answer."""
     from dynaorm.schema.rules.receipts import Receipting
 
-    action = Receipting(tenants, "order-7", "digest").action(
-        Receipting(tenants, "order-7", "digest").item("rev", []))
+    [action] = Receipting((tenants,), "order-7", "digest").actions("rev", [])
     action["Put"]["Item"][tenants.pk] = {"S": key}
     arn = f"arn:aws:dynamodb:us-east-1:123456789012:table/{tenants.name}"
     return [*checks_of("TransactWriteItems", {"TransactItems": [action]}, {None: tenants.pk}),
@@ -211,7 +210,7 @@ def test_receipts_of_idempotent_commits_are_granted_only_within_the_scope(
     for the principal's tenant's receipts exactly."""
     from dynaorm.schema.rules.receipts import Receipting
 
-    digest = Receipting(tenants, "order-7", "digest").hashed
+    digest = Receipting((tenants,), "order-7", "digest").hashed
     today = f"dynaorm:receipt#{digest}"
     model = tenants.model()
     assert [next(iter(r["key"].values())) for r in model["table"]["rows"]] == [
