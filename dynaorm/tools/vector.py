@@ -153,35 +153,61 @@ def _in(members: Sequence[str]) -> Callable[[Any], Any]:
     return check
 
 
+#: what a plain value reads as: (its stored attribute's type tag, the arrow type it is
+#: parsed as, what turns that into the column's values, the column type it reads into)
+_Found = tuple[str, Any, Callable[[Any], Any], Any]
+
+
+def _same(values: Any) -> Any:
+    return values
+
+
+def _decimal(schema: Mapping[str, Any], column: Any) -> _Found | None:
+    """A decimal's reading: into its column's type, when its digits and places are both
+    bound or neither."""
+    if ("max_digits" in schema) != ("decimal_places" in schema):
+        return None
+    return "N", pa.string(), _cast(column, _NUMBER), column
+
+
+def _members(schema: Mapping[str, Any], column: Any) -> _Found | None:
+    """An enum's or literal's reading: strings checked against its values, when these
+    are all strings."""
+    values = [getattr(m, "value", m) for m in schema.get("members", schema.get(
+        "expected", ()))]
+    if values and all(type(v) is str for v in values):
+        return "S", pa.string(), _in(values), pa.string()
+    return None
+
+
+_MEMBER_KEYS = ("cls", "members", "sub_type", "expected")
+#: a plain value's type -> (the keys its schema may hold beyond the plain ones, its
+#: reading from its schema and column type, or ``None`` when it has none)
+_SCALARS: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any], Any],
+                                                     _Found | None]]] = {
+    "str": ((), lambda s, c: ("S", pa.string(), _same, pa.string())),
+    "int": ((), lambda s, c: ("N", pa.string(), _cast(pa.int64(), _INT), pa.int64())),
+    "float": ((), lambda s, c: ("N", pa.string(), _cast(pa.float64(), _NUMBER),
+                                pa.float64())),
+    "bool": ((), lambda s, c: ("BOOL", pa.bool_(), _same, pa.bool_())),
+    "decimal": (("max_digits", "decimal_places"), _decimal),
+    "datetime": (("microseconds_precision",), lambda s, c: (
+        "S", pa.string(), _timestamp, c)),
+    "date": ((), lambda s, c: ("S", pa.string(), _cast(pa.date32(), _DATE), pa.date32())),
+    "enum": (_MEMBER_KEYS, _members),
+    "literal": (_MEMBER_KEYS, _members)}
+
+
 def _scalar(schema: Mapping[str, Any], column: Any) -> _Plan | None:
     """The plan of a plain value, where its column's type is the one it reads into."""
     kind = schema.get("type")
-    found: tuple[str, Any, Callable[[Any], Any], Any] | None = None
-    if kind == "str" and _plain(schema):
-        found = "S", pa.string(), lambda v: v, pa.string()
-    elif kind == "int" and _plain(schema):
-        found = "N", pa.string(), _cast(pa.int64(), _INT), pa.int64()
-    elif kind == "float" and _plain(schema):
-        found = "N", pa.string(), _cast(pa.float64(), _NUMBER), pa.float64()
-    elif kind == "bool" and _plain(schema):
-        found = "BOOL", pa.bool_(), lambda v: v, pa.bool_()
-    elif kind == "decimal" and _plain(schema, "max_digits", "decimal_places") and (
-            ("max_digits" in schema) == ("decimal_places" in schema)):
-        found = "N", pa.string(), _cast(column, _NUMBER), column
-    elif kind == "datetime" and _plain(schema, "microseconds_precision"):
-        found = "S", pa.string(), _timestamp, column
-    elif kind == "date" and _plain(schema):
-        found = "S", pa.string(), _cast(pa.date32(), _DATE), pa.date32()
-    elif kind in ("enum", "literal") and _plain(schema, "cls", "members", "sub_type",
-                                                   "expected"):
-        values = [getattr(m, "value", m) for m in schema.get("members", schema.get(
-            "expected", ()))]
-        if values and all(type(v) is str for v in values):
-            found = "S", pa.string(), _in(values), pa.string()
+    case = _SCALARS.get(kind) if isinstance(kind, str) else None
+    if case is None or not _plain(schema, *case[0]):
+        return None
+    found = case[1](schema, column)
     if found is None or found[3] != column:
         return None
     return _Plan(found[0], found[1], found[2])
-
 
 def _plan(schema: Mapping[str, Any], column: Column) -> tuple[_Plan, bool] | None:
     """``(plan, nullable)`` of a field's schema (without its default) and column."""
