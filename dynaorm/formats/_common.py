@@ -177,26 +177,44 @@ def refused(text: str) -> str | None:
     if text == "<lambda>":
         return None
     if (call := _operator_call(text)) is not None:
-        assert isinstance(call.func, ast.Name)  # (what _operator_call returns)
-        names = [a.value for a in call.args[:{"methodcaller": 1, "itemgetter": 0}.get(
-            call.func.id)] if isinstance(a, ast.Constant)]
-        if all(isinstance(n, str) and not any(p.startswith("_") for p in n.split("."))
-               for n in names):
-            return None
-        return "operator's getters and methodcaller take public names only"
+        return _operator_refused(call)
     if not NAMED.fullmatch(text):
         return "expected a function as module:name"
     module, _, qualname = text.rpartition(":")
     if any(part.startswith("__") for part in re.split(r"[.:]", text)):
         return "a dunder name is no function of a model"
     if not module or module == "builtins":
-        head, _, method = qualname.partition(".")
-        if head not in PURE_BUILTINS or "." in method or method.startswith("_") or (
-                method and not hasattr(getattr(builtins, head), method)):
-            return f"{qualname!r} is not a builtin dynaorm takes (a type or function of values)"
-        return None
+        return _builtin_refused(qualname)
     if module.partition(".")[0] not in sys.stdlib_module_names:
         return None  # (your application's or a package's: written as named, not imported)
+    return _stdlib_refused(module, qualname)
+
+
+def _operator_refused(call: ast.Call) -> str | None:
+    """Why an ``operator`` getter or ``methodcaller`` is refused, or ``None``: the
+    names it is given must be literal and public."""
+    assert isinstance(call.func, ast.Name)  # (what _operator_call returns)
+    names = [a.value for a in call.args[:{"methodcaller": 1, "itemgetter": 0}.get(
+        call.func.id)] if isinstance(a, ast.Constant)]
+    if all(isinstance(n, str) and not any(p.startswith("_") for p in n.split("."))
+           for n in names):
+        return None
+    return "operator's getters and methodcaller take public names only"
+
+
+def _builtin_refused(qualname: str) -> str | None:
+    """Why a builtin ``qualname`` is refused, or ``None``: one of
+    :data:`PURE_BUILTINS` or a public method of one."""
+    head, _, method = qualname.partition(".")
+    if head not in PURE_BUILTINS or "." in method or method.startswith("_") or (
+            method and not hasattr(getattr(builtins, head), method)):
+        return f"{qualname!r} is not a builtin dynaorm takes (a type or function of values)"
+    return None
+
+
+def _stdlib_refused(module: str, qualname: str) -> str | None:
+    """Why ``module:qualname`` of the standard library is refused, or ``None``: the
+    module is one of :data:`PURE_MODULES` and has that function."""
     if module not in PURE_MODULES:
         return (f"module {module!r} of the standard library reaches beyond values (not "
                 "one of the modules of values dynaorm takes functions from)")

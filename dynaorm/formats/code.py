@@ -506,23 +506,43 @@ def _only_definitions(tree: ast.Module) -> None:
         t.id for n in body if isinstance(n, ast.Assign) for t in n.targets
         if isinstance(t, ast.Name)}
     names = {*_ALIASES, *defined, *_CODE_BUILTINS, "args"}
-    bad: list[ast.AST] = [n for n in body if not isinstance(n, _TOP) or (
-        isinstance(n, ast.Import) and any(
-            _ALIASES.get(a.asname or "") != a.name for a in n.names)) or (
-        isinstance(n, ast.Expr) and not (
-            isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Attribute)
-            and n.value.func.attr == "pattern"))]
-    bad += [n for n in ast.walk(ast.Module([*body], [])) if isinstance(n, _NEVER) or (
-        isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id not in names) or (
-        isinstance(n, ast.Attribute) and n.attr.startswith("_")) or (
-        isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
-        and n.value.id == "_b" and n.attr not in _CODE_BUILTINS)]
+    bad: list[ast.AST] = [n for n in body if _foreign_statement(n)]
+    bad += [n for n in ast.walk(ast.Module([*body], [])) if _foreign_node(n, names)]
     if not (isinstance(docstring, ast.Expr) and isinstance(docstring.value, ast.Constant)):
         bad.insert(0, docstring)
     if bad:
         raise ModelFileError(f"the code written would run {ast.unparse(bad[0])[:80]!r}, not "
                              "only define", place="$")
 
+
+
+def _foreign_statement(node: ast.stmt) -> bool:
+    """Whether a top-level statement is none :func:`code_of` writes: an import of other
+    than :data:`_ALIASES`, or an expression other than a ``.pattern(...)`` call."""
+    if not isinstance(node, _TOP):
+        return True
+    if isinstance(node, ast.Import):
+        return any(_ALIASES.get(a.asname or "") != a.name for a in node.names)
+    if isinstance(node, ast.Expr):
+        return not (isinstance(node.value, ast.Call)
+                    and isinstance(node.value.func, ast.Attribute)
+                    and node.value.func.attr == "pattern")
+    return False
+
+
+def _foreign_node(node: ast.AST, names: set[str]) -> bool:
+    """Whether a node anywhere in the code reaches beyond definitions: one of
+    :data:`_NEVER`, a loaded name not in ``names``, a private attribute, or a ``_b``
+    builtin not in :data:`_CODE_BUILTINS`."""
+    if isinstance(node, _NEVER):
+        return True
+    if isinstance(node, ast.Name):
+        return isinstance(node.ctx, ast.Load) and node.id not in names
+    if isinstance(node, ast.Attribute):
+        return node.attr.startswith("_") or (
+            isinstance(node.value, ast.Name) and node.value.id == "_b"
+            and node.attr not in _CODE_BUILTINS)
+    return False
 
 def _placed(exc: ModelFileError, places: Mapping[str, str]) -> ModelFileError:
     """``exc`` at the place of the entity its message names (the longest name found)."""

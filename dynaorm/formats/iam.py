@@ -54,9 +54,15 @@ def to_format(model: Mapping[str, Any], role: str, scope: str | None = None,
     ``"write"``); ``where``: the ARNs' ``partition``, ``region`` and ``account`` (``*``)."""
     if role not in ("read", "write"):
         raise ValueError(f"role must be 'read' or 'write', got {role!r}")
-    where = where or {}
-    table = model["table"]
-    grants = _Grants(table, scope)
+    grants = _granted(model, role, scope)
+    statements = _policy_statements(grants, model["table"]["name"], scope, where or {})
+    return ({"Version": "2012-10-17", "Statement": statements},
+            list(dict.fromkeys(grants.uncovered)))
+
+
+def _granted(model: Mapping[str, Any], role: str, scope: str | None) -> _Grants:
+    """What ``role``'s access patterns of every entity of ``model`` need."""
+    grants = _Grants(model["table"], scope)
     for entity in model["entities"]:
         patterns = [p for p in entity["access_patterns"]
                     if role == "write" or p["operation"] in READS]
@@ -66,22 +72,28 @@ def to_format(model: Mapping[str, Any], role: str, scope: str | None = None,
             grants.add(entity, pattern)
     if role == "write" and scope is not None:  # (the table's own rows: receipts)
         grants.leading[""].update(b for b in (leading_key(r, scope) for r in _own(model)) if b)
+    return grants
+
+
+def _policy_statements(grants: _Grants, table: str, scope: str | None,
+                where: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The policy's statements granting ``grants`` on the table named ``table``: one
+    for the table, one per index, one for the vector searches."""
     on_table, on_index, searched = grants.on_table, grants.on_index, grants.searched
-    uncovered, leading = grants.uncovered, grants.leading
+    leading = grants.leading
     statements = []
     if on_table:
-        statements.append(_statement("Table", on_table, [_arn(table["name"], None, where)],
+        statements.append(_statement("Table", on_table, [_arn(table, None, where)],
                                      scope, leading[""]))
     for name in sorted(on_index):
         statements.append(_statement(f"Index{_sid(name)}", on_index[name],
-                                     [_arn(table["name"], name, where)], scope,
+                                     [_arn(table, name, where)], scope,
                                      leading.get(name, set())))
     if searched:
         statements.append({"Sid": "SearchVectors", "Effect": "Allow",
                            "Action": ["dynamodb:SearchVectors"],
-                           "Resource": [_arn(table["name"], i, where) for i in sorted(searched)]})
-    return {"Version": "2012-10-17", "Statement": statements}, list(dict.fromkeys(uncovered))
-
+                           "Resource": [_arn(table, i, where) for i in sorted(searched)]})
+    return statements
 
 class _Grants:
     """What the role's patterns need: actions on the table, on each index, the vector

@@ -368,6 +368,8 @@ _BOUNDS: dict[str, Callable[[Any, Any], bool]] = {
     "minLength": lambda v, b: len(v) >= b, "maxLength": lambda v, b: len(v) <= b,
     "minItems": lambda v, b: len(v) >= b, "maxItems": lambda v, b: len(v) <= b}
 _PLAIN = frozenset({"type", "description", "title", *_BOUNDS})
+#: what a schema bounds a value by: (the check of :data:`_BOUNDS`, the bound)
+_Bounds = list[tuple[Callable[[Any, Any], bool], Any]]
 
 
 def _quick(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
@@ -378,26 +380,45 @@ def _quick(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     bounds = [(_BOUNDS[k], schema[k]) for k in keys & _BOUNDS.keys()]
     if kind == "object" and keys <= {"type", "description", "title", "properties",
                                      "required", "additionalProperties", "$defs"}:
-        props = {n: _quick(s) for n, s in schema.get("properties", {}).items()}
-        more = schema.get("additionalProperties", True)
-        if any(c is None for c in props.values()) or more not in (True, False):
-            return None
-        need, closed = frozenset(schema.get("required", ())), more is False
-        return lambda v: (isinstance(v, dict) and need <= v.keys()
-                          and (not closed or v.keys() <= props.keys())
-                          and all(c(v[n]) for n, c in props.items() if n in v))  # type: ignore[misc]
+        return _quick_object(schema)
     if kind == "array" and keys <= _PLAIN | {"items"}:
-        item = _quick(schema.get("items", {"type": "number"}))
-        return None if item is None else (lambda v: isinstance(v, list) and all(
-            b(v, x) for b, x in bounds) and all(item(i) for i in v))
+        return _quick_array(schema, bounds)
     if kind in _SCALARS and keys <= _PLAIN | {"enum"}:
-        typed, enum = _SCALARS[kind], schema.get("enum")
-        if enum is not None and not all(isinstance(e, str) for e in enum):
-            return None
-        return lambda v: typed(v) and (enum is None or v in enum) and all(
-            b(v, x) for b, x in bounds)
+        return _quick_scalar(_SCALARS[kind], schema, bounds)
     return None
 
+
+def _quick_object(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
+    """:func:`_quick` of an object schema: a dict with the required keys, no others when
+    closed, each property's value accepted by its own check."""
+    props = {n: _quick(s) for n, s in schema.get("properties", {}).items()}
+    more = schema.get("additionalProperties", True)
+    if any(c is None for c in props.values()) or more not in (True, False):
+        return None
+    need, closed = frozenset(schema.get("required", ())), more is False
+    return lambda v: (isinstance(v, dict) and need <= v.keys()
+                      and (not closed or v.keys() <= props.keys())
+                      and all(c(v[n]) for n, c in props.items() if n in v))  # type: ignore[misc]
+
+
+def _quick_array(schema: Mapping[str, Any], bounds: _Bounds) -> Callable[
+        [Any], bool] | None:
+    """:func:`_quick` of an array schema: a list within ``bounds``, each item accepted
+    by the items' check (numbers unless said)."""
+    item = _quick(schema.get("items", {"type": "number"}))
+    return None if item is None else (lambda v: isinstance(v, list) and all(
+        b(v, x) for b, x in bounds) and all(item(i) for i in v))
+
+
+def _quick_scalar(typed: Callable[[Any], bool], schema: Mapping[str, Any],
+                  bounds: _Bounds) -> Callable[[Any], bool] | None:
+    """:func:`_quick` of a scalar schema: a value of its type, within ``bounds``, one of
+    its string ``enum`` if it has one."""
+    enum = schema.get("enum")
+    if enum is not None and not all(isinstance(e, str) for e in enum):
+        return None
+    return lambda v: typed(v) and (enum is None or v in enum) and all(
+        b(v, x) for b, x in bounds)
 
 def _accepts(tool: Tool, args: Mapping[str, Any]) -> bool:
     found = _QUICK.get(id(tool))

@@ -558,25 +558,38 @@ class _Export:
         self.sink = _Sink(str(options["to"]), f"part-{segment:05d}.parquet", self.s3)
         self.parts: dict[str, _Part] = {}
         self.counts = _Counts()
-        fast = {} if self.changes or options["kind"] == "scan" else {
+        full = not self.changes and options["kind"] != "scan"  # (a full export's file)
+        self.fast, self.fast_names = self._fast_way(full)
+        self.vector, self.vector_names = self._vector_way(full)
+
+    def _fast_way(self, full: bool) -> tuple[Callable[[bytes], list[Any]] | None,
+                                             dict[type[Any], tuple[str, type[Any]]]]:
+        """The fast way (:mod:`dynaorm.tools.stored`) of reading a full export's lines,
+        if any entity allows it, and the class each entity it reads is validated into ->
+        its dataset (name, class)."""
+        fast = {} if not full else {
             r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.fast}
-        #: the class each entity the fast way reads is validated into -> its dataset
-        self.fast_names = {m: (r.spec.type_name, c) for c, r in self.readers.items()
-                           for m, _ in fast.values() if m is r.model}
-        type_attribute = table.type_attribute
-        self.fast = None if not fast or type_attribute is None else stored_validator(
-            type_attribute, fast)
-        #: the vector way (:mod:`dynaorm.tools.vector`) of those and of versioned entities'
-        #: latest copies: type name -> (its dataset, its class)
-        vector = {} if self.changes or options["kind"] == "scan" else {
+        names = {m: (r.spec.type_name, c) for c, r in self.readers.items()
+                 for m, _ in fast.values() if m is r.model}
+        type_attribute = self.table.type_attribute
+        return None if not fast or type_attribute is None else stored_validator(
+            type_attribute, fast), names
+
+    def _vector_way(self, full: bool) -> tuple[Callable[[Any], Any] | None,
+                                               dict[str, tuple[str, type[Any]]]]:
+        """The vector way (:mod:`dynaorm.tools.vector`) of reading a full export's lines,
+        of the entities the fast way reads and of versioned entities' latest copies, and
+        for each entity it reads: type name -> its dataset (name, class)."""
+        vector = {} if not full else {
             r.spec.type_name: (r.model, r.spec) for r in self.readers.values() if r.vectored}
-        self.vector = None
+        decoder = None
+        type_attribute = self.table.type_attribute
         if vector and type_attribute is not None and VECTOR:
             from dynaorm.tools.vector import vector_decoder
 
-            self.vector = vector_decoder(type_attribute, vector, table.sk, self.history)
-        self.vector_names = {r.spec.type_name: (r.spec.type_name, c)
-                             for c, r in self.readers.items() if r.spec.type_name in vector}
+            decoder = vector_decoder(type_attribute, vector, self.table.sk, self.history)
+        return decoder, {r.spec.type_name: (r.spec.type_name, c)
+                         for c, r in self.readers.items() if r.spec.type_name in vector}
 
     def names(self) -> dict[str, tuple[type[Any], bool]]:
         """Every dataset this export writes: name -> (entity, history?)."""
@@ -610,21 +623,10 @@ class _Export:
         """Export a batch of a data file's lines: full-export items (the entities the fast
         way reads, read in one call: :mod:`dynaorm.tools.stored`), or changes."""
         if self.changes:
-            records = [(where, _parse(line, where)) for where, line in batch]
-            self.prepare([r["NewImage"] for _, r in records if r.get("NewImage")])
-            for where, record in records:
-                self.change(where, record)
+            self._changes(batch)
             return
         if self.vector is not None:
-            tables, left_out = self.vector([line for _, line in batch])
-            done = {i for _, lines in tables.values() for i in lines} | set(left_out)
-            self.counts.scanned += len(left_out)  # (version rows, without history=True)
-            self.counts.skipped += len(left_out)
-            for name, (table, lines) in tables.items():
-                self.counts.scanned += len(lines)
-                if lines:
-                    self.part(*self.vector_names[name]).add_table(table, self.counts)
-            batch = [b for i, b in enumerate(batch) if i not in done]
+            batch = self._vectors(batch)
         found = self._fast(batch)
         for n, ((where, line), record) in enumerate(zip(batch, found, strict=True)):
             if type(record) is dict:  # (read the plain way)
@@ -637,6 +639,27 @@ class _Export:
                 self.counts.scanned += 1
                 self.part(*self.fast_names[type(record)]).add(record.__dict__, where,
                                                              self.counts)
+
+    def _changes(self, batch: list[tuple[str, bytes]]) -> None:
+        """Export a batch of an incremental export's lines, each a change."""
+        records = [(where, _parse(line, where)) for where, line in batch]
+        self.prepare([r["NewImage"] for _, r in records if r.get("NewImage")])
+        for where, record in records:
+            self.change(where, record)
+
+    def _vectors(self, batch: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+        """Export what the vector way reads of a batch of a full export's lines; the
+        lines it leaves to be read otherwise."""
+        assert self.vector is not None
+        tables, left_out = self.vector([line for _, line in batch])
+        done = {i for _, lines in tables.values() for i in lines} | set(left_out)
+        self.counts.scanned += len(left_out)  # (version rows, without history=True)
+        self.counts.skipped += len(left_out)
+        for name, (table, lines) in tables.items():
+            self.counts.scanned += len(lines)
+            if lines:
+                self.part(*self.vector_names[name]).add_table(table, self.counts)
+        return [b for i, b in enumerate(batch) if i not in done]
 
     def _fast(self, batch: list[tuple[str, bytes]]) -> list[Any]:
         """The batch's lines, each an object of its entity where the fast way reads it,
@@ -669,16 +692,10 @@ class _Export:
         counts.scanned += 1
         cls, role, version, _ = classify(self.table, item)
         if cls is None and role != "guard":
-            if own_row(self.table, item):  # (a receipt, a Powertools record: never exported)
-                return
-            name = item.get(self.table.type_attribute or "", {}).get("S", "?")
-            counts.unclaimed[name] = counts.unclaimed.get(name, 0) + 1
+            self._unclaimed(item)
             return
         reader, removed = self.readers.get(cls), change is not None and change[0] == "remove"
-        if cls is None or reader is None or role == "guard" or (
-                role == "version" and not self.history) or (
-                not removed and not reader.keeps(item)):  # (a guard: never,
-            # whoever owns it; a row whose TTL has passed: as reads, gone)
+        if cls is None or reader is None or not self._exported(reader, role, item, removed):
             counts.skipped += 1
             return
         try:
@@ -694,6 +711,23 @@ class _Export:
             values = {**values, "_op": change[0], "_time": change[1]}
         name = f"{reader.spec.type_name}{'.history' if role == 'version' else ''}"
         self.part(name, cls).add(values, f"{where} {self._key(item)}", counts)
+
+    def _unclaimed(self, item: Item) -> None:
+        """Count a row no entity claims, by its type attribute's value, unless the
+        table's own (a receipt, a Powertools record: never exported)."""
+        if own_row(self.table, item):
+            return
+        name = item.get(self.table.type_attribute or "", {}).get("S", "?")
+        self.counts.unclaimed[name] = self.counts.unclaimed.get(name, 0) + 1
+
+    def _exported(self, reader: _Reader, role: str | None, item: Item, removed: bool
+                  ) -> bool:
+        """Whether an entity's row is exported: never a guard (whoever owns it), a
+        version row only with history, and a row whose TTL has passed is, as reads,
+        gone (unless the change removes it)."""
+        if role == "guard" or (role == "version" and not self.history):
+            return False
+        return removed or reader.keeps(item)
 
     def _key(self, item: Item) -> dict[str, str]:
         return {a: key_value(item[a]) for a in (self.table.pk, self.table.sk) if a and a in item}

@@ -153,35 +153,61 @@ def _in(members: Sequence[str]) -> Callable[[Any], Any]:
     return check
 
 
+#: what a plain value reads as: (its stored attribute's type tag, the arrow type it is
+#: parsed as, what turns that into the column's values, the column type it reads into)
+_Found = tuple[str, Any, Callable[[Any], Any], Any]
+
+
+def _same(values: Any) -> Any:
+    return values
+
+
+def _decimal(schema: Mapping[str, Any], column: Any) -> _Found | None:
+    """A decimal's reading: into its column's type, when its digits and places are both
+    bound or neither."""
+    if ("max_digits" in schema) != ("decimal_places" in schema):
+        return None
+    return "N", pa.string(), _cast(column, _NUMBER), column
+
+
+def _members(schema: Mapping[str, Any], column: Any) -> _Found | None:
+    """An enum's or literal's reading: strings checked against its values, when these
+    are all strings."""
+    values = [getattr(m, "value", m) for m in schema.get("members", schema.get(
+        "expected", ()))]
+    if values and all(type(v) is str for v in values):
+        return "S", pa.string(), _in(values), pa.string()
+    return None
+
+
+_MEMBER_KEYS = ("cls", "members", "sub_type", "expected")
+#: a plain value's type -> (the keys its schema may hold beyond the plain ones, its
+#: reading from its schema and column type, or ``None`` when it has none)
+_SCALARS: dict[str, tuple[tuple[str, ...], Callable[[Mapping[str, Any], Any],
+                                                     _Found | None]]] = {
+    "str": ((), lambda s, c: ("S", pa.string(), _same, pa.string())),
+    "int": ((), lambda s, c: ("N", pa.string(), _cast(pa.int64(), _INT), pa.int64())),
+    "float": ((), lambda s, c: ("N", pa.string(), _cast(pa.float64(), _NUMBER),
+                                pa.float64())),
+    "bool": ((), lambda s, c: ("BOOL", pa.bool_(), _same, pa.bool_())),
+    "decimal": (("max_digits", "decimal_places"), _decimal),
+    "datetime": (("microseconds_precision",), lambda s, c: (
+        "S", pa.string(), _timestamp, c)),
+    "date": ((), lambda s, c: ("S", pa.string(), _cast(pa.date32(), _DATE), pa.date32())),
+    "enum": (_MEMBER_KEYS, _members),
+    "literal": (_MEMBER_KEYS, _members)}
+
+
 def _scalar(schema: Mapping[str, Any], column: Any) -> _Plan | None:
     """The plan of a plain value, where its column's type is the one it reads into."""
     kind = schema.get("type")
-    found: tuple[str, Any, Callable[[Any], Any], Any] | None = None
-    if kind == "str" and _plain(schema):
-        found = "S", pa.string(), lambda v: v, pa.string()
-    elif kind == "int" and _plain(schema):
-        found = "N", pa.string(), _cast(pa.int64(), _INT), pa.int64()
-    elif kind == "float" and _plain(schema):
-        found = "N", pa.string(), _cast(pa.float64(), _NUMBER), pa.float64()
-    elif kind == "bool" and _plain(schema):
-        found = "BOOL", pa.bool_(), lambda v: v, pa.bool_()
-    elif kind == "decimal" and _plain(schema, "max_digits", "decimal_places") and (
-            ("max_digits" in schema) == ("decimal_places" in schema)):
-        found = "N", pa.string(), _cast(column, _NUMBER), column
-    elif kind == "datetime" and _plain(schema, "microseconds_precision"):
-        found = "S", pa.string(), _timestamp, column
-    elif kind == "date" and _plain(schema):
-        found = "S", pa.string(), _cast(pa.date32(), _DATE), pa.date32()
-    elif kind in ("enum", "literal") and _plain(schema, "cls", "members", "sub_type",
-                                                   "expected"):
-        values = [getattr(m, "value", m) for m in schema.get("members", schema.get(
-            "expected", ()))]
-        if values and all(type(v) is str for v in values):
-            found = "S", pa.string(), _in(values), pa.string()
+    case = _SCALARS.get(kind) if isinstance(kind, str) else None
+    if case is None or not _plain(schema, *case[0]):
+        return None
+    found = case[1](schema, column)
     if found is None or found[3] != column:
         return None
     return _Plan(found[0], found[1], found[2])
-
 
 def _plan(schema: Mapping[str, Any], column: Column) -> tuple[_Plan, bool] | None:
     """``(plan, nullable)`` of a field's schema (without its default) and column."""
@@ -237,18 +263,11 @@ def model_plan(schema: Mapping[str, Any], cols: Mapping[str, Column],
     """The plan of a model's core schema whose fields are ``cols`` (stored under
     ``stored`` names; ``keyed``: fields a key template gives, per row when missing), or
     ``None`` where any of it is not plain (see the module)."""
-    inner, config = schema.get("schema") or {}, schema.get("config") or {}
-    if (schema.get("type") != "model" or schema.get("custom_init") or schema.get("root_model")
-            or schema.get("post_init") or inner.get("type") != "model-fields"
-            or not set(config) <= _CONFIG or inner.get("extras_schema")
-            or inner.get("extra_behavior") not in (None, "ignore")
-            or list(inner.get("fields", {})) != list(cols)):
+    if not _plain_model(schema, cols):
         return None
     out = []
-    for name, spec in inner["fields"].items():
-        if spec.get("type") != "model-field" or not set(spec) <= {
-                "type", "schema", "metadata", *(("validation_alias", "serialization_alias")
-                                                if stored.get(name) else ())}:
+    for name, spec in schema["schema"]["fields"].items():
+        if not _plain_field(spec, renamed=bool(stored.get(name))):
             return None
         found = _field(name, spec["schema"], cols[name], stored.get(name, name),
                        name in keyed)
@@ -258,6 +277,25 @@ def model_plan(schema: Mapping[str, Any], cols: Mapping[str, Column],
     struct = kind if kind is not None else pa.struct([c.field for c in cols.values()])
     return _Model(tuple(out), struct)
 
+
+
+def _plain_model(schema: Mapping[str, Any], cols: Mapping[str, Column]) -> bool:
+    """Whether a model's core schema is a plain model of the fields ``cols``: no custom
+    or post init, no root model, only :data:`_CONFIG` settings, no extra fields kept."""
+    inner, config = schema.get("schema") or {}, schema.get("config") or {}
+    return not (schema.get("type") != "model" or schema.get("custom_init")
+                or schema.get("root_model") or schema.get("post_init")
+                or inner.get("type") != "model-fields"
+                or not set(config) <= _CONFIG or inner.get("extras_schema")
+                or inner.get("extra_behavior") not in (None, "ignore")
+                or list(inner.get("fields", {})) != list(cols))
+
+
+def _plain_field(spec: Mapping[str, Any], renamed: bool) -> bool:
+    """Whether a model field's schema is a plain one: aliases only where ``renamed``."""
+    return spec.get("type") == "model-field" and set(spec) <= {
+        "type", "schema", "metadata", *(("validation_alias", "serialization_alias")
+                                        if renamed else ())}
 
 def _field(name: str, schema: Mapping[str, Any], column: Column, attr: str, keyed: bool
            ) -> _Field | None:
@@ -473,35 +511,7 @@ def vector_decoder(type_attribute: str, entities: Mapping[str, tuple[type[Any], 
     (every line per row). A versioned entity's latest copies are read so (by the table's
     sort key ``sk``); its version rows are left out (their lines listed) unless
     ``history``, then read per row."""
-    from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
-    from dynaorm.tools.stored import _inlined
-
-    found: list[_Entity] = []
-    present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)
-    item: Any = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
-    if sk is not None:
-        item = pa.struct([*item, pa.field(VERSION_KEYS, present),
-                          pa.field(VERSION_TTL, present)])
-    for name, (cls, spec) in entities.items():
-        if spec.versioned and sk is None:
-            continue
-        keyed = frozenset(f for t in (spec.pk, spec.sk, *(t for i in spec.indexes for t in (
-            i.pk, i.sk))) if t is not None for f in t.fields)
-        cols = {c.name: c for c in columns(cls)}
-        model = model_plan(_inlined(cls.__dict__.get("__pydantic_core_schema__") or {}),
-                           cols, spec.renames, keyed)
-        if model is None:
-            continue
-        stored = {f.attr for _, f in model.fields}
-        both = _merged(item, model.json)
-        if spec.versioned and both is not None:
-            both = _merged(both, pa.struct([pa.field(sk, pa.struct([pa.field(
-                "S", pa.string())]))]))
-        if both is None or stored & {type_attribute, VERSION_KEYS, VERSION_TTL, sk or ""}:
-            continue
-        item = both
-        found.append(_Entity(name, model, pa.schema([c.field for c in cols.values()]),
-                             spec.versioned))
+    found, item = _readable(type_attribute, entities, sk)
     if not found:
         return None
     infer = any(f.plan.json is None for e in found for _, f in e.model.fields)
@@ -509,34 +519,101 @@ def vector_decoder(type_attribute: str, entities: Mapping[str, tuple[type[Any], 
                               unexpected_field_behavior="infer" if infer else "ignore")
 
     def decode(lines: Sequence[bytes]) -> Decoded:
-        data = b"\n".join(lines)
-        try:
-            parsed = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(
-                block_size=max(len(data) + 1, 1 << 20)), parse_options=options)
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            return {}, []
-        if parsed.num_rows != len(lines):
-            return {}, []
-        items = parsed.column("Item").combine_chunks()
-        kinds = pc.struct_field(pc.struct_field(items, type_attribute), "S")
-        out, left_out = {}, []
-        for entity in found:
-            mask = pc.fill_null(pc.equal(kinds, entity.name), False)
-            where = pc.indices_nonzero(mask)
-            if not len(where):
-                continue
-            try:
-                rows, versions = items.filter(mask), list[int]()
-                if entity.versioned:
-                    assert sk is not None
-                    latest, versions = _latest(rows, sk, history)
-                    rows, where = rows.filter(latest), where.filter(latest)
-                table = pa.Table.from_struct_array(model_decoder(entity.model)(rows))
-            except (Unfit, pa.ArrowException, ValueError, TypeError):
-                continue  # (this entity's rows of the batch: per row)
-            if table.schema.equals(entity.schema):
-                everyone = pc.indices_nonzero(mask).to_pylist()
-                out[entity.name] = (table, where.to_pylist())
-                left_out += [everyone[n] for n in versions]
-        return out, left_out
+        return _decode(lines, found, options, type_attribute, sk, history)
     return decode
+
+
+def _readable(type_attribute: str, entities: Mapping[str, tuple[type[Any], EntitySpec]],
+              sk: str | None) -> tuple[list[_Entity], Any]:
+    """The entities of ``entities`` read by vectors, and the arrow type of an ``Item``
+    holding all their attributes (the type attribute's and, for a table with a sort key,
+    whether a row is a version's)."""
+    from dynaorm.schema.rules.versioned import VERSION_KEYS, VERSION_TTL
+
+    found: list[_Entity] = []
+    present = pa.struct([pa.field("NULL", pa.bool_())])  # (whether an attribute is there)
+    item: Any = pa.struct([pa.field(type_attribute, pa.struct([pa.field("S", pa.string())]))])
+    if sk is not None:
+        item = pa.struct([*item, pa.field(VERSION_KEYS, present),
+                          pa.field(VERSION_TTL, present)])
+    reserved = {type_attribute, VERSION_KEYS, VERSION_TTL, sk or ""}
+    for name, (cls, spec) in entities.items():
+        if spec.versioned and sk is None:
+            continue
+        read = _entity(name, cls, spec, item, sk, reserved)
+        if read is not None:
+            entity, item = read
+            found.append(entity)
+    return found, item
+
+
+def _entity(name: str, cls: type[Any], spec: EntitySpec, item: Any, sk: str | None,
+            reserved: set[str]) -> tuple[_Entity, Any] | None:
+    """How vectors read one entity, and ``item`` widened by its attributes; ``None``
+    when its model has no plan, its attributes clash with ``item``'s, or it stores one
+    of the ``reserved`` attributes."""
+    from dynaorm.tools.stored import _inlined
+
+    keyed = frozenset(f for t in (spec.pk, spec.sk, *(t for i in spec.indexes for t in (
+        i.pk, i.sk))) if t is not None for f in t.fields)
+    cols = {c.name: c for c in columns(cls)}
+    model = model_plan(_inlined(cls.__dict__.get("__pydantic_core_schema__") or {}),
+                       cols, spec.renames, keyed)
+    if model is None:
+        return None
+    stored = {f.attr for _, f in model.fields}
+    both = _merged(item, model.json)
+    if spec.versioned and both is not None:
+        both = _merged(both, pa.struct([pa.field(sk, pa.struct([pa.field(
+            "S", pa.string())]))]))
+    if both is None or stored & reserved:
+        return None
+    return _Entity(name, model, pa.schema([c.field for c in cols.values()]),
+                   spec.versioned), both
+
+
+def _decode(lines: Sequence[bytes], found: list[_Entity], options: Any,
+            type_attribute: str, sk: str | None, history: bool) -> Decoded:
+    """What :func:`vector_decoder`'s decoder gives for a batch of lines."""
+    data = b"\n".join(lines)
+    try:
+        parsed = pj.read_json(io.BytesIO(data), read_options=pj.ReadOptions(
+            block_size=max(len(data) + 1, 1 << 20)), parse_options=options)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return {}, []
+    if parsed.num_rows != len(lines):
+        return {}, []
+    items = parsed.column("Item").combine_chunks()
+    kinds = pc.struct_field(pc.struct_field(items, type_attribute), "S")
+    out, left_out = {}, []
+    for entity in found:
+        mask = pc.fill_null(pc.equal(kinds, entity.name), False)
+        decoded = _entity_table(entity, items, mask, sk, history)
+        if decoded is not None:
+            table, where, versions = decoded
+            everyone = pc.indices_nonzero(mask).to_pylist()
+            out[entity.name] = (table, where.to_pylist())
+            left_out += [everyone[n] for n in versions]
+    return out, left_out
+
+
+def _entity_table(entity: _Entity, items: Any, mask: Any, sk: str | None, history: bool
+                  ) -> tuple[Any, Any, list[int]] | None:
+    """One entity's rows of a batch (``mask``) as its dataset's table, their lines'
+    indices, and which of them are versions left out; ``None`` when it has none there
+    or they are read per row."""
+    where = pc.indices_nonzero(mask)
+    if not len(where):
+        return None
+    try:
+        rows, versions = items.filter(mask), list[int]()
+        if entity.versioned:
+            assert sk is not None
+            latest, versions = _latest(rows, sk, history)
+            rows, where = rows.filter(latest), where.filter(latest)
+        table = pa.Table.from_struct_array(model_decoder(entity.model)(rows))
+    except (Unfit, pa.ArrowException, ValueError, TypeError):
+        return None  # (this entity's rows of the batch: per row)
+    if not table.schema.equals(entity.schema):
+        return None
+    return table, where, versions
