@@ -86,3 +86,12 @@ def test_an_early_initialize_answer_only_for_what_the_sdk_accepts(
         mcp_types.InitializeRequestParams.model_validate(
             json.loads(line)["params"], by_name=False)
         assert msg.id == 1  # type: ignore[union-attr]
+
+
+def test_the_quick_check_leaves_other_schema_shapes_to_the_full_validator() -> None:
+    """A list of types (``WithJsonSchema``, a hand-written field schema) or a boolean
+    subschema made the quick check's compiler raise (TypeError, AttributeError) instead of
+    leaving the schema to the full validator: every call of that tool failed."""
+    assert _quick({"type": ["string", "null"]}) is None
+    assert _quick({"type": "object", "properties": {"a": True}}) is None
+    assert _quick({"type": "array", "items": False}) is None
