@@ -46,7 +46,7 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
     except ValueError:
         return None
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or (
-            msg.get("method") != "initialize"):
+            msg.get("method") != "initialize") or not msg.keys() <= _REQUEST:
         return None
     rid, params = msg.get("id"), msg.get("params")
     if isinstance(rid, bool) or not isinstance(rid, int | str) or not isinstance(params, dict):
@@ -67,6 +67,8 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
     return rid, (json.dumps(answer, separators=(",", ":")) + "\n").encode()
 
 
+#: a request's members (one with ``result`` or ``error`` too the SDK may read as an answer)
+_REQUEST = frozenset({"jsonrpc", "id", "method", "params"})
 #: fields of the SDK's ``clientInfo`` the early answer leaves to it (it checks their shape)
 _KNOWN_INFO = frozenset({"description", "websiteUrl", "icons"})
 

@@ -126,6 +126,8 @@ def test_an_initialize_the_sdk_refuses_gets_one_answer_its_error(params: dict[st
 @pytest.mark.parametrize("line", [
     b"\xef\xbb\xbf" + json.dumps(_initialize("2025-06-18")).encode(),  # (a BOM)
     json.dumps(_initialize("2025-06-18", "\ud800")).encode(),  # (a lone surrogate)
+    json.dumps({**_initialize("2025-06-18"), "error": {"code": 1, "message": "m"}}
+               ).encode(),  # (the SDK reads it as an error answer, not a request)
 ])
 def test_a_first_line_the_sdk_cannot_read_gets_no_early_answer(line: bytes) -> None:
     """An initialize ``json`` reads but the SDK's parser does not: it was answered early,
