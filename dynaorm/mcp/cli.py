@@ -40,12 +40,13 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
     """(its id, the answer) to ``line`` if it is a plain ``initialize`` request, as the
     SDK answers it (server ``name``, instructions ``said``); else ``None``: the SDK
     answers it itself."""
-    try:
-        msg = json.loads(line)
+    try:  # (as the SDK reads it: UTF-8 without BOM, no lone surrogate)
+        msg = json.loads(line.decode())
+        json.dumps(msg, ensure_ascii=False).encode()
     except ValueError:
         return None
     if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or (
-            msg.get("method") != "initialize"):
+            msg.get("method") != "initialize") or not msg.keys() <= _REQUEST:
         return None
     rid, params = msg.get("id"), msg.get("params")
     if isinstance(rid, bool) or not isinstance(rid, int | str) or not isinstance(params, dict):
@@ -53,9 +54,10 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
     version, caps, info = (params.get("protocolVersion"), params.get("capabilities"),
                            params.get("clientInfo"))
     if (not isinstance(version, str) or "_meta" in params or not isinstance(caps, dict)
-            or not all(isinstance(v, dict) for v in caps.values())
-            or not isinstance(info, dict)
-            or not all(isinstance(info.get(k), str) for k in ("name", "version"))):
+            or not all(isinstance(v, dict) and _plain(k, v) for k, v in caps.items())
+            or not isinstance(info, dict) or not _KNOWN_INFO.isdisjoint(info)
+            or not all(isinstance(info.get(k), str) for k in ("name", "version"))
+            or not isinstance(info.get("title", ""), str)):
         return None
     result = {"capabilities": CAPABILITIES, "instructions": said,
               "protocolVersion": version if version in HANDSHAKE_VERSIONS
@@ -63,6 +65,25 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
               "serverInfo": {"name": name, "version": __version__}}
     answer = {"jsonrpc": "2.0", "id": rid, "result": result}
     return rid, (json.dumps(answer, separators=(",", ":")) + "\n").encode()
+
+
+#: a request's members (one with ``result`` or ``error`` too the SDK may read as an answer)
+_REQUEST = frozenset({"jsonrpc", "id", "method", "params"})
+#: fields of the SDK's ``clientInfo`` the early answer leaves to it (it checks their shape)
+_KNOWN_INFO = frozenset({"description", "websiteUrl", "icons"})
+
+
+def _plain(key: str, value: dict[str, Any]) -> bool:
+    """A client capability the SDK takes as it is (what it would refuse, or might: the
+    early answer leaves it to the SDK, which then answers the ``initialize``)."""
+    if key == "roots":
+        return value.keys() <= {"listChanged"} and isinstance(
+            value.get("listChanged", False), bool)
+    if key in ("experimental", "extensions"):
+        return all(isinstance(v, dict) for v in value.values())
+    if key in ("sampling", "elicitation", "tasks"):
+        return all(v == {} for v in value.values())
+    return True  # (a capability the SDK does not know: ignored)
 
 
 def _options(cli: ModuleType, args: argparse.Namespace) -> dict[str, Any]:

@@ -376,7 +376,9 @@ def _quick(schema: Mapping[str, Any]) -> Callable[[Any], bool] | None:
     """A check accepting only values ``schema`` accepts, for the shapes tools' schemas
     take (objects of scalars, arrays of numbers; ``None``: another shape). What it does
     not accept is left to the full validator, which says why."""
-    kind, keys = schema.get("type"), set(schema)
+    if not isinstance(schema, Mapping) or not isinstance(schema.get("type"), str):
+        return None  # (a boolean schema, a list of types: the full validator's)
+    kind, keys = schema["type"], set(schema)
     bounds = [(_BOUNDS[k], schema[k]) for k in keys & _BOUNDS.keys()]
     if kind == "object" and keys <= {"type", "description", "title", "properties",
                                      "required", "additionalProperties", "$defs"}:

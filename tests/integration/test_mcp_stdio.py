@@ -27,11 +27,13 @@ def _initialize(version: str, rid: int | str = 1, **params: Any) -> dict[str, An
         "clientInfo": {"name": "test", "version": "0"}, **params}}
 
 
-def _serve(*messages: dict[str, Any] | str, scope: bool = True) -> tuple[list[Any], str]:
+def _serve(*messages: dict[str, Any] | str, scope: bool = True,
+           answered: int | None = None) -> tuple[list[Any], str]:
     """The answers ``dynaorm mcp`` gives to ``messages`` (sent at once, pipelined; stdin
     closed once each request is answered), and its stderr."""
     lines = "".join((m if isinstance(m, str) else json.dumps(m)) + "\n" for m in messages)
-    requests = sum(1 for m in messages if not isinstance(m, dict) or "id" in m)
+    requests = answered if answered is not None else sum(
+        1 for m in messages if not isinstance(m, dict) or "id" in m)
     args = ["--scope", "tenant_id", "--tenant", "t1"] if scope else []
     proc = subprocess.Popen(
         [sys.executable, "-m", "dynaorm", "mcp", "tests.support.tenant_models:tenants",
@@ -97,3 +99,41 @@ def test_what_is_not_a_plain_initialize_is_the_sdks_to_answer() -> None:
     assert "save_memo" not in {t["name"] for t in by_id[3]["result"]["tools"]}
     answers, _ = _serve({"jsonrpc": "2.0", "id": 9, "method": "tools/list"}, scope=False)
     assert [a["id"] for a in answers] == [9] and "error" in answers[0]  # (not initialized)
+
+
+# --- red team (redio): an early answer only where the SDK answers the same ---------------
+
+_REFUSED_PARAMS = [  # (each a plain-looking initialize the SDK refuses with an error)
+    {"capabilities": {"experimental": {"x": 1}}},
+    {"capabilities": {"roots": {"listChanged": [1]}}},
+    {"capabilities": {"sampling": {"context": 5}}},
+    {"clientInfo": {"name": "t", "version": "0", "icons": 5}},
+    {"clientInfo": {"name": "t", "version": "0", "title": 5}},
+]
+
+
+@pytest.mark.parametrize("params", _REFUSED_PARAMS)
+def test_an_initialize_the_sdk_refuses_gets_one_answer_its_error(params: dict[str, Any]
+                                                                 ) -> None:
+    """The early answer took a shape the SDK refuses: the client got a result and then
+    the SDK's error to the same id (two answers to one request)."""
+    answers, _ = _serve(_initialize("2025-06-18", 1, **params),
+                        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    assert [a["id"] for a in answers] == [1, 2]
+    assert "error" in answers[0] and "result" not in answers[0]
+
+
+@pytest.mark.parametrize("line", [
+    b"\xef\xbb\xbf" + json.dumps(_initialize("2025-06-18")).encode(),  # (a BOM)
+    json.dumps(_initialize("2025-06-18", "\ud800")).encode(),  # (a lone surrogate)
+    json.dumps({**_initialize("2025-06-18"), "error": {"code": 1, "message": "m"}}
+               ).encode(),  # (the SDK reads it as an error answer, not a request)
+])
+def test_a_first_line_the_sdk_cannot_read_gets_no_early_answer(line: bytes) -> None:
+    """An initialize ``json`` reads but the SDK's parser does not: it was answered early,
+    then the SDK dropped the line, never answered it, and every request after it was held
+    for that answer (the connection hung)."""
+    assert cli.early_answer(line, "dynaorm-x", "s") is None
+    answers, _ = _serve(line.decode("utf-8", "surrogatepass"),
+                        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, answered=1)
+    assert [a["id"] for a in answers] == [2]  # (the SDK's: not initialized, yet answered)

@@ -52,3 +52,46 @@ def test_plain_calls_take_the_quick_check_and_the_rest_the_full_one() -> None:
     update = _quick(TOOLS["update_memo"].input_schema)
     assert update is not None and not update({"tenant_id": "t1", "memo_id": "m",
                                               "set": {}, "version": True})
+
+
+# --- red team (redio): the early initialize answer only for what the SDK takes ----------
+
+_CAP_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=3),
+              st.just({})), lambda inner: st.one_of(
+        st.lists(inner, max_size=2),
+        st.dictionaries(st.sampled_from(["listChanged", "form", "context", "x", "list"]),
+                        inner, max_size=2)), max_leaves=6)
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.dictionaries(st.sampled_from(["roots", "sampling", "elicitation", "experimental",
+                                        "extensions", "tasks", "other"]), _CAP_VALUES,
+                       max_size=3),
+       st.dictionaries(st.sampled_from(["title", "icons", "websiteUrl", "description",
+                                        "other"]), _CAP_VALUES, max_size=2))
+def test_an_early_initialize_answer_only_for_what_the_sdk_accepts(
+        caps: dict[str, Any], info: dict[str, Any]) -> None:
+    import json
+
+    import mcp_types
+
+    from dynaorm.mcp.cli import early_answer
+
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": caps,
+        "clientInfo": {"name": "n", "version": "v", **info}}}).encode()
+    if early_answer(line, "x", "s") is not None:
+        msg = mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        mcp_types.InitializeRequestParams.model_validate(
+            json.loads(line)["params"], by_name=False)
+        assert msg.id == 1  # type: ignore[union-attr]
+
+
+def test_the_quick_check_leaves_other_schema_shapes_to_the_full_validator() -> None:
+    """A list of types (``WithJsonSchema``, a hand-written field schema) or a boolean
+    subschema made the quick check's compiler raise (TypeError, AttributeError) instead of
+    leaving the schema to the full validator: every call of that tool failed."""
+    assert _quick({"type": ["string", "null"]}) is None
+    assert _quick({"type": "object", "properties": {"a": True}}) is None
+    assert _quick({"type": "array", "items": False}) is None
