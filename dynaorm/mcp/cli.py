@@ -51,13 +51,8 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
     rid, params = msg.get("id"), msg.get("params")
     if isinstance(rid, bool) or not isinstance(rid, int | str) or not isinstance(params, dict):
         return None
-    version, caps, info = (params.get("protocolVersion"), params.get("capabilities"),
-                           params.get("clientInfo"))
-    if (not isinstance(version, str) or "_meta" in params or not isinstance(caps, dict)
-            or not all(isinstance(v, dict) and _plain(k, v) for k, v in caps.items())
-            or not isinstance(info, dict) or not _KNOWN_INFO.isdisjoint(info)
-            or not all(isinstance(info.get(k), str) for k in ("name", "version"))
-            or not isinstance(info.get("title", ""), str)):
+    version = params.get("protocolVersion")
+    if not isinstance(version, str) or not _plain_params(params):
         return None
     result = {"capabilities": CAPABILITIES, "instructions": said,
               "protocolVersion": version if version in HANDSHAKE_VERSIONS
@@ -65,6 +60,18 @@ def early_answer(line: bytes, name: str, said: str) -> tuple[int | str, bytes] |
               "serverInfo": {"name": name, "version": __version__}}
     answer = {"jsonrpc": "2.0", "id": rid, "result": result}
     return rid, (json.dumps(answer, separators=(",", ":")) + "\n").encode()
+
+
+def _plain_params(params: dict[str, Any]) -> bool:
+    """Whether an ``initialize``'s capabilities and ``clientInfo`` are of a shape the SDK
+    is sure to take (anything else: the SDK answers, or refuses, it itself)."""
+    caps, info = params.get("capabilities"), params.get("clientInfo")
+    if "_meta" in params or not isinstance(caps, dict) or not isinstance(info, dict):
+        return False
+    return (all(isinstance(v, dict) and _plain(k, v) for k, v in caps.items())
+            and _KNOWN_INFO.isdisjoint(info)
+            and all(isinstance(info.get(k), str) for k in ("name", "version"))
+            and isinstance(info.get("title", ""), str))
 
 
 #: a request's members (one with ``result`` or ``error`` too the SDK may read as an answer)
