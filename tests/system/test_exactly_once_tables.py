@@ -289,3 +289,51 @@ def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> 
         assert len(receipts(db)) == len(receipts(db, orders)) == 1
     else:  # (every one conflicted: none applied anything)
         assert _everything(db) == [[], [], []], answers
+
+
+# -- red team (redw): attacks on the receipts of several tables --------------------------------
+def test_a_mismatching_receipt_in_a_later_table_is_never_a_replay(three: TestBackend) -> None:
+    """The mirror of the mixed test above with the receipts' order turned: the test
+    table's receipt (the last of the transaction's, by table name) expires first and the
+    key then applies a note-only commit there (other writes); the two-table writes again
+    meet the orders receipt (the same writes, first) and the test table's (other writes,
+    last): a mismatch, never a replay, whichever failures the engine reports."""
+    db, key = three, key_of(three, "mixed-last")
+    before_ttl = db.table.receipts_ttl
+    db.table.receipts_ttl = timedelta(seconds=1)
+    try:
+        s = db.session()
+        _both(s)
+        s.commit(idempotency_key=key)
+        time.sleep(2.1)
+        s2 = db.session()
+        s2.save(Note(note_id="n1", body="other"), overwrite=True)
+        assert not s2.commit(idempotency_key=key).replayed
+        before = _everything(db)
+        s3 = db.session()
+        _both(s3)
+        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
+            s3.commit(idempotency_key=key)
+        assert _everything(db) == before
+    finally:
+        db.table.receipts_ttl = before_ttl
+
+
+def test_a_used_key_whose_writes_fail_their_own_condition_says_so_or_mismatches(
+        three: TestBackend) -> None:
+    """Under a key already used for other writes, a commit whose own write's condition
+    fails (a create of a stored note) is refused: never a replay, nothing written."""
+    from dynaorm import DynaormError
+
+    db, key = three, key_of(three, "own-cond")
+    s = db.session()
+    _both(s)
+    s.commit(idempotency_key=key)
+    before = _everything(db)
+    s2 = db.session()
+    s2.save(Note(note_id="n1", body="again"))  # (an insert: conditioned on absence)
+    s2.update(Order, order_id="o1", upsert=True).add(cents=5)
+    with pytest.raises(DynaormError) as err:
+        s2.commit(idempotency_key=key)
+    assert not isinstance(err.value, TransactionTooLargeError)
+    assert _everything(db) == before
