@@ -337,3 +337,25 @@ def test_a_used_key_whose_writes_fail_their_own_condition_says_so_or_mismatches(
         s2.commit(idempotency_key=key)
     assert not isinstance(err.value, TransactionTooLargeError)
     assert _everything(db) == before
+
+
+def test_a_lost_answer_with_a_same_key_superset_in_the_window(three: TestBackend) -> None:
+    """In the window another invocation commits a superset (the two writes and a third
+    table's) under the key: a mismatch (the receipts of the first two tables are live),
+    nothing written, no receipt in the third table; the first is settled as applied."""
+    db, key = three, key_of(three, "lost-superset")
+    errors: list[str] = []
+
+    def window() -> None:
+        with Session(db.table) as twin:
+            _both(twin)
+            twin.save(Stock(sku="k1", left=3))
+            try:
+                twin.commit(idempotency_key=key)
+            except IdempotencyMismatchError as exc:
+                errors.append(type(exc).__name__)
+
+    result, _ = lost_commit(db, key, _both, after=window, times=1)
+    assert not result.replayed and errors == ["IdempotencyMismatchError"]
+    assert notes(db) == {"n1": "x"} and _cents(db) == 5
+    assert db.scan(stock) == []
