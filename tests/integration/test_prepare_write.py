@@ -7,6 +7,7 @@ without one."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -228,3 +229,23 @@ def test_a_history_row_written_in_the_window_is_continued_after(
     history = db.session().history(Audit, equipment_id="e1", part="p1")
     assert [(v.version, v.notes) for v in history] == [
         (1, ""), (2, "two"), (3, "theirs"), (4, "ours")]
+
+
+def test_a_keyed_insert_continuing_a_kept_history_applies_once_and_replays(
+        db: TestBackend) -> None:
+    """Under an idempotency key the insert's first plan (version 1) is refused, the rule
+    reads the history and the commit is sent again (the same key, the same writes): it
+    applies as version 3; the same writes again under the key are a replay (nothing
+    written, the version stays 3)."""
+    _kept_history(db)
+    key = f"prepare-write-{db.session_kind}-{uuid.uuid4().hex}"
+    s = db.session()
+    s.save(Audit(equipment_id="e1", part="p1", notes="keyed"))
+    assert not s.commit(idempotency_key=key).replayed
+    again = db.session()
+    again.save(Audit(equipment_id="e1", part="p1", notes="keyed"))
+    assert again.commit(idempotency_key=key).replayed
+    got = db.session().get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and (got.version, got.notes) == (3, "keyed")
+    assert [v.version for v in db.session().history(Audit, equipment_id="e1", part="p1")
+            ] == [1, 2, 3]
