@@ -118,7 +118,7 @@ class SaveEntry(ObjectWrite):
             # another's; every such insert reads its own), or the one after the last it
             # read (another writer kept a version since: read again, continue after it)
             found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
-            if found is not None and found[0] == (self.after_version or 0) + 1:
+            if found and found[0] == (self.after_version or 0) + 1:
                 return True
         if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):
             return False
