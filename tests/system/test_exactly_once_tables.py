@@ -359,3 +359,38 @@ def test_a_lost_answer_with_a_same_key_superset_in_the_window(three: TestBackend
     assert not result.replayed and errors == ["IdempotencyMismatchError"]
     assert notes(db) == {"n1": "x"} and _cents(db) == 5
     assert db.scan(stock) == []
+
+
+@pytest.mark.parametrize("twin_writes", ["same", "subset"])
+def test_an_unapplied_attempt_with_a_same_key_twin_in_the_window(
+        three: TestBackend, twin_writes: str) -> None:
+    """The first commit's attempt answered with a 500 that never reached the
+    engine; in the first window another invocation commits under the key the same
+    writes (the first is then a replay: those writes were applied, once) or a subset
+    (the first is a mismatch, having written nothing)."""
+    from dynaorm.testing import inject_faults
+
+    db, key = three, key_of(three, f"unapplied-{twin_writes}")
+    done: list[bool] = []
+
+    def window() -> None:
+        if done:
+            return
+        with Session(db.table) as twin:
+            if twin_writes == "same":
+                _both(twin)
+            else:
+                twin.update(Order, order_id="o1", upsert=True).add(cents=5)
+            done.append(twin.commit(idempotency_key=key).replayed)
+
+    with inject_faults(db.table) as faults:
+        faults.server_error("TransactWriteItems", times=1, after=window)
+        s = db.session()
+        _both(s)
+        if twin_writes == "same":
+            assert s.commit(idempotency_key=key).replayed
+        else:
+            with pytest.raises(IdempotencyMismatchError):
+                s.commit(idempotency_key=key)
+    assert done == [False] and _cents(db) == 5
+    assert notes(db) == ({"n1": "x"} if twin_writes == "same" else {})
