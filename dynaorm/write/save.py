@@ -112,12 +112,13 @@ class SaveEntry(ObjectWrite):
     def _rereads(self, table: str | None, key: PlainKey | None,
                  state: InstanceState | None) -> bool:
         spec = spec_of(type(self.obj))
-        if state is None and self.after_version is None and key:
+        if state is None and key:
             # (the versioned rule's key layout parses its version keys: a plain one, none)
-            # planned as version 1, and a version 1 row of the commit is taken (a kept
-            # history: this write's, or another's; every such insert reads its own)
+            # the version row it planned is taken: 1 (a kept history: this write's, or
+            # another's; every such insert reads its own), or the one after the last it
+            # read (another writer kept a version since: read again, continue after it)
             found = spec.rules.sort_keys.parse(str(key.get(spec.table.sk or "", "")))
-            if found is not None and found[0] == 1:
+            if found and found[0] == (self.after_version or 0) + 1:
                 return True
         if table not in (None, spec.table.name) or not (self.overwrite and spec.has_rules):
             return False

@@ -7,6 +7,7 @@ without one."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import pytest
@@ -180,3 +181,71 @@ def test_a_second_writer_in_the_window_after_the_read_wins_and_ours_changes_noth
     assert got is not None and (got.version, got.notes) == (3, "theirs")
     history = db.session().history(Audit, equipment_id="e1", part="p1")
     assert [(v.version, v.notes) for v in history] == [(1, ""), (2, "two"), (3, "theirs")]
+
+
+# -- red team (redw): other second writers in the window after the rule's read ---------------
+class _HistoryWriter(Hook):
+    """Once the rule's Query is answered, another writer leaves version 3 in the window:
+    its version row alone (``latest=False``: as an entity created and deleted again)
+    or its version row and latest copy, then deletes the latest copy."""
+
+    def __init__(self, then_delete: bool) -> None:
+        self.done, self.then_delete = False, then_delete
+        app.db.add_hook(self)
+
+    def on_end(self, phase: Any, token: Any) -> object:
+        if self.done or not isinstance(phase, Attempt) or phase.operation != "Query":
+            return None
+        self.done = True
+        row = {"pk": {"S": "EQUIPMENT#e1"}, "_type": {"S": "Audit"},
+               "equipment_id": {"S": "e1"}, "part": {"S": "p1"}, "auditor": {"S": ""},
+               "notes": {"S": "theirs"}, "version": {"N": "3"}}
+        sks = ("v00000003_p1", "v0_p1") if self.then_delete else ("v00000003_p1",)
+        app.db.send("TransactWriteItems", {"TransactItems": [
+            {"Put": {"TableName": app.name, "Item": {**row, "sk": {"S": sk}}}} for sk in sks]})
+        if self.then_delete:
+            app.db.send("DeleteItem", {"TableName": app.name, "Key": {
+                "pk": {"S": "EQUIPMENT#e1"}, "sk": {"S": "v0_p1"}}})
+        return None
+
+
+@pytest.mark.parametrize("then_delete", [False, True], ids=["history-row", "create-delete"])
+def test_a_history_row_written_in_the_window_is_continued_after(
+        db: TestBackend, then_delete: bool) -> None:
+    """The kept history grew to version 3 after the rule read it (no latest copy now):
+    our insert, planned as version 3, meets the taken row, reads again and continues the
+    history as version 4; nothing of theirs is lost."""
+    _kept_history(db)
+    writer = _HistoryWriter(then_delete)
+    s = db.session()
+    s.save(Audit(equipment_id="e1", part="p1", notes="ours"))
+    try:
+        s.commit()
+    finally:
+        app.db.remove_hook(writer)
+    assert writer.done
+    got = db.session().get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and (got.version, got.notes) == (4, "ours")
+    history = db.session().history(Audit, equipment_id="e1", part="p1")
+    assert [(v.version, v.notes) for v in history] == [
+        (1, ""), (2, "two"), (3, "theirs"), (4, "ours")]
+
+
+def test_a_keyed_insert_continuing_a_kept_history_applies_once_and_replays(
+        db: TestBackend) -> None:
+    """Under an idempotency key the insert's first plan (version 1) is refused, the rule
+    reads the history and the commit is sent again (the same key, the same writes): it
+    applies as version 3; the same writes again under the key are a replay (nothing
+    written, the version stays 3)."""
+    _kept_history(db)
+    key = f"prepare-write-{db.session_kind}-{uuid.uuid4().hex}"
+    s = db.session()
+    s.save(Audit(equipment_id="e1", part="p1", notes="keyed"))
+    assert not s.commit(idempotency_key=key).replayed
+    again = db.session()
+    again.save(Audit(equipment_id="e1", part="p1", notes="keyed"))
+    assert again.commit(idempotency_key=key).replayed
+    got = db.session().get(Audit, equipment_id="e1", part="p1")
+    assert got is not None and (got.version, got.notes) == (3, "keyed")
+    assert [v.version for v in db.session().history(Audit, equipment_id="e1", part="p1")
+            ] == [1, 2, 3]

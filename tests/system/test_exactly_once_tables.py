@@ -289,3 +289,108 @@ def test_threads_racing_one_key_on_two_tables_apply_once(three: TestBackend) -> 
         assert len(receipts(db)) == len(receipts(db, orders)) == 1
     else:  # (every one conflicted: none applied anything)
         assert _everything(db) == [[], [], []], answers
+
+
+# -- red team (redw): attacks on the receipts of several tables --------------------------------
+def test_a_mismatching_receipt_in_a_later_table_is_never_a_replay(three: TestBackend) -> None:
+    """The mirror of the mixed test above with the receipts' order turned: the test
+    table's receipt (the last of the transaction's, by table name) expires first and the
+    key then applies a note-only commit there (other writes); the two-table writes again
+    meet the orders receipt (the same writes, first) and the test table's (other writes,
+    last): a mismatch, never a replay, whichever failures the engine reports."""
+    db, key = three, key_of(three, "mixed-last")
+    before_ttl = db.table.receipts_ttl
+    db.table.receipts_ttl = timedelta(seconds=1)
+    try:
+        s = db.session()
+        _both(s)
+        s.commit(idempotency_key=key)
+        time.sleep(2.1)
+        s2 = db.session()
+        s2.save(Note(note_id="n1", body="other"), overwrite=True)
+        assert not s2.commit(idempotency_key=key).replayed
+        before = _everything(db)
+        s3 = db.session()
+        _both(s3)
+        with pytest.raises(IdempotencyMismatchError, match=db.table.name):
+            s3.commit(idempotency_key=key)
+        assert _everything(db) == before
+    finally:
+        db.table.receipts_ttl = before_ttl
+
+
+def test_a_used_key_whose_writes_fail_their_own_condition_says_so_or_mismatches(
+        three: TestBackend) -> None:
+    """Under a key already used for other writes, a commit whose own write's condition
+    fails (a create of a stored note) is refused: never a replay, nothing written."""
+    from dynaorm import DynaormError
+
+    db, key = three, key_of(three, "own-cond")
+    s = db.session()
+    _both(s)
+    s.commit(idempotency_key=key)
+    before = _everything(db)
+    s2 = db.session()
+    s2.save(Note(note_id="n1", body="again"))  # (an insert: conditioned on absence)
+    s2.update(Order, order_id="o1", upsert=True).add(cents=5)
+    with pytest.raises(DynaormError) as err:
+        s2.commit(idempotency_key=key)
+    assert not isinstance(err.value, TransactionTooLargeError)
+    assert _everything(db) == before
+
+
+def test_a_lost_answer_with_a_same_key_superset_in_the_window(three: TestBackend) -> None:
+    """In the window another invocation commits a superset (the two writes and a third
+    table's) under the key: a mismatch (the receipts of the first two tables are live),
+    nothing written, no receipt in the third table; the first is settled as applied."""
+    db, key = three, key_of(three, "lost-superset")
+    errors: list[str] = []
+
+    def window() -> None:
+        with Session(db.table) as twin:
+            _both(twin)
+            twin.save(Stock(sku="k1", left=3))
+            try:
+                twin.commit(idempotency_key=key)
+            except IdempotencyMismatchError as exc:
+                errors.append(type(exc).__name__)
+
+    result, _ = lost_commit(db, key, _both, after=window, times=1)
+    assert not result.replayed and errors == ["IdempotencyMismatchError"]
+    assert notes(db) == {"n1": "x"} and _cents(db) == 5
+    assert db.scan(stock) == []
+
+
+@pytest.mark.parametrize("twin_writes", ["same", "subset"])
+def test_an_unapplied_attempt_with_a_same_key_twin_in_the_window(
+        three: TestBackend, twin_writes: str) -> None:
+    """The first commit's attempt answered with a 500 that never reached the
+    engine; in the first window another invocation commits under the key the same
+    writes (the first is then a replay: those writes were applied, once) or a subset
+    (the first is a mismatch, having written nothing)."""
+    from dynaorm.testing import inject_faults
+
+    db, key = three, key_of(three, f"unapplied-{twin_writes}")
+    done: list[bool] = []
+
+    def window() -> None:
+        if done:
+            return
+        with Session(db.table) as twin:
+            if twin_writes == "same":
+                _both(twin)
+            else:
+                twin.update(Order, order_id="o1", upsert=True).add(cents=5)
+            done.append(twin.commit(idempotency_key=key).replayed)
+
+    with inject_faults(db.table) as faults:
+        faults.server_error("TransactWriteItems", times=1, after=window)
+        s = db.session()
+        _both(s)
+        if twin_writes == "same":
+            assert s.commit(idempotency_key=key).replayed
+        else:
+            with pytest.raises(IdempotencyMismatchError):
+                s.commit(idempotency_key=key)
+    assert done == [False] and _cents(db) == 5
+    assert notes(db) == ({"n1": "x"} if twin_writes == "same" else {})
