@@ -18,9 +18,9 @@ from typing import Any, Final, TypedDict
 
 from dynaorm.errors import SettingsError
 
-__all__ = ["INSIGHTS", "Declared", "Pair", "TableSettings", "check_index", "check_pair",
-           "create_params", "declared_indexes", "drift", "parse_settings", "settings_of",
-           "table_drift"]
+__all__ = ["INSIGHTS", "Declared", "Pair", "TableSettings", "check_billing", "check_index",
+           "check_pair", "create_params", "declared_indexes", "drift", "parse_settings",
+           "settings_of", "table_drift", "unapplied"]
 
 #: a (reads, writes) pair: units per second (warm throughput) or request units (maximum)
 Pair = tuple[int | None, int | None]
@@ -286,6 +286,38 @@ def drift(declared: TableSettings, live: TableSettings,
         differs(f"index {name} warm_throughput", want_warm, _floor(want_warm, have_warm))
         differs(f"index {name} max_on_demand", want_most, _sides(want_most, have_most))
     return out
+
+
+def check_billing(table: Any, described: Mapping[str, Any]) -> None:
+    """A :class:`SettingsError` when ``table`` (or a GSI of it) declares ``max_on_demand=``
+    and DescribeTable's ``described`` is of a PROVISIONED table (``OnDemandThroughput`` is
+    for on-demand tables): refused before it is sent."""
+    mode = (described.get("BillingModeSummary") or {}).get("BillingMode") or (
+        "PROVISIONED" if (described.get("ProvisionedThroughput") or {}).get(
+            "ReadCapacityUnits") else "PAY_PER_REQUEST")
+    named = ["max_on_demand"] * bool(table.declared_settings.max_on_demand) + [
+        f"index {name} max_on_demand" for name, (_, most_pair) in declared_indexes(
+            table).items() if most_pair]
+    if mode == "PROVISIONED" and named:
+        raise SettingsError(
+            f"table {table.name!r} is PROVISIONED (BillingMode): {', '.join(named)} declared "
+            "(OnDemandThroughput, for on-demand tables only) is refused, nothing sent; drop "
+            "it or switch the table to on-demand (BillingMode PAY_PER_REQUEST)")
+
+
+def unapplied(name: str, declared: list[str], pending: list[str], unknown: list[str],
+              maybe: bool = False) -> str:
+    """What ``create()`` says after a settings request failed for good: the table ``name``
+    is there, which ``declared`` settings are applied, which are ``pending`` (the failed
+    one first, ``maybe`` applied) and which the endpoint cannot report; a retried
+    ``create()`` converges."""
+    applied = [n for n in declared if n not in pending and n not in unknown]
+    cannot = f"; the endpoint cannot report {', '.join(unknown)}" if unknown else ""
+    perhaps = f" ({pending[0]}'s request may have been applied)" if maybe else ""
+    return (f"table {name!r} is created (or existed) and ACTIVE; of its declared settings, "
+            f"applied: {', '.join(applied) or 'none'}; not applied: {', '.join(pending)}"
+            f"{perhaps}{cannot}; create() again applies the rest (each settings request is "
+            "idempotent)")
 
 
 def _floor(want: Pair | None, have: Pair | None) -> Pair | None:

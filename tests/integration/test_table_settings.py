@@ -307,12 +307,11 @@ def test_red_create_converges_after_a_lost_answer_with_a_second_creator_in_the_w
 
 
 @pytest.mark.sync_only
-@pytest.mark.xfail(strict=True, reason="red team 63: create()'s error when a settings call "
-                   "fails after CreateTable names only that call: not that the table was "
-                   "created, nor which declared settings are applied and which are not "
-                   "(a retried create() does converge; the message does not say so)")
 def test_red_a_failed_settings_call_says_what_create_applied(
         absent: Table, request: pytest.FixtureRequest) -> None:
+    """(red team 63) A settings request failing for good after CreateTable: the error (the
+    request's own, its type kept) says the table is there, which declared settings are
+    applied and which are not, and that create() again converges -- and it does."""
     from dynaorm.errors import DynaormError
     from dynaorm.testing import inject_faults
 
@@ -323,6 +322,33 @@ def test_red_a_failed_settings_call_says_what_create_applied(
         absent.create()
     said = str(caught.value)
     assert "created" in said and "pitr_days" in said, said
+    assert "UpdateContinuousBackups" in said and "not applied: pitr_days" in said, said
+    assert "applied: " in said and "deletion_protection" in said.split("not applied")[0]
+    assert "create() again" in said and "may have been applied" in said, said
+    absent.create()
+    assert absent.settings().pitr_days == ops.declared_settings.pitr_days
+
+
+def test_red_the_failed_settings_message_and_the_billing_check_are_pure() -> None:
+    """(issue 63) What create() says after a failed settings request, and the refusal of
+    ``max_on_demand=`` on a PROVISIONED table, from what DescribeTable answered alone."""
+    from dynaorm.schema.settings import check_billing, unapplied
+
+    said = unapplied("t", ["deletion_protection", "pitr_days", "tags", "contributor_insights"],
+                     ["pitr_days", "tags"], ["contributor_insights"])
+    assert "applied: deletion_protection;" in said and "not applied: pitr_days, tags" in said
+    assert "cannot report contributor_insights" in said and "create() again" in said
+    assert "may have been" not in said and "may have been" in unapplied(
+        "t", ["tags"], ["tags"], [], maybe=True)
+    provisioned = {"ProvisionedThroughput": {"ReadCapacityUnits": 5, "WriteCapacityUnits": 5}}
+    with pytest.raises(SettingsError, match="max_on_demand, index by_owner max_on_demand"):
+        check_billing(ops, provisioned)
+    with pytest.raises(SettingsError, match="PROVISIONED"):
+        check_billing(ops, {"BillingModeSummary": {"BillingMode": "PROVISIONED"}})
+    check_billing(ops, {"BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"},
+                        **provisioned})  # (the mode said wins)
+    check_billing(ops, {"ProvisionedThroughput": {"ReadCapacityUnits": 0}})  # on demand
+    check_billing(Table("plain", pk="pk"), provisioned)  # nothing declared: nothing refused
 
 
 def test_red_a_side_not_declared_is_no_drift() -> None:
@@ -395,13 +421,10 @@ def test_red_create_waits_out_another_creators_table_update(
     assert live.settings().deletion_protection is True
 
 
-@pytest.mark.xfail(strict=True, reason="red team 63: create() on an existing PROVISIONED "
-                   "table sends the declared max_on_demand= (OnDemandThroughput, which "
-                   "is for on-demand tables) instead of refusing it with a SettingsError "
-                   "before sending: the settings do not read the billing mode (moto and "
-                   "DynamoDB Local take it silently)")
 def test_red_max_on_demand_on_a_provisioned_table_is_refused_before_sending(
         backend: str | None) -> None:
+    """(red team 63) ``max_on_demand=`` on an existing PROVISIONED table: a SettingsError
+    from the DescribeTable create() reads anyway, OnDemandThroughput never sent."""
     table = Table("ops_provisioned" + worker_suffix(), max_on_demand=(100, 50))
     table.connect(backend)
     if table.exists():
@@ -416,5 +439,7 @@ def test_red_max_on_demand_on_a_provisioned_table_is_refused_before_sending(
     try:
         with pytest.raises(SettingsError, match="max_on_demand"):
             table.create()
+        assert table.client.describe_table(TableName=table.name)["Table"].get(
+            "OnDemandThroughput", {}).get("MaxReadRequestUnits", -1) in (-1, 0)
     finally:
         table.delete()
