@@ -104,9 +104,8 @@ def _write(entry: Any) -> str:
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(entry)) if (
             dataclasses.is_dataclass(entry)) else None
-    if names is None:
-        names = sorted(vars(entry))
-    return f"{cls.__qualname__}({','.join([f'{n}={_canon(getattr(entry, n))}' for n in names])})"
+    fields = sorted(vars(entry)) if names is None else names
+    return f"{cls.__qualname__}({','.join([f'{n}={_canon(getattr(entry, n))}' for n in fields])})"
 
 
 #: the fields of each dataclass of staged writes, in order (``None``: not a dataclass)
