@@ -224,12 +224,13 @@ class Receipts:
                                f"characters, got {key!r:.80}")
         if not tables:
             return None
-        named = {t.name: t for t in sorted(tables, key=lambda t: t.name)}
-        for table in named.values():
+        named = {t.name: t for t in tables}
+        ordered = tuple(named[name] for name in sorted(named))
+        for table in ordered:
             if not table.string_keys:
                 raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
                                    "cannot keep receipts (idempotency_key=)")
-        return Receipting(tuple(named.values()), key, digest(staged))
+        return Receipting(ordered, key, digest(staged))
 
 
 class Verdict(enum.Enum):
