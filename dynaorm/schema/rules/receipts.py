@@ -31,7 +31,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from decimal import Decimal
@@ -104,9 +104,8 @@ def _write(entry: Any) -> str:
     if names is None:
         names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(entry)) if (
             dataclasses.is_dataclass(entry)) else None
-    pairs = sorted(vars(entry).items()) if names is None else [
-        (n, getattr(entry, n)) for n in names]
-    return f"{cls.__qualname__}({','.join([f'{n}={_canon(v)}' for n, v in pairs])})"
+    fields = sorted(vars(entry)) if names is None else names
+    return f"{cls.__qualname__}({','.join([f'{n}={_canon(getattr(entry, n))}' for n in fields])})"
 
 
 #: the fields of each dataclass of staged writes, in order (``None``: not a dataclass)
@@ -130,6 +129,12 @@ def _mapping(value: Any) -> str:
         pairs = None
     if pairs is None:
         return f"{{{','.join(sorted(f'{_canon(k)}:{_canon(v)}' for k, v in value.items()))}}}"
+    return _named(pairs)
+
+
+def _named(pairs: Iterable[tuple[str, Any]]) -> str:
+    """Values by name, in the order given: :func:`_mapping`'s text of a mapping of names
+    (sorted by the caller)."""
     return f"{{{','.join([f'{k!r}:{_canon(v)}' for k, v in pairs])}}}"
 
 
@@ -188,8 +193,9 @@ def _entity(obj: Any) -> str:
         skip = _SKIP[cls] = frozenset(f for f, _ in (*rules.stamp(obj, True),
                                                      *rules.stamp(obj, False), *rules.pin(0)))
     state = getattr(obj, "_dynaorm_state", None)
-    values = {k: v for k, v in obj.__dict__.items() if k not in skip} if skip else obj.__dict__
-    return (f"o{cls.__qualname__}{_mapping(values)}"
+    fields = obj.__dict__.items()  # (a model's: named by str, so sorted by name)
+    values = sorted(fields if not skip else [(k, v) for k, v in fields if k not in skip])
+    return (f"o{cls.__qualname__}{_named(values)}"
             f"@{'N' if state is None else _mapping(state.key)}")
 
 
@@ -218,12 +224,13 @@ class Receipts:
                                f"characters, got {key!r:.80}")
         if not tables:
             return None
-        named = {t.name: t for t in sorted(tables, key=lambda t: t.name)}
-        for table in named.values():
+        named = {t.name: t for t in tables}
+        ordered = tuple(named[name] for name in sorted(named))
+        for table in ordered:
             if not table.string_keys:
                 raise DynaormError(f"table {table.name!r}: its keys are not strings, so it "
                                    "cannot keep receipts (idempotency_key=)")
-        return Receipting(tuple(named.values()), key, digest(staged))
+        return Receipting(ordered, key, digest(staged))
 
 
 class Verdict(enum.Enum):
