@@ -57,6 +57,12 @@ class Scope:
         scope field, and so must every unique rule's guard scope."""
         if spec.cls in self._covered:
             return
+        for name, text in self.values.items():  # (the grammar: no separator of the field)
+            bad = sorted(c for c in spec.separators(name) if c in text)
+            if bad:
+                raise ScopeError(f"{spec.name}: scope {name}={text!r} holds {bad[0]!r}, a "
+                                 f"separator of {name!r} in its key templates: no key of "
+                                 "that entity can render it")
         # (exactly: a key that folds a tenant's value, '!l', is another tenant's too; a
         # previous layout's key is read when the current one holds nothing)
         previous = getattr(spec.previous, "pk", None)

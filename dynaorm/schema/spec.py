@@ -157,6 +157,21 @@ class EntitySpec:
         return layout
 
     @functools.cached_property
+    def key_templates(self) -> tuple[KeyTemplate, ...]:
+        """Every key template of the entity: the table key's, each index's, each unique
+        guard's scope and the previous layout's (what the key grammar holds values to)."""
+        before = self.previous
+        found = [self.pk, self.sk, *(t for i in self.indexes for t in (i.pk, i.sk)),
+                 *(r.scope for r in self.uniques),
+                 *(() if before is None else (before.pk, before.sk))]
+        return tuple(t for t in found if t is not None)
+
+    def separators(self, name: str) -> frozenset[str]:
+        """The characters the key grammar refuses in a value of field ``name``: ``#`` and
+        the separator that follows it in any template it appears in (contract 23)."""
+        return frozenset().union(*(t.separators(name) for t in self.key_templates))
+
+    @functools.cached_property
     def encrypted(self) -> Mapping[str, str]:
         """``Encrypted`` fields: stored attribute name -> field name."""
         encryption = self.rules.get(Encryption)

@@ -7,12 +7,13 @@ range queries), and parse a rendered key back into its field strings.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import functools
 import itertools
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -55,6 +56,16 @@ class _Field:
     name: str
     spec: str
     conversion: str | None
+    #: the first character of the literal that follows the field in its template (its
+    #: separator, which a value may not contain), ``""`` for the template's last field
+    sep: str = ""
+
+    def refused(self, text: str) -> str | None:
+        """The first character of ``text`` the grammar refuses in this field (``#``, or
+        the field's separator), else ``None``."""
+        if "#" in text:
+            return "#"
+        return self.sep if self.sep and self.sep in text else None
 
 
 @dataclass(frozen=True)
@@ -94,6 +105,11 @@ class KeyTemplate:
                     f"{owner}: template {source!r} puts two fields side by side; "
                     "separate them with a literal such as '#'")
             segments.append(_Field(name, spec or "", conversion))
+        for i, seg in enumerate(segments[:-1]):  # (a field's separator: the literal after it)
+            if isinstance(seg, _Field):
+                after = segments[i + 1]
+                assert isinstance(after, str)
+                segments[i] = dataclasses.replace(seg, sep=after[0])
         template = cls(source, tuple(segments), key_type)
         head = template.segments[0]
         if key_type != "S" and (template.single is None or not isinstance(head, _Field)
@@ -154,8 +170,11 @@ class KeyTemplate:
             text = _CONVERSIONS[seg.conversion](text)
         if check and self.single is not None and text:
             return text  # one field: nothing to split, so '#' is allowed
-        if check and (not text or "#" in text):
-            why = "is empty" if not text else "contains '#'"
+        refused = seg.refused(text) if check and text else None
+        if check and (not text or refused):
+            why = "is empty" if not text else (
+                "contains '#'" if refused == "#" else
+                f"contains {refused!r}, the separator that follows it in the key")
             raise KeyTemplateError(
                 f"{owner}: field {seg.name!r} value {value!r} {why}; "
                 f"it cannot go into key {self.source!r}", field=seg.name)
@@ -182,7 +201,8 @@ class KeyTemplate:
             # conversion renders as itself (the same rule as _render_field's, inlined)
             value = values.get(seg.name)
             if (type(value) is str and value and not seg.spec and seg.conversion is None
-                    and (single is not None or "#" not in value)):
+                    and (single is not None or ("#" not in value
+                                                and (not seg.sep or seg.sep not in value)))):
                 out.append(value)
             else:
                 out.append(self._render_field(seg, values, owner))
@@ -252,6 +272,43 @@ class KeyTemplate:
             out.append(self._render_field(seg, values, owner))
         return "".join(out)
 
+    def separators(self, name: str) -> frozenset[str]:
+        """The characters a value of field ``name`` may not hold in this template: ``#``
+        and the field's separator (none in a template that is exactly one field)."""
+        if self.single is not None or self.key_type != "S":
+            return frozenset()
+        return frozenset(c for s in self.segments if isinstance(s, _Field) and s.name == name
+                         for c in ("#", s.sep) if c)
+
+    def scope_prefix(self, names: Iterable[str]) -> tuple[tuple[str, ...], bool] | None:
+        """The leading part of this template that proves a key belongs to a scope over the
+        fields ``names`` (for IAM's ``dynamodb:LeadingKeys``): ``(parts, exact)``. The parts
+        are literal texts and scope fields (as ``"{name}"``) from the start through the
+        first character of the literal after the last scope field (a character no value of
+        that field may hold); ``exact`` when the template ends at that field (the key is
+        then the prefix itself). ``None`` when no prefix proves it: a scope field is not in
+        the template's leading run of fields, it is converted or formatted (``!l``: two
+        values would render alike), or the template is exactly one field (its value may
+        hold anything)."""
+        wanted = set(names)
+        if self.key_type != "S" or self.single is not None or not wanted:
+            return None
+        parts: list[str] = []
+        for i, seg in enumerate(self.segments):
+            if isinstance(seg, str):
+                if not wanted:
+                    parts.append(seg[0])
+                    return tuple(parts), False
+                parts.append(seg)
+                continue
+            if seg.name not in wanted or seg.name not in self.exact_fields or seg.spec:
+                return None
+            parts.append("{" + seg.name + "}")
+            wanted.discard(seg.name)
+            if not wanted and i == len(self.segments) - 1:
+                return tuple(parts), True
+        return None
+
     def leading_fields(self, names: set[str] | frozenset[str]) -> tuple[str, ...]:
         """The longest run of template fields, from the start, that ``names`` covers."""
         return tuple(itertools.takewhile(names.__contains__, self.fields))
@@ -281,7 +338,7 @@ class KeyTemplate:
     @functools.cached_property
     def _pattern(self) -> re.Pattern[str]:
         return re.compile("".join(
-            re.escape(s) if isinstance(s, str) else f"(?P<{s.name}>[^#]+)"
+            re.escape(s) if isinstance(s, str) else f"(?P<{s.name}>[^{re.escape('#' + s.sep)}]+)"
             for s in self.segments))
 
     def __str__(self) -> str:
